@@ -1,0 +1,148 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// Application error types raised by the credit activities. The workflow's
+// retry policy lists the permanent ones as non-retryable.
+const (
+	// ErrTypeAccountNotFound: retried like a transient error (the account may
+	// be in the middle of being opened) until the attempts run out.
+	ErrTypeAccountNotFound = "AccountNotFound"
+	// ErrTypeAccountClosed: a closed account never takes a credit.
+	ErrTypeAccountClosed = "AccountClosed"
+	// ErrTypeInboxMessageNotFound: no inbox row for the end_to_end_id.
+	ErrTypeInboxMessageNotFound = "InboxMessageNotFound"
+	// ErrTypeInboxMessageNotPending: the row is failed; only a re-drive
+	// (which puts it back to pending) may credit it.
+	ErrTypeInboxMessageNotPending = "InboxMessageNotPending"
+	// ErrTypePayloadMismatch: an earlier credit of this end_to_end_id went to
+	// another account or amount.
+	ErrTypePayloadMismatch = "PayloadMismatch"
+	// ErrTypeBalanceOverflow: the credit would overflow the balance.
+	ErrTypeBalanceOverflow = "BalanceOverflow"
+)
+
+// Activities holds what the activities need.
+type Activities struct {
+	Store  *db.Store
+	Logger *slog.Logger
+}
+
+// CreditInput names the PIX to credit. PriorAttempts is the row's attempt
+// count when its workflow run was started, so that attempt numbers keep
+// counting across re-drives.
+type CreditInput struct {
+	EndToEndID    string
+	PriorAttempts int
+}
+
+// CreditResult says what the credit did.
+type CreditResult struct {
+	AccountID   string
+	AmountCents int64
+	// Credited is false when an earlier attempt had already credited it.
+	Credited     bool
+	BalanceAfter int64
+}
+
+// failureRecordTimeout bounds the write of a failed attempt, which runs on a
+// fresh context because the attempt's own may be the thing that expired.
+const failureRecordTimeout = 5 * time.Second
+
+// CreditAccount credits the account of a pending inbox row, records the
+// pix_credits row and marks the inbox row done in one transaction. A failed
+// attempt leaves its number and error on the row before returning the error
+// to Temporal, which decides whether and when to retry.
+func (a *Activities) CreditAccount(ctx context.Context, in CreditInput) (CreditResult, error) {
+	info := activity.GetInfo(ctx)
+	attempt := in.PriorAttempts + int(info.Attempt)
+	log := a.Logger.With("end_to_end_id", in.EndToEndID, "workflow_id", info.WorkflowExecution.ID, "attempt", attempt)
+
+	out, err := a.Store.Credit(ctx, in.EndToEndID, attempt)
+	if err == nil {
+		if out.Credited {
+			log.Info("pix credited", "account_id", out.AccountID, "amount_cents", out.AmountCents, "balance_after_cents", out.BalanceAfter)
+		} else {
+			log.Info("pix already credited; nothing changed", "account_id", out.AccountID)
+		}
+		return CreditResult(out), nil
+	}
+
+	appErr := toApplicationError(err)
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failureRecordTimeout)
+	defer cancel()
+	if recErr := a.Store.RecordAttemptFailure(recordCtx, in.EndToEndID, attempt, appErr.Error()); recErr != nil {
+		// The attempt's error still goes to Temporal; only the row's copy is missing.
+		log.Error("could not record failed attempt", "error", recErr)
+	}
+	log.Warn("pix credit attempt failed", "error", err)
+	return CreditResult{}, appErr
+}
+
+// MarkFailedInput closes a PIX as failed.
+type MarkFailedInput struct {
+	EndToEndID string
+	// Attempts, when larger than the row's count, replaces it (attempts that
+	// died with their worker never recorded themselves).
+	Attempts int
+	Reason   string
+}
+
+// MarkFailedResult is the row's status after MarkCreditFailed: "failed", or
+// "done" if a credit had committed after all.
+type MarkFailedResult struct {
+	Status string
+}
+
+// MarkCreditFailed moves a pending row to failed with the reason, unless a
+// credit committed first.
+func (a *Activities) MarkCreditFailed(ctx context.Context, in MarkFailedInput) (MarkFailedResult, error) {
+	info := activity.GetInfo(ctx)
+	log := a.Logger.With("end_to_end_id", in.EndToEndID, "workflow_id", info.WorkflowExecution.ID, "attempt", in.Attempts)
+	status, err := a.Store.MarkFailed(ctx, in.EndToEndID, in.Attempts, in.Reason)
+	if err != nil {
+		return MarkFailedResult{}, toApplicationError(err)
+	}
+	if status == pix.StatusFailed {
+		log.Error("pix credit failed", "reason", in.Reason)
+	} else {
+		log.Info("pix credit was not marked failed", "status", status)
+	}
+	return MarkFailedResult{Status: status}, nil
+}
+
+// toApplicationError turns a store error into a Temporal application error
+// with a named type for business refusals; technical errors keep a generic,
+// retryable type.
+func toApplicationError(err error) error {
+	var errType string
+	switch {
+	case errors.Is(err, pix.ErrAccountNotFound):
+		errType = ErrTypeAccountNotFound
+	case errors.Is(err, pix.ErrAccountClosed):
+		errType = ErrTypeAccountClosed
+	case errors.Is(err, pix.ErrCreditNotFound):
+		errType = ErrTypeInboxMessageNotFound
+	case errors.Is(err, pix.ErrNotPending):
+		errType = ErrTypeInboxMessageNotPending
+	case errors.Is(err, pix.ErrPayloadMismatch):
+		errType = ErrTypePayloadMismatch
+	case errors.Is(err, pix.ErrBalanceOverflow):
+		errType = ErrTypeBalanceOverflow
+	default:
+		return temporal.NewApplicationErrorWithCause(fmt.Sprintf("technical failure: %v", err), "TechnicalFailure", err)
+	}
+	return temporal.NewApplicationError(err.Error(), errType)
+}

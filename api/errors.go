@@ -1,0 +1,94 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// Error codes of the JSON error envelope.
+const (
+	CodeInvalidRequest       = "invalid_request"
+	CodePayloadTooLarge      = "payload_too_large"
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodePayloadMismatch      = "payload_mismatch"
+	CodeCreditNotFound       = "pix_credit_not_found"
+	CodeAccountNotFound      = "account_not_found"
+	CodeNotFailed            = "pix_credit_not_failed"
+	CodeNotFound             = "not_found"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeUnavailable          = "service_unavailable"
+	CodeNotReady             = "not_ready"
+	CodeInternal             = "internal_error"
+)
+
+// ErrorBody is the envelope of every error response.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail says what went wrong.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// requestError is a refusal decided by the HTTP layer itself (body too
+// large, wrong content type), carrying its status and code.
+type requestError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+// errorResponse is the one mapping from errors to HTTP status and code.
+func errorResponse(err error) (int, ErrorDetail) {
+	var reqErr *requestError
+	var valErr *pix.ValidationError
+	switch {
+	case errors.As(err, &reqErr):
+		return reqErr.status, ErrorDetail{reqErr.code, reqErr.msg}
+	case errors.As(err, &valErr):
+		return http.StatusBadRequest, ErrorDetail{CodeInvalidRequest, valErr.Error()}
+	case errors.Is(err, pix.ErrPayloadMismatch):
+		return http.StatusUnprocessableEntity, ErrorDetail{CodePayloadMismatch,
+			"a PIX with this end_to_end_id was received with another account_id or amount_cents; nothing was changed"}
+	case errors.Is(err, pix.ErrCreditNotFound):
+		return http.StatusNotFound, ErrorDetail{CodeCreditNotFound, "no PIX credit with this end_to_end_id"}
+	case errors.Is(err, pix.ErrAccountNotFound):
+		return http.StatusNotFound, ErrorDetail{CodeAccountNotFound, "no account with this id"}
+	case errors.Is(err, pix.ErrNotFailed):
+		return http.StatusConflict, ErrorDetail{CodeNotFailed, "only a failed PIX credit can be re-driven: " + err.Error()}
+	case errors.Is(err, pix.ErrUnavailable):
+		return http.StatusServiceUnavailable, ErrorDetail{CodeUnavailable, "the database is unreachable; nothing was stored, retry later"}
+	default:
+		return http.StatusInternalServerError, ErrorDetail{CodeInternal, "internal error"}
+	}
+}
+
+// abortWithError writes the error response for err and logs what the client
+// is not told.
+func abortWithError(c *gin.Context, log *slog.Logger, err error) {
+	status, detail := errorResponse(err)
+	if status >= 500 {
+		log.ErrorContext(c.Request.Context(), "request failed", append(logAttrs(c), "status", status, "error", err)...)
+		if status == http.StatusServiceUnavailable {
+			c.Header("Retry-After", "1")
+		}
+	}
+	c.AbortWithStatusJSON(status, ErrorBody{Error: detail})
+}
+
+// logAttrs are the attributes that tie a log line to the PIX it is about.
+func logAttrs(c *gin.Context) []any {
+	if id := c.GetString(ctxEndToEndID); id != "" {
+		return []any{"end_to_end_id", id}
+	}
+	return nil
+}

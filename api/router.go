@@ -1,0 +1,219 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.temporal.io/sdk/client"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/workflows"
+)
+
+// Deps is what the handlers need.
+type Deps struct {
+	Store *db.Store
+	// Temporal is checked by /readyz.
+	Temporal client.Client
+	// Kick wakes the dispatcher after a commit that made a row due; nil
+	// leaves it to the dispatcher's polling.
+	Kick func()
+	// TemporalNamespace and TemporalUIURL build links to the Temporal UI.
+	TemporalNamespace string
+	TemporalUIURL     string
+	// RequestTimeout bounds the work of one request, so that a hung database
+	// answers 503 rather than holding the PSP's connection.
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+const ctxEndToEndID = "end_to_end_id"
+
+// NewRouter returns the HTTP handler of the service.
+func NewRouter(d Deps) http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	h := &handlers{Deps: d}
+	r.Use(h.recoverPanics, h.logRequests, h.timeout)
+	r.NoRoute(func(c *gin.Context) {
+		c.AbortWithStatusJSON(http.StatusNotFound, ErrorBody{ErrorDetail{CodeNotFound, "no route " + c.Request.Method + " " + c.Request.URL.Path}})
+	})
+	r.NoMethod(func(c *gin.Context) {
+		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, ErrorBody{ErrorDetail{CodeMethodNotAllowed, "method " + c.Request.Method + " not allowed here"}})
+	})
+
+	r.POST("/webhooks/pix", h.receiveWebhook)
+	r.GET("/pix/credits/:end_to_end_id", h.getCredit)
+	r.POST("/admin/pix/credits/:end_to_end_id/retry", h.retryCredit)
+	r.GET("/accounts/:id", h.getAccount)
+	r.GET("/healthz", h.healthz)
+	r.GET("/readyz", h.readyz)
+	return r
+}
+
+type handlers struct{ Deps }
+
+func (h *handlers) kick() {
+	if h.Kick != nil {
+		h.Kick()
+	}
+}
+
+// receiveWebhook stores a PSP notification and acknowledges it: 202 once the
+// inbox row is committed. It never waits for Temporal.
+func (h *handlers) receiveWebhook(c *gin.Context) {
+	body, err := readJSONBody(c, MaxWebhookBytes)
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	n, err := decodeNotification(body)
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	c.Set(ctxEndToEndID, n.EndToEndID)
+	receipt, err := h.Store.Receive(c.Request.Context(), n)
+	if err != nil {
+		if pix.IsRefusal(err) {
+			h.Logger.Warn("webhook refused", "end_to_end_id", n.EndToEndID, "account_id", n.AccountID, "amount_cents", n.AmountCents, "error", err)
+		}
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	if !receipt.Duplicate || receipt.Redriven {
+		h.kick()
+	}
+	h.Logger.Info("webhook accepted", "end_to_end_id", n.EndToEndID, "account_id", n.AccountID, "amount_cents", n.AmountCents,
+		"duplicate", receipt.Duplicate, "redriven", receipt.Redriven, "status", receipt.Status)
+	c.JSON(http.StatusAccepted, receipt)
+}
+
+// creditView is the answer of GET /pix/credits/{end_to_end_id}.
+type creditView struct {
+	pix.Credit
+	WorkflowID    string `json:"workflow_id"`
+	TemporalUIURL string `json:"temporal_ui_url"`
+}
+
+func (h *handlers) endToEndIDParam(c *gin.Context) (string, bool) {
+	id := c.Param("end_to_end_id")
+	if !pix.ValidEndToEndID(id) {
+		abortWithError(c, h.Logger, pix.Invalid("end_to_end_id", "must be 32 letters or digits starting with E"))
+		return "", false
+	}
+	c.Set(ctxEndToEndID, id)
+	return id, true
+}
+
+func (h *handlers) getCredit(c *gin.Context) {
+	id, ok := h.endToEndIDParam(c)
+	if !ok {
+		return
+	}
+	credit, err := h.Store.GetCredit(c.Request.Context(), id)
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	c.JSON(http.StatusOK, creditView{Credit: credit, WorkflowID: workflows.CreditWorkflowID(id), TemporalUIURL: h.workflowURL(id)})
+}
+
+// workflowURL links to the Temporal UI's list of every run of the PIX's
+// workflow (a re-driven PIX has several).
+func (h *handlers) workflowURL(endToEndID string) string {
+	q := url.Values{"query": {`WorkflowId="` + workflows.CreditWorkflowID(endToEndID) + `"`}}
+	return h.TemporalUIURL + "/namespaces/" + url.PathEscape(h.TemporalNamespace) + "/workflows?" + q.Encode()
+}
+
+// retryCredit re-drives a failed PIX: the row goes back to pending and the
+// dispatcher starts a new workflow run.
+func (h *handlers) retryCredit(c *gin.Context) {
+	id, ok := h.endToEndIDParam(c)
+	if !ok {
+		return
+	}
+	if err := h.Store.Redrive(c.Request.Context(), id); err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	h.kick()
+	h.Logger.Info("pix credit re-driven by an operator", "end_to_end_id", id, "workflow_id", workflows.CreditWorkflowID(id))
+	c.JSON(http.StatusAccepted, gin.H{"end_to_end_id": id, "status": pix.StatusPending, "workflow_id": workflows.CreditWorkflowID(id)})
+}
+
+func (h *handlers) getAccount(c *gin.Context) {
+	account, err := h.Store.GetAccount(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	c.JSON(http.StatusOK, account)
+}
+
+func (h *handlers) healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+}
+
+// readyz reports whether PostgreSQL and Temporal answer.
+func (h *handlers) readyz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	checks := gin.H{"postgres": "ok", "temporal": "ok"}
+	ready := true
+	if err := h.Store.Ping(ctx); err != nil {
+		checks["postgres"] = err.Error()
+		ready = false
+	}
+	if _, err := h.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		checks["temporal"] = err.Error()
+		ready = false
+	}
+	if !ready {
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{
+			"error":  ErrorDetail{CodeNotReady, "a dependency is unreachable"},
+			"checks": checks,
+		})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": checks})
+}
+
+// timeout bounds each request's context.
+func (h *handlers) timeout(c *gin.Context) {
+	if h.RequestTimeout <= 0 {
+		c.Next()
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), h.RequestTimeout)
+	defer cancel()
+	c.Request = c.Request.WithContext(ctx)
+	c.Next()
+}
+
+// logRequests writes one line per request.
+func (h *handlers) logRequests(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	attrs := append(logAttrs(c), "method", c.Request.Method, "path", c.Request.URL.Path,
+		"status", c.Writer.Status(), "duration_ms", float64(time.Since(start).Microseconds())/1000)
+	h.Logger.Debug("http request", attrs...)
+}
+
+// recoverPanics answers 500 with the JSON envelope instead of dropping the
+// connection, and logs the panic.
+func (h *handlers) recoverPanics(c *gin.Context) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.Logger.Error("panic in handler", append(logAttrs(c), "panic", p)...)
+			c.AbortWithStatusJSON(http.StatusInternalServerError, ErrorBody{ErrorDetail{CodeInternal, "internal error"}})
+		}
+	}()
+	c.Next()
+}

@@ -1,0 +1,73 @@
+// Command pixd is the PIX credit service. One binary, one role per run:
+//
+//	pixd api       HTTP API (webhook inbox, queries, admin) and the dispatcher
+//	pixd worker    Temporal worker running the credit workflows
+//	pixd migrate   apply the embedded database migrations and exit
+//	pixd dev       migrate, open the demo accounts, and run api and worker in one process
+//
+// Configuration comes from the environment; see the README.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pixbank/pix/internal/app"
+	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/logging"
+)
+
+const usage = "usage: pixd api|worker|migrate|dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "pixd:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) != 1 {
+		return errors.New(usage)
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	log := logging.New(os.Stderr, cfg.LogLevel).With("role", args[0])
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+
+	switch args[0] {
+	case "api":
+		return a.RunAPI(ctx)
+	case "worker":
+		return a.RunWorker(ctx)
+	case "migrate":
+		return a.Migrate(ctx)
+	case "dev":
+		if err := a.Migrate(ctx); err != nil {
+			return err
+		}
+		if err := a.SeedDemoAccounts(ctx); err != nil {
+			return err
+		}
+		g, ctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return a.RunAPI(ctx) })
+		g.Go(func() error { return a.RunWorker(ctx) })
+		return g.Wait()
+	default:
+		return fmt.Errorf("unknown command %q; %s", args[0], usage)
+	}
+}

@@ -1,0 +1,328 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// Store is the repository of the incoming-PIX service.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// NewStore returns a Store over pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Pool exposes the pool for health checks and test helpers.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that PostgreSQL answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return classify(s.pool.Ping(ctx))
+}
+
+// Receive stores one delivery of a notification. A first delivery inserts a
+// pending row that is due for dispatch at once. A redelivery with the same
+// account and amount only counts (deliveries+1), except that a failed row is
+// put back to pending (re-driven). Another account or amount under the same
+// end_to_end_id is pix.ErrPayloadMismatch and changes nothing.
+func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error) {
+	// Fast path, one round trip: the first delivery.
+	var status string
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO inbox_messages (end_to_end_id, account_id, amount_cents, payload, dispatch_due_at)
+		VALUES ($1, $2, $3, $4, now())
+		ON CONFLICT (end_to_end_id) DO NOTHING
+		RETURNING status`,
+		n.EndToEndID, n.AccountID, n.AmountCents, n.Payload).Scan(&status)
+	if err == nil {
+		return pix.Receipt{EndToEndID: n.EndToEndID, Status: status}, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return pix.Receipt{}, classify(fmt.Errorf("insert inbox message: %w", err))
+	}
+	// A redelivery: compare and count under the row lock.
+	receipt := pix.Receipt{EndToEndID: n.EndToEndID, Duplicate: true}
+	err = inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var accountID string
+		var amount int64
+		err := tx.QueryRow(ctx, `
+			SELECT account_id, amount_cents, status FROM inbox_messages
+			WHERE end_to_end_id = $1 FOR UPDATE`, n.EndToEndID).Scan(&accountID, &amount, &status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Deleted between our insert and this select (retention): the
+			// caller retries the whole delivery.
+			return errRowVanished
+		}
+		if err != nil {
+			return fmt.Errorf("lock inbox message: %w", err)
+		}
+		if accountID != n.AccountID || amount != n.AmountCents {
+			return pix.ErrPayloadMismatch
+		}
+		receipt.Redriven = status == pix.StatusFailed
+		return tx.QueryRow(ctx, `
+			UPDATE inbox_messages SET
+				deliveries        = deliveries + 1,
+				last_delivered_at = now(),
+				status            = CASE WHEN status = 'failed' THEN 'pending' ELSE status END,
+				dispatch_due_at   = CASE WHEN status = 'failed' THEN now() ELSE dispatch_due_at END,
+				dispatched_at     = CASE WHEN status = 'failed' THEN NULL ELSE dispatched_at END,
+				processed_at      = CASE WHEN status = 'failed' THEN NULL ELSE processed_at END
+			WHERE end_to_end_id = $1
+			RETURNING status`, n.EndToEndID).Scan(&receipt.Status)
+	})
+	if errors.Is(err, errRowVanished) {
+		return s.Receive(ctx, n)
+	}
+	if err != nil {
+		return pix.Receipt{}, fmt.Errorf("record redelivery: %w", err)
+	}
+	return receipt, nil
+}
+
+var errRowVanished = errors.New("inbox row vanished")
+
+// Redrive puts a failed row back to pending, due for dispatch at once: the
+// dispatcher then starts a new workflow run. attempts and last_error are kept.
+func (s *Store) Redrive(ctx context.Context, endToEndID string) error {
+	return inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var status string
+		err := tx.QueryRow(ctx, `SELECT status FROM inbox_messages WHERE end_to_end_id = $1 FOR UPDATE`, endToEndID).Scan(&status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return pix.ErrCreditNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("lock inbox message: %w", err)
+		}
+		if status != pix.StatusFailed {
+			return fmt.Errorf("%w: it is %s", pix.ErrNotFailed, status)
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE inbox_messages
+			SET status = 'pending', dispatch_due_at = now(), dispatched_at = NULL, processed_at = NULL
+			WHERE end_to_end_id = $1`, endToEndID)
+		return err
+	})
+}
+
+// CreditOutcome says what a credit transaction did.
+type CreditOutcome struct {
+	AccountID   string
+	AmountCents int64
+	// Credited is false when the PIX had already been credited (a re-run of
+	// the activity, or a redelivery after the inbox row was cleaned up).
+	Credited     bool
+	BalanceAfter int64
+}
+
+// Credit credits the account of a pending inbox row, records the pix_credits
+// row and marks the inbox row done, all in one transaction (invariants I1-I3).
+// attempt is the processing attempt number to record (kept as the maximum
+// seen). Running it again after it committed changes nothing. Refusals:
+// pix.ErrCreditNotFound (no inbox row), pix.ErrNotPending (the row is failed),
+// pix.ErrAccountNotFound, pix.ErrAccountClosed, pix.ErrPayloadMismatch (an
+// earlier credit under this end_to_end_id went elsewhere), pix.ErrBalanceOverflow.
+func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (CreditOutcome, error) {
+	var out CreditOutcome
+	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var status string
+		err := tx.QueryRow(ctx, `
+			SELECT account_id, amount_cents, status FROM inbox_messages
+			WHERE end_to_end_id = $1 FOR UPDATE`, endToEndID).Scan(&out.AccountID, &out.AmountCents, &status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return pix.ErrCreditNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("lock inbox message: %w", err)
+		}
+		switch status {
+		case pix.StatusDone:
+			return tx.QueryRow(ctx, `SELECT balance_after_cents FROM pix_credits WHERE end_to_end_id = $1`, endToEndID).Scan(&out.BalanceAfter)
+		case pix.StatusFailed:
+			return pix.ErrNotPending
+		}
+
+		var accountStatus string
+		var balance int64
+		err = tx.QueryRow(ctx, `SELECT status, balance_cents FROM accounts WHERE id = $1 FOR UPDATE`, out.AccountID).Scan(&accountStatus, &balance)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: %s", pix.ErrAccountNotFound, out.AccountID)
+		}
+		if err != nil {
+			return fmt.Errorf("lock account: %w", err)
+		}
+
+		// The guard that outlives the inbox row: a credit recorded in an
+		// earlier life of this end_to_end_id.
+		var prevAccount string
+		var prevAmount, prevBalanceAfter int64
+		err = tx.QueryRow(ctx, `SELECT account_id, amount_cents, balance_after_cents FROM pix_credits WHERE end_to_end_id = $1`,
+			endToEndID).Scan(&prevAccount, &prevAmount, &prevBalanceAfter)
+		switch {
+		case err == nil:
+			if prevAccount != out.AccountID || prevAmount != out.AmountCents {
+				return fmt.Errorf("%w: already credited %d to %s", pix.ErrPayloadMismatch, prevAmount, prevAccount)
+			}
+			out.BalanceAfter = prevBalanceAfter
+		case errors.Is(err, pgx.ErrNoRows):
+			if accountStatus != pix.AccountActive {
+				return fmt.Errorf("%w: %s", pix.ErrAccountClosed, out.AccountID)
+			}
+			if balance > math.MaxInt64-out.AmountCents {
+				return pix.ErrBalanceOverflow
+			}
+			out.BalanceAfter = balance + out.AmountCents
+			if _, err := tx.Exec(ctx, `UPDATE accounts SET balance_cents = $2, updated_at = now() WHERE id = $1`,
+				out.AccountID, out.BalanceAfter); err != nil {
+				return fmt.Errorf("credit account: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents)
+				VALUES ($1, $2, $3, $4)`, endToEndID, out.AccountID, out.AmountCents, out.BalanceAfter); err != nil {
+				return fmt.Errorf("insert pix credit: %w", err)
+			}
+			out.Credited = true
+		default:
+			return fmt.Errorf("read pix credit: %w", err)
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE inbox_messages
+			SET status = 'done', attempts = GREATEST(attempts, $2), processed_at = now(), dispatch_due_at = NULL
+			WHERE end_to_end_id = $1`, endToEndID, attempt)
+		if err != nil {
+			return fmt.Errorf("mark inbox message done: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return CreditOutcome{}, err
+	}
+	return out, nil
+}
+
+// RecordAttemptFailure leaves the attempt count and the error on a pending
+// row. A row that is no longer pending is left alone.
+func (s *Store) RecordAttemptFailure(ctx context.Context, endToEndID string, attempt int, reason string) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE inbox_messages SET attempts = GREATEST(attempts, $2), last_error = $3
+		WHERE end_to_end_id = $1 AND status = 'pending'`, endToEndID, attempt, reason)
+	if err != nil {
+		return classify(fmt.Errorf("record attempt failure: %w", err))
+	}
+	return nil
+}
+
+// MarkFailed moves a pending row to failed with its last error, and returns
+// the row's status afterwards: "done" when a credit committed first (an
+// attempt whose success was never reported), which the caller must honour.
+// attempts, when larger than the stored count, replaces it.
+func (s *Store) MarkFailed(ctx context.Context, endToEndID string, attempts int, reason string) (string, error) {
+	var status string
+	err := s.pool.QueryRow(ctx, `
+		WITH failed AS (
+			UPDATE inbox_messages
+			SET status = 'failed', attempts = GREATEST(attempts, $2), last_error = $3,
+			    processed_at = now(), dispatch_due_at = NULL
+			WHERE end_to_end_id = $1 AND status = 'pending'
+			RETURNING status)
+		SELECT status FROM failed
+		UNION ALL
+		SELECT status FROM inbox_messages WHERE end_to_end_id = $1 AND NOT EXISTS (SELECT 1 FROM failed)`,
+		endToEndID, attempts, reason).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", pix.ErrCreditNotFound
+	}
+	if err != nil {
+		return "", classify(fmt.Errorf("mark inbox message failed: %w", err))
+	}
+	return status, nil
+}
+
+// DueMessage is a pending row whose workflow must be (re)started.
+type DueMessage struct {
+	EndToEndID string
+	Attempts   int
+}
+
+// ClaimDue claims up to limit pending rows whose dispatch is due, pushing
+// their next due time lease ahead so that concurrent dispatchers skip them.
+// If the claimer dies, or its start fails without being deferred, the rows
+// come due again when the lease ends.
+func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]DueMessage, error) {
+	rows, err := s.pool.Query(ctx, `
+		UPDATE inbox_messages m SET dispatch_due_at = now() + $2::interval
+		FROM (
+			SELECT end_to_end_id FROM inbox_messages
+			WHERE status = 'pending' AND dispatch_due_at <= now()
+			ORDER BY dispatch_due_at
+			LIMIT $1
+			FOR UPDATE SKIP LOCKED
+		) due
+		WHERE m.end_to_end_id = due.end_to_end_id
+		RETURNING m.end_to_end_id, m.attempts`, limit, lease)
+	if err != nil {
+		return nil, classify(fmt.Errorf("claim due inbox messages: %w", err))
+	}
+	due, err := pgx.CollectRows(rows, pgx.RowToStructByPos[DueMessage])
+	if err != nil {
+		return nil, classify(fmt.Errorf("claim due inbox messages: %w", err))
+	}
+	return due, nil
+}
+
+// MarkDispatched records the first successful workflow start of each row's
+// current drive.
+func (s *Store) MarkDispatched(ctx context.Context, endToEndIDs []string) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE inbox_messages SET dispatched_at = now()
+		WHERE end_to_end_id = ANY($1) AND status = 'pending' AND dispatched_at IS NULL`, endToEndIDs)
+	if err != nil {
+		return classify(fmt.Errorf("mark dispatched: %w", err))
+	}
+	return nil
+}
+
+// DeferDispatch makes pending rows due again after delay (their workflow
+// start failed).
+func (s *Store) DeferDispatch(ctx context.Context, endToEndIDs []string, delay time.Duration) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE inbox_messages SET dispatch_due_at = now() + $2::interval
+		WHERE end_to_end_id = ANY($1) AND status = 'pending'`, endToEndIDs, delay)
+	if err != nil {
+		return classify(fmt.Errorf("defer dispatch: %w", err))
+	}
+	return nil
+}
+
+// GetCredit reports one incoming PIX: its inbox row, or, once that was
+// cleaned up, its credit.
+func (s *Store) GetCredit(ctx context.Context, endToEndID string) (pix.Credit, error) {
+	var c pix.Credit
+	err := s.pool.QueryRow(ctx, `
+		SELECT m.end_to_end_id, m.account_id, m.amount_cents, m.status, m.attempts, m.last_error,
+		       m.deliveries, m.received_at, m.processed_at, c.credited_at
+		FROM inbox_messages m LEFT JOIN pix_credits c USING (end_to_end_id)
+		WHERE m.end_to_end_id = $1
+		UNION ALL
+		SELECT c.end_to_end_id, c.account_id, c.amount_cents, 'done', 0, NULL, 0, c.credited_at, c.credited_at, c.credited_at
+		FROM pix_credits c
+		WHERE c.end_to_end_id = $1 AND NOT EXISTS (SELECT 1 FROM inbox_messages WHERE end_to_end_id = $1)`,
+		endToEndID).Scan(&c.EndToEndID, &c.AccountID, &c.AmountCents, &c.Status, &c.Attempts, &c.LastError,
+		&c.Deliveries, &c.ReceivedAt, &c.ProcessedAt, &c.CreditedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return pix.Credit{}, pix.ErrCreditNotFound
+	}
+	if err != nil {
+		return pix.Credit{}, classify(fmt.Errorf("get pix credit: %w", err))
+	}
+	return c, nil
+}

@@ -1,0 +1,172 @@
+// Package app owns the wiring of the service's processes: from a Config it
+// builds the pool, the store, the Temporal client, the HTTP server, the
+// dispatcher and the worker, and runs them until their context ends. The
+// binaries and the end-to-end tests use the same wiring.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/api"
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/dispatch"
+	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/worker"
+)
+
+// App holds a process's shared dependencies.
+type App struct {
+	Cfg      config.Config
+	Log      *slog.Logger
+	Store    *db.Store
+	Temporal client.Client
+}
+
+// New connects to PostgreSQL and prepares a Temporal client. Neither needs
+// to be reachable yet: the pool and the client connect on first use, so an
+// API process starts (and answers 503) while a dependency is down.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
+	pool, err := db.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := client.NewLazyClient(client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    logging.Temporal(log),
+	})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("temporal client: %w", err)
+	}
+	return &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc}, nil
+}
+
+// Close releases the pool and the Temporal client.
+func (a *App) Close() {
+	a.Temporal.Close()
+	a.Store.Pool().Close()
+}
+
+// Migrate applies the embedded migrations.
+func (a *App) Migrate(ctx context.Context) error {
+	applied, err := db.Migrate(ctx, a.Store.Pool())
+	if err != nil {
+		return err
+	}
+	a.Log.Info("migrations applied", "applied", applied)
+	return nil
+}
+
+// Dispatcher builds the dispatcher the configuration describes.
+func (a *App) Dispatcher() *dispatch.Dispatcher {
+	return dispatch.New(a.Store, a.Temporal, dispatch.Options{
+		TaskQueue:     a.Cfg.TemporalTaskQueue,
+		Retry:         a.Cfg.Retry(),
+		PollInterval:  a.Cfg.DispatchPollInterval,
+		BatchSize:     a.Cfg.DispatchBatchSize,
+		Concurrency:   a.Cfg.DispatchConcurrency,
+		RecheckAfter:  a.Cfg.DispatchRecheckAfter,
+		RetryMaxDelay: a.Cfg.DispatchRetryMaxDelay,
+	}, a.Log)
+}
+
+// Handler builds the HTTP handler; kick may be nil.
+func (a *App) Handler(kick func()) http.Handler {
+	return api.NewRouter(api.Deps{
+		Store:             a.Store,
+		Temporal:          a.Temporal,
+		Kick:              kick,
+		TemporalNamespace: a.Cfg.TemporalNamespace,
+		TemporalUIURL:     a.Cfg.TemporalUIURL,
+		RequestTimeout:    a.Cfg.RequestTimeout,
+		Logger:            a.Log,
+	})
+}
+
+// ServeAPI serves HTTP on ln, with the dispatcher when enabled, until ctx
+// ends; then it stops taking connections and lets in-flight requests finish
+// within the shutdown timeout.
+func (a *App) ServeAPI(ctx context.Context, ln net.Listener) error {
+	g, ctx := errgroup.WithContext(ctx)
+	var kick func()
+	if a.Cfg.DispatcherEnabled {
+		d := a.Dispatcher()
+		kick = d.Kick
+		g.Go(func() error { return d.Run(ctx) })
+	}
+	srv := &http.Server{
+		Handler:           a.Handler(kick),
+		ReadHeaderTimeout: a.Cfg.HTTPReadTimeout,
+		ReadTimeout:       a.Cfg.HTTPReadTimeout,
+		WriteTimeout:      a.Cfg.HTTPWriteTimeout,
+		IdleTimeout:       a.Cfg.HTTPIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+	}
+	g.Go(func() error {
+		a.Log.Info("api listening", "addr", ln.Addr().String())
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve http: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.Cfg.ShutdownTimeout)
+		defer cancel()
+		a.Log.Info("api shutting down")
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			return fmt.Errorf("shutdown http: %w", err)
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// RunAPI listens on HTTP_ADDR and serves until ctx ends.
+func (a *App) RunAPI(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.Cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", a.Cfg.HTTPAddr, err)
+	}
+	return a.ServeAPI(ctx, ln)
+}
+
+// RunWorker runs the Temporal worker until ctx ends.
+func (a *App) RunWorker(ctx context.Context) error {
+	w := worker.New(a.Temporal, &activities.Activities{Store: a.Store, Logger: a.Log}, worker.Options{
+		TaskQueue:               a.Cfg.TemporalTaskQueue,
+		StopTimeout:             a.Cfg.WorkerStopTimeout,
+		MaxConcurrentActivities: a.Cfg.WorkerMaxActivities,
+	})
+	a.Log.Info("worker running", "task_queue", a.Cfg.TemporalTaskQueue, "temporal_address", a.Cfg.TemporalAddress)
+	return worker.Run(ctx, w)
+}
+
+// DemoAccounts are the accounts the dev command opens.
+var DemoAccounts = []db.NewAccount{
+	{ID: "acc-0001", OwnerName: "Maria Silva", OpeningBalanceCents: 100_000},
+	{ID: "acc-0002", OwnerName: "João Souza", OpeningBalanceCents: 50_000},
+	{ID: "acc-0003", OwnerName: "Ana Pereira", OpeningBalanceCents: 0},
+	{ID: "acc-0004", OwnerName: "Carlos Lima", OpeningBalanceCents: 250_000},
+}
+
+// SeedDemoAccounts opens the demo accounts that don't exist yet.
+func (a *App) SeedDemoAccounts(ctx context.Context) error {
+	for _, acc := range DemoAccounts {
+		if _, err := a.Store.CreateAccount(ctx, acc); err != nil {
+			return fmt.Errorf("seed %s: %w", acc.ID, err)
+		}
+	}
+	return nil
+}

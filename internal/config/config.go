@@ -1,0 +1,183 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pixbank/pix/workflows"
+)
+
+// Config is the whole configuration. FromLookup names the variable of each field;
+// the README lists them with their defaults.
+type Config struct {
+	DatabaseURL      string
+	DatabaseMaxConns int32
+
+	TemporalAddress   string
+	TemporalNamespace string
+	TemporalTaskQueue string
+	TemporalUIURL     string
+
+	HTTPAddr              string
+	HTTPReadTimeout       time.Duration
+	HTTPWriteTimeout      time.Duration
+	HTTPIdleTimeout       time.Duration
+	RequestTimeout        time.Duration
+	ShutdownTimeout       time.Duration
+	WorkerStopTimeout     time.Duration
+	WorkerMaxActivities   int
+	LogLevel              string
+	DispatcherEnabled     bool
+	DispatchPollInterval  time.Duration
+	DispatchBatchSize     int
+	DispatchConcurrency   int
+	DispatchRecheckAfter  time.Duration
+	DispatchRetryMaxDelay time.Duration
+
+	InboxAttemptsMax      int32
+	InboxRetryInitial     time.Duration
+	InboxRetryBackoff     float64
+	InboxRetryMaxInterval time.Duration
+	InboxActivityTimeout  time.Duration
+}
+
+// Default returns the configuration with every default.
+func Default() Config {
+	r := workflows.DefaultRetrySettings()
+	return Config{
+		DatabaseURL:      "postgres://postgres@127.0.0.1:5432/pix?sslmode=disable",
+		DatabaseMaxConns: 20,
+
+		TemporalAddress:   "127.0.0.1:7233",
+		TemporalNamespace: "default",
+		TemporalTaskQueue: workflows.CreditTaskQueue,
+		TemporalUIURL:     "http://127.0.0.1:8233",
+
+		HTTPAddr:              "127.0.0.1:8080",
+		HTTPReadTimeout:       5 * time.Second,
+		HTTPWriteTimeout:      10 * time.Second,
+		HTTPIdleTimeout:       120 * time.Second,
+		RequestTimeout:        5 * time.Second,
+		ShutdownTimeout:       20 * time.Second,
+		WorkerStopTimeout:     15 * time.Second,
+		WorkerMaxActivities:   0,
+		LogLevel:              "info",
+		DispatcherEnabled:     true,
+		DispatchPollInterval:  500 * time.Millisecond,
+		DispatchBatchSize:     200,
+		DispatchConcurrency:   16,
+		DispatchRecheckAfter:  2 * time.Minute,
+		DispatchRetryMaxDelay: 10 * time.Second,
+
+		InboxAttemptsMax:      r.MaxAttempts,
+		InboxRetryInitial:     r.InitialInterval,
+		InboxRetryBackoff:     r.BackoffCoefficient,
+		InboxRetryMaxInterval: r.MaxInterval,
+		InboxActivityTimeout:  r.ActivityTimeout,
+	}
+}
+
+// Retry is the credit retry policy the configuration describes.
+func (c Config) Retry() workflows.RetrySettings {
+	return workflows.RetrySettings{
+		MaxAttempts:        c.InboxAttemptsMax,
+		InitialInterval:    c.InboxRetryInitial,
+		BackoffCoefficient: c.InboxRetryBackoff,
+		MaxInterval:        c.InboxRetryMaxInterval,
+		ActivityTimeout:    c.InboxActivityTimeout,
+	}
+}
+
+// Load reads the configuration from the environment over the defaults.
+func Load() (Config, error) { return FromLookup(os.LookupEnv) }
+
+// FromLookup reads the configuration through lookup (os.LookupEnv in
+// production, a map in tests).
+func FromLookup(lookup func(string) (string, bool)) (Config, error) {
+	c := Default()
+	var errs []error
+	str := func(name string, dst *string) {
+		if v, ok := lookup(name); ok {
+			if v == "" {
+				errs = append(errs, fmt.Errorf("%s: must not be empty", name))
+				return
+			}
+			*dst = v
+		}
+	}
+	dur := func(name string, dst *time.Duration) {
+		if v, ok := lookup(name); ok {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Errorf("%s: %q is not a positive duration such as 500ms or 2m", name, v))
+				return
+			}
+			*dst = d
+		}
+	}
+	integer := func(name string, min, max int64, set func(int64)) {
+		if v, ok := lookup(name); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < min || n > max {
+				errs = append(errs, fmt.Errorf("%s: %q is not a whole number from %d to %d", name, v, min, max))
+				return
+			}
+			set(n)
+		}
+	}
+	str("DATABASE_URL", &c.DatabaseURL)
+	integer("DATABASE_MAX_CONNS", 1, 1000, func(n int64) { c.DatabaseMaxConns = int32(n) })
+	str("TEMPORAL_ADDRESS", &c.TemporalAddress)
+	str("TEMPORAL_NAMESPACE", &c.TemporalNamespace)
+	str("TEMPORAL_TASK_QUEUE", &c.TemporalTaskQueue)
+	str("TEMPORAL_UI_URL", &c.TemporalUIURL)
+	str("HTTP_ADDR", &c.HTTPAddr)
+	dur("HTTP_READ_TIMEOUT", &c.HTTPReadTimeout)
+	dur("HTTP_WRITE_TIMEOUT", &c.HTTPWriteTimeout)
+	dur("HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout)
+	dur("HTTP_REQUEST_TIMEOUT", &c.RequestTimeout)
+	dur("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
+	dur("WORKER_STOP_TIMEOUT", &c.WorkerStopTimeout)
+	integer("WORKER_MAX_CONCURRENT_ACTIVITIES", 0, 10000, func(n int64) { c.WorkerMaxActivities = int(n) })
+	str("LOG_LEVEL", &c.LogLevel)
+	if v, ok := lookup("DISPATCHER_ENABLED"); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("DISPATCHER_ENABLED: %q is not true or false", v))
+		}
+		c.DispatcherEnabled = b
+	}
+	dur("DISPATCH_POLL_INTERVAL", &c.DispatchPollInterval)
+	integer("DISPATCH_BATCH_SIZE", 1, 10000, func(n int64) { c.DispatchBatchSize = int(n) })
+	integer("DISPATCH_CONCURRENCY", 1, 1000, func(n int64) { c.DispatchConcurrency = int(n) })
+	dur("DISPATCH_RECHECK_AFTER", &c.DispatchRecheckAfter)
+	dur("DISPATCH_RETRY_MAX_DELAY", &c.DispatchRetryMaxDelay)
+	integer("INBOX_ATTEMPTS_MAX", 1, 1000, func(n int64) { c.InboxAttemptsMax = int32(n) })
+	dur("INBOX_RETRY_INITIAL_INTERVAL", &c.InboxRetryInitial)
+	if v, ok := lookup("INBOX_RETRY_BACKOFF_COEFFICIENT"); ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("INBOX_RETRY_BACKOFF_COEFFICIENT: %q is not a number", v))
+		}
+		c.InboxRetryBackoff = f
+	}
+	dur("INBOX_RETRY_MAX_INTERVAL", &c.InboxRetryMaxInterval)
+	dur("INBOX_ACTIVITY_TIMEOUT", &c.InboxActivityTimeout)
+
+	if err := c.Retry().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("INBOX_* retry settings: %w", err))
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("configuration: %w", err)
+	}
+	return c, nil
+}

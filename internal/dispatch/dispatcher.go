@@ -1,0 +1,163 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/workflows"
+)
+
+// Options tune a Dispatcher.
+type Options struct {
+	TaskQueue string
+	Retry     workflows.RetrySettings
+	// PollInterval is how often it looks for due rows without a kick.
+	PollInterval time.Duration
+	// BatchSize is how many rows one claim takes.
+	BatchSize int
+	// Concurrency is how many workflow starts run at once.
+	Concurrency int
+	// RecheckAfter is how long a started row waits before its start is
+	// issued again (a no-op while the run is open).
+	RecheckAfter time.Duration
+	// RetryMaxDelay caps the backoff after failed starts.
+	RetryMaxDelay time.Duration
+	// StartTimeout bounds one workflow start.
+	StartTimeout time.Duration
+}
+
+// Dispatcher starts credit workflows for due inbox rows.
+type Dispatcher struct {
+	store  *db.Store
+	client client.Client
+	opts   Options
+	log    *slog.Logger
+	kick   chan struct{}
+
+	mu       sync.Mutex
+	failures int // consecutive rounds with a failed start, for backoff
+}
+
+// New returns a Dispatcher; Run drives it.
+func New(store *db.Store, c client.Client, opts Options, log *slog.Logger) *Dispatcher {
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 5 * time.Second
+	}
+	return &Dispatcher{store: store, client: c, opts: opts, log: log, kick: make(chan struct{}, 1)}
+}
+
+// Kick asks for a dispatch round now. It never blocks.
+func (d *Dispatcher) Kick() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run dispatches until ctx is done.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	ticker := time.NewTicker(d.opts.PollInterval)
+	defer ticker.Stop()
+	for {
+		// Drain every due row before waiting again.
+		for {
+			n, err := d.DispatchOnce(ctx)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				d.log.Error("dispatch round failed", "error", err)
+				break
+			}
+			if n < d.opts.BatchSize {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.kick:
+		case <-ticker.C:
+		}
+	}
+}
+
+// DispatchOnce claims one batch of due rows and starts their workflows. It
+// returns how many rows it claimed.
+func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
+	due, err := d.store.ClaimDue(ctx, d.opts.BatchSize, d.opts.RecheckAfter)
+	if err != nil || len(due) == 0 {
+		return 0, err
+	}
+	var (
+		mu      sync.Mutex
+		started []string
+		failed  []string
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(d.opts.Concurrency)
+	for _, m := range due {
+		g.Go(func() error {
+			startCtx, cancel := context.WithTimeout(gctx, d.opts.StartTimeout)
+			defer cancel()
+			err := workflows.StartCredit(startCtx, d.client, d.opts.TaskQueue, workflows.CreditInput{
+				EndToEndID:    m.EndToEndID,
+				PriorAttempts: m.Attempts,
+				Retry:         d.opts.Retry,
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, m.EndToEndID)
+				d.log.Warn("workflow start failed; will retry", "end_to_end_id", m.EndToEndID,
+					"workflow_id", workflows.CreditWorkflowID(m.EndToEndID), "error", err)
+				return nil
+			}
+			started = append(started, m.EndToEndID)
+			d.log.Debug("workflow started", "end_to_end_id", m.EndToEndID, "workflow_id", workflows.CreditWorkflowID(m.EndToEndID))
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines report through started/failed
+
+	// Bookkeeping survives the caller's cancellation: a start that happened
+	// is recorded even while shutting down.
+	bookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var errs []error
+	if len(started) > 0 {
+		errs = append(errs, d.store.MarkDispatched(bookCtx, started))
+	}
+	if len(failed) > 0 {
+		delay := d.backoff(true)
+		errs = append(errs, d.store.DeferDispatch(bookCtx, failed, delay))
+	} else {
+		d.backoff(false)
+	}
+	return len(due), errors.Join(errs...)
+}
+
+// backoff returns the delay before rows whose start failed come due again:
+// doubling with each consecutive failing round, from the poll interval up to
+// RetryMaxDelay. A round without failures resets it.
+func (d *Dispatcher) backoff(failed bool) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !failed {
+		d.failures = 0
+		return 0
+	}
+	d.failures++
+	delay := d.opts.PollInterval
+	for i := 1; i < d.failures && delay < d.opts.RetryMaxDelay; i++ {
+		delay *= 2
+	}
+	return min(delay, d.opts.RetryMaxDelay)
+}

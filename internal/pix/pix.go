@@ -1,0 +1,138 @@
+package pix
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Inbox row statuses. See the life of a row in shared/design.md.
+const (
+	StatusPending = "pending"
+	StatusDone    = "done"
+	StatusFailed  = "failed"
+)
+
+// Limits of the webhook contract.
+const (
+	MaxAmountCents     int64 = 100_000_000_000
+	MaxAccountIDLength       = 64
+)
+
+var endToEndIDPattern = regexp.MustCompile(`^E[A-Za-z0-9]{31}$`)
+
+// ValidEndToEndID reports whether id has the 32-character BCB format: an "E"
+// followed by 31 letters or digits.
+func ValidEndToEndID(id string) bool { return endToEndIDPattern.MatchString(id) }
+
+// Notification is a validated PSP notification of a PIX credited to one of our
+// accounts. Payload is what is kept verbatim in inbox_messages.payload.
+type Notification struct {
+	EndToEndID  string
+	AccountID   string
+	AmountCents int64
+	Payload     json.RawMessage
+}
+
+// Receipt is what the inbox answers for a delivery.
+type Receipt struct {
+	EndToEndID string `json:"end_to_end_id"`
+	Status     string `json:"status"`
+	Duplicate  bool   `json:"duplicate"`
+	// Redriven is true when the delivery found the row failed and put it back
+	// to pending (a PSP redelivery is one of the ways to re-drive).
+	Redriven bool `json:"-"`
+}
+
+// Credit is the state of one incoming PIX as the API reports it.
+type Credit struct {
+	EndToEndID  string     `json:"end_to_end_id"`
+	AccountID   string     `json:"account_id"`
+	AmountCents int64      `json:"amount_cents"`
+	Status      string     `json:"status"`
+	Attempts    int        `json:"attempts"`
+	LastError   *string    `json:"last_error"`
+	Deliveries  int        `json:"deliveries"`
+	ReceivedAt  time.Time  `json:"received_at"`
+	ProcessedAt *time.Time `json:"processed_at"`
+	CreditedAt  *time.Time `json:"credited_at"`
+}
+
+// Account is a customer account as the API reports it.
+type Account struct {
+	ID           string    `json:"id"`
+	OwnerName    string    `json:"owner_name"`
+	Status       string    `json:"status"`
+	BalanceCents int64     `json:"balance_cents"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// Account statuses.
+const (
+	AccountActive = "active"
+	AccountClosed = "closed"
+)
+
+// ValidationError is a refused request body; Field names the offending field.
+type ValidationError struct {
+	Field   string
+	Message string
+}
+
+func (e *ValidationError) Error() string {
+	if e.Field == "" {
+		return e.Message
+	}
+	return fmt.Sprintf("%s: %s", e.Field, e.Message)
+}
+
+// Invalid builds a ValidationError for field.
+func Invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Business refusals. Each has one HTTP mapping in api/errors.go.
+var (
+	// ErrPayloadMismatch: a delivery reuses an end_to_end_id with another
+	// account or amount. Nothing changes.
+	ErrPayloadMismatch = errors.New("payload differs from the one first received under this end_to_end_id")
+	// ErrCreditNotFound: no inbox row and no credit for the end_to_end_id.
+	ErrCreditNotFound = errors.New("pix credit not found")
+	// ErrAccountNotFound: no account with that id.
+	ErrAccountNotFound = errors.New("account not found")
+	// ErrAccountClosed: the account exists but can receive no credit.
+	ErrAccountClosed = errors.New("account is closed")
+	// ErrNotFailed: a re-drive was asked for a PIX that is not failed.
+	ErrNotFailed = errors.New("pix credit is not failed")
+	// ErrNotPending: a credit was attempted on a row that is not pending
+	// (failed rows are credited only after a re-drive puts them back).
+	ErrNotPending = errors.New("inbox message is not pending")
+	// ErrBalanceOverflow: the credit would overflow the balance column.
+	ErrBalanceOverflow = errors.New("credit would overflow the account balance")
+	// ErrUnavailable: a dependency (PostgreSQL) can't be reached; the caller
+	// should retry later. Wrapped around the underlying cause.
+	ErrUnavailable = errors.New("service unavailable")
+)
+
+var refusals = []error{
+	ErrPayloadMismatch, ErrCreditNotFound, ErrAccountNotFound, ErrAccountClosed,
+	ErrNotFailed, ErrNotPending, ErrBalanceOverflow,
+}
+
+// IsRefusal reports whether err is a business refusal (as opposed to a
+// technical failure).
+func IsRefusal(err error) bool {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return true
+	}
+	for _, r := range refusals {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
+}

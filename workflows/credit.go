@@ -1,0 +1,198 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// CreditTaskQueue is the task queue of the credit workflow and its activities.
+const CreditTaskQueue = "pix-credit"
+
+// CreditWorkflowName is the registered name of CreditPix.
+const CreditWorkflowName = "PixCredit"
+
+// ErrTypeCreditFailed is the type of the error a failed credit run ends with.
+const ErrTypeCreditFailed = "PixCreditFailed"
+
+// CreditWorkflowID is the workflow ID of the credit of one PIX.
+func CreditWorkflowID(endToEndID string) string { return "pix-credit:" + endToEndID }
+
+// NonRetryableCreditErrors are the activity error types that can never
+// succeed by retrying: the run fails at once. AccountNotFound is deliberately
+// absent: an account may be in the middle of being opened.
+var NonRetryableCreditErrors = []string{
+	activities.ErrTypeAccountClosed,
+	activities.ErrTypeInboxMessageNotFound,
+	activities.ErrTypeInboxMessageNotPending,
+	activities.ErrTypePayloadMismatch,
+	activities.ErrTypeBalanceOverflow,
+}
+
+// RetrySettings shape the credit activity's retries. They travel in the
+// workflow input so that each run's policy is in its history.
+type RetrySettings struct {
+	// MaxAttempts is INBOX_ATTEMPTS_MAX: attempts of one run before it fails.
+	MaxAttempts        int32
+	InitialInterval    time.Duration
+	BackoffCoefficient float64
+	MaxInterval        time.Duration
+	// ActivityTimeout bounds one attempt (StartToClose). An attempt stuck on
+	// a lock is cut off and retried.
+	ActivityTimeout time.Duration
+}
+
+// DefaultRetrySettings are the defaults of the configuration.
+func DefaultRetrySettings() RetrySettings {
+	return RetrySettings{
+		MaxAttempts:        5,
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaxInterval:        30 * time.Second,
+		ActivityTimeout:    10 * time.Second,
+	}
+}
+
+// Validate refuses settings that would make a run retry forever or never.
+func (r RetrySettings) Validate() error {
+	switch {
+	case r.MaxAttempts < 1:
+		return errors.New("max attempts must be at least 1")
+	case r.InitialInterval <= 0:
+		return errors.New("initial interval must be positive")
+	case r.BackoffCoefficient < 1:
+		return errors.New("backoff coefficient must be at least 1")
+	case r.MaxInterval < r.InitialInterval:
+		return errors.New("max interval must be at least the initial interval")
+	case r.ActivityTimeout <= 0:
+		return errors.New("activity timeout must be positive")
+	}
+	return nil
+}
+
+// creditPolicy is the retry policy of the credit activity.
+func (r RetrySettings) creditPolicy() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        r.InitialInterval,
+		BackoffCoefficient:     r.BackoffCoefficient,
+		MaximumInterval:        r.MaxInterval,
+		MaximumAttempts:        r.MaxAttempts,
+		NonRetryableErrorTypes: NonRetryableCreditErrors,
+	}
+}
+
+// markFailedPolicy retries the closing write until PostgreSQL takes it: a
+// failed PIX must end visibly failed without human action (I4).
+var markFailedPolicy = &temporal.RetryPolicy{
+	InitialInterval:        time.Second,
+	BackoffCoefficient:     2,
+	MaximumInterval:        time.Minute,
+	MaximumAttempts:        0, // unlimited
+	NonRetryableErrorTypes: []string{activities.ErrTypeInboxMessageNotFound},
+}
+
+// CreditInput starts the credit of one PIX.
+type CreditInput struct {
+	EndToEndID string
+	// PriorAttempts is the inbox row's attempt count at dispatch.
+	PriorAttempts int
+	Retry         RetrySettings
+}
+
+// CreditOutput is the result of a successful run.
+type CreditOutput struct {
+	// Credited is false when the PIX had been credited before this run.
+	Credited     bool
+	AccountID    string
+	AmountCents  int64
+	BalanceAfter int64
+}
+
+// a is only used to name activities; the worker registers the real one.
+var a *activities.Activities
+
+// CreditPix credits one incoming PIX. The credit activity is retried by its
+// policy; when it gives up (attempts exhausted or a non-retryable error) the
+// inbox row is marked failed with the reason and the run fails, so it shows
+// as failed in the Temporal UI.
+func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
+	creditCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: in.Retry.ActivityTimeout,
+		RetryPolicy:         in.Retry.creditPolicy(),
+	})
+	var res activities.CreditResult
+	err := workflow.ExecuteActivity(creditCtx, a.CreditAccount, activities.CreditInput{
+		EndToEndID:    in.EndToEndID,
+		PriorAttempts: in.PriorAttempts,
+	}).Get(ctx, &res)
+	if err == nil {
+		return CreditOutput{Credited: res.Credited, AccountID: res.AccountID, AmountCents: res.AmountCents, BalanceAfter: res.BalanceAfter}, nil
+	}
+
+	reason := FailureReason(err)
+	attempts := 0
+	var actErr *temporal.ActivityError
+	if errors.As(err, &actErr) && actErr.RetryState() == enums.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED {
+		attempts = in.PriorAttempts + int(in.Retry.MaxAttempts)
+	}
+	markCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         markFailedPolicy,
+	})
+	var marked activities.MarkFailedResult
+	if err := workflow.ExecuteActivity(markCtx, a.MarkCreditFailed, activities.MarkFailedInput{
+		EndToEndID: in.EndToEndID,
+		Attempts:   attempts,
+		Reason:     reason,
+	}).Get(ctx, &marked); err != nil {
+		return CreditOutput{}, fmt.Errorf("mark pix credit failed: %w", err)
+	}
+	if marked.Status == pix.StatusDone {
+		// An attempt committed but its success never reached us.
+		workflow.GetLogger(ctx).Info("credit had committed before the failure was recorded", "end_to_end_id", in.EndToEndID)
+		return CreditOutput{}, nil
+	}
+	return CreditOutput{}, temporal.NewNonRetryableApplicationError("pix credit failed: "+reason, ErrTypeCreditFailed, err)
+}
+
+// FailureReason renders an activity failure for inbox_messages.last_error:
+// "<type>: <message>" for application errors, the timeout for timeouts.
+func FailureReason(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type() + ": " + appErr.Message()
+	}
+	var timeoutErr *temporal.TimeoutError
+	if errors.As(err, &timeoutErr) {
+		return "Timeout: attempt exceeded its " + timeoutErr.TimeoutType().String() + " timeout"
+	}
+	return err.Error()
+}
+
+// StartCredit starts the credit workflow of one PIX. Starting is idempotent:
+// a run already open under the same workflow ID is success. A closed run
+// (a failed one being re-driven) is followed by a new run.
+func StartCredit(ctx context.Context, c client.Client, taskQueue string, in CreditInput) error {
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    CreditWorkflowID(in.EndToEndID),
+		TaskQueue:             taskQueue,
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		// The default already returns the open run; say it explicitly.
+		WorkflowExecutionErrorWhenAlreadyStarted: false,
+	}, CreditWorkflowName, in)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &already) {
+		return fmt.Errorf("start workflow %s: %w", CreditWorkflowID(in.EndToEndID), err)
+	}
+	return nil
+}
