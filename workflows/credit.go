@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -140,10 +141,12 @@ func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 	}
 
 	reason := FailureReason(err)
-	attempts := 0
-	var actErr *temporal.ActivityError
-	if errors.As(err, &actErr) && actErr.RetryState() == enums.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED {
-		attempts = in.PriorAttempts + int(in.Retry.MaxAttempts)
+	// A permanent error stopped at the attempt that recorded itself; any
+	// other error means the policy ran every attempt, including any that
+	// died with their worker before recording.
+	attempts := in.PriorAttempts + int(in.Retry.MaxAttempts)
+	if isPermanent(err) {
+		attempts = 0
 	}
 	markCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
@@ -163,6 +166,15 @@ func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 		return CreditOutput{}, nil
 	}
 	return CreditOutput{}, temporal.NewNonRetryableApplicationError("pix credit failed: "+reason, ErrTypeCreditFailed, err)
+}
+
+// isPermanent reports whether an activity failure was not retried.
+func isPermanent(err error) bool {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) {
+		return false
+	}
+	return appErr.NonRetryable() || slices.Contains(NonRetryableCreditErrors, appErr.Type())
 }
 
 // FailureReason renders an activity failure for inbox_messages.last_error:

@@ -1,0 +1,243 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/pixbank/pix/api"
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/db/dbtest"
+)
+
+const validID = "E1234567820261129120000000000001"
+
+func newServer(t *testing.T, store *db.Store) *httptest.Server {
+	t.Helper()
+	// Nothing listens on port 1: /readyz must see Temporal unreachable.
+	tc, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
+	require.NoError(t, err)
+	t.Cleanup(tc.Close)
+	srv := httptest.NewServer(api.NewRouter(api.Deps{
+		Store: store, Temporal: tc, TemporalNamespace: "default", TemporalUIURL: "http://ui",
+		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+type response struct {
+	status int
+	body   map[string]any
+}
+
+func do(t *testing.T, method, url, contentType, body string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m), "every answer is JSON: %s", raw)
+	return response{res.StatusCode, m}
+}
+
+func errorOf(t *testing.T, r response) (code, message string) {
+	t.Helper()
+	e, ok := r.body["error"].(map[string]any)
+	require.True(t, ok, "error envelope missing in %v", r.body)
+	return e["code"].(string), e["message"].(string)
+}
+
+func countInbox(t *testing.T, s *db.Store) int {
+	var n int
+	require.NoError(t, s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM inbox_messages`).Scan(&n))
+	return n
+}
+
+func TestWebhookRefusesInvalidInputAndStoresNothing(t *testing.T) {
+	store := dbtest.New(t)
+	srv := newServer(t, store)
+	url := srv.URL + "/webhooks/pix"
+	withField := func(field, raw string) string {
+		m := map[string]json.RawMessage{
+			"end_to_end_id": json.RawMessage(`"` + validID + `"`),
+			"account_id":    json.RawMessage(`"acc-0001"`),
+			"amount_cents":  json.RawMessage(`15000`),
+		}
+		if raw == "" {
+			delete(m, field)
+		} else {
+			m[field] = json.RawMessage(raw)
+		}
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		return string(b)
+	}
+	cases := []struct {
+		name, body, field string
+	}{
+		{"not json", `{"end_to_end_id":`, "body"},
+		{"empty body", ``, "body"},
+		{"array", `[1,2]`, "body"},
+		{"two objects", withField("account_id", `"a"`) + `{}`, "body"},
+		{"missing end_to_end_id", withField("end_to_end_id", ""), "end_to_end_id"},
+		{"null end_to_end_id", withField("end_to_end_id", "null"), "end_to_end_id"},
+		{"end_to_end_id not a string", withField("end_to_end_id", "123"), "end_to_end_id"},
+		{"end_to_end_id 31 chars", withField("end_to_end_id", `"E123456782026112912000000000000"`), "end_to_end_id"},
+		{"end_to_end_id 33 chars", withField("end_to_end_id", `"E12345678202611291200000000000012"`), "end_to_end_id"},
+		{"end_to_end_id lowercase e", withField("end_to_end_id", `"e1234567820261129120000000000001"`), "end_to_end_id"},
+		{"end_to_end_id symbol", withField("end_to_end_id", `"E12345678202611291200000000000-1"`), "end_to_end_id"},
+		{"missing account_id", withField("account_id", ""), "account_id"},
+		{"empty account_id", withField("account_id", `""`), "account_id"},
+		{"long account_id", withField("account_id", `"`+strings.Repeat("a", 65)+`"`), "account_id"},
+		{"account_id number", withField("account_id", `7`), "account_id"},
+		{"missing amount", withField("amount_cents", ""), "amount_cents"},
+		{"amount zero", withField("amount_cents", `0`), "amount_cents"},
+		{"amount negative", withField("amount_cents", `-5`), "amount_cents"},
+		{"amount too large", withField("amount_cents", `100000000001`), "amount_cents"},
+		{"amount overflows int64", withField("amount_cents", `99999999999999999999`), "amount_cents"},
+		{"amount fraction", withField("amount_cents", `150.5`), "amount_cents"},
+		{"amount exponent", withField("amount_cents", `1e3`), "amount_cents"},
+		{"amount string", withField("amount_cents", `"15000"`), "amount_cents"},
+		{"payer not object", withField("payer", `"x"`), "payer"},
+		{"payer ispb", withField("payer", `{"name":"A","ispb":"123"}`), "payer.ispb"},
+		{"occurred_at not time", withField("occurred_at", `"yesterday"`), "occurred_at"},
+		{"occurred_at number", withField("occurred_at", `5`), "occurred_at"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := do(t, http.MethodPost, url, "application/json", tc.body)
+			require.Equal(t, http.StatusBadRequest, r.status, "%v", r.body)
+			code, msg := errorOf(t, r)
+			require.Equal(t, api.CodeInvalidRequest, code)
+			require.True(t, strings.HasPrefix(msg, tc.field+":"), "message %q names the field %q", msg, tc.field)
+		})
+	}
+	t.Run("too large", func(t *testing.T) {
+		body := withField("payer", `{"name":"`+strings.Repeat("x", api.MaxWebhookBytes)+`"}`)
+		r := do(t, http.MethodPost, url, "application/json", body)
+		require.Equal(t, http.StatusRequestEntityTooLarge, r.status)
+		code, _ := errorOf(t, r)
+		require.Equal(t, api.CodePayloadTooLarge, code)
+	})
+	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded"} {
+		t.Run("content type "+ct, func(t *testing.T) {
+			r := do(t, http.MethodPost, url, ct, withField("account_id", `"acc-0001"`))
+			require.Equal(t, http.StatusUnsupportedMediaType, r.status)
+			code, _ := errorOf(t, r)
+			require.Equal(t, api.CodeUnsupportedMediaType, code)
+		})
+	}
+	require.Zero(t, countInbox(t, store), "no refused request stored anything")
+
+	// The control: the same body with every field right is accepted.
+	r := do(t, http.MethodPost, url, "application/json; charset=utf-8", withField("payer", `{"name":"A","document":"123","ispb":"12345678"}`))
+	require.Equal(t, http.StatusAccepted, r.status, "%v", r.body)
+	require.Equal(t, map[string]any{"end_to_end_id": validID, "status": "pending", "duplicate": false}, r.body)
+	require.Equal(t, 1, countInbox(t, store))
+}
+
+func TestWebhookDuplicateAndMismatch(t *testing.T) {
+	store := dbtest.New(t)
+	srv := newServer(t, store)
+	url := srv.URL + "/webhooks/pix"
+	body := `{"end_to_end_id":"` + validID + `","account_id":"acc-0001","amount_cents":15000,"occurred_at":"2026-11-29T12:00:00Z"}`
+
+	r := do(t, http.MethodPost, url, "application/json", body)
+	require.Equal(t, http.StatusAccepted, r.status)
+	r = do(t, http.MethodPost, url, "application/json", body)
+	require.Equal(t, http.StatusAccepted, r.status)
+	require.Equal(t, map[string]any{"end_to_end_id": validID, "status": "pending", "duplicate": true}, r.body)
+
+	r = do(t, http.MethodPost, url, "application/json", strings.Replace(body, "15000", "15001", 1))
+	require.Equal(t, http.StatusUnprocessableEntity, r.status)
+	code, _ := errorOf(t, r)
+	require.Equal(t, api.CodePayloadMismatch, code)
+
+	r = do(t, http.MethodGet, srv.URL+"/pix/credits/"+validID, "", "")
+	require.Equal(t, http.StatusOK, r.status)
+	require.EqualValues(t, 2, r.body["deliveries"])
+	require.EqualValues(t, 15000, r.body["amount_cents"])
+	require.Equal(t, "pix-credit:"+validID, r.body["workflow_id"])
+	require.Contains(t, r.body["temporal_ui_url"], "http://ui/namespaces/default/workflows?query=")
+}
+
+func TestQueriesAndRetryErrors(t *testing.T) {
+	store := dbtest.New(t)
+	srv := newServer(t, store)
+	unknown := "E9999999920261129120000000000001"
+
+	r := do(t, http.MethodGet, srv.URL+"/pix/credits/"+unknown, "", "")
+	require.Equal(t, http.StatusNotFound, r.status)
+	code, _ := errorOf(t, r)
+	require.Equal(t, api.CodeCreditNotFound, code)
+
+	r = do(t, http.MethodGet, srv.URL+"/pix/credits/not-an-id", "", "")
+	require.Equal(t, http.StatusBadRequest, r.status)
+
+	r = do(t, http.MethodGet, srv.URL+"/accounts/acc-none", "", "")
+	require.Equal(t, http.StatusNotFound, r.status)
+	code, _ = errorOf(t, r)
+	require.Equal(t, api.CodeAccountNotFound, code)
+
+	_, err := store.CreateAccount(context.Background(), db.NewAccount{ID: "acc-1", OwnerName: "Maria", OpeningBalanceCents: 42})
+	require.NoError(t, err)
+	r = do(t, http.MethodGet, srv.URL+"/accounts/acc-1", "", "")
+	require.Equal(t, http.StatusOK, r.status)
+	require.EqualValues(t, 42, r.body["balance_cents"])
+	require.Equal(t, "Maria", r.body["owner_name"])
+
+	r = do(t, http.MethodPost, srv.URL+"/admin/pix/credits/"+unknown+"/retry", "", "")
+	require.Equal(t, http.StatusNotFound, r.status)
+
+	body := `{"end_to_end_id":"` + validID + `","account_id":"acc-1","amount_cents":1}`
+	require.Equal(t, http.StatusAccepted, do(t, http.MethodPost, srv.URL+"/webhooks/pix", "application/json", body).status)
+	r = do(t, http.MethodPost, srv.URL+"/admin/pix/credits/"+validID+"/retry", "", "")
+	require.Equal(t, http.StatusConflict, r.status)
+	code, _ = errorOf(t, r)
+	require.Equal(t, api.CodeNotFailed, code)
+
+	r = do(t, http.MethodGet, srv.URL+"/no/such/route", "", "")
+	require.Equal(t, http.StatusNotFound, r.status)
+	r = do(t, http.MethodDelete, srv.URL+"/webhooks/pix", "", "")
+	require.Equal(t, http.StatusMethodNotAllowed, r.status)
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	srv := newServer(t, dbtest.New(t))
+	r := do(t, http.MethodGet, srv.URL+"/healthz", "", "")
+	require.Equal(t, http.StatusOK, r.status)
+	r = do(t, http.MethodGet, srv.URL+"/readyz", "", "")
+	require.Equal(t, http.StatusServiceUnavailable, r.status, "Temporal is unreachable in this test")
+	checks := r.body["checks"].(map[string]any)
+	require.Equal(t, "ok", checks["postgres"])
+	require.NotEqual(t, "ok", checks["temporal"])
+}
+
+func TestWebhookAnswers503WhenDatabaseIsUnreachable(t *testing.T) {
+	pool, err := db.Open(context.Background(), "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", 1)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	srv := newServer(t, db.NewStore(pool))
+	body := `{"end_to_end_id":"` + validID + `","account_id":"acc-1","amount_cents":1}`
+	r := do(t, http.MethodPost, srv.URL+"/webhooks/pix", "application/json", body)
+	require.Equal(t, http.StatusServiceUnavailable, r.status)
+	code, _ := errorOf(t, r)
+	require.Equal(t, api.CodeUnavailable, code)
+}

@@ -1,0 +1,294 @@
+package db_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/pix"
+)
+
+func note(id, account string, amount int64) pix.Notification {
+	payload, _ := json.Marshal(map[string]any{"end_to_end_id": id, "account_id": account, "amount_cents": amount})
+	return pix.Notification{EndToEndID: id, AccountID: account, AmountCents: amount, Payload: payload}
+}
+
+func e2eID(n int) string { return fmt.Sprintf("E12345678202611291200%011d", n) }
+
+func openAccount(t *testing.T, s *db.Store, id string, opening int64) {
+	t.Helper()
+	created, err := s.CreateAccount(context.Background(), db.NewAccount{ID: id, OwnerName: "Owner " + id, OpeningBalanceCents: opening})
+	require.NoError(t, err)
+	require.True(t, created)
+}
+
+func balance(t *testing.T, s *db.Store, id string) int64 {
+	t.Helper()
+	acc, err := s.GetAccount(context.Background(), id)
+	require.NoError(t, err)
+	return acc.BalanceCents
+}
+
+func TestReceiveFirstDeliveryThenDuplicates(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	n := note(e2eID(1), "acc-1", 15000)
+
+	r, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+	require.Equal(t, pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusPending}, r)
+
+	for range 2 {
+		r, err = s.Receive(ctx, n)
+		require.NoError(t, err)
+		require.True(t, r.Duplicate)
+		require.Equal(t, pix.StatusPending, r.Status)
+		require.False(t, r.Redriven)
+	}
+	c, err := s.GetCredit(ctx, n.EndToEndID)
+	require.NoError(t, err)
+	require.Equal(t, 3, c.Deliveries)
+	require.Equal(t, pix.StatusPending, c.Status)
+}
+
+func TestReceiveMismatchChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	n := note(e2eID(1), "acc-1", 15000)
+	_, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+
+	_, err = s.Receive(ctx, note(n.EndToEndID, "acc-1", 15001))
+	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
+	_, err = s.Receive(ctx, note(n.EndToEndID, "acc-2", 15000))
+	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
+
+	c, err := s.GetCredit(ctx, n.EndToEndID)
+	require.NoError(t, err)
+	require.Equal(t, 1, c.Deliveries)
+	require.Equal(t, "acc-1", c.AccountID)
+	require.EqualValues(t, 15000, c.AmountCents)
+}
+
+func TestReceiveConcurrentCopiesMakeOneRow(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	n := note(e2eID(7), "acc-1", 100)
+	const copies = 50
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	receipts := make(chan pix.Receipt, copies)
+	errs := make(chan error, copies)
+	for range copies {
+		wg.Go(func() {
+			<-start
+			r, err := s.Receive(ctx, n)
+			errs <- err
+			receipts <- r
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	close(receipts)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	firsts := 0
+	for r := range receipts {
+		if !r.Duplicate {
+			firsts++
+		}
+	}
+	require.Equal(t, 1, firsts, "exactly one delivery is the first")
+	c, err := s.GetCredit(ctx, n.EndToEndID)
+	require.NoError(t, err)
+	require.Equal(t, copies, c.Deliveries)
+}
+
+func TestCreditIsOnceAndIdempotent(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 1000)
+	n := note(e2eID(2), "acc-1", 250)
+	_, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+
+	out, err := s.Credit(ctx, n.EndToEndID, 1)
+	require.NoError(t, err)
+	require.Equal(t, db.CreditOutcome{AccountID: "acc-1", AmountCents: 250, Credited: true, BalanceAfter: 1250}, out)
+
+	// The activity runs again after its commit (its report was lost).
+	out, err = s.Credit(ctx, n.EndToEndID, 2)
+	require.NoError(t, err)
+	require.False(t, out.Credited)
+	require.EqualValues(t, 1250, out.BalanceAfter)
+	require.EqualValues(t, 1250, balance(t, s, "acc-1"))
+
+	c, err := s.GetCredit(ctx, n.EndToEndID)
+	require.NoError(t, err)
+	require.Equal(t, pix.StatusDone, c.Status)
+	require.Equal(t, 1, c.Attempts)
+	require.NotNil(t, c.CreditedAt)
+
+	// A redelivery of a done PIX only counts.
+	r, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+	require.Equal(t, pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusDone, Duplicate: true}, r)
+	require.EqualValues(t, 1250, balance(t, s, "acc-1"))
+}
+
+func TestCreditUnknownAccountChangesNothingButTheAttempt(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	n := note(e2eID(3), "acc-missing", 250)
+	_, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+
+	_, err = s.Credit(ctx, n.EndToEndID, 1)
+	require.ErrorIs(t, err, pix.ErrAccountNotFound)
+	require.NoError(t, s.RecordAttemptFailure(ctx, n.EndToEndID, 1, "AccountNotFound: acc-missing"))
+
+	c, err := s.GetCredit(ctx, n.EndToEndID)
+	require.NoError(t, err)
+	require.Equal(t, pix.StatusPending, c.Status)
+	require.Equal(t, 1, c.Attempts)
+	require.Equal(t, "AccountNotFound: acc-missing", *c.LastError)
+	require.Nil(t, c.CreditedAt)
+}
+
+func TestCreditClosedAccountIsRefused(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-closed", 10)
+	require.NoError(t, s.CloseAccount(ctx, "acc-closed"))
+	n := note(e2eID(4), "acc-closed", 250)
+	_, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+	_, err = s.Credit(ctx, n.EndToEndID, 1)
+	require.ErrorIs(t, err, pix.ErrAccountClosed)
+	require.EqualValues(t, 10, balance(t, s, "acc-closed"))
+}
+
+func TestMarkFailedThenRedrive(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	n := note(e2eID(5), "acc-late", 300)
+	_, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+	require.ErrorIs(t, s.Redrive(ctx, n.EndToEndID), pix.ErrNotFailed, "a pending PIX can't be re-driven")
+
+	status, err := s.MarkFailed(ctx, n.EndToEndID, 5, "AccountNotFound: acc-late")
+	require.NoError(t, err)
+	require.Equal(t, pix.StatusFailed, status)
+	_, err = s.Credit(ctx, n.EndToEndID, 6)
+	require.ErrorIs(t, err, pix.ErrNotPending, "a failed row is credited only after a re-drive")
+
+	openAccount(t, s, "acc-late", 0)
+	require.NoError(t, s.Redrive(ctx, n.EndToEndID))
+	c, err := s.GetCredit(ctx, n.EndToEndID)
+	require.NoError(t, err)
+	require.Equal(t, pix.StatusPending, c.Status)
+	require.Equal(t, 5, c.Attempts, "a re-drive keeps the attempts")
+	require.Equal(t, "AccountNotFound: acc-late", *c.LastError, "a re-drive keeps the last error")
+
+	out, err := s.Credit(ctx, n.EndToEndID, 6)
+	require.NoError(t, err)
+	require.True(t, out.Credited)
+
+	status, err = s.MarkFailed(ctx, n.EndToEndID, 7, "late failure")
+	require.NoError(t, err)
+	require.Equal(t, pix.StatusDone, status, "done is never overwritten by failed")
+	require.EqualValues(t, 300, balance(t, s, "acc-late"))
+}
+
+func TestRedeliveryRedrivesFailedRow(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	n := note(e2eID(6), "acc-x", 300)
+	_, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+	_, err = s.MarkFailed(ctx, n.EndToEndID, 5, "AccountNotFound")
+	require.NoError(t, err)
+
+	r, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+	require.Equal(t, pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusPending, Duplicate: true, Redriven: true}, r)
+	due, err := s.ClaimDue(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []db.DueMessage{{EndToEndID: n.EndToEndID, Attempts: 5}}, due)
+}
+
+func TestCreditAfterInboxRowWasCleanedUpDoesNotCreditAgain(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	n := note(e2eID(8), "acc-1", 500)
+	_, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+	_, err = s.Credit(ctx, n.EndToEndID, 1)
+	require.NoError(t, err)
+
+	_, err = s.Pool().Exec(ctx, `DELETE FROM inbox_messages WHERE end_to_end_id = $1`, n.EndToEndID)
+	require.NoError(t, err)
+	c, err := s.GetCredit(ctx, n.EndToEndID)
+	require.NoError(t, err, "the credit is still reported after the inbox row is gone")
+	require.Equal(t, pix.StatusDone, c.Status)
+
+	_, err = s.Receive(ctx, n)
+	require.NoError(t, err)
+	out, err := s.Credit(ctx, n.EndToEndID, 1)
+	require.NoError(t, err)
+	require.False(t, out.Credited)
+	require.EqualValues(t, 500, balance(t, s, "acc-1"))
+}
+
+func TestClaimDueLeasesRows(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	for i := range 3 {
+		_, err := s.Receive(ctx, note(e2eID(100+i), "acc-1", 1))
+		require.NoError(t, err)
+	}
+	first, err := s.ClaimDue(ctx, 2, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, first, 2)
+	second, err := s.ClaimDue(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, second, 1, "claimed rows are not due again before the lease ends")
+	none, err := s.ClaimDue(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, none)
+
+	require.NoError(t, s.DeferDispatch(ctx, []string{first[0].EndToEndID}, time.Millisecond))
+	time.Sleep(5 * time.Millisecond)
+	again, err := s.ClaimDue(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []db.DueMessage{{EndToEndID: first[0].EndToEndID}}, again)
+}
+
+func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := db.Open(ctx, "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", 1)
+	require.NoError(t, err)
+	defer pool.Close()
+	s := db.NewStore(pool)
+	_, err = s.Receive(ctx, note(e2eID(9), "acc-1", 1))
+	require.ErrorIs(t, err, pix.ErrUnavailable)
+	require.ErrorIs(t, s.Ping(ctx), pix.ErrUnavailable)
+}
+
+func TestMigrateIsRepeatable(t *testing.T) {
+	s := dbtest.New(t)
+	applied, err := db.Migrate(context.Background(), s.Pool())
+	require.NoError(t, err)
+	require.Empty(t, applied)
+}

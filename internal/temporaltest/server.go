@@ -1,0 +1,178 @@
+// Package temporaltest runs a real Temporal dev server (the pinned Temporal
+// CLI's `server start-dev`) for tests: on loopback, on free ports, with its
+// state in a file so that it can be stopped and started again in a test.
+// The CLI binary is TEMPORAL_CLI, else .bin/temporal at the module root
+// (scripts/tools.sh builds it; `make test` runs that first).
+package temporaltest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// Server is one dev server process.
+type Server struct {
+	Address string
+	bin     string
+	dir     string
+	port    int
+	cmd     *exec.Cmd
+	exited  chan struct{}
+}
+
+// CLIPath finds the Temporal CLI binary.
+func CLIPath() (string, error) {
+	if p := os.Getenv("TEMPORAL_CLI"); p != "" {
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			p := filepath.Join(dir, ".bin", "temporal")
+			if _, err := os.Stat(p); err != nil {
+				return "", fmt.Errorf("temporal CLI not found at %s: run scripts/tools.sh (make test does)", p)
+			}
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("module root not found")
+		}
+		dir = parent
+	}
+}
+
+// Start starts a dev server with its state under dir and waits until it
+// answers.
+func Start(dir string) (*Server, error) {
+	bin, err := CLIPath()
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Address: "127.0.0.1:" + strconv.Itoa(port), bin: bin, dir: dir, port: port}
+	return s, s.start()
+}
+
+func (s *Server) start() error {
+	httpPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	metricsPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(filepath.Join(s.dir, "temporal.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	s.cmd = exec.Command(s.bin, "server", "start-dev", "--headless", "--ip", "127.0.0.1",
+		"--port", strconv.Itoa(s.port), "--http-port", strconv.Itoa(httpPort), "--metrics-port", strconv.Itoa(metricsPort),
+		"--db-filename", filepath.Join(s.dir, "temporal.db"), "--log-level", "error")
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	if err := s.cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start temporal dev server: %w", err)
+	}
+	s.exited = make(chan struct{})
+	go func() { _ = s.cmd.Wait(); logFile.Close(); close(s.exited) }()
+	return s.waitReady(90 * time.Second)
+}
+
+func (s *Server) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := client.Dial(client.Options{HostPort: s.Address, Logger: quiet{}})
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("temporal dev server exited; see %s", filepath.Join(s.dir, "temporal.log"))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("temporal dev server at %s not ready after %s: %w", s.Address, timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Stop stops the server (SIGTERM, then SIGKILL) and waits for it to exit.
+// Its state file stays, so Restart brings back every workflow.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(15 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
+// Restart starts the server again on the same address and state.
+func (s *Server) Restart() error { return s.start() }
+
+// StartT starts a server for one test and stops it at cleanup.
+func StartT(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Client dials the server; the client closes at cleanup.
+func (s *Server) Client(t testing.TB) client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{HostPort: s.Address, Logger: quiet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// quiet drops the SDK's logs while dialing.
+type quiet struct{}
+
+func (quiet) Debug(string, ...any) {}
+func (quiet) Info(string, ...any)  {}
+func (quiet) Warn(string, ...any)  {}
+func (quiet) Error(string, ...any) {}
