@@ -251,6 +251,8 @@ func (s *Store) MarkFailed(ctx context.Context, endToEndID string, attempts int,
 type DueMessage struct {
 	EndToEndID string
 	Attempts   int
+	// Dispatched is true when a run of the row's current drive was started.
+	Dispatched bool
 }
 
 // ClaimDue claims up to limit pending rows whose dispatch is due, pushing
@@ -268,7 +270,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 			FOR UPDATE SKIP LOCKED
 		) due
 		WHERE m.end_to_end_id = due.end_to_end_id
-		RETURNING m.end_to_end_id, m.attempts`, limit, lease)
+		RETURNING m.end_to_end_id, m.attempts, m.dispatched_at IS NOT NULL`, limit, lease)
 	if err != nil {
 		return nil, classify(fmt.Errorf("claim due inbox messages: %w", err))
 	}

@@ -192,19 +192,25 @@ func FailureReason(err error) string {
 }
 
 // StartCredit starts the credit workflow of one PIX. Starting is idempotent:
-// a run already open under the same workflow ID is success. A closed run
-// (a failed one being re-driven) is followed by a new run.
-func StartCredit(ctx context.Context, c client.Client, taskQueue string, in CreditInput) error {
-	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+// when a run is already open under the workflow ID it starts nothing and
+// returns started=false, which is not an error. A closed run (a failed one
+// being re-driven) is followed by a new run.
+func StartCredit(ctx context.Context, c client.Client, taskQueue string, in CreditInput) (started bool, err error) {
+	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                    CreditWorkflowID(in.EndToEndID),
 		TaskQueue:             taskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		// The default already returns the open run; say it explicitly.
-		WorkflowExecutionErrorWhenAlreadyStarted: false,
+		// Tell an open run apart from a new one: after a re-drive, the
+		// failed run may still be closing.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, CreditWorkflowName, in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
-	if err != nil && !errors.As(err, &already) {
-		return fmt.Errorf("start workflow %s: %w", CreditWorkflowID(in.EndToEndID), err)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &already):
+		return false, nil
+	default:
+		return false, fmt.Errorf("start workflow %s: %w", CreditWorkflowID(in.EndToEndID), err)
 	}
-	return nil
 }

@@ -100,6 +100,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 		mu      sync.Mutex
 		started []string
 		failed  []string
+		closing []string
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(d.opts.Concurrency)
@@ -107,21 +108,30 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 		g.Go(func() error {
 			startCtx, cancel := context.WithTimeout(gctx, d.opts.StartTimeout)
 			defer cancel()
-			err := workflows.StartCredit(startCtx, d.client, d.opts.TaskQueue, workflows.CreditInput{
+			isNew, err := workflows.StartCredit(startCtx, d.client, d.opts.TaskQueue, workflows.CreditInput{
 				EndToEndID:    m.EndToEndID,
 				PriorAttempts: m.Attempts,
 				Retry:         d.opts.Retry,
 			})
+			log := d.log.With("end_to_end_id", m.EndToEndID, "workflow_id", workflows.CreditWorkflowID(m.EndToEndID))
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			switch {
+			case err != nil:
 				failed = append(failed, m.EndToEndID)
-				d.log.Warn("workflow start failed; will retry", "end_to_end_id", m.EndToEndID,
-					"workflow_id", workflows.CreditWorkflowID(m.EndToEndID), "error", err)
-				return nil
+				log.Warn("workflow start failed; will retry", "error", err)
+			case isNew:
+				started = append(started, m.EndToEndID)
+				log.Debug("workflow started")
+			case !m.Dispatched:
+				// A run is open although this drive started none: the run
+				// of an earlier drive (a failed one, re-driven) is still
+				// closing. Try again shortly rather than at the recheck.
+				closing = append(closing, m.EndToEndID)
+				log.Info("previous workflow run still open; will start the re-drive shortly")
+			default:
+				log.Debug("workflow run still open")
 			}
-			started = append(started, m.EndToEndID)
-			d.log.Debug("workflow started", "end_to_end_id", m.EndToEndID, "workflow_id", workflows.CreditWorkflowID(m.EndToEndID))
 			return nil
 		})
 	}
@@ -136,10 +146,12 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 		errs = append(errs, d.store.MarkDispatched(bookCtx, started))
 	}
 	if len(failed) > 0 {
-		delay := d.backoff(true)
-		errs = append(errs, d.store.DeferDispatch(bookCtx, failed, delay))
+		errs = append(errs, d.store.DeferDispatch(bookCtx, failed, d.backoff(true)))
 	} else {
 		d.backoff(false)
+	}
+	if len(closing) > 0 {
+		errs = append(errs, d.store.DeferDispatch(bookCtx, closing, d.opts.PollInterval))
 	}
 	return len(due), errors.Join(errs...)
 }

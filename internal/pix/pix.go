@@ -18,7 +18,7 @@ const (
 // Limits of the webhook contract.
 const (
 	MaxAmountCents     int64 = 100_000_000_000
-	MaxAccountIDLength       = 64
+	MaxAccountIDLength int   = 64
 )
 
 var endToEndIDPattern = regexp.MustCompile(`^E[A-Za-z0-9]{31}$`)

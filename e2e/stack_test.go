@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/app"
+	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/internal/temporaltest"
+	"github.com/pixbank/pix/workflows"
+)
+
+// shared is the Temporal dev server of the package's tests; each test has
+// its own task queue and database schema on it.
+var shared *temporaltest.Server
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pix-e2e-temporal-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shared, err = temporaltest.Start(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	shared.Stop()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// stack is one running service: API with dispatcher, and worker.
+type stack struct {
+	t       *testing.T
+	cfg     config.Config
+	store   *db.Store
+	tc      client.Client
+	baseURL string
+}
+
+// syncBuffer collects the service's logs, shown when a test fails.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newStack runs the service for one test on srv, with fast retries that
+// tune may change.
+func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config)) *stack {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DatabaseURL = dbtest.URL(t)
+	cfg.DatabaseMaxConns = 10
+	cfg.TemporalAddress = srv.Address
+	cfg.TemporalTaskQueue = "pix-credit-" + randomSuffix()
+	cfg.InboxAttemptsMax = 3
+	cfg.InboxRetryInitial = 200 * time.Millisecond
+	cfg.InboxRetryMaxInterval = time.Second
+	cfg.DispatchPollInterval = 100 * time.Millisecond
+	cfg.DispatchRetryMaxDelay = 500 * time.Millisecond
+	cfg.ShutdownTimeout = 2 * time.Second
+	cfg.WorkerStopTimeout = 2 * time.Second
+	if tune != nil {
+		tune(&cfg)
+	}
+	logs := &syncBuffer{}
+	a, err := app.New(context.Background(), cfg, logging.New(logs, "info"))
+	require.NoError(t, err)
+	require.NoError(t, a.Migrate(context.Background()))
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.ServeAPI(gctx, ln) })
+	g.Go(func() error { return a.RunWorker(gctx) })
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, g.Wait())
+		a.Close()
+		if t.Failed() {
+			t.Logf("service logs:\n%s", logs.buf.String())
+		}
+	})
+	return &stack{t: t, cfg: cfg, store: a.Store, tc: srv.Client(t), baseURL: "http://" + ln.Addr().String()}
+}
+
+// pixID returns a fresh, valid end_to_end_id.
+func pixID() string {
+	return "E12345678" + strings.ToUpper(randomSuffix()) + fmt.Sprintf("%011d", time.Now().UnixNano()%1e11)
+}
+
+type webhook struct {
+	EndToEndID  string `json:"end_to_end_id"`
+	AccountID   string `json:"account_id"`
+	AmountCents int64  `json:"amount_cents"`
+}
+
+type reply struct {
+	Status int
+	Body   map[string]any
+}
+
+func (s *stack) request(method, path string, body any) reply {
+	s.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(s.t, err)
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.baseURL+path, r)
+	require.NoError(s.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(s.t, err)
+	defer res.Body.Close()
+	var m map[string]any
+	require.NoError(s.t, json.NewDecoder(res.Body).Decode(&m))
+	return reply{res.StatusCode, m}
+}
+
+func (s *stack) post(w webhook) reply { return s.request(http.MethodPost, "/webhooks/pix", w) }
+
+func (s *stack) openAccount(id string, opening int64) {
+	s.t.Helper()
+	_, err := s.store.CreateAccount(context.Background(), db.NewAccount{ID: id, OwnerName: "Owner " + id, OpeningBalanceCents: opening})
+	require.NoError(s.t, err)
+}
+
+func (s *stack) balance(id string) int64 {
+	s.t.Helper()
+	acc, err := s.store.GetAccount(context.Background(), id)
+	require.NoError(s.t, err)
+	return acc.BalanceCents
+}
+
+// creditRows counts pix_credits rows for an end_to_end_id.
+func (s *stack) creditRows(id string) int {
+	s.t.Helper()
+	var n int
+	require.NoError(s.t, s.store.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM pix_credits WHERE end_to_end_id = $1`, id).Scan(&n))
+	return n
+}
+
+func (s *stack) status(id string) string {
+	s.t.Helper()
+	c, err := s.store.GetCredit(context.Background(), id)
+	require.NoError(s.t, err)
+	return c.Status
+}
+
+// waitStatus waits until the PIX reaches want.
+func (s *stack) waitStatus(id, want string, within time.Duration) {
+	s.t.Helper()
+	require.Eventually(s.t, func() bool { return s.status(id) == want },
+		within, 50*time.Millisecond, "PIX %s never became %s", id, want)
+}
+
+// assertBooksBalance checks invariants I1-I3 over the whole schema: one credit
+// per done row and none for other rows, and every balance equal to its
+// opening balance plus its credits.
+func (s *stack) assertBooksBalance() {
+	s.t.Helper()
+	ctx := context.Background()
+	var badBalances, doneWithoutCredit, creditWithoutDone int
+	require.NoError(s.t, s.store.Pool().QueryRow(ctx, `
+		SELECT
+		  (SELECT count(*) FROM accounts a WHERE a.balance_cents <> a.opening_balance_cents +
+		      COALESCE((SELECT sum(amount_cents) FROM pix_credits c WHERE c.account_id = a.id), 0)),
+		  (SELECT count(*) FROM inbox_messages m WHERE m.status = 'done' AND NOT EXISTS (SELECT 1 FROM pix_credits c WHERE c.end_to_end_id = m.end_to_end_id)),
+		  (SELECT count(*) FROM pix_credits c JOIN inbox_messages m USING (end_to_end_id) WHERE m.status <> 'done')`).
+		Scan(&badBalances, &doneWithoutCredit, &creditWithoutDone))
+	require.Zero(s.t, badBalances, "accounts whose balance is not opening + credits")
+	require.Zero(s.t, doneWithoutCredit, "done inbox rows without a credit")
+	require.Zero(s.t, creditWithoutDone, "credits whose inbox row is not done")
+}
+
+// clientOptions starts a run of the PIX's workflow on the stack's task queue.
+func clientOptions(s *stack, id string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{ID: workflows.CreditWorkflowID(id), TaskQueue: s.cfg.TemporalTaskQueue}
+}
