@@ -37,6 +37,10 @@ func TestCreditEndToEnd(t *testing.T) {
 	acc := s.request(http.MethodGet, "/accounts/acc-1", nil)
 	require.EqualValues(t, 16000, acc.Body["balance_cents"])
 
+	// The row is done when the credit commits; the run closes just after.
+	var out workflows.CreditOutput
+	require.NoError(t, s.tc.GetWorkflow(context.Background(), workflows.CreditWorkflowID(id), "").Get(context.Background(), &out))
+	require.True(t, out.Credited)
 	desc, err := s.tc.DescribeWorkflowExecution(context.Background(), workflows.CreditWorkflowID(id), "")
 	require.NoError(t, err)
 	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.WorkflowExecutionInfo.Status)
@@ -110,8 +114,12 @@ func TestCreditRunAgainAfterCommitChangesNothing(t *testing.T) {
 	s.waitStatus(id, pix.StatusDone, 30*time.Second)
 
 	ctx := context.Background()
+	first := s.tc.GetWorkflow(ctx, workflows.CreditWorkflowID(id), "")
+	require.NoError(t, first.Get(ctx, nil), "the first run closes")
 	run, err := s.tc.ExecuteWorkflow(ctx, clientOptions(s, id), workflows.CreditWorkflowName,
 		workflows.CreditInput{EndToEndID: id, Retry: s.cfg.Retry()})
+	require.NoError(t, err)
+	require.NotEqual(t, first.GetRunID(), run.GetRunID(), "a new run")
 	require.NoError(t, err)
 	var out workflows.CreditOutput
 	require.NoError(t, run.Get(ctx, &out))
@@ -177,6 +185,8 @@ func TestUnknownAccountFailsAloneAfterAttempts(t *testing.T) {
 	require.EqualValues(t, 30, s.balance("acc-1"))
 	require.EqualValues(t, 30, s.balance("acc-2"))
 
+	runErr := s.tc.GetWorkflow(ctx, workflows.CreditWorkflowID(lost), "").Get(ctx, nil)
+	require.ErrorContains(t, runErr, "AccountNotFound")
 	desc, err := s.tc.DescribeWorkflowExecution(ctx, workflows.CreditWorkflowID(lost), "")
 	require.NoError(t, err)
 	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_FAILED, desc.WorkflowExecutionInfo.Status, "the failed PIX shows failed in Temporal")

@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/workflows"
+)
+
+// The process that committed the inbox row died before starting the
+// workflow (here: an API without a dispatcher). Another process's dispatcher
+// finds the row due and starts it.
+func TestCommittedRowWithoutStartIsPickedUpByAnotherDispatcher(t *testing.T) {
+	api := newStack(t, shared, func(c *config.Config) { c.DispatcherEnabled = false })
+	api.openAccount("acc-1", 0)
+	id := pixID()
+	require.Equal(t, http.StatusAccepted, api.post(webhook{id, "acc-1", 321}).Status)
+	time.Sleep(300 * time.Millisecond)
+	require.Equal(t, pix.StatusPending, api.status(id), "nothing started it yet")
+
+	// A second process on the same database and task queue, with a dispatcher.
+	newStack(t, shared, func(c *config.Config) {
+		c.DatabaseURL = api.cfg.DatabaseURL
+		c.TemporalTaskQueue = api.cfg.TemporalTaskQueue
+	})
+	api.waitStatus(id, pix.StatusDone, 30*time.Second)
+	require.EqualValues(t, 321, api.balance("acc-1"))
+	api.assertBooksBalance()
+}
+
+// A pending row whose run disappeared (terminated by hand, or lost by a
+// Temporal server without persistence) is started again at the recheck.
+func TestPendingRowWhoseRunWasTerminatedIsStartedAgain(t *testing.T) {
+	s := newStack(t, shared, func(c *config.Config) {
+		c.InboxAttemptsMax = 100
+		c.InboxRetryInitial = 5 * time.Second
+		c.InboxRetryMaxInterval = 5 * time.Second
+		c.DispatchRecheckAfter = time.Second
+	})
+	id := pixID()
+	s.post(webhook{id, "acc-soon", 55})
+	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		c, err := s.store.GetCredit(ctx, id)
+		return err == nil && c.Attempts >= 1
+	}, 30*time.Second, 50*time.Millisecond, "the first attempt ran")
+
+	require.NoError(t, s.tc.TerminateWorkflow(ctx, workflows.CreditWorkflowID(id), "", "test: run lost"))
+	s.openAccount("acc-soon", 0)
+	s.waitStatus(id, pix.StatusDone, 30*time.Second)
+	require.EqualValues(t, 55, s.balance("acc-soon"))
+	s.assertBooksBalance()
+}
