@@ -41,9 +41,9 @@ func TestCreditEndToEnd(t *testing.T) {
 	var out workflows.CreditOutput
 	require.NoError(t, s.tc.GetWorkflow(context.Background(), workflows.CreditWorkflowID(id), "").Get(context.Background(), &out))
 	require.True(t, out.Credited)
-	desc, err := s.tc.DescribeWorkflowExecution(context.Background(), workflows.CreditWorkflowID(id), "")
+	desc, err := s.tc.DescribeWorkflow(context.Background(), workflows.CreditWorkflowID(id), "")
 	require.NoError(t, err)
-	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.WorkflowExecutionInfo.Status)
+	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.Status)
 	s.assertBooksBalance()
 }
 
@@ -187,9 +187,9 @@ func TestUnknownAccountFailsAloneAfterAttempts(t *testing.T) {
 
 	runErr := s.tc.GetWorkflow(ctx, workflows.CreditWorkflowID(lost), "").Get(ctx, nil)
 	require.ErrorContains(t, runErr, "AccountNotFound")
-	desc, err := s.tc.DescribeWorkflowExecution(ctx, workflows.CreditWorkflowID(lost), "")
+	desc, err := s.tc.DescribeWorkflow(ctx, workflows.CreditWorkflowID(lost), "")
 	require.NoError(t, err)
-	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_FAILED, desc.WorkflowExecutionInfo.Status, "the failed PIX shows failed in Temporal")
+	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_FAILED, desc.Status, "the failed PIX shows failed in Temporal")
 	s.assertBooksBalance()
 }
 

@@ -1,0 +1,18 @@
+# The two commands of the README are `make run` and `make test`.
+.PHONY: run test demo build lint compose-config
+
+run: ## run everything locally: PostgreSQL, Temporal dev server with UI, migrations, demo accounts, API and worker
+	./scripts/run.sh
+
+test: ## every check and test, as CI runs them
+	./scripts/test.sh
+
+demo: ## replay the demo scenario against a running `make run`
+	go run ./cmd/pixctl demo
+
+build:
+	go build -o .bin/pixd ./cmd/pixd
+	go build -o .bin/pixctl ./cmd/pixctl
+
+compose-config: ## validate docker-compose.yml (needs docker-compose)
+	docker-compose config -q

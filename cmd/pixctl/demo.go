@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+type webhook struct {
+	EndToEndID  string         `json:"end_to_end_id"`
+	AccountID   string         `json:"account_id"`
+	AmountCents int64          `json:"amount_cents"`
+	Payer       map[string]any `json:"payer,omitempty"`
+	OccurredAt  string         `json:"occurred_at,omitempty"`
+}
+
+type receipt struct {
+	EndToEndID string `json:"end_to_end_id"`
+	Status     string `json:"status"`
+	Duplicate  bool   `json:"duplicate"`
+	Error      *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+type credit struct {
+	EndToEndID    string  `json:"end_to_end_id"`
+	AccountID     string  `json:"account_id"`
+	AmountCents   int64   `json:"amount_cents"`
+	Status        string  `json:"status"`
+	Attempts      int     `json:"attempts"`
+	Deliveries    int     `json:"deliveries"`
+	LastError     *string `json:"last_error"`
+	TemporalUIURL string  `json:"temporal_ui_url"`
+}
+
+type account struct {
+	ID           string `json:"id"`
+	OwnerName    string `json:"owner_name"`
+	BalanceCents int64  `json:"balance_cents"`
+}
+
+// demoID makes end_to_end_ids unique to this run of the demo.
+func demoID(run string, n int) string {
+	return fmt.Sprintf("E12345678%s%09d", run, n)
+}
+
+func brl(cents int64) string { return fmt.Sprintf("R$ %d,%02d", cents/100, cents%100) }
+
+func demo(ctx context.Context, c *apiClient, out io.Writer) error {
+	// E + ISPB (8) + 14 digits unique to this run + a 9-digit sequence = 32.
+	run := fmt.Sprintf("%014d", time.Now().UnixMilli()%1e14)
+	accounts := []string{"acc-0001", "acc-0002", "acc-0003", "acc-0004"}
+	before := map[string]int64{}
+	for _, id := range accounts {
+		var a account
+		status, err := c.call(ctx, http.MethodGet, "/accounts/"+id, nil, &a)
+		if err != nil {
+			return err
+		}
+		if status != http.StatusOK {
+			return fmt.Errorf("demo account %s not found (status %d): run the service with `make run`, which opens it", id, status)
+		}
+		before[id] = a.BalanceCents
+	}
+
+	post := func(w webhook) (int, receipt, error) {
+		var r receipt
+		status, err := c.call(ctx, http.MethodPost, "/webhooks/pix", w, &r)
+		return status, r, err
+	}
+	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	payer := map[string]any{"name": "Pagador Exemplo", "document": "12345678901", "ispb": "12345678"}
+	now := time.Now().UTC().Format(time.RFC3339)
+
+	say("1. Three PIX to three accounts")
+	pix := []webhook{
+		{demoID(run, 1), "acc-0001", 15000, payer, now},
+		{demoID(run, 2), "acc-0002", 2550, payer, now},
+		{demoID(run, 3), "acc-0003", 99, payer, now},
+	}
+	for _, w := range pix {
+		status, r, err := post(w)
+		if err != nil {
+			return err
+		}
+		say("   %s -> %d status=%s duplicate=%v", w.EndToEndID, status, r.Status, r.Duplicate)
+	}
+
+	say("2. The PSP redelivers the first one")
+	status, r, err := post(pix[0])
+	if err != nil {
+		return err
+	}
+	say("   %s -> %d status=%s duplicate=%v", pix[0].EndToEndID, status, r.Status, r.Duplicate)
+
+	say("3. 20 copies of one PIX at the same instant")
+	copies := webhook{demoID(run, 4), "acc-0004", 1000, payer, now}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	firsts, dups, failures := 0, 0, 0
+	for range 20 {
+		wg.Go(func() {
+			status, r, err := post(copies)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil || status != http.StatusAccepted:
+				failures++
+			case r.Duplicate:
+				dups++
+			default:
+				firsts++
+			}
+		})
+	}
+	wg.Wait()
+	say("   %s -> first deliveries=%d duplicates=%d errors=%d", copies.EndToEndID, firsts, dups, failures)
+	pix = append(pix, copies)
+
+	say("4. The same end_to_end_id with another amount")
+	tampered := pix[1]
+	tampered.AmountCents++
+	status, r, err = post(tampered)
+	if err != nil {
+		return err
+	}
+	if r.Error != nil {
+		say("   %s -> %d %s", tampered.EndToEndID, status, r.Error.Code)
+	}
+
+	say("5. A PIX to an account that does not exist")
+	unknown := webhook{demoID(run, 5), "acc-unknown", 4200, payer, now}
+	status, r, err = post(unknown)
+	if err != nil {
+		return err
+	}
+	say("   %s -> %d status=%s (will be retried, then fail on its own)", unknown.EndToEndID, status, r.Status)
+	pix = append(pix, unknown)
+
+	say("6. Waiting for every PIX to be done or failed...")
+	final := map[string]credit{}
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(final) < len(pix) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d PIX still pending after 3 minutes", len(pix)-len(final))
+		}
+		for _, w := range pix {
+			var cr credit
+			if _, err := c.call(ctx, http.MethodGet, "/pix/credits/"+w.EndToEndID, nil, &cr); err != nil {
+				return err
+			}
+			if cr.Status == "done" || cr.Status == "failed" {
+				final[w.EndToEndID] = cr
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+
+	say("\nPIX")
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "END_TO_END_ID\tACCOUNT\tAMOUNT\tSTATUS\tATTEMPTS\tDELIVERIES\tLAST_ERROR")
+	for _, w := range pix {
+		cr := final[w.EndToEndID]
+		lastErr := ""
+		if cr.LastError != nil {
+			lastErr = *cr.LastError
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", cr.EndToEndID, cr.AccountID, brl(cr.AmountCents), cr.Status, cr.Attempts, cr.Deliveries, lastErr)
+	}
+	tw.Flush()
+
+	say("\nBalances")
+	tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ACCOUNT\tOWNER\tBEFORE\tNOW")
+	for _, id := range accounts {
+		var a account
+		if _, err := c.call(ctx, http.MethodGet, "/accounts/"+id, nil, &a); err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.ID, a.OwnerName, brl(before[id]), brl(a.BalanceCents))
+	}
+	tw.Flush()
+	if lost := final[unknown.EndToEndID]; lost.Status == "failed" {
+		say("\nThe failed PIX in the Temporal UI: %s", lost.TemporalUIURL)
+		say("Re-drive it once its account exists: curl -X POST %s/admin/pix/credits/%s/retry", c.base, unknown.EndToEndID)
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+# Shared helpers of the project's scripts. Source it; it defines functions only.
+# shellcheck shell=bash
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN="$ROOT/.bin"
+DATA="$ROOT/.data"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# build_tools builds the pinned tools into .bin/ (each from its own module
+# file under tools/, so their dependencies never meet the service's). The Go
+# build cache makes a rebuild cheap; the first build of the Temporal CLI takes
+# about three minutes.
+build_tools() {
+	mkdir -p "$BIN"
+	local spec name modfile pkg
+	for spec in \
+		"temporal tools/temporal/go.mod github.com/temporalio/cli/cmd/temporal" \
+		"staticcheck tools/lint/go.mod honnef.co/go/tools/cmd/staticcheck" \
+		"workflowcheck tools/lint/go.mod go.temporal.io/sdk/contrib/tools/workflowcheck"; do
+		read -r name modfile pkg <<<"$spec"
+		if [ -x "$BIN/$name" ] && [ "$BIN/$name" -nt "$ROOT/$modfile" ]; then
+			continue
+		fi
+		log "building $name (pinned in $modfile)"
+		(cd "$ROOT" && go build -modfile="$modfile" -o "$BIN/$name" "$pkg")
+	done
+}
+
+# pg_ready URL: does a PostgreSQL answer at URL?
+pg_ready() { pg_isready -q -d "$1" -t 3 >/dev/null 2>&1; }
+
+# pg_bin_dir: the newest installed PostgreSQL server binaries, if any.
+pg_bin_dir() {
+	local d
+	d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+	[ -n "$d" ] && [ -x "$d/initdb" ] && echo "$d"
+}
+
+# as_postgres CMD...: PostgreSQL refuses to run as root.
+as_postgres() {
+	if [ "$(id -u)" = 0 ]; then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# ensure_postgres DBNAME: prints the URL of a PostgreSQL server that has the
+# database DBNAME, creating the database if needed. In order: the server at
+# 127.0.0.1:5432 (starting the machine's cluster if it is stopped), else a
+# throwaway cluster under .data/postgres on port 55432.
+ensure_postgres() {
+	local db=$1 base="postgres://postgres@127.0.0.1:5432"
+	if ! pg_ready "$base/postgres" && command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
+		log "starting the machine's PostgreSQL cluster"
+		pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main start >&2 || true
+		for _ in $(seq 1 30); do pg_ready "$base/postgres" && break; sleep 1; done
+	fi
+	if ! pg_ready "$base/postgres"; then
+		local bindir dir="$DATA/postgres" port=55432
+		bindir=$(pg_bin_dir) || die "no PostgreSQL at 127.0.0.1:5432 and no PostgreSQL binaries to start one; set DATABASE_URL"
+		base="postgres://postgres@127.0.0.1:$port"
+		if ! pg_ready "$base/postgres"; then
+			mkdir -p "$dir"
+			[ "$(id -u)" = 0 ] && chown postgres "$dir"
+			if [ ! -f "$dir/PG_VERSION" ]; then
+				log "creating a throwaway PostgreSQL cluster in $dir"
+				as_postgres "$bindir/initdb" -D "$dir" -U postgres --auth=trust >/dev/null
+			fi
+			log "starting the throwaway PostgreSQL cluster on port $port"
+			as_postgres "$bindir/pg_ctl" -D "$dir" -l "$dir/server.log" -o "-p $port -k /tmp -c listen_addresses=127.0.0.1" -w start >/dev/null
+		fi
+	fi
+	if [ "$(psql "$base/postgres" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != 1 ]; then
+		psql "$base/postgres" -qc "CREATE DATABASE \"$db\"" >&2
+	fi
+	echo "$base/$db?sslmode=disable"
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The run command (README, `make run`): everything locally on one machine.
+# PostgreSQL (DATABASE_URL, else 127.0.0.1:5432, else a throwaway cluster
+# under .data/), the Temporal dev server with its Web UI (state kept in
+# .data/temporal.db), the migrations, the demo accounts, and the API and the
+# worker in one process (`pixd dev`). Ctrl-C stops what it started.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+mkdir -p "$DATA"
+
+build_tools
+log "building pixd"
+go build -o "$BIN/pixd" ./cmd/pixd
+
+if [ -z "${DATABASE_URL:-}" ]; then
+	DATABASE_URL=$(ensure_postgres pix)
+	export DATABASE_URL
+fi
+
+export TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:7233}"
+temporal_port="${TEMPORAL_ADDRESS##*:}"
+ui_port=$((temporal_port + 1000))
+export TEMPORAL_UI_URL="${TEMPORAL_UI_URL:-http://127.0.0.1:$ui_port}"
+export HTTP_ADDR="${HTTP_ADDR:-127.0.0.1:8080}"
+
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if "$BIN/temporal" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1; then
+	log "using the Temporal server already at $TEMPORAL_ADDRESS"
+else
+	log "starting the Temporal dev server at $TEMPORAL_ADDRESS (log: .data/temporal.log)"
+	"$BIN/temporal" server start-dev --ip 127.0.0.1 --port "$temporal_port" --ui-port "$ui_port" \
+		--db-filename "$DATA/temporal.db" --log-level warn >"$DATA/temporal.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 1 60); do
+		"$BIN/temporal" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1 && break
+		sleep 1
+	done
+	"$BIN/temporal" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1 ||
+		die "the Temporal dev server did not start; see .data/temporal.log"
+fi
+
+cat >&2 <<MSG
+
+  PIX API        http://$HTTP_ADDR   (GET /readyz, POST /webhooks/pix, ...)
+  Temporal UI    $TEMPORAL_UI_URL
+  Database       $DATABASE_URL
+  Demo           make demo   (in another terminal)
+
+MSG
+"$BIN/pixd" dev &
+pids+=($!)
+wait "${pids[-1]}"

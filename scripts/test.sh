@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The test command (README, `make test`, .ci/run): formatting, vet,
+# staticcheck, workflowcheck, then every test against the real PostgreSQL and
+# real Temporal dev servers that the tests start themselves.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+build_tools
+export TEMPORAL_CLI="$BIN/temporal"
+if [ -z "${PIX_TEST_DATABASE_URL:-}" ]; then
+	PIX_TEST_DATABASE_URL=$(ensure_postgres test)
+	export PIX_TEST_DATABASE_URL
+fi
+
+log "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.data/*'))
+[ -z "$unformatted" ] || die "not gofmt'ed: $unformatted"
+log "go vet"
+go vet ./...
+log "staticcheck"
+"$BIN/staticcheck" ./...
+log "workflowcheck"
+"$BIN/workflowcheck" ./...
+log "go test"
+go test -count=1 -race -timeout 15m "$@" ./...
