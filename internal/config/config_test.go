@@ -1,0 +1,64 @@
+package config_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/internal/config"
+)
+
+func lookup(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := config.FromLookup(lookup(nil))
+	require.NoError(t, err)
+	require.Equal(t, config.Default(), c)
+	require.EqualValues(t, 5, c.InboxAttemptsMax)
+	require.Equal(t, "pix-credit", c.TemporalTaskQueue)
+	require.Equal(t, "default", c.TemporalNamespace)
+}
+
+func TestOverrides(t *testing.T) {
+	c, err := config.FromLookup(lookup(map[string]string{
+		"DATABASE_URL":                    "postgres://x@db:5432/pix",
+		"TEMPORAL_ADDRESS":                "temporal:7233",
+		"INBOX_ATTEMPTS_MAX":              "7",
+		"INBOX_RETRY_INITIAL_INTERVAL":    "250ms",
+		"INBOX_RETRY_BACKOFF_COEFFICIENT": "1.5",
+		"INBOX_RETRY_MAX_INTERVAL":        "1m",
+		"DISPATCHER_ENABLED":              "false",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, "postgres://x@db:5432/pix", c.DatabaseURL)
+	require.Equal(t, "temporal:7233", c.TemporalAddress)
+	r := c.Retry()
+	require.EqualValues(t, 7, r.MaxAttempts)
+	require.Equal(t, 250*time.Millisecond, r.InitialInterval)
+	require.Equal(t, 1.5, r.BackoffCoefficient)
+	require.Equal(t, time.Minute, r.MaxInterval)
+	require.False(t, c.DispatcherEnabled)
+}
+
+// A value that is set but wrong is an error naming the variable, never a
+// silent fallback to the default.
+func TestInvalidValuesAreErrors(t *testing.T) {
+	for name, value := range map[string]string{
+		"INBOX_ATTEMPTS_MAX":              "0",
+		"INBOX_RETRY_INITIAL_INTERVAL":    "soon",
+		"INBOX_RETRY_BACKOFF_COEFFICIENT": "fast",
+		"DISPATCH_BATCH_SIZE":             "-1",
+		"DISPATCHER_ENABLED":              "maybe",
+		"DATABASE_URL":                    "",
+		"LOG_LEVEL":                       "loud",
+		"HTTP_READ_TIMEOUT":               "0s",
+	} {
+		_, err := config.FromLookup(lookup(map[string]string{name: value}))
+		require.ErrorContains(t, err, name, "%s=%q", name, value)
+	}
+	_, err := config.FromLookup(lookup(map[string]string{"INBOX_RETRY_MAX_INTERVAL": "100ms"}))
+	require.ErrorContains(t, err, "max interval", "a max interval below the initial one")
+}
