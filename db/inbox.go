@@ -257,8 +257,8 @@ type DueMessage struct {
 
 // ClaimDue claims up to limit pending rows whose dispatch is due, pushing
 // their next due time lease ahead so that concurrent dispatchers skip them.
-// If the claimer dies, or its start fails without being deferred, the rows
-// come due again when the lease ends.
+// If the claimer dies before recording the outcome (MarkDispatched or
+// DeferDispatch), the rows come due again when the lease ends.
 func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]DueMessage, error) {
 	rows, err := s.pool.Query(ctx, `
 		UPDATE inbox_messages m SET dispatch_due_at = now() + $2::interval
@@ -281,12 +281,14 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 	return due, nil
 }
 
-// MarkDispatched records the first successful workflow start of each row's
-// current drive.
-func (s *Store) MarkDispatched(ctx context.Context, endToEndIDs []string) error {
+// MarkDispatched records that the rows' workflows run: the first start of a
+// drive is kept in dispatched_at, and the rows come due again only after
+// recheckAfter, to make sure their run still exists.
+func (s *Store) MarkDispatched(ctx context.Context, endToEndIDs []string, recheckAfter time.Duration) error {
 	_, err := s.pool.Exec(ctx, `
-		UPDATE inbox_messages SET dispatched_at = now()
-		WHERE end_to_end_id = ANY($1) AND status = 'pending' AND dispatched_at IS NULL`, endToEndIDs)
+		UPDATE inbox_messages
+		SET dispatched_at = COALESCE(dispatched_at, now()), dispatch_due_at = now() + $2::interval
+		WHERE end_to_end_id = ANY($1) AND status = 'pending'`, endToEndIDs, recheckAfter)
 	if err != nil {
 		return classify(fmt.Errorf("mark dispatched: %w", err))
 	}

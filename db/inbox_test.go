@@ -267,6 +267,24 @@ func TestClaimDueLeasesRows(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, none)
 
+	// A claimer that died: its rows come due again when the lease ends.
+	_, err = s.Receive(ctx, note(e2eID(200), "acc-1", 1))
+	require.NoError(t, err)
+	orphan, err := s.ClaimDue(ctx, 10, 10*time.Millisecond)
+	require.NoError(t, err)
+	require.Len(t, orphan, 1)
+	time.Sleep(20 * time.Millisecond)
+	retaken, err := s.ClaimDue(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, orphan, retaken)
+
+	// A recorded start hides the row until the recheck.
+	require.NoError(t, s.MarkDispatched(ctx, []string{retaken[0].EndToEndID}, time.Millisecond))
+	time.Sleep(5 * time.Millisecond)
+	rechecked, err := s.ClaimDue(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []db.DueMessage{{EndToEndID: retaken[0].EndToEndID, Dispatched: true}}, rechecked)
+
 	require.NoError(t, s.DeferDispatch(ctx, []string{first[0].EndToEndID}, time.Millisecond))
 	time.Sleep(5 * time.Millisecond)
 	again, err := s.ClaimDue(ctx, 10, time.Minute)

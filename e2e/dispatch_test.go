@@ -2,13 +2,18 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/dispatch"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/workflows"
 )
@@ -55,5 +60,46 @@ func TestPendingRowWhoseRunWasTerminatedIsStartedAgain(t *testing.T) {
 	s.openAccount("acc-soon", 0)
 	s.waitStatus(id, pix.StatusDone, 30*time.Second)
 	require.EqualValues(t, 55, s.balance("acc-soon"))
+	s.assertBooksBalance()
+}
+
+// Two dispatchers over the same rows start each workflow once: claims skip
+// rows another dispatcher holds.
+func TestTwoDispatchersStartEachWorkflowOnce(t *testing.T) {
+	s := newStack(t, shared, func(c *config.Config) { c.DispatcherEnabled = false })
+	s.openAccount("acc-1", 0)
+	const n = 120
+	ctx := context.Background()
+	var ids []string
+	for range n {
+		id := pixID()
+		ids = append(ids, id)
+		_, err := s.store.Receive(ctx, pix.Notification{EndToEndID: id, AccountID: "acc-1", AmountCents: 1, Payload: []byte(`{}`)})
+		require.NoError(t, err)
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{}, 2)
+	for range 2 {
+		d := dispatch.New(s.store, s.tc, dispatch.Options{
+			TaskQueue: s.cfg.TemporalTaskQueue, Retry: s.cfg.Retry(), PollInterval: 50 * time.Millisecond,
+			BatchSize: 7, Concurrency: 4, RecheckAfter: time.Hour, RetryMaxDelay: time.Second,
+		}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+		go func() { _ = d.Run(runCtx); done <- struct{}{} }()
+	}
+	for _, id := range ids {
+		s.waitStatus(id, pix.StatusDone, 60*time.Second)
+	}
+	cancel()
+	<-done
+	<-done
+
+	require.EqualValues(t, n, s.balance("acc-1"))
+	query := fmt.Sprintf("TaskQueue = %q", s.cfg.TemporalTaskQueue)
+	require.Eventually(t, func() bool {
+		res, err := s.tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
+		return err == nil && res.Count == n
+	}, 20*time.Second, 200*time.Millisecond, "one run per PIX, no more")
 	s.assertBooksBalance()
 }

@@ -24,6 +24,10 @@ type Options struct {
 	BatchSize int
 	// Concurrency is how many workflow starts run at once.
 	Concurrency int
+	// ClaimLease is how long a claimed row is hidden from other dispatchers
+	// while this one starts its workflow; if this one dies, the row comes
+	// due again after it.
+	ClaimLease time.Duration
 	// RecheckAfter is how long a started row waits before its start is
 	// issued again (a no-op while the run is open).
 	RecheckAfter time.Duration
@@ -49,6 +53,9 @@ type Dispatcher struct {
 func New(store *db.Store, c client.Client, opts Options, log *slog.Logger) *Dispatcher {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 5 * time.Second
+	}
+	if opts.ClaimLease <= 0 {
+		opts.ClaimLease = 15 * time.Second
 	}
 	return &Dispatcher{store: store, client: c, opts: opts, log: log, kick: make(chan struct{}, 1)}
 }
@@ -92,13 +99,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // DispatchOnce claims one batch of due rows and starts their workflows. It
 // returns how many rows it claimed.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
-	due, err := d.store.ClaimDue(ctx, d.opts.BatchSize, d.opts.RecheckAfter)
+	due, err := d.store.ClaimDue(ctx, d.opts.BatchSize, d.opts.ClaimLease)
 	if err != nil || len(due) == 0 {
 		return 0, err
 	}
 	var (
 		mu      sync.Mutex
-		started []string
+		running []string // started now, or found running from this drive
 		failed  []string
 		closing []string
 	)
@@ -121,7 +128,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 				failed = append(failed, m.EndToEndID)
 				log.Warn("workflow start failed; will retry", "error", err)
 			case isNew:
-				started = append(started, m.EndToEndID)
+				running = append(running, m.EndToEndID)
 				log.Debug("workflow started")
 			case !m.Dispatched:
 				// A run is open although this drive started none: the run
@@ -130,20 +137,21 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 				closing = append(closing, m.EndToEndID)
 				log.Info("previous workflow run still open; will start the re-drive shortly")
 			default:
+				running = append(running, m.EndToEndID)
 				log.Debug("workflow run still open")
 			}
 			return nil
 		})
 	}
-	_ = g.Wait() // the goroutines report through started/failed
+	_ = g.Wait() // the goroutines report through running, failed and closing
 
 	// Bookkeeping survives the caller's cancellation: a start that happened
 	// is recorded even while shutting down.
 	bookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	var errs []error
-	if len(started) > 0 {
-		errs = append(errs, d.store.MarkDispatched(bookCtx, started))
+	if len(running) > 0 {
+		errs = append(errs, d.store.MarkDispatched(bookCtx, running, d.opts.RecheckAfter))
 	}
 	if len(failed) > 0 {
 		errs = append(errs, d.store.DeferDispatch(bookCtx, failed, d.backoff(true)))
