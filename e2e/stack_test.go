@@ -91,7 +91,7 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	cfg.InboxRetryMaxInterval = time.Second
 	cfg.DispatchPollInterval = 100 * time.Millisecond
 	cfg.DispatchRetryMaxDelay = 500 * time.Millisecond
-	cfg.ShutdownTimeout = 2 * time.Second
+	cfg.ShutdownTimeout = 10 * time.Second
 	cfg.WorkerStopTimeout = 2 * time.Second
 	if tune != nil {
 		tune(&cfg)
@@ -108,6 +108,9 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	g.Go(func() error { return a.ServeAPI(gctx, ln) })
 	g.Go(func() error { return a.RunWorker(gctx) })
 	t.Cleanup(func() {
+		// Connections the client dialed but never used would hold the
+		// server's graceful shutdown until they are 5 s old.
+		http.DefaultClient.CloseIdleConnections()
 		cancel()
 		require.NoError(t, g.Wait())
 		a.Close()
