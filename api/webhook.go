@@ -71,6 +71,11 @@ func decodeNotification(body []byte) (pix.Notification, error) {
 	if dec.More() {
 		return pix.Notification{}, pix.Invalid("body", "must hold exactly one JSON object")
 	}
+	// PostgreSQL's jsonb can't hold a NUL character; refuse it here rather
+	// than fail on insert.
+	if bytes.Contains(body, []byte(`\u0000`)) {
+		return pix.Notification{}, pix.Invalid("body", "must not contain the NUL character (\\u0000)")
+	}
 	var n pix.Notification
 	var err error
 	if n.EndToEndID, err = requiredString(b.EndToEndID, "end_to_end_id"); err != nil {

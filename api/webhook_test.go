@@ -119,6 +119,7 @@ func TestWebhookRefusesInvalidInputAndStoresNothing(t *testing.T) {
 		{"payer ispb", withField("payer", `{"name":"A","ispb":"123"}`), "payer.ispb"},
 		{"occurred_at not time", withField("occurred_at", `"yesterday"`), "occurred_at"},
 		{"occurred_at number", withField("occurred_at", `5`), "occurred_at"},
+		{"NUL in a field", withField("payer", `{"name":"A\u0000B"}`), "body"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
