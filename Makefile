@@ -1,5 +1,5 @@
 # The two commands of the README are `make run` and `make test`.
-.PHONY: run test demo build lint compose-config
+.PHONY: run test demo build compose-config bench faults
 
 run: ## run everything locally: PostgreSQL, Temporal dev server with UI, migrations, demo accounts, API and worker
 	./scripts/run.sh
@@ -16,3 +16,9 @@ build:
 
 compose-config: ## validate docker-compose.yml (needs docker-compose)
 	docker-compose config -q
+
+bench: ## load and ceilings against the dev server and a Temporal with PostgreSQL persistence (docs/benchmarks.md)
+	./scripts/bench.sh
+
+faults: ## the fault suite against the running service under load
+	./scripts/faults.sh

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -64,4 +65,17 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) err
 		return classify(fmt.Errorf("commit: %w", err))
 	}
 	return nil
+}
+
+// SchemaURL returns url with its search_path set to schema, so that every
+// connection of a pool opened on it works in that schema.
+func SchemaURL(url, schema string) (string, error) {
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return "", fmt.Errorf("parse database url: %w", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }

@@ -78,3 +78,19 @@ ensure_postgres() {
 	fi
 	echo "$base/$db?sslmode=disable"
 }
+
+# build_temporal_server builds the Temporal server and its SQL schema tool,
+# used only by benchmarks (a long first build, then cached).
+build_temporal_server() {
+	mkdir -p "$BIN"
+	local name pkg
+	for name in temporal-server temporal-sql-tool; do
+		pkg=go.temporal.io/server/cmd/server
+		[ "$name" = temporal-sql-tool ] && pkg=go.temporal.io/server/cmd/tools/sql
+		if [ -x "$BIN/$name" ] && [ "$BIN/$name" -nt "$ROOT/tools/temporal-server/go.mod" ]; then
+			continue
+		fi
+		log "building $name (pinned in tools/temporal-server/go.mod)"
+		(cd "$ROOT" && go build -modfile=tools/temporal-server/go.mod -o "$BIN/$name" "$pkg")
+	done
+}

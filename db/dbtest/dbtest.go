@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -61,18 +60,15 @@ func URL(t testing.TB) string {
 		}
 	})
 
-	u, err := url.Parse(BaseURL())
+	u, err := db.SchemaURL(BaseURL(), schema)
 	require.NoError(t, err)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
 
-	pool, err := db.Open(ctx, u.String(), 2)
+	pool, err := db.Open(ctx, u, 2)
 	require.NoError(t, err)
 	defer pool.Close()
 	_, err = db.Migrate(ctx, pool)
 	require.NoError(t, err, "migrate schema %s", schema)
-	return u.String()
+	return u
 }
 
 // New returns a Store on a fresh schema for t; the pool closes at cleanup

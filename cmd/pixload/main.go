@@ -1,0 +1,344 @@
+// Command pixload drives a running PIX service with an open-model load of
+// webhooks and reports, in one run: the ceilings (the same inbox insert
+// straight at PostgreSQL; no-op workflows on the same Temporal server), the
+// idle acknowledgement → credited latency, the accepted webhooks per second
+// and acknowledgement latency at each rate of a sweep, the credit rate, the
+// drain time, and the invariants checked in the database. Any invariant
+// violation makes it exit non-zero; the targets are reported, not enforced.
+//
+// DATABASE_URL, TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE name the service's
+// database and Temporal (same defaults as pixd); -api names its HTTP API.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/load"
+	"github.com/pixbank/pix/internal/logging"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "pixload:", err)
+		os.Exit(1)
+	}
+}
+
+type flags struct {
+	api                 string
+	rates               []float64
+	step                time.Duration
+	accounts            int
+	dup, burst          float64
+	copies, maxInFlight int
+	retryUnacked        bool
+	retryFor            time.Duration
+	drainTimeout        time.Duration
+	ceilings            bool
+	ingestConcurrency   int
+	ingestFor           time.Duration
+	engineN, engineConc int
+	idleRate            float64
+	idleFor             time.Duration
+	jsonOut             string
+	label               string
+}
+
+func parseFlags(args []string) (flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("pixload", flag.ContinueOnError)
+	rates := fs.String("rates", "200", "comma-separated arrival rates per second, one step each")
+	fs.StringVar(&f.api, "api", envOr("PIX_API_URL", "http://127.0.0.1:8080"), "the service's HTTP API")
+	fs.DurationVar(&f.step, "step", 20*time.Second, "duration of each rate step")
+	fs.IntVar(&f.accounts, "accounts", 200, "accounts the PIX are spread over")
+	fs.Float64Var(&f.dup, "dup", 0.2, "share of arrivals that redeliver an earlier PIX")
+	fs.Float64Var(&f.burst, "burst", 0.02, "share of new PIX sent as -copies copies at the same instant")
+	fs.IntVar(&f.copies, "copies", 5, "copies of a burst")
+	fs.IntVar(&f.maxInFlight, "max-in-flight", 256, "cap on connections to the API")
+	fs.BoolVar(&f.retryUnacked, "retry-unacked", true, "resend a PIX that got no 2xx, as a PSP does")
+	fs.DurationVar(&f.retryFor, "retry-for", 2*time.Minute, "how long after the load unacknowledged PIX are still resent")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Minute, "how long to wait for every PIX to be credited")
+	fs.BoolVar(&f.ceilings, "ceilings", true, "measure the ingest and engine ceilings first")
+	fs.IntVar(&f.ingestConcurrency, "ingest-concurrency", 20, "concurrency of the ingest ceiling (the API's DATABASE_MAX_CONNS)")
+	fs.DurationVar(&f.ingestFor, "ingest-for", 10*time.Second, "duration of the ingest ceiling")
+	fs.IntVar(&f.engineN, "engine-workflows", 400, "no-op workflows per engine ceiling")
+	fs.IntVar(&f.engineConc, "engine-concurrency", 16, "concurrent starts of the engine ceiling (the dispatcher's DISPATCH_CONCURRENCY)")
+	fs.Float64Var(&f.idleRate, "idle-rate", 2, "arrival rate of the idle latency phase (0: skip it)")
+	fs.DurationVar(&f.idleFor, "idle-for", 10*time.Second, "duration of the idle latency phase")
+	fs.StringVar(&f.jsonOut, "json", "", "also write the report as JSON to this file")
+	fs.StringVar(&f.label, "label", "", "a label for the report (e.g. the Temporal persistence)")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	for _, r := range strings.Split(*rates, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
+		if err != nil || v <= 0 {
+			return f, fmt.Errorf("-rates: %q is not a positive number", r)
+		}
+		f.rates = append(f.rates, v)
+	}
+	return f, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// Report is the outcome of one pixload run.
+type Report struct {
+	Label   string    `json:"label,omitempty"`
+	Started time.Time `json:"started"`
+	Machine string    `json:"machine"`
+
+	IngestCeilingPerSec  float64            `json:"ingest_ceiling_per_sec,omitempty"`
+	EngineCeilingPerSec  map[string]float64 `json:"engine_ceiling_per_sec,omitempty"`
+	EngineLatencyP50Ms   float64            `json:"engine_one_workflow_latency_p50_ms,omitempty"`
+	IdleAckToCreditedP50 float64            `json:"idle_ack_to_credited_p50_ms,omitempty"`
+
+	Steps []StepReport `json:"steps"`
+
+	CreditsPerSec      float64         `json:"credits_per_sec"`
+	AckToCreditedP50Ms int64           `json:"ack_to_credited_p50_ms"`
+	AckToCreditedP99Ms int64           `json:"ack_to_credited_p99_ms"`
+	DrainSeconds       float64         `json:"drain_seconds"`
+	Invariants         load.Invariants `json:"invariants"`
+	Violations         []string        `json:"violations"`
+	BestIngestPerSec   float64         `json:"best_ingest_per_sec_at_p99_le_50ms"`
+	IngestRatio        float64         `json:"ingest_ratio,omitempty"`
+	CreditRatio        float64         `json:"credit_ratio,omitempty"`
+	IdleLatencyRatio   float64         `json:"idle_latency_ratio,omitempty"`
+}
+
+// StepReport is one rate of the sweep.
+type StepReport struct {
+	Rate           float64          `json:"rate"`
+	Arrivals       int64            `json:"arrivals"`
+	Requests       int64            `json:"requests"`
+	AcceptedPerSec float64          `json:"accepted_per_sec"`
+	AckP50Ms       float64          `json:"ack_p50_ms"`
+	AckP99Ms       float64          `json:"ack_p99_ms"`
+	AckP999Ms      float64          `json:"ack_p999_ms"`
+	Errors         map[string]int64 `json:"errors"`
+	Unacked        int              `json:"unacked"`
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	f, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	pool, err := db.Open(ctx, cfg.DatabaseURL, 4)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	tc, err := client.DialContext(ctx, client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
+		Logger: logging.Temporal(logging.New(os.Stderr, "warn"))})
+	if err != nil {
+		return fmt.Errorf("temporal: %w", err)
+	}
+	defer tc.Close()
+
+	host, _ := os.Hostname()
+	rep := Report{Label: f.label, Started: time.Now().UTC(), Machine: machine(host), EngineCeilingPerSec: map[string]float64{}}
+	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
+	runID := newRunID()
+
+	if f.ceilings {
+		say("ingest ceiling: Store.Receive straight at PostgreSQL, %d loops, %s ...", f.ingestConcurrency, f.ingestFor)
+		if rep.IngestCeilingPerSec, err = load.IngestCeiling(ctx, cfg.DatabaseURL, f.ingestConcurrency, f.ingestFor); err != nil {
+			return err
+		}
+		say("  %.0f inserts/s", rep.IngestCeilingPerSec)
+		engine, err := load.StartEngine(tc, runID)
+		if err != nil {
+			return err
+		}
+		for _, mode := range []load.EngineMode{load.EngineActivity, load.EngineLocalEager} {
+			say("engine ceiling: %d no-op workflows (%s), %d concurrent starts ...", f.engineN, mode, f.engineConc)
+			v, err := engine.Throughput(ctx, mode, f.engineN, f.engineConc)
+			if err != nil {
+				engine.Stop()
+				return err
+			}
+			rep.EngineCeilingPerSec[string(mode)] = v
+			say("  %.1f workflows/s", v)
+		}
+		lat, err := engine.Latency(ctx, load.EngineActivity, 20)
+		engine.Stop()
+		if err != nil {
+			return err
+		}
+		rep.EngineLatencyP50Ms = ms(lat)
+		say("engine one-workflow latency (one activity, sequential): p50 %.1f ms", rep.EngineLatencyP50Ms)
+	}
+
+	sessionOpts := func(id string, dup, burst float64) load.Options {
+		return load.Options{
+			APIURL: f.api, RunID: id, Accounts: f.accounts, DupRatio: dup, BurstRatio: burst, BurstCopies: f.copies,
+			MaxInFlight: f.maxInFlight, RetryUnacked: f.retryUnacked, RetryFor: f.retryFor, Seed: 1,
+		}
+	}
+	if f.idleRate > 0 {
+		idle, err := load.NewSession(sessionOpts(runID[:9]+"I", 0, 0))
+		if err != nil {
+			return err
+		}
+		defer idle.Close()
+		if err := load.OpenAccounts(ctx, pool, idle.RunID(), f.accounts); err != nil {
+			return err
+		}
+		say("idle phase: %.1f PIX/s for %s ...", f.idleRate, f.idleFor)
+		if _, err := idle.Run(ctx, f.idleRate, f.idleFor); err != nil {
+			return err
+		}
+		if _, err := load.Drain(ctx, pool, idle.RunID(), f.drainTimeout); err != nil {
+			return err
+		}
+		times, err := load.Times(ctx, pool, idle)
+		if err != nil {
+			return err
+		}
+		rep.IdleAckToCreditedP50 = float64(times.AckToCreditedMillis.ValueAtQuantile(50))
+		say("  idle acknowledgement → credited p50 %.0f ms", rep.IdleAckToCreditedP50)
+	}
+
+	session, err := load.NewSession(sessionOpts(runID, f.dup, f.burst))
+	if err != nil {
+		return err
+	}
+	defer session.Close()
+	if err := load.OpenAccounts(ctx, pool, runID, f.accounts); err != nil {
+		return err
+	}
+	for i, rate := range f.rates {
+		say("step %d: %.0f arrivals/s for %s (redeliveries %.0f%%, bursts %.0f%% × %d) ...", i+1, rate, f.step, f.dup*100, f.burst*100, f.copies)
+		res, err := session.Run(ctx, rate, f.step)
+		if err != nil {
+			return err
+		}
+		st := StepReport{Rate: rate, Arrivals: res.Arrivals, Requests: res.Requests, AcceptedPerSec: res.AcceptedPerSecond(),
+			AckP50Ms: quantileMs(res, 50), AckP99Ms: quantileMs(res, 99), AckP999Ms: quantileMs(res, 99.9),
+			Errors: res.Errors, Unacked: res.Unacked}
+		rep.Steps = append(rep.Steps, st)
+		say("  accepted %.0f/s, ack p50 %.1f ms p99 %.1f ms p99.9 %.1f ms, errors %v, unacknowledged %d",
+			st.AcceptedPerSec, st.AckP50Ms, st.AckP99Ms, st.AckP999Ms, st.Errors, st.Unacked)
+		if st.AckP99Ms <= 50 && st.Unacked == 0 && st.AcceptedPerSec > rep.BestIngestPerSec {
+			rep.BestIngestPerSec = st.AcceptedPerSec
+		}
+	}
+
+	say("draining: waiting for every PIX to be credited ...")
+	drain, drainErr := load.Drain(ctx, pool, runID, f.drainTimeout)
+	rep.DrainSeconds = drain.Seconds()
+	say("  drained in %.1f s", rep.DrainSeconds)
+	times, err := load.Times(ctx, pool, session)
+	if err != nil {
+		return err
+	}
+	rep.CreditsPerSec = times.CreditsPerSecond
+	rep.AckToCreditedP50Ms = times.AckToCreditedMillis.ValueAtQuantile(50)
+	rep.AckToCreditedP99Ms = times.AckToCreditedMillis.ValueAtQuantile(99)
+	if rep.Invariants, err = load.Check(ctx, pool, session); err != nil {
+		return err
+	}
+	rep.Violations = rep.Invariants.Violations()
+	if drainErr != nil {
+		rep.Violations = append(rep.Violations, drainErr.Error())
+	}
+
+	say("\nresults")
+	say("  credits: %d at %.1f/s; acknowledgement → credited p50 %d ms, p99 %d ms", times.Credits, rep.CreditsPerSec, rep.AckToCreditedP50Ms, rep.AckToCreditedP99Ms)
+	if rep.IngestCeilingPerSec > 0 {
+		rep.IngestRatio = rep.BestIngestPerSec / rep.IngestCeilingPerSec
+		say("  ingest: best %.0f/s at p99 ≤ 50 ms = %.0f%% of the ingest ceiling (%.0f/s); target ≥ 60%%: %s",
+			rep.BestIngestPerSec, 100*rep.IngestRatio, rep.IngestCeilingPerSec, verdict(rep.IngestRatio >= 0.6))
+		best := 0.0
+		for _, v := range rep.EngineCeilingPerSec {
+			best = max(best, v)
+		}
+		rep.CreditRatio = rep.CreditsPerSec / best
+		say("  credits: %.1f/s = %.0f%% of the best engine ceiling (%.1f/s); target ≥ 80%%: %s",
+			rep.CreditsPerSec, 100*rep.CreditRatio, best, verdict(rep.CreditRatio >= 0.8))
+		if rep.IdleAckToCreditedP50 > 0 {
+			rep.IdleLatencyRatio = rep.IdleAckToCreditedP50 / rep.EngineLatencyP50Ms
+			say("  idle acknowledgement → credited p50 %.0f ms = %.2f× the engine's one-workflow latency (%.1f ms); target ≤ 1.5×: %s",
+				rep.IdleAckToCreditedP50, rep.IdleLatencyRatio, rep.EngineLatencyP50Ms, verdict(rep.IdleLatencyRatio <= 1.5))
+		}
+	}
+	if len(rep.Violations) == 0 {
+		say("  invariants: hold (%d PIX, %d credits, none pending or failed, every balance = opening + credits)", rep.Invariants.InboxRows, rep.Invariants.Credits)
+	} else {
+		say("  INVARIANTS VIOLATED: %s", strings.Join(rep.Violations, "; "))
+	}
+	if f.jsonOut != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(f.jsonOut, b, 0o644); err != nil {
+			return err
+		}
+	}
+	if len(rep.Violations) > 0 {
+		return errors.New("invariants violated")
+	}
+	return nil
+}
+
+func quantileMs(res *load.Step, q float64) float64 {
+	return float64(res.AckMicros.ValueAtQuantile(q)) / 1000
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func newRunID() string {
+	const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	b := make([]byte, 10)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+func machine(host string) string {
+	cpus := "?"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		n := strings.Count(string(b), "\nprocessor")
+		if strings.HasPrefix(string(b), "processor") {
+			n++
+		}
+		cpus = strconv.Itoa(n)
+	}
+	return fmt.Sprintf("%s, %s CPUs", host, cpus)
+}

@@ -1,0 +1,184 @@
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// IngestCeiling drives the webhook's own inbox insert (db.Store.Receive, the
+// code the handler calls) straight at PostgreSQL, without HTTP, from
+// concurrency loops for d, and returns inserts per second. It works in a
+// scratch schema of the same database, migrated like the real one, so that
+// the running service never sees these rows.
+func IngestCeiling(ctx context.Context, databaseURL string, concurrency int, d time.Duration) (float64, error) {
+	schema := fmt.Sprintf("pixload_ceiling_%d", time.Now().UnixNano())
+	admin, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return 0, fmt.Errorf("ingest ceiling: %w", err)
+	}
+	defer admin.Close(context.WithoutCancel(ctx))
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return 0, fmt.Errorf("ingest ceiling: %w", err)
+	}
+	defer admin.Exec(context.WithoutCancel(ctx), "DROP SCHEMA "+schema+" CASCADE") //nolint:errcheck // best effort on the way out
+	url, err := db.SchemaURL(databaseURL, schema)
+	if err != nil {
+		return 0, err
+	}
+	pool, err := db.Open(ctx, url, int32(concurrency))
+	if err != nil {
+		return 0, err
+	}
+	defer pool.Close()
+	if _, err := db.Migrate(ctx, pool); err != nil {
+		return 0, err
+	}
+	store := db.NewStore(pool)
+
+	var n atomic.Int64
+	deadline := time.Now().Add(d)
+	g, gctx := errgroup.WithContext(ctx)
+	start := time.Now()
+	for w := range concurrency {
+		g.Go(func() error {
+			for i := 0; time.Now().Before(deadline); i++ {
+				id := fmt.Sprintf("E60701190CEILING%03d%013d", w, i)
+				payload, _ := json.Marshal(webhookBody{id, "load-ceiling", 1000, "2026-11-29T12:00:00Z"})
+				if _, err := store.Receive(gctx, pix.Notification{EndToEndID: id, AccountID: "load-ceiling", AmountCents: 1000, Payload: payload}); err != nil {
+					return err
+				}
+				n.Add(1)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, fmt.Errorf("ingest ceiling: %w", err)
+	}
+	return float64(n.Load()) / time.Since(start).Seconds(), nil
+}
+
+// EngineMode is the shape of the no-op workflow of the engine ceiling.
+type EngineMode string
+
+// Engine modes.
+const (
+	// EngineActivity: a workflow with one (no-op) activity, the shape of the
+	// credit workflow.
+	EngineActivity EngineMode = "one activity"
+	// EngineLocalEager: one local activity, started with eager start.
+	EngineLocalEager EngineMode = "one local activity, eager start"
+)
+
+// NoopWorkflow runs one no-op activity and returns when it ran.
+func NoopWorkflow(ctx workflow.Context) (int64, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second})
+	var ranAt int64
+	err := workflow.ExecuteActivity(ctx, NoopActivity).Get(ctx, &ranAt)
+	return ranAt, err
+}
+
+// NoopLocalWorkflow runs one no-op local activity and returns when it ran.
+func NoopLocalWorkflow(ctx workflow.Context) (int64, error) {
+	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second})
+	var ranAt int64
+	err := workflow.ExecuteLocalActivity(ctx, NoopActivity).Get(ctx, &ranAt)
+	return ranAt, err
+}
+
+// NoopActivity does nothing but say when it ran (Unix nanoseconds): the
+// engine's counterpart of the credit's commit.
+func NoopActivity(context.Context) (int64, error) { return time.Now().UnixNano(), nil }
+
+// Engine measures the Temporal server the service runs on, with a worker of
+// its own in this process.
+type Engine struct {
+	client    client.Client
+	taskQueue string
+	worker    worker.Worker
+}
+
+// StartEngine starts the no-op worker on a task queue of its own.
+func StartEngine(c client.Client, runID string) (*Engine, error) {
+	tq := "pixload-engine-" + runID
+	w := worker.New(c, tq, worker.Options{})
+	w.RegisterWorkflow(NoopWorkflow)
+	w.RegisterWorkflow(NoopLocalWorkflow)
+	w.RegisterActivity(NoopActivity)
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("engine worker: %w", err)
+	}
+	return &Engine{client: c, taskQueue: tq, worker: w}, nil
+}
+
+// Stop stops the no-op worker.
+func (e *Engine) Stop() { e.worker.Stop() }
+
+// run runs one no-op workflow and returns when its activity ran.
+func (e *Engine) run(ctx context.Context, mode EngineMode, id string) (time.Time, error) {
+	opts := client.StartWorkflowOptions{ID: id, TaskQueue: e.taskQueue}
+	var wf any = NoopWorkflow
+	if mode == EngineLocalEager {
+		opts.EnableEagerStart = true
+		wf = NoopLocalWorkflow
+	}
+	run, err := e.client.ExecuteWorkflow(ctx, opts, wf)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var ranAt int64
+	if err := run.Get(ctx, &ranAt); err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(0, ranAt), nil
+}
+
+// Throughput runs n no-op workflows from concurrency starters and returns
+// completed workflows per second.
+func (e *Engine) Throughput(ctx context.Context, mode EngineMode, n, concurrency int) (float64, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrency)
+	start := time.Now()
+	prefix := fmt.Sprintf("pixload-engine-%d-", start.UnixNano())
+	for i := range n {
+		g.Go(func() error {
+			_, err := e.run(gctx, mode, fmt.Sprint(prefix, i))
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, fmt.Errorf("engine ceiling (%s): %w", mode, err)
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// Latency runs n no-op workflows one after the other and returns the
+// median time from the start call to the activity's run: the engine's part
+// of the service's acknowledgement → credited.
+func (e *Engine) Latency(ctx context.Context, mode EngineMode, n int) (time.Duration, error) {
+	var took []time.Duration
+	prefix := fmt.Sprintf("pixload-engine-latency-%d-", time.Now().UnixNano())
+	for i := range n {
+		start := time.Now()
+		ranAt, err := e.run(ctx, mode, fmt.Sprint(prefix, i))
+		if err != nil {
+			return 0, fmt.Errorf("engine latency (%s): %w", mode, err)
+		}
+		took = append(took, ranAt.Sub(start))
+	}
+	slices.Sort(took)
+	return took[len(took)/2], nil
+}

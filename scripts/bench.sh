@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `make bench`: the load command against the service run as separate API and
+# worker processes, first on the Temporal dev server (SQLite), then on a
+# Temporal server with PostgreSQL persistence; each run measures its own
+# ceilings. Reports go to .data/bench/*.json and the terminal; the figures
+# are kept in docs/benchmarks.md.
+#   BENCH_RATES   the sweep of arrival rates (default 250,500,1000,2000)
+#   BENCH_STEP    duration of each rate (default 5s)
+#   BENCH_ONLY    dev | postgres to run one of the two
+#   BENCH_FLAGS   more pixload flags
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/stack.sh"
+cd "$ROOT"
+
+build_tools
+go build -o "$BIN/pixd" ./cmd/pixd
+go build -o "$BIN/pixload" ./cmd/pixload
+out="$DATA/bench"
+rm -rf "$out"
+mkdir -p "$out"
+
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+bench() { # LABEL TEMPORAL_ADDRESS
+	log "benchmark on $1"
+	export DATABASE_URL TEMPORAL_ADDRESS="$2" HTTP_ADDR=127.0.0.1:8480 LOG_LEVEL=warn
+	DATABASE_URL=$(fresh_database pix_bench)
+	read -r api worker < <(start_service "$out")
+	pids+=("$api" "$worker")
+	wait_ready "http://$HTTP_ADDR"
+	"$BIN/pixload" -api "http://$HTTP_ADDR" -label "$1" -rates "${BENCH_RATES:-250,500,1000,2000}" \
+		-step "${BENCH_STEP:-5s}" -json "$out/$1.json" ${BENCH_FLAGS:-} | tee "$out/$1.txt"
+	kill "$api" "$worker"
+	wait "$api" "$worker" 2>/dev/null || true
+}
+
+if [ "${BENCH_ONLY:-dev}" != postgres ]; then
+	pids+=("$(start_dev_temporal 7433 "$out/temporal-dev")")
+	wait_temporal 127.0.0.1:7433
+	bench temporal-dev-sqlite 127.0.0.1:7433
+fi
+if [ "${BENCH_ONLY:-postgres}" != dev ]; then
+	./scripts/temporal-postgres.sh >"$out/temporal-postgres.log" 2>&1 &
+	pids+=($!)
+	wait_temporal 127.0.0.1:7633
+	wait_namespace 127.0.0.1:7633
+	bench temporal-postgres 127.0.0.1:7633
+fi
+log "reports in $out"

@@ -1,0 +1,59 @@
+# Runs the service as separate processes for benchmarks and fault tests.
+# Source after lib.sh; defines functions only.
+# shellcheck shell=bash
+
+# fresh_database NAME: drops and creates database NAME; prints its URL.
+fresh_database() {
+	local base url
+	url=$(ensure_postgres postgres)
+	base=${url%/*}
+	psql "$base/postgres" -qc "DROP DATABASE IF EXISTS \"$1\" WITH (FORCE)" >&2
+	psql "$base/postgres" -qc "CREATE DATABASE \"$1\"" >&2
+	echo "$base/$1?sslmode=disable"
+}
+
+# start_dev_temporal PORT DIR: a Temporal dev server (SQLite file in DIR).
+start_dev_temporal() {
+	mkdir -p "$2"
+	"$BIN/temporal" server start-dev --headless --ip 127.0.0.1 --port "$1" --http-port $(($1 + 10)) --metrics-port $(($1 + 11)) \
+		--db-filename "$2/temporal.db" --log-level error >>"$2/temporal.log" 2>&1 &
+	echo $!
+}
+
+# wait_temporal ADDRESS: until the server answers (60 s at most).
+wait_temporal() {
+	for _ in $(seq 1 60); do
+		"$BIN/temporal" operator cluster health --address "$1" >/dev/null 2>&1 && return 0
+		sleep 1
+	done
+	die "Temporal at $1 did not answer"
+}
+
+# start_service LOGDIR: migrate, then pixd api and pixd worker as two
+# processes (environment: DATABASE_URL, TEMPORAL_ADDRESS, HTTP_ADDR, ...).
+# Prints the two pids.
+start_service() {
+	"$BIN/pixd" migrate >>"$1/migrate.log" 2>&1 || die "migrate failed; see $1/migrate.log"
+	"$BIN/pixd" api >>"$1/api.log" 2>&1 &
+	local api=$!
+	"$BIN/pixd" worker >>"$1/worker.log" 2>&1 &
+	echo "$api $!"
+}
+
+# wait_ready URL: until the API's /readyz answers 200.
+wait_ready() {
+	for _ in $(seq 1 60); do
+		curl -fs "$1/readyz" >/dev/null 2>&1 && return 0
+		sleep 0.5
+	done
+	die "the API at $1 is not ready"
+}
+
+# wait_namespace ADDRESS: until the default namespace exists there.
+wait_namespace() {
+	for _ in $(seq 1 60); do
+		"$BIN/temporal" operator namespace describe -n default --address "$1" >/dev/null 2>&1 && return 0
+		sleep 1
+	done
+	die "no default namespace at $1"
+}
