@@ -181,13 +181,15 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 				return pix.ErrBalanceOverflow
 			}
 			out.BalanceAfter = balance + out.AmountCents
-			if _, err := tx.Exec(ctx, `UPDATE accounts SET balance_cents = $2, updated_at = now() WHERE id = $1`,
+			// clock_timestamp(), not now(): the moment of the credit, after
+			// the locks were obtained, not the transaction's start.
+			if _, err := tx.Exec(ctx, `UPDATE accounts SET balance_cents = $2, updated_at = clock_timestamp() WHERE id = $1`,
 				out.AccountID, out.BalanceAfter); err != nil {
 				return fmt.Errorf("credit account: %w", err)
 			}
 			if _, err := tx.Exec(ctx, `
-				INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents)
-				VALUES ($1, $2, $3, $4)`, endToEndID, out.AccountID, out.AmountCents, out.BalanceAfter); err != nil {
+				INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at)
+				VALUES ($1, $2, $3, $4, clock_timestamp())`, endToEndID, out.AccountID, out.AmountCents, out.BalanceAfter); err != nil {
 				return fmt.Errorf("insert pix credit: %w", err)
 			}
 			out.Credited = true
@@ -196,7 +198,7 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 		}
 		_, err = tx.Exec(ctx, `
 			UPDATE inbox_messages
-			SET status = 'done', attempts = GREATEST(attempts, $2), processed_at = now(), dispatch_due_at = NULL
+			SET status = 'done', attempts = GREATEST(attempts, $2), processed_at = clock_timestamp(), dispatch_due_at = NULL
 			WHERE end_to_end_id = $1`, endToEndID, attempt)
 		if err != nil {
 			return fmt.Errorf("mark inbox message done: %w", err)
@@ -231,7 +233,7 @@ func (s *Store) MarkFailed(ctx context.Context, endToEndID string, attempts int,
 		WITH failed AS (
 			UPDATE inbox_messages
 			SET status = 'failed', attempts = GREATEST(attempts, $2), last_error = $3,
-			    processed_at = now(), dispatch_due_at = NULL
+			    processed_at = clock_timestamp(), dispatch_due_at = NULL
 			WHERE end_to_end_id = $1 AND status = 'pending'
 			RETURNING status)
 		SELECT status FROM failed

@@ -47,6 +47,23 @@ as_postgres() {
 	fi
 }
 
+# start_cluster DIR PORT: starts (creating it first if needed) a throwaway
+# PostgreSQL cluster in DIR on 127.0.0.1:PORT; prints its base URL.
+start_cluster() {
+	local dir=$1 port=$2 bindir base="postgres://postgres@127.0.0.1:$2"
+	pg_ready "$base/postgres" && { echo "$base"; return 0; }
+	bindir=$(pg_bin_dir) || die "no PostgreSQL server binaries to start a cluster with; set DATABASE_URL"
+	mkdir -p "$dir"
+	[ "$(id -u)" = 0 ] && chown postgres "$dir"
+	if [ ! -f "$dir/PG_VERSION" ]; then
+		log "creating a throwaway PostgreSQL cluster in $dir"
+		as_postgres "$bindir/initdb" -D "$dir" -U postgres --auth=trust >/dev/null
+	fi
+	log "starting the PostgreSQL cluster in $dir on port $port"
+	as_postgres "$bindir/pg_ctl" -D "$dir" -l "$dir/server.log" -o "-p $port -k /tmp -c listen_addresses=127.0.0.1" -w start >/dev/null
+	echo "$base"
+}
+
 # ensure_postgres DBNAME: prints the URL of a PostgreSQL server that has the
 # database DBNAME, creating the database if needed. In order: the server at
 # 127.0.0.1:5432 (starting the machine's cluster if it is stopped), else a
@@ -59,19 +76,7 @@ ensure_postgres() {
 		for _ in $(seq 1 30); do pg_ready "$base/postgres" && break; sleep 1; done
 	fi
 	if ! pg_ready "$base/postgres"; then
-		local bindir dir="$DATA/postgres" port=55432
-		bindir=$(pg_bin_dir) || die "no PostgreSQL at 127.0.0.1:5432 and no PostgreSQL binaries to start one; set DATABASE_URL"
-		base="postgres://postgres@127.0.0.1:$port"
-		if ! pg_ready "$base/postgres"; then
-			mkdir -p "$dir"
-			[ "$(id -u)" = 0 ] && chown postgres "$dir"
-			if [ ! -f "$dir/PG_VERSION" ]; then
-				log "creating a throwaway PostgreSQL cluster in $dir"
-				as_postgres "$bindir/initdb" -D "$dir" -U postgres --auth=trust >/dev/null
-			fi
-			log "starting the throwaway PostgreSQL cluster on port $port"
-			as_postgres "$bindir/pg_ctl" -D "$dir" -l "$dir/server.log" -o "-p $port -k /tmp -c listen_addresses=127.0.0.1" -w start >/dev/null
-		fi
+		base=$(start_cluster "$DATA/postgres" 55432)
 	fi
 	if [ "$(psql "$base/postgres" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != 1 ]; then
 		psql "$base/postgres" -qc "CREATE DATABASE \"$db\"" >&2

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README, `make test`, .ci/run): formatting, vet,
-# staticcheck, workflowcheck, then every test against the real PostgreSQL and
-# real Temporal dev servers that the tests start themselves.
+# staticcheck, workflowcheck, every test against the real PostgreSQL and real
+# Temporal dev servers that the tests start themselves, then the smoke
+# version of the fault suite (correctness only, no timing asserted).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -24,3 +25,5 @@ log "workflowcheck"
 "$BIN/workflowcheck" ./...
 log "go test"
 go test -count=1 -race -timeout 15m "$@" ./...
+log "fault suite, smoke version"
+./scripts/faults.sh -smoke

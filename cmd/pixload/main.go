@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -167,7 +166,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	host, _ := os.Hostname()
 	rep := Report{Label: f.label, Started: time.Now().UTC(), Machine: machine(host), EngineCeilingPerSec: map[string]float64{}}
 	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
-	runID := newRunID()
+	runID := load.NewRunID()
 
 	if f.ceilings {
 		say("ingest ceiling: Store.Receive straight at PostgreSQL, %d loops, %s ...", f.ingestConcurrency, f.ingestFor)
@@ -319,16 +318,6 @@ func verdict(ok bool) string {
 		return "met"
 	}
 	return "NOT met"
-}
-
-func newRunID() string {
-	const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-	b := make([]byte, 10)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b)
 }
 
 func machine(host string) string {

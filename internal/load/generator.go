@@ -3,6 +3,7 @@ package load
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,6 +61,17 @@ type Step struct {
 
 // AcceptedPerSecond is the acknowledged webhooks per second of the step.
 func (s *Step) AcceptedPerSecond() float64 { return float64(s.Acked) / s.Elapsed.Seconds() }
+
+// NewRunID returns a fresh 10-character run id.
+func NewRunID() string {
+	const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	b := make([]byte, 10)
+	_, _ = crand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
 
 // AccountID is the id of account n of a run.
 func AccountID(runID string, n int) string { return fmt.Sprintf("load-%s-%05d", runID, n) }
@@ -305,4 +317,38 @@ func errorClass(err error) string {
 		s = s[:60]
 	}
 	return s
+}
+
+// Burst is what Send saw.
+type Burst struct {
+	EndToEndID string
+	Requests   int64
+	Acked      int64
+	Firsts     int64
+	Errors     map[string]int64
+}
+
+// Send sends one new PIX to account n of the run, as copies simultaneous
+// requests (released together), each resent until acknowledged when the
+// session retries.
+func (s *Session) Send(ctx context.Context, account, copies int) Burst {
+	s.mu.Lock()
+	s.seq++
+	p := Sent{EndToEndID: endToEndID(s.opts.RunID, s.seq), AccountID: AccountID(s.opts.RunID, account), AmountCents: 1 + s.rng.Int64N(100_000)}
+	s.pix[p.EndToEndID] = p
+	s.order = append(s.order, p.EndToEndID)
+	s.mu.Unlock()
+
+	st := &stepState{errors: map[string]int64{}, hist: hdrhistogram.New(1, 60_000_000, 3), retryUntil: time.Now().Add(s.opts.RetryFor)}
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range copies {
+		wg.Go(func() {
+			<-release
+			s.deliver(ctx, st, p, time.Now())
+		})
+	}
+	close(release)
+	wg.Wait()
+	return Burst{EndToEndID: p.EndToEndID, Requests: st.requests.Load(), Acked: st.acked.Load(), Firsts: st.firsts.Load(), Errors: st.errors}
 }

@@ -186,3 +186,20 @@ func Times(ctx context.Context, pool *pgxpool.Pool, s *Session) (CreditTimes, er
 	}
 	return out, nil
 }
+
+// LastCreditOfAckedBefore returns when the last of the PIX acknowledged
+// before t was credited (zero when there is none): with t the moment a fault
+// was healed, it tells how long the service took to catch up.
+func LastCreditOfAckedBefore(ctx context.Context, pool *pgxpool.Pool, s *Session, t time.Time) (time.Time, error) {
+	credits, err := creditsOf(ctx, pool, EndToEndPrefix(s.RunID()))
+	if err != nil {
+		return time.Time{}, err
+	}
+	var last time.Time
+	for id, ack := range s.AckedAt() {
+		if c, ok := credits[id]; ok && ack.Before(t) && c.creditedAt.After(last) {
+			last = c.creditedAt
+		}
+	}
+	return last, nil
+}

@@ -63,7 +63,7 @@ func Start(dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -72,11 +72,11 @@ func Start(dir string) (*Server, error) {
 }
 
 func (s *Server) start() error {
-	httpPort, err := freePort()
+	httpPort, err := FreePort()
 	if err != nil {
 		return err
 	}
-	metricsPort, err := freePort()
+	metricsPort, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,8 @@ func (s *Server) Client(t testing.TB) client.Client {
 	return c
 }
 
-func freePort() (int, error) {
+// FreePort returns a TCP port free on loopback right now.
+func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pixbank/pix/internal/load"
+)
+
+// faultCase injects one fault while the load runs. inject returns when the
+// fault is healed, with that moment and a note for the report.
+type faultCase struct {
+	name   string
+	inject func(ctx context.Context, st *stack, s settings, sess *load.Session) (healed time.Time, note string, err error)
+	// check adds the case's own verdicts after the common invariants.
+	check func(ctx context.Context, st *stack, o *outcome) []string
+}
+
+func cases(s settings) []faultCase {
+	return []faultCase{
+		{name: "kill -9 the worker mid-load, restart it", inject: func(ctx context.Context, st *stack, _ settings, _ *load.Session) (time.Time, string, error) {
+			st.worker.kill9()
+			time.Sleep(2 * time.Second)
+			return time.Now(), "worker down 2 s", st.worker.start()
+		}},
+		{name: "kill -9 the API mid-load, restart it", inject: func(ctx context.Context, st *stack, _ settings, _ *load.Session) (time.Time, string, error) {
+			st.api.kill9()
+			time.Sleep(2 * time.Second)
+			if err := st.api.start(); err != nil {
+				return time.Now(), "", err
+			}
+			err := st.waitReady(ctx)
+			return time.Now(), "API down 2 s; the load resends unacknowledged webhooks", err
+		}},
+		{name: fmt.Sprintf("Temporal stopped for %s mid-load, restarted", s.temporalDown), inject: func(ctx context.Context, st *stack, s settings, _ *load.Session) (time.Time, string, error) {
+			st.temporal.Stop()
+			time.Sleep(s.temporalDown)
+			err := st.temporal.Restart()
+			return time.Now(), "webhooks acknowledged throughout", err
+		}},
+		{name: fmt.Sprintf("PostgreSQL stopped for %s mid-load, restarted", s.postgresDown), inject: func(ctx context.Context, st *stack, s settings, _ *load.Session) (time.Time, string, error) {
+			if err := shell(ctx, s.pgStop); err != nil {
+				return time.Now(), "", err
+			}
+			time.Sleep(s.postgresDown)
+			err := shell(ctx, s.pgStart)
+			return time.Now(), "", err
+		}, check: func(_ context.Context, _ *stack, o *outcome) []string {
+			if o.errors["http 503"] == 0 {
+				return []string{"no webhook was answered 503 while PostgreSQL was down"}
+			}
+			o.note = fmt.Sprintf("%d answers 503 while down, resent until acknowledged", o.errors["http 503"])
+			return nil
+		}},
+		{name: fmt.Sprintf("%d copies of one PIX at the same instant", s.copies), inject: func(ctx context.Context, st *stack, s settings, sess *load.Session) (time.Time, string, error) {
+			b := sess.Send(ctx, 1, s.copies)
+			var problems []string
+			if b.Acked != int64(s.copies) {
+				problems = append(problems, fmt.Sprintf("%d of %d copies acknowledged", b.Acked, s.copies))
+			}
+			if b.Firsts != 1 {
+				problems = append(problems, fmt.Sprintf("%d copies answered as the first delivery (want 1)", b.Firsts))
+			}
+			var deliveries int
+			if err := st.pool.QueryRow(ctx, `SELECT deliveries FROM inbox_messages WHERE end_to_end_id = $1`, b.EndToEndID).Scan(&deliveries); err != nil {
+				return time.Now(), "", err
+			}
+			if deliveries != s.copies {
+				problems = append(problems, fmt.Sprintf("deliveries = %d (want %d)", deliveries, s.copies))
+			}
+			if len(problems) > 0 {
+				return time.Now(), "", fmt.Errorf("%s", strings.Join(problems, "; "))
+			}
+			return time.Now(), fmt.Sprintf("%d acknowledged, 1 first delivery, deliveries = %d", b.Acked, deliveries), nil
+		}},
+		{name: fmt.Sprintf("an account row locked by another session for %s", s.lockFor), inject: lockAccount},
+	}
+}
+
+// lockAccount holds account 0's row locked while a PIX for it arrives, and
+// checks that the other accounts' PIX were credited meanwhile and that the
+// locked account's PIX was credited after the lock.
+func lockAccount(ctx context.Context, st *stack, s settings, sess *load.Session) (time.Time, string, error) {
+	tx, err := st.pool.Begin(ctx)
+	if err != nil {
+		return time.Now(), "", err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // rolled back below; this is for the error paths
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, load.AccountID(sess.RunID(), 0)); err != nil {
+		return time.Now(), "", err
+	}
+	lockedAt := time.Now()
+	b := sess.Send(ctx, 0, 1)
+	time.Sleep(time.Until(lockedAt.Add(s.lockFor)))
+	if err := tx.Rollback(ctx); err != nil {
+		return time.Now(), "", err
+	}
+	released := time.Now()
+
+	var others int
+	if err := st.pool.QueryRow(ctx, `
+		SELECT count(*) FROM pix_credits WHERE starts_with(end_to_end_id, $1) AND account_id <> $2
+		AND credited_at > $3 AND credited_at < $4`,
+		load.EndToEndPrefix(sess.RunID()), load.AccountID(sess.RunID(), 0), lockedAt, released).Scan(&others); err != nil {
+		return released, "", err
+	}
+	if others == 0 {
+		return released, "", fmt.Errorf("no other account was credited while the row was locked")
+	}
+	if _, err := load.Drain(ctx, st.pool, sess.RunID(), 2*time.Minute); err != nil {
+		return released, "", err
+	}
+	var creditedAt time.Time
+	var attempts int
+	if err := st.pool.QueryRow(ctx, `
+		SELECT c.credited_at, m.attempts FROM pix_credits c JOIN inbox_messages m USING (end_to_end_id) WHERE c.end_to_end_id = $1`,
+		b.EndToEndID).Scan(&creditedAt, &attempts); err != nil {
+		return released, "", fmt.Errorf("the locked account's PIX: %w", err)
+	}
+	if creditedAt.Before(released) {
+		return released, "", fmt.Errorf("the locked account's PIX was credited before the lock was released")
+	}
+	return released, fmt.Sprintf("%d other credits during the lock; the locked account's PIX credited after %d attempts", others, attempts), nil
+}
+
+// outcome is one case's result.
+type outcome struct {
+	number     int
+	name       string
+	inv        load.Invariants
+	violations []string
+	requests   int64
+	errors     map[string]int64
+	recovery   time.Duration
+	note       string
+	err        error
+}
+
+func (o outcome) pass() bool { return o.err == nil && len(o.violations) == 0 }
+
+func (o outcome) errorsText() string {
+	if len(o.errors) == 0 {
+		return "none"
+	}
+	var parts []string
+	for k, v := range o.errors {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, v))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+func (o outcome) summary() string {
+	if !o.pass() {
+		var why []string
+		if o.err != nil {
+			why = append(why, o.err.Error())
+		}
+		return "FAIL: " + strings.Join(append(why, o.violations...), "; ")
+	}
+	return fmt.Sprintf("pass: %d PIX, %d credits, invariants hold, recovery %s; %s",
+		o.inv.InboxRows, o.inv.Credits, o.recovery.Round(100*time.Millisecond), o.note)
+}
+
+// runCase runs one case on a session of its own: load, fault, heal, drain,
+// then the invariants and the recovery time.
+func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
+	o := outcome{name: c.name, errors: map[string]int64{}}
+	sess, err := load.NewSession(load.Options{
+		APIURL: st.apiURL, RunID: load.NewRunID(), Accounts: s.accounts, DupRatio: 0.2, BurstRatio: 0.02, BurstCopies: 5,
+		MaxInFlight: 128, RetryUnacked: true, RetryFor: 2 * time.Minute, Seed: 7,
+	})
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer sess.Close()
+	if o.err = load.OpenAccounts(ctx, st.pool, sess.RunID(), s.accounts); o.err != nil {
+		return o
+	}
+	type stepResult struct {
+		step *load.Step
+		err  error
+	}
+	done := make(chan stepResult, 1)
+	go func() {
+		step, err := sess.Run(ctx, s.rate, s.loadFor)
+		done <- stepResult{step, err}
+	}()
+	time.Sleep(s.faultAfter)
+	healed, note, injectErr := c.inject(ctx, st, s, sess)
+	o.note = note
+	res := <-done
+	if res.err != nil {
+		o.err = res.err
+		return o
+	}
+	o.requests = res.step.Requests
+	o.errors = res.step.Errors
+	if injectErr != nil {
+		o.err = injectErr
+	}
+	if _, err := load.Drain(ctx, st.pool, sess.RunID(), s.drainTimeout); err != nil {
+		o.violations = append(o.violations, err.Error())
+	}
+	if o.inv, err = load.Check(ctx, st.pool, sess); err != nil {
+		o.err = err
+		return o
+	}
+	o.violations = append(o.violations, o.inv.Violations()...)
+	if res.step.Unacked > 0 {
+		o.violations = append(o.violations, fmt.Sprintf("%d PIX never acknowledged", res.step.Unacked))
+	}
+	if c.check != nil {
+		o.violations = append(o.violations, c.check(ctx, st, &o)...)
+	}
+	if last, err := load.LastCreditOfAckedBefore(ctx, st.pool, sess, healed); err == nil && last.After(healed) {
+		o.recovery = last.Sub(healed)
+	}
+	return o
+}

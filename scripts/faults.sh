@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `make faults`: the fault suite (cmd/pixfaults) against the service run as
+# separate processes under load, on a PostgreSQL cluster of its own (case 4
+# stops and restarts it) and a Temporal dev server of its own. Loopback only,
+# bounded in time. Arguments go to pixfaults (-smoke: the short CI version;
+# -only 1,3: some cases).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+build_tools
+go build -o "$BIN/pixd" ./cmd/pixd
+go build -o "$BIN/pixfaults" ./cmd/pixfaults
+
+dir="$DATA/faults"
+rm -rf "$dir/run"
+mkdir -p "$dir/run"
+port=55433
+base=$(start_cluster "$dir/pg" $port)
+bindir=$(pg_bin_dir)
+pg_ctl_cmd="$bindir/pg_ctl -D $dir/pg"
+[ "$(id -u)" = 0 ] && pg_ctl_cmd="runuser -u postgres -- $pg_ctl_cmd"
+trap '$pg_ctl_cmd -m fast -w stop >/dev/null 2>&1 || true' EXIT
+
+psql "$base/postgres" -qc "DROP DATABASE IF EXISTS pix_faults WITH (FORCE)"
+psql "$base/postgres" -qc "CREATE DATABASE pix_faults"
+export DATABASE_URL="$base/pix_faults?sslmode=disable"
+export PIXD="$BIN/pixd" TEMPORAL_CLI="$BIN/temporal"
+# An immediate stop is a crash: no checkpoint, connections cut.
+export PIX_FAULTS_PG_STOP="$pg_ctl_cmd -m immediate -w stop"
+export PIX_FAULTS_PG_START="$pg_ctl_cmd -l $dir/pg/server.log -o '-p $port -k /tmp -c listen_addresses=127.0.0.1' -w start"
+"$BIN/pixfaults" -dir "$dir/run" "$@"
