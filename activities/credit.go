@@ -32,6 +32,9 @@ const (
 	ErrTypePayloadMismatch = "PayloadMismatch"
 	// ErrTypeBalanceOverflow: the credit would overflow the balance.
 	ErrTypeBalanceOverflow = "BalanceOverflow"
+	// ErrTypeTechnicalFailure: the database was unreachable or refused the
+	// transaction; nothing about the PIX itself.
+	ErrTypeTechnicalFailure = "TechnicalFailure"
 )
 
 // Activities holds what the activities need.
@@ -142,7 +145,7 @@ func toApplicationError(err error) error {
 	case errors.Is(err, pix.ErrBalanceOverflow):
 		errType = ErrTypeBalanceOverflow
 	default:
-		return temporal.NewApplicationErrorWithCause(fmt.Sprintf("technical failure: %v", err), "TechnicalFailure", err)
+		return temporal.NewApplicationErrorWithCause(fmt.Sprintf("technical failure: %v", err), ErrTypeTechnicalFailure, err)
 	}
 	return temporal.NewApplicationError(err.Error(), errType)
 }

@@ -332,3 +332,39 @@ func (s *Store) GetCredit(ctx context.Context, endToEndID string) (pix.Credit, e
 	}
 	return c, nil
 }
+
+// DueChannel is the PostgreSQL notification channel that says "inbox rows
+// are due for dispatch".
+const DueChannel = "pix_inbox_due"
+
+// NotifyDue wakes the dispatchers listening on DueChannel.
+func (s *Store) NotifyDue(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, '')`, DueChannel); err != nil {
+		return classify(fmt.Errorf("notify dispatchers: %w", err))
+	}
+	return nil
+}
+
+// ListenDue holds one connection listening on DueChannel and calls wake for
+// every notification, until ctx ends or the connection fails.
+func (s *Store) ListenDue(ctx context.Context, wake func()) error {
+	pooled, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return classify(fmt.Errorf("listen: acquire: %w", err))
+	}
+	// The connection carries a LISTEN: it never goes back to the pool.
+	conn := pooled.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // closing a listener on the way out
+	if _, err := conn.Exec(ctx, "LISTEN "+DueChannel); err != nil {
+		return classify(fmt.Errorf("listen: %w", err))
+	}
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return classify(fmt.Errorf("listen: wait: %w", err))
+		}
+		wake()
+	}
+}

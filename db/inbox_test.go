@@ -310,3 +310,24 @@ func TestMigrateIsRepeatable(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, applied)
 }
+
+func TestNotifyDueWakesListeners(t *testing.T) {
+	s := dbtest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	woken := make(chan struct{}, 10)
+	done := make(chan error, 1)
+	go func() { done <- s.ListenDue(ctx, func() { woken <- struct{}{} }) }()
+
+	// Notify until the listener, which needs a moment to LISTEN, hears one.
+	require.Eventually(t, func() bool {
+		require.NoError(t, s.NotifyDue(ctx))
+		select {
+		case <-woken:
+			return true
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
+	}, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done, "the listener stops cleanly with its context")
+}

@@ -81,6 +81,18 @@ func (r RetrySettings) Validate() error {
 	return nil
 }
 
+// roundBudget is how long one round of attempts can take: every attempt to
+// its timeout, and every backoff between them.
+func (r RetrySettings) roundBudget() time.Duration {
+	total := time.Duration(r.MaxAttempts) * r.ActivityTimeout
+	interval := r.InitialInterval
+	for i := int32(1); i < r.MaxAttempts; i++ {
+		total += min(interval, r.MaxInterval)
+		interval = time.Duration(float64(interval) * r.BackoffCoefficient)
+	}
+	return total
+}
+
 // creditPolicy is the retry policy of the credit activity.
 func (r RetrySettings) creditPolicy() *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{
@@ -122,24 +134,56 @@ type CreditOutput struct {
 // a is only used to name activities; the worker registers the real one.
 var a *activities.Activities
 
-// CreditPix credits one incoming PIX. The credit activity is retried by its
-// policy; when it gives up (attempts exhausted or a non-retryable error) the
-// inbox row is marked failed with the reason and the run fails, so it shows
-// as failed in the Temporal UI.
-func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
-	creditCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: in.Retry.ActivityTimeout,
-		RetryPolicy:         in.Retry.creditPolicy(),
-	})
-	var res activities.CreditResult
-	err := workflow.ExecuteActivity(creditCtx, a.CreditAccount, activities.CreditInput{
-		EndToEndID:    in.EndToEndID,
-		PriorAttempts: in.PriorAttempts,
-	}).Get(ctx, &res)
-	if err == nil {
-		return CreditOutput{Credited: res.Credited, AccountID: res.AccountID, AmountCents: res.AmountCents, BalanceAfter: res.BalanceAfter}, nil
-	}
+// roundsPerRun bounds the history of a run that waits out a long outage:
+// after that many rounds of attempts it continues as a new run.
+const roundsPerRun = 50
 
+// CreditPix credits one incoming PIX. The credit runs as a local activity
+// (one database transaction; no activity task round trip through the
+// server), retried by the round's policy: INBOX_ATTEMPTS_MAX attempts with
+// exponential backoff.
+//
+// When a round gives up, the cause decides. A business failure (a
+// non-retryable error, or the account still missing after every attempt)
+// marks the inbox row failed with the reason and fails the run, so it shows
+// as failed in the Temporal UI. A technical failure (the database
+// unreachable, an attempt timed out) says nothing about the PIX: the row
+// stays pending, with its attempts and last error, and another round starts
+// after the maximum interval, until the infrastructure is back.
+func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
+	creditCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		// Without it, a local activity's attempts share one StartToClose.
+		ScheduleToCloseTimeout: 2 * in.Retry.roundBudget(),
+		StartToCloseTimeout:    in.Retry.ActivityTimeout,
+		RetryPolicy:            in.Retry.creditPolicy(),
+	})
+	for round := 1; ; round++ {
+		var res activities.CreditResult
+		err := workflow.ExecuteLocalActivity(creditCtx, a.CreditAccount, activities.CreditInput{
+			EndToEndID:    in.EndToEndID,
+			PriorAttempts: in.PriorAttempts,
+		}).Get(ctx, &res)
+		if err == nil {
+			return CreditOutput{Credited: res.Credited, AccountID: res.AccountID, AmountCents: res.AmountCents, BalanceAfter: res.BalanceAfter}, nil
+		}
+		if !isTechnical(err) {
+			return failCredit(ctx, in, err)
+		}
+		in.PriorAttempts += int(in.Retry.MaxAttempts)
+		workflow.GetLogger(ctx).Warn("technical failure; the PIX stays pending and is retried",
+			"end_to_end_id", in.EndToEndID, "round", round, "attempts", in.PriorAttempts, "error", FailureReason(err))
+		if round >= roundsPerRun {
+			return CreditOutput{}, workflow.NewContinueAsNewError(ctx, CreditWorkflowName, in)
+		}
+		if err := workflow.Sleep(ctx, in.Retry.MaxInterval); err != nil {
+			return CreditOutput{}, err
+		}
+	}
+}
+
+// failCredit marks the row failed with the reason of err and fails the run,
+// unless the row turns out to be done already.
+func failCredit(ctx workflow.Context, in CreditInput, err error) (CreditOutput, error) {
 	reason := FailureReason(err)
 	// A permanent error stopped at the attempt that recorded itself; any
 	// other error means the policy ran every attempt, including any that
@@ -166,6 +210,17 @@ func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 		return CreditOutput{}, nil
 	}
 	return CreditOutput{}, temporal.NewNonRetryableApplicationError("pix credit failed: "+reason, ErrTypeCreditFailed, err)
+}
+
+// isTechnical reports whether a round failed for a reason outside the PIX:
+// the database (TechnicalFailure) or an attempt's timeout.
+func isTechnical(err error) bool {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type() == activities.ErrTypeTechnicalFailure
+	}
+	var timeoutErr *temporal.TimeoutError
+	return errors.As(err, &timeoutErr)
 }
 
 // isPermanent reports whether an activity failure was not retried.
@@ -200,6 +255,10 @@ func StartCredit(ctx context.Context, c client.Client, taskQueue string, in Cred
 		ID:                    CreditWorkflowID(in.EndToEndID),
 		TaskQueue:             taskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		// With a worker for the task queue on the same client (the
+		// dispatcher runs in the worker process), the first workflow task
+		// comes back with the start and runs at once.
+		EnableEagerStart: true,
 		// Tell an open run apart from a new one: after a re-drive, the
 		// failed run may still be closing.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,

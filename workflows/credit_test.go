@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -101,7 +102,7 @@ func TestCreditNonRetryableFailsAtOnce(t *testing.T) {
 func TestCreditFailureFindsRowDone(t *testing.T) {
 	env := newEnv(t)
 	env.OnActivity(a.CreditAccount, mock.Anything, mock.Anything).
-		Return(activities.CreditResult{}, temporal.NewApplicationError("boom", "TechnicalFailure")).Times(2)
+		Return(activities.CreditResult{}, temporal.NewApplicationError("account not found: acc-1", activities.ErrTypeAccountNotFound)).Times(2)
 	env.OnActivity(a.MarkCreditFailed, mock.Anything, mock.Anything).
 		Return(activities.MarkFailedResult{Status: pix.StatusDone}, nil).Once()
 
@@ -109,6 +110,42 @@ func TestCreditFailureFindsRowDone(t *testing.T) {
 
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
+}
+
+// A technical failure (database unreachable) says nothing about the PIX:
+// when a round of attempts runs out on one, the row is not failed; another
+// round follows.
+func TestCreditTechnicalFailureStartsAnotherRound(t *testing.T) {
+	env := newEnv(t)
+	technical := temporal.NewApplicationError("technical failure: connection refused", activities.ErrTypeTechnicalFailure)
+	env.OnActivity(a.CreditAccount, mock.Anything, activities.CreditInput{EndToEndID: e2e, PriorAttempts: 2}).
+		Return(activities.CreditResult{}, technical).Times(3)
+	env.OnActivity(a.CreditAccount, mock.Anything, activities.CreditInput{EndToEndID: e2e, PriorAttempts: 5}).
+		Return(activities.CreditResult{}, technical).Once()
+	env.OnActivity(a.CreditAccount, mock.Anything, activities.CreditInput{EndToEndID: e2e, PriorAttempts: 5}).
+		Return(activities.CreditResult{AccountID: "acc-1", AmountCents: 1, Credited: true}, nil).Once()
+
+	env.ExecuteWorkflow(workflows.CreditWorkflowName, input(3))
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+}
+
+// A PIX that waits out a long outage continues as a new run now and then,
+// keeping its attempt count, so that no history grows without bound.
+func TestCreditLongOutageContinuesAsNew(t *testing.T) {
+	env := newEnv(t)
+	technical := temporal.NewApplicationError("technical failure: connection refused", activities.ErrTypeTechnicalFailure)
+	env.OnActivity(a.CreditAccount, mock.Anything, mock.Anything).Return(activities.CreditResult{}, technical)
+
+	env.ExecuteWorkflow(workflows.CreditWorkflowName, input(1))
+
+	require.True(t, env.IsWorkflowCompleted())
+	var cont *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &cont)
+	var next workflows.CreditInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(cont.Input, &next))
+	require.Equal(t, 2+50, next.PriorAttempts, "the prior attempts plus one per round")
 }
 
 func TestRetrySettingsValidate(t *testing.T) {

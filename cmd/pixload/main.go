@@ -188,13 +188,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			rep.EngineCeilingPerSec[string(mode)] = v
 			say("  %.1f workflows/s", v)
 		}
-		lat, err := engine.Latency(ctx, load.EngineActivity, 20)
-		engine.Stop()
-		if err != nil {
-			return err
+		// The engine's own latency is its best shape's: start call → activity run.
+		for _, mode := range []load.EngineMode{load.EngineActivity, load.EngineLocalEager} {
+			lat, err := engine.Latency(ctx, mode, 20)
+			if err != nil {
+				engine.Stop()
+				return err
+			}
+			say("engine one-workflow latency (%s, one at a time): p50 %.1f ms", mode, ms(lat))
+			if rep.EngineLatencyP50Ms == 0 || ms(lat) < rep.EngineLatencyP50Ms {
+				rep.EngineLatencyP50Ms = ms(lat)
+			}
 		}
-		rep.EngineLatencyP50Ms = ms(lat)
-		say("engine one-workflow latency (one activity, sequential): p50 %.1f ms", rep.EngineLatencyP50Ms)
+		engine.Stop()
 	}
 
 	sessionOpts := func(id string, dup, burst float64) load.Options {
@@ -286,7 +292,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			rep.CreditsPerSec, 100*rep.CreditRatio, best, verdict(rep.CreditRatio >= 0.8))
 		if rep.IdleAckToCreditedP50 > 0 {
 			rep.IdleLatencyRatio = rep.IdleAckToCreditedP50 / rep.EngineLatencyP50Ms
-			say("  idle acknowledgement → credited p50 %.0f ms = %.2f× the engine's one-workflow latency (%.1f ms); target ≤ 1.5×: %s",
+			say("  idle acknowledgement → credited p50 %.0f ms = %.2f× the engine's best one-workflow latency (%.1f ms); target ≤ 1.5×: %s",
 				rep.IdleAckToCreditedP50, rep.IdleLatencyRatio, rep.EngineLatencyP50Ms, verdict(rep.IdleLatencyRatio <= 1.5))
 		}
 	}

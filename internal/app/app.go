@@ -94,19 +94,15 @@ func (a *App) Handler(kick func()) http.Handler {
 	})
 }
 
-// ServeAPI serves HTTP on ln, with the dispatcher when enabled, until ctx
-// ends; then it stops taking connections and lets in-flight requests finish
-// within the shutdown timeout.
+// ServeAPI serves HTTP on ln until ctx ends; then it stops taking
+// connections and lets in-flight requests finish within the shutdown
+// timeout. Commits that make rows due notify the dispatchers.
 func (a *App) ServeAPI(ctx context.Context, ln net.Listener) error {
 	g, ctx := errgroup.WithContext(ctx)
-	var kick func()
-	if a.Cfg.DispatcherEnabled {
-		d := a.Dispatcher()
-		kick = d.Kick
-		g.Go(func() error { return d.Run(ctx) })
-	}
+	notifier := dispatch.NewNotifier(a.Store, a.Log)
+	g.Go(func() error { return notifier.Run(ctx) })
 	srv := &http.Server{
-		Handler:           a.Handler(kick),
+		Handler:           a.Handler(notifier.Kick),
 		ReadHeaderTimeout: a.Cfg.HTTPReadTimeout,
 		ReadTimeout:       a.Cfg.HTTPReadTimeout,
 		WriteTimeout:      a.Cfg.HTTPWriteTimeout,
@@ -142,15 +138,23 @@ func (a *App) RunAPI(ctx context.Context) error {
 	return a.ServeAPI(ctx, ln)
 }
 
-// RunWorker runs the Temporal worker until ctx ends.
+// RunWorker runs the Temporal worker, and the dispatcher when enabled, until
+// ctx ends. The dispatcher shares the worker's client, so that its starts
+// are eager: the new run's first task goes straight to this worker.
 func (a *App) RunWorker(ctx context.Context) error {
 	w := worker.New(a.Temporal, &activities.Activities{Store: a.Store, Logger: a.Log}, worker.Options{
 		TaskQueue:               a.Cfg.TemporalTaskQueue,
 		StopTimeout:             a.Cfg.WorkerStopTimeout,
 		MaxConcurrentActivities: a.Cfg.WorkerMaxActivities,
 	})
-	a.Log.Info("worker running", "task_queue", a.Cfg.TemporalTaskQueue, "temporal_address", a.Cfg.TemporalAddress)
-	return worker.Run(ctx, w)
+	a.Log.Info("worker running", "task_queue", a.Cfg.TemporalTaskQueue, "temporal_address", a.Cfg.TemporalAddress,
+		"dispatcher", a.Cfg.DispatcherEnabled)
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return worker.Run(ctx, w) })
+	if a.Cfg.DispatcherEnabled {
+		g.Go(func() error { return a.Dispatcher().Run(ctx) })
+	}
+	return g.Wait()
 }
 
 // DemoAccounts are the accounts the dev command opens.

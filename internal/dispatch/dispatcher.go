@@ -68,8 +68,13 @@ func (d *Dispatcher) Kick() {
 	}
 }
 
-// Run dispatches until ctx is done.
+// Run dispatches until ctx is done. It wakes on every notification on
+// db.DueChannel (sent by the API after a commit), on Kick, and every poll
+// interval: a notification can be lost, a poll can't.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { d.listen(ctx) })
 	ticker := time.NewTicker(d.opts.PollInterval)
 	defer ticker.Stop()
 	for {
@@ -93,6 +98,26 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case <-d.kick:
 		case <-ticker.C:
 		}
+	}
+}
+
+// listen keeps a LISTEN connection that kicks the dispatcher, reconnecting
+// with backoff while PostgreSQL is away, until ctx ends.
+func (d *Dispatcher) listen(ctx context.Context) {
+	backoff := d.opts.PollInterval
+	for ctx.Err() == nil {
+		err := d.store.ListenDue(ctx, d.Kick)
+		if ctx.Err() != nil {
+			return
+		}
+		d.log.Warn("dispatch listener lost; polling meanwhile", "error", err, "retry_in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, d.opts.RetryMaxDelay)
+		d.Kick() // rows may have come due while it was away
 	}
 }
 
