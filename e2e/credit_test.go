@@ -20,6 +20,8 @@ func TestCreditEndToEnd(t *testing.T) {
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 1000)
 	id := pixID()
+	ready := s.request(http.MethodGet, "/readyz", nil)
+	require.Equal(t, http.StatusOK, ready.Status, "PostgreSQL and Temporal answer: %v", ready.Body)
 
 	r := s.post(webhook{id, "acc-1", 15000})
 	require.Equal(t, http.StatusAccepted, r.Status)

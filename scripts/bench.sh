@@ -4,8 +4,13 @@
 # Temporal server with PostgreSQL persistence; each run measures its own
 # ceilings. Reports go to .data/bench/*.json and the terminal; the figures
 # are kept in docs/benchmarks.md.
-#   BENCH_RATES   the sweep of arrival rates (default 250,500,1000,2000)
-#   BENCH_STEP    duration of each rate (default 5s)
+#   BENCH_RATES   the sweep of arrival rates (default 1000,2000,4000,6000)
+#   BENCH_STEP    duration of each rate (default 2s)
+#   BENCH_PAUSE_WORKER  1 (default): the rate steps run with the worker
+#                 process paused (SIGSTOP), so that the acknowledgement path is
+#                 measured alone, as its ceiling is; the backlog is then
+#                 drained (SIGCONT) for the credit rate. 0: the steps run
+#                 while the worker drains, both on this machine's 2 cores.
 #   BENCH_ONLY    dev | postgres to run one of the two
 #   BENCH_FLAGS   more pixload flags
 set -euo pipefail
@@ -35,8 +40,13 @@ bench() { # LABEL TEMPORAL_ADDRESS
 	read -r api worker < <(start_service "$out")
 	pids+=("$api" "$worker")
 	wait_ready "http://$HTTP_ADDR"
-	"$BIN/pixload" -api "http://$HTTP_ADDR" -label "$1" -rates "${BENCH_RATES:-250,500,1000,2000}" \
-		-step "${BENCH_STEP:-5s}" -json "$out/$1.json" ${BENCH_FLAGS:-} | tee "$out/$1.txt"
+	local pause=()
+	if [ "${BENCH_PAUSE_WORKER:-1}" = 1 ]; then
+		pause=(-pause-cmd "kill -STOP $worker" -resume-cmd "kill -CONT $worker")
+	fi
+	"$BIN/pixload" -api "http://$HTTP_ADDR" -label "$1" -rates "${BENCH_RATES:-1000,2000,4000,6000}" \
+		-step "${BENCH_STEP:-2s}" -json "$out/$1.json" "${pause[@]}" ${BENCH_FLAGS:-} | tee "$out/$1.txt"
+	kill -CONT "$worker" 2>/dev/null || true
 	kill "$api" "$worker"
 	wait "$api" "$worker" 2>/dev/null || true
 }

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -59,6 +60,7 @@ type flags struct {
 	idleFor             time.Duration
 	jsonOut             string
 	label               string
+	pauseCmd, resumeCmd string
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -84,6 +86,8 @@ func parseFlags(args []string) (flags, error) {
 	fs.DurationVar(&f.idleFor, "idle-for", 10*time.Second, "duration of the idle latency phase")
 	fs.StringVar(&f.jsonOut, "json", "", "also write the report as JSON to this file")
 	fs.StringVar(&f.label, "label", "", "a label for the report (e.g. the Temporal persistence)")
+	fs.StringVar(&f.pauseCmd, "pause-cmd", "", "shell command run before the rate steps (e.g. pause the worker, to measure the acknowledgement path alone)")
+	fs.StringVar(&f.resumeCmd, "resume-cmd", "", "shell command run after the rate steps, before the drain")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -115,7 +119,10 @@ type Report struct {
 	EngineLatencyP50Ms   float64            `json:"engine_one_workflow_latency_p50_ms,omitempty"`
 	IdleAckToCreditedP50 float64            `json:"idle_ack_to_credited_p50_ms,omitempty"`
 
-	Steps []StepReport `json:"steps"`
+	// WorkerPaused: the rate steps ran with the worker paused (-pause-cmd),
+	// measuring the acknowledgement path alone.
+	WorkerPaused bool         `json:"worker_paused"`
+	Steps        []StepReport `json:"steps"`
 
 	CreditsPerSec      float64         `json:"credits_per_sec"`
 	AckToCreditedP50Ms int64           `json:"ack_to_credited_p50_ms"`
@@ -164,7 +171,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	defer tc.Close()
 
 	host, _ := os.Hostname()
-	rep := Report{Label: f.label, Started: time.Now().UTC(), Machine: machine(host), EngineCeilingPerSec: map[string]float64{}}
+	rep := Report{Label: f.label, Started: time.Now().UTC(), Machine: machine(host), EngineCeilingPerSec: map[string]float64{}, WorkerPaused: f.pauseCmd != ""}
 	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
 	runID := load.NewRunID()
 
@@ -229,8 +236,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		rep.IdleAckToCreditedP50 = float64(times.AckToCreditedMillis.ValueAtQuantile(50))
-		say("  idle acknowledgement → credited p50 %.0f ms", rep.IdleAckToCreditedP50)
+		rep.IdleAckToCreditedP50 = float64(times.AckToCreditedMicros.ValueAtQuantile(50)) / 1000
+		say("  idle acknowledgement → credited p50 %.1f ms", rep.IdleAckToCreditedP50)
 	}
 
 	session, err := load.NewSession(sessionOpts(runID, f.dup, f.burst))
@@ -240,6 +247,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	defer session.Close()
 	if err := load.OpenAccounts(ctx, pool, runID, f.accounts); err != nil {
 		return err
+	}
+	if f.pauseCmd != "" {
+		say("pausing: %s", f.pauseCmd)
+		if err := shell(ctx, f.pauseCmd); err != nil {
+			return err
+		}
 	}
 	for i, rate := range f.rates {
 		say("step %d: %.0f arrivals/s for %s (redeliveries %.0f%%, bursts %.0f%% × %d) ...", i+1, rate, f.step, f.dup*100, f.burst*100, f.copies)
@@ -258,6 +271,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 
+	if f.resumeCmd != "" {
+		say("resuming: %s", f.resumeCmd)
+		if err := shell(ctx, f.resumeCmd); err != nil {
+			return err
+		}
+	}
 	say("draining: waiting for every PIX to be credited ...")
 	drain, drainErr := load.Drain(ctx, pool, runID, f.drainTimeout)
 	rep.DrainSeconds = drain.Seconds()
@@ -267,8 +286,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	rep.CreditsPerSec = times.CreditsPerSecond
-	rep.AckToCreditedP50Ms = times.AckToCreditedMillis.ValueAtQuantile(50)
-	rep.AckToCreditedP99Ms = times.AckToCreditedMillis.ValueAtQuantile(99)
+	rep.AckToCreditedP50Ms = times.AckToCreditedMicros.ValueAtQuantile(50) / 1000
+	rep.AckToCreditedP99Ms = times.AckToCreditedMicros.ValueAtQuantile(99) / 1000
 	if rep.Invariants, err = load.Check(ctx, pool, session); err != nil {
 		return err
 	}
@@ -292,7 +311,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			rep.CreditsPerSec, 100*rep.CreditRatio, best, verdict(rep.CreditRatio >= 0.8))
 		if rep.IdleAckToCreditedP50 > 0 {
 			rep.IdleLatencyRatio = rep.IdleAckToCreditedP50 / rep.EngineLatencyP50Ms
-			say("  idle acknowledgement → credited p50 %.0f ms = %.2f× the engine's best one-workflow latency (%.1f ms); target ≤ 1.5×: %s",
+			say("  idle acknowledgement → credited p50 %.1f ms = %.2f× the engine's best one-workflow latency (%.1f ms); target ≤ 1.5×: %s",
 				rep.IdleAckToCreditedP50, rep.IdleLatencyRatio, rep.EngineLatencyP50Ms, verdict(rep.IdleLatencyRatio <= 1.5))
 		}
 	}
@@ -309,6 +328,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if len(rep.Violations) > 0 {
 		return errors.New("invariants violated")
+	}
+	return nil
+}
+
+func shell(ctx context.Context, line string) error {
+	if b, err := exec.CommandContext(ctx, "bash", "-c", line).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %w: %s", line, err, b)
 	}
 	return nil
 }

@@ -153,9 +153,9 @@ func creditsOf(ctx context.Context, pool *pgxpool.Pool, prefix string) (map[stri
 
 // CreditTimes are the run's credit-side figures.
 type CreditTimes struct {
-	// AckToCreditedMillis: from the first acknowledgement to the credit's
-	// commit, per PIX.
-	AckToCreditedMillis *hdrhistogram.Histogram
+	// AckToCreditedMicros: from the first acknowledgement to the credit, per
+	// PIX (a credit the clock puts before its acknowledgement counts as 1 µs).
+	AckToCreditedMicros *hdrhistogram.Histogram
 	// CreditsPerSecond: credits over the span from the first to the last.
 	CreditsPerSecond float64
 	Credits          int
@@ -168,7 +168,7 @@ func Times(ctx context.Context, pool *pgxpool.Pool, s *Session) (CreditTimes, er
 	if err != nil {
 		return CreditTimes{}, err
 	}
-	out := CreditTimes{AckToCreditedMillis: hdrhistogram.New(1, 3_600_000, 3), Credits: len(credits)}
+	out := CreditTimes{AckToCreditedMicros: hdrhistogram.New(1, 3_600_000_000, 3), Credits: len(credits)}
 	var first, last time.Time
 	for id, c := range credits {
 		if first.IsZero() || c.creditedAt.Before(first) {
@@ -178,7 +178,7 @@ func Times(ctx context.Context, pool *pgxpool.Pool, s *Session) (CreditTimes, er
 			last = c.creditedAt
 		}
 		if ack, ok := acked[id]; ok {
-			_ = out.AckToCreditedMillis.RecordValue(max(c.creditedAt.Sub(ack).Milliseconds(), 1))
+			_ = out.AckToCreditedMicros.RecordValue(max(c.creditedAt.Sub(ack).Microseconds(), 1))
 		}
 	}
 	if span := last.Sub(first).Seconds(); span > 0 {
