@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/pixbank/pix/db"
 )
@@ -30,17 +31,36 @@ func (n *Notifier) Kick() {
 	}
 }
 
+// notifyEvery is the least time between two notifications: the first kick
+// after a quiet spell is sent at once (idle latency), a stream of kicks
+// becomes one notification per interval (PostgreSQL's work at high ingest).
+const notifyEvery = 5 * time.Millisecond
+
 // Run sends notifications until ctx ends. A failed notification is only
 // logged: the dispatchers also poll.
 func (n *Notifier) Run(ctx context.Context) error {
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-n.kick:
-			if err := n.store.NotifyDue(ctx); err != nil && ctx.Err() == nil {
-				n.log.Warn("could not notify the dispatchers; they will poll", "error", err)
+		}
+		if wait := time.Until(last.Add(notifyEvery)); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
 			}
+			// Kicks that came meanwhile are answered by this notification.
+			select {
+			case <-n.kick:
+			default:
+			}
+		}
+		last = time.Now()
+		if err := n.store.NotifyDue(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn("could not notify the dispatchers; they will poll", "error", err)
 		}
 	}
 }
