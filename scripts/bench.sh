@@ -25,20 +25,14 @@ out="$DATA/bench"
 rm -rf "$out"
 mkdir -p "$out"
 
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit_stop_children
 
 bench() { # LABEL TEMPORAL_ADDRESS
 	log "benchmark on $1"
 	export DATABASE_URL TEMPORAL_ADDRESS="$2" HTTP_ADDR=127.0.0.1:8480 LOG_LEVEL=warn
 	DATABASE_URL=$(fresh_database pix_bench)
 	read -r api worker < <(start_service "$out")
-	pids+=("$api" "$worker")
+	CHILDREN+=("$api" "$worker")
 	wait_ready "http://$HTTP_ADDR"
 	local pause=()
 	if [ "${BENCH_PAUSE_WORKER:-1}" = 1 ]; then
@@ -52,13 +46,13 @@ bench() { # LABEL TEMPORAL_ADDRESS
 }
 
 if [ "${BENCH_ONLY:-dev}" != postgres ]; then
-	pids+=("$(start_dev_temporal 7433 "$out/temporal-dev")")
+	CHILDREN+=("$(start_dev_temporal 7433 "$out/temporal-dev")")
 	wait_temporal 127.0.0.1:7433
 	bench temporal-dev-sqlite 127.0.0.1:7433
 fi
 if [ "${BENCH_ONLY:-postgres}" != dev ]; then
 	./scripts/temporal-postgres.sh >"$out/temporal-postgres.log" 2>&1 &
-	pids+=($!)
+	CHILDREN+=($!)
 	wait_temporal 127.0.0.1:7633
 	wait_namespace 127.0.0.1:7633
 	bench temporal-postgres 127.0.0.1:7633

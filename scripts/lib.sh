@@ -5,6 +5,19 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/.bin"
 DATA="$ROOT/.data"
 
+# CHILDREN are the background processes a script started; on_exit_stop_children
+# makes the script stop them (and wait for them) however it ends.
+CHILDREN=()
+stop_children() {
+	local pid
+	for pid in "${CHILDREN[@]}"; do kill "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+on_exit_stop_children() {
+	trap stop_children EXIT
+	trap 'exit 130' INT TERM
+}
+
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 

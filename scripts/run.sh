@@ -24,13 +24,7 @@ ui_port=$((temporal_port + 1000))
 export TEMPORAL_UI_URL="${TEMPORAL_UI_URL:-http://127.0.0.1:$ui_port}"
 export HTTP_ADDR="${HTTP_ADDR:-127.0.0.1:8080}"
 
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit_stop_children
 
 if "$BIN/temporal" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1; then
 	log "using the Temporal server already at $TEMPORAL_ADDRESS"
@@ -38,7 +32,7 @@ else
 	log "starting the Temporal dev server at $TEMPORAL_ADDRESS (log: .data/temporal.log)"
 	"$BIN/temporal" server start-dev --ip 127.0.0.1 --port "$temporal_port" --ui-port "$ui_port" \
 		--db-filename "$DATA/temporal.db" --log-level warn >"$DATA/temporal.log" 2>&1 &
-	pids+=($!)
+	CHILDREN+=($!)
 	for _ in $(seq 1 60); do
 		"$BIN/temporal" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1 && break
 		sleep 1
@@ -56,5 +50,5 @@ cat >&2 <<MSG
 
 MSG
 "$BIN/pixd" dev &
-pids+=($!)
-wait "${pids[-1]}"
+CHILDREN+=($!)
+wait "${CHILDREN[-1]}"

@@ -42,11 +42,11 @@ func cases(s settings) []faultCase {
 			return time.Now(), "webhooks acknowledged throughout", err
 		}},
 		{name: fmt.Sprintf("PostgreSQL stopped for %s mid-load, restarted", s.postgresDown), inject: func(ctx context.Context, st *stack, s settings, _ *load.Session) (time.Time, string, error) {
-			if err := shell(ctx, s.pgStop); err != nil {
+			if err := load.Shell(ctx, s.pgStop); err != nil {
 				return time.Now(), "", err
 			}
 			time.Sleep(s.postgresDown)
-			err := shell(ctx, s.pgStart)
+			err := load.Shell(ctx, s.pgStart)
 			return time.Now(), "", err
 		}, check: func(_ context.Context, _ *stack, o *outcome) []string {
 			if o.errors["http 503"] == 0 {

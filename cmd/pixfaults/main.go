@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -110,15 +109,6 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "%d passed, %d failed\n", len(rows)-failed, failed)
 	if failed > 0 {
 		return fmt.Errorf("%d fault cases failed", failed)
-	}
-	return nil
-}
-
-// shell runs a command line given by the environment (PostgreSQL stop/start).
-func shell(ctx context.Context, line string) error {
-	cmd := exec.CommandContext(ctx, "bash", "-c", line)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %w: %s", line, err, b)
 	}
 	return nil
 }

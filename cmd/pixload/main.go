@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -250,7 +249,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if f.pauseCmd != "" {
 		say("pausing: %s", f.pauseCmd)
-		if err := shell(ctx, f.pauseCmd); err != nil {
+		if err := load.Shell(ctx, f.pauseCmd); err != nil {
 			return err
 		}
 	}
@@ -273,7 +272,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 	if f.resumeCmd != "" {
 		say("resuming: %s", f.resumeCmd)
-		if err := shell(ctx, f.resumeCmd); err != nil {
+		if err := load.Shell(ctx, f.resumeCmd); err != nil {
 			return err
 		}
 	}
@@ -328,13 +327,6 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if len(rep.Violations) > 0 {
 		return errors.New("invariants violated")
-	}
-	return nil
-}
-
-func shell(ctx context.Context, line string) error {
-	if b, err := exec.CommandContext(ctx, "bash", "-c", line).CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %w: %s", line, err, b)
 	}
 	return nil
 }
