@@ -77,6 +77,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	wg.Go(func() { d.listen(ctx) })
 	ticker := time.NewTicker(d.opts.PollInterval)
 	defer ticker.Stop()
+	var failingSince, lastLogged time.Time
 	for {
 		// Drain every due row before waiting again.
 		for {
@@ -85,8 +86,20 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				return nil
 			}
 			if err != nil {
-				d.log.Error("dispatch round failed", "error", err)
+				// Once when it starts failing, then every 10 s: the poll
+				// would otherwise log twice a second through an outage.
+				if failingSince.IsZero() {
+					failingSince = time.Now()
+				}
+				if time.Since(lastLogged) >= 10*time.Second {
+					d.log.Error("dispatch round failed; retrying", "error", err, "failing_for", time.Since(failingSince).Round(time.Second).String())
+					lastLogged = time.Now()
+				}
 				break
+			}
+			if !failingSince.IsZero() {
+				d.log.Info("dispatch rounds succeed again", "failed_for", time.Since(failingSince).Round(time.Second).String())
+				failingSince, lastLogged = time.Time{}, time.Time{}
 			}
 			if n < d.opts.BatchSize {
 				break
@@ -106,9 +119,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 func (d *Dispatcher) listen(ctx context.Context) {
 	backoff := d.opts.PollInterval
 	for ctx.Err() == nil {
+		began := time.Now()
 		err := d.store.ListenDue(ctx, d.Kick)
 		if ctx.Err() != nil {
 			return
+		}
+		if time.Since(began) > d.opts.RetryMaxDelay {
+			backoff = d.opts.PollInterval // it had been listening fine
 		}
 		d.log.Warn("dispatch listener lost; polling meanwhile", "error", err, "retry_in", backoff.String())
 		select {
