@@ -268,3 +268,18 @@ func TestTemporalDownWhileWebhooksArrive(t *testing.T) {
 	require.EqualValues(t, 1000, s.balance("acc-1"))
 	s.assertBooksBalance()
 }
+
+// A worker process started while Temporal is down waits for it, then works:
+// nothing acknowledged meanwhile is lost.
+func TestWorkerStartedBeforeTemporal(t *testing.T) {
+	srv := temporaltest.StartT(t)
+	srv.Stop()
+	s := newStack(t, srv, nil)
+	s.openAccount("acc-1", 0)
+	id := pixID()
+	require.Equal(t, http.StatusAccepted, s.post(webhook{id, "acc-1", 42}).Status)
+	time.Sleep(500 * time.Millisecond)
+	require.NoError(t, srv.Restart())
+	s.waitStatus(id, pix.StatusDone, 90*time.Second)
+	require.EqualValues(t, 42, s.balance("acc-1"))
+}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
@@ -147,6 +148,9 @@ func (a *App) RunWorker(ctx context.Context) error {
 		StopTimeout:             a.Cfg.WorkerStopTimeout,
 		MaxConcurrentActivities: a.Cfg.WorkerMaxActivities,
 	})
+	if !a.waitForTemporal(ctx) {
+		return nil // stopped while waiting
+	}
 	a.Log.Info("worker running", "task_queue", a.Cfg.TemporalTaskQueue, "temporal_address", a.Cfg.TemporalAddress,
 		"dispatcher", a.Cfg.DispatcherEnabled)
 	g, ctx := errgroup.WithContext(ctx)
@@ -155,6 +159,30 @@ func (a *App) RunWorker(ctx context.Context) error {
 		g.Go(func() error { return a.Dispatcher().Run(ctx) })
 	}
 	return g.Wait()
+}
+
+// waitForTemporal returns true once Temporal answers, false when ctx ends
+// first. A worker started while Temporal is down waits for it instead of
+// exiting (the SDK's worker start fails outright when it can't reach the
+// server).
+func (a *App) waitForTemporal(ctx context.Context) bool {
+	backoff := time.Second
+	for {
+		checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := a.Temporal.CheckHealth(checkCtx, &client.CheckHealthRequest{})
+		cancel()
+		if err == nil {
+			return true
+		}
+		a.Log.Warn("Temporal unreachable; the worker waits for it", "temporal_address", a.Cfg.TemporalAddress,
+			"error", err, "retry_in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
 }
 
 // DemoAccounts are the accounts the dev command opens.

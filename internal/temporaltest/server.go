@@ -6,7 +6,6 @@
 package temporaltest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -147,12 +146,11 @@ func StartT(t testing.TB) *Server {
 	return s
 }
 
-// Client dials the server; the client closes at cleanup.
+// Client returns a client of the server that connects on first use (the
+// server may be stopped now); it closes at cleanup.
 func (s *Server) Client(t testing.TB) client.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{HostPort: s.Address, Logger: quiet{}})
+	c, err := client.NewLazyClient(client.Options{HostPort: s.Address, Logger: quiet{}})
 	if err != nil {
 		t.Fatal(err)
 	}
