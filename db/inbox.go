@@ -151,9 +151,18 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 			return pix.ErrNotPending
 		}
 
+		// The account, locked, and any credit recorded in an earlier life of
+		// this end_to_end_id (the guard that outlives the inbox row), in one
+		// round trip.
 		var accountStatus string
 		var balance int64
-		err = tx.QueryRow(ctx, `SELECT status, balance_cents FROM accounts WHERE id = $1 FOR UPDATE`, out.AccountID).Scan(&accountStatus, &balance)
+		var prevAccount *string
+		var prevAmount, prevBalanceAfter *int64
+		err = tx.QueryRow(ctx, `
+			SELECT a.status, a.balance_cents, c.account_id, c.amount_cents, c.balance_after_cents
+			FROM accounts a LEFT JOIN pix_credits c ON c.end_to_end_id = $2
+			WHERE a.id = $1
+			FOR UPDATE OF a`, out.AccountID, endToEndID).Scan(&accountStatus, &balance, &prevAccount, &prevAmount, &prevBalanceAfter)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: %s", pix.ErrAccountNotFound, out.AccountID)
 		}
@@ -161,48 +170,55 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 			return fmt.Errorf("lock account: %w", err)
 		}
 
-		// The guard that outlives the inbox row: a credit recorded in an
-		// earlier life of this end_to_end_id.
-		var prevAccount string
-		var prevAmount, prevBalanceAfter int64
-		err = tx.QueryRow(ctx, `SELECT account_id, amount_cents, balance_after_cents FROM pix_credits WHERE end_to_end_id = $1`,
-			endToEndID).Scan(&prevAccount, &prevAmount, &prevBalanceAfter)
-		switch {
-		case err == nil:
-			if prevAccount != out.AccountID || prevAmount != out.AmountCents {
-				return fmt.Errorf("%w: already credited %d to %s", pix.ErrPayloadMismatch, prevAmount, prevAccount)
+		if prevAccount != nil {
+			if *prevAccount != out.AccountID || *prevAmount != out.AmountCents {
+				return fmt.Errorf("%w: already credited %d to %s", pix.ErrPayloadMismatch, *prevAmount, *prevAccount)
 			}
-			out.BalanceAfter = prevBalanceAfter
-		case errors.Is(err, pgx.ErrNoRows):
-			if accountStatus != pix.AccountActive {
-				return fmt.Errorf("%w: %s", pix.ErrAccountClosed, out.AccountID)
+			out.BalanceAfter = *prevBalanceAfter
+			_, err = tx.Exec(ctx, `
+				UPDATE inbox_messages
+				SET status = 'done', attempts = GREATEST(attempts, $2), processed_at = clock_timestamp(), dispatch_due_at = NULL
+				WHERE end_to_end_id = $1`, endToEndID, attempt)
+			if err != nil {
+				return fmt.Errorf("mark inbox message done: %w", err)
 			}
-			if balance > math.MaxInt64-out.AmountCents {
-				return pix.ErrBalanceOverflow
-			}
-			out.BalanceAfter = balance + out.AmountCents
-			// clock_timestamp(), not now(): the moment of the credit, after
-			// the locks were obtained, not the transaction's start.
-			if _, err := tx.Exec(ctx, `UPDATE accounts SET balance_cents = $2, updated_at = clock_timestamp() WHERE id = $1`,
-				out.AccountID, out.BalanceAfter); err != nil {
-				return fmt.Errorf("credit account: %w", err)
-			}
-			if _, err := tx.Exec(ctx, `
+			return nil
+		}
+
+		if accountStatus != pix.AccountActive {
+			return fmt.Errorf("%w: %s", pix.ErrAccountClosed, out.AccountID)
+		}
+		if balance > math.MaxInt64-out.AmountCents {
+			return pix.ErrBalanceOverflow
+		}
+		out.BalanceAfter = balance + out.AmountCents
+		// The balance, the credit and the inbox row in one statement. The
+		// credit's time is clock_timestamp(), not now(): the moment of the
+		// credit, after the locks were obtained, not the transaction's start.
+		var recorded int
+		err = tx.QueryRow(ctx, `
+			WITH balance AS (
+				UPDATE accounts SET balance_cents = $3, updated_at = clock_timestamp()
+				WHERE id = $2
+				RETURNING updated_at),
+			credit AS (
 				INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at)
-				VALUES ($1, $2, $3, $4, clock_timestamp())`, endToEndID, out.AccountID, out.AmountCents, out.BalanceAfter); err != nil {
-				return fmt.Errorf("insert pix credit: %w", err)
-			}
-			out.Credited = true
-		default:
-			return fmt.Errorf("read pix credit: %w", err)
-		}
-		_, err = tx.Exec(ctx, `
+				SELECT $1, $2, $4, $3, updated_at FROM balance
+				RETURNING credited_at)
 			UPDATE inbox_messages
-			SET status = 'done', attempts = GREATEST(attempts, $2), processed_at = clock_timestamp(), dispatch_due_at = NULL
-			WHERE end_to_end_id = $1`, endToEndID, attempt)
+			SET status = 'done', attempts = GREATEST(attempts, $5), dispatch_due_at = NULL,
+			    processed_at = (SELECT credited_at FROM credit)
+			WHERE end_to_end_id = $1
+			RETURNING (SELECT count(*) FROM credit)`,
+			endToEndID, out.AccountID, out.BalanceAfter, out.AmountCents, attempt).Scan(&recorded)
 		if err != nil {
-			return fmt.Errorf("mark inbox message done: %w", err)
+			return fmt.Errorf("credit: %w", err)
 		}
+		if recorded != 1 {
+			// The locks make this impossible; if it happens, commit nothing.
+			return fmt.Errorf("credit: %d credit rows recorded, want 1", recorded)
+		}
+		out.Credited = true
 		return nil
 	})
 	if err != nil {

@@ -331,3 +331,46 @@ func TestNotifyDueWakesListeners(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done, "the listener stops cleanly with its context")
 }
+
+// A credit recorded in an earlier life of an end_to_end_id (the inbox row was
+// cleaned up since) guards it: the same PIX is not credited again, and a
+// different account or amount under that id is refused.
+func TestEarlierCreditWithAnotherAmountIsRefused(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	n := note(e2eID(9), "acc-1", 500)
+	_, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+	_, err = s.Credit(ctx, n.EndToEndID, 1)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `DELETE FROM inbox_messages WHERE end_to_end_id = $1`, n.EndToEndID)
+	require.NoError(t, err)
+
+	_, err = s.Receive(ctx, note(n.EndToEndID, "acc-1", 501))
+	require.NoError(t, err)
+	_, err = s.Credit(ctx, n.EndToEndID, 1)
+	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
+	require.EqualValues(t, 500, balance(t, s, "acc-1"))
+	c, err := s.GetCredit(ctx, n.EndToEndID)
+	require.NoError(t, err)
+	require.Equal(t, pix.StatusPending, c.Status, "the refused credit changed nothing")
+}
+
+func TestCreditTimesAreTheCreditsOwn(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	n := note(e2eID(10), "acc-1", 1)
+	_, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+	_, err = s.Credit(ctx, n.EndToEndID, 1)
+	require.NoError(t, err)
+	var credited, processed, updated time.Time
+	require.NoError(t, s.Pool().QueryRow(ctx, `
+		SELECT c.credited_at, m.processed_at, a.updated_at
+		FROM pix_credits c JOIN inbox_messages m USING (end_to_end_id) JOIN accounts a ON a.id = c.account_id
+		WHERE c.end_to_end_id = $1`, n.EndToEndID).Scan(&credited, &processed, &updated))
+	require.Equal(t, credited, processed)
+	require.Equal(t, credited, updated)
+}

@@ -41,9 +41,9 @@ func TestCreditEndToEnd(t *testing.T) {
 
 	// The row is done when the credit commits; the run closes just after.
 	var out workflows.CreditOutput
-	require.NoError(t, s.tc.GetWorkflow(context.Background(), workflows.CreditWorkflowID(id), "").Get(context.Background(), &out))
+	require.NoError(t, s.client().GetWorkflow(context.Background(), workflows.CreditWorkflowID(id), "").Get(context.Background(), &out))
 	require.True(t, out.Credited)
-	desc, err := s.tc.DescribeWorkflow(context.Background(), workflows.CreditWorkflowID(id), "")
+	desc, err := s.client().DescribeWorkflow(context.Background(), workflows.CreditWorkflowID(id), "")
 	require.NoError(t, err)
 	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.Status)
 	s.assertBooksBalance()
@@ -116,9 +116,9 @@ func TestCreditRunAgainAfterCommitChangesNothing(t *testing.T) {
 	s.waitStatus(id, pix.StatusDone, 30*time.Second)
 
 	ctx := context.Background()
-	first := s.tc.GetWorkflow(ctx, workflows.CreditWorkflowID(id), "")
+	first := s.client().GetWorkflow(ctx, workflows.CreditWorkflowID(id), "")
 	require.NoError(t, first.Get(ctx, nil), "the first run closes")
-	run, err := s.tc.ExecuteWorkflow(ctx, clientOptions(s, id), workflows.CreditWorkflowName,
+	run, err := s.client().ExecuteWorkflow(ctx, clientOptions(s, id), workflows.CreditWorkflowName,
 		workflows.CreditInput{EndToEndID: id, Retry: s.cfg.Retry()})
 	require.NoError(t, err)
 	require.NotEqual(t, first.GetRunID(), run.GetRunID(), "a new run")
@@ -187,9 +187,9 @@ func TestUnknownAccountFailsAloneAfterAttempts(t *testing.T) {
 	require.EqualValues(t, 30, s.balance("acc-1"))
 	require.EqualValues(t, 30, s.balance("acc-2"))
 
-	runErr := s.tc.GetWorkflow(ctx, workflows.CreditWorkflowID(lost), "").Get(ctx, nil)
+	runErr := s.client().GetWorkflow(ctx, workflows.CreditWorkflowID(lost), "").Get(ctx, nil)
 	require.ErrorContains(t, runErr, "AccountNotFound")
-	desc, err := s.tc.DescribeWorkflow(ctx, workflows.CreditWorkflowID(lost), "")
+	desc, err := s.client().DescribeWorkflow(ctx, workflows.CreditWorkflowID(lost), "")
 	require.NoError(t, err)
 	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_FAILED, desc.Status, "the failed PIX shows failed in Temporal")
 	s.assertBooksBalance()

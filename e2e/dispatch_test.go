@@ -56,7 +56,7 @@ func TestPendingRowWhoseRunWasTerminatedIsStartedAgain(t *testing.T) {
 		return err == nil && c.Attempts >= 1
 	}, 30*time.Second, 50*time.Millisecond, "the first attempt ran")
 
-	require.NoError(t, s.tc.TerminateWorkflow(ctx, workflows.CreditWorkflowID(id), "", "test: run lost"))
+	require.NoError(t, s.client().TerminateWorkflow(ctx, workflows.CreditWorkflowID(id), "", "test: run lost"))
 	s.openAccount("acc-soon", 0)
 	s.waitStatus(id, pix.StatusDone, 30*time.Second)
 	require.EqualValues(t, 55, s.balance("acc-soon"))
@@ -82,7 +82,7 @@ func TestTwoDispatchersStartEachWorkflowOnce(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{}, 2)
 	for range 2 {
-		d := dispatch.New(s.store, s.tc, dispatch.Options{
+		d := dispatch.New(s.store, s.client(), dispatch.Options{
 			TaskQueue: s.cfg.TemporalTaskQueue, Retry: s.cfg.Retry(), PollInterval: 50 * time.Millisecond,
 			BatchSize: 7, Concurrency: 4, RecheckAfter: time.Hour, RetryMaxDelay: time.Second,
 		}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
@@ -98,7 +98,7 @@ func TestTwoDispatchersStartEachWorkflowOnce(t *testing.T) {
 	require.EqualValues(t, n, s.balance("acc-1"))
 	query := fmt.Sprintf("TaskQueue = %q", s.cfg.TemporalTaskQueue)
 	require.Eventually(t, func() bool {
-		res, err := s.tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
+		res, err := s.client().CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
 		return err == nil && res.Count == n
 	}, 20*time.Second, 200*time.Millisecond, "one run per PIX, no more")
 	s.assertBooksBalance()

@@ -53,7 +53,7 @@ func TestLoadSmoke(t *testing.T) {
 	perSec, err := load.IngestCeiling(ctx, s.cfg.DatabaseURL, 2, 300*time.Millisecond)
 	require.NoError(t, err)
 	require.Positive(t, perSec)
-	engine, err := load.StartEngine(s.tc, sess.RunID())
+	engine, err := load.StartEngine(s.client(), sess.RunID())
 	require.NoError(t, err)
 	defer engine.Stop()
 	for _, mode := range []load.EngineMode{load.EngineActivity, load.EngineLocalEager} {

@@ -55,8 +55,18 @@ type stack struct {
 	t       *testing.T
 	cfg     config.Config
 	store   *db.Store
-	tc      client.Client
+	srv     *temporaltest.Server
 	baseURL string
+
+	tcOnce sync.Once
+	tc     client.Client
+}
+
+// client dials the stack's Temporal server on first use (a test may start
+// the stack while the server is down).
+func (s *stack) client() client.Client {
+	s.tcOnce.Do(func() { s.tc = s.srv.Client(s.t) })
+	return s.tc
 }
 
 // syncBuffer collects the service's logs, shown when a test fails.
@@ -118,7 +128,7 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 			t.Logf("service logs:\n%s", logs.buf.String())
 		}
 	})
-	return &stack{t: t, cfg: cfg, store: a.Store, tc: srv.Client(t), baseURL: "http://" + ln.Addr().String()}
+	return &stack{t: t, cfg: cfg, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String()}
 }
 
 // pixID returns a fresh, valid end_to_end_id.

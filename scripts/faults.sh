@@ -17,8 +17,9 @@ rm -rf "$dir/run"
 mkdir -p "$dir/run"
 port=55433
 base=$(start_cluster "$dir/pg" $port)
+pgdir=$(cluster_dir "$dir/pg")
 bindir=$(pg_bin_dir)
-pg_ctl_cmd="$bindir/pg_ctl -D $dir/pg"
+pg_ctl_cmd="$bindir/pg_ctl -D $pgdir"
 [ "$(id -u)" = 0 ] && pg_ctl_cmd="runuser -u postgres -- $pg_ctl_cmd"
 trap '$pg_ctl_cmd -m fast -w stop >/dev/null 2>&1 || true' EXIT
 
@@ -28,5 +29,5 @@ export DATABASE_URL="$base/pix_faults?sslmode=disable"
 export PIXD="$BIN/pixd" TEMPORAL_CLI="$BIN/temporal"
 # An immediate stop is a crash: no checkpoint, connections cut.
 export PIX_FAULTS_PG_STOP="$pg_ctl_cmd -m immediate -w stop"
-export PIX_FAULTS_PG_START="$pg_ctl_cmd -l $dir/pg/server.log -o '-p $port -k /tmp -c listen_addresses=127.0.0.1' -w start"
+export PIX_FAULTS_PG_START="$pg_ctl_cmd -l $pgdir/server.log -o '-p $port -k /tmp -c listen_addresses=127.0.0.1' -w start"
 "$BIN/pixfaults" -dir "$dir/run" "$@"

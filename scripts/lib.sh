@@ -60,10 +60,25 @@ as_postgres() {
 	fi
 }
 
+# cluster_dir DIR: where a throwaway cluster wanted in DIR really lives. As
+# root the server runs as the postgres user, who may not be allowed into the
+# checkout (a clone under a private temporary folder, say): then the cluster
+# lives under /tmp, in a folder named after DIR.
+cluster_dir() {
+	local probe=$1
+	while [ ! -e "$probe" ]; do probe=$(dirname "$probe"); done
+	if [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$probe" 2>/dev/null; then
+		echo "/tmp/pix-pg-$(printf %s "$1" | md5sum | cut -c1-12)"
+	else
+		echo "$1"
+	fi
+}
+
 # start_cluster DIR PORT: starts (creating it first if needed) a throwaway
-# PostgreSQL cluster in DIR on 127.0.0.1:PORT; prints its base URL.
+# PostgreSQL cluster in cluster_dir DIR on 127.0.0.1:PORT; prints its base URL.
 start_cluster() {
-	local dir=$1 port=$2 bindir base="postgres://postgres@127.0.0.1:$2"
+	local dir port=$2 bindir base="postgres://postgres@127.0.0.1:$2"
+	dir=$(cluster_dir "$1")
 	pg_ready "$base/postgres" && { echo "$base"; return 0; }
 	bindir=$(pg_bin_dir) || die "no PostgreSQL server binaries to start a cluster with; set DATABASE_URL"
 	mkdir -p "$dir"

@@ -168,8 +168,12 @@ func (a *App) RunWorker(ctx context.Context) error {
 func (a *App) waitForTemporal(ctx context.Context) bool {
 	backoff := time.Second
 	for {
+		// GetSearchAttributes rather than CheckHealth: any workflow-service
+		// call loads the server's capabilities into the client, and it must
+		// happen once before the dispatcher's concurrent starts (the SDK
+		// reads them unsynchronized for eager start; found by -race).
 		checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := a.Temporal.CheckHealth(checkCtx, &client.CheckHealthRequest{})
+		_, err := a.Temporal.GetSearchAttributes(checkCtx)
 		cancel()
 		if err == nil {
 			return true

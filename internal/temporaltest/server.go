@@ -6,6 +6,7 @@
 package temporaltest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -146,11 +147,12 @@ func StartT(t testing.TB) *Server {
 	return s
 }
 
-// Client returns a client of the server that connects on first use (the
-// server may be stopped now); it closes at cleanup.
+// Client dials the server; the client closes at cleanup.
 func (s *Server) Client(t testing.TB) client.Client {
 	t.Helper()
-	c, err := client.NewLazyClient(client.Options{HostPort: s.Address, Logger: quiet{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{HostPort: s.Address, Logger: quiet{}})
 	if err != nil {
 		t.Fatal(err)
 	}
