@@ -36,6 +36,19 @@ func balance(t *testing.T, s *db.Store, id string) int64 {
 	return acc.BalanceCents
 }
 
+// creditThenCleanUp receives and credits n, then deletes its inbox row as
+// the retention job would: only the pix_credits row remains.
+func creditThenCleanUp(t *testing.T, s *db.Store, n pix.Notification) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+	_, err = s.Credit(ctx, n.EndToEndID, 1)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `DELETE FROM inbox_messages WHERE end_to_end_id = $1`, n.EndToEndID)
+	require.NoError(t, err)
+}
+
 func TestReceiveFirstDeliveryThenDuplicates(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
@@ -231,13 +244,7 @@ func TestCreditAfterInboxRowWasCleanedUpDoesNotCreditAgain(t *testing.T) {
 	s := dbtest.New(t)
 	openAccount(t, s, "acc-1", 0)
 	n := note(e2eID(8), "acc-1", 500)
-	_, err := s.Receive(ctx, n)
-	require.NoError(t, err)
-	_, err = s.Credit(ctx, n.EndToEndID, 1)
-	require.NoError(t, err)
-
-	_, err = s.Pool().Exec(ctx, `DELETE FROM inbox_messages WHERE end_to_end_id = $1`, n.EndToEndID)
-	require.NoError(t, err)
+	creditThenCleanUp(t, s, n)
 	c, err := s.GetCredit(ctx, n.EndToEndID)
 	require.NoError(t, err, "the credit is still reported after the inbox row is gone")
 	require.Equal(t, pix.StatusDone, c.Status)
@@ -340,14 +347,9 @@ func TestEarlierCreditWithAnotherAmountIsRefused(t *testing.T) {
 	s := dbtest.New(t)
 	openAccount(t, s, "acc-1", 0)
 	n := note(e2eID(9), "acc-1", 500)
-	_, err := s.Receive(ctx, n)
-	require.NoError(t, err)
-	_, err = s.Credit(ctx, n.EndToEndID, 1)
-	require.NoError(t, err)
-	_, err = s.Pool().Exec(ctx, `DELETE FROM inbox_messages WHERE end_to_end_id = $1`, n.EndToEndID)
-	require.NoError(t, err)
+	creditThenCleanUp(t, s, n)
 
-	_, err = s.Receive(ctx, note(n.EndToEndID, "acc-1", 501))
+	_, err := s.Receive(ctx, note(n.EndToEndID, "acc-1", 501))
 	require.NoError(t, err)
 	_, err = s.Credit(ctx, n.EndToEndID, 1)
 	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
