@@ -87,8 +87,13 @@ func (r RetrySettings) roundBudget() time.Duration {
 	total := time.Duration(r.MaxAttempts) * r.ActivityTimeout
 	interval := r.InitialInterval
 	for i := int32(1); i < r.MaxAttempts; i++ {
-		total += min(interval, r.MaxInterval)
-		interval = time.Duration(float64(interval) * r.BackoffCoefficient)
+		total += interval
+		// Compared as floats: the product may not fit a Duration.
+		if next := float64(interval) * r.BackoffCoefficient; next < float64(r.MaxInterval) {
+			interval = time.Duration(next)
+		} else {
+			interval = r.MaxInterval
+		}
 	}
 	return total
 }

@@ -1,0 +1,18 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRoundBudget(t *testing.T) {
+	r := RetrySettings{MaxAttempts: 5, InitialInterval: time.Second, BackoffCoefficient: 2, MaxInterval: 5 * time.Second, ActivityTimeout: 10 * time.Second}
+	// 5 attempts × 10 s, backoffs 1 + 2 + 4 + 5 (capped).
+	require.Equal(t, 62*time.Second, r.roundBudget())
+
+	// A long policy never overflows into a negative budget.
+	r = RetrySettings{MaxAttempts: 1000, InitialInterval: time.Second, BackoffCoefficient: 10, MaxInterval: time.Hour, ActivityTimeout: time.Second}
+	require.Greater(t, r.roundBudget(), 990*time.Hour)
+}
