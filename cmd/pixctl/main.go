@@ -13,20 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/pixbank/pix/internal/cli"
 )
 
 const usage = "usage: pixctl demo"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "pixctl:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("pixctl", run) }
 
 func run(ctx context.Context, args []string) error {
 	if len(args) != 1 {

@@ -13,26 +13,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pixbank/pix/internal/app"
+	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
 )
 
 const usage = "usage: pixd api|worker|migrate|dev"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "pixd:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("pixd", run) }
 
 func run(ctx context.Context, args []string) error {
 	if len(args) != 1 {

@@ -16,20 +16,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/pixbank/pix/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "pixfaults:", err)
-		os.Exit(1)
-	}
+	cli.Main("pixfaults", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stdout) })
 }
 
 // settings are the suite's knobs; -smoke shrinks them for CI.

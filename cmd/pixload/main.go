@@ -18,27 +18,21 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/load"
 	"github.com/pixbank/pix/internal/logging"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "pixload:", err)
-		os.Exit(1)
-	}
+	cli.Main("pixload", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stdout) })
 }
 
 type flags struct {
