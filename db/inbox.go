@@ -29,67 +29,44 @@ func (s *Store) Ping(ctx context.Context) error {
 	return classify(s.pool.Ping(ctx))
 }
 
-// Receive stores one delivery of a notification. A first delivery inserts a
-// pending row that is due for dispatch at once. A redelivery with the same
-// account and amount only counts (deliveries+1), except that a failed row is
-// put back to pending (re-driven). Another account or amount under the same
-// end_to_end_id is pix.ErrPayloadMismatch and changes nothing.
+// Receive stores one delivery of a notification, in one statement: a first
+// delivery inserts a pending row that is due for dispatch at once; a
+// redelivery with the same account and amount only counts (deliveries+1),
+// except that a failed row is put back to pending (re-driven). Another
+// account or amount under the same end_to_end_id is pix.ErrPayloadMismatch
+// and changes nothing. Concurrent copies are one insert and n-1 updates:
+// PostgreSQL's ON CONFLICT decides atomically.
 func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error) {
-	// Fast path, one round trip: the first delivery.
-	var status string
+	receipt := pix.Receipt{EndToEndID: n.EndToEndID}
+	var first bool
+	// RETURNING's subquery reads the statement's snapshot, that is the row
+	// as it was before this delivery (absent for an insert): whether it was
+	// failed. A concurrent change makes it at worst a needless kick.
 	err := s.pool.QueryRow(ctx, `
 		INSERT INTO inbox_messages (end_to_end_id, account_id, amount_cents, payload, dispatch_due_at)
 		VALUES ($1, $2, $3, $4, now())
-		ON CONFLICT (end_to_end_id) DO NOTHING
-		RETURNING status`,
-		n.EndToEndID, n.AccountID, n.AmountCents, n.Payload).Scan(&status)
-	if err == nil {
-		return pix.Receipt{EndToEndID: n.EndToEndID, Status: status}, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return pix.Receipt{}, classify(fmt.Errorf("insert inbox message: %w", err))
-	}
-	// A redelivery: compare and count under the row lock.
-	receipt := pix.Receipt{EndToEndID: n.EndToEndID, Duplicate: true}
-	err = inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var accountID string
-		var amount int64
-		err := tx.QueryRow(ctx, `
-			SELECT account_id, amount_cents, status FROM inbox_messages
-			WHERE end_to_end_id = $1 FOR UPDATE`, n.EndToEndID).Scan(&accountID, &amount, &status)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// Deleted between our insert and this select (retention): the
-			// caller retries the whole delivery.
-			return errRowVanished
-		}
-		if err != nil {
-			return fmt.Errorf("lock inbox message: %w", err)
-		}
-		if accountID != n.AccountID || amount != n.AmountCents {
-			return pix.ErrPayloadMismatch
-		}
-		receipt.Redriven = status == pix.StatusFailed
-		return tx.QueryRow(ctx, `
-			UPDATE inbox_messages SET
-				deliveries        = deliveries + 1,
-				last_delivered_at = now(),
-				status            = CASE WHEN status = 'failed' THEN 'pending' ELSE status END,
-				dispatch_due_at   = CASE WHEN status = 'failed' THEN now() ELSE dispatch_due_at END,
-				dispatched_at     = CASE WHEN status = 'failed' THEN NULL ELSE dispatched_at END,
-				processed_at      = CASE WHEN status = 'failed' THEN NULL ELSE processed_at END
-			WHERE end_to_end_id = $1
-			RETURNING status`, n.EndToEndID).Scan(&receipt.Status)
-	})
-	if errors.Is(err, errRowVanished) {
-		return s.Receive(ctx, n)
+		ON CONFLICT (end_to_end_id) DO UPDATE SET
+			deliveries        = inbox_messages.deliveries + 1,
+			last_delivered_at = now(),
+			status            = CASE WHEN inbox_messages.status = 'failed' THEN 'pending' ELSE inbox_messages.status END,
+			dispatch_due_at   = CASE WHEN inbox_messages.status = 'failed' THEN now() ELSE inbox_messages.dispatch_due_at END,
+			dispatched_at     = CASE WHEN inbox_messages.status = 'failed' THEN NULL ELSE inbox_messages.dispatched_at END,
+			processed_at      = CASE WHEN inbox_messages.status = 'failed' THEN NULL ELSE inbox_messages.processed_at END
+		WHERE inbox_messages.account_id = EXCLUDED.account_id AND inbox_messages.amount_cents = EXCLUDED.amount_cents
+		RETURNING status, deliveries = 1,
+			COALESCE((SELECT before.status = 'failed' FROM inbox_messages before WHERE before.end_to_end_id = $1), false)`,
+		n.EndToEndID, n.AccountID, n.AmountCents, n.Payload).Scan(&receipt.Status, &first, &receipt.Redriven)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// The row exists (the insert conflicted) and the update's condition
+		// failed: another account or amount.
+		return pix.Receipt{}, pix.ErrPayloadMismatch
 	}
 	if err != nil {
-		return pix.Receipt{}, fmt.Errorf("record redelivery: %w", err)
+		return pix.Receipt{}, classify(fmt.Errorf("store inbox message: %w", err))
 	}
+	receipt.Duplicate = !first
 	return receipt, nil
 }
-
-var errRowVanished = errors.New("inbox row vanished")
 
 // Redrive puts a failed row back to pending, due for dispatch at once: the
 // dispatcher then starts a new workflow run. attempts and last_error are kept.
