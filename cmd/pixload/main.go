@@ -54,6 +54,7 @@ type flags struct {
 	jsonOut             string
 	label               string
 	pauseCmd, resumeCmd string
+	warmup              time.Duration
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -62,6 +63,7 @@ func parseFlags(args []string) (flags, error) {
 	rates := fs.String("rates", "200", "comma-separated arrival rates per second, one step each")
 	fs.StringVar(&f.api, "api", envOr("PIX_API_URL", "http://127.0.0.1:8080"), "the service's HTTP API")
 	fs.DurationVar(&f.step, "step", 20*time.Second, "duration of each rate step")
+	fs.DurationVar(&f.warmup, "warmup", 2*time.Second, "an unreported step at the first rate before the sweep (connections, caches); its PIX are checked like the others")
 	fs.IntVar(&f.accounts, "accounts", 200, "accounts the PIX are spread over")
 	fs.Float64Var(&f.dup, "dup", 0.2, "share of arrivals that redeliver an earlier PIX")
 	fs.Float64Var(&f.burst, "burst", 0.02, "share of new PIX sent as -copies copies at the same instant")
@@ -244,6 +246,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if f.pauseCmd != "" {
 		say("pausing: %s", f.pauseCmd)
 		if err := load.Shell(ctx, f.pauseCmd); err != nil {
+			return err
+		}
+	}
+	if f.warmup > 0 {
+		say("warm-up: %.0f arrivals/s for %s (not reported) ...", f.rates[0], f.warmup)
+		if _, err := session.Run(ctx, f.rates[0], f.warmup); err != nil {
 			return err
 		}
 	}
