@@ -21,24 +21,36 @@ on_exit_stop_children() {
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# build_tools builds the pinned tools into .bin/ (each from its own module
-# file under tools/, so their dependencies never meet the service's). The Go
-# build cache makes a rebuild cheap; the first build of the Temporal CLI takes
-# about three minutes.
-build_tools() {
+# build_pinned NAME MODFILE PKG builds PKG into .bin/NAME from the pinned
+# module file MODFILE (under tools/, so that tools' dependencies never meet
+# the service's), unless the binary is newer than MODFILE. The Go build cache
+# makes a rebuild cheap.
+build_pinned() {
+	local name=$1 modfile=$2 pkg=$3
 	mkdir -p "$BIN"
-	local spec name modfile pkg
-	for spec in \
-		"temporal tools/temporal/go.mod github.com/temporalio/cli/cmd/temporal" \
-		"staticcheck tools/lint/go.mod honnef.co/go/tools/cmd/staticcheck" \
-		"workflowcheck tools/lint/go.mod go.temporal.io/sdk/contrib/tools/workflowcheck"; do
-		read -r name modfile pkg <<<"$spec"
-		if [ -x "$BIN/$name" ] && [ "$BIN/$name" -nt "$ROOT/$modfile" ]; then
-			continue
-		fi
-		log "building $name (pinned in $modfile)"
-		(cd "$ROOT" && go build -modfile="$modfile" -o "$BIN/$name" "$pkg")
+	[ -x "$BIN/$name" ] && [ "$BIN/$name" -nt "$ROOT/$modfile" ] && return 0
+	log "building $name (pinned in $modfile)"
+	(cd "$ROOT" && go build -modfile="$modfile" -o "$BIN/$name" "$pkg")
+}
+
+# build_tools builds the tools every run and test needs (the first build of
+# the Temporal CLI takes about three minutes).
+build_tools() {
+	build_pinned temporal tools/temporal/go.mod github.com/temporalio/cli/cmd/temporal
+	build_pinned staticcheck tools/lint/go.mod honnef.co/go/tools/cmd/staticcheck
+	build_pinned workflowcheck tools/lint/go.mod go.temporal.io/sdk/contrib/tools/workflowcheck
+}
+
+# temporal_up ADDRESS: does a Temporal server answer there?
+temporal_up() { "$BIN/temporal" operator cluster health --address "$1" >/dev/null 2>&1; }
+
+# wait_temporal ADDRESS: until the server answers (60 s at most).
+wait_temporal() {
+	for _ in $(seq 1 60); do
+		temporal_up "$1" && return 0
+		sleep 1
 	done
+	die "Temporal at $1 did not answer within 60 s"
 }
 
 # pg_ready URL: does a PostgreSQL answer at URL?
@@ -115,15 +127,6 @@ ensure_postgres() {
 # build_temporal_server builds the Temporal server and its SQL schema tool,
 # used only by benchmarks (a long first build, then cached).
 build_temporal_server() {
-	mkdir -p "$BIN"
-	local name pkg
-	for name in temporal-server temporal-sql-tool; do
-		pkg=go.temporal.io/server/cmd/server
-		[ "$name" = temporal-sql-tool ] && pkg=go.temporal.io/server/cmd/tools/sql
-		if [ -x "$BIN/$name" ] && [ "$BIN/$name" -nt "$ROOT/tools/temporal-server/go.mod" ]; then
-			continue
-		fi
-		log "building $name (pinned in tools/temporal-server/go.mod)"
-		(cd "$ROOT" && go build -modfile=tools/temporal-server/go.mod -o "$BIN/$name" "$pkg")
-	done
+	build_pinned temporal-server tools/temporal-server/go.mod go.temporal.io/server/cmd/server
+	build_pinned temporal-sql-tool tools/temporal-server/go.mod go.temporal.io/server/cmd/tools/sql
 }

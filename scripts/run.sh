@@ -26,19 +26,14 @@ export HTTP_ADDR="${HTTP_ADDR:-127.0.0.1:8080}"
 
 on_exit_stop_children
 
-if "$BIN/temporal" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1; then
+if temporal_up "$TEMPORAL_ADDRESS"; then
 	log "using the Temporal server already at $TEMPORAL_ADDRESS"
 else
 	log "starting the Temporal dev server at $TEMPORAL_ADDRESS (log: .data/temporal.log)"
 	"$BIN/temporal" server start-dev --ip 127.0.0.1 --port "$temporal_port" --ui-port "$ui_port" \
 		--db-filename "$DATA/temporal.db" --log-level warn >"$DATA/temporal.log" 2>&1 &
 	CHILDREN+=($!)
-	for _ in $(seq 1 60); do
-		"$BIN/temporal" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1 && break
-		sleep 1
-	done
-	"$BIN/temporal" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1 ||
-		die "the Temporal dev server did not start; see .data/temporal.log"
+	wait_temporal "$TEMPORAL_ADDRESS"
 fi
 
 cat >&2 <<MSG

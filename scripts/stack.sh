@@ -20,15 +20,6 @@ start_dev_temporal() {
 	echo $!
 }
 
-# wait_temporal ADDRESS: until the server answers (60 s at most).
-wait_temporal() {
-	for _ in $(seq 1 60); do
-		"$BIN/temporal" operator cluster health --address "$1" >/dev/null 2>&1 && return 0
-		sleep 1
-	done
-	die "Temporal at $1 did not answer"
-}
-
 # start_service LOGDIR: migrate, then pixd api and pixd worker as two
 # processes (environment: DATABASE_URL, TEMPORAL_ADDRESS, HTTP_ADDR, ...).
 # Prints the two pids.

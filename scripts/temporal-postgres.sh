@@ -43,17 +43,12 @@ for db in temporal_bench temporal_bench_visibility; do
 	sqltool --db "$db" update-schema -d "$src/schema/postgresql/v12/$schema/versioned" || die "schema update failed; see $dir/schema.log"
 done
 
-log "Temporal server (PostgreSQL persistence) at 127.0.0.1:7633"
+log "Temporal server (PostgreSQL persistence) at 127.0.0.1:7633 (log: $dir/server.log)"
+on_exit_stop_children
 "$BIN/temporal-server" --root "$dir" --config config --env development-postgres12 --allow-no-auth start >>"$dir/server.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
-trap 'exit 130' INT TERM
-for _ in $(seq 1 60); do
-	"$BIN/temporal" operator cluster health --address 127.0.0.1:7633 >/dev/null 2>&1 && break
-	sleep 1
-done
+CHILDREN+=($!)
+wait_temporal 127.0.0.1:7633
 "$BIN/temporal" operator namespace describe -n default --address 127.0.0.1:7633 >/dev/null 2>&1 ||
 	"$BIN/temporal" operator namespace create -n default --address 127.0.0.1:7633 >/dev/null
-"$BIN/temporal" operator cluster health --address 127.0.0.1:7633 >/dev/null 2>&1 || die "the server did not start; see $dir/server.log"
-log "ready (log: $dir/server.log)"
-wait $server
+log "ready"
+wait "${CHILDREN[-1]}"
