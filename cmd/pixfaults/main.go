@@ -11,7 +11,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,7 +42,8 @@ type settings struct {
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
-	var s settings
+	s := settings{rate: 20, loadFor: 40 * time.Second, faultAfter: 10 * time.Second, temporalDown: 30 * time.Second,
+		postgresDown: 10 * time.Second, lockFor: 20 * time.Second, copies: 1000, accounts: 50, drainTimeout: 5 * time.Minute}
 	fs := flag.NewFlagSet("pixfaults", flag.ContinueOnError)
 	smoke := fs.Bool("smoke", false, "short, correctness-only version (CI)")
 	dir := fs.String("dir", ".data/faults", "working directory for logs and state")
@@ -51,20 +51,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	s = settings{rate: 20, loadFor: 40 * time.Second, faultAfter: 10 * time.Second, temporalDown: 30 * time.Second,
-		postgresDown: 10 * time.Second, lockFor: 20 * time.Second, copies: 1000, accounts: 50, drainTimeout: 5 * time.Minute, only: s.only}
 	if *smoke {
 		s.rate, s.loadFor, s.faultAfter, s.temporalDown, s.postgresDown, s.lockFor = 10, 12*time.Second, 3*time.Second, 8*time.Second, 4*time.Second, 8*time.Second
 	}
-	s.pgStop, s.pgStart = os.Getenv("PIX_FAULTS_PG_STOP"), os.Getenv("PIX_FAULTS_PG_START")
-	for _, v := range []string{"PIXD", "TEMPORAL_CLI", "DATABASE_URL"} {
+	for _, v := range []string{"PIXD", "TEMPORAL_CLI", "DATABASE_URL", "PIX_FAULTS_PG_STOP", "PIX_FAULTS_PG_START"} {
 		if os.Getenv(v) == "" {
 			return fmt.Errorf("%s is not set; run scripts/faults.sh", v)
 		}
 	}
-	if s.pgStop == "" || s.pgStart == "" {
-		return errors.New("PIX_FAULTS_PG_STOP and PIX_FAULTS_PG_START are not set; run scripts/faults.sh")
-	}
+	s.pgStop, s.pgStart = os.Getenv("PIX_FAULTS_PG_STOP"), os.Getenv("PIX_FAULTS_PG_START")
 
 	st, err := startStack(ctx, *dir)
 	if err != nil {

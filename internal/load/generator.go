@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,16 +151,21 @@ type stepState struct {
 	requests, acked, firsts atomic.Int64
 }
 
+// newStepState starts the bookkeeping of a step whose unacknowledged PIX are
+// resent until retryUntil.
+func newStepState(retryUntil time.Time) *stepState {
+	return &stepState{errors: map[string]int64{}, hist: hdrhistogram.New(1, 60_000_000, 3), retryUntil: retryUntil}
+}
+
 // Run sends rate arrivals per second for d (open model: arrivals keep their
 // schedule whatever the answers), then waits for every request and retry.
 func (s *Session) Run(ctx context.Context, rate float64, d time.Duration) (*Step, error) {
 	if rate <= 0 || d <= 0 {
 		return nil, fmt.Errorf("load: rate and duration must be positive")
 	}
-	st := &stepState{errors: map[string]int64{}, hist: hdrhistogram.New(1, 60_000_000, 3)}
-	var wg sync.WaitGroup
 	start := time.Now()
-	st.retryUntil = start.Add(d + s.opts.RetryFor)
+	st := newStepState(start.Add(d + s.opts.RetryFor))
+	var wg sync.WaitGroup
 	interval := time.Duration(float64(time.Second) / rate)
 	var arrivals int64
 	timer := time.NewTimer(0)
@@ -309,7 +315,7 @@ func (s *Session) post(ctx context.Context, body []byte) (status int, first bool
 func errorClass(err error) string {
 	s := err.Error()
 	for _, known := range []string{"connection refused", "connection reset", "timeout", "EOF", "broken pipe"} {
-		if bytes.Contains([]byte(s), []byte(known)) {
+		if strings.Contains(s, known) {
 			return known
 		}
 	}
@@ -339,7 +345,7 @@ func (s *Session) Send(ctx context.Context, account, copies int) Burst {
 	s.order = append(s.order, p.EndToEndID)
 	s.mu.Unlock()
 
-	st := &stepState{errors: map[string]int64{}, hist: hdrhistogram.New(1, 60_000_000, 3), retryUntil: time.Now().Add(s.opts.RetryFor)}
+	st := newStepState(time.Now().Add(s.opts.RetryFor))
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	for range copies {
