@@ -8,7 +8,7 @@ test: ## every check and test, as CI runs them
 	./scripts/test.sh
 
 demo: ## replay the demo scenario against a running `make run`
-	go run ./cmd/pixctl demo
+	./scripts/demo.sh
 
 build:
 	go build -o .bin/pixd ./cmd/pixd

@@ -20,6 +20,12 @@ const (
 	// ErrTypeAccountNotFound: retried like a transient error (the account may
 	// be in the middle of being opened) until the attempts run out.
 	ErrTypeAccountNotFound = "AccountNotFound"
+	// ErrTypePixKeyNotFound and ErrTypeChargeNotFound: an API Pix
+	// notification's chave or txid resolves to no account (yet). Retried
+	// like ErrTypeAccountNotFound; a re-drive after the key or charge is
+	// registered credits it.
+	ErrTypePixKeyNotFound = "PixKeyNotFound"
+	ErrTypeChargeNotFound = "ChargeNotFound"
 	// ErrTypeAccountClosed: a closed account never takes a credit.
 	ErrTypeAccountClosed = "AccountClosed"
 	// ErrTypeInboxMessageNotFound: no inbox row for the end_to_end_id.
@@ -134,6 +140,10 @@ func toApplicationError(err error) error {
 	switch {
 	case errors.Is(err, pix.ErrAccountNotFound):
 		errType = ErrTypeAccountNotFound
+	case errors.Is(err, pix.ErrPixKeyNotFound):
+		errType = ErrTypePixKeyNotFound
+	case errors.Is(err, pix.ErrChargeNotFound):
+		errType = ErrTypeChargeNotFound
 	case errors.Is(err, pix.ErrAccountClosed):
 		errType = ErrTypeAccountClosed
 	case errors.Is(err, pix.ErrCreditNotFound):

@@ -2,18 +2,27 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/webhooksig"
 )
 
 // Error codes of the JSON error envelope.
 const (
 	CodeInvalidRequest       = "invalid_request"
 	CodePayloadTooLarge      = "payload_too_large"
+	CodeBatchTooLarge        = "batch_too_large"
+	CodeSignatureMissing     = "signature_missing"
+	CodeSignatureInvalid     = "signature_invalid"
+	CodeSignatureExpired     = "signature_expired"
+	CodeClientCertRequired   = "client_certificate_required"
+	CodeAdminDisabled        = "admin_disabled"
+	CodeUnauthorized         = "unauthorized"
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	CodePayloadMismatch      = "payload_mismatch"
 	CodeCreditNotFound       = "pix_credit_not_found"
@@ -56,7 +65,18 @@ func errorResponse(err error) (int, ErrorDetail) {
 		return reqErr.status, ErrorDetail{reqErr.code, reqErr.msg}
 	case errors.As(err, &valErr):
 		return http.StatusBadRequest, ErrorDetail{CodeInvalidRequest, valErr.Error()}
+	case errors.Is(err, webhooksig.ErrMissingSignature):
+		return http.StatusUnauthorized, ErrorDetail{CodeSignatureMissing, "the webhook must be signed (webhook-id, webhook-timestamp, webhook-signature); nothing was stored"}
+	case errors.Is(err, webhooksig.ErrStaleTimestamp):
+		return http.StatusUnauthorized, ErrorDetail{CodeSignatureExpired, err.Error() + "; nothing was stored"}
+	case errors.Is(err, webhooksig.ErrMalformedSignature), errors.Is(err, webhooksig.ErrBadSignature):
+		return http.StatusUnauthorized, ErrorDetail{CodeSignatureInvalid, err.Error() + "; nothing was stored"}
 	case errors.Is(err, pix.ErrPayloadMismatch):
+		var item *pix.ItemError
+		if errors.As(err, &item) {
+			return http.StatusUnprocessableEntity, ErrorDetail{CodePayloadMismatch, fmt.Sprintf(
+				"pix[%d]: a PIX with this endToEndId was received with another valor, chave or txid; nothing in the batch was stored", item.Index)}
+		}
 		return http.StatusUnprocessableEntity, ErrorDetail{CodePayloadMismatch,
 			"a PIX with this end_to_end_id was received with another account_id or amount_cents; nothing was changed"}
 	case errors.Is(err, pix.ErrCreditNotFound):

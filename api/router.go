@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -30,9 +32,25 @@ type Deps struct {
 	// answers 503 rather than holding the PSP's connection.
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
+
+	// Signatures verifies the Standard Webhooks signature of PSP webhooks;
+	// nil when no secret is configured. With RequireSignatures an unsigned
+	// webhook is refused; without it a signed one is still verified.
+	Signatures        *webhooksig.Verifier
+	RequireSignatures bool
+	// RequireClientCert refuses a webhook that did not come with a client
+	// certificate verified against the configured CA (mutual TLS).
+	RequireClientCert bool
+	// AdminToken is the bearer token of the admin routes; "" disables them.
+	AdminToken string
 }
 
-const ctxEndToEndID = "end_to_end_id"
+// Gin context keys.
+const (
+	ctxEndToEndID = "end_to_end_id"
+	ctxBody       = "body"
+	ctxPSP        = "psp"
+)
 
 // NewRouter returns the HTTP handler of the service.
 func NewRouter(d Deps) http.Handler {
@@ -48,9 +66,13 @@ func NewRouter(d Deps) http.Handler {
 		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, ErrorBody{ErrorDetail{CodeMethodNotAllowed, "method " + c.Request.Method + " not allowed here"}})
 	})
 
-	r.POST("/webhooks/pix", h.receiveWebhook)
+	webhooks := r.Group("/webhooks", h.requireClientCert)
+	webhooks.POST("/pix", h.authenticWebhook(MaxWebhookBytes), h.receiveWebhook)
+	// The API Pix PSP appends /pix to the URL the bank registers.
+	webhooks.POST("/api-pix/pix", h.authenticWebhook(MaxAPIPixBodyBytes), h.receiveAPIPixWebhook)
 	r.GET("/pix/credits/:end_to_end_id", h.getCredit)
-	r.POST("/admin/pix/credits/:end_to_end_id/retry", h.retryCredit)
+	admin := r.Group("/admin", h.requireAdmin)
+	admin.POST("/pix/credits/:end_to_end_id/retry", h.retryCredit)
 	r.GET("/accounts/:id", h.getAccount)
 	r.GET("/healthz", h.healthz)
 	r.GET("/readyz", h.readyz)
@@ -68,16 +90,12 @@ func (h *handlers) kick() {
 // receiveWebhook stores a PSP notification and acknowledges it: 202 once the
 // inbox row is committed. It never waits for Temporal.
 func (h *handlers) receiveWebhook(c *gin.Context) {
-	body, err := readJSONBody(c, MaxWebhookBytes)
+	n, err := decodeNotification(c.MustGet(ctxBody).([]byte))
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
 	}
-	n, err := decodeNotification(body)
-	if err != nil {
-		abortWithError(c, h.Logger, err)
-		return
-	}
+	n.PSP = c.GetString(ctxPSP)
 	c.Set(ctxEndToEndID, n.EndToEndID)
 	receipt, err := h.Store.Receive(c.Request.Context(), n)
 	if err != nil {
@@ -91,8 +109,45 @@ func (h *handlers) receiveWebhook(c *gin.Context) {
 		h.kick()
 	}
 	h.Logger.Info("webhook accepted", "end_to_end_id", n.EndToEndID, "account_id", n.AccountID, "amount_cents", n.AmountCents,
-		"duplicate", receipt.Duplicate, "redriven", receipt.Redriven, "status", receipt.Status)
+		"psp", n.PSP, "duplicate", receipt.Duplicate, "redriven", receipt.Redriven, "status", receipt.Status)
 	c.JSON(http.StatusAccepted, receipt)
+}
+
+// receiveAPIPixWebhook stores the PIX of an API Pix notification, all in one
+// transaction, and answers 200 (the spec's code) once every one is committed.
+func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
+	ns, err := decodeAPIPix(c.MustGet(ctxBody).([]byte))
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	psp := c.GetString(ctxPSP)
+	for i := range ns {
+		ns[i].PSP = psp
+	}
+	receipts, err := h.Store.ReceiveBatch(c.Request.Context(), ns)
+	if err != nil {
+		var item *pix.ItemError
+		if errors.As(err, &item) && pix.IsRefusal(err) {
+			n := ns[item.Index]
+			h.Logger.Warn("api pix webhook refused", "end_to_end_id", n.EndToEndID, "item", item.Index,
+				"pix_key", n.PixKey, "txid", n.TxID, "amount_cents", n.AmountCents, "error", err)
+		}
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	kick := false
+	for i, r := range receipts {
+		n := ns[i]
+		kick = kick || !r.Duplicate || r.Redriven
+		h.Logger.Info("webhook accepted", "end_to_end_id", n.EndToEndID, "format", n.Source, "pix_key", n.PixKey, "txid", n.TxID,
+			"amount_cents", n.AmountCents, "psp", psp, "refund_notice", len(n.RefundNotice) > 0,
+			"duplicate", r.Duplicate, "redriven", r.Redriven, "status", r.Status)
+	}
+	if kick {
+		h.kick()
+	}
+	c.JSON(http.StatusOK, gin.H{"pix": receipts})
 }
 
 // creditView is the answer of GET /pix/credits/{end_to_end_id}.

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,46 +10,23 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+	"unicode"
 	"unicode/utf8"
-
-	"github.com/gin-gonic/gin"
 
 	"github.com/pixbank/pix/internal/pix"
 )
 
-// MaxWebhookBytes is the largest webhook body accepted.
+// MaxWebhookBytes is the largest native webhook body accepted.
 const MaxWebhookBytes = 64 << 10
-
-// webhookBody is the native webhook as sent. Fields are raw so that each can
-// be checked for its JSON type and named in the error; fields we don't know
-// are tolerated and kept in the stored payload.
-type webhookBody struct {
-	EndToEndID  json.RawMessage `json:"end_to_end_id"`
-	AccountID   json.RawMessage `json:"account_id"`
-	AmountCents json.RawMessage `json:"amount_cents"`
-	Payer       json.RawMessage `json:"payer"`
-	OccurredAt  json.RawMessage `json:"occurred_at"`
-}
-
-type payer struct {
-	Name     *string `json:"name"`
-	Document *string `json:"document"`
-	ISPB     *string `json:"ispb"`
-}
 
 var (
 	integerPattern = regexp.MustCompile(`^-?[0-9]+$`)
 	ispbPattern    = regexp.MustCompile(`^[0-9]{8}$`)
 )
 
-// readJSONBody reads a JSON request body of at most limit bytes, refusing
-// another content type (415) and a larger body (413).
-func readJSONBody(c *gin.Context, limit int64) ([]byte, error) {
-	mediaType, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
-	if err != nil || mediaType != "application/json" {
-		return nil, &requestError{http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "Content-Type must be application/json"}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+// readBody reads a request body of at most limit bytes (413 beyond).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return nil, &requestError{http.StatusRequestEntityTooLarge, CodePayloadTooLarge, fmt.Sprintf("body is larger than %d bytes", limit)}
@@ -61,51 +37,50 @@ func readJSONBody(c *gin.Context, limit int64) ([]byte, error) {
 	return body, nil
 }
 
-// decodeNotification validates a native webhook body.
+// requireJSON refuses a content type other than application/json (415).
+func requireJSON(r *http.Request) error {
+	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mediaType != "application/json" {
+		return &requestError{http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "Content-Type must be application/json"}
+	}
+	return nil
+}
+
+// decodeNotification validates a native webhook body. Members are read by
+// exact key; members we don't know are tolerated and kept in the stored
+// payload.
 func decodeNotification(body []byte) (pix.Notification, error) {
-	var b webhookBody
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&b); err != nil {
-		return pix.Notification{}, pix.Invalid("body", "must be a JSON object: %v", err)
+	if err := checkJSON(body); err != nil {
+		return pix.Notification{}, err
 	}
-	if dec.More() {
-		return pix.Notification{}, pix.Invalid("body", "must hold exactly one JSON object")
+	m, err := decodeObject(body, "body")
+	if err != nil {
+		return pix.Notification{}, err
 	}
-	// PostgreSQL's jsonb can't hold a NUL character; refuse it here rather
-	// than fail on insert.
-	if bytes.Contains(body, []byte(`\u0000`)) {
-		return pix.Notification{}, pix.Invalid("body", "must not contain the NUL character (\\u0000)")
-	}
-	var n pix.Notification
-	var err error
-	if n.EndToEndID, err = requiredString(b.EndToEndID, "end_to_end_id"); err != nil {
+	n := pix.Notification{Source: pix.SourceNative, Payload: body}
+	if n.EndToEndID, err = requiredString(m["end_to_end_id"], "end_to_end_id"); err != nil {
 		return pix.Notification{}, err
 	}
 	if !pix.ValidEndToEndID(n.EndToEndID) {
 		return pix.Notification{}, pix.Invalid("end_to_end_id", "must be 32 letters or digits starting with E")
 	}
-	if n.AccountID, err = requiredString(b.AccountID, "account_id"); err != nil {
+	if n.AccountID, err = requiredString(m["account_id"], "account_id"); err != nil {
 		return pix.Notification{}, err
 	}
-	if l := utf8.RuneCountInString(n.AccountID); l < 1 || l > pix.MaxAccountIDLength {
-		return pix.Notification{}, pix.Invalid("account_id", "must be 1 to %d characters", pix.MaxAccountIDLength)
+	if l := utf8.RuneCountInString(n.AccountID); l < 1 || l > pix.MaxAccountIDLength || hasControl(n.AccountID) {
+		return pix.Notification{}, pix.Invalid("account_id", "must be 1 to %d characters, none of them a control character", pix.MaxAccountIDLength)
 	}
-	if n.AmountCents, err = amountCents(b.AmountCents); err != nil {
+	if n.AmountCents, err = amountCents(m["amount_cents"]); err != nil {
 		return pix.Notification{}, err
 	}
-	if err := checkPayer(b.Payer); err != nil {
+	if err := checkPayer(m["payer"]); err != nil {
 		return pix.Notification{}, err
 	}
-	if present(b.OccurredAt) {
-		var s string
-		if json.Unmarshal(b.OccurredAt, &s) != nil {
-			return pix.Notification{}, pix.Invalid("occurred_at", "must be an RFC 3339 timestamp string")
-		}
-		if _, err := time.Parse(time.RFC3339, s); err != nil {
-			return pix.Notification{}, pix.Invalid("occurred_at", "must be an RFC 3339 timestamp such as 2026-11-29T12:00:00Z")
+	if present(m["occurred_at"]) {
+		if _, err := timestamp(m["occurred_at"], "occurred_at"); err != nil {
+			return pix.Notification{}, err
 		}
 	}
-	n.Payload = body
 	return n, nil
 }
 
@@ -123,6 +98,28 @@ func requiredString(raw json.RawMessage, field string) (string, error) {
 		return "", pix.Invalid(field, "must be a string")
 	}
 	return s, nil
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// timestamp reads an RFC 3339 timestamp string.
+func timestamp(raw json.RawMessage, field string) (time.Time, error) {
+	s, err := requiredString(raw, field)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, pix.Invalid(field, "must be an RFC 3339 timestamp such as 2026-11-29T12:00:00.000Z")
+	}
+	return t, nil
 }
 
 // amountCents accepts only a JSON integer: no fraction, no exponent, no string.
@@ -144,12 +141,21 @@ func checkPayer(raw json.RawMessage) error {
 	if !present(raw) {
 		return nil
 	}
-	var p payer
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return pix.Invalid("payer", "must be an object with string fields name, document and ispb")
+	m, err := decodeObject(raw, "payer")
+	if err != nil {
+		return err
 	}
-	if p.ISPB != nil && !ispbPattern.MatchString(*p.ISPB) {
-		return pix.Invalid("payer.ispb", "must be 8 digits")
+	for _, field := range []string{"name", "document", "ispb"} {
+		if present(m[field]) {
+			if _, err := requiredString(m[field], "payer."+field); err != nil {
+				return err
+			}
+		}
+	}
+	if present(m["ispb"]) {
+		if s, _ := requiredString(m["ispb"], "payer.ispb"); !ispbPattern.MatchString(s) {
+			return pix.Invalid("payer.ispb", "must be 8 digits")
+		}
 	}
 	return nil
 }

@@ -21,16 +21,26 @@ import (
 
 const validID = "E1234567820261129120000000000001"
 
-func newServer(t *testing.T, store *db.Store) *httptest.Server {
+// adminToken is the admin bearer token of the test servers.
+const adminToken = "test-admin-token-0123456789"
+
+// newServer serves the router over store with signatures not required (the
+// format tests) and adminToken; tune changes the dependencies.
+func newServer(t *testing.T, store *db.Store, tune ...func(*api.Deps)) *httptest.Server {
 	t.Helper()
 	// Nothing listens on port 1: /readyz must see Temporal unreachable.
 	tc, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
-	srv := httptest.NewServer(api.NewRouter(api.Deps{
+	deps := api.Deps{
 		Store: store, Temporal: tc, TemporalNamespace: "default", TemporalUIURL: "http://ui",
 		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}))
+		AdminToken: adminToken,
+	}
+	for _, f := range tune {
+		f(&deps)
+	}
+	srv := httptest.NewServer(api.NewRouter(deps))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -42,12 +52,23 @@ type response struct {
 
 func do(t *testing.T, method, url, contentType, body string) response {
 	t.Helper()
+	h := http.Header{}
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	if strings.Contains(url, "/admin/") {
+		h.Set("Authorization", "Bearer "+adminToken)
+	}
+	return doWith(t, http.DefaultClient, method, url, h, body)
+}
+
+// doWith sends body with exactly the headers h through hc.
+func doWith(t *testing.T, hc *http.Client, method, url string, h http.Header, body string) response {
+	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	res, err := http.DefaultClient.Do(req)
+	req.Header = h
+	res, err := hc.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
@@ -119,7 +140,15 @@ func TestWebhookRefusesInvalidInputAndStoresNothing(t *testing.T) {
 		{"payer ispb", withField("payer", `{"name":"A","ispb":"123"}`), "payer.ispb"},
 		{"occurred_at not time", withField("occurred_at", `"yesterday"`), "occurred_at"},
 		{"occurred_at number", withField("occurred_at", `5`), "occurred_at"},
-		{"NUL in a field", withField("payer", `{"name":"A\u0000B"}`), "body"},
+		{"NUL in a field", withField("payer", `{"name":"A\u0000B"}`), "payer.name"},
+		{"NUL in a key", `{"a\u0000":1}`, "a\x00"},
+		{"duplicate key", `{"end_to_end_id":"` + validID + `","account_id":"acc-0001","amount_cents":1,"amount_cents":100000}`, "amount_cents"},
+		{"duplicate key nested", withField("payer", `{"name":"A","name":"B"}`), "payer.name"},
+		{"key in another case is not the field", strings.Replace(withField("account_id", `"acc-0001"`), `"end_to_end_id"`, `"END_TO_END_ID"`, 1), "end_to_end_id"},
+		{"trailing garbage", withField("account_id", `"acc-0001"`) + `]`, "body"},
+		{"control character in account_id", withField("account_id", `"acc\u0007"`), "account_id"},
+		{"payer name not a string", withField("payer", `{"name":5}`), "payer.name"},
+		{"deep nesting", withField("extra", strings.Repeat("[", 40)+strings.Repeat("]", 40)), "extra"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,7 +156,7 @@ func TestWebhookRefusesInvalidInputAndStoresNothing(t *testing.T) {
 			require.Equal(t, http.StatusBadRequest, r.status, "%v", r.body)
 			code, msg := errorOf(t, r)
 			require.Equal(t, api.CodeInvalidRequest, code)
-			require.True(t, strings.HasPrefix(msg, tc.field+":"), "message %q names the field %q", msg, tc.field)
+			require.True(t, strings.HasPrefix(msg, tc.field+":") || strings.HasPrefix(msg, tc.field+"["), "message %q names the field %q", msg, tc.field)
 		})
 	}
 	t.Run("too large", func(t *testing.T) {
@@ -205,7 +234,7 @@ func TestQueriesAndRetryErrors(t *testing.T) {
 	require.Equal(t, "Maria", r.body["owner_name"])
 
 	r = do(t, http.MethodPost, srv.URL+"/admin/pix/credits/"+unknown+"/retry", "", "")
-	require.Equal(t, http.StatusNotFound, r.status)
+	require.Equal(t, http.StatusNotFound, r.status, "%v", r.body)
 
 	body := `{"end_to_end_id":"` + validID + `","account_id":"acc-1","amount_cents":1}`
 	require.Equal(t, http.StatusAccepted, do(t, http.MethodPost, srv.URL+"/webhooks/pix", "application/json", body).status)

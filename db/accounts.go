@@ -57,3 +57,56 @@ func (s *Store) GetAccount(ctx context.Context, id string) (pix.Account, error) 
 	}
 	return a, nil
 }
+
+// NewPixKey registers a Pix key (DICT key) of one of our accounts.
+type NewPixKey struct {
+	Key       string
+	KeyType   string // cpf, cnpj, email, phone or evp
+	AccountID string
+}
+
+// CreatePixKey registers a Pix key; a key that already exists is left as it
+// is. It reports whether the key was created.
+func (s *Store) CreatePixKey(ctx context.Context, k NewPixKey) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `
+		INSERT INTO pix_keys (key, key_type, account_id) VALUES ($1, $2, $3)
+		ON CONFLICT (key) DO NOTHING`, k.Key, k.KeyType, k.AccountID)
+	if err != nil {
+		return false, classify(fmt.Errorf("create pix key: %w", err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// NewCharge is a charge (cob) a customer issued: a PIX paying it names its
+// txid.
+type NewCharge struct {
+	TxID                string
+	AccountID           string
+	AmountExpectedCents int64 // 0: any amount
+}
+
+// CreateCharge records a charge; one that already exists is left as it is.
+// It reports whether the charge was created.
+func (s *Store) CreateCharge(ctx context.Context, c NewCharge) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `
+		INSERT INTO pix_charges (txid, account_id, amount_expected_cents) VALUES ($1, $2, NULLIF($3, 0))
+		ON CONFLICT (txid) DO NOTHING`, c.TxID, c.AccountID, c.AmountExpectedCents)
+	if err != nil {
+		return false, classify(fmt.Errorf("create charge: %w", err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// ChargeStatus returns a charge's status (ATIVA until a PIX pays it, then
+// CONCLUIDA).
+func (s *Store) ChargeStatus(ctx context.Context, txid string) (string, error) {
+	var status string
+	err := s.pool.QueryRow(ctx, `SELECT status FROM pix_charges WHERE txid = $1`, txid).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", pix.ErrChargeNotFound
+	}
+	if err != nil {
+		return "", classify(fmt.Errorf("get charge: %w", err))
+	}
+	return status, nil
+}

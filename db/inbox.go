@@ -29,36 +29,57 @@ func (s *Store) Ping(ctx context.Context) error {
 	return classify(s.pool.Ping(ctx))
 }
 
-// Receive stores one delivery of a notification, in one statement: a first
+// receiveSQL stores one delivery of a notification, in one statement: a first
 // delivery inserts a pending row that is due for dispatch at once; a
-// redelivery with the same account and amount only counts (deliveries+1),
-// except that a failed row is put back to pending (re-driven). Another
-// account or amount under the same end_to_end_id is pix.ErrPayloadMismatch
-// and changes nothing. Concurrent copies are one insert and n-1 updates:
-// PostgreSQL's ON CONFLICT decides atomically.
-func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error) {
+// redelivery of the same PIX only counts (deliveries+1) and records a refund
+// notice if it carries one, except that a failed row is put back to pending
+// (re-driven). The same PIX means the same format, amount and recipient as
+// sent (account, or key and txid). Otherwise nothing is updated and no row is
+// returned: a payload mismatch. Concurrent copies are one insert and n-1
+// updates: PostgreSQL's ON CONFLICT decides atomically.
+//
+// RETURNING's subquery reads the statement's snapshot, that is the row as it
+// was before this delivery (absent for an insert): whether it was failed. A
+// concurrent change makes it at worst a needless kick.
+const receiveSQL = `
+	INSERT INTO inbox_messages (end_to_end_id, amount_cents, source, account_id, pix_key, txid, psp, refund_notice, payload, dispatch_due_at)
+	VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), NULLIF($6, ''), NULLIF($7, ''), $8, $9, now())
+	ON CONFLICT (end_to_end_id) DO UPDATE SET
+		deliveries        = inbox_messages.deliveries + 1,
+		last_delivered_at = now(),
+		refund_notice     = COALESCE(EXCLUDED.refund_notice, inbox_messages.refund_notice),
+		status            = CASE WHEN inbox_messages.status = 'failed' THEN 'pending' ELSE inbox_messages.status END,
+		dispatch_due_at   = CASE WHEN inbox_messages.status = 'failed' THEN now() ELSE inbox_messages.dispatch_due_at END,
+		dispatched_at     = CASE WHEN inbox_messages.status = 'failed' THEN NULL ELSE inbox_messages.dispatched_at END,
+		processed_at      = CASE WHEN inbox_messages.status = 'failed' THEN NULL ELSE inbox_messages.processed_at END
+	WHERE inbox_messages.amount_cents = EXCLUDED.amount_cents
+	  AND inbox_messages.source = EXCLUDED.source
+	  AND CASE WHEN EXCLUDED.source = 'native' THEN inbox_messages.account_id = EXCLUDED.account_id
+	           ELSE inbox_messages.pix_key IS NOT DISTINCT FROM EXCLUDED.pix_key
+	                AND inbox_messages.txid IS NOT DISTINCT FROM EXCLUDED.txid END
+	RETURNING status, deliveries = 1,
+		COALESCE((SELECT before.status = 'failed' FROM inbox_messages before WHERE before.end_to_end_id = $1), false)`
+
+func receiveArgs(n pix.Notification) []any {
+	source := n.Source
+	if source == "" {
+		source = pix.SourceNative
+	}
+	var refund any
+	if len(n.RefundNotice) > 0 {
+		refund = n.RefundNotice
+	}
+	return []any{n.EndToEndID, n.AmountCents, source, n.AccountID, n.PixKey, n.TxID, n.PSP, refund, n.Payload}
+}
+
+// scanReceipt reads receiveSQL's answer for n.
+func scanReceipt(row pgx.Row, n pix.Notification) (pix.Receipt, error) {
 	receipt := pix.Receipt{EndToEndID: n.EndToEndID}
 	var first bool
-	// RETURNING's subquery reads the statement's snapshot, that is the row
-	// as it was before this delivery (absent for an insert): whether it was
-	// failed. A concurrent change makes it at worst a needless kick.
-	err := s.pool.QueryRow(ctx, `
-		INSERT INTO inbox_messages (end_to_end_id, account_id, amount_cents, payload, dispatch_due_at)
-		VALUES ($1, $2, $3, $4, now())
-		ON CONFLICT (end_to_end_id) DO UPDATE SET
-			deliveries        = inbox_messages.deliveries + 1,
-			last_delivered_at = now(),
-			status            = CASE WHEN inbox_messages.status = 'failed' THEN 'pending' ELSE inbox_messages.status END,
-			dispatch_due_at   = CASE WHEN inbox_messages.status = 'failed' THEN now() ELSE inbox_messages.dispatch_due_at END,
-			dispatched_at     = CASE WHEN inbox_messages.status = 'failed' THEN NULL ELSE inbox_messages.dispatched_at END,
-			processed_at      = CASE WHEN inbox_messages.status = 'failed' THEN NULL ELSE inbox_messages.processed_at END
-		WHERE inbox_messages.account_id = EXCLUDED.account_id AND inbox_messages.amount_cents = EXCLUDED.amount_cents
-		RETURNING status, deliveries = 1,
-			COALESCE((SELECT before.status = 'failed' FROM inbox_messages before WHERE before.end_to_end_id = $1), false)`,
-		n.EndToEndID, n.AccountID, n.AmountCents, n.Payload).Scan(&receipt.Status, &first, &receipt.Redriven)
+	err := row.Scan(&receipt.Status, &first, &receipt.Redriven)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The row exists (the insert conflicted) and the update's condition
-		// failed: another account or amount.
+		// failed: another amount or recipient.
 		return pix.Receipt{}, pix.ErrPayloadMismatch
 	}
 	if err != nil {
@@ -66,6 +87,41 @@ func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, e
 	}
 	receipt.Duplicate = !first
 	return receipt, nil
+}
+
+// Receive stores one delivery of a notification (see receiveSQL). Another
+// amount or recipient under the same end_to_end_id is pix.ErrPayloadMismatch
+// and changes nothing.
+func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error) {
+	return scanReceipt(s.pool.QueryRow(ctx, receiveSQL, receiveArgs(n)...), n)
+}
+
+// ReceiveBatch stores the deliveries of one request in one transaction: all
+// are committed or none. The statements go in one round trip. An item that
+// repeats an earlier item's end_to_end_id is a redelivery of it. The first
+// refusal is returned as a *pix.ItemError naming the item.
+func (s *Store) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.Receipt, error) {
+	receipts := make([]pix.Receipt, len(ns))
+	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		batch := &pgx.Batch{}
+		for _, n := range ns {
+			batch.Queue(receiveSQL, receiveArgs(n)...)
+		}
+		results := tx.SendBatch(ctx, batch)
+		defer results.Close() //nolint:errcheck // the first error is returned below
+		for i, n := range ns {
+			r, err := scanReceipt(results.QueryRow(), n)
+			if err != nil {
+				return &pix.ItemError{Index: i, Err: err}
+			}
+			receipts[i] = r
+		}
+		return results.Close()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return receipts, nil
 }
 
 // Redrive puts a failed row back to pending, due for dispatch at once: the
@@ -111,15 +167,33 @@ type CreditOutcome struct {
 func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (CreditOutcome, error) {
 	var out CreditOutcome
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		// The row, locked, and its account: named by the PSP (native format),
+		// else resolved through the Pix key, else through the charge's txid
+		// (API Pix format).
 		var status string
+		var pixKey, txid, account *string
 		err := tx.QueryRow(ctx, `
-			SELECT account_id, amount_cents, status FROM inbox_messages
-			WHERE end_to_end_id = $1 FOR UPDATE`, endToEndID).Scan(&out.AccountID, &out.AmountCents, &status)
+			SELECT m.amount_cents, m.status, m.pix_key, m.txid,
+			       COALESCE(m.account_id, CASE WHEN m.pix_key IS NOT NULL THEN k.account_id ELSE c.account_id END)
+			FROM inbox_messages m
+			LEFT JOIN pix_keys k ON k.key = m.pix_key
+			LEFT JOIN pix_charges c ON c.txid = m.txid
+			WHERE m.end_to_end_id = $1
+			FOR UPDATE OF m`, endToEndID).Scan(&out.AmountCents, &status, &pixKey, &txid, &account)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return pix.ErrCreditNotFound
 		}
 		if err != nil {
 			return fmt.Errorf("lock inbox message: %w", err)
+		}
+		switch {
+		case account != nil:
+			out.AccountID = *account
+		case status != pix.StatusPending:
+		case pixKey != nil:
+			return fmt.Errorf("%w: %q", pix.ErrPixKeyNotFound, *pixKey)
+		default:
+			return fmt.Errorf("%w: %q", pix.ErrChargeNotFound, *txid)
 		}
 		switch status {
 		case pix.StatusDone:
@@ -154,8 +228,8 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 			out.BalanceAfter = *prevBalanceAfter
 			_, err = tx.Exec(ctx, `
 				UPDATE inbox_messages
-				SET status = 'done', attempts = GREATEST(attempts, $2), processed_at = clock_timestamp(), dispatch_due_at = NULL
-				WHERE end_to_end_id = $1`, endToEndID, attempt)
+				SET status = 'done', account_id = $3, attempts = GREATEST(attempts, $2), processed_at = clock_timestamp(), dispatch_due_at = NULL
+				WHERE end_to_end_id = $1`, endToEndID, attempt, out.AccountID)
 			if err != nil {
 				return fmt.Errorf("mark inbox message done: %w", err)
 			}
@@ -169,12 +243,16 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 			return pix.ErrBalanceOverflow
 		}
 		out.BalanceAfter = balance + out.AmountCents
-		// The balance, the credit and the inbox row in one statement. The
-		// credit's time is clock_timestamp(), not now(): the moment of the
-		// credit, after the locks were obtained, not the transaction's start.
+		// The balance, the credit, the inbox row and the charge it pays (if
+		// any, and still open) in one statement. The credit's time is
+		// clock_timestamp(), not now(): the moment of the credit, after the
+		// locks were obtained, not the transaction's start.
 		var recorded int
 		err = tx.QueryRow(ctx, `
-			WITH balance AS (
+			WITH charge AS (
+				UPDATE pix_charges SET status = 'CONCLUIDA', updated_at = clock_timestamp()
+				WHERE txid = $6 AND status = 'ATIVA'),
+			balance AS (
 				UPDATE accounts SET balance_cents = $3, updated_at = clock_timestamp()
 				WHERE id = $2
 				RETURNING updated_at),
@@ -183,11 +261,11 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 				SELECT $1, $2, $4, $3, updated_at FROM balance
 				RETURNING credited_at)
 			UPDATE inbox_messages
-			SET status = 'done', attempts = GREATEST(attempts, $5), dispatch_due_at = NULL,
+			SET status = 'done', account_id = $2, attempts = GREATEST(attempts, $5), dispatch_due_at = NULL,
 			    processed_at = (SELECT credited_at FROM credit)
 			WHERE end_to_end_id = $1
 			RETURNING (SELECT count(*) FROM credit)`,
-			endToEndID, out.AccountID, out.BalanceAfter, out.AmountCents, attempt).Scan(&recorded)
+			endToEndID, out.AccountID, out.BalanceAfter, out.AmountCents, attempt, txid).Scan(&recorded)
 		if err != nil {
 			return fmt.Errorf("credit: %w", err)
 		}
@@ -306,22 +384,27 @@ func (s *Store) DeferDispatch(ctx context.Context, endToEndIDs []string, delay t
 // cleaned up, its credit.
 func (s *Store) GetCredit(ctx context.Context, endToEndID string) (pix.Credit, error) {
 	var c pix.Credit
+	// NULL once the inbox row was cleaned up: the credit no longer says.
+	var source *string
 	err := s.pool.QueryRow(ctx, `
-		SELECT m.end_to_end_id, m.account_id, m.amount_cents, m.status, m.attempts, m.last_error,
+		SELECT m.end_to_end_id, m.source, m.account_id, m.pix_key, m.txid, m.amount_cents, m.status, m.attempts, m.last_error,
 		       m.deliveries, m.received_at, m.processed_at, c.credited_at
 		FROM inbox_messages m LEFT JOIN pix_credits c USING (end_to_end_id)
 		WHERE m.end_to_end_id = $1
 		UNION ALL
-		SELECT c.end_to_end_id, c.account_id, c.amount_cents, 'done', 0, NULL, 0, c.credited_at, c.credited_at, c.credited_at
+		SELECT c.end_to_end_id, NULL, c.account_id, NULL, NULL, c.amount_cents, 'done', 0, NULL, 0, c.credited_at, c.credited_at, c.credited_at
 		FROM pix_credits c
 		WHERE c.end_to_end_id = $1 AND NOT EXISTS (SELECT 1 FROM inbox_messages WHERE end_to_end_id = $1)`,
-		endToEndID).Scan(&c.EndToEndID, &c.AccountID, &c.AmountCents, &c.Status, &c.Attempts, &c.LastError,
+		endToEndID).Scan(&c.EndToEndID, &source, &c.AccountID, &c.PixKey, &c.TxID, &c.AmountCents, &c.Status, &c.Attempts, &c.LastError,
 		&c.Deliveries, &c.ReceivedAt, &c.ProcessedAt, &c.CreditedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return pix.Credit{}, pix.ErrCreditNotFound
 	}
 	if err != nil {
 		return pix.Credit{}, classify(fmt.Errorf("get pix credit: %w", err))
+	}
+	if source != nil {
+		c.Source = *source
 	}
 	return c, nil
 }

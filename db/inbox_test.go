@@ -86,7 +86,7 @@ func TestReceiveMismatchChangesNothing(t *testing.T) {
 	c, err := s.GetCredit(ctx, n.EndToEndID)
 	require.NoError(t, err)
 	require.Equal(t, 1, c.Deliveries)
-	require.Equal(t, "acc-1", c.AccountID)
+	require.Equal(t, "acc-1", *c.AccountID)
 	require.EqualValues(t, 15000, c.AmountCents)
 }
 

@@ -18,7 +18,7 @@ func TestLoadSmoke(t *testing.T) {
 	ctx := context.Background()
 	sess, err := load.NewSession(load.Options{
 		APIURL: s.baseURL, RunID: load.NewRunID(), Accounts: 10, DupRatio: 0.3, BurstRatio: 0.1, BurstCopies: 4,
-		MaxInFlight: 32, RetryUnacked: true, RetryFor: 30 * time.Second, Seed: 1,
+		MaxInFlight: 32, RetryUnacked: true, RetryFor: 30 * time.Second, Seed: 1, SigningKey: e2eSigningKey,
 	})
 	require.NoError(t, err)
 	defer sess.Close()

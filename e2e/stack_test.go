@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/temporaltest"
+	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -103,6 +103,8 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	cfg.DispatchRetryMaxDelay = 500 * time.Millisecond
 	cfg.ShutdownTimeout = 10 * time.Second
 	cfg.WorkerStopTimeout = 2 * time.Second
+	cfg.WebhookSecrets = []webhooksig.Secret{{PSP: "e2e-psp", Key: e2eSigningKey}}
+	cfg.AdminToken = e2eAdminToken
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -131,6 +133,12 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	return &stack{t: t, cfg: cfg, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String()}
 }
 
+// The credentials of the e2e stacks: the tests act as the PSP and as an
+// operator.
+var e2eSigningKey = []byte("e2e webhook signing key, 32 bytes")
+
+const e2eAdminToken = "e2e-admin-token-0123456789"
+
 // pixID returns a fresh, valid end_to_end_id.
 func pixID() string {
 	return "E12345678" + strings.ToUpper(randomSuffix()) + fmt.Sprintf("%011d", time.Now().UnixNano()%1e11)
@@ -149,15 +157,21 @@ type reply struct {
 
 func (s *stack) request(method, path string, body any) reply {
 	s.t.Helper()
-	var r io.Reader
+	var raw []byte
 	if body != nil {
-		b, err := json.Marshal(body)
+		var err error
+		raw, err = json.Marshal(body)
 		require.NoError(s.t, err)
-		r = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, s.baseURL+path, r)
+	req, err := http.NewRequest(method, s.baseURL+path, bytes.NewReader(raw))
 	require.NoError(s.t, err)
 	req.Header.Set("Content-Type", "application/json")
+	switch {
+	case strings.HasPrefix(path, "/webhooks/"):
+		webhooksig.SetHeaders(req.Header, "msg_"+randomSuffix(), time.Now(), raw, e2eSigningKey)
+	case strings.HasPrefix(path, "/admin/"):
+		req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
+	}
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(s.t, err)
 	defer res.Body.Close()

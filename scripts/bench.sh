@@ -18,6 +18,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
 
+use_dev_credentials
 build_tools
 go build -o "$BIN/pixd" ./cmd/pixd
 go build -o "$BIN/pixload" ./cmd/pixload

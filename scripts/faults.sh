@@ -8,6 +8,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
+use_dev_credentials
 build_tools
 go build -o "$BIN/pixd" ./cmd/pixd
 go build -o "$BIN/pixfaults" ./cmd/pixfaults

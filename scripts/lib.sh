@@ -8,6 +8,15 @@ DATA="$ROOT/.data"
 # CHILDREN are the background processes a script started; on_exit_stop_children
 # makes the script stop them (and wait for them) however it ends.
 CHILDREN=()
+
+# use_dev_credentials: the webhook secret and admin token of a local run, the
+# demo, the benchmarks and the fault suite, unless the environment sets its
+# own. They are published here, so they protect nothing: production sets
+# WEBHOOK_SECRETS and ADMIN_TOKEN from its secret store.
+use_dev_credentials() {
+	export WEBHOOK_SECRETS="${WEBHOOK_SECRETS:-dev-psp=whsec_FxHdX8cWPPDNG0JAwVicsysuvTq2ilXZsBYGmFnV6KQ=}"
+	export ADMIN_TOKEN="${ADMIN_TOKEN:-dev-admin-token-not-for-production}"
+}
 stop_children() {
 	local pid
 	for pid in "${CHILDREN[@]}"; do kill "$pid" 2>/dev/null || true; done

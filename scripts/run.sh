@@ -9,6 +9,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 mkdir -p "$DATA"
 
+use_dev_credentials
 build_tools
 log "building pixd"
 go build -o "$BIN/pixd" ./cmd/pixd
@@ -38,7 +39,9 @@ fi
 
 cat >&2 <<MSG
 
-  PIX API        http://$HTTP_ADDR   (GET /readyz, POST /webhooks/pix, ...)
+  PIX API        http://$HTTP_ADDR   (GET /readyz, POST /webhooks/pix, POST /webhooks/api-pix/pix, ...)
+  Webhooks       signed with WEBHOOK_SECRETS=$WEBHOOK_SECRETS (development only)
+  Admin          Authorization: Bearer $ADMIN_TOKEN
   Temporal UI    $TEMPORAL_UI_URL
   Database       $DATABASE_URL
   Demo           make demo   (in another terminal)

@@ -25,5 +25,11 @@ log "workflowcheck"
 "$BIN/workflowcheck" ./...
 log "go test"
 go test -count=1 -race -timeout 15m "$@" ./...
+# Each fuzz target briefly, beyond its committed seed corpus (which the run
+# above replays): go test fuzzes one target of one package at a time.
+log "fuzz, ${FUZZTIME:-10s} per target"
+for target in ./api:FuzzDecodeNotification ./api:FuzzDecodeAPIPix ./internal/webhooksig:FuzzVerify; do
+	go test -run='^$' -fuzz="^${target#*:}\$" -fuzztime="${FUZZTIME:-10s}" "${target%%:*}"
+done
 log "fault suite, smoke version"
 ./scripts/faults.sh -smoke

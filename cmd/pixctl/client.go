@@ -6,13 +6,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/pixbank/pix/internal/webhooksig"
 )
 
 // apiClient calls the PIX service's HTTP API.
 type apiClient struct {
 	base string
 	http http.Client
+	// signingKey signs what is posted to /webhooks/ (as a PSP would);
+	// adminToken authorizes /admin/ calls.
+	signingKey []byte
+	adminToken string
 }
 
 // call sends body (if any) as JSON and decodes the answer into out (if
@@ -31,6 +38,12 @@ func (c *apiClient) call(ctx context.Context, method, path string, body, out any
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	switch {
+	case strings.HasPrefix(path, "/webhooks/") && c.signingKey != nil:
+		webhooksig.SetHeaders(req.Header, fmt.Sprintf("msg_pixctl_%d", time.Now().UnixNano()), time.Now(), buf.Bytes(), c.signingKey)
+	case strings.HasPrefix(path, "/admin/") && c.adminToken != "":
+		req.Header.Set("Authorization", "Bearer "+c.adminToken)
+	}
 	res, err := c.http.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("%s %s: %w", method, path, err)

@@ -192,7 +192,7 @@ func demo(ctx context.Context, c *apiClient, out io.Writer) error {
 	tw.Flush()
 	if lost := final[unknown.EndToEndID]; lost.Status == "failed" {
 		say("\nThe failed PIX in the Temporal UI: %s", lost.TemporalUIURL)
-		say("Re-drive it once its account exists: curl -X POST %s/admin/pix/credits/%s/retry", c.base, unknown.EndToEndID)
+		say("Re-drive it once its account exists: curl -X POST -H \"Authorization: Bearer $ADMIN_TOKEN\" %s/admin/pix/credits/%s/retry", c.base, unknown.EndToEndID)
 	}
 	return nil
 }

@@ -5,7 +5,9 @@
 //	               copies, a payload mismatch and a PIX to an unknown account;
 //	               then print statuses and balances
 //
-// PIX_API_URL (default http://127.0.0.1:8080) names the API.
+// PIX_API_URL (default http://127.0.0.1:8080) names the API. Webhooks are
+// signed with the first secret of WEBHOOK_SECRETS (as the PSP it belongs
+// to); admin calls carry ADMIN_TOKEN.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"os"
 
 	"github.com/pixbank/pix/internal/cli"
+	"github.com/pixbank/pix/internal/webhooksig"
 )
 
 const usage = "usage: pixctl demo"
@@ -29,7 +32,11 @@ func run(ctx context.Context, args []string) error {
 	if apiURL == "" {
 		apiURL = "http://127.0.0.1:8080"
 	}
-	c := &apiClient{base: apiURL}
+	key, err := webhooksig.ClientKey(os.Getenv("WEBHOOK_SECRETS"))
+	if err != nil {
+		return fmt.Errorf("WEBHOOK_SECRETS: %w", err)
+	}
+	c := &apiClient{base: apiURL, signingKey: key, adminToken: os.Getenv("ADMIN_TOKEN")}
 	switch args[0] {
 	case "demo":
 		return demo(ctx, c, os.Stdout)

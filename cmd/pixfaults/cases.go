@@ -171,7 +171,7 @@ func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
 	o := outcome{name: c.name, errors: map[string]int64{}}
 	sess, err := load.NewSession(load.Options{
 		APIURL: st.apiURL, RunID: load.NewRunID(), Accounts: s.accounts, DupRatio: 0.2, BurstRatio: 0.02, BurstCopies: 5,
-		MaxInFlight: 128, RetryUnacked: true, RetryFor: 2 * time.Minute, Seed: 7,
+		MaxInFlight: 128, RetryUnacked: true, RetryFor: 2 * time.Minute, Seed: 7, SigningKey: s.signingKey,
 	})
 	if err != nil {
 		o.err = err

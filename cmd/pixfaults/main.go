@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/pixbank/pix/internal/cli"
+	"github.com/pixbank/pix/internal/webhooksig"
 )
 
 func main() {
@@ -39,6 +40,9 @@ type settings struct {
 	drainTimeout    time.Duration
 	only            string
 	pgStop, pgStart string
+	// signingKey signs the load's webhooks (the first secret of
+	// WEBHOOK_SECRETS, which the API under test reads too).
+	signingKey []byte
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -60,6 +64,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	s.pgStop, s.pgStart = os.Getenv("PIX_FAULTS_PG_STOP"), os.Getenv("PIX_FAULTS_PG_START")
+	var err error
+	if s.signingKey, err = webhooksig.ClientKey(os.Getenv("WEBHOOK_SECRETS")); err != nil {
+		return fmt.Errorf("WEBHOOK_SECRETS: %w", err)
+	}
 
 	st, err := startStack(ctx, *dir)
 	if err != nil {

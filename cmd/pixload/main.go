@@ -29,6 +29,7 @@ import (
 	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/load"
+	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/internal/logging"
 )
 
@@ -56,6 +57,9 @@ type flags struct {
 	label               string
 	pauseCmd, resumeCmd string
 	warmup              time.Duration
+	// signingKey signs the webhooks: the first secret of WEBHOOK_SECRETS,
+	// the same variable the API reads.
+	signingKey []byte
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -94,6 +98,11 @@ func parseFlags(args []string) (flags, error) {
 		}
 		f.rates = append(f.rates, v)
 	}
+	key, err := webhooksig.ClientKey(os.Getenv("WEBHOOK_SECRETS"))
+	if err != nil {
+		return f, fmt.Errorf("WEBHOOK_SECRETS: %w", err)
+	}
+	f.signingKey = key
 	return f, nil
 }
 
@@ -209,7 +218,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	sessionOpts := func(id string, dup, burst float64) load.Options {
 		return load.Options{
 			APIURL: f.api, RunID: id, Accounts: f.accounts, DupRatio: dup, BurstRatio: burst, BurstCopies: f.copies,
-			MaxInFlight: f.maxInFlight, RetryUnacked: f.retryUnacked, RetryFor: f.retryFor, Seed: 1,
+			MaxInFlight: f.maxInFlight, RetryUnacked: f.retryUnacked, RetryFor: f.retryFor, Seed: 1, SigningKey: f.signingKey,
 		}
 	}
 	if f.idleRate > 0 {

@@ -6,11 +6,14 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -22,6 +25,7 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/dispatch"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/worker"
 )
 
@@ -84,6 +88,10 @@ func (a *App) Dispatcher() *dispatch.Dispatcher {
 
 // Handler builds the HTTP handler; kick may be nil.
 func (a *App) Handler(kick func()) http.Handler {
+	var verifier *webhooksig.Verifier
+	if len(a.Cfg.WebhookSecrets) > 0 {
+		verifier = webhooksig.NewVerifier(a.Cfg.WebhookSecrets, a.Cfg.WebhookSignatureTolerance, nil)
+	}
 	return api.NewRouter(api.Deps{
 		Store:             a.Store,
 		Temporal:          a.Temporal,
@@ -92,13 +100,58 @@ func (a *App) Handler(kick func()) http.Handler {
 		TemporalUIURL:     a.Cfg.TemporalUIURL,
 		RequestTimeout:    a.Cfg.RequestTimeout,
 		Logger:            a.Log,
+		Signatures:        verifier,
+		RequireSignatures: a.Cfg.WebhookSignaturesRequired,
+		RequireClientCert: a.Cfg.TLSClientCAFile != "",
+		AdminToken:        a.Cfg.AdminToken,
 	})
+}
+
+// tlsConfig is the server's TLS set-up, nil to serve plain HTTP. With a
+// client CA, every client is asked for a certificate and any certificate
+// given must chain to that CA (a wrong one fails the handshake); the
+// webhook routes then refuse a request that came without one.
+func (a *App) tlsConfig() (*tls.Config, error) {
+	if a.Cfg.TLSCertFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(a.Cfg.TLSCertFile, a.Cfg.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("TLS_CERT_FILE/TLS_KEY_FILE: %w", err)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if a.Cfg.TLSClientCAFile != "" {
+		pem, err := os.ReadFile(a.Cfg.TLSClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("TLS_CLIENT_CA_FILE: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("TLS_CLIENT_CA_FILE: %s holds no PEM certificate", a.Cfg.TLSClientCAFile)
+		}
+		cfg.ClientCAs = pool
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return cfg, nil
 }
 
 // ServeAPI serves HTTP on ln until ctx ends; then it stops taking
 // connections and lets in-flight requests finish within the shutdown
 // timeout. Commits that make rows due notify the dispatchers.
 func (a *App) ServeAPI(ctx context.Context, ln net.Listener) error {
+	if err := a.Cfg.CheckAPI(); err != nil {
+		return err
+	}
+	tlsCfg, err := a.tlsConfig()
+	if err != nil {
+		return err
+	}
+	if !a.Cfg.WebhookSignaturesRequired {
+		a.Log.Warn("webhook signatures are not required (WEBHOOK_SIGNATURES_REQUIRED=false): never run production like this")
+	}
+	if a.Cfg.AdminToken == "" {
+		a.Log.Info("admin routes are disabled: ADMIN_TOKEN is not set")
+	}
 	g, ctx := errgroup.WithContext(ctx)
 	notifier := dispatch.NewNotifier(a.Store, a.Log)
 	g.Go(func() error { return notifier.Run(ctx) })
@@ -109,10 +162,16 @@ func (a *App) ServeAPI(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      a.Cfg.HTTPWriteTimeout,
 		IdleTimeout:       a.Cfg.HTTPIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+		TLSConfig:         tlsCfg,
 	}
 	g.Go(func() error {
-		a.Log.Info("api listening", "addr", ln.Addr().String())
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		a.Log.Info("api listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil, "mutual_tls", a.Cfg.TLSClientCAFile != "")
+		serve := srv.Serve
+		if tlsCfg != nil {
+			// The certificate is in TLSConfig already.
+			serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+		}
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("serve http: %w", err)
 		}
 		return nil
@@ -197,11 +256,30 @@ var DemoAccounts = []db.NewAccount{
 	{ID: "acc-0004", OwnerName: "Carlos Lima", OpeningBalanceCents: 250_000},
 }
 
-// SeedDemoAccounts opens the demo accounts that don't exist yet.
+// DemoPixKeys and DemoCharges let API Pix notifications reach the demo
+// accounts: Maria's e-mail key, and the charge whose txid the Central Bank's
+// example notification pixWebhook2 pays.
+var (
+	DemoPixKeys = []db.NewPixKey{{Key: "maria@example.com", KeyType: "email", AccountID: "acc-0001"}}
+	DemoCharges = []db.NewCharge{{TxID: "971122d8f37211eaadc10242ac120002", AccountID: "acc-0002", AmountExpectedCents: 11_000}}
+)
+
+// SeedDemoAccounts opens the demo accounts, keys and charges that don't
+// exist yet.
 func (a *App) SeedDemoAccounts(ctx context.Context) error {
 	for _, acc := range DemoAccounts {
 		if _, err := a.Store.CreateAccount(ctx, acc); err != nil {
 			return fmt.Errorf("seed %s: %w", acc.ID, err)
+		}
+	}
+	for _, k := range DemoPixKeys {
+		if _, err := a.Store.CreatePixKey(ctx, k); err != nil {
+			return fmt.Errorf("seed pix key %s: %w", k.Key, err)
+		}
+	}
+	for _, c := range DemoCharges {
+		if _, err := a.Store.CreateCharge(ctx, c); err != nil {
+			return fmt.Errorf("seed charge %s: %w", c.TxID, err)
 		}
 	}
 	return nil

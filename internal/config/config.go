@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -37,6 +38,15 @@ type Config struct {
 	DispatchConcurrency   int
 	DispatchRecheckAfter  time.Duration
 	DispatchRetryMaxDelay time.Duration
+
+	// PSP-facing authenticity (see the README's "Webhook security").
+	WebhookSecrets            []webhooksig.Secret
+	WebhookSignaturesRequired bool
+	WebhookSignatureTolerance time.Duration
+	TLSCertFile               string
+	TLSKeyFile                string
+	TLSClientCAFile           string
+	AdminToken                string
 
 	InboxAttemptsMax      int32
 	InboxRetryInitial     time.Duration
@@ -72,6 +82,9 @@ func Default() Config {
 		DispatchConcurrency:   16,
 		DispatchRecheckAfter:  2 * time.Minute,
 		DispatchRetryMaxDelay: 10 * time.Second,
+
+		WebhookSignaturesRequired: true,
+		WebhookSignatureTolerance: webhooksig.DefaultTolerance,
 
 		InboxAttemptsMax:      r.MaxAttempts,
 		InboxRetryInitial:     r.InitialInterval,
@@ -129,6 +142,16 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 			set(n)
 		}
 	}
+	boolean := func(name string, dst *bool) {
+		if v, ok := lookup(name); ok {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not true or false", name, v))
+				return
+			}
+			*dst = b
+		}
+	}
 	str("DATABASE_URL", &c.DatabaseURL)
 	integer("DATABASE_MAX_CONNS", 1, 1000, func(n int64) { c.DatabaseMaxConns = int32(n) })
 	str("TEMPORAL_ADDRESS", &c.TemporalAddress)
@@ -144,18 +167,25 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	dur("WORKER_STOP_TIMEOUT", &c.WorkerStopTimeout)
 	integer("WORKER_MAX_CONCURRENT_ACTIVITIES", 0, 10000, func(n int64) { c.WorkerMaxActivities = int(n) })
 	str("LOG_LEVEL", &c.LogLevel)
-	if v, ok := lookup("DISPATCHER_ENABLED"); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("DISPATCHER_ENABLED: %q is not true or false", v))
-		}
-		c.DispatcherEnabled = b
-	}
+	boolean("DISPATCHER_ENABLED", &c.DispatcherEnabled)
 	dur("DISPATCH_POLL_INTERVAL", &c.DispatchPollInterval)
 	integer("DISPATCH_BATCH_SIZE", 1, 10000, func(n int64) { c.DispatchBatchSize = int(n) })
 	integer("DISPATCH_CONCURRENCY", 1, 1000, func(n int64) { c.DispatchConcurrency = int(n) })
 	dur("DISPATCH_RECHECK_AFTER", &c.DispatchRecheckAfter)
 	dur("DISPATCH_RETRY_MAX_DELAY", &c.DispatchRetryMaxDelay)
+	boolean("WEBHOOK_SIGNATURES_REQUIRED", &c.WebhookSignaturesRequired)
+	if v, ok := lookup("WEBHOOK_SECRETS"); ok {
+		secrets, err := webhooksig.ParseSecrets(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("WEBHOOK_SECRETS: %w", err))
+		}
+		c.WebhookSecrets = secrets
+	}
+	dur("WEBHOOK_SIGNATURE_TOLERANCE", &c.WebhookSignatureTolerance)
+	str("TLS_CERT_FILE", &c.TLSCertFile)
+	str("TLS_KEY_FILE", &c.TLSKeyFile)
+	str("TLS_CLIENT_CA_FILE", &c.TLSClientCAFile)
+	str("ADMIN_TOKEN", &c.AdminToken)
 	integer("INBOX_ATTEMPTS_MAX", 1, 1000, func(n int64) { c.InboxAttemptsMax = int32(n) })
 	dur("INBOX_RETRY_INITIAL_INTERVAL", &c.InboxRetryInitial)
 	if v, ok := lookup("INBOX_RETRY_BACKOFF_COEFFICIENT"); ok {
@@ -176,8 +206,30 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
 	}
+	if c.AdminToken != "" && len(c.AdminToken) < minAdminTokenLength {
+		errs = append(errs, fmt.Errorf("ADMIN_TOKEN: must be at least %d characters (for example: openssl rand -hex 32)", minAdminTokenLength))
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("TLS_CERT_FILE and TLS_KEY_FILE: set both or neither"))
+	}
+	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
+		errs = append(errs, errors.New("TLS_CLIENT_CA_FILE: mutual TLS needs TLS_CERT_FILE and TLS_KEY_FILE too"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
 	return c, nil
+}
+
+const minAdminTokenLength = 16
+
+// CheckAPI reports what the API process needs beyond what Load checks
+// (a worker needs no webhook secret): signatures required with no secret
+// configured would refuse every webhook.
+func (c Config) CheckAPI() error {
+	if c.WebhookSignaturesRequired && len(c.WebhookSecrets) == 0 {
+		return errors.New("configuration: WEBHOOK_SIGNATURES_REQUIRED is true but WEBHOOK_SECRETS is empty: " +
+			"set the PSPs' secrets (psp=whsec_...), or WEBHOOK_SIGNATURES_REQUIRED=false outside production")
+	}
+	return nil
 }

@@ -55,10 +55,42 @@ func TestInvalidValuesAreErrors(t *testing.T) {
 		"DATABASE_URL":                    "",
 		"LOG_LEVEL":                       "loud",
 		"HTTP_READ_TIMEOUT":               "0s",
+		"WEBHOOK_SIGNATURES_REQUIRED":     "yes please",
+		"WEBHOOK_SECRETS":                 "psp-a=not base64!",
+		"WEBHOOK_SIGNATURE_TOLERANCE":     "-1m",
+		"ADMIN_TOKEN":                     "short",
+		"TLS_CERT_FILE":                   "/only/the/cert.pem",
+		"TLS_CLIENT_CA_FILE":              "/ca.pem",
 	} {
 		_, err := config.FromLookup(lookup(map[string]string{name: value}))
 		require.ErrorContains(t, err, name, "%s=%q", name, value)
 	}
 	_, err := config.FromLookup(lookup(map[string]string{"INBOX_RETRY_MAX_INTERVAL": "100ms"}))
 	require.ErrorContains(t, err, "max interval", "a max interval below the initial one")
+}
+
+func TestWebhookSecurity(t *testing.T) {
+	c, err := config.FromLookup(lookup(nil))
+	require.NoError(t, err)
+	require.True(t, c.WebhookSignaturesRequired, "signatures are required unless turned off")
+	require.ErrorContains(t, c.CheckAPI(), "WEBHOOK_SECRETS is empty", "the API refuses to start unable to verify anything")
+
+	c, err = config.FromLookup(lookup(map[string]string{
+		"WEBHOOK_SECRETS":    "psp-a=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw;psp-b=whsec_AjbDemPJbUu0YFbwdkYEmVXCaacwpptbG8pBQFko594=",
+		"ADMIN_TOKEN":        "0123456789abcdef",
+		"TLS_CERT_FILE":      "/etc/pix/tls.pem",
+		"TLS_KEY_FILE":       "/etc/pix/tls-key.pem",
+		"TLS_CLIENT_CA_FILE": "/etc/pix/psp-ca.pem",
+	}))
+	require.NoError(t, err)
+	require.NoError(t, c.CheckAPI())
+	require.Len(t, c.WebhookSecrets, 2)
+	require.Equal(t, "psp-b", c.WebhookSecrets[1].PSP)
+
+	c, err = config.FromLookup(lookup(map[string]string{"WEBHOOK_SIGNATURES_REQUIRED": "false"}))
+	require.NoError(t, err)
+	require.NoError(t, c.CheckAPI(), "explicitly unsigned (development)")
+
+	_, err = config.FromLookup(lookup(map[string]string{"WEBHOOK_SECRETS": "psp-a=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "ADMIN_TOKEN": "short"}))
+	require.NotContains(t, err.Error(), "MfKQ9r8", "errors never show key material")
 }

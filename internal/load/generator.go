@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/pixbank/pix/internal/webhooksig"
 )
 
 // Options shape a load session.
@@ -38,6 +40,9 @@ type Options struct {
 	RetryUnacked bool
 	RetryFor     time.Duration
 	Seed         uint64
+	// SigningKey signs every webhook (Standard Webhooks), as the PSP whose
+	// secret it is; nil sends them unsigned.
+	SigningKey []byte
 }
 
 // Sent is one PIX as the load sent it.
@@ -246,7 +251,7 @@ func (s *Session) deliver(ctx context.Context, st *stepState, p Sent, scheduled 
 	backoff := 100 * time.Millisecond
 	sentAt := scheduled
 	for {
-		status, first, err := s.post(ctx, body)
+		status, first, err := s.post(ctx, p.EndToEndID, body)
 		st.requests.Add(1)
 		now := time.Now()
 		if err == nil && status/100 == 2 {
@@ -285,12 +290,17 @@ func (s *Session) deliver(ctx context.Context, st *stepState, p Sent, scheduled 
 	}
 }
 
-func (s *Session) post(ctx context.Context, body []byte) (status int, first bool, err error) {
+func (s *Session) post(ctx context.Context, endToEndID string, body []byte) (status int, first bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.opts.APIURL+"/webhooks/pix", bytes.NewReader(body))
 	if err != nil {
 		return 0, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if s.opts.SigningKey != nil {
+		// A PSP keeps the message id across redeliveries and signs each
+		// anew, with the time of sending.
+		webhooksig.SetHeaders(req.Header, "msg_"+endToEndID, time.Now(), body, s.opts.SigningKey)
+	}
 	res, err := s.client.Do(req)
 	if err != nil {
 		return 0, false, err

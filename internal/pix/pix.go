@@ -27,13 +27,33 @@ var endToEndIDPattern = regexp.MustCompile(`^E[A-Za-z0-9]{31}$`)
 // followed by 31 letters or digits.
 func ValidEndToEndID(id string) bool { return endToEndIDPattern.MatchString(id) }
 
+// Webhook formats a notification can arrive in.
+const (
+	// SourceNative is our own format: the PSP names the account.
+	SourceNative = "native"
+	// SourceAPIPix is the Central Bank's API Pix format: the account is found
+	// through the Pix key (chave) or the charge's txid when the PIX is credited.
+	SourceAPIPix = "api_pix"
+)
+
 // Notification is a validated PSP notification of a PIX credited to one of our
 // accounts. Payload is what is kept verbatim in inbox_messages.payload.
 type Notification struct {
 	EndToEndID  string
-	AccountID   string
 	AmountCents int64
-	Payload     json.RawMessage
+	// Source is SourceNative (AccountID set) or SourceAPIPix (PixKey or
+	// TxID set, AccountID empty); "" means SourceNative.
+	Source    string
+	AccountID string
+	PixKey    string
+	TxID      string
+	// PSP is the name of the PSP whose signature authenticated the request,
+	// "" when it was not signed.
+	PSP string
+	// RefundNotice is the PSP's devolucoes of the PIX when the delivery
+	// carried any: recorded, never credited.
+	RefundNotice json.RawMessage
+	Payload      json.RawMessage
 }
 
 // Receipt is what the inbox answers for a delivery.
@@ -48,8 +68,13 @@ type Receipt struct {
 
 // Credit is the state of one incoming PIX as the API reports it.
 type Credit struct {
-	EndToEndID  string     `json:"end_to_end_id"`
-	AccountID   string     `json:"account_id"`
+	EndToEndID string `json:"end_to_end_id"`
+	Source     string `json:"source"`
+	// AccountID is null for an API Pix notification whose key or charge has
+	// not been resolved yet.
+	AccountID   *string    `json:"account_id"`
+	PixKey      *string    `json:"pix_key,omitempty"`
+	TxID        *string    `json:"txid,omitempty"`
 	AmountCents int64      `json:"amount_cents"`
 	Status      string     `json:"status"`
 	Attempts    int        `json:"attempts"`
@@ -103,6 +128,12 @@ var (
 	ErrCreditNotFound = errors.New("pix credit not found")
 	// ErrAccountNotFound: no account with that id.
 	ErrAccountNotFound = errors.New("account not found")
+	// ErrPixKeyNotFound: an API Pix notification's chave names no Pix key of
+	// ours (yet).
+	ErrPixKeyNotFound = errors.New("pix key not found")
+	// ErrChargeNotFound: an API Pix notification's txid names no charge of
+	// ours (yet).
+	ErrChargeNotFound = errors.New("charge not found for txid")
 	// ErrAccountClosed: the account exists but can receive no credit.
 	ErrAccountClosed = errors.New("account is closed")
 	// ErrNotFailed: a re-drive was asked for a PIX that is not failed.
@@ -118,7 +149,7 @@ var (
 )
 
 var refusals = []error{
-	ErrPayloadMismatch, ErrCreditNotFound, ErrAccountNotFound, ErrAccountClosed,
+	ErrPayloadMismatch, ErrCreditNotFound, ErrAccountNotFound, ErrPixKeyNotFound, ErrChargeNotFound, ErrAccountClosed,
 	ErrNotFailed, ErrNotPending, ErrBalanceOverflow,
 }
 
@@ -136,3 +167,14 @@ func IsRefusal(err error) bool {
 	}
 	return false
 }
+
+// ItemError is the error of one item of a batch (the API Pix format carries
+// several PIX per request); Index counts from 0.
+type ItemError struct {
+	Index int
+	Err   error
+}
+
+func (e *ItemError) Error() string { return fmt.Sprintf("pix[%d]: %v", e.Index, e.Err) }
+
+func (e *ItemError) Unwrap() error { return e.Err }
