@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -23,23 +22,13 @@ const apiPixPath = "/webhooks/api-pix/pix"
 // that replace (or, when "", remove) the defaults.
 func apiPixItem(t *testing.T, id string, fields map[string]string) string {
 	t.Helper()
-	m := map[string]json.RawMessage{
-		"endToEndId": json.RawMessage(`"` + id + `"`),
-		"txid":       json.RawMessage(`"c3e0e7a4e7f1469a9f782d3d4999343c"`),
-		"chave":      json.RawMessage(`"maria@example.com"`),
-		"valor":      json.RawMessage(`"110.00"`),
-		"horario":    json.RawMessage(`"2020-09-09T20:15:00.358Z"`),
-	}
-	for k, v := range fields {
-		if v == "" {
-			delete(m, k)
-		} else {
-			m[k] = json.RawMessage(v)
-		}
-	}
-	b, err := json.Marshal(m)
-	require.NoError(t, err)
-	return string(b)
+	return objectWith(t, map[string]string{
+		"endToEndId": `"` + id + `"`,
+		"txid":       `"c3e0e7a4e7f1469a9f782d3d4999343c"`,
+		"chave":      `"maria@example.com"`,
+		"valor":      `"110.00"`,
+		"horario":    `"2020-09-09T20:15:00.358Z"`,
+	}, fields)
 }
 
 func batch(items ...string) string { return `{"pix":[` + strings.Join(items, ",") + `]}` }

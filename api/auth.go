@@ -88,5 +88,5 @@ var (
 	errAdminDisabled = &requestError{http.StatusForbidden, CodeAdminDisabled,
 		"the admin routes are disabled: ADMIN_TOKEN is not configured"}
 	errAdminUnauthorized = &requestError{http.StatusUnauthorized, CodeUnauthorized,
-		"a valid admin bearer token is required (Authorization: Bearer <ADMIN_TOKEN>)"}
+		"a valid admin bearer token is required: Authorization: Bearer, then the ADMIN_TOKEN"}
 )

@@ -91,24 +91,36 @@ func countInbox(t *testing.T, s *db.Store) int {
 	return n
 }
 
+// objectWith marshals the members of defaults, each a raw JSON value, with
+// overrides applied: a raw value replaces a member, "" removes it.
+func objectWith(t *testing.T, defaults, overrides map[string]string) string {
+	t.Helper()
+	m := map[string]json.RawMessage{}
+	for k, v := range defaults {
+		m[k] = json.RawMessage(v)
+	}
+	for k, v := range overrides {
+		if v == "" {
+			delete(m, k)
+		} else {
+			m[k] = json.RawMessage(v)
+		}
+	}
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	return string(b)
+}
+
 func TestWebhookRefusesInvalidInputAndStoresNothing(t *testing.T) {
 	store := dbtest.New(t)
 	srv := newServer(t, store)
 	url := srv.URL + "/webhooks/pix"
 	withField := func(field, raw string) string {
-		m := map[string]json.RawMessage{
-			"end_to_end_id": json.RawMessage(`"` + validID + `"`),
-			"account_id":    json.RawMessage(`"acc-0001"`),
-			"amount_cents":  json.RawMessage(`15000`),
-		}
-		if raw == "" {
-			delete(m, field)
-		} else {
-			m[field] = json.RawMessage(raw)
-		}
-		b, err := json.Marshal(m)
-		require.NoError(t, err)
-		return string(b)
+		return objectWith(t, map[string]string{
+			"end_to_end_id": `"` + validID + `"`,
+			"account_id":    `"acc-0001"`,
+			"amount_cents":  `15000`,
+		}, map[string]string{field: raw})
 	}
 	cases := []struct {
 		name, body, field string
