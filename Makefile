@@ -13,6 +13,7 @@ demo: ## replay the demo scenario against a running `make run`
 build:
 	go build -o .bin/pixd ./cmd/pixd
 	go build -o .bin/pixctl ./cmd/pixctl
+	go build -o .bin/pspsim ./cmd/pspsim
 
 compose-config: ## validate docker-compose.yml (needs docker-compose)
 	docker-compose config -q

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/pix"
 )
 
@@ -45,7 +46,9 @@ const (
 
 // Activities holds what the activities need.
 type Activities struct {
-	Store  *db.Store
+	Store *db.Store
+	// PSP sends outgoing transfers.
+	PSP    psp.Client
 	Logger *slog.Logger
 }
 

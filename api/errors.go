@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/webhooksig"
 )
@@ -23,6 +25,13 @@ const (
 	CodeClientCertRequired   = "client_certificate_required"
 	CodeAdminDisabled        = "admin_disabled"
 	CodeUnauthorized         = "unauthorized"
+	CodeIdempotencyKeyNeeded = "idempotency_key_required"
+	CodeInvalidIdempotency   = "invalid_idempotency_key"
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodeRequestInProgress    = "request_in_progress"
+	CodeInsufficientFunds    = "insufficient_funds"
+	CodeAccountClosed        = "account_closed"
+	CodeTransferNotFound     = "transfer_not_found"
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	CodePayloadMismatch      = "payload_mismatch"
 	CodeCreditNotFound       = "pix_credit_not_found"
@@ -56,10 +65,31 @@ type requestError struct {
 
 func (e *requestError) Error() string { return e.msg }
 
+// unprocessableError is a refusal of a request that was well-formed at the
+// HTTP level (an idempotent POST /pix): 422, whatever the refusal's own
+// status elsewhere, with the refusal's code.
+type unprocessableError struct{ err error }
+
+func (e *unprocessableError) Error() string { return e.err.Error() }
+func (e *unprocessableError) Unwrap() error { return e.err }
+
+// Refusals of the Idempotency-Key header.
+var (
+	errIdempotencyKeyRequired = &requestError{http.StatusBadRequest, CodeIdempotencyKeyNeeded,
+		"the Idempotency-Key header is required: a UUID the client generates once per operation"}
+	errInvalidIdempotencyKey = &requestError{http.StatusBadRequest, CodeInvalidIdempotency,
+		"the Idempotency-Key header must be a UUID such as 4f0c2a7e-8d5b-4c1e-9a3f-2b6d8e0f1a2c"}
+)
+
 // errorResponse is the one mapping from errors to HTTP status and code.
 func errorResponse(err error) (int, ErrorDetail) {
 	var reqErr *requestError
 	var valErr *pix.ValidationError
+	var unprocessable *unprocessableError
+	if errors.As(err, &unprocessable) {
+		_, detail := errorResponse(unprocessable.err)
+		return http.StatusUnprocessableEntity, detail
+	}
 	switch {
 	case errors.As(err, &reqErr):
 		return reqErr.status, ErrorDetail{reqErr.code, reqErr.msg}
@@ -85,6 +115,18 @@ func errorResponse(err error) (int, ErrorDetail) {
 		return http.StatusNotFound, ErrorDetail{CodeAccountNotFound, "no account with this id"}
 	case errors.Is(err, pix.ErrNotFailed):
 		return http.StatusConflict, ErrorDetail{CodeNotFailed, "only a failed PIX credit can be re-driven: " + err.Error()}
+	case errors.Is(err, pix.ErrInsufficientFunds):
+		return http.StatusUnprocessableEntity, ErrorDetail{CodeInsufficientFunds, "the account's balance does not cover the transfer; nothing was debited"}
+	case errors.Is(err, pix.ErrAccountClosed):
+		return http.StatusUnprocessableEntity, ErrorDetail{CodeAccountClosed, "the account is closed"}
+	case errors.Is(err, pix.ErrIdempotencyKeyReused):
+		return http.StatusUnprocessableEntity, ErrorDetail{CodeIdempotencyKeyReused,
+			"this Idempotency-Key was used with another request body; use a new key for a new operation"}
+	case errors.Is(err, pix.ErrRequestInProgress):
+		return http.StatusConflict, ErrorDetail{CodeRequestInProgress,
+			"a request with this Idempotency-Key is in progress; retry after Retry-After seconds to get its answer"}
+	case errors.Is(err, pix.ErrTransferNotFound):
+		return http.StatusNotFound, ErrorDetail{CodeTransferNotFound, "no transfer with this id"}
 	case errors.Is(err, pix.ErrUnavailable):
 		return http.StatusServiceUnavailable, ErrorDetail{CodeUnavailable, "the database is unreachable; nothing was stored, retry later"}
 	default:
@@ -101,6 +143,14 @@ func abortWithError(c *gin.Context, log *slog.Logger, err error) {
 		if status == http.StatusServiceUnavailable {
 			c.Header("Retry-After", "1")
 		}
+	}
+	if status == http.StatusConflict && errors.Is(err, pix.ErrRequestInProgress) {
+		wait := time.Second
+		var inProgress *db.KeyInProgressError
+		if errors.As(err, &inProgress) {
+			wait = inProgress.RetryAfter
+		}
+		c.Header("Retry-After", retryAfterSeconds(wait))
 	}
 	c.AbortWithStatusJSON(status, ErrorBody{Error: detail})
 }

@@ -43,6 +43,11 @@ type Deps struct {
 	RequireClientCert bool
 	// AdminToken is the bearer token of the admin routes; "" disables them.
 	AdminToken string
+
+	// Keys is the Idempotency-Key policy of POST /pix; BankISPB starts the
+	// end_to_end_ids of our transfers.
+	Keys     db.KeyPolicy
+	BankISPB string
 }
 
 // Gin context keys.
@@ -71,6 +76,8 @@ func NewRouter(d Deps) http.Handler {
 	// The API Pix PSP appends /pix to the URL the bank registers.
 	webhooks.POST("/api-pix/pix", h.authenticWebhook(MaxAPIPixBodyBytes), h.receiveAPIPixWebhook)
 	r.GET("/pix/credits/:end_to_end_id", h.getCredit)
+	r.POST("/pix", h.createTransfer)
+	r.GET("/pix/transfers/:id", h.getTransfer)
 	admin := r.Group("/admin", h.requireAdmin)
 	admin.POST("/pix/credits/:end_to_end_id/retry", h.retryCredit)
 	r.GET("/accounts/:id", h.getAccount)
@@ -177,13 +184,14 @@ func (h *handlers) getCredit(c *gin.Context) {
 		abortWithError(c, h.Logger, err)
 		return
 	}
-	c.JSON(http.StatusOK, creditView{Credit: credit, WorkflowID: workflows.CreditWorkflowID(id), TemporalUIURL: h.workflowURL(id)})
+	wid := workflows.CreditWorkflowID(id)
+	c.JSON(http.StatusOK, creditView{Credit: credit, WorkflowID: wid, TemporalUIURL: h.workflowURL(wid)})
 }
 
-// workflowURL links to the Temporal UI's list of every run of the PIX's
-// workflow (a re-driven PIX has several).
-func (h *handlers) workflowURL(endToEndID string) string {
-	q := url.Values{"query": {`WorkflowId="` + workflows.CreditWorkflowID(endToEndID) + `"`}}
+// workflowURL links to the Temporal UI's list of every run of a workflow ID
+// (a re-driven PIX has several).
+func (h *handlers) workflowURL(workflowID string) string {
+	q := url.Values{"query": {`WorkflowId="` + workflowID + `"`}}
 	return h.TemporalUIURL + "/namespaces/" + url.PathEscape(h.TemporalNamespace) + "/workflows?" + q.Encode()
 }
 

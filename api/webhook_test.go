@@ -36,6 +36,8 @@ func newServer(t *testing.T, store *db.Store, tune ...func(*api.Deps)) *httptest
 		Store: store, Temporal: tc, TemporalNamespace: "default", TemporalUIURL: "http://ui",
 		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		AdminToken: adminToken,
+		Keys:       db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
+		BankISPB:   "12345678",
 	}
 	for _, f := range tune {
 		f(&deps)

@@ -320,64 +320,96 @@ func (s *Store) MarkFailed(ctx context.Context, endToEndID string, attempts int,
 	return status, nil
 }
 
-// DueMessage is a pending row whose workflow must be (re)started.
-type DueMessage struct {
-	EndToEndID string
-	Attempts   int
+// Due is an open row whose workflow must be (re)started: a pending inbox
+// row (Key is its end_to_end_id) or an open transfer (Key is its id).
+type Due struct {
+	Key      string
+	Attempts int
 	// Dispatched is true when a run of the row's current drive was started.
 	Dispatched bool
 }
 
-// ClaimDue claims up to limit pending rows whose dispatch is due, pushing
-// their next due time lease ahead so that concurrent dispatchers skip them.
-// If the claimer dies before recording the outcome (MarkDispatched or
-// DeferDispatch), the rows come due again when the lease ends.
-func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]DueMessage, error) {
+// dueTable is a table whose open rows carry dispatch_due_at (when the
+// dispatcher must next (re)start the row's workflow) and dispatched_at.
+type dueTable struct {
+	name     string
+	key      string // the key column
+	keyArray string // the type of an array of keys
+	attempts string // the row's attempts so far (of the claimed row m)
+	open     string // the rows that can be due (the partial index's predicate)
+}
+
+var (
+	inboxDue    = dueTable{"inbox_messages", "end_to_end_id", "text[]", "m.attempts", "status = 'pending'"}
+	transferDue = dueTable{"pix_transfers", "id", "uuid[]", "0", "dispatch_due_at IS NOT NULL"}
+)
+
+// claimDue claims up to limit due rows of t, pushing their next due time
+// lease ahead so that concurrent dispatchers skip them. If the claimer dies
+// before recording the outcome (markDispatched or deferDispatch), the rows
+// come due again when the lease ends.
+func (s *Store) claimDue(ctx context.Context, t dueTable, limit int, lease time.Duration) ([]Due, error) {
 	rows, err := s.pool.Query(ctx, `
-		UPDATE inbox_messages m SET dispatch_due_at = now() + $2::interval
+		UPDATE `+t.name+` m SET dispatch_due_at = now() + $2::interval
 		FROM (
-			SELECT end_to_end_id FROM inbox_messages
-			WHERE status = 'pending' AND dispatch_due_at <= now()
+			SELECT `+t.key+` FROM `+t.name+`
+			WHERE `+t.open+` AND dispatch_due_at <= now()
 			ORDER BY dispatch_due_at
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED
 		) due
-		WHERE m.end_to_end_id = due.end_to_end_id
-		RETURNING m.end_to_end_id, m.attempts, m.dispatched_at IS NOT NULL`, limit, lease)
+		WHERE m.`+t.key+` = due.`+t.key+`
+		RETURNING m.`+t.key+`::text, `+t.attempts+`, m.dispatched_at IS NOT NULL`, limit, lease)
 	if err != nil {
-		return nil, classify(fmt.Errorf("claim due inbox messages: %w", err))
+		return nil, classify(fmt.Errorf("claim due %s: %w", t.name, err))
 	}
-	due, err := pgx.CollectRows(rows, pgx.RowToStructByPos[DueMessage])
+	due, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Due])
 	if err != nil {
-		return nil, classify(fmt.Errorf("claim due inbox messages: %w", err))
+		return nil, classify(fmt.Errorf("claim due %s: %w", t.name, err))
 	}
 	return due, nil
 }
 
-// MarkDispatched records that the rows' workflows run: the first start of a
+// markDispatched records that the rows' workflows run: the first start of a
 // drive is kept in dispatched_at, and the rows come due again only after
 // recheckAfter, to make sure their run still exists.
-func (s *Store) MarkDispatched(ctx context.Context, endToEndIDs []string, recheckAfter time.Duration) error {
+func (s *Store) markDispatched(ctx context.Context, t dueTable, keys []string, recheckAfter time.Duration) error {
 	_, err := s.pool.Exec(ctx, `
-		UPDATE inbox_messages
+		UPDATE `+t.name+`
 		SET dispatched_at = COALESCE(dispatched_at, now()), dispatch_due_at = now() + $2::interval
-		WHERE end_to_end_id = ANY($1) AND status = 'pending'`, endToEndIDs, recheckAfter)
+		WHERE `+t.key+` = ANY($1::`+t.keyArray+`) AND `+t.open, keys, recheckAfter)
 	if err != nil {
-		return classify(fmt.Errorf("mark dispatched: %w", err))
+		return classify(fmt.Errorf("mark %s dispatched: %w", t.name, err))
 	}
 	return nil
 }
 
-// DeferDispatch makes pending rows due again after delay (their workflow
-// start failed).
-func (s *Store) DeferDispatch(ctx context.Context, endToEndIDs []string, delay time.Duration) error {
+// deferDispatch makes open rows due again after delay (their workflow start
+// failed).
+func (s *Store) deferDispatch(ctx context.Context, t dueTable, keys []string, delay time.Duration) error {
 	_, err := s.pool.Exec(ctx, `
-		UPDATE inbox_messages SET dispatch_due_at = now() + $2::interval
-		WHERE end_to_end_id = ANY($1) AND status = 'pending'`, endToEndIDs, delay)
+		UPDATE `+t.name+` SET dispatch_due_at = now() + $2::interval
+		WHERE `+t.key+` = ANY($1::`+t.keyArray+`) AND `+t.open, keys, delay)
 	if err != nil {
-		return classify(fmt.Errorf("defer dispatch: %w", err))
+		return classify(fmt.Errorf("defer %s dispatch: %w", t.name, err))
 	}
 	return nil
+}
+
+// ClaimDue claims up to limit pending inbox rows whose dispatch is due (see
+// claimDue).
+func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]Due, error) {
+	return s.claimDue(ctx, inboxDue, limit, lease)
+}
+
+// MarkDispatched records that the inbox rows' workflows run.
+func (s *Store) MarkDispatched(ctx context.Context, endToEndIDs []string, recheckAfter time.Duration) error {
+	return s.markDispatched(ctx, inboxDue, endToEndIDs, recheckAfter)
+}
+
+// DeferDispatch makes pending inbox rows due again after delay.
+func (s *Store) DeferDispatch(ctx context.Context, endToEndIDs []string, delay time.Duration) error {
+	return s.deferDispatch(ctx, inboxDue, endToEndIDs, delay)
 }
 
 // GetCredit reports one incoming PIX: its inbox row, or, once that was
@@ -410,8 +442,11 @@ func (s *Store) GetCredit(ctx context.Context, endToEndID string) (pix.Credit, e
 }
 
 // DueChannel is the PostgreSQL notification channel that says "inbox rows
-// are due for dispatch".
-const DueChannel = "pix_inbox_due"
+// are due for dispatch"; TransferDueChannel says it of transfers.
+const (
+	DueChannel         = "pix_inbox_due"
+	TransferDueChannel = "pix_transfer_due"
+)
 
 // NotifyDue wakes the dispatchers listening on DueChannel.
 func (s *Store) NotifyDue(ctx context.Context) error {
@@ -421,9 +456,9 @@ func (s *Store) NotifyDue(ctx context.Context) error {
 	return nil
 }
 
-// ListenDue holds one connection listening on DueChannel and calls wake for
-// every notification, until ctx ends or the connection fails.
-func (s *Store) ListenDue(ctx context.Context, wake func()) error {
+// Listen holds one connection listening on channel and calls wake for every
+// notification, until ctx ends or the connection fails.
+func (s *Store) Listen(ctx context.Context, channel string, wake func()) error {
 	pooled, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return classify(fmt.Errorf("listen: acquire: %w", err))
@@ -431,7 +466,7 @@ func (s *Store) ListenDue(ctx context.Context, wake func()) error {
 	// The connection carries a LISTEN: it never goes back to the pool.
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // closing a listener on the way out
-	if _, err := conn.Exec(ctx, "LISTEN "+DueChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return classify(fmt.Errorf("listen: %w", err))
 	}
 	for {

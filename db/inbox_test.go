@@ -236,7 +236,7 @@ func TestRedeliveryRedrivesFailedRow(t *testing.T) {
 	require.Equal(t, pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusPending, Duplicate: true, Redriven: true}, r)
 	due, err := s.ClaimDue(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, []db.DueMessage{{EndToEndID: n.EndToEndID, Attempts: 5}}, due)
+	require.Equal(t, []db.Due{{Key: n.EndToEndID, Attempts: 5}}, due)
 }
 
 func TestCreditAfterInboxRowWasCleanedUpDoesNotCreditAgain(t *testing.T) {
@@ -286,17 +286,17 @@ func TestClaimDueLeasesRows(t *testing.T) {
 	require.Equal(t, orphan, retaken)
 
 	// A recorded start hides the row until the recheck.
-	require.NoError(t, s.MarkDispatched(ctx, []string{retaken[0].EndToEndID}, time.Millisecond))
+	require.NoError(t, s.MarkDispatched(ctx, []string{retaken[0].Key}, time.Millisecond))
 	time.Sleep(5 * time.Millisecond)
 	rechecked, err := s.ClaimDue(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, []db.DueMessage{{EndToEndID: retaken[0].EndToEndID, Dispatched: true}}, rechecked)
+	require.Equal(t, []db.Due{{Key: retaken[0].Key, Dispatched: true}}, rechecked)
 
-	require.NoError(t, s.DeferDispatch(ctx, []string{first[0].EndToEndID}, time.Millisecond))
+	require.NoError(t, s.DeferDispatch(ctx, []string{first[0].Key}, time.Millisecond))
 	time.Sleep(5 * time.Millisecond)
 	again, err := s.ClaimDue(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, []db.DueMessage{{EndToEndID: first[0].EndToEndID}}, again)
+	require.Equal(t, []db.Due{{Key: first[0].Key}}, again)
 }
 
 func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
@@ -323,7 +323,7 @@ func TestNotifyDueWakesListeners(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	woken := make(chan struct{}, 10)
 	done := make(chan error, 1)
-	go func() { done <- s.ListenDue(ctx, func() { woken <- struct{}{} }) }()
+	go func() { done <- s.Listen(ctx, db.DueChannel, func() { woken <- struct{}{} }) }()
 
 	// Notify until the listener, which needs a moment to LISTEN, hears one.
 	require.Eventually(t, func() bool {

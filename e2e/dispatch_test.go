@@ -82,8 +82,9 @@ func TestTwoDispatchersStartEachWorkflowOnce(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{}, 2)
 	for range 2 {
-		d := dispatch.New(s.store, s.client(), dispatch.Options{
-			TaskQueue: s.cfg.TemporalTaskQueue, Retry: s.cfg.Retry(), PollInterval: 50 * time.Millisecond,
+		src := dispatch.InboxSource{Store: s.store, TaskQueue: s.cfg.TemporalTaskQueue, Retry: s.cfg.Retry()}
+		d := dispatch.New(s.store, src, s.client(), dispatch.Options{
+			PollInterval: 50 * time.Millisecond,
 			BatchSize: 7, Concurrency: 4, RecheckAfter: time.Hour, RetryMaxDelay: time.Second,
 		}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 		go func() { _ = d.Run(runCtx); done <- struct{}{} }()

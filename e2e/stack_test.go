@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"github.com/pixbank/pix/internal/app"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/internal/pspsim"
 	"github.com/pixbank/pix/internal/temporaltest"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
@@ -54,9 +56,15 @@ func TestMain(m *testing.M) {
 type stack struct {
 	t       *testing.T
 	cfg     config.Config
+	app     *app.App
 	store   *db.Store
 	srv     *temporaltest.Server
 	baseURL string
+	// psp is the stack's PSP simulator, served over HTTP.
+	psp *pspsim.Simulator
+
+	workerMu   sync.Mutex
+	stopWorker func() // stops the running worker and waits for it
 
 	tcOnce sync.Once
 	tc     client.Client
@@ -105,6 +113,14 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	cfg.WorkerStopTimeout = 2 * time.Second
 	cfg.WebhookSecrets = []webhooksig.Secret{{PSP: "e2e-psp", Key: e2eSigningKey}}
 	cfg.AdminToken = e2eAdminToken
+	sim := pspsim.New(pspsim.Options{DefaultSettleAfter: 200 * time.Millisecond})
+	pspServer := httptest.NewServer(sim.Handler())
+	t.Cleanup(pspServer.Close)
+	cfg.PSPURL = pspServer.URL
+	cfg.PSPTimeout = time.Second
+	cfg.PSPRetryInitial = 200 * time.Millisecond
+	cfg.PSPRetryMax = time.Second
+	cfg.TransferSettlementPollMax = 500 * time.Millisecond
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -118,11 +134,13 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	ctx, cancel := context.WithCancel(context.Background())
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.ServeAPI(gctx, ln) })
-	g.Go(func() error { return a.RunWorker(gctx) })
+	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim}
+	s.startWorker()
 	t.Cleanup(func() {
 		// Connections the client dialed but never used would hold the
 		// server's graceful shutdown until they are 5 s old.
 		http.DefaultClient.CloseIdleConnections()
+		s.killWorker()
 		cancel()
 		require.NoError(t, g.Wait())
 		a.Close()
@@ -130,7 +148,31 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 			t.Logf("service logs:\n%s", logs.buf.String())
 		}
 	})
-	return &stack{t: t, cfg: cfg, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String()}
+	return s
+}
+
+// startWorker runs a worker (with its dispatchers) for the stack.
+func (s *stack) startWorker() {
+	s.workerMu.Lock()
+	defer s.workerMu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.app.RunWorker(ctx) }()
+	s.stopWorker = func() {
+		cancel()
+		require.NoError(s.t, <-done)
+	}
+}
+
+// killWorker stops the stack's worker: its running activities get
+// WORKER_STOP_TIMEOUT, then their results are lost with it.
+func (s *stack) killWorker() {
+	s.workerMu.Lock()
+	defer s.workerMu.Unlock()
+	if s.stopWorker != nil {
+		s.stopWorker()
+		s.stopWorker = nil
+	}
 }
 
 // The credentials of the e2e stacks: the tests act as the PSP and as an
@@ -220,19 +262,20 @@ func (s *stack) waitStatus(id, want string, within time.Duration) {
 
 // assertBooksBalance checks invariants I1-I3 over the whole schema: one credit
 // per done row and none for other rows, and every balance equal to its
-// opening balance plus its credits.
+// opening balance plus its credits, minus its transfers, plus its refunds
+// (I2).
 func (s *stack) assertBooksBalance() {
 	s.t.Helper()
 	ctx := context.Background()
-	var badBalances, doneWithoutCredit, creditWithoutDone int
+	var doneWithoutCredit, creditWithoutDone int
 	require.NoError(s.t, s.store.Pool().QueryRow(ctx, `
 		SELECT
-		  (SELECT count(*) FROM accounts a WHERE a.balance_cents <> a.opening_balance_cents +
-		      COALESCE((SELECT sum(amount_cents) FROM pix_credits c WHERE c.account_id = a.id), 0)),
 		  (SELECT count(*) FROM inbox_messages m WHERE m.status = 'done' AND NOT EXISTS (SELECT 1 FROM pix_credits c WHERE c.end_to_end_id = m.end_to_end_id)),
 		  (SELECT count(*) FROM pix_credits c JOIN inbox_messages m USING (end_to_end_id) WHERE m.status <> 'done')`).
-		Scan(&badBalances, &doneWithoutCredit, &creditWithoutDone))
-	require.Zero(s.t, badBalances, "accounts whose balance is not opening + credits")
+		Scan(&doneWithoutCredit, &creditWithoutDone))
+	unbalanced, err := s.store.UnbalancedAccounts(ctx, "")
+	require.NoError(s.t, err)
+	require.Empty(s.t, unbalanced, "accounts whose balance is not opening + credits - transfers + refunds")
 	require.Zero(s.t, doneWithoutCredit, "done inbox rows without a credit")
 	require.Zero(s.t, creditWithoutDone, "credits whose inbox row is not done")
 }

@@ -2,8 +2,9 @@
 # The run command (README, `make run`): everything locally on one machine.
 # PostgreSQL (DATABASE_URL, else 127.0.0.1:5432, else a throwaway cluster
 # under .data/), the Temporal dev server with its Web UI (state kept in
-# .data/temporal.db), the migrations, the demo accounts, and the API and the
-# worker in one process (`pixd dev`). Ctrl-C stops what it started.
+# .data/temporal.db), the PSP simulator (unless PSP_URL is set), the
+# migrations, the demo accounts, and the API and the worker in one process
+# (`pixd dev`). Ctrl-C stops what it started.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -11,8 +12,9 @@ mkdir -p "$DATA"
 
 use_dev_credentials
 build_tools
-log "building pixd"
+log "building pixd and pspsim"
 go build -o "$BIN/pixd" ./cmd/pixd
+go build -o "$BIN/pspsim" ./cmd/pspsim
 
 if [ -z "${DATABASE_URL:-}" ]; then
 	DATABASE_URL=$(ensure_postgres pix)
@@ -37,11 +39,22 @@ else
 	wait_temporal "$TEMPORAL_ADDRESS"
 fi
 
+# The PSP that outgoing PIX go through: the simulator, unless PSP_URL names
+# a PSP already.
+if [ -z "${PSP_URL:-}" ]; then
+	export PSP_SIM_ADDR="${PSP_SIM_ADDR:-127.0.0.1:8090}"
+	export PSP_URL="http://$PSP_SIM_ADDR"
+	log "starting the PSP simulator at $PSP_URL (log: .data/pspsim.log)"
+	"$BIN/pspsim" >"$DATA/pspsim.log" 2>&1 &
+	CHILDREN+=($!)
+fi
+
 cat >&2 <<MSG
 
-  PIX API        http://$HTTP_ADDR   (GET /readyz, POST /webhooks/pix, POST /webhooks/api-pix/pix, ...)
+  PIX API        http://$HTTP_ADDR   (GET /readyz, POST /webhooks/pix, POST /webhooks/api-pix/pix, POST /pix, ...)
   Webhooks       signed with WEBHOOK_SECRETS=$WEBHOOK_SECRETS (development only)
   Admin          Authorization: Bearer $ADMIN_TOKEN
+  PSP            $PSP_URL   (PUT /behaviors/{pix_key}: accept, reject, reject_later, fail, timeout)
   Temporal UI    $TEMPORAL_UI_URL
   Database       $DATABASE_URL
   Demo           make demo   (in another terminal)

@@ -22,7 +22,8 @@ type Options struct {
 	MaxConcurrentActivities int
 }
 
-// New builds a worker with the credit workflow and its activities registered.
+// New builds a worker with the credit and transfer workflows, the key
+// cleanup and their activities registered.
 func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.Worker {
 	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{
 		WorkerStopTimeout:                  opts.StopTimeout,
@@ -39,6 +40,8 @@ func Register(w interface {
 	RegisterActivity(any)
 }, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.CreditPix, workflow.RegisterOptions{Name: workflows.CreditWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.TransferPix, workflow.RegisterOptions{Name: workflows.TransferWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.CleanupIdempotencyKeys, workflow.RegisterOptions{Name: workflows.CleanupWorkflowName})
 	w.RegisterActivity(acts)
 }
 

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -256,25 +254,5 @@ func FailureReason(err error) string {
 // returns started=false, which is not an error. A closed run (a failed one
 // being re-driven) is followed by a new run.
 func StartCredit(ctx context.Context, c client.Client, taskQueue string, in CreditInput) (started bool, err error) {
-	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    CreditWorkflowID(in.EndToEndID),
-		TaskQueue:             taskQueue,
-		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		// With a worker for the task queue on the same client (the
-		// dispatcher runs in the worker process), the first workflow task
-		// comes back with the start and runs at once.
-		EnableEagerStart: true,
-		// Tell an open run apart from a new one: after a re-drive, the
-		// failed run may still be closing.
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, CreditWorkflowName, in)
-	var already *serviceerror.WorkflowExecutionAlreadyStarted
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.As(err, &already):
-		return false, nil
-	default:
-		return false, fmt.Errorf("start workflow %s: %w", CreditWorkflowID(in.EndToEndID), err)
-	}
+	return startOnce(ctx, c, CreditWorkflowID(in.EndToEndID), taskQueue, CreditWorkflowName, in)
 }

@@ -17,12 +17,15 @@ import (
 // still be open (or version the change with workflow.GetVersion).
 func TestReplayRecordedHistories(t *testing.T) {
 	for _, file := range []string{
-		"testdata/credit_done.json",   // credited at the first attempt
-		"testdata/credit_failed.json", // unknown account: attempts exhausted, marked failed
+		"testdata/credit_done.json",       // credited at the first attempt
+		"testdata/credit_failed.json",     // unknown account: attempts exhausted, marked failed
+		"testdata/transfer_settled.json",  // submitted, polled until settled, marked settled
+		"testdata/transfer_refunded.json", // rejected by the PSP at submission, refunded
 	} {
 		t.Run(file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(workflows.CreditPix, workflow.RegisterOptions{Name: workflows.CreditWorkflowName})
+			r.RegisterWorkflowWithOptions(workflows.TransferPix, workflow.RegisterOptions{Name: workflows.TransferWorkflowName})
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, file))
 		})
 	}

@@ -52,7 +52,7 @@ func demoID(run string, n int) string {
 
 func brl(cents int64) string { return fmt.Sprintf("R$ %d,%02d", cents/100, cents%100) }
 
-func demo(ctx context.Context, c *apiClient, out io.Writer) error {
+func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
 	// E + ISPB (8) + 14 digits unique to this run + a 9-digit sequence = 32.
 	run := fmt.Sprintf("%014d", time.Now().UnixMilli()%1e14)
 	accounts := []string{"acc-0001", "acc-0002", "acc-0003", "acc-0004"}
@@ -143,7 +143,12 @@ func demo(ctx context.Context, c *apiClient, out io.Writer) error {
 	say("   %s -> %d status=%s (will be retried, then fail on its own)", unknown.EndToEndID, status, r.Status)
 	pix = append(pix, unknown)
 
-	say("6. Waiting for every PIX to be done or failed...")
+	transfers, err := demoTransfers(ctx, c, psp, say)
+	if err != nil {
+		return err
+	}
+
+	say("10. Waiting for every PIX to be done or failed, and every transfer settled or refunded...")
 	final := map[string]credit{}
 	deadline := time.Now().Add(3 * time.Minute)
 	for len(final) < len(pix) {
@@ -178,6 +183,9 @@ func demo(ctx context.Context, c *apiClient, out io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", cr.EndToEndID, cr.AccountID, brl(cr.AmountCents), cr.Status, cr.Attempts, cr.Deliveries, lastErr)
 	}
 	tw.Flush()
+	if err := waitTransfers(ctx, c, transfers, out); err != nil {
+		return err
+	}
 
 	say("\nBalances")
 	tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)

@@ -3,9 +3,12 @@
 //
 //	pixctl demo    replay the scenario: several PIX, redeliveries, concurrent
 //	               copies, a payload mismatch and a PIX to an unknown account;
-//	               then print statuses and balances
+//	               outgoing PIX: a lost response retried, a refusal replayed,
+//	               a transfer the PSP rejects, refunded; then print statuses
+//	               and balances
 //
-// PIX_API_URL (default http://127.0.0.1:8080) names the API. Webhooks are
+// PIX_API_URL (default http://127.0.0.1:8080) names the API, PSP_URL
+// (default http://127.0.0.1:8090) the PSP simulator the demo configures. Webhooks are
 // signed with the first secret of WEBHOOK_SECRETS (as the PSP it belongs
 // to); admin calls carry ADMIN_TOKEN.
 package main
@@ -39,7 +42,11 @@ func run(ctx context.Context, args []string) error {
 	c := &apiClient{base: apiURL, signingKey: key, adminToken: os.Getenv("ADMIN_TOKEN")}
 	switch args[0] {
 	case "demo":
-		return demo(ctx, c, os.Stdout)
+		pspURL := os.Getenv("PSP_URL")
+		if pspURL == "" {
+			pspURL = "http://127.0.0.1:8090"
+		}
+		return demo(ctx, c, &apiClient{base: pspURL}, os.Stdout)
 	default:
 		return fmt.Errorf("unknown command %q; %s", args[0], usage)
 	}

@@ -25,8 +25,10 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/dispatch"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/worker"
+	"github.com/pixbank/pix/workflows"
 )
 
 // App holds a process's shared dependencies.
@@ -73,11 +75,17 @@ func (a *App) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// Dispatcher builds the dispatcher the configuration describes.
-func (a *App) Dispatcher() *dispatch.Dispatcher {
-	return dispatch.New(a.Store, a.Temporal, dispatch.Options{
-		TaskQueue:     a.Cfg.TemporalTaskQueue,
-		Retry:         a.Cfg.Retry(),
+// Dispatchers builds the dispatchers the configuration describes: of the
+// inbox's credits and of the transfers' sagas.
+func (a *App) Dispatchers() []*dispatch.Dispatcher {
+	return []*dispatch.Dispatcher{
+		a.dispatcher(dispatch.InboxSource{Store: a.Store, TaskQueue: a.Cfg.TemporalTaskQueue, Retry: a.Cfg.Retry()}),
+		a.dispatcher(dispatch.TransferSource{Store: a.Store, TaskQueue: a.Cfg.TemporalTaskQueue, Settings: a.Cfg.Transfer()}),
+	}
+}
+
+func (a *App) dispatcher(src dispatch.Source) *dispatch.Dispatcher {
+	return dispatch.New(a.Store, src, a.Temporal, dispatch.Options{
 		PollInterval:  a.Cfg.DispatchPollInterval,
 		BatchSize:     a.Cfg.DispatchBatchSize,
 		Concurrency:   a.Cfg.DispatchConcurrency,
@@ -104,6 +112,8 @@ func (a *App) Handler(kick func()) http.Handler {
 		RequireSignatures: a.Cfg.WebhookSignaturesRequired,
 		RequireClientCert: a.Cfg.TLSClientCAFile != "",
 		AdminToken:        a.Cfg.AdminToken,
+		Keys:              db.KeyPolicy{LockFor: a.Cfg.IdempotencyLockTimeout, KeepFor: a.Cfg.IdempotencyKeyTTL},
+		BankISPB:          a.Cfg.BankISPB,
 	})
 }
 
@@ -202,7 +212,8 @@ func (a *App) RunAPI(ctx context.Context) error {
 // ctx ends. The dispatcher shares the worker's client, so that its starts
 // are eager: the new run's first task goes straight to this worker.
 func (a *App) RunWorker(ctx context.Context) error {
-	w := worker.New(a.Temporal, &activities.Activities{Store: a.Store, Logger: a.Log}, worker.Options{
+	acts := &activities.Activities{Store: a.Store, PSP: psp.NewHTTPClient(a.Cfg.PSPURL, a.Cfg.PSPTimeout), Logger: a.Log}
+	w := worker.New(a.Temporal, acts, worker.Options{
 		TaskQueue:               a.Cfg.TemporalTaskQueue,
 		StopTimeout:             a.Cfg.WorkerStopTimeout,
 		MaxConcurrentActivities: a.Cfg.WorkerMaxActivities,
@@ -210,12 +221,17 @@ func (a *App) RunWorker(ctx context.Context) error {
 	if !a.waitForTemporal(ctx) {
 		return nil // stopped while waiting
 	}
+	if err := workflows.EnsureCleanupSchedule(ctx, a.Temporal, a.Cfg.TemporalTaskQueue, a.Cfg.IdempotencyCleanupInterval); err != nil {
+		return err
+	}
 	a.Log.Info("worker running", "task_queue", a.Cfg.TemporalTaskQueue, "temporal_address", a.Cfg.TemporalAddress,
-		"dispatcher", a.Cfg.DispatcherEnabled)
+		"dispatcher", a.Cfg.DispatcherEnabled, "psp_url", a.Cfg.PSPURL)
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return worker.Run(ctx, w) })
 	if a.Cfg.DispatcherEnabled {
-		g.Go(func() error { return a.Dispatcher().Run(ctx) })
+		for _, d := range a.Dispatchers() {
+			g.Go(func() error { return d.Run(ctx) })
+		}
 	}
 	return g.Wait()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,18 @@ type Config struct {
 	TLSClientCAFile           string
 	AdminToken                string
 
+	// Outgoing transfers.
+	PSPURL                     string
+	PSPTimeout                 time.Duration
+	BankISPB                   string
+	IdempotencyLockTimeout     time.Duration
+	IdempotencyKeyTTL          time.Duration
+	IdempotencyCleanupInterval time.Duration
+	TransferSettlementTimeout  time.Duration
+	TransferSettlementPollMax  time.Duration
+	PSPRetryInitial            time.Duration
+	PSPRetryMax                time.Duration
+
 	InboxAttemptsMax      int32
 	InboxRetryInitial     time.Duration
 	InboxRetryBackoff     float64
@@ -58,6 +71,7 @@ type Config struct {
 // Default returns the configuration with every default.
 func Default() Config {
 	r := workflows.DefaultRetrySettings()
+	t := workflows.DefaultTransferSettings()
 	return Config{
 		DatabaseURL:      "postgres://postgres@127.0.0.1:5432/pix?sslmode=disable",
 		DatabaseMaxConns: 20,
@@ -86,6 +100,17 @@ func Default() Config {
 		WebhookSignaturesRequired: true,
 		WebhookSignatureTolerance: webhooksig.DefaultTolerance,
 
+		PSPURL:                     "http://127.0.0.1:8090",
+		PSPTimeout:                 10 * time.Second,
+		BankISPB:                   "12345678",
+		IdempotencyLockTimeout:     30 * time.Second,
+		IdempotencyKeyTTL:          24 * time.Hour,
+		IdempotencyCleanupInterval: time.Hour,
+		TransferSettlementTimeout:  t.SettlementTimeout,
+		TransferSettlementPollMax:  t.SettlementPollMax,
+		PSPRetryInitial:            t.PSPRetryInitial,
+		PSPRetryMax:                t.PSPRetryMax,
+
 		InboxAttemptsMax:      r.MaxAttempts,
 		InboxRetryInitial:     r.InitialInterval,
 		InboxRetryBackoff:     r.BackoffCoefficient,
@@ -103,6 +128,18 @@ func (c Config) Retry() workflows.RetrySettings {
 		MaxInterval:        c.InboxRetryMaxInterval,
 		ActivityTimeout:    c.InboxActivityTimeout,
 	}
+}
+
+// Transfer is the transfer saga's settings the configuration describes.
+func (c Config) Transfer() workflows.TransferSettings {
+	t := workflows.DefaultTransferSettings()
+	// An attempt may take the PSP client's whole timeout, and then some.
+	t.PSPCallTimeout = c.PSPTimeout + 5*time.Second
+	t.SettlementTimeout = c.TransferSettlementTimeout
+	t.SettlementPollMax = c.TransferSettlementPollMax
+	t.PSPRetryInitial = c.PSPRetryInitial
+	t.PSPRetryMax = c.PSPRetryMax
+	return t
 }
 
 // Load reads the configuration from the environment over the defaults.
@@ -186,6 +223,16 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("TLS_KEY_FILE", &c.TLSKeyFile)
 	str("TLS_CLIENT_CA_FILE", &c.TLSClientCAFile)
 	str("ADMIN_TOKEN", &c.AdminToken)
+	str("PSP_URL", &c.PSPURL)
+	dur("PSP_TIMEOUT", &c.PSPTimeout)
+	str("BANK_ISPB", &c.BankISPB)
+	dur("IDEMPOTENCY_LOCK_TIMEOUT", &c.IdempotencyLockTimeout)
+	dur("IDEMPOTENCY_KEY_TTL", &c.IdempotencyKeyTTL)
+	dur("IDEMPOTENCY_CLEANUP_INTERVAL", &c.IdempotencyCleanupInterval)
+	dur("TRANSFER_SETTLEMENT_TIMEOUT", &c.TransferSettlementTimeout)
+	dur("TRANSFER_SETTLEMENT_POLL_MAX", &c.TransferSettlementPollMax)
+	dur("PSP_RETRY_INITIAL_INTERVAL", &c.PSPRetryInitial)
+	dur("PSP_RETRY_MAX_INTERVAL", &c.PSPRetryMax)
 	integer("INBOX_ATTEMPTS_MAX", 1, 1000, func(n int64) { c.InboxAttemptsMax = int32(n) })
 	dur("INBOX_RETRY_INITIAL_INTERVAL", &c.InboxRetryInitial)
 	if v, ok := lookup("INBOX_RETRY_BACKOFF_COEFFICIENT"); ok {
@@ -206,6 +253,15 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
 	}
+	if !ispbPattern.MatchString(c.BankISPB) {
+		errs = append(errs, fmt.Errorf("BANK_ISPB: %q is not 8 digits", c.BankISPB))
+	}
+	if c.PSPRetryMax < c.PSPRetryInitial {
+		errs = append(errs, errors.New("PSP_RETRY_MAX_INTERVAL: must be at least PSP_RETRY_INITIAL_INTERVAL"))
+	}
+	if c.IdempotencyKeyTTL <= c.IdempotencyLockTimeout {
+		errs = append(errs, errors.New("IDEMPOTENCY_KEY_TTL: must be longer than IDEMPOTENCY_LOCK_TIMEOUT"))
+	}
 	if c.AdminToken != "" && len(c.AdminToken) < minAdminTokenLength {
 		errs = append(errs, fmt.Errorf("ADMIN_TOKEN: must be at least %d characters (for example: openssl rand -hex 32)", minAdminTokenLength))
 	}
@@ -222,6 +278,8 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 }
 
 const minAdminTokenLength = 16
+
+var ispbPattern = regexp.MustCompile(`^[0-9]{8}$`)
 
 // CheckAPI reports what the API process needs beyond what Load checks
 // (a worker needs no webhook secret): signatures required with no secret

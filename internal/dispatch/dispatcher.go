@@ -11,13 +11,27 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pixbank/pix/db"
-	"github.com/pixbank/pix/workflows"
 )
+
+// Source is one kind of open row the dispatcher starts workflows for:
+// pending inbox rows (InboxSource) or open transfers (TransferSource).
+type Source interface {
+	// Kind names the rows in logs.
+	Kind() string
+	// Channel is the PostgreSQL notification channel that says rows are due.
+	Channel() string
+	Claim(ctx context.Context, limit int, lease time.Duration) ([]db.Due, error)
+	MarkDispatched(ctx context.Context, keys []string, recheckAfter time.Duration) error
+	DeferDispatch(ctx context.Context, keys []string, delay time.Duration) error
+	// Start starts the row's workflow; started is false when a run of it
+	// was already open.
+	Start(ctx context.Context, c client.Client, due db.Due) (started bool, err error)
+	// LogAttrs name the row and its workflow in log lines.
+	LogAttrs(due db.Due) []any
+}
 
 // Options tune a Dispatcher.
 type Options struct {
-	TaskQueue string
-	Retry     workflows.RetrySettings
 	// PollInterval is how often it looks for due rows without a kick.
 	PollInterval time.Duration
 	// BatchSize is how many rows one claim takes.
@@ -37,9 +51,10 @@ type Options struct {
 	StartTimeout time.Duration
 }
 
-// Dispatcher starts credit workflows for due inbox rows.
+// Dispatcher starts the workflows of a Source's due rows.
 type Dispatcher struct {
-	store  *db.Store
+	store  *db.Store // for LISTEN
+	src    Source
 	client client.Client
 	opts   Options
 	log    *slog.Logger
@@ -49,15 +64,15 @@ type Dispatcher struct {
 	failures int // consecutive rounds with a failed start, for backoff
 }
 
-// New returns a Dispatcher; Run drives it.
-func New(store *db.Store, c client.Client, opts Options, log *slog.Logger) *Dispatcher {
+// New returns a Dispatcher of src's rows; Run drives it.
+func New(store *db.Store, src Source, c client.Client, opts Options, log *slog.Logger) *Dispatcher {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 5 * time.Second
 	}
 	if opts.ClaimLease <= 0 {
 		opts.ClaimLease = 15 * time.Second
 	}
-	return &Dispatcher{store: store, client: c, opts: opts, log: log, kick: make(chan struct{}, 1)}
+	return &Dispatcher{store: store, src: src, client: c, opts: opts, log: log.With("dispatching", src.Kind()), kick: make(chan struct{}, 1)}
 }
 
 // Kick asks for a dispatch round now. It never blocks.
@@ -68,9 +83,9 @@ func (d *Dispatcher) Kick() {
 	}
 }
 
-// Run dispatches until ctx is done. It wakes on every notification on
-// db.DueChannel (sent by the API after a commit), on Kick, and every poll
-// interval: a notification can be lost, a poll can't.
+// Run dispatches until ctx is done. It wakes on every notification on the
+// source's channel (sent after a commit that made rows due), on Kick, and
+// every poll interval: a notification can be lost, a poll can't.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -120,7 +135,7 @@ func (d *Dispatcher) listen(ctx context.Context) {
 	backoff := d.opts.PollInterval
 	for ctx.Err() == nil {
 		began := time.Now()
-		err := d.store.ListenDue(ctx, d.Kick)
+		err := d.store.Listen(ctx, d.src.Channel(), d.Kick)
 		if ctx.Err() != nil {
 			return
 		}
@@ -141,7 +156,7 @@ func (d *Dispatcher) listen(ctx context.Context) {
 // DispatchOnce claims one batch of due rows and starts their workflows. It
 // returns how many rows it claimed.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
-	due, err := d.store.ClaimDue(ctx, d.opts.BatchSize, d.opts.ClaimLease)
+	due, err := d.src.Claim(ctx, d.opts.BatchSize, d.opts.ClaimLease)
 	if err != nil || len(due) == 0 {
 		return 0, err
 	}
@@ -157,29 +172,25 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 		g.Go(func() error {
 			startCtx, cancel := context.WithTimeout(gctx, d.opts.StartTimeout)
 			defer cancel()
-			isNew, err := workflows.StartCredit(startCtx, d.client, d.opts.TaskQueue, workflows.CreditInput{
-				EndToEndID:    m.EndToEndID,
-				PriorAttempts: m.Attempts,
-				Retry:         d.opts.Retry,
-			})
-			log := d.log.With("end_to_end_id", m.EndToEndID, "workflow_id", workflows.CreditWorkflowID(m.EndToEndID))
+			isNew, err := d.src.Start(startCtx, d.client, m)
+			log := d.log.With(d.src.LogAttrs(m)...)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err != nil:
-				failed = append(failed, m.EndToEndID)
+				failed = append(failed, m.Key)
 				log.Warn("workflow start failed; will retry", "error", err)
 			case isNew:
-				running = append(running, m.EndToEndID)
+				running = append(running, m.Key)
 				log.Debug("workflow started")
 			case !m.Dispatched:
 				// A run is open although this drive started none: the run
 				// of an earlier drive (a failed one, re-driven) is still
 				// closing. Try again shortly rather than at the recheck.
-				closing = append(closing, m.EndToEndID)
+				closing = append(closing, m.Key)
 				log.Info("previous workflow run still open; will start the re-drive shortly")
 			default:
-				running = append(running, m.EndToEndID)
+				running = append(running, m.Key)
 				log.Debug("workflow run still open")
 			}
 			return nil
@@ -193,15 +204,15 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	defer cancel()
 	var errs []error
 	if len(running) > 0 {
-		errs = append(errs, d.store.MarkDispatched(bookCtx, running, d.opts.RecheckAfter))
+		errs = append(errs, d.src.MarkDispatched(bookCtx, running, d.opts.RecheckAfter))
 	}
 	if len(failed) > 0 {
-		errs = append(errs, d.store.DeferDispatch(bookCtx, failed, d.backoff(true)))
+		errs = append(errs, d.src.DeferDispatch(bookCtx, failed, d.backoff(true)))
 	} else {
 		d.backoff(false)
 	}
 	if len(closing) > 0 {
-		errs = append(errs, d.store.DeferDispatch(bookCtx, closing, d.opts.PollInterval))
+		errs = append(errs, d.src.DeferDispatch(bookCtx, closing, d.opts.PollInterval))
 	}
 	return len(due), errors.Join(errs...)
 }

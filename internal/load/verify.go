@@ -8,6 +8,8 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pixbank/pix/db"
 )
 
 // OpenAccounts opens the run's accounts, each with an opening balance.
@@ -98,17 +100,19 @@ func Check(ctx context.Context, pool *pgxpool.Pool, s *Session) (Invariants, err
 		  (SELECT count(*) FROM pix_credits WHERE starts_with(end_to_end_id, $1)),
 		  (SELECT count(*) FROM inbox_messages WHERE starts_with(end_to_end_id, $1) AND status = 'pending'),
 		  (SELECT count(*) FROM inbox_messages WHERE starts_with(end_to_end_id, $1) AND status = 'failed'),
-		  (SELECT count(*) FROM accounts a WHERE starts_with(a.id, $2) AND a.balance_cents <> a.opening_balance_cents +
-		      COALESCE((SELECT sum(amount_cents) FROM pix_credits c WHERE c.account_id = a.id), 0)),
 		  (SELECT count(*) FROM inbox_messages m WHERE starts_with(m.end_to_end_id, $1) AND m.status = 'done'
 		      AND NOT EXISTS (SELECT 1 FROM pix_credits c WHERE c.end_to_end_id = m.end_to_end_id)),
 		  (SELECT count(*) FROM pix_credits c JOIN inbox_messages m USING (end_to_end_id)
 		      WHERE starts_with(c.end_to_end_id, $1) AND m.status <> 'done')`,
-		prefix, accountPrefix).Scan(&v.InboxRows, &v.Credits, &v.Pending, &v.Failed, &v.UnbalancedAccounts,
-		&v.DoneWithoutCredit, &v.CreditWithoutDone)
+		prefix).Scan(&v.InboxRows, &v.Credits, &v.Pending, &v.Failed, &v.DoneWithoutCredit, &v.CreditWithoutDone)
 	if err != nil {
 		return v, fmt.Errorf("check invariants: %w", err)
 	}
+	unbalanced, err := db.NewStore(pool).UnbalancedAccounts(ctx, accountPrefix)
+	if err != nil {
+		return v, fmt.Errorf("check invariants: %w", err)
+	}
+	v.UnbalancedAccounts = len(unbalanced)
 	credits, err := creditsOf(ctx, pool, prefix)
 	if err != nil {
 		return v, err

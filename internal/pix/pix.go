@@ -151,6 +151,7 @@ var (
 var refusals = []error{
 	ErrPayloadMismatch, ErrCreditNotFound, ErrAccountNotFound, ErrPixKeyNotFound, ErrChargeNotFound, ErrAccountClosed,
 	ErrNotFailed, ErrNotPending, ErrBalanceOverflow,
+	ErrInsufficientFunds, ErrTransferNotFound, ErrTransferFinal, ErrIdempotencyKeyReused, ErrRequestInProgress,
 }
 
 // IsRefusal reports whether err is a business refusal (as opposed to a

@@ -1,0 +1,185 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/psp"
+)
+
+// Application error types of the transfer activities.
+const (
+	// ErrTypePSPUnavailable: the PSP did not answer (5xx, timeout,
+	// connection); retried with backoff.
+	ErrTypePSPUnavailable = "PSPUnavailable"
+	// ErrTypeSettlementPending: the PSP has not settled the transfer yet;
+	// the retry policy paces the polling.
+	ErrTypeSettlementPending = "SettlementPending"
+	// ErrTypePSPTransferUnknown: the PSP knows no transfer it had accepted.
+	// The run fails (visible); the dispatcher's recheck starts a new run,
+	// which submits again under the same end_to_end_id.
+	ErrTypePSPTransferUnknown = "PSPTransferUnknown"
+	// ErrTypeTransferNotFound: no transfer with that id.
+	ErrTypeTransferNotFound = "TransferNotFound"
+	// ErrTypeTransferFinal: the PSP's answer contradicts the transfer's
+	// final status (settled vs refunded): a human must look.
+	ErrTypeTransferFinal = "TransferFinal"
+)
+
+// TransferRef names a transfer.
+type TransferRef struct {
+	TransferID string
+}
+
+// PSPResult is where the PSP says a transfer stands (Status is a
+// psp.Status), or, with AlreadyFinal, where our own record says it ended
+// (Status is pix.TransferSettled or pix.TransferRefunded): a new run of a
+// finished saga has nothing to do.
+type PSPResult struct {
+	EndToEndID   string
+	Status       string
+	Reason       string
+	AlreadyFinal bool
+}
+
+// loadTransfer reads the transfer and a logger that names it.
+func (a *Activities) loadTransfer(ctx context.Context, id string) (pix.Transfer, *slog.Logger, error) {
+	tid, err := uuid.Parse(id)
+	if err != nil {
+		return pix.Transfer{}, nil, temporal.NewNonRetryableApplicationError("transfer id: "+err.Error(), ErrTypeTransferNotFound, err)
+	}
+	t, err := a.Store.GetTransfer(ctx, tid)
+	if err != nil {
+		return pix.Transfer{}, nil, transferError(err)
+	}
+	info := activity.GetInfo(ctx)
+	log := a.Logger.With("transfer_id", id, "end_to_end_id", t.EndToEndID, "workflow_id", info.WorkflowExecution.ID, "attempt", info.Attempt)
+	return t, log, nil
+}
+
+// SubmitTransfer asks the PSP to send the transfer, under its end_to_end_id
+// (the PSP deduplicates on it, so a retry never sends twice), and records
+// the submission. A PSP rejection, or a refusal of the request itself (4xx),
+// is a result, not an error: the workflow compensates.
+func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPResult, error) {
+	t, log, err := a.loadTransfer(ctx, in.TransferID)
+	if err != nil {
+		return PSPResult{}, err
+	}
+	if t.Status == pix.TransferSettled || t.Status == pix.TransferRefunded {
+		return PSPResult{EndToEndID: t.EndToEndID, Status: t.Status, AlreadyFinal: true}, nil
+	}
+	res, err := a.PSP.Submit(ctx, psp.Transfer{EndToEndID: t.EndToEndID, AccountID: t.AccountID, AmountCents: t.AmountCents, PixKey: t.PixKey})
+	var refused *psp.RequestError
+	switch {
+	case errors.As(err, &refused):
+		log.Warn("psp refused the transfer request", "status_code", refused.StatusCode, "error", refused.Message)
+		return PSPResult{EndToEndID: t.EndToEndID, Status: string(psp.StatusRejected),
+			Reason: fmt.Sprintf("psp refused the request (%d): %s", refused.StatusCode, refused.Message)}, nil
+	case err != nil:
+		return PSPResult{}, pspError(err)
+	}
+	if res.Status != psp.StatusRejected {
+		if _, err := a.Store.MarkTransferSubmitted(ctx, uuid.MustParse(t.ID)); err != nil {
+			return PSPResult{}, transferError(err)
+		}
+	}
+	log.Info("transfer submitted to the psp", "psp_status", res.Status, "reason", res.Reason)
+	return PSPResult{EndToEndID: t.EndToEndID, Status: string(res.Status), Reason: res.Reason}, nil
+}
+
+// AwaitSettlement asks the PSP where a submitted transfer stands: settled or
+// rejected, or a retryable SettlementPending error while it is pending.
+func (a *Activities) AwaitSettlement(ctx context.Context, in PSPResult) (PSPResult, error) {
+	res, err := a.PSP.Status(ctx, in.EndToEndID)
+	switch {
+	case errors.Is(err, psp.ErrNotFound):
+		return PSPResult{}, temporal.NewNonRetryableApplicationError("the psp knows no transfer "+in.EndToEndID, ErrTypePSPTransferUnknown, err)
+	case err != nil:
+		return PSPResult{}, pspError(err)
+	case res.Status == psp.StatusPending:
+		return PSPResult{}, temporal.NewApplicationError("not settled yet", ErrTypeSettlementPending)
+	}
+	return PSPResult{EndToEndID: in.EndToEndID, Status: string(res.Status), Reason: res.Reason}, nil
+}
+
+// SettleTransfer marks the transfer settled: final.
+func (a *Activities) SettleTransfer(ctx context.Context, in TransferRef) error {
+	t, log, err := a.loadTransfer(ctx, in.TransferID)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Store.SettleTransfer(ctx, uuid.MustParse(t.ID)); err != nil {
+		return transferError(err)
+	}
+	log.Info("transfer settled")
+	return nil
+}
+
+// RefundInput compensates a rejected transfer.
+type RefundInput struct {
+	TransferID string
+	Reason     string
+}
+
+// RefundTransfer credits the amount back and marks the transfer refunded, in
+// one transaction, exactly once.
+func (a *Activities) RefundTransfer(ctx context.Context, in RefundInput) error {
+	t, log, err := a.loadTransfer(ctx, in.TransferID)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Store.RefundTransfer(ctx, uuid.MustParse(t.ID), in.Reason); err != nil {
+		return transferError(err)
+	}
+	log.Info("transfer refunded", "account_id", t.AccountID, "amount_cents", t.AmountCents, "reason", in.Reason)
+	return nil
+}
+
+func pspError(err error) error {
+	return temporal.NewApplicationErrorWithCause("psp: "+err.Error(), ErrTypePSPUnavailable, err)
+}
+
+func transferError(err error) error {
+	switch {
+	case errors.Is(err, pix.ErrTransferNotFound):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTransferNotFound, err)
+	case errors.Is(err, pix.ErrTransferFinal):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTransferFinal, err)
+	default:
+		return temporal.NewApplicationErrorWithCause(fmt.Sprintf("technical failure: %v", err), ErrTypeTechnicalFailure, err)
+	}
+}
+
+// CleanupInput bounds one cleanup of expired idempotency keys.
+type CleanupInput struct {
+	BatchSize int
+	// MaxBatches bounds one run; the next scheduled run takes the rest.
+	MaxBatches int
+}
+
+// DeleteExpiredIdempotencyKeys deletes expired idempotency keys in small
+// batches (short transactions, no long lock) and returns how many.
+func (a *Activities) DeleteExpiredIdempotencyKeys(ctx context.Context, in CleanupInput) (int64, error) {
+	var total int64
+	for range in.MaxBatches {
+		n, err := a.Store.DeleteExpiredKeys(ctx, in.BatchSize)
+		total += n
+		if err != nil {
+			return total, temporal.NewApplicationErrorWithCause(fmt.Sprintf("technical failure: %v", err), ErrTypeTechnicalFailure, err)
+		}
+		activity.RecordHeartbeat(ctx, total)
+		if n < int64(in.BatchSize) {
+			break
+		}
+	}
+	a.Logger.Info("expired idempotency keys deleted", "deleted", total)
+	return total, nil
+}

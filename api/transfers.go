@@ -1,0 +1,231 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/workflows"
+)
+
+// Limits of POST /pix.
+const (
+	MaxTransferBodyBytes = 16 << 10
+	maxDescriptionLength = 140
+	// IdempotentReplayHeader marks an answer replayed from the key.
+	IdempotentReplayHeader = "X-Idempotent-Replay"
+)
+
+// transferView is a transfer as the API answers it.
+type transferView struct {
+	pix.Transfer
+	WorkflowID    string `json:"workflow_id"`
+	TemporalUIURL string `json:"temporal_ui_url"`
+}
+
+func (h *handlers) transferView(t pix.Transfer) transferView {
+	id := workflows.TransferWorkflowID(t.ID)
+	return transferView{Transfer: t, WorkflowID: id, TemporalUIURL: h.workflowURL(id)}
+}
+
+// createTransfer is POST /pix behind the Idempotency-Key layer: the request
+// that reserves the key runs the transfer and records its answer; every
+// later request with the key gets that answer again (X-Idempotent-Replay),
+// a refusal included. Only a technical failure, which commits nothing,
+// frees the key for a retry.
+func (h *handlers) createTransfer(c *gin.Context) {
+	ctx := c.Request.Context()
+	key, err := idempotencyKey(c.GetHeader("Idempotency-Key"))
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	body, err := readBody(c.Writer, c.Request, MaxTransferBodyBytes)
+	if err == nil {
+		err = requireJSON(c.Request)
+	}
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	res, replay, err := h.Store.ReserveKey(ctx, key, requestHash(body), h.Keys)
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	if replay != nil {
+		c.Header(IdempotentReplayHeader, "true")
+		c.Data(replay.StatusCode, "application/json; charset=utf-8", replay.Body)
+		return
+	}
+	log := h.Logger.With("idempotency_key", key.String())
+
+	req, err := decodeTransferRequest(body)
+	if err != nil {
+		h.recordRefusal(c, log, *res, &unprocessableError{err})
+		return
+	}
+	t := db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID(h.BankISPB, time.Now()), TransferRequest: req}
+	var answer []byte
+	created, err := h.Store.CreateTransfer(ctx, *res, t, func(t pix.Transfer) ([]byte, error) {
+		b, err := json.Marshal(h.transferView(t))
+		answer = b
+		return b, err
+	})
+	switch {
+	case err == nil:
+		c.Set(ctxEndToEndID, created.EndToEndID)
+		log.Info("transfer debited", "transfer_id", created.ID, "end_to_end_id", created.EndToEndID, "account_id", created.AccountID,
+			"amount_cents", created.AmountCents, "balance_after_cents", created.BalanceAfterCents)
+		c.Data(http.StatusCreated, "application/json; charset=utf-8", answer)
+	case errors.Is(err, pix.ErrRequestInProgress):
+		// Our reservation was taken over: the taker answers for the key.
+		abortWithError(c, h.Logger, err)
+	case pix.IsRefusal(err):
+		h.recordRefusal(c, log, *res, &unprocessableError{err})
+	default:
+		h.releaseKey(ctx, log, *res)
+		abortWithError(c, h.Logger, err)
+	}
+}
+
+// recordRefusal records a refusal as the key's answer, and answers it.
+func (h *handlers) recordRefusal(c *gin.Context, log *slog.Logger, res db.Reservation, refusal error) {
+	status, detail := errorResponse(refusal)
+	body, err := json.Marshal(ErrorBody{Error: detail})
+	if err == nil {
+		err = h.Store.RecordResponse(c.Request.Context(), res, status, body)
+	}
+	if err != nil {
+		if !errors.Is(err, pix.ErrRequestInProgress) {
+			h.releaseKey(c.Request.Context(), h.Logger, res)
+		}
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	log.Info("transfer refused", "status", status, "code", detail.Code, "reason", refusal.Error())
+	c.Data(status, "application/json; charset=utf-8", body)
+}
+
+// releaseKey frees the key after a failure that committed nothing, on a
+// context of its own (the request's may be what failed). If even that
+// fails, the reservation lapses after IDEMPOTENCY_LOCK_TIMEOUT.
+func (h *handlers) releaseKey(ctx context.Context, log *slog.Logger, res db.Reservation) {
+	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := h.Store.ReleaseKey(releaseCtx, res); err != nil {
+		log.Error("could not release idempotency key; it lapses with its lock", "idempotency_key", res.Key.String(), "error", err)
+	}
+}
+
+// idempotencyKey parses the Idempotency-Key header: a UUID.
+func idempotencyKey(header string) (uuid.UUID, error) {
+	if header == "" {
+		return uuid.UUID{}, errIdempotencyKeyRequired
+	}
+	key, err := uuid.Parse(header)
+	if err != nil || len(header) != 36 {
+		return uuid.UUID{}, errInvalidIdempotencyKey
+	}
+	return key, nil
+}
+
+// requestHash is the hex SHA-256 of the body's canonical JSON (members
+// sorted, no insignificant whitespace: key order and spacing don't make
+// another request); a body that isn't JSON is hashed as it is.
+func requestHash(body []byte) string {
+	canonical := body
+	if checkJSON(body) == nil {
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber() // numbers keep their text: 15000 stays 15000
+		if dec.Decode(&v) == nil {
+			if b, err := json.Marshal(v); err == nil {
+				canonical = b
+			}
+		}
+	}
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
+// decodeTransferRequest validates a POST /pix body. Unlike the PSP's
+// webhooks, members we don't know are refused: a customer app that sends
+// "amount" in reais must hear about it.
+func decodeTransferRequest(body []byte) (pix.TransferRequest, error) {
+	if err := checkJSON(body); err != nil {
+		return pix.TransferRequest{}, err
+	}
+	m, err := decodeObject(body, "body")
+	if err != nil {
+		return pix.TransferRequest{}, err
+	}
+	for k := range m {
+		switch k {
+		case "account_id", "amount_cents", "pix_key", "description":
+		default:
+			return pix.TransferRequest{}, pix.Invalid(k, "is not a field of a transfer (account_id, amount_cents, pix_key, description)")
+		}
+	}
+	var r pix.TransferRequest
+	if r.AccountID, err = requiredString(m["account_id"], "account_id"); err != nil {
+		return r, err
+	}
+	if l := utf8.RuneCountInString(r.AccountID); l < 1 || l > pix.MaxAccountIDLength || hasControl(r.AccountID) {
+		return r, pix.Invalid("account_id", "must be 1 to %d characters, none of them a control character", pix.MaxAccountIDLength)
+	}
+	if r.AmountCents, err = amountCents(m["amount_cents"]); err != nil {
+		return r, err
+	}
+	if r.PixKey, err = requiredString(m["pix_key"], "pix_key"); err != nil {
+		return r, err
+	}
+	if l := utf8.RuneCountInString(r.PixKey); l < 1 || l > maxPixKeyLength || hasControl(r.PixKey) {
+		return r, pix.Invalid("pix_key", "must be 1 to %d characters, none of them a control character", maxPixKeyLength)
+	}
+	if present(m["description"]) {
+		if r.Description, err = requiredString(m["description"], "description"); err != nil {
+			return r, err
+		}
+		if utf8.RuneCountInString(r.Description) > maxDescriptionLength || hasControl(r.Description) {
+			return r, pix.Invalid("description", "must be at most %d characters, none of them a control character", maxDescriptionLength)
+		}
+	}
+	return r, nil
+}
+
+// getTransfer is GET /pix/transfers/{id}.
+func (h *handlers) getTransfer(c *gin.Context) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		abortWithError(c, h.Logger, pix.Invalid("id", "must be a transfer id (a UUID)"))
+		return
+	}
+	t, err := h.Store.GetTransfer(c.Request.Context(), id)
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	c.Set(ctxEndToEndID, t.EndToEndID)
+	c.JSON(http.StatusOK, h.transferView(t))
+}
+
+// retryAfterSeconds renders a wait for the Retry-After header: whole
+// seconds, at least 1.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
+}

@@ -1,0 +1,144 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// Reservation is a request's hold on an Idempotency-Key: only its holder
+// may record the key's response (Token fences a holder whose reservation
+// was taken over).
+type Reservation struct {
+	Key   uuid.UUID
+	Token uuid.UUID
+}
+
+// RecordedResponse is the answer recorded on a key, replayed to every later
+// request with the same key and body.
+type RecordedResponse struct {
+	StatusCode int
+	Body       []byte
+}
+
+// KeyPolicy says how long a reservation holds (a holder that died is taken
+// over after it) and how long a key is kept.
+type KeyPolicy struct {
+	LockFor time.Duration
+	KeepFor time.Duration
+}
+
+// ReserveKey reserves an Idempotency-Key for a request whose body hashes to
+// requestHash. It returns the reservation, or the response recorded on the
+// key (replay it), or pix.ErrIdempotencyKeyReused (another body) or a
+// *KeyInProgressError (another request holds it). An expired key counts as
+// new; a reservation past its lock whose holder recorded nothing (it died)
+// is taken over.
+func (s *Store) ReserveKey(ctx context.Context, key uuid.UUID, requestHash string, p KeyPolicy) (*Reservation, *RecordedResponse, error) {
+	res := &Reservation{Key: key, Token: uuid.New()}
+	for {
+		var reserved bool
+		err := s.pool.QueryRow(ctx, `
+			INSERT INTO idempotency_keys (key, request_hash, lock_token, locked_until, expires_at)
+			VALUES ($1, $2, $3, now() + $4::interval, now() + $5::interval)
+			ON CONFLICT (key) DO UPDATE SET
+				request_hash = EXCLUDED.request_hash, lock_token = EXCLUDED.lock_token,
+				locked_until = EXCLUDED.locked_until, status_code = NULL, response_body = NULL,
+				created_at = now(), expires_at = EXCLUDED.expires_at
+			WHERE idempotency_keys.expires_at <= now()
+			   OR (idempotency_keys.status_code IS NULL AND idempotency_keys.locked_until <= now()
+			       AND idempotency_keys.request_hash = EXCLUDED.request_hash)
+			RETURNING true`, key, requestHash, res.Token, p.LockFor, p.KeepFor).Scan(&reserved)
+		if err == nil {
+			return res, nil, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, nil, classify(fmt.Errorf("reserve idempotency key: %w", err))
+		}
+		// The key is taken: say by what.
+		var hash string
+		var status *int
+		var body []byte
+		var lockLeft float64 // seconds
+		err = s.pool.QueryRow(ctx, `
+			SELECT request_hash, status_code, response_body, COALESCE(GREATEST(EXTRACT(EPOCH FROM locked_until - now()), 0), 0)::float8
+			FROM idempotency_keys WHERE key = $1`, key).Scan(&hash, &status, &body, &lockLeft)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // deleted in between (expired and cleaned): try again
+		}
+		if err != nil {
+			return nil, nil, classify(fmt.Errorf("read idempotency key: %w", err))
+		}
+		switch {
+		case hash != requestHash:
+			return nil, nil, pix.ErrIdempotencyKeyReused
+		case status != nil:
+			return nil, &RecordedResponse{StatusCode: *status, Body: body}, nil
+		default:
+			return nil, nil, &KeyInProgressError{RetryAfter: time.Duration(lockLeft * float64(time.Second))}
+		}
+	}
+}
+
+// KeyInProgressError is pix.ErrRequestInProgress with the time left on the
+// holder's reservation.
+type KeyInProgressError struct {
+	RetryAfter time.Duration
+}
+
+func (e *KeyInProgressError) Error() string { return pix.ErrRequestInProgress.Error() }
+
+func (e *KeyInProgressError) Unwrap() error { return pix.ErrRequestInProgress }
+
+// errReservationLost: the reservation was taken over before its response
+// was recorded (the holder outlived its lock); its work must not commit.
+var errReservationLost = fmt.Errorf("%w: the reservation expired and was taken over", pix.ErrRequestInProgress)
+
+// recordResponse records the key's response, fenced by the reservation's
+// token, within tx.
+func recordResponse(ctx context.Context, tx pgx.Tx, r Reservation, status int, body []byte) error {
+	tag, err := tx.Exec(ctx, `
+		UPDATE idempotency_keys SET status_code = $3, response_body = $4, lock_token = NULL, locked_until = NULL
+		WHERE key = $1 AND lock_token = $2`, r.Key, r.Token, status, body)
+	if err != nil {
+		return fmt.Errorf("record idempotent response: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errReservationLost
+	}
+	return nil
+}
+
+// RecordResponse records a response that moved no money (a refusal) on the
+// key.
+func (s *Store) RecordResponse(ctx context.Context, r Reservation, status int, body []byte) error {
+	return inTx(ctx, s.pool, func(tx pgx.Tx) error { return recordResponse(ctx, tx, r, status, body) })
+}
+
+// ReleaseKey gives a reservation up without a response (a technical
+// failure committed nothing): the next request with the key runs afresh.
+func (s *Store) ReleaseKey(ctx context.Context, r Reservation) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE key = $1 AND lock_token = $2`, r.Key, r.Token)
+	if err != nil {
+		return classify(fmt.Errorf("release idempotency key: %w", err))
+	}
+	return nil
+}
+
+// DeleteExpiredKeys deletes up to limit expired keys and returns how many.
+func (s *Store) DeleteExpiredKeys(ctx context.Context, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM idempotency_keys WHERE key IN (
+			SELECT key FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at LIMIT $1
+			FOR UPDATE SKIP LOCKED)`, limit)
+	if err != nil {
+		return 0, classify(fmt.Errorf("delete expired idempotency keys: %w", err))
+	}
+	return tag.RowsAffected(), nil
+}

@@ -1,0 +1,194 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// NewTransfer is a transfer about to be debited: its id and end_to_end_id
+// are chosen by the caller.
+type NewTransfer struct {
+	ID         uuid.UUID
+	EndToEndID string
+	pix.TransferRequest
+}
+
+// CreateTransfer debits the account, records the transfer and records the
+// Idempotency-Key's response, all in one transaction, and wakes the
+// transfer dispatchers on commit. render turns the recorded transfer into
+// the response body (201) that the key will replay. Refusals, with nothing
+// changed: pix.ErrAccountNotFound, pix.ErrAccountClosed,
+// pix.ErrInsufficientFunds; pix.ErrRequestInProgress when the reservation
+// was taken over meanwhile.
+func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer, render func(pix.Transfer) ([]byte, error)) (pix.Transfer, error) {
+	var out pix.Transfer
+	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var status string
+		var balance int64
+		err := tx.QueryRow(ctx, `SELECT status, balance_cents FROM accounts WHERE id = $1 FOR UPDATE`, t.AccountID).Scan(&status, &balance)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: %s", pix.ErrAccountNotFound, t.AccountID)
+		}
+		if err != nil {
+			return fmt.Errorf("lock account: %w", err)
+		}
+		if status != pix.AccountActive {
+			return fmt.Errorf("%w: %s", pix.ErrAccountClosed, t.AccountID)
+		}
+		if balance < t.AmountCents {
+			return fmt.Errorf("%w: balance %d, transfer %d", pix.ErrInsufficientFunds, balance, t.AmountCents)
+		}
+		// The debit and its transfer row in one statement.
+		row := tx.QueryRow(ctx, `
+			WITH debit AS (
+				UPDATE accounts SET balance_cents = balance_cents - $4, updated_at = clock_timestamp()
+				WHERE id = $3
+				RETURNING balance_cents, updated_at)
+			INSERT INTO pix_transfers (id, end_to_end_id, account_id, amount_cents, pix_key, description,
+			                           balance_after_cents, idempotency_key, created_at, updated_at, dispatch_due_at)
+			SELECT $1, $2, $3, $4, $5, NULLIF($6, ''), balance_cents, $7, updated_at, updated_at, now() FROM debit
+			RETURNING `+transferColumns,
+			t.ID, t.EndToEndID, t.AccountID, t.AmountCents, t.PixKey, t.Description, r.Key)
+		if out, err = scanTransfer(row); err != nil {
+			return fmt.Errorf("debit: %w", err)
+		}
+		body, err := render(out)
+		if err != nil {
+			return fmt.Errorf("render response: %w", err)
+		}
+		if err := recordResponse(ctx, tx, r, 201, body); err != nil {
+			return err
+		}
+		// Delivered on commit, not before.
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, TransferDueChannel); err != nil {
+			return fmt.Errorf("notify transfer dispatchers: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return pix.Transfer{}, err
+	}
+	return out, nil
+}
+
+const transferColumns = `id::text, end_to_end_id, account_id, amount_cents, pix_key, description, status,
+	balance_after_cents, failure_reason, created_at, submitted_at, settled_at, refunded_at`
+
+func scanTransfer(row pgx.Row) (pix.Transfer, error) {
+	var t pix.Transfer
+	err := row.Scan(&t.ID, &t.EndToEndID, &t.AccountID, &t.AmountCents, &t.PixKey, &t.Description, &t.Status,
+		&t.BalanceAfterCents, &t.FailureReason, &t.CreatedAt, &t.SubmittedAt, &t.SettledAt, &t.RefundedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return pix.Transfer{}, pix.ErrTransferNotFound
+	}
+	return t, err
+}
+
+// GetTransfer returns one transfer.
+func (s *Store) GetTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error) {
+	t, err := scanTransfer(s.pool.QueryRow(ctx, `SELECT `+transferColumns+` FROM pix_transfers WHERE id = $1`, id))
+	if err != nil && !errors.Is(err, pix.ErrTransferNotFound) {
+		return pix.Transfer{}, classify(fmt.Errorf("get transfer: %w", err))
+	}
+	return t, err
+}
+
+// MarkTransferSubmitted records that the PSP accepted the transfer. A
+// transfer past debited is left as it is. It returns the transfer.
+func (s *Store) MarkTransferSubmitted(ctx context.Context, id uuid.UUID) (pix.Transfer, error) {
+	return s.updateTransfer(ctx, id, `
+		UPDATE pix_transfers SET status = 'submitted', submitted_at = clock_timestamp(), updated_at = clock_timestamp()
+		WHERE id = $1 AND status = 'debited'`)
+}
+
+// SettleTransfer records that the PSP settled the transfer: it is final. A
+// settled transfer stays settled; a refunded one is pix.ErrTransferFinal
+// (the PSP contradicts itself: a human must look).
+func (s *Store) SettleTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error) {
+	t, err := s.updateTransfer(ctx, id, `
+		UPDATE pix_transfers
+		SET status = 'settled', settled_at = clock_timestamp(), updated_at = clock_timestamp(), dispatch_due_at = NULL
+		WHERE id = $1 AND status IN ('debited', 'submitted')`)
+	if err == nil && t.Status == pix.TransferRefunded {
+		return t, fmt.Errorf("%w: settled by the PSP after it was refunded", pix.ErrTransferFinal)
+	}
+	return t, err
+}
+
+// updateTransfer runs a guarded one-row update and returns the transfer as
+// it is afterwards, whether or not the guard let the update through.
+func (s *Store) updateTransfer(ctx context.Context, id uuid.UUID, update string) (pix.Transfer, error) {
+	if _, err := s.pool.Exec(ctx, update, id); err != nil {
+		return pix.Transfer{}, classify(fmt.Errorf("update transfer: %w", err))
+	}
+	return s.GetTransfer(ctx, id)
+}
+
+// RefundTransfer compensates a transfer the PSP rejected: credits the
+// amount back, records the refund and marks the transfer refunded, in one
+// transaction, exactly once (the refund's primary key is the guard). A
+// refunded transfer is returned as it is; a settled one is
+// pix.ErrTransferFinal: money that reached the receiver is never refunded
+// here.
+func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string) (pix.Transfer, error) {
+	var out pix.Transfer
+	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = scanTransfer(tx.QueryRow(ctx, `SELECT `+transferColumns+` FROM pix_transfers WHERE id = $1 FOR UPDATE`, id))
+		if err != nil {
+			return err
+		}
+		switch out.Status {
+		case pix.TransferRefunded:
+			return nil
+		case pix.TransferSettled:
+			return fmt.Errorf("%w: the transfer is settled", pix.ErrTransferFinal)
+		}
+		var now time.Time
+		err = tx.QueryRow(ctx, `
+			WITH credit AS (
+				UPDATE accounts SET balance_cents = balance_cents + $3, updated_at = clock_timestamp()
+				WHERE id = $2
+				RETURNING balance_cents, updated_at),
+			refund AS (
+				INSERT INTO pix_transfer_refunds (transfer_id, account_id, amount_cents, balance_after_cents, reason, refunded_at)
+				SELECT $1, $2, $3, balance_cents, $4, updated_at FROM credit
+				RETURNING refunded_at)
+			UPDATE pix_transfers
+			SET status = 'refunded', failure_reason = $4, refunded_at = (SELECT refunded_at FROM refund),
+			    updated_at = (SELECT refunded_at FROM refund), dispatch_due_at = NULL
+			WHERE id = $1
+			RETURNING refunded_at`, id, out.AccountID, out.AmountCents, reason).Scan(&now)
+		if err != nil {
+			return fmt.Errorf("refund: %w", err)
+		}
+		out.Status, out.FailureReason, out.RefundedAt = pix.TransferRefunded, &reason, &now
+		return nil
+	})
+	if err != nil {
+		return pix.Transfer{}, err
+	}
+	return out, nil
+}
+
+// ClaimDueTransfers claims up to limit open transfers whose dispatch is due.
+func (s *Store) ClaimDueTransfers(ctx context.Context, limit int, lease time.Duration) ([]Due, error) {
+	return s.claimDue(ctx, transferDue, limit, lease)
+}
+
+// MarkTransfersDispatched records that the transfers' workflows run.
+func (s *Store) MarkTransfersDispatched(ctx context.Context, ids []string, recheckAfter time.Duration) error {
+	return s.markDispatched(ctx, transferDue, ids, recheckAfter)
+}
+
+// DeferTransferDispatch makes open transfers due again after delay.
+func (s *Store) DeferTransferDispatch(ctx context.Context, ids []string, delay time.Duration) error {
+	return s.deferDispatch(ctx, transferDue, ids, delay)
+}

@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/temporaltest"
+	"github.com/pixbank/pix/workflows"
+)
+
+// sendPix posts a transfer under an Idempotency-Key and returns the answer.
+func (s *stack) sendPix(key, account string, amount int64, pixKey string) reply {
+	s.t.Helper()
+	body, err := json.Marshal(map[string]any{"account_id": account, "amount_cents": amount, "pix_key": pixKey})
+	require.NoError(s.t, err)
+	req, err := http.NewRequest(http.MethodPost, s.baseURL+"/pix", bytes.NewReader(body))
+	require.NoError(s.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(s.t, err)
+	defer res.Body.Close()
+	var m map[string]any
+	require.NoError(s.t, json.NewDecoder(res.Body).Decode(&m))
+	return reply{res.StatusCode, m}
+}
+
+// waitTransfer waits until the transfer reaches want.
+func (s *stack) waitTransfer(id, want string, within time.Duration) pix.Transfer {
+	s.t.Helper()
+	var t pix.Transfer
+	require.Eventually(s.t, func() bool {
+		var err error
+		t, err = s.store.GetTransfer(context.Background(), uuid.MustParse(id))
+		require.NoError(s.t, err)
+		return t.Status == want
+	}, within, 50*time.Millisecond, "transfer %s did not become %s", id, want)
+	return t
+}
+
+func (s *stack) refunds(id string) int {
+	s.t.Helper()
+	var n int
+	require.NoError(s.t, s.store.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM pix_transfer_refunds WHERE transfer_id = $1`, id).Scan(&n))
+	return n
+}
+
+func TestTransferSettles(t *testing.T) {
+	s := newStack(t, shared, nil)
+	s.openAccount("acc-1", 100_000)
+	r := s.sendPix(uuid.NewString(), "acc-1", 15_000, "maria@example.com")
+	require.Equal(t, http.StatusCreated, r.Status, "%v", r.Body)
+	id := r.Body["id"].(string)
+
+	tr := s.waitTransfer(id, pix.TransferSettled, 30*time.Second)
+	require.NotNil(t, tr.SubmittedAt)
+	require.NotNil(t, tr.SettledAt)
+	require.EqualValues(t, 85_000, s.balance("acc-1"))
+	at, ok := s.psp.Transfer(tr.EndToEndID)
+	require.True(t, ok, "the PSP has the transfer under its end_to_end_id")
+	require.EqualValues(t, 15_000, at.AmountCents)
+	require.Zero(t, s.refunds(id))
+
+	got := s.request(http.MethodGet, "/pix/transfers/"+id, nil)
+	require.Equal(t, "settled", got.Body["status"])
+	s.assertBooksBalance()
+}
+
+func TestRejectedTransferIsRefundedOnce(t *testing.T) {
+	s := newStack(t, shared, nil)
+	s.openAccount("acc-1", 100_000)
+	require.NoError(t, s.psp.SetBehavior("closed@example.com", pspsim.Behavior{Mode: pspsim.ModeReject, Reason: "receiver account closed"}))
+	require.NoError(t, s.psp.SetBehavior("late@example.com", pspsim.Behavior{Mode: pspsim.ModeRejectLater, Reason: "fraud suspected"}))
+
+	now := s.sendPix(uuid.NewString(), "acc-1", 15_000, "closed@example.com")
+	later := s.sendPix(uuid.NewString(), "acc-1", 2_550, "late@example.com")
+	require.Equal(t, http.StatusCreated, now.Status)
+	require.Equal(t, http.StatusCreated, later.Status)
+	require.EqualValues(t, 100_000-15_000-2_550, later.Body["balance_after_cents"])
+
+	rejected := s.waitTransfer(now.Body["id"].(string), pix.TransferRefunded, 30*time.Second)
+	require.Equal(t, "receiver account closed", *rejected.FailureReason)
+	require.Nil(t, rejected.SubmittedAt, "rejected at submission: never submitted")
+	lateRejected := s.waitTransfer(later.Body["id"].(string), pix.TransferRefunded, 30*time.Second)
+	require.Equal(t, "fraud suspected", *lateRejected.FailureReason)
+	require.NotNil(t, lateRejected.SubmittedAt, "rejected at settlement, after the submission")
+
+	require.EqualValues(t, 100_000, s.balance("acc-1"), "the balance is restored exactly")
+	require.Equal(t, 1, s.refunds(now.Body["id"].(string)))
+	require.Equal(t, 1, s.refunds(later.Body["id"].(string)))
+	s.assertBooksBalance()
+}
+
+// PSP timeouts and 503s are retried with backoff; the PSP sees several
+// submissions and creates one transfer.
+func TestTransientPSPFailuresSubmitOnce(t *testing.T) {
+	s := newStack(t, shared, func(c *config.Config) { c.PSPTimeout = 300 * time.Millisecond })
+	s.openAccount("acc-1", 100_000)
+	require.NoError(t, s.psp.SetBehavior("slow@example.com", pspsim.Behavior{Mode: pspsim.ModeTimeout, Times: 2, Delay: 5 * time.Second}))
+	require.NoError(t, s.psp.SetBehavior("flaky@example.com", pspsim.Behavior{Mode: pspsim.ModeFail, Times: 3}))
+
+	slow := s.sendPix(uuid.NewString(), "acc-1", 1_000, "slow@example.com")
+	flaky := s.sendPix(uuid.NewString(), "acc-1", 2_000, "flaky@example.com")
+	slowT := s.waitTransfer(slow.Body["id"].(string), pix.TransferSettled, 60*time.Second)
+	flakyT := s.waitTransfer(flaky.Body["id"].(string), pix.TransferSettled, 60*time.Second)
+
+	at, ok := s.psp.Transfer(slowT.EndToEndID)
+	require.True(t, ok)
+	require.GreaterOrEqual(t, at.Received, 3, "two timed-out submissions, then one answered")
+	at, ok = s.psp.Transfer(flakyT.EndToEndID)
+	require.True(t, ok)
+	require.GreaterOrEqual(t, at.Received, 4, "three 503s, then one accepted")
+	require.EqualValues(t, 97_000, s.balance("acc-1"))
+	s.assertBooksBalance()
+}
+
+// The worker dies while its submission hangs at the PSP; another worker
+// finishes the saga, once.
+func TestWorkerKilledMidSagaFinishesOnce(t *testing.T) {
+	s := newStack(t, shared, func(c *config.Config) { c.PSPTimeout = 20 * time.Second })
+	s.openAccount("acc-1", 100_000)
+	require.NoError(t, s.psp.SetBehavior("hang@example.com", pspsim.Behavior{Mode: pspsim.ModeTimeout, Times: 1, Delay: 60 * time.Second}))
+
+	r := s.sendPix(uuid.NewString(), "acc-1", 7_000, "hang@example.com")
+	require.Equal(t, http.StatusCreated, r.Status)
+	id := r.Body["id"].(string)
+	tr, err := s.store.GetTransfer(context.Background(), uuid.MustParse(id))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok := s.psp.Transfer(tr.EndToEndID); return ok }, 20*time.Second, 20*time.Millisecond,
+		"the submission reached the PSP")
+
+	s.killWorker()
+	require.Equal(t, pix.TransferDebited, s.waitTransfer(id, pix.TransferDebited, time.Second).Status)
+	s.startWorker()
+
+	s.waitTransfer(id, pix.TransferSettled, 90*time.Second)
+	at, _ := s.psp.Transfer(tr.EndToEndID)
+	require.GreaterOrEqual(t, at.Received, 2, "submitted again by the new worker")
+	require.EqualValues(t, 93_000, s.balance("acc-1"), "debited once, never refunded")
+	require.Zero(t, s.refunds(id))
+	s.assertBooksBalance()
+}
+
+// Temporal is down between the debit's commit and the saga's start: the
+// transfer waits, and its saga runs once Temporal is back.
+func TestTransferSurvivesTemporalOutage(t *testing.T) {
+	srv := temporaltest.StartT(t)
+	s := newStack(t, srv, nil)
+	s.openAccount("acc-1", 100_000)
+
+	srv.Stop()
+	key := uuid.NewString()
+	r := s.sendPix(key, "acc-1", 15_000, "maria@example.com")
+	require.Equal(t, http.StatusCreated, r.Status, "the debit does not wait for Temporal")
+	id := r.Body["id"].(string)
+	time.Sleep(time.Second) // the dispatcher tries, fails, and backs off
+	require.Equal(t, pix.TransferDebited, s.waitTransfer(id, pix.TransferDebited, time.Second).Status)
+	require.True(t, s.sendPix(key, "acc-1", 15_000, "maria@example.com").Status == http.StatusCreated, "replayed while Temporal is down")
+
+	require.NoError(t, srv.Restart())
+	s.waitTransfer(id, pix.TransferSettled, 90*time.Second)
+	require.EqualValues(t, 85_000, s.balance("acc-1"))
+	s.assertBooksBalance()
+}
+
+// The worker creates the cleanup's Temporal Schedule; a run of it deletes
+// the expired idempotency keys and keeps the others.
+func TestExpiredIdempotencyKeysAreCleanedBySchedule(t *testing.T) {
+	ctx := context.Background()
+	s := newStack(t, shared, nil)
+	s.openAccount("acc-1", 100_000)
+	live := uuid.NewString()
+	require.Equal(t, http.StatusCreated, s.sendPix(live, "acc-1", 100, "k").Status)
+	var expired []string
+	for range 5 {
+		k := uuid.NewString()
+		expired = append(expired, k)
+		require.Equal(t, http.StatusCreated, s.sendPix(k, "acc-1", 100, "k").Status)
+	}
+	_, err := s.store.Pool().Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 minute' WHERE key = ANY($1::uuid[])`, expired)
+	require.NoError(t, err)
+
+	var handle client.ScheduleHandle
+	require.Eventually(t, func() bool {
+		handle = s.client().ScheduleClient().GetHandle(ctx, workflows.CleanupScheduleID(s.cfg.TemporalTaskQueue))
+		_, err := handle.Describe(ctx)
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "the worker creates the schedule")
+	require.NoError(t, handle.Trigger(ctx, client.ScheduleTriggerOptions{}))
+
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, s.store.Pool().QueryRow(ctx, `SELECT count(*) FROM idempotency_keys`).Scan(&n))
+		return n == 1
+	}, 30*time.Second, 100*time.Millisecond, "the expired keys are deleted, the live one kept")
+	require.Equal(t, http.StatusCreated, s.sendPix(live, "acc-1", 100, "k").Status)
+	require.EqualValues(t, 100_000-600, s.balance("acc-1"), "the live key replayed: no new debit")
+}

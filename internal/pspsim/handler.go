@@ -1,0 +1,297 @@
+package pspsim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/pixbank/pix/internal/psp"
+)
+
+// Error codes of the JSON error envelope {"error":{"code","message"}}.
+const (
+	CodeInvalidRequest   = "invalid_request"
+	CodeEndToEndIDReused = "end_to_end_id_reused"
+	CodeTransferNotFound = "transfer_not_found"
+	CodeUnavailable      = "psp_unavailable"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodePayloadTooLarge  = "payload_too_large"
+)
+
+// maxBodyBytes bounds a request body: a transfer or a behaviour is a few
+// hundred bytes.
+const maxBodyBytes = 64 << 10
+
+// Handler returns the simulator's HTTP API:
+//
+//	POST   /transfers                   submit a psp.Transfer
+//	GET    /transfers/{end_to_end_id}   a TransferView
+//	PUT    /behaviors/{pix_key}         set a Behavior
+//	DELETE /behaviors/{pix_key}         back to accept
+//	GET    /behaviors                   list the behaviours
+//	GET    /healthz                     200
+func (s *Simulator) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /transfers", s.handleSubmit)
+	mux.HandleFunc("GET /transfers/{end_to_end_id}", s.handleGetTransfer)
+	mux.HandleFunc("PUT /behaviors/{pix_key}", s.handlePutBehavior)
+	mux.HandleFunc("DELETE /behaviors/{pix_key}", s.handleDeleteBehavior)
+	mux.HandleFunc("GET /behaviors", s.handleListBehaviors)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	return s.logRequests(jsonMuxErrors(mux))
+}
+
+func (s *Simulator) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	var in psp.Transfer
+	if err := decodeBody(w, r, &in); err != nil {
+		writeDecodeError(w, err)
+		return
+	}
+	note(r, slog.String("end_to_end_id", in.EndToEndID), slog.String("pix_key", in.PixKey))
+	if msg := validate(in); msg != "" {
+		note(r, slog.String("outcome", "invalid"))
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, msg)
+		return
+	}
+	sub := s.submit(in)
+	note(r, slog.String("mode", string(sub.mode)), slog.String("outcome", sub.outcome.String()))
+	switch sub.outcome {
+	case outcomeUnavailable:
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the psp is unavailable (simulated failure); nothing was created")
+		return
+	case outcomeConflict:
+		writeError(w, http.StatusConflict, CodeEndToEndIDReused,
+			"end_to_end_id "+in.EndToEndID+" is already a transfer with another amount, pix key or account; nothing was changed")
+		return
+	}
+	if sub.hang > 0 {
+		note(r, slog.String("hang", sub.hang.String()))
+		t := time.NewTimer(sub.hang)
+		defer t.Stop()
+		select {
+		case <-r.Context().Done():
+			// The client gave up (or the server is shutting down): as
+			// with a real lost answer, the transfer exists all the same.
+			note(r, slog.Bool("client_gave_up", true))
+			return
+		case <-t.C:
+		}
+	}
+	res, _ := s.result(in.EndToEndID) // transfers are never deleted
+	code := http.StatusOK
+	switch {
+	case res.Status == psp.StatusRejected:
+		code = http.StatusUnprocessableEntity
+	case sub.outcome == outcomeCreated:
+		code = http.StatusCreated
+	}
+	note(r, slog.String("transfer_status", string(res.Status)))
+	writeJSON(w, code, res)
+}
+
+func (s *Simulator) handleGetTransfer(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("end_to_end_id")
+	note(r, slog.String("end_to_end_id", id))
+	v, ok := s.Transfer(id)
+	if !ok {
+		writeError(w, http.StatusNotFound, CodeTransferNotFound, "no transfer with end_to_end_id "+id)
+		return
+	}
+	note(r, slog.String("transfer_status", string(v.Status)))
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Simulator) handlePutBehavior(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("pix_key")
+	note(r, slog.String("pix_key", key))
+	var b Behavior
+	if err := decodeBody(w, r, &b); err != nil {
+		writeDecodeError(w, err)
+		return
+	}
+	if err := s.SetBehavior(key, b); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
+		return
+	}
+	note(r, slog.String("mode", string(b.Mode)))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Simulator) handleDeleteBehavior(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("pix_key")
+	note(r, slog.String("pix_key", key))
+	s.DeleteBehavior(key)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// behaviorListing is one entry of GET /behaviors.
+type behaviorListing struct {
+	PixKey string `json:"pix_key"`
+	behaviorJSON
+	Submissions int `json:"submissions"`
+}
+
+func (s *Simulator) handleListBehaviors(w http.ResponseWriter, _ *http.Request) {
+	list := s.Behaviors()
+	out := make([]behaviorListing, 0, len(list))
+	for _, b := range list {
+		out = append(out, behaviorListing{PixKey: b.PixKey, behaviorJSON: b.Behavior.wire(), Submissions: b.Submissions})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"behaviors": out})
+}
+
+// errBodyTooLarge and errTrailingData are decodeBody's refusals that are not
+// JSON syntax or type errors.
+var (
+	errBodyTooLarge = errors.New("body too large")
+	errTrailingData = errors.New("body holds more than one JSON value")
+)
+
+// decodeBody decodes the request's one JSON value into v, refusing unknown
+// fields, so that a misspelt field is an error rather than a default.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return errBodyTooLarge
+		}
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return errBodyTooLarge
+		}
+		return errTrailingData
+	}
+	return nil
+}
+
+func writeDecodeError(w http.ResponseWriter, err error) {
+	if errors.Is(err, errBodyTooLarge) {
+		writeError(w, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, fmt.Sprintf("body larger than %d bytes", maxBodyBytes))
+		return
+	}
+	writeError(w, http.StatusBadRequest, CodeInvalidRequest, "malformed JSON body: "+err.Error())
+}
+
+// errorBody is the envelope of every error answer.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	// The status is sent; an encoding or write error can only be a client
+	// gone away, which the request log shows.
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// jsonMuxErrors makes the mux's own 404 and 405 answers (plain text) JSON
+// error bodies, keeping their status and the 405's Allow header.
+func jsonMuxErrors(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			w = &muxErrorWriter{ResponseWriter: w, route: r.Method + " " + r.URL.Path}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// muxErrorWriter replaces the body of a 404 or 405 with the JSON envelope.
+type muxErrorWriter struct {
+	http.ResponseWriter
+	route    string
+	replaced bool
+}
+
+func (m *muxErrorWriter) WriteHeader(code int) {
+	switch code {
+	case http.StatusNotFound:
+		m.replaced = true
+		writeError(m.ResponseWriter, code, CodeNotFound, "no route "+m.route)
+	case http.StatusMethodNotAllowed:
+		m.replaced = true
+		writeError(m.ResponseWriter, code, CodeMethodNotAllowed, "method not allowed: "+m.route)
+	default:
+		m.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (m *muxErrorWriter) Write(b []byte) (int, error) {
+	if m.replaced {
+		return len(b), nil
+	}
+	return m.ResponseWriter.Write(b)
+}
+
+// requestNotes collects what a handler learned about its request (the
+// end_to_end_id is in the body, which only the handler reads) for the one
+// log line per request.
+type requestNotes struct{ attrs []slog.Attr }
+
+type notesKey struct{}
+
+// note adds attributes to the request's log line.
+func note(r *http.Request, attrs ...slog.Attr) {
+	if n, ok := r.Context().Value(notesKey{}).(*requestNotes); ok {
+		n.attrs = append(n.attrs, attrs...)
+	}
+}
+
+// statusWriter records the status a handler answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (sw *statusWriter) WriteHeader(code int) {
+	if sw.status == 0 {
+		sw.status = code
+	}
+	sw.ResponseWriter.WriteHeader(code)
+}
+
+func (sw *statusWriter) Write(b []byte) (int, error) {
+	if sw.status == 0 {
+		sw.status = http.StatusOK
+	}
+	return sw.ResponseWriter.Write(b)
+}
+
+// logRequests logs one line per request, after it, with what the handler
+// noted. A request whose client gave up during a hang logs status 0:
+// nothing was answered.
+func (s *Simulator) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		notes := &requestNotes{}
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), notesKey{}, notes)))
+		attrs := append([]slog.Attr{
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", sw.status),
+			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+		}, notes.attrs...)
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "psp simulator request", attrs...)
+	})
+}

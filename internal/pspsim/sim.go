@@ -1,0 +1,292 @@
+package pspsim
+
+import (
+	"errors"
+	"log/slog"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/pixbank/pix/internal/psp"
+)
+
+// Options configure a Simulator; every field is optional.
+type Options struct {
+	// Logger gets one line per request; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock transfers are created and settled by; nil means
+	// time.Now. Tests inject one to settle transfers without sleeping.
+	// (A timeout behaviour's Delay is waited for in real time.)
+	Now func() time.Time
+	// DefaultSettleAfter is how long a transfer stays pending when its
+	// behaviour does not say; 0 means DefaultSettleAfter.
+	DefaultSettleAfter time.Duration
+}
+
+// Simulator is an in-memory PSP. It is safe for concurrent use.
+type Simulator struct {
+	log         *slog.Logger
+	now         func() time.Time
+	settleAfter time.Duration
+
+	mu        sync.Mutex
+	transfers map[string]*transfer
+	// received counts the POSTs per end_to_end_id, also those answered
+	// 503 before any transfer existed, so it lives beside transfers.
+	received  map[string]int
+	behaviors map[string]*keyBehavior
+}
+
+// transfer is one transfer as the PSP holds it. Its outcome (final, reason)
+// is fixed at creation by the behaviour of that moment; it shows from
+// resolveAt on.
+type transfer struct {
+	in        psp.Transfer
+	createdAt time.Time
+	resolveAt time.Time
+	final     psp.Status
+	reason    string
+}
+
+func (t *transfer) result(now time.Time) psp.Result {
+	r := psp.Result{EndToEndID: t.in.EndToEndID, Status: psp.StatusPending}
+	if !now.Before(t.resolveAt) {
+		r.Status = t.final
+		if t.final == psp.StatusRejected {
+			r.Reason = t.reason
+		}
+	}
+	return r
+}
+
+// keyBehavior is a key's behaviour and the submissions to the key since it
+// was set, which Times counts against.
+type keyBehavior struct {
+	Behavior
+	submissions int
+}
+
+// TransferView is the PSP's full view of a transfer, the body of
+// GET /transfers/{end_to_end_id}.
+type TransferView struct {
+	EndToEndID  string     `json:"end_to_end_id"`
+	Status      psp.Status `json:"status"`
+	Reason      string     `json:"reason"`
+	AmountCents int64      `json:"amount_cents"`
+	PixKey      string     `json:"pix_key"`
+	AccountID   string     `json:"account_id"`
+	// Received is how many POSTs arrived for this end_to_end_id: duplicates
+	// and those answered 503 included.
+	Received  int       `json:"received"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// BehaviorView is a Pix key's behaviour as GET /behaviors lists it.
+type BehaviorView struct {
+	PixKey   string
+	Behavior Behavior
+	// Submissions is how many submissions to the key arrived since the
+	// behaviour was set.
+	Submissions int
+}
+
+// New returns an empty simulator in which every key accepts.
+func New(opts Options) *Simulator {
+	s := &Simulator{
+		log:         opts.Logger,
+		now:         opts.Now,
+		settleAfter: opts.DefaultSettleAfter,
+		transfers:   make(map[string]*transfer),
+		received:    make(map[string]int),
+		behaviors:   make(map[string]*keyBehavior),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.settleAfter <= 0 {
+		s.settleAfter = DefaultSettleAfter
+	}
+	return s
+}
+
+// SetBehavior makes pixKey behave as b from now on, restarting the count of
+// its submissions. Transfers that exist keep the outcome they were created
+// with.
+func (s *Simulator) SetBehavior(pixKey string, b Behavior) error {
+	if pixKey == "" {
+		return errors.New("pix key is empty")
+	}
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.behaviors[pixKey] = &keyBehavior{Behavior: b}
+	return nil
+}
+
+// DeleteBehavior makes pixKey accept again.
+func (s *Simulator) DeleteBehavior(pixKey string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.behaviors, pixKey)
+}
+
+// Behaviors lists the keys that have a behaviour, by key.
+func (s *Simulator) Behaviors() []BehaviorView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]BehaviorView, 0, len(s.behaviors))
+	for k, b := range s.behaviors {
+		out = append(out, BehaviorView{PixKey: k, Behavior: b.Behavior, Submissions: b.submissions})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PixKey < out[j].PixKey })
+	return out
+}
+
+// Transfer returns the PSP's view of a transfer, as of now.
+func (s *Simulator) Transfer(endToEndID string) (TransferView, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.transfers[endToEndID]
+	if !ok {
+		return TransferView{}, false
+	}
+	r := t.result(s.now())
+	return TransferView{
+		EndToEndID:  t.in.EndToEndID,
+		Status:      r.Status,
+		Reason:      r.Reason,
+		AmountCents: t.in.AmountCents,
+		PixKey:      t.in.PixKey,
+		AccountID:   t.in.AccountID,
+		Received:    s.received[endToEndID],
+		CreatedAt:   t.createdAt,
+	}, true
+}
+
+// result returns where a transfer stands now.
+func (s *Simulator) result(endToEndID string) (psp.Result, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.transfers[endToEndID]
+	if !ok {
+		return psp.Result{}, false
+	}
+	return t.result(s.now()), true
+}
+
+// endToEndIDPattern is the shape of a PIX end_to_end_id: "E", the ISPB and
+// timestamp and sequence, 32 characters in all.
+var endToEndIDPattern = regexp.MustCompile(`^E[A-Za-z0-9]{31}$`)
+
+// validate reports what is wrong with a submitted transfer, "" if nothing.
+func validate(t psp.Transfer) string {
+	switch {
+	case !endToEndIDPattern.MatchString(t.EndToEndID):
+		return "end_to_end_id must be 32 characters: E followed by 31 letters or digits"
+	case t.AmountCents <= 0:
+		return "amount_cents must be positive"
+	case t.PixKey == "":
+		return "pix_key is required"
+	}
+	return ""
+}
+
+// outcome is how the simulator answers a submission.
+type outcome int
+
+const (
+	outcomeCreated     outcome = iota // 201 (422 if rejected)
+	outcomeDuplicate                  // 200 (422 if rejected)
+	outcomeConflict                   // 409: the end_to_end_id is another transfer's
+	outcomeUnavailable                // 503: fail mode
+)
+
+func (o outcome) String() string {
+	switch o {
+	case outcomeCreated:
+		return "created"
+	case outcomeDuplicate:
+		return "duplicate"
+	case outcomeConflict:
+		return "end_to_end_id_reused"
+	case outcomeUnavailable:
+		return "injected_failure"
+	}
+	return "unknown"
+}
+
+// submission is the decision on one valid POST /transfers.
+type submission struct {
+	outcome outcome
+	mode    Mode
+	// hang, when > 0, is how long to wait (or until the request ends)
+	// before answering: timeout mode.
+	hang time.Duration
+}
+
+// submit decides, under the lock and at once, everything about a
+// submission; only the hang of timeout mode happens outside, after the
+// transfer exists, as when a PSP processed a request whose answer is lost.
+func (s *Simulator) submit(in psp.Transfer) submission {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.received[in.EndToEndID]++
+	b := Behavior{Mode: ModeAccept}
+	misbehave := false
+	if kb, ok := s.behaviors[in.PixKey]; ok {
+		kb.submissions++
+		b = kb.Behavior
+		misbehave = b.misbehaves(kb.submissions)
+	}
+	sub := submission{mode: b.Mode}
+	if b.Mode == ModeFail && misbehave {
+		// An unavailable PSP creates nothing and looks nothing up, even
+		// for a transfer it already has.
+		sub.outcome = outcomeUnavailable
+		return sub
+	}
+	if t, ok := s.transfers[in.EndToEndID]; ok {
+		if t.in.AmountCents != in.AmountCents || t.in.PixKey != in.PixKey || t.in.AccountID != in.AccountID {
+			sub.outcome = outcomeConflict
+			return sub
+		}
+		sub.outcome = outcomeDuplicate
+	} else {
+		s.transfers[in.EndToEndID] = s.newTransfer(in, b)
+		sub.outcome = outcomeCreated
+	}
+	if b.Mode == ModeTimeout && misbehave {
+		sub.hang = b.Delay
+		if sub.hang == 0 {
+			sub.hang = DefaultDelay
+		}
+	}
+	return sub
+}
+
+// newTransfer creates in's transfer under behaviour b.
+func (s *Simulator) newTransfer(in psp.Transfer, b Behavior) *transfer {
+	now := s.now()
+	settle := b.SettleAfter
+	if settle == 0 {
+		settle = s.settleAfter
+	}
+	reason := b.Reason
+	if reason == "" {
+		reason = DefaultReason
+	}
+	t := &transfer{in: in, createdAt: now, resolveAt: now.Add(settle), final: psp.StatusSettled}
+	switch b.Mode {
+	case ModeReject:
+		t.resolveAt, t.final, t.reason = now, psp.StatusRejected, reason
+	case ModeRejectLater:
+		t.final, t.reason = psp.StatusRejected, reason
+	}
+	return t
+}

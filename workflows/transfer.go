@@ -1,0 +1,183 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/psp"
+)
+
+// TransferWorkflowName is the registered name of TransferPix.
+const TransferWorkflowName = "PixTransfer"
+
+// ErrTypeTransferFailed is the type of the error a saga run ends with when
+// it can't go on (the PSP lost the transfer, the settlement took longer than
+// TRANSFER_SETTLEMENT_TIMEOUT, or the PSP contradicts a final status). The
+// transfer stays open, so the dispatcher's recheck starts a new run; the
+// contradiction needs a human.
+const ErrTypeTransferFailed = "PixTransferFailed"
+
+// TransferWorkflowID is the workflow ID of the saga of one outgoing transfer.
+func TransferWorkflowID(transferID string) string { return "pix-transfer:" + transferID }
+
+// TransferSettings shape the saga's timeouts and retries. They travel in
+// the workflow input so that each run's policy is in its history.
+type TransferSettings struct {
+	// PSPCallTimeout bounds one call to the PSP (StartToClose); a call that
+	// takes longer is retried.
+	PSPCallTimeout time.Duration
+	// PSPRetryInitial and PSPRetryMax pace the retries of transient PSP
+	// errors (unlimited attempts: the transfer is debited, it must go out
+	// or come back).
+	PSPRetryInitial time.Duration
+	PSPRetryMax     time.Duration
+	// SettlementPollInitial and SettlementPollMax pace the polling of a
+	// pending transfer; SettlementTimeout bounds the wait, after which the
+	// run fails visibly and the dispatcher's recheck starts another.
+	SettlementPollInitial time.Duration
+	SettlementPollMax     time.Duration
+	SettlementTimeout     time.Duration
+}
+
+// DefaultTransferSettings are the defaults of the configuration.
+func DefaultTransferSettings() TransferSettings {
+	return TransferSettings{
+		PSPCallTimeout:        15 * time.Second,
+		PSPRetryInitial:       time.Second,
+		PSPRetryMax:           30 * time.Second,
+		SettlementPollInitial: 200 * time.Millisecond,
+		SettlementPollMax:     10 * time.Second,
+		SettlementTimeout:     24 * time.Hour,
+	}
+}
+
+// TransferInput starts the saga of one transfer.
+type TransferInput struct {
+	TransferID string
+	Settings   TransferSettings
+}
+
+// TransferOutput is how the saga ended: pix.TransferSettled or
+// pix.TransferRefunded (with the PSP's reason).
+type TransferOutput struct {
+	Status string
+	Reason string
+}
+
+// databasePolicy retries the saga's own writes until PostgreSQL takes
+// them: a debited transfer must end settled or refunded without human
+// action.
+var databasePolicy = &temporal.RetryPolicy{
+	InitialInterval:        time.Second,
+	BackoffCoefficient:     2,
+	MaximumInterval:        time.Minute,
+	NonRetryableErrorTypes: []string{activities.ErrTypeTransferNotFound, activities.ErrTypeTransferFinal},
+}
+
+// TransferPix is the saga of an outgoing PIX, after the debit committed:
+// submit it to the PSP under its end_to_end_id, wait for the settlement,
+// mark it settled. On a definitive rejection (at submission or at
+// settlement) it compensates: the amount goes back to the account and the
+// transfer is marked refunded, in one transaction, exactly once. Transient
+// PSP errors and timeouts are retried with backoff; the PSP deduplicates a
+// resubmission by end_to_end_id, so a retry never sends the money twice.
+func TransferPix(ctx workflow.Context, in TransferInput) (TransferOutput, error) {
+	s := in.Settings
+	ref := activities.TransferRef{TransferID: in.TransferID}
+	log := workflow.GetLogger(ctx)
+	dbCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: databasePolicy})
+
+	submitCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: s.PSPCallTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        s.PSPRetryInitial,
+			BackoffCoefficient:     2,
+			MaximumInterval:        s.PSPRetryMax,
+			NonRetryableErrorTypes: []string{activities.ErrTypeTransferNotFound},
+		},
+	})
+	var res activities.PSPResult
+	if err := workflow.ExecuteActivity(submitCtx, a.SubmitTransfer, ref).Get(ctx, &res); err != nil {
+		return TransferOutput{}, transferFailed("submit to the psp", err)
+	}
+	if res.AlreadyFinal {
+		return TransferOutput{Status: res.Status}, nil
+	}
+	if res.Status == string(psp.StatusPending) {
+		pollCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout:    s.PSPCallTimeout,
+			ScheduleToCloseTimeout: s.SettlementTimeout,
+			RetryPolicy: &temporal.RetryPolicy{
+				InitialInterval:        s.SettlementPollInitial,
+				BackoffCoefficient:     2,
+				MaximumInterval:        s.SettlementPollMax,
+				NonRetryableErrorTypes: []string{activities.ErrTypePSPTransferUnknown},
+			},
+		})
+		if err := workflow.ExecuteActivity(pollCtx, a.AwaitSettlement, res).Get(ctx, &res); err != nil {
+			return TransferOutput{}, transferFailed("await settlement", err)
+		}
+	}
+
+	if res.Status == string(psp.StatusRejected) {
+		log.Warn("psp rejected the transfer; refunding", "transfer_id", in.TransferID, "end_to_end_id", res.EndToEndID, "reason", res.Reason)
+		if err := workflow.ExecuteActivity(dbCtx, a.RefundTransfer, activities.RefundInput{TransferID: in.TransferID, Reason: res.Reason}).Get(ctx, nil); err != nil {
+			return TransferOutput{}, transferFailed("refund", err)
+		}
+		return TransferOutput{Status: pix.TransferRefunded, Reason: res.Reason}, nil
+	}
+	if err := workflow.ExecuteActivity(dbCtx, a.SettleTransfer, ref).Get(ctx, nil); err != nil {
+		return TransferOutput{}, transferFailed("settle", err)
+	}
+	return TransferOutput{Status: pix.TransferSettled}, nil
+}
+
+// transferFailed ends the run failed, naming the step and the activity's
+// failure, so that the Temporal UI says why.
+func transferFailed(step string, err error) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("pix transfer stopped at %s: %s", step, FailureReason(err)), ErrTypeTransferFailed, err)
+}
+
+// StartTransfer starts the saga of one transfer; like StartCredit, an open
+// run is not an error (started=false).
+func StartTransfer(ctx context.Context, c client.Client, taskQueue string, in TransferInput) (started bool, err error) {
+	return startOnce(ctx, c, TransferWorkflowID(in.TransferID), taskQueue, TransferWorkflowName, in)
+}
+
+// startOnce starts workflow name under id unless a run is open there:
+// started=false then, which is not an error. A closed run (failed, or
+// completed) does not prevent a new one (ALLOW_DUPLICATE): re-drives and
+// rechecks start new runs under the same business key.
+func startOnce(ctx context.Context, c client.Client, id, taskQueue, name string, input any) (started bool, err error) {
+	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    id,
+		TaskQueue:             taskQueue,
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		// With a worker for the task queue on the same client (the
+		// dispatcher runs in the worker process), the first workflow task
+		// comes back with the start and runs at once.
+		EnableEagerStart: true,
+		// Tell an open run apart from a new one: after a re-drive, the
+		// failed run may still be closing.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, name, input)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &already):
+		return false, nil
+	default:
+		return false, fmt.Errorf("start workflow %s: %w", id, err)
+	}
+}
