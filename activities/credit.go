@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/pixbank/pix/db"
-	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/psp"
 )
 
 // Application error types raised by the credit activities. The workflow's

@@ -85,7 +85,7 @@ func TestTwoDispatchersStartEachWorkflowOnce(t *testing.T) {
 		src := dispatch.InboxSource{Store: s.store, TaskQueue: s.cfg.TemporalTaskQueue, Retry: s.cfg.Retry()}
 		d := dispatch.New(s.store, src, s.client(), dispatch.Options{
 			PollInterval: 50 * time.Millisecond,
-			BatchSize: 7, Concurrency: 4, RecheckAfter: time.Hour, RetryMaxDelay: time.Second,
+			BatchSize:    7, Concurrency: 4, RecheckAfter: time.Hour, RetryMaxDelay: time.Second,
 		}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 		go func() { _ = d.Run(runCtx); done <- struct{}{} }()
 	}
