@@ -3,8 +3,9 @@
 // interface the worker sends transfers through, and how a failure is
 // classified, because that decides what the worker does next:
 //
-//   - ErrTransient (5xx, 408, 429, a timeout, a refused or reset connection):
-//     the PSP could not answer now; retry later with the same EndToEndID,
+//   - ErrTransient (5xx, 408, 429, a timeout, a refused or reset connection,
+//     an answer that can't be understood): the PSP could not answer now, or
+//     not intelligibly; retry later with the same EndToEndID,
 //     which the PSP deduplicates, so a retry never sends the money twice,
 //     even when the lost answer was for a request the PSP had processed.
 //   - *RequestError (any other 4xx): the PSP refused the request itself;

@@ -74,7 +74,7 @@ func (c *HTTPClient) Submit(ctx context.Context, t Transfer) (Result, error) {
 	case http.StatusOK, http.StatusCreated:
 		r, err := decodeResult(resp, t.EndToEndID)
 		if err != nil {
-			return Result{}, fmt.Errorf("psp submit %s: http %d: %w", t.EndToEndID, code, err)
+			return Result{}, fmt.Errorf("psp submit %s: %w", t.EndToEndID, unintelligible(fmt.Errorf("http %d: %w", code, err)))
 		}
 		return r, nil
 	case http.StatusUnprocessableEntity:
@@ -98,7 +98,7 @@ func (c *HTTPClient) Status(ctx context.Context, endToEndID string) (Result, err
 	case http.StatusOK:
 		r, err := decodeResult(resp, endToEndID)
 		if err != nil {
-			return Result{}, fmt.Errorf("psp status %s: %w", endToEndID, err)
+			return Result{}, fmt.Errorf("psp status %s: %w", endToEndID, unintelligible(fmt.Errorf("http %d: %w", code, err)))
 		}
 		return r, nil
 	case http.StatusNotFound:
@@ -141,9 +141,18 @@ func (c *HTTPClient) call(ctx context.Context, method, path string, body []byte)
 		return 0, nil, exchangeError(ctx, fmt.Errorf("read http %d answer: %w", resp.StatusCode, err))
 	}
 	if len(b) > maxResponseBytes {
-		return 0, nil, fmt.Errorf("http %d answer larger than %d bytes", resp.StatusCode, maxResponseBytes)
+		return 0, nil, unintelligible(fmt.Errorf("http %d answer larger than %d bytes", resp.StatusCode, maxResponseBytes))
 	}
 	return resp.StatusCode, b, nil
+}
+
+// unintelligible classifies an answer this client can't understand (an
+// unexpected status, a body that is not a Result about the transfer asked
+// for) as transient: whether the PSP took the transfer is unknown, and
+// asking again with the same end_to_end_id is safe, whereas a permanent
+// error could make the worker give up on a transfer the PSP is sending.
+func unintelligible(err error) error {
+	return fmt.Errorf("%w: unintelligible answer: %w", ErrTransient, err)
 }
 
 // exchangeError classifies a request that got no (complete) answer. Whether
@@ -167,9 +176,8 @@ func statusError(code int, body []byte) error {
 	case code >= 400:
 		return &RequestError{StatusCode: code, Code: errCode, Message: msg}
 	default:
-		// 1xx, 3xx or an unexpected 2xx: the PSP speaks another protocol
-		// than this client; retrying won't change that.
-		return fmt.Errorf("unexpected http %d: %s", code, msg)
+		// 3xx or an unexpected 2xx: see unintelligible.
+		return unintelligible(fmt.Errorf("unexpected http %d: %s", code, msg))
 	}
 }
 

@@ -56,6 +56,8 @@ func TestStatusClassification(t *testing.T) {
 		{name: "409", status: 409, body: `{"error":{"code":"end_to_end_id_reused","message":"reused"}}`, request: 409},
 		{name: "422 without a result", status: 422, body: `{"error":{"code":"x","message":"y"}}`, request: 422},
 		{name: "404 on submit", status: 404, body: `not json`, request: 404},
+		{name: "302", status: 302, transient: true},
+		{name: "204", status: 204, transient: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := psp.NewHTTPClient(server(t, tc.status, tc.body).URL, time.Second)
@@ -96,17 +98,21 @@ func TestStatusNotFound(t *testing.T) {
 	require.NotErrorIs(t, err, psp.ErrTransient)
 }
 
-func TestMalformedAnswersAreNotTaken(t *testing.T) {
+// TestUnintelligibleAnswersAreTransient: an answer that does not say what
+// became of the transfer is never taken for one that does, and is retried.
+func TestUnintelligibleAnswersAreTransient(t *testing.T) {
 	for _, tc := range []struct{ name, body string }{
 		{"not json", `<html>`},
 		{"another transfer", `{"end_to_end_id":"E00000000000000000000000000000000","status":"pending"}`},
 		{"unknown status", `{"end_to_end_id":"` + e2e + `","status":"maybe"}`},
+		{"empty", ``},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := psp.NewHTTPClient(server(t, 200, tc.body).URL, time.Second)
 			_, err := c.Submit(t.Context(), transfer)
-			require.Error(t, err)
-			require.NotErrorIs(t, err, psp.ErrTransient)
+			require.ErrorIs(t, err, psp.ErrTransient)
+			_, err = c.Status(t.Context(), e2e)
+			require.ErrorIs(t, err, psp.ErrTransient)
 		})
 	}
 }

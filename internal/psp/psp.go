@@ -46,8 +46,9 @@ type Result struct {
 
 var (
 	// ErrTransient means the PSP could not answer now (5xx, 408, 429,
-	// timeout, connection refused or reset): retry later. It is wrapped
-	// around the cause.
+	// timeout, connection refused or reset, or an answer that can't be
+	// understood, whose outcome is therefore unknown): retry later with the
+	// same EndToEndID. It is wrapped around the cause.
 	ErrTransient = errors.New("psp transiently unavailable")
 	// ErrNotFound means the PSP knows no transfer with that end_to_end_id.
 	ErrNotFound = errors.New("psp has no such transfer")

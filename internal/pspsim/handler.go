@@ -78,10 +78,12 @@ func (s *Simulator) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		defer t.Stop()
 		select {
 		case <-r.Context().Done():
-			// The client gave up (or the server is shutting down): as
-			// with a real lost answer, the transfer exists all the same.
-			note(r, slog.Bool("client_gave_up", true))
-			return
+			// The client gave up, or the server is shutting down: as with
+			// a real lost answer, the transfer exists all the same. Abort
+			// rather than return, which would send an empty 200 that a
+			// client still listening would take for an answer.
+			note(r, slog.Bool("answer_lost", true))
+			panic(http.ErrAbortHandler)
 		case <-t.C:
 		}
 	}
@@ -278,20 +280,22 @@ func (sw *statusWriter) Write(b []byte) (int, error) {
 }
 
 // logRequests logs one line per request, after it, with what the handler
-// noted. A request whose client gave up during a hang logs status 0:
-// nothing was answered.
+// noted. It logs from a defer so that a request aborted during a hang (see
+// handleSubmit) is logged too, with status 0: nothing was answered.
 func (s *Simulator) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		notes := &requestNotes{}
 		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			attrs := append([]slog.Attr{
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.Int("status", sw.status),
+				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+			}, notes.attrs...)
+			s.log.LogAttrs(context.WithoutCancel(r.Context()), slog.LevelInfo, "psp simulator request", attrs...)
+		}()
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), notesKey{}, notes)))
-		attrs := append([]slog.Attr{
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", sw.status),
-			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
-		}, notes.attrs...)
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "psp simulator request", attrs...)
 	})
 }
