@@ -108,8 +108,8 @@ func (c *HTTPClient) Status(ctx context.Context, endToEndID string) (Result, err
 }
 
 // call sends one request and reads the whole answer. Its error is about the
-// exchange itself (no answer, or an answer cut off), never about the HTTP
-// status, which the caller interprets.
+// exchange itself (no answer, an answer cut off or too large), never about
+// the HTTP status, which the caller interprets.
 func (c *HTTPClient) call(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
 	if c.err != nil {
 		return 0, nil, c.err
