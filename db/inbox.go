@@ -396,20 +396,36 @@ func (s *Store) deferDispatch(ctx context.Context, t dueTable, keys []string, de
 	return nil
 }
 
-// ClaimDue claims up to limit pending inbox rows whose dispatch is due (see
-// claimDue).
-func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]Due, error) {
-	return s.claimDue(ctx, inboxDue, limit, lease)
+// DueQueue is the open rows of one table as a dispatcher sees them: due
+// rows to claim, and the outcome of their workflow starts to record.
+type DueQueue struct {
+	store   *Store
+	table   dueTable
+	channel string
 }
 
-// MarkDispatched records that the inbox rows' workflows run.
-func (s *Store) MarkDispatched(ctx context.Context, endToEndIDs []string, recheckAfter time.Duration) error {
-	return s.markDispatched(ctx, inboxDue, endToEndIDs, recheckAfter)
+// InboxQueue is the pending inbox rows (keys: end_to_end_ids).
+func (s *Store) InboxQueue() DueQueue { return DueQueue{s, inboxDue, DueChannel} }
+
+// TransferQueue is the open transfers (keys: transfer ids).
+func (s *Store) TransferQueue() DueQueue { return DueQueue{s, transferDue, TransferDueChannel} }
+
+// Channel is the notification channel that says rows came due.
+func (q DueQueue) Channel() string { return q.channel }
+
+// Claim claims up to limit due rows (see claimDue).
+func (q DueQueue) Claim(ctx context.Context, limit int, lease time.Duration) ([]Due, error) {
+	return q.store.claimDue(ctx, q.table, limit, lease)
 }
 
-// DeferDispatch makes pending inbox rows due again after delay.
-func (s *Store) DeferDispatch(ctx context.Context, endToEndIDs []string, delay time.Duration) error {
-	return s.deferDispatch(ctx, inboxDue, endToEndIDs, delay)
+// MarkDispatched records that the rows' workflows run.
+func (q DueQueue) MarkDispatched(ctx context.Context, keys []string, recheckAfter time.Duration) error {
+	return q.store.markDispatched(ctx, q.table, keys, recheckAfter)
+}
+
+// DeferDispatch makes open rows due again after delay.
+func (q DueQueue) DeferDispatch(ctx context.Context, keys []string, delay time.Duration) error {
+	return q.store.deferDispatch(ctx, q.table, keys, delay)
 }
 
 // GetCredit reports one incoming PIX: its inbox row, or, once that was

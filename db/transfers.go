@@ -177,18 +177,3 @@ func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string)
 	}
 	return out, nil
 }
-
-// ClaimDueTransfers claims up to limit open transfers whose dispatch is due.
-func (s *Store) ClaimDueTransfers(ctx context.Context, limit int, lease time.Duration) ([]Due, error) {
-	return s.claimDue(ctx, transferDue, limit, lease)
-}
-
-// MarkTransfersDispatched records that the transfers' workflows run.
-func (s *Store) MarkTransfersDispatched(ctx context.Context, ids []string, recheckAfter time.Duration) error {
-	return s.markDispatched(ctx, transferDue, ids, recheckAfter)
-}
-
-// DeferTransferDispatch makes open transfers due again after delay.
-func (s *Store) DeferTransferDispatch(ctx context.Context, ids []string, delay time.Duration) error {
-	return s.deferDispatch(ctx, transferDue, ids, delay)
-}

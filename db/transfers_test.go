@@ -24,6 +24,17 @@ func newTransfer(account string, amount int64) db.NewTransfer {
 		TransferRequest: pix.TransferRequest{AccountID: account, AmountCents: amount, PixKey: "maria@example.com"}}
 }
 
+// debit runs one transfer under a fresh key.
+func debit(t *testing.T, s *db.Store, account string, amount int64) pix.Transfer {
+	t.Helper()
+	ctx := context.Background()
+	res, _, err := s.ReserveKey(ctx, uuid.New(), "h", keys)
+	require.NoError(t, err)
+	tr, err := s.CreateTransfer(ctx, *res, newTransfer(account, amount), render)
+	require.NoError(t, err)
+	return tr
+}
+
 func TestIdempotencyKeyLife(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
@@ -152,13 +163,10 @@ func TestRefundHappensExactlyOnce(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
 	openAccount(t, s, "acc-1", 10_000)
-	res, _, err := s.ReserveKey(ctx, uuid.New(), "h", keys)
-	require.NoError(t, err)
-	tr, err := s.CreateTransfer(ctx, *res, newTransfer("acc-1", 2_500), render)
-	require.NoError(t, err)
+	tr := debit(t, s, "acc-1", 2_500)
 	id := uuid.MustParse(tr.ID)
 
-	due, err := s.ClaimDueTransfers(ctx, 10, time.Minute)
+	due, err := s.TransferQueue().Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []db.Due{{Key: tr.ID}}, due, "a new transfer is due for its saga")
 
@@ -189,7 +197,7 @@ func TestRefundHappensExactlyOnce(t *testing.T) {
 
 	_, err = s.SettleTransfer(ctx, id)
 	require.ErrorIs(t, err, pix.ErrTransferFinal, "a refunded transfer is never settled")
-	due, err = s.ClaimDueTransfers(ctx, 10, time.Minute)
+	due, err = s.TransferQueue().Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, due, "a final transfer is not due")
 }
@@ -198,10 +206,7 @@ func TestSettledTransferIsNeverRefunded(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
 	openAccount(t, s, "acc-1", 10_000)
-	res, _, err := s.ReserveKey(ctx, uuid.New(), "h", keys)
-	require.NoError(t, err)
-	tr, err := s.CreateTransfer(ctx, *res, newTransfer("acc-1", 2_500), render)
-	require.NoError(t, err)
+	tr := debit(t, s, "acc-1", 2_500)
 	id := uuid.MustParse(tr.ID)
 	settled, err := s.SettleTransfer(ctx, id)
 	require.NoError(t, err)

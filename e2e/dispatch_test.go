@@ -82,7 +82,7 @@ func TestTwoDispatchersStartEachWorkflowOnce(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{}, 2)
 	for range 2 {
-		src := dispatch.InboxSource{Store: s.store, TaskQueue: s.cfg.TemporalTaskQueue, Retry: s.cfg.Retry()}
+		src := dispatch.InboxSource{DueQueue: s.store.InboxQueue(), TaskQueue: s.cfg.TemporalTaskQueue, Retry: s.cfg.Retry()}
 		d := dispatch.New(s.store, src, s.client(), dispatch.Options{
 			PollInterval: 50 * time.Millisecond,
 			BatchSize:    7, Concurrency: 4, RecheckAfter: time.Hour, RetryMaxDelay: time.Second,

@@ -199,6 +199,13 @@ type reply struct {
 
 func (s *stack) request(method, path string, body any) reply {
 	s.t.Helper()
+	return s.requestWith(method, path, nil, body)
+}
+
+// requestWith sends body as JSON with the extra headers; webhooks are
+// signed as the stack's PSP, admin calls carry the admin token.
+func (s *stack) requestWith(method, path string, header http.Header, body any) reply {
+	s.t.Helper()
 	var raw []byte
 	if body != nil {
 		var err error
@@ -207,6 +214,9 @@ func (s *stack) request(method, path string, body any) reply {
 	}
 	req, err := http.NewRequest(method, s.baseURL+path, bytes.NewReader(raw))
 	require.NoError(s.t, err)
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	req.Header.Set("Content-Type", "application/json")
 	switch {
 	case strings.HasPrefix(path, "/webhooks/"):

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -22,18 +20,8 @@ import (
 // sendPix posts a transfer under an Idempotency-Key and returns the answer.
 func (s *stack) sendPix(key, account string, amount int64, pixKey string) reply {
 	s.t.Helper()
-	body, err := json.Marshal(map[string]any{"account_id": account, "amount_cents": amount, "pix_key": pixKey})
-	require.NoError(s.t, err)
-	req, err := http.NewRequest(http.MethodPost, s.baseURL+"/pix", bytes.NewReader(body))
-	require.NoError(s.t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(s.t, err)
-	defer res.Body.Close()
-	var m map[string]any
-	require.NoError(s.t, json.NewDecoder(res.Body).Decode(&m))
-	return reply{res.StatusCode, m}
+	return s.requestWith(http.MethodPost, "/pix", http.Header{"Idempotency-Key": {key}},
+		map[string]any{"account_id": account, "amount_cents": amount, "pix_key": pixKey})
 }
 
 // waitTransfer waits until the transfer reaches want.

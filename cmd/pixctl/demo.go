@@ -150,25 +150,20 @@ func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
 
 	say("10. Waiting for every PIX to be done or failed, and every transfer settled or refunded...")
 	final := map[string]credit{}
-	deadline := time.Now().Add(3 * time.Minute)
-	for len(final) < len(pix) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d PIX still pending after 3 minutes", len(pix)-len(final))
-		}
+	err = pollUntil(ctx, 3*time.Minute, 500*time.Millisecond, "PIX still pending", func() (int, error) {
 		for _, w := range pix {
 			var cr credit
 			if _, err := c.call(ctx, http.MethodGet, "/pix/credits/"+w.EndToEndID, nil, &cr); err != nil {
-				return err
+				return 0, err
 			}
 			if cr.Status == "done" || cr.Status == "failed" {
 				final[w.EndToEndID] = cr
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+		return len(pix) - len(final), nil
+	})
+	if err != nil {
+		return err
 	}
 
 	say("\nPIX")
@@ -203,4 +198,24 @@ func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
 		say("Re-drive it once its account exists: curl -X POST -H \"Authorization: Bearer $ADMIN_TOKEN\" %s/admin/pix/credits/%s/retry", c.base, unknown.EndToEndID)
 	}
 	return nil
+}
+
+// pollUntil calls check every interval until it reports nothing left, for
+// at most within; what names what is left in the error.
+func pollUntil(ctx context.Context, within, every time.Duration, what string, check func() (left int, err error)) error {
+	deadline := time.Now().Add(within)
+	for {
+		left, err := check()
+		if err != nil || left == 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d %s after %s", left, what, within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
+	}
 }

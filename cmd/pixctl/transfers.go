@@ -97,25 +97,20 @@ func demoTransfers(ctx context.Context, c *apiClient, psp *apiClient, say func(s
 // prints them.
 func waitTransfers(ctx context.Context, c *apiClient, sent []transfer, out io.Writer) error {
 	final := map[string]transfer{}
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(final) < len(sent) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d transfers still open after 2 minutes", len(sent)-len(final))
-		}
+	err := pollUntil(ctx, 2*time.Minute, 300*time.Millisecond, "transfers still open", func() (int, error) {
 		for _, s := range sent {
 			var t transfer
 			if _, err := c.call(ctx, http.MethodGet, "/pix/transfers/"+s.ID, nil, &t); err != nil {
-				return err
+				return 0, err
 			}
 			if t.Status == "settled" || t.Status == "refunded" {
 				final[s.ID] = t
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(300 * time.Millisecond):
-		}
+		return len(sent) - len(final), nil
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Fprintln(out, "\nOutgoing PIX")
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)

@@ -79,8 +79,8 @@ func (a *App) Migrate(ctx context.Context) error {
 // inbox's credits and of the transfers' sagas.
 func (a *App) Dispatchers() []*dispatch.Dispatcher {
 	return []*dispatch.Dispatcher{
-		a.dispatcher(dispatch.InboxSource{Store: a.Store, TaskQueue: a.Cfg.TemporalTaskQueue, Retry: a.Cfg.Retry()}),
-		a.dispatcher(dispatch.TransferSource{Store: a.Store, TaskQueue: a.Cfg.TemporalTaskQueue, Settings: a.Cfg.Transfer()}),
+		a.dispatcher(dispatch.InboxSource{DueQueue: a.Store.InboxQueue(), TaskQueue: a.Cfg.TemporalTaskQueue, Retry: a.Cfg.Retry()}),
+		a.dispatcher(dispatch.TransferSource{DueQueue: a.Store.TransferQueue(), TaskQueue: a.Cfg.TemporalTaskQueue, Settings: a.Cfg.Transfer()}),
 	}
 }
 
