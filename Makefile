@@ -1,5 +1,5 @@
 # The two commands of the README are `make run` and `make test`.
-.PHONY: run test demo build compose-config bench faults
+.PHONY: run test demo events build compose-config bench faults
 
 run: ## run everything locally: PostgreSQL, Temporal dev server with UI, migrations, demo accounts, API and worker
 	./scripts/run.sh
@@ -9,6 +9,9 @@ test: ## every check and test, as CI runs them
 
 demo: ## replay the demo scenario against a running `make run`
 	./scripts/demo.sh
+
+events: ## print the service's events as they reach the broker (pixctl events tail)
+	go run ./cmd/pixctl events tail
 
 build:
 	go build -o .bin/pixd ./cmd/pixd

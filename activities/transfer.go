@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
@@ -158,19 +159,22 @@ func transferError(err error) error {
 	}
 }
 
-// CleanupInput bounds one cleanup of expired idempotency keys.
-type CleanupInput struct {
+// RetentionInput bounds one run of the retention.
+type RetentionInput struct {
 	BatchSize int
-	// MaxBatches bounds one run; the next scheduled run takes the rest.
+	// MaxBatches bounds one run per table; the next scheduled run takes the
+	// rest.
 	MaxBatches int
+	// OutboxRetention is how long published events are kept.
+	OutboxRetention time.Duration
 }
 
-// DeleteExpiredIdempotencyKeys deletes expired idempotency keys in small
-// batches (short transactions, no long lock) and returns how many.
-func (a *Activities) DeleteExpiredIdempotencyKeys(ctx context.Context, in CleanupInput) (int64, error) {
+// inBatches runs deleteBatch until a batch comes back short or MaxBatches
+// ran, heartbeating the running total.
+func inBatches(ctx context.Context, in RetentionInput, deleteBatch func() (int64, error)) (int64, error) {
 	var total int64
 	for range in.MaxBatches {
-		n, err := a.Store.DeleteExpiredKeys(ctx, in.BatchSize)
+		n, err := deleteBatch()
 		total += n
 		if err != nil {
 			return total, temporal.NewApplicationErrorWithCause(fmt.Sprintf("technical failure: %v", err), ErrTypeTechnicalFailure, err)
@@ -180,6 +184,23 @@ func (a *Activities) DeleteExpiredIdempotencyKeys(ctx context.Context, in Cleanu
 			break
 		}
 	}
-	a.Logger.Info("expired idempotency keys deleted", "deleted", total)
 	return total, nil
+}
+
+// DeleteExpiredIdempotencyKeys deletes expired idempotency keys in small
+// batches (short transactions, no long lock) and returns how many.
+func (a *Activities) DeleteExpiredIdempotencyKeys(ctx context.Context, in RetentionInput) (int64, error) {
+	n, err := inBatches(ctx, in, func() (int64, error) { return a.Store.DeleteExpiredKeys(ctx, in.BatchSize) })
+	a.Logger.Info("expired idempotency keys deleted", "deleted", n)
+	return n, err
+}
+
+// DeletePublishedEvents deletes outbox events published longer ago than the
+// retention, in small batches, and returns how many.
+func (a *Activities) DeletePublishedEvents(ctx context.Context, in RetentionInput) (int64, error) {
+	n, err := inBatches(ctx, in, func() (int64, error) {
+		return a.Store.DeletePublishedEvents(ctx, in.OutboxRetention, in.BatchSize)
+	})
+	a.Logger.Info("published outbox events deleted", "deleted", n, "older_than", in.OutboxRetention.String())
+	return n, err
 }

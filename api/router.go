@@ -224,7 +224,8 @@ func (h *handlers) healthz(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
-// readyz reports whether PostgreSQL and Temporal answer.
+// readyz reports whether PostgreSQL and Temporal answer, and how far the
+// outbox relay is behind.
 func (h *handlers) readyz(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
@@ -237,6 +238,11 @@ func (h *handlers) readyz(c *gin.Context) {
 	if _, err := h.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
 		checks["temporal"] = err.Error()
 		ready = false
+	}
+	// The outbox's lag is shown, not judged: events wait safely in
+	// PostgreSQL while the broker is away, and the API still takes PIX.
+	if lag, err := h.Store.OutboxLag(ctx); err == nil {
+		checks["outbox"] = lag
 	}
 	if !ready {
 		c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{

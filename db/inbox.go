@@ -243,8 +243,8 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 			return pix.ErrBalanceOverflow
 		}
 		out.BalanceAfter = balance + out.AmountCents
-		// The balance, the credit, the inbox row and the charge it pays (if
-		// any, and still open) in one statement. The credit's time is
+		// The balance, the credit, its event, the inbox row and the charge it
+		// pays (if any, and still open) in one statement. The credit's time is
 		// clock_timestamp(), not now(): the moment of the credit, after the
 		// locks were obtained, not the transaction's start.
 		var recorded int
@@ -259,7 +259,10 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 			credit AS (
 				INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at)
 				SELECT $1, $2, $4, $3, updated_at FROM balance
-				RETURNING credited_at)
+				RETURNING end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at),
+			event AS (`+emitEvent(AggregateCredit, EventCreditSettled, "credit", "end_to_end_id",
+				`'end_to_end_id', end_to_end_id, 'account_id', account_id, 'amount_cents', amount_cents,
+				 'balance_after_cents', balance_after_cents, 'credited_at', credited_at`)+`)
 			UPDATE inbox_messages
 			SET status = 'done', account_id = $2, attempts = GREATEST(attempts, $5), dispatch_due_at = NULL,
 			    processed_at = (SELECT credited_at FROM credit)
@@ -306,7 +309,10 @@ func (s *Store) MarkFailed(ctx context.Context, endToEndID string, attempts int,
 			SET status = 'failed', attempts = GREATEST(attempts, $2), last_error = $3,
 			    processed_at = clock_timestamp(), dispatch_due_at = NULL
 			WHERE end_to_end_id = $1 AND status = 'pending'
-			RETURNING status)
+			RETURNING status, end_to_end_id, account_id, pix_key, txid, amount_cents, attempts, last_error, processed_at),
+		event AS (`+emitEvent(AggregateCredit, EventCreditFailed, "failed", "end_to_end_id",
+			`'end_to_end_id', end_to_end_id, 'account_id', account_id, 'pix_key', pix_key, 'txid', txid,
+			 'amount_cents', amount_cents, 'attempts', attempts, 'reason', last_error, 'failed_at', processed_at`)+`)
 		SELECT status FROM failed
 		UNION ALL
 		SELECT status FROM inbox_messages WHERE end_to_end_id = $1 AND NOT EXISTS (SELECT 1 FROM failed)`,

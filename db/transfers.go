@@ -50,11 +50,15 @@ func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer
 			WITH debit AS (
 				UPDATE accounts SET balance_cents = balance_cents - $4, updated_at = clock_timestamp()
 				WHERE id = $3
-				RETURNING balance_cents, updated_at)
-			INSERT INTO pix_transfers (id, end_to_end_id, account_id, amount_cents, pix_key, description,
-			                           balance_after_cents, idempotency_key, created_at, updated_at, dispatch_due_at)
-			SELECT $1, $2, $3, $4, $5, NULLIF($6, ''), balance_cents, $7, updated_at, updated_at, now() FROM debit
-			RETURNING `+transferColumns,
+				RETURNING balance_cents, updated_at),
+			transfer AS (
+				INSERT INTO pix_transfers (id, end_to_end_id, account_id, amount_cents, pix_key, description,
+				                           balance_after_cents, idempotency_key, created_at, updated_at, dispatch_due_at)
+				SELECT $1, $2, $3, $4, $5, NULLIF($6, ''), balance_cents, $7, updated_at, updated_at, now() FROM debit
+				RETURNING *),
+			event AS (`+emitEvent(AggregateTransfer, EventTransferDebited, "transfer", "id::text", transferEventFields+
+				`, 'balance_after_cents', balance_after_cents, 'debited_at', created_at`)+`)
+			SELECT `+transferColumns+` FROM transfer`,
 			t.ID, t.EndToEndID, t.AccountID, t.AmountCents, t.PixKey, t.Description, r.Key)
 		if out, err = scanTransfer(row); err != nil {
 			return fmt.Errorf("debit: %w", err)
@@ -91,6 +95,10 @@ func scanTransfer(row pgx.Row) (pix.Transfer, error) {
 	return t, err
 }
 
+// transferEventFields are the payload fields every transfer event has.
+const transferEventFields = `'transfer_id', id, 'end_to_end_id', end_to_end_id, 'account_id', account_id,
+	'amount_cents', amount_cents, 'pix_key', pix_key`
+
 // GetTransfer returns one transfer.
 func (s *Store) GetTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error) {
 	t, err := scanTransfer(s.pool.QueryRow(ctx, `SELECT `+transferColumns+` FROM pix_transfers WHERE id = $1`, id))
@@ -108,14 +116,18 @@ func (s *Store) MarkTransferSubmitted(ctx context.Context, id uuid.UUID) (pix.Tr
 		WHERE id = $1 AND status = 'debited'`)
 }
 
-// SettleTransfer records that the PSP settled the transfer: it is final. A
+// SettleTransfer records that the PSP settled the transfer, with its event:
+// it is final. A
 // settled transfer stays settled; a refunded one is pix.ErrTransferFinal
 // (the PSP contradicts itself: a human must look).
 func (s *Store) SettleTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error) {
 	t, err := s.updateTransfer(ctx, id, `
-		UPDATE pix_transfers
-		SET status = 'settled', settled_at = clock_timestamp(), updated_at = clock_timestamp(), dispatch_due_at = NULL
-		WHERE id = $1 AND status IN ('debited', 'submitted')`)
+		WITH settled AS (
+			UPDATE pix_transfers
+			SET status = 'settled', settled_at = clock_timestamp(), updated_at = clock_timestamp(), dispatch_due_at = NULL
+			WHERE id = $1 AND status IN ('debited', 'submitted')
+			RETURNING *)
+		`+emitEvent(AggregateTransfer, EventTransferSettled, "settled", "id::text", transferEventFields+`, 'settled_at', settled_at`))
 	if err == nil && t.Status == pix.TransferRefunded {
 		return t, fmt.Errorf("%w: settled by the PSP after it was refunded", pix.ErrTransferFinal)
 	}
@@ -132,8 +144,8 @@ func (s *Store) updateTransfer(ctx context.Context, id uuid.UUID, update string)
 }
 
 // RefundTransfer compensates a transfer the PSP rejected: credits the
-// amount back, records the refund and marks the transfer refunded, in one
-// transaction, exactly once (the refund's primary key is the guard). A
+// amount back, records the refund, marks the transfer refunded and writes
+// its event, in one transaction, exactly once (the refund's primary key is the guard). A
 // refunded transfer is returned as it is; a settled one is
 // pix.ErrTransferFinal: money that reached the receiver is never refunded
 // here.
@@ -160,12 +172,16 @@ func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string)
 			refund AS (
 				INSERT INTO pix_transfer_refunds (transfer_id, account_id, amount_cents, balance_after_cents, reason, refunded_at)
 				SELECT $1, $2, $3, balance_cents, $4, updated_at FROM credit
-				RETURNING refunded_at)
-			UPDATE pix_transfers
-			SET status = 'refunded', failure_reason = $4, refunded_at = (SELECT refunded_at FROM refund),
-			    updated_at = (SELECT refunded_at FROM refund), dispatch_due_at = NULL
-			WHERE id = $1
-			RETURNING refunded_at`, id, out.AccountID, out.AmountCents, reason).Scan(&now)
+				RETURNING refunded_at),
+			refunded AS (
+				UPDATE pix_transfers
+				SET status = 'refunded', failure_reason = $4, refunded_at = (SELECT refunded_at FROM refund),
+				    updated_at = (SELECT refunded_at FROM refund), dispatch_due_at = NULL
+				WHERE id = $1
+				RETURNING *),
+			event AS (`+emitEvent(AggregateTransfer, EventTransferRefunded, "refunded JOIN credit ON true", "id::text", transferEventFields+
+				`, 'reason', failure_reason, 'balance_after_cents', credit.balance_cents, 'refunded_at', refunded_at`)+`)
+			SELECT refunded_at FROM refunded`, id, out.AccountID, out.AmountCents, reason).Scan(&now)
 		if err != nil {
 			return fmt.Errorf("refund: %w", err)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/app"
+	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/pspsim"
@@ -62,6 +63,8 @@ type stack struct {
 	baseURL string
 	// psp is the stack's PSP simulator, served over HTTP.
 	psp *pspsim.Simulator
+	// natsURL is the stack's NATS (embedded, with JetStream).
+	natsURL string
 
 	workerMu   sync.Mutex
 	stopWorker func() // stops the running worker and waits for it
@@ -121,6 +124,11 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	cfg.PSPRetryInitial = 200 * time.Millisecond
 	cfg.PSPRetryMax = time.Second
 	cfg.TransferSettlementPollMax = 500 * time.Millisecond
+	nats, err := broker.StartEmbedded("127.0.0.1:0", t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(nats.Stop)
+	cfg.NATSURL = nats.URL
+	cfg.OutboxPollInterval = 100 * time.Millisecond
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -134,7 +142,7 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	ctx, cancel := context.WithCancel(context.Background())
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.ServeAPI(gctx, ln) })
-	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim}
+	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, natsURL: cfg.NATSURL}
 	s.startWorker()
 	t.Cleanup(func() {
 		// Connections the client dialed but never used would hold the

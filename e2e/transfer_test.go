@@ -182,7 +182,7 @@ func TestExpiredIdempotencyKeysAreCleanedBySchedule(t *testing.T) {
 
 	var handle client.ScheduleHandle
 	require.Eventually(t, func() bool {
-		handle = s.client().ScheduleClient().GetHandle(ctx, workflows.CleanupScheduleID(s.cfg.TemporalTaskQueue))
+		handle = s.client().ScheduleClient().GetHandle(ctx, workflows.RetentionScheduleID(s.cfg.TemporalTaskQueue))
 		_, err := handle.Describe(ctx)
 		return err == nil
 	}, 30*time.Second, 100*time.Millisecond, "the worker creates the schedule")

@@ -19,6 +19,7 @@ source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
 
 use_dev_credentials
+use_nats 127.0.0.1:0 # nobody consumes here: any free port
 build_tools
 go build -o "$BIN/pixd" ./cmd/pixd
 go build -o "$BIN/pixload" ./cmd/pixload

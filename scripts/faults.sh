@@ -9,6 +9,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 use_dev_credentials
+use_nats 127.0.0.1:0 # nobody consumes here: any free port
 build_tools
 go build -o "$BIN/pixd" ./cmd/pixd
 go build -o "$BIN/pixfaults" ./cmd/pixfaults

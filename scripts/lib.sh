@@ -9,6 +9,18 @@ DATA="$ROOT/.data"
 # makes the script stop them (and wait for them) however it ends.
 CHILDREN=()
 
+# use_nats [EMBEDDED_ADDR]: the broker of the outbox's events. NATS_URL if
+# set; else a NATS already answering at 127.0.0.1:4222; else pixd embeds
+# one with JetStream at EMBEDDED_ADDR (default 127.0.0.1:4222), its streams
+# in .data/nats.
+use_nats() {
+	if [ -z "${NATS_URL:-}" ] && (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then
+		export NATS_URL=nats://127.0.0.1:4222
+	fi
+	export NATS_EMBEDDED_ADDR="${NATS_EMBEDDED_ADDR:-${1:-127.0.0.1:4222}}"
+	export NATS_EMBEDDED_DIR="${NATS_EMBEDDED_DIR:-$DATA/nats}"
+}
+
 # use_dev_credentials: the webhook secret and admin token of a local run, the
 # demo, the benchmarks and the fault suite, unless the environment sets its
 # own. They are published here, so they protect nothing: production sets

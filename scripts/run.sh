@@ -2,7 +2,8 @@
 # The run command (README, `make run`): everything locally on one machine.
 # PostgreSQL (DATABASE_URL, else 127.0.0.1:5432, else a throwaway cluster
 # under .data/), the Temporal dev server with its Web UI (state kept in
-# .data/temporal.db), the PSP simulator (unless PSP_URL is set), the
+# .data/temporal.db), the PSP simulator (unless PSP_URL is set), NATS for the
+# outbox's events (NATS_URL, a local one, or one embedded in pixd), the
 # migrations, the demo accounts, and the API and the worker in one process
 # (`pixd dev`). Ctrl-C stops what it started.
 set -euo pipefail
@@ -49,12 +50,15 @@ if [ -z "${PSP_URL:-}" ]; then
 	CHILDREN+=($!)
 fi
 
+use_nats
+
 cat >&2 <<MSG
 
   PIX API        http://$HTTP_ADDR   (GET /readyz, POST /webhooks/pix, POST /webhooks/api-pix/pix, POST /pix, ...)
   Webhooks       signed with WEBHOOK_SECRETS=$WEBHOOK_SECRETS (development only)
   Admin          Authorization: Bearer $ADMIN_TOKEN
   PSP            $PSP_URL   (PUT /behaviors/{pix_key}: accept, reject, reject_later, fail, timeout)
+  NATS           ${NATS_URL:-nats://127.0.0.1:4222 (embedded in pixd, JetStream in .data/nats)}   (make events: pixctl events tail)
   Temporal UI    $TEMPORAL_UI_URL
   Database       $DATABASE_URL
   Demo           make demo   (in another terminal)

@@ -22,8 +22,8 @@ type Options struct {
 	MaxConcurrentActivities int
 }
 
-// New builds a worker with the credit and transfer workflows, the key
-// cleanup and their activities registered.
+// New builds a worker with the credit and transfer workflows, the
+// retention and their activities registered.
 func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.Worker {
 	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{
 		WorkerStopTimeout:                  opts.StopTimeout,
@@ -41,7 +41,7 @@ func Register(w interface {
 }, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.CreditPix, workflow.RegisterOptions{Name: workflows.CreditWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.TransferPix, workflow.RegisterOptions{Name: workflows.TransferWorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.CleanupIdempotencyKeys, workflow.RegisterOptions{Name: workflows.CleanupWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.Retention, workflow.RegisterOptions{Name: workflows.RetentionWorkflowName})
 	w.RegisterActivity(acts)
 }
 

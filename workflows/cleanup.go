@@ -14,46 +14,45 @@ import (
 	"github.com/pixbank/pix/activities"
 )
 
-// CleanupWorkflowName is the registered name of CleanupIdempotencyKeys.
-const CleanupWorkflowName = "PixIdempotencyKeyCleanup"
+// RetentionWorkflowName is the registered name of Retention.
+const RetentionWorkflowName = "PixRetention"
 
-// CleanupScheduleID is the Temporal Schedule that runs the cleanup of the
-// workers of one task queue.
-func CleanupScheduleID(taskQueue string) string { return "pix-idempotency-cleanup:" + taskQueue }
+// RetentionScheduleID is the Temporal Schedule that runs the retention of
+// the workers of one task queue.
+func RetentionScheduleID(taskQueue string) string { return "pix-retention:" + taskQueue }
 
-// DefaultCleanup is one run's bound: batches of 1,000 keys, at most 100
-// batches (the next run takes the rest).
-var DefaultCleanup = activities.CleanupInput{BatchSize: 1000, MaxBatches: 100}
-
-// CleanupIdempotencyKeys deletes the expired idempotency keys.
-func CleanupIdempotencyKeys(ctx workflow.Context, in activities.CleanupInput) (int64, error) {
+// Retention deletes what the service no longer needs to keep: expired
+// idempotency keys, and outbox events published longer ago than the
+// retention, each in small batches.
+func Retention(ctx workflow.Context, in activities.RetentionInput) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5},
 	})
-	var deleted int64
-	err := workflow.ExecuteActivity(ctx, a.DeleteExpiredIdempotencyKeys, in).Get(ctx, &deleted)
-	return deleted, err
+	keys := workflow.ExecuteActivity(ctx, a.DeleteExpiredIdempotencyKeys, in)
+	events := workflow.ExecuteActivity(ctx, a.DeletePublishedEvents, in)
+	return errors.Join(keys.Get(ctx, nil), events.Get(ctx, nil))
 }
 
-// EnsureCleanupSchedule creates the cleanup's Temporal Schedule (every
-// interval) unless it exists; an existing one is left as it is (change it
-// with `temporal schedule update`, or delete it and restart a worker).
-func EnsureCleanupSchedule(ctx context.Context, c client.Client, taskQueue string, every time.Duration) error {
+// EnsureRetentionSchedule creates the retention's Temporal Schedule (every
+// interval, with in) unless it exists; an existing one is left as it is
+// (change it with `temporal schedule update`, or delete it and restart a
+// worker).
+func EnsureRetentionSchedule(ctx context.Context, c client.Client, taskQueue string, every time.Duration, in activities.RetentionInput) error {
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:      CleanupScheduleID(taskQueue),
+		ID:      RetentionScheduleID(taskQueue),
 		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
 		Overlap: enums.SCHEDULE_OVERLAP_POLICY_SKIP,
 		Action: &client.ScheduleWorkflowAction{
-			ID:        CleanupScheduleID(taskQueue),
-			Workflow:  CleanupWorkflowName,
-			Args:      []any{DefaultCleanup},
+			ID:        RetentionScheduleID(taskQueue),
+			Workflow:  RetentionWorkflowName,
+			Args:      []any{in},
 			TaskQueue: taskQueue,
 		},
 	})
 	if err != nil && !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return fmt.Errorf("create schedule %s: %w", CleanupScheduleID(taskQueue), err)
+		return fmt.Errorf("create schedule %s: %w", RetentionScheduleID(taskQueue), err)
 	}
 	return nil
 }

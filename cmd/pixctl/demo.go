@@ -75,6 +75,11 @@ func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
 		return status, r, err
 	}
 	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	events, err := collectEvents(ctx, natsURL())
+	if err != nil {
+		return err
+	}
+	defer events.stop()
 	payer := map[string]any{"name": "Pagador Exemplo", "document": "12345678901", "ispb": "12345678"}
 	now := time.Now().UTC().Format(time.RFC3339)
 
@@ -180,6 +185,24 @@ func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
 	tw.Flush()
 	if err := waitTransfers(ctx, c, transfers, out); err != nil {
 		return err
+	}
+
+	say("\nEvents at a consumer of the broker (as `pixctl events tail` prints them)")
+	ours := map[string]bool{}
+	for _, w := range pix {
+		ours[w.EndToEndID] = true
+	}
+	for _, t := range transfers {
+		ours[t.ID] = true
+	}
+	// One per credit (settled or failed), and per transfer its debit and its
+	// settlement or refund.
+	got := events.of(ctx, ours, len(pix)+2*len(transfers), 15*time.Second)
+	if len(got) == 0 {
+		say("   none arrived from NATS at %s: is the worker's outbox relay on the same broker (NATS_URL)?", natsURL())
+	}
+	for _, e := range got {
+		say("   %-22s %s", e.Type, e.AggregateID)
 	}
 
 	say("\nBalances")

@@ -6,6 +6,10 @@
 //	               outgoing PIX: a lost response retried, a refusal replayed,
 //	               a transfer the PSP rejects, refunded; then print statuses
 //	               and balances
+//	pixctl events tail [-all]
+//	               print the service's events as they reach the broker
+//	               (NATS_URL, default nats://127.0.0.1:4222); -all from the
+//	               start of the stream
 //
 // PIX_API_URL (default http://127.0.0.1:8080) names the API, PSP_URL
 // (default http://127.0.0.1:8090) the PSP simulator the demo configures. Webhooks are
@@ -23,11 +27,20 @@ import (
 	"github.com/pixbank/pix/internal/webhooksig"
 )
 
-const usage = "usage: pixctl demo"
+const usage = "usage: pixctl demo | pixctl events tail [-all]"
 
 func main() { cli.Main("pixctl", run) }
 
 func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	if args[0] == "events" {
+		if len(args) < 2 || args[1] != "tail" {
+			return errors.New(usage)
+		}
+		return tailEvents(ctx, args[2:], os.Stdout)
+	}
 	if len(args) != 1 {
 		return errors.New(usage)
 	}

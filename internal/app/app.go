@@ -24,7 +24,9 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/dispatch"
+	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/internal/outbox"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/worker"
@@ -208,10 +210,26 @@ func (a *App) RunAPI(ctx context.Context) error {
 	return a.ServeAPI(ctx, ln)
 }
 
-// RunWorker runs the Temporal worker, and the dispatcher when enabled, until
-// ctx ends. The dispatcher shares the worker's client, so that its starts
-// are eager: the new run's first task goes straight to this worker.
+// RunWorker runs the Temporal worker, the dispatchers (when enabled) and
+// the outbox relay (when enabled) until ctx ends. The dispatchers share the
+// worker's client, so that their starts are eager: a new run's first task
+// goes straight to this worker. The relay needs no Temporal: it runs while
+// the worker waits for it.
 func (a *App) RunWorker(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	if a.Cfg.OutboxRelayEnabled {
+		relay, stop, err := a.OutboxRelay()
+		if err != nil {
+			return err
+		}
+		defer stop()
+		g.Go(func() error { return relay.Run(ctx) })
+	}
+	g.Go(func() error { return a.runTemporalWorker(ctx) })
+	return g.Wait()
+}
+
+func (a *App) runTemporalWorker(ctx context.Context) error {
 	acts := &activities.Activities{Store: a.Store, PSP: psp.NewHTTPClient(a.Cfg.PSPURL, a.Cfg.PSPTimeout), Logger: a.Log}
 	w := worker.New(a.Temporal, acts, worker.Options{
 		TaskQueue:               a.Cfg.TemporalTaskQueue,
@@ -221,7 +239,8 @@ func (a *App) RunWorker(ctx context.Context) error {
 	if !a.waitForTemporal(ctx) {
 		return nil // stopped while waiting
 	}
-	if err := workflows.EnsureCleanupSchedule(ctx, a.Temporal, a.Cfg.TemporalTaskQueue, a.Cfg.IdempotencyCleanupInterval); err != nil {
+	retention := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: a.Cfg.OutboxRetention}
+	if err := workflows.EnsureRetentionSchedule(ctx, a.Temporal, a.Cfg.TemporalTaskQueue, a.Cfg.RetentionInterval, retention); err != nil {
 		return err
 	}
 	a.Log.Info("worker running", "task_queue", a.Cfg.TemporalTaskQueue, "temporal_address", a.Cfg.TemporalAddress,
@@ -234,6 +253,35 @@ func (a *App) RunWorker(ctx context.Context) error {
 		}
 	}
 	return g.Wait()
+}
+
+// OutboxRelay builds the outbox relay on the broker at NATS_URL, or, when
+// it is unset, on a NATS server with JetStream embedded in this process
+// (NATS_EMBEDDED_ADDR, streams kept in NATS_EMBEDDED_DIR). stop closes the
+// connection and the embedded server.
+func (a *App) OutboxRelay() (relay *outbox.Relay, stop func(), err error) {
+	url, stopServer := a.Cfg.NATSURL, func() {}
+	if url == "" {
+		embedded, err := broker.StartEmbedded(a.Cfg.NATSEmbeddedAddr, a.Cfg.NATSEmbeddedDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("NATS_URL is unset, and %w", err)
+		}
+		url, stopServer = embedded.URL, embedded.Stop
+		a.Log.Info("embedded nats with jetstream", "url", url, "dir", a.Cfg.NATSEmbeddedDir)
+	}
+	nc, err := broker.Connect(url, "pixd outbox relay")
+	if err != nil {
+		stopServer()
+		return nil, nil, err
+	}
+	pub, err := broker.NewPublisher(nc, 5*time.Second)
+	if err != nil {
+		nc.Close()
+		stopServer()
+		return nil, nil, err
+	}
+	relay = outbox.New(a.Store, pub.Publish, outbox.Options{BatchSize: a.Cfg.OutboxBatchSize, PollInterval: a.Cfg.OutboxPollInterval}, a.Log)
+	return relay, func() { nc.Close(); stopServer() }, nil
 }
 
 // waitForTemporal returns true once Temporal answers, false when ctx ends

@@ -55,11 +55,20 @@ type Config struct {
 	BankISPB                   string
 	IdempotencyLockTimeout     time.Duration
 	IdempotencyKeyTTL          time.Duration
-	IdempotencyCleanupInterval time.Duration
 	TransferSettlementTimeout  time.Duration
 	TransferSettlementPollMax  time.Duration
 	PSPRetryInitial            time.Duration
 	PSPRetryMax                time.Duration
+
+	// The outbox and its broker.
+	NATSURL             string
+	NATSEmbeddedAddr    string
+	NATSEmbeddedDir     string
+	OutboxRelayEnabled  bool
+	OutboxBatchSize     int
+	OutboxPollInterval  time.Duration
+	OutboxRetention     time.Duration
+	RetentionInterval   time.Duration
 
 	InboxAttemptsMax      int32
 	InboxRetryInitial     time.Duration
@@ -105,11 +114,18 @@ func Default() Config {
 		BankISPB:                   "12345678",
 		IdempotencyLockTimeout:     30 * time.Second,
 		IdempotencyKeyTTL:          24 * time.Hour,
-		IdempotencyCleanupInterval: time.Hour,
 		TransferSettlementTimeout:  t.SettlementTimeout,
 		TransferSettlementPollMax:  t.SettlementPollMax,
 		PSPRetryInitial:            t.PSPRetryInitial,
 		PSPRetryMax:                t.PSPRetryMax,
+
+		NATSEmbeddedAddr:   "127.0.0.1:4222",
+		NATSEmbeddedDir:    ".data/nats",
+		OutboxRelayEnabled: true,
+		OutboxBatchSize:    500,
+		OutboxPollInterval: 500 * time.Millisecond,
+		OutboxRetention:    7 * 24 * time.Hour,
+		RetentionInterval:  time.Hour,
 
 		InboxAttemptsMax:      r.MaxAttempts,
 		InboxRetryInitial:     r.InitialInterval,
@@ -228,7 +244,14 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("BANK_ISPB", &c.BankISPB)
 	dur("IDEMPOTENCY_LOCK_TIMEOUT", &c.IdempotencyLockTimeout)
 	dur("IDEMPOTENCY_KEY_TTL", &c.IdempotencyKeyTTL)
-	dur("IDEMPOTENCY_CLEANUP_INTERVAL", &c.IdempotencyCleanupInterval)
+	str("NATS_URL", &c.NATSURL)
+	str("NATS_EMBEDDED_ADDR", &c.NATSEmbeddedAddr)
+	str("NATS_EMBEDDED_DIR", &c.NATSEmbeddedDir)
+	boolean("OUTBOX_RELAY_ENABLED", &c.OutboxRelayEnabled)
+	integer("OUTBOX_BATCH_SIZE", 1, 10000, func(n int64) { c.OutboxBatchSize = int(n) })
+	dur("OUTBOX_POLL_INTERVAL", &c.OutboxPollInterval)
+	dur("OUTBOX_RETENTION", &c.OutboxRetention)
+	dur("RETENTION_INTERVAL", &c.RetentionInterval)
 	dur("TRANSFER_SETTLEMENT_TIMEOUT", &c.TransferSettlementTimeout)
 	dur("TRANSFER_SETTLEMENT_POLL_MAX", &c.TransferSettlementPollMax)
 	dur("PSP_RETRY_INITIAL_INTERVAL", &c.PSPRetryInitial)

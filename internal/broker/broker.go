@@ -1,0 +1,173 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pixbank/pix/db"
+)
+
+// The stream of the service's events.
+const (
+	StreamName    = "PIX_EVENTS"
+	SubjectPrefix = "pix.events."
+	// DuplicateWindow is how long the broker remembers an event id: a
+	// re-publish within it is dropped. It must exceed the longest time a
+	// relay can take between publishing and marking (one batch, seconds).
+	DuplicateWindow = 10 * time.Minute
+)
+
+// Subject is the subject an event type is published on.
+func Subject(eventType string) string { return SubjectPrefix + eventType }
+
+// Envelope is the message body of an event: its identity and order, and
+// the payload as the producer wrote it.
+type Envelope struct {
+	ID            string          `json:"id"`
+	Type          string          `json:"type"`
+	AggregateType string          `json:"aggregate_type"`
+	AggregateID   string          `json:"aggregate_id"`
+	Seq           int64           `json:"seq"`
+	OccurredAt    time.Time       `json:"occurred_at"`
+	Data          json.RawMessage `json:"data"`
+}
+
+// Connect dials NATS, retrying the first connection and reconnecting
+// forever: a worker starts while the broker is down, and events wait in
+// the outbox meanwhile.
+func Connect(url, name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(url, nats.Name(name), nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
+		nats.ReconnectWait(500*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats at %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+// EnsureStream creates the event stream, or updates it to this
+// configuration.
+func EnsureStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
+	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:       StreamName,
+		Subjects:   []string{SubjectPrefix + ">"},
+		Storage:    jetstream.FileStorage,
+		Duplicates: DuplicateWindow,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", StreamName, err)
+	}
+	return s, nil
+}
+
+// Publisher publishes outbox events to JetStream and waits for the
+// broker's acknowledgements.
+type Publisher struct {
+	js         jetstream.JetStream
+	ackTimeout time.Duration
+	ensured    bool
+}
+
+// NewPublisher publishes through nc.
+func NewPublisher(nc *nats.Conn, ackTimeout time.Duration) (*Publisher, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &Publisher{js: js, ackTimeout: ackTimeout}, nil
+}
+
+// Publish publishes events in order and reports which the broker
+// acknowledged (a duplicate is acknowledged too: it is there already).
+func (p *Publisher) Publish(ctx context.Context, events []db.Event) ([]bool, error) {
+	ok := make([]bool, len(events))
+	if !p.ensured {
+		if _, err := EnsureStream(ctx, p.js); err != nil {
+			return ok, err
+		}
+		p.ensured = true
+	}
+	futures := make([]jetstream.PubAckFuture, len(events))
+	var errs []error
+	for i, e := range events {
+		body, err := json.Marshal(Envelope{ID: e.ID, Type: e.Type, AggregateType: e.AggregateType, AggregateID: e.AggregateID,
+			Seq: e.Seq, OccurredAt: e.CreatedAt, Data: e.Payload})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("event %s: %w", e.ID, err))
+			continue
+		}
+		msg := &nats.Msg{Subject: Subject(e.Type), Data: body, Header: nats.Header{}}
+		msg.Header.Set(jetstream.MsgIDHeader, e.ID)
+		if futures[i], err = p.js.PublishMsgAsync(msg); err != nil {
+			errs = append(errs, fmt.Errorf("event %s: %w", e.ID, err))
+			break // the rest would fail alike; they stay for the next round
+		}
+	}
+	timeout := time.NewTimer(p.ackTimeout)
+	defer timeout.Stop()
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case <-f.Ok():
+			ok[i] = true
+		case err := <-f.Err():
+			errs = append(errs, fmt.Errorf("event %s: %w", events[i].ID, err))
+			if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				p.ensured = false
+			}
+		case <-timeout.C:
+			return ok, errors.Join(append(errs, fmt.Errorf("no acknowledgement within %s", p.ackTimeout))...)
+		case <-ctx.Done():
+			return ok, ctx.Err()
+		}
+	}
+	return ok, errors.Join(errs...)
+}
+
+// Embedded is a NATS server with JetStream run inside this process.
+type Embedded struct {
+	*server.Server
+	URL string
+}
+
+// StartEmbedded starts a NATS server with JetStream on addr (host:port,
+// port 0 for a free one), keeping its streams in dir.
+func StartEmbedded(addr, dir string) (*Embedded, error) {
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats address %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats port %q: %w", portText, err)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	s, err := server.NewServer(&server.Options{Host: host, Port: port, JetStream: true, StoreDir: dir, NoSigs: true})
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		return nil, fmt.Errorf("embedded nats on %s did not start", addr)
+	}
+	return &Embedded{Server: s, URL: s.ClientURL()}, nil
+}
+
+// Stop shuts the server down and waits for it.
+func (e *Embedded) Stop() {
+	e.Shutdown()
+	e.WaitForShutdown()
+}

@@ -1,0 +1,133 @@
+package outbox
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pixbank/pix/db"
+)
+
+// Publish hands events to the broker and says which it acknowledged.
+type Publish func(context.Context, []db.Event) ([]bool, error)
+
+// Options tune a Relay.
+type Options struct {
+	// BatchSize is how many events one round takes.
+	BatchSize int
+	// PollInterval is how often it looks for events without a notification.
+	PollInterval time.Duration
+	// RetryMaxDelay caps the backoff while publishing fails.
+	RetryMaxDelay time.Duration
+}
+
+// Relay publishes the outbox's events.
+type Relay struct {
+	store   *db.Store
+	publish Publish
+	opts    Options
+	log     *slog.Logger
+	kick    chan struct{}
+}
+
+// New returns a Relay; Run drives it.
+func New(store *db.Store, publish Publish, opts Options, log *slog.Logger) *Relay {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 500
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 500 * time.Millisecond
+	}
+	if opts.RetryMaxDelay < opts.PollInterval {
+		opts.RetryMaxDelay = 10 * opts.PollInterval
+	}
+	return &Relay{store: store, publish: publish, opts: opts, log: log.With("role_part", "outbox_relay"), kick: make(chan struct{}, 1)}
+}
+
+// Kick asks for a round now. It never blocks.
+func (r *Relay) Kick() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run relays until ctx ends.
+func (r *Relay) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { r.listen(ctx) })
+	delay := r.opts.PollInterval
+	var failingSince, lastLogged time.Time
+	for {
+		failed := false
+		for {
+			n, err := r.RelayOnce(ctx)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				failed = true
+				if failingSince.IsZero() {
+					failingSince = time.Now()
+				}
+				if time.Since(lastLogged) >= 10*time.Second {
+					r.log.Error("outbox relay round failed; backing off", "error", err, "published", n,
+						"failing_for", time.Since(failingSince).Round(time.Second).String(), "retry_in", delay.String())
+					lastLogged = time.Now()
+				}
+				break
+			}
+			if !failingSince.IsZero() {
+				r.log.Info("outbox relay publishes again", "failed_for", time.Since(failingSince).Round(time.Second).String())
+				failingSince, lastLogged = time.Time{}, time.Time{}
+			}
+			if n < r.opts.BatchSize {
+				break
+			}
+		}
+		wait := r.opts.PollInterval
+		if failed {
+			wait, delay = delay, min(2*delay, r.opts.RetryMaxDelay)
+		} else {
+			delay = r.opts.PollInterval
+		}
+		kick := r.kick
+		if failed {
+			kick = nil // a notification must not cut the backoff short
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-kick:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// RelayOnce publishes one batch and returns how many events were published.
+func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
+	return r.store.RelayEvents(ctx, r.opts.BatchSize, r.publish)
+}
+
+// listen keeps a LISTEN connection that kicks the relay, reconnecting while
+// PostgreSQL is away, until ctx ends.
+func (r *Relay) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := r.store.Listen(ctx, db.OutboxChannel, r.Kick)
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Warn("outbox listener lost; polling meanwhile", "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(r.opts.RetryMaxDelay):
+		}
+		r.Kick()
+	}
+}

@@ -1,0 +1,279 @@
+package outbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/broker"
+	"github.com/pixbank/pix/internal/outbox"
+)
+
+var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
+
+// natsServer is an embedded NATS with JetStream for one test, on a port
+// and in a directory of its own, so that the test can stop and restart it.
+type natsServer struct {
+	t    *testing.T
+	addr string
+	dir  string
+	srv  *broker.Embedded
+}
+
+func startNATS(t testing.TB) *natsServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	n := &natsServer{addr: addr, dir: t.TempDir()}
+	n.start(t)
+	t.Cleanup(func() {
+		if n.srv != nil {
+			n.srv.Stop()
+		}
+	})
+	return n
+}
+
+func (n *natsServer) start(t testing.TB) {
+	t.Helper()
+	srv, err := broker.StartEmbedded(n.addr, n.dir)
+	require.NoError(t, err)
+	n.srv = srv
+}
+
+func (n *natsServer) stop() {
+	n.srv.Stop()
+	n.srv = nil
+}
+
+func (n *natsServer) url() string { return "nats://" + n.addr }
+
+func publisher(t testing.TB, n *natsServer, ackTimeout time.Duration) (*broker.Publisher, jetstream.JetStream) {
+	t.Helper()
+	nc, err := broker.Connect(n.url(), t.Name())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	p, err := broker.NewPublisher(nc, ackTimeout)
+	require.NoError(t, err)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return p, js
+}
+
+// writeEvents writes perAggregate events for each of aggregates
+// aggregates, interleaved, each in its own transaction, as producers do.
+func writeEvents(t testing.TB, s *db.Store, aggregates, perAggregate int) {
+	t.Helper()
+	ctx := context.Background()
+	for k := range perAggregate {
+		for a := range aggregates {
+			_, err := s.Pool().Exec(ctx, `
+				INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+				VALUES ('test', $1, 'test.step', jsonb_build_object('step', $2::int))`, fmt.Sprintf("agg-%04d", a), k)
+			require.NoError(t, err)
+		}
+	}
+}
+
+// streamEvents reads every message of the event stream, in stream order.
+func streamEvents(t testing.TB, js jetstream.JetStream) []broker.Envelope {
+	t.Helper()
+	ctx := context.Background()
+	stream, err := js.Stream(ctx, broker.StreamName)
+	require.NoError(t, err)
+	info, err := stream.Info(ctx)
+	require.NoError(t, err)
+	total := int(info.State.Msgs)
+	if total == 0 {
+		return nil
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	require.NoError(t, err)
+	var out []broker.Envelope
+	for len(out) < total {
+		batch, err := cons.Fetch(total-len(out), jetstream.FetchMaxWait(5*time.Second))
+		require.NoError(t, err)
+		for m := range batch.Messages() {
+			var e broker.Envelope
+			require.NoError(t, json.Unmarshal(m.Data(), &e))
+			require.Equal(t, e.ID, m.Headers().Get(jetstream.MsgIDHeader))
+			out = append(out, e)
+		}
+		require.NoError(t, batch.Error())
+	}
+	return out
+}
+
+func lag(t testing.TB, s *db.Store) int64 {
+	t.Helper()
+	l, err := s.OutboxLag(context.Background())
+	require.NoError(t, err)
+	return l.Unpublished
+}
+
+// inOrder checks that each aggregate's events reached the stream in commit
+// (seq) order, each once.
+func inOrder(t *testing.T, events []broker.Envelope) {
+	t.Helper()
+	last := map[string]int64{}
+	seen := map[string]bool{}
+	for _, e := range events {
+		require.False(t, seen[e.ID], "event %s published twice", e.ID)
+		seen[e.ID] = true
+		require.Greater(t, e.Seq, last[e.AggregateID], "aggregate %s out of order", e.AggregateID)
+		last[e.AggregateID] = e.Seq
+	}
+}
+
+func TestTwoRelaysPublishEachEventOnceInOrder(t *testing.T) {
+	s := dbtest.New(t)
+	n := startNATS(t)
+	p, js := publisher(t, n, 5*time.Second)
+	writeEvents(t, s, 250, 4)
+
+	var calls atomic.Int64
+	counting := func(ctx context.Context, events []db.Event) ([]bool, error) {
+		calls.Add(int64(len(events)))
+		return p.Publish(ctx, events)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 2 {
+		r := outbox.New(s, counting, outbox.Options{BatchSize: 50, PollInterval: 20 * time.Millisecond}, quiet)
+		wg.Go(func() { _ = r.Run(ctx) })
+	}
+	require.Eventually(t, func() bool { return lag(t, s) == 0 }, 60*time.Second, 50*time.Millisecond)
+	cancel()
+	wg.Wait()
+
+	require.EqualValues(t, 1000, calls.Load(), "each event handed to the broker once")
+	events := streamEvents(t, js)
+	require.Len(t, events, 1000)
+	inOrder(t, events)
+}
+
+// The relay dies after the broker took the events and before it marked
+// them: the next round publishes them again and the broker drops the
+// copies by their id.
+func TestRepublishAfterACrashIsDropped(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	n := startNATS(t)
+	p, js := publisher(t, n, 5*time.Second)
+	writeEvents(t, s, 20, 2)
+
+	crashed := func(ctx context.Context, events []db.Event) ([]bool, error) {
+		if _, err := p.Publish(ctx, events); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("relay killed before marking")
+	}
+	_, err := s.RelayEvents(ctx, 100, crashed)
+	require.ErrorContains(t, err, "relay killed")
+	require.EqualValues(t, 40, lag(t, s), "nothing marked")
+	require.Len(t, streamEvents(t, js), 20, "the heads of the 20 aggregates reached the broker")
+
+	r := outbox.New(s, p.Publish, outbox.Options{BatchSize: 100}, quiet)
+	for lag(t, s) > 0 {
+		_, err := r.RelayOnce(ctx)
+		require.NoError(t, err)
+	}
+	events := streamEvents(t, js)
+	require.Len(t, events, 40, "the re-published heads were dropped as duplicates")
+	inOrder(t, events)
+}
+
+// The broker is down while events are written: they wait, the relay backs
+// off, and all are published, in order, once it is back.
+func TestBrokerDownEventsWaitThenPublish(t *testing.T) {
+	s := dbtest.New(t)
+	n := startNATS(t)
+	p, js := publisher(t, n, 300*time.Millisecond)
+	writeEvents(t, s, 10, 1)
+	r := outbox.New(s, p.Publish, outbox.Options{BatchSize: 100, PollInterval: 20 * time.Millisecond, RetryMaxDelay: 200 * time.Millisecond}, quiet)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = r.Run(ctx); close(done) }()
+	require.Eventually(t, func() bool { return lag(t, s) == 0 }, 30*time.Second, 20*time.Millisecond)
+
+	n.stop()
+	writeEvents(t, s, 10, 3)
+	time.Sleep(1500 * time.Millisecond) // rounds wait for acknowledgements, fail and back off
+	require.EqualValues(t, 30, lag(t, s))
+	var attempts int
+	require.NoError(t, s.Pool().QueryRow(context.Background(), `SELECT max(attempts) FROM outbox_events WHERE published_at IS NULL`).Scan(&attempts))
+	require.Positive(t, attempts, "the failures are recorded on the events")
+
+	n.start(t)
+	require.Eventually(t, func() bool { return lag(t, s) == 0 }, 60*time.Second, 50*time.Millisecond)
+	cancel()
+	<-done
+	events := streamEvents(t, js)
+	require.Len(t, events, 40)
+	inOrder(t, events)
+}
+
+func TestPublishedEventsAreDeletedAfterRetention(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	writeEvents(t, s, 5, 1)
+	_, err := s.Pool().Exec(ctx, `UPDATE outbox_events SET published_at = now() - interval '8 days' WHERE aggregate_id IN ('agg-0000', 'agg-0001', 'agg-0002')`)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `UPDATE outbox_events SET published_at = now() - interval '1 day' WHERE aggregate_id = 'agg-0003'`)
+	require.NoError(t, err)
+
+	deleted, err := s.DeletePublishedEvents(ctx, 7*24*time.Hour, 2)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, deleted, "in batches")
+	deleted, err = s.DeletePublishedEvents(ctx, 7*24*time.Hour, 2)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, deleted)
+	var left int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox_events`).Scan(&left))
+	require.Equal(t, 2, left, "a recent published event and an unpublished one stay")
+}
+
+// BenchmarkRelay measures the relay's throughput (events/s) from the outbox
+// table to an embedded JetStream, one relay, batches of 500.
+func BenchmarkRelay(b *testing.B) {
+	s := dbtest.New(b)
+	n := startNATS(b)
+	p, _ := publisher(b, n, 5*time.Second)
+	ctx := context.Background()
+	r := outbox.New(s, p.Publish, outbox.Options{BatchSize: 500}, quiet)
+	const perRound = 5000
+	b.ResetTimer()
+	var total int
+	var elapsed time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		_, err := s.Pool().Exec(ctx, `
+			INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+			SELECT 'bench', g::text, 'bench.event', jsonb_build_object('n', g) FROM generate_series(1, $1) g`, perRound)
+		require.NoError(b, err)
+		b.StartTimer()
+		start := time.Now()
+		for lag(b, s) > 0 {
+			k, err := r.RelayOnce(ctx)
+			require.NoError(b, err)
+			total += k
+		}
+		elapsed += time.Since(start)
+	}
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
+}
+
