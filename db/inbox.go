@@ -261,7 +261,7 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 				SELECT $1, $2, $4, $3, updated_at FROM balance
 				RETURNING end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at),
 			event AS (`+emitEvent(AggregateCredit, EventCreditSettled, "credit", "end_to_end_id",
-				`'end_to_end_id', end_to_end_id, 'account_id', account_id, 'amount_cents', amount_cents,
+			`'end_to_end_id', end_to_end_id, 'account_id', account_id, 'amount_cents', amount_cents,
 				 'balance_after_cents', balance_after_cents, 'credited_at', credited_at`)+`)
 			UPDATE inbox_messages
 			SET status = 'done', account_id = $2, attempts = GREATEST(attempts, $5), dispatch_due_at = NULL,
@@ -311,7 +311,7 @@ func (s *Store) MarkFailed(ctx context.Context, endToEndID string, attempts int,
 			WHERE end_to_end_id = $1 AND status = 'pending'
 			RETURNING status, end_to_end_id, account_id, pix_key, txid, amount_cents, attempts, last_error, processed_at),
 		event AS (`+emitEvent(AggregateCredit, EventCreditFailed, "failed", "end_to_end_id",
-			`'end_to_end_id', end_to_end_id, 'account_id', account_id, 'pix_key', pix_key, 'txid', txid,
+		`'end_to_end_id', end_to_end_id, 'account_id', account_id, 'pix_key', pix_key, 'txid', txid,
 			 'amount_cents', amount_cents, 'attempts', attempts, 'reason', last_error, 'failed_at', processed_at`)+`)
 		SELECT status FROM failed
 		UNION ALL

@@ -57,7 +57,7 @@ func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer
 				SELECT $1, $2, $3, $4, $5, NULLIF($6, ''), balance_cents, $7, updated_at, updated_at, now() FROM debit
 				RETURNING *),
 			event AS (`+emitEvent(AggregateTransfer, EventTransferDebited, "transfer", "id::text", transferEventFields+
-				`, 'balance_after_cents', balance_after_cents, 'debited_at', created_at`)+`)
+			`, 'balance_after_cents', balance_after_cents, 'debited_at', created_at`)+`)
 			SELECT `+transferColumns+` FROM transfer`,
 			t.ID, t.EndToEndID, t.AccountID, t.AmountCents, t.PixKey, t.Description, r.Key)
 		if out, err = scanTransfer(row); err != nil {
@@ -180,7 +180,7 @@ func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string)
 				WHERE id = $1
 				RETURNING *),
 			event AS (`+emitEvent(AggregateTransfer, EventTransferRefunded, "refunded JOIN credit ON true", "id::text", transferEventFields+
-				`, 'reason', failure_reason, 'balance_after_cents', credit.balance_cents, 'refunded_at', refunded_at`)+`)
+			`, 'reason', failure_reason, 'balance_after_cents', credit.balance_cents, 'refunded_at', refunded_at`)+`)
 			SELECT refunded_at FROM refunded`, id, out.AccountID, out.AmountCents, reason).Scan(&now)
 		if err != nil {
 			return fmt.Errorf("refund: %w", err)

@@ -50,25 +50,25 @@ type Config struct {
 	AdminToken                string
 
 	// Outgoing transfers.
-	PSPURL                     string
-	PSPTimeout                 time.Duration
-	BankISPB                   string
-	IdempotencyLockTimeout     time.Duration
-	IdempotencyKeyTTL          time.Duration
-	TransferSettlementTimeout  time.Duration
-	TransferSettlementPollMax  time.Duration
-	PSPRetryInitial            time.Duration
-	PSPRetryMax                time.Duration
+	PSPURL                    string
+	PSPTimeout                time.Duration
+	BankISPB                  string
+	IdempotencyLockTimeout    time.Duration
+	IdempotencyKeyTTL         time.Duration
+	TransferSettlementTimeout time.Duration
+	TransferSettlementPollMax time.Duration
+	PSPRetryInitial           time.Duration
+	PSPRetryMax               time.Duration
 
 	// The outbox and its broker.
-	NATSURL             string
-	NATSEmbeddedAddr    string
-	NATSEmbeddedDir     string
-	OutboxRelayEnabled  bool
-	OutboxBatchSize     int
-	OutboxPollInterval  time.Duration
-	OutboxRetention     time.Duration
-	RetentionInterval   time.Duration
+	NATSURL            string
+	NATSEmbeddedAddr   string
+	NATSEmbeddedDir    string
+	OutboxRelayEnabled bool
+	OutboxBatchSize    int
+	OutboxPollInterval time.Duration
+	OutboxRetention    time.Duration
+	RetentionInterval  time.Duration
 
 	InboxAttemptsMax      int32
 	InboxRetryInitial     time.Duration
@@ -109,15 +109,15 @@ func Default() Config {
 		WebhookSignaturesRequired: true,
 		WebhookSignatureTolerance: webhooksig.DefaultTolerance,
 
-		PSPURL:                     "http://127.0.0.1:8090",
-		PSPTimeout:                 10 * time.Second,
-		BankISPB:                   "12345678",
-		IdempotencyLockTimeout:     30 * time.Second,
-		IdempotencyKeyTTL:          24 * time.Hour,
-		TransferSettlementTimeout:  t.SettlementTimeout,
-		TransferSettlementPollMax:  t.SettlementPollMax,
-		PSPRetryInitial:            t.PSPRetryInitial,
-		PSPRetryMax:                t.PSPRetryMax,
+		PSPURL:                    "http://127.0.0.1:8090",
+		PSPTimeout:                10 * time.Second,
+		BankISPB:                  "12345678",
+		IdempotencyLockTimeout:    30 * time.Second,
+		IdempotencyKeyTTL:         24 * time.Hour,
+		TransferSettlementTimeout: t.SettlementTimeout,
+		TransferSettlementPollMax: t.SettlementPollMax,
+		PSPRetryInitial:           t.PSPRetryInitial,
+		PSPRetryMax:               t.PSPRetryMax,
 
 		NATSEmbeddedAddr:   "127.0.0.1:4222",
 		NATSEmbeddedDir:    ".data/nats",

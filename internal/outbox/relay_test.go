@@ -276,4 +276,3 @@ func BenchmarkRelay(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
 }
-
