@@ -26,7 +26,6 @@ var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
 // natsServer is an embedded NATS with JetStream for one test, on a port
 // and in a directory of its own, so that the test can stop and restart it.
 type natsServer struct {
-	t    *testing.T
 	addr string
 	dir  string
 	srv  *broker.Embedded
