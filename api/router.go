@@ -48,6 +48,9 @@ type Deps struct {
 	// end_to_end_ids of our transfers.
 	Keys     db.KeyPolicy
 	BankISPB string
+
+	// Metrics serves GET /metrics (Prometheus); nil: no route.
+	Metrics http.Handler
 }
 
 // Gin context keys.
@@ -82,6 +85,9 @@ func NewRouter(d Deps) http.Handler {
 	admin.POST("/pix/credits/:end_to_end_id/retry", h.retryCredit)
 	r.GET("/accounts/:id", h.getAccount)
 	r.GET("/healthz", h.healthz)
+	if d.Metrics != nil {
+		r.GET("/metrics", gin.WrapH(d.Metrics))
+	}
 	r.GET("/readyz", h.readyz)
 	return r
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/dispatch"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/outbox"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/webhooksig"
@@ -39,6 +41,8 @@ type App struct {
 	Log      *slog.Logger
 	Store    *db.Store
 	Temporal client.Client
+	// Metrics is the process's Prometheus registry.
+	Metrics *prometheus.Registry
 }
 
 // New connects to PostgreSQL and prepares a Temporal client. Neither needs
@@ -58,7 +62,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		pool.Close()
 		return nil, fmt.Errorf("temporal client: %w", err)
 	}
-	return &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc}, nil
+	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: metrics.New()}
+	metrics.RegisterOutboxLag(a.Metrics, a.Store, log)
+	return a, nil
 }
 
 // Close releases the pool and the Temporal client.
@@ -116,6 +122,7 @@ func (a *App) Handler(kick func()) http.Handler {
 		AdminToken:        a.Cfg.AdminToken,
 		Keys:              db.KeyPolicy{LockFor: a.Cfg.IdempotencyLockTimeout, KeepFor: a.Cfg.IdempotencyKeyTTL},
 		BankISPB:          a.Cfg.BankISPB,
+		Metrics:           metrics.Handler(a.Metrics),
 	})
 }
 

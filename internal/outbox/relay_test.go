@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -274,4 +275,48 @@ func BenchmarkRelay(b *testing.B) {
 		elapsed += time.Since(start)
 	}
 	b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
+}
+
+// BenchmarkIdleCommitToBroker measures, with the relay idle, the time from
+// an event's commit to a consumer receiving it. The relay's poll interval
+// is 5 s: what delivers within milliseconds is the NOTIFY.
+func BenchmarkIdleCommitToBroker(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := dbtest.New(b)
+	n := startNATS(b)
+	p, js := publisher(b, n, 5*time.Second)
+	stream, err := broker.EnsureStream(ctx, js)
+	require.NoError(b, err)
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
+	require.NoError(b, err)
+	received := make(chan struct{}, 1)
+	cc, err := cons.Consume(func(m jetstream.Msg) { received <- struct{}{} })
+	require.NoError(b, err)
+	defer cc.Stop()
+	r := outbox.New(s, p.Publish, outbox.Options{PollInterval: 5 * time.Second}, quiet)
+	done := make(chan struct{})
+	go func() { _ = r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(200 * time.Millisecond) // the relay's LISTEN is in place
+
+	var lat []time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		start := time.Now()
+		_, err := s.Pool().Exec(ctx, `
+			INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+			VALUES ('bench', $1, 'bench.event', '{}')`, fmt.Sprint(i))
+		require.NoError(b, err)
+		select {
+		case <-received:
+		case <-time.After(10 * time.Second):
+			b.Fatal("the event did not reach the consumer within 10 s")
+		}
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
