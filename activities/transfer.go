@@ -167,6 +167,8 @@ type RetentionInput struct {
 	MaxBatches int
 	// OutboxRetention is how long published events are kept.
 	OutboxRetention time.Duration
+	// InboxRetention is how long done inbox rows are kept.
+	InboxRetention time.Duration
 }
 
 // inBatches runs deleteBatch until a batch comes back short or MaxBatches
@@ -202,5 +204,15 @@ func (a *Activities) DeletePublishedEvents(ctx context.Context, in RetentionInpu
 		return a.Store.DeletePublishedEvents(ctx, in.OutboxRetention, in.BatchSize)
 	})
 	a.Logger.Info("published outbox events deleted", "deleted", n, "older_than", in.OutboxRetention.String())
+	return n, err
+}
+
+// DeleteDoneInboxRows deletes inbox rows done longer ago than the retention,
+// in small batches, and returns how many. The credits stay.
+func (a *Activities) DeleteDoneInboxRows(ctx context.Context, in RetentionInput) (int64, error) {
+	n, err := inBatches(ctx, in, func() (int64, error) {
+		return a.Store.DeleteDoneInboxRows(ctx, in.InboxRetention, in.BatchSize)
+	})
+	a.Logger.Info("done inbox rows deleted", "deleted", n, "older_than", in.InboxRetention.String())
 	return n, err
 }

@@ -51,6 +51,9 @@ type Deps struct {
 
 	// Metrics serves GET /metrics (Prometheus); nil: no route.
 	Metrics http.Handler
+	// Draining reports that the process is shutting down: /readyz answers
+	// 503 so that a load balancer stops sending, while requests still run.
+	Draining func() bool
 }
 
 // Gin context keys.
@@ -233,6 +236,13 @@ func (h *handlers) healthz(c *gin.Context) {
 // readyz reports whether PostgreSQL and Temporal answer, and how far the
 // outbox relay is behind.
 func (h *handlers) readyz(c *gin.Context) {
+	if h.Draining != nil && h.Draining() {
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{
+			"error":  ErrorDetail{CodeNotReady, "shutting down: in-flight requests finish, new ones go elsewhere"},
+			"checks": gin.H{"draining": true},
+		})
+		return
+	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
 	checks := gin.H{"postgres": "ok", "temporal": "ok"}

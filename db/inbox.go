@@ -36,14 +36,19 @@ func (s *Store) Ping(ctx context.Context) error {
 // (re-driven). The same PIX means the same format, amount and recipient as
 // sent (account, or key and txid). Otherwise nothing is updated and no row is
 // returned: a payload mismatch. Concurrent copies are one insert and n-1
-// updates: PostgreSQL's ON CONFLICT decides atomically.
+// updates: PostgreSQL's ON CONFLICT decides atomically. A PIX credited
+// already whose inbox row was cleaned up (retention) is not inserted again:
+// no row is returned either, and creditedBefore tells the two apart.
 //
 // RETURNING's subquery reads the statement's snapshot, that is the row as it
 // was before this delivery (absent for an insert): whether it was failed. A
 // concurrent change makes it at worst a needless kick.
 const receiveSQL = `
 	INSERT INTO inbox_messages (end_to_end_id, amount_cents, source, account_id, pix_key, txid, psp, refund_notice, payload, dispatch_due_at)
-	VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), NULLIF($6, ''), NULLIF($7, ''), $8, $9, now())
+	SELECT $1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), NULLIF($6, ''), NULLIF($7, ''), $8, $9, now()
+	-- Not again for a PIX credited already whose inbox row was cleaned up.
+	WHERE NOT EXISTS (SELECT 1 FROM pix_credits c WHERE c.end_to_end_id = $1
+	                  AND NOT EXISTS (SELECT 1 FROM inbox_messages m WHERE m.end_to_end_id = $1))
 	ON CONFLICT (end_to_end_id) DO UPDATE SET
 		deliveries        = inbox_messages.deliveries + 1,
 		last_delivered_at = now(),
@@ -72,28 +77,59 @@ func receiveArgs(n pix.Notification) []any {
 	return []any{n.EndToEndID, n.AmountCents, source, n.AccountID, n.PixKey, n.TxID, n.PSP, refund, n.Payload}
 }
 
-// scanReceipt reads receiveSQL's answer for n.
-func scanReceipt(row pgx.Row, n pix.Notification) (pix.Receipt, error) {
-	receipt := pix.Receipt{EndToEndID: n.EndToEndID}
+// scanReceipt reads receiveSQL's answer for n. stored is false when the
+// statement stored nothing and returned no row: a payload mismatch, or a PIX
+// credited before its inbox row was cleaned up (creditedBefore says which).
+func scanReceipt(row pgx.Row, n pix.Notification) (r pix.Receipt, stored bool, err error) {
+	r = pix.Receipt{EndToEndID: n.EndToEndID}
 	var first bool
-	err := row.Scan(&receipt.Status, &first, &receipt.Redriven)
+	err = row.Scan(&r.Status, &first, &r.Redriven)
 	if errors.Is(err, pgx.ErrNoRows) {
-		// The row exists (the insert conflicted) and the update's condition
-		// failed: another amount or recipient.
-		return pix.Receipt{}, pix.ErrPayloadMismatch
+		return pix.Receipt{}, false, nil
 	}
 	if err != nil {
-		return pix.Receipt{}, classify(fmt.Errorf("store inbox message: %w", err))
+		return pix.Receipt{}, false, classify(fmt.Errorf("store inbox message: %w", err))
 	}
-	receipt.Duplicate = !first
-	return receipt, nil
+	r.Duplicate = !first
+	return r, true, nil
+}
+
+// querier is what the pool and a transaction have in common.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// creditedBefore answers a delivery that stored nothing: a duplicate of a
+// PIX credited already (its inbox row cleaned up; pix_credits is the guard
+// that lasts, I1), or, when no credit matches, a payload mismatch. The
+// account is compared for the native format only: an API Pix notification
+// names a key or charge, resolved when it was credited.
+func creditedBefore(ctx context.Context, q querier, n pix.Notification) (pix.Receipt, error) {
+	var account string
+	var amount int64
+	err := q.QueryRow(ctx, `SELECT account_id, amount_cents FROM pix_credits WHERE end_to_end_id = $1`, n.EndToEndID).Scan(&account, &amount)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// The row exists (the insert conflicted) and the update's
+		// condition failed: another amount or recipient.
+		return pix.Receipt{}, pix.ErrPayloadMismatch
+	case err != nil:
+		return pix.Receipt{}, classify(fmt.Errorf("look up earlier credit: %w", err))
+	case amount != n.AmountCents || (n.Source != pix.SourceAPIPix && account != n.AccountID):
+		return pix.Receipt{}, pix.ErrPayloadMismatch
+	}
+	return pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusDone, Duplicate: true}, nil
 }
 
 // Receive stores one delivery of a notification (see receiveSQL). Another
 // amount or recipient under the same end_to_end_id is pix.ErrPayloadMismatch
 // and changes nothing.
 func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error) {
-	return scanReceipt(s.pool.QueryRow(ctx, receiveSQL, receiveArgs(n)...), n)
+	r, stored, err := scanReceipt(s.pool.QueryRow(ctx, receiveSQL, receiveArgs(n)...), n)
+	if err != nil || stored {
+		return r, err
+	}
+	return creditedBefore(ctx, s.pool, n)
 }
 
 // ReceiveBatch stores the deliveries of one request in one transaction: all
@@ -108,15 +144,33 @@ func (s *Store) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.
 			batch.Queue(receiveSQL, receiveArgs(n)...)
 		}
 		results := tx.SendBatch(ctx, batch)
-		defer results.Close() //nolint:errcheck // the first error is returned below
+		// A delivery that stored nothing is looked up in pix_credits once
+		// the batch's results are read (one conversation at a time on the
+		// transaction's connection).
+		var unstored []int
 		for i, n := range ns {
-			r, err := scanReceipt(results.QueryRow(), n)
+			r, stored, err := scanReceipt(results.QueryRow(), n)
+			if err == nil && !stored {
+				unstored = append(unstored, i)
+				continue
+			}
+			if err != nil {
+				results.Close() //nolint:errcheck // the item's error is the one to report
+				return &pix.ItemError{Index: i, Err: err}
+			}
+			receipts[i] = r
+		}
+		if err := results.Close(); err != nil {
+			return err
+		}
+		for _, i := range unstored {
+			r, err := creditedBefore(ctx, tx, ns[i])
 			if err != nil {
 				return &pix.ItemError{Index: i, Err: err}
 			}
 			receipts[i] = r
 		}
-		return results.Close()
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -500,4 +554,20 @@ func (s *Store) Listen(ctx context.Context, channel string, wake func()) error {
 		}
 		wake()
 	}
+}
+
+// DeleteDoneInboxRows deletes up to limit inbox rows that became done longer
+// than olderThan ago, and returns how many. Their credits stay: a
+// redelivery after that is still a duplicate (creditedBefore). Failed and
+// pending rows are never deleted here.
+func (s *Store) DeleteDoneInboxRows(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM inbox_messages WHERE end_to_end_id IN (
+			SELECT end_to_end_id FROM inbox_messages
+			WHERE status = 'done' AND processed_at < now() - $1::interval
+			ORDER BY processed_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, olderThan, limit)
+	if err != nil {
+		return 0, classify(fmt.Errorf("delete done inbox rows: %w", err))
+	}
+	return tag.RowsAffected(), nil
 }

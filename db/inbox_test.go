@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db"
@@ -239,7 +240,7 @@ func TestRedeliveryRedrivesFailedRow(t *testing.T) {
 	require.Equal(t, []db.Due{{Key: n.EndToEndID, Attempts: 5}}, due)
 }
 
-func TestCreditAfterInboxRowWasCleanedUpDoesNotCreditAgain(t *testing.T) {
+func TestRedeliveryAfterInboxRowWasCleanedUpIsADuplicate(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
 	openAccount(t, s, "acc-1", 0)
@@ -249,11 +250,15 @@ func TestCreditAfterInboxRowWasCleanedUpDoesNotCreditAgain(t *testing.T) {
 	require.NoError(t, err, "the credit is still reported after the inbox row is gone")
 	require.Equal(t, pix.StatusDone, c.Status)
 
-	_, err = s.Receive(ctx, n)
+	r, err := s.Receive(ctx, n)
 	require.NoError(t, err)
-	out, err := s.Credit(ctx, n.EndToEndID, 1)
+	require.Equal(t, pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusDone, Duplicate: true}, r)
+	rs, err := s.ReceiveBatch(ctx, []pix.Notification{n})
 	require.NoError(t, err)
-	require.False(t, out.Credited)
+	require.Equal(t, []pix.Receipt{r}, rs)
+	var rows int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM inbox_messages`).Scan(&rows))
+	require.Zero(t, rows, "no new row: nothing to credit again")
 	require.EqualValues(t, 500, balance(t, s, "acc-1"))
 }
 
@@ -349,7 +354,16 @@ func TestEarlierCreditWithAnotherAmountIsRefused(t *testing.T) {
 	n := note(e2eID(9), "acc-1", 500)
 	creditThenCleanUp(t, s, n)
 
+	// At the door: another amount, or another account, after the cleanup.
 	_, err := s.Receive(ctx, note(n.EndToEndID, "acc-1", 501))
+	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
+	_, err = s.Receive(ctx, note(n.EndToEndID, "acc-2", 500))
+	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
+
+	// And in the credit itself, for a row that got in some other way.
+	_, err = s.Pool().Exec(ctx, `
+		INSERT INTO inbox_messages (end_to_end_id, account_id, amount_cents, payload, dispatch_due_at)
+		VALUES ($1, 'acc-1', 501, '{}', now())`, n.EndToEndID)
 	require.NoError(t, err)
 	_, err = s.Credit(ctx, n.EndToEndID, 1)
 	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
@@ -375,4 +389,53 @@ func TestCreditTimesAreTheCreditsOwn(t *testing.T) {
 		WHERE c.end_to_end_id = $1`, n.EndToEndID).Scan(&credited, &processed, &updated))
 	require.Equal(t, credited, processed)
 	require.Equal(t, credited, updated)
+}
+
+func TestRetentionDeletesOldDoneRowsOnly(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	for i := range 3 {
+		n := note(e2eID(100+i), "acc-1", 100)
+		_, err := s.Receive(ctx, n)
+		require.NoError(t, err)
+		_, err = s.Credit(ctx, n.EndToEndID, 1)
+		require.NoError(t, err)
+	}
+	recent := note(e2eID(200), "acc-1", 100)
+	_, err := s.Receive(ctx, recent)
+	require.NoError(t, err)
+	_, err = s.Credit(ctx, recent.EndToEndID, 1)
+	require.NoError(t, err)
+	failed := note(e2eID(300), "acc-none", 100)
+	_, err = s.Receive(ctx, failed)
+	require.NoError(t, err)
+	_, err = s.MarkFailed(ctx, failed.EndToEndID, 5, "AccountNotFound")
+	require.NoError(t, err)
+	pending := note(e2eID(400), "acc-1", 100)
+	_, err = s.Receive(ctx, pending)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `UPDATE inbox_messages SET processed_at = now() - interval '31 days', received_at = now() - interval '31 days'
+		WHERE end_to_end_id <> $1`, recent.EndToEndID)
+	require.NoError(t, err)
+
+	n, err := s.DeleteDoneInboxRows(ctx, 30*24*time.Hour, 2)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n, "in batches")
+	n, err = s.DeleteDoneInboxRows(ctx, 30*24*time.Hour, 2)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	var left []string
+	rows, err := s.Pool().Query(ctx, `SELECT status FROM inbox_messages ORDER BY end_to_end_id`)
+	require.NoError(t, err)
+	left, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{pix.StatusDone, pix.StatusFailed, pix.StatusPending}, left, "the recent done row, the failed and the pending ones stay")
+
+	// A PSP redelivery of a cleaned-up PIX: a duplicate, no second credit.
+	r, err := s.Receive(ctx, note(e2eID(100), "acc-1", 100))
+	require.NoError(t, err)
+	require.True(t, r.Duplicate)
+	require.Equal(t, pix.StatusDone, r.Status)
+	require.EqualValues(t, 400, balance(t, s, "acc-1"))
 }

@@ -113,6 +113,7 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	cfg.DispatchPollInterval = 100 * time.Millisecond
 	cfg.DispatchRetryMaxDelay = 500 * time.Millisecond
 	cfg.ShutdownTimeout = 10 * time.Second
+	cfg.ShutdownReadyzDelay = 0
 	cfg.WorkerStopTimeout = 2 * time.Second
 	cfg.WebhookSecrets = []webhooksig.Secret{{PSP: "e2e-psp", Key: e2eSigningKey}}
 	cfg.AdminToken = e2eAdminToken

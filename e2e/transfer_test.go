@@ -163,12 +163,19 @@ func TestTransferSurvivesTemporalOutage(t *testing.T) {
 	s.assertBooksBalance()
 }
 
-// The worker creates the cleanup's Temporal Schedule; a run of it deletes
-// the expired idempotency keys and keeps the others.
-func TestExpiredIdempotencyKeysAreCleanedBySchedule(t *testing.T) {
+// The worker creates the retention's Temporal Schedule; a run of it
+// deletes the expired idempotency keys and the old done inbox rows, and
+// keeps the others. A PSP redelivery of a cleaned-up PIX is still a
+// duplicate, credited once.
+func TestRetentionSchedule(t *testing.T) {
 	ctx := context.Background()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 100_000)
+	old := webhook{pixID(), "acc-1", 700}
+	require.Equal(t, http.StatusAccepted, s.post(old).Status)
+	s.waitStatus(old.EndToEndID, pix.StatusDone, 30*time.Second)
+	_, err := s.store.Pool().Exec(ctx, `UPDATE inbox_messages SET processed_at = now() - interval '31 days' WHERE end_to_end_id = $1`, old.EndToEndID)
+	require.NoError(t, err)
 	live := uuid.NewString()
 	require.Equal(t, http.StatusCreated, s.sendPix(live, "acc-1", 100, "k").Status)
 	var expired []string
@@ -177,7 +184,7 @@ func TestExpiredIdempotencyKeysAreCleanedBySchedule(t *testing.T) {
 		expired = append(expired, k)
 		require.Equal(t, http.StatusCreated, s.sendPix(k, "acc-1", 100, "k").Status)
 	}
-	_, err := s.store.Pool().Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 minute' WHERE key = ANY($1::uuid[])`, expired)
+	_, err = s.store.Pool().Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 minute' WHERE key = ANY($1::uuid[])`, expired)
 	require.NoError(t, err)
 
 	var handle client.ScheduleHandle
@@ -194,5 +201,17 @@ func TestExpiredIdempotencyKeysAreCleanedBySchedule(t *testing.T) {
 		return n == 1
 	}, 30*time.Second, 100*time.Millisecond, "the expired keys are deleted, the live one kept")
 	require.Equal(t, http.StatusCreated, s.sendPix(live, "acc-1", 100, "k").Status)
-	require.EqualValues(t, 100_000-600, s.balance("acc-1"), "the live key replayed: no new debit")
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, s.store.Pool().QueryRow(ctx, `SELECT count(*) FROM inbox_messages WHERE end_to_end_id = $1`, old.EndToEndID).Scan(&n))
+		return n == 0
+	}, 30*time.Second, 100*time.Millisecond, "the old done inbox row is deleted")
+
+	r := s.post(old)
+	require.Equal(t, http.StatusAccepted, r.Status)
+	require.Equal(t, map[string]any{"end_to_end_id": old.EndToEndID, "status": "done", "duplicate": true}, r.Body)
+	time.Sleep(500 * time.Millisecond)
+	require.Equal(t, 1, s.creditRows(old.EndToEndID))
+	require.EqualValues(t, 100_000+700-600, s.balance("acc-1"), "no second credit; the live key replayed: no new debit")
+	s.assertBooksBalance()
 }

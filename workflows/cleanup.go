@@ -22,8 +22,9 @@ const RetentionWorkflowName = "PixRetention"
 func RetentionScheduleID(taskQueue string) string { return "pix-retention:" + taskQueue }
 
 // Retention deletes what the service no longer needs to keep: expired
-// idempotency keys, and outbox events published longer ago than the
-// retention, each in small batches.
+// idempotency keys, outbox events published longer ago than their
+// retention, and inbox rows done longer ago than theirs (the credits stay),
+// each in small batches.
 func Retention(ctx workflow.Context, in activities.RetentionInput) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
@@ -32,7 +33,8 @@ func Retention(ctx workflow.Context, in activities.RetentionInput) error {
 	})
 	keys := workflow.ExecuteActivity(ctx, a.DeleteExpiredIdempotencyKeys, in)
 	events := workflow.ExecuteActivity(ctx, a.DeletePublishedEvents, in)
-	return errors.Join(keys.Get(ctx, nil), events.Get(ctx, nil))
+	inbox := workflow.ExecuteActivity(ctx, a.DeleteDoneInboxRows, in)
+	return errors.Join(keys.Get(ctx, nil), events.Get(ctx, nil), inbox.Get(ctx, nil))
 }
 
 // EnsureRetentionSchedule creates the retention's Temporal Schedule (every

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,8 +103,8 @@ func (a *App) dispatcher(src dispatch.Source) *dispatch.Dispatcher {
 	}, a.Log)
 }
 
-// Handler builds the HTTP handler; kick may be nil.
-func (a *App) Handler(kick func()) http.Handler {
+// Handler builds the HTTP handler; kick and draining may be nil.
+func (a *App) Handler(kick func(), draining func() bool) http.Handler {
 	var verifier *webhooksig.Verifier
 	if len(a.Cfg.WebhookSecrets) > 0 {
 		verifier = webhooksig.NewVerifier(a.Cfg.WebhookSecrets, a.Cfg.WebhookSignatureTolerance, nil)
@@ -123,6 +124,7 @@ func (a *App) Handler(kick func()) http.Handler {
 		Keys:              db.KeyPolicy{LockFor: a.Cfg.IdempotencyLockTimeout, KeepFor: a.Cfg.IdempotencyKeyTTL},
 		BankISPB:          a.Cfg.BankISPB,
 		Metrics:           metrics.Handler(a.Metrics),
+		Draining:          draining,
 	})
 }
 
@@ -171,11 +173,12 @@ func (a *App) ServeAPI(ctx context.Context, ln net.Listener) error {
 	if a.Cfg.AdminToken == "" {
 		a.Log.Info("admin routes are disabled: ADMIN_TOKEN is not set")
 	}
+	var draining atomic.Bool
 	g, ctx := errgroup.WithContext(ctx)
 	notifier := dispatch.NewNotifier(a.Store, a.Log)
 	g.Go(func() error { return notifier.Run(ctx) })
 	srv := &http.Server{
-		Handler:           a.Handler(notifier.Kick),
+		Handler:           a.Handler(notifier.Kick, draining.Load),
 		ReadHeaderTimeout: a.Cfg.HTTPReadTimeout,
 		ReadTimeout:       a.Cfg.HTTPReadTimeout,
 		WriteTimeout:      a.Cfg.HTTPWriteTimeout,
@@ -197,6 +200,12 @@ func (a *App) ServeAPI(ctx context.Context, ln net.Listener) error {
 	})
 	g.Go(func() error {
 		<-ctx.Done()
+		// First /readyz turns 503 while everything still works, so that
+		// the load balancer stops sending; then the server stops taking
+		// connections and lets in-flight requests finish.
+		draining.Store(true)
+		a.Log.Info("api draining: /readyz answers 503", "for", a.Cfg.ShutdownReadyzDelay.String())
+		time.Sleep(a.Cfg.ShutdownReadyzDelay)
 		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.Cfg.ShutdownTimeout)
 		defer cancel()
 		a.Log.Info("api shutting down")
@@ -246,7 +255,7 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 	if !a.waitForTemporal(ctx) {
 		return nil // stopped while waiting
 	}
-	retention := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: a.Cfg.OutboxRetention}
+	retention := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: a.Cfg.OutboxRetention, InboxRetention: a.Cfg.InboxRetention}
 	if err := workflows.EnsureRetentionSchedule(ctx, a.Temporal, a.Cfg.TemporalTaskQueue, a.Cfg.RetentionInterval, retention); err != nil {
 		return err
 	}

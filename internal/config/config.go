@@ -30,6 +30,7 @@ type Config struct {
 	HTTPIdleTimeout       time.Duration
 	RequestTimeout        time.Duration
 	ShutdownTimeout       time.Duration
+	ShutdownReadyzDelay   time.Duration
 	WorkerStopTimeout     time.Duration
 	WorkerMaxActivities   int
 	LogLevel              string
@@ -68,6 +69,7 @@ type Config struct {
 	OutboxBatchSize    int
 	OutboxPollInterval time.Duration
 	OutboxRetention    time.Duration
+	InboxRetention     time.Duration
 	RetentionInterval  time.Duration
 
 	InboxAttemptsMax      int32
@@ -96,6 +98,7 @@ func Default() Config {
 		HTTPIdleTimeout:       120 * time.Second,
 		RequestTimeout:        5 * time.Second,
 		ShutdownTimeout:       20 * time.Second,
+		ShutdownReadyzDelay:   5 * time.Second,
 		WorkerStopTimeout:     15 * time.Second,
 		WorkerMaxActivities:   0,
 		LogLevel:              "info",
@@ -125,6 +128,7 @@ func Default() Config {
 		OutboxBatchSize:    500,
 		OutboxPollInterval: 500 * time.Millisecond,
 		OutboxRetention:    7 * 24 * time.Hour,
+		InboxRetention:     30 * 24 * time.Hour,
 		RetentionInterval:  time.Hour,
 
 		InboxAttemptsMax:      r.MaxAttempts,
@@ -217,6 +221,14 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	dur("HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout)
 	dur("HTTP_REQUEST_TIMEOUT", &c.RequestTimeout)
 	dur("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
+	if v, ok := lookup("SHUTDOWN_READYZ_DELAY"); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("SHUTDOWN_READYZ_DELAY: %q is not a duration such as 5s (0 for none)", v))
+		} else {
+			c.ShutdownReadyzDelay = d
+		}
+	}
 	dur("WORKER_STOP_TIMEOUT", &c.WorkerStopTimeout)
 	integer("WORKER_MAX_CONCURRENT_ACTIVITIES", 0, 10000, func(n int64) { c.WorkerMaxActivities = int(n) })
 	str("LOG_LEVEL", &c.LogLevel)
@@ -251,6 +263,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	integer("OUTBOX_BATCH_SIZE", 1, 10000, func(n int64) { c.OutboxBatchSize = int(n) })
 	dur("OUTBOX_POLL_INTERVAL", &c.OutboxPollInterval)
 	dur("OUTBOX_RETENTION", &c.OutboxRetention)
+	dur("INBOX_RETENTION", &c.InboxRetention)
 	dur("RETENTION_INTERVAL", &c.RetentionInterval)
 	dur("TRANSFER_SETTLEMENT_TIMEOUT", &c.TransferSettlementTimeout)
 	dur("TRANSFER_SETTLEMENT_POLL_MAX", &c.TransferSettlementPollMax)
