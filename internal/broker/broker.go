@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -70,10 +71,13 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream
 
 // Publisher publishes outbox events to JetStream and waits for the
 // broker's acknowledgements.
+// It is safe for concurrent use: several relays may share one.
 type Publisher struct {
 	js         jetstream.JetStream
 	ackTimeout time.Duration
-	ensured    bool
+	// ensured: the stream is known to exist (checked again after a
+	// publish that found no stream).
+	ensured atomic.Bool
 }
 
 // NewPublisher publishes through nc.
@@ -89,11 +93,11 @@ func NewPublisher(nc *nats.Conn, ackTimeout time.Duration) (*Publisher, error) {
 // acknowledged (a duplicate is acknowledged too: it is there already).
 func (p *Publisher) Publish(ctx context.Context, events []db.Event) ([]bool, error) {
 	ok := make([]bool, len(events))
-	if !p.ensured {
+	if !p.ensured.Load() {
 		if _, err := EnsureStream(ctx, p.js); err != nil {
 			return ok, err
 		}
-		p.ensured = true
+		p.ensured.Store(true)
 	}
 	futures := make([]jetstream.PubAckFuture, len(events))
 	var errs []error
@@ -123,7 +127,7 @@ func (p *Publisher) Publish(ctx context.Context, events []db.Event) ([]bool, err
 		case err := <-f.Err():
 			errs = append(errs, fmt.Errorf("event %s: %w", events[i].ID, err))
 			if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) {
-				p.ensured = false
+				p.ensured.Store(false)
 			}
 		case <-timeout.C:
 			return ok, errors.Join(append(errs, fmt.Errorf("no acknowledgement within %s", p.ackTimeout))...)
