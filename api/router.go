@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -86,6 +87,9 @@ func NewRouter(d Deps) http.Handler {
 	r.GET("/pix/transfers/:id", h.getTransfer)
 	admin := r.Group("/admin", h.requireAdmin)
 	admin.POST("/pix/credits/:end_to_end_id/retry", h.retryCredit)
+	admin.GET("/pix/credits", h.listCredits)
+	admin.POST("/accounts/:id/pix/credits/retry", h.retryAccount)
+	admin.GET("/reconcile", h.reconcile)
 	r.GET("/accounts/:id", h.getAccount)
 	r.GET("/healthz", h.healthz)
 	if d.Metrics != nil {
@@ -301,4 +305,60 @@ func (h *handlers) recoverPanics(c *gin.Context) {
 		}
 	}()
 	c.Next()
+}
+
+// listCredits is GET /admin/pix/credits?status=failed[&account_id=X][&limit=N]:
+// the failed PIX with their reasons, newest first.
+func (h *handlers) listCredits(c *gin.Context) {
+	if c.Query("status") != pix.StatusFailed {
+		abortWithError(c, h.Logger, pix.Invalid("status", "must be failed (the list of failed PIX)"))
+		return
+	}
+	limit := 100
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			abortWithError(c, h.Logger, pix.Invalid("limit", "must be a whole number from 1 to 1000"))
+			return
+		}
+		limit = n
+	}
+	credits, err := h.Store.FailedCredits(c.Request.Context(), c.Query("account_id"), limit)
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"pix": credits})
+}
+
+// retryAccount is POST /admin/accounts/{id}/pix/credits/retry: every failed
+// PIX of the account is re-driven.
+func (h *handlers) retryAccount(c *gin.Context) {
+	ids, err := h.Store.RedriveFailed(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	if len(ids) > 0 {
+		h.kick()
+	}
+	for _, id := range ids {
+		h.Logger.Info("pix credit re-driven by an operator", "end_to_end_id", id, "workflow_id", workflows.CreditWorkflowID(id), "account_id", c.Param("id"))
+	}
+	c.JSON(http.StatusAccepted, gin.H{"account_id": c.Param("id"), "redriven": ids})
+}
+
+// reconcile is GET /admin/reconcile: the books' own check. A difference is
+// logged as an error and reported; money is never fixed here.
+func (h *handlers) reconcile(c *gin.Context) {
+	r, err := h.Store.Reconcile(c.Request.Context())
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	if !r.Balanced() {
+		h.Logger.Error("reconciliation found differences", "unbalanced_accounts", r.UnbalancedAccounts,
+			"done_without_credit", r.DoneWithoutCredit, "credit_without_done", r.CreditWithoutDone)
+	}
+	c.JSON(http.StatusOK, gin.H{"balanced": r.Balanced(), "report": r})
 }

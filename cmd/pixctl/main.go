@@ -6,6 +6,11 @@
 //	               outgoing PIX: a lost response retried, a refusal replayed,
 //	               a transfer the PSP rejects, refunded; then print statuses
 //	               and balances
+//	pixctl show <end_to_end_id>     one incoming PIX: row, credit, workflow link
+//	pixctl failed [-account X]      the failed PIX with their reasons
+//	pixctl retry <end_to_end_id>    re-drive a failed PIX
+//	pixctl retry -all-failed -account X
+//	pixctl reconcile                the books' check; exit 1 when they don't balance
 //	pixctl events tail [-all]
 //	               print the service's events as they reach the broker
 //	               (NATS_URL, default nats://127.0.0.1:4222); -all from the
@@ -27,7 +32,7 @@ import (
 	"github.com/pixbank/pix/internal/webhooksig"
 )
 
-const usage = "usage: pixctl demo | pixctl events tail [-all]"
+const usage = "usage: pixctl demo | show <end_to_end_id> | failed [-account X] | retry <end_to_end_id> | retry -all-failed -account X | reconcile | events tail [-all]"
 
 func main() { cli.Main("pixctl", run) }
 
@@ -41,9 +46,6 @@ func run(ctx context.Context, args []string) error {
 		}
 		return tailEvents(ctx, args[2:], os.Stdout)
 	}
-	if len(args) != 1 {
-		return errors.New(usage)
-	}
 	apiURL := os.Getenv("PIX_API_URL")
 	if apiURL == "" {
 		apiURL = "http://127.0.0.1:8080"
@@ -54,6 +56,14 @@ func run(ctx context.Context, args []string) error {
 	}
 	c := &apiClient{base: apiURL, signingKey: key, adminToken: os.Getenv("ADMIN_TOKEN")}
 	switch args[0] {
+	case "show":
+		return show(ctx, c, args[1:], os.Stdout)
+	case "failed":
+		return failed(ctx, c, args[1:], os.Stdout)
+	case "retry":
+		return retry(ctx, c, args[1:], os.Stdout)
+	case "reconcile":
+		return reconcile(ctx, c, os.Stdout)
 	case "demo":
 		pspURL := os.Getenv("PSP_URL")
 		if pspURL == "" {
