@@ -152,6 +152,7 @@ func abortWithError(c *gin.Context, log *slog.Logger, err error) {
 		}
 		c.Header("Retry-After", retryAfterSeconds(wait))
 	}
+	c.Set(ctxErrorCode, detail.Code)
 	c.AbortWithStatusJSON(status, ErrorBody{Error: detail})
 }
 

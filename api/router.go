@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
@@ -52,6 +53,8 @@ type Deps struct {
 
 	// Metrics serves GET /metrics (Prometheus); nil: no route.
 	Metrics http.Handler
+	// Webhooks counts the webhooks by outcome; nil counts nothing.
+	Webhooks *metrics.Webhooks
 	// Draining reports that the process is shutting down: /readyz answers
 	// 503 so that a load balancer stops sending, while requests still run.
 	Draining func() bool
@@ -62,6 +65,7 @@ const (
 	ctxEndToEndID = "end_to_end_id"
 	ctxBody       = "body"
 	ctxPSP        = "psp"
+	ctxErrorCode  = "error_code"
 )
 
 // NewRouter returns the HTTP handler of the service.
@@ -78,7 +82,7 @@ func NewRouter(d Deps) http.Handler {
 		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, ErrorBody{ErrorDetail{CodeMethodNotAllowed, "method " + c.Request.Method + " not allowed here"}})
 	})
 
-	webhooks := r.Group("/webhooks", h.requireClientCert)
+	webhooks := r.Group("/webhooks", h.countRejections, h.requireClientCert)
 	webhooks.POST("/pix", h.authenticWebhook(MaxWebhookBytes), h.receiveWebhook)
 	// The API Pix PSP appends /pix to the URL the bank registers.
 	webhooks.POST("/api-pix/pix", h.authenticWebhook(MaxAPIPixBodyBytes), h.receiveAPIPixWebhook)
@@ -128,6 +132,7 @@ func (h *handlers) receiveWebhook(c *gin.Context) {
 	if !receipt.Duplicate || receipt.Redriven {
 		h.kick()
 	}
+	h.stored(pix.SourceNative, receipt.Duplicate)
 	h.Logger.Info("webhook accepted", "end_to_end_id", n.EndToEndID, "account_id", n.AccountID, "amount_cents", n.AmountCents,
 		"psp", n.PSP, "duplicate", receipt.Duplicate, "redriven", receipt.Redriven, "status", receipt.Status)
 	c.JSON(http.StatusAccepted, receipt)
@@ -160,6 +165,7 @@ func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
 	for i, r := range receipts {
 		n := ns[i]
 		kick = kick || !r.Duplicate || r.Redriven
+		h.stored(pix.SourceAPIPix, r.Duplicate)
 		h.Logger.Info("webhook accepted", "end_to_end_id", n.EndToEndID, "format", n.Source, "pix_key", n.PixKey, "txid", n.TxID,
 			"amount_cents", n.AmountCents, "psp", psp, "refund_notice", len(n.RefundNotice) > 0,
 			"duplicate", r.Duplicate, "redriven", r.Redriven, "status", r.Status)
@@ -361,4 +367,24 @@ func (h *handlers) reconcile(c *gin.Context) {
 			"done_without_credit", r.DoneWithoutCredit, "credit_without_done", r.CreditWithoutDone)
 	}
 	c.JSON(http.StatusOK, gin.H{"balanced": r.Balanced(), "report": r})
+}
+
+// stored counts a stored notification.
+func (h *handlers) stored(format string, duplicate bool) {
+	if h.Webhooks != nil {
+		h.Webhooks.Stored(format, duplicate)
+	}
+}
+
+// countRejections counts each webhook request answered with an error, by
+// its code (abortWithError leaves the code in the context).
+func (h *handlers) countRejections(c *gin.Context) {
+	c.Next()
+	if h.Webhooks != nil && c.Writer.Status() >= 400 {
+		code := c.GetString(ctxErrorCode)
+		if code == "" {
+			code = strconv.Itoa(c.Writer.Status())
+		}
+		h.Webhooks.Rejected(code)
+	}
 }

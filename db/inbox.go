@@ -571,3 +571,16 @@ func (s *Store) DeleteDoneInboxRows(ctx context.Context, olderThan time.Duration
 	}
 	return tag.RowsAffected(), nil
 }
+
+// OldestPendingAge is how long the oldest pending inbox row has waited
+// since the PSP first told us of it; 0 when none is pending.
+func (s *Store) OldestPendingAge(ctx context.Context) (time.Duration, error) {
+	var seconds float64
+	err := s.pool.QueryRow(ctx, `
+		SELECT COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(received_at)), 0)::float8
+		FROM inbox_messages WHERE status = 'pending'`).Scan(&seconds)
+	if err != nil {
+		return 0, classify(fmt.Errorf("oldest pending inbox row: %w", err))
+	}
+	return time.Duration(seconds * float64(time.Second)), nil
+}

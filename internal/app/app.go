@@ -43,7 +43,8 @@ type App struct {
 	Store    *db.Store
 	Temporal client.Client
 	// Metrics is the process's Prometheus registry.
-	Metrics *prometheus.Registry
+	Metrics  *prometheus.Registry
+	webhooks *metrics.Webhooks
 }
 
 // New connects to PostgreSQL and prepares a Temporal client. Neither needs
@@ -65,6 +66,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	}
 	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: metrics.New()}
 	metrics.RegisterOutboxLag(a.Metrics, a.Store, log)
+	metrics.RegisterInboxAge(a.Metrics, a.Store, log)
+	a.webhooks = metrics.NewWebhooks(a.Metrics)
 	return a, nil
 }
 
@@ -124,6 +127,7 @@ func (a *App) Handler(kick func(), draining func() bool) http.Handler {
 		Keys:              db.KeyPolicy{LockFor: a.Cfg.IdempotencyLockTimeout, KeepFor: a.Cfg.IdempotencyKeyTTL},
 		BankISPB:          a.Cfg.BankISPB,
 		Metrics:           metrics.Handler(a.Metrics),
+		Webhooks:          a.webhooks,
 		Draining:          draining,
 	})
 }

@@ -60,3 +60,59 @@ func RegisterOutboxLag(r *prometheus.Registry, store *db.Store, log *slog.Logger
 		}, func() float64 { l, ok := read(); return nan(l.OldestAge, ok) }),
 	)
 }
+
+// Webhooks counts the PSP webhooks by outcome.
+type Webhooks struct {
+	received   *prometheus.CounterVec
+	duplicates *prometheus.CounterVec
+	rejected   *prometheus.CounterVec
+}
+
+// NewWebhooks registers the webhook counters on r.
+func NewWebhooks(r *prometheus.Registry) *Webhooks {
+	w := &Webhooks{
+		received: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pix_webhooks_received_total",
+			Help: "PIX notifications stored (first deliveries and redeliveries), by webhook format.",
+		}, []string{"format"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pix_webhook_duplicates_total",
+			Help: "Redeliveries absorbed at the door, by webhook format.",
+		}, []string{"format"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pix_webhooks_rejected_total",
+			Help: "Webhook requests answered with an error, by error code.",
+		}, []string{"code"}),
+	}
+	r.MustRegister(w.received, w.duplicates, w.rejected)
+	return w
+}
+
+// Stored counts one stored notification.
+func (w *Webhooks) Stored(format string, duplicate bool) {
+	w.received.WithLabelValues(format).Inc()
+	if duplicate {
+		w.duplicates.WithLabelValues(format).Inc()
+	}
+}
+
+// Rejected counts one refused webhook request.
+func (w *Webhooks) Rejected(code string) { w.rejected.WithLabelValues(code).Inc() }
+
+// RegisterInboxAge adds the age of the oldest pending inbox row, read at
+// each scrape: how long accepted money has been waiting for its credit.
+func RegisterInboxAge(r *prometheus.Registry, store *db.Store, log *slog.Logger) {
+	r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "pix_inbox_oldest_pending_age_seconds",
+		Help: "Age of the oldest pending inbox row (0 when none is pending).",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		age, err := store.OldestPendingAge(ctx)
+		if err != nil {
+			log.Warn("metrics: could not read the oldest pending inbox row", "error", err)
+			return math.NaN()
+		}
+		return age.Seconds()
+	}))
+}
