@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 )
@@ -50,6 +52,8 @@ type Activities struct {
 	// PSP sends outgoing transfers.
 	PSP    psp.Client
 	Logger *slog.Logger
+	// Metrics counts what the activities did; nil counts nothing.
+	Metrics *metrics.Worker
 }
 
 // CreditInput names the PIX to credit. PriorAttempts is the row's attempt
@@ -85,6 +89,7 @@ func (a *Activities) CreditAccount(ctx context.Context, in CreditInput) (CreditR
 	out, err := a.Store.Credit(ctx, in.EndToEndID, attempt)
 	if err == nil {
 		if out.Credited {
+			a.Metrics.Credited()
 			log.Info("pix credited", "account_id", out.AccountID, "amount_cents", out.AmountCents, "balance_after_cents", out.BalanceAfter)
 		} else {
 			log.Info("pix already credited; nothing changed", "account_id", out.AccountID)
@@ -128,6 +133,8 @@ func (a *Activities) MarkCreditFailed(ctx context.Context, in MarkFailedInput) (
 		return MarkFailedResult{}, toApplicationError(err)
 	}
 	if status == pix.StatusFailed {
+		errType, _, _ := strings.Cut(in.Reason, ":")
+		a.Metrics.CreditFailed(errType)
 		log.Error("pix credit failed", "reason", in.Reason)
 	} else {
 		log.Info("pix credit was not marked failed", "status", status)

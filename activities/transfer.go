@@ -120,6 +120,7 @@ func (a *Activities) SettleTransfer(ctx context.Context, in TransferRef) error {
 	if _, err := a.Store.SettleTransfer(ctx, uuid.MustParse(t.ID)); err != nil {
 		return transferError(err)
 	}
+	a.Metrics.TransferFinished(pix.TransferSettled)
 	log.Info("transfer settled")
 	return nil
 }
@@ -140,6 +141,7 @@ func (a *Activities) RefundTransfer(ctx context.Context, in RefundInput) error {
 	if _, err := a.Store.RefundTransfer(ctx, uuid.MustParse(t.ID), in.Reason); err != nil {
 		return transferError(err)
 	}
+	a.Metrics.TransferFinished(pix.TransferRefunded)
 	log.Info("transfer refunded", "account_id", t.AccountID, "amount_cents", t.AmountCents, "reason", in.Reason)
 	return nil
 }

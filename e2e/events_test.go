@@ -67,4 +67,9 @@ func TestEventsOfACreditAndATransferReachTheBroker(t *testing.T) {
 	require.NoError(t, json.Unmarshal(events[0].Data, &credit))
 	require.EqualValues(t, 2_500, credit["amount_cents"])
 	require.Equal(t, "acc-1", credit["account_id"])
+
+	// The worker's counters moved too.
+	require.EqualValues(t, 1, s.counter("pix_credits_total"))
+	require.EqualValues(t, 1, s.counter("pix_transfers_finished_total{settled}"))
+	require.EqualValues(t, 1, s.counter("pix_webhooks_received_total{native}"))
 }

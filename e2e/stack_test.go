@@ -303,3 +303,23 @@ func (s *stack) assertBooksBalance() {
 func clientOptions(s *stack, id string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{ID: workflows.CreditWorkflowID(id), TaskQueue: s.cfg.TemporalTaskQueue}
 }
+
+// counter reads a counter of the stack's registry: name, then {value} for
+// each label, e.g. pix_transfers_finished_total{settled}.
+func (s *stack) counter(name string) float64 {
+	s.t.Helper()
+	families, err := s.app.Metrics.Gather()
+	require.NoError(s.t, err)
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			full := f.GetName()
+			for _, l := range m.GetLabel() {
+				full += "{" + l.GetValue() + "}"
+			}
+			if full == name {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}

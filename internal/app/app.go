@@ -43,8 +43,9 @@ type App struct {
 	Store    *db.Store
 	Temporal client.Client
 	// Metrics is the process's Prometheus registry.
-	Metrics  *prometheus.Registry
-	webhooks *metrics.Webhooks
+	Metrics       *prometheus.Registry
+	webhooks      *metrics.Webhooks
+	workerMetrics *metrics.Worker
 }
 
 // New connects to PostgreSQL and prepares a Temporal client. Neither needs
@@ -68,6 +69,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	metrics.RegisterOutboxLag(a.Metrics, a.Store, log)
 	metrics.RegisterInboxAge(a.Metrics, a.Store, log)
 	a.webhooks = metrics.NewWebhooks(a.Metrics)
+	a.workerMetrics = metrics.NewWorker(a.Metrics)
 	return a, nil
 }
 
@@ -246,11 +248,37 @@ func (a *App) RunWorker(ctx context.Context) error {
 		g.Go(func() error { return relay.Run(ctx) })
 	}
 	g.Go(func() error { return a.runTemporalWorker(ctx) })
+	if a.Cfg.WorkerMetricsAddr != "" {
+		g.Go(func() error { return a.serveWorkerMetrics(ctx) })
+	}
 	return g.Wait()
 }
 
+// serveWorkerMetrics serves the process's /metrics on WORKER_METRICS_ADDR
+// (a worker has no API to serve them) until ctx ends.
+func (a *App) serveWorkerMetrics(ctx context.Context) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics.Handler(a.Metrics))
+	srv := &http.Server{Addr: a.Cfg.WorkerMetricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", a.Cfg.WorkerMetricsAddr)
+	if err != nil {
+		return fmt.Errorf("WORKER_METRICS_ADDR %s: %w", a.Cfg.WorkerMetricsAddr, err)
+	}
+	a.Log.Info("worker metrics listening", "addr", ln.Addr().String())
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx) //nolint:errcheck // best effort on the way out
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve worker metrics: %w", err)
+	}
+	return nil
+}
+
 func (a *App) runTemporalWorker(ctx context.Context) error {
-	acts := &activities.Activities{Store: a.Store, PSP: psp.NewHTTPClient(a.Cfg.PSPURL, a.Cfg.PSPTimeout), Logger: a.Log}
+	acts := &activities.Activities{Store: a.Store, PSP: psp.NewHTTPClient(a.Cfg.PSPURL, a.Cfg.PSPTimeout), Logger: a.Log, Metrics: a.workerMetrics}
 	w := worker.New(a.Temporal, acts, worker.Options{
 		TaskQueue:               a.Cfg.TemporalTaskQueue,
 		StopTimeout:             a.Cfg.WorkerStopTimeout,

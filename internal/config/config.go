@@ -33,6 +33,7 @@ type Config struct {
 	ShutdownReadyzDelay   time.Duration
 	WorkerStopTimeout     time.Duration
 	WorkerMaxActivities   int
+	WorkerMetricsAddr     string
 	LogLevel              string
 	DispatcherEnabled     bool
 	DispatchPollInterval  time.Duration
@@ -230,6 +231,9 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	dur("WORKER_STOP_TIMEOUT", &c.WorkerStopTimeout)
+	if v, ok := lookup("WORKER_METRICS_ADDR"); ok {
+		c.WorkerMetricsAddr = v // "" turns it off
+	}
 	integer("WORKER_MAX_CONCURRENT_ACTIVITIES", 0, 10000, func(n int64) { c.WorkerMaxActivities = int(n) })
 	str("LOG_LEVEL", &c.LogLevel)
 	boolean("DISPATCHER_ENABLED", &c.DispatcherEnabled)

@@ -116,3 +116,53 @@ func RegisterInboxAge(r *prometheus.Registry, store *db.Store, log *slog.Logger)
 		return age.Seconds()
 	}))
 }
+
+// Worker counts what the worker's activities did. A nil *Worker counts
+// nothing. Activities run at least once: a retried activity whose first
+// run's answer was lost counts twice.
+type Worker struct {
+	credits   prometheus.Counter
+	failures  *prometheus.CounterVec
+	transfers *prometheus.CounterVec
+}
+
+// NewWorker registers the worker's counters on r.
+func NewWorker(r *prometheus.Registry) *Worker {
+	w := &Worker{
+		credits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pix_credits_total",
+			Help: "Incoming PIX credited.",
+		}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pix_credit_failures_total",
+			Help: "Incoming PIX marked failed, by error type.",
+		}, []string{"type"}),
+		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pix_transfers_finished_total",
+			Help: "Outgoing PIX settled or refunded.",
+		}, []string{"outcome"}),
+	}
+	r.MustRegister(w.credits, w.failures, w.transfers)
+	return w
+}
+
+// Credited counts one credit.
+func (w *Worker) Credited() {
+	if w != nil {
+		w.credits.Inc()
+	}
+}
+
+// CreditFailed counts one PIX marked failed with an error of type errType.
+func (w *Worker) CreditFailed(errType string) {
+	if w != nil {
+		w.failures.WithLabelValues(errType).Inc()
+	}
+}
+
+// TransferFinished counts one transfer settled or refunded.
+func (w *Worker) TransferFinished(outcome string) {
+	if w != nil {
+		w.transfers.WithLabelValues(outcome).Inc()
+	}
+}
