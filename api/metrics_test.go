@@ -19,7 +19,7 @@ func TestWebhookCountersMove(t *testing.T) {
 	store := dbtest.New(t)
 	reg := metrics.New()
 	counters := metrics.NewWebhooks(reg)
-	metrics.RegisterInboxAge(reg, store, quietLogger())
+	metrics.RegisterDatabaseGauges(reg, store, quietLogger())
 	srv := newServer(t, store, func(d *api.Deps) { d.Webhooks = counters })
 	url := srv.URL + "/webhooks/pix"
 	body := `{"end_to_end_id":"` + validID + `","account_id":"acc-1","amount_cents":100}`

@@ -66,8 +66,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		return nil, fmt.Errorf("temporal client: %w", err)
 	}
 	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: metrics.New()}
-	metrics.RegisterOutboxLag(a.Metrics, a.Store, log)
-	metrics.RegisterInboxAge(a.Metrics, a.Store, log)
+	metrics.RegisterDatabaseGauges(a.Metrics, a.Store, log)
 	a.webhooks = metrics.NewWebhooks(a.Metrics)
 	a.workerMetrics = metrics.NewWorker(a.Metrics)
 	return a, nil

@@ -29,38 +29,6 @@ func Handler(r *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(r, promhttp.HandlerOpts{Registry: r})
 }
 
-// RegisterOutboxLag adds the outbox's lag, read from PostgreSQL at each
-// scrape: how many events wait for the broker, and for how long the oldest
-// has. A failed read is logged and reported as NaN, not as zero.
-func RegisterOutboxLag(r *prometheus.Registry, store *db.Store, log *slog.Logger) {
-	read := func() (db.OutboxLag, bool) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		lag, err := store.OutboxLag(ctx)
-		if err != nil {
-			log.Warn("metrics: could not read the outbox lag", "error", err)
-			return db.OutboxLag{}, false
-		}
-		return lag, true
-	}
-	nan := func(v float64, ok bool) float64 {
-		if !ok {
-			return math.NaN()
-		}
-		return v
-	}
-	r.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "pix_outbox_unpublished_events",
-			Help: "Events committed but not yet acknowledged by the broker.",
-		}, func() float64 { l, ok := read(); return nan(float64(l.Unpublished), ok) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "pix_outbox_oldest_unpublished_age_seconds",
-			Help: "Age of the oldest event not yet acknowledged by the broker (0 when none waits).",
-		}, func() float64 { l, ok := read(); return nan(l.OldestAge, ok) }),
-	)
-}
-
 // Webhooks counts the PSP webhooks by outcome.
 type Webhooks struct {
 	received   *prometheus.CounterVec
@@ -98,24 +66,6 @@ func (w *Webhooks) Stored(format string, duplicate bool) {
 
 // Rejected counts one refused webhook request.
 func (w *Webhooks) Rejected(code string) { w.rejected.WithLabelValues(code).Inc() }
-
-// RegisterInboxAge adds the age of the oldest pending inbox row, read at
-// each scrape: how long accepted money has been waiting for its credit.
-func RegisterInboxAge(r *prometheus.Registry, store *db.Store, log *slog.Logger) {
-	r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "pix_inbox_oldest_pending_age_seconds",
-		Help: "Age of the oldest pending inbox row (0 when none is pending).",
-	}, func() float64 {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		age, err := store.OldestPendingAge(ctx)
-		if err != nil {
-			log.Warn("metrics: could not read the oldest pending inbox row", "error", err)
-			return math.NaN()
-		}
-		return age.Seconds()
-	}))
-}
 
 // Worker counts what the worker's activities did. A nil *Worker counts
 // nothing. Activities run at least once: a retried activity whose first
@@ -165,4 +115,55 @@ func (w *Worker) TransferFinished(outcome string) {
 	if w != nil {
 		w.transfers.WithLabelValues(outcome).Inc()
 	}
+}
+
+// RegisterDatabaseGauges adds the gauges read from PostgreSQL at each
+// scrape: the outbox's lag (how many events wait for the broker, and for
+// how long the oldest has) and the age of the oldest pending inbox row (how
+// long accepted money has waited for its credit). Each is read once per
+// scrape; a failed read is logged and reported as NaN, not as zero.
+func RegisterDatabaseGauges(r *prometheus.Registry, store *db.Store, log *slog.Logger) {
+	r.MustRegister(&databaseGauges{
+		store: store,
+		log:   log,
+		outboxEvents: prometheus.NewDesc("pix_outbox_unpublished_events",
+			"Events committed but not yet acknowledged by the broker.", nil, nil),
+		outboxAge: prometheus.NewDesc("pix_outbox_oldest_unpublished_age_seconds",
+			"Age of the oldest event not yet acknowledged by the broker (0 when none waits).", nil, nil),
+		inboxAge: prometheus.NewDesc("pix_inbox_oldest_pending_age_seconds",
+			"Age of the oldest pending inbox row (0 when none is pending).", nil, nil),
+	})
+}
+
+// databaseGauges is the collector of RegisterDatabaseGauges.
+type databaseGauges struct {
+	store                             *db.Store
+	log                               *slog.Logger
+	outboxEvents, outboxAge, inboxAge *prometheus.Desc
+}
+
+func (g *databaseGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.outboxEvents
+	ch <- g.outboxAge
+	ch <- g.inboxAge
+}
+
+func (g *databaseGauges) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	unpublished, outboxAge := math.NaN(), math.NaN()
+	if lag, err := g.store.OutboxLag(ctx); err != nil {
+		g.log.Warn("metrics: could not read the outbox lag", "error", err)
+	} else {
+		unpublished, outboxAge = float64(lag.Unpublished), lag.OldestAge
+	}
+	inboxAge := math.NaN()
+	if age, err := g.store.OldestPendingAge(ctx); err != nil {
+		g.log.Warn("metrics: could not read the oldest pending inbox row", "error", err)
+	} else {
+		inboxAge = age.Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(g.outboxEvents, prometheus.GaugeValue, unpublished)
+	ch <- prometheus.MustNewConstMetric(g.outboxAge, prometheus.GaugeValue, outboxAge)
+	ch <- prometheus.MustNewConstMetric(g.inboxAge, prometheus.GaugeValue, inboxAge)
 }

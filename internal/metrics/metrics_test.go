@@ -19,7 +19,7 @@ func TestOutboxLagIsExposedAndMoves(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
 	r := metrics.New()
-	metrics.RegisterOutboxLag(r, s, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	metrics.RegisterDatabaseGauges(r, s, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 
 	require.NoError(t, testutil.GatherAndCompare(r, strings.NewReader(`
 # HELP pix_outbox_unpublished_events Events committed but not yet acknowledged by the broker.
