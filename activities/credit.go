@@ -165,7 +165,13 @@ func toApplicationError(err error) error {
 	case errors.Is(err, pix.ErrBalanceOverflow):
 		errType = ErrTypeBalanceOverflow
 	default:
-		return temporal.NewApplicationErrorWithCause(fmt.Sprintf("technical failure: %v", err), ErrTypeTechnicalFailure, err)
+		return technicalFailure(err)
 	}
 	return temporal.NewApplicationError(err.Error(), errType)
+}
+
+// technicalFailure is a failure outside the PIX (the database unreachable
+// or refusing the transaction): retryable, of type TechnicalFailure.
+func technicalFailure(err error) error {
+	return temporal.NewApplicationErrorWithCause(fmt.Sprintf("technical failure: %v", err), ErrTypeTechnicalFailure, err)
 }

@@ -157,7 +157,7 @@ func transferError(err error) error {
 	case errors.Is(err, pix.ErrTransferFinal):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTransferFinal, err)
 	default:
-		return temporal.NewApplicationErrorWithCause(fmt.Sprintf("technical failure: %v", err), ErrTypeTechnicalFailure, err)
+		return technicalFailure(err)
 	}
 }
 
@@ -181,7 +181,7 @@ func inBatches(ctx context.Context, in RetentionInput, deleteBatch func() (int64
 		n, err := deleteBatch()
 		total += n
 		if err != nil {
-			return total, temporal.NewApplicationErrorWithCause(fmt.Sprintf("technical failure: %v", err), ErrTypeTechnicalFailure, err)
+			return total, technicalFailure(err)
 		}
 		activity.RecordHeartbeat(ctx, total)
 		if n < int64(in.BatchSize) {
