@@ -532,6 +532,34 @@ func (s *Store) NotifyDue(ctx context.Context) error {
 	return nil
 }
 
+// KeepListening calls wake for every notification on channel until ctx
+// ends, reconnecting while PostgreSQL is away: after a wait from minDelay,
+// doubling up to maxDelay, and from minDelay again once a connection had
+// lasted longer than maxDelay. After each reconnection it calls wake, since
+// what was notified meanwhile is lost. lost hears of each lost connection
+// and of the wait before the next try.
+func (s *Store) KeepListening(ctx context.Context, channel string, wake func(), minDelay, maxDelay time.Duration, lost func(err error, retryIn time.Duration)) {
+	delay := minDelay
+	for ctx.Err() == nil {
+		began := time.Now()
+		err := s.Listen(ctx, channel, wake)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) > maxDelay {
+			delay = minDelay // it had been listening fine
+		}
+		lost(err, delay)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, maxDelay)
+		wake()
+	}
+}
+
 // Listen holds one connection listening on channel and calls wake for every
 // notification, until ctx ends or the connection fails.
 func (s *Store) Listen(ctx context.Context, channel string, wake func()) error {

@@ -132,25 +132,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // listen keeps a LISTEN connection that kicks the dispatcher, reconnecting
 // with backoff while PostgreSQL is away, until ctx ends.
 func (d *Dispatcher) listen(ctx context.Context) {
-	backoff := d.opts.PollInterval
-	for ctx.Err() == nil {
-		began := time.Now()
-		err := d.store.Listen(ctx, d.src.Channel(), d.Kick)
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(began) > d.opts.RetryMaxDelay {
-			backoff = d.opts.PollInterval // it had been listening fine
-		}
-		d.log.Warn("dispatch listener lost; polling meanwhile", "error", err, "retry_in", backoff.String())
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, d.opts.RetryMaxDelay)
-		d.Kick() // rows may have come due while it was away
-	}
+	d.store.KeepListening(ctx, d.src.Channel(), d.Kick, d.opts.PollInterval, d.opts.RetryMaxDelay, func(err error, retryIn time.Duration) {
+		d.log.Warn("dispatch listener lost; polling meanwhile", "error", err, "retry_in", retryIn.String())
+	})
 }
 
 // DispatchOnce claims one batch of due rows and starts their workflows. It

@@ -114,20 +114,10 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	return r.store.RelayEvents(ctx, r.opts.BatchSize, r.publish)
 }
 
-// listen keeps a LISTEN connection that kicks the relay, reconnecting while
-// PostgreSQL is away, until ctx ends.
+// listen keeps a LISTEN connection that kicks the relay, reconnecting
+// every RetryMaxDelay while PostgreSQL is away, until ctx ends.
 func (r *Relay) listen(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := r.store.Listen(ctx, db.OutboxChannel, r.Kick)
-		if ctx.Err() != nil {
-			return
-		}
-		r.log.Warn("outbox listener lost; polling meanwhile", "error", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(r.opts.RetryMaxDelay):
-		}
-		r.Kick()
-	}
+	r.store.KeepListening(ctx, db.OutboxChannel, r.Kick, r.opts.RetryMaxDelay, r.opts.RetryMaxDelay, func(err error, retryIn time.Duration) {
+		r.log.Warn("outbox listener lost; polling meanwhile", "error", err, "retry_in", retryIn.String())
+	})
 }
