@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/logging"
 )
 
 // Source is one kind of open row the dispatcher starts workflows for:
@@ -92,7 +93,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	wg.Go(func() { d.listen(ctx) })
 	ticker := time.NewTicker(d.opts.PollInterval)
 	defer ticker.Stop()
-	var failingSince, lastLogged time.Time
+	// Once when it starts failing, then every 10 s: the poll would
+	// otherwise log twice a second through an outage.
+	var outage logging.Outage
 	for {
 		// Drain every due row before waiting again.
 		for {
@@ -101,21 +104,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				return nil
 			}
 			if err != nil {
-				// Once when it starts failing, then every 10 s: the poll
-				// would otherwise log twice a second through an outage.
-				if failingSince.IsZero() {
-					failingSince = time.Now()
-				}
-				if time.Since(lastLogged) >= 10*time.Second {
-					d.log.Error("dispatch round failed; retrying", "error", err, "failing_for", time.Since(failingSince).Round(time.Second).String())
-					lastLogged = time.Now()
-				}
+				outage.Failed(d.log, "dispatch round failed; retrying", err)
 				break
 			}
-			if !failingSince.IsZero() {
-				d.log.Info("dispatch rounds succeed again", "failed_for", time.Since(failingSince).Round(time.Second).String())
-				failingSince, lastLogged = time.Time{}, time.Time{}
-			}
+			outage.Succeeded(d.log, "dispatch rounds succeed again")
 			if n < d.opts.BatchSize {
 				break
 			}

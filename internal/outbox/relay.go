@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/logging"
 )
 
 // Publish hands events to the broker and says which it acknowledged.
@@ -59,7 +60,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer wg.Wait()
 	wg.Go(func() { r.listen(ctx) })
 	delay := r.opts.PollInterval
-	var failingSince, lastLogged time.Time
+	var outage logging.Outage
 	for {
 		failed := false
 		for {
@@ -69,20 +70,10 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			if err != nil {
 				failed = true
-				if failingSince.IsZero() {
-					failingSince = time.Now()
-				}
-				if time.Since(lastLogged) >= 10*time.Second {
-					r.log.Error("outbox relay round failed; backing off", "error", err, "published", n,
-						"failing_for", time.Since(failingSince).Round(time.Second).String(), "retry_in", delay.String())
-					lastLogged = time.Now()
-				}
+				outage.Failed(r.log, "outbox relay round failed; backing off", err, "published", n, "retry_in", delay.String())
 				break
 			}
-			if !failingSince.IsZero() {
-				r.log.Info("outbox relay publishes again", "failed_for", time.Since(failingSince).Round(time.Second).String())
-				failingSince, lastLogged = time.Time{}, time.Time{}
-			}
+			outage.Succeeded(r.log, "outbox relay publishes again")
 			if n < r.opts.BatchSize {
 				break
 			}
