@@ -126,12 +126,11 @@ type MarkFailedResult struct {
 // MarkCreditFailed moves a pending row to failed with the reason, unless a
 // credit committed first.
 func (a *Activities) MarkCreditFailed(ctx context.Context, in MarkFailedInput) (MarkFailedResult, error) {
-	info := activity.GetInfo(ctx)
-	log := a.Logger.With("end_to_end_id", in.EndToEndID, "workflow_id", info.WorkflowExecution.ID, "attempt", in.Attempts)
-	status, err := a.Store.MarkFailed(ctx, in.EndToEndID, in.Attempts, in.Reason)
+	status, attempts, err := a.Store.MarkFailed(ctx, in.EndToEndID, in.Attempts, in.Reason)
 	if err != nil {
 		return MarkFailedResult{}, toApplicationError(err)
 	}
+	log := a.Logger.With("end_to_end_id", in.EndToEndID, "workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID, "attempt", attempts)
 	if status == pix.StatusFailed {
 		errType, _, _ := strings.Cut(in.Reason, ":")
 		a.Metrics.CreditFailed(errType)

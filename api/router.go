@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/pixbank/pix/db"
@@ -124,7 +125,8 @@ func (h *handlers) receiveWebhook(c *gin.Context) {
 	receipt, err := h.Store.Receive(c.Request.Context(), n)
 	if err != nil {
 		if pix.IsRefusal(err) {
-			h.Logger.Warn("webhook refused", "end_to_end_id", n.EndToEndID, "account_id", n.AccountID, "amount_cents", n.AmountCents, "error", err)
+			h.Logger.Warn("webhook refused", "end_to_end_id", n.EndToEndID, "workflow_id", workflows.CreditWorkflowID(n.EndToEndID),
+				"account_id", n.AccountID, "amount_cents", n.AmountCents, "error", err)
 		}
 		abortWithError(c, h.Logger, err)
 		return
@@ -133,7 +135,7 @@ func (h *handlers) receiveWebhook(c *gin.Context) {
 		h.kick()
 	}
 	h.stored(pix.SourceNative, receipt.Duplicate)
-	h.Logger.Info("webhook accepted", "end_to_end_id", n.EndToEndID, "account_id", n.AccountID, "amount_cents", n.AmountCents,
+	h.Logger.With(workflows.CreditLogAttrs(n.EndToEndID, receipt.Attempts)...).Info("webhook accepted", "account_id", n.AccountID, "amount_cents", n.AmountCents,
 		"psp", n.PSP, "duplicate", receipt.Duplicate, "redriven", receipt.Redriven, "status", receipt.Status)
 	c.JSON(http.StatusAccepted, receipt)
 }
@@ -155,7 +157,7 @@ func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
 		var item *pix.ItemError
 		if errors.As(err, &item) && pix.IsRefusal(err) {
 			n := ns[item.Index]
-			h.Logger.Warn("api pix webhook refused", "end_to_end_id", n.EndToEndID, "item", item.Index,
+			h.Logger.Warn("api pix webhook refused", "end_to_end_id", n.EndToEndID, "workflow_id", workflows.CreditWorkflowID(n.EndToEndID), "item", item.Index,
 				"pix_key", n.PixKey, "txid", n.TxID, "amount_cents", n.AmountCents, "error", err)
 		}
 		abortWithError(c, h.Logger, err)
@@ -166,7 +168,7 @@ func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
 		n := ns[i]
 		kick = kick || !r.Duplicate || r.Redriven
 		h.stored(pix.SourceAPIPix, r.Duplicate)
-		h.Logger.Info("webhook accepted", "end_to_end_id", n.EndToEndID, "format", n.Source, "pix_key", n.PixKey, "txid", n.TxID,
+		h.Logger.With(workflows.CreditLogAttrs(n.EndToEndID, r.Attempts)...).Info("webhook accepted", "format", n.Source, "pix_key", n.PixKey, "txid", n.TxID,
 			"amount_cents", n.AmountCents, "psp", psp, "refund_notice", len(n.RefundNotice) > 0,
 			"duplicate", r.Duplicate, "redriven", r.Redriven, "status", r.Status)
 	}
@@ -179,8 +181,13 @@ func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
 // creditView is the answer of GET /pix/credits/{end_to_end_id}.
 type creditView struct {
 	pix.Credit
-	WorkflowID    string `json:"workflow_id"`
-	TemporalUIURL string `json:"temporal_ui_url"`
+	WorkflowID string `json:"workflow_id"`
+	// WorkflowStatus is the latest run's status as Temporal says
+	// (Running, Completed, Failed, ...), "none" when no run exists (not
+	// dispatched yet, or its history is past the namespace's retention), or
+	// "unknown: <why>" when Temporal did not answer.
+	WorkflowStatus string `json:"workflow_status"`
+	TemporalUIURL  string `json:"temporal_ui_url"`
 }
 
 func (h *handlers) endToEndIDParam(c *gin.Context) (string, bool) {
@@ -204,7 +211,27 @@ func (h *handlers) getCredit(c *gin.Context) {
 		return
 	}
 	wid := workflows.CreditWorkflowID(id)
-	c.JSON(http.StatusOK, creditView{Credit: credit, WorkflowID: wid, TemporalUIURL: h.workflowURL(wid)})
+	c.JSON(http.StatusOK, creditView{Credit: credit, WorkflowID: wid, WorkflowStatus: h.workflowStatus(c.Request.Context(), wid), TemporalUIURL: h.workflowURL(wid)})
+}
+
+// workflowStatusTimeout bounds the Temporal call of GET /pix/credits/{id}:
+// the row is the answer; the run's status only adds to it.
+const workflowStatusTimeout = 2 * time.Second
+
+// workflowStatus is the status of the latest run of workflowID.
+func (h *handlers) workflowStatus(ctx context.Context, workflowID string) string {
+	ctx, cancel := context.WithTimeout(ctx, workflowStatusTimeout)
+	defer cancel()
+	desc, err := h.Temporal.DescribeWorkflow(ctx, workflowID, "")
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return "none"
+	case err != nil:
+		h.Logger.Warn("could not read the workflow's status", "workflow_id", workflowID, "error", err)
+		return "unknown: " + err.Error()
+	}
+	return desc.Status.String()
 }
 
 // workflowURL links to the Temporal UI's list of every run of a workflow ID

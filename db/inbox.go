@@ -63,7 +63,8 @@ const receiveSQL = `
 	           ELSE inbox_messages.pix_key IS NOT DISTINCT FROM EXCLUDED.pix_key
 	                AND inbox_messages.txid IS NOT DISTINCT FROM EXCLUDED.txid END
 	RETURNING status, deliveries = 1,
-		COALESCE((SELECT before.status = 'failed' FROM inbox_messages before WHERE before.end_to_end_id = $1), false)`
+		COALESCE((SELECT before.status = 'failed' FROM inbox_messages before WHERE before.end_to_end_id = $1), false),
+		attempts`
 
 func receiveArgs(n pix.Notification) []any {
 	source := n.Source
@@ -83,7 +84,7 @@ func receiveArgs(n pix.Notification) []any {
 func scanReceipt(row pgx.Row, n pix.Notification) (r pix.Receipt, stored bool, err error) {
 	r = pix.Receipt{EndToEndID: n.EndToEndID}
 	var first bool
-	err = row.Scan(&r.Status, &first, &r.Redriven)
+	err = row.Scan(&r.Status, &first, &r.Redriven, &r.Attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return pix.Receipt{}, false, nil
 	}
@@ -352,12 +353,12 @@ func (s *Store) RecordAttemptFailure(ctx context.Context, endToEndID string, att
 }
 
 // MarkFailed moves a pending row to failed with its last error, and returns
-// the row's status afterwards: "done" when a credit committed first (an
-// attempt whose success was never reported), which the caller must honour.
-// attempts, when larger than the stored count, replaces it.
-func (s *Store) MarkFailed(ctx context.Context, endToEndID string, attempts int, reason string) (string, error) {
-	var status string
-	err := s.pool.QueryRow(ctx, `
+// the row's status and attempt count afterwards: "done" when a credit
+// committed first (an attempt whose success was never reported), which the
+// caller must honour. attempts, when larger than the stored count, replaces
+// it.
+func (s *Store) MarkFailed(ctx context.Context, endToEndID string, attempts int, reason string) (status string, attemptsAfter int, err error) {
+	err = s.pool.QueryRow(ctx, `
 		WITH failed AS (
 			UPDATE inbox_messages
 			SET status = 'failed', attempts = GREATEST(attempts, $2), last_error = $3,
@@ -367,17 +368,17 @@ func (s *Store) MarkFailed(ctx context.Context, endToEndID string, attempts int,
 		event AS (`+emitEvent(AggregateCredit, EventCreditFailed, "failed", "end_to_end_id",
 		`'end_to_end_id', end_to_end_id, 'account_id', account_id, 'pix_key', pix_key, 'txid', txid,
 			 'amount_cents', amount_cents, 'attempts', attempts, 'reason', last_error, 'failed_at', processed_at`)+`)
-		SELECT status FROM failed
+		SELECT status, attempts FROM failed
 		UNION ALL
-		SELECT status FROM inbox_messages WHERE end_to_end_id = $1 AND NOT EXISTS (SELECT 1 FROM failed)`,
-		endToEndID, attempts, reason).Scan(&status)
+		SELECT status, attempts FROM inbox_messages WHERE end_to_end_id = $1 AND NOT EXISTS (SELECT 1 FROM failed)`,
+		endToEndID, attempts, reason).Scan(&status, &attemptsAfter)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", pix.ErrCreditNotFound
+		return "", 0, pix.ErrCreditNotFound
 	}
 	if err != nil {
-		return "", classify(fmt.Errorf("mark inbox message failed: %w", err))
+		return "", 0, classify(fmt.Errorf("mark inbox message failed: %w", err))
 	}
-	return status, nil
+	return status, attemptsAfter, nil
 }
 
 // Due is an open row whose workflow must be (re)started: a pending inbox
@@ -387,7 +388,25 @@ type Due struct {
 	Attempts int
 	// Dispatched is true when a run of the row's current drive was started.
 	Dispatched bool
+	// What the run is listed under in the Temporal UI: the PIX's
+	// end_to_end_id, account (nil while an API Pix key is unresolved),
+	// amount, status, PSP (nil for an unsigned notification and for
+	// transfers) and memo (the payer, or the payee's key).
+	EndToEndID  string
+	AccountID   *string
+	AmountCents int64
+	Status      string
+	PSP         *string
+	Memo        map[string]any
+	// Since is when the row was committed (received_at, created_at): the
+	// first start of a first drive measures the dispatch lag from it.
+	Since time.Time
 }
+
+// FirstStart reports whether starting the row's workflow now is its first
+// start ever (no earlier drive, no attempt): the start that the dispatch lag
+// measures.
+func (d Due) FirstStart() bool { return !d.Dispatched && d.Attempts == 0 }
 
 // dueTable is a table whose open rows carry dispatch_due_at (when the
 // dispatcher must next (re)start the row's workflow) and dispatched_at.
@@ -397,11 +416,16 @@ type dueTable struct {
 	keyArray string // the type of an array of keys
 	attempts string // the row's attempts so far (of the claimed row m)
 	open     string // the rows that can be due (the partial index's predicate)
+	listing  string // Due's columns from EndToEndID on (of the claimed row m)
 }
 
 var (
-	inboxDue    = dueTable{"inbox_messages", "end_to_end_id", "text[]", "m.attempts", "status = 'pending'"}
-	transferDue = dueTable{"pix_transfers", "id", "uuid[]", "0", "dispatch_due_at IS NOT NULL"}
+	inboxDue = dueTable{"inbox_messages", "end_to_end_id", "text[]", "m.attempts", "status = 'pending'",
+		`m.end_to_end_id, m.account_id, m.amount_cents, m.status, m.psp,
+		 jsonb_strip_nulls(jsonb_build_object('payer', COALESCE(m.payload->'payer', m.payload->'pagador'), 'payer_message', m.payload->'infoPagador')),
+		 m.received_at`}
+	transferDue = dueTable{"pix_transfers", "id", "uuid[]", "0", "dispatch_due_at IS NOT NULL",
+		`m.end_to_end_id, m.account_id, m.amount_cents, m.status, NULL::text, jsonb_build_object('payee_pix_key', m.pix_key), m.created_at`}
 )
 
 // claimDue claims up to limit due rows of t, pushing their next due time
@@ -419,7 +443,7 @@ func (s *Store) claimDue(ctx context.Context, t dueTable, limit int, lease time.
 			FOR UPDATE SKIP LOCKED
 		) due
 		WHERE m.`+t.key+` = due.`+t.key+`
-		RETURNING m.`+t.key+`::text, `+t.attempts+`, m.dispatched_at IS NOT NULL`, limit, lease)
+		RETURNING m.`+t.key+`::text, `+t.attempts+`, m.dispatched_at IS NOT NULL, `+t.listing, limit, lease)
 	if err != nil {
 		return nil, classify(fmt.Errorf("claim due %s: %w", t.name, err))
 	}

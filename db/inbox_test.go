@@ -155,7 +155,7 @@ func TestCreditIsOnceAndIdempotent(t *testing.T) {
 	// A redelivery of a done PIX only counts.
 	r, err := s.Receive(ctx, n)
 	require.NoError(t, err)
-	require.Equal(t, pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusDone, Duplicate: true}, r)
+	require.Equal(t, pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusDone, Duplicate: true, Attempts: 1}, r)
 	require.EqualValues(t, 1250, balance(t, s, "acc-1"))
 }
 
@@ -199,7 +199,7 @@ func TestMarkFailedThenRedrive(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, s.Redrive(ctx, n.EndToEndID), pix.ErrNotFailed, "a pending PIX can't be re-driven")
 
-	status, err := s.MarkFailed(ctx, n.EndToEndID, 5, "AccountNotFound: acc-late")
+	status, _, err := s.MarkFailed(ctx, n.EndToEndID, 5, "AccountNotFound: acc-late")
 	require.NoError(t, err)
 	require.Equal(t, pix.StatusFailed, status)
 	_, err = s.Credit(ctx, n.EndToEndID, 6)
@@ -217,7 +217,7 @@ func TestMarkFailedThenRedrive(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, out.Credited)
 
-	status, err = s.MarkFailed(ctx, n.EndToEndID, 7, "late failure")
+	status, _, err = s.MarkFailed(ctx, n.EndToEndID, 7, "late failure")
 	require.NoError(t, err)
 	require.Equal(t, pix.StatusDone, status, "done is never overwritten by failed")
 	require.EqualValues(t, 300, balance(t, s, "acc-late"))
@@ -229,15 +229,16 @@ func TestRedeliveryRedrivesFailedRow(t *testing.T) {
 	n := note(e2eID(6), "acc-x", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
-	_, err = s.MarkFailed(ctx, n.EndToEndID, 5, "AccountNotFound")
+	_, _, err = s.MarkFailed(ctx, n.EndToEndID, 5, "AccountNotFound")
 	require.NoError(t, err)
 
 	r, err := s.Receive(ctx, n)
 	require.NoError(t, err)
-	require.Equal(t, pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusPending, Duplicate: true, Redriven: true}, r)
+	require.Equal(t, pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusPending, Duplicate: true, Redriven: true, Attempts: 5}, r)
 	due, err := s.InboxQueue().Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, []db.Due{{Key: n.EndToEndID, Attempts: 5}}, due)
+	require.Equal(t, []claimState{{Key: n.EndToEndID, Attempts: 5}}, claimStates(due))
+	require.False(t, due[0].FirstStart(), "a re-drive's start is not the first: no dispatch lag")
 }
 
 func TestRedeliveryAfterInboxRowWasCleanedUpIsADuplicate(t *testing.T) {
@@ -295,13 +296,13 @@ func TestClaimDueLeasesRows(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	rechecked, err := s.InboxQueue().Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, []db.Due{{Key: retaken[0].Key, Dispatched: true}}, rechecked)
+	require.Equal(t, []claimState{{Key: retaken[0].Key, Dispatched: true}}, claimStates(rechecked))
 
 	require.NoError(t, s.InboxQueue().DeferDispatch(ctx, []string{first[0].Key}, time.Millisecond))
 	time.Sleep(5 * time.Millisecond)
 	again, err := s.InboxQueue().Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, []db.Due{{Key: first[0].Key}}, again)
+	require.Equal(t, []claimState{{Key: first[0].Key}}, claimStates(again))
 }
 
 func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
@@ -410,7 +411,7 @@ func TestRetentionDeletesOldDoneRowsOnly(t *testing.T) {
 	failed := note(e2eID(300), "acc-none", 100)
 	_, err = s.Receive(ctx, failed)
 	require.NoError(t, err)
-	_, err = s.MarkFailed(ctx, failed.EndToEndID, 5, "AccountNotFound")
+	_, _, err = s.MarkFailed(ctx, failed.EndToEndID, 5, "AccountNotFound")
 	require.NoError(t, err)
 	pending := note(e2eID(400), "acc-1", 100)
 	_, err = s.Receive(ctx, pending)
@@ -438,4 +439,44 @@ func TestRetentionDeletesOldDoneRowsOnly(t *testing.T) {
 	require.True(t, r.Duplicate)
 	require.Equal(t, pix.StatusDone, r.Status)
 	require.EqualValues(t, 400, balance(t, s, "acc-1"))
+}
+
+// claimState is what a claim says about the dispatch of a row.
+type claimState struct {
+	Key        string
+	Attempts   int
+	Dispatched bool
+}
+
+func claimStates(due []db.Due) []claimState {
+	out := make([]claimState, 0, len(due))
+	for _, d := range due {
+		out = append(out, claimState{d.Key, d.Attempts, d.Dispatched})
+	}
+	return out
+}
+
+// A claimed inbox row carries what its run is listed under in the Temporal
+// UI: the PIX, its account, amount, status, PSP and payer.
+func TestClaimCarriesTheListing(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	n := note(e2eID(777), "acc-9", 4_200)
+	n.PSP = "psp-a"
+	n.Payload = json.RawMessage(`{"payer":{"name":"Joana Dias","ispb":"12345678"}}`)
+	_, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+
+	due, err := s.InboxQueue().Claim(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	d := due[0]
+	require.True(t, d.FirstStart())
+	require.Equal(t, n.EndToEndID, d.EndToEndID)
+	require.Equal(t, "acc-9", *d.AccountID)
+	require.EqualValues(t, 4_200, d.AmountCents)
+	require.Equal(t, pix.StatusPending, d.Status)
+	require.Equal(t, "psp-a", *d.PSP)
+	require.Equal(t, map[string]any{"payer": map[string]any{"name": "Joana Dias", "ispb": "12345678"}}, d.Memo)
+	require.WithinDuration(t, time.Now(), d.Since, time.Minute)
 }

@@ -86,9 +86,9 @@ func TestFailedCreditAndTransferStepsWriteEvents(t *testing.T) {
 	n := note(e2eID(1), "acc-none", 100)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
-	_, err = s.MarkFailed(ctx, n.EndToEndID, 5, "AccountNotFound: account not found: acc-none")
+	_, _, err = s.MarkFailed(ctx, n.EndToEndID, 5, "AccountNotFound: account not found: acc-none")
 	require.NoError(t, err)
-	_, err = s.MarkFailed(ctx, n.EndToEndID, 5, "again")
+	_, _, err = s.MarkFailed(ctx, n.EndToEndID, 5, "again")
 	require.NoError(t, err)
 
 	openAccount(t, s, "acc-1", 10_000)

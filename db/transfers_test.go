@@ -168,7 +168,12 @@ func TestRefundHappensExactlyOnce(t *testing.T) {
 
 	due, err := s.TransferQueue().Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, []db.Due{{Key: tr.ID}}, due, "a new transfer is due for its saga")
+	require.Equal(t, []claimState{{Key: tr.ID}}, claimStates(due), "a new transfer is due for its saga")
+	require.Equal(t, tr.EndToEndID, due[0].EndToEndID)
+	require.Equal(t, "acc-1", *due[0].AccountID)
+	require.EqualValues(t, 2_500, due[0].AmountCents)
+	require.Equal(t, pix.TransferDebited, due[0].Status)
+	require.Equal(t, map[string]any{"payee_pix_key": tr.PixKey}, due[0].Memo)
 
 	_, err = s.MarkTransferSubmitted(ctx, id)
 	require.NoError(t, err)

@@ -206,7 +206,7 @@ func TestClosedAccountFailsAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, c.Attempts, "a non-retryable error is not retried")
 	require.Contains(t, *c.LastError, "AccountClosed")
-	require.EqualValues(t, 1, s.counter("pix_credit_failures_total{AccountClosed}"))
+	require.EqualValues(t, 1, s.metric("pix_credit_failures_total{AccountClosed}"))
 }
 
 // A failed PIX is re-driven, by the admin route or by a PSP redelivery, once

@@ -69,7 +69,15 @@ func TestEventsOfACreditAndATransferReachTheBroker(t *testing.T) {
 	require.Equal(t, "acc-1", credit["account_id"])
 
 	// The worker's counters moved too.
-	require.EqualValues(t, 1, s.counter("pix_credits_total"))
-	require.EqualValues(t, 1, s.counter("pix_transfers_finished_total{settled}"))
-	require.EqualValues(t, 1, s.counter("pix_webhooks_received_total{native}"))
+	require.EqualValues(t, 1, s.metric("pix_credits_total"))
+	require.EqualValues(t, 1, s.metric("pix_transfers_finished_total{settled}"))
+	require.EqualValues(t, 1, s.metric("pix_webhooks_received_total{native}"))
+	// One first start each of the credit's and the transfer's workflows.
+	require.EqualValues(t, 1, s.metric("pix_dispatch_lag_seconds{inbox}"))
+	require.EqualValues(t, 1, s.metric("pix_dispatch_lag_seconds{transfers}"))
+	// The Temporal SDK's own metrics report into the same registry (every
+	// second).
+	require.Eventually(t, func() bool {
+		return s.total("temporal_workflow_completed_total") >= 2 && s.total("temporal_request_total") > 0
+	}, 10*time.Second, 100*time.Millisecond, "the Temporal SDK's metrics did not move")
 }

@@ -304,9 +304,10 @@ func clientOptions(s *stack, id string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{ID: workflows.CreditWorkflowID(id), TaskQueue: s.cfg.TemporalTaskQueue}
 }
 
-// counter reads a counter of the stack's registry: name, then {value} for
-// each label, e.g. pix_transfers_finished_total{settled}.
-func (s *stack) counter(name string) float64 {
+// metric reads a counter's or a gauge's value, or a histogram's
+// observation count, in the stack's registry: name, then {value} for each
+// label, e.g. pix_transfers_finished_total{settled}.
+func (s *stack) metric(name string) float64 {
 	s.t.Helper()
 	families, err := s.app.Metrics.Gather()
 	require.NoError(s.t, err)
@@ -317,9 +318,27 @@ func (s *stack) counter(name string) float64 {
 				full += "{" + l.GetValue() + "}"
 			}
 			if full == name {
-				return m.GetCounter().GetValue()
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
 			}
 		}
 	}
 	return 0
+}
+
+// total sums a family of the stack's registry over all its label sets: the
+// counters' values, the histograms' observation counts.
+func (s *stack) total(family string) float64 {
+	s.t.Helper()
+	families, err := s.app.Metrics.Gather()
+	require.NoError(s.t, err)
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != family {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			sum += m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return sum
 }

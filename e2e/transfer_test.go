@@ -215,3 +215,48 @@ func TestRetentionSchedule(t *testing.T) {
 	require.EqualValues(t, 100_000+700-600, s.balance("acc-1"), "no second credit; the live key replayed: no new debit")
 	s.assertBooksBalance()
 }
+
+// The worker creates the reconciliation's Temporal Schedule. A run over
+// books that balance reports zero differences; a run after a balance was
+// corrupted reports it loudly (metric, failed run) and changes no money.
+func TestReconcileScheduleReportsACorruptedBalance(t *testing.T) {
+	ctx := context.Background()
+	s := newStack(t, shared, nil)
+	s.openAccount("acc-1", 1_000)
+	id := pixID()
+	require.Equal(t, http.StatusAccepted, s.post(webhook{id, "acc-1", 500}).Status)
+	s.waitStatus(id, pix.StatusDone, 30*time.Second)
+
+	require.NoError(t, s.reconcileNow())
+	require.Zero(t, s.metric("pix_reconcile_differences{unbalanced_accounts}"))
+
+	_, err := s.store.Pool().Exec(ctx, `UPDATE accounts SET balance_cents = balance_cents + 1 WHERE id = 'acc-1'`)
+	require.NoError(t, err)
+	require.ErrorContains(t, s.reconcileNow(), "the books do not balance: 1 unbalanced accounts")
+	require.EqualValues(t, 1, s.metric("pix_reconcile_differences{unbalanced_accounts}"))
+	require.EqualValues(t, 1_501, s.balance("acc-1"), "reconcile never fixes money")
+}
+
+// reconcileNow triggers the worker's reconciliation Schedule, waits for the
+// run it starts, and returns the run's error.
+func (s *stack) reconcileNow() error {
+	s.t.Helper()
+	ctx := context.Background()
+	var handle client.ScheduleHandle
+	require.Eventually(s.t, func() bool {
+		handle = s.client().ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID(s.cfg.TemporalTaskQueue))
+		_, err := handle.Describe(ctx)
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "the worker creates the schedule")
+	before := s.metric("pix_reconcile_last_run_timestamp_seconds")
+	require.NoError(s.t, handle.Trigger(ctx, client.ScheduleTriggerOptions{}))
+	require.Eventually(s.t, func() bool { return s.metric("pix_reconcile_last_run_timestamp_seconds") > before },
+		30*time.Second, 100*time.Millisecond, "no reconciliation ran")
+	// The activity ran, so the schedule has recorded the run.
+	desc, err := handle.Describe(ctx)
+	require.NoError(s.t, err)
+	recent := desc.Info.RecentActions
+	require.NotEmpty(s.t, recent)
+	run := recent[len(recent)-1].StartWorkflowResult
+	return s.client().GetWorkflow(ctx, run.WorkflowID, run.FirstExecutionRunID).Get(ctx, nil)
+}

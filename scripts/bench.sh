@@ -57,6 +57,7 @@ if [ "${BENCH_ONLY:-postgres}" != dev ]; then
 	CHILDREN+=($!)
 	wait_temporal 127.0.0.1:7633
 	wait_namespace 127.0.0.1:7633
+	TEMPORAL_ADDRESS=127.0.0.1:7633 "$BIN/pixd" temporal-setup # the PIX search attributes
 	bench temporal-postgres 127.0.0.1:7633
 fi
 log "reports in $out"

@@ -34,11 +34,15 @@ if temporal_up "$TEMPORAL_ADDRESS"; then
 	log "using the Temporal server already at $TEMPORAL_ADDRESS"
 else
 	log "starting the Temporal dev server at $TEMPORAL_ADDRESS (log: .data/temporal.log)"
+	# shellcheck disable=SC2046 # the flags are words
 	"$BIN/temporal" server start-dev --ip 127.0.0.1 --port "$temporal_port" --ui-port "$ui_port" \
-		--db-filename "$DATA/temporal.db" --log-level warn >"$DATA/temporal.log" 2>&1 &
+		--db-filename "$DATA/temporal.db" --log-level warn $("$BIN/pixd" search-attribute-flags) >"$DATA/temporal.log" 2>&1 &
 	CHILDREN+=($!)
 	wait_temporal "$TEMPORAL_ADDRESS"
 fi
+# The PIX search attributes the Temporal UI finds a PIX by: the flags above
+# register them on a server started here; this, on one that was running.
+"$BIN/pixd" temporal-setup
 
 # The PSP that outgoing PIX go through: the simulator, unless PSP_URL names
 # a PSP already.

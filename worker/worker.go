@@ -23,7 +23,7 @@ type Options struct {
 }
 
 // New builds a worker with the credit and transfer workflows, the
-// retention and their activities registered.
+// retention, the reconciliation and their activities registered.
 func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.Worker {
 	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{
 		WorkerStopTimeout:                  opts.StopTimeout,
@@ -42,6 +42,7 @@ func Register(w interface {
 	w.RegisterWorkflowWithOptions(workflows.CreditPix, workflow.RegisterOptions{Name: workflows.CreditWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.TransferPix, workflow.RegisterOptions{Name: workflows.TransferWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.Retention, workflow.RegisterOptions{Name: workflows.RetentionWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.Reconcile, workflow.RegisterOptions{Name: workflows.ReconcileWorkflowName})
 	w.RegisterActivity(acts)
 }
 

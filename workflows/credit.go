@@ -27,6 +27,13 @@ const ErrTypeCreditFailed = "PixCreditFailed"
 // CreditWorkflowID is the workflow ID of the credit of one PIX.
 func CreditWorkflowID(endToEndID string) string { return "pix-credit:" + endToEndID }
 
+// CreditLogAttrs are the attributes every log line about an incoming PIX
+// carries: its end_to_end_id, its workflow's ID, and its credit attempt
+// (the attempts made so far, where a line is not about one attempt).
+func CreditLogAttrs(endToEndID string, attempt int) []any {
+	return []any{"end_to_end_id", endToEndID, "workflow_id", CreditWorkflowID(endToEndID), "attempt", attempt}
+}
+
 // NonRetryableCreditErrors are the activity error types that can never
 // succeed by retrying: the run fails at once. AccountNotFound is deliberately
 // absent: an account may be in the middle of being opened.
@@ -160,6 +167,7 @@ func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 		StartToCloseTimeout:    in.Retry.ActivityTimeout,
 		RetryPolicy:            in.Retry.creditPolicy(),
 	})
+	version := listingVersion(ctx)
 	for round := 1; ; round++ {
 		var res activities.CreditResult
 		err := workflow.ExecuteLocalActivity(creditCtx, a.CreditAccount, activities.CreditInput{
@@ -167,10 +175,11 @@ func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 			PriorAttempts: in.PriorAttempts,
 		}).Get(ctx, &res)
 		if err == nil {
+			upsertStatus(ctx, version, pix.StatusDone, AttrAccountID.ValueSet(res.AccountID))
 			return CreditOutput{Credited: res.Credited, AccountID: res.AccountID, AmountCents: res.AmountCents, BalanceAfter: res.BalanceAfter}, nil
 		}
 		if !isTechnical(err) {
-			return failCredit(ctx, in, err)
+			return failCredit(ctx, version, in, err)
 		}
 		in.PriorAttempts += int(in.Retry.MaxAttempts)
 		workflow.GetLogger(ctx).Warn("technical failure; the PIX stays pending and is retried",
@@ -186,7 +195,7 @@ func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 
 // failCredit marks the row failed with the reason of err and fails the run,
 // unless the row turns out to be done already.
-func failCredit(ctx workflow.Context, in CreditInput, err error) (CreditOutput, error) {
+func failCredit(ctx workflow.Context, version workflow.Version, in CreditInput, err error) (CreditOutput, error) {
 	reason := FailureReason(err)
 	// A permanent error stopped at the attempt that recorded itself; any
 	// other error means the policy ran every attempt, including any that
@@ -207,6 +216,7 @@ func failCredit(ctx workflow.Context, in CreditInput, err error) (CreditOutput, 
 	}).Get(ctx, &marked); err != nil {
 		return CreditOutput{}, fmt.Errorf("mark pix credit failed: %w", err)
 	}
+	upsertStatus(ctx, version, marked.Status)
 	if marked.Status == pix.StatusDone {
 		// An attempt committed but its success never reached us.
 		workflow.GetLogger(ctx).Info("credit had committed before the failure was recorded", "end_to_end_id", in.EndToEndID)
@@ -253,6 +263,6 @@ func FailureReason(err error) string {
 // when a run is already open under the workflow ID it starts nothing and
 // returns started=false, which is not an error. A closed run (a failed one
 // being re-driven) is followed by a new run.
-func StartCredit(ctx context.Context, c client.Client, taskQueue string, in CreditInput) (started bool, err error) {
-	return startOnce(ctx, c, CreditWorkflowID(in.EndToEndID), taskQueue, CreditWorkflowName, in)
+func StartCredit(ctx context.Context, c client.Client, taskQueue string, in CreditInput, listing Listing) (started bool, err error) {
+	return startOnce(ctx, c, CreditWorkflowID(in.EndToEndID), taskQueue, CreditWorkflowName, listing, in)
 }

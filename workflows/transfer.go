@@ -96,6 +96,7 @@ func TransferPix(ctx workflow.Context, in TransferInput) (TransferOutput, error)
 	ref := activities.TransferRef{TransferID: in.TransferID}
 	log := workflow.GetLogger(ctx)
 	dbCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: databasePolicy})
+	version := listingVersion(ctx)
 
 	submitCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: s.PSPCallTimeout,
@@ -111,7 +112,11 @@ func TransferPix(ctx workflow.Context, in TransferInput) (TransferOutput, error)
 		return TransferOutput{}, transferFailed("submit to the psp", err)
 	}
 	if res.AlreadyFinal {
+		upsertStatus(ctx, version, res.Status)
 		return TransferOutput{Status: res.Status}, nil
+	}
+	if res.Status != string(psp.StatusRejected) {
+		upsertStatus(ctx, version, pix.TransferSubmitted)
 	}
 	if res.Status == string(psp.StatusPending) {
 		pollCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -134,11 +139,13 @@ func TransferPix(ctx workflow.Context, in TransferInput) (TransferOutput, error)
 		if err := workflow.ExecuteActivity(dbCtx, a.RefundTransfer, activities.RefundInput{TransferID: in.TransferID, Reason: res.Reason}).Get(ctx, nil); err != nil {
 			return TransferOutput{}, transferFailed("refund", err)
 		}
+		upsertStatus(ctx, version, pix.TransferRefunded)
 		return TransferOutput{Status: pix.TransferRefunded, Reason: res.Reason}, nil
 	}
 	if err := workflow.ExecuteActivity(dbCtx, a.SettleTransfer, ref).Get(ctx, nil); err != nil {
 		return TransferOutput{}, transferFailed("settle", err)
 	}
+	upsertStatus(ctx, version, pix.TransferSettled)
 	return TransferOutput{Status: pix.TransferSettled}, nil
 }
 
@@ -150,18 +157,20 @@ func transferFailed(step string, err error) error {
 
 // StartTransfer starts the saga of one transfer; like StartCredit, an open
 // run is not an error (started=false).
-func StartTransfer(ctx context.Context, c client.Client, taskQueue string, in TransferInput) (started bool, err error) {
-	return startOnce(ctx, c, TransferWorkflowID(in.TransferID), taskQueue, TransferWorkflowName, in)
+func StartTransfer(ctx context.Context, c client.Client, taskQueue string, in TransferInput, listing Listing) (started bool, err error) {
+	return startOnce(ctx, c, TransferWorkflowID(in.TransferID), taskQueue, TransferWorkflowName, listing, in)
 }
 
 // startOnce starts workflow name under id unless a run is open there:
 // started=false then, which is not an error. A closed run (failed, or
 // completed) does not prevent a new one (ALLOW_DUPLICATE): re-drives and
 // rechecks start new runs under the same business key.
-func startOnce(ctx context.Context, c client.Client, id, taskQueue, name string, input any) (started bool, err error) {
+func startOnce(ctx context.Context, c client.Client, id, taskQueue, name string, listing Listing, input any) (started bool, err error) {
 	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             taskQueue,
+		TypedSearchAttributes: listing.searchAttributes(),
+		Memo:                  listing.Memo,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		// With a worker for the task queue on the same client (the
 		// dispatcher runs in the worker process), the first workflow task

@@ -43,6 +43,7 @@ func show(ctx context.Context, c *apiClient, args []string, out io.Writer) error
 		ProcessedAt *string `json:"processed_at"`
 		CreditedAt  *string `json:"credited_at"`
 		WorkflowID  string  `json:"workflow_id"`
+		WorkflowRun string  `json:"workflow_status"`
 	}
 	status, err := c.call(ctx, http.MethodGet, "/pix/credits/"+url.PathEscape(args[0]), nil, &v)
 	if err != nil {
@@ -65,6 +66,7 @@ func show(ctx context.Context, c *apiClient, args []string, out io.Writer) error
 	row("processed_at", deref(v.ProcessedAt))
 	row("credited_at", deref(v.CreditedAt))
 	row("workflow", v.WorkflowID)
+	row("workflow_status", v.WorkflowRun)
 	row("temporal_ui", v.TemporalUIURL)
 	return tw.Flush()
 }

@@ -4,34 +4,73 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
-	"net/http/httptest"
+	"net"
+	"regexp"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
 
-	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/app"
+	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/temporaltest"
 )
 
-// The operator's commands against the real API over a real database.
+// runService runs the API and the worker on a Temporal dev server of the
+// test's own and a database of its own, until the test ends; it returns
+// the API's base URL and the service's store.
+func runService(t *testing.T, adminToken string) (string, *db.Store) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DatabaseURL = dbtest.URL(t)
+	cfg.TemporalAddress = temporaltest.StartT(t).Address
+	cfg.AdminToken = adminToken
+	cfg.WebhookSignaturesRequired = false // the test stores its PIX through the store
+	cfg.InboxAttemptsMax = 1
+	cfg.DispatchPollInterval = 100 * time.Millisecond
+	cfg.ShutdownReadyzDelay = 0
+	cfg.OutboxRelayEnabled = false
+	a, err := app.New(context.Background(), cfg, logging.New(io.Discard, "error"))
+	require.NoError(t, err)
+	require.NoError(t, a.Migrate(context.Background()))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var g errgroup.Group
+	g.Go(func() error { return a.ServeAPI(ctx, ln) })
+	g.Go(func() error { return a.RunWorker(ctx) })
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, g.Wait())
+		a.Close()
+	})
+	return "http://" + ln.Addr().String(), a.Store
+}
+
+// waitStatus waits until the PIX's inbox row reaches want.
+func waitStatus(t *testing.T, store *db.Store, id, want string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		c, err := store.GetCredit(context.Background(), id)
+		require.NoError(t, err)
+		return c.Status == want
+	}, 30*time.Second, 50*time.Millisecond, "PIX %s never became %s", id, want)
+}
+
+// The operator's commands against a running service: the API and the
+// worker on a real Temporal server and a real database.
 func TestOperatorCommands(t *testing.T) {
 	ctx := context.Background()
-	store := dbtest.New(t)
-	tc, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
-	require.NoError(t, err)
-	t.Cleanup(tc.Close)
 	const token = "pixctl-test-admin-token"
-	srv := httptest.NewServer(api.NewRouter(api.Deps{Store: store, Temporal: tc, TemporalNamespace: "default", TemporalUIURL: "http://ui",
-		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), AdminToken: token}))
-	t.Cleanup(srv.Close)
-	c := &apiClient{base: srv.URL, adminToken: token}
+	base, store := runService(t, token)
+	c := &apiClient{base: base, adminToken: token}
 
-	_, err = store.CreateAccount(ctx, db.NewAccount{ID: "acc-1", OwnerName: "Maria", OpeningBalanceCents: 100})
+	_, err := store.CreateAccount(ctx, db.NewAccount{ID: "acc-1", OwnerName: "Maria", OpeningBalanceCents: 100})
 	require.NoError(t, err)
 	ok := pix.Notification{EndToEndID: "E1234567820261129120000000000001", AccountID: "acc-1", AmountCents: 250, Payload: []byte(`{}`)}
 	lost := pix.Notification{EndToEndID: "E1234567820261129120000000000002", AccountID: "acc-late", AmountCents: 990, Payload: []byte(`{}`)}
@@ -39,10 +78,8 @@ func TestOperatorCommands(t *testing.T) {
 		_, err := store.Receive(ctx, n)
 		require.NoError(t, err)
 	}
-	_, err = store.Credit(ctx, ok.EndToEndID, 1)
-	require.NoError(t, err)
-	_, err = store.MarkFailed(ctx, lost.EndToEndID, 5, "AccountNotFound: account not found: acc-late")
-	require.NoError(t, err)
+	waitStatus(t, store, ok.EndToEndID, pix.StatusDone)
+	waitStatus(t, store, lost.EndToEndID, pix.StatusFailed)
 
 	var out bytes.Buffer
 	require.NoError(t, show(ctx, c, []string{ok.EndToEndID}, &out))
@@ -55,14 +92,25 @@ func TestOperatorCommands(t *testing.T) {
 	require.NoError(t, failed(ctx, c, []string{"-account", "acc-late"}, &out))
 	require.Contains(t, out.String(), lost.EndToEndID)
 	require.Contains(t, out.String(), "AccountNotFound: account not found: acc-late")
+	// The row is failed just before its run closes.
+	showsWorkflow := func(id, status string) {
+		require.Eventually(t, func() bool {
+			out.Reset()
+			require.NoError(t, show(ctx, c, []string{id}, &out))
+			return regexp.MustCompile(`workflow_status\s+` + status).Match(out.Bytes())
+		}, 10*time.Second, 100*time.Millisecond, "show never reported the run %s", status)
+	}
+	showsWorkflow(lost.EndToEndID, "Failed")
 
+	// The account is opened; the operator re-drives; the worker credits.
+	_, err = store.CreateAccount(ctx, db.NewAccount{ID: "acc-late", OwnerName: "João"})
+	require.NoError(t, err)
 	out.Reset()
 	require.NoError(t, retry(ctx, c, []string{"-all-failed", "-account", "acc-late"}, &out))
 	require.Contains(t, out.String(), "re-driven: "+lost.EndToEndID)
-	cr, err := store.GetCredit(ctx, lost.EndToEndID)
-	require.NoError(t, err)
-	require.Equal(t, pix.StatusPending, cr.Status)
+	waitStatus(t, store, lost.EndToEndID, pix.StatusDone)
 	require.ErrorContains(t, retry(ctx, c, []string{lost.EndToEndID}, &out), "pix_credit_not_failed")
+	showsWorkflow(lost.EndToEndID, "Completed")
 
 	out.Reset()
 	require.NoError(t, reconcile(ctx, c, &out))
@@ -73,6 +121,6 @@ func TestOperatorCommands(t *testing.T) {
 	require.ErrorContains(t, reconcile(ctx, c, &out), "do not balance")
 	require.Contains(t, out.String(), "UNBALANCED accounts: [acc-1]")
 
-	wrong := &apiClient{base: srv.URL, adminToken: "wrong-token-wrong-token"}
+	wrong := &apiClient{base: base, adminToken: "wrong-token-wrong-token"}
 	require.ErrorContains(t, reconcile(ctx, wrong, &out), "unauthorized")
 }

@@ -4,6 +4,11 @@
 //	pixd worker    Temporal worker running the credit workflows
 //	pixd migrate   apply the embedded database migrations and exit
 //	pixd dev       migrate, open the demo accounts, and run api and worker in one process
+//	pixd temporal-setup
+//	               register the PIX search attributes on the Temporal namespace
+//	               (needs the operator's permission) and exit
+//	pixd search-attribute-flags
+//	               print the `temporal server start-dev` flags that register them
 //
 // Configuration comes from the environment; see the README.
 package main
@@ -13,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -20,15 +26,20 @@ import (
 	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/workflows"
 )
 
-const usage = "usage: pixd api|worker|migrate|dev"
+const usage = "usage: pixd api|worker|migrate|dev|temporal-setup|search-attribute-flags"
 
 func main() { cli.Main("pixd", run) }
 
 func run(ctx context.Context, args []string) error {
 	if len(args) != 1 {
 		return errors.New(usage)
+	}
+	if args[0] == "search-attribute-flags" {
+		fmt.Println(strings.Join(workflows.DevServerFlags(), " "))
+		return nil
 	}
 	cfg, err := config.Load()
 	if err != nil {
@@ -48,6 +59,8 @@ func run(ctx context.Context, args []string) error {
 		return a.RunWorker(ctx)
 	case "migrate":
 		return a.Migrate(ctx)
+	case "temporal-setup":
+		return a.RegisterSearchAttributes(ctx)
 	case "dev":
 		if err := a.Migrate(ctx); err != nil {
 			return err

@@ -77,7 +77,56 @@ func cases(s settings) []faultCase {
 			return time.Now(), fmt.Sprintf("%d acknowledged, 1 first delivery, deliveries = %d", b.Acked, deliveries), nil
 		}},
 		{name: fmt.Sprintf("an account row locked by another session for %s", s.lockFor), inject: lockAccount},
+		{name: "SIGTERM the API and the worker mid-load (graceful stop), restart them", inject: gracefulStop},
 	}
+}
+
+// gracefulStop stops the API and the worker with SIGTERM at the same
+// moment, as a deployment does: the API answers /readyz 503 while it goes
+// on serving, then finishes its in-flight requests; the worker lets its
+// running activities finish. Both must exit on their own with status 0; the
+// load resends what was not acknowledged, and the common invariants say
+// whether anything acknowledged was lost.
+func gracefulStop(ctx context.Context, st *stack, _ settings, _ *load.Session) (time.Time, string, error) {
+	type exit struct {
+		name   string
+		code   int
+		killed bool
+		took   time.Duration
+	}
+	exits := make(chan exit, 2)
+	for _, p := range []*process{st.api, st.worker} {
+		go func() {
+			began := time.Now()
+			code, killed := p.terminate()
+			exits <- exit{p.name, code, killed, time.Since(began)}
+		}()
+	}
+	var problems, notes []string
+	for range 2 {
+		e := <-exits
+		switch {
+		case e.killed:
+			problems = append(problems, fmt.Sprintf("the %s did not stop within 20 s of SIGTERM and was killed", e.name))
+		case e.code != 0:
+			problems = append(problems, fmt.Sprintf("the %s exited with status %d after SIGTERM", e.name, e.code))
+		}
+		notes = append(notes, fmt.Sprintf("%s stopped in %s", e.name, e.took.Round(100*time.Millisecond)))
+	}
+	if err := st.worker.start(); err != nil {
+		return time.Now(), "", err
+	}
+	if err := st.api.start(); err != nil {
+		return time.Now(), "", err
+	}
+	if err := st.waitReady(ctx); err != nil {
+		return time.Now(), "", err
+	}
+	slices.Sort(notes)
+	if len(problems) > 0 {
+		return time.Now(), "", fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	return time.Now(), strings.Join(notes, ", ") + ", exit 0", nil
 }
 
 // lockAccount holds account 0's row locked while a PIX for it arrives, and

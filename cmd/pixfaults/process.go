@@ -44,13 +44,17 @@ func (p *process) kill9() {
 }
 
 // stop asks the process to stop (SIGTERM), then kills it after 20 s.
-func (p *process) stop() {
+func (p *process) stop() { p.terminate() }
+
+// terminate asks the process to stop (SIGTERM) and waits for it; after 20 s
+// it kills it (killed). code is the exit status.
+func (p *process) terminate() (code int, killed bool) {
 	if p.cmd == nil || p.cmd.Process == nil {
-		return
+		return 0, false
 	}
 	select {
 	case <-p.exited:
-		return
+		return p.cmd.ProcessState.ExitCode(), false
 	default:
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -58,5 +62,7 @@ func (p *process) stop() {
 	case <-p.exited:
 	case <-time.After(20 * time.Second):
 		p.kill9()
+		killed = true
 	}
+	return p.cmd.ProcessState.ExitCode(), killed
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -46,6 +47,8 @@ type App struct {
 	Metrics       *prometheus.Registry
 	webhooks      *metrics.Webhooks
 	workerMetrics *metrics.Worker
+	// closeSDKMetrics stops the Temporal SDK metrics' reporting loop.
+	closeSDKMetrics io.Closer
 }
 
 // New connects to PostgreSQL and prepares a Temporal client. Neither needs
@@ -56,16 +59,20 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if err != nil {
 		return nil, err
 	}
+	registry := metrics.New()
+	sdkMetrics, closeSDKMetrics := metrics.TemporalSDK(registry, log)
 	tc, err := client.NewLazyClient(client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    logging.Temporal(log),
+		HostPort:       cfg.TemporalAddress,
+		Namespace:      cfg.TemporalNamespace,
+		Logger:         logging.Temporal(log),
+		MetricsHandler: sdkMetrics,
 	})
 	if err != nil {
+		_ = closeSDKMetrics.Close() //nolint:errcheck // nothing was reported yet
 		pool.Close()
 		return nil, fmt.Errorf("temporal client: %w", err)
 	}
-	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: metrics.New()}
+	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: registry, closeSDKMetrics: closeSDKMetrics}
 	metrics.RegisterDatabaseGauges(a.Metrics, a.Store, log)
 	a.webhooks = metrics.NewWebhooks(a.Metrics)
 	a.workerMetrics = metrics.NewWorker(a.Metrics)
@@ -75,6 +82,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 // Close releases the pool and the Temporal client.
 func (a *App) Close() {
 	a.Temporal.Close()
+	_ = a.closeSDKMetrics.Close() //nolint:errcheck // a last report on the way out
 	a.Store.Pool().Close()
 }
 
@@ -104,6 +112,7 @@ func (a *App) dispatcher(src dispatch.Source) *dispatch.Dispatcher {
 		Concurrency:   a.Cfg.DispatchConcurrency,
 		RecheckAfter:  a.Cfg.DispatchRecheckAfter,
 		RetryMaxDelay: a.Cfg.DispatchRetryMaxDelay,
+		Metrics:       a.workerMetrics,
 	}, a.Log)
 }
 
@@ -286,8 +295,14 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 	if !a.waitForTemporal(ctx) {
 		return nil // stopped while waiting
 	}
+	if err := workflows.CheckSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace); err != nil {
+		return err
+	}
 	retention := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: a.Cfg.OutboxRetention, InboxRetention: a.Cfg.InboxRetention}
 	if err := workflows.EnsureRetentionSchedule(ctx, a.Temporal, a.Cfg.TemporalTaskQueue, a.Cfg.RetentionInterval, retention); err != nil {
+		return err
+	}
+	if err := workflows.EnsureReconcileSchedule(ctx, a.Temporal, a.Cfg.TemporalTaskQueue, a.Cfg.ReconcileInterval); err != nil {
 		return err
 	}
 	a.Log.Info("worker running", "task_queue", a.Cfg.TemporalTaskQueue, "temporal_address", a.Cfg.TemporalAddress,
@@ -329,6 +344,17 @@ func (a *App) OutboxRelay() (relay *outbox.Relay, stop func(), err error) {
 	}
 	relay = outbox.New(a.Store, pub.Publish, outbox.Options{BatchSize: a.Cfg.OutboxBatchSize, PollInterval: a.Cfg.OutboxPollInterval}, a.Log)
 	return relay, func() { nc.Close(); stopServer() }, nil
+}
+
+// RegisterSearchAttributes registers the PIX search attributes the
+// namespace lacks (the dev command, and `pixd temporal-setup`).
+func (a *App) RegisterSearchAttributes(ctx context.Context) error {
+	added, err := workflows.RegisterSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace)
+	if err != nil {
+		return err
+	}
+	a.Log.Info("pix search attributes registered", "namespace", a.Cfg.TemporalNamespace, "added", added)
+	return nil
 }
 
 // waitForTemporal returns true once Temporal answers, false when ctx ends

@@ -72,6 +72,8 @@ type Config struct {
 	OutboxRetention    time.Duration
 	InboxRetention     time.Duration
 	RetentionInterval  time.Duration
+	// ReconcileInterval is how often the reconciliation Schedule checks the books.
+	ReconcileInterval time.Duration
 
 	InboxAttemptsMax      int32
 	InboxRetryInitial     time.Duration
@@ -131,6 +133,7 @@ func Default() Config {
 		OutboxRetention:    7 * 24 * time.Hour,
 		InboxRetention:     30 * 24 * time.Hour,
 		RetentionInterval:  time.Hour,
+		ReconcileInterval:  15 * time.Minute,
 
 		InboxAttemptsMax:      r.MaxAttempts,
 		InboxRetryInitial:     r.InitialInterval,
@@ -269,6 +272,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	dur("OUTBOX_RETENTION", &c.OutboxRetention)
 	dur("INBOX_RETENTION", &c.InboxRetention)
 	dur("RETENTION_INTERVAL", &c.RetentionInterval)
+	dur("RECONCILE_INTERVAL", &c.ReconcileInterval)
 	dur("TRANSFER_SETTLEMENT_TIMEOUT", &c.TransferSettlementTimeout)
 	dur("TRANSFER_SETTLEMENT_POLL_MAX", &c.TransferSettlementPollMax)
 	dur("PSP_RETRY_INITIAL_INTERVAL", &c.PSPRetryInitial)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/internal/metrics"
 )
 
 // Source is one kind of open row the dispatcher starts workflows for:
@@ -50,6 +51,8 @@ type Options struct {
 	RetryMaxDelay time.Duration
 	// StartTimeout bounds one workflow start.
 	StartTimeout time.Duration
+	// Metrics observes the dispatch lag; nil observes nothing.
+	Metrics *metrics.Worker
 }
 
 // Dispatcher starts the workflows of a Source's due rows.
@@ -158,6 +161,9 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 				log.Warn("workflow start failed; will retry", "error", err)
 			case isNew:
 				running = append(running, m.Key)
+				if m.FirstStart() {
+					d.opts.Metrics.DispatchLag(d.src.Kind(), time.Since(m.Since))
+				}
 				log.Debug("workflow started")
 			case !m.Dispatched:
 				// A run is open although this drive started none: the run

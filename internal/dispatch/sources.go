@@ -20,10 +20,10 @@ func (s InboxSource) Kind() string { return "inbox" }
 func (s InboxSource) Start(ctx context.Context, c client.Client, due db.Due) (bool, error) {
 	return workflows.StartCredit(ctx, c, s.TaskQueue, workflows.CreditInput{
 		EndToEndID: due.Key, PriorAttempts: due.Attempts, Retry: s.Retry,
-	})
+	}, listing(due))
 }
 func (s InboxSource) LogAttrs(due db.Due) []any {
-	return []any{"end_to_end_id", due.Key, "workflow_id", workflows.CreditWorkflowID(due.Key)}
+	return workflows.CreditLogAttrs(due.Key, due.Attempts)
 }
 
 // TransferSource is the open outgoing transfers: their saga workflows.
@@ -35,8 +35,20 @@ type TransferSource struct {
 
 func (s TransferSource) Kind() string { return "transfers" }
 func (s TransferSource) Start(ctx context.Context, c client.Client, due db.Due) (bool, error) {
-	return workflows.StartTransfer(ctx, c, s.TaskQueue, workflows.TransferInput{TransferID: due.Key, Settings: s.Settings})
+	return workflows.StartTransfer(ctx, c, s.TaskQueue, workflows.TransferInput{TransferID: due.Key, Settings: s.Settings}, listing(due))
 }
 func (s TransferSource) LogAttrs(due db.Due) []any {
 	return []any{"transfer_id", due.Key, "workflow_id", workflows.TransferWorkflowID(due.Key)}
+}
+
+// listing is what the row's run is listed under in the Temporal UI.
+func listing(due db.Due) workflows.Listing {
+	l := workflows.Listing{EndToEndID: due.EndToEndID, AmountCents: due.AmountCents, Status: due.Status, Memo: due.Memo}
+	if due.AccountID != nil {
+		l.AccountID = *due.AccountID
+	}
+	if due.PSP != nil {
+		l.PSP = *due.PSP
+	}
+	return l
 }

@@ -27,41 +27,51 @@ func New(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-// Temporal adapts logger for the Temporal SDK. The SDK's own lines about a
-// PIX workflow carry its WorkflowID; they get the end_to_end_id too, so that
-// one search by end_to_end_id finds every line about a PIX.
+// Temporal adapts logger for the Temporal SDK. The SDK's own lines name
+// the workflow as WorkflowID, RunID and Attempt; they are logged under the
+// service's keys (workflow_id, run_id, attempt), and a line about a PIX
+// credit's workflow gets the end_to_end_id too, so that one search by
+// end_to_end_id finds every line about a PIX.
 func Temporal(logger *slog.Logger) tlog.Logger {
 	return tlog.NewStructuredLogger(slog.New(pixIDHandler{logger.Handler()}))
 }
+
+// sdkKeys renames the SDK's attribute keys to the service's.
+var sdkKeys = map[string]string{"WorkflowID": "workflow_id", "RunID": "run_id", "Attempt": "attempt"}
 
 // pixWorkflowPrefixes are the workflow ID prefixes whose suffix is an
 // end_to_end_id (see package workflows).
 var pixWorkflowPrefixes = []string{"pix-credit:"}
 
-// endToEndIDOf returns the end_to_end_id of a "WorkflowID" attribute.
-func endToEndIDOf(a slog.Attr) (string, bool) {
-	if a.Key != "WorkflowID" {
-		return "", false
+// rename renames a to the service's key, and returns the end_to_end_id when
+// a names a PIX credit's workflow.
+func rename(a slog.Attr) (renamed slog.Attr, endToEndID string) {
+	if key, ok := sdkKeys[a.Key]; ok {
+		a.Key = key
 	}
-	id := a.Value.String()
-	for _, p := range pixWorkflowPrefixes {
-		if rest, ok := strings.CutPrefix(id, p); ok {
-			return rest, true
+	if a.Key == "workflow_id" {
+		id := a.Value.String()
+		for _, p := range pixWorkflowPrefixes {
+			if rest, ok := strings.CutPrefix(id, p); ok {
+				return a, rest
+			}
 		}
 	}
-	return "", false
+	return a, ""
 }
 
 type pixIDHandler struct{ slog.Handler }
 
 func (h pixIDHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	out := make([]slog.Attr, 0, len(attrs)+1)
 	for _, a := range attrs {
-		if id, ok := endToEndIDOf(a); ok {
-			attrs = append(attrs, slog.String("end_to_end_id", id))
-			break
+		a, id := rename(a)
+		out = append(out, a)
+		if id != "" {
+			out = append(out, slog.String("end_to_end_id", id))
 		}
 	}
-	return pixIDHandler{h.Handler.WithAttrs(attrs)}
+	return pixIDHandler{h.Handler.WithAttrs(out)}
 }
 
 func (h pixIDHandler) WithGroup(name string) slog.Handler {
@@ -69,15 +79,14 @@ func (h pixIDHandler) WithGroup(name string) slog.Handler {
 }
 
 func (h pixIDHandler) Handle(ctx context.Context, r slog.Record) error {
-	var id string
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
 	r.Attrs(func(a slog.Attr) bool {
-		var ok bool
-		id, ok = endToEndIDOf(a)
-		return !ok
+		a, id := rename(a)
+		out.AddAttrs(a)
+		if id != "" {
+			out.AddAttrs(slog.String("end_to_end_id", id))
+		}
+		return true
 	})
-	if id != "" {
-		r = r.Clone()
-		r.AddAttrs(slog.String("end_to_end_id", id))
-	}
-	return h.Handler.Handle(ctx, r)
+	return h.Handler.Handle(ctx, out)
 }

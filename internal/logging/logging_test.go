@@ -35,7 +35,11 @@ func TestTemporalLinesAboutAPIXCarryItsEndToEndID(t *testing.T) {
 	got := lines(t, &buf)
 	require.Len(t, got, 4)
 	require.Equal(t, id, got[0]["end_to_end_id"])
+	require.Equal(t, "pix-credit:"+id, got[0]["workflow_id"], "the SDK's keys are logged under the service's")
+	require.EqualValues(t, 2, got[0]["attempt"])
+	require.NotContains(t, got[0], "WorkflowID")
 	require.Equal(t, id, got[1]["end_to_end_id"])
+	require.Equal(t, "pix-credit:"+id, got[1]["workflow_id"])
 	require.NotContains(t, got[2], "end_to_end_id")
 	require.NotContains(t, got[3], "end_to_end_id")
 }

@@ -71,9 +71,12 @@ func (w *Webhooks) Rejected(code string) { w.rejected.WithLabelValues(code).Inc(
 // nothing. Activities run at least once: a retried activity whose first
 // run's answer was lost counts twice.
 type Worker struct {
-	credits   prometheus.Counter
-	failures  *prometheus.CounterVec
-	transfers *prometheus.CounterVec
+	credits     prometheus.Counter
+	failures    *prometheus.CounterVec
+	transfers   *prometheus.CounterVec
+	dispatchLag *prometheus.HistogramVec
+	reconcile   *prometheus.GaugeVec
+	reconciled  prometheus.Gauge
 }
 
 // NewWorker registers the worker's counters on r.
@@ -91,9 +94,44 @@ func NewWorker(r *prometheus.Registry) *Worker {
 			Name: "pix_transfers_finished_total",
 			Help: "Outgoing PIX settled or refunded.",
 		}, []string{"outcome"}),
+		dispatchLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "pix_dispatch_lag_seconds",
+			Help: "From the commit of a row (inbox row, transfer) to the first start of its workflow, by kind.",
+			// From an eager start on an idle machine (milliseconds) to
+			// starts held back by a Temporal outage (minutes).
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"kind"}),
+		reconcile: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pix_reconcile_differences",
+			Help: "What the last reconciliation found wrong, by kind (unbalanced_accounts, done_without_credit, credit_without_done); anything but 0 needs a human.",
+		}, []string{"kind"}),
+		reconciled: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pix_reconcile_last_run_timestamp_seconds",
+			Help: "When the last reconciliation finished (Unix time); alert when it grows old.",
+		}),
 	}
-	r.MustRegister(w.credits, w.failures, w.transfers)
+	r.MustRegister(w.credits, w.failures, w.transfers, w.dispatchLag, w.reconcile, w.reconciled)
 	return w
+}
+
+// Reconciled publishes what a reconciliation found.
+func (w *Worker) Reconciled(r db.Reconciliation) {
+	if w == nil {
+		return
+	}
+	w.reconcile.WithLabelValues("unbalanced_accounts").Set(float64(len(r.UnbalancedAccounts)))
+	w.reconcile.WithLabelValues("done_without_credit").Set(float64(len(r.DoneWithoutCredit)))
+	w.reconcile.WithLabelValues("credit_without_done").Set(float64(len(r.CreditWithoutDone)))
+	w.reconciled.SetToCurrentTime()
+}
+
+// DispatchLag observes one first workflow start of a row of kind, lag after
+// its commit. The commit time is PostgreSQL's clock, the start this
+// process's: both are the same machine's, or NTP-synchronised ones.
+func (w *Worker) DispatchLag(kind string, lag time.Duration) {
+	if w != nil {
+		w.dispatchLag.WithLabelValues(kind).Observe(max(lag, 0).Seconds())
+	}
 }
 
 // Credited counts one credit.

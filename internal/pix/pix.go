@@ -64,6 +64,8 @@ type Receipt struct {
 	// Redriven is true when the delivery found the row failed and put it back
 	// to pending (a PSP redelivery is one of the ways to re-drive).
 	Redriven bool `json:"-"`
+	// Attempts is how many credit attempts the PIX has had (for the logs).
+	Attempts int `json:"-"`
 }
 
 // Credit is the state of one incoming PIX as the API reports it.

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/pixbank/pix/workflows"
 )
 
 // Server is one dev server process.
@@ -84,9 +86,11 @@ func (s *Server) start() error {
 	if err != nil {
 		return err
 	}
-	s.cmd = exec.Command(s.bin, "server", "start-dev", "--headless", "--ip", "127.0.0.1",
+	args := append([]string{"server", "start-dev", "--headless", "--ip", "127.0.0.1",
 		"--port", strconv.Itoa(s.port), "--http-port", strconv.Itoa(httpPort), "--metrics-port", strconv.Itoa(metricsPort),
-		"--db-filename", filepath.Join(s.dir, "temporal.db"), "--log-level", "error")
+		"--db-filename", filepath.Join(s.dir, "temporal.db"), "--log-level", "error"},
+		workflows.DevServerFlags()...) // the PIX search attributes, as the dev command registers them
+	s.cmd = exec.Command(s.bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		logFile.Close()

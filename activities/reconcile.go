@@ -1,0 +1,30 @@
+package activities
+
+import (
+	"context"
+
+	"github.com/pixbank/pix/db"
+)
+
+// ErrTypeBooksUnbalanced is the type of the error a reconciliation run
+// ends with when the books don't balance: the run shows failed in the
+// Temporal UI, next to the metric and the log line.
+const ErrTypeBooksUnbalanced = "BooksUnbalanced"
+
+// ReconcileBooks checks the books (db.Store.Reconcile), publishes what it
+// found as the worker's reconciliation gauges, and logs any difference as
+// an error. It reports; it never fixes money.
+func (a *Activities) ReconcileBooks(ctx context.Context) (db.Reconciliation, error) {
+	r, err := a.Store.Reconcile(ctx)
+	if err != nil {
+		return db.Reconciliation{}, technicalFailure(err)
+	}
+	a.Metrics.Reconciled(r)
+	if r.Balanced() {
+		a.Logger.Info("reconciliation: the books balance")
+	} else {
+		a.Logger.Error("reconciliation: THE BOOKS DO NOT BALANCE; money is not fixed automatically, see README \"Operations\"",
+			"unbalanced_accounts", r.UnbalancedAccounts, "done_without_credit", r.DoneWithoutCredit, "credit_without_done", r.CreditWithoutDone)
+	}
+	return r, nil
+}

@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/pspsim"
+)
+
+// dashboardMetrics are the metric families the Grafana dashboard's queries
+// read (a histogram's _bucket series by its family's name).
+func dashboardMetrics(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile("../deploy/grafana/dashboards/pix.json")
+	require.NoError(t, err)
+	var dash struct {
+		Panels []struct {
+			Targets []struct{ Expr string } `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &dash))
+	name := regexp.MustCompile(`\b(?:pix|temporal)_[a-z_]+`)
+	var names []string
+	for _, p := range dash.Panels {
+		for _, target := range p.Targets {
+			for _, n := range name.FindAllString(target.Expr, -1) {
+				names = append(names, strings.TrimSuffix(n, "_bucket"))
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// Every metric the dashboard charts exists under that name once the service
+// has done what the metric counts: a dashboard that names a metric wrongly
+// would chart nothing, and nobody would notice until the day it mattered.
+func TestDashboardChartsRealMetrics(t *testing.T) {
+	s := newStack(t, shared, func(c *config.Config) { c.PSPRetryInitial = 100 * time.Millisecond })
+	s.openAccount("acc-1", 100_000)
+	s.openAccount("acc-closed", 0)
+	require.NoError(t, s.store.CloseAccount(context.Background(), "acc-closed"))
+	require.NoError(t, s.psp.SetBehavior("flaky@example.com", pspsim.Behavior{Mode: pspsim.ModeFail, Times: 1}))
+
+	credited, failed := pixID(), pixID()
+	require.Equal(t, http.StatusAccepted, s.post(webhook{credited, "acc-1", 100}).Status)
+	require.True(t, s.post(webhook{credited, "acc-1", 100}).Body["duplicate"].(bool))
+	require.Equal(t, http.StatusAccepted, s.post(webhook{failed, "acc-closed", 100}).Status)
+	unsigned, err := http.Post(s.baseURL+"/webhooks/pix", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	unsigned.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, unsigned.StatusCode)
+	transfer := s.sendPix(uuid.NewString(), "acc-1", 1_000, "flaky@example.com")
+	require.Equal(t, http.StatusCreated, transfer.Status, "%v", transfer.Body)
+	s.waitStatus(credited, pix.StatusDone, 30*time.Second)
+	s.waitStatus(failed, pix.StatusFailed, 30*time.Second)
+	s.waitTransfer(transfer.Body["id"].(string), pix.TransferSettled, 30*time.Second)
+	require.NoError(t, s.reconcileNow())
+	// A request Temporal refuses (no such run) counts as a failed request.
+	_, err = s.app.Temporal.DescribeWorkflow(context.Background(), "no-such-workflow-"+randomSuffix(), "")
+	require.Error(t, err)
+
+	want := dashboardMetrics(t)
+	require.Contains(t, want, "pix_dispatch_lag_seconds")
+	require.Contains(t, want, "temporal_workflow_task_schedule_to_start_latency_seconds")
+	// The SDK's metrics reach the registry once a second.
+	var missing []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		families, err := s.app.Metrics.Gather()
+		require.NoError(t, err)
+		present := map[string]bool{}
+		for _, f := range families {
+			present[f.GetName()] = true
+		}
+		missing = slices.DeleteFunc(slices.Clone(want), func(n string) bool { return present[n] })
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	require.Empty(t, missing, "the dashboard charts metrics that don't exist")
+}
