@@ -1,0 +1,56 @@
+package activities_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// The retention deletes old done inbox rows in batches of BatchSize, up to
+// MaxBatches per run (the next run takes the rest), and keeps the credits.
+func TestRetentionDeletesInBatches(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	_, err := s.CreateAccount(ctx, db.NewAccount{ID: "acc-1", OwnerName: "A"})
+	require.NoError(t, err)
+	for i := range 7 {
+		id := fmt.Sprintf("E12345678202611291200%011d", 900+i)
+		payload, _ := json.Marshal(map[string]any{"end_to_end_id": id})
+		_, err := s.Receive(ctx, pix.Notification{EndToEndID: id, AccountID: "acc-1", AmountCents: 10, Payload: payload})
+		require.NoError(t, err)
+		_, err = s.Credit(ctx, id, 1)
+		require.NoError(t, err)
+	}
+	_, err = s.Pool().Exec(ctx, `UPDATE inbox_messages SET processed_at = now() - interval '31 days'`)
+	require.NoError(t, err)
+
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&activities.Activities{Store: s, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	in := activities.RetentionInput{BatchSize: 2, MaxBatches: 3, InboxRetention: 30 * 24 * time.Hour}
+	deleted := func() int64 {
+		val, err := env.ExecuteActivity(a.DeleteDoneInboxRows, in)
+		require.NoError(t, err)
+		var n int64
+		require.NoError(t, val.Get(&n))
+		return n
+	}
+	require.EqualValues(t, 6, deleted(), "three batches of two")
+	require.EqualValues(t, 1, deleted(), "the next run takes the rest")
+	require.EqualValues(t, 0, deleted())
+	var credits int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_credits`).Scan(&credits))
+	require.Equal(t, 7, credits, "the credits stay: the guard against a second credit")
+}
