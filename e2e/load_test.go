@@ -61,7 +61,12 @@ func TestLoadSmoke(t *testing.T) {
 		require.NoError(t, err)
 		require.Positive(t, perSec)
 	}
-	lat, err := engine.Latency(ctx, load.EngineActivity, 3)
+	lat, err := engine.Latency(ctx, load.EngineActivity, 3, 0)
 	require.NoError(t, err)
 	require.Positive(t, lat)
+	began := time.Now()
+	lat, err = engine.Latency(ctx, load.EngineLocalEager, 3, 100*time.Millisecond)
+	require.NoError(t, err)
+	require.Positive(t, lat)
+	require.GreaterOrEqual(t, time.Since(began), 200*time.Millisecond, "paced: the third run starts 200 ms after the first")
 }

@@ -119,10 +119,13 @@ type Report struct {
 	Started time.Time `json:"started"`
 	Machine string    `json:"machine"`
 
-	IngestCeilingPerSec  float64            `json:"ingest_ceiling_per_sec,omitempty"`
-	EngineCeilingPerSec  map[string]float64 `json:"engine_ceiling_per_sec,omitempty"`
-	EngineLatencyP50Ms   float64            `json:"engine_one_workflow_latency_p50_ms,omitempty"`
-	IdleAckToCreditedP50 float64            `json:"idle_ack_to_credited_p50_ms,omitempty"`
+	IngestCeilingPerSec float64            `json:"ingest_ceiling_per_sec,omitempty"`
+	EngineCeilingPerSec map[string]float64 `json:"engine_ceiling_per_sec,omitempty"`
+	EngineLatencyP50Ms  float64            `json:"engine_one_workflow_latency_p50_ms,omitempty"`
+	// EngineIdleLatencyP50Ms is the best shape's latency with its runs
+	// paced like the idle phase's arrivals (-idle-rate).
+	EngineIdleLatencyP50Ms float64 `json:"engine_one_workflow_latency_idle_paced_p50_ms,omitempty"`
+	IdleAckToCreditedP50   float64 `json:"idle_ack_to_credited_p50_ms,omitempty"`
 
 	// WorkerPaused: the rate steps ran with the worker paused (-pause-cmd),
 	// measuring the acknowledgement path alone.
@@ -201,16 +204,29 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			say("  %.1f workflows/s", v)
 		}
 		// The engine's own latency is its best shape's: start call → activity run.
+		best := load.EngineActivity
 		for _, mode := range []load.EngineMode{load.EngineActivity, load.EngineLocalEager} {
-			lat, err := engine.Latency(ctx, mode, 20)
+			lat, err := engine.Latency(ctx, mode, 20, 0)
 			if err != nil {
 				engine.Stop()
 				return err
 			}
-			say("engine one-workflow latency (%s, one at a time): p50 %.1f ms", mode, ms(lat))
+			say("engine one-workflow latency (%s, back to back): p50 %.1f ms", mode, ms(lat))
 			if rep.EngineLatencyP50Ms == 0 || ms(lat) < rep.EngineLatencyP50Ms {
-				rep.EngineLatencyP50Ms = ms(lat)
+				rep.EngineLatencyP50Ms, best = ms(lat), mode
 			}
+		}
+		// And in the idle phase's conditions: the same shape, one run per
+		// idle arrival interval.
+		if f.idleRate > 0 {
+			every := time.Duration(float64(time.Second) / f.idleRate)
+			lat, err := engine.Latency(ctx, best, 20, every)
+			if err != nil {
+				engine.Stop()
+				return err
+			}
+			rep.EngineIdleLatencyP50Ms = ms(lat)
+			say("engine one-workflow latency (%s, one every %s like the idle phase): p50 %.1f ms", best, every, ms(lat))
 		}
 		engine.Stop()
 	}
@@ -320,10 +336,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		rep.CreditRatio = rep.CreditsPerSec / best
 		say("  credits: %.1f/s = %.0f%% of the best engine ceiling (%.1f/s); target ≥ 80%%: %s",
 			rep.CreditsPerSec, 100*rep.CreditRatio, best, verdict(rep.CreditRatio >= 0.8))
-		if rep.IdleAckToCreditedP50 > 0 {
-			rep.IdleLatencyRatio = rep.IdleAckToCreditedP50 / rep.EngineLatencyP50Ms
-			say("  idle acknowledgement → credited p50 %.1f ms = %.2f× the engine's best one-workflow latency (%.1f ms); target ≤ 1.5×: %s",
-				rep.IdleAckToCreditedP50, rep.IdleLatencyRatio, rep.EngineLatencyP50Ms, verdict(rep.IdleLatencyRatio <= 1.5))
+		if rep.IdleAckToCreditedP50 > 0 && rep.EngineIdleLatencyP50Ms > 0 {
+			rep.IdleLatencyRatio = rep.IdleAckToCreditedP50 / rep.EngineIdleLatencyP50Ms
+			say("  idle acknowledgement → credited p50 %.1f ms = %.2f× the engine's best one-workflow latency at the same pacing (%.1f ms); target ≤ 1.5×: %s",
+				rep.IdleAckToCreditedP50, rep.IdleLatencyRatio, rep.EngineIdleLatencyP50Ms, verdict(rep.IdleLatencyRatio <= 1.5))
+			say("    (against the engine's back-to-back latency, %.1f ms: %.2f×)", rep.EngineLatencyP50Ms, rep.IdleAckToCreditedP50/rep.EngineLatencyP50Ms)
 		}
 	}
 	if len(rep.Violations) == 0 {

@@ -167,11 +167,23 @@ func (e *Engine) Throughput(ctx context.Context, mode EngineMode, n, concurrency
 
 // Latency runs n no-op workflows one after the other and returns the
 // median time from the start call to the activity's run: the engine's part
-// of the service's acknowledgement → credited.
-func (e *Engine) Latency(ctx context.Context, mode EngineMode, n int) (time.Duration, error) {
+// of the service's acknowledgement → credited. With every > 0 the runs are
+// paced, one starting every interval, as the PIX of an idle phase arrive:
+// a server and a worker that have been quiet for a while answer slower than
+// back to back, and the idle phase is measured in that state.
+func (e *Engine) Latency(ctx context.Context, mode EngineMode, n int, every time.Duration) (time.Duration, error) {
 	var took []time.Duration
 	prefix := fmt.Sprintf("pixload-engine-latency-%d-", time.Now().UnixNano())
+	next := time.Now()
 	for i := range n {
+		if every > 0 {
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(time.Until(next)):
+			}
+			next = next.Add(every)
+		}
 		start := time.Now()
 		ranAt, err := e.run(ctx, mode, fmt.Sprint(prefix, i))
 		if err != nil {
