@@ -248,12 +248,13 @@ func (h *handlers) retryCredit(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if err := h.Store.Redrive(c.Request.Context(), id); err != nil {
+	attempts, err := h.Store.Redrive(c.Request.Context(), id)
+	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
 	}
 	h.kick()
-	h.Logger.Info("pix credit re-driven by an operator", "end_to_end_id", id, "workflow_id", workflows.CreditWorkflowID(id))
+	h.Logger.Info("pix credit re-driven by an operator", workflows.CreditLogAttrs(id, attempts)...)
 	c.JSON(http.StatusAccepted, gin.H{"end_to_end_id": id, "status": pix.StatusPending, "workflow_id": workflows.CreditWorkflowID(id)})
 }
 
@@ -367,16 +368,18 @@ func (h *handlers) listCredits(c *gin.Context) {
 // retryAccount is POST /admin/accounts/{id}/pix/credits/retry: every failed
 // PIX of the account is re-driven.
 func (h *handlers) retryAccount(c *gin.Context) {
-	ids, err := h.Store.RedriveFailed(c.Request.Context(), c.Param("id"))
+	redriven, err := h.Store.RedriveFailed(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
 	}
-	if len(ids) > 0 {
+	if len(redriven) > 0 {
 		h.kick()
 	}
-	for _, id := range ids {
-		h.Logger.Info("pix credit re-driven by an operator", "end_to_end_id", id, "workflow_id", workflows.CreditWorkflowID(id), "account_id", c.Param("id"))
+	ids := make([]string, 0, len(redriven))
+	for _, r := range redriven {
+		ids = append(ids, r.EndToEndID)
+		h.Logger.With(workflows.CreditLogAttrs(r.EndToEndID, r.Attempts)...).Info("pix credit re-driven by an operator", "account_id", c.Param("id"))
 	}
 	c.JSON(http.StatusAccepted, gin.H{"account_id": c.Param("id"), "redriven": ids})
 }

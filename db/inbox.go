@@ -181,10 +181,11 @@ func (s *Store) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.
 
 // Redrive puts a failed row back to pending, due for dispatch at once: the
 // dispatcher then starts a new workflow run. attempts and last_error are kept.
-func (s *Store) Redrive(ctx context.Context, endToEndID string) error {
-	return inTx(ctx, s.pool, func(tx pgx.Tx) error {
+// It returns the attempts the PIX has had.
+func (s *Store) Redrive(ctx context.Context, endToEndID string) (attempts int, err error) {
+	err = inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var status string
-		err := tx.QueryRow(ctx, `SELECT status FROM inbox_messages WHERE end_to_end_id = $1 FOR UPDATE`, endToEndID).Scan(&status)
+		err := tx.QueryRow(ctx, `SELECT status, attempts FROM inbox_messages WHERE end_to_end_id = $1 FOR UPDATE`, endToEndID).Scan(&status, &attempts)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return pix.ErrCreditNotFound
 		}
@@ -200,6 +201,7 @@ func (s *Store) Redrive(ctx context.Context, endToEndID string) error {
 			WHERE end_to_end_id = $1`, endToEndID)
 		return err
 	})
+	return attempts, err
 }
 
 // CreditOutcome says what a credit transaction did.

@@ -197,7 +197,8 @@ func TestMarkFailedThenRedrive(t *testing.T) {
 	n := note(e2eID(5), "acc-late", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
-	require.ErrorIs(t, s.Redrive(ctx, n.EndToEndID), pix.ErrNotFailed, "a pending PIX can't be re-driven")
+	_, err = s.Redrive(ctx, n.EndToEndID)
+	require.ErrorIs(t, err, pix.ErrNotFailed, "a pending PIX can't be re-driven")
 
 	status, _, err := s.MarkFailed(ctx, n.EndToEndID, 5, "AccountNotFound: acc-late")
 	require.NoError(t, err)
@@ -206,7 +207,9 @@ func TestMarkFailedThenRedrive(t *testing.T) {
 	require.ErrorIs(t, err, pix.ErrNotPending, "a failed row is credited only after a re-drive")
 
 	openAccount(t, s, "acc-late", 0)
-	require.NoError(t, s.Redrive(ctx, n.EndToEndID))
+	attempts, err := s.Redrive(ctx, n.EndToEndID)
+	require.NoError(t, err)
+	require.Equal(t, 5, attempts)
 	c, err := s.GetCredit(ctx, n.EndToEndID)
 	require.NoError(t, err)
 	require.Equal(t, pix.StatusPending, c.Status)

@@ -88,12 +88,26 @@ func (s *Store) FailedCredits(ctx context.Context, accountID string, limit int) 
 	return out, nil
 }
 
+// Redriven is one PIX put back to pending, with the attempts it has had.
+type Redriven struct {
+	EndToEndID string
+	Attempts   int
+}
+
 // RedriveFailed puts every failed PIX of one account back to pending, due
-// at once, and returns their end_to_end_ids.
-func (s *Store) RedriveFailed(ctx context.Context, accountID string) ([]string, error) {
-	return s.listStrings(ctx, `
+// at once, and returns them.
+func (s *Store) RedriveFailed(ctx context.Context, accountID string) ([]Redriven, error) {
+	rows, err := s.pool.Query(ctx, `
 		UPDATE inbox_messages
 		SET status = 'pending', dispatch_due_at = now(), dispatched_at = NULL, processed_at = NULL
 		WHERE status = 'failed' AND account_id = $1
-		RETURNING end_to_end_id`, accountID)
+		RETURNING end_to_end_id, attempts`, accountID)
+	if err != nil {
+		return nil, classify(fmt.Errorf("re-drive failed credits: %w", err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Redriven])
+	if err != nil {
+		return nil, classify(fmt.Errorf("re-drive failed credits: %w", err))
+	}
+	return out, nil
 }
