@@ -83,7 +83,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.engineN, "engine-workflows", 400, "no-op workflows per engine ceiling")
 	fs.IntVar(&f.engineConc, "engine-concurrency", 16, "concurrent starts of the engine ceiling (the dispatcher's DISPATCH_CONCURRENCY)")
 	fs.Float64Var(&f.idleRate, "idle-rate", 2, "arrival rate of the idle latency phase (0: skip it)")
-	fs.DurationVar(&f.idleFor, "idle-for", 10*time.Second, "duration of the idle latency phase")
+	fs.DurationVar(&f.idleFor, "idle-for", 30*time.Second, "duration of the idle latency phase")
 	fs.StringVar(&f.jsonOut, "json", "", "also write the report as JSON to this file")
 	fs.StringVar(&f.label, "label", "", "a label for the report (e.g. the Temporal persistence)")
 	fs.StringVar(&f.pauseCmd, "pause-cmd", "", "shell command run before the rate steps (e.g. pause the worker, to measure the acknowledgement path alone)")
@@ -217,10 +217,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			}
 		}
 		// And in the idle phase's conditions: the same shape, one run per
-		// idle arrival interval.
+		// idle arrival interval, as many runs as the idle phase has PIX.
 		if f.idleRate > 0 {
 			every := time.Duration(float64(time.Second) / f.idleRate)
-			lat, err := engine.Latency(ctx, best, 20, every)
+			lat, err := engine.Latency(ctx, best, max(20, int(f.idleRate*f.idleFor.Seconds())), every)
 			if err != nil {
 				engine.Stop()
 				return err
