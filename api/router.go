@@ -135,8 +135,9 @@ func (h *handlers) receiveWebhook(c *gin.Context) {
 		h.kick()
 	}
 	h.stored(pix.SourceNative, receipt.Duplicate)
-	h.Logger.With(workflows.CreditLogAttrs(n.EndToEndID, receipt.Attempts)...).Info("webhook accepted", "account_id", n.AccountID, "amount_cents", n.AmountCents,
-		"psp", n.PSP, "duplicate", receipt.Duplicate, "redriven", receipt.Redriven, "status", receipt.Status)
+	h.Logger.Info("webhook accepted", append(workflows.CreditLogAttrs(n.EndToEndID, receipt.Attempts),
+		"account_id", n.AccountID, "amount_cents", n.AmountCents,
+		"psp", n.PSP, "duplicate", receipt.Duplicate, "redriven", receipt.Redriven, "status", receipt.Status)...)
 	c.JSON(http.StatusAccepted, receipt)
 }
 
@@ -168,9 +169,10 @@ func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
 		n := ns[i]
 		kick = kick || !r.Duplicate || r.Redriven
 		h.stored(pix.SourceAPIPix, r.Duplicate)
-		h.Logger.With(workflows.CreditLogAttrs(n.EndToEndID, r.Attempts)...).Info("webhook accepted", "format", n.Source, "pix_key", n.PixKey, "txid", n.TxID,
+		h.Logger.Info("webhook accepted", append(workflows.CreditLogAttrs(n.EndToEndID, r.Attempts),
+			"format", n.Source, "pix_key", n.PixKey, "txid", n.TxID,
 			"amount_cents", n.AmountCents, "psp", psp, "refund_notice", len(n.RefundNotice) > 0,
-			"duplicate", r.Duplicate, "redriven", r.Redriven, "status", r.Status)
+			"duplicate", r.Duplicate, "redriven", r.Redriven, "status", r.Status)...)
 	}
 	if kick {
 		h.kick()
@@ -379,7 +381,7 @@ func (h *handlers) retryAccount(c *gin.Context) {
 	ids := make([]string, 0, len(redriven))
 	for _, r := range redriven {
 		ids = append(ids, r.EndToEndID)
-		h.Logger.With(workflows.CreditLogAttrs(r.EndToEndID, r.Attempts)...).Info("pix credit re-driven by an operator", "account_id", c.Param("id"))
+		h.Logger.Info("pix credit re-driven by an operator", append(workflows.CreditLogAttrs(r.EndToEndID, r.Attempts), "account_id", c.Param("id"))...)
 	}
 	c.JSON(http.StatusAccepted, gin.H{"account_id": c.Param("id"), "redriven": ids})
 }
