@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
@@ -318,15 +319,21 @@ func (s *stack) metric(name string) float64 {
 				full += "{" + l.GetValue() + "}"
 			}
 			if full == name {
-				return m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+				return sampleValue(m)
 			}
 		}
 	}
 	return 0
 }
 
-// total sums a family of the stack's registry over all its label sets: the
-// counters' values, the histograms' observation counts.
+// sampleValue is a counter's or a gauge's value, or a histogram's
+// observation count (the other two are zero).
+func sampleValue(m *dto.Metric) float64 {
+	return m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+}
+
+// total sums a family of the stack's registry over all its label sets (see
+// sampleValue).
 func (s *stack) total(family string) float64 {
 	s.t.Helper()
 	families, err := s.app.Metrics.Gather()
@@ -337,7 +344,7 @@ func (s *stack) total(family string) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			sum += m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			sum += sampleValue(m)
 		}
 	}
 	return sum

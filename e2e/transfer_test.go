@@ -187,13 +187,7 @@ func TestRetentionSchedule(t *testing.T) {
 	_, err = s.store.Pool().Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 minute' WHERE key = ANY($1::uuid[])`, expired)
 	require.NoError(t, err)
 
-	var handle client.ScheduleHandle
-	require.Eventually(t, func() bool {
-		handle = s.client().ScheduleClient().GetHandle(ctx, workflows.RetentionScheduleID(s.cfg.TemporalTaskQueue))
-		_, err := handle.Describe(ctx)
-		return err == nil
-	}, 30*time.Second, 100*time.Millisecond, "the worker creates the schedule")
-	require.NoError(t, handle.Trigger(ctx, client.ScheduleTriggerOptions{}))
+	require.NoError(t, s.schedule(workflows.RetentionScheduleID(s.cfg.TemporalTaskQueue)).Trigger(ctx, client.ScheduleTriggerOptions{}))
 
 	require.Eventually(t, func() bool {
 		var n int
@@ -242,12 +236,7 @@ func TestReconcileScheduleReportsACorruptedBalance(t *testing.T) {
 func (s *stack) reconcileNow() error {
 	s.t.Helper()
 	ctx := context.Background()
-	var handle client.ScheduleHandle
-	require.Eventually(s.t, func() bool {
-		handle = s.client().ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID(s.cfg.TemporalTaskQueue))
-		_, err := handle.Describe(ctx)
-		return err == nil
-	}, 30*time.Second, 100*time.Millisecond, "the worker creates the schedule")
+	handle := s.schedule(workflows.ReconcileScheduleID(s.cfg.TemporalTaskQueue))
 	before := s.metric("pix_reconcile_last_run_timestamp_seconds")
 	require.NoError(s.t, handle.Trigger(ctx, client.ScheduleTriggerOptions{}))
 	require.Eventually(s.t, func() bool { return s.metric("pix_reconcile_last_run_timestamp_seconds") > before },
@@ -259,4 +248,17 @@ func (s *stack) reconcileNow() error {
 	require.NotEmpty(s.t, recent)
 	run := recent[len(recent)-1].StartWorkflowResult
 	return s.client().GetWorkflow(ctx, run.WorkflowID, run.FirstExecutionRunID).Get(ctx, nil)
+}
+
+// schedule waits until the worker has created the Temporal Schedule id and
+// returns its handle.
+func (s *stack) schedule(id string) client.ScheduleHandle {
+	s.t.Helper()
+	ctx := context.Background()
+	handle := s.client().ScheduleClient().GetHandle(ctx, id)
+	require.Eventually(s.t, func() bool {
+		_, err := handle.Describe(ctx)
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "the worker creates the schedule %s", id)
+	return handle
 }
