@@ -50,9 +50,15 @@ func TestLoadSmoke(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, inv.UnbalancedAccounts)
 
-	perSec, err := load.IngestCeiling(ctx, s.cfg.DatabaseURL, 2, 300*time.Millisecond)
+	ingest, err := load.IngestCeiling(ctx, s.cfg.DatabaseURL, 2, 300*time.Millisecond)
 	require.NoError(t, err)
-	require.Positive(t, perSec)
+	require.Positive(t, ingest.PerSecond)
+	require.Positive(t, ingest.Inserts)
+	// The CPU accounting saw PostgreSQL do the inserts (its server runs on
+	// this machine in every test set-up of the project).
+	require.NotNil(t, ingest.CPU)
+	require.Positive(t, ingest.CPU.Busy)
+	require.Positive(t, ingest.CPU.Procs["postgres"])
 	engine, err := load.StartEngine(s.client(), sess.RunID())
 	require.NoError(t, err)
 	defer engine.Stop()

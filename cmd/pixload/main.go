@@ -120,6 +120,9 @@ type Report struct {
 	Machine string    `json:"machine"`
 
 	IngestCeilingPerSec float64            `json:"ingest_ceiling_per_sec,omitempty"`
+	// IngestCeilingCPU is the machine's CPU per insert of the ingest
+	// ceiling (absent without /proc).
+	IngestCeilingCPU *CPUReport `json:"ingest_ceiling_cpu,omitempty"`
 	EngineCeilingPerSec map[string]float64 `json:"engine_ceiling_per_sec,omitempty"`
 	EngineLatencyP50Ms  float64            `json:"engine_one_workflow_latency_p50_ms,omitempty"`
 	// EngineIdleLatencyP50Ms is the best shape's latency with its runs
@@ -142,6 +145,48 @@ type Report struct {
 	IngestRatio        float64         `json:"ingest_ratio,omitempty"`
 	CreditRatio        float64         `json:"credit_ratio,omitempty"`
 	IdleLatencyRatio   float64         `json:"idle_latency_ratio,omitempty"`
+	// IngestCPUBound is the most of the ingest ceiling this machine can
+	// accept with every CPU busy: its CPUs ÷ the sweep's least CPU per
+	// webhook, ÷ the ceiling. IngestCPUBoundNoLoad leaves the load
+	// generator's own share out of the webhook's cost, as with the load
+	// generator on other cores (an estimate, not a measurement).
+	IngestCPUBound       float64 `json:"ingest_cpu_bound,omitempty"`
+	IngestCPUBoundNoLoad float64 `json:"ingest_cpu_bound_without_load_generator,omitempty"`
+}
+
+// CPUReport is the machine's CPU per operation over a measurement.
+type CPUReport struct {
+	BusyMicrosPerOp float64         `json:"busy_micros_per_op"`
+	Utilisation     float64         `json:"utilisation"`
+	StealMicrosOp   float64         `json:"steal_micros_per_op"`
+	Shares          []load.CPUShare `json:"shares"`
+}
+
+// loadGenerator is the CPU accounting's name of this process.
+const loadGenerator = "pixload"
+
+func cpuReport(u *load.CPUUse, ops int64) *CPUReport {
+	if u == nil || ops <= 0 {
+		return nil
+	}
+	busy, shares := u.PerOp(ops, 0.02)
+	return &CPUReport{BusyMicrosPerOp: busy, Utilisation: u.Utilisation(runtime.NumCPU()),
+		StealMicrosOp: float64(u.Steal.Microseconds()) / float64(ops), Shares: shares}
+}
+
+// share is the named group's CPU per operation (0 when absent).
+func (r *CPUReport) share(name string) float64 {
+	for _, s := range r.Shares {
+		if s.Name == name {
+			return s.MicrosOp
+		}
+	}
+	return 0
+}
+
+func (r *CPUReport) String() string {
+	return fmt.Sprintf("%.0f µs (%s); machine %.0f%% busy, steal %.0f µs",
+		r.BusyMicrosPerOp, load.FormatShares(r.Shares), 100*r.Utilisation, r.StealMicrosOp)
 }
 
 // StepReport is one rate of the sweep.
@@ -155,6 +200,8 @@ type StepReport struct {
 	AckP999Ms      float64          `json:"ack_p999_ms"`
 	Errors         map[string]int64 `json:"errors"`
 	Unacked        int              `json:"unacked"`
+	// CPU is the machine's CPU per request of the step.
+	CPU *CPUReport `json:"cpu,omitempty"`
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -185,10 +232,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 	if f.ceilings {
 		say("ingest ceiling: Store.Receive straight at PostgreSQL, %d loops, %s ...", f.ingestConcurrency, f.ingestFor)
-		if rep.IngestCeilingPerSec, err = load.IngestCeiling(ctx, cfg.DatabaseURL, f.ingestConcurrency, f.ingestFor); err != nil {
+		ingest, err := load.IngestCeiling(ctx, cfg.DatabaseURL, f.ingestConcurrency, f.ingestFor)
+		if err != nil {
 			return err
 		}
+		rep.IngestCeilingPerSec, rep.IngestCeilingCPU = ingest.PerSecond, cpuReport(ingest.CPU, ingest.Inserts)
 		say("  %.0f inserts/s", rep.IngestCeilingPerSec)
+		if rep.IngestCeilingCPU != nil {
+			say("  CPU per insert: %s", rep.IngestCeilingCPU)
+		}
 		engine, err := load.StartEngine(tc, runID)
 		if err != nil {
 			return err
@@ -283,6 +335,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	for i, rate := range f.rates {
 		say("step %d: %.0f arrivals/s for %s (redeliveries %.0f%%, bursts %.0f%% × %d) ...", i+1, rate, f.step, f.dup*100, f.burst*100, f.copies)
+		before, cpuErr := load.ReadCPU()
 		res, err := session.Run(ctx, rate, f.step)
 		if err != nil {
 			return err
@@ -290,9 +343,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		st := StepReport{Rate: rate, Arrivals: res.Arrivals, Requests: res.Requests, AcceptedPerSec: res.AcceptedPerSecond(),
 			AckP50Ms: quantileMs(res, 50), AckP99Ms: quantileMs(res, 99), AckP999Ms: quantileMs(res, 99.9),
 			Errors: res.Errors, Unacked: res.Unacked}
+		if after, err := load.ReadCPU(); cpuErr == nil && err == nil {
+			use := after.Since(before)
+			st.CPU = cpuReport(&use, res.Requests)
+		}
 		rep.Steps = append(rep.Steps, st)
 		say("  accepted %.0f/s, ack p50 %.1f ms p99 %.1f ms p99.9 %.1f ms, errors %v, unacknowledged %d",
 			st.AcceptedPerSec, st.AckP50Ms, st.AckP99Ms, st.AckP999Ms, st.Errors, st.Unacked)
+		if st.CPU != nil {
+			say("  CPU per request: %s", st.CPU)
+		}
 		if st.AckP99Ms <= 50 && st.Unacked == 0 && st.AcceptedPerSec > rep.BestIngestPerSec {
 			rep.BestIngestPerSec = st.AcceptedPerSec
 		}
@@ -329,6 +389,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		rep.IngestRatio = rep.BestIngestPerSec / rep.IngestCeilingPerSec
 		say("  ingest: best %.0f/s at p99 ≤ 50 ms = %.0f%% of the ingest ceiling (%.0f/s); target ≥ 60%%: %s",
 			rep.BestIngestPerSec, 100*rep.IngestRatio, rep.IngestCeilingPerSec, verdict(rep.IngestRatio >= 0.6))
+		rep.ingestCPUBound()
+		if rep.IngestCPUBound > 0 {
+			say("    CPU bound: with every CPU busy at the sweep's least CPU per webhook, this machine takes at most %.0f%% of the ceiling; without the load generator's share (as on other cores; an estimate) %.0f%%",
+				100*rep.IngestCPUBound, 100*rep.IngestCPUBoundNoLoad)
+		}
 		best := 0.0
 		for _, v := range rep.EngineCeilingPerSec {
 			best = max(best, v)
@@ -358,6 +423,32 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return errors.New("invariants violated")
 	}
 	return nil
+}
+
+// ingestCPUBound works out how many webhooks per second the machine's CPUs
+// can take at the sweep's least CPU per webhook, as a share of the ceiling:
+// whatever the code's latency, the accepted rate ÷ the ceiling can't exceed
+// it on this machine.
+func (rep *Report) ingestCPUBound() {
+	if rep.IngestCeilingPerSec <= 0 {
+		return
+	}
+	var least *CPUReport
+	for _, st := range rep.Steps {
+		if st.CPU != nil && (least == nil || st.CPU.BusyMicrosPerOp < least.BusyMicrosPerOp) {
+			least = st.CPU
+		}
+	}
+	if least == nil || least.BusyMicrosPerOp <= 0 {
+		return
+	}
+	bound := func(micros float64) float64 {
+		return float64(runtime.NumCPU()) * 1e6 / micros / rep.IngestCeilingPerSec
+	}
+	rep.IngestCPUBound = bound(least.BusyMicrosPerOp)
+	if rest := least.BusyMicrosPerOp - least.share(loadGenerator); rest > 0 {
+		rep.IngestCPUBoundNoLoad = bound(rest)
+	}
 }
 
 func quantileMs(res *load.Step, q float64) float64 {

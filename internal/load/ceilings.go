@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -18,37 +19,51 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 )
 
+// Ingest is what the ingest ceiling measured.
+type Ingest struct {
+	PerSecond float64
+	Inserts   int64
+	// CPU is the machine's CPU time over the measurement (nil without
+	// /proc), read before the scratch pool's connections end.
+	CPU *CPUUse
+}
+
 // IngestCeiling drives the webhook's own inbox insert (db.Store.Receive, the
 // code the handler calls) straight at PostgreSQL, without HTTP, from
 // concurrency loops for d, and returns inserts per second. It works in a
 // scratch schema of the same database, migrated like the real one, so that
 // the running service never sees these rows.
-func IngestCeiling(ctx context.Context, databaseURL string, concurrency int, d time.Duration) (float64, error) {
+func IngestCeiling(ctx context.Context, databaseURL string, concurrency int, d time.Duration) (Ingest, error) {
 	schema := fmt.Sprintf("pixload_ceiling_%d", time.Now().UnixNano())
 	admin, err := pgx.Connect(ctx, databaseURL)
 	if err != nil {
-		return 0, fmt.Errorf("ingest ceiling: %w", err)
+		return Ingest{}, fmt.Errorf("ingest ceiling: %w", err)
 	}
 	defer admin.Close(context.WithoutCancel(ctx))
 	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return 0, fmt.Errorf("ingest ceiling: %w", err)
+		return Ingest{}, fmt.Errorf("ingest ceiling: %w", err)
 	}
 	defer admin.Exec(context.WithoutCancel(ctx), "DROP SCHEMA "+schema+" CASCADE") //nolint:errcheck // best effort on the way out
 	url, err := db.SchemaURL(databaseURL, schema)
 	if err != nil {
-		return 0, err
+		return Ingest{}, err
 	}
 	pool, err := db.Open(ctx, url, int32(concurrency))
 	if err != nil {
-		return 0, err
+		return Ingest{}, err
 	}
 	defer pool.Close()
 	if _, err := db.Migrate(ctx, pool); err != nil {
-		return 0, err
+		return Ingest{}, err
 	}
 	store := db.NewStore(pool)
 
+	// Every connection is open before the clock and the CPU accounting start.
+	if err := warmPool(ctx, pool, concurrency); err != nil {
+		return Ingest{}, fmt.Errorf("ingest ceiling: %w", err)
+	}
 	var n atomic.Int64
+	before, cpuErr := ReadCPU()
 	deadline := time.Now().Add(d)
 	g, gctx := errgroup.WithContext(ctx)
 	start := time.Now()
@@ -66,9 +81,32 @@ func IngestCeiling(ctx context.Context, databaseURL string, concurrency int, d t
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return 0, fmt.Errorf("ingest ceiling: %w", err)
+		return Ingest{}, fmt.Errorf("ingest ceiling: %w", err)
 	}
-	return float64(n.Load()) / time.Since(start).Seconds(), nil
+	res := Ingest{PerSecond: float64(n.Load()) / time.Since(start).Seconds(), Inserts: n.Load()}
+	if after, err := ReadCPU(); cpuErr == nil && err == nil {
+		use := after.Since(before)
+		res.CPU = &use
+	}
+	return res, nil
+}
+
+// warmPool opens n connections of pool.
+func warmPool(ctx context.Context, pool *pgxpool.Pool, n int) error {
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range n {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+	}
+	return nil
 }
 
 // EngineMode is the shape of the no-op workflow of the engine ceiling.

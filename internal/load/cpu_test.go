@@ -1,0 +1,73 @@
+package load
+
+import (
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestReadCPUSeesThisProcessWork(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the CPU accounting reads Linux's /proc")
+	}
+	comm, err := os.ReadFile("/proc/self/comm")
+	require.NoError(t, err)
+	self := strings.TrimSpace(string(comm))
+
+	before, err := ReadCPU()
+	require.NoError(t, err)
+	// Spin until the kernel has charged this process a few clock ticks.
+	spun := 0
+	for start := time.Now(); time.Since(start) < 200*time.Millisecond; spun++ {
+		_ = strings.Repeat("x", 64)
+	}
+	after, err := ReadCPU()
+	require.NoError(t, err)
+	use := after.Since(before)
+	require.Positive(t, spun)
+	require.GreaterOrEqual(t, use.Procs[self], 100*time.Millisecond, "200 ms of spinning charged to %s: %v", self, use.Procs)
+	require.GreaterOrEqual(t, use.Busy, use.Procs[self]-2*clockTick)
+	require.GreaterOrEqual(t, use.Wall, 200*time.Millisecond)
+}
+
+func TestPerOpGroupsSmallSharesAsOther(t *testing.T) {
+	u := CPUUse{Wall: time.Second, Busy: 1000 * time.Millisecond, Procs: map[string]time.Duration{
+		"postgres": 500 * time.Millisecond, "pixd api": 300 * time.Millisecond,
+		"nats-server": 5 * time.Millisecond, "redis-server": 5 * time.Millisecond,
+	}}
+	busy, shares := u.PerOp(1000, 0.02)
+	require.InDelta(t, 1000.0, busy, 0.001)
+	require.Equal(t, []CPUShare{{"postgres", 500}, {"pixd api", 300}, {"other", 10}}, shares)
+	require.Equal(t, "postgres 500 µs, pixd api 300 µs, other 10 µs", FormatShares(shares))
+	require.InDelta(t, 0.5, u.Utilisation(2), 0.001)
+
+	_, none := u.PerOp(0, 0.02)
+	require.Empty(t, none)
+}
+
+func TestSinceCountsGrowthByProcess(t *testing.T) {
+	t0 := time.Now()
+	earlier := CPUCounters{At: t0, Busy: time.Second, Procs: map[int]ProcessCPU{
+		1: {"a", time.Second}, 2: {"gone", time.Second}, 3: {"kworker", 5 * time.Second},
+	}}
+	later := CPUCounters{At: t0.Add(time.Second), Busy: 3 * time.Second, Steal: 10 * time.Millisecond, Procs: map[int]ProcessCPU{
+		1: {"a", 1500 * time.Millisecond}, 4: {"a", 100 * time.Millisecond}, 5: {"new", 200 * time.Millisecond},
+		// A process renamed in between counts its growth, not its life.
+		3: {"renamed", 5100 * time.Millisecond},
+	}}
+	u := later.Since(earlier)
+	require.Equal(t, time.Second, u.Wall)
+	require.Equal(t, 2*time.Second, u.Busy)
+	require.Equal(t, 10*time.Millisecond, u.Steal)
+	require.Equal(t, map[string]time.Duration{"a": 600 * time.Millisecond, "new": 200 * time.Millisecond, "renamed": 100 * time.Millisecond}, u.Procs)
+}
+
+func TestProcessNameGroupsKernelWorkersAndPixdSubcommands(t *testing.T) {
+	require.Equal(t, "kworker", processName("/nonexistent", "kworker/u8:3-writeback"))
+	require.Equal(t, "postgres", processName("/nonexistent", "postgres"))
+	require.Equal(t, "pixd", processName("/nonexistent", "pixd"), "no cmdline to read: the executable's name")
+}
