@@ -119,10 +119,10 @@ type Report struct {
 	Started time.Time `json:"started"`
 	Machine string    `json:"machine"`
 
-	IngestCeilingPerSec float64            `json:"ingest_ceiling_per_sec,omitempty"`
+	IngestCeilingPerSec float64 `json:"ingest_ceiling_per_sec,omitempty"`
 	// IngestCeilingCPU is the machine's CPU per insert of the ingest
 	// ceiling (absent without /proc).
-	IngestCeilingCPU *CPUReport `json:"ingest_ceiling_cpu,omitempty"`
+	IngestCeilingCPU    *CPUReport         `json:"ingest_ceiling_cpu,omitempty"`
 	EngineCeilingPerSec map[string]float64 `json:"engine_ceiling_per_sec,omitempty"`
 	EngineLatencyP50Ms  float64            `json:"engine_one_workflow_latency_p50_ms,omitempty"`
 	// EngineIdleLatencyP50Ms is the best shape's latency with its runs
@@ -156,10 +156,11 @@ type Report struct {
 
 // CPUReport is the machine's CPU per operation over a measurement.
 type CPUReport struct {
-	BusyMicrosPerOp float64         `json:"busy_micros_per_op"`
-	Utilisation     float64         `json:"utilisation"`
-	StealMicrosOp   float64         `json:"steal_micros_per_op"`
-	Shares          []load.CPUShare `json:"shares"`
+	// MicrosPerOp is the CPU time of all processes per operation.
+	MicrosPerOp   float64         `json:"micros_per_op"`
+	Utilisation   float64         `json:"utilisation"`
+	StealMicrosOp float64         `json:"steal_micros_per_op"`
+	Shares        []load.CPUShare `json:"shares"`
 }
 
 // loadGenerator is the CPU accounting's name of this process.
@@ -169,8 +170,8 @@ func cpuReport(u *load.CPUUse, ops int64) *CPUReport {
 	if u == nil || ops <= 0 {
 		return nil
 	}
-	busy, shares := u.PerOp(ops, 0.02)
-	return &CPUReport{BusyMicrosPerOp: busy, Utilisation: u.Utilisation(runtime.NumCPU()),
+	total, shares := u.PerOp(ops, 0.02)
+	return &CPUReport{MicrosPerOp: total, Utilisation: u.Utilisation(runtime.NumCPU()),
 		StealMicrosOp: float64(u.Steal.Microseconds()) / float64(ops), Shares: shares}
 }
 
@@ -186,7 +187,7 @@ func (r *CPUReport) share(name string) float64 {
 
 func (r *CPUReport) String() string {
 	return fmt.Sprintf("%.0f µs (%s); machine %.0f%% busy, steal %.0f µs",
-		r.BusyMicrosPerOp, load.FormatShares(r.Shares), 100*r.Utilisation, r.StealMicrosOp)
+		r.MicrosPerOp, load.FormatShares(r.Shares), 100*r.Utilisation, r.StealMicrosOp)
 }
 
 // StepReport is one rate of the sweep.
@@ -435,18 +436,18 @@ func (rep *Report) ingestCPUBound() {
 	}
 	var least *CPUReport
 	for _, st := range rep.Steps {
-		if st.CPU != nil && (least == nil || st.CPU.BusyMicrosPerOp < least.BusyMicrosPerOp) {
+		if st.CPU != nil && (least == nil || st.CPU.MicrosPerOp < least.MicrosPerOp) {
 			least = st.CPU
 		}
 	}
-	if least == nil || least.BusyMicrosPerOp <= 0 {
+	if least == nil || least.MicrosPerOp <= 0 {
 		return
 	}
 	bound := func(micros float64) float64 {
 		return float64(runtime.NumCPU()) * 1e6 / micros / rep.IngestCeilingPerSec
 	}
-	rep.IngestCPUBound = bound(least.BusyMicrosPerOp)
-	if rest := least.BusyMicrosPerOp - least.share(loadGenerator); rest > 0 {
+	rep.IngestCPUBound = bound(least.MicrosPerOp)
+	if rest := least.MicrosPerOp - least.share(loadGenerator); rest > 0 {
 		rep.IngestCPUBoundNoLoad = bound(rest)
 	}
 }

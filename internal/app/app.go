@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
@@ -349,13 +350,33 @@ func (a *App) OutboxRelay() (relay *outbox.Relay, stop func(), err error) {
 // RegisterSearchAttributes registers the PIX search attributes the
 // namespace lacks (the dev command, and `pixd temporal-setup`).
 func (a *App) RegisterSearchAttributes(ctx context.Context) error {
-	added, err := workflows.RegisterSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace)
-	if err != nil {
-		return err
+	// A namespace created a moment ago is known to the server's namespace
+	// registry only at its next refresh (about 10 s): set-up scripts run
+	// this right after creating it, so "not found" is waited out, briefly.
+	giveUp := time.Now().Add(namespaceRegistryWait)
+	for {
+		added, err := workflows.RegisterSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace)
+		var notFound *serviceerror.NamespaceNotFound
+		if errors.As(err, &notFound) && time.Now().Before(giveUp) {
+			a.Log.Warn("namespace not known yet; retrying", "namespace", a.Cfg.TemporalNamespace, "error", err)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		a.Log.Info("pix search attributes registered", "namespace", a.Cfg.TemporalNamespace, "added", added)
+		return nil
 	}
-	a.Log.Info("pix search attributes registered", "namespace", a.Cfg.TemporalNamespace, "added", added)
-	return nil
 }
+
+// namespaceRegistryWait bounds RegisterSearchAttributes' wait for a new
+// namespace: a few of the server's registry refreshes.
+const namespaceRegistryWait = 30 * time.Second
 
 // waitForTemporal returns true once Temporal answers, false when ctx ends
 // first. A worker started while Temporal is down waits for it instead of

@@ -149,18 +149,22 @@ type CPUShare struct {
 	MicrosOp float64 `json:"micros_per_op"`
 }
 
-// PerOp is the machine's busy CPU time per operation and the groups that
+// PerOp is the CPU time of all processes per operation and the groups that
 // took at least minShare of it, largest first; the rest are summed as
-// "other".
-func (u CPUUse) PerOp(ops int64, minShare float64) (busyMicros float64, shares []CPUShare) {
+// "other". The processes' times are the kernel's exact ones; the machine's
+// busy time in /proc/stat is sampled at clock ticks and, on a machine that
+// is partly idle, reads low.
+func (u CPUUse) PerOp(ops int64, minShare float64) (totalMicros float64, shares []CPUShare) {
 	if ops <= 0 {
 		return 0, nil
 	}
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(ops) }
-	busyMicros = per(u.Busy)
+	for _, d := range u.Procs {
+		totalMicros += per(d)
+	}
 	var other float64
 	for name, d := range u.Procs {
-		if v := per(d); v >= minShare*busyMicros {
+		if v := per(d); v >= minShare*totalMicros {
 			shares = append(shares, CPUShare{name, v})
 		} else {
 			other += v
@@ -170,7 +174,7 @@ func (u CPUUse) PerOp(ops int64, minShare float64) (busyMicros float64, shares [
 	if other > 0 {
 		shares = append(shares, CPUShare{"other", other})
 	}
-	return busyMicros, shares
+	return totalMicros, shares
 }
 
 // Utilisation is the share of the machine's CPUs that was busy.
