@@ -46,8 +46,7 @@ bench() { # LABEL TEMPORAL_ADDRESS
 	"$BIN/pixload" -api "http://$HTTP_ADDR" -label "$1" -rates "${BENCH_RATES:-1000,2000,4000,6000}" \
 		-step "${BENCH_STEP:-2s}" -json "$out/$1.json" "${pause[@]}" ${BENCH_FLAGS:-} | tee "$out/$1.txt"
 	kill -CONT "$worker" 2>/dev/null || true
-	kill "$api" "$worker"
-	wait "$api" "$worker" 2>/dev/null || true
+	stop_service "$api" "$worker"
 }
 
 if [ "${BENCH_ONLY:-dev}" != postgres ]; then

@@ -33,6 +33,21 @@ start_service() {
 	echo "$api $!"
 }
 
+# stop_service PID...: SIGTERM, then until they have exited (at most 60 s).
+# start_service's processes are not this shell's children (they start in a
+# command substitution), so `wait` can't be used for them; without this, the
+# next start_service could find the API's port still taken while it drains.
+stop_service() {
+	kill "$@" 2>/dev/null || true
+	for _ in $(seq 1 120); do
+		local alive=0 pid
+		for pid in "$@"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+		[ "$alive" = 0 ] && return 0
+		sleep 0.5
+	done
+	die "processes $* did not exit within 60 s of SIGTERM"
+}
+
 # wait_ready URL: until the API's /readyz answers 200.
 wait_ready() {
 	for _ in $(seq 1 60); do
