@@ -124,7 +124,9 @@ type Report struct {
 	// ceiling (absent without /proc).
 	IngestCeilingCPU    *CPUReport         `json:"ingest_ceiling_cpu,omitempty"`
 	EngineCeilingPerSec map[string]float64 `json:"engine_ceiling_per_sec,omitempty"`
-	EngineLatencyP50Ms  float64            `json:"engine_one_workflow_latency_p50_ms,omitempty"`
+	// EngineCeilingCPU is the machine's CPU per no-op workflow, by shape.
+	EngineCeilingCPU   map[string]*CPUReport `json:"engine_ceiling_cpu,omitempty"`
+	EngineLatencyP50Ms float64               `json:"engine_one_workflow_latency_p50_ms,omitempty"`
 	// EngineIdleLatencyP50Ms is the best shape's latency with its runs
 	// paced like the idle phase's arrivals (-idle-rate).
 	EngineIdleLatencyP50Ms float64 `json:"engine_one_workflow_latency_idle_paced_p50_ms,omitempty"`
@@ -135,7 +137,9 @@ type Report struct {
 	WorkerPaused bool         `json:"worker_paused"`
 	Steps        []StepReport `json:"steps"`
 
-	CreditsPerSec      float64         `json:"credits_per_sec"`
+	CreditsPerSec float64 `json:"credits_per_sec"`
+	// DrainCPU is the machine's CPU per credit over the drain.
+	DrainCPU           *CPUReport      `json:"drain_cpu,omitempty"`
 	AckToCreditedP50Ms int64           `json:"ack_to_credited_p50_ms"`
 	AckToCreditedP99Ms int64           `json:"ack_to_credited_p99_ms"`
 	DrainSeconds       float64         `json:"drain_seconds"`
@@ -161,6 +165,21 @@ type CPUReport struct {
 	Utilisation   float64         `json:"utilisation"`
 	StealMicrosOp float64         `json:"steal_micros_per_op"`
 	Shares        []load.CPUShare `json:"shares"`
+}
+
+// measureCPU runs f and returns the machine's CPU use over it (nil without
+// /proc).
+func measureCPU(f func() error) (*load.CPUUse, error) {
+	before, beforeErr := load.ReadCPU()
+	if err := f(); err != nil {
+		return nil, err
+	}
+	after, afterErr := load.ReadCPU()
+	if beforeErr != nil || afterErr != nil {
+		return nil, nil
+	}
+	use := after.Since(before)
+	return &use, nil
 }
 
 // loadGenerator is the CPU accounting's name of this process.
@@ -227,7 +246,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	defer tc.Close()
 
 	host, _ := os.Hostname()
-	rep := Report{Label: f.label, Started: time.Now().UTC(), Machine: machine(host), EngineCeilingPerSec: map[string]float64{}, WorkerPaused: f.pauseCmd != ""}
+	rep := Report{Label: f.label, Started: time.Now().UTC(), Machine: machine(host), EngineCeilingPerSec: map[string]float64{}, EngineCeilingCPU: map[string]*CPUReport{}, WorkerPaused: f.pauseCmd != ""}
 	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
 	runID := load.NewRunID()
 
@@ -248,13 +267,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		for _, mode := range []load.EngineMode{load.EngineActivity, load.EngineLocalEager} {
 			say("engine ceiling: %d no-op workflows (%s), %d concurrent starts ...", f.engineN, mode, f.engineConc)
-			v, err := engine.Throughput(ctx, mode, f.engineN, f.engineConc)
+			use, err := measureCPU(func() error {
+				v, err := engine.Throughput(ctx, mode, f.engineN, f.engineConc)
+				rep.EngineCeilingPerSec[string(mode)] = v
+				return err
+			})
 			if err != nil {
 				engine.Stop()
 				return err
 			}
-			rep.EngineCeilingPerSec[string(mode)] = v
-			say("  %.1f workflows/s", v)
+			say("  %.1f workflows/s", rep.EngineCeilingPerSec[string(mode)])
+			if r := cpuReport(use, int64(f.engineN)); r != nil {
+				rep.EngineCeilingCPU[string(mode)] = r
+				say("  CPU per workflow: %s", r)
+			}
 		}
 		// The engine's own latency is its best shape's: start call → activity run.
 		best := load.EngineActivity
@@ -336,18 +362,18 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	for i, rate := range f.rates {
 		say("step %d: %.0f arrivals/s for %s (redeliveries %.0f%%, bursts %.0f%% × %d) ...", i+1, rate, f.step, f.dup*100, f.burst*100, f.copies)
-		before, cpuErr := load.ReadCPU()
-		res, err := session.Run(ctx, rate, f.step)
+		var res *load.Step
+		use, err := measureCPU(func() (err error) {
+			res, err = session.Run(ctx, rate, f.step)
+			return err
+		})
 		if err != nil {
 			return err
 		}
 		st := StepReport{Rate: rate, Arrivals: res.Arrivals, Requests: res.Requests, AcceptedPerSec: res.AcceptedPerSecond(),
 			AckP50Ms: quantileMs(res, 50), AckP99Ms: quantileMs(res, 99), AckP999Ms: quantileMs(res, 99.9),
 			Errors: res.Errors, Unacked: res.Unacked}
-		if after, err := load.ReadCPU(); cpuErr == nil && err == nil {
-			use := after.Since(before)
-			st.CPU = cpuReport(&use, res.Requests)
-		}
+		st.CPU = cpuReport(use, res.Requests)
 		rep.Steps = append(rep.Steps, st)
 		say("  accepted %.0f/s, ack p50 %.1f ms p99 %.1f ms p99.9 %.1f ms, errors %v, unacknowledged %d",
 			st.AcceptedPerSec, st.AckP50Ms, st.AckP99Ms, st.AckP999Ms, st.Errors, st.Unacked)
@@ -359,16 +385,35 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 
-	if f.resumeCmd != "" {
-		say("resuming: %s", f.resumeCmd)
-		if err := load.Shell(ctx, f.resumeCmd); err != nil {
-			return err
-		}
+	creditedBefore, err := load.CreditCount(ctx, pool, runID)
+	if err != nil {
+		return err
 	}
-	say("draining: waiting for every PIX to be credited ...")
-	drain, drainErr := load.Drain(ctx, pool, runID, f.drainTimeout)
+	var drain time.Duration
+	var drainErr error
+	drainUse, err := measureCPU(func() error {
+		if f.resumeCmd != "" {
+			say("resuming: %s", f.resumeCmd)
+			if err := load.Shell(ctx, f.resumeCmd); err != nil {
+				return err
+			}
+		}
+		say("draining: waiting for every PIX to be credited ...")
+		drain, drainErr = load.Drain(ctx, pool, runID, f.drainTimeout)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	rep.DrainSeconds = drain.Seconds()
 	say("  drained in %.1f s", rep.DrainSeconds)
+	creditedAfter, err := load.CreditCount(ctx, pool, runID)
+	if err != nil {
+		return err
+	}
+	if rep.DrainCPU = cpuReport(drainUse, creditedAfter-creditedBefore); rep.DrainCPU != nil {
+		say("  CPU per credit over the drain: %s", rep.DrainCPU)
+	}
 	times, err := load.Times(ctx, pool, session)
 	if err != nil {
 		return err
@@ -395,13 +440,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			say("    CPU bound: with every CPU busy at the sweep's least CPU per webhook, this machine takes at most %.0f%% of the ceiling; without the load generator's share (as on other cores; an estimate) %.0f%%",
 				100*rep.IngestCPUBound, 100*rep.IngestCPUBoundNoLoad)
 		}
-		best := 0.0
-		for _, v := range rep.EngineCeilingPerSec {
-			best = max(best, v)
+		best, bestMode := 0.0, ""
+		for mode, v := range rep.EngineCeilingPerSec {
+			if v > best {
+				best, bestMode = v, mode
+			}
 		}
 		rep.CreditRatio = rep.CreditsPerSec / best
 		say("  credits: %.1f/s = %.0f%% of the best engine ceiling (%.1f/s); target ≥ 80%%: %s",
 			rep.CreditsPerSec, 100*rep.CreditRatio, best, verdict(rep.CreditRatio >= 0.8))
+		if engineCPU := rep.EngineCeilingCPU[bestMode]; engineCPU != nil && rep.DrainCPU != nil {
+			say("    CPU: a credit took %.0f µs of the machine's CPU, a no-op workflow of that shape %.0f µs (%.2f×)",
+				rep.DrainCPU.MicrosPerOp, engineCPU.MicrosPerOp, rep.DrainCPU.MicrosPerOp/engineCPU.MicrosPerOp)
+		}
 		if rep.IdleAckToCreditedP50 > 0 && rep.EngineIdleLatencyP50Ms > 0 {
 			rep.IdleLatencyRatio = rep.IdleAckToCreditedP50 / rep.EngineIdleLatencyP50Ms
 			say("  idle acknowledgement → credited p50 %.1f ms = %.2f× the engine's best one-workflow latency at the same pacing (%.1f ms); target ≤ 1.5×: %s",

@@ -131,6 +131,16 @@ func Check(ctx context.Context, pool *pgxpool.Pool, s *Session) (Invariants, err
 	return v, nil
 }
 
+// CreditCount is the number of the run's PIX credited so far.
+func CreditCount(ctx context.Context, pool *pgxpool.Pool, runID string) (int64, error) {
+	var n int64
+	err := pool.QueryRow(ctx, `SELECT count(*) FROM pix_credits WHERE starts_with(end_to_end_id, $1)`, EndToEndPrefix(runID)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count credits: %w", err)
+	}
+	return n, nil
+}
+
 type creditRow struct {
 	account    string
 	amount     int64

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/internal/load"
+)
+
+// The ingest's CPU bound takes the step with the least CPU per webhook, and
+// leaves out only the load generator's share for the estimate without it.
+func TestIngestCPUBoundUsesTheCheapestStep(t *testing.T) {
+	cpus := float64(runtime.NumCPU())
+	rep := Report{IngestCeilingPerSec: 1000, Steps: []StepReport{
+		{Rate: 100, CPU: &CPUReport{MicrosPerOp: 1000, Shares: []load.CPUShare{{Name: "pixload", MicrosOp: 400}}}},
+		{Rate: 200}, // no accounting (not Linux): skipped
+		{Rate: 300, CPU: &CPUReport{MicrosPerOp: 800, Shares: []load.CPUShare{{Name: "postgres", MicrosOp: 500}, {Name: "pixload", MicrosOp: 200}}}},
+	}}
+	rep.ingestCPUBound()
+	require.InDelta(t, cpus*1e6/800/1000, rep.IngestCPUBound, 1e-9)
+	require.InDelta(t, cpus*1e6/600/1000, rep.IngestCPUBoundNoLoad, 1e-9)
+
+	none := Report{IngestCeilingPerSec: 1000, Steps: []StepReport{{Rate: 100}}}
+	none.ingestCPUBound()
+	require.Zero(t, none.IngestCPUBound)
+	require.Zero(t, none.IngestCPUBoundNoLoad)
+}
