@@ -185,38 +185,19 @@ func (rep *Report) bestEngine() (perSec float64, mode string) {
 // the drain left it (its history and persistence grown by the run's
 // workflows): the credit rate was measured in that state, the first ceiling
 // on a server that had not taken the backlog yet.
-func engineAfterDrain(ctx context.Context, tc client.Client, runID string, rep Report, f flags, say func(string, ...any)) (float64, error) {
-	_, bestMode := rep.bestEngine()
-	if bestMode == "" {
-		return 0, nil
-	}
+func engineAfterDrain(ctx context.Context, tc client.Client, runID string, mode load.EngineMode, f flags, say func(string, ...any)) (float64, error) {
 	engine, err := load.StartEngine(tc, runID+"-after")
 	if err != nil {
 		return 0, err
 	}
 	defer engine.Stop()
-	say("engine ceiling after the drain: %d no-op workflows (%s), %d concurrent starts ...", f.engineN, bestMode, f.engineConc)
-	v, err := engine.Throughput(ctx, load.EngineMode(bestMode), f.engineN, f.engineConc)
+	say("engine ceiling after the drain: %d no-op workflows (%s), %d concurrent starts ...", f.engineN, mode, f.engineConc)
+	v, err := engine.Throughput(ctx, mode, f.engineN, f.engineConc)
 	if err != nil {
 		return 0, err
 	}
 	say("  %.1f workflows/s", v)
 	return v, nil
-}
-
-// measureCPU runs f and returns the machine's CPU use over it (nil without
-// /proc).
-func measureCPU(f func() error) (*load.CPUUse, error) {
-	before, beforeErr := load.ReadCPU()
-	if err := f(); err != nil {
-		return nil, err
-	}
-	after, afterErr := load.ReadCPU()
-	if beforeErr != nil || afterErr != nil {
-		return nil, nil
-	}
-	use := after.Since(before)
-	return &use, nil
 }
 
 // loadGenerator is the CPU accounting's name of this process.
@@ -304,7 +285,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		for _, mode := range []load.EngineMode{load.EngineActivity, load.EngineLocalEager} {
 			say("engine ceiling: %d no-op workflows (%s), %d concurrent starts ...", f.engineN, mode, f.engineConc)
-			use, err := measureCPU(func() error {
+			use, err := load.MeasureCPU(func() error {
 				v, err := engine.Throughput(ctx, mode, f.engineN, f.engineConc)
 				rep.EngineCeilingPerSec[string(mode)] = v
 				return err
@@ -400,7 +381,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	for i, rate := range f.rates {
 		say("step %d: %.0f arrivals/s for %s (redeliveries %.0f%%, bursts %.0f%% × %d) ...", i+1, rate, f.step, f.dup*100, f.burst*100, f.copies)
 		var res *load.Step
-		use, err := measureCPU(func() (err error) {
+		use, err := load.MeasureCPU(func() (err error) {
 			res, err = session.Run(ctx, rate, f.step)
 			return err
 		})
@@ -428,7 +409,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	var drain time.Duration
 	var drainErr error
-	drainUse, err := measureCPU(func() error {
+	drainUse, err := load.MeasureCPU(func() error {
 		if f.resumeCmd != "" {
 			say("resuming: %s", f.resumeCmd)
 			if err := load.Shell(ctx, f.resumeCmd); err != nil {
@@ -462,8 +443,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	rep.Violations = rep.Invariants.Violations()
-	if f.ceilings && drainErr == nil {
-		if rep.EngineAfterDrainPerSec, err = engineAfterDrain(ctx, tc, runID, rep, f, say); err != nil {
+	if _, mode := rep.bestEngine(); mode != "" && drainErr == nil {
+		if rep.EngineAfterDrainPerSec, err = engineAfterDrain(ctx, tc, runID, load.EngineMode(mode), f, say); err != nil {
 			return err
 		}
 	}

@@ -63,32 +63,32 @@ func IngestCeiling(ctx context.Context, databaseURL string, concurrency int, d t
 		return Ingest{}, fmt.Errorf("ingest ceiling: %w", err)
 	}
 	var n atomic.Int64
-	before, cpuErr := ReadCPU()
-	deadline := time.Now().Add(d)
-	g, gctx := errgroup.WithContext(ctx)
-	start := time.Now()
-	for w := range concurrency {
-		g.Go(func() error {
-			for i := 0; time.Now().Before(deadline); i++ {
-				id := fmt.Sprintf("E60701190CEILING%03d%013d", w, i)
-				payload, _ := json.Marshal(webhookBody{id, "load-ceiling", 1000, "2026-11-29T12:00:00Z"})
-				if _, err := store.Receive(gctx, pix.Notification{EndToEndID: id, AccountID: "load-ceiling", AmountCents: 1000, Payload: payload}); err != nil {
-					return err
+	var took time.Duration
+	use, err := MeasureCPU(func() error {
+		deadline := time.Now().Add(d)
+		g, gctx := errgroup.WithContext(ctx)
+		start := time.Now()
+		for w := range concurrency {
+			g.Go(func() error {
+				for i := 0; time.Now().Before(deadline); i++ {
+					id := fmt.Sprintf("E60701190CEILING%03d%013d", w, i)
+					payload, _ := json.Marshal(webhookBody{id, "load-ceiling", 1000, "2026-11-29T12:00:00Z"})
+					if _, err := store.Receive(gctx, pix.Notification{EndToEndID: id, AccountID: "load-ceiling", AmountCents: 1000, Payload: payload}); err != nil {
+						return err
+					}
+					n.Add(1)
 				}
-				n.Add(1)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+				return nil
+			})
+		}
+		err := g.Wait()
+		took = time.Since(start)
+		return err
+	})
+	if err != nil {
 		return Ingest{}, fmt.Errorf("ingest ceiling: %w", err)
 	}
-	res := Ingest{PerSecond: float64(n.Load()) / time.Since(start).Seconds(), Inserts: n.Load()}
-	if after, err := ReadCPU(); cpuErr == nil && err == nil {
-		use := after.Since(before)
-		res.CPU = &use
-	}
-	return res, nil
+	return Ingest{PerSecond: float64(n.Load()) / took.Seconds(), Inserts: n.Load(), CPU: use}, nil
 }
 
 // warmPool opens n connections of pool.

@@ -130,6 +130,22 @@ func processName(dir, comm string) string {
 	return comm
 }
 
+// MeasureCPU runs f and returns the machine's CPU use over it: nil when
+// the platform has no /proc (or f failed). Run it before the processes of
+// interest stop (see Since).
+func MeasureCPU(f func() error) (*CPUUse, error) {
+	before, beforeErr := ReadCPU()
+	if err := f(); err != nil {
+		return nil, err
+	}
+	after, afterErr := ReadCPU()
+	if beforeErr != nil || afterErr != nil {
+		return nil, nil
+	}
+	use := after.Since(before)
+	return &use, nil
+}
+
 // Since is the CPU time spent from earlier to c, by process name. A process
 // that started in between counts from zero; one that ended in between is
 // lost, so a reading is taken before the processes of interest stop.

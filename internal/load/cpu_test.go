@@ -1,6 +1,7 @@
 package load
 
 import (
+	"errors"
 	"os"
 	"runtime"
 	"strings"
@@ -70,4 +71,19 @@ func TestProcessNameGroupsKernelWorkersAndPixdSubcommands(t *testing.T) {
 	require.Equal(t, "kworker", processName("/nonexistent", "kworker/u8:3-writeback"))
 	require.Equal(t, "postgres", processName("/nonexistent", "postgres"))
 	require.Equal(t, "pixd", processName("/nonexistent", "pixd"), "no cmdline to read: the executable's name")
+}
+
+func TestMeasureCPUReturnsTheUseOrTheError(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the CPU accounting reads Linux's /proc")
+	}
+	use, err := MeasureCPU(func() error { time.Sleep(20 * time.Millisecond); return nil })
+	require.NoError(t, err)
+	require.NotNil(t, use)
+	require.GreaterOrEqual(t, use.Wall, 20*time.Millisecond)
+
+	failed := errors.New("boom")
+	use, err = MeasureCPU(func() error { return failed })
+	require.ErrorIs(t, err, failed)
+	require.Nil(t, use)
 }
