@@ -39,6 +39,9 @@ const (
 	// ErrTypePayloadMismatch: an earlier credit of this end_to_end_id went to
 	// another account or amount.
 	ErrTypePayloadMismatch = "PayloadMismatch"
+	// ErrTypeSuperseded: the row was re-driven since this run's drive; a
+	// newer run owns it. The run stops without touching the row.
+	ErrTypeSuperseded = "CreditSuperseded"
 	// ErrTypeBalanceOverflow: the credit would overflow the balance.
 	ErrTypeBalanceOverflow = "BalanceOverflow"
 	// ErrTypeTechnicalFailure: the database was unreachable or refused the
@@ -58,10 +61,13 @@ type Activities struct {
 
 // CreditInput names the PIX to credit. PriorAttempts is the row's attempt
 // count when its workflow run was started, so that attempt numbers keep
-// counting across re-drives.
+// counting across re-drives. Drive is the row's drive the run was started
+// for (0 in runs started before drives were numbered): every write of the
+// run is fenced by it.
 type CreditInput struct {
 	EndToEndID    string
 	PriorAttempts int
+	Drive         int
 }
 
 // CreditResult says what the credit did.
@@ -71,6 +77,9 @@ type CreditResult struct {
 	// Credited is false when an earlier attempt had already credited it.
 	Credited     bool
 	BalanceAfter int64
+	// ChargeOutcome is what the credit did to the charge its PIX named
+	// (db.ChargeConcluded, ...), "" when it named none.
+	ChargeOutcome string
 }
 
 // failureRecordTimeout bounds the write of a failed attempt, which runs on a
@@ -86,11 +95,15 @@ func (a *Activities) CreditAccount(ctx context.Context, in CreditInput) (CreditR
 	attempt := in.PriorAttempts + int(info.Attempt)
 	log := a.Logger.With("end_to_end_id", in.EndToEndID, "workflow_id", info.WorkflowExecution.ID, "attempt", attempt)
 
-	out, err := a.Store.Credit(ctx, in.EndToEndID, attempt)
+	out, err := a.Store.Credit(ctx, in.EndToEndID, in.Drive, attempt)
 	if err == nil {
 		if out.Credited {
 			a.Metrics.Credited()
 			log.Info("pix credited", "account_id", out.AccountID, "amount_cents", out.AmountCents, "balance_after_cents", out.BalanceAfter)
+			if out.ChargeOutcome != "" && out.ChargeOutcome != db.ChargeConcluded {
+				a.Metrics.ChargeNotConcluded(out.ChargeOutcome)
+				log.Warn("pix credited; the charge it names was not concluded", "charge_outcome", out.ChargeOutcome)
+			}
 		} else {
 			log.Info("pix already credited; nothing changed", "account_id", out.AccountID)
 		}
@@ -100,7 +113,7 @@ func (a *Activities) CreditAccount(ctx context.Context, in CreditInput) (CreditR
 	appErr := toApplicationError(err)
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failureRecordTimeout)
 	defer cancel()
-	if recErr := a.Store.RecordAttemptFailure(recordCtx, in.EndToEndID, attempt, appErr.Error()); recErr != nil {
+	if recErr := a.Store.RecordAttemptFailure(recordCtx, in.EndToEndID, in.Drive, attempt, appErr.Error()); recErr != nil {
 		// The attempt's error still goes to Temporal; only the row's copy is missing.
 		log.Error("could not record failed attempt", "error", recErr)
 	}
@@ -108,9 +121,11 @@ func (a *Activities) CreditAccount(ctx context.Context, in CreditInput) (CreditR
 	return CreditResult{}, appErr
 }
 
-// MarkFailedInput closes a PIX as failed.
+// MarkFailedInput closes a PIX's drive as failed.
 type MarkFailedInput struct {
 	EndToEndID string
+	// Drive is the run's drive (0: not fenced); see CreditInput.
+	Drive int
 	// Attempts, when larger than the row's count, replaces it (attempts that
 	// died with their worker never recorded themselves).
 	Attempts int
@@ -118,27 +133,33 @@ type MarkFailedInput struct {
 }
 
 // MarkFailedResult is the row's status after MarkCreditFailed: "failed", or
-// "done" if a credit had committed after all.
+// "done" if a credit had committed after all, or db.StatusSuperseded if the
+// row was re-driven since the run's drive (a newer run owns it).
 type MarkFailedResult struct {
 	Status string
 }
 
-// MarkCreditFailed moves a pending row to failed with the reason, unless a
-// credit committed first.
+// MarkCreditFailed moves a pending row of the run's drive to failed with the
+// reason, unless a credit committed first or the row was re-driven since.
+// Run again after it committed (its answer lost), it answers "failed" and
+// writes nothing more.
 func (a *Activities) MarkCreditFailed(ctx context.Context, in MarkFailedInput) (MarkFailedResult, error) {
-	status, attempts, err := a.Store.MarkFailed(ctx, in.EndToEndID, in.Attempts, in.Reason)
+	out, err := a.Store.MarkFailed(ctx, in.EndToEndID, in.Drive, in.Attempts, in.Reason)
 	if err != nil {
 		return MarkFailedResult{}, toApplicationError(err)
 	}
-	log := a.Logger.With("end_to_end_id", in.EndToEndID, "workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID, "attempt", attempts)
-	if status == pix.StatusFailed {
+	log := a.Logger.With("end_to_end_id", in.EndToEndID, "workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID, "attempt", out.Attempts)
+	switch {
+	case out.Marked:
 		errType, _, _ := strings.Cut(in.Reason, ":")
 		a.Metrics.CreditFailed(errType)
 		log.Error("pix credit failed", "reason", in.Reason)
-	} else {
-		log.Info("pix credit was not marked failed", "status", status)
+	case out.Status == db.StatusSuperseded:
+		log.Warn("pix credit was re-driven since this run's drive; a newer run owns it", "drive", in.Drive)
+	default:
+		log.Info("pix credit was not marked failed now", "status", out.Status)
 	}
-	return MarkFailedResult{Status: status}, nil
+	return MarkFailedResult{Status: out.Status}, nil
 }
 
 // toApplicationError turns a store error into a Temporal application error
@@ -159,6 +180,8 @@ func toApplicationError(err error) error {
 		errType = ErrTypeInboxMessageNotFound
 	case errors.Is(err, pix.ErrNotPending):
 		errType = ErrTypeInboxMessageNotPending
+	case errors.Is(err, pix.ErrSuperseded):
+		errType = ErrTypeSuperseded
 	case errors.Is(err, pix.ErrPayloadMismatch):
 		errType = ErrTypePayloadMismatch
 	case errors.Is(err, pix.ErrBalanceOverflow):

@@ -128,7 +128,7 @@ func errorResponse(err error) (int, ErrorDetail) {
 	case errors.Is(err, pix.ErrTransferNotFound):
 		return http.StatusNotFound, ErrorDetail{CodeTransferNotFound, "no transfer with this id"}
 	case errors.Is(err, pix.ErrUnavailable):
-		return http.StatusServiceUnavailable, ErrorDetail{CodeUnavailable, "the database is unreachable; nothing was stored, retry later"}
+		return http.StatusServiceUnavailable, ErrorDetail{CodeUnavailable, "the service can't complete the request right now (database unreachable or busy); nothing was stored, retry later"}
 	default:
 		return http.StatusInternalServerError, ErrorDetail{CodeInternal, "internal error"}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,27 +35,41 @@ func (s *Store) Ping(ctx context.Context) error {
 // delivery inserts a pending row that is due for dispatch at once; a
 // redelivery of the same PIX only counts (deliveries+1) and records a refund
 // notice if it carries one, except that a failed row is put back to pending
-// (re-driven). The same PIX means the same format, amount and recipient as
-// sent (account, or key and txid). Otherwise nothing is updated and no row is
-// returned: a payload mismatch. Concurrent copies are one insert and n-1
-// updates: PostgreSQL's ON CONFLICT decides atomically. A PIX credited
-// already whose inbox row was cleaned up (retention) is not inserted again:
-// no row is returned either, and creditedBefore tells the two apart.
+// in a new drive (re-driven). The same PIX means the same format, amount and
+// recipient as sent (account, or key and txid). Otherwise nothing is updated
+// and no row is returned: a payload mismatch. Concurrent copies are one
+// insert and n-1 updates: PostgreSQL's ON CONFLICT decides atomically.
 //
-// RETURNING's subquery reads the statement's snapshot, that is the row as it
-// was before this delivery (absent for an insert): whether it was failed. A
-// concurrent change makes it at worst a needless kick.
+// A PIX credited already (pix_credits, the guard that outlives the inbox
+// row) is never inserted as pending. Its candidate row exists only while
+// the statement's snapshot still shows the inbox row (the usual case: the
+// ON CONFLICT branch counts the delivery); if the retention deletes that
+// row while this statement runs, the insert goes through, and then as a
+// done row that agrees with the credit (the retention takes it again), so
+// the books never show a credited PIX pending. With no inbox row in the
+// snapshot no row is returned and creditedBefore answers.
+//
+// first is deliveries = 1 on a pending row: a row brought back as done is
+// a redelivery. RETURNING's subquery reads the statement's snapshot, that
+// is the row as it was before this delivery (absent for an insert): whether
+// it was failed. A concurrent change makes it at worst a needless kick.
 const receiveSQL = `
-	INSERT INTO inbox_messages (end_to_end_id, amount_cents, source, account_id, pix_key, txid, psp, refund_notice, payload, dispatch_due_at)
-	SELECT $1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), NULLIF($6, ''), NULLIF($7, ''), $8, $9, now()
-	-- Not again for a PIX credited already whose inbox row was cleaned up.
-	WHERE NOT EXISTS (SELECT 1 FROM pix_credits c WHERE c.end_to_end_id = $1
-	                  AND NOT EXISTS (SELECT 1 FROM inbox_messages m WHERE m.end_to_end_id = $1))
+	INSERT INTO inbox_messages (end_to_end_id, amount_cents, source, account_id, pix_key, txid, psp, refund_notice, payload,
+	                            status, dispatch_due_at, processed_at)
+	SELECT $1, $2, $3, COALESCE(NULLIF($4, ''), c.account_id), NULLIF($5, ''), NULLIF($6, ''), NULLIF($7, ''), $8, $9,
+	       CASE WHEN c.end_to_end_id IS NULL THEN 'pending' ELSE 'done' END,
+	       CASE WHEN c.end_to_end_id IS NULL THEN now() END,
+	       c.credited_at
+	FROM (SELECT 1) AS one LEFT JOIN pix_credits c ON c.end_to_end_id = $1
+	WHERE c.end_to_end_id IS NULL
+	   OR (EXISTS (SELECT 1 FROM inbox_messages m WHERE m.end_to_end_id = $1)
+	       AND c.amount_cents = $2 AND ($3 = 'api_pix' OR c.account_id = $4))
 	ON CONFLICT (end_to_end_id) DO UPDATE SET
 		deliveries        = inbox_messages.deliveries + 1,
 		last_delivered_at = now(),
 		refund_notice     = COALESCE(EXCLUDED.refund_notice, inbox_messages.refund_notice),
 		status            = CASE WHEN inbox_messages.status = 'failed' THEN 'pending' ELSE inbox_messages.status END,
+		drive             = CASE WHEN inbox_messages.status = 'failed' THEN inbox_messages.drive + 1 ELSE inbox_messages.drive END,
 		dispatch_due_at   = CASE WHEN inbox_messages.status = 'failed' THEN now() ELSE inbox_messages.dispatch_due_at END,
 		dispatched_at     = CASE WHEN inbox_messages.status = 'failed' THEN NULL ELSE inbox_messages.dispatched_at END,
 		processed_at      = CASE WHEN inbox_messages.status = 'failed' THEN NULL ELSE inbox_messages.processed_at END
@@ -62,7 +78,7 @@ const receiveSQL = `
 	  AND CASE WHEN EXCLUDED.source = 'native' THEN inbox_messages.account_id = EXCLUDED.account_id
 	           ELSE inbox_messages.pix_key IS NOT DISTINCT FROM EXCLUDED.pix_key
 	                AND inbox_messages.txid IS NOT DISTINCT FROM EXCLUDED.txid END
-	RETURNING status, deliveries = 1,
+	RETURNING status, deliveries = 1 AND status = 'pending',
 		COALESCE((SELECT before.status = 'failed' FROM inbox_messages before WHERE before.end_to_end_id = $1), false),
 		attempts`
 
@@ -134,36 +150,47 @@ func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, e
 }
 
 // ReceiveBatch stores the deliveries of one request in one transaction: all
-// are committed or none. The statements go in one round trip. An item that
-// repeats an earlier item's end_to_end_id is a redelivery of it. The first
-// refusal is returned as a *pix.ItemError naming the item.
+// are committed or none. The statements go in one round trip, in the order
+// of their end_to_end_ids, not of the request: two batches that share ids
+// lock the shared rows in the same order and never wait for each other in a
+// cycle. An item that repeats an earlier item's end_to_end_id is a
+// redelivery of it (the sort is stable). The first refusal is returned as
+// a *pix.ItemError naming the item by its place in the request.
 func (s *Store) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.Receipt, error) {
+	order := make([]int, len(ns))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(ns[a].EndToEndID, ns[b].EndToEndID) })
 	receipts := make([]pix.Receipt, len(ns))
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
-		for _, n := range ns {
-			batch.Queue(receiveSQL, receiveArgs(n)...)
+		for _, i := range order {
+			batch.Queue(receiveSQL, receiveArgs(ns[i])...)
 		}
 		results := tx.SendBatch(ctx, batch)
 		// A delivery that stored nothing is looked up in pix_credits once
 		// the batch's results are read (one conversation at a time on the
 		// transaction's connection).
 		var unstored []int
-		for i, n := range ns {
-			r, stored, err := scanReceipt(results.QueryRow(), n)
-			if err == nil && !stored {
-				unstored = append(unstored, i)
-				continue
-			}
+		for _, i := range order {
+			r, stored, err := scanReceipt(results.QueryRow(), ns[i])
 			if err != nil {
+				// The first failure in execution order is the cause; the
+				// statements after it only found the transaction aborted.
 				results.Close() //nolint:errcheck // the item's error is the one to report
 				return &pix.ItemError{Index: i, Err: err}
+			}
+			if !stored {
+				unstored = append(unstored, i)
+				continue
 			}
 			receipts[i] = r
 		}
 		if err := results.Close(); err != nil {
 			return err
 		}
+		slices.Sort(unstored)
 		for _, i := range unstored {
 			r, err := creditedBefore(ctx, tx, ns[i])
 			if err != nil {
@@ -179,8 +206,8 @@ func (s *Store) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.
 	return receipts, nil
 }
 
-// Redrive puts a failed row back to pending, due for dispatch at once: the
-// dispatcher then starts a new workflow run. attempts and last_error are kept.
+// Redrive puts a failed row back to pending in a new drive, due for
+// dispatch at once: the dispatcher then starts a new workflow run. attempts and last_error are kept.
 // It returns the attempts the PIX has had.
 func (s *Store) Redrive(ctx context.Context, endToEndID string) (attempts int, err error) {
 	err = inTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -197,7 +224,7 @@ func (s *Store) Redrive(ctx context.Context, endToEndID string) (attempts int, e
 		}
 		_, err = tx.Exec(ctx, `
 			UPDATE inbox_messages
-			SET status = 'pending', dispatch_due_at = now(), dispatched_at = NULL, processed_at = NULL
+			SET status = 'pending', drive = drive + 1, dispatch_due_at = now(), dispatched_at = NULL, processed_at = NULL
 			WHERE end_to_end_id = $1`, endToEndID)
 		return err
 	})
@@ -212,36 +239,67 @@ type CreditOutcome struct {
 	// the activity, or a redelivery after the inbox row was cleaned up).
 	Credited     bool
 	BalanceAfter int64
+	// ChargeOutcome is what the credit did to the charge its PIX named
+	// (one of the Charge* values), "" when it named none.
+	ChargeOutcome string
 }
+
+// What a credit did to the charge (API Pix cob) its PIX named. A charge is
+// concluded only by a PIX credited to the charge's own account with the
+// amount the charge expects (any amount when it expects none); any other
+// PIX naming its txid is credited all the same, the charge stays as it
+// was, and the reason is recorded with the credit (pix_credits.charge_outcome).
+const (
+	ChargeConcluded      = "concluded"
+	ChargeOtherAccount   = "other_account"   // credited to another account (through its Pix key)
+	ChargeAmountMismatch = "amount_mismatch" // another amount than the charge expects
+	ChargeNotOpen        = "not_open"        // the charge was concluded or removed already
+	ChargeUnknown        = "unknown_charge"  // no charge has that txid (the key decided the account)
+)
+
+// StatusSuperseded is what MarkFailed answers a run whose drive is no
+// longer the row's: the row was re-driven since, and a newer run owns it.
+const StatusSuperseded = "superseded"
 
 // Credit credits the account of a pending inbox row, records the pix_credits
 // row and marks the inbox row done, all in one transaction (invariants I1-I3).
-// attempt is the processing attempt number to record (kept as the maximum
-// seen). Running it again after it committed changes nothing. Refusals:
-// pix.ErrCreditNotFound (no inbox row), pix.ErrNotPending (the row is failed),
-// pix.ErrAccountNotFound, pix.ErrAccountClosed, pix.ErrPayloadMismatch (an
-// earlier credit under this end_to_end_id went elsewhere), pix.ErrBalanceOverflow.
-func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (CreditOutcome, error) {
+// drive is the drive the caller's run belongs to (0: a run started before
+// drives were numbered, not fenced); attempt is the processing attempt
+// number to record (kept as the maximum seen). Running it again after it
+// committed changes nothing. Refusals: pix.ErrCreditNotFound (no inbox
+// row), pix.ErrNotPending (the row is failed), pix.ErrSuperseded (the row
+// was re-driven since the caller's drive), pix.ErrAccountNotFound,
+// pix.ErrAccountClosed, pix.ErrPayloadMismatch (an earlier credit under
+// this end_to_end_id went elsewhere), pix.ErrBalanceOverflow.
+func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt int) (CreditOutcome, error) {
 	var out CreditOutcome
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// The row, locked, and its account: named by the PSP (native format),
 		// else resolved through the Pix key, else through the charge's txid
 		// (API Pix format).
 		var status string
+		var rowDrive int
 		var pixKey, txid, account *string
 		err := tx.QueryRow(ctx, `
-			SELECT m.amount_cents, m.status, m.pix_key, m.txid,
+			SELECT m.amount_cents, m.status, m.drive, m.pix_key, m.txid,
 			       COALESCE(m.account_id, CASE WHEN m.pix_key IS NOT NULL THEN k.account_id ELSE c.account_id END)
 			FROM inbox_messages m
 			LEFT JOIN pix_keys k ON k.key = m.pix_key
 			LEFT JOIN pix_charges c ON c.txid = m.txid
 			WHERE m.end_to_end_id = $1
-			FOR UPDATE OF m`, endToEndID).Scan(&out.AmountCents, &status, &pixKey, &txid, &account)
+			FOR UPDATE OF m`, endToEndID).Scan(&out.AmountCents, &status, &rowDrive, &pixKey, &txid, &account)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return pix.ErrCreditNotFound
 		}
 		if err != nil {
 			return fmt.Errorf("lock inbox message: %w", err)
+		}
+		switch {
+		case status == pix.StatusDone:
+		case drive != 0 && rowDrive != drive:
+			return fmt.Errorf("%w: drive %d, the row is at drive %d", pix.ErrSuperseded, drive, rowDrive)
+		case status == pix.StatusFailed:
+			return pix.ErrNotPending
 		}
 		switch {
 		case account != nil:
@@ -252,11 +310,9 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 		default:
 			return fmt.Errorf("%w: %q", pix.ErrChargeNotFound, *txid)
 		}
-		switch status {
-		case pix.StatusDone:
-			return tx.QueryRow(ctx, `SELECT balance_after_cents FROM pix_credits WHERE end_to_end_id = $1`, endToEndID).Scan(&out.BalanceAfter)
-		case pix.StatusFailed:
-			return pix.ErrNotPending
+		if status == pix.StatusDone {
+			return tx.QueryRow(ctx, `SELECT balance_after_cents, COALESCE(charge_outcome, '') FROM pix_credits WHERE end_to_end_id = $1`,
+				endToEndID).Scan(&out.BalanceAfter, &out.ChargeOutcome)
 		}
 
 		// The account, locked, and any credit recorded in an earlier life of
@@ -264,13 +320,13 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 		// round trip.
 		var accountStatus string
 		var balance int64
-		var prevAccount *string
+		var prevAccount, prevCharge *string
 		var prevAmount, prevBalanceAfter *int64
 		err = tx.QueryRow(ctx, `
-			SELECT a.status, a.balance_cents, c.account_id, c.amount_cents, c.balance_after_cents
+			SELECT a.status, a.balance_cents, c.account_id, c.amount_cents, c.balance_after_cents, c.charge_outcome
 			FROM accounts a LEFT JOIN pix_credits c ON c.end_to_end_id = $2
 			WHERE a.id = $1
-			FOR UPDATE OF a`, out.AccountID, endToEndID).Scan(&accountStatus, &balance, &prevAccount, &prevAmount, &prevBalanceAfter)
+			FOR UPDATE OF a`, out.AccountID, endToEndID).Scan(&accountStatus, &balance, &prevAccount, &prevAmount, &prevBalanceAfter, &prevCharge)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: %s", pix.ErrAccountNotFound, out.AccountID)
 		}
@@ -283,6 +339,9 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 				return fmt.Errorf("%w: already credited %d to %s", pix.ErrPayloadMismatch, *prevAmount, *prevAccount)
 			}
 			out.BalanceAfter = *prevBalanceAfter
+			if prevCharge != nil {
+				out.ChargeOutcome = *prevCharge
+			}
 			_, err = tx.Exec(ctx, `
 				UPDATE inbox_messages
 				SET status = 'done', account_id = $3, attempts = GREATEST(attempts, $2), processed_at = clock_timestamp(), dispatch_due_at = NULL
@@ -300,22 +359,39 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 			return pix.ErrBalanceOverflow
 		}
 		out.BalanceAfter = balance + out.AmountCents
-		// The balance, the credit, its event, the inbox row and the charge it
-		// pays (if any, and still open) in one statement. The credit's time is
+		// The balance, the credit, its event, the inbox row and the charge
+		// its PIX names (concluded only under the charge rule, see
+		// ChargeConcluded) in one statement. The credit's time is
 		// clock_timestamp(), not now(): the moment of the credit, after the
 		// locks were obtained, not the transaction's start.
 		var recorded int
+		var chargeOutcome *string
 		err = tx.QueryRow(ctx, `
-			WITH charge AS (
-				UPDATE pix_charges SET status = 'CONCLUIDA', updated_at = clock_timestamp()
-				WHERE txid = $6 AND status = 'ATIVA'),
+			WITH charge_before AS (
+				SELECT account_id, amount_expected_cents, status FROM pix_charges WHERE txid = $6),
+			charge AS (
+				UPDATE pix_charges SET status = 'CONCLUIDA', concluded_by = $1, updated_at = clock_timestamp()
+				WHERE txid = $6 AND status = 'ATIVA' AND account_id = $2
+				  AND (amount_expected_cents IS NULL OR amount_expected_cents = $4)
+				RETURNING txid),
+			outcome AS (
+				SELECT CASE
+					WHEN $6::text IS NULL THEN NULL
+					WHEN EXISTS (SELECT 1 FROM charge) THEN 'concluded'
+					WHEN NOT EXISTS (SELECT 1 FROM charge_before) THEN 'unknown_charge'
+					WHEN (SELECT account_id FROM charge_before) <> $2 THEN 'other_account'
+					WHEN (SELECT status FROM charge_before) <> 'ATIVA' THEN 'not_open'
+					WHEN (SELECT amount_expected_cents FROM charge_before) <> $4 THEN 'amount_mismatch'
+					-- Open, right account and amount, yet not updated: a
+					-- concurrent PIX concluded it first.
+					ELSE 'not_open' END AS value),
 			balance AS (
 				UPDATE accounts SET balance_cents = $3, updated_at = clock_timestamp()
 				WHERE id = $2
 				RETURNING updated_at),
 			credit AS (
-				INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at)
-				SELECT $1, $2, $4, $3, updated_at FROM balance
+				INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at, charge_txid, charge_outcome)
+				SELECT $1, $2, $4, $3, updated_at, $6, (SELECT value FROM outcome) FROM balance
 				RETURNING end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at),
 			event AS (`+emitEvent(AggregateCredit, EventCreditSettled, "credit", "end_to_end_id",
 			`'end_to_end_id', end_to_end_id, 'account_id', account_id, 'amount_cents', amount_cents,
@@ -324,14 +400,17 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 			SET status = 'done', account_id = $2, attempts = GREATEST(attempts, $5), dispatch_due_at = NULL,
 			    processed_at = (SELECT credited_at FROM credit)
 			WHERE end_to_end_id = $1
-			RETURNING (SELECT count(*) FROM credit)`,
-			endToEndID, out.AccountID, out.BalanceAfter, out.AmountCents, attempt, txid).Scan(&recorded)
+			RETURNING (SELECT count(*) FROM credit), (SELECT value FROM outcome)`,
+			endToEndID, out.AccountID, out.BalanceAfter, out.AmountCents, attempt, txid).Scan(&recorded, &chargeOutcome)
 		if err != nil {
 			return fmt.Errorf("credit: %w", err)
 		}
 		if recorded != 1 {
 			// The locks make this impossible; if it happens, commit nothing.
 			return fmt.Errorf("credit: %d credit rows recorded, want 1", recorded)
+		}
+		if chargeOutcome != nil {
+			out.ChargeOutcome = *chargeOutcome
 		}
 		out.Credited = true
 		return nil
@@ -343,44 +422,93 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, attempt int) (Cre
 }
 
 // RecordAttemptFailure leaves the attempt count and the error on a pending
-// row. A row that is no longer pending is left alone.
-func (s *Store) RecordAttemptFailure(ctx context.Context, endToEndID string, attempt int, reason string) error {
+// row of the caller's drive (0: any). A row that is no longer pending, or
+// was re-driven since, is left alone.
+func (s *Store) RecordAttemptFailure(ctx context.Context, endToEndID string, drive, attempt int, reason string) error {
 	_, err := s.pool.Exec(ctx, `
 		UPDATE inbox_messages SET attempts = GREATEST(attempts, $2), last_error = $3
-		WHERE end_to_end_id = $1 AND status = 'pending'`, endToEndID, attempt, reason)
+		WHERE end_to_end_id = $1 AND status = 'pending' AND ($4 = 0 OR drive = $4)`, endToEndID, attempt, reason, drive)
 	if err != nil {
 		return classify(fmt.Errorf("record attempt failure: %w", err))
 	}
 	return nil
 }
 
-// MarkFailed moves a pending row to failed with its last error, and returns
-// the row's status and attempt count afterwards: "done" when a credit
-// committed first (an attempt whose success was never reported), which the
-// caller must honour. attempts, when larger than the stored count, replaces
-// it.
-func (s *Store) MarkFailed(ctx context.Context, endToEndID string, attempts int, reason string) (status string, attemptsAfter int, err error) {
-	err = s.pool.QueryRow(ctx, `
-		WITH failed AS (
-			UPDATE inbox_messages
-			SET status = 'failed', attempts = GREATEST(attempts, $2), last_error = $3,
-			    processed_at = clock_timestamp(), dispatch_due_at = NULL
-			WHERE end_to_end_id = $1 AND status = 'pending'
-			RETURNING status, end_to_end_id, account_id, pix_key, txid, amount_cents, attempts, last_error, processed_at),
-		event AS (`+emitEvent(AggregateCredit, EventCreditFailed, "failed", "end_to_end_id",
-		`'end_to_end_id', end_to_end_id, 'account_id', account_id, 'pix_key', pix_key, 'txid', txid,
-			 'amount_cents', amount_cents, 'attempts', attempts, 'reason', last_error, 'failed_at', processed_at`)+`)
-		SELECT status, attempts FROM failed
-		UNION ALL
-		SELECT status, attempts FROM inbox_messages WHERE end_to_end_id = $1 AND NOT EXISTS (SELECT 1 FROM failed)`,
-		endToEndID, attempts, reason).Scan(&status, &attemptsAfter)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", 0, pix.ErrCreditNotFound
-	}
+// MarkFailed closes the caller's drive of a PIX as failed, with its last
+// error and its event, and says what it found and did. The row is locked first and decided on as it is now, not as
+// a statement snapshot saw it:
+//   - "done": a credit committed first (an attempt whose success was never
+//     reported, or one that committed while this waited), which the caller
+//     must honour;
+//   - StatusSuperseded: the row was re-driven since (drive is older than
+//     the row's): a newer run owns it, and nothing is changed;
+//   - "failed": failed now, or already by this drive (a retry whose first
+//     try committed and whose answer was lost: no second event).
+//
+// drive 0 (a run from before drives were numbered) is not fenced.
+// attempts, when larger than the stored count, replaces it.
+func (s *Store) MarkFailed(ctx context.Context, endToEndID string, drive, attempts int, reason string) (MarkFailedOutcome, error) {
+	var out MarkFailedOutcome
+	status, attemptsAfter := &out.Status, &out.Attempts
+	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		out = MarkFailedOutcome{}
+		var rowDrive int
+		err := tx.QueryRow(ctx, `SELECT status, drive, attempts FROM inbox_messages WHERE end_to_end_id = $1 FOR UPDATE`,
+			endToEndID).Scan(status, &rowDrive, attemptsAfter)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// The retention removes done rows only: credited, if it has a credit.
+			var credited bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pix_credits WHERE end_to_end_id = $1)`, endToEndID).Scan(&credited); err != nil {
+				return fmt.Errorf("look up credit: %w", err)
+			}
+			if !credited {
+				return pix.ErrCreditNotFound
+			}
+			*status = pix.StatusDone
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("lock inbox message: %w", err)
+		}
+		switch {
+		case *status == pix.StatusDone:
+			return nil
+		case drive != 0 && rowDrive != drive:
+			*status = StatusSuperseded
+			return nil
+		case *status == pix.StatusFailed:
+			return nil
+		}
+		*status, out.Marked = pix.StatusFailed, true
+		return tx.QueryRow(ctx, `
+			WITH failed AS (
+				UPDATE inbox_messages
+				SET status = 'failed', attempts = GREATEST(attempts, $2), last_error = $3,
+				    processed_at = clock_timestamp(), dispatch_due_at = NULL
+				WHERE end_to_end_id = $1
+				RETURNING end_to_end_id, account_id, pix_key, txid, amount_cents, attempts, last_error, processed_at),
+			event AS (`+emitEvent(AggregateCredit, EventCreditFailed, "failed", "end_to_end_id",
+			`'end_to_end_id', end_to_end_id, 'account_id', account_id, 'pix_key', pix_key, 'txid', txid,
+				 'amount_cents', amount_cents, 'attempts', attempts, 'reason', last_error, 'failed_at', processed_at`)+`)
+			SELECT attempts FROM failed`, endToEndID, attempts, reason).Scan(attemptsAfter)
+	})
 	if err != nil {
-		return "", 0, classify(fmt.Errorf("mark inbox message failed: %w", err))
+		return MarkFailedOutcome{}, err
 	}
-	return status, attemptsAfter, nil
+	return out, nil
+}
+
+// MarkFailedOutcome is what MarkFailed found and did.
+type MarkFailedOutcome struct {
+	// Status is the row's status for the caller: pix.StatusFailed,
+	// pix.StatusDone or StatusSuperseded.
+	Status string
+	// Attempts is the row's attempt count afterwards.
+	Attempts int
+	// Marked is true when this call failed the row (and wrote its event);
+	// false when it found it failed by this drive already, done, or
+	// superseded.
+	Marked bool
 }
 
 // Due is an open row whose workflow must be (re)started: a pending inbox
@@ -388,6 +516,9 @@ func (s *Store) MarkFailed(ctx context.Context, endToEndID string, attempts int,
 type Due struct {
 	Key      string
 	Attempts int
+	// Drive is the row's drive when it was claimed (always 1 for a
+	// transfer): the dispatcher's records of this claim are fenced by it.
+	Drive int
 	// Dispatched is true when a run of the row's current drive was started.
 	Dispatched bool
 	// What the run is listed under in the Temporal UI: the PIX's
@@ -417,16 +548,18 @@ type dueTable struct {
 	key      string // the key column
 	keyArray string // the type of an array of keys
 	attempts string // the row's attempts so far (of the claimed row m)
+	drive    string // the row's drive (of the row m)
 	open     string // the rows that can be due (the partial index's predicate)
 	listing  string // Due's columns from EndToEndID on (of the claimed row m)
 }
 
 var (
-	inboxDue = dueTable{"inbox_messages", "end_to_end_id", "text[]", "m.attempts", "status = 'pending'",
+	inboxDue = dueTable{"inbox_messages", "end_to_end_id", "text[]", "m.attempts", "m.drive", "m.status = 'pending'",
 		`m.end_to_end_id, m.account_id, m.amount_cents, m.status, m.psp,
 		 jsonb_strip_nulls(jsonb_build_object('payer', COALESCE(m.payload->'payer', m.payload->'pagador'), 'payer_message', m.payload->'infoPagador')),
 		 m.received_at`}
-	transferDue = dueTable{"pix_transfers", "id", "uuid[]", "0", "dispatch_due_at IS NOT NULL",
+	// A transfer has one drive: it stays open until it is final.
+	transferDue = dueTable{"pix_transfers", "id", "uuid[]", "0", "1", "m.dispatch_due_at IS NOT NULL",
 		`m.end_to_end_id, m.account_id, m.amount_cents, m.status, NULL::text, jsonb_build_object('payee_pix_key', m.pix_key), m.created_at`}
 )
 
@@ -438,14 +571,14 @@ func (s *Store) claimDue(ctx context.Context, t dueTable, limit int, lease time.
 	rows, err := s.pool.Query(ctx, `
 		UPDATE `+t.name+` m SET dispatch_due_at = now() + $2::interval
 		FROM (
-			SELECT `+t.key+` FROM `+t.name+`
-			WHERE `+t.open+` AND dispatch_due_at <= now()
+			SELECT m.`+t.key+` FROM `+t.name+` m
+			WHERE `+t.open+` AND m.dispatch_due_at <= now()
 			ORDER BY dispatch_due_at
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED
 		) due
 		WHERE m.`+t.key+` = due.`+t.key+`
-		RETURNING m.`+t.key+`::text, `+t.attempts+`, m.dispatched_at IS NOT NULL, `+t.listing, limit, lease)
+		RETURNING m.`+t.key+`::text, `+t.attempts+`, `+t.drive+`, m.dispatched_at IS NOT NULL, `+t.listing, limit, lease)
 	if err != nil {
 		return nil, classify(fmt.Errorf("claim due %s: %w", t.name, err))
 	}
@@ -456,28 +589,44 @@ func (s *Store) claimDue(ctx context.Context, t dueTable, limit int, lease time.
 	return due, nil
 }
 
-// markDispatched records that the rows' workflows run: the first start of a
-// drive is kept in dispatched_at, and the rows come due again only after
-// recheckAfter, to make sure their run still exists.
-func (s *Store) markDispatched(ctx context.Context, t dueTable, keys []string, recheckAfter time.Duration) error {
-	_, err := s.pool.Exec(ctx, `
-		UPDATE `+t.name+`
-		SET dispatched_at = COALESCE(dispatched_at, now()), dispatch_due_at = now() + $2::interval
-		WHERE `+t.key+` = ANY($1::`+t.keyArray+`) AND `+t.open, keys, recheckAfter)
-	if err != nil {
-		return classify(fmt.Errorf("mark %s dispatched: %w", t.name, err))
-	}
-	return nil
+// markDispatched records that the claimed rows' workflows run: the first
+// start of a drive is kept in dispatched_at, and the rows come due again
+// only after recheckAfter, to make sure their run still exists. A row that
+// left the claimed drive meanwhile (its run failed and it was re-driven) is
+// left alone: the record is about a run of the old drive.
+func (s *Store) markDispatched(ctx context.Context, t dueTable, claimed []Due, recheckAfter time.Duration) error {
+	return s.updateClaimed(ctx, t, claimed, "mark dispatched",
+		`dispatched_at = COALESCE(m.dispatched_at, now()), dispatch_due_at = now() + $3::interval`, recheckAfter)
 }
 
-// deferDispatch makes open rows due again after delay (their workflow start
-// failed).
-func (s *Store) deferDispatch(ctx context.Context, t dueTable, keys []string, delay time.Duration) error {
+// deferDispatch makes claimed rows due again after delay (their workflow
+// start failed, or an older run is still closing), unless they left the
+// claimed drive meanwhile.
+func (s *Store) deferDispatch(ctx context.Context, t dueTable, claimed []Due, delay time.Duration) error {
+	return s.updateClaimed(ctx, t, claimed, "defer dispatch", `dispatch_due_at = now() + $3::interval`, delay)
+}
+
+// updateClaimed applies set to those claimed rows that are still open in
+// the drive they were claimed in, locking them in key order (two
+// dispatchers recording overlapping claims never wait for each other in a
+// cycle).
+func (s *Store) updateClaimed(ctx context.Context, t dueTable, claimed []Due, what, set string, d time.Duration) error {
+	keys := make([]string, len(claimed))
+	drives := make([]int32, len(claimed))
+	for i, c := range claimed {
+		keys[i], drives[i] = c.Key, int32(c.Drive)
+	}
 	_, err := s.pool.Exec(ctx, `
-		UPDATE `+t.name+` SET dispatch_due_at = now() + $2::interval
-		WHERE `+t.key+` = ANY($1::`+t.keyArray+`) AND `+t.open, keys, delay)
+		WITH fenced AS (
+			SELECT m.`+t.key+` AS key FROM `+t.name+` m
+			JOIN unnest($1::`+t.keyArray+`, $2::int[]) AS c(key, drive) ON m.`+t.key+` = c.key
+			WHERE `+t.open+` AND `+t.drive+` = c.drive
+			ORDER BY m.`+t.key+`
+			FOR UPDATE OF m)
+		UPDATE `+t.name+` m SET `+set+`
+		FROM fenced WHERE m.`+t.key+` = fenced.key`, keys, drives, d)
 	if err != nil {
-		return classify(fmt.Errorf("defer %s dispatch: %w", t.name, err))
+		return classify(fmt.Errorf("%s %s: %w", what, t.name, err))
 	}
 	return nil
 }
@@ -504,14 +653,14 @@ func (q DueQueue) Claim(ctx context.Context, limit int, lease time.Duration) ([]
 	return q.store.claimDue(ctx, q.table, limit, lease)
 }
 
-// MarkDispatched records that the rows' workflows run.
-func (q DueQueue) MarkDispatched(ctx context.Context, keys []string, recheckAfter time.Duration) error {
-	return q.store.markDispatched(ctx, q.table, keys, recheckAfter)
+// MarkDispatched records that the claimed rows' workflows run.
+func (q DueQueue) MarkDispatched(ctx context.Context, claimed []Due, recheckAfter time.Duration) error {
+	return q.store.markDispatched(ctx, q.table, claimed, recheckAfter)
 }
 
-// DeferDispatch makes open rows due again after delay.
-func (q DueQueue) DeferDispatch(ctx context.Context, keys []string, delay time.Duration) error {
-	return q.store.deferDispatch(ctx, q.table, keys, delay)
+// DeferDispatch makes claimed rows due again after delay.
+func (q DueQueue) DeferDispatch(ctx context.Context, claimed []Due, delay time.Duration) error {
+	return q.store.deferDispatch(ctx, q.table, claimed, delay)
 }
 
 // GetCredit reports one incoming PIX: its inbox row, or, once that was
@@ -519,20 +668,24 @@ func (q DueQueue) DeferDispatch(ctx context.Context, keys []string, delay time.D
 func (s *Store) GetCredit(ctx context.Context, endToEndID string) (pix.Credit, error) {
 	var c pix.Credit
 	// NULL once the inbox row was cleaned up: the credit no longer says.
-	var source *string
+	var source, chargeTxID, chargeOutcome *string
 	err := s.pool.QueryRow(ctx, `
 		SELECT m.end_to_end_id, m.source, m.account_id, m.pix_key, m.txid, m.amount_cents, m.status, m.attempts, m.last_error,
-		       m.deliveries, m.received_at, m.processed_at, c.credited_at
+		       m.deliveries, m.received_at, m.processed_at, c.credited_at, c.charge_txid, c.charge_outcome
 		FROM inbox_messages m LEFT JOIN pix_credits c USING (end_to_end_id)
 		WHERE m.end_to_end_id = $1
 		UNION ALL
-		SELECT c.end_to_end_id, NULL, c.account_id, NULL, NULL, c.amount_cents, 'done', 0, NULL, 0, c.credited_at, c.credited_at, c.credited_at
+		SELECT c.end_to_end_id, NULL, c.account_id, NULL, c.charge_txid, c.amount_cents, 'done', 0, NULL, 0, c.credited_at, c.credited_at, c.credited_at,
+		       c.charge_txid, c.charge_outcome
 		FROM pix_credits c
 		WHERE c.end_to_end_id = $1 AND NOT EXISTS (SELECT 1 FROM inbox_messages WHERE end_to_end_id = $1)`,
 		endToEndID).Scan(&c.EndToEndID, &source, &c.AccountID, &c.PixKey, &c.TxID, &c.AmountCents, &c.Status, &c.Attempts, &c.LastError,
-		&c.Deliveries, &c.ReceivedAt, &c.ProcessedAt, &c.CreditedAt)
+		&c.Deliveries, &c.ReceivedAt, &c.ProcessedAt, &c.CreditedAt, &chargeTxID, &chargeOutcome)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return pix.Credit{}, pix.ErrCreditNotFound
+	}
+	if chargeTxID != nil && chargeOutcome != nil {
+		c.Charge = &pix.ChargeView{TxID: *chargeTxID, Outcome: *chargeOutcome}
 	}
 	if err != nil {
 		return pix.Credit{}, classify(fmt.Errorf("get pix credit: %w", err))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	neturl "net/url"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -43,16 +45,54 @@ func classify(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		// Class 08: connection exception; 57P0x: server shutting down or starting.
-		if !strings.HasPrefix(pgErr.Code, "08") && !strings.HasPrefix(pgErr.Code, "57P") {
+		// Class 08: connection exception; 57P0x: server shutting down or
+		// starting; 40001 and 40P01: a serialization failure or a deadlock,
+		// which rolled the transaction back and succeed when tried again.
+		if !strings.HasPrefix(pgErr.Code, "08") && !strings.HasPrefix(pgErr.Code, "57P") && !isContention(err) {
 			return err
 		}
 	}
 	return fmt.Errorf("%w: %w", pix.ErrUnavailable, err)
 }
 
-// inTx runs fn in one transaction, committing when fn returns nil.
+// isContention reports whether PostgreSQL rolled a transaction back because
+// it collided with another (serialization failure, deadlock): nothing was
+// written, and the same transaction may simply run again.
+func isContention(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+}
+
+// txAttempts is how many times inTx runs a transaction that collided with
+// another (isContention) before it gives up with pix.ErrUnavailable (503,
+// "retry later").
+const txAttempts = 3
+
+// inTx runs fn in one transaction, committing when fn returns nil. A
+// transaction rolled back by a deadlock or a serialization failure runs
+// again, up to txAttempts times in all: fn must do nothing but its
+// statements on tx, which every caller's does.
 func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	return inTxAttempts(ctx, pool, txAttempts, fn)
+}
+
+func inTxAttempts(ctx context.Context, pool *pgxpool.Pool, attempts int, fn func(tx pgx.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := inTxOnce(ctx, pool, fn)
+		if err == nil || attempt >= attempts || !isContention(err) {
+			return err
+		}
+		// A short, growing, jittered pause lets the other side finish.
+		pause := time.Duration(attempt)*5*time.Millisecond + time.Duration(rand.Int64N(int64(5*time.Millisecond)))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+func inTxOnce(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return classify(fmt.Errorf("begin: %w", err))

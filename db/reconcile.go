@@ -94,14 +94,21 @@ type Redriven struct {
 	Attempts   int
 }
 
-// RedriveFailed puts every failed PIX of one account back to pending, due
-// at once, and returns them.
+// RedriveFailed puts every failed PIX of one account back to pending in a
+// new drive, due at once, and returns them.
 func (s *Store) RedriveFailed(ctx context.Context, accountID string) ([]Redriven, error) {
+	// Locked in end_to_end_id order first: a concurrent re-drive, or a
+	// batch of redeliveries, takes the same rows in the same order.
 	rows, err := s.pool.Query(ctx, `
-		UPDATE inbox_messages
-		SET status = 'pending', dispatch_due_at = now(), dispatched_at = NULL, processed_at = NULL
-		WHERE status = 'failed' AND account_id = $1
-		RETURNING end_to_end_id, attempts`, accountID)
+		WITH failed AS (
+			SELECT end_to_end_id FROM inbox_messages
+			WHERE status = 'failed' AND account_id = $1
+			ORDER BY end_to_end_id
+			FOR UPDATE)
+		UPDATE inbox_messages m
+		SET status = 'pending', drive = m.drive + 1, dispatch_due_at = now(), dispatched_at = NULL, processed_at = NULL
+		FROM failed WHERE m.end_to_end_id = failed.end_to_end_id AND m.status = 'failed'
+		RETURNING m.end_to_end_id, m.attempts`, accountID)
 	if err != nil {
 		return nil, classify(fmt.Errorf("re-drive failed credits: %w", err))
 	}

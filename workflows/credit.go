@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
 )
 
@@ -38,6 +39,7 @@ func CreditLogAttrs(endToEndID string, attempt int) []any {
 // succeed by retrying: the run fails at once. AccountNotFound is deliberately
 // absent: an account may be in the middle of being opened.
 var NonRetryableCreditErrors = []string{
+	activities.ErrTypeSuperseded,
 	activities.ErrTypeAccountClosed,
 	activities.ErrTypeInboxMessageNotFound,
 	activities.ErrTypeInboxMessageNotPending,
@@ -129,7 +131,10 @@ type CreditInput struct {
 	EndToEndID string
 	// PriorAttempts is the inbox row's attempt count at dispatch.
 	PriorAttempts int
-	Retry         RetrySettings
+	// Drive is the inbox row's drive at dispatch: the run's writes are
+	// fenced by it (0 in histories from before drives were numbered).
+	Drive int
+	Retry RetrySettings
 }
 
 // CreditOutput is the result of a successful run.
@@ -173,10 +178,14 @@ func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 		err := workflow.ExecuteLocalActivity(creditCtx, a.CreditAccount, activities.CreditInput{
 			EndToEndID:    in.EndToEndID,
 			PriorAttempts: in.PriorAttempts,
+			Drive:         in.Drive,
 		}).Get(ctx, &res)
 		if err == nil {
 			upsertStatus(ctx, version, pix.StatusDone, AttrAccountID.ValueSet(res.AccountID))
 			return CreditOutput{Credited: res.Credited, AccountID: res.AccountID, AmountCents: res.AmountCents, BalanceAfter: res.BalanceAfter}, nil
+		}
+		if isSuperseded(err) {
+			return CreditOutput{}, superseded(ctx, in, err)
 		}
 		if !isTechnical(err) {
 			return failCredit(ctx, version, in, err)
@@ -211,10 +220,14 @@ func failCredit(ctx workflow.Context, version workflow.Version, in CreditInput, 
 	var marked activities.MarkFailedResult
 	if err := workflow.ExecuteActivity(markCtx, a.MarkCreditFailed, activities.MarkFailedInput{
 		EndToEndID: in.EndToEndID,
+		Drive:      in.Drive,
 		Attempts:   attempts,
 		Reason:     reason,
 	}).Get(ctx, &marked); err != nil {
 		return CreditOutput{}, fmt.Errorf("mark pix credit failed: %w", err)
+	}
+	if marked.Status == db.StatusSuperseded {
+		return CreditOutput{}, superseded(ctx, in, err)
 	}
 	upsertStatus(ctx, version, marked.Status)
 	if marked.Status == pix.StatusDone {
@@ -223,6 +236,22 @@ func failCredit(ctx workflow.Context, version workflow.Version, in CreditInput, 
 		return CreditOutput{}, nil
 	}
 	return CreditOutput{}, temporal.NewNonRetryableApplicationError("pix credit failed: "+reason, ErrTypeCreditFailed, err)
+}
+
+// superseded ends a run whose drive is no longer the row's: the row was
+// re-driven after this run failed it (the failure's answer was lost and
+// the activity ran again), and a newer run owns it. The run fails, naming
+// that, and touches nothing: its listing keeps the status it had.
+func superseded(ctx workflow.Context, in CreditInput, cause error) error {
+	workflow.GetLogger(ctx).Warn("the PIX was re-driven since this run's drive; stopping", "end_to_end_id", in.EndToEndID, "drive", in.Drive)
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("pix credit superseded: drive %d was re-driven", in.Drive),
+		activities.ErrTypeSuperseded, cause)
+}
+
+// isSuperseded reports whether an activity found the run's drive superseded.
+func isSuperseded(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeSuperseded
 }
 
 // isTechnical reports whether a round failed for a reason outside the PIX:

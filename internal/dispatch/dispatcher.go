@@ -23,8 +23,11 @@ type Source interface {
 	// Channel is the PostgreSQL notification channel that says rows are due.
 	Channel() string
 	Claim(ctx context.Context, limit int, lease time.Duration) ([]db.Due, error)
-	MarkDispatched(ctx context.Context, keys []string, recheckAfter time.Duration) error
-	DeferDispatch(ctx context.Context, keys []string, delay time.Duration) error
+	// MarkDispatched and DeferDispatch record the outcome of claimed rows'
+	// starts, fenced by the drive each row was claimed in: a record that
+	// arrives after the row was re-driven changes nothing.
+	MarkDispatched(ctx context.Context, claimed []db.Due, recheckAfter time.Duration) error
+	DeferDispatch(ctx context.Context, claimed []db.Due, delay time.Duration) error
 	// Start starts the row's workflow; started is false when a run of it
 	// was already open.
 	Start(ctx context.Context, c client.Client, due db.Due) (started bool, err error)
@@ -141,9 +144,9 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	}
 	var (
 		mu      sync.Mutex
-		running []string // started now, or found running from this drive
-		failed  []string
-		closing []string
+		running []db.Due // started now, or found running from this drive
+		failed  []db.Due
+		closing []db.Due
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(d.opts.Concurrency)
@@ -157,10 +160,10 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 			defer mu.Unlock()
 			switch {
 			case err != nil:
-				failed = append(failed, m.Key)
+				failed = append(failed, m)
 				log.Warn("workflow start failed; will retry", "error", err)
 			case isNew:
-				running = append(running, m.Key)
+				running = append(running, m)
 				if m.FirstStart() {
 					d.opts.Metrics.DispatchLag(d.src.Kind(), time.Since(m.Since))
 				}
@@ -169,10 +172,10 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 				// A run is open although this drive started none: the run
 				// of an earlier drive (a failed one, re-driven) is still
 				// closing. Try again shortly rather than at the recheck.
-				closing = append(closing, m.Key)
+				closing = append(closing, m)
 				log.Info("previous workflow run still open; will start the re-drive shortly")
 			default:
-				running = append(running, m.Key)
+				running = append(running, m)
 				log.Debug("workflow run still open")
 			}
 			return nil

@@ -19,7 +19,7 @@ type InboxSource struct {
 func (s InboxSource) Kind() string { return "inbox" }
 func (s InboxSource) Start(ctx context.Context, c client.Client, due db.Due) (bool, error) {
 	return workflows.StartCredit(ctx, c, s.TaskQueue, workflows.CreditInput{
-		EndToEndID: due.Key, PriorAttempts: due.Attempts, Retry: s.Retry,
+		EndToEndID: due.Key, PriorAttempts: due.Attempts, Drive: due.Drive, Retry: s.Retry,
 	}, listing(due))
 }
 func (s InboxSource) LogAttrs(due db.Due) []any {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,6 +78,10 @@ type Worker struct {
 	dispatchLag *prometheus.HistogramVec
 	reconcile   *prometheus.GaugeVec
 	reconciled  prometheus.Gauge
+	// chargeMismatches and pspRefusals count what needs a human's look
+	// although no money went wrong.
+	chargeMismatches *prometheus.CounterVec
+	pspRefusals      *prometheus.CounterVec
 }
 
 // NewWorker registers the worker's counters on r.
@@ -110,7 +115,15 @@ func NewWorker(r *prometheus.Registry) *Worker {
 			Help: "When the last reconciliation finished (Unix time); alert when it grows old.",
 		}),
 	}
-	r.MustRegister(w.credits, w.failures, w.transfers, w.dispatchLag, w.reconcile, w.reconciled)
+	w.chargeMismatches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pix_charge_not_concluded_total",
+		Help: "PIX credited that named a charge (txid) they did not conclude, by outcome (other_account, amount_mismatch, not_open, unknown_charge); each needs a look.",
+	}, []string{"outcome"})
+	w.pspRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pix_psp_request_refused_total",
+		Help: "PSP answers that refused a transfer request itself (401, 403, 400, 404, 413, ...), by status code: our credentials or request are wrong; never refunded, retried, alert on any.",
+	}, []string{"status_code"})
+	r.MustRegister(w.credits, w.failures, w.transfers, w.dispatchLag, w.reconcile, w.reconciled, w.chargeMismatches, w.pspRefusals)
 	return w
 }
 
@@ -145,6 +158,23 @@ func (w *Worker) Credited() {
 func (w *Worker) CreditFailed(errType string) {
 	if w != nil {
 		w.failures.WithLabelValues(errType).Inc()
+	}
+}
+
+// ChargeNotConcluded counts one PIX credited that named a charge it did not
+// conclude, by why (db.ChargeOtherAccount, ...).
+func (w *Worker) ChargeNotConcluded(outcome string) {
+	if w != nil {
+		w.chargeMismatches.WithLabelValues(outcome).Inc()
+	}
+}
+
+// PSPRequestRefused counts one PSP answer that refused our request itself
+// (credentials, a malformed request: never a reason to refund), by HTTP
+// status code.
+func (w *Worker) PSPRequestRefused(statusCode int) {
+	if w != nil {
+		w.pspRefusals.WithLabelValues(strconv.Itoa(statusCode)).Inc()
 	}
 }
 

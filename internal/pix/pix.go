@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Inbox row statuses. See the life of a row in shared/design.md.
+// Inbox row statuses (the life of a row: README, "The flow").
 const (
 	StatusPending = "pending"
 	StatusDone    = "done"
@@ -85,6 +85,18 @@ type Credit struct {
 	ReceivedAt  time.Time  `json:"received_at"`
 	ProcessedAt *time.Time `json:"processed_at"`
 	CreditedAt  *time.Time `json:"credited_at"`
+	// Charge is what the credit did to the charge (cob) its PIX named by
+	// txid; absent when it named none or is not credited yet.
+	Charge *ChargeView `json:"charge,omitempty"`
+}
+
+// ChargeView is what a credit did to the charge its PIX named: Outcome is
+// "concluded", or why the charge was left as it was ("other_account",
+// "amount_mismatch", "not_open", "unknown_charge"). The PIX is credited
+// either way.
+type ChargeView struct {
+	TxID    string `json:"txid"`
+	Outcome string `json:"outcome"`
 }
 
 // Account is a customer account as the API reports it.
@@ -143,6 +155,9 @@ var (
 	// ErrNotPending: a credit was attempted on a row that is not pending
 	// (failed rows are credited only after a re-drive puts them back).
 	ErrNotPending = errors.New("inbox message is not pending")
+	// ErrSuperseded: a run of an older drive of a PIX acted after the row
+	// was re-driven; a newer run owns the row, and nothing was changed.
+	ErrSuperseded = errors.New("a newer drive of this pix credit owns it")
 	// ErrBalanceOverflow: the credit would overflow the balance column.
 	ErrBalanceOverflow = errors.New("credit would overflow the account balance")
 	// ErrUnavailable: a dependency (PostgreSQL) can't be reached; the caller
@@ -152,7 +167,7 @@ var (
 
 var refusals = []error{
 	ErrPayloadMismatch, ErrCreditNotFound, ErrAccountNotFound, ErrPixKeyNotFound, ErrChargeNotFound, ErrAccountClosed,
-	ErrNotFailed, ErrNotPending, ErrBalanceOverflow,
+	ErrNotFailed, ErrNotPending, ErrSuperseded, ErrBalanceOverflow,
 	ErrInsufficientFunds, ErrTransferNotFound, ErrTransferFinal, ErrIdempotencyKeyReused, ErrRequestInProgress,
 }
 

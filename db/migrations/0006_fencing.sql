@@ -1,0 +1,22 @@
+-- Fencing of stale actors, and the charge rule.
+--
+-- drive numbers the drives of an inbox row: 1 on arrival, +1 at each
+-- re-drive (a redelivery of a failed row, an admin re-drive). Every write
+-- that a workflow run or a dispatcher decided on (mark failed, record an
+-- attempt, record a dispatch) names the drive it belongs to and changes
+-- nothing once the row has moved on to a newer drive: a retried activity
+-- whose first try committed, or a dispatcher that is late, can't undo what
+-- came after it. A constant default: no table rewrite.
+ALTER TABLE inbox_messages ADD COLUMN drive integer NOT NULL DEFAULT 1 CHECK (drive >= 1);
+
+-- What a credit did to the charge its PIX named (API Pix txid): concluded
+-- it, or why not. The PIX is credited either way; a charge is concluded
+-- only by a PIX credited to the charge's own account with the amount the
+-- charge expects. Kept with the credit, which outlives the inbox row.
+ALTER TABLE pix_credits
+    ADD COLUMN charge_txid    text,
+    ADD COLUMN charge_outcome text CHECK (charge_outcome IN ('concluded', 'other_account', 'amount_mismatch', 'not_open', 'unknown_charge')),
+    ADD CONSTRAINT pix_credits_charge CHECK ((charge_txid IS NULL) = (charge_outcome IS NULL));
+
+-- The PIX that concluded the charge.
+ALTER TABLE pix_charges ADD COLUMN concluded_by text;
