@@ -27,6 +27,16 @@ const (
 	// The run fails (visible); the dispatcher's recheck starts a new run,
 	// which submits again under the same end_to_end_id.
 	ErrTypePSPTransferUnknown = "PSPTransferUnknown"
+	// ErrTypePSPRequestRefused: the PSP refused our request itself (401,
+	// 403, 400, 404, 413, ...): our credentials or request are wrong. Never
+	// a reason to refund: retried with backoff; after
+	// refusedAttemptsPerRun attempts of a run the run fails visibly, the
+	// transfer stays open, and the dispatcher's recheck starts another run.
+	ErrTypePSPRequestRefused = "PSPRequestRefused"
+	// ErrTypeRejectionUnconfirmed: the PSP rejected the submission but its
+	// status query did not confirm it (no answer, or no such transfer):
+	// nothing is refunded on a guess; retried.
+	ErrTypeRejectionUnconfirmed = "RejectionUnconfirmed"
 	// ErrTypeTransferNotFound: no transfer with that id.
 	ErrTypeTransferNotFound = "TransferNotFound"
 	// ErrTypeTransferFinal: the PSP's answer contradicts the transfer's
@@ -65,10 +75,23 @@ func (a *Activities) loadTransfer(ctx context.Context, id string) (pix.Transfer,
 	return t, log, nil
 }
 
+// refusedAttemptsPerRun is how many attempts of one run's submission may
+// meet a refused request (ErrTypePSPRequestRefused) before the run fails:
+// with the saga's backoff, a minute or two of retries, then a failed run
+// that an operator sees, and a new run at the dispatcher's recheck.
+const refusedAttemptsPerRun = 8
+
 // SubmitTransfer asks the PSP to send the transfer, under its end_to_end_id
 // (the PSP deduplicates on it, so a retry never sends twice), and records
-// the submission. A PSP rejection, or a refusal of the request itself (4xx),
-// is a result, not an error: the workflow compensates.
+// the submission. What it returns follows the PSP answer classes
+// (psp.Classify, README "PSP answers"):
+//   - a Result: pending or settled, recorded as submitted; rejected only
+//     once the PSP's status query confirms it (an earlier submission whose
+//     answer was lost may have made it settled or pending);
+//   - 409 (already submitted): the PSP's status is asked and returned;
+//   - a refused request (credentials, a malformed request): an error of
+//     type PSPRequestRefused, never a rejection, retried and counted;
+//   - no answer: an error of type PSPUnavailable, retried.
 func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPResult, error) {
 	t, log, err := a.loadTransfer(ctx, in.TransferID)
 	if err != nil {
@@ -78,13 +101,23 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 		return PSPResult{EndToEndID: t.EndToEndID, Status: t.Status, AlreadyFinal: true}, nil
 	}
 	res, err := a.PSP.Submit(ctx, psp.Transfer{EndToEndID: t.EndToEndID, AccountID: t.AccountID, AmountCents: t.AmountCents, PixKey: t.PixKey})
-	var refused *psp.RequestError
-	switch {
-	case errors.As(err, &refused):
-		log.Warn("psp refused the transfer request", "status_code", refused.StatusCode, "error", refused.Message)
-		return PSPResult{EndToEndID: t.EndToEndID, Status: string(psp.StatusRejected),
-			Reason: fmt.Sprintf("psp refused the request (%d): %s", refused.StatusCode, refused.Message)}, nil
-	case err != nil:
+	switch answer := psp.Classify(err); answer {
+	case psp.AnswerResult:
+		if res.Status == psp.StatusRejected {
+			// A rejection refunds: only on the PSP's own record of it.
+			log.Warn("psp rejected the submission; confirming with its status", "reason", res.Reason)
+			if res, err = a.confirmRejection(ctx, log, t.EndToEndID); err != nil {
+				return PSPResult{}, err
+			}
+		}
+	case psp.AnswerAlreadySubmitted:
+		log.Info("psp already has the transfer; asking its status")
+		if res, err = a.PSP.Status(ctx, t.EndToEndID); err != nil {
+			return PSPResult{}, a.statusError(ctx, log, t.EndToEndID, err)
+		}
+	case psp.AnswerRequestRefused:
+		return PSPResult{}, a.requestRefused(ctx, log, err)
+	default:
 		return PSPResult{}, pspError(err)
 	}
 	if res.Status != psp.StatusRejected {
@@ -96,15 +129,78 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 	return PSPResult{EndToEndID: t.EndToEndID, Status: string(res.Status), Reason: res.Reason}, nil
 }
 
+// confirmRejection asks the PSP's status of a transfer whose submission it
+// rejected, and returns that status: rejected confirms the rejection;
+// pending or settled mean the PSP holds the transfer after all. No answer,
+// or no such transfer, is an error: nothing is refunded on a guess.
+func (a *Activities) confirmRejection(ctx context.Context, log *slog.Logger, e2e string) (psp.Result, error) {
+	res, err := a.PSP.Status(ctx, e2e)
+	if err != nil {
+		return psp.Result{}, a.statusError(ctx, log, e2e, err)
+	}
+	if res.Status != psp.StatusRejected {
+		log.Warn("psp rejected the submission but holds the transfer", "psp_status", res.Status)
+	}
+	return res, nil
+}
+
+// statusError is the activity error for a failed status query made during
+// a submission: retryable whatever it was, since a submission whose
+// rejection or duplicate could not be looked up has an unknown outcome.
+func (a *Activities) statusError(ctx context.Context, log *slog.Logger, e2e string, err error) error {
+	switch psp.Classify(err) {
+	case psp.AnswerRequestRefused:
+		return a.requestRefused(ctx, log, err)
+	case psp.AnswerNotFound:
+		log.Warn("psp answered the submission but has no status for it; retrying", "error", err)
+		return temporal.NewApplicationErrorWithCause("psp: no status for "+e2e+" after it answered the submission; nothing refunded",
+			ErrTypeRejectionUnconfirmed, err)
+	default:
+		return pspError(err)
+	}
+}
+
+// requestRefused counts and reports a refused request: an error the
+// submission's policy retries with backoff, until refusedAttemptsPerRun
+// attempts of the run, when it fails the run (visibly; the transfer stays
+// open and a later run tries again). Never a rejection.
+func (a *Activities) requestRefused(ctx context.Context, log *slog.Logger, err error) error {
+	var refused *psp.RequestError
+	code := 0
+	if errors.As(err, &refused) {
+		code = refused.StatusCode
+	}
+	a.Metrics.PSPRequestRefused(code)
+	attempt := activity.GetInfo(ctx).Attempt
+	log.Error("psp refused our request: credentials or request wrong; not refunded, retrying", "status_code", code, "error", err)
+	msg := fmt.Sprintf("psp refused the request (http %d); the transfer stays open, never refunded: %v", code, err)
+	if attempt >= refusedAttemptsPerRun {
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypePSPRequestRefused, err)
+	}
+	return temporal.NewApplicationErrorWithCause(msg, ErrTypePSPRequestRefused, err)
+}
+
 // AwaitSettlement asks the PSP where a submitted transfer stands: settled or
-// rejected, or a retryable SettlementPending error while it is pending.
+// rejected (the PSP's own record: definitive), or a retryable
+// SettlementPending error while it is pending. Any other answer is retried
+// and never refunds; no such transfer fails the run (PSPTransferUnknown)
+// so that a new run submits it again.
 func (a *Activities) AwaitSettlement(ctx context.Context, in PSPResult) (PSPResult, error) {
 	res, err := a.PSP.Status(ctx, in.EndToEndID)
-	switch {
-	case errors.Is(err, psp.ErrNotFound):
+	switch psp.Classify(err) {
+	case psp.AnswerResult:
+	case psp.AnswerNotFound:
 		return PSPResult{}, temporal.NewNonRetryableApplicationError("the psp knows no transfer "+in.EndToEndID, ErrTypePSPTransferUnknown, err)
-	case err != nil:
+	case psp.AnswerRequestRefused:
+		var refused *psp.RequestError
+		if errors.As(err, &refused) {
+			a.Metrics.PSPRequestRefused(refused.StatusCode)
+		}
 		return PSPResult{}, pspError(err)
+	default:
+		return PSPResult{}, pspError(err)
+	}
+	switch {
 	case res.Status == psp.StatusPending:
 		return PSPResult{}, temporal.NewApplicationError("not settled yet", ErrTypeSettlementPending)
 	}

@@ -114,3 +114,20 @@ func TestTransferContradictionFailsVisibly(t *testing.T) {
 	require.Equal(t, workflows.ErrTypeTransferFailed, appErr.Type())
 	require.Contains(t, appErr.Message(), "settle: TransferFinal: transfer is already final")
 }
+
+// A refused request (expired credentials, say) is retried and then fails
+// the run visibly; nothing is refunded, the transfer stays open.
+func TestTransferRequestRefusedFailsTheRunWithoutRefund(t *testing.T) {
+	env := newTransferEnv(t)
+	refused := temporal.NewApplicationError("psp refused the request (http 401)", activities.ErrTypePSPRequestRefused)
+	final := temporal.NewNonRetryableApplicationError("psp refused the request (http 401)", activities.ErrTypePSPRequestRefused, nil)
+	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(activities.PSPResult{}, refused).Times(3)
+	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(activities.PSPResult{}, final).Once()
+	env.OnActivity(a.RefundTransfer, mock.Anything, mock.Anything).Return(nil).Never()
+
+	_, err := runTransfer(t, env)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.Equal(t, workflows.ErrTypeTransferFailed, appErr.Type())
+	require.Contains(t, appErr.Error(), activities.ErrTypePSPRequestRefused)
+}

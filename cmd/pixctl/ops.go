@@ -44,6 +44,10 @@ func show(ctx context.Context, c *apiClient, args []string, out io.Writer) error
 		CreditedAt  *string `json:"credited_at"`
 		WorkflowID  string  `json:"workflow_id"`
 		WorkflowRun string  `json:"workflow_status"`
+		Charge      *struct {
+			TxID    string `json:"txid"`
+			Outcome string `json:"outcome"`
+		} `json:"charge"`
 	}
 	status, err := c.call(ctx, http.MethodGet, "/pix/credits/"+url.PathEscape(args[0]), nil, &v)
 	if err != nil {
@@ -65,6 +69,11 @@ func show(ctx context.Context, c *apiClient, args []string, out io.Writer) error
 	row("received_at", v.ReceivedAt)
 	row("processed_at", deref(v.ProcessedAt))
 	row("credited_at", deref(v.CreditedAt))
+	if v.Charge != nil {
+		// A charge left open by a credit (not its owner's, another amount)
+		// is what an operator came to see.
+		row("charge", v.Charge.TxID+" "+v.Charge.Outcome)
+	}
 	row("workflow", v.WorkflowID)
 	row("workflow_status", v.WorkflowRun)
 	row("temporal_ui", v.TemporalUIURL)

@@ -58,9 +58,10 @@ func NewHTTPClient(baseURL string, timeout time.Duration) *HTTPClient {
 }
 
 // Submit asks the PSP to send t. 201 (created) and 200 (a duplicate of a
-// transfer the PSP already has) carry the Result; 422 with a Result body is
-// a definitive rejection, returned as a Result with StatusRejected and no
-// error.
+// transfer the PSP already has) carry the Result; 422 with a rejected
+// Result body is a rejection, returned as a Result with StatusRejected and
+// no error; 409 is a *RequestError that is ErrAlreadySubmitted; every other
+// answer is classified by statusError (see Classify).
 func (c *HTTPClient) Submit(ctx context.Context, t Transfer) (Result, error) {
 	body, err := json.Marshal(t)
 	if err != nil {
@@ -171,7 +172,7 @@ func exchangeError(ctx context.Context, err error) error {
 func statusError(code int, body []byte) error {
 	errCode, msg := errorMessage(code, body)
 	switch {
-	case code >= 500, code == http.StatusTooManyRequests, code == http.StatusRequestTimeout:
+	case code >= 500, code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code == http.StatusTooEarly:
 		return fmt.Errorf("%w: http %d: %s", ErrTransient, code, msg)
 	case code >= 400:
 		return &RequestError{StatusCode: code, Code: errCode, Message: msg}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // Transfer is what the bank asks the PSP to send. EndToEndID is the
@@ -45,22 +46,30 @@ type Result struct {
 }
 
 var (
-	// ErrTransient means the PSP could not answer now (5xx, 408, 429,
+	// ErrTransient means the PSP could not answer now (5xx, 408, 425, 429,
 	// timeout, connection refused or reset, or an answer that can't be
 	// understood, whose outcome is therefore unknown): retry later with the
 	// same EndToEndID. It is wrapped around the cause.
 	ErrTransient = errors.New("psp transiently unavailable")
 	// ErrNotFound means the PSP knows no transfer with that end_to_end_id.
 	ErrNotFound = errors.New("psp has no such transfer")
+	// ErrAlreadySubmitted means the PSP answered a submission 409: it
+	// already holds a transfer under that end_to_end_id (an earlier
+	// submission whose answer was lost). Ask its status. A *RequestError
+	// with StatusCode 409 is this error (errors.Is).
+	ErrAlreadySubmitted = errors.New("psp already has a transfer with this end_to_end_id")
 )
 
 // RequestError is the PSP's refusal of a request as such (an HTTP 4xx other
-// than 408 and 429): a malformed transfer, an end_to_end_id reused for
-// another transfer. It is permanent: retrying the same request can't fix it.
+// than 408, 409, 425 and 429): a malformed request, expired or wrong
+// credentials (401, 403), a wrong address (404), a body too large (413).
+// It says that our request or our credentials are wrong, never that the
+// transfer was rejected: the PSP may hold it from an earlier submission.
+// It is never a reason to compensate (see Classify).
 type RequestError struct {
 	StatusCode int
 	// Code is the PSP's machine-readable error code when it sent one (the
-	// simulator's "invalid_request", "end_to_end_id_reused"), else "".
+	// simulator's "invalid_request", "unauthorized"), else "".
 	Code    string
 	Message string
 }
@@ -72,12 +81,81 @@ func (e *RequestError) Error() string {
 	return fmt.Sprintf("psp refused the request (http %d): %s", e.StatusCode, e.Message)
 }
 
+// Is makes a 409 refusal ErrAlreadySubmitted.
+func (e *RequestError) Is(target error) bool {
+	return target == ErrAlreadySubmitted && e.StatusCode == http.StatusConflict
+}
+
+// Answer is what an answer from the PSP means for a transfer, and so what
+// the bank may do about it. Only AnswerResult with a rejected status, once
+// the PSP's status query confirms it, ever leads to a refund.
+type Answer int
+
+// The classes of PSP answers (README, "PSP answers").
+const (
+	// AnswerResult: a Result about the transfer: pending, settled, or
+	// rejected (definitive; a rejection at submission is confirmed by a
+	// status query before the refund).
+	AnswerResult Answer = iota
+	// AnswerAlreadySubmitted: 409; the PSP holds the transfer already:
+	// ask its status and go on from that.
+	AnswerAlreadySubmitted
+	// AnswerNotFound: a status query found no such transfer: submit again
+	// under the same end_to_end_id (the PSP deduplicates); never refund.
+	AnswerNotFound
+	// AnswerRequestRefused: our request or credentials are wrong (401,
+	// 403, 400, 404 on submit, 413, any other 4xx): never compensate; retry
+	// with backoff, fail the run visibly, alert.
+	AnswerRequestRefused
+	// AnswerTransient: no answer, or none that can be understood (5xx, 408,
+	// 425, 429, timeouts, cut connections, unexpected bodies): the outcome
+	// is unknown; retry with the same end_to_end_id; never refund.
+	AnswerTransient
+)
+
+func (a Answer) String() string {
+	switch a {
+	case AnswerResult:
+		return "result"
+	case AnswerAlreadySubmitted:
+		return "already_submitted"
+	case AnswerNotFound:
+		return "not_found"
+	case AnswerRequestRefused:
+		return "request_refused"
+	case AnswerTransient:
+		return "transient"
+	}
+	return "unknown"
+}
+
+// Classify says what the outcome of a Submit or Status call means: nil is
+// AnswerResult, and every error is one of the other classes. An error that
+// is none of this package's (a cancelled context) is AnswerTransient: it
+// says nothing about the transfer.
+func Classify(err error) Answer {
+	var refused *RequestError
+	switch {
+	case err == nil:
+		return AnswerResult
+	case errors.Is(err, ErrAlreadySubmitted):
+		return AnswerAlreadySubmitted
+	case errors.Is(err, ErrNotFound):
+		return AnswerNotFound
+	case errors.As(err, &refused):
+		return AnswerRequestRefused
+	default:
+		return AnswerTransient
+	}
+}
+
 // Client is what the worker needs of a PSP; a real PSP adapter implements
 // it too.
 type Client interface {
 	// Submit asks the PSP to send t. Submitting the same EndToEndID again is
-	// safe: the PSP answers with the transfer it already has. A definitive
-	// rejection is a Result with StatusRejected, not an error.
+	// safe: the PSP answers with the transfer it already has (or 409,
+	// ErrAlreadySubmitted). A rejection is a Result with StatusRejected, not
+	// an error.
 	Submit(ctx context.Context, t Transfer) (Result, error)
 	// Status asks where a submitted transfer stands.
 	Status(ctx context.Context, endToEndID string) (Result, error)
