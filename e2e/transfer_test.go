@@ -262,3 +262,59 @@ func (s *stack) schedule(id string) client.ScheduleHandle {
 	}, 30*time.Second, 100*time.Millisecond, "the worker creates the schedule %s", id)
 	return handle
 }
+
+// A transfer the PSP accepted (pending) outlives its run's settlement
+// timeout; the next run resubmits, and the PSP refuses our credentials for
+// a while (401). That says nothing about the transfer: it is never
+// refunded, and it settles once the PSP does.
+func TestResubmissionRefusedWithExpiredCredentialsIsNeverRefunded(t *testing.T) {
+	s := newStack(t, shared, func(c *config.Config) {
+		c.TransferSettlementTimeout = time.Second
+		c.DispatchRecheckAfter = time.Second
+	})
+	s.openAccount("acc-1", 100_000)
+	const key = "expired-creds@example.com"
+	require.NoError(t, s.psp.SetBehavior(key, pspsim.Behavior{Mode: pspsim.ModeAccept, SettleAfter: 6 * time.Second}))
+	r := s.sendPix(uuid.NewString(), "acc-1", 4_000, key)
+	require.Equal(t, http.StatusCreated, r.Status, "%v", r.Body)
+	id := r.Body["id"].(string)
+	tr := s.waitTransfer(id, pix.TransferSubmitted, 30*time.Second)
+	// The PSP holds it pending; from now on it refuses our credentials.
+	require.NoError(t, s.psp.SetBehavior(key, pspsim.Behavior{Mode: pspsim.ModeUnauthorized, Times: 3}))
+
+	s.waitTransfer(id, pix.TransferSettled, 90*time.Second)
+	at, ok := s.psp.Transfer(tr.EndToEndID)
+	require.True(t, ok)
+	require.Equal(t, "settled", string(at.Status))
+	require.GreaterOrEqual(t, at.Received, 2, "resubmitted after the first run's settlement timeout")
+	require.Zero(t, s.refunds(id), "a 401 is about our credentials, never a rejection")
+	require.EqualValues(t, 96_000, s.balance("acc-1"))
+	require.GreaterOrEqual(t, s.total("pix_psp_request_refused_total"), 1.0, "every refusal is counted for the alert")
+	s.assertBooksBalance()
+}
+
+// The PSP takes the transfer and the answer is lost; it answers the
+// resubmission 409 (it already has it). The saga asks the status and
+// settles; nothing is refunded.
+func TestLostAnswerThenConflictAsksTheStatus(t *testing.T) {
+	s := newStack(t, shared, func(c *config.Config) { c.PSPRetryInitial = 2 * time.Second; c.PSPRetryMax = 2 * time.Second })
+	s.openAccount("acc-1", 100_000)
+	const key = "lossy@example.com"
+	require.NoError(t, s.psp.SetBehavior(key, pspsim.Behavior{Mode: pspsim.ModeLoseResponse, Times: 1}))
+	r := s.sendPix(uuid.NewString(), "acc-1", 3_000, key)
+	require.Equal(t, http.StatusCreated, r.Status, "%v", r.Body)
+	id := r.Body["id"].(string)
+	tr, err := s.store.GetTransfer(context.Background(), uuid.MustParse(id))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok := s.psp.Transfer(tr.EndToEndID); return ok }, 20*time.Second, 10*time.Millisecond)
+	// Before the retry (2 s later): the PSP now treats a resubmission as
+	// an error.
+	require.NoError(t, s.psp.SetBehavior(key, pspsim.Behavior{Mode: pspsim.ModeDuplicateConflict}))
+
+	s.waitTransfer(id, pix.TransferSettled, 60*time.Second)
+	at, _ := s.psp.Transfer(tr.EndToEndID)
+	require.GreaterOrEqual(t, at.Received, 2)
+	require.Zero(t, s.refunds(id))
+	require.EqualValues(t, 97_000, s.balance("acc-1"))
+	s.assertBooksBalance()
+}
