@@ -1,5 +1,5 @@
 # The two commands of the README are `make run` and `make test`.
-.PHONY: run test demo events build compose-config bench faults
+.PHONY: run test demo events build compose-config bench faults model
 
 run: ## run everything locally: PostgreSQL, Temporal dev server with UI, migrations, demo accounts, API and worker
 	./scripts/run.sh
@@ -24,5 +24,9 @@ compose-config: ## validate docker-compose.yml (needs docker-compose)
 bench: ## load and ceilings against the dev server and a Temporal with PostgreSQL persistence (docs/benchmarks.md)
 	./scripts/bench.sh
 
-faults: ## the fault suite against the running service under load
+faults: ## the fault suite under load (docs/faults.md), then the long model-based histories (10,000 operations)
 	./scripts/faults.sh
+	./scripts/model.sh
+
+model: ## the model-based random histories alone (PIX_MODEL_SEED, PIX_MODEL_OPS)
+	./scripts/model.sh

@@ -133,7 +133,7 @@ type MarkFailedInput struct {
 }
 
 // MarkFailedResult is the row's status after MarkCreditFailed: "failed", or
-// "done" if a credit had committed after all, or db.StatusSuperseded if the
+// "done" if a credit had committed after all, or pix.StatusSuperseded if the
 // row was re-driven since the run's drive (a newer run owns it).
 type MarkFailedResult struct {
 	Status string
@@ -154,7 +154,7 @@ func (a *Activities) MarkCreditFailed(ctx context.Context, in MarkFailedInput) (
 		errType, _, _ := strings.Cut(in.Reason, ":")
 		a.Metrics.CreditFailed(errType)
 		log.Error("pix credit failed", "reason", in.Reason)
-	case out.Status == db.StatusSuperseded:
+	case out.Status == pix.StatusSuperseded:
 		log.Warn("pix credit was re-driven since this run's drive; a newer run owns it", "drive", in.Drive)
 	default:
 		log.Info("pix credit was not marked failed now", "status", out.Status)

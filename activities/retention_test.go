@@ -30,7 +30,7 @@ func TestRetentionDeletesInBatches(t *testing.T) {
 		payload, _ := json.Marshal(map[string]any{"end_to_end_id": id})
 		_, err := s.Receive(ctx, pix.Notification{EndToEndID: id, AccountID: "acc-1", AmountCents: 10, Payload: payload})
 		require.NoError(t, err)
-		_, err = s.Credit(ctx, id, 0, 1)
+		_, err = s.Credit(ctx, id, 1, 1)
 		require.NoError(t, err)
 	}
 	_, err = s.Pool().Exec(ctx, `UPDATE inbox_messages SET processed_at = now() - interval '31 days'`)

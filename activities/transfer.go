@@ -33,10 +33,18 @@ const (
 	// refusedAttemptsPerRun attempts of a run the run fails visibly, the
 	// transfer stays open, and the dispatcher's recheck starts another run.
 	ErrTypePSPRequestRefused = "PSPRequestRefused"
-	// ErrTypeRejectionUnconfirmed: the PSP rejected the submission but its
-	// status query did not confirm it (no answer, or no such transfer):
-	// nothing is refunded on a guess; retried.
+	// ErrTypeRejectionUnconfirmed: the PSP answered about the transfer (a
+	// rejection, a 409) but its status query finds no record of it:
+	// nothing is refunded on a guess; retried, then the run fails.
 	ErrTypeRejectionUnconfirmed = "RejectionUnconfirmed"
+	// ErrTypePSPTransferMismatch: the PSP's record under our end_to_end_id
+	// is another transfer (amount, key or account differ): never settled
+	// nor refunded on it; retried, then the run fails; a human must look.
+	ErrTypePSPTransferMismatch = "PSPTransferMismatch"
+	// ErrTypeRefundUnconfirmed: the compensation found the PSP holding the
+	// transfer as pending or settled: not refunded; the run fails and the
+	// next one follows the PSP.
+	ErrTypeRefundUnconfirmed = "RefundUnconfirmed"
 	// ErrTypeTransferNotFound: no transfer with that id.
 	ErrTypeTransferNotFound = "TransferNotFound"
 	// ErrTypeTransferFinal: the PSP's answer contradicts the transfer's
@@ -54,6 +62,9 @@ type TransferRef struct {
 // (Status is pix.TransferSettled or pix.TransferRefunded): a new run of a
 // finished saga has nothing to do.
 type PSPResult struct {
+	// TransferID is the transfer the result is about ("" in results
+	// recorded before it was carried).
+	TransferID   string
 	EndToEndID   string
 	Status       string
 	Reason       string
@@ -75,11 +86,14 @@ func (a *Activities) loadTransfer(ctx context.Context, id string) (pix.Transfer,
 	return t, log, nil
 }
 
-// refusedAttemptsPerRun is how many attempts of one run's submission may
-// meet a refused request (ErrTypePSPRequestRefused) before the run fails:
-// with the saga's backoff, a minute or two of retries, then a failed run
-// that an operator sees, and a new run at the dispatcher's recheck.
-const refusedAttemptsPerRun = 8
+// attentionAttemptsPerRun bounds the attempts of one run's PSP step once an
+// answer needs a human's attention (a refused request, a rejection the
+// PSP's status does not confirm): from that attempt on such an answer fails
+// the run, visibly; the transfer stays open, and the dispatcher's recheck
+// starts a new run. With the saga's backoff that is a minute or two of
+// retries. It counts every attempt of the step, so a refusal after a long
+// PSP outage fails the run at once: it has been retrying for long already.
+const attentionAttemptsPerRun = 8
 
 // SubmitTransfer asks the PSP to send the transfer, under its end_to_end_id
 // (the PSP deduplicates on it, so a retry never sends twice), and records
@@ -92,6 +106,9 @@ const refusedAttemptsPerRun = 8
 //   - a refused request (credentials, a malformed request): an error of
 //     type PSPRequestRefused, never a rejection, retried and counted;
 //   - no answer: an error of type PSPUnavailable, retried.
+//
+// A status that describes another transfer than ours under our
+// end_to_end_id is never adopted (PSPTransferMismatch).
 func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPResult, error) {
 	t, log, err := a.loadTransfer(ctx, in.TransferID)
 	if err != nil {
@@ -100,20 +117,26 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 	if t.Status == pix.TransferSettled || t.Status == pix.TransferRefunded {
 		return PSPResult{EndToEndID: t.EndToEndID, Status: t.Status, AlreadyFinal: true}, nil
 	}
-	res, err := a.PSP.Submit(ctx, psp.Transfer{EndToEndID: t.EndToEndID, AccountID: t.AccountID, AmountCents: t.AmountCents, PixKey: t.PixKey})
-	switch answer := psp.Classify(err); answer {
+	res, err := a.PSP.Submit(ctx, pspTransfer(t))
+	switch psp.Classify(err) {
 	case psp.AnswerResult:
 		if res.Status == psp.StatusRejected {
 			// A rejection refunds: only on the PSP's own record of it.
 			log.Warn("psp rejected the submission; confirming with its status", "reason", res.Reason)
-			if res, err = a.confirmRejection(ctx, log, t.EndToEndID); err != nil {
+			reason := res.Reason
+			if res, err = a.pspRecord(ctx, log, t); err != nil {
 				return PSPResult{}, err
+			}
+			if res.Status != psp.StatusRejected {
+				log.Warn("psp rejected the submission but holds the transfer", "psp_status", res.Status)
+			} else if res.Reason == "" {
+				res.Reason = reason
 			}
 		}
 	case psp.AnswerAlreadySubmitted:
 		log.Info("psp already has the transfer; asking its status")
-		if res, err = a.PSP.Status(ctx, t.EndToEndID); err != nil {
-			return PSPResult{}, a.statusError(ctx, log, t.EndToEndID, err)
+		if res, err = a.pspRecord(ctx, log, t); err != nil {
+			return PSPResult{}, err
 		}
 	case psp.AnswerRequestRefused:
 		return PSPResult{}, a.requestRefused(ctx, log, err)
@@ -126,85 +149,108 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 		}
 	}
 	log.Info("transfer submitted to the psp", "psp_status", res.Status, "reason", res.Reason)
-	return PSPResult{EndToEndID: t.EndToEndID, Status: string(res.Status), Reason: res.Reason}, nil
+	return PSPResult{TransferID: t.ID, EndToEndID: t.EndToEndID, Status: string(res.Status), Reason: res.Reason}, nil
 }
 
-// confirmRejection asks the PSP's status of a transfer whose submission it
-// rejected, and returns that status: rejected confirms the rejection;
-// pending or settled mean the PSP holds the transfer after all. No answer,
-// or no such transfer, is an error: nothing is refunded on a guess.
-func (a *Activities) confirmRejection(ctx context.Context, log *slog.Logger, e2e string) (psp.Result, error) {
-	res, err := a.PSP.Status(ctx, e2e)
-	if err != nil {
-		return psp.Result{}, a.statusError(ctx, log, e2e, err)
-	}
-	if res.Status != psp.StatusRejected {
-		log.Warn("psp rejected the submission but holds the transfer", "psp_status", res.Status)
-	}
-	return res, nil
+func pspTransfer(t pix.Transfer) psp.Transfer {
+	return psp.Transfer{EndToEndID: t.EndToEndID, AccountID: t.AccountID, AmountCents: t.AmountCents, PixKey: t.PixKey}
 }
 
-// statusError is the activity error for a failed status query made during
-// a submission: retryable whatever it was, since a submission whose
-// rejection or duplicate could not be looked up has an unknown outcome.
-func (a *Activities) statusError(ctx context.Context, log *slog.Logger, e2e string, err error) error {
+// pspRecord asks the PSP's status of t, the record that decides a
+// rejection or a duplicate. Its errors are activity errors: a record that
+// is not t's (another amount, key or account under our end_to_end_id), no
+// record, or a refused query need attention (counted, retried, then the
+// run fails with the transfer open); no answer is retried. None of them is
+// ever a rejection.
+func (a *Activities) pspRecord(ctx context.Context, log *slog.Logger, t pix.Transfer) (psp.Result, error) {
+	res, err := a.PSP.Status(ctx, t.EndToEndID)
 	switch psp.Classify(err) {
+	case psp.AnswerResult:
+		if !res.Matches(pspTransfer(t)) {
+			return psp.Result{}, a.needsAttention(ctx, log, ErrTypePSPTransferMismatch, 0,
+				fmt.Errorf("the psp holds another transfer under %s (amount %d, key %q, account %q); neither settled nor refunded",
+					t.EndToEndID, res.AmountCents, res.PixKey, res.AccountID))
+		}
+		return res, nil
 	case psp.AnswerRequestRefused:
-		return a.requestRefused(ctx, log, err)
+		return psp.Result{}, a.requestRefused(ctx, log, err)
 	case psp.AnswerNotFound:
-		log.Warn("psp answered the submission but has no status for it; retrying", "error", err)
-		return temporal.NewApplicationErrorWithCause("psp: no status for "+e2e+" after it answered the submission; nothing refunded",
-			ErrTypeRejectionUnconfirmed, err)
+		return psp.Result{}, a.needsAttention(ctx, log, ErrTypeRejectionUnconfirmed, 0,
+			fmt.Errorf("the psp has no record of %s although it answered about it; nothing refunded: %w", t.EndToEndID, err))
 	default:
-		return pspError(err)
+		return psp.Result{}, pspError(err)
 	}
 }
 
-// requestRefused counts and reports a refused request: an error the
-// submission's policy retries with backoff, until refusedAttemptsPerRun
-// attempts of the run, when it fails the run (visibly; the transfer stays
-// open and a later run tries again). Never a rejection.
+// requestRefused reports a refused request (credentials, a malformed
+// request): never a rejection; see needsAttention.
 func (a *Activities) requestRefused(ctx context.Context, log *slog.Logger, err error) error {
 	var refused *psp.RequestError
 	code := 0
 	if errors.As(err, &refused) {
 		code = refused.StatusCode
 	}
-	a.Metrics.PSPRequestRefused(code)
-	attempt := activity.GetInfo(ctx).Attempt
-	log.Error("psp refused our request: credentials or request wrong; not refunded, retrying", "status_code", code, "error", err)
-	msg := fmt.Sprintf("psp refused the request (http %d); the transfer stays open, never refunded: %v", code, err)
-	if attempt >= refusedAttemptsPerRun {
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypePSPRequestRefused, err)
+	return a.needsAttention(ctx, log, ErrTypePSPRequestRefused, code, fmt.Errorf("psp refused the request (http %d): %w", code, err))
+}
+
+// needsAttention counts an answer a human must look at (by kind, the
+// activity error type) and returns the error of kind: retried with the
+// step's backoff until attentionAttemptsPerRun attempts, then final for
+// the run, which fails visibly while the transfer stays open for the next
+// run. The money stays where it is: nothing settled, nothing refunded.
+func (a *Activities) needsAttention(ctx context.Context, log *slog.Logger, kind string, statusCode int, err error) error {
+	a.Metrics.PSPNeedsAttention(kind, statusCode)
+	log.Error("psp answer needs attention; the transfer stays open, nothing refunded", "kind", kind, "status_code", statusCode, "error", err)
+	msg := err.Error() + "; the transfer stays open, never refunded on this answer"
+	if activity.GetInfo(ctx).Attempt >= attentionAttemptsPerRun {
+		return temporal.NewNonRetryableApplicationError(msg, kind, err)
 	}
-	return temporal.NewApplicationErrorWithCause(msg, ErrTypePSPRequestRefused, err)
+	return temporal.NewApplicationErrorWithCause(msg, kind, err)
 }
 
 // AwaitSettlement asks the PSP where a submitted transfer stands: settled or
-// rejected (the PSP's own record: definitive), or a retryable
-// SettlementPending error while it is pending. Any other answer is retried
-// and never refunds; no such transfer fails the run (PSPTransferUnknown)
-// so that a new run submits it again.
+// rejected (the PSP's own record of our transfer: definitive), or a
+// retryable SettlementPending error while it is pending. A refused query
+// or a record that is not ours needs attention (see needsAttention); no
+// answer is retried; no such transfer fails the run (PSPTransferUnknown) so
+// that a new run submits it again. None of these ever refunds.
 func (a *Activities) AwaitSettlement(ctx context.Context, in PSPResult) (PSPResult, error) {
+	t, log, err := a.transferOf(ctx, in)
+	if err != nil {
+		return PSPResult{}, err
+	}
 	res, err := a.PSP.Status(ctx, in.EndToEndID)
 	switch psp.Classify(err) {
 	case psp.AnswerResult:
+		if !res.Matches(pspTransfer(t)) {
+			return PSPResult{}, a.needsAttention(ctx, log, ErrTypePSPTransferMismatch, 0,
+				fmt.Errorf("the psp holds another transfer under %s (amount %d, key %q, account %q); neither settled nor refunded",
+					t.EndToEndID, res.AmountCents, res.PixKey, res.AccountID))
+		}
 	case psp.AnswerNotFound:
 		return PSPResult{}, temporal.NewNonRetryableApplicationError("the psp knows no transfer "+in.EndToEndID, ErrTypePSPTransferUnknown, err)
 	case psp.AnswerRequestRefused:
-		var refused *psp.RequestError
-		if errors.As(err, &refused) {
-			a.Metrics.PSPRequestRefused(refused.StatusCode)
-		}
-		return PSPResult{}, pspError(err)
+		return PSPResult{}, a.requestRefused(ctx, log, err)
 	default:
 		return PSPResult{}, pspError(err)
 	}
-	switch {
-	case res.Status == psp.StatusPending:
+	if res.Status == psp.StatusPending {
 		return PSPResult{}, temporal.NewApplicationError("not settled yet", ErrTypeSettlementPending)
 	}
-	return PSPResult{EndToEndID: in.EndToEndID, Status: string(res.Status), Reason: res.Reason}, nil
+	return PSPResult{TransferID: t.ID, EndToEndID: in.EndToEndID, Status: string(res.Status), Reason: res.Reason}, nil
+}
+
+// transferOf loads the transfer a PSPResult is about: by its id, or, in a
+// result recorded before it carried the id, by its end_to_end_id.
+func (a *Activities) transferOf(ctx context.Context, in PSPResult) (pix.Transfer, *slog.Logger, error) {
+	if in.TransferID != "" {
+		return a.loadTransfer(ctx, in.TransferID)
+	}
+	t, err := a.Store.GetTransferByEndToEndID(ctx, in.EndToEndID)
+	if err != nil {
+		return pix.Transfer{}, nil, transferError(err)
+	}
+	return a.loadTransfer(ctx, t.ID)
 }
 
 // SettleTransfer marks the transfer settled: final.
@@ -228,11 +274,32 @@ type RefundInput struct {
 }
 
 // RefundTransfer credits the amount back and marks the transfer refunded, in
-// one transaction, exactly once.
+// one transaction, exactly once, and only if the PSP's own record of the
+// transfer says rejected (I8): the compensation checks for itself, whatever
+// decided it (a run recorded by an older version of the saga included). A
+// record that says pending or settled fails the run (RefundUnconfirmed):
+// nothing is refunded, the transfer stays open, and the next run resubmits
+// and follows the PSP.
 func (a *Activities) RefundTransfer(ctx context.Context, in RefundInput) error {
 	t, log, err := a.loadTransfer(ctx, in.TransferID)
 	if err != nil {
 		return err
+	}
+	if t.Status == pix.TransferRefunded {
+		return nil // a retry whose first try committed
+	}
+	res, err := a.pspRecord(ctx, log, t)
+	if err != nil {
+		return err
+	}
+	if res.Status != psp.StatusRejected {
+		a.Metrics.PSPNeedsAttention(ErrTypeRefundUnconfirmed, 0)
+		log.Error("refund not confirmed: the psp does not hold the transfer as rejected; nothing refunded", "psp_status", res.Status)
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("not refunded: the psp holds the transfer as %s", res.Status), ErrTypeRefundUnconfirmed, nil)
+	}
+	if in.Reason == "" {
+		in.Reason = res.Reason
 	}
 	if _, err := a.Store.RefundTransfer(ctx, uuid.MustParse(t.ID), in.Reason); err != nil {
 		return transferError(err)

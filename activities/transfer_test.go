@@ -35,6 +35,7 @@ type pspAnswer struct {
 	status psp.Status
 	reason string
 	err    error
+	amount int64 // what the PSP says it holds, when it says (0: not said)
 }
 
 func (p *scriptedPSP) next(kind string, script []pspAnswer, e2e string) (psp.Result, error) {
@@ -52,7 +53,7 @@ func (p *scriptedPSP) next(kind string, script []pspAnswer, e2e string) (psp.Res
 	if a.err != nil {
 		return psp.Result{}, a.err
 	}
-	return psp.Result{EndToEndID: e2e, Status: a.status, Reason: a.reason}, nil
+	return psp.Result{EndToEndID: e2e, Status: a.status, Reason: a.reason, AmountCents: a.amount}, nil
 }
 
 func (p *scriptedPSP) Submit(_ context.Context, t psp.Transfer) (psp.Result, error) {
@@ -103,9 +104,13 @@ func submit(t *testing.T, env *testsuite.TestActivityEnvironment, tr pix.Transfe
 // submission) is never taken for a rejection: no result that the workflow
 // would refund, an error it retries.
 func TestRefusedRequestIsNeverARejection(t *testing.T) {
+	refusals := map[string]*psp.RequestError{"409 end_to_end_id_reused": {StatusCode: 409, Code: psp.CodeEndToEndIDReused, Message: "another transfer's id"}}
 	for _, code := range []int{400, 401, 403, 404, 405, 413, 415, 422} {
-		t.Run(fmt.Sprint(code), func(t *testing.T) {
-			fake := &scriptedPSP{submits: []pspAnswer{{err: &psp.RequestError{StatusCode: code, Message: "refused"}}}}
+		refusals[fmt.Sprint(code)] = &psp.RequestError{StatusCode: code, Message: "refused"}
+	}
+	for name, refusal := range refusals {
+		t.Run(name, func(t *testing.T) {
+			fake := &scriptedPSP{submits: []pspAnswer{{err: refusal}}}
 			s, env, tr := transferSetup(t, fake)
 			res, err := submit(t, env, tr)
 			require.Error(t, err, "got a result instead: %+v", res)
@@ -166,6 +171,69 @@ func TestRejectionIsConfirmedByTheStatus(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, c.want, res.Status)
 			require.Equal(t, 1, fake.count("status"))
+		})
+	}
+}
+
+// The PSP's record under our end_to_end_id names another amount: it is
+// another transfer's, and its status is never adopted (neither settled nor
+// refunded on it).
+func TestStatusOfAnotherTransferIsNeverAdopted(t *testing.T) {
+	for _, status := range []psp.Status{psp.StatusSettled, psp.StatusRejected} {
+		t.Run(string(status), func(t *testing.T) {
+			fake := &scriptedPSP{
+				submits:  []pspAnswer{{err: &psp.RequestError{StatusCode: 409, Code: "duplicate_transfer"}}},
+				statuses: []pspAnswer{{status: status, amount: 5_000}},
+			}
+			s, env, tr := transferSetup(t, fake)
+			res, err := submit(t, env, tr)
+			require.Error(t, err, "got a result instead: %+v", res)
+			var appErr *temporal.ApplicationError
+			require.ErrorAs(t, err, &appErr)
+			require.Equal(t, activities.ErrTypePSPTransferMismatch, appErr.Type())
+			got, err := s.GetTransfer(context.Background(), uuid.MustParse(tr.ID))
+			require.NoError(t, err)
+			require.Equal(t, pix.TransferDebited, got.Status)
+		})
+	}
+}
+
+// The compensation checks the PSP's record for itself: it refunds only a
+// transfer the PSP holds as rejected, whatever decided the refund.
+func TestRefundOnlyOnTheRecordOfARejection(t *testing.T) {
+	cases := []struct {
+		record   pspAnswer
+		refunded bool
+		errType  string
+	}{
+		{pspAnswer{status: psp.StatusRejected, reason: "receiver account closed"}, true, ""},
+		{pspAnswer{status: psp.StatusSettled}, false, activities.ErrTypeRefundUnconfirmed},
+		{pspAnswer{status: psp.StatusPending}, false, activities.ErrTypeRefundUnconfirmed},
+		{pspAnswer{err: fmt.Errorf("psp status: %w", psp.ErrNotFound)}, false, activities.ErrTypeRejectionUnconfirmed},
+		{pspAnswer{status: psp.StatusRejected, amount: 9_999}, false, activities.ErrTypePSPTransferMismatch},
+		{pspAnswer{err: fmt.Errorf("psp status: %w", psp.ErrTransient)}, false, activities.ErrTypePSPUnavailable},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s %v %d", c.record.status, c.record.err, c.record.amount), func(t *testing.T) {
+			fake := &scriptedPSP{statuses: []pspAnswer{c.record}}
+			s, env, tr := transferSetup(t, fake)
+			_, err := env.ExecuteActivity(a.RefundTransfer, activities.RefundInput{TransferID: tr.ID})
+			got, gerr := s.GetTransfer(context.Background(), uuid.MustParse(tr.ID))
+			require.NoError(t, gerr)
+			acc, aerr := s.GetAccount(context.Background(), "acc-1")
+			require.NoError(t, aerr)
+			if c.refunded {
+				require.NoError(t, err)
+				require.Equal(t, pix.TransferRefunded, got.Status)
+				require.Equal(t, "receiver account closed", *got.FailureReason, "the PSP's reason when the saga had none")
+				require.EqualValues(t, 10_000, acc.BalanceCents)
+				return
+			}
+			var appErr *temporal.ApplicationError
+			require.ErrorAs(t, err, &appErr)
+			require.Equal(t, c.errType, appErr.Type())
+			require.Equal(t, pix.TransferDebited, got.Status)
+			require.EqualValues(t, 9_000, acc.BalanceCents, "nothing refunded")
 		})
 	}
 }

@@ -22,7 +22,7 @@ func TestAdminFailedListRetryAndReconcile(t *testing.T) {
 		}
 		body := `{"end_to_end_id":"` + id + `","account_id":"` + account + `","amount_cents":100}`
 		require.Equal(t, http.StatusAccepted, do(t, http.MethodPost, srv.URL+"/webhooks/pix", "application/json", body).status)
-		_, err := store.MarkFailed(ctx, id, 0, 5, "AccountNotFound: account not found: "+account)
+		_, err := store.MarkFailed(ctx, id, 1, 5, "AccountNotFound: account not found: "+account)
 		require.NoError(t, err)
 	}
 

@@ -210,10 +210,10 @@ func TestAPIPixCreditsTheChargeOwner(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, do(t, http.MethodPost, srv.URL+apiPixPath, "application/json", string(body)).status)
 
-	out, err := store.Credit(ctx, "E87654321202009091221dfghi123456", 0, 1)
+	out, err := store.Credit(ctx, "E87654321202009091221dfghi123456", 1, 1)
 	require.NoError(t, err)
 	require.Equal(t, "acc-1", out.AccountID)
 	require.EqualValues(t, 11000, out.BalanceAfter)
-	_, err = store.Credit(ctx, "E12345678202009091221kkkkkkkkkkk", 0, 1)
+	_, err = store.Credit(ctx, "E12345678202009091221kkkkkkkkkkk", 1, 1)
 	require.ErrorIs(t, err, pix.ErrChargeNotFound, "pixWebhook1's txid names no charge here")
 }

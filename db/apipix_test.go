@@ -35,7 +35,7 @@ func TestAPIPixCreditResolvesTheKeyFirstThenTheCharge(t *testing.T) {
 	_, err = s.ReceiveBatch(ctx, []pix.Notification{both, byCharge})
 	require.NoError(t, err)
 
-	out, err := s.Credit(ctx, both.EndToEndID, 0, 1)
+	out, err := s.Credit(ctx, both.EndToEndID, 1, 1)
 	require.NoError(t, err)
 	require.Equal(t, "acc-key", out.AccountID)
 	status, err := s.ChargeStatus(ctx, "txcharge0000000000000000001")
@@ -43,7 +43,7 @@ func TestAPIPixCreditResolvesTheKeyFirstThenTheCharge(t *testing.T) {
 	require.Equal(t, "ATIVA", status, "a PIX credited through a key to another account does not pay the charge")
 	require.Equal(t, db.ChargeOtherAccount, out.ChargeOutcome)
 
-	out, err = s.Credit(ctx, byCharge.EndToEndID, 0, 1)
+	out, err = s.Credit(ctx, byCharge.EndToEndID, 1, 1)
 	require.NoError(t, err)
 	require.Equal(t, "acc-charge", out.AccountID)
 	require.Equal(t, db.ChargeConcluded, out.ChargeOutcome)
@@ -73,7 +73,7 @@ func TestAPIPixUnknownKeyFailsUntilTheKeyExists(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, c.AccountID, "not resolved yet")
 
-	_, err = s.Credit(ctx, n.EndToEndID, 0, 1)
+	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.ErrorIs(t, err, pix.ErrPixKeyNotFound)
 	require.ErrorContains(t, err, "+5511999990000")
 
@@ -81,12 +81,12 @@ func TestAPIPixUnknownKeyFailsUntilTheKeyExists(t *testing.T) {
 	m := apiPixNote(e2eID(2), "", "nosuchcharge", 100)
 	_, err = s.Receive(ctx, m)
 	require.NoError(t, err)
-	_, err = s.Credit(ctx, m.EndToEndID, 0, 1)
+	_, err = s.Credit(ctx, m.EndToEndID, 1, 1)
 	require.ErrorIs(t, err, pix.ErrChargeNotFound)
 
 	_, err = s.CreatePixKey(ctx, db.NewPixKey{Key: "+5511999990000", KeyType: "phone", AccountID: "acc-1"})
 	require.NoError(t, err)
-	out, err := s.Credit(ctx, n.EndToEndID, 0, 2)
+	out, err := s.Credit(ctx, n.EndToEndID, 1, 2)
 	require.NoError(t, err)
 	require.True(t, out.Credited)
 	require.EqualValues(t, 2500, balance(t, s, "acc-1"))
@@ -101,7 +101,7 @@ func TestAPIPixRefundNoticeIsRecordedAndNeverCreditsAgain(t *testing.T) {
 	n := apiPixNote(e2eID(1), "k1", "", 11000)
 	_, err = s.Receive(ctx, n)
 	require.NoError(t, err)
-	_, err = s.Credit(ctx, n.EndToEndID, 0, 1)
+	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.NoError(t, err)
 
 	refund := n
@@ -114,7 +114,7 @@ func TestAPIPixRefundNoticeIsRecordedAndNeverCreditsAgain(t *testing.T) {
 	var notice json.RawMessage
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT refund_notice FROM inbox_messages WHERE end_to_end_id = $1`, n.EndToEndID).Scan(&notice))
 	require.JSONEq(t, string(refund.RefundNotice), string(notice))
-	out, err := s.Credit(ctx, n.EndToEndID, 0, 2)
+	out, err := s.Credit(ctx, n.EndToEndID, 1, 2)
 	require.NoError(t, err)
 	require.False(t, out.Credited)
 	require.EqualValues(t, 11000, balance(t, s, "acc-1"))

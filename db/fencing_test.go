@@ -74,7 +74,7 @@ func TestRetriedMarkFailedDoesNotUndoARedrive(t *testing.T) {
 
 	marked, err = s.MarkFailed(ctx, n.EndToEndID, drive, 5, "AccountNotFound: acc-missing") // the lost answer's retry
 	require.NoError(t, err)
-	require.Equal(t, db.StatusSuperseded, marked.Status, "the retry of an older drive is told it was superseded")
+	require.Equal(t, pix.StatusSuperseded, marked.Status, "the retry of an older drive is told it was superseded")
 	require.False(t, marked.Marked)
 
 	c, err := s.GetCredit(ctx, n.EndToEndID)
@@ -93,6 +93,30 @@ func TestRetriedMarkFailedDoesNotUndoARedrive(t *testing.T) {
 		require.Equal(t, i == 0, marked.Marked, "only the first call fails the row")
 	}
 	require.Equal(t, 1, failedEvents(t, s, n2.EndToEndID))
+}
+
+// A run started before drives were numbered (drive 0) is fenced as drive 1,
+// the drive every row had then: its retry after a re-drive is superseded.
+func TestLegacyRunIsFencedAsTheFirstDrive(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	n := note(e2eID(9), "acc-missing", 300)
+	_, err := s.Receive(ctx, n)
+	require.NoError(t, err)
+	marked, err := s.MarkFailed(ctx, n.EndToEndID, 0, 5, "AccountNotFound")
+	require.NoError(t, err)
+	require.True(t, marked.Marked)
+	_, err = s.Receive(ctx, n)
+	require.NoError(t, err)
+	marked, err = s.MarkFailed(ctx, n.EndToEndID, 0, 5, "AccountNotFound")
+	require.NoError(t, err)
+	require.Equal(t, pix.StatusSuperseded, marked.Status)
+	require.NoError(t, s.RecordAttemptFailure(ctx, n.EndToEndID, 0, 9, "late"))
+	c, err := s.GetCredit(ctx, n.EndToEndID)
+	require.NoError(t, err)
+	require.Equal(t, pix.StatusPending, c.Status)
+	require.Equal(t, 5, c.Attempts, "the legacy run's late attempt is not recorded on the new drive")
+	require.Equal(t, 1, failedEvents(t, s, n.EndToEndID))
 }
 
 // Defect 5: a credit commits while MarkFailed waits for the row's lock.

@@ -150,8 +150,9 @@ func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, e
 }
 
 // ReceiveBatch stores the deliveries of one request in one transaction: all
-// are committed or none. The statements go in one round trip, in the order
-// of their end_to_end_ids, not of the request: two batches that share ids
+// are committed or none. The statements go in one round trip, in the byte
+// order of their end_to_end_ids (the lock order every statement that locks
+// several inbox rows uses: COLLATE "C"), not in the request's: two batches that share ids
 // lock the shared rows in the same order and never wait for each other in a
 // cycle. An item that repeats an earlier item's end_to_end_id is a
 // redelivery of it (the sort is stable). The first refusal is returned as
@@ -257,14 +258,15 @@ const (
 	ChargeUnknown        = "unknown_charge"  // no charge has that txid (the key decided the account)
 )
 
-// StatusSuperseded is what MarkFailed answers a run whose drive is no
-// longer the row's: the row was re-driven since, and a newer run owns it.
-const StatusSuperseded = "superseded"
+// legacyDrive maps the drive of a run started before drives were numbered
+// (0) to the drive every row had then (1, the column's default): such a run
+// is fenced like any other, superseded once its row was re-driven.
+func legacyDrive(drive int) int { return max(drive, 1) }
 
 // Credit credits the account of a pending inbox row, records the pix_credits
 // row and marks the inbox row done, all in one transaction (invariants I1-I3).
 // drive is the drive the caller's run belongs to (0: a run started before
-// drives were numbered, not fenced); attempt is the processing attempt
+// drives were numbered, taken as drive 1); attempt is the processing attempt
 // number to record (kept as the maximum seen). Running it again after it
 // committed changes nothing. Refusals: pix.ErrCreditNotFound (no inbox
 // row), pix.ErrNotPending (the row is failed), pix.ErrSuperseded (the row
@@ -272,8 +274,10 @@ const StatusSuperseded = "superseded"
 // pix.ErrAccountClosed, pix.ErrPayloadMismatch (an earlier credit under
 // this end_to_end_id went elsewhere), pix.ErrBalanceOverflow.
 func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt int) (CreditOutcome, error) {
+	drive = legacyDrive(drive)
 	var out CreditOutcome
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		out = CreditOutcome{} // a try after a deadlock starts afresh
 		// The row, locked, and its account: named by the PSP (native format),
 		// else resolved through the Pix key, else through the charge's txid
 		// (API Pix format).
@@ -296,7 +300,7 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 		}
 		switch {
 		case status == pix.StatusDone:
-		case drive != 0 && rowDrive != drive:
+		case rowDrive != drive:
 			return fmt.Errorf("%w: drive %d, the row is at drive %d", pix.ErrSuperseded, drive, rowDrive)
 		case status == pix.StatusFailed:
 			return pix.ErrNotPending
@@ -422,12 +426,12 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 }
 
 // RecordAttemptFailure leaves the attempt count and the error on a pending
-// row of the caller's drive (0: any). A row that is no longer pending, or
+// row of the caller's drive (see legacyDrive for 0). A row that is no longer pending, or
 // was re-driven since, is left alone.
 func (s *Store) RecordAttemptFailure(ctx context.Context, endToEndID string, drive, attempt int, reason string) error {
 	_, err := s.pool.Exec(ctx, `
 		UPDATE inbox_messages SET attempts = GREATEST(attempts, $2), last_error = $3
-		WHERE end_to_end_id = $1 AND status = 'pending' AND ($4 = 0 OR drive = $4)`, endToEndID, attempt, reason, drive)
+		WHERE end_to_end_id = $1 AND status = 'pending' AND drive = $4`, endToEndID, attempt, reason, legacyDrive(drive))
 	if err != nil {
 		return classify(fmt.Errorf("record attempt failure: %w", err))
 	}
@@ -440,14 +444,15 @@ func (s *Store) RecordAttemptFailure(ctx context.Context, endToEndID string, dri
 //   - "done": a credit committed first (an attempt whose success was never
 //     reported, or one that committed while this waited), which the caller
 //     must honour;
-//   - StatusSuperseded: the row was re-driven since (drive is older than
+//   - pix.StatusSuperseded: the row was re-driven since (drive is older than
 //     the row's): a newer run owns it, and nothing is changed;
 //   - "failed": failed now, or already by this drive (a retry whose first
 //     try committed and whose answer was lost: no second event).
 //
-// drive 0 (a run from before drives were numbered) is not fenced.
+// drive 0 (a run from before drives were numbered) is drive 1.
 // attempts, when larger than the stored count, replaces it.
 func (s *Store) MarkFailed(ctx context.Context, endToEndID string, drive, attempts int, reason string) (MarkFailedOutcome, error) {
+	drive = legacyDrive(drive)
 	var out MarkFailedOutcome
 	status, attemptsAfter := &out.Status, &out.Attempts
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -473,8 +478,8 @@ func (s *Store) MarkFailed(ctx context.Context, endToEndID string, drive, attemp
 		switch {
 		case *status == pix.StatusDone:
 			return nil
-		case drive != 0 && rowDrive != drive:
-			*status = StatusSuperseded
+		case rowDrive != drive:
+			*status = pix.StatusSuperseded
 			return nil
 		case *status == pix.StatusFailed:
 			return nil
@@ -501,7 +506,7 @@ func (s *Store) MarkFailed(ctx context.Context, endToEndID string, drive, attemp
 // MarkFailedOutcome is what MarkFailed found and did.
 type MarkFailedOutcome struct {
 	// Status is the row's status for the caller: pix.StatusFailed,
-	// pix.StatusDone or StatusSuperseded.
+	// pix.StatusDone or pix.StatusSuperseded.
 	Status string
 	// Attempts is the row's attempt count afterwards.
 	Attempts int
@@ -547,6 +552,7 @@ type dueTable struct {
 	name     string
 	key      string // the key column
 	keyArray string // the type of an array of keys
+	keyOrder string // the key in the one lock order (byte order, whatever the database's collation)
 	attempts string // the row's attempts so far (of the claimed row m)
 	drive    string // the row's drive (of the row m)
 	open     string // the rows that can be due (the partial index's predicate)
@@ -554,12 +560,12 @@ type dueTable struct {
 }
 
 var (
-	inboxDue = dueTable{"inbox_messages", "end_to_end_id", "text[]", "m.attempts", "m.drive", "m.status = 'pending'",
+	inboxDue = dueTable{"inbox_messages", "end_to_end_id", "text[]", `m.end_to_end_id COLLATE "C"`, "m.attempts", "m.drive", "m.status = 'pending'",
 		`m.end_to_end_id, m.account_id, m.amount_cents, m.status, m.psp,
 		 jsonb_strip_nulls(jsonb_build_object('payer', COALESCE(m.payload->'payer', m.payload->'pagador'), 'payer_message', m.payload->'infoPagador')),
 		 m.received_at`}
 	// A transfer has one drive: it stays open until it is final.
-	transferDue = dueTable{"pix_transfers", "id", "uuid[]", "0", "1", "m.dispatch_due_at IS NOT NULL",
+	transferDue = dueTable{"pix_transfers", "id", "uuid[]", "m.id", "0", "1", "m.dispatch_due_at IS NOT NULL",
 		`m.end_to_end_id, m.account_id, m.amount_cents, m.status, NULL::text, jsonb_build_object('payee_pix_key', m.pix_key), m.created_at`}
 )
 
@@ -621,7 +627,7 @@ func (s *Store) updateClaimed(ctx context.Context, t dueTable, claimed []Due, wh
 			SELECT m.`+t.key+` AS key FROM `+t.name+` m
 			JOIN unnest($1::`+t.keyArray+`, $2::int[]) AS c(key, drive) ON m.`+t.key+` = c.key
 			WHERE `+t.open+` AND `+t.drive+` = c.drive
-			ORDER BY m.`+t.key+`
+			ORDER BY `+t.keyOrder+`
 			FOR UPDATE OF m)
 		UPDATE `+t.name+` m SET `+set+`
 		FROM fenced WHERE m.`+t.key+` = fenced.key`, keys, drives, d)

@@ -44,7 +44,7 @@ func creditThenCleanUp(t *testing.T, s *db.Store, n pix.Notification) {
 	ctx := context.Background()
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
-	_, err = s.Credit(ctx, n.EndToEndID, 0, 1)
+	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.NoError(t, err)
 	_, err = s.Pool().Exec(ctx, `DELETE FROM inbox_messages WHERE end_to_end_id = $1`, n.EndToEndID)
 	require.NoError(t, err)
@@ -135,12 +135,12 @@ func TestCreditIsOnceAndIdempotent(t *testing.T) {
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 
-	out, err := s.Credit(ctx, n.EndToEndID, 0, 1)
+	out, err := s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.NoError(t, err)
 	require.Equal(t, db.CreditOutcome{AccountID: "acc-1", AmountCents: 250, Credited: true, BalanceAfter: 1250}, out)
 
 	// The activity runs again after its commit (its report was lost).
-	out, err = s.Credit(ctx, n.EndToEndID, 0, 2)
+	out, err = s.Credit(ctx, n.EndToEndID, 1, 2)
 	require.NoError(t, err)
 	require.False(t, out.Credited)
 	require.EqualValues(t, 1250, out.BalanceAfter)
@@ -166,7 +166,7 @@ func TestCreditUnknownAccountChangesNothingButTheAttempt(t *testing.T) {
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 
-	_, err = s.Credit(ctx, n.EndToEndID, 0, 1)
+	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.ErrorIs(t, err, pix.ErrAccountNotFound)
 	require.NoError(t, s.RecordAttemptFailure(ctx, n.EndToEndID, 0, 1, "AccountNotFound: acc-missing"))
 
@@ -186,7 +186,7 @@ func TestCreditClosedAccountIsRefused(t *testing.T) {
 	n := note(e2eID(4), "acc-closed", 250)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
-	_, err = s.Credit(ctx, n.EndToEndID, 0, 1)
+	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.ErrorIs(t, err, pix.ErrAccountClosed)
 	require.EqualValues(t, 10, balance(t, s, "acc-closed"))
 }
@@ -200,10 +200,10 @@ func TestMarkFailedThenRedrive(t *testing.T) {
 	_, err = s.Redrive(ctx, n.EndToEndID)
 	require.ErrorIs(t, err, pix.ErrNotFailed, "a pending PIX can't be re-driven")
 
-	marked, err := s.MarkFailed(ctx, n.EndToEndID, 0, 5, "AccountNotFound: acc-late")
+	marked, err := s.MarkFailed(ctx, n.EndToEndID, 1, 5, "AccountNotFound: acc-late")
 	require.NoError(t, err)
 	require.Equal(t, pix.StatusFailed, marked.Status)
-	_, err = s.Credit(ctx, n.EndToEndID, 0, 6)
+	_, err = s.Credit(ctx, n.EndToEndID, 1, 6)
 	require.ErrorIs(t, err, pix.ErrNotPending, "a failed row is credited only after a re-drive")
 
 	openAccount(t, s, "acc-late", 0)
@@ -216,11 +216,11 @@ func TestMarkFailedThenRedrive(t *testing.T) {
 	require.Equal(t, 5, c.Attempts, "a re-drive keeps the attempts")
 	require.Equal(t, "AccountNotFound: acc-late", *c.LastError, "a re-drive keeps the last error")
 
-	out, err := s.Credit(ctx, n.EndToEndID, 0, 6)
+	out, err := s.Credit(ctx, n.EndToEndID, 2, 6) // the re-drive is drive 2
 	require.NoError(t, err)
 	require.True(t, out.Credited)
 
-	marked, err = s.MarkFailed(ctx, n.EndToEndID, 0, 7, "late failure")
+	marked, err = s.MarkFailed(ctx, n.EndToEndID, 1, 7, "late failure")
 	require.NoError(t, err)
 	require.Equal(t, pix.StatusDone, marked.Status, "done is never overwritten by failed")
 	require.EqualValues(t, 300, balance(t, s, "acc-late"))
@@ -232,7 +232,7 @@ func TestRedeliveryRedrivesFailedRow(t *testing.T) {
 	n := note(e2eID(6), "acc-x", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
-	_, err = s.MarkFailed(ctx, n.EndToEndID, 0, 5, "AccountNotFound")
+	_, err = s.MarkFailed(ctx, n.EndToEndID, 1, 5, "AccountNotFound")
 	require.NoError(t, err)
 
 	r, err := s.Receive(ctx, n)
@@ -369,7 +369,7 @@ func TestEarlierCreditWithAnotherAmountIsRefused(t *testing.T) {
 		INSERT INTO inbox_messages (end_to_end_id, account_id, amount_cents, payload, dispatch_due_at)
 		VALUES ($1, 'acc-1', 501, '{}', now())`, n.EndToEndID)
 	require.NoError(t, err)
-	_, err = s.Credit(ctx, n.EndToEndID, 0, 1)
+	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
 	require.EqualValues(t, 500, balance(t, s, "acc-1"))
 	c, err := s.GetCredit(ctx, n.EndToEndID)
@@ -384,7 +384,7 @@ func TestCreditTimesAreTheCreditsOwn(t *testing.T) {
 	n := note(e2eID(10), "acc-1", 1)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
-	_, err = s.Credit(ctx, n.EndToEndID, 0, 1)
+	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.NoError(t, err)
 	var credited, processed, updated time.Time
 	require.NoError(t, s.Pool().QueryRow(ctx, `
@@ -403,18 +403,18 @@ func TestRetentionDeletesOldDoneRowsOnly(t *testing.T) {
 		n := note(e2eID(100+i), "acc-1", 100)
 		_, err := s.Receive(ctx, n)
 		require.NoError(t, err)
-		_, err = s.Credit(ctx, n.EndToEndID, 0, 1)
+		_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 		require.NoError(t, err)
 	}
 	recent := note(e2eID(200), "acc-1", 100)
 	_, err := s.Receive(ctx, recent)
 	require.NoError(t, err)
-	_, err = s.Credit(ctx, recent.EndToEndID, 0, 1)
+	_, err = s.Credit(ctx, recent.EndToEndID, 1, 1)
 	require.NoError(t, err)
 	failed := note(e2eID(300), "acc-none", 100)
 	_, err = s.Receive(ctx, failed)
 	require.NoError(t, err)
-	_, err = s.MarkFailed(ctx, failed.EndToEndID, 0, 5, "AccountNotFound")
+	_, err = s.MarkFailed(ctx, failed.EndToEndID, 1, 5, "AccountNotFound")
 	require.NoError(t, err)
 	pending := note(e2eID(400), "acc-1", 100)
 	_, err = s.Receive(ctx, pending)

@@ -44,9 +44,9 @@ func TestCreditWritesItsEventInItsTransaction(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, outboxRows(t, s), "receiving moves no money")
 
-	_, err = s.Credit(ctx, n.EndToEndID, 0, 1)
+	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.NoError(t, err)
-	_, err = s.Credit(ctx, n.EndToEndID, 0, 2)
+	_, err = s.Credit(ctx, n.EndToEndID, 1, 2)
 	require.NoError(t, err)
 	events := outboxRows(t, s)
 	require.Len(t, events, 1, "one event, however often the credit runs")
@@ -74,7 +74,7 @@ func TestRolledBackCreditWritesNoEvent(t *testing.T) {
 		BEGIN RAISE EXCEPTION 'injected failure'; END $$;
 		CREATE TRIGGER fail_done BEFORE UPDATE ON inbox_messages FOR EACH ROW WHEN (NEW.status = 'done') EXECUTE FUNCTION fail_done();`)
 	require.NoError(t, err)
-	_, err = s.Credit(ctx, n.EndToEndID, 0, 1)
+	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.ErrorContains(t, err, "injected failure")
 	require.Empty(t, outboxRows(t, s))
 	require.EqualValues(t, 0, balance(t, s, "acc-1"))
@@ -86,9 +86,9 @@ func TestFailedCreditAndTransferStepsWriteEvents(t *testing.T) {
 	n := note(e2eID(1), "acc-none", 100)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
-	_, err = s.MarkFailed(ctx, n.EndToEndID, 0, 5, "AccountNotFound: account not found: acc-none")
+	_, err = s.MarkFailed(ctx, n.EndToEndID, 1, 5, "AccountNotFound: account not found: acc-none")
 	require.NoError(t, err)
-	_, err = s.MarkFailed(ctx, n.EndToEndID, 0, 5, "again")
+	_, err = s.MarkFailed(ctx, n.EndToEndID, 1, 5, "again")
 	require.NoError(t, err)
 
 	openAccount(t, s, "acc-1", 10_000)

@@ -70,8 +70,10 @@ const txAttempts = 3
 
 // inTx runs fn in one transaction, committing when fn returns nil. A
 // transaction rolled back by a deadlock or a serialization failure runs
-// again, up to txAttempts times in all: fn must do nothing but its
-// statements on tx, which every caller's does.
+// again, up to txAttempts times in all, so fn must be safe to run again
+// from the start: it resets what it returns, and whatever it does beside
+// its statements must be idempotent (CreateTransfer's render is pure;
+// RelayEvents publishes, which the broker deduplicates by event id).
 func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
 	return inTxAttempts(ctx, pool, txAttempts, fn)
 }

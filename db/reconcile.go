@@ -103,7 +103,7 @@ func (s *Store) RedriveFailed(ctx context.Context, accountID string) ([]Redriven
 		WITH failed AS (
 			SELECT end_to_end_id FROM inbox_messages
 			WHERE status = 'failed' AND account_id = $1
-			ORDER BY end_to_end_id
+			ORDER BY end_to_end_id COLLATE "C"
 			FOR UPDATE)
 		UPDATE inbox_messages m
 		SET status = 'pending', drive = m.drive + 1, dispatch_due_at = now(), dispatched_at = NULL, processed_at = NULL

@@ -108,6 +108,15 @@ func (s *Store) GetTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, er
 	return t, err
 }
 
+// GetTransferByEndToEndID returns the transfer sent under an end_to_end_id.
+func (s *Store) GetTransferByEndToEndID(ctx context.Context, endToEndID string) (pix.Transfer, error) {
+	t, err := scanTransfer(s.pool.QueryRow(ctx, `SELECT `+transferColumns+` FROM pix_transfers WHERE end_to_end_id = $1`, endToEndID))
+	if err != nil && !errors.Is(err, pix.ErrTransferNotFound) {
+		return pix.Transfer{}, classify(fmt.Errorf("get transfer: %w", err))
+	}
+	return t, err
+}
+
 // MarkTransferSubmitted records that the PSP accepted the transfer. A
 // transfer past debited is left as it is. It returns the transfer.
 func (s *Store) MarkTransferSubmitted(ctx context.Context, id uuid.UUID) (pix.Transfer, error) {

@@ -179,9 +179,11 @@ func (s *stack) startWorker() {
 func (s *stack) killWorker() {
 	s.workerMu.Lock()
 	defer s.workerMu.Unlock()
-	if s.stopWorker != nil {
-		s.stopWorker()
+	// Cleared before it runs: a stop that fails its test must not be
+	// waited for again by the cleanup's kill.
+	if stop := s.stopWorker; stop != nil {
 		s.stopWorker = nil
+		stop()
 	}
 }
 

@@ -289,7 +289,7 @@ func TestResubmissionRefusedWithExpiredCredentialsIsNeverRefunded(t *testing.T) 
 	require.GreaterOrEqual(t, at.Received, 2, "resubmitted after the first run's settlement timeout")
 	require.Zero(t, s.refunds(id), "a 401 is about our credentials, never a rejection")
 	require.EqualValues(t, 96_000, s.balance("acc-1"))
-	require.GreaterOrEqual(t, s.total("pix_psp_request_refused_total"), 1.0, "every refusal is counted for the alert")
+	require.GreaterOrEqual(t, s.total("pix_psp_attention_total"), 1.0, "every refusal is counted for the alert")
 	s.assertBooksBalance()
 }
 

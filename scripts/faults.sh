@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # `make faults`: the fault suite (cmd/pixfaults) against the service run as
 # separate processes under load, on a PostgreSQL cluster of its own (case 4
-# stops and restarts it) and a Temporal dev server of its own. Loopback only,
-# bounded in time. Arguments go to pixfaults (-smoke: the short CI version;
-# -only 1,3: some cases).
+# stops and restarts it) and a Temporal dev server of its own; pixfaults runs
+# the PSP simulator and a NATS server of its own in its process (the outgoing
+# cases stop and start them). Loopback only, bounded in time. Arguments go to
+# pixfaults (-smoke: the short CI version; -only 1,3: some cases). PIXD names
+# a pixd binary to test instead of building one from the tree.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 use_dev_credentials
-use_nats 127.0.0.1:0 # nobody consumes here: any free port
+# No use_nats: the broker is pixfaults' own, whose NATS_URL it gives the
+# service (never the machine's shared NATS, which case 13 would stop).
 build_tools
-go build -o "$BIN/pixd" ./cmd/pixd
+if [ -z "${PIXD:-}" ]; then
+	go build -o "$BIN/pixd" ./cmd/pixd
+	PIXD="$BIN/pixd"
+fi
 go build -o "$BIN/pixfaults" ./cmd/pixfaults
 
 dir="$DATA/faults"
@@ -28,7 +34,7 @@ trap '$pg_ctl_cmd -m fast -w stop >/dev/null 2>&1 || true' EXIT
 psql "$base/postgres" -qc "DROP DATABASE IF EXISTS pix_faults WITH (FORCE)"
 psql "$base/postgres" -qc "CREATE DATABASE pix_faults"
 export DATABASE_URL="$base/pix_faults?sslmode=disable"
-export PIXD="$BIN/pixd" TEMPORAL_CLI="$BIN/temporal"
+export PIXD TEMPORAL_CLI="$BIN/temporal"
 # An immediate stop is a crash: no checkpoint, connections cut.
 export PIX_FAULTS_PG_STOP="$pg_ctl_cmd -m immediate -w stop"
 export PIX_FAULTS_PG_START="$pg_ctl_cmd -l $pgdir/server.log -o '-p $port -k /tmp -c listen_addresses=127.0.0.1' -w start"

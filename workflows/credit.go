@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
-	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
 )
 
@@ -226,7 +225,7 @@ func failCredit(ctx workflow.Context, version workflow.Version, in CreditInput, 
 	}).Get(ctx, &marked); err != nil {
 		return CreditOutput{}, fmt.Errorf("mark pix credit failed: %w", err)
 	}
-	if marked.Status == db.StatusSuperseded {
+	if marked.Status == pix.StatusSuperseded {
 		return CreditOutput{}, superseded(ctx, in, err)
 	}
 	upsertStatus(ctx, version, marked.Status)

@@ -13,20 +13,41 @@ import (
 // faultCase injects one fault while the load runs. inject returns when the
 // fault is healed, with that moment and a note for the report.
 type faultCase struct {
-	name   string
-	inject func(ctx context.Context, st *stack, s settings, sess *load.Session) (healed time.Time, note string, err error)
+	name string
+	// outgoing: the case sends outgoing PIX (POST /pix) beside the
+	// webhooks, and checks them against the PSP's records.
+	outgoing bool
+	// setup, if set, runs before the load (the PSP's behaviours for the
+	// case's keys, say).
+	setup  func(ctx context.Context, r *caseRun) error
+	inject func(ctx context.Context, r *caseRun) (healed time.Time, note string, err error)
 	// check adds the case's own verdicts after the common invariants.
-	check func(ctx context.Context, st *stack, o *outcome) []string
+	check func(ctx context.Context, r *caseRun, o *outcome) []string
+}
+
+// caseRun is what a case's functions work with.
+type caseRun struct {
+	st   *stack
+	s    settings
+	sess *load.Session
+	// xfers and keys are the outgoing PIX of an outgoing case (nil and
+	// zero otherwise).
+	xfers *load.Transfers
+	keys  caseKeys
+	// facts are what inject learned for check (how many answers were
+	// lost, ...).
+	facts map[string]int
 }
 
 func cases(s settings) []faultCase {
-	return []faultCase{
-		{name: "kill -9 the worker mid-load, restart it", inject: func(ctx context.Context, st *stack, _ settings, _ *load.Session) (time.Time, string, error) {
-			st.worker.kill9()
+	return append([]faultCase{
+		{name: "kill -9 the worker mid-load, restart it", inject: func(ctx context.Context, r *caseRun) (time.Time, string, error) {
+			r.st.worker.kill9()
 			time.Sleep(2 * time.Second)
-			return time.Now(), "worker down 2 s", st.worker.start()
+			return time.Now(), "worker down 2 s", r.st.worker.start()
 		}},
-		{name: "kill -9 the API mid-load, restart it", inject: func(ctx context.Context, st *stack, _ settings, _ *load.Session) (time.Time, string, error) {
+		{name: "kill -9 the API mid-load, restart it", inject: func(ctx context.Context, r *caseRun) (time.Time, string, error) {
+			st := r.st
 			st.api.kill9()
 			time.Sleep(2 * time.Second)
 			if err := st.api.start(); err != nil {
@@ -35,28 +56,30 @@ func cases(s settings) []faultCase {
 			err := st.waitReady(ctx)
 			return time.Now(), "API down 2 s; the load resends unacknowledged webhooks", err
 		}},
-		{name: fmt.Sprintf("Temporal stopped for %s mid-load, restarted", s.temporalDown), inject: func(ctx context.Context, st *stack, s settings, _ *load.Session) (time.Time, string, error) {
-			st.temporal.Stop()
-			time.Sleep(s.temporalDown)
-			err := st.temporal.Restart()
+		{name: fmt.Sprintf("Temporal stopped for %s mid-load, restarted", s.temporalDown), inject: func(ctx context.Context, r *caseRun) (time.Time, string, error) {
+			r.st.temporal.Stop()
+			time.Sleep(r.s.temporalDown)
+			err := r.st.temporal.Restart()
 			return time.Now(), "webhooks acknowledged throughout", err
 		}},
-		{name: fmt.Sprintf("PostgreSQL stopped for %s mid-load, restarted", s.postgresDown), inject: func(ctx context.Context, st *stack, s settings, _ *load.Session) (time.Time, string, error) {
+		{name: fmt.Sprintf("PostgreSQL stopped for %s mid-load, restarted", s.postgresDown), inject: func(ctx context.Context, r *caseRun) (time.Time, string, error) {
+			s := r.s
 			if err := load.Shell(ctx, s.pgStop); err != nil {
 				return time.Now(), "", err
 			}
 			time.Sleep(s.postgresDown)
 			err := load.Shell(ctx, s.pgStart)
 			return time.Now(), "", err
-		}, check: func(_ context.Context, _ *stack, o *outcome) []string {
+		}, check: func(_ context.Context, _ *caseRun, o *outcome) []string {
 			if o.errors["http 503"] == 0 {
 				return []string{"no webhook was answered 503 while PostgreSQL was down"}
 			}
 			o.note = fmt.Sprintf("%d answers 503 while down, resent until acknowledged", o.errors["http 503"])
 			return nil
 		}},
-		{name: fmt.Sprintf("%d copies of one PIX at the same instant", s.copies), inject: func(ctx context.Context, st *stack, s settings, sess *load.Session) (time.Time, string, error) {
-			b := sess.Send(ctx, 1, s.copies)
+		{name: fmt.Sprintf("%d copies of one PIX at the same instant", s.copies), inject: func(ctx context.Context, r *caseRun) (time.Time, string, error) {
+			st, s := r.st, r.s
+			b := r.sess.Send(ctx, 1, s.copies)
 			var problems []string
 			if b.Acked != int64(s.copies) {
 				problems = append(problems, fmt.Sprintf("%d of %d copies acknowledged", b.Acked, s.copies))
@@ -78,7 +101,7 @@ func cases(s settings) []faultCase {
 		}},
 		{name: fmt.Sprintf("an account row locked by another session for %s", s.lockFor), inject: lockAccount},
 		{name: "SIGTERM the API and the worker mid-load (graceful stop), restart them", inject: gracefulStop,
-			check: func(_ context.Context, _ *stack, o *outcome) []string {
+			check: func(_ context.Context, _ *caseRun, o *outcome) []string {
 				// A draining API still answers what it takes; only a
 				// closed port (the restart's gap) may refuse.
 				var problems []string
@@ -89,7 +112,7 @@ func cases(s settings) []faultCase {
 				}
 				return problems
 			}},
-	}
+	}, outgoingCases(s)...)
 }
 
 // gracefulStop stops the API and the worker with SIGTERM at the same
@@ -98,7 +121,8 @@ func cases(s settings) []faultCase {
 // running activities finish. Both must exit on their own with status 0; the
 // load resends what was not acknowledged, and the common invariants say
 // whether anything acknowledged was lost.
-func gracefulStop(ctx context.Context, st *stack, _ settings, _ *load.Session) (time.Time, string, error) {
+func gracefulStop(ctx context.Context, r *caseRun) (time.Time, string, error) {
+	st := r.st
 	type exit struct {
 		name   string
 		code   int
@@ -143,7 +167,8 @@ func gracefulStop(ctx context.Context, st *stack, _ settings, _ *load.Session) (
 // lockAccount holds account 0's row locked while a PIX for it arrives, and
 // checks that the other accounts' PIX were credited meanwhile and that the
 // locked account's PIX was credited after the lock.
-func lockAccount(ctx context.Context, st *stack, s settings, sess *load.Session) (time.Time, string, error) {
+func lockAccount(ctx context.Context, r *caseRun) (time.Time, string, error) {
+	st, s, sess := r.st, r.s, r.sess
 	tx, err := st.pool.Begin(ctx)
 	if err != nil {
 		return time.Now(), "", err
@@ -184,101 +209,4 @@ func lockAccount(ctx context.Context, st *stack, s settings, sess *load.Session)
 		return released, "", fmt.Errorf("the locked account's PIX was credited before the lock was released")
 	}
 	return released, fmt.Sprintf("%d other credits during the lock; the locked account's PIX credited after %d attempts", others, attempts), nil
-}
-
-// outcome is one case's result.
-type outcome struct {
-	number     int
-	name       string
-	inv        load.Invariants
-	violations []string
-	requests   int64
-	errors     map[string]int64
-	recovery   time.Duration
-	note       string
-	err        error
-}
-
-func (o outcome) pass() bool { return o.err == nil && len(o.violations) == 0 }
-
-func (o outcome) errorsText() string {
-	if len(o.errors) == 0 {
-		return "none"
-	}
-	var parts []string
-	for k, v := range o.errors {
-		parts = append(parts, fmt.Sprintf("%s: %d", k, v))
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ", ")
-}
-
-func (o outcome) summary() string {
-	if !o.pass() {
-		var why []string
-		if o.err != nil {
-			why = append(why, o.err.Error())
-		}
-		return "FAIL: " + strings.Join(append(why, o.violations...), "; ")
-	}
-	return fmt.Sprintf("pass: %d PIX, %d credits, invariants hold, recovery %s; %s",
-		o.inv.InboxRows, o.inv.Credits, o.recovery.Round(100*time.Millisecond), o.note)
-}
-
-// runCase runs one case on a session of its own: load, fault, heal, drain,
-// then the invariants and the recovery time.
-func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
-	o := outcome{name: c.name, errors: map[string]int64{}}
-	sess, err := load.NewSession(load.Options{
-		APIURL: st.apiURL, RunID: load.NewRunID(), Accounts: s.accounts, DupRatio: 0.2, BurstRatio: 0.02, BurstCopies: 5,
-		MaxInFlight: 128, RetryUnacked: true, RetryFor: 2 * time.Minute, Seed: 7, SigningKey: s.signingKey,
-	})
-	if err != nil {
-		o.err = err
-		return o
-	}
-	defer sess.Close()
-	if o.err = load.OpenAccounts(ctx, st.pool, sess.RunID(), s.accounts); o.err != nil {
-		return o
-	}
-	type stepResult struct {
-		step *load.Step
-		err  error
-	}
-	done := make(chan stepResult, 1)
-	go func() {
-		step, err := sess.Run(ctx, s.rate, s.loadFor)
-		done <- stepResult{step, err}
-	}()
-	time.Sleep(s.faultAfter)
-	healed, note, injectErr := c.inject(ctx, st, s, sess)
-	o.note = note
-	res := <-done
-	if res.err != nil {
-		o.err = res.err
-		return o
-	}
-	o.requests = res.step.Requests
-	o.errors = res.step.Errors
-	if injectErr != nil {
-		o.err = injectErr
-	}
-	if _, err := load.Drain(ctx, st.pool, sess.RunID(), s.drainTimeout); err != nil {
-		o.violations = append(o.violations, err.Error())
-	}
-	if o.inv, err = load.Check(ctx, st.pool, sess); err != nil {
-		o.err = err
-		return o
-	}
-	o.violations = append(o.violations, o.inv.Violations()...)
-	if res.step.Unacked > 0 {
-		o.violations = append(o.violations, fmt.Sprintf("%d PIX never acknowledged", res.step.Unacked))
-	}
-	if c.check != nil {
-		o.violations = append(o.violations, c.check(ctx, st, &o)...)
-	}
-	if last, err := load.LastCreditOfAckedBefore(ctx, st.pool, sess, healed); err == nil && last.After(healed) {
-		o.recovery = last.Sub(healed)
-	}
-	return o
 }

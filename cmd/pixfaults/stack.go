@@ -15,13 +15,19 @@ import (
 	"github.com/pixbank/pix/internal/temporaltest"
 )
 
-// stack is the service under test: a Temporal dev server, the API (with
-// the dispatcher) and the worker as separate processes.
+// stack is the service under test: a Temporal dev server, the API and the
+// worker (with the dispatchers and the outbox relay) as separate processes;
+// and, in this process, the PSP simulator the worker sends outgoing PIX to,
+// the NATS server the relay publishes to, and a durable consumer of the
+// event stream that runs for the whole suite.
 type stack struct {
 	temporal    *temporaltest.Server
 	api, worker *process
 	apiURL      string
 	pool        *pgxpool.Pool
+	psp         *pspServer
+	nats        *natsServer
+	events      *eventLog
 }
 
 func startStack(ctx context.Context, dir string) (*stack, error) {
@@ -33,7 +39,20 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		return nil, err
 	}
 	st := &stack{}
+	if st.psp, err = newPSPServer(dir); err != nil {
+		return nil, err
+	}
+	if st.nats, err = newNATSServer(filepath.Join(dir, "nats")); err != nil {
+		st.close()
+		return nil, err
+	}
+	// The consumer exists before the first event, and creates the stream.
+	if st.events, err = consumeEvents(ctx, st.nats.url); err != nil {
+		st.close()
+		return nil, err
+	}
 	if st.temporal, err = temporaltest.Start(dir); err != nil {
+		st.close()
 		return nil, err
 	}
 	port, err := temporaltest.FreePort()
@@ -50,7 +69,23 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		"INBOX_ACTIVITY_TIMEOUT=5s",
 		"DISPATCH_POLL_INTERVAL=200ms",
 		"DISPATCH_RETRY_MAX_DELAY=2s",
+		// A transfer whose saga run failed (visibly) is started again
+		// within a case's drain, not after the default 2 minutes.
+		"DISPATCH_RECHECK_AFTER=15s",
 		"LOG_LEVEL=info",
+		"PSP_URL=" + st.psp.url,
+		// Short enough that a hanging PSP is given up on, and retried,
+		// several times within a case.
+		"PSP_TIMEOUT=3s",
+		"PSP_RETRY_INITIAL_INTERVAL=200ms",
+		"PSP_RETRY_MAX_INTERVAL=3s",
+		"TRANSFER_SETTLEMENT_POLL_MAX=2s",
+		// Ours, not the machine's shared NATS (which scripts/lib.sh may
+		// have put in NATS_URL): the NATS cases stop it.
+		"NATS_URL=" + st.nats.url,
+		// Small rounds: a relay killed while it drains a backlog dies
+		// between publishing a round and marking it, not after.
+		"OUTBOX_BATCH_SIZE=20",
 	}
 	pixd := os.Getenv("PIXD")
 	migrate := exec.CommandContext(ctx, pixd, "migrate")
@@ -102,6 +137,15 @@ func (st *stack) close() {
 	}
 	if st.temporal != nil {
 		st.temporal.Stop()
+	}
+	if st.events != nil {
+		st.events.close()
+	}
+	if st.nats != nil {
+		st.nats.stop()
+	}
+	if st.psp != nil {
+		st.psp.close()
 	}
 	if st.pool != nil {
 		st.pool.Close()

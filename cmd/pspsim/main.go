@@ -1,6 +1,7 @@
 // Command pspsim runs the PSP simulator (package pspsim): an in-memory PSP
 // with the HTTP API that the worker's psp.HTTPClient speaks, told per Pix
-// key to accept, reject, time out or fail (PUT /behaviors/{pix_key}).
+// key to accept, reject, time out, fail, lose its answers, answer
+// resubmissions 409 or refuse our credentials (PUT /behaviors/{pix_key}).
 //
 //	PSP_SIM_ADDR          listen address (default 127.0.0.1:8090)
 //	PSP_SIM_SETTLE_AFTER  how long an accepted transfer stays pending when

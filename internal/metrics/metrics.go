@@ -81,7 +81,7 @@ type Worker struct {
 	// chargeMismatches and pspRefusals count what needs a human's look
 	// although no money went wrong.
 	chargeMismatches *prometheus.CounterVec
-	pspRefusals      *prometheus.CounterVec
+	pspAttention     *prometheus.CounterVec
 }
 
 // NewWorker registers the worker's counters on r.
@@ -119,11 +119,11 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		Name: "pix_charge_not_concluded_total",
 		Help: "PIX credited that named a charge (txid) they did not conclude, by outcome (other_account, amount_mismatch, not_open, unknown_charge); each needs a look.",
 	}, []string{"outcome"})
-	w.pspRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "pix_psp_request_refused_total",
-		Help: "PSP answers that refused a transfer request itself (401, 403, 400, 404, 413, ...), by status code: our credentials or request are wrong; never refunded, retried, alert on any.",
-	}, []string{"status_code"})
-	r.MustRegister(w.credits, w.failures, w.transfers, w.dispatchLag, w.reconcile, w.reconciled, w.chargeMismatches, w.pspRefusals)
+	w.pspAttention = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pix_psp_attention_total",
+		Help: "PSP answers about a transfer that need a human, by kind (PSPRequestRefused: our credentials or request; RejectionUnconfirmed, PSPTransferMismatch, RefundUnconfirmed) and status code; nothing is refunded on them; alert on any.",
+	}, []string{"kind", "status_code"})
+	r.MustRegister(w.credits, w.failures, w.transfers, w.dispatchLag, w.reconcile, w.reconciled, w.chargeMismatches, w.pspAttention)
 	return w
 }
 
@@ -169,12 +169,13 @@ func (w *Worker) ChargeNotConcluded(outcome string) {
 	}
 }
 
-// PSPRequestRefused counts one PSP answer that refused our request itself
-// (credentials, a malformed request: never a reason to refund), by HTTP
-// status code.
-func (w *Worker) PSPRequestRefused(statusCode int) {
+// PSPNeedsAttention counts one PSP answer about a transfer that a human
+// must look at although no money moved on it, by kind (the activity error
+// type: PSPRequestRefused, RejectionUnconfirmed, PSPTransferMismatch,
+// RefundUnconfirmed) and HTTP status code (0 when none applies).
+func (w *Worker) PSPNeedsAttention(kind string, statusCode int) {
 	if w != nil {
-		w.pspRefusals.WithLabelValues(strconv.Itoa(statusCode)).Inc()
+		w.pspAttention.WithLabelValues(kind, strconv.Itoa(statusCode)).Inc()
 	}
 }
 

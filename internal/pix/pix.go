@@ -15,6 +15,11 @@ const (
 	StatusFailed  = "failed"
 )
 
+// StatusSuperseded is not a row status: it is what closing a credit run's
+// drive as failed answers when the row was re-driven since, and a newer run
+// owns it.
+const StatusSuperseded = "superseded"
+
 // Limits of the webhook contract.
 const (
 	MaxAmountCents     int64 = 100_000_000_000

@@ -43,6 +43,21 @@ type Result struct {
 	EndToEndID string `json:"end_to_end_id"`
 	Status     Status `json:"status"`
 	Reason     string `json:"reason,omitempty"` // why it was rejected
+	// What the PSP holds under EndToEndID, when its answer says (a status
+	// query does): an answer about another transfer under our id must never
+	// be taken for ours (see Matches).
+	AmountCents int64  `json:"amount_cents,omitempty"`
+	PixKey      string `json:"pix_key,omitempty"`
+	AccountID   string `json:"account_id,omitempty"`
+}
+
+// Matches reports whether what the PSP says it holds is t, as far as the
+// answer says: every detail it names must be t's.
+func (r Result) Matches(t Transfer) bool {
+	return r.EndToEndID == t.EndToEndID &&
+		(r.AmountCents == 0 || r.AmountCents == t.AmountCents) &&
+		(r.PixKey == "" || r.PixKey == t.PixKey) &&
+		(r.AccountID == "" || r.AccountID == t.AccountID)
 }
 
 var (
@@ -81,9 +96,15 @@ func (e *RequestError) Error() string {
 	return fmt.Sprintf("psp refused the request (http %d): %s", e.StatusCode, e.Message)
 }
 
-// Is makes a 409 refusal ErrAlreadySubmitted.
+// CodeEndToEndIDReused is the error code of a 409 that says the
+// end_to_end_id is another transfer's (other amount, key or account), not
+// a duplicate of ours: a refused request, never "already submitted".
+const CodeEndToEndIDReused = "end_to_end_id_reused"
+
+// Is makes a 409 refusal ErrAlreadySubmitted, unless the PSP said the id is
+// another transfer's.
 func (e *RequestError) Is(target error) bool {
-	return target == ErrAlreadySubmitted && e.StatusCode == http.StatusConflict
+	return target == ErrAlreadySubmitted && e.StatusCode == http.StatusConflict && e.Code != CodeEndToEndIDReused
 }
 
 // Answer is what an answer from the PSP means for a transfer, and so what
@@ -98,13 +119,15 @@ const (
 	// status query before the refund).
 	AnswerResult Answer = iota
 	// AnswerAlreadySubmitted: 409; the PSP holds the transfer already:
-	// ask its status and go on from that.
+	// ask its status and go on from that, once the status shows it is ours
+	// (Result.Matches).
 	AnswerAlreadySubmitted
 	// AnswerNotFound: a status query found no such transfer: submit again
 	// under the same end_to_end_id (the PSP deduplicates); never refund.
 	AnswerNotFound
 	// AnswerRequestRefused: our request or credentials are wrong (401,
-	// 403, 400, 404 on submit, 413, any other 4xx): never compensate; retry
+	// 403, 400, 404 on submit, 413, a 409 end_to_end_id_reused, any other
+	// 4xx): never compensate; retry
 	// with backoff, fail the run visibly, alert.
 	AnswerRequestRefused
 	// AnswerTransient: no answer, or none that can be understood (5xx, 408,

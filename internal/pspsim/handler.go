@@ -22,6 +22,12 @@ const (
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodePayloadTooLarge  = "payload_too_large"
+	// CodeDuplicateTransfer answers a resubmission in duplicate_conflict
+	// mode: the PSP has the transfer already.
+	CodeDuplicateTransfer = "duplicate_transfer"
+	// CodeUnauthorized and CodeForbidden answer in unauthorized mode.
+	CodeUnauthorized = "unauthorized"
+	CodeForbidden    = "forbidden"
 )
 
 // maxBodyBytes bounds a request body: a transfer or a behaviour is a few
@@ -32,6 +38,7 @@ const maxBodyBytes = 64 << 10
 //
 //	POST   /transfers                   submit a psp.Transfer
 //	GET    /transfers/{end_to_end_id}   a TransferView
+//	GET    /transfers                   every TransferView, {"transfers":[...]}
 //	PUT    /behaviors/{pix_key}         set a Behavior
 //	DELETE /behaviors/{pix_key}         back to accept
 //	GET    /behaviors                   list the behaviours
@@ -40,6 +47,7 @@ func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /transfers", s.handleSubmit)
 	mux.HandleFunc("GET /transfers/{end_to_end_id}", s.handleGetTransfer)
+	mux.HandleFunc("GET /transfers", s.handleListTransfers)
 	mux.HandleFunc("PUT /behaviors/{pix_key}", s.handlePutBehavior)
 	mux.HandleFunc("DELETE /behaviors/{pix_key}", s.handleDeleteBehavior)
 	mux.HandleFunc("GET /behaviors", s.handleListBehaviors)
@@ -71,6 +79,20 @@ func (s *Simulator) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, CodeEndToEndIDReused,
 			"end_to_end_id "+in.EndToEndID+" is already a transfer with another amount, pix key or account; nothing was changed")
 		return
+	case outcomeDuplicateConflict:
+		writeError(w, http.StatusConflict, CodeDuplicateTransfer,
+			"end_to_end_id "+in.EndToEndID+" was submitted already (simulated duplicate_conflict); ask GET /transfers/"+in.EndToEndID+" where it stands")
+		return
+	case outcomeRefused:
+		writeError(w, sub.refusedStatus, sub.refusedCode, "the psp refused our credentials (simulated); nothing was created")
+		return
+	}
+	if sub.lose {
+		// The transfer exists (or existed); the answer never leaves. The
+		// abort closes the connection without a status line, as a
+		// connection cut after the PSP processed the request.
+		note(r, slog.Bool("answer_lost", true))
+		panic(http.ErrAbortHandler)
 	}
 	if sub.hang > 0 {
 		note(r, slog.String("hang", sub.hang.String()))
@@ -102,13 +124,22 @@ func (s *Simulator) handleSubmit(w http.ResponseWriter, r *http.Request) {
 func (s *Simulator) handleGetTransfer(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("end_to_end_id")
 	note(r, slog.String("end_to_end_id", id))
-	v, ok := s.Transfer(id)
+	v, ok, refused, code := s.query(id)
 	if !ok {
 		writeError(w, http.StatusNotFound, CodeTransferNotFound, "no transfer with end_to_end_id "+id)
 		return
 	}
+	if refused != 0 {
+		note(r, slog.String("outcome", "unauthorized"))
+		writeError(w, refused, code, "the psp refused our credentials (simulated)")
+		return
+	}
 	note(r, slog.String("transfer_status", string(v.Status)))
 	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Simulator) handleListTransfers(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"transfers": s.Transfers()})
 }
 
 func (s *Simulator) handlePutBehavior(w http.ResponseWriter, r *http.Request) {
@@ -138,14 +169,15 @@ func (s *Simulator) handleDeleteBehavior(w http.ResponseWriter, r *http.Request)
 type behaviorListing struct {
 	PixKey string `json:"pix_key"`
 	behaviorJSON
-	Submissions int `json:"submissions"`
+	Submissions   int `json:"submissions"`
+	Resubmissions int `json:"resubmissions,omitempty"`
 }
 
 func (s *Simulator) handleListBehaviors(w http.ResponseWriter, _ *http.Request) {
 	list := s.Behaviors()
 	out := make([]behaviorListing, 0, len(list))
 	for _, b := range list {
-		out = append(out, behaviorListing{PixKey: b.PixKey, behaviorJSON: b.Behavior.wire(), Submissions: b.Submissions})
+		out = append(out, behaviorListing{PixKey: b.PixKey, behaviorJSON: b.Behavior.wire(), Submissions: b.Submissions, Resubmissions: b.Resubmissions})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"behaviors": out})
 }

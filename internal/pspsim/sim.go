@@ -61,10 +61,12 @@ func (t *transfer) result(now time.Time) psp.Result {
 }
 
 // keyBehavior is a key's behaviour and the submissions to the key since it
-// was set, which Times counts against.
+// was set, which Times counts against (for duplicate_conflict, the
+// resubmissions among them).
 type keyBehavior struct {
 	Behavior
-	submissions int
+	submissions   int
+	resubmissions int
 }
 
 // TransferView is the PSP's full view of a transfer, the body of
@@ -89,6 +91,9 @@ type BehaviorView struct {
 	// Submissions is how many submissions to the key arrived since the
 	// behaviour was set.
 	Submissions int
+	// Resubmissions is how many of them were resubmissions of a transfer
+	// the simulator held, for duplicate_conflict (0 for the other modes).
+	Resubmissions int
 }
 
 // New returns an empty simulator in which every key accepts.
@@ -142,7 +147,7 @@ func (s *Simulator) Behaviors() []BehaviorView {
 	defer s.mu.Unlock()
 	out := make([]BehaviorView, 0, len(s.behaviors))
 	for k, b := range s.behaviors {
-		out = append(out, BehaviorView{PixKey: k, Behavior: b.Behavior, Submissions: b.submissions})
+		out = append(out, BehaviorView{PixKey: k, Behavior: b.Behavior, Submissions: b.submissions, Resubmissions: b.resubmissions})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PixKey < out[j].PixKey })
 	return out
@@ -156,6 +161,44 @@ func (s *Simulator) Transfer(endToEndID string) (TransferView, bool) {
 	if !ok {
 		return TransferView{}, false
 	}
+	return s.view(t), true
+}
+
+// Transfers returns the PSP's view of every transfer it holds, as of now,
+// by end_to_end_id.
+func (s *Simulator) Transfers() []TransferView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]TransferView, 0, len(s.transfers))
+	for _, t := range s.transfers {
+		out = append(out, s.view(t))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].EndToEndID < out[j].EndToEndID })
+	return out
+}
+
+// query is a status query through the API: the transfer's view, unless the
+// behaviour of its key refuses the query (refused is then the status and
+// error code of the answer).
+func (s *Simulator) query(endToEndID string) (v TransferView, ok bool, refused int, code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.transfers[endToEndID]
+	if !ok {
+		return TransferView{}, false, 0, ""
+	}
+	if kb, has := s.behaviors[t.in.PixKey]; has && kb.Mode == ModeUnauthorized && kb.StatusQueries &&
+		kb.misbehaves(kb.submissions+1) {
+		// The key's next submission would be refused: its credentials
+		// are still bad, for queries as well.
+		refused, code = kb.refusal()
+		return TransferView{}, true, refused, code
+	}
+	return s.view(t), true, 0, ""
+}
+
+// view is t as the PSP shows it now. The caller holds s.mu.
+func (s *Simulator) view(t *transfer) TransferView {
 	r := t.result(s.now())
 	return TransferView{
 		EndToEndID:  t.in.EndToEndID,
@@ -164,9 +207,9 @@ func (s *Simulator) Transfer(endToEndID string) (TransferView, bool) {
 		AmountCents: t.in.AmountCents,
 		PixKey:      t.in.PixKey,
 		AccountID:   t.in.AccountID,
-		Received:    s.received[endToEndID],
+		Received:    s.received[t.in.EndToEndID],
 		CreatedAt:   t.createdAt,
-	}, true
+	}
 }
 
 // result returns where a transfer stands now.
@@ -201,10 +244,12 @@ func validate(t psp.Transfer) string {
 type outcome int
 
 const (
-	outcomeCreated     outcome = iota // 201 (422 if rejected)
-	outcomeDuplicate                  // 200 (422 if rejected)
-	outcomeConflict                   // 409: the end_to_end_id is another transfer's
-	outcomeUnavailable                // 503: fail mode
+	outcomeCreated           outcome = iota // 201 (422 if rejected)
+	outcomeDuplicate                        // 200 (422 if rejected)
+	outcomeConflict                         // 409: the end_to_end_id is another transfer's
+	outcomeUnavailable                      // 503: fail mode
+	outcomeDuplicateConflict                // 409: duplicate_conflict mode
+	outcomeRefused                          // 401 or 403: unauthorized mode
 )
 
 func (o outcome) String() string {
@@ -217,6 +262,10 @@ func (o outcome) String() string {
 		return "end_to_end_id_reused"
 	case outcomeUnavailable:
 		return "injected_failure"
+	case outcomeDuplicateConflict:
+		return "duplicate_conflict"
+	case outcomeRefused:
+		return "unauthorized"
 	}
 	return "unknown"
 }
@@ -228,27 +277,41 @@ type submission struct {
 	// hang, when > 0, is how long to wait (or until the request ends)
 	// before answering: timeout mode.
 	hang time.Duration
+	// lose: cut the connection instead of answering (lose_response mode).
+	lose bool
+	// refusedStatus and refusedCode answer outcomeRefused.
+	refusedStatus int
+	refusedCode   string
 }
 
 // submit decides, under the lock and at once, everything about a
-// submission; only the hang of timeout mode happens outside, after the
-// transfer exists, as when a PSP processed a request whose answer is lost.
+// submission; only the hang of timeout mode and the cut of lose_response
+// happen outside, after the transfer exists, as when a PSP processed a
+// request whose answer is lost.
 func (s *Simulator) submit(in psp.Transfer) submission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.received[in.EndToEndID]++
 	b := Behavior{Mode: ModeAccept}
 	misbehave := false
-	if kb, ok := s.behaviors[in.PixKey]; ok {
+	kb, hasBehavior := s.behaviors[in.PixKey]
+	if hasBehavior {
 		kb.submissions++
 		b = kb.Behavior
-		misbehave = b.misbehaves(kb.submissions)
+		// duplicate_conflict counts resubmissions, below.
+		misbehave = b.Mode != ModeDuplicateConflict && b.misbehaves(kb.submissions)
 	}
 	sub := submission{mode: b.Mode}
-	if b.Mode == ModeFail && misbehave {
+	switch {
+	case b.Mode == ModeFail && misbehave:
 		// An unavailable PSP creates nothing and looks nothing up, even
 		// for a transfer it already has.
 		sub.outcome = outcomeUnavailable
+		return sub
+	case b.Mode == ModeUnauthorized && misbehave:
+		// Neither does one that refuses our credentials.
+		sub.outcome = outcomeRefused
+		sub.refusedStatus, sub.refusedCode = b.refusal()
 		return sub
 	}
 	if t, ok := s.transfers[in.EndToEndID]; ok {
@@ -257,15 +320,25 @@ func (s *Simulator) submit(in psp.Transfer) submission {
 			return sub
 		}
 		sub.outcome = outcomeDuplicate
+		if b.Mode == ModeDuplicateConflict {
+			kb.resubmissions++
+			if b.misbehaves(kb.resubmissions) {
+				sub.outcome = outcomeDuplicateConflict
+				return sub
+			}
+		}
 	} else {
 		s.transfers[in.EndToEndID] = s.newTransfer(in, b)
 		sub.outcome = outcomeCreated
 	}
-	if b.Mode == ModeTimeout && misbehave {
+	switch {
+	case b.Mode == ModeTimeout && misbehave:
 		sub.hang = b.Delay
 		if sub.hang == 0 {
 			sub.hang = DefaultDelay
 		}
+	case b.Mode == ModeLoseResponse && misbehave:
+		sub.lose = true
 	}
 	return sub
 }

@@ -438,6 +438,13 @@ func TestBehaviorAPI(t *testing.T) {
 		`{"mode":"reject_later","settle_after":"200ms","reason":"x"}`,
 		`{"mode":"fail","times":2}`,
 		`{"mode":"timeout","times":1,"delay":"5s","settle_after":"1s"}`,
+		`{"mode":"lose_response"}`,
+		`{"mode":"lose_response","times":2,"settle_after":"1s"}`,
+		`{"mode":"duplicate_conflict","times":1,"settle_after":"1s"}`,
+		`{"mode":"unauthorized","times":3}`,
+		`{"mode":"unauthorized","status_code":401}`,
+		`{"mode":"unauthorized","status_code":403,"status_queries":true,"settle_after":"1s"}`,
+		// Last: the listing below shows it as k's behaviour.
 		`{"mode":"timeout","delay":"90s"}`,
 	} {
 		t.Run("ok "+body, func(t *testing.T) {
@@ -458,6 +465,16 @@ func TestBehaviorAPI(t *testing.T) {
 		`{"mode":"timeout","delay":"91s"}`,
 		`{"mode":"timeout","time":1}`,
 		`{"mode":"timeout","delay":5}`,
+		`{"mode":"lose_response","delay":"5s"}`,
+		`{"mode":"duplicate_conflict","reason":"x"}`,
+		`{"mode":"duplicate_conflict","times":-1}`,
+		`{"mode":"unauthorized","status_code":500}`,
+		`{"mode":"unauthorized","status_code":"401"}`,
+		`{"mode":"accept","status_code":401}`,
+		`{"mode":"fail","status_code":403}`,
+		`{"mode":"timeout","status_queries":true}`,
+		`{"mode":"reject","times":1}`,
+		`{"mode":"lose-response"}`,
 		`{"mode":`,
 		``,
 	} {
@@ -585,4 +602,274 @@ func TestServeShutsDownDespiteHangingRequests(t *testing.T) {
 	}
 	require.Less(t, time.Since(start), 5*time.Second)
 	require.ErrorIs(t, <-submitted, psp.ErrTransient, "the hanging request got no answer")
+}
+
+// The modes below are tested over raw HTTP rather than through
+// psp.HTTPClient: what is under test is what the simulator answers (the
+// status, the error code, no answer at all), whatever a client makes of it.
+
+// post submits tr over raw HTTP, on a connection of its own, and returns
+// the status and body, or the transport error when no answer came.
+func post(t *testing.T, url string, tr psp.Transfer) (int, []byte, error) {
+	t.Helper()
+	body, err := json.Marshal(tr)
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/transfers", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	// A connection per request: the transport must not retry a request
+	// whose answer was cut on a reused connection, nor hide a cut behind
+	// a kept-alive connection.
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, b, nil
+}
+
+func TestLoseResponseCreatesThenCuts(t *testing.T) {
+	e := setup(t)
+	e.setBehavior(t, "lost", `{"mode":"lose_response","times":2}`)
+	tr := transfer(1, "lost")
+
+	for n := 1; n <= 2; n++ {
+		code, body, err := post(t, e.url, tr)
+		require.Error(t, err, "submission %d was answered %d %s; want the connection cut", n, code, body)
+		// The PSP processed it all the same: one transfer, pending.
+		v := e.view(t, tr.EndToEndID)
+		require.Equal(t, psp.StatusPending, v.Status)
+		require.Equal(t, n, v.Received)
+	}
+	// times is used up: the resubmission is answered, with the same transfer.
+	code, body, err := post(t, e.url, tr)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	require.JSONEq(t, `{"end_to_end_id":"`+tr.EndToEndID+`","status":"pending"}`, string(body))
+	require.Equal(t, 3, e.view(t, tr.EndToEndID).Received)
+	require.Equal(t, e.clock.Now(), e.view(t, tr.EndToEndID).CreatedAt, "created by the first, lost, submission")
+
+	// A new transfer to the key is created and answered 201.
+	code, _, err = post(t, e.url, transfer(2, "lost"))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, code)
+	require.Equal(t, []pspsim.BehaviorView{{PixKey: "lost", Behavior: pspsim.Behavior{Mode: pspsim.ModeLoseResponse, Times: 2}, Submissions: 4}},
+		e.sim.Behaviors())
+}
+
+func TestLoseResponseThroughTheClientIsTransient(t *testing.T) {
+	e := setup(t)
+	e.setBehavior(t, "lost", `{"mode":"lose_response","times":1}`)
+	tr := transfer(1, "lost")
+	_, err := e.client.Submit(t.Context(), tr)
+	require.ErrorIs(t, err, psp.ErrTransient)
+	r, err := e.client.Status(t.Context(), tr.EndToEndID)
+	require.NoError(t, err, "status queries are not subject to the behaviour")
+	require.Equal(t, psp.StatusPending, r.Status)
+}
+
+func TestLoseResponseEveryTimeUntilAccept(t *testing.T) {
+	e := setup(t)
+	e.setBehavior(t, "lost", `{"mode":"lose_response","settle_after":"1s"}`)
+	tr := transfer(1, "lost")
+	for range 3 {
+		_, _, err := post(t, e.url, tr)
+		require.Error(t, err)
+	}
+	e.clock.Advance(time.Second)
+	require.Equal(t, psp.StatusSettled, e.view(t, tr.EndToEndID).Status, "settle_after of the behaviour that created it")
+
+	e.setBehavior(t, "lost", `{"mode":"accept"}`)
+	code, body, err := post(t, e.url, tr)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code)
+	require.JSONEq(t, `{"end_to_end_id":"`+tr.EndToEndID+`","status":"settled"}`, string(body))
+	require.Equal(t, 4, e.view(t, tr.EndToEndID).Received, "four POSTs, one transfer")
+	require.Len(t, e.sim.Transfers(), 1)
+}
+
+func TestDuplicateConflictEveryTime(t *testing.T) {
+	e := setup(t)
+	e.setBehavior(t, "dup", `{"mode":"duplicate_conflict"}`)
+	tr := transfer(1, "dup")
+
+	code, body, err := post(t, e.url, tr)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, code, "a first submission is created: %s", body)
+	for range 3 {
+		code, body, err = post(t, e.url, tr)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusConflict, code, "%s", body)
+		require.Equal(t, pspsim.CodeDuplicateTransfer, errorCode(t, body))
+	}
+	// The transfer is there, once, and its status is answered.
+	e.clock.Advance(pspsim.DefaultSettleAfter)
+	code, body = do(t, http.MethodGet, e.url+"/transfers/"+tr.EndToEndID, "")
+	require.Equal(t, http.StatusOK, code)
+	var v pspsim.TransferView
+	require.NoError(t, json.Unmarshal(body, &v))
+	require.Equal(t, psp.StatusSettled, v.Status)
+	require.Equal(t, 4, v.Received)
+
+	// Another payload under the end_to_end_id is still the other conflict.
+	other := tr
+	other.AmountCents++
+	code, body, err = post(t, e.url, other)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusConflict, code)
+	require.Equal(t, pspsim.CodeEndToEndIDReused, errorCode(t, body))
+	require.Equal(t, tr.AmountCents, e.view(t, tr.EndToEndID).AmountCents)
+
+	require.Equal(t, []pspsim.BehaviorView{{PixKey: "dup", Behavior: pspsim.Behavior{Mode: pspsim.ModeDuplicateConflict},
+		Submissions: 5, Resubmissions: 3}}, e.sim.Behaviors())
+}
+
+func TestDuplicateConflictTimesCountsResubmissions(t *testing.T) {
+	e := setup(t)
+	e.setBehavior(t, "dup", `{"mode":"duplicate_conflict","times":2}`)
+	// Two first submissions: neither counts against times.
+	for n := 1; n <= 2; n++ {
+		code, _, err := post(t, e.url, transfer(n, "dup"))
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, code)
+	}
+	want := []int{http.StatusConflict, http.StatusConflict, http.StatusOK, http.StatusOK}
+	for i, w := range want {
+		code, body, err := post(t, e.url, transfer(1+i%2, "dup"))
+		require.NoError(t, err)
+		require.Equal(t, w, code, "resubmission %d: %s", i+1, body)
+	}
+}
+
+// TestLostAnswerThenDuplicateConflict is the sequence of the fault suite's
+// lost-response case: the PSP creates the transfer and the answer is lost;
+// the bank's resubmission is answered 409, although the PSP holds (and
+// settles) the transfer.
+func TestLostAnswerThenDuplicateConflict(t *testing.T) {
+	e := setup(t)
+	e.setBehavior(t, "k", `{"mode":"lose_response"}`)
+	tr := transfer(1, "k")
+	_, _, err := post(t, e.url, tr)
+	require.Error(t, err)
+
+	e.setBehavior(t, "k", `{"mode":"duplicate_conflict"}`)
+	code, body, err := post(t, e.url, tr)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusConflict, code)
+	require.Equal(t, pspsim.CodeDuplicateTransfer, errorCode(t, body))
+	e.clock.Advance(pspsim.DefaultSettleAfter)
+	require.Equal(t, psp.StatusSettled, e.view(t, tr.EndToEndID).Status)
+}
+
+func TestUnauthorizedCreatesNothing(t *testing.T) {
+	e := setup(t)
+	e.setBehavior(t, "k", `{"mode":"unauthorized","times":2}`)
+	tr := transfer(1, "k")
+	for range 2 {
+		code, body, err := post(t, e.url, tr)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusUnauthorized, code, "%s", body)
+		require.Equal(t, pspsim.CodeUnauthorized, errorCode(t, body))
+		_, ok := e.sim.Transfer(tr.EndToEndID)
+		require.False(t, ok, "a refused submission creates nothing")
+		code, _ = do(t, http.MethodGet, e.url+"/transfers/"+tr.EndToEndID, "")
+		require.Equal(t, http.StatusNotFound, code)
+	}
+	code, _, err := post(t, e.url, tr)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, code)
+	require.Equal(t, 3, e.view(t, tr.EndToEndID).Received, "the refused POSTs count too")
+}
+
+func TestUnauthorizedDoesNotTouchAHeldTransfer(t *testing.T) {
+	e := setup(t)
+	e.setBehavior(t, "k", `{"mode":"accept","settle_after":"1s"}`)
+	tr := transfer(1, "k")
+	code, _, err := post(t, e.url, tr)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, code)
+
+	// Forbidden, every time, for the resubmission of a transfer it holds.
+	e.setBehavior(t, "k", `{"mode":"unauthorized","status_code":403}`)
+	for range 3 {
+		code, body, err := post(t, e.url, tr)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusForbidden, code)
+		require.Equal(t, pspsim.CodeForbidden, errorCode(t, body))
+	}
+	// The transfer is untouched and settles; its status is answered.
+	e.clock.Advance(time.Second)
+	r, err := e.client.Status(t.Context(), tr.EndToEndID)
+	require.NoError(t, err)
+	require.Equal(t, psp.StatusSettled, r.Status)
+	v := e.view(t, tr.EndToEndID)
+	require.Equal(t, tr.AmountCents, v.AmountCents)
+	require.Equal(t, 4, v.Received)
+}
+
+func TestUnauthorizedStatusQueries(t *testing.T) {
+	e := setup(t)
+	tr := transfer(1, "k")
+	code, _, err := post(t, e.url, tr)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, code)
+
+	e.setBehavior(t, "k", `{"mode":"unauthorized","times":1,"status_queries":true}`)
+	code, body := do(t, http.MethodGet, e.url+"/transfers/"+tr.EndToEndID, "")
+	require.Equal(t, http.StatusUnauthorized, code)
+	require.Equal(t, pspsim.CodeUnauthorized, errorCode(t, body))
+	// The god's-eye view is not an API call.
+	require.Equal(t, psp.StatusPending, e.view(t, tr.EndToEndID).Status)
+	// An unknown transfer is still 404: the key is unknown too.
+	code, _ = do(t, http.MethodGet, e.url+"/transfers/"+id(2), "")
+	require.Equal(t, http.StatusNotFound, code)
+
+	// The one refused submission uses times up: queries are answered again.
+	code, _, err = post(t, e.url, tr)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnauthorized, code)
+	code, _ = do(t, http.MethodGet, e.url+"/transfers/"+tr.EndToEndID, "")
+	require.Equal(t, http.StatusOK, code)
+}
+
+func TestListTransfers(t *testing.T) {
+	e := setup(t)
+	e.setBehavior(t, "no", `{"mode":"reject"}`)
+	for n, key := range []string{"yes", "no"} {
+		code, _, err := post(t, e.url, transfer(2-n, key))
+		require.NoError(t, err)
+		require.NotZero(t, code)
+	}
+	code, body := do(t, http.MethodGet, e.url+"/transfers", "")
+	require.Equal(t, http.StatusOK, code)
+	var list struct {
+		Transfers []pspsim.TransferView `json:"transfers"`
+	}
+	require.NoError(t, json.Unmarshal(body, &list))
+	require.Len(t, list.Transfers, 2)
+	require.Equal(t, id(1), list.Transfers[0].EndToEndID, "by end_to_end_id")
+	require.Equal(t, psp.StatusRejected, list.Transfers[0].Status)
+	require.Equal(t, id(2), list.Transfers[1].EndToEndID)
+	require.Equal(t, "yes", list.Transfers[1].PixKey)
+}
+
+func TestNewBehaviorsJSONRoundTrip(t *testing.T) {
+	for _, b := range []pspsim.Behavior{
+		{Mode: pspsim.ModeLoseResponse, Times: 1, SettleAfter: time.Second},
+		{Mode: pspsim.ModeDuplicateConflict, Times: 3},
+		{Mode: pspsim.ModeUnauthorized, Times: 2, StatusCode: http.StatusForbidden, StatusQueries: true},
+	} {
+		data, err := json.Marshal(b)
+		require.NoError(t, err)
+		var back pspsim.Behavior
+		require.NoError(t, json.Unmarshal(data, &back))
+		require.Equal(t, b, back, "%s", data)
+		require.NoError(t, back.Validate())
+	}
+	data, err := json.Marshal(pspsim.Behavior{Mode: pspsim.ModeUnauthorized, StatusCode: 403, StatusQueries: true})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"mode":"unauthorized","status_code":403,"status_queries":true}`, string(data))
 }

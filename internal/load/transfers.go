@@ -1,0 +1,329 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// TransferOptions shape a load of outgoing PIX (POST /pix).
+type TransferOptions struct {
+	APIURL string
+	// RunID and Accounts name the accounts the transfers debit (AccountID),
+	// the same as the webhook load's.
+	RunID    string
+	Accounts int
+	// Keys are the receivers' Pix keys, taken in turn, so that each key
+	// gets a known share of the transfers whatever the rate: a fault case
+	// sets what the PSP does with some of them.
+	Keys []string
+	// MaxAmountCents bounds a transfer's amount (from 1); 0 means 2,000,
+	// small enough for the opening balances to cover a whole run.
+	MaxAmountCents int64
+	// RetryFor is how long after the step a request without a final answer
+	// (no answer, 5xx, 409 request_in_progress) is still resent, with the
+	// same Idempotency-Key and body, as an app does.
+	RetryFor time.Duration
+	// ReplayRatio is the share of created transfers whose request is sent
+	// once more after the 201: the answer must be the same transfer,
+	// marked X-Idempotent-Replay.
+	ReplayRatio float64
+	Seed        uint64
+}
+
+// SentTransfer is one outgoing PIX as the load asked for it, and the final
+// answer it got.
+type SentTransfer struct {
+	IdempotencyKey string
+	AccountID      string
+	PixKey         string
+	AmountCents    int64
+	// Status is the final answer's HTTP status (201, or a 422 refusal); 0
+	// when no final answer came.
+	Status int
+	// Code is a refusal's error code.
+	Code string
+	// TransferID and EndToEndID are the 201's transfer.
+	TransferID string
+	EndToEndID string
+	// CreatedAt is when the 201 arrived.
+	CreatedAt time.Time
+}
+
+// TransferStep is what one rate step of outgoing PIX saw from the client.
+type TransferStep struct {
+	Arrivals int64
+	Requests int64
+	Created  int64 // first 201s
+	Refused  map[string]int64
+	// Errors are the answers that were not final, by HTTP status or
+	// transport error, over all attempts.
+	Errors map[string]int64
+	// Unanswered: requests that never got a final answer.
+	Unanswered int
+	// Replays: 201 replays asked for; ReplayMismatches: those that did not
+	// answer the same transfer marked as a replay.
+	Replays, ReplayMismatches int64
+}
+
+// Transfers sends outgoing PIX to a running API.
+type Transfers struct {
+	opts   TransferOptions
+	client *http.Client
+
+	mu   sync.Mutex
+	rng  *rand.Rand
+	next int
+	sent map[string]*SentTransfer // by idempotency key
+}
+
+// NewTransfers prepares a transfer load; Close releases its connections.
+func NewTransfers(opts TransferOptions) (*Transfers, error) {
+	if opts.Accounts <= 0 || len(opts.Keys) == 0 {
+		return nil, fmt.Errorf("load: transfers need accounts and pix keys")
+	}
+	if opts.MaxAmountCents <= 0 {
+		opts.MaxAmountCents = 2000
+	}
+	return &Transfers{
+		opts: opts,
+		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			MaxConnsPerHost: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second,
+		}},
+		rng:  rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5851f42d4c957f2d)),
+		sent: map[string]*SentTransfer{},
+	}, nil
+}
+
+// Close releases the load's connections.
+func (t *Transfers) Close() { t.client.CloseIdleConnections() }
+
+// Sent returns every transfer asked for, by Idempotency-Key.
+func (t *Transfers) Sent() map[string]SentTransfer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]SentTransfer, len(t.sent))
+	for k, s := range t.sent {
+		out[k] = *s
+	}
+	return out
+}
+
+// transferStepState is the bookkeeping of one step.
+type transferStepState struct {
+	mu         sync.Mutex
+	refused    map[string]int64
+	errors     map[string]int64
+	keys       []string
+	retryUntil time.Time
+
+	requests, created, replays, mismatches atomic.Int64
+}
+
+func newTransferStepState(retryUntil time.Time) *transferStepState {
+	return &transferStepState{refused: map[string]int64{}, errors: map[string]int64{}, retryUntil: retryUntil}
+}
+
+func (st *transferStepState) count(m map[string]int64, key string) {
+	st.mu.Lock()
+	m[key]++
+	st.mu.Unlock()
+}
+
+// Run sends rate transfers per second for d (open model), then waits for
+// every request, retry and replay.
+func (t *Transfers) Run(ctx context.Context, rate float64, d time.Duration) (*TransferStep, error) {
+	if rate <= 0 || d <= 0 {
+		return nil, fmt.Errorf("load: rate and duration must be positive")
+	}
+	start := time.Now()
+	st := newTransferStepState(start.Add(d + t.opts.RetryFor))
+	interval := time.Duration(float64(time.Second) / rate)
+	var wg sync.WaitGroup
+	var arrivals int64
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+loop:
+	for {
+		at := start.Add(time.Duration(arrivals) * interval)
+		if at.Sub(start) >= d {
+			break
+		}
+		if wait := time.Until(at); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				break loop
+			case <-timer.C:
+			}
+		}
+		arrivals++
+		p, replay := t.arrival(st, "")
+		wg.Go(func() { t.deliver(ctx, st, p, replay) })
+	}
+	wg.Wait()
+	return t.step(st, arrivals), ctx.Err()
+}
+
+// Send sends one transfer to pixKey now and waits for its final answer
+// (retrying as Run does, for RetryFor).
+func (t *Transfers) Send(ctx context.Context, pixKey string) SentTransfer {
+	st := newTransferStepState(time.Now().Add(t.opts.RetryFor))
+	p, _ := t.arrival(st, pixKey)
+	t.deliver(ctx, st, p, false)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return *p
+}
+
+func (t *Transfers) step(st *transferStepState, arrivals int64) *TransferStep {
+	t.mu.Lock()
+	unanswered := 0
+	for _, k := range st.keys {
+		if t.sent[k].Status == 0 {
+			unanswered++
+		}
+	}
+	t.mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return &TransferStep{
+		Arrivals: arrivals, Requests: st.requests.Load(), Created: st.created.Load(),
+		Refused: maps.Clone(st.refused), Errors: maps.Clone(st.errors), Unanswered: unanswered,
+		Replays: st.replays.Load(), ReplayMismatches: st.mismatches.Load(),
+	}
+}
+
+// arrival decides the next transfer: to pixKey, or to the next key in turn.
+func (t *Transfers) arrival(st *transferStepState, pixKey string) (*SentTransfer, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if pixKey == "" {
+		pixKey = t.opts.Keys[t.next%len(t.opts.Keys)]
+		t.next++
+	}
+	p := &SentTransfer{
+		IdempotencyKey: uuid.NewString(),
+		AccountID:      AccountID(t.opts.RunID, t.rng.IntN(t.opts.Accounts)),
+		PixKey:         pixKey,
+		AmountCents:    1 + t.rng.Int64N(t.opts.MaxAmountCents),
+	}
+	t.sent[p.IdempotencyKey] = p
+	st.mu.Lock()
+	st.keys = append(st.keys, p.IdempotencyKey)
+	st.mu.Unlock()
+	return p, t.rng.Float64() < t.opts.ReplayRatio
+}
+
+type transferBody struct {
+	AccountID   string `json:"account_id"`
+	AmountCents int64  `json:"amount_cents"`
+	PixKey      string `json:"pix_key"`
+}
+
+// transferAnswer is what the load reads of an answer of POST /pix.
+type transferAnswer struct {
+	ID         string `json:"id"`
+	EndToEndID string `json:"end_to_end_id"`
+	Error      struct {
+		Code string `json:"code"`
+	} `json:"error"`
+}
+
+// deliver posts p until it gets a final answer (201 or a 4xx) or retrying
+// is over, then, for a replay, posts it once more.
+func (t *Transfers) deliver(ctx context.Context, st *transferStepState, p *SentTransfer, replay bool) {
+	body, _ := json.Marshal(transferBody{p.AccountID, p.AmountCents, p.PixKey})
+	backoff := 100 * time.Millisecond
+	for {
+		status, answer, _, err := t.post(ctx, p.IdempotencyKey, body)
+		st.requests.Add(1)
+		final := err == nil && (status == http.StatusCreated ||
+			(status/100 == 4 && !(status == http.StatusConflict && answer.Error.Code == "request_in_progress")))
+		if final {
+			t.mu.Lock()
+			p.Status, p.Code = status, answer.Error.Code
+			if status == http.StatusCreated {
+				p.TransferID, p.EndToEndID, p.CreatedAt = answer.ID, answer.EndToEndID, time.Now()
+			}
+			t.mu.Unlock()
+			if status == http.StatusCreated {
+				st.created.Add(1)
+			} else {
+				st.count(st.refused, fmt.Sprintf("%d %s", status, answer.Error.Code))
+			}
+			break
+		}
+		key := fmt.Sprintf("http %d", status)
+		if err != nil {
+			key = "transport: " + errorClass(err)
+		}
+		st.count(st.errors, key)
+		if ctx.Err() != nil || time.Now().After(st.retryUntil) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+	if !replay || p.Status != http.StatusCreated {
+		return
+	}
+	st.replays.Add(1)
+	status, answer, replayed, err := t.post(ctx, p.IdempotencyKey, body)
+	st.requests.Add(1)
+	if err != nil || status != http.StatusCreated || !replayed || answer.ID != p.TransferID {
+		st.mismatches.Add(1)
+	}
+}
+
+func (t *Transfers) post(ctx context.Context, key string, body []byte) (status int, answer transferAnswer, replayed bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.opts.APIURL+"/pix", bytes.NewReader(body))
+	if err != nil {
+		return 0, answer, false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	res, err := t.client.Do(req)
+	if err != nil {
+		return 0, answer, false, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return res.StatusCode, answer, false, err
+	}
+	if res.StatusCode/100 == 2 || res.StatusCode/100 == 4 {
+		if err := json.Unmarshal(raw, &answer); err != nil {
+			return res.StatusCode, answer, false, fmt.Errorf("decode answer: %w", err)
+		}
+	}
+	return res.StatusCode, answer, res.Header.Get("X-Idempotent-Replay") == "true", nil
+}
+
+// CreatedTransfers returns the transfers that were created (201), by
+// transfer id.
+func (t *Transfers) CreatedTransfers() map[string]SentTransfer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]SentTransfer{}
+	for _, s := range t.sent {
+		if s.Status == http.StatusCreated {
+			out[s.TransferID] = *s
+		}
+	}
+	return out
+}

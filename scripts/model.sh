@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The long version of the model-based test (e2e/model_test.go,
+# TestModelRandomHistories): a seeded random history of every money path,
+# PIX_MODEL_OPS operations (10,000 by default), run in small concurrent groups
+# against a whole stack (API, dispatchers, worker, the PSP simulator, a
+# Temporal dev server and a PostgreSQL schema of its own), every answer and
+# the books held against a sequential model. `go test` runs a short version of
+# it (400 operations) with every other test.
+#
+# A run prints its seed first; a failure prints the seed, the violations and
+# the history. Reproduce one with the same PIX_MODEL_SEED and PIX_MODEL_OPS.
+# Bounded: the test's own waits are bounded; the history ends early, loudly
+# and with every final check, once PIX_MODEL_BUDGET (9m) is spent; go test
+# stops the whole run after PIX_MODEL_TIMEOUT (15m). 10,000 operations took
+# 7m43s on the project's 2-core machine. Arguments go to go test (e.g. -race).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+build_pinned temporal tools/temporal/go.mod github.com/temporalio/cli/cmd/temporal
+export TEMPORAL_CLI="$BIN/temporal"
+if [ -z "${PIX_TEST_DATABASE_URL:-}" ]; then
+	PIX_TEST_DATABASE_URL=$(ensure_postgres test)
+	export PIX_TEST_DATABASE_URL
+fi
+export PIX_MODEL_OPS="${PIX_MODEL_OPS:-10000}"
+export PIX_MODEL_SEED="${PIX_MODEL_SEED:-$(date +%s%N)}"
+export PIX_MODEL_BUDGET="${PIX_MODEL_BUDGET:-9m}"
+log "model-based histories: PIX_MODEL_SEED=$PIX_MODEL_SEED PIX_MODEL_OPS=$PIX_MODEL_OPS PIX_MODEL_BUDGET=$PIX_MODEL_BUDGET"
+go test -count=1 -timeout "${PIX_MODEL_TIMEOUT:-15m}" -run '^TestModelRandomHistories$' -v "$@" ./e2e
