@@ -99,9 +99,10 @@ const attentionAttemptsPerRun = 8
 // (the PSP deduplicates on it, so a retry never sends twice), and records
 // the submission. What it returns follows the PSP answer classes
 // (psp.Classify, README "PSP answers"):
-//   - a Result: pending or settled, recorded as submitted; rejected only
-//     once the PSP's status query confirms it (an earlier submission whose
-//     answer was lost may have made it settled or pending);
+//   - a Result about our transfer: pending, recorded as submitted; a final
+//     status (settled, rejected) only once the PSP's status record of our
+//     transfer confirms it (an earlier submission whose answer was lost may
+//     have made it settled or pending);
 //   - 409 (already submitted): the PSP's status is asked and returned;
 //   - a refused request (credentials, a malformed request): an error of
 //     type PSPRequestRefused, never a rejection, retried and counted;
@@ -120,16 +121,20 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 	res, err := a.PSP.Submit(ctx, pspTransfer(t))
 	switch psp.Classify(err) {
 	case psp.AnswerResult:
-		if res.Status == psp.StatusRejected {
-			// A rejection refunds: only on the PSP's own record of it.
-			log.Warn("psp rejected the submission; confirming with its status", "reason", res.Reason)
+		if !res.Matches(pspTransfer(t)) {
+			return PSPResult{}, a.needsAttention(ctx, log, ErrTypePSPTransferMismatch, 0,
+				fmt.Errorf("the psp answered the submission of %s with another transfer (amount %d, key %q, account %q)",
+					t.EndToEndID, res.AmountCents, res.PixKey, res.AccountID))
+		}
+		if res.Status.Final() {
+			// A final answer moves money (a refund) or ends the saga (a
+			// settlement): only on the PSP's own record of our transfer.
+			log.Warn("psp answered the submission with a final status; confirming with its record", "psp_status", res.Status, "reason", res.Reason)
 			reason := res.Reason
 			if res, err = a.pspRecord(ctx, log, t); err != nil {
 				return PSPResult{}, err
 			}
-			if res.Status != psp.StatusRejected {
-				log.Warn("psp rejected the submission but holds the transfer", "psp_status", res.Status)
-			} else if res.Reason == "" {
+			if res.Status == psp.StatusRejected && res.Reason == "" {
 				res.Reason = reason
 			}
 		}

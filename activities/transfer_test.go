@@ -237,3 +237,22 @@ func TestRefundOnlyOnTheRecordOfARejection(t *testing.T) {
 		})
 	}
 }
+
+// A settled answer to the submission is taken only from the PSP's record
+// of our transfer, and a submission answered with another transfer's
+// details is never adopted.
+func TestFinalOrForeignAnswersToTheSubmissionAreChecked(t *testing.T) {
+	fake := &scriptedPSP{submits: []pspAnswer{{status: psp.StatusSettled}}, statuses: []pspAnswer{{status: psp.StatusPending}}}
+	_, env, tr := transferSetup(t, fake)
+	res, err := submit(t, env, tr)
+	require.NoError(t, err)
+	require.Equal(t, string(psp.StatusPending), res.Status, "the record decides")
+	require.Equal(t, 1, fake.count("status"))
+
+	foreign := &scriptedPSP{submits: []pspAnswer{{status: psp.StatusSettled, amount: 77}}}
+	_, env, tr = transferSetup(t, foreign)
+	_, err = submit(t, env, tr)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.Equal(t, activities.ErrTypePSPTransferMismatch, appErr.Type())
+}

@@ -81,7 +81,7 @@ var databasePolicy = &temporal.RetryPolicy{
 	InitialInterval:        time.Second,
 	BackoffCoefficient:     2,
 	MaximumInterval:        time.Minute,
-	NonRetryableErrorTypes: []string{activities.ErrTypeTransferNotFound, activities.ErrTypeTransferFinal},
+	NonRetryableErrorTypes: []string{activities.ErrTypeTransferNotFound, activities.ErrTypeTransferFinal, activities.ErrTypeRefundUnconfirmed},
 }
 
 // TransferPix is the saga of an outgoing PIX, after the debit committed:
