@@ -171,29 +171,11 @@ func (s *Session) Run(ctx context.Context, rate float64, d time.Duration) (*Step
 	start := time.Now()
 	st := newStepState(start.Add(d + s.opts.RetryFor))
 	var wg sync.WaitGroup
-	interval := time.Duration(float64(time.Second) / rate)
-	var arrivals int64
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-loop:
-	for {
-		at := start.Add(time.Duration(arrivals) * interval)
-		if at.Sub(start) >= d {
-			break
-		}
-		if wait := time.Until(at); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				break loop
-			case <-timer.C:
-			}
-		}
-		arrivals++
+	arrivals := openModel(ctx, start, rate, d, func(at time.Time) {
 		for _, p := range s.arrival(st) {
 			wg.Go(func() { s.deliver(ctx, st, p, at) })
 		}
-	}
+	})
 	sent := time.Since(start)
 	wg.Wait()
 
@@ -209,6 +191,33 @@ loop:
 		Arrivals: arrivals, Requests: st.requests.Load(), Acked: st.acked.Load(), Firsts: st.firsts.Load(),
 		Elapsed: sent, Errors: st.errors, Unacked: unacked, AckMicros: st.hist,
 	}, ctx.Err()
+}
+
+// openModel calls arrive at rate per second from start until d has passed
+// or ctx ends, on schedule whatever arrive's work takes (the open model:
+// arrive starts work, it does not wait for it), and returns how many
+// arrivals it made. at is each arrival's scheduled time.
+func openModel(ctx context.Context, start time.Time, rate float64, d time.Duration, arrive func(at time.Time)) int64 {
+	interval := time.Duration(float64(time.Second) / rate)
+	var arrivals int64
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		at := start.Add(time.Duration(arrivals) * interval)
+		if at.Sub(start) >= d {
+			return arrivals
+		}
+		if wait := time.Until(at); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return arrivals
+			case <-timer.C:
+			}
+		}
+		arrivals++
+		arrive(at)
+	}
 }
 
 // arrival decides what one arrival sends.

@@ -148,29 +148,11 @@ func (t *Transfers) Run(ctx context.Context, rate float64, d time.Duration) (*Tr
 	}
 	start := time.Now()
 	st := newTransferStepState(start.Add(d + t.opts.RetryFor))
-	interval := time.Duration(float64(time.Second) / rate)
 	var wg sync.WaitGroup
-	var arrivals int64
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-loop:
-	for {
-		at := start.Add(time.Duration(arrivals) * interval)
-		if at.Sub(start) >= d {
-			break
-		}
-		if wait := time.Until(at); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				break loop
-			case <-timer.C:
-			}
-		}
-		arrivals++
+	arrivals := openModel(ctx, start, rate, d, func(time.Time) {
 		p, replay := t.arrival(st, "")
 		wg.Go(func() { t.deliver(ctx, st, p, replay) })
-	}
+	})
 	wg.Wait()
 	return t.step(st, arrivals), ctx.Err()
 }
