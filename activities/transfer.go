@@ -121,10 +121,8 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 	res, err := a.PSP.Submit(ctx, pspTransfer(t))
 	switch psp.Classify(err) {
 	case psp.AnswerResult:
-		if !res.Matches(pspTransfer(t)) {
-			return PSPResult{}, a.needsAttention(ctx, log, ErrTypePSPTransferMismatch, 0,
-				fmt.Errorf("the psp answered the submission of %s with another transfer (amount %d, key %q, account %q)",
-					t.EndToEndID, res.AmountCents, res.PixKey, res.AccountID))
+		if err := a.ours(ctx, log, t, res); err != nil {
+			return PSPResult{}, err
 		}
 		if res.Status.Final() {
 			// A final answer moves money (a refund) or ends the saga (a
@@ -171,12 +169,7 @@ func (a *Activities) pspRecord(ctx context.Context, log *slog.Logger, t pix.Tran
 	res, err := a.PSP.Status(ctx, t.EndToEndID)
 	switch psp.Classify(err) {
 	case psp.AnswerResult:
-		if !res.Matches(pspTransfer(t)) {
-			return psp.Result{}, a.needsAttention(ctx, log, ErrTypePSPTransferMismatch, 0,
-				fmt.Errorf("the psp holds another transfer under %s (amount %d, key %q, account %q); neither settled nor refunded",
-					t.EndToEndID, res.AmountCents, res.PixKey, res.AccountID))
-		}
-		return res, nil
+		return res, a.ours(ctx, log, t, res)
 	case psp.AnswerRequestRefused:
 		return psp.Result{}, a.requestRefused(ctx, log, err)
 	case psp.AnswerNotFound:
@@ -185,6 +178,19 @@ func (a *Activities) pspRecord(ctx context.Context, log *slog.Logger, t pix.Tran
 	default:
 		return psp.Result{}, pspError(err)
 	}
+}
+
+// ours checks that a PSP answer is about t itself (psp.Result.Matches):
+// an answer naming another amount, key or account under our end_to_end_id
+// is another transfer's, never adopted (neither settled nor refunded on
+// it), and needs attention.
+func (a *Activities) ours(ctx context.Context, log *slog.Logger, t pix.Transfer, res psp.Result) error {
+	if res.Matches(pspTransfer(t)) {
+		return nil
+	}
+	return a.needsAttention(ctx, log, ErrTypePSPTransferMismatch, 0,
+		fmt.Errorf("the psp's answer under %s is another transfer (amount %d, key %q, account %q); neither settled nor refunded",
+			t.EndToEndID, res.AmountCents, res.PixKey, res.AccountID))
 }
 
 // requestRefused reports a refused request (credentials, a malformed
@@ -227,10 +233,8 @@ func (a *Activities) AwaitSettlement(ctx context.Context, in PSPResult) (PSPResu
 	res, err := a.PSP.Status(ctx, in.EndToEndID)
 	switch psp.Classify(err) {
 	case psp.AnswerResult:
-		if !res.Matches(pspTransfer(t)) {
-			return PSPResult{}, a.needsAttention(ctx, log, ErrTypePSPTransferMismatch, 0,
-				fmt.Errorf("the psp holds another transfer under %s (amount %d, key %q, account %q); neither settled nor refunded",
-					t.EndToEndID, res.AmountCents, res.PixKey, res.AccountID))
+		if err := a.ours(ctx, log, t, res); err != nil {
+			return PSPResult{}, err
 		}
 	case psp.AnswerNotFound:
 		return PSPResult{}, temporal.NewNonRetryableApplicationError("the psp knows no transfer "+in.EndToEndID, ErrTypePSPTransferUnknown, err)
