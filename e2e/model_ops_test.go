@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/pspsim"
-	"github.com/pixbank/pix/internal/webhooksig"
 )
 
 // opKind is what one operation of a model history does.
@@ -230,13 +230,7 @@ func (h *modelHTTP) send(method, path string, header http.Header, raw []byte) (s
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	req.Header.Set("Content-Type", "application/json")
-	switch {
-	case strings.HasPrefix(path, "/webhooks/"):
-		webhooksig.SetHeaders(req.Header, "msg_"+randomSuffix(), time.Now(), raw, e2eSigningKey)
-	case strings.HasPrefix(path, "/admin/"):
-		req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
-	}
+	asCaller(req, path, raw)
 	res, err := h.hc.Do(req)
 	if err != nil {
 		return 0, nil, nil, err
@@ -299,7 +293,7 @@ func (h *modelHTTP) run(o *op, sim *pspsim.Simulator, m *model) {
 // waitHeld waits, 5 s at most, until the PSP holds the transfer answered
 // under k (at once if the key's answer was no transfer).
 func waitHeld(sim *pspsim.Simulator, k *mKey) {
-	var t transferAnswer
+	var t pix.Transfer // a 201 of POST /pix
 	if k == nil || !k.answered || k.status != http.StatusCreated || json.Unmarshal(k.body, &t) != nil {
 		return
 	}

@@ -450,17 +450,6 @@ func (m *model) applyAccountRedrives(g []*op, v *verdicts) {
 	}
 }
 
-// transferAnswer is a 201 of POST /pix.
-type transferAnswer struct {
-	ID                string `json:"id"`
-	EndToEndID        string `json:"end_to_end_id"`
-	AccountID         string `json:"account_id"`
-	AmountCents       int64  `json:"amount_cents"`
-	PixKey            string `json:"pix_key"`
-	Status            string `json:"status"`
-	BalanceAfterCents int64  `json:"balance_after_cents"`
-}
-
 // applyTransfers judges the group's POST /pix: the Idempotency-Key layer
 // per key, then the debits per account.
 func (m *model) applyTransfers(g []*op, lo map[string]int64, modes map[string][]pspsim.Mode, v *verdicts) {
@@ -606,7 +595,7 @@ func (m *model) applyDebits(a *mAccount, rs []*op, lo int64, modes map[string][]
 		}
 	}
 	for _, o := range ok {
-		var t transferAnswer
+		var t pix.Transfer // a 201 of POST /pix
 		if err := json.Unmarshal(o.body, &t); err != nil || uuid.Validate(t.ID) != nil || !pix.ValidEndToEndID(t.EndToEndID) {
 			v.add(o, append(ents, o.key.String()), "a 201 of POST /pix that is no transfer: %s", o.body)
 			continue

@@ -214,6 +214,19 @@ func (s *stack) request(method, path string, body any) reply {
 	return s.requestWith(method, path, nil, body)
 }
 
+// asCaller makes req, a JSON request with body raw, come from whoever may
+// call path: webhooks signed as the stack's PSP, admin calls with the admin
+// token.
+func asCaller(req *http.Request, path string, raw []byte) {
+	req.Header.Set("Content-Type", "application/json")
+	switch {
+	case strings.HasPrefix(path, "/webhooks/"):
+		webhooksig.SetHeaders(req.Header, "msg_"+randomSuffix(), time.Now(), raw, e2eSigningKey)
+	case strings.HasPrefix(path, "/admin/"):
+		req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
+	}
+}
+
 // requestWith sends body as JSON with the extra headers; webhooks are
 // signed as the stack's PSP, admin calls carry the admin token.
 func (s *stack) requestWith(method, path string, header http.Header, body any) reply {
@@ -229,13 +242,7 @@ func (s *stack) requestWith(method, path string, header http.Header, body any) r
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	req.Header.Set("Content-Type", "application/json")
-	switch {
-	case strings.HasPrefix(path, "/webhooks/"):
-		webhooksig.SetHeaders(req.Header, "msg_"+randomSuffix(), time.Now(), raw, e2eSigningKey)
-	case strings.HasPrefix(path, "/admin/"):
-		req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
-	}
+	asCaller(req, path, raw)
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(s.t, err)
 	defer res.Body.Close()
