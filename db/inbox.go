@@ -151,10 +151,10 @@ func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, e
 
 // ReceiveBatch stores the deliveries of one request in one transaction: all
 // are committed or none. The statements go in one round trip, in the byte
-// order of their end_to_end_ids (the lock order every statement that locks
-// several inbox rows uses: COLLATE "C"), not in the request's: two batches that share ids
-// lock the shared rows in the same order and never wait for each other in a
-// cycle. An item that repeats an earlier item's end_to_end_id is a
+// order of their end_to_end_ids (the lock order of every statement that
+// locks several inbox rows: COLLATE "C"), not in the request's: two batches
+// that share ids lock the shared rows in the same order and never wait for
+// each other in a cycle. An item that repeats an earlier item's end_to_end_id is a
 // redelivery of it (the sort is stable). The first refusal is returned as
 // a *pix.ItemError naming the item by its place in the request.
 func (s *Store) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.Receipt, error) {
@@ -208,8 +208,8 @@ func (s *Store) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.
 }
 
 // Redrive puts a failed row back to pending in a new drive, due for
-// dispatch at once: the dispatcher then starts a new workflow run. attempts and last_error are kept.
-// It returns the attempts the PIX has had.
+// dispatch at once: the dispatcher then starts a new workflow run. attempts
+// and last_error are kept. It returns the attempts the PIX has had.
 func (s *Store) Redrive(ctx context.Context, endToEndID string) (attempts int, err error) {
 	err = inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var status string
