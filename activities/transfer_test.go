@@ -76,7 +76,7 @@ func transferSetup(t *testing.T, fake *scriptedPSP) (*db.Store, *testsuite.TestA
 	s := dbtest.New(t)
 	_, err := s.CreateAccount(ctx, db.NewAccount{ID: "acc-1", OwnerName: "A", OpeningBalanceCents: 10_000})
 	require.NoError(t, err)
-	res, _, err := s.ReserveKey(ctx, uuid.New(), "h", db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: time.Hour})
+	res, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: time.Hour})
 	require.NoError(t, err)
 	tr, err := s.CreateTransfer(ctx, *res, db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID("12345678", time.Now()),
 		TransferRequest: pix.TransferRequest{AccountID: "acc-1", AmountCents: 1_000, PixKey: "maria@example.com"}},

@@ -1,13 +1,18 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/pixbank/pix/internal/auth"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/webhooksig"
 )
 
@@ -61,32 +66,176 @@ func (h *handlers) requireClientCert(c *gin.Context) {
 	c.Next()
 }
 
-// requireAdmin lets through a request bearing ADMIN_TOKEN. Without a token
-// configured the admin routes are disabled.
-func (h *handlers) requireAdmin(c *gin.Context) {
-	if h.AdminToken == "" {
-		abortWithError(c, h.Logger, errAdminDisabled)
-		return
+// TokenVerifier checks a bearer token and says who sent it (auth.Verifier).
+type TokenVerifier interface {
+	Verify(ctx context.Context, token string) (auth.Caller, error)
+}
+
+// requireScope lets through a customer request whose bearer token is valid
+// and grants scope; the caller goes to the handler in the gin context.
+// With the customer routes open (AUTH_REQUIRED=false, development only)
+// every request is auth.Unauthenticated.
+func (h *handlers) requireScope(scope string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if h.OpenCustomerRoutes {
+			c.Set(ctxCaller, auth.Unauthenticated)
+			c.Next()
+			return
+		}
+		caller, err := h.verifyBearer(c.Request)
+		if err == nil && !caller.HasScope(scope) {
+			err = insufficientScope(scope)
+		}
+		if err != nil {
+			h.refused(c, caller, err)
+			return
+		}
+		c.Set(ctxCaller, caller)
+		c.Next()
 	}
-	given, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
-	// Comparing digests keeps the comparison constant-time whatever the
-	// length of what was sent.
-	want, got := sha256.Sum256([]byte(h.AdminToken)), sha256.Sum256([]byte(given))
-	if !ok || subtle.ConstantTimeCompare(want[:], got[:]) != 1 {
-		c.Header("WWW-Authenticate", `Bearer realm="pix-admin"`)
-		h.Logger.Warn("admin request refused", "path", c.Request.URL.Path, "remote_addr", c.ClientIP(), "token_sent", ok)
-		abortWithError(c, h.Logger, errAdminUnauthorized)
+}
+
+// verifyBearer returns the caller whose bearer token r carries.
+func (h *handlers) verifyBearer(r *http.Request) (auth.Caller, error) {
+	token, err := bearerToken(r.Header.Get("Authorization"))
+	if err != nil {
+		return auth.Caller{}, err
+	}
+	if h.Tokens == nil {
+		// Configuration refuses this combination; never accept.
+		return auth.Caller{}, invalidToken("no token issuer is configured", nil)
+	}
+	caller, err := h.Tokens.Verify(r.Context(), token)
+	var tokenErr *auth.TokenError
+	switch {
+	case errors.As(err, &tokenErr):
+		return auth.Caller{}, invalidToken(tokenErr.Reason, err)
+	case errors.Is(err, auth.ErrKeysUnavailable):
+		return auth.Caller{}, fmt.Errorf("%w: %w", pix.ErrUnavailable, err)
+	case err != nil:
+		return auth.Caller{}, invalidToken("the token is not valid", err)
+	}
+	return caller, nil
+}
+
+// bearerToken is the token of an Authorization header (RFC 6750 §2.1; the
+// scheme is case-insensitive).
+func bearerToken(header string) (string, error) {
+	if header == "" {
+		return "", errNoBearerToken
+	}
+	scheme, token, ok := strings.Cut(header, " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", invalidToken("the Authorization header must be: Bearer <token>", nil)
+	}
+	return token, nil
+}
+
+// callerOf is the caller requireScope let through.
+func callerOf(c *gin.Context) auth.Caller {
+	return c.MustGet(ctxCaller).(auth.Caller)
+}
+
+// refused logs an access refusal (who, what, why) and answers it.
+func (h *handlers) refused(c *gin.Context, caller auth.Caller, err error) {
+	h.Logger.WarnContext(c.Request.Context(), "request refused by access control", append(logAttrs(c),
+		"path", c.Request.URL.Path, "method", c.Request.Method, "sub", caller.Subject, "remote_addr", c.ClientIP(), "error", err)...)
+	abortWithError(c, h.Logger, err)
+}
+
+// requireAdmin lets through a request bearing ADMIN_TOKEN, or a valid
+// token with scope pix:admin. With neither configured the admin routes are
+// disabled.
+func (h *handlers) requireAdmin(c *gin.Context) {
+	if err := h.authorizeAdmin(c.Request); err != nil {
+		h.refused(c, auth.Caller{}, err)
 		return
 	}
 	c.Next()
 }
+
+// authorizeAdmin says why r may not call an admin route, or nil.
+func (h *handlers) authorizeAdmin(r *http.Request) error {
+	if h.AdminToken == "" && h.Tokens == nil {
+		return errAdminDisabled
+	}
+	token, err := bearerToken(r.Header.Get("Authorization"))
+	if err != nil {
+		return err
+	}
+	if h.AdminToken != "" {
+		// Comparing digests keeps the comparison constant-time whatever the
+		// length of what was sent.
+		want, got := sha256.Sum256([]byte(h.AdminToken)), sha256.Sum256([]byte(token))
+		if subtle.ConstantTimeCompare(want[:], got[:]) == 1 {
+			return nil
+		}
+	}
+	if h.Tokens == nil {
+		return invalidToken("not the admin token", nil)
+	}
+	caller, err := h.verifyBearer(r)
+	if err != nil {
+		return err
+	}
+	if !caller.HasScope(auth.ScopeAdmin) {
+		return insufficientScope(auth.ScopeAdmin)
+	}
+	return nil
+}
+
+// bearerRealm names what the tokens protect in WWW-Authenticate.
+const bearerRealm = "pix"
+
+// bearerError is a refusal of access control: its status, its code, and
+// the WWW-Authenticate challenge that goes with it (RFC 6750 §3).
+type bearerError struct {
+	status    int
+	code      string
+	msg       string
+	challenge string
+	cause     error // logged, never answered
+}
+
+func (e *bearerError) Error() string {
+	if e.cause != nil {
+		return e.msg + ": " + e.cause.Error()
+	}
+	return e.msg
+}
+
+func (e *bearerError) Unwrap() error { return e.cause }
+
+// errNoBearerToken: no credentials at all. RFC 6750 §3.1: the challenge
+// then names no error.
+var errNoBearerToken = &bearerError{http.StatusUnauthorized, CodeUnauthorized,
+	"a bearer token is required: Authorization: Bearer <token>", `Bearer realm="` + bearerRealm + `"`, nil}
+
+// invalidToken: the token is malformed, expired, not ours, or its
+// signature fails. description is told to the caller; cause is logged.
+func invalidToken(description string, cause error) error {
+	return &bearerError{http.StatusUnauthorized, CodeUnauthorized, "invalid bearer token: " + description,
+		fmt.Sprintf(`Bearer realm=%q, error="invalid_token", error_description=%q`, bearerRealm, description), cause}
+}
+
+// insufficientScope: the token is valid but does not grant scope.
+func insufficientScope(scope string) error {
+	return &bearerError{http.StatusForbidden, CodeInsufficientScope, "the token does not grant the scope " + scope,
+		fmt.Sprintf(`Bearer realm=%q, error="insufficient_scope", scope=%q`, bearerRealm, scope), nil}
+}
+
+// errForbiddenAccount: a valid token that does not grant the account a
+// request would move money from. RFC 6750 has no error of its own for it:
+// the token's grant is too narrow, so insufficient_scope.
+var errForbiddenAccount = &bearerError{http.StatusForbidden, CodeForbiddenAccount,
+	"the token does not grant this account; nothing was debited",
+	`Bearer realm="` + bearerRealm + `", error="insufficient_scope", error_description="the token does not grant this account"`, nil}
 
 // Refusals of the HTTP layer's own access rules.
 var (
 	errClientCertRequired = &requestError{http.StatusUnauthorized, CodeClientCertRequired,
 		"a client certificate issued by the configured CA is required (mutual TLS)"}
 	errAdminDisabled = &requestError{http.StatusForbidden, CodeAdminDisabled,
-		"the admin routes are disabled: ADMIN_TOKEN is not configured"}
-	errAdminUnauthorized = &requestError{http.StatusUnauthorized, CodeUnauthorized,
-		"a valid admin bearer token is required: Authorization: Bearer, then the ADMIN_TOKEN"}
+		"the admin routes are disabled: neither ADMIN_TOKEN nor a token issuer is configured"}
 )

@@ -25,6 +25,8 @@ const (
 	CodeClientCertRequired   = "client_certificate_required"
 	CodeAdminDisabled        = "admin_disabled"
 	CodeUnauthorized         = "unauthorized"
+	CodeInsufficientScope    = "insufficient_scope"
+	CodeForbiddenAccount     = "forbidden_account"
 	CodeIdempotencyKeyNeeded = "idempotency_key_required"
 	CodeInvalidIdempotency   = "invalid_idempotency_key"
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
@@ -84,6 +86,7 @@ var (
 // errorResponse is the one mapping from errors to HTTP status and code.
 func errorResponse(err error) (int, ErrorDetail) {
 	var reqErr *requestError
+	var bearerErr *bearerError
 	var valErr *pix.ValidationError
 	var unprocessable *unprocessableError
 	if errors.As(err, &unprocessable) {
@@ -91,6 +94,8 @@ func errorResponse(err error) (int, ErrorDetail) {
 		return http.StatusUnprocessableEntity, detail
 	}
 	switch {
+	case errors.As(err, &bearerErr):
+		return bearerErr.status, ErrorDetail{bearerErr.code, bearerErr.msg}
 	case errors.As(err, &reqErr):
 		return reqErr.status, ErrorDetail{reqErr.code, reqErr.msg}
 	case errors.As(err, &valErr):
@@ -151,6 +156,10 @@ func abortWithError(c *gin.Context, log *slog.Logger, err error) {
 			wait = inProgress.RetryAfter
 		}
 		c.Header("Retry-After", retryAfterSeconds(wait))
+	}
+	var bearerErr *bearerError
+	if errors.As(err, &bearerErr) {
+		c.Header("WWW-Authenticate", bearerErr.challenge)
 	}
 	c.Set(ctxErrorCode, detail.Code)
 	c.AbortWithStatusJSON(status, ErrorBody{Error: detail})

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/webhooksig"
@@ -44,8 +46,21 @@ type Deps struct {
 	// RequireClientCert refuses a webhook that did not come with a client
 	// certificate verified against the configured CA (mutual TLS).
 	RequireClientCert bool
-	// AdminToken is the bearer token of the admin routes; "" disables them.
+	// AdminToken is a bearer token of the admin routes (beside tokens with
+	// scope pix:admin); with neither configured the admin routes are off.
 	AdminToken string
+	// Tokens verifies bearer tokens: of the customer routes, and admin
+	// tokens with scope pix:admin. nil: no issuer configured.
+	Tokens TokenVerifier
+	// OpenCustomerRoutes serves the customer routes to anyone, without a
+	// token (AUTH_REQUIRED=false): development only.
+	OpenCustomerRoutes bool
+	// TrustedProxies may set X-Forwarded-For (the client IP in logs);
+	// none when empty.
+	TrustedProxies []string
+	// Codec serves the Temporal codec server under /codec/ (it does its own
+	// CORS and asks AuthorizeAdmin); nil: no route.
+	Codec http.Handler
 
 	// Keys is the Idempotency-Key policy of POST /pix; BankISPB starts the
 	// end_to_end_ids of our transfers.
@@ -67,12 +82,33 @@ const (
 	ctxBody       = "body"
 	ctxPSP        = "psp"
 	ctxErrorCode  = "error_code"
+	ctxCaller     = "caller"
 )
 
-// NewRouter returns the HTTP handler of the service.
-func NewRouter(d Deps) http.Handler {
+// Routes selects the route classes a listener serves.
+type Routes uint8
+
+// Route classes: each can have its own listener.
+const (
+	// CustomerRoutes: the customer API (bearer tokens), the admin routes
+	// and the codec server.
+	CustomerRoutes Routes = 1 << iota
+	// WebhookRoutes: the PSPs' webhooks (signatures, mutual TLS).
+	WebhookRoutes
+	// OpsRoutes: /metrics, /healthz, /readyz.
+	OpsRoutes
+	AllRoutes = CustomerRoutes | WebhookRoutes | OpsRoutes
+)
+
+// NewRouter returns the HTTP handler of the route classes routes.
+func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
+	// gin trusts every proxy unless told otherwise: a client could then
+	// pick the IP our logs record with X-Forwarded-For.
+	if err := r.SetTrustedProxies(d.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("TRUSTED_PROXIES: %w", err)
+	}
 	r.HandleMethodNotAllowed = true
 	h := &handlers{Deps: d}
 	r.Use(h.recoverPanics, h.logRequests, h.timeout)
@@ -83,25 +119,45 @@ func NewRouter(d Deps) http.Handler {
 		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, ErrorBody{ErrorDetail{CodeMethodNotAllowed, "method " + c.Request.Method + " not allowed here"}})
 	})
 
-	webhooks := r.Group("/webhooks", h.countRejections, h.requireClientCert)
-	webhooks.POST("/pix", h.authenticWebhook(MaxWebhookBytes), h.receiveWebhook)
-	// The API Pix PSP appends /pix to the URL the bank registers.
-	webhooks.POST("/api-pix/pix", h.authenticWebhook(MaxAPIPixBodyBytes), h.receiveAPIPixWebhook)
-	r.GET("/pix/credits/:end_to_end_id", h.getCredit)
-	r.POST("/pix", h.createTransfer)
-	r.GET("/pix/transfers/:id", h.getTransfer)
-	admin := r.Group("/admin", h.requireAdmin)
-	admin.POST("/pix/credits/:end_to_end_id/retry", h.retryCredit)
-	admin.GET("/pix/credits", h.listCredits)
-	admin.POST("/accounts/:id/pix/credits/retry", h.retryAccount)
-	admin.GET("/reconcile", h.reconcile)
-	r.GET("/accounts/:id", h.getAccount)
-	r.GET("/healthz", h.healthz)
-	if d.Metrics != nil {
-		r.GET("/metrics", gin.WrapH(d.Metrics))
+	if routes&WebhookRoutes != 0 {
+		webhooks := r.Group("/webhooks", h.countRejections, h.requireClientCert)
+		webhooks.POST("/pix", h.authenticWebhook(MaxWebhookBytes), h.receiveWebhook)
+		// The API Pix PSP appends /pix to the URL the bank registers.
+		webhooks.POST("/api-pix/pix", h.authenticWebhook(MaxAPIPixBodyBytes), h.receiveAPIPixWebhook)
 	}
-	r.GET("/readyz", h.readyz)
-	return r
+	if routes&CustomerRoutes != 0 {
+		// Every customer route names its scope here; the handler checks
+		// the account (callerOf).
+		read, write := h.requireScope(auth.ScopeRead), h.requireScope(auth.ScopeWrite)
+		r.POST("/pix", write, h.createTransfer)
+		r.GET("/pix/transfers/:id", read, h.getTransfer)
+		r.GET("/pix/credits/:end_to_end_id", read, h.getCredit)
+		r.GET("/accounts/:id", read, h.getAccount)
+
+		admin := r.Group("/admin", h.requireAdmin)
+		admin.GET("/pix/credits/:end_to_end_id", h.getCreditAsOperator)
+		admin.POST("/pix/credits/:end_to_end_id/retry", h.retryCredit)
+		admin.GET("/pix/credits", h.listCredits)
+		admin.POST("/accounts/:id/pix/credits/retry", h.retryAccount)
+		admin.GET("/reconcile", h.reconcile)
+		if d.Codec != nil {
+			r.Any("/codec/*op", gin.WrapH(d.Codec))
+		}
+	}
+	if routes&OpsRoutes != 0 {
+		r.GET("/healthz", h.healthz)
+		if d.Metrics != nil {
+			r.GET("/metrics", gin.WrapH(d.Metrics))
+		}
+		r.GET("/readyz", h.readyz)
+	}
+	return r, nil
+}
+
+// AuthorizeAdmin says why r may not call an admin route (ADMIN_TOKEN, or
+// a token with scope pix:admin), or nil: the codec server's check.
+func AuthorizeAdmin(d Deps) func(*http.Request) error {
+	return (&handlers{Deps: d}).authorizeAdmin
 }
 
 type handlers struct{ Deps }
@@ -187,7 +243,7 @@ type creditView struct {
 	// WorkflowStatus is the latest run's status as Temporal says
 	// (Running, Completed, Failed, ...), "none" when no run exists (not
 	// dispatched yet, or its history is past the namespace's retention), or
-	// "unknown: <why>" when Temporal did not answer.
+	// "unknown" when Temporal did not answer (why is logged, not told).
 	WorkflowStatus string `json:"workflow_status"`
 	TemporalUIURL  string `json:"temporal_ui_url"`
 }
@@ -202,7 +258,30 @@ func (h *handlers) endToEndIDParam(c *gin.Context) (string, bool) {
 	return id, true
 }
 
+// getCredit is GET /pix/credits/{end_to_end_id}: a PIX credited (or to be
+// credited) to one of the caller's accounts. Another account's PIX is "not
+// found", exactly like a missing one. Why a credit attempt failed is the
+// operators' business (GET /admin/pix/credits/{id}), not the customer's.
 func (h *handlers) getCredit(c *gin.Context) {
+	id, ok := h.endToEndIDParam(c)
+	if !ok {
+		return
+	}
+	credit, err := h.Store.GetCredit(c.Request.Context(), id)
+	if err == nil && (credit.AccountID == nil || !callerOf(c).MayActFor(*credit.AccountID)) {
+		err = pix.ErrCreditNotFound
+	}
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	credit.LastError = nil
+	c.JSON(http.StatusOK, h.creditView(c.Request.Context(), credit))
+}
+
+// getCreditAsOperator is GET /admin/pix/credits/{end_to_end_id}: any PIX,
+// with why its last attempt failed.
+func (h *handlers) getCreditAsOperator(c *gin.Context) {
 	id, ok := h.endToEndIDParam(c)
 	if !ok {
 		return
@@ -212,8 +291,12 @@ func (h *handlers) getCredit(c *gin.Context) {
 		abortWithError(c, h.Logger, err)
 		return
 	}
-	wid := workflows.CreditWorkflowID(id)
-	c.JSON(http.StatusOK, creditView{Credit: credit, WorkflowID: wid, WorkflowStatus: h.workflowStatus(c.Request.Context(), wid), TemporalUIURL: h.workflowURL(wid)})
+	c.JSON(http.StatusOK, h.creditView(c.Request.Context(), credit))
+}
+
+func (h *handlers) creditView(ctx context.Context, credit pix.Credit) creditView {
+	wid := workflows.CreditWorkflowID(credit.EndToEndID)
+	return creditView{Credit: credit, WorkflowID: wid, WorkflowStatus: h.workflowStatus(ctx, wid), TemporalUIURL: h.workflowURL(wid)}
 }
 
 // workflowStatusTimeout bounds the Temporal call of GET /pix/credits/{id}:
@@ -231,7 +314,7 @@ func (h *handlers) workflowStatus(ctx context.Context, workflowID string) string
 		return "none"
 	case err != nil:
 		h.Logger.Warn("could not read the workflow's status", "workflow_id", workflowID, "error", err)
-		return "unknown: " + err.Error()
+		return "unknown"
 	}
 	return desc.Status.String()
 }
@@ -260,8 +343,15 @@ func (h *handlers) retryCredit(c *gin.Context) {
 	c.JSON(http.StatusAccepted, gin.H{"end_to_end_id": id, "status": pix.StatusPending, "workflow_id": workflows.CreditWorkflowID(id)})
 }
 
+// getAccount is GET /accounts/{id}: one of the caller's accounts; any other
+// is "not found", without asking the database whether it exists.
 func (h *handlers) getAccount(c *gin.Context) {
-	account, err := h.Store.GetAccount(c.Request.Context(), c.Param("id"))
+	id := c.Param("id")
+	if !callerOf(c).MayActFor(id) {
+		abortWithError(c, h.Logger, pix.ErrAccountNotFound)
+		return
+	}
+	account, err := h.Store.GetAccount(c.Request.Context(), id)
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
@@ -287,12 +377,16 @@ func (h *handlers) readyz(c *gin.Context) {
 	defer cancel()
 	checks := gin.H{"postgres": "ok", "temporal": "ok"}
 	ready := true
+	// What failed is logged; the answer says only what is down (a probe
+	// is no place for a database's error text).
 	if err := h.Store.Ping(ctx); err != nil {
-		checks["postgres"] = err.Error()
+		h.Logger.Warn("readiness: postgres unreachable", "error", err)
+		checks["postgres"] = "unreachable"
 		ready = false
 	}
 	if _, err := h.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
-		checks["temporal"] = err.Error()
+		h.Logger.Warn("readiness: temporal unreachable", "error", err)
+		checks["temporal"] = "unreachable"
 		ready = false
 	}
 	// The outbox's lag is shown, not judged: events wait safely in
@@ -326,7 +420,11 @@ func (h *handlers) timeout(c *gin.Context) {
 func (h *handlers) logRequests(c *gin.Context) {
 	start := time.Now()
 	c.Next()
-	attrs := append(logAttrs(c), "method", c.Request.Method, "path", c.Request.URL.Path,
+	attrs := logAttrs(c)
+	if caller, ok := c.Get(ctxCaller); ok {
+		attrs = append(attrs, "sub", caller.(auth.Caller).Subject)
+	}
+	attrs = append(attrs, "method", c.Request.Method, "path", c.Request.URL.Path, "remote_addr", c.ClientIP(),
 		"status", c.Writer.Status(), "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	h.Logger.Debug("http request", attrs...)
 }

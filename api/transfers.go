@@ -62,7 +62,17 @@ func (h *handlers) createTransfer(c *gin.Context) {
 		abortWithError(c, h.Logger, err)
 		return
 	}
-	res, replay, err := h.Store.ReserveKey(ctx, key, requestHash(body), h.Keys)
+	// Who may move money is settled before anything is written: a request
+	// for an account the token does not grant leaves no trace, not even on
+	// its key. A body that can't be read names no account to check; its
+	// refusal is recorded on the key like any other (it moves nothing).
+	caller := callerOf(c)
+	req, invalid := decodeTransferRequest(body)
+	if invalid == nil && !caller.MayActFor(req.AccountID) {
+		h.refused(c, caller, errForbiddenAccount)
+		return
+	}
+	res, replay, err := h.Store.ReserveKey(ctx, caller.Subject, key, requestHash(body), h.Keys)
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
@@ -72,11 +82,9 @@ func (h *handlers) createTransfer(c *gin.Context) {
 		c.Data(replay.StatusCode, "application/json; charset=utf-8", replay.Body)
 		return
 	}
-	log := h.Logger.With("idempotency_key", key.String())
-
-	req, err := decodeTransferRequest(body)
-	if err != nil {
-		h.recordRefusal(c, log, *res, &unprocessableError{err})
+	log := h.Logger.With("idempotency_key", key.String(), "sub", caller.Subject)
+	if invalid != nil {
+		h.recordRefusal(c, log, *res, &unprocessableError{invalid})
 		return
 	}
 	t := db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID(h.BankISPB, time.Now()), TransferRequest: req}
@@ -208,7 +216,8 @@ func decodeTransferRequest(body []byte) (pix.TransferRequest, error) {
 	return r, nil
 }
 
-// getTransfer is GET /pix/transfers/{id}.
+// getTransfer is GET /pix/transfers/{id}: a transfer of one of the
+// caller's accounts.
 func (h *handlers) getTransfer(c *gin.Context) {
 	id, err := uuid.Parse(c.Param("id"))
 	if err != nil {
@@ -216,6 +225,9 @@ func (h *handlers) getTransfer(c *gin.Context) {
 		return
 	}
 	t, err := h.Store.GetTransfer(c.Request.Context(), id)
+	if err == nil && !callerOf(c).MayActFor(t.AccountID) {
+		err = pix.ErrTransferNotFound // another account's: as if missing
+	}
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return

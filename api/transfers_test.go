@@ -17,6 +17,7 @@ import (
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/auth"
 )
 
 type pixResponse struct {
@@ -229,7 +230,7 @@ func TestStaleReservationIsTakenOver(t *testing.T) {
 	body := transferBody(t, "acc-1", 15_000)
 	// A holder that reserved the key and died: its lock lapses.
 	sum := sha256.Sum256([]byte(body)) // json.Marshal of a map is canonical already
-	_, _, err := store.ReserveKey(ctx, key, hex.EncodeToString(sum[:]), db.KeyPolicy{LockFor: 50 * time.Millisecond, KeepFor: time.Hour})
+	_, _, err := store.ReserveKey(ctx, auth.Unauthenticated.Subject, key, hex.EncodeToString(sum[:]), db.KeyPolicy{LockFor: 50 * time.Millisecond, KeepFor: time.Hour})
 	require.NoError(t, err)
 
 	r := postPix(t, srv.URL, key.String(), body)

@@ -25,7 +25,9 @@ const validID = "E1234567820261129120000000000001"
 const adminToken = "test-admin-token-0123456789"
 
 // newServer serves the router over store with signatures not required (the
-// format tests) and adminToken; tune changes the dependencies.
+// format tests), adminToken, and the customer routes open (their access
+// control has tests of its own: security_test.go); tune changes the
+// dependencies.
 func newServer(t *testing.T, store *db.Store, tune ...func(*api.Deps)) *httptest.Server {
 	t.Helper()
 	// Nothing listens on port 1: /readyz must see Temporal unreachable.
@@ -35,14 +37,17 @@ func newServer(t *testing.T, store *db.Store, tune ...func(*api.Deps)) *httptest
 	deps := api.Deps{
 		Store: store, Temporal: tc, TemporalNamespace: "default", TemporalUIURL: "http://ui",
 		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		AdminToken: adminToken,
-		Keys:       db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
-		BankISPB:   "12345678",
+		AdminToken:         adminToken,
+		OpenCustomerRoutes: true,
+		Keys:               db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
+		BankISPB:           "12345678",
 	}
 	for _, f := range tune {
 		f(&deps)
 	}
-	srv := httptest.NewServer(api.NewRouter(deps))
+	router, err := api.NewRouter(deps, api.AllRoutes)
+	require.NoError(t, err)
+	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)
 	return srv
 }

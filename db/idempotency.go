@@ -16,8 +16,10 @@ import (
 // may record the key's response (Token fences a holder whose reservation
 // was taken over).
 type Reservation struct {
-	Key   uuid.UUID
-	Token uuid.UUID
+	// Caller owns the key (the bearer token's sub): keys are per caller.
+	Caller string
+	Key    uuid.UUID
+	Token  uuid.UUID
 }
 
 // RecordedResponse is the answer recorded on a key, replayed to every later
@@ -34,27 +36,28 @@ type KeyPolicy struct {
 	KeepFor time.Duration
 }
 
-// ReserveKey reserves an Idempotency-Key for a request whose body hashes to
-// requestHash. It returns the reservation, or the response recorded on the
+// ReserveKey reserves caller's Idempotency-Key for a request whose body
+// hashes to requestHash; another caller's use of the same key is another
+// key. It returns the reservation, or the response recorded on the
 // key (replay it), or pix.ErrIdempotencyKeyReused (another body) or a
 // *KeyInProgressError (another request holds it). An expired key counts as
 // new; a reservation past its lock whose holder recorded nothing (it died)
 // is taken over.
-func (s *Store) ReserveKey(ctx context.Context, key uuid.UUID, requestHash string, p KeyPolicy) (*Reservation, *RecordedResponse, error) {
-	res := &Reservation{Key: key, Token: uuid.New()}
+func (s *Store) ReserveKey(ctx context.Context, caller string, key uuid.UUID, requestHash string, p KeyPolicy) (*Reservation, *RecordedResponse, error) {
+	res := &Reservation{Caller: caller, Key: key, Token: uuid.New()}
 	for {
 		var reserved bool
 		err := s.pool.QueryRow(ctx, `
-			INSERT INTO idempotency_keys (key, request_hash, lock_token, locked_until, expires_at)
-			VALUES ($1, $2, $3, now() + $4::interval, now() + $5::interval)
-			ON CONFLICT (key) DO UPDATE SET
+			INSERT INTO idempotency_keys (caller, key, request_hash, lock_token, locked_until, expires_at)
+			VALUES ($6, $1, $2, $3, now() + $4::interval, now() + $5::interval)
+			ON CONFLICT (caller, key) DO UPDATE SET
 				request_hash = EXCLUDED.request_hash, lock_token = EXCLUDED.lock_token,
 				locked_until = EXCLUDED.locked_until, status_code = NULL, response_body = NULL,
 				created_at = now(), expires_at = EXCLUDED.expires_at
 			WHERE idempotency_keys.expires_at <= now()
 			   OR (idempotency_keys.status_code IS NULL AND idempotency_keys.locked_until <= now()
 			       AND idempotency_keys.request_hash = EXCLUDED.request_hash)
-			RETURNING true`, key, requestHash, res.Token, p.LockFor, p.KeepFor).Scan(&reserved)
+			RETURNING true`, key, requestHash, res.Token, p.LockFor, p.KeepFor, caller).Scan(&reserved)
 		if err == nil {
 			return res, nil, nil
 		}
@@ -68,7 +71,7 @@ func (s *Store) ReserveKey(ctx context.Context, key uuid.UUID, requestHash strin
 		var lockLeft float64 // seconds
 		err = s.pool.QueryRow(ctx, `
 			SELECT request_hash, status_code, response_body, COALESCE(GREATEST(EXTRACT(EPOCH FROM locked_until - now()), 0), 0)::float8
-			FROM idempotency_keys WHERE key = $1`, key).Scan(&hash, &status, &body, &lockLeft)
+			FROM idempotency_keys WHERE caller = $2 AND key = $1`, key, caller).Scan(&hash, &status, &body, &lockLeft)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // deleted in between (expired and cleaned): try again
 		}
@@ -105,7 +108,7 @@ var errReservationLost = fmt.Errorf("%w: the reservation expired and was taken o
 func recordResponse(ctx context.Context, tx pgx.Tx, r Reservation, status int, body []byte) error {
 	tag, err := tx.Exec(ctx, `
 		UPDATE idempotency_keys SET status_code = $3, response_body = $4, lock_token = NULL, locked_until = NULL
-		WHERE key = $1 AND lock_token = $2`, r.Key, r.Token, status, body)
+		WHERE caller = $5 AND key = $1 AND lock_token = $2`, r.Key, r.Token, status, body, r.Caller)
 	if err != nil {
 		return fmt.Errorf("record idempotent response: %w", err)
 	}
@@ -124,7 +127,7 @@ func (s *Store) RecordResponse(ctx context.Context, r Reservation, status int, b
 // ReleaseKey gives a reservation up without a response (a technical
 // failure committed nothing): the next request with the key runs afresh.
 func (s *Store) ReleaseKey(ctx context.Context, r Reservation) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE key = $1 AND lock_token = $2`, r.Key, r.Token)
+	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE caller = $3 AND key = $1 AND lock_token = $2`, r.Key, r.Token, r.Caller)
 	if err != nil {
 		return classify(fmt.Errorf("release idempotency key: %w", err))
 	}
@@ -134,8 +137,8 @@ func (s *Store) ReleaseKey(ctx context.Context, r Reservation) error {
 // DeleteExpiredKeys deletes up to limit expired keys and returns how many.
 func (s *Store) DeleteExpiredKeys(ctx context.Context, limit int) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM idempotency_keys WHERE key IN (
-			SELECT key FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at LIMIT $1
+		DELETE FROM idempotency_keys WHERE (caller, key) IN (
+			SELECT caller, key FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at LIMIT $1
 			FOR UPDATE SKIP LOCKED)`, limit)
 	if err != nil {
 		return 0, classify(fmt.Errorf("delete expired idempotency keys: %w", err))

@@ -53,13 +53,13 @@ func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer
 				RETURNING balance_cents, updated_at),
 			transfer AS (
 				INSERT INTO pix_transfers (id, end_to_end_id, account_id, amount_cents, pix_key, description,
-				                           balance_after_cents, idempotency_key, created_at, updated_at, dispatch_due_at)
-				SELECT $1, $2, $3, $4, $5, NULLIF($6, ''), balance_cents, $7, updated_at, updated_at, now() FROM debit
+				                           balance_after_cents, idempotency_key, requested_by, created_at, updated_at, dispatch_due_at)
+				SELECT $1, $2, $3, $4, $5, NULLIF($6, ''), balance_cents, $7, NULLIF($8, ''), updated_at, updated_at, now() FROM debit
 				RETURNING *),
 			event AS (`+emitEvent(AggregateTransfer, EventTransferDebited, "transfer", "id::text", transferEventFields+
 			`, 'balance_after_cents', balance_after_cents, 'debited_at', created_at`)+`)
 			SELECT `+transferColumns+` FROM transfer`,
-			t.ID, t.EndToEndID, t.AccountID, t.AmountCents, t.PixKey, t.Description, r.Key)
+			t.ID, t.EndToEndID, t.AccountID, t.AmountCents, t.PixKey, t.Description, r.Key, r.Caller)
 		if out, err = scanTransfer(row); err != nil {
 			return fmt.Errorf("debit: %w", err)
 		}

@@ -28,7 +28,7 @@ func newTransfer(account string, amount int64) db.NewTransfer {
 func debit(t *testing.T, s *db.Store, account string, amount int64) pix.Transfer {
 	t.Helper()
 	ctx := context.Background()
-	res, _, err := s.ReserveKey(ctx, uuid.New(), "h", keys)
+	res, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", keys)
 	require.NoError(t, err)
 	tr, err := s.CreateTransfer(ctx, *res, newTransfer(account, amount), render)
 	require.NoError(t, err)
@@ -41,17 +41,17 @@ func TestIdempotencyKeyLife(t *testing.T) {
 	openAccount(t, s, "acc-1", 10_000)
 	key := uuid.New()
 
-	res, replay, err := s.ReserveKey(ctx, key, "hash-a", keys)
+	res, replay, err := s.ReserveKey(ctx, "test-caller", key, "hash-a", keys)
 	require.NoError(t, err)
 	require.Nil(t, replay)
 	require.NotNil(t, res)
 
-	_, _, err = s.ReserveKey(ctx, key, "hash-a", keys)
+	_, _, err = s.ReserveKey(ctx, "test-caller", key, "hash-a", keys)
 	var inProgress *db.KeyInProgressError
 	require.ErrorAs(t, err, &inProgress, "the holder has not answered yet")
 	require.ErrorIs(t, err, pix.ErrRequestInProgress)
 	require.Greater(t, inProgress.RetryAfter, 25*time.Second)
-	_, _, err = s.ReserveKey(ctx, key, "hash-b", keys)
+	_, _, err = s.ReserveKey(ctx, "test-caller", key, "hash-b", keys)
 	require.ErrorIs(t, err, pix.ErrIdempotencyKeyReused)
 
 	created, err := s.CreateTransfer(ctx, *res, newTransfer("acc-1", 1_500), render)
@@ -60,14 +60,45 @@ func TestIdempotencyKeyLife(t *testing.T) {
 	require.EqualValues(t, 8_500, created.BalanceAfterCents)
 	require.EqualValues(t, 8_500, balance(t, s, "acc-1"))
 
-	_, replay, err = s.ReserveKey(ctx, key, "hash-a", keys)
+	_, replay, err = s.ReserveKey(ctx, "test-caller", key, "hash-a", keys)
 	require.NoError(t, err)
 	require.Equal(t, 201, replay.StatusCode)
 	var recorded pix.Transfer
 	require.NoError(t, json.Unmarshal(replay.Body, &recorded))
 	require.Equal(t, created.ID, recorded.ID)
-	_, _, err = s.ReserveKey(ctx, key, "hash-b", keys)
+	_, _, err = s.ReserveKey(ctx, "test-caller", key, "hash-b", keys)
 	require.ErrorIs(t, err, pix.ErrIdempotencyKeyReused, "a recorded key is bound to its body too")
+}
+
+func TestIdempotencyKeysBelongToTheirCaller(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 10_000)
+	key := uuid.New()
+
+	alice, _, err := s.ReserveKey(ctx, "alice", key, "hash-a", keys)
+	require.NoError(t, err)
+	created, err := s.CreateTransfer(ctx, *alice, newTransfer("acc-1", 1_000), render)
+	require.NoError(t, err)
+
+	// Mallory, holding Alice's key and body, gets no replay of her answer
+	// and does not block her: his request is his own.
+	mallory, replay, err := s.ReserveKey(ctx, "mallory", key, "hash-a", keys)
+	require.NoError(t, err)
+	require.Nil(t, replay, "another caller's recorded answer is never replayed")
+	require.NotNil(t, mallory)
+	require.NoError(t, s.ReleaseKey(ctx, *mallory))
+
+	_, replay, err = s.ReserveKey(ctx, "alice", key, "hash-a", keys)
+	require.NoError(t, err)
+	require.NotNil(t, replay, "alice's own retry still replays")
+	var recorded pix.Transfer
+	require.NoError(t, json.Unmarshal(replay.Body, &recorded))
+	require.Equal(t, created.ID, recorded.ID)
+
+	var requestedBy string
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT requested_by FROM pix_transfers WHERE id = $1`, created.ID).Scan(&requestedBy))
+	require.Equal(t, "alice", requestedBy, "the debit records who asked for it")
 }
 
 func TestIdempotencyKeyTakeoverFencesTheDeadHolder(t *testing.T) {
@@ -77,10 +108,10 @@ func TestIdempotencyKeyTakeoverFencesTheDeadHolder(t *testing.T) {
 	key := uuid.New()
 	short := db.KeyPolicy{LockFor: 50 * time.Millisecond, KeepFor: time.Hour}
 
-	dead, _, err := s.ReserveKey(ctx, key, "h", short)
+	dead, _, err := s.ReserveKey(ctx, "test-caller", key, "h", short)
 	require.NoError(t, err)
 	time.Sleep(100 * time.Millisecond)
-	taker, _, err := s.ReserveKey(ctx, key, "h", keys)
+	taker, _, err := s.ReserveKey(ctx, "test-caller", key, "h", keys)
 	require.NoError(t, err, "a reservation past its lock without a response is taken over")
 	require.NotEqual(t, dead.Token, taker.Token)
 
@@ -98,14 +129,14 @@ func TestIdempotencyKeyReleaseAndExpiry(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
 	key := uuid.New()
-	res, _, err := s.ReserveKey(ctx, key, "h", keys)
+	res, _, err := s.ReserveKey(ctx, "test-caller", key, "h", keys)
 	require.NoError(t, err)
 	require.NoError(t, s.ReleaseKey(ctx, *res))
-	again, _, err := s.ReserveKey(ctx, key, "other body", keys)
+	again, _, err := s.ReserveKey(ctx, "test-caller", key, "other body", keys)
 	require.NoError(t, err, "a released key is free, for any body")
 
 	require.NoError(t, s.RecordResponse(ctx, *again, 422, []byte(`{"error":{"code":"insufficient_funds","message":"x"}}`)))
-	_, replay, err := s.ReserveKey(ctx, key, "other body", keys)
+	_, replay, err := s.ReserveKey(ctx, "test-caller", key, "other body", keys)
 	require.NoError(t, err)
 	require.Equal(t, 422, replay.StatusCode, "a refusal is replayed")
 
@@ -113,11 +144,11 @@ func TestIdempotencyKeyReleaseAndExpiry(t *testing.T) {
 	// deletes them in batches.
 	expired := []uuid.UUID{key, uuid.New(), uuid.New()}
 	for _, k := range expired[1:] {
-		_, _, err := s.ReserveKey(ctx, k, "h", keys)
+		_, _, err := s.ReserveKey(ctx, "test-caller", k, "h", keys)
 		require.NoError(t, err)
 	}
 	kept := uuid.New()
-	_, _, err = s.ReserveKey(ctx, kept, "h", keys)
+	_, _, err = s.ReserveKey(ctx, "test-caller", kept, "h", keys)
 	require.NoError(t, err)
 	_, err = s.Pool().Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = ANY($1)`, expired)
 	require.NoError(t, err)
@@ -148,7 +179,7 @@ func TestCreateTransferRefusalsChangeNothing(t *testing.T) {
 		{"acc-none", 1, pix.ErrAccountNotFound},
 		{"acc-1", 1, pix.ErrAccountClosed},
 	} {
-		res, _, err := s.ReserveKey(ctx, uuid.New(), "h", keys)
+		res, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", keys)
 		require.NoError(t, err)
 		_, err = s.CreateTransfer(ctx, *res, newTransfer(tc.account, tc.amount), render)
 		require.ErrorIs(t, err, tc.want)

@@ -257,6 +257,7 @@ func (r *modelRun) control(o *op) []*op {
 		r.temporalDown = false
 	case opOpenLate:
 		_, o.err = r.s.store.CreateAccount(context.Background(), db.NewAccount{ID: o.acct, OwnerName: "Late " + o.acct, OpeningBalanceCents: o.opening})
+		e2eAccounts.Store(o.acct, true)
 		if o.err != nil {
 			r.history = append(r.history, o)
 			r.fail("could not open a late account", []violation{{seq: o.seq, msg: o.err.Error()}})

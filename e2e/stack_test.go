@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/app"
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
@@ -45,6 +47,13 @@ func TestMain(m *testing.M) {
 	}
 	shared, err = temporaltest.Start(dir)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	e2eJWKSFile = filepath.Join(dir, "auth", auth.DevJWKSFile)
+	e2eIssuer, err = auth.OpenDevIssuer(filepath.Dir(e2eJWKSFile), "pix-e2e-issuer", "pix-api")
+	if err != nil {
+		shared.Stop()
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
@@ -118,6 +127,8 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	cfg.WorkerStopTimeout = 2 * time.Second
 	cfg.WebhookSecrets = []webhooksig.Secret{{PSP: "e2e-psp", Key: e2eSigningKey}}
 	cfg.AdminToken = e2eAdminToken
+	cfg.AuthIssuer, cfg.AuthAudience = e2eIssuer.Issuer, e2eIssuer.Audience
+	cfg.AuthJWKSFile = e2eJWKSFile
 	sim := pspsim.New(pspsim.Options{DefaultSettleAfter: 200 * time.Millisecond})
 	pspServer := httptest.NewServer(sim.Handler())
 	t.Cleanup(pspServer.Close)
@@ -214,9 +225,25 @@ func (s *stack) request(method, path string, body any) reply {
 	return s.requestWith(method, path, nil, body)
 }
 
+// e2eIssuer mints the bearer tokens of the customer routes; the stacks
+// trust its keys.
+var (
+	e2eIssuer   *auth.DevIssuer
+	e2eJWKSFile string
+)
+
+// e2eCustomer is the sub of the tests' customer requests: one caller, so
+// that a retried POST /pix replays under its Idempotency-Key.
+const e2eCustomer = "e2e-app-backend"
+
+// e2eAccounts are the accounts the tests opened: the customer tokens grant
+// them (access control itself is tested in security_test.go).
+var e2eAccounts sync.Map
+
 // asCaller makes req, a JSON request with body raw, come from whoever may
 // call path: webhooks signed as the stack's PSP, admin calls with the admin
-// token.
+// token, customer calls with a token of the accounts the tests opened and
+// the one the request names.
 func asCaller(req *http.Request, path string, raw []byte) {
 	req.Header.Set("Content-Type", "application/json")
 	switch {
@@ -224,6 +251,22 @@ func asCaller(req *http.Request, path string, raw []byte) {
 		webhooksig.SetHeaders(req.Header, "msg_"+randomSuffix(), time.Now(), raw, e2eSigningKey)
 	case strings.HasPrefix(path, "/admin/"):
 		req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
+	default:
+		var named struct {
+			AccountID string `json:"account_id"`
+		}
+		_ = json.Unmarshal(raw, &named) //nolint:errcheck // a body that names no account grants none
+		if id, ok := strings.CutPrefix(path, "/accounts/"); ok {
+			named.AccountID = id
+		}
+		accounts := []string{named.AccountID}
+		e2eAccounts.Range(func(k, _ any) bool { accounts = append(accounts, k.(string)); return true })
+		token, err := e2eIssuer.Mint(auth.TokenSpec{Subject: e2eCustomer, Scopes: []string{auth.ScopeRead, auth.ScopeWrite},
+			Accounts: accounts, TTL: 5 * time.Minute}, time.Now())
+		if err != nil {
+			panic(err) // the issuer's own key: can't fail
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 }
 
@@ -257,6 +300,7 @@ func (s *stack) openAccount(id string, opening int64) {
 	s.t.Helper()
 	_, err := s.store.CreateAccount(context.Background(), db.NewAccount{ID: id, OwnerName: "Owner " + id, OpeningBalanceCents: opening})
 	require.NoError(s.t, err)
+	e2eAccounts.Store(id, true)
 }
 
 func (s *stack) balance(id string) int64 {

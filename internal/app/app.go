@@ -26,6 +26,7 @@ import (
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/dispatch"
@@ -117,37 +118,66 @@ func (a *App) dispatcher(src dispatch.Source) *dispatch.Dispatcher {
 	}, a.Log)
 }
 
-// Handler builds the HTTP handler; kick and draining may be nil.
-func (a *App) Handler(kick func(), draining func() bool) http.Handler {
+// apiDeps are the handlers' dependencies; kick, draining and tokens may be
+// nil.
+func (a *App) apiDeps(kick func(), draining func() bool, tokens api.TokenVerifier) api.Deps {
 	var verifier *webhooksig.Verifier
 	if len(a.Cfg.WebhookSecrets) > 0 {
 		verifier = webhooksig.NewVerifier(a.Cfg.WebhookSecrets, a.Cfg.WebhookSignatureTolerance, nil)
 	}
-	return api.NewRouter(api.Deps{
-		Store:             a.Store,
-		Temporal:          a.Temporal,
-		Kick:              kick,
-		TemporalNamespace: a.Cfg.TemporalNamespace,
-		TemporalUIURL:     a.Cfg.TemporalUIURL,
-		RequestTimeout:    a.Cfg.RequestTimeout,
-		Logger:            a.Log,
-		Signatures:        verifier,
-		RequireSignatures: a.Cfg.WebhookSignaturesRequired,
-		RequireClientCert: a.Cfg.TLSClientCAFile != "",
-		AdminToken:        a.Cfg.AdminToken,
-		Keys:              db.KeyPolicy{LockFor: a.Cfg.IdempotencyLockTimeout, KeepFor: a.Cfg.IdempotencyKeyTTL},
-		BankISPB:          a.Cfg.BankISPB,
-		Metrics:           metrics.Handler(a.Metrics),
-		Webhooks:          a.webhooks,
-		Draining:          draining,
-	})
+	return api.Deps{
+		Store:              a.Store,
+		Temporal:           a.Temporal,
+		Kick:               kick,
+		TemporalNamespace:  a.Cfg.TemporalNamespace,
+		TemporalUIURL:      a.Cfg.TemporalUIURL,
+		RequestTimeout:     a.Cfg.RequestTimeout,
+		Logger:             a.Log,
+		Signatures:         verifier,
+		RequireSignatures:  a.Cfg.WebhookSignaturesRequired,
+		RequireClientCert:  a.Cfg.TLSClientCAFile != "",
+		AdminToken:         a.Cfg.AdminToken,
+		Tokens:             tokens,
+		OpenCustomerRoutes: !a.Cfg.AuthRequired,
+		TrustedProxies:     a.Cfg.TrustedProxies,
+		Keys:               db.KeyPolicy{LockFor: a.Cfg.IdempotencyLockTimeout, KeepFor: a.Cfg.IdempotencyKeyTTL},
+		BankISPB:           a.Cfg.BankISPB,
+		Metrics:            metrics.Handler(a.Metrics),
+		Webhooks:           a.webhooks,
+		Draining:           draining,
+	}
 }
 
-// tlsConfig is the server's TLS set-up, nil to serve plain HTTP. With a
-// client CA, every client is asked for a certificate and any certificate
-// given must chain to that CA (a wrong one fails the handshake); the
-// webhook routes then refuse a request that came without one.
-func (a *App) tlsConfig() (*tls.Config, error) {
+// tokenVerifier verifies bearer tokens against AUTH_ISSUER's keys; nil
+// when no issuer is configured (CheckAPI allows that only with
+// AUTH_REQUIRED=false). The keys are read now: an API that can't read its
+// issuer's keys refuses to start.
+func (a *App) tokenVerifier(ctx context.Context) (api.TokenVerifier, error) {
+	var source auth.KeySource
+	switch {
+	case a.Cfg.AuthIssuer == "" || a.Cfg.AuthAudience == "":
+		return nil, nil
+	case a.Cfg.AuthJWKSFile != "":
+		source = auth.FileKeys(a.Cfg.AuthJWKSFile)
+	case a.Cfg.AuthJWKSURL != "":
+		source = auth.URLKeys(a.Cfg.AuthJWKSURL, nil)
+	default:
+		return nil, nil
+	}
+	keys, err := auth.NewKeyCache(ctx, source, auth.KeyCacheOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("AUTH_JWKS_FILE/AUTH_JWKS_URL: %w", err)
+	}
+	return auth.NewVerifier(a.Cfg.AuthIssuer, a.Cfg.AuthAudience, keys, nil), nil
+}
+
+// serverTLS is the TLS set-up of the API's listeners, nil to serve plain
+// HTTP. With a client CA (mutual TLS), a listener of its own for the
+// webhooks requires a client certificate at the handshake; when the
+// webhooks share the main listener, every client is asked for one and any
+// given must chain to the CA, and the webhook routes refuse a request that
+// came without one (other clients of that listener need none).
+func (a *App) serverTLS(requireClientCert bool) (*tls.Config, error) {
 	if a.Cfg.TLSCertFile == "" {
 		return nil, nil
 	}
@@ -167,72 +197,162 @@ func (a *App) tlsConfig() (*tls.Config, error) {
 		}
 		cfg.ClientCAs = pool
 		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+		if requireClientCert {
+			cfg.ClientAuth = tls.RequireAndVerifyClientCert
+		}
 	}
 	return cfg, nil
 }
 
-// ServeAPI serves HTTP on ln until ctx ends; then it stops taking
-// connections and lets in-flight requests finish within the shutdown
-// timeout. Commits that make rows due notify the dispatchers.
+// Listeners are where the API serves: Main always; Webhooks and Ops, when
+// set, take the PSP webhooks and /metrics, /healthz, /readyz off Main.
+type Listeners struct {
+	Main, Webhooks, Ops net.Listener
+}
+
+// ServeAPI serves HTTP on ln, and on WEBHOOK_HTTP_ADDR and OPS_HTTP_ADDR
+// when they are set, until ctx ends (see ServeListeners).
 func (a *App) ServeAPI(ctx context.Context, ln net.Listener) error {
-	if err := a.Cfg.CheckAPI(); err != nil {
-		return err
+	l := Listeners{Main: ln}
+	for _, extra := range []struct {
+		addr string
+		ln   *net.Listener
+	}{{a.Cfg.WebhookHTTPAddr, &l.Webhooks}, {a.Cfg.OpsHTTPAddr, &l.Ops}} {
+		if extra.addr == "" {
+			continue
+		}
+		var err error
+		if *extra.ln, err = net.Listen("tcp", extra.addr); err != nil {
+			for _, open := range []net.Listener{l.Webhooks, l.Ops} {
+				if open != nil {
+					_ = open.Close() //nolint:errcheck // failing anyway
+				}
+			}
+			return fmt.Errorf("listen on %s: %w", extra.addr, err)
+		}
 	}
-	tlsCfg, err := a.tlsConfig()
-	if err != nil {
+	defer func() {
+		// Shutdown closed them unless serving never began.
+		for _, open := range []net.Listener{l.Webhooks, l.Ops} {
+			if open != nil {
+				_ = open.Close() //nolint:errcheck // closed already, or failing anyway
+			}
+		}
+	}()
+	return a.ServeListeners(ctx, l)
+}
+
+// ServeListeners serves the API's route classes on l until ctx ends; then
+// it stops taking connections and lets in-flight requests finish within
+// the shutdown timeout. Commits that make rows due notify the dispatchers.
+func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
+	if err := a.Cfg.CheckAPI(); err != nil {
 		return err
 	}
 	if !a.Cfg.WebhookSignaturesRequired {
 		a.Log.Warn("webhook signatures are not required (WEBHOOK_SIGNATURES_REQUIRED=false): never run production like this")
 	}
-	if a.Cfg.AdminToken == "" {
-		a.Log.Info("admin routes are disabled: ADMIN_TOKEN is not set")
+	if !a.Cfg.AuthRequired {
+		a.Log.Warn("AUTH_REQUIRED=false: the customer routes answer anyone, without a token; anyone can move any account's money. Development only: never run production like this")
+	}
+	if a.Cfg.AdminToken == "" && a.Cfg.AuthIssuer == "" {
+		a.Log.Info("admin routes are disabled: neither ADMIN_TOKEN nor AUTH_ISSUER is set")
+	}
+	tokens, err := a.tokenVerifier(ctx)
+	if err != nil {
+		return err
 	}
 	var draining atomic.Bool
-	g, ctx := errgroup.WithContext(ctx)
 	notifier := dispatch.NewNotifier(a.Store, a.Log)
-	g.Go(func() error { return notifier.Run(ctx) })
-	srv := &http.Server{
-		Handler:           a.Handler(notifier.Kick, draining.Load),
-		ReadHeaderTimeout: a.Cfg.HTTPReadTimeout,
-		ReadTimeout:       a.Cfg.HTTPReadTimeout,
-		WriteTimeout:      a.Cfg.HTTPWriteTimeout,
-		IdleTimeout:       a.Cfg.HTTPIdleTimeout,
-		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
-		TLSConfig:         tlsCfg,
+	deps := a.apiDeps(notifier.Kick, draining.Load, tokens)
+
+	mainRoutes := api.AllRoutes
+	type listener struct {
+		name   string
+		ln     net.Listener
+		routes api.Routes
+		tls    bool
+		mtls   bool
 	}
-	g.Go(func() error {
-		a.Log.Info("api listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil, "mutual_tls", a.Cfg.TLSClientCAFile != "")
-		serve := srv.Serve
-		if tlsCfg != nil {
-			// The certificate is in TLSConfig already.
-			serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+	var servers []listener
+	if l.Webhooks != nil {
+		mainRoutes &^= api.WebhookRoutes
+		servers = append(servers, listener{"webhooks", l.Webhooks, api.WebhookRoutes, true, true})
+	}
+	if l.Ops != nil {
+		mainRoutes &^= api.OpsRoutes
+		// The operations side is an internal network's: plain HTTP.
+		servers = append(servers, listener{"ops", l.Ops, api.OpsRoutes, false, false})
+	}
+	servers = append(servers, listener{"api", l.Main, mainRoutes, true, false})
+
+	// Every server is built before any runs: a bad setting fails the start
+	// with nothing left running.
+	httpServers := make([]*http.Server, len(servers))
+	for i, sv := range servers {
+		handler, err := api.NewRouter(deps, sv.routes)
+		if err != nil {
+			return err
 		}
-		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("serve http: %w", err)
+		var tlsCfg *tls.Config
+		if sv.tls {
+			if tlsCfg, err = a.serverTLS(sv.mtls); err != nil {
+				return err
+			}
 		}
-		return nil
-	})
+		srv := &http.Server{
+			Handler:           handler,
+			ReadHeaderTimeout: a.Cfg.HTTPReadTimeout,
+			ReadTimeout:       a.Cfg.HTTPReadTimeout,
+			WriteTimeout:      a.Cfg.HTTPWriteTimeout,
+			IdleTimeout:       a.Cfg.HTTPIdleTimeout,
+			ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+			TLSConfig:         tlsCfg,
+		}
+		httpServers[i] = srv
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return notifier.Run(ctx) })
+	for i, sv := range servers {
+		srv := httpServers[i]
+		g.Go(func() error {
+			a.Log.Info("api listening", "listener", sv.name, "addr", sv.ln.Addr().String(), "tls", srv.TLSConfig != nil,
+				"mutual_tls", srv.TLSConfig != nil && srv.TLSConfig.ClientCAs != nil, "auth_required", a.Cfg.AuthRequired)
+			serve := srv.Serve
+			if srv.TLSConfig != nil {
+				// The certificate is in TLSConfig already.
+				serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+			}
+			if err := serve(sv.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("serve http (%s): %w", sv.name, err)
+			}
+			return nil
+		})
+	}
 	g.Go(func() error {
 		<-ctx.Done()
 		// First /readyz turns 503 while everything still works, so that
-		// the load balancer stops sending; then the server stops taking
-		// connections and lets in-flight requests finish.
+		// the load balancer stops sending; then the servers stop taking
+		// connections and let in-flight requests finish.
 		draining.Store(true)
 		a.Log.Info("api draining: /readyz answers 503", "for", a.Cfg.ShutdownReadyzDelay.String())
 		time.Sleep(a.Cfg.ShutdownReadyzDelay)
 		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.Cfg.ShutdownTimeout)
 		defer cancel()
 		a.Log.Info("api shutting down")
-		if err := srv.Shutdown(shutdownCtx); err != nil {
-			return fmt.Errorf("shutdown http: %w", err)
+		var errs []error
+		for _, srv := range httpServers {
+			if err := srv.Shutdown(shutdownCtx); err != nil {
+				errs = append(errs, fmt.Errorf("shutdown http: %w", err))
+			}
 		}
-		return nil
+		return errors.Join(errs...)
 	})
 	return g.Wait()
 }
 
-// RunAPI listens on HTTP_ADDR and serves until ctx ends.
+// RunAPI listens on HTTP_ADDR (and WEBHOOK_HTTP_ADDR, OPS_HTTP_ADDR) and
+// serves until ctx ends.
 func (a *App) RunAPI(ctx context.Context) error {
 	ln, err := net.Listen("tcp", a.Cfg.HTTPAddr)
 	if err != nil {

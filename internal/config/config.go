@@ -51,6 +51,23 @@ type Config struct {
 	TLSClientCAFile           string
 	AdminToken                string
 
+	// Who may call the customer and admin routes (see docs/security.md):
+	// bearer JWTs of AuthIssuer for AuthAudience, keys from a JWKS file or
+	// URL. AuthRequired=false serves the customer routes to anyone
+	// (development only).
+	AuthRequired  bool
+	AuthIssuer    string
+	AuthAudience  string
+	AuthJWKSFile  string
+	AuthJWKSURL   string
+	AuthDevKeyDir string
+	// Listeners beyond HTTPAddr: the PSP webhooks, and /metrics, /healthz,
+	// /readyz; "" serves them on HTTPAddr.
+	WebhookHTTPAddr string
+	OpsHTTPAddr     string
+	// TrustedProxies may set X-Forwarded-For; none by default.
+	TrustedProxies []string
+
 	// Outgoing transfers.
 	PSPURL                    string
 	PSPTimeout                time.Duration
@@ -113,6 +130,8 @@ func Default() Config {
 		DispatchRetryMaxDelay: 10 * time.Second,
 
 		WebhookSignaturesRequired: true,
+		AuthRequired:              true,
+		AuthDevKeyDir:             ".data/auth",
 		WebhookSignatureTolerance: webhooksig.DefaultTolerance,
 
 		PSPURL:                    "http://127.0.0.1:8090",
@@ -213,6 +232,31 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 			*dst = b
 		}
 	}
+	// secret reads NAME, or the file NAME_FILE names (Docker and
+	// Kubernetes secrets), its trailing newline trimmed; never both.
+	secret := func(name string) (string, bool) {
+		v, inline := lookup(name)
+		path, fromFile := lookup(name + "_FILE")
+		switch {
+		case inline && fromFile:
+			errs = append(errs, fmt.Errorf("%s and %s_FILE: set one, not both", name, name))
+			return "", false
+		case fromFile:
+			b, err := os.ReadFile(path)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s_FILE: %w", name, err))
+				return "", false
+			}
+			v = strings.TrimRight(string(b), "\r\n")
+		case !inline:
+			return "", false
+		}
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s: must not be empty", name))
+			return "", false
+		}
+		return v, true
+	}
 	str("DATABASE_URL", &c.DatabaseURL)
 	integer("DATABASE_MAX_CONNS", 1, 1000, func(n int64) { c.DatabaseMaxConns = int32(n) })
 	str("TEMPORAL_ADDRESS", &c.TemporalAddress)
@@ -246,7 +290,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	dur("DISPATCH_RECHECK_AFTER", &c.DispatchRecheckAfter)
 	dur("DISPATCH_RETRY_MAX_DELAY", &c.DispatchRetryMaxDelay)
 	boolean("WEBHOOK_SIGNATURES_REQUIRED", &c.WebhookSignaturesRequired)
-	if v, ok := lookup("WEBHOOK_SECRETS"); ok {
+	if v, ok := secret("WEBHOOK_SECRETS"); ok {
 		secrets, err := webhooksig.ParseSecrets(v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("WEBHOOK_SECRETS: %w", err))
@@ -257,7 +301,20 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("TLS_CERT_FILE", &c.TLSCertFile)
 	str("TLS_KEY_FILE", &c.TLSKeyFile)
 	str("TLS_CLIENT_CA_FILE", &c.TLSClientCAFile)
-	str("ADMIN_TOKEN", &c.AdminToken)
+	if v, ok := secret("ADMIN_TOKEN"); ok {
+		c.AdminToken = v
+	}
+	boolean("AUTH_REQUIRED", &c.AuthRequired)
+	str("AUTH_ISSUER", &c.AuthIssuer)
+	str("AUTH_AUDIENCE", &c.AuthAudience)
+	str("AUTH_JWKS_FILE", &c.AuthJWKSFile)
+	str("AUTH_JWKS_URL", &c.AuthJWKSURL)
+	str("AUTH_DEV_KEY_DIR", &c.AuthDevKeyDir)
+	str("WEBHOOK_HTTP_ADDR", &c.WebhookHTTPAddr)
+	str("OPS_HTTP_ADDR", &c.OpsHTTPAddr)
+	if v, ok := lookup("TRUSTED_PROXIES"); ok {
+		c.TrustedProxies = list(v)
+	}
 	str("PSP_URL", &c.PSPURL)
 	dur("PSP_TIMEOUT", &c.PSPTimeout)
 	str("BANK_ISPB", &c.BankISPB)
@@ -315,10 +372,27 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
 		errs = append(errs, errors.New("TLS_CLIENT_CA_FILE: mutual TLS needs TLS_CERT_FILE and TLS_KEY_FILE too"))
 	}
+	if c.AuthJWKSFile != "" && c.AuthJWKSURL != "" {
+		errs = append(errs, errors.New("AUTH_JWKS_FILE and AUTH_JWKS_URL: set one, not both"))
+	}
+	if c.AuthJWKSURL != "" && !strings.HasPrefix(c.AuthJWKSURL, "https://") && !strings.HasPrefix(c.AuthJWKSURL, "http://127.0.0.1") && !strings.HasPrefix(c.AuthJWKSURL, "http://localhost") {
+		errs = append(errs, errors.New("AUTH_JWKS_URL: must be https:// (plain http only on loopback)"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
 	return c, nil
+}
+
+// list splits a comma-separated value, dropping blanks.
+func list(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 const minAdminTokenLength = 16
@@ -332,6 +406,10 @@ func (c Config) CheckAPI() error {
 	if c.WebhookSignaturesRequired && len(c.WebhookSecrets) == 0 {
 		return errors.New("configuration: WEBHOOK_SIGNATURES_REQUIRED is true but WEBHOOK_SECRETS is empty: " +
 			"set the PSPs' secrets (psp=whsec_...), or WEBHOOK_SIGNATURES_REQUIRED=false outside production")
+	}
+	if c.AuthRequired && (c.AuthIssuer == "" || c.AuthAudience == "" || (c.AuthJWKSFile == "" && c.AuthJWKSURL == "")) {
+		return errors.New("configuration: the customer routes need bearer token verification: set AUTH_ISSUER, AUTH_AUDIENCE " +
+			"and AUTH_JWKS_FILE or AUTH_JWKS_URL, or AUTH_REQUIRED=false outside production")
 	}
 	return nil
 }

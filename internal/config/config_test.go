@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -70,7 +72,7 @@ func TestInvalidValuesAreErrors(t *testing.T) {
 }
 
 func TestWebhookSecurity(t *testing.T) {
-	c, err := config.FromLookup(lookup(nil))
+	c, err := config.FromLookup(lookup(map[string]string{"AUTH_REQUIRED": "false"}))
 	require.NoError(t, err)
 	require.True(t, c.WebhookSignaturesRequired, "signatures are required unless turned off")
 	require.ErrorContains(t, c.CheckAPI(), "WEBHOOK_SECRETS is empty", "the API refuses to start unable to verify anything")
@@ -81,16 +83,57 @@ func TestWebhookSecurity(t *testing.T) {
 		"TLS_CERT_FILE":      "/etc/pix/tls.pem",
 		"TLS_KEY_FILE":       "/etc/pix/tls-key.pem",
 		"TLS_CLIENT_CA_FILE": "/etc/pix/psp-ca.pem",
+		"AUTH_REQUIRED":      "false",
 	}))
 	require.NoError(t, err)
 	require.NoError(t, c.CheckAPI())
 	require.Len(t, c.WebhookSecrets, 2)
 	require.Equal(t, "psp-b", c.WebhookSecrets[1].PSP)
 
-	c, err = config.FromLookup(lookup(map[string]string{"WEBHOOK_SIGNATURES_REQUIRED": "false"}))
+	c, err = config.FromLookup(lookup(map[string]string{"WEBHOOK_SIGNATURES_REQUIRED": "false", "AUTH_REQUIRED": "false"}))
 	require.NoError(t, err)
 	require.NoError(t, c.CheckAPI(), "explicitly unsigned (development)")
 
 	_, err = config.FromLookup(lookup(map[string]string{"WEBHOOK_SECRETS": "psp-a=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "ADMIN_TOKEN": "short"}))
 	require.NotContains(t, err.Error(), "MfKQ9r8", "errors never show key material")
+}
+
+func TestCustomerAuthSettings(t *testing.T) {
+	dev := map[string]string{"WEBHOOK_SIGNATURES_REQUIRED": "false"}
+	c, err := config.FromLookup(lookup(dev))
+	require.NoError(t, err)
+	require.True(t, c.AuthRequired, "authentication is required unless turned off")
+	require.ErrorContains(t, c.CheckAPI(), "AUTH_ISSUER", "the API refuses to start unable to verify a token")
+
+	dir := t.TempDir()
+	jwks := filepath.Join(dir, "jwks.json")
+	adminFile := filepath.Join(dir, "admin-token")
+	require.NoError(t, os.WriteFile(adminFile, []byte("0123456789abcdef-from-a-file\n"), 0o600))
+	c, err = config.FromLookup(lookup(map[string]string{
+		"WEBHOOK_SIGNATURES_REQUIRED": "false",
+		"AUTH_ISSUER":                 "https://id.bank.example",
+		"AUTH_AUDIENCE":               "pix-api",
+		"AUTH_JWKS_FILE":              jwks,
+		"ADMIN_TOKEN_FILE":            adminFile,
+		"WEBHOOK_HTTP_ADDR":           "0.0.0.0:8443",
+		"OPS_HTTP_ADDR":               "127.0.0.1:9090",
+		"TRUSTED_PROXIES":             "10.0.0.0/8, 192.168.1.2",
+	}))
+	require.NoError(t, err)
+	require.NoError(t, c.CheckAPI())
+	require.Equal(t, "0123456789abcdef-from-a-file", c.AdminToken, "a secret file's trailing newline is not part of it")
+	require.Equal(t, []string{"10.0.0.0/8", "192.168.1.2"}, c.TrustedProxies)
+	require.Equal(t, "0.0.0.0:8443", c.WebhookHTTPAddr)
+
+	for name, env := range map[string]map[string]string{
+		"both inline and file":   {"ADMIN_TOKEN": "0123456789abcdef", "ADMIN_TOKEN_FILE": adminFile},
+		"missing secret file":    {"WEBHOOK_SECRETS_FILE": filepath.Join(dir, "nope")},
+		"file and url":           {"AUTH_JWKS_FILE": jwks, "AUTH_JWKS_URL": "https://id.bank.example/jwks"},
+		"plain http jwks url":    {"AUTH_JWKS_URL": "http://id.bank.example/jwks"},
+		"empty auth issuer":      {"AUTH_ISSUER": ""},
+		"auth required not bool": {"AUTH_REQUIRED": "maybe"},
+	} {
+		_, err := config.FromLookup(lookup(env))
+		require.Error(t, err, name)
+	}
 }

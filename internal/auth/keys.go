@@ -1,0 +1,240 @@
+package auth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+)
+
+// ErrKeysUnavailable: the issuer's keys could not be read (the JWKS URL did
+// not answer), so a token signed with a key we don't hold yet can't be
+// judged. It is the service's problem, not the caller's: 503, not 401.
+var ErrKeysUnavailable = errors.New("the token issuer's keys can't be read right now")
+
+// minRSABits refuses RSA keys too short to trust.
+const minRSABits = 2048
+
+// maxJWKSBytes bounds what a JWKS URL may send us.
+const maxJWKSBytes = 1 << 20
+
+// KeySource reads a JWKS document: a file, or a URL.
+type KeySource func(ctx context.Context) ([]byte, error)
+
+// FileKeys reads the JWKS document in path at every refresh, so that a key
+// rotated into the file (a mounted secret) is picked up.
+func FileKeys(path string) KeySource {
+	return func(context.Context) ([]byte, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read JWKS file: %w", err)
+		}
+		return b, nil
+	}
+}
+
+// URLKeys fetches the JWKS document at url with hc (nil: a client with a
+// 5 s timeout).
+func URLKeys(url string, hc *http.Client) KeySource {
+	if hc == nil {
+		hc = &http.Client{Timeout: 5 * time.Second}
+	}
+	return func(ctx context.Context) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, fmt.Errorf("JWKS request: %w", err)
+		}
+		req.Header.Set("Accept", "application/json")
+		res, err := hc.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("fetch JWKS: %w", err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("fetch JWKS: %s answered %d", url, res.StatusCode)
+		}
+		b, err := io.ReadAll(io.LimitReader(res.Body, maxJWKSBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("fetch JWKS: %w", err)
+		}
+		if len(b) > maxJWKSBytes {
+			return nil, fmt.Errorf("fetch JWKS: the document is over %d bytes", maxJWKSBytes)
+		}
+		return b, nil
+	}
+}
+
+// verificationKey is one public key of the issuer.
+type verificationKey struct {
+	key any
+	// alg is the key's "alg" member, "" when the JWKS does not pin one.
+	alg string
+}
+
+// parseJWKS keeps the usable signature keys of a JWKS document by key id:
+// public RSA (at least 2048 bits), P-256 ECDSA and Ed25519 keys with a kid,
+// not marked for encryption only. Anything else is skipped, not trusted.
+func parseJWKS(doc []byte) (map[string]verificationKey, error) {
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(doc, &set); err != nil {
+		return nil, fmt.Errorf("parse JWKS: %w", err)
+	}
+	keys := make(map[string]verificationKey, len(set.Keys))
+	for _, k := range set.Keys {
+		if k.KeyID == "" || (k.Use != "" && k.Use != "sig") || !k.IsPublic() || !k.Valid() {
+			continue
+		}
+		switch pub := k.Key.(type) {
+		case *rsa.PublicKey:
+			if pub.N.BitLen() < minRSABits {
+				continue
+			}
+		case *ecdsa.PublicKey:
+			if pub.Curve != elliptic.P256() {
+				continue
+			}
+		case ed25519.PublicKey:
+		default:
+			continue
+		}
+		keys[k.KeyID] = verificationKey{key: k.Key, alg: k.Algorithm}
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("parse JWKS: no usable signature key (RSA ≥ 2048 bits, P-256 or Ed25519, with a kid)")
+	}
+	return keys, nil
+}
+
+// KeyCache holds the issuer's keys. It reads them again when a token names
+// a key id it does not hold (a rotation), at most once per MinRefresh, and
+// when what it holds is older than MaxAge (so that a removed key stops
+// being trusted). One read runs at a time; a request whose key is known
+// never waits for one.
+type KeyCache struct {
+	source     KeySource
+	minRefresh time.Duration
+	maxAge     time.Duration
+	now        func() time.Time
+
+	refreshing sync.Mutex // held by the one read in progress
+
+	mu       sync.Mutex // guards what follows
+	keys     map[string]verificationKey
+	loadedAt time.Time // when keys were read
+	tried    time.Time // the last read, successful or not
+}
+
+// KeyCacheOptions tune a KeyCache; zero values take the defaults.
+type KeyCacheOptions struct {
+	MinRefresh time.Duration // default 30 s
+	MaxAge     time.Duration // default 10 min
+	Now        func() time.Time
+}
+
+// NewKeyCache reads the keys once: a service that can't read its issuer's
+// keys at start refuses to start rather than refuse every caller.
+func NewKeyCache(ctx context.Context, source KeySource, o KeyCacheOptions) (*KeyCache, error) {
+	c := &KeyCache{source: source, minRefresh: o.MinRefresh, maxAge: o.MaxAge, now: o.Now}
+	if c.minRefresh <= 0 {
+		c.minRefresh = 30 * time.Second
+	}
+	if c.maxAge <= 0 {
+		c.maxAge = 10 * time.Minute
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	keys, err := c.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.keys, c.loadedAt, c.tried = keys, c.now(), c.now()
+	return c, nil
+}
+
+// lookup returns the key kid names: errUnknownKey when the issuer has no
+// such key, ErrKeysUnavailable when it could not be asked.
+func (c *KeyCache) lookup(ctx context.Context, kid string) (verificationKey, error) {
+	k, known, stale := c.held(kid)
+	switch {
+	case known && !stale:
+		return k, nil
+	case known:
+		// Stale: refresh unless another request is at it; the key held is
+		// the issuer's last word meanwhile, and after a failed read.
+		if c.refreshing.TryLock() {
+			_ = c.refreshLocked(ctx) //nolint:errcheck // a failed read keeps the key held
+
+			c.refreshing.Unlock()
+			if k2, ok, _ := c.held(kid); ok {
+				return k2, nil
+			}
+			return verificationKey{}, errUnknownKey // removed by the issuer
+		}
+		return k, nil
+	}
+	// Unknown: perhaps rotated in since the last read.
+	c.refreshing.Lock()
+	err := c.refreshLocked(ctx)
+	c.refreshing.Unlock()
+	if k, ok, _ := c.held(kid); ok {
+		return k, nil
+	}
+	if err != nil {
+		return verificationKey{}, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
+	}
+	return verificationKey{}, errUnknownKey
+}
+
+// held is the key kid names among those read, and whether they are past
+// MaxAge.
+func (c *KeyCache) held(kid string) (k verificationKey, known, stale bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, known = c.keys[kid]
+	return k, known, c.now().Sub(c.loadedAt) >= c.maxAge
+}
+
+// refreshLocked reads the keys again unless the last read was less than
+// MinRefresh ago (an attacker sending made-up key ids can't make us hammer
+// the issuer). The caller holds c.refreshing. A failed read keeps the keys
+// held.
+func (c *KeyCache) refreshLocked(ctx context.Context) error {
+	c.mu.Lock()
+	if c.now().Sub(c.tried) < c.minRefresh {
+		c.mu.Unlock()
+		return nil
+	}
+	c.tried = c.now()
+	c.mu.Unlock()
+	keys, err := c.read(ctx)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.keys, c.loadedAt = keys, c.now()
+	c.mu.Unlock()
+	return nil
+}
+
+// read fetches and parses the JWKS document, within 10 s.
+func (c *KeyCache) read(ctx context.Context) (map[string]verificationKey, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	doc, err := c.source(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return parseJWKS(doc)
+}

@@ -1,0 +1,127 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Leeway is the clock skew allowed on exp, nbf and iat.
+const Leeway = 60 * time.Second
+
+// Algorithms are the only signature algorithms accepted. "none" and every
+// HMAC algorithm are refused: a public key must never serve as an HMAC
+// secret (algorithm confusion).
+var Algorithms = []string{"RS256", "ES256", "EdDSA"}
+
+// TokenError is a token refused: Reason is what the caller is told
+// (RFC 6750's error_description), in words of ours, never a library's.
+type TokenError struct {
+	Reason string
+	err    error
+}
+
+func (e *TokenError) Error() string {
+	if e.err == nil {
+		return "invalid bearer token: " + e.Reason
+	}
+	return "invalid bearer token: " + e.Reason + ": " + e.err.Error()
+}
+
+func (e *TokenError) Unwrap() error { return e.err }
+
+// errUnknownKey: the token's kid is not among the issuer's keys.
+var errUnknownKey = errors.New("unknown key id")
+
+// claims are the members of a token we read.
+type claims struct {
+	jwt.RegisteredClaims
+	Scope    string   `json:"scope"`
+	Accounts []string `json:"accounts"`
+}
+
+// Verifier checks bearer tokens of one issuer and audience.
+type Verifier struct {
+	keys   *KeyCache
+	parser *jwt.Parser
+}
+
+// NewVerifier checks tokens whose iss is issuer and whose aud contains
+// audience, signed by one of keys. now may be nil (time.Now).
+func NewVerifier(issuer, audience string, keys *KeyCache, now func() time.Time) *Verifier {
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods(Algorithms),
+		jwt.WithIssuer(issuer),
+		jwt.WithAudience(audience),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithLeeway(Leeway),
+		jwt.WithStrictDecoding(),
+	}
+	if now != nil {
+		opts = append(opts, jwt.WithTimeFunc(now))
+	}
+	return &Verifier{keys: keys, parser: jwt.NewParser(opts...)}
+}
+
+// Verify returns the caller a token names, a *TokenError for a token we
+// refuse, or ErrKeysUnavailable when the issuer's keys can't be read.
+func (v *Verifier) Verify(ctx context.Context, raw string) (Caller, error) {
+	var c claims
+	var keysErr error
+	_, err := v.parser.ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		if kid == "" {
+			return nil, errUnknownKey
+		}
+		k, err := v.keys.lookup(ctx, kid)
+		if err != nil {
+			keysErr = err
+			return nil, err
+		}
+		// A key the JWKS pins to an algorithm serves that one only.
+		if k.alg != "" && k.alg != t.Method.Alg() {
+			return nil, fmt.Errorf("key %s is for %s, the token says %s", kid, k.alg, t.Method.Alg())
+		}
+		return k.key, nil
+	})
+	if keysErr != nil && errors.Is(keysErr, ErrKeysUnavailable) {
+		return Caller{}, keysErr
+	}
+	if err != nil {
+		return Caller{}, &TokenError{Reason: reason(err), err: err}
+	}
+	if c.Subject == "" {
+		return Caller{}, &TokenError{Reason: "the token has no subject (sub)"}
+	}
+	return Caller{Subject: c.Subject, Scopes: parseScopes(c.Scope), Accounts: c.Accounts}, nil
+}
+
+// reason says, in our words, why a token was refused.
+func reason(err error) string {
+	switch {
+	case errors.Is(err, errUnknownKey):
+		return "the token is not signed by a key of the issuer (unknown kid)"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "the token's signature is not valid, or its algorithm is not one of RS256, ES256, EdDSA"
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "the token has expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return "the token is not valid yet (nbf)"
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "the token is issued in the future (iat)"
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return "the token is not from the expected issuer"
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return "the token is not for this audience"
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return "the token lacks a required claim (exp, iss, aud)"
+	case errors.Is(err, jwt.ErrTokenMalformed), errors.Is(err, jwt.ErrInvalidType):
+		return "the token is malformed"
+	default:
+		return "the token is not valid"
+	}
+}
