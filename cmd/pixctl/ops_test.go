@@ -31,6 +31,7 @@ func runService(t *testing.T, adminToken string) (string, *db.Store) {
 	cfg.TemporalAddress = temporaltest.StartT(t).Address
 	cfg.AdminToken = adminToken
 	cfg.WebhookSignaturesRequired = false // the test stores its PIX through the store
+	cfg.AuthRequired = false
 	cfg.InboxAttemptsMax = 1
 	cfg.DispatchPollInterval = 100 * time.Millisecond
 	cfg.ShutdownReadyzDelay = 0

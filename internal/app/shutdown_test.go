@@ -24,6 +24,7 @@ func TestReadyzTurns503BeforeTheServerStops(t *testing.T) {
 	cfg.DatabaseURL = dbtest.URL(t)
 	cfg.TemporalAddress = "127.0.0.1:1"
 	cfg.WebhookSignaturesRequired = false
+	cfg.AuthRequired = false
 	cfg.ShutdownReadyzDelay = 2 * time.Second
 	a, err := app.New(context.Background(), cfg, logging.New(io.Discard, "error"))
 	require.NoError(t, err)

@@ -98,6 +98,7 @@ func TestAPIServesMutualTLS(t *testing.T) {
 	cfg.DatabaseURL = dbtest.URL(t)
 	cfg.TemporalAddress = "127.0.0.1:1" // not needed here
 	cfg.WebhookSignaturesRequired = false
+	cfg.AuthRequired = false
 	cfg.ShutdownReadyzDelay = 0
 	cfg.TLSCertFile = writeFile(t, dir, "server.pem", serverCert)
 	cfg.TLSKeyFile = writeFile(t, dir, "server-key.pem", serverKey)
