@@ -73,7 +73,7 @@ func TestTemporalSearchFindsEachPix(t *testing.T) {
 	require.EqualValues(t, 2_500, searchAttribute[int64](t, run, "PixAmountCents"))
 	require.Equal(t, "e2e-psp", searchAttribute[string](t, run, "PixPsp"))
 	var payer map[string]any
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(run.GetMemo().GetFields()["payer"], &payer))
+	require.NoError(t, s.dataConverter().FromPayload(run.GetMemo().GetFields()["payer"], &payer))
 	require.Equal(t, "Joana Dias", payer["name"])
 
 	require.Equal(t, "Completed", s.request(http.MethodGet, "/pix/credits/"+credited, nil).Body["workflow_status"])

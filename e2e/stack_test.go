@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pixbank/pix/db"
@@ -27,6 +29,7 @@ import (
 	"github.com/pixbank/pix/internal/app"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/broker"
+	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/pspsim"
@@ -84,10 +87,26 @@ type stack struct {
 }
 
 // client dials the stack's Temporal server on first use (a test may start
-// the stack while the server is down).
+// the stack while the server is down), with the service's converters: it
+// reads and writes the payloads the service encrypts.
 func (s *stack) client() client.Client {
-	s.tcOnce.Do(func() { s.tc = s.srv.Client(s.t) })
+	s.tcOnce.Do(func() {
+		s.tc = s.srv.Client(s.t, func(o *client.Options) {
+			if s.cfg.TemporalCodecKeys != nil {
+				codec.NewConverters(codec.New(s.cfg.TemporalCodecKeys)).ApplyTo(o)
+			}
+		})
+	})
 	return s.tc
+}
+
+// dataConverter decodes payloads the stack's service wrote (a memo in a
+// visibility listing, say), as its client does.
+func (s *stack) dataConverter() converter.DataConverter {
+	if s.cfg.TemporalCodecKeys == nil {
+		return converter.GetDefaultDataConverter()
+	}
+	return codec.NewConverters(codec.New(s.cfg.TemporalCodecKeys)).DataConverter
 }
 
 // syncBuffer collects the service's logs, shown when a test fails.
@@ -129,6 +148,9 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	cfg.AdminToken = e2eAdminToken
 	cfg.AuthIssuer, cfg.AuthAudience = e2eIssuer.Issuer, e2eIssuer.Audience
 	cfg.AuthJWKSFile = e2eJWKSFile
+	// Payloads encrypted, as in production (codec_test.go checks it).
+	cfg.TemporalCodecKeys = e2eCodecKeys
+	cfg.CodecCORSOrigins = []string{e2eTemporalUIOrigin}
 	sim := pspsim.New(pspsim.Options{DefaultSettleAfter: 200 * time.Millisecond})
 	pspServer := httptest.NewServer(sim.Handler())
 	t.Cleanup(pspServer.Close)
@@ -203,6 +225,20 @@ func (s *stack) killWorker() {
 var e2eSigningKey = []byte("e2e webhook signing key, 32 bytes")
 
 const e2eAdminToken = "e2e-admin-token-0123456789"
+
+// e2eCodecKeys encrypt the stacks' Temporal payloads: a rotated ring (the
+// newest key encrypts), of test keys. e2eTemporalUIOrigin is the Temporal
+// UI's origin, which may call the codec server.
+var e2eCodecKeys = func() *codec.KeyRing {
+	keys, err := codec.ParseKeyRing("e2e-old=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x11}, codec.KeySize)) +
+		",e2e-new=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x22}, codec.KeySize)))
+	if err != nil {
+		panic(err)
+	}
+	return keys
+}()
+
+const e2eTemporalUIOrigin = "http://127.0.0.1:8233"
 
 // pixID returns a fresh, valid end_to_end_id.
 func pixID() string {

@@ -21,13 +21,37 @@ use_nats() {
 	export NATS_EMBEDDED_DIR="${NATS_EMBEDDED_DIR:-$DATA/nats}"
 }
 
-# use_dev_credentials: the webhook secret and admin token of a local run, the
-# demo, the benchmarks and the fault suite, unless the environment sets its
-# own. They are published here, so they protect nothing: production sets
-# WEBHOOK_SECRETS and ADMIN_TOKEN from its secret store.
+# use_dev_credentials: the webhook secret, admin token and token issuer of a
+# local run, the demo, the benchmarks and the fault suite, unless the
+# environment sets its own. They are published here, so they protect nothing:
+# production sets WEBHOOK_SECRETS and ADMIN_TOKEN from its secret store, and
+# AUTH_* to the bank's identity provider.
 use_dev_credentials() {
 	export WEBHOOK_SECRETS="${WEBHOOK_SECRETS:-dev-psp=whsec_FxHdX8cWPPDNG0JAwVicsysuvTq2ilXZsBYGmFnV6KQ=}"
 	export ADMIN_TOKEN="${ADMIN_TOKEN:-dev-admin-token-not-for-production}"
+	use_dev_issuer
+}
+
+# use_dev_issuer: the development token issuer that the customer routes'
+# bearer tokens come from (pixctl token -account acc-0001 mints one): its key
+# pair in AUTH_DEV_KEY_DIR (default .data/auth), created here on first use so
+# that it exists before pixd starts, and the API's settings, unless the
+# environment sets its own: AUTH_ISSUER (pix-dev-issuer), AUTH_AUDIENCE
+# (pix-api) and AUTH_JWKS_FILE ($AUTH_DEV_KEY_DIR/jwks.json; none with
+# AUTH_JWKS_URL). The defaults are pixctl's (internal/devauth), printed by
+# `pixctl dev-issuer -env`. Builds .bin/pixctl.
+use_dev_issuer() {
+	export AUTH_DEV_KEY_DIR="${AUTH_DEV_KEY_DIR:-$DATA/auth}"
+	build_pixctl
+	local settings
+	settings=$("$BIN/pixctl" dev-issuer -env) || die "could not set up the development token issuer in $AUTH_DEV_KEY_DIR"
+	eval "$settings"
+}
+
+# build_pixctl: .bin/pixctl from the tree (the Go build cache makes it cheap).
+build_pixctl() {
+	mkdir -p "$BIN"
+	(cd "$ROOT" && go build -o "$BIN/pixctl" ./cmd/pixctl)
 }
 stop_children() {
 	local pid

@@ -5,7 +5,9 @@
 # .data/temporal.db), the PSP simulator (unless PSP_URL is set), NATS for the
 # outbox's events (NATS_URL, a local one, or one embedded in pixd), the
 # migrations, the demo accounts, and the API and the worker in one process
-# (`pixd dev`). Ctrl-C stops what it started.
+# (`pixd dev`), whose customer routes take the bearer tokens of a development
+# issuer kept in .data/auth (`.bin/pixctl token` mints them). Ctrl-C stops
+# what it started.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -60,7 +62,10 @@ cat >&2 <<MSG
 
   PIX API        http://$HTTP_ADDR   (GET /readyz, POST /webhooks/pix, POST /webhooks/api-pix/pix, POST /pix, ...)
   Webhooks       signed with WEBHOOK_SECRETS=$WEBHOOK_SECRETS (development only)
-  Admin          Authorization: Bearer $ADMIN_TOKEN
+  Customer API   Authorization: Bearer <token> of the development issuer (AUTH_ISSUER=$AUTH_ISSUER, keys in $AUTH_DEV_KEY_DIR):
+                   export TOKEN=\$(.bin/pixctl token -account acc-0001)    (-scope "pix:read pix:write", -ttl 1h)
+                   curl -H "Authorization: Bearer \$TOKEN" http://$HTTP_ADDR/accounts/acc-0001
+  Admin          Authorization: Bearer $ADMIN_TOKEN   (or a token of scope pix:admin)
   PSP            $PSP_URL   (PUT /behaviors/{pix_key}: accept, reject, reject_later, fail, timeout)
   NATS           ${NATS_URL:-nats://127.0.0.1:4222 (embedded in pixd, JetStream in .data/nats)}   (make events: pixctl events tail)
   Temporal UI    $TEMPORAL_UI_URL

@@ -1,32 +1,139 @@
 package workflows_test
 
 import (
+	"context"
+	"log/slog"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	failurepb "go.temporal.io/api/failure/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/proxy"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/workflows"
 )
 
-// Histories recorded from real runs on a Temporal dev server (`temporal
-// workflow show -o json`) must replay against the current code: a change
-// that would break running workflows fails here. Record new ones when the
-// workflow changes on purpose, and keep the old ones while such runs may
-// still be open (or version the change with workflow.GetVersion).
+// recordedHistories were recorded from real runs on a Temporal dev server
+// (`temporal workflow show -o json`), before payload encryption: in plain
+// text.
+var recordedHistories = []string{
+	"testdata/credit_done.json",       // credited at the first attempt
+	"testdata/credit_failed.json",     // unknown account: attempts exhausted, marked failed
+	"testdata/transfer_settled.json",  // submitted, polled until settled, marked settled
+	"testdata/transfer_refunded.json", // rejected by the PSP at submission, refunded
+}
+
+// replayCodec is the replay tests' key ring, as a worker's
+// TEMPORAL_CODEC_KEYS would be: one test key, base64 of "pix replay test
+// key, 32 bytes!!!".
+func replayCodec(t *testing.T) *codec.Codec {
+	t.Helper()
+	c, err := codec.FromString("replay-test=cGl4IHJlcGxheSB0ZXN0IGtleSwgMzIgYnl0ZXMhISE=")
+	require.NoError(t, err)
+	return c
+}
+
+// newReplayer is a replayer of the PIX workflows, with a worker's
+// converters when cv is set.
+func newReplayer(t *testing.T, cv *codec.Converters) worker.WorkflowReplayer {
+	t.Helper()
+	var opts worker.WorkflowReplayerOptions
+	if cv != nil {
+		cv.ApplyToReplayer(&opts)
+	}
+	r, err := worker.NewWorkflowReplayerWithOptions(opts)
+	require.NoError(t, err)
+	r.RegisterWorkflowWithOptions(workflows.CreditPix, workflow.RegisterOptions{Name: workflows.CreditWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.TransferPix, workflow.RegisterOptions{Name: workflows.TransferWorkflowName})
+	return r
+}
+
+// Histories recorded from real runs must replay against the current code:
+// a change that would break running workflows fails here. Record new ones
+// when the workflow changes on purpose, and keep the old ones while such
+// runs may still be open (or version the change with workflow.GetVersion).
+// They replay on a worker with the payload codec as well: runs begun before
+// encryption was turned on go on after it.
 func TestReplayRecordedHistories(t *testing.T) {
-	for _, file := range []string{
-		"testdata/credit_done.json",       // credited at the first attempt
-		"testdata/credit_failed.json",     // unknown account: attempts exhausted, marked failed
-		"testdata/transfer_settled.json",  // submitted, polled until settled, marked settled
-		"testdata/transfer_refunded.json", // rejected by the PSP at submission, refunded
-	} {
+	cv := codec.NewConverters(replayCodec(t))
+	for _, file := range recordedHistories {
 		t.Run(file, func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflowWithOptions(workflows.CreditPix, workflow.RegisterOptions{Name: workflows.CreditWorkflowName})
-			r.RegisterWorkflowWithOptions(workflows.TransferPix, workflow.RegisterOptions{Name: workflows.TransferWorkflowName})
-			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, file))
+			require.NoError(t, newReplayer(t, nil).ReplayWorkflowHistoryFromJSONFile(nil, file))
+			require.NoError(t, newReplayer(t, &cv).ReplayWorkflowHistoryFromJSONFile(nil, file), "with the codec")
 		})
 	}
+}
+
+// A history written with encryption on replays on a worker with the same
+// keys. It is built from each recorded history as an encrypting worker
+// would have written it: failure messages and stack traces moved into
+// encoded attributes, then every payload but the search attributes (which
+// Temporal indexes, and the SDK never encodes) encrypted.
+func TestReplayEncryptedHistories(t *testing.T) {
+	c := replayCodec(t)
+	cv := codec.NewConverters(c)
+	for _, file := range recordedHistories {
+		t.Run(file, func(t *testing.T) {
+			history := encryptHistory(t, file, c)
+			require.NoError(t, newReplayer(t, &cv).ReplayWorkflowHistory(nil, history))
+			// And without the keys it can't: the payloads are needed, and
+			// unreadable. (The replayer's logs of that failure are dropped.)
+			quiet := sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
+			err := newReplayer(t, nil).ReplayWorkflowHistory(quiet, encryptHistory(t, file, c))
+			// The input can't be decoded: the run fails where the history
+			// goes on, and the replay reports that divergence.
+			require.Error(t, err, "replayed without the keys")
+		})
+	}
+}
+
+// encryptHistory reads a recorded history and encrypts it with c, checking
+// that no plain payload or failure message is left.
+func encryptHistory(t *testing.T, file string, c *codec.Codec) *historypb.History {
+	t.Helper()
+	f, err := os.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	history, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, proxy.VisitFailures(ctx, history, proxy.VisitFailuresOptions{
+		Visitor: func(_ *proxy.VisitFailuresContext, f *failurepb.Failure) error {
+			return converter.EncodeCommonFailureAttributes(converter.GetDefaultDataConverter(), f)
+		},
+	}))
+	require.NoError(t, proxy.VisitPayloads(ctx, history, proxy.VisitPayloadsOptions{
+		SkipSearchAttributes: true,
+		Visitor: func(_ *proxy.VisitPayloadsContext, p []*commonpb.Payload) ([]*commonpb.Payload, error) {
+			return c.Encode(p)
+		},
+	}))
+	encrypted := 0
+	require.NoError(t, proxy.VisitPayloads(ctx, history, proxy.VisitPayloadsOptions{
+		SkipSearchAttributes: true,
+		Visitor: func(_ *proxy.VisitPayloadsContext, payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+			for _, p := range payloads {
+				require.Equal(t, codec.EncodingEncrypted, string(p.GetMetadata()[codec.MetadataEncoding]))
+				encrypted++
+			}
+			return payloads, nil
+		},
+	}))
+	require.Positive(t, encrypted)
+	require.NoError(t, proxy.VisitFailures(ctx, history, proxy.VisitFailuresOptions{
+		Visitor: func(_ *proxy.VisitFailuresContext, f *failurepb.Failure) error {
+			require.Equal(t, "Encoded failure", f.GetMessage())
+			require.Empty(t, f.GetStackTrace())
+			return nil
+		},
+	}))
+	return history
 }

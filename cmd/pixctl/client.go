@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/webhooksig"
 )
 
@@ -20,6 +22,65 @@ type apiClient struct {
 	// adminToken authorizes /admin/ calls.
 	signingKey []byte
 	adminToken string
+	// customerToken (PIX_TOKEN) is the bearer token of every customer
+	// request (POST /pix, GET /pix/..., GET /accounts/...); without it
+	// dev mints one per request, for actingFor and the scope the request
+	// needs; without either none is sent. dev also stands in for a
+	// missing adminToken. nil: no development issuer.
+	customerToken string
+	dev           *devTokens
+	// actingFor are the accounts the customer requests act for (as).
+	actingFor []string
+}
+
+// as is the client of a customer acting for accounts: the token of its
+// customer requests grants these accounts only.
+func (c *apiClient) as(accounts ...string) *apiClient {
+	return &apiClient{base: c.base, signingKey: c.signingKey, adminToken: c.adminToken,
+		customerToken: c.customerToken, dev: c.dev, actingFor: accounts}
+}
+
+// customerRoute: a route of the customer API, which wants a bearer token
+// naming the caller's accounts.
+func customerRoute(path string) bool {
+	return path == "/pix" || strings.HasPrefix(path, "/pix/") || strings.HasPrefix(path, "/accounts/")
+}
+
+// bearer is the token a request to path carries, "" for none; minted
+// tells that pixctl minted it.
+func (c *apiClient) bearer(method, path string) (token string, minted bool, err error) {
+	switch {
+	case strings.HasPrefix(path, "/admin/"):
+		if c.adminToken != "" || c.dev == nil {
+			return c.adminToken, false, nil
+		}
+		token, err = c.dev.admin()
+		return token, true, err
+	case customerRoute(path):
+		if c.customerToken != "" || c.dev == nil {
+			return c.customerToken, false, nil
+		}
+		scope := auth.ScopeWrite
+		if method == http.MethodGet || method == http.MethodHead {
+			scope = auth.ScopeRead
+		}
+		token, err = c.dev.customer(scope, c.actingFor)
+		return token, true, err
+	}
+	return "", false, nil
+}
+
+// refusedHint explains a customer request refused for its token.
+func refusedHint(sent, minted bool) string {
+	switch {
+	case !sent:
+		return "; the customer routes want a bearer token: set AUTH_DEV_KEY_DIR to the development issuer's directory " +
+			"(make run sets one up in .data/auth), or PIX_TOKEN (pixctl token -account ...; not the demo's, whose customers each have their own)"
+	case minted:
+		return "; the token was minted by the development issuer in AUTH_DEV_KEY_DIR: does the API verify its tokens " +
+			"(AUTH_ISSUER, AUTH_AUDIENCE and AUTH_JWKS_FILE as `pixctl dev-issuer -env` prints them)?"
+	}
+	return "; the token is PIX_TOKEN's"
 }
 
 // call sends body (if any) as JSON and decodes the answer into out (if
@@ -48,19 +109,37 @@ func (c *apiClient) callWith(ctx context.Context, method, path string, header ht
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
+	minted := false
 	switch {
 	case strings.HasPrefix(path, "/webhooks/") && c.signingKey != nil:
 		webhooksig.SetHeaders(req.Header, fmt.Sprintf("msg_pixctl_%d", time.Now().UnixNano()), time.Now(), buf.Bytes(), c.signingKey)
-	case strings.HasPrefix(path, "/admin/") && c.adminToken != "":
-		req.Header.Set("Authorization", "Bearer "+c.adminToken)
+	case req.Header.Get("Authorization") == "":
+		var token string
+		if token, minted, err = c.bearer(method, path); err != nil {
+			return 0, nil, fmt.Errorf("%s %s: bearer token: %w", method, path, err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer res.Body.Close()
+	answer, err := io.ReadAll(res.Body)
+	if err != nil {
+		return res.StatusCode, res.Header, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	// A customer request refused for its token is the command's failure,
+	// whatever it meant to do with the answer.
+	if customerRoute(path) && (res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden) {
+		var e apiError
+		_ = json.Unmarshal(answer, &e)
+		return res.StatusCode, res.Header, fmt.Errorf("%w%s", check(res.StatusCode, e, method+" "+path), refusedHint(req.Header.Get("Authorization") != "", minted))
+	}
 	if out != nil && res.StatusCode != http.StatusNoContent {
-		if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		if err := json.Unmarshal(answer, out); err != nil {
 			return res.StatusCode, res.Header, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
 		}
 	}

@@ -59,7 +59,9 @@ func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
 	before := map[string]int64{}
 	for _, id := range accounts {
 		var a account
-		status, err := c.call(ctx, http.MethodGet, "/accounts/"+id, nil, &a)
+		// Each account's customer asks for its own balance, with a token
+		// that grants that account only.
+		status, err := c.as(id).call(ctx, http.MethodGet, "/accounts/"+id, nil, &a)
 		if err != nil {
 			return err
 		}
@@ -157,12 +159,21 @@ func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
 	final := map[string]credit{}
 	err = pollUntil(ctx, 3*time.Minute, 500*time.Millisecond, "PIX still pending", func() (int, error) {
 		for _, w := range pix {
-			var cr credit
-			if _, err := c.call(ctx, http.MethodGet, "/pix/credits/"+w.EndToEndID, nil, &cr); err != nil {
+			// The operator's view (ADMIN_TOKEN): any PIX, with why its
+			// last attempt failed.
+			var cr struct {
+				apiError
+				credit
+			}
+			status, err := c.call(ctx, http.MethodGet, "/admin/pix/credits/"+w.EndToEndID, nil, &cr)
+			if err != nil {
+				return 0, err
+			}
+			if err := check(status, cr.apiError, "read PIX "+w.EndToEndID); err != nil {
 				return 0, err
 			}
 			if cr.Status == "done" || cr.Status == "failed" {
-				final[w.EndToEndID] = cr
+				final[w.EndToEndID] = cr.credit
 			}
 		}
 		return len(pix) - len(final), nil
@@ -210,7 +221,7 @@ func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
 	fmt.Fprintln(tw, "ACCOUNT\tOWNER\tBEFORE\tNOW")
 	for _, id := range accounts {
 		var a account
-		if _, err := c.call(ctx, http.MethodGet, "/accounts/"+id, nil, &a); err != nil {
+		if _, err := c.as(id).call(ctx, http.MethodGet, "/accounts/"+id, nil, &a); err != nil {
 			return err
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.ID, a.OwnerName, brl(before[id]), brl(a.BalanceCents))

@@ -31,6 +31,9 @@ func check(status int, e apiError, what string) error {
 }
 
 // show prints one incoming PIX: its row, its credit and its workflow link.
+// It is an operator's look at any PIX, with why its last attempt failed:
+// the admin route (ADMIN_TOKEN), not a customer's, which shows a PIX of
+// the caller's own accounts only, without its last error.
 func show(ctx context.Context, c *apiClient, args []string, out io.Writer) error {
 	if len(args) != 1 {
 		return errors.New("usage: pixctl show <end_to_end_id>")
@@ -49,7 +52,7 @@ func show(ctx context.Context, c *apiClient, args []string, out io.Writer) error
 			Outcome string `json:"outcome"`
 		} `json:"charge"`
 	}
-	status, err := c.call(ctx, http.MethodGet, "/pix/credits/"+url.PathEscape(args[0]), nil, &v)
+	status, err := c.call(ctx, http.MethodGet, "/admin/pix/credits/"+url.PathEscape(args[0]), nil, &v)
 	if err != nil {
 		return err
 	}

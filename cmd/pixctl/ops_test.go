@@ -16,6 +16,7 @@ import (
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/app"
 	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/devauth"
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/temporaltest"
@@ -23,15 +24,16 @@ import (
 
 // runService runs the API and the worker on a Temporal dev server of the
 // test's own and a database of its own, until the test ends; it returns
-// the API's base URL and the service's store.
-func runService(t *testing.T, adminToken string) (string, *db.Store) {
+// the API's base URL and the service's store. The customer routes require
+// tokens of the development issuer issuer.
+func runService(t *testing.T, adminToken string, issuer devauth.Settings) (string, *db.Store) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DatabaseURL = dbtest.URL(t)
 	cfg.TemporalAddress = temporaltest.StartT(t).Address
 	cfg.AdminToken = adminToken
+	cfg.AuthIssuer, cfg.AuthAudience, cfg.AuthJWKSFile = issuer.Issuer, issuer.Audience, issuer.JWKSFile()
 	cfg.WebhookSignaturesRequired = false // the test stores its PIX through the store
-	cfg.AuthRequired = false
 	cfg.InboxAttemptsMax = 1
 	cfg.DispatchPollInterval = 100 * time.Millisecond
 	cfg.ShutdownReadyzDelay = 0
@@ -68,7 +70,7 @@ func waitStatus(t *testing.T, store *db.Store, id, want string) {
 func TestOperatorCommands(t *testing.T) {
 	ctx := context.Background()
 	const token = "pixctl-test-admin-token"
-	base, store := runService(t, token)
+	base, store := runService(t, token, newDevIssuer(t))
 	c := &apiClient{base: base, adminToken: token}
 
 	_, err := store.CreateAccount(ctx, db.NewAccount{ID: "acc-1", OwnerName: "Maria", OpeningBalanceCents: 100})

@@ -41,8 +41,13 @@ func newKey() string {
 func demoTransfers(ctx context.Context, c *apiClient, psp *apiClient, say func(string, ...any)) ([]transfer, error) {
 	send := func(key, account string, amount int64, pixKey string) (int, bool, transfer, error) {
 		var t transfer
-		status, h, err := c.callWith(ctx, http.MethodPost, "/pix", http.Header{"Idempotency-Key": {key}},
+		// The account's customer sends it: the Idempotency-Key is scoped
+		// by the token's subject, the same for its retry.
+		status, h, err := c.as(account).callWith(ctx, http.MethodPost, "/pix", http.Header{"Idempotency-Key": {key}},
 			map[string]any{"account_id": account, "amount_cents": amount, "pix_key": pixKey, "description": "demo"}, &t)
+		if t.AccountID == "" {
+			t.AccountID = account
+		}
 		return status, h.Get("X-Idempotent-Replay") == "true", t, err
 	}
 	describe := func(status int, replay bool, t transfer) string {
@@ -100,7 +105,7 @@ func waitTransfers(ctx context.Context, c *apiClient, sent []transfer, out io.Wr
 	err := pollUntil(ctx, 2*time.Minute, 300*time.Millisecond, "transfers still open", func() (int, error) {
 		for _, s := range sent {
 			var t transfer
-			if _, err := c.call(ctx, http.MethodGet, "/pix/transfers/"+s.ID, nil, &t); err != nil {
+			if _, err := c.as(s.AccountID).call(ctx, http.MethodGet, "/pix/transfers/"+s.ID, nil, &t); err != nil {
 				return 0, err
 			}
 			if t.Status == "settled" || t.Status == "refunded" {

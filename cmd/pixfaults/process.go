@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -25,7 +26,7 @@ func (p *process) start() error {
 		return err
 	}
 	p.cmd = exec.Command(p.args[0], p.args[1:]...)
-	p.cmd.Env = append(os.Environ(), p.env...)
+	p.cmd.Env = environ(p.env)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
@@ -35,6 +36,20 @@ func (p *process) start() error {
 	p.exited = make(chan struct{})
 	go func() { _ = p.cmd.Wait(); log.Close(); close(p.exited) }()
 	return nil
+}
+
+// environ is the environment of a process of the stack: this process's,
+// then env, which wins. The inherited AUTH_* settings are left out: the
+// stack's API verifies the tokens of the suite's own issuer, and an
+// inherited AUTH_JWKS_URL beside its AUTH_JWKS_FILE would be refused.
+func environ(env []string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AUTH_") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, env...)
 }
 
 // kill9 kills the process with SIGKILL, as a crash would.

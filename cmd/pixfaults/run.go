@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/load"
 	"github.com/pixbank/pix/internal/pspsim"
 )
@@ -146,9 +147,15 @@ func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
 	}
 	if c.outgoing {
 		r.keys = keysOf(runID)
+		// One customer acting for every account of the case: one subject,
+		// under which its retries and replays find their Idempotency-Keys.
+		accounts := make([]string, s.accounts)
+		for i := range accounts {
+			accounts[i] = load.AccountID(runID, i)
+		}
 		if r.xfers, err = load.NewTransfers(load.TransferOptions{
 			APIURL: st.apiURL, RunID: runID, Accounts: s.accounts, Keys: r.keys.load(), RetryFor: 2 * time.Minute,
-			ReplayRatio: 0.1, Seed: 11,
+			ReplayRatio: 0.1, Seed: 11, Bearer: st.customerTokens("pixfaults-"+runID, []string{auth.ScopeWrite}, accounts),
 		}); err != nil {
 			o.err = err
 			return o

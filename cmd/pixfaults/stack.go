@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/auth"
+	"github.com/pixbank/pix/internal/devauth"
 	"github.com/pixbank/pix/internal/temporaltest"
 )
 
@@ -28,6 +30,10 @@ type stack struct {
 	psp         *pspServer
 	nats        *natsServer
 	events      *eventLog
+	// issuer mints the bearer tokens of the customer routes, which the API
+	// requires (a development issuer of the suite's own, in dir/auth); nil
+	// when the stack is a test's stand-in: no token is sent.
+	issuer *auth.DevIssuer
 }
 
 func startStack(ctx context.Context, dir string) (*stack, error) {
@@ -39,6 +45,12 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		return nil, err
 	}
 	st := &stack{}
+	// The API requires bearer tokens on the customer routes, as in
+	// production; the suite is their issuer, with a key pair of its own.
+	issuer := devauth.Settings{KeyDir: filepath.Join(dir, "auth"), Issuer: devauth.DefaultIssuer, Audience: devauth.DefaultAudience}
+	if st.issuer, err = issuer.Open(); err != nil {
+		return nil, err
+	}
 	if st.psp, err = newPSPServer(dir); err != nil {
 		return nil, err
 	}
@@ -87,9 +99,18 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		// between publishing a round and marking it, not after.
 		"OUTBOX_BATCH_SIZE=20",
 	}
+	env = append(env, issuer.APIEnv()...)
+	// The service encrypts its Temporal payloads, as production's must, so
+	// that the faults hit the encrypted path: with the environment's keys,
+	// else with the suite's own (a test key, never a real one).
+	_, inlineKeys := os.LookupEnv("TEMPORAL_CODEC_KEYS")
+	_, fileKeys := os.LookupEnv("TEMPORAL_CODEC_KEYS_FILE")
+	if !inlineKeys && !fileKeys {
+		env = append(env, "TEMPORAL_CODEC_KEYS="+faultsCodecKeys)
+	}
 	pixd := os.Getenv("PIXD")
 	migrate := exec.CommandContext(ctx, pixd, "migrate")
-	migrate.Env = append(os.Environ(), env...)
+	migrate.Env = environ(env)
 	if b, err := migrate.CombinedOutput(); err != nil {
 		st.close()
 		return nil, fmt.Errorf("migrate: %w: %s", err, b)
@@ -111,6 +132,29 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		return nil, err
 	}
 	return st, nil
+}
+
+// faultsCodecKeys is the suite's TEMPORAL_CODEC_KEYS: one AES-256 key of
+// 32 bytes 0x5a, for the suite's throwaway Temporal server only.
+const faultsCodecKeys = "pixfaults=WlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlo="
+
+// customerToken is a bearer token for a customer request acting for
+// accounts with scopes, valid for ttl; "" when the stack has no issuer.
+func (st *stack) customerToken(sub string, scopes, accounts []string, ttl time.Duration) (string, error) {
+	if st.issuer == nil {
+		return "", nil
+	}
+	return st.issuer.Mint(auth.TokenSpec{Subject: sub, Scopes: scopes, Accounts: accounts, TTL: ttl}, time.Now())
+}
+
+// customerTokens mints, and mints again before they expire, the tokens of
+// one client of the customer routes (one subject: its Idempotency-Keys
+// replay across a renewal); nil when the stack has no issuer.
+func (st *stack) customerTokens(sub string, scopes, accounts []string) func() (string, error) {
+	if st.issuer == nil {
+		return nil
+	}
+	return devauth.NewTokens(st.issuer, auth.TokenSpec{Subject: sub, Scopes: scopes, Accounts: accounts, TTL: 15 * time.Minute}, nil).Token
 }
 
 // waitReady waits until the API answers /readyz with 200.

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/load"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/pspsim"
@@ -151,7 +152,7 @@ func checkTransfers(ctx context.Context, st *stack, created map[string]load.Sent
 			switch pspStatus {
 			case psp.StatusPending, "none":
 				rep.openVisible = append(rep.openVisible, label)
-				if err := visible(ctx, st.apiURL, t); err != nil {
+				if err := visible(ctx, st, t); err != nil {
 					flag("open transfers not visible through the API", fmt.Sprintf("%s: %v", t.id, err))
 				}
 			default:
@@ -198,11 +199,20 @@ func checkTransfers(ctx context.Context, st *stack, created map[string]load.Sent
 }
 
 // visible asks the API for an open transfer: it must answer it with its
-// status (whatever it is by now: it may have moved since it was read).
-func visible(ctx context.Context, apiURL string, t transferRow) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, apiURL+"/pix/transfers/"+t.id, nil)
+// status (whatever it is by now: it may have moved since it was read). It
+// asks as the transfer's customer: a token for its account, scope
+// pix:read.
+func visible(ctx context.Context, st *stack, t transferRow) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, st.apiURL+"/pix/transfers/"+t.id, nil)
 	if err != nil {
 		return err
+	}
+	token, err := st.customerToken("pixfaults-reader", []string{auth.ScopeRead}, []string{t.accountID}, time.Minute)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/auth"
+	"github.com/pixbank/pix/internal/devauth"
 	"github.com/pixbank/pix/internal/load"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/pspsim"
@@ -34,11 +36,24 @@ func newTransfersEnv(t *testing.T) *transfersEnv {
 	p, err := newPSPServer(t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(p.close)
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	// The API answers the transfer's customer only, as the real one does:
+	// a token of the stack's issuer, scope pix:read, for the account.
+	issuer := devauth.Settings{KeyDir: t.TempDir(), Issuer: devauth.DefaultIssuer, Audience: devauth.DefaultAudience}
+	iss, err := issuer.Open()
+	require.NoError(t, err)
+	keys, err := auth.NewKeyCache(t.Context(), auth.FileKeys(issuer.JWKSFile()), auth.KeyCacheOptions{})
+	require.NoError(t, err)
+	verifier := auth.NewVerifier(issuer.Issuer, issuer.Audience, keys, nil)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller, err := verifier.Verify(r.Context(), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		if err != nil || !caller.HasScope(auth.ScopeRead) || !caller.MayActFor(load.AccountID("TESTRUN001", 0)) {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
 		_, _ = w.Write([]byte(`{"status":"submitted"}`))
 	}))
 	t.Cleanup(api.Close)
-	e := &transfersEnv{st: &stack{pool: store.Pool(), psp: p, apiURL: api.URL}, runID: "TESTRUN001", created: map[string]load.SentTransfer{}}
+	e := &transfersEnv{st: &stack{pool: store.Pool(), psp: p, apiURL: api.URL, issuer: iss}, runID: "TESTRUN001", created: map[string]load.SentTransfer{}}
 	_, err = store.Pool().Exec(t.Context(), `INSERT INTO accounts (id, owner_name, opening_balance_cents, balance_cents) VALUES ($1, 'x', 100000, 100000)`,
 		load.AccountID(e.runID, 0))
 	require.NoError(t, err)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/cli"
+	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/load"
 	"github.com/pixbank/pix/internal/logging"
@@ -256,8 +257,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	tc, err := client.DialContext(ctx, client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
-		Logger: logging.Temporal(logging.New(os.Stderr, "warn"))})
+	temporalOptions := client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
+		Logger: logging.Temporal(logging.New(os.Stderr, "warn"))}
+	// The engine's no-op workflows carry no personal data, but they are
+	// measured as the service runs: with its payloads encrypted when it is.
+	if cfg.TemporalCodecKeys != nil {
+		codec.NewConverters(codec.New(cfg.TemporalCodecKeys)).ApplyTo(&temporalOptions)
+	}
+	tc, err := client.DialContext(ctx, temporalOptions)
 	if err != nil {
 		return fmt.Errorf("temporal: %w", err)
 	}

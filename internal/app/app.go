@@ -28,6 +28,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/broker"
+	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/dispatch"
 	"github.com/pixbank/pix/internal/logging"
@@ -51,6 +52,9 @@ type App struct {
 	workerMetrics *metrics.Worker
 	// closeSDKMetrics stops the Temporal SDK metrics' reporting loop.
 	closeSDKMetrics io.Closer
+	// payloadCodec encrypts the Temporal client's payloads; nil without
+	// TEMPORAL_CODEC_KEYS.
+	payloadCodec *codec.Codec
 }
 
 // New connects to PostgreSQL and prepares a Temporal client. Neither needs
@@ -63,22 +67,49 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	}
 	registry := metrics.New()
 	sdkMetrics, closeSDKMetrics := metrics.TemporalSDK(registry, log)
-	tc, err := client.NewLazyClient(client.Options{
+	temporalOptions := client.Options{
 		HostPort:       cfg.TemporalAddress,
 		Namespace:      cfg.TemporalNamespace,
 		Logger:         logging.Temporal(log),
 		MetricsHandler: sdkMetrics,
-	})
+	}
+	// Payloads hold the payer's name and document: with keys, everything
+	// the client writes to Temporal is encrypted, failures included.
+	var payloadCodec *codec.Codec
+	if cfg.TemporalCodecKeys != nil {
+		payloadCodec = codec.New(cfg.TemporalCodecKeys)
+		codec.NewConverters(payloadCodec).ApplyTo(&temporalOptions)
+		log.Info("Temporal payloads are encrypted", "key_ids", cfg.TemporalCodecKeys.IDs(), "newest_key_id", cfg.TemporalCodecKeys.NewestID())
+	} else {
+		log.Warn("Temporal payloads are not encrypted (TEMPORAL_CODEC_KEYS unset): development only")
+	}
+	tc, err := client.NewLazyClient(temporalOptions)
 	if err != nil {
 		_ = closeSDKMetrics.Close() //nolint:errcheck // nothing was reported yet
 		pool.Close()
 		return nil, fmt.Errorf("temporal client: %w", err)
 	}
-	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: registry, closeSDKMetrics: closeSDKMetrics}
+	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: registry, closeSDKMetrics: closeSDKMetrics,
+		payloadCodec: payloadCodec}
 	metrics.RegisterDatabaseGauges(a.Metrics, a.Store, log)
 	a.webhooks = metrics.NewWebhooks(a.Metrics)
 	a.workerMetrics = metrics.NewWorker(a.Metrics)
 	return a, nil
+}
+
+// CodecHandler is the codec server through which the Temporal UI (from
+// TEMPORAL_CODEC_CORS_ORIGINS) and CLI decode the encrypted payloads: POST
+// .../encode and .../decode, meant to be mounted at /codec/ (the UI's
+// "codec server endpoint" is then <api>/codec). Decoded payloads are
+// personal data: authorize must admit operators only; it is not asked
+// about CORS preflights, which browsers send without credentials, so pass
+// the admin check here instead of wrapping the handler in it. Nil when
+// payloads are not encrypted: there is nothing to decode.
+func (a *App) CodecHandler(authorize func(*http.Request) bool) http.Handler {
+	if a.payloadCodec == nil {
+		return nil
+	}
+	return codec.NewServer(a.payloadCodec, codec.ServerOptions{AllowedOrigins: a.Cfg.CodecCORSOrigins, Authorize: authorize})
 }
 
 // Close releases the pool and the Temporal client.

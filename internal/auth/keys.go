@@ -84,14 +84,23 @@ type verificationKey struct {
 
 // parseJWKS keeps the usable signature keys of a JWKS document by key id:
 // public RSA (at least 2048 bits), P-256 ECDSA and Ed25519 keys with a kid,
-// not marked for encryption only. Anything else is skipped, not trusted.
-func parseJWKS(doc []byte) (map[string]verificationKey, error) {
-	var set jose.JSONWebKeySet
+// not marked for encryption only. Anything else is skipped, not trusted,
+// keys go-jose can't parse included (RFC 7517 §5: a key of a kind we don't
+// understand must not make the others unusable). Keys may share a kid
+// (RFC 7517 §4.5: of different types, say); all of them are kept.
+func parseJWKS(doc []byte) (map[string][]verificationKey, error) {
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
 	if err := json.Unmarshal(doc, &set); err != nil {
 		return nil, fmt.Errorf("parse JWKS: %w", err)
 	}
-	keys := make(map[string]verificationKey, len(set.Keys))
-	for _, k := range set.Keys {
+	keys := make(map[string][]verificationKey, len(set.Keys))
+	for _, raw := range set.Keys {
+		var k jose.JSONWebKey
+		if err := k.UnmarshalJSON(raw); err != nil {
+			continue
+		}
 		if k.KeyID == "" || (k.Use != "" && k.Use != "sig") || !k.IsPublic() || !k.Valid() {
 			continue
 		}
@@ -108,7 +117,7 @@ func parseJWKS(doc []byte) (map[string]verificationKey, error) {
 		default:
 			continue
 		}
-		keys[k.KeyID] = verificationKey{key: k.Key, alg: k.Algorithm}
+		keys[k.KeyID] = append(keys[k.KeyID], verificationKey{key: k.Key, alg: k.Algorithm})
 	}
 	if len(keys) == 0 {
 		return nil, errors.New("parse JWKS: no usable signature key (RSA ≥ 2048 bits, P-256 or Ed25519, with a kid)")
@@ -130,9 +139,10 @@ type KeyCache struct {
 	refreshing sync.Mutex // held by the one read in progress
 
 	mu       sync.Mutex // guards what follows
-	keys     map[string]verificationKey
+	keys     map[string][]verificationKey
 	loadedAt time.Time // when keys were read
 	tried    time.Time // the last read, successful or not
+	triedErr error     // how the last read failed, nil if it did not
 }
 
 // KeyCacheOptions tune a KeyCache; zero values take the defaults.
@@ -163,9 +173,9 @@ func NewKeyCache(ctx context.Context, source KeySource, o KeyCacheOptions) (*Key
 	return c, nil
 }
 
-// lookup returns the key kid names: errUnknownKey when the issuer has no
+// lookup returns the keys kid names: errUnknownKey when the issuer has no
 // such key, ErrKeysUnavailable when it could not be asked.
-func (c *KeyCache) lookup(ctx context.Context, kid string) (verificationKey, error) {
+func (c *KeyCache) lookup(ctx context.Context, kid string) ([]verificationKey, error) {
 	k, known, stale := c.held(kid)
 	switch {
 	case known && !stale:
@@ -180,7 +190,7 @@ func (c *KeyCache) lookup(ctx context.Context, kid string) (verificationKey, err
 			if k2, ok, _ := c.held(kid); ok {
 				return k2, nil
 			}
-			return verificationKey{}, errUnknownKey // removed by the issuer
+			return nil, errUnknownKey // removed by the issuer
 		}
 		return k, nil
 	}
@@ -192,14 +202,14 @@ func (c *KeyCache) lookup(ctx context.Context, kid string) (verificationKey, err
 		return k, nil
 	}
 	if err != nil {
-		return verificationKey{}, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
 	}
-	return verificationKey{}, errUnknownKey
+	return nil, errUnknownKey
 }
 
-// held is the key kid names among those read, and whether they are past
+// held is the keys kid names among those read, and whether they are past
 // MaxAge.
-func (c *KeyCache) held(kid string) (k verificationKey, known, stale bool) {
+func (c *KeyCache) held(kid string) (k []verificationKey, known, stale bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k, known = c.keys[kid]
@@ -208,28 +218,36 @@ func (c *KeyCache) held(kid string) (k verificationKey, known, stale bool) {
 
 // refreshLocked reads the keys again unless the last read was less than
 // MinRefresh ago (an attacker sending made-up key ids can't make us hammer
-// the issuer). The caller holds c.refreshing. A failed read keeps the keys
-// held.
+// the issuer); then it returns how that last read failed, so that the
+// keys stay unavailable (503), not unknown (401), until the next read. The
+// caller holds c.refreshing. A failed read keeps the keys held.
+//
+// The read serves every request, not only the one that started it: it
+// does not end with that request's context (a client that goes away must
+// not fail it, and with it key rotation and removal, for MinRefresh); read
+// bounds it.
 func (c *KeyCache) refreshLocked(ctx context.Context) error {
 	c.mu.Lock()
 	if c.now().Sub(c.tried) < c.minRefresh {
+		err := c.triedErr
 		c.mu.Unlock()
-		return nil
+		return err
 	}
 	c.tried = c.now()
 	c.mu.Unlock()
-	keys, err := c.read(ctx)
+	keys, err := c.read(context.WithoutCancel(ctx))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.triedErr = err
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
 	c.keys, c.loadedAt = keys, c.now()
-	c.mu.Unlock()
 	return nil
 }
 
 // read fetches and parses the JWKS document, within 10 s.
-func (c *KeyCache) read(ctx context.Context) (map[string]verificationKey, error) {
+func (c *KeyCache) read(ctx context.Context) (map[string][]verificationKey, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	doc, err := c.source(ctx)

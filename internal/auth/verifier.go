@@ -77,16 +77,25 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Caller, error) {
 		if kid == "" {
 			return nil, errUnknownKey
 		}
-		k, err := v.keys.lookup(ctx, kid)
+		ks, err := v.keys.lookup(ctx, kid)
 		if err != nil {
 			keysErr = err
 			return nil, err
 		}
 		// A key the JWKS pins to an algorithm serves that one only.
-		if k.alg != "" && k.alg != t.Method.Alg() {
-			return nil, fmt.Errorf("key %s is for %s, the token says %s", kid, k.alg, t.Method.Alg())
+		var usable []jwt.VerificationKey
+		for _, k := range ks {
+			if k.alg == "" || k.alg == t.Method.Alg() {
+				usable = append(usable, k.key)
+			}
 		}
-		return k.key, nil
+		switch len(usable) {
+		case 0:
+			return nil, fmt.Errorf("no key %s is for %s", kid, t.Method.Alg())
+		case 1:
+			return usable[0], nil
+		}
+		return jwt.VerificationKeySet{Keys: usable}, nil
 	})
 	if keysErr != nil && errors.Is(keysErr, ErrKeysUnavailable) {
 		return Caller{}, keysErr

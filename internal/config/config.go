@@ -3,12 +3,14 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
 )
@@ -23,6 +25,14 @@ type Config struct {
 	TemporalNamespace string
 	TemporalTaskQueue string
 	TemporalUIURL     string
+
+	// Temporal payload encryption.
+	// TemporalCodecKeys encrypt the workflows' payloads, memos and failure
+	// messages (TEMPORAL_CODEC_KEYS or TEMPORAL_CODEC_KEYS_FILE); nil
+	// leaves them in plain text, development only. CodecCORSOrigins are the
+	// browser origins (the Temporal UI's) that may call the codec server.
+	TemporalCodecKeys *codec.KeyRing
+	CodecCORSOrigins  []string
 
 	HTTPAddr              string
 	HTTPReadTimeout       time.Duration
@@ -263,6 +273,22 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	str("TEMPORAL_NAMESPACE", &c.TemporalNamespace)
 	str("TEMPORAL_TASK_QUEUE", &c.TemporalTaskQueue)
 	str("TEMPORAL_UI_URL", &c.TemporalUIURL)
+	// Temporal payload encryption.
+	if v, ok := secret("TEMPORAL_CODEC_KEYS"); ok {
+		keys, err := codec.ParseKeyRing(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("TEMPORAL_CODEC_KEYS: %w", err))
+		}
+		c.TemporalCodecKeys = keys
+	}
+	if v, ok := lookup("TEMPORAL_CODEC_CORS_ORIGINS"); ok {
+		c.CodecCORSOrigins = list(v)
+		for _, origin := range c.CodecCORSOrigins {
+			if !isOrigin(origin) {
+				errs = append(errs, fmt.Errorf("TEMPORAL_CODEC_CORS_ORIGINS: %q is not an origin such as http://127.0.0.1:8233 (scheme and host, no path)", origin))
+			}
+		}
+	}
 	str("HTTP_ADDR", &c.HTTPAddr)
 	dur("HTTP_READ_TIMEOUT", &c.HTTPReadTimeout)
 	dur("HTTP_WRITE_TIMEOUT", &c.HTTPWriteTimeout)
@@ -396,6 +422,15 @@ func list(v string) []string {
 }
 
 const minAdminTokenLength = 16
+
+// isOrigin reports whether v is a browser origin, as a browser sends it in
+// its Origin header: a CORS origin with a path or a trailing slash never
+// matches one.
+func isOrigin(v string) bool {
+	u, err := url.Parse(v)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.Path == "" && u.RawQuery == "" && u.Fragment == "" && u.User == nil
+}
 
 var ispbPattern = regexp.MustCompile(`^[0-9]{8}$`)
 

@@ -137,3 +137,49 @@ func TestCustomerAuthSettings(t *testing.T) {
 		require.Error(t, err, name)
 	}
 }
+
+// Temporal payload encryption: TEMPORAL_CODEC_KEYS or its _FILE, the last
+// key the newest; without them, payloads are not encrypted.
+func TestTemporalCodecSettings(t *testing.T) {
+	const k1, k2 = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", "AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI="
+	c, err := config.FromLookup(lookup(nil))
+	require.NoError(t, err)
+	require.Nil(t, c.TemporalCodecKeys, "not encrypted unless configured")
+	require.Empty(t, c.CodecCORSOrigins)
+
+	c, err = config.FromLookup(lookup(map[string]string{
+		"TEMPORAL_CODEC_KEYS":         "2024-01=" + k1 + ",2025-01=" + k2,
+		"TEMPORAL_CODEC_CORS_ORIGINS": "http://127.0.0.1:8233, https://temporal.bank.example",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, []string{"2024-01", "2025-01"}, c.TemporalCodecKeys.IDs())
+	require.Equal(t, "2025-01", c.TemporalCodecKeys.NewestID())
+	require.Equal(t, []string{"http://127.0.0.1:8233", "https://temporal.bank.example"}, c.CodecCORSOrigins)
+
+	// From a file (a Docker or Kubernetes secret), trailing newline and all.
+	file := filepath.Join(t.TempDir(), "codec-keys")
+	require.NoError(t, os.WriteFile(file, []byte("k1="+k1+"\n"), 0o600))
+	c, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_CODEC_KEYS_FILE": file}))
+	require.NoError(t, err)
+	require.Equal(t, "k1", c.TemporalCodecKeys.NewestID())
+
+	for name, env := range map[string]map[string]string{
+		"both set":        {"TEMPORAL_CODEC_KEYS": "k1=" + k1, "TEMPORAL_CODEC_KEYS_FILE": file},
+		"empty":           {"TEMPORAL_CODEC_KEYS": ""},
+		"missing file":    {"TEMPORAL_CODEC_KEYS_FILE": filepath.Join(t.TempDir(), "nope")},
+		"duplicate id":    {"TEMPORAL_CODEC_KEYS": "k1=" + k1 + ",k1=" + k2},
+		"empty id":        {"TEMPORAL_CODEC_KEYS": "=" + k1},
+		"short key":       {"TEMPORAL_CODEC_KEYS": "k1=AQEBAQEBAQEBAQEBAQEBAQ=="},
+		"bad id":          {"TEMPORAL_CODEC_KEYS": "k 1=" + k1},
+		"bare key":        {"TEMPORAL_CODEC_KEYS": k2},
+		"origin path":     {"TEMPORAL_CODEC_CORS_ORIGINS": "http://127.0.0.1:8233/"},
+		"origin scheme":   {"TEMPORAL_CODEC_CORS_ORIGINS": "127.0.0.1:8233"},
+		"origin wildcard": {"TEMPORAL_CODEC_CORS_ORIGINS": "*"},
+	} {
+		_, err := config.FromLookup(lookup(env))
+		require.Error(t, err, name)
+		require.Contains(t, err.Error(), "TEMPORAL_CODEC_", name)
+		require.NotContains(t, err.Error(), "AQEBAQEB", "%s: errors never show key material", name)
+		require.NotContains(t, err.Error(), "AgICAgIC", "%s: errors never show key material", name)
+	}
+}

@@ -39,6 +39,11 @@ type TransferOptions struct {
 	// marked X-Idempotent-Replay.
 	ReplayRatio float64
 	Seed        uint64
+	// Bearer returns the token of each request: a customer's that may
+	// act for the run's accounts with scope pix:write. One subject for
+	// the whole load, since the API scopes Idempotency-Keys by it (a
+	// retry under another subject would not replay). nil sends none.
+	Bearer func() (string, error)
 }
 
 // SentTransfer is one outgoing PIX as the load asked for it, and the final
@@ -279,6 +284,13 @@ func (t *Transfers) post(ctx context.Context, key string, body []byte) (status i
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
+	if t.opts.Bearer != nil {
+		token, err := t.opts.Bearer()
+		if err != nil {
+			return 0, answer, false, fmt.Errorf("bearer token: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	res, err := t.client.Do(req)
 	if err != nil {
 		return 0, answer, false, err

@@ -2,6 +2,8 @@ package load
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -122,4 +124,37 @@ func TestTransfersRunTakesKeysInTurnAndChecksReplays(t *testing.T) {
 	step, err = tr.Run(t.Context(), 100, 50*time.Millisecond)
 	require.NoError(t, err)
 	require.EqualValues(t, 5, step.ReplayMismatches, "a replay that answers another transfer is caught")
+}
+
+func TestTransfersSendTheBearerTokenOfEachRequest(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	f := newFake(http.StatusServiceUnavailable)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	n := 0
+	tr, err := NewTransfers(TransferOptions{APIURL: srv.URL, RunID: "RUNID00001", Accounts: 1, Keys: []string{"a"},
+		RetryFor: 5 * time.Second, Seed: 1, Bearer: func() (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			return fmt.Sprintf("token-%d", n), nil
+		}})
+	require.NoError(t, err)
+	t.Cleanup(tr.Close)
+	s := tr.Send(t.Context(), "k")
+	require.Equal(t, http.StatusCreated, s.Status)
+	require.Equal(t, []string{"Bearer token-1", "Bearer token-2"}, seen, "the retry asks for the token again: a long load outlives one")
+
+	failing, err := NewTransfers(TransferOptions{APIURL: srv.URL, RunID: "RUNID00001", Accounts: 1, Keys: []string{"a"},
+		Seed: 1, Bearer: func() (string, error) { return "", errors.New("no key") }})
+	require.NoError(t, err)
+	t.Cleanup(failing.Close)
+	require.Zero(t, failing.Send(t.Context(), "k").Status, "no request leaves without its token")
+	require.Len(t, seen, 2)
 }

@@ -151,12 +151,18 @@ func StartT(t testing.TB) *Server {
 	return s
 }
 
-// Client dials the server; the client closes at cleanup.
-func (s *Server) Client(t testing.TB) client.Client {
+// Client dials the server; the client closes at cleanup. configure may
+// set more options, such as the data converter of a service whose
+// payloads are encrypted.
+func (s *Server) Client(t testing.TB, configure ...func(*client.Options)) client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{HostPort: s.Address, Logger: quiet{}})
+	opts := client.Options{HostPort: s.Address, Logger: quiet{}}
+	for _, f := range configure {
+		f(&opts)
+	}
+	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
