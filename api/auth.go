@@ -12,7 +12,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/pixbank/pix/internal/auth"
-	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/webhooksig"
 )
 
@@ -111,7 +110,7 @@ func (h *handlers) verifyBearer(r *http.Request) (auth.Caller, error) {
 	case errors.As(err, &tokenErr):
 		return auth.Caller{}, invalidToken(tokenErr.Reason, err)
 	case errors.Is(err, auth.ErrKeysUnavailable):
-		return auth.Caller{}, fmt.Errorf("%w: %w", pix.ErrUnavailable, err)
+		return auth.Caller{}, fmt.Errorf("%w: %w", errIssuerUnavailable, err)
 	case err != nil:
 		return auth.Caller{}, invalidToken("the token is not valid", err)
 	}
@@ -234,6 +233,11 @@ var errForbiddenAccount = &bearerError{http.StatusForbidden, CodeForbiddenAccoun
 
 // Refusals of the HTTP layer's own access rules.
 var (
+	// errIssuerUnavailable: the token names a key we don't hold and the
+	// issuer can't be asked for it: our problem, retryable, not the
+	// caller's (not a 401).
+	errIssuerUnavailable = &requestError{http.StatusServiceUnavailable, CodeUnavailable,
+		"the token issuer's keys can't be read right now; nothing was done, retry later"}
 	errClientCertRequired = &requestError{http.StatusUnauthorized, CodeClientCertRequired,
 		"a client certificate issued by the configured CA is required (mutual TLS)"}
 	errAdminDisabled = &requestError{http.StatusForbidden, CodeAdminDisabled,

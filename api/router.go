@@ -276,6 +276,11 @@ func (h *handlers) getCredit(c *gin.Context) {
 		return
 	}
 	credit.LastError = nil
+	if credit.Charge != nil && credit.Charge.Outcome == db.ChargeOtherAccount {
+		// Whose charge a txid is, is the other customer's business: to
+		// this one it is as if no charge had it.
+		credit.Charge.Outcome = db.ChargeUnknown
+	}
 	c.JSON(http.StatusOK, h.creditView(c.Request.Context(), credit))
 }
 

@@ -32,10 +32,16 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, &requestError{http.StatusRequestEntityTooLarge, CodePayloadTooLarge, fmt.Sprintf("body is larger than %d bytes", limit)}
 	}
 	if err != nil {
-		return nil, pix.Invalid("body", "could not be read: %v", err)
+		// The cause (a timeout, a reset) names our own socket: kept for
+		// errors.Is, never told.
+		return nil, fmt.Errorf("%w: %w", errBodyUnreadable, err)
 	}
 	return body, nil
 }
+
+// errBodyUnreadable: the connection failed or timed out before the whole
+// body arrived.
+var errBodyUnreadable = &requestError{http.StatusBadRequest, CodeInvalidRequest, "body: could not be read completely (timed out or cut off); nothing was stored"}
 
 // requireJSON refuses a content type other than application/json (415).
 func requireJSON(r *http.Request) error {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
@@ -66,8 +66,9 @@ func TestTemporalPayloadsAreEncrypted(t *testing.T) {
 		encrypted = append(encrypted, payloads...)
 		failures += failed
 
-		desc, err := raw.DescribeWorkflowExecution(ctx, workflowID, "")
+		described, err := raw.DescribeWorkflow(ctx, workflowID, "")
 		require.NoError(t, err)
+		desc := described.RawResponse
 		memo := desc.GetWorkflowExecutionInfo().GetMemo()
 		require.Contains(t, memo.GetFields(), "payer")
 		require.Equal(t, codec.EncodingEncrypted, string(memo.GetFields()["payer"].GetMetadata()[codec.MetadataEncoding]))
@@ -83,20 +84,22 @@ func TestTemporalPayloadsAreEncrypted(t *testing.T) {
 	require.NoError(t, err)
 	requireNoSecrets(t, secrets, "visibility listing", wire)
 
-	// The codec server decodes them for an operator, as the Temporal UI
-	// asks it: {"payloads":[...]} in protojson, from the UI's origin.
-	codecServer := httptest.NewServer(s.app.CodecHandler(func(r *http.Request) bool {
-		return r.Header.Get("Authorization") == "Bearer "+e2eAdminToken
-	}))
-	t.Cleanup(codecServer.Close)
+	// The API's codec server decodes them for an operator, as the Temporal
+	// UI asks it: {"payloads":[...]} in protojson, from the UI's origin.
 	body, err := protojson.Marshal(&commonpb.Payloads{Payloads: encrypted})
 	require.NoError(t, err)
 
-	res := postCodec(t, codecServer.URL+"/codec/decode", "", body)
+	res := postCodec(t, s.baseURL+"/codec/decode", "", body)
 	require.Equal(t, http.StatusUnauthorized, res.status, "no operator, no payer data")
 	requireNoSecrets(t, secrets, "refused decode", res.body)
+	customer, err := e2eIssuer.Mint(auth.TokenSpec{Subject: "a-customer", Scopes: []string{auth.ScopeRead, auth.ScopeWrite},
+		Accounts: []string{"acc-1"}, TTL: time.Minute}, time.Now())
+	require.NoError(t, err)
+	res = postCodec(t, s.baseURL+"/codec/decode", "Bearer "+customer, body)
+	require.Equal(t, http.StatusUnauthorized, res.status, "a customer's token is not an operator's")
+	requireNoSecrets(t, secrets, "refused decode", res.body)
 
-	res = postCodec(t, codecServer.URL+"/codec/decode", "Bearer "+e2eAdminToken, body)
+	res = postCodec(t, s.baseURL+"/codec/decode", "Bearer "+e2eAdminToken, body)
 	require.Equal(t, http.StatusOK, res.status, "%s", res.body)
 	require.Equal(t, e2eTemporalUIOrigin, res.header.Get("Access-Control-Allow-Origin"))
 	var decoded commonpb.Payloads
@@ -131,7 +134,7 @@ func TestTemporalPayloadsAreEncrypted(t *testing.T) {
 	withoutCodec, out := show()
 	requireNoSecrets(t, secrets, "temporal workflow show's output", out)
 	requireEncrypted(t, secrets, "temporal workflow show", withoutCodec)
-	withCodec, _ := show("--codec-endpoint", codecServer.URL+"/codec", "--codec-auth", "Bearer "+e2eAdminToken)
+	withCodec, _ := show("--codec-endpoint", s.baseURL+"/codec", "--codec-auth", "Bearer "+e2eAdminToken)
 	var shownPayer map[string]any
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(
 		withCodec.Events[0].GetWorkflowExecutionStartedEventAttributes().GetMemo().GetFields()["payer"], &shownPayer))

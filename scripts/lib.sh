@@ -30,6 +30,23 @@ use_dev_credentials() {
 	export WEBHOOK_SECRETS="${WEBHOOK_SECRETS:-dev-psp=whsec_FxHdX8cWPPDNG0JAwVicsysuvTq2ilXZsBYGmFnV6KQ=}"
 	export ADMIN_TOKEN="${ADMIN_TOKEN:-dev-admin-token-not-for-production}"
 	use_dev_issuer
+	use_dev_codec_keys
+}
+
+# use_dev_codec_keys: the key that encrypts Temporal payloads (the payer's
+# name and document) on this machine, unless the environment sets its own:
+# 32 random bytes made once into $DATA/codec-keys (never committed; .data/
+# is ignored) and kept with the Temporal database they encrypt.
+use_dev_codec_keys() {
+	if [ -n "${TEMPORAL_CODEC_KEYS:-}" ] || [ -n "${TEMPORAL_CODEC_KEYS_FILE:-}" ]; then
+		return
+	fi
+	local file="$DATA/codec-keys"
+	if [ ! -s "$file" ]; then
+		mkdir -p "$DATA"
+		(umask 077 && printf 'dev-1=%s\n' "$(head -c 32 /dev/urandom | base64 -w0)" >"$file")
+	fi
+	export TEMPORAL_CODEC_KEYS_FILE="$file"
 }
 
 # use_dev_issuer: the development token issuer that the customer routes'

@@ -29,6 +29,12 @@ temporal_port="${TEMPORAL_ADDRESS##*:}"
 ui_port=$((temporal_port + 1000))
 export TEMPORAL_UI_URL="${TEMPORAL_UI_URL:-http://127.0.0.1:$ui_port}"
 export HTTP_ADDR="${HTTP_ADDR:-127.0.0.1:8080}"
+# The dev server's UI shows decrypted payloads through the API's codec
+# server. That UI has no login to send, so here the codec server answers
+# without one (loopback only; pixd warns at start). Production keeps
+# TEMPORAL_CODEC_AUTH_REQUIRED=true: operators authenticate.
+export TEMPORAL_CODEC_CORS_ORIGINS="${TEMPORAL_CODEC_CORS_ORIGINS:-$TEMPORAL_UI_URL}"
+export TEMPORAL_CODEC_AUTH_REQUIRED="${TEMPORAL_CODEC_AUTH_REQUIRED:-false}"
 
 on_exit_stop_children
 
@@ -38,7 +44,7 @@ else
 	log "starting the Temporal dev server at $TEMPORAL_ADDRESS (log: .data/temporal.log)"
 	# shellcheck disable=SC2046 # the flags are words
 	"$BIN/temporal" server start-dev --ip 127.0.0.1 --port "$temporal_port" --ui-port "$ui_port" \
-		--db-filename "$DATA/temporal.db" --log-level warn $("$BIN/pixd" search-attribute-flags) >"$DATA/temporal.log" 2>&1 &
+		--ui-codec-endpoint "http://$HTTP_ADDR/codec" --db-filename "$DATA/temporal.db" --log-level warn $("$BIN/pixd" search-attribute-flags) >"$DATA/temporal.log" 2>&1 &
 	CHILDREN+=($!)
 	wait_temporal "$TEMPORAL_ADDRESS"
 fi

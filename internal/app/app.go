@@ -235,6 +235,9 @@ func (a *App) serverTLS(requireClientCert bool) (*tls.Config, error) {
 	return cfg, nil
 }
 
+// maxHeaderBytes bounds a request's headers.
+const maxHeaderBytes = 64 << 10
+
 // Listeners are where the API serves: Main always; Webhooks and Ops, when
 // set, take the PSP webhooks and /metrics, /healthz, /readyz off Main.
 type Listeners struct {
@@ -296,6 +299,13 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 	var draining atomic.Bool
 	notifier := dispatch.NewNotifier(a.Store, a.Log)
 	deps := a.apiDeps(notifier.Kick, draining.Load, tokens)
+	authorizeAdmin := api.AuthorizeAdmin(deps)
+	codecAuthorize := func(r *http.Request) bool { return authorizeAdmin(r) == nil }
+	if !a.Cfg.CodecAuthRequired {
+		a.Log.Warn("TEMPORAL_CODEC_AUTH_REQUIRED=false: the codec server decrypts Temporal payloads (personal data) for anyone who reaches it. Development only: never run production like this")
+		codecAuthorize = func(*http.Request) bool { return true }
+	}
+	deps.Codec = a.CodecHandler(codecAuthorize)
 
 	mainRoutes := api.AllRoutes
 	type listener struct {
@@ -316,6 +326,9 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 		servers = append(servers, listener{"ops", l.Ops, api.OpsRoutes, false, false})
 	}
 	servers = append(servers, listener{"api", l.Main, mainRoutes, true, false})
+	// With the webhooks on a listener of their own, the main one asks no
+	// client for a certificate.
+	mainAsksForCerts := l.Webhooks == nil
 
 	// Every server is built before any runs: a bad setting fails the start
 	// with nothing left running.
@@ -330,6 +343,9 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 			if tlsCfg, err = a.serverTLS(sv.mtls); err != nil {
 				return err
 			}
+			if tlsCfg != nil && sv.name == "api" && !mainAsksForCerts {
+				tlsCfg.ClientCAs, tlsCfg.ClientAuth = nil, tls.NoClientCert
+			}
 		}
 		srv := &http.Server{
 			Handler:           handler,
@@ -337,8 +353,11 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 			ReadTimeout:       a.Cfg.HTTPReadTimeout,
 			WriteTimeout:      a.Cfg.HTTPWriteTimeout,
 			IdleTimeout:       a.Cfg.HTTPIdleTimeout,
-			ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
-			TLSConfig:         tlsCfg,
+			// A bearer token or a signature needs a few KiB; 1 MiB (the
+			// default) of headers is work for an attacker, not for us.
+			MaxHeaderBytes: maxHeaderBytes,
+			ErrorLog:       slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+			TLSConfig:      tlsCfg,
 		}
 		httpServers[i] = srv
 	}

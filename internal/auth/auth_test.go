@@ -797,6 +797,26 @@ func TestStaleKeyKeptWhenTheSourceFails(t *testing.T) {
 	}
 }
 
+// Keeping us from reading the issuer can't keep a key alive forever: past
+// MaxStale the keys held serve no more (503, not a silent trust).
+func TestStaleKeysExpireAfterMaxStale(t *testing.T) {
+	a := ecSigner(t, "key-a")
+	f := newFixture(t, auth.KeyCacheOptions{MinRefresh: 30 * time.Second, MaxAge: time.Minute, MaxStale: 10 * time.Minute}, jwksOf(t, a.jwk()))
+	f.src.set(nil, errors.New("connection refused"))
+	f.clock.Advance(9 * time.Minute)
+	c, err := f.v.Verify(context.Background(), sign(t, a, claimsAt(f.clock.Now())))
+	wantCaller(t, c, err)
+	f.clock.Advance(2 * time.Minute)
+	_, err = f.v.Verify(context.Background(), sign(t, a, claimsAt(f.clock.Now())))
+	if !errors.Is(err, auth.ErrKeysUnavailable) {
+		t.Fatalf("past MaxStale: err = %v, want ErrKeysUnavailable", err)
+	}
+	f.src.set(jwksOf(t, a.jwk()), nil)
+	f.clock.Advance(time.Minute)
+	c, err = f.v.Verify(context.Background(), sign(t, a, claimsAt(f.clock.Now())))
+	wantCaller(t, c, err)
+}
+
 // ---------------------------------------------------------------------------
 // JWKS URL
 
@@ -1281,4 +1301,28 @@ func TestDuplicateKid(t *testing.T) {
 	f := newFixture(t, auth.KeyCacheOptions{}, jwksOf(t, ec.jwk(), ec2.jwk()))
 	_, err := f.v.Verify(context.Background(), signAs(t, jwt.SigningMethodRS256, rsaKey(), map[string]any{"kid": "shared"}, claimsAt(f.clock.Now())))
 	wantRefused(t, err, reasonSignature)
+}
+
+// golang-jwt takes an empty expected issuer or audience as "don't check":
+// a verifier built so refuses everything instead.
+func TestVerifierWithoutIssuerOrAudienceRefusesAll(t *testing.T) {
+	dir := t.TempDir()
+	issuer, err := auth.OpenDevIssuer(dir, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := auth.NewKeyCache(context.Background(), auth.FileKeys(filepath.Join(dir, auth.DevJWKSFile)), auth.KeyCacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := issuer.Mint(auth.TokenSpec{Subject: "s", Accounts: []string{"a"}, TTL: time.Minute}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []*auth.Verifier{auth.NewVerifier("", "", keys, nil), auth.NewVerifier("x", "", keys, nil), auth.NewVerifier("", "y", keys, nil)} {
+		var tokenErr *auth.TokenError
+		if _, err := v.Verify(context.Background(), token); !errors.As(err, &tokenErr) {
+			t.Fatalf("err = %v, want a TokenError", err)
+		}
+	}
 }

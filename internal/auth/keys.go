@@ -48,7 +48,7 @@ func FileKeys(path string) KeySource {
 // 5 s timeout).
 func URLKeys(url string, hc *http.Client) KeySource {
 	if hc == nil {
-		hc = &http.Client{Timeout: 5 * time.Second}
+		hc = &http.Client{Timeout: 5 * time.Second, CheckRedirect: httpsRedirectsOnly}
 	}
 	return func(ctx context.Context) ([]byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -73,6 +73,18 @@ func URLKeys(url string, hc *http.Client) KeySource {
 		}
 		return b, nil
 	}
+}
+
+// httpsRedirectsOnly refuses a redirect off https: the keys must not come
+// over a channel anyone on the path could rewrite.
+func httpsRedirectsOnly(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return errors.New("too many redirects")
+	}
+	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return fmt.Errorf("refusing a redirect from https to %s", req.URL.Scheme)
+	}
+	return nil
 }
 
 // verificationKey is one public key of the issuer.
@@ -128,12 +140,15 @@ func parseJWKS(doc []byte) (map[string][]verificationKey, error) {
 // KeyCache holds the issuer's keys. It reads them again when a token names
 // a key id it does not hold (a rotation), at most once per MinRefresh, and
 // when what it holds is older than MaxAge (so that a removed key stops
-// being trusted). One read runs at a time; a request whose key is known
-// never waits for one.
+// being trusted). While the issuer can't be read, the keys held serve for
+// up to MaxStale past their reading, then none does: a key the issuer
+// removed can't be kept alive by keeping us from reading. One read runs
+// at a time; a request whose key is known never waits for one.
 type KeyCache struct {
 	source     KeySource
 	minRefresh time.Duration
 	maxAge     time.Duration
+	maxStale   time.Duration
 	now        func() time.Time
 
 	refreshing sync.Mutex // held by the one read in progress
@@ -149,18 +164,22 @@ type KeyCache struct {
 type KeyCacheOptions struct {
 	MinRefresh time.Duration // default 30 s
 	MaxAge     time.Duration // default 10 min
+	MaxStale   time.Duration // default 1 h
 	Now        func() time.Time
 }
 
 // NewKeyCache reads the keys once: a service that can't read its issuer's
 // keys at start refuses to start rather than refuse every caller.
 func NewKeyCache(ctx context.Context, source KeySource, o KeyCacheOptions) (*KeyCache, error) {
-	c := &KeyCache{source: source, minRefresh: o.MinRefresh, maxAge: o.MaxAge, now: o.Now}
+	c := &KeyCache{source: source, minRefresh: o.MinRefresh, maxAge: o.MaxAge, maxStale: o.MaxStale, now: o.Now}
 	if c.minRefresh <= 0 {
 		c.minRefresh = 30 * time.Second
 	}
 	if c.maxAge <= 0 {
 		c.maxAge = 10 * time.Minute
+	}
+	if c.maxStale < c.maxAge {
+		c.maxStale = max(time.Hour, c.maxAge)
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -183,16 +202,22 @@ func (c *KeyCache) lookup(ctx context.Context, kid string) ([]verificationKey, e
 	case known:
 		// Stale: refresh unless another request is at it; the key held is
 		// the issuer's last word meanwhile, and after a failed read.
+		var err error
 		if c.refreshing.TryLock() {
-			_ = c.refreshLocked(ctx) //nolint:errcheck // a failed read keeps the key held
-
+			err = c.refreshLocked(ctx)
 			c.refreshing.Unlock()
-			if k2, ok, _ := c.held(kid); ok {
-				return k2, nil
-			}
-			return nil, errUnknownKey // removed by the issuer
 		}
-		return k, nil
+		k2, ok, _ := c.held(kid)
+		switch {
+		case !ok:
+			return nil, errUnknownKey // removed by the issuer
+		case c.tooStale():
+			if err == nil {
+				err = errors.New("the issuer's keys have not been read for too long")
+			}
+			return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
+		}
+		return k2, nil
 	}
 	// Unknown: perhaps rotated in since the last read.
 	c.refreshing.Lock()
@@ -214,6 +239,13 @@ func (c *KeyCache) held(kid string) (k []verificationKey, known, stale bool) {
 	defer c.mu.Unlock()
 	k, known = c.keys[kid]
 	return k, known, c.now().Sub(c.loadedAt) >= c.maxAge
+}
+
+// tooStale reports that the keys held were read more than MaxStale ago.
+func (c *KeyCache) tooStale() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now().Sub(c.loadedAt) >= c.maxStale
 }
 
 // refreshLocked reads the keys again unless the last read was less than

@@ -47,6 +47,9 @@ type claims struct {
 type Verifier struct {
 	keys   *KeyCache
 	parser *jwt.Parser
+	// unconfigured: built without an issuer or an audience, which
+	// golang-jwt would take as "don't check": it refuses every token.
+	unconfigured bool
 }
 
 // NewVerifier checks tokens whose iss is issuer and whose aud contains
@@ -64,12 +67,15 @@ func NewVerifier(issuer, audience string, keys *KeyCache, now func() time.Time) 
 	if now != nil {
 		opts = append(opts, jwt.WithTimeFunc(now))
 	}
-	return &Verifier{keys: keys, parser: jwt.NewParser(opts...)}
+	return &Verifier{keys: keys, parser: jwt.NewParser(opts...), unconfigured: issuer == "" || audience == "" || keys == nil}
 }
 
 // Verify returns the caller a token names, a *TokenError for a token we
 // refuse, or ErrKeysUnavailable when the issuer's keys can't be read.
 func (v *Verifier) Verify(ctx context.Context, raw string) (Caller, error) {
+	if v.unconfigured {
+		return Caller{}, &TokenError{Reason: "no issuer, audience or keys are configured to check it against"}
+	}
 	var c claims
 	var keysErr error
 	_, err := v.parser.ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {

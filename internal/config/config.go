@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -33,6 +34,10 @@ type Config struct {
 	// browser origins (the Temporal UI's) that may call the codec server.
 	TemporalCodecKeys *codec.KeyRing
 	CodecCORSOrigins  []string
+	// CodecAuthRequired: the codec server decodes for operators only (admin
+	// authentication). false serves it to anyone who reaches it: for the
+	// dev server's UI of make run, which has no login to send.
+	CodecAuthRequired bool
 
 	HTTPAddr              string
 	HTTPReadTimeout       time.Duration
@@ -141,6 +146,7 @@ func Default() Config {
 
 		WebhookSignaturesRequired: true,
 		AuthRequired:              true,
+		CodecAuthRequired:         true,
 		AuthDevKeyDir:             ".data/auth",
 		WebhookSignatureTolerance: webhooksig.DefaultTolerance,
 
@@ -281,6 +287,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		}
 		c.TemporalCodecKeys = keys
 	}
+	boolean("TEMPORAL_CODEC_AUTH_REQUIRED", &c.CodecAuthRequired)
 	if v, ok := lookup("TEMPORAL_CODEC_CORS_ORIGINS"); ok {
 		c.CodecCORSOrigins = list(v)
 		for _, origin := range c.CodecCORSOrigins {
@@ -401,13 +408,34 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	if c.AuthJWKSFile != "" && c.AuthJWKSURL != "" {
 		errs = append(errs, errors.New("AUTH_JWKS_FILE and AUTH_JWKS_URL: set one, not both"))
 	}
-	if c.AuthJWKSURL != "" && !strings.HasPrefix(c.AuthJWKSURL, "https://") && !strings.HasPrefix(c.AuthJWKSURL, "http://127.0.0.1") && !strings.HasPrefix(c.AuthJWKSURL, "http://localhost") {
-		errs = append(errs, errors.New("AUTH_JWKS_URL: must be https:// (plain http only on loopback)"))
+	if c.AuthJWKSURL != "" {
+		if err := checkJWKSURL(c.AuthJWKSURL); err != nil {
+			errs = append(errs, fmt.Errorf("AUTH_JWKS_URL: %w", err))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
 	return c, nil
+}
+
+// checkJWKSURL accepts https, or plain http to a loopback address only:
+// whoever can rewrite the keys in transit can mint any token.
+func checkJWKSURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil {
+		return errors.New("must be an absolute URL without credentials, such as https://id.bank.example/jwks.json")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		host := u.Hostname()
+		if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
+			return nil
+		}
+	}
+	return errors.New("must be https:// (plain http only to a loopback address)")
 }
 
 // list splits a comma-separated value, dropping blanks.
