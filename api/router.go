@@ -263,16 +263,10 @@ func (h *handlers) endToEndIDParam(c *gin.Context) (string, bool) {
 // found", exactly like a missing one. Why a credit attempt failed is the
 // operators' business (GET /admin/pix/credits/{id}), not the customer's.
 func (h *handlers) getCredit(c *gin.Context) {
-	id, ok := h.endToEndIDParam(c)
+	credit, ok := h.creditParam(c, func(credit pix.Credit) bool {
+		return credit.AccountID != nil && callerOf(c).MayActFor(*credit.AccountID)
+	})
 	if !ok {
-		return
-	}
-	credit, err := h.Store.GetCredit(c.Request.Context(), id)
-	if err == nil && (credit.AccountID == nil || !callerOf(c).MayActFor(*credit.AccountID)) {
-		err = pix.ErrCreditNotFound
-	}
-	if err != nil {
-		abortWithError(c, h.Logger, err)
 		return
 	}
 	credit.LastError = nil
@@ -287,16 +281,29 @@ func (h *handlers) getCredit(c *gin.Context) {
 // getCreditAsOperator is GET /admin/pix/credits/{end_to_end_id}: any PIX,
 // with why its last attempt failed.
 func (h *handlers) getCreditAsOperator(c *gin.Context) {
+	credit, ok := h.creditParam(c, func(pix.Credit) bool { return true })
+	if ok {
+		c.JSON(http.StatusOK, h.creditView(c.Request.Context(), credit))
+	}
+}
+
+// creditParam reads the PIX the path names, if visible says the caller may
+// see it; otherwise it answers "not found", as for a PIX that does not
+// exist, and ok is false.
+func (h *handlers) creditParam(c *gin.Context, visible func(pix.Credit) bool) (credit pix.Credit, ok bool) {
 	id, ok := h.endToEndIDParam(c)
 	if !ok {
-		return
+		return pix.Credit{}, false
 	}
 	credit, err := h.Store.GetCredit(c.Request.Context(), id)
+	if err == nil && !visible(credit) {
+		err = pix.ErrCreditNotFound
+	}
 	if err != nil {
 		abortWithError(c, h.Logger, err)
-		return
+		return pix.Credit{}, false
 	}
-	c.JSON(http.StatusOK, h.creditView(c.Request.Context(), credit))
+	return credit, true
 }
 
 func (h *handlers) creditView(ctx context.Context, credit pix.Credit) creditView {
