@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -75,16 +77,36 @@ func URLKeys(url string, hc *http.Client) KeySource {
 	}
 }
 
-// httpsRedirectsOnly refuses a redirect off https: the keys must not come
-// over a channel anyone on the path could rewrite.
+// httpsRedirectsOnly holds every redirect hop to the rule of the URL
+// itself (CheckJWKSURL): a loopback http URL can't hand us over to plain
+// http elsewhere.
 func httpsRedirectsOnly(req *http.Request, via []*http.Request) error {
 	if len(via) >= 5 {
 		return errors.New("too many redirects")
 	}
-	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
-		return fmt.Errorf("refusing a redirect from https to %s", req.URL.Scheme)
+	if err := CheckJWKSURL(req.URL.String()); err != nil {
+		return fmt.Errorf("refusing a redirect to %s: %w", req.URL.Redacted(), err)
 	}
 	return nil
+}
+
+// CheckJWKSURL accepts https, or plain http to a loopback address only:
+// whoever can rewrite the keys in transit can mint any token.
+func CheckJWKSURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil {
+		return errors.New("must be an absolute URL without credentials, such as https://id.bank.example/jwks.json")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		host := u.Hostname()
+		if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
+			return nil
+		}
+	}
+	return errors.New("must be https:// (plain http only to a loopback address)")
 }
 
 // verificationKey is one public key of the issuer.
@@ -151,7 +173,9 @@ type KeyCache struct {
 	maxStale   time.Duration
 	now        func() time.Time
 
-	refreshing sync.Mutex // held by the one read in progress
+	// refreshing holds a token while a read is in progress: one read at a
+	// time, and a request can stop waiting for it when it ends.
+	refreshing chan struct{}
 
 	mu       sync.Mutex // guards what follows
 	keys     map[string][]verificationKey
@@ -171,15 +195,19 @@ type KeyCacheOptions struct {
 // NewKeyCache reads the keys once: a service that can't read its issuer's
 // keys at start refuses to start rather than refuse every caller.
 func NewKeyCache(ctx context.Context, source KeySource, o KeyCacheOptions) (*KeyCache, error) {
-	c := &KeyCache{source: source, minRefresh: o.MinRefresh, maxAge: o.MaxAge, maxStale: o.MaxStale, now: o.Now}
+	c := &KeyCache{source: source, minRefresh: o.MinRefresh, maxAge: o.MaxAge, maxStale: o.MaxStale, now: o.Now,
+		refreshing: make(chan struct{}, 1)}
 	if c.minRefresh <= 0 {
 		c.minRefresh = 30 * time.Second
 	}
 	if c.maxAge <= 0 {
 		c.maxAge = 10 * time.Minute
 	}
-	if c.maxStale < c.maxAge {
+	switch {
+	case c.maxStale <= 0:
 		c.maxStale = max(time.Hour, c.maxAge)
+	case c.maxStale < c.maxAge:
+		c.maxStale = c.maxAge // never looser than asked
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -199,38 +227,74 @@ func (c *KeyCache) lookup(ctx context.Context, kid string) ([]verificationKey, e
 	switch {
 	case known && !stale:
 		return k, nil
-	case known:
-		// Stale: refresh unless another request is at it; the key held is
-		// the issuer's last word meanwhile, and after a failed read.
-		var err error
-		if c.refreshing.TryLock() {
-			err = c.refreshLocked(ctx)
-			c.refreshing.Unlock()
-		}
-		k2, ok, _ := c.held(kid)
-		switch {
-		case !ok:
-			return nil, errUnknownKey // removed by the issuer
-		case c.tooStale():
-			if err == nil {
-				err = errors.New("the issuer's keys have not been read for too long")
+	case known && !c.tooStale():
+		// Stale: start a read unless one is in progress, and wait for it
+		// briefly (a quick issuer answers with its current keys); the key
+		// held is the issuer's last word meanwhile, and after a failed read.
+		if c.tryAcquire() {
+			done := make(chan struct{})
+			// Owned by the cache: one at a time, bounded by read's timeout,
+			// and not ended by this request, whose client may go away.
+			go func() {
+				defer close(done)
+				defer c.release()
+				_ = c.refreshLocked(ctx) //nolint:errcheck // a failed read keeps the key held
+			}()
+			select {
+			case <-done:
+			case <-time.After(staleReadWait):
+			case <-ctx.Done():
 			}
-			return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
 		}
-		return k2, nil
+		if k2, ok, _ := c.held(kid); ok {
+			return k2, nil
+		}
+		return nil, errUnknownKey // removed by the issuer
 	}
-	// Unknown: perhaps rotated in since the last read.
-	c.refreshing.Lock()
+	// Unknown (perhaps rotated in since the last read), or held past
+	// MaxStale: only a read answers, and this request waits for it, as
+	// long as it lasts itself.
+	if err := c.acquire(ctx); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
+	}
 	err := c.refreshLocked(ctx)
-	c.refreshing.Unlock()
-	if k, ok, _ := c.held(kid); ok {
+	c.release()
+	k, ok, _ := c.held(kid)
+	switch {
+	case ok && !c.tooStale():
 		return k, nil
-	}
-	if err != nil {
+	case ok || err != nil:
+		if err == nil {
+			err = errors.New("the issuer's keys have not been read for too long")
+		}
 		return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
 	}
 	return nil, errUnknownKey
 }
+
+// staleReadWait is how long a request with a known but stale key waits for
+// the read it started before going on with the key held.
+const staleReadWait = 100 * time.Millisecond
+
+func (c *KeyCache) tryAcquire() bool {
+	select {
+	case c.refreshing <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *KeyCache) acquire(ctx context.Context) error {
+	select {
+	case c.refreshing <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *KeyCache) release() { <-c.refreshing }
 
 // held is the keys kid names among those read, and whether they are past
 // MaxAge.

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
@@ -409,7 +409,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		errs = append(errs, errors.New("AUTH_JWKS_FILE and AUTH_JWKS_URL: set one, not both"))
 	}
 	if c.AuthJWKSURL != "" {
-		if err := checkJWKSURL(c.AuthJWKSURL); err != nil {
+		if err := auth.CheckJWKSURL(c.AuthJWKSURL); err != nil {
 			errs = append(errs, fmt.Errorf("AUTH_JWKS_URL: %w", err))
 		}
 	}
@@ -417,25 +417,6 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
 	return c, nil
-}
-
-// checkJWKSURL accepts https, or plain http to a loopback address only:
-// whoever can rewrite the keys in transit can mint any token.
-func checkJWKSURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.User != nil {
-		return errors.New("must be an absolute URL without credentials, such as https://id.bank.example/jwks.json")
-	}
-	switch u.Scheme {
-	case "https":
-		return nil
-	case "http":
-		host := u.Hostname()
-		if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
-			return nil
-		}
-	}
-	return errors.New("must be https:// (plain http only to a loopback address)")
 }
 
 // list splits a comma-separated value, dropping blanks.
