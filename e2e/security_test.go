@@ -42,6 +42,9 @@ const rsaKeyID = "e2e-rsa-1"
 
 func newSecurityFixture(t *testing.T) *securityFixture {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("integration tier: a whole stack (run without -short)")
+	}
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(t, err)
 	// The issuer's JWKS: the e2e key, and the RSA key pinned to RS256.

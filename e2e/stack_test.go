@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -43,6 +44,12 @@ import (
 var shared *temporaltest.Server
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// The whole package is the integration tier: every test skips
+		// (newStack asks dbtest, which skips under -short).
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "pix-e2e-temporal-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -33,6 +33,7 @@ var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
 // whose search_path is that schema. The schema is dropped at cleanup.
 func URL(t testing.TB) string {
 	t.Helper()
+	skipInShort(t)
 	ctx := context.Background()
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
@@ -80,4 +81,13 @@ func New(t testing.TB) *db.Store {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return db.NewStore(pool)
+}
+
+// skipInShort skips a test of the integration tier under -short: the unit
+// tier (go test -short ./...) runs with no PostgreSQL and no Temporal.
+func skipInShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration tier: needs PostgreSQL (run without -short)")
+	}
 }

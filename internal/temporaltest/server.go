@@ -143,6 +143,9 @@ func (s *Server) Restart() error { return s.start() }
 // StartT starts a server for one test and stops it at cleanup.
 func StartT(t testing.TB) *Server {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("integration tier: needs a Temporal server (run without -short)")
+	}
 	s, err := Start(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
