@@ -21,7 +21,6 @@ const MaxWebhookBytes = 64 << 10
 
 var (
 	integerPattern = regexp.MustCompile(`^-?[0-9]+$`)
-	ispbPattern    = regexp.MustCompile(`^[0-9]{8}$`)
 )
 
 // readBody reads a request body of at most limit bytes (413 beyond).
@@ -159,7 +158,7 @@ func checkPayer(raw json.RawMessage) error {
 		}
 	}
 	if present(m["ispb"]) {
-		if s, _ := requiredString(m["ispb"], "payer.ispb"); !ispbPattern.MatchString(s) {
+		if s, _ := requiredString(m["ispb"], "payer.ispb"); !pix.ValidISPB(s) {
 			return pix.Invalid("payer.ispb", "must be 8 digits")
 		}
 	}

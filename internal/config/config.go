@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/codec"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
 )
@@ -387,7 +387,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
 	}
-	if !ispbPattern.MatchString(c.BankISPB) {
+	if !pix.ValidISPB(c.BankISPB) {
 		errs = append(errs, fmt.Errorf("BANK_ISPB: %q is not 8 digits", c.BankISPB))
 	}
 	if c.PSPRetryMax < c.PSPRetryInitial {
@@ -440,8 +440,6 @@ func isOrigin(v string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
 		u.Path == "" && u.RawQuery == "" && u.Fragment == "" && u.User == nil
 }
-
-var ispbPattern = regexp.MustCompile(`^[0-9]{8}$`)
 
 // CheckAPI reports what the API process needs beyond what Load checks
 // (a worker needs no webhook secret): signatures required with no secret

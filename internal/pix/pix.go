@@ -32,6 +32,12 @@ var endToEndIDPattern = regexp.MustCompile(`^E[A-Za-z0-9]{31}$`)
 // followed by 31 letters or digits.
 func ValidEndToEndID(id string) bool { return endToEndIDPattern.MatchString(id) }
 
+var ispbPattern = regexp.MustCompile(`^[0-9]{8}$`)
+
+// ValidISPB reports whether s is an ISPB: the 8 digits that name a
+// participant of the PIX system.
+func ValidISPB(s string) bool { return ispbPattern.MatchString(s) }
+
 // Webhook formats a notification can arrive in.
 const (
 	// SourceNative is our own format: the PSP names the account.
