@@ -23,7 +23,7 @@ func (a *Activities) ReconcileBooks(ctx context.Context) (db.Reconciliation, err
 	if r.Balanced() {
 		a.Logger.Info("reconciliation: the books balance")
 	} else {
-		a.Logger.Error("reconciliation: THE BOOKS DO NOT BALANCE; money is not fixed automatically, see README \"Operations\"",
+		a.Logger.Error("reconciliation: THE BOOKS DO NOT BALANCE; money is not fixed automatically, see docs/operations.md \"On call\"",
 			"unbalanced_accounts", r.UnbalancedAccounts, "done_without_credit", r.DoneWithoutCredit, "credit_without_done", r.CreditWithoutDone)
 	}
 	return r, nil

@@ -97,7 +97,7 @@ const attentionAttemptsPerRun = 8
 // SubmitTransfer asks the PSP to send the transfer, under its end_to_end_id
 // (the PSP deduplicates on it, so a retry never sends twice), and records
 // the submission. What it returns follows the PSP answer classes
-// (psp.Classify, README "PSP answers"):
+// (psp.Classify, docs/outgoing.md "PSP answers"):
 //   - a Result about our transfer: pending, recorded as submitted; a final
 //     status (settled, rejected) only once the PSP's status record of our
 //     transfer confirms it (an earlier submission whose answer was lost may

@@ -18,7 +18,7 @@ import (
 // Temporal UI (and `temporal workflow list --query`) finds a PIX. They must
 // be registered on the namespace before a worker starts: the dev command
 // does it (`pixd temporal-setup`); on a real cluster, an operator does it
-// once (README, "Operations").
+// once (docs/operations.md, "Finding a PIX in the Temporal UI").
 var (
 	AttrEndToEndID  = temporal.NewSearchAttributeKeyKeyword("PixEndToEndId")
 	AttrAccountID   = temporal.NewSearchAttributeKeyKeyword("PixAccountId")

@@ -10,7 +10,7 @@
 //	pixd search-attribute-flags
 //	               print the `temporal server start-dev` flags that register them
 //
-// Configuration comes from the environment; see the README.
+// Configuration comes from the environment; see docs/configuration.md.
 package main
 
 import (

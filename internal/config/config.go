@@ -17,7 +17,7 @@ import (
 )
 
 // Config is the whole configuration. FromLookup names the variable of each field;
-// the README lists them with their defaults.
+// docs/configuration.md lists them with their defaults.
 type Config struct {
 	DatabaseURL      string
 	DatabaseMaxConns int32
@@ -57,7 +57,7 @@ type Config struct {
 	DispatchRecheckAfter  time.Duration
 	DispatchRetryMaxDelay time.Duration
 
-	// PSP-facing authenticity (see the README's "Webhook security").
+	// PSP-facing authenticity (see docs/webhooks.md, "Webhook security").
 	WebhookSecrets            []webhooksig.Secret
 	WebhookSignaturesRequired bool
 	WebhookSignatureTolerance time.Duration

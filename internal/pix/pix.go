@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Inbox row statuses (the life of a row: README, "The flow").
+// Inbox row statuses (the life of a row: docs/architecture.md, "The inbox row's life").
 const (
 	StatusPending = "pending"
 	StatusDone    = "done"

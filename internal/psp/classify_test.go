@@ -10,7 +10,7 @@ import (
 	"github.com/pixbank/pix/internal/psp"
 )
 
-// The PSP answer table of the README, answer by answer, as the HTTP client
+// The PSP answer table of docs/outgoing.md, answer by answer, as the HTTP client
 // and Classify see it. Only a Result ever leads to a refund (and a
 // rejection only after the PSP's status confirms it).
 func TestSubmitAnswerTable(t *testing.T) {

@@ -112,7 +112,7 @@ func (e *RequestError) Is(target error) bool {
 // the PSP's status query confirms it, ever leads to a refund.
 type Answer int
 
-// The classes of PSP answers (README, "PSP answers").
+// The classes of PSP answers (docs/outgoing.md, "PSP answers").
 const (
 	// AnswerResult: a Result about the transfer: pending, settled, or
 	// rejected (definitive; a rejection at submission is confirmed by a
