@@ -100,14 +100,11 @@ func TestAPIPixBatchIsAllOrNothing(t *testing.T) {
 	require.Equal(t, 2, countInbox(t, store))
 }
 
-func TestAPIPixRefusesInvalidInputAndStoresNothing(t *testing.T) {
-	store := dbtest.New(t)
-	srv := newServer(t, store)
-	url := srv.URL + apiPixPath
+// invalidAPIPixCases are the API Pix bodies refused before the store is
+// asked: shared by the PostgreSQL test below and the unit tests.
+func invalidAPIPixCases(t *testing.T) []invalidCase {
 	item := func(fields map[string]string) string { return batch(apiPixItem(t, validID, fields)) }
-	cases := []struct {
-		name, body, field string
-	}{
+	return []invalidCase{
 		{"truncated", `{"pix":[{"endToEndId":"E1`, "body"},
 		{"not json", `pix=1`, "body"},
 		{"empty body", ``, "body"},
@@ -152,7 +149,14 @@ func TestAPIPixRefusesInvalidInputAndStoresNothing(t *testing.T) {
 		{"chave empty", item(map[string]string{"chave": `""`}), "pix[0].chave"},
 		{"NUL in infoPagador", item(map[string]string{"infoPagador": `"a\u0000b"`}), "pix[0].infoPagador"},
 	}
-	for _, tc := range cases {
+}
+
+func TestAPIPixRefusesInvalidInputAndStoresNothing(t *testing.T) {
+	store := dbtest.New(t)
+	srv := newServer(t, store)
+	url := srv.URL + apiPixPath
+	item := func(fields map[string]string) string { return batch(apiPixItem(t, validID, fields)) }
+	for _, tc := range invalidAPIPixCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, http.MethodPost, url, "application/json", tc.body)
 			require.Equal(t, http.StatusBadRequest, r.status, "%v", r.body)

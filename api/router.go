@@ -24,9 +24,11 @@ import (
 
 // Deps is what the handlers need.
 type Deps struct {
-	Store *db.Store
-	// Temporal is checked by /readyz.
-	Temporal client.Client
+	// Store is the database (*db.Store in production).
+	Store Store
+	// Temporal is checked by /readyz and tells a credit's workflow status
+	// (a client.Client in production).
+	Temporal Temporal
 	// Kick wakes the dispatcher after a commit that made a row due; nil
 	// leaves it to the dispatcher's polling.
 	Kick func()

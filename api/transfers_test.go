@@ -104,21 +104,39 @@ func TestTransferIsDebitedOnceAndReplayed(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, do(t, http.MethodGet, srv.URL+"/pix/transfers/42", "", "").status)
 }
 
+// invalidTransferBodies are POST /pix bodies refused as invalid_request
+// (422, recorded on the key): shared by the PostgreSQL test below and the
+// unit tests.
+var invalidTransferBodies = []struct{ name, body string }{
+	{"amount with a fraction", `{"account_id":"acc-1","amount_cents":1.5,"pix_key":"k"}`},
+	{"missing pix_key", `{"account_id":"acc-1","amount_cents":100}`},
+	{"unknown member", `{"account_id":"acc-1","amount_cents":100,"pix_key":"k","amount":1}`},
+	{"duplicate member", `{"account_id":"acc-1","amount_cents":1,"amount_cents":100,"pix_key":"k"}`},
+	{"not json", `account=acc-1`},
+}
+
+// badIdempotencyKeys are Idempotency-Key headers POST /pix refuses (400)
+// before reading the body, with the code each gets.
+var badIdempotencyKeys = []struct{ name, key, code string }{
+	{"missing", "", api.CodeIdempotencyKeyNeeded},
+	{"not a uuid", "abc", api.CodeInvalidIdempotency},
+	{"uuid without dashes", "4f0c2a7e8d5b4c1e9a3f2b6d8e0f1a2c", api.CodeInvalidIdempotency},
+}
+
 func TestTransferRefusalsAreRecordedAndReplayed(t *testing.T) {
 	store := dbtest.New(t)
 	srv := newServer(t, store)
 	openAccount(t, store, "acc-1", 1_000)
-	for _, tc := range []struct {
+	cases := []struct {
 		name, body, code string
 	}{
 		{"insufficient funds", transferBody(t, "acc-1", 1_001), api.CodeInsufficientFunds},
 		{"unknown account", transferBody(t, "acc-none", 1), api.CodeAccountNotFound},
-		{"amount with a fraction", `{"account_id":"acc-1","amount_cents":1.5,"pix_key":"k"}`, api.CodeInvalidRequest},
-		{"missing pix_key", `{"account_id":"acc-1","amount_cents":100}`, api.CodeInvalidRequest},
-		{"unknown member", `{"account_id":"acc-1","amount_cents":100,"pix_key":"k","amount":1}`, api.CodeInvalidRequest},
-		{"duplicate member", `{"account_id":"acc-1","amount_cents":1,"amount_cents":100,"pix_key":"k"}`, api.CodeInvalidRequest},
-		{"not json", `account=acc-1`, api.CodeInvalidRequest},
-	} {
+	}
+	for _, b := range invalidTransferBodies {
+		cases = append(cases, struct{ name, body, code string }{b.name, b.body, api.CodeInvalidRequest})
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			key := uuid.NewString()
 			first := postPix(t, srv.URL, key, tc.body)
@@ -136,14 +154,10 @@ func TestTransferRefusalsAreRecordedAndReplayed(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 5_000, accountBalance(t, store, "acc-1"))
 
-	for name, key := range map[string]string{"missing": "", "not a uuid": "abc", "uuid without dashes": "4f0c2a7e8d5b4c1e9a3f2b6d8e0f1a2c"} {
-		r := postPix(t, srv.URL, key, transferBody(t, "acc-1", 1))
-		require.Equal(t, http.StatusBadRequest, r.status, name)
-		want := api.CodeInvalidIdempotency
-		if key == "" {
-			want = api.CodeIdempotencyKeyNeeded
-		}
-		require.Equal(t, want, r.body["error"].(map[string]any)["code"], name)
+	for _, k := range badIdempotencyKeys {
+		r := postPix(t, srv.URL, k.key, transferBody(t, "acc-1", 1))
+		require.Equal(t, http.StatusBadRequest, r.status, k.name)
+		require.Equal(t, k.code, r.body["error"].(map[string]any)["code"], k.name)
 	}
 	require.EqualValues(t, 5_000, accountBalance(t, store, "acc-1"))
 }

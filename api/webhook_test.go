@@ -24,11 +24,11 @@ const validID = "E1234567820261129120000000000001"
 // adminToken is the admin bearer token of the test servers.
 const adminToken = "test-admin-token-0123456789"
 
-// newServer serves the router over store with signatures not required (the
-// format tests), adminToken, and the customer routes open (their access
-// control has tests of its own: security_test.go); tune changes the
-// dependencies.
-func newServer(t *testing.T, store *db.Store, tune ...func(*api.Deps)) *httptest.Server {
+// newServer serves the router over store (a *db.Store, or the unit tests'
+// fake) with signatures not required (the format tests), adminToken, and
+// the customer routes open (their access control has tests of its own:
+// security_test.go); tune changes the dependencies.
+func newServer(t *testing.T, store api.Store, tune ...func(*api.Deps)) *httptest.Server {
 	t.Helper()
 	// Nothing listens on port 1: /readyz must see Temporal unreachable.
 	tc, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
@@ -118,20 +118,28 @@ func objectWith(t *testing.T, defaults, overrides map[string]string) string {
 	return string(b)
 }
 
-func TestWebhookRefusesInvalidInputAndStoresNothing(t *testing.T) {
-	store := dbtest.New(t)
-	srv := newServer(t, store)
-	url := srv.URL + "/webhooks/pix"
-	withField := func(field, raw string) string {
-		return objectWith(t, map[string]string{
-			"end_to_end_id": `"` + validID + `"`,
-			"account_id":    `"acc-0001"`,
-			"amount_cents":  `15000`,
-		}, map[string]string{field: raw})
-	}
-	cases := []struct {
-		name, body, field string
-	}{
+// invalidCase is a request body a webhook refuses with 400
+// invalid_request, its message starting with field.
+type invalidCase struct {
+	name, body, field string
+}
+
+// nativeWebhookBody is a valid native webhook body with field set to the
+// raw JSON value raw ("" removes it).
+func nativeWebhookBody(t *testing.T, field, raw string) string {
+	t.Helper()
+	return objectWith(t, map[string]string{
+		"end_to_end_id": `"` + validID + `"`,
+		"account_id":    `"acc-0001"`,
+		"amount_cents":  `15000`,
+	}, map[string]string{field: raw})
+}
+
+// invalidWebhookCases are the native webhook bodies refused before the
+// store is asked: shared by the PostgreSQL test below and the unit tests.
+func invalidWebhookCases(t *testing.T) []invalidCase {
+	withField := func(field, raw string) string { return nativeWebhookBody(t, field, raw) }
+	return []invalidCase{
 		{"not json", `{"end_to_end_id":`, "body"},
 		{"empty body", ``, "body"},
 		{"array", `[1,2]`, "body"},
@@ -169,7 +177,14 @@ func TestWebhookRefusesInvalidInputAndStoresNothing(t *testing.T) {
 		{"payer name not a string", withField("payer", `{"name":5}`), "payer.name"},
 		{"deep nesting", withField("extra", strings.Repeat("[", 40)+strings.Repeat("]", 40)), "extra"},
 	}
-	for _, tc := range cases {
+}
+
+func TestWebhookRefusesInvalidInputAndStoresNothing(t *testing.T) {
+	store := dbtest.New(t)
+	srv := newServer(t, store)
+	url := srv.URL + "/webhooks/pix"
+	withField := func(field, raw string) string { return nativeWebhookBody(t, field, raw) }
+	for _, tc := range invalidWebhookCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, http.MethodPost, url, "application/json", tc.body)
 			require.Equal(t, http.StatusBadRequest, r.status, "%v", r.body)
