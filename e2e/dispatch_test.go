@@ -82,7 +82,7 @@ func TestTwoDispatchersStartEachWorkflowOnce(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{}, 2)
 	for range 2 {
-		src := dispatch.InboxSource{DueQueue: s.store.InboxQueue(), TaskQueue: s.cfg.TemporalTaskQueue, Retry: s.cfg.Retry()}
+		src := dispatch.InboxSource{DueQueue: s.store.InboxQueue(), TaskQueue: s.cfg.TaskQueues().Credits, Retry: s.cfg.Retry()}
 		d := dispatch.New(s.store, src, s.client(), dispatch.Options{
 			PollInterval: 50 * time.Millisecond,
 			BatchSize:    7, Concurrency: 4, RecheckAfter: time.Hour, RetryMaxDelay: time.Second,
@@ -97,7 +97,7 @@ func TestTwoDispatchersStartEachWorkflowOnce(t *testing.T) {
 	<-done
 
 	require.EqualValues(t, n, s.balance("acc-1"))
-	query := fmt.Sprintf("TaskQueue = %q", s.cfg.TemporalTaskQueue)
+	query := fmt.Sprintf("TaskQueue = %q", s.cfg.TaskQueues().Credits)
 	require.Eventually(t, func() bool {
 		res, err := s.client().CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
 		return err == nil && res.Count == n

@@ -694,10 +694,10 @@ func (r *modelRun) monitorTransfers() []violation {
 }
 
 // waitWorkflowsClosed waits, bounded, until no run of the stack's task
-// queue is open.
+// queues is open.
 func (r *modelRun) waitWorkflowsClosed() []violation {
 	ctx := context.Background()
-	query := fmt.Sprintf(`TaskQueue = %q AND ExecutionStatus = "Running"`, r.s.cfg.TemporalTaskQueue)
+	query := r.s.taskQueuesQuery() + ` AND ExecutionStatus = "Running"`
 	deadline := time.Now().Add(modelWorkflowsWithin)
 	for {
 		res, err := r.s.client().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 20})

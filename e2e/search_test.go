@@ -18,11 +18,11 @@ import (
 	"github.com/pixbank/pix/workflows"
 )
 
-// list runs a visibility query on the stack's task queue until it returns
+// list runs a visibility query on the stack's task queues until it returns
 // exactly want runs (visibility is eventually consistent), and returns them.
 func (s *stack) list(query string, want int) []*workflow.WorkflowExecutionInfo {
 	s.t.Helper()
-	query = fmt.Sprintf("TaskQueue = '%s' AND %s", s.cfg.TemporalTaskQueue, query)
+	query = s.taskQueuesQuery() + " AND " + query
 	var runs []*workflow.WorkflowExecutionInfo
 	require.Eventually(s.t, func() bool {
 		resp, err := s.client().ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})

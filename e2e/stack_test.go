@@ -142,6 +142,8 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	cfg.DatabaseURL = dbtest.URL(t)
 	cfg.DatabaseMaxConns = 10
 	cfg.TemporalAddress = srv.Address
+	// Every family's queue is derived from it: pix-transfer-<suffix>,
+	// pix-maintenance-<suffix>, all of them the test's own.
 	cfg.TemporalTaskQueue = "pix-credit-" + randomSuffix()
 	cfg.InboxAttemptsMax = 3
 	cfg.InboxRetryInitial = 200 * time.Millisecond
@@ -396,9 +398,21 @@ func (s *stack) assertBooksBalance() {
 	require.Zero(s.t, creditWithoutDone, "credits whose inbox row is not done")
 }
 
-// clientOptions starts a run of the PIX's workflow on the stack's task queue.
+// clientOptions starts a run of the PIX's workflow on the stack's credits'
+// task queue.
 func clientOptions(s *stack, id string) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{ID: workflows.CreditWorkflowID(id), TaskQueue: s.cfg.TemporalTaskQueue}
+	return client.StartWorkflowOptions{ID: workflows.CreditWorkflowID(id), TaskQueue: s.cfg.TaskQueues().Credits}
+}
+
+// taskQueuesQuery is a visibility filter for the runs of every family's
+// task queue of the stack (each derived from its own TEMPORAL_TASK_QUEUE,
+// so no other test's runs).
+func (s *stack) taskQueuesQuery() string {
+	var qs []string
+	for _, q := range s.cfg.TaskQueues().All() {
+		qs = append(qs, fmt.Sprintf("TaskQueue = '%s'", q))
+	}
+	return "(" + strings.Join(qs, " OR ") + ")"
 }
 
 // metric reads a counter's or a gauge's value, or a histogram's

@@ -1,4 +1,5 @@
-// Package worker owns the Temporal worker of the PIX service: what it
-// registers on which task queue, and its run loop with a graceful stop that
-// lets running activities finish.
+// Package worker owns the Temporal workers of the PIX service, one per
+// workflow family (workflows.Families) on the family's task queue: what
+// each registers, and their run loop, started and stopped together, with a
+// graceful stop that lets running activities finish.
 package worker

@@ -19,8 +19,9 @@ import (
 const RetentionWorkflowName = "PixRetention"
 
 // RetentionScheduleID is the Temporal Schedule that runs the retention of
-// the workers of one task queue.
-func RetentionScheduleID(taskQueue string) string { return "pix-retention:" + taskQueue }
+// the workers of one TEMPORAL_TASK_QUEUE base (the credits' queue, as the
+// ID has always been made: an existing schedule keeps its ID).
+func RetentionScheduleID(base string) string { return "pix-retention:" + base }
 
 // Retention deletes what the service no longer needs to keep: expired
 // idempotency keys, outbox events published longer ago than their
@@ -39,17 +40,19 @@ func Retention(ctx workflow.Context, in activities.RetentionInput) error {
 }
 
 // EnsureRetentionSchedule creates the retention's Temporal Schedule (every
-// interval, with in) unless it exists.
-func EnsureRetentionSchedule(ctx context.Context, c client.Client, taskQueue string, every time.Duration, in activities.RetentionInput) error {
-	return ensureSchedule(ctx, c, RetentionScheduleID(taskQueue), taskQueue, every, RetentionWorkflowName, in)
+// interval, with in), starting its runs on the maintenance queue, unless
+// it exists; an existing one that starts them on another queue is moved to
+// the maintenance queue.
+func EnsureRetentionSchedule(ctx context.Context, c client.Client, queues TaskQueues, every time.Duration, in activities.RetentionInput) error {
+	return ensureSchedule(ctx, c, RetentionScheduleID(queues.Base), queues.Maintenance, every, RetentionWorkflowName, in)
 }
 
 // ReconcileWorkflowName is the registered name of Reconcile.
 const ReconcileWorkflowName = "PixReconcile"
 
 // ReconcileScheduleID is the Temporal Schedule that reconciles the books
-// for the workers of one task queue.
-func ReconcileScheduleID(taskQueue string) string { return "pix-reconcile:" + taskQueue }
+// for the workers of one TEMPORAL_TASK_QUEUE base (as RetentionScheduleID).
+func ReconcileScheduleID(base string) string { return "pix-reconcile:" + base }
 
 // Reconcile checks the books (ReconcileBooks publishes the metric and logs
 // any difference). When they don't balance, the run fails with
@@ -73,15 +76,21 @@ func Reconcile(ctx workflow.Context) (db.Reconciliation, error) {
 }
 
 // EnsureReconcileSchedule creates the reconciliation's Temporal Schedule
-// (every interval) unless it exists.
-func EnsureReconcileSchedule(ctx context.Context, c client.Client, taskQueue string, every time.Duration) error {
-	return ensureSchedule(ctx, c, ReconcileScheduleID(taskQueue), taskQueue, every, ReconcileWorkflowName)
+// (every interval), starting its runs on the maintenance queue, unless it
+// exists; an existing one that starts them on another queue is moved to
+// the maintenance queue.
+func EnsureReconcileSchedule(ctx context.Context, c client.Client, queues TaskQueues, every time.Duration) error {
+	return ensureSchedule(ctx, c, ReconcileScheduleID(queues.Base), queues.Maintenance, every, ReconcileWorkflowName)
 }
 
 // ensureSchedule creates a Temporal Schedule that starts workflow name
-// (with args) every interval, its runs never overlapping, unless the
-// schedule exists; an existing one is left as it is (change it with
-// `temporal schedule update`, or delete it and restart a worker).
+// (with args) on taskQueue every interval, its runs never overlapping,
+// unless the schedule exists. An existing one is left as it is (change it
+// with `temporal schedule update`, or delete it and restart a worker),
+// except for its action's task queue: a schedule created before the
+// maintenance family had a queue of its own starts its runs on the credits'
+// queue, where they would now wait for a maintenance worker that never
+// polls it, so it is moved to taskQueue.
 func ensureSchedule(ctx context.Context, c client.Client, id, taskQueue string, every time.Duration, name string, args ...any) error {
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 		ID:      id,
@@ -94,8 +103,24 @@ func ensureSchedule(ctx context.Context, c client.Client, id, taskQueue string, 
 			TaskQueue: taskQueue,
 		},
 	})
-	if err != nil && !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, temporal.ErrScheduleAlreadyRunning):
 		return fmt.Errorf("create schedule %s: %w", id, err)
+	}
+	err = c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			action, ok := in.Description.Schedule.Action.(*client.ScheduleWorkflowAction)
+			if !ok || action.TaskQueue == taskQueue {
+				return nil, temporal.ErrSkipScheduleUpdate
+			}
+			action.TaskQueue = taskQueue
+			return &client.ScheduleUpdate{Schedule: &in.Description.Schedule}, nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("move schedule %s to task queue %s: %w", id, taskQueue, err)
 	}
 	return nil
 }

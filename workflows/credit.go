@@ -15,7 +15,9 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 )
 
-// CreditTaskQueue is the task queue of the credit workflow and its activities.
+// CreditTaskQueue is the default task queue of the credit workflow and its
+// activities, and the default base of the other families' queues
+// (TEMPORAL_TASK_QUEUE; see taskqueues.go).
 const CreditTaskQueue = "pix-credit"
 
 // CreditWorkflowName is the registered name of CreditPix.

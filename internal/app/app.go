@@ -130,11 +130,12 @@ func (a *App) Migrate(ctx context.Context) error {
 }
 
 // Dispatchers builds the dispatchers the configuration describes: of the
-// inbox's credits and of the transfers' sagas.
+// inbox's credits and of the transfers' sagas, each starting its runs on
+// its family's task queue.
 func (a *App) Dispatchers() []*dispatch.Dispatcher {
 	return []*dispatch.Dispatcher{
-		a.dispatcher(dispatch.InboxSource{DueQueue: a.Store.InboxQueue(), TaskQueue: a.Cfg.TemporalTaskQueue, Retry: a.Cfg.Retry()}),
-		a.dispatcher(dispatch.TransferSource{DueQueue: a.Store.TransferQueue(), TaskQueue: a.Cfg.TemporalTaskQueue, Settings: a.Cfg.Transfer()}),
+		a.dispatcher(dispatch.InboxSource{DueQueue: a.Store.InboxQueue(), TaskQueue: a.Cfg.TaskQueues().Credits, Retry: a.Cfg.Retry()}),
+		a.dispatcher(dispatch.TransferSource{DueQueue: a.Store.TransferQueue(), TaskQueue: a.Cfg.TaskQueues().Transfers, Settings: a.Cfg.Transfer()}),
 	}
 }
 
@@ -411,10 +412,11 @@ func (a *App) RunAPI(ctx context.Context) error {
 	return a.ServeAPI(ctx, ln)
 }
 
-// RunWorker runs the Temporal worker, the dispatchers (when enabled) and
-// the outbox relay (when enabled) until ctx ends. The dispatchers share the
-// worker's client, so that their starts are eager: a new run's first task
-// goes straight to this worker. The relay needs no Temporal: it runs while
+// RunWorker runs the Temporal workers (one per workflow family, on the
+// family's task queue), the dispatchers (when enabled) and the outbox relay
+// (when enabled) until ctx ends. The dispatchers share the workers' client,
+// so that their starts are eager: a new run's first task goes straight to
+// this process's worker of its family. The relay needs no Temporal: it runs while
 // the worker waits for it.
 func (a *App) RunWorker(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
@@ -458,8 +460,9 @@ func (a *App) serveWorkerMetrics(ctx context.Context) error {
 
 func (a *App) runTemporalWorker(ctx context.Context) error {
 	acts := &activities.Activities{Store: a.Store, PSP: psp.NewHTTPClient(a.Cfg.PSPURL, a.Cfg.PSPTimeout), Logger: a.Log, Metrics: a.workerMetrics}
-	w := worker.New(a.Temporal, acts, worker.Options{
-		TaskQueue:               a.Cfg.TemporalTaskQueue,
+	queues := a.Cfg.TaskQueues()
+	workers := worker.New(a.Temporal, acts, worker.Options{
+		TaskQueues:              queues,
 		StopTimeout:             a.Cfg.WorkerStopTimeout,
 		MaxConcurrentActivities: a.Cfg.WorkerMaxActivities,
 	})
@@ -470,16 +473,17 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 		return err
 	}
 	retention := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: a.Cfg.OutboxRetention, InboxRetention: a.Cfg.InboxRetention}
-	if err := workflows.EnsureRetentionSchedule(ctx, a.Temporal, a.Cfg.TemporalTaskQueue, a.Cfg.RetentionInterval, retention); err != nil {
+	if err := workflows.EnsureRetentionSchedule(ctx, a.Temporal, queues, a.Cfg.RetentionInterval, retention); err != nil {
 		return err
 	}
-	if err := workflows.EnsureReconcileSchedule(ctx, a.Temporal, a.Cfg.TemporalTaskQueue, a.Cfg.ReconcileInterval); err != nil {
+	if err := workflows.EnsureReconcileSchedule(ctx, a.Temporal, queues, a.Cfg.ReconcileInterval); err != nil {
 		return err
 	}
-	a.Log.Info("worker running", "task_queue", a.Cfg.TemporalTaskQueue, "temporal_address", a.Cfg.TemporalAddress,
+	a.Log.Info("worker running", "task_queue", queues.Credits, "transfer_task_queue", queues.Transfers,
+		"maintenance_task_queue", queues.Maintenance, "temporal_address", a.Cfg.TemporalAddress,
 		"dispatcher", a.Cfg.DispatcherEnabled, "psp_url", a.Cfg.PSPURL)
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return worker.Run(ctx, w) })
+	g.Go(func() error { return worker.Run(ctx, workers...) })
 	if a.Cfg.DispatcherEnabled {
 		for _, d := range a.Dispatchers() {
 			g.Go(func() error { return d.Run(ctx) })

@@ -24,6 +24,9 @@ type Config struct {
 
 	TemporalAddress   string
 	TemporalNamespace string
+	// TemporalTaskQueue (TEMPORAL_TASK_QUEUE) is the base of the workflow
+	// families' task queues: the credits' queue itself, the others derived
+	// from it (TaskQueues).
 	TemporalTaskQueue string
 	TemporalUIURL     string
 
@@ -176,6 +179,13 @@ func Default() Config {
 		InboxRetryMaxInterval: r.MaxInterval,
 		InboxActivityTimeout:  r.ActivityTimeout,
 	}
+}
+
+// TaskQueues is each workflow family's task queue, derived from
+// TEMPORAL_TASK_QUEUE (workflows.TaskQueuesFor): by default pix-credit,
+// pix-transfer and pix-maintenance.
+func (c Config) TaskQueues() workflows.TaskQueues {
+	return workflows.TaskQueuesFor(c.TemporalTaskQueue)
 }
 
 // Retry is the credit retry policy the configuration describes.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/workflows"
 )
 
 func lookup(env map[string]string) func(string) (string, bool) {
@@ -21,6 +22,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, config.Default(), c)
 	require.EqualValues(t, 5, c.InboxAttemptsMax)
 	require.Equal(t, "pix-credit", c.TemporalTaskQueue)
+	require.Equal(t, workflows.TaskQueues{Base: "pix-credit", Credits: "pix-credit", Transfers: "pix-transfer", Maintenance: "pix-maintenance"}, c.TaskQueues())
 	require.Equal(t, "default", c.TemporalNamespace)
 }
 

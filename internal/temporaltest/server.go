@@ -159,6 +159,10 @@ func StartT(t testing.TB) *Server {
 // payloads are encrypted.
 func (s *Server) Client(t testing.TB, configure ...func(*client.Options)) client.Client {
 	t.Helper()
+	if s == nil && testing.Short() {
+		// Under -short no server was started (the e2e package's TestMain).
+		t.Skip("integration tier: needs a Temporal server (run without -short)")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	opts := client.Options{HostPort: s.Address, Logger: quiet{}}
