@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -17,37 +16,40 @@ import (
 	"github.com/pixbank/pix/internal/psp"
 )
 
-// Application error types raised by the credit activities. The workflow's
-// retry policy lists the permanent ones as non-retryable.
-const (
+// Application error types raised by the credit activities. The types of
+// business errors are declared with their kind (pix.Kinds), which also says
+// whether they are retried; the variables here name them for the workflows
+// and tests.
+var (
 	// ErrTypeAccountNotFound: retried like a transient error (the account may
 	// be in the middle of being opened) until the attempts run out.
-	ErrTypeAccountNotFound = "AccountNotFound"
+	ErrTypeAccountNotFound = pix.TemporalType(pix.ErrAccountNotFound)
 	// ErrTypePixKeyNotFound and ErrTypeChargeNotFound: an API Pix
 	// notification's chave or txid resolves to no account (yet). Retried
 	// like ErrTypeAccountNotFound; a re-drive after the key or charge is
 	// registered credits it.
-	ErrTypePixKeyNotFound = "PixKeyNotFound"
-	ErrTypeChargeNotFound = "ChargeNotFound"
+	ErrTypePixKeyNotFound = pix.TemporalType(pix.ErrPixKeyNotFound)
+	ErrTypeChargeNotFound = pix.TemporalType(pix.ErrChargeNotFound)
 	// ErrTypeAccountClosed: a closed account never takes a credit.
-	ErrTypeAccountClosed = "AccountClosed"
+	ErrTypeAccountClosed = pix.TemporalType(pix.ErrAccountClosed)
 	// ErrTypeInboxMessageNotFound: no inbox row for the end_to_end_id.
-	ErrTypeInboxMessageNotFound = "InboxMessageNotFound"
+	ErrTypeInboxMessageNotFound = pix.TemporalType(pix.ErrCreditNotFound)
 	// ErrTypeInboxMessageNotPending: the row is failed; only a re-drive
 	// (which puts it back to pending) may credit it.
-	ErrTypeInboxMessageNotPending = "InboxMessageNotPending"
+	ErrTypeInboxMessageNotPending = pix.TemporalType(pix.ErrNotPending)
 	// ErrTypePayloadMismatch: an earlier credit of this end_to_end_id went to
 	// another account or amount.
-	ErrTypePayloadMismatch = "PayloadMismatch"
+	ErrTypePayloadMismatch = pix.TemporalType(pix.ErrPayloadMismatch)
 	// ErrTypeSuperseded: the row was re-driven since this run's drive; a
 	// newer run owns it. The run stops without touching the row.
-	ErrTypeSuperseded = "CreditSuperseded"
+	ErrTypeSuperseded = pix.TemporalType(pix.ErrSuperseded)
 	// ErrTypeBalanceOverflow: the credit would overflow the balance.
-	ErrTypeBalanceOverflow = "BalanceOverflow"
-	// ErrTypeTechnicalFailure: the database was unreachable or refused the
-	// transaction; nothing about the PIX itself.
-	ErrTypeTechnicalFailure = "TechnicalFailure"
+	ErrTypeBalanceOverflow = pix.TemporalType(pix.ErrBalanceOverflow)
 )
+
+// ErrTypeTechnicalFailure: the database was unreachable or refused the
+// transaction; nothing about the PIX itself. Retried.
+const ErrTypeTechnicalFailure = "TechnicalFailure"
 
 // Activities holds what the activities need.
 type Activities struct {
@@ -163,33 +165,15 @@ func (a *Activities) MarkCreditFailed(ctx context.Context, in MarkFailedInput) (
 }
 
 // toApplicationError turns a store error into a Temporal application error
-// with a named type for business refusals; technical errors keep a generic,
-// retryable type.
+// with its kind's type (pix.Kinds) for business errors; technical errors
+// keep a generic, retryable type. Whether a business error is retried is
+// the retry policy's (its NonRetryableErrorTypes come from the kinds).
 func toApplicationError(err error) error {
-	var errType string
-	switch {
-	case errors.Is(err, pix.ErrAccountNotFound):
-		errType = ErrTypeAccountNotFound
-	case errors.Is(err, pix.ErrPixKeyNotFound):
-		errType = ErrTypePixKeyNotFound
-	case errors.Is(err, pix.ErrChargeNotFound):
-		errType = ErrTypeChargeNotFound
-	case errors.Is(err, pix.ErrAccountClosed):
-		errType = ErrTypeAccountClosed
-	case errors.Is(err, pix.ErrCreditNotFound):
-		errType = ErrTypeInboxMessageNotFound
-	case errors.Is(err, pix.ErrNotPending):
-		errType = ErrTypeInboxMessageNotPending
-	case errors.Is(err, pix.ErrSuperseded):
-		errType = ErrTypeSuperseded
-	case errors.Is(err, pix.ErrPayloadMismatch):
-		errType = ErrTypePayloadMismatch
-	case errors.Is(err, pix.ErrBalanceOverflow):
-		errType = ErrTypeBalanceOverflow
-	default:
+	k := pix.KindOf(err)
+	if k == nil || k.TemporalType == "" {
 		return technicalFailure(err)
 	}
-	return temporal.NewApplicationError(err.Error(), errType)
+	return temporal.NewApplicationError(err.Error(), k.TemporalType)
 }
 
 // technicalFailure is a failure outside the PIX (the database unreachable

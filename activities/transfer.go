@@ -44,11 +44,16 @@ const (
 	// transfer as pending or settled: not refunded; the run fails and the
 	// next one follows the PSP.
 	ErrTypeRefundUnconfirmed = "RefundUnconfirmed"
+)
+
+// Application error types of the transfer's business errors, declared with
+// their kind (pix.Kinds).
+var (
 	// ErrTypeTransferNotFound: no transfer with that id.
-	ErrTypeTransferNotFound = "TransferNotFound"
+	ErrTypeTransferNotFound = pix.TemporalType(pix.ErrTransferNotFound)
 	// ErrTypeTransferFinal: the PSP's answer contradicts the transfer's
 	// final status (settled vs refunded): a human must look.
-	ErrTypeTransferFinal = "TransferFinal"
+	ErrTypeTransferFinal = pix.TemporalType(pix.ErrTransferFinal)
 )
 
 // TransferRef names a transfer.
@@ -321,13 +326,17 @@ func pspError(err error) error {
 	return temporal.NewApplicationErrorWithCause("psp: "+err.Error(), ErrTypePSPUnavailable, err)
 }
 
+// transferError turns a store error into a Temporal application error: a
+// business error of its kind's type (pix.Kinds), non-retryable unless the
+// kind is retried; anything else is a technical failure.
 func transferError(err error) error {
+	k := pix.KindOf(err)
 	switch {
-	case errors.Is(err, pix.ErrTransferNotFound):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTransferNotFound, err)
-	case errors.Is(err, pix.ErrTransferFinal):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTransferFinal, err)
-	default:
+	case k == nil || k.TemporalType == "":
 		return technicalFailure(err)
+	case k.Retryable:
+		return temporal.NewApplicationErrorWithCause(err.Error(), k.TemporalType, err)
+	default:
+		return temporal.NewNonRetryableApplicationError(err.Error(), k.TemporalType, err)
 	}
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/pixbank/pix/internal/webhooksig"
 )
 
-// Error codes of the JSON error envelope.
+// Error codes of the JSON error envelope. The codes of business errors are
+// declared with their kind (pix.Kinds); the constants here name them for
+// the HTTP layer and its tests.
 const (
 	CodeInvalidRequest       = "invalid_request"
 	CodePayloadTooLarge      = "payload_too_large"
@@ -83,16 +85,19 @@ var (
 		"the Idempotency-Key header must be a UUID such as 4f0c2a7e-8d5b-4c1e-9a3f-2b6d8e0f1a2c"}
 )
 
-// errorResponse is the one mapping from errors to HTTP status and code.
+// errorResponse is the one mapping from errors to HTTP status and code:
+// the HTTP layer's own refusals here, business errors by their pix.Kind.
 func errorResponse(err error) (int, ErrorDetail) {
 	var reqErr *requestError
 	var bearerErr *bearerError
 	var valErr *pix.ValidationError
 	var unprocessable *unprocessableError
+	var item *pix.ItemError
 	if errors.As(err, &unprocessable) {
 		_, detail := errorResponse(unprocessable.err)
 		return http.StatusUnprocessableEntity, detail
 	}
+	kind := pix.KindOf(err)
 	switch {
 	case errors.As(err, &bearerErr):
 		return bearerErr.status, ErrorDetail{bearerErr.code, bearerErr.msg}
@@ -106,34 +111,11 @@ func errorResponse(err error) (int, ErrorDetail) {
 		return http.StatusUnauthorized, ErrorDetail{CodeSignatureExpired, err.Error() + "; nothing was stored"}
 	case errors.Is(err, webhooksig.ErrMalformedSignature), errors.Is(err, webhooksig.ErrBadSignature):
 		return http.StatusUnauthorized, ErrorDetail{CodeSignatureInvalid, err.Error() + "; nothing was stored"}
-	case errors.Is(err, pix.ErrPayloadMismatch):
-		var item *pix.ItemError
-		if errors.As(err, &item) {
-			return http.StatusUnprocessableEntity, ErrorDetail{CodePayloadMismatch, fmt.Sprintf(
-				"pix[%d]: a PIX with this endToEndId was received with another valor, chave or txid; nothing in the batch was stored", item.Index)}
-		}
-		return http.StatusUnprocessableEntity, ErrorDetail{CodePayloadMismatch,
-			"a PIX with this end_to_end_id was received with another account_id or amount_cents; nothing was changed"}
-	case errors.Is(err, pix.ErrCreditNotFound):
-		return http.StatusNotFound, ErrorDetail{CodeCreditNotFound, "no PIX credit with this end_to_end_id"}
-	case errors.Is(err, pix.ErrAccountNotFound):
-		return http.StatusNotFound, ErrorDetail{CodeAccountNotFound, "no account with this id"}
-	case errors.Is(err, pix.ErrNotFailed):
-		return http.StatusConflict, ErrorDetail{CodeNotFailed, "only a failed PIX credit can be re-driven: " + err.Error()}
-	case errors.Is(err, pix.ErrInsufficientFunds):
-		return http.StatusUnprocessableEntity, ErrorDetail{CodeInsufficientFunds, "the account's balance does not cover the transfer; nothing was debited"}
-	case errors.Is(err, pix.ErrAccountClosed):
-		return http.StatusUnprocessableEntity, ErrorDetail{CodeAccountClosed, "the account is closed"}
-	case errors.Is(err, pix.ErrIdempotencyKeyReused):
-		return http.StatusUnprocessableEntity, ErrorDetail{CodeIdempotencyKeyReused,
-			"this Idempotency-Key was used with another request body; use a new key for a new operation"}
-	case errors.Is(err, pix.ErrRequestInProgress):
-		return http.StatusConflict, ErrorDetail{CodeRequestInProgress,
-			"a request with this Idempotency-Key is in progress; retry after Retry-After seconds to get its answer"}
-	case errors.Is(err, pix.ErrTransferNotFound):
-		return http.StatusNotFound, ErrorDetail{CodeTransferNotFound, "no transfer with this id"}
-	case errors.Is(err, pix.ErrUnavailable):
-		return http.StatusServiceUnavailable, ErrorDetail{CodeUnavailable, "the service can't complete the request right now (database unreachable or busy); nothing was stored, retry later"}
+	case errors.Is(err, pix.ErrPayloadMismatch) && errors.As(err, &item):
+		return http.StatusUnprocessableEntity, ErrorDetail{CodePayloadMismatch, fmt.Sprintf(
+			"pix[%d]: a PIX with this endToEndId was received with another valor, chave or txid; nothing in the batch was stored", item.Index)}
+	case kind != nil && kind.Status != 0:
+		return kind.Status, ErrorDetail{kind.Code, kind.APIMessage(err)}
 	default:
 		return http.StatusInternalServerError, ErrorDetail{CodeInternal, "internal error"}
 	}

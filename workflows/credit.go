@@ -37,16 +37,10 @@ func CreditLogAttrs(endToEndID string, attempt int) []any {
 }
 
 // NonRetryableCreditErrors are the activity error types that can never
-// succeed by retrying: the run fails at once. AccountNotFound is deliberately
-// absent: an account may be in the middle of being opened.
-var NonRetryableCreditErrors = []string{
-	activities.ErrTypeSuperseded,
-	activities.ErrTypeAccountClosed,
-	activities.ErrTypeInboxMessageNotFound,
-	activities.ErrTypeInboxMessageNotPending,
-	activities.ErrTypePayloadMismatch,
-	activities.ErrTypeBalanceOverflow,
-}
+// succeed by retrying: the run fails at once. They are the final business
+// kinds (pix.NonRetryableTypes). AccountNotFound is deliberately absent
+// (its kind is Retryable): an account may be in the middle of being opened.
+var NonRetryableCreditErrors = pix.NonRetryableTypes()
 
 // RetrySettings shape the credit activity's retries. They travel in the
 // workflow input so that each run's policy is in its history.
@@ -124,7 +118,7 @@ var markFailedPolicy = &temporal.RetryPolicy{
 	BackoffCoefficient:     2,
 	MaximumInterval:        time.Minute,
 	MaximumAttempts:        0, // unlimited
-	NonRetryableErrorTypes: []string{activities.ErrTypeInboxMessageNotFound},
+	NonRetryableErrorTypes: pix.NonRetryableTypes(),
 }
 
 // CreditInput starts the credit of one PIX.

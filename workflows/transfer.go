@@ -76,12 +76,35 @@ type TransferOutput struct {
 
 // databasePolicy retries the saga's own writes until PostgreSQL takes
 // them: a debited transfer must end settled or refunded without human
-// action.
+// action. The final business kinds (pix.NonRetryableTypes) are not retried
+// in any step of the saga.
 var databasePolicy = &temporal.RetryPolicy{
 	InitialInterval:        time.Second,
 	BackoffCoefficient:     2,
 	MaximumInterval:        time.Minute,
-	NonRetryableErrorTypes: []string{activities.ErrTypeTransferNotFound, activities.ErrTypeTransferFinal, activities.ErrTypeRefundUnconfirmed},
+	NonRetryableErrorTypes: append(pix.NonRetryableTypes(), activities.ErrTypeRefundUnconfirmed),
+}
+
+// submitPolicy retries the submission to the PSP (unlimited attempts: the
+// transfer is debited, it must go out or come back).
+func (s TransferSettings) submitPolicy() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        s.PSPRetryInitial,
+		BackoffCoefficient:     2,
+		MaximumInterval:        s.PSPRetryMax,
+		NonRetryableErrorTypes: pix.NonRetryableTypes(),
+	}
+}
+
+// pollPolicy paces the polling of a pending transfer; a PSP that knows no
+// such transfer fails the run.
+func (s TransferSettings) pollPolicy() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        s.SettlementPollInitial,
+		BackoffCoefficient:     2,
+		MaximumInterval:        s.SettlementPollMax,
+		NonRetryableErrorTypes: append(pix.NonRetryableTypes(), activities.ErrTypePSPTransferUnknown),
+	}
 }
 
 // TransferPix is the saga of an outgoing PIX, after the debit committed:
@@ -100,12 +123,7 @@ func TransferPix(ctx workflow.Context, in TransferInput) (TransferOutput, error)
 
 	submitCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: s.PSPCallTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        s.PSPRetryInitial,
-			BackoffCoefficient:     2,
-			MaximumInterval:        s.PSPRetryMax,
-			NonRetryableErrorTypes: []string{activities.ErrTypeTransferNotFound},
-		},
+		RetryPolicy:         s.submitPolicy(),
 	})
 	var res activities.PSPResult
 	if err := workflow.ExecuteActivity(submitCtx, a.SubmitTransfer, ref).Get(ctx, &res); err != nil {
@@ -122,12 +140,7 @@ func TransferPix(ctx workflow.Context, in TransferInput) (TransferOutput, error)
 		pollCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout:    s.PSPCallTimeout,
 			ScheduleToCloseTimeout: s.SettlementTimeout,
-			RetryPolicy: &temporal.RetryPolicy{
-				InitialInterval:        s.SettlementPollInitial,
-				BackoffCoefficient:     2,
-				MaximumInterval:        s.SettlementPollMax,
-				NonRetryableErrorTypes: []string{activities.ErrTypePSPTransferUnknown},
-			},
+			RetryPolicy:            s.pollPolicy(),
 		})
 		if err := workflow.ExecuteActivity(pollCtx, a.AwaitSettlement, res).Get(ctx, &res); err != nil {
 			return TransferOutput{}, transferFailed("await settlement", err)

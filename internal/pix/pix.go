@@ -144,7 +144,8 @@ func Invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// Business refusals. Each has one HTTP mapping in api/errors.go.
+// Business refusals. Each is declared as a Kind in Kinds (kinds.go), with
+// its HTTP answer and Temporal error type.
 var (
 	// ErrPayloadMismatch: a delivery reuses an end_to_end_id with another
 	// account or amount. Nothing changes.
@@ -176,12 +177,6 @@ var (
 	ErrUnavailable = errors.New("service unavailable")
 )
 
-var refusals = []error{
-	ErrPayloadMismatch, ErrCreditNotFound, ErrAccountNotFound, ErrPixKeyNotFound, ErrChargeNotFound, ErrAccountClosed,
-	ErrNotFailed, ErrNotPending, ErrSuperseded, ErrBalanceOverflow,
-	ErrInsufficientFunds, ErrTransferNotFound, ErrTransferFinal, ErrIdempotencyKeyReused, ErrRequestInProgress,
-}
-
 // IsRefusal reports whether err is a business refusal (as opposed to a
 // technical failure).
 func IsRefusal(err error) bool {
@@ -189,8 +184,8 @@ func IsRefusal(err error) bool {
 	if errors.As(err, &ve) {
 		return true
 	}
-	for _, r := range refusals {
-		if errors.Is(err, r) {
+	for _, k := range Kinds {
+		if k.Refusal && errors.Is(err, k.Err) {
 			return true
 		}
 	}

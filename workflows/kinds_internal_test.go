@@ -1,0 +1,40 @@
+package workflows
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// TestKindsInRetryPolicies checks that every final business kind is
+// non-retryable in every retry policy of the workflows, and that the
+// retried kinds (AccountNotFound, ...) are in none.
+func TestKindsInRetryPolicies(t *testing.T) {
+	s := DefaultTransferSettings()
+	policies := map[string][]string{
+		"credit":       DefaultRetrySettings().creditPolicy().NonRetryableErrorTypes,
+		"mark failed":  markFailedPolicy.NonRetryableErrorTypes,
+		"transfer db":  databasePolicy.NonRetryableErrorTypes,
+		"NonRetryable": NonRetryableCreditErrors,
+		"submit":       s.submitPolicy().NonRetryableErrorTypes,
+		"poll":         s.pollPolicy().NonRetryableErrorTypes,
+	}
+	for _, k := range pix.Kinds {
+		if k.TemporalType == "" {
+			continue
+		}
+		for name, types := range policies {
+			if got := slices.Contains(types, k.TemporalType); got == k.Retryable {
+				t.Errorf("%v (%s): listed non-retryable in the %s policy = %v, kind Retryable = %v", k.Err, k.TemporalType, name, got, k.Retryable)
+			}
+		}
+	}
+	// The types that are not business kinds stay where they were.
+	if !slices.Contains(databasePolicy.NonRetryableErrorTypes, "RefundUnconfirmed") {
+		t.Error("transfer db policy lost RefundUnconfirmed")
+	}
+	if !slices.Contains(s.pollPolicy().NonRetryableErrorTypes, "PSPTransferUnknown") {
+		t.Error("poll policy lost PSPTransferUnknown")
+	}
+}
