@@ -151,11 +151,11 @@ func invalidAPIPixCases(t *testing.T) []invalidCase {
 	}
 }
 
-func TestAPIPixRefusesInvalidInputAndStoresNothing(t *testing.T) {
-	store := dbtest.New(t)
-	srv := newServer(t, store)
-	url := srv.URL + apiPixPath
-	item := func(fields map[string]string) string { return batch(apiPixItem(t, validID, fields)) }
+// requireAPIPixRefusals sends url, the API Pix webhook route, every
+// invalid batch, one too large by count and by size, and the wrong content
+// type, and asserts each answer; the DB and the unit tests share it.
+func requireAPIPixRefusals(t *testing.T, url string) {
+	t.Helper()
 	for _, tc := range invalidAPIPixCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, http.MethodPost, url, "application/json", tc.body)
@@ -176,15 +176,22 @@ func TestAPIPixRefusesInvalidInputAndStoresNothing(t *testing.T) {
 		require.Equal(t, api.CodeBatchTooLarge, code)
 	})
 	t.Run("oversized body", func(t *testing.T) {
-		r := do(t, http.MethodPost, url, "application/json", item(map[string]string{"infoPagador": `"` + strings.Repeat("x", api.MaxAPIPixBodyBytes) + `"`}))
+		r := do(t, http.MethodPost, url, "application/json", batch(apiPixItem(t, validID, map[string]string{"infoPagador": `"` + strings.Repeat("x", api.MaxAPIPixBodyBytes) + `"`})))
 		require.Equal(t, http.StatusRequestEntityTooLarge, r.status)
 		code, _ := errorOf(t, r)
 		require.Equal(t, api.CodePayloadTooLarge, code)
 	})
 	t.Run("content type", func(t *testing.T) {
-		r := do(t, http.MethodPost, url, "text/plain", item(nil))
+		r := do(t, http.MethodPost, url, "text/plain", batch(apiPixItem(t, validID, nil)))
 		require.Equal(t, http.StatusUnsupportedMediaType, r.status)
 	})
+}
+
+func TestAPIPixRefusesInvalidInputAndStoresNothing(t *testing.T) {
+	store := dbtest.New(t)
+	srv := newServer(t, store)
+	url := srv.URL + apiPixPath
+	requireAPIPixRefusals(t, url)
 	require.Zero(t, countInbox(t, store), "no refused request stored anything")
 
 	// Tolerated: members we don't know, informational fields of any shape,

@@ -123,6 +123,20 @@ var badIdempotencyKeys = []struct{ name, key, code string }{
 	{"uuid without dashes", "4f0c2a7e8d5b4c1e9a3f2b6d8e0f1a2c", api.CodeInvalidIdempotency},
 }
 
+// requireRefusalReplayed posts body under a new key, asserts the 422 with
+// code, and that a retry with the key replays the recorded refusal.
+func requireRefusalReplayed(t *testing.T, url, body, code string) {
+	t.Helper()
+	key := uuid.NewString()
+	first := postPix(t, url, key, body)
+	require.Equal(t, http.StatusUnprocessableEntity, first.status, "%v", first.body)
+	require.Equal(t, code, first.body["error"].(map[string]any)["code"])
+	again := postPix(t, url, key, body)
+	require.Equal(t, http.StatusUnprocessableEntity, again.status)
+	require.True(t, again.replay, "the refusal was recorded on the key")
+	require.Equal(t, first.body, again.body)
+}
+
 func TestTransferRefusalsAreRecordedAndReplayed(t *testing.T) {
 	store := dbtest.New(t)
 	srv := newServer(t, store)
@@ -137,16 +151,7 @@ func TestTransferRefusalsAreRecordedAndReplayed(t *testing.T) {
 		cases = append(cases, struct{ name, body, code string }{b.name, b.body, api.CodeInvalidRequest})
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			key := uuid.NewString()
-			first := postPix(t, srv.URL, key, tc.body)
-			require.Equal(t, http.StatusUnprocessableEntity, first.status, "%v", first.body)
-			require.Equal(t, tc.code, first.body["error"].(map[string]any)["code"])
-			again := postPix(t, srv.URL, key, tc.body)
-			require.Equal(t, http.StatusUnprocessableEntity, again.status)
-			require.True(t, again.replay)
-			require.Equal(t, first.body, again.body)
-		})
+		t.Run(tc.name, func(t *testing.T) { requireRefusalReplayed(t, srv.URL, tc.body, tc.code) })
 	}
 	// Funds arrive; the refused key still answers its refusal, a new key
 	// runs the transfer.

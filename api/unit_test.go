@@ -354,30 +354,7 @@ func TestUnitWebhookRefusesInvalidInput(t *testing.T) {
 	fs := newFakeStore()
 	srv := newUnitServer(t, fs)
 	url := srv.URL + "/webhooks/pix"
-	for _, tc := range invalidWebhookCases(t) {
-		t.Run(tc.name, func(t *testing.T) {
-			r := do(t, http.MethodPost, url, "application/json", tc.body)
-			require.Equal(t, http.StatusBadRequest, r.status, "%v", r.body)
-			code, msg := errorOf(t, r)
-			require.Equal(t, api.CodeInvalidRequest, code)
-			require.True(t, strings.HasPrefix(msg, tc.field+":") || strings.HasPrefix(msg, tc.field+"["), "message %q names the field %q", msg, tc.field)
-		})
-	}
-	t.Run("too large", func(t *testing.T) {
-		body := nativeWebhookBody(t, "payer", `{"name":"`+strings.Repeat("x", api.MaxWebhookBytes)+`"}`)
-		r := do(t, http.MethodPost, url, "application/json", body)
-		require.Equal(t, http.StatusRequestEntityTooLarge, r.status)
-		code, _ := errorOf(t, r)
-		require.Equal(t, api.CodePayloadTooLarge, code)
-	})
-	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded"} {
-		t.Run("content type "+ct, func(t *testing.T) {
-			r := do(t, http.MethodPost, url, ct, nativeWebhookBody(t, "account_id", `"acc-0001"`))
-			require.Equal(t, http.StatusUnsupportedMediaType, r.status)
-			code, _ := errorOf(t, r)
-			require.Equal(t, api.CodeUnsupportedMediaType, code)
-		})
-	}
+	requireWebhookRefusals(t, url)
 	require.Empty(t, fs.called(), "no refused webhook reached the store")
 
 	// The control: a valid body is stored, once.
@@ -396,35 +373,7 @@ func TestUnitAPIPixRefusesInvalidInput(t *testing.T) {
 	fs := newFakeStore()
 	srv := newUnitServer(t, fs)
 	url := srv.URL + apiPixPath
-	for _, tc := range invalidAPIPixCases(t) {
-		t.Run(tc.name, func(t *testing.T) {
-			r := do(t, http.MethodPost, url, "application/json", tc.body)
-			require.Equal(t, http.StatusBadRequest, r.status, "%v", r.body)
-			code, msg := errorOf(t, r)
-			require.Equal(t, api.CodeInvalidRequest, code)
-			require.True(t, strings.HasPrefix(msg, tc.field+":"), "message %q names the field %q", msg, tc.field)
-		})
-	}
-	t.Run("oversized batch", func(t *testing.T) {
-		items := make([]string, api.MaxAPIPixBatch+1)
-		for i := range items {
-			items[i] = apiPixItem(t, fmt.Sprintf("E12345678202611291200%011d", i), map[string]string{"chave": ""})
-		}
-		r := do(t, http.MethodPost, url, "application/json", batch(items...))
-		require.Equal(t, http.StatusRequestEntityTooLarge, r.status, "%v", r.body)
-		code, _ := errorOf(t, r)
-		require.Equal(t, api.CodeBatchTooLarge, code)
-	})
-	t.Run("oversized body", func(t *testing.T) {
-		r := do(t, http.MethodPost, url, "application/json", batch(apiPixItem(t, validID, map[string]string{"infoPagador": `"` + strings.Repeat("x", api.MaxAPIPixBodyBytes) + `"`})))
-		require.Equal(t, http.StatusRequestEntityTooLarge, r.status)
-		code, _ := errorOf(t, r)
-		require.Equal(t, api.CodePayloadTooLarge, code)
-	})
-	t.Run("content type", func(t *testing.T) {
-		r := do(t, http.MethodPost, url, "text/plain", batch(apiPixItem(t, validID, nil)))
-		require.Equal(t, http.StatusUnsupportedMediaType, r.status)
-	})
+	requireAPIPixRefusals(t, url)
 	require.Empty(t, fs.called(), "no refused webhook reached the store")
 
 	// The control, then a mismatch in the second item: the item's index is told.
@@ -462,16 +411,7 @@ func TestUnitTransferRefusals(t *testing.T) {
 		require.Empty(t, fs.called())
 	})
 	for _, b := range invalidTransferBodies {
-		t.Run(b.name, func(t *testing.T) {
-			key := uuid.NewString()
-			first := postPix(t, srv.URL, key, b.body)
-			require.Equal(t, http.StatusUnprocessableEntity, first.status, "%v", first.body)
-			require.Equal(t, api.CodeInvalidRequest, first.body["error"].(map[string]any)["code"])
-			again := postPix(t, srv.URL, key, b.body)
-			require.Equal(t, http.StatusUnprocessableEntity, again.status)
-			require.True(t, again.replay, "the refusal was recorded on the key")
-			require.Equal(t, first.body, again.body)
-		})
+		t.Run(b.name, func(t *testing.T) { requireRefusalReplayed(t, srv.URL, b.body, api.CodeInvalidRequest) })
 	}
 	t.Run("store refusals are recorded", func(t *testing.T) {
 		for body, code := range map[string]string{

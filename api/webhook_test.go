@@ -179,11 +179,11 @@ func invalidWebhookCases(t *testing.T) []invalidCase {
 	}
 }
 
-func TestWebhookRefusesInvalidInputAndStoresNothing(t *testing.T) {
-	store := dbtest.New(t)
-	srv := newServer(t, store)
-	url := srv.URL + "/webhooks/pix"
-	withField := func(field, raw string) string { return nativeWebhookBody(t, field, raw) }
+// requireWebhookRefusals sends url, the native webhook route, every invalid
+// body, one too large and the wrong content types, and asserts each answer;
+// the DB and the unit tests share it.
+func requireWebhookRefusals(t *testing.T, url string) {
+	t.Helper()
 	for _, tc := range invalidWebhookCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, http.MethodPost, url, "application/json", tc.body)
@@ -194,7 +194,7 @@ func TestWebhookRefusesInvalidInputAndStoresNothing(t *testing.T) {
 		})
 	}
 	t.Run("too large", func(t *testing.T) {
-		body := withField("payer", `{"name":"`+strings.Repeat("x", api.MaxWebhookBytes)+`"}`)
+		body := nativeWebhookBody(t, "payer", `{"name":"`+strings.Repeat("x", api.MaxWebhookBytes)+`"}`)
 		r := do(t, http.MethodPost, url, "application/json", body)
 		require.Equal(t, http.StatusRequestEntityTooLarge, r.status)
 		code, _ := errorOf(t, r)
@@ -202,12 +202,20 @@ func TestWebhookRefusesInvalidInputAndStoresNothing(t *testing.T) {
 	})
 	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded"} {
 		t.Run("content type "+ct, func(t *testing.T) {
-			r := do(t, http.MethodPost, url, ct, withField("account_id", `"acc-0001"`))
+			r := do(t, http.MethodPost, url, ct, nativeWebhookBody(t, "account_id", `"acc-0001"`))
 			require.Equal(t, http.StatusUnsupportedMediaType, r.status)
 			code, _ := errorOf(t, r)
 			require.Equal(t, api.CodeUnsupportedMediaType, code)
 		})
 	}
+}
+
+func TestWebhookRefusesInvalidInputAndStoresNothing(t *testing.T) {
+	store := dbtest.New(t)
+	srv := newServer(t, store)
+	url := srv.URL + "/webhooks/pix"
+	withField := func(field, raw string) string { return nativeWebhookBody(t, field, raw) }
+	requireWebhookRefusals(t, url)
 	require.Zero(t, countInbox(t, store), "no refused request stored anything")
 
 	// The control: the same body with every field right is accepted.
