@@ -21,16 +21,6 @@ import (
 
 const reattackAdminToken = "reattack-admin-token-0123456789abcdef"
 
-// reattackVerifier admits one customer token, for acc-a, read scope only.
-type reattackVerifier struct{}
-
-func (reattackVerifier) Verify(_ context.Context, tok string) (auth.Caller, error) {
-	if tok == "tok-acc-a" {
-		return auth.Caller{Subject: "s", Scopes: []string{auth.ScopeRead}, Accounts: []string{"acc-a"}}, nil
-	}
-	return auth.Caller{}, &auth.TokenError{Reason: "the token is not valid"}
-}
-
 func reattackGet(t *testing.T, url, tok string) (int, map[string]any, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
@@ -79,9 +69,10 @@ func TestReattackOtherAccountChargeOutcomeHidden(t *testing.T) {
 		Store: store, Temporal: tc, TemporalNamespace: "default", TemporalUIURL: "http://ui",
 		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		AdminToken: reattackAdminToken,
-		Tokens:     reattackVerifier{},
-		Keys:       db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
-		BankISPB:   "12345678",
+		// One customer token, for acc-a, read scope only.
+		Tokens:   fakeTokens{"tok-acc-a": {Subject: "s", Scopes: []string{auth.ScopeRead}, Accounts: []string{"acc-a"}}},
+		Keys:     db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
+		BankISPB: "12345678",
 	}, api.AllRoutes)
 	require.NoError(t, err)
 	srv := httptest.NewServer(router)

@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"io"
 	"log/slog"
@@ -19,16 +18,6 @@ import (
 	"github.com/pixbank/pix/internal/codec"
 )
 
-// reattackTokens maps a bearer token to its caller.
-type reattackTokens map[string]auth.Caller
-
-func (f reattackTokens) Verify(_ context.Context, tok string) (auth.Caller, error) {
-	if c, ok := f[tok]; ok {
-		return c, nil
-	}
-	return auth.Caller{}, &auth.TokenError{Reason: "the token is not valid"}
-}
-
 // reattackCodecRouter builds the router as ServeListeners does: the codec
 // server behind AuthorizeAdmin, allowed origin http://127.0.0.1:8233.
 func reattackCodecRouter(t *testing.T, routes api.Routes, open bool) *httptest.Server {
@@ -38,7 +27,7 @@ func reattackCodecRouter(t *testing.T, routes api.Routes, open bool) *httptest.S
 	deps := api.Deps{
 		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		AdminToken: reattackAdminToken,
-		Tokens: reattackTokens{
+		Tokens: fakeTokens{
 			"tok-customer": {Subject: "c", Scopes: []string{auth.ScopeRead, auth.ScopeWrite}, Accounts: []string{"acc-a"}},
 			"tok-ops":      {Subject: "ops", Scopes: []string{auth.ScopeAdmin}},
 		},
