@@ -44,7 +44,7 @@ func Retention(ctx workflow.Context, in activities.RetentionInput) error {
 // it exists; an existing one that starts them on another queue is moved to
 // the maintenance queue.
 func EnsureRetentionSchedule(ctx context.Context, c client.Client, queues TaskQueues, every time.Duration, in activities.RetentionInput) error {
-	return ensureSchedule(ctx, c, RetentionScheduleID(queues.Base), queues.Maintenance, every, RetentionWorkflowName, in)
+	return ensureSchedule(ctx, c, RetentionScheduleID(queues.Base), queues.Maintenance, queues.Credits, every, RetentionWorkflowName, in)
 }
 
 // ReconcileWorkflowName is the registered name of Reconcile.
@@ -80,7 +80,7 @@ func Reconcile(ctx workflow.Context) (db.Reconciliation, error) {
 // exists; an existing one that starts them on another queue is moved to
 // the maintenance queue.
 func EnsureReconcileSchedule(ctx context.Context, c client.Client, queues TaskQueues, every time.Duration) error {
-	return ensureSchedule(ctx, c, ReconcileScheduleID(queues.Base), queues.Maintenance, every, ReconcileWorkflowName)
+	return ensureSchedule(ctx, c, ReconcileScheduleID(queues.Base), queues.Maintenance, queues.Credits, every, ReconcileWorkflowName)
 }
 
 // ensureSchedule creates a Temporal Schedule that starts workflow name
@@ -90,8 +90,9 @@ func EnsureReconcileSchedule(ctx context.Context, c client.Client, queues TaskQu
 // except for its action's task queue: a schedule created before the
 // maintenance family had a queue of its own starts its runs on the credits'
 // queue, where they would now wait for a maintenance worker that never
-// polls it, so it is moved to taskQueue.
-func ensureSchedule(ctx context.Context, c client.Client, id, taskQueue string, every time.Duration, name string, args ...any) error {
+// polls it, so it is moved from movedFrom to taskQueue. A queue an operator
+// set on purpose (anything but movedFrom) is left as it is.
+func ensureSchedule(ctx context.Context, c client.Client, id, taskQueue, movedFrom string, every time.Duration, name string, args ...any) error {
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 		ID:      id,
 		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
@@ -112,7 +113,7 @@ func ensureSchedule(ctx context.Context, c client.Client, id, taskQueue string, 
 	err = c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
 		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 			action, ok := in.Description.Schedule.Action.(*client.ScheduleWorkflowAction)
-			if !ok || action.TaskQueue == taskQueue {
+			if !ok || action.TaskQueue != movedFrom {
 				return nil, temporal.ErrSkipScheduleUpdate
 			}
 			action.TaskQueue = taskQueue
