@@ -131,10 +131,9 @@ func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 		// Every customer route names its scope here; the handler checks
 		// the account (callerOf).
 		read, write := h.requireScope(auth.ScopeRead), h.requireScope(auth.ScopeWrite)
-		r.POST("/pix", write, h.createTransfer)
-		r.GET("/pix/transfers/:id", read, h.getTransfer)
-		r.GET("/pix/credits/:end_to_end_id", read, h.getCredit)
-		r.GET("/accounts/:id", read, h.getAccount)
+		for _, register := range customerRoutes {
+			register(h, r, read, write)
+		}
 
 		admin := r.Group("/admin", h.requireAdmin)
 		admin.GET("/pix/credits/:end_to_end_id", h.getCreditAsOperator)
@@ -212,6 +211,9 @@ func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
 		ns[i].PSP = psp
 	}
 	receipts, err := h.Store.ReceiveBatch(c.Request.Context(), ns)
+	if err == nil {
+		err = h.afterReceive(c.Request.Context(), ns)
+	}
 	if err != nil {
 		var item *pix.ItemError
 		if errors.As(err, &item) && pix.IsRefusal(err) {
@@ -248,6 +250,9 @@ type creditView struct {
 	// "unknown" when Temporal did not answer (why is logged, not told).
 	WorkflowStatus string `json:"workflow_status"`
 	TemporalUIURL  string `json:"temporal_ui_url"`
+	// sections are what other sagas add to the view (creditSections),
+	// by their member name.
+	sections []creditSection
 }
 
 func (h *handlers) endToEndIDParam(c *gin.Context) (string, bool) {
@@ -277,7 +282,17 @@ func (h *handlers) getCredit(c *gin.Context) {
 		// this one it is as if no charge had it.
 		credit.Charge.Outcome = db.ChargeUnknown
 	}
-	c.JSON(http.StatusOK, h.creditView(c.Request.Context(), credit))
+	h.answerCredit(c, credit)
+}
+
+// answerCredit answers the view of credit.
+func (h *handlers) answerCredit(c *gin.Context, credit pix.Credit) {
+	v, err := h.creditView(c.Request.Context(), credit)
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	c.JSON(http.StatusOK, v)
 }
 
 // getCreditAsOperator is GET /admin/pix/credits/{end_to_end_id}: any PIX,
@@ -285,7 +300,7 @@ func (h *handlers) getCredit(c *gin.Context) {
 func (h *handlers) getCreditAsOperator(c *gin.Context) {
 	credit, ok := h.creditParam(c, func(pix.Credit) bool { return true })
 	if ok {
-		c.JSON(http.StatusOK, h.creditView(c.Request.Context(), credit))
+		h.answerCredit(c, credit)
 	}
 }
 
@@ -308,9 +323,12 @@ func (h *handlers) creditParam(c *gin.Context, visible func(pix.Credit) bool) (c
 	return credit, true
 }
 
-func (h *handlers) creditView(ctx context.Context, credit pix.Credit) creditView {
+func (h *handlers) creditView(ctx context.Context, credit pix.Credit) (creditView, error) {
 	wid := workflows.CreditWorkflowID(credit.EndToEndID)
-	return creditView{Credit: credit, WorkflowID: wid, WorkflowStatus: h.workflowStatus(ctx, wid), TemporalUIURL: h.workflowURL(wid)}
+	v := creditView{Credit: credit, WorkflowID: wid, WorkflowStatus: h.workflowStatus(ctx, wid), TemporalUIURL: h.workflowURL(wid)}
+	sections, err := h.creditSections(ctx, credit)
+	v.sections = sections
+	return v, err
 }
 
 // workflowStatusTimeout bounds the Temporal call of GET /pix/credits/{id}:

@@ -34,11 +34,18 @@ type Worker struct {
 	sdkworker.Worker
 }
 
+// Deps is what the families' activities are built from: one struct of
+// dependencies per saga's activities.
+type Deps struct {
+	// Activities are the credits', transfers' and maintenance activities.
+	Activities *activities.Activities
+}
+
 // New builds one worker per family (workflows.Families), each on its
 // family's queue with its family's workflows and activities registered
 // (RegisterFamily), all on client c: a dispatcher sharing c starts its runs
 // eagerly on the family's worker.
-func New(c client.Client, acts *activities.Activities, opts Options) []Worker {
+func New(c client.Client, deps Deps, opts Options) []Worker {
 	ws := make([]Worker, 0, len(workflows.Families))
 	for _, f := range workflows.Families {
 		q := opts.TaskQueues.Of(f)
@@ -46,7 +53,7 @@ func New(c client.Client, acts *activities.Activities, opts Options) []Worker {
 			WorkerStopTimeout:                  opts.StopTimeout,
 			MaxConcurrentActivityExecutionSize: opts.MaxConcurrentActivities,
 		})
-		RegisterFamily(w, acts, f)
+		RegisterFamily(w, deps, f)
 		ws = append(ws, Worker{Family: f, TaskQueue: q, Worker: w})
 	}
 	return ws
@@ -59,64 +66,70 @@ type Registry interface {
 	RegisterActivity(any)
 }
 
+// families registers each family's workflows and activities: the list a new
+// saga's family is registered in, with its register function in the
+// saga's own file.
+var families = map[workflows.Family]func(Registry, Deps){
+	workflows.Credits:     registerCredits,
+	workflows.Transfers:   registerTransfers,
+	workflows.Maintenance: registerMaintenance,
+}
+
 // RegisterFamily registers what family f's worker runs on w: the family's
 // workflows and their activities. The credits' worker also runs, for now,
-// the other families' workflows and activities, see below.
-func RegisterFamily(w Registry, acts *activities.Activities, f workflows.Family) {
-	switch f {
-	case workflows.Credits:
-		registerCredits(w, acts)
-		// Deploy safety: until this release, every family ran on the
-		// credits' queue (pix-credit). Transfer runs started before it
-		// go on there, their activities scheduled on the same queue, and a
-		// retention or reconciliation run started by a schedule not yet
-		// moved (EnsureRetentionSchedule moves it at the worker's start)
-		// does too. The credits' worker keeps running them so they
-		// complete. Remove these two lines in a later release, once no
-		// transfer, retention or reconciliation run started before this
+// the transfers' and the maintenance's, see below.
+func RegisterFamily(w Registry, deps Deps, f workflows.Family) {
+	register, ok := families[f]
+	if !ok {
+		panic(fmt.Sprintf("worker: workflow family %q has no register function", f))
+	}
+	register(w, deps)
+	if f == workflows.Credits {
+		// Deploy safety: until the release that gave each family a queue,
+		// every family ran on the credits' queue (pix-credit). Transfer
+		// runs started before it go on there, their activities scheduled on
+		// the same queue, and a retention or reconciliation run started by
+		// a schedule not yet moved (EnsureRetentionSchedule moves it at the
+		// worker's start) does too. The credits' worker keeps running them
+		// so they complete. Remove these two lines in a later release, once
+		// no transfer, retention or reconciliation run started before that
 		// release is open (a transfer's saga lasts hours at most; check
 		// with `temporal workflow list --query "TaskQueue = 'pix-credit'
 		// AND WorkflowType != 'PixCredit' AND ExecutionStatus = 'Running'"`).
-		registerTransfers(w, acts)
-		registerMaintenance(w, acts)
-	case workflows.Transfers:
-		registerTransfers(w, acts)
-	case workflows.Maintenance:
-		registerMaintenance(w, acts)
-	default:
-		panic(fmt.Sprintf("worker: unknown workflow family %q", f))
+		registerTransfers(w, deps)
+		registerMaintenance(w, deps)
 	}
 }
 
 // Register registers every family's workflows and activities on w. Tests
 // use it with their own workers and replayers.
-func Register(w Registry, acts *activities.Activities) {
-	registerCredits(w, acts)
-	registerTransfers(w, acts)
-	registerMaintenance(w, acts)
+func Register(w Registry, deps Deps) {
+	for _, f := range workflows.Families {
+		families[f](w, deps)
+	}
 }
 
-func registerCredits(w Registry, acts *activities.Activities) {
+func registerCredits(w Registry, d Deps) {
 	w.RegisterWorkflowWithOptions(workflows.CreditPix, workflow.RegisterOptions{Name: workflows.CreditWorkflowName})
-	w.RegisterActivity(acts.CreditAccount) // a local activity
-	w.RegisterActivity(acts.MarkCreditFailed)
+	w.RegisterActivity(d.Activities.CreditAccount) // a local activity
+	w.RegisterActivity(d.Activities.MarkCreditFailed)
 }
 
-func registerTransfers(w Registry, acts *activities.Activities) {
+func registerTransfers(w Registry, d Deps) {
 	w.RegisterWorkflowWithOptions(workflows.TransferPix, workflow.RegisterOptions{Name: workflows.TransferWorkflowName})
-	w.RegisterActivity(acts.SubmitTransfer)
-	w.RegisterActivity(acts.AwaitSettlement)
-	w.RegisterActivity(acts.SettleTransfer)
-	w.RegisterActivity(acts.RefundTransfer)
+	w.RegisterActivity(d.Activities.SubmitTransfer)
+	w.RegisterActivity(d.Activities.AwaitSettlement)
+	w.RegisterActivity(d.Activities.SettleTransfer)
+	w.RegisterActivity(d.Activities.RefundTransfer)
 }
 
-func registerMaintenance(w Registry, acts *activities.Activities) {
+func registerMaintenance(w Registry, d Deps) {
 	w.RegisterWorkflowWithOptions(workflows.Retention, workflow.RegisterOptions{Name: workflows.RetentionWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.Reconcile, workflow.RegisterOptions{Name: workflows.ReconcileWorkflowName})
-	w.RegisterActivity(acts.DeleteExpiredIdempotencyKeys)
-	w.RegisterActivity(acts.DeletePublishedEvents)
-	w.RegisterActivity(acts.DeleteDoneInboxRows)
-	w.RegisterActivity(acts.ReconcileBooks)
+	w.RegisterActivity(d.Activities.DeleteExpiredIdempotencyKeys)
+	w.RegisterActivity(d.Activities.DeletePublishedEvents)
+	w.RegisterActivity(d.Activities.DeleteDoneInboxRows)
+	w.RegisterActivity(d.Activities.ReconcileBooks)
 }
 
 // Run starts the workers together and runs them until ctx is done, or

@@ -40,7 +40,7 @@ func registered(f func(worker.Registry)) *registry {
 // credits' worker also the others', for the runs started on its queue
 // before each family had one (see RegisterFamily).
 func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
-	acts := &activities.Activities{}
+	acts := worker.Deps{Activities: &activities.Activities{}}
 	of := func(f workflows.Family) *registry {
 		return registered(func(r worker.Registry) { worker.RegisterFamily(r, acts, f) })
 	}

@@ -31,8 +31,13 @@ const (
 	Maintenance Family = "maintenance"
 )
 
-// Families is every family, the credits first.
-var Families = []Family{Credits, Transfers, Maintenance}
+// Families is every family, the credits first: the list a new saga's
+// family is registered in (its Family constant lives in the saga's file).
+var Families = []Family{
+	Credits,
+	Transfers,
+	Maintenance,
+}
 
 // TaskQueue is the task queue of family f under base (TEMPORAL_TASK_QUEUE),
 // by the rule above.
@@ -79,4 +84,10 @@ func (q TaskQueues) Of(f Family) string {
 }
 
 // All is every family's task queue, in the order of Families.
-func (q TaskQueues) All() []string { return []string{q.Credits, q.Transfers, q.Maintenance} }
+func (q TaskQueues) All() []string {
+	all := make([]string, len(Families))
+	for i, f := range Families {
+		all[i] = q.Of(f)
+	}
+	return all
+}

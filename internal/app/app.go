@@ -458,10 +458,17 @@ func (a *App) serveWorkerMetrics(ctx context.Context) error {
 	return nil
 }
 
+// workerDeps are the dependencies of every family's activities.
+func (a *App) workerDeps() worker.Deps {
+	pspClient := psp.NewHTTPClient(a.Cfg.PSPURL, a.Cfg.PSPTimeout)
+	return worker.Deps{
+		Activities: &activities.Activities{Store: a.Store, PSP: pspClient, Logger: a.Log, Metrics: a.workerMetrics},
+	}
+}
+
 func (a *App) runTemporalWorker(ctx context.Context) error {
-	acts := &activities.Activities{Store: a.Store, PSP: psp.NewHTTPClient(a.Cfg.PSPURL, a.Cfg.PSPTimeout), Logger: a.Log, Metrics: a.workerMetrics}
 	queues := a.Cfg.TaskQueues()
-	workers := worker.New(a.Temporal, acts, worker.Options{
+	workers := worker.New(a.Temporal, a.workerDeps(), worker.Options{
 		TaskQueues:              queues,
 		StopTimeout:             a.Cfg.WorkerStopTimeout,
 		MaxConcurrentActivities: a.Cfg.WorkerMaxActivities,
@@ -479,8 +486,7 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 	if err := workflows.EnsureReconcileSchedule(ctx, a.Temporal, queues, a.Cfg.ReconcileInterval); err != nil {
 		return err
 	}
-	a.Log.Info("worker running", "task_queue", queues.Credits, "transfer_task_queue", queues.Transfers,
-		"maintenance_task_queue", queues.Maintenance, "temporal_address", a.Cfg.TemporalAddress,
+	a.Log.Info("worker running", "task_queues", queues.All(), "temporal_address", a.Cfg.TemporalAddress,
 		"dispatcher", a.Cfg.DispatcherEnabled, "psp_url", a.Cfg.PSPURL)
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return worker.Run(ctx, workers...) })

@@ -3,6 +3,7 @@ package pix
 import (
 	"errors"
 	"net/http"
+	"slices"
 )
 
 // Kind is one business error, declared once: its sentinel, how the API
@@ -45,8 +46,14 @@ func (k *Kind) APIMessage(err error) string {
 }
 
 // Kinds are every business error, in the order they are matched (the first
-// kind err is of wins).
-var Kinds = []*Kind{
+// kind err is of wins): the list a saga's kinds are registered in, each
+// saga's declared in its own file.
+var Kinds = slices.Concat(
+	coreKinds,
+)
+
+// coreKinds are the credits', the transfers' and the shared kinds.
+var coreKinds = []*Kind{
 	{Err: ErrPayloadMismatch, Refusal: true,
 		Status: http.StatusUnprocessableEntity, Code: "payload_mismatch",
 		Message:      "a PIX with this end_to_end_id was received with another account_id or amount_cents; nothing was changed",
