@@ -113,14 +113,13 @@ func (s *Store) ChargeStatus(ctx context.Context, txid string) (string, error) {
 
 // UnbalancedAccounts returns the accounts (of those whose id starts with
 // idPrefix; "" for all) whose balance is not what their movements say:
-// opening balance + credits - transfers + refunds (invariant I2).
+// opening balance + the sum of its movements (the view account_movements,
+// to which every saga that moves money adds its tables; invariant I2).
 func (s *Store) UnbalancedAccounts(ctx context.Context, idPrefix string) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT a.id FROM accounts a
 		WHERE starts_with(a.id, $1) AND a.balance_cents <> a.opening_balance_cents
-		    + COALESCE((SELECT sum(amount_cents) FROM pix_credits c WHERE c.account_id = a.id), 0)
-		    - COALESCE((SELECT sum(amount_cents) FROM pix_transfers t WHERE t.account_id = a.id), 0)
-		    + COALESCE((SELECT sum(amount_cents) FROM pix_transfer_refunds r WHERE r.account_id = a.id), 0)
+		    + COALESCE((SELECT sum(amount_cents) FROM account_movements m WHERE m.account_id = a.id), 0)
 		ORDER BY a.id`, idPrefix)
 	if err != nil {
 		return nil, classify(fmt.Errorf("check balances: %w", err))

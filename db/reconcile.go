@@ -12,7 +12,7 @@ import (
 // Reconciliation is what the books say about themselves: every list empty
 // means they balance.
 type Reconciliation struct {
-	// UnbalancedAccounts: balance != opening + credits - transfers + refunds (I2).
+	// UnbalancedAccounts: balance != opening + movements (account_movements, I2).
 	UnbalancedAccounts []string `json:"unbalanced_accounts"`
 	// DoneWithoutCredit: inbox rows done with no pix_credits row (I3).
 	DoneWithoutCredit []string `json:"done_without_credit"`
