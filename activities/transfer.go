@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -83,21 +82,12 @@ func (a *Activities) loadTransfer(ctx context.Context, id string) (pix.Transfer,
 	}
 	t, err := a.Store.GetTransfer(ctx, tid)
 	if err != nil {
-		return pix.Transfer{}, nil, transferError(err)
+		return pix.Transfer{}, nil, kindError(err)
 	}
 	info := activity.GetInfo(ctx)
 	log := a.Logger.With("transfer_id", id, "end_to_end_id", t.EndToEndID, "workflow_id", info.WorkflowExecution.ID, "attempt", info.Attempt)
 	return t, log, nil
 }
-
-// attentionAttemptsPerRun bounds the attempts of one run's PSP step once an
-// answer needs a human's attention (a refused request, a rejection the
-// PSP's status does not confirm): from that attempt on such an answer fails
-// the run, visibly; the transfer stays open, and the dispatcher's recheck
-// starts a new run. With the saga's backoff that is a minute or two of
-// retries. It counts every attempt of the step, so a refusal after a long
-// PSP outage fails the run at once: it has been retrying for long already.
-const attentionAttemptsPerRun = 8
 
 // SubmitTransfer asks the PSP to send the transfer, under its end_to_end_id
 // (the PSP deduplicates on it, so a retry never sends twice), and records
@@ -152,7 +142,7 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 	}
 	if res.Status != psp.StatusRejected {
 		if _, err := a.Store.MarkTransferSubmitted(ctx, uuid.MustParse(t.ID)); err != nil {
-			return PSPResult{}, transferError(err)
+			return PSPResult{}, kindError(err)
 		}
 	}
 	log.Info("transfer submitted to the psp", "psp_status", res.Status, "reason", res.Reason)
@@ -200,28 +190,18 @@ func (a *Activities) ours(ctx context.Context, log *slog.Logger, t pix.Transfer,
 // requestRefused reports a refused request (credentials, a malformed
 // request): never a rejection; see needsAttention.
 func (a *Activities) requestRefused(ctx context.Context, log *slog.Logger, err error) error {
-	var refused *psp.RequestError
-	code := 0
-	if errors.As(err, &refused) {
-		code = refused.StatusCode
-	}
-	return a.needsAttention(ctx, log, ErrTypePSPRequestRefused, code, fmt.Errorf("psp refused the request (http %d): %w", code, err))
+	return pspRequestRefused(ctx, a.Metrics, log, err, transferStaysOpen)
 }
 
-// needsAttention counts an answer a human must look at (by kind, the
-// activity error type) and returns the error of kind: retried with the
-// step's backoff until attentionAttemptsPerRun attempts, then final for
-// the run, which fails visibly while the transfer stays open for the next
-// run. The money stays where it is: nothing settled, nothing refunded.
+// needsAttention: see pspNeedsAttention. The transfer stays open, nothing
+// settled, nothing refunded.
 func (a *Activities) needsAttention(ctx context.Context, log *slog.Logger, kind string, statusCode int, err error) error {
-	a.Metrics.PSPNeedsAttention(kind, statusCode)
-	log.Error("psp answer needs attention; the transfer stays open, nothing refunded", "kind", kind, "status_code", statusCode, "error", err)
-	msg := err.Error() + "; the transfer stays open, never refunded on this answer"
-	if activity.GetInfo(ctx).Attempt >= attentionAttemptsPerRun {
-		return temporal.NewNonRetryableApplicationError(msg, kind, err)
-	}
-	return temporal.NewApplicationErrorWithCause(msg, kind, err)
+	return pspNeedsAttention(ctx, a.Metrics, log, kind, statusCode, err, transferStaysOpen)
 }
+
+// transferStaysOpen is what an answer that needs attention leaves of a
+// transfer.
+const transferStaysOpen = "the transfer stays open, never refunded on this answer"
 
 // AwaitSettlement asks the PSP where a submitted transfer stands: settled or
 // rejected (the PSP's own record of our transfer: definitive), or a
@@ -261,7 +241,7 @@ func (a *Activities) transferOf(ctx context.Context, in PSPResult) (pix.Transfer
 	}
 	t, err := a.Store.GetTransferByEndToEndID(ctx, in.EndToEndID)
 	if err != nil {
-		return pix.Transfer{}, nil, transferError(err)
+		return pix.Transfer{}, nil, kindError(err)
 	}
 	return a.loadTransfer(ctx, t.ID)
 }
@@ -273,7 +253,7 @@ func (a *Activities) SettleTransfer(ctx context.Context, in TransferRef) error {
 		return err
 	}
 	if _, err := a.Store.SettleTransfer(ctx, uuid.MustParse(t.ID)); err != nil {
-		return transferError(err)
+		return kindError(err)
 	}
 	a.Metrics.TransferFinished(pix.TransferSettled)
 	log.Info("transfer settled")
@@ -315,28 +295,9 @@ func (a *Activities) RefundTransfer(ctx context.Context, in RefundInput) error {
 		in.Reason = res.Reason
 	}
 	if _, err := a.Store.RefundTransfer(ctx, uuid.MustParse(t.ID), in.Reason); err != nil {
-		return transferError(err)
+		return kindError(err)
 	}
 	a.Metrics.TransferFinished(pix.TransferRefunded)
 	log.Info("transfer refunded", "account_id", t.AccountID, "amount_cents", t.AmountCents, "reason", in.Reason)
 	return nil
-}
-
-func pspError(err error) error {
-	return temporal.NewApplicationErrorWithCause("psp: "+err.Error(), ErrTypePSPUnavailable, err)
-}
-
-// transferError turns a store error into a Temporal application error: a
-// business error of its kind's type (pix.Kinds), non-retryable unless the
-// kind is retried; anything else is a technical failure.
-func transferError(err error) error {
-	k := pix.KindOf(err)
-	switch {
-	case k == nil || k.TemporalType == "":
-		return technicalFailure(err)
-	case k.Retryable:
-		return temporal.NewApplicationErrorWithCause(err.Error(), k.TemporalType, err)
-	default:
-		return temporal.NewNonRetryableApplicationError(err.Error(), k.TemporalType, err)
-	}
 }

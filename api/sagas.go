@@ -51,7 +51,8 @@ func (h *handlers) afterReceive(ctx context.Context, ns []pix.Notification) erro
 	return nil
 }
 
-// creditSection is one member a saga adds to a credit's view.
+// creditSection is one member a saga adds to a credit's view; one without
+// a Name is left out (the saga has nothing to say of the PIX).
 type creditSection struct {
 	Name  string
 	Value any
@@ -65,7 +66,9 @@ func (h *handlers) creditSections(ctx context.Context, credit pix.Credit) ([]cre
 		if err != nil {
 			return nil, err
 		}
-		sections = append(sections, s)
+		if s.Name != "" {
+			sections = append(sections, s)
+		}
 	}
 	return sections, nil
 }

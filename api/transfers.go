@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"math"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/workflows"
 )
@@ -42,91 +42,31 @@ func (h *handlers) transferView(t pix.Transfer) transferView {
 	return transferView{Transfer: t, WorkflowID: id, TemporalUIURL: h.workflowURL(id)}
 }
 
-// createTransfer is POST /pix behind the Idempotency-Key layer: the request
-// that reserves the key runs the transfer and records its answer; every
-// later request with the key gets that answer again (X-Idempotent-Replay),
-// a refusal included. Only a technical failure, which commits nothing,
-// frees the key for a retry.
+// createTransfer is POST /pix behind the Idempotency-Key layer (serveKeyed).
 func (h *handlers) createTransfer(c *gin.Context) {
-	ctx := c.Request.Context()
-	key, err := idempotencyKey(c.GetHeader("Idempotency-Key"))
-	if err != nil {
-		abortWithError(c, h.Logger, err)
-		return
-	}
-	body, err := readBody(c.Writer, c.Request, MaxTransferBodyBytes)
-	if err == nil {
-		err = requireJSON(c.Request)
-	}
-	if err != nil {
-		abortWithError(c, h.Logger, err)
-		return
-	}
-	// Who may move money is settled before anything is written: a request
-	// for an account the token does not grant leaves no trace, not even on
-	// its key. A body that can't be read names no account to check; its
-	// refusal is recorded on the key like any other (it moves nothing).
-	caller := callerOf(c)
-	req, invalid := decodeTransferRequest(body)
-	if invalid == nil && !caller.MayActFor(req.AccountID) {
-		h.refused(c, caller, errForbiddenAccount)
-		return
-	}
-	res, replay, err := h.Store.ReserveKey(ctx, caller.Subject, key, requestHash(body), h.Keys)
-	if err != nil {
-		abortWithError(c, h.Logger, err)
-		return
-	}
-	if replay != nil {
-		c.Header(IdempotentReplayHeader, "true")
-		c.Data(replay.StatusCode, "application/json; charset=utf-8", replay.Body)
-		return
-	}
-	log := h.Logger.With("idempotency_key", key.String(), "sub", caller.Subject)
-	if invalid != nil {
-		h.recordRefusal(c, log, *res, &unprocessableError{invalid})
-		return
-	}
-	t := db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID(h.BankISPB, time.Now()), TransferRequest: req}
-	var answer []byte
-	created, err := h.Store.CreateTransfer(ctx, *res, t, func(t pix.Transfer) ([]byte, error) {
-		b, err := json.Marshal(h.transferView(t))
-		answer = b
-		return b, err
+	serveKeyed(h, c, keyedOperation[pix.TransferRequest]{
+		what:    "transfer",
+		maxBody: MaxTransferBodyBytes,
+		hash:    requestHash,
+		decode:  decodeTransferRequest,
+		forbidden: func(caller auth.Caller, req pix.TransferRequest) error {
+			if !caller.MayActFor(req.AccountID) {
+				return errForbiddenAccount
+			}
+			return nil
+		},
+		run: func(ctx context.Context, res db.Reservation, req pix.TransferRequest) ([]byte, string, []any, error) {
+			t := db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID(h.BankISPB, time.Now()), TransferRequest: req}
+			var answer []byte
+			created, err := h.Store.CreateTransfer(ctx, res, t, func(t pix.Transfer) ([]byte, error) {
+				b, err := json.Marshal(h.transferView(t))
+				answer = b
+				return b, err
+			})
+			return answer, created.EndToEndID, []any{"transfer_id", created.ID, "end_to_end_id", created.EndToEndID,
+				"account_id", created.AccountID, "amount_cents", created.AmountCents, "balance_after_cents", created.BalanceAfterCents}, err
+		},
 	})
-	switch {
-	case err == nil:
-		c.Set(ctxEndToEndID, created.EndToEndID)
-		log.Info("transfer debited", "transfer_id", created.ID, "end_to_end_id", created.EndToEndID, "account_id", created.AccountID,
-			"amount_cents", created.AmountCents, "balance_after_cents", created.BalanceAfterCents)
-		c.Data(http.StatusCreated, "application/json; charset=utf-8", answer)
-	case errors.Is(err, pix.ErrRequestInProgress):
-		// Our reservation was taken over: the taker answers for the key.
-		abortWithError(c, h.Logger, err)
-	case pix.IsRefusal(err):
-		h.recordRefusal(c, log, *res, &unprocessableError{err})
-	default:
-		h.releaseKey(ctx, log, *res)
-		abortWithError(c, h.Logger, err)
-	}
-}
-
-// recordRefusal records a refusal as the key's answer, and answers it.
-func (h *handlers) recordRefusal(c *gin.Context, log *slog.Logger, res db.Reservation, refusal error) {
-	status, detail := errorResponse(refusal)
-	body, err := json.Marshal(ErrorBody{Error: detail})
-	if err == nil {
-		err = h.Store.RecordResponse(c.Request.Context(), res, status, body)
-	}
-	if err != nil {
-		if !errors.Is(err, pix.ErrRequestInProgress) {
-			h.releaseKey(c.Request.Context(), h.Logger, res)
-		}
-		abortWithError(c, h.Logger, err)
-		return
-	}
-	log.Info("transfer refused", "status", status, "code", detail.Code, "reason", refusal.Error())
-	c.Data(status, "application/json; charset=utf-8", body)
 }
 
 // releaseKey frees the key after a failure that committed nothing, on a

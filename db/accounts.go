@@ -130,3 +130,25 @@ func (s *Store) UnbalancedAccounts(ctx context.Context, idPrefix string) ([]stri
 	}
 	return ids, nil
 }
+
+// lockAccountForDebit locks the account (FOR UPDATE, until tx ends) and
+// checks that it can be debited amountCents: pix.ErrAccountNotFound,
+// pix.ErrAccountClosed, pix.ErrInsufficientFunds otherwise.
+func lockAccountForDebit(ctx context.Context, tx pgx.Tx, accountID string, amountCents int64) error {
+	var status string
+	var balance int64
+	err := tx.QueryRow(ctx, `SELECT status, balance_cents FROM accounts WHERE id = $1 FOR UPDATE`, accountID).Scan(&status, &balance)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %s", pix.ErrAccountNotFound, accountID)
+	}
+	if err != nil {
+		return fmt.Errorf("lock account: %w", err)
+	}
+	if status != pix.AccountActive {
+		return fmt.Errorf("%w: %s", pix.ErrAccountClosed, accountID)
+	}
+	if balance < amountCents {
+		return fmt.Errorf("%w: balance %d, debit %d", pix.ErrInsufficientFunds, balance, amountCents)
+	}
+	return nil
+}

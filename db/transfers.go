@@ -30,20 +30,8 @@ type NewTransfer struct {
 func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer, render func(pix.Transfer) ([]byte, error)) (pix.Transfer, error) {
 	var out pix.Transfer
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var status string
-		var balance int64
-		err := tx.QueryRow(ctx, `SELECT status, balance_cents FROM accounts WHERE id = $1 FOR UPDATE`, t.AccountID).Scan(&status, &balance)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %s", pix.ErrAccountNotFound, t.AccountID)
-		}
-		if err != nil {
-			return fmt.Errorf("lock account: %w", err)
-		}
-		if status != pix.AccountActive {
-			return fmt.Errorf("%w: %s", pix.ErrAccountClosed, t.AccountID)
-		}
-		if balance < t.AmountCents {
-			return fmt.Errorf("%w: balance %d, transfer %d", pix.ErrInsufficientFunds, balance, t.AmountCents)
+		if err := lockAccountForDebit(ctx, tx, t.AccountID, t.AmountCents); err != nil {
+			return err
 		}
 		// The debit and its transfer row in one statement.
 		row := tx.QueryRow(ctx, `
@@ -60,6 +48,7 @@ func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer
 			`, 'balance_after_cents', balance_after_cents, 'debited_at', created_at`)+`)
 			SELECT `+transferColumns+` FROM transfer`,
 			t.ID, t.EndToEndID, t.AccountID, t.AmountCents, t.PixKey, t.Description, r.Key, r.Caller)
+		var err error
 		if out, err = scanTransfer(row); err != nil {
 			return fmt.Errorf("debit: %w", err)
 		}

@@ -1,0 +1,70 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/pixbank/pix/internal/metrics"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/psp"
+)
+
+// attentionAttemptsPerRun bounds the attempts of one run's PSP step once an
+// answer needs a human's attention (a refused request, a rejection the
+// PSP's status does not confirm): from that attempt on such an answer fails
+// the run, visibly; the saga's row stays open, and the dispatcher's recheck
+// starts a new run. With the sagas' backoff that is a minute or two of
+// retries. It counts every attempt of the step, so a refusal after a long
+// PSP outage fails the run at once: it has been retrying for long already.
+const attentionAttemptsPerRun = 8
+
+// pspNeedsAttention counts an answer a human must look at (by kind, the
+// activity error type) and returns the error of kind: retried with the
+// step's backoff until attentionAttemptsPerRun attempts, then final for
+// the run, which fails visibly while the saga's row stays open for the next
+// run. consequence says where the money stays (it ends the message).
+func pspNeedsAttention(ctx context.Context, m *metrics.Worker, log *slog.Logger, kind string, statusCode int, err error, consequence string) error {
+	m.PSPNeedsAttention(kind, statusCode)
+	log.Error("psp answer needs attention; "+consequence, "kind", kind, "status_code", statusCode, "error", err)
+	msg := err.Error() + "; " + consequence
+	if activity.GetInfo(ctx).Attempt >= attentionAttemptsPerRun {
+		return temporal.NewNonRetryableApplicationError(msg, kind, err)
+	}
+	return temporal.NewApplicationErrorWithCause(msg, kind, err)
+}
+
+// pspRequestRefused reports a refused request (credentials, a malformed
+// request): never a rejection; see pspNeedsAttention.
+func pspRequestRefused(ctx context.Context, m *metrics.Worker, log *slog.Logger, err error, consequence string) error {
+	var refused *psp.RequestError
+	code := 0
+	if errors.As(err, &refused) {
+		code = refused.StatusCode
+	}
+	return pspNeedsAttention(ctx, m, log, ErrTypePSPRequestRefused, code, fmt.Errorf("psp refused the request (http %d): %w", code, err), consequence)
+}
+
+// pspError is a PSP call without an answer: retried.
+func pspError(err error) error {
+	return temporal.NewApplicationErrorWithCause("psp: "+err.Error(), ErrTypePSPUnavailable, err)
+}
+
+// kindError turns a store error into a Temporal application error: a
+// business error of its kind's type (pix.Kinds), non-retryable unless the
+// kind is retried; anything else is a technical failure.
+func kindError(err error) error {
+	k := pix.KindOf(err)
+	switch {
+	case k == nil || k.TemporalType == "":
+		return technicalFailure(err)
+	case k.Retryable:
+		return temporal.NewApplicationErrorWithCause(err.Error(), k.TemporalType, err)
+	default:
+		return temporal.NewNonRetryableApplicationError(err.Error(), k.TemporalType, err)
+	}
+}

@@ -1,0 +1,119 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/auth"
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// keyedOperation is a request that moves money behind the Idempotency-Key
+// layer (POST /pix, POST /pix/credits/{id}/refunds): what serveKeyed needs
+// to know of it.
+type keyedOperation[Req any] struct {
+	// what names the operation in logs ("transfer", "refund").
+	what string
+	// maxBody bounds the body.
+	maxBody int64
+	// hash is the request's fingerprint: the key's later uses must match it.
+	hash func(body []byte) string
+	// decode validates the body into the request; its error is a refusal,
+	// recorded on the key like any other.
+	decode func(body []byte) (Req, error)
+	// forbidden says why the caller may not ask for req, settled before
+	// anything is written (the key included); nil: it may. Optional.
+	forbidden func(caller auth.Caller, req Req) error
+	// run moves the money and records the key's answer (201, the body it
+	// returns) in one transaction; endToEndID names the PIX in the
+	// request's log line, attrs are logged with the success.
+	run func(ctx context.Context, res db.Reservation, req Req) (answer []byte, endToEndID string, attrs []any, err error)
+}
+
+// serveKeyed runs op behind the Idempotency-Key layer: the request that
+// reserves the caller's key runs the operation and records its answer;
+// every later request with the key (and the same request) gets that answer
+// again (X-Idempotent-Replay), a refusal included. Only a technical
+// failure, which commits nothing, frees the key for a retry.
+func serveKeyed[Req any](h *handlers, c *gin.Context, op keyedOperation[Req]) {
+	ctx := c.Request.Context()
+	key, err := idempotencyKey(c.GetHeader("Idempotency-Key"))
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	body, err := readBody(c.Writer, c.Request, op.maxBody)
+	if err == nil {
+		err = requireJSON(c.Request)
+	}
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	// Who may move money is settled before anything is written: a request
+	// the token does not grant leaves no trace, not even on its key. A body
+	// that can't be read names nothing to check; its refusal is recorded on
+	// the key like any other (it moves nothing).
+	caller := callerOf(c)
+	req, invalid := op.decode(body)
+	if invalid == nil && op.forbidden != nil {
+		if err := op.forbidden(caller, req); err != nil {
+			h.refused(c, caller, err)
+			return
+		}
+	}
+	res, replay, err := h.Store.ReserveKey(ctx, caller.Subject, key, op.hash(body), h.Keys)
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	if replay != nil {
+		c.Header(IdempotentReplayHeader, "true")
+		c.Data(replay.StatusCode, "application/json; charset=utf-8", replay.Body)
+		return
+	}
+	log := h.Logger.With("idempotency_key", key.String(), "sub", caller.Subject)
+	if invalid != nil {
+		h.recordRefusal(c, log, op.what, *res, &unprocessableError{invalid})
+		return
+	}
+	answer, endToEndID, attrs, err := op.run(ctx, *res, req)
+	switch {
+	case err == nil:
+		c.Set(ctxEndToEndID, endToEndID)
+		log.Info(op.what+" debited", attrs...)
+		c.Data(http.StatusCreated, "application/json; charset=utf-8", answer)
+	case errors.Is(err, pix.ErrRequestInProgress):
+		// Our reservation was taken over: the taker answers for the key.
+		abortWithError(c, h.Logger, err)
+	case pix.IsRefusal(err):
+		h.recordRefusal(c, log, op.what, *res, &unprocessableError{err})
+	default:
+		h.releaseKey(ctx, log, *res)
+		abortWithError(c, h.Logger, err)
+	}
+}
+
+// recordRefusal records a refusal as the key's answer, and answers it.
+func (h *handlers) recordRefusal(c *gin.Context, log *slog.Logger, what string, res db.Reservation, refusal error) {
+	status, detail := errorResponse(refusal)
+	body, err := json.Marshal(ErrorBody{Error: detail})
+	if err == nil {
+		err = h.Store.RecordResponse(c.Request.Context(), res, status, body)
+	}
+	if err != nil {
+		if !errors.Is(err, pix.ErrRequestInProgress) {
+			h.releaseKey(c.Request.Context(), h.Logger, res)
+		}
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	log.Info(what+" refused", "status", status, "code", detail.Code, "reason", refusal.Error())
+	c.Data(status, "application/json; charset=utf-8", body)
+}
