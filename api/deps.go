@@ -55,6 +55,7 @@ type Store interface {
 	CustomerStore
 	AdminStore
 	ProbeStore
+	RefundStore
 }
 
 // Temporal is what the handlers ask of Temporal: a workflow's status

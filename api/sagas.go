@@ -19,17 +19,22 @@ import (
 var customerRoutes = []func(h *handlers, r gin.IRoutes, read, write gin.HandlerFunc){
 	(*handlers).creditRoutes,
 	(*handlers).transferRoutes,
+	(*handlers).refundRoutes,
 }
 
 // receivedHooks run after the notifications of an API Pix webhook are
 // committed, before it is answered: an error answers the webhook with it
 // (the PSP delivers again; the inbox absorbs the copy and the hook runs
 // again), so a hook must be idempotent.
-var receivedHooks = []func(h *handlers, ctx context.Context, ns []pix.Notification) error{}
+var receivedHooks = []func(h *handlers, ctx context.Context, ns []pix.Notification) error{
+	(*handlers).noteRefundOutcomes,
+}
 
 // creditSectionsOf add members to the view of a credit (GET
 // /pix/credits/{id} and its admin twin): what other sagas did with the PIX.
-var creditSectionsOf = []func(h *handlers, ctx context.Context, credit pix.Credit) (creditSection, error){}
+var creditSectionsOf = []func(h *handlers, ctx context.Context, credit pix.Credit) (creditSection, error){
+	(*handlers).creditRefunds,
+}
 
 func (h *handlers) creditRoutes(r gin.IRoutes, read, _ gin.HandlerFunc) {
 	r.GET("/pix/credits/:end_to_end_id", read, h.getCredit)

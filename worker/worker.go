@@ -39,6 +39,7 @@ type Worker struct {
 type Deps struct {
 	// Activities are the credits', transfers' and maintenance activities.
 	Activities *activities.Activities
+	Refunds    *activities.Refunds
 }
 
 // New builds one worker per family (workflows.Families), each on its
@@ -73,6 +74,7 @@ var families = map[workflows.Family]func(Registry, Deps){
 	workflows.Credits:     registerCredits,
 	workflows.Transfers:   registerTransfers,
 	workflows.Maintenance: registerMaintenance,
+	workflows.Refunds:     registerRefunds,
 }
 
 // RegisterFamily registers what family f's worker runs on w: the family's

@@ -37,6 +37,7 @@ var Families = []Family{
 	Credits,
 	Transfers,
 	Maintenance,
+	Refunds,
 }
 
 // TaskQueue is the task queue of family f under base (TEMPORAL_TASK_QUEUE),

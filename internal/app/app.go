@@ -136,6 +136,7 @@ func (a *App) Dispatchers() []*dispatch.Dispatcher {
 	return []*dispatch.Dispatcher{
 		a.dispatcher(dispatch.InboxSource{DueQueue: a.Store.InboxQueue(), TaskQueue: a.Cfg.TaskQueues().Credits, Retry: a.Cfg.Retry()}),
 		a.dispatcher(dispatch.TransferSource{DueQueue: a.Store.TransferQueue(), TaskQueue: a.Cfg.TaskQueues().Transfers, Settings: a.Cfg.Transfer()}),
+		a.dispatcher(dispatch.RefundSource{DueQueue: a.Store.RefundQueue(), TaskQueue: a.Cfg.TaskQueues().Of(workflows.Refunds), Settings: workflows.DefaultRefundSettings()}),
 	}
 }
 
@@ -463,6 +464,7 @@ func (a *App) workerDeps() worker.Deps {
 	pspClient := psp.NewHTTPClient(a.Cfg.PSPURL, a.Cfg.PSPTimeout)
 	return worker.Deps{
 		Activities: &activities.Activities{Store: a.Store, PSP: pspClient, Logger: a.Log, Metrics: a.workerMetrics},
+		Refunds:    &activities.Refunds{Store: a.Store, PSP: pspClient, Logger: a.Log, Metrics: a.workerMetrics},
 	}
 }
 

@@ -50,6 +50,7 @@ func (k *Kind) APIMessage(err error) string {
 // saga's declared in its own file.
 var Kinds = slices.Concat(
 	coreKinds,
+	refundKinds,
 )
 
 // coreKinds are the credits', the transfers' and the shared kinds.

@@ -82,6 +82,10 @@ var (
 // transfer was rejected: the PSP may hold it from an earlier submission.
 // It is never a reason to compensate (see Classify).
 type RequestError struct {
+	// StatusCode is the PSP's HTTP status; 0 when the client refused to
+	// send a request it knows to be malformed (RequestRefund's checks), so
+	// that a bug of ours is AnswerRequestRefused rather than retried as
+	// transient for ever.
 	StatusCode int
 	// Code is the PSP's machine-readable error code when it sent one (the
 	// simulator's "invalid_request", "unauthorized"), else "".
@@ -90,6 +94,9 @@ type RequestError struct {
 }
 
 func (e *RequestError) Error() string {
+	if e.StatusCode == 0 {
+		return fmt.Sprintf("request not sent to the psp (%s): %s", e.Code, e.Message)
+	}
 	if e.Code != "" {
 		return fmt.Sprintf("psp refused the request (http %d, %s): %s", e.StatusCode, e.Code, e.Message)
 	}
@@ -101,10 +108,16 @@ func (e *RequestError) Error() string {
 // a duplicate of ours: a refused request, never "already submitted".
 const CodeEndToEndIDReused = "end_to_end_id_reused"
 
+// CodeRefundIDReused is the error code of a 409 that says a devolução id is
+// already another devolução's (another valor) under that end_to_end_id:
+// a refused request, never "already submitted".
+const CodeRefundIDReused = "refund_id_reused"
+
 // Is makes a 409 refusal ErrAlreadySubmitted, unless the PSP said the id is
-// another transfer's.
+// another transfer's or another devolução's.
 func (e *RequestError) Is(target error) bool {
-	return target == ErrAlreadySubmitted && e.StatusCode == http.StatusConflict && e.Code != CodeEndToEndIDReused
+	return target == ErrAlreadySubmitted && e.StatusCode == http.StatusConflict &&
+		e.Code != CodeEndToEndIDReused && e.Code != CodeRefundIDReused
 }
 
 // Answer is what an answer from the PSP means for a transfer, and so what

@@ -42,6 +42,15 @@ const maxBodyBytes = 64 << 10
 //	PUT    /behaviors/{pix_key}         set a Behavior
 //	DELETE /behaviors/{pix_key}         back to accept
 //	GET    /behaviors                   list the behaviours
+//
+//	PUT    /pix/{e2eid}/devolucao/{id}  ask for a devolução (BCB API Pix)
+//	GET    /pix/{e2eid}/devolucao/{id}  a devolução
+//	GET    /pix/{e2eid}/devolucao       the PIX's devoluções, {"devolucoes":[...]}
+//	PUT    /refund-behaviors/{e2eid}    set a RefundBehavior
+//	DELETE /refund-behaviors/{e2eid}    back to return
+//	GET    /refund-behaviors            list them, {"refund_behaviors":[...]}
+//	POST   /sim/pix                     a PIX received (API Pix object), to notify
+//
 //	GET    /healthz                     200
 func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -51,6 +60,13 @@ func (s *Simulator) Handler() http.Handler {
 	mux.HandleFunc("PUT /behaviors/{pix_key}", s.handlePutBehavior)
 	mux.HandleFunc("DELETE /behaviors/{pix_key}", s.handleDeleteBehavior)
 	mux.HandleFunc("GET /behaviors", s.handleListBehaviors)
+	mux.HandleFunc("PUT /pix/{e2eid}/devolucao/{id}", s.handlePutRefund)
+	mux.HandleFunc("GET /pix/{e2eid}/devolucao/{id}", s.handleGetRefund)
+	mux.HandleFunc("GET /pix/{e2eid}/devolucao", s.handleListRefunds)
+	mux.HandleFunc("PUT /refund-behaviors/{e2eid}", s.handlePutRefundBehavior)
+	mux.HandleFunc("DELETE /refund-behaviors/{e2eid}", s.handleDeleteRefundBehavior)
+	mux.HandleFunc("GET /refund-behaviors", s.handleListRefundBehaviors)
+	mux.HandleFunc("POST /sim/pix", s.handlePostPix)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

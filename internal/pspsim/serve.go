@@ -25,7 +25,31 @@ const (
 // connections and lets in-flight requests finish within a shutdown timeout.
 // Requests hanging in timeout mode end with ctx, so that they do not hold
 // the shutdown for their whole delay.
+//
+// With Options.WebhookURL, Serve also runs the webhook loop, which
+// delivers the PIX told to POST /sim/pix and the outcomes of their
+// devoluções (see deliverWebhooks). The loop is Serve's: it stops when ctx
+// ends, a delivery in flight included, and Serve returns only after it
+// has. A Handler served otherwise delivers no webhook. A malformed
+// WebhookURL or WebhookSecret is Serve's error, before it serves anything.
 func (s *Simulator) Serve(ctx context.Context, ln net.Listener) error {
+	if s.webhookErr != nil {
+		_ = ln.Close() // Serve owns ln, and serves nothing on it
+		return fmt.Errorf("psp simulator: %w", s.webhookErr)
+	}
+	if s.webhookURL != "" {
+		loopCtx, stopLoop := context.WithCancel(ctx)
+		looped := make(chan struct{})
+		go func() {
+			defer close(looped)
+			s.deliverWebhooks(loopCtx)
+		}()
+		// On every path out: the loop stops before Serve returns.
+		defer func() {
+			stopLoop()
+			<-looped
+		}()
+	}
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: readHeaderTimeout,

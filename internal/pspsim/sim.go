@@ -19,9 +19,21 @@ type Options struct {
 	// time.Now. Tests inject one to settle transfers without sleeping.
 	// (A timeout behaviour's Delay is waited for in real time.)
 	Now func() time.Time
-	// DefaultSettleAfter is how long a transfer stays pending when its
-	// behaviour does not say; 0 means DefaultSettleAfter.
+	// DefaultSettleAfter is how long a transfer stays pending, and a
+	// devolução EM_PROCESSAMENTO, when its behaviour does not say; 0 means
+	// DefaultSettleAfter.
 	DefaultSettleAfter time.Duration
+	// WebhookURL is the bank's API Pix webhook route (for example
+	// "http://127.0.0.1:8080/webhooks/api-pix/pix"): the PIX told to
+	// POST /sim/pix, and the outcomes of their devoluções, are delivered
+	// there by the loop that Serve runs. "" delivers nothing (the bank
+	// polls GET /pix/{e2eid}/devolucao/{id}).
+	WebhookURL string
+	// WebhookSecret signs the webhooks (Standard Webhooks, as
+	// internal/webhooksig verifies them): "whsec_<base64>", or a
+	// WEBHOOK_SECRETS value of the bank (see ParseWebhookSecret). "" sends
+	// them unsigned. A malformed secret or URL makes Serve fail.
+	WebhookSecret string
 }
 
 // Simulator is an in-memory PSP. It is safe for concurrent use.
@@ -36,6 +48,23 @@ type Simulator struct {
 	// 503 before any transfer existed, so it lives beside transfers.
 	received  map[string]int
 	behaviors map[string]*keyBehavior
+
+	// Devoluções, by the end_to_end_id of the PIX refunded, in the order
+	// they were asked for; refundReceived counts the PUTs per devolução,
+	// also those answered 503 before it existed.
+	refunds         map[string][]*devolucao
+	refundReceived  map[refundKey]int
+	refundBehaviors map[string]*pixRefundBehavior
+	// unnotified are the devoluções with an outcome (due or to come) not
+	// yet handed to the webhook loop; pixes the PIX told to POST /sim/pix.
+	unnotified []*devolucao
+	pixes      map[string]*receivedPix
+
+	webhookURL string
+	webhookKey []byte
+	// webhookErr is the defect of Options.WebhookURL or WebhookSecret,
+	// which Serve returns: New has no error result.
+	webhookErr error
 }
 
 // transfer is one transfer as the PSP holds it. Its outcome (final, reason)
@@ -96,7 +125,8 @@ type BehaviorView struct {
 	Resubmissions int
 }
 
-// New returns an empty simulator in which every key accepts.
+// New returns an empty simulator in which every key accepts and every
+// devolução is made.
 func New(opts Options) *Simulator {
 	s := &Simulator{
 		log:         opts.Logger,
@@ -105,6 +135,20 @@ func New(opts Options) *Simulator {
 		transfers:   make(map[string]*transfer),
 		received:    make(map[string]int),
 		behaviors:   make(map[string]*keyBehavior),
+
+		refunds:         make(map[string][]*devolucao),
+		refundReceived:  make(map[refundKey]int),
+		refundBehaviors: make(map[string]*pixRefundBehavior),
+		pixes:           make(map[string]*receivedPix),
+		webhookURL:      opts.WebhookURL,
+	}
+	if s.webhookURL != "" {
+		s.webhookErr = checkWebhookURL(s.webhookURL)
+	}
+	if key, err := ParseWebhookSecret(opts.WebhookSecret); err != nil {
+		s.webhookErr = errors.Join(s.webhookErr, err)
+	} else {
+		s.webhookKey = key
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

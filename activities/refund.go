@@ -1,0 +1,231 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/pixbank/pix/internal/metrics"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/psp"
+)
+
+// Application error types of the refund activities (beside the shared
+// PSPUnavailable and PSPRequestRefused).
+const (
+	// ErrTypePSPRefundUnknown: the PSP knows no devolução it had accepted.
+	// The run fails (visible); the dispatcher's recheck starts a new run,
+	// which asks for it again under the same id (the PSP deduplicates).
+	ErrTypePSPRefundUnknown = "PSPRefundUnknown"
+	// ErrTypePSPRefundMismatch: the PSP's record under our id is another
+	// devolução (another amount, id or PIX): never acted on; retried, then
+	// the run fails; a human must look.
+	ErrTypePSPRefundMismatch = "PSPRefundMismatch"
+	// ErrTypeReversalUnconfirmed: the reversal found the PSP holding the
+	// devolução as in process or returned: nothing credited back; the run
+	// fails and the next one follows the PSP.
+	ErrTypeReversalUnconfirmed = "ReversalUnconfirmed"
+)
+
+// ErrTypeRefundNotFound: no refund with that id (pix.Kinds).
+var ErrTypeRefundNotFound = pix.TemporalType(pix.ErrRefundNotFound)
+
+// RefundStore is what the refund activities need of the database.
+type RefundStore interface {
+	GetRefund(ctx context.Context, id string) (pix.Refund, error)
+	MarkRefundRequested(ctx context.Context, id, rtrID string) (pix.Refund, error)
+	MarkRefundReturned(ctx context.Context, id, rtrID string) (pix.Refund, error)
+	ReverseRefund(ctx context.Context, id, reason string) (pix.Refund, error)
+}
+
+// Refunds are the activities of the refund saga (devolução), with what
+// they need.
+type Refunds struct {
+	Store RefundStore
+	PSP   psp.RefundClient
+	// Logger gets one line per decision; Metrics counts the answers that
+	// need attention (nil counts nothing).
+	Logger  *slog.Logger
+	Metrics *metrics.Worker
+}
+
+// RefundRef names a refund.
+type RefundRef struct {
+	RefundID string
+}
+
+// RefundState is where the PSP says a devolução stands (Status is a
+// psp.RefundStatus), or, with AlreadyFinal, where our record says it ended
+// (Status is pix.RefundReturned or pix.RefundReversed).
+type RefundState struct {
+	RefundID     string
+	Status       string
+	RtrID        string
+	Reason       string
+	AlreadyFinal bool
+}
+
+// refundStaysOpen is what an answer that needs attention leaves of a refund.
+const refundStaysOpen = "the refund stays open, its debit never reversed on this answer"
+
+func (a *Refunds) load(ctx context.Context, id string) (pix.Refund, *slog.Logger, error) {
+	r, err := a.Store.GetRefund(ctx, id)
+	if err != nil {
+		return pix.Refund{}, nil, kindError(err)
+	}
+	info := activity.GetInfo(ctx)
+	log := a.Logger.With("refund_id", id, "end_to_end_id", r.EndToEndID, "workflow_id", info.WorkflowExecution.ID, "attempt", info.Attempt)
+	return r, log, nil
+}
+
+func pspRefund(r pix.Refund) psp.RefundRequest {
+	req := psp.RefundRequest{EndToEndID: r.EndToEndID, ID: r.ID, AmountCents: r.AmountCents, Nature: psp.NatureOriginal}
+	if r.Reason != nil {
+		req.Description = *r.Reason
+	}
+	return req
+}
+
+// RequestRefund asks the PSP for the devolução (PUT, under our id: the PSP
+// deduplicates on it, so a retry never returns twice) and records that the
+// PSP holds it. Its answer classes follow the transfer's submission:
+//   - a result about our devolução: in process, recorded as requested; a
+//     final status only once the PSP's record (GET) confirms it;
+//   - a refused request (credentials, a malformed request, a 409: our id
+//     is another devolução's): PSPRequestRefused, counted, retried, never
+//     a reason to reverse;
+//   - no answer: PSPUnavailable, retried.
+func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState, error) {
+	r, log, err := a.load(ctx, in.RefundID)
+	if err != nil {
+		return RefundState{}, err
+	}
+	if r.Final() {
+		return RefundState{RefundID: r.ID, Status: r.Status, AlreadyFinal: true}, nil
+	}
+	res, err := a.PSP.RequestRefund(ctx, pspRefund(r))
+	switch psp.Classify(err) {
+	case psp.AnswerResult:
+		if err := a.ours(ctx, log, r, res); err != nil {
+			return RefundState{}, err
+		}
+		if res.Status.Final() {
+			log.Warn("psp answered the devolução with a final status; confirming with its record", "psp_status", res.Status)
+			if res, err = a.record(ctx, log, r); err != nil {
+				return RefundState{}, err
+			}
+		}
+	case psp.AnswerRequestRefused, psp.AnswerAlreadySubmitted:
+		return RefundState{}, pspRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
+	default:
+		return RefundState{}, pspError(err)
+	}
+	if res.Status != psp.RefundNotDone {
+		if _, err := a.Store.MarkRefundRequested(ctx, r.ID, res.RtrID); err != nil {
+			return RefundState{}, kindError(err)
+		}
+	}
+	log.Info("devolução requested at the psp", "psp_status", res.Status, "rtr_id", res.RtrID)
+	return state(r.ID, res), nil
+}
+
+func state(id string, res psp.RefundResult) RefundState {
+	return RefundState{RefundID: id, Status: string(res.Status), RtrID: res.RtrID, Reason: res.Reason}
+}
+
+// record asks the PSP's record of r's devolução (GET), the record that
+// decides. A record that is not r's, no record, or a refused query need
+// attention; no answer is retried. None of them ever reverses.
+func (a *Refunds) record(ctx context.Context, log *slog.Logger, r pix.Refund) (psp.RefundResult, error) {
+	res, err := a.PSP.RefundStatus(ctx, r.EndToEndID, r.ID)
+	switch psp.Classify(err) {
+	case psp.AnswerResult:
+		return res, a.ours(ctx, log, r, res)
+	case psp.AnswerNotFound:
+		return psp.RefundResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("the psp knows no devolução %s of %s; the next run asks for it again", r.ID, r.EndToEndID), ErrTypePSPRefundUnknown, err)
+	case psp.AnswerRequestRefused, psp.AnswerAlreadySubmitted:
+		return psp.RefundResult{}, pspRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
+	default:
+		return psp.RefundResult{}, pspError(err)
+	}
+}
+
+// ours checks that a PSP answer is about r itself: another amount under
+// our id is another devolução's, never acted on.
+func (a *Refunds) ours(ctx context.Context, log *slog.Logger, r pix.Refund, res psp.RefundResult) error {
+	if res.Matches(pspRefund(r)) && res.EndToEndID == r.EndToEndID {
+		return nil
+	}
+	return pspNeedsAttention(ctx, a.Metrics, log, ErrTypePSPRefundMismatch, 0,
+		fmt.Errorf("the psp's devolução %s of %s is another one (amount %d)", res.ID, res.EndToEndID, res.AmountCents), refundStaysOpen)
+}
+
+// CheckRefund asks the PSP where a requested devolução stands: in process,
+// returned or not made (the PSP's own record: definitive). The saga calls
+// it when a notice arrives and at its polling times.
+func (a *Refunds) CheckRefund(ctx context.Context, in RefundRef) (RefundState, error) {
+	r, log, err := a.load(ctx, in.RefundID)
+	if err != nil {
+		return RefundState{}, err
+	}
+	if r.Final() {
+		return RefundState{RefundID: r.ID, Status: r.Status, AlreadyFinal: true}, nil
+	}
+	res, err := a.record(ctx, log, r)
+	if err != nil {
+		return RefundState{}, err
+	}
+	return state(r.ID, res), nil
+}
+
+// MarkRefundReturned records that the PSP returned the money: final.
+func (a *Refunds) MarkRefundReturned(ctx context.Context, in RefundState) error {
+	_, log, err := a.load(ctx, in.RefundID)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Store.MarkRefundReturned(ctx, in.RefundID, in.RtrID); err != nil {
+		return kindError(err)
+	}
+	log.Info("refund returned by the psp", "rtr_id", in.RtrID)
+	return nil
+}
+
+// ReverseRefund credits the refund's amount back and marks it reversed, in
+// one transaction, exactly once, and only if the PSP's own record says the
+// devolução was not made: the compensation checks for itself, whatever
+// decided it. A record that says in process or returned fails the run
+// (ReversalUnconfirmed): nothing is credited back, the refund stays open,
+// and the next run follows the PSP.
+func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
+	r, log, err := a.load(ctx, in.RefundID)
+	if err != nil {
+		return err
+	}
+	if r.Status == pix.RefundReversed {
+		return nil // a retry whose first try committed
+	}
+	res, err := a.record(ctx, log, r)
+	if err != nil {
+		return err
+	}
+	if res.Status != psp.RefundNotDone {
+		a.Metrics.PSPNeedsAttention(ErrTypeReversalUnconfirmed, 0)
+		log.Error("reversal not confirmed: the psp does not hold the devolução as not made; nothing credited back", "psp_status", res.Status)
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("not reversed: the psp holds the devolução as %s", res.Status), ErrTypeReversalUnconfirmed, nil)
+	}
+	reason := res.Reason
+	if reason == "" {
+		reason = "the psp did not make the devolução"
+	}
+	if _, err := a.Store.ReverseRefund(ctx, r.ID, reason); err != nil {
+		return kindError(err)
+	}
+	log.Info("refund reversed: the psp did not make the devolução", "account_id", r.AccountID, "amount_cents", r.AmountCents, "reason", reason)
+	return nil
+}

@@ -1,0 +1,265 @@
+package activities_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/psp"
+)
+
+// The refund activities' decisions, over an in-memory store and a scripted
+// PSP: no PostgreSQL, no Temporal server (the unit tier).
+
+// memRefunds is an in-memory activities.RefundStore of one refund.
+type memRefunds struct {
+	mu       sync.Mutex
+	r        pix.Refund
+	reversed int // ReverseRefund calls that reversed
+	calls    []string
+}
+
+func (m *memRefunds) GetRefund(_ context.Context, id string) (pix.Refund, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if id != m.r.ID {
+		return pix.Refund{}, pix.ErrRefundNotFound
+	}
+	return m.r, nil
+}
+
+func (m *memRefunds) MarkRefundRequested(_ context.Context, _ string, rtrID string) (pix.Refund, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, "requested")
+	if !m.r.Final() {
+		m.r.Status = pix.RefundRequested
+		if m.r.RtrID == nil && rtrID != "" {
+			m.r.RtrID = &rtrID
+		}
+	}
+	return m.r, nil
+}
+
+func (m *memRefunds) MarkRefundReturned(_ context.Context, _ string, _ string) (pix.Refund, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, "returned")
+	if m.r.Status == pix.RefundReversed {
+		return m.r, pix.ErrRefundFinal
+	}
+	m.r.Status = pix.RefundReturned
+	return m.r, nil
+}
+
+func (m *memRefunds) ReverseRefund(_ context.Context, _ string, reason string) (pix.Refund, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, "reverse")
+	switch m.r.Status {
+	case pix.RefundReversed:
+		return m.r, nil
+	case pix.RefundReturned:
+		return m.r, pix.ErrRefundFinal
+	}
+	m.r.Status, m.r.FailureReason = pix.RefundReversed, &reason
+	m.reversed++
+	return m.r, nil
+}
+
+// scriptedRefundPSP answers PUT and GET from scripts (the last answer
+// repeats) and counts the calls.
+type scriptedRefundPSP struct {
+	mu         sync.Mutex
+	puts, gets []refundAnswer
+	calls      map[string]int
+}
+
+type refundAnswer struct {
+	status psp.RefundStatus
+	reason string
+	amount int64 // 0: the refund's own
+	err    error
+}
+
+func (p *scriptedRefundPSP) next(kind string, script []refundAnswer, r psp.RefundRequest) (psp.RefundResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls == nil {
+		p.calls = map[string]int{}
+	}
+	n := p.calls[kind]
+	p.calls[kind]++
+	if len(script) == 0 {
+		return psp.RefundResult{}, fmt.Errorf("%w: no %s scripted", psp.ErrTransient, kind)
+	}
+	a := script[min(n, len(script)-1)]
+	if a.err != nil {
+		return psp.RefundResult{}, a.err
+	}
+	amount := r.AmountCents
+	if a.amount != 0 {
+		amount = a.amount
+	}
+	return psp.RefundResult{EndToEndID: r.EndToEndID, ID: r.ID, RtrID: "D12345678202611291200abcdef12345", AmountCents: amount,
+		Status: a.status, Reason: a.reason, RequestedAt: time.Now()}, nil
+}
+
+func (p *scriptedRefundPSP) RequestRefund(_ context.Context, r psp.RefundRequest) (psp.RefundResult, error) {
+	return p.next("put", p.puts, r)
+}
+
+func (p *scriptedRefundPSP) RefundStatus(_ context.Context, e2e, id string) (psp.RefundResult, error) {
+	return p.next("get", p.gets, psp.RefundRequest{EndToEndID: e2e, ID: id, AmountCents: 2_500})
+}
+
+func (p *scriptedRefundPSP) count(kind string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[kind]
+}
+
+const unitRefundID = "0123456789abcdef0123456789abcdef"
+
+func refundUnit(t *testing.T, status string, pspFake *scriptedRefundPSP) (*memRefunds, *testsuite.TestActivityEnvironment) {
+	t.Helper()
+	store := &memRefunds{r: pix.Refund{ID: unitRefundID, EndToEndID: "E1234567820261129120000000000001", AccountID: "acc-1",
+		AmountCents: 2_500, Status: status}}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&activities.Refunds{Store: store, PSP: pspFake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	return store, env
+}
+
+var unitRef = activities.RefundRef{RefundID: unitRefundID}
+
+func errorType(t *testing.T, err error) string {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	return appErr.Type()
+}
+
+func TestRequestRefundDecisions(t *testing.T) {
+	t.Run("in process is recorded as requested", func(t *testing.T) {
+		fake := &scriptedRefundPSP{puts: []refundAnswer{{status: psp.RefundInProcessing}}}
+		store, env := refundUnit(t, pix.RefundDebited, fake)
+		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		require.NoError(t, err)
+		var st activities.RefundState
+		require.NoError(t, v.Get(&st))
+		require.Equal(t, string(psp.RefundInProcessing), st.Status)
+		require.Equal(t, pix.RefundRequested, store.r.Status)
+		require.Equal(t, "D12345678202611291200abcdef12345", *store.r.RtrID)
+	})
+	t.Run("a final answer is confirmed by the record", func(t *testing.T) {
+		fake := &scriptedRefundPSP{puts: []refundAnswer{{status: psp.RefundNotDone, reason: "x"}}, gets: []refundAnswer{{status: psp.RefundInProcessing}}}
+		store, env := refundUnit(t, pix.RefundDebited, fake)
+		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		require.NoError(t, err)
+		var st activities.RefundState
+		require.NoError(t, v.Get(&st))
+		require.Equal(t, string(psp.RefundInProcessing), st.Status, "the record says in process: nothing to reverse")
+		require.Equal(t, 1, fake.count("get"))
+		require.Equal(t, pix.RefundRequested, store.r.Status)
+	})
+	t.Run("a confirmed refusal is left to the reversal", func(t *testing.T) {
+		fake := &scriptedRefundPSP{puts: []refundAnswer{{status: psp.RefundNotDone}}, gets: []refundAnswer{{status: psp.RefundNotDone, reason: "conta encerrada"}}}
+		store, env := refundUnit(t, pix.RefundDebited, fake)
+		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		require.NoError(t, err)
+		var st activities.RefundState
+		require.NoError(t, v.Get(&st))
+		require.Equal(t, string(psp.RefundNotDone), st.Status)
+		require.Equal(t, "conta encerrada", st.Reason)
+		require.Empty(t, store.calls, "not marked requested, not reversed here")
+	})
+	for name, c := range map[string]struct {
+		answer refundAnswer
+		want   string
+	}{
+		"no answer":           {refundAnswer{err: fmt.Errorf("%w: http 503", psp.ErrTransient)}, activities.ErrTypePSPUnavailable},
+		"credentials refused": {refundAnswer{err: &psp.RequestError{StatusCode: 401, Message: "unauthorized"}}, activities.ErrTypePSPRequestRefused},
+		"our id is another's": {refundAnswer{err: &psp.RequestError{StatusCode: 409, Code: psp.CodeRefundIDReused}}, activities.ErrTypePSPRequestRefused},
+		"another amount":      {refundAnswer{status: psp.RefundInProcessing, amount: 99}, activities.ErrTypePSPRefundMismatch},
+	} {
+		t.Run(name, func(t *testing.T) {
+			store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{puts: []refundAnswer{c.answer}})
+			_, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+			require.Equal(t, c.want, errorType(t, err))
+			require.Empty(t, store.calls, "nothing recorded, nothing reversed")
+		})
+	}
+	t.Run("a final refund asks nothing", func(t *testing.T) {
+		fake := &scriptedRefundPSP{}
+		_, env := refundUnit(t, pix.RefundReturned, fake)
+		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		require.NoError(t, err)
+		var st activities.RefundState
+		require.NoError(t, v.Get(&st))
+		require.True(t, st.AlreadyFinal)
+		require.Zero(t, fake.count("put"))
+	})
+}
+
+// The reversal moves money only on the PSP's own record of NAO_REALIZADO.
+func TestReverseRefundDecisions(t *testing.T) {
+	t.Run("not made: reversed", func(t *testing.T) {
+		store, env := refundUnit(t, pix.RefundRequested, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundNotDone, reason: "conta encerrada"}}})
+		_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, unitRef)
+		require.NoError(t, err)
+		require.Equal(t, 1, store.reversed)
+		require.Equal(t, "conta encerrada", *store.r.FailureReason)
+	})
+	for name, c := range map[string]struct {
+		answer refundAnswer
+		want   string
+	}{
+		"in process":     {refundAnswer{status: psp.RefundInProcessing}, activities.ErrTypeReversalUnconfirmed},
+		"returned":       {refundAnswer{status: psp.RefundReturned}, activities.ErrTypeReversalUnconfirmed},
+		"no record":      {refundAnswer{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}, activities.ErrTypePSPRefundUnknown},
+		"no answer":      {refundAnswer{err: fmt.Errorf("%w: timeout", psp.ErrTransient)}, activities.ErrTypePSPUnavailable},
+		"another amount": {refundAnswer{status: psp.RefundNotDone, amount: 1}, activities.ErrTypePSPRefundMismatch},
+		"refused query":  {refundAnswer{err: &psp.RequestError{StatusCode: 403}}, activities.ErrTypePSPRequestRefused},
+	} {
+		t.Run(name, func(t *testing.T) {
+			store, env := refundUnit(t, pix.RefundRequested, &scriptedRefundPSP{gets: []refundAnswer{c.answer}})
+			_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, unitRef)
+			require.Equal(t, c.want, errorType(t, err))
+			require.Zero(t, store.reversed, "never reversed on a guess")
+		})
+	}
+	t.Run("reversed already: a retry asks nothing", func(t *testing.T) {
+		fake := &scriptedRefundPSP{}
+		store, env := refundUnit(t, pix.RefundReversed, fake)
+		_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, unitRef)
+		require.NoError(t, err)
+		require.Zero(t, fake.count("get"))
+		require.Empty(t, store.calls)
+	})
+	t.Run("returned: final, never credited back", func(t *testing.T) {
+		store, env := refundUnit(t, pix.RefundReturned, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundNotDone}}})
+		_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, unitRef)
+		require.Equal(t, pix.TemporalType(pix.ErrRefundFinal), errorType(t, err))
+		require.Zero(t, store.reversed)
+	})
+}
+
+func TestCheckRefundReportsTheRecord(t *testing.T) {
+	_, env := refundUnit(t, pix.RefundRequested, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundReturned}}})
+	v, err := env.ExecuteActivity((&activities.Refunds{}).CheckRefund, unitRef)
+	require.NoError(t, err)
+	var st activities.RefundState
+	require.NoError(t, v.Get(&st))
+	require.Equal(t, string(psp.RefundReturned), st.Status)
+}

@@ -1,0 +1,201 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/workflows"
+)
+
+// Limits of POST /pix/credits/{end_to_end_id}/refunds.
+const MaxRefundBodyBytes = 4 << 10
+
+// RefundStore is what the refund routes need of the database.
+type RefundStore interface {
+	CreateRefund(ctx context.Context, r db.Reservation, nr db.NewRefund, mayRefund func(accountID string) bool,
+		render func(pix.Refund) ([]byte, error)) (pix.Refund, error)
+	GetRefund(ctx context.Context, id string) (pix.Refund, error)
+	RefundsOf(ctx context.Context, endToEndID string) ([]pix.Refund, error)
+	NoteRefundOutcomes(ctx context.Context, notices []db.RefundNotice) ([]string, error)
+}
+
+func (h *handlers) refundRoutes(r gin.IRoutes, read, write gin.HandlerFunc) {
+	r.POST("/pix/credits/:end_to_end_id/refunds", write, h.createRefund)
+	r.GET("/pix/refunds/:id", read, h.getRefund)
+}
+
+// refundView is a refund as the API answers it.
+type refundView struct {
+	pix.Refund
+	WorkflowID    string `json:"workflow_id"`
+	TemporalUIURL string `json:"temporal_ui_url"`
+}
+
+func (h *handlers) refundView(r pix.Refund) refundView {
+	id := workflows.RefundWorkflowID(r.ID)
+	return refundView{Refund: r, WorkflowID: id, TemporalUIURL: h.workflowURL(id)}
+}
+
+// createRefund is POST /pix/credits/{end_to_end_id}/refunds behind the
+// Idempotency-Key layer (serveKeyed): the caller returns a PIX credited to
+// one of their accounts, whole or in part. Whose PIX it is is decided in
+// the refund's transaction; another customer's PIX is refused exactly like
+// one never credited (pix_not_credited).
+func (h *handlers) createRefund(c *gin.Context) {
+	endToEndID := c.Param("end_to_end_id")
+	caller := callerOf(c)
+	serveKeyed(h, c, keyedOperation[pix.RefundRequest]{
+		what:    "refund",
+		maxBody: MaxRefundBodyBytes,
+		// The PIX is in the path: the same body for another PIX is
+		// another request.
+		hash: func(body []byte) string {
+			sum := sha256.Sum256([]byte("refund\n" + endToEndID + "\n" + requestHash(body)))
+			return hex.EncodeToString(sum[:])
+		},
+		decode: func(body []byte) (pix.RefundRequest, error) { return decodeRefundRequest(endToEndID, body) },
+		run: func(ctx context.Context, res db.Reservation, req pix.RefundRequest) ([]byte, string, []any, error) {
+			var answer []byte
+			created, err := h.Store.CreateRefund(ctx, res, db.NewRefund{ID: pix.NewRefundID(), RefundRequest: req}, caller.MayActFor,
+				func(r pix.Refund) ([]byte, error) {
+					b, err := json.Marshal(h.refundView(r))
+					answer = b
+					return b, err
+				})
+			return answer, req.EndToEndID, []any{"refund_id", created.ID, "end_to_end_id", created.EndToEndID, "account_id", created.AccountID,
+				"amount_cents", created.AmountCents, "balance_after_cents", created.BalanceAfterCents}, err
+		},
+	})
+}
+
+// decodeRefundRequest validates a refund: the PIX in the path and the body
+// {"amount_cents", "reason"}. Members we don't know are refused.
+func decodeRefundRequest(endToEndID string, body []byte) (pix.RefundRequest, error) {
+	r := pix.RefundRequest{EndToEndID: endToEndID}
+	if !pix.ValidEndToEndID(endToEndID) {
+		return r, pix.Invalid("end_to_end_id", "must be 32 letters or digits starting with E")
+	}
+	if err := checkJSON(body); err != nil {
+		return r, err
+	}
+	m, err := decodeObject(body, "body")
+	if err != nil {
+		return r, err
+	}
+	for k := range m {
+		switch k {
+		case "amount_cents", "reason":
+		default:
+			return r, pix.Invalid(k, "is not a field of a refund (amount_cents, reason)")
+		}
+	}
+	if r.AmountCents, err = amountCents(m["amount_cents"]); err != nil {
+		return r, err
+	}
+	if r.AmountCents > psp.MaxValorCents {
+		return r, pix.Invalid("amount_cents", "must be at most %d", psp.MaxValorCents)
+	}
+	if present(m["reason"]) {
+		if r.Reason, err = requiredString(m["reason"], "reason"); err != nil {
+			return r, err
+		}
+		if utf8.RuneCountInString(r.Reason) > pix.MaxRefundReasonLength || hasControl(r.Reason) {
+			return r, pix.Invalid("reason", "must be at most %d characters, none of them a control character", pix.MaxRefundReasonLength)
+		}
+	}
+	return r, nil
+}
+
+// getRefund is GET /pix/refunds/{id}: a refund of one of the caller's
+// accounts; another's is "not found", exactly like a missing one.
+func (h *handlers) getRefund(c *gin.Context) {
+	id := c.Param("id")
+	if !pix.ValidRefundID(id) {
+		abortWithError(c, h.Logger, pix.Invalid("id", "must be a refund id (1 to 35 letters or digits)"))
+		return
+	}
+	r, err := h.Store.GetRefund(c.Request.Context(), id)
+	if err == nil && !callerOf(c).MayActFor(r.AccountID) {
+		err = pix.ErrRefundNotFound
+	}
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	c.Set(ctxEndToEndID, r.EndToEndID)
+	c.JSON(http.StatusOK, h.refundView(r))
+}
+
+// creditRefunds is the "refunds" section of a credit's view, left out when
+// the PIX has none. The credit is the caller's (the view checked), and so
+// are its refunds.
+func (h *handlers) creditRefunds(ctx context.Context, credit pix.Credit) (creditSection, error) {
+	refunds, err := h.Store.RefundsOf(ctx, credit.EndToEndID)
+	if err != nil {
+		return creditSection{}, err
+	}
+	if len(refunds) == 0 {
+		return creditSection{}, nil
+	}
+	views := make([]refundView, len(refunds))
+	for i, r := range refunds {
+		views[i] = h.refundView(r)
+	}
+	return creditSection{Name: "refunds", Value: views}, nil
+}
+
+// refundItem is the part of an API Pix devolucoes item the bank reads.
+type refundItem struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+// noteRefundOutcomes records, for the refund sagas, the outcomes the PSP's
+// webhook announced in its devolucoes (DEVOLVIDO, NAO_REALIZADO) of PIX we
+// refunded: the dispatcher signals them to the refunds' runs, which confirm
+// them with the PSP's record. devolucoes is informational in the webhook:
+// an item that can't be read is skipped (logged), never a refusal.
+func (h *handlers) noteRefundOutcomes(ctx context.Context, ns []pix.Notification) error {
+	var notices []db.RefundNotice
+	for _, n := range ns {
+		if len(n.RefundNotice) == 0 {
+			continue
+		}
+		var items []refundItem
+		if err := json.Unmarshal(n.RefundNotice, &items); err != nil {
+			var one refundItem // devolucoes as one object, as some PSPs send it
+			if err := json.Unmarshal(n.RefundNotice, &one); err != nil {
+				h.Logger.Warn("devolucoes not understood; polling decides", "end_to_end_id", n.EndToEndID, "error", err)
+				continue
+			}
+			items = []refundItem{one}
+		}
+		for _, it := range items {
+			if !pix.ValidRefundID(it.ID) || !psp.RefundStatus(it.Status).Final() {
+				continue
+			}
+			notices = append(notices, db.RefundNotice{ID: it.ID, EndToEndID: n.EndToEndID, Status: it.Status})
+		}
+	}
+	if len(notices) == 0 {
+		return nil
+	}
+	noted, err := h.Store.NoteRefundOutcomes(ctx, notices)
+	if err != nil {
+		return fmt.Errorf("note refund outcomes: %w", err)
+	}
+	for _, id := range noted {
+		h.Logger.Info("psp notice of a devolução's outcome noted", "refund_id", id, "workflow_id", workflows.RefundWorkflowID(id))
+	}
+	return nil
+}

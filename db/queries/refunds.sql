@@ -1,0 +1,134 @@
+-- The refunds (devoluções) of received PIX: db/refunds.go runs these.
+-- $-parameters are named in the comment above each statement.
+
+-- name: LockCredit
+-- The PIX's credit, locked: refunds of one PIX are decided one at a time.
+-- $1 end_to_end_id, $2 the refund window.
+SELECT account_id, amount_cents, credited_at + $2::interval > now()
+FROM pix_credits WHERE end_to_end_id = $1
+FOR UPDATE
+
+-- name: RefundedCents
+-- What the PIX's refunds hold (all but the reversed). Read after
+-- LockCredit, in a statement of its own: its snapshot then sees every
+-- refund committed by whoever held the lock before.
+SELECT COALESCE(sum(amount_cents), 0)::bigint FROM pix_refunds
+WHERE end_to_end_id = $1 AND status <> 'reversed'
+
+-- name: DebitRefund
+-- The debit, its refund row and its event, in one statement.
+-- $1 id, $2 end_to_end_id, $3 account_id, $4 amount_cents, $5 reason,
+-- $6 idempotency_key, $7 requested_by.
+WITH debit AS (
+    UPDATE accounts SET balance_cents = balance_cents - $4, updated_at = clock_timestamp()
+    WHERE id = $3
+    RETURNING balance_cents, updated_at),
+refund AS (
+    INSERT INTO pix_refunds (id, end_to_end_id, account_id, amount_cents, reason, balance_after_cents,
+                             idempotency_key, requested_by, created_at, updated_at, dispatch_due_at)
+    SELECT $1, $2, $3, $4, NULLIF($5, ''), balance_cents, $6, NULLIF($7, ''), updated_at, updated_at, now() FROM debit
+    RETURNING *),
+event AS (
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+    SELECT 'pix_refund', id, 'pix.refund.debited',
+           jsonb_build_object('schema_version', 1, 'refund_id', id, 'end_to_end_id', end_to_end_id,
+                              'account_id', account_id, 'amount_cents', amount_cents, 'reason', reason,
+                              'balance_after_cents', balance_after_cents, 'debited_at', created_at)
+    FROM refund)
+SELECT id, end_to_end_id, rtr_id, account_id, amount_cents, reason, status, balance_after_cents,
+       failure_reason, created_at, requested_at, returned_at, reversed_at
+FROM refund
+
+-- name: NotifyDue
+-- Wakes the refund dispatchers when the transaction commits.
+SELECT pg_notify('pix_refund_due', '')
+
+-- name: GetRefund
+SELECT id, end_to_end_id, rtr_id, account_id, amount_cents, reason, status, balance_after_cents,
+       failure_reason, created_at, requested_at, returned_at, reversed_at
+FROM pix_refunds WHERE id = $1
+
+-- name: LockRefund
+SELECT id, end_to_end_id, rtr_id, account_id, amount_cents, reason, status, balance_after_cents,
+       failure_reason, created_at, requested_at, returned_at, reversed_at
+FROM pix_refunds WHERE id = $1
+FOR UPDATE
+
+-- name: RefundsOf
+-- The refunds of one PIX, oldest first.
+SELECT id, end_to_end_id, rtr_id, account_id, amount_cents, reason, status, balance_after_cents,
+       failure_reason, created_at, requested_at, returned_at, reversed_at
+FROM pix_refunds WHERE end_to_end_id = $1
+ORDER BY created_at, id
+
+-- name: MarkRequested
+-- The PSP holds the devolução. An open refund only; the first rtr_id the
+-- PSP gave is kept. $1 id, $2 rtr_id.
+UPDATE pix_refunds
+SET status = 'requested', rtr_id = COALESCE(rtr_id, NULLIF($2, '')),
+    requested_at = COALESCE(requested_at, clock_timestamp()), updated_at = clock_timestamp()
+WHERE id = $1 AND status IN ('debited', 'requested')
+
+-- name: MarkReturned
+-- The PSP returned the money: final, with its event. An open refund only.
+-- $1 id, $2 rtr_id.
+WITH returned AS (
+    UPDATE pix_refunds
+    SET status = 'returned', rtr_id = COALESCE(rtr_id, NULLIF($2, '')), returned_at = clock_timestamp(),
+        updated_at = clock_timestamp(), dispatch_due_at = NULL
+    WHERE id = $1 AND status IN ('debited', 'requested')
+    RETURNING *)
+INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+SELECT 'pix_refund', id, 'pix.refund.returned',
+       jsonb_build_object('schema_version', 1, 'refund_id', id, 'end_to_end_id', end_to_end_id,
+                          'account_id', account_id, 'amount_cents', amount_cents, 'rtr_id', rtr_id,
+                          'returned_at', returned_at)
+FROM returned
+
+-- name: Reverse
+-- The PSP did not return the money: the amount goes back to the account,
+-- the reversal row (the once-only guard) and the refund's final status
+-- with its event, in one statement. Run on a refund locked open.
+-- $1 id, $2 account_id, $3 amount_cents, $4 reason.
+WITH credit AS (
+    UPDATE accounts SET balance_cents = balance_cents + $3, updated_at = clock_timestamp()
+    WHERE id = $2
+    RETURNING balance_cents, updated_at),
+reversal AS (
+    INSERT INTO pix_refund_reversals (refund_id, account_id, amount_cents, balance_after_cents, reason, reversed_at)
+    SELECT $1, $2, $3, balance_cents, $4, updated_at FROM credit
+    RETURNING reversed_at, balance_after_cents),
+reversed AS (
+    UPDATE pix_refunds
+    SET status = 'reversed', failure_reason = $4, reversed_at = (SELECT reversed_at FROM reversal),
+        updated_at = (SELECT reversed_at FROM reversal), dispatch_due_at = NULL
+    WHERE id = $1
+    RETURNING *),
+event AS (
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+    SELECT 'pix_refund', r.id, 'pix.refund.reversed',
+           jsonb_build_object('schema_version', 1, 'refund_id', r.id, 'end_to_end_id', r.end_to_end_id,
+                              'account_id', r.account_id, 'amount_cents', r.amount_cents, 'reason', r.failure_reason,
+                              'balance_after_cents', v.balance_after_cents, 'reversed_at', r.reversed_at)
+    FROM reversed r CROSS JOIN reversal v)
+SELECT reversed_at FROM reversal
+
+-- name: NoteOutcomes
+-- The outcomes a PSP's webhook announced, on the open refunds they name
+-- (id and PIX must both match): due at once, so that the dispatcher
+-- signals the refund's run. Locked in id order (byte order): two webhooks
+-- naming the same refunds never wait for each other in a cycle.
+-- $1 ids, $2 end_to_end_ids, $3 statuses (DEVOLVIDO, NAO_REALIZADO).
+WITH notice AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) AS n(id, end_to_end_id, status)),
+locked AS (
+    SELECT r.id, n.status FROM pix_refunds r
+    JOIN notice n ON n.id = r.id AND n.end_to_end_id = r.end_to_end_id
+    WHERE r.status IN ('debited', 'requested')
+    ORDER BY r.id COLLATE "C"
+    FOR UPDATE OF r)
+UPDATE pix_refunds r
+SET psp_notice = locked.status, noticed_at = now(), dispatch_due_at = now()
+FROM locked
+WHERE r.id = locked.id AND r.status IN ('debited', 'requested')
+RETURNING r.id

@@ -1,0 +1,254 @@
+package db
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// refundSQL holds the statements of queries/refunds.sql.
+var refundSQL struct {
+	LockCredit, RefundedCents, DebitRefund, NotifyDue, GetRefund, LockRefund, RefundsOf,
+	MarkRequested, MarkReturned, Reverse, NoteOutcomes string
+}
+
+func init() { bindQueries("refunds.sql", &refundSQL) }
+
+// Event types of refunds, and their aggregate.
+const (
+	AggregateRefund     = "pix_refund"
+	EventRefundDebited  = "pix.refund.debited"
+	EventRefundReturned = "pix.refund.returned"
+	EventRefundReversed = "pix.refund.reversed"
+)
+
+// RefundDueChannel is the notification channel that says refunds are due.
+const RefundDueChannel = "pix_refund_due"
+
+// refundDue is the open refunds, as the dispatcher sees them: a refund has
+// one drive; its memo carries the outcome a PSP's webhook announced
+// (psp_notice), which the dispatcher signals to the refund's open run.
+var refundDue = dueTable{"pix_refunds", "id", "text[]", `m.id COLLATE "C"`, "0", "1", "m.dispatch_due_at IS NOT NULL",
+	`m.end_to_end_id, m.account_id, m.amount_cents, m.status, NULL::text,
+	 jsonb_strip_nulls(jsonb_build_object('refund_id', m.id, 'psp_notice', m.psp_notice)), m.created_at`}
+
+// RefundQueue is the open refunds (keys: refund ids).
+func (s *Store) RefundQueue() DueQueue { return DueQueue{s, refundDue, RefundDueChannel} }
+
+// NewRefund is a refund about to be debited: its id is chosen by the caller.
+type NewRefund struct {
+	ID string
+	pix.RefundRequest
+}
+
+// CreateRefund debits the account that received the PIX, records the refund
+// and its event and records the Idempotency-Key's answer, in one
+// transaction, and wakes the refund dispatchers on commit. mayRefund says
+// whether the caller may act for the account the PIX was credited to;
+// render turns the refund into the answer (201) the key replays.
+// Refusals, with nothing changed: pix.ErrPixNotCredited (no credit, or
+// another customer's: the same answer), pix.ErrRefundWindowClosed,
+// pix.ErrRefundExceedsCredit, pix.ErrAccountClosed,
+// pix.ErrInsufficientFunds; pix.ErrRequestInProgress when the reservation
+// was taken over meanwhile.
+//
+// Locks, in the one order every refund path takes: the credit, then the
+// account (a reversal: the refund, then the account).
+func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, mayRefund func(accountID string) bool,
+	render func(pix.Refund) ([]byte, error)) (pix.Refund, error) {
+	var out pix.Refund
+	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var account string
+		var credited int64
+		var open bool
+		err := tx.QueryRow(ctx, refundSQL.LockCredit, nr.EndToEndID, pix.RefundWindow).Scan(&account, &credited, &open)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return pix.ErrPixNotCredited
+		case err != nil:
+			return fmt.Errorf("lock credit: %w", err)
+		case !mayRefund(account):
+			return pix.ErrPixNotCredited // another customer's PIX: as if missing
+		case !open:
+			return pix.ErrRefundWindowClosed
+		}
+		var refunded int64
+		if err := tx.QueryRow(ctx, refundSQL.RefundedCents, nr.EndToEndID).Scan(&refunded); err != nil {
+			return fmt.Errorf("sum refunds: %w", err)
+		}
+		if refunded+nr.AmountCents > credited {
+			return fmt.Errorf("%w: credited %d, refunded %d, asked %d", pix.ErrRefundExceedsCredit, credited, refunded, nr.AmountCents)
+		}
+		if err := lockAccountForDebit(ctx, tx, account, nr.AmountCents); err != nil {
+			return err
+		}
+		out, err = scanRefund(tx.QueryRow(ctx, refundSQL.DebitRefund,
+			nr.ID, nr.EndToEndID, account, nr.AmountCents, nr.Reason, r.Key, r.Caller))
+		if err != nil {
+			return fmt.Errorf("debit: %w", err)
+		}
+		body, err := render(out)
+		if err != nil {
+			return fmt.Errorf("render response: %w", err)
+		}
+		if err := recordResponse(ctx, tx, r, 201, body); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, refundSQL.NotifyDue); err != nil {
+			return fmt.Errorf("notify refund dispatchers: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return pix.Refund{}, err
+	}
+	return out, nil
+}
+
+func scanRefund(row pgx.Row) (pix.Refund, error) {
+	var r pix.Refund
+	err := row.Scan(&r.ID, &r.EndToEndID, &r.RtrID, &r.AccountID, &r.AmountCents, &r.Reason, &r.Status, &r.BalanceAfterCents,
+		&r.FailureReason, &r.CreatedAt, &r.RequestedAt, &r.ReturnedAt, &r.ReversedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return pix.Refund{}, pix.ErrRefundNotFound
+	}
+	return r, err
+}
+
+// GetRefund returns one refund.
+func (s *Store) GetRefund(ctx context.Context, id string) (pix.Refund, error) {
+	r, err := scanRefund(s.pool.QueryRow(ctx, refundSQL.GetRefund, id))
+	if err != nil && !errors.Is(err, pix.ErrRefundNotFound) {
+		return pix.Refund{}, classify(fmt.Errorf("get refund: %w", err))
+	}
+	return r, err
+}
+
+// RefundsOf returns the refunds of one PIX, oldest first.
+func (s *Store) RefundsOf(ctx context.Context, endToEndID string) ([]pix.Refund, error) {
+	rows, err := s.pool.Query(ctx, refundSQL.RefundsOf, endToEndID)
+	if err != nil {
+		return nil, classify(fmt.Errorf("list refunds: %w", err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (pix.Refund, error) { return scanRefund(row) })
+	if err != nil {
+		return nil, classify(fmt.Errorf("list refunds: %w", err))
+	}
+	if out == nil {
+		out = []pix.Refund{}
+	}
+	return out, nil
+}
+
+// MarkRefundRequested records that the PSP holds the devolução (rtrID, its
+// own end-to-end id, kept from the first answer that gave one). A final
+// refund is left as it is. It returns the refund.
+func (s *Store) MarkRefundRequested(ctx context.Context, id, rtrID string) (pix.Refund, error) {
+	if _, err := s.pool.Exec(ctx, refundSQL.MarkRequested, id, rtrID); err != nil {
+		return pix.Refund{}, classify(fmt.Errorf("mark refund requested: %w", err))
+	}
+	return s.GetRefund(ctx, id)
+}
+
+// MarkRefundReturned records that the PSP returned the money, with its
+// event: final. A returned refund stays returned; a reversed one is
+// pix.ErrRefundFinal (the PSP contradicts itself: a human must look).
+func (s *Store) MarkRefundReturned(ctx context.Context, id, rtrID string) (pix.Refund, error) {
+	if _, err := s.pool.Exec(ctx, refundSQL.MarkReturned, id, rtrID); err != nil {
+		return pix.Refund{}, classify(fmt.Errorf("mark refund returned: %w", err))
+	}
+	r, err := s.GetRefund(ctx, id)
+	if err == nil && r.Status == pix.RefundReversed {
+		return r, fmt.Errorf("%w: returned by the PSP after it was reversed", pix.ErrRefundFinal)
+	}
+	return r, err
+}
+
+// ReverseRefund compensates a devolução the PSP did not make: credits the
+// amount back, records the reversal, marks the refund reversed and writes
+// its event, in one transaction, exactly once (the reversal's primary key
+// is the guard). A reversed refund is returned as it is; a returned one is
+// pix.ErrRefundFinal: money the PSP returned is never credited back here.
+func (s *Store) ReverseRefund(ctx context.Context, id, reason string) (pix.Refund, error) {
+	var out pix.Refund
+	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if out, err = scanRefund(tx.QueryRow(ctx, refundSQL.LockRefund, id)); err != nil {
+			return err
+		}
+		switch out.Status {
+		case pix.RefundReversed:
+			return nil
+		case pix.RefundReturned:
+			return fmt.Errorf("%w: the refund was returned", pix.ErrRefundFinal)
+		}
+		if err := tx.QueryRow(ctx, refundSQL.Reverse, id, out.AccountID, out.AmountCents, reason).Scan(&out.ReversedAt); err != nil {
+			return fmt.Errorf("reverse: %w", err)
+		}
+		out.Status, out.FailureReason = pix.RefundReversed, &reason
+		return nil
+	})
+	if err != nil {
+		return pix.Refund{}, err
+	}
+	return out, nil
+}
+
+// RefundNotice is an outcome a PSP's webhook announced for a devolução.
+type RefundNotice struct {
+	ID         string
+	EndToEndID string
+	Status     string // DEVOLVIDO or NAO_REALIZADO
+}
+
+// NoteRefundOutcomes records the outcomes a PSP's webhook announced on the
+// open refunds they name (id and PIX both match; others are ignored) and
+// makes them due, so that the dispatcher signals each refund's run; it
+// returns the ids noted. Nothing is decided on a notice: the saga confirms
+// it with the PSP's record. Noting the same outcome again is harmless.
+func (s *Store) NoteRefundOutcomes(ctx context.Context, notices []RefundNotice) ([]string, error) {
+	// One notice per refund and PIX (the last one given): an UPDATE ...
+	// FROM with two matches for a row would pick either. Sorted by id
+	// (byte order), as the statement locks.
+	type ref struct{ id, e2e string }
+	last := map[ref]string{}
+	for _, n := range notices {
+		last[ref{n.ID, n.EndToEndID}] = n.Status
+	}
+	refs := slices.SortedFunc(maps.Keys(last), func(a, b ref) int {
+		return cmp.Or(strings.Compare(a.id, b.id), strings.Compare(a.e2e, b.e2e))
+	})
+	ids, e2es, statuses := make([]string, len(refs)), make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		ids[i], e2es[i], statuses[i] = r.id, r.e2e, last[r]
+	}
+	var noted []string
+	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, refundSQL.NoteOutcomes, ids, e2es, statuses)
+		if err != nil {
+			return fmt.Errorf("note refund outcomes: %w", err)
+		}
+		if noted, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return fmt.Errorf("note refund outcomes: %w", err)
+		}
+		if len(noted) == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, refundSQL.NotifyDue); err != nil {
+			return fmt.Errorf("notify refund dispatchers: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return noted, nil
+}

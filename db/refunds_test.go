@@ -1,0 +1,237 @@
+package db_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/pix"
+)
+
+func renderRefund(r pix.Refund) ([]byte, error) { return json.Marshal(r) }
+
+func anyone(string) bool { return true }
+
+// refund runs one refund of the PIX under a fresh key.
+func refund(s *db.Store, e2e string, amount int64, mayRefund func(string) bool) (pix.Refund, error) {
+	ctx := context.Background()
+	res, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", keys)
+	if err != nil {
+		return pix.Refund{}, err
+	}
+	return s.CreateRefund(ctx, *res, db.NewRefund{ID: pix.NewRefundID(),
+		RefundRequest: pix.RefundRequest{EndToEndID: e2e, AmountCents: amount, Reason: "devolução"}}, mayRefund, renderRefund)
+}
+
+// creditPIX credits amount to account under a new end_to_end_id.
+func creditPIX(t *testing.T, s *db.Store, n int, account string, amount int64) string {
+	t.Helper()
+	ctx := context.Background()
+	id := e2eID(n)
+	_, err := s.Receive(ctx, note(id, account, amount))
+	require.NoError(t, err)
+	_, err = s.Credit(ctx, id, 1, 1)
+	require.NoError(t, err)
+	return id
+}
+
+func refundEvents(t *testing.T, s *db.Store, id string) []string {
+	t.Helper()
+	rows, err := s.Pool().Query(context.Background(), `SELECT event_type FROM outbox_events WHERE aggregate_type = 'pix_refund' AND aggregate_id = $1 ORDER BY seq`, id)
+	require.NoError(t, err)
+	var out []string
+	for rows.Next() {
+		var e string
+		require.NoError(t, rows.Scan(&e))
+		out = append(out, e)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+func requireBalanced(t *testing.T, s *db.Store) {
+	t.Helper()
+	rec, err := s.Reconcile(context.Background())
+	require.NoError(t, err)
+	require.True(t, rec.Balanced(), "%+v", rec)
+}
+
+func TestRefundLife(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+
+	first, err := refund(s, e2e, 4_000, anyone)
+	require.NoError(t, err)
+	require.Equal(t, pix.RefundDebited, first.Status)
+	require.EqualValues(t, 6_000, first.BalanceAfterCents)
+	require.Equal(t, e2e, first.EndToEndID)
+	require.Equal(t, "acc-1", first.AccountID)
+	require.Equal(t, []string{db.EventRefundDebited}, refundEvents(t, s, first.ID))
+
+	_, err = refund(s, e2e, 6_001, anyone)
+	require.ErrorIs(t, err, pix.ErrRefundExceedsCredit, "4000 + 6001 > 10000")
+	second, err := refund(s, e2e, 6_000, anyone)
+	require.NoError(t, err, "4000 + 6000 = the credit")
+	require.Zero(t, balance(t, s, "acc-1"))
+	_, err = refund(s, e2e, 1, anyone)
+	require.ErrorIs(t, err, pix.ErrRefundExceedsCredit)
+
+	// The first is returned: final, its event once.
+	requested, err := s.MarkRefundRequested(ctx, first.ID, "D12345678202611291200000000000001")
+	require.NoError(t, err)
+	require.Equal(t, pix.RefundRequested, requested.Status)
+	returned, err := s.MarkRefundReturned(ctx, first.ID, "")
+	require.NoError(t, err)
+	require.Equal(t, pix.RefundReturned, returned.Status)
+	require.Equal(t, "D12345678202611291200000000000001", *returned.RtrID)
+	_, err = s.MarkRefundReturned(ctx, first.ID, "")
+	require.NoError(t, err, "a retry whose first try committed")
+	_, err = s.ReverseRefund(ctx, first.ID, "late contradiction")
+	require.ErrorIs(t, err, pix.ErrRefundFinal, "money the PSP returned is never credited back")
+	require.Equal(t, []string{db.EventRefundDebited, db.EventRefundReturned}, refundEvents(t, s, first.ID))
+
+	// The second is not: reversed exactly once, and its room is free again.
+	reversed, err := s.ReverseRefund(ctx, second.ID, "conta encerrada")
+	require.NoError(t, err)
+	require.Equal(t, pix.RefundReversed, reversed.Status)
+	again, err := s.ReverseRefund(ctx, second.ID, "conta encerrada")
+	require.NoError(t, err)
+	require.Equal(t, pix.RefundReversed, again.Status)
+	require.EqualValues(t, 6_000, balance(t, s, "acc-1"))
+	_, err = s.MarkRefundReturned(ctx, second.ID, "")
+	require.ErrorIs(t, err, pix.ErrRefundFinal)
+	require.Equal(t, []string{db.EventRefundDebited, db.EventRefundReversed}, refundEvents(t, s, second.ID))
+	_, err = refund(s, e2e, 6_000, anyone)
+	require.NoError(t, err, "a reversed refund no longer counts")
+
+	list, err := s.RefundsOf(ctx, e2e)
+	require.NoError(t, err)
+	require.Len(t, list, 3)
+	require.Equal(t, first.ID, list[0].ID)
+	requireBalanced(t, s)
+}
+
+func TestRefundRefusals(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	openAccount(t, s, "acc-2", 50_000)
+	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+
+	_, err := refund(s, e2eID(99), 100, anyone)
+	require.ErrorIs(t, err, pix.ErrPixNotCredited, "no credit")
+	_, err = refund(s, e2e, 100, func(account string) bool { return account == "acc-2" })
+	require.ErrorIs(t, err, pix.ErrPixNotCredited, "another customer's PIX answers like a missing one")
+
+	// Spent: the balance no longer covers it.
+	debit(t, s, "acc-1", 9_500)
+	_, err = refund(s, e2e, 600, anyone)
+	require.ErrorIs(t, err, pix.ErrInsufficientFunds)
+
+	// Pending in the inbox, not credited yet.
+	_, err = s.Receive(ctx, note(e2eID(2), "acc-2", 100))
+	require.NoError(t, err)
+	_, err = refund(s, e2eID(2), 100, anyone)
+	require.ErrorIs(t, err, pix.ErrPixNotCredited)
+
+	// Past the window.
+	_, err = s.Pool().Exec(ctx, `UPDATE pix_credits SET credited_at = now() - interval '90 days 1 minute' WHERE end_to_end_id = $1`, e2e)
+	require.NoError(t, err)
+	_, err = refund(s, e2e, 100, anyone)
+	require.ErrorIs(t, err, pix.ErrRefundWindowClosed)
+
+	var n int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_refunds`).Scan(&n))
+	require.Zero(t, n, "a refusal changes nothing")
+	requireBalanced(t, s)
+}
+
+// Two of everything at once: refunds of one PIX never sum past its credit,
+// and a refund is reversed once.
+func TestRefundsConcurrently(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 1_000_000)
+	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+
+	const n = 12
+	var wg sync.WaitGroup
+	results := make([]error, n)
+	refunds := make([]pix.Refund, n)
+	for i := range n {
+		wg.Go(func() { refunds[i], results[i] = refund(s, e2e, 2_000, anyone) })
+	}
+	wg.Wait()
+	ok := 0
+	for i, err := range results {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, pix.ErrRefundExceedsCredit):
+		default:
+			t.Fatalf("refund %d: %v", i, err)
+		}
+	}
+	require.Equal(t, 5, ok, "5 x 2000 = the credit")
+
+	var reversing pix.Refund
+	for _, r := range refunds {
+		if r.ID != "" {
+			reversing = r
+			break
+		}
+	}
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { _, errs[i] = s.ReverseRefund(ctx, reversing.ID, "não realizado") })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	var reversals int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_refund_reversals`).Scan(&reversals))
+	require.Equal(t, 1, reversals)
+	require.EqualValues(t, 1_000_000+10_000-4*2_000, balance(t, s, "acc-1"))
+	requireBalanced(t, s)
+}
+
+func TestNoteRefundOutcomes(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	open, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	closed, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	_, err = s.MarkRefundReturned(ctx, closed.ID, "")
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET dispatch_due_at = now() + interval '1 hour' WHERE id = $1`, open.ID)
+	require.NoError(t, err)
+
+	noted, err := s.NoteRefundOutcomes(ctx, []db.RefundNotice{
+		{ID: open.ID, EndToEndID: e2e, Status: "DEVOLVIDO"},
+		{ID: open.ID, EndToEndID: e2e, Status: "DEVOLVIDO"},
+		{ID: closed.ID, EndToEndID: e2e, Status: "NAO_REALIZADO"},    // final already
+		{ID: open.ID + "x", EndToEndID: e2e, Status: "DEVOLVIDO"},    // no such refund
+		{ID: open.ID, EndToEndID: e2eID(2), Status: "NAO_REALIZADO"}, // another PIX's id
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{open.ID}, noted)
+	due, err := s.RefundQueue().Claim(ctx, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, due, 1, "the noted refund is due at once")
+	require.Equal(t, open.ID, due[0].Key)
+	require.Equal(t, "DEVOLVIDO", due[0].Memo["psp_notice"])
+	require.Equal(t, e2e, due[0].EndToEndID)
+}

@@ -1,0 +1,227 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/psp"
+)
+
+// Refunds is the family of the refund saga (devolução), on its own queue
+// (pix-refund by default).
+const Refunds Family = "refund"
+
+// RefundWorkflowName is the registered name of RefundPix.
+const RefundWorkflowName = "PixRefund"
+
+// RefundNoticeSignal carries a PSP's notice (its webhook's devolucoes) of
+// a devolução's outcome to the refund's run: a wake-up, confirmed with the
+// PSP's record before anything is decided.
+const RefundNoticeSignal = "psp-refund-notice"
+
+// ErrTypeRefundFailed is the type of the error a refund run ends with when
+// it can't go on (the PSP lost the devolução, it took longer than the
+// outcome timeout, or an answer needs attention). The refund stays open
+// and debited, so the dispatcher's recheck starts a new run.
+const ErrTypeRefundFailed = "PixRefundFailed"
+
+// RefundWorkflowID is the workflow ID of the saga of one refund.
+func RefundWorkflowID(refundID string) string { return "pix-refund:" + refundID }
+
+// RefundSettings shape the saga's timeouts and polling. They travel in the
+// workflow input so that each run's policy is in its history.
+type RefundSettings struct {
+	// PSPCallTimeout bounds one call to the PSP; PSPRetryInitial and
+	// PSPRetryMax pace the retries of a call without an answer.
+	PSPCallTimeout  time.Duration
+	PSPRetryInitial time.Duration
+	PSPRetryMax     time.Duration
+	// PollInitial and PollMax pace the checks of the PSP's record while no
+	// notice arrives (doubling); OutcomeTimeout bounds the run's wait,
+	// after which it fails visibly and the dispatcher's recheck starts
+	// another.
+	PollInitial    time.Duration
+	PollMax        time.Duration
+	OutcomeTimeout time.Duration
+}
+
+// DefaultRefundSettings are the defaults.
+func DefaultRefundSettings() RefundSettings {
+	return RefundSettings{
+		PSPCallTimeout:  15 * time.Second,
+		PSPRetryInitial: time.Second,
+		PSPRetryMax:     30 * time.Second,
+		PollInitial:     time.Second,
+		PollMax:         10 * time.Minute,
+		OutcomeTimeout:  24 * time.Hour,
+	}
+}
+
+// RefundInput starts the saga of one refund.
+type RefundInput struct {
+	RefundID string
+	Settings RefundSettings
+}
+
+// RefundOutput is how the saga ended: pix.RefundReturned or
+// pix.RefundReversed (with the PSP's motivo).
+type RefundOutput struct {
+	Status string
+	Reason string
+}
+
+// RefundNotice is the signal's payload: the outcome the PSP's webhook
+// announced (DEVOLVIDO or NAO_REALIZADO).
+type RefundNotice struct {
+	Status string
+}
+
+// pspPolicy retries a PSP call without an answer (unlimited attempts: the
+// account is debited, the devolução must be made or reversed).
+func (s RefundSettings) pspPolicy() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        s.PSPRetryInitial,
+		BackoffCoefficient:     2,
+		MaximumInterval:        s.PSPRetryMax,
+		NonRetryableErrorTypes: append(pix.NonRetryableTypes(), activities.ErrTypePSPRefundUnknown, activities.ErrTypeReversalUnconfirmed),
+	}
+}
+
+var refunds *activities.Refunds // names the activities; never called here
+
+// RefundPix is the saga of a refund (devolução), after the debit committed
+// with the refund: ask the PSP for the devolução under the refund's id,
+// wait for its outcome (a notice signalled from the inbox, or the polling
+// of the PSP's record), and end it: returned (DEVOLVIDO) is final as it
+// is; not made (NAO_REALIZADO) reverses the debit exactly once, only on
+// the PSP's own record. Unknown stays open: the run fails visibly and the
+// refund stays debited for the next run.
+func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
+	s := in.Settings
+	ref := activities.RefundRef{RefundID: in.RefundID}
+	log := workflow.GetLogger(ctx)
+	pspCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: s.PSPCallTimeout, RetryPolicy: s.pspPolicy()})
+	dbCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: databasePolicy})
+	version := listingVersion(ctx)
+
+	var st activities.RefundState
+	if err := workflow.ExecuteActivity(pspCtx, refunds.RequestRefund, ref).Get(ctx, &st); err != nil {
+		return RefundOutput{}, refundFailed("request the devolução", err)
+	}
+	if st.AlreadyFinal {
+		upsertStatus(ctx, version, st.Status)
+		return RefundOutput{Status: st.Status}, nil
+	}
+	if st.Status != string(psp.RefundNotDone) {
+		upsertStatus(ctx, version, pix.RefundRequested)
+	}
+
+	// Wait for the outcome: each notice, and each poll time, asks the
+	// PSP's record once (its transient failures retried within the check).
+	notices := workflow.GetSignalChannel(ctx, RefundNoticeSignal)
+	deadline := workflow.Now(ctx).Add(s.OutcomeTimeout)
+	delay := s.PollInitial
+	checkPolicy := *s.pspPolicy()
+	checkPolicy.MaximumAttempts = checkAttempts
+	checkCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: s.PSPCallTimeout, RetryPolicy: &checkPolicy})
+	for !psp.RefundStatus(st.Status).Final() && !st.AlreadyFinal {
+		wait := min(delay, deadline.Sub(workflow.Now(ctx)))
+		if wait <= 0 {
+			return RefundOutput{}, refundFailed("await the outcome", fmt.Errorf("no outcome within %s", s.OutcomeTimeout))
+		}
+		timerCtx, cancelTimer := workflow.WithCancel(ctx)
+		sel := workflow.NewSelector(ctx)
+		noticed := false
+		sel.AddReceive(notices, func(c workflow.ReceiveChannel, _ bool) {
+			var n RefundNotice
+			c.Receive(ctx, &n)
+			for c.ReceiveAsync(&n) { // one check answers every notice so far
+			}
+			noticed = true
+			log.Info("psp notice of the devolução's outcome; checking its record", "refund_id", in.RefundID, "notice", n.Status)
+		})
+		sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) {})
+		sel.Select(ctx)
+		cancelTimer()
+		if !noticed {
+			delay = min(2*delay, s.PollMax)
+		}
+		var checked activities.RefundState
+		err := workflow.ExecuteActivity(checkCtx, refunds.CheckRefund, ref).Get(ctx, &checked)
+		var appErr *temporal.ApplicationError
+		switch {
+		case err == nil:
+			st = checked
+		case errors.As(err, &appErr) && endsRefundRun(appErr.Type()):
+			return RefundOutput{}, refundFailed("check the outcome", err)
+		default:
+			// No answer, a refused query or a record that is not ours
+			// (counted and logged by the check): unknown stays open, and
+			// the next poll or notice asks again.
+			log.Warn("could not check the devolução's outcome; checking again later", "refund_id", in.RefundID, "error", err)
+		}
+	}
+	if st.AlreadyFinal {
+		upsertStatus(ctx, version, st.Status)
+		return RefundOutput{Status: st.Status}, nil
+	}
+
+	if st.Status == string(psp.RefundNotDone) {
+		log.Warn("psp did not make the devolução; reversing the debit", "refund_id", in.RefundID, "reason", st.Reason)
+		if err := workflow.ExecuteActivity(pspCtx, refunds.ReverseRefund, ref).Get(ctx, nil); err != nil {
+			return RefundOutput{}, refundFailed("reverse", err)
+		}
+		upsertStatus(ctx, version, pix.RefundReversed)
+		return RefundOutput{Status: pix.RefundReversed, Reason: st.Reason}, nil
+	}
+	if err := workflow.ExecuteActivity(dbCtx, refunds.MarkRefundReturned, st).Get(ctx, nil); err != nil {
+		return RefundOutput{}, refundFailed("mark returned", err)
+	}
+	upsertStatus(ctx, version, pix.RefundReturned)
+	return RefundOutput{Status: pix.RefundReturned}, nil
+}
+
+// checkAttempts bounds one check of the PSP's record: the polling is the
+// retry beyond it.
+const checkAttempts = 3
+
+// endsRefundRun reports whether a check's error of type t ends the run: a
+// final business kind, or a PSP that knows no devolução it had accepted
+// (the next run asks for it again). Nothing else does: unknown stays open.
+func endsRefundRun(t string) bool {
+	return t == activities.ErrTypePSPRefundUnknown || slices.Contains(pix.NonRetryableTypes(), t)
+}
+
+// refundFailed ends the run failed, naming the step and the activity's
+// failure, so that the Temporal UI says why.
+func refundFailed(step string, err error) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("pix refund stopped at %s: %s", step, FailureReason(err)), ErrTypeRefundFailed, err)
+}
+
+// StartRefund starts the saga of one refund; an open run is not an error
+// (started=false). With a notice, an open run is signalled it.
+func StartRefund(ctx context.Context, c client.Client, taskQueue string, in RefundInput, listing Listing, notice *RefundNotice) (started bool, err error) {
+	started, err = startOnce(ctx, c, RefundWorkflowID(in.RefundID), taskQueue, RefundWorkflowName, listing, in)
+	if err != nil || started || notice == nil {
+		return started, err
+	}
+	err = c.SignalWorkflow(ctx, RefundWorkflowID(in.RefundID), "", RefundNoticeSignal, *notice)
+	var gone *serviceerror.NotFound
+	if errors.As(err, &gone) {
+		return false, nil // closed meanwhile: the recheck starts the next run
+	}
+	if err != nil {
+		return false, fmt.Errorf("signal %s: %w", RefundWorkflowID(in.RefundID), err)
+	}
+	return false, nil
+}

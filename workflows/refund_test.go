@@ -1,0 +1,179 @@
+package workflows_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/workflows"
+)
+
+const refundID = "5b1f0c9e2d3a4b5c6d7e8f9012345678"
+
+var (
+	refunds   = &activities.Refunds{}
+	refundRef = activities.RefundRef{RefundID: refundID}
+)
+
+func newRefundEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.RefundPix, workflow.RegisterOptions{Name: workflows.RefundWorkflowName})
+	env.RegisterActivity(refunds)
+	t.Cleanup(func() { env.AssertExpectations(t) })
+	return env
+}
+
+func runRefund(t *testing.T, env *testsuite.TestWorkflowEnvironment, s workflows.RefundSettings) (workflows.RefundOutput, error) {
+	t.Helper()
+	env.ExecuteWorkflow(workflows.RefundWorkflowName, workflows.RefundInput{RefundID: refundID, Settings: s})
+	require.True(t, env.IsWorkflowCompleted())
+	if err := env.GetWorkflowError(); err != nil {
+		return workflows.RefundOutput{}, err
+	}
+	var out workflows.RefundOutput
+	require.NoError(t, env.GetWorkflowResult(&out))
+	return out, nil
+}
+
+func pspRefundSays(status psp.RefundStatus, reason string) activities.RefundState {
+	return activities.RefundState{RefundID: refundID, Status: string(status), RtrID: "D12345678202611291200abcdef12345", Reason: reason}
+}
+
+func TestRefundReturnedAfterPolling(t *testing.T) {
+	env := newRefundEnv(t)
+	transient := temporal.NewApplicationError("psp: 503", activities.ErrTypePSPUnavailable)
+	env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(activities.RefundState{}, transient).Twice()
+	env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil).Once()
+	env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil).Twice()
+	env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundReturned, ""), nil).Once()
+	env.OnActivity(refunds.MarkRefundReturned, mock.Anything, pspRefundSays(psp.RefundReturned, "")).Return(nil).Once()
+
+	out, err := runRefund(t, env, workflows.DefaultRefundSettings())
+	require.NoError(t, err)
+	require.Equal(t, workflows.RefundOutput{Status: pix.RefundReturned}, out)
+}
+
+// A notice from the inbox ends the wait at once: the PSP's record is
+// checked then, not at the next poll an hour later.
+func TestRefundNoticeSignalChecksAtOnce(t *testing.T) {
+	env := newRefundEnv(t)
+	s := workflows.DefaultRefundSettings()
+	s.PollInitial, s.PollMax = time.Hour, time.Hour
+	env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil).Once()
+	env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundReturned, ""), nil).Once()
+	env.OnActivity(refunds.MarkRefundReturned, mock.Anything, mock.Anything).Return(nil).Once()
+	var start time.Time
+	env.RegisterDelayedCallback(func() {
+		start = env.Now()
+		env.SignalWorkflow(workflows.RefundNoticeSignal, workflows.RefundNotice{Status: string(psp.RefundReturned)})
+		env.SignalWorkflow(workflows.RefundNoticeSignal, workflows.RefundNotice{Status: string(psp.RefundReturned)})
+	}, time.Minute)
+
+	out, err := runRefund(t, env, s)
+	require.NoError(t, err)
+	require.Equal(t, pix.RefundReturned, out.Status)
+	require.Less(t, env.Now().Sub(start), time.Minute, "checked on the notice, once for both")
+}
+
+// The notice is only a wake-up: the PSP's record decides.
+func TestRefundNoticeIsConfirmedByTheRecord(t *testing.T) {
+	env := newRefundEnv(t)
+	s := workflows.DefaultRefundSettings()
+	s.PollInitial, s.PollMax = time.Hour, time.Hour
+	env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil).Once()
+	env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil).Once()
+	env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundReturned, ""), nil).Once()
+	env.OnActivity(refunds.MarkRefundReturned, mock.Anything, mock.Anything).Return(nil).Once()
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.RefundNoticeSignal, workflows.RefundNotice{Status: string(psp.RefundNotDone)})
+	}, time.Minute)
+
+	out, err := runRefund(t, env, s)
+	require.NoError(t, err)
+	require.Equal(t, pix.RefundReturned, out.Status, "a notice of NAO_REALIZADO the record does not confirm reverses nothing")
+}
+
+func TestRefundNotMadeIsReversedOnce(t *testing.T) {
+	env := newRefundEnv(t)
+	env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil).Once()
+	env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundNotDone, "conta encerrada"), nil).Once()
+	env.OnActivity(refunds.ReverseRefund, mock.Anything, refundRef).Return(nil).Once()
+
+	out, err := runRefund(t, env, workflows.DefaultRefundSettings())
+	require.NoError(t, err)
+	require.Equal(t, workflows.RefundOutput{Status: pix.RefundReversed, Reason: "conta encerrada"}, out)
+}
+
+func TestRefundRefusedAtOnceIsReversed(t *testing.T) {
+	env := newRefundEnv(t)
+	env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundNotDone, "valor excede"), nil).Once()
+	env.OnActivity(refunds.ReverseRefund, mock.Anything, refundRef).Return(nil).Once()
+
+	out, err := runRefund(t, env, workflows.DefaultRefundSettings())
+	require.NoError(t, err)
+	require.Equal(t, pix.RefundReversed, out.Status)
+}
+
+func TestRefundAlreadyFinalDoesNothing(t *testing.T) {
+	env := newRefundEnv(t)
+	env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(activities.RefundState{RefundID: refundID, Status: pix.RefundReturned, AlreadyFinal: true}, nil).Once()
+
+	out, err := runRefund(t, env, workflows.DefaultRefundSettings())
+	require.NoError(t, err)
+	require.Equal(t, pix.RefundReturned, out.Status)
+}
+
+// Unknown stays open: a check without an answer is asked again later; a PSP
+// that lost the devolução, or no outcome in time, fails the run with the
+// refund debited and open (no reversal).
+func TestRefundUnknownNeverReverses(t *testing.T) {
+	t.Run("no answer, then an answer", func(t *testing.T) {
+		env := newRefundEnv(t)
+		transient := temporal.NewApplicationError("psp: 503", activities.ErrTypePSPUnavailable)
+		refused := temporal.NewApplicationError("psp refused (http 401)", activities.ErrTypePSPRequestRefused)
+		env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil).Once()
+		env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(activities.RefundState{}, transient).Times(6)
+		env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(activities.RefundState{}, refused).Times(3)
+		env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundReturned, ""), nil).Once()
+		env.OnActivity(refunds.MarkRefundReturned, mock.Anything, mock.Anything).Return(nil).Once()
+		out, err := runRefund(t, env, workflows.DefaultRefundSettings())
+		require.NoError(t, err)
+		require.Equal(t, pix.RefundReturned, out.Status)
+	})
+	t.Run("the psp lost it", func(t *testing.T) {
+		env := newRefundEnv(t)
+		lost := temporal.NewNonRetryableApplicationError("the psp knows no devolução", activities.ErrTypePSPRefundUnknown, nil)
+		env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil).Once()
+		env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(activities.RefundState{}, lost).Once()
+		_, err := runRefund(t, env, workflows.DefaultRefundSettings())
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, err, &appErr)
+		require.Equal(t, workflows.ErrTypeRefundFailed, appErr.Type())
+	})
+	t.Run("no outcome in time", func(t *testing.T) {
+		env := newRefundEnv(t)
+		s := workflows.DefaultRefundSettings()
+		s.OutcomeTimeout = 2 * time.Hour
+		env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil).Once()
+		env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil)
+		_, err := runRefund(t, env, s)
+		require.ErrorContains(t, err, "no outcome within 2h0m0s")
+	})
+	t.Run("the reversal is not confirmed", func(t *testing.T) {
+		env := newRefundEnv(t)
+		unconfirmed := temporal.NewNonRetryableApplicationError("not reversed", activities.ErrTypeReversalUnconfirmed, nil)
+		env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundNotDone, "x"), nil).Once()
+		env.OnActivity(refunds.ReverseRefund, mock.Anything, refundRef).Return(unconfirmed).Once()
+		_, err := runRefund(t, env, workflows.DefaultRefundSettings())
+		require.ErrorContains(t, err, "pix refund stopped at reverse")
+	})
+}
