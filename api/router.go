@@ -29,9 +29,6 @@ type Deps struct {
 	// Temporal is checked by /readyz and tells a credit's workflow status
 	// (a client.Client in production).
 	Temporal Temporal
-	// Kick wakes the dispatcher after a commit that made a row due; nil
-	// leaves it to the dispatcher's polling.
-	Kick func()
 	// TemporalNamespace and TemporalUIURL build links to the Temporal UI.
 	TemporalNamespace string
 	TemporalUIURL     string
@@ -163,12 +160,6 @@ func AuthorizeAdmin(d Deps) func(*http.Request) error {
 
 type handlers struct{ Deps }
 
-func (h *handlers) kick() {
-	if h.Kick != nil {
-		h.Kick()
-	}
-}
-
 // receiveWebhook stores a PSP notification and acknowledges it: 202 once the
 // inbox row is committed. It never waits for Temporal.
 func (h *handlers) receiveWebhook(c *gin.Context) {
@@ -187,9 +178,6 @@ func (h *handlers) receiveWebhook(c *gin.Context) {
 		}
 		abortWithError(c, h.Logger, err)
 		return
-	}
-	if !receipt.Duplicate || receipt.Redriven {
-		h.kick()
 	}
 	h.stored(pix.SourceNative, receipt.Duplicate)
 	h.Logger.Info("webhook accepted", append(workflows.CreditLogAttrs(n.EndToEndID, receipt.Attempts),
@@ -224,18 +212,13 @@ func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
 		abortWithError(c, h.Logger, err)
 		return
 	}
-	kick := false
 	for i, r := range receipts {
 		n := ns[i]
-		kick = kick || !r.Duplicate || r.Redriven
 		h.stored(pix.SourceAPIPix, r.Duplicate)
 		h.Logger.Info("webhook accepted", append(workflows.CreditLogAttrs(n.EndToEndID, r.Attempts),
 			"format", n.Source, "pix_key", n.PixKey, "txid", n.TxID,
 			"amount_cents", n.AmountCents, "psp", psp, "refund_notice", len(n.RefundNotice) > 0,
 			"duplicate", r.Duplicate, "redriven", r.Redriven, "status", r.Status)...)
-	}
-	if kick {
-		h.kick()
 	}
 	c.JSON(http.StatusOK, gin.H{"pix": receipts})
 }
@@ -370,7 +353,6 @@ func (h *handlers) retryCredit(c *gin.Context) {
 		abortWithError(c, h.Logger, err)
 		return
 	}
-	h.kick()
 	h.Logger.Info("pix credit re-driven by an operator", workflows.CreditLogAttrs(id, attempts)...)
 	c.JSON(http.StatusAccepted, gin.H{"end_to_end_id": id, "status": pix.StatusPending, "workflow_id": workflows.CreditWorkflowID(id)})
 }
@@ -504,9 +486,6 @@ func (h *handlers) retryAccount(c *gin.Context) {
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
-	}
-	if len(redriven) > 0 {
-		h.kick()
 	}
 	ids := make([]string, 0, len(redriven))
 	for _, r := range redriven {

@@ -10,26 +10,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pixbank/pix/internal/pix"
 )
-
-// Store is the repository of the incoming-PIX service.
-type Store struct {
-	pool *pgxpool.Pool
-}
-
-// NewStore returns a Store over pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
-
-// Pool exposes the pool for health checks and test helpers.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
-
-// Ping checks that PostgreSQL answers.
-func (s *Store) Ping(ctx context.Context) error {
-	return classify(s.pool.Ping(ctx))
-}
 
 // receiveSQL stores one delivery of a notification, in one statement: a first
 // delivery inserts a pending row that is due for dispatch at once; a
@@ -111,11 +94,6 @@ func scanReceipt(row pgx.Row, n pix.Notification) (r pix.Receipt, stored bool, e
 	return r, true, nil
 }
 
-// querier is what the pool and a transaction have in common.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // creditedBefore answers a delivery that stored nothing: a duplicate of a
 // PIX credited already (its inbox row cleaned up; pix_credits is the guard
 // that lasts, I1), or, when no credit matches, a payload mismatch. The
@@ -138,12 +116,29 @@ func creditedBefore(ctx context.Context, q querier, n pix.Notification) (pix.Rec
 	return pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusDone, Duplicate: true}, nil
 }
 
+// DueChannel is the notification channel that says inbox rows are due for
+// dispatch.
+const DueChannel = "pix_inbox_due"
+
+// creditSQL holds the statements of queries/credits.sql.
+var creditSQL struct{ ClaimDue, MarkDispatched, DeferDispatch string }
+
+func init() { bindQueries("credits.sql", &creditSQL) }
+
+// InboxQueue is the pending inbox rows (keys: end_to_end_ids).
+func (s *Store) InboxQueue() DueQueue {
+	return DueQueue{s, "inbox_messages", DueChannel, creditSQL.ClaimDue, creditSQL.MarkDispatched, creditSQL.DeferDispatch}
+}
+
 // Receive stores one delivery of a notification (see receiveSQL). Another
 // amount or recipient under the same end_to_end_id is pix.ErrPayloadMismatch
 // and changes nothing.
 func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error) {
 	r, stored, err := scanReceipt(s.pool.QueryRow(ctx, receiveSQL, receiveArgs(n)...), n)
 	if err != nil || stored {
+		if err == nil && r.MadeDue() {
+			s.wake(DueChannel)
+		}
 		return r, err
 	}
 	return creditedBefore(ctx, s.pool, n)
@@ -204,6 +199,9 @@ func (s *Store) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.
 	if err != nil {
 		return nil, err
 	}
+	if slices.ContainsFunc(receipts, pix.Receipt.MadeDue) {
+		s.wake(DueChannel)
+	}
 	return receipts, nil
 }
 
@@ -229,6 +227,9 @@ func (s *Store) Redrive(ctx context.Context, endToEndID string) (attempts int, e
 			WHERE end_to_end_id = $1`, endToEndID)
 		return err
 	})
+	if err == nil {
+		s.wake(DueChannel)
+	}
 	return attempts, err
 }
 
@@ -422,6 +423,9 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 	if err != nil {
 		return CreditOutcome{}, err
 	}
+	if out.Credited {
+		s.wake(OutboxChannel)
+	}
 	return out, nil
 }
 
@@ -500,6 +504,9 @@ func (s *Store) MarkFailed(ctx context.Context, endToEndID string, drive, attemp
 	if err != nil {
 		return MarkFailedOutcome{}, err
 	}
+	if out.Marked {
+		s.wake(OutboxChannel)
+	}
 	return out, nil
 }
 
@@ -514,159 +521,6 @@ type MarkFailedOutcome struct {
 	// false when it found it failed by this drive already, done, or
 	// superseded.
 	Marked bool
-}
-
-// Due is an open row whose workflow must be (re)started: a pending inbox
-// row (Key is its end_to_end_id) or an open transfer (Key is its id).
-type Due struct {
-	Key      string
-	Attempts int
-	// Drive is the row's drive when it was claimed (always 1 for a
-	// transfer): the dispatcher's records of this claim are fenced by it.
-	Drive int
-	// Dispatched is true when a run of the row's current drive was started.
-	Dispatched bool
-	// What the run is listed under in the Temporal UI: the PIX's
-	// end_to_end_id, account (nil while an API Pix key is unresolved),
-	// amount, status, PSP (nil for an unsigned notification and for
-	// transfers) and memo (the payer, or the payee's key).
-	EndToEndID  string
-	AccountID   *string
-	AmountCents int64
-	Status      string
-	PSP         *string
-	Memo        map[string]any
-	// Since is when the row was committed (received_at, created_at): the
-	// first start of a first drive measures the dispatch lag from it.
-	Since time.Time
-}
-
-// FirstStart reports whether starting the row's workflow now is its first
-// start ever (no earlier drive, no attempt): the start that the dispatch lag
-// measures.
-func (d Due) FirstStart() bool { return !d.Dispatched && d.Attempts == 0 }
-
-// dueTable is a table whose open rows carry dispatch_due_at (when the
-// dispatcher must next (re)start the row's workflow) and dispatched_at.
-type dueTable struct {
-	name     string
-	key      string // the key column
-	keyArray string // the type of an array of keys
-	keyOrder string // the key in the one lock order (byte order, whatever the database's collation)
-	attempts string // the row's attempts so far (of the claimed row m)
-	drive    string // the row's drive (of the row m)
-	open     string // the rows that can be due (the partial index's predicate)
-	listing  string // Due's columns from EndToEndID on (of the claimed row m)
-}
-
-var (
-	inboxDue = dueTable{"inbox_messages", "end_to_end_id", "text[]", `m.end_to_end_id COLLATE "C"`, "m.attempts", "m.drive", "m.status = 'pending'",
-		`m.end_to_end_id, m.account_id, m.amount_cents, m.status, m.psp,
-		 jsonb_strip_nulls(jsonb_build_object('payer', COALESCE(m.payload->'payer', m.payload->'pagador'), 'payer_message', m.payload->'infoPagador')),
-		 m.received_at`}
-	// A transfer has one drive: it stays open until it is final.
-	transferDue = dueTable{"pix_transfers", "id", "uuid[]", "m.id", "0", "1", "m.dispatch_due_at IS NOT NULL",
-		`m.end_to_end_id, m.account_id, m.amount_cents, m.status, NULL::text, jsonb_build_object('payee_pix_key', m.pix_key), m.created_at`}
-)
-
-// claimDue claims up to limit due rows of t, pushing their next due time
-// lease ahead so that concurrent dispatchers skip them. If the claimer dies
-// before recording the outcome (markDispatched or deferDispatch), the rows
-// come due again when the lease ends.
-func (s *Store) claimDue(ctx context.Context, t dueTable, limit int, lease time.Duration) ([]Due, error) {
-	rows, err := s.pool.Query(ctx, `
-		UPDATE `+t.name+` m SET dispatch_due_at = now() + $2::interval
-		FROM (
-			SELECT m.`+t.key+` FROM `+t.name+` m
-			WHERE `+t.open+` AND m.dispatch_due_at <= now()
-			ORDER BY dispatch_due_at
-			LIMIT $1
-			FOR UPDATE SKIP LOCKED
-		) due
-		WHERE m.`+t.key+` = due.`+t.key+`
-		RETURNING m.`+t.key+`::text, `+t.attempts+`, `+t.drive+`, m.dispatched_at IS NOT NULL, `+t.listing, limit, lease)
-	if err != nil {
-		return nil, classify(fmt.Errorf("claim due %s: %w", t.name, err))
-	}
-	due, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Due])
-	if err != nil {
-		return nil, classify(fmt.Errorf("claim due %s: %w", t.name, err))
-	}
-	return due, nil
-}
-
-// markDispatched records that the claimed rows' workflows run: the first
-// start of a drive is kept in dispatched_at, and the rows come due again
-// only after recheckAfter, to make sure their run still exists. A row that
-// left the claimed drive meanwhile (its run failed and it was re-driven) is
-// left alone: the record is about a run of the old drive.
-func (s *Store) markDispatched(ctx context.Context, t dueTable, claimed []Due, recheckAfter time.Duration) error {
-	return s.updateClaimed(ctx, t, claimed, "mark dispatched",
-		`dispatched_at = COALESCE(m.dispatched_at, now()), dispatch_due_at = now() + $3::interval`, recheckAfter)
-}
-
-// deferDispatch makes claimed rows due again after delay (their workflow
-// start failed, or an older run is still closing), unless they left the
-// claimed drive meanwhile.
-func (s *Store) deferDispatch(ctx context.Context, t dueTable, claimed []Due, delay time.Duration) error {
-	return s.updateClaimed(ctx, t, claimed, "defer dispatch", `dispatch_due_at = now() + $3::interval`, delay)
-}
-
-// updateClaimed applies set to those claimed rows that are still open in
-// the drive they were claimed in, locking them in key order (two
-// dispatchers recording overlapping claims never wait for each other in a
-// cycle).
-func (s *Store) updateClaimed(ctx context.Context, t dueTable, claimed []Due, what, set string, d time.Duration) error {
-	keys := make([]string, len(claimed))
-	drives := make([]int32, len(claimed))
-	for i, c := range claimed {
-		keys[i], drives[i] = c.Key, int32(c.Drive)
-	}
-	_, err := s.pool.Exec(ctx, `
-		WITH fenced AS (
-			SELECT m.`+t.key+` AS key FROM `+t.name+` m
-			JOIN unnest($1::`+t.keyArray+`, $2::int[]) AS c(key, drive) ON m.`+t.key+` = c.key
-			WHERE `+t.open+` AND `+t.drive+` = c.drive
-			ORDER BY `+t.keyOrder+`
-			FOR UPDATE OF m)
-		UPDATE `+t.name+` m SET `+set+`
-		FROM fenced WHERE m.`+t.key+` = fenced.key`, keys, drives, d)
-	if err != nil {
-		return classify(fmt.Errorf("%s %s: %w", what, t.name, err))
-	}
-	return nil
-}
-
-// DueQueue is the open rows of one table as a dispatcher sees them: due
-// rows to claim, and the outcome of their workflow starts to record.
-type DueQueue struct {
-	store   *Store
-	table   dueTable
-	channel string
-}
-
-// InboxQueue is the pending inbox rows (keys: end_to_end_ids).
-func (s *Store) InboxQueue() DueQueue { return DueQueue{s, inboxDue, DueChannel} }
-
-// TransferQueue is the open transfers (keys: transfer ids).
-func (s *Store) TransferQueue() DueQueue { return DueQueue{s, transferDue, TransferDueChannel} }
-
-// Channel is the notification channel that says rows came due.
-func (q DueQueue) Channel() string { return q.channel }
-
-// Claim claims up to limit due rows (see claimDue).
-func (q DueQueue) Claim(ctx context.Context, limit int, lease time.Duration) ([]Due, error) {
-	return q.store.claimDue(ctx, q.table, limit, lease)
-}
-
-// MarkDispatched records that the claimed rows' workflows run.
-func (q DueQueue) MarkDispatched(ctx context.Context, claimed []Due, recheckAfter time.Duration) error {
-	return q.store.markDispatched(ctx, q.table, claimed, recheckAfter)
-}
-
-// DeferDispatch makes claimed rows due again after delay.
-func (q DueQueue) DeferDispatch(ctx context.Context, claimed []Due, delay time.Duration) error {
-	return q.store.deferDispatch(ctx, q.table, claimed, delay)
 }
 
 // GetCredit reports one incoming PIX: its inbox row, or, once that was
@@ -700,73 +554,6 @@ func (s *Store) GetCredit(ctx context.Context, endToEndID string) (pix.Credit, e
 		c.Source = *source
 	}
 	return c, nil
-}
-
-// DueChannel is the PostgreSQL notification channel that says "inbox rows
-// are due for dispatch"; TransferDueChannel says it of transfers.
-const (
-	DueChannel         = "pix_inbox_due"
-	TransferDueChannel = "pix_transfer_due"
-)
-
-// NotifyDue wakes the dispatchers listening on DueChannel.
-func (s *Store) NotifyDue(ctx context.Context) error {
-	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, '')`, DueChannel); err != nil {
-		return classify(fmt.Errorf("notify dispatchers: %w", err))
-	}
-	return nil
-}
-
-// KeepListening calls wake for every notification on channel until ctx
-// ends, reconnecting while PostgreSQL is away: after a wait from minDelay,
-// doubling up to maxDelay, and from minDelay again once a connection had
-// lasted longer than maxDelay. After each reconnection it calls wake, since
-// what was notified meanwhile is lost. lost hears of each lost connection
-// and of the wait before the next try.
-func (s *Store) KeepListening(ctx context.Context, channel string, wake func(), minDelay, maxDelay time.Duration, lost func(err error, retryIn time.Duration)) {
-	delay := minDelay
-	for ctx.Err() == nil {
-		began := time.Now()
-		err := s.Listen(ctx, channel, wake)
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(began) > maxDelay {
-			delay = minDelay // it had been listening fine
-		}
-		lost(err, delay)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, maxDelay)
-		wake()
-	}
-}
-
-// Listen holds one connection listening on channel and calls wake for every
-// notification, until ctx ends or the connection fails.
-func (s *Store) Listen(ctx context.Context, channel string, wake func()) error {
-	pooled, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return classify(fmt.Errorf("listen: acquire: %w", err))
-	}
-	// The connection carries a LISTEN: it never goes back to the pool.
-	conn := pooled.Hijack()
-	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // closing a listener on the way out
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-		return classify(fmt.Errorf("listen: %w", err))
-	}
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return classify(fmt.Errorf("listen: wait: %w", err))
-		}
-		wake()
-	}
 }
 
 // DeleteDoneInboxRows deletes up to limit inbox rows that became done longer

@@ -116,5 +116,8 @@ func (s *Store) RedriveFailed(ctx context.Context, accountID string) ([]Redriven
 	if err != nil {
 		return nil, classify(fmt.Errorf("re-drive failed credits: %w", err))
 	}
+	if len(out) > 0 {
+		s.wake(DueChannel)
+	}
 	return out, nil
 }

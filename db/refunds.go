@@ -16,8 +16,8 @@ import (
 
 // refundSQL holds the statements of queries/refunds.sql.
 var refundSQL struct {
-	LockCredit, RefundedCents, DebitRefund, NotifyDue, GetRefund, LockRefund, RefundsOf,
-	MarkRequested, MarkReturned, Reverse, NoteOutcomes string
+	LockCredit, RefundedCents, DebitRefund, GetRefund, LockRefund, RefundsOf,
+	MarkRequested, MarkReturned, Reverse, NoteOutcomes, ClaimDue, MarkDispatched, DeferDispatch string
 }
 
 func init() { bindQueries("refunds.sql", &refundSQL) }
@@ -33,15 +33,10 @@ const (
 // RefundDueChannel is the notification channel that says refunds are due.
 const RefundDueChannel = "pix_refund_due"
 
-// refundDue is the open refunds, as the dispatcher sees them: a refund has
-// one drive; its memo carries the outcome a PSP's webhook announced
-// (psp_notice), which the dispatcher signals to the refund's open run.
-var refundDue = dueTable{"pix_refunds", "id", "text[]", `m.id COLLATE "C"`, "0", "1", "m.dispatch_due_at IS NOT NULL",
-	`m.end_to_end_id, m.account_id, m.amount_cents, m.status, NULL::text,
-	 jsonb_strip_nulls(jsonb_build_object('refund_id', m.id, 'psp_notice', m.psp_notice)), m.created_at`}
-
 // RefundQueue is the open refunds (keys: refund ids).
-func (s *Store) RefundQueue() DueQueue { return DueQueue{s, refundDue, RefundDueChannel} }
+func (s *Store) RefundQueue() DueQueue {
+	return DueQueue{s, "pix_refunds", RefundDueChannel, refundSQL.ClaimDue, refundSQL.MarkDispatched, refundSQL.DeferDispatch}
+}
 
 // NewRefund is a refund about to be debited: its id is chosen by the caller.
 type NewRefund struct {
@@ -99,17 +94,12 @@ func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, m
 		if err != nil {
 			return fmt.Errorf("render response: %w", err)
 		}
-		if err := recordResponse(ctx, tx, r, 201, body); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, refundSQL.NotifyDue); err != nil {
-			return fmt.Errorf("notify refund dispatchers: %w", err)
-		}
-		return nil
+		return recordResponse(ctx, tx, r, 201, body)
 	})
 	if err != nil {
 		return pix.Refund{}, err
 	}
+	s.wake(RefundDueChannel, OutboxChannel)
 	return out, nil
 }
 
@@ -165,6 +155,7 @@ func (s *Store) MarkRefundReturned(ctx context.Context, id, rtrID string) (pix.R
 	if _, err := s.pool.Exec(ctx, refundSQL.MarkReturned, id, rtrID); err != nil {
 		return pix.Refund{}, classify(fmt.Errorf("mark refund returned: %w", err))
 	}
+	s.wake(OutboxChannel)
 	r, err := s.GetRefund(ctx, id)
 	if err == nil && r.Status == pix.RefundReversed {
 		return r, fmt.Errorf("%w: returned by the PSP after it was reversed", pix.ErrRefundFinal)
@@ -199,6 +190,7 @@ func (s *Store) ReverseRefund(ctx context.Context, id, reason string) (pix.Refun
 	if err != nil {
 		return pix.Refund{}, err
 	}
+	s.wake(OutboxChannel)
 	return out, nil
 }
 
@@ -236,19 +228,17 @@ func (s *Store) NoteRefundOutcomes(ctx context.Context, notices []RefundNotice) 
 		if err != nil {
 			return fmt.Errorf("note refund outcomes: %w", err)
 		}
-		if noted, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		noted, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
 			return fmt.Errorf("note refund outcomes: %w", err)
-		}
-		if len(noted) == 0 {
-			return nil
-		}
-		if _, err := tx.Exec(ctx, refundSQL.NotifyDue); err != nil {
-			return fmt.Errorf("notify refund dispatchers: %w", err)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(noted) > 0 {
+		s.wake(RefundDueChannel)
 	}
 	return noted, nil
 }

@@ -12,6 +12,20 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 )
 
+// TransferDueChannel is the notification channel that says transfers are
+// due for dispatch.
+const TransferDueChannel = "pix_transfer_due"
+
+// transferSQL holds the statements of queries/transfers.sql.
+var transferSQL struct{ ClaimDue, MarkDispatched, DeferDispatch string }
+
+func init() { bindQueries("transfers.sql", &transferSQL) }
+
+// TransferQueue is the open transfers (keys: transfer ids).
+func (s *Store) TransferQueue() DueQueue {
+	return DueQueue{s, "pix_transfers", TransferDueChannel, transferSQL.ClaimDue, transferSQL.MarkDispatched, transferSQL.DeferDispatch}
+}
+
 // NewTransfer is a transfer about to be debited: its id and end_to_end_id
 // are chosen by the caller.
 type NewTransfer struct {
@@ -56,18 +70,12 @@ func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer
 		if err != nil {
 			return fmt.Errorf("render response: %w", err)
 		}
-		if err := recordResponse(ctx, tx, r, 201, body); err != nil {
-			return err
-		}
-		// Delivered on commit, not before.
-		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, TransferDueChannel); err != nil {
-			return fmt.Errorf("notify transfer dispatchers: %w", err)
-		}
-		return nil
+		return recordResponse(ctx, tx, r, 201, body)
 	})
 	if err != nil {
 		return pix.Transfer{}, err
 	}
+	s.wake(TransferDueChannel, OutboxChannel)
 	return out, nil
 }
 
@@ -125,7 +133,7 @@ func (s *Store) SettleTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer,
 			SET status = 'settled', settled_at = clock_timestamp(), updated_at = clock_timestamp(), dispatch_due_at = NULL
 			WHERE id = $1 AND status IN ('debited', 'submitted')
 			RETURNING *)
-		`+emitEvent(AggregateTransfer, EventTransferSettled, "settled", "id::text", transferEventFields+`, 'settled_at', settled_at`))
+		`+emitEvent(AggregateTransfer, EventTransferSettled, "settled", "id::text", transferEventFields+`, 'settled_at', settled_at`), OutboxChannel)
 	if err == nil && t.Status == pix.TransferRefunded {
 		return t, fmt.Errorf("%w: settled by the PSP after it was refunded", pix.ErrTransferFinal)
 	}
@@ -134,10 +142,12 @@ func (s *Store) SettleTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer,
 
 // updateTransfer runs a guarded one-row update and returns the transfer as
 // it is afterwards, whether or not the guard let the update through.
-func (s *Store) updateTransfer(ctx context.Context, id uuid.UUID, update string) (pix.Transfer, error) {
+// It wakes the channels the update may have made work for.
+func (s *Store) updateTransfer(ctx context.Context, id uuid.UUID, update string, wakes ...string) (pix.Transfer, error) {
 	if _, err := s.pool.Exec(ctx, update, id); err != nil {
 		return pix.Transfer{}, classify(fmt.Errorf("update transfer: %w", err))
 	}
+	s.wake(wakes...)
 	return s.GetTransfer(ctx, id)
 }
 
@@ -189,5 +199,6 @@ func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string)
 	if err != nil {
 		return pix.Transfer{}, err
 	}
+	s.wake(OutboxChannel)
 	return out, nil
 }

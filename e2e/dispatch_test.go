@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/pixbank/pix/internal/config"
-	"github.com/pixbank/pix/internal/dispatch"
+	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/workflows"
 )
@@ -82,8 +82,8 @@ func TestTwoDispatchersStartEachWorkflowOnce(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{}, 2)
 	for range 2 {
-		src := dispatch.InboxSource{DueQueue: s.store.InboxQueue(), TaskQueue: s.cfg.TaskQueues().Credits, Retry: s.cfg.Retry()}
-		d := dispatch.New(s.store, src, s.client(), dispatch.Options{
+		src := workflows.CreditSource(s.store.InboxQueue(), s.cfg.TaskQueues().Credits, s.cfg.Retry())
+		d := durable.New(s.store, src, s.client(), durable.Options{
 			PollInterval: 50 * time.Millisecond,
 			BatchSize:    7, Concurrency: 4, RecheckAfter: time.Hour, RetryMaxDelay: time.Second,
 		}, slog.New(slog.NewJSONHandler(io.Discard, nil)))

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
 )
 
@@ -288,5 +289,20 @@ func FailureReason(err error) string {
 // returns started=false, which is not an error. A closed run (a failed one
 // being re-driven) is followed by a new run.
 func StartCredit(ctx context.Context, c client.Client, taskQueue string, in CreditInput, listing Listing) (started bool, err error) {
-	return startOnce(ctx, c, CreditWorkflowID(in.EndToEndID), taskQueue, CreditWorkflowName, listing, in)
+	return durable.StartOnce(ctx, c, listing.workflow(CreditWorkflowID(in.EndToEndID), taskQueue, CreditWorkflowName), in)
+}
+
+// CreditSource is the durable start of credits: the pending inbox rows'
+// credit workflows.
+func CreditSource(q durable.Queue, taskQueue string, retry RetrySettings) durable.Source {
+	return durable.Source{
+		Kind:  "inbox",
+		Queue: q,
+		Start: func(ctx context.Context, c client.Client, due durable.Due) (bool, error) {
+			return StartCredit(ctx, c, taskQueue, CreditInput{
+				EndToEndID: due.Key, PriorAttempts: due.Attempts, Drive: due.Drive, Retry: retry,
+			}, listingOf(due))
+		},
+		LogAttrs: func(due durable.Due) []any { return CreditLogAttrs(due.Key, due.Attempts) },
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/internal/durable"
 )
 
 // The custom search attributes of every PIX workflow run, by which the
@@ -51,6 +53,24 @@ type Listing struct {
 	// Memo is shown on the run's page but not searchable: the payer of an
 	// incoming PIX, the payee's key of an outgoing one.
 	Memo map[string]any
+}
+
+// workflow is what durable.StartOnce starts: workflow name under id, on
+// taskQueue, listed as l says.
+func (l Listing) workflow(id, taskQueue, name string) durable.Workflow {
+	return durable.Workflow{ID: id, TaskQueue: taskQueue, Name: name, SearchAttributes: l.searchAttributes(), Memo: l.Memo}
+}
+
+// listingOf is what a due row's run is listed under.
+func listingOf(due durable.Due) Listing {
+	l := Listing{EndToEndID: due.EndToEndID, AmountCents: due.AmountCents, Status: due.Status, Memo: due.Memo}
+	if due.AccountID != nil {
+		l.AccountID = *due.AccountID
+	}
+	if due.PSP != nil {
+		l.PSP = *due.PSP
+	}
+	return l
 }
 
 func (l Listing) searchAttributes() temporal.SearchAttributes {

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 )
@@ -211,7 +212,7 @@ func refundFailed(step string, err error) error {
 // StartRefund starts the saga of one refund; an open run is not an error
 // (started=false). With a notice, an open run is signalled it.
 func StartRefund(ctx context.Context, c client.Client, taskQueue string, in RefundInput, listing Listing, notice *RefundNotice) (started bool, err error) {
-	started, err = startOnce(ctx, c, RefundWorkflowID(in.RefundID), taskQueue, RefundWorkflowName, listing, in)
+	started, err = durable.StartOnce(ctx, c, listing.workflow(RefundWorkflowID(in.RefundID), taskQueue, RefundWorkflowName), in)
 	if err != nil || started || notice == nil {
 		return started, err
 	}
@@ -224,4 +225,23 @@ func StartRefund(ctx context.Context, c client.Client, taskQueue string, in Refu
 		return false, fmt.Errorf("signal %s: %w", RefundWorkflowID(in.RefundID), err)
 	}
 	return false, nil
+}
+
+// RefundSource is the durable start of refunds: the open refunds' sagas,
+// and the PSP's notices of their outcome, signalled to their open runs.
+func RefundSource(q durable.Queue, taskQueue string, s RefundSettings) durable.Source {
+	return durable.Source{
+		Kind:  "refunds",
+		Queue: q,
+		Start: func(ctx context.Context, c client.Client, due durable.Due) (bool, error) {
+			var notice *RefundNotice
+			if status, ok := due.Memo["psp_notice"].(string); ok {
+				notice = &RefundNotice{Status: status}
+			}
+			return StartRefund(ctx, c, taskQueue, RefundInput{RefundID: due.Key, Settings: s}, listingOf(due), notice)
+		},
+		LogAttrs: func(due durable.Due) []any {
+			return []any{"refund_id", due.Key, "end_to_end_id", due.EndToEndID, "workflow_id", RefundWorkflowID(due.Key)}
+		},
+	}
 }

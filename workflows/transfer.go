@@ -2,17 +2,15 @@ package workflows
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 )
@@ -171,35 +169,20 @@ func transferFailed(step string, err error) error {
 // StartTransfer starts the saga of one transfer; like StartCredit, an open
 // run is not an error (started=false).
 func StartTransfer(ctx context.Context, c client.Client, taskQueue string, in TransferInput, listing Listing) (started bool, err error) {
-	return startOnce(ctx, c, TransferWorkflowID(in.TransferID), taskQueue, TransferWorkflowName, listing, in)
+	return durable.StartOnce(ctx, c, listing.workflow(TransferWorkflowID(in.TransferID), taskQueue, TransferWorkflowName), in)
 }
 
-// startOnce starts workflow name under id unless a run is open there:
-// started=false then, which is not an error. A closed run (failed, or
-// completed) does not prevent a new one (ALLOW_DUPLICATE): re-drives and
-// rechecks start new runs under the same business key.
-func startOnce(ctx context.Context, c client.Client, id, taskQueue, name string, listing Listing, input any) (started bool, err error) {
-	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    id,
-		TaskQueue:             taskQueue,
-		TypedSearchAttributes: listing.searchAttributes(),
-		Memo:                  listing.Memo,
-		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		// With a worker for the task queue on the same client (the
-		// dispatcher runs in the worker process), the first workflow task
-		// comes back with the start and runs at once.
-		EnableEagerStart: true,
-		// Tell an open run apart from a new one: after a re-drive, the
-		// failed run may still be closing.
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, name, input)
-	var already *serviceerror.WorkflowExecutionAlreadyStarted
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.As(err, &already):
-		return false, nil
-	default:
-		return false, fmt.Errorf("start workflow %s: %w", id, err)
+// TransferSource is the durable start of transfers: the open transfers'
+// sagas.
+func TransferSource(q durable.Queue, taskQueue string, s TransferSettings) durable.Source {
+	return durable.Source{
+		Kind:  "transfers",
+		Queue: q,
+		Start: func(ctx context.Context, c client.Client, due durable.Due) (bool, error) {
+			return StartTransfer(ctx, c, taskQueue, TransferInput{TransferID: due.Key, Settings: s}, listingOf(due))
+		},
+		LogAttrs: func(due durable.Due) []any {
+			return []any{"transfer_id", due.Key, "workflow_id", TransferWorkflowID(due.Key)}
+		},
 	}
 }

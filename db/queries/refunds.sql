@@ -39,10 +39,6 @@ SELECT id, end_to_end_id, rtr_id, account_id, amount_cents, reason, status, bala
        failure_reason, created_at, requested_at, returned_at, reversed_at
 FROM refund
 
--- name: NotifyDue
--- Wakes the refund dispatchers when the transaction commits.
-SELECT pg_notify('pix_refund_due', '')
-
 -- name: GetRefund
 SELECT id, end_to_end_id, rtr_id, account_id, amount_cents, reason, status, balance_after_cents,
        failure_reason, created_at, requested_at, returned_at, reversed_at
@@ -132,3 +128,40 @@ SET psp_notice = locked.status, noticed_at = now(), dispatch_due_at = now()
 FROM locked
 WHERE r.id = locked.id AND r.status IN ('debited', 'requested')
 RETURNING r.id
+
+-- name: ClaimDue
+-- The open refunds due for dispatch (see DueQueue). A refund has one
+-- drive; its memo carries the outcome a PSP's webhook announced
+-- (psp_notice), which the dispatcher signals to the refund's open run.
+UPDATE pix_refunds m SET dispatch_due_at = now() + $2::interval
+FROM (
+    SELECT m.id FROM pix_refunds m
+    WHERE m.dispatch_due_at IS NOT NULL AND m.dispatch_due_at <= now()
+    ORDER BY dispatch_due_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+) due
+WHERE m.id = due.id
+RETURNING m.id, 0, 1, m.dispatched_at IS NOT NULL,
+    m.end_to_end_id, m.account_id, m.amount_cents, m.status, NULL::text,
+    jsonb_strip_nulls(jsonb_build_object('refund_id', m.id, 'psp_notice', m.psp_notice)), m.created_at
+
+-- name: MarkDispatched
+WITH fenced AS (
+    SELECT m.id AS key FROM pix_refunds m
+    JOIN unnest($1::text[], $2::int[]) AS c(key, drive) ON m.id = c.key
+    WHERE m.dispatch_due_at IS NOT NULL AND 1 = c.drive
+    ORDER BY m.id COLLATE "C"
+    FOR UPDATE OF m)
+UPDATE pix_refunds m SET dispatched_at = COALESCE(m.dispatched_at, now()), dispatch_due_at = now() + $3::interval
+FROM fenced WHERE m.id = fenced.key
+
+-- name: DeferDispatch
+WITH fenced AS (
+    SELECT m.id AS key FROM pix_refunds m
+    JOIN unnest($1::text[], $2::int[]) AS c(key, drive) ON m.id = c.key
+    WHERE m.dispatch_due_at IS NOT NULL AND 1 = c.drive
+    ORDER BY m.id COLLATE "C"
+    FOR UPDATE OF m)
+UPDATE pix_refunds m SET dispatch_due_at = now() + $3::interval
+FROM fenced WHERE m.id = fenced.key

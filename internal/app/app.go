@@ -30,7 +30,7 @@ import (
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
-	"github.com/pixbank/pix/internal/dispatch"
+	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/outbox"
@@ -129,31 +129,35 @@ func (a *App) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// Dispatchers builds the dispatchers the configuration describes: of the
-// inbox's credits and of the transfers' sagas, each starting its runs on
-// its family's task queue.
-func (a *App) Dispatchers() []*dispatch.Dispatcher {
-	return []*dispatch.Dispatcher{
-		a.dispatcher(dispatch.InboxSource{DueQueue: a.Store.InboxQueue(), TaskQueue: a.Cfg.TaskQueues().Credits, Retry: a.Cfg.Retry()}),
-		a.dispatcher(dispatch.TransferSource{DueQueue: a.Store.TransferQueue(), TaskQueue: a.Cfg.TaskQueues().Transfers, Settings: a.Cfg.Transfer()}),
-		a.dispatcher(dispatch.RefundSource{DueQueue: a.Store.RefundQueue(), TaskQueue: a.Cfg.TaskQueues().Of(workflows.Refunds), Settings: workflows.DefaultRefundSettings()}),
+// Dispatchers builds the dispatchers the configuration describes, one per
+// saga's durable start (the list a new saga is registered in), each
+// starting its runs on its family's task queue.
+func (a *App) Dispatchers() []*durable.Dispatcher {
+	q := a.Cfg.TaskQueues()
+	return []*durable.Dispatcher{
+		a.dispatcher(workflows.CreditSource(a.Store.InboxQueue(), q.Credits, a.Cfg.Retry())),
+		a.dispatcher(workflows.TransferSource(a.Store.TransferQueue(), q.Transfers, a.Cfg.Transfer())),
+		a.dispatcher(workflows.RefundSource(a.Store.RefundQueue(), q.Of(workflows.Refunds), workflows.DefaultRefundSettings())),
 	}
 }
 
-func (a *App) dispatcher(src dispatch.Source) *dispatch.Dispatcher {
-	return dispatch.New(a.Store, src, a.Temporal, dispatch.Options{
+func (a *App) dispatcher(src durable.Source) *durable.Dispatcher {
+	var lag durable.LagObserver
+	if a.workerMetrics != nil {
+		lag = a.workerMetrics
+	}
+	return durable.New(a.Store, src, a.Temporal, durable.Options{
 		PollInterval:  a.Cfg.DispatchPollInterval,
 		BatchSize:     a.Cfg.DispatchBatchSize,
 		Concurrency:   a.Cfg.DispatchConcurrency,
 		RecheckAfter:  a.Cfg.DispatchRecheckAfter,
 		RetryMaxDelay: a.Cfg.DispatchRetryMaxDelay,
-		Metrics:       a.workerMetrics,
+		Metrics:       lag,
 	}, a.Log)
 }
 
-// apiDeps are the handlers' dependencies; kick, draining and tokens may be
-// nil.
-func (a *App) apiDeps(kick func(), draining func() bool, tokens api.TokenVerifier) api.Deps {
+// apiDeps are the handlers' dependencies; draining and tokens may be nil.
+func (a *App) apiDeps(draining func() bool, tokens api.TokenVerifier) api.Deps {
 	var verifier *webhooksig.Verifier
 	if len(a.Cfg.WebhookSecrets) > 0 {
 		verifier = webhooksig.NewVerifier(a.Cfg.WebhookSecrets, a.Cfg.WebhookSignatureTolerance, nil)
@@ -161,7 +165,6 @@ func (a *App) apiDeps(kick func(), draining func() bool, tokens api.TokenVerifie
 	return api.Deps{
 		Store:              a.Store,
 		Temporal:           a.Temporal,
-		Kick:               kick,
 		TemporalNamespace:  a.Cfg.TemporalNamespace,
 		TemporalUIURL:      a.Cfg.TemporalUIURL,
 		RequestTimeout:     a.Cfg.RequestTimeout,
@@ -299,8 +302,7 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 		return err
 	}
 	var draining atomic.Bool
-	notifier := dispatch.NewNotifier(a.Store, a.Log)
-	deps := a.apiDeps(notifier.Kick, draining.Load, tokens)
+	deps := a.apiDeps(draining.Load, tokens)
 	authorizeAdmin := api.AuthorizeAdmin(deps)
 	codecAuthorize := func(r *http.Request) bool { return authorizeAdmin(r) == nil }
 	if !a.Cfg.CodecAuthRequired {
@@ -364,7 +366,7 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 		httpServers[i] = srv
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return notifier.Run(ctx) })
+	g.Go(func() error { return a.Store.RunWaker(ctx, a.Log) })
 	for i, sv := range servers {
 		srv := httpServers[i]
 		g.Go(func() error {
@@ -415,7 +417,7 @@ func (a *App) RunAPI(ctx context.Context) error {
 
 // RunWorker runs the Temporal workers (one per workflow family, on the
 // family's task queue), the dispatchers (when enabled) and the outbox relay
-// (when enabled) until ctx ends. The dispatchers share the workers' client,
+// (when enabled) and the store's waker until ctx ends. The dispatchers share the workers' client,
 // so that their starts are eager: a new run's first task goes straight to
 // this process's worker of its family. The relay needs no Temporal: it runs while
 // the worker waits for it.
@@ -430,6 +432,9 @@ func (a *App) RunWorker(ctx context.Context) error {
 		g.Go(func() error { return relay.Run(ctx) })
 	}
 	g.Go(func() error { return a.runTemporalWorker(ctx) })
+	// The activities' commits (credits, events) wake the relays and the
+	// dispatchers through the store's waker.
+	g.Go(func() error { return a.Store.RunWaker(ctx, a.Log) })
 	if a.Cfg.WorkerMetricsAddr != "" {
 		g.Go(func() error { return a.serveWorkerMetrics(ctx) })
 	}

@@ -79,6 +79,10 @@ type Receipt struct {
 	Attempts int `json:"-"`
 }
 
+// MadeDue reports whether the delivery made a credit due: a first delivery,
+// or a re-drive.
+func (r Receipt) MadeDue() bool { return !r.Duplicate || r.Redriven }
+
 // Credit is the state of one incoming PIX as the API reports it.
 type Credit struct {
 	EndToEndID string `json:"end_to_end_id"`

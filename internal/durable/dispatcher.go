@@ -1,4 +1,4 @@
-package dispatch
+package durable
 
 import (
 	"context"
@@ -10,29 +10,18 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/logging"
-	"github.com/pixbank/pix/internal/metrics"
 )
 
-// Source is one kind of open row the dispatcher starts workflows for:
-// pending inbox rows (InboxSource) or open transfers (TransferSource).
-type Source interface {
-	// Kind names the rows in logs.
-	Kind() string
-	// Channel is the PostgreSQL notification channel that says rows are due.
-	Channel() string
-	Claim(ctx context.Context, limit int, lease time.Duration) ([]db.Due, error)
-	// MarkDispatched and DeferDispatch record the outcome of claimed rows'
-	// starts, fenced by the drive each row was claimed in: a record that
-	// arrives after the row was re-driven changes nothing.
-	MarkDispatched(ctx context.Context, claimed []db.Due, recheckAfter time.Duration) error
-	DeferDispatch(ctx context.Context, claimed []db.Due, delay time.Duration) error
-	// Start starts the row's workflow; started is false when a run of it
-	// was already open.
-	Start(ctx context.Context, c client.Client, due db.Due) (started bool, err error)
-	// LogAttrs name the row and its workflow in log lines.
-	LogAttrs(due db.Due) []any
+// Listener keeps a LISTEN on a notification channel (db.Store).
+type Listener interface {
+	KeepListening(ctx context.Context, channel string, wake func(), minDelay, maxDelay time.Duration, lost func(err error, retryIn time.Duration))
+}
+
+// LagObserver observes the time from a row's commit to its workflow's
+// first start.
+type LagObserver interface {
+	DispatchLag(kind string, lag time.Duration)
 }
 
 // Options tune a Dispatcher.
@@ -54,32 +43,33 @@ type Options struct {
 	RetryMaxDelay time.Duration
 	// StartTimeout bounds one workflow start.
 	StartTimeout time.Duration
-	// Metrics observes the dispatch lag; nil observes nothing.
-	Metrics *metrics.Worker
+	// Metrics observes the dispatch lag (*metrics.Worker); nil observes
+	// nothing.
+	Metrics LagObserver
 }
 
 // Dispatcher starts the workflows of a Source's due rows.
 type Dispatcher struct {
-	store  *db.Store // for LISTEN
-	src    Source
-	client client.Client
-	opts   Options
-	log    *slog.Logger
-	kick   chan struct{}
+	listener Listener
+	src      Source
+	client   client.Client
+	opts     Options
+	log      *slog.Logger
+	kick     chan struct{}
 
 	mu       sync.Mutex
 	failures int // consecutive rounds with a failed start, for backoff
 }
 
 // New returns a Dispatcher of src's rows; Run drives it.
-func New(store *db.Store, src Source, c client.Client, opts Options, log *slog.Logger) *Dispatcher {
+func New(l Listener, src Source, c client.Client, opts Options, log *slog.Logger) *Dispatcher {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 5 * time.Second
 	}
 	if opts.ClaimLease <= 0 {
 		opts.ClaimLease = 15 * time.Second
 	}
-	return &Dispatcher{store: store, src: src, client: c, opts: opts, log: log.With("dispatching", src.Kind()), kick: make(chan struct{}, 1)}
+	return &Dispatcher{listener: l, src: src, client: c, opts: opts, log: log.With("dispatching", src.Kind), kick: make(chan struct{}, 1)}
 }
 
 // Kick asks for a dispatch round now. It never blocks.
@@ -130,7 +120,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // listen keeps a LISTEN connection that kicks the dispatcher, reconnecting
 // with backoff while PostgreSQL is away, until ctx ends.
 func (d *Dispatcher) listen(ctx context.Context) {
-	d.store.KeepListening(ctx, d.src.Channel(), d.Kick, d.opts.PollInterval, d.opts.RetryMaxDelay, func(err error, retryIn time.Duration) {
+	d.listener.KeepListening(ctx, d.src.Queue.Channel(), d.Kick, d.opts.PollInterval, d.opts.RetryMaxDelay, func(err error, retryIn time.Duration) {
 		d.log.Warn("dispatch listener lost; polling meanwhile", "error", err, "retry_in", retryIn.String())
 	})
 }
@@ -138,15 +128,15 @@ func (d *Dispatcher) listen(ctx context.Context) {
 // DispatchOnce claims one batch of due rows and starts their workflows. It
 // returns how many rows it claimed.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
-	due, err := d.src.Claim(ctx, d.opts.BatchSize, d.opts.ClaimLease)
+	due, err := d.src.Queue.Claim(ctx, d.opts.BatchSize, d.opts.ClaimLease)
 	if err != nil || len(due) == 0 {
 		return 0, err
 	}
 	var (
 		mu      sync.Mutex
-		running []db.Due // started now, or found running from this drive
-		failed  []db.Due
-		closing []db.Due
+		running []Due // started now, or found running from this drive
+		failed  []Due
+		closing []Due
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(d.opts.Concurrency)
@@ -164,8 +154,8 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 				log.Warn("workflow start failed; will retry", "error", err)
 			case isNew:
 				running = append(running, m)
-				if m.FirstStart() {
-					d.opts.Metrics.DispatchLag(d.src.Kind(), time.Since(m.Since))
+				if m.FirstStart() && d.opts.Metrics != nil {
+					d.opts.Metrics.DispatchLag(d.src.Kind, time.Since(m.Since))
 				}
 				log.Debug("workflow started")
 			case !m.Dispatched:
@@ -189,15 +179,15 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	defer cancel()
 	var errs []error
 	if len(running) > 0 {
-		errs = append(errs, d.src.MarkDispatched(bookCtx, running, d.opts.RecheckAfter))
+		errs = append(errs, d.src.Queue.MarkDispatched(bookCtx, running, d.opts.RecheckAfter))
 	}
 	if len(failed) > 0 {
-		errs = append(errs, d.src.DeferDispatch(bookCtx, failed, d.backoff(true)))
+		errs = append(errs, d.src.Queue.DeferDispatch(bookCtx, failed, d.backoff(true)))
 	} else {
 		d.backoff(false)
 	}
 	if len(closing) > 0 {
-		errs = append(errs, d.src.DeferDispatch(bookCtx, closing, d.opts.PollInterval))
+		errs = append(errs, d.src.Queue.DeferDispatch(bookCtx, closing, d.opts.PollInterval))
 	}
 	return len(due), errors.Join(errs...)
 }

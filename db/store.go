@@ -1,0 +1,30 @@
+package db
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store is the repository of the incoming-PIX service.
+type Store struct {
+	pool  *pgxpool.Pool
+	waker *waker
+}
+
+// NewStore returns a Store over pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, waker: newWaker()} }
+
+// Pool exposes the pool for health checks and test helpers.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that PostgreSQL answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return classify(s.pool.Ping(ctx))
+}
+
+// querier is what the pool and a transaction have in common.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}

@@ -1,0 +1,123 @@
+package durable_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/pixbank/pix/internal/durable"
+)
+
+// memQueue is an in-memory durable.Queue: due rows to claim, and what the
+// dispatcher recorded of them.
+type memQueue struct {
+	mu       sync.Mutex
+	due      []durable.Due
+	marked   map[string]time.Duration
+	deferred map[string]time.Duration
+}
+
+func (q *memQueue) Channel() string { return "test" }
+
+func (q *memQueue) Claim(_ context.Context, limit int, _ time.Duration) ([]durable.Due, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := min(limit, len(q.due))
+	claimed := q.due[:n]
+	q.due = q.due[n:]
+	return claimed, nil
+}
+
+func (q *memQueue) MarkDispatched(_ context.Context, claimed []durable.Due, recheck time.Duration) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, d := range claimed {
+		q.marked[d.Key] = recheck
+	}
+	return nil
+}
+
+func (q *memQueue) DeferDispatch(_ context.Context, claimed []durable.Due, delay time.Duration) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, d := range claimed {
+		q.deferred[d.Key] = delay
+	}
+	return nil
+}
+
+type noListener struct{}
+
+func (noListener) KeepListening(ctx context.Context, _ string, _ func(), _, _ time.Duration, _ func(error, time.Duration)) {
+	<-ctx.Done()
+}
+
+// The outcome of each start decides what is recorded of its row: started
+// or found running (recheck later), failed (due again after the backoff),
+// or an older run still closing (due again after a poll interval).
+func TestDispatchOnceRecordsEachStartsOutcome(t *testing.T) {
+	q := &memQueue{
+		due: []durable.Due{
+			{Key: "new"}, {Key: "running", Dispatched: true}, {Key: "closing"}, {Key: "failing"},
+		},
+		marked: map[string]time.Duration{}, deferred: map[string]time.Duration{},
+	}
+	src := durable.Source{
+		Kind:  "test",
+		Queue: q,
+		Start: func(_ context.Context, _ client.Client, d durable.Due) (bool, error) {
+			switch d.Key {
+			case "new":
+				return true, nil
+			case "failing":
+				return false, errors.New("temporal unavailable")
+			}
+			return false, nil // a run is open
+		},
+		LogAttrs: func(d durable.Due) []any { return []any{"key", d.Key} },
+	}
+	opts := durable.Options{PollInterval: 100 * time.Millisecond, BatchSize: 10, Concurrency: 2, RecheckAfter: time.Minute, RetryMaxDelay: time.Second}
+	d := durable.New(noListener{}, src, nil, opts, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+
+	n, err := d.DispatchOnce(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	require.Equal(t, map[string]time.Duration{"new": time.Minute, "running": time.Minute}, q.marked)
+	require.Equal(t, map[string]time.Duration{"closing": 100 * time.Millisecond, "failing": 100 * time.Millisecond}, q.deferred)
+
+	// A second failing round backs off further.
+	q.due = []durable.Due{{Key: "failing"}}
+	_, err = d.DispatchOnce(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 200*time.Millisecond, q.deferred["failing"])
+}
+
+func TestRunStopsWithItsContext(t *testing.T) {
+	q := &memQueue{marked: map[string]time.Duration{}, deferred: map[string]time.Duration{}}
+	src := durable.Source{Kind: "test", Queue: q, LogAttrs: func(durable.Due) []any { return nil },
+		Start: func(context.Context, client.Client, durable.Due) (bool, error) { return true, nil }}
+	d := durable.New(noListener{}, src, nil, durable.Options{PollInterval: 10 * time.Millisecond, BatchSize: 1, Concurrency: 1, RetryMaxDelay: time.Second},
+		slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	q.mu.Lock()
+	q.due = []durable.Due{{Key: "a"}}
+	q.mu.Unlock()
+	d.Kick()
+	require.Eventually(t, func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		_, ok := q.marked["a"]
+		return ok
+	}, 5*time.Second, 5*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+}
