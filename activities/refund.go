@@ -1,9 +1,15 @@
 package activities
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -52,10 +58,19 @@ type Refunds struct {
 	Metrics *metrics.Worker
 }
 
-// RefundRef names a refund.
+// RefundRef names a refund. To ReverseRefund, PSPRefused says that the
+// PSP refused the devolução itself (RefundRefusedByPSP), with Reason.
 type RefundRef struct {
-	RefundID string
+	RefundID   string
+	PSPRefused bool   `json:",omitempty"`
+	Reason     string `json:",omitempty"`
 }
+
+// RefundRefusedByPSP is RefundState.Status when the PSP refused the
+// devolução itself (a business refusal: 400, 404 or 422 to the PUT) and
+// holds no record of it: nothing was made. The saga reverses the debit
+// after a quiet period, once a second look still finds no record.
+const RefundRefusedByPSP = "RECUSADA"
 
 // RefundState is where the PSP says a devolução stands (Status is a
 // psp.RefundStatus), or, with AlreadyFinal, where our record says it ended
@@ -107,6 +122,7 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 		return RefundState{RefundID: r.ID, Status: r.Status, AlreadyFinal: true}, nil
 	}
 	res, err := a.PSP.RequestRefund(ctx, pspRefund(r))
+	refusal := err
 	switch psp.Classify(err) {
 	case psp.AnswerResult:
 		if err := a.ours(ctx, log, r, res); err != nil {
@@ -118,7 +134,21 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 				return RefundState{}, err
 			}
 		}
-	case psp.AnswerRequestRefused, psp.AnswerAlreadySubmitted:
+	case psp.AnswerRequestRefused:
+		if !businessRefusal(err) {
+			return RefundState{}, pspRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
+		}
+		// The PSP refused the devolução itself, or our id is unknown to it
+		// after a lost answer: its record decides, never the refusal alone.
+		var found bool
+		if res, found, err = a.recordIfAny(ctx, log, r); err != nil {
+			return RefundState{}, err
+		}
+		if !found {
+			log.Warn("psp refused the devolução and holds no record of it", "error", refusal)
+			return RefundState{RefundID: r.ID, Status: RefundRefusedByPSP, Reason: refusalReason(refusal)}, nil
+		}
+	case psp.AnswerAlreadySubmitted:
 		return RefundState{}, pspRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
 	default:
 		return RefundState{}, pspError(err)
@@ -140,18 +170,68 @@ func state(id string, res psp.RefundResult) RefundState {
 // decides. A record that is not r's, no record, or a refused query need
 // attention; no answer is retried. None of them ever reverses.
 func (a *Refunds) record(ctx context.Context, log *slog.Logger, r pix.Refund) (psp.RefundResult, error) {
-	res, err := a.PSP.RefundStatus(ctx, r.EndToEndID, r.ID)
+	res, found, err := a.recordIfAny(ctx, log, r)
+	if err == nil && !found {
+		err = temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("the psp knows no devolução %s of %s; the next run asks for it again", r.ID, r.EndToEndID), ErrTypePSPRefundUnknown, nil)
+	}
+	return res, err
+}
+
+// recordIfAny is record, with found=false (and no error) when the PSP
+// answers that it has no such devolução.
+func (a *Refunds) recordIfAny(ctx context.Context, log *slog.Logger, r pix.Refund) (res psp.RefundResult, found bool, err error) {
+	res, err = a.PSP.RefundStatus(ctx, r.EndToEndID, r.ID)
 	switch psp.Classify(err) {
 	case psp.AnswerResult:
-		return res, a.ours(ctx, log, r, res)
+		return res, true, a.ours(ctx, log, r, res)
 	case psp.AnswerNotFound:
-		return psp.RefundResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("the psp knows no devolução %s of %s; the next run asks for it again", r.ID, r.EndToEndID), ErrTypePSPRefundUnknown, err)
+		return psp.RefundResult{}, false, nil
 	case psp.AnswerRequestRefused, psp.AnswerAlreadySubmitted:
-		return psp.RefundResult{}, pspRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
+		return psp.RefundResult{}, false, pspRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
 	default:
-		return psp.RefundResult{}, pspError(err)
+		return psp.RefundResult{}, false, pspError(err)
 	}
+}
+
+// businessRefusal reports whether a refused PUT may be the PSP refusing the
+// devolução itself (the BCB's 400 DevolucaoOperacaoInvalida, 404 for a PIX
+// it does not know, 422), as opposed to our credentials (401, 403), our
+// id being another devolução's (409), or a request we did not send.
+func businessRefusal(err error) bool {
+	var refused *psp.RequestError
+	if !errors.As(err, &refused) {
+		return false
+	}
+	switch refused.StatusCode {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
+}
+
+// refusalReason is what the PSP said when it refused, bounded.
+func refusalReason(err error) string {
+	var refused *psp.RequestError
+	if errors.As(err, &refused) {
+		return boundedReason(fmt.Sprintf("the psp refused the devolução (http %d %s): %s", refused.StatusCode, refused.Code, refused.Message))
+	}
+	return "the psp refused the devolução"
+}
+
+// boundedReason keeps a PSP's text fit to store and show: printable, at
+// most pix.MaxRefundReasonLength characters.
+func boundedReason(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, s)
+	if utf8.RuneCountInString(s) > pix.MaxRefundReasonLength {
+		s = string([]rune(s)[:pix.MaxRefundReasonLength])
+	}
+	return s
 }
 
 // ours checks that a PSP answer is about r itself: another amount under
@@ -196,11 +276,12 @@ func (a *Refunds) MarkRefundReturned(ctx context.Context, in RefundState) error 
 }
 
 // ReverseRefund credits the refund's amount back and marks it reversed, in
-// one transaction, exactly once, and only if the PSP's own record says the
-// devolução was not made: the compensation checks for itself, whatever
-// decided it. A record that says in process or returned fails the run
-// (ReversalUnconfirmed): nothing is credited back, the refund stays open,
-// and the next run follows the PSP.
+// one transaction, exactly once, and only on the PSP's own word, checked
+// here whatever decided it: its record says the devolução was not made
+// (NAO_REALIZADO), or, for a devolução the PSP refused itself
+// (in.PSPRefused), it still holds no record of it. A record that says in
+// process or returned fails the run (ReversalUnconfirmed): nothing is
+// credited back, the refund stays open, and the next run follows the PSP.
 func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
 	r, log, err := a.load(ctx, in.RefundID)
 	if err != nil {
@@ -209,8 +290,16 @@ func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
 	if r.Status == pix.RefundReversed {
 		return nil // a retry whose first try committed
 	}
-	res, err := a.record(ctx, log, r)
-	if err != nil {
+	var res psp.RefundResult
+	if in.PSPRefused {
+		var found bool
+		if res, found, err = a.recordIfAny(ctx, log, r); err != nil {
+			return err
+		}
+		if !found {
+			return a.reverse(ctx, log, r, cmp.Or(boundedReason(in.Reason), "the psp refused the devolução"))
+		}
+	} else if res, err = a.record(ctx, log, r); err != nil {
 		return err
 	}
 	if res.Status != psp.RefundNotDone {
@@ -219,10 +308,10 @@ func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("not reversed: the psp holds the devolução as %s", res.Status), ErrTypeReversalUnconfirmed, nil)
 	}
-	reason := res.Reason
-	if reason == "" {
-		reason = "the psp did not make the devolução"
-	}
+	return a.reverse(ctx, log, r, cmp.Or(boundedReason(res.Reason), "the psp did not make the devolução"))
+}
+
+func (a *Refunds) reverse(ctx context.Context, log *slog.Logger, r pix.Refund, reason string) error {
 	if _, err := a.Store.ReverseRefund(ctx, r.ID, reason); err != nil {
 		return kindError(err)
 	}

@@ -263,3 +263,68 @@ func TestCheckRefundReportsTheRecord(t *testing.T) {
 	require.NoError(t, v.Get(&st))
 	require.Equal(t, string(psp.RefundReturned), st.Status)
 }
+
+// A PUT the PSP refuses as a business refusal is decided by its record:
+// no record is RECUSADA (reversed later, after a second look), a record is
+// followed; credentials and id conflicts never ask and never reverse.
+func TestRequestRefundBusinessRefusal(t *testing.T) {
+	invalid := &psp.RequestError{StatusCode: 400, Code: "DevolucaoOperacaoInvalida", Message: "fora do prazo"}
+	t.Run("no record: refused by the psp", func(t *testing.T) {
+		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
+		store, env := refundUnit(t, pix.RefundDebited, fake)
+		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		require.NoError(t, err)
+		var st activities.RefundState
+		require.NoError(t, v.Get(&st))
+		require.Equal(t, activities.RefundRefusedByPSP, st.Status)
+		require.Contains(t, st.Reason, "DevolucaoOperacaoInvalida")
+		require.Empty(t, store.calls, "nothing recorded, nothing reversed yet")
+	})
+	t.Run("a record: followed", func(t *testing.T) {
+		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{status: psp.RefundReturned}}}
+		store, env := refundUnit(t, pix.RefundDebited, fake)
+		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		require.NoError(t, err)
+		var st activities.RefundState
+		require.NoError(t, v.Get(&st))
+		require.Equal(t, string(psp.RefundReturned), st.Status)
+		require.Equal(t, pix.RefundRequested, store.r.Status)
+	})
+	for name, err := range map[string]error{
+		"credentials": &psp.RequestError{StatusCode: 403},
+		"id conflict": &psp.RequestError{StatusCode: 409, Code: psp.CodeRefundIDReused},
+		"not sent":    &psp.RequestError{StatusCode: 0, Code: "invalid_request"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fake := &scriptedRefundPSP{puts: []refundAnswer{{err: err}}}
+			store, env := refundUnit(t, pix.RefundDebited, fake)
+			_, got := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+			require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, got))
+			require.Zero(t, fake.count("get"))
+			require.Empty(t, store.calls)
+		})
+	}
+}
+
+func TestReverseRefundRefusedByThePSP(t *testing.T) {
+	refusedRef := activities.RefundRef{RefundID: unitRefundID, PSPRefused: true, Reason: "fora do prazo\u202e\u0000"}
+	t.Run("still no record: reversed", func(t *testing.T) {
+		store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}})
+		_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, refusedRef)
+		require.NoError(t, err)
+		require.Equal(t, 1, store.reversed)
+		require.Equal(t, "fora do prazo", *store.r.FailureReason, "the psp's text, printable")
+	})
+	t.Run("a record showed up: followed, not reversed", func(t *testing.T) {
+		store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundInProcessing}}})
+		_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, refusedRef)
+		require.Equal(t, activities.ErrTypeReversalUnconfirmed, errorType(t, err))
+		require.Zero(t, store.reversed)
+	})
+	t.Run("without the refusal, no record is never a reversal", func(t *testing.T) {
+		store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}})
+		_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, unitRef)
+		require.Equal(t, activities.ErrTypePSPRefundUnknown, errorType(t, err))
+		require.Zero(t, store.reversed)
+	})
+}

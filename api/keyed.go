@@ -30,6 +30,11 @@ type keyedOperation[Req any] struct {
 	// forbidden says why the caller may not ask for req, settled before
 	// anything is written (the key included); nil: it may. Optional.
 	forbidden func(caller auth.Caller, req Req) error
+	// lostAccess is answered, as a replay, in place of a recorded 201 about
+	// an account the caller no longer holds (its token's grant changed
+	// since): the answer a request about another's account gets. nil:
+	// forbidden already settled it before the key was looked at.
+	lostAccess error
 	// run moves the money and records the key's answer (201, the body it
 	// returns) in one transaction; endToEndID names the PIX in the
 	// request's log line, attrs are logged with the success.
@@ -75,6 +80,11 @@ func serveKeyed[Req any](h *handlers, c *gin.Context, op keyedOperation[Req]) {
 	}
 	if replay != nil {
 		c.Header(IdempotentReplayHeader, "true")
+		if op.lostAccess != nil && replay.StatusCode == http.StatusCreated && !caller.MayActFor(accountOf(replay.Body)) {
+			status, detail := errorResponse(&unprocessableError{op.lostAccess})
+			c.JSON(status, ErrorBody{Error: detail})
+			return
+		}
 		c.Data(replay.StatusCode, "application/json; charset=utf-8", replay.Body)
 		return
 	}
@@ -116,4 +126,13 @@ func (h *handlers) recordRefusal(c *gin.Context, log *slog.Logger, what string, 
 	}
 	log.Info(what+" refused", "status", status, "code", detail.Code, "reason", refusal.Error())
 	c.Data(status, "application/json; charset=utf-8", body)
+}
+
+// accountOf is the account_id of a recorded answer ("" when it names none).
+func accountOf(body []byte) string {
+	var v struct {
+		AccountID string `json:"account_id"`
+	}
+	_ = json.Unmarshal(body, &v) // a recorded answer is ours: JSON
+	return v.AccountID
 }

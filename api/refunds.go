@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
@@ -26,7 +28,7 @@ type RefundStore interface {
 		render func(pix.Refund) ([]byte, error)) (pix.Refund, error)
 	GetRefund(ctx context.Context, id string) (pix.Refund, error)
 	RefundsOf(ctx context.Context, endToEndID string) ([]pix.Refund, error)
-	NoteRefundOutcomes(ctx context.Context, notices []db.RefundNotice) ([]string, error)
+	NoteRefundOutcomes(ctx context.Context, notices []db.RefundNotice) (db.NotedRefunds, error)
 }
 
 func (h *handlers) refundRoutes(r gin.IRoutes, read, write gin.HandlerFunc) {
@@ -63,7 +65,8 @@ func (h *handlers) createRefund(c *gin.Context) {
 			sum := sha256.Sum256([]byte("refund\n" + endToEndID + "\n" + requestHash(body)))
 			return hex.EncodeToString(sum[:])
 		},
-		decode: func(body []byte) (pix.RefundRequest, error) { return decodeRefundRequest(endToEndID, body) },
+		decode:     func(body []byte) (pix.RefundRequest, error) { return decodeRefundRequest(endToEndID, body) },
+		lostAccess: pix.ErrPixNotCredited,
 		run: func(ctx context.Context, res db.Reservation, req pix.RefundRequest) ([]byte, string, []any, error) {
 			var answer []byte
 			created, err := h.Store.CreateRefund(ctx, res, db.NewRefund{ID: pix.NewRefundID(), RefundRequest: req}, caller.MayActFor,
@@ -109,8 +112,12 @@ func decodeRefundRequest(endToEndID string, body []byte) (pix.RefundRequest, err
 		if r.Reason, err = requiredString(m["reason"], "reason"); err != nil {
 			return r, err
 		}
-		if utf8.RuneCountInString(r.Reason) > pix.MaxRefundReasonLength || hasControl(r.Reason) {
-			return r, pix.Invalid("reason", "must be at most %d characters, none of them a control character", pix.MaxRefundReasonLength)
+		// The reason goes to the PSP and to the payer's statement: no
+		// control or invisible formatting characters (bidi overrides,
+		// zero-width joiners) that would make it read otherwise.
+		if utf8.RuneCountInString(r.Reason) > pix.MaxRefundReasonLength || hasControl(r.Reason) ||
+			strings.ContainsFunc(r.Reason, func(c rune) bool { return unicode.Is(unicode.Cf, c) }) {
+			return r, pix.Invalid("reason", "must be at most %d characters, none of them a control or formatting character", pix.MaxRefundReasonLength)
 		}
 	}
 	return r, nil
@@ -194,8 +201,12 @@ func (h *handlers) noteRefundOutcomes(ctx context.Context, ns []pix.Notification
 	if err != nil {
 		return fmt.Errorf("note refund outcomes: %w", err)
 	}
-	for _, id := range noted {
+	for _, id := range noted.Open {
 		h.Logger.Info("psp notice of a devolução's outcome noted", "refund_id", id, "workflow_id", workflows.RefundWorkflowID(id))
+	}
+	for _, n := range noted.Contradicted {
+		h.Logger.Error("psp notice contradicts a final refund; a human must look (the reconciliation reports it too)",
+			"refund_id", n.ID, "end_to_end_id", n.EndToEndID, "notice", n.Status, "workflow_id", workflows.RefundWorkflowID(n.ID))
 	}
 	return nil
 }

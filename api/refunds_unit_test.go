@@ -15,6 +15,7 @@ import (
 
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/pix"
 )
 
@@ -107,16 +108,16 @@ func (fs *fakeStore) RefundsOf(_ context.Context, endToEndID string) ([]pix.Refu
 	return out, nil
 }
 
-func (fs *fakeStore) NoteRefundOutcomes(_ context.Context, notices []db.RefundNotice) ([]string, error) {
+func (fs *fakeStore) NoteRefundOutcomes(_ context.Context, notices []db.RefundNotice) (db.NotedRefunds, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("NoteRefundOutcomes"); err != nil {
-		return nil, err
+		return db.NotedRefunds{}, err
 	}
 	fakeRefundsMu.Lock()
 	defer fakeRefundsMu.Unlock()
 	fakeNotices[fs] = append(fakeNotices[fs], notices...)
-	return nil, nil
+	return db.NotedRefunds{}, nil
 }
 
 func (fs *fakeStore) addCredit(id, account string, amount int64) {
@@ -244,4 +245,40 @@ func TestUnitWebhookNotesRefundOutcomes(t *testing.T) {
 		{ID: "r1", EndToEndID: validID, Status: "DEVOLVIDO"},
 		{ID: "r3", EndToEndID: second, Status: "NAO_REALIZADO"},
 	}, fakeNotices[fs])
+}
+
+// A caller whose grant no longer covers the account gets, on replaying a
+// key, the answer a request about another's PIX gets, not the recorded
+// refund (and its balance).
+func TestUnitRefundReplayAfterLosingTheAccount(t *testing.T) {
+	fs := newFakeStore()
+	fs.addAccount("acc-a", 10_000)
+	fs.addCredit(validID, "acc-a", 5_000)
+	tokens := fakeTokens{
+		"before": {Subject: "sub-x", Scopes: []string{auth.ScopeWrite}, Accounts: []string{"acc-a"}},
+		"after":  {Subject: "sub-x", Scopes: []string{auth.ScopeWrite}, Accounts: []string{"acc-b"}},
+	}
+	srv := newUnitServer(t, fs, func(d *api.Deps) { d.OpenCustomerRoutes = false; d.Tokens = tokens })
+	key := uuid.NewString()
+	created := attackSend(t, http.MethodPost, refundURL(srv.URL, validID), "before", key, `{"amount_cents":100}`)
+	require.Equal(t, http.StatusCreated, created.status, created.raw)
+	replayed := attackSend(t, http.MethodPost, refundURL(srv.URL, validID), "before", key, `{"amount_cents":100}`)
+	require.Equal(t, created.raw, replayed.raw)
+
+	lost := attackSend(t, http.MethodPost, refundURL(srv.URL, validID), "after", key, `{"amount_cents":100}`)
+	requireError(t, lost, http.StatusUnprocessableEntity, "pix_not_credited")
+	require.NotContains(t, lost.raw, "balance_after_cents")
+	require.Equal(t, "true", lost.headers.Get(api.IdempotentReplayHeader), "as a recorded refusal replays")
+	foreign := attackSend(t, http.MethodPost, refundURL(srv.URL, validID), "after", uuid.NewString(), `{"amount_cents":100}`)
+	require.Equal(t, foreign.raw, lost.raw, "the same answer as a first request about another's PIX")
+}
+
+func TestUnitRefundReasonRefusesInvisibleFormatting(t *testing.T) {
+	for _, reason := range []string{"pago\u202eoãn", "a\u200db", "\ufeffx"} {
+		_, err := api.DecodeRefundRequestForTest(validID, []byte(`{"amount_cents":1,"reason":"`+reason+`"}`))
+		require.ErrorContains(t, err, "formatting character", "%q", reason)
+	}
+	r, err := api.DecodeRefundRequestForTest(validID, []byte(`{"amount_cents":1,"reason":"devolução, obrigado"}`))
+	require.NoError(t, err)
+	require.Equal(t, "devolução, obrigado", r.Reason)
 }

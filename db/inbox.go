@@ -395,8 +395,9 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 				WHERE id = $2
 				RETURNING updated_at),
 			credit AS (
-				INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at, charge_txid, charge_outcome)
-				SELECT $1, $2, $4, $3, updated_at, $6, (SELECT value FROM outcome) FROM balance
+				INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at, charge_txid, charge_outcome, received_at)
+				SELECT $1, $2, $4, $3, updated_at, $6, (SELECT value FROM outcome),
+				       (SELECT received_at FROM inbox_messages WHERE end_to_end_id = $1) FROM balance
 				RETURNING end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at),
 			event AS (`+emitEvent(AggregateCredit, EventCreditSettled, "credit", "end_to_end_id",
 			`'end_to_end_id', end_to_end_id, 'account_id', account_id, 'amount_cents', amount_cents,

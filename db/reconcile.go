@@ -18,11 +18,18 @@ type Reconciliation struct {
 	DoneWithoutCredit []string `json:"done_without_credit"`
 	// CreditWithoutDone: credits whose inbox row exists and is not done (I3).
 	CreditWithoutDone []string `json:"credit_without_done"`
+	// RefundsOverCredit: PIX whose refunds (but the reversed) sum to more
+	// than their credit.
+	RefundsOverCredit []string `json:"refunds_over_credit"`
+	// RefundContradictions: final refunds the PSP's latest notice
+	// contradicts (returned but NAO_REALIZADO, reversed but DEVOLVIDO).
+	RefundContradictions []string `json:"refund_contradictions"`
 }
 
 // Balanced reports whether nothing was found.
 func (r Reconciliation) Balanced() bool {
-	return len(r.UnbalancedAccounts) == 0 && len(r.DoneWithoutCredit) == 0 && len(r.CreditWithoutDone) == 0
+	return len(r.UnbalancedAccounts) == 0 && len(r.DoneWithoutCredit) == 0 && len(r.CreditWithoutDone) == 0 &&
+		len(r.RefundsOverCredit) == 0 && len(r.RefundContradictions) == 0
 }
 
 // Reconcile checks the books. It reports; it never fixes money.
@@ -41,6 +48,12 @@ func (s *Store) Reconcile(ctx context.Context) (Reconciliation, error) {
 	if r.CreditWithoutDone, err = s.listStrings(ctx, `
 		SELECT c.end_to_end_id FROM pix_credits c JOIN inbox_messages m USING (end_to_end_id)
 		WHERE m.status <> 'done' ORDER BY 1`); err != nil {
+		return r, err
+	}
+	if r.RefundsOverCredit, err = s.listStrings(ctx, refundSQL.OverCredit); err != nil {
+		return r, err
+	}
+	if r.RefundContradictions, err = s.listStrings(ctx, refundSQL.Contradictions); err != nil {
 		return r, err
 	}
 	return r, nil

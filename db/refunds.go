@@ -16,8 +16,9 @@ import (
 
 // refundSQL holds the statements of queries/refunds.sql.
 var refundSQL struct {
-	LockCredit, RefundedCents, DebitRefund, GetRefund, LockRefund, RefundsOf,
-	MarkRequested, MarkReturned, Reverse, NoteOutcomes, ClaimDue, MarkDispatched, DeferDispatch string
+	CreditAccount, LockCredit, RefundedCents, DebitRefund, GetRefund, LockRefund, RefundsOf,
+	MarkRequested, MarkReturned, Reverse, NoteOutcomes, ClaimDue, MarkDispatched, DeferDispatch,
+	Contradictions, OverCredit string
 }
 
 func init() { bindQueries("refunds.sql", &refundSQL) }
@@ -55,24 +56,31 @@ type NewRefund struct {
 // pix.ErrInsufficientFunds; pix.ErrRequestInProgress when the reservation
 // was taken over meanwhile.
 //
-// Locks, in the one order every refund path takes: the credit, then the
-// account (a reversal: the refund, then the account).
+// Whose the PIX is is read first, without a lock: a caller probing another
+// customer's PIX never waits on, nor holds up, its owner's refunds. Then
+// the locks, in the one order every refund path takes: the credit, then
+// the account (a reversal: the refund, then the account).
 func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, mayRefund func(accountID string) bool,
 	render func(pix.Refund) ([]byte, error)) (pix.Refund, error) {
 	var out pix.Refund
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var account string
-		var credited int64
-		var open bool
-		err := tx.QueryRow(ctx, refundSQL.LockCredit, nr.EndToEndID, pix.RefundWindow).Scan(&account, &credited, &open)
+		err := tx.QueryRow(ctx, refundSQL.CreditAccount, nr.EndToEndID).Scan(&account)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return pix.ErrPixNotCredited
 		case err != nil:
-			return fmt.Errorf("lock credit: %w", err)
+			return fmt.Errorf("read credit: %w", err)
 		case !mayRefund(account):
 			return pix.ErrPixNotCredited // another customer's PIX: as if missing
-		case !open:
+		}
+		// A credit's account never changes: what was read is what is locked.
+		var credited int64
+		var open bool
+		if err := tx.QueryRow(ctx, refundSQL.LockCredit, nr.EndToEndID, pix.RefundWindow).Scan(&credited, &open); err != nil {
+			return fmt.Errorf("lock credit: %w", err)
+		}
+		if !open {
 			return pix.ErrRefundWindowClosed
 		}
 		var refunded int64
@@ -201,12 +209,23 @@ type RefundNotice struct {
 	Status     string // DEVOLVIDO or NAO_REALIZADO
 }
 
+// NotedRefunds is what NoteRefundOutcomes did.
+type NotedRefunds struct {
+	// Open are the open refunds noted (due at once, for their runs).
+	Open []string
+	// Contradicted are the final refunds whose notice contradicts their
+	// status: the PSP now says otherwise of money already decided on. The
+	// reconciliation reports them too; a human must look.
+	Contradicted []RefundNotice
+}
+
 // NoteRefundOutcomes records the outcomes a PSP's webhook announced on the
-// open refunds they name (id and PIX both match; others are ignored) and
-// makes them due, so that the dispatcher signals each refund's run; it
-// returns the ids noted. Nothing is decided on a notice: the saga confirms
-// it with the PSP's record. Noting the same outcome again is harmless.
-func (s *Store) NoteRefundOutcomes(ctx context.Context, notices []RefundNotice) ([]string, error) {
+// refunds they name (id and PIX both match; others are ignored). An open
+// refund is made due, so that the dispatcher signals its run; a final one
+// keeps the notice, and one that contradicts its status is reported.
+// Nothing is decided on a notice: the saga confirms it with the PSP's
+// record. Noting the same outcome again is harmless.
+func (s *Store) NoteRefundOutcomes(ctx context.Context, notices []RefundNotice) (NotedRefunds, error) {
 	// One notice per refund and PIX (the last one given): an UPDATE ...
 	// FROM with two matches for a row would pick either. Sorted by id
 	// (byte order), as the statement locks.
@@ -219,26 +238,45 @@ func (s *Store) NoteRefundOutcomes(ctx context.Context, notices []RefundNotice) 
 		return cmp.Or(strings.Compare(a.id, b.id), strings.Compare(a.e2e, b.e2e))
 	})
 	ids, e2es, statuses := make([]string, len(refs)), make([]string, len(refs)), make([]string, len(refs))
+	byID := map[string]RefundNotice{}
 	for i, r := range refs {
 		ids[i], e2es[i], statuses[i] = r.id, r.e2e, last[r]
+		byID[r.id] = RefundNotice{ID: r.id, EndToEndID: r.e2e, Status: last[r]}
 	}
-	var noted []string
+	var out NotedRefunds
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+		out = NotedRefunds{}
 		rows, err := tx.Query(ctx, refundSQL.NoteOutcomes, ids, e2es, statuses)
 		if err != nil {
 			return fmt.Errorf("note refund outcomes: %w", err)
 		}
-		noted, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		type noted struct{ ID, Status string }
+		all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[noted])
 		if err != nil {
 			return fmt.Errorf("note refund outcomes: %w", err)
+		}
+		for _, n := range all {
+			notice := byID[n.ID]
+			switch {
+			case n.Status == pix.RefundDebited || n.Status == pix.RefundRequested:
+				out.Open = append(out.Open, n.ID)
+			case contradicts(n.Status, notice.Status):
+				out.Contradicted = append(out.Contradicted, notice)
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return NotedRefunds{}, err
 	}
-	if len(noted) > 0 {
+	if len(out.Open) > 0 {
 		s.wake(RefundDueChannel)
 	}
-	return noted, nil
+	return out, nil
+}
+
+// contradicts reports whether a PSP's notice says otherwise than a final
+// refund's status.
+func contradicts(status, notice string) bool {
+	return (status == pix.RefundReturned && notice == "NAO_REALIZADO") || (status == pix.RefundReversed && notice == "DEVOLVIDO")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -144,7 +145,7 @@ func TestRefundRefusals(t *testing.T) {
 	require.ErrorIs(t, err, pix.ErrPixNotCredited)
 
 	// Past the window.
-	_, err = s.Pool().Exec(ctx, `UPDATE pix_credits SET credited_at = now() - interval '90 days 1 minute' WHERE end_to_end_id = $1`, e2e)
+	_, err = s.Pool().Exec(ctx, `UPDATE pix_credits SET credited_at = now() - interval '90 days 1 minute', received_at = now() - interval '90 days 1 minute' WHERE end_to_end_id = $1`, e2e)
 	require.NoError(t, err)
 	_, err = refund(s, e2e, 100, anyone)
 	require.ErrorIs(t, err, pix.ErrRefundWindowClosed)
@@ -227,11 +228,48 @@ func TestNoteRefundOutcomes(t *testing.T) {
 		{ID: open.ID, EndToEndID: e2eID(2), Status: "NAO_REALIZADO"}, // another PIX's id
 	})
 	require.NoError(t, err)
-	require.Equal(t, []string{open.ID}, noted)
+	require.Equal(t, []string{open.ID}, noted.Open)
+	require.Equal(t, []db.RefundNotice{{ID: closed.ID, EndToEndID: e2e, Status: "NAO_REALIZADO"}}, noted.Contradicted,
+		"returned, then the PSP says not made: reported")
+	rec, err := s.Reconcile(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{closed.ID}, rec.RefundContradictions)
+	require.False(t, rec.Balanced())
+
 	due, err := s.RefundQueue().Claim(ctx, 10, 0)
 	require.NoError(t, err)
 	require.Len(t, due, 1, "the noted refund is due at once")
 	require.Equal(t, open.ID, due[0].Key)
 	require.Equal(t, "DEVOLVIDO", due[0].Memo["psp_notice"])
 	require.Equal(t, e2e, due[0].EndToEndID)
+
+	// A notice that arrives after the claim is not overwritten by the
+	// claim's record: the refund stays due, to be signalled.
+	_, err = s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: open.ID, EndToEndID: e2e, Status: "NAO_REALIZADO"}})
+	require.NoError(t, err)
+	require.NoError(t, s.RefundQueue().MarkDispatched(ctx, due, time.Hour))
+	again, err := s.RefundQueue().Claim(ctx, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, again, 1, "still due")
+	require.Equal(t, "NAO_REALIZADO", again[0].Memo["psp_notice"])
+
+	// Once signalled, a recheck does not signal it again.
+	require.NoError(t, s.RefundQueue().MarkDispatched(ctx, again, 0))
+	later, err := s.RefundQueue().Claim(ctx, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, later, 1)
+	require.Nil(t, later[0].Memo["psp_notice"])
+}
+
+// The window counts from when the PIX was received, not from its credit
+// (a failed PIX re-driven days later).
+func TestRefundWindowCountsFromReceipt(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	_, err := s.Pool().Exec(ctx, `UPDATE pix_credits SET received_at = now() - interval '91 days' WHERE end_to_end_id = $1`, e2e)
+	require.NoError(t, err)
+	_, err = refund(s, e2e, 100, anyone)
+	require.ErrorIs(t, err, pix.ErrRefundWindowClosed, "credited today, received 91 days ago")
 }

@@ -54,6 +54,10 @@ type RefundSettings struct {
 	PollInitial    time.Duration
 	PollMax        time.Duration
 	OutcomeTimeout time.Duration
+	// RefusalQuietPeriod is how long the saga waits after the PSP refused
+	// the devolução itself before it looks again and, still finding no
+	// record, reverses the debit.
+	RefusalQuietPeriod time.Duration
 }
 
 // DefaultRefundSettings are the defaults.
@@ -65,6 +69,8 @@ func DefaultRefundSettings() RefundSettings {
 		PollInitial:     time.Second,
 		PollMax:         10 * time.Minute,
 		OutcomeTimeout:  24 * time.Hour,
+
+		RefusalQuietPeriod: time.Minute,
 	}
 }
 
@@ -122,6 +128,20 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 	if st.AlreadyFinal {
 		upsertStatus(ctx, version, st.Status)
 		return RefundOutput{Status: st.Status}, nil
+	}
+	if st.Status == activities.RefundRefusedByPSP {
+		// Nothing was made at the PSP. Look again after a quiet period (a
+		// record that shows up late is followed, never reversed on).
+		log.Warn("psp refused the devolução; reversing the debit if it still holds no record", "refund_id", in.RefundID, "reason", st.Reason)
+		if err := workflow.Sleep(ctx, s.RefusalQuietPeriod); err != nil {
+			return RefundOutput{}, err
+		}
+		refused := activities.RefundRef{RefundID: in.RefundID, PSPRefused: true, Reason: st.Reason}
+		if err := workflow.ExecuteActivity(pspCtx, refunds.ReverseRefund, refused).Get(ctx, nil); err != nil {
+			return RefundOutput{}, refundFailed("reverse", err)
+		}
+		upsertStatus(ctx, version, pix.RefundReversed)
+		return RefundOutput{Status: pix.RefundReversed, Reason: st.Reason}, nil
 	}
 	if st.Status != string(psp.RefundNotDone) {
 		upsertStatus(ctx, version, pix.RefundRequested)

@@ -177,3 +177,19 @@ func TestRefundUnknownNeverReverses(t *testing.T) {
 		require.ErrorContains(t, err, "pix refund stopped at reverse")
 	})
 }
+
+// A devolução the PSP refused itself (no record of it) is reversed after a
+// quiet period, by a reversal that looks again.
+func TestRefundRefusedByThePSPIsReversedAfterAQuietPeriod(t *testing.T) {
+	env := newRefundEnv(t)
+	refused := activities.RefundState{RefundID: refundID, Status: activities.RefundRefusedByPSP, Reason: "DevolucaoOperacaoInvalida"}
+	env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(refused, nil).Once()
+	var reversedAt time.Time
+	env.OnActivity(refunds.ReverseRefund, mock.Anything, activities.RefundRef{RefundID: refundID, PSPRefused: true, Reason: "DevolucaoOperacaoInvalida"}).
+		Run(func(mock.Arguments) { reversedAt = env.Now() }).Return(nil).Once()
+	start := env.Now()
+	out, err := runRefund(t, env, workflows.DefaultRefundSettings())
+	require.NoError(t, err)
+	require.Equal(t, workflows.RefundOutput{Status: pix.RefundReversed, Reason: "DevolucaoOperacaoInvalida"}, out)
+	require.GreaterOrEqual(t, reversedAt.Sub(start), time.Minute)
+}

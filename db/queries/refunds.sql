@@ -1,10 +1,17 @@
 -- The refunds (devoluções) of received PIX: db/refunds.go runs these.
 -- $-parameters are named in the comment above each statement.
 
+-- name: CreditAccount
+-- Whose the PIX is, read without a lock: a caller probing another
+-- customer's PIX never waits on, nor holds up, its owner's refunds.
+SELECT account_id FROM pix_credits WHERE end_to_end_id = $1
+
 -- name: LockCredit
 -- The PIX's credit, locked: refunds of one PIX are decided one at a time.
--- $1 end_to_end_id, $2 the refund window.
-SELECT account_id, amount_cents, credited_at + $2::interval > now()
+-- The window counts from when the PIX was first received (credited_at for
+-- credits recorded before received_at was kept). $1 end_to_end_id, $2 the
+-- refund window.
+SELECT amount_cents, COALESCE(received_at, credited_at) + $2::interval > now()
 FROM pix_credits WHERE end_to_end_id = $1
 FOR UPDATE
 
@@ -110,29 +117,33 @@ event AS (
 SELECT reversed_at FROM reversal
 
 -- name: NoteOutcomes
--- The outcomes a PSP's webhook announced, on the open refunds they name
--- (id and PIX must both match): due at once, so that the dispatcher
--- signals the refund's run. Locked in id order (byte order): two webhooks
--- naming the same refunds never wait for each other in a cycle.
--- $1 ids, $2 end_to_end_ids, $3 statuses (DEVOLVIDO, NAO_REALIZADO).
+-- The outcomes a PSP's webhook announced, on the refunds they name (id and
+-- PIX must both match). An open refund is due at once and counts the
+-- notice, so that the dispatcher signals its run; a final one only keeps
+-- the notice, for the reconciliation to compare with its status. Locked in
+-- id order (byte order): two webhooks naming the same refunds never wait
+-- for each other in a cycle. $1 ids, $2 end_to_end_ids, $3 statuses
+-- (DEVOLVIDO, NAO_REALIZADO). Returns each refund noted and its status.
 WITH notice AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) AS n(id, end_to_end_id, status)),
 locked AS (
     SELECT r.id, n.status FROM pix_refunds r
     JOIN notice n ON n.id = r.id AND n.end_to_end_id = r.end_to_end_id
-    WHERE r.status IN ('debited', 'requested')
     ORDER BY r.id COLLATE "C"
     FOR UPDATE OF r)
 UPDATE pix_refunds r
-SET psp_notice = locked.status, noticed_at = now(), dispatch_due_at = now()
+SET psp_notice = locked.status, noticed_at = now(),
+    notices = r.notices + CASE WHEN r.status IN ('debited', 'requested') THEN 1 ELSE 0 END,
+    dispatch_due_at = CASE WHEN r.status IN ('debited', 'requested') THEN now() END
 FROM locked
-WHERE r.id = locked.id AND r.status IN ('debited', 'requested')
-RETURNING r.id
+WHERE r.id = locked.id
+RETURNING r.id, r.status
 
 -- name: ClaimDue
--- The open refunds due for dispatch (see DueQueue). A refund has one
--- drive; its memo carries the outcome a PSP's webhook announced
--- (psp_notice), which the dispatcher signals to the refund's open run.
+-- The open refunds due for dispatch (see DueQueue). A refund's drive is
+-- 1 + its notices: its memo carries the outcome a PSP's webhook announced
+-- (psp_notice), which the dispatcher signals to the refund's open run, and
+-- a notice that arrives after the claim makes the claim's records no-ops.
 UPDATE pix_refunds m SET dispatch_due_at = now() + $2::interval
 FROM (
     SELECT m.id FROM pix_refunds m
@@ -142,26 +153,46 @@ FROM (
     FOR UPDATE SKIP LOCKED
 ) due
 WHERE m.id = due.id
-RETURNING m.id, 0, 1, m.dispatched_at IS NOT NULL,
+RETURNING m.id, 0, 1 + m.notices, m.dispatched_at IS NOT NULL,
     m.end_to_end_id, m.account_id, m.amount_cents, m.status, NULL::text,
-    jsonb_strip_nulls(jsonb_build_object('refund_id', m.id, 'psp_notice', m.psp_notice)), m.created_at
+    jsonb_strip_nulls(jsonb_build_object('refund_id', m.id,
+        'psp_notice', CASE WHEN m.notices > m.signalled_notices THEN m.psp_notice END)), m.created_at
 
 -- name: MarkDispatched
+-- The notices so far are signalled (or read by a new run): the next
+-- recheck does not signal them again.
 WITH fenced AS (
     SELECT m.id AS key FROM pix_refunds m
     JOIN unnest($1::text[], $2::int[]) AS c(key, drive) ON m.id = c.key
-    WHERE m.dispatch_due_at IS NOT NULL AND 1 = c.drive
+    WHERE m.dispatch_due_at IS NOT NULL AND 1 + m.notices = c.drive
     ORDER BY m.id COLLATE "C"
     FOR UPDATE OF m)
-UPDATE pix_refunds m SET dispatched_at = COALESCE(m.dispatched_at, now()), dispatch_due_at = now() + $3::interval
+UPDATE pix_refunds m SET dispatched_at = COALESCE(m.dispatched_at, now()), dispatch_due_at = now() + $3::interval,
+    signalled_notices = m.notices
 FROM fenced WHERE m.id = fenced.key
 
 -- name: DeferDispatch
 WITH fenced AS (
     SELECT m.id AS key FROM pix_refunds m
     JOIN unnest($1::text[], $2::int[]) AS c(key, drive) ON m.id = c.key
-    WHERE m.dispatch_due_at IS NOT NULL AND 1 = c.drive
+    WHERE m.dispatch_due_at IS NOT NULL AND 1 + m.notices = c.drive
     ORDER BY m.id COLLATE "C"
     FOR UPDATE OF m)
 UPDATE pix_refunds m SET dispatch_due_at = now() + $3::interval
 FROM fenced WHERE m.id = fenced.key
+
+-- name: Contradictions
+-- For the reconciliation: final refunds whose latest PSP notice says
+-- otherwise than their status.
+SELECT id FROM pix_refunds
+WHERE (status = 'returned' AND psp_notice = 'NAO_REALIZADO') OR (status = 'reversed' AND psp_notice = 'DEVOLVIDO')
+ORDER BY id
+
+-- name: OverCredit
+-- For the reconciliation: PIX whose refunds (all but the reversed) sum to
+-- more than their credit.
+SELECT r.end_to_end_id FROM pix_refunds r JOIN pix_credits c USING (end_to_end_id)
+WHERE r.status <> 'reversed'
+GROUP BY r.end_to_end_id, c.amount_cents
+HAVING sum(r.amount_cents) > c.amount_cents
+ORDER BY 1

@@ -137,7 +137,7 @@ func (a *App) Dispatchers() []*durable.Dispatcher {
 	return []*durable.Dispatcher{
 		a.dispatcher(workflows.CreditSource(a.Store.InboxQueue(), q.Credits, a.Cfg.Retry())),
 		a.dispatcher(workflows.TransferSource(a.Store.TransferQueue(), q.Transfers, a.Cfg.Transfer())),
-		a.dispatcher(workflows.RefundSource(a.Store.RefundQueue(), q.Of(workflows.Refunds), workflows.DefaultRefundSettings())),
+		a.dispatcher(workflows.RefundSource(a.Store.RefundQueue(), q.Of(workflows.Refunds), a.Cfg.Refund())),
 	}
 }
 

@@ -211,6 +211,16 @@ func (c Config) Transfer() workflows.TransferSettings {
 	return t
 }
 
+// Refund is the refund saga's settings: its PSP calls paced like the
+// transfers', the rest the saga's defaults.
+func (c Config) Refund() workflows.RefundSettings {
+	r := workflows.DefaultRefundSettings()
+	r.PSPCallTimeout = c.PSPTimeout + 5*time.Second
+	r.PSPRetryInitial = c.PSPRetryInitial
+	r.PSPRetryMax = c.PSPRetryMax
+	return r
+}
+
 // Load reads the configuration from the environment over the defaults.
 func Load() (Config, error) { return FromLookup(os.LookupEnv) }
 

@@ -230,6 +230,7 @@ const (
 	refundConflict                         // 409: the id is another devolução's
 	refundUnavailable                      // 503: fail mode
 	refundRefused                          // 401: unauthorized mode
+	refundInvalid                          // 400: refuse mode
 )
 
 func (o refundOutcome) String() string {
@@ -244,6 +245,8 @@ func (o refundOutcome) String() string {
 		return "injected_failure"
 	case refundRefused:
 		return "unauthorized"
+	case refundInvalid:
+		return CodeRefundRefused
 	}
 	return "unknown"
 }
@@ -281,6 +284,9 @@ func (s *Simulator) requestRefund(in refundIn) refundDecision {
 		return dec
 	case b.Mode == RefundModeUnauthorized && misbehave:
 		dec.outcome = refundRefused
+		return dec
+	case b.Mode == RefundModeRefuse:
+		dec.outcome = refundInvalid
 		return dec
 	}
 	if d := s.findRefund(in.endToEndID, in.id); d != nil {

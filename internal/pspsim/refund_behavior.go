@@ -40,11 +40,15 @@ const (
 	// RefundModeStayProcessing makes the devolução EM_PROCESSAMENTO for
 	// ever.
 	RefundModeStayProcessing RefundMode = "stay_processing"
+	// RefundModeRefuse answers every PUT 400 DevolucaoOperacaoInvalida
+	// (the BCB's business refusal: past the window, over the value) and
+	// makes nothing: a GET of the devolução then answers 404.
+	RefundModeRefuse RefundMode = "refuse"
 )
 
 // refundModes lists the modes in the order the errors name them.
 var refundModes = []RefundMode{RefundModeReturn, RefundModeNotDone, RefundModeReject, RefundModeFail,
-	RefundModeLoseResponse, RefundModeUnauthorized, RefundModeStayProcessing}
+	RefundModeLoseResponse, RefundModeUnauthorized, RefundModeStayProcessing, RefundModeRefuse}
 
 // countsTimes reports whether Times applies to the mode.
 func (m RefundMode) countsTimes() bool {

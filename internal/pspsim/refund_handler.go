@@ -15,6 +15,9 @@ const (
 	// devolução (another valor, natureza or descricao) of the PIX.
 	CodeRefundIDReused = psp.CodeRefundIDReused
 	CodeRefundNotFound = "refund_not_found"
+	// CodeRefundRefused is the BCB's business refusal of a devolução (past
+	// its window, over the PIX's value): nothing was made.
+	CodeRefundRefused = "DevolucaoOperacaoInvalida"
 )
 
 // refundRequestJSON is the body of PUT /pix/{e2eid}/devolucao/{id}.
@@ -46,6 +49,9 @@ func (s *Simulator) handlePutRefund(w http.ResponseWriter, r *http.Request) {
 		return
 	case refundRefused:
 		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "the psp refused our credentials (simulated); nothing was made")
+		return
+	case refundInvalid:
+		writeError(w, http.StatusBadRequest, CodeRefundRefused, "devolução not allowed for this PIX (simulated refusal); nothing was made")
 		return
 	case refundConflict:
 		writeError(w, http.StatusConflict, CodeRefundIDReused,

@@ -828,3 +828,24 @@ func TestRefundRequestLog(t *testing.T) {
 	require.Contains(t, line, `"outcome":"created"`)
 	require.Equal(t, 1, bytes.Count([]byte(line), []byte("\n"))+1)
 }
+
+// refuse: the BCB's business refusal, 400 on every PUT, nothing made, and
+// the devolução's GET answers 404.
+func TestRefundRefused(t *testing.T) {
+	e := setup(t)
+	e.setRefundBehavior(t, 1, `{"mode":"refuse"}`)
+	for range 2 {
+		code, body, err := putRefund(t, refundURL(e.url, 1, "dev1"), `{"valor":"1.00"}`)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, code)
+		require.Equal(t, pspsim.CodeRefundRefused, errorCode(t, body))
+	}
+	_, ok := e.sim.Refund(pixID(1), "dev1")
+	require.False(t, ok, "a refused PUT makes nothing")
+	_, err := e.client.RefundStatus(t.Context(), pixID(1), "dev1")
+	require.ErrorIs(t, err, psp.ErrNotFound)
+	_, err = e.client.RequestRefund(t.Context(), refundReq(1, "dev1", 100))
+	var refused *psp.RequestError
+	require.ErrorAs(t, err, &refused)
+	require.Equal(t, http.StatusBadRequest, refused.StatusCode)
+}
