@@ -51,14 +51,41 @@ var (
 // transaction; nothing about the PIX itself. Retried.
 const ErrTypeTechnicalFailure = "TechnicalFailure"
 
-// Activities holds what the activities need.
+// Activities are the credits', the transfers' and the maintenance
+// activities, with what they need.
 type Activities struct {
-	Store *db.Store
+	// Store is the database (*db.Store in production; fakes in the unit
+	// tests).
+	Store Store
 	// PSP sends outgoing transfers.
 	PSP    psp.Client
 	Logger *slog.Logger
 	// Metrics counts what the activities did; nil counts nothing.
 	Metrics *metrics.Worker
+}
+
+// Store is what these activities need of the database: each saga's part is
+// declared beside its activities.
+type Store interface {
+	CreditStore
+	TransferStore
+	MaintenanceStore
+}
+
+// CreditStore is what the credit activities need of the database.
+type CreditStore interface {
+	Credit(ctx context.Context, endToEndID string, drive, attempt int) (db.CreditOutcome, error)
+	RecordAttemptFailure(ctx context.Context, endToEndID string, drive, attempt int, reason string) error
+	MarkFailed(ctx context.Context, endToEndID string, drive, attempts int, reason string) (db.MarkFailedOutcome, error)
+}
+
+// MaintenanceStore is what the retention and reconciliation activities
+// need of the database.
+type MaintenanceStore interface {
+	DeleteExpiredKeys(ctx context.Context, limit int) (int64, error)
+	DeletePublishedEvents(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
+	DeleteDoneInboxRows(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
+	Reconcile(ctx context.Context) (db.Reconciliation, error)
 }
 
 // CreditInput names the PIX to credit. PriorAttempts is the row's attempt

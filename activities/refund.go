@@ -271,6 +271,7 @@ func (a *Refunds) MarkRefundReturned(ctx context.Context, in RefundState) error 
 	if _, err := a.Store.MarkRefundReturned(ctx, in.RefundID, in.RtrID); err != nil {
 		return kindError(err)
 	}
+	a.Metrics.RefundFinished(pix.RefundReturned)
 	log.Info("refund returned by the psp", "rtr_id", in.RtrID)
 	return nil
 }
@@ -315,6 +316,7 @@ func (a *Refunds) reverse(ctx context.Context, log *slog.Logger, r pix.Refund, r
 	if _, err := a.Store.ReverseRefund(ctx, r.ID, reason); err != nil {
 		return kindError(err)
 	}
+	a.Metrics.RefundFinished(pix.RefundReversed)
 	log.Info("refund reversed: the psp did not make the devolução", "account_id", r.AccountID, "amount_cents", r.AmountCents, "reason", reason)
 	return nil
 }

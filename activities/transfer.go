@@ -55,6 +55,15 @@ var (
 	ErrTypeTransferFinal = pix.TemporalType(pix.ErrTransferFinal)
 )
 
+// TransferStore is what the transfer activities need of the database.
+type TransferStore interface {
+	GetTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error)
+	GetTransferByEndToEndID(ctx context.Context, endToEndID string) (pix.Transfer, error)
+	MarkTransferSubmitted(ctx context.Context, id uuid.UUID) (pix.Transfer, error)
+	SettleTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error)
+	RefundTransfer(ctx context.Context, id uuid.UUID, reason string) (pix.Transfer, error)
+}
+
 // TransferRef names a transfer.
 type TransferRef struct {
 	TransferID string

@@ -70,8 +70,26 @@ func (p *scriptedPSP) count(kind string) int {
 	return p.calls[kind]
 }
 
-func transferSetup(t *testing.T, fake *scriptedPSP) (*db.Store, *testsuite.TestActivityEnvironment, pix.Transfer) {
+// transferBooks is what the transfer tests read back: the activities'
+// store, and the accounts.
+type transferBooks interface {
+	activities.Store
+	GetAccount(ctx context.Context, id string) (pix.Account, error)
+}
+
+// transferSetup debits one transfer of 1,000 from acc-1 (10,000) and
+// returns the activity environment over it: in PostgreSQL, or, in the unit
+// tier (-short), in memory (memTransfers), so that the activities'
+// decisions are tested without a database too.
+func transferSetup(t *testing.T, fake *scriptedPSP) (transferBooks, *testsuite.TestActivityEnvironment, pix.Transfer) {
 	t.Helper()
+	if testing.Short() {
+		s := newMemTransfers("acc-1", 10_000, 1_000)
+		var suite testsuite.WorkflowTestSuite
+		env := suite.NewTestActivityEnvironment()
+		env.RegisterActivity(&activities.Activities{Store: s, PSP: fake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+		return s, env, s.t
+	}
 	ctx := context.Background()
 	s := dbtest.New(t)
 	_, err := s.CreateAccount(ctx, db.NewAccount{ID: "acc-1", OwnerName: "A", OpeningBalanceCents: 10_000})

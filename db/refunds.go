@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,7 +19,7 @@ import (
 var refundSQL struct {
 	CreditAccount, LockCredit, RefundedCents, DebitRefund, GetRefund, LockRefund, RefundsOf,
 	MarkRequested, MarkReturned, Reverse, NoteOutcomes, ClaimDue, MarkDispatched, DeferDispatch,
-	Contradictions, OverCredit string
+	Contradictions, OverCredit, OldestOpenAge string
 }
 
 func init() { bindQueries("refunds.sql", &refundSQL) }
@@ -279,4 +280,14 @@ func (s *Store) NoteRefundOutcomes(ctx context.Context, notices []RefundNotice) 
 // refund's status.
 func contradicts(status, notice string) bool {
 	return (status == pix.RefundReturned && notice == "NAO_REALIZADO") || (status == pix.RefundReversed && notice == "DEVOLVIDO")
+}
+
+// OldestOpenRefundAge is how long the oldest open refund has waited for its
+// outcome since its debit; 0 when none is open.
+func (s *Store) OldestOpenRefundAge(ctx context.Context) (time.Duration, error) {
+	var seconds float64
+	if err := s.pool.QueryRow(ctx, refundSQL.OldestOpenAge).Scan(&seconds); err != nil {
+		return 0, classify(fmt.Errorf("oldest open refund: %w", err))
+	}
+	return time.Duration(seconds * float64(time.Second)), nil
 }

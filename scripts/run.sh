@@ -52,13 +52,29 @@ fi
 # register them on a server started here; this, on one that was running.
 "$BIN/pixd" temporal-setup
 
-# The PSP that outgoing PIX go through: the simulator, unless PSP_URL names
-# a PSP already.
+# The PSP that outgoing PIX and devoluções go through: the simulator, unless
+# PSP_URL names a PSP already. It notifies the API as an API Pix PSP does (the
+# PIX told to its POST /sim/pix, and the outcomes of their devoluções): to the
+# API Pix webhook route, signed with the development webhook secret (the first
+# key of WEBHOOK_SECRETS), unless PSP_SIM_WEBHOOK_* say otherwise. Not over
+# TLS (the simulator speaks plain HTTP, without a client certificate): there
+# the refund sagas poll the simulator, and the demo delivers its PIX itself.
 if [ -z "${PSP_URL:-}" ]; then
 	export PSP_SIM_ADDR="${PSP_SIM_ADDR:-127.0.0.1:8090}"
 	export PSP_URL="http://$PSP_SIM_ADDR"
-	log "starting the PSP simulator at $PSP_URL (log: .data/pspsim.log)"
-	"$BIN/pspsim" >"$DATA/pspsim.log" 2>&1 &
+	sim_webhook_url="${PSP_SIM_WEBHOOK_URL:-}"
+	if [ -z "$sim_webhook_url" ] && [ -z "${TLS_CERT_FILE:-}" ]; then
+		sim_webhook_url="http://${WEBHOOK_HTTP_ADDR:-$HTTP_ADDR}/webhooks/api-pix/pix"
+	fi
+	sim_env=()
+	if [ -n "$sim_webhook_url" ]; then
+		sim_env+=(PSP_SIM_WEBHOOK_URL="$sim_webhook_url")
+		if [ -z "${PSP_SIM_WEBHOOK_SECRET_FILE:-}" ]; then
+			sim_env+=(PSP_SIM_WEBHOOK_SECRET="${PSP_SIM_WEBHOOK_SECRET:-$WEBHOOK_SECRETS}")
+		fi
+	fi
+	log "starting the PSP simulator at $PSP_URL, its webhooks to ${sim_webhook_url:-nowhere} (log: .data/pspsim.log)"
+	env "${sim_env[@]}" "$BIN/pspsim" >"$DATA/pspsim.log" 2>&1 &
 	CHILDREN+=($!)
 fi
 
@@ -72,7 +88,8 @@ cat >&2 <<MSG
                    export TOKEN=\$(.bin/pixctl token -account acc-0001)    (-scope "pix:read pix:write", -ttl 1h)
                    curl -H "Authorization: Bearer \$TOKEN" http://$HTTP_ADDR/accounts/acc-0001
   Admin          Authorization: Bearer $ADMIN_TOKEN   (or a token of scope pix:admin)
-  PSP            $PSP_URL   (PUT /behaviors/{pix_key}: accept, reject, reject_later, fail, timeout)
+  PSP            $PSP_URL   (PUT /behaviors/{pix_key}: accept, reject, reject_later, fail, timeout;
+                   PUT /refund-behaviors/{e2eid}: return, not_done, reject, ...; POST /sim/pix: a PIX received, to its webhook)
   NATS           ${NATS_URL:-nats://127.0.0.1:4222 (embedded in pixd, JetStream in .data/nats)}   (make events: pixctl events tail)
   Temporal UI    $TEMPORAL_UI_URL
   Database       $DATABASE_URL

@@ -50,6 +50,10 @@ func demoID(run string, n int) string {
 	return fmt.Sprintf("E12345678%s%09d", run, n)
 }
 
+// demoRefundWait bounds each wait of the demo's devolução: for its PIX to
+// be credited, and for its saga to end it.
+const demoRefundWait = 30 * time.Second
+
 func brl(cents int64) string { return fmt.Sprintf("R$ %d,%02d", cents/100, cents%100) }
 
 func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
@@ -155,7 +159,7 @@ func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
 		return err
 	}
 
-	say("10. Waiting for every PIX to be done or failed, and every transfer settled or refunded...")
+	say("9. Waiting for every PIX to be done or failed, and every transfer settled or refunded...")
 	final := map[string]credit{}
 	err = pollUntil(ctx, 3*time.Minute, 500*time.Millisecond, "PIX still pending", func() (int, error) {
 		for _, w := range pix {
@@ -198,6 +202,11 @@ func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
 		return err
 	}
 
+	refundAggregates, refundEvents, err := demoRefund(ctx, c, psp, run, demoRefundWait, out, say)
+	if err != nil {
+		return err
+	}
+
 	say("\nEvents at a consumer of the broker (as `pixctl events tail` prints them)")
 	ours := map[string]bool{}
 	for _, w := range pix {
@@ -206,9 +215,12 @@ func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
 	for _, t := range transfers {
 		ours[t.ID] = true
 	}
-	// One per credit (settled or failed), and per transfer its debit and its
-	// settlement or refund.
-	got := events.of(ctx, ours, len(pix)+2*len(transfers), 15*time.Second)
+	for _, a := range refundAggregates {
+		ours[a] = true
+	}
+	// One per credit (settled or failed), per transfer its debit and its
+	// settlement or refund, and the devolução's.
+	got := events.of(ctx, ours, len(pix)+2*len(transfers)+refundEvents, 15*time.Second)
 	if len(got) == 0 {
 		say("   none arrived from NATS at %s: is the worker's outbox relay on the same broker (NATS_URL)?", natsURL())
 	}

@@ -4,9 +4,17 @@
 //	pixctl demo    replay the scenario: several PIX, redeliveries, concurrent
 //	               copies, a payload mismatch and a PIX to an unknown account;
 //	               outgoing PIX: a lost response retried, a refusal replayed,
-//	               a transfer the PSP rejects, refunded; then print statuses
+//	               a transfer the PSP rejects, refunded; a PIX received
+//	               through the PSP partly returned (devolução), and a
+//	               devolução beyond its credit refused; then print statuses
 //	               and balances
-//	pixctl show <end_to_end_id>     one incoming PIX: row, credit, workflow link
+//	pixctl show <end_to_end_id>     one incoming PIX: row, credit, workflow
+//	                                link, and its refunds (devoluções)
+//	pixctl refund -e2e <end_to_end_id> -amount <centavos> [-reason TEXT] [-key UUID] [-account X]
+//	               return (a devolução) all or part of a PIX received, as
+//	               its account's customer
+//	pixctl refund-status [-account X] [-wait D] <refund id>
+//	               one refund: where it stands, its workflow and its link
 //	pixctl failed [-account X]      the failed PIX with their reasons
 //	pixctl retry <end_to_end_id>    re-drive a failed PIX
 //	pixctl retry -all-failed -account X
@@ -25,12 +33,12 @@
 // PIX_API_URL (default http://127.0.0.1:8080) names the API, PSP_URL
 // (default http://127.0.0.1:8090) the PSP simulator the demo configures. Webhooks are
 // signed with the first secret of WEBHOOK_SECRETS (as the PSP it belongs
-// to). Admin calls (show, failed, retry, reconcile) carry ADMIN_TOKEN (or
-// the content of ADMIN_TOKEN_FILE): the static admin token, or a JWT of
-// scope pix:admin.
-// Customer calls (the demo's) carry PIX_TOKEN; without it, and in the
-// demo always, a token the development issuer mints for the accounts the
-// call acts for and the one scope it needs, valid 5 minutes, when the
+// to). Admin calls (show, failed, retry, reconcile, and refund's look-up of
+// the PIX's account) carry ADMIN_TOKEN (or the content of ADMIN_TOKEN_FILE):
+// the static admin token, or a JWT of scope pix:admin.
+// Customer calls (refund, refund-status, the demo's) carry PIX_TOKEN;
+// without it, and in the demo always, a token the development issuer mints
+// for the accounts the call acts for and the one scope it needs, valid 5 minutes, when the
 // issuer's key pair exists in AUTH_DEV_KEY_DIR (default .data/auth, names
 // AUTH_ISSUER and AUTH_AUDIENCE, defaults pix-dev-issuer and pix-api); the
 // same issuer mints a pix:admin token when ADMIN_TOKEN is not set.
@@ -49,7 +57,7 @@ import (
 	"github.com/pixbank/pix/internal/webhooksig"
 )
 
-const usage = "usage: pixctl demo | show <end_to_end_id> | failed [-account X] | retry <end_to_end_id> | retry -all-failed -account X | reconcile | events tail [-all] | token -account X [-scope S] [-ttl D] [-sub NAME] | dev-issuer [-env]"
+const usage = "usage: pixctl demo | show <end_to_end_id> | refund -e2e <end_to_end_id> -amount <centavos> [-reason TEXT] [-key UUID] [-account X] | refund-status [-account X] [-wait D] <refund id> | failed [-account X] | retry <end_to_end_id> | retry -all-failed -account X | reconcile | events tail [-all] | token -account X [-scope S] [-ttl D] [-sub NAME] | dev-issuer [-env]"
 
 func main() { cli.Main("pixctl", run) }
 
@@ -88,6 +96,10 @@ func run(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "show":
 		return show(ctx, c, args[1:], os.Stdout)
+	case "refund":
+		return helpIsNoError(refundCmd(ctx, c, args[1:], os.Stdout, os.Stderr))
+	case "refund-status":
+		return helpIsNoError(refundStatusCmd(ctx, c, args[1:], os.Stdout, os.Stderr))
 	case "failed":
 		return failed(ctx, c, args[1:], os.Stdout)
 	case "retry":

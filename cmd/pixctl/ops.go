@@ -30,10 +30,11 @@ func check(status int, e apiError, what string) error {
 	return fmt.Errorf("%s: HTTP %d", what, status)
 }
 
-// show prints one incoming PIX: its row, its credit and its workflow link.
-// It is an operator's look at any PIX, with why its last attempt failed:
-// the admin route (ADMIN_TOKEN), not a customer's, which shows a PIX of
-// the caller's own accounts only, without its last error.
+// show prints one incoming PIX: its row, its credit and its workflow link,
+// then its refunds (devoluções) when it has any. It is an operator's look
+// at any PIX, with why its last attempt failed: the admin route
+// (ADMIN_TOKEN), not a customer's, which shows a PIX of the caller's own
+// accounts only, without its last error.
 func show(ctx context.Context, c *apiClient, args []string, out io.Writer) error {
 	if len(args) != 1 {
 		return errors.New("usage: pixctl show <end_to_end_id>")
@@ -51,6 +52,8 @@ func show(ctx context.Context, c *apiClient, args []string, out io.Writer) error
 			TxID    string `json:"txid"`
 			Outcome string `json:"outcome"`
 		} `json:"charge"`
+		// Refunds are the PIX's devoluções, oldest first (absent: none).
+		Refunds []refund `json:"refunds"`
 	}
 	status, err := c.call(ctx, http.MethodGet, "/admin/pix/credits/"+url.PathEscape(args[0]), nil, &v)
 	if err != nil {
@@ -80,7 +83,16 @@ func show(ctx context.Context, c *apiClient, args []string, out io.Writer) error
 	row("workflow", v.WorkflowID)
 	row("workflow_status", v.WorkflowRun)
 	row("temporal_ui", v.TemporalUIURL)
-	return tw.Flush()
+	if len(v.Refunds) > 0 {
+		// What the refunds hold of the credit: never more than it (the
+		// reversed ones' money came back).
+		row("refunded", fmt.Sprintf("%s of %s in %d refund(s)", brl(refundedCents(v.Refunds)), brl(v.AmountCents), len(v.Refunds)))
+	}
+	if err := tw.Flush(); err != nil || len(v.Refunds) == 0 {
+		return err
+	}
+	fmt.Fprintln(out, "\nrefunds")
+	return printRefunds(out, v.Refunds)
 }
 
 func deref(s *string) string {
@@ -164,9 +176,11 @@ func reconcile(ctx context.Context, c *apiClient, out io.Writer) error {
 		apiError
 		Balanced bool `json:"balanced"`
 		Report   struct {
-			UnbalancedAccounts []string `json:"unbalanced_accounts"`
-			DoneWithoutCredit  []string `json:"done_without_credit"`
-			CreditWithoutDone  []string `json:"credit_without_done"`
+			UnbalancedAccounts   []string `json:"unbalanced_accounts"`
+			DoneWithoutCredit    []string `json:"done_without_credit"`
+			CreditWithoutDone    []string `json:"credit_without_done"`
+			RefundsOverCredit    []string `json:"refunds_over_credit"`
+			RefundContradictions []string `json:"refund_contradictions"`
 		} `json:"report"`
 	}
 	status, err := c.call(ctx, http.MethodGet, "/admin/reconcile", nil, &v)
@@ -177,10 +191,14 @@ func reconcile(ctx context.Context, c *apiClient, out io.Writer) error {
 		return err
 	}
 	if v.Balanced {
-		fmt.Fprintln(out, "the books balance: every balance = opening + credits - transfers + refunds; every done inbox row has its credit and every credit its done row")
+		fmt.Fprintln(out, "the books balance: every balance = opening + its movements (credits, transfers and their refunds, devoluções and their reversals); every done inbox row has its credit and every credit its done row; no PIX's refunds exceed its credit, nor does a PSP's notice contradict a final refund")
 		return nil
 	}
 	fmt.Fprintf(out, "UNBALANCED accounts: %v\ndone rows without a credit: %v\ncredits whose row is not done: %v\n",
 		v.Report.UnbalancedAccounts, v.Report.DoneWithoutCredit, v.Report.CreditWithoutDone)
+	if len(v.Report.RefundsOverCredit) > 0 || len(v.Report.RefundContradictions) > 0 {
+		fmt.Fprintf(out, "PIX refunded beyond their credit: %v\nfinal refunds the PSP's notice contradicts: %v\n",
+			v.Report.RefundsOverCredit, v.Report.RefundContradictions)
+	}
 	return errors.New("the books do not balance")
 }

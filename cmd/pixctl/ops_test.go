@@ -28,7 +28,17 @@ import (
 // tokens of the development issuer issuer.
 func runService(t *testing.T, adminToken string, issuer devauth.Settings) (string, *db.Store) {
 	t.Helper()
+	return runServiceWithPSP(t, adminToken, issuer, "")
+}
+
+// runServiceWithPSP is runService whose worker calls the PSP at pspURL
+// ("": the default, PSP_URL's).
+func runServiceWithPSP(t *testing.T, adminToken string, issuer devauth.Settings, pspURL string) (string, *db.Store) {
+	t.Helper()
 	cfg := config.Default()
+	if pspURL != "" {
+		cfg.PSPURL = pspURL
+	}
 	cfg.DatabaseURL = dbtest.URL(t)
 	cfg.TemporalAddress = temporaltest.StartT(t).Address
 	cfg.AdminToken = adminToken

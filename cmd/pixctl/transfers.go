@@ -58,7 +58,7 @@ func demoTransfers(ctx context.Context, c *apiClient, psp *apiClient, say func(s
 	}
 	var sent []transfer
 
-	say("7. Maria sends R$ 150,00; the response is lost and her app sends it again with the same Idempotency-Key")
+	say("6. Maria sends R$ 150,00; the response is lost and her app sends it again with the same Idempotency-Key")
 	key := newKey()
 	for range 2 {
 		status, replay, t, err := send(key, "acc-0001", 15_000, "joao@example.com")
@@ -71,7 +71,7 @@ func demoTransfers(ctx context.Context, c *apiClient, psp *apiClient, say func(s
 		}
 	}
 
-	say("8. Ana sends R$ 500,00, more than her balance: refused, and the retry gets the same refusal")
+	say("7. Ana sends R$ 500,00, more than her balance: refused, and the retry gets the same refusal")
 	key = newKey()
 	for range 2 {
 		status, replay, t, err := send(key, "acc-0003", 50_000, "joao@example.com")
@@ -81,7 +81,7 @@ func demoTransfers(ctx context.Context, c *apiClient, psp *apiClient, say func(s
 		say("   POST /pix Idempotency-Key: %s -> %s", key, describe(status, replay, t))
 	}
 
-	say("9. Carlos sends R$ 80,00 to a key whose account the PSP finds closed: rejected, then refunded")
+	say("8. Carlos sends R$ 80,00 to a key whose account the PSP finds closed: rejected, then refunded")
 	var none struct{}
 	if status, err := psp.call(ctx, http.MethodPut, "/behaviors/encerrada@example.com",
 		map[string]any{"mode": "reject", "reason": "conta do recebedor encerrada"}, &none); err != nil || status != http.StatusNoContent {

@@ -196,3 +196,9 @@ WHERE r.status <> 'reversed'
 GROUP BY r.end_to_end_id, c.amount_cents
 HAVING sum(r.amount_cents) > c.amount_cents
 ORDER BY 1
+
+-- name: OldestOpenAge
+-- For the metrics: how long the oldest open refund has waited for its
+-- outcome since its debit (0 when none is open), in seconds.
+SELECT COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)::float8
+FROM pix_refunds WHERE dispatch_due_at IS NOT NULL

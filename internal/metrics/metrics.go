@@ -75,6 +75,7 @@ type Worker struct {
 	credits     prometheus.Counter
 	failures    *prometheus.CounterVec
 	transfers   *prometheus.CounterVec
+	refunds     *prometheus.CounterVec
 	dispatchLag *prometheus.HistogramVec
 	reconcile   *prometheus.GaugeVec
 	reconciled  prometheus.Gauge
@@ -99,6 +100,10 @@ func NewWorker(r *prometheus.Registry) *Worker {
 			Name: "pix_transfers_finished_total",
 			Help: "Outgoing PIX settled or refunded.",
 		}, []string{"outcome"}),
+		refunds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pix_refunds_finished_total",
+			Help: "Devoluções of received PIX returned by the PSP or reversed (the PSP did not make them).",
+		}, []string{"outcome"}),
 		dispatchLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "pix_dispatch_lag_seconds",
 			Help: "From the commit of a row (inbox row, transfer) to the first start of its workflow, by kind.",
@@ -108,7 +113,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		}, []string{"kind"}),
 		reconcile: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pix_reconcile_differences",
-			Help: "What the last reconciliation found wrong, by kind (unbalanced_accounts, done_without_credit, credit_without_done); anything but 0 needs a human.",
+			Help: "What the last reconciliation found wrong, by kind (unbalanced_accounts, done_without_credit, credit_without_done, refunds_over_credit, refund_contradictions); anything but 0 needs a human.",
 		}, []string{"kind"}),
 		reconciled: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pix_reconcile_last_run_timestamp_seconds",
@@ -123,7 +128,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		Name: "pix_psp_attention_total",
 		Help: "PSP answers about a transfer that need a human, by kind (PSPRequestRefused: our credentials or request; RejectionUnconfirmed, PSPTransferMismatch, RefundUnconfirmed) and status code; nothing is refunded on them; alert on any.",
 	}, []string{"kind", "status_code"})
-	r.MustRegister(w.credits, w.failures, w.transfers, w.dispatchLag, w.reconcile, w.reconciled, w.chargeMismatches, w.pspAttention)
+	r.MustRegister(w.credits, w.failures, w.transfers, w.refunds, w.dispatchLag, w.reconcile, w.reconciled, w.chargeMismatches, w.pspAttention)
 	return w
 }
 
@@ -135,6 +140,8 @@ func (w *Worker) Reconciled(r db.Reconciliation) {
 	w.reconcile.WithLabelValues("unbalanced_accounts").Set(float64(len(r.UnbalancedAccounts)))
 	w.reconcile.WithLabelValues("done_without_credit").Set(float64(len(r.DoneWithoutCredit)))
 	w.reconcile.WithLabelValues("credit_without_done").Set(float64(len(r.CreditWithoutDone)))
+	w.reconcile.WithLabelValues("refunds_over_credit").Set(float64(len(r.RefundsOverCredit)))
+	w.reconcile.WithLabelValues("refund_contradictions").Set(float64(len(r.RefundContradictions)))
 	w.reconciled.SetToCurrentTime()
 }
 
@@ -179,6 +186,13 @@ func (w *Worker) PSPNeedsAttention(kind string, statusCode int) {
 	}
 }
 
+// RefundFinished counts one devolução returned or reversed.
+func (w *Worker) RefundFinished(outcome string) {
+	if w != nil {
+		w.refunds.WithLabelValues(outcome).Inc()
+	}
+}
+
 // TransferFinished counts one transfer settled or refunded.
 func (w *Worker) TransferFinished(outcome string) {
 	if w != nil {
@@ -201,6 +215,8 @@ func RegisterDatabaseGauges(r *prometheus.Registry, store *db.Store, log *slog.L
 			"Age of the oldest event not yet acknowledged by the broker (0 when none waits).", nil, nil),
 		inboxAge: prometheus.NewDesc("pix_inbox_oldest_pending_age_seconds",
 			"Age of the oldest pending inbox row (0 when none is pending).", nil, nil),
+		refundAge: prometheus.NewDesc("pix_refund_oldest_open_age_seconds",
+			"Age of the oldest devolução debited and not yet returned or reversed (0 when none is open).", nil, nil),
 	})
 }
 
@@ -209,12 +225,14 @@ type databaseGauges struct {
 	store                             *db.Store
 	log                               *slog.Logger
 	outboxEvents, outboxAge, inboxAge *prometheus.Desc
+	refundAge                         *prometheus.Desc
 }
 
 func (g *databaseGauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.outboxEvents
 	ch <- g.outboxAge
 	ch <- g.inboxAge
+	ch <- g.refundAge
 }
 
 func (g *databaseGauges) Collect(ch chan<- prometheus.Metric) {
@@ -232,6 +250,13 @@ func (g *databaseGauges) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		inboxAge = age.Seconds()
 	}
+	refundAge := math.NaN()
+	if age, err := g.store.OldestOpenRefundAge(ctx); err != nil {
+		g.log.Warn("metrics: could not read the oldest open refund", "error", err)
+	} else {
+		refundAge = age.Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(g.refundAge, prometheus.GaugeValue, refundAge)
 	ch <- prometheus.MustNewConstMetric(g.outboxEvents, prometheus.GaugeValue, unpublished)
 	ch <- prometheus.MustNewConstMetric(g.outboxAge, prometheus.GaugeValue, outboxAge)
 	ch <- prometheus.MustNewConstMetric(g.inboxAge, prometheus.GaugeValue, inboxAge)

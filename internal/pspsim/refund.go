@@ -298,7 +298,10 @@ func (s *Simulator) requestRefund(in refundIn) refundDecision {
 	} else {
 		d := s.newRefund(in, b)
 		s.refunds[in.endToEndID] = append(s.refunds[in.endToEndID], d)
-		if d.final != "" {
+		// Only a PIX told to POST /sim/pix, with a webhook to send to, is
+		// notified of its outcome (one remembered later carries it in its
+		// first delivery): nothing else is kept for the webhook loop.
+		if _, remembered := s.pixes[in.endToEndID]; d.final != "" && s.webhookURL != "" && remembered {
 			s.unnotified = append(s.unnotified, d)
 		}
 		dec.outcome = refundCreated

@@ -262,14 +262,11 @@ func (s *Simulator) dueWebhooks() []webhookMessage {
 	now := s.now()
 	kept := s.unnotified[:0]
 	for _, d := range s.unnotified {
-		p, remembered := s.pixes[d.endToEndID]
-		if st, _ := d.status(now); !st.Final() || !remembered {
-			// A PIX not remembered gets no webhook; should it be
-			// remembered later, its first delivery carries the outcome.
+		if st, _ := d.status(now); !st.Final() {
 			kept = append(kept, d)
 			continue
 		}
-		p.gen++
+		s.pixes[d.endToEndID].gen++ // remembered: see requestRefund
 	}
 	clear(s.unnotified[len(kept):]) // let the notified ones go
 	s.unnotified = kept
