@@ -10,6 +10,13 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 )
 
+// accountSQL holds the statements of queries/accounts.sql.
+var accountSQL struct {
+	CreateAccount, CloseAccount, GetAccount, LockForDebit, CreatePixKey, CreateCharge, ChargeStatus string
+}
+
+func init() { bindQueries("accounts.sql", &accountSQL) }
+
 // NewAccount opens an account.
 type NewAccount struct {
 	ID                  string
@@ -21,10 +28,7 @@ type NewAccount struct {
 // already exists is left as it is (so seeding is safe to repeat). It reports
 // whether the account was created.
 func (s *Store) CreateAccount(ctx context.Context, a NewAccount) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO accounts (id, owner_name, opening_balance_cents, balance_cents)
-		VALUES ($1, $2, $3, $3)
-		ON CONFLICT (id) DO NOTHING`, a.ID, a.OwnerName, a.OpeningBalanceCents)
+	tag, err := s.pool.Exec(ctx, accountSQL.CreateAccount, a.ID, a.OwnerName, a.OpeningBalanceCents)
 	if err != nil {
 		return false, classify(fmt.Errorf("create account: %w", err))
 	}
@@ -33,7 +37,7 @@ func (s *Store) CreateAccount(ctx context.Context, a NewAccount) (bool, error) {
 
 // CloseAccount marks an account closed: it receives no further credit.
 func (s *Store) CloseAccount(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE accounts SET status = 'closed', updated_at = now() WHERE id = $1`, id)
+	tag, err := s.pool.Exec(ctx, accountSQL.CloseAccount, id)
 	if err != nil {
 		return classify(fmt.Errorf("close account: %w", err))
 	}
@@ -46,8 +50,7 @@ func (s *Store) CloseAccount(ctx context.Context, id string) error {
 // GetAccount returns one account.
 func (s *Store) GetAccount(ctx context.Context, id string) (pix.Account, error) {
 	var a pix.Account
-	err := s.pool.QueryRow(ctx, `
-		SELECT id, owner_name, status, balance_cents, created_at, updated_at FROM accounts WHERE id = $1`, id).
+	err := s.pool.QueryRow(ctx, accountSQL.GetAccount, id).
 		Scan(&a.ID, &a.OwnerName, &a.Status, &a.BalanceCents, &a.CreatedAt, &a.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return pix.Account{}, pix.ErrAccountNotFound
@@ -68,9 +71,7 @@ type NewPixKey struct {
 // CreatePixKey registers a Pix key; a key that already exists is left as it
 // is. It reports whether the key was created.
 func (s *Store) CreatePixKey(ctx context.Context, k NewPixKey) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO pix_keys (key, key_type, account_id) VALUES ($1, $2, $3)
-		ON CONFLICT (key) DO NOTHING`, k.Key, k.KeyType, k.AccountID)
+	tag, err := s.pool.Exec(ctx, accountSQL.CreatePixKey, k.Key, k.KeyType, k.AccountID)
 	if err != nil {
 		return false, classify(fmt.Errorf("create pix key: %w", err))
 	}
@@ -88,9 +89,7 @@ type NewCharge struct {
 // CreateCharge records a charge; one that already exists is left as it is.
 // It reports whether the charge was created.
 func (s *Store) CreateCharge(ctx context.Context, c NewCharge) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO pix_charges (txid, account_id, amount_expected_cents) VALUES ($1, $2, NULLIF($3, 0))
-		ON CONFLICT (txid) DO NOTHING`, c.TxID, c.AccountID, c.AmountExpectedCents)
+	tag, err := s.pool.Exec(ctx, accountSQL.CreateCharge, c.TxID, c.AccountID, c.AmountExpectedCents)
 	if err != nil {
 		return false, classify(fmt.Errorf("create charge: %w", err))
 	}
@@ -101,7 +100,7 @@ func (s *Store) CreateCharge(ctx context.Context, c NewCharge) (bool, error) {
 // CONCLUIDA).
 func (s *Store) ChargeStatus(ctx context.Context, txid string) (string, error) {
 	var status string
-	err := s.pool.QueryRow(ctx, `SELECT status FROM pix_charges WHERE txid = $1`, txid).Scan(&status)
+	err := s.pool.QueryRow(ctx, accountSQL.ChargeStatus, txid).Scan(&status)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", pix.ErrChargeNotFound
 	}
@@ -116,11 +115,7 @@ func (s *Store) ChargeStatus(ctx context.Context, txid string) (string, error) {
 // opening balance + the sum of its movements (the view account_movements,
 // to which every saga that moves money adds its tables; invariant I2).
 func (s *Store) UnbalancedAccounts(ctx context.Context, idPrefix string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT a.id FROM accounts a
-		WHERE starts_with(a.id, $1) AND a.balance_cents <> a.opening_balance_cents
-		    + COALESCE((SELECT sum(amount_cents) FROM account_movements m WHERE m.account_id = a.id), 0)
-		ORDER BY a.id`, idPrefix)
+	rows, err := s.pool.Query(ctx, maintenanceSQL.UnbalancedAccounts, idPrefix)
 	if err != nil {
 		return nil, classify(fmt.Errorf("check balances: %w", err))
 	}
@@ -137,7 +132,7 @@ func (s *Store) UnbalancedAccounts(ctx context.Context, idPrefix string) ([]stri
 func lockAccountForDebit(ctx context.Context, tx pgx.Tx, accountID string, amountCents int64) error {
 	var status string
 	var balance int64
-	err := tx.QueryRow(ctx, `SELECT status, balance_cents FROM accounts WHERE id = $1 FOR UPDATE`, accountID).Scan(&status, &balance)
+	err := tx.QueryRow(ctx, accountSQL.LockForDebit, accountID).Scan(&status, &balance)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: %s", pix.ErrAccountNotFound, accountID)
 	}

@@ -11,3 +11,7 @@ import (
 func InTxForTest(ctx context.Context, s *Store, attempts int, fn func(tx pgx.Tx) error) error {
 	return inTxAttempts(ctx, s.pool, attempts, fn)
 }
+
+// PendingWakes empties and returns the channels the store's commits asked
+// to wake since the last call (its waker not running).
+func PendingWakes(s *Store) []string { return s.waker.take() }

@@ -12,6 +12,11 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 )
 
+// idempotencySQL holds the statements of queries/idempotency.sql.
+var idempotencySQL struct{ Reserve, ReadKey, RecordResponse, Release string }
+
+func init() { bindQueries("idempotency.sql", &idempotencySQL) }
+
 // Reservation is a request's hold on an Idempotency-Key: only its holder
 // may record the key's response (Token fences a holder whose reservation
 // was taken over).
@@ -47,17 +52,7 @@ func (s *Store) ReserveKey(ctx context.Context, caller string, key uuid.UUID, re
 	res := &Reservation{Caller: caller, Key: key, Token: uuid.New()}
 	for {
 		var reserved bool
-		err := s.pool.QueryRow(ctx, `
-			INSERT INTO idempotency_keys (caller, key, request_hash, lock_token, locked_until, expires_at)
-			VALUES ($6, $1, $2, $3, now() + $4::interval, now() + $5::interval)
-			ON CONFLICT (caller, key) DO UPDATE SET
-				request_hash = EXCLUDED.request_hash, lock_token = EXCLUDED.lock_token,
-				locked_until = EXCLUDED.locked_until, status_code = NULL, response_body = NULL,
-				created_at = now(), expires_at = EXCLUDED.expires_at
-			WHERE idempotency_keys.expires_at <= now()
-			   OR (idempotency_keys.status_code IS NULL AND idempotency_keys.locked_until <= now()
-			       AND idempotency_keys.request_hash = EXCLUDED.request_hash)
-			RETURNING true`, key, requestHash, res.Token, p.LockFor, p.KeepFor, caller).Scan(&reserved)
+		err := s.pool.QueryRow(ctx, idempotencySQL.Reserve, key, requestHash, res.Token, p.LockFor, p.KeepFor, caller).Scan(&reserved)
 		if err == nil {
 			return res, nil, nil
 		}
@@ -69,9 +64,7 @@ func (s *Store) ReserveKey(ctx context.Context, caller string, key uuid.UUID, re
 		var status *int
 		var body []byte
 		var lockLeft float64 // seconds
-		err = s.pool.QueryRow(ctx, `
-			SELECT request_hash, status_code, response_body, COALESCE(GREATEST(EXTRACT(EPOCH FROM locked_until - now()), 0), 0)::float8
-			FROM idempotency_keys WHERE caller = $2 AND key = $1`, key, caller).Scan(&hash, &status, &body, &lockLeft)
+		err = s.pool.QueryRow(ctx, idempotencySQL.ReadKey, key, caller).Scan(&hash, &status, &body, &lockLeft)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // deleted in between (expired and cleaned): try again
 		}
@@ -106,9 +99,7 @@ var errReservationLost = fmt.Errorf("%w: the reservation expired and was taken o
 // recordResponse records the key's response, fenced by the reservation's
 // token, within tx.
 func recordResponse(ctx context.Context, tx pgx.Tx, r Reservation, status int, body []byte) error {
-	tag, err := tx.Exec(ctx, `
-		UPDATE idempotency_keys SET status_code = $3, response_body = $4, lock_token = NULL, locked_until = NULL
-		WHERE caller = $5 AND key = $1 AND lock_token = $2`, r.Key, r.Token, status, body, r.Caller)
+	tag, err := tx.Exec(ctx, idempotencySQL.RecordResponse, r.Key, r.Token, status, body, r.Caller)
 	if err != nil {
 		return fmt.Errorf("record idempotent response: %w", err)
 	}
@@ -127,21 +118,9 @@ func (s *Store) RecordResponse(ctx context.Context, r Reservation, status int, b
 // ReleaseKey gives a reservation up without a response (a technical
 // failure committed nothing): the next request with the key runs afresh.
 func (s *Store) ReleaseKey(ctx context.Context, r Reservation) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE caller = $3 AND key = $1 AND lock_token = $2`, r.Key, r.Token, r.Caller)
+	_, err := s.pool.Exec(ctx, idempotencySQL.Release, r.Key, r.Token, r.Caller)
 	if err != nil {
 		return classify(fmt.Errorf("release idempotency key: %w", err))
 	}
 	return nil
-}
-
-// DeleteExpiredKeys deletes up to limit expired keys and returns how many.
-func (s *Store) DeleteExpiredKeys(ctx context.Context, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM idempotency_keys WHERE (caller, key) IN (
-			SELECT caller, key FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at LIMIT $1
-			FOR UPDATE SKIP LOCKED)`, limit)
-	if err != nil {
-		return 0, classify(fmt.Errorf("delete expired idempotency keys: %w", err))
-	}
-	return tag.RowsAffected(), nil
 }

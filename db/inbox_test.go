@@ -227,6 +227,67 @@ func TestMarkFailedThenRedrive(t *testing.T) {
 	require.EqualValues(t, 300, balance(t, s, "acc-late"))
 }
 
+// Redrive and RedriveFailed are one statement: Redrive names one PIX and
+// says why it can't re-drive it; RedriveFailed takes the failed PIX of an
+// account, and only those.
+func TestRedriveOneOrAnAccountsFailedPIX(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-r1", 0)
+	fail := func(n pix.Notification, attempts int) {
+		t.Helper()
+		_, err := s.Receive(ctx, n)
+		require.NoError(t, err)
+		_, err = s.MarkFailed(ctx, n.EndToEndID, 1, attempts, "broken")
+		require.NoError(t, err)
+	}
+	a2, a1, other := note(e2eID(32), "acc-r1", 100), note(e2eID(31), "acc-r1", 100), note(e2eID(33), "acc-r2", 100)
+	fail(a2, 2)
+	fail(a1, 1)
+	fail(other, 3)
+	pending := note(e2eID(34), "acc-r1", 100)
+	_, err := s.Receive(ctx, pending)
+	require.NoError(t, err)
+	done := note(e2eID(35), "acc-r1", 100)
+	_, err = s.Receive(ctx, done)
+	require.NoError(t, err)
+	_, err = s.Credit(ctx, done.EndToEndID, 1, 1)
+	require.NoError(t, err)
+
+	_, err = s.Redrive(ctx, e2eID(36))
+	require.ErrorIs(t, err, pix.ErrCreditNotFound)
+	_, err = s.Redrive(ctx, pending.EndToEndID)
+	require.ErrorIs(t, err, pix.ErrNotFailed)
+	require.ErrorContains(t, err, "it is pending")
+	_, err = s.Redrive(ctx, done.EndToEndID)
+	require.ErrorContains(t, err, "it is done")
+
+	redriven, err := s.RedriveFailed(ctx, "acc-r1")
+	require.NoError(t, err)
+	require.Equal(t, []db.Redriven{{EndToEndID: a1.EndToEndID, Attempts: 1}, {EndToEndID: a2.EndToEndID, Attempts: 2}}, redriven,
+		"the account's failed PIX only, in end_to_end_id order")
+	redriven, err = s.RedriveFailed(ctx, "acc-r1")
+	require.NoError(t, err)
+	require.NotNil(t, redriven)
+	require.Empty(t, redriven, "nothing is failed any more")
+	_, err = s.Redrive(ctx, a1.EndToEndID)
+	require.ErrorContains(t, err, "it is pending")
+	c, err := s.GetCredit(ctx, other.EndToEndID)
+	require.NoError(t, err)
+	require.Equal(t, pix.StatusFailed, c.Status, "another account's PIX stays failed")
+
+	attempts, err := s.Redrive(ctx, other.EndToEndID)
+	require.NoError(t, err)
+	require.Equal(t, 3, attempts)
+	due, err := s.InboxQueue().Claim(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	drives := map[string]int{}
+	for _, d := range due {
+		drives[d.Key] = d.Drive
+	}
+	require.Equal(t, map[string]int{a1.EndToEndID: 2, a2.EndToEndID: 2, other.EndToEndID: 2, pending.EndToEndID: 1}, drives)
+}
+
 func TestRedeliveryRedrivesFailedRow(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)

@@ -55,6 +55,11 @@ func Migrations() ([]Migration, error) {
 	return out, nil
 }
 
+// migrateSQL holds the statements of queries/migrate.sql.
+var migrateSQL struct{ Lock, Unlock, CreateTable, IsApplied, RecordApplied string }
+
+func init() { bindQueries("migrate.sql", &migrateSQL) }
+
 // migrationLockKey serialises concurrent migrators (several processes
 // starting at once) on one advisory lock.
 const migrationLockKey = 7_368_237_001
@@ -72,22 +77,19 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 		return nil, classify(fmt.Errorf("acquire connection: %w", err))
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLockKey); err != nil {
+	if _, err := conn.Exec(ctx, migrateSQL.Lock, migrationLockKey); err != nil {
 		return nil, classify(fmt.Errorf("take migration lock: %w", err))
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLockKey) //nolint:errcheck // the lock dies with the session anyway
+	defer conn.Exec(context.WithoutCancel(ctx), migrateSQL.Unlock, migrationLockKey) //nolint:errcheck // the lock dies with the session anyway
 
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    integer PRIMARY KEY,
-		name       text        NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+	if _, err := conn.Exec(ctx, migrateSQL.CreateTable); err != nil {
 		return nil, classify(fmt.Errorf("create schema_migrations: %w", err))
 	}
 	var applied []string
 	for _, m := range migrations {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			var exists bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version).Scan(&exists); err != nil {
+			if err := tx.QueryRow(ctx, migrateSQL.IsApplied, m.Version).Scan(&exists); err != nil {
 				return err
 			}
 			if exists {
@@ -96,7 +98,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			if _, err := tx.Exec(ctx, migrateSQL.RecordApplied, m.Version, m.Name); err != nil {
 				return err
 			}
 			applied = append(applied, m.Name)

@@ -27,17 +27,14 @@ const (
 // raises it.
 const EventSchemaVersion = 1
 
-// emitEvent is a statement (for a data-modifying CTE) that writes one
-// outbox event per row of from, in the transaction of the state change it
-// announces. aggregateID and fields are SQL expressions over from's
-// columns; fields are jsonb_build_object's name, value pairs. Only
-// constants of this package are ever passed in.
-func emitEvent(aggregateType, eventType, from, aggregateID, fields string) string {
-	return `INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
-		SELECT '` + aggregateType + `', ` + aggregateID + `, '` + eventType + `',
-		       jsonb_build_object('schema_version', 1, ` + fields + `)
-		FROM ` + from
-}
+// outboxSQL holds the statements of queries/outbox.sql. The events
+// themselves are written by the statements that make the changes they
+// announce, each written out in its saga's file (see outbox.sql):
+// TestEventsAreWrittenAsDeclared checks them against the package's
+// Aggregate* and Event* constants.
+var outboxSQL struct{ ClaimEvents, MarkPublished, RecordPublishFailure, Lag string }
+
+func init() { bindQueries("outbox.sql", &outboxSQL) }
 
 // Event is an outbox row as the relay publishes it.
 type Event struct {
@@ -66,17 +63,7 @@ const OutboxChannel = "pix_outbox"
 func (s *Store) RelayEvents(ctx context.Context, limit int, publish func(context.Context, []Event) (ok []bool, err error)) (published int, err error) {
 	var pubErr error
 	err = inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `
-			SELECT id::text, seq, aggregate_type, aggregate_id, event_type, payload, created_at
-			FROM outbox_events e
-			WHERE published_at IS NULL
-			  AND NOT EXISTS (
-			      SELECT 1 FROM outbox_events p
-			      WHERE p.published_at IS NULL AND p.aggregate_type = e.aggregate_type
-			        AND p.aggregate_id = e.aggregate_id AND p.seq < e.seq)
-			ORDER BY seq
-			LIMIT $1
-			FOR UPDATE SKIP LOCKED`, limit)
+		rows, err := tx.Query(ctx, outboxSQL.ClaimEvents, limit)
 		if err != nil {
 			return fmt.Errorf("claim events: %w", err)
 		}
@@ -95,7 +82,7 @@ func (s *Store) RelayEvents(ctx context.Context, limit int, publish func(context
 			}
 		}
 		if len(done) > 0 {
-			if _, err := tx.Exec(ctx, `UPDATE outbox_events SET published_at = clock_timestamp() WHERE id = ANY($1::uuid[])`, done); err != nil {
+			if _, err := tx.Exec(ctx, outboxSQL.MarkPublished, done); err != nil {
 				return fmt.Errorf("mark events published: %w", err)
 			}
 		}
@@ -104,7 +91,7 @@ func (s *Store) RelayEvents(ctx context.Context, limit int, publish func(context
 			if pubErr != nil {
 				reason = pubErr.Error()
 			}
-			if _, err := tx.Exec(ctx, `UPDATE outbox_events SET attempts = attempts + 1, last_error = $2 WHERE id = ANY($1::uuid[])`, failed, reason); err != nil {
+			if _, err := tx.Exec(ctx, outboxSQL.RecordPublishFailure, failed, reason); err != nil {
 				return fmt.Errorf("record publish failure: %w", err)
 			}
 		}
@@ -131,24 +118,9 @@ type OutboxLag struct {
 // OutboxLag reports the unpublished events and the age of the oldest.
 func (s *Store) OutboxLag(ctx context.Context) (OutboxLag, error) {
 	var l OutboxLag
-	err := s.pool.QueryRow(ctx, `
-		SELECT count(*), COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)::float8
-		FROM outbox_events WHERE published_at IS NULL`).Scan(&l.Unpublished, &l.OldestAge)
+	err := s.pool.QueryRow(ctx, outboxSQL.Lag).Scan(&l.Unpublished, &l.OldestAge)
 	if err != nil {
 		return OutboxLag{}, classify(fmt.Errorf("outbox lag: %w", err))
 	}
 	return l, nil
-}
-
-// DeletePublishedEvents deletes up to limit events published before
-// olderThan ago and returns how many.
-func (s *Store) DeletePublishedEvents(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM outbox_events WHERE id IN (
-			SELECT id FROM outbox_events WHERE published_at < now() - $1::interval
-			ORDER BY published_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, olderThan, limit)
-	if err != nil {
-		return 0, classify(fmt.Errorf("delete published events: %w", err))
-	}
-	return tag.RowsAffected(), nil
 }

@@ -1,6 +1,12 @@
 package db
 
 import (
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,4 +24,86 @@ func TestNamedQueriesSplitsOnNameLines(t *testing.T) {
 func TestBindQueriesPanicsOnAMissingStatement(t *testing.T) {
 	var dst struct{ NoSuchStatement string }
 	require.Panics(t, func() { bindQueries("refunds.sql", &dst) })
+}
+
+// oneLine is sql with its comments dropped and its white space collapsed.
+func oneLine(sql string) string {
+	var b strings.Builder
+	for line := range strings.Lines(sql) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			b.WriteString(line)
+		}
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// A redelivery of a failed PIX re-drives it as RedriveFailed does: Receive
+// writes RedriveFailed's SET list again, as CASEs on the row's status (an
+// ON CONFLICT branch can't run another statement), and this keeps the two
+// alike.
+func TestReceiveRedrivesAsRedriveFailedDoes(t *testing.T) {
+	redrive := oneLine(creditSQL.RedriveFailed)
+	_, set, ok := strings.Cut(redrive, " SET ")
+	require.True(t, ok)
+	set, _, ok = strings.Cut(set, " FROM locked ")
+	require.True(t, ok)
+	receive := oneLine(creditSQL.Receive)
+	assignments := strings.Split(set, ", ")
+	require.Len(t, assignments, 5, set)
+	for _, a := range assignments {
+		column, value, ok := strings.Cut(a, " = ")
+		require.True(t, ok, a)
+		value = strings.ReplaceAll(value, "m.", "inbox_messages.")
+		want := fmt.Sprintf("%s = CASE WHEN inbox_messages.status = 'failed' THEN %s ELSE inbox_messages.%s END", column, value, column)
+		require.Contains(t, receive, want, "Receive re-drives a failed row as RedriveFailed does")
+	}
+	require.Equal(t, len(assignments), strings.Count(receive, "CASE WHEN inbox_messages.status = 'failed'"),
+		"Receive's re-drive sets what RedriveFailed's does, no more")
+}
+
+// Every statement that writes an outbox event writes it with the schema
+// version, an aggregate and an event type the package declares, and every
+// event type the package declares is written somewhere.
+func TestEventsAreWrittenAsDeclared(t *testing.T) {
+	aggregates := []string{AggregateCredit, AggregateTransfer, AggregateRefund}
+	types := []string{EventCreditSettled, EventCreditFailed, EventTransferDebited, EventTransferSettled,
+		EventTransferRefunded, EventRefundDebited, EventRefundReturned, EventRefundReversed}
+	insert := regexp.MustCompile(`INSERT INTO outbox_events \(aggregate_type, aggregate_id, event_type, payload\) ` +
+		`SELECT '([^']*)', [^,]+, '([^']*)', jsonb_build_object\('schema_version', (\d+),`)
+	files, err := fs.Glob(queryFiles, "queries/*.sql")
+	require.NoError(t, err)
+	written := map[string]bool{}
+	for _, file := range files {
+		for name, sql := range namedQueries(path.Base(file)) {
+			sql = oneLine(sql)
+			matches := insert.FindAllStringSubmatch(sql, -1)
+			require.Equal(t, strings.Count(sql, "INSERT INTO outbox_events"), len(matches), "%s %s: an event written otherwise", file, name)
+			for _, m := range matches {
+				require.Contains(t, aggregates, m[1], "%s %s", file, name)
+				require.Contains(t, types, m[2], "%s %s", file, name)
+				require.Equal(t, strconv.Itoa(EventSchemaVersion), m[3], "%s %s", file, name)
+				written[m[2]] = true
+			}
+		}
+	}
+	for _, typ := range types {
+		require.True(t, written[typ], "no statement writes %s", typ)
+	}
+}
+
+// The statements of transfers.sql that return a transfer return the same
+// columns, in the order scanTransfer reads them.
+func TestTransferStatementsReturnOneColumnList(t *testing.T) {
+	columns := regexp.MustCompile(`SELECT (id::text, end_to_end_id, [^;]*?, refunded_at) FROM`)
+	var first string
+	for name, sql := range map[string]string{"GetTransfer": transferSQL.GetTransfer, "Debit": transferSQL.Debit,
+		"GetTransferByEndToEndID": transferSQL.GetTransferByEndToEndID, "LockTransfer": transferSQL.LockTransfer} {
+		m := columns.FindStringSubmatch(oneLine(sql))
+		require.NotNil(t, m, name)
+		if first == "" {
+			first = m[1]
+		}
+		require.Equal(t, first, m[1], name)
+	}
+	require.Len(t, strings.Split(first, ", "), 13, "scanTransfer reads 13 columns")
 }

@@ -39,15 +39,10 @@ func (s *Store) Reconcile(ctx context.Context) (Reconciliation, error) {
 	if r.UnbalancedAccounts, err = s.UnbalancedAccounts(ctx, ""); err != nil {
 		return r, err
 	}
-	if r.DoneWithoutCredit, err = s.listStrings(ctx, `
-		SELECT m.end_to_end_id FROM inbox_messages m
-		WHERE m.status = 'done' AND NOT EXISTS (SELECT 1 FROM pix_credits c WHERE c.end_to_end_id = m.end_to_end_id)
-		ORDER BY 1`); err != nil {
+	if r.DoneWithoutCredit, err = s.listStrings(ctx, maintenanceSQL.DoneWithoutCredit); err != nil {
 		return r, err
 	}
-	if r.CreditWithoutDone, err = s.listStrings(ctx, `
-		SELECT c.end_to_end_id FROM pix_credits c JOIN inbox_messages m USING (end_to_end_id)
-		WHERE m.status <> 'done' ORDER BY 1`); err != nil {
+	if r.CreditWithoutDone, err = s.listStrings(ctx, maintenanceSQL.CreditWithoutDone); err != nil {
 		return r, err
 	}
 	if r.RefundsOverCredit, err = s.listStrings(ctx, refundSQL.OverCredit); err != nil {
@@ -77,12 +72,7 @@ func (s *Store) listStrings(ctx context.Context, query string, args ...any) ([]s
 // FailedCredits lists up to limit failed PIX, newest first, of one account
 // ("" for all).
 func (s *Store) FailedCredits(ctx context.Context, accountID string, limit int) ([]pix.Credit, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT end_to_end_id, source, account_id, pix_key, txid, amount_cents, status, attempts, last_error,
-		       deliveries, received_at, processed_at, NULL::timestamptz
-		FROM inbox_messages
-		WHERE status = 'failed' AND ($1 = '' OR account_id = $1)
-		ORDER BY processed_at DESC LIMIT $2`, accountID, limit)
+	rows, err := s.pool.Query(ctx, creditSQL.FailedCredits, accountID, limit)
 	if err != nil {
 		return nil, classify(fmt.Errorf("list failed credits: %w", err))
 	}
@@ -108,29 +98,17 @@ type Redriven struct {
 }
 
 // RedriveFailed puts every failed PIX of one account back to pending in a
-// new drive, due at once, and returns them.
+// new drive, due at once, and returns them in end_to_end_id byte order.
 func (s *Store) RedriveFailed(ctx context.Context, accountID string) ([]Redriven, error) {
-	// Locked in end_to_end_id order first: a concurrent re-drive, or a
-	// batch of redeliveries, takes the same rows in the same order.
-	rows, err := s.pool.Query(ctx, `
-		WITH failed AS (
-			SELECT end_to_end_id FROM inbox_messages
-			WHERE status = 'failed' AND account_id = $1
-			ORDER BY end_to_end_id COLLATE "C"
-			FOR UPDATE)
-		UPDATE inbox_messages m
-		SET status = 'pending', drive = m.drive + 1, dispatch_due_at = now(), dispatched_at = NULL, processed_at = NULL
-		FROM failed WHERE m.end_to_end_id = failed.end_to_end_id AND m.status = 'failed'
-		RETURNING m.end_to_end_id, m.attempts`, accountID)
+	rows, err := s.redrive(ctx, nil, accountID)
 	if err != nil {
-		return nil, classify(fmt.Errorf("re-drive failed credits: %w", err))
+		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Redriven])
-	if err != nil {
-		return nil, classify(fmt.Errorf("re-drive failed credits: %w", err))
-	}
-	if len(out) > 0 {
-		s.wake(DueChannel)
+	out := []Redriven{} // as pgx.CollectRows answers: empty, not nil
+	for _, r := range rows {
+		if r.redriven {
+			out = append(out, r.Redriven)
+		}
 	}
 	return out, nil
 }

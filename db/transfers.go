@@ -17,7 +17,10 @@ import (
 const TransferDueChannel = "pix_transfer_due"
 
 // transferSQL holds the statements of queries/transfers.sql.
-var transferSQL struct{ ClaimDue, MarkDispatched, DeferDispatch string }
+var transferSQL struct {
+	Debit, GetTransfer, GetTransferByEndToEndID, LockTransfer, MarkSubmitted, Settle, Refund,
+	ClaimDue, MarkDispatched, DeferDispatch string
+}
 
 func init() { bindQueries("transfers.sql", &transferSQL) }
 
@@ -48,19 +51,7 @@ func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer
 			return err
 		}
 		// The debit and its transfer row in one statement.
-		row := tx.QueryRow(ctx, `
-			WITH debit AS (
-				UPDATE accounts SET balance_cents = balance_cents - $4, updated_at = clock_timestamp()
-				WHERE id = $3
-				RETURNING balance_cents, updated_at),
-			transfer AS (
-				INSERT INTO pix_transfers (id, end_to_end_id, account_id, amount_cents, pix_key, description,
-				                           balance_after_cents, idempotency_key, requested_by, created_at, updated_at, dispatch_due_at)
-				SELECT $1, $2, $3, $4, $5, NULLIF($6, ''), balance_cents, $7, NULLIF($8, ''), updated_at, updated_at, now() FROM debit
-				RETURNING *),
-			event AS (`+emitEvent(AggregateTransfer, EventTransferDebited, "transfer", "id::text", transferEventFields+
-			`, 'balance_after_cents', balance_after_cents, 'debited_at', created_at`)+`)
-			SELECT `+transferColumns+` FROM transfer`,
+		row := tx.QueryRow(ctx, transferSQL.Debit,
 			t.ID, t.EndToEndID, t.AccountID, t.AmountCents, t.PixKey, t.Description, r.Key, r.Caller)
 		var err error
 		if out, err = scanTransfer(row); err != nil {
@@ -79,9 +70,8 @@ func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer
 	return out, nil
 }
 
-const transferColumns = `id::text, end_to_end_id, account_id, amount_cents, pix_key, description, status,
-	balance_after_cents, failure_reason, created_at, submitted_at, settled_at, refunded_at`
-
+// scanTransfer reads a transfer's columns in the order transfers.sql's
+// statements return them.
 func scanTransfer(row pgx.Row) (pix.Transfer, error) {
 	var t pix.Transfer
 	err := row.Scan(&t.ID, &t.EndToEndID, &t.AccountID, &t.AmountCents, &t.PixKey, &t.Description, &t.Status,
@@ -92,13 +82,9 @@ func scanTransfer(row pgx.Row) (pix.Transfer, error) {
 	return t, err
 }
 
-// transferEventFields are the payload fields every transfer event has.
-const transferEventFields = `'transfer_id', id, 'end_to_end_id', end_to_end_id, 'account_id', account_id,
-	'amount_cents', amount_cents, 'pix_key', pix_key`
-
 // GetTransfer returns one transfer.
 func (s *Store) GetTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error) {
-	t, err := scanTransfer(s.pool.QueryRow(ctx, `SELECT `+transferColumns+` FROM pix_transfers WHERE id = $1`, id))
+	t, err := scanTransfer(s.pool.QueryRow(ctx, transferSQL.GetTransfer, id))
 	if err != nil && !errors.Is(err, pix.ErrTransferNotFound) {
 		return pix.Transfer{}, classify(fmt.Errorf("get transfer: %w", err))
 	}
@@ -107,7 +93,7 @@ func (s *Store) GetTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, er
 
 // GetTransferByEndToEndID returns the transfer sent under an end_to_end_id.
 func (s *Store) GetTransferByEndToEndID(ctx context.Context, endToEndID string) (pix.Transfer, error) {
-	t, err := scanTransfer(s.pool.QueryRow(ctx, `SELECT `+transferColumns+` FROM pix_transfers WHERE end_to_end_id = $1`, endToEndID))
+	t, err := scanTransfer(s.pool.QueryRow(ctx, transferSQL.GetTransferByEndToEndID, endToEndID))
 	if err != nil && !errors.Is(err, pix.ErrTransferNotFound) {
 		return pix.Transfer{}, classify(fmt.Errorf("get transfer: %w", err))
 	}
@@ -117,9 +103,7 @@ func (s *Store) GetTransferByEndToEndID(ctx context.Context, endToEndID string) 
 // MarkTransferSubmitted records that the PSP accepted the transfer. A
 // transfer past debited is left as it is. It returns the transfer.
 func (s *Store) MarkTransferSubmitted(ctx context.Context, id uuid.UUID) (pix.Transfer, error) {
-	return s.updateTransfer(ctx, id, `
-		UPDATE pix_transfers SET status = 'submitted', submitted_at = clock_timestamp(), updated_at = clock_timestamp()
-		WHERE id = $1 AND status = 'debited'`)
+	return s.updateTransfer(ctx, id, transferSQL.MarkSubmitted)
 }
 
 // SettleTransfer records that the PSP settled the transfer, with its event:
@@ -127,13 +111,7 @@ func (s *Store) MarkTransferSubmitted(ctx context.Context, id uuid.UUID) (pix.Tr
 // settled transfer stays settled; a refunded one is pix.ErrTransferFinal
 // (the PSP contradicts itself: a human must look).
 func (s *Store) SettleTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error) {
-	t, err := s.updateTransfer(ctx, id, `
-		WITH settled AS (
-			UPDATE pix_transfers
-			SET status = 'settled', settled_at = clock_timestamp(), updated_at = clock_timestamp(), dispatch_due_at = NULL
-			WHERE id = $1 AND status IN ('debited', 'submitted')
-			RETURNING *)
-		`+emitEvent(AggregateTransfer, EventTransferSettled, "settled", "id::text", transferEventFields+`, 'settled_at', settled_at`), OutboxChannel)
+	t, err := s.updateTransfer(ctx, id, transferSQL.Settle, OutboxChannel)
 	if err == nil && t.Status == pix.TransferRefunded {
 		return t, fmt.Errorf("%w: settled by the PSP after it was refunded", pix.ErrTransferFinal)
 	}
@@ -161,7 +139,7 @@ func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string)
 	var out pix.Transfer
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = scanTransfer(tx.QueryRow(ctx, `SELECT `+transferColumns+` FROM pix_transfers WHERE id = $1 FOR UPDATE`, id))
+		out, err = scanTransfer(tx.QueryRow(ctx, transferSQL.LockTransfer, id))
 		if err != nil {
 			return err
 		}
@@ -172,24 +150,7 @@ func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string)
 			return fmt.Errorf("%w: the transfer is settled", pix.ErrTransferFinal)
 		}
 		var now time.Time
-		err = tx.QueryRow(ctx, `
-			WITH credit AS (
-				UPDATE accounts SET balance_cents = balance_cents + $3, updated_at = clock_timestamp()
-				WHERE id = $2
-				RETURNING balance_cents, updated_at),
-			refund AS (
-				INSERT INTO pix_transfer_refunds (transfer_id, account_id, amount_cents, balance_after_cents, reason, refunded_at)
-				SELECT $1, $2, $3, balance_cents, $4, updated_at FROM credit
-				RETURNING refunded_at),
-			refunded AS (
-				UPDATE pix_transfers
-				SET status = 'refunded', failure_reason = $4, refunded_at = (SELECT refunded_at FROM refund),
-				    updated_at = (SELECT refunded_at FROM refund), dispatch_due_at = NULL
-				WHERE id = $1
-				RETURNING *),
-			event AS (`+emitEvent(AggregateTransfer, EventTransferRefunded, "refunded JOIN credit ON true", "id::text", transferEventFields+
-			`, 'reason', failure_reason, 'balance_after_cents', credit.balance_cents, 'refunded_at', refunded_at`)+`)
-			SELECT refunded_at FROM refunded`, id, out.AccountID, out.AmountCents, reason).Scan(&now)
+		err = tx.QueryRow(ctx, transferSQL.Refund, id, out.AccountID, out.AmountCents, reason).Scan(&now)
 		if err != nil {
 			return fmt.Errorf("refund: %w", err)
 		}

@@ -13,42 +13,49 @@ import (
 	"github.com/pixbank/pix/db/dbtest"
 )
 
-// A commit that made work wakes the listeners of its channel through the
-// store's waker; a redelivery, which made none, does not.
-func TestCommitsWakeTheirChannels(t *testing.T) {
+// A commit that made work asks to wake its channels; a redelivery, which
+// made none, asks nothing. (The store's waker is not running here, so the
+// wakes wait in its pending set.)
+func TestCommitsAskToWakeTheirChannels(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	db.PendingWakes(s)
+
+	_, err := s.Receive(ctx, note(e2eID(1), "acc-1", 100))
+	require.NoError(t, err)
+	require.Equal(t, []string{db.DueChannel}, db.PendingWakes(s), "a new PIX wakes the dispatchers")
+
+	_, err = s.Receive(ctx, note(e2eID(1), "acc-1", 100))
+	require.NoError(t, err)
+	require.Empty(t, db.PendingWakes(s), "a redelivery wakes nobody")
+
+	_, err = s.Credit(ctx, e2eID(1), 1, 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{db.OutboxChannel}, db.PendingWakes(s), "a credit's event wakes the relays")
+
+	debit(t, s, "acc-1", 10)
+	require.Equal(t, []string{db.OutboxChannel, db.TransferDueChannel}, db.PendingWakes(s), "a transfer wakes its dispatchers and the relays")
+}
+
+// The running waker turns the wakes into notifications that a LISTEN hears.
+func TestWakerNotifiesListeners(t *testing.T) {
 	s := dbtest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	woken := make(chan struct{}, 16)
+	go func() { _ = s.Listen(ctx, db.OutboxChannel, func() { woken <- struct{}{} }) }()
+	time.Sleep(200 * time.Millisecond) // the LISTEN is in place
 	go func() { _ = s.RunWaker(ctx, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()
-	woken := map[string]chan struct{}{db.DueChannel: make(chan struct{}, 16), db.OutboxChannel: make(chan struct{}, 16)}
-	for channel, c := range woken {
-		listening := make(chan struct{})
-		go func() {
-			close(listening)
-			_ = s.Listen(ctx, channel, func() { c <- struct{}{} })
-		}()
-		<-listening
-	}
-	time.Sleep(200 * time.Millisecond) // the LISTENs are in place
-	wait := func(channel string) bool {
-		select {
-		case <-woken[channel]:
-			return true
-		case <-time.After(2 * time.Second):
-			return false
-		}
-	}
 
 	openAccount(t, s, "acc-1", 0)
 	_, err := s.Receive(ctx, note(e2eID(1), "acc-1", 100))
 	require.NoError(t, err)
-	require.True(t, wait(db.DueChannel), "a new PIX wakes the dispatchers")
-
-	_, err = s.Receive(ctx, note(e2eID(1), "acc-1", 100))
-	require.NoError(t, err)
-	require.False(t, wait(db.DueChannel), "a redelivery wakes nobody")
-
 	_, err = s.Credit(ctx, e2eID(1), 1, 1)
 	require.NoError(t, err)
-	require.True(t, wait(db.OutboxChannel), "a credit's event wakes the relays")
+	select {
+	case <-woken:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the relays' channel was not notified")
+	}
 }

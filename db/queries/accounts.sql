@@ -1,0 +1,32 @@
+-- Accounts, Pix keys and charges (cob): db/accounts.go runs these. The
+-- balance check of the reconciliation is in maintenance.sql.
+
+-- name: CreateAccount
+-- An account that exists already is left as it is. $1 id, $2 owner_name,
+-- $3 opening balance.
+INSERT INTO accounts (id, owner_name, opening_balance_cents, balance_cents)
+VALUES ($1, $2, $3, $3)
+ON CONFLICT (id) DO NOTHING
+
+-- name: CloseAccount
+UPDATE accounts SET status = 'closed', updated_at = now() WHERE id = $1
+
+-- name: GetAccount
+SELECT id, owner_name, status, balance_cents, created_at, updated_at FROM accounts WHERE id = $1
+
+-- name: LockForDebit
+-- The account, locked until the transaction ends, before a debit.
+SELECT status, balance_cents FROM accounts WHERE id = $1 FOR UPDATE
+
+-- name: CreatePixKey
+-- $1 key, $2 key_type, $3 account_id.
+INSERT INTO pix_keys (key, key_type, account_id) VALUES ($1, $2, $3)
+ON CONFLICT (key) DO NOTHING
+
+-- name: CreateCharge
+-- $1 txid, $2 account_id, $3 amount expected (0: any amount).
+INSERT INTO pix_charges (txid, account_id, amount_expected_cents) VALUES ($1, $2, NULLIF($3, 0))
+ON CONFLICT (txid) DO NOTHING
+
+-- name: ChargeStatus
+SELECT status FROM pix_charges WHERE txid = $1

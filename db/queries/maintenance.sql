@@ -1,0 +1,45 @@
+-- Maintenance: the retention's batched deletes (db/maintenance.go runs
+-- them, through deleteBatch) and the reconciliation's checks of the books
+-- (db/reconcile.go, db/accounts.go; those of refunds are in refunds.sql).
+
+-- name: DeleteDoneInboxRows
+-- Up to $2 inbox rows done longer than $1 ago, oldest first. Their credits
+-- stay. SKIP LOCKED: a row a credit or a redelivery holds waits for the
+-- next batch.
+DELETE FROM inbox_messages WHERE end_to_end_id IN (
+    SELECT end_to_end_id FROM inbox_messages
+    WHERE status = 'done' AND processed_at < now() - $1::interval
+    ORDER BY processed_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+
+-- name: DeletePublishedEvents
+-- Up to $2 events published longer than $1 ago, oldest first.
+DELETE FROM outbox_events WHERE id IN (
+    SELECT id FROM outbox_events WHERE published_at < now() - $1::interval
+    ORDER BY published_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+
+-- name: DeleteExpiredKeys
+-- Up to $1 expired Idempotency-Keys, oldest first.
+DELETE FROM idempotency_keys WHERE (caller, key) IN (
+    SELECT caller, key FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at LIMIT $1
+    FOR UPDATE SKIP LOCKED)
+
+-- name: UnbalancedAccounts
+-- The accounts whose id starts with $1 ('' for all) whose balance is not
+-- their opening balance plus the sum of their movements (the view
+-- account_movements, to which every saga that moves money adds its
+-- tables; invariant I2).
+SELECT a.id FROM accounts a
+WHERE starts_with(a.id, $1) AND a.balance_cents <> a.opening_balance_cents
+    + COALESCE((SELECT sum(amount_cents) FROM account_movements m WHERE m.account_id = a.id), 0)
+ORDER BY a.id
+
+-- name: DoneWithoutCredit
+-- Inbox rows done with no pix_credits row (I3).
+SELECT m.end_to_end_id FROM inbox_messages m
+WHERE m.status = 'done' AND NOT EXISTS (SELECT 1 FROM pix_credits c WHERE c.end_to_end_id = m.end_to_end_id)
+ORDER BY 1
+
+-- name: CreditWithoutDone
+-- Credits whose inbox row exists and is not done (I3).
+SELECT c.end_to_end_id FROM pix_credits c JOIN inbox_messages m USING (end_to_end_id)
+WHERE m.status <> 'done' ORDER BY 1
