@@ -21,18 +21,25 @@ func TestReadCPUSeesThisProcessWork(t *testing.T) {
 
 	before, err := ReadCPU()
 	require.NoError(t, err)
-	// Spin until the kernel has charged this process a few clock ticks.
+	// Spin until the kernel has charged this process 100 ms (however busy
+	// the machine is: no wall-clock bound decides the test), at most 30 s.
+	var use CPUUse
 	spun := 0
-	for start := time.Now(); time.Since(start) < 200*time.Millisecond; spun++ {
-		_ = strings.Repeat("x", 64)
+	for start := time.Now(); time.Since(start) < 30*time.Second; {
+		for range 1000 {
+			_ = strings.Repeat("x", 64)
+			spun++
+		}
+		after, err := ReadCPU()
+		require.NoError(t, err)
+		if use = after.Since(before); use.Procs[self] >= 100*time.Millisecond {
+			break
+		}
 	}
-	after, err := ReadCPU()
-	require.NoError(t, err)
-	use := after.Since(before)
 	require.Positive(t, spun)
-	require.GreaterOrEqual(t, use.Procs[self], 100*time.Millisecond, "200 ms of spinning charged to %s: %v", self, use.Procs)
+	require.GreaterOrEqual(t, use.Procs[self], 100*time.Millisecond, "spinning is charged to %s: %v", self, use.Procs)
 	require.GreaterOrEqual(t, use.Busy, use.Procs[self]-2*clockTick)
-	require.GreaterOrEqual(t, use.Wall, 200*time.Millisecond)
+	require.Positive(t, use.Wall)
 }
 
 func TestPerOpGroupsSmallSharesAsOther(t *testing.T) {
