@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,11 +48,19 @@ type modelGen struct {
 	lastCrashGroup  int
 	// later are ops decided on for a later group.
 	later []laterOp
+	// rbGroup is, per PIX, the group in which its refund behaviour last
+	// changed, and refundGroup the last group for which a refund of it
+	// was drawn: a refund is never drawn into the group of a behaviour
+	// change of its PIX, nor a change while a refund of the PIX may be
+	// open, so that each refund's outcome is the one its PIX's behaviour
+	// says.
+	rbGroup     map[string]int
+	refundGroup map[string]int
 }
 
 func newModelGen(seed int64, total int, m *model) *modelGen {
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15))
-	g := &modelGen{rng: rng, m: m, total: total, lateAt: map[string]int{}}
+	g := &modelGen{rng: rng, m: m, total: total, lateAt: map[string]int{}, rbGroup: map[string]int{}, refundGroup: map[string]int{}}
 	g.nonce = fmt.Sprintf("%012X", rng.Uint64()&0xffffffffffff)
 	g.active = []string{"acc-0", "acc-1", "acc-2", "acc-3", "acc-4"}
 	g.late = []string{"acc-late-0", "acc-late-1"}
@@ -230,6 +239,10 @@ func (g *modelGen) next() []*op {
 		if l.atGroup <= g.group && room > 0 {
 			grp = g.add(grp, l.o)
 			room--
+			if l.o.kind == opRefund {
+				// No change of its PIX's refund behaviour in its group.
+				g.refundGroup[l.o.rb.e2e] = max(g.refundGroup[l.o.rb.e2e], g.group)
+			}
 		} else {
 			keep = append(keep, l)
 		}
@@ -254,6 +267,8 @@ var modelDraws = []struct {
 	{"redrive", 4}, {"redrive-unknown", 1}, {"redrive-account", 1},
 	{"fresh", 22}, {"replay", 8}, {"reuse", 4}, {"pix-copies", 3}, {"pix-race", 1},
 	{"behavior", 4}, {"lost-then-conflict", 3},
+	{"refund", 9}, {"refund-replay", 3}, {"refund-reuse", 2}, {"refund-copies", 2}, {"refund-race", 2},
+	{"refund-foreign", 2}, {"refund-missing", 1}, {"refund-behavior", 4},
 }
 
 // draw draws one operation, or several that belong together (copies, a
@@ -283,6 +298,15 @@ func (g *modelGen) draw(room int) []*op {
 		name = map[string]string{"race": "first", "pix-race": "fresh"}[name]
 	case name == "lost-then-conflict" && len(g.extraModes) == 0:
 		name = "behavior"
+	case name == "refund-replay" || name == "refund-reuse":
+		if len(g.m.answeredRefundKeys()) == 0 {
+			name = "refund"
+		}
+	case (name == "refund-copies" || name == "refund-race") && room < 2:
+		name = "refund"
+	}
+	if strings.HasPrefix(name, "refund") && name != "refund-missing" && len(stored) == 0 {
+		name = "first"
 	}
 	switch name {
 	case "first":
@@ -355,6 +379,8 @@ func (g *modelGen) draw(room int) []*op {
 		return []*op{{kind: opTransfer, intent: "reuse", key: k.key, tb: other, raw: transferJSON(other, g.rng.IntN(3))}}
 	case "lost-then-conflict":
 		return g.lostThenConflict(room)
+	case "refund", "refund-copies", "refund-race", "refund-replay", "refund-reuse", "refund-foreign", "refund-missing", "refund-behavior":
+		return g.drawRefund(name, room)
 	default: // behavior
 		return []*op{{kind: opBehavior, intent: "behavior", pixKey: pick(g, g.pixKeys), behavior: g.behavior()}}
 	}
@@ -496,4 +522,166 @@ func (g *modelGen) heal() []*op {
 		grp = g.add(grp, o)
 	}
 	return grp
+}
+
+// refundable picks a PIX to refund: one known credited most of the time,
+// else one that may be, else one that never is; never one whose refund
+// behaviour changes in this group. nil if there is none.
+func (g *modelGen) refundable() *mPix {
+	ok := func(p *mPix) bool { return g.rbGroup[p.id] < g.group }
+	credited := g.m.storedPix(func(p *mPix) bool { return ok(p) && p.credited })
+	maybe := g.m.storedPix(func(p *mPix) bool { return ok(p) && !p.credited && g.m.expect(p) != expectFail })
+	never := g.m.storedPix(func(p *mPix) bool { return ok(p) && !p.credited && g.m.expect(p) == expectFail })
+	n := g.rng.IntN(100)
+	switch {
+	case n < 75 && len(credited) > 0:
+		return g.recent(credited)
+	case n < 92 && len(maybe) > 0:
+		return g.recent(maybe)
+	case len(never) > 0:
+		return g.recent(never)
+	}
+	if all := g.m.storedPix(ok); len(all) > 0 {
+		return g.recent(all)
+	}
+	return nil
+}
+
+// refundAmount is within, above or about what is left of the PIX's credit,
+// as the model knows it now.
+func (g *modelGen) refundAmount(p *mPix) (int64, string) {
+	_, held := p.held()
+	room := p.first.amount - held
+	switch n := g.rng.IntN(100); {
+	case n < 55 && room >= 2:
+		return 1 + g.rng.Int64N(room/2), "within"
+	case n < 75:
+		return max(room, 0) + 1 + g.rng.Int64N(1_000), "over"
+	default:
+		return 1 + g.rng.Int64N(p.first.amount), "about"
+	}
+}
+
+// refundReasons are the reasons a refund may give ("" gives none).
+var refundReasons = []string{"", "", "pagamento em duplicidade", "devolução pedida pelo cliente", "valor incorreto"}
+
+// canChangeRefundBehavior reports whether p's refund behaviour may change
+// now: no refund of it drawn for this group or a later one, none that may
+// still be open (every one verified final at a checkpoint).
+func (g *modelGen) canChangeRefundBehavior(p *mPix) bool {
+	if g.refundGroup[p.id] >= g.group {
+		return false
+	}
+	for _, f := range p.refunds {
+		if f.final == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// refundBehavior draws a refund behaviour: every one ends (a finite number
+// of 503s or lost answers), returned or not made.
+func (g *modelGen) refundBehavior() pspsim.RefundBehavior {
+	settle := func() time.Duration {
+		if g.chance(0.5) {
+			return time.Duration(20+g.rng.IntN(380)) * time.Millisecond
+		}
+		return 0
+	}
+	switch n := g.rng.IntN(100); {
+	case n < 25:
+		return pspsim.RefundBehavior{Mode: pspsim.RefundModeReturn, SettleAfter: settle()}
+	case n < 45:
+		return pspsim.RefundBehavior{Mode: pspsim.RefundModeNotDone, SettleAfter: settle(), Reason: "model: conta encerrada"}
+	case n < 65:
+		return pspsim.RefundBehavior{Mode: pspsim.RefundModeReject, Reason: "model: recusada"}
+	case n < 85:
+		return pspsim.RefundBehavior{Mode: pspsim.RefundModeFail, Times: 1 + g.rng.IntN(3), SettleAfter: settle()}
+	default:
+		return pspsim.RefundBehavior{Mode: pspsim.RefundModeLoseResponse, Times: 1 + g.rng.IntN(2), SettleAfter: settle()}
+	}
+}
+
+// newRefund is a new refund request of p under a new key.
+func (g *modelGen) newRefund(p *mPix, intent string) *op {
+	amount, why := g.refundAmount(p)
+	rb := rbody{p.id, amount, pick(g, refundReasons)}
+	k := g.m.newRefundKey(g.newUUID(), rb)
+	return &op{kind: opRefund, intent: intent + " " + why, key: k.key, rb: rb, raw: refundJSON(rb, g.rng.IntN(2))}
+}
+
+// drawRefund draws the refund operations: a refund (now, or in the next
+// group after a new refund behaviour for its PIX), copies of one under one
+// key, several of one PIX at once under different keys, replays and reused
+// keys, another customer's refund, a refund of a PIX never delivered, a
+// refund behaviour.
+func (g *modelGen) drawRefund(name string, room int) []*op {
+	switch name {
+	case "refund-missing":
+		rb := rbody{g.m.newPix(g.newPixID()).id, 1 + g.rng.Int64N(10_000), ""}
+		k := g.m.newRefundKey(g.newUUID(), rb)
+		return []*op{{kind: opRefund, intent: "refund never-delivered", key: k.key, rb: rb, raw: refundJSON(rb, 0)}}
+	case "refund-replay":
+		k := g.recentKey(g.m.answeredRefundKeys())
+		return []*op{{kind: opRefund, intent: "refund-replay", key: k.key, rb: k.rb, raw: refundJSON(k.rb, g.rng.IntN(2))}}
+	case "refund-reuse":
+		// A refund's key with another refund, or a transfer's key.
+		var k *mKey
+		if ts := g.m.answeredKeys(); len(ts) > 0 && g.chance(0.3) {
+			k = g.recentKey(ts)
+		} else {
+			k = g.recentKey(g.m.answeredRefundKeys())
+		}
+		rb := k.rb
+		if !k.refund {
+			rb = rbody{g.recent(g.m.storedPix(nil)).id, 1 + g.rng.Int64N(1_000), ""}
+		} else if g.chance(0.5) {
+			rb.amount += 1 + g.rng.Int64N(100)
+		} else {
+			rb.e2e = g.other(rb.e2e, func() string { return g.recent(g.m.storedPix(nil)).id })
+		}
+		return []*op{{kind: opRefund, intent: "refund-reuse", key: k.key, rb: rb, raw: refundJSON(rb, g.rng.IntN(2))}}
+	case "refund-foreign":
+		p := g.recent(g.m.storedPix(nil))
+		rb := rbody{p.id, 1 + g.rng.Int64N(p.first.amount), ""}
+		return []*op{{kind: opRefund, intent: "refund by another customer", key: g.newUUID(), rb: rb, raw: refundJSON(rb, 0), stranger: true}}
+	}
+	p := g.refundable()
+	if p == nil {
+		return nil
+	}
+	if name == "refund-behavior" {
+		if !g.canChangeRefundBehavior(p) {
+			name = "refund"
+		} else {
+			g.rbGroup[p.id] = g.group
+			return []*op{{kind: opRefundBehavior, intent: "refund-behavior", pix: p.id, rbehavior: g.refundBehavior()}}
+		}
+	}
+	if _, has := g.m.rbehaviors[p.id]; name == "refund" && !has && g.canChangeRefundBehavior(p) && g.chance(0.5) {
+		// Its PIX's first refund behaviour now, the refund in the next
+		// group.
+		g.rbGroup[p.id] = g.group
+		g.refundGroup[p.id] = g.group + 1
+		g.later = append(g.later, laterOp{atGroup: g.group + 1, o: g.newRefund(p, "refund")})
+		return []*op{{kind: opRefundBehavior, intent: "before a refund", pix: p.id, rbehavior: g.refundBehavior()}}
+	}
+	g.refundGroup[p.id] = max(g.refundGroup[p.id], g.group)
+	switch name {
+	case "refund-copies":
+		o := g.newRefund(p, "refund-copies")
+		ops := []*op{o}
+		for range min(room, 2+g.rng.IntN(3)) - 1 {
+			ops = append(ops, &op{kind: opRefund, intent: "refund-copy", key: o.key, rb: o.rb, raw: refundJSON(o.rb, g.rng.IntN(2))})
+		}
+		return ops
+	case "refund-race":
+		var ops []*op
+		for range min(room, 2+g.rng.IntN(3)) {
+			ops = append(ops, g.newRefund(p, "refund-race"))
+		}
+		return ops
+	}
+	return []*op{g.newRefund(p, "refund")}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/pspsim"
 )
@@ -29,6 +30,8 @@ const (
 	opTemporalStop                 // the Temporal server stopped
 	opTemporalStart                // the Temporal server started again
 	opOpenLate                     // a late account is opened (always alone in its group)
+	opRefund                       // POST /pix/credits/{id}/refunds under an Idempotency-Key
+	opRefundBehavior               // the PSP simulator's refund behaviour for a PIX
 )
 
 // wbody is what decides whether two native webhooks are the same PIX.
@@ -44,6 +47,14 @@ type tbody struct {
 	pixKey string
 }
 
+// rbody is a refund request: the PIX in the path and the body, whatever
+// its member order.
+type rbody struct {
+	e2e    string
+	amount int64
+	reason string
+}
+
 // op is one operation of a history and, once run, its outcome.
 type op struct {
 	seq, group int
@@ -53,13 +64,22 @@ type op struct {
 	// model's state, not on the intent.
 	intent string
 
-	pix   string // webhook, redrive
+	pix   string // webhook, redrive, refund behaviour
 	wb    wbody  // webhook
 	payer bool   // webhook: carries payer details as well (still the same PIX)
 
-	key uuid.UUID // transfer
+	key uuid.UUID // transfer, refund
 	tb  tbody     // transfer
-	raw []byte    // transfer: the body as sent
+	raw []byte    // transfer, refund: the body as sent
+
+	rb rbody // refund
+	// stranger: the refund is asked by another customer, whose token
+	// grants none of the history's accounts.
+	stranger  bool
+	rbehavior pspsim.RefundBehavior // refund behaviour
+	// made is the refund a 201 made (set by the model as it judges the
+	// answer).
+	made *mRefund
 
 	acct     string          // redrive-account, open-late
 	opening  int64           // open-late
@@ -132,6 +152,16 @@ func (o *op) touches(ents map[string]bool) bool {
 		return ents[id] || ents[e2e]
 	case opBehavior:
 		return ents[o.pixKey]
+	case opRefund:
+		if ents[o.key.String()] || ents[o.rb.e2e] {
+			return true
+		}
+		m := o.answer()
+		id, _ := m["id"].(string)
+		acct, _ := m["account_id"].(string)
+		return ents[id] || ents[acct]
+	case opRefundBehavior:
+		return ents[o.pix]
 	}
 	return true // crashes and Temporal outages are part of every story
 }
@@ -146,6 +176,17 @@ func behaviorString(b pspsim.Behavior) string {
 	}
 	if b.Delay > 0 {
 		s += " delay=" + b.Delay.String()
+	}
+	return s
+}
+
+func refundBehaviorString(b pspsim.RefundBehavior) string {
+	s := string(b.Mode)
+	if b.Times > 0 {
+		s += fmt.Sprintf(" times=%d", b.Times)
+	}
+	if b.SettleAfter > 0 {
+		s += " settle_after=" + b.SettleAfter.String()
 	}
 	return s
 }
@@ -178,6 +219,14 @@ func (o *op) String() string {
 		b.WriteString("temporal start")
 	case opOpenLate:
 		fmt.Fprintf(&b, "open account %s opening=%d", o.acct, o.opening)
+	case opRefund:
+		fmt.Fprintf(&b, "POST /pix/credits/%s/refunds key=%s %d", o.rb.e2e, o.key, o.rb.amount)
+		if o.stranger {
+			b.WriteString(" as a stranger")
+		}
+		fmt.Fprintf(&b, "  body=%s", o.raw)
+	case opRefundBehavior:
+		fmt.Fprintf(&b, "psp refunds of %s := %s", o.pix, refundBehaviorString(o.rbehavior))
 	}
 	if o.intent != "" {
 		fmt.Fprintf(&b, " [%s]", o.intent)
@@ -188,7 +237,7 @@ func (o *op) String() string {
 	switch {
 	case o.err != nil:
 		fmt.Fprintf(&b, " => error: %v", o.err)
-	case o.kind == opWebhook || o.kind == opRedrive || o.kind == opRedriveAccount || o.kind == opTransfer:
+	case o.kind == opWebhook || o.kind == opRedrive || o.kind == opRedriveAccount || o.kind == opTransfer || o.kind == opRefund:
 		fmt.Fprintf(&b, " => %d", o.status)
 		if o.replayed {
 			b.WriteString(" (replay)")
@@ -221,6 +270,16 @@ func (h *modelHTTP) close() { h.hc.CloseIdleConnections() }
 // send sends one request: webhooks signed as the stack's PSP, admin
 // requests with the admin token.
 func (h *modelHTTP) send(method, path string, header http.Header, raw []byte) (status int, body []byte, resHeader http.Header, err error) {
+	return h.sendAs(method, path, header, raw, false)
+}
+
+// modelStranger is the customer whose token grants none of the history's
+// accounts.
+const modelStranger = "model-stranger"
+
+// sendAs sends one request as send does, or, with stranger, as another
+// customer (modelStranger).
+func (h *modelHTTP) sendAs(method, path string, header http.Header, raw []byte, stranger bool) (status int, body []byte, resHeader http.Header, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, h.base+path, bytes.NewReader(raw))
@@ -231,6 +290,14 @@ func (h *modelHTTP) send(method, path string, header http.Header, raw []byte) (s
 		req.Header[k] = v
 	}
 	asCaller(req, path, raw)
+	if stranger {
+		token, err := e2eIssuer.Mint(auth.TokenSpec{Subject: modelStranger, Scopes: []string{auth.ScopeRead, auth.ScopeWrite},
+			Accounts: []string{"acc-" + modelStranger}, TTL: 5 * time.Minute}, time.Now())
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	res, err := h.hc.Do(req)
 	if err != nil {
 		return 0, nil, nil, err
@@ -265,6 +332,19 @@ func transferJSON(t tbody, style int) []byte {
 	return fmt.Appendf(nil, `{"account_id":%s,"amount_cents":%d,"pix_key":%s}`, acct, t.amount, key)
 }
 
+// refundJSON is a refund's body in one of two member orders: the same
+// request to the Idempotency-Key layer.
+func refundJSON(r rbody, style int) []byte {
+	if r.reason == "" {
+		return fmt.Appendf(nil, `{"amount_cents":%d}`, r.amount)
+	}
+	reason, _ := json.Marshal(r.reason)
+	if style%2 == 1 {
+		return fmt.Appendf(nil, "{ \"reason\": %s,\n  \"amount_cents\" : %d }", reason, r.amount)
+	}
+	return fmt.Appendf(nil, `{"amount_cents":%d,"reason":%s}`, r.amount, reason)
+}
+
 // run sends an HTTP op, or changes the PSP's behaviour; control ops are run
 // by the test goroutine (see modelRun.control). m is read only: the model
 // changes only between groups.
@@ -282,6 +362,13 @@ func (h *modelHTTP) run(o *op, sim *pspsim.Simulator, m *model) {
 		var header http.Header
 		o.status, o.body, header, o.err = h.send(http.MethodPost, "/pix", http.Header{"Idempotency-Key": {o.key.String()}}, o.raw)
 		o.replayed = header.Get("X-Idempotent-Replay") == "true"
+	case opRefund:
+		var header http.Header
+		o.status, o.body, header, o.err = h.sendAs(http.MethodPost, "/pix/credits/"+o.rb.e2e+"/refunds",
+			http.Header{"Idempotency-Key": {o.key.String()}}, o.raw, o.stranger)
+		o.replayed = header.Get("X-Idempotent-Replay") == "true"
+	case opRefundBehavior:
+		o.err = sim.SetRefundBehavior(o.pix, o.rbehavior)
 	case opBehavior:
 		if o.afterHeld != uuid.Nil {
 			waitHeld(sim, m.keys[o.afterHeld])

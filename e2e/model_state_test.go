@@ -48,6 +48,7 @@ type mAccount struct {
 	swept     bool
 	pix       []*mPix // the PIX whose first stored body names the account
 	transfers []*mTransfer
+	refunds   []*mRefund
 }
 
 // expectation is how a stored PIX must end.
@@ -79,13 +80,18 @@ type mPix struct {
 	// account was opened (and nothing of the old runs was still running):
 	// the new run must credit it.
 	redrivenAfterOpen bool
+	// refunds are the refunds of the PIX answered 201.
+	refunds []*mRefund
 }
 
 type mKey struct {
 	key uuid.UUID
-	// tb is the request the key was first used with (the one that ran);
-	// until it answered, the generator's intended body.
+	// tb (rb for a refund's key) is the request the key was first used
+	// with (the one that ran); until it answered, the generator's intended
+	// body.
 	tb       tbody
+	refund   bool
+	rb       rbody
 	answered bool
 	status   int
 	body     []byte
@@ -101,6 +107,44 @@ type mTransfer struct {
 	final string
 }
 
+// mRefund is a refund (devolução) answered 201.
+type mRefund struct {
+	id, e2e, acct string
+	amount        int64
+	seq           int
+	// mode is the PIX's refund behaviour when the refund was made, and exp
+	// how it must end by it: returned or reversed.
+	mode pspsim.RefundMode
+	exp  string
+	// final is what the service and the PSP settled, learned at a
+	// checkpoint; "" until then.
+	final string
+}
+
+// refundExpectation is how a devolução the PSP makes under mode ends.
+func refundExpectation(mode pspsim.RefundMode) string {
+	if mode == pspsim.RefundModeNotDone || mode == pspsim.RefundModeReject {
+		return pix.RefundReversed
+	}
+	return pix.RefundReturned
+}
+
+// held is what the PIX's refunds may hold: all but those known reversed
+// (hi), and those that can't be reversed any more or ever (lo).
+func (p *mPix) held() (lo, hi int64) {
+	for _, r := range p.refunds {
+		switch {
+		case r.final == pix.RefundReversed:
+		case r.final == pix.RefundReturned, r.final == "" && r.exp == pix.RefundReturned:
+			lo += r.amount
+			hi += r.amount
+		default:
+			hi += r.amount
+		}
+	}
+	return lo, hi
+}
+
 type model struct {
 	accounts  map[string]*mAccount
 	acctOrder []*mAccount
@@ -112,8 +156,13 @@ type model struct {
 	byE2E     map[string]*mTransfer
 	transOrd  []*mTransfer
 	behaviors map[string]pspsim.Behavior // each Pix key's current behaviour
-	pixKeys   []string
-	group     int
+	refunds   map[string]*mRefund        // by refund id
+	refundOrd []*mRefund
+	// rbehaviors are the PIX's refund behaviours, by end_to_end_id (none:
+	// return).
+	rbehaviors map[string]pspsim.RefundBehavior
+	pixKeys    []string
+	group      int
 	// lastCheckpoint is the last group before which everything was
 	// quiesced and verified.
 	lastCheckpoint int
@@ -127,6 +176,9 @@ func newModel() *model {
 		transfers: map[string]*mTransfer{},
 		byE2E:     map[string]*mTransfer{},
 		behaviors: map[string]pspsim.Behavior{},
+		refunds:   map[string]*mRefund{},
+
+		rbehaviors: map[string]pspsim.RefundBehavior{},
 	}
 }
 
@@ -146,6 +198,13 @@ func (m *model) newPix(id string) *mPix {
 
 func (m *model) newKey(key uuid.UUID, tb tbody) *mKey {
 	k := &mKey{key: key, tb: tb}
+	m.keys[k.key] = k
+	m.keyOrder = append(m.keyOrder, k)
+	return k
+}
+
+func (m *model) newRefundKey(key uuid.UUID, rb rbody) *mKey {
+	k := &mKey{key: key, refund: true, rb: rb}
 	m.keys[k.key] = k
 	m.keyOrder = append(m.keyOrder, k)
 	return k
@@ -194,6 +253,15 @@ func (m *model) bounds(a *mAccount) (lo, hi int64) {
 			maybe += t.amount
 		}
 	}
+	for _, r := range a.refunds {
+		lo -= r.amount
+		switch {
+		case r.final == pix.RefundReversed:
+			lo += r.amount
+		case r.final == "" && r.exp == pix.RefundReversed:
+			maybe += r.amount
+		}
+	}
 	return lo, lo + maybe
 }
 
@@ -219,7 +287,7 @@ func (m *model) apply(g []*op) []violation {
 	m.group++
 	v := &verdicts{}
 	for _, o := range g {
-		if o.err != nil && o.kind != opBehavior && !o.kind.control() {
+		if o.err != nil && o.kind != opBehavior && o.kind != opRefundBehavior && !o.kind.control() {
 			v.add(o, nil, "the request got no answer: %v", o.err)
 		}
 	}
@@ -236,8 +304,20 @@ func (m *model) apply(g []*op) []violation {
 	for k, b := range m.behaviors {
 		modes[k] = []pspsim.Mode{b.Mode}
 	}
+	// Whether each PIX was known credited before the group: a credit is
+	// never undone, but one the group's answers tell of may have come
+	// after a refund of the group was refused.
+	creditedBefore := map[string]bool{}
+	for _, p := range m.pixOrder {
+		creditedBefore[p.id] = p.credited
+	}
 	for _, o := range g {
 		switch o.kind {
+		case opRefundBehavior:
+			if o.err != nil {
+				v.add(o, []string{o.pix}, "the simulator refused the refund behaviour: %v", o.err)
+			}
+			m.rbehaviors[o.pix] = o.rbehavior
 		case opBehavior:
 			if o.err != nil {
 				v.add(o, []string{o.pixKey}, "the simulator refused the behaviour: %v", o.err)
@@ -257,7 +337,22 @@ func (m *model) apply(g []*op) []violation {
 	}
 	m.applyWebhooks(g, acctRedrives, v)
 	m.applyAccountRedrives(g, v)
-	m.applyTransfers(g, lo, modes, v)
+	transfers := m.applyTransfers(g, v)
+	refunds := m.applyRefunds(g, creditedBefore, v)
+	// The debits per account: transfers and refunds take from one balance.
+	var accts []string
+	for id := range transfers {
+		accts = append(accts, id)
+	}
+	for id := range refunds {
+		if _, ok := transfers[id]; !ok {
+			accts = append(accts, id)
+		}
+	}
+	sort.Strings(accts)
+	for _, id := range accts {
+		m.applyDebits(m.accounts[id], transfers[id], refunds[id], lo[id], modes, v)
+	}
 	return v.list
 }
 
@@ -450,13 +545,69 @@ func (m *model) applyAccountRedrives(g []*op, v *verdicts) {
 	}
 }
 
-// applyTransfers judges the group's POST /pix: the Idempotency-Key layer
-// per key, then the debits per account.
-func (m *model) applyTransfers(g []*op, lo map[string]int64, modes map[string][]pspsim.Mode, v *verdicts) {
+// judgeKey judges a group's requests under one Idempotency-Key k. On a
+// key answered before, each is its request again (mine), replayed with the
+// key's answer, or another request, refused idempotency_key_reused. On a
+// new key exactly one runs, which judgeKey returns, and the key takes its
+// answer; a copy of it (same) waits (409) or gets its answer replayed;
+// another request is refused.
+func judgeKey(k *mKey, ops []*op, mine func(*op) bool, same func(a, b *op) bool, v *verdicts) *op {
+	ents := []string{k.key.String()}
+	if k.answered {
+		for _, o := range ops {
+			if mine(o) {
+				if o.status != k.status || !sameJSON(o.body, k.body) || !o.replayed {
+					v.add(o, ents, "the same key and request again must replay the key's answer (%d %s) with X-Idempotent-Replay; got %d replay=%v %s",
+						k.status, k.body, o.status, o.replayed, o.body)
+				}
+			} else if o.status != http.StatusUnprocessableEntity || o.errCode() != "idempotency_key_reused" {
+				v.add(o, ents, "the key with another request must be 422 idempotency_key_reused; got %d %s", o.status, o.body)
+			}
+		}
+		return nil
+	}
+	var runner *op
+	for _, o := range ops {
+		code := o.errCode()
+		if o.replayed || (o.status == http.StatusConflict && code == "request_in_progress") ||
+			(o.status == http.StatusUnprocessableEntity && code == "idempotency_key_reused") {
+			continue
+		}
+		if runner != nil {
+			v.add(o, ents, "two requests ran under one Idempotency-Key (#%d and #%d)", runner.seq, o.seq)
+		}
+		runner = o
+	}
+	if runner == nil {
+		v.add(ops[0], ents, "no request under a new Idempotency-Key ran (every one waited, replayed or was refused)")
+		return nil
+	}
+	k.answered, k.status, k.body = true, runner.status, runner.body
+	for _, o := range ops {
+		switch {
+		case o == runner:
+		case same(o, runner):
+			inProgress := o.status == http.StatusConflict && o.errCode() == "request_in_progress" && !o.replayed
+			replay := o.replayed && o.status == runner.status && sameJSON(o.body, runner.body)
+			if !inProgress && !replay {
+				v.add(o, ents, "a copy of the request that ran (#%d) must wait (409 request_in_progress) or replay its answer; got %d replay=%v %s",
+					runner.seq, o.status, o.replayed, o.body)
+			}
+		case o.status != http.StatusUnprocessableEntity || o.errCode() != "idempotency_key_reused":
+			v.add(o, ents, "another request under the key that #%d ran with must be 422 idempotency_key_reused; got %d %s",
+				runner.seq, o.status, o.body)
+		}
+	}
+	return runner
+}
+
+// byKeyOf groups the ops of kind by Idempotency-Key, keys in order of
+// first appearance.
+func byKeyOf(g []*op, keep func(*op) bool) ([]uuid.UUID, map[uuid.UUID][]*op) {
 	byKey := map[uuid.UUID][]*op{}
 	var keys []uuid.UUID
 	for _, o := range g {
-		if o.kind != opTransfer {
+		if !keep(o) {
 			continue
 		}
 		if _, ok := byKey[o.key]; !ok {
@@ -464,71 +615,164 @@ func (m *model) applyTransfers(g []*op, lo map[string]int64, modes map[string][]
 		}
 		byKey[o.key] = append(byKey[o.key], o)
 	}
-	var runners []*op
+	return keys, byKey
+}
+
+// applyTransfers judges the group's POST /pix under the Idempotency-Key
+// layer, per key; it returns the requests that ran, by account, for
+// applyDebits.
+func (m *model) applyTransfers(g []*op, v *verdicts) map[string][]*op {
+	keys, byKey := byKeyOf(g, func(o *op) bool { return o.kind == opTransfer })
+	byAcct := map[string][]*op{}
+	for _, key := range keys {
+		k := m.keys[key]
+		runner := judgeKey(k, byKey[key], func(o *op) bool { return o.tb == k.tb }, func(a, b *op) bool { return a.tb == b.tb }, v)
+		if runner != nil {
+			k.tb = runner.tb
+			byAcct[runner.tb.acct] = append(byAcct[runner.tb.acct], runner)
+		}
+	}
+	return byAcct
+}
+
+// applyRefunds judges the group's POST /pix/credits/{id}/refunds: another
+// customer's, the Idempotency-Key layer per key, then the refunds of each
+// PIX. It returns the requests that reached an account's balance (201, or
+// insufficient_funds), by account, for applyDebits.
+func (m *model) applyRefunds(g []*op, creditedBefore map[string]bool, v *verdicts) map[string][]*op {
+	for _, o := range g {
+		if o.kind == opRefund && o.stranger && (o.status != http.StatusUnprocessableEntity || o.errCode() != "pix_not_credited" || o.replayed) {
+			v.add(o, []string{o.rb.e2e}, "a refund asked by another customer must be 422 pix_not_credited, exactly as for a PIX never credited; got %d replay=%v %s",
+				o.status, o.replayed, o.body)
+		}
+	}
+	keys, byKey := byKeyOf(g, func(o *op) bool { return o.kind == opRefund && !o.stranger })
+	byPix := map[string][]*op{}
+	var pixOrder []string
 	for _, key := range keys {
 		k, ops := m.keys[key], byKey[key]
-		ents := []string{key.String()}
-		if k.answered {
+		if !k.refund {
+			// A transfer's key, answered before: a refund is another
+			// request.
 			for _, o := range ops {
-				if o.tb == k.tb {
-					if o.status != k.status || !sameJSON(o.body, k.body) || !o.replayed {
-						v.add(o, ents, "the same key and request again must replay the key's answer (%d %s) with X-Idempotent-Replay; got %d replay=%v %s",
-							k.status, k.body, o.status, o.replayed, o.body)
-					}
-				} else if o.status != http.StatusUnprocessableEntity || o.errCode() != "idempotency_key_reused" {
-					v.add(o, ents, "the key with another request must be 422 idempotency_key_reused; got %d %s", o.status, o.body)
+				if o.status != http.StatusUnprocessableEntity || o.errCode() != "idempotency_key_reused" {
+					v.add(o, []string{key.String()}, "a refund under a transfer's Idempotency-Key must be 422 idempotency_key_reused; got %d %s", o.status, o.body)
 				}
 			}
 			continue
 		}
-		// A new key: exactly one request runs; a copy waits (409) or gets
-		// its answer replayed; another body is refused.
-		var runner *op
-		for _, o := range ops {
-			code := o.errCode()
-			if o.replayed || (o.status == http.StatusConflict && code == "request_in_progress") ||
-				(o.status == http.StatusUnprocessableEntity && code == "idempotency_key_reused") {
+		runner := judgeKey(k, ops, func(o *op) bool { return o.rb == k.rb }, func(a, b *op) bool { return a.rb == b.rb }, v)
+		if runner == nil {
+			continue
+		}
+		k.rb = runner.rb
+		if _, ok := byPix[runner.rb.e2e]; !ok {
+			pixOrder = append(pixOrder, runner.rb.e2e)
+		}
+		byPix[runner.rb.e2e] = append(byPix[runner.rb.e2e], runner)
+	}
+	byAcct := map[string][]*op{}
+	for _, id := range pixOrder {
+		m.applyPixRefunds(m.pix[id], byPix[id], creditedBefore[id], byAcct, v)
+	}
+	return byAcct
+}
+
+// applyPixRefunds judges the refunds of one PIX that ran in a group, in
+// the order CreateRefund decides them: whose credit (pix_not_credited),
+// how much of it is left (refund_exceeds_credit), then the balance
+// (applyDebits, for the 201s and insufficient_funds, added to byAcct).
+func (m *model) applyPixRefunds(p *mPix, rs []*op, creditedBefore bool, byAcct map[string][]*op, v *verdicts) {
+	ents := []string{p.id}
+	// Never credited, as far as anything of the history could know: never
+	// stored, to an account that takes no credit, or failed at the last
+	// checkpoint and untouched since.
+	never := p.first == nil || m.expect(p) == expectFail || (p.verified == pix.StatusFailed && !p.touched)
+	var credit int64
+	if p.first != nil {
+		credit = p.first.amount
+		ents = append(ents, p.first.acct)
+	}
+	heldLo, heldHi := p.held()
+	var made, kept int64
+	for _, o := range rs {
+		if o.status == http.StatusCreated {
+			made += o.rb.amount
+		}
+	}
+	var madeOps []*op
+	for _, o := range rs {
+		code := o.errCode()
+		oents := append(slices.Clone(ents), o.key.String())
+		switch {
+		case o.status == http.StatusCreated:
+			if never {
+				v.add(o, oents, "a refund of %s was made (201), but that PIX was never credited: %s", p.id, o.body)
 				continue
 			}
-			if runner != nil {
-				v.add(o, ents, "two requests ran under one Idempotency-Key (#%d and #%d)", runner.seq, o.seq)
+			var r pix.Refund // a 201 of POST /pix/credits/{id}/refunds
+			if err := json.Unmarshal(o.body, &r); err != nil || !pix.ValidRefundID(r.ID) {
+				v.add(o, oents, "a 201 of a refund that is no refund: %s", o.body)
+				continue
 			}
-			runner = o
-		}
-		if runner == nil {
-			v.add(ops[0], ents, "no request under a new Idempotency-Key ran (every one waited, replayed or was refused)")
-			continue
-		}
-		k.tb, k.answered, k.status, k.body = runner.tb, true, runner.status, runner.body
-		runners = append(runners, runner)
-		for _, o := range ops {
+			oents = append(oents, r.ID)
+			reason := ""
+			if r.Reason != nil {
+				reason = *r.Reason
+			}
+			if r.Status != pix.RefundDebited || r.EndToEndID != p.id || r.AccountID != p.first.acct || r.AmountCents != o.rb.amount || reason != o.rb.reason {
+				v.add(o, oents, "the 201 of a refund does not describe the request (%d of %s, to %s) debited: %s", o.rb.amount, p.id, p.first.acct, o.body)
+			}
+			if m.refunds[r.ID] != nil {
+				v.add(o, oents, "a new refund reuses the id of an earlier one: %s", o.body)
+				continue
+			}
+			mode := m.rbehaviors[p.id].Mode
+			if mode == "" {
+				mode = pspsim.RefundModeReturn
+			}
+			mr := &mRefund{id: r.ID, e2e: p.id, acct: p.first.acct, amount: o.rb.amount, seq: o.seq, mode: mode, exp: refundExpectation(mode)}
+			m.refunds[r.ID] = mr
+			m.refundOrd = append(m.refundOrd, mr)
+			p.refunds = append(p.refunds, mr)
+			p.credited = true // a refund is of a credit
+			o.made = mr
+			if mr.exp == pix.RefundReturned {
+				kept += mr.amount
+			}
+			madeOps = append(madeOps, o)
+			byAcct[p.first.acct] = append(byAcct[p.first.acct], o)
+		case o.status == http.StatusUnprocessableEntity && code == "pix_not_credited":
+			if creditedBefore {
+				v.add(o, oents, "a refund of %s, credited before, was refused pix_not_credited", p.id)
+			}
+		case o.status == http.StatusUnprocessableEntity && code == "refund_exceeds_credit":
 			switch {
-			case o == runner:
-			case o.tb == runner.tb:
-				inProgress := o.status == http.StatusConflict && o.errCode() == "request_in_progress" && !o.replayed
-				replay := o.replayed && o.status == runner.status && sameJSON(o.body, runner.body)
-				if !inProgress && !replay {
-					v.add(o, ents, "a copy of the request that ran (#%d) must wait (409 request_in_progress) or replay its answer; got %d replay=%v %s",
-						runner.seq, o.status, o.replayed, o.body)
-				}
-			case o.status != http.StatusUnprocessableEntity || o.errCode() != "idempotency_key_reused":
-				v.add(o, ents, "another request under the key that #%d ran with must be 422 idempotency_key_reused; got %d %s",
-					runner.seq, o.status, o.body)
+			case never:
+				v.add(o, oents, "a refund of %s, never credited, must be refused pix_not_credited, not %s", p.id, code)
+			case heldHi+made+o.rb.amount <= credit:
+				v.add(o, oents, "a refund of %d of %s refused refund_exceeds_credit, but it fit: the credit is %d, its refunds held at most %d before the group and %d were made in it",
+					o.rb.amount, p.id, credit, heldHi, made)
 			}
+		case o.status == http.StatusUnprocessableEntity && code == "insufficient_funds":
+			if never {
+				v.add(o, oents, "a refund of %s, never credited, must be refused pix_not_credited, not %s", p.id, code)
+				continue
+			}
+			byAcct[p.first.acct] = append(byAcct[p.first.acct], o)
+		default:
+			v.add(o, oents, "a refund of %s: expected 201 or 422 pix_not_credited, refund_exceeds_credit or insufficient_funds; got %d %s", p.id, o.status, o.body)
 		}
 	}
-
-	byAcct := map[string][]*op{}
-	var accts []string
-	for _, r := range runners {
-		if _, ok := byAcct[r.tb.acct]; !ok {
-			accts = append(accts, r.tb.acct)
+	// What the PIX's refunds hold never exceeds its credit: those that
+	// can't be reversed, at least.
+	if heldLo+kept > credit && len(madeOps) > 0 {
+		var seqs []int
+		for _, o := range madeOps {
+			seqs = append(seqs, o.seq)
 		}
-		byAcct[r.tb.acct] = append(byAcct[r.tb.acct], r)
-	}
-	sort.Strings(accts)
-	for _, id := range accts {
-		m.applyDebits(m.accounts[id], byAcct[id], lo[id], modes, v)
+		v.add(madeOps[0], ents, "refunds %v of %s make its refunds hold at least %d (%d before the group), more than its credit %d",
+			seqs, p.id, heldLo+kept, heldLo, credit)
 	}
 }
 
@@ -544,12 +788,28 @@ func quickRefund(modes []pspsim.Mode) bool {
 	return false
 }
 
-// applyDebits judges the requests of one group that ran on one account.
-func (m *model) applyDebits(a *mAccount, rs []*op, lo int64, modes map[string][]pspsim.Mode, v *verdicts) {
+// debitOf is the amount a transfer's or a refund's request debits.
+func debitOf(o *op) int64 {
+	if o.kind == opRefund {
+		return o.rb.amount
+	}
+	return o.tb.amount
+}
+
+// applyDebits judges the requests of one group that ran on one account:
+// transfers (rs) and refunds (fs, each a 201 or insufficient_funds), which
+// take from one balance.
+func (m *model) applyDebits(a *mAccount, rs, fs []*op, lo int64, modes map[string][]pspsim.Mode, v *verdicts) {
 	ents := []string{a.id}
 	refusal := func(o *op, want string) {
 		if o.status != http.StatusUnprocessableEntity || o.errCode() != want {
 			v.add(o, append(ents, o.key.String()), "POST /pix from %s account %s must be 422 %s; got %d %s", a.kind, a.id, want, o.status, o.body)
+		}
+	}
+	switch {
+	case a.kind == kindClosed || !a.opened:
+		for _, o := range fs {
+			v.add(o, append(ents, o.key.String()), "a refund of %s reached %s account %s (exists=%v): %d %s", o.rb.e2e, a.kind, a.id, a.opened, o.status, o.body)
 		}
 	}
 	switch {
@@ -581,6 +841,18 @@ func (m *model) applyDebits(a *mAccount, rs []*op, lo int64, modes map[string][]
 			v.add(o, append(ents, o.key.String()), "POST /pix from active account %s: expected 201 or 422 insufficient_funds; got %d %s", a.id, o.status, o.body)
 		}
 	}
+	for _, o := range fs {
+		if o.status != http.StatusCreated {
+			refused = append(refused, o)
+			continue
+		}
+		ok = append(ok, o)
+		debited += o.rb.amount
+		if o.made.exp == pix.RefundReversed {
+			// It may be reversed within the group.
+			quick += o.rb.amount
+		}
+	}
 	if debited > hi+quick {
 		var seqs []int
 		for _, o := range ok {
@@ -589,12 +861,25 @@ func (m *model) applyDebits(a *mAccount, rs []*op, lo int64, modes map[string][]
 		v.add(ok[0], ents, "debits %v of %s sum to %d, more than its balance could have been (at most %d): an overdraft", seqs, a.id, debited, hi+quick)
 	}
 	for _, o := range refused {
-		if o.tb.amount <= lo-debited {
-			v.add(o, append(ents, o.key.String()), "POST /pix of %d from %s refused insufficient_funds, but its balance was at least %d throughout (at least %d before the group, %d debited in it)",
-				o.tb.amount, a.id, lo-debited, lo, debited)
+		if debitOf(o) <= lo-debited {
+			what := "POST /pix"
+			if o.kind == opRefund {
+				what = "a refund of " + o.rb.e2e
+			}
+			v.add(o, append(ents, o.key.String()), "%s of %d from %s refused insufficient_funds, but its balance was at least %d throughout (at least %d before the group, %d debited in it)",
+				what, debitOf(o), a.id, lo-debited, lo, debited)
 		}
 	}
 	for _, o := range ok {
+		if o.kind == opRefund {
+			var r pix.Refund // judged by applyPixRefunds
+			_ = json.Unmarshal(o.body, &r)
+			if r.BalanceAfterCents < max(0, lo-debited) || r.BalanceAfterCents > hi+quick-o.rb.amount {
+				v.add(o, append(ents, o.key.String(), r.ID, o.rb.e2e), "balance_after_cents %d of a refund of %d from %s is outside what the books allow [%d, %d]",
+					r.BalanceAfterCents, o.rb.amount, a.id, max(0, lo-debited), hi+quick-o.rb.amount)
+			}
+			continue
+		}
 		var t pix.Transfer // a 201 of POST /pix
 		if err := json.Unmarshal(o.body, &t); err != nil || uuid.Validate(t.ID) != nil || !pix.ValidEndToEndID(t.EndToEndID) {
 			v.add(o, append(ents, o.key.String()), "a 201 of POST /pix that is no transfer: %s", o.body)
@@ -617,6 +902,13 @@ func (m *model) applyDebits(a *mAccount, rs []*op, lo int64, modes map[string][]
 		m.transOrd = append(m.transOrd, tr)
 		a.transfers = append(a.transfers, tr)
 	}
+	// The group's refunds count on the account from now on (bounds was
+	// taken without them, as without the group's transfers).
+	for _, o := range fs {
+		if o.made != nil {
+			a.refunds = append(a.refunds, o.made)
+		}
+	}
 }
 
 // storedPix lists the stored PIX (for the generator), newest last.
@@ -630,8 +922,15 @@ func (m *model) storedPix(filter func(*mPix) bool) []*mPix {
 	return out
 }
 
+// answeredKeys lists the transfers' keys that were answered (for the
+// generator), oldest first.
 func (m *model) answeredKeys() []*mKey {
-	return slices.DeleteFunc(slices.Clone(m.keyOrder), func(k *mKey) bool { return !k.answered })
+	return slices.DeleteFunc(slices.Clone(m.keyOrder), func(k *mKey) bool { return !k.answered || k.refund })
+}
+
+// answeredRefundKeys lists the refunds' keys that were answered.
+func (m *model) answeredRefundKeys() []*mKey {
+	return slices.DeleteFunc(slices.Clone(m.keyOrder), func(k *mKey) bool { return !k.answered || !k.refund })
 }
 
 // sameJSON reports whether two bodies are the same JSON value: a replayed

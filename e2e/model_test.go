@@ -87,8 +87,10 @@ func modelBudget(t *testing.T) time.Duration {
 // TestModelRandomHistories runs a seeded random history of every money path
 // (incoming PIX and their redeliveries, variants, copies and re-drives;
 // outgoing PIX under Idempotency-Keys, replays, reused keys and overdrafts;
-// PSP behaviours; worker crashes; Temporal outages) in small concurrent
-// groups against a whole stack, and holds every answer and, at each
+// refunds (devoluções) of received PIX under Idempotency-Keys, beyond the
+// credit, of another customer's or a missing PIX, with the PSP's refund
+// behaviours; PSP behaviours; worker crashes; Temporal outages) in small
+// concurrent groups against a whole stack, and holds every answer and, at each
 // checkpoint, the books against a sequential model. On a failure it prints
 // the seed and the history: rerun it with
 //
@@ -126,9 +128,9 @@ func TestModelRandomHistories(t *testing.T) {
 	}
 	r.finish()
 	t.Log(r.coverage())
-	t.Logf("%d operations in %d groups, %d checkpoints, %s: %d PIX stored, %d transfers, %d keys; the model allowed every answer and the books",
+	t.Logf("%d operations in %d groups, %d checkpoints, %s: %d PIX stored, %d transfers, %d refunds, %d keys; the model allowed every answer and the books",
 		r.gen.seq, r.gen.group, r.checkpoints, time.Since(r.began).Round(time.Millisecond),
-		len(r.m.storedPix(nil)), len(r.m.transOrd), len(r.m.keyOrder))
+		len(r.m.storedPix(nil)), len(r.m.transOrd), len(r.m.refundOrd), len(r.m.keyOrder))
 }
 
 // modelRun is one history being run.
@@ -227,6 +229,9 @@ func (r *modelRun) runGroup(grp []*op) {
 		if vs := r.monitorTransfers(); len(vs) > 0 {
 			r.fail("a transfer's final status contradicts the PSP", vs)
 		}
+		if vs := r.monitorRefunds(); len(vs) > 0 {
+			r.fail("a refund's final status contradicts the PSP", vs)
+		}
 	}
 }
 
@@ -316,9 +321,9 @@ func (r *modelRun) checkpoint(final bool) {
 	if vs := r.verify(final); len(vs) > 0 {
 		r.fail("the books disagree with the model", vs)
 	}
-	r.t.Logf("checkpoint %d after op #%d (group %d, %s in, settled and verified in %s): %d PIX stored, %d transfers",
+	r.t.Logf("checkpoint %d after op #%d (group %d, %s in, settled and verified in %s): %d PIX stored, %d transfers, %d refunds",
 		r.checkpoints, r.gen.seq, r.gen.group, time.Since(r.began).Round(time.Millisecond), time.Since(began).Round(time.Millisecond),
-		len(r.m.storedPix(nil)), len(r.m.transOrd))
+		len(r.m.storedPix(nil)), len(r.m.transOrd), len(r.m.refundOrd))
 }
 
 // finish runs the final sweep (every failed PIX of an opened late account
@@ -345,7 +350,8 @@ func (r *modelRun) finish() {
 	r.checkpoint(true)
 }
 
-// quiesce waits, bounded, until no PIX is pending and no transfer open.
+// quiesce waits, bounded, until no PIX is pending and no transfer or
+// refund open.
 func (r *modelRun) quiesce() []violation {
 	ctx := context.Background()
 	pool := r.s.store.Pool()
@@ -356,7 +362,8 @@ func (r *modelRun) quiesce() []violation {
 		var pending, open int
 		err := pool.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM inbox_messages WHERE status = 'pending'),
-			(SELECT count(*) FROM pix_transfers WHERE status IN ('debited', 'submitted'))`).Scan(&pending, &open)
+			(SELECT count(*) FROM pix_transfers WHERE status IN ('debited', 'submitted')) +
+			(SELECT count(*) FROM pix_refunds WHERE status IN ('debited', 'requested'))`).Scan(&pending, &open)
 		if err != nil {
 			return []violation{{seq: -1, msg: "read the database: " + err.Error()}}
 		}
@@ -381,7 +388,7 @@ func (r *modelRun) quiesce() []violation {
 // stuck describes what did not end.
 func (r *modelRun) stuck(pending, open int) []violation {
 	ctx := context.Background()
-	vs := []violation{{seq: -1, msg: fmt.Sprintf("%d PIX still pending and %d transfers still open", pending, open)}}
+	vs := []violation{{seq: -1, msg: fmt.Sprintf("%d PIX still pending and %d transfers and refunds still open", pending, open)}}
 	rows, err := r.s.store.Pool().Query(ctx, `SELECT end_to_end_id, attempts, COALESCE(last_error, '') FROM inbox_messages WHERE status = 'pending' ORDER BY received_at LIMIT 10`)
 	if err == nil {
 		for rows.Next() {
@@ -400,6 +407,17 @@ func (r *modelRun) stuck(pending, open int) []violation {
 			if rows.Scan(&id, &e2e, &status) == nil {
 				view, held := r.s.psp.Transfer(e2e)
 				vs = append(vs, violation{seq: -1, msg: fmt.Sprintf("transfer %s (%s) %s; the PSP holds it: %v %+v", id, e2e, status, held, view), ents: []string{id, e2e}})
+			}
+		}
+		rows.Close()
+	}
+	rows, err = r.s.store.Pool().Query(ctx, `SELECT id, end_to_end_id, status FROM pix_refunds WHERE status IN ('debited', 'requested') ORDER BY created_at LIMIT 10`)
+	if err == nil {
+		for rows.Next() {
+			var id, e2e, status string
+			if rows.Scan(&id, &e2e, &status) == nil {
+				view, held := r.s.psp.Refund(e2e, id)
+				vs = append(vs, violation{seq: -1, msg: fmt.Sprintf("refund %s of %s %s; the PSP holds it: %v %+v", id, e2e, status, held, view), ents: []string{id, e2e}})
 			}
 		}
 		rows.Close()
@@ -511,6 +529,7 @@ func (r *modelRun) verify(final bool) []violation {
 	}
 
 	v.list = append(v.list, r.verifyTransfers()...)
+	v.list = append(v.list, r.verifyRefunds()...)
 
 	// The balances, to the centavo.
 	balances := map[string]int64{}
@@ -639,6 +658,135 @@ func (r *modelRun) verifyTransfers() []violation {
 	return v.list
 }
 
+// verifyRefunds holds every refund against the model and against what the
+// PSP finally holds under its id: ended (no refund open after quiescing),
+// returned if the PSP returned it and reversed, once, if it did not, as the
+// PIX's refund behaviour says; no PIX's refunds hold more than its credit;
+// no refund nobody was answered.
+func (r *modelRun) verifyRefunds() []violation {
+	ctx := context.Background()
+	v := &verdicts{}
+	type dbRefund struct {
+		e2e, acct, status string
+		amount            int64
+		reversals         int
+		reversed          int64
+	}
+	rows, err := r.s.store.Pool().Query(ctx, `
+		SELECT f.id, f.end_to_end_id, f.account_id, f.status, f.amount_cents,
+		       (SELECT count(*) FROM pix_refund_reversals x WHERE x.refund_id = f.id),
+		       COALESCE((SELECT sum(amount_cents) FROM pix_refund_reversals x WHERE x.refund_id = f.id), 0)::bigint
+		FROM pix_refunds f`)
+	if err != nil {
+		return []violation{{seq: -1, msg: "read the database: " + err.Error()}}
+	}
+	refunds, err := collect(rows, map[string]*dbRefund{}, func(row pgx.Rows) (string, *dbRefund, error) {
+		var id string
+		d := &dbRefund{}
+		err := row.Scan(&id, &d.e2e, &d.acct, &d.status, &d.amount, &d.reversals, &d.reversed)
+		return id, d, err
+	})
+	if err != nil {
+		return []violation{{seq: -1, msg: "read the database: " + err.Error()}}
+	}
+	// I2 per PIX: what its refunds hold (all but the reversed) never
+	// exceeds its credit.
+	rows, err = r.s.store.Pool().Query(ctx, `
+		SELECT c.end_to_end_id, c.amount_cents, sum(f.amount_cents)::bigint FROM pix_credits c
+		JOIN pix_refunds f ON f.end_to_end_id = c.end_to_end_id AND f.status <> 'reversed'
+		GROUP BY 1, 2 HAVING sum(f.amount_cents) > c.amount_cents`)
+	if err != nil {
+		return []violation{{seq: -1, msg: "read the database: " + err.Error()}}
+	}
+	for rows.Next() {
+		var e2e string
+		var credit, held int64
+		if err := rows.Scan(&e2e, &credit, &held); err != nil {
+			rows.Close()
+			return []violation{{seq: -1, msg: "read the database: " + err.Error()}}
+		}
+		v.add(nil, []string{e2e}, "the refunds of PIX %s hold %d, more than its credit %d", e2e, held, credit)
+	}
+	rows.Close()
+	for _, f := range r.m.refundOrd {
+		d := refunds[f.id]
+		delete(refunds, f.id)
+		ents := []string{f.id, f.e2e, f.acct}
+		if d == nil {
+			v.add(nil, ents, "refund %s was answered 201 but is not in the database", f.id)
+			continue
+		}
+		if d.e2e != f.e2e || d.acct != f.acct || d.amount != f.amount {
+			v.add(nil, ents, "refund %s is stored as %+v, not as answered", f.id, *d)
+		}
+		view, held := r.s.psp.Refund(f.e2e, f.id)
+		want := ""
+		switch {
+		case held && view.Status == psp.RefundReturned:
+			want = pix.RefundReturned
+		case held && view.Status == psp.RefundNotDone:
+			want = pix.RefundReversed
+		case held:
+			v.add(nil, ents, "refund %s is %s here while the PSP still holds it %s", f.id, d.status, view.Status)
+		default:
+			v.add(nil, ents, "refund %s is %s here, but the PSP holds no devolução %s of %s", f.id, d.status, f.id, f.e2e)
+		}
+		if held && (view.AmountCents != f.amount || view.EndToEndID != f.e2e) {
+			v.add(nil, ents, "the PSP holds devolução %s as %+v, not as debited", f.id, view)
+		}
+		switch {
+		case want != "" && d.status != want:
+			v.add(nil, ents, "refund %s is %s here, but the PSP holds it %s: it must be %s", f.id, d.status, view.Status, want)
+		case d.status != f.exp:
+			v.add(nil, ents, "refund %s is %s, but its PIX's refund behaviour (%s) says %s", f.id, d.status, f.mode, f.exp)
+		}
+		switch {
+		case d.status == pix.RefundReversed && (d.reversals != 1 || d.reversed != f.amount):
+			v.add(nil, ents, "reversed refund %s has %d reversals of %d in all; one of %d expected", f.id, d.reversals, d.reversed, f.amount)
+		case d.status != pix.RefundReversed && d.reversals != 0:
+			v.add(nil, ents, "%s refund %s has %d reversals", d.status, f.id, d.reversals)
+		}
+		f.final = d.status // the books are checked on the status it has
+	}
+	for id, d := range refunds {
+		v.add(nil, []string{id, d.e2e, d.acct}, "the database has refund %s (%+v), which no answer of the history told of: a debit nobody was answered", id, *d)
+	}
+	return v.list
+}
+
+// monitorRefunds checks, while the history runs, that no refund's final
+// status here contradicts the PSP's record (both only ever move to a final
+// status): returned only if the PSP returned it, reversed only if the PSP
+// did not make it.
+func (r *modelRun) monitorRefunds() []violation {
+	q, err := r.s.store.Pool().Query(context.Background(), `SELECT id, end_to_end_id, status FROM pix_refunds WHERE status IN ('returned', 'reversed')`)
+	if err != nil {
+		return []violation{{seq: -1, msg: "read the database: " + err.Error()}}
+	}
+	type row struct{ id, e2e, status string }
+	var rows []row
+	for q.Next() {
+		var x row
+		if err := q.Scan(&x.id, &x.e2e, &x.status); err != nil {
+			q.Close()
+			return []violation{{seq: -1, msg: "read the database: " + err.Error()}}
+		}
+		rows = append(rows, x)
+	}
+	q.Close()
+	v := &verdicts{}
+	for _, x := range rows {
+		view, held := r.s.psp.Refund(x.e2e, x.id)
+		switch {
+		case x.status == pix.RefundReturned && (!held || view.Status != psp.RefundReturned):
+			v.add(nil, []string{x.id, x.e2e}, "refund %s is returned here while the PSP holds it %v %s", x.id, held, view.Status)
+		case x.status == pix.RefundReversed && (!held || view.Status != psp.RefundNotDone):
+			v.add(nil, []string{x.id, x.e2e}, "refund %s is reversed here while the PSP holds it %v %s: the money is returned and credited back", x.id, held, view.Status)
+		}
+	}
+	return v.list
+}
+
 // collect reads rows into a map.
 func collect[T any](rows pgx.Rows, into map[string]T, scan func(pgx.Rows) (string, T, error)) (map[string]T, error) {
 	defer rows.Close()
@@ -736,7 +884,18 @@ func (r *modelRun) breakdown(a *mAccount) string {
 			nr++
 		}
 	}
-	return fmt.Sprintf("opening %d + %d credits %d - %d debits %d + %d refunds %d", a.opening, nc, credits, nd, debits, nr, refunds)
+	var returned, reversals int64
+	var nf, nv int
+	for _, f := range a.refunds {
+		returned += f.amount
+		nf++
+		if f.final == pix.RefundReversed {
+			reversals += f.amount
+			nv++
+		}
+	}
+	return fmt.Sprintf("opening %d + %d credits %d - %d debits %d + %d refunds %d - %d devoluções %d + %d reversals %d",
+		a.opening, nc, credits, nd, debits, nr, refunds, nf, returned, nv, reversals)
 }
 
 // fail reports the violations with the seed and the history, and stops the
@@ -820,6 +979,16 @@ func (r *modelRun) coverage() string {
 			if o.replayed {
 				key += " replay"
 			}
+		case opRefund:
+			key = fmt.Sprintf("refund %d", o.status)
+			if o.replayed {
+				key += " replay"
+			}
+			if o.stranger {
+				key += " stranger"
+			}
+		case opRefundBehavior:
+			key = "psp refunds " + string(o.rbehavior.Mode)
 		case opBehavior:
 			key = "psp " + string(o.behavior.Mode)
 		case opCrash:
@@ -837,6 +1006,12 @@ func (r *modelRun) coverage() string {
 	outcomes := map[string]int{}
 	for _, p := range r.m.storedPix(nil) {
 		outcomes["pix "+p.verified]++
+	}
+	for _, f := range r.m.refundOrd {
+		outcomes["refund "+string(f.mode)+" "+f.final]++
+		if view, ok := r.s.psp.Refund(f.e2e, f.id); ok && view.Received > 1 {
+			outcomes["refund asked again at the psp"]++
+		}
 	}
 	for _, t := range r.m.transOrd {
 		outcomes["transfer "+t.final]++
@@ -929,6 +1104,25 @@ func (r *modelRun) verifyEvents() []violation {
 				v.add(nil, []string{t.id, t.e2e, t.pixKey}, "transfer %s (%s) has events %v; expected %v", t.id, t.final, c, want)
 				break
 			}
+		}
+	}
+	for _, f := range r.m.refundOrd {
+		c := take(db.AggregateRefund, f.id)
+		want := map[string]int{db.EventRefundDebited: 1}
+		switch f.final {
+		case pix.RefundReturned:
+			want[db.EventRefundReturned] = 1
+		case pix.RefundReversed:
+			want[db.EventRefundReversed] = 1
+		}
+		for _, e := range []string{db.EventRefundDebited, db.EventRefundReturned, db.EventRefundReversed} {
+			if c[e] != want[e] {
+				v.add(nil, []string{f.id, f.e2e, f.acct}, "refund %s (%s) has events %v; expected %v", f.id, f.final, c, want)
+				break
+			}
+		}
+		if len(c) > len(want) {
+			v.add(nil, []string{f.id, f.e2e, f.acct}, "refund %s (%s) has events %v; expected %v", f.id, f.final, c, want)
 		}
 	}
 	for agg, c := range counts {

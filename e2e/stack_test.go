@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,8 +82,10 @@ type stack struct {
 	store   *db.Store
 	srv     *temporaltest.Server
 	baseURL string
-	// psp is the stack's PSP simulator, served over HTTP.
-	psp *pspsim.Simulator
+	// psp is the stack's PSP simulator, served over HTTP; pspClock is its
+	// clock (the real time unless a test moves it ahead).
+	psp      *pspsim.Simulator
+	pspClock *simClock
 	// natsURL is the stack's NATS (embedded, with JetStream).
 	natsURL string
 
@@ -160,7 +163,8 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	// Payloads encrypted, as in production (codec_test.go checks it).
 	cfg.TemporalCodecKeys = e2eCodecKeys
 	cfg.CodecCORSOrigins = []string{e2eTemporalUIOrigin}
-	sim := pspsim.New(pspsim.Options{DefaultSettleAfter: 200 * time.Millisecond})
+	clock := &simClock{}
+	sim := pspsim.New(pspsim.Options{DefaultSettleAfter: 200 * time.Millisecond, Now: clock.now})
 	pspServer := httptest.NewServer(sim.Handler())
 	t.Cleanup(pspServer.Close)
 	cfg.PSPURL = pspServer.URL
@@ -168,6 +172,7 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	cfg.PSPRetryInitial = 200 * time.Millisecond
 	cfg.PSPRetryMax = time.Second
 	cfg.TransferSettlementPollMax = 500 * time.Millisecond
+	cfg.RefundRefusalQuietPeriod = 2 * time.Second
 	nats, err := broker.StartEmbedded("127.0.0.1:0", t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(nats.Stop)
@@ -186,7 +191,7 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	ctx, cancel := context.WithCancel(context.Background())
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.ServeAPI(gctx, ln) })
-	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, natsURL: cfg.NATSURL}
+	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, pspClock: clock, natsURL: cfg.NATSURL}
 	s.startWorker()
 	t.Cleanup(func() {
 		// Connections the client dialed but never used would hold the
@@ -202,6 +207,16 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	})
 	return s
 }
+
+// simClock is the PSP simulator's clock: the real time, moved ahead by
+// advance, so that a test can make the PSP's outcomes due at a moment it
+// chooses.
+type simClock struct{ offset atomic.Int64 }
+
+func (c *simClock) now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// advance moves the simulator's clock d ahead.
+func (c *simClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // startWorker runs a worker (with its dispatchers) for the stack.
 func (s *stack) startWorker() {

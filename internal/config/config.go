@@ -94,8 +94,14 @@ type Config struct {
 	IdempotencyKeyTTL         time.Duration
 	TransferSettlementTimeout time.Duration
 	TransferSettlementPollMax time.Duration
-	PSPRetryInitial           time.Duration
-	PSPRetryMax               time.Duration
+	// The refund saga's: the cap of its polling of the PSP's record, how
+	// long it waits for an outcome per run, and its quiet period after the
+	// PSP refused a devolução.
+	RefundPollMax            time.Duration
+	RefundOutcomeTimeout     time.Duration
+	RefundRefusalQuietPeriod time.Duration
+	PSPRetryInitial          time.Duration
+	PSPRetryMax              time.Duration
 
 	// The outbox and its broker.
 	NATSURL            string
@@ -160,6 +166,9 @@ func Default() Config {
 		IdempotencyKeyTTL:         24 * time.Hour,
 		TransferSettlementTimeout: t.SettlementTimeout,
 		TransferSettlementPollMax: t.SettlementPollMax,
+		RefundPollMax:             workflows.DefaultRefundSettings().PollMax,
+		RefundOutcomeTimeout:      workflows.DefaultRefundSettings().OutcomeTimeout,
+		RefundRefusalQuietPeriod:  workflows.DefaultRefundSettings().RefusalQuietPeriod,
 		PSPRetryInitial:           t.PSPRetryInitial,
 		PSPRetryMax:               t.PSPRetryMax,
 
@@ -218,6 +227,9 @@ func (c Config) Refund() workflows.RefundSettings {
 	r.PSPCallTimeout = c.PSPTimeout + 5*time.Second
 	r.PSPRetryInitial = c.PSPRetryInitial
 	r.PSPRetryMax = c.PSPRetryMax
+	r.PollMax = c.RefundPollMax
+	r.OutcomeTimeout = c.RefundOutcomeTimeout
+	r.RefusalQuietPeriod = c.RefundRefusalQuietPeriod
 	return r
 }
 
@@ -385,6 +397,9 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	dur("RECONCILE_INTERVAL", &c.ReconcileInterval)
 	dur("TRANSFER_SETTLEMENT_TIMEOUT", &c.TransferSettlementTimeout)
 	dur("TRANSFER_SETTLEMENT_POLL_MAX", &c.TransferSettlementPollMax)
+	dur("REFUND_POLL_MAX", &c.RefundPollMax)
+	dur("REFUND_OUTCOME_TIMEOUT", &c.RefundOutcomeTimeout)
+	dur("REFUND_REFUSAL_QUIET_PERIOD", &c.RefundRefusalQuietPeriod)
 	dur("PSP_RETRY_INITIAL_INTERVAL", &c.PSPRetryInitial)
 	dur("PSP_RETRY_MAX_INTERVAL", &c.PSPRetryMax)
 	integer("INBOX_ATTEMPTS_MAX", 1, 1000, func(n int64) { c.InboxAttemptsMax = int32(n) })
