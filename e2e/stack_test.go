@@ -26,9 +26,9 @@ import (
 	"go.temporal.io/sdk/converter"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pixbank/pix/cmd/pixd/app"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
-	"github.com/pixbank/pix/internal/app"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/codec"

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pixbank/pix/cmd/pixd/app"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
-	"github.com/pixbank/pix/internal/app"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/devauth"
 	"github.com/pixbank/pix/internal/logging"

@@ -22,7 +22,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/pixbank/pix/internal/app"
+	"github.com/pixbank/pix/cmd/pixd/app"
 	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/pixbank/pix/cmd/pixd/app"
 	"github.com/pixbank/pix/db/dbtest"
-	"github.com/pixbank/pix/internal/app"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/temporaltest"

@@ -1,7 +1,3 @@
-// Package app owns the wiring of the service's processes: from a Config it
-// builds the pool, the store, the Temporal client, the HTTP server, the
-// dispatcher and the worker, and runs them until their context ends. The
-// binaries and the end-to-end tests use the same wiring.
 package app
 
 import (
