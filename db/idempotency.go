@@ -109,6 +109,16 @@ func recordResponse(ctx context.Context, tx pgx.Tx, r Reservation, status int, b
 	return nil
 }
 
+// recordCreated records, within tx, what a request created as the key's
+// answer: 201 with the body render makes of it.
+func recordCreated[T any](ctx context.Context, tx pgx.Tx, r Reservation, created T, render func(T) ([]byte, error)) error {
+	body, err := render(created)
+	if err != nil {
+		return fmt.Errorf("render response: %w", err)
+	}
+	return recordResponse(ctx, tx, r, 201, body)
+}
+
 // RecordResponse records a response that moved no money (a refusal) on the
 // key.
 func (s *Store) RecordResponse(ctx context.Context, r Reservation, status int, body []byte) error {

@@ -99,11 +99,7 @@ func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, m
 		if err != nil {
 			return fmt.Errorf("debit: %w", err)
 		}
-		body, err := render(out)
-		if err != nil {
-			return fmt.Errorf("render response: %w", err)
-		}
-		return recordResponse(ctx, tx, r, 201, body)
+		return recordCreated(ctx, tx, r, out, render)
 	})
 	if err != nil {
 		return pix.Refund{}, err

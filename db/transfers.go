@@ -57,11 +57,7 @@ func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer
 		if out, err = scanTransfer(row); err != nil {
 			return fmt.Errorf("debit: %w", err)
 		}
-		body, err := render(out)
-		if err != nil {
-			return fmt.Errorf("render response: %w", err)
-		}
-		return recordResponse(ctx, tx, r, 201, body)
+		return recordCreated(ctx, tx, r, out, render)
 	})
 	if err != nil {
 		return pix.Transfer{}, err

@@ -17,7 +17,7 @@ func TestKindsInRetryPolicies(t *testing.T) {
 		"mark failed":  markFailedPolicy.NonRetryableErrorTypes,
 		"transfer db":  databasePolicy.NonRetryableErrorTypes,
 		"NonRetryable": NonRetryableCreditErrors,
-		"submit":       s.submitPolicy().NonRetryableErrorTypes,
+		"submit":       s.retryPolicy().NonRetryableErrorTypes,
 		"poll":         s.pollPolicy().NonRetryableErrorTypes,
 	}
 	for _, k := range pix.Kinds {

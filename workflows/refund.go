@@ -42,11 +42,9 @@ func RefundWorkflowID(refundID string) string { return "pix-refund:" + refundID 
 // RefundSettings shape the saga's timeouts and polling. They travel in the
 // workflow input so that each run's policy is in its history.
 type RefundSettings struct {
-	// PSPCallTimeout bounds one call to the PSP; PSPRetryInitial and
-	// PSPRetryMax pace the retries of a call without an answer.
-	PSPCallTimeout  time.Duration
-	PSPRetryInitial time.Duration
-	PSPRetryMax     time.Duration
+	// PSPCalls pace the calls to the PSP (unlimited attempts: the account
+	// is debited, the devolução must be made or reversed).
+	PSPCalls
 	// PollInitial and PollMax pace the checks of the PSP's record while no
 	// notice arrives (doubling); OutcomeTimeout bounds the run's wait,
 	// after which it fails visibly and the dispatcher's recheck starts
@@ -63,13 +61,10 @@ type RefundSettings struct {
 // DefaultRefundSettings are the defaults.
 func DefaultRefundSettings() RefundSettings {
 	return RefundSettings{
-		PSPCallTimeout:  15 * time.Second,
-		PSPRetryInitial: time.Second,
-		PSPRetryMax:     30 * time.Second,
-		PollInitial:     time.Second,
-		PollMax:         10 * time.Minute,
-		OutcomeTimeout:  24 * time.Hour,
-
+		PSPCalls:           defaultPSPCalls,
+		PollInitial:        time.Second,
+		PollMax:            10 * time.Minute,
+		OutcomeTimeout:     24 * time.Hour,
 		RefusalQuietPeriod: time.Minute,
 	}
 }
@@ -93,17 +88,6 @@ type RefundNotice struct {
 	Status string
 }
 
-// pspPolicy retries a PSP call without an answer (unlimited attempts: the
-// account is debited, the devolução must be made or reversed).
-func (s RefundSettings) pspPolicy() *temporal.RetryPolicy {
-	return &temporal.RetryPolicy{
-		InitialInterval:        s.PSPRetryInitial,
-		BackoffCoefficient:     2,
-		MaximumInterval:        s.PSPRetryMax,
-		NonRetryableErrorTypes: append(pix.NonRetryableTypes(), activities.ErrTypePSPRefundUnknown, activities.ErrTypeReversalUnconfirmed),
-	}
-}
-
 var refunds *activities.Refunds // names the activities; never called here
 
 // RefundPix is the saga of a refund (devolução), after the debit committed
@@ -117,7 +101,8 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 	s := in.Settings
 	ref := activities.RefundRef{RefundID: in.RefundID}
 	log := workflow.GetLogger(ctx)
-	pspCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: s.PSPCallTimeout, RetryPolicy: s.pspPolicy()})
+	pspPolicy := s.retryPolicy(activities.ErrTypePSPRefundUnknown, activities.ErrTypeReversalUnconfirmed)
+	pspCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: s.PSPCallTimeout, RetryPolicy: pspPolicy})
 	dbCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: databasePolicy})
 	version := listingVersion(ctx)
 
@@ -152,7 +137,7 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 	notices := workflow.GetSignalChannel(ctx, RefundNoticeSignal)
 	deadline := workflow.Now(ctx).Add(s.OutcomeTimeout)
 	delay := s.PollInitial
-	checkPolicy := *s.pspPolicy()
+	checkPolicy := *pspPolicy
 	checkPolicy.MaximumAttempts = checkAttempts
 	checkCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: s.PSPCallTimeout, RetryPolicy: &checkPolicy})
 	for !psp.RefundStatus(st.Status).Final() && !st.AlreadyFinal {

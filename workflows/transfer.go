@@ -31,14 +31,9 @@ func TransferWorkflowID(transferID string) string { return "pix-transfer:" + tra
 // TransferSettings shape the saga's timeouts and retries. They travel in
 // the workflow input so that each run's policy is in its history.
 type TransferSettings struct {
-	// PSPCallTimeout bounds one call to the PSP (StartToClose); a call that
-	// takes longer is retried.
-	PSPCallTimeout time.Duration
-	// PSPRetryInitial and PSPRetryMax pace the retries of transient PSP
-	// errors (unlimited attempts: the transfer is debited, it must go out
-	// or come back).
-	PSPRetryInitial time.Duration
-	PSPRetryMax     time.Duration
+	// PSPCalls pace the submission (unlimited attempts: the transfer is
+	// debited, it must go out or come back).
+	PSPCalls
 	// SettlementPollInitial and SettlementPollMax pace the polling of a
 	// pending transfer; SettlementTimeout bounds the wait, after which the
 	// run fails visibly and the dispatcher's recheck starts another.
@@ -50,12 +45,36 @@ type TransferSettings struct {
 // DefaultTransferSettings are the defaults of the configuration.
 func DefaultTransferSettings() TransferSettings {
 	return TransferSettings{
-		PSPCallTimeout:        15 * time.Second,
-		PSPRetryInitial:       time.Second,
-		PSPRetryMax:           30 * time.Second,
+		PSPCalls:              defaultPSPCalls,
 		SettlementPollInitial: 200 * time.Millisecond,
 		SettlementPollMax:     10 * time.Second,
 		SettlementTimeout:     24 * time.Hour,
+	}
+}
+
+// PSPCalls pace a saga's calls to the PSP. Embedded in a saga's settings,
+// its fields are the settings' own (in Go and in the JSON of a workflow's
+// input).
+type PSPCalls struct {
+	// PSPCallTimeout bounds one call to the PSP (StartToClose); a call that
+	// takes longer is retried.
+	PSPCallTimeout time.Duration
+	// PSPRetryInitial and PSPRetryMax pace the retries of transient PSP
+	// errors, doubling.
+	PSPRetryInitial time.Duration
+	PSPRetryMax     time.Duration
+}
+
+var defaultPSPCalls = PSPCalls{PSPCallTimeout: 15 * time.Second, PSPRetryInitial: time.Second, PSPRetryMax: 30 * time.Second}
+
+// retryPolicy retries a PSP call without limit, but never a final business
+// kind (pix.NonRetryableTypes) nor an error of the types more.
+func (p PSPCalls) retryPolicy(more ...string) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        p.PSPRetryInitial,
+		BackoffCoefficient:     2,
+		MaximumInterval:        p.PSPRetryMax,
+		NonRetryableErrorTypes: append(pix.NonRetryableTypes(), more...),
 	}
 }
 
@@ -81,17 +100,6 @@ var databasePolicy = &temporal.RetryPolicy{
 	BackoffCoefficient:     2,
 	MaximumInterval:        time.Minute,
 	NonRetryableErrorTypes: append(pix.NonRetryableTypes(), activities.ErrTypeRefundUnconfirmed),
-}
-
-// submitPolicy retries the submission to the PSP (unlimited attempts: the
-// transfer is debited, it must go out or come back).
-func (s TransferSettings) submitPolicy() *temporal.RetryPolicy {
-	return &temporal.RetryPolicy{
-		InitialInterval:        s.PSPRetryInitial,
-		BackoffCoefficient:     2,
-		MaximumInterval:        s.PSPRetryMax,
-		NonRetryableErrorTypes: pix.NonRetryableTypes(),
-	}
 }
 
 // pollPolicy paces the polling of a pending transfer; a PSP that knows no
@@ -121,7 +129,7 @@ func TransferPix(ctx workflow.Context, in TransferInput) (TransferOutput, error)
 
 	submitCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: s.PSPCallTimeout,
-		RetryPolicy:         s.submitPolicy(),
+		RetryPolicy:         s.retryPolicy(),
 	})
 	var res activities.PSPResult
 	if err := workflow.ExecuteActivity(submitCtx, a.SubmitTransfer, ref).Get(ctx, &res); err != nil {
