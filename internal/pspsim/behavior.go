@@ -1,13 +1,8 @@
 package pspsim
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 )
 
@@ -51,16 +46,14 @@ const (
 	ModeUnauthorized Mode = "unauthorized"
 )
 
-// modes lists the modes in the order the errors name them.
-var modes = []Mode{ModeAccept, ModeReject, ModeRejectLater, ModeFail, ModeTimeout, ModeLoseResponse, ModeDuplicateConflict, ModeUnauthorized}
-
-// countsTimes reports whether Times applies to the mode.
-func (m Mode) countsTimes() bool {
-	switch m {
-	case ModeFail, ModeTimeout, ModeLoseResponse, ModeDuplicateConflict, ModeUnauthorized:
-		return true
-	}
-	return false
+// transferRules are what the modes of a Behavior make of its common fields.
+var transferRules = modeRules[Mode]{
+	modes:      []Mode{ModeAccept, ModeReject, ModeRejectLater, ModeFail, ModeTimeout, ModeLoseResponse, ModeDuplicateConflict, ModeUnauthorized},
+	counted:    []Mode{ModeFail, ModeTimeout, ModeLoseResponse, ModeDuplicateConflict, ModeUnauthorized},
+	instant:    []Mode{ModeReject},
+	instantWhy: " (it rejects at once)",
+	delayed:    []Mode{ModeTimeout},
+	reasoned:   []Mode{ModeReject, ModeRejectLater},
 }
 
 // Defaults of a Behavior's zero fields.
@@ -112,105 +105,54 @@ type behaviorJSON struct {
 	StatusQueries bool   `json:"status_queries,omitempty"`
 }
 
+func (b Behavior) wire() behaviorJSON {
+	return behaviorJSON{Mode: b.Mode, Times: b.Times, SettleAfter: durationJSON(b.SettleAfter), Delay: durationJSON(b.Delay),
+		Reason: b.Reason, StatusCode: b.StatusCode, StatusQueries: b.StatusQueries}
+}
+
+func (j behaviorJSON) behavior() (Behavior, error) {
+	settleAfter, delay, err := parseDurations(j.SettleAfter, j.Delay)
+	return Behavior{Mode: j.Mode, Times: j.Times, SettleAfter: settleAfter, Delay: delay,
+		Reason: j.Reason, StatusCode: j.StatusCode, StatusQueries: j.StatusQueries}, err
+}
+
+// common is b's fields that every kind of behaviour has.
+func (b Behavior) common() common[Mode] {
+	return common[Mode]{mode: b.Mode, times: b.Times, settleAfter: b.SettleAfter, delay: b.Delay, reason: b.Reason}
+}
+
 // MarshalJSON encodes b as in the body of PUT /behaviors/{pix_key}.
 func (b Behavior) MarshalJSON() ([]byte, error) {
 	return json.Marshal(b.wire())
 }
 
-func (b Behavior) wire() behaviorJSON {
-	j := behaviorJSON{Mode: b.Mode, Times: b.Times, Reason: b.Reason, StatusCode: b.StatusCode, StatusQueries: b.StatusQueries}
-	if b.SettleAfter != 0 {
-		j.SettleAfter = b.SettleAfter.String()
-	}
-	if b.Delay != 0 {
-		j.Delay = b.Delay.String()
-	}
-	return j
-}
-
-// UnmarshalJSON decodes the body of PUT /behaviors/{pix_key}. It refuses
-// unknown fields: a misspelt "time" must not silently mean "every time".
+// UnmarshalJSON decodes the body of PUT /behaviors/{pix_key}, refusing
+// unknown fields.
 func (b *Behavior) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var j behaviorJSON
-	if err := dec.Decode(&j); err != nil {
-		return err
-	}
-	nb := Behavior{Mode: j.Mode, Times: j.Times, Reason: j.Reason, StatusCode: j.StatusCode, StatusQueries: j.StatusQueries}
-	var err error
-	if j.SettleAfter != "" {
-		if nb.SettleAfter, err = time.ParseDuration(j.SettleAfter); err != nil {
-			return fmt.Errorf("settle_after: %w", err)
-		}
-	}
-	if j.Delay != "" {
-		if nb.Delay, err = time.ParseDuration(j.Delay); err != nil {
-			return fmt.Errorf("delay: %w", err)
-		}
-	}
-	*b = nb
-	return nil
+	return unmarshalBehavior[behaviorJSON](data, b)
 }
 
 // Validate reports what is wrong with b. A field that the mode does not use
 // is an error rather than ignored, so that a request like
 // {"mode":"accept","delay":"5s"} is not mistaken for a slow PSP.
 func (b Behavior) Validate() error {
-	var errs []string
-	switch {
-	case b.Mode == "":
-		errs = append(errs, "mode is required")
-	case !slices.Contains(modes, b.Mode):
-		names := make([]string, len(modes))
-		for i, m := range modes {
-			names[i] = string(m)
-		}
-		errs = append(errs, fmt.Sprintf("mode %q is not one of %s", b.Mode, strings.Join(names, ", ")))
+	p := transferRules.check(b.common())
+	if b.StatusCode != 0 && onlyFor(&p, "status_code", b.Mode, ModeUnauthorized) &&
+		b.StatusCode != http.StatusUnauthorized && b.StatusCode != http.StatusForbidden {
+		p.addf("status_code must be 401 or 403, not %d", b.StatusCode)
 	}
-	if b.Times < 0 {
-		errs = append(errs, "times must not be negative")
-	} else if b.Times > 0 && !b.Mode.countsTimes() {
-		errs = append(errs, fmt.Sprintf("times applies to fail, timeout, lose_response, duplicate_conflict and unauthorized, not %s", b.Mode))
+	if b.StatusQueries {
+		onlyFor(&p, "status_queries", b.Mode, ModeUnauthorized)
 	}
-	if b.SettleAfter < 0 {
-		errs = append(errs, "settle_after must not be negative")
-	} else if b.SettleAfter > 0 && b.Mode == ModeReject {
-		errs = append(errs, "settle_after does not apply to reject (it rejects at once)")
-	}
-	if b.Delay < 0 || b.Delay > MaxDelay {
-		errs = append(errs, fmt.Sprintf("delay must be between 0 and %s", MaxDelay))
-	} else if b.Delay > 0 && b.Mode != ModeTimeout {
-		errs = append(errs, fmt.Sprintf("delay applies to timeout, not %s", b.Mode))
-	}
-	if b.Reason != "" && b.Mode != ModeReject && b.Mode != ModeRejectLater {
-		errs = append(errs, fmt.Sprintf("reason applies to reject and reject_later, not %s", b.Mode))
-	}
-	switch {
-	case b.StatusCode != 0 && b.Mode != ModeUnauthorized:
-		errs = append(errs, fmt.Sprintf("status_code applies to unauthorized, not %s", b.Mode))
-	case b.StatusCode != 0 && b.StatusCode != http.StatusUnauthorized && b.StatusCode != http.StatusForbidden:
-		errs = append(errs, fmt.Sprintf("status_code must be 401 or 403, not %d", b.StatusCode))
-	}
-	if b.StatusQueries && b.Mode != ModeUnauthorized {
-		errs = append(errs, fmt.Sprintf("status_queries applies to unauthorized, not %s", b.Mode))
-	}
-	if len(errs) > 0 {
-		// One line, not errors.Join's lines: it becomes a JSON error message.
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
+	return p.err()
 }
 
 // misbehaves reports whether the n-th submission (from 1; for
 // duplicate_conflict the n-th resubmission) to a key with this behaviour
 // misbehaves.
-func (b Behavior) misbehaves(n int) bool {
-	if !b.Mode.countsTimes() {
-		return false
-	}
-	return b.Times == 0 || n <= b.Times
-}
+func (b Behavior) misbehaves(n int) bool { return transferRules.misbehaves(b.common(), n) }
+
+func (b Behavior) modeName() string { return string(b.Mode) }
 
 // refusal is the status and error code an unauthorized behaviour answers.
 func (b Behavior) refusal() (int, string) {

@@ -57,15 +57,11 @@ func (s *Simulator) Handler() http.Handler {
 	mux.HandleFunc("POST /transfers", s.handleSubmit)
 	mux.HandleFunc("GET /transfers/{end_to_end_id}", s.handleGetTransfer)
 	mux.HandleFunc("GET /transfers", s.handleListTransfers)
-	mux.HandleFunc("PUT /behaviors/{pix_key}", s.handlePutBehavior)
-	mux.HandleFunc("DELETE /behaviors/{pix_key}", s.handleDeleteBehavior)
-	mux.HandleFunc("GET /behaviors", s.handleListBehaviors)
+	s.behaviorRoutes().register(mux)
 	mux.HandleFunc("PUT /pix/{e2eid}/devolucao/{id}", s.handlePutRefund)
 	mux.HandleFunc("GET /pix/{e2eid}/devolucao/{id}", s.handleGetRefund)
 	mux.HandleFunc("GET /pix/{e2eid}/devolucao", s.handleListRefunds)
-	mux.HandleFunc("PUT /refund-behaviors/{e2eid}", s.handlePutRefundBehavior)
-	mux.HandleFunc("DELETE /refund-behaviors/{e2eid}", s.handleDeleteRefundBehavior)
-	mux.HandleFunc("GET /refund-behaviors", s.handleListRefundBehaviors)
+	s.refundBehaviorRoutes().register(mux)
 	mux.HandleFunc("POST /sim/pix", s.handlePostPix)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -80,9 +76,7 @@ func (s *Simulator) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	note(r, slog.String("end_to_end_id", in.EndToEndID), slog.String("pix_key", in.PixKey))
-	if msg := validate(in); msg != "" {
-		note(r, slog.String("outcome", "invalid"))
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, msg)
+	if refuseInvalid(w, r, validate(in)) {
 		return
 	}
 	sub := s.submit(in)
@@ -104,27 +98,10 @@ func (s *Simulator) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sub.lose {
-		// The transfer exists (or existed); the answer never leaves. The
-		// abort closes the connection without a status line, as a
-		// connection cut after the PSP processed the request.
-		note(r, slog.Bool("answer_lost", true))
-		panic(http.ErrAbortHandler)
+		// The transfer exists (or existed); the answer never leaves.
+		loseAnswer(r)
 	}
-	if sub.hang > 0 {
-		note(r, slog.String("hang", sub.hang.String()))
-		t := time.NewTimer(sub.hang)
-		defer t.Stop()
-		select {
-		case <-r.Context().Done():
-			// The client gave up, or the server is shutting down: as with
-			// a real lost answer, the transfer exists all the same. Abort
-			// rather than return, which would send an empty 200 that a
-			// client still listening would take for an answer.
-			note(r, slog.Bool("answer_lost", true))
-			panic(http.ErrAbortHandler)
-		case <-t.C:
-		}
-	}
+	holdAnswer(r, "hang", sub.hang)
 	res, _ := s.result(in.EndToEndID) // transfers are never deleted
 	code := http.StatusOK
 	switch {
@@ -158,27 +135,104 @@ func (s *Simulator) handleListTransfers(w http.ResponseWriter, _ *http.Request) 
 	writeJSON(w, http.StatusOK, map[string]any{"transfers": s.Transfers()})
 }
 
-func (s *Simulator) handlePutBehavior(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("pix_key")
-	note(r, slog.String("pix_key", key))
-	var b Behavior
+// refuseInvalid answers 400 invalid_request with msg, what is wrong with the
+// request, and reports whether it did: not when msg is "".
+func refuseInvalid(w http.ResponseWriter, r *http.Request, msg string) bool {
+	if msg == "" {
+		return false
+	}
+	note(r, slog.String("outcome", "invalid"))
+	writeError(w, http.StatusBadRequest, CodeInvalidRequest, msg)
+	return true
+}
+
+// loseAnswer cuts the connection without a status line, as a connection
+// cut after the PSP processed the request: what it made exists, and its
+// answer never leaves.
+func loseAnswer(r *http.Request) {
+	note(r, slog.Bool("answer_lost", true))
+	panic(http.ErrAbortHandler)
+}
+
+// holdAnswer waits d, noted as name, before the handler answers. If the
+// request ends first (the client gave up, or the server is shutting down),
+// the answer is lost as with a real PSP, and what the request made exists
+// all the same: it aborts rather than return, which would send an empty
+// 200 that a client still listening would take for an answer.
+func holdAnswer(r *http.Request, name string, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	note(r, slog.String(name, d.String()))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.Context().Done():
+		loseAnswer(r)
+	case <-t.C:
+	}
+}
+
+// behaviorRoutes are the routes of one kind of behaviour, B, set per key:
+//
+//	PUT    {path}/{key}  set one, 204
+//	DELETE {path}/{key}  back to the fallback, 204
+//	GET    {path}        list them, {list:[L...]} by key
+type behaviorRoutes[B behavior, L any] struct {
+	reg  *registry[B]
+	path string
+	// param is the key's path wildcard, and logKey its name in the
+	// request log.
+	param, logKey string
+	// list is the name of GET's list, and listing makes its entries.
+	list    string
+	listing func(key string, e entry[B]) L
+}
+
+func (rt behaviorRoutes[B, L]) register(mux *http.ServeMux) {
+	keyed := rt.path + "/{" + rt.param + "}"
+	mux.HandleFunc("PUT "+keyed, rt.put)
+	mux.HandleFunc("DELETE "+keyed, rt.delete)
+	mux.HandleFunc("GET "+rt.path, rt.get)
+}
+
+// key is the request's key, noted for the log.
+func (rt behaviorRoutes[B, L]) key(r *http.Request) string {
+	key := r.PathValue(rt.param)
+	note(r, slog.String(rt.logKey, key))
+	return key
+}
+
+func (rt behaviorRoutes[B, L]) put(w http.ResponseWriter, r *http.Request) {
+	key := rt.key(r)
+	var b B
 	if err := decodeBody(w, r, &b); err != nil {
 		writeDecodeError(w, err)
 		return
 	}
-	if err := s.SetBehavior(key, b); err != nil {
+	if err := rt.reg.set(key, b); err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
 		return
 	}
-	note(r, slog.String("mode", string(b.Mode)))
+	note(r, slog.String("mode", b.modeName()))
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *Simulator) handleDeleteBehavior(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("pix_key")
-	note(r, slog.String("pix_key", key))
-	s.DeleteBehavior(key)
+func (rt behaviorRoutes[B, L]) delete(w http.ResponseWriter, r *http.Request) {
+	rt.reg.remove(rt.key(r))
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (rt behaviorRoutes[B, L]) get(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{rt.list: entries(rt.reg, rt.listing)})
+}
+
+// behaviorRoutes are the routes of the Pix keys' behaviours.
+func (s *Simulator) behaviorRoutes() behaviorRoutes[Behavior, behaviorListing] {
+	return behaviorRoutes[Behavior, behaviorListing]{reg: &s.behaviors, path: "/behaviors", param: "pix_key", logKey: "pix_key",
+		list: "behaviors", listing: func(pixKey string, e entry[Behavior]) behaviorListing {
+			return behaviorListing{PixKey: pixKey, behaviorJSON: e.behavior.wire(), Submissions: e.requests, Resubmissions: e.resubmissions}
+		}}
 }
 
 // behaviorListing is one entry of GET /behaviors.
@@ -187,15 +241,6 @@ type behaviorListing struct {
 	behaviorJSON
 	Submissions   int `json:"submissions"`
 	Resubmissions int `json:"resubmissions,omitempty"`
-}
-
-func (s *Simulator) handleListBehaviors(w http.ResponseWriter, _ *http.Request) {
-	list := s.Behaviors()
-	out := make([]behaviorListing, 0, len(list))
-	for _, b := range list {
-		out = append(out, behaviorListing{PixKey: b.PixKey, behaviorJSON: b.Behavior.wire(), Submissions: b.Submissions, Resubmissions: b.Resubmissions})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"behaviors": out})
 }
 
 // errBodyTooLarge and errTrailingData are decodeBody's refusals that are not

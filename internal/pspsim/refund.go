@@ -1,11 +1,11 @@
 package pspsim
 
 import (
+	"cmp"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"regexp"
-	"sort"
 	"time"
 	"unicode/utf8"
 
@@ -85,47 +85,32 @@ type RefundBehaviorView struct {
 	Requests int
 }
 
-// pixRefundBehavior is a PIX's refund behaviour and the PUTs since it was
-// set, which Times counts against.
-type pixRefundBehavior struct {
-	RefundBehavior
-	requests int
-}
-
 // SetRefundBehavior makes the devoluções of the PIX endToEndID behave as b
 // from now on, restarting the count of its PUTs. Devoluções that exist keep
 // the outcome they were made with.
 func (s *Simulator) SetRefundBehavior(endToEndID string, b RefundBehavior) error {
+	return s.refundBehaviors.set(endToEndID, b)
+}
+
+// checkEndToEndID refuses a malformed end_to_end_id.
+func checkEndToEndID(endToEndID string) error {
 	if !endToEndIDPattern.MatchString(endToEndID) {
 		return errors.New("end_to_end_id must be 32 characters: E followed by 31 letters or digits")
 	}
-	if err := b.Validate(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.refundBehaviors[endToEndID] = &pixRefundBehavior{RefundBehavior: b}
 	return nil
 }
 
 // DeleteRefundBehavior makes the devoluções of the PIX return again.
 func (s *Simulator) DeleteRefundBehavior(endToEndID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.refundBehaviors, endToEndID)
+	s.refundBehaviors.remove(endToEndID)
 }
 
 // RefundBehaviors lists the PIX that have a refund behaviour, by
 // end_to_end_id.
 func (s *Simulator) RefundBehaviors() []RefundBehaviorView {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]RefundBehaviorView, 0, len(s.refundBehaviors))
-	for e2e, b := range s.refundBehaviors {
-		out = append(out, RefundBehaviorView{EndToEndID: e2e, Behavior: b.RefundBehavior, Requests: b.requests})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].EndToEndID < out[j].EndToEndID })
-	return out
+	return entries(&s.refundBehaviors, func(endToEndID string, e entry[RefundBehavior]) RefundBehaviorView {
+		return RefundBehaviorView{EndToEndID: endToEndID, Behavior: e.behavior, Requests: e.requests}
+	})
 }
 
 // Refund returns the PSP's view of one devolução, as of now.
@@ -269,13 +254,7 @@ func (s *Simulator) requestRefund(in refundIn) refundDecision {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.refundReceived[refundKey{in.endToEndID, in.id}]++
-	b := RefundBehavior{Mode: RefundModeReturn}
-	misbehave := false
-	if pb, ok := s.refundBehaviors[in.endToEndID]; ok {
-		pb.requests++
-		b = pb.RefundBehavior
-		misbehave = b.misbehaves(pb.requests)
-	}
+	b, misbehave, _ := s.refundBehaviors.request(in.endToEndID)
 	dec := refundDecision{mode: b.Mode}
 	switch {
 	case b.Mode == RefundModeFail && misbehave:
@@ -314,14 +293,7 @@ func (s *Simulator) requestRefund(in refundIn) refundDecision {
 // newRefund makes in's devolução under behaviour b. The caller holds s.mu.
 func (s *Simulator) newRefund(in refundIn, b RefundBehavior) *devolucao {
 	now := s.now()
-	settle := b.SettleAfter
-	if settle == 0 {
-		settle = s.settleAfter
-	}
-	reason := b.Reason
-	if reason == "" {
-		reason = DefaultRefundReason
-	}
+	reason := cmp.Or(b.Reason, DefaultRefundReason)
 	d := &devolucao{
 		endToEndID:  in.endToEndID,
 		id:          in.id,
@@ -330,7 +302,7 @@ func (s *Simulator) newRefund(in refundIn, b RefundBehavior) *devolucao {
 		nature:      in.nature,
 		description: in.description,
 		requestedAt: now,
-		resolveAt:   now.Add(settle),
+		resolveAt:   now.Add(cmp.Or(b.SettleAfter, s.settleAfter)),
 		final:       psp.RefundReturned,
 	}
 	if b.LimitCents > 0 {

@@ -1,12 +1,7 @@
 package pspsim
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/pixbank/pix/internal/psp"
@@ -46,13 +41,14 @@ const (
 	RefundModeRefuse RefundMode = "refuse"
 )
 
-// refundModes lists the modes in the order the errors name them.
-var refundModes = []RefundMode{RefundModeReturn, RefundModeNotDone, RefundModeReject, RefundModeFail,
-	RefundModeLoseResponse, RefundModeUnauthorized, RefundModeStayProcessing, RefundModeRefuse}
-
-// countsTimes reports whether Times applies to the mode.
-func (m RefundMode) countsTimes() bool {
-	return m == RefundModeFail || m == RefundModeLoseResponse || m == RefundModeUnauthorized
+// refundRules are what the modes of a RefundBehavior make of its common
+// fields.
+var refundRules = modeRules[RefundMode]{
+	modes: []RefundMode{RefundModeReturn, RefundModeNotDone, RefundModeReject, RefundModeFail,
+		RefundModeLoseResponse, RefundModeUnauthorized, RefundModeStayProcessing, RefundModeRefuse},
+	counted:  []RefundMode{RefundModeFail, RefundModeLoseResponse, RefundModeUnauthorized},
+	instant:  []RefundMode{RefundModeReject, RefundModeStayProcessing},
+	reasoned: []RefundMode{RefundModeNotDone, RefundModeReject},
 }
 
 // DefaultRefundReason is the motivo of not_done and reject when their
@@ -104,90 +100,45 @@ type refundBehaviorJSON struct {
 	LimitCents  int64      `json:"limit_cents,omitempty"`
 }
 
+func (b RefundBehavior) wire() refundBehaviorJSON {
+	return refundBehaviorJSON{Mode: b.Mode, Times: b.Times, SettleAfter: durationJSON(b.SettleAfter), Delay: durationJSON(b.Delay),
+		Reason: b.Reason, LimitCents: b.LimitCents}
+}
+
+func (j refundBehaviorJSON) behavior() (RefundBehavior, error) {
+	settleAfter, delay, err := parseDurations(j.SettleAfter, j.Delay)
+	return RefundBehavior{Mode: j.Mode, Times: j.Times, SettleAfter: settleAfter, Delay: delay,
+		Reason: j.Reason, LimitCents: j.LimitCents}, err
+}
+
+// common is b's fields that every kind of behaviour has.
+func (b RefundBehavior) common() common[RefundMode] {
+	return common[RefundMode]{mode: b.Mode, times: b.Times, settleAfter: b.SettleAfter, delay: b.Delay, reason: b.Reason}
+}
+
 // MarshalJSON encodes b as in the body of PUT /refund-behaviors/{e2eid}.
 func (b RefundBehavior) MarshalJSON() ([]byte, error) {
 	return json.Marshal(b.wire())
 }
 
-func (b RefundBehavior) wire() refundBehaviorJSON {
-	j := refundBehaviorJSON{Mode: b.Mode, Times: b.Times, Reason: b.Reason, LimitCents: b.LimitCents}
-	if b.SettleAfter != 0 {
-		j.SettleAfter = b.SettleAfter.String()
-	}
-	if b.Delay != 0 {
-		j.Delay = b.Delay.String()
-	}
-	return j
-}
-
 // UnmarshalJSON decodes the body of PUT /refund-behaviors/{e2eid},
-// refusing unknown fields: a misspelt "time" must not silently mean "every
-// time".
+// refusing unknown fields.
 func (b *RefundBehavior) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var j refundBehaviorJSON
-	if err := dec.Decode(&j); err != nil {
-		return err
-	}
-	nb := RefundBehavior{Mode: j.Mode, Times: j.Times, Reason: j.Reason, LimitCents: j.LimitCents}
-	var err error
-	if j.SettleAfter != "" {
-		if nb.SettleAfter, err = time.ParseDuration(j.SettleAfter); err != nil {
-			return fmt.Errorf("settle_after: %w", err)
-		}
-	}
-	if j.Delay != "" {
-		if nb.Delay, err = time.ParseDuration(j.Delay); err != nil {
-			return fmt.Errorf("delay: %w", err)
-		}
-	}
-	*b = nb
-	return nil
+	return unmarshalBehavior[refundBehaviorJSON](data, b)
 }
 
 // Validate reports what is wrong with b. A field that the mode does not use
 // is an error rather than ignored.
 func (b RefundBehavior) Validate() error {
-	var errs []string
-	switch {
-	case b.Mode == "":
-		errs = append(errs, "mode is required")
-	case !slices.Contains(refundModes, b.Mode):
-		names := make([]string, len(refundModes))
-		for i, m := range refundModes {
-			names[i] = string(m)
-		}
-		errs = append(errs, fmt.Sprintf("mode %q is not one of %s", b.Mode, strings.Join(names, ", ")))
-	}
-	if b.Times < 0 {
-		errs = append(errs, "times must not be negative")
-	} else if b.Times > 0 && !b.Mode.countsTimes() {
-		errs = append(errs, fmt.Sprintf("times applies to fail, lose_response and unauthorized, not %s", b.Mode))
-	}
-	if b.SettleAfter < 0 {
-		errs = append(errs, "settle_after must not be negative")
-	} else if b.SettleAfter > 0 && (b.Mode == RefundModeReject || b.Mode == RefundModeStayProcessing) {
-		errs = append(errs, fmt.Sprintf("settle_after does not apply to %s", b.Mode))
-	}
-	if b.Delay < 0 || b.Delay > MaxDelay {
-		errs = append(errs, fmt.Sprintf("delay must be between 0 and %s", MaxDelay))
-	}
-	if b.Reason != "" && b.Mode != RefundModeNotDone && b.Mode != RefundModeReject {
-		errs = append(errs, fmt.Sprintf("reason applies to not_done and reject, not %s", b.Mode))
-	}
+	p := refundRules.check(b.common())
 	if b.LimitCents < 0 || b.LimitCents > psp.MaxValorCents {
-		errs = append(errs, fmt.Sprintf("limit_cents must be between 0 (no limit) and %d", psp.MaxValorCents))
+		p.addf("limit_cents must be between 0 (no limit) and %d", psp.MaxValorCents)
 	}
-	if len(errs) > 0 {
-		// One line, not errors.Join's lines: it becomes a JSON error message.
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
+	return p.err()
 }
 
 // misbehaves reports whether the n-th PUT (from 1) under this behaviour
 // misbehaves.
-func (b RefundBehavior) misbehaves(n int) bool {
-	return b.Mode.countsTimes() && (b.Times == 0 || n <= b.Times)
-}
+func (b RefundBehavior) misbehaves(n int) bool { return refundRules.misbehaves(b.common(), n) }
+
+func (b RefundBehavior) modeName() string { return string(b.Mode) }

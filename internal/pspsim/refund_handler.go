@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/pixbank/pix/internal/psp"
 )
@@ -36,9 +35,7 @@ func (s *Simulator) handlePutRefund(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.nature, in.description = body.Natureza, body.Descricao
-	if msg := validateRefund(&in, body.Valor); msg != "" {
-		note(r, slog.String("outcome", "invalid"))
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, msg)
+	if refuseInvalid(w, r, validateRefund(&in, body.Valor)) {
 		return
 	}
 	dec := s.requestRefund(in)
@@ -58,23 +55,10 @@ func (s *Simulator) handlePutRefund(w http.ResponseWriter, r *http.Request) {
 			"devolução "+in.id+" of "+in.endToEndID+" is already a devolução with another valor, natureza or descricao; nothing was changed")
 		return
 	}
-	if dec.delay > 0 {
-		note(r, slog.String("delay", dec.delay.String()))
-		t := time.NewTimer(dec.delay)
-		defer t.Stop()
-		select {
-		case <-r.Context().Done():
-			// The client gave up, or the server is shutting down: the
-			// devolução exists all the same, and its answer is lost.
-			note(r, slog.Bool("answer_lost", true))
-			panic(http.ErrAbortHandler)
-		case <-t.C:
-		}
-	}
+	holdAnswer(r, "delay", dec.delay)
 	if dec.lose {
-		// The devolução exists; the answer never leaves (see handleSubmit).
-		note(r, slog.Bool("answer_lost", true))
-		panic(http.ErrAbortHandler)
+		// The devolução exists; the answer never leaves.
+		loseAnswer(r)
 	}
 	v, _ := s.Refund(in.endToEndID, in.id) // devoluções are never deleted
 	code := http.StatusOK
@@ -128,27 +112,12 @@ func (s *Simulator) handleListRefunds(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"devolucoes": out})
 }
 
-func (s *Simulator) handlePutRefundBehavior(w http.ResponseWriter, r *http.Request) {
-	e2e := r.PathValue("e2eid")
-	note(r, slog.String("end_to_end_id", e2e))
-	var b RefundBehavior
-	if err := decodeBody(w, r, &b); err != nil {
-		writeDecodeError(w, err)
-		return
-	}
-	if err := s.SetRefundBehavior(e2e, b); err != nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
-		return
-	}
-	note(r, slog.String("mode", string(b.Mode)))
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Simulator) handleDeleteRefundBehavior(w http.ResponseWriter, r *http.Request) {
-	e2e := r.PathValue("e2eid")
-	note(r, slog.String("end_to_end_id", e2e))
-	s.DeleteRefundBehavior(e2e)
-	w.WriteHeader(http.StatusNoContent)
+// refundBehaviorRoutes are the routes of the PIX's refund behaviours.
+func (s *Simulator) refundBehaviorRoutes() behaviorRoutes[RefundBehavior, refundBehaviorListing] {
+	return behaviorRoutes[RefundBehavior, refundBehaviorListing]{reg: &s.refundBehaviors, path: "/refund-behaviors", param: "e2eid", logKey: "end_to_end_id",
+		list: "refund_behaviors", listing: func(endToEndID string, e entry[RefundBehavior]) refundBehaviorListing {
+			return refundBehaviorListing{EndToEndID: endToEndID, refundBehaviorJSON: e.behavior.wire(), Requests: e.requests}
+		}}
 }
 
 // refundBehaviorListing is one entry of GET /refund-behaviors.
@@ -156,15 +125,6 @@ type refundBehaviorListing struct {
 	EndToEndID string `json:"end_to_end_id"`
 	refundBehaviorJSON
 	Requests int `json:"requests"`
-}
-
-func (s *Simulator) handleListRefundBehaviors(w http.ResponseWriter, _ *http.Request) {
-	list := s.RefundBehaviors()
-	out := make([]refundBehaviorListing, 0, len(list))
-	for _, b := range list {
-		out = append(out, refundBehaviorListing{EndToEndID: b.EndToEndID, refundBehaviorJSON: b.Behavior.wire(), Requests: b.Requests})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"refund_behaviors": out})
 }
 
 // handlePostPix remembers a PIX received (an API Pix PIX object) and, with
@@ -180,9 +140,7 @@ func (s *Simulator) handlePostPix(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e2e, msg := validatePix(obj)
-	if msg != "" {
-		note(r, slog.String("outcome", "invalid"))
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, msg)
+	if refuseInvalid(w, r, msg) {
 		return
 	}
 	note(r, slog.String("end_to_end_id", e2e))

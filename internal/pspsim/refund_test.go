@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -50,23 +49,10 @@ func (e *env) refund(t *testing.T, n int, refundID string) pspsim.RefundView {
 	return v
 }
 
-// putRefund sends a PUT over raw HTTP on a connection of its own (see post)
-// and returns the status and body, or the transport error when no answer
-// came.
+// putRefund sends a PUT over raw HTTP (see send).
 func putRefund(t *testing.T, url, body string) (int, []byte, error) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, url, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, b, nil
+	return send(t, http.MethodPut, url, body)
 }
 
 func TestRefundReturns(t *testing.T) {
@@ -141,10 +127,7 @@ func TestRefundIsIdempotent(t *testing.T) {
 			other := req
 			change(&other)
 			_, err := e.client.RequestRefund(t.Context(), other)
-			reqErr, ok := errors.AsType[*psp.RequestError](err)
-			require.True(t, ok, "want a RequestError: %v", err)
-			require.Equal(t, http.StatusConflict, reqErr.StatusCode)
-			require.Equal(t, pspsim.CodeRefundIDReused, reqErr.Code)
+			require.Equal(t, pspsim.CodeRefundIDReused, requestError(t, err, http.StatusConflict).Code)
 			require.NotErrorIs(t, err, psp.ErrAlreadySubmitted)
 			require.Equal(t, psp.AnswerRequestRefused, psp.Classify(err))
 		})
@@ -784,12 +767,7 @@ func TestServeStopsTheWebhookLoop(t *testing.T) {
 	start = time.Now()
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.stop() }()
-	select {
-	case err := <-stopped:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve did not return")
-	}
+	requireReturned(t, stopped)
 	require.Less(t, time.Since(start), 2*time.Second)
 	after := calls.Load()
 	time.Sleep(300 * time.Millisecond)

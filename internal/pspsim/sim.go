@@ -1,6 +1,7 @@
 package pspsim
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"regexp"
@@ -47,14 +48,14 @@ type Simulator struct {
 	// received counts the POSTs per end_to_end_id, also those answered
 	// 503 before any transfer existed, so it lives beside transfers.
 	received  map[string]int
-	behaviors map[string]*keyBehavior
+	behaviors registry[Behavior]
 
 	// Devoluções, by the end_to_end_id of the PIX refunded, in the order
 	// they were asked for; refundReceived counts the PUTs per devolução,
 	// also those answered 503 before it existed.
 	refunds         map[string][]*devolucao
 	refundReceived  map[refundKey]int
-	refundBehaviors map[string]*pixRefundBehavior
+	refundBehaviors registry[RefundBehavior]
 	// unnotified are the devoluções with an outcome (due or to come) not
 	// yet handed to the webhook loop; pixes the PIX told to POST /sim/pix.
 	unnotified []*devolucao
@@ -87,15 +88,6 @@ func (t *transfer) result(now time.Time) psp.Result {
 		}
 	}
 	return r
-}
-
-// keyBehavior is a key's behaviour and the submissions to the key since it
-// was set, which Times counts against (for duplicate_conflict, the
-// resubmissions among them).
-type keyBehavior struct {
-	Behavior
-	submissions   int
-	resubmissions int
 }
 
 // TransferView is the PSP's full view of a transfer, the body of
@@ -134,14 +126,14 @@ func New(opts Options) *Simulator {
 		settleAfter: opts.DefaultSettleAfter,
 		transfers:   make(map[string]*transfer),
 		received:    make(map[string]int),
-		behaviors:   make(map[string]*keyBehavior),
 
-		refunds:         make(map[string][]*devolucao),
-		refundReceived:  make(map[refundKey]int),
-		refundBehaviors: make(map[string]*pixRefundBehavior),
-		pixes:           make(map[string]*receivedPix),
-		webhookURL:      opts.WebhookURL,
+		refunds:        make(map[string][]*devolucao),
+		refundReceived: make(map[refundKey]int),
+		pixes:          make(map[string]*receivedPix),
+		webhookURL:     opts.WebhookURL,
 	}
+	s.behaviors = newRegistry(&s.mu, Behavior{Mode: ModeAccept}, checkPixKey)
+	s.refundBehaviors = newRegistry(&s.mu, RefundBehavior{Mode: RefundModeReturn}, checkEndToEndID)
 	if s.webhookURL != "" {
 		s.webhookErr = checkWebhookURL(s.webhookURL)
 	}
@@ -166,35 +158,27 @@ func New(opts Options) *Simulator {
 // its submissions. Transfers that exist keep the outcome they were created
 // with.
 func (s *Simulator) SetBehavior(pixKey string, b Behavior) error {
+	return s.behaviors.set(pixKey, b)
+}
+
+// checkPixKey refuses an empty Pix key.
+func checkPixKey(pixKey string) error {
 	if pixKey == "" {
 		return errors.New("pix key is empty")
 	}
-	if err := b.Validate(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.behaviors[pixKey] = &keyBehavior{Behavior: b}
 	return nil
 }
 
 // DeleteBehavior makes pixKey accept again.
 func (s *Simulator) DeleteBehavior(pixKey string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.behaviors, pixKey)
+	s.behaviors.remove(pixKey)
 }
 
 // Behaviors lists the keys that have a behaviour, by key.
 func (s *Simulator) Behaviors() []BehaviorView {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]BehaviorView, 0, len(s.behaviors))
-	for k, b := range s.behaviors {
-		out = append(out, BehaviorView{PixKey: k, Behavior: b.Behavior, Submissions: b.submissions, Resubmissions: b.resubmissions})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].PixKey < out[j].PixKey })
-	return out
+	return entries(&s.behaviors, func(pixKey string, e entry[Behavior]) BehaviorView {
+		return BehaviorView{PixKey: pixKey, Behavior: e.behavior, Submissions: e.requests, Resubmissions: e.resubmissions}
+	})
 }
 
 // Transfer returns the PSP's view of a transfer, as of now.
@@ -231,11 +215,11 @@ func (s *Simulator) query(endToEndID string) (v TransferView, ok bool, refused i
 	if !ok {
 		return TransferView{}, false, 0, ""
 	}
-	if kb, has := s.behaviors[t.in.PixKey]; has && kb.Mode == ModeUnauthorized && kb.StatusQueries &&
-		kb.misbehaves(kb.submissions+1) {
+	if e, has := s.behaviors.byKey[t.in.PixKey]; has && e.behavior.Mode == ModeUnauthorized && e.behavior.StatusQueries &&
+		e.behavior.misbehaves(e.requests+1) {
 		// The key's next submission would be refused: its credentials
 		// are still bad, for queries as well.
-		refused, code = kb.refusal()
+		refused, code = e.behavior.refusal()
 		return TransferView{}, true, refused, code
 	}
 	return s.view(t), true, 0, ""
@@ -336,15 +320,9 @@ func (s *Simulator) submit(in psp.Transfer) submission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.received[in.EndToEndID]++
-	b := Behavior{Mode: ModeAccept}
-	misbehave := false
-	kb, hasBehavior := s.behaviors[in.PixKey]
-	if hasBehavior {
-		kb.submissions++
-		b = kb.Behavior
-		// duplicate_conflict counts resubmissions, below.
-		misbehave = b.Mode != ModeDuplicateConflict && b.misbehaves(kb.submissions)
-	}
+	b, misbehave, kb := s.behaviors.request(in.PixKey)
+	// duplicate_conflict counts resubmissions, below.
+	misbehave = misbehave && b.Mode != ModeDuplicateConflict
 	sub := submission{mode: b.Mode}
 	switch {
 	case b.Mode == ModeFail && misbehave:
@@ -390,15 +368,8 @@ func (s *Simulator) submit(in psp.Transfer) submission {
 // newTransfer creates in's transfer under behaviour b.
 func (s *Simulator) newTransfer(in psp.Transfer, b Behavior) *transfer {
 	now := s.now()
-	settle := b.SettleAfter
-	if settle == 0 {
-		settle = s.settleAfter
-	}
-	reason := b.Reason
-	if reason == "" {
-		reason = DefaultReason
-	}
-	t := &transfer{in: in, createdAt: now, resolveAt: now.Add(settle), final: psp.StatusSettled}
+	reason := cmp.Or(b.Reason, DefaultReason)
+	t := &transfer{in: in, createdAt: now, resolveAt: now.Add(cmp.Or(b.SettleAfter, s.settleAfter)), final: psp.StatusSettled}
 	switch b.Mode {
 	case ModeReject:
 		t.resolveAt, t.final, t.reason = now, psp.StatusRejected, reason

@@ -69,18 +69,52 @@ func transfer(n int, pixKey string) psp.Transfer {
 // do sends a raw request and returns the status and body.
 func do(t *testing.T, method, url, body string) (int, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
+	code, b, err := send(t, method, url, body)
+	require.NoError(t, err)
+	return code, b
+}
+
+// send sends a request over raw HTTP, on a connection of its own, and
+// returns the status and body, or the transport error when no answer came.
+func send(t *testing.T, method, url, body string) (int, []byte, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	// A connection per request: the transport must not retry a request
+	// whose answer was cut on a reused connection, nor hide a cut behind
+	// a kept-alive connection.
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
 	}
-	req, err := http.NewRequestWithContext(t.Context(), method, url, rd)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return resp.StatusCode, b
+	return resp.StatusCode, b, nil
+}
+
+// requestError returns err as the *psp.RequestError of an answer status,
+// failing the test when it is not one.
+func requestError(t *testing.T, err error, status int) *psp.RequestError {
+	t.Helper()
+	reqErr, ok := errors.AsType[*psp.RequestError](err)
+	require.True(t, ok, "want a RequestError: %v", err)
+	require.Equal(t, status, reqErr.StatusCode)
+	return reqErr
+}
+
+// requireReturned waits for the error of Serve (or of what stops it) on
+// errc, which must be nil, failing the test when none comes within 5 s.
+func requireReturned(t *testing.T, errc <-chan error) {
+	t.Helper()
+	select {
+	case err := <-errc:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return")
+	}
 }
 
 func (e *env) setBehavior(t *testing.T, pixKey, body string) {
@@ -307,10 +341,7 @@ func TestReusedEndToEndID(t *testing.T) {
 			other := tr
 			change(&other)
 			_, err := e.client.Submit(t.Context(), other)
-			reqErr, ok := errors.AsType[*psp.RequestError](err)
-			require.True(t, ok, "want a RequestError: %v", err)
-			require.Equal(t, http.StatusConflict, reqErr.StatusCode)
-			require.Equal(t, pspsim.CodeEndToEndIDReused, reqErr.Code)
+			require.Equal(t, pspsim.CodeEndToEndIDReused, requestError(t, err, http.StatusConflict).Code)
 			require.NotErrorIs(t, err, psp.ErrTransient)
 		})
 	}
@@ -423,10 +454,7 @@ func TestSubmitValidation(t *testing.T) {
 	tr := transfer(1, "k")
 	tr.AmountCents = 0
 	_, err := e.client.Submit(t.Context(), tr)
-	reqErr, ok := errors.AsType[*psp.RequestError](err)
-	require.True(t, ok, "want a RequestError: %v", err)
-	require.Equal(t, http.StatusBadRequest, reqErr.StatusCode)
-	require.Equal(t, "amount_cents must be positive", reqErr.Message)
+	require.Equal(t, "amount_cents must be positive", requestError(t, err, http.StatusBadRequest).Message)
 }
 
 func TestBehaviorAPI(t *testing.T) {
@@ -594,12 +622,7 @@ func TestServeShutsDownDespiteHangingRequests(t *testing.T) {
 
 	start := time.Now()
 	cancel()
-	select {
-	case err := <-served:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve did not return")
-	}
+	requireReturned(t, served)
 	require.Less(t, time.Since(start), 5*time.Second)
 	require.ErrorIs(t, <-submitted, psp.ErrTransient, "the hanging request got no answer")
 }
@@ -608,27 +631,12 @@ func TestServeShutsDownDespiteHangingRequests(t *testing.T) {
 // psp.HTTPClient: what is under test is what the simulator answers (the
 // status, the error code, no answer at all), whatever a client makes of it.
 
-// post submits tr over raw HTTP, on a connection of its own, and returns
-// the status and body, or the transport error when no answer came.
+// post submits tr over raw HTTP (see send).
 func post(t *testing.T, url string, tr psp.Transfer) (int, []byte, error) {
 	t.Helper()
 	body, err := json.Marshal(tr)
 	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/transfers", bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	// A connection per request: the transport must not retry a request
-	// whose answer was cut on a reused connection, nor hide a cut behind
-	// a kept-alive connection.
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, b, nil
+	return send(t, http.MethodPost, url+"/transfers", string(body))
 }
 
 func TestLoseResponseCreatesThenCuts(t *testing.T) {
