@@ -135,7 +135,7 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 			}
 		}
 	case psp.AnswerRequestRefused:
-		if !businessRefusal(err) {
+		if !businessRefusal(err) || !neverAccepted(ctx, r) {
 			return RefundState{}, pspRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
 		}
 		// The PSP refused the devolução itself, or our id is unknown to it
@@ -194,20 +194,27 @@ func (a *Refunds) recordIfAny(ctx context.Context, log *slog.Logger, r pix.Refun
 	}
 }
 
-// businessRefusal reports whether a refused PUT may be the PSP refusing the
-// devolução itself (the BCB's 400 DevolucaoOperacaoInvalida, 404 for a PIX
-// it does not know, 422), as opposed to our credentials (401, 403), our
-// id being another devolução's (409), or a request we did not send.
+// businessRefusal reports whether a refused PUT is the PSP refusing the
+// devolução itself: a 400 or 422 that carries the PSP's own error code
+// (the BCB's DevolucaoOperacaoInvalida), as opposed to our credentials
+// (401, 403), our id being another devolução's (409), a 404 (a gateway or
+// a wrong path says it as well as the PSP), an answer without the PSP's
+// error (an HTML page), or a request we did not send.
 func businessRefusal(err error) bool {
 	var refused *psp.RequestError
-	if !errors.As(err, &refused) {
+	if !errors.As(err, &refused) || refused.Code == "" {
 		return false
 	}
-	switch refused.StatusCode {
-	case http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity:
-		return true
-	}
-	return false
+	return refused.StatusCode == http.StatusBadRequest || refused.StatusCode == http.StatusUnprocessableEntity
+}
+
+// neverAccepted reports whether nothing says the PSP ever took r: our row
+// is still debited with no rtr_id (no answer of the PSP was ever recorded),
+// and this is the activity's first attempt (an earlier one may have reached
+// the PSP and lost its answer). Only then may a refusal lead, after a
+// second look, to a reversal; otherwise it needs a human.
+func neverAccepted(ctx context.Context, r pix.Refund) bool {
+	return r.Status == pix.RefundDebited && r.RtrID == nil && activity.GetInfo(ctx).Attempt == 1
 }
 
 // refusalReason is what the PSP said when it refused, bounded.
@@ -292,6 +299,12 @@ func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
 		return nil // a retry whose first try committed
 	}
 	var res psp.RefundResult
+	if in.PSPRefused && (r.Status != pix.RefundDebited || r.RtrID != nil) {
+		// The PSP took it since (or a record of ours says so): the
+		// refusal no longer stands; the next run follows the PSP.
+		return temporal.NewNonRetryableApplicationError("not reversed: the psp accepted the devolução after refusing it",
+			ErrTypeReversalUnconfirmed, nil)
+	}
 	if in.PSPRefused {
 		var found bool
 		if res, found, err = a.recordIfAny(ctx, log, r); err != nil {

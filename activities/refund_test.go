@@ -328,3 +328,34 @@ func TestReverseRefundRefusedByThePSP(t *testing.T) {
 		require.Zero(t, store.reversed)
 	})
 }
+
+// A refusal is never taken for the PSP's own unless nothing says it ever
+// took the devolução (found by an attack review: two bare 404s a minute
+// apart reversed a refund the PSP had accepted).
+func TestRefusalAfterAnAcceptanceNeedsAHuman(t *testing.T) {
+	invalid := &psp.RequestError{StatusCode: 400, Code: "DevolucaoOperacaoInvalida"}
+	notFound := fmt.Errorf("psp: %w", psp.ErrNotFound)
+	for name, c := range map[string]struct {
+		status string
+		rtrID  bool
+		err    error
+	}{
+		"requested already":            {pix.RefundRequested, true, invalid},
+		"an rtr_id recorded":            {pix.RefundDebited, true, invalid},
+		"a bare 404":                    {pix.RefundDebited, false, &psp.RequestError{StatusCode: 404, Message: "<html>not found</html>"}},
+		"a 400 without the PSP's error": {pix.RefundDebited, false, &psp.RequestError{StatusCode: 400, Message: "<html>bad request</html>"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fake := &scriptedRefundPSP{puts: []refundAnswer{{err: c.err}}, gets: []refundAnswer{{err: notFound}}}
+			store, env := refundUnit(t, c.status, fake)
+			if c.rtrID {
+				rtr := "D12345678202611291200abcdef12345"
+				store.r.RtrID = &rtr
+			}
+			_, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+			require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
+			require.Zero(t, fake.count("get"), "no second look leads anywhere: a human must")
+			require.Empty(t, store.calls)
+		})
+	}
+}

@@ -235,10 +235,8 @@ func (s *Store) NoteRefundOutcomes(ctx context.Context, notices []RefundNotice) 
 		return cmp.Or(strings.Compare(a.id, b.id), strings.Compare(a.e2e, b.e2e))
 	})
 	ids, e2es, statuses := make([]string, len(refs)), make([]string, len(refs)), make([]string, len(refs))
-	byID := map[string]RefundNotice{}
 	for i, r := range refs {
 		ids[i], e2es[i], statuses[i] = r.id, r.e2e, last[r]
-		byID[r.id] = RefundNotice{ID: r.id, EndToEndID: r.e2e, Status: last[r]}
 	}
 	var out NotedRefunds
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -247,13 +245,14 @@ func (s *Store) NoteRefundOutcomes(ctx context.Context, notices []RefundNotice) 
 		if err != nil {
 			return fmt.Errorf("note refund outcomes: %w", err)
 		}
-		type noted struct{ ID, Status string }
+		type noted struct{ ID, EndToEndID, Status string }
 		all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[noted])
 		if err != nil {
 			return fmt.Errorf("note refund outcomes: %w", err)
 		}
 		for _, n := range all {
-			notice := byID[n.ID]
+			// The notice that matched: the row's id and PIX.
+			notice := RefundNotice{ID: n.ID, EndToEndID: n.EndToEndID, Status: last[ref{n.ID, n.EndToEndID}]}
 			switch {
 			case n.Status == pix.RefundDebited || n.Status == pix.RefundRequested:
 				out.Open = append(out.Open, n.ID)

@@ -79,29 +79,47 @@ func (s *Store) RunWaker(ctx context.Context, log *slog.Logger) error {
 	for {
 		select {
 		case <-ctx.Done():
+			s.flushWakes(ctx, log)
 			return nil
 		case <-w.kick:
 		}
 		if wait := time.Until(last.Add(wakeEvery)); wait > 0 {
 			select {
 			case <-ctx.Done():
+				s.flushWakes(ctx, log)
 				return nil
 			case <-time.After(wait):
 			}
 		}
 		last = time.Now()
+		// Taken wakes are sent even if ctx ends meanwhile (bounded): they
+		// are no longer pending for the flush on the way out.
+		notifyCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		for _, channel := range w.take() {
-			if err := s.notify(ctx, channel); err != nil && ctx.Err() == nil {
+			if err := s.notify(notifyCtx, channel); err != nil {
 				outage.Failed(log, "could not wake the waiters; they poll", err)
 				continue
 			}
 			outage.Succeeded(log, "wakes are sent again")
 		}
+		cancel()
 	}
 }
 
 // NotifyDue wakes the dispatchers listening on DueChannel at once.
 func (s *Store) NotifyDue(ctx context.Context) error { return s.notify(ctx, DueChannel) }
+
+// flushWakes sends, on the way out, what is still pending: a wake asked by
+// a commit just before the end is not dropped with the process.
+func (s *Store) flushWakes(ctx context.Context, log *slog.Logger) {
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	for _, channel := range s.waker.take() {
+		if err := s.notify(flushCtx, channel); err != nil {
+			log.Warn("could not wake the waiters on the way out; they poll", "channel", channel, "error", err)
+		}
+	}
+}
 
 // notify sends one notification on channel.
 func (s *Store) notify(ctx context.Context, channel string) error {

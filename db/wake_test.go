@@ -59,3 +59,24 @@ func TestWakerNotifiesListeners(t *testing.T) {
 		t.Fatal("the relays' channel was not notified")
 	}
 }
+
+// A wake asked just before the waker stops is sent on its way out.
+func TestWakerFlushesOnTheWayOut(t *testing.T) {
+	s := dbtest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	woken := make(chan struct{}, 16)
+	go func() { _ = s.Listen(ctx, db.TransferDueChannel, func() { woken <- struct{}{} }) }()
+	time.Sleep(200 * time.Millisecond) // the LISTEN is in place
+
+	openAccount(t, s, "acc-1", 1_000)
+	debit(t, s, "acc-1", 10) // asks to wake; no waker runs yet
+	wakerCtx, stop := context.WithCancel(context.Background())
+	stop() // stopped before it ever ran: only its way out sends
+	require.NoError(t, s.RunWaker(wakerCtx, slog.New(slog.NewJSONHandler(io.Discard, nil))))
+	select {
+	case <-woken:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pending wake was dropped")
+	}
+}

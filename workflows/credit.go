@@ -304,5 +304,6 @@ func CreditSource(q durable.Queue, taskQueue string, retry RetrySettings) durabl
 			}, listingOf(due))
 		},
 		LogAttrs: func(due durable.Due) []any { return CreditLogAttrs(due.Key, due.Attempts) },
+		Redrives: true,
 	}
 }

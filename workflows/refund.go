@@ -118,7 +118,11 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 		// Nothing was made at the PSP. Look again after a quiet period (a
 		// record that shows up late is followed, never reversed on).
 		log.Warn("psp refused the devolução; reversing the debit if it still holds no record", "refund_id", in.RefundID, "reason", st.Reason)
-		if err := workflow.Sleep(ctx, s.RefusalQuietPeriod); err != nil {
+		quiet := s.RefusalQuietPeriod
+		if quiet <= 0 { // an input from before the setting existed
+			quiet = DefaultRefundSettings().RefusalQuietPeriod
+		}
+		if err := workflow.Sleep(ctx, quiet); err != nil {
 			return RefundOutput{}, err
 		}
 		refused := activities.RefundRef{RefundID: in.RefundID, PSPRefused: true, Reason: st.Reason}

@@ -1,14 +1,6 @@
 -- Refunds (devoluções) of received PIX: the customer returns a PIX, whole
--- or in part, within 90 days of when the PSP first told us of it.
-
--- When the PIX was first received (its inbox row's received_at), kept with
--- the credit, which outlives the inbox row: the refund window counts from
--- it, not from the credit, which a failed and re-driven PIX may get days
--- later. NULL for credits recorded before this migration (their credited_at
--- stands in). A column without a default: no table rewrite.
-ALTER TABLE pix_credits ADD COLUMN received_at timestamptz;
-
--- The debit and its pix_refunds row are one transaction (I2), with the Idempotency-Key's answer; a devolução the PSP
+-- or in part, within 90 days. The debit and its pix_refunds row are one
+-- transaction (I2), with the Idempotency-Key's answer; a devolução the PSP
 -- did not make is compensated by a pix_refund_reversals row, whose primary
 -- key reverses a refund at most once.
 CREATE TABLE pix_refunds (
@@ -35,17 +27,10 @@ CREATE TABLE pix_refunds (
     requested_at        timestamptz,
     returned_at         timestamptz,
     reversed_at         timestamptz,
-    -- The latest outcome the PSP's webhook announced (its devolucoes), a
-    -- hint the saga confirms with the PSP's own record before acting on it;
-    -- kept on a final refund too, where one that contradicts the status is
-    -- reported by the reconciliation. notices counts the notices on the
-    -- open refund: the dispatcher's records of a claim are fenced by it, so
-    -- a notice that arrives meanwhile is signalled, never overwritten;
-    -- signalled_notices is how many were signalled to the refund's run.
+    -- The outcome the PSP's webhook announced (its devolucoes), a hint the
+    -- saga confirms with the PSP's own record before acting on it.
     psp_notice          text CHECK (psp_notice IN ('DEVOLVIDO', 'NAO_REALIZADO')),
     noticed_at          timestamptz,
-    notices             integer     NOT NULL DEFAULT 0,
-    signalled_notices   integer     NOT NULL DEFAULT 0,
     -- As for transfers: the dispatcher (re)starts the refund's workflow
     -- while it is open, and signals a notice to its open run.
     dispatch_due_at     timestamptz,

@@ -28,9 +28,13 @@
 -- two alike.
 --
 -- first is deliveries = 1 on a pending row: a row brought back as done is
--- a redelivery. RETURNING's subquery reads the statement's snapshot, that
--- is the row as it was before this delivery (absent for an insert): whether
--- it was failed. A concurrent change makes it at worst a needless kick.
+-- a redelivery. Re-driven is whether the row's drive grew: RETURNING's
+-- subquery reads the statement's snapshot, the row as it was before this
+-- delivery (absent for an insert), while drive is the row after it. (Not
+-- the snapshot's status: a MarkFailed that commits while this statement
+-- waits for the row's lock is re-driven here, from the row's latest
+-- version, though the snapshot saw it pending.) A concurrent admin re-drive
+-- makes it at worst a needless wake.
 -- $1 end_to_end_id, $2 amount_cents, $3 source, $4 account_id, $5 pix_key,
 -- $6 txid, $7 psp, $8 refund_notice, $9 payload.
 INSERT INTO inbox_messages (end_to_end_id, amount_cents, source, account_id, pix_key, txid, psp, refund_notice, payload,
@@ -58,7 +62,7 @@ WHERE inbox_messages.amount_cents = EXCLUDED.amount_cents
            ELSE inbox_messages.pix_key IS NOT DISTINCT FROM EXCLUDED.pix_key
                 AND inbox_messages.txid IS NOT DISTINCT FROM EXCLUDED.txid END
 RETURNING status, deliveries = 1 AND status = 'pending',
-    COALESCE((SELECT before.status = 'failed' FROM inbox_messages before WHERE before.end_to_end_id = $1), false),
+    COALESCE(drive > (SELECT before.drive FROM inbox_messages before WHERE before.end_to_end_id = $1), false),
     attempts
 
 -- name: CreditedBefore

@@ -137,7 +137,7 @@ SET psp_notice = locked.status, noticed_at = now(),
     dispatch_due_at = CASE WHEN r.status IN ('debited', 'requested') THEN now() END
 FROM locked
 WHERE r.id = locked.id
-RETURNING r.id, r.status
+RETURNING r.id, r.end_to_end_id, r.status
 
 -- name: ClaimDue
 -- The open refunds due for dispatch (see DueQueue). A refund's drive is
@@ -159,16 +159,20 @@ RETURNING m.id, 0, 1 + m.notices, m.dispatched_at IS NOT NULL,
         'psp_notice', CASE WHEN m.notices > m.signalled_notices THEN m.psp_notice END)), m.created_at
 
 -- name: MarkDispatched
--- The notices so far are signalled (or read by a new run): the next
--- recheck does not signal them again.
+-- The refund's run runs (dispatched_at, whatever came since the claim),
+-- and the notices known at the claim are signalled (or read by a new run):
+-- the next recheck does not signal them again. Only the recheck's due time
+-- is fenced by the claim's drive (1 + its notices): a notice that arrived
+-- since keeps the refund due now, to be signalled.
 WITH fenced AS (
-    SELECT m.id AS key FROM pix_refunds m
+    SELECT m.id AS key, c.drive FROM pix_refunds m
     JOIN unnest($1::text[], $2::int[]) AS c(key, drive) ON m.id = c.key
-    WHERE m.dispatch_due_at IS NOT NULL AND 1 + m.notices = c.drive
+    WHERE m.dispatch_due_at IS NOT NULL
     ORDER BY m.id COLLATE "C"
     FOR UPDATE OF m)
-UPDATE pix_refunds m SET dispatched_at = COALESCE(m.dispatched_at, now()), dispatch_due_at = now() + $3::interval,
-    signalled_notices = m.notices
+UPDATE pix_refunds m SET dispatched_at = COALESCE(m.dispatched_at, now()),
+    dispatch_due_at = CASE WHEN 1 + m.notices = fenced.drive THEN now() + $3::interval ELSE m.dispatch_due_at END,
+    signalled_notices = GREATEST(m.signalled_notices, fenced.drive - 1)
 FROM fenced WHERE m.id = fenced.key
 
 -- name: DeferDispatch

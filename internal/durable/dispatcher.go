@@ -158,7 +158,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 					d.opts.Metrics.DispatchLag(d.src.Kind, time.Since(m.Since))
 				}
 				log.Debug("workflow started")
-			case !m.Dispatched:
+			case !m.Dispatched && d.src.Redrives:
 				// A run is open although this drive started none: the run
 				// of an earlier drive (a failed one, re-driven) is still
 				// closing. Try again shortly rather than at the recheck.

@@ -82,6 +82,7 @@ func TestDispatchOnceRecordsEachStartsOutcome(t *testing.T) {
 			return false, nil // a run is open
 		},
 		LogAttrs: func(d durable.Due) []any { return []any{"key", d.Key} },
+		Redrives: true,
 	}
 	opts := durable.Options{PollInterval: 100 * time.Millisecond, BatchSize: 10, Concurrency: 2, RecheckAfter: time.Minute, RetryMaxDelay: time.Second}
 	d := durable.New(noListener{}, src, nil, opts, slog.New(slog.NewJSONHandler(io.Discard, nil)))
@@ -120,4 +121,19 @@ func TestRunStopsWithItsContext(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// Without re-drives, an open run the row did not record starting is its
+// own (the start's answer, or its record, was lost): running, rechecked
+// later, not retried every poll interval.
+func TestOpenRunOfASourceWithoutRedrivesIsRunning(t *testing.T) {
+	q := &memQueue{due: []durable.Due{{Key: "lost-record"}}, marked: map[string]time.Duration{}, deferred: map[string]time.Duration{}}
+	src := durable.Source{Kind: "test", Queue: q, LogAttrs: func(durable.Due) []any { return nil },
+		Start: func(context.Context, client.Client, durable.Due) (bool, error) { return false, nil }}
+	d := durable.New(noListener{}, src, nil, durable.Options{PollInterval: 100 * time.Millisecond, BatchSize: 1, Concurrency: 1,
+		RecheckAfter: time.Minute, RetryMaxDelay: time.Second}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	_, err := d.DispatchOnce(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, map[string]time.Duration{"lost-record": time.Minute}, q.marked)
+	require.Empty(t, q.deferred)
 }

@@ -63,4 +63,10 @@ type Source struct {
 	Start func(ctx context.Context, c client.Client, due Due) (started bool, err error)
 	// LogAttrs name the row and its workflow in log lines.
 	LogAttrs func(due Due) []any
+	// Redrives says the rows' drives change (a failed row re-driven): an
+	// open run that the row's current drive did not start is then an older
+	// drive's, still closing, and the start is tried again shortly. Without
+	// re-drives an open run is the row's own (its start's answer was lost,
+	// or its record failed) and is recorded as running.
+	Redrives bool
 }

@@ -308,13 +308,6 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 	deps.Codec = a.CodecHandler(codecAuthorize)
 
 	mainRoutes := api.AllRoutes
-	type listener struct {
-		name   string
-		ln     net.Listener
-		routes api.Routes
-		tls    bool
-		mtls   bool
-	}
 	var servers []listener
 	if l.Webhooks != nil {
 		mainRoutes &^= api.WebhookRoutes
@@ -361,8 +354,22 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 		}
 		httpServers[i] = srv
 	}
+	return a.withWaker(ctx, func(ctx context.Context) error { return a.serve(ctx, servers, httpServers, &draining) })
+}
+
+// listener is one of the API's listeners and the route classes it serves.
+type listener struct {
+	name   string
+	ln     net.Listener
+	routes api.Routes
+	tls    bool
+	mtls   bool
+}
+
+// serve serves each listener until ctx ends, then drains: /readyz first,
+// then the servers stop taking connections and finish what they hold.
+func (a *App) serve(ctx context.Context, servers []listener, httpServers []*http.Server, draining *atomic.Bool) error {
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return a.Store.RunWaker(ctx, a.Log) })
 	for i, sv := range servers {
 		srv := httpServers[i]
 		g.Go(func() error {
@@ -428,13 +435,29 @@ func (a *App) RunWorker(ctx context.Context) error {
 		g.Go(func() error { return relay.Run(ctx) })
 	}
 	g.Go(func() error { return a.runTemporalWorker(ctx) })
-	// The activities' commits (credits, events) wake the relays and the
-	// dispatchers through the store's waker.
-	g.Go(func() error { return a.Store.RunWaker(ctx, a.Log) })
 	if a.Cfg.WorkerMetricsAddr != "" {
 		g.Go(func() error { return a.serveWorkerMetrics(ctx) })
 	}
-	return g.Wait()
+	// The activities' commits (credits, events) wake the relays and the
+	// dispatchers through the store's waker, until the last activity ended.
+	return a.withWaker(ctx, func(context.Context) error { return g.Wait() })
+}
+
+// withWaker runs the store's waker while run runs, and until it returned:
+// what run's last commits asked to wake (a request finished while
+// draining, an activity while the worker stops) is notified on the way
+// out, not dropped with the process.
+func (a *App) withWaker(ctx context.Context, run func(context.Context) error) error {
+	wakerCtx, stopWaker := context.WithCancel(context.WithoutCancel(ctx))
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = a.Store.RunWaker(wakerCtx, a.Log) // it only ever stops with its context
+	}()
+	err := run(ctx)
+	stopWaker()
+	<-stopped
+	return err
 }
 
 // serveWorkerMetrics serves the process's /metrics on WORKER_METRICS_ADDR
