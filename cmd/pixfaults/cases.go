@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pixbank/pix/internal/load"
+	"github.com/pixbank/pix/internal/pspsim"
 )
 
 // faultCase injects one fault while the load runs. inject returns when the
@@ -17,6 +18,12 @@ type faultCase struct {
 	// outgoing: the case sends outgoing PIX (POST /pix) beside the
 	// webhooks, and checks them against the PSP's records.
 	outgoing bool
+	// refunds: the case sends refunds of the PIX it credits beside the
+	// webhooks, and checks them against the PSP's records.
+	refunds bool
+	// full: the case runs in the full suite only, not with -smoke (unless
+	// -only names it).
+	full bool
 	// setup, if set, runs before the load (the PSP's behaviours for the
 	// case's keys, say).
 	setup  func(ctx context.Context, r *caseRun) error
@@ -34,6 +41,12 @@ type caseRun struct {
 	// zero otherwise).
 	xfers *load.Transfers
 	keys  caseKeys
+	// refunds is the refund load of a refund case (nil otherwise);
+	// refundPIX how many of the run's PIX have a refund behaviour set, and
+	// refundModes the mode each class of them was last set to.
+	refunds     *load.Refunds
+	refundPIX   int64
+	refundModes map[string]pspsim.RefundMode
 	// facts are what inject learned for check (how many answers were
 	// lost, ...).
 	facts map[string]int
@@ -112,7 +125,7 @@ func cases(s settings) []faultCase {
 				}
 				return problems
 			}},
-	}, outgoingCases(s)...)
+	}, append(outgoingCases(s), refundCases(s)...)...)
 }
 
 // gracefulStop stops the API and the worker with SIGTERM at the same

@@ -5,11 +5,13 @@
 // stop and start them without losing their state), each case under load
 // from internal/load, bounded in time, on loopback only. Cases 1-7 send
 // webhooks; cases 8-14 send outgoing PIX too, with some Pix keys turned
-// against the bank at the PSP. After each case the invariants are checked
-// in the database, against the PSP's records and against what a durable
-// JetStream consumer received, and the recovery time is reported: from the
-// moment the fault was healed to the credit, the transfer's end or the
-// event's publication, whichever is last, of what was under way before it.
+// against the bank at the PSP; cases 15-20 send refunds (devoluções) of the
+// PIX credited, with some PIX's devoluções turned against the bank. After
+// each case the invariants are checked in the database, against the PSP's
+// records and against what a durable JetStream consumer received, and the
+// recovery time is reported: from the moment the fault was healed to the
+// credit, the transfer's or refund's end or the event's publication,
+// whichever is last, of what was under way before it.
 //
 // scripts/faults.sh (make faults) prepares the binaries and a PostgreSQL
 // cluster of its own (which the PostgreSQL case restarts) and runs it.
@@ -48,14 +50,20 @@ type settings struct {
 	// long the PSP and NATS are down; how long each PSP misbehaviour
 	// lasts; the slow settlement of the Temporal case; the outage that
 	// builds the relay's backlog; the drains of transfers and events.
-	transferRate    float64
-	pspDown         time.Duration
-	natsDown        time.Duration
-	faultFor        time.Duration
-	settleSlow      time.Duration
-	backlogFor      time.Duration
-	transferDrain   time.Duration
-	eventDrain      time.Duration
+	transferRate  float64
+	pspDown       time.Duration
+	natsDown      time.Duration
+	faultFor      time.Duration
+	settleSlow    time.Duration
+	backlogFor    time.Duration
+	transferDrain time.Duration
+	eventDrain    time.Duration
+	// The refund cases': refunds per second beside the webhooks, and the
+	// drain of refunds (the PSP's refusals are reversed after a quiet
+	// minute).
+	refundRate      float64
+	refundDrain     time.Duration
+	smoke           bool
 	only            string
 	pgStop, pgStart string
 	// signingKey signs the load's webhooks (the first secret of
@@ -67,7 +75,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	s := settings{rate: 20, loadFor: 40 * time.Second, faultAfter: 10 * time.Second, temporalDown: 30 * time.Second,
 		postgresDown: 10 * time.Second, lockFor: 20 * time.Second, copies: 1000, accounts: 50, drainTimeout: 5 * time.Minute,
 		transferRate: 5, pspDown: 30 * time.Second, natsDown: 30 * time.Second, faultFor: 15 * time.Second,
-		settleSlow: 10 * time.Second, backlogFor: 5 * time.Second, transferDrain: 5 * time.Minute, eventDrain: 2 * time.Minute}
+		settleSlow: 10 * time.Second, backlogFor: 5 * time.Second, transferDrain: 5 * time.Minute, eventDrain: 2 * time.Minute,
+		refundRate: 5, refundDrain: 5 * time.Minute}
 	fs := flag.NewFlagSet("pixfaults", flag.ContinueOnError)
 	smoke := fs.Bool("smoke", false, "short, correctness-only version (CI)")
 	dir := fs.String("dir", ".data/faults", "working directory for logs and state")
@@ -79,6 +88,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		s.rate, s.loadFor, s.faultAfter, s.temporalDown, s.postgresDown, s.lockFor = 10, 12*time.Second, 3*time.Second, 8*time.Second, 4*time.Second, 8*time.Second
 		s.transferRate, s.pspDown, s.natsDown, s.faultFor, s.settleSlow, s.backlogFor = 3, 5*time.Second, 5*time.Second, 4*time.Second, 4*time.Second, 3*time.Second
 		s.transferDrain, s.eventDrain = 90*time.Second, time.Minute
+		s.refundRate, s.refundDrain, s.smoke = 3, 2*time.Minute, true
 	}
 	for _, v := range []string{"PIXD", "TEMPORAL_CLI", "DATABASE_URL", "PIX_FAULTS_PG_STOP", "PIX_FAULTS_PG_START"} {
 		if os.Getenv(v) == "" {
@@ -102,6 +112,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if s.only != "" && !strings.Contains(","+s.only+",", fmt.Sprintf(",%d,", i+1)) {
 			continue
 		}
+		if s.only == "" && s.smoke && c.full {
+			continue
+		}
 		fmt.Fprintf(out, "case %d: %s ...\n", i+1, c.name)
 		began := time.Now()
 		o := runCase(ctx, st, s, c)
@@ -115,7 +128,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tCASE\tRESULT\tPIX\tCREDITS\tTRANSFERS\tEVENTS\tREQUESTS\tNON-2XX / TRANSPORT ERRORS\tRECOVERY\tNOTE")
+	fmt.Fprintln(tw, "#\tCASE\tRESULT\tPIX\tCREDITS\tTRANSFERS\tREFUNDS\tEVENTS\tREQUESTS\tNON-2XX / TRANSPORT ERRORS\tRECOVERY\tNOTE")
 	failed := 0
 	for _, o := range rows {
 		result := "pass"
@@ -123,8 +136,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			result = "FAIL"
 			failed++
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", o.number, o.name, result, o.inv.InboxRows, o.inv.Credits,
-			o.transfersText(), o.events.received, o.requests, o.errorsText(), o.recovery.Round(100*time.Millisecond), o.note)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", o.number, o.name, result, o.inv.InboxRows, o.inv.Credits,
+			o.transfersText(), o.refundsText(), o.events.received, o.requests, o.errorsText(), o.recovery.Round(100*time.Millisecond), o.note)
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "%d passed, %d failed\n", len(rows)-failed, failed)

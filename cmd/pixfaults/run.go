@@ -19,8 +19,10 @@ type outcome struct {
 	number     int
 	name       string
 	outgoing   bool
+	refundCase bool
 	inv        load.Invariants
 	transfers  transferReport
+	refunds    refundReport
 	events     eventReport
 	violations []string
 	requests   int64
@@ -28,9 +30,11 @@ type outcome struct {
 	// transferErrors are the non-final answers of POST /pix, by status or
 	// transport error.
 	transferErrors map[string]int64
-	recovery       time.Duration
-	note           string
-	err            error
+	// refundErrors are the non-final answers of the refund requests.
+	refundErrors map[string]int64
+	recovery     time.Duration
+	note         string
+	err          error
 }
 
 func (o outcome) pass() bool { return o.err == nil && len(o.violations) == 0 }
@@ -52,7 +56,17 @@ func (o outcome) errorsText() string {
 	if o.outgoing {
 		t = "webhooks " + t + "; POST /pix " + countsText(o.transferErrors)
 	}
+	if o.refundCase {
+		t = "webhooks " + t + "; refunds " + countsText(o.refundErrors)
+	}
 	return t
+}
+
+func (o outcome) refundsText() string {
+	if !o.refundCase {
+		return "-"
+	}
+	return o.refunds.text()
 }
 
 func (o outcome) transfersText() string {
@@ -73,6 +87,9 @@ func (o outcome) summary() string {
 	t := ""
 	if o.outgoing {
 		t = ", transfers " + o.transfersText()
+	}
+	if o.refundCase {
+		t += ", refunds " + o.refundsText()
 	}
 	return fmt.Sprintf("pass: %d PIX, %d credits%s, %d events once and in order, invariants hold, recovery %s; %s",
 		o.inv.InboxRows, o.inv.Credits, t, o.events.received, o.recovery.Round(100*time.Millisecond), o.note)
@@ -125,7 +142,7 @@ func (r *caseRun) faultSubmissions(ctx context.Context) (submissions, resubmissi
 // outgoing PIX for an outgoing case), fault, heal, drain, then the
 // invariants and the recovery time.
 func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
-	o := outcome{name: c.name, outgoing: c.outgoing, errors: map[string]int64{}}
+	o := outcome{name: c.name, outgoing: c.outgoing, refundCase: c.refunds, errors: map[string]int64{}}
 	runID := load.NewRunID()
 	sess, err := load.NewSession(load.Options{
 		APIURL: st.apiURL, RunID: runID, Accounts: s.accounts, DupRatio: 0.2, BurstRatio: 0.02, BurstCopies: 5,
@@ -136,7 +153,7 @@ func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
 		return o
 	}
 	defer sess.Close()
-	r := &caseRun{st: st, s: s, sess: sess, facts: map[string]int{}}
+	r := &caseRun{st: st, s: s, sess: sess, facts: map[string]int{}, refundModes: map[string]pspsim.RefundMode{}}
 	if o.err = load.OpenAccounts(ctx, st.pool, runID, s.accounts); o.err != nil {
 		return o
 	}
@@ -163,6 +180,35 @@ func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
 		defer r.xfers.Close()
 		if o.err = st.psp.setBehavior(ctx, r.keys.reject, rejectMode); o.err != nil {
 			return o
+		}
+	}
+	if c.refunds {
+		// One customer acting for every account of the case, as above.
+		accounts := make([]string, s.accounts)
+		for i := range accounts {
+			accounts[i] = load.AccountID(runID, i)
+		}
+		if r.refunds, err = load.NewRefunds(load.RefundOptions{
+			APIURL: st.apiURL, Credited: load.CreditedOf(st.pool, runID), RepeatRatio: 0.2, RetryFor: 2 * time.Minute,
+			ReplayRatio: 0.1, Seed: 13, Reason: "devolução pedida pela suíte de falhas",
+			Bearer: st.customerTokens("pixfaults-refunds-"+runID, []string{auth.ScopeWrite}, accounts),
+		}); err != nil {
+			o.err = err
+			return o
+		}
+		defer r.refunds.Close()
+		// The PSP's behaviour for every PIX the run may make, before it
+		// exists: the fault classes return until the case says otherwise,
+		// one PIX in five has its devoluções not made.
+		r.refundPIX = refundPIX(s)
+		for _, class := range []string{refundFault1, refundFault2, refundNotDone} {
+			b := returnMode
+			if class == refundNotDone {
+				b = pspsim.RefundBehavior{Mode: pspsim.RefundModeNotDone, Reason: "conta do pagador encerrada (fault suite)"}
+			}
+			if o.err = r.setRefundClass(ctx, class, b); o.err != nil {
+				return o
+			}
 		}
 	}
 	if c.setup != nil {
@@ -195,12 +241,25 @@ func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
 	} else {
 		xdone <- transferResult{}
 	}
+	type refundResult struct {
+		step *load.RefundStep
+		err  error
+	}
+	rdone := make(chan refundResult, 1)
+	if c.refunds {
+		go func() {
+			step, err := r.refunds.Run(ctx, s.refundRate, s.loadFor)
+			rdone <- refundResult{step, err}
+		}()
+	} else {
+		rdone <- refundResult{}
+	}
 	time.Sleep(s.faultAfter)
 	healed, note, injectErr := c.inject(ctx, r)
 	o.note = note
-	res, xres := <-done, <-xdone
-	if res.err != nil || xres.err != nil {
-		o.err = errors.Join(res.err, xres.err)
+	res, xres, rres := <-done, <-xdone, <-rdone
+	if res.err != nil || xres.err != nil || rres.err != nil {
+		o.err = errors.Join(res.err, xres.err, rres.err)
 		return o
 	}
 	o.requests = res.step.Requests
@@ -215,6 +274,14 @@ func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
 		o.requests += xres.step.Requests
 		o.transferErrors = xres.step.Errors
 		if err := drainTransfers(ctx, st.pool, runID, s.transferDrain); err != nil {
+			o.err = err
+			return o
+		}
+	}
+	if c.refunds {
+		o.requests += rres.step.Requests
+		o.refundErrors = rres.step.Errors
+		if err := drainRefunds(ctx, st.pool, runID, s.refundDrain); err != nil {
 			o.err = err
 			return o
 		}
@@ -237,8 +304,9 @@ func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
 		o.err = err
 		return o
 	} else if !rec.Balanced() {
-		o.violations = append(o.violations, fmt.Sprintf("reconcile: unbalanced accounts %v, done without credit %v, credit without done %v",
-			rec.UnbalancedAccounts, rec.DoneWithoutCredit, rec.CreditWithoutDone))
+		o.violations = append(o.violations, fmt.Sprintf("reconcile: unbalanced accounts %v, done without credit %v, credit without done %v, "+
+			"refunds over credit %v, refund contradictions %v",
+			rec.UnbalancedAccounts, rec.DoneWithoutCredit, rec.CreditWithoutDone, rec.RefundsOverCredit, rec.RefundContradictions))
 	}
 	var v []string
 	if c.outgoing {
@@ -252,6 +320,16 @@ func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
 			o.note += fmt.Sprintf("; open, the PSP pending or without a record: %s", abbreviate(o.transfers.openVisible, 5))
 		}
 	}
+	if c.refunds {
+		o.violations = append(o.violations, webhookClientViolations(o)...)
+		o.violations = append(o.violations, refundClientViolations(rres.step)...)
+		if o.refunds, v, err = checkRefunds(ctx, st, r.refunds.CreatedRefunds(), runID, r.refusedByPSP, healed); err != nil {
+			o.err = err
+			return o
+		}
+		o.violations = append(o.violations, v...)
+		o.note += fmt.Sprintf("; refund requests resent %d, skipped %d (nothing credited yet)", rres.step.Resent, rres.step.Skipped)
+	}
 	if o.events, v, err = st.events.check(ctx, st.pool, fromSeq, healed); err != nil {
 		o.err = err
 		return o
@@ -264,14 +342,14 @@ func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
 	// Recovery: from the heal to the last credit, transfer end and event
 	// publication of what was under way before it.
 	var parts []string
-	last := map[string]time.Time{"events": o.events.lastPublished, "transfers": o.transfers.lastFinal}
+	last := map[string]time.Time{"events": o.events.lastPublished, "transfers": o.transfers.lastFinal, "refunds": o.refunds.lastFinal}
 	if t, err := load.LastCreditOfAckedBefore(ctx, st.pool, sess, healed); err == nil {
 		last["credits"] = t
 	}
-	for _, what := range []string{"credits", "transfers", "events"} {
+	for _, what := range []string{"credits", "transfers", "refunds", "events"} {
 		if t := last[what]; t.After(healed) {
 			o.recovery = max(o.recovery, t.Sub(healed))
-			if d := t.Sub(healed).Round(100 * time.Millisecond); c.outgoing && d > 0 {
+			if d := t.Sub(healed).Round(100 * time.Millisecond); (c.outgoing || c.refunds) && d > 0 {
 				parts = append(parts, fmt.Sprintf("%s +%s", what, d))
 			}
 		}
@@ -287,10 +365,7 @@ func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
 // must be answered, and answered without a 5xx: outgoing PIX are accepted
 // whatever happens behind the API. A replay must answer the same transfer.
 func outgoingClientViolations(o outcome, x *load.TransferStep) []string {
-	var v []string
-	for k, n := range o.errors {
-		v = append(v, fmt.Sprintf("%d webhooks answered %s", n, k))
-	}
+	v := webhookClientViolations(o)
 	for k, n := range x.Errors {
 		v = append(v, fmt.Sprintf("%d POST /pix answered %s", n, k))
 	}
@@ -302,6 +377,17 @@ func outgoingClientViolations(o outcome, x *load.TransferStep) []string {
 	}
 	for k, n := range x.Refused {
 		v = append(v, fmt.Sprintf("%d POST /pix refused (%s): the accounts should cover every transfer", n, k))
+	}
+	slices.Sort(v)
+	return v
+}
+
+// webhookClientViolations: where the API is never the fault, every webhook
+// is acknowledged at the first try.
+func webhookClientViolations(o outcome) []string {
+	var v []string
+	for k, n := range o.errors {
+		v = append(v, fmt.Sprintf("%d webhooks answered %s", n, k))
 	}
 	slices.Sort(v)
 	return v
