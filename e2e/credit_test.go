@@ -12,7 +12,7 @@ import (
 
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
-	"github.com/pixbank/pix/internal/temporaltest"
+	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/workflows"
 )
 

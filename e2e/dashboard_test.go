@@ -16,7 +16,7 @@ import (
 
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // dashboardMetrics are the metric families the Grafana dashboard's queries

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/internal/load"
+	"github.com/pixbank/pix/internal/tooling/load"
 )
 
 // The load command's smoke test: a short open-model load with redeliveries

@@ -14,7 +14,7 @@ import (
 
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/pix"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // opKind is what one operation of a model history does.

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pixbank/pix/internal/pix"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // The sequential model of the PIX service that TestModelRandomHistories

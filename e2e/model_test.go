@@ -23,7 +23,7 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
-	"github.com/pixbank/pix/internal/temporaltest"
+	"github.com/pixbank/pix/internal/tooling/temporaltest"
 )
 
 // The seed and length of TestModelRandomHistories: flags, else

@@ -19,7 +19,7 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/workflows"
 )
 

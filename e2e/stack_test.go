@@ -34,8 +34,8 @@ import (
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
-	"github.com/pixbank/pix/internal/pspsim"
-	"github.com/pixbank/pix/internal/temporaltest"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
 )

@@ -55,7 +55,7 @@ use_dev_codec_keys() {
 # that it exists before pixd starts, and the API's settings, unless the
 # environment sets its own: AUTH_ISSUER (pix-dev-issuer), AUTH_AUDIENCE
 # (pix-api) and AUTH_JWKS_FILE ($AUTH_DEV_KEY_DIR/jwks.json; none with
-# AUTH_JWKS_URL). The defaults are pixctl's (internal/devauth), printed by
+# AUTH_JWKS_URL). The defaults are pixctl's (internal/tooling/devauth), printed by
 # `pixctl dev-issuer -env`. Builds .bin/pixctl.
 use_dev_issuer() {
 	export AUTH_DEV_KEY_DIR="${AUTH_DEV_KEY_DIR:-$DATA/auth}"

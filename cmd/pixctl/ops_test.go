@@ -16,10 +16,10 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/config"
-	"github.com/pixbank/pix/internal/devauth"
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/pix"
-	"github.com/pixbank/pix/internal/temporaltest"
+	"github.com/pixbank/pix/internal/tooling/devauth"
+	"github.com/pixbank/pix/internal/tooling/temporaltest"
 )
 
 // runService runs the API and the worker on a Temporal dev server of the

@@ -14,7 +14,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // The refund commands and the demo's devolução against a running service

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/internal/auth"
-	"github.com/pixbank/pix/internal/devauth"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/devauth"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // fakeAPI is the part of the PIX API the refund commands and the demo's

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/pixbank/pix/internal/auth"
-	"github.com/pixbank/pix/internal/devauth"
+	"github.com/pixbank/pix/internal/tooling/devauth"
 )
 
 // customerTokenTTL is the lifetime of the tokens pixctl mints for its own

@@ -16,8 +16,8 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
-	"github.com/pixbank/pix/internal/devauth"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/tooling/devauth"
 )
 
 // newDevIssuer sets up a development issuer in a directory of the test's

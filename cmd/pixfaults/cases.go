@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pixbank/pix/internal/load"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/load"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // faultCase injects one fault while the load runs. inject returns when the

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // outgoingCases are the faults of outgoing PIX and of the outbox, each

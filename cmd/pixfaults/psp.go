@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // pspServer is the PSP the worker sends outgoing PIX to: the simulator,

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pixbank/pix/internal/load"
 	"github.com/pixbank/pix/internal/pix"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/load"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // refundCases are the faults of the refund saga (devolução), each under a

@@ -14,9 +14,9 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
-	"github.com/pixbank/pix/internal/load"
 	"github.com/pixbank/pix/internal/psp"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/load"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // refundsEnv is the books of one run in a schema of its own and the PSP

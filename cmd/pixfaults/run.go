@@ -10,8 +10,8 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
-	"github.com/pixbank/pix/internal/load"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/load"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // outcome is one case's result.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
-	"github.com/pixbank/pix/internal/devauth"
-	"github.com/pixbank/pix/internal/temporaltest"
+	"github.com/pixbank/pix/internal/tooling/devauth"
+	"github.com/pixbank/pix/internal/tooling/temporaltest"
 )
 
 // stack is the service under test: a Temporal dev server, the API and the

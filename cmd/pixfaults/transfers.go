@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pixbank/pix/internal/auth"
-	"github.com/pixbank/pix/internal/load"
 	"github.com/pixbank/pix/internal/psp"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/load"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // transferRow is one of the run's transfers as our books hold it.

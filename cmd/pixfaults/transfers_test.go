@@ -15,10 +15,10 @@ import (
 
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/auth"
-	"github.com/pixbank/pix/internal/devauth"
-	"github.com/pixbank/pix/internal/load"
 	"github.com/pixbank/pix/internal/psp"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/devauth"
+	"github.com/pixbank/pix/internal/tooling/load"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // transfersEnv is the books of one run in a schema of its own, the PSP

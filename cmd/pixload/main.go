@@ -29,8 +29,8 @@ import (
 	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
-	"github.com/pixbank/pix/internal/load"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/internal/tooling/load"
 	"github.com/pixbank/pix/internal/webhooksig"
 )
 

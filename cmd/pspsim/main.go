@@ -36,7 +36,7 @@ import (
 
 	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/logging"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 const usage = "usage: pspsim (configured by PSP_SIM_ADDR, PSP_SIM_SETTLE_AFTER, PSP_SIM_WEBHOOK_URL, " +

@@ -18,7 +18,7 @@ import (
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
-	"github.com/pixbank/pix/internal/temporaltest"
+	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/workflows"
 )
 

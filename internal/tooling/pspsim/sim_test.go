@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/internal/psp"
-	"github.com/pixbank/pix/internal/pspsim"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // The tests run the simulator behind a real HTTP server and talk to it with

@@ -1,0 +1,8 @@
+// Package tooling holds, below it, what is not the product but serves its
+// development and its proofs: the PSP simulator (pspsim, served by
+// cmd/pspsim), the load generator (load: cmd/pixload, cmd/pixfaults), a
+// Temporal dev server for the tests (temporaltest), and the development
+// token issuer's defaults (devauth: pixctl, pixfaults). The service's own
+// packages (api, db, activities, workflows, worker, cmd/pixd) never import
+// them.
+package tooling
