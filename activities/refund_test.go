@@ -340,7 +340,7 @@ func TestRefusalAfterAnAcceptanceNeedsAHuman(t *testing.T) {
 		rtrID  bool
 		err    error
 	}{
-		"requested already":            {pix.RefundRequested, true, invalid},
+		"requested already":             {pix.RefundRequested, true, invalid},
 		"an rtr_id recorded":            {pix.RefundDebited, true, invalid},
 		"a bare 404":                    {pix.RefundDebited, false, &psp.RequestError{StatusCode: 404, Message: "<html>not found</html>"}},
 		"a 400 without the PSP's error": {pix.RefundDebited, false, &psp.RequestError{StatusCode: 400, Message: "<html>bad request</html>"}},
