@@ -115,10 +115,8 @@ func NewSession(opts Options) (*Session, error) {
 	}
 	opts.BurstCopies = max(opts.BurstCopies, 2)
 	return &Session{
-		opts: opts,
-		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			MaxConnsPerHost: opts.MaxInFlight, MaxIdleConnsPerHost: opts.MaxInFlight, IdleConnTimeout: 30 * time.Second,
-		}},
+		opts:    opts,
+		client:  newClient(opts.MaxInFlight),
 		rng:     rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 		pix:     map[string]Sent{},
 		ackedAt: map[string]time.Time{},
@@ -278,23 +276,13 @@ func (s *Session) deliver(ctx context.Context, st *stepState, p Sent, scheduled 
 			s.mu.Unlock()
 			return
 		}
-		key := fmt.Sprintf("http %d", status)
-		if err != nil {
-			key = "transport: " + errorClass(err)
-		}
 		st.mu.Lock()
-		st.errors[key]++
+		st.errors[failureKey(status, err)]++
 		st.mu.Unlock()
 		// A 4xx is our request's fault: resending it can't help.
-		if !s.opts.RetryUnacked || status/100 == 4 || ctx.Err() != nil || now.After(st.retryUntil) {
+		if !s.opts.RetryUnacked || status/100 == 4 || ctx.Err() != nil || now.After(st.retryUntil) || !backoffWait(ctx, &backoff) {
 			return
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Second)
 		sentAt = time.Now()
 	}
 }

@@ -1,18 +1,14 @@
 package load
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -161,13 +157,11 @@ func NewRefunds(opts RefundOptions) (*Refunds, error) {
 		opts.RefreshEvery = 500 * time.Millisecond
 	}
 	return &Refunds{
-		opts: opts,
-		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			MaxConnsPerHost: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second,
-		}},
-		rng:   rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x2545f4914f6cdd1d)),
-		sent:  map[string]*SentRefund{},
-		asked: map[string]int64{},
+		opts:   opts,
+		client: newClient(64),
+		rng:    rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x2545f4914f6cdd1d)),
+		sent:   map[string]*SentRefund{},
+		asked:  map[string]int64{},
 	}, nil
 }
 
@@ -178,11 +172,7 @@ func (l *Refunds) Close() { l.client.CloseIdleConnections() }
 func (l *Refunds) Sent() map[string]SentRefund {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[string]SentRefund, len(l.sent))
-	for k, s := range l.sent {
-		out[k] = *s
-	}
-	return out
+	return copySent(l.sent)
 }
 
 // CreatedRefunds returns the refunds that were created (201), by refund id.
@@ -198,23 +188,6 @@ func (l *Refunds) CreatedRefunds() map[string]SentRefund {
 	return out
 }
 
-// refundStepState is the bookkeeping of one step.
-type refundStepState struct {
-	mu         sync.Mutex
-	refused    map[string]int64
-	errors     map[string]int64
-	keys       []string
-	retryUntil time.Time
-
-	skipped, requests, created, resent, replays, mismatches atomic.Int64
-}
-
-func (st *refundStepState) count(m map[string]int64, key string) {
-	st.mu.Lock()
-	m[key]++
-	st.mu.Unlock()
-}
-
 // Run sends rate refunds per second for d (open model), then waits for
 // every request, retry and replay.
 func (l *Refunds) Run(ctx context.Context, rate float64, d time.Duration) (*RefundStep, error) {
@@ -222,7 +195,7 @@ func (l *Refunds) Run(ctx context.Context, rate float64, d time.Duration) (*Refu
 		return nil, fmt.Errorf("load: rate and duration must be positive")
 	}
 	start := time.Now()
-	st := &refundStepState{refused: map[string]int64{}, errors: map[string]int64{}, retryUntil: start.Add(d + l.opts.RetryFor)}
+	st := newKeyedStep(start.Add(d + l.opts.RetryFor))
 	// The credited PIX are read beside the arrivals, never in their way.
 	l.refresh(ctx)
 	rctx, stopRefresh := context.WithCancel(ctx)
@@ -253,19 +226,10 @@ func (l *Refunds) Run(ctx context.Context, rate float64, d time.Duration) (*Refu
 	<-refreshed
 	wg.Wait()
 
-	l.mu.Lock()
-	unanswered := 0
-	for _, k := range st.keys {
-		if l.sent[k].Status == 0 {
-			unanswered++
-		}
-	}
-	l.mu.Unlock()
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	unanswered, refused, errors := st.tally(&l.mu, func(k string) int { return l.sent[k].Status })
 	return &RefundStep{
 		Arrivals: arrivals, Skipped: st.skipped.Load(), Requests: st.requests.Load(), Created: st.created.Load(),
-		Refused: maps.Clone(st.refused), Errors: maps.Clone(st.errors), Resent: st.resent.Load(), Unanswered: unanswered,
+		Refused: refused, Errors: errors, Resent: st.resent.Load(), Unanswered: unanswered,
 		Replays: st.replays.Load(), ReplayMismatches: st.mismatches.Load(),
 	}, ctx.Err()
 }
@@ -284,7 +248,7 @@ func (l *Refunds) refresh(ctx context.Context) {
 }
 
 // arrival decides the next refund: nil while nothing is credited.
-func (l *Refunds) arrival(st *refundStepState) (*SentRefund, bool) {
+func (l *Refunds) arrival(st *keyedStep) (*SentRefund, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.credited) == 0 {
@@ -311,9 +275,7 @@ func (l *Refunds) arrival(st *refundStepState) (*SentRefund, bool) {
 	}
 	p := &SentRefund{IdempotencyKey: uuid.NewString(), EndToEndID: c.EndToEndID, AccountID: c.AccountID, AmountCents: amount}
 	l.sent[p.IdempotencyKey] = p
-	st.mu.Lock()
-	st.keys = append(st.keys, p.IdempotencyKey)
-	st.mu.Unlock()
+	st.add(p.IdempotencyKey)
 	return p, l.rng.Float64() < l.opts.ReplayRatio
 }
 
@@ -335,94 +297,28 @@ type refundAnswer struct {
 	} `json:"error"`
 }
 
-// deliver posts p until it gets a final answer (201 or a 4xx other than
-// 409 request_in_progress) or retrying is over, then, for a replay, posts
-// it once more.
-func (l *Refunds) deliver(ctx context.Context, st *refundStepState, p *SentRefund, replay bool) {
-	body, _ := json.Marshal(refundBody{p.AmountCents, l.opts.Reason})
-	backoff := 100 * time.Millisecond
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			st.resent.Add(1)
-		}
-		status, answer, _, err := l.post(ctx, p.EndToEndID, p.IdempotencyKey, body)
-		st.requests.Add(1)
-		final := err == nil && (status == http.StatusCreated ||
-			(status/100 == 4 && !(status == http.StatusConflict && answer.Error.Code == "request_in_progress")))
-		if final {
-			l.mu.Lock()
-			p.Status, p.Code = status, answer.Error.Code
-			if status == http.StatusCreated {
-				// What was asked stays as asked: the check compares it
-				// with the books.
-				p.RefundID, p.RefundStatus, p.CreatedAt = answer.ID, answer.Status, time.Now()
-				if l.asked[p.EndToEndID] == 0 {
-					l.refunded = append(l.refunded, p.EndToEndID)
-				}
-				l.asked[p.EndToEndID] += p.AmountCents
-			}
-			l.mu.Unlock()
-			if status == http.StatusCreated {
-				st.created.Add(1)
-			} else {
-				st.count(st.refused, fmt.Sprintf("%d %s", status, answer.Error.Code))
-			}
-			break
-		}
-		key := fmt.Sprintf("http %d", status)
-		if err != nil {
-			key = "transport: " + errorClass(err)
-		}
-		st.count(st.errors, key)
-		if ctx.Err() != nil || time.Now().After(st.retryUntil) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Second)
-	}
-	if !replay || p.Status != http.StatusCreated {
-		return
-	}
-	st.replays.Add(1)
-	status, answer, replayed, err := l.post(ctx, p.EndToEndID, p.IdempotencyKey, body)
-	st.requests.Add(1)
-	if err != nil || status != http.StatusCreated || !replayed || answer.ID != p.RefundID {
-		st.mismatches.Add(1)
-	}
-}
+func (a refundAnswer) answerID() string  { return a.ID }
+func (a refundAnswer) errorCode() string { return a.Error.Code }
 
-func (l *Refunds) post(ctx context.Context, endToEndID, key string, body []byte) (status int, answer refundAnswer, replayed bool, err error) {
-	u := l.opts.APIURL + "/pix/credits/" + url.PathEscape(endToEndID) + "/refunds"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		return 0, answer, false, err
+// deliver sends p as deliverKeyed does, and records its final answer in p.
+func (l *Refunds) deliver(ctx context.Context, st *keyedStep, p *SentRefund, replay bool) {
+	body, _ := json.Marshal(refundBody{p.AmountCents, l.opts.Reason})
+	u := l.opts.APIURL + "/pix/credits/" + url.PathEscape(p.EndToEndID) + "/refunds"
+	post := func(ctx context.Context, body []byte) (int, refundAnswer, bool, error) {
+		return postKeyed[refundAnswer](ctx, l.client, u, p.IdempotencyKey, l.opts.Bearer, body)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	if l.opts.Bearer != nil {
-		token, err := l.opts.Bearer()
-		if err != nil {
-			return 0, answer, false, fmt.Errorf("bearer token: %w", err)
+	deliverKeyed(ctx, st, body, replay, post, func(status int, answer refundAnswer) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		p.Status, p.Code = status, answer.Error.Code
+		if status == http.StatusCreated {
+			// What was asked stays as asked: the check compares it with
+			// the books.
+			p.RefundID, p.RefundStatus, p.CreatedAt = answer.ID, answer.Status, time.Now()
+			if l.asked[p.EndToEndID] == 0 {
+				l.refunded = append(l.refunded, p.EndToEndID)
+			}
+			l.asked[p.EndToEndID] += p.AmountCents
 		}
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := l.client.Do(req)
-	if err != nil {
-		return 0, answer, false, err
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		return res.StatusCode, answer, false, err
-	}
-	if res.StatusCode/100 == 2 || res.StatusCode/100 == 4 {
-		if err := json.Unmarshal(raw, &answer); err != nil {
-			return res.StatusCode, answer, false, fmt.Errorf("decode answer: %w", err)
-		}
-	}
-	return res.StatusCode, answer, res.Header.Get("X-Idempotent-Replay") == "true", nil
+	})
 }

@@ -1,16 +1,12 @@
 package load
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"maps"
 	"math/rand/v2"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -101,12 +97,10 @@ func NewTransfers(opts TransferOptions) (*Transfers, error) {
 		opts.MaxAmountCents = 2000
 	}
 	return &Transfers{
-		opts: opts,
-		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			MaxConnsPerHost: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second,
-		}},
-		rng:  rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5851f42d4c957f2d)),
-		sent: map[string]*SentTransfer{},
+		opts:   opts,
+		client: newClient(64),
+		rng:    rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5851f42d4c957f2d)),
+		sent:   map[string]*SentTransfer{},
 	}, nil
 }
 
@@ -117,32 +111,7 @@ func (t *Transfers) Close() { t.client.CloseIdleConnections() }
 func (t *Transfers) Sent() map[string]SentTransfer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[string]SentTransfer, len(t.sent))
-	for k, s := range t.sent {
-		out[k] = *s
-	}
-	return out
-}
-
-// transferStepState is the bookkeeping of one step.
-type transferStepState struct {
-	mu         sync.Mutex
-	refused    map[string]int64
-	errors     map[string]int64
-	keys       []string
-	retryUntil time.Time
-
-	requests, created, replays, mismatches atomic.Int64
-}
-
-func newTransferStepState(retryUntil time.Time) *transferStepState {
-	return &transferStepState{refused: map[string]int64{}, errors: map[string]int64{}, retryUntil: retryUntil}
-}
-
-func (st *transferStepState) count(m map[string]int64, key string) {
-	st.mu.Lock()
-	m[key]++
-	st.mu.Unlock()
+	return copySent(t.sent)
 }
 
 // Run sends rate transfers per second for d (open model), then waits for
@@ -152,7 +121,7 @@ func (t *Transfers) Run(ctx context.Context, rate float64, d time.Duration) (*Tr
 		return nil, fmt.Errorf("load: rate and duration must be positive")
 	}
 	start := time.Now()
-	st := newTransferStepState(start.Add(d + t.opts.RetryFor))
+	st := newKeyedStep(start.Add(d + t.opts.RetryFor))
 	var wg sync.WaitGroup
 	arrivals := openModel(ctx, start, rate, d, func(time.Time) {
 		p, replay := t.arrival(st, "")
@@ -165,7 +134,7 @@ func (t *Transfers) Run(ctx context.Context, rate float64, d time.Duration) (*Tr
 // Send sends one transfer to pixKey now and waits for its final answer
 // (retrying as Run does, for RetryFor).
 func (t *Transfers) Send(ctx context.Context, pixKey string) SentTransfer {
-	st := newTransferStepState(time.Now().Add(t.opts.RetryFor))
+	st := newKeyedStep(time.Now().Add(t.opts.RetryFor))
 	p, _ := t.arrival(st, pixKey)
 	t.deliver(ctx, st, p, false)
 	t.mu.Lock()
@@ -173,26 +142,17 @@ func (t *Transfers) Send(ctx context.Context, pixKey string) SentTransfer {
 	return *p
 }
 
-func (t *Transfers) step(st *transferStepState, arrivals int64) *TransferStep {
-	t.mu.Lock()
-	unanswered := 0
-	for _, k := range st.keys {
-		if t.sent[k].Status == 0 {
-			unanswered++
-		}
-	}
-	t.mu.Unlock()
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func (t *Transfers) step(st *keyedStep, arrivals int64) *TransferStep {
+	unanswered, refused, errors := st.tally(&t.mu, func(k string) int { return t.sent[k].Status })
 	return &TransferStep{
 		Arrivals: arrivals, Requests: st.requests.Load(), Created: st.created.Load(),
-		Refused: maps.Clone(st.refused), Errors: maps.Clone(st.errors), Unanswered: unanswered,
+		Refused: refused, Errors: errors, Unanswered: unanswered,
 		Replays: st.replays.Load(), ReplayMismatches: st.mismatches.Load(),
 	}
 }
 
 // arrival decides the next transfer: to pixKey, or to the next key in turn.
-func (t *Transfers) arrival(st *transferStepState, pixKey string) (*SentTransfer, bool) {
+func (t *Transfers) arrival(st *keyedStep, pixKey string) (*SentTransfer, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if pixKey == "" {
@@ -206,9 +166,7 @@ func (t *Transfers) arrival(st *transferStepState, pixKey string) (*SentTransfer
 		AmountCents:    1 + t.rng.Int64N(t.opts.MaxAmountCents),
 	}
 	t.sent[p.IdempotencyKey] = p
-	st.mu.Lock()
-	st.keys = append(st.keys, p.IdempotencyKey)
-	st.mu.Unlock()
+	st.add(p.IdempotencyKey)
 	return p, t.rng.Float64() < t.opts.ReplayRatio
 }
 
@@ -227,85 +185,23 @@ type transferAnswer struct {
 	} `json:"error"`
 }
 
-// deliver posts p until it gets a final answer (201 or a 4xx) or retrying
-// is over, then, for a replay, posts it once more.
-func (t *Transfers) deliver(ctx context.Context, st *transferStepState, p *SentTransfer, replay bool) {
-	body, _ := json.Marshal(transferBody{p.AccountID, p.AmountCents, p.PixKey})
-	backoff := 100 * time.Millisecond
-	for {
-		status, answer, _, err := t.post(ctx, p.IdempotencyKey, body)
-		st.requests.Add(1)
-		final := err == nil && (status == http.StatusCreated ||
-			(status/100 == 4 && !(status == http.StatusConflict && answer.Error.Code == "request_in_progress")))
-		if final {
-			t.mu.Lock()
-			p.Status, p.Code = status, answer.Error.Code
-			if status == http.StatusCreated {
-				p.TransferID, p.EndToEndID, p.CreatedAt = answer.ID, answer.EndToEndID, time.Now()
-			}
-			t.mu.Unlock()
-			if status == http.StatusCreated {
-				st.created.Add(1)
-			} else {
-				st.count(st.refused, fmt.Sprintf("%d %s", status, answer.Error.Code))
-			}
-			break
-		}
-		key := fmt.Sprintf("http %d", status)
-		if err != nil {
-			key = "transport: " + errorClass(err)
-		}
-		st.count(st.errors, key)
-		if ctx.Err() != nil || time.Now().After(st.retryUntil) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Second)
-	}
-	if !replay || p.Status != http.StatusCreated {
-		return
-	}
-	st.replays.Add(1)
-	status, answer, replayed, err := t.post(ctx, p.IdempotencyKey, body)
-	st.requests.Add(1)
-	if err != nil || status != http.StatusCreated || !replayed || answer.ID != p.TransferID {
-		st.mismatches.Add(1)
-	}
-}
+func (a transferAnswer) answerID() string  { return a.ID }
+func (a transferAnswer) errorCode() string { return a.Error.Code }
 
-func (t *Transfers) post(ctx context.Context, key string, body []byte) (status int, answer transferAnswer, replayed bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.opts.APIURL+"/pix", bytes.NewReader(body))
-	if err != nil {
-		return 0, answer, false, err
+// deliver sends p as deliverKeyed does, and records its final answer in p.
+func (t *Transfers) deliver(ctx context.Context, st *keyedStep, p *SentTransfer, replay bool) {
+	body, _ := json.Marshal(transferBody{p.AccountID, p.AmountCents, p.PixKey})
+	post := func(ctx context.Context, body []byte) (int, transferAnswer, bool, error) {
+		return postKeyed[transferAnswer](ctx, t.client, t.opts.APIURL+"/pix", p.IdempotencyKey, t.opts.Bearer, body)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	if t.opts.Bearer != nil {
-		token, err := t.opts.Bearer()
-		if err != nil {
-			return 0, answer, false, fmt.Errorf("bearer token: %w", err)
+	deliverKeyed(ctx, st, body, replay, post, func(status int, answer transferAnswer) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		p.Status, p.Code = status, answer.Error.Code
+		if status == http.StatusCreated {
+			p.TransferID, p.EndToEndID, p.CreatedAt = answer.ID, answer.EndToEndID, time.Now()
 		}
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := t.client.Do(req)
-	if err != nil {
-		return 0, answer, false, err
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		return res.StatusCode, answer, false, err
-	}
-	if res.StatusCode/100 == 2 || res.StatusCode/100 == 4 {
-		if err := json.Unmarshal(raw, &answer); err != nil {
-			return res.StatusCode, answer, false, fmt.Errorf("decode answer: %w", err)
-		}
-	}
-	return res.StatusCode, answer, res.Header.Get("X-Idempotent-Replay") == "true", nil
+	})
 }
 
 // CreatedTransfers returns the transfers that were created (201), by
