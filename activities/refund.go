@@ -44,7 +44,8 @@ type RefundStore interface {
 	GetRefund(ctx context.Context, id string) (pix.Refund, error)
 	MarkRefundRequested(ctx context.Context, id, rtrID string) (pix.Refund, error)
 	MarkRefundReturned(ctx context.Context, id, rtrID string) (pix.Refund, error)
-	ReverseRefund(ctx context.Context, id, reason string) (pix.Refund, error)
+	ReverseRefund(ctx context.Context, id, reason string, refused bool) (pix.Refund, error)
+	MarkRefundAsked(ctx context.Context, id string) (first bool, err error)
 }
 
 // Refunds are the activities of the refund saga (devolução), with what
@@ -121,12 +122,23 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 	if r.Final() {
 		return RefundState{RefundID: r.ID, Status: r.Status, AlreadyFinal: true}, nil
 	}
+	// Recorded before the PUT, committed: once any PUT may have reached the
+	// PSP, a refusal can no longer prove that the PSP never took it.
+	firstAsk, err := a.Store.MarkRefundAsked(ctx, r.ID)
+	if err != nil {
+		return RefundState{}, kindError(err)
+	}
 	res, err := a.PSP.RequestRefund(ctx, pspRefund(r))
 	refusal := err
 	switch psp.Classify(err) {
 	case psp.AnswerResult:
 		if err := a.ours(ctx, log, r, res); err != nil {
 			return RefundState{}, err
+		}
+		// The PSP holds it: recorded at once (with its rtrId), before any
+		// confirmation that may fail and lose it.
+		if _, err := a.Store.MarkRefundRequested(ctx, r.ID, res.RtrID); err != nil {
+			return RefundState{}, kindError(err)
 		}
 		if res.Status.Final() {
 			log.Warn("psp answered the devolução with a final status; confirming with its record", "psp_status", res.Status)
@@ -135,7 +147,7 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 			}
 		}
 	case psp.AnswerRequestRefused:
-		if !businessRefusal(err) || !neverAccepted(ctx, r) {
+		if !businessRefusal(err) || !firstAsk || !neverAccepted(ctx, r) {
 			return RefundState{}, pspRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
 		}
 		// The PSP refused the devolução itself, or our id is unknown to it
@@ -211,8 +223,9 @@ func businessRefusal(err error) bool {
 // neverAccepted reports whether nothing says the PSP ever took r: our row
 // is still debited with no rtr_id (no answer of the PSP was ever recorded),
 // and this is the activity's first attempt (an earlier one may have reached
-// the PSP and lost its answer). Only then may a refusal lead, after a
-// second look, to a reversal; otherwise it needs a human.
+// the PSP and lost its answer). With the first ask of the refund ever
+// (MarkRefundAsked: no earlier run's PUT either), only then may a refusal
+// lead, after a second look, to a reversal; otherwise it needs a human.
 func neverAccepted(ctx context.Context, r pix.Refund) bool {
 	return r.Status == pix.RefundDebited && r.RtrID == nil && activity.GetInfo(ctx).Attempt == 1
 }
@@ -311,7 +324,7 @@ func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
 			return err
 		}
 		if !found {
-			return a.reverse(ctx, log, r, cmp.Or(boundedReason(in.Reason), "the psp refused the devolução"))
+			return a.reverse(ctx, log, r, cmp.Or(boundedReason(in.Reason), "the psp refused the devolução"), true)
 		}
 	} else if res, err = a.record(ctx, log, r); err != nil {
 		return err
@@ -322,11 +335,13 @@ func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("not reversed: the psp holds the devolução as %s", res.Status), ErrTypeReversalUnconfirmed, nil)
 	}
-	return a.reverse(ctx, log, r, cmp.Or(boundedReason(res.Reason), "the psp did not make the devolução"))
+	return a.reverse(ctx, log, r, cmp.Or(boundedReason(res.Reason), "the psp did not make the devolução"), false)
 }
 
-func (a *Refunds) reverse(ctx context.Context, log *slog.Logger, r pix.Refund, reason string) error {
-	if _, err := a.Store.ReverseRefund(ctx, r.ID, reason); err != nil {
+// reverse credits r back; refused: on the PSP's refusal, which the store
+// checks still stands under the refund's lock.
+func (a *Refunds) reverse(ctx context.Context, log *slog.Logger, r pix.Refund, reason string, refused bool) error {
+	if _, err := a.Store.ReverseRefund(ctx, r.ID, reason, refused); err != nil {
 		return kindError(err)
 	}
 	a.Metrics.RefundFinished(pix.RefundReversed)

@@ -25,8 +25,18 @@ import (
 type memRefunds struct {
 	mu       sync.Mutex
 	r        pix.Refund
-	reversed int // ReverseRefund calls that reversed
+	asked    bool // MarkRefundAsked was called
+	noticed  bool // a PSP notice was recorded on the refund
+	reversed int  // ReverseRefund calls that reversed
 	calls    []string
+}
+
+func (m *memRefunds) MarkRefundAsked(context.Context, string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	first := !m.asked
+	m.asked = true
+	return first, nil
 }
 
 func (m *memRefunds) GetRefund(_ context.Context, id string) (pix.Refund, error) {
@@ -62,7 +72,7 @@ func (m *memRefunds) MarkRefundReturned(_ context.Context, _ string, _ string) (
 	return m.r, nil
 }
 
-func (m *memRefunds) ReverseRefund(_ context.Context, _ string, reason string) (pix.Refund, error) {
+func (m *memRefunds) ReverseRefund(_ context.Context, _ string, reason string, refused bool) (pix.Refund, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls = append(m.calls, "reverse")
@@ -71,6 +81,9 @@ func (m *memRefunds) ReverseRefund(_ context.Context, _ string, reason string) (
 		return m.r, nil
 	case pix.RefundReturned:
 		return m.r, pix.ErrRefundFinal
+	}
+	if refused && (m.r.Status != pix.RefundDebited || m.r.RtrID != nil || m.noticed) {
+		return m.r, pix.ErrRefundFinal // the refusal no longer stands (as db checks under the lock)
 	}
 	m.r.Status, m.r.FailureReason = pix.RefundReversed, &reason
 	m.reversed++
@@ -182,7 +195,7 @@ func TestRequestRefundDecisions(t *testing.T) {
 		require.NoError(t, v.Get(&st))
 		require.Equal(t, string(psp.RefundNotDone), st.Status)
 		require.Equal(t, "conta encerrada", st.Reason)
-		require.Empty(t, store.calls, "not marked requested, not reversed here")
+		require.Equal(t, []string{"requested"}, store.calls, "the PSP holds a record of it (kept with its rtrId); not reversed here")
 	})
 	for name, c := range map[string]struct {
 		answer refundAnswer
@@ -358,4 +371,36 @@ func TestRefusalAfterAnAcceptanceNeedsAHuman(t *testing.T) {
 			require.Empty(t, store.calls)
 		})
 	}
+}
+
+// A later run's first attempt is no proof that the PSP never took the
+// devolução: an earlier run's PUT may have reached it (found by an attack
+// review: a lagging GET and a 400 on the next run reversed a devolução the
+// PSP had made). And the rtrId of an answer is kept even when its
+// confirmation fails.
+func TestRefusalOnALaterRunNeedsAHuman(t *testing.T) {
+	// Run 1: DEVOLVIDO with an rtrId, then the confirming GET lags (404).
+	fake := &scriptedRefundPSP{puts: []refundAnswer{{status: psp.RefundReturned}}, gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
+	store, env := refundUnit(t, pix.RefundDebited, fake)
+	_, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+	require.Equal(t, activities.ErrTypePSPRefundUnknown, errorType(t, err))
+	require.NotNil(t, store.r.RtrID, "the PSP's rtrId is kept")
+	require.Equal(t, pix.RefundRequested, store.r.Status)
+
+	// Run 2 (a fresh activity environment: attempt 1 again): a 400 with the
+	// PSP's code, no record: still a human's, never a reversal.
+	fake2 := &scriptedRefundPSP{puts: []refundAnswer{{err: &psp.RequestError{StatusCode: 400, Code: "DevolucaoOperacaoInvalida"}}},
+		gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
+	var suite testsuite.WorkflowTestSuite
+	env2 := suite.NewTestActivityEnvironment()
+	env2.RegisterActivity(&activities.Refunds{Store: store, PSP: fake2, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	_, err = env2.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+	require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
+	require.Zero(t, store.reversed)
+
+	// Even a row that looks untouched was asked before: the marker says so.
+	store.r.Status, store.r.RtrID = pix.RefundDebited, nil
+	_, err = env2.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+	require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
+	require.Zero(t, fake2.count("get"), "no second look: it was asked before")
 }

@@ -19,7 +19,7 @@ import (
 var refundSQL struct {
 	CreditAccount, LockCredit, RefundedCents, DebitRefund, GetRefund, LockRefund, RefundsOf,
 	MarkRequested, MarkReturned, Reverse, NoteOutcomes, ClaimDue, MarkDispatched, DeferDispatch,
-	Contradictions, OverCredit, OldestOpenAge string
+	Contradictions, OverCredit, OldestOpenAge, MarkAsked, RefusalStands string
 }
 
 func init() { bindQueries("refunds.sql", &refundSQL) }
@@ -168,12 +168,27 @@ func (s *Store) MarkRefundReturned(ctx context.Context, id, rtrID string) (pix.R
 	return r, err
 }
 
+// MarkRefundAsked records that the saga is about to send the devolução to
+// the PSP, in a statement of its own, and reports whether this is the first
+// time: only then can a refusal of this PUT prove that the PSP never took it.
+func (s *Store) MarkRefundAsked(ctx context.Context, id string) (first bool, err error) {
+	tag, err := s.pool.Exec(ctx, refundSQL.MarkAsked, id)
+	if err != nil {
+		return false, classify(fmt.Errorf("mark refund asked: %w", err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // ReverseRefund compensates a devolução the PSP did not make: credits the
 // amount back, records the reversal, marks the refund reversed and writes
 // its event, in one transaction, exactly once (the reversal's primary key
 // is the guard). A reversed refund is returned as it is; a returned one is
 // pix.ErrRefundFinal: money the PSP returned is never credited back here.
-func (s *Store) ReverseRefund(ctx context.Context, id, reason string) (pix.Refund, error) {
+// refused says the reversal stands on the PSP's refusal of the devolução
+// rather than on its record of it: then nothing may say, under the lock,
+// that the PSP ever took it (an rtr_id, a notice; pix.ErrRefundFinal
+// otherwise, with nothing changed).
+func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bool) (pix.Refund, error) {
 	var out pix.Refund
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
@@ -185,6 +200,15 @@ func (s *Store) ReverseRefund(ctx context.Context, id, reason string) (pix.Refun
 			return nil
 		case pix.RefundReturned:
 			return fmt.Errorf("%w: the refund was returned", pix.ErrRefundFinal)
+		}
+		if refused {
+			var stands bool
+			if err := tx.QueryRow(ctx, refundSQL.RefusalStands, id).Scan(&stands); err != nil {
+				return fmt.Errorf("check the refusal: %w", err)
+			}
+			if !stands {
+				return fmt.Errorf("%w: the psp took the devolução after refusing it; not reversed", pix.ErrRefundFinal)
+			}
 		}
 		if err := tx.QueryRow(ctx, refundSQL.Reverse, id, out.AccountID, out.AmountCents, reason).Scan(&out.ReversedAt); err != nil {
 			return fmt.Errorf("reverse: %w", err)

@@ -96,15 +96,15 @@ func TestRefundLife(t *testing.T) {
 	require.Equal(t, "D12345678202611291200000000000001", *returned.RtrID)
 	_, err = s.MarkRefundReturned(ctx, first.ID, "")
 	require.NoError(t, err, "a retry whose first try committed")
-	_, err = s.ReverseRefund(ctx, first.ID, "late contradiction")
+	_, err = s.ReverseRefund(ctx, first.ID, "late contradiction", false)
 	require.ErrorIs(t, err, pix.ErrRefundFinal, "money the PSP returned is never credited back")
 	require.Equal(t, []string{db.EventRefundDebited, db.EventRefundReturned}, refundEvents(t, s, first.ID))
 
 	// The second is not: reversed exactly once, and its room is free again.
-	reversed, err := s.ReverseRefund(ctx, second.ID, "conta encerrada")
+	reversed, err := s.ReverseRefund(ctx, second.ID, "conta encerrada", false)
 	require.NoError(t, err)
 	require.Equal(t, pix.RefundReversed, reversed.Status)
-	again, err := s.ReverseRefund(ctx, second.ID, "conta encerrada")
+	again, err := s.ReverseRefund(ctx, second.ID, "conta encerrada", false)
 	require.NoError(t, err)
 	require.Equal(t, pix.RefundReversed, again.Status)
 	require.EqualValues(t, 6_000, balance(t, s, "acc-1"))
@@ -193,7 +193,7 @@ func TestRefundsConcurrently(t *testing.T) {
 	}
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { _, errs[i] = s.ReverseRefund(ctx, reversing.ID, "não realizado") })
+		wg.Go(func() { _, errs[i] = s.ReverseRefund(ctx, reversing.ID, "não realizado", false) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -272,4 +272,42 @@ func TestRefundWindowCountsFromReceipt(t *testing.T) {
 	require.NoError(t, err)
 	_, err = refund(s, e2e, 100, anyone)
 	require.ErrorIs(t, err, pix.ErrRefundWindowClosed, "credited today, received 91 days ago")
+}
+
+// A reversal on the PSP's refusal stands only while nothing says the PSP
+// took the devolução, checked under the refund's lock: an rtr_id or a
+// notice stops it (nothing changed).
+func TestReversalOnARefusalIsCheckedUnderTheLock(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+
+	noticed, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	first, err := s.MarkRefundAsked(ctx, noticed.ID)
+	require.NoError(t, err)
+	require.True(t, first)
+	again, err := s.MarkRefundAsked(ctx, noticed.ID)
+	require.NoError(t, err)
+	require.False(t, again, "asked once already")
+	_, err = s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: noticed.ID, EndToEndID: e2e, Status: "DEVOLVIDO"}})
+	require.NoError(t, err)
+	_, err = s.ReverseRefund(ctx, noticed.ID, "refused", true)
+	require.ErrorIs(t, err, pix.ErrRefundFinal)
+
+	taken, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	_, err = s.MarkRefundRequested(ctx, taken.ID, "D12345678202611291200000000000009")
+	require.NoError(t, err)
+	_, err = s.ReverseRefund(ctx, taken.ID, "refused", true)
+	require.ErrorIs(t, err, pix.ErrRefundFinal)
+
+	untouched, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	reversed, err := s.ReverseRefund(ctx, untouched.ID, "refused", true)
+	require.NoError(t, err)
+	require.Equal(t, pix.RefundReversed, reversed.Status)
+	require.EqualValues(t, 10_000-2_000, balance(t, s, "acc-1"), "only the untouched one came back")
+	requireBalanced(t, s)
 }

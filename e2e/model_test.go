@@ -759,21 +759,10 @@ func (r *modelRun) verifyRefunds() []violation {
 // status): returned only if the PSP returned it, reversed only if the PSP
 // did not make it.
 func (r *modelRun) monitorRefunds() []violation {
-	q, err := r.s.store.Pool().Query(context.Background(), `SELECT id, end_to_end_id, status FROM pix_refunds WHERE status IN ('returned', 'reversed')`)
+	rows, err := r.finalRows(`SELECT id, end_to_end_id, status FROM pix_refunds WHERE status IN ('returned', 'reversed')`)
 	if err != nil {
 		return []violation{{seq: -1, msg: "read the database: " + err.Error()}}
 	}
-	type row struct{ id, e2e, status string }
-	var rows []row
-	for q.Next() {
-		var x row
-		if err := q.Scan(&x.id, &x.e2e, &x.status); err != nil {
-			q.Close()
-			return []violation{{seq: -1, msg: "read the database: " + err.Error()}}
-		}
-		rows = append(rows, x)
-	}
-	q.Close()
 	v := &verdicts{}
 	for _, x := range rows {
 		view, held := r.s.psp.Refund(x.e2e, x.id)
@@ -785,6 +774,22 @@ func (r *modelRun) monitorRefunds() []violation {
 		}
 	}
 	return v.list
+}
+
+// finalRow is a saga's row in a final status, as a monitor reads it.
+type finalRow struct{ id, e2e, status string }
+
+// finalRows reads query's (id, end_to_end_id, status) rows.
+func (r *modelRun) finalRows(query string) ([]finalRow, error) {
+	q, err := r.s.store.Pool().Query(context.Background(), query)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(q, func(row pgx.CollectableRow) (finalRow, error) {
+		var x finalRow
+		err := row.Scan(&x.id, &x.e2e, &x.status)
+		return x, err
+	})
 }
 
 // collect reads rows into a map.
@@ -806,22 +811,10 @@ func collect[T any](rows pgx.Rows, into map[string]T, scan func(pgx.Rows) (strin
 // only ever move to a final status, so reading one then the other is sound.
 // (I8: refunded only once the PSP's own record says rejected.)
 func (r *modelRun) monitorTransfers() []violation {
-	ctx := context.Background()
-	q, err := r.s.store.Pool().Query(ctx, `SELECT id::text, end_to_end_id, status FROM pix_transfers WHERE status IN ('settled', 'refunded')`)
+	rows, err := r.finalRows(`SELECT id::text, end_to_end_id, status FROM pix_transfers WHERE status IN ('settled', 'refunded')`)
 	if err != nil {
 		return []violation{{seq: -1, msg: "read the database: " + err.Error()}}
 	}
-	type row struct{ id, e2e, status string }
-	var rows []row
-	for q.Next() {
-		var x row
-		if err := q.Scan(&x.id, &x.e2e, &x.status); err != nil {
-			q.Close()
-			return []violation{{seq: -1, msg: "read the database: " + err.Error()}}
-		}
-		rows = append(rows, x)
-	}
-	q.Close()
 	v := &verdicts{}
 	for _, x := range rows {
 		view, held := r.s.psp.Transfer(x.e2e)

@@ -114,23 +114,39 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 		upsertStatus(ctx, version, st.Status)
 		return RefundOutput{Status: st.Status}, nil
 	}
+	notices := workflow.GetSignalChannel(ctx, RefundNoticeSignal)
 	if st.Status == activities.RefundRefusedByPSP {
-		// Nothing was made at the PSP. Look again after a quiet period (a
-		// record that shows up late is followed, never reversed on).
+		// Nothing was made at the PSP. Look again after a quiet period: a
+		// record that shows up late, or a notice of one meanwhile, is
+		// followed, never reversed on.
 		log.Warn("psp refused the devolução; reversing the debit if it still holds no record", "refund_id", in.RefundID, "reason", st.Reason)
 		quiet := s.RefusalQuietPeriod
 		if quiet <= 0 { // an input from before the setting existed
 			quiet = DefaultRefundSettings().RefusalQuietPeriod
 		}
-		if err := workflow.Sleep(ctx, quiet); err != nil {
-			return RefundOutput{}, err
+		timerCtx, cancelTimer := workflow.WithCancel(ctx)
+		noticed := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(notices, func(c workflow.ReceiveChannel, _ bool) {
+			var n RefundNotice
+			c.Receive(ctx, &n)
+			noticed = true
+		})
+		sel.AddFuture(workflow.NewTimer(timerCtx, quiet), func(workflow.Future) {})
+		sel.Select(ctx)
+		cancelTimer()
+		if !noticed {
+			refused := activities.RefundRef{RefundID: in.RefundID, PSPRefused: true, Reason: st.Reason}
+			if err := workflow.ExecuteActivity(pspCtx, refunds.ReverseRefund, refused).Get(ctx, nil); err != nil {
+				return RefundOutput{}, refundFailed("reverse", err)
+			}
+			upsertStatus(ctx, version, pix.RefundReversed)
+			return RefundOutput{Status: pix.RefundReversed, Reason: st.Reason}, nil
 		}
-		refused := activities.RefundRef{RefundID: in.RefundID, PSPRefused: true, Reason: st.Reason}
-		if err := workflow.ExecuteActivity(pspCtx, refunds.ReverseRefund, refused).Get(ctx, nil); err != nil {
-			return RefundOutput{}, refundFailed("reverse", err)
-		}
-		upsertStatus(ctx, version, pix.RefundReversed)
-		return RefundOutput{Status: pix.RefundReversed, Reason: st.Reason}, nil
+		// The PSP notified an outcome after refusing: it holds a record
+		// after all. Wait for it like any devolução in process.
+		log.Warn("psp notified the devolução after refusing it; following its record", "refund_id", in.RefundID)
+		st = activities.RefundState{RefundID: in.RefundID, Status: string(psp.RefundInProcessing)}
 	}
 	if st.Status != string(psp.RefundNotDone) {
 		upsertStatus(ctx, version, pix.RefundRequested)
@@ -138,7 +154,6 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 
 	// Wait for the outcome: each notice, and each poll time, asks the
 	// PSP's record once (its transient failures retried within the check).
-	notices := workflow.GetSignalChannel(ctx, RefundNoticeSignal)
 	deadline := workflow.Now(ctx).Add(s.OutcomeTimeout)
 	delay := s.PollInitial
 	checkPolicy := *pspPolicy

@@ -193,3 +193,20 @@ func TestRefundRefusedByThePSPIsReversedAfterAQuietPeriod(t *testing.T) {
 	require.Equal(t, workflows.RefundOutput{Status: pix.RefundReversed, Reason: "DevolucaoOperacaoInvalida"}, out)
 	require.GreaterOrEqual(t, reversedAt.Sub(start), time.Minute)
 }
+
+// A notice during the quiet period after a refusal means the PSP holds a
+// record after all: it is followed, never reversed on (found by an attack
+// review: the run slept through it and reversed).
+func TestRefundNoticeAfterARefusalIsFollowed(t *testing.T) {
+	env := newRefundEnv(t)
+	refused := activities.RefundState{RefundID: refundID, Status: activities.RefundRefusedByPSP, Reason: "DevolucaoOperacaoInvalida"}
+	env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(refused, nil).Once()
+	env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundReturned, ""), nil).Once()
+	env.OnActivity(refunds.MarkRefundReturned, mock.Anything, mock.Anything).Return(nil).Once()
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.RefundNoticeSignal, workflows.RefundNotice{Status: string(psp.RefundReturned)})
+	}, 10*time.Second)
+	out, err := runRefund(t, env, workflows.DefaultRefundSettings())
+	require.NoError(t, err)
+	require.Equal(t, pix.RefundReturned, out.Status, "never reversed")
+}

@@ -206,3 +206,15 @@ ORDER BY 1
 -- outcome since its debit (0 when none is open), in seconds.
 SELECT COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)::float8
 FROM pix_refunds WHERE dispatch_due_at IS NOT NULL
+
+-- name: MarkAsked
+-- The saga is about to send the devolução to the PSP: the first time is
+-- recorded (and only the first updates a row). $1 id.
+UPDATE pix_refunds SET psp_asked_at = clock_timestamp()
+WHERE id = $1 AND psp_asked_at IS NULL
+
+-- name: RefusalStands
+-- On a refund locked by LockRefund: nothing says the PSP ever took it (no
+-- answer of the PSP recorded, no notice of it), and it was sent once.
+SELECT status = 'debited' AND rtr_id IS NULL AND psp_notice IS NULL AND notices = 0
+FROM pix_refunds WHERE id = $1

@@ -195,6 +195,16 @@ func errorMessage(code int, body []byte) (string, string) {
 	if json.Unmarshal(body, &e) == nil && (e.Error.Code != "" || e.Error.Message != "") {
 		return e.Error.Code, e.Error.Message
 	}
+	// The BCB's API Pix answers errors as RFC 7807 problems: the code is the
+	// last segment of type (".../DevolucaoOperacaoInvalida").
+	var p struct {
+		Type   string `json:"type"`
+		Title  string `json:"title"`
+		Detail string `json:"detail"`
+	}
+	if json.Unmarshal(body, &p) == nil && p.Type != "" {
+		return p.Type[strings.LastIndex(p.Type, "/")+1:], strings.TrimSpace(p.Title + ": " + p.Detail)
+	}
 	msg := strings.TrimSpace(string(body))
 	if len(msg) > 200 {
 		msg = msg[:200] + "..."

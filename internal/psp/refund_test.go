@@ -333,3 +333,20 @@ func TestRefundMatches(t *testing.T) {
 	other.EndToEndID = "E00000000000000000000000000000000"[:32]
 	require.False(t, res.Matches(other), "another PIX")
 }
+
+// The BCB's RFC 7807 problem bodies carry the PSP's code in type: a
+// business refusal from a PSP that speaks the standard is recognised.
+func TestProblemBodiesCarryTheCode(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"type":"https://pix.bcb.gov.br/api/v2/error/DevolucaoOperacaoInvalida","title":"Devolução inválida","status":400,"detail":"fora do prazo"}`))
+	}))
+	defer srv.Close()
+	c := psp.NewHTTPClient(srv.URL, time.Second)
+	_, err := c.RequestRefund(t.Context(), psp.RefundRequest{EndToEndID: "E1234567820261129120000000000001", ID: "r1", AmountCents: 100})
+	var refused *psp.RequestError
+	require.ErrorAs(t, err, &refused)
+	require.Equal(t, "DevolucaoOperacaoInvalida", refused.Code)
+	require.Contains(t, refused.Message, "fora do prazo")
+}
