@@ -300,9 +300,10 @@ func TestRefundReturnedByPolling(t *testing.T) {
 	got := s.waitRefund(id, pix.RefundReturned, 30*time.Second)
 	close(stop)
 	wg.Wait()
-	// The answer's status, then each status sampled since.
+	// The answer's status, then each status sampled since, then the final
+	// one waitRefund saw (the sampler may stop before it samples it).
 	statuses := []string{r.Body["status"].(string)}
-	for _, st := range seen {
+	for _, st := range append(seen, got.Status) {
 		if st != statuses[len(statuses)-1] {
 			statuses = append(statuses, st)
 		}
