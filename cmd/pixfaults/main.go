@@ -59,8 +59,7 @@ type settings struct {
 	transferDrain time.Duration
 	eventDrain    time.Duration
 	// The refund cases': refunds per second beside the webhooks, and the
-	// drain of refunds (the PSP's refusals are reversed after a quiet
-	// minute).
+	// drain of refunds.
 	refundRate      float64
 	refundDrain     time.Duration
 	smoke           bool

@@ -188,8 +188,8 @@ func temporalDownMidRefund(ctx context.Context, r *caseRun) (time.Time, string, 
 // refundRefusals lets the load meet the PSP's refusals (setup: the first
 // fault class refused, 400 and nothing made; the second rejected,
 // NAO_REALIZADO at once) for s.faultFor. Nothing heals: the refused
-// refunds are reversed a quiet minute after their refusal, once the PSP
-// still holds no record of them.
+// refunds are reversed a quiet period (REFUND_REFUSAL_QUIET_PERIOD) after
+// their refusal, once the PSP still holds no record of them.
 func refundRefusals(ctx context.Context, r *caseRun) (time.Time, string, error) {
 	time.Sleep(r.s.faultFor)
 	counts, err := r.st.psp.refundRequests(ctx)

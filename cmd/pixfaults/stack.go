@@ -92,6 +92,13 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		"PSP_RETRY_INITIAL_INTERVAL=200ms",
 		"PSP_RETRY_MAX_INTERVAL=3s",
 		"TRANSFER_SETTLEMENT_POLL_MAX=2s",
+		// A devolução the PSP refused is reversed after a quiet period and
+		// a second look at its record: 5 s rather than a minute, so that
+		// the refusals of case 20 end within the case (the mechanism, not
+		// its length, is what the case checks).
+		"REFUND_REFUSAL_QUIET_PERIOD=5s",
+		// Refunds poll the PSP's record as transfers poll their settlement.
+		"REFUND_POLL_MAX=2s",
 		// Ours, not the machine's shared NATS (which scripts/lib.sh may
 		// have put in NATS_URL): the NATS cases stop it.
 		"NATS_URL=" + st.nats.url,
