@@ -334,24 +334,8 @@ func asCaller(req *http.Request, path string, raw []byte) {
 // signed as the stack's PSP, admin calls carry the admin token.
 func (s *stack) requestWith(method, path string, header http.Header, body any) reply {
 	s.t.Helper()
-	var raw []byte
-	if body != nil {
-		var err error
-		raw, err = json.Marshal(body)
-		require.NoError(s.t, err)
-	}
-	req, err := http.NewRequest(method, s.baseURL+path, bytes.NewReader(raw))
-	require.NoError(s.t, err)
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	asCaller(req, path, raw)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(s.t, err)
-	defer res.Body.Close()
-	var m map[string]any
-	require.NoError(s.t, json.NewDecoder(res.Body).Decode(&m))
-	return reply{res.StatusCode, m}
+	r := s.call(method, path, header, body, "")
+	return reply{r.Status, r.Body}
 }
 
 func (s *stack) post(w webhook) reply { return s.request(http.MethodPost, "/webhooks/pix", w) }

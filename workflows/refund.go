@@ -124,18 +124,7 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 		if quiet <= 0 { // an input from before the setting existed
 			quiet = DefaultRefundSettings().RefusalQuietPeriod
 		}
-		timerCtx, cancelTimer := workflow.WithCancel(ctx)
-		noticed := false
-		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(notices, func(c workflow.ReceiveChannel, _ bool) {
-			var n RefundNotice
-			c.Receive(ctx, &n)
-			noticed = true
-		})
-		sel.AddFuture(workflow.NewTimer(timerCtx, quiet), func(workflow.Future) {})
-		sel.Select(ctx)
-		cancelTimer()
-		if !noticed {
+		if awaitNotice(ctx, notices, quiet) == nil {
 			refused := activities.RefundRef{RefundID: in.RefundID, PSPRefused: true, Reason: st.Reason}
 			if err := workflow.ExecuteActivity(pspCtx, refunds.ReverseRefund, refused).Get(ctx, nil); err != nil {
 				return RefundOutput{}, refundFailed("reverse", err)
@@ -164,21 +153,9 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 		if wait <= 0 {
 			return RefundOutput{}, refundFailed("await the outcome", fmt.Errorf("no outcome within %s", s.OutcomeTimeout))
 		}
-		timerCtx, cancelTimer := workflow.WithCancel(ctx)
-		sel := workflow.NewSelector(ctx)
-		noticed := false
-		sel.AddReceive(notices, func(c workflow.ReceiveChannel, _ bool) {
-			var n RefundNotice
-			c.Receive(ctx, &n)
-			for c.ReceiveAsync(&n) { // one check answers every notice so far
-			}
-			noticed = true
+		if n := awaitNotice(ctx, notices, wait); n != nil {
 			log.Info("psp notice of the devolução's outcome; checking its record", "refund_id", in.RefundID, "notice", n.Status)
-		})
-		sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) {})
-		sel.Select(ctx)
-		cancelTimer()
-		if !noticed {
+		} else {
 			delay = min(2*delay, s.PollMax)
 		}
 		var checked activities.RefundState
@@ -214,6 +191,26 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 	}
 	upsertStatus(ctx, version, pix.RefundReturned)
 	return RefundOutput{Status: pix.RefundReturned}, nil
+}
+
+// awaitNotice waits up to wait for a PSP notice on notices and returns the
+// latest one that arrived (one check answers every notice so far), nil
+// when the wait ended without any.
+func awaitNotice(ctx workflow.Context, notices workflow.ReceiveChannel, wait time.Duration) *RefundNotice {
+	timerCtx, cancelTimer := workflow.WithCancel(ctx)
+	defer cancelTimer()
+	var got *RefundNotice
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(notices, func(c workflow.ReceiveChannel, _ bool) {
+		var n RefundNotice
+		c.Receive(ctx, &n)
+		for c.ReceiveAsync(&n) {
+		}
+		got = &n
+	})
+	sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) {})
+	sel.Select(ctx)
+	return got
 }
 
 // checkAttempts bounds one check of the PSP's record: the polling is the
