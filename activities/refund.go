@@ -68,7 +68,8 @@ type RefundRef struct {
 }
 
 // RefundRefusedByPSP is RefundState.Status when the PSP refused the
-// devolução itself (a business refusal: 400, 404 or 422 to the PUT) and
+// devolução itself (a business refusal: a 400 or 422 to the PUT carrying
+// the PSP's own error code; see businessRefusal) and
 // holds no record of it: nothing was made. The saga reverses the debit
 // after a quiet period, once a second look still finds no record.
 const RefundRefusedByPSP = "RECUSADA"

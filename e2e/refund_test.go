@@ -342,6 +342,7 @@ func TestRefundReturnedByPolling(t *testing.T) {
 	require.Zero(t, n)
 	s.requireRefundEvents(id, pix.RefundReturned)
 	s.assertReconciled()
+	s.recordHistory(workflows.RefundWorkflowID(id), "refund_returned_polling")
 }
 
 // The PSP's signed API Pix webhook (the PIX again, with its devolucoes)
@@ -439,6 +440,7 @@ func TestRefundReturnedOnThePSPNotice(t *testing.T) {
 	require.Zero(t, n)
 	s.requireRefundEvents(id, pix.RefundReturned)
 	s.assertReconciled()
+	s.recordHistory(workflows.RefundWorkflowID(id), "refund_returned_on_notice")
 }
 
 // A devolução the PSP does not make (not_done: after a while in process;
@@ -477,6 +479,7 @@ func TestRefundNotMadeIsReversedOnce(t *testing.T) {
 			require.NotNil(t, got.RequestedAt)
 			require.NotNil(t, got.RtrID)
 			require.Equal(t, workflows.RefundOutput{Status: pix.RefundReversed, Reason: reason}, s.refundOutcome(id))
+			s.recordHistory(workflows.RefundWorkflowID(id), "refund_reversed_"+string(mode))
 			require.EqualValues(t, 11_000, s.balance(acct), "the debit credited back exactly")
 			n, cents := s.reversal(id)
 			require.Equal(t, 1, n)
@@ -849,6 +852,7 @@ func TestRefundRefusedByThePSPIsReversedOnlyWithoutARecord(t *testing.T) {
 	require.Equal(t, 1, n)
 	require.EqualValues(t, 6_000, cents)
 	s.requireRefundEvents(ida, pix.RefundReversed)
+	s.recordHistory(workflows.RefundWorkflowID(ida), "refund_refused_reversed")
 
 	s.waitRefund(idb, pix.RefundReturned, quiet+60*time.Second)
 	devs := s.simDevolucoes(late)

@@ -160,8 +160,11 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	cfg.AdminToken = e2eAdminToken
 	cfg.AuthIssuer, cfg.AuthAudience = e2eIssuer.Issuer, e2eIssuer.Audience
 	cfg.AuthJWKSFile = e2eJWKSFile
-	// Payloads encrypted, as in production (codec_test.go checks it).
-	cfg.TemporalCodecKeys = e2eCodecKeys
+	// Payloads encrypted, as in production (codec_test.go checks it),
+	// unless the run records plain histories for the replay tests.
+	if !recordingHistories() {
+		cfg.TemporalCodecKeys = e2eCodecKeys
+	}
 	cfg.CodecCORSOrigins = []string{e2eTemporalUIOrigin}
 	clock := &simClock{}
 	sim := pspsim.New(pspsim.Options{DefaultSettleAfter: 200 * time.Millisecond, Now: clock.now})

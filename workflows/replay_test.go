@@ -22,13 +22,19 @@ import (
 )
 
 // recordedHistories were recorded from real runs on a Temporal dev server
-// (`temporal workflow show -o json`), before payload encryption: in plain
-// text.
+// (`temporal workflow show -o json`, or the e2e tests with
+// PIX_RECORD_HISTORIES set), without payload encryption: in plain text.
 var recordedHistories = []string{
 	"testdata/credit_done.json",       // credited at the first attempt
 	"testdata/credit_failed.json",     // unknown account: attempts exhausted, marked failed
 	"testdata/transfer_settled.json",  // submitted, polled until settled, marked settled
 	"testdata/transfer_refunded.json", // rejected by the PSP at submission, refunded
+	// Recorded by the e2e tests that mark them (e2e/record_test.go):
+	"testdata/refund_returned_polling.json",   // requested, polled until DEVOLVIDO, returned
+	"testdata/refund_returned_on_notice.json", // requested, the PSP's notice signalled, returned
+	"testdata/refund_reversed_not_done.json",  // requested, NAO_REALIZADO after a while, reversed
+	"testdata/refund_reversed_reject.json",    // NAO_REALIZADO in the PUT's answer, reversed
+	"testdata/refund_refused_reversed.json",   // refused at the PUT, no record after the quiet period, reversed
 }
 
 // replayCodec is the replay tests' key ring, as a worker's
@@ -53,6 +59,7 @@ func newReplayer(t *testing.T, cv *codec.Converters) worker.WorkflowReplayer {
 	require.NoError(t, err)
 	r.RegisterWorkflowWithOptions(workflows.CreditPix, workflow.RegisterOptions{Name: workflows.CreditWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.TransferPix, workflow.RegisterOptions{Name: workflows.TransferWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.RefundPix, workflow.RegisterOptions{Name: workflows.RefundWorkflowName})
 	return r
 }
 
