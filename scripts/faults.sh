@@ -23,14 +23,24 @@ fi
 go build -o "$BIN/pixfaults" ./cmd/pixfaults
 
 dir="$DATA/faults"
+mkdir -p "$dir"
+# One run per checkout at a time: the cluster and the run folder are the
+# checkout's. Runs of other checkouts (a clean clone's CI beside a working
+# tree) take a port of their own, so neither ever reaches the other's
+# cluster (and drops its database).
+exec 9>"$dir/lock"
+flock -n 9 || die "another fault run is using $dir; wait for it to end"
 rm -rf "$dir/run"
 mkdir -p "$dir/run"
-port=55433
-base=$(start_cluster "$dir/pg" $port)
 pgdir=$(cluster_dir "$dir/pg")
 bindir=$(pg_bin_dir)
 pg_ctl_cmd="$bindir/pg_ctl -D $pgdir"
 [ "$(id -u)" = 0 ] && pg_ctl_cmd="runuser -u postgres -- $pg_ctl_cmd"
+# A cluster an interrupted run of this checkout left running listens on the
+# port that run chose: stop it, and start it again on this run's.
+[ -f "$pgdir/postmaster.pid" ] && { $pg_ctl_cmd -m fast -w stop >/dev/null 2>&1 || true; }
+port=$(free_port 55433 55533)
+base=$(start_cluster "$dir/pg" "$port")
 trap '$pg_ctl_cmd -m fast -w stop >/dev/null 2>&1 || true' EXIT
 
 psql "$base/postgres" -qc "DROP DATABASE IF EXISTS pix_faults WITH (FORCE)"

@@ -166,6 +166,19 @@ start_cluster() {
 	echo "$base"
 }
 
+# free_port FIRST LAST: prints the first port from FIRST to LAST on which
+# nothing on 127.0.0.1 accepts a connection.
+free_port() {
+	local p
+	for ((p = $1; p <= $2; p++)); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	die "no free port on 127.0.0.1 from $1 to $2"
+}
+
 # ensure_postgres DBNAME: prints the URL of a PostgreSQL server that has the
 # database DBNAME, creating the database if needed. In order: the server at
 # 127.0.0.1:5432 (starting the machine's cluster if it is stopped), else a
