@@ -40,7 +40,9 @@ pg_ctl_cmd="$bindir/pg_ctl -D $pgdir"
 # port that run chose: stop it, and start it again on this run's.
 [ -f "$pgdir/postmaster.pid" ] && { $pg_ctl_cmd -m fast -w stop >/dev/null 2>&1 || true; }
 port=$(free_port 55433 55533)
-base=$(start_cluster "$dir/pg" "$port")
+# (The lock is not handed to the servers and tools started below: a cluster
+# that outlived its run must not hold it.)
+base=$(start_cluster "$dir/pg" "$port" 9>&-)
 trap '$pg_ctl_cmd -m fast -w stop >/dev/null 2>&1 || true' EXIT
 
 psql "$base/postgres" -qc "DROP DATABASE IF EXISTS pix_faults WITH (FORCE)"
@@ -50,4 +52,4 @@ export PIXD TEMPORAL_CLI="$BIN/temporal"
 # An immediate stop is a crash: no checkpoint, connections cut.
 export PIX_FAULTS_PG_STOP="$pg_ctl_cmd -m immediate -w stop"
 export PIX_FAULTS_PG_START="$pg_ctl_cmd -l $pgdir/server.log -o '-p $port -k /tmp -c listen_addresses=127.0.0.1' -w start"
-"$BIN/pixfaults" -dir "$dir/run" "$@"
+"$BIN/pixfaults" -dir "$dir/run" "$@" 9>&-
