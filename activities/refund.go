@@ -208,14 +208,16 @@ func (a *Refunds) recordIfAny(ctx context.Context, log *slog.Logger, r pix.Refun
 }
 
 // businessRefusal reports whether a refused PUT is the PSP refusing the
-// devolução itself: a 400 or 422 that carries the PSP's own error code
-// (the BCB's DevolucaoOperacaoInvalida), as opposed to our credentials
-// (401, 403), our id being another devolução's (409), a 404 (a gateway or
-// a wrong path says it as well as the PSP), an answer without the PSP's
-// error (an HTML page), or a request we did not send.
+// devolução itself: a 400 or 422 that carries the BCB's
+// DevolucaoOperacaoInvalida (psp.CodeRefundRefused), and no other code, as
+// opposed to our credentials (401, 403), our id being another devolução's
+// (409), a 404 (a gateway or a wrong path says it as well as the PSP), an
+// answer without the PSP's error (an HTML page) or with a code of its own
+// (a framework's or a gateway's generic problem: "about:blank", an RFC
+// section, "bad_request"), or a request we did not send.
 func businessRefusal(err error) bool {
 	var refused *psp.RequestError
-	if !errors.As(err, &refused) || refused.Code == "" {
+	if !errors.As(err, &refused) || refused.Code != psp.CodeRefundRefused {
 		return false
 	}
 	return refused.StatusCode == http.StatusBadRequest || refused.StatusCode == http.StatusUnprocessableEntity
@@ -331,6 +333,13 @@ func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
 		return err
 	}
 	if res.Status != psp.RefundNotDone {
+		// The PSP holds it (in process or made): recorded at once, as
+		// RequestRefund does, so that the fence the store checks under the
+		// lock (no rtr_id) stops a late attempt of a reversal on the
+		// refusal that got its 404 before the record appeared.
+		if _, err := a.Store.MarkRefundRequested(ctx, r.ID, res.RtrID); err != nil {
+			return kindError(err)
+		}
 		a.Metrics.PSPNeedsAttention(ErrTypeReversalUnconfirmed, 0)
 		log.Error("reversal not confirmed: the psp does not hold the devolução as not made; nothing credited back", "psp_status", res.Status)
 		return temporal.NewNonRetryableApplicationError(

@@ -281,7 +281,7 @@ func TestCheckRefundReportsTheRecord(t *testing.T) {
 // no record is RECUSADA (reversed later, after a second look), a record is
 // followed; credentials and id conflicts never ask and never reverse.
 func TestRequestRefundBusinessRefusal(t *testing.T) {
-	invalid := &psp.RequestError{StatusCode: 400, Code: "DevolucaoOperacaoInvalida", Message: "fora do prazo"}
+	invalid := &psp.RequestError{StatusCode: 400, Code: psp.CodeRefundRefused, Message: "fora do prazo"}
 	t.Run("no record: refused by the psp", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
 		store, env := refundUnit(t, pix.RefundDebited, fake)
@@ -302,6 +302,15 @@ func TestRequestRefundBusinessRefusal(t *testing.T) {
 		require.NoError(t, v.Get(&st))
 		require.Equal(t, string(psp.RefundReturned), st.Status)
 		require.Equal(t, pix.RefundRequested, store.r.Status)
+	})
+	t.Run("asked before (an earlier run's PUT, or one before the upgrade): a human looks", func(t *testing.T) {
+		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}}
+		store, env := refundUnit(t, pix.RefundDebited, fake)
+		store.asked = true
+		_, got := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, got))
+		require.Zero(t, fake.count("get"))
+		require.Zero(t, store.reversed)
 	})
 	for name, err := range map[string]error{
 		"credentials": &psp.RequestError{StatusCode: 403},

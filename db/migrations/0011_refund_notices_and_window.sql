@@ -18,9 +18,3 @@ ALTER TABLE pix_credits ADD COLUMN IF NOT EXISTS received_at timestamptz;
 ALTER TABLE pix_refunds
     ADD COLUMN IF NOT EXISTS notices           integer NOT NULL DEFAULT 0,
     ADD COLUMN IF NOT EXISTS signalled_notices integer NOT NULL DEFAULT 0;
-
--- When the saga first sent the devolução to the PSP (before the PUT, in a
--- statement of its own): once set, a later refusal by the PSP can no
--- longer prove that the PSP never took it (an earlier PUT may have reached
--- it and lost its answer), and reversing on it needs a human.
-ALTER TABLE pix_refunds ADD COLUMN IF NOT EXISTS psp_asked_at timestamptz;

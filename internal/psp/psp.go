@@ -113,6 +113,14 @@ const CodeEndToEndIDReused = "end_to_end_id_reused"
 // a refused request, never "already submitted".
 const CodeRefundIDReused = "refund_id_reused"
 
+// CodeRefundRefused is the BCB API Pix's error of a devolução the PSP
+// refuses outright (past its window, over the PIX's value): the last
+// segment of its RFC 7807 type, ".../DevolucaoOperacaoInvalida". Of every
+// code a 400 or 422 may carry, only this one says that the PSP itself
+// refused the devolução and keeps no record of it; a framework's or a
+// gateway's generic problem ("about:blank", an RFC section) does not.
+const CodeRefundRefused = "DevolucaoOperacaoInvalida"
+
 // Is makes a 409 refusal ErrAlreadySubmitted, unless the PSP said the id is
 // another transfer's or another devolução's.
 func (e *RequestError) Is(target error) bool {

@@ -16,7 +16,7 @@ const (
 	CodeRefundNotFound = "refund_not_found"
 	// CodeRefundRefused is the BCB's business refusal of a devolução (past
 	// its window, over the PIX's value): nothing was made.
-	CodeRefundRefused = "DevolucaoOperacaoInvalida"
+	CodeRefundRefused = psp.CodeRefundRefused
 )
 
 // refundRequestJSON is the body of PUT /pix/{e2eid}/devolucao/{id}.

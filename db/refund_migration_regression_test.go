@@ -1,0 +1,67 @@
+package db_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/db/dbtest"
+)
+
+// forgetMigration makes s's schema as it was before the migration of that
+// version: its changes undone by undo, and the runner's record of it gone.
+func forgetMigration(t *testing.T, s *db.Store, version int, undo string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := s.Pool().Exec(ctx, undo)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `DELETE FROM schema_migrations WHERE version = $1`, version)
+	require.NoError(t, err)
+}
+
+// Found by the fourth attack review: psp_asked_at was once appended to the
+// committed migration 0011, so a database that had applied 0011 before
+// never got the column, and every devolução's saga failed before its PUT,
+// for ever (42703). 0011 is back as first committed and the column comes
+// in 0012: such a database gets it.
+func TestDatabaseWithoutPSPAskedAtGetsIt(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	r, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	// The schema 0011 as first committed left.
+	forgetMigration(t, s, 12, `ALTER TABLE pix_refunds DROP COLUMN psp_asked_at`)
+
+	applied, err := db.Migrate(ctx, s.Pool())
+	require.NoError(t, err)
+	require.Equal(t, []string{"0012_refund_psp_asked_at.sql"}, applied)
+	_, err = s.MarkRefundAsked(ctx, r.ID)
+	require.NoError(t, err, "the saga's first statement runs")
+}
+
+// Found by the fourth attack review: a refund whose saga ran before
+// psp_asked_at existed (its PUTs possibly sent, their answers lost:
+// debited, no rtr_id) must not read as never asked after the upgrade, or a
+// refusal of the next PUT would pass every check and reverse a devolução
+// the PSP may have made. 0012 counts every refund there was as asked.
+func TestRefundsOpenAtTheUpgradeCountAsAsked(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	r, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET dispatched_at = now() - interval '1 hour' WHERE id = $1`, r.ID)
+	require.NoError(t, err)
+	forgetMigration(t, s, 12, `ALTER TABLE pix_refunds DROP COLUMN psp_asked_at`)
+
+	_, err = db.Migrate(ctx, s.Pool())
+	require.NoError(t, err)
+	first, err := s.MarkRefundAsked(ctx, r.ID)
+	require.NoError(t, err)
+	require.False(t, first, "a refund that existed at the upgrade counts as asked: a refusal of its next PUT needs a human (activities.RequestRefund)")
+}
