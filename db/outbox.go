@@ -23,6 +23,20 @@ const (
 	AggregateTransfer = "pix_transfer"
 )
 
+// EventTypes are every event type the outbox holds, each with its
+// aggregate type: one statement writes each (TestEventsAreWrittenAsDeclared),
+// and each has its JSON Schema in internal/broker/schemas (docs/events.md).
+var EventTypes = map[string]string{
+	EventCreditSettled:    AggregateCredit,
+	EventCreditFailed:     AggregateCredit,
+	EventTransferDebited:  AggregateTransfer,
+	EventTransferSettled:  AggregateTransfer,
+	EventTransferRefunded: AggregateTransfer,
+	EventRefundDebited:    AggregateRefund,
+	EventRefundReturned:   AggregateRefund,
+	EventRefundReversed:   AggregateRefund,
+}
+
 // EventSchemaVersion is in every payload; a change a consumer must know of
 // raises it.
 const EventSchemaVersion = 1

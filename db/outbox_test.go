@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/broker"
+	"github.com/pixbank/pix/internal/broker/eventschema"
 	"github.com/pixbank/pix/internal/pix"
 )
 
@@ -18,21 +21,82 @@ type outboxRow struct {
 	Payload                          map[string]any
 }
 
+// events validates events against their JSON Schemas (docs/events.md).
+var events = sync.OnceValues(eventschema.New)
+
+// outboxRows are the outbox's rows in commit order, each checked against
+// its type's JSON Schema as the relay would publish it: what the tests
+// write is what the consumers are promised.
 func outboxRows(t *testing.T, s *db.Store) []outboxRow {
 	t.Helper()
-	rows, err := s.Pool().Query(context.Background(), `SELECT aggregate_type, aggregate_id, event_type, payload FROM outbox_events ORDER BY seq`)
+	v, err := events()
+	require.NoError(t, err)
+	rows, err := s.Pool().Query(context.Background(), `SELECT id, seq, aggregate_type, aggregate_id, event_type, payload, created_at FROM outbox_events ORDER BY seq`)
 	require.NoError(t, err)
 	defer rows.Close()
 	var out []outboxRow
 	for rows.Next() {
-		var r outboxRow
+		var e broker.Envelope
 		var payload []byte
-		require.NoError(t, rows.Scan(&r.AggregateType, &r.AggregateID, &r.Type, &payload))
+		require.NoError(t, rows.Scan(&e.ID, &e.Seq, &e.AggregateType, &e.AggregateID, &e.Type, &payload, &e.OccurredAt))
+		e.Data = payload
+		message, err := json.Marshal(e)
+		require.NoError(t, err)
+		require.NoError(t, v.Message(message), "%s", message)
+		r := outboxRow{AggregateType: e.AggregateType, AggregateID: e.AggregateID, Type: e.Type}
 		require.NoError(t, json.Unmarshal(payload, &r.Payload))
 		out = append(out, r)
 	}
 	require.NoError(t, rows.Err())
 	return out
+}
+
+// Every event type, written by the statement that makes its change, matches
+// its JSON Schema: a credit's to an account and an API Pix one's to an
+// unknown key failing, a transfer settled and one refunded, a devolução
+// returned and one reversed.
+func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 100_000)
+	credited := creditPIX(t, s, 1, "acc-1", 20_000)
+	for i, n := range []pix.Notification{note(e2eID(2), "acc-none", 100), apiPixNote(e2eID(3), "+5511999990000", "", 2500),
+		apiPixNote(e2eID(4), "", "nosuchcharge", 100)} {
+		_, err := s.Receive(ctx, n)
+		require.NoError(t, err)
+		_, err = s.MarkFailed(ctx, n.EndToEndID, 1, i+1, "not creditable")
+		require.NoError(t, err)
+	}
+	settled := debit(t, s, "acc-1", 1_000)
+	_, err := s.SettleTransfer(ctx, uuid.MustParse(settled.ID))
+	require.NoError(t, err)
+	refunded := debit(t, s, "acc-1", 2_000)
+	_, err = s.RefundTransfer(ctx, uuid.MustParse(refunded.ID), "receiver account closed")
+	require.NoError(t, err)
+	returned, err := refund(s, credited, 4_000, anyone)
+	require.NoError(t, err)
+	_, err = s.MarkRefundReturned(ctx, returned.ID, "")
+	require.NoError(t, err, "no rtr_id: null")
+	reversed, err := refund(s, credited, 6_000, anyone)
+	require.NoError(t, err)
+	_, err = s.MarkRefundRequested(ctx, reversed.ID, "D12345678202611291200000000000001")
+	require.NoError(t, err)
+	_, err = s.ReverseRefund(ctx, reversed.ID, "conta encerrada", false)
+	require.NoError(t, err)
+	noReason, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", keys)
+	require.NoError(t, err)
+	_, err = s.CreateRefund(ctx, *noReason, db.NewRefund{ID: pix.NewRefundID(),
+		RefundRequest: pix.RefundRequest{EndToEndID: credited, AmountCents: 1}}, anyone, renderRefund)
+	require.NoError(t, err, "no reason: null")
+
+	written := map[string]int{}
+	for _, e := range outboxRows(t, s) { // each checked against its schema
+		written[e.Type]++
+	}
+	for typ := range db.EventTypes {
+		require.Positive(t, written[typ], "no %s written", typ)
+	}
+	require.Equal(t, 3, written[db.EventCreditFailed])
 }
 
 func TestCreditWritesItsEventInItsTransaction(t *testing.T) {

@@ -13,11 +13,13 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/broker"
+	"github.com/pixbank/pix/internal/broker/eventschema"
 	"github.com/pixbank/pix/internal/pix"
 )
 
 // A credit and a transfer, through the whole service: their events reach
-// the broker, once each, a transfer's in commit order.
+// the broker, once each, a transfer's in commit order, each as its JSON
+// Schema says (docs/events.md).
 func TestEventsOfACreditAndATransferReachTheBroker(t *testing.T) {
 	ctx := context.Background()
 	s := newStack(t, shared, nil)
@@ -48,10 +50,14 @@ func TestEventsOfACreditAndATransferReachTheBroker(t *testing.T) {
 	require.NoError(t, err)
 	batch, err := cons.Fetch(10, jetstream.FetchMaxWait(2*time.Second))
 	require.NoError(t, err)
+	schemas, err := eventschema.New()
+	require.NoError(t, err)
 	for m := range batch.Messages() {
+		require.NoError(t, schemas.Message(m.Data()), "%s", m.Data())
 		var e broker.Envelope
 		require.NoError(t, json.Unmarshal(m.Data(), &e))
 		require.Equal(t, broker.Subject(e.Type), m.Subject())
+		require.Equal(t, e.ID, m.Headers().Get(jetstream.MsgIDHeader), "the broker deduplicates by the event id")
 		events = append(events, e)
 	}
 	var types []string

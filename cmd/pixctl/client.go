@@ -103,7 +103,7 @@ func (c *apiClient) callWith(ctx context.Context, method, path string, header ht
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, &buf)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, usageErrorf("the API's URL %q: %w", c.base, err)
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -124,12 +124,12 @@ func (c *apiClient) callWith(ctx context.Context, method, path string, header ht
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, nil, unavailable(fmt.Errorf("%s %s: %w", method, path, err))
 	}
 	defer res.Body.Close()
 	answer, err := io.ReadAll(res.Body)
 	if err != nil {
-		return res.StatusCode, res.Header, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		return res.StatusCode, res.Header, unavailable(fmt.Errorf("%s %s: read answer: %w", method, path, err))
 	}
 	// A customer request refused for its token is the command's failure,
 	// whatever it meant to do with the answer.
@@ -140,7 +140,7 @@ func (c *apiClient) callWith(ctx context.Context, method, path string, header ht
 	}
 	if out != nil && res.StatusCode != http.StatusNoContent {
 		if err := json.Unmarshal(answer, out); err != nil {
-			return res.StatusCode, res.Header, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+			return res.StatusCode, res.Header, unavailable(fmt.Errorf("%s %s: decode answer (HTTP %d): %w", method, path, res.StatusCode, err))
 		}
 	}
 	return res.StatusCode, res.Header, nil

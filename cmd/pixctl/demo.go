@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -56,7 +58,42 @@ const demoRefundWait = 30 * time.Second
 
 func brl(cents int64) string { return fmt.Sprintf("R$ %d,%02d", cents/100, cents%100) }
 
-func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
+var demoCommand = &command{
+	name: "demo", args: "[flags]",
+	summary: "replay the scenario against a running service (make demo)",
+	about: `Replays the scenario against a running service (make run): several PIX, a
+redelivery, 20 concurrent copies of one PIX, a payload mismatch and a PIX
+to an unknown account; outgoing PIX: a lost response retried, a refusal
+replayed, a transfer the PSP rejects, refunded; a PIX received through the
+PSP partly returned (a devolução), and a devolução beyond its credit
+refused. It waits for each to end and prints statuses, the events a
+consumer of the broker received, and balances.
+
+Its webhooks are signed with the first secret of $WEBHOOK_SECRETS (as the
+PSP it belongs to). Its customers are the demo accounts (acc-0001 to
+acc-0004), each with a token of its own that the development issuer mints
+($PIX_TOKEN is not used); the admin calls carry the admin token.
+`,
+	problem:  "a PIX, a transfer or the devolução did not end as the scenario expects within its wait, or the API refused a request",
+	settings: []setting{apiURLSetting, adminTokenSetting, pspURLSetting, natsURLSetting, devKeyDirSetting},
+	define: func(*flag.FlagSet) runner {
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unexpected argument %q", args[0])
+			}
+			c, err := inv.apiClient()
+			if err != nil {
+				return err
+			}
+			// The demo's customers are the demo accounts, each with a token of
+			// its own from the development issuer: PIX_TOKEN names one caller.
+			c.customerToken = ""
+			return demo(ctx, c, &apiClient{base: strings.TrimRight(inv.get(pspURLSetting), "/")}, inv.get(natsURLSetting), inv.out)
+		}
+	},
+}
+
+func demo(ctx context.Context, c, psp *apiClient, natsURL string, out io.Writer) error {
 	// E + ISPB (8) + 14 digits unique to this run + a 9-digit sequence = 32.
 	run := fmt.Sprintf("%014d", time.Now().UnixMilli()%1e14)
 	accounts := []string{"acc-0001", "acc-0002", "acc-0003", "acc-0004"}
@@ -81,7 +118,7 @@ func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
 		return status, r, err
 	}
 	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
-	events, err := collectEvents(ctx, natsURL())
+	events, err := collectEvents(ctx, natsURL)
 	if err != nil {
 		return err
 	}
@@ -222,7 +259,7 @@ func demo(ctx context.Context, c, psp *apiClient, out io.Writer) error {
 	// settlement or refund, and the devolução's.
 	got := events.of(ctx, ours, len(pix)+2*len(transfers)+refundEvents, 15*time.Second)
 	if len(got) == 0 {
-		say("   none arrived from NATS at %s: is the worker's outbox relay on the same broker (NATS_URL)?", natsURL())
+		say("   none arrived from NATS at %s: is the worker's outbox relay on the same broker (NATS_URL)?", natsURL)
 	}
 	for _, e := range got {
 		say("   %-22s %s", e.Type, e.AggregateID)

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -17,29 +16,45 @@ import (
 	"github.com/pixbank/pix/internal/broker"
 )
 
-// tailEvents prints each event of the stream as one line (subject, then the
-// envelope as JSON) until ctx ends. An ordered consumer: nothing is left
-// behind on the broker.
-func tailEvents(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("pixctl events tail", flag.ContinueOnError)
-	all := fs.Bool("all", false, "from the start of the stream, not only new events")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	url := natsURL()
+var eventsTailCommand = &command{
+	name: "events tail", args: "[-all] [flags]",
+	summary: "print the service's events as they reach the broker",
+	about: `Prints the service's events as they reach the broker (the JetStream stream
+PIX_EVENTS), one a line: the subject, then the envelope (docs/events.md);
+with -o json the envelope only, as it is on the wire. New events only, or
+with -all from the start of the stream. An ordered consumer: it leaves
+nothing behind on the broker. Ctrl-C stops it (exit 0).
+`,
+	problem:  "the stream's messages stopped with an error",
+	settings: []setting{natsURLSetting}, output: true,
+	define: func(fs *flag.FlagSet) runner {
+		all := fs.Bool("all", false, "from the start of the stream, not only new events")
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unexpected argument %q", args[0])
+			}
+			return tailEvents(ctx, inv.get(natsURLSetting), *all, inv.json, inv.out, inv.errOut)
+		}
+	},
+}
+
+// tailEvents prints each event of the stream at url as one line (subject,
+// then the envelope as JSON; asJSON: the envelope only) until ctx ends. An
+// ordered consumer: nothing is left behind on the broker.
+func tailEvents(ctx context.Context, url string, all, asJSON bool, out, errOut io.Writer) error {
 	nc, err := broker.Connect(url, "pixctl events tail")
 	if err != nil {
-		return err
+		return unavailable(err)
 	}
 	defer nc.Close()
-	cons, err := newEventConsumer(ctx, nc, *all)
+	cons, err := newEventConsumer(ctx, nc, all)
 	if err != nil {
-		return err
+		return unavailable(fmt.Errorf("the events on NATS at %s: %w", url, err))
 	}
-	fmt.Fprintf(os.Stderr, "pixctl: tailing %s on %s (Ctrl-C to stop)\n", broker.StreamName, url)
+	fmt.Fprintf(errOut, "pixctl: tailing %s on %s (Ctrl-C to stop)\n", broker.StreamName, url)
 	it, err := cons.Messages()
 	if err != nil {
-		return fmt.Errorf("consume %s: %w", broker.StreamName, err)
+		return unavailable(fmt.Errorf("consume %s: %w", broker.StreamName, err))
 	}
 	go func() {
 		<-ctx.Done()
@@ -53,6 +68,13 @@ func tailEvents(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("consume %s: %w", broker.StreamName, err)
 		}
+		if asJSON {
+			if err := printJSON(out, m.Data()); err != nil {
+				// Not an envelope: not for a consumer of JSON lines.
+				fmt.Fprintf(errOut, "pixctl: %s message %s is not JSON (%v): skipped\n", m.Subject(), m.Headers().Get(jetstream.MsgIDHeader), err)
+			}
+			continue
+		}
 		fmt.Fprintf(out, "%s %s\n", m.Subject(), m.Data())
 	}
 }
@@ -64,7 +86,7 @@ func newEventConsumer(ctx context.Context, nc *nats.Conn, all bool) (jetstream.C
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	stream, err := broker.EnsureStream(ctx, js)
+	stream, err := broker.OpenStream(ctx, js)
 	if err != nil {
 		return nil, err
 	}
@@ -87,14 +109,14 @@ type eventCollector struct {
 func collectEvents(ctx context.Context, url string) (*eventCollector, error) {
 	nc, err := broker.Connect(url, "pixctl demo")
 	if err != nil {
-		return nil, err
+		return nil, unavailable(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cons, err := newEventConsumer(ctx, nc, false)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("the demo consumes the events from NATS at %s (NATS_URL): %w", url, err)
+		return nil, unavailable(fmt.Errorf("the demo consumes the events from NATS at %s (NATS_URL): %w", url, err))
 	}
 	c := &eventCollector{}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
@@ -129,12 +151,4 @@ func (c *eventCollector) of(ctx context.Context, aggregates map[string]bool, wan
 		return max(0, want-len(out)), nil
 	})
 	return out
-}
-
-// natsURL is NATS_URL, else the local NATS.
-func natsURL() string {
-	if url := os.Getenv("NATS_URL"); url != "" {
-		return url
-	}
-	return "nats://127.0.0.1:4222"
 }

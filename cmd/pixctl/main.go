@@ -1,54 +1,34 @@
 // Command pixctl is the operator's and demonstrator's tool for the PIX
-// service. It talks to the service's HTTP API only.
+// service. It talks to the service's HTTP API, and to NATS for its events.
 //
-//	pixctl demo    replay the scenario: several PIX, redeliveries, concurrent
-//	               copies, a payload mismatch and a PIX to an unknown account;
-//	               outgoing PIX: a lost response retried, a refusal replayed,
-//	               a transfer the PSP rejects, refunded; a PIX received
-//	               through the PSP partly returned (devolução), and a
-//	               devolução beyond its credit refused; then print statuses
-//	               and balances
+//	pixctl demo                     replay the scenario (see pixctl help demo)
 //	pixctl show <end_to_end_id>     one incoming PIX: row, credit, workflow
 //	                                link, and its refunds (devoluções)
 //	pixctl refund -e2e <end_to_end_id> -amount <centavos> [-reason TEXT] [-key UUID] [-account X]
-//	               return (a devolução) all or part of a PIX received, as
-//	               its account's customer
 //	pixctl refund-status [-account X] [-wait D] <refund id>
-//	               one refund: where it stands, its workflow and its link
 //	pixctl failed [-account X]      the failed PIX with their reasons
-//	pixctl retry <end_to_end_id>    re-drive a failed PIX
-//	pixctl retry -all-failed -account X
-//	pixctl reconcile                the books' check; exit 1 when they don't balance
-//	pixctl events tail [-all]
-//	               print the service's events as they reach the broker
-//	               (NATS_URL, default nats://127.0.0.1:4222); -all from the
-//	               start of the stream
-//	pixctl token -account X [-account Y ...] [-scope "pix:read pix:write"] [-ttl 1h] [-sub NAME]
-//	               print a bearer token of the development issuer
-//	pixctl dev-issuer [-env]
-//	               create the development issuer's key pair unless it
-//	               exists; print its JWKS file (-env: the API's AUTH_*
-//	               settings as shell exports)
+//	pixctl retry <end_to_end_id> | -all-failed -account X
+//	pixctl reconcile                the books' check
+//	pixctl events tail [-all]       the service's events as they reach the broker
+//	pixctl token -account X ...     a bearer token of the development issuer
+//	pixctl dev-issuer [-env]        the development issuer's key pair
+//	pixctl help [command]           usage; so do -h and --help anywhere
 //
-// PIX_API_URL (default http://127.0.0.1:8080) names the API, PSP_URL
-// (default http://127.0.0.1:8090) the PSP simulator the demo configures. Webhooks are
-// signed with the first secret of WEBHOOK_SECRETS (as the PSP it belongs
-// to). Admin calls (show, failed, retry, reconcile, and refund's look-up of
-// the PIX's account) carry ADMIN_TOKEN (or the content of ADMIN_TOKEN_FILE):
-// the static admin token, or a JWT of scope pix:admin.
-// Customer calls (refund, refund-status, the demo's) carry PIX_TOKEN;
-// without it, and in the demo always, a token the development issuer mints
-// for the accounts the call acts for and the one scope it needs, valid 5 minutes, when the
-// issuer's key pair exists in AUTH_DEV_KEY_DIR (default .data/auth, names
-// AUTH_ISSUER and AUTH_AUDIENCE, defaults pix-dev-issuer and pix-api); the
-// same issuer mints a pix:admin token when ADMIN_TOKEN is not set.
+// Every command's settings come from its flags, else the environment, else
+// a default (-api-url, PIX_API_URL, http://127.0.0.1:8080; -admin-token,
+// ADMIN_TOKEN or ADMIN_TOKEN_FILE; -token, PIX_TOKEN; -psp-url, PSP_URL;
+// -nats-url, NATS_URL; -dev-key-dir, AUTH_DEV_KEY_DIR). The read commands
+// take -o json. Exit status: 0 done, 1 a problem found (the books do not
+// balance, the request refused), 2 usage, 3 could not ask (network,
+// timeout, 5xx, credentials refused). pixctl help <command> says the rest;
+// docs/operations.md too.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -57,75 +37,188 @@ import (
 	"github.com/pixbank/pix/internal/webhooksig"
 )
 
-const usage = "usage: pixctl demo | show <end_to_end_id> | refund -e2e <end_to_end_id> -amount <centavos> [-reason TEXT] [-key UUID] [-account X] | refund-status [-account X] [-wait D] <refund id> | failed [-account X] | retry <end_to_end_id> | retry -all-failed -account X | reconcile | events tail [-all] | token -account X [-scope S] [-ttl D] [-sub NAME] | dev-issuer [-env]"
-
-func main() { cli.Main("pixctl", run) }
-
-func run(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errors.New(usage)
-	}
-	switch args[0] {
-	case "events":
-		if len(args) < 2 || args[1] != "tail" {
-			return errors.New(usage)
-		}
-		return tailEvents(ctx, args[2:], os.Stdout)
-	case "token":
-		return helpIsNoError(tokenCmd(args[1:], os.Getenv, time.Now(), os.Stdout, os.Stderr))
-	case "dev-issuer":
-		return helpIsNoError(devIssuerCmd(args[1:], os.Getenv, os.Stdout, os.Stderr))
-	}
-	apiURL := os.Getenv("PIX_API_URL")
-	if apiURL == "" {
-		apiURL = "http://127.0.0.1:8080"
-	}
-	key, err := webhooksig.ClientKey(os.Getenv("WEBHOOK_SECRETS"))
-	if err != nil {
-		return fmt.Errorf("WEBHOOK_SECRETS: %w", err)
-	}
-	dev, err := openDevTokens(os.Getenv)
-	if err != nil {
-		return err
-	}
-	adminToken, err := adminTokenOf(os.Getenv)
-	if err != nil {
-		return err
-	}
-	c := &apiClient{base: apiURL, signingKey: key, adminToken: adminToken, customerToken: os.Getenv("PIX_TOKEN"), dev: dev}
-	switch args[0] {
-	case "show":
-		return show(ctx, c, args[1:], os.Stdout)
-	case "refund":
-		return helpIsNoError(refundCmd(ctx, c, args[1:], os.Stdout, os.Stderr))
-	case "refund-status":
-		return helpIsNoError(refundStatusCmd(ctx, c, args[1:], os.Stdout, os.Stderr))
-	case "failed":
-		return failed(ctx, c, args[1:], os.Stdout)
-	case "retry":
-		return retry(ctx, c, args[1:], os.Stdout)
-	case "reconcile":
-		return reconcile(ctx, c, os.Stdout)
-	case "demo":
-		pspURL := os.Getenv("PSP_URL")
-		if pspURL == "" {
-			pspURL = "http://127.0.0.1:8090"
-		}
-		// The demo's customers are the demo accounts, each with a token of
-		// its own from the development issuer: PIX_TOKEN names one caller.
-		c.customerToken = ""
-		return demo(ctx, c, &apiClient{base: pspURL}, os.Stdout)
-	default:
-		return fmt.Errorf("unknown command %q; %s", args[0], usage)
-	}
+func main() {
+	cli.Main("pixctl", func(ctx context.Context, args []string) error {
+		return run(ctx, args, os.Stdout, os.Stderr, os.Getenv, time.Now)
+	})
 }
 
-// helpIsNoError: -h printed the usage a subcommand was asked for.
-func helpIsNoError(err error) error {
-	if errors.Is(err, flag.ErrHelp) {
+// commands are pixctl's commands, in the order its help lists them;
+// groups, the commands with subcommands.
+var (
+	commands = []*command{demoCommand, showCommand, refundCommand, refundStatusCommand, failedCommand, retryCommand,
+		reconcileCommand, tokenCommand, devIssuerCommand}
+	groups = []*group{{name: "events", summary: "the service's events on the broker", commands: []*command{eventsTailCommand}}}
+)
+
+const usageIntro = `usage: pixctl <command> [flags] [arguments]
+
+The PIX service's operator tool: it talks to the service's HTTP API (and to
+NATS for its events).
+
+commands:
+`
+
+const usageOutro = `
+pixctl help <command> (or pixctl <command> -h) prints a command's flags and
+settings; no command runs when its arguments ask for help.
+
+Settings: a flag's value, else the environment's, else the default:
+  -api-url      PIX_API_URL       http://127.0.0.1:8080
+  -admin-token  ADMIN_TOKEN       (or the file ADMIN_TOKEN_FILE names; else the development issuer's)
+  -token        PIX_TOKEN         (else the development issuer mints one per call)
+  -psp-url      PSP_URL           http://127.0.0.1:8090 (the demo)
+  -nats-url     NATS_URL          nats://127.0.0.1:4222 (events tail, the demo)
+  -dev-key-dir  AUTH_DEV_KEY_DIR  .data/auth (with AUTH_ISSUER, AUTH_AUDIENCE)
+  WEBHOOK_SECRETS signs the demo's webhooks (its first secret).
+The read commands (show, failed, refund-status, reconcile, events tail) take
+-o json: the API's answer as it is, one JSON value a line.
+
+exit status:
+  0  done
+  1  the command ran and found a problem: the books do not balance
+     (reconcile), the service refused the request (no such PIX, a refund
+     refused, a PIX not failed to retry), a refund not final within -wait,
+     the demo's PIX or refund did not end as it should
+  2  usage: an unknown command or flag, a missing or extra argument, a
+     setting that does not parse
+  3  could not ask: the API or NATS unreachable, a timeout, the service's
+     5xx, credentials refused (401, 403)
+`
+
+// usage prints pixctl's usage.
+func usage(w io.Writer) {
+	fmt.Fprint(w, usageIntro)
+	line := func(name, summary string) { fmt.Fprintf(w, "  %-16s %s\n", name, summary) }
+	for _, c := range commands {
+		line(c.name, c.summary)
+	}
+	for _, g := range groups {
+		for _, c := range g.commands {
+			line(c.name, c.summary)
+		}
+	}
+	line("help [command]", "this usage, or a command's")
+	fmt.Fprint(w, usageOutro)
+}
+
+// run is pixctl with its arguments: out and errOut its stdout and stderr,
+// getenv its environment. A help flag or word prints usage on out, with
+// nothing else done (status 0); an unknown command prints it on errOut
+// (status 2).
+func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(string) string, now func() time.Time) error {
+	switch {
+	case len(args) == 0:
+		usage(errOut)
+		return cli.Exit(cli.ExitUsage)
+	case isHelp(args[0]):
+		usage(out)
+		return nil
+	case args[0] == "help":
+		return help(args[1:], out, errOut)
+	}
+	for _, g := range groups {
+		if args[0] == g.name {
+			return g.run(ctx, args[1:], out, errOut, getenv, now)
+		}
+	}
+	if c := commandNamed(commands, args[0]); c != nil {
+		return c.run(ctx, args[1:], out, errOut, getenv, now)
+	}
+	return unknown(fmt.Sprintf("unknown command %q", args[0]), errOut)
+}
+
+// unknown reports a command pixctl does not have, with its usage.
+func unknown(why string, errOut io.Writer) error {
+	fmt.Fprintf(errOut, "pixctl: %s\n\n", why)
+	usage(errOut)
+	return cli.Exit(cli.ExitUsage)
+}
+
+func commandNamed(cs []*command, name string) *command {
+	for _, c := range cs {
+		if c.name == name || strings.HasSuffix(c.name, " "+name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// help is pixctl help [command [subcommand]].
+func help(args []string, out, errOut io.Writer) error {
+	if len(args) == 0 {
+		usage(out)
 		return nil
 	}
-	return err
+	for _, g := range groups {
+		if args[0] != g.name {
+			continue
+		}
+		if len(args) == 1 {
+			g.help(out)
+			return nil
+		}
+		if c := commandNamed(g.commands, args[1]); c != nil && len(args) == 2 {
+			c.help(out)
+			return nil
+		}
+		return unknown(fmt.Sprintf("no help for %q", strings.Join(args, " ")), errOut)
+	}
+	if c := commandNamed(commands, args[0]); c != nil && len(args) == 1 {
+		c.help(out)
+		return nil
+	}
+	return unknown(fmt.Sprintf("no help for %q", strings.Join(args, " ")), errOut)
+}
+
+// run runs the group's subcommand: pixctl events tail ...; pixctl events,
+// -h or help print the group's usage.
+func (g *group) run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(string) string, now func() time.Time) error {
+	switch {
+	case len(args) == 0:
+		fmt.Fprintf(errOut, "pixctl %s: name a command\n\n", g.name)
+		g.help(errOut)
+		return cli.Exit(cli.ExitUsage)
+	case isHelp(args[0]):
+		g.help(out)
+		return nil
+	case args[0] == "help":
+		return help(append([]string{g.name}, args[1:]...), out, errOut)
+	}
+	if c := commandNamed(g.commands, args[0]); c != nil {
+		return c.run(ctx, args[1:], out, errOut, getenv, now)
+	}
+	fmt.Fprintf(errOut, "pixctl %s: unknown command %q\n\n", g.name, args[0])
+	g.help(errOut)
+	return cli.Exit(cli.ExitUsage)
+}
+
+// help prints the group's usage.
+func (g *group) help(w io.Writer) {
+	fmt.Fprintf(w, "usage: pixctl %s <command> [flags]\n\n%s.\n\ncommands:\n", g.name, g.summary)
+	for _, c := range g.commands {
+		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\npixctl help %s <command> prints a command's flags.\n", g.name)
+}
+
+// apiClient is the client of the API the invocation's settings name.
+// Settings that do not parse are usage errors.
+func (inv *invocation) apiClient() (*apiClient, error) {
+	key, err := webhooksig.ClientKey(inv.getenv("WEBHOOK_SECRETS"))
+	if err != nil {
+		return nil, usageErrorf("WEBHOOK_SECRETS: %w", err)
+	}
+	dev, err := openDevTokens(inv.getenv)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	adminToken, err := adminTokenOf(inv.getenv)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return &apiClient{base: strings.TrimRight(inv.get(apiURLSetting), "/"), signingKey: key, adminToken: adminToken,
+		customerToken: inv.getenv(customerTokenSetting.env), dev: dev}, nil
 }
 
 // adminTokenOf is ADMIN_TOKEN, or the content of the file ADMIN_TOKEN_FILE

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"text/tabwriter"
+
+	"github.com/pixbank/pix/internal/cli"
 )
 
 // apiError is the error envelope of the API.
@@ -19,28 +23,90 @@ type apiError struct {
 	} `json:"error"`
 }
 
-// check turns a non-2xx answer into an error naming the API's code.
+// check turns a non-2xx answer into an error naming the API's code, whose
+// exit status tells a refusal (1: the service answered no) from no answer
+// (3: its credentials refused, the service failing or overloaded).
 func check(status int, e apiError, what string) error {
 	if status/100 == 2 {
 		return nil
 	}
+	err := fmt.Errorf("%s: HTTP %d", what, status)
 	if e.Error != nil {
-		return fmt.Errorf("%s: %d %s: %s", what, status, e.Error.Code, e.Error.Message)
+		err = fmt.Errorf("%s: %d %s: %s", what, status, e.Error.Code, e.Error.Message)
 	}
-	return fmt.Errorf("%s: HTTP %d", what, status)
+	switch {
+	case status == http.StatusUnauthorized, status == http.StatusForbidden, status == http.StatusRequestTimeout,
+		status == http.StatusTooManyRequests, status >= 500:
+		return cli.WithStatus(cli.ExitUnavailable, err)
+	}
+	return cli.WithStatus(cli.ExitProblem, err)
+}
+
+// unavailable marks err as no answer to trust (exit status 3).
+func unavailable(err error) error { return cli.WithStatus(cli.ExitUnavailable, err) }
+
+// read GETs path, checks the answer's status (what names the request in
+// errors) and decodes it into v; it returns the answer as it came, for -o
+// json.
+func (c *apiClient) read(ctx context.Context, path, what string, v any) (json.RawMessage, error) {
+	var raw json.RawMessage
+	status, err := c.call(ctx, http.MethodGet, path, nil, &raw)
+	if err != nil {
+		return nil, err
+	}
+	var e apiError
+	_ = json.Unmarshal(raw, &e)
+	if err := check(status, e, what); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, unavailable(fmt.Errorf("%s: decode answer: %w", what, err))
+	}
+	return raw, nil
+}
+
+// printJSON prints an answer as one line of JSON.
+func printJSON(out io.Writer, raw []byte) error {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return err
+	}
+	b.WriteByte('\n')
+	_, err := out.Write(b.Bytes())
+	return err
+}
+
+var showCommand = &command{
+	name: "show", args: "[flags] <end_to_end_id>",
+	summary: "one incoming PIX: its row, credit, workflow link and refunds (devoluções)",
+	about: `Prints one incoming PIX as an operator sees it (the admin route
+GET /admin/pix/credits/{id}): its inbox row, with why its last attempt
+failed, its credit, its workflow and its link in the Temporal UI, and its
+refunds (devoluções) when it has any.
+`,
+	problem:  "no PIX has this end_to_end_id (pix_credit_not_found: no PSP delivered it), or the API refused the request",
+	settings: adminSettings, output: true,
+	define: func(*flag.FlagSet) runner {
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("name one PIX: its end_to_end_id")
+			}
+			c, err := inv.apiClient()
+			if err != nil {
+				return err
+			}
+			return show(ctx, c, args[0], inv.json, inv.out)
+		}
+	},
 }
 
 // show prints one incoming PIX: its row, its credit and its workflow link,
 // then its refunds (devoluções) when it has any. It is an operator's look
 // at any PIX, with why its last attempt failed: the admin route
 // (ADMIN_TOKEN), not a customer's, which shows a PIX of the caller's own
-// accounts only, without its last error.
-func show(ctx context.Context, c *apiClient, args []string, out io.Writer) error {
-	if len(args) != 1 {
-		return errors.New("usage: pixctl show <end_to_end_id>")
-	}
+// accounts only, without its last error. asJSON prints the API's answer.
+func show(ctx context.Context, c *apiClient, endToEndID string, asJSON bool, out io.Writer) error {
 	var v struct {
-		apiError
 		credit
 		Source      string  `json:"source"`
 		ReceivedAt  string  `json:"received_at"`
@@ -55,11 +121,11 @@ func show(ctx context.Context, c *apiClient, args []string, out io.Writer) error
 		// Refunds are the PIX's devoluções, oldest first (absent: none).
 		Refunds []refund `json:"refunds"`
 	}
-	status, err := c.call(ctx, http.MethodGet, "/admin/pix/credits/"+url.PathEscape(args[0]), nil, &v)
-	if err != nil {
-		return err
-	}
-	if err := check(status, v.apiError, "show "+args[0]); err != nil {
+	raw, err := c.read(ctx, "/admin/pix/credits/"+url.PathEscape(endToEndID), "show "+endToEndID, &v)
+	if err != nil || asJSON {
+		if err == nil {
+			err = printJSON(out, raw)
+		}
 		return err
 	}
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
@@ -102,26 +168,44 @@ func deref(s *string) string {
 	return *s
 }
 
-// failed lists the failed PIX, with their reasons.
-func failed(ctx context.Context, c *apiClient, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("pixctl failed", flag.ContinueOnError)
-	account := fs.String("account", "", "only this account's")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+var failedCommand = &command{
+	name: "failed", args: "[-account ID] [flags]",
+	summary: "the failed PIX, with their reasons",
+	about: `Lists the failed PIX (GET /admin/pix/credits?status=failed), newest first,
+with their attempts and last error; -account, only that account's. Listing
+failed PIX is not a failure: it exits 0 whatever it finds.
+`,
+	problem:  "the API refused the request",
+	settings: adminSettings, output: true,
+	define: func(fs *flag.FlagSet) runner {
+		account := fs.String("account", "", "only this account's")
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unexpected argument %q", args[0])
+			}
+			c, err := inv.apiClient()
+			if err != nil {
+				return err
+			}
+			return failed(ctx, c, *account, inv.json, inv.out)
+		}
+	},
+}
+
+// failed lists the failed PIX (of account, unless ""), with their reasons.
+func failed(ctx context.Context, c *apiClient, account string, asJSON bool, out io.Writer) error {
 	var v struct {
-		apiError
 		Pix []credit `json:"pix"`
 	}
 	q := url.Values{"status": {"failed"}}
-	if *account != "" {
-		q.Set("account_id", *account)
+	if account != "" {
+		q.Set("account_id", account)
 	}
-	status, err := c.call(ctx, http.MethodGet, "/admin/pix/credits?"+q.Encode(), nil, &v)
-	if err != nil {
-		return err
-	}
-	if err := check(status, v.apiError, "list failed PIX"); err != nil {
+	raw, err := c.read(ctx, "/admin/pix/credits?"+q.Encode(), "list failed PIX", &v)
+	if err != nil || asJSON {
+		if err == nil {
+			err = printJSON(out, raw)
+		}
 		return err
 	}
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
@@ -132,28 +216,49 @@ func failed(ctx context.Context, c *apiClient, args []string, out io.Writer) err
 	return tw.Flush()
 }
 
-// retry re-drives one failed PIX, or every failed PIX of an account.
-func retry(ctx context.Context, c *apiClient, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("pixctl retry", flag.ContinueOnError)
-	all := fs.Bool("all-failed", false, "every failed PIX of -account")
-	account := fs.String("account", "", "the account, with -all-failed")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+var retryCommand = &command{
+	name: "retry", args: "<end_to_end_id> | -all-failed -account ID",
+	summary: "re-drive a failed PIX, or every failed PIX of an account",
+	about: `Re-drives a failed PIX (POST /admin/pix/credits/{id}/retry), once its cause
+is gone (its account opened, say): its workflow runs again, and credits it
+exactly once. -all-failed -account ID re-drives every failed PIX of the
+account.
+`,
+	problem:  "the API refused it (no such PIX, the PIX is not failed: pix_credit_not_failed)",
+	settings: adminSettings,
+	define: func(fs *flag.FlagSet) runner {
+		all := fs.Bool("all-failed", false, "every failed PIX of -account")
+		account := fs.String("account", "", "the account, with -all-failed")
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			if !(*all && *account != "" && len(args) == 0) && !(!*all && *account == "" && len(args) == 1) {
+				return usageErrorf("name one PIX (its end_to_end_id), or -all-failed -account ID")
+			}
+			c, err := inv.apiClient()
+			if err != nil {
+				return err
+			}
+			if *all {
+				return retry(ctx, c, "", *account, inv.out)
+			}
+			return retry(ctx, c, args[0], "", inv.out)
+		}
+	},
+}
+
+// retry re-drives one failed PIX (endToEndID), or every failed PIX of
+// account.
+func retry(ctx context.Context, c *apiClient, endToEndID, account string, out io.Writer) error {
 	var v struct {
 		apiError
 		Redriven []string `json:"redriven"`
 	}
 	var status int
 	var err error
-	switch {
-	case *all && *account != "" && fs.NArg() == 0:
-		status, err = c.call(ctx, http.MethodPost, "/admin/accounts/"+url.PathEscape(*account)+"/pix/credits/retry", nil, &v)
-	case !*all && fs.NArg() == 1:
-		status, err = c.call(ctx, http.MethodPost, "/admin/pix/credits/"+url.PathEscape(fs.Arg(0))+"/retry", nil, &v)
-		v.Redriven = []string{fs.Arg(0)}
-	default:
-		return errors.New("usage: pixctl retry <end_to_end_id> | pixctl retry -all-failed -account <id>")
+	if account != "" {
+		status, err = c.call(ctx, http.MethodPost, "/admin/accounts/"+url.PathEscape(account)+"/pix/credits/retry", nil, &v)
+	} else {
+		status, err = c.call(ctx, http.MethodPost, "/admin/pix/credits/"+url.PathEscape(endToEndID)+"/retry", nil, &v)
+		v.Redriven = []string{endToEndID}
 	}
 	if err != nil {
 		return err
@@ -170,10 +275,36 @@ func retry(ctx context.Context, c *apiClient, args []string, out io.Writer) erro
 	return nil
 }
 
+var reconcileCommand = &command{
+	name: "reconcile", args: "[flags]",
+	summary: "the books' check: exit 1 when they do not balance",
+	about: `Checks the books (GET /admin/reconcile): every balance is its opening plus
+its movements; every done inbox row has its credit and every credit its
+done row; no PIX's refunds exceed its credit, nor does a PSP's notice
+contradict a final refund. It reports; it never fixes money.
+`,
+	problem:  "the books do not balance (the report names the accounts and rows), or the API refused the request",
+	settings: adminSettings, output: true,
+	define: func(*flag.FlagSet) runner {
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unexpected argument %q", args[0])
+			}
+			c, err := inv.apiClient()
+			if err != nil {
+				return err
+			}
+			return reconcile(ctx, c, inv.json, inv.out)
+		}
+	},
+}
+
+// errUnbalanced: the books' check found a difference.
+var errUnbalanced = errors.New("the books do not balance")
+
 // reconcile prints the books' check and fails when they don't balance.
-func reconcile(ctx context.Context, c *apiClient, out io.Writer) error {
+func reconcile(ctx context.Context, c *apiClient, asJSON bool, out io.Writer) error {
 	var v struct {
-		apiError
 		Balanced bool `json:"balanced"`
 		Report   struct {
 			UnbalancedAccounts   []string `json:"unbalanced_accounts"`
@@ -183,14 +314,16 @@ func reconcile(ctx context.Context, c *apiClient, out io.Writer) error {
 			RefundContradictions []string `json:"refund_contradictions"`
 		} `json:"report"`
 	}
-	status, err := c.call(ctx, http.MethodGet, "/admin/reconcile", nil, &v)
-	if err != nil {
+	raw, err := c.read(ctx, "/admin/reconcile", "reconcile", &v)
+	switch {
+	case err != nil:
 		return err
-	}
-	if err := check(status, v.apiError, "reconcile"); err != nil {
-		return err
-	}
-	if v.Balanced {
+	case asJSON:
+		if err := printJSON(out, raw); err != nil || v.Balanced {
+			return err
+		}
+		return errUnbalanced
+	case v.Balanced:
 		fmt.Fprintln(out, "the books balance: every balance = opening + its movements (credits, transfers and their refunds, devoluções and their reversals); every done inbox row has its credit and every credit its done row; no PIX's refunds exceed its credit, nor does a PSP's notice contradict a final refund")
 		return nil
 	}
@@ -200,5 +333,5 @@ func reconcile(ctx context.Context, c *apiClient, out io.Writer) error {
 		fmt.Fprintf(out, "PIX refunded beyond their credit: %v\nfinal refunds the PSP's notice contradicts: %v\n",
 			v.Report.RefundsOverCredit, v.Report.RefundContradictions)
 	}
-	return errors.New("the books do not balance")
+	return errUnbalanced
 }

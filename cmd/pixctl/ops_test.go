@@ -1,10 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/pixbank/pix/cmd/pixd/app"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/pix"
@@ -81,7 +83,7 @@ func TestOperatorCommands(t *testing.T) {
 	ctx := context.Background()
 	const token = "pixctl-test-admin-token"
 	base, store := runService(t, token, newDevIssuer(t))
-	c := &apiClient{base: base, adminToken: token}
+	getenv := envOf(devauth.Settings{KeyDir: filepath.Join(t.TempDir(), "no-issuer")}, "PIX_API_URL", base, "ADMIN_TOKEN", token)
 
 	_, err := store.CreateAccount(ctx, db.NewAccount{ID: "acc-1", OwnerName: "Maria", OpeningBalanceCents: 100})
 	require.NoError(t, err)
@@ -94,23 +96,44 @@ func TestOperatorCommands(t *testing.T) {
 	waitStatus(t, store, ok.EndToEndID, pix.StatusDone)
 	waitStatus(t, store, lost.EndToEndID, pix.StatusFailed)
 
-	var out bytes.Buffer
-	require.NoError(t, show(ctx, c, []string{ok.EndToEndID}, &out))
-	require.Contains(t, out.String(), "done")
-	require.Contains(t, out.String(), "R$ 2,50")
-	require.Contains(t, out.String(), "pix-credit:"+ok.EndToEndID)
-	require.ErrorContains(t, show(ctx, c, []string{"E9999999920261129120000000000009"}, &out), "pix_credit_not_found")
+	r := pixctl(t, getenv, "show", ok.EndToEndID)
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "done")
+	require.Contains(t, r.stdout, "R$ 2,50")
+	require.Contains(t, r.stdout, "pix-credit:"+ok.EndToEndID)
+	r = pixctl(t, getenv, "show", "E9999999920261129120000000000009")
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "pix_credit_not_found")
 
-	out.Reset()
-	require.NoError(t, failed(ctx, c, []string{"-account", "acc-late"}, &out))
-	require.Contains(t, out.String(), lost.EndToEndID)
-	require.Contains(t, out.String(), "AccountNotFound: account not found: acc-late")
+	// -o json: the API's answer, fields and all.
+	r = pixctl(t, getenv, "show", ok.EndToEndID, "-o", "json")
+	r.requireStatus(t, cli.ExitOK)
+	var shown map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown))
+	require.Equal(t, ok.EndToEndID, shown["end_to_end_id"])
+	require.Equal(t, "done", shown["status"])
+	require.EqualValues(t, 250, shown["amount_cents"])
+	require.Equal(t, "pix-credit:"+ok.EndToEndID, shown["workflow_id"])
+
+	r = pixctl(t, getenv, "failed", "-account", "acc-late")
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, lost.EndToEndID)
+	require.Contains(t, r.stdout, "AccountNotFound: account not found: acc-late")
+	r = pixctl(t, getenv, "failed", "-account", "acc-late", "-o", "json")
+	r.requireStatus(t, cli.ExitOK)
+	var list struct {
+		Pix []map[string]any `json:"pix"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
+	require.Len(t, list.Pix, 1)
+	require.Equal(t, lost.EndToEndID, list.Pix[0]["end_to_end_id"])
+	require.Equal(t, "AccountNotFound: account not found: acc-late", list.Pix[0]["last_error"])
 	// The row is failed just before its run closes.
 	showsWorkflow := func(id, status string) {
 		require.Eventually(t, func() bool {
-			out.Reset()
-			require.NoError(t, show(ctx, c, []string{id}, &out))
-			return regexp.MustCompile(`workflow_status\s+` + status).Match(out.Bytes())
+			r := pixctl(t, getenv, "show", id)
+			r.requireStatus(t, cli.ExitOK)
+			return regexp.MustCompile(`workflow_status\s+` + status).MatchString(r.stdout)
 		}, 10*time.Second, 100*time.Millisecond, "show never reported the run %s", status)
 	}
 	showsWorkflow(lost.EndToEndID, "Failed")
@@ -118,22 +141,42 @@ func TestOperatorCommands(t *testing.T) {
 	// The account is opened; the operator re-drives; the worker credits.
 	_, err = store.CreateAccount(ctx, db.NewAccount{ID: "acc-late", OwnerName: "João"})
 	require.NoError(t, err)
-	out.Reset()
-	require.NoError(t, retry(ctx, c, []string{"-all-failed", "-account", "acc-late"}, &out))
-	require.Contains(t, out.String(), "re-driven: "+lost.EndToEndID)
+	r = pixctl(t, getenv, "retry", "-all-failed", "-account", "acc-late")
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "re-driven: "+lost.EndToEndID)
 	waitStatus(t, store, lost.EndToEndID, pix.StatusDone)
-	require.ErrorContains(t, retry(ctx, c, []string{lost.EndToEndID}, &out), "pix_credit_not_failed")
+	r = pixctl(t, getenv, "retry", lost.EndToEndID)
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "pix_credit_not_failed")
 	showsWorkflow(lost.EndToEndID, "Completed")
 
-	out.Reset()
-	require.NoError(t, reconcile(ctx, c, &out))
-	require.Contains(t, out.String(), "the books balance")
+	r = pixctl(t, getenv, "reconcile")
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "the books balance")
+	var report struct {
+		Balanced bool `json:"balanced"`
+		Report   struct {
+			UnbalancedAccounts []string `json:"unbalanced_accounts"`
+		} `json:"report"`
+	}
+	r = pixctl(t, getenv, "reconcile", "-o", "json")
+	r.requireStatus(t, cli.ExitOK)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &report))
+	require.True(t, report.Balanced)
 	_, err = store.Pool().Exec(ctx, `UPDATE accounts SET balance_cents = 1 WHERE id = 'acc-1'`)
 	require.NoError(t, err)
-	out.Reset()
-	require.ErrorContains(t, reconcile(ctx, c, &out), "do not balance")
-	require.Contains(t, out.String(), "UNBALANCED accounts: [acc-1]")
+	r = pixctl(t, getenv, "reconcile")
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "do not balance")
+	require.Contains(t, r.stdout, "UNBALANCED accounts: [acc-1]")
+	r = pixctl(t, getenv, "reconcile", "-o", "json")
+	r.requireStatus(t, cli.ExitProblem)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &report))
+	require.False(t, report.Balanced)
+	require.Equal(t, []string{"acc-1"}, report.Report.UnbalancedAccounts)
 
-	wrong := &apiClient{base: base, adminToken: "wrong-token-wrong-token"}
-	require.ErrorContains(t, reconcile(ctx, wrong, &out), "unauthorized")
+	// A token the API refuses: it could not ask (3), not a finding (1).
+	r = pixctl(t, getenv, "reconcile", "-admin-token", "wrong-token-wrong-token")
+	r.requireStatus(t, cli.ExitUnavailable)
+	require.Contains(t, r.stderr, "unauthorized")
 }

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -42,9 +42,10 @@ type refundAnswer struct {
 	refund
 }
 
-const refundUsage = `usage: pixctl refund -e2e <end_to_end_id> -amount <centavos> [-reason TEXT] [-key UUID] [-account ID]
-
-Returns (a devolução) all or part of a PIX credited to one of the
+var refundCommand = &command{
+	name: "refund", args: "-e2e <end_to_end_id> -amount <centavos> [-reason TEXT] [-key UUID] [-account ID] [flags]",
+	summary: "return (a devolução) all or part of a PIX received, as its account's customer",
+	about: `Returns (a devolução) all or part of a PIX credited to one of the
 customer's accounts: POST /pix/credits/{end_to_end_id}/refunds, as the
 account's customer. The account is debited at once (status debited); the
 saga pix-refund:<id> then asks the PSP to return the money (returned), or
@@ -52,59 +53,70 @@ credits it back if the PSP does not (reversed). Follow it with
 pixctl refund-status -account <account> -wait 30s <id>.
 
 The same -key again replays the first answer (refusals included) instead of
-debiting twice. The token is PIX_TOKEN, or one the development issuer mints
-for the PIX's account (-account, or looked up with the admin view of the PIX).
-`
+debiting twice. The token is the customer token (-token, $PIX_TOKEN), or
+one the development issuer mints for the PIX's account (-account, or looked
+up with the admin view of the PIX).
+`,
+	problem:  "the API refused the devolução (refund_exceeds_credit, pix_not_credited, insufficient_funds, ...: nothing was debited)",
+	settings: customerSettings,
+	define: func(fs *flag.FlagSet) runner {
+		var o refundOptions
+		fs.StringVar(&o.endToEndID, "e2e", "", "the end_to_end_id of the PIX received to return (required)")
+		fs.Int64Var(&o.amount, "amount", 0, "how much to return, in centavos: 1000 is R$ 10,00 (required)")
+		fs.StringVar(&o.reason, "reason", "", "why, at most 140 characters (the devolução's descricao)")
+		fs.StringVar(&o.key, "key", "", "the Idempotency-Key, a UUID (default: a new one, printed)")
+		fs.StringVar(&o.account, "account", "", "the account the PIX was credited to, which a minted token acts for (default: looked up)")
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			switch {
+			case len(args) > 0:
+				return usageErrorf("unexpected argument %q", args[0])
+			case o.endToEndID == "":
+				return usageErrorf("-e2e: name the PIX to return (its end_to_end_id)")
+			case o.amount <= 0:
+				return usageErrorf("-amount: how much to return, in centavos (1000 is R$ 10,00)")
+			}
+			c, err := inv.apiClient()
+			if err != nil {
+				return err
+			}
+			return refundPIX(ctx, c, o, inv.out)
+		}
+	},
+}
 
-// refundCmd is `pixctl refund`.
-func refundCmd(ctx context.Context, c *apiClient, args []string, out, errOut io.Writer) error {
-	fs := flag.NewFlagSet("pixctl refund", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	fs.Usage = func() {
-		fmt.Fprint(errOut, refundUsage+"\nflags:\n")
-		fs.PrintDefaults()
+// refundOptions are pixctl refund's flags.
+type refundOptions struct {
+	endToEndID, reason, key, account string
+	amount                           int64
+}
+
+// refundPIX is pixctl refund: it posts the devolução and prints it.
+func refundPIX(ctx context.Context, c *apiClient, o refundOptions, out io.Writer) error {
+	if o.key == "" {
+		o.key = newKey()
 	}
-	e2e := fs.String("e2e", "", "the end_to_end_id of the PIX received to return (required)")
-	amount := fs.Int64("amount", 0, "how much to return, in centavos: 1000 is R$ 10,00 (required)")
-	reason := fs.String("reason", "", "why, at most 140 characters (the devolução's descricao)")
-	key := fs.String("key", "", "the Idempotency-Key, a UUID (default: a new one, printed)")
-	account := fs.String("account", "", "the account the PIX was credited to, which a minted token acts for (default: looked up)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	switch {
-	case fs.NArg() > 0:
-		return fmt.Errorf("unexpected argument %q; see pixctl refund -h", fs.Arg(0))
-	case *e2e == "":
-		return errors.New("-e2e: name the PIX to return (its end_to_end_id); see pixctl refund -h")
-	case *amount <= 0:
-		return errors.New("-amount: how much to return, in centavos (1000 is R$ 10,00); see pixctl refund -h")
-	}
-	if *key == "" {
-		*key = newKey()
-	}
-	acting, err := actingForCredit(ctx, c, *account, *e2e)
+	acting, err := actingForCredit(ctx, c, o.account, o.endToEndID)
 	if err != nil {
 		return err
 	}
-	body := map[string]any{"amount_cents": *amount}
-	if *reason != "" {
-		body["reason"] = *reason
+	body := map[string]any{"amount_cents": o.amount}
+	if o.reason != "" {
+		body["reason"] = o.reason
 	}
 	var r refundAnswer
-	status, h, err := acting.callWith(ctx, http.MethodPost, "/pix/credits/"+url.PathEscape(*e2e)+"/refunds",
-		http.Header{"Idempotency-Key": {*key}}, body, &r)
+	status, h, err := acting.callWith(ctx, http.MethodPost, "/pix/credits/"+url.PathEscape(o.endToEndID)+"/refunds",
+		http.Header{"Idempotency-Key": {o.key}}, body, &r)
 	if err != nil {
 		return err
 	}
 	replay := h.Get("X-Idempotent-Replay") == "true"
-	if err := check(status, r.apiError, "refund "+*e2e); err != nil {
+	if err := check(status, r.apiError, "refund "+o.endToEndID); err != nil {
 		if replay {
-			return fmt.Errorf("%w (the answer recorded on Idempotency-Key %s)", err, *key)
+			return fmt.Errorf("%w (the answer recorded on Idempotency-Key %s)", err, o.key)
 		}
 		return err
 	}
-	extra := [][2]string{{"idempotency_key", *key}}
+	extra := [][2]string{{"idempotency_key", o.key}}
 	if replay {
 		extra = append(extra, [2]string{"replay", "true: the key's first answer; nothing debited again"})
 	}
@@ -142,102 +154,83 @@ func actingForCredit(ctx context.Context, c *apiClient, account, endToEndID stri
 	return c.as(account), nil
 }
 
-const refundStatusUsageLine = "usage: pixctl refund-status [-account ID] [-wait 30s] <refund id>"
+var refundStatusCommand = &command{
+	name: "refund-status", args: "[-account ID] [-wait 30s] [flags] <refund id>",
+	summary: "one refund (devolução): where it stands, its workflow and its link",
+	about: `Prints one refund (devolução): GET /pix/refunds/{id}, as the customer of
+its account (-account, which a minted token acts for; or the customer
+token). With -wait it asks again until the refund is final (returned or
+reversed), for at most that long.
+`,
+	problem:  "no such refund of the account's (refund_not_found), or with -wait the refund is not final within it",
+	settings: customerSettings, output: true,
+	define: func(fs *flag.FlagSet) runner {
+		account := fs.String("account", "", "the refund's account, which a minted token acts for")
+		wait := fs.Duration("wait", 0, "ask again until the refund is final, for at most this long (0: ask once)")
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			switch {
+			case len(args) != 1:
+				return usageErrorf("name one refund: its id (pixctl refund prints it)")
+			case *wait < 0:
+				return usageErrorf("-wait: %s is negative", *wait)
+			}
+			c, err := inv.apiClient()
+			if err != nil {
+				return err
+			}
+			if *account == "" && c.customerToken == "" && c.dev != nil {
+				return usageErrorf("-account: name the refund's account (pixctl refund prints it): the token pixctl mints acts for the accounts it names; or set PIX_TOKEN")
+			}
+			if *account != "" {
+				c = c.as(*account)
+			}
+			return refundStatus(ctx, c, args[0], *wait, inv.json, inv.out)
+		}
+	},
+}
 
-const refundStatusUsage = refundStatusUsageLine + `
-
-Prints one refund (devolução): GET /pix/refunds/{id}, as the customer of
-its account (-account, which a minted token acts for; or PIX_TOKEN). With
--wait it asks again until the refund is final (returned or reversed), for at
-most that long.
-`
-
-// refundStatusCmd is `pixctl refund-status`.
-func refundStatusCmd(ctx context.Context, c *apiClient, args []string, out, errOut io.Writer) error {
-	fs := flag.NewFlagSet("pixctl refund-status", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	fs.Usage = func() {
-		fmt.Fprint(errOut, refundStatusUsage+"\nflags:\n")
-		fs.PrintDefaults()
-	}
-	account := fs.String("account", "", "the refund's account, which a minted token acts for")
-	wait := fs.Duration("wait", 0, "ask again until the refund is final, for at most this long (0: ask once)")
-	ids, err := parseInterspersed(fs, args)
+// refundStatus prints the refund id, once, or (within > 0) when it is
+// final, for at most within.
+func refundStatus(ctx context.Context, c *apiClient, id string, within time.Duration, asJSON bool, out io.Writer) error {
+	r, raw, err := awaitRefund(ctx, c, id, within, 300*time.Millisecond)
 	if err != nil {
 		return err
 	}
-	if len(ids) != 1 {
-		return errors.New(refundStatusUsageLine)
+	if asJSON {
+		err = printJSON(out, raw)
+	} else {
+		err = printRefund(out, r)
 	}
-	if *wait < 0 {
-		return fmt.Errorf("-wait: %s is negative", *wait)
-	}
-	id := ids[0]
-	if *account == "" && c.customerToken == "" && c.dev != nil {
-		return errors.New("-account: name the refund's account (pixctl refund prints it): the token pixctl mints acts for the accounts it names; or set PIX_TOKEN")
-	}
-	acting := c
-	if *account != "" {
-		acting = c.as(*account)
-	}
-	r, err := awaitRefund(ctx, acting, id, *wait, 300*time.Millisecond)
 	if err != nil {
 		return err
 	}
-	if err := printRefund(out, r); err != nil {
-		return err
-	}
-	if *wait > 0 && !r.final() {
-		return fmt.Errorf("refund %s is still %s after %s; its saga: %s", r.ID, r.Status, *wait, r.TemporalUIURL)
+	if within > 0 && !r.final() {
+		return fmt.Errorf("refund %s is still %s after %s; its saga: %s", r.ID, r.Status, within, r.TemporalUIURL)
 	}
 	return nil
 }
 
-// getRefund reads one refund as the customer c acts for.
-func getRefund(ctx context.Context, c *apiClient, id string) (refund, error) {
-	var r refundAnswer
-	status, err := c.call(ctx, http.MethodGet, "/pix/refunds/"+url.PathEscape(id), nil, &r)
-	if err != nil {
-		return refund{}, err
-	}
-	if err := check(status, r.apiError, "refund "+id); err != nil {
-		return refund{}, err
-	}
-	return r.refund, nil
+// getRefund reads one refund as the customer c acts for; raw is the API's
+// answer.
+func getRefund(ctx context.Context, c *apiClient, id string) (r refund, raw json.RawMessage, err error) {
+	raw, err = c.read(ctx, "/pix/refunds/"+url.PathEscape(id), "refund "+id, &r)
+	return r, raw, err
 }
 
 // awaitRefund reads the refund id until it is final, for at most within
 // (0: once), every interval; it returns the last answer, final or not.
-func awaitRefund(ctx context.Context, c *apiClient, id string, within, every time.Duration) (refund, error) {
+func awaitRefund(ctx context.Context, c *apiClient, id string, within, every time.Duration) (refund, json.RawMessage, error) {
 	deadline := time.Now().Add(within)
 	for {
-		r, err := getRefund(ctx, c, id)
+		r, raw, err := getRefund(ctx, c, id)
 		if err != nil || r.final() || !time.Now().Add(every).Before(deadline) {
-			return r, err
+			return r, raw, err
 		}
 		select {
 		case <-ctx.Done():
-			return r, ctx.Err()
+			return r, raw, ctx.Err()
 		case <-time.After(every):
 		}
-	}
-}
-
-// parseInterspersed parses args with fs, flags before or after the
-// positional arguments (pixctl refund-status <id> -account X), which it
-// returns.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return positional, nil
-		}
-		positional = append(positional, args[0])
-		args = args[1:]
 	}
 }
 
@@ -349,7 +342,7 @@ func demoRefund(ctx context.Context, c, psp *apiClient, run string, within time.
 	}
 
 	say("13. Waiting (at most %s) for the saga %s to have the PSP return the money...", within, first.WorkflowID)
-	final, err := awaitRefund(ctx, maria, first.ID, within, 300*time.Millisecond)
+	final, _, err := awaitRefund(ctx, maria, first.ID, within, 300*time.Millisecond)
 	if err != nil {
 		return nil, 0, err
 	}

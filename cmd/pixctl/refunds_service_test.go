@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
@@ -69,16 +70,19 @@ func TestRefundsAgainstTheService(t *testing.T) {
 	t.Logf("the PSP's notice of the devolução, as the webhook brought it: %v", deref(notice))
 
 	// pixctl refund: the rest of the PIX (150), account looked up.
-	out.Reset()
-	require.NoError(t, refundCmd(ctx, c, []string{"-e2e", e2e, "-amount", "15000", "-reason", "o resto"}, &out, &bytes.Buffer{}))
-	requireRow(t, out.String(), "status", "debited")
-	requireRow(t, out.String(), "balance_after", brl(100_000+20_000-5_000-15_000))
-	second := regexp.MustCompile(`(?m)^refund +(\w+)$`).FindStringSubmatch(out.String())[1]
-	out.Reset()
-	require.NoError(t, refundStatusCmd(ctx, c, []string{second, "-account", demoRefundAccount, "-wait", "30s"}, &out, &bytes.Buffer{}))
-	requireRow(t, out.String(), "status", "returned")
+	getenv := envOf(issuer, "PIX_API_URL", base, "ADMIN_TOKEN", token)
+	r := pixctl(t, getenv, "refund", "-e2e", e2e, "-amount", "15000", "-reason", "o resto")
+	r.requireStatus(t, cli.ExitOK)
+	requireRow(t, r.stdout, "status", "debited")
+	requireRow(t, r.stdout, "balance_after", brl(100_000+20_000-5_000-15_000))
+	second := regexp.MustCompile(`(?m)^refund +(\w+)$`).FindStringSubmatch(r.stdout)[1]
+	r = pixctl(t, getenv, "refund-status", second, "-account", demoRefundAccount, "-wait", "30s")
+	r.requireStatus(t, cli.ExitOK)
+	requireRow(t, r.stdout, "status", "returned")
 	// Nothing is left of the PIX to return.
-	require.ErrorContains(t, refundCmd(ctx, c, []string{"-e2e", e2e, "-amount", "1"}, &out, &bytes.Buffer{}), "422 refund_exceeds_credit")
+	r = pixctl(t, getenv, "refund", "-e2e", e2e, "-amount", "1")
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "422 refund_exceeds_credit")
 
 	// A PIX whose devolução the PSP refuses: reversed, the money back.
 	other := demoID(run, 7)
@@ -89,31 +93,31 @@ func TestRefundsAgainstTheService(t *testing.T) {
 	_, err = store.Receive(ctx, pix.Notification{EndToEndID: other, AccountID: demoRefundAccount, AmountCents: 3_000, Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	waitStatus(t, store, other, pix.StatusDone)
-	out.Reset()
-	require.NoError(t, refundCmd(ctx, c, []string{"-e2e", other, "-amount", "1000", "-account", demoRefundAccount}, &out, &bytes.Buffer{}))
-	third := regexp.MustCompile(`(?m)^refund +(\w+)$`).FindStringSubmatch(out.String())[1]
-	out.Reset()
-	require.NoError(t, refundStatusCmd(ctx, c, []string{"-account", demoRefundAccount, "-wait", "30s", third}, &out, &bytes.Buffer{}))
-	requireRow(t, out.String(), "status", "reversed")
-	requireRow(t, out.String(), "failure_reason", "conta do pagador encerrada")
+	r = pixctl(t, getenv, "refund", "-e2e", other, "-amount", "1000", "-account", demoRefundAccount)
+	r.requireStatus(t, cli.ExitOK)
+	third := regexp.MustCompile(`(?m)^refund +(\w+)$`).FindStringSubmatch(r.stdout)[1]
+	r = pixctl(t, getenv, "refund-status", "-account", demoRefundAccount, "-wait", "30s", third)
+	r.requireStatus(t, cli.ExitOK)
+	requireRow(t, r.stdout, "status", "reversed")
+	requireRow(t, r.stdout, "failure_reason", "conta do pagador encerrada")
 
 	// pixctl show: each PIX's refunds, and what they hold of its credit.
-	out.Reset()
-	require.NoError(t, show(ctx, c, []string{e2e}, &out))
-	requireRow(t, out.String(), "refunded", "R$ 200,00 of R$ 200,00 in 2 refund(s)")
-	require.Regexp(t, id+`\s+R\$ 50,00\s+returned\s`, out.String())
-	require.Regexp(t, second+`\s+R\$ 150,00\s+returned\s.*o resto\s+pix-refund:`+second, out.String())
-	out.Reset()
-	require.NoError(t, show(ctx, c, []string{other}, &out))
-	requireRow(t, out.String(), "refunded", "R$ 0,00 of R$ 30,00 in 1 refund(s)")
-	require.Regexp(t, third+`\s+R\$ 10,00\s+reversed\s.*\(not made: conta do pagador encerrada\)`, out.String())
+	r = pixctl(t, getenv, "show", e2e)
+	r.requireStatus(t, cli.ExitOK)
+	requireRow(t, r.stdout, "refunded", "R$ 200,00 of R$ 200,00 in 2 refund(s)")
+	require.Regexp(t, id+`\s+R\$ 50,00\s+returned\s`, r.stdout)
+	require.Regexp(t, second+`\s+R\$ 150,00\s+returned\s.*o resto\s+pix-refund:`+second, r.stdout)
+	r = pixctl(t, getenv, "show", other)
+	r.requireStatus(t, cli.ExitOK)
+	requireRow(t, r.stdout, "refunded", "R$ 0,00 of R$ 30,00 in 1 refund(s)")
+	require.Regexp(t, third+`\s+R\$ 10,00\s+reversed\s.*\(not made: conta do pagador encerrada\)`, r.stdout)
 
 	// The books: 1000 + 200 - 50 - 150 + 30 (- 10 + 10).
 	var a account
 	_, err = c.as(demoRefundAccount).call(ctx, http.MethodGet, "/accounts/"+demoRefundAccount, nil, &a)
 	require.NoError(t, err)
 	require.EqualValues(t, 103_000, a.BalanceCents)
-	out.Reset()
-	require.NoError(t, reconcile(ctx, c, &out))
-	require.Contains(t, out.String(), "the books balance")
+	r = pixctl(t, getenv, "reconcile")
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "the books balance")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/internal/auth"
+	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/tooling/devauth"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
@@ -244,19 +245,16 @@ func requireRow(t *testing.T, out, key, value string) {
 }
 
 func TestRefundCommand(t *testing.T) {
-	ctx := context.Background()
 	issuer := newDevIssuer(t)
 	f, srv := newFakeAPI(t, issuer, "adm-token")
 	f.credit(refundTestPIX, "acc-0001", 20_000)
-	dev, err := openDevTokens(envOf(issuer))
-	require.NoError(t, err)
-	c := &apiClient{base: srv.URL, adminToken: "adm-token", dev: dev}
+	getenv := envOf(issuer, "PIX_API_URL", srv.URL, "ADMIN_TOKEN", "adm-token")
 
 	// The account is looked up with the admin view; the request's token is
 	// minted for it, with pix:write.
-	var out, errOut bytes.Buffer
 	const key = "5b0f3c8e-6f1d-4a8e-9c2b-1e7d4a6f3b20"
-	require.NoError(t, refundCmd(ctx, c, []string{"-e2e", refundTestPIX, "-amount", "5000", "-reason", "cobrado em duplicidade", "-key", key}, &out, &errOut))
+	r := pixctl(t, getenv, "refund", "-e2e", refundTestPIX, "-amount", "5000", "-reason", "cobrado em duplicidade", "-key", key)
+	r.requireStatus(t, cli.ExitOK)
 	require.Equal(t, 1, f.adminCalls)
 	require.Len(t, f.posts, 1)
 	require.Equal(t, []string{"acc-0001"}, f.posts[0].caller.Accounts)
@@ -266,44 +264,46 @@ func TestRefundCommand(t *testing.T) {
 	id := fmt.Sprintf("%032x", 1)
 	for _, row := range [][2]string{{"refund", id}, {"amount", "R$ 50,00"}, {"status", "debited"}, {"reason", "cobrado em duplicidade"},
 		{"workflow", "pix-refund:" + id}, {"temporal_ui", "http://ui/pix-refund:" + id}, {"idempotency_key", key}} {
-		requireRow(t, out.String(), row[0], row[1])
+		requireRow(t, r.stdout, row[0], row[1])
 	}
-	require.Contains(t, out.String(), "\nfollow it: pixctl refund-status -account acc-0001 -wait 30s "+id+"\n")
-	require.NotContains(t, out.String(), "replay")
+	require.Contains(t, r.stdout, "\nfollow it: pixctl refund-status -account acc-0001 -wait 30s "+id+"\n")
+	require.NotContains(t, r.stdout, "replay")
 
 	// The same key again: the first answer, said to be a replay.
-	out.Reset()
-	require.NoError(t, refundCmd(ctx, c, []string{"-e2e", refundTestPIX, "-amount", "5000", "-reason", "cobrado em duplicidade", "-key", key, "-account", "acc-0001"}, &out, &errOut))
+	r = pixctl(t, getenv, "refund", "-e2e", refundTestPIX, "-amount", "5000", "-reason", "cobrado em duplicidade", "-key", key, "-account", "acc-0001")
+	r.requireStatus(t, cli.ExitOK)
 	require.Equal(t, 1, f.adminCalls, "-account names the account: no look-up")
-	requireRow(t, out.String(), "refund", id)
-	requireRow(t, out.String(), "replay", "true: the key's first answer; nothing debited again")
+	requireRow(t, r.stdout, "refund", id)
+	requireRow(t, r.stdout, "replay", "true: the key's first answer; nothing debited again")
 	require.Len(t, f.refunds, 1)
 
-	// Beyond the credit: refused, the command fails with the API's code; a
-	// fresh key each time, printed nowhere since nothing was made.
-	out.Reset()
-	err = refundCmd(ctx, c, []string{"-e2e", refundTestPIX, "-amount", "15001"}, &out, &errOut)
-	require.ErrorContains(t, err, "refund "+refundTestPIX+": 422 refund_exceeds_credit")
-	require.Empty(t, out.String())
+	// Beyond the credit: refused (exit 1), with the API's code; a fresh key
+	// each time, printed nowhere since nothing was made.
+	r = pixctl(t, getenv, "refund", "-e2e", refundTestPIX, "-amount", "15001")
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "refund "+refundTestPIX+": 422 refund_exceeds_credit")
+	require.Empty(t, r.stdout)
 	require.NotEqual(t, key, f.posts[len(f.posts)-1].key)
 	_, reasonSent := f.posts[len(f.posts)-1].body["reason"]
 	require.False(t, reasonSent, "no -reason, no reason member")
 
 	// A PIX the API does not know: the look-up says so.
-	err = refundCmd(ctx, c, []string{"-e2e", "E9999999920261201100000000000009", "-amount", "100"}, &out, &errOut)
-	require.ErrorContains(t, err, "404 pix_credit_not_found")
-	require.ErrorContains(t, err, "-account")
+	r = pixctl(t, getenv, "refund", "-e2e", "E9999999920261201100000000000009", "-amount", "100")
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "404 pix_credit_not_found")
+	require.Contains(t, r.stderr, "-account")
 
 	// PIX_TOKEN is sent as it is, with no look-up: one of another account
 	// is refused like a PIX never credited.
 	lookups := f.adminCalls
-	var tok bytes.Buffer
-	require.NoError(t, tokenCmd([]string{"-account", "acc-0002"}, envOf(issuer), time.Now(), &tok, &bytes.Buffer{}))
-	fixed := &apiClient{base: srv.URL, customerToken: strings.TrimSpace(tok.String()), dev: dev}
-	err = refundCmd(ctx, fixed, []string{"-e2e", refundTestPIX, "-amount", "100"}, &out, &errOut)
-	require.ErrorContains(t, err, "422 pix_not_credited")
+	tok := pixctl(t, envOf(issuer), "token", "-account", "acc-0002")
+	tok.requireStatus(t, cli.ExitOK)
+	r = pixctl(t, envOf(issuer, "PIX_API_URL", srv.URL, "PIX_TOKEN", strings.TrimSpace(tok.stdout)), "refund", "-e2e", refundTestPIX, "-amount", "100")
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "422 pix_not_credited")
 	require.Equal(t, lookups, f.adminCalls)
 
+	posts := len(f.posts)
 	for _, bad := range []struct {
 		args []string
 		want string
@@ -312,92 +312,108 @@ func TestRefundCommand(t *testing.T) {
 		{[]string{"-e2e", refundTestPIX}, "-amount"},
 		{[]string{"-e2e", refundTestPIX, "-amount", "-5"}, "-amount"},
 		{[]string{"-e2e", refundTestPIX, "-amount", "100", "extra"}, `unexpected argument "extra"`},
+		{[]string{"-e2e", refundTestPIX, "-amount", "ten"}, `invalid value "ten" for flag -amount`},
+		{[]string{"-e2e", refundTestPIX, "-amount", "100", "-o", "json"}, "flag provided but not defined: -o"},
 	} {
-		require.ErrorContains(t, refundCmd(ctx, c, bad.args, &out, &errOut), bad.want, "%v", bad.args)
+		r := pixctl(t, getenv, append([]string{"refund"}, bad.args...)...)
+		r.requireStatus(t, cli.ExitUsage)
+		require.Contains(t, r.stderr, bad.want, "%v", bad.args)
+		require.Contains(t, r.stderr, "usage: pixctl refund -e2e", "%v: the usage follows", bad.args)
+		require.Empty(t, r.stdout)
 	}
-	errOut.Reset()
-	require.NoError(t, helpIsNoError(refundCmd(ctx, c, []string{"-h"}, &out, &errOut)))
-	require.Contains(t, errOut.String(), "usage: pixctl refund -e2e")
+	require.Len(t, f.posts, posts, "nothing posted on a usage error")
 }
 
 func TestRefundStatusCommand(t *testing.T) {
-	ctx := context.Background()
 	issuer := newDevIssuer(t)
 	f, srv := newFakeAPI(t, issuer, "adm-token")
 	f.credit(refundTestPIX, "acc-0001", 20_000)
-	dev, err := openDevTokens(envOf(issuer))
-	require.NoError(t, err)
-	c := &apiClient{base: srv.URL, adminToken: "adm-token", dev: dev}
-	var out, errOut bytes.Buffer
-	require.NoError(t, refundCmd(ctx, c, []string{"-e2e", refundTestPIX, "-amount", "1000"}, &out, &errOut))
+	getenv := envOf(issuer, "PIX_API_URL", srv.URL, "ADMIN_TOKEN", "adm-token")
+	pixctl(t, getenv, "refund", "-e2e", refundTestPIX, "-amount", "1000").requireStatus(t, cli.ExitOK)
 	id := fmt.Sprintf("%032x", 1)
 
 	// A minted token needs the account.
-	require.ErrorContains(t, refundStatusCmd(ctx, c, []string{id}, &out, &errOut), "-account: name the refund's account")
+	r := pixctl(t, getenv, "refund-status", id)
+	r.requireStatus(t, cli.ExitUsage)
+	require.Contains(t, r.stderr, "-account: name the refund's account")
 
 	// Once: where it stands now (the flags after the id too).
-	out.Reset()
-	require.NoError(t, refundStatusCmd(ctx, c, []string{id, "-account", "acc-0001"}, &out, &errOut))
-	requireRow(t, out.String(), "status", "debited")
-	requireRow(t, out.String(), "rtr_id", "-")
+	r = pixctl(t, getenv, "refund-status", id, "-account", "acc-0001")
+	r.requireStatus(t, cli.ExitOK)
+	requireRow(t, r.stdout, "status", "debited")
+	requireRow(t, r.stdout, "rtr_id", "-")
+
+	// -o json: the API's answer.
+	r = pixctl(t, getenv, "refund-status", "-o", "json", "-account", "acc-0001", id)
+	r.requireStatus(t, cli.ExitOK)
+	var got refund
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	require.Equal(t, id, got.ID)
+	require.Equal(t, "requested", got.Status)
+	require.Equal(t, "pix-refund:"+id, got.WorkflowID)
 
 	// -wait: until it is final.
-	out.Reset()
-	require.NoError(t, refundStatusCmd(ctx, c, []string{"-account", "acc-0001", "-wait", "10s", id}, &out, &errOut))
-	requireRow(t, out.String(), "status", "returned")
-	requireRow(t, out.String(), "rtr_id", "D99999999202612011000abcdefghijk")
-	requireRow(t, out.String(), "workflow", "pix-refund:"+id)
+	r = pixctl(t, getenv, "refund-status", "-account", "acc-0001", "-wait", "10s", id)
+	r.requireStatus(t, cli.ExitOK)
+	requireRow(t, r.stdout, "status", "returned")
+	requireRow(t, r.stdout, "rtr_id", "D99999999202612011000abcdefghijk")
+	requireRow(t, r.stdout, "workflow", "pix-refund:"+id)
 
 	// Another customer's refund looks missing.
-	require.ErrorContains(t, refundStatusCmd(ctx, c, []string{"-account", "acc-0002", id}, &out, &errOut), "404 refund_not_found")
-	require.ErrorContains(t, refundStatusCmd(ctx, c, []string{"-account", "acc-0001", "nope"}, &out, &errOut), "404 refund_not_found")
+	for _, account := range []string{"acc-0002", "acc-0001"} {
+		ref := id
+		if account == "acc-0001" {
+			ref = "nope"
+		}
+		r = pixctl(t, getenv, "refund-status", "-account", account, ref)
+		r.requireStatus(t, cli.ExitProblem)
+		require.Contains(t, r.stderr, "404 refund_not_found")
+	}
 
-	require.ErrorContains(t, refundStatusCmd(ctx, c, nil, &out, &errOut), "usage: pixctl refund-status")
-	require.ErrorContains(t, refundStatusCmd(ctx, c, []string{"a", "b"}, &out, &errOut), "usage: pixctl refund-status")
+	for _, args := range [][]string{nil, {"a", "b"}, {"-wait", "-1s", "a"}} {
+		r = pixctl(t, getenv, append([]string{"refund-status"}, args...)...)
+		r.requireStatus(t, cli.ExitUsage)
+		require.Contains(t, r.stderr, "usage: pixctl refund-status", "%v", args)
+	}
 }
 
 // A refund that does not end within -wait: printed, and the command fails
-// naming its saga.
+// (exit 1) naming its saga.
 func TestRefundStatusWaitsBounded(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSONAnswer(w, http.StatusOK, refund{ID: "abc", Status: "requested", TemporalUIURL: "http://ui/pix-refund:abc"})
 	}))
 	t.Cleanup(srv.Close)
-	c := &apiClient{base: srv.URL, customerToken: "any"}
-	var out bytes.Buffer
 	start := time.Now()
-	err := refundStatusCmd(context.Background(), c, []string{"-wait", "700ms", "abc"}, &out, &bytes.Buffer{})
-	require.ErrorContains(t, err, "refund abc is still requested after 700ms; its saga: http://ui/pix-refund:abc")
+	r := pixctl(t, env("PIX_API_URL", srv.URL, "PIX_TOKEN", "any"), "refund-status", "-wait", "700ms", "abc")
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "refund abc is still requested after 700ms; its saga: http://ui/pix-refund:abc")
 	require.Less(t, time.Since(start), 5*time.Second)
-	requireRow(t, out.String(), "status", "requested")
+	requireRow(t, r.stdout, "status", "requested")
 }
 
 // pixctl show prints a PIX's refunds, and what they hold of its credit.
 func TestShowPrintsRefunds(t *testing.T) {
-	ctx := context.Background()
 	issuer := newDevIssuer(t)
 	f, srv := newFakeAPI(t, issuer, "adm-token")
 	f.credit(refundTestPIX, "acc-0001", 20_000)
-	c := &apiClient{base: srv.URL, adminToken: "adm-token"}
+	getenv := envOf(issuer, "PIX_API_URL", srv.URL, "ADMIN_TOKEN", "adm-token")
 
-	var out bytes.Buffer
-	require.NoError(t, show(ctx, c, []string{refundTestPIX}, &out))
-	require.NotContains(t, out.String(), "refund", "a PIX without refunds shows none")
+	r := pixctl(t, getenv, "show", refundTestPIX)
+	r.requireStatus(t, cli.ExitOK)
+	require.NotContains(t, r.stdout, "refund", "a PIX without refunds shows none")
 
-	dev, err := openDevTokens(envOf(issuer))
-	require.NoError(t, err)
-	c.dev = dev
 	for _, amount := range []string{"5000", "1000"} {
-		require.NoError(t, refundCmd(ctx, c, []string{"-e2e", refundTestPIX, "-amount", amount, "-reason", "r" + amount}, &bytes.Buffer{}, &bytes.Buffer{}))
+		pixctl(t, getenv, "refund", "-e2e", refundTestPIX, "-amount", amount, "-reason", "r"+amount).requireStatus(t, cli.ExitOK)
 	}
 	f.mu.Lock()
 	reversed, why := f.refunds[fmt.Sprintf("%032x", 2)], "conta encerrada"
 	reversed.Status, reversed.FailureReason = "reversed", &why
 	f.mu.Unlock()
 
-	out.Reset()
-	require.NoError(t, show(ctx, c, []string{refundTestPIX}, &out))
-	s := out.String()
+	r = pixctl(t, getenv, "show", refundTestPIX)
+	r.requireStatus(t, cli.ExitOK)
+	s := r.stdout
 	requireRow(t, s, "refunded", "R$ 50,00 of R$ 200,00 in 2 refund(s)")
 	require.Contains(t, s, "\nrefunds\nREFUND ")
 	require.Regexp(t, fmt.Sprintf(`%032x\s+R\$ 50,00\s+debited\s+2026-12-01T10:00:00Z\s+-\s+r5000\s+pix-refund:%032x`, 1, 1), s)
@@ -475,8 +491,9 @@ func TestReconcilePrintsRefundFindings(t *testing.T) {
 			"refunds_over_credit": []string{refundTestPIX}, "refund_contradictions": []string{"abc"}}})
 	}))
 	t.Cleanup(srv.Close)
-	var out bytes.Buffer
-	require.ErrorContains(t, reconcile(context.Background(), &apiClient{base: srv.URL, adminToken: "adm"}, &out), "do not balance")
-	require.Contains(t, out.String(), "PIX refunded beyond their credit: ["+refundTestPIX+"]\n")
-	require.Contains(t, out.String(), "final refunds the PSP's notice contradicts: [abc]\n")
+	r := pixctl(t, env("PIX_API_URL", srv.URL, "ADMIN_TOKEN", "adm"), "reconcile")
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "do not balance")
+	require.Contains(t, r.stdout, "PIX refunded beyond their credit: ["+refundTestPIX+"]\n")
+	require.Contains(t, r.stdout, "final refunds the PSP's notice contradicts: [abc]\n")
 }

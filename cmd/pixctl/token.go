@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,62 +37,70 @@ func (l *accountList) Set(v string) error {
 	return nil
 }
 
-const tokenUsage = `usage: pixctl token -account ID [-account ID ...] [-scope "pix:read pix:write"] [-ttl 1h] [-sub NAME]
-
-Prints a bearer token of the development issuer for the customer routes
+var tokenCommand = &command{
+	name: "token", args: `-account ID [-account ID ...] [-scope "pix:read pix:write"] [-ttl 1h] [-sub NAME] [flags]`,
+	summary: "print a bearer token of the development issuer",
+	about: `Prints a bearer token of the development issuer for the customer routes
 (POST /pix, GET /pix/..., GET /accounts/...), or, with -scope pix:admin,
 for the admin routes:
 
   export TOKEN=$(pixctl token -account acc-0001)
   curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8080/accounts/acc-0001
 
-The issuer's key pair is in AUTH_DEV_KEY_DIR (default .data/auth), created
-on first use; its tokens name AUTH_ISSUER (default pix-dev-issuer) and
-AUTH_AUDIENCE (default pix-api), which the API must be given, with
-AUTH_JWKS_FILE=<AUTH_DEV_KEY_DIR>/jwks.json (make run does so).
-Development only: the key never leaves this machine.
-`
+The issuer's key pair is in the development issuer's directory (-dev-key-dir,
+$AUTH_DEV_KEY_DIR, default .data/auth), created on first use; its tokens
+name $AUTH_ISSUER (default pix-dev-issuer) and $AUTH_AUDIENCE (default
+pix-api), which the API must be given, with AUTH_JWKS_FILE=<the
+directory>/jwks.json (make run does so). Development only: the key never
+leaves this machine.
+`,
+	problem:  "the key pair could not be read or written",
+	settings: []setting{devKeyDirSetting},
+	define: func(fs *flag.FlagSet) runner {
+		var o tokenOptions
+		fs.Var(&o.accounts, "account", "an account the token may act for (repeatable, or comma-separated)")
+		fs.StringVar(&o.scope, "scope", auth.ScopeRead+" "+auth.ScopeWrite, "space-separated scopes: pix:read, pix:write, pix:admin")
+		fs.DurationVar(&o.ttl, "ttl", time.Hour, "lifetime of the token")
+		fs.StringVar(&o.sub, "sub", "", "the token's subject, which Idempotency-Keys are scoped by (default dev-<first account>, or dev-operator)")
+		return func(_ context.Context, inv *invocation, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unexpected argument %q", args[0])
+			}
+			return mintToken(o, inv.getenv, inv.now(), inv.out, inv.errOut)
+		}
+	},
+}
 
-// tokenCmd is `pixctl token`.
-func tokenCmd(args []string, getenv func(string) string, now time.Time, out, errOut io.Writer) error {
-	fs := flag.NewFlagSet("pixctl token", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	fs.Usage = func() {
-		fmt.Fprint(errOut, tokenUsage+"\nflags:\n")
-		fs.PrintDefaults()
-	}
-	var accounts accountList
-	fs.Var(&accounts, "account", "an account the token may act for (repeatable, or comma-separated)")
-	scope := fs.String("scope", auth.ScopeRead+" "+auth.ScopeWrite, "space-separated scopes: pix:read, pix:write, pix:admin")
-	ttl := fs.Duration("ttl", time.Hour, "lifetime of the token")
-	sub := fs.String("sub", "", "the token's subject, which Idempotency-Keys are scoped by (default dev-<first account>, or dev-operator)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q; %s", fs.Arg(0), "see pixctl token -h")
-	}
-	scopes := strings.Fields(*scope)
+// tokenOptions are pixctl token's flags.
+type tokenOptions struct {
+	accounts   accountList
+	scope, sub string
+	ttl        time.Duration
+}
+
+// mintToken is pixctl token.
+func mintToken(o tokenOptions, getenv func(string) string, now time.Time, out, errOut io.Writer) error {
+	scopes := strings.Fields(o.scope)
 	if len(scopes) == 0 {
-		return errors.New("-scope: name at least one of pix:read, pix:write, pix:admin")
+		return usageErrorf("-scope: name at least one of pix:read, pix:write, pix:admin")
 	}
 	for _, s := range scopes {
 		if !slices.Contains(knownScopes, s) {
-			return fmt.Errorf("-scope: unknown scope %q (known: %s)", s, strings.Join(knownScopes, ", "))
+			return usageErrorf("-scope: unknown scope %q (known: %s)", s, strings.Join(knownScopes, ", "))
 		}
 	}
 	customer := slices.Contains(scopes, auth.ScopeRead) || slices.Contains(scopes, auth.ScopeWrite)
-	if customer && len(accounts) == 0 {
-		return errors.New("-account: a token of scope pix:read or pix:write acts for accounts: name at least one (-account acc-0001)")
+	if customer && len(o.accounts) == 0 {
+		return usageErrorf("-account: a token of scope pix:read or pix:write acts for accounts: name at least one (-account acc-0001)")
 	}
-	if *ttl <= 0 {
-		return fmt.Errorf("-ttl: %s is not a positive duration such as 15m or 1h", *ttl)
+	if o.ttl <= 0 {
+		return usageErrorf("-ttl: %s is not a positive duration such as 15m or 1h", o.ttl)
 	}
-	subject := *sub
+	subject := o.sub
 	switch {
 	case subject != "":
-	case len(accounts) > 0:
-		subject = "dev-" + accounts[0]
+	case len(o.accounts) > 0:
+		subject = "dev-" + o.accounts[0]
 	default:
 		subject = "dev-operator"
 	}
@@ -105,7 +114,7 @@ func tokenCmd(args []string, getenv func(string) string, now time.Time, out, err
 		fmt.Fprintf(errOut, "pixctl: created the development issuer's key pair in %s; the API verifies its tokens with AUTH_ISSUER=%s AUTH_AUDIENCE=%s AUTH_JWKS_FILE=%s\n",
 			settings.KeyDir, settings.Issuer, settings.Audience, settings.JWKSFile())
 	}
-	token, err := issuer.Mint(auth.TokenSpec{Subject: subject, Scopes: scopes, Accounts: accounts, TTL: *ttl}, now)
+	token, err := issuer.Mint(auth.TokenSpec{Subject: subject, Scopes: scopes, Accounts: o.accounts, TTL: o.ttl}, now)
 	if err != nil {
 		return err
 	}
@@ -113,33 +122,34 @@ func tokenCmd(args []string, getenv func(string) string, now time.Time, out, err
 	return err
 }
 
-const devIssuerUsage = `usage: pixctl dev-issuer [-env]
-
-Creates the development token issuer's key pair in AUTH_DEV_KEY_DIR
-(default .data/auth) unless it exists, and prints the path of its JWKS
-file, the API's AUTH_JWKS_FILE. With -env it prints instead the API's
-settings as shell exports (AUTH_ISSUER, default pix-dev-issuer;
-AUTH_AUDIENCE, default pix-api; AUTH_DEV_KEY_DIR; and AUTH_JWKS_FILE unless
-AUTH_JWKS_URL is set), the values already in the environment kept:
+var devIssuerCommand = &command{
+	name: "dev-issuer", args: "[-env] [flags]",
+	summary: "create the development issuer's key pair; print its JWKS file (-env: the API's AUTH_* settings)",
+	about: `Creates the development token issuer's key pair in its directory
+(-dev-key-dir, $AUTH_DEV_KEY_DIR, default .data/auth) unless it exists, and
+prints the path of its JWKS file, the API's AUTH_JWKS_FILE. With -env it
+prints instead the API's settings as shell exports (AUTH_ISSUER, default
+pix-dev-issuer; AUTH_AUDIENCE, default pix-api; AUTH_DEV_KEY_DIR; and
+AUTH_JWKS_FILE unless AUTH_JWKS_URL is set), the values already in the
+environment kept:
 
   eval "$(pixctl dev-issuer -env)"
-`
+`,
+	problem:  "the key pair could not be read or written",
+	settings: []setting{devKeyDirSetting},
+	define: func(fs *flag.FlagSet) runner {
+		env := fs.Bool("env", false, "print the API's AUTH_* settings as shell exports")
+		return func(_ context.Context, inv *invocation, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unexpected argument %q", args[0])
+			}
+			return devIssuer(*env, inv.getenv, inv.out)
+		}
+	},
+}
 
-// devIssuerCmd is `pixctl dev-issuer`.
-func devIssuerCmd(args []string, getenv func(string) string, out, errOut io.Writer) error {
-	fs := flag.NewFlagSet("pixctl dev-issuer", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	fs.Usage = func() {
-		fmt.Fprint(errOut, devIssuerUsage+"\nflags:\n")
-		fs.PrintDefaults()
-	}
-	env := fs.Bool("env", false, "print the API's AUTH_* settings as shell exports")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q; see pixctl dev-issuer -h", fs.Arg(0))
-	}
+// devIssuer is pixctl dev-issuer.
+func devIssuer(env bool, getenv func(string) string, out io.Writer) error {
 	settings := devauth.FromEnv(getenv)
 	dir, err := filepath.Abs(settings.KeyDir)
 	if err != nil {
@@ -149,7 +159,7 @@ func devIssuerCmd(args []string, getenv func(string) string, out, errOut io.Writ
 	if _, err := settings.Open(); err != nil {
 		return err
 	}
-	if !*env {
+	if !env {
 		_, err := fmt.Fprintln(out, settings.JWKSFile())
 		return err
 	}

@@ -1,21 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"flag"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
+	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tooling/devauth"
 )
@@ -52,30 +50,36 @@ func verify(t *testing.T, s devauth.Settings, token string) auth.Caller {
 func TestTokenCommand(t *testing.T) {
 	// The first token creates the issuer's key pair, and says so.
 	s := devauth.Settings{KeyDir: filepath.Join(t.TempDir(), "auth"), Issuer: "test-issuer", Audience: "test-api"}
-	var out, errOut bytes.Buffer
-	require.NoError(t, tokenCmd([]string{"-account", "acc-0001", "-account", "acc-0002,acc-0003"}, envOf(s), time.Now(), &out, &errOut))
-	require.Contains(t, errOut.String(), "created the development issuer's key pair in "+s.KeyDir)
+	r := pixctl(t, envOf(s), "token", "-account", "acc-0001", "-account", "acc-0002,acc-0003")
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stderr, "created the development issuer's key pair in "+s.KeyDir)
 	require.True(t, s.Exists())
-	c := verify(t, s, strings.TrimSpace(out.String()))
+	c := verify(t, s, strings.TrimSpace(r.stdout))
 	require.Equal(t, "dev-acc-0001", c.Subject)
 	require.Equal(t, []string{"pix:read", "pix:write"}, c.Scopes)
 	require.Equal(t, []string{"acc-0001", "acc-0002", "acc-0003"}, c.Accounts)
 
-	out.Reset()
-	errOut.Reset()
-	require.NoError(t, tokenCmd([]string{"-account", "acc-0002", "-scope", "pix:read", "-sub", "maria", "-ttl", "2m"}, envOf(s), time.Now(), &out, &errOut))
-	require.Empty(t, errOut.String(), "the key pair exists: nothing created")
-	c = verify(t, s, strings.TrimSpace(out.String()))
+	r = pixctl(t, envOf(s), "token", "-account", "acc-0002", "-scope", "pix:read", "-sub", "maria", "-ttl", "2m")
+	r.requireStatus(t, cli.ExitOK)
+	require.Empty(t, r.stderr, "the key pair exists: nothing created")
+	c = verify(t, s, strings.TrimSpace(r.stdout))
 	require.Equal(t, "maria", c.Subject)
 	require.Equal(t, []string{"pix:read"}, c.Scopes)
 	require.Equal(t, []string{"acc-0002"}, c.Accounts)
 
 	// An operator's token needs no account.
-	out.Reset()
-	require.NoError(t, tokenCmd([]string{"-scope", "pix:admin"}, envOf(s), time.Now(), &out, &errOut))
-	c = verify(t, s, strings.TrimSpace(out.String()))
+	r = pixctl(t, envOf(s), "token", "-scope", "pix:admin")
+	r.requireStatus(t, cli.ExitOK)
+	c = verify(t, s, strings.TrimSpace(r.stdout))
 	require.Equal(t, "dev-operator", c.Subject)
 	require.True(t, c.HasScope(auth.ScopeAdmin))
+
+	// -dev-key-dir over AUTH_DEV_KEY_DIR.
+	other := devauth.Settings{KeyDir: filepath.Join(t.TempDir(), "other"), Issuer: "test-issuer", Audience: "test-api"}
+	r = pixctl(t, envOf(s), "token", "-account", "acc-0001", "-dev-key-dir", other.KeyDir)
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stderr, "created the development issuer's key pair in "+other.KeyDir)
+	verify(t, other, strings.TrimSpace(r.stdout))
 
 	for _, bad := range []struct {
 		args []string
@@ -87,43 +91,35 @@ func TestTokenCommand(t *testing.T) {
 		{[]string{"-account", "acc-0001", "-ttl", "-1m"}, "-ttl: -1m0s is not a positive duration"},
 		{[]string{"-account", "acc-0001", "extra"}, `unexpected argument "extra"`},
 	} {
-		require.ErrorContains(t, tokenCmd(bad.args, envOf(s), time.Now(), &out, &errOut), bad.want, "%v", bad.args)
+		r := pixctl(t, envOf(s), append([]string{"token"}, bad.args...)...)
+		r.requireStatus(t, cli.ExitUsage)
+		require.Contains(t, r.stderr, bad.want, "%v", bad.args)
+		require.Empty(t, r.stdout)
 	}
-
-	errOut.Reset()
-	require.ErrorIs(t, tokenCmd([]string{"-h"}, envOf(s), time.Now(), &out, &errOut), flag.ErrHelp)
-	require.Contains(t, errOut.String(), "usage: pixctl token -account ID")
-	require.Contains(t, errOut.String(), "-ttl duration")
-	require.NoError(t, helpIsNoError(flag.ErrHelp))
 }
 
 func TestDevIssuerCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "it's here") // a quote to quote
 	s := devauth.Settings{KeyDir: dir, Issuer: devauth.DefaultIssuer, Audience: devauth.DefaultAudience}
-	getenv := func(k string) string {
-		if k == "AUTH_DEV_KEY_DIR" {
-			return dir
-		}
-		return ""
-	}
-	var out, errOut bytes.Buffer
-	require.NoError(t, devIssuerCmd(nil, getenv, &out, &errOut))
-	require.Equal(t, s.JWKSFile()+"\n", out.String())
+	getenv := env("AUTH_DEV_KEY_DIR", dir)
+	r := pixctl(t, getenv, "dev-issuer")
+	r.requireStatus(t, cli.ExitOK)
+	require.Equal(t, s.JWKSFile()+"\n", r.stdout)
 	require.True(t, s.Exists())
 
 	// The exports, evaluated by a shell, are the defaults and the paths.
-	out.Reset()
-	require.NoError(t, devIssuerCmd([]string{"-env"}, getenv, &out, &errOut))
-	sh, err := exec.Command("sh", "-c", out.String()+`
+	r = pixctl(t, getenv, "dev-issuer", "-env")
+	r.requireStatus(t, cli.ExitOK)
+	sh, err := exec.Command("sh", "-c", r.stdout+`
 printf '%s|%s|%s|%s' "$AUTH_ISSUER" "$AUTH_AUDIENCE" "$AUTH_DEV_KEY_DIR" "$AUTH_JWKS_FILE"`).Output()
-	require.NoError(t, err, out.String())
+	require.NoError(t, err, r.stdout)
 	require.Equal(t, "pix-dev-issuer|pix-api|"+dir+"|"+s.JWKSFile(), string(sh))
 
 	// What the environment sets is kept; a JWKS URL gets no JWKS file.
-	out.Reset()
-	require.NoError(t, devIssuerCmd([]string{"-env"}, envOf(s, "AUTH_ISSUER", "mine", "AUTH_JWKS_URL", "https://idp.example/jwks"), &out, &errOut))
-	require.Contains(t, out.String(), "export AUTH_ISSUER='mine'\n")
-	require.NotContains(t, out.String(), "AUTH_JWKS_FILE")
+	r = pixctl(t, envOf(s, "AUTH_ISSUER", "mine", "AUTH_JWKS_URL", "https://idp.example/jwks"), "dev-issuer", "-env")
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "export AUTH_ISSUER='mine'\n")
+	require.NotContains(t, r.stdout, "AUTH_JWKS_FILE")
 }
 
 // The demo's calls against the service with authentication required:
@@ -176,9 +172,9 @@ func TestCustomerCallsCarryTokens(t *testing.T) {
 	require.Equal(t, "acc-0001", got.AccountID)
 
 	// PIX_TOKEN is sent as it is: one for acc-0002 can't move acc-0001's money.
-	var tok bytes.Buffer
-	require.NoError(t, tokenCmd([]string{"-account", "acc-0002"}, envOf(issuer), time.Now(), &tok, &bytes.Buffer{}))
-	fixed := &apiClient{base: base, customerToken: strings.TrimSpace(tok.String())}
+	tok := pixctl(t, envOf(issuer), "token", "-account", "acc-0002")
+	tok.requireStatus(t, cli.ExitOK)
+	fixed := &apiClient{base: base, customerToken: strings.TrimSpace(tok.stdout)}
 	_, _, _, err = send(fixed, newKey(), "acc-0001")
 	require.ErrorContains(t, err, "POST /pix: 403")
 	require.ErrorContains(t, err, "the token is PIX_TOKEN's")
@@ -205,12 +201,13 @@ func TestCustomerCallsCarryTokens(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, status)
 
 	// The admin routes without ADMIN_TOKEN: the issuer's pix:admin token.
-	var out bytes.Buffer
-	require.NoError(t, show(ctx, c, []string{n.EndToEndID}, &out))
-	require.Contains(t, out.String(), "R$ 2,50")
-	out.Reset()
-	require.NoError(t, reconcile(ctx, c, &out))
-	require.Contains(t, out.String(), "the books balance")
+	getenv := envOf(issuer, "PIX_API_URL", base)
+	r := pixctl(t, getenv, "show", n.EndToEndID)
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "R$ 2,50")
+	r = pixctl(t, getenv, "reconcile")
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "the books balance")
 }
 
 func TestAdminTokenOf(t *testing.T) {

@@ -96,7 +96,7 @@ func consumeEvents(ctx context.Context, url string) (*eventLog, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	stream, err := broker.EnsureStream(cctx, js)
+	stream, err := broker.OpenStream(cctx, js)
 	if err != nil {
 		nc.Close()
 		return nil, err

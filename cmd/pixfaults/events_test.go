@@ -39,7 +39,7 @@ func newEventsEnv(t *testing.T) *eventsEnv {
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	pub, err := broker.NewPublisher(nc, 5*time.Second)
+	pub, err := broker.NewPublisher(nc, 5*time.Second, broker.DefaultStreamLimits)
 	require.NoError(t, err)
 	return &eventsEnv{store: store, log: l, js: js, pub: pub}
 }

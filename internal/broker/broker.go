@@ -54,17 +54,72 @@ func Connect(url, name string) (*nats.Conn, error) {
 	return nc, nil
 }
 
-// EnsureStream creates the event stream, or updates it to this
-// configuration.
-func EnsureStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
-	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+// StreamLimits bound the event stream (NATS_STREAM_MAX_AGE,
+// NATS_STREAM_MAX_BYTES): JetStream deletes an event older than MaxAge,
+// and refuses a new one while the stream holds MaxBytes (the discard
+// policy "new"): the relay then keeps it in the outbox, unpublished, until
+// age has made room, so that no event is dropped before a consumer could
+// read it (docs/events.md, "Limits").
+type StreamLimits struct {
+	MaxAge   time.Duration
+	MaxBytes int64
+}
+
+// DefaultStreamLimits are the limits of the configuration's defaults (twice
+// the outbox's 7 days, 1 GiB), those a reader creates the stream with when
+// no relay has yet (OpenStream).
+var DefaultStreamLimits = StreamLimits{MaxAge: 14 * 24 * time.Hour, MaxBytes: 1 << 30}
+
+// streamConfig is the event stream's configuration with limits.
+func streamConfig(limits StreamLimits) (jetstream.StreamConfig, error) {
+	if limits.MaxAge < DuplicateWindow || limits.MaxBytes <= 0 {
+		return jetstream.StreamConfig{}, fmt.Errorf("stream %s: limits %+v: MaxAge must be at least the duplicate window (%s), MaxBytes positive",
+			StreamName, limits, DuplicateWindow)
+	}
+	return jetstream.StreamConfig{
 		Name:       StreamName,
 		Subjects:   []string{SubjectPrefix + ">"},
 		Storage:    jetstream.FileStorage,
 		Duplicates: DuplicateWindow,
-	})
+		MaxAge:     limits.MaxAge,
+		MaxBytes:   limits.MaxBytes,
+		Discard:    jetstream.DiscardNew,
+	}, nil
+}
+
+// EnsureStream creates the event stream with limits, or updates the one
+// there in place (its events kept) to this configuration. The relay's
+// publisher, which owns the stream, calls it; readers call OpenStream.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, limits StreamLimits) (jetstream.Stream, error) {
+	cfg, err := streamConfig(limits)
+	if err != nil {
+		return nil, err
+	}
+	s, err := js.CreateOrUpdateStream(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", StreamName, err)
+	}
+	return s, nil
+}
+
+// OpenStream is the event stream for a reader (pixctl, the fault suite): as
+// it is, or, when no relay has created it yet, created with
+// DefaultStreamLimits (the relay sets its own at its first publish). A
+// reader never changes the limits the service configured.
+func OpenStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
+	s, err := js.Stream(ctx, StreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		var cfg jetstream.StreamConfig
+		if cfg, err = streamConfig(DefaultStreamLimits); err != nil {
+			return nil, err
+		}
+		s, err = js.CreateStream(ctx, cfg)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			s, err = js.Stream(ctx, StreamName) // created meanwhile
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open stream %s: %w", StreamName, err)
 	}
 	return s, nil
 }
@@ -75,18 +130,22 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream
 type Publisher struct {
 	js         jetstream.JetStream
 	ackTimeout time.Duration
+	limits     StreamLimits
 	// ensured: the stream is known to exist (checked again after a
 	// publish that found no stream).
 	ensured atomic.Bool
 }
 
-// NewPublisher publishes through nc.
-func NewPublisher(nc *nats.Conn, ackTimeout time.Duration) (*Publisher, error) {
+// NewPublisher publishes through nc, to the stream it ensures has limits.
+func NewPublisher(nc *nats.Conn, ackTimeout time.Duration, limits StreamLimits) (*Publisher, error) {
+	if _, err := streamConfig(limits); err != nil {
+		return nil, err
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Publisher{js: js, ackTimeout: ackTimeout}, nil
+	return &Publisher{js: js, ackTimeout: ackTimeout, limits: limits}, nil
 }
 
 // Publish publishes events in order and reports which the broker
@@ -94,7 +153,7 @@ func NewPublisher(nc *nats.Conn, ackTimeout time.Duration) (*Publisher, error) {
 func (p *Publisher) Publish(ctx context.Context, events []db.Event) ([]bool, error) {
 	ok := make([]bool, len(events))
 	if !p.ensured.Load() {
-		if _, err := EnsureStream(ctx, p.js); err != nil {
+		if _, err := EnsureStream(ctx, p.js, p.limits); err != nil {
 			return ok, err
 		}
 		p.ensured.Store(true)

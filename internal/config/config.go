@@ -111,6 +111,11 @@ type Config struct {
 	OutboxBatchSize    int
 	OutboxPollInterval time.Duration
 	OutboxRetention    time.Duration
+	// The event stream's limits (NATS_STREAM_MAX_AGE, at least
+	// OutboxRetention, by default twice it; NATS_STREAM_MAX_BYTES): see
+	// broker.StreamLimits and docs/events.md.
+	NATSStreamMaxAge   time.Duration
+	NATSStreamMaxBytes int64
 	InboxRetention     time.Duration
 	RetentionInterval  time.Duration
 	// ReconcileInterval is how often the reconciliation Schedule checks the books.
@@ -178,6 +183,8 @@ func Default() Config {
 		OutboxBatchSize:    500,
 		OutboxPollInterval: 500 * time.Millisecond,
 		OutboxRetention:    7 * 24 * time.Hour,
+		NATSStreamMaxAge:   2 * 7 * 24 * time.Hour,
+		NATSStreamMaxBytes: 1 << 30,
 		InboxRetention:     30 * 24 * time.Hour,
 		RetentionInterval:  time.Hour,
 		ReconcileInterval:  15 * time.Minute,
@@ -392,6 +399,15 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	integer("OUTBOX_BATCH_SIZE", 1, 10000, func(n int64) { c.OutboxBatchSize = int(n) })
 	dur("OUTBOX_POLL_INTERVAL", &c.OutboxPollInterval)
 	dur("OUTBOX_RETENTION", &c.OutboxRetention)
+	streamMaxAge(lookup, &c, &errs)
+	if v, ok := lookup("NATS_STREAM_MAX_BYTES"); ok {
+		n, err := parseBytes(v)
+		if err != nil || n < minStreamMaxBytes {
+			errs = append(errs, fmt.Errorf("NATS_STREAM_MAX_BYTES: %q is not a size of at least 1MiB, such as 1073741824, 512MiB or 8GiB", v))
+		} else {
+			c.NATSStreamMaxBytes = n
+		}
+	}
 	dur("INBOX_RETENTION", &c.InboxRetention)
 	dur("RETENTION_INTERVAL", &c.RetentionInterval)
 	dur("RECONCILE_INTERVAL", &c.ReconcileInterval)
@@ -466,6 +482,54 @@ func list(v string) []string {
 }
 
 const minAdminTokenLength = 16
+
+// minStreamMaxAge is the shortest the event stream may keep an event: the
+// broker's duplicate window (broker.DuplicateWindow, which a test holds it
+// to), within which a re-published event is dropped.
+const minStreamMaxAge = 10 * time.Minute
+
+// minStreamMaxBytes keeps a mistyped size (512 for 512MiB) from stopping
+// the events at once.
+const minStreamMaxBytes = 1 << 20
+
+// streamMaxAge reads NATS_STREAM_MAX_AGE, which must be at least
+// OUTBOX_RETENTION: a consumer can catch up from the stream for as long as
+// the outbox keeps what it published. Unset, it is twice the retention.
+func streamMaxAge(lookup func(string) (string, bool), c *Config, errs *[]error) {
+	v, ok := lookup("NATS_STREAM_MAX_AGE")
+	if !ok {
+		c.NATSStreamMaxAge = max(2*c.OutboxRetention, minStreamMaxAge)
+		return
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil || d <= 0:
+		*errs = append(*errs, fmt.Errorf("NATS_STREAM_MAX_AGE: %q is not a positive duration such as 336h", v))
+	case d < c.OutboxRetention:
+		*errs = append(*errs, fmt.Errorf("NATS_STREAM_MAX_AGE: %s is shorter than OUTBOX_RETENTION (%s): the stream must keep an event at least as long as the outbox keeps it (unset, it is twice OUTBOX_RETENTION)", d, c.OutboxRetention))
+	case d < minStreamMaxAge:
+		*errs = append(*errs, fmt.Errorf("NATS_STREAM_MAX_AGE: %s is shorter than the broker's duplicate window (%s)", d, minStreamMaxAge))
+	default:
+		c.NATSStreamMaxAge = d
+	}
+}
+
+// parseBytes reads a size in bytes: a whole number, or one with a binary
+// unit (KiB, MiB, GiB, TiB).
+func parseBytes(v string) (int64, error) {
+	unit := int64(1)
+	for i, suffix := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		if n, ok := strings.CutSuffix(v, suffix); ok {
+			v, unit = n, int64(1)<<(10*(i+1))
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/unit {
+		return 0, fmt.Errorf("size %q: not a whole number of bytes", v)
+	}
+	return n * unit, nil
+}
 
 // isOrigin reports whether v is a browser origin, as a browser sends it in
 // its Origin header: a CORS origin with a path or a trailing slash never

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/workflows"
 )
@@ -183,5 +184,50 @@ func TestTemporalCodecSettings(t *testing.T) {
 		require.Contains(t, err.Error(), "TEMPORAL_CODEC_", name)
 		require.NotContains(t, err.Error(), "AQEBAQEB", "%s: errors never show key material", name)
 		require.NotContains(t, err.Error(), "AgICAgIC", "%s: errors never show key material", name)
+	}
+}
+
+// The event stream's limits: MaxAge at least the outbox's retention (by
+// default twice it), never under the broker's duplicate window; MaxBytes a
+// size.
+func TestEventStreamLimits(t *testing.T) {
+	c, err := config.FromLookup(lookup(nil))
+	require.NoError(t, err)
+	require.Equal(t, 2*c.OutboxRetention, c.NATSStreamMaxAge)
+	require.Equal(t, broker.DefaultStreamLimits, broker.StreamLimits{MaxAge: c.NATSStreamMaxAge, MaxBytes: c.NATSStreamMaxBytes},
+		"a reader creates the stream with the configuration's defaults")
+
+	c, err = config.FromLookup(lookup(map[string]string{"OUTBOX_RETENTION": "720h"}))
+	require.NoError(t, err)
+	require.Equal(t, 1440*time.Hour, c.NATSStreamMaxAge, "unset: twice the retention")
+	c, err = config.FromLookup(lookup(map[string]string{"OUTBOX_RETENTION": "1m"}))
+	require.NoError(t, err)
+	require.Equal(t, broker.DuplicateWindow, c.NATSStreamMaxAge, "never under the duplicate window")
+
+	c, err = config.FromLookup(lookup(map[string]string{"OUTBOX_RETENTION": "72h", "NATS_STREAM_MAX_AGE": "72h", "NATS_STREAM_MAX_BYTES": "512MiB"}))
+	require.NoError(t, err)
+	require.Equal(t, 72*time.Hour, c.NATSStreamMaxAge, "as long as the retention will do")
+	require.EqualValues(t, 512<<20, c.NATSStreamMaxBytes)
+	for v, want := range map[string]int64{"1073741824": 1 << 30, "8GiB": 8 << 30, "2048KiB": 2 << 20, "1TiB": 1 << 40} {
+		c, err = config.FromLookup(lookup(map[string]string{"NATS_STREAM_MAX_BYTES": v}))
+		require.NoError(t, err, v)
+		require.Equal(t, want, c.NATSStreamMaxBytes, v)
+	}
+
+	// A stream that would drop events the outbox still keeps is refused at
+	// start, saying why.
+	_, err = config.FromLookup(lookup(map[string]string{"NATS_STREAM_MAX_AGE": "24h"}))
+	require.ErrorContains(t, err, "NATS_STREAM_MAX_AGE: 24h0m0s is shorter than OUTBOX_RETENTION (168h0m0s)")
+	_, err = config.FromLookup(lookup(map[string]string{"OUTBOX_RETENTION": "1m", "NATS_STREAM_MAX_AGE": (broker.DuplicateWindow - time.Second).String()}))
+	require.ErrorContains(t, err, "shorter than the broker's duplicate window")
+	_, err = config.FromLookup(lookup(map[string]string{"OUTBOX_RETENTION": "1m", "NATS_STREAM_MAX_AGE": broker.DuplicateWindow.String()}))
+	require.NoError(t, err)
+	for _, v := range []string{"", "soon", "-1h", "0s"} {
+		_, err = config.FromLookup(lookup(map[string]string{"NATS_STREAM_MAX_AGE": v}))
+		require.ErrorContains(t, err, "NATS_STREAM_MAX_AGE", "%q", v)
+	}
+	for _, v := range []string{"", "512", "lots", "-1", "1.5GiB", "1GB", "99999999999TiB"} {
+		_, err = config.FromLookup(lookup(map[string]string{"NATS_STREAM_MAX_BYTES": v}))
+		require.ErrorContains(t, err, "NATS_STREAM_MAX_BYTES", "%q", v)
 	}
 }

@@ -543,7 +543,7 @@ func (a *App) OutboxRelay() (relay *outbox.Relay, stop func(), err error) {
 		stopServer()
 		return nil, nil, err
 	}
-	pub, err := broker.NewPublisher(nc, 5*time.Second)
+	pub, err := broker.NewPublisher(nc, 5*time.Second, broker.StreamLimits{MaxAge: a.Cfg.NATSStreamMaxAge, MaxBytes: a.Cfg.NATSStreamMaxBytes})
 	if err != nil {
 		nc.Close()
 		stopServer()
