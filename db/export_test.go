@@ -37,8 +37,5 @@ func MigrationsIn(fsys fs.FS) ([]Migration, error) { return migrationsIn(fsys) }
 // SQL the earlier runner ran.
 func WithoutAnnotations(file string) string { return withoutAnnotations(file) }
 
-// MigrationLockKey is the advisory lock the migrators take turns on.
-const MigrationLockKey = migrationLockKey
-
 // OldestPendingAgeSQL is the statement of Store.OldestPendingAge.
 func OldestPendingAgeSQL() string { return creditSQL.OldestPendingAge }

@@ -119,8 +119,9 @@ func checksumOf(file string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// migrationLockKey is the advisory lock concurrent migrators take turns on:
-// the earlier runner's (see TryLock in queries/migrate.sql).
+// migrationLockKey is the seed of the advisory lock concurrent migrators
+// of a schema take turns on: hashed with the schema's name (see TryLock in
+// queries/migrate.sql). It was the key of the runner before goose.
 const migrationLockKey = 7_368_237_001
 
 // migrationLockWait bounds how long a migrator waits for the lock while
@@ -256,44 +257,46 @@ func (r runner) prepare(ctx context.Context) (err error) {
 	return nil
 }
 
-// adoptLegacy takes over a database the earlier runner migrated, once:
-// while goose tracks no migration and schema_migrations exists, each
-// migration it records is entered in goose's table with the time it was
-// applied, and its checksum recorded (that of this build's file, the SQL
-// the earlier runner ran: the files' checksums are pinned by
-// migrations/SHA256SUMS). Nothing runs again. schema_migrations is kept as
-// it was, written no more: a binary of before goose that starts after the
-// takeover finds its migrations applied.
+// adoptLegacy takes over a database the runner before goose migrated:
+// each migration its schema_migrations records that goose's table lacks
+// (all of them, the first time) is entered in goose's table with the time
+// it was applied, and its checksum recorded (that of this build's file,
+// the SQL the earlier runner ran: migrations/SHA256SUMS pins the files).
+// Nothing runs again. schema_migrations is kept as it was: a binary of
+// before goose that starts after the takeover finds its migrations applied
+// and does nothing; one that applied a migration meanwhile (a database
+// still behind it, which an orderly deploy never leaves) has it adopted by
+// the next run.
 func (r runner) adoptLegacy(ctx context.Context, tx *sql.Tx) error {
-	var legacy, tracked bool
+	var legacy bool
 	if err := tx.QueryRowContext(ctx, migrateSQL.TableExists, "schema_migrations").Scan(&legacy); err != nil {
 		return fmt.Errorf("look for schema_migrations: %w", err)
 	}
 	if !legacy {
 		return nil
 	}
-	if err := tx.QueryRowContext(ctx, migrateSQL.Tracked).Scan(&tracked); err != nil {
-		return fmt.Errorf("read %s: %w", r.versions.Tablename(), err)
+	earlier, err := legacyApplied(ctx, tx)
+	if err != nil {
+		return err
 	}
-	if tracked {
-		return nil
-	}
-	applied, err := legacyApplied(ctx, tx)
+	tracked, err := appliedMigrations(ctx, tx)
 	if err != nil {
 		return err
 	}
 	files := r.byVersion()
-	for _, m := range applied {
-		if f, ok := files[m.Version]; !ok || f.Name != m.Name {
+	for _, m := range earlier {
+		if slices.ContainsFunc(tracked, func(s MigrationState) bool { return s.Version == m.Version }) {
+			continue
+		}
+		f, ok := files[m.Version]
+		if !ok || f.Name != m.Name {
 			return fmt.Errorf("take over schema_migrations: it records migration %d as %s, which this build does not have", m.Version, m.Name)
 		}
-	}
-	if _, err := tx.ExecContext(ctx, migrateSQL.AdoptLegacy); err != nil {
-		return fmt.Errorf("take over schema_migrations: %w", err)
-	}
-	for _, m := range applied {
-		if _, err := tx.ExecContext(ctx, migrateSQL.RecordChecksum, m.Version, m.Name, files[m.Version].Checksum); err != nil {
-			return fmt.Errorf("take over schema_migrations: checksum of %s: %w", m.Name, err)
+		if _, err := tx.ExecContext(ctx, migrateSQL.RecordChecksum, f.Version, f.Name, f.Checksum); err != nil {
+			return fmt.Errorf("take over schema_migrations: checksum of %s: %w", f.Name, err)
+		}
+		if _, err := tx.ExecContext(ctx, migrateSQL.AdoptLegacy, m.Version, m.AppliedAt); err != nil {
+			return fmt.Errorf("take over schema_migrations: %s: %w", f.Name, err)
 		}
 	}
 	return nil
@@ -340,7 +343,8 @@ func (s checksummedStore) Insert(ctx context.Context, db database.DBTxConn, req 
 	return s.StoreExtender.Insert(ctx, db, req)
 }
 
-// advisoryLocker is goose's session locker on migrationLockKey. It tries
+// advisoryLocker is goose's session locker on the schema's migration lock
+// (key seeds it: TryLock). It tries
 // the lock, pausing between tries (10 ms, doubling up to 1 s), rather than
 // waiting inside pg_advisory_lock (see TryLock), for at most wait.
 type advisoryLocker struct {
@@ -395,7 +399,7 @@ func (l advisoryLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error
 
 // migrateSQL holds the statements of queries/migrate.sql.
 var migrateSQL struct {
-	TryLock, Unlock, TableExists, CreateChecksumTable, RecordChecksum, Tracked, LegacyApplied, AdoptLegacy, Applied, InvalidIndexes string
+	TryLock, Unlock, TableExists, CreateChecksumTable, RecordChecksum, LegacyApplied, AdoptLegacy, Applied, InvalidIndexes string
 }
 
 func init() { bindQueries("migrate.sql", &migrateSQL) }
@@ -505,21 +509,23 @@ func readStatus(ctx context.Context, q database.DBTxConn, files []Migration) (Mi
 	}
 	var applied []MigrationState
 	var err error
-	switch {
-	case gooseTable:
-		applied, err = appliedMigrations(ctx, q)
-		// goose's table alone (version 0) on the earlier runner's
-		// database: the takeover is still to come.
-		if err == nil && len(applied) == 0 && legacy {
-			report.Legacy = true
-			applied, err = legacyApplied(ctx, q)
+	if gooseTable {
+		if applied, err = appliedMigrations(ctx, q); err != nil {
+			return report, err
 		}
-	case legacy:
-		report.Legacy = true
-		applied, err = legacyApplied(ctx, q)
 	}
-	if err != nil {
-		return report, err
+	if legacy {
+		// What the runner before goose applied and goose's table lacks:
+		// the takeover (adoptLegacy) is still to come.
+		earlier, err := legacyApplied(ctx, q)
+		if err != nil {
+			return report, err
+		}
+		for _, m := range earlier {
+			if !slices.ContainsFunc(applied, func(s MigrationState) bool { return s.Version == m.Version }) {
+				applied, report.Legacy = append(applied, m), true
+			}
+		}
 	}
 	if report.InvalidIndexes, err = invalidIndexes(ctx, q); err != nil {
 		return report, err

@@ -158,6 +158,9 @@ const (
 	legacyRecordApplied = `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`
 )
 
+// legacyLockKey is the advisory lock the earlier runner waited on.
+const legacyLockKey = 7_368_237_001
+
 // legacyLastVersion is the newest migration the earlier runner shipped with.
 const legacyLastVersion = 11
 
@@ -173,9 +176,9 @@ func legacyMigrate(t *testing.T, pool *pgxpool.Pool, upTo int64) {
 	conn, err := pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()
-	_, err = conn.Exec(ctx, legacyLock, db.MigrationLockKey)
+	_, err = conn.Exec(ctx, legacyLock, legacyLockKey)
 	require.NoError(t, err)
-	defer conn.Exec(ctx, legacyUnlock, db.MigrationLockKey) //nolint:errcheck // the lock dies with the session anyway
+	defer conn.Exec(ctx, legacyUnlock, legacyLockKey) //nolint:errcheck // the lock dies with the session anyway
 	_, err = conn.Exec(ctx, legacyCreateTable)
 	require.NoError(t, err)
 	for _, m := range migrations {
@@ -380,6 +383,30 @@ func TestMigrateContinuesADatabaseTheEarlierRunnerMigratedHalfWay(t *testing.T) 
 	takeOver(t, 7)
 }
 
+// A binary from before goose that starts after the takeover, on a database
+// still behind it, applies what it has (it does not know goose's table):
+// the next run adopts those too, and runs none of them again.
+func TestMigrateAdoptsWhatTheEarlierRunnerAppliedAfterTheTakeover(t *testing.T) {
+	ctx := context.Background()
+	pool := openPool(t, dbtest.EmptyURL(t))
+	legacyMigrate(t, pool, 7)
+	files, err := db.Migrations()
+	require.NoError(t, err)
+	applied, err := db.MigrateFS(ctx, pool, migrationFS(files[:7]))
+	require.NoError(t, err)
+	require.Empty(t, applied)
+	legacyMigrate(t, pool, legacyLastVersion)
+	report, err := db.MigrationStatus(ctx, pool)
+	require.NoError(t, err)
+	require.True(t, report.Legacy)
+
+	applied, err = db.Migrate(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, namesAbove(t, legacyLastVersion), applied)
+	require.Equal(t, legacyRows(t, pool), gooseRows(t, pool)[:legacyLastVersion])
+	require.Equal(t, freshCatalog(t), catalog(t, pool))
+}
+
 // The catalog comparison sees a migration that was recorded but never ran.
 func TestCatalogComparisonSeesAMissingMigration(t *testing.T) {
 	ctx := context.Background()
@@ -526,7 +553,9 @@ func indexMigration(t *testing.T) (db.Migration, []db.Migration) {
 	t.Helper()
 	files, err := db.Migrations()
 	require.NoError(t, err)
-	i := slices.IndexFunc(files, func(m db.Migration) bool { return strings.Contains(m.SQL, "CREATE INDEX CONCURRENTLY "+pendingReceivedIndex) })
+	i := slices.IndexFunc(files, func(m db.Migration) bool {
+		return strings.Contains(m.SQL, "CREATE INDEX CONCURRENTLY "+pendingReceivedIndex)
+	})
 	require.GreaterOrEqual(t, i, 0)
 	return files[i], files[:i]
 }

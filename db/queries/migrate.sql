@@ -6,15 +6,18 @@
 
 -- name: TryLock
 -- Concurrent migrators (several processes starting at once) take turns on
--- one session-level advisory lock, the key the earlier runner waited on, so
--- that a binary of before goose and one of after exclude each other too.
--- Tried, not waited for: a session waiting inside pg_advisory_lock holds a
+-- a session-level advisory lock, one per schema migrated (its name hashed
+-- with $1, migrationLockKey): the lock guards the schema, and the
+-- migrators of other schemas (each test's own) don't wait for it. Tried,
+-- not waited for: a session waiting inside pg_advisory_lock holds a
 -- snapshot, which a CREATE INDEX CONCURRENTLY run by the lock's holder
--- would wait for (a deadlock). $1 migrationLockKey.
-SELECT pg_try_advisory_lock($1)
+-- would wait for (a deadlock). The runner before goose waited on the plain
+-- key $1: a binary of before goose does not exclude this one, and what it
+-- applies is adopted (AdoptLegacy).
+SELECT pg_try_advisory_lock(hashtextextended(current_schema(), $1))
 
 -- name: Unlock
-SELECT pg_advisory_unlock($1)
+SELECT pg_advisory_unlock(hashtextextended(current_schema(), $1))
 
 -- name: TableExists
 -- Whether table $1 is in the schema the migrations run in.
@@ -38,22 +41,17 @@ CREATE TABLE IF NOT EXISTS migration_checksums (
 INSERT INTO migration_checksums (version, name, sha256) VALUES ($1, $2, $3)
 ON CONFLICT (version) DO UPDATE SET name = EXCLUDED.name, sha256 = EXCLUDED.sha256, recorded_at = now()
 
--- name: Tracked
--- Whether goose tracks any migration yet (beyond the row of version 0 it
--- writes with its table).
-SELECT EXISTS (SELECT 1 FROM goose_db_version WHERE version_id > 0)
-
 -- name: LegacyApplied
--- What the earlier runner applied, from its table (kept, no longer
--- written).
+-- What the runner before goose applied, from its table (kept, written no
+-- more by this one).
 SELECT version::bigint, name, applied_at FROM schema_migrations ORDER BY version
 
 -- name: AdoptLegacy
--- The takeover: goose's table gets a row for each migration the earlier
--- runner applied, with the time it was applied (goose's tstamp is a
--- timestamp without time zone, written by now() in our UTC sessions).
-INSERT INTO goose_db_version (version_id, is_applied, tstamp)
-SELECT version, true, applied_at AT TIME ZONE 'UTC' FROM schema_migrations ORDER BY version
+-- The takeover of one migration the runner before goose applied: goose's
+-- row for it, with the time it was applied (goose's tstamp is a timestamp
+-- without time zone, written by now() in our UTC sessions). $1 version,
+-- $2 applied_at.
+INSERT INTO goose_db_version (version_id, is_applied, tstamp) VALUES ($1, true, $2::timestamptz AT TIME ZONE 'UTC')
 
 -- name: Applied
 -- The applied migrations: goose's latest row of each version (goose
