@@ -431,8 +431,8 @@ type MigrationReport struct {
 	// Migrations are the build's and those the database applied that the
 	// build does not have, in version order.
 	Migrations []MigrationState
-	// Legacy is whether the database is still the earlier runner's (its
-	// schema_migrations, not yet taken over by goose).
+	// Legacy is whether the earlier runner's schema_migrations records
+	// migrations goose's table lacks: pixd migrate takes them over.
 	Legacy bool
 	// InvalidIndexes are the schema's indexes no query uses: left by a
 	// concurrent build that failed, or being built right now.
