@@ -1,6 +1,7 @@
 // Package db owns everything PostgreSQL: the connection pool, the embedded
-// numbered migrations, and the Store whose methods are the only place SQL
-// runs. The SQL is written in queries/, one file per saga or mechanism, each
+// numbered migrations and their runner (goose, with the checksums and the
+// takeover of the earlier runner's databases: migrate.go), and the Store
+// whose methods are the only place SQL runs. The SQL is written in queries/, one file per saga or mechanism, each
 // statement in full under its name (bindQueries), never spliced together
 // from Go strings. Every method is one transaction boundary; callers never see a
 // transaction. Errors are returned wrapped with %w: business refusals as the

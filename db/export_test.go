@@ -2,8 +2,10 @@ package db
 
 import (
 	"context"
+	"io/fs"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // InTxForTest runs fn as the store's transactions run, with attempts tries
@@ -15,3 +17,25 @@ func InTxForTest(ctx context.Context, s *Store, attempts int, fn func(tx pgx.Tx)
 // PendingWakes empties and returns the channels the store's commits asked
 // to wake since the last call (its waker not running).
 func PendingWakes(s *Store) []string { return s.waker.take() }
+
+// MigrateFS is Migrate with the migrations of fsys (files at its root)
+// instead of the embedded ones.
+func MigrateFS(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) ([]string, error) {
+	return migrate(ctx, pool, fsys)
+}
+
+// MigrationStatusFS is MigrationStatus for a build whose migrations are
+// those of fsys.
+func MigrationStatusFS(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) (MigrationReport, error) {
+	return migrationStatus(ctx, pool, fsys)
+}
+
+// MigrationsIn lists the migrations of fsys as Migrate numbers them.
+func MigrationsIn(fsys fs.FS) ([]Migration, error) { return migrationsIn(fsys) }
+
+// WithoutAnnotations is a migration file less its goose annotations: the
+// SQL the earlier runner ran.
+func WithoutAnnotations(file string) string { return withoutAnnotations(file) }
+
+// OldestPendingAgeSQL is the statement of Store.OldestPendingAge.
+func OldestPendingAgeSQL() string { return creditSQL.OldestPendingAge }

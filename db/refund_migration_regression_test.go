@@ -10,16 +10,23 @@ import (
 	"github.com/pixbank/pix/db/dbtest"
 )
 
-// forgetMigration makes s's schema as it was before the migration of that
-// version: its changes undone by undo, and the runner's record of it gone.
-func forgetMigration(t *testing.T, s *db.Store, version int, undo string) {
+// forgetMigrations makes s's schema as it was before the migration of that
+// version: the changes of it and of every later one undone by undo, and
+// the runner's records of them gone (goose applies no version below the
+// newest applied).
+func forgetMigrations(t *testing.T, s *db.Store, version int, undo string) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := s.Pool().Exec(ctx, undo)
 	require.NoError(t, err)
-	_, err = s.Pool().Exec(ctx, `DELETE FROM schema_migrations WHERE version = $1`, version)
-	require.NoError(t, err)
+	for _, table := range []string{"goose_db_version WHERE version_id", "migration_checksums WHERE version"} {
+		_, err = s.Pool().Exec(ctx, `DELETE FROM `+table+` >= $1`, version)
+		require.NoError(t, err)
+	}
 }
+
+// undo0012 is the schema before 0012 (and the migrations after it).
+const undo0012 = `ALTER TABLE pix_refunds DROP COLUMN psp_asked_at; DROP INDEX inbox_messages_pending_received_idx`
 
 // Found by the fourth attack review: psp_asked_at was once appended to the
 // committed migration 0011, so a database that had applied 0011 before
@@ -34,11 +41,11 @@ func TestDatabaseWithoutPSPAskedAtGetsIt(t *testing.T) {
 	r, err := refund(s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	// The schema 0011 as first committed left.
-	forgetMigration(t, s, 12, `ALTER TABLE pix_refunds DROP COLUMN psp_asked_at`)
+	forgetMigrations(t, s, 12, undo0012)
 
 	applied, err := db.Migrate(ctx, s.Pool())
 	require.NoError(t, err)
-	require.Equal(t, []string{"0012_refund_psp_asked_at.sql"}, applied)
+	require.Equal(t, []string{"0012_refund_psp_asked_at.sql", "0013_inbox_oldest_pending_index.sql"}, applied)
 	_, err = s.MarkRefundAsked(ctx, r.ID)
 	require.NoError(t, err, "the saga's first statement runs")
 }
@@ -57,7 +64,7 @@ func TestRefundsOpenAtTheUpgradeCountAsAsked(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET dispatched_at = now() - interval '1 hour' WHERE id = $1`, r.ID)
 	require.NoError(t, err)
-	forgetMigration(t, s, 12, `ALTER TABLE pix_refunds DROP COLUMN psp_asked_at`)
+	forgetMigrations(t, s, 12, undo0012)
 
 	_, err = db.Migrate(ctx, s.Pool())
 	require.NoError(t, err)

@@ -2,7 +2,11 @@
 //
 //	pixd api       HTTP API (webhook inbox, queries, admin) and the dispatcher
 //	pixd worker    Temporal worker running the credit workflows
-//	pixd migrate   apply the embedded database migrations and exit
+//	pixd migrate   apply the embedded database migrations and exit (also: pixd migrate up)
+//	pixd migrate status
+//	               print each migration, applied or pending, and what needs a
+//	               human; exit 0 when current, 3 when some are pending, 4 when
+//	               something needs a human (docs/operations.md)
 //	pixd dev       migrate, open the demo accounts, and run api and worker in one process
 //	pixd temporal-setup
 //	               register the PIX search attributes on the Temporal namespace
@@ -29,12 +33,24 @@ import (
 	"github.com/pixbank/pix/workflows"
 )
 
-const usage = "usage: pixd api|worker|migrate|dev|temporal-setup|search-attribute-flags"
+const usage = "usage: pixd api|worker|migrate [up|status]|dev|temporal-setup|search-attribute-flags"
 
-func main() { cli.Main("pixd", run) }
+func main() {
+	cli.Main("pixd", func(ctx context.Context, args []string) error {
+		err := run(ctx, args)
+		if status, ok := errors.AsType[exitStatus](err); ok {
+			os.Exit(int(status)) // what it means is printed already; run's deferred closes have run
+		}
+		return err
+	})
+}
 
 func run(ctx context.Context, args []string) error {
-	if len(args) != 1 {
+	migrate := "up"
+	switch {
+	case len(args) == 2 && args[0] == "migrate" && (args[1] == "up" || args[1] == "status"):
+		migrate = args[1]
+	case len(args) != 1:
 		return errors.New(usage)
 	}
 	if args[0] == "search-attribute-flags" {
@@ -58,6 +74,13 @@ func run(ctx context.Context, args []string) error {
 	case "worker":
 		return a.RunWorker(ctx)
 	case "migrate":
+		if migrate == "status" {
+			report, err := a.MigrationStatus(ctx)
+			if err != nil {
+				return err
+			}
+			return printMigrationStatus(os.Stdout, report)
+		}
 		return a.Migrate(ctx)
 	case "temporal-setup":
 		return a.RegisterSearchAttributes(ctx)

@@ -30,6 +30,21 @@ var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
 // whose search_path is that schema. The schema is dropped at cleanup.
 func URL(t testing.TB) string {
 	t.Helper()
+	u := EmptyURL(t)
+	ctx := context.Background()
+	pool, err := db.Open(ctx, u, 2)
+	require.NoError(t, err)
+	defer pool.Close()
+	_, err = db.Migrate(ctx, pool)
+	require.NoError(t, err, "migrate schema %s", u)
+	return u
+}
+
+// EmptyURL creates a fresh schema for t, not migrated, and returns a
+// connection URL whose search_path is that schema: where the migrations
+// run, their bookkeeping tables included. The schema is dropped at cleanup.
+func EmptyURL(t testing.TB) string {
+	t.Helper()
 	skipInShort(t)
 	ctx := context.Background()
 	suffix := make([]byte, 4)
@@ -60,12 +75,6 @@ func URL(t testing.TB) string {
 
 	u, err := db.SchemaURL(BaseURL(), schema)
 	require.NoError(t, err)
-
-	pool, err := db.Open(ctx, u, 2)
-	require.NoError(t, err)
-	defer pool.Close()
-	_, err = db.Migrate(ctx, pool)
-	require.NoError(t, err, "migrate schema %s", schema)
 	return u
 }
 

@@ -1,3 +1,4 @@
+-- +goose Up
 -- Core of the incoming-PIX service: accounts, the inbox of PSP notifications,
 -- and the credits. pix_credits has no foreign key to inbox_messages on purpose:
 -- inbox rows are cleaned up after a retention window, and the credit's primary

@@ -1,3 +1,4 @@
+-- +goose Up
 -- The Central Bank's "API Pix" webhook format names no account: a notified PIX
 -- carries the receiver's Pix key (chave, optional) and the txid of the charge
 -- the customer issued. The account is resolved through pix_keys, else through

@@ -1,3 +1,4 @@
+-- +goose Up
 -- Outgoing PIX: the Idempotency-Key layer of POST /pix, the transfers, and
 -- their refunds. Every money movement is a row written in the same
 -- transaction as the balance change (invariant I2): the debit with its

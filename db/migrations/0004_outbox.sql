@@ -1,3 +1,4 @@
+-- +goose Up
 -- The transactional outbox: every money movement writes its event in the
 -- same transaction as the state change (invariant I6), and a relay
 -- publishes it to NATS JetStream afterwards, at least once (the broker
@@ -27,11 +28,13 @@ CREATE INDEX outbox_events_published_idx ON outbox_events (published_at) WHERE p
 
 -- Wake the relays when events commit (a notification is delivered on
 -- commit, and never for a rolled-back transaction).
+-- +goose StatementBegin
 CREATE FUNCTION outbox_events_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_notify('pix_outbox', '');
     RETURN NULL;
 END $$;
+-- +goose StatementEnd
 
 CREATE TRIGGER outbox_events_notify AFTER INSERT ON outbox_events
     FOR EACH STATEMENT EXECUTE FUNCTION outbox_events_notify();

@@ -1,3 +1,4 @@
+-- +goose Up
 -- Fencing of stale actors, and the charge rule.
 --
 -- drive numbers the drives of an inbox row: 1 on arrival, +1 at each

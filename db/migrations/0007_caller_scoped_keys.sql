@@ -1,3 +1,4 @@
+-- +goose Up
 -- Idempotency-Keys belong to the caller that sent them (the bearer token's
 -- sub): the same key sent by two callers is two keys, so a caller can
 -- neither replay nor block another's request by guessing or learning its

@@ -1,3 +1,4 @@
+-- +goose Up
 -- Every movement of an account's money, one row per movement, signed: the
 -- books (I2) say balance = opening balance + the sum of its movements. A
 -- saga that moves money adds its tables to this view in its own migration

@@ -1,3 +1,4 @@
+-- +goose Up
 -- Refunds (devoluções) of received PIX: the customer returns a PIX, whole
 -- or in part, within 90 days. The debit and its pix_refunds row are one
 -- transaction (I2), with the Idempotency-Key's answer; a devolução the PSP

@@ -1,3 +1,4 @@
+-- +goose Up
 -- One wake mechanism: the store wakes the outbox relays after the commits
 -- that wrote events (db.Store's waker, as for the dispatchers), so the
 -- trigger that notified them on every insert goes. A relay also polls: an

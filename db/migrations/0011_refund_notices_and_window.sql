@@ -1,3 +1,4 @@
+-- +goose Up
 -- Refunds, after their first release (0009): the window counts from the
 -- PIX's receipt, and the PSP's notices are counted.
 

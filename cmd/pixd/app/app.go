@@ -115,14 +115,18 @@ func (a *App) Close() {
 	a.Store.Pool().Close()
 }
 
-// Migrate applies the embedded migrations.
+// Migrate applies the embedded migrations, and logs which it applied.
 func (a *App) Migrate(ctx context.Context) error {
 	applied, err := db.Migrate(ctx, a.Store.Pool())
-	if err != nil {
-		return err
+	if len(applied) > 0 || err == nil {
+		a.Log.Info("migrations applied", "applied", applied)
 	}
-	a.Log.Info("migrations applied", "applied", applied)
-	return nil
+	return err
+}
+
+// MigrationStatus reports the embedded migrations against the database's.
+func (a *App) MigrationStatus(ctx context.Context) (db.MigrationReport, error) {
+	return db.MigrationStatus(ctx, a.Store.Pool())
 }
 
 // Dispatchers builds the dispatchers the configuration describes, one per

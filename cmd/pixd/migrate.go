@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/pixbank/pix/db"
+)
+
+// exitStatus is the exit status of a command whose outcome is printed
+// already: main exits with it, printing nothing more.
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+
+// The exit statuses of pixd migrate status beside 0 (the database has every
+// migration of this build, as this build has it) and 1 (could not ask: the
+// error is printed).
+const (
+	// statusPending: migrations are pending, which pixd migrate applies.
+	statusPending exitStatus = 3
+	// statusNeedsHuman: something pixd migrate can't mend (report.Problems):
+	// a migration changed since it was applied, one applied that the build
+	// does not have, one pending below the newest applied, an INVALID index.
+	statusNeedsHuman exitStatus = 4
+)
+
+// printMigrationStatus prints one line per migration, what needs a human,
+// and a summary, and returns the exit status that sums it up (nil for 0).
+func printMigrationStatus(w io.Writer, report db.MigrationReport) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tMIGRATION\tSTATE\tAPPLIED AT (UTC)\tCHECKSUM")
+	for _, m := range report.Migrations {
+		state, at, sum := "pending", "-", "-"
+		if m.Applied {
+			state, at, sum = "applied", m.AppliedAt.UTC().Format("2006-01-02 15:04:05"), "ok"
+			switch {
+			case !m.InBuild:
+				state, sum = "applied, not in this build", "-"
+			case m.Changed():
+				sum = "CHANGED"
+			case m.RecordedChecksum == "":
+				sum = "not recorded"
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", m.Version, m.Name, state, at, sum)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("print the status: %w", err)
+	}
+	if report.Legacy {
+		fmt.Fprintln(w, "\nThe database was migrated by the runner before goose (schema_migrations): pixd migrate takes it over, recording the checksums, and runs nothing again.")
+	}
+	problems := report.Problems()
+	for _, p := range problems {
+		fmt.Fprintln(w, "\nneeds a human: "+p)
+	}
+	pending := len(report.Pending())
+	switch {
+	case len(problems) > 0:
+		fmt.Fprintf(w, "\n%d problem(s) pixd migrate can't mend, %d migration(s) pending: see docs/operations.md, \"Migrations\".\n", len(problems), pending)
+		return statusNeedsHuman
+	case pending > 0:
+		fmt.Fprintf(w, "\n%d migration(s) pending: pixd migrate applies them.\n", pending)
+		return statusPending
+	}
+	fmt.Fprintln(w, "\nUp to date.")
+	return nil
+}
