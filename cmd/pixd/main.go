@@ -9,6 +9,9 @@
 //	               (needs the operator's permission) and exit
 //	pixd search-attribute-flags
 //	               print the `temporal server start-dev` flags that register them
+//	pixd healthcheck URL
+//	               GET URL and exit 0 on a 2xx answer: the container's
+//	               healthcheck (the image has no shell nor curl)
 //
 // Configuration comes from the environment; see docs/configuration.md.
 package main
@@ -29,11 +32,17 @@ import (
 	"github.com/pixbank/pix/workflows"
 )
 
-const usage = "usage: pixd api|worker|migrate|dev|temporal-setup|search-attribute-flags"
+const usage = "usage: pixd api|worker|migrate|dev|temporal-setup|search-attribute-flags|healthcheck URL"
 
 func main() { cli.Main("pixd", run) }
 
 func run(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "healthcheck" {
+		if len(args) != 2 {
+			return errors.New("usage: pixd healthcheck URL")
+		}
+		return cli.Probe(ctx, args[1])
+	}
 	if len(args) != 1 {
 		return errors.New(usage)
 	}
