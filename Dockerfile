@@ -1,16 +1,46 @@
-# The Go binaries of the PIX service: pixd (api | worker | migrate | dev),
-# pixctl and the PSP simulator pspsim.
-FROM golang:1.26-bookworm AS build
+# The images of the PIX service:
+#   docker build .                  the production image (target pixd): pixd
+#                                   and pixctl, as user nonroot, nothing else
+#   docker build --target pspsim .  the PSP simulator, for docker-compose and
+#                                   tests only; never in the production image
+# Both are distroless (no shell, no package manager); their healthchecks run
+# the binaries' own `healthcheck URL`. The build copies only what it compiles
+# (go.mod, go.sum, the module's package directories; .dockerignore keeps
+# tests, docs and tools out), and `make test` checks that this is enough
+# (tools/deploycheck: every file `go list -deps` names is copied in).
+# Base images are pinned: the Go toolchain by its exact tag, distroless by
+# digest (gcr.io/distroless/static-debian12:nonroot; refresh with
+# `crane digest gcr.io/distroless/static-debian12:nonroot`).
+
+FROM golang:1.26.8-bookworm AS build
 WORKDIR /src
+ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 COPY go.mod go.sum ./
 RUN go mod download
-COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -o /out/pixd ./cmd/pixd && \
-    CGO_ENABLED=0 go build -trimpath -o /out/pixctl ./cmd/pixctl && \
-    CGO_ENABLED=0 go build -trimpath -o /out/pspsim ./cmd/pspsim
+COPY activities ./activities
+COPY api ./api
+COPY cmd ./cmd
+COPY db ./db
+COPY internal ./internal
+COPY worker ./worker
+COPY workflows ./workflows
+RUN go build -o /out/pixd ./cmd/pixd && \
+    go build -o /out/pixctl ./cmd/pixctl
 
-FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/pixd /out/pixctl /out/pspsim /usr/local/bin/
+# Compiled only for its own target: building the production image skips it.
+FROM build AS build-pspsim
+RUN go build -o /out/pspsim ./cmd/pspsim
+
+FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab AS pspsim
+COPY --from=build-pspsim /out/pspsim /usr/local/bin/pspsim
 USER nonroot
+EXPOSE 8090
+ENTRYPOINT ["/usr/local/bin/pspsim"]
+
+# The production image: the default target, last.
+FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab AS pixd
+COPY --from=build /out/pixd /out/pixctl /usr/local/bin/
+USER nonroot
+EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/pixd"]
 CMD ["api"]

@@ -18,8 +18,8 @@ build:
 	go build -o .bin/pixctl ./cmd/pixctl
 	go build -o .bin/pspsim ./cmd/pspsim
 
-compose-config: ## validate docker-compose.yml (needs docker-compose)
-	docker-compose config -q
+compose-config: ## validate docker-compose.yml, the Prometheus rules and the Dockerfile (make test does too)
+	@bash -c 'source scripts/lib.sh && build_pinned staticcheck tools/lint/go.mod honnef.co/go/tools/cmd/staticcheck && check_deploy_files'
 
 bench: ## load and ceilings against the dev server and a Temporal with PostgreSQL persistence (docs/benchmarks.md)
 	./scripts/bench.sh

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
@@ -44,15 +45,42 @@ func dashboardMetrics(t *testing.T) []string {
 	return slices.Compact(names)
 }
 
-// Every metric the dashboard charts exists under that name once the service
-// has done what the metric counts: a dashboard that names a metric wrongly
-// would chart nothing, and nobody would notice until the day it mattered.
+// alertMetrics are the metric families the Prometheus alerts' expressions
+// read (deploy/prometheus/rules: pix_ and temporal_ ones; up is
+// Prometheus's own).
+func alertMetrics(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile("../deploy/prometheus/rules/pix.yml")
+	require.NoError(t, err)
+	var rules struct {
+		Groups []struct {
+			Rules []struct{ Alert, Expr string }
+		}
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &rules))
+	name := regexp.MustCompile(`\b(?:pix|temporal)_[a-z_]+`)
+	var names []string
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			names = append(names, name.FindAllString(r.Expr, -1)...)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// Every metric the dashboard charts and the alerts watch exists under that
+// name once the service has done what the metric counts: a dashboard that
+// names a metric wrongly would chart nothing, an alert would never fire,
+// and nobody would notice until the day it mattered.
 func TestDashboardChartsRealMetrics(t *testing.T) {
 	s := newStack(t, shared, func(c *config.Config) { c.PSPRetryInitial = 100 * time.Millisecond })
 	s.openAccount("acc-1", 100_000)
 	s.openAccount("acc-closed", 0)
 	require.NoError(t, s.store.CloseAccount(context.Background(), "acc-closed"))
 	require.NoError(t, s.psp.SetBehavior("flaky@example.com", pspsim.Behavior{Mode: pspsim.ModeFail, Times: 1}))
+	// Refused credentials once: an answer that needs a human (counted), then settled.
+	require.NoError(t, s.psp.SetBehavior("expired@example.com", pspsim.Behavior{Mode: pspsim.ModeUnauthorized, Times: 1}))
 
 	credited, failed := pixID(), pixID()
 	require.Equal(t, http.StatusAccepted, s.post(webhook{credited, "acc-1", 100}).Status)
@@ -67,6 +95,9 @@ func TestDashboardChartsRealMetrics(t *testing.T) {
 	s.waitStatus(credited, pix.StatusDone, 30*time.Second)
 	s.waitStatus(failed, pix.StatusFailed, 30*time.Second)
 	s.waitTransfer(transfer.Body["id"].(string), pix.TransferSettled, 30*time.Second)
+	refused := s.sendPix(uuid.NewString(), "acc-1", 1_000, "expired@example.com")
+	require.Equal(t, http.StatusCreated, refused.Status, "%v", refused.Body)
+	s.waitTransfer(refused.Body["id"].(string), pix.TransferSettled, 30*time.Second)
 	require.NoError(t, s.reconcileNow())
 	// A request Temporal refuses (no such run) counts as a failed request.
 	_, err = s.app.Temporal.DescribeWorkflow(context.Background(), "no-such-workflow-"+randomSuffix(), "")
@@ -75,6 +106,10 @@ func TestDashboardChartsRealMetrics(t *testing.T) {
 	want := dashboardMetrics(t)
 	require.Contains(t, want, "pix_dispatch_lag_seconds")
 	require.Contains(t, want, "temporal_workflow_task_schedule_to_start_latency_seconds")
+	alerted := alertMetrics(t)
+	require.Contains(t, alerted, "pix_reconcile_differences")
+	require.Contains(t, alerted, "pix_psp_attention_total")
+	want = append(want, alerted...)
 	// The SDK's metrics reach the registry once a second.
 	var missing []string
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
@@ -89,5 +124,5 @@ func TestDashboardChartsRealMetrics(t *testing.T) {
 			break
 		}
 	}
-	require.Empty(t, missing, "the dashboard charts metrics that don't exist")
+	require.Empty(t, missing, "the dashboard charts, or the alerts watch, metrics that don't exist")
 }

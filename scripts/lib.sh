@@ -103,6 +103,26 @@ build_tools() {
 	build_pinned workflowcheck tools/lint/go.mod go.temporal.io/sdk/contrib/tools/workflowcheck
 }
 
+# check_deploy_files validates the deployment files: docker-compose.yml with
+# a Compose CLI where one is installed (`docker compose`, else
+# `docker-compose`), and always in-process with tools/deploycheck (the same
+# loading by compose-go, the project's rules for the compose file, the
+# Prometheus rules through Prometheus's own parser, the Dockerfile against
+# what the build compiles), whose own tests prove each check fails on a
+# broken file. deploycheck is a module of its own: its first build takes
+# about a minute, then the Go build cache makes it cheap.
+check_deploy_files() {
+	if docker compose version >/dev/null 2>&1; then
+		docker compose -f "$ROOT/docker-compose.yml" config -q
+	elif command -v docker-compose >/dev/null 2>&1; then
+		docker-compose -f "$ROOT/docker-compose.yml" config -q
+	fi
+	mkdir -p "$BIN"
+	(cd "$ROOT/tools/deploycheck" && go build -o "$BIN/deploycheck" . && go vet ./... &&
+		"$BIN/staticcheck" ./... && go test -count=1 ./...)
+	"$BIN/deploycheck" -root "$ROOT"
+}
+
 # temporal_up ADDRESS: does a Temporal server answer there?
 temporal_up() { "$BIN/temporal" operator cluster health --address "$1" >/dev/null 2>&1; }
 

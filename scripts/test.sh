@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command (README, `make test`, .ci/run): formatting, vet,
-# staticcheck, workflowcheck, every test against the real PostgreSQL and real
-# Temporal dev servers that the tests start themselves, then the smoke
-# version of the fault suite (correctness only, no timing asserted).
+# staticcheck, workflowcheck, the deployment files (check_deploy_files),
+# every test against the real PostgreSQL and real Temporal dev servers that
+# the tests start themselves, then the smoke version of the fault suite
+# (correctness only, no timing asserted).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -23,6 +24,8 @@ log "staticcheck"
 "$BIN/staticcheck" ./...
 log "workflowcheck"
 "$BIN/workflowcheck" ./...
+log "deployment files: docker-compose.yml, deploy/prometheus, Dockerfile"
+check_deploy_files
 log "go test"
 go test -count=1 -race -timeout 15m "$@" ./...
 # Each fuzz target briefly, beyond its committed seed corpus (which the run

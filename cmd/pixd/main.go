@@ -13,6 +13,9 @@
 //	               (needs the operator's permission) and exit
 //	pixd search-attribute-flags
 //	               print the `temporal server start-dev` flags that register them
+//	pixd healthcheck URL
+//	               GET URL and exit 0 on a 2xx answer: the container's
+//	               healthcheck (the image has no shell nor curl)
 //
 // Configuration comes from the environment; see docs/configuration.md.
 package main
@@ -33,7 +36,7 @@ import (
 	"github.com/pixbank/pix/workflows"
 )
 
-const usage = "usage: pixd api|worker|migrate [up|status]|dev|temporal-setup|search-attribute-flags"
+const usage = "usage: pixd api|worker|migrate [up|status]|dev|temporal-setup|search-attribute-flags|healthcheck URL"
 
 func main() {
 	cli.Main("pixd", func(ctx context.Context, args []string) error {
@@ -46,6 +49,12 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "healthcheck" {
+		if len(args) != 2 {
+			return errors.New("usage: pixd healthcheck URL")
+		}
+		return cli.Probe(ctx, args[1])
+	}
 	migrate := "up"
 	switch {
 	case len(args) == 2 && args[0] == "migrate" && (args[1] == "up" || args[1] == "status"):

@@ -6,8 +6,9 @@
 // drain time, and the invariants checked in the database. Any invariant
 // violation makes it exit non-zero; the targets are reported, not enforced.
 //
-// DATABASE_URL, TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE name the service's
-// database and Temporal (same defaults as pixd); -api names its HTTP API.
+// DATABASE_URL and the TEMPORAL_* variables (TEMPORAL_ADDRESS,
+// TEMPORAL_NAMESPACE, TLS, API key) name the service's database and
+// Temporal, as for pixd; -api names its HTTP API.
 package main
 
 import (
@@ -257,8 +258,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	temporalOptions := client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
-		Logger: logging.Temporal(logging.New(os.Stderr, "warn"))}
+	temporalOptions, err := cfg.TemporalClientOptions()
+	if err != nil {
+		return err
+	}
+	temporalOptions.Logger = logging.Temporal(logging.New(os.Stderr, "warn"))
 	// The engine's no-op workflows carry no personal data, but they are
 	// measured as the service runs: with its payloads encrypted when it is.
 	if cfg.TemporalCodecKeys != nil {

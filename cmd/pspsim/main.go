@@ -21,7 +21,8 @@
 //	LOG_LEVEL             debug, info, warn, error (default info)
 //
 // It logs JSON to stderr, one line per request, and shuts down gracefully
-// on SIGINT or SIGTERM.
+// on SIGINT or SIGTERM. `pspsim healthcheck URL` GETs URL and exits 0 on a
+// 2xx answer: its container's healthcheck (the image has no shell nor curl).
 package main
 
 import (
@@ -39,12 +40,18 @@ import (
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
-const usage = "usage: pspsim (configured by PSP_SIM_ADDR, PSP_SIM_SETTLE_AFTER, PSP_SIM_WEBHOOK_URL, " +
+const usage = "usage: pspsim | pspsim healthcheck URL (configured by PSP_SIM_ADDR, PSP_SIM_SETTLE_AFTER, PSP_SIM_WEBHOOK_URL, " +
 	"PSP_SIM_WEBHOOK_SECRET or PSP_SIM_WEBHOOK_SECRET_FILE, LOG_LEVEL)"
 
 func main() { cli.Main("pspsim", run) }
 
 func run(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "healthcheck" {
+		if len(args) != 2 {
+			return errors.New("usage: pspsim healthcheck URL")
+		}
+		return cli.Probe(ctx, args[1])
+	}
 	if len(args) != 0 {
 		return errors.New(usage)
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -8,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
 
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/codec"
@@ -24,6 +28,16 @@ type Config struct {
 
 	TemporalAddress   string
 	TemporalNamespace string
+	// TemporalConnection is how the client reaches the server beyond its
+	// address and namespace: TLS (mutual TLS with a client certificate), an
+	// API key (Temporal Cloud), gRPC headers. It is read with Temporal's own
+	// client configuration (go.temporal.io/sdk/contrib/envconfig: the
+	// TEMPORAL_* variables every SDK and the temporal CLI read, and a
+	// profile of TEMPORAL_CONFIG_FILE); its Address and Namespace are left
+	// empty, TemporalAddress and TemporalNamespace hold them. The zero value
+	// is a plain connection, as to a development server.
+	// TemporalClientOptions puts them together.
+	TemporalConnection envconfig.ClientConfigProfile
 	// TemporalTaskQueue (TEMPORAL_TASK_QUEUE) is the base of the workflow
 	// families' task queues: the credits' queue itself, the others derived
 	// from it (TaskQueues).
@@ -241,11 +255,17 @@ func (c Config) Refund() workflows.RefundSettings {
 }
 
 // Load reads the configuration from the environment over the defaults.
-func Load() (Config, error) { return FromLookup(os.LookupEnv) }
+func Load() (Config, error) { return load(os.LookupEnv, os.Environ) }
 
-// FromLookup reads the configuration through lookup (os.LookupEnv in
-// production, a map in tests).
+// FromLookup reads the configuration through lookup (a map in tests). Only
+// Load reads TEMPORAL_GRPC_META_* (a lookup can't list the names it holds).
 func FromLookup(lookup func(string) (string, bool)) (Config, error) {
+	return load(lookup, func() []string { return nil })
+}
+
+// load reads the configuration through lookup; environ lists the
+// environment, for the variables known by a prefix only.
+func load(lookup func(string) (string, bool), environ func() []string) (Config, error) {
 	c := Default()
 	var errs []error
 	str := func(name string, dst *string) {
@@ -314,8 +334,23 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	str("DATABASE_URL", &c.DatabaseURL)
 	integer("DATABASE_MAX_CONNS", 1, 1000, func(n int64) { c.DatabaseMaxConns = int32(n) })
+	if conn, err := temporalConnection(lookup, environ); err != nil {
+		errs = append(errs, err)
+	} else {
+		// A profile's address and namespace, under the variables' (which
+		// envconfig applied, and str checks below).
+		c.TemporalAddress = cmp.Or(conn.Address, c.TemporalAddress)
+		c.TemporalNamespace = cmp.Or(conn.Namespace, c.TemporalNamespace)
+		conn.Address, conn.Namespace = "", ""
+		c.TemporalConnection = conn
+	}
 	str("TEMPORAL_ADDRESS", &c.TemporalAddress)
 	str("TEMPORAL_NAMESPACE", &c.TemporalNamespace)
+	// An API key from a file (Docker and Kubernetes secrets), like the
+	// service's own secrets; TEMPORAL_API_KEY itself envconfig read.
+	if v, ok := secret("TEMPORAL_API_KEY"); ok {
+		c.TemporalConnection.APIKey = v
+	}
 	str("TEMPORAL_TASK_QUEUE", &c.TemporalTaskQueue)
 	str("TEMPORAL_UI_URL", &c.TemporalUIURL)
 	// Temporal payload encryption.
@@ -464,10 +499,78 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 			errs = append(errs, fmt.Errorf("AUTH_JWKS_URL: %w", err))
 		}
 	}
+	if tls := c.TemporalConnection.TLS; c.TemporalConnection.APIKey != "" && tls != nil && tls.Disabled {
+		errs = append(errs, errors.New("TEMPORAL_API_KEY with TEMPORAL_TLS=false: the key would cross the network in clear"))
+	}
+	// Certificates that can't be read fail the start, not the first call.
+	if _, err := c.TemporalClientOptions(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
 	return c, nil
+}
+
+// temporalConnection reads the Temporal client's settings as every
+// Temporal SDK does (go.temporal.io/sdk/contrib/envconfig): TEMPORAL_ADDRESS,
+// TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS, TEMPORAL_TLS_*,
+// TEMPORAL_CLIENT_AUTHORITY, TEMPORAL_GRPC_META_*, over the profile
+// TEMPORAL_PROFILE (default "default") of the TOML file TEMPORAL_CONFIG_FILE.
+// Unlike the temporal CLI, a server reads no file unless one of those two
+// variables asks: its settings stay explicit, whatever the home directory
+// of the account it runs under holds.
+func temporalConnection(lookup func(string) (string, bool), environ func() []string) (envconfig.ClientConfigProfile, error) {
+	// envconfig ignores a boolean it can't read; here it is an error, like
+	// every other setting's.
+	for _, name := range []string{"TEMPORAL_TLS", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"} {
+		if v, ok := lookup(name); ok {
+			switch strings.ToLower(v) {
+			case "1", "0", "true", "false":
+			default:
+				return envconfig.ClientConfigProfile{}, fmt.Errorf("%s: %q is not true or false", name, v)
+			}
+		}
+	}
+	file, _ := lookup("TEMPORAL_CONFIG_FILE")
+	profile, _ := lookup("TEMPORAL_PROFILE")
+	conn, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{
+		ConfigFilePath:    file,
+		ConfigFileProfile: profile,
+		ConfigFileStrict:  true,
+		DisableFile:       file == "" && profile == "",
+		EnvLookup:         envLookup{lookup, environ},
+	})
+	if err != nil {
+		return envconfig.ClientConfigProfile{}, fmt.Errorf("TEMPORAL_CONFIG_FILE/TEMPORAL_PROFILE/TEMPORAL_*: %w", err)
+	}
+	// The payloads' codec is this process's own (TEMPORAL_CODEC_KEYS); a
+	// remote one (TEMPORAL_CODEC_ENDPOINT, for the UI and the CLI) is never
+	// the client's.
+	conn.Codec = nil
+	return conn, nil
+}
+
+// envLookup is envconfig's view of the environment.
+type envLookup struct {
+	lookup  func(string) (string, bool)
+	environ func() []string
+}
+
+func (e envLookup) LookupEnv(name string) (string, bool) { return e.lookup(name) }
+func (e envLookup) Environ() []string                    { return e.environ() }
+
+// TemporalClientOptions are the Temporal client's connection options:
+// TemporalAddress, TemporalNamespace and TemporalConnection (TLS, API key,
+// headers). The caller adds the logger, metrics, codec and interceptors.
+func (c Config) TemporalClientOptions() (client.Options, error) {
+	conn := c.TemporalConnection
+	conn.Address, conn.Namespace = c.TemporalAddress, c.TemporalNamespace
+	opts, err := conn.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	if err != nil {
+		return client.Options{}, fmt.Errorf("temporal client (TEMPORAL_TLS_*): %w", err)
+	}
+	return opts, nil
 }
 
 // list splits a comma-separated value, dropping blanks.

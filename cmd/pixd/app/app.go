@@ -57,17 +57,21 @@ type App struct {
 // to be reachable yet: the pool and the client connect on first use, so an
 // API process starts (and answers 503) while a dependency is down.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
+	// Address, namespace, TLS and API key, from the TEMPORAL_* variables.
+	temporalOptions, err := cfg.TemporalClientOptions()
+	if err != nil {
+		return nil, err
+	}
 	pool, err := db.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns)
 	if err != nil {
 		return nil, err
 	}
 	registry := metrics.New()
 	sdkMetrics, closeSDKMetrics := metrics.TemporalSDK(registry, log)
-	temporalOptions := client.Options{
-		HostPort:       cfg.TemporalAddress,
-		Namespace:      cfg.TemporalNamespace,
-		Logger:         logging.Temporal(log),
-		MetricsHandler: sdkMetrics,
+	temporalOptions.Logger = logging.Temporal(log)
+	temporalOptions.MetricsHandler = sdkMetrics
+	if tls := temporalOptions.ConnectionOptions.TLS; tls != nil && tls.InsecureSkipVerify {
+		log.Warn("TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: the Temporal server's certificate is not checked; development only")
 	}
 	// Payloads hold the payer's name and document: with keys, everything
 	// the client writes to Temporal is encrypted, failures included.

@@ -2,20 +2,12 @@ package app_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,73 +18,17 @@ import (
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/internal/tooling/testpki"
 )
-
-// authority is a certificate authority made for one test.
-type authority struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newAuthority(t *testing.T, name string) authority {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	return authority{cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue returns a certificate and key (PEM) signed by the authority.
-func (a authority) issue(t *testing.T, name string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &key.PublicKey, a.key)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-}
-
-func writeFile(t *testing.T, dir, name string, data []byte) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	require.NoError(t, os.WriteFile(path, data, 0o600))
-	return path
-}
 
 // The API serves HTTPS and, with a client CA configured, takes webhooks only
 // from clients whose certificate that CA issued (the API Pix requirement).
 func TestAPIServesMutualTLS(t *testing.T) {
 	dir := t.TempDir()
-	serverCA := newAuthority(t, "bank server CA")
-	pspCA := newAuthority(t, "PSP client CA")
-	strangerCA := newAuthority(t, "someone else's CA")
-	serverCert, serverKey := serverCA.issue(t, "pix api", x509.ExtKeyUsageServerAuth)
+	serverCA := testpki.NewAuthority(t, "bank server CA")
+	pspCA := testpki.NewAuthority(t, "PSP client CA")
+	strangerCA := testpki.NewAuthority(t, "someone else's CA")
+	serverCert, serverKey := serverCA.Issue(t, "pix api", x509.ExtKeyUsageServerAuth)
 
 	cfg := config.Default()
 	cfg.DatabaseURL = dbtest.URL(t)
@@ -100,9 +36,9 @@ func TestAPIServesMutualTLS(t *testing.T) {
 	cfg.WebhookSignaturesRequired = false
 	cfg.AuthRequired = false
 	cfg.ShutdownReadyzDelay = 0
-	cfg.TLSCertFile = writeFile(t, dir, "server.pem", serverCert)
-	cfg.TLSKeyFile = writeFile(t, dir, "server-key.pem", serverKey)
-	cfg.TLSClientCAFile = writeFile(t, dir, "psp-ca.pem", pspCA.pem)
+	cfg.TLSCertFile = testpki.WriteFile(t, dir, "server.pem", serverCert)
+	cfg.TLSKeyFile = testpki.WriteFile(t, dir, "server-key.pem", serverKey)
+	cfg.TLSClientCAFile = testpki.WriteFile(t, dir, "psp-ca.pem", pspCA.PEM)
 	a, err := app.New(context.Background(), cfg, logging.New(io.Discard, "error"))
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
@@ -118,7 +54,7 @@ func TestAPIServesMutualTLS(t *testing.T) {
 	base := "https://" + ln.Addr().String()
 
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(serverCA.pem)
+	roots.AppendCertsFromPEM(serverCA.PEM)
 	client := func(certPEM, keyPEM []byte) *http.Client {
 		tc := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 		if certPEM != nil {
@@ -145,7 +81,7 @@ func TestAPIServesMutualTLS(t *testing.T) {
 		return e.Error.Code
 	}
 
-	pspCert, pspKey := pspCA.issue(t, "psp", x509.ExtKeyUsageClientAuth)
+	pspCert, pspKey := pspCA.Issue(t, "psp", x509.ExtKeyUsageClientAuth)
 	res, err := post(client(pspCert, pspKey), "E1234567820261129120000000000001")
 	require.NoError(t, err)
 	res.Body.Close()
@@ -161,7 +97,7 @@ func TestAPIServesMutualTLS(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode, "routes other than the webhooks need no client certificate")
 
-	strangerCert, strangerKey := strangerCA.issue(t, "stranger", x509.ExtKeyUsageClientAuth)
+	strangerCert, strangerKey := strangerCA.Issue(t, "stranger", x509.ExtKeyUsageClientAuth)
 	_, err = post(client(strangerCert, strangerKey), "E1234567820261129120000000000003")
 	require.ErrorContains(t, err, "certificate", "a certificate from another CA fails the handshake")
 

@@ -1,0 +1,58 @@
+// Command deploycheck validates the deployment files of the PIX service,
+// as `make test` runs it (scripts/test.sh) from the repository's root:
+//
+//   - docker-compose.yml, loaded as `docker compose config` loads it (the
+//     Compose Specification's schema, interpolation, consistency), then held
+//     to the project's rules: every long-running service has a healthcheck,
+//     every depends_on waits for health or for a job's success, every
+//     pulled image has an exact version, no replicated service publishes a
+//     host port;
+//   - the Prometheus rules (deploy/prometheus/rules), parsed by Prometheus's
+//     own rule parser, as `promtool check rules` does (PromQL included),
+//     each alert with a `for`, a severity, a summary and a description, and
+//     loaded by deploy/prometheus/prometheus.yml through the compose file's
+//     mount;
+//   - the Dockerfile: base images pinned, every file the binaries are built
+//     from copied into the build (and not kept out by .dockerignore), the
+//     production image with pixd and pixctl and without the PSP simulator.
+//
+// It is a module of its own (tools/deploycheck): compose-go and Prometheus
+// never enter the service's go.mod.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+func main() {
+	root := flag.String("root", ".", "the repository's root")
+	flag.Parse()
+	errs := check(context.Background(), *root)
+	for _, err := range errs {
+		fmt.Fprintln(os.Stderr, "deploycheck:", err)
+	}
+	if len(errs) > 0 {
+		os.Exit(1)
+	}
+	fmt.Println("deploycheck: docker-compose.yml, deploy/prometheus and the Dockerfile are valid")
+}
+
+// check runs every check on the repository at root.
+func check(ctx context.Context, root string) []error {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return []error{err}
+	}
+	project, errs := checkCompose(ctx, filepath.Join(root, "docker-compose.yml"), root)
+	if project != nil {
+		errs = append(errs, checkPrometheus(project, filepath.Join(root, "deploy/prometheus/prometheus.yml"), filepath.Join(root, "deploy/prometheus/rules"))...)
+		errs = append(errs, checkBuildTargets(project, filepath.Join(root, "Dockerfile"))...)
+	}
+	errs = append(errs, checkRules(filepath.Join(root, "deploy/prometheus/rules"))...)
+	errs = append(errs, checkDockerfile(ctx, root, filepath.Join(root, "Dockerfile"), filepath.Join(root, ".dockerignore"))...)
+	return errs
+}
