@@ -24,7 +24,8 @@ type Option func(*pgxpool.Config)
 
 // WithTracing traces the pool's statements into p: one client span per
 // statement (and per batch), named by the statement's name in its queries
-// file (credits.Receive, ...), a child of the span in the statement's
+// file ("query credits.Receive", and "prepare credits.Receive" the first
+// time a connection runs it), a child of the span in the statement's
 // context; none without one (the dispatchers' and the relay's polling, the
 // waker), and nothing at all when p is off. The statement's text and its
 // arguments are never recorded: the name says which statement it was, and
@@ -38,6 +39,7 @@ func WithTracing(p *tracing.Provider) Option {
 			otelpgx.WithTracerProvider(p.TracerProvider()),
 			otelpgx.WithMeterProvider(metricnoop.NewMeterProvider()), // the service's metrics are Prometheus's
 			otelpgx.WithSpanNameFunc(statementName),
+			otelpgx.WithQuerySpanNamePrefix(),
 			otelpgx.WithDisableSQLStatementInAttributes(),
 			otelpgx.WithDisableAcquireTracer(), // a span per statement is enough
 		)

@@ -182,8 +182,8 @@ func TestOnePixIsOneTrace(t *testing.T) {
 			parents[span.Name()] = span.Parent().SpanID()
 		}
 	}
-	require.Equal(t, webhookSpan.SpanContext().SpanID(), parents["credits.Receive"], "the webhook's insert")
-	require.Equal(t, credit.SpanContext().SpanID(), parents["credits.Credit"], "the credit's statement")
+	require.Equal(t, webhookSpan.SpanContext().SpanID(), parents["query credits.Receive"], "the webhook's insert")
+	require.Equal(t, credit.SpanContext().SpanID(), parents["query credits.Credit"], "the credit's statement")
 
 	// The credit's log line.
 	lines := s.logLines("pix credited")
