@@ -128,13 +128,13 @@ func (a *Activities) CreditAccount(ctx context.Context, in CreditInput) (CreditR
 	if err == nil {
 		if out.Credited {
 			a.Metrics.Credited()
-			log.Info("pix credited", "account_id", out.AccountID, "amount_cents", out.AmountCents, "balance_after_cents", out.BalanceAfter)
+			log.InfoContext(ctx, "pix credited", "account_id", out.AccountID, "amount_cents", out.AmountCents, "balance_after_cents", out.BalanceAfter)
 			if out.ChargeOutcome != "" && out.ChargeOutcome != db.ChargeConcluded {
 				a.Metrics.ChargeNotConcluded(out.ChargeOutcome)
-				log.Warn("pix credited; the charge it names was not concluded", "charge_outcome", out.ChargeOutcome)
+				log.WarnContext(ctx, "pix credited; the charge it names was not concluded", "charge_outcome", out.ChargeOutcome)
 			}
 		} else {
-			log.Info("pix already credited; nothing changed", "account_id", out.AccountID)
+			log.InfoContext(ctx, "pix already credited; nothing changed", "account_id", out.AccountID)
 		}
 		return CreditResult(out), nil
 	}
@@ -144,9 +144,9 @@ func (a *Activities) CreditAccount(ctx context.Context, in CreditInput) (CreditR
 	defer cancel()
 	if recErr := a.Store.RecordAttemptFailure(recordCtx, in.EndToEndID, in.Drive, attempt, appErr.Error()); recErr != nil {
 		// The attempt's error still goes to Temporal; only the row's copy is missing.
-		log.Error("could not record failed attempt", "error", recErr)
+		log.ErrorContext(ctx, "could not record failed attempt", "error", recErr)
 	}
-	log.Warn("pix credit attempt failed", "error", err)
+	log.WarnContext(ctx, "pix credit attempt failed", "error", err)
 	return CreditResult{}, appErr
 }
 
@@ -182,11 +182,11 @@ func (a *Activities) MarkCreditFailed(ctx context.Context, in MarkFailedInput) (
 	case out.Marked:
 		errType, _, _ := strings.Cut(in.Reason, ":")
 		a.Metrics.CreditFailed(errType)
-		log.Error("pix credit failed", "reason", in.Reason)
+		log.ErrorContext(ctx, "pix credit failed", "reason", in.Reason)
 	case out.Status == pix.StatusSuperseded:
-		log.Warn("pix credit was re-driven since this run's drive; a newer run owns it", "drive", in.Drive)
+		log.WarnContext(ctx, "pix credit was re-driven since this run's drive; a newer run owns it", "drive", in.Drive)
 	default:
-		log.Info("pix credit was not marked failed now", "status", out.Status)
+		log.InfoContext(ctx, "pix credit was not marked failed now", "status", out.Status)
 	}
 	return MarkFailedResult{Status: out.Status}, nil
 }

@@ -30,7 +30,7 @@ const attentionAttemptsPerRun = 8
 // run. consequence says where the money stays (it ends the message).
 func pspNeedsAttention(ctx context.Context, m *metrics.Worker, log *slog.Logger, kind string, statusCode int, err error, consequence string) error {
 	m.PSPNeedsAttention(kind, statusCode)
-	log.Error("psp answer needs attention; "+consequence, "kind", kind, "status_code", statusCode, "error", err)
+	log.ErrorContext(ctx, "psp answer needs attention; "+consequence, "kind", kind, "status_code", statusCode, "error", err)
 	msg := err.Error() + "; " + consequence
 	if activity.GetInfo(ctx).Attempt >= attentionAttemptsPerRun {
 		return temporal.NewNonRetryableApplicationError(msg, kind, err)

@@ -21,9 +21,9 @@ func (a *Activities) ReconcileBooks(ctx context.Context) (db.Reconciliation, err
 	}
 	a.Metrics.Reconciled(r)
 	if r.Balanced() {
-		a.Logger.Info("reconciliation: the books balance")
+		a.Logger.InfoContext(ctx, "reconciliation: the books balance")
 	} else {
-		a.Logger.Error("reconciliation: THE BOOKS DO NOT BALANCE; money is not fixed automatically, see docs/operations.md \"On call\"",
+		a.Logger.ErrorContext(ctx, "reconciliation: THE BOOKS DO NOT BALANCE; money is not fixed automatically, see docs/operations.md \"On call\"",
 			"unbalanced_accounts", r.UnbalancedAccounts, "done_without_credit", r.DoneWithoutCredit, "credit_without_done", r.CreditWithoutDone)
 	}
 	return r, nil

@@ -142,7 +142,7 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 			return RefundState{}, kindError(err)
 		}
 		if res.Status.Final() {
-			log.Warn("psp answered the devolução with a final status; confirming with its record", "psp_status", res.Status)
+			log.WarnContext(ctx, "psp answered the devolução with a final status; confirming with its record", "psp_status", res.Status)
 			if res, err = a.record(ctx, log, r); err != nil {
 				return RefundState{}, err
 			}
@@ -158,7 +158,7 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 			return RefundState{}, err
 		}
 		if !found {
-			log.Warn("psp refused the devolução and holds no record of it", "error", refusal)
+			log.WarnContext(ctx, "psp refused the devolução and holds no record of it", "error", refusal)
 			return RefundState{RefundID: r.ID, Status: RefundRefusedByPSP, Reason: refusalReason(refusal)}, nil
 		}
 	case psp.AnswerAlreadySubmitted:
@@ -171,7 +171,7 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 			return RefundState{}, kindError(err)
 		}
 	}
-	log.Info("devolução requested at the psp", "psp_status", res.Status, "rtr_id", res.RtrID)
+	log.InfoContext(ctx, "devolução requested at the psp", "psp_status", res.Status, "rtr_id", res.RtrID)
 	return state(r.ID, res), nil
 }
 
@@ -295,7 +295,7 @@ func (a *Refunds) MarkRefundReturned(ctx context.Context, in RefundState) error 
 		return kindError(err)
 	}
 	a.Metrics.RefundFinished(pix.RefundReturned)
-	log.Info("refund returned by the psp", "rtr_id", in.RtrID)
+	log.InfoContext(ctx, "refund returned by the psp", "rtr_id", in.RtrID)
 	return nil
 }
 
@@ -341,7 +341,7 @@ func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
 			return kindError(err)
 		}
 		a.Metrics.PSPNeedsAttention(ErrTypeReversalUnconfirmed, 0)
-		log.Error("reversal not confirmed: the psp does not hold the devolução as not made; nothing credited back", "psp_status", res.Status)
+		log.ErrorContext(ctx, "reversal not confirmed: the psp does not hold the devolução as not made; nothing credited back", "psp_status", res.Status)
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("not reversed: the psp holds the devolução as %s", res.Status), ErrTypeReversalUnconfirmed, nil)
 	}
@@ -355,6 +355,6 @@ func (a *Refunds) reverse(ctx context.Context, log *slog.Logger, r pix.Refund, r
 		return kindError(err)
 	}
 	a.Metrics.RefundFinished(pix.RefundReversed)
-	log.Info("refund reversed: the psp did not make the devolução", "account_id", r.AccountID, "amount_cents", r.AmountCents, "reason", reason)
+	log.InfoContext(ctx, "refund reversed: the psp did not make the devolução", "account_id", r.AccountID, "amount_cents", r.AmountCents, "reason", reason)
 	return nil
 }

@@ -41,7 +41,7 @@ func inBatches(ctx context.Context, in RetentionInput, deleteBatch func() (int64
 // batches (short transactions, no long lock) and returns how many.
 func (a *Activities) DeleteExpiredIdempotencyKeys(ctx context.Context, in RetentionInput) (int64, error) {
 	n, err := inBatches(ctx, in, func() (int64, error) { return a.Store.DeleteExpiredKeys(ctx, in.BatchSize) })
-	a.Logger.Info("expired idempotency keys deleted", "deleted", n)
+	a.Logger.InfoContext(ctx, "expired idempotency keys deleted", "deleted", n)
 	return n, err
 }
 
@@ -51,7 +51,7 @@ func (a *Activities) DeletePublishedEvents(ctx context.Context, in RetentionInpu
 	n, err := inBatches(ctx, in, func() (int64, error) {
 		return a.Store.DeletePublishedEvents(ctx, in.OutboxRetention, in.BatchSize)
 	})
-	a.Logger.Info("published outbox events deleted", "deleted", n, "older_than", in.OutboxRetention.String())
+	a.Logger.InfoContext(ctx, "published outbox events deleted", "deleted", n, "older_than", in.OutboxRetention.String())
 	return n, err
 }
 
@@ -61,6 +61,6 @@ func (a *Activities) DeleteDoneInboxRows(ctx context.Context, in RetentionInput)
 	n, err := inBatches(ctx, in, func() (int64, error) {
 		return a.Store.DeleteDoneInboxRows(ctx, in.InboxRetention, in.BatchSize)
 	})
-	a.Logger.Info("done inbox rows deleted", "deleted", n, "older_than", in.InboxRetention.String())
+	a.Logger.InfoContext(ctx, "done inbox rows deleted", "deleted", n, "older_than", in.InboxRetention.String())
 	return n, err
 }

@@ -130,7 +130,7 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 		if res.Status.Final() {
 			// A final answer moves money (a refund) or ends the saga (a
 			// settlement): only on the PSP's own record of our transfer.
-			log.Warn("psp answered the submission with a final status; confirming with its record", "psp_status", res.Status, "reason", res.Reason)
+			log.WarnContext(ctx, "psp answered the submission with a final status; confirming with its record", "psp_status", res.Status, "reason", res.Reason)
 			reason := res.Reason
 			if res, err = a.pspRecord(ctx, log, t); err != nil {
 				return PSPResult{}, err
@@ -140,7 +140,7 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 			}
 		}
 	case psp.AnswerAlreadySubmitted:
-		log.Info("psp already has the transfer; asking its status")
+		log.InfoContext(ctx, "psp already has the transfer; asking its status")
 		if res, err = a.pspRecord(ctx, log, t); err != nil {
 			return PSPResult{}, err
 		}
@@ -154,7 +154,7 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 			return PSPResult{}, kindError(err)
 		}
 	}
-	log.Info("transfer submitted to the psp", "psp_status", res.Status, "reason", res.Reason)
+	log.InfoContext(ctx, "transfer submitted to the psp", "psp_status", res.Status, "reason", res.Reason)
 	return PSPResult{TransferID: t.ID, EndToEndID: t.EndToEndID, Status: string(res.Status), Reason: res.Reason}, nil
 }
 
@@ -265,7 +265,7 @@ func (a *Activities) SettleTransfer(ctx context.Context, in TransferRef) error {
 		return kindError(err)
 	}
 	a.Metrics.TransferFinished(pix.TransferSettled)
-	log.Info("transfer settled")
+	log.InfoContext(ctx, "transfer settled")
 	return nil
 }
 
@@ -296,7 +296,7 @@ func (a *Activities) RefundTransfer(ctx context.Context, in RefundInput) error {
 	}
 	if res.Status != psp.StatusRejected {
 		a.Metrics.PSPNeedsAttention(ErrTypeRefundUnconfirmed, 0)
-		log.Error("refund not confirmed: the psp does not hold the transfer as rejected; nothing refunded", "psp_status", res.Status)
+		log.ErrorContext(ctx, "refund not confirmed: the psp does not hold the transfer as rejected; nothing refunded", "psp_status", res.Status)
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("not refunded: the psp holds the transfer as %s", res.Status), ErrTypeRefundUnconfirmed, nil)
 	}
@@ -307,6 +307,6 @@ func (a *Activities) RefundTransfer(ctx context.Context, in RefundInput) error {
 		return kindError(err)
 	}
 	a.Metrics.TransferFinished(pix.TransferRefunded)
-	log.Info("transfer refunded", "account_id", t.AccountID, "amount_cents", t.AmountCents, "reason", in.Reason)
+	log.InfoContext(ctx, "transfer refunded", "account_id", t.AccountID, "amount_cents", t.AmountCents, "reason", in.Reason)
 	return nil
 }

@@ -97,7 +97,7 @@ func serveKeyed[Req any](h *handlers, c *gin.Context, op keyedOperation[Req]) {
 	switch {
 	case err == nil:
 		c.Set(ctxEndToEndID, endToEndID)
-		log.Info(op.what+" debited", attrs...)
+		log.InfoContext(ctx, op.what+" debited", attrs...)
 		c.Data(http.StatusCreated, "application/json; charset=utf-8", answer)
 	case errors.Is(err, pix.ErrRequestInProgress):
 		// Our reservation was taken over: the taker answers for the key.
@@ -124,7 +124,7 @@ func (h *handlers) recordRefusal(c *gin.Context, log *slog.Logger, what string, 
 		abortWithError(c, h.Logger, err)
 		return
 	}
-	log.Info(what+" refused", "status", status, "code", detail.Code, "reason", refusal.Error())
+	log.InfoContext(c.Request.Context(), what+" refused", "status", status, "code", detail.Code, "reason", refusal.Error())
 	c.Data(status, "application/json; charset=utf-8", body)
 }
 

@@ -182,7 +182,7 @@ func (h *handlers) noteRefundOutcomes(ctx context.Context, ns []pix.Notification
 		if err := json.Unmarshal(n.RefundNotice, &items); err != nil {
 			var one refundItem // devolucoes as one object, as some PSPs send it
 			if err := json.Unmarshal(n.RefundNotice, &one); err != nil {
-				h.Logger.Warn("devolucoes not understood; polling decides", "end_to_end_id", n.EndToEndID, "error", err)
+				h.Logger.WarnContext(ctx, "devolucoes not understood; polling decides", "end_to_end_id", n.EndToEndID, "error", err)
 				continue
 			}
 			items = []refundItem{one}
@@ -202,10 +202,10 @@ func (h *handlers) noteRefundOutcomes(ctx context.Context, ns []pix.Notification
 		return fmt.Errorf("note refund outcomes: %w", err)
 	}
 	for _, id := range noted.Open {
-		h.Logger.Info("psp notice of a devolução's outcome noted", "refund_id", id, "workflow_id", workflows.RefundWorkflowID(id))
+		h.Logger.InfoContext(ctx, "psp notice of a devolução's outcome noted", "refund_id", id, "workflow_id", workflows.RefundWorkflowID(id))
 	}
 	for _, n := range noted.Contradicted {
-		h.Logger.Error("psp notice contradicts a final refund; a human must look (the reconciliation reports it too)",
+		h.Logger.ErrorContext(ctx, "psp notice contradicts a final refund; a human must look (the reconciliation reports it too)",
 			"refund_id", n.ID, "end_to_end_id", n.EndToEndID, "notice", n.Status, "workflow_id", workflows.RefundWorkflowID(n.ID))
 	}
 	return nil

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/tracing"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
 )
@@ -73,6 +76,9 @@ type Deps struct {
 	// Draining reports that the process is shutting down: /readyz answers
 	// 503 so that a load balancer stops sending, while requests still run.
 	Draining func() bool
+	// Tracing makes every request of the webhook, customer and admin
+	// routes a server span (traced); nil: off.
+	Tracing *tracing.Provider
 }
 
 // Gin context keys.
@@ -110,6 +116,9 @@ func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 	}
 	r.HandleMethodNotAllowed = true
 	h := &handlers{Deps: d}
+	if d.Tracing.Enabled() {
+		r.Use(traced(d.Tracing))
+	}
 	r.Use(h.recoverPanics, h.logRequests, h.timeout)
 	r.NoRoute(func(c *gin.Context) {
 		c.AbortWithStatusJSON(http.StatusNotFound, ErrorBody{ErrorDetail{CodeNotFound, "no route " + c.Request.Method + " " + c.Request.URL.Path}})
@@ -152,6 +161,27 @@ func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 	return r, nil
 }
 
+// traced makes each request a server span named by its route's template
+// ("POST /webhooks/pix", "GET /pix/credits/:end_to_end_id": never the path
+// with its ids), continuing a trace the caller sent (traceparent). Its
+// attributes are the method, route, path, status, peer and user agent:
+// never a header (Authorization, the webhook signatures) nor a body. The
+// operations routes (probes and scrapes, every few seconds) and requests
+// that match no route are not traced.
+func traced(p *tracing.Provider) gin.HandlerFunc {
+	return otelgin.Middleware("",
+		otelgin.WithTracerProvider(p.TracerProvider()),
+		otelgin.WithPropagators(tracing.Propagator()),
+		otelgin.WithMeterProvider(metricnoop.NewMeterProvider()), // the service's metrics are Prometheus's
+		otelgin.WithGinFilter(func(c *gin.Context) bool {
+			switch c.FullPath() {
+			case "", "/healthz", "/readyz", "/metrics":
+				return false
+			}
+			return true
+		}))
+}
+
 // AuthorizeAdmin says why r may not call an admin route (ADMIN_TOKEN, or
 // a token with scope pix:admin), or nil: the codec server's check.
 func AuthorizeAdmin(d Deps) func(*http.Request) error {
@@ -170,17 +200,19 @@ func (h *handlers) receiveWebhook(c *gin.Context) {
 	}
 	n.PSP = c.GetString(ctxPSP)
 	c.Set(ctxEndToEndID, n.EndToEndID)
-	receipt, err := h.Store.Receive(c.Request.Context(), n)
+	ctx := c.Request.Context()
+	tracing.SetEndToEndID(ctx, n.EndToEndID)
+	receipt, err := h.Store.Receive(ctx, n)
 	if err != nil {
 		if pix.IsRefusal(err) {
-			h.Logger.Warn("webhook refused", "end_to_end_id", n.EndToEndID, "workflow_id", workflows.CreditWorkflowID(n.EndToEndID),
+			h.Logger.WarnContext(ctx, "webhook refused", "end_to_end_id", n.EndToEndID, "workflow_id", workflows.CreditWorkflowID(n.EndToEndID),
 				"account_id", n.AccountID, "amount_cents", n.AmountCents, "error", err)
 		}
 		abortWithError(c, h.Logger, err)
 		return
 	}
 	h.stored(pix.SourceNative, receipt.Duplicate)
-	h.Logger.Info("webhook accepted", append(workflows.CreditLogAttrs(n.EndToEndID, receipt.Attempts),
+	h.Logger.InfoContext(ctx, "webhook accepted", append(workflows.CreditLogAttrs(n.EndToEndID, receipt.Attempts),
 		"account_id", n.AccountID, "amount_cents", n.AmountCents,
 		"psp", n.PSP, "duplicate", receipt.Duplicate, "redriven", receipt.Redriven, "status", receipt.Status)...)
 	c.JSON(http.StatusAccepted, receipt)
@@ -206,7 +238,7 @@ func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
 		var item *pix.ItemError
 		if errors.As(err, &item) && pix.IsRefusal(err) {
 			n := ns[item.Index]
-			h.Logger.Warn("api pix webhook refused", "end_to_end_id", n.EndToEndID, "workflow_id", workflows.CreditWorkflowID(n.EndToEndID), "item", item.Index,
+			h.Logger.WarnContext(c.Request.Context(), "api pix webhook refused", "end_to_end_id", n.EndToEndID, "workflow_id", workflows.CreditWorkflowID(n.EndToEndID), "item", item.Index,
 				"pix_key", n.PixKey, "txid", n.TxID, "amount_cents", n.AmountCents, "error", err)
 		}
 		abortWithError(c, h.Logger, err)
@@ -215,7 +247,7 @@ func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
 	for i, r := range receipts {
 		n := ns[i]
 		h.stored(pix.SourceAPIPix, r.Duplicate)
-		h.Logger.Info("webhook accepted", append(workflows.CreditLogAttrs(n.EndToEndID, r.Attempts),
+		h.Logger.InfoContext(c.Request.Context(), "webhook accepted", append(workflows.CreditLogAttrs(n.EndToEndID, r.Attempts),
 			"format", n.Source, "pix_key", n.PixKey, "txid", n.TxID,
 			"amount_cents", n.AmountCents, "psp", psp, "refund_notice", len(n.RefundNotice) > 0,
 			"duplicate", r.Duplicate, "redriven", r.Redriven, "status", r.Status)...)
@@ -353,7 +385,7 @@ func (h *handlers) retryCredit(c *gin.Context) {
 		abortWithError(c, h.Logger, err)
 		return
 	}
-	h.Logger.Info("pix credit re-driven by an operator", workflows.CreditLogAttrs(id, attempts)...)
+	h.Logger.InfoContext(c.Request.Context(), "pix credit re-driven by an operator", workflows.CreditLogAttrs(id, attempts)...)
 	c.JSON(http.StatusAccepted, gin.H{"end_to_end_id": id, "status": pix.StatusPending, "workflow_id": workflows.CreditWorkflowID(id)})
 }
 
@@ -440,7 +472,7 @@ func (h *handlers) logRequests(c *gin.Context) {
 	}
 	attrs = append(attrs, "method", c.Request.Method, "path", c.Request.URL.Path, "remote_addr", c.ClientIP(),
 		"status", c.Writer.Status(), "duration_ms", float64(time.Since(start).Microseconds())/1000)
-	h.Logger.Debug("http request", attrs...)
+	h.Logger.DebugContext(c.Request.Context(), "http request", attrs...)
 }
 
 // recoverPanics answers 500 with the JSON envelope instead of dropping the
@@ -448,7 +480,7 @@ func (h *handlers) logRequests(c *gin.Context) {
 func (h *handlers) recoverPanics(c *gin.Context) {
 	defer func() {
 		if p := recover(); p != nil {
-			h.Logger.Error("panic in handler", append(logAttrs(c), "panic", p)...)
+			h.Logger.ErrorContext(c.Request.Context(), "panic in handler", append(logAttrs(c), "panic", p)...)
 			c.AbortWithStatusJSON(http.StatusInternalServerError, ErrorBody{ErrorDetail{CodeInternal, "internal error"}})
 		}
 	}()
@@ -490,7 +522,7 @@ func (h *handlers) retryAccount(c *gin.Context) {
 	ids := make([]string, 0, len(redriven))
 	for _, r := range redriven {
 		ids = append(ids, r.EndToEndID)
-		h.Logger.Info("pix credit re-driven by an operator", append(workflows.CreditLogAttrs(r.EndToEndID, r.Attempts), "account_id", c.Param("id"))...)
+		h.Logger.InfoContext(c.Request.Context(), "pix credit re-driven by an operator", append(workflows.CreditLogAttrs(r.EndToEndID, r.Attempts), "account_id", c.Param("id"))...)
 	}
 	c.JSON(http.StatusAccepted, gin.H{"account_id": c.Param("id"), "redriven": ids})
 }

@@ -76,7 +76,7 @@ func (h *handlers) releaseKey(ctx context.Context, log *slog.Logger, res db.Rese
 	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := h.Store.ReleaseKey(releaseCtx, res); err != nil {
-		log.Error("could not release idempotency key; it lapses with its lock", "idempotency_key", res.Key.String(), "error", err)
+		log.ErrorContext(ctx, "could not release idempotency key; it lapses with its lock", "idempotency_key", res.Key.String(), "error", err)
 	}
 }
 

@@ -12,9 +12,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/tracing"
 )
 
-func receiveArgs(n pix.Notification) []any {
+// receiveArgs are creditSQL.Receive's arguments for n, received in the
+// request whose span's traceparent is traceparent (nil: none).
+func receiveArgs(n pix.Notification, traceparent *string) []any {
 	source := n.Source
 	if source == "" {
 		source = pix.SourceNative
@@ -23,7 +26,7 @@ func receiveArgs(n pix.Notification) []any {
 	if len(n.RefundNotice) > 0 {
 		refund = n.RefundNotice
 	}
-	return []any{n.EndToEndID, n.AmountCents, source, n.AccountID, n.PixKey, n.TxID, n.PSP, refund, n.Payload}
+	return []any{n.EndToEndID, n.AmountCents, source, n.AccountID, n.PixKey, n.TxID, n.PSP, refund, n.Payload, traceparent}
 }
 
 // scanReceipt reads creditSQL.Receive's answer for n. stored is false when the
@@ -88,7 +91,7 @@ func (s *Store) InboxQueue() DueQueue {
 // amount or recipient under the same end_to_end_id is pix.ErrPayloadMismatch
 // and changes nothing.
 func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error) {
-	r, stored, err := scanReceipt(s.pool.QueryRow(ctx, creditSQL.Receive, receiveArgs(n)...), n)
+	r, stored, err := scanReceipt(s.pool.QueryRow(ctx, creditSQL.Receive, receiveArgs(n, tracing.Traceparent(ctx))...), n)
 	if err != nil || stored {
 		if err == nil && r.MadeDue() {
 			s.wake(DueChannel)
@@ -113,10 +116,11 @@ func (s *Store) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(ns[a].EndToEndID, ns[b].EndToEndID) })
 	receipts := make([]pix.Receipt, len(ns))
+	traceparent := tracing.Traceparent(ctx)
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
 		for _, i := range order {
-			batch.Queue(creditSQL.Receive, receiveArgs(ns[i])...)
+			batch.Queue(creditSQL.Receive, receiveArgs(ns[i], traceparent)...)
 		}
 		results := tx.SendBatch(ctx, batch)
 		// A delivery that stored nothing is looked up in pix_credits once
@@ -333,7 +337,7 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 		var recorded int
 		var chargeOutcome *string
 		err = tx.QueryRow(ctx, creditSQL.Credit,
-			endToEndID, out.AccountID, out.BalanceAfter, out.AmountCents, attempt, txid).Scan(&recorded, &chargeOutcome)
+			endToEndID, out.AccountID, out.BalanceAfter, out.AmountCents, attempt, txid, tracing.Traceparent(ctx)).Scan(&recorded, &chargeOutcome)
 		if err != nil {
 			return fmt.Errorf("credit: %w", err)
 		}
@@ -413,7 +417,7 @@ func (s *Store) MarkFailed(ctx context.Context, endToEndID string, drive, attemp
 			return nil
 		}
 		*status, out.Marked = pix.StatusFailed, true
-		return tx.QueryRow(ctx, creditSQL.MarkFailed, endToEndID, attempts, reason).Scan(attemptsAfter)
+		return tx.QueryRow(ctx, creditSQL.MarkFailed, endToEndID, attempts, reason, tracing.Traceparent(ctx)).Scan(attemptsAfter)
 	})
 	if err != nil {
 		return MarkFailedOutcome{}, err

@@ -59,6 +59,9 @@ type Event struct {
 	Type          string
 	Payload       []byte
 	CreatedAt     time.Time
+	// Traceparent is the trace context of the transaction that wrote the
+	// event (nil: none), which its publish continues.
+	Traceparent *string
 }
 
 // OutboxChannel is the notification channel that says events committed.

@@ -9,15 +9,45 @@ import (
 	"strings"
 	"time"
 
+	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/tracing"
 )
 
+// Option changes how Open sets the pool up.
+type Option func(*pgxpool.Config)
+
+// WithTracing traces the pool's statements into p: one client span per
+// statement (and per batch), named by the statement's name in its queries
+// file ("query credits.Receive", and "prepare credits.Receive" the first
+// time a connection runs it), a child of the span in the statement's
+// context; none without one (the dispatchers' and the relay's polling, the
+// waker), and nothing at all when p is off. The statement's text and its
+// arguments are never recorded: the name says which statement it was, and
+// arguments hold the PIX's data.
+func WithTracing(p *tracing.Provider) Option {
+	return func(cfg *pgxpool.Config) {
+		if !p.Enabled() {
+			return
+		}
+		cfg.ConnConfig.Tracer = otelpgx.NewTracer(
+			otelpgx.WithTracerProvider(p.TracerProvider()),
+			otelpgx.WithMeterProvider(metricnoop.NewMeterProvider()), // the service's metrics are Prometheus's
+			otelpgx.WithSpanNameFunc(statementName),
+			otelpgx.WithQuerySpanNamePrefix(),
+			otelpgx.WithDisableSQLStatementInAttributes(),
+			otelpgx.WithDisableAcquireTracer(), // a span per statement is enough
+		)
+	}
+}
+
 // Open connects a pool to url. maxConns <= 0 keeps pgx's default.
-func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+func Open(ctx context.Context, url string, maxConns int32, opts ...Option) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
@@ -27,6 +57,9 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 	}
 	// Every session of ours is UTC, whatever the server's default.
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
+	for _, opt := range opts {
+		opt(cfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create pool: %w", err)

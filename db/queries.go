@@ -1,10 +1,13 @@
 package db
 
 import (
+	"context"
 	"embed"
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/exaring/otelpgx"
 )
 
 // queryFiles hold the package's SQL, one file per saga or mechanism: each
@@ -48,6 +51,21 @@ func namedQueries(file string) map[string]string {
 	return out
 }
 
+// statementNames names every bound statement by its SQL text, for the
+// spans of the pool's statements: "credits.Receive" for Receive of
+// queries/credits.sql. Written only while the package's variables are
+// initialised (bindQueries), read only after.
+var statementNames = map[string]string{}
+
+// statementName is the name of the statement sql, or, for SQL that is no
+// named statement (a migration, a test's), its first keyword.
+func statementName(sql string) string {
+	if name, ok := statementNames[sql]; ok {
+		return name
+	}
+	return otelpgx.SQLOperationName(context.Background(), sql)
+}
+
 // bindQueries fills the string fields of the struct dst points to with
 // the statements of queries/file of the same names, and panics unless every
 // field has its statement and every statement its field. It is called when
@@ -63,6 +81,7 @@ func bindQueries(file string, dst any) {
 			panic(fmt.Sprintf("db: queries/%s has no statement %s", file, name))
 		}
 		v.Field(i).SetString(q)
+		statementNames[q] = strings.TrimSuffix(file, ".sql") + "." + name
 		delete(queries, name)
 	}
 	for name := range queries {

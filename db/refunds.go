@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/tracing"
 )
 
 // refundSQL holds the statements of queries/refunds.sql.
@@ -95,7 +96,7 @@ func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, m
 			return err
 		}
 		out, err = scanRefund(tx.QueryRow(ctx, refundSQL.DebitRefund,
-			nr.ID, nr.EndToEndID, account, nr.AmountCents, nr.Reason, r.Key, r.Caller))
+			nr.ID, nr.EndToEndID, account, nr.AmountCents, nr.Reason, r.Key, r.Caller, tracing.Traceparent(ctx)))
 		if err != nil {
 			return fmt.Errorf("debit: %w", err)
 		}
@@ -157,7 +158,7 @@ func (s *Store) MarkRefundRequested(ctx context.Context, id, rtrID string) (pix.
 // event: final. A returned refund stays returned; a reversed one is
 // pix.ErrRefundFinal (the PSP contradicts itself: a human must look).
 func (s *Store) MarkRefundReturned(ctx context.Context, id, rtrID string) (pix.Refund, error) {
-	if _, err := s.pool.Exec(ctx, refundSQL.MarkReturned, id, rtrID); err != nil {
+	if _, err := s.pool.Exec(ctx, refundSQL.MarkReturned, id, rtrID, tracing.Traceparent(ctx)); err != nil {
 		return pix.Refund{}, classify(fmt.Errorf("mark refund returned: %w", err))
 	}
 	s.wake(OutboxChannel)
@@ -210,7 +211,7 @@ func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bo
 				return fmt.Errorf("%w: the psp took the devolução after refusing it; not reversed", pix.ErrRefundFinal)
 			}
 		}
-		if err := tx.QueryRow(ctx, refundSQL.Reverse, id, out.AccountID, out.AmountCents, reason).Scan(&out.ReversedAt); err != nil {
+		if err := tx.QueryRow(ctx, refundSQL.Reverse, id, out.AccountID, out.AmountCents, reason, tracing.Traceparent(ctx)).Scan(&out.ReversedAt); err != nil {
 			return fmt.Errorf("reverse: %w", err)
 		}
 		out.Status, out.FailureReason = pix.RefundReversed, &reason

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/tracing"
 )
 
 // TransferDueChannel is the notification channel that says transfers are
@@ -52,7 +53,7 @@ func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer
 		}
 		// The debit and its transfer row in one statement.
 		row := tx.QueryRow(ctx, transferSQL.Debit,
-			t.ID, t.EndToEndID, t.AccountID, t.AmountCents, t.PixKey, t.Description, r.Key, r.Caller)
+			t.ID, t.EndToEndID, t.AccountID, t.AmountCents, t.PixKey, t.Description, r.Key, r.Caller, tracing.Traceparent(ctx))
 		var err error
 		if out, err = scanTransfer(row); err != nil {
 			return fmt.Errorf("debit: %w", err)
@@ -99,7 +100,7 @@ func (s *Store) GetTransferByEndToEndID(ctx context.Context, endToEndID string) 
 // MarkTransferSubmitted records that the PSP accepted the transfer. A
 // transfer past debited is left as it is. It returns the transfer.
 func (s *Store) MarkTransferSubmitted(ctx context.Context, id uuid.UUID) (pix.Transfer, error) {
-	return s.updateTransfer(ctx, id, transferSQL.MarkSubmitted)
+	return s.updateTransfer(ctx, id, transferSQL.MarkSubmitted, nil)
 }
 
 // SettleTransfer records that the PSP settled the transfer, with its event:
@@ -107,18 +108,18 @@ func (s *Store) MarkTransferSubmitted(ctx context.Context, id uuid.UUID) (pix.Tr
 // settled transfer stays settled; a refunded one is pix.ErrTransferFinal
 // (the PSP contradicts itself: a human must look).
 func (s *Store) SettleTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error) {
-	t, err := s.updateTransfer(ctx, id, transferSQL.Settle, OutboxChannel)
+	t, err := s.updateTransfer(ctx, id, transferSQL.Settle, []any{tracing.Traceparent(ctx)}, OutboxChannel)
 	if err == nil && t.Status == pix.TransferRefunded {
 		return t, fmt.Errorf("%w: settled by the PSP after it was refunded", pix.ErrTransferFinal)
 	}
 	return t, err
 }
 
-// updateTransfer runs a guarded one-row update and returns the transfer as
-// it is afterwards, whether or not the guard let the update through.
-// It wakes the channels the update may have made work for.
-func (s *Store) updateTransfer(ctx context.Context, id uuid.UUID, update string, wakes ...string) (pix.Transfer, error) {
-	if _, err := s.pool.Exec(ctx, update, id); err != nil {
+// updateTransfer runs a guarded one-row update ($1 id, then more) and
+// returns the transfer as it is afterwards, whether or not the guard let the
+// update through. It wakes the channels the update may have made work for.
+func (s *Store) updateTransfer(ctx context.Context, id uuid.UUID, update string, more []any, wakes ...string) (pix.Transfer, error) {
+	if _, err := s.pool.Exec(ctx, update, append([]any{id}, more...)...); err != nil {
 		return pix.Transfer{}, classify(fmt.Errorf("update transfer: %w", err))
 	}
 	s.wake(wakes...)
@@ -146,7 +147,7 @@ func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string)
 			return fmt.Errorf("%w: the transfer is settled", pix.ErrTransferFinal)
 		}
 		var now time.Time
-		err = tx.QueryRow(ctx, transferSQL.Refund, id, out.AccountID, out.AmountCents, reason).Scan(&now)
+		err = tx.QueryRow(ctx, transferSQL.Refund, id, out.AccountID, out.AmountCents, reason, tracing.Traceparent(ctx)).Scan(&now)
 		if err != nil {
 			return fmt.Errorf("refund: %w", err)
 		}

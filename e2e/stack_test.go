@@ -88,6 +88,8 @@ type stack struct {
 	pspClock *simClock
 	// natsURL is the stack's NATS (embedded, with JetStream).
 	natsURL string
+	// logs are the service's log lines.
+	logs *syncBuffer
 
 	workerMu   sync.Mutex
 	stopWorker func() // stops the running worker and waits for it
@@ -138,8 +140,8 @@ func randomSuffix() string {
 }
 
 // newStack runs the service for one test on srv, with fast retries that
-// tune may change.
-func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config)) *stack {
+// tune may change, built with opts (app.WithTracing, say).
+func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config), opts ...app.Option) *stack {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DatabaseURL = dbtest.URL(t)
@@ -185,7 +187,7 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 		tune(&cfg)
 	}
 	logs := &syncBuffer{}
-	a, err := app.New(context.Background(), cfg, logging.New(logs, "info"))
+	a, err := app.New(context.Background(), cfg, logging.New(logs, "info"), opts...)
 	require.NoError(t, err)
 	require.NoError(t, a.Migrate(context.Background()))
 
@@ -194,7 +196,7 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config))
 	ctx, cancel := context.WithCancel(context.Background())
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.ServeAPI(gctx, ln) })
-	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, pspClock: clock, natsURL: cfg.NATSURL}
+	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, pspClock: clock, natsURL: cfg.NATSURL, logs: logs}
 	s.startWorker()
 	t.Cleanup(func() {
 		// Connections the client dialed but never used would hold the

@@ -27,6 +27,7 @@ import (
 	"os"
 	"strings"
 
+	"go.opentelemetry.io/otel"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pixbank/pix/cmd/pixd/app"
@@ -71,7 +72,10 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	log := logging.New(os.Stderr, cfg.LogLevel).With("role", args[0])
-	a, err := app.New(ctx, cfg, log)
+	// The OpenTelemetry SDK's own failures (a collector that can't be
+	// reached) are logged as the service's lines.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("opentelemetry", "error", err) }))
+	a, err := app.New(ctx, cfg, log, app.WithServiceName("pixd-"+args[0]))
 	if err != nil {
 		return err
 	}

@@ -35,11 +35,14 @@
 -- waits for the row's lock is re-driven here, from the row's latest
 -- version, though the snapshot saw it pending.) A concurrent admin re-drive
 -- makes it at worst a needless wake.
+--
+-- traceparent is the first delivery's (a redelivery, a re-drive keep it:
+-- the PIX is one trace however often it comes and is retried).
 -- $1 end_to_end_id, $2 amount_cents, $3 source, $4 account_id, $5 pix_key,
--- $6 txid, $7 psp, $8 refund_notice, $9 payload.
+-- $6 txid, $7 psp, $8 refund_notice, $9 payload, $10 traceparent.
 INSERT INTO inbox_messages (end_to_end_id, amount_cents, source, account_id, pix_key, txid, psp, refund_notice, payload,
-                            status, dispatch_due_at, processed_at)
-SELECT $1, $2, $3, COALESCE(NULLIF($4, ''), c.account_id), NULLIF($5, ''), NULLIF($6, ''), NULLIF($7, ''), $8, $9,
+                            traceparent, status, dispatch_due_at, processed_at)
+SELECT $1, $2, $3, COALESCE(NULLIF($4, ''), c.account_id), NULLIF($5, ''), NULLIF($6, ''), NULLIF($7, ''), $8, $9, $10,
        CASE WHEN c.end_to_end_id IS NULL THEN 'pending' ELSE 'done' END,
        CASE WHEN c.end_to_end_id IS NULL THEN now() END,
        c.credited_at
@@ -135,7 +138,7 @@ WHERE end_to_end_id = $1
 -- clock_timestamp(), not now(): the moment of the credit, after the
 -- locks were obtained, not the transaction's start.
 -- $1 end_to_end_id, $2 account_id, $3 balance after, $4 amount_cents,
--- $5 attempt, $6 txid.
+-- $5 attempt, $6 txid, $7 the event's traceparent.
 WITH charge_before AS (
     SELECT account_id, amount_expected_cents, status FROM pix_charges WHERE txid = $6),
 charge AS (
@@ -164,11 +167,11 @@ credit AS (
            (SELECT received_at FROM inbox_messages WHERE end_to_end_id = $1) FROM balance
     RETURNING end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at),
 event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_credit', end_to_end_id, 'pix.credit.settled',
            jsonb_build_object('schema_version', 1, 'end_to_end_id', end_to_end_id, 'account_id', account_id,
                               'amount_cents', amount_cents, 'balance_after_cents', balance_after_cents,
-                              'credited_at', credited_at)
+                              'credited_at', credited_at), $7
     FROM credit)
 UPDATE inbox_messages
 SET status = 'done', account_id = $2, attempts = GREATEST(attempts, $5), dispatch_due_at = NULL,
@@ -192,7 +195,7 @@ SELECT EXISTS (SELECT 1 FROM pix_credits WHERE end_to_end_id = $1)
 
 -- name: MarkFailed
 -- The row failed, with its last error and its event, in one statement.
--- $1 end_to_end_id, $2 attempts, $3 reason.
+-- $1 end_to_end_id, $2 attempts, $3 reason, $4 the event's traceparent.
 WITH failed AS (
     UPDATE inbox_messages
     SET status = 'failed', attempts = GREATEST(attempts, $2), last_error = $3,
@@ -200,11 +203,11 @@ WITH failed AS (
     WHERE end_to_end_id = $1
     RETURNING end_to_end_id, account_id, pix_key, txid, amount_cents, attempts, last_error, processed_at),
 event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_credit', end_to_end_id, 'pix.credit.failed',
            jsonb_build_object('schema_version', 1, 'end_to_end_id', end_to_end_id, 'account_id', account_id,
                               'pix_key', pix_key, 'txid', txid, 'amount_cents', amount_cents, 'attempts', attempts,
-                              'reason', last_error, 'failed_at', processed_at)
+                              'reason', last_error, 'failed_at', processed_at), $4
     FROM failed)
 SELECT attempts FROM failed
 
@@ -249,7 +252,7 @@ WHERE m.end_to_end_id = due.end_to_end_id
 RETURNING m.end_to_end_id::text, m.attempts, m.drive, m.dispatched_at IS NOT NULL,
     m.end_to_end_id, m.account_id, m.amount_cents, m.status, m.psp,
     jsonb_strip_nulls(jsonb_build_object('payer', COALESCE(m.payload->'payer', m.payload->'pagador'), 'payer_message', m.payload->'infoPagador')),
-    m.received_at
+    m.received_at, m.traceparent
 
 -- name: MarkDispatched
 WITH fenced AS (

@@ -2,20 +2,22 @@
 -- by the statements that make the state changes they announce, each in
 -- its saga's file, as a data-modifying CTE (or the statement's last part):
 --
---     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+--     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
 --     SELECT '<aggregate>', <its id>, '<event type>',
---            jsonb_build_object('schema_version', 1, <name, value pairs>)
+--            jsonb_build_object('schema_version', 1, <name, value pairs>), $n
 --     FROM <the changed rows>
 --
 -- schema_version is EventSchemaVersion; the aggregates and event types are
--- the Aggregate* and Event* constants of the package. The retention of
+-- the Aggregate* and Event* constants of the package; $n is the
+-- traceparent of the transaction's span (tracing.Traceparent, NULL
+-- without one), from which the relay's publish continues the trace. The retention of
 -- published events is in maintenance.sql.
 
 -- name: ClaimEvents
 -- The earliest unpublished event of each aggregate, in commit order, up to
 -- $1, locked (SKIP LOCKED: several relays share the work) until they are
 -- marked.
-SELECT id::text, seq, aggregate_type, aggregate_id, event_type, payload, created_at
+SELECT id::text, seq, aggregate_type, aggregate_id, event_type, payload, created_at, traceparent
 FROM outbox_events e
 WHERE published_at IS NULL
   AND NOT EXISTS (

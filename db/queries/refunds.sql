@@ -25,22 +25,23 @@ WHERE end_to_end_id = $1 AND status <> 'reversed'
 -- name: DebitRefund
 -- The debit, its refund row and its event, in one statement.
 -- $1 id, $2 end_to_end_id, $3 account_id, $4 amount_cents, $5 reason,
--- $6 idempotency_key, $7 requested_by.
+-- $6 idempotency_key, $7 requested_by, $8 traceparent (of the refund's
+-- saga and of its event).
 WITH debit AS (
     UPDATE accounts SET balance_cents = balance_cents - $4, updated_at = clock_timestamp()
     WHERE id = $3
     RETURNING balance_cents, updated_at),
 refund AS (
     INSERT INTO pix_refunds (id, end_to_end_id, account_id, amount_cents, reason, balance_after_cents,
-                             idempotency_key, requested_by, created_at, updated_at, dispatch_due_at)
-    SELECT $1, $2, $3, $4, NULLIF($5, ''), balance_cents, $6, NULLIF($7, ''), updated_at, updated_at, now() FROM debit
+                             idempotency_key, requested_by, created_at, updated_at, dispatch_due_at, traceparent)
+    SELECT $1, $2, $3, $4, NULLIF($5, ''), balance_cents, $6, NULLIF($7, ''), updated_at, updated_at, now(), $8 FROM debit
     RETURNING *),
 event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_refund', id, 'pix.refund.debited',
            jsonb_build_object('schema_version', 1, 'refund_id', id, 'end_to_end_id', end_to_end_id,
                               'account_id', account_id, 'amount_cents', amount_cents, 'reason', reason,
-                              'balance_after_cents', balance_after_cents, 'debited_at', created_at)
+                              'balance_after_cents', balance_after_cents, 'debited_at', created_at), $8
     FROM refund)
 SELECT id, end_to_end_id, rtr_id, account_id, amount_cents, reason, status, balance_after_cents,
        failure_reason, created_at, requested_at, returned_at, reversed_at
@@ -74,25 +75,26 @@ WHERE id = $1 AND status IN ('debited', 'requested')
 
 -- name: MarkReturned
 -- The PSP returned the money: final, with its event. An open refund only.
--- $1 id, $2 rtr_id.
+-- $1 id, $2 rtr_id, $3 the event's traceparent.
 WITH returned AS (
     UPDATE pix_refunds
     SET status = 'returned', rtr_id = COALESCE(rtr_id, NULLIF($2, '')), returned_at = clock_timestamp(),
         updated_at = clock_timestamp(), dispatch_due_at = NULL
     WHERE id = $1 AND status IN ('debited', 'requested')
     RETURNING *)
-INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
 SELECT 'pix_refund', id, 'pix.refund.returned',
        jsonb_build_object('schema_version', 1, 'refund_id', id, 'end_to_end_id', end_to_end_id,
                           'account_id', account_id, 'amount_cents', amount_cents, 'rtr_id', rtr_id,
-                          'returned_at', returned_at)
+                          'returned_at', returned_at), $3
 FROM returned
 
 -- name: Reverse
 -- The PSP did not return the money: the amount goes back to the account,
 -- the reversal row (the once-only guard) and the refund's final status
 -- with its event, in one statement. Run on a refund locked open.
--- $1 id, $2 account_id, $3 amount_cents, $4 reason.
+-- $1 id, $2 account_id, $3 amount_cents, $4 reason, $5 the event's
+-- traceparent.
 WITH credit AS (
     UPDATE accounts SET balance_cents = balance_cents + $3, updated_at = clock_timestamp()
     WHERE id = $2
@@ -108,11 +110,11 @@ reversed AS (
     WHERE id = $1
     RETURNING *),
 event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_refund', r.id, 'pix.refund.reversed',
            jsonb_build_object('schema_version', 1, 'refund_id', r.id, 'end_to_end_id', r.end_to_end_id,
                               'account_id', r.account_id, 'amount_cents', r.amount_cents, 'reason', r.failure_reason,
-                              'balance_after_cents', v.balance_after_cents, 'reversed_at', r.reversed_at)
+                              'balance_after_cents', v.balance_after_cents, 'reversed_at', r.reversed_at), $5
     FROM reversed r CROSS JOIN reversal v)
 SELECT reversed_at FROM reversal
 
@@ -156,7 +158,7 @@ WHERE m.id = due.id
 RETURNING m.id, 0, 1 + m.notices, m.dispatched_at IS NOT NULL,
     m.end_to_end_id, m.account_id, m.amount_cents, m.status, NULL::text,
     jsonb_strip_nulls(jsonb_build_object('refund_id', m.id,
-        'psp_notice', CASE WHEN m.notices > m.signalled_notices THEN m.psp_notice END)), m.created_at
+        'psp_notice', CASE WHEN m.notices > m.signalled_notices THEN m.psp_notice END)), m.created_at, m.traceparent
 
 -- name: MarkDispatched
 -- The refund's run runs (dispatched_at, whatever came since the claim),

@@ -9,22 +9,24 @@
 -- The debit, its transfer row and its event, in one statement, on an
 -- account locked and checked already (lockAccountForDebit).
 -- $1 id, $2 end_to_end_id, $3 account_id, $4 amount_cents, $5 pix_key,
--- $6 description, $7 idempotency_key, $8 requested_by.
+-- $6 description, $7 idempotency_key, $8 requested_by, $9 traceparent (of
+-- the transfer's saga and of its event).
 WITH debit AS (
     UPDATE accounts SET balance_cents = balance_cents - $4, updated_at = clock_timestamp()
     WHERE id = $3
     RETURNING balance_cents, updated_at),
 transfer AS (
     INSERT INTO pix_transfers (id, end_to_end_id, account_id, amount_cents, pix_key, description,
-                               balance_after_cents, idempotency_key, requested_by, created_at, updated_at, dispatch_due_at)
-    SELECT $1, $2, $3, $4, $5, NULLIF($6, ''), balance_cents, $7, NULLIF($8, ''), updated_at, updated_at, now() FROM debit
+                               balance_after_cents, idempotency_key, requested_by, created_at, updated_at, dispatch_due_at,
+                               traceparent)
+    SELECT $1, $2, $3, $4, $5, NULLIF($6, ''), balance_cents, $7, NULLIF($8, ''), updated_at, updated_at, now(), $9 FROM debit
     RETURNING *),
 event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_transfer', id::text, 'pix.transfer.debited',
            jsonb_build_object('schema_version', 1, 'transfer_id', id, 'end_to_end_id', end_to_end_id,
                               'account_id', account_id, 'amount_cents', amount_cents, 'pix_key', pix_key,
-                              'balance_after_cents', balance_after_cents, 'debited_at', created_at)
+                              'balance_after_cents', balance_after_cents, 'debited_at', created_at), $9
     FROM transfer)
 SELECT id::text, end_to_end_id, account_id, amount_cents, pix_key, description, status,
        balance_after_cents, failure_reason, created_at, submitted_at, settled_at, refunded_at
@@ -53,23 +55,24 @@ WHERE id = $1 AND status = 'debited'
 
 -- name: Settle
 -- The PSP settled the transfer: final, with its event. A transfer that is
--- final already is left as it is.
+-- final already is left as it is. $1 id, $2 the event's traceparent.
 WITH settled AS (
     UPDATE pix_transfers
     SET status = 'settled', settled_at = clock_timestamp(), updated_at = clock_timestamp(), dispatch_due_at = NULL
     WHERE id = $1 AND status IN ('debited', 'submitted')
     RETURNING *)
-INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
 SELECT 'pix_transfer', id::text, 'pix.transfer.settled',
        jsonb_build_object('schema_version', 1, 'transfer_id', id, 'end_to_end_id', end_to_end_id,
                           'account_id', account_id, 'amount_cents', amount_cents, 'pix_key', pix_key,
-                          'settled_at', settled_at)
+                          'settled_at', settled_at), $2
 FROM settled
 
 -- name: Refund
 -- The amount back to the account, the refund row (the once-only guard),
 -- the transfer refunded and its event, in one statement. Run on a transfer
--- locked open. $1 id, $2 account_id, $3 amount_cents, $4 reason.
+-- locked open. $1 id, $2 account_id, $3 amount_cents, $4 reason, $5 the
+-- event's traceparent.
 WITH credit AS (
     UPDATE accounts SET balance_cents = balance_cents + $3, updated_at = clock_timestamp()
     WHERE id = $2
@@ -85,12 +88,12 @@ refunded AS (
     WHERE id = $1
     RETURNING *),
 event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_transfer', id::text, 'pix.transfer.refunded',
            jsonb_build_object('schema_version', 1, 'transfer_id', id, 'end_to_end_id', end_to_end_id,
                               'account_id', account_id, 'amount_cents', amount_cents, 'pix_key', pix_key,
                               'reason', failure_reason, 'balance_after_cents', credit.balance_cents,
-                              'refunded_at', refunded_at)
+                              'refunded_at', refunded_at), $5
     FROM refunded JOIN credit ON true)
 SELECT refunded_at FROM refunded
 
@@ -108,7 +111,7 @@ FROM (
 WHERE m.id = due.id
 RETURNING m.id::text, 0, 1, m.dispatched_at IS NOT NULL,
     m.end_to_end_id, m.account_id, m.amount_cents, m.status, NULL::text,
-    jsonb_build_object('payee_pix_key', m.pix_key), m.created_at
+    jsonb_build_object('payee_pix_key', m.pix_key), m.created_at, m.traceparent
 
 -- name: MarkDispatched
 WITH fenced AS (

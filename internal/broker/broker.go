@@ -13,8 +13,12 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/tracing"
 )
 
 // The stream of the service's events.
@@ -134,10 +138,27 @@ type Publisher struct {
 	// ensured: the stream is known to exist (checked again after a
 	// publish that found no stream).
 	ensured atomic.Bool
+	// tracer records a publish span per event; nil: tracing off.
+	tracer trace.Tracer
+}
+
+// PublisherOption changes a Publisher.
+type PublisherOption func(*Publisher)
+
+// WithTracing records a producer span per event published, continuing the
+// trace of the transaction that wrote the event (its traceparent), and
+// puts that span's trace context in the message's headers (traceparent,
+// tracestate, baggage), where a consumer continues it. Off: nothing.
+func WithTracing(p *tracing.Provider) PublisherOption {
+	return func(pub *Publisher) {
+		if p.Enabled() {
+			pub.tracer = p.Tracer("github.com/pixbank/pix/internal/broker")
+		}
+	}
 }
 
 // NewPublisher publishes through nc, to the stream it ensures has limits.
-func NewPublisher(nc *nats.Conn, ackTimeout time.Duration, limits StreamLimits) (*Publisher, error) {
+func NewPublisher(nc *nats.Conn, ackTimeout time.Duration, limits StreamLimits, opts ...PublisherOption) (*Publisher, error) {
 	if _, err := streamConfig(limits); err != nil {
 		return nil, err
 	}
@@ -145,8 +166,64 @@ func NewPublisher(nc *nats.Conn, ackTimeout time.Duration, limits StreamLimits) 
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Publisher{js: js, ackTimeout: ackTimeout, limits: limits}, nil
+	p := &Publisher{js: js, ackTimeout: ackTimeout, limits: limits}
+	for _, opt := range opts {
+		opt(p)
+	}
+	return p, nil
 }
+
+// startPublishSpan starts e's publish span and puts its trace context in
+// msg's headers; nil without tracing. The span names the subject (the
+// event type), never the event's data.
+func (p *Publisher) startPublishSpan(ctx context.Context, e db.Event, msg *nats.Msg) trace.Span {
+	if p.tracer == nil {
+		return nil
+	}
+	ctx, span := p.tracer.Start(tracing.WithTraceparent(ctx, e.Traceparent), "publish "+msg.Subject,
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "nats"),
+			attribute.String("messaging.operation.type", "send"),
+			attribute.String("messaging.operation.name", "publish"),
+			attribute.String("messaging.destination.name", msg.Subject),
+			attribute.String("messaging.message.id", e.ID),
+			attribute.String("pix.aggregate_type", e.AggregateType),
+			attribute.String("pix.aggregate_id", e.AggregateID),
+		))
+	tracing.Propagator().Inject(ctx, headerCarrier(msg.Header))
+	return span
+}
+
+// endPublishSpan ends a publish span (nil: none) with the broker's answer.
+func endPublishSpan(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "")
+	}
+	span.End()
+}
+
+// headerCarrier carries the trace context in NATS headers under the W3C
+// names as they are (traceparent, lowercase: NATS header names are case
+// sensitive, and the HTTP carrier would canonicalise them to Traceparent).
+type headerCarrier nats.Header
+
+func (h headerCarrier) Get(key string) string { return nats.Header(h).Get(key) }
+func (h headerCarrier) Set(key, value string) { nats.Header(h).Set(key, value) }
+func (h headerCarrier) Keys() []string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// errNoAcknowledgement: the broker did not answer a publish in time.
+var errNoAcknowledgement = errors.New("no acknowledgement")
 
 // Publish publishes events in order and reports which the broker
 // acknowledged (a duplicate is acknowledged too: it is there already).
@@ -159,6 +236,17 @@ func (p *Publisher) Publish(ctx context.Context, events []db.Event) ([]bool, err
 		p.ensured.Store(true)
 	}
 	futures := make([]jetstream.PubAckFuture, len(events))
+	// spans[i] is event i's publish span, ended with the broker's answer
+	// (nil without tracing); one still open on the way out got none.
+	var spans []trace.Span
+	if p.tracer != nil {
+		spans = make([]trace.Span, len(events))
+		defer func() {
+			for _, span := range spans {
+				endPublishSpan(span, errNoAcknowledgement)
+			}
+		}()
+	}
 	var errs []error
 	for i, e := range events {
 		body, err := json.Marshal(Envelope{ID: e.ID, Type: e.Type, AggregateType: e.AggregateType, AggregateID: e.AggregateID,
@@ -169,9 +257,20 @@ func (p *Publisher) Publish(ctx context.Context, events []db.Event) ([]bool, err
 		}
 		msg := &nats.Msg{Subject: Subject(e.Type), Data: body, Header: nats.Header{}}
 		msg.Header.Set(jetstream.MsgIDHeader, e.ID)
+		span := p.startPublishSpan(ctx, e, msg)
 		if futures[i], err = p.js.PublishMsgAsync(msg); err != nil {
+			endPublishSpan(span, err)
 			errs = append(errs, fmt.Errorf("event %s: %w", e.ID, err))
 			break // the rest would fail alike; they stay for the next round
+		}
+		if spans != nil {
+			spans[i] = span
+		}
+	}
+	answered := func(i int, err error) {
+		if spans != nil {
+			endPublishSpan(spans[i], err)
+			spans[i] = nil
 		}
 	}
 	timeout := time.NewTimer(p.ackTimeout)
@@ -183,13 +282,15 @@ func (p *Publisher) Publish(ctx context.Context, events []db.Event) ([]bool, err
 		select {
 		case <-f.Ok():
 			ok[i] = true
+			answered(i, nil)
 		case err := <-f.Err():
+			answered(i, err)
 			errs = append(errs, fmt.Errorf("event %s: %w", events[i].ID, err))
 			if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) {
 				p.ensured.Store(false)
 			}
 		case <-timeout.C:
-			return ok, errors.Join(append(errs, fmt.Errorf("no acknowledgement within %s", p.ackTimeout))...)
+			return ok, errors.Join(append(errs, fmt.Errorf("%w within %s", errNoAcknowledgement, p.ackTimeout))...)
 		case <-ctx.Done():
 			return ok, ctx.Err()
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/tracing"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
 )
@@ -140,6 +141,10 @@ type Config struct {
 	InboxRetryBackoff     float64
 	InboxRetryMaxInterval time.Duration
 	InboxActivityTimeout  time.Duration
+
+	// Tracing is what the standard OTEL_* variables say (off unless they
+	// name an exporter or an OTLP endpoint; see docs/tracing.md).
+	Tracing tracing.Settings
 }
 
 // Default returns the configuration with every default.
@@ -464,6 +469,11 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	}
 	dur("INBOX_RETRY_MAX_INTERVAL", &c.InboxRetryMaxInterval)
 	dur("INBOX_ACTIVITY_TIMEOUT", &c.InboxActivityTimeout)
+	if t, err := tracing.SettingsFrom(lookup); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.Tracing = t
+	}
 
 	if err := c.Retry().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("INBOX_* retry settings: %w", err))

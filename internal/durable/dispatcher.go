@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/internal/tracing"
 )
 
 // Listener keeps a LISTEN on a notification channel (db.Store).
@@ -142,7 +143,10 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	g.SetLimit(d.opts.Concurrency)
 	for _, m := range due {
 		g.Go(func() error {
-			startCtx, cancel := context.WithTimeout(gctx, d.opts.StartTimeout)
+			// The start continues the trace the row was created in (its
+			// request's): the workflow, its activities and its events are
+			// that trace's too.
+			startCtx, cancel := context.WithTimeout(tracing.WithTraceparent(gctx, m.Traceparent), d.opts.StartTimeout)
 			defer cancel()
 			isNew, err := d.src.Start(startCtx, d.client, m)
 			log := d.log.With(d.src.LogAttrs(m)...)
@@ -151,22 +155,22 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 			switch {
 			case err != nil:
 				failed = append(failed, m)
-				log.Warn("workflow start failed; will retry", "error", err)
+				log.WarnContext(startCtx, "workflow start failed; will retry", "error", err)
 			case isNew:
 				running = append(running, m)
 				if m.FirstStart() && d.opts.Metrics != nil {
 					d.opts.Metrics.DispatchLag(d.src.Kind, time.Since(m.Since))
 				}
-				log.Debug("workflow started")
+				log.DebugContext(startCtx, "workflow started")
 			case !m.Dispatched && d.src.Redrives:
 				// A run is open although this drive started none: the run
 				// of an earlier drive (a failed one, re-driven) is still
 				// closing. Try again shortly rather than at the recheck.
 				closing = append(closing, m)
-				log.Info("previous workflow run still open; will start the re-drive shortly")
+				log.InfoContext(startCtx, "previous workflow run still open; will start the re-drive shortly")
 			default:
 				running = append(running, m)
-				log.Debug("workflow run still open")
+				log.DebugContext(startCtx, "workflow run still open")
 			}
 			return nil
 		})

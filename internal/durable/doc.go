@@ -23,5 +23,8 @@
 //     open, and its start is issued again (a no-op while the run is open;
 //     a run lost, failed or terminated is started anew). Every record of a
 //     claim is fenced by the drive the row was claimed in, so a late
-//     dispatcher changes nothing after a re-drive.
+//     dispatcher changes nothing after a re-drive;
+//   - trace context: a row carries the traceparent of the request that
+//     created it (Due.Traceparent), and its workflow is started under it,
+//     so that the asynchronous hop continues the request's trace.
 package durable

@@ -30,6 +30,10 @@ type Due struct {
 	// Since is when the row was committed (received_at, created_at): the
 	// first start of a first drive measures the dispatch lag from it.
 	Since time.Time
+	// Traceparent is the trace context the row was created in (the W3C
+	// traceparent of the request's span; nil: none): its workflow is
+	// started under it, continuing that trace.
+	Traceparent *string
 }
 
 // FirstStart reports whether starting the row's workflow now is its first

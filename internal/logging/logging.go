@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
 	tlog "go.temporal.io/sdk/log"
 )
 
@@ -22,12 +23,35 @@ func New(w io.Writer, level string) *slog.Logger {
 	default:
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	return slog.New(traceHandler{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})})
+}
+
+// traceHandler adds the trace_id and span_id of the span in a line's
+// context (InfoContext and the like), when it has one: a line and the trace
+// it belongs to find each other. A line logged without a context, or with
+// tracing off, is left as it is.
+type traceHandler struct{ slog.Handler }
+
+func (h traceHandler) Handle(ctx context.Context, r slog.Record) error {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h traceHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return traceHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h traceHandler) WithGroup(name string) slog.Handler {
+	return traceHandler{h.Handler.WithGroup(name)}
 }
 
 // Temporal adapts logger for the Temporal SDK. The SDK's own lines name
-// the workflow as WorkflowID, RunID and Attempt; they are logged under the
-// service's keys (workflow_id, run_id, attempt), and a line about a PIX
+// the workflow as WorkflowID, RunID and Attempt, and the tracing
+// interceptor's loggers (workflow.GetLogger, activity.GetLogger) the span
+// as TraceID and SpanID; they are logged under the service's keys
+// (workflow_id, run_id, attempt, trace_id, span_id), and a line about a PIX
 // credit's workflow gets the end_to_end_id too, so that one search by
 // end_to_end_id finds every line about a PIX.
 func Temporal(logger *slog.Logger) tlog.Logger {
@@ -35,7 +59,8 @@ func Temporal(logger *slog.Logger) tlog.Logger {
 }
 
 // sdkKeys renames the SDK's attribute keys to the service's.
-var sdkKeys = map[string]string{"WorkflowID": "workflow_id", "RunID": "run_id", "Attempt": "attempt"}
+var sdkKeys = map[string]string{"WorkflowID": "workflow_id", "RunID": "run_id", "Attempt": "attempt",
+	"TraceID": "trace_id", "SpanID": "span_id"}
 
 // pixWorkflowPrefixes are the workflow ID prefixes whose suffix is an
 // end_to_end_id (see package workflows).
@@ -45,6 +70,10 @@ var pixWorkflowPrefixes = []string{"pix-credit:"}
 // a names a PIX credit's workflow.
 func rename(a slog.Attr) (renamed slog.Attr, endToEndID string) {
 	if key, ok := sdkKeys[a.Key]; ok {
+		if key == "trace_id" || key == "span_id" {
+			// A trace.TraceID or SpanID: its hex form, as traceHandler logs it.
+			a.Value = slog.StringValue(a.Value.String())
+		}
 		a.Key = key
 	}
 	if a.Key == "workflow_id" {

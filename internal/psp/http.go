@@ -11,6 +11,12 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/pixbank/pix/internal/tracing"
 )
 
 // maxResponseBytes bounds what a call reads of an answer: a PSP's answers
@@ -29,15 +35,44 @@ type HTTPClient struct {
 	err     error
 	timeout time.Duration
 	hc      *http.Client
+	// traced: each call is a client span (HTTPOption WithTracing).
+	traced bool
 }
 
 var _ Client = (*HTTPClient)(nil)
+
+// HTTPOption changes an HTTPClient.
+type HTTPOption func(*HTTPClient)
+
+// WithTracing makes each call a client span of p, named by the PSP route
+// called ("PSP GET /transfers/{end_to_end_id}"), a child of the span in the
+// call's context, and sends the PSP that span's traceparent (not our
+// baggage). Headers and bodies are never recorded. Off: nothing.
+func WithTracing(p *tracing.Provider) HTTPOption {
+	return func(c *HTTPClient) {
+		if !p.Enabled() {
+			return
+		}
+		c.traced = true
+		c.hc.Transport = otelhttp.NewTransport(c.hc.Transport,
+			otelhttp.WithTracerProvider(p.TracerProvider()),
+			otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
+			otelhttp.WithPropagators(propagation.TraceContext{}),
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+				route, _ := r.Context().Value(routeKey{}).(string)
+				return "PSP " + r.Method + " " + route
+			}))
+	}
+}
+
+// routeKey holds, in a traced call's context, the route template it calls.
+type routeKey struct{}
 
 // NewHTTPClient returns a client of the PSP API at baseURL (for example
 // "http://127.0.0.1:8090"). Timeout bounds each call; a call that times out
 // is ErrTransient. A timeout <= 0 leaves each call bounded by its context
 // alone.
-func NewHTTPClient(baseURL string, timeout time.Duration) *HTTPClient {
+func NewHTTPClient(baseURL string, timeout time.Duration, opts ...HTTPOption) *HTTPClient {
 	c := &HTTPClient{baseURL: strings.TrimRight(baseURL, "/"), timeout: timeout}
 	if u, err := url.Parse(c.baseURL); err != nil {
 		c.err = fmt.Errorf("psp base url: %w", err)
@@ -54,6 +89,9 @@ func NewHTTPClient(baseURL string, timeout time.Duration) *HTTPClient {
 		// payment order to an address nobody configured.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	for _, opt := range opts {
+		opt(c)
+	}
 	return c
 }
 
@@ -67,7 +105,7 @@ func (c *HTTPClient) Submit(ctx context.Context, t Transfer) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("psp submit %s: encode: %w", t.EndToEndID, err)
 	}
-	code, resp, err := c.call(ctx, http.MethodPost, "/transfers", body)
+	code, resp, err := c.call(ctx, http.MethodPost, "/transfers", "/transfers", body)
 	if err != nil {
 		return Result{}, fmt.Errorf("psp submit %s: %w", t.EndToEndID, err)
 	}
@@ -91,7 +129,7 @@ func (c *HTTPClient) Submit(ctx context.Context, t Transfer) (Result, error) {
 // Status asks where a submitted transfer stands; ErrNotFound (wrapped) when
 // the PSP has none with that end_to_end_id.
 func (c *HTTPClient) Status(ctx context.Context, endToEndID string) (Result, error) {
-	code, resp, err := c.call(ctx, http.MethodGet, "/transfers/"+url.PathEscape(endToEndID), nil)
+	code, resp, err := c.call(ctx, http.MethodGet, "/transfers/{end_to_end_id}", "/transfers/"+url.PathEscape(endToEndID), nil)
 	if err != nil {
 		return Result{}, fmt.Errorf("psp status %s: %w", endToEndID, err)
 	}
@@ -108,10 +146,11 @@ func (c *HTTPClient) Status(ctx context.Context, endToEndID string) (Result, err
 	return Result{}, fmt.Errorf("psp status %s: %w", endToEndID, statusError(code, resp))
 }
 
-// call sends one request and reads the whole answer. Its error is about the
+// call sends one request to path, an instance of route (the template that
+// names a traced call), and reads the whole answer. Its error is about the
 // exchange itself (no answer, an answer cut off or too large), never about
 // the HTTP status, which the caller interprets.
-func (c *HTTPClient) call(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+func (c *HTTPClient) call(ctx context.Context, method, route, path string, body []byte) (int, []byte, error) {
 	if c.err != nil {
 		return 0, nil, c.err
 	}
@@ -120,6 +159,9 @@ func (c *HTTPClient) call(ctx context.Context, method, path string, body []byte)
 		callCtx, cancel = context.WithTimeout(ctx, c.timeout)
 	}
 	defer cancel()
+	if c.traced {
+		callCtx = context.WithValue(callCtx, routeKey{}, route)
+	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)

@@ -183,7 +183,7 @@ func (c *HTTPClient) RequestRefund(ctx context.Context, r RefundRequest) (Refund
 	if err != nil {
 		return RefundResult{}, fmt.Errorf("psp refund %s/%s: encode: %w", r.EndToEndID, r.ID, err)
 	}
-	code, resp, err := c.call(ctx, http.MethodPut, refundPath(r.EndToEndID, r.ID), body)
+	code, resp, err := c.call(ctx, http.MethodPut, refundRoute, refundPath(r.EndToEndID, r.ID), body)
 	if err != nil {
 		return RefundResult{}, fmt.Errorf("psp refund %s/%s: %w", r.EndToEndID, r.ID, err)
 	}
@@ -208,7 +208,7 @@ func (c *HTTPClient) RefundStatus(ctx context.Context, endToEndID, id string) (R
 		return RefundResult{}, fmt.Errorf("psp refund status %s/%s: %w", endToEndID, id,
 			&RequestError{Code: "invalid_request", Message: msg})
 	}
-	code, resp, err := c.call(ctx, http.MethodGet, refundPath(endToEndID, id), nil)
+	code, resp, err := c.call(ctx, http.MethodGet, refundRoute, refundPath(endToEndID, id), nil)
 	if err != nil {
 		return RefundResult{}, fmt.Errorf("psp refund status %s/%s: %w", endToEndID, id, err)
 	}
@@ -224,6 +224,9 @@ func (c *HTTPClient) RefundStatus(ctx context.Context, endToEndID, id string) (R
 	}
 	return RefundResult{}, fmt.Errorf("psp refund status %s/%s: %w", endToEndID, id, statusError(code, resp))
 }
+
+// refundRoute is refundPath's template.
+const refundRoute = "/pix/{e2eid}/devolucao/{id}"
 
 func refundPath(endToEndID, id string) string {
 	return "/pix/" + url.PathEscape(endToEndID) + "/devolucao/" + url.PathEscape(id)

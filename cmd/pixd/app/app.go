@@ -31,6 +31,7 @@ import (
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/outbox"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/tracing"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
@@ -51,19 +52,67 @@ type App struct {
 	// payloadCodec encrypts the Temporal client's payloads; nil without
 	// TEMPORAL_CODEC_KEYS.
 	payloadCodec *codec.Codec
+	// tracing traces the process (nil: off); ownTracing: New built it from
+	// the OTEL_* settings, and Close flushes and stops it.
+	tracing    *tracing.Provider
+	ownTracing bool
 }
+
+// Option changes how New builds an App.
+type Option func(*options)
+
+type options struct {
+	tracing     *tracing.Provider
+	serviceName string
+}
+
+// WithTracing traces into p, which the caller owns, instead of the
+// provider the OTEL_* settings describe: a test's in-memory recorder.
+func WithTracing(p *tracing.Provider) Option { return func(o *options) { o.tracing = p } }
+
+// WithServiceName is the service.name the process's spans are recorded
+// under when OTEL_SERVICE_NAME is unset (pixd-api, pixd-worker, ...).
+func WithServiceName(name string) Option { return func(o *options) { o.serviceName = name } }
 
 // New connects to PostgreSQL and prepares a Temporal client. Neither needs
 // to be reachable yet: the pool and the client connect on first use, so an
-// API process starts (and answers 503) while a dependency is down.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
+// API process starts (and answers 503) while a dependency is down. Nor does
+// the trace collector.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Option) (*App, error) {
+	o := options{serviceName: "pixd"}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	// Address, namespace, TLS and API key, from the TEMPORAL_* variables.
 	temporalOptions, err := cfg.TemporalClientOptions()
 	if err != nil {
 		return nil, err
 	}
-	pool, err := db.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns)
+	traces, ownTracing := o.tracing, false
+	if traces == nil {
+		if traces, err = tracing.New(ctx, cfg.Tracing, o.serviceName); err != nil {
+			return nil, err
+		}
+		ownTracing = true
+		if traces.Enabled() {
+			log.Info("tracing on", "exporters", cfg.Tracing.Exporters, "otlp_protocol", cfg.Tracing.Protocol, "service_name", traces.ServiceName())
+		}
+	}
+	stopTracing := func() {
+		if ownTracing {
+			_ = traces.Shutdown(ctx) //nolint:errcheck // failing anyway; nothing was traced yet
+		}
+	}
+	// The workers inherit the client's interceptors: starts, runs,
+	// activities and local activities are traced alike.
+	temporalTracer, err := traces.TemporalInterceptor()
 	if err != nil {
+		stopTracing()
+		return nil, err
+	}
+	pool, err := db.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns, db.WithTracing(traces))
+	if err != nil {
+		stopTracing()
 		return nil, err
 	}
 	registry := metrics.New()
@@ -72,6 +121,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	temporalOptions.MetricsHandler = sdkMetrics
 	if tls := temporalOptions.ConnectionOptions.TLS; tls != nil && tls.InsecureSkipVerify {
 		log.Warn("TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: the Temporal server's certificate is not checked; development only")
+	}
+	if temporalTracer != nil {
+		temporalOptions.Interceptors = append(temporalOptions.Interceptors, temporalTracer)
 	}
 	// Payloads hold the payer's name and document: with keys, everything
 	// the client writes to Temporal is encrypted, failures included.
@@ -87,10 +139,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if err != nil {
 		_ = closeSDKMetrics.Close() //nolint:errcheck // nothing was reported yet
 		pool.Close()
+		stopTracing()
 		return nil, fmt.Errorf("temporal client: %w", err)
 	}
 	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: registry, closeSDKMetrics: closeSDKMetrics,
-		payloadCodec: payloadCodec}
+		payloadCodec: payloadCodec, tracing: traces, ownTracing: ownTracing}
 	metrics.RegisterDatabaseGauges(a.Metrics, a.Store, log)
 	a.webhooks = metrics.NewWebhooks(a.Metrics)
 	a.workerMetrics = metrics.NewWorker(a.Metrics)
@@ -112,10 +165,18 @@ func (a *App) CodecHandler(authorize func(*http.Request) bool) http.Handler {
 	return codec.NewServer(a.payloadCodec, codec.ServerOptions{AllowedOrigins: a.Cfg.CodecCORSOrigins, Authorize: authorize})
 }
 
-// Close releases the pool and the Temporal client.
+// Close releases the pool and the Temporal client, and exports the spans
+// still buffered, within SHUTDOWN_TIMEOUT.
 func (a *App) Close() {
 	a.Temporal.Close()
 	_ = a.closeSDKMetrics.Close() //nolint:errcheck // a last report on the way out
+	if a.ownTracing {
+		ctx, cancel := context.WithTimeout(context.Background(), a.Cfg.ShutdownTimeout)
+		if err := a.tracing.Shutdown(ctx); err != nil {
+			a.Log.Warn("spans not exported on the way out", "error", err)
+		}
+		cancel()
+	}
 	a.Store.Pool().Close()
 }
 
@@ -185,6 +246,7 @@ func (a *App) apiDeps(draining func() bool, tokens api.TokenVerifier) api.Deps {
 		Metrics:            metrics.Handler(a.Metrics),
 		Webhooks:           a.webhooks,
 		Draining:           draining,
+		Tracing:            a.tracing,
 	}
 }
 
@@ -493,7 +555,7 @@ func (a *App) serveWorkerMetrics(ctx context.Context) error {
 
 // workerDeps are the dependencies of every family's activities.
 func (a *App) workerDeps() worker.Deps {
-	pspClient := psp.NewHTTPClient(a.Cfg.PSPURL, a.Cfg.PSPTimeout)
+	pspClient := psp.NewHTTPClient(a.Cfg.PSPURL, a.Cfg.PSPTimeout, psp.WithTracing(a.tracing))
 	return worker.Deps{
 		Activities: &activities.Activities{Store: a.Store, PSP: pspClient, Logger: a.Log, Metrics: a.workerMetrics},
 		Refunds:    &activities.Refunds{Store: a.Store, PSP: pspClient, Logger: a.Log, Metrics: a.workerMetrics},
@@ -551,7 +613,8 @@ func (a *App) OutboxRelay() (relay *outbox.Relay, stop func(), err error) {
 		stopServer()
 		return nil, nil, err
 	}
-	pub, err := broker.NewPublisher(nc, 5*time.Second, broker.StreamLimits{MaxAge: a.Cfg.NATSStreamMaxAge, MaxBytes: a.Cfg.NATSStreamMaxBytes})
+	pub, err := broker.NewPublisher(nc, 5*time.Second, broker.StreamLimits{MaxAge: a.Cfg.NATSStreamMaxAge, MaxBytes: a.Cfg.NATSStreamMaxBytes},
+		broker.WithTracing(a.tracing))
 	if err != nil {
 		nc.Close()
 		stopServer()

@@ -1,0 +1,14 @@
+// Package tracing owns the process's OpenTelemetry tracing: the
+// TracerProvider built from the standard OTEL_* variables (off when none
+// asks for an exporter: nothing is dialed then), the W3C tracecontext and
+// baggage propagators, the Temporal SDK's tracing interceptor, and the
+// trace context that travels in database rows across the service's
+// asynchronous hops (the webhook's commit to the dispatcher's start, an
+// event's commit to the relay's publish), as a W3C traceparent.
+//
+// The Provider is passed explicitly to what it instruments (never only
+// through otel's globals), so that several service stacks in one test
+// binary each record their own spans. Off, it instruments nothing: the
+// routers, the pool, the PSP client and the Temporal client are built
+// exactly as without tracing, and the rows' traceparent is NULL.
+package tracing
