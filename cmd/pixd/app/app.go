@@ -51,6 +51,10 @@ type App struct {
 	// payloadCodec encrypts the Temporal client's payloads; nil without
 	// TEMPORAL_CODEC_KEYS.
 	payloadCodec *codec.Codec
+	// WrapHTTP, when set before the API serves, wraps each listener's
+	// handler: the e2e tests record every exchange there, to check it
+	// against the OpenAPI documents. Nil in pixd.
+	WrapHTTP func(http.Handler) http.Handler
 }
 
 // New connects to PostgreSQL and prepares a Temporal client. Neither needs
@@ -330,6 +334,9 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 		handler, err := api.NewRouter(deps, sv.routes)
 		if err != nil {
 			return err
+		}
+		if a.WrapHTTP != nil {
+			handler = a.WrapHTTP(handler)
 		}
 		var tlsCfg *tls.Config
 		if sv.tls {
