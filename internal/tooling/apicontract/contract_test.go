@@ -41,6 +41,13 @@ func jsonHeader(extra ...string) http.Header {
 	return h
 }
 
+// creditView is a GET /pix/credits/{end_to_end_id} answer (CreditView:
+// members combined with allOf, closed by unevaluatedProperties).
+const creditView = `{"end_to_end_id":"` + e2e + `","source":"native","account_id":"acc-1","amount_cents":15000,"status":"done",` +
+	`"attempts":1,"last_error":null,"deliveries":1,"received_at":"2026-11-29T12:00:00.12Z","processed_at":"2026-11-29T12:00:00.18Z",` +
+	`"credited_at":"2026-11-29T12:00:00.18Z","workflow_id":"pix-credit:` + e2e + `","workflow_status":"Completed",` +
+	`"temporal_ui_url":"http://127.0.0.1:8233/namespaces/default/workflows"}`
+
 const (
 	e2e     = "E1234567820261129120000000000001"
 	receipt = `{"end_to_end_id":"` + e2e + `","status":"pending","duplicate":false}`
@@ -63,6 +70,8 @@ func TestCheckAcceptsWhatTheDocumentSays(t *testing.T) {
 		{Method: "GET", Target: "/admin/reconcile", RequestHeader: http.Header{"Authorization": {"Bearer " + adminToken}}, Status: 200,
 			ResponseHeader: jsonHeader(), ResponseBody: []byte(`{"balanced":true,"report":{"unbalanced_accounts":[],"done_without_credit":[],` +
 				`"credit_without_done":[],"refunds_over_credit":[],"refund_contradictions":[]}}`)},
+		{Method: "GET", Target: "/pix/credits/" + e2e, RequestHeader: customer, Status: 200, ResponseHeader: jsonHeader(),
+			ResponseBody: []byte(creditView)},
 		{Method: "GET", Target: "/healthz", Status: 200, ResponseHeader: jsonHeader(), ResponseBody: []byte(`{"status":"ok"}`)},
 	} {
 		res := c.Check(ex)
@@ -87,6 +96,9 @@ func TestCheckFindsWhatDepartsFromTheDocument(t *testing.T) {
 		"a member renamed": {apicontract.Exchange{Method: "POST", Target: "/webhooks/pix", RequestHeader: signed(),
 			RequestBody: []byte(webhook), Status: 202, ResponseHeader: jsonHeader(),
 			ResponseBody: []byte(strings.Replace(receipt, `"duplicate"`, `"is_duplicate"`, 1))}, "the answer is not what the document says"},
+		"a member added to a combined schema": {apicontract.Exchange{Method: "GET", Target: "/pix/credits/" + e2e, RequestHeader: readOnly,
+			Status: 200, ResponseHeader: jsonHeader(), ResponseBody: []byte(creditView[:len(creditView)-1] + `,"payer_name":"Maria"}`)},
+			"the answer is not what the document says"},
 		"a status the operation does not document": {apicontract.Exchange{Method: "POST", Target: "/webhooks/pix", RequestHeader: signed(),
 			RequestBody: []byte(webhook), Status: 200, ResponseHeader: jsonHeader(), ResponseBody: []byte(receipt)}, "the answer is not what the document says"},
 		"an error code the status does not document": {apicontract.Exchange{Method: "GET", Target: "/pix/transfers/5b0f3c8e-6f1d-4a8e-9c2b-1e7d4a6f3b20",
