@@ -94,9 +94,7 @@ func loadDocument(name string, source []byte, opts Options) (*Document, error) {
 	if len(unresolved) > 0 {
 		return nil, fmt.Errorf("%s: references that resolve to nothing: %w", name, errors.Join(unresolved...))
 	}
-	v, errs := validator.NewValidator(doc,
-		config.WithFormatAssertions(),
-		config.WithAuthenticationFunc(authenticate(opts)))
+	v, errs := validator.NewValidator(doc, config.WithFormatAssertions(), config.WithAuthenticationFunc(authenticate(opts)))
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %w", name, errors.Join(errs...))
 	}
@@ -127,6 +125,8 @@ type Result struct {
 // Check checks one exchange: the route and method must be documented, the
 // answer must be documented for the operation (status, headers, body), and
 // a request the document refuses must not have been answered with success.
+// A route or method no document has may only be answered as the documents
+// say the router answers it: 404 not_found, 405 method_not_allowed.
 func (c *Contract) Check(ex Exchange) Result {
 	for _, d := range c.Documents {
 		route, err := d.router.FindRoute(ex.request())
@@ -143,7 +143,27 @@ func (c *Contract) Check(ex Exchange) Result {
 		}
 		return res
 	}
+	if refusedRoute(ex) {
+		return Result{}
+	}
 	return Result{Problems: []string{fmt.Sprintf("no document has the route %s %s", ex.Method, pathOf(ex.Target))}}
+}
+
+// refusedRoute reports whether ex is the answer to a route or method no
+// document has: the envelope with not_found (404) or method_not_allowed
+// (405). Which routes are served at all is the route test's to check
+// (gin's routes against the documents'), not the traffic's.
+func refusedRoute(ex Exchange) bool {
+	var body struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(ex.ResponseBody, &body) != nil {
+		return false
+	}
+	return (ex.Status == http.StatusNotFound && body.Error.Code == "not_found") ||
+		(ex.Status == http.StatusMethodNotAllowed && body.Error.Code == "method_not_allowed")
 }
 
 func pathOf(target string) string {
@@ -255,4 +275,41 @@ func jwtScopes(token string) ([]string, error) {
 		return nil, fmt.Errorf("JWT claims: %w", err)
 	}
 	return strings.Fields(claims.Scope), nil
+}
+
+// CheckAll checks every exchange; results are each one's, in order, and
+// reports the departures, one line per operation, status and problem, with
+// how many times it was seen and the first exchange that showed it.
+func (c *Contract) CheckAll(exchanges []Exchange) (results []Result, reports []string) {
+	type seen struct {
+		example Exchange
+		times   int
+	}
+	found := map[string]*seen{}
+	var order []string
+	for _, ex := range exchanges {
+		res := c.Check(ex)
+		results = append(results, res)
+		for _, problem := range res.Problems {
+			key := fmt.Sprintf("%s (%d): %s", res.Operation, ex.Status, problem)
+			if found[key] == nil {
+				found[key] = &seen{example: ex}
+				order = append(order, key)
+			}
+			found[key].times++
+		}
+	}
+	for _, key := range order {
+		f := found[key]
+		reports = append(reports, fmt.Sprintf("%s (%d times)\n  e.g. %s\n  request:  %s\n  response: %s",
+			key, f.times, f.example, snippet(f.example.RequestBody), snippet(f.example.ResponseBody)))
+	}
+	return results, reports
+}
+
+func snippet(b []byte) string {
+	if len(b) > 600 {
+		return string(b[:600]) + "..."
+	}
+	return string(b)
 }
