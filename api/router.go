@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/pixbank/pix/api/openapi"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/metrics"
@@ -132,6 +133,9 @@ func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 		webhooks.POST("/pix", h.authenticWebhook(MaxWebhookBytes), h.receiveWebhook)
 		// The API Pix PSP appends /pix to the URL the bank registers.
 		webhooks.POST("/api-pix/pix", h.authenticWebhook(MaxAPIPixBodyBytes), h.receiveAPIPixWebhook)
+		if err := serveContract(r, openapi.Webhooks); err != nil {
+			return nil, err
+		}
 	}
 	if routes&CustomerRoutes != 0 {
 		// Every customer route names its scope here; the handler checks
@@ -149,6 +153,9 @@ func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 		admin.GET("/reconcile", h.reconcile)
 		if d.Codec != nil {
 			r.Any("/codec/*op", gin.WrapH(d.Codec))
+		}
+		if err := serveContract(r, openapi.PixAPI); err != nil {
+			return nil, err
 		}
 	}
 	if routes&OpsRoutes != 0 {

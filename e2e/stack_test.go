@@ -69,6 +69,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	reportContractCoverage(os.Stdout)
 	shared.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -190,6 +191,7 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config),
 	a, err := app.New(context.Background(), cfg, logging.New(logs, "info"), opts...)
 	require.NoError(t, err)
 	require.NoError(t, a.Migrate(context.Background()))
+	recordContract(t, a)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -56,6 +56,10 @@ type App struct {
 	// the OTEL_* settings, and Close flushes and stops it.
 	tracing    *tracing.Provider
 	ownTracing bool
+	// WrapHTTP, when set before the API serves, wraps each listener's
+	// handler: the e2e tests record every exchange there, to check it
+	// against the OpenAPI documents. Nil in pixd.
+	WrapHTTP func(http.Handler) http.Handler
 }
 
 // Option changes how New builds an App.
@@ -400,6 +404,9 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 		handler, err := api.NewRouter(deps, sv.routes)
 		if err != nil {
 			return err
+		}
+		if a.WrapHTTP != nil {
+			handler = a.WrapHTTP(handler)
 		}
 		var tlsCfg *tls.Config
 		if sv.tls {

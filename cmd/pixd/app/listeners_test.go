@@ -112,6 +112,10 @@ func TestRouteClassesHaveTheirOwnListeners(t *testing.T) {
 		{"no customer route on the ops listener", http.MethodPost, ops + "/pix", noRoute},
 		{"no webhook on the ops listener", http.MethodPost, ops + "/webhooks/pix", noRoute},
 		{"metrics on ops", http.MethodGet, ops + "/metrics", answer{http.StatusOK, "", ""}},
+		{"the webhooks' document with the webhooks", http.MethodGet, webhooks + "/openapi/webhooks.json", answer{http.StatusOK, "", ""}},
+		{"the API's document on main", http.MethodGet, main + "/openapi/pix-api.json", answer{http.StatusOK, "", ""}},
+		{"no webhooks' document where no webhook is", http.MethodGet, main + "/openapi/webhooks.json", noRoute},
+		{"no API document on the webhook listener", http.MethodGet, webhooks + "/openapi/pix-api.yaml", noRoute},
 	} {
 		got := call(t, c.method, c.url, json)
 		require.Equal(t, c.want.status, got.status, "%s: %s", c.name, got.body)
