@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pixbank/pix/internal/broker"
+	"github.com/pixbank/pix/internal/tooling/temporaltest"
 )
 
 // natsServer is the stack's broker: a NATS server with JetStream embedded
@@ -31,12 +32,12 @@ type natsServer struct {
 }
 
 func newNATSServer(dir string) (*natsServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Stopped and started again on this port by its cases.
+	port, err := temporaltest.StablePort()
 	if err != nil {
 		return nil, fmt.Errorf("nats: %w", err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := "127.0.0.1:" + strconv.Itoa(port)
 	n := &natsServer{addr: addr, dir: dir, url: "nats://" + addr}
 	return n, n.start()
 }

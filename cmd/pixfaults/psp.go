@@ -13,10 +13,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/internal/tooling/temporaltest"
 )
 
 // pspServer is the PSP the worker sends outgoing PIX to: the simulator,
@@ -36,12 +38,12 @@ type pspServer struct {
 }
 
 func newPSPServer(dir string) (*pspServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Stopped and started again on this port by its cases.
+	port, err := temporaltest.StablePort()
 	if err != nil {
 		return nil, fmt.Errorf("psp simulator: %w", err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := "127.0.0.1:" + strconv.Itoa(port)
 	f, err := os.OpenFile(filepath.Join(dir, "pspsim.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err

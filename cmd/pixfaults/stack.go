@@ -67,7 +67,8 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		st.close()
 		return nil, err
 	}
-	port, err := temporaltest.FreePort()
+	// The API is killed and started again on this port (case 2).
+	port, err := temporaltest.StablePort()
 	if err != nil {
 		st.close()
 		return nil, err

@@ -576,18 +576,18 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 		StopTimeout:             a.Cfg.WorkerStopTimeout,
 		MaxConcurrentActivities: a.Cfg.WorkerMaxActivities,
 	})
-	if !a.waitForTemporal(ctx) {
-		return nil // stopped while waiting
-	}
-	if err := workflows.CheckSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace); err != nil {
-		return err
-	}
 	retention := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: a.Cfg.OutboxRetention, InboxRetention: a.Cfg.InboxRetention}
-	if err := workflows.EnsureRetentionSchedule(ctx, a.Temporal, queues, a.Cfg.RetentionInterval, retention); err != nil {
-		return err
-	}
-	if err := workflows.EnsureReconcileSchedule(ctx, a.Temporal, queues, a.Cfg.ReconcileInterval); err != nil {
-		return err
+	ready, err := setUpWhileReachable(ctx, a.Log, a.waitForTemporal, func(ctx context.Context) error {
+		if err := workflows.CheckSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace); err != nil {
+			return err
+		}
+		if err := workflows.EnsureRetentionSchedule(ctx, a.Temporal, queues, a.Cfg.RetentionInterval, retention); err != nil {
+			return err
+		}
+		return workflows.EnsureReconcileSchedule(ctx, a.Temporal, queues, a.Cfg.ReconcileInterval)
+	})
+	if !ready {
+		return err // nil: stopped while starting
 	}
 	a.Log.Info("worker running", "task_queues", queues.All(), "temporal_address", a.Cfg.TemporalAddress,
 		"dispatcher", a.Cfg.DispatcherEnabled, "psp_url", a.Cfg.PSPURL)
@@ -688,6 +688,37 @@ func (a *App) waitForTemporal(ctx context.Context) bool {
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
+}
+
+// setUpWhileReachable runs the worker's set-up against Temporal once
+// waitForTemporal found it up, again from the wait if Temporal went away
+// meanwhile (unreachable or timing out: a restart, a deploy), until it is
+// done (ready) or fails for good (a search attribute missing: err). A stop
+// while starting is no failure: not ready, and no error.
+func setUpWhileReachable(ctx context.Context, log *slog.Logger, waitForTemporal func(context.Context) bool, setUp func(context.Context) error) (ready bool, err error) {
+	for {
+		if !waitForTemporal(ctx) {
+			return false, nil // stopped while waiting
+		}
+		err := setUp(ctx)
+		switch {
+		case err == nil:
+			return true, nil
+		case ctx.Err() != nil:
+			return false, nil // stopped while setting up
+		case !temporalUnreachable(err):
+			return false, err
+		}
+		log.Warn("Temporal went away while the worker was setting up; it waits for it again", "error", err)
+	}
+}
+
+// temporalUnreachable reports whether err is Temporal not answering (down,
+// restarting, too slow), not Temporal refusing.
+func temporalUnreachable(err error) bool {
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	return errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // DemoAccounts are the accounts the dev command opens.

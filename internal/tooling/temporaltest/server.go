@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -60,7 +62,7 @@ func Start(dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
+	port, err := StablePort()
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +108,9 @@ func (s *Server) waitReady(timeout time.Duration) error {
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("temporal dev server exited; see %s", filepath.Join(s.dir, "temporal.log"))
+			// The log's end, in the error: the test's folder (and the log
+			// in it) is gone by the time anyone reads the failure.
+			return fmt.Errorf("temporal dev server exited; the end of %s:\n%s", filepath.Join(s.dir, "temporal.log"), logTail(filepath.Join(s.dir, "temporal.log"), 2048))
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -114,6 +118,23 @@ func (s *Server) waitReady(timeout time.Duration) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// logTail is the last n bytes of the file at path, or why it can't be read.
+func logTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err == nil && info.Size() > n {
+		_, _ = f.Seek(-n, io.SeekEnd)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 // Stop stops the server (SIGTERM, then SIGKILL) and waits for it to exit.
@@ -170,6 +191,25 @@ func (s *Server) Client(t testing.TB, configure ...func(*client.Options)) client
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// StablePort returns a TCP port free on loopback right now, below Linux's
+// ephemeral range (32768-60999 by default), for a server that is stopped and
+// started again on the same port (Restart; the fault suite's API): a port
+// of that range, once its server stopped, can be taken meanwhile as the
+// local port of any outgoing connection on the machine (a busy test run
+// makes thousands), and the restarted server then can't bind it.
+func StablePort() (int, error) {
+	var err error
+	for range 100 {
+		port := 20000 + mathrand.IntN(12000)
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			ln.Close()
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port from 20000 to 31999 on loopback: %w", err)
 }
 
 // FreePort returns a TCP port free on loopback right now.
