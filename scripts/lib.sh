@@ -80,7 +80,9 @@ on_exit_stop_children() {
 	trap 'exit 130' INT TERM
 }
 
-log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+# log prints a step, with the seconds since the script began (bash's SECONDS):
+# where a run's time goes.
+log() { printf '\033[1m==> [%4ss] %s\033[0m\n' "$SECONDS" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # build_pinned NAME MODFILE PKG builds PKG into .bin/NAME from the pinned
