@@ -93,31 +93,46 @@ func migrationsIn(fsys fs.FS) ([]Migration, error) {
 	return out, nil
 }
 
-// isAnnotation reports whether goose reads line as one of its annotations
-// (its own test: a comment that holds "+goose").
-func isAnnotation(line string) bool {
-	return strings.HasPrefix(strings.TrimSpace(line), "--") && strings.Contains(line, "+goose")
+// isInertAnnotation reports whether line is one of the goose annotations
+// that change nothing a migration does: "-- +goose Up" (the whole file is
+// the Up part) and StatementBegin/End (one statement however goose would
+// split it). Only these may be added to a committed file; any other (Down,
+// NO TRANSACTION, ENVSUB, ...) changes what runs, or how, and counts in
+// its checksum like its SQL.
+func isInertAnnotation(line string) bool {
+	switch strings.TrimSpace(line) {
+	case "-- +goose Up", "-- +goose StatementBegin", "-- +goose StatementEnd":
+		return true
+	}
+	return false
 }
 
-// withoutAnnotations is a migration file less its goose annotation lines:
-// the SQL the earlier runner ran, byte for byte, for the files it ran.
+// withoutAnnotations is a migration file less its inert goose annotation
+// lines: the SQL the earlier runner ran, byte for byte, for the files it
+// ran.
 func withoutAnnotations(file string) string {
 	var b strings.Builder
 	for line := range strings.Lines(file) {
-		if !isAnnotation(line) {
+		if !isInertAnnotation(line) {
 			b.WriteString(line)
 		}
 	}
 	return b.String()
 }
 
-// checksumOf is the hex SHA-256 of a migration's SQL, its annotations left
-// out: annotating a committed file does not change what it does, nor its
-// checksum.
+// checksumOf is the hex SHA-256 of a migration's file, its inert
+// annotations left out: annotating a committed file with them does not
+// change what it does, nor its checksum.
 func checksumOf(file string) string {
 	sum := sha256.Sum256([]byte(withoutAnnotations(file)))
 	return hex.EncodeToString(sum[:])
 }
+
+// ErrMigrationsRefused is what Migrate answers when the database and the
+// build disagree about what was applied (a file changed since, a version
+// the earlier runner recorded otherwise): nothing is applied, and only a
+// human can mend it. pixd migrate status names the disagreement.
+var ErrMigrationsRefused = errors.New("migrations refused")
 
 // migrationLockKey is the seed of the advisory lock concurrent migrators
 // of a schema take turns on: hashed with the schema's name (see TryLock in
@@ -157,6 +172,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) ([]string, err
 	}
 	r := runner{db: sqlDB, versions: extended, files: files, locker: advisoryLocker{key: migrationLockKey, wait: migrationLockWait}}
 	if err := r.prepare(ctx); err != nil {
+		if errors.Is(err, ErrMigrationsRefused) {
+			return nil, err // a human's to mend: no retry helps
+		}
 		return nil, classify(err)
 	}
 	provider, err := goose.NewProvider(goose.DialectCustom, sqlDB, fsys,
@@ -290,7 +308,7 @@ func (r runner) adoptLegacy(ctx context.Context, tx *sql.Tx) error {
 		}
 		f, ok := files[m.Version]
 		if !ok || f.Name != m.Name {
-			return fmt.Errorf("take over schema_migrations: it records migration %d as %s, which this build does not have", m.Version, m.Name)
+			return fmt.Errorf("%w: take over schema_migrations: it records migration %d as %s, which this build does not have", ErrMigrationsRefused, m.Version, m.Name)
 		}
 		if _, err := tx.ExecContext(ctx, migrateSQL.RecordChecksum, f.Version, f.Name, f.Checksum); err != nil {
 			return fmt.Errorf("take over schema_migrations: checksum of %s: %w", f.Name, err)
@@ -318,8 +336,8 @@ func (r runner) refuseChanged(ctx context.Context, tx *sql.Tx) error {
 		}
 	}
 	if len(changed) > 0 {
-		return fmt.Errorf("migrations changed since they were applied: %s (a committed migration is never edited; see pixd migrate status and docs/operations.md)",
-			strings.Join(changed, ", "))
+		return fmt.Errorf("%w: migrations changed since they were applied: %s (a committed migration is never edited; see pixd migrate status and docs/operations.md)",
+			ErrMigrationsRefused, strings.Join(changed, ", "))
 	}
 	return nil
 }
@@ -338,6 +356,18 @@ func (s checksummedStore) Insert(ctx context.Context, db database.DBTxConn, req 
 	if f, ok := s.files[req.Version]; ok {
 		if _, err := db.ExecContext(ctx, migrateSQL.RecordChecksum, f.Version, f.Name, f.Checksum); err != nil {
 			return fmt.Errorf("record the checksum of %s: %w", f.Name, err)
+		}
+		// A database the earlier runner migrated keeps its schema_migrations
+		// in step: a binary of before goose (a rollback) finds every
+		// migration it has applied, and runs none of them again.
+		var legacy bool
+		if err := db.QueryRowContext(ctx, migrateSQL.TableExists, "schema_migrations").Scan(&legacy); err != nil {
+			return fmt.Errorf("look for schema_migrations: %w", err)
+		}
+		if legacy {
+			if _, err := db.ExecContext(ctx, migrateSQL.RecordLegacy, f.Version, f.Name); err != nil {
+				return fmt.Errorf("record %s in schema_migrations: %w", f.Name, err)
+			}
 		}
 	}
 	return s.StoreExtender.Insert(ctx, db, req)
@@ -399,7 +429,7 @@ func (l advisoryLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error
 
 // migrateSQL holds the statements of queries/migrate.sql.
 var migrateSQL struct {
-	TryLock, Unlock, TableExists, CreateChecksumTable, RecordChecksum, LegacyApplied, AdoptLegacy, Applied, InvalidIndexes string
+	TryLock, Unlock, TableExists, CreateChecksumTable, RecordChecksum, LegacyApplied, AdoptLegacy, RecordLegacy, Applied, InvalidIndexes string
 }
 
 func init() { bindQueries("migrate.sql", &migrateSQL) }
@@ -419,6 +449,10 @@ type MigrationState struct {
 	// when the migration was applied, "" when none was (the database was
 	// not taken over from the earlier runner yet).
 	Checksum, RecordedChecksum string
+	// LegacyName is the name the earlier runner's schema_migrations records
+	// for a migration still to be taken over: pixd migrate refuses one that
+	// is not the build's file's.
+	LegacyName string
 }
 
 // Changed is whether the build's file differs from the one applied.
@@ -468,6 +502,8 @@ func (r MigrationReport) Problems() []string {
 			out = append(out, fmt.Sprintf("%s changed since it was applied (sha256 %s then, %s in this build)", m.Name, m.RecordedChecksum, m.Checksum))
 		case m.Applied && !m.InBuild:
 			out = append(out, fmt.Sprintf("%s (version %d) is applied but not in this build: a newer build migrated the database", m.Name, m.Version))
+		case m.LegacyName != "" && m.InBuild && m.LegacyName != m.Name:
+			out = append(out, fmt.Sprintf("schema_migrations records version %d as %s, but this build's file is %s: pixd migrate refuses to take the database over", m.Version, m.LegacyName, m.Name))
 		case !m.Applied && m.Version < newest:
 			out = append(out, fmt.Sprintf("%s is pending below the newest applied version %d: goose applies no migration out of order", m.Name, newest))
 		}
@@ -523,6 +559,7 @@ func readStatus(ctx context.Context, q database.DBTxConn, files []Migration) (Mi
 		}
 		for _, m := range earlier {
 			if !slices.ContainsFunc(applied, func(s MigrationState) bool { return s.Version == m.Version }) {
+				m.LegacyName = m.Name
 				applied, report.Legacy = append(applied, m), true
 			}
 		}
@@ -539,7 +576,7 @@ func readStatus(ctx context.Context, q database.DBTxConn, files []Migration) (Mi
 		if !ok {
 			s = MigrationState{Version: a.Version, Name: a.Name}
 		}
-		s.Applied, s.AppliedAt, s.RecordedChecksum = true, a.AppliedAt, a.RecordedChecksum
+		s.Applied, s.AppliedAt, s.RecordedChecksum, s.LegacyName = true, a.AppliedAt, a.RecordedChecksum, a.LegacyName
 		byVersion[a.Version] = s
 	}
 	for _, s := range byVersion {

@@ -57,7 +57,7 @@ func checksumProblems(files []db.Migration, recorded map[string]string) []string
 			out = append(out, fmt.Sprintf("migrations/%s has no line in migrations/SHA256SUMS: add the line %q", f.Name, f.Checksum+"  "+f.Name))
 		case sum != f.Checksum:
 			out = append(out, fmt.Sprintf("migrations/%s changed since it was committed (sha256 %s, recorded %s): "+
-				"a committed migration is never edited (only goose annotation lines may be added); add a new one", f.Name, f.Checksum, sum))
+				"a committed migration is never edited (only the inert annotations -- +goose Up, StatementBegin and StatementEnd may be added); add a new one", f.Name, f.Checksum, sum))
 		}
 	}
 	for name := range recorded {
@@ -337,8 +337,9 @@ func namesAbove(t *testing.T, v int64) []string {
 // migrated up to upTo, and checks that nothing ran again: only the
 // migrations above upTo were applied, goose's table holds each of the
 // earlier runner's once with the time it was applied then, the rows are
-// intact, schema_migrations is kept as it was, and the schema is the one a
-// fresh migration makes.
+// intact, schema_migrations keeps its rows and gains those of the
+// migrations goose applied (a binary of before goose, a rollback, finds them
+// applied), and the schema is the one a fresh migration makes.
 func takeOver(t *testing.T, upTo int64) {
 	ctx := context.Background()
 	pool := openPool(t, dbtest.EmptyURL(t))
@@ -355,7 +356,13 @@ func takeOver(t *testing.T, upTo int64) {
 	seeded := gooseRows(t, pool)
 	require.Len(t, seeded, len(legacyBefore)+len(applied), "one row per migration in goose's table")
 	require.Equal(t, legacyBefore, seeded[:len(legacyBefore)], "goose's table holds the earlier runner's migrations, as and when they were applied")
-	require.Equal(t, legacyBefore, legacyRows(t, pool), "schema_migrations is kept, unchanged")
+	legacyAfter := legacyRows(t, pool)
+	require.Equal(t, legacyBefore, legacyAfter[:len(legacyBefore)], "schema_migrations keeps the earlier runner's rows")
+	var mirrored []string
+	for _, r := range legacyAfter[len(legacyBefore):] {
+		mirrored = append(mirrored, r.Name)
+	}
+	require.Equal(t, applied, mirrored, "and records what goose applied, for a binary of before goose")
 	require.Equal(t, rowsBefore, rowsOf(t, pool))
 	require.Equal(t, freshCatalog(t), catalog(t, pool))
 
@@ -403,7 +410,7 @@ func TestMigrateAdoptsWhatTheEarlierRunnerAppliedAfterTheTakeover(t *testing.T) 
 	applied, err = db.Migrate(ctx, pool)
 	require.NoError(t, err)
 	require.Equal(t, namesAbove(t, legacyLastVersion), applied)
-	require.Equal(t, legacyRows(t, pool), gooseRows(t, pool)[:legacyLastVersion])
+	require.Equal(t, legacyRows(t, pool)[:legacyLastVersion], gooseRows(t, pool)[:legacyLastVersion])
 	require.Equal(t, freshCatalog(t), catalog(t, pool))
 }
 

@@ -38,8 +38,20 @@ func check(status int, e apiError, what string) error {
 	case status == http.StatusUnauthorized, status == http.StatusForbidden, status == http.StatusRequestTimeout,
 		status == http.StatusTooManyRequests, status >= 500:
 		return cli.WithStatus(cli.ExitUnavailable, err)
+	case (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) && !resourceRefusal(e):
+		// No such route here (a router's own 404 or 405, or no envelope: a
+		// gateway, another listener): the question never reached the
+		// service, which is no answer about what was asked.
+		return cli.WithStatus(cli.ExitUnavailable, fmt.Errorf("%w (no such route here: the wrong URL, or a listener without it?)", err))
 	}
 	return cli.WithStatus(cli.ExitProblem, err)
+}
+
+// resourceRefusal reports whether e is the service's answer about what was
+// asked for (pix_credit_not_found, refund_not_found, ...), not its router's
+// "no such route" (not_found, method_not_allowed) or no envelope at all.
+func resourceRefusal(e apiError) bool {
+	return e.Error != nil && e.Error.Code != "" && e.Error.Code != "not_found" && e.Error.Code != "method_not_allowed"
 }
 
 // unavailable marks err as no answer to trust (exit status 3).
@@ -305,7 +317,9 @@ var errUnbalanced = errors.New("the books do not balance")
 // reconcile prints the books' check and fails when they don't balance.
 func reconcile(ctx context.Context, c *apiClient, asJSON bool, out io.Writer) error {
 	var v struct {
-		Balanced bool `json:"balanced"`
+		// A pointer: an answer without it (another service's, a gateway's
+		// {}) is no check of the books, neither balanced nor not.
+		Balanced *bool `json:"balanced"`
 		Report   struct {
 			UnbalancedAccounts   []string `json:"unbalanced_accounts"`
 			DoneWithoutCredit    []string `json:"done_without_credit"`
@@ -318,12 +332,14 @@ func reconcile(ctx context.Context, c *apiClient, asJSON bool, out io.Writer) er
 	switch {
 	case err != nil:
 		return err
+	case v.Balanced == nil:
+		return unavailable(fmt.Errorf("reconcile: the answer has no \"balanced\": not the books' check (is %s the PIX API?)", c.base))
 	case asJSON:
-		if err := printJSON(out, raw); err != nil || v.Balanced {
+		if err := printJSON(out, raw); err != nil || *v.Balanced {
 			return err
 		}
 		return errUnbalanced
-	case v.Balanced:
+	case *v.Balanced:
 		fmt.Fprintln(out, "the books balance: every balance = opening + its movements (credits, transfers and their refunds, devoluções and their reversals); every done inbox row has its credit and every credit its done row; no PIX's refunds exceed its credit, nor does a PSP's notice contradict a final refund")
 		return nil
 	}

@@ -8,8 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // refund is a devolução (the return of a PIX received) as the API answers
@@ -64,7 +67,9 @@ up with the admin view of the PIX).
 		fs.StringVar(&o.endToEndID, "e2e", "", "the end_to_end_id of the PIX received to return (required)")
 		fs.Int64Var(&o.amount, "amount", 0, "how much to return, in centavos: 1000 is R$ 10,00 (required)")
 		fs.StringVar(&o.reason, "reason", "", "why, at most 140 characters (the devolução's descricao)")
-		fs.StringVar(&o.key, "key", "", "the Idempotency-Key, a UUID (default: a new one, printed)")
+		fs.StringVar(&o.key, "key", "", "the Idempotency-Key, a UUID (default: one derived from -e2e, -amount and -reason, printed before\n"+
+			"the request: the same command run again after a lost answer is the same request, never a second\n"+
+			"devolução; a second devolução of the same amount and reason takes a new UUID here)")
 		fs.StringVar(&o.account, "account", "", "the account the PIX was credited to, which a minted token acts for (default: looked up)")
 		return func(ctx context.Context, inv *invocation, args []string) error {
 			switch {
@@ -79,7 +84,7 @@ up with the admin view of the PIX).
 			if err != nil {
 				return err
 			}
-			return refundPIX(ctx, c, o, inv.out)
+			return refundPIX(ctx, c, o, inv.out, inv.errOut)
 		}
 	},
 }
@@ -90,11 +95,15 @@ type refundOptions struct {
 	amount                           int64
 }
 
-// refundPIX is pixctl refund: it posts the devolução and prints it.
-func refundPIX(ctx context.Context, c *apiClient, o refundOptions, out io.Writer) error {
+// refundPIX is pixctl refund: it posts the devolução and prints it. The
+// Idempotency-Key is told (on errOut) before the request goes: an answer
+// lost after the API debited is asked again under it, never under a new
+// one (a second debit).
+func refundPIX(ctx context.Context, c *apiClient, o refundOptions, out, errOut io.Writer) error {
 	if o.key == "" {
-		o.key = newKey()
+		o.key = refundKey(o)
 	}
+	fmt.Fprintf(errOut, "Idempotency-Key %s: after a lost answer run the same command again (or pass -key %s): the API answers what it did, nothing debited twice\n", o.key, o.key)
 	acting, err := actingForCredit(ctx, c, o.account, o.endToEndID)
 	if err != nil {
 		return err
@@ -107,7 +116,12 @@ func refundPIX(ctx context.Context, c *apiClient, o refundOptions, out io.Writer
 	status, h, err := acting.callWith(ctx, http.MethodPost, "/pix/credits/"+url.PathEscape(o.endToEndID)+"/refunds",
 		http.Header{"Idempotency-Key": {o.key}}, body, &r)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (the devolução may have been made: ask again with Idempotency-Key %s)", err, o.key)
+	}
+	if status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests {
+		if err := check(status, r.apiError, "refund "+o.endToEndID); err != nil {
+			return fmt.Errorf("%w (ask again with Idempotency-Key %s)", err, o.key)
+		}
 	}
 	replay := h.Get("X-Idempotent-Replay") == "true"
 	if err := check(status, r.apiError, "refund "+o.endToEndID); err != nil {
@@ -126,6 +140,16 @@ func refundPIX(ctx context.Context, c *apiClient, o refundOptions, out io.Writer
 	_, err = fmt.Fprintf(out, "\nfollow it: pixctl refund-status -account %s -wait 30s %s\n", r.AccountID, r.ID)
 	return err
 }
+
+// refundKey is the Idempotency-Key of a devolução pixctl refund asks for
+// without -key: a UUID (version 5) of what it asks (the PIX, the amount,
+// the reason), so that the same command asked again is the same request.
+func refundKey(o refundOptions) string {
+	return uuid.NewSHA1(refundKeySpace, []byte(o.endToEndID+"\x00"+strconv.FormatInt(o.amount, 10)+"\x00"+o.reason)).String()
+}
+
+// refundKeySpace is the UUID namespace of refundKey's keys.
+var refundKeySpace = uuid.MustParse("5b0a6b4e-6f0c-4c8e-9a51-1f6a3d2e9c07")
 
 // actingForCredit is c acting for account, when one is named, else, when
 // pixctl mints the token, for the account the PIX endToEndID was credited

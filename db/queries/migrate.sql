@@ -53,6 +53,12 @@ SELECT version::bigint, name, applied_at FROM schema_migrations ORDER BY version
 -- $2 applied_at.
 INSERT INTO goose_db_version (version_id, is_applied, tstamp) VALUES ($1, true, $2::timestamptz AT TIME ZONE 'UTC')
 
+-- name: RecordLegacy
+-- A migration goose applied, in the earlier runner's table too, for a
+-- database that runner migrated: a binary of before goose then finds it
+-- applied. $1 version, $2 name.
+INSERT INTO schema_migrations (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING
+
 -- name: Applied
 -- The applied migrations: goose's latest row of each version (goose
 -- deletes the row of a migration it rolls back), with the checksum

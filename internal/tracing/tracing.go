@@ -150,7 +150,7 @@ func New(ctx context.Context, s Settings, serviceName string) (*Provider, error)
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("tracing resource: %w", err)
 	}
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(spanLimits(os.Getenv))}
 	for _, name := range s.Exporters {
 		exporter, err := newExporter(ctx, name, s)
 		if err != nil {
@@ -162,6 +162,24 @@ func New(ctx context.Context, s Settings, serviceName string) (*Provider, error)
 	// whose parent is sampled (or that has no parent).
 	sdk := sdktrace.NewTracerProvider(opts...)
 	return &Provider{tp: redacting{sdk}, sdk: sdk, service: serviceName}, nil
+}
+
+// DefaultAttributeValueLength bounds each span attribute's value (the
+// SDK's own default is no bound) unless OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT
+// or OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT sets one: a request's user agent,
+// host and path are the caller's text, and a span must not carry 64 KiB of
+// it to the collector (a batch over its request limit loses every span in
+// it).
+const DefaultAttributeValueLength = 256
+
+// spanLimits are the SDK's limits from the OTEL_SPAN_* and OTEL_ATTRIBUTE_*
+// variables, with DefaultAttributeValueLength when none bounds the values.
+func spanLimits(getenv func(string) string) sdktrace.SpanLimits {
+	limits := sdktrace.NewSpanLimits()
+	if getenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT") == "" && getenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT") == "" {
+		limits.AttributeValueLengthLimit = DefaultAttributeValueLength
+	}
+	return limits
 }
 
 func newExporter(ctx context.Context, name string, s Settings) (sdktrace.SpanExporter, error) {
