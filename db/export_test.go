@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pixbank/pix/internal/pix"
 )
 
 // InTxForTest runs fn as the store's transactions run, with attempts tries
@@ -39,3 +40,25 @@ func WithoutAnnotations(file string) string { return withoutAnnotations(file) }
 
 // OldestPendingAgeSQL is the statement of Store.OldestPendingAge.
 func OldestPendingAgeSQL() string { return creditSQL.OldestPendingAge }
+
+// ReceiveCallForTest is one request's deliveries in a group (batch: an API
+// Pix request), and its answer once ReceiveGroupForTest wrote the group.
+type ReceiveCallForTest struct {
+	Notifications []pix.Notification
+	Batch         bool
+	Receipts      []pix.Receipt
+	Err           error
+}
+
+// ReceiveGroupForTest writes calls as the group commit writes a group it
+// gathered.
+func ReceiveGroupForTest(ctx context.Context, s *Store, calls []*ReceiveCallForTest) {
+	inner := make([]*receiveCall, len(calls))
+	for i, c := range calls {
+		inner[i] = &receiveCall{notifications: c.Notifications, batch: c.Batch}
+	}
+	s.receiveGroup(ctx, inner)
+	for i, c := range inner {
+		calls[i].Receipts, calls[i].Err = c.receipts, c.err
+	}
+}

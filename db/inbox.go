@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -91,11 +90,18 @@ func (s *Store) InboxQueue() DueQueue {
 // amount or recipient under the same end_to_end_id is pix.ErrPayloadMismatch
 // and changes nothing.
 func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error) {
-	r, stored, err := scanReceipt(s.pool.QueryRow(ctx, creditSQL.Receive, receiveArgs(n, tracing.Traceparent(ctx))...), n)
+	r, err := s.receive(ctx, n, tracing.Traceparent(ctx))
+	if err == nil && r.MadeDue() {
+		s.wake(DueChannel)
+	}
+	return r, err
+}
+
+// receive is Receive, with the traceparent of the request it serves, and
+// without the wake.
+func (s *Store) receive(ctx context.Context, n pix.Notification, traceparent *string) (pix.Receipt, error) {
+	r, stored, err := scanReceipt(s.pool.QueryRow(ctx, creditSQL.Receive, receiveArgs(n, traceparent)...), n)
 	if err != nil || stored {
-		if err == nil && r.MadeDue() {
-			s.wake(DueChannel)
-		}
 		return r, err
 	}
 	return creditedBefore(ctx, s.pool, n)
@@ -110,57 +116,25 @@ func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, e
 // redelivery of it (the sort is stable). The first refusal is returned as
 // a *pix.ItemError naming the item by its place in the request.
 func (s *Store) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.Receipt, error) {
-	order := make([]int, len(ns))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(ns[a].EndToEndID, ns[b].EndToEndID) })
-	receipts := make([]pix.Receipt, len(ns))
-	traceparent := tracing.Traceparent(ctx)
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		batch := &pgx.Batch{}
-		for _, i := range order {
-			batch.Queue(creditSQL.Receive, receiveArgs(ns[i], traceparent)...)
-		}
-		results := tx.SendBatch(ctx, batch)
-		// A delivery that stored nothing is looked up in pix_credits once
-		// the batch's results are read (one conversation at a time on the
-		// transaction's connection).
-		var unstored []int
-		for _, i := range order {
-			r, stored, err := scanReceipt(results.QueryRow(), ns[i])
-			if err != nil {
-				// The first failure in execution order is the cause; the
-				// statements after it only found the transaction aborted.
-				results.Close() //nolint:errcheck // the item's error is the one to report
-				return &pix.ItemError{Index: i, Err: err}
-			}
-			if !stored {
-				unstored = append(unstored, i)
-				continue
-			}
-			receipts[i] = r
-		}
-		if err := results.Close(); err != nil {
-			return err
-		}
-		slices.Sort(unstored)
-		for _, i := range unstored {
-			r, err := creditedBefore(ctx, tx, ns[i])
-			if err != nil {
-				return &pix.ItemError{Index: i, Err: err}
-			}
-			receipts[i] = r
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if slices.ContainsFunc(receipts, pix.Receipt.MadeDue) {
+	receipts, err := s.receiveBatch(ctx, ns, tracing.Traceparent(ctx))
+	if err == nil && slices.ContainsFunc(receipts, pix.Receipt.MadeDue) {
 		s.wake(DueChannel)
 	}
-	return receipts, nil
+	return receipts, err
+}
+
+// receiveBatch is ReceiveBatch, with the traceparent of the request it
+// serves, and without the wake: one call of a group of its own.
+func (s *Store) receiveBatch(ctx context.Context, ns []pix.Notification, traceparent *string) ([]pix.Receipt, error) {
+	c := &receiveCall{notifications: ns, batch: true, traceparent: traceparent}
+	culprit, err := s.receiveTogether(ctx, []*receiveCall{c})
+	switch {
+	case culprit != nil:
+		return nil, culprit.groupErr
+	case err != nil:
+		return nil, err
+	}
+	return c.receipts, c.err
 }
 
 // Redrive puts a failed row back to pending in a new drive, due for

@@ -57,11 +57,20 @@ type Config struct {
 	// dev server's UI of make run, which has no login to send.
 	CodecAuthRequired bool
 
-	HTTPAddr              string
-	HTTPReadTimeout       time.Duration
-	HTTPWriteTimeout      time.Duration
-	HTTPIdleTimeout       time.Duration
-	RequestTimeout        time.Duration
+	HTTPAddr         string
+	HTTPReadTimeout  time.Duration
+	HTTPWriteTimeout time.Duration
+	HTTPIdleTimeout  time.Duration
+	RequestTimeout   time.Duration
+	// WebhookGroup* shape the group commit of the webhooks' inserts
+	// (docs/architecture.md, "Group commit"): Writers transactions at once,
+	// each of at most MaxRows deliveries, a writer that found company
+	// waiting Window for more (0: none); beyond QueueMaxRows deliveries
+	// waiting, a webhook is answered 503 with Retry-After at once.
+	WebhookGroupWriters   int
+	WebhookGroupMaxRows   int
+	WebhookGroupWindow    time.Duration
+	WebhookQueueMaxRows   int
 	ShutdownTimeout       time.Duration
 	ShutdownReadyzDelay   time.Duration
 	WorkerStopTimeout     time.Duration
@@ -165,6 +174,10 @@ func Default() Config {
 		HTTPWriteTimeout:      10 * time.Second,
 		HTTPIdleTimeout:       120 * time.Second,
 		RequestTimeout:        5 * time.Second,
+		WebhookGroupWriters:   4,
+		WebhookGroupMaxRows:   64,
+		WebhookGroupWindow:    0,
+		WebhookQueueMaxRows:   4096,
 		ShutdownTimeout:       20 * time.Second,
 		ShutdownReadyzDelay:   5 * time.Second,
 		WorkerStopTimeout:     15 * time.Second,
@@ -380,6 +393,17 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	dur("HTTP_WRITE_TIMEOUT", &c.HTTPWriteTimeout)
 	dur("HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout)
 	dur("HTTP_REQUEST_TIMEOUT", &c.RequestTimeout)
+	integer("WEBHOOK_GROUP_WRITERS", 1, 256, func(n int64) { c.WebhookGroupWriters = int(n) })
+	integer("WEBHOOK_GROUP_MAX_ROWS", 1, 10_000, func(n int64) { c.WebhookGroupMaxRows = int(n) })
+	if v, ok := lookup("WEBHOOK_GROUP_WINDOW"); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > time.Second {
+			errs = append(errs, fmt.Errorf("WEBHOOK_GROUP_WINDOW: %q is not a duration from 0 to 1s such as 1ms (0: no wait)", v))
+		} else {
+			c.WebhookGroupWindow = d
+		}
+	}
+	integer("WEBHOOK_QUEUE_MAX_ROWS", 1, 1_000_000, func(n int64) { c.WebhookQueueMaxRows = int(n) })
 	dur("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 	if v, ok := lookup("SHUTDOWN_READYZ_DELAY"); ok {
 		d, err := time.ParseDuration(v)
@@ -488,6 +512,12 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	}
 	if c.PSPRetryMax < c.PSPRetryInitial {
 		errs = append(errs, errors.New("PSP_RETRY_MAX_INTERVAL: must be at least PSP_RETRY_INITIAL_INTERVAL"))
+	}
+	if c.WebhookQueueMaxRows < c.WebhookGroupMaxRows {
+		errs = append(errs, errors.New("WEBHOOK_QUEUE_MAX_ROWS: must be at least WEBHOOK_GROUP_MAX_ROWS (the queue holds a group)"))
+	}
+	if int32(c.WebhookGroupWriters) >= c.DatabaseMaxConns {
+		errs = append(errs, errors.New("WEBHOOK_GROUP_WRITERS: must be less than DATABASE_MAX_CONNS (each writer holds a connection; the other routes need some)"))
 	}
 	if c.IdempotencyKeyTTL <= c.IdempotencyLockTimeout {
 		errs = append(errs, errors.New("IDEMPOTENCY_KEY_TTL: must be longer than IDEMPOTENCY_LOCK_TIMEOUT"))

@@ -65,6 +65,37 @@ func (w *Webhooks) Stored(format string, duplicate bool) {
 // Rejected counts one refused webhook request.
 func (w *Webhooks) Rejected(code string) { w.rejected.WithLabelValues(code).Inc() }
 
+// GroupCommit observes the group commit of the webhooks' inserts: how many
+// requests and deliveries each transaction held.
+type GroupCommit struct {
+	calls, rows prometheus.Histogram
+}
+
+// NewGroupCommit registers the group commit's histograms on r.
+func NewGroupCommit(r *prometheus.Registry) *GroupCommit {
+	buckets := []float64{1, 2, 4, 8, 16, 32, 64, 128, 256}
+	g := &GroupCommit{
+		calls: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "pix_webhook_group_requests",
+			Help:    "Webhook requests whose inserts one transaction (one commit) held: 1 when the API is idle, more under load.",
+			Buckets: buckets,
+		}),
+		rows: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "pix_webhook_group_rows",
+			Help:    "PIX deliveries one group commit's transaction held.",
+			Buckets: buckets,
+		}),
+	}
+	r.MustRegister(g.calls, g.rows)
+	return g
+}
+
+// Observe records one group written.
+func (g *GroupCommit) Observe(calls, rows int) {
+	g.calls.Observe(float64(calls))
+	g.rows.Observe(float64(rows))
+}
+
 // Worker counts what the worker's activities did. A nil *Worker counts
 // nothing. Activities run at least once: a retried activity whose first
 // run's answer was lost counts twice.

@@ -27,9 +27,11 @@ import (
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/internal/groupcommit"
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/outbox"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tracing"
 	"github.com/pixbank/pix/internal/webhooksig"
@@ -46,6 +48,7 @@ type App struct {
 	// Metrics is the process's Prometheus registry.
 	Metrics       *prometheus.Registry
 	webhooks      *metrics.Webhooks
+	groupCommit   *metrics.GroupCommit
 	workerMetrics *metrics.Worker
 	// closeSDKMetrics stops the Temporal SDK metrics' reporting loop.
 	closeSDKMetrics io.Closer
@@ -150,6 +153,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		payloadCodec: payloadCodec, tracing: traces, ownTracing: ownTracing}
 	metrics.RegisterDatabaseGauges(a.Metrics, a.Store, log)
 	a.webhooks = metrics.NewWebhooks(a.Metrics)
+	a.groupCommit = metrics.NewGroupCommit(a.Metrics)
 	a.workerMetrics = metrics.NewWorker(a.Metrics)
 	return a, nil
 }
@@ -372,7 +376,15 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 		return err
 	}
 	var draining atomic.Bool
+	receiver, err := db.NewReceiver(a.Store, groupcommit.Options{
+		Writers: a.Cfg.WebhookGroupWriters, MaxRows: a.Cfg.WebhookGroupMaxRows, Window: a.Cfg.WebhookGroupWindow,
+		QueueRows: a.Cfg.WebhookQueueMaxRows, WriteTimeout: a.Cfg.RequestTimeout, Observe: a.groupCommit.Observe,
+	})
+	if err != nil {
+		return err
+	}
 	deps := a.apiDeps(draining.Load, tokens)
+	deps.Store = groupCommitted{Store: a.Store, receiver: receiver}
 	authorizeAdmin := api.AuthorizeAdmin(deps)
 	codecAuthorize := func(r *http.Request) bool { return authorizeAdmin(r) == nil }
 	if !a.Cfg.CodecAuthRequired {
@@ -431,7 +443,32 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 		}
 		httpServers[i] = srv
 	}
-	return a.withWaker(ctx, func(ctx context.Context) error { return a.serve(ctx, servers, httpServers, &draining) })
+	return a.withWaker(ctx, func(ctx context.Context) error {
+		// The group commit's writers outlive the servers' drain: the
+		// requests in flight are answered from their commits.
+		receiverCtx, stopReceiver := context.WithCancel(context.WithoutCancel(ctx))
+		received := make(chan error, 1)
+		go func() { received <- receiver.Run(receiverCtx) }()
+		err := a.serve(ctx, servers, httpServers, &draining)
+		stopReceiver()
+		return errors.Join(err, <-received)
+	})
+}
+
+// groupCommitted is the store of the API's handlers: the webhooks'
+// deliveries go through the group commit (db.Receiver), everything else
+// straight to the store.
+type groupCommitted struct {
+	*db.Store
+	receiver *db.Receiver
+}
+
+func (s groupCommitted) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error) {
+	return s.receiver.Receive(ctx, n)
+}
+
+func (s groupCommitted) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.Receipt, error) {
+	return s.receiver.ReceiveBatch(ctx, ns)
 }
 
 // listener is one of the API's listeners and the route classes it serves.
