@@ -62,3 +62,6 @@ func ReceiveGroupForTest(ctx context.Context, s *Store, calls []*ReceiveCallForT
 		calls[i].Receipts, calls[i].Err = c.receipts, c.err
 	}
 }
+
+// ReceiverQueued is how many deliveries wait for r's writers.
+func ReceiverQueued(r *Receiver) int { return r.group.Queued() }

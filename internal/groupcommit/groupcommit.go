@@ -125,6 +125,9 @@ func (g *Committer[C]) Do(ctx context.Context, call C, rows int) error {
 	}
 }
 
+// Queued is how many rows wait for a writer now.
+func (g *Committer[C]) Queued() int { return int(g.queued.Load()) }
+
 // Run writes groups with Options.Writers writers until ctx ends; then it
 // lets the groups being written finish, answers the calls still queued
 // ErrStopped, and returns. Start it before the first Do and stop it after
