@@ -324,7 +324,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		st := StepReport{Rate: rate, Arrivals: res.Arrivals, Requests: res.Requests, AcceptedPerSec: res.AcceptedPerSecond(),
 			AckP50Ms: quantileMs(res, 50), AckP99Ms: quantileMs(res, 99), AckP999Ms: quantileMs(res, 99.9),
 			Errors: res.Errors, Unacked: res.Unacked}
-		st.CPU = cpuReport(use, res.Requests)
+		st.CPU = cpuReport(use, res.Requests).withProcesses(use, procs, res.Requests)
 		rep.Steps = append(rep.Steps, st)
 		say("  accepted %.0f/s, ack p50 %.1f ms p99 %.1f ms p99.9 %.1f ms, errors %v, unacknowledged %d",
 			st.AcceptedPerSec, st.AckP50Ms, st.AckP99Ms, st.AckP999Ms, st.Errors, st.Unacked)
@@ -372,7 +372,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if rep.DrainCPU = cpuReport(drainUse, creditedAfter-creditedBefore); rep.DrainCPU != nil {
+	if rep.DrainCPU = cpuReport(drainUse, creditedAfter-creditedBefore).withProcesses(drainUse, procs, creditedAfter-creditedBefore); rep.DrainCPU != nil {
 		say("  CPU per credit over the drain: %s", rep.DrainCPU)
 	}
 	times, err := load.Times(ctx, pool, session)

@@ -126,7 +126,7 @@ func printReplicaCost(w io.Writer, rc *ReplicaCost) {
 
 func withUnit(v float64, unit string) string {
 	if unit == "/s" {
-		if v < 1000 {
+		if v < 100 {
 			return fmt.Sprintf("%.1f/s", v)
 		}
 		return thousands(v) + "/s"

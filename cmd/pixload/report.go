@@ -98,6 +98,15 @@ type CPUReport struct {
 	Utilisation   float64         `json:"utilisation"`
 	StealMicrosOp float64         `json:"steal_micros_per_op"`
 	Shares        []load.CPUShare `json:"shares"`
+	// Processes are the watched processes' own CPU per operation (-watch):
+	// how the work spread over the replicas.
+	Processes []ProcessShare `json:"processes,omitempty"`
+}
+
+// ProcessShare is one watched process's CPU per operation.
+type ProcessShare struct {
+	load.Process
+	MicrosOp float64 `json:"micros_per_op"`
 }
 
 // StepReport is one rate of the sweep.
@@ -202,6 +211,17 @@ func cpuReport(u *load.CPUUse, ops int64) *CPUReport {
 		StealMicrosOp: float64(u.Steal.Microseconds()) / float64(ops), Shares: shares}
 }
 
+// withProcesses adds the watched processes' own CPU per operation.
+func (r *CPUReport) withProcesses(u *load.CPUUse, procs []load.Process, ops int64) *CPUReport {
+	if r == nil || u == nil || ops <= 0 {
+		return r
+	}
+	for _, p := range procs {
+		r.Processes = append(r.Processes, ProcessShare{p, float64(u.ByPID[p.PID].Microseconds()) / float64(ops)})
+	}
+	return r
+}
+
 // share is the named groups' CPU per operation (0 when absent).
 func (r *CPUReport) share(names ...string) float64 {
 	var sum float64
@@ -216,8 +236,16 @@ func (r *CPUReport) share(names ...string) float64 {
 }
 
 func (r *CPUReport) String() string {
-	return fmt.Sprintf("%.0f µs (%s); machine %.0f%% busy, steal %.0f µs",
+	s := fmt.Sprintf("%.0f µs (%s); machine %.0f%% busy, steal %.0f µs",
 		r.MicrosPerOp, load.FormatShares(r.Shares), 100*r.Utilisation, r.StealMicrosOp)
+	if len(r.Processes) > 0 {
+		parts := make([]string, len(r.Processes))
+		for i, p := range r.Processes {
+			parts[i] = fmt.Sprintf("%s %d %.0f µs", p.Role, p.PID, p.MicrosOp)
+		}
+		s += "; by process: " + strings.Join(parts, ", ")
+	}
+	return s
 }
 
 // ingestCPUBound works out how many webhooks per second the machine's CPUs

@@ -145,7 +145,7 @@ func runSoak(ctx context.Context, f flags, pool *pgxpool.Pool, procs []load.Proc
 	sr.Lost, sr.Unbalanced = rep.Invariants.AckedMissing, rep.Invariants.UnbalancedAccounts
 	if cpuErr == nil && cpuAfterErr == nil {
 		use := cpuAfter.Since(cpuBefore)
-		sr.CPU = cpuReport(&use, int64(times.Credits))
+		sr.CPU = cpuReport(&use, int64(times.Credits)).withProcesses(&use, procs, int64(times.Credits))
 		sr.CPUSeconds = cpuSeconds(use, 0.01)
 	}
 	rep.CreditsPerSec, rep.DrainSeconds = sr.CreditsPerSec, sr.DrainSeconds

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -69,11 +70,14 @@ func summarize(paths []string, w io.Writer) error {
 		if rep.Soak != nil {
 			printSoak(w, rep.Soak)
 		}
-		status := "invariants hold"
+	}
+	fmt.Fprintln(w, "\ninvariants")
+	for _, rep := range reps {
+		status := fmt.Sprintf("hold (%d PIX, %d credits)", rep.Invariants.InboxRows, rep.Invariants.Credits)
 		if len(rep.Violations) > 0 {
-			status = fmt.Sprintf("INVARIANTS VIOLATED: %v", rep.Violations)
+			status = "VIOLATED: " + strings.Join(rep.Violations, "; ")
 		}
-		fmt.Fprintf(w, "%s: %s\n", rep.name(), status)
+		fmt.Fprintf(w, "  %s: %s\n", rep.name(), status)
 	}
 	return nil
 }

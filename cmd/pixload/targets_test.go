@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -183,7 +184,9 @@ func TestCommonStepFallsBackToTheLowestSharedRate(t *testing.T) {
 func TestSummaryPrintsEveryRunSideBySide(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, rep *Report) string {
-		rep.Targets = computeTargets(rep)
+		if rep.Soak == nil {
+			rep.Targets = computeTargets(rep)
+		}
 		b, err := json.Marshal(rep)
 		require.NoError(t, err)
 		p := filepath.Join(dir, name)
@@ -208,10 +211,20 @@ func TestSummaryPrintsEveryRunSideBySide(t *testing.T) {
 	require.Contains(t, text, "42% (NOT met)")
 	require.Contains(t, text, "cost of the replicas")
 	require.Contains(t, text, "soak")
-	require.Contains(t, text, "INVARIANTS VIOLATED")
+	require.Contains(t, text, "temporal-postgres 1+1: VIOLATED: 3 inbox rows left pending")
+	require.NotContains(t, text, "not measured", "a soak has no targets row")
 
 	require.Error(t, summarize(nil, &out))
 	require.Error(t, summarize([]string{filepath.Join(dir, "missing.json")}, &out))
+}
+
+func TestWithProcessesSplitsTheCPUByReplica(t *testing.T) {
+	u := &load.CPUUse{Procs: map[string]time.Duration{"pixd api": 300 * time.Millisecond}, ByPID: map[int]time.Duration{10: 200 * time.Millisecond, 11: 100 * time.Millisecond}}
+	r := cpuReport(u, 1000).withProcesses(u, []load.Process{{Role: "api", PID: 10}, {Role: "api", PID: 11}, {Role: "worker", PID: 12}}, 1000)
+	require.Equal(t, []ProcessShare{{load.Process{Role: "api", PID: 10}, 200}, {load.Process{Role: "api", PID: 11}, 100}, {load.Process{Role: "worker", PID: 12}, 0}}, r.Processes)
+	require.Contains(t, r.String(), "by process: api 10 200 µs, api 11 100 µs, worker 12 0 µs")
+	var none *CPUReport
+	require.Nil(t, none.withProcesses(u, nil, 1000), "no accounting stays none")
 }
 
 func TestParseFlagsReadsTheReplicasAndGroupedBatches(t *testing.T) {
