@@ -81,7 +81,7 @@ type flags struct {
 	soak                int64
 	soakRate, soakDup   float64
 	soakProgress        time.Duration
-	dbSizes             []string
+	otherDBs            []string
 	// signingKey signs the webhooks: the first secret of WEBHOOK_SECRETS,
 	// the same variable the API reads.
 	signingKey []byte
@@ -122,7 +122,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.Float64Var(&f.soakRate, "soak-rate", 150, "arrivals per second of the soak")
 	fs.Float64Var(&f.soakDup, "soak-dup", 0.3, "share of the soak's arrivals that redeliver an earlier PIX")
 	fs.DurationVar(&f.soakProgress, "soak-progress", 30*time.Second, "interval of the soak's progress lines")
-	dbSizes := fs.String("db-sizes", "temporal_bench,temporal_bench_visibility", "other databases on the service's PostgreSQL whose growth the soak reports (those that exist)")
+	otherDBs := fs.String("other-dbs", "temporal_bench,temporal_bench_visibility", "other databases on the service's PostgreSQL (Temporal's) whose commits each measurement and whose growth the soak report (those that exist)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -152,9 +152,9 @@ func parseFlags(args []string) (flags, error) {
 	if f.watch, err = load.ParseProcesses(*watch); err != nil {
 		return f, fmt.Errorf("-watch: %w", err)
 	}
-	for d := range strings.SplitSeq(*dbSizes, ",") {
+	for d := range strings.SplitSeq(*otherDBs, ",") {
 		if d = strings.TrimSpace(d); d != "" {
-			f.dbSizes = append(f.dbSizes, d)
+			f.otherDBs = append(f.otherDBs, d)
 		}
 	}
 	if f.soak < 0 || (f.soak > 0 && f.soakRate <= 0) {
@@ -311,8 +311,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	for i, rate := range f.rates {
 		say("step %d: %.0f arrivals/s for %s over %d API(s) (redeliveries %.0f%%, bursts %.0f%% × %d) ...", i+1, rate, f.step, len(f.apis), f.dup*100, f.burst*100, f.copies)
 		var res *load.Step
-		use, err := load.MeasureCPU(func() (err error) {
-			res, err = session.Run(ctx, rate, f.step)
+		var use *load.CPUUse
+		dbUse, err := load.MeasureDB(ctx, pool, f.otherDBs, func() (err error) {
+			use, err = load.MeasureCPU(func() (err error) {
+				res, err = session.Run(ctx, rate, f.step)
+				return err
+			})
 			return err
 		})
 		if err != nil {
@@ -325,11 +329,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			AckP50Ms: quantileMs(res, 50), AckP99Ms: quantileMs(res, 99), AckP999Ms: quantileMs(res, 99.9),
 			Errors: res.Errors, Unacked: res.Unacked}
 		st.CPU = cpuReport(use, res.Requests).withProcesses(use, procs, res.Requests)
+		st.DB = dbReport(dbUse, res.Requests)
 		rep.Steps = append(rep.Steps, st)
 		say("  accepted %.0f/s, ack p50 %.1f ms p99 %.1f ms p99.9 %.1f ms, errors %v, unacknowledged %d",
 			st.AcceptedPerSec, st.AckP50Ms, st.AckP99Ms, st.AckP999Ms, st.Errors, st.Unacked)
 		if st.CPU != nil {
 			say("  CPU per request: %s", st.CPU)
+		}
+		if st.DB != nil {
+			say("  PostgreSQL per request: %s", st.DB)
 		}
 		if st.passed() && st.AcceptedPerSec > rep.BestIngestPerSec {
 			rep.BestIngestPerSec = st.AcceptedPerSec
@@ -352,16 +360,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	var drain time.Duration
 	var drainErr error
-	drainUse, err := load.MeasureCPU(func() error {
-		if f.resumeCmd != "" {
-			say("resuming: %s", f.resumeCmd)
-			if err := load.Shell(ctx, f.resumeCmd); err != nil {
-				return err
+	var drainUse *load.CPUUse
+	drainDB, err := load.MeasureDB(ctx, pool, f.otherDBs, func() (err error) {
+		drainUse, err = load.MeasureCPU(func() error {
+			if f.resumeCmd != "" {
+				say("resuming: %s", f.resumeCmd)
+				if err := load.Shell(ctx, f.resumeCmd); err != nil {
+					return err
+				}
 			}
-		}
-		say("draining: waiting for every PIX to be credited ...")
-		drain, drainErr = load.Drain(ctx, pool, runID, f.drainTimeout)
-		return nil
+			say("draining: waiting for every PIX to be credited ...")
+			drain, drainErr = load.Drain(ctx, pool, runID, f.drainTimeout)
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return err
@@ -374,6 +386,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if rep.DrainCPU = cpuReport(drainUse, creditedAfter-creditedBefore).withProcesses(drainUse, procs, creditedAfter-creditedBefore); rep.DrainCPU != nil {
 		say("  CPU per credit over the drain: %s", rep.DrainCPU)
+	}
+	if rep.DrainDB = dbReport(drainDB, creditedAfter-creditedBefore); rep.DrainDB != nil {
+		say("  PostgreSQL per credit over the drain: %s", rep.DrainDB)
 	}
 	times, err := load.Times(ctx, pool, session)
 	if err != nil {

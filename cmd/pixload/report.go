@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,8 +55,10 @@ type Report struct {
 	SweepMemory []load.MemoryPeak `json:"sweep_memory,omitempty"`
 
 	CreditsPerSec float64 `json:"credits_per_sec"`
-	// DrainCPU is the machine's CPU per credit over the drain.
+	// DrainCPU is the machine's CPU per credit over the drain, DrainDB
+	// PostgreSQL's commits and log per credit.
 	DrainCPU           *CPUReport      `json:"drain_cpu,omitempty"`
+	DrainDB            *DBReport       `json:"drain_db,omitempty"`
 	AckToCreditedP50Ms int64           `json:"ack_to_credited_p50_ms"`
 	AckToCreditedP99Ms int64           `json:"ack_to_credited_p99_ms"`
 	DrainSeconds       float64         `json:"drain_seconds"`
@@ -122,6 +125,48 @@ type StepReport struct {
 	Unacked        int              `json:"unacked"`
 	// CPU is the machine's CPU per request of the step.
 	CPU *CPUReport `json:"cpu,omitempty"`
+	// DB is PostgreSQL's commits and log per request of the step.
+	DB *DBReport `json:"db,omitempty"`
+}
+
+// DBReport is what PostgreSQL committed and logged per operation over a
+// measurement: commits by database (the service's, Temporal's), and the
+// server's write-ahead log in bytes (absent before PostgreSQL 14). The
+// load command's own few queries (the drain's polling) are in it.
+type DBReport struct {
+	CommitsPerOp  map[string]float64 `json:"commits_per_op"`
+	WALBytesPerOp *float64           `json:"wal_bytes_per_op,omitempty"`
+}
+
+func dbReport(u *load.DBUse, ops int64) *DBReport {
+	if u == nil || ops <= 0 {
+		return nil
+	}
+	r := &DBReport{CommitsPerOp: map[string]float64{}}
+	for name, n := range u.Commits {
+		r.CommitsPerOp[name] = float64(n) / float64(ops)
+	}
+	if u.WALBytes >= 0 {
+		r.WALBytesPerOp = ptr(float64(u.WALBytes) / float64(ops))
+	}
+	return r
+}
+
+func (r *DBReport) String() string {
+	names := make([]string, 0, len(r.CommitsPerOp))
+	for name := range r.CommitsPerOp {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %.2f", name, r.CommitsPerOp[name])
+	}
+	s := "commits " + strings.Join(parts, ", ")
+	if r.WALBytesPerOp != nil {
+		s += fmt.Sprintf("; WAL %.0f bytes (the server's)", *r.WALBytesPerOp)
+	}
+	return s
 }
 
 // passed: the step kept p99 ≤ 50 ms and acknowledged every PIX.

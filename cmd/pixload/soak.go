@@ -61,7 +61,9 @@ type SoakReport struct {
 	// CPUSeconds each process group's CPU time (those of at least 1%).
 	CPU        *CPUReport         `json:"cpu,omitempty"`
 	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
-	Memory     []load.MemoryPeak  `json:"memory,omitempty"`
+	// DB is PostgreSQL's commits and log per credit over the whole soak.
+	DB     *DBReport         `json:"db,omitempty"`
+	Memory []load.MemoryPeak `json:"memory,omitempty"`
 	// DatabaseBytes are the databases' sizes before and after.
 	DatabaseBytesBefore map[string]int64 `json:"database_bytes_before,omitempty"`
 	DatabaseBytesAfter  map[string]int64 `json:"database_bytes_after,omitempty"`
@@ -75,7 +77,7 @@ func runSoak(ctx context.Context, f flags, pool *pgxpool.Pool, procs []load.Proc
 	sr := &SoakReport{Webhooks: f.soak, RatePerSec: f.soakRate, DupRatio: f.soakDup, BurstRatio: f.burst, BurstCopies: f.copies}
 	rep.Soak = sr
 	var err error
-	if sr.DatabaseBytesBefore, err = load.DatabaseSizes(ctx, pool, f.dbSizes); err != nil {
+	if sr.DatabaseBytesBefore, err = load.DatabaseSizes(ctx, pool, f.otherDBs); err != nil {
 		return err
 	}
 	session, err := load.NewSession(load.Options{
@@ -96,6 +98,7 @@ func runSoak(ctx context.Context, f flags, pool *pgxpool.Pool, procs []load.Proc
 	say("soak: %s webhooks at %.0f/s (redeliveries %.0f%%, bursts %.0f%% × %d) through the whole pipeline, over %d API(s) ...",
 		thousands(float64(f.soak)), f.soakRate, 100*f.soakDup, 100*f.burst, f.copies, len(f.apis))
 
+	dbBefore, dbErr := load.ReadDBStats(ctx, pool, f.otherDBs)
 	cpuBefore, cpuErr := load.ReadCPU()
 	started := time.Now()
 	progressCtx, stopProgress := context.WithCancel(ctx)
@@ -119,13 +122,14 @@ func runSoak(ctx context.Context, f flags, pool *pgxpool.Pool, procs []load.Proc
 	if sendErr != nil {
 		return sendErr
 	}
+	dbAfter, dbAfterErr := load.ReadDBStats(ctx, pool, f.otherDBs)
 
 	sr.Requests, sr.Acked, sr.Errors, sr.Unacked = step.Requests, step.Acked, step.Errors, step.Unacked
 	sr.AcceptedPerSec = float64(step.Acked) / sent.Seconds()
 	sr.AckP50Ms, sr.AckP99Ms = quantileMs(step, 50), quantileMs(step, 99)
 	sr.SendSeconds, sr.DrainSeconds, sr.TotalSeconds = sent.Seconds(), drain.Seconds(), (sent + drain).Seconds()
 	sr.PeakPending = peakPending.Load()
-	if sr.DatabaseBytesAfter, err = load.DatabaseSizes(ctx, pool, f.dbSizes); err != nil {
+	if sr.DatabaseBytesAfter, err = load.DatabaseSizes(ctx, pool, f.otherDBs); err != nil {
 		return err
 	}
 	if rep.Invariants, err = load.Check(ctx, pool, session); err != nil {
@@ -147,6 +151,10 @@ func runSoak(ctx context.Context, f flags, pool *pgxpool.Pool, procs []load.Proc
 		use := cpuAfter.Since(cpuBefore)
 		sr.CPU = cpuReport(&use, int64(times.Credits)).withProcesses(&use, procs, int64(times.Credits))
 		sr.CPUSeconds = cpuSeconds(use, 0.01)
+	}
+	if dbErr == nil && dbAfterErr == nil {
+		use := dbAfter.Since(dbBefore)
+		sr.DB = dbReport(&use, int64(times.Credits))
 	}
 	rep.CreditsPerSec, rep.DrainSeconds = sr.CreditsPerSec, sr.DrainSeconds
 	rep.AckToCreditedP50Ms, rep.AckToCreditedP99Ms = sr.AckToCreditedP50Ms, sr.AckToCreditedP99Ms
@@ -244,6 +252,9 @@ func printSoak(w io.Writer, sr *SoakReport) {
 			parts[i] = fmt.Sprintf("%s %.0f s", name, sr.CPUSeconds[name])
 		}
 		row("CPU by process", "%s", strings.Join(parts, ", "))
+	}
+	if sr.DB != nil {
+		row("PostgreSQL per credit", "%s", sr.DB)
 	}
 	for _, p := range sr.Memory {
 		row(fmt.Sprintf("peak RSS, %s (pid %d)", p.Role, p.PID), "%.0f MB (VmHWM; sampled peak %.0f MB over %d samples)", mib(p.HWMBytes), mib(p.PeakRSSBytes), p.Samples)

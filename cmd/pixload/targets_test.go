@@ -244,3 +244,14 @@ func TestParseFlagsReadsTheReplicasAndGroupedBatches(t *testing.T) {
 		require.Error(t, err, "%v", bad)
 	}
 }
+
+func TestDBReportPerOperation(t *testing.T) {
+	r := dbReport(&load.DBUse{Commits: map[string]int64{"pix_bench": 250, "temporal_bench": 1200}, WALBytes: 500_000}, 200)
+	require.Equal(t, map[string]float64{"pix_bench": 1.25, "temporal_bench": 6}, r.CommitsPerOp)
+	require.InDelta(t, 2500, *r.WALBytesPerOp, 1e-9)
+	require.Equal(t, "commits pix_bench 1.25, temporal_bench 6.00; WAL 2500 bytes (the server's)", r.String())
+	noWAL := dbReport(&load.DBUse{Commits: map[string]int64{"pix_bench": 1}, WALBytes: -1}, 1)
+	require.Nil(t, noWAL.WALBytesPerOp)
+	require.Nil(t, dbReport(nil, 10))
+	require.Nil(t, dbReport(&load.DBUse{}, 0))
+}
