@@ -33,6 +33,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 
 	"github.com/pixbank/pix/db"
@@ -216,11 +217,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	defer pool.Close()
 	host, _ := os.Hostname()
 	rep := Report{Label: f.label, Started: time.Now().UTC(), Machine: machine(host), Topology: f.topology, APIs: f.apis,
-		EngineCeilingPerSec: map[string]float64{}, EngineCeilingCPU: map[string]*CPUReport{}, WorkerPaused: f.pauseCmd != ""}
+		EngineCeilingPerSec: map[string]float64{}, EngineCeilingCPU: map[string]*CPUReport{}, EngineCeilingDB: map[string]*DBReport{}, WorkerPaused: f.pauseCmd != ""}
 	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
 	procs := watched(f)
 	if len(procs) > 0 {
 		say("watching the memory of %s", describeProcesses(procs))
+	}
+	for _, p := range procs {
+		if name, ok := load.ProcessName(p.PID); ok && p.Role == "temporal" {
+			rep.EngineProcess = name
+		}
 	}
 
 	if f.soak > 0 {
@@ -249,7 +255,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	runID := load.NewRunID()
 
 	if f.ceilings {
-		if err := measureCeilings(ctx, f, cfg.DatabaseURL, tc, runID, &rep, say); err != nil {
+		if err := measureCeilings(ctx, f, pool, cfg.DatabaseURL, tc, runID, &rep, say); err != nil {
 			return err
 		}
 	}
@@ -478,7 +484,7 @@ func finish(f flags, rep *Report, say func(string, ...any)) error {
 // ingest ceilings (one commit per insert, then N rows per commit) and the
 // engine's (throughput of each no-op shape with its CPU, its one-workflow
 // latency back to back and paced like the idle phase).
-func measureCeilings(ctx context.Context, f flags, databaseURL string, tc client.Client, runID string, rep *Report, say func(string, ...any)) error {
+func measureCeilings(ctx context.Context, f flags, pool *pgxpool.Pool, databaseURL string, tc client.Client, runID string, rep *Report, say func(string, ...any)) error {
 	say("ingest ceiling: Store.Receive straight at PostgreSQL, one commit each, %d loops, %s ...", f.ingestConcurrency, f.ingestFor)
 	ingest, err := load.IngestCeiling(ctx, databaseURL, f.ingestConcurrency, f.ingestFor)
 	if err != nil {
@@ -509,9 +515,13 @@ func measureCeilings(ctx context.Context, f flags, databaseURL string, tc client
 	defer engine.Stop()
 	for _, mode := range []load.EngineMode{load.EngineActivity, load.EngineLocalEager} {
 		say("engine ceiling: %d no-op workflows (%s), %d concurrent starts ...", f.engineN, mode, f.engineConc)
-		use, err := load.MeasureCPU(func() error {
-			v, err := engine.Throughput(ctx, mode, f.engineN, f.engineConc)
-			rep.EngineCeilingPerSec[string(mode)] = v
+		var use *load.CPUUse
+		dbUse, err := load.MeasureDB(ctx, pool, f.otherDBs, func() (err error) {
+			use, err = load.MeasureCPU(func() error {
+				v, err := engine.Throughput(ctx, mode, f.engineN, f.engineConc)
+				rep.EngineCeilingPerSec[string(mode)] = v
+				return err
+			})
 			return err
 		})
 		if err != nil {
@@ -521,6 +531,10 @@ func measureCeilings(ctx context.Context, f flags, databaseURL string, tc client
 		if r := cpuReport(use, int64(f.engineN)); r != nil {
 			rep.EngineCeilingCPU[string(mode)] = r
 			say("  CPU per workflow: %s", r)
+		}
+		if r := dbReport(dbUse, int64(f.engineN)); r != nil {
+			rep.EngineCeilingDB[string(mode)] = r
+			say("  PostgreSQL per workflow: %s", r)
 		}
 	}
 	// The engine's own latency is its best shape's: start call → activity run.

@@ -102,7 +102,7 @@ func replicaCost(base, this *Report) *ReplicaCost {
 	if base.DrainCPU != nil && this.DrainCPU != nil {
 		add("CPU per credit, all processes", "µs", base.DrainCPU.MicrosPerOp, this.DrainCPU.MicrosPerOp)
 		add("CPU per credit, the worker(s)", "µs", base.DrainCPU.share(workerProcess), this.DrainCPU.share(workerProcess))
-		add("CPU per credit, Temporal", "µs", base.DrainCPU.share(engineProcesses...), this.DrainCPU.share(engineProcesses...))
+		add("CPU per credit, Temporal", "µs", base.DrainCPU.share(base.engineNames()...), this.DrainCPU.share(this.engineNames()...))
 		add("CPU per credit, PostgreSQL", "µs", base.DrainCPU.share("postgres"), this.DrainCPU.share("postgres"))
 	}
 	add("best accepted at p99 ≤ 50 ms", "/s", base.BestIngestPerSec, this.BestIngestPerSec)

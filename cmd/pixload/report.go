@@ -22,6 +22,10 @@ type Report struct {
 	// "2+2"), and APIs the base URLs the webhooks were spread over.
 	Topology string   `json:"topology,omitempty"`
 	APIs     []string `json:"apis,omitempty"`
+	// EngineProcess is the CPU accounting's name of the Temporal server
+	// watched (-watch temporal=PID): "temporal-server", or "temporal" for
+	// the CLI's dev server.
+	EngineProcess string `json:"engine_process,omitempty"`
 
 	IngestCeilingPerSec float64 `json:"ingest_ceiling_per_sec,omitempty"`
 	// IngestCeilingCPU is the machine's CPU per insert of the ingest
@@ -34,8 +38,10 @@ type Report struct {
 	// after the drain, on the server in the state the backlog left it in
 	// (the verdict stays against the ceilings measured first).
 	EngineAfterDrainPerSec float64 `json:"engine_ceiling_after_drain_per_sec,omitempty"`
-	// EngineCeilingCPU is the machine's CPU per no-op workflow, by shape.
+	// EngineCeilingCPU is the machine's CPU per no-op workflow, by shape,
+	// and EngineCeilingDB PostgreSQL's commits and log.
 	EngineCeilingCPU   map[string]*CPUReport `json:"engine_ceiling_cpu,omitempty"`
+	EngineCeilingDB    map[string]*DBReport  `json:"engine_ceiling_db,omitempty"`
 	EngineLatencyP50Ms float64               `json:"engine_one_workflow_latency_p50_ms,omitempty"`
 	// EngineIdleLatencyP50Ms is the best shape's latency with its runs
 	// paced like the idle phase's arrivals (-idle-rate).
@@ -246,6 +252,16 @@ const (
 )
 
 var engineProcesses = []string{"temporal-server", "temporal"}
+
+// engineNames are the CPU accounting's names of the run's Temporal server:
+// the watched one's (-watch temporal=PID), else both names (on a shared
+// machine, any other dev server counts too).
+func (rep *Report) engineNames() []string {
+	if rep.EngineProcess != "" {
+		return []string{rep.EngineProcess}
+	}
+	return engineProcesses
+}
 
 func cpuReport(u *load.CPUUse, ops int64) *CPUReport {
 	if u == nil || ops <= 0 {

@@ -144,8 +144,8 @@ func computeTargets(rep *Report) []Target {
 		perCredit.Detail = fmt.Sprintf("%.0f µs ÷ %.0f µs", rep.DrainCPU.MicrosPerOp, engineCPU.MicrosPerOp)
 		// A credit's worker is pixd worker (dispatcher, credit, relay); the
 		// no-op workflow's worker and starter is pixload itself.
-		creditShare := rep.DrainCPU.share(append([]string{workerProcess}, engineProcesses...)...)
-		noopShare := engineCPU.share(append([]string{loadGenerator}, engineProcesses...)...)
+		creditShare := rep.DrainCPU.share(append([]string{workerProcess}, rep.engineNames()...)...)
+		noopShare := engineCPU.share(append([]string{loadGenerator}, rep.engineNames()...)...)
 		if noopShare > 0 {
 			share.Measured, share.Met = atMost(creditShare/noopShare, 1.1)
 			share.Detail = fmt.Sprintf("Temporal + pixd worker %.0f µs ÷ Temporal + pixload %.0f µs", creditShare, noopShare)

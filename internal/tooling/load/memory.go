@@ -118,6 +118,13 @@ func FindProcesses(roles map[string]string) []Process {
 	return out
 }
 
+// ProcessName is the CPU accounting's name of a running process (see
+// processName); false when it can't be read.
+func ProcessName(pid int) (string, bool) {
+	p, ok := processCPU(fmt.Sprintf("/proc/%d", pid))
+	return p.Name, ok
+}
+
 // MemoryPeak is what the sampler saw of one process.
 type MemoryPeak struct {
 	Process
