@@ -126,7 +126,7 @@ if wants_postgres; then
 		bench temporal-postgres-2x2 temporal-postgres 127.0.0.1:7633 "$temporal_pg" 2 "${baseline[@]}"
 	fi
 	if wants soak; then
-		bench temporal-postgres-soak temporal-postgres 127.0.0.1:7633 "$temporal_pg" "${BENCH_REPLICAS:-1}" \
+		bench temporal-postgres-soak temporal-postgres-soak 127.0.0.1:7633 "$temporal_pg" "${BENCH_REPLICAS:-1}" \
 			-soak "$soak" -soak-rate "${BENCH_SOAK_RATE:-150}" -drain-timeout "${BENCH_DRAIN_TIMEOUT:-60m}"
 	fi
 fi

@@ -135,25 +135,25 @@ type StepReport struct {
 	DB *DBReport `json:"db,omitempty"`
 }
 
-// DBReport is what PostgreSQL committed and logged per operation over a
-// measurement: commits by database (the service's, Temporal's), and the
-// server's write-ahead log in bytes (absent before PostgreSQL 14). The
-// load command's own few queries (the drain's polling) are in it.
+// DBReport is what PostgreSQL did per operation over a measurement: the
+// server's write transactions and write-ahead log (exact), and the commits
+// by database, the service's and Temporal's (from the statistics, which lag
+// by up to a second: approximate over a short step). The load command's
+// own few queries (the drain's polling) are in them.
 type DBReport struct {
-	CommitsPerOp  map[string]float64 `json:"commits_per_op"`
-	WALBytesPerOp *float64           `json:"wal_bytes_per_op,omitempty"`
+	WriteXactsPerOp float64            `json:"write_xacts_per_op"`
+	WALBytesPerOp   float64            `json:"wal_bytes_per_op"`
+	CommitsPerOp    map[string]float64 `json:"commits_per_op"`
 }
 
 func dbReport(u *load.DBUse, ops int64) *DBReport {
 	if u == nil || ops <= 0 {
 		return nil
 	}
-	r := &DBReport{CommitsPerOp: map[string]float64{}}
+	r := &DBReport{CommitsPerOp: map[string]float64{},
+		WriteXactsPerOp: float64(u.WriteXacts) / float64(ops), WALBytesPerOp: float64(u.WALBytes) / float64(ops)}
 	for name, n := range u.Commits {
 		r.CommitsPerOp[name] = float64(n) / float64(ops)
-	}
-	if u.WALBytes >= 0 {
-		r.WALBytesPerOp = ptr(float64(u.WALBytes) / float64(ops))
 	}
 	return r
 }
@@ -168,11 +168,7 @@ func (r *DBReport) String() string {
 	for i, name := range names {
 		parts[i] = fmt.Sprintf("%s %.2f", name, r.CommitsPerOp[name])
 	}
-	s := "commits " + strings.Join(parts, ", ")
-	if r.WALBytesPerOp != nil {
-		s += fmt.Sprintf("; WAL %.0f bytes (the server's)", *r.WALBytesPerOp)
-	}
-	return s
+	return fmt.Sprintf("%.2f write transactions, %.0f bytes of WAL (the server's); commits %s", r.WriteXactsPerOp, r.WALBytesPerOp, strings.Join(parts, ", "))
 }
 
 // passed: the step kept p99 ≤ 50 ms and acknowledged every PIX.

@@ -246,12 +246,11 @@ func TestParseFlagsReadsTheReplicasAndGroupedBatches(t *testing.T) {
 }
 
 func TestDBReportPerOperation(t *testing.T) {
-	r := dbReport(&load.DBUse{Commits: map[string]int64{"pix_bench": 250, "temporal_bench": 1200}, WALBytes: 500_000}, 200)
+	r := dbReport(&load.DBUse{Commits: map[string]int64{"pix_bench": 250, "temporal_bench": 1200}, WriteXacts: 1300, WALBytes: 500_000}, 200)
 	require.Equal(t, map[string]float64{"pix_bench": 1.25, "temporal_bench": 6}, r.CommitsPerOp)
-	require.InDelta(t, 2500, *r.WALBytesPerOp, 1e-9)
-	require.Equal(t, "commits pix_bench 1.25, temporal_bench 6.00; WAL 2500 bytes (the server's)", r.String())
-	noWAL := dbReport(&load.DBUse{Commits: map[string]int64{"pix_bench": 1}, WALBytes: -1}, 1)
-	require.Nil(t, noWAL.WALBytesPerOp)
+	require.InDelta(t, 2500, r.WALBytesPerOp, 1e-9)
+	require.InDelta(t, 6.5, r.WriteXactsPerOp, 1e-9)
+	require.Equal(t, "6.50 write transactions, 2500 bytes of WAL (the server's); commits pix_bench 1.25, temporal_bench 6.00", r.String())
 	require.Nil(t, dbReport(nil, 10))
 	require.Nil(t, dbReport(&load.DBUse{}, 0))
 }

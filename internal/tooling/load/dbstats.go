@@ -9,33 +9,41 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The database accounting says what a measurement asked of PostgreSQL:
-// the transactions each database committed (pg_stat_database.xact_commit)
-// and the write-ahead log the server wrote (pg_stat_wal.wal_bytes, the whole
-// server's, PostgreSQL 14 and later). Per webhook and per credit they size
-// the databases' commit rate and log throughput. PostgreSQL publishes a
-// backend's counters when its transaction ends, at most once a second for a
-// busy one: over a measurement of a few seconds they are close, not exact.
+// The database accounting says what a measurement asked of PostgreSQL,
+// which sizes the databases' commit rate and log throughput:
+//   - the write transactions of the whole server: the transaction ids
+//     assigned (only a transaction that writes gets one), exact;
+//   - the write-ahead log the server wrote: its insert position's
+//     advance, exact;
+//   - the transactions each database committed (pg_stat_database.xact_commit,
+//     read-only ones too): how the work splits between the service's
+//     database and Temporal's. PostgreSQL publishes a backend's counters
+//     when a transaction ends at most once a second (an idle one's within
+//     10 s): over a step of a few seconds they are approximate, over a
+//     drain close.
+// The server's figures count whatever else runs on it.
 
 // DBStats are the counters at one instant.
 type DBStats struct {
 	At time.Time
 	// Commits by database name.
 	Commits map[string]int64
-	// WALBytes is -1 when the server has no pg_stat_wal.
-	WALBytes int64
+	// NextXid is the next transaction id to be assigned; WALPosition the
+	// log's insert position in bytes.
+	NextXid, WALPosition int64
 }
 
 // DBUse is what was spent between two readings.
 type DBUse struct {
-	Commits  map[string]int64 `json:"commits"`
-	WALBytes int64            `json:"wal_bytes"`
+	Commits    map[string]int64 `json:"commits"`
+	WriteXacts int64            `json:"write_xacts"`
+	WALBytes   int64            `json:"wal_bytes"`
 }
 
 // ReadDBStats reads the counters of the pool's own database and of each
 // database of others that exists on the same server.
 func ReadDBStats(ctx context.Context, pool *pgxpool.Pool, others []string) (DBStats, error) {
-	s := DBStats{At: time.Now(), Commits: map[string]int64{}, WALBytes: -1}
+	s := DBStats{At: time.Now(), Commits: map[string]int64{}}
 	rows, err := pool.Query(ctx, `
 		SELECT datname, xact_commit FROM pg_stat_database
 		WHERE datname = current_database() OR datname = ANY($1::text[])`, others)
@@ -50,27 +58,22 @@ func ReadDBStats(ctx context.Context, pool *pgxpool.Pool, others []string) (DBSt
 	}); err != nil {
 		return s, fmt.Errorf("database stats: %w", err)
 	}
-	var hasWAL bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass('pg_catalog.pg_stat_wal') IS NOT NULL`).Scan(&hasWAL); err != nil {
+	// pg_current_snapshot assigns no transaction id: reading it writes
+	// nothing, and counts nothing.
+	err = pool.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint, (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint`).
+		Scan(&s.NextXid, &s.WALPosition)
+	if err != nil {
 		return s, fmt.Errorf("database stats: %w", err)
-	}
-	if hasWAL {
-		if err := pool.QueryRow(ctx, `SELECT wal_bytes::bigint FROM pg_stat_wal`).Scan(&s.WALBytes); err != nil {
-			return s, fmt.Errorf("database stats: %w", err)
-		}
 	}
 	return s, nil
 }
 
 // Since is what was spent from earlier to s. A database that appeared in
-// between counts from zero; WALBytes is -1 when either reading lacked it.
+// between counts from zero.
 func (s DBStats) Since(earlier DBStats) DBUse {
-	u := DBUse{Commits: map[string]int64{}, WALBytes: -1}
+	u := DBUse{Commits: map[string]int64{}, WriteXacts: s.NextXid - earlier.NextXid, WALBytes: s.WALPosition - earlier.WALPosition}
 	for name, n := range s.Commits {
 		u.Commits[name] = n - earlier.Commits[name]
-	}
-	if s.WALBytes >= 0 && earlier.WALBytes >= 0 {
-		u.WALBytes = s.WALBytes - earlier.WALBytes
 	}
 	return u
 }
