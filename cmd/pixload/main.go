@@ -115,7 +115,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.pauseCmd, "pause-cmd", "", "shell command run before the rate steps (e.g. pause the worker, to measure the acknowledgement path alone)")
 	fs.StringVar(&f.resumeCmd, "resume-cmd", "", "shell command run after the rate steps, before the drain")
 	grouped := fs.String("grouped-batches", "8,32", "rows per transaction of the grouped-insert ceilings, comma-separated (empty: none)")
-	watch := fs.String("watch", "", "the service's processes whose memory is sampled, role=pid,... (roles api, worker, temporal); empty: found by name")
+	watch := fs.String("watch", "", "the service's processes whose memory is sampled and whose own CPU is reported, role=pid,... (roles api, worker, temporal); empty: found by name")
 	fs.DurationVar(&f.memoryEvery, "memory-every", 250*time.Millisecond, "interval of the memory sampling")
 	fs.StringVar(&f.topology, "topology", "", "a label for the service's processes (e.g. 1+1, 2+2)")
 	fs.StringVar(&f.baseline, "baseline", "", "a report (-json) of a run with fewer replicas on the same server: report this run's cost against it")
@@ -123,7 +123,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.Float64Var(&f.soakRate, "soak-rate", 150, "arrivals per second of the soak")
 	fs.Float64Var(&f.soakDup, "soak-dup", 0.3, "share of the soak's arrivals that redeliver an earlier PIX")
 	fs.DurationVar(&f.soakProgress, "soak-progress", 30*time.Second, "interval of the soak's progress lines")
-	otherDBs := fs.String("other-dbs", "temporal_bench,temporal_bench_visibility", "other databases on the service's PostgreSQL (Temporal's) whose commits each measurement and whose growth the soak report (those that exist)")
+	otherDBs := fs.String("other-dbs", "temporal_bench,temporal_bench_visibility", "other databases on the service's PostgreSQL (Temporal's): their commits are counted in each measurement, their growth in the soak (those that exist)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
