@@ -1,5 +1,5 @@
 # The two commands of the README are `make run` and `make test`.
-.PHONY: run test demo events build compose-config bench faults model
+.PHONY: run test demo events build compose-config bench soak faults model
 
 run: ## run everything locally: PostgreSQL, Temporal dev server with UI, migrations, demo accounts, API and worker
 	./scripts/run.sh
@@ -21,8 +21,11 @@ build:
 compose-config: ## validate docker-compose.yml, the Prometheus rules and the Dockerfile (make test does too)
 	@bash -c 'source scripts/lib.sh && build_pinned staticcheck tools/lint/go.mod honnef.co/go/tools/cmd/staticcheck && check_deploy_files'
 
-bench: ## load and ceilings against the dev server and a Temporal with PostgreSQL persistence (docs/benchmarks.md)
+bench: ## load, ceilings and the targets on the dev server and a Temporal with PostgreSQL persistence, 1+1 and 2+2 processes (docs/benchmarks.md)
 	./scripts/bench.sh
+
+soak: ## 100,000 webhooks (BENCH_SOAK) through the whole pipeline on the PostgreSQL-backed Temporal: the books, the duration, the resources (docs/benchmarks.md)
+	BENCH_SOAK=$${BENCH_SOAK:-100000} ./scripts/bench.sh
 
 faults: ## the fault suite under load (docs/faults.md), then the long model-based histories (10,000 operations)
 	./scripts/faults.sh

@@ -1,65 +1,137 @@
 #!/usr/bin/env bash
 # `make bench`: the load command against the service run as separate API and
-# worker processes, first on the Temporal dev server (SQLite), then on a
-# Temporal server with PostgreSQL persistence; each run measures its own
-# ceilings. Reports go to .data/bench/*.json and the terminal; the figures
-# are kept in docs/benchmarks.md.
-#   BENCH_RATES   the sweep of arrival rates (default 1000,2000,4000,6000)
+# worker processes, in three configurations: one API and one worker on the
+# Temporal dev server (SQLite); the same on a Temporal server with
+# PostgreSQL persistence; two APIs and two workers on that server (the
+# webhooks spread over both APIs, both workers dispatching and relaying),
+# with the cost of the second replica against the run before. Each run
+# measures its own ceilings and prints the targets block; a summary puts
+# the runs side by side. Reports go to .data/bench/*.json, *.txt and the
+# terminal; the figures are kept in docs/benchmarks.md.
+#   BENCH_RATES   the sweep of arrival rates (default 1000,2000,4000,6000,8000:
+#                 past saturation, where the API's memory peak is read)
 #   BENCH_STEP    duration of each rate (default 2s)
 #   BENCH_PAUSE_WORKER  1 (default): the rate steps run with the worker
-#                 process paused (SIGSTOP), so that the acknowledgement path is
-#                 measured alone, as its ceiling is; the backlog is then
-#                 drained (SIGCONT) for the credit rate. 0: the steps run
-#                 while the worker drains, both on this machine's 2 cores.
-#   BENCH_ONLY    dev | postgres to run one of the two
+#                 processes paused (SIGSTOP), so that the acknowledgement
+#                 path is measured alone, as its ceiling is; the backlog is
+#                 then drained (SIGCONT) for the credit rate. 0: the steps run
+#                 while the workers drain, all on this machine's cores.
+#   BENCH_ONLY    the configurations to run, comma-separated, of dev,
+#                 postgres, postgres-2x2 (default: all three), and dev-2x2
+#                 (two of each on the dev server, not run by default)
+#   BENCH_DRAIN_TIMEOUT  how long a run waits for its backlog (default 30m)
 #   BENCH_FLAGS   more pixload flags
+#   BENCH_API_PORT, BENCH_TEMPORAL_DEV_PORT, BENCH_DATABASE  where the run
+#                 lives (default 8480 and up, 7433, pix_bench), for a run
+#                 beside another
+# `make soak` (BENCH_SOAK=N): instead of the benchmark, N webhooks (30%
+# redeliveries, bursts of copies) through the whole pipeline on the
+# PostgreSQL-backed Temporal, the workers crediting meanwhile; then the
+# books (0 lost, 0 doubled, balances exact), the duration and the
+# resources used.
+#   BENCH_SOAK_RATE     arrivals per second (default 150)
+#   BENCH_REPLICAS      APIs and workers of the soak (default 1)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
+
+only=${BENCH_ONLY:-dev,postgres,postgres-2x2}
+soak=${BENCH_SOAK:-}
+[ -n "$soak" ] && only=soak
+wants() { [[ ",$only," == *",$1,"* ]]; }
+wants_postgres() { wants postgres || wants postgres-2x2 || wants soak; }
+api_port=${BENCH_API_PORT:-8480}
+dev_port=${BENCH_TEMPORAL_DEV_PORT:-7433}
 
 use_dev_credentials
 use_nats 127.0.0.1:0 # nobody consumes here: any free port
 build_tools
 # Built before anything is measured (the first build takes minutes): the
 # PostgreSQL-backed server's start is then only waited for.
-[ "${BENCH_ONLY:-postgres}" = dev ] || build_temporal_server
+wants_postgres && build_temporal_server
 go build -o "$BIN/pixd" ./cmd/pixd
 go build -o "$BIN/pixload" ./cmd/pixload
 out="$DATA/bench"
 rm -rf "$out"
 mkdir -p "$out"
+reports=()
 
 on_exit_stop_children
 
-bench() { # LABEL TEMPORAL_ADDRESS
-	log "benchmark on $1"
-	export DATABASE_URL TEMPORAL_ADDRESS="$2" HTTP_ADDR=127.0.0.1:8480 LOG_LEVEL=warn
-	DATABASE_URL=$(fresh_database pix_bench)
-	read -r api worker < <(start_service "$out")
-	CHILDREN+=("$api" "$worker")
-	wait_ready "http://$HTTP_ADDR"
+# bench NAME LABEL TEMPORAL_ADDRESS TEMPORAL_PID REPLICAS PIXLOAD_FLAGS...:
+# a fresh database, REPLICAS APIs (ports 8480, 8481, ...) and workers, and
+# pixload against them; the report is $out/NAME.json (.txt).
+bench() {
+	local name=$1 label=$2 address=$3 temporal_pid=$4 n=$5 i pid
+	shift 5
+	log "$name: $n API + $n worker on $label"
+	export DATABASE_URL TEMPORAL_ADDRESS="$address" LOG_LEVEL=warn
+	DATABASE_URL=$(fresh_database "${BENCH_DATABASE:-pix_bench}")
+	local apis workers
+	{
+		read -r -a apis
+		read -r -a workers
+	} < <(start_replicas "$out/$name-" "$n" "$api_port")
+	CHILDREN+=("${apis[@]}" "${workers[@]}")
+	local urls=() watch=()
+	for ((i = 0; i < n; i++)); do
+		urls+=("http://127.0.0.1:$((api_port + i))")
+		wait_ready "${urls[-1]}"
+	done
+	for pid in "${apis[@]}"; do watch+=("api=$pid"); done
+	for pid in "${workers[@]}"; do watch+=("worker=$pid"); done
+	[ -n "$temporal_pid" ] && watch+=("temporal=$temporal_pid")
 	local pause=()
-	if [ "${BENCH_PAUSE_WORKER:-1}" = 1 ]; then
-		pause=(-pause-cmd "kill -STOP $worker" -resume-cmd "kill -CONT $worker")
+	if [ "${BENCH_PAUSE_WORKER:-1}" = 1 ] && [ -z "$soak" ]; then
+		pause=(-pause-cmd "kill -STOP ${workers[*]}" -resume-cmd "kill -CONT ${workers[*]}")
 	fi
-	"$BIN/pixload" -api "http://$HTTP_ADDR" -label "$1" -rates "${BENCH_RATES:-1000,2000,4000,6000}" \
-		-step "${BENCH_STEP:-2s}" -json "$out/$1.json" "${pause[@]}" ${BENCH_FLAGS:-} | tee "$out/$1.txt"
-	kill -CONT "$worker" 2>/dev/null || true
-	stop_service "$api" "$worker"
+	# shellcheck disable=SC2086 # BENCH_FLAGS are words
+	"$BIN/pixload" -api "$(IFS=,; echo "${urls[*]}")" -label "$label" -topology "$n+$n" -watch "$(IFS=,; echo "${watch[*]}")" \
+		-rates "${BENCH_RATES:-1000,2000,4000,6000,8000}" -step "${BENCH_STEP:-2s}" -drain-timeout "${BENCH_DRAIN_TIMEOUT:-30m}" \
+		-json "$out/$name.json" "${pause[@]}" "$@" ${BENCH_FLAGS:-} | tee "$out/$name.txt"
+	reports+=("$out/$name.json")
+	kill -CONT "${workers[@]}" 2>/dev/null || true
+	stop_service "${apis[@]}" "${workers[@]}"
 }
 
-if [ "${BENCH_ONLY:-dev}" != postgres ]; then
-	CHILDREN+=("$(start_dev_temporal 7433 "$out/temporal-dev")")
-	wait_temporal 127.0.0.1:7433
-	bench temporal-dev-sqlite 127.0.0.1:7433
+if wants dev || wants dev-2x2; then
+	temporal_dev=$(start_dev_temporal "$dev_port" "$out/temporal-dev")
+	CHILDREN+=("$temporal_dev")
+	wait_temporal "127.0.0.1:$dev_port"
+	if wants dev; then
+		bench temporal-dev-sqlite temporal-dev-sqlite "127.0.0.1:$dev_port" "$temporal_dev" 1
+	fi
+	if wants dev-2x2; then
+		baseline=()
+		[ -f "$out/temporal-dev-sqlite.json" ] && baseline=(-baseline "$out/temporal-dev-sqlite.json")
+		bench temporal-dev-sqlite-2x2 temporal-dev-sqlite "127.0.0.1:$dev_port" "$temporal_dev" 2 "${baseline[@]}"
+	fi
+	kill "$temporal_dev" 2>/dev/null || true # its CPU and memory are no part of the next runs
 fi
-if [ "${BENCH_ONLY:-postgres}" != dev ]; then
+if wants_postgres; then
 	./scripts/temporal-postgres.sh >"$out/temporal-postgres.log" 2>&1 &
-	CHILDREN+=($!)
+	temporal_script=$!
+	CHILDREN+=("$temporal_script")
 	wait_temporal 127.0.0.1:7633
 	wait_namespace 127.0.0.1:7633
 	TEMPORAL_ADDRESS=127.0.0.1:7633 "$BIN/pixd" temporal-setup # the PIX search attributes
-	bench temporal-postgres 127.0.0.1:7633
+	temporal_pg=$(pgrep -P "$temporal_script" -x temporal-server || true)
+	if wants postgres; then
+		bench temporal-postgres temporal-postgres 127.0.0.1:7633 "$temporal_pg" 1
+	fi
+	if wants postgres-2x2; then
+		baseline=()
+		[ -f "$out/temporal-postgres.json" ] && baseline=(-baseline "$out/temporal-postgres.json")
+		bench temporal-postgres-2x2 temporal-postgres 127.0.0.1:7633 "$temporal_pg" 2 "${baseline[@]}"
+	fi
+	if wants soak; then
+		bench temporal-postgres-soak temporal-postgres-soak 127.0.0.1:7633 "$temporal_pg" "${BENCH_REPLICAS:-1}" \
+			-soak "$soak" -soak-rate "${BENCH_SOAK_RATE:-150}" -drain-timeout "${BENCH_DRAIN_TIMEOUT:-60m}"
+	fi
+fi
+if [ "${#reports[@]}" -gt 0 ]; then
+	log "summary"
+	"$BIN/pixload" summary "${reports[@]}" | tee "$out/summary.txt"
 fi
 log "reports in $out"

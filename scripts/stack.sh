@@ -33,6 +33,34 @@ start_service() {
 	echo "$api $!"
 }
 
+# start_replicas LOGPREFIX N PORT: migrate, then N pixd api processes (the
+# first on 127.0.0.1:PORT, the next on PORT+1, ...) and N pixd worker
+# processes, every worker with its dispatchers and outbox relay (claims are
+# FOR UPDATE SKIP LOCKED with leases: they share the work, never a row).
+# Logs go to LOGPREFIXapi-1.log, LOGPREFIXworker-1.log, ... With NATS_URL
+# unset each worker embeds its own NATS (an address of its own, port 0, and
+# JetStream in a directory of its own: LOGPREFIXnats-worker-I); the relays
+# then publish to different brokers, which only a consumer would notice.
+# Prints two lines: the API pids, then the worker pids.
+start_replicas() {
+	local prefix=$1 n=$2 port=$3 i apis=() workers=()
+	"$BIN/pixd" migrate >>"${prefix}migrate.log" 2>&1 || die "migrate failed; see ${prefix}migrate.log"
+	for ((i = 1; i <= n; i++)); do
+		HTTP_ADDR="127.0.0.1:$((port + i - 1))" "$BIN/pixd" api >>"${prefix}api-$i.log" 2>&1 &
+		apis+=($!)
+	done
+	for ((i = 1; i <= n; i++)); do
+		if [ -z "${NATS_URL:-}" ]; then
+			NATS_EMBEDDED_ADDR=127.0.0.1:0 NATS_EMBEDDED_DIR="${prefix}nats-worker-$i" "$BIN/pixd" worker >>"${prefix}worker-$i.log" 2>&1 &
+		else
+			"$BIN/pixd" worker >>"${prefix}worker-$i.log" 2>&1 &
+		fi
+		workers+=($!)
+	done
+	echo "${apis[*]}"
+	echo "${workers[*]}"
+}
+
 # stop_service PID...: SIGTERM, then until they have exited (at most 60 s).
 # start_service's processes are not this shell's children (they start in a
 # command substitution), so `wait` can't be used for them; without this, the

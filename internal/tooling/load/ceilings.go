@@ -19,10 +19,13 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 )
 
-// Ingest is what the ingest ceiling measured.
+// Ingest is what an ingest ceiling measured.
 type Ingest struct {
 	PerSecond float64
 	Inserts   int64
+	// Commits is the transactions committed: Inserts for the single-insert
+	// ceiling, Inserts ÷ the batch for the grouped one.
+	Commits int64
 	// CPU is the machine's CPU time over the measurement (nil without
 	// /proc), read before the scratch pool's connections end.
 	CPU *CPUUse
@@ -30,10 +33,26 @@ type Ingest struct {
 
 // IngestCeiling drives the webhook's own inbox insert (db.Store.Receive, the
 // code the handler calls) straight at PostgreSQL, without HTTP, from
-// concurrency loops for d, and returns inserts per second. It works in a
-// scratch schema of the same database, migrated like the real one, so that
-// the running service never sees these rows.
+// concurrency loops for d, one commit per insert, and returns inserts per
+// second. It works in a scratch schema of the same database, migrated like
+// the real one, so that the running service never sees these rows.
 func IngestCeiling(ctx context.Context, databaseURL string, concurrency int, d time.Duration) (Ingest, error) {
+	return ingestCeiling(ctx, databaseURL, concurrency, 1, d)
+}
+
+// GroupedIngestCeiling is IngestCeiling with the inserts grouped: each loop
+// writes batch rows per transaction, the same Receive statement batch times
+// in one round trip (db.Store.ReceiveBatch, the API Pix batch's code), in
+// the key order every multi-row write keeps. It is the ceiling of a group
+// commit at the door: PostgreSQL's cost per row when commits are shared.
+func GroupedIngestCeiling(ctx context.Context, databaseURL string, concurrency, batch int, d time.Duration) (Ingest, error) {
+	if batch < 2 {
+		return Ingest{}, fmt.Errorf("grouped ingest ceiling: a batch of %d rows is no group", batch)
+	}
+	return ingestCeiling(ctx, databaseURL, concurrency, batch, d)
+}
+
+func ingestCeiling(ctx context.Context, databaseURL string, concurrency, batch int, d time.Duration) (Ingest, error) {
 	schema := fmt.Sprintf("pixload_ceiling_%d", time.Now().UnixNano())
 	admin, err := pgx.Connect(ctx, databaseURL)
 	if err != nil {
@@ -62,7 +81,7 @@ func IngestCeiling(ctx context.Context, databaseURL string, concurrency int, d t
 	if err := warmPool(ctx, pool, concurrency); err != nil {
 		return Ingest{}, fmt.Errorf("ingest ceiling: %w", err)
 	}
-	var n atomic.Int64
+	var inserts, commits atomic.Int64
 	var took time.Duration
 	use, err := MeasureCPU(func() error {
 		deadline := time.Now().Add(d)
@@ -70,13 +89,23 @@ func IngestCeiling(ctx context.Context, databaseURL string, concurrency int, d t
 		start := time.Now()
 		for w := range concurrency {
 			g.Go(func() error {
-				for i := 0; time.Now().Before(deadline); i++ {
-					id := fmt.Sprintf("E60701190CEILING%03d%013d", w, i)
-					payload, _ := json.Marshal(webhookBody{id, "load-ceiling", 1000, "2026-11-29T12:00:00Z"})
-					if _, err := store.Receive(gctx, pix.Notification{EndToEndID: id, AccountID: "load-ceiling", AmountCents: 1000, Payload: payload}); err != nil {
+				group := make([]pix.Notification, batch)
+				for i := 0; time.Now().Before(deadline); {
+					for k := range group {
+						group[k] = ceilingNotification(w, i)
+						i++
+					}
+					var err error
+					if batch == 1 {
+						_, err = store.Receive(gctx, group[0])
+					} else {
+						_, err = store.ReceiveBatch(gctx, group)
+					}
+					if err != nil {
 						return err
 					}
-					n.Add(1)
+					inserts.Add(int64(batch))
+					commits.Add(1)
 				}
 				return nil
 			})
@@ -88,7 +117,15 @@ func IngestCeiling(ctx context.Context, databaseURL string, concurrency int, d t
 	if err != nil {
 		return Ingest{}, fmt.Errorf("ingest ceiling: %w", err)
 	}
-	return Ingest{PerSecond: float64(n.Load()) / took.Seconds(), Inserts: n.Load(), CPU: use}, nil
+	return Ingest{PerSecond: float64(inserts.Load()) / took.Seconds(), Inserts: inserts.Load(), Commits: commits.Load(), CPU: use}, nil
+}
+
+// ceilingNotification is the i-th PIX of loop w of a ceiling: a webhook's
+// notification, with its payload, as the handler stores it.
+func ceilingNotification(w, i int) pix.Notification {
+	id := fmt.Sprintf("E60701190CEILING%03d%013d", w, i)
+	payload, _ := json.Marshal(webhookBody{id, "load-ceiling", 1000, "2026-11-29T12:00:00Z"})
+	return pix.Notification{EndToEndID: id, AccountID: "load-ceiling", AmountCents: 1000, Payload: payload}
 }
 
 // warmPool opens n connections of pool.

@@ -47,6 +47,9 @@ type CPUUse struct {
 	Busy  time.Duration            `json:"busy"`
 	Steal time.Duration            `json:"steal"`
 	Procs map[string]time.Duration `json:"procs"`
+	// ByPID is the same time by process: what each replica of a group
+	// took.
+	ByPID map[int]time.Duration `json:"-"`
 }
 
 // ReadCPU reads the counters; an error means the platform has no /proc.
@@ -150,10 +153,12 @@ func MeasureCPU(f func() error) (*CPUUse, error) {
 // that started in between counts from zero; one that ended in between is
 // lost, so a reading is taken before the processes of interest stop.
 func (c CPUCounters) Since(earlier CPUCounters) CPUUse {
-	u := CPUUse{Wall: c.At.Sub(earlier.At), Busy: c.Busy - earlier.Busy, Steal: c.Steal - earlier.Steal, Procs: map[string]time.Duration{}}
+	u := CPUUse{Wall: c.At.Sub(earlier.At), Busy: c.Busy - earlier.Busy, Steal: c.Steal - earlier.Steal,
+		Procs: map[string]time.Duration{}, ByPID: map[int]time.Duration{}}
 	for pid, p := range c.Procs {
 		if d := p.CPU - earlier.Procs[pid].CPU; d > 0 {
 			u.Procs[p.Name] += d
+			u.ByPID[pid] = d
 		}
 	}
 	return u

@@ -72,6 +72,8 @@ func TestSinceCountsGrowthByProcess(t *testing.T) {
 	require.Equal(t, 2*time.Second, u.Busy)
 	require.Equal(t, 10*time.Millisecond, u.Steal)
 	require.Equal(t, map[string]time.Duration{"a": 600 * time.Millisecond, "new": 200 * time.Millisecond, "renamed": 100 * time.Millisecond}, u.Procs)
+	require.Equal(t, map[int]time.Duration{1: 500 * time.Millisecond, 4: 100 * time.Millisecond, 5: 200 * time.Millisecond, 3: 100 * time.Millisecond}, u.ByPID,
+		"each replica's own share: two processes named a")
 }
 
 func TestProcessNameGroupsKernelWorkersAndPixdSubcommands(t *testing.T) {

@@ -23,6 +23,10 @@ import (
 // Options shape a load session.
 type Options struct {
 	APIURL string
+	// APIURLs, when set, replaces APIURL: the API replicas the webhooks are
+	// spread over, one request (an attempt, a resend or a copy) to the next
+	// in turn, as a round-robin load balancer in front of them would.
+	APIURLs []string
 	// RunID makes this session's end_to_end_ids and accounts its own: 10
 	// letters or digits.
 	RunID    string
@@ -93,6 +97,7 @@ func EndToEndPrefix(runID string) string { return "E60701190" + runID }
 type Session struct {
 	opts   Options
 	client *http.Client
+	apis   *roundRobin
 
 	mu      sync.Mutex
 	rng     *rand.Rand
@@ -114,9 +119,14 @@ func NewSession(opts Options) (*Session, error) {
 		opts.MaxInFlight = 512
 	}
 	opts.BurstCopies = max(opts.BurstCopies, 2)
+	apis := opts.APIURLs
+	if len(apis) == 0 {
+		apis = []string{opts.APIURL}
+	}
 	return &Session{
 		opts:    opts,
 		client:  newClient(opts.MaxInFlight),
+		apis:    newRoundRobin(apis),
 		rng:     rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 		pix:     map[string]Sent{},
 		ackedAt: map[string]time.Time{},
@@ -134,6 +144,14 @@ func (s *Session) AckedAt() map[string]time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.ackedAt)
+}
+
+// Progress is how many distinct PIX the session has sent so far, and how
+// many of them were acknowledged.
+func (s *Session) Progress() (sent, acked int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pix), len(s.ackedAt)
 }
 
 // Sent returns every PIX sent, by end_to_end_id.
@@ -166,10 +184,26 @@ func (s *Session) Run(ctx context.Context, rate float64, d time.Duration) (*Step
 	if rate <= 0 || d <= 0 {
 		return nil, fmt.Errorf("load: rate and duration must be positive")
 	}
+	return s.run(ctx, rate, d, 0)
+}
+
+// RunN sends n arrivals at rate per second (open model, as Run), then waits
+// for every request and retry: a load sized by its webhooks, not its time.
+func (s *Session) RunN(ctx context.Context, rate float64, n int64) (*Step, error) {
+	if rate <= 0 || n <= 0 {
+		return nil, fmt.Errorf("load: rate and arrivals must be positive")
+	}
+	d := time.Duration(float64(n) / rate * float64(time.Second))
+	return s.run(ctx, rate, d+time.Second, n)
+}
+
+// run sends rate arrivals per second for d, or until limit arrivals when
+// limit > 0.
+func (s *Session) run(ctx context.Context, rate float64, d time.Duration, limit int64) (*Step, error) {
 	start := time.Now()
 	st := newStepState(start.Add(d + s.opts.RetryFor))
 	var wg sync.WaitGroup
-	arrivals := openModel(ctx, start, rate, d, func(at time.Time) {
+	arrivals := openModelN(ctx, start, rate, d, limit, func(at time.Time) {
 		for _, p := range s.arrival(st) {
 			wg.Go(func() { s.deliver(ctx, st, p, at) })
 		}
@@ -196,13 +230,18 @@ func (s *Session) Run(ctx context.Context, rate float64, d time.Duration) (*Step
 // arrive starts work, it does not wait for it), and returns how many
 // arrivals it made. at is each arrival's scheduled time.
 func openModel(ctx context.Context, start time.Time, rate float64, d time.Duration, arrive func(at time.Time)) int64 {
+	return openModelN(ctx, start, rate, d, 0, arrive)
+}
+
+// openModelN is openModel that also stops after limit arrivals (limit > 0).
+func openModelN(ctx context.Context, start time.Time, rate float64, d time.Duration, limit int64, arrive func(at time.Time)) int64 {
 	interval := time.Duration(float64(time.Second) / rate)
 	var arrivals int64
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		at := start.Add(time.Duration(arrivals) * interval)
-		if at.Sub(start) >= d {
+		if at.Sub(start) >= d || (limit > 0 && arrivals >= limit) {
 			return arrivals
 		}
 		if wait := time.Until(at); wait > 0 {
@@ -288,7 +327,7 @@ func (s *Session) deliver(ctx context.Context, st *stepState, p Sent, scheduled 
 }
 
 func (s *Session) post(ctx context.Context, endToEndID string, body []byte) (status int, first bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.opts.APIURL+"/webhooks/pix", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.apis.next()+"/webhooks/pix", bytes.NewReader(body))
 	if err != nil {
 		return 0, false, err
 	}
@@ -364,4 +403,17 @@ func (s *Session) Send(ctx context.Context, account, copies int) Burst {
 	close(release)
 	wg.Wait()
 	return Burst{EndToEndID: p.EndToEndID, Requests: st.requests.Load(), Acked: st.acked.Load(), Firsts: st.firsts.Load(), Errors: st.errors}
+}
+
+// roundRobin hands out its URLs in turn, safe for concurrent use.
+type roundRobin struct {
+	urls []string
+	n    atomic.Uint64
+}
+
+func newRoundRobin(urls []string) *roundRobin { return &roundRobin{urls: urls} }
+
+// next is the URL whose turn it is.
+func (r *roundRobin) next() string {
+	return r.urls[(r.n.Add(1)-1)%uint64(len(r.urls))]
 }

@@ -217,3 +217,52 @@ func LastCreditOfAckedBefore(ctx context.Context, pool *pgxpool.Pool, s *Session
 	}
 	return last, nil
 }
+
+// Pending is the number of the run's inbox rows still pending.
+func Pending(ctx context.Context, pool *pgxpool.Pool, runID string) (int64, error) {
+	var n int64
+	err := pool.QueryRow(ctx, `SELECT count(*) FROM inbox_messages WHERE status = 'pending' AND starts_with(end_to_end_id, $1)`,
+		EndToEndPrefix(runID)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count pending: %w", err)
+	}
+	return n, nil
+}
+
+// Doubled is the number of the run's end_to_end_ids with more than one
+// pix_credits row. The primary key forbids it (I1); the soak counts it all
+// the same, from the rows, rather than trust the schema it tests.
+func Doubled(ctx context.Context, pool *pgxpool.Pool, runID string) (int64, error) {
+	var n int64
+	err := pool.QueryRow(ctx, `
+		SELECT count(*) FROM (
+		  SELECT end_to_end_id FROM pix_credits WHERE starts_with(end_to_end_id, $1)
+		  GROUP BY end_to_end_id HAVING count(*) > 1) AS doubled`, EndToEndPrefix(runID)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count doubled credits: %w", err)
+	}
+	return n, nil
+}
+
+// DatabaseSizes returns the size in bytes of the pool's own database and of
+// each database of others that exists on the same server (Temporal's, when
+// it persists there), by name.
+func DatabaseSizes(ctx context.Context, pool *pgxpool.Pool, others []string) (map[string]int64, error) {
+	rows, err := pool.Query(ctx, `
+		SELECT datname, pg_database_size(datname) FROM pg_database
+		WHERE datname = current_database() OR datname = ANY($1::text[])`, others)
+	if err != nil {
+		return nil, fmt.Errorf("database sizes: %w", err)
+	}
+	out := map[string]int64{}
+	var name string
+	var size int64
+	_, err = pgx.ForEachRow(rows, []any{&name, &size}, func() error {
+		out[name] = size
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("database sizes: %w", err)
+	}
+	return out, nil
+}
