@@ -51,14 +51,26 @@ type ReceiveCallForTest struct {
 }
 
 // ReceiveGroupForTest writes calls as the group commit writes a group it
-// gathered.
+// gathered (on a writer's connection), and the calls marked alone as their
+// callers write them.
 func ReceiveGroupForTest(ctx context.Context, s *Store, calls []*ReceiveCallForTest) {
 	inner := make([]*receiveCall, len(calls))
 	for i, c := range calls {
 		inner[i] = &receiveCall{notifications: c.Notifications, batch: c.Batch}
 	}
-	s.receiveGroup(ctx, inner)
+	r := &Receiver{store: s, conns: make([]*pgxpool.Conn, 1)}
+	r.write(ctx, 0, inner)
+	r.dropConn(0)
 	for i, c := range inner {
+		if c.alone {
+			if c.batch {
+				c.receipts, c.err = s.ReceiveBatch(ctx, c.notifications)
+			} else {
+				var rec pix.Receipt
+				rec, c.err = s.Receive(ctx, c.notifications[0])
+				c.receipts = []pix.Receipt{rec}
+			}
+		}
 		calls[i].Receipts, calls[i].Err = c.receipts, c.err
 	}
 }

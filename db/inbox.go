@@ -73,7 +73,7 @@ const DueChannel = "pix_inbox_due"
 
 // creditSQL holds the statements of queries/credits.sql.
 var creditSQL struct {
-	Receive, CreditedBefore, RedriveFailed, LockForCredit, CreditDone, LockAccountForCredit, MarkCreditedBefore,
+	Receive, SetLockTimeout, ResetLockTimeout, CreditedBefore, RedriveFailed, LockForCredit, CreditDone, LockAccountForCredit, MarkCreditedBefore,
 	Credit, RecordAttemptFailure, LockForFail, IsCredited, MarkFailed, GetCredit, FailedCredits, OldestPendingAge,
 	ClaimDue, MarkDispatched, DeferDispatch string
 }
@@ -90,21 +90,22 @@ func (s *Store) InboxQueue() DueQueue {
 // amount or recipient under the same end_to_end_id is pix.ErrPayloadMismatch
 // and changes nothing.
 func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error) {
-	r, err := s.receive(ctx, n, tracing.Traceparent(ctx))
+	r, err := s.receive(ctx, s.pool, n, tracing.Traceparent(ctx))
 	if err == nil && r.MadeDue() {
 		s.wake(DueChannel)
 	}
 	return r, err
 }
 
-// receive is Receive, with the traceparent of the request it serves, and
-// without the wake.
-func (s *Store) receive(ctx context.Context, n pix.Notification, traceparent *string) (pix.Receipt, error) {
-	r, stored, err := scanReceipt(s.pool.QueryRow(ctx, creditSQL.Receive, receiveArgs(n, traceparent)...), n)
+// receive is Receive on q (the pool, or a group commit writer's
+// connection), with the traceparent of the request it serves, and without
+// the wake.
+func (s *Store) receive(ctx context.Context, q querier, n pix.Notification, traceparent *string) (pix.Receipt, error) {
+	r, stored, err := scanReceipt(q.QueryRow(ctx, creditSQL.Receive, receiveArgs(n, traceparent)...), n)
 	if err != nil || stored {
 		return r, err
 	}
-	return creditedBefore(ctx, s.pool, n)
+	return creditedBefore(ctx, q, n)
 }
 
 // ReceiveBatch stores the deliveries of one request in one transaction: all
@@ -127,14 +128,10 @@ func (s *Store) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.
 // serves, and without the wake: one call of a group of its own.
 func (s *Store) receiveBatch(ctx context.Context, ns []pix.Notification, traceparent *string) ([]pix.Receipt, error) {
 	c := &receiveCall{notifications: ns, batch: true, traceparent: traceparent}
-	culprit, err := s.receiveTogether(ctx, []*receiveCall{c})
-	switch {
-	case culprit != nil:
-		return nil, culprit.groupErr
-	case err != nil:
+	if _, err := s.receiveTogether(ctx, s.pool, []*receiveCall{c}); err != nil {
 		return nil, err
 	}
-	return c.receipts, c.err
+	return c.receipts, c.err // a culprit alone: its own error
 }
 
 // Redrive puts a failed row back to pending in a new drive, due for

@@ -107,11 +107,17 @@ const txAttempts = 3
 // from the start: it resets what it returns, and whatever it does beside
 // its statements must be idempotent (CreateTransfer's render is pure;
 // RelayEvents publishes, which the broker deduplicates by event id).
-func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+func inTx(ctx context.Context, pool beginner, fn func(tx pgx.Tx) error) error {
 	return inTxAttempts(ctx, pool, txAttempts, fn)
 }
 
-func inTxAttempts(ctx context.Context, pool *pgxpool.Pool, attempts int, fn func(tx pgx.Tx) error) error {
+// beginner begins transactions: the pool, or one connection of it (a group
+// commit's writer's).
+type beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+func inTxAttempts(ctx context.Context, pool beginner, attempts int, fn func(tx pgx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := inTxOnce(ctx, pool, fn)
 		if err == nil || attempt >= attempts || !isContention(err) {
@@ -127,7 +133,7 @@ func inTxAttempts(ctx context.Context, pool *pgxpool.Pool, attempts int, fn func
 	}
 }
 
-func inTxOnce(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+func inTxOnce(ctx context.Context, pool beginner, fn func(tx pgx.Tx) error) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return classify(fmt.Errorf("begin: %w", err))

@@ -68,6 +68,17 @@ RETURNING status, deliveries = 1 AND status = 'pending',
     COALESCE(drive > (SELECT before.drive FROM inbox_messages before WHERE before.end_to_end_id = $1), false),
     attempts
 
+-- name: SetLockTimeout
+-- A group commit writer's connection waits at most $1 (such as '500ms')
+-- for a row another transaction holds: past it, the call waiting is
+-- written alone, by its own request. For the session: the writer holds the
+-- connection while it runs.
+SELECT set_config('lock_timeout', $1, false)
+
+-- name: ResetLockTimeout
+-- The writer's connection back to the pool as it came.
+RESET lock_timeout
+
 -- name: CreditedBefore
 -- The credit of a PIX whose delivery Receive did not store: its account and
 -- amount, to compare with the delivery's.

@@ -40,14 +40,22 @@ type Options struct {
 	// Observe, if set, is told each group's size in calls and rows, after
 	// it was written.
 	Observe func(calls, rows int)
+	// OnPanic, if set, is told what a write that panicked panicked with:
+	// the group's calls are answered ErrWriteFailed and the writer goes on.
+	OnPanic func(recovered any)
 }
+
+// ErrWriteFailed is Do's answer for a call whose group's write panicked:
+// the write's outcome is unknown to the committer (the write function's
+// own transaction decides whether anything committed).
+var ErrWriteFailed = errors.New("group commit: the write failed")
 
 // Committer writes concurrent calls' rows together: one transaction, one
 // commit, for every call a writer finds queued. C is the call (a pointer:
 // write fills in each call's answer).
 type Committer[C any] struct {
 	opts   Options
-	write  func(ctx context.Context, calls []C)
+	write  func(ctx context.Context, writer int, calls []C)
 	queue  chan *entry[C]
 	queued atomic.Int64 // rows queued, not yet taken by a writer
 }
@@ -71,8 +79,10 @@ type entry[C any] struct {
 
 // New returns a Committer whose writers write with write: it must give
 // each call of the group its answer (the group's failure too), and return
-// only once the group committed or failed.
-func New[C any](opts Options, write func(ctx context.Context, calls []C)) (*Committer[C], error) {
+// only once the group committed or failed. writer is the writer's number,
+// from 0 to Writers-1: one goroutine at a time writes with each (a
+// connection of its own, say).
+func New[C any](opts Options, write func(ctx context.Context, writer int, calls []C)) (*Committer[C], error) {
 	switch {
 	case opts.Writers < 1:
 		return nil, fmt.Errorf("group commit: %d writers, want at least 1", opts.Writers)
@@ -99,7 +109,11 @@ func (g *Committer[C]) Do(ctx context.Context, call C, rows int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if g.queued.Add(int64(rows)) > int64(g.opts.QueueRows) {
+	// Admitted while the queue has room at all, whatever the call's own
+	// size: a call of more rows than the room left (an API Pix request of
+	// a thousand) would otherwise be shed again and again while small
+	// ones get in. The queue then holds at most QueueRows plus one call.
+	if g.queued.Add(int64(rows))-int64(rows) >= int64(g.opts.QueueRows) {
 		g.queued.Add(-int64(rows))
 		return ErrQueueFull
 	}
@@ -134,10 +148,10 @@ func (g *Committer[C]) Queued() int { return int(g.queued.Load()) }
 // the last (after the HTTP servers drained).
 func (g *Committer[C]) Run(ctx context.Context) error {
 	done := make(chan struct{}, g.opts.Writers)
-	for range g.opts.Writers {
+	for w := range g.opts.Writers {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			g.writer(ctx)
+			g.writer(ctx, w)
 		}()
 	}
 	for range g.opts.Writers {
@@ -161,7 +175,7 @@ func (g *Committer[C]) Run(ctx context.Context) error {
 // MaxRows; waiting Window for more when it found company), and writes them
 // as one group, until ctx ends. A call too big for the group it was
 // drawn for leads this writer's next group.
-func (g *Committer[C]) writer(ctx context.Context) {
+func (g *Committer[C]) writer(ctx context.Context, w int) {
 	var group []*entry[C]
 	var carry *entry[C]
 	for {
@@ -184,7 +198,7 @@ func (g *Committer[C]) writer(ctx context.Context) {
 		}
 		group, rows, carry = g.gather(ctx, group, rows)
 		if len(group) > 0 {
-			g.writeGroup(group, rows)
+			g.writeGroup(w, group, rows)
 		}
 	}
 }
@@ -236,7 +250,7 @@ func (g *Committer[C]) gather(ctx context.Context, group []*entry[C], rows int) 
 }
 
 // writeGroup writes group, whose calls this writer took, and finishes each.
-func (g *Committer[C]) writeGroup(group []*entry[C], rows int) {
+func (g *Committer[C]) writeGroup(w int, group []*entry[C], rows int) {
 	calls := make([]C, len(group))
 	for i, e := range group {
 		calls[i] = e.call
@@ -244,12 +258,24 @@ func (g *Committer[C]) writeGroup(group []*entry[C], rows int) {
 	// Not the callers' contexts: a call taken is written whatever its
 	// caller does meanwhile; the write is bounded by its own timeout.
 	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WriteTimeout)
-	g.write(ctx, calls)
-	cancel()
+	defer cancel()
+	defer func() {
+		// A write that panicked answers its calls (no caller waits for
+		// ever) and leaves the writer, and the process, running.
+		if recovered := recover(); recovered != nil {
+			if g.opts.OnPanic != nil {
+				g.opts.OnPanic(recovered)
+			}
+			for _, e := range group {
+				e.err = ErrWriteFailed
+			}
+		}
+		for _, e := range group {
+			close(e.done)
+		}
+	}()
+	g.write(ctx, w, calls)
 	if g.opts.Observe != nil {
 		g.opts.Observe(len(group), rows)
-	}
-	for _, e := range group {
-		close(e.done)
 	}
 }

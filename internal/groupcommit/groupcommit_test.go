@@ -30,7 +30,7 @@ type recorder struct {
 	started chan int
 }
 
-func (r *recorder) write(_ context.Context, calls []*call) {
+func (r *recorder) write(_ context.Context, _ int, calls []*call) {
 	r.mu.Lock()
 	n := len(r.groups)
 	ids := make([]int, len(calls))
@@ -153,7 +153,10 @@ func TestAWindowFillsAGroupThatFoundCompany(t *testing.T) {
 	require.Equal(t, [][]int{{0}, {1, 2, 3}}, r.snapshot())
 }
 
-// A full queue sheds at once, writing nothing of the call.
+// A full queue sheds at once, writing nothing of the call. A call is
+// admitted while the queue has any room, whatever its size (a big call is
+// never starved by small ones), so the queue holds at most QueueRows plus
+// one call's rows.
 func TestAFullQueueSheds(t *testing.T) {
 	opts := options()
 	opts.QueueRows, opts.MaxRows = 3, 3
@@ -161,16 +164,44 @@ func TestAFullQueueSheds(t *testing.T) {
 	g := start(t, opts, r)
 	var wg sync.WaitGroup
 	wg.Go(func() { require.NoError(t, g.Do(context.Background(), &call{id: 0, rows: 1}, 1)) })
-	require.Equal(t, 0, <-r.started)
+	require.Equal(t, 0, <-r.started) // the writer holds call 0
 	wg.Go(func() { require.NoError(t, g.Do(context.Background(), &call{id: 1, rows: 2}, 2)) })
-	require.Eventually(t, func() bool { return queuedLen(g) == 1 }, 5*time.Second, time.Millisecond)
-	shed := &call{id: 2, rows: 2}
-	require.ErrorIs(t, g.Do(context.Background(), shed, 2), groupcommit.ErrQueueFull, "2 + 2 rows > 3")
+	require.Eventually(t, func() bool { return g.Queued() == 2 }, 5*time.Second, time.Millisecond)
+	// 2 rows queued, room for 1: a call of 5 rows is admitted all the same.
+	wg.Go(func() { require.NoError(t, g.Do(context.Background(), &call{id: 2, rows: 5}, 5)) })
+	require.Eventually(t, func() bool { return g.Queued() == 7 }, 5*time.Second, time.Millisecond)
+	shed := &call{id: 3, rows: 1}
+	require.ErrorIs(t, g.Do(context.Background(), shed, 1), groupcommit.ErrQueueFull, "7 rows queued ≥ 3")
 	require.Empty(t, shed.answer)
-	r.gate <- struct{}{}
-	r.gate <- struct{}{}
+	for range 3 {
+		r.gate <- struct{}{}
+	}
 	wg.Wait()
-	require.Equal(t, [][]int{{0}, {1}}, r.snapshot())
+	require.Equal(t, [][]int{{0}, {1}, {2}}, r.snapshot(), "the 5-row call is a group of its own")
+}
+
+// A write that panics answers its calls ErrWriteFailed, is reported, and
+// leaves the writer running.
+func TestAWriteThatPanics(t *testing.T) {
+	var recovered any
+	opts := options()
+	opts.OnPanic = func(r any) { recovered = r }
+	g, err := groupcommit.New(opts, func(_ context.Context, _ int, calls []*call) {
+		if calls[0].id == 0 {
+			panic("boom")
+		}
+		calls[0].answer = "written"
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+	require.ErrorIs(t, g.Do(context.Background(), &call{id: 0, rows: 1}, 1), groupcommit.ErrWriteFailed)
+	require.Equal(t, "boom", recovered)
+	next := &call{id: 1, rows: 1}
+	require.NoError(t, g.Do(context.Background(), next, 1))
+	require.Equal(t, "written", next.answer)
 }
 
 // A call whose caller gives up while it is queued is never written; one a
@@ -280,7 +311,7 @@ func TestOptionsAreChecked(t *testing.T) {
 		{Writers: 1, MaxRows: 1, QueueRows: 1, WriteTimeout: 0},
 		{Writers: 1, MaxRows: 1, QueueRows: 1, WriteTimeout: time.Second, Window: -time.Millisecond},
 	} {
-		_, err := groupcommit.New(opts, func(context.Context, []*call) {})
+		_, err := groupcommit.New(opts, func(context.Context, int, []*call) {})
 		require.Error(t, err, "%+v", opts)
 	}
 	require.False(t, errors.Is(groupcommit.ErrQueueFull, groupcommit.ErrStopped))
