@@ -142,6 +142,10 @@ func scanString(data []byte, i int) (end int, plain, ok bool) {
 	plain = true
 	for i++; i < len(data); {
 		c := data[i]
+		if !stringSpecial[c] {
+			i++
+			continue
+		}
 		switch {
 		case c == '"':
 			return i + 1, plain, true
@@ -190,6 +194,15 @@ func scanString(data []byte, i int) (end int, plain, ok bool) {
 	}
 	return 0, false, false
 }
+
+// stringSpecial marks the bytes scanString must look at: the quote, the
+// backslash, the control characters and the bytes outside ASCII.
+var stringSpecial = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf
+	}
+	return t
+}()
 
 // scanArray checks the array at data[i] (a '[') at depth.
 func scanArray(data []byte, i, depth int) (int, bool) {

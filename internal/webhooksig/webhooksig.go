@@ -354,13 +354,11 @@ const encodedMACLen = (sha256.Size + 2) / 3 * 4
 // is required.
 func parseSignatures(header string, sigs *signatures) error {
 	entries := 0
-	for range strings.FieldsSeq(header) {
-		entries++
-	}
-	if entries > maxEntries {
-		return fmt.Errorf("%w: %s has %d entries, at most %d allowed", ErrMalformedSignature, headerSignature, entries, maxEntries)
-	}
 	for f := range strings.FieldsSeq(header) {
+		// Past maxEntries only counted, for the refusal's message.
+		if entries++; entries > maxEntries {
+			continue
+		}
 		b64, ok := strings.CutPrefix(f, versionPrefix)
 		if !ok || len(b64) != encodedMACLen {
 			continue
@@ -373,6 +371,9 @@ func parseSignatures(header string, sigs *signatures) error {
 		}
 		copy(sigs.mac[sigs.n][:], sig[:sha256.Size])
 		sigs.n++
+	}
+	if entries > maxEntries {
+		return fmt.Errorf("%w: %s has %d entries, at most %d allowed", ErrMalformedSignature, headerSignature, entries, maxEntries)
 	}
 	if sigs.n == 0 {
 		return fmt.Errorf("%w: %s has no v1 entry with a base64 HMAC-SHA256", ErrMalformedSignature, headerSignature)
