@@ -36,11 +36,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
@@ -76,11 +78,11 @@ func (instantStore) ReceiveBatch(_ context.Context, ns []pix.Notification) ([]pi
 // (apiDeps, ServeListeners) with the configuration's defaults: signatures
 // required, a 5 s request timeout, no trusted proxy, tracing off, the
 // process's JSON logger at level (into w) and the Prometheus counters.
-func benchRouter(tb testing.TB, level string, w io.Writer) http.Handler {
+func benchRouter(tb testing.TB, store api.Store, level string, w io.Writer) http.Handler {
 	tb.Helper()
 	registry := metrics.New()
 	deps := api.Deps{
-		Store:             instantStore{},
+		Store:             store,
 		TemporalNamespace: "default",
 		TemporalUIURL:     "http://localhost:8233",
 		RequestTimeout:    5 * time.Second,
@@ -145,7 +147,7 @@ func BenchmarkWebhook(b *testing.B) {
 		// configuration's default: the "webhook accepted" line is written.
 		for _, level := range []string{"warn", "info"} {
 			b.Run(tc.name+"/log="+level, func(b *testing.B) {
-				router := benchRouter(b, level, io.Discard)
+				router := benchRouter(b, instantStore{}, level, io.Discard)
 				req := signedRequest(b, tc.path, tc.body)
 				body := &replayBody{}
 				w := &discardWriter{header: http.Header{}}
@@ -178,6 +180,11 @@ func BenchmarkWebhook(b *testing.B) {
 // server of BenchmarkWebhookServerCPU.
 const benchServerEnv = "PIX_WEBHOOK_BENCH_SERVER"
 
+// benchServerDatabaseEnv, when set, is the database (a migrated schema) the
+// child stores the webhooks in, through db.Store as pixd does, its waker
+// running; unset, the child's store answers at once (instantStore).
+const benchServerDatabaseEnv = "PIX_WEBHOOK_BENCH_DATABASE_URL"
+
 // benchServerProfileEnv, when set, is where the child writes its CPU
 // profile (run one sub-benchmark at a time).
 const benchServerProfileEnv = "PIX_WEBHOOK_BENCH_CPUPROFILE"
@@ -196,10 +203,30 @@ func TestWebhookBenchServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var handler http.Handler
-	if level == "floor" {
+	switch url := os.Getenv(benchServerDatabaseEnv); {
+	case level == "floor":
 		handler = http.HandlerFunc(floorHandler)
-	} else {
-		handler = benchRouter(t, level, io.Discard)
+	case url != "":
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		pool, err := db.Open(ctx, url, 20) // DATABASE_MAX_CONNS's default
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		store := db.NewStore(pool)
+		wakerDone := make(chan struct{})
+		go func() {
+			defer close(wakerDone)
+			_ = store.RunWaker(ctx, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+		}()
+		defer func() {
+			stop()
+			<-wakerDone
+		}()
+		handler = benchRouter(t, store, level, io.Discard)
+	default:
+		handler = benchRouter(t, instantStore{}, level, io.Discard)
 	}
 	// As ServeListeners configures the API's servers (the defaults).
 	srv := &http.Server{
@@ -276,21 +303,31 @@ func processCPU(tb testing.TB, pid int) time.Duration {
 // rarely sleep) and paced (2,000 webhooks/s spread evenly over 64
 // connections, as pixload's open model sends: most requests find the server
 // idle, and each pays for waking it up).
+//
+// With postgres, the child stores each webhook (every one a new PIX) in
+// PostgreSQL through db.Store, as pixd does today: the API's CPU per
+// webhook with its database client, PostgreSQL's own CPU not counted (it
+// is another process), as pixload's "pixd api" column.
 func BenchmarkWebhookServerCPU(b *testing.B) {
 	for _, level := range []string{"warn", "info", "floor"} {
-		b.Run("closed/log="+level, func(b *testing.B) { benchServerCPU(b, level, 16, 0) })
-		b.Run("paced2000/log="+level, func(b *testing.B) { benchServerCPU(b, level, 64, 2000) })
+		b.Run("closed/log="+level, func(b *testing.B) { benchServerCPU(b, level, 16, 0, false) })
+		b.Run("paced2000/log="+level, func(b *testing.B) { benchServerCPU(b, level, 64, 2000, false) })
 	}
+	b.Run("paced2000/postgres/log=warn", func(b *testing.B) { benchServerCPU(b, "warn", 64, 2000, true) })
 }
 
 // benchServerCPU sends b.N webhooks over connections; at rate per second
-// when rate > 0, each as soon as a connection is free otherwise.
-func benchServerCPU(b *testing.B, level string, connections, rate int) {
+// when rate > 0, each as soon as a connection is free otherwise. With
+// postgres, each is a new PIX stored in a fresh schema.
+func benchServerCPU(b *testing.B, level string, connections, rate int, postgres bool) {
 	if testing.Short() {
 		b.Skip("starts a child process")
 	}
 	child := exec.Command(os.Args[0], "-test.run=^TestWebhookBenchServer$", "-test.bench=^$")
 	child.Env = append(os.Environ(), benchServerEnv+"="+level)
+	if postgres {
+		child.Env = append(child.Env, benchServerDatabaseEnv+"="+dbtest.URL(b))
+	}
 	child.Stderr = os.Stderr
 	stdin, err := child.StdinPipe()
 	if err != nil {
@@ -318,12 +355,20 @@ func benchServerCPU(b *testing.B, level string, connections, rate int) {
 	header := http.Header{}
 	header.Set("Content-Type", "application/json")
 	webhooksig.SetHeaders(header, "msg_E1234567820261129120000000000001", time.Now(), []byte(benchNativeBody), benchKey)
+	var sent atomic.Int64
 	post := func() error {
-		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(benchNativeBody))
+		body, h := benchNativeBody, header.Clone()
+		if postgres {
+			// A new PIX each time, signed as a PSP signs it.
+			id := fmt.Sprintf("E%031d", sent.Add(1))
+			body = strings.Replace(benchNativeBody, "E1234567820261129120000000000001", id, 1)
+			webhooksig.SetHeaders(h, "msg_"+id, time.Now(), []byte(body), benchKey)
+		}
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 		if err != nil {
 			return err
 		}
-		req.Header = header.Clone()
+		req.Header = h
 		res, err := client.Do(req)
 		if err != nil {
 			return err
