@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/pixbank/pix/internal/pix"
@@ -36,7 +37,198 @@ var (
 // and chave/txid, which find the account); tolerant with informational
 // fields (infoPagador, componentesValor, devolucoes as an object or an array,
 // members we don't know), which are kept in the stored payload.
+//
+// A body the fast path takes is decoded in one pass; any other is
+// decided, and refused with its reason, by decodeAPIPixSlow.
 func decodeAPIPix(body []byte) ([]pix.Notification, error) {
+	if ns, ok := decodeAPIPixFast(body); ok {
+		return ns, nil
+	}
+	return decodeAPIPixSlow(body)
+}
+
+// decodeAPIPixFast is decodeAPIPix in one pass over the body (jsonscan.go):
+// the items of the top object's "pix" are decoded as they are checked. ok
+// is false for a body it does not take, which decodeAPIPixSlow then
+// judges.
+func decodeAPIPixFast(body []byte) (ns []pix.Notification, ok bool) {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, false
+	}
+	var top jsonMembers // the keys seen, to find one sent twice
+	i = skipSpace(body, i+1)
+	for {
+		if i >= len(body) || body[i] != '"' || top.n == fastMaxMembers {
+			return nil, false
+		}
+		keyEnd, plain, ok := scanString(body, i)
+		if !ok || !plain {
+			return nil, false
+		}
+		key := body[i+1 : keyEnd-1]
+		for _, m := range top.m[:top.n] {
+			if string(m.key) == string(key) {
+				return nil, false
+			}
+		}
+		i = skipSpace(body, keyEnd)
+		if i >= len(body) || body[i] != ':' {
+			return nil, false
+		}
+		start := skipSpace(body, i+1)
+		if string(key) == "pix" {
+			i, ns, ok = scanAPIPixItems(body, start)
+		} else {
+			i, ok = scanValue(body, start, 1)
+		}
+		if !ok {
+			return nil, false
+		}
+		top.m[top.n] = jsonMember{key, body[start:i]}
+		top.n++
+		i = skipSpace(body, i)
+		if i >= len(body) {
+			return nil, false
+		}
+		if body[i] == '}' {
+			break
+		}
+		if body[i] != ',' {
+			return nil, false
+		}
+		i = skipSpace(body, i+1)
+	}
+	if skipSpace(body, i+1) != len(body) || len(ns) == 0 {
+		return nil, false
+	}
+	return ns, true
+}
+
+// scanAPIPixItems checks the array of PIX objects at body[i] (depth 2) and
+// decodes each item; ok is false unless every item holds every rule and
+// there are at most MaxAPIPixBatch.
+func scanAPIPixItems(body []byte, i int) (end int, ns []pix.Notification, ok bool) {
+	if i >= len(body) || body[i] != '[' {
+		return 0, nil, false
+	}
+	i = skipSpace(body, i+1)
+	if i < len(body) && body[i] == ']' {
+		return i + 1, nil, true
+	}
+	for {
+		if i >= len(body) || body[i] != '{' || len(ns) == MaxAPIPixBatch {
+			return 0, nil, false
+		}
+		var m jsonMembers
+		start := i
+		if i, ok = scanObject(body, i, 3, &m); !ok {
+			return 0, nil, false
+		}
+		n, ok := decodeAPIPixItemFast(&m, body[start:i])
+		if !ok {
+			return 0, nil, false
+		}
+		ns = append(ns, n)
+		i = skipSpace(body, i)
+		if i >= len(body) {
+			return 0, nil, false
+		}
+		switch body[i] {
+		case ',':
+			i = skipSpace(body, i+1)
+		case ']':
+			return i + 1, ns, true
+		default:
+			return 0, nil, false
+		}
+	}
+}
+
+// decodeAPIPixItemFast is decodeAPIPixItem for an item (its members m, its
+// bytes raw) that holds every rule.
+func decodeAPIPixItemFast(m *jsonMembers, raw []byte) (n pix.Notification, ok bool) {
+	n = pix.Notification{Source: pix.SourceAPIPix, Payload: raw}
+	if n.EndToEndID, ok = fastString(m.get("endToEndId")); !ok || !pix.ValidEndToEndID(n.EndToEndID) {
+		return pix.Notification{}, false
+	}
+	valor, ok := fastString(m.get("valor"))
+	if !ok {
+		return pix.Notification{}, false
+	}
+	if n.AmountCents, ok = fastValorCents(valor); !ok {
+		return pix.Notification{}, false
+	}
+	horario, ok := fastString(m.get("horario"))
+	if !ok {
+		return pix.Notification{}, false
+	}
+	if _, err := time.Parse(time.RFC3339, horario); err != nil {
+		return pix.Notification{}, false
+	}
+	if v := m.get("chave"); !isNull(v) {
+		if n.PixKey, ok = fastString(v); !ok {
+			return pix.Notification{}, false
+		}
+		if l := utf8.RuneCountInString(n.PixKey); l < 1 || l > maxPixKeyLength || hasControl(n.PixKey) {
+			return pix.Notification{}, false
+		}
+	}
+	if v := m.get("txid"); !isNull(v) {
+		if n.TxID, ok = fastString(v); !ok || !validTxID(n.TxID) {
+			return pix.Notification{}, false
+		}
+	}
+	if n.PixKey == "" && n.TxID == "" {
+		return pix.Notification{}, false
+	}
+	if d := m.get("devolucoes"); !isNull(d) && string(d) != "[]" {
+		n.RefundNotice = d
+	}
+	return n, true
+}
+
+// fastValorCents is valorCents for a valor it accepts: \d{1,10}\.\d{2}
+// from 0.01 to the most a PIX may carry.
+func fastValorCents(valor string) (int64, bool) {
+	dot := len(valor) - 3
+	if dot < 1 || dot > 10 || valor[dot] != '.' {
+		return 0, false
+	}
+	var v int64
+	for i := 0; i < len(valor); i++ {
+		if i == dot {
+			continue
+		}
+		c := valor[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if v < 1 || v > pix.MaxAmountCents {
+		return 0, false
+	}
+	return v, true
+}
+
+// validTxID is txidPattern without the regular expression: 1 to 35
+// letters or digits.
+func validTxID(s string) bool {
+	if len(s) < 1 || len(s) > 35 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeAPIPixSlow is the authority on an API Pix body: it decides what
+// the fast path left, and says why it refuses.
+func decodeAPIPixSlow(body []byte) ([]pix.Notification, error) {
 	if err := checkJSON(body); err != nil {
 		return nil, err
 	}

@@ -226,10 +226,8 @@ func (h *handlers) receiveWebhook(c *gin.Context) {
 		return
 	}
 	h.stored(pix.SourceNative, receipt.Duplicate)
-	h.Logger.InfoContext(ctx, "webhook accepted", append(workflows.CreditLogAttrs(n.EndToEndID, receipt.Attempts),
-		"account_id", n.AccountID, "amount_cents", n.AmountCents,
-		"psp", n.PSP, "duplicate", receipt.Duplicate, "redriven", receipt.Redriven, "status", receipt.Status)...)
-	c.JSON(http.StatusAccepted, receipt)
+	h.logAccepted(ctx, n, receipt)
+	answerReceipt(c, http.StatusAccepted, receipt)
 }
 
 // receiveAPIPixWebhook stores the PIX of an API Pix notification, all in one
@@ -259,14 +257,10 @@ func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
 		return
 	}
 	for i, r := range receipts {
-		n := ns[i]
 		h.stored(pix.SourceAPIPix, r.Duplicate)
-		h.Logger.InfoContext(c.Request.Context(), "webhook accepted", append(workflows.CreditLogAttrs(n.EndToEndID, r.Attempts),
-			"format", n.Source, "pix_key", n.PixKey, "txid", n.TxID,
-			"amount_cents", n.AmountCents, "psp", psp, "refund_notice", len(n.RefundNotice) > 0,
-			"duplicate", r.Duplicate, "redriven", r.Redriven, "status", r.Status)...)
+		h.logAPIPixAccepted(c.Request.Context(), ns[i], r)
 	}
-	c.JSON(http.StatusOK, gin.H{"pix": receipts})
+	answerReceiptBatch(c, http.StatusOK, receipts)
 }
 
 // creditView is the answer of GET /pix/credits/{end_to_end_id}.
@@ -476,8 +470,13 @@ func (h *handlers) timeout(c *gin.Context) {
 	c.Next()
 }
 
-// logRequests writes one line per request.
+// logRequests writes one line per request, at debug level: with debug
+// off (the default), nothing about it is built.
 func (h *handlers) logRequests(c *gin.Context) {
+	if !h.Logger.Enabled(c.Request.Context(), slog.LevelDebug) {
+		c.Next()
+		return
+	}
 	start := time.Now()
 	c.Next()
 	attrs := logAttrs(c)

@@ -7,9 +7,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -165,9 +168,58 @@ func NewSecret() string {
 // safe for concurrent use. The zero value (and a nil *Verifier) has no secrets
 // and refuses everything.
 type Verifier struct {
-	secrets   []Secret
+	secrets   []*keyedMAC
 	tolerance time.Duration
 	now       func() time.Time
+}
+
+// keyedMAC is one secret and the HMAC-SHA256 states keyed with it, kept
+// between requests: keying an HMAC costs two SHA-256 blocks and five
+// allocations, every request.
+type keyedMAC struct {
+	psp  string
+	key  []byte
+	macs sync.Pool // of *macState
+}
+
+// macState is one HMAC keyed with its keyedMAC's key, and the buffers of a
+// computation.
+type macState struct {
+	mac    hash.Hash
+	prefix []byte // id + "." + timestamp + "."
+	sum    []byte
+}
+
+// sum is HMAC-SHA256(key, id + "." + ts + "." + body).
+func (k *keyedMAC) sum(id, ts string, body []byte) (out [sha256.Size]byte) {
+	m, _ := k.macs.Get().(*macState)
+	if m == nil {
+		m = &macState{mac: hmac.New(sha256.New, k.key)}
+	}
+	m.mac.Reset()
+	m.prefix = append(append(append(append(m.prefix[:0], id...), '.'), ts...), '.')
+	m.mac.Write(m.prefix)
+	m.mac.Write(body)
+	m.sum = m.mac.Sum(m.sum[:0])
+	copy(out[:], m.sum)
+	k.macs.Put(m)
+	return out
+}
+
+// Header keys as http.Header holds them: h[key] is h.Get(key) without
+// canonicalizing the key (an allocation) on every call.
+var (
+	keyID        = textproto.CanonicalMIMEHeaderKey(headerID)
+	keyTimestamp = textproto.CanonicalMIMEHeaderKey(headerTimestamp)
+	keySignature = textproto.CanonicalMIMEHeaderKey(headerSignature)
+)
+
+// first is h.Get for a canonical key.
+func first(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // NewVerifier returns a Verifier for secrets, which it copies. Secrets with an
@@ -186,7 +238,7 @@ func NewVerifier(secrets []Secret, tolerance time.Duration, now func() time.Time
 		if len(s.Key) == 0 {
 			continue
 		}
-		v.secrets = append(v.secrets, Secret{PSP: s.PSP, Key: append([]byte(nil), s.Key...)})
+		v.secrets = append(v.secrets, &keyedMAC{psp: s.PSP, key: append([]byte(nil), s.Key...)})
 	}
 	return v
 }
@@ -195,7 +247,7 @@ func NewVerifier(secrets []Secret, tolerance time.Duration, now func() time.Time
 // webhook-signature is present in h (even with an empty value), i.e. whether
 // the sender meant to sign the request.
 func HasSignature(h http.Header) bool {
-	return len(h.Values(headerID)) > 0 || len(h.Values(headerTimestamp)) > 0 || len(h.Values(headerSignature)) > 0
+	return len(h[keyID]) > 0 || len(h[keyTimestamp]) > 0 || len(h[keySignature]) > 0
 }
 
 // Verify checks the webhook-id, webhook-timestamp and webhook-signature
@@ -204,9 +256,9 @@ func HasSignature(h http.Header) bool {
 // Errors wrap ErrMissingSignature, ErrMalformedSignature, ErrStaleTimestamp or
 // ErrBadSignature, checked in that order.
 func (v *Verifier) Verify(h http.Header, body []byte) (psp string, err error) {
-	id := h.Get(headerID)
-	ts := h.Get(headerTimestamp)
-	sigLines := h.Values(headerSignature)
+	id := first(h, keyID)
+	ts := first(h, keyTimestamp)
+	sigLines := h[keySignature]
 	sigLen := len(sigLines) // separators when joined
 	for _, l := range sigLines {
 		sigLen += len(l)
@@ -234,8 +286,8 @@ func (v *Verifier) Verify(h http.Header, body []byte) (psp string, err error) {
 	if err != nil {
 		return "", err
 	}
-	sigs, err := parseSignatures(sigHeader)
-	if err != nil {
+	var sigs signatures
+	if err := parseSignatures(sigHeader, &sigs); err != nil {
 		return "", err
 	}
 
@@ -247,10 +299,10 @@ func (v *Verifier) Verify(h http.Header, body []byte) (psp string, err error) {
 	}
 
 	for _, s := range v.secrets {
-		want := mac(s.Key, id, ts, body)
-		for _, got := range sigs {
-			if hmac.Equal(got, want) {
-				return s.PSP, nil
+		want := s.sum(id, ts, body)
+		for i := range sigs.n {
+			if hmac.Equal(sigs.mac[i][:], want[:]) {
+				return s.psp, nil
 			}
 		}
 	}
@@ -285,30 +337,48 @@ func parseTimestamp(ts string) (int64, error) {
 	return n, nil
 }
 
-// parseSignatures returns the decoded v1 entries of a webhook-signature value.
-// Entries of other versions are ignored; a v1 entry that is not standard
-// base64 of a 32-byte MAC is skipped. At least one usable v1 entry is required.
-func parseSignatures(header string) ([][]byte, error) {
-	fields := strings.Fields(header)
-	if len(fields) > maxEntries {
-		return nil, fmt.Errorf("%w: %s has %d entries, at most %d allowed", ErrMalformedSignature, headerSignature, len(fields), maxEntries)
-	}
-	var sigs [][]byte
-	for _, f := range fields {
+// signatures are the decoded v1 entries of a webhook-signature value.
+type signatures struct {
+	mac [maxEntries][sha256.Size]byte
+	n   int
+}
+
+// encodedMACLen is the length of a 32-byte MAC in padded standard base64:
+// the only length that decodes to 32 bytes (a field holds no \r or \n,
+// which the decoder would skip).
+const encodedMACLen = (sha256.Size + 2) / 3 * 4
+
+// parseSignatures puts the decoded v1 entries of a webhook-signature value
+// in sigs. Entries of other versions are ignored; a v1 entry that is not
+// standard base64 of a 32-byte MAC is skipped. At least one usable v1 entry
+// is required.
+func parseSignatures(header string, sigs *signatures) error {
+	entries := 0
+	for f := range strings.FieldsSeq(header) {
+		// Past maxEntries only counted, for the refusal's message.
+		if entries++; entries > maxEntries {
+			continue
+		}
 		b64, ok := strings.CutPrefix(f, versionPrefix)
-		if !ok {
+		if !ok || len(b64) != encodedMACLen {
 			continue
 		}
-		sig, err := base64.StdEncoding.DecodeString(b64)
-		if err != nil || len(sig) != sha256.Size {
+		var src [encodedMACLen]byte
+		var sig [encodedMACLen / 4 * 3]byte
+		copy(src[:], b64)
+		if n, err := base64.StdEncoding.Decode(sig[:], src[:]); err != nil || n != sha256.Size {
 			continue
 		}
-		sigs = append(sigs, sig)
+		copy(sigs.mac[sigs.n][:], sig[:sha256.Size])
+		sigs.n++
 	}
-	if len(sigs) == 0 {
-		return nil, fmt.Errorf("%w: %s has no v1 entry with a base64 HMAC-SHA256", ErrMalformedSignature, headerSignature)
+	if entries > maxEntries {
+		return fmt.Errorf("%w: %s has %d entries, at most %d allowed", ErrMalformedSignature, headerSignature, entries, maxEntries)
 	}
-	return sigs, nil
+	if sigs.n == 0 {
+		return fmt.Errorf("%w: %s has no v1 entry with a base64 HMAC-SHA256", ErrMalformedSignature, headerSignature)
+	}
+	return nil
 }
 
 func (v *Verifier) checkTime(unix int64) error {
