@@ -47,6 +47,7 @@ func TestCreditEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.Status)
 	s.assertBooksBalance()
+	s.recordHistory(workflows.CreditWorkflowID(id), "credit_done_v2")
 }
 
 func TestRedeliveryIsAbsorbed(t *testing.T) {
@@ -193,6 +194,7 @@ func TestUnknownAccountFailsAloneAfterAttempts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_FAILED, desc.Status, "the failed PIX shows failed in Temporal")
 	s.assertBooksBalance()
+	s.recordHistory(workflows.CreditWorkflowID(lost), "credit_failed_v2")
 }
 
 func TestClosedAccountFailsAtOnce(t *testing.T) {

@@ -131,6 +131,39 @@ type CreditInput struct {
 	// fenced by it (0 in histories from before drives were numbered).
 	Drive int
 	Retry RetrySettings
+	// ListingVersion is the run's shape in the Temporal UI, chosen by the
+	// dispatcher that started it (CreditListingVersion) and recorded in the
+	// history with the input: the run was started with its search
+	// attributes and memo, and upserts only its final status. 0 in runs
+	// started before it, which ask workflow.GetVersion (see
+	// creditListingVersion).
+	ListingVersion workflow.Version
+}
+
+// CreditListingVersion is the listing shape of the credits started now:
+// the version of the search-attribute upserts (searchAttributesVersion),
+// decided by the input rather than by a version marker. A marker is two
+// commands and two events in every credit's history (the marker and the
+// TemporalChangeVersion upsert the SDK adds to it): two of the three
+// commands a credit had beyond a no-op workflow's (docs/benchmarks.md,
+// "What a credit costs the engine").
+const CreditListingVersion workflow.Version = 2
+
+// creditListingVersion is the run's listing version. Runs whose input
+// names one follow it: no version marker. Runs started before inputs named
+// it ask GetVersion as they always did: their histories have the marker of
+// version 1 or, older still, none (DefaultVersion: no upserts). A version
+// newer than this worker knows fails the workflow task, as GetVersion does,
+// until a worker that knows it takes the run.
+func creditListingVersion(ctx workflow.Context, in CreditInput) workflow.Version {
+	switch {
+	case in.ListingVersion == 0:
+		return listingVersion(ctx)
+	case in.ListingVersion > CreditListingVersion:
+		panic(fmt.Sprintf("credit input has listing version %d; this worker knows up to %d", in.ListingVersion, CreditListingVersion))
+	default:
+		return in.ListingVersion
+	}
 }
 
 // CreditOutput is the result of a successful run.
@@ -161,6 +194,12 @@ const roundsPerRun = 50
 // unreachable, an attempt timed out) says nothing about the PIX: the row
 // stays pending, with its attempts and last error, and another round starts
 // after the maximum interval, until the infrastructure is back.
+//
+// A credit that succeeds is one workflow task, as cheap for the Temporal
+// server as a no-op workflow of one local activity but for one command: the
+// local activity's marker, then the upsert that moves PixStatus to done
+// (the UI's search by status needs it; the search attributes and memo of
+// the start are the dispatcher's), then the completion.
 func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 	creditCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		// Without it, a local activity's attempts share one StartToClose.
@@ -168,7 +207,7 @@ func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 		StartToCloseTimeout:    in.Retry.ActivityTimeout,
 		RetryPolicy:            in.Retry.creditPolicy(),
 	})
-	version := listingVersion(ctx)
+	version := creditListingVersion(ctx, in)
 	for round := 1; ; round++ {
 		var res activities.CreditResult
 		err := workflow.ExecuteLocalActivity(creditCtx, a.CreditAccount, activities.CreditInput{
@@ -301,6 +340,7 @@ func CreditSource(q durable.Queue, taskQueue string, retry RetrySettings) durabl
 		Start: func(ctx context.Context, c client.Client, due durable.Due) (bool, error) {
 			return StartCredit(ctx, c, taskQueue, CreditInput{
 				EndToEndID: due.Key, PriorAttempts: due.Attempts, Drive: due.Drive, Retry: retry,
+				ListingVersion: CreditListingVersion,
 			}, listingOf(due))
 		},
 		LogAttrs: func(due durable.Due) []any { return CreditLogAttrs(due.Key, due.Attempts) },

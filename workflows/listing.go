@@ -88,7 +88,9 @@ func (l Listing) searchAttributes() temporal.SearchAttributes {
 }
 
 // searchAttributesVersion gates the upserts: runs recorded before them
-// (the histories under testdata) replay without them.
+// (credit_done.json, credit_failed.json, the transfers' histories under
+// testdata) replay without them. A credit's input may name a later listing
+// version (CreditListingVersion), which upserts the same.
 const searchAttributesVersion = 1
 
 // listingVersion reads, once at the start of a run, whether the run upserts

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/pix"
@@ -79,4 +80,48 @@ func TestDevServerFlagsRegisterEveryAttribute(t *testing.T) {
 	require.Len(t, flags, 2*len(workflows.SearchAttributes))
 	require.Contains(t, flags, "PixAmountCents=Int")
 	require.Contains(t, flags, "PixStatus=Keyword")
+}
+
+// A credit the dispatcher starts now names its listing version in its input
+// and upserts its status without asking GetVersion (no version marker, no
+// TemporalChangeVersion upsert in its history); a run started before that
+// asks it, as it always did.
+func TestCreditListingVersionIsTheInputs(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		version    workflow.Version
+		getVersion int
+	}{
+		{"named by the input", workflows.CreditListingVersion, 0},
+		{"started before inputs named it", 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			env.OnActivity(a.CreditAccount, mock.Anything, mock.Anything).
+				Return(activities.CreditResult{AccountID: "acc-1", AmountCents: 150, Credited: true}, nil).Once()
+			env.OnUpsertTypedSearchAttributes(status(pix.StatusDone, "acc-1")).Return(nil).Once()
+			asked := env.OnGetVersion("pix-search-attributes", workflow.DefaultVersion, 1).Return(workflow.Version(1))
+			if tc.getVersion == 0 {
+				asked.Never()
+			} else {
+				asked.Times(tc.getVersion)
+			}
+			in := input(5)
+			in.ListingVersion = tc.version
+			env.ExecuteWorkflow(workflows.CreditWorkflowName, in)
+			require.NoError(t, env.GetWorkflowError())
+		})
+	}
+}
+
+// A listing version newer than the worker's fails the workflow task (it is
+// retried until a worker that knows it takes the run), as GetVersion does.
+func TestCreditOfANewerListingVersionIsRefused(t *testing.T) {
+	env := newEnv(t)
+	in := input(5)
+	in.ListingVersion = workflows.CreditListingVersion + 1
+	env.ExecuteWorkflow(workflows.CreditWorkflowName, in)
+	var panicked *temporal.PanicError
+	require.ErrorAs(t, env.GetWorkflowError(), &panicked)
+	require.Contains(t, panicked.Error(), "listing version 3")
 }

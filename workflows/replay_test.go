@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"testing"
@@ -25,8 +26,15 @@ import (
 // (`temporal workflow show -o json`, or the e2e tests with
 // PIX_RECORD_HISTORIES set), without payload encryption: in plain text.
 var recordedHistories = []string{
-	"testdata/credit_done.json",       // credited at the first attempt
-	"testdata/credit_failed.json",     // unknown account: attempts exhausted, marked failed
+	"testdata/credit_done.json",   // credited at the first attempt
+	"testdata/credit_failed.json", // unknown account: attempts exhausted, marked failed
+	// The credit's listing versions (workflows.CreditListingVersion): 1, the
+	// pix-search-attributes version marker with its upserts; 2, the same
+	// upserts decided by the input, without the marker.
+	"testdata/credit_done_v1.json",
+	"testdata/credit_failed_v1.json",
+	"testdata/credit_done_v2.json",
+	"testdata/credit_failed_v2.json",
 	"testdata/transfer_settled.json",  // submitted, polled until settled, marked settled
 	"testdata/transfer_refunded.json", // rejected by the PSP at submission, refunded
 	// Recorded by the e2e tests that mark them (e2e/record_test.go):
@@ -143,4 +151,54 @@ func encryptHistory(t *testing.T, file string, c *codec.Codec) *historypb.Histor
 		},
 	}))
 	return history
+}
+
+// historyWithCreditInput reads a recorded credit history and rewrites its
+// input's ListingVersion (removed when version is 0), as another
+// dispatcher would have started the run.
+func historyWithCreditInput(t *testing.T, file string, version workflow.Version) *historypb.History {
+	t.Helper()
+	f, err := os.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	history, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	require.NoError(t, err)
+	payload := history.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()[0]
+	var in map[string]any
+	require.NoError(t, json.Unmarshal(payload.GetData(), &in))
+	if version == 0 {
+		delete(in, "ListingVersion")
+	} else {
+		in["ListingVersion"] = version
+	}
+	payload.Data, err = json.Marshal(in)
+	require.NoError(t, err)
+	return history
+}
+
+// During a rolling deploy a new dispatcher's run (its input names listing
+// version 2) may have been begun by an old worker, which asked GetVersion
+// and recorded the version marker and its TemporalChangeVersion upsert. A
+// new worker goes on with it: the SDK's replay passes over version markers
+// the code does not ask for, and both shapes upsert the same statuses.
+func TestReplayCreditBegunByAnOldWorker(t *testing.T) {
+	for _, file := range []string{"testdata/credit_done_v1.json", "testdata/credit_failed_v1.json"} {
+		t.Run(file, func(t *testing.T) {
+			require.NoError(t, newReplayer(t, nil).ReplayWorkflowHistory(nil, historyWithCreditInput(t, file, workflows.CreditListingVersion)))
+		})
+	}
+}
+
+// The input alone decides the shape of a run of listing version 2: the
+// same history without the input's version is a run of before the
+// upserts (no marker: DefaultVersion), whose code upserts nothing, and it
+// does not replay.
+func TestReplayCreditShapeIsTheInputs(t *testing.T) {
+	quiet := sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
+	for _, file := range []string{"testdata/credit_done_v2.json", "testdata/credit_failed_v2.json"} {
+		t.Run(file, func(t *testing.T) {
+			err := newReplayer(t, nil).ReplayWorkflowHistory(quiet, historyWithCreditInput(t, file, 0))
+			require.Error(t, err, "replayed as a run of before the upserts")
+		})
+	}
 }

@@ -23,11 +23,15 @@ import (
 // Server is one dev server process.
 type Server struct {
 	Address string
-	bin     string
-	dir     string
-	port    int
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	// MetricsAddress serves the server's Prometheus metrics (/metrics):
+	// what it did, by operation (a new one at each start).
+	MetricsAddress string
+	bin            string
+	dir            string
+	port           int
+	extra          []string
+	cmd            *exec.Cmd
+	exited         chan struct{}
 }
 
 // CLIPath finds the Temporal CLI binary.
@@ -57,7 +61,11 @@ func CLIPath() (string, error) {
 
 // Start starts a dev server with its state under dir and waits until it
 // answers.
-func Start(dir string) (*Server, error) {
+func Start(dir string) (*Server, error) { return StartWith(dir) }
+
+// StartWith starts a dev server as Start does, with more `start-dev` flags
+// (`--dynamic-config-value key=value`, say).
+func StartWith(dir string, extraFlags ...string) (*Server, error) {
 	bin, err := CLIPath()
 	if err != nil {
 		return nil, err
@@ -66,7 +74,7 @@ func Start(dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Address: "127.0.0.1:" + strconv.Itoa(port), bin: bin, dir: dir, port: port}
+	s := &Server{Address: "127.0.0.1:" + strconv.Itoa(port), bin: bin, dir: dir, port: port, extra: extraFlags}
 	return s, s.start()
 }
 
@@ -87,6 +95,8 @@ func (s *Server) start() error {
 		"--port", strconv.Itoa(s.port), "--http-port", strconv.Itoa(httpPort), "--metrics-port", strconv.Itoa(metricsPort),
 		"--db-filename", filepath.Join(s.dir, "temporal.db"), "--log-level", "error"},
 		workflows.DevServerFlags()...) // the PIX search attributes, as the dev command registers them
+	args = append(args, s.extra...)
+	s.MetricsAddress = "127.0.0.1:" + strconv.Itoa(metricsPort)
 	s.cmd = exec.Command(s.bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
@@ -151,6 +161,15 @@ func (s *Server) Stop() {
 		<-s.exited
 	}
 	s.cmd = nil
+}
+
+// PID is the running server's process id (0 when stopped), whose CPU time
+// a measurement reads in /proc.
+func (s *Server) PID() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
 }
 
 // Restart starts the server again on the same address and state.
