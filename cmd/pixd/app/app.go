@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -379,6 +380,12 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 	receiver, err := db.NewReceiver(a.Store, groupcommit.Options{
 		Writers: a.Cfg.WebhookGroupWriters, MaxRows: a.Cfg.WebhookGroupMaxRows, Window: a.Cfg.WebhookGroupWindow,
 		QueueRows: a.Cfg.WebhookQueueMaxRows, WriteTimeout: a.Cfg.RequestTimeout, Observe: a.groupCommit.Observe,
+		// A panicking write is a bug: its calls were answered 503 and the
+		// writer goes on, so this line (with the stack) is how it is seen.
+		OnPanic: func(recovered any) {
+			a.Log.Error("webhook group write panicked; its requests were answered 503",
+				"panic", fmt.Sprint(recovered), "stack", string(debug.Stack()))
+		},
 	})
 	if err != nil {
 		return err
