@@ -96,7 +96,13 @@ bench() {
 }
 
 if wants dev || wants dev-2x2; then
-	temporal_dev=$(start_dev_temporal "$dev_port" "$out/temporal-dev")
+	# The search attribute cache on, as on every server but start-dev's
+	# default (which reads the cluster metadata and the namespace on every
+	# lookup so that new attributes show at once; ours are registered by the
+	# flags before the first run): see docs/benchmarks.md, "What a credit
+	# costs the engine".
+	temporal_dev=$(start_dev_temporal "$dev_port" "$out/temporal-dev" \
+		--dynamic-config-value system.forceSearchAttributesCacheRefreshOnRead=false)
 	CHILDREN+=("$temporal_dev")
 	wait_temporal "127.0.0.1:$dev_port"
 	if wants dev; then

@@ -12,13 +12,16 @@ fresh_database() {
 	echo "$base/$1?sslmode=disable"
 }
 
-# start_dev_temporal PORT DIR: a Temporal dev server (SQLite file in DIR),
-# with the PIX search attributes (needs .bin/pixd).
+# start_dev_temporal PORT DIR [FLAG...]: a Temporal dev server (SQLite file
+# in DIR), with the PIX search attributes (needs .bin/pixd) and any more
+# flags given.
 start_dev_temporal() {
-	mkdir -p "$2"
+	local port=$1 dir=$2
+	shift 2
+	mkdir -p "$dir"
 	# shellcheck disable=SC2046 # the flags are words
-	"$BIN/temporal" server start-dev --headless --ip 127.0.0.1 --port "$1" --http-port $(($1 + 10)) --metrics-port $(($1 + 11)) \
-		--db-filename "$2/temporal.db" --log-level error $("$BIN/pixd" search-attribute-flags) >>"$2/temporal.log" 2>&1 &
+	"$BIN/temporal" server start-dev --headless --ip 127.0.0.1 --port "$port" --http-port $((port + 10)) --metrics-port $((port + 11)) \
+		--db-filename "$dir/temporal.db" --log-level error $("$BIN/pixd" search-attribute-flags) "$@" >>"$dir/temporal.log" 2>&1 &
 	echo $!
 }
 
