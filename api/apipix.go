@@ -195,21 +195,7 @@ func fastValorCents(valor string) (int64, bool) {
 	if dot < 1 || dot > 10 || valor[dot] != '.' {
 		return 0, false
 	}
-	var v int64
-	for i := 0; i < len(valor); i++ {
-		if i == dot {
-			continue
-		}
-		c := valor[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + int64(c-'0')
-	}
-	if v < 1 || v > pix.MaxAmountCents {
-		return 0, false
-	}
-	return v, true
+	return digitsCents(valor, dot)
 }
 
 // validTxID is txidPattern without the regular expression: 1 to 35

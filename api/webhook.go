@@ -158,8 +158,19 @@ func fastAmountCents(raw []byte) (int64, bool) {
 	if len(raw) == 0 || len(raw) > 12 {
 		return 0, false
 	}
+	return digitsCents(raw, -1)
+}
+
+// digitsCents reads digits, all but the byte at skip (a decimal point; -1:
+// none), as an amount of centavos, accepted from 1 to pix.MaxAmountCents.
+// Its callers bound the length, so that it can't overflow.
+func digitsCents[T string | []byte](digits T, skip int) (int64, bool) {
 	var v int64
-	for _, c := range raw {
+	for i := 0; i < len(digits); i++ {
+		if i == skip {
+			continue
+		}
+		c := digits[i]
 		if c < '0' || c > '9' {
 			return 0, false
 		}
