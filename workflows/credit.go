@@ -332,15 +332,17 @@ func StartCredit(ctx context.Context, c client.Client, taskQueue string, in Cred
 }
 
 // CreditSource is the durable start of credits: the pending inbox rows'
-// credit workflows.
-func CreditSource(q durable.Queue, taskQueue string, retry RetrySettings) durable.Source {
+// credit workflows, with listingVersion in their inputs (CreditListingVersion,
+// or 0 while workers of releases that do not read it may take a run:
+// CREDIT_LISTING_IN_INPUT).
+func CreditSource(q durable.Queue, taskQueue string, retry RetrySettings, listingVersion workflow.Version) durable.Source {
 	return durable.Source{
 		Kind:  "inbox",
 		Queue: q,
 		Start: func(ctx context.Context, c client.Client, due durable.Due) (bool, error) {
 			return StartCredit(ctx, c, taskQueue, CreditInput{
 				EndToEndID: due.Key, PriorAttempts: due.Attempts, Drive: due.Drive, Retry: retry,
-				ListingVersion: CreditListingVersion,
+				ListingVersion: listingVersion,
 			}, listingOf(due))
 		},
 		LogAttrs: func(due durable.Due) []any { return CreditLogAttrs(due.Key, due.Attempts) },

@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/codec"
@@ -145,6 +146,14 @@ type Config struct {
 	// ReconcileInterval is how often the reconciliation Schedule checks the books.
 	ReconcileInterval time.Duration
 
+	// CreditListingInInput is CREDIT_LISTING_IN_INPUT: the dispatcher names
+	// the credit's listing version in its input (no version marker: the
+	// cheaper credit). Off, the input names none and the run asks
+	// workflow.GetVersion, which workers of the releases before it read
+	// too: the setting of a rolling upgrade from them, or of a rollback to
+	// them (docs/operations.md, "Upgrading the workers").
+	CreditListingInInput bool
+
 	InboxAttemptsMax      int32
 	InboxRetryInitial     time.Duration
 	InboxRetryBackoff     float64
@@ -184,6 +193,7 @@ func Default() Config {
 		WorkerMaxActivities:   0,
 		LogLevel:              "info",
 		DispatcherEnabled:     true,
+		CreditListingInInput:  true,
 		DispatchPollInterval:  500 * time.Millisecond,
 		DispatchBatchSize:     200,
 		DispatchConcurrency:   16,
@@ -245,6 +255,16 @@ func (c Config) Retry() workflows.RetrySettings {
 		MaxInterval:        c.InboxRetryMaxInterval,
 		ActivityTimeout:    c.InboxActivityTimeout,
 	}
+}
+
+// CreditInputListingVersion is the listing version the dispatcher puts in
+// a credit's input: workflows.CreditListingVersion, or 0 (none: the run
+// asks workflow.GetVersion) with CREDIT_LISTING_IN_INPUT=false.
+func (c Config) CreditInputListingVersion() workflow.Version {
+	if c.CreditListingInInput {
+		return workflows.CreditListingVersion
+	}
+	return 0
 }
 
 // Transfer is the transfer saga's settings the configuration describes.
@@ -420,6 +440,7 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	integer("WORKER_MAX_CONCURRENT_ACTIVITIES", 0, 10000, func(n int64) { c.WorkerMaxActivities = int(n) })
 	str("LOG_LEVEL", &c.LogLevel)
 	boolean("DISPATCHER_ENABLED", &c.DispatcherEnabled)
+	boolean("CREDIT_LISTING_IN_INPUT", &c.CreditListingInInput)
 	dur("DISPATCH_POLL_INTERVAL", &c.DispatchPollInterval)
 	integer("DISPATCH_BATCH_SIZE", 1, 10000, func(n int64) { c.DispatchBatchSize = int(n) })
 	integer("DISPATCH_CONCURRENCY", 1, 1000, func(n int64) { c.DispatchConcurrency = int(n) })

@@ -231,3 +231,17 @@ func TestEventStreamLimits(t *testing.T) {
 		require.ErrorContains(t, err, "NATS_STREAM_MAX_BYTES", "%q", v)
 	}
 }
+
+// The credit's listing version in its input is on by default; off, for a
+// rolling upgrade from (or a rollback to) a release whose workers don't
+// read it, the dispatcher names none and the run asks workflow.GetVersion.
+func TestCreditListingInInput(t *testing.T) {
+	c, err := config.FromLookup(lookup(nil))
+	require.NoError(t, err)
+	require.Equal(t, workflows.CreditListingVersion, c.CreditInputListingVersion())
+	c, err = config.FromLookup(lookup(map[string]string{"CREDIT_LISTING_IN_INPUT": "false"}))
+	require.NoError(t, err)
+	require.Zero(t, c.CreditInputListingVersion())
+	_, err = config.FromLookup(lookup(map[string]string{"CREDIT_LISTING_IN_INPUT": "sometimes"}))
+	require.Error(t, err)
+}

@@ -209,7 +209,7 @@ func (a *App) MigrationStatus(ctx context.Context) (db.MigrationReport, error) {
 func (a *App) Dispatchers() []*durable.Dispatcher {
 	q := a.Cfg.TaskQueues()
 	return []*durable.Dispatcher{
-		a.dispatcher(workflows.CreditSource(a.Store.InboxQueue(), q.Credits, a.Cfg.Retry())),
+		a.dispatcher(workflows.CreditSource(a.Store.InboxQueue(), q.Credits, a.Cfg.Retry(), a.Cfg.CreditInputListingVersion())),
 		a.dispatcher(workflows.TransferSource(a.Store.TransferQueue(), q.Transfers, a.Cfg.Transfer())),
 		a.dispatcher(workflows.RefundSource(a.Store.RefundQueue(), q.Of(workflows.Refunds), a.Cfg.Refund())),
 	}
