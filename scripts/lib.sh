@@ -107,13 +107,22 @@ build_tools() {
 
 # check_deploy_files validates the deployment files: docker-compose.yml with
 # a Compose CLI where one is installed (`docker compose`, else
-# `docker-compose`), and always in-process with tools/deploycheck (the same
+# `docker-compose`; under CI, as root, Debian's docker-compose is installed
+# when neither is), and always in-process with tools/deploycheck (the same
 # loading by compose-go, the project's rules for the compose file, the
 # Prometheus rules through Prometheus's own parser, the Dockerfile against
 # what the build compiles), whose own tests prove each check fails on a
 # broken file. deploycheck is a module of its own: its first build takes
 # about a minute, then the Go build cache makes it cheap.
 check_deploy_files() {
+	if [ -n "${CI:-}" ] && ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null 2>&1 &&
+		[ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		# CI validates with a Compose CLI too: Debian's docker-compose, from
+		# the package registry (a developer's machine is left as it is).
+		log "installing docker-compose (Debian's package) to validate docker-compose.yml"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null ||
+			die "could not install docker-compose"
+	fi
 	if docker compose version >/dev/null 2>&1; then
 		docker compose -f "$ROOT/docker-compose.yml" config -q
 	elif command -v docker-compose >/dev/null 2>&1; then
