@@ -42,9 +42,9 @@ nothing behind on the broker. Ctrl-C stops it (exit 0).
 // then the envelope as JSON; asJSON: the envelope only) until ctx ends. An
 // ordered consumer: nothing is left behind on the broker.
 func tailEvents(ctx context.Context, url string, all, asJSON bool, out, errOut io.Writer) error {
-	nc, err := broker.Connect(url, "pixctl events tail")
+	nc, err := broker.ConnectOnce(url, "pixctl events tail")
 	if err != nil {
-		return unavailable(err)
+		return unavailable(fmt.Errorf("the events on NATS at %s: %w", url, err))
 	}
 	defer nc.Close()
 	cons, err := newEventConsumer(ctx, nc, all)
@@ -107,7 +107,7 @@ type eventCollector struct {
 
 // collectEvents starts consuming new events from the broker at url.
 func collectEvents(ctx context.Context, url string) (*eventCollector, error) {
-	nc, err := broker.Connect(url, "pixctl demo")
+	nc, err := broker.ConnectOnce(url, "pixctl demo")
 	if err != nil {
 		return nil, unavailable(err)
 	}

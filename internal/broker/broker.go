@@ -58,6 +58,16 @@ func Connect(url, name string) (*nats.Conn, error) {
 	return nc, nil
 }
 
+// ConnectOnce dials NATS once, for a command a person waits for: a broker
+// that can't be reached is its error at once (Connect would wait for it).
+func ConnectOnce(url, name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(url, nats.Name(name))
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats at %s: %w", url, err)
+	}
+	return nc, nil
+}
+
 // StreamLimits bound the event stream (NATS_STREAM_MAX_AGE,
 // NATS_STREAM_MAX_BYTES): JetStream deletes an event older than MaxAge,
 // and refuses a new one while the stream holds MaxBytes (the discard
