@@ -414,22 +414,12 @@ func secondsString(sec uint64) string {
 	return (time.Duration(sec) * time.Second).String()
 }
 
-// mac computes HMAC-SHA256(key, id + "." + ts + "." + body).
-func mac(key []byte, id, ts string, body []byte) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(id))
-	m.Write([]byte{'.'})
-	m.Write([]byte(ts))
-	m.Write([]byte{'.'})
-	m.Write(body)
-	return m.Sum(nil)
-}
-
 // Sign returns the webhook-signature entry "v1,<base64>" for key over
 // id + "." + timestamp + "." + body, the timestamp in Unix seconds.
 func Sign(key []byte, id string, timestamp time.Time, body []byte) string {
 	ts := strconv.FormatInt(timestamp.Unix(), 10)
-	return versionPrefix + base64.StdEncoding.EncodeToString(mac(key, id, ts, body))
+	sum := (&keyedMAC{key: key}).sum(id, ts, body)
+	return versionPrefix + base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // SetHeaders sets webhook-id, webhook-timestamp and webhook-signature on h,
