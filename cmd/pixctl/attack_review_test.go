@@ -20,6 +20,7 @@ import (
 // same command again, carried a new key: a second devolução debited. The
 // key is now derived from the request and printed before it is sent.
 func TestRefundAskedAgainAfterALostAnswerIsTheSameRequest(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var keys []string // one debit per distinct key, as the API does
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -63,6 +64,7 @@ func TestRefundAskedAgainAfterALostAnswerIsTheSameRequest(t *testing.T) {
 // the status that says "the books do not balance", though it never got the
 // books' check. Both could not ask (3).
 func TestReconcileOnTheWrongListenerCouldNotAsk(t *testing.T) {
+	t.Parallel()
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)

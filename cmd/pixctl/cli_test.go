@@ -90,6 +90,7 @@ func untouchable(t *testing.T) (getenv func(string) string, keyDir string) {
 // with no command run: no request to the API, no connection to NATS, no
 // file written.
 func TestHelpRunsNothing(t *testing.T) {
+	t.Parallel()
 	getenv, keyDir := untouchable(t)
 	const top, events, tail = "usage: pixctl <command>", "usage: pixctl events <command>", "usage: pixctl events tail "
 	const id = "E1234567820261129120000000000001"
@@ -136,6 +137,7 @@ func TestHelpRunsNothing(t *testing.T) {
 // A command's help says its flags, the settings and their environment
 // variables, and the exit statuses.
 func TestHelpShowsSettingsAndStatuses(t *testing.T) {
+	t.Parallel()
 	all := append([]*command{}, commands...)
 	for _, g := range groups {
 		all = append(all, g.commands...)
@@ -168,6 +170,7 @@ func TestHelpShowsSettingsAndStatuses(t *testing.T) {
 // An unknown command, a bad flag, a missing argument or a bad setting:
 // usage on stderr, exit 2, nothing asked.
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	getenv, keyDir := untouchable(t)
 	const id = "E1234567820261129120000000000001"
 	for _, c := range []struct {
@@ -220,6 +223,7 @@ func TestUsageErrors(t *testing.T) {
 // not found, against the API unreachable, failing or refusing the
 // credentials.
 func TestExitStatusesTellAProblemFromNoAnswer(t *testing.T) {
+	t.Parallel()
 	answer := func(status int, body string) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
@@ -277,6 +281,7 @@ func TestExitStatusesTellAProblemFromNoAnswer(t *testing.T) {
 
 // Settings: the flag's value, else the environment's, else the default.
 func TestSettingsPrecedence(t *testing.T) {
+	t.Parallel()
 	var got struct{ api, admin, nats string }
 	probe := &command{name: "probe", settings: []setting{apiURLSetting, adminTokenSetting, natsURLSetting},
 		define: func(*flag.FlagSet) runner {
@@ -337,6 +342,7 @@ func TestSettingsPrecedence(t *testing.T) {
 // pixctl events tail -o json prints each envelope as it is on the wire, one
 // a line; text, the subject before it.
 func TestEventsTailJSON(t *testing.T) {
+	t.Parallel()
 	n, err := broker.StartEmbedded("127.0.0.1:0", t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(n.Stop)

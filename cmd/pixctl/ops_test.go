@@ -80,6 +80,7 @@ func waitStatus(t *testing.T, store *db.Store, id, want string) {
 // The operator's commands against a running service: the API and the
 // worker on a real Temporal server and a real database.
 func TestOperatorCommands(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const token = "pixctl-test-admin-token"
 	base, store := runService(t, token, newDevIssuer(t))

@@ -24,6 +24,7 @@ import (
 // devolução is debited, then returned by its saga, or reversed when the
 // PSP does not make it; the books balance.
 func TestRefundsAgainstTheService(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const token = "pixctl-test-admin-token"
 	issuer := newDevIssuer(t)

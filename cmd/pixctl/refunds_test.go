@@ -245,6 +245,7 @@ func requireRow(t *testing.T, out, key, value string) {
 }
 
 func TestRefundCommand(t *testing.T) {
+	t.Parallel()
 	issuer := newDevIssuer(t)
 	f, srv := newFakeAPI(t, issuer, "adm-token")
 	f.credit(refundTestPIX, "acc-0001", 20_000)
@@ -325,6 +326,7 @@ func TestRefundCommand(t *testing.T) {
 }
 
 func TestRefundStatusCommand(t *testing.T) {
+	t.Parallel()
 	issuer := newDevIssuer(t)
 	f, srv := newFakeAPI(t, issuer, "adm-token")
 	f.credit(refundTestPIX, "acc-0001", 20_000)
@@ -380,6 +382,7 @@ func TestRefundStatusCommand(t *testing.T) {
 // A refund that does not end within -wait: printed, and the command fails
 // (exit 1) naming its saga.
 func TestRefundStatusWaitsBounded(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSONAnswer(w, http.StatusOK, refund{ID: "abc", Status: "requested", TemporalUIURL: "http://ui/pix-refund:abc"})
 	}))
@@ -394,6 +397,7 @@ func TestRefundStatusWaitsBounded(t *testing.T) {
 
 // pixctl show prints a PIX's refunds, and what they hold of its credit.
 func TestShowPrintsRefunds(t *testing.T) {
+	t.Parallel()
 	issuer := newDevIssuer(t)
 	f, srv := newFakeAPI(t, issuer, "adm-token")
 	f.credit(refundTestPIX, "acc-0001", 20_000)
@@ -423,6 +427,7 @@ func TestShowPrintsRefunds(t *testing.T) {
 // The demo's devolução against a fake API, with the real PSP simulator:
 // delivering the PIX through its webhook, or, when it has none, itself.
 func TestDemoRefund(t *testing.T) {
+	t.Parallel()
 	for _, webhook := range []bool{true, false} {
 		t.Run(fmt.Sprintf("webhook=%v", webhook), func(t *testing.T) {
 			ctx := context.Background()
@@ -484,6 +489,7 @@ func TestDemoRefund(t *testing.T) {
 // pixctl reconcile names the PIX refunded beyond their credit and the final
 // refunds the PSP's notice contradicts, beside the books' other findings.
 func TestReconcilePrintsRefundFindings(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		require.Equal(t, "/admin/reconcile", r.URL.Path)
 		writeJSONAnswer(w, http.StatusOK, map[string]any{"balanced": false, "report": map[string]any{

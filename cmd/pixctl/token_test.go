@@ -48,6 +48,7 @@ func verify(t *testing.T, s devauth.Settings, token string) auth.Caller {
 }
 
 func TestTokenCommand(t *testing.T) {
+	t.Parallel()
 	// The first token creates the issuer's key pair, and says so.
 	s := devauth.Settings{KeyDir: filepath.Join(t.TempDir(), "auth"), Issuer: "test-issuer", Audience: "test-api"}
 	r := pixctl(t, envOf(s), "token", "-account", "acc-0001", "-account", "acc-0002,acc-0003")
@@ -99,6 +100,7 @@ func TestTokenCommand(t *testing.T) {
 }
 
 func TestDevIssuerCommand(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "it's here") // a quote to quote
 	s := devauth.Settings{KeyDir: dir, Issuer: devauth.DefaultIssuer, Audience: devauth.DefaultAudience}
 	getenv := env("AUTH_DEV_KEY_DIR", dir)
@@ -127,6 +129,7 @@ printf '%s|%s|%s|%s' "$AUTH_ISSUER" "$AUTH_AUDIENCE" "$AUTH_DEV_KEY_DIR" "$AUTH_
 // the scope the call needs; the admin routes take ADMIN_TOKEN, or without
 // it a pix:admin token of the same issuer.
 func TestCustomerCallsCarryTokens(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	issuer := newDevIssuer(t)
 	base, store := runService(t, "pixctl-test-admin-token", issuer)
@@ -211,6 +214,7 @@ func TestCustomerCallsCarryTokens(t *testing.T) {
 }
 
 func TestAdminTokenOf(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "admin-token")
 	require.NoError(t, os.WriteFile(file, []byte("from-the-file-0123456789\n"), 0o600))
 	env := func(kv ...string) func(string) string {

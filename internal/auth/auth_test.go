@@ -320,6 +320,7 @@ func (k issuerKeys) jwks(t testing.TB) []byte {
 // Valid tokens
 
 func TestVerifyDevIssuerEdDSA(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	iss, err := auth.OpenDevIssuer(dir, testIssuer, testAudience)
 	if err != nil {
@@ -367,6 +368,7 @@ func TestVerifyDevIssuerEdDSA(t *testing.T) {
 }
 
 func TestMintRefusesIncompleteSpec(t *testing.T) {
+	t.Parallel()
 	iss, err := auth.OpenDevIssuer(t.TempDir(), testIssuer, testAudience)
 	if err != nil {
 		t.Fatal(err)
@@ -379,6 +381,7 @@ func TestMintRefusesIncompleteSpec(t *testing.T) {
 }
 
 func TestOpenDevIssuerRefusesABadKeyFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "issuer-key.pem"), []byte("not PEM"), 0o600); err != nil {
 		t.Fatal(err)
@@ -389,6 +392,7 @@ func TestOpenDevIssuerRefusesABadKeyFile(t *testing.T) {
 }
 
 func TestVerifyAlgorithms(t *testing.T) {
+	t.Parallel()
 	k := newIssuerKeys(t)
 	f := newFixture(t, auth.KeyCacheOptions{}, k.jwks(t))
 	for _, s := range []signer{k.rsa, k.ec, k.ed, k.rsaAny, k.edAny} {
@@ -411,6 +415,7 @@ func TestVerifyAlgorithms(t *testing.T) {
 // Claims
 
 func TestVerifyClaims(t *testing.T) {
+	t.Parallel()
 	ec := ecSigner(t, "ec-1")
 	f := newFixture(t, auth.KeyCacheOptions{}, jwksOf(t, ec.jwk()))
 	now := f.clock.Now()
@@ -469,6 +474,7 @@ func TestVerifyClaims(t *testing.T) {
 }
 
 func TestVerifyWithoutScopesOrAccounts(t *testing.T) {
+	t.Parallel()
 	ec := ecSigner(t, "ec-1")
 	f := newFixture(t, auth.KeyCacheOptions{}, jwksOf(t, ec.jwk()))
 	c := claimsAt(f.clock.Now())
@@ -487,6 +493,7 @@ func TestVerifyWithoutScopesOrAccounts(t *testing.T) {
 // Forged and malformed tokens
 
 func TestVerifyRefusesForgedTokens(t *testing.T) {
+	t.Parallel()
 	k := newIssuerKeys(t)
 	f := newFixture(t, auth.KeyCacheOptions{}, k.jwks(t))
 	c := claimsAt(f.clock.Now())
@@ -562,6 +569,7 @@ func TestVerifyRefusesForgedTokens(t *testing.T) {
 }
 
 func TestVerifyGarbage(t *testing.T) {
+	t.Parallel()
 	k := newIssuerKeys(t)
 	f := newFixture(t, auth.KeyCacheOptions{}, k.jwks(t))
 	for _, s := range []string{
@@ -583,6 +591,7 @@ func TestVerifyGarbage(t *testing.T) {
 }
 
 func TestVerifyHugeToken(t *testing.T) {
+	t.Parallel()
 	ec := ecSigner(t, "ec-1")
 	f := newFixture(t, auth.KeyCacheOptions{}, jwksOf(t, ec.jwk()))
 	c := claimsAt(f.clock.Now())
@@ -606,6 +615,7 @@ func TestVerifyHugeToken(t *testing.T) {
 // JWKS parsing
 
 func TestJWKSSkipsUnusableKeys(t *testing.T) {
+	t.Parallel()
 	good := ecSigner(t, "good")
 	weak := rsaWeakKey()
 	p384, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
@@ -671,6 +681,7 @@ func TestJWKSSkipsUnusableKeys(t *testing.T) {
 }
 
 func TestNewKeyCacheFails(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		src  auth.KeySource
@@ -699,6 +710,7 @@ func TestNewKeyCacheFails(t *testing.T) {
 // Key refresh
 
 func TestKeyRotationViaFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "jwks.json")
 	a, b := ecSigner(t, "key-a"), edSigner(t, "key-b")
@@ -728,6 +740,7 @@ func TestKeyRotationViaFile(t *testing.T) {
 }
 
 func TestRefreshIsRateLimited(t *testing.T) {
+	t.Parallel()
 	ec := ecSigner(t, "ec-1")
 	f := newFixture(t, auth.KeyCacheOptions{MinRefresh: 30 * time.Second}, jwksOf(t, ec.jwk()))
 	unknown := signAs(t, ec.method, ec.priv, map[string]any{"kid": "made-up"}, claimsAt(f.clock.Now()))
@@ -761,6 +774,7 @@ func TestRefreshIsRateLimited(t *testing.T) {
 }
 
 func TestRemovedKeyRefusedAfterMaxAge(t *testing.T) {
+	t.Parallel()
 	a, b := ecSigner(t, "key-a"), edSigner(t, "key-b")
 	f := newFixture(t, auth.KeyCacheOptions{MinRefresh: 30 * time.Second, MaxAge: 10 * time.Minute}, jwksOf(t, a.jwk(), b.jwk()))
 	f.src.set(jwksOf(t, a.jwk()), nil) // the issuer removes key b
@@ -783,6 +797,7 @@ func TestRemovedKeyRefusedAfterMaxAge(t *testing.T) {
 }
 
 func TestStaleKeyKeptWhenTheSourceFails(t *testing.T) {
+	t.Parallel()
 	a := ecSigner(t, "key-a")
 	f := newFixture(t, auth.KeyCacheOptions{MinRefresh: 30 * time.Second, MaxAge: time.Minute}, jwksOf(t, a.jwk()))
 	f.src.set(nil, errors.New("connection refused"))
@@ -800,6 +815,7 @@ func TestStaleKeyKeptWhenTheSourceFails(t *testing.T) {
 // Keeping us from reading the issuer can't keep a key alive forever: past
 // MaxStale the keys held serve no more (503, not a silent trust).
 func TestStaleKeysExpireAfterMaxStale(t *testing.T) {
+	t.Parallel()
 	a := ecSigner(t, "key-a")
 	f := newFixture(t, auth.KeyCacheOptions{MinRefresh: 30 * time.Second, MaxAge: time.Minute, MaxStale: 10 * time.Minute}, jwksOf(t, a.jwk()))
 	f.src.set(nil, errors.New("connection refused"))
@@ -858,6 +874,7 @@ func newJWKSServer(t *testing.T, doc []byte) *jwksServer {
 func (s *jwksServer) set(doc []byte) { s.doc.Store(&doc) }
 
 func TestURLKeys(t *testing.T) {
+	t.Parallel()
 	a, b := ecSigner(t, "key-a"), rsaSigner("key-b")
 
 	t.Run("200", func(t *testing.T) {
@@ -981,6 +998,7 @@ func TestURLKeys(t *testing.T) {
 // A request whose key is known does not wait for a refresh in progress,
 // whether the refresh is for an unknown kid or for keys past MaxAge.
 func TestKnownKeyNeverWaitsForARefresh(t *testing.T) {
+	t.Parallel()
 	for _, stale := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stale=%v", stale), func(t *testing.T) {
 			a := ecSigner(t, "key-a")
@@ -1017,6 +1035,7 @@ func TestKnownKeyNeverWaitsForARefresh(t *testing.T) {
 }
 
 func TestConcurrentVerifyDuringRefreshes(t *testing.T) {
+	t.Parallel()
 	a, b := ecSigner(t, "key-a"), edSigner(t, "key-b")
 	f := newFixture(t, auth.KeyCacheOptions{MinRefresh: time.Second, MaxAge: 2 * time.Second}, jwksOf(t, a.jwk()))
 	f.src.set(jwksOf(t, a.jwk(), b.jwk()), nil)
@@ -1056,6 +1075,7 @@ func TestConcurrentVerifyDuringRefreshes(t *testing.T) {
 // Caller
 
 func TestCaller(t *testing.T) {
+	t.Parallel()
 	c := auth.Caller{Subject: "s", Scopes: []string{auth.ScopeRead}, Accounts: []string{"acc-1"}}
 	tests := []struct {
 		name   string
@@ -1093,6 +1113,7 @@ func TestCaller(t *testing.T) {
 }
 
 func TestTokenErrorUnwraps(t *testing.T) {
+	t.Parallel()
 	ec := ecSigner(t, "ec-1")
 	f := newFixture(t, auth.KeyCacheOptions{}, jwksOf(t, ec.jwk()))
 	c := claimsAt(f.clock.Now())
@@ -1115,6 +1136,7 @@ func TestTokenErrorUnwraps(t *testing.T) {
 // kid" until MinRefresh has passed; and so for every request that waited
 // on the failed read.
 func TestUnknownKidWhileTheSourceIsDownIsUnavailableEveryTime(t *testing.T) {
+	t.Parallel()
 	a, b := ecSigner(t, "key-a"), edSigner(t, "key-b")
 	f := newFixture(t, auth.KeyCacheOptions{MinRefresh: 30 * time.Second}, jwksOf(t, a.jwk()))
 	f.src.set(nil, errors.New("dial tcp: connection refused"))
@@ -1167,6 +1189,7 @@ func TestUnknownKidWhileTheSourceIsDownIsUnavailableEveryTime(t *testing.T) {
 // rotated-in key is refused (401) and a removed key stays trusted past
 // MaxAge. An attacker needs one cancelled request per MinRefresh.
 func TestCancelledRequestDoesNotAbortTheSharedRefresh(t *testing.T) {
+	t.Parallel()
 	a, b := ecSigner(t, "key-a"), edSigner(t, "key-b")
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -1228,6 +1251,7 @@ func TestCancelledRequestDoesNotAbortTheSharedRefresh(t *testing.T) {
 // key (an X25519 encryption key, a secp256k1 key, a new kty) used to fail
 // the whole document: no start, or no rotation ever picked up again.
 func TestJWKSWithAKeyWeDontUnderstandStillServes(t *testing.T) {
+	t.Parallel()
 	good := ecSigner(t, "good")
 	goodJSON := jwkJSON(t, good.jwk())
 	b32 := base64.RawURLEncoding.EncodeToString(make([]byte, 32))
@@ -1269,6 +1293,7 @@ func TestJWKSWithAKeyWeDontUnderstandStillServes(t *testing.T) {
 // on the order of the document. Every usable key of a kid serves now, each
 // within its pinned algorithm.
 func TestDuplicateKid(t *testing.T) {
+	t.Parallel()
 	ec, rs, ed := ecSigner(t, "shared"), rsaSigner("shared"), edSigner(t, "shared")
 	ec2 := ecSigner(t, "shared")
 	docs := map[string][]byte{
@@ -1306,6 +1331,7 @@ func TestDuplicateKid(t *testing.T) {
 // golang-jwt takes an empty expected issuer or audience as "don't check":
 // a verifier built so refuses everything instead.
 func TestVerifierWithoutIssuerOrAudienceRefusesAll(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	issuer, err := auth.OpenDevIssuer(dir, "", "")
 	if err != nil {

@@ -19,6 +19,7 @@ func signRaw(t *testing.T, is *attackIssuer, kid, header, payload string) string
 
 // These hold: recorded as evidence of what was tried.
 func TestAttackClaimTypeConfusionHolds(t *testing.T) {
+	t.Parallel()
 	clock := newAttackClock()
 	is := newAttackIssuer(t, "kid-1")
 	v := newAttackVerifier(t, is, clock)

@@ -5,6 +5,7 @@ import "testing"
 // What checkJWKSURL does with the forms of a loopback (or not) address.
 // Every case is what it should be: recorded as evidence of what was tried.
 func TestReattackCheckJWKSURLForms(t *testing.T) {
+	t.Parallel()
 	for raw, ok := range map[string]bool{
 		"https://id.bank.example/jwks.json":         true,
 		"http://127.0.0.1:8080/jwks.json":           true,

@@ -126,6 +126,7 @@ func newAttackVerifier(t *testing.T, is *attackIssuer, clock *attackClock) *Veri
 // since the last read must be 503 (ErrKeysUnavailable), every time: not
 // 503 once and then 401 "unknown kid" for the next 30 s.
 func TestAttackJWKSOutageAnswers401AfterFirstRequest(t *testing.T) {
+	t.Parallel()
 	clock := newAttackClock()
 	is := newAttackIssuer(t, "kid-1")
 	v := newAttackVerifier(t, is, clock)
@@ -149,6 +150,7 @@ func TestAttackJWKSOutageAnswers401AfterFirstRequest(t *testing.T) {
 // cache refuses to read again, so every caller with a key the issuer has
 // rotated in is answered 401 "unknown kid" although the issuer serves it.
 func TestAttackCancelledRequestPoisonsKeyRotation(t *testing.T) {
+	t.Parallel()
 	clock := newAttackClock()
 	is := newAttackIssuer(t, "kid-1")
 	v := newAttackVerifier(t, is, clock)
@@ -171,6 +173,7 @@ func TestAttackCancelledRequestPoisonsKeyRotation(t *testing.T) {
 // the cache is older than MaxAge. An attacker who keeps the refresh failing
 // with cancelled requests (one per MinRefresh) keeps the removed key alive.
 func TestAttackRemovedKeyStaysTrusted(t *testing.T) {
+	t.Parallel()
 	clock := newAttackClock()
 	is := newAttackIssuer(t, "kid-1", "kid-2")
 	v := newAttackVerifier(t, is, clock)
@@ -191,6 +194,7 @@ func TestAttackRemovedKeyStaysTrusted(t *testing.T) {
 
 // Control of the tests above: without the attacker, the same steps hold.
 func TestAttackControlWithoutPoisoning(t *testing.T) {
+	t.Parallel()
 	clock := newAttackClock()
 	is := newAttackIssuer(t, "kid-1", "kid-2")
 	v := newAttackVerifier(t, is, clock)

@@ -85,6 +85,7 @@ func nonLoopbackIPv4(t *testing.T) string {
 // the keys then travel in clear over the network, and whoever is on that
 // path can substitute their own.
 func TestReattackLoopbackHTTPRedirectToRemoteHTTPIsRefused(t *testing.T) {
+	t.Parallel()
 	// The redirect policy alone.
 	via := []*http.Request{{URL: mustURL(t, "http://127.0.0.1:8080/jwks.json")}}
 	next := &http.Request{URL: mustURL(t, "http://id.bank.example/jwks.json")}
@@ -131,6 +132,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 // MaxAge: it is replaced by one hour, so a tighter bound asked for becomes
 // a looser one, silently.
 func TestReattackMaxStaleBelowMaxAgeIsNotLoosened(t *testing.T) {
+	t.Parallel()
 	k := newReattackJWKS(t, "kid-1")
 	clock := &reattackClock{t: time.Now()}
 	var down bool
@@ -197,6 +199,7 @@ func blackhole(t *testing.T) string {
 // finds the keys past MaxAge and wins TryLock does the read itself, and
 // waits for all of it (URLKeys' 5 s client timeout) when the issuer hangs.
 func TestReattackKnownStaleKeyWaitsForAHangingIssuer(t *testing.T) {
+	t.Parallel()
 	k := newReattackJWKS(t, "kid-1")
 	served := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(k.doc(t)) }))
 	t.Cleanup(served.Close)
@@ -234,6 +237,7 @@ func TestReattackKnownStaleKeyWaitsForAHangingIssuer(t *testing.T) {
 // A request with a made-up kid whose client already went away waits on
 // c.refreshing.Lock() for the read in progress, whatever its context says.
 func TestReattackCancelledUnknownKidDoesNotWaitForTheRead(t *testing.T) {
+	t.Parallel()
 	k := newReattackJWKS(t, "kid-1")
 	entered, release := make(chan struct{}, 1), make(chan struct{})
 	var reads int

@@ -16,7 +16,13 @@ const ProbeTimeout = 3 * time.Second
 // healthcheck of a container whose image has neither a shell nor curl
 // (`pixd healthcheck URL`, `pspsim healthcheck URL`).
 func Probe(ctx context.Context, url string) error {
-	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	return probe(ctx, url, ProbeTimeout)
+}
+
+// probe is Probe within timeout (a test's hung server is given up on in
+// milliseconds, not seconds).
+func probe(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

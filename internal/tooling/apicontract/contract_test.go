@@ -55,6 +55,7 @@ const (
 )
 
 func TestCheckAcceptsWhatTheDocumentSays(t *testing.T) {
+	t.Parallel()
 	c := load(t)
 	customer := http.Header{"Authorization": {"Bearer " + jwt("pix:read pix:write")}}
 	for _, ex := range []apicontract.Exchange{
@@ -87,6 +88,7 @@ func TestCheckAcceptsWhatTheDocumentSays(t *testing.T) {
 // Each departure from the document is found: a test of the contract that
 // could not fail would prove nothing.
 func TestCheckFindsWhatDepartsFromTheDocument(t *testing.T) {
+	t.Parallel()
 	c := load(t)
 	readOnly := http.Header{"Authorization": {"Bearer " + jwt("pix:read")}, "Content-Type": {"application/json"},
 		"Idempotency-Key": {"5b0f3c8e-6f1d-4a8e-9c2b-1e7d4a6f3b20"}}
@@ -143,12 +145,14 @@ func TestCheckFindsWhatDepartsFromTheDocument(t *testing.T) {
 }
 
 func TestDocumentsAreValidOpenAPI(t *testing.T) {
+	t.Parallel()
 	for _, d := range load(t).Documents {
 		require.NoError(t, d.Validate(), d.Name)
 	}
 }
 
 func TestRecorderKeepsWhatWasServed(t *testing.T) {
+	t.Parallel()
 	var rec apicontract.Recorder
 	h := rec.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		buf := make([]byte, 4)
@@ -174,6 +178,7 @@ func TestRecorderKeepsWhatWasServed(t *testing.T) {
 }
 
 func TestExamplesKeepToTheirSchemas(t *testing.T) {
+	t.Parallel()
 	for _, d := range load(t).Documents {
 		require.Empty(t, d.ExampleProblems(), d.Name)
 	}

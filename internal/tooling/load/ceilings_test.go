@@ -13,6 +13,7 @@ import (
 // The grouped ceiling commits its inserts batch rows at a time; the single
 // one commits each. Correctness only: no rate is asserted.
 func TestIngestCeilingsCountInsertsAndCommits(t *testing.T) {
+	t.Parallel()
 	url := dbtest.URL(t) // skips in -short: needs PostgreSQL
 	ctx := context.Background()
 

@@ -12,6 +12,7 @@ import (
 )
 
 func TestReadCPUSeesThisProcessWork(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("the CPU accounting reads Linux's /proc")
 	}
@@ -43,6 +44,7 @@ func TestReadCPUSeesThisProcessWork(t *testing.T) {
 }
 
 func TestPerOpGroupsSmallSharesAsOther(t *testing.T) {
+	t.Parallel()
 	u := CPUUse{Wall: time.Second, Busy: 1000 * time.Millisecond, Procs: map[string]time.Duration{
 		"postgres": 500 * time.Millisecond, "pixd api": 300 * time.Millisecond,
 		"nats-server": 5 * time.Millisecond, "redis-server": 5 * time.Millisecond,
@@ -58,6 +60,7 @@ func TestPerOpGroupsSmallSharesAsOther(t *testing.T) {
 }
 
 func TestSinceCountsGrowthByProcess(t *testing.T) {
+	t.Parallel()
 	t0 := time.Now()
 	earlier := CPUCounters{At: t0, Busy: time.Second, Procs: map[int]ProcessCPU{
 		1: {"a", time.Second}, 2: {"gone", time.Second}, 3: {"kworker", 5 * time.Second},
@@ -77,12 +80,14 @@ func TestSinceCountsGrowthByProcess(t *testing.T) {
 }
 
 func TestProcessNameGroupsKernelWorkersAndPixdSubcommands(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "kworker", processName("/nonexistent", "kworker/u8:3-writeback"))
 	require.Equal(t, "postgres", processName("/nonexistent", "postgres"))
 	require.Equal(t, "pixd", processName("/nonexistent", "pixd"), "no cmdline to read: the executable's name")
 }
 
 func TestMeasureCPUReturnsTheUseOrTheError(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("the CPU accounting reads Linux's /proc")
 	}

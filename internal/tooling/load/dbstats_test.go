@@ -12,6 +12,7 @@ import (
 )
 
 func TestDBStatsSinceCountsGrowth(t *testing.T) {
+	t.Parallel()
 	earlier := DBStats{Commits: map[string]int64{"pix": 100, "temporal": 7}, NextXid: 500, WALPosition: 1000}
 	later := DBStats{Commits: map[string]int64{"pix": 130, "temporal": 27, "new": 3}, NextXid: 540, WALPosition: 5000}
 	require.Equal(t, DBUse{Commits: map[string]int64{"pix": 30, "temporal": 20, "new": 3}, WriteXacts: 40, WALBytes: 4000}, later.Since(earlier))
@@ -21,6 +22,7 @@ func TestDBStatsSinceCountsGrowth(t *testing.T) {
 // counters within about a second: the test waits for them, a bounded
 // while).
 func TestMeasureDBSeesCommits(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool, err := db.Open(ctx, dbtest.URL(t), 2)
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestRoundRobinTakesTurns(t *testing.T) {
+	t.Parallel()
 	r := newRoundRobin([]string{"a", "b", "c"})
 	var got []string
 	for range 7 {
@@ -80,6 +81,7 @@ func newFakeAPIs(t *testing.T, n int, failFirst int64) ([]*fakeAPI, []string) {
 // RunN sends exactly n arrivals, spread over the replicas in turn, and a
 // resend goes to the next replica, as behind a round-robin balancer.
 func TestRunNSpreadsExactlyNArrivalsOverTheReplicas(t *testing.T) {
+	t.Parallel()
 	apis, urls := newFakeAPIs(t, 2, 0)
 	s, err := NewSession(Options{APIURLs: urls, RunID: "RUNID00001", Accounts: 3, Seed: 1, SigningKey: []byte("0123456789abcdef0123456789abcdef")})
 	require.NoError(t, err)
@@ -97,6 +99,7 @@ func TestRunNSpreadsExactlyNArrivalsOverTheReplicas(t *testing.T) {
 }
 
 func TestResendsGoToTheNextReplica(t *testing.T) {
+	t.Parallel()
 	// Replica 0 refuses its first request: the PIX is resent, to replica 1.
 	apis, urls := newFakeAPIs(t, 2, 0)
 	apis[0].failFirst = 1
@@ -113,6 +116,7 @@ func TestResendsGoToTheNextReplica(t *testing.T) {
 }
 
 func TestOneAPIURLStillWorks(t *testing.T) {
+	t.Parallel()
 	apis, urls := newFakeAPIs(t, 1, 0)
 	s, err := NewSession(Options{APIURL: urls[0], RunID: "RUNID00003", Accounts: 1, Seed: 1})
 	require.NoError(t, err)
@@ -124,6 +128,7 @@ func TestOneAPIURLStillWorks(t *testing.T) {
 }
 
 func TestOpenModelNStopsAtItsLimit(t *testing.T) {
+	t.Parallel()
 	var n int
 	got := openModelN(context.Background(), time.Now(), 1e6, time.Hour, 25, func(time.Time) { n++ })
 	require.EqualValues(t, 25, got)

@@ -28,6 +28,7 @@ Threads:	12
 `
 
 func TestParseStatusMemoryReadsRSSAndHighWaterMark(t *testing.T) {
+	t.Parallel()
 	m, err := ParseStatusMemory([]byte(statusText))
 	require.NoError(t, err)
 	require.Equal(t, Memory{RSS: 61440 * 1024, HWM: 158724 * 1024}, m, "VmRSS and VmHWM in bytes, not VmPeak (virtual) or RssAnon")
@@ -42,6 +43,7 @@ func TestParseStatusMemoryReadsRSSAndHighWaterMark(t *testing.T) {
 }
 
 func TestReadMemoryOfThisProcess(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("the memory accounting reads Linux's /proc")
 	}
@@ -52,6 +54,7 @@ func TestReadMemoryOfThisProcess(t *testing.T) {
 }
 
 func TestParseProcesses(t *testing.T) {
+	t.Parallel()
 	procs, err := ParseProcesses(" api=10, api=11,worker=12 ,")
 	require.NoError(t, err)
 	require.Equal(t, []Process{{"api", 10}, {"api", 11}, {"worker", 12}}, procs)
@@ -65,6 +68,7 @@ func TestParseProcesses(t *testing.T) {
 }
 
 func TestFindProcessesFindsThisTestByName(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("reads Linux's /proc")
 	}
@@ -83,6 +87,7 @@ func TestFindProcessesFindsThisTestByName(t *testing.T) {
 // high-water mark, stops reading a process that went away, and keeps what it
 // saw of it.
 func TestMemorySamplerKeepsPeaks(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	readings := map[int][]Memory{
 		1: {{RSS: 10, HWM: 10}, {RSS: 50, HWM: 50}, {RSS: 20, HWM: 50}},
@@ -112,6 +117,7 @@ func TestMemorySamplerKeepsPeaks(t *testing.T) {
 }
 
 func TestMemorySamplerSamplesOnItsTicker(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	n := 0
 	read := func(int) (Memory, error) {

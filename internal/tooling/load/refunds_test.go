@@ -113,6 +113,7 @@ func credit(e2e string, amount int64) Credited {
 }
 
 func TestRefundsResendALostAnswerUnderTheSameKey(t *testing.T) {
+	t.Parallel()
 	ready := make(chan struct{})
 	close(ready)
 	f := newRefundFake(http.StatusServiceUnavailable, http.StatusConflict, 0)
@@ -143,6 +144,7 @@ func TestRefundsResendALostAnswerUnderTheSameKey(t *testing.T) {
 }
 
 func TestRefundsSkipUntilSomethingIsCreditedAndStayWithinTheCredit(t *testing.T) {
+	t.Parallel()
 	ready := make(chan struct{})
 	f := newRefundFake()
 	l := refundsAgainst(t, f, creditedList(ready, credit("E1", 1000), credit("E2", 3)), 0)
@@ -166,6 +168,7 @@ func TestRefundsSkipUntilSomethingIsCreditedAndStayWithinTheCredit(t *testing.T)
 }
 
 func TestRefundsTakeARefusalAsFinalAndCheckReplays(t *testing.T) {
+	t.Parallel()
 	ready := make(chan struct{})
 	close(ready)
 	f := newRefundFake(http.StatusUnprocessableEntity)
@@ -193,6 +196,7 @@ func TestRefundsTakeARefusalAsFinalAndCheckReplays(t *testing.T) {
 }
 
 func TestEndToEndSeq(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, int64(42), EndToEndSeq("RUNID00001", EndToEndID("RUNID00001", 42)))
 	require.Zero(t, EndToEndSeq("RUNID00002", EndToEndID("RUNID00001", 42)))
 	require.Zero(t, EndToEndSeq("RUNID00001", "E1"))

@@ -82,6 +82,7 @@ func transfersAgainst(t *testing.T, h http.Handler, replay float64) *Transfers {
 }
 
 func TestTransfersRetryTheSameKeyUntilAFinalAnswer(t *testing.T) {
+	t.Parallel()
 	f := newFake(http.StatusServiceUnavailable, http.StatusConflict, http.StatusBadGateway)
 	tr := transfersAgainst(t, f, 0)
 	s := tr.Send(t.Context(), "k")
@@ -93,6 +94,7 @@ func TestTransfersRetryTheSameKeyUntilAFinalAnswer(t *testing.T) {
 }
 
 func TestTransfersTakeARefusalAsFinal(t *testing.T) {
+	t.Parallel()
 	f := newFake(http.StatusUnprocessableEntity)
 	tr := transfersAgainst(t, f, 0)
 	s := tr.Send(t.Context(), "k")
@@ -103,6 +105,7 @@ func TestTransfersTakeARefusalAsFinal(t *testing.T) {
 }
 
 func TestTransfersRunTakesKeysInTurnAndChecksReplays(t *testing.T) {
+	t.Parallel()
 	f := newFake()
 	tr := transfersAgainst(t, f, 1)
 	step, err := tr.Run(t.Context(), 100, 100*time.Millisecond)
@@ -127,6 +130,7 @@ func TestTransfersRunTakesKeysInTurnAndChecksReplays(t *testing.T) {
 }
 
 func TestTransfersSendTheBearerTokenOfEachRequest(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var seen []string
 	f := newFake(http.StatusServiceUnavailable)

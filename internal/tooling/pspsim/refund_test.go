@@ -56,6 +56,7 @@ func putRefund(t *testing.T, url, body string) (int, []byte, error) {
 }
 
 func TestRefundReturns(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	start := e.clock.Now()
 	code, body, err := putRefund(t, refundURL(e.url, 1, "dev1"), `{"valor":"10.50","natureza":"ORIGINAL","descricao":"estorno"}`)
@@ -87,6 +88,7 @@ func TestRefundReturns(t *testing.T) {
 }
 
 func TestRefundThroughTheClient(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	req := refundReq(1, "dev1", 1500)
 	r, err := e.client.RequestRefund(t.Context(), req)
@@ -99,6 +101,7 @@ func TestRefundThroughTheClient(t *testing.T) {
 }
 
 func TestRefundIsIdempotent(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	req := refundReq(1, "dev1", 1500)
 	req.Description = "estorno"
@@ -150,6 +153,7 @@ func TestRefundIsIdempotent(t *testing.T) {
 }
 
 func TestRefundNotDone(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setRefundBehavior(t, 1, `{"mode":"not_done","settle_after":"200ms","reason":"saldo insuficiente"}`)
 	r, err := e.client.RequestRefund(t.Context(), refundReq(1, "dev1", 100))
@@ -171,6 +175,7 @@ func TestRefundNotDone(t *testing.T) {
 }
 
 func TestRefundReject(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setRefundBehavior(t, 1, `{"mode":"reject"}`)
 	code, body, err := putRefund(t, refundURL(e.url, 1, "dev1"), `{"valor":"1.00"}`)
@@ -186,6 +191,7 @@ func TestRefundReject(t *testing.T) {
 }
 
 func TestRefundFailCreatesNothing(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setRefundBehavior(t, 1, `{"mode":"fail","times":2}`)
 	req := refundReq(1, "dev1", 100)
@@ -204,6 +210,7 @@ func TestRefundFailCreatesNothing(t *testing.T) {
 }
 
 func TestRefundLoseResponse(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setRefundBehavior(t, 1, `{"mode":"lose_response","times":2}`)
 	for n := 1; n <= 2; n++ {
@@ -222,6 +229,7 @@ func TestRefundLoseResponse(t *testing.T) {
 // TestRefundLostAnswerThroughTheClient: the answer is lost, the PUT
 // repeated returns the devolução made.
 func TestRefundLostAnswerThroughTheClient(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setRefundBehavior(t, 1, `{"mode":"lose_response","times":1}`)
 	req := refundReq(1, "dev1", 100)
@@ -234,6 +242,7 @@ func TestRefundLostAnswerThroughTheClient(t *testing.T) {
 }
 
 func TestRefundUnauthorized(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setRefundBehavior(t, 1, `{"mode":"unauthorized","times":1}`)
 	code, body, err := putRefund(t, refundURL(e.url, 1, "dev1"), `{"valor":"1.00"}`)
@@ -253,6 +262,7 @@ func TestRefundUnauthorized(t *testing.T) {
 }
 
 func TestRefundStayProcessing(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setRefundBehavior(t, 1, `{"mode":"stay_processing"}`)
 	_, err := e.client.RequestRefund(t.Context(), refundReq(1, "dev1", 100))
@@ -264,6 +274,7 @@ func TestRefundStayProcessing(t *testing.T) {
 }
 
 func TestRefundSettleAfterOfTheBehavior(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setRefundBehavior(t, 1, `{"mode":"return","settle_after":"2s"}`)
 	_, err := e.client.RequestRefund(t.Context(), refundReq(1, "dev1", 100))
@@ -280,6 +291,7 @@ func TestRefundSettleAfterOfTheBehavior(t *testing.T) {
 }
 
 func TestRefundLimit(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setRefundBehavior(t, 1, `{"mode":"return","limit_cents":1000}`)
 	want := map[string]psp.RefundStatus{"a": psp.RefundInProcessing, "b": psp.RefundNotDone, "c": psp.RefundInProcessing, "d": psp.RefundNotDone}
@@ -312,6 +324,7 @@ func TestRefundLimit(t *testing.T) {
 }
 
 func TestRefundDelay(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setRefundBehavior(t, 1, `{"mode":"return","delay":"5s"}`)
 	impatient := psp.NewHTTPClient(e.url, 100*time.Millisecond)
@@ -329,6 +342,7 @@ func TestRefundDelay(t *testing.T) {
 }
 
 func TestListRefunds(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setRefundBehavior(t, 1, `{"mode":"reject","reason":"não"}`)
 	for _, refundID := range []string{"z", "a"} {
@@ -354,6 +368,7 @@ func TestListRefunds(t *testing.T) {
 }
 
 func TestRefundValidation(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for _, tc := range []struct{ name, path, body string }{
 		{"short e2eid", "/pix/E123/devolucao/dev1", `{"valor":"1.00"}`},
@@ -396,6 +411,7 @@ func TestRefundValidation(t *testing.T) {
 }
 
 func TestRefundBehaviorAPI(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	url := e.url + "/refund-behaviors/" + pixID(1)
 	for _, body := range []string{
@@ -456,6 +472,7 @@ func TestRefundBehaviorAPI(t *testing.T) {
 }
 
 func TestRefundBehaviorJSONRoundTrip(t *testing.T) {
+	t.Parallel()
 	b := pspsim.RefundBehavior{Mode: pspsim.RefundModeLoseResponse, Times: 2, SettleAfter: 200 * time.Millisecond, Delay: time.Second, LimitCents: 1500}
 	data, err := json.Marshal(b)
 	require.NoError(t, err)
@@ -589,6 +606,7 @@ func pixItem(t *testing.T, body []byte) map[string]json.RawMessage {
 }
 
 func TestWebhookOfAPixAndItsDevolucoes(t *testing.T) {
+	t.Parallel()
 	b := newBank(t)
 	s := serve(t, pspsim.Options{WebhookURL: b.url, WebhookSecret: webhooksig.FormatSecret(webhookKey)})
 
@@ -629,6 +647,7 @@ func TestWebhookOfAPixAndItsDevolucoes(t *testing.T) {
 
 // TestWebhookSecretForms: the bank's WEBHOOK_SECRETS value signs too.
 func TestWebhookSecretForms(t *testing.T) {
+	t.Parallel()
 	for _, secret := range []string{
 		webhooksig.FormatSecret(webhookKey),
 		"pspsim=" + webhooksig.FormatSecret(webhookKey) + ";other=" + webhooksig.NewSecret(),
@@ -648,6 +667,7 @@ func TestWebhookSecretForms(t *testing.T) {
 }
 
 func TestWebhookRetriesWithTheSameID(t *testing.T) {
+	t.Parallel()
 	b := newBank(t)
 	b.fail.Store(2)
 	s := serve(t, pspsim.Options{WebhookURL: b.url, WebhookSecret: webhooksig.FormatSecret(webhookKey)})
@@ -674,6 +694,7 @@ func TestWebhookRetriesWithTheSameID(t *testing.T) {
 }
 
 func TestNoWebhookForAPixNotTold(t *testing.T) {
+	t.Parallel()
 	b := newBank(t)
 	s := serve(t, pspsim.Options{WebhookURL: b.url, WebhookSecret: webhooksig.FormatSecret(webhookKey)})
 	s.setRefundBehavior(t, 1, `{"mode":"reject"}`)
@@ -690,6 +711,7 @@ func TestNoWebhookForAPixNotTold(t *testing.T) {
 }
 
 func TestUnsignedWebhooksWithoutASecret(t *testing.T) {
+	t.Parallel()
 	got := make(chan http.Header, 1)
 	bankSrv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		got <- r.Header.Clone()
@@ -707,6 +729,7 @@ func TestUnsignedWebhooksWithoutASecret(t *testing.T) {
 }
 
 func TestPostPixValidation(t *testing.T) {
+	t.Parallel()
 	e := setup(t) // no webhook URL: remembered, never delivered
 	code, body := do(t, http.MethodPost, e.url+"/sim/pix", pixObject(1))
 	require.Equal(t, http.StatusAccepted, code)
@@ -739,6 +762,7 @@ func TestPostPixValidation(t *testing.T) {
 // while a delivery hangs on a bank that does not answer, and nothing is
 // delivered after Serve returned.
 func TestServeStopsTheWebhookLoop(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	release := make(chan struct{})
 	bankSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -775,6 +799,7 @@ func TestServeStopsTheWebhookLoop(t *testing.T) {
 }
 
 func TestServeRefusesABadWebhookConfiguration(t *testing.T) {
+	t.Parallel()
 	for name, opts := range map[string]pspsim.Options{
 		"bad secret":           {WebhookURL: "http://127.0.0.1:1/webhooks/api-pix/pix", WebhookSecret: "whsec_not base64!"},
 		"url without a scheme": {WebhookURL: "127.0.0.1:8080/webhooks"},
@@ -794,6 +819,7 @@ func TestServeRefusesABadWebhookConfiguration(t *testing.T) {
 
 // TestRefundRequestLog: a devolução's request log line names it.
 func TestRefundRequestLog(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	sim := pspsim.New(pspsim.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	srv := httptest.NewServer(sim.Handler())
@@ -810,6 +836,7 @@ func TestRefundRequestLog(t *testing.T) {
 // refuse: the BCB's business refusal, 400 on every PUT, nothing made, and
 // the devolução's GET answers 404.
 func TestRefundRefused(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setRefundBehavior(t, 1, `{"mode":"refuse"}`)
 	for range 2 {

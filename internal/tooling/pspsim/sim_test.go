@@ -142,6 +142,7 @@ func errorCode(t *testing.T, body []byte) string {
 }
 
 func TestAcceptSettlesAfterSettleAfter(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	tr := transfer(1, "maria@example.com")
 
@@ -172,6 +173,7 @@ func TestAcceptSettlesAfterSettleAfter(t *testing.T) {
 }
 
 func TestCreationIs201(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	code, resp := do(t, http.MethodPost, e.url+"/transfers",
 		`{"end_to_end_id":"`+id(1)+`","account_id":"acc-1","amount_cents":100,"pix_key":"k"}`)
@@ -180,6 +182,7 @@ func TestCreationIs201(t *testing.T) {
 }
 
 func TestSettleAfterOfTheBehavior(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "slow", `{"mode":"accept","settle_after":"2s"}`)
 	tr := transfer(1, "slow")
@@ -192,6 +195,7 @@ func TestSettleAfterOfTheBehavior(t *testing.T) {
 }
 
 func TestRejectIsAResultNotAnError(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "closed", `{"mode":"reject"}`)
 	e.setBehavior(t, "fraud", `{"mode":"reject","reason":"suspected fraud"}`)
@@ -222,6 +226,7 @@ func TestRejectIsAResultNotAnError(t *testing.T) {
 }
 
 func TestRejectLater(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "later", `{"mode":"reject_later","settle_after":"200ms","reason":"limit exceeded"}`)
 	tr := transfer(1, "later")
@@ -237,6 +242,7 @@ func TestRejectLater(t *testing.T) {
 }
 
 func TestFailTimesThenAccept(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "flaky", `{"mode":"fail","times":3}`)
 	tr := transfer(1, "flaky")
@@ -258,6 +264,7 @@ func TestFailTimesThenAccept(t *testing.T) {
 }
 
 func TestFailWithoutTimesFailsEveryTime(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "down", `{"mode":"fail"}`)
 	for range 5 {
@@ -271,6 +278,7 @@ func TestFailWithoutTimesFailsEveryTime(t *testing.T) {
 }
 
 func TestTimeoutCreatesThenHangs(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "lost", `{"mode":"timeout","times":1,"delay":"5s"}`)
 	tr := transfer(1, "lost")
@@ -295,6 +303,7 @@ func TestTimeoutCreatesThenHangs(t *testing.T) {
 }
 
 func TestTimeoutEveryTimeUntilAccept(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "lost", `{"mode":"timeout"}`)
 	tr := transfer(1, "lost")
@@ -317,6 +326,7 @@ func TestTimeoutEveryTimeUntilAccept(t *testing.T) {
 }
 
 func TestTimeoutAnswersAfterTheDelay(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "slow", `{"mode":"timeout","times":1,"delay":"50ms"}`)
 	start := time.Now()
@@ -327,6 +337,7 @@ func TestTimeoutAnswersAfterTheDelay(t *testing.T) {
 }
 
 func TestReusedEndToEndID(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	tr := transfer(1, "maria@example.com")
 	_, err := e.client.Submit(t.Context(), tr)
@@ -352,6 +363,7 @@ func TestReusedEndToEndID(t *testing.T) {
 }
 
 func TestStatusOfUnknown(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	_, err := e.client.Status(t.Context(), id(404))
 	require.ErrorIs(t, err, psp.ErrNotFound)
@@ -362,6 +374,7 @@ func TestStatusOfUnknown(t *testing.T) {
 }
 
 func TestTransferView(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "no", `{"mode":"reject"}`)
 	tr := transfer(1, "no")
@@ -375,6 +388,7 @@ func TestTransferView(t *testing.T) {
 }
 
 func TestConcurrentDuplicatesAreOneTransfer(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	tr := transfer(1, "maria@example.com")
 	body, err := json.Marshal(tr)
@@ -422,6 +436,7 @@ func TestConcurrentDuplicatesAreOneTransfer(t *testing.T) {
 }
 
 func TestSubmitValidation(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	valid := func(mod string) string {
 		return `{"end_to_end_id":"` + id(1) + `","account_id":"acc-1","amount_cents":100,"pix_key":"k"` + mod + `}`
@@ -458,6 +473,7 @@ func TestSubmitValidation(t *testing.T) {
 }
 
 func TestBehaviorAPI(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for _, body := range []string{
 		`{"mode":"accept"}`,
@@ -532,6 +548,7 @@ func TestBehaviorAPI(t *testing.T) {
 }
 
 func TestBehaviorJSONRoundTrip(t *testing.T) {
+	t.Parallel()
 	b := pspsim.Behavior{Mode: pspsim.ModeTimeout, Times: 2, SettleAfter: 200 * time.Millisecond, Delay: 5 * time.Second}
 	data, err := json.Marshal(b)
 	require.NoError(t, err)
@@ -542,6 +559,7 @@ func TestBehaviorJSONRoundTrip(t *testing.T) {
 }
 
 func TestSetBehaviorValidates(t *testing.T) {
+	t.Parallel()
 	sim := pspsim.New(pspsim.Options{})
 	require.Error(t, sim.SetBehavior("", pspsim.Behavior{Mode: pspsim.ModeAccept}))
 	require.Error(t, sim.SetBehavior("k", pspsim.Behavior{Mode: "nope"}))
@@ -549,6 +567,7 @@ func TestSetBehaviorValidates(t *testing.T) {
 }
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	code, _ := do(t, http.MethodGet, e.url+"/healthz", "")
 	require.Equal(t, http.StatusOK, code)
@@ -581,6 +600,7 @@ func (b *syncBuffer) String() string {
 }
 
 func TestOneLogLinePerRequest(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	sim := pspsim.New(pspsim.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	srv := httptest.NewServer(sim.Handler())
@@ -604,6 +624,7 @@ func TestOneLogLinePerRequest(t *testing.T) {
 // TestServeShutsDownDespiteHangingRequests: a request hanging in timeout
 // mode does not hold the shutdown for its delay.
 func TestServeShutsDownDespiteHangingRequests(t *testing.T) {
+	t.Parallel()
 	sim := pspsim.New(pspsim.Options{})
 	require.NoError(t, sim.SetBehavior("lost", pspsim.Behavior{Mode: pspsim.ModeTimeout, Delay: pspsim.MaxDelay}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -640,6 +661,7 @@ func post(t *testing.T, url string, tr psp.Transfer) (int, []byte, error) {
 }
 
 func TestLoseResponseCreatesThenCuts(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "lost", `{"mode":"lose_response","times":2}`)
 	tr := transfer(1, "lost")
@@ -669,6 +691,7 @@ func TestLoseResponseCreatesThenCuts(t *testing.T) {
 }
 
 func TestLoseResponseThroughTheClientIsTransient(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "lost", `{"mode":"lose_response","times":1}`)
 	tr := transfer(1, "lost")
@@ -680,6 +703,7 @@ func TestLoseResponseThroughTheClientIsTransient(t *testing.T) {
 }
 
 func TestLoseResponseEveryTimeUntilAccept(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "lost", `{"mode":"lose_response","settle_after":"1s"}`)
 	tr := transfer(1, "lost")
@@ -700,6 +724,7 @@ func TestLoseResponseEveryTimeUntilAccept(t *testing.T) {
 }
 
 func TestDuplicateConflictEveryTime(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "dup", `{"mode":"duplicate_conflict"}`)
 	tr := transfer(1, "dup")
@@ -736,6 +761,7 @@ func TestDuplicateConflictEveryTime(t *testing.T) {
 }
 
 func TestDuplicateConflictTimesCountsResubmissions(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "dup", `{"mode":"duplicate_conflict","times":2}`)
 	// Two first submissions: neither counts against times.
@@ -757,6 +783,7 @@ func TestDuplicateConflictTimesCountsResubmissions(t *testing.T) {
 // the bank's resubmission is answered 409, although the PSP holds (and
 // settles) the transfer.
 func TestLostAnswerThenDuplicateConflict(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "k", `{"mode":"lose_response"}`)
 	tr := transfer(1, "k")
@@ -773,6 +800,7 @@ func TestLostAnswerThenDuplicateConflict(t *testing.T) {
 }
 
 func TestUnauthorizedCreatesNothing(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "k", `{"mode":"unauthorized","times":2}`)
 	tr := transfer(1, "k")
@@ -793,6 +821,7 @@ func TestUnauthorizedCreatesNothing(t *testing.T) {
 }
 
 func TestUnauthorizedDoesNotTouchAHeldTransfer(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "k", `{"mode":"accept","settle_after":"1s"}`)
 	tr := transfer(1, "k")
@@ -819,6 +848,7 @@ func TestUnauthorizedDoesNotTouchAHeldTransfer(t *testing.T) {
 }
 
 func TestUnauthorizedStatusQueries(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	tr := transfer(1, "k")
 	code, _, err := post(t, e.url, tr)
@@ -844,6 +874,7 @@ func TestUnauthorizedStatusQueries(t *testing.T) {
 }
 
 func TestListTransfers(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setBehavior(t, "no", `{"mode":"reject"}`)
 	for n, key := range []string{"yes", "no"} {
@@ -865,6 +896,7 @@ func TestListTransfers(t *testing.T) {
 }
 
 func TestNewBehaviorsJSONRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, b := range []pspsim.Behavior{
 		{Mode: pspsim.ModeLoseResponse, Times: 1, SettleAfter: time.Second},
 		{Mode: pspsim.ModeDuplicateConflict, Times: 3},

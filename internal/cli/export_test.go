@@ -1,0 +1,4 @@
+package cli
+
+// ProbeWithin is Probe with a timeout of the test's choosing.
+var ProbeWithin = probe
