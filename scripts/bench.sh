@@ -59,6 +59,29 @@ reports=()
 
 on_exit_stop_children
 
+# The benchmark's own PostgreSQL cluster (BENCH_PG_URL: a server of yours
+# instead), with the server's defaults, autovacuum on, as production runs:
+# this machine's server has autovacuum off (a CI setting), and there the
+# dead entries of the queue tables' partial indexes (the inbox's pending
+# rows, the outbox's unpublished events) are never cleaned, so every claim
+# and every relay read walks more of them as a run goes on. Runs before
+# 2026-12-01's third run were measured on it (docs/benchmarks.md). The
+# service's database and Temporal's are both on it.
+if [ -n "${BENCH_PG_URL:-}" ]; then
+	export PG_BASE_URL=$BENCH_PG_URL
+else
+	pgdir=$(cluster_dir "$DATA/bench-postgres")
+	bindir=$(pg_bin_dir) || die "no PostgreSQL server binaries for the benchmark's cluster; set BENCH_PG_URL"
+	pg_ctl_cmd="$bindir/pg_ctl -D $pgdir"
+	[ "$(id -u)" = 0 ] && pg_ctl_cmd="runuser -u postgres -- $pg_ctl_cmd"
+	[ -f "$pgdir/postmaster.pid" ] && { $pg_ctl_cmd -m fast -w stop >/dev/null 2>&1 || true; }
+	PG_BASE_URL=$(start_cluster "$DATA/bench-postgres" "$(free_port 55534 55634)")
+	export PG_BASE_URL
+	trap 'stop_children; $pg_ctl_cmd -m fast -w stop >/dev/null 2>&1 || true' EXIT
+fi
+export TEMPORAL_PG_URL="$PG_BASE_URL/postgres"
+log "PostgreSQL for the benchmark: $PG_BASE_URL ($(psql "$PG_BASE_URL/postgres" -tAc "SELECT 'PostgreSQL ' || current_setting('server_version') || ', autovacuum ' || current_setting('autovacuum') || ', shared_buffers ' || current_setting('shared_buffers') || ', synchronous_commit ' || current_setting('synchronous_commit')"))"
+
 # bench NAME LABEL TEMPORAL_ADDRESS TEMPORAL_PID REPLICAS PIXLOAD_FLAGS...:
 # a fresh database, REPLICAS APIs (ports 8480, 8481, ...) and workers, and
 # pixload against them; the report is $out/NAME.json (.txt).

@@ -33,17 +33,26 @@ func Drain(ctx context.Context, pool *pgxpool.Pool, runID string, timeout time.D
 	start := time.Now()
 	deadline := start.Add(timeout)
 	for {
-		var pending int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM inbox_messages WHERE status = 'pending' AND starts_with(end_to_end_id, $1)`,
+		// EXISTS, not count(*): it stops at the first pending row, where a
+		// count reads the whole backlog, five times a second. Over a drain
+		// of 35,000 rows that count cost PostgreSQL 29 ms a call, about
+		// 3 ms per credit on the dev server: the load tool's own reading,
+		// charged to the credit it measures.
+		var pending bool
+		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM inbox_messages WHERE status = 'pending' AND starts_with(end_to_end_id, $1))`,
 			EndToEndPrefix(runID)).Scan(&pending)
-		if err == nil && pending == 0 {
+		if err == nil && !pending {
 			return time.Since(start), nil
 		}
 		if time.Now().After(deadline) {
 			if err != nil {
 				return time.Since(start), fmt.Errorf("drain: %w", err)
 			}
-			return time.Since(start), fmt.Errorf("drain: %d rows still pending after %s", pending, timeout)
+			n, err := Pending(ctx, pool, runID)
+			if err != nil {
+				return time.Since(start), fmt.Errorf("drain: rows still pending after %s: %w", timeout, err)
+			}
+			return time.Since(start), fmt.Errorf("drain: %d rows still pending after %s", n, timeout)
 		}
 		select {
 		case <-ctx.Done():
