@@ -14,6 +14,7 @@ import (
 
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/internal/tracing"
+	"github.com/pixbank/pix/internal/tracing/setup"
 )
 
 // Found by the attack review of issue 16: the server span is started before
@@ -27,7 +28,7 @@ import (
 // is now a root, its attributes bounded.
 func TestACallerNeitherPlacesNorSizesItsSpan(t *testing.T) {
 	var console bytes.Buffer
-	p, err := tracing.New(t.Context(), tracing.Settings{Exporters: []string{tracing.ExporterConsole}, Console: &console}, "pixd-api")
+	p, err := setup.New(t.Context(), tracing.Settings{Exporters: []string{tracing.ExporterConsole}, Console: &console}, "pixd-api")
 	require.NoError(t, err)
 	router, err := api.NewRouter(api.Deps{
 		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
@@ -63,7 +64,7 @@ func TestACallerCannotOverrideTheSamplingRatio(t *testing.T) {
 	t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
 	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "0")
 	var console bytes.Buffer
-	p, err := tracing.New(t.Context(), tracing.Settings{Exporters: []string{tracing.ExporterConsole}, Console: &console}, "pixd-api")
+	p, err := setup.New(t.Context(), tracing.Settings{Exporters: []string{tracing.ExporterConsole}, Console: &console}, "pixd-api")
 	require.NoError(t, err)
 	router, err := api.NewRouter(api.Deps{
 		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),

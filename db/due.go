@@ -7,16 +7,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/internal/durable/rows"
 )
 
 // DueQueue is a saga's open rows as a durable.Dispatcher sees them (it is
-// a durable.Queue): due rows to claim, and the outcome of their workflow
+// a rows.Queue): due rows to claim, and the outcome of their workflow
 // starts to record. Its three statements are the saga's own, in its
 // queries file (ClaimDue, MarkDispatched, DeferDispatch):
 //
 //   - ClaimDue($1 limit, $2 lease) pushes up to $1 due open rows' due time
-//     $2 ahead (FOR UPDATE SKIP LOCKED) and returns them as a durable.Due
+//     $2 ahead (FOR UPDATE SKIP LOCKED) and returns them as a rows.Due
 //     (key, attempts, drive, dispatched, then the listing columns);
 //   - MarkDispatched($1 keys, $2 drives, $3 recheck after) and
 //     DeferDispatch($1 keys, $2 drives, $3 delay) update the claimed rows
@@ -32,7 +32,7 @@ type DueQueue struct {
 	claim, markDispatched, deferStart string
 }
 
-var _ durable.Queue = DueQueue{}
+var _ rows.Queue = DueQueue{}
 
 // Channel is the notification channel that says rows came due.
 func (q DueQueue) Channel() string { return q.channel }
@@ -41,12 +41,12 @@ func (q DueQueue) Channel() string { return q.channel }
 // ahead so that concurrent dispatchers skip them. If the claimer dies
 // before recording the outcome, the rows come due again when the lease
 // ends.
-func (q DueQueue) Claim(ctx context.Context, limit int, lease time.Duration) ([]durable.Due, error) {
-	rows, err := q.store.pool.Query(ctx, q.claim, limit, lease)
+func (q DueQueue) Claim(ctx context.Context, limit int, lease time.Duration) ([]rows.Due, error) {
+	claimed, err := q.store.pool.Query(ctx, q.claim, limit, lease)
 	if err != nil {
 		return nil, classify(fmt.Errorf("claim due %s: %w", q.table, err))
 	}
-	due, err := pgx.CollectRows(rows, pgx.RowToStructByPos[durable.Due])
+	due, err := pgx.CollectRows(claimed, pgx.RowToStructByPos[rows.Due])
 	if err != nil {
 		return nil, classify(fmt.Errorf("claim due %s: %w", q.table, err))
 	}
@@ -56,17 +56,17 @@ func (q DueQueue) Claim(ctx context.Context, limit int, lease time.Duration) ([]
 // MarkDispatched records that the claimed rows' workflows run: the first
 // start of a drive is kept in dispatched_at, and the rows come due again
 // only after recheckAfter, to make sure their run still exists.
-func (q DueQueue) MarkDispatched(ctx context.Context, claimed []durable.Due, recheckAfter time.Duration) error {
+func (q DueQueue) MarkDispatched(ctx context.Context, claimed []rows.Due, recheckAfter time.Duration) error {
 	return q.updateClaimed(ctx, q.markDispatched, "mark dispatched", claimed, recheckAfter)
 }
 
 // DeferDispatch makes claimed rows due again after delay (their workflow
 // start failed, or an older run is still closing).
-func (q DueQueue) DeferDispatch(ctx context.Context, claimed []durable.Due, delay time.Duration) error {
+func (q DueQueue) DeferDispatch(ctx context.Context, claimed []rows.Due, delay time.Duration) error {
 	return q.updateClaimed(ctx, q.deferStart, "defer dispatch", claimed, delay)
 }
 
-func (q DueQueue) updateClaimed(ctx context.Context, statement, what string, claimed []durable.Due, d time.Duration) error {
+func (q DueQueue) updateClaimed(ctx context.Context, statement, what string, claimed []rows.Due, d time.Duration) error {
 	keys := make([]string, len(claimed))
 	drives := make([]int32, len(claimed))
 	for i, c := range claimed {

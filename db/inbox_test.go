@@ -13,7 +13,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
-	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/internal/durable/rows"
 	"github.com/pixbank/pix/internal/pix"
 )
 
@@ -513,7 +513,7 @@ type claimState struct {
 	Dispatched bool
 }
 
-func claimStates(due []durable.Due) []claimState {
+func claimStates(due []rows.Due) []claimState {
 	out := make([]claimState, 0, len(due))
 	for _, d := range due {
 		out = append(out, claimState{d.Key, d.Attempts, d.Dispatched})

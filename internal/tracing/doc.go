@@ -1,8 +1,9 @@
-// Package tracing owns the process's OpenTelemetry tracing: the
-// TracerProvider built from the standard OTEL_* variables (off when none
-// asks for an exporter: nothing is dialed then), the W3C tracecontext and
-// baggage propagators, the Temporal SDK's tracing interceptor, and the
-// trace context that travels in database rows across the service's
+// Package tracing owns the process's OpenTelemetry tracing: the settings
+// read from the standard OTEL_* variables (off when none asks for an
+// exporter: nothing is dialed then), the Provider that what is traced is
+// handed (built by package setup, with the exporters and the Temporal SDK's
+// tracing interceptor), errors recorded by their type only, the W3C
+// tracecontext and baggage propagators, and the trace context that travels in database rows across the service's
 // asynchronous hops (the webhook's commit to the dispatcher's start, an
 // event's commit to the relay's publish), as a W3C traceparent.
 //

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"go.temporal.io/sdk/temporal"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/pixbank/pix/internal/pix"
 )
@@ -81,11 +81,13 @@ func (s *redactedSpan) TracerProvider() trace.TracerProvider {
 // error code of the service's error kinds, PostgreSQL's SQLSTATE, or the Go
 // type of the innermost error it wraps.
 func ErrorType(err error) string {
-	var appErr *temporal.ApplicationError
+	// The Temporal SDK's errors by their methods, so that this package (and
+	// the store, which it serves) does not link the SDK.
+	var appErr temporalApplicationError
 	if errors.As(err, &appErr) && appErr.Type() != "" {
 		return appErr.Type()
 	}
-	var timeoutErr *temporal.TimeoutError
+	var timeoutErr temporalTimeoutError
 	if errors.As(err, &timeoutErr) {
 		return "Timeout" + timeoutErr.TimeoutType().String()
 	}
@@ -104,3 +106,18 @@ func ErrorType(err error) string {
 		err = inner
 	}
 }
+
+// temporalApplicationError is *temporal.ApplicationError's, and
+// temporalTimeoutError *temporal.TimeoutError's (TestErrorTypeOfTemporalErrors
+// holds them to the SDK's types).
+type (
+	temporalApplicationError interface {
+		error
+		Type() string
+		NonRetryable() bool
+	}
+	temporalTimeoutError interface {
+		error
+		TimeoutType() enumspb.TimeoutType
+	}
+)

@@ -2,19 +2,12 @@ package tracing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -114,7 +107,7 @@ func Propagator() propagation.TextMapPropagator { return propagator }
 // *Provider is off.
 type Provider struct {
 	tp trace.TracerProvider
-	// sdk is the provider New built, flushed and stopped by Shutdown; nil
+	// sdk is the provider package setup built, flushed and stopped by Shutdown; nil
 	// when off or handed in (FromTracerProvider).
 	sdk *sdktrace.TracerProvider
 	// service is the service.name spans are recorded under ("" when handed in).
@@ -126,90 +119,23 @@ func Off() *Provider { return nil }
 
 // FromTracerProvider traces into tp, which the caller owns (and shuts
 // down): a test's in-memory recorder, say. Errors are redacted as with
-// New.
+// setup.New.
 func FromTracerProvider(tp trace.TracerProvider) *Provider {
 	return &Provider{tp: redacting{tp}}
 }
 
-// New builds the TracerProvider the settings describe, its spans
-// recorded under service.name s.ServiceName, or serviceName when that is
-// empty. Off settings give Off: nothing is built and nothing is dialed.
-// Exporters connect on their first export, so New succeeds while the
-// collector is down.
-func New(ctx context.Context, s Settings, serviceName string) (*Provider, error) {
-	if !s.Enabled() {
-		return Off(), nil
-	}
-	if s.ServiceName != "" {
-		serviceName = s.ServiceName
-	}
-	// OTEL_RESOURCE_ATTRIBUTES first; the service's name last, so that it
-	// is the one OTEL_SERVICE_NAME or the process chose.
-	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(),
-		resource.WithAttributes(attribute.String("service.name", serviceName)))
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("tracing resource: %w", err)
-	}
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(spanLimits(os.Getenv))}
-	for _, name := range s.Exporters {
-		exporter, err := newExporter(ctx, name, s)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, sdktrace.WithBatcher(exporter))
-	}
-	// The sampler is the SDK's: OTEL_TRACES_SAMPLER, by default every trace
-	// whose parent is sampled (or that has no parent).
-	sdk := sdktrace.NewTracerProvider(opts...)
-	return &Provider{tp: redacting{sdk}, sdk: sdk, service: serviceName}, nil
-}
-
-// DefaultAttributeValueLength bounds each span attribute's value (the
-// SDK's own default is no bound) unless OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT
-// or OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT sets one: a request's user agent,
-// host and path are the caller's text, and a span must not carry 64 KiB of
-// it to the collector (a batch over its request limit loses every span in
-// it).
-const DefaultAttributeValueLength = 256
-
-// spanLimits are the SDK's limits from the OTEL_SPAN_* and OTEL_ATTRIBUTE_*
-// variables, with DefaultAttributeValueLength when none bounds the values.
-func spanLimits(getenv func(string) string) sdktrace.SpanLimits {
-	limits := sdktrace.NewSpanLimits()
-	if getenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT") == "" && getenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT") == "" {
-		limits.AttributeValueLengthLimit = DefaultAttributeValueLength
-	}
-	return limits
-}
-
-func newExporter(ctx context.Context, name string, s Settings) (sdktrace.SpanExporter, error) {
-	var (
-		exporter sdktrace.SpanExporter
-		err      error
-	)
-	switch {
-	case name == ExporterConsole:
-		w := s.Console
-		if w == nil {
-			w = os.Stdout
-		}
-		exporter, err = stdouttrace.New(stdouttrace.WithWriter(w))
-	case s.Protocol == ProtocolGRPC:
-		exporter, err = otlptracegrpc.New(ctx)
-	default:
-		exporter, err = otlptracehttp.New(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tracing: %s exporter: %w", name, err)
-	}
-	return exporter, nil
+// NewProvider is the Provider of sdk, a provider package setup built, its
+// spans recorded under service.name serviceName; errors are redacted as
+// with FromTracerProvider. Shutdown flushes and stops sdk.
+func NewProvider(sdk *sdktrace.TracerProvider, serviceName string) *Provider {
+	return &Provider{tp: redacting{sdk}, sdk: sdk, service: serviceName}
 }
 
 // Enabled reports whether spans are recorded: when it is false, nothing
 // is instrumented at all.
 func (p *Provider) Enabled() bool { return p != nil && p.tp != nil }
 
-// ServiceName is the service.name New recorded spans under ("" when off
+// ServiceName is the service.name setup.New recorded spans under ("" when off
 // or handed in).
 func (p *Provider) ServiceName() string {
 	if p == nil {

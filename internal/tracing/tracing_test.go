@@ -16,10 +16,12 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tracing"
+	"github.com/pixbank/pix/internal/tracing/setup"
 )
 
 func lookup(env map[string]string) func(string) (string, bool) {
@@ -74,13 +76,13 @@ func TestSettingsRefuseWhatTheyCannotDo(t *testing.T) {
 
 // Off builds nothing: a no-op provider, nothing recorded, no traceparent.
 func TestOffRecordsNothing(t *testing.T) {
-	p, err := tracing.New(t.Context(), tracing.Settings{}, "pixd-test")
+	p, err := setup.New(t.Context(), tracing.Settings{}, "pixd-test")
 	require.NoError(t, err)
 	require.False(t, p.Enabled())
 	ctx, span := p.Tracer("test").Start(t.Context(), "nothing")
 	require.False(t, span.IsRecording())
 	require.Nil(t, tracing.Traceparent(ctx))
-	i, err := p.TemporalInterceptor()
+	i, err := setup.TemporalInterceptor(p)
 	require.NoError(t, err)
 	require.Nil(t, i, "no Temporal interceptor")
 	require.NoError(t, p.Shutdown(t.Context()))
@@ -88,7 +90,7 @@ func TestOffRecordsNothing(t *testing.T) {
 
 func TestConsoleExporterWritesTheSpansUnderTheServicesName(t *testing.T) {
 	var out bytes.Buffer
-	p, err := tracing.New(t.Context(), tracing.Settings{Exporters: []string{"console"}, Console: &out}, "pixd-test")
+	p, err := setup.New(t.Context(), tracing.Settings{Exporters: []string{"console"}, Console: &out}, "pixd-test")
 	require.NoError(t, err)
 	require.True(t, p.Enabled())
 	_, span := p.Tracer("test").Start(t.Context(), "a span of the test")
@@ -118,7 +120,7 @@ func TestOTLPEndpointAloneTurnsTracingOn(t *testing.T) {
 		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL, "OTEL_SERVICE_NAME": "pixd-from-env"}[k], true
 	})
 	require.NoError(t, err)
-	p, err := tracing.New(t.Context(), s, "pixd-test")
+	p, err := setup.New(t.Context(), s, "pixd-test")
 	require.NoError(t, err)
 	require.Equal(t, "pixd-from-env", p.ServiceName())
 	_, span := p.Tracer("test").Start(t.Context(), "exported")
@@ -190,6 +192,25 @@ func TestErrorsAreRecordedByTypeOnly(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"PixKeyNotFound", pix.KindOf(pix.ErrAccountNotFound).Code, "*errors.errorString"}, types)
+}
+
+// ErrorType knows the Temporal SDK's errors by their methods (the package
+// does not link the SDK): an application error by its type, a timeout by
+// its kind, however deeply wrapped; one without a type falls through.
+func TestErrorTypeOfTemporalErrors(t *testing.T) {
+	untyped := temporal.NewApplicationError("untyped", "")
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("activity: %w", temporal.NewApplicationError("the PSP's text", "PspRejected")), "PspRejected"},
+		{temporal.NewNonRetryableApplicationError("no", "AccountNotFound", nil), "AccountNotFound"},
+		{fmt.Errorf("run: %w", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)), "Timeout" + enumspb.TIMEOUT_TYPE_START_TO_CLOSE.String()},
+		{temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil), "Timeout" + enumspb.TIMEOUT_TYPE_HEARTBEAT.String()},
+		{untyped, fmt.Sprintf("%T", untyped)},
+	} {
+		require.Equal(t, c.want, tracing.ErrorType(c.err), "%v", c.err)
+	}
 }
 
 // With tracing off the webhook's path pays nothing for it: the row's

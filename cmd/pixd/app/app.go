@@ -35,6 +35,7 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tracing"
+	"github.com/pixbank/pix/internal/tracing/setup"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
@@ -98,7 +99,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	}
 	traces, ownTracing := o.tracing, false
 	if traces == nil {
-		if traces, err = tracing.New(ctx, cfg.Tracing, o.serviceName); err != nil {
+		if traces, err = setup.New(ctx, cfg.Tracing, o.serviceName); err != nil {
 			return nil, err
 		}
 		ownTracing = true
@@ -113,7 +114,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	}
 	// The workers inherit the client's interceptors: starts, runs,
 	// activities and local activities are traced alike.
-	temporalTracer, err := traces.TemporalInterceptor()
+	temporalTracer, err := setup.TemporalInterceptor(traces)
 	if err != nil {
 		stopTracing()
 		return nil, err

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -61,6 +61,6 @@ func TestMigrationStatusExitStatus(t *testing.T) {
 // is asked anything.
 func TestMigrateUsage(t *testing.T) {
 	for _, args := range [][]string{{"migrate", "stats"}, {"migrate", "status", "now"}, {"api", "status"}, {}} {
-		require.EqualError(t, run(context.Background(), args), usage, "%q", args)
+		require.EqualError(t, Run(context.Background(), args), usage, "%q", args)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -8,22 +8,22 @@ import (
 	"github.com/pixbank/pix/db"
 )
 
-// exitStatus is the exit status of a command whose outcome is printed
+// ExitStatus is the exit status of a command whose outcome is printed
 // already: main exits with it, printing nothing more.
-type exitStatus int
+type ExitStatus int
 
-func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+func (s ExitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
 
 // The exit statuses of pixd migrate status beside 0 (the database has every
 // migration of this build, as this build has it) and 1 (could not ask: the
 // error is printed).
 const (
 	// statusPending: migrations are pending, which pixd migrate applies.
-	statusPending exitStatus = 3
+	statusPending ExitStatus = 3
 	// statusNeedsHuman: something pixd migrate can't mend (report.Problems):
 	// a migration changed since it was applied, one applied that the build
 	// does not have, one pending below the newest applied, an INVALID index.
-	statusNeedsHuman exitStatus = 4
+	statusNeedsHuman ExitStatus = 4
 )
 
 // printMigrationStatus prints one line per migration, what needs a human,

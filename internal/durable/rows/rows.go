@@ -1,0 +1,56 @@
+package rows
+
+import (
+	"context"
+	"time"
+)
+
+// Due is an open row whose workflow must be (re)started: its saga's row
+// (Key is the row's key: an end_to_end_id, a transfer or refund id).
+type Due struct {
+	Key      string
+	Attempts int
+	// Drive is the row's drive when it was claimed (always 1 for a
+	// transfer): the dispatcher's records of this claim are fenced by it.
+	Drive int
+	// Dispatched is true when a run of the row's current drive was started.
+	Dispatched bool
+	// What the run is listed under in the Temporal UI: the PIX's
+	// end_to_end_id, account (nil while an API Pix key is unresolved),
+	// amount, status, PSP (nil for an unsigned notification and for
+	// transfers) and memo (the payer, or the payee's key).
+	EndToEndID  string
+	AccountID   *string
+	AmountCents int64
+	Status      string
+	PSP         *string
+	Memo        map[string]any
+	// Since is when the row was committed (received_at, created_at): the
+	// first start of a first drive measures the dispatch lag from it.
+	Since time.Time
+	// Traceparent is the trace context the row was created in (the W3C
+	// traceparent of the request's span; nil: none): its workflow is
+	// started under it, continuing that trace.
+	Traceparent *string
+}
+
+// FirstStart reports whether starting the row's workflow now is its first
+// start ever (no earlier drive, no attempt): the start that the dispatch lag
+// measures.
+func (d Due) FirstStart() bool { return !d.Dispatched && d.Attempts == 0 }
+
+// Queue is a saga's due rows, in the database (db.DueQueue).
+type Queue interface {
+	// Channel is the notification channel that says rows came due.
+	Channel() string
+	// Claim claims up to limit due rows, pushing their due time lease
+	// ahead so that concurrent dispatchers skip them; if the claimer dies
+	// before recording the outcome, they come due again after the lease.
+	Claim(ctx context.Context, limit int, lease time.Duration) ([]Due, error)
+	// MarkDispatched and DeferDispatch record the outcome of claimed rows'
+	// starts, fenced by the drive each row was claimed in: a record that
+	// arrives after the row was re-driven changes nothing. A started row
+	// comes due again after recheckAfter; a deferred one after delay.
+	MarkDispatched(ctx context.Context, claimed []Due, recheckAfter time.Duration) error
+	DeferDispatch(ctx context.Context, claimed []Due, delay time.Duration) error
+}
