@@ -21,6 +21,9 @@
 #                 (two of each on the dev server, not run by default)
 #   BENCH_DRAIN_TIMEOUT  how long a run waits for its backlog (default 30m)
 #   BENCH_FLAGS   more pixload flags
+#   BENCH_PG_URL  a PostgreSQL server to run on (postgres://user@host:port),
+#                 instead of the benchmark's own cluster (.data/bench-postgres,
+#                 the server's defaults)
 #   BENCH_API_PORT, BENCH_TEMPORAL_DEV_PORT, BENCH_DATABASE  where the run
 #                 lives (default 8480 and up, 7433, pix_bench), for a run
 #                 beside another
@@ -64,9 +67,9 @@ on_exit_stop_children
 # this machine's server has autovacuum off (a CI setting), and there the
 # dead entries of the queue tables' partial indexes (the inbox's pending
 # rows, the outbox's unpublished events) are never cleaned, so every claim
-# and every relay read walks more of them as a run goes on. Runs before
-# 2026-12-01's third run were measured on it (docs/benchmarks.md). The
-# service's database and Temporal's are both on it.
+# and every relay read walks more of them as a run goes on. The runs before
+# 2026-12-01's last were measured on it (docs/benchmarks.md). The service's
+# database and Temporal's are both on the benchmark's cluster.
 if [ -n "${BENCH_PG_URL:-}" ]; then
 	export PG_BASE_URL=$BENCH_PG_URL
 else
