@@ -265,6 +265,15 @@ func TestReceiverShedsWhenItsQueueIsFull(t *testing.T) {
 	}()
 
 	var held []*pgxpool.Conn
+	release := sync.OnceFunc(func() {
+		for _, c := range held {
+			c.Release()
+		}
+	})
+	// Released before the pool closes (cleanups run last first) when an
+	// assertion fails: a pool closing over held connections waits for them
+	// for ever, and hides the failure behind the test binary's timeout.
+	t.Cleanup(release)
 	for range s.Pool().Config().MaxConns {
 		c, err := s.Pool().Acquire(ctx)
 		require.NoError(t, err)
@@ -279,11 +288,9 @@ func TestReceiverShedsWhenItsQueueIsFull(t *testing.T) {
 	require.Eventually(t, func() bool { return db.ReceiverQueued(r) == 2 }, 10*time.Second, time.Millisecond)
 	_, err = r.Receive(ctx, note(e2eID(4), "acc-1", 100))
 	require.ErrorIs(t, err, pix.ErrUnavailable, "the fourth delivery is shed: 503")
-	require.ErrorIs(t, err, groupcommit.ErrQueueFull)
+	require.ErrorIs(t, err, groupcommit.ErrQueueFull, "%v (queued now: %d)", err, db.ReceiverQueued(r))
 
-	for _, c := range held {
-		c.Release()
-	}
+	release()
 	for range 3 {
 		require.NoError(t, <-answers)
 	}
