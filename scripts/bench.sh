@@ -73,14 +73,11 @@ on_exit_stop_children
 if [ -n "${BENCH_PG_URL:-}" ]; then
 	export PG_BASE_URL=$BENCH_PG_URL
 else
-	pgdir=$(cluster_dir "$DATA/bench-postgres")
-	bindir=$(pg_bin_dir) || die "no PostgreSQL server binaries for the benchmark's cluster; set BENCH_PG_URL"
-	pg_ctl_cmd="$bindir/pg_ctl -D $pgdir"
-	[ "$(id -u)" = 0 ] && pg_ctl_cmd="runuser -u postgres -- $pg_ctl_cmd"
-	[ -f "$pgdir/postmaster.pid" ] && { $pg_ctl_cmd -m fast -w stop >/dev/null 2>&1 || true; }
+	pg_bin_dir >/dev/null || die "no PostgreSQL server binaries for the benchmark's cluster; set BENCH_PG_URL"
+	stop_cluster "$DATA/bench-postgres"
 	PG_BASE_URL=$(start_cluster "$DATA/bench-postgres" "$(free_port 55534 55634)")
 	export PG_BASE_URL
-	trap 'stop_children; $pg_ctl_cmd -m fast -w stop >/dev/null 2>&1 || true' EXIT
+	trap 'stop_children; stop_cluster "$DATA/bench-postgres"' EXIT
 fi
 export TEMPORAL_PG_URL="$PG_BASE_URL/postgres"
 log "PostgreSQL for the benchmark: $PG_BASE_URL ($(psql "$PG_BASE_URL/postgres" -tAc "SELECT 'PostgreSQL ' || current_setting('server_version') || ', autovacuum ' || current_setting('autovacuum') || ', shared_buffers ' || current_setting('shared_buffers') || ', synchronous_commit ' || current_setting('synchronous_commit')"))"

@@ -33,17 +33,15 @@ flock -n 9 || die "another fault run is using $dir; wait for it to end"
 rm -rf "$dir/run"
 mkdir -p "$dir/run"
 pgdir=$(cluster_dir "$dir/pg")
-bindir=$(pg_bin_dir)
-pg_ctl_cmd="$bindir/pg_ctl -D $pgdir"
-[ "$(id -u)" = 0 ] && pg_ctl_cmd="runuser -u postgres -- $pg_ctl_cmd"
+pg_ctl_cmd=$(pg_ctl_for "$dir/pg") || die "no PostgreSQL server binaries for the fault suite's cluster"
 # A cluster an interrupted run of this checkout left running listens on the
 # port that run chose: stop it, and start it again on this run's.
-[ -f "$pgdir/postmaster.pid" ] && { $pg_ctl_cmd -m fast -w stop >/dev/null 2>&1 || true; }
+stop_cluster "$dir/pg"
 port=$(free_port 55433 55533)
 # (The lock is not handed to the servers and tools started below: a cluster
 # that outlived its run must not hold it.)
 base=$(start_cluster "$dir/pg" "$port" 9>&-)
-trap '$pg_ctl_cmd -m fast -w stop >/dev/null 2>&1 || true' EXIT
+trap 'stop_cluster "$dir/pg"' EXIT
 
 psql "$base/postgres" -qc "DROP DATABASE IF EXISTS pix_faults WITH (FORCE)"
 psql "$base/postgres" -qc "CREATE DATABASE pix_faults"

@@ -197,6 +197,28 @@ start_cluster() {
 	echo "$base"
 }
 
+# pg_ctl_for DIR: the pg_ctl command of the throwaway cluster wanted in DIR
+# (cluster_dir DIR), run as the postgres user when root.
+pg_ctl_for() {
+	local bindir dir
+	bindir=$(pg_bin_dir) || return 1
+	dir=$(cluster_dir "$1")
+	if [ "$(id -u)" = 0 ]; then
+		echo "runuser -u postgres -- $bindir/pg_ctl -D $dir"
+	else
+		echo "$bindir/pg_ctl -D $dir"
+	fi
+}
+
+# stop_cluster DIR: a fast stop of the throwaway cluster in DIR, if one runs
+# there (a run that was interrupted left it on the port it chose).
+stop_cluster() {
+	local cmd
+	[ -f "$(cluster_dir "$1")/postmaster.pid" ] || return 0
+	cmd=$(pg_ctl_for "$1") || return 0
+	$cmd -m fast -w stop >/dev/null 2>&1 || true
+}
+
 # free_port FIRST LAST: prints the first port from FIRST to LAST on which
 # nothing on 127.0.0.1 accepts a connection.
 free_port() {
