@@ -3,9 +3,10 @@
 // exporter: nothing is dialed then), the Provider that what is traced is
 // handed (built by package setup, with the exporters and the Temporal SDK's
 // tracing interceptor), errors recorded by their type only, the W3C
-// tracecontext and baggage propagators, and the trace context that travels in database rows across the service's
-// asynchronous hops (the webhook's commit to the dispatcher's start, an
-// event's commit to the relay's publish), as a W3C traceparent.
+// tracecontext and baggage propagators, and the trace context that travels
+// in database rows across the service's asynchronous hops (the webhook's
+// commit to the dispatcher's start, an event's commit to the relay's
+// publish), as a W3C traceparent.
 //
 // The Provider is passed explicitly to what it instruments (never only
 // through otel's globals), so that several service stacks in one test

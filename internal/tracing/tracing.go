@@ -107,8 +107,8 @@ func Propagator() propagation.TextMapPropagator { return propagator }
 // *Provider is off.
 type Provider struct {
 	tp trace.TracerProvider
-	// sdk is the provider package setup built, flushed and stopped by Shutdown; nil
-	// when off or handed in (FromTracerProvider).
+	// sdk is the provider package setup built, flushed and stopped by
+	// Shutdown; nil when off or handed in (FromTracerProvider).
 	sdk *sdktrace.TracerProvider
 	// service is the service.name spans are recorded under ("" when handed in).
 	service string
