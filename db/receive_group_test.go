@@ -257,12 +257,6 @@ func TestReceiverShedsWhenItsQueueIsFull(t *testing.T) {
 	s := dbtest.New(t)
 	r, err := db.NewReceiver(s, groupcommit.Options{Writers: 1, MaxRows: 1, QueueRows: 2, WriteTimeout: 30 * time.Second})
 	require.NoError(t, err)
-	ran := make(chan error, 1)
-	go func() { ran <- r.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-ran)
-	}()
 
 	var held []*pgxpool.Conn
 	release := sync.OnceFunc(func() {
@@ -280,8 +274,20 @@ func TestReceiverShedsWhenItsQueueIsFull(t *testing.T) {
 		held = append(held, c)
 	}
 	answers := make(chan error, 3)
-	go func() { _, err := r.Receive(ctx, note(e2eID(1), "acc-1", 100)); answers <- err }() // the writer takes it, and waits for a connection
-	require.Eventually(t, func() bool { return s.Pool().Stat().EmptyAcquireCount() > 0 }, 10*time.Second, time.Millisecond, "the writer waits for a connection")
+	// The first delivery is queued before the writer runs, and taken when
+	// it does: the writer then waits for a connection. (The pool's count of
+	// acquires that waited can't tell: it counts those that succeeded, this
+	// test's own among them. Waiting on it let the fourth delivery in
+	// before the writer took the first, on a slow machine.)
+	go func() { _, err := r.Receive(ctx, note(e2eID(1), "acc-1", 100)); answers <- err }()
+	require.Eventually(t, func() bool { return db.ReceiverQueued(r) == 1 }, 10*time.Second, time.Millisecond, "the first delivery is queued")
+	ran := make(chan error, 1)
+	go func() { ran <- r.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-ran)
+	}()
+	require.Eventually(t, func() bool { return db.ReceiverQueued(r) == 0 }, 10*time.Second, time.Millisecond, "the writer took it")
 	for i := 2; i <= 3; i++ { // the queue's two rows
 		go func() { _, err := r.Receive(ctx, note(e2eID(i), "acc-1", 100)); answers <- err }()
 	}
