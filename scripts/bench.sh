@@ -71,16 +71,18 @@ on_exit_stop_children
 # 2026-12-01's last were measured on it (docs/benchmarks.md). The service's
 # database and Temporal's are both on the benchmark's cluster.
 if [ -n "${BENCH_PG_URL:-}" ]; then
-	export PG_BASE_URL=$BENCH_PG_URL
+	export PIX_PG_BASE_URL=${BENCH_PG_URL%/}
 else
 	pg_bin_dir >/dev/null || die "no PostgreSQL server binaries for the benchmark's cluster; set BENCH_PG_URL"
 	stop_cluster "$DATA/bench-postgres"
-	PG_BASE_URL=$(start_cluster "$DATA/bench-postgres" "$(free_port 55534 55634)")
-	export PG_BASE_URL
+	PIX_PG_BASE_URL=$(start_cluster "$DATA/bench-postgres" "$(free_port 55534 55634)")
+	export PIX_PG_BASE_URL
 	trap 'stop_children; stop_cluster "$DATA/bench-postgres"' EXIT
 fi
-export TEMPORAL_PG_URL="$PG_BASE_URL/postgres"
-log "PostgreSQL for the benchmark: $PG_BASE_URL ($(psql "$PG_BASE_URL/postgres" -tAc "SELECT 'PostgreSQL ' || current_setting('server_version') || ', autovacuum ' || current_setting('autovacuum') || ', shared_buffers ' || current_setting('shared_buffers') || ', synchronous_commit ' || current_setting('synchronous_commit')"))"
+export TEMPORAL_PG_URL="$PIX_PG_BASE_URL/postgres"
+pg_settings=$(psql "$TEMPORAL_PG_URL" -tAc "SELECT 'PostgreSQL ' || current_setting('server_version') || ', autovacuum ' || current_setting('autovacuum') || ', shared_buffers ' || current_setting('shared_buffers') || ', synchronous_commit ' || current_setting('synchronous_commit')") ||
+	die "the benchmark's PostgreSQL at $PIX_PG_BASE_URL does not answer"
+log "PostgreSQL for the benchmark: $PIX_PG_BASE_URL ($pg_settings)"
 
 # bench NAME LABEL TEMPORAL_ADDRESS TEMPORAL_PID REPLICAS PIXLOAD_FLAGS...:
 # a fresh database, REPLICAS APIs (ports 8480, 8481, ...) and workers, and

@@ -234,12 +234,16 @@ free_port() {
 
 # ensure_postgres DBNAME: prints the URL of a PostgreSQL server that has the
 # database DBNAME, creating the database if needed. In order: the server at
-# PG_BASE_URL if set (postgres://user@host:port, nothing started), the server
+# PIX_PG_BASE_URL if set (postgres://user@host:port, nothing started; it must
+# answer), the server
 # at 127.0.0.1:5432 (starting the machine's cluster if it is stopped), else a
 # throwaway cluster under .data/postgres on port 55432.
 ensure_postgres() {
-	local db=$1 base=${PG_BASE_URL:-postgres://postgres@127.0.0.1:5432}
-	if [ -z "${PG_BASE_URL:-}" ] && ! pg_ready "$base/postgres" && command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
+	local db=$1 base=${PIX_PG_BASE_URL:-postgres://postgres@127.0.0.1:5432}
+	if [ -n "${PIX_PG_BASE_URL:-}" ]; then
+		# The server asked for, or none: never another one in its place.
+		pg_ready "$base/postgres" || die "PIX_PG_BASE_URL $PIX_PG_BASE_URL does not answer"
+	elif ! pg_ready "$base/postgres" && command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
 		log "starting the machine's PostgreSQL cluster"
 		pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main start >&2 || true
 		for _ in $(seq 1 30); do pg_ready "$base/postgres" && break; sleep 1; done
