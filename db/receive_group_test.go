@@ -284,6 +284,7 @@ func TestReceiverShedsWhenItsQueueIsFull(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() { ran <- r.Run(ctx) }()
 	defer func() {
+		release() // else a failure waits out the writer's WriteTimeout here
 		cancel()
 		require.NoError(t, <-ran)
 	}()

@@ -126,8 +126,12 @@ func FromTracerProvider(tp trace.TracerProvider) *Provider {
 
 // NewProvider is the Provider of sdk, a provider package setup built, its
 // spans recorded under service.name serviceName; errors are redacted as
-// with FromTracerProvider. Shutdown flushes and stops sdk.
+// with FromTracerProvider. Shutdown flushes and stops sdk. A nil sdk is
+// Off.
 func NewProvider(sdk *sdktrace.TracerProvider, serviceName string) *Provider {
+	if sdk == nil {
+		return Off()
+	}
 	return &Provider{tp: redacting{sdk}, sdk: sdk, service: serviceName}
 }
 
