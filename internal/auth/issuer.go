@@ -31,6 +31,11 @@ type DevIssuer struct {
 	Audience string
 }
 
+// DevKeyDir is where the service keeps its development issuer unless
+// AUTH_DEV_KEY_DIR says otherwise (config.Default, pixctl and devauth read it
+// here).
+const DevKeyDir = ".data/auth"
+
 // Files of a development issuer's directory.
 const (
 	devKeyFile  = "issuer-key.pem"

@@ -203,7 +203,7 @@ func Default() Config {
 		WebhookSignaturesRequired: true,
 		AuthRequired:              true,
 		CodecAuthRequired:         true,
-		AuthDevKeyDir:             ".data/auth",
+		AuthDevKeyDir:             auth.DevKeyDir,
 		WebhookSignatureTolerance: webhooksig.DefaultTolerance,
 
 		PSPURL:                    "http://127.0.0.1:8090",

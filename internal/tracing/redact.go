@@ -108,8 +108,8 @@ func ErrorType(err error) string {
 }
 
 // temporalApplicationError is *temporal.ApplicationError's, and
-// temporalTimeoutError *temporal.TimeoutError's (TestErrorTypeOfTemporalErrors
-// holds them to the SDK's types).
+// temporalTimeoutError *temporal.TimeoutError's (package setup's
+// TestErrorTypeOfTemporalErrors holds them to the SDK's types).
 type (
 	temporalApplicationError interface {
 		error

@@ -11,8 +11,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tracing"
@@ -99,12 +97,20 @@ func TestTraceparentRoundTrip(t *testing.T) {
 	require.False(t, trace.SpanContextFromContext(tracing.WithTraceparent(context.Background(), &garbage)).IsValid())
 }
 
+// typedError has a type as Temporal's application errors do (package
+// setup's TestErrorTypeOfTemporalErrors holds ErrorType to the SDK's own).
+type typedError struct{ text, typ string }
+
+func (e typedError) Error() string      { return e.text }
+func (e typedError) Type() string       { return e.typ }
+func (e typedError) NonRetryable() bool { return false }
+
 // An error is recorded by its type, never its text, whichever
 // instrumentation records it.
 func TestErrorsAreRecordedByTypeOnly(t *testing.T) {
 	p, recorder := recorded(t)
 	for _, err := range []error{
-		temporal.NewApplicationError("account acc-1 has no PIX key maria@example.com", "PixKeyNotFound"),
+		typedError{"account acc-1 has no PIX key maria@example.com", "PixKeyNotFound"},
 		fmt.Errorf("credit: %w", fmt.Errorf("%w: acc-1", pix.ErrAccountNotFound)),
 		fmt.Errorf("psp said: %w", errors.New("secret answer of the PSP")),
 	} {
@@ -129,25 +135,6 @@ func TestErrorsAreRecordedByTypeOnly(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"PixKeyNotFound", pix.KindOf(pix.ErrAccountNotFound).Code, "*errors.errorString"}, types)
-}
-
-// ErrorType knows the Temporal SDK's errors by their methods (the package
-// does not link the SDK): an application error by its type, a timeout by
-// its kind, however deeply wrapped; one without a type falls through.
-func TestErrorTypeOfTemporalErrors(t *testing.T) {
-	untyped := temporal.NewApplicationError("untyped", "")
-	for _, c := range []struct {
-		err  error
-		want string
-	}{
-		{fmt.Errorf("activity: %w", temporal.NewApplicationError("the PSP's text", "PspRejected")), "PspRejected"},
-		{temporal.NewNonRetryableApplicationError("no", "AccountNotFound", nil), "AccountNotFound"},
-		{fmt.Errorf("run: %w", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)), "Timeout" + enumspb.TIMEOUT_TYPE_START_TO_CLOSE.String()},
-		{temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil), "Timeout" + enumspb.TIMEOUT_TYPE_HEARTBEAT.String()},
-		{untyped, fmt.Sprintf("%T", untyped)},
-	} {
-		require.Equal(t, c.want, tracing.ErrorType(c.err), "%v", c.err)
-	}
 }
 
 // With tracing off the webhook's path pays nothing for it: the row's

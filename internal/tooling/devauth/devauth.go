@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/pixbank/pix/internal/auth"
-	"github.com/pixbank/pix/internal/config"
 )
 
 // The development issuer's names, unless AUTH_ISSUER and AUTH_AUDIENCE
@@ -44,7 +43,7 @@ func FromEnv(getenv func(string) string) Settings {
 		return def
 	}
 	return Settings{
-		KeyDir:   or("AUTH_DEV_KEY_DIR", config.Default().AuthDevKeyDir),
+		KeyDir:   or("AUTH_DEV_KEY_DIR", auth.DevKeyDir),
 		Issuer:   or("AUTH_ISSUER", DefaultIssuer),
 		Audience: or("AUTH_AUDIENCE", DefaultAudience),
 	}
