@@ -18,8 +18,10 @@ import (
 //   - ClaimDue($1 limit, $2 lease) pushes up to $1 due open rows' due time
 //     $2 ahead (FOR UPDATE SKIP LOCKED) and returns them as a rows.Due
 //     (key, attempts, drive, dispatched, then the listing columns);
-//   - MarkDispatched($1 keys, $2 drives, $3 recheck after) and
-//     DeferDispatch($1 keys, $2 drives, $3 delay) update the claimed rows
+//   - MarkDispatched($1 keys, $2 drives, $3 recheck after, $4 recheck at
+//     most: rows.Recheck, the wait as long as the row has been open since
+//     dispatched_at) and DeferDispatch($1 keys, $2 drives, $3 delay)
+//     update the claimed rows
 //     still open in the drive they were claimed in, locked in key order
 //     (byte order): two dispatchers recording overlapping claims never
 //     wait for each other in a cycle, and a late record changes nothing
@@ -55,9 +57,9 @@ func (q DueQueue) Claim(ctx context.Context, limit int, lease time.Duration) ([]
 
 // MarkDispatched records that the claimed rows' workflows run: the first
 // start of a drive is kept in dispatched_at, and the rows come due again
-// only after recheckAfter, to make sure their run still exists.
-func (q DueQueue) MarkDispatched(ctx context.Context, claimed []rows.Due, recheckAfter time.Duration) error {
-	return q.updateClaimed(ctx, q.markDispatched, "mark dispatched", claimed, recheckAfter)
+// as recheck says, to make sure their run still exists.
+func (q DueQueue) MarkDispatched(ctx context.Context, claimed []rows.Due, recheck rows.Recheck) error {
+	return q.updateClaimed(ctx, q.markDispatched, "mark dispatched", claimed, recheck.After, max(recheck.After, recheck.Max))
 }
 
 // DeferDispatch makes claimed rows due again after delay (their workflow
@@ -66,13 +68,17 @@ func (q DueQueue) DeferDispatch(ctx context.Context, claimed []rows.Due, delay t
 	return q.updateClaimed(ctx, q.deferStart, "defer dispatch", claimed, delay)
 }
 
-func (q DueQueue) updateClaimed(ctx context.Context, statement, what string, claimed []rows.Due, d time.Duration) error {
+func (q DueQueue) updateClaimed(ctx context.Context, statement, what string, claimed []rows.Due, intervals ...time.Duration) error {
 	keys := make([]string, len(claimed))
 	drives := make([]int32, len(claimed))
 	for i, c := range claimed {
 		keys[i], drives[i] = c.Key, int32(c.Drive)
 	}
-	if _, err := q.store.pool.Exec(ctx, statement, keys, drives, d); err != nil {
+	args := []any{keys, drives}
+	for _, d := range intervals {
+		args = append(args, d)
+	}
+	if _, err := q.store.pool.Exec(ctx, statement, args...); err != nil {
 		return classify(fmt.Errorf("%s %s: %w", what, q.table, err))
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/durable/rows"
 	"github.com/pixbank/pix/internal/pix"
 )
 
@@ -220,7 +221,7 @@ func TestLateDispatcherDoesNotDelayARedrive(t *testing.T) {
 	_, err = s.Redrive(ctx, n.EndToEndID)
 	require.NoError(t, err)
 
-	require.NoError(t, s.InboxQueue().MarkDispatched(ctx, claimed, time.Hour))
+	require.NoError(t, s.InboxQueue().MarkDispatched(ctx, claimed, rows.Recheck{After: time.Hour}))
 	require.NoError(t, s.InboxQueue().DeferDispatch(ctx, claimed, time.Hour))
 
 	var dueNow, dispatched bool

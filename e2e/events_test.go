@@ -83,6 +83,8 @@ func TestEventsOfACreditAndATransferReachTheBroker(t *testing.T) {
 	// One first start each of the credit's and the transfer's workflows.
 	require.EqualValues(t, 1, s.metric("pix_dispatch_lag_seconds{inbox}"))
 	require.EqualValues(t, 1, s.metric("pix_dispatch_lag_seconds{transfers}"))
+	require.EqualValues(t, 1, s.metric("pix_dispatch_starts_total{inbox}{new}"))
+	require.EqualValues(t, 1, s.metric("pix_dispatch_starts_total{transfers}{new}"))
 	// The Temporal SDK's own metrics report into the same registry (every
 	// second).
 	require.Eventually(t, func() bool {

@@ -106,8 +106,9 @@ func TestModelRandomHistories(t *testing.T) {
 	srv := temporaltest.StartT(t) // its own server: the history stops and starts it
 	s := newStack(t, srv, func(c *config.Config) {
 		c.DatabaseMaxConns = 20
-		// A saga run that failed visibly is started again soon.
-		c.DispatchRecheckAfter = 5 * time.Second
+		// A saga run that failed visibly is started again soon, however
+		// long its row has been open.
+		c.DispatchRecheckAfter, c.DispatchRecheckMax = 5*time.Second, 5*time.Second
 	})
 	r := newModelRun(t, s, srv, seed, ops)
 	t.Cleanup(func() {

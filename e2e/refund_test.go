@@ -563,7 +563,7 @@ func TestRefundLostAnswerAndPSPFailuresRequestOnce(t *testing.T) {
 func TestRefundRefusedByThePSPStaysOpen(t *testing.T) {
 	ctx := context.Background()
 	// A run that gave up on the refusals is started again soon.
-	s := newStack(t, shared, func(c *config.Config) { c.DispatchRecheckAfter = 2 * time.Second })
+	s := newStack(t, shared, func(c *config.Config) { c.DispatchRecheckAfter, c.DispatchRecheckMax = 2*time.Second, 2*time.Second })
 	s.openAccount("acc-refund-401", 0)
 	e2e := s.creditPix("acc-refund-401", 9_000)
 	require.NoError(t, s.psp.SetRefundBehavior(e2e, pspsim.RefundBehavior{Mode: pspsim.RefundModeUnauthorized}))
@@ -802,7 +802,7 @@ func TestRefundRefusals(t *testing.T) {
 func TestRefundRefusedByThePSPIsReversedOnlyWithoutARecord(t *testing.T) {
 	// A run that found a record after all fails; the next one is started
 	// soon.
-	s := newStack(t, shared, func(c *config.Config) { c.DispatchRecheckAfter = 2 * time.Second })
+	s := newStack(t, shared, func(c *config.Config) { c.DispatchRecheckAfter, c.DispatchRecheckMax = 2*time.Second, 2*time.Second })
 	quiet := s.cfg.Refund().RefusalQuietPeriod
 	s.openAccount("acc-refund-refused", 0)
 	none := s.creditPix("acc-refund-refused", 6_000)

@@ -272,7 +272,7 @@ func (s *stack) schedule(id string) client.ScheduleHandle {
 func TestResubmissionRefusedWithExpiredCredentialsIsNeverRefunded(t *testing.T) {
 	s := newStack(t, shared, func(c *config.Config) {
 		c.TransferSettlementTimeout = time.Second
-		c.DispatchRecheckAfter = time.Second
+		c.DispatchRecheckAfter, c.DispatchRecheckMax = time.Second, time.Second
 	})
 	s.openAccount("acc-1", 100_000)
 	const key = "expired-creds@example.com"

@@ -24,8 +24,9 @@
 #   BENCH_PG_URL  a PostgreSQL server to run on (postgres://user@host:port),
 #                 instead of the benchmark's own cluster (.data/bench-postgres,
 #                 the server's defaults)
-#   BENCH_API_PORT, BENCH_TEMPORAL_DEV_PORT, BENCH_DATABASE  where the run
-#                 lives (default 8480 and up, 7433, pix_bench), for a run
+#   BENCH_API_PORT, BENCH_WORKER_METRICS_PORT, BENCH_TEMPORAL_DEV_PORT,
+#   BENCH_DATABASE  where the run lives (default 8480 and up, 8580 and up
+#                 for the workers' metrics, 7433, pix_bench), for a run
 #                 beside another
 # `make soak` (BENCH_SOAK=N): instead of the benchmark, N webhooks (30%
 # redeliveries, bursts of copies) through the whole pipeline on the
@@ -45,6 +46,7 @@ soak=${BENCH_SOAK:-}
 wants() { [[ ",$only," == *",$1,"* ]]; }
 wants_postgres() { wants postgres || wants postgres-2x2 || wants soak; }
 api_port=${BENCH_API_PORT:-8480}
+metrics_port=${BENCH_WORKER_METRICS_PORT:-$((api_port + 100))}
 dev_port=${BENCH_TEMPORAL_DEV_PORT:-7433}
 
 use_dev_credentials
@@ -97,12 +99,13 @@ bench() {
 	{
 		read -r -a apis
 		read -r -a workers
-	} < <(start_replicas "$out/$name-" "$n" "$api_port")
+	} < <(start_replicas "$out/$name-" "$n" "$api_port" "$metrics_port")
 	CHILDREN+=("${apis[@]}" "${workers[@]}")
-	local urls=() watch=()
+	local urls=() watch=() worker_metrics=()
 	for ((i = 0; i < n; i++)); do
 		urls+=("http://127.0.0.1:$((api_port + i))")
 		wait_ready "${urls[-1]}"
+		worker_metrics+=("http://127.0.0.1:$((metrics_port + i))/metrics")
 	done
 	for pid in "${apis[@]}"; do watch+=("api=$pid"); done
 	for pid in "${workers[@]}"; do watch+=("worker=$pid"); done
@@ -114,7 +117,7 @@ bench() {
 	# shellcheck disable=SC2086 # BENCH_FLAGS are words
 	"$BIN/pixload" -api "$(IFS=,; echo "${urls[*]}")" -label "$label" -topology "$n+$n" -watch "$(IFS=,; echo "${watch[*]}")" \
 		-rates "${BENCH_RATES:-1000,2000,4000,6000,8000}" -step "${BENCH_STEP:-2s}" -drain-timeout "${BENCH_DRAIN_TIMEOUT:-30m}" \
-		-json "$out/$name.json" "${pause[@]}" "$@" ${BENCH_FLAGS:-} | tee "$out/$name.txt"
+		-worker-metrics "$(IFS=,; echo "${worker_metrics[*]}")" -json "$out/$name.json" "${pause[@]}" "$@" ${BENCH_FLAGS:-} | tee "$out/$name.txt"
 	reports+=("$out/$name.json")
 	kill -CONT "${workers[@]}" 2>/dev/null || true
 	stop_service "${apis[@]}" "${workers[@]}"

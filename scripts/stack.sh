@@ -36,7 +36,7 @@ start_service() {
 	echo "$api $!"
 }
 
-# start_replicas LOGPREFIX N PORT: migrate, then N pixd api processes (the
+# start_replicas LOGPREFIX N PORT [METRICS_PORT]: migrate, then N pixd api processes (the
 # first on 127.0.0.1:PORT, the next on PORT+1, ...) and N pixd worker
 # processes, every worker with its dispatchers and outbox relay (claims are
 # FOR UPDATE SKIP LOCKED with leases: they share the work, never a row).
@@ -44,15 +44,19 @@ start_service() {
 # unset each worker embeds its own NATS (an address of its own, port 0, and
 # JetStream in a directory of its own: LOGPREFIXnats-worker-I); the relays
 # then publish to different brokers, which only a consumer would notice.
+# With METRICS_PORT, worker I serves its metrics on 127.0.0.1:METRICS_PORT+I-1.
 # Prints two lines: the API pids, then the worker pids.
 start_replicas() {
-	local prefix=$1 n=$2 port=$3 i apis=() workers=()
+	local prefix=$1 n=$2 port=$3 metrics_port=${4:-} i apis=() workers=()
 	"$BIN/pixd" migrate >>"${prefix}migrate.log" 2>&1 || die "migrate failed; see ${prefix}migrate.log"
 	for ((i = 1; i <= n; i++)); do
 		HTTP_ADDR="127.0.0.1:$((port + i - 1))" "$BIN/pixd" api >>"${prefix}api-$i.log" 2>&1 &
 		apis+=($!)
 	done
 	for ((i = 1; i <= n; i++)); do
+		if [ -n "$metrics_port" ]; then
+			export WORKER_METRICS_ADDR="127.0.0.1:$((metrics_port + i - 1))"
+		fi
 		if [ -z "${NATS_URL:-}" ]; then
 			NATS_EMBEDDED_ADDR=127.0.0.1:0 NATS_EMBEDDED_DIR="${prefix}nats-worker-$i" "$BIN/pixd" worker >>"${prefix}worker-$i.log" 2>&1 &
 		else

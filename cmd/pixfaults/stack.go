@@ -83,8 +83,10 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		"DISPATCH_POLL_INTERVAL=200ms",
 		"DISPATCH_RETRY_MAX_DELAY=2s",
 		// A transfer whose saga run failed (visibly) is started again
-		// within a case's drain, not after the default 2 minutes.
+		// within a case's drain, not after the default 2 minutes, however
+		// long its row has been open.
 		"DISPATCH_RECHECK_AFTER=15s",
+		"DISPATCH_RECHECK_MAX=15s",
 		"LOG_LEVEL=info",
 		"PSP_URL=" + st.psp.url,
 		// Short enough that a hanging PSP is given up on, and retried,

@@ -76,6 +76,7 @@ type flags struct {
 	warmup              time.Duration
 	groupedBatches      []int
 	watch               []load.Process
+	workerMetrics       []string
 	memoryEvery         time.Duration
 	topology            string
 	baseline            string
@@ -115,6 +116,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.pauseCmd, "pause-cmd", "", "shell command run before the rate steps (e.g. pause the worker, to measure the acknowledgement path alone)")
 	fs.StringVar(&f.resumeCmd, "resume-cmd", "", "shell command run after the rate steps, before the drain")
 	grouped := fs.String("grouped-batches", "8,32", "rows per transaction of the grouped-insert ceilings, comma-separated (empty: none)")
+	workerMetrics := fs.String("worker-metrics", "", "the workers' metrics URLs (http://host:port/metrics,...): the dispatchers' workflow starts over the drain are reported per credit; empty: not reported")
 	watch := fs.String("watch", "", "the service's processes whose memory is sampled and whose own CPU is reported, role=pid,... (roles api, worker, temporal); empty: found by name")
 	fs.DurationVar(&f.memoryEvery, "memory-every", 250*time.Millisecond, "interval of the memory sampling")
 	fs.StringVar(&f.topology, "topology", "", "a label for the service's processes (e.g. 1+1, 2+2)")
@@ -152,6 +154,11 @@ func parseFlags(args []string) (flags, error) {
 	}
 	if f.watch, err = load.ParseProcesses(*watch); err != nil {
 		return f, fmt.Errorf("-watch: %w", err)
+	}
+	for u := range strings.SplitSeq(*workerMetrics, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			f.workerMetrics = append(f.workerMetrics, u)
+		}
 	}
 	for d := range strings.SplitSeq(*otherDBs, ",") {
 		if d = strings.TrimSpace(d); d != "" {
@@ -298,7 +305,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := load.OpenAccounts(ctx, pool, runID, f.accounts); err != nil {
 		return err
 	}
+	// The workers' starts are read before they are paused (a stopped
+	// process answers no /metrics): they start nothing until the drain.
+	var startsBefore map[string]float64
 	if f.pauseCmd != "" {
+		if startsBefore, err = drainStarts(ctx, f); err != nil {
+			return err
+		}
 		say("pausing: %s", f.pauseCmd)
 		if err := load.Shell(ctx, f.pauseCmd); err != nil {
 			return err
@@ -364,6 +377,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if startsBefore == nil {
+		if startsBefore, err = drainStarts(ctx, f); err != nil {
+			return err
+		}
+	}
 	var drain time.Duration
 	var drainErr error
 	var drainUse *load.CPUUse
@@ -395,6 +413,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if rep.DrainDB = dbReport(drainDB, creditedAfter-creditedBefore); rep.DrainDB != nil {
 		say("  PostgreSQL per credit over the drain: %s", rep.DrainDB)
+	}
+	if startsBefore != nil {
+		after, err := drainStarts(ctx, f)
+		if err != nil {
+			return err
+		}
+		rep.DrainStarts = startsReport(startsBefore, after, creditedAfter-creditedBefore)
+		say("  credit workflow starts over the drain: %s", rep.DrainStarts)
 	}
 	times, err := load.Times(ctx, pool, session)
 	if err != nil {
@@ -580,4 +606,13 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func machine(host string) string {
 	return fmt.Sprintf("%s, %d CPUs", host, runtime.NumCPU())
+}
+
+// drainStarts reads the workers' credit workflow starts (nil without
+// -worker-metrics).
+func drainStarts(ctx context.Context, f flags) (map[string]float64, error) {
+	if len(f.workerMetrics) == 0 {
+		return nil, nil
+	}
+	return load.DispatchStarts(ctx, f.workerMetrics, "inbox")
 }

@@ -63,8 +63,11 @@ type Report struct {
 	CreditsPerSec float64 `json:"credits_per_sec"`
 	// DrainCPU is the machine's CPU per credit over the drain, DrainDB
 	// PostgreSQL's commits and log per credit.
-	DrainCPU           *CPUReport      `json:"drain_cpu,omitempty"`
-	DrainDB            *DBReport       `json:"drain_db,omitempty"`
+	DrainCPU *CPUReport `json:"drain_cpu,omitempty"`
+	DrainDB  *DBReport  `json:"drain_db,omitempty"`
+	// DrainStarts is the credit workflow starts the dispatchers issued
+	// over the drain (-worker-metrics).
+	DrainStarts        *StartsReport   `json:"drain_starts,omitempty"`
 	AckToCreditedP50Ms int64           `json:"ack_to_credited_p50_ms"`
 	AckToCreditedP99Ms int64           `json:"ack_to_credited_p99_ms"`
 	DrainSeconds       float64         `json:"drain_seconds"`
@@ -345,4 +348,41 @@ func peakOf(peaks []load.MemoryPeak, role string) (peak int64, n int) {
 		}
 	}
 	return peak, n
+}
+
+// StartsReport is the workflow starts of the credits' dispatchers over a
+// drain, by outcome, and per credit: 1 is the least (one new run each);
+// every "open" start is a recheck of a row whose run had not ended.
+type StartsReport struct {
+	ByOutcome map[string]float64 `json:"by_outcome"`
+	PerCredit float64            `json:"per_credit"`
+}
+
+func (r *StartsReport) String() string {
+	if r == nil {
+		return "not measured"
+	}
+	total := 0.0
+	for _, v := range r.ByOutcome {
+		total += v
+	}
+	return fmt.Sprintf("%.0f (new %.0f, open %.0f, closing %.0f, failed %.0f): %.2f per credit",
+		total, r.ByOutcome["new"], r.ByOutcome["open"], r.ByOutcome["closing"], r.ByOutcome["failed"], r.PerCredit)
+}
+
+// startsReport is the starts between two readings, per credit of the
+// drain.
+func startsReport(before, after map[string]float64, credits int64) *StartsReport {
+	r := &StartsReport{ByOutcome: map[string]float64{}}
+	total := 0.0
+	for outcome, v := range after {
+		if d := v - before[outcome]; d > 0 {
+			r.ByOutcome[outcome] = d
+			total += d
+		}
+	}
+	if credits > 0 {
+		r.PerCredit = total / float64(credits)
+	}
+	return r
 }

@@ -27,3 +27,12 @@ func TestIngestCPUBoundUsesTheCheapestStep(t *testing.T) {
 	require.Zero(t, none.IngestCPUBound)
 	require.Zero(t, none.IngestCPUBoundNoLoad)
 }
+
+// The starts over a drain are the counters' differences, per credit.
+func TestStartsReportIsTheDrainsDifference(t *testing.T) {
+	r := startsReport(map[string]float64{"new": 10, "open": 2}, map[string]float64{"new": 110, "open": 52, "failed": 3}, 100)
+	require.Equal(t, map[string]float64{"new": 100, "open": 50, "failed": 3}, r.ByOutcome)
+	require.InDelta(t, 1.53, r.PerCredit, 1e-9)
+	require.Equal(t, "153 (new 100, open 50, closing 0, failed 3): 1.53 per credit", r.String())
+	require.Equal(t, "not measured", (*StartsReport)(nil).String())
+}

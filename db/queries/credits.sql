@@ -272,7 +272,8 @@ WITH fenced AS (
     WHERE m.status = 'pending' AND m.drive = c.drive
     ORDER BY m.end_to_end_id COLLATE "C"
     FOR UPDATE OF m)
-UPDATE inbox_messages m SET dispatched_at = COALESCE(m.dispatched_at, now()), dispatch_due_at = now() + $3::interval
+UPDATE inbox_messages m SET dispatched_at = COALESCE(m.dispatched_at, now()),
+    dispatch_due_at = now() + LEAST(GREATEST($3::interval, now() - COALESCE(m.dispatched_at, now())), $4::interval)
 FROM fenced WHERE m.end_to_end_id = fenced.key
 
 -- name: DeferDispatch

@@ -173,7 +173,8 @@ WITH fenced AS (
     ORDER BY m.id COLLATE "C"
     FOR UPDATE OF m)
 UPDATE pix_refunds m SET dispatched_at = COALESCE(m.dispatched_at, now()),
-    dispatch_due_at = CASE WHEN 1 + m.notices = fenced.drive THEN now() + $3::interval ELSE m.dispatch_due_at END,
+    dispatch_due_at = CASE WHEN 1 + m.notices = fenced.drive
+        THEN now() + LEAST(GREATEST($3::interval, now() - COALESCE(m.dispatched_at, now())), $4::interval) ELSE m.dispatch_due_at END,
     signalled_notices = GREATEST(m.signalled_notices, fenced.drive - 1)
 FROM fenced WHERE m.id = fenced.key
 

@@ -120,7 +120,8 @@ WITH fenced AS (
     WHERE m.dispatch_due_at IS NOT NULL AND 1 = c.drive
     ORDER BY m.id
     FOR UPDATE OF m)
-UPDATE pix_transfers m SET dispatched_at = COALESCE(m.dispatched_at, now()), dispatch_due_at = now() + $3::interval
+UPDATE pix_transfers m SET dispatched_at = COALESCE(m.dispatched_at, now()),
+    dispatch_due_at = now() + LEAST(GREATEST($3::interval, now() - COALESCE(m.dispatched_at, now())), $4::interval)
 FROM fenced WHERE m.id = fenced.key
 
 -- name: DeferDispatch

@@ -83,6 +83,7 @@ type Config struct {
 	DispatchBatchSize     int
 	DispatchConcurrency   int
 	DispatchRecheckAfter  time.Duration
+	DispatchRecheckMax    time.Duration
 	DispatchRetryMaxDelay time.Duration
 
 	// PSP-facing authenticity (see docs/webhooks.md, "Webhook security").
@@ -198,6 +199,7 @@ func Default() Config {
 		DispatchBatchSize:     200,
 		DispatchConcurrency:   16,
 		DispatchRecheckAfter:  2 * time.Minute,
+		DispatchRecheckMax:    16 * time.Minute,
 		DispatchRetryMaxDelay: 10 * time.Second,
 
 		WebhookSignaturesRequired: true,
@@ -445,6 +447,7 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	integer("DISPATCH_BATCH_SIZE", 1, 10000, func(n int64) { c.DispatchBatchSize = int(n) })
 	integer("DISPATCH_CONCURRENCY", 1, 1000, func(n int64) { c.DispatchConcurrency = int(n) })
 	dur("DISPATCH_RECHECK_AFTER", &c.DispatchRecheckAfter)
+	dur("DISPATCH_RECHECK_MAX", &c.DispatchRecheckMax)
 	dur("DISPATCH_RETRY_MAX_DELAY", &c.DispatchRetryMaxDelay)
 	boolean("WEBHOOK_SIGNATURES_REQUIRED", &c.WebhookSignaturesRequired)
 	if v, ok := secret("WEBHOOK_SECRETS"); ok {

@@ -19,11 +19,28 @@ type Listener interface {
 	KeepListening(ctx context.Context, channel string, wake func(), minDelay, maxDelay time.Duration, lost func(err error, retryIn time.Duration))
 }
 
-// LagObserver observes the time from a row's commit to its workflow's
-// first start.
-type LagObserver interface {
+// Observer observes the dispatcher's work: the time from a row's commit to
+// its workflow's first start, and the outcome of every start it issues.
+type Observer interface {
 	DispatchLag(kind string, lag time.Duration)
+	// DispatchStarted counts one start of a row of kind by its outcome
+	// (StartedNew, StartedOpen, StartedClosing, StartFailed).
+	DispatchStarted(kind, outcome string)
 }
+
+// The outcomes of a workflow start, as an Observer counts them.
+const (
+	// StartedNew: a run began.
+	StartedNew = "new"
+	// StartedOpen: the row's run was open already (a recheck, or a
+	// second dispatcher's start): nothing changed.
+	StartedOpen = "open"
+	// StartedClosing: the run of an earlier drive was still closing; the
+	// re-drive's start is tried again shortly.
+	StartedClosing = "closing"
+	// StartFailed: the start failed; the row is retried after a backoff.
+	StartFailed = "failed"
+)
 
 // Options tune a Dispatcher.
 type Options struct {
@@ -38,15 +55,17 @@ type Options struct {
 	// due again after it.
 	ClaimLease time.Duration
 	// RecheckAfter is how long a started row waits before its start is
-	// issued again (a no-op while the run is open).
-	RecheckAfter time.Duration
+	// issued again (a no-op while the run is open); each later recheck
+	// waits as long as the row has been open since its first start, up to
+	// RecheckMax (Recheck).
+	RecheckAfter, RecheckMax time.Duration
 	// RetryMaxDelay caps the backoff after failed starts.
 	RetryMaxDelay time.Duration
 	// StartTimeout bounds one workflow start.
 	StartTimeout time.Duration
-	// Metrics observes the dispatch lag (*metrics.Worker); nil observes
-	// nothing.
-	Metrics LagObserver
+	// Metrics observes the dispatch lag and the starts' outcomes
+	// (*metrics.Worker); nil observes nothing.
+	Metrics Observer
 }
 
 // Dispatcher starts the workflows of a Source's due rows.
@@ -152,12 +171,13 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 			log := d.log.With(d.src.LogAttrs(m)...)
 			mu.Lock()
 			defer mu.Unlock()
+			var outcome string
 			switch {
 			case err != nil:
-				failed = append(failed, m)
+				outcome, failed = StartFailed, append(failed, m)
 				log.WarnContext(startCtx, "workflow start failed; will retry", "error", err)
 			case isNew:
-				running = append(running, m)
+				outcome, running = StartedNew, append(running, m)
 				if m.FirstStart() && d.opts.Metrics != nil {
 					d.opts.Metrics.DispatchLag(d.src.Kind, time.Since(m.Since))
 				}
@@ -166,11 +186,14 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 				// A run is open although this drive started none: the run
 				// of an earlier drive (a failed one, re-driven) is still
 				// closing. Try again shortly rather than at the recheck.
-				closing = append(closing, m)
+				outcome, closing = StartedClosing, append(closing, m)
 				log.InfoContext(startCtx, "previous workflow run still open; will start the re-drive shortly")
 			default:
-				running = append(running, m)
+				outcome, running = StartedOpen, append(running, m)
 				log.DebugContext(startCtx, "workflow run still open")
+			}
+			if d.opts.Metrics != nil {
+				d.opts.Metrics.DispatchStarted(d.src.Kind, outcome)
 			}
 			return nil
 		})
@@ -183,7 +206,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	defer cancel()
 	var errs []error
 	if len(running) > 0 {
-		errs = append(errs, d.src.Queue.MarkDispatched(bookCtx, running, d.opts.RecheckAfter))
+		errs = append(errs, d.src.Queue.MarkDispatched(bookCtx, running, Recheck{After: d.opts.RecheckAfter, Max: d.opts.RecheckMax}))
 	}
 	if len(failed) > 0 {
 		errs = append(errs, d.src.Queue.DeferDispatch(bookCtx, failed, d.backoff(true)))

@@ -20,8 +20,10 @@ import (
 type memQueue struct {
 	mu       sync.Mutex
 	due      []durable.Due
-	marked   map[string]time.Duration
+	marked   map[string]time.Duration // the recheck's After
 	deferred map[string]time.Duration
+	// rechecks is every Recheck the dispatcher asked for.
+	rechecks []durable.Recheck
 }
 
 func (q *memQueue) Channel() string { return "test" }
@@ -35,11 +37,12 @@ func (q *memQueue) Claim(_ context.Context, limit int, _ time.Duration) ([]durab
 	return claimed, nil
 }
 
-func (q *memQueue) MarkDispatched(_ context.Context, claimed []durable.Due, recheck time.Duration) error {
+func (q *memQueue) MarkDispatched(_ context.Context, claimed []durable.Due, recheck durable.Recheck) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.rechecks = append(q.rechecks, recheck)
 	for _, d := range claimed {
-		q.marked[d.Key] = recheck
+		q.marked[d.Key] = recheck.After
 	}
 	return nil
 }
@@ -51,6 +54,25 @@ func (q *memQueue) DeferDispatch(_ context.Context, claimed []durable.Due, delay
 		q.deferred[d.Key] = delay
 	}
 	return nil
+}
+
+// countingObserver counts the starts' outcomes and the lags observed.
+type countingObserver struct {
+	mu     sync.Mutex
+	starts map[string]int
+	lags   int
+}
+
+func (o *countingObserver) DispatchLag(string, time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lags++
+}
+
+func (o *countingObserver) DispatchStarted(kind, outcome string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.starts[kind+"/"+outcome]++
 }
 
 type noListener struct{}
@@ -84,14 +106,21 @@ func TestDispatchOnceRecordsEachStartsOutcome(t *testing.T) {
 		LogAttrs: func(d durable.Due) []any { return []any{"key", d.Key} },
 		Redrives: true,
 	}
-	opts := durable.Options{PollInterval: 100 * time.Millisecond, BatchSize: 10, Concurrency: 2, RecheckAfter: time.Minute, RetryMaxDelay: time.Second}
+	observer := &countingObserver{starts: map[string]int{}}
+	opts := durable.Options{PollInterval: 100 * time.Millisecond, BatchSize: 10, Concurrency: 2, RecheckAfter: time.Minute, RecheckMax: 8 * time.Minute,
+		RetryMaxDelay: time.Second, Metrics: observer}
 	d := durable.New(noListener{}, src, nil, opts, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 
 	n, err := d.DispatchOnce(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
 	require.Equal(t, map[string]time.Duration{"new": time.Minute, "running": time.Minute}, q.marked)
+	require.Equal(t, []durable.Recheck{{After: time.Minute, Max: 8 * time.Minute}}, q.rechecks, "one record of the round's started rows")
 	require.Equal(t, map[string]time.Duration{"closing": 100 * time.Millisecond, "failing": 100 * time.Millisecond}, q.deferred)
+	// Every start is counted by its outcome; the lag only for a first start.
+	require.Equal(t, map[string]int{"test/" + durable.StartedNew: 1, "test/" + durable.StartedOpen: 1,
+		"test/" + durable.StartedClosing: 1, "test/" + durable.StartFailed: 1}, observer.starts)
+	require.Equal(t, 1, observer.lags)
 
 	// A second failing round backs off further.
 	q.due = []durable.Due{{Key: "failing"}}

@@ -8,11 +8,12 @@ import (
 	"github.com/pixbank/pix/internal/durable/rows"
 )
 
-// Due and Queue are package rows's: the store implements Queue without
-// linking the Temporal SDK.
+// Due, Queue and Recheck are package rows's: the store implements Queue
+// without linking the Temporal SDK.
 type (
-	Due   = rows.Due
-	Queue = rows.Queue
+	Due     = rows.Due
+	Queue   = rows.Queue
+	Recheck = rows.Recheck
 )
 
 // Source is one saga's durable starts: its queue and its workflow's start.

@@ -105,6 +105,7 @@ type Worker struct {
 	transfers   *prometheus.CounterVec
 	refunds     *prometheus.CounterVec
 	dispatchLag *prometheus.HistogramVec
+	starts      *prometheus.CounterVec
 	reconcile   *prometheus.GaugeVec
 	reconciled  prometheus.Gauge
 	// chargeMismatches and pspRefusals count what needs a human's look
@@ -139,6 +140,10 @@ func NewWorker(r *prometheus.Registry) *Worker {
 			// starts held back by a Temporal outage (minutes).
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"kind"}),
+		starts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pix_dispatch_starts_total",
+			Help: "Workflow starts the dispatchers issued, by kind and outcome (new: a run began; open: its run was open already, a recheck; closing: an earlier drive's run still closing; failed: retried after a backoff). open per new is the rechecks' churn; failed rising is Temporal refusing or away.",
+		}, []string{"kind", "outcome"}),
 		reconcile: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pix_reconcile_differences",
 			Help: "What the last reconciliation found wrong, by kind (unbalanced_accounts, done_without_credit, credit_without_done, refunds_over_credit, refund_contradictions); anything but 0 needs a human.",
@@ -156,7 +161,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		Name: "pix_psp_attention_total",
 		Help: "PSP answers about a transfer that need a human, by kind (PSPRequestRefused: our credentials or request; RejectionUnconfirmed, PSPTransferMismatch, RefundUnconfirmed) and status code; nothing is refunded on them; alert on any.",
 	}, []string{"kind", "status_code"})
-	r.MustRegister(w.credits, w.failures, w.transfers, w.refunds, w.dispatchLag, w.reconcile, w.reconciled, w.chargeMismatches, w.pspAttention)
+	r.MustRegister(w.credits, w.failures, w.transfers, w.refunds, w.dispatchLag, w.starts, w.reconcile, w.reconciled, w.chargeMismatches, w.pspAttention)
 	return w
 }
 
@@ -179,6 +184,14 @@ func (w *Worker) Reconciled(r db.Reconciliation) {
 func (w *Worker) DispatchLag(kind string, lag time.Duration) {
 	if w != nil {
 		w.dispatchLag.WithLabelValues(kind).Observe(max(lag, 0).Seconds())
+	}
+}
+
+// DispatchStarted counts one workflow start a dispatcher issued for a row of
+// kind, by its outcome (durable.StartedNew, ...).
+func (w *Worker) DispatchStarted(kind, outcome string) {
+	if w != nil {
+		w.starts.WithLabelValues(kind, outcome).Inc()
 	}
 }
 

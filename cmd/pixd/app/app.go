@@ -217,17 +217,18 @@ func (a *App) Dispatchers() []*durable.Dispatcher {
 }
 
 func (a *App) dispatcher(src durable.Source) *durable.Dispatcher {
-	var lag durable.LagObserver
+	var observer durable.Observer
 	if a.workerMetrics != nil {
-		lag = a.workerMetrics
+		observer = a.workerMetrics
 	}
 	return durable.New(a.Store, src, a.Temporal, durable.Options{
 		PollInterval:  a.Cfg.DispatchPollInterval,
 		BatchSize:     a.Cfg.DispatchBatchSize,
 		Concurrency:   a.Cfg.DispatchConcurrency,
 		RecheckAfter:  a.Cfg.DispatchRecheckAfter,
+		RecheckMax:    a.Cfg.DispatchRecheckMax,
 		RetryMaxDelay: a.Cfg.DispatchRetryMaxDelay,
-		Metrics:       lag,
+		Metrics:       observer,
 	}, a.Log)
 }
 

@@ -50,7 +50,17 @@ type Queue interface {
 	// MarkDispatched and DeferDispatch record the outcome of claimed rows'
 	// starts, fenced by the drive each row was claimed in: a record that
 	// arrives after the row was re-driven changes nothing. A started row
-	// comes due again after recheckAfter; a deferred one after delay.
-	MarkDispatched(ctx context.Context, claimed []Due, recheckAfter time.Duration) error
+	// comes due again as recheck says; a deferred one after delay.
+	MarkDispatched(ctx context.Context, claimed []Due, recheck Recheck) error
 	DeferDispatch(ctx context.Context, claimed []Due, delay time.Duration) error
+}
+
+// Recheck is when a started row comes due again, to make sure its run
+// still exists: After its first start (of its drive), then after as long
+// as it has been open since that start, so that each recheck waits twice
+// as long as the one before (2, 4, 8, ... minutes), but never more than
+// Max. A row whose run is merely queued behind a backlog is then started
+// again a few times, not every After, while a lost run is still found.
+type Recheck struct {
+	After, Max time.Duration
 }
