@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,10 +19,10 @@ import (
 //   - ClaimDue($1 limit, $2 lease) pushes up to $1 due open rows' due time
 //     $2 ahead (FOR UPDATE SKIP LOCKED) and returns them as a rows.Due
 //     (key, attempts, drive, dispatched, then the listing columns);
-//   - MarkDispatched($1 keys, $2 drives, $3 recheck after, $4 recheck at
-//     most: rows.Recheck, the wait as long as the row has been open since
-//     dispatched_at) and DeferDispatch($1 keys, $2 drives, $3 delay)
-//     update the claimed rows
+//   - MarkDispatched($1 keys, $2 drives, $3 whether each start began a
+//     run, $4 recheck after, $5 recheck at most: rows.Recheck, a run's age
+//     counted from dispatched_at, which a start that began a run sets) and
+//     DeferDispatch($1 keys, $2 drives, $3 delay) update the claimed rows
 //     still open in the drive they were claimed in, locked in key order
 //     (byte order): two dispatchers recording overlapping claims never
 //     wait for each other in a cycle, and a late record changes nothing
@@ -55,11 +56,19 @@ func (q DueQueue) Claim(ctx context.Context, limit int, lease time.Duration) ([]
 	return due, nil
 }
 
-// MarkDispatched records that the claimed rows' workflows run: the first
-// start of a drive is kept in dispatched_at, and the rows come due again
-// as recheck says, to make sure their run still exists.
-func (q DueQueue) MarkDispatched(ctx context.Context, claimed []rows.Due, recheck rows.Recheck) error {
-	return q.updateClaimed(ctx, q.markDispatched, "mark dispatched", claimed, recheck.After, max(recheck.After, recheck.Max))
+// MarkDispatched records that the claimed rows' workflows run: a start
+// that began a run is kept in dispatched_at, and the rows come due again as
+// recheck says, to make sure their run still exists.
+func (q DueQueue) MarkDispatched(ctx context.Context, started, open []rows.Due, recheck rows.Recheck) error {
+	began := make([]bool, 0, len(started)+len(open))
+	for range started {
+		began = append(began, true)
+	}
+	for range open {
+		began = append(began, false)
+	}
+	return q.updateClaimed(ctx, q.markDispatched, "mark dispatched", append(slices.Clip(started), open...),
+		began, recheck.After, max(recheck.After, recheck.Max))
 }
 
 // DeferDispatch makes claimed rows due again after delay (their workflow
@@ -68,16 +77,15 @@ func (q DueQueue) DeferDispatch(ctx context.Context, claimed []rows.Due, delay t
 	return q.updateClaimed(ctx, q.deferStart, "defer dispatch", claimed, delay)
 }
 
-func (q DueQueue) updateClaimed(ctx context.Context, statement, what string, claimed []rows.Due, intervals ...time.Duration) error {
+// updateClaimed runs statement with the claimed rows' keys and drives as
+// $1 and $2, then more.
+func (q DueQueue) updateClaimed(ctx context.Context, statement, what string, claimed []rows.Due, more ...any) error {
 	keys := make([]string, len(claimed))
 	drives := make([]int32, len(claimed))
 	for i, c := range claimed {
 		keys[i], drives[i] = c.Key, int32(c.Drive)
 	}
-	args := []any{keys, drives}
-	for _, d := range intervals {
-		args = append(args, d)
-	}
+	args := append([]any{keys, drives}, more...)
 	if _, err := q.store.pool.Exec(ctx, statement, args...); err != nil {
 		return classify(fmt.Errorf("%s %s: %w", what, q.table, err))
 	}

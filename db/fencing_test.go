@@ -221,7 +221,7 @@ func TestLateDispatcherDoesNotDelayARedrive(t *testing.T) {
 	_, err = s.Redrive(ctx, n.EndToEndID)
 	require.NoError(t, err)
 
-	require.NoError(t, s.InboxQueue().MarkDispatched(ctx, claimed, rows.Recheck{After: time.Hour}))
+	require.NoError(t, s.InboxQueue().MarkDispatched(ctx, claimed, nil, rows.Recheck{After: time.Hour}))
 	require.NoError(t, s.InboxQueue().DeferDispatch(ctx, claimed, time.Hour))
 
 	var dueNow, dispatched bool

@@ -357,7 +357,7 @@ func TestClaimDueLeasesRows(t *testing.T) {
 	require.Equal(t, orphan, retaken)
 
 	// A recorded start hides the row until the recheck.
-	require.NoError(t, s.InboxQueue().MarkDispatched(ctx, retaken[:1], rows.Recheck{After: time.Millisecond}))
+	require.NoError(t, s.InboxQueue().MarkDispatched(ctx, retaken[:1], nil, rows.Recheck{After: time.Millisecond}))
 	time.Sleep(5 * time.Millisecond)
 	rechecked, err := s.InboxQueue().Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)

@@ -12,11 +12,12 @@ import (
 	"github.com/pixbank/pix/internal/durable/rows"
 )
 
-// A started row's rechecks wait as long as the row has been open since its
-// first start (2, 4, 8, ... minutes), between Recheck.After and .Max: a row
-// queued behind a backlog is not started again every After. Every saga's
-// queue records the same way.
-func TestRechecksWaitAsLongAsTheRowHasBeenOpen(t *testing.T) {
+// A recheck that found a row's run open waits as long as the run has been
+// open (2, 4, 8, ... minutes), between Recheck.After and .Max, so a run
+// queued behind a backlog is not started again every After; a start that
+// began a run waits After, however long the row has been open. Every
+// saga's queue records the same way.
+func TestRechecksWaitAsLongAsTheRunHasBeenOpen(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
 	openAccount(t, s, "acc-1", 100_000)
@@ -41,29 +42,46 @@ func TestRechecksWaitAsLongAsTheRowHasBeenOpen(t *testing.T) {
 		claimed, err := q.queue.Claim(ctx, 10, 0)
 		require.NoError(t, err)
 		require.Len(t, claimed, 1, q.name)
-		// waitAfter records the start of a row first started open ago, and
-		// returns how long it now waits before its recheck.
-		waitAfter := func(open time.Duration) time.Duration {
-			if open > 0 {
-				_, err := s.Pool().Exec(ctx, `UPDATE `+q.table+` SET dispatched_at = now() - $1::interval WHERE `+q.key+` = $2`, open, claimed[0].Key)
-				require.NoError(t, err)
-			}
-			require.NoError(t, q.queue.MarkDispatched(ctx, claimed, recheck))
-			var wait time.Duration
-			require.NoError(t, s.Pool().QueryRow(ctx, `SELECT dispatch_due_at - now() FROM `+q.table+` WHERE `+q.key+` = $1`, claimed[0].Key).Scan(&wait))
-			return wait
+		// The row's run began this long ago.
+		runBegan := func(ago time.Duration) {
+			_, err := s.Pool().Exec(ctx, `UPDATE `+q.table+` SET dispatched_at = now() - $1::interval WHERE `+q.key+` = $2`, ago, claimed[0].Key)
+			require.NoError(t, err)
+		}
+		// wait is how long the row now waits before its recheck, and how
+		// long ago its run began by its record.
+		wait := func() (wait, began time.Duration) {
+			require.NoError(t, s.Pool().QueryRow(ctx, `SELECT dispatch_due_at - now(), now() - dispatched_at FROM `+q.table+` WHERE `+q.key+` = $1`,
+				claimed[0].Key).Scan(&wait, &began))
+			return wait, began
 		}
 		// Within a second: now() is each statement's transaction's.
 		within := func(want, got time.Duration, what string) {
+			t.Helper()
 			require.InDelta(t, want.Seconds(), got.Seconds(), 1, "%s: %s", q.name, what)
 		}
-		within(2*time.Minute, waitAfter(0), "the first recheck waits After")
-		within(2*time.Minute, waitAfter(time.Minute), "never less than After")
-		within(5*time.Minute, waitAfter(5*time.Minute), "as long as it has been open")
-		within(16*time.Minute, waitAfter(3*time.Hour), "never more than Max")
-		require.NoError(t, q.queue.MarkDispatched(ctx, claimed, rows.Recheck{After: 2 * time.Minute}))
-		var wait time.Duration
-		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT dispatch_due_at - now() FROM `+q.table+` WHERE `+q.key+` = $1`, claimed[0].Key).Scan(&wait))
-		within(2*time.Minute, wait, "a Max below After waits After")
+		rechecked := func(r rows.Recheck) time.Duration {
+			t.Helper()
+			require.NoError(t, q.queue.MarkDispatched(ctx, nil, claimed, r))
+			w, _ := wait()
+			return w
+		}
+
+		require.NoError(t, q.queue.MarkDispatched(ctx, claimed, nil, recheck))
+		w, began := wait()
+		within(2*time.Minute, w, "a start that began a run waits After")
+		within(0, began, "and records when the run began")
+		within(2*time.Minute, rechecked(recheck), "a run open for less than After: After")
+		runBegan(5 * time.Minute)
+		within(5*time.Minute, rechecked(recheck), "a run open for 5 minutes: 5 more")
+		runBegan(3 * time.Hour)
+		within(16*time.Minute, rechecked(recheck), "never more than Max")
+		within(2*time.Minute, rechecked(rows.Recheck{After: 2 * time.Minute}), "a Max below After waits After")
+
+		// A new run after the old one ended (lost, given up) is young:
+		// its first recheck waits After, whatever the row's age.
+		require.NoError(t, q.queue.MarkDispatched(ctx, claimed, nil, recheck))
+		w, began = wait()
+		within(2*time.Minute, w, "a new run waits After")
+		within(0, began, "the new run's start is recorded")
 	}
 }

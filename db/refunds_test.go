@@ -248,14 +248,14 @@ func TestNoteRefundOutcomes(t *testing.T) {
 	// claim's record: the refund stays due, to be signalled.
 	_, err = s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: open.ID, EndToEndID: e2e, Status: "NAO_REALIZADO"}})
 	require.NoError(t, err)
-	require.NoError(t, s.RefundQueue().MarkDispatched(ctx, due, rows.Recheck{After: time.Hour}))
+	require.NoError(t, s.RefundQueue().MarkDispatched(ctx, nil, due, rows.Recheck{After: time.Hour}))
 	again, err := s.RefundQueue().Claim(ctx, 10, 0)
 	require.NoError(t, err)
 	require.Len(t, again, 1, "still due")
 	require.Equal(t, "NAO_REALIZADO", again[0].Memo["psp_notice"])
 
 	// Once signalled, a recheck does not signal it again.
-	require.NoError(t, s.RefundQueue().MarkDispatched(ctx, again, rows.Recheck{}))
+	require.NoError(t, s.RefundQueue().MarkDispatched(ctx, nil, again, rows.Recheck{}))
 	later, err := s.RefundQueue().Claim(ctx, 10, 0)
 	require.NoError(t, err)
 	require.Len(t, later, 1)

@@ -48,7 +48,7 @@ func TestPendingRowWhoseRunWasTerminatedIsStartedAgain(t *testing.T) {
 		c.InboxAttemptsMax = 100
 		c.InboxRetryInitial = 5 * time.Second
 		c.InboxRetryMaxInterval = 5 * time.Second
-		c.DispatchRecheckAfter = time.Second
+		c.DispatchRecheckAfter, c.DispatchRecheckMax = time.Second, time.Second
 	})
 	id := pixID()
 	s.post(webhook{id, "acc-soon", 55})

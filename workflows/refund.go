@@ -240,7 +240,10 @@ func StartRefund(ctx context.Context, c client.Client, taskQueue string, in Refu
 	err = c.SignalWorkflow(ctx, RefundWorkflowID(in.RefundID), "", RefundNoticeSignal, *notice)
 	var gone *serviceerror.NotFound
 	if errors.As(err, &gone) {
-		return false, nil // closed meanwhile: the recheck starts the next run
+		// Closed meanwhile: the next run starts now and reads the notice
+		// from the refund's row, rather than at the recheck, which may be
+		// minutes away for a run that was open long.
+		return durable.StartOnce(ctx, c, listing.workflow(RefundWorkflowID(in.RefundID), taskQueue, RefundWorkflowName), in)
 	}
 	if err != nil {
 		return false, fmt.Errorf("signal %s: %w", RefundWorkflowID(in.RefundID), err)

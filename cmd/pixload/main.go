@@ -309,9 +309,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// process answers no /metrics): they start nothing until the drain.
 	var startsBefore map[string]float64
 	if f.pauseCmd != "" {
-		if startsBefore, err = drainStarts(ctx, f); err != nil {
-			return err
-		}
+		startsBefore = drainStarts(ctx, f, say)
 		say("pausing: %s", f.pauseCmd)
 		if err := load.Shell(ctx, f.pauseCmd); err != nil {
 			return err
@@ -377,10 +375,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if startsBefore == nil {
-		if startsBefore, err = drainStarts(ctx, f); err != nil {
-			return err
-		}
+	if f.pauseCmd == "" {
+		startsBefore = drainStarts(ctx, f, say)
 	}
 	var drain time.Duration
 	var drainErr error
@@ -415,12 +411,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		say("  PostgreSQL per credit over the drain: %s", rep.DrainDB)
 	}
 	if startsBefore != nil {
-		after, err := drainStarts(ctx, f)
-		if err != nil {
-			return err
+		if after := drainStarts(ctx, f, say); after != nil {
+			rep.DrainStarts = startsReport(startsBefore, after, creditedAfter-creditedBefore)
+			say("  credit workflow starts over the drain: %s", rep.DrainStarts)
 		}
-		rep.DrainStarts = startsReport(startsBefore, after, creditedAfter-creditedBefore)
-		say("  credit workflow starts over the drain: %s", rep.DrainStarts)
 	}
 	times, err := load.Times(ctx, pool, session)
 	if err != nil {
@@ -608,11 +602,17 @@ func machine(host string) string {
 	return fmt.Sprintf("%s, %d CPUs", host, runtime.NumCPU())
 }
 
-// drainStarts reads the workers' credit workflow starts (nil without
-// -worker-metrics).
-func drainStarts(ctx context.Context, f flags) (map[string]float64, error) {
+// drainStarts reads the workers' credit workflow starts: nil without
+// -worker-metrics, or when a worker does not answer (said, and the starts
+// are then not reported: the rest of the run goes on).
+func drainStarts(ctx context.Context, f flags, say func(string, ...any)) map[string]float64 {
 	if len(f.workerMetrics) == 0 {
-		return nil, nil
+		return nil
 	}
-	return load.DispatchStarts(ctx, f.workerMetrics, "inbox")
+	starts, err := load.DispatchStarts(ctx, f.workerMetrics, "inbox")
+	if err != nil {
+		say("  credit workflow starts: not measured (%v)", err)
+		return nil
+	}
+	return starts
 }

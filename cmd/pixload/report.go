@@ -351,8 +351,9 @@ func peakOf(peaks []load.MemoryPeak, role string) (peak int64, n int) {
 }
 
 // StartsReport is the workflow starts of the credits' dispatchers over a
-// drain, by outcome, and per credit: 1 is the least (one new run each);
-// every "open" start is a recheck of a row whose run had not ended.
+// drain, by outcome, and per credit. With the workers paused through the
+// sweep (as make bench runs), 1 is the least (one new run each); every
+// "open" start is a recheck of a row whose run had not ended.
 type StartsReport struct {
 	ByOutcome map[string]float64 `json:"by_outcome"`
 	PerCredit float64            `json:"per_credit"`
@@ -366,8 +367,8 @@ func (r *StartsReport) String() string {
 	for _, v := range r.ByOutcome {
 		total += v
 	}
-	return fmt.Sprintf("%.0f (new %.0f, open %.0f, closing %.0f, failed %.0f): %.2f per credit",
-		total, r.ByOutcome["new"], r.ByOutcome["open"], r.ByOutcome["closing"], r.ByOutcome["failed"], r.PerCredit)
+	return fmt.Sprintf("%.0f (new %.0f, restarted %.0f, open %.0f, closing %.0f, failed %.0f): %.2f per credit",
+		total, r.ByOutcome["new"], r.ByOutcome["restarted"], r.ByOutcome["open"], r.ByOutcome["closing"], r.ByOutcome["failed"], r.PerCredit)
 }
 
 // startsReport is the starts between two readings, per credit of the

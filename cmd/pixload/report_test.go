@@ -33,6 +33,6 @@ func TestStartsReportIsTheDrainsDifference(t *testing.T) {
 	r := startsReport(map[string]float64{"new": 10, "open": 2}, map[string]float64{"new": 110, "open": 52, "failed": 3}, 100)
 	require.Equal(t, map[string]float64{"new": 100, "open": 50, "failed": 3}, r.ByOutcome)
 	require.InDelta(t, 1.53, r.PerCredit, 1e-9)
-	require.Equal(t, "153 (new 100, open 50, closing 0, failed 3): 1.53 per credit", r.String())
+	require.Equal(t, "153 (new 100, restarted 0, open 50, closing 0, failed 3): 1.53 per credit", r.String())
 	require.Equal(t, "not measured", (*StartsReport)(nil).String())
 }

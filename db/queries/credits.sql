@@ -266,14 +266,18 @@ RETURNING m.end_to_end_id::text, m.attempts, m.drive, m.dispatched_at IS NOT NUL
     m.received_at, m.traceparent
 
 -- name: MarkDispatched
+-- (see DueQueue): a start that began a run sets dispatched_at to now and
+-- waits $4; a recheck that found the run open waits as long as the run has
+-- been open, between $4 and $5.
 WITH fenced AS (
-    SELECT m.end_to_end_id AS key FROM inbox_messages m
-    JOIN unnest($1::text[], $2::int[]) AS c(key, drive) ON m.end_to_end_id = c.key
+    SELECT m.end_to_end_id AS key, c.began FROM inbox_messages m
+    JOIN unnest($1::text[], $2::int[], $3::bool[]) AS c(key, drive, began) ON m.end_to_end_id = c.key
     WHERE m.status = 'pending' AND m.drive = c.drive
     ORDER BY m.end_to_end_id COLLATE "C"
     FOR UPDATE OF m)
-UPDATE inbox_messages m SET dispatched_at = COALESCE(m.dispatched_at, now()),
-    dispatch_due_at = now() + LEAST(GREATEST($3::interval, now() - COALESCE(m.dispatched_at, now())), $4::interval)
+UPDATE inbox_messages m SET dispatched_at = CASE WHEN fenced.began THEN now() ELSE COALESCE(m.dispatched_at, now()) END,
+    dispatch_due_at = now() + CASE WHEN fenced.began THEN $4::interval
+        ELSE LEAST(GREATEST($4::interval, now() - COALESCE(m.dispatched_at, now())), $5::interval) END
 FROM fenced WHERE m.end_to_end_id = fenced.key
 
 -- name: DeferDispatch

@@ -167,14 +167,15 @@ RETURNING m.id, 0, 1 + m.notices, m.dispatched_at IS NOT NULL,
 -- is fenced by the claim's drive (1 + its notices): a notice that arrived
 -- since keeps the refund due now, to be signalled.
 WITH fenced AS (
-    SELECT m.id AS key, c.drive FROM pix_refunds m
-    JOIN unnest($1::text[], $2::int[]) AS c(key, drive) ON m.id = c.key
+    SELECT m.id AS key, c.drive, c.began FROM pix_refunds m
+    JOIN unnest($1::text[], $2::int[], $3::bool[]) AS c(key, drive, began) ON m.id = c.key
     WHERE m.dispatch_due_at IS NOT NULL
     ORDER BY m.id COLLATE "C"
     FOR UPDATE OF m)
-UPDATE pix_refunds m SET dispatched_at = COALESCE(m.dispatched_at, now()),
+UPDATE pix_refunds m SET dispatched_at = CASE WHEN fenced.began THEN now() ELSE COALESCE(m.dispatched_at, now()) END,
     dispatch_due_at = CASE WHEN 1 + m.notices = fenced.drive
-        THEN now() + LEAST(GREATEST($3::interval, now() - COALESCE(m.dispatched_at, now())), $4::interval) ELSE m.dispatch_due_at END,
+        THEN now() + CASE WHEN fenced.began THEN $4::interval
+        ELSE LEAST(GREATEST($4::interval, now() - COALESCE(m.dispatched_at, now())), $5::interval) END ELSE m.dispatch_due_at END,
     signalled_notices = GREATEST(m.signalled_notices, fenced.drive - 1)
 FROM fenced WHERE m.id = fenced.key
 

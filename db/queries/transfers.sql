@@ -115,13 +115,14 @@ RETURNING m.id::text, 0, 1, m.dispatched_at IS NOT NULL,
 
 -- name: MarkDispatched
 WITH fenced AS (
-    SELECT m.id AS key FROM pix_transfers m
-    JOIN unnest($1::uuid[], $2::int[]) AS c(key, drive) ON m.id = c.key
+    SELECT m.id AS key, c.began FROM pix_transfers m
+    JOIN unnest($1::uuid[], $2::int[], $3::bool[]) AS c(key, drive, began) ON m.id = c.key
     WHERE m.dispatch_due_at IS NOT NULL AND 1 = c.drive
     ORDER BY m.id
     FOR UPDATE OF m)
-UPDATE pix_transfers m SET dispatched_at = COALESCE(m.dispatched_at, now()),
-    dispatch_due_at = now() + LEAST(GREATEST($3::interval, now() - COALESCE(m.dispatched_at, now())), $4::interval)
+UPDATE pix_transfers m SET dispatched_at = CASE WHEN fenced.began THEN now() ELSE COALESCE(m.dispatched_at, now()) END,
+    dispatch_due_at = now() + CASE WHEN fenced.began THEN $4::interval
+        ELSE LEAST(GREATEST($4::interval, now() - COALESCE(m.dispatched_at, now())), $5::interval) END
 FROM fenced WHERE m.id = fenced.key
 
 -- name: DeferDispatch

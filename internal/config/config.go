@@ -534,6 +534,9 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	if !pix.ValidISPB(c.BankISPB) {
 		errs = append(errs, fmt.Errorf("BANK_ISPB: %q is not 8 digits", c.BankISPB))
 	}
+	if c.DispatchRecheckMax < c.DispatchRecheckAfter {
+		errs = append(errs, errors.New("DISPATCH_RECHECK_MAX: must be at least DISPATCH_RECHECK_AFTER (equal: every recheck waits DISPATCH_RECHECK_AFTER)"))
+	}
 	if c.PSPRetryMax < c.PSPRetryInitial {
 		errs = append(errs, errors.New("PSP_RETRY_MAX_INTERVAL: must be at least PSP_RETRY_INITIAL_INTERVAL"))
 	}

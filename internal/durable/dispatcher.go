@@ -24,19 +24,23 @@ type Listener interface {
 type Observer interface {
 	DispatchLag(kind string, lag time.Duration)
 	// DispatchStarted counts one start of a row of kind by its outcome
-	// (StartedNew, StartedOpen, StartedClosing, StartFailed).
+	// (StartedNew, StartedAgain, StartedOpen, StartedClosing, StartFailed).
 	DispatchStarted(kind, outcome string)
 }
 
 // The outcomes of a workflow start, as an Observer counts them.
 const (
-	// StartedNew: a run began.
+	// StartedNew: a row's first run (of its drive) began.
 	StartedNew = "new"
+	// StartedAgain: a recheck found the row's run gone (ended without its
+	// row: lost, terminated, given up) and a new run began.
+	StartedAgain = "restarted"
 	// StartedOpen: the row's run was open already (a recheck, or a
 	// second dispatcher's start): nothing changed.
 	StartedOpen = "open"
-	// StartedClosing: the run of an earlier drive was still closing; the
-	// re-drive's start is tried again shortly.
+	// StartedClosing: a run was open that the row's drive has no record of
+	// starting (the run of an earlier drive still closing, or a start whose
+	// record was lost); the start is tried again shortly.
 	StartedClosing = "closing"
 	// StartFailed: the start failed; the row is retried after a backoff.
 	StartFailed = "failed"
@@ -56,7 +60,7 @@ type Options struct {
 	ClaimLease time.Duration
 	// RecheckAfter is how long a started row waits before its start is
 	// issued again (a no-op while the run is open); each later recheck
-	// waits as long as the row has been open since its first start, up to
+	// of the same run waits as long as the run has been open, up to
 	// RecheckMax (Recheck).
 	RecheckAfter, RecheckMax time.Duration
 	// RetryMaxDelay caps the backoff after failed starts.
@@ -154,7 +158,8 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	}
 	var (
 		mu      sync.Mutex
-		running []Due // started now, or found running from this drive
+		started []Due // a run began now
+		open    []Due // its run (of this drive) was open already
 		failed  []Due
 		closing []Due
 	)
@@ -177,7 +182,10 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 				outcome, failed = StartFailed, append(failed, m)
 				log.WarnContext(startCtx, "workflow start failed; will retry", "error", err)
 			case isNew:
-				outcome, running = StartedNew, append(running, m)
+				outcome, started = StartedNew, append(started, m)
+				if m.Dispatched {
+					outcome = StartedAgain
+				}
 				if m.FirstStart() && d.opts.Metrics != nil {
 					d.opts.Metrics.DispatchLag(d.src.Kind, time.Since(m.Since))
 				}
@@ -189,7 +197,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 				outcome, closing = StartedClosing, append(closing, m)
 				log.InfoContext(startCtx, "previous workflow run still open; will start the re-drive shortly")
 			default:
-				outcome, running = StartedOpen, append(running, m)
+				outcome, open = StartedOpen, append(open, m)
 				log.DebugContext(startCtx, "workflow run still open")
 			}
 			if d.opts.Metrics != nil {
@@ -198,15 +206,15 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 			return nil
 		})
 	}
-	_ = g.Wait() // the goroutines report through running, failed and closing
+	_ = g.Wait() // the goroutines report through started, open, failed and closing
 
 	// Bookkeeping survives the caller's cancellation: a start that happened
 	// is recorded even while shutting down.
 	bookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	var errs []error
-	if len(running) > 0 {
-		errs = append(errs, d.src.Queue.MarkDispatched(bookCtx, running, Recheck{After: d.opts.RecheckAfter, Max: d.opts.RecheckMax}))
+	if len(started) > 0 || len(open) > 0 {
+		errs = append(errs, d.src.Queue.MarkDispatched(bookCtx, started, open, Recheck{After: d.opts.RecheckAfter, Max: d.opts.RecheckMax}))
 	}
 	if len(failed) > 0 {
 		errs = append(errs, d.src.Queue.DeferDispatch(bookCtx, failed, d.backoff(true)))

@@ -22,8 +22,10 @@ type memQueue struct {
 	due      []durable.Due
 	marked   map[string]time.Duration // the recheck's After
 	deferred map[string]time.Duration
-	// rechecks is every Recheck the dispatcher asked for.
+	// rechecks is every Recheck the dispatcher asked for, began the rows
+	// it recorded as starts that began a run.
 	rechecks []durable.Recheck
+	began    []string
 }
 
 func (q *memQueue) Channel() string { return "test" }
@@ -37,11 +39,15 @@ func (q *memQueue) Claim(_ context.Context, limit int, _ time.Duration) ([]durab
 	return claimed, nil
 }
 
-func (q *memQueue) MarkDispatched(_ context.Context, claimed []durable.Due, recheck durable.Recheck) error {
+func (q *memQueue) MarkDispatched(_ context.Context, started, open []durable.Due, recheck durable.Recheck) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.rechecks = append(q.rechecks, recheck)
-	for _, d := range claimed {
+	for _, d := range started {
+		q.marked[d.Key] = recheck.After
+		q.began = append(q.began, d.Key)
+	}
+	for _, d := range open {
 		q.marked[d.Key] = recheck.After
 	}
 	return nil
@@ -87,7 +93,7 @@ func (noListener) KeepListening(ctx context.Context, _ string, _ func(), _, _ ti
 func TestDispatchOnceRecordsEachStartsOutcome(t *testing.T) {
 	q := &memQueue{
 		due: []durable.Due{
-			{Key: "new"}, {Key: "running", Dispatched: true}, {Key: "closing"}, {Key: "failing"},
+			{Key: "new"}, {Key: "running", Dispatched: true}, {Key: "lost", Dispatched: true}, {Key: "closing"}, {Key: "failing"},
 		},
 		marked: map[string]time.Duration{}, deferred: map[string]time.Duration{},
 	}
@@ -96,7 +102,7 @@ func TestDispatchOnceRecordsEachStartsOutcome(t *testing.T) {
 		Queue: q,
 		Start: func(_ context.Context, _ client.Client, d durable.Due) (bool, error) {
 			switch d.Key {
-			case "new":
+			case "new", "lost": // lost: its run ended without its row
 				return true, nil
 			case "failing":
 				return false, errors.New("temporal unavailable")
@@ -113,12 +119,13 @@ func TestDispatchOnceRecordsEachStartsOutcome(t *testing.T) {
 
 	n, err := d.DispatchOnce(context.Background())
 	require.NoError(t, err)
-	require.Equal(t, 4, n)
-	require.Equal(t, map[string]time.Duration{"new": time.Minute, "running": time.Minute}, q.marked)
+	require.Equal(t, 5, n)
+	require.Equal(t, map[string]time.Duration{"new": time.Minute, "running": time.Minute, "lost": time.Minute}, q.marked)
 	require.Equal(t, []durable.Recheck{{After: time.Minute, Max: 8 * time.Minute}}, q.rechecks, "one record of the round's started rows")
+	require.ElementsMatch(t, []string{"new", "lost"}, q.began, "the starts that began a run; the open run is rechecked by its age")
 	require.Equal(t, map[string]time.Duration{"closing": 100 * time.Millisecond, "failing": 100 * time.Millisecond}, q.deferred)
 	// Every start is counted by its outcome; the lag only for a first start.
-	require.Equal(t, map[string]int{"test/" + durable.StartedNew: 1, "test/" + durable.StartedOpen: 1,
+	require.Equal(t, map[string]int{"test/" + durable.StartedNew: 1, "test/" + durable.StartedAgain: 1, "test/" + durable.StartedOpen: 1,
 		"test/" + durable.StartedClosing: 1, "test/" + durable.StartFailed: 1}, observer.starts)
 	require.Equal(t, 1, observer.lags)
 

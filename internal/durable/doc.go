@@ -20,9 +20,9 @@
 //   - idempotent start: StartOnce starts the workflow under the saga's
 //     business key unless a run is open there;
 //   - recheck: a started row comes due again after RecheckAfter while it is
-//     open, then after twice as long each time up to RecheckMax, and its
-//     start is issued again (a no-op while the run is open; a run lost,
-//     failed or terminated is started anew). Every record of a
+//     open, then, while its run is open, after as long as the run has been
+//     open (up to RecheckMax), and its start is issued again (a no-op while the
+//     run is open; a run lost, failed or terminated is started anew). Every record of a
 //     claim is fenced by the drive the row was claimed in, so a late
 //     dispatcher changes nothing after a re-drive;
 //   - trace context: a row carries the traceparent of the request that

@@ -49,18 +49,23 @@ type Queue interface {
 	Claim(ctx context.Context, limit int, lease time.Duration) ([]Due, error)
 	// MarkDispatched and DeferDispatch record the outcome of claimed rows'
 	// starts, fenced by the drive each row was claimed in: a record that
-	// arrives after the row was re-driven changes nothing. A started row
-	// comes due again as recheck says; a deferred one after delay.
-	MarkDispatched(ctx context.Context, claimed []Due, recheck Recheck) error
+	// arrives after the row was re-driven changes nothing. MarkDispatched
+	// takes the rows whose start began a run (started) and those whose run
+	// was open already (open); both come due again as recheck says. A
+	// deferred row comes due again after delay.
+	MarkDispatched(ctx context.Context, started, open []Due, recheck Recheck) error
 	DeferDispatch(ctx context.Context, claimed []Due, delay time.Duration) error
 }
 
-// Recheck is when a started row comes due again, to make sure its run
-// still exists: After its first start (of its drive), then after as long
-// as it has been open since that start, so that each recheck waits twice
-// as long as the one before (2, 4, 8, ... minutes), but never more than
-// Max. A row whose run is merely queued behind a backlog is then started
-// again a few times, not every After, while a lost run is still found.
+// Recheck is when a row whose run was started comes due again, to make
+// sure its run still exists. After a start that began the run, it waits
+// After; after a recheck that found the run open, as long as the run has
+// been open (since the start that began it), never less than After nor
+// more than Max. The rechecks of one run then come at about 2, 4, 8, 16,
+// 32 minutes, then every Max: a run merely queued behind a
+// backlog is not started again every After, a run that ended without its
+// row (terminated, lost, given up) is started again at most Max after, and
+// a young run (a new one after a run gave up) is rechecked After its start.
 type Recheck struct {
 	After, Max time.Duration
 }

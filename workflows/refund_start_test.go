@@ -1,0 +1,34 @@
+package workflows_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/mocks"
+
+	"github.com/pixbank/pix/workflows"
+)
+
+// A notice for a refund whose run closed between the start and the signal
+// (it gave up, or timed out) starts the next run at once, which reads the
+// notice from the refund's row: it does not wait for the recheck, which
+// for a run open long is minutes away.
+func TestNoticeForARunThatClosedMeanwhileStartsTheNextRun(t *testing.T) {
+	c := &mocks.Client{}
+	in := workflows.RefundInput{RefundID: "R1", Settings: workflows.DefaultRefundSettings()}
+	id := workflows.RefundWorkflowID(in.RefundID)
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.RefundWorkflowName, in).
+		Return(nil, serviceerror.NewWorkflowExecutionAlreadyStarted("open", "", "")).Once()
+	c.On("SignalWorkflow", mock.Anything, id, "", workflows.RefundNoticeSignal, workflows.RefundNotice{Status: "NAO_REALIZADO"}).
+		Return(serviceerror.NewNotFound("closed")).Once()
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.RefundWorkflowName, in).
+		Return(&mocks.WorkflowRun{}, nil).Once()
+
+	started, err := workflows.StartRefund(context.Background(), c, "pix-refund", in, workflows.Listing{}, &workflows.RefundNotice{Status: "NAO_REALIZADO"})
+	require.NoError(t, err)
+	require.True(t, started, "the next run began")
+	c.AssertExpectations(t)
+}
