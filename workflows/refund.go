@@ -231,7 +231,8 @@ func refundFailed(step string, err error) error {
 }
 
 // StartRefund starts the saga of one refund; an open run is not an error
-// (started=false). With a notice, an open run is signalled it.
+// (started=false). With a notice, an open run is signalled it, and a run
+// that closed before the signal is followed by a new one at once.
 func StartRefund(ctx context.Context, c client.Client, taskQueue string, in RefundInput, listing Listing, notice *RefundNotice) (started bool, err error) {
 	started, err = durable.StartOnce(ctx, c, listing.workflow(RefundWorkflowID(in.RefundID), taskQueue, RefundWorkflowName), in)
 	if err != nil || started || notice == nil {
@@ -240,9 +241,11 @@ func StartRefund(ctx context.Context, c client.Client, taskQueue string, in Refu
 	err = c.SignalWorkflow(ctx, RefundWorkflowID(in.RefundID), "", RefundNoticeSignal, *notice)
 	var gone *serviceerror.NotFound
 	if errors.As(err, &gone) {
-		// Closed meanwhile: the next run starts now and reads the notice
-		// from the refund's row, rather than at the recheck, which may be
-		// minutes away for a run that was open long.
+		// Closed meanwhile (it gave up, or the refund ended): the next run
+		// starts now rather than at the recheck, which may be minutes away
+		// for a run that was open long. It asks the PSP under the same id
+		// again and checks its record (a final refund ends it at once). An
+		// open run found instead began after the notice, and checks too.
 		return durable.StartOnce(ctx, c, listing.workflow(RefundWorkflowID(in.RefundID), taskQueue, RefundWorkflowName), in)
 	}
 	if err != nil {

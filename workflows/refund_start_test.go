@@ -13,9 +13,9 @@ import (
 )
 
 // A notice for a refund whose run closed between the start and the signal
-// (it gave up, or timed out) starts the next run at once, which reads the
-// notice from the refund's row: it does not wait for the recheck, which
-// for a run open long is minutes away.
+// (it gave up, or timed out) starts the next run at once, which asks the
+// PSP and checks its record: it does not wait for the recheck, which for a
+// run open long is minutes away.
 func TestNoticeForARunThatClosedMeanwhileStartsTheNextRun(t *testing.T) {
 	c := &mocks.Client{}
 	in := workflows.RefundInput{RefundID: "R1", Settings: workflows.DefaultRefundSettings()}

@@ -448,6 +448,11 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	integer("DISPATCH_CONCURRENCY", 1, 1000, func(n int64) { c.DispatchConcurrency = int(n) })
 	dur("DISPATCH_RECHECK_AFTER", &c.DispatchRecheckAfter)
 	dur("DISPATCH_RECHECK_MAX", &c.DispatchRecheckMax)
+	if _, set := lookup("DISPATCH_RECHECK_MAX"); !set {
+		// A DISPATCH_RECHECK_AFTER set above the default maximum (before the
+		// maximum existed) keeps working: its rechecks just don't grow.
+		c.DispatchRecheckMax = max(c.DispatchRecheckMax, c.DispatchRecheckAfter)
+	}
 	dur("DISPATCH_RETRY_MAX_DELAY", &c.DispatchRetryMaxDelay)
 	boolean("WEBHOOK_SIGNATURES_REQUIRED", &c.WebhookSignaturesRequired)
 	if v, ok := secret("WEBHOOK_SECRETS"); ok {

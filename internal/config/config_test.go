@@ -72,11 +72,14 @@ func TestInvalidValuesAreErrors(t *testing.T) {
 	}
 	_, err := config.FromLookup(lookup(map[string]string{"INBOX_RETRY_MAX_INTERVAL": "100ms"}))
 	require.ErrorContains(t, err, "max interval", "a max interval below the initial one")
-	_, err = config.FromLookup(lookup(map[string]string{"DISPATCH_RECHECK_AFTER": "20m"}))
-	require.ErrorContains(t, err, "DISPATCH_RECHECK_MAX", "a recheck after longer than the longest wait (16m)")
+	_, err = config.FromLookup(lookup(map[string]string{"DISPATCH_RECHECK_AFTER": "20m", "DISPATCH_RECHECK_MAX": "10m"}))
+	require.ErrorContains(t, err, "DISPATCH_RECHECK_MAX", "a longest wait below the first")
 	c, err := config.FromLookup(lookup(map[string]string{"DISPATCH_RECHECK_AFTER": "15s", "DISPATCH_RECHECK_MAX": "15s"}))
 	require.NoError(t, err, "equal: every recheck waits DISPATCH_RECHECK_AFTER")
 	require.Equal(t, 15*time.Second, c.DispatchRecheckMax)
+	c, err = config.FromLookup(lookup(map[string]string{"DISPATCH_RECHECK_AFTER": "20m"}))
+	require.NoError(t, err, "an AFTER above the default maximum, set before the maximum existed, still starts")
+	require.Equal(t, 20*time.Minute, c.DispatchRecheckMax)
 }
 
 func TestWebhookSecurity(t *testing.T) {
