@@ -40,7 +40,8 @@ const (
 	StartedOpen = "open"
 	// StartedClosing: a run was open that the row's drive has no record of
 	// starting (the run of an earlier drive still closing, or a start whose
-	// record was lost); the start is tried again shortly.
+	// record was lost); the start is tried again after the poll interval,
+	// then less and less often (closingDelays).
 	StartedClosing = "closing"
 	// StartFailed: the start failed; the row is retried after a backoff.
 	StartFailed = "failed"
@@ -83,6 +84,19 @@ type Dispatcher struct {
 
 	mu       sync.Mutex
 	failures int // consecutive rounds with a failed start, for backoff
+	// closings counts, per row and drive, the consecutive claims that found
+	// an open run the row has no record of starting (see closingDelay).
+	closings map[closingKey]closingCount
+}
+
+type closingKey struct {
+	key   string
+	drive int
+}
+
+type closingCount struct {
+	n    int
+	last time.Time
 }
 
 // New returns a Dispatcher of src's rows; Run drives it.
@@ -93,7 +107,8 @@ func New(l Listener, src Source, c client.Client, opts Options, log *slog.Logger
 	if opts.ClaimLease <= 0 {
 		opts.ClaimLease = 15 * time.Second
 	}
-	return &Dispatcher{listener: l, src: src, client: c, opts: opts, log: log.With("dispatching", src.Kind), kick: make(chan struct{}, 1)}
+	return &Dispatcher{listener: l, src: src, client: c, opts: opts, log: log.With("dispatching", src.Kind), kick: make(chan struct{}, 1),
+		closings: map[closingKey]closingCount{}}
 }
 
 // Kick asks for a dispatch round now. It never blocks.
@@ -221,10 +236,52 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	} else {
 		d.backoff(false)
 	}
-	if len(closing) > 0 {
-		errs = append(errs, d.src.Queue.DeferDispatch(bookCtx, closing, d.opts.PollInterval))
+	for delay, rows := range d.closingDelays(due, closing) {
+		errs = append(errs, d.src.Queue.DeferDispatch(bookCtx, rows, delay))
 	}
 	return len(due), errors.Join(errs...)
+}
+
+// closingDelays groups the round's closing rows by the delay before their
+// next try: the poll interval at first, doubling with each consecutive
+// claim that finds them closing, up to RecheckAfter. A re-drive's failed
+// run closes within seconds, so it is tried again soon; a run that is the
+// row's own but whose start's record was lost stays open for as long as
+// its saga runs, and is then tried at the recheck's pace, not every poll
+// interval. A row claimed with another outcome starts over; counts of rows
+// not seen for twice RecheckAfter (ended meanwhile) are dropped.
+func (d *Dispatcher) closingDelays(due, closing []Due) map[time.Duration][]Due {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	stillClosing := make(map[closingKey]bool, len(closing))
+	for _, m := range closing {
+		stillClosing[closingKey{m.Key, m.Drive}] = true
+	}
+	for _, m := range due {
+		if k := (closingKey{m.Key, m.Drive}); !stillClosing[k] {
+			delete(d.closings, k)
+		}
+	}
+	for k, c := range d.closings {
+		if now.Sub(c.last) > 2*d.opts.RecheckAfter {
+			delete(d.closings, k)
+		}
+	}
+	byDelay := map[time.Duration][]Due{}
+	for _, m := range closing {
+		k := closingKey{m.Key, m.Drive}
+		c := d.closings[k]
+		c.n, c.last = c.n+1, now
+		d.closings[k] = c
+		delay := d.opts.PollInterval
+		for i := 1; i < c.n && delay < d.opts.RecheckAfter; i++ {
+			delay *= 2
+		}
+		delay = max(min(delay, d.opts.RecheckAfter), d.opts.PollInterval)
+		byDelay[delay] = append(byDelay[delay], m)
+	}
+	return byDelay
 }
 
 // backoff returns the delay before rows whose start failed come due again:

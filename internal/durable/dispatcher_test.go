@@ -173,3 +173,38 @@ func TestOpenRunOfASourceWithoutRedrivesIsRunning(t *testing.T) {
 	require.Equal(t, map[string]time.Duration{"lost-record": time.Minute}, q.marked)
 	require.Empty(t, q.deferred)
 }
+
+// A run that is open although the row's drive has no record of starting it
+// is tried again after the poll interval, then after twice as long at each
+// claim that finds it so, up to RecheckAfter: a re-drive's closing run is
+// waited for briefly, but a row whose start's record was lost (its own run
+// open for as long as its saga runs) is not started again every poll
+// interval. Another outcome starts it over.
+func TestARunStillClosingIsTriedLessAndLessOften(t *testing.T) {
+	q := &memQueue{marked: map[string]time.Duration{}, deferred: map[string]time.Duration{}}
+	isNew := false
+	src := durable.Source{Kind: "test", Queue: q, Redrives: true, LogAttrs: func(durable.Due) []any { return nil },
+		Start: func(context.Context, client.Client, durable.Due) (bool, error) { return isNew, nil }}
+	d := durable.New(noListener{}, src, nil, durable.Options{PollInterval: 100 * time.Millisecond, BatchSize: 10, Concurrency: 1,
+		RecheckAfter: time.Second, RecheckMax: time.Second, RetryMaxDelay: time.Second}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	claim := func(key string) time.Duration {
+		t.Helper()
+		q.due = []durable.Due{{Key: key, Drive: 2}}
+		delete(q.deferred, key)
+		_, err := d.DispatchOnce(context.Background())
+		require.NoError(t, err)
+		return q.deferred[key]
+	}
+	var delays []time.Duration
+	for range 6 {
+		delays = append(delays, claim("lost-record"))
+	}
+	require.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, time.Second, time.Second}, delays)
+	require.Equal(t, 100*time.Millisecond, claim("another"), "each row counts its own")
+
+	isNew = true // the old run closed: the re-drive's run began
+	claim("lost-record")
+	require.Contains(t, q.marked, "lost-record")
+	isNew = false
+	require.Equal(t, 100*time.Millisecond, claim("lost-record"), "a row claimed with another outcome starts over")
+}

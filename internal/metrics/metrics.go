@@ -142,7 +142,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		}, []string{"kind"}),
 		starts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pix_dispatch_starts_total",
-			Help: "Workflow starts the dispatchers issued, by kind and outcome (new: the first run of a row's drive began; restarted: a recheck found the run gone and began another, or a refund notice arrived as its run ended; open: its run was open already, a recheck; closing: a run open that the row has no record of starting, tried again shortly; failed: retried after a backoff). open per new is the rechecks' churn; restarted is a run lost or given up; failed rising is Temporal refusing or away.",
+			Help: "Workflow starts the dispatchers issued, by kind and outcome (new: the first run of a row's drive began; restarted: a recheck found the run gone and began another, or a refund notice arrived as its run ended; open: its run was open already, a recheck; closing: a run open that the row has no record of starting, tried again less and less often; failed: retried after a backoff). open per new is the rechecks' churn; restarted is a run lost or given up; failed rising is Temporal refusing or away.",
 		}, []string{"kind", "outcome"}),
 		reconcile: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pix_reconcile_differences",
