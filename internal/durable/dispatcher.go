@@ -41,7 +41,7 @@ const (
 	// StartedClosing: a run was open that the row's drive has no record of
 	// starting (the run of an earlier drive still closing, or a start whose
 	// record was lost); the start is tried again after the poll interval,
-	// then less and less often (closingDelays).
+	// then less and less often, up to every 15 s (closingDelays).
 	StartedClosing = "closing"
 	// StartFailed: the start failed; the row is retried after a backoff.
 	StartFailed = "failed"
@@ -85,7 +85,7 @@ type Dispatcher struct {
 	mu       sync.Mutex
 	failures int // consecutive rounds with a failed start, for backoff
 	// closings counts, per row and drive, the consecutive claims that found
-	// an open run the row has no record of starting (see closingDelay).
+	// an open run the row has no record of starting (see closingDelays).
 	closings map[closingKey]closingCount
 }
 
@@ -208,9 +208,9 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 			case !m.Dispatched && d.src.Redrives:
 				// A run is open although this drive started none: the run
 				// of an earlier drive (a failed one, re-driven) is still
-				// closing. Try again shortly rather than at the recheck.
+				// closing, or this drive's start lost its record. Try again
+				// soon rather than at the recheck (closingDelays logs it).
 				outcome, closing = StartedClosing, append(closing, m)
-				log.InfoContext(startCtx, "previous workflow run still open; will start the re-drive shortly")
 			default:
 				outcome, open = StartedOpen, append(open, m)
 				log.DebugContext(startCtx, "workflow run still open")
@@ -236,21 +236,28 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	} else {
 		d.backoff(false)
 	}
-	for delay, rows := range d.closingDelays(due, closing) {
+	for delay, rows := range d.closingDelays(bookCtx, due, closing) {
 		errs = append(errs, d.src.Queue.DeferDispatch(bookCtx, rows, delay))
 	}
 	return len(due), errors.Join(errs...)
 }
 
+// closingMaxDelay caps the delay between two tries of a run still closing:
+// a re-drive waits at most this long after its old run closed (a failed
+// run usually closes in milliseconds, in about 30 s when its last
+// activity's answer was lost), well within the waiting-credits alert.
+const closingMaxDelay = 15 * time.Second
+
 // closingDelays groups the round's closing rows by the delay before their
 // next try: the poll interval at first, doubling with each consecutive
-// claim that finds them closing, up to RecheckAfter. A re-drive's failed
-// run closes within seconds, so it is tried again soon; a run that is the
-// row's own but whose start's record was lost stays open for as long as
-// its saga runs, and is then tried at the recheck's pace, not every poll
-// interval. A row claimed with another outcome starts over; counts of rows
-// not seen for twice RecheckAfter (ended meanwhile) are dropped.
-func (d *Dispatcher) closingDelays(due, closing []Due) map[time.Duration][]Due {
+// claim that finds them closing, up to closingMaxDelay (or RecheckAfter,
+// if shorter). A run that is the row's own but whose start's record was
+// lost stays open for as long as its saga runs: it is then tried every
+// 15 s, not every poll interval. A row claimed with another outcome starts
+// over; counts of rows not seen for twice RecheckAfter (ended meanwhile)
+// are dropped. The counts are this process's: another dispatcher sharing
+// the rows, or a restart, counts from the start (more tries, never fewer).
+func (d *Dispatcher) closingDelays(ctx context.Context, due, closing []Due) map[time.Duration][]Due {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := time.Now()
@@ -274,12 +281,20 @@ func (d *Dispatcher) closingDelays(due, closing []Due) map[time.Duration][]Due {
 		c := d.closings[k]
 		c.n, c.last = c.n+1, now
 		d.closings[k] = c
+		limit := min(closingMaxDelay, d.opts.RecheckAfter)
 		delay := d.opts.PollInterval
-		for i := 1; i < c.n && delay < d.opts.RecheckAfter; i++ {
+		for i := 1; i < c.n && delay < limit; i++ {
 			delay *= 2
 		}
-		delay = max(min(delay, d.opts.RecheckAfter), d.opts.PollInterval)
+		delay = max(min(delay, limit), d.opts.PollInterval)
 		byDelay[delay] = append(byDelay[delay], m)
+		logCtx := tracing.WithTraceparent(ctx, m.Traceparent)
+		log := d.log.With(d.src.LogAttrs(m)...).With("retry_in", delay.String(), "tries", c.n)
+		if delay < limit {
+			log.InfoContext(logCtx, "a workflow run is open that this drive has no record of starting (an earlier drive's still closing, or a lost record); will start again")
+		} else {
+			log.WarnContext(logCtx, "a workflow run this drive has no record of starting stays open; trying again every retry_in")
+		}
 	}
 	return byDelay
 }

@@ -89,7 +89,7 @@ func (noListener) KeepListening(ctx context.Context, _ string, _ func(), _, _ ti
 
 // The outcome of each start decides what is recorded of its row: started
 // or found running (recheck later), failed (due again after the backoff),
-// or an older run still closing (due again after a poll interval).
+// or an older run still closing (due again after a poll interval at first).
 func TestDispatchOnceRecordsEachStartsOutcome(t *testing.T) {
 	q := &memQueue{
 		due: []durable.Due{
@@ -176,17 +176,17 @@ func TestOpenRunOfASourceWithoutRedrivesIsRunning(t *testing.T) {
 
 // A run that is open although the row's drive has no record of starting it
 // is tried again after the poll interval, then after twice as long at each
-// claim that finds it so, up to RecheckAfter: a re-drive's closing run is
-// waited for briefly, but a row whose start's record was lost (its own run
-// open for as long as its saga runs) is not started again every poll
-// interval. Another outcome starts it over.
+// claim that finds it so, up to 15 s: a re-drive's closing run is waited
+// for briefly, but a row whose start's record was lost (its own run open
+// for as long as its saga runs) is not started again every poll interval.
+// Another outcome starts it over.
 func TestARunStillClosingIsTriedLessAndLessOften(t *testing.T) {
 	q := &memQueue{marked: map[string]time.Duration{}, deferred: map[string]time.Duration{}}
 	isNew := false
 	src := durable.Source{Kind: "test", Queue: q, Redrives: true, LogAttrs: func(durable.Due) []any { return nil },
 		Start: func(context.Context, client.Client, durable.Due) (bool, error) { return isNew, nil }}
 	d := durable.New(noListener{}, src, nil, durable.Options{PollInterval: 100 * time.Millisecond, BatchSize: 10, Concurrency: 1,
-		RecheckAfter: time.Second, RecheckMax: time.Second, RetryMaxDelay: time.Second}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+		RecheckAfter: time.Minute, RecheckMax: time.Minute, RetryMaxDelay: time.Second}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	claim := func(key string) time.Duration {
 		t.Helper()
 		q.due = []durable.Due{{Key: key, Drive: 2}}
@@ -196,10 +196,11 @@ func TestARunStillClosingIsTriedLessAndLessOften(t *testing.T) {
 		return q.deferred[key]
 	}
 	var delays []time.Duration
-	for range 6 {
+	for range 10 {
 		delays = append(delays, claim("lost-record"))
 	}
-	require.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, time.Second, time.Second}, delays)
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	require.Equal(t, []time.Duration{ms(100), ms(200), ms(400), ms(800), ms(1600), ms(3200), ms(6400), ms(12800), 15 * time.Second, 15 * time.Second}, delays)
 	require.Equal(t, 100*time.Millisecond, claim("another"), "each row counts its own")
 
 	isNew = true // the old run closed: the re-drive's run began
