@@ -234,11 +234,12 @@ func refundFailed(step string, err error) error {
 // (started=false). With a notice, an open run is signalled it, and a run
 // that closed before the signal is followed by a new one at once.
 func StartRefund(ctx context.Context, c client.Client, taskQueue string, in RefundInput, listing Listing, notice *RefundNotice) (started bool, err error) {
-	started, err = durable.StartOnce(ctx, c, listing.workflow(RefundWorkflowID(in.RefundID), taskQueue, RefundWorkflowName), in)
+	w := listing.workflow(RefundWorkflowID(in.RefundID), taskQueue, RefundWorkflowName)
+	started, err = durable.StartOnce(ctx, c, w, in)
 	if err != nil || started || notice == nil {
 		return started, err
 	}
-	err = c.SignalWorkflow(ctx, RefundWorkflowID(in.RefundID), "", RefundNoticeSignal, *notice)
+	err = c.SignalWorkflow(ctx, w.ID, "", RefundNoticeSignal, *notice)
 	var gone *serviceerror.NotFound
 	if errors.As(err, &gone) {
 		// Closed meanwhile (it gave up, or the refund ended): the next run
@@ -246,10 +247,10 @@ func StartRefund(ctx context.Context, c client.Client, taskQueue string, in Refu
 		// for a run that was open long. It asks the PSP under the same id
 		// again and checks its record (a final refund ends it at once). An
 		// open run found instead began after the notice, and checks too.
-		return durable.StartOnce(ctx, c, listing.workflow(RefundWorkflowID(in.RefundID), taskQueue, RefundWorkflowName), in)
+		return durable.StartOnce(ctx, c, w, in)
 	}
 	if err != nil {
-		return false, fmt.Errorf("signal %s: %w", RefundWorkflowID(in.RefundID), err)
+		return false, fmt.Errorf("signal %s: %w", w.ID, err)
 	}
 	return false, nil
 }

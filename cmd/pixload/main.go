@@ -144,10 +144,8 @@ func parseFlags(args []string) (flags, error) {
 			return f, fmt.Errorf("-grouped-batches: %d rows is no group (at least 2)", b)
 		}
 	}
-	for a := range strings.SplitSeq(*apis, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			f.apis = append(f.apis, strings.TrimRight(a, "/"))
-		}
+	for _, a := range splitList(*apis) {
+		f.apis = append(f.apis, strings.TrimRight(a, "/"))
 	}
 	if len(f.apis) == 0 {
 		return f, errors.New("-api: none given")
@@ -155,16 +153,8 @@ func parseFlags(args []string) (flags, error) {
 	if f.watch, err = load.ParseProcesses(*watch); err != nil {
 		return f, fmt.Errorf("-watch: %w", err)
 	}
-	for u := range strings.SplitSeq(*workerMetrics, ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			f.workerMetrics = append(f.workerMetrics, u)
-		}
-	}
-	for d := range strings.SplitSeq(*otherDBs, ",") {
-		if d = strings.TrimSpace(d); d != "" {
-			f.otherDBs = append(f.otherDBs, d)
-		}
-	}
+	f.workerMetrics = splitList(*workerMetrics)
+	f.otherDBs = splitList(*otherDBs)
 	if f.soak < 0 || (f.soak > 0 && f.soakRate <= 0) {
 		return f, errors.New("-soak: a positive number of webhooks at a positive -soak-rate")
 	}
@@ -176,13 +166,22 @@ func parseFlags(args []string) (flags, error) {
 	return f, nil
 }
 
+// splitList is a comma-separated list's items, trimmed, the empty ones
+// left out.
+func splitList(s string) []string {
+	var out []string
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
 // parseList reads a comma-separated list of positive numbers.
 func parseList[T int | float64](s, flagName string, parse func(string) (T, error)) ([]T, error) {
 	var out []T
-	for part := range strings.SplitSeq(s, ",") {
-		if part = strings.TrimSpace(part); part == "" {
-			continue
-		}
+	for _, part := range splitList(s) {
 		v, err := parse(part)
 		if err != nil || v <= 0 {
 			return nil, fmt.Errorf("%s: %q is not a positive number", flagName, part)

@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/tooling/load"
 )
 
@@ -368,7 +369,8 @@ func (r *StartsReport) String() string {
 		total += v
 	}
 	return fmt.Sprintf("%.0f (new %.0f, restarted %.0f, open %.0f, closing %.0f, failed %.0f): %.2f per credit",
-		total, r.ByOutcome["new"], r.ByOutcome["restarted"], r.ByOutcome["open"], r.ByOutcome["closing"], r.ByOutcome["failed"], r.PerCredit)
+		total, r.ByOutcome[durable.StartedNew], r.ByOutcome[durable.StartedAgain], r.ByOutcome[durable.StartedOpen],
+		r.ByOutcome[durable.StartedClosing], r.ByOutcome[durable.StartFailed], r.PerCredit)
 }
 
 // startsReport is the starts between two readings, per credit of the

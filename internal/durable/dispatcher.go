@@ -275,18 +275,14 @@ func (d *Dispatcher) closingDelays(ctx context.Context, due, closing []Due) map[
 			delete(d.closings, k)
 		}
 	}
+	limit := min(closingMaxDelay, d.opts.RecheckAfter)
 	byDelay := map[time.Duration][]Due{}
 	for _, m := range closing {
 		k := closingKey{m.Key, m.Drive}
 		c := d.closings[k]
 		c.n, c.last = c.n+1, now
 		d.closings[k] = c
-		limit := min(closingMaxDelay, d.opts.RecheckAfter)
-		delay := d.opts.PollInterval
-		for i := 1; i < c.n && delay < limit; i++ {
-			delay *= 2
-		}
-		delay = max(min(delay, limit), d.opts.PollInterval)
+		delay := max(doubled(d.opts.PollInterval, c.n, limit), d.opts.PollInterval)
 		byDelay[delay] = append(byDelay[delay], m)
 		logCtx := tracing.WithTraceparent(ctx, m.Traceparent)
 		log := d.log.With(d.src.LogAttrs(m)...).With("retry_in", delay.String(), "tries", c.n)
@@ -310,9 +306,15 @@ func (d *Dispatcher) backoff(failed bool) time.Duration {
 		return 0
 	}
 	d.failures++
-	delay := d.opts.PollInterval
-	for i := 1; i < d.failures && delay < d.opts.RetryMaxDelay; i++ {
+	return doubled(d.opts.PollInterval, d.failures, d.opts.RetryMaxDelay)
+}
+
+// doubled is base doubled once for each of the n-1 times before the nth,
+// at most limit.
+func doubled(base time.Duration, n int, limit time.Duration) time.Duration {
+	delay := base
+	for i := 1; i < n && delay < limit; i++ {
 		delay *= 2
 	}
-	return min(delay, d.opts.RetryMaxDelay)
+	return min(delay, limit)
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // DispatchStarts sums the workflow starts the workers' dispatchers issued
-// for rows of kind, by outcome (new, open, closing, failed: the worker's
-// pix_dispatch_starts_total), over the workers' /metrics URLs. Read before
+// for rows of kind, by outcome (new, restarted, open, closing, failed: the
+// worker's pix_dispatch_starts_total), over the workers' /metrics URLs. Read before
 // and after a drain, it tells how many starts each credit took: a start per
 // credit is the least, and every "open" one a recheck of a row whose run
 // had not finished.
