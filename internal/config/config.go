@@ -136,6 +136,8 @@ type Config struct {
 	OutboxRelayEnabled bool
 	OutboxBatchSize    int
 	OutboxPollInterval time.Duration
+	// OutboxGatherWindow: outbox.Options.GatherWindow.
+	OutboxGatherWindow time.Duration
 	OutboxRetention    time.Duration
 	// The event stream's limits (NATS_STREAM_MAX_AGE, at least
 	// OutboxRetention, by default twice it; NATS_STREAM_MAX_BYTES): see
@@ -226,6 +228,7 @@ func Default() Config {
 		OutboxRelayEnabled: true,
 		OutboxBatchSize:    500,
 		OutboxPollInterval: 500 * time.Millisecond,
+		OutboxGatherWindow: 50 * time.Millisecond,
 		OutboxRetention:    7 * 24 * time.Hour,
 		NATSStreamMaxAge:   2 * 7 * 24 * time.Hour,
 		NATSStreamMaxBytes: 1 << 30,
@@ -327,6 +330,20 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 			*dst = d
 		}
 	}
+	// waitDur reads a wait that may be 0 (none), up to limit (0: no limit).
+	waitDur := func(name, example string, limit time.Duration, dst *time.Duration) {
+		if v, ok := lookup(name); ok {
+			d, err := time.ParseDuration(v)
+			switch {
+			case err != nil || d < 0:
+				errs = append(errs, fmt.Errorf("%s: %q is not a duration such as %s (0: no wait)", name, v, example))
+			case limit > 0 && d > limit:
+				errs = append(errs, fmt.Errorf("%s: %q is longer than %s", name, v, limit))
+			default:
+				*dst = d
+			}
+		}
+	}
 	integer := func(name string, min, max int64, set func(int64)) {
 		if v, ok := lookup(name); ok {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -417,24 +434,10 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	dur("HTTP_REQUEST_TIMEOUT", &c.RequestTimeout)
 	integer("WEBHOOK_GROUP_WRITERS", 1, 256, func(n int64) { c.WebhookGroupWriters = int(n) })
 	integer("WEBHOOK_GROUP_MAX_ROWS", 1, 10_000, func(n int64) { c.WebhookGroupMaxRows = int(n) })
-	if v, ok := lookup("WEBHOOK_GROUP_WINDOW"); ok {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 || d > time.Second {
-			errs = append(errs, fmt.Errorf("WEBHOOK_GROUP_WINDOW: %q is not a duration from 0 to 1s such as 1ms (0: no wait)", v))
-		} else {
-			c.WebhookGroupWindow = d
-		}
-	}
+	waitDur("WEBHOOK_GROUP_WINDOW", "1ms", time.Second, &c.WebhookGroupWindow)
 	integer("WEBHOOK_QUEUE_MAX_ROWS", 1, 1_000_000, func(n int64) { c.WebhookQueueMaxRows = int(n) })
 	dur("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
-	if v, ok := lookup("SHUTDOWN_READYZ_DELAY"); ok {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			errs = append(errs, fmt.Errorf("SHUTDOWN_READYZ_DELAY: %q is not a duration such as 5s (0 for none)", v))
-		} else {
-			c.ShutdownReadyzDelay = d
-		}
-	}
+	waitDur("SHUTDOWN_READYZ_DELAY", "5s", 0, &c.ShutdownReadyzDelay)
 	dur("WORKER_STOP_TIMEOUT", &c.WorkerStopTimeout)
 	if v, ok := lookup("WORKER_METRICS_ADDR"); ok {
 		c.WorkerMetricsAddr = v // "" turns it off
@@ -491,6 +494,12 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	boolean("OUTBOX_RELAY_ENABLED", &c.OutboxRelayEnabled)
 	integer("OUTBOX_BATCH_SIZE", 1, 10000, func(n int64) { c.OutboxBatchSize = int(n) })
 	dur("OUTBOX_POLL_INTERVAL", &c.OutboxPollInterval)
+	waitDur("OUTBOX_GATHER_WINDOW", "50ms", time.Second, &c.OutboxGatherWindow)
+	if _, set := lookup("OUTBOX_GATHER_WINDOW"); !set {
+		// Unset, it stays shorter than a short OUTBOX_POLL_INTERVAL: a
+		// deployment that set only that one keeps starting.
+		c.OutboxGatherWindow = min(c.OutboxGatherWindow, c.OutboxPollInterval/2)
+	}
 	dur("OUTBOX_RETENTION", &c.OutboxRetention)
 	streamMaxAge(lookup, &c, &errs)
 	if v, ok := lookup("NATS_STREAM_MAX_BYTES"); ok {
@@ -541,6 +550,9 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	}
 	if c.DispatchRecheckMax < c.DispatchRecheckAfter {
 		errs = append(errs, errors.New("DISPATCH_RECHECK_MAX: must be at least DISPATCH_RECHECK_AFTER (equal: every recheck waits DISPATCH_RECHECK_AFTER)"))
+	}
+	if c.OutboxGatherWindow >= c.OutboxPollInterval {
+		errs = append(errs, errors.New("OUTBOX_GATHER_WINDOW: must be shorter than OUTBOX_POLL_INTERVAL (unset, it is 50ms or half of OUTBOX_POLL_INTERVAL, whichever is shorter)"))
 	}
 	if c.PSPRetryMax < c.PSPRetryInitial {
 		errs = append(errs, errors.New("PSP_RETRY_MAX_INTERVAL: must be at least PSP_RETRY_INITIAL_INTERVAL"))

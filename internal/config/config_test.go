@@ -82,6 +82,27 @@ func TestInvalidValuesAreErrors(t *testing.T) {
 	require.Equal(t, 20*time.Minute, c.DispatchRecheckMax)
 }
 
+func TestOutboxGatherWindow(t *testing.T) {
+	c, err := config.FromLookup(lookup(nil))
+	require.NoError(t, err)
+	require.Equal(t, 50*time.Millisecond, c.OutboxGatherWindow)
+	c, err = config.FromLookup(lookup(map[string]string{"OUTBOX_GATHER_WINDOW": "0"}))
+	require.NoError(t, err, "0: every notification relayed at once")
+	require.Zero(t, c.OutboxGatherWindow)
+	c, err = config.FromLookup(lookup(map[string]string{"OUTBOX_POLL_INTERVAL": "40ms"}))
+	require.NoError(t, err, "a short poll interval set before the window existed still starts")
+	require.Equal(t, 20*time.Millisecond, c.OutboxGatherWindow)
+	for _, bad := range []map[string]string{
+		{"OUTBOX_GATHER_WINDOW": "-1ms"},
+		{"OUTBOX_GATHER_WINDOW": "soon"},
+		{"OUTBOX_GATHER_WINDOW": "2s", "OUTBOX_POLL_INTERVAL": "5s"},
+		{"OUTBOX_GATHER_WINDOW": "500ms"},
+	} {
+		_, err := config.FromLookup(lookup(bad))
+		require.ErrorContains(t, err, "OUTBOX_GATHER_WINDOW", "%v", bad)
+	}
+}
+
 func TestWebhookSecurity(t *testing.T) {
 	c, err := config.FromLookup(lookup(map[string]string{"AUTH_REQUIRED": "false"}))
 	require.NoError(t, err)

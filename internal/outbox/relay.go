@@ -21,6 +21,13 @@ type Options struct {
 	PollInterval time.Duration
 	// RetryMaxDelay caps the backoff while publishing fails.
 	RetryMaxDelay time.Duration
+	// GatherWindow is how long after a round that published events the
+	// next round waits for more (0: it never waits). Under a steady stream
+	// of credits the events come one at a time, and a round per event is a
+	// transaction per event; held for this window, the events committed
+	// meanwhile share one round. A notification after a quiet period (no
+	// round published within the window) is relayed at once.
+	GatherWindow time.Duration
 }
 
 // Relay publishes the outbox's events.
@@ -61,10 +68,16 @@ func (r *Relay) Run(ctx context.Context) error {
 	wg.Go(func() { r.listen(ctx) })
 	delay := r.opts.PollInterval
 	var outage logging.Outage
+	// gatherUntil is when the last round that published, plus the window,
+	// ends: a notification before it waits until then.
+	var gatherUntil time.Time
 	for {
 		failed := false
 		for {
 			n, err := r.RelayOnce(ctx)
+			if n > 0 && r.opts.GatherWindow > 0 {
+				gatherUntil = time.Now().Add(r.opts.GatherWindow)
+			}
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -94,9 +107,30 @@ func (r *Relay) Run(ctx context.Context) error {
 			timer.Stop()
 			return nil
 		case <-kick:
+			if !r.gather(ctx, gatherUntil) {
+				timer.Stop()
+				return nil
+			}
 		case <-timer.C:
 		}
 		timer.Stop()
+	}
+}
+
+// gather waits until until (at once if it has passed), so that the events
+// committed meanwhile share the next round. It returns false if ctx ended.
+func (r *Relay) gather(ctx context.Context, until time.Time) bool {
+	wait := time.Until(until)
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

@@ -320,3 +320,96 @@ func BenchmarkIdleCommitToBroker(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
+
+// batchRecorder is a Publish that records the size of each round's batch.
+type batchRecorder struct {
+	mu      sync.Mutex
+	batches []int
+	next    outbox.Publish
+}
+
+func (b *batchRecorder) publish(ctx context.Context, events []db.Event) ([]bool, error) {
+	b.mu.Lock()
+	b.batches = append(b.batches, len(events))
+	b.mu.Unlock()
+	return b.next(ctx, events)
+}
+
+func (b *batchRecorder) sizes() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.batches)
+}
+
+// runRelay runs r until the test ends, and returns a stop that waits for it.
+func runRelay(t *testing.T, r *outbox.Relay) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = r.Run(ctx); close(done) }()
+	stop = func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the relay did not stop within 10 s of its context ending")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// Events committed one at a time, as credits write them, share a round
+// when they come within the gather window of the round before: one
+// transaction for both instead of one each.
+func TestEventsWithinTheGatherWindowShareARound(t *testing.T) {
+	s := dbtest.New(t)
+	n := startNATS(t)
+	p, js := publisher(t, n, 5*time.Second)
+	rec := &batchRecorder{next: p.Publish}
+	r := outbox.New(s, rec.publish, outbox.Options{PollInterval: time.Hour, GatherWindow: 500 * time.Millisecond}, quiet)
+	runRelay(t, r)
+
+	writeEvents(t, s, 1, 1)
+	r.Kick()
+	require.Eventually(t, func() bool { return lag(t, s) == 0 }, 10*time.Second, 10*time.Millisecond)
+	// Within the window of that round: two events, notified apart.
+	_, err := s.Pool().Exec(context.Background(), `INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload) VALUES ('test', 'agg-b', 'test.step', '{}')`)
+	require.NoError(t, err)
+	r.Kick()
+	time.Sleep(100 * time.Millisecond)
+	_, err = s.Pool().Exec(context.Background(), `INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload) VALUES ('test', 'agg-c', 'test.step', '{}')`)
+	require.NoError(t, err)
+	r.Kick()
+	require.Eventually(t, func() bool { return lag(t, s) == 0 }, 10*time.Second, 10*time.Millisecond)
+
+	require.Equal(t, []int{1, 2}, rec.sizes(), "the two later events were relayed in one round")
+	require.Len(t, streamEvents(t, js), 3)
+}
+
+// A notification after a quiet period is relayed at once, whatever the
+// window; one within the window waits for it, and a relay told to stop
+// meanwhile stops at once.
+func TestTheGatherWindowHoldsOnlyAfterARoundThatPublished(t *testing.T) {
+	s := dbtest.New(t)
+	n := startNATS(t)
+	p, _ := publisher(t, n, 5*time.Second)
+	rec := &batchRecorder{next: p.Publish}
+	r := outbox.New(s, rec.publish, outbox.Options{PollInterval: 2 * time.Hour, GatherWindow: time.Hour}, quiet)
+	stop := runRelay(t, r)
+	// A first round that found nothing publishes nothing and holds nothing.
+	r.Kick()
+	time.Sleep(50 * time.Millisecond)
+
+	writeEvents(t, s, 1, 1)
+	r.Kick()
+	require.Eventually(t, func() bool { return lag(t, s) == 0 }, 10*time.Second, 10*time.Millisecond,
+		"the first event is relayed at once, not after the hour's window")
+
+	writeEvents(t, s, 1, 1)
+	r.Kick()
+	time.Sleep(300 * time.Millisecond)
+	require.EqualValues(t, 1, lag(t, s), "the second event waits for the window of the round before")
+	stop()
+	require.Equal(t, []int{1}, rec.sizes())
+}

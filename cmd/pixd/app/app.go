@@ -673,7 +673,7 @@ func (a *App) OutboxRelay() (relay *outbox.Relay, stop func(), err error) {
 		stopServer()
 		return nil, nil, err
 	}
-	relay = outbox.New(a.Store, pub.Publish, outbox.Options{BatchSize: a.Cfg.OutboxBatchSize, PollInterval: a.Cfg.OutboxPollInterval}, a.Log)
+	relay = outbox.New(a.Store, pub.Publish, outbox.Options{BatchSize: a.Cfg.OutboxBatchSize, PollInterval: a.Cfg.OutboxPollInterval, GatherWindow: a.Cfg.OutboxGatherWindow}, a.Log)
 	return relay, func() { nc.Close(); stopServer() }, nil
 }
 
