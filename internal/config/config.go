@@ -331,18 +331,23 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 		}
 	}
 	// waitDur reads a wait that may be 0 (none), up to limit (0: no limit).
-	waitDur := func(name, example string, limit time.Duration, dst *time.Duration) {
-		if v, ok := lookup(name); ok {
-			d, err := time.ParseDuration(v)
-			switch {
-			case err != nil || d < 0:
-				errs = append(errs, fmt.Errorf("%s: %q is not a duration such as %s (0: no wait)", name, v, example))
-			case limit > 0 && d > limit:
-				errs = append(errs, fmt.Errorf("%s: %q is longer than %s", name, v, limit))
-			default:
-				*dst = d
-			}
+	// It reports whether the value was set and taken.
+	waitDur := func(name, example string, limit time.Duration, dst *time.Duration) (taken bool) {
+		v, ok := lookup(name)
+		if !ok {
+			return false
 		}
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil || d < 0:
+			errs = append(errs, fmt.Errorf("%s: %q is not a duration of 0 or more, such as %s (0: no wait)", name, v, example))
+		case limit > 0 && d > limit:
+			errs = append(errs, fmt.Errorf("%s: %q is longer than %s", name, v, limit))
+		default:
+			*dst = d
+			return true
+		}
+		return false
 	}
 	integer := func(name string, min, max int64, set func(int64)) {
 		if v, ok := lookup(name); ok {
@@ -494,8 +499,11 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	boolean("OUTBOX_RELAY_ENABLED", &c.OutboxRelayEnabled)
 	integer("OUTBOX_BATCH_SIZE", 1, 10000, func(n int64) { c.OutboxBatchSize = int(n) })
 	dur("OUTBOX_POLL_INTERVAL", &c.OutboxPollInterval)
-	waitDur("OUTBOX_GATHER_WINDOW", "50ms", time.Second, &c.OutboxGatherWindow)
-	if _, set := lookup("OUTBOX_GATHER_WINDOW"); !set {
+	if waitDur("OUTBOX_GATHER_WINDOW", "50ms", time.Second, &c.OutboxGatherWindow) {
+		if c.OutboxGatherWindow >= c.OutboxPollInterval {
+			errs = append(errs, fmt.Errorf("OUTBOX_GATHER_WINDOW: %s must be shorter than OUTBOX_POLL_INTERVAL (%s)", c.OutboxGatherWindow, c.OutboxPollInterval))
+		}
+	} else if _, set := lookup("OUTBOX_GATHER_WINDOW"); !set {
 		// Unset, it stays shorter than a short OUTBOX_POLL_INTERVAL: a
 		// deployment that set only that one keeps starting.
 		c.OutboxGatherWindow = min(c.OutboxGatherWindow, c.OutboxPollInterval/2)
@@ -550,9 +558,6 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	}
 	if c.DispatchRecheckMax < c.DispatchRecheckAfter {
 		errs = append(errs, errors.New("DISPATCH_RECHECK_MAX: must be at least DISPATCH_RECHECK_AFTER (equal: every recheck waits DISPATCH_RECHECK_AFTER)"))
-	}
-	if c.OutboxGatherWindow >= c.OutboxPollInterval {
-		errs = append(errs, errors.New("OUTBOX_GATHER_WINDOW: must be shorter than OUTBOX_POLL_INTERVAL (unset, it is 50ms or half of OUTBOX_POLL_INTERVAL, whichever is shorter)"))
 	}
 	if c.PSPRetryMax < c.PSPRetryInitial {
 		errs = append(errs, errors.New("PSP_RETRY_MAX_INTERVAL: must be at least PSP_RETRY_INITIAL_INTERVAL"))

@@ -101,6 +101,35 @@ func TestOutboxGatherWindow(t *testing.T) {
 		_, err := config.FromLookup(lookup(bad))
 		require.ErrorContains(t, err, "OUTBOX_GATHER_WINDOW", "%v", bad)
 	}
+	_, err = config.FromLookup(lookup(map[string]string{"OUTBOX_GATHER_WINDOW": "soon", "OUTBOX_POLL_INTERVAL": "40ms"}))
+	require.NotContains(t, err.Error(), "shorter than", "a window that did not parse is not compared")
+}
+
+// The waits that may be 0: their accepted values and their limits.
+func TestWaitsThatMayBeZero(t *testing.T) {
+	for _, ok := range []struct {
+		name, value string
+		want        time.Duration
+	}{
+		{"WEBHOOK_GROUP_WINDOW", "0", 0},
+		{"WEBHOOK_GROUP_WINDOW", "1s", time.Second},
+		{"SHUTDOWN_READYZ_DELAY", "0", 0},
+		{"SHUTDOWN_READYZ_DELAY", "10m", 10 * time.Minute},
+	} {
+		c, err := config.FromLookup(lookup(map[string]string{ok.name: ok.value}))
+		require.NoError(t, err, "%s=%s", ok.name, ok.value)
+		got := map[string]time.Duration{"WEBHOOK_GROUP_WINDOW": c.WebhookGroupWindow, "SHUTDOWN_READYZ_DELAY": c.ShutdownReadyzDelay}[ok.name]
+		require.Equal(t, ok.want, got, "%s=%s", ok.name, ok.value)
+	}
+	for _, bad := range [][2]string{
+		{"WEBHOOK_GROUP_WINDOW", "1001ms"},
+		{"WEBHOOK_GROUP_WINDOW", "-1ms"},
+		{"SHUTDOWN_READYZ_DELAY", "-1s"},
+		{"SHUTDOWN_READYZ_DELAY", "later"},
+	} {
+		_, err := config.FromLookup(lookup(map[string]string{bad[0]: bad[1]}))
+		require.ErrorContains(t, err, bad[0], "%s=%s", bad[0], bad[1])
+	}
 }
 
 func TestWebhookSecurity(t *testing.T) {

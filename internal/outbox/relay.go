@@ -21,12 +21,13 @@ type Options struct {
 	PollInterval time.Duration
 	// RetryMaxDelay caps the backoff while publishing fails.
 	RetryMaxDelay time.Duration
-	// GatherWindow is how long after a round that published events the
-	// next round waits for more (0: it never waits). Under a steady stream
-	// of credits the events come one at a time, and a round per event is a
-	// transaction per event; held for this window, the events committed
-	// meanwhile share one round. A notification after a quiet period (no
-	// round published within the window) is relayed at once.
+	// GatherWindow is how long after a round that published events, or
+	// that a notification started, a notification waits before the next
+	// round (0: it never waits). Under a steady stream of credits the
+	// events come one at a time, and a round per event is a transaction per
+	// event; held for this window, the events committed meanwhile share one
+	// round. A notification after a quiet period (no such round within the
+	// window) is relayed at once.
 	GatherWindow time.Duration
 }
 
@@ -68,16 +69,19 @@ func (r *Relay) Run(ctx context.Context) error {
 	wg.Go(func() { r.listen(ctx) })
 	delay := r.opts.PollInterval
 	var outage logging.Outage
-	// gatherUntil is when the last round that published, plus the window,
-	// ends: a notification before it waits until then.
+	// gatherUntil is when the window after the last round that a
+	// notification started, or that published, ends: a notification
+	// before it waits until then. A notified round that found nothing
+	// counts too: with several relays, each is notified of every event and
+	// one of them takes it.
 	var gatherUntil time.Time
+	kicked := false
 	for {
 		failed := false
+		published := 0
 		for {
 			n, err := r.RelayOnce(ctx)
-			if n > 0 && r.opts.GatherWindow > 0 {
-				gatherUntil = time.Now().Add(r.opts.GatherWindow)
-			}
+			published += n
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -90,6 +94,9 @@ func (r *Relay) Run(ctx context.Context) error {
 			if n < r.opts.BatchSize {
 				break
 			}
+		}
+		if !failed && (kicked || published > 0) && r.opts.GatherWindow > 0 {
+			gatherUntil = time.Now().Add(r.opts.GatherWindow)
 		}
 		wait := r.opts.PollInterval
 		if failed {
@@ -107,11 +114,13 @@ func (r *Relay) Run(ctx context.Context) error {
 			timer.Stop()
 			return nil
 		case <-kick:
+			kicked = true
 			if !r.gather(ctx, gatherUntil) {
 				timer.Stop()
 				return nil
 			}
 		case <-timer.C:
+			kicked = false
 		}
 		timer.Stop()
 	}
