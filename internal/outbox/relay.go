@@ -27,8 +27,15 @@ type Options struct {
 	// events come one at a time, and a round per event is a transaction per
 	// event; held for this window, the events committed meanwhile share one
 	// round. A notification after a quiet period (no such round within the
-	// window) is relayed at once.
+	// window) is relayed at once. A round that published is also followed
+	// by another one window later, notified or not: the claim takes only
+	// each aggregate's earliest unpublished event, so an aggregate's next
+	// event, committed before that one was published, is claimable only
+	// now, and no notification will come for it.
 	GatherWindow time.Duration
+	// Channel is the notification channel the relay listens on
+	// (db.OutboxChannel when empty; tests use channels of their own).
+	Channel string
 }
 
 // Relay publishes the outbox's events.
@@ -47,6 +54,9 @@ func New(store *db.Store, publish Publish, opts Options, log *slog.Logger) *Rela
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 500 * time.Millisecond
+	}
+	if opts.Channel == "" {
+		opts.Channel = db.OutboxChannel
 	}
 	if opts.RetryMaxDelay < opts.PollInterval {
 		opts.RetryMaxDelay = 10 * opts.PollInterval
@@ -103,6 +113,9 @@ func (r *Relay) Run(ctx context.Context) error {
 			wait, delay = delay, min(2*delay, r.opts.RetryMaxDelay)
 		} else {
 			delay = r.opts.PollInterval
+			if published > 0 && r.opts.GatherWindow > 0 {
+				wait = r.opts.GatherWindow // the aggregates' next events
+			}
 		}
 		kick := r.kick
 		if failed {
@@ -151,7 +164,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 // listen keeps a LISTEN connection that kicks the relay, reconnecting
 // every RetryMaxDelay while PostgreSQL is away, until ctx ends.
 func (r *Relay) listen(ctx context.Context) {
-	r.store.KeepListening(ctx, db.OutboxChannel, r.Kick, r.opts.RetryMaxDelay, r.opts.RetryMaxDelay, func(err error, retryIn time.Duration) {
+	r.store.KeepListening(ctx, r.opts.Channel, r.Kick, r.opts.RetryMaxDelay, r.opts.RetryMaxDelay, func(err error, retryIn time.Duration) {
 		r.log.Warn("outbox listener lost; polling meanwhile", "error", err, "retry_in", retryIn.String())
 	})
 }
