@@ -377,6 +377,21 @@ func runRelay(t *testing.T, r *outbox.Relay) (stop func()) {
 	return stop
 }
 
+// gatheringRelay starts, for one test, a relay with options opts (on a
+// channel of its own) over a fresh outbox and broker, recording each
+// round's batch, and returns after its first round.
+func gatheringRelay(t *testing.T, opts outbox.Options) (*db.Store, *outbox.Relay, *batchRecorder, jetstream.JetStream, func()) {
+	t.Helper()
+	s := dbtest.New(t)
+	n := startNATS(t)
+	p, js := publisher(t, n, 5*time.Second)
+	rec := &batchRecorder{next: p.Publish}
+	opts.Channel = ownChannel()
+	r := outbox.New(s, rec.publish, opts, quiet)
+	stop := runRelay(t, r)
+	return s, r, rec, js, stop
+}
+
 // insertEvent writes one event of aggregate id, outside the store (no
 // notification: the test kicks the relay itself).
 func insertEvent(t *testing.T, s *db.Store, id string) {
@@ -391,13 +406,8 @@ func insertEvent(t *testing.T, s *db.Store, id string) {
 // when they come within the gather window of the round before: one
 // transaction for both instead of one each.
 func TestEventsWithinTheGatherWindowShareARound(t *testing.T) {
-	s := dbtest.New(t)
-	n := startNATS(t)
-	p, js := publisher(t, n, 5*time.Second)
-	rec := &batchRecorder{next: p.Publish}
 	const window = 2 * time.Second
-	r := outbox.New(s, rec.publish, outbox.Options{PollInterval: time.Hour, GatherWindow: window, Channel: ownChannel()}, quiet)
-	runRelay(t, r)
+	s, r, rec, js, _ := gatheringRelay(t, outbox.Options{PollInterval: time.Hour, GatherWindow: window})
 
 	insertEvent(t, s, "agg-a")
 	r.Kick()
@@ -421,12 +431,7 @@ func TestEventsWithinTheGatherWindowShareARound(t *testing.T) {
 // A notification within the window of the round before waits for the
 // window's end, and is relayed then (not at the next poll).
 func TestAHeldNotificationIsRelayedWhenTheWindowEnds(t *testing.T) {
-	s := dbtest.New(t)
-	n := startNATS(t)
-	p, _ := publisher(t, n, 5*time.Second)
-	rec := &batchRecorder{next: p.Publish}
-	r := outbox.New(s, rec.publish, outbox.Options{PollInterval: time.Hour, GatherWindow: time.Second, Channel: ownChannel()}, quiet)
-	runRelay(t, r)
+	s, r, rec, _, _ := gatheringRelay(t, outbox.Options{PollInterval: time.Hour, GatherWindow: time.Second})
 
 	insertEvent(t, s, "agg-a")
 	r.Kick()
@@ -444,12 +449,7 @@ func TestAHeldNotificationIsRelayedWhenTheWindowEnds(t *testing.T) {
 // window; a relay told to stop while it holds one stops at once (the event
 // stays in the outbox for the next relay).
 func TestTheFirstNotificationIsNotHeldAndAHoldEndsWithTheRelay(t *testing.T) {
-	s := dbtest.New(t)
-	n := startNATS(t)
-	p, _ := publisher(t, n, 5*time.Second)
-	rec := &batchRecorder{next: p.Publish}
-	r := outbox.New(s, rec.publish, outbox.Options{PollInterval: 2 * time.Hour, GatherWindow: time.Hour, Channel: ownChannel()}, quiet)
-	stop := runRelay(t, r)
+	s, r, rec, _, stop := gatheringRelay(t, outbox.Options{PollInterval: 2 * time.Hour, GatherWindow: time.Hour})
 
 	insertEvent(t, s, "agg-a")
 	r.Kick()
@@ -468,12 +468,7 @@ func TestTheFirstNotificationIsNotHeldAndAHoldEndsWithTheRelay(t *testing.T) {
 // A notified round that found nothing holds the window too: with several
 // relays, the one whose claim lost the event holds as the one that took it.
 func TestANotifiedRoundThatFoundNothingHolds(t *testing.T) {
-	s := dbtest.New(t)
-	n := startNATS(t)
-	p, _ := publisher(t, n, 5*time.Second)
-	rec := &batchRecorder{next: p.Publish}
-	r := outbox.New(s, rec.publish, outbox.Options{PollInterval: time.Hour, GatherWindow: time.Second, Channel: ownChannel()}, quiet)
-	runRelay(t, r)
+	s, r, rec, _, _ := gatheringRelay(t, outbox.Options{PollInterval: time.Hour, GatherWindow: time.Second})
 
 	r.Kick() // another relay took the event
 	time.Sleep(100 * time.Millisecond)
@@ -489,12 +484,7 @@ func TestANotifiedRoundThatFoundNothingHolds(t *testing.T) {
 // (a claim takes only each aggregate's earliest): the rounds after the
 // first come a window apart, without a notification, not a poll apart.
 func TestAnAggregatesNextEventFollowsWithinTheWindow(t *testing.T) {
-	s := dbtest.New(t)
-	n := startNATS(t)
-	p, js := publisher(t, n, 5*time.Second)
-	rec := &batchRecorder{next: p.Publish}
-	r := outbox.New(s, rec.publish, outbox.Options{PollInterval: time.Hour, GatherWindow: 100 * time.Millisecond, Channel: ownChannel()}, quiet)
-	runRelay(t, r)
+	s, r, rec, js, _ := gatheringRelay(t, outbox.Options{PollInterval: time.Hour, GatherWindow: 100 * time.Millisecond})
 
 	for range 3 {
 		insertEvent(t, s, "agg-chain")
