@@ -78,15 +78,22 @@ func publisher(t testing.TB, n *natsServer, ackTimeout time.Duration) (*broker.P
 // aggregates, interleaved, each in its own transaction, as producers do.
 func writeEvents(t testing.TB, s *db.Store, aggregates, perAggregate int) {
 	t.Helper()
-	ctx := context.Background()
 	for k := range perAggregate {
 		for a := range aggregates {
-			_, err := s.Pool().Exec(ctx, `
-				INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
-				VALUES ('test', $1, 'test.step', jsonb_build_object('step', $2::int))`, fmt.Sprintf("agg-%04d", a), k)
-			require.NoError(t, err)
+			insertEvent(t, s, fmt.Sprintf("agg-%04d", a), k)
 		}
 	}
+}
+
+// insertEvent writes the event of aggregate id at step, in a transaction
+// of its own, outside the store (no notification: a test that needs one
+// kicks the relay itself).
+func insertEvent(t testing.TB, s *db.Store, id string, step int) {
+	t.Helper()
+	_, err := s.Pool().Exec(context.Background(), `
+		INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
+		VALUES ('test', $1, 'test.step', jsonb_build_object('step', $2::int))`, id, step)
+	require.NoError(t, err)
 }
 
 // streamEvents reads every message of the event stream, in stream order.
@@ -392,16 +399,6 @@ func gatheringRelay(t *testing.T, opts outbox.Options) (*db.Store, *outbox.Relay
 	return s, r, rec, js, stop
 }
 
-// insertEvent writes one event of aggregate id, outside the store (no
-// notification: the test kicks the relay itself).
-func insertEvent(t *testing.T, s *db.Store, id string) {
-	t.Helper()
-	_, err := s.Pool().Exec(context.Background(), `
-		INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)
-		VALUES ('test', $1, 'test.step', '{}')`, id)
-	require.NoError(t, err)
-}
-
 // Events committed one at a time, as credits write them, share a round
 // when they come within the gather window of the round before: one
 // transaction for both instead of one each.
@@ -409,15 +406,15 @@ func TestEventsWithinTheGatherWindowShareARound(t *testing.T) {
 	const window = 2 * time.Second
 	s, r, rec, js, _ := gatheringRelay(t, outbox.Options{PollInterval: time.Hour, GatherWindow: window})
 
-	insertEvent(t, s, "agg-a")
+	insertEvent(t, s, "agg-a", 0)
 	r.Kick()
 	require.Eventually(t, func() bool { return len(rec.sizes()) == 1 }, 10*time.Second, 5*time.Millisecond)
 	published := time.Now()
 	// Within the window of that round: two events, notified apart.
-	insertEvent(t, s, "agg-b")
+	insertEvent(t, s, "agg-b", 0)
 	r.Kick()
 	time.Sleep(100 * time.Millisecond)
-	insertEvent(t, s, "agg-c")
+	insertEvent(t, s, "agg-c", 0)
 	r.Kick()
 	if time.Since(published) > window*3/4 {
 		t.Skip("the machine took most of the window to write two events; the test can't tell a gathered round from two")
@@ -433,10 +430,10 @@ func TestEventsWithinTheGatherWindowShareARound(t *testing.T) {
 func TestAHeldNotificationIsRelayedWhenTheWindowEnds(t *testing.T) {
 	s, r, rec, _, _ := gatheringRelay(t, outbox.Options{PollInterval: time.Hour, GatherWindow: time.Second})
 
-	insertEvent(t, s, "agg-a")
+	insertEvent(t, s, "agg-a", 0)
 	r.Kick()
 	require.Eventually(t, func() bool { return len(rec.sizes()) == 1 }, 10*time.Second, 5*time.Millisecond)
-	insertEvent(t, s, "agg-b")
+	insertEvent(t, s, "agg-b", 0)
 	r.Kick()
 	time.Sleep(300 * time.Millisecond)
 	require.EqualValues(t, 1, lag(t, s), "the second event waits for the window of the round before")
@@ -451,12 +448,12 @@ func TestAHeldNotificationIsRelayedWhenTheWindowEnds(t *testing.T) {
 func TestTheFirstNotificationIsNotHeldAndAHoldEndsWithTheRelay(t *testing.T) {
 	s, r, rec, _, stop := gatheringRelay(t, outbox.Options{PollInterval: 2 * time.Hour, GatherWindow: time.Hour})
 
-	insertEvent(t, s, "agg-a")
+	insertEvent(t, s, "agg-a", 0)
 	r.Kick()
 	require.Eventually(t, func() bool { return lag(t, s) == 0 }, 10*time.Second, 10*time.Millisecond,
 		"the first event is relayed at once, not after the hour's window")
 
-	insertEvent(t, s, "agg-b")
+	insertEvent(t, s, "agg-b", 0)
 	r.Kick()
 	time.Sleep(300 * time.Millisecond)
 	require.EqualValues(t, 1, lag(t, s), "the second event is held by the hour's window")
@@ -472,7 +469,7 @@ func TestANotifiedRoundThatFoundNothingHolds(t *testing.T) {
 
 	r.Kick() // another relay took the event
 	time.Sleep(100 * time.Millisecond)
-	insertEvent(t, s, "agg-a")
+	insertEvent(t, s, "agg-a", 0)
 	r.Kick()
 	time.Sleep(300 * time.Millisecond)
 	require.EqualValues(t, 1, lag(t, s), "the event waits for the window of the empty notified round")
@@ -486,8 +483,8 @@ func TestANotifiedRoundThatFoundNothingHolds(t *testing.T) {
 func TestAnAggregatesNextEventFollowsWithinTheWindow(t *testing.T) {
 	s, r, rec, js, _ := gatheringRelay(t, outbox.Options{PollInterval: time.Hour, GatherWindow: 100 * time.Millisecond})
 
-	for range 3 {
-		insertEvent(t, s, "agg-chain")
+	for step := range 3 {
+		insertEvent(t, s, "agg-chain", step)
 	}
 	r.Kick() // one notification for the three, as the waker coalesces them
 	require.Eventually(t, func() bool { return lag(t, s) == 0 }, 10*time.Second, 10*time.Millisecond,
