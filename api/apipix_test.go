@@ -13,6 +13,7 @@ import (
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/notification"
 	"github.com/pixbank/pix/internal/pix"
 )
 
@@ -166,7 +167,7 @@ func requireAPIPixRefusals(t *testing.T, url string) {
 		})
 	}
 	t.Run("oversized batch", func(t *testing.T) {
-		items := make([]string, api.MaxAPIPixBatch+1)
+		items := make([]string, notification.MaxAPIPixBatch+1)
 		for i := range items {
 			items[i] = apiPixItem(t, fmt.Sprintf("E12345678202611291200%011d", i), map[string]string{"chave": ""})
 		}
@@ -176,7 +177,7 @@ func requireAPIPixRefusals(t *testing.T, url string) {
 		require.Equal(t, api.CodeBatchTooLarge, code)
 	})
 	t.Run("oversized body", func(t *testing.T) {
-		r := do(t, http.MethodPost, url, "application/json", batch(apiPixItem(t, validID, map[string]string{"infoPagador": `"` + strings.Repeat("x", api.MaxAPIPixBodyBytes) + `"`})))
+		r := do(t, http.MethodPost, url, "application/json", batch(apiPixItem(t, validID, map[string]string{"infoPagador": `"` + strings.Repeat("x", notification.MaxAPIPixBodyBytes) + `"`})))
 		require.Equal(t, http.StatusRequestEntityTooLarge, r.status)
 		code, _ := errorOf(t, r)
 		require.Equal(t, api.CodePayloadTooLarge, code)

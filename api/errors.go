@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/notification"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/webhooksig"
 )
@@ -93,6 +94,7 @@ func errorResponse(err error) (int, ErrorDetail) {
 	var valErr *pix.ValidationError
 	var unprocessable *unprocessableError
 	var item *pix.ItemError
+	var batch *notification.BatchTooLargeError
 	if errors.As(err, &unprocessable) {
 		_, detail := errorResponse(unprocessable.err)
 		return http.StatusUnprocessableEntity, detail
@@ -103,6 +105,8 @@ func errorResponse(err error) (int, ErrorDetail) {
 		return bearerErr.status, ErrorDetail{bearerErr.code, bearerErr.msg}
 	case errors.As(err, &reqErr):
 		return reqErr.status, ErrorDetail{reqErr.code, reqErr.msg}
+	case errors.As(err, &batch):
+		return http.StatusRequestEntityTooLarge, ErrorDetail{CodeBatchTooLarge, batch.Error()}
 	case errors.As(err, &valErr):
 		return http.StatusBadRequest, ErrorDetail{CodeInvalidRequest, valErr.Error()}
 	case errors.Is(err, webhooksig.ErrMissingSignature):

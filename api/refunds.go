@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/notification"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/workflows"
@@ -88,10 +89,10 @@ func decodeRefundRequest(endToEndID string, body []byte) (pix.RefundRequest, err
 	if !pix.ValidEndToEndID(endToEndID) {
 		return r, pix.Invalid("end_to_end_id", "must be 32 letters or digits starting with E")
 	}
-	if err := checkJSON(body); err != nil {
+	if err := notification.CheckJSON(body); err != nil {
 		return r, err
 	}
-	m, err := decodeObject(body, "body")
+	m, err := notification.DecodeObject(body, "body")
 	if err != nil {
 		return r, err
 	}
@@ -102,20 +103,20 @@ func decodeRefundRequest(endToEndID string, body []byte) (pix.RefundRequest, err
 			return r, pix.Invalid(k, "is not a field of a refund (amount_cents, reason)")
 		}
 	}
-	if r.AmountCents, err = amountCents(m["amount_cents"]); err != nil {
+	if r.AmountCents, err = notification.AmountCents(m["amount_cents"]); err != nil {
 		return r, err
 	}
 	if r.AmountCents > psp.MaxValorCents {
 		return r, pix.Invalid("amount_cents", "must be at most %d", psp.MaxValorCents)
 	}
-	if present(m["reason"]) {
-		if r.Reason, err = requiredString(m["reason"], "reason"); err != nil {
+	if notification.Present(m["reason"]) {
+		if r.Reason, err = notification.RequiredString(m["reason"], "reason"); err != nil {
 			return r, err
 		}
 		// The reason goes to the PSP and to the payer's statement: no
 		// control or invisible formatting characters (bidi overrides,
 		// zero-width joiners) that would make it read otherwise.
-		if utf8.RuneCountInString(r.Reason) > pix.MaxRefundReasonLength || hasControl(r.Reason) ||
+		if utf8.RuneCountInString(r.Reason) > pix.MaxRefundReasonLength || notification.HasControl(r.Reason) ||
 			strings.ContainsFunc(r.Reason, func(c rune) bool { return unicode.Is(unicode.Cf, c) }) {
 			return r, pix.Invalid("reason", "must be at most %d characters, none of them a control or formatting character", pix.MaxRefundReasonLength)
 		}

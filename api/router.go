@@ -22,6 +22,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/metrics"
+	"github.com/pixbank/pix/internal/notification"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tracing"
 	"github.com/pixbank/pix/internal/webhooksig"
@@ -134,7 +135,7 @@ func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 		webhooks := r.Group("/webhooks", h.countRejections, h.requireClientCert)
 		webhooks.POST("/pix", h.authenticWebhook(MaxWebhookBytes), h.receiveWebhook)
 		// The API Pix PSP appends /pix to the URL the bank registers.
-		webhooks.POST("/api-pix/pix", h.authenticWebhook(MaxAPIPixBodyBytes), h.receiveAPIPixWebhook)
+		webhooks.POST("/api-pix/pix", h.authenticWebhook(notification.MaxAPIPixBodyBytes), h.receiveAPIPixWebhook)
 		if err := serveContract(r, openapi.Webhooks); err != nil {
 			return nil, err
 		}
@@ -207,7 +208,7 @@ type handlers struct{ Deps }
 // receiveWebhook stores a PSP notification and acknowledges it: 202 once the
 // inbox row is committed. It never waits for Temporal.
 func (h *handlers) receiveWebhook(c *gin.Context) {
-	n, err := decodeNotification(c.MustGet(ctxBody).([]byte))
+	n, err := notification.DecodeNative(c.MustGet(ctxBody).([]byte))
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
@@ -233,7 +234,7 @@ func (h *handlers) receiveWebhook(c *gin.Context) {
 // receiveAPIPixWebhook stores the PIX of an API Pix notification, all in one
 // transaction, and answers 200 (the spec's code) once every one is committed.
 func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
-	ns, err := decodeAPIPix(c.MustGet(ctxBody).([]byte))
+	ns, err := notification.DecodeAPIPix(c.MustGet(ctxBody).([]byte))
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
+	"github.com/pixbank/pix/internal/notification"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/workflows"
 )
@@ -97,7 +98,7 @@ func idempotencyKey(header string) (uuid.UUID, error) {
 // another request); a body that isn't JSON is hashed as it is.
 func requestHash(body []byte) string {
 	canonical := body
-	if checkJSON(body) == nil {
+	if notification.CheckJSON(body) == nil {
 		var v any
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.UseNumber() // numbers keep their text: 15000 stays 15000
@@ -115,10 +116,10 @@ func requestHash(body []byte) string {
 // webhooks, members we don't know are refused: a customer app that sends
 // "amount" in reais must hear about it.
 func decodeTransferRequest(body []byte) (pix.TransferRequest, error) {
-	if err := checkJSON(body); err != nil {
+	if err := notification.CheckJSON(body); err != nil {
 		return pix.TransferRequest{}, err
 	}
-	m, err := decodeObject(body, "body")
+	m, err := notification.DecodeObject(body, "body")
 	if err != nil {
 		return pix.TransferRequest{}, err
 	}
@@ -130,26 +131,26 @@ func decodeTransferRequest(body []byte) (pix.TransferRequest, error) {
 		}
 	}
 	var r pix.TransferRequest
-	if r.AccountID, err = requiredString(m["account_id"], "account_id"); err != nil {
+	if r.AccountID, err = notification.RequiredString(m["account_id"], "account_id"); err != nil {
 		return r, err
 	}
-	if l := utf8.RuneCountInString(r.AccountID); l < 1 || l > pix.MaxAccountIDLength || hasControl(r.AccountID) {
+	if l := utf8.RuneCountInString(r.AccountID); l < 1 || l > pix.MaxAccountIDLength || notification.HasControl(r.AccountID) {
 		return r, pix.Invalid("account_id", "must be 1 to %d characters, none of them a control character", pix.MaxAccountIDLength)
 	}
-	if r.AmountCents, err = amountCents(m["amount_cents"]); err != nil {
+	if r.AmountCents, err = notification.AmountCents(m["amount_cents"]); err != nil {
 		return r, err
 	}
-	if r.PixKey, err = requiredString(m["pix_key"], "pix_key"); err != nil {
+	if r.PixKey, err = notification.RequiredString(m["pix_key"], "pix_key"); err != nil {
 		return r, err
 	}
-	if l := utf8.RuneCountInString(r.PixKey); l < 1 || l > maxPixKeyLength || hasControl(r.PixKey) {
-		return r, pix.Invalid("pix_key", "must be 1 to %d characters, none of them a control character", maxPixKeyLength)
+	if l := utf8.RuneCountInString(r.PixKey); l < 1 || l > notification.MaxPixKeyLength || notification.HasControl(r.PixKey) {
+		return r, pix.Invalid("pix_key", "must be 1 to %d characters, none of them a control character", notification.MaxPixKeyLength)
 	}
-	if present(m["description"]) {
-		if r.Description, err = requiredString(m["description"], "description"); err != nil {
+	if notification.Present(m["description"]) {
+		if r.Description, err = notification.RequiredString(m["description"], "description"); err != nil {
 			return r, err
 		}
-		if utf8.RuneCountInString(r.Description) > maxDescriptionLength || hasControl(r.Description) {
+		if utf8.RuneCountInString(r.Description) > maxDescriptionLength || notification.HasControl(r.Description) {
 			return r, pix.Invalid("description", "must be at most %d characters, none of them a control character", maxDescriptionLength)
 		}
 	}

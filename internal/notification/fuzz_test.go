@@ -1,4 +1,4 @@
-package api
+package notification
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ func FuzzDecodeNotification(f *testing.F) {
 	f.Add([]byte(`{"end_to_end_id":"E1234567820261129120000000000001","account_id":"acc","amount_cents":1,"amount_cents":2}`))
 	f.Add([]byte(`{"a":[[[[{"b":"\u0000"}]]]]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		n, err := decodeNotification(body)
+		n, err := DecodeNative(body)
 		if err != nil {
 			return
 		}
@@ -33,7 +33,7 @@ func FuzzDecodeNotification(f *testing.F) {
 		if n.AmountCents < 1 || n.AmountCents > pix.MaxAmountCents {
 			t.Fatalf("accepted amount %d", n.AmountCents)
 		}
-		if n.AccountID == "" || utf8.RuneCountInString(n.AccountID) > pix.MaxAccountIDLength || hasControl(n.AccountID) {
+		if n.AccountID == "" || utf8.RuneCountInString(n.AccountID) > pix.MaxAccountIDLength || HasControl(n.AccountID) {
 			t.Fatalf("accepted account_id %q", n.AccountID)
 		}
 		if strings.Contains(string(body), `\u0000`) && !strings.Contains(string(body), `\\u0000`) {
@@ -50,7 +50,7 @@ func FuzzDecodeAPIPix(f *testing.F) {
 	f.Add([]byte(`{"pix":[{"endToEndId":"E1234567820261129120000000000001","txid":"abc","valor":"1.00","valor":"2.00","horario":"2026-11-29T12:00:00Z"}]}`))
 	f.Add([]byte(`{"pix":[]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ns, err := decodeAPIPix(body)
+		ns, err := DecodeAPIPix(body)
 		if err != nil {
 			return
 		}

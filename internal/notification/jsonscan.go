@@ -1,4 +1,4 @@
-package api
+package notification
 
 import (
 	"bytes"
@@ -7,14 +7,14 @@ import (
 )
 
 // The fast path of the webhook decoders: one pass over the body that checks
-// what checkJSON checks (one JSON value, no key twice in an object, no NUL
+// what CheckJSON checks (one JSON value, no key twice in an object, no NUL
 // character, nesting at most maxJSONDepth) and finds the members the
 // decoders read, without a token, a map or a copy per member. It only ever
 // says "accepted, and here is what was sent" or "not sure": anything it
 // does not take for certain (an error of any kind, an escaped or non-ASCII
 // key, a NUL escape, an object of more than fastMaxMembers members, space
-// after the value other than JSON's) goes to the slow path, checkJSON and
-// decodeObject, which decides and says why with the same words as always.
+// after the value other than JSON's) goes to the slow path, CheckJSON and
+// DecodeObject, which decides and says why with the same words as always.
 // FuzzFastDecodersMatchTheOracle holds both paths to the decoders as they
 // were before the fast path (oracle_test.go).
 
@@ -137,7 +137,7 @@ func skipDigits(data []byte, i int) int {
 // scanString checks the string at data[i] (a '"') and returns the index
 // just after its closing quote. plain says that it holds neither an escape
 // nor a byte outside ASCII: its bytes are then its decoded text. A \u0000
-// escape (the NUL character, which checkJSON refuses) is not ok.
+// escape (the NUL character, which CheckJSON refuses) is not ok.
 func scanString(data []byte, i int) (end int, plain, ok bool) {
 	plain = true
 	for i++; i < len(data); {
@@ -318,7 +318,7 @@ func fastString(raw []byte) (s string, ok bool) {
 }
 
 // isNull reports whether raw, a member's value, is absent or null
-// (present's negation).
+// (Present's negation).
 func isNull(raw []byte) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }

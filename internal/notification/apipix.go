@@ -1,9 +1,8 @@
-package api
+package notification
 
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,8 +18,8 @@ const (
 	MaxAPIPixBodyBytes = 1 << 20
 	// MaxAPIPixBatch is the most PIX one request may notify.
 	MaxAPIPixBatch = 1000
-	// maxPixKeyLength is the spec's maxLength of chave.
-	maxPixKeyLength = 77
+	// MaxPixKeyLength is the spec's maxLength of chave.
+	MaxPixKeyLength = 77
 )
 
 var (
@@ -32,7 +31,15 @@ var (
 	txidPattern = regexp.MustCompile(`^[A-Za-z0-9]{1,35}$`)
 )
 
-// decodeAPIPix validates an API Pix webhook body, {"pix":[...]}, into one
+// BatchTooLargeError refuses an API Pix body with more than MaxAPIPixBatch
+// PIX: the webhook routes answer it 413.
+type BatchTooLargeError struct{ Items int }
+
+func (e *BatchTooLargeError) Error() string {
+	return fmt.Sprintf("pix holds %d items; at most %d per request", e.Items, MaxAPIPixBatch)
+}
+
+// DecodeAPIPix validates an API Pix webhook body, {"pix":[...]}, into one
 // notification per item. Strict where money is decided (endToEndId, valor,
 // and chave/txid, which find the account); tolerant with informational
 // fields (infoPagador, componentesValor, devolucoes as an object or an array,
@@ -40,14 +47,14 @@ var (
 //
 // A body the fast path takes is decoded in one pass; any other is
 // decided, and refused with its reason, by decodeAPIPixSlow.
-func decodeAPIPix(body []byte) ([]pix.Notification, error) {
+func DecodeAPIPix(body []byte) ([]pix.Notification, error) {
 	if ns, ok := decodeAPIPixFast(body); ok {
 		return ns, nil
 	}
 	return decodeAPIPixSlow(body)
 }
 
-// decodeAPIPixFast is decodeAPIPix in one pass over the body (jsonscan.go):
+// decodeAPIPixFast is DecodeAPIPix in one pass over the body (jsonscan.go):
 // the items of the top object's "pix" are decoded as they are checked. ok
 // is false for a body it does not take, which decodeAPIPixSlow then
 // judges.
@@ -145,7 +152,7 @@ func scanAPIPixItems(body []byte, i int) (end int, ns []pix.Notification, ok boo
 	}
 }
 
-// decodeAPIPixItemFast is decodeAPIPixItem for an item (its members m, its
+// decodeAPIPixItemFast is DecodeAPIPixItem for an item (its members m, its
 // bytes raw) that holds every rule.
 func decodeAPIPixItemFast(m *jsonMembers, raw []byte) (n pix.Notification, ok bool) {
 	n = pix.Notification{Source: pix.SourceAPIPix, Payload: raw}
@@ -170,7 +177,7 @@ func decodeAPIPixItemFast(m *jsonMembers, raw []byte) (n pix.Notification, ok bo
 		if n.PixKey, ok = fastString(v); !ok {
 			return pix.Notification{}, false
 		}
-		if l := utf8.RuneCountInString(n.PixKey); l < 1 || l > maxPixKeyLength || hasControl(n.PixKey) {
+		if l := utf8.RuneCountInString(n.PixKey); l < 1 || l > MaxPixKeyLength || HasControl(n.PixKey) {
 			return pix.Notification{}, false
 		}
 	}
@@ -215,14 +222,14 @@ func validTxID(s string) bool {
 // decodeAPIPixSlow is the authority on an API Pix body: it decides what
 // the fast path left, and says why it refuses.
 func decodeAPIPixSlow(body []byte) ([]pix.Notification, error) {
-	if err := checkJSON(body); err != nil {
+	if err := CheckJSON(body); err != nil {
 		return nil, err
 	}
-	top, err := decodeObject(body, "body")
+	top, err := DecodeObject(body, "body")
 	if err != nil {
 		return nil, err
 	}
-	if !present(top["pix"]) {
+	if !Present(top["pix"]) {
 		return nil, pix.Invalid("pix", "is required")
 	}
 	var items []json.RawMessage
@@ -233,51 +240,50 @@ func decodeAPIPixSlow(body []byte) ([]pix.Notification, error) {
 		return nil, pix.Invalid("pix", "must hold at least one PIX")
 	}
 	if len(items) > MaxAPIPixBatch {
-		return nil, &requestError{http.StatusRequestEntityTooLarge, CodeBatchTooLarge,
-			fmt.Sprintf("pix holds %d items; at most %d per request", len(items), MaxAPIPixBatch)}
+		return nil, &BatchTooLargeError{Items: len(items)}
 	}
 	ns := make([]pix.Notification, len(items))
 	for i, item := range items {
-		if ns[i], err = decodeAPIPixItem(item, "pix["+strconv.Itoa(i)+"]"); err != nil {
+		if ns[i], err = DecodeAPIPixItem(item, "pix["+strconv.Itoa(i)+"]"); err != nil {
 			return nil, err
 		}
 	}
 	return ns, nil
 }
 
-func decodeAPIPixItem(raw json.RawMessage, path string) (pix.Notification, error) {
-	m, err := decodeObject(raw, path)
+func DecodeAPIPixItem(raw json.RawMessage, path string) (pix.Notification, error) {
+	m, err := DecodeObject(raw, path)
 	if err != nil {
 		return pix.Notification{}, err
 	}
 	n := pix.Notification{Source: pix.SourceAPIPix, Payload: raw}
 	field := func(name string) string { return path + "." + name }
-	if n.EndToEndID, err = requiredString(m["endToEndId"], field("endToEndId")); err != nil {
+	if n.EndToEndID, err = RequiredString(m["endToEndId"], field("endToEndId")); err != nil {
 		return pix.Notification{}, err
 	}
 	if !pix.ValidEndToEndID(n.EndToEndID) {
 		return pix.Notification{}, pix.Invalid(field("endToEndId"), "must be 32 letters or digits starting with E")
 	}
-	valor, err := requiredString(m["valor"], field("valor"))
+	valor, err := RequiredString(m["valor"], field("valor"))
 	if err != nil {
 		return pix.Notification{}, err
 	}
 	if n.AmountCents, err = valorCents(valor); err != nil {
 		return pix.Notification{}, pix.Invalid(field("valor"), "%v", err)
 	}
-	if _, err := timestamp(m["horario"], field("horario")); err != nil {
+	if _, err := Timestamp(m["horario"], field("horario")); err != nil {
 		return pix.Notification{}, err
 	}
-	if present(m["chave"]) {
-		if n.PixKey, err = requiredString(m["chave"], field("chave")); err != nil {
+	if Present(m["chave"]) {
+		if n.PixKey, err = RequiredString(m["chave"], field("chave")); err != nil {
 			return pix.Notification{}, err
 		}
-		if l := utf8.RuneCountInString(n.PixKey); l < 1 || l > maxPixKeyLength || hasControl(n.PixKey) {
-			return pix.Notification{}, pix.Invalid(field("chave"), "must be 1 to %d characters, none of them a control character", maxPixKeyLength)
+		if l := utf8.RuneCountInString(n.PixKey); l < 1 || l > MaxPixKeyLength || HasControl(n.PixKey) {
+			return pix.Notification{}, pix.Invalid(field("chave"), "must be 1 to %d characters, none of them a control character", MaxPixKeyLength)
 		}
 	}
-	if present(m["txid"]) {
-		if n.TxID, err = requiredString(m["txid"], field("txid")); err != nil {
+	if Present(m["txid"]) {
+		if n.TxID, err = RequiredString(m["txid"], field("txid")); err != nil {
 			return pix.Notification{}, err
 		}
 		if !txidPattern.MatchString(n.TxID) {
@@ -287,7 +293,7 @@ func decodeAPIPixItem(raw json.RawMessage, path string) (pix.Notification, error
 	if n.PixKey == "" && n.TxID == "" {
 		return pix.Notification{}, pix.Invalid(path, "must carry chave or txid: the receiving account is found through one of them")
 	}
-	if d := m["devolucoes"]; present(d) && strings.TrimSpace(string(d)) != "[]" {
+	if d := m["devolucoes"]; Present(d) && strings.TrimSpace(string(d)) != "[]" {
 		n.RefundNotice = d
 	}
 	return n, nil

@@ -1,4 +1,4 @@
-package api
+package notification
 
 // The webhook decoders as they were before the fast path (jsoncheck.go,
 // webhook.go and apipix.go at 3897fbc), kept verbatim but for their names:
@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -291,8 +290,7 @@ func oracleDecodeAPIPix(body []byte) ([]pix.Notification, error) {
 		return nil, pix.Invalid("pix", "must hold at least one PIX")
 	}
 	if len(items) > MaxAPIPixBatch {
-		return nil, &requestError{http.StatusRequestEntityTooLarge, CodeBatchTooLarge,
-			fmt.Sprintf("pix holds %d items; at most %d per request", len(items), MaxAPIPixBatch)}
+		return nil, &BatchTooLargeError{Items: len(items)}
 	}
 	ns := make([]pix.Notification, len(items))
 	for i, item := range items {
@@ -330,8 +328,8 @@ func oracleDecodeAPIPixItem(raw json.RawMessage, path string) (pix.Notification,
 		if n.PixKey, err = oracleRequiredString(m["chave"], field("chave")); err != nil {
 			return pix.Notification{}, err
 		}
-		if l := utf8.RuneCountInString(n.PixKey); l < 1 || l > maxPixKeyLength || oracleHasControl(n.PixKey) {
-			return pix.Notification{}, pix.Invalid(field("chave"), "must be 1 to %d characters, none of them a control character", maxPixKeyLength)
+		if l := utf8.RuneCountInString(n.PixKey); l < 1 || l > MaxPixKeyLength || oracleHasControl(n.PixKey) {
+			return pix.Notification{}, pix.Invalid(field("chave"), "must be 1 to %d characters, none of them a control character", MaxPixKeyLength)
 		}
 	}
 	if oraclePresent(m["txid"]) {

@@ -1,4 +1,4 @@
-package api
+package notification
 
 import (
 	"bytes"
@@ -15,14 +15,14 @@ import (
 // four levels, the rest is room for informational fields.
 const maxJSONDepth = 32
 
-// checkJSON refuses, with the offending field's path, what encoding/json
+// CheckJSON refuses, with the offending field's path, what encoding/json
 // would let through silently and what we must not store:
 //   - anything but exactly one JSON value;
 //   - a key repeated in one object: parsers disagree on which copy wins, so
 //     {"valor":"1.00","valor":"1000.00"} could mean two amounts to two readers;
 //   - the NUL character in a string or key (PostgreSQL's jsonb can't hold it);
 //   - nesting deeper than maxJSONDepth.
-func checkJSON(body []byte) error {
+func CheckJSON(body []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	type frame struct {
@@ -124,10 +124,10 @@ func checkJSON(body []byte) error {
 	return nil
 }
 
-// decodeObject decodes one JSON object (checked by checkJSON) into its
+// DecodeObject decodes one JSON object (checked by CheckJSON) into its
 // members by exact key: encoding/json's struct decoding would also match
 // "VALOR" or "Valor" to a field named valor.
-func decodeObject(raw json.RawMessage, field string) (map[string]json.RawMessage, error) {
+func DecodeObject(raw json.RawMessage, field string) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return nil, pix.Invalid(field, "must be a JSON object")
