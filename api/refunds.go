@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"unicode"
@@ -162,52 +161,9 @@ func (h *handlers) creditRefunds(ctx context.Context, credit pix.Credit) (credit
 	return creditSection{Name: "refunds", Value: views}, nil
 }
 
-// refundItem is the part of an API Pix devolucoes item the bank reads.
-type refundItem struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-}
-
 // noteRefundOutcomes records, for the refund sagas, the outcomes the PSP's
-// webhook announced in its devolucoes (DEVOLVIDO, NAO_REALIZADO) of PIX we
-// refunded: the dispatcher signals them to the refunds' runs, which confirm
-// them with the PSP's record. devolucoes is informational in the webhook:
-// an item that can't be read is skipped (logged), never a refusal.
+// webhook announced in its devolucoes of PIX we refunded
+// (db.NoteRefundNotices, which the PSP catch-up runs too).
 func (h *handlers) noteRefundOutcomes(ctx context.Context, ns []pix.Notification) error {
-	var notices []db.RefundNotice
-	for _, n := range ns {
-		if len(n.RefundNotice) == 0 {
-			continue
-		}
-		var items []refundItem
-		if err := json.Unmarshal(n.RefundNotice, &items); err != nil {
-			var one refundItem // devolucoes as one object, as some PSPs send it
-			if err := json.Unmarshal(n.RefundNotice, &one); err != nil {
-				h.Logger.WarnContext(ctx, "devolucoes not understood; polling decides", "end_to_end_id", n.EndToEndID, "error", err)
-				continue
-			}
-			items = []refundItem{one}
-		}
-		for _, it := range items {
-			if !pix.ValidRefundID(it.ID) || !psp.RefundStatus(it.Status).Final() {
-				continue
-			}
-			notices = append(notices, db.RefundNotice{ID: it.ID, EndToEndID: n.EndToEndID, Status: it.Status})
-		}
-	}
-	if len(notices) == 0 {
-		return nil
-	}
-	noted, err := h.Store.NoteRefundOutcomes(ctx, notices)
-	if err != nil {
-		return fmt.Errorf("note refund outcomes: %w", err)
-	}
-	for _, id := range noted.Open {
-		h.Logger.InfoContext(ctx, "psp notice of a devolução's outcome noted", "refund_id", id, "workflow_id", workflows.RefundWorkflowID(id))
-	}
-	for _, n := range noted.Contradicted {
-		h.Logger.ErrorContext(ctx, "psp notice contradicts a final refund; a human must look (the reconciliation reports it too)",
-			"refund_id", n.ID, "end_to_end_id", n.EndToEndID, "notice", n.Status, "workflow_id", workflows.RefundWorkflowID(n.ID))
-	}
-	return nil
+	return db.NoteRefundNotices(ctx, h.Store, h.Logger, ns)
 }

@@ -40,6 +40,8 @@ type Deps struct {
 	// Activities are the credits', transfers' and maintenance activities.
 	Activities *activities.Activities
 	Refunds    *activities.Refunds
+	// CatchUp are the PSP catch-up's (maintenance family).
+	CatchUp *activities.CatchUp
 }
 
 // New builds one worker per family (workflows.Families), each on its
@@ -73,7 +75,7 @@ type Registry interface {
 var families = map[workflows.Family]func(Registry, Deps){
 	workflows.Credits:     registerCredits,
 	workflows.Transfers:   registerTransfers,
-	workflows.Maintenance: registerMaintenance,
+	workflows.Maintenance: func(w Registry, d Deps) { registerMaintenance(w, d); registerCatchUp(w, d) },
 	workflows.Refunds:     registerRefunds,
 }
 
@@ -132,6 +134,13 @@ func registerMaintenance(w Registry, d Deps) {
 	w.RegisterActivity(d.Activities.DeletePublishedEvents)
 	w.RegisterActivity(d.Activities.DeleteDoneInboxRows)
 	w.RegisterActivity(d.Activities.ReconcileBooks)
+}
+
+// registerCatchUp registers the PSP catch-up, on the maintenance queue
+// only: it never ran on the credits' queue (unlike registerMaintenance's).
+func registerCatchUp(w Registry, d Deps) {
+	w.RegisterWorkflowWithOptions(workflows.PSPCatchUp, workflow.RegisterOptions{Name: workflows.PSPCatchUpWorkflowName})
+	w.RegisterActivity(d.CatchUp)
 }
 
 // Run starts the workers together and runs them until ctx is done, or

@@ -62,15 +62,21 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	require.Equal(t, []string{"AwaitSettlement", "RefundTransfer", "SettleTransfer", "SubmitTransfer"}, transfers.activities)
 
 	maintenance := of(workflows.Maintenance)
-	require.Equal(t, []string{workflows.ReconcileWorkflowName, workflows.RetentionWorkflowName}, maintenance.workflows)
-	require.Equal(t, []string{"DeleteDoneInboxRows", "DeleteExpiredIdempotencyKeys", "DeletePublishedEvents", "ReconcileBooks"}, maintenance.activities)
+	require.Equal(t, []string{workflows.PSPCatchUpWorkflowName, workflows.ReconcileWorkflowName, workflows.RetentionWorkflowName}, maintenance.workflows)
+	catchUp := []string{"AdvanceCatchUp", "BeginCatchUp", "ListPSPWindow"}
+	legacyMaintenance := []string{"DeleteDoneInboxRows", "DeleteExpiredIdempotencyKeys", "DeletePublishedEvents", "ReconcileBooks"}
+	require.ElementsMatch(t, append(catchUp, legacyMaintenance...), maintenance.activities)
 
 	// Deploy safety: transfers, retention and reconciliation runs begun on
 	// pix-credit before each family had its queue still find a worker
 	// there.
 	credits := of(workflows.Credits)
 	require.Equal(t, []string{workflows.CreditWorkflowName, workflows.ReconcileWorkflowName, workflows.RetentionWorkflowName, workflows.TransferWorkflowName}, credits.workflows)
-	require.Subset(t, credits.activities, append(transfers.activities, maintenance.activities...))
+	require.Subset(t, credits.activities, append(transfers.activities, legacyMaintenance...))
+	// The PSP catch-up never ran on pix-credit: only the maintenance queue has it.
+	for _, name := range catchUp {
+		require.NotContains(t, credits.activities, name)
+	}
 
 	// Every activity is registered by one family; every family registers.
 	var exported []string

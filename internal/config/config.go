@@ -148,6 +148,13 @@ type Config struct {
 	RetentionInterval  time.Duration
 	// ReconcileInterval is how often the reconciliation Schedule checks the books.
 	ReconcileInterval time.Duration
+	// The PSP catch-up (docs/operations.md, "The PSP catch-up"): how often
+	// its Schedule lists the PSP's record (0: off, the Schedule deleted),
+	// how far before the covered window's end each run starts, and how far
+	// back the first run looks.
+	PSPCatchUpInterval time.Duration
+	PSPCatchUpOverlap  time.Duration
+	PSPCatchUpLookback time.Duration
 
 	// CreditListingInInput is CREDIT_LISTING_IN_INPUT: the dispatcher names
 	// the credit's listing version in its input (no version marker: the
@@ -235,6 +242,9 @@ func Default() Config {
 		InboxRetention:     30 * 24 * time.Hour,
 		RetentionInterval:  time.Hour,
 		ReconcileInterval:  15 * time.Minute,
+		PSPCatchUpInterval: time.Minute,
+		PSPCatchUpOverlap:  10 * time.Minute,
+		PSPCatchUpLookback: 24 * time.Hour,
 
 		InboxAttemptsMax:      r.MaxAttempts,
 		InboxRetryInitial:     r.InitialInterval,
@@ -521,6 +531,9 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	dur("INBOX_RETENTION", &c.InboxRetention)
 	dur("RETENTION_INTERVAL", &c.RetentionInterval)
 	dur("RECONCILE_INTERVAL", &c.ReconcileInterval)
+	waitDur("PSP_CATCHUP_INTERVAL", "1m", 0, &c.PSPCatchUpInterval)
+	waitDur("PSP_CATCHUP_OVERLAP", "10m", 0, &c.PSPCatchUpOverlap)
+	waitDur("PSP_CATCHUP_LOOKBACK", "24h", 0, &c.PSPCatchUpLookback)
 	dur("TRANSFER_SETTLEMENT_TIMEOUT", &c.TransferSettlementTimeout)
 	dur("TRANSFER_SETTLEMENT_POLL_MAX", &c.TransferSettlementPollMax)
 	dur("REFUND_POLL_MAX", &c.RefundPollMax)

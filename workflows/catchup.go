@@ -1,0 +1,128 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/activities"
+)
+
+// PSPCatchUpWorkflowName is the registered name of PSPCatchUp.
+const PSPCatchUpWorkflowName = "PixPSPCatchUp"
+
+// PSPCatchUpScheduleID is the Temporal Schedule that runs the PSP catch-up
+// of the workers of one TEMPORAL_TASK_QUEUE base (as RetentionScheduleID):
+// pix-psp-catchup:pix-credit by default.
+func PSPCatchUpScheduleID(base string) string { return "pix-psp-catchup:" + base }
+
+// PSPCatchUpWindowWorkflowID is the workflow ID of a catch-up of one window
+// an operator asked for (pixctl psp catchup): its own, never the
+// Schedule's, so that it runs beside the scheduled runs and moves nothing
+// of theirs; the same window asked twice at once is one run.
+func PSPCatchUpWindowWorkflowID(base string, start, end time.Time) string {
+	return "pix-psp-catchup-window:" + base + ":" + start.UTC().Format(time.RFC3339) + "/" + end.UTC().Format(time.RFC3339)
+}
+
+// PSPCatchUpInput is the catch-up's input: none for the Schedule's runs,
+// which list from the covered window's end; Window for an operator's, which
+// lists that window and moves no covered window.
+type PSPCatchUpInput struct {
+	Window *activities.CatchUpWindow `json:",omitempty"`
+}
+
+// PSPCatchUpResult is what a run listed, and whether it advanced the
+// covered window (a scheduled run whose start was moved meanwhile by
+// another does not).
+type PSPCatchUpResult struct {
+	Window   activities.CatchUpWindow
+	Counts   activities.CatchUpCounts
+	Advanced bool
+}
+
+var catchUp *activities.CatchUp
+
+// PSPCatchUp lists the PSP's own record of the PIX it received (GET /pix)
+// over one window into the inbox, through the webhooks' receive path, so
+// that a PIX whose webhook never came is credited all the same (once:
+// its end_to_end_id is unique). A scheduled run's window runs from the end
+// of the window covered last, less PSP_CATCHUP_OVERLAP, up to now; its end
+// is recorded only once every page of it was stored, and only from the
+// value the run began from: a run that fails or dies half-way leaves it,
+// and the next run lists the window again, skipping nothing.
+func PSPCatchUp(ctx workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, error) {
+	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
+	})
+	var out PSPCatchUpResult
+	if in.Window != nil {
+		out.Window = *in.Window
+		out.Window.Manual = true
+	} else if err := workflow.ExecuteActivity(short, catchUp.BeginCatchUp).Get(ctx, &out.Window); err != nil {
+		return out, err
+	}
+	// A window of many pages takes long: each page heartbeats, and a retry
+	// goes on from the last page stored. A PSP that refuses us fails the
+	// run after a few minutes of retries (pspNeedsAttention); the next run
+	// of the Schedule lists the window again.
+	listing := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Hour,
+		HeartbeatTimeout:    2 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 10},
+	})
+	if err := workflow.ExecuteActivity(listing, catchUp.ListPSPWindow, out.Window).Get(ctx, &out.Counts); err != nil {
+		return out, err
+	}
+	if out.Window.Manual {
+		return out, nil
+	}
+	err := workflow.ExecuteActivity(short, catchUp.AdvanceCatchUp, out.Window).Get(ctx, &out.Advanced)
+	return out, err
+}
+
+// EnsurePSPCatchUpSchedule creates the PSP catch-up's Temporal Schedule
+// (every interval, runs never overlapping: a run still listing makes the
+// next tick skip), starting its runs on the maintenance queue, unless it
+// exists. An interval of 0 (PSP_CATCHUP_INTERVAL=0: the catch-up off)
+// deletes the Schedule rather than pausing it: a paused Schedule still
+// looks configured (and `temporal schedule unpause` would start it behind
+// the configuration's back), while a deleted one is created again, at the
+// configured interval, by the first worker that starts with the catch-up
+// on. Its covered window stays in PostgreSQL: turned on again, it goes on
+// from there. The runs already started are not stopped.
+func EnsurePSPCatchUpSchedule(ctx context.Context, c client.Client, queues TaskQueues, every time.Duration) error {
+	id := PSPCatchUpScheduleID(queues.Base)
+	if every <= 0 {
+		err := c.ScheduleClient().GetHandle(ctx, id).Delete(ctx)
+		var notFound *serviceerror.NotFound
+		if err == nil || errors.As(err, &notFound) {
+			return nil
+		}
+		return fmt.Errorf("delete schedule %s (PSP_CATCHUP_INTERVAL=0): %w", id, err)
+	}
+	// A new Schedule is created on the maintenance queue, so ensureSchedule's
+	// move from the credits' queue never applies to it.
+	return ensureSchedule(ctx, c, id, queues.Maintenance, queues.Maintenance, every, PSPCatchUpWorkflowName, PSPCatchUpInput{})
+}
+
+// StartPSPCatchUpWindow starts the catch-up of one window an operator asked
+// for, on the maintenance queue, under its own workflow ID
+// (PSPCatchUpWindowWorkflowID), or joins the run of the same window that
+// is open already; the caller waits for its result.
+func StartPSPCatchUpWindow(ctx context.Context, c client.Client, queues TaskQueues, start, end time.Time) (client.WorkflowRun, error) {
+	w := activities.CatchUpWindow{Start: start, End: end, Manual: true}
+	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       PSPCatchUpWindowWorkflowID(queues.Base, start, end),
+		TaskQueue:                queues.Maintenance,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, PSPCatchUpWorkflowName, PSPCatchUpInput{Window: &w})
+}
