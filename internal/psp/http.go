@@ -9,12 +9,15 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
+	"golang.org/x/oauth2"
 
 	"github.com/pixbank/pix/internal/tracing"
 )
@@ -24,17 +27,24 @@ import (
 // worker buffer without limit.
 const maxResponseBytes = 1 << 20
 
-// HTTPClient is a Client over the HTTP API of the PSP simulator (package
-// pspsim): POST /transfers and GET /transfers/{end_to_end_id}. It is safe
-// for concurrent use.
+// HTTPClient is a Client and a RefundClient over the PSP's API Pix (the
+// devoluções, GET /pix, the webhook registration), and over the transfer
+// interface the spec does not standardise (POST /transfers and GET
+// /transfers/{end_to_end_id}, as the simulator of package pspsim serves
+// them). With Config.TokenURL every call carries an OAuth 2.0 bearer token;
+// with Config.CertFile every connection presents our client certificate.
+// It is safe for concurrent use.
 type HTTPClient struct {
 	baseURL string
-	// err is the baseURL's defect, returned by every call: NewHTTPClient
-	// has no error result, and a misconfigured URL must not pass for a
-	// transient failure that would be retried for ever.
+	// err is the configuration's defect, returned by every call of a
+	// client NewHTTPClient made: it has no error result, and a
+	// misconfigured URL must not pass for a transient failure that would
+	// be retried for ever.
 	err     error
 	timeout time.Duration
 	hc      *http.Client
+	// tokens is nil when the client sends no token.
+	tokens *tokens
 	// traced: each call is a client span (HTTPOption WithTracing).
 	traced bool
 }
@@ -45,9 +55,10 @@ var _ Client = (*HTTPClient)(nil)
 type HTTPOption func(*HTTPClient)
 
 // WithTracing makes each call a client span of p, named by the PSP route
-// called ("PSP GET /transfers/{end_to_end_id}"), a child of the span in the
-// call's context, and sends the PSP that span's traceparent (not our
-// baggage). Headers and bodies are never recorded. Off: nothing.
+// called ("PSP GET /transfers/{end_to_end_id}"; a token request is "PSP
+// POST {oauth token}"), a child of the span in the call's context, and
+// sends the PSP that span's traceparent (not our baggage). Headers and
+// bodies are never recorded. Off: nothing.
 func WithTracing(p *tracing.Provider) HTTPOption {
 	return func(c *HTTPClient) {
 		if !p.Enabled() {
@@ -68,29 +79,55 @@ func WithTracing(p *tracing.Provider) HTTPOption {
 // routeKey holds, in a traced call's context, the route template it calls.
 type routeKey struct{}
 
-// NewHTTPClient returns a client of the PSP API at baseURL (for example
-// "http://127.0.0.1:8090"). Timeout bounds each call; a call that times out
-// is ErrTransient. A timeout <= 0 leaves each call bounded by its context
-// alone.
-func NewHTTPClient(baseURL string, timeout time.Duration, opts ...HTTPOption) *HTTPClient {
-	c := &HTTPClient{baseURL: strings.TrimRight(baseURL, "/"), timeout: timeout}
-	if u, err := url.Parse(c.baseURL); err != nil {
-		c.err = fmt.Errorf("psp base url: %w", err)
-	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		c.err = fmt.Errorf("psp base url %q: want http(s)://host[:port]", baseURL)
+// New returns a client of the PSP's API as cfg describes it: an error when
+// the settings do not go together or a certificate can't be read.
+func New(cfg Config, opts ...HTTPOption) (*HTTPClient, error) {
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	tc, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// The worker calls one host from many activities at once; the default
 	// of 2 idle connections per host would make most calls open a new one.
 	tr.MaxIdleConnsPerHost = 32
+	tr.TLSClientConfig = tc
+	c := &HTTPClient{baseURL: cfg.BaseURL, timeout: cfg.Timeout}
 	c.hc = &http.Client{
 		Transport: tr,
 		// A PSP API does not redirect; following one would resend the
-		// payment order to an address nobody configured.
+		// payment order (or our client secret) to an address nobody
+		// configured.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	if cfg.Authenticated() {
+		timeout := cfg.Timeout
+		if timeout <= 0 {
+			timeout = defaultTokenTimeout
+		}
+		// The token request goes through c.hc itself (mutual TLS, and the
+		// tracing an option adds to its transport).
+		c.tokens = newTokens(&tokenFetcher{cfg: cfg, hc: c.hc, timeout: timeout})
 	}
 	for _, opt := range opts {
 		opt(c)
+	}
+	return c, nil
+}
+
+// NewHTTPClient returns a client of the PSP API at baseURL (for example
+// "http://127.0.0.1:8090") without authentication: New with only BaseURL
+// and Timeout, for tests and the simulator. A defect of the URL is
+// returned by every call. Timeout bounds each call; a call that times out
+// is ErrTransient. A timeout <= 0 leaves each call bounded by its context
+// alone.
+func NewHTTPClient(baseURL string, timeout time.Duration, opts ...HTTPOption) *HTTPClient {
+	c, err := New(Config{BaseURL: baseURL, Timeout: timeout}, opts...)
+	if err != nil {
+		return &HTTPClient{err: err}
 	}
 	return c
 }
@@ -147,10 +184,19 @@ func (c *HTTPClient) Status(ctx context.Context, endToEndID string) (Result, err
 }
 
 // call sends one request to path, an instance of route (the template that
-// names a traced call), and reads the whole answer. Its error is about the
-// exchange itself (no answer, an answer cut off or too large), never about
-// the HTTP status, which the caller interprets.
+// names a traced call), and reads the whole answer, at most
+// maxResponseBytes. Its error is about the exchange itself (no answer, an
+// answer cut off or too large, no token), never about the HTTP status,
+// which the caller interprets.
 func (c *HTTPClient) call(ctx context.Context, method, route, path string, body []byte) (int, []byte, error) {
+	return c.callLimit(ctx, method, route, path, body, maxResponseBytes)
+}
+
+// callLimit is call with its own bound on the answer. With a token, a 401
+// drops it and the request is sent once more with a new one (the PSP did
+// nothing with a request it did not authenticate, and every request here
+// is idempotent); a second 401 is the answer.
+func (c *HTTPClient) callLimit(ctx context.Context, method, route, path string, body []byte, limit int64) (int, []byte, error) {
 	if c.err != nil {
 		return 0, nil, c.err
 	}
@@ -162,6 +208,26 @@ func (c *HTTPClient) call(ctx context.Context, method, route, path string, body 
 	if c.traced {
 		callCtx = context.WithValue(callCtx, routeKey{}, route)
 	}
+	for retried := false; ; retried = true {
+		var tok *oauth2.Token
+		var gen uint64
+		if c.tokens != nil {
+			var err error
+			if tok, gen, err = c.tokens.token(); err != nil {
+				return 0, nil, err
+			}
+		}
+		code, resp, err := c.send(ctx, callCtx, method, path, body, tok, limit)
+		if err == nil && code == http.StatusUnauthorized && tok != nil && !retried {
+			c.tokens.drop(gen)
+			continue
+		}
+		return code, resp, err
+	}
+}
+
+// send sends one request, with the bearer token tok when there is one.
+func (c *HTTPClient) send(ctx, callCtx context.Context, method, path string, body []byte, tok *oauth2.Token, limit int64) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -174,17 +240,20 @@ func (c *HTTPClient) call(ctx context.Context, method, route, path string, body 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if tok != nil {
+		tok.SetAuthHeader(req)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return 0, nil, exchangeError(ctx, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return 0, nil, exchangeError(ctx, fmt.Errorf("read http %d answer: %w", resp.StatusCode, err))
 	}
-	if len(b) > maxResponseBytes {
-		return 0, nil, unintelligible(fmt.Errorf("http %d answer larger than %d bytes", resp.StatusCode, maxResponseBytes))
+	if int64(len(b)) > limit {
+		return 0, nil, unintelligible(fmt.Errorf("http %d answer larger than %d bytes", resp.StatusCode, limit))
 	}
 	return resp.StatusCode, b, nil
 }
@@ -210,51 +279,89 @@ func exchangeError(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", ErrTransient, err)
 }
 
-// statusError classifies an answer whose status the call did not expect.
+// statusError classifies an answer whose status the call did not expect,
+// by its status (Classify reads the problem's type where it says more).
 func statusError(code int, body []byte) error {
-	errCode, msg := errorMessage(code, body)
+	e := errorOf(code, body)
 	switch {
 	case code >= 500, code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code == http.StatusTooEarly:
-		return fmt.Errorf("%w: http %d: %s", ErrTransient, code, msg)
+		return fmt.Errorf("%w: http %d: %s", ErrTransient, code, e.describe())
 	case code >= 400:
-		return &RequestError{StatusCode: code, Code: errCode, Message: msg}
+		return &RequestError{StatusCode: code, Type: e.Type, Code: e.Code, Message: e.Message}
 	default:
 		// 3xx or an unexpected 2xx: see unintelligible.
-		return unintelligible(fmt.Errorf("unexpected http %d: %s", code, msg))
+		return unintelligible(fmt.Errorf("unexpected http %d: %s", code, e.describe()))
 	}
 }
 
-// errorMessage extracts the code and message of an error body
-// {"error":{"code":"...","message":"..."}}, falling back to the start of the
-// body, then to the status text.
-func errorMessage(code int, body []byte) (string, string) {
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
+// maxErrorMessage bounds what an error keeps of a PSP's words: they go to
+// logs, spans and Temporal failures.
+const maxErrorMessage = 200
+
+// errorBody is what an error answer says: an RFC 7807 problem (the API
+// Pix's: its type, title and detail), or the simulator's envelope
+// {"error":{"code","message"}} of its own routes, or the start of whatever
+// else came, or the status text.
+type errorBody struct {
+	Type, Code, Message string
+}
+
+func (e errorBody) describe() string {
+	switch {
+	case e.Type != "":
+		return e.Type + ": " + e.Message
+	case e.Code != "":
+		return e.Code + ": " + e.Message
 	}
-	if json.Unmarshal(body, &e) == nil && (e.Error.Code != "" || e.Error.Message != "") {
-		return e.Error.Code, e.Error.Message
-	}
-	// The BCB's API Pix answers errors as RFC 7807 problems: the code is the
-	// last segment of type (".../DevolucaoOperacaoInvalida").
+	return e.Message
+}
+
+func errorOf(code int, body []byte) errorBody {
 	var p struct {
 		Type   string `json:"type"`
 		Title  string `json:"title"`
 		Detail string `json:"detail"`
 	}
 	if json.Unmarshal(body, &p) == nil && p.Type != "" {
-		return p.Type[strings.LastIndex(p.Type, "/")+1:], strings.TrimSpace(p.Title + ": " + p.Detail)
+		msg := p.Title
+		if p.Detail != "" {
+			msg = strings.TrimSpace(msg + ": " + p.Detail)
+		}
+		return errorBody{Type: bounded(p.Type), Message: bounded(msg)}
 	}
-	msg := strings.TrimSpace(string(body))
-	if len(msg) > 200 {
-		msg = msg[:200] + "..."
+	var env struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
 	}
+	if json.Unmarshal(body, &env) == nil && (env.Error.Code != "" || env.Error.Message != "") {
+		return errorBody{Code: bounded(env.Error.Code), Message: bounded(env.Error.Message)}
+	}
+	msg := bounded(strings.TrimSpace(string(body)))
 	if msg == "" {
 		msg = strings.ToLower(http.StatusText(code))
 	}
-	return "", msg
+	return errorBody{Message: msg}
+}
+
+// bounded cuts s to maxErrorMessage bytes, on a rune boundary.
+func bounded(s string) string {
+	if len(s) <= maxErrorMessage {
+		return s
+	}
+	cut := maxErrorMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// notFound reports whether a 404 says, in a problem of one of types, that
+// the PSP holds no such record; a 404 without it (a gateway's, a wrong
+// path's) says nothing about the record, and is a refused request.
+func notFound(code int, body []byte, types ...string) bool {
+	return code == http.StatusNotFound && slices.Contains(types, errorOf(code, body).Type)
 }
 
 // decodeResult parses a Result and checks that it is about the transfer

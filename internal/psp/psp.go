@@ -66,8 +66,10 @@ var (
 	// understood, whose outcome is therefore unknown): retry later with the
 	// same EndToEndID. It is wrapped around the cause.
 	ErrTransient = errors.New("psp transiently unavailable")
-	// ErrNotFound means the PSP knows no transfer with that end_to_end_id.
-	ErrNotFound = errors.New("psp has no such transfer")
+	// ErrNotFound means the PSP knows no such record: no transfer with
+	// that end_to_end_id, no devolução under that id, no webhook for that
+	// key.
+	ErrNotFound = errors.New("psp has no such record")
 	// ErrAlreadySubmitted means the PSP answered a submission 409: it
 	// already holds a transfer under that end_to_end_id (an earlier
 	// submission whose answer was lost). Ask its status. A *RequestError
@@ -77,27 +79,37 @@ var (
 
 // RequestError is the PSP's refusal of a request as such (an HTTP 4xx other
 // than 408, 409, 425 and 429): a malformed request, expired or wrong
-// credentials (401, 403), a wrong address (404), a body too large (413).
-// It says that our request or our credentials are wrong, never that the
-// transfer was rejected: the PSP may hold it from an earlier submission.
-// It is never a reason to compensate (see Classify).
+// credentials (401, 403 AcessoNegado), a wrong address (404), a body too
+// large (413). It says that our request or our credentials are wrong, never
+// that the transfer was rejected: the PSP may hold it from an earlier
+// submission. It is never a reason to compensate (see Classify); the one
+// exception Classify names is the refusal of a devolução itself (400
+// PixDevolucaoInvalida), and even that only sends the saga to the PSP's
+// record.
 type RequestError struct {
 	// StatusCode is the PSP's HTTP status; 0 when the client refused to
 	// send a request it knows to be malformed (RequestRefund's checks), so
 	// that a bug of ours is AnswerRequestRefused rather than retried as
 	// transient for ever.
 	StatusCode int
-	// Code is the PSP's machine-readable error code when it sent one (the
-	// simulator's "invalid_request", "unauthorized"), else "".
+	// Type is the RFC 7807 problem's type as the PSP sent it, in full
+	// ("https://pix.bcb.gov.br/api/v2/error/PixDevolucaoInvalida"), when
+	// its answer was a problem; else "".
+	Type string
+	// Code is the simulator's machine-readable error code of its own
+	// routes ("invalid_request", "end_to_end_id_reused") when it sent one,
+	// or ours for a request not sent; else "".
 	Code    string
 	Message string
 }
 
 func (e *RequestError) Error() string {
-	if e.StatusCode == 0 {
+	switch {
+	case e.StatusCode == 0:
 		return fmt.Sprintf("request not sent to the psp (%s): %s", e.Code, e.Message)
-	}
-	if e.Code != "" {
+	case e.Type != "":
+		return fmt.Sprintf("psp refused the request (http %d, %s): %s", e.StatusCode, e.Type, e.Message)
+	case e.Code != "":
 		return fmt.Sprintf("psp refused the request (http %d, %s): %s", e.StatusCode, e.Code, e.Message)
 	}
 	return fmt.Sprintf("psp refused the request (http %d): %s", e.StatusCode, e.Message)
@@ -113,13 +125,39 @@ const CodeEndToEndIDReused = "end_to_end_id_reused"
 // a refused request, never "already submitted".
 const CodeRefundIDReused = "refund_id_reused"
 
-// CodeRefundRefused is the BCB API Pix's error of a devolução the PSP
-// refuses outright (past its window, over the PIX's value): the last
-// segment of its RFC 7807 type, ".../DevolucaoOperacaoInvalida". Of every
-// code a 400 or 422 may carry, only this one says that the PSP itself
-// refused the devolução and keeps no record of it; a framework's or a
-// gateway's generic problem ("about:blank", an RFC section) does not.
-const CodeRefundRefused = "DevolucaoOperacaoInvalida"
+// The API Pix's problem types (RFC 7807 type, "Tratamento de erros" of the
+// spec) that the client tells apart; every one is matched in full, never
+// by its last segment, so that a gateway's or a framework's problem of a
+// similar name is never taken for the PSP's.
+const (
+	// ProblemTypePrefix begins every problem type of the API Pix.
+	ProblemTypePrefix = "https://pix.bcb.gov.br/api/v2/error/"
+	// ProblemPixDevolucaoInvalida (400, PUT /pix/{e2eid}/devolucao/{id}):
+	// the PSP refuses that devolução (its valor, over the PIX's value, past
+	// its window, or an {id} already used by another devolução of that
+	// PIX: what a retried PUT may get when the first one made it).
+	ProblemPixDevolucaoInvalida = ProblemTypePrefix + "PixDevolucaoInvalida"
+	// ProblemNaoEncontrado (404): no such entity.
+	ProblemNaoEncontrado = ProblemTypePrefix + "NaoEncontrado"
+	// ProblemPixDevolucaoNaoEncontrada (404, GET /pix/{e2eid}/devolucao/{id}):
+	// no devolução under that id.
+	ProblemPixDevolucaoNaoEncontrada = ProblemTypePrefix + "PixDevolucaoNaoEncontrada"
+	// ProblemWebhookNaoEncontrado (404, GET and DELETE /webhook/{chave}): no
+	// webhook registered for the key.
+	ProblemWebhookNaoEncontrado = ProblemTypePrefix + "WebhookNaoEncontrado"
+	// ProblemAcessoNegado (403): our credentials do not allow the call (a
+	// scope missing).
+	ProblemAcessoNegado = ProblemTypePrefix + "AcessoNegado"
+	// ProblemServicoIndisponivel (503): the PSP is down or out of its window.
+	ProblemServicoIndisponivel = ProblemTypePrefix + "ServicoIndisponivel"
+)
+
+// CodeRefundRefused is the error code the PSP simulator of
+// internal/tooling/pspsim still writes when it refuses a devolução; the
+// client no longer reads it (a refusal is the problem type
+// ProblemPixDevolucaoInvalida, matched in full). Remove it once the
+// simulator answers problems.
+const CodeRefundRefused = "PixDevolucaoInvalida"
 
 // Is makes a 409 refusal ErrAlreadySubmitted, unless the PSP said the id is
 // another transfer's or another devolução's.
@@ -128,33 +166,54 @@ func (e *RequestError) Is(target error) bool {
 		e.Code != CodeEndToEndIDReused && e.Code != CodeRefundIDReused
 }
 
-// Answer is what an answer from the PSP means for a transfer, and so what
-// the bank may do about it. Only AnswerResult with a rejected status, once
-// the PSP's status query confirms it, ever leads to a refund.
+// refusesRefund reports whether e is the PSP refusing a devolução itself:
+// the spec's 400 with the problem type PixDevolucaoInvalida, in full.
+func (e *RequestError) refusesRefund() bool {
+	return e.StatusCode == http.StatusBadRequest && e.Type == ProblemPixDevolucaoInvalida
+}
+
+// Answer is what an answer from the PSP means for a transfer or a
+// devolução, and so what the bank may do about it. Only AnswerResult with a
+// rejected (not made) status, once the PSP's own record confirms it, ever
+// leads to a compensation; AnswerRefundRefused leads to the PSP's record,
+// which decides.
 type Answer int
 
-// The classes of PSP answers (docs/outgoing.md, "PSP answers").
+// The classes of PSP answers (docs/outgoing.md, "PSP answers";
+// docs/refunds.md).
 const (
-	// AnswerResult: a Result about the transfer: pending, settled, or
-	// rejected (definitive; a rejection at submission is confirmed by a
-	// status query before the refund).
+	// AnswerResult: a Result about the transfer (or a RefundResult about
+	// the devolução): pending, settled, or rejected (definitive; a
+	// rejection at submission is confirmed by a status query before the
+	// refund).
 	AnswerResult Answer = iota
 	// AnswerAlreadySubmitted: 409; the PSP holds the transfer already:
 	// ask its status and go on from that, once the status shows it is ours
 	// (Result.Matches).
 	AnswerAlreadySubmitted
-	// AnswerNotFound: a status query found no such transfer: submit again
-	// under the same end_to_end_id (the PSP deduplicates); never refund.
+	// AnswerNotFound: a status query found no such transfer (or no such
+	// devolução: a 404 with the spec's NaoEncontrado or
+	// PixDevolucaoNaoEncontrada): submit again under the same id (the PSP
+	// deduplicates); never compensate on it alone.
 	AnswerNotFound
 	// AnswerRequestRefused: our request or credentials are wrong (401,
-	// 403, 400, 404 on submit, 413, a 409 end_to_end_id_reused, any other
-	// 4xx): never compensate; retry
-	// with backoff, fail the run visibly, alert.
+	// 403 AcessoNegado, 400, 404 on submit, 413, a 409
+	// end_to_end_id_reused, any other 4xx), or the OAuth 2.0 token
+	// endpoint refused our client (*TokenError: invalid_client,
+	// invalid_scope, ...): never compensate; retry with backoff, fail the
+	// run visibly, alert.
 	AnswerRequestRefused
-	// AnswerTransient: no answer, or none that can be understood (5xx, 408,
-	// 425, 429, timeouts, cut connections, unexpected bodies): the outcome
-	// is unknown; retry with the same end_to_end_id; never refund.
+	// AnswerTransient: no answer, or none that can be understood (5xx
+	// ServicoIndisponivel included, 408, 425, 429, timeouts, cut
+	// connections, unexpected bodies, the token endpoint down): the outcome
+	// is unknown; retry with the same id; never compensate.
 	AnswerTransient
+	// AnswerRefundRefused: the PSP refused the devolução itself (400
+	// PixDevolucaoInvalida). The same answer comes to a retried PUT whose
+	// first one made the devolução and lost its answer (the id is already
+	// used), so it never decides alone: the PSP's record of the devolução
+	// does (docs/refunds.md).
+	AnswerRefundRefused
 )
 
 func (a Answer) String() string {
@@ -169,24 +228,50 @@ func (a Answer) String() string {
 		return "request_refused"
 	case AnswerTransient:
 		return "transient"
+	case AnswerRefundRefused:
+		return "refund_refused"
 	}
 	return "unknown"
 }
 
-// Classify says what the outcome of a Submit or Status call means: nil is
-// AnswerResult, and every error is one of the other classes. An error that
-// is none of this package's (a cancelled context) is AnswerTransient: it
-// says nothing about the transfer.
+// Classify says what the outcome of a call of this package means: nil is
+// AnswerResult, and every error is one of the other classes. It is the one
+// answer table: a problem's type decides where the spec gives one that
+// says more than its status (PixDevolucaoInvalida), the status otherwise
+// (statusError made the error of it):
+//
+//	nil                                        AnswerResult
+//	*TokenError refused (4xx, invalid_client)  AnswerRequestRefused
+//	*TokenError down (no answer, 5xx, timeout) AnswerTransient
+//	409 (ErrAlreadySubmitted)                  AnswerAlreadySubmitted
+//	ErrNotFound                                AnswerNotFound
+//	400 PixDevolucaoInvalida                   AnswerRefundRefused
+//	any other *RequestError (AcessoNegado,
+//	  NaoEncontrado to a PUT, undocumented)    AnswerRequestRefused
+//	anything else (ErrTransient, 5xx and
+//	  ServicoIndisponivel, a cancelled context) AnswerTransient
+//
+// An error that is none of this package's (a cancelled context) says
+// nothing about the transfer: AnswerTransient.
 func Classify(err error) Answer {
 	var refused *RequestError
+	var token *TokenError
 	switch {
 	case err == nil:
 		return AnswerResult
+	case errors.As(err, &token):
+		if token.Transient {
+			return AnswerTransient
+		}
+		return AnswerRequestRefused
 	case errors.Is(err, ErrAlreadySubmitted):
 		return AnswerAlreadySubmitted
 	case errors.Is(err, ErrNotFound):
 		return AnswerNotFound
 	case errors.As(err, &refused):
+		if refused.refusesRefund() {
+			return AnswerRefundRefused
+		}
 		return AnswerRequestRefused
 	default:
 		return AnswerTransient

@@ -3,7 +3,14 @@ package psp
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ReceivedQuery asks the PSP for one page of the PIX it received (GET
@@ -40,10 +47,14 @@ type ReceivedLister interface {
 }
 
 // Webhook is the PSP's registration of our webhook for one key (GET
-// /webhook/{chave}).
+// /webhook/{chave}: the spec's WebhookCompleto).
 type Webhook struct {
 	WebhookURL string    `json:"webhookUrl"`
 	CreatedAt  time.Time `json:"criacao"`
+	// Chave and CNPJ, when the PSP says them (the spec's schema names the
+	// receiver's cnpj, its example the chave).
+	Chave string `json:"chave,omitempty"`
+	CNPJ  string `json:"cnpj,omitempty"`
 }
 
 // WebhookRegistrar registers, reads and removes our webhook at the PSP
@@ -52,4 +63,190 @@ type WebhookRegistrar interface {
 	SetWebhook(ctx context.Context, chave, webhookURL string) error
 	GetWebhook(ctx context.Context, chave string) (Webhook, error)
 	DeleteWebhook(ctx context.Context, chave string) error
+}
+
+var (
+	_ ReceivedLister   = (*HTTPClient)(nil)
+	_ WebhookRegistrar = (*HTTPClient)(nil)
+)
+
+// maxListBytes bounds an answer of GET /pix: a page of up to
+// MaxReceivedPerPage PIX, each with its devoluções, is far larger than any
+// other answer, and one cut would be retried for ever.
+const maxListBytes = 32 << 20
+
+// MaxChaveLength is the spec's longest DICT key in a /webhook/{chave} path.
+const MaxChaveLength = 77
+
+// receivedJSON is the spec's PixConsultados.
+type receivedJSON struct {
+	Parametros struct {
+		Paginacao *struct {
+			PaginaAtual            *int `json:"paginaAtual"`
+			ItensPorPagina         *int `json:"itensPorPagina"`
+			QuantidadeDePaginas    *int `json:"quantidadeDePaginas"`
+			QuantidadeTotalDeItens *int `json:"quantidadeTotalDeItens"`
+		} `json:"paginacao"`
+	} `json:"parametros"`
+	Pix []json.RawMessage `json:"pix"`
+}
+
+// ListReceived asks the PSP for one page of the PIX it received: GET
+// /pix?inicio=&fim=&paginacao.paginaAtual=&paginacao.itensPorPagina=, the
+// times in RFC 3339 (UTC, to the nanosecond). The answer must be the page
+// asked for; its items are kept raw. A query the PSP could only refuse
+// (PerPage out of 1 to MaxReceivedPerPage, a negative page, End before
+// Start) is not sent: a *RequestError with StatusCode 0. Errors are
+// classified by Classify: 403 AcessoNegado (pix.read missing) and 400
+// PixConsultaInvalida are refused requests, 503 and no answer transient.
+func (c *HTTPClient) ListReceived(ctx context.Context, q ReceivedQuery) (ReceivedPage, error) {
+	what := fmt.Sprintf("psp list received %s..%s page %d", q.Start.UTC().Format(time.RFC3339), q.End.UTC().Format(time.RFC3339), q.Page)
+	var msg string
+	switch {
+	case q.PerPage < 1 || q.PerPage > MaxReceivedPerPage:
+		msg = fmt.Sprintf("itensPorPagina must be from 1 to %d", MaxReceivedPerPage)
+	case q.Page < 0:
+		msg = "paginaAtual must be 0 or more"
+	case q.Start.IsZero() || q.End.IsZero():
+		msg = "inicio and fim are required"
+	case q.End.Before(q.Start):
+		msg = "fim must not be before inicio"
+	}
+	if msg != "" {
+		return ReceivedPage{}, fmt.Errorf("%s: %w", what, &RequestError{Code: "invalid_request", Message: msg})
+	}
+	v := url.Values{}
+	v.Set("inicio", q.Start.UTC().Format(time.RFC3339Nano))
+	v.Set("fim", q.End.UTC().Format(time.RFC3339Nano))
+	v.Set("paginacao.paginaAtual", strconv.Itoa(q.Page))
+	v.Set("paginacao.itensPorPagina", strconv.Itoa(q.PerPage))
+	code, resp, err := c.callLimit(ctx, http.MethodGet, "/pix", "/pix?"+v.Encode(), nil, maxListBytes)
+	if err != nil {
+		return ReceivedPage{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if code != http.StatusOK {
+		return ReceivedPage{}, fmt.Errorf("%s: %w", what, statusError(code, resp))
+	}
+	page, err := decodeReceived(resp, q)
+	if err != nil {
+		return ReceivedPage{}, fmt.Errorf("%s: %w", what, unintelligible(err))
+	}
+	return page, nil
+}
+
+// decodeReceived parses PixConsultados and checks that it is the page
+// asked for: a page that says another number, or more items than asked,
+// must never be taken for it (the catch-up would skip or repeat a page).
+func decodeReceived(body []byte, q ReceivedQuery) (ReceivedPage, error) {
+	var w receivedJSON
+	if err := json.Unmarshal(body, &w); err != nil {
+		return ReceivedPage{}, fmt.Errorf("decode PixConsultados: %w", err)
+	}
+	p := w.Parametros.Paginacao
+	switch {
+	case p == nil || p.PaginaAtual == nil || p.QuantidadeDePaginas == nil || p.QuantidadeTotalDeItens == nil:
+		return ReceivedPage{}, errors.New("PixConsultados without parametros.paginacao.{paginaAtual,quantidadeDePaginas,quantidadeTotalDeItens}")
+	case *p.PaginaAtual != q.Page:
+		return ReceivedPage{}, fmt.Errorf("PixConsultados is page %d, not %d", *p.PaginaAtual, q.Page)
+	case *p.QuantidadeDePaginas < 1 || *p.QuantidadeTotalDeItens < 0:
+		return ReceivedPage{}, fmt.Errorf("PixConsultados has %d pages and %d items", *p.QuantidadeDePaginas, *p.QuantidadeTotalDeItens)
+	case len(w.Pix) > q.PerPage:
+		return ReceivedPage{}, fmt.Errorf("PixConsultados has %d items on a page of %d", len(w.Pix), q.PerPage)
+	}
+	for i, item := range w.Pix {
+		if len(item) == 0 || item[0] != '{' {
+			return ReceivedPage{}, fmt.Errorf("PixConsultados item %d is not an object", i)
+		}
+	}
+	return ReceivedPage{Items: w.Pix, Page: *p.PaginaAtual, Pages: *p.QuantidadeDePaginas, TotalItems: *p.QuantidadeTotalDeItens}, nil
+}
+
+// webhookRoute is webhookPath's template.
+const webhookRoute = "/webhook/{chave}"
+
+func webhookPath(chave string) string { return "/webhook/" + url.PathEscape(chave) }
+
+// checkChave reports what is wrong with a key in a webhook's path, "" if
+// nothing.
+func checkChave(chave string) string {
+	if chave == "" || utf8.RuneCountInString(chave) > MaxChaveLength || !utf8.ValidString(chave) ||
+		strings.ContainsFunc(chave, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Sprintf("chave must be a DICT key of 1 to %d printable characters", MaxChaveLength)
+	}
+	return ""
+}
+
+// SetWebhook registers webhookURL as our webhook for chave: PUT
+// /webhook/{chave} {"webhookUrl": ...}, answered 200 (any 2xx is taken).
+// The PSP then posts to webhookURL + "/pix". A key or URL the PSP could
+// only refuse (not an absolute https URL) is not sent: a *RequestError
+// with StatusCode 0; 400 WebhookOperacaoInvalida is a refused request.
+func (c *HTTPClient) SetWebhook(ctx context.Context, chave, webhookURL string) error {
+	what := "psp set webhook " + chave
+	msg := checkChave(chave)
+	if u, err := url.Parse(webhookURL); msg == "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || !private(u)) {
+		msg = "webhookUrl must be an absolute https URL (http only to a loopback address)"
+	}
+	if msg != "" {
+		return fmt.Errorf("%s: %w", what, &RequestError{Code: "invalid_request", Message: msg})
+	}
+	body, err := json.Marshal(struct {
+		WebhookURL string `json:"webhookUrl"`
+	}{webhookURL})
+	if err != nil {
+		return fmt.Errorf("%s: encode: %w", what, err)
+	}
+	code, resp, err := c.call(ctx, http.MethodPut, webhookRoute, webhookPath(chave), body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if code/100 != 2 {
+		return fmt.Errorf("%s: %w", what, statusError(code, resp))
+	}
+	return nil
+}
+
+// GetWebhook reads our webhook for chave: GET /webhook/{chave}, answered
+// 200 with WebhookCompleto; ErrNotFound (wrapped) on a 404 NaoEncontrado or
+// WebhookNaoEncontrado.
+func (c *HTTPClient) GetWebhook(ctx context.Context, chave string) (Webhook, error) {
+	what := "psp get webhook " + chave
+	if msg := checkChave(chave); msg != "" {
+		return Webhook{}, fmt.Errorf("%s: %w", what, &RequestError{Code: "invalid_request", Message: msg})
+	}
+	code, resp, err := c.call(ctx, http.MethodGet, webhookRoute, webhookPath(chave), nil)
+	if err != nil {
+		return Webhook{}, fmt.Errorf("%s: %w", what, err)
+	}
+	switch {
+	case code == http.StatusOK:
+		var w Webhook
+		if err := json.Unmarshal(resp, &w); err != nil || w.WebhookURL == "" {
+			return Webhook{}, fmt.Errorf("%s: %w", what, unintelligible(fmt.Errorf("not a WebhookCompleto (err %v)", err)))
+		}
+		return w, nil
+	case notFound(code, resp, ProblemNaoEncontrado, ProblemWebhookNaoEncontrado):
+		return Webhook{}, fmt.Errorf("%s: no webhook for this key: %w", what, ErrNotFound)
+	}
+	return Webhook{}, fmt.Errorf("%s: %w", what, statusError(code, resp))
+}
+
+// DeleteWebhook removes our webhook for chave: DELETE /webhook/{chave},
+// answered 204 (any 2xx is taken); ErrNotFound (wrapped) on a 404
+// NaoEncontrado or WebhookNaoEncontrado.
+func (c *HTTPClient) DeleteWebhook(ctx context.Context, chave string) error {
+	what := "psp delete webhook " + chave
+	if msg := checkChave(chave); msg != "" {
+		return fmt.Errorf("%s: %w", what, &RequestError{Code: "invalid_request", Message: msg})
+	}
+	code, resp, err := c.call(ctx, http.MethodDelete, webhookRoute, webhookPath(chave), nil)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, err)
+	case code/100 == 2:
+		return nil
+	case notFound(code, resp, ProblemNaoEncontrado, ProblemWebhookNaoEncontrado):
+		return fmt.Errorf("%s: no webhook for this key: %w", what, ErrNotFound)
+	}
+	return fmt.Errorf("%s: %w", what, statusError(code, resp))
 }

@@ -78,10 +78,12 @@ func (res RefundResult) Matches(r RefundRequest) bool {
 }
 
 // RefundClient is what the refund saga needs of a PSP. Its answers are
-// classified like a transfer's (Classify): nil is a RefundResult (also a
-// NAO_REALIZADO one: a refusal of the devolução is a result, not an
-// error); ErrNotFound (RefundStatus) means the PSP has no devolução under
-// that id; a *RequestError is our request refused (a 409
+// classified by Classify: nil is a RefundResult (also a NAO_REALIZADO one:
+// a devolução not made is a result, not an error); AnswerRefundRefused (400
+// PixDevolucaoInvalida to the PUT) is the PSP refusing the devolução, or
+// our id already used, by our own earlier PUT too, so its record decides;
+// ErrNotFound (RefundStatus) means the PSP has no devolução under that id;
+// a *RequestError or a refused *TokenError is our request refused (a 409
 // CodeRefundIDReused is not ErrAlreadySubmitted); ErrTransient means the
 // outcome is unknown: ask again with the same id.
 type RefundClient interface {
@@ -162,14 +164,17 @@ type refundJSON struct {
 	} `json:"horario"`
 }
 
-// RequestRefund asks the PSP to make r: PUT /pix/{e2eid}/devolucao/{id}.
-// 201 (created) and 200 (the devolução the PSP already holds under r.ID)
-// carry the RefundResult, NAO_REALIZADO included; 409 is a *RequestError
-// (CodeRefundIDReused when the id is another devolução's); every other
-// answer is classified by statusError (see Classify). A request that the
-// PSP could only refuse (a malformed end_to_end_id or id, an amount out of
-// range, a descricao too long) is not sent: it is a *RequestError with
-// StatusCode 0.
+// RequestRefund asks the PSP to make r: PUT /pix/{e2eid}/devolucao/{id}
+// with valor, natureza and descricao. 201 (created) and 200 (the devolução
+// the PSP already holds under r.ID) carry the RefundResult, NAO_REALIZADO
+// included; every other answer is classified by statusError and Classify:
+// a 400 with the problem PixDevolucaoInvalida is AnswerRefundRefused (the
+// PSP's record decides what it means), NaoEncontrado (404) and AcessoNegado
+// (403) are refused requests, ServicoIndisponivel (503) is transient; a 409
+// is a *RequestError (CodeRefundIDReused when the id is another
+// devolução's). A request that the PSP could only refuse (a malformed
+// end_to_end_id or id, an amount out of range, a descricao too long) is not
+// sent: it is a *RequestError with StatusCode 0.
 func (c *HTTPClient) RequestRefund(ctx context.Context, r RefundRequest) (RefundResult, error) {
 	if msg := checkRefundRequest(r); msg != "" {
 		return RefundResult{}, fmt.Errorf("psp refund %s/%s: %w", r.EndToEndID, r.ID,
@@ -199,8 +204,12 @@ func (c *HTTPClient) RequestRefund(ctx context.Context, r RefundRequest) (Refund
 }
 
 // RefundStatus asks where a devolução stands: GET
-// /pix/{e2eid}/devolucao/{id}; ErrNotFound (wrapped) when the PSP has none
-// under that id.
+// /pix/{e2eid}/devolucao/{id}; ErrNotFound (wrapped) when the PSP answers
+// that it has none under that id: a 404 with the spec's problem
+// NaoEncontrado or PixDevolucaoNaoEncontrada. A 404 without it (a
+// gateway's, a wrong PSP_URL path's) says nothing about the devolução: it
+// is a refused request, never "no record", since no record may lead to a
+// reversal.
 func (c *HTTPClient) RefundStatus(ctx context.Context, endToEndID, id string) (RefundResult, error) {
 	if msg := checkRefundIDs(endToEndID, id); msg != "" {
 		// Not sent: a malformed id in the path could reach another route,
@@ -219,7 +228,8 @@ func (c *HTTPClient) RefundStatus(ctx context.Context, endToEndID, id string) (R
 			return RefundResult{}, fmt.Errorf("psp refund status %s/%s: %w", endToEndID, id, unintelligible(fmt.Errorf("http %d: %w", code, err)))
 		}
 		return res, nil
-	case http.StatusNotFound:
+	}
+	if notFound(code, resp, ProblemNaoEncontrado, ProblemPixDevolucaoNaoEncontrada) {
 		return RefundResult{}, fmt.Errorf("psp refund status %s/%s: no such devolução: %w", endToEndID, id, ErrNotFound)
 	}
 	return RefundResult{}, fmt.Errorf("psp refund status %s/%s: %w", endToEndID, id, statusError(code, resp))

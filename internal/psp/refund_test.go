@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -107,7 +108,17 @@ func TestRefundAnswerTable(t *testing.T) {
 	}{
 		{200, processing, psp.AnswerResult, psp.AnswerResult, 0},
 		{201, processing, psp.AnswerResult, psp.AnswerTransient, 0}, // a GET is not answered 201
-		{404, errBody, psp.AnswerRequestRefused, psp.AnswerNotFound, 404},
+		{404, errBody, psp.AnswerRequestRefused, psp.AnswerRequestRefused, 404}, // a gateway's 404 says nothing of the record
+		{404, problem("NaoEncontrado", 404), psp.AnswerRequestRefused, psp.AnswerNotFound, 404},
+		{404, problem("PixDevolucaoNaoEncontrada", 404), psp.AnswerRequestRefused, psp.AnswerNotFound, 404},
+		{404, `{"type":"https://gateway.example/error/NaoEncontrado","title":"x","status":404}`, psp.AnswerRequestRefused, psp.AnswerRequestRefused, 404},
+		// Classify reads the type alone; the saga takes it from a GET for a refused request.
+		{400, problem("PixDevolucaoInvalida", 400), psp.AnswerRefundRefused, psp.AnswerRefundRefused, 400},
+		{422, problem("PixDevolucaoInvalida", 422), psp.AnswerRequestRefused, psp.AnswerRequestRefused, 422},
+		{400, `{"type":"https://psp.example/error/PixDevolucaoInvalida","title":"x","status":400}`, psp.AnswerRequestRefused, psp.AnswerRequestRefused, 400},
+		{400, `{"error":{"code":"PixDevolucaoInvalida","message":"x"}}`, psp.AnswerRequestRefused, psp.AnswerRequestRefused, 400},
+		{403, problem("AcessoNegado", 403), psp.AnswerRequestRefused, psp.AnswerRequestRefused, 403},
+		{503, problem("ServicoIndisponivel", 503), psp.AnswerTransient, psp.AnswerTransient, 0},
 		{409, reused, psp.AnswerRequestRefused, psp.AnswerRequestRefused, 409},
 		{409, errBody, psp.AnswerAlreadySubmitted, psp.AnswerAlreadySubmitted, 409},
 		{400, errBody, psp.AnswerRequestRefused, psp.AnswerRequestRefused, 400},
@@ -334,19 +345,33 @@ func TestRefundMatches(t *testing.T) {
 	require.False(t, res.Matches(other), "another PIX")
 }
 
-// The BCB's RFC 7807 problem bodies carry the PSP's code in type: a
-// business refusal from a PSP that speaks the standard is recognised.
-func TestProblemBodiesCarryTheCode(t *testing.T) {
+// problem is the API Pix's RFC 7807 problem of type name.
+func problem(name string, status int) string {
+	return fmt.Sprintf(`{"type":"%s%s","title":"%s","status":%d,"detail":"fora do prazo"}`, psp.ProblemTypePrefix, name, name, status)
+}
+
+// The spec's RFC 7807 problem bodies carry the PSP's type in full: the
+// refusal of a devolução from a PSP that speaks the spec is recognised,
+// and its words kept, bounded.
+func TestProblemBodiesCarryTheType(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write([]byte(`{"type":"https://pix.bcb.gov.br/api/v2/error/DevolucaoOperacaoInvalida","title":"Devolução inválida","status":400,"detail":"fora do prazo"}`))
+		_, _ = w.Write([]byte(problem("PixDevolucaoInvalida", 400)))
 	}))
 	defer srv.Close()
 	c := psp.NewHTTPClient(srv.URL, time.Second)
 	_, err := c.RequestRefund(t.Context(), psp.RefundRequest{EndToEndID: "E1234567820261129120000000000001", ID: "r1", AmountCents: 100})
 	var refused *psp.RequestError
 	require.ErrorAs(t, err, &refused)
-	require.Equal(t, "DevolucaoOperacaoInvalida", refused.Code)
+	require.Equal(t, psp.ProblemPixDevolucaoInvalida, refused.Type)
+	require.Equal(t, "https://pix.bcb.gov.br/api/v2/error/PixDevolucaoInvalida", refused.Type)
 	require.Contains(t, refused.Message, "fora do prazo")
+	require.Equal(t, psp.AnswerRefundRefused, psp.Classify(err))
+
+	long := `{"type":"about:blank","title":"` + strings.Repeat("ã", 500) + `","status":400}`
+	_, err = psp.NewHTTPClient(server(t, 400, long).URL, time.Second).RequestRefund(t.Context(), refund)
+	require.ErrorAs(t, err, &refused)
+	require.LessOrEqual(t, len(refused.Message), 210, "a PSP's words are bounded")
+	require.True(t, utf8.ValidString(refused.Message))
 }
