@@ -450,10 +450,12 @@ func TestTokenRefusedIsARefusedRequest(t *testing.T) {
 // answer that is no token: ErrTransient, with nothing of the body.
 func TestTokenEndpointDownIsTransient(t *testing.T) {
 	for name, answer := range map[string]func(int, http.ResponseWriter){
-		"503":              func(_ int, w http.ResponseWriter) { w.WriteHeader(503) },
-		"500 with secret":  func(_ int, w http.ResponseWriter) { w.WriteHeader(500); _, _ = io.WriteString(w, clientSecret) },
-		"429":              func(_ int, w http.ResponseWriter) { w.WriteHeader(429) },
-		"no access_token":  func(_ int, w http.ResponseWriter) { _, _ = io.WriteString(w, `{"token_type":"Bearer","x":"`+clientSecret+`"}`) },
+		"503":             func(_ int, w http.ResponseWriter) { w.WriteHeader(503) },
+		"500 with secret": func(_ int, w http.ResponseWriter) { w.WriteHeader(500); _, _ = io.WriteString(w, clientSecret) },
+		"429":             func(_ int, w http.ResponseWriter) { w.WriteHeader(429) },
+		"no access_token": func(_ int, w http.ResponseWriter) {
+			_, _ = io.WriteString(w, `{"token_type":"Bearer","x":"`+clientSecret+`"}`)
+		},
 		"not json":         func(_ int, w http.ResponseWriter) { _, _ = io.WriteString(w, `<html>`+clientSecret) },
 		"cut":              func(int, http.ResponseWriter) { panic(http.ErrAbortHandler) },
 		"302 (not follow)": func(_ int, w http.ResponseWriter) { w.Header().Set("Location", "/elsewhere"); w.WriteHeader(302) },
@@ -538,7 +540,7 @@ func TestConfigCombinations(t *testing.T) {
 		"token url without client id": {func(c *psp.Config) { c.ClientID = "" }, "needs a client id"},
 		"token url without secret":    {func(c *psp.Config) { c.ClientSecret = "" }, "needs a client secret"},
 		"secret and secret file":      {func(c *psp.Config) { c.ClientSecretFile = secretFile }, "not both"},
-		"secret file missing":         {func(c *psp.Config) { c.ClientSecret, c.ClientSecretFile = "", secretFile + ".missing" }, "no such file"},
+		"secret file missing":         {func(c *psp.Config) { c.ClientSecret, c.ClientSecretFile = "", secretFile+".missing" }, "no such file"},
 		"client id without token url": {func(c *psp.Config) { c.TokenURL = "" }, "without a token url"},
 		"token url in clear":          {func(c *psp.Config) { c.TokenURL = "http://psp.example/oauth/token" }, "plain http"},
 		"api in clear with a token":   {func(c *psp.Config) { c.BaseURL = "http://psp.example/api/v2" }, "plain http"},

@@ -107,7 +107,7 @@ func TestRefundAnswerTable(t *testing.T) {
 		putStatus int // the *RequestError's StatusCode of the PUT, if any
 	}{
 		{200, processing, psp.AnswerResult, psp.AnswerResult, 0},
-		{201, processing, psp.AnswerResult, psp.AnswerTransient, 0}, // a GET is not answered 201
+		{201, processing, psp.AnswerResult, psp.AnswerTransient, 0},             // a GET is not answered 201
 		{404, errBody, psp.AnswerRequestRefused, psp.AnswerRequestRefused, 404}, // a gateway's 404 says nothing of the record
 		{404, problem("NaoEncontrado", 404), psp.AnswerRequestRefused, psp.AnswerNotFound, 404},
 		{404, problem("PixDevolucaoNaoEncontrada", 404), psp.AnswerRequestRefused, psp.AnswerNotFound, 404},
