@@ -148,7 +148,13 @@ func invalidAPIPixCases(t *testing.T) []invalidCase {
 		{"chave too long", item(map[string]string{"chave": `"` + strings.Repeat("a", 78) + `"`}), "pix[0].chave"},
 		{"chave control character", item(map[string]string{"chave": `"maria\n@example.com"`}), "pix[0].chave"},
 		{"chave empty", item(map[string]string{"chave": `""`}), "pix[0].chave"},
-		{"NUL in infoPagador", item(map[string]string{"infoPagador": `"a\u0000b"`}), "pix[0].infoPagador"},
+		// The NUL character is refused in a money field (by its own rules),
+		// and stored as U+FFFD elsewhere (payload_storable_test.go).
+		{"NUL in endToEndId", item(map[string]string{"endToEndId": `"E12345678202009091221kkkkkkkkkk\u0000"`}), "pix[0].endToEndId"},
+		{"NUL in valor", item(map[string]string{"valor": `"110.00\u0000"`}), "pix[0].valor"},
+		{"NUL in horario", item(map[string]string{"horario": `"2020-09-09T20:15:00.358Z\u0000"`}), "pix[0].horario"},
+		{"NUL in chave", item(map[string]string{"chave": `"maria@example.com\u0000"`}), "pix[0].chave"},
+		{"NUL in txid", item(map[string]string{"txid": `"abc\u0000"`}), "pix[0].txid"},
 	}
 }
 

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,12 +11,19 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pixbank/pix/internal/notification"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tracing"
 )
 
 // receiveArgs are creditSQL.Receive's arguments for n, received in the
-// request whose span's traceparent is traceparent (nil: none).
+// request whose span's traceparent is traceparent (nil: none). It is the
+// one way every delivery goes into the inbox (Receive, ReceiveBatch, the
+// group commit; the webhooks and the PSP catch-up): the payload and the
+// refund notice go in as notification.Storable makes them, so that what a
+// PSP sends beyond the money fields never fails the insert. The money
+// fields are n's own, exact; a redelivery is compared on them alone
+// (creditSQL.Receive), never on the payload.
 func receiveArgs(n pix.Notification, traceparent *string) []any {
 	source := n.Source
 	if source == "" {
@@ -23,9 +31,10 @@ func receiveArgs(n pix.Notification, traceparent *string) []any {
 	}
 	var refund any
 	if len(n.RefundNotice) > 0 {
-		refund = n.RefundNotice
+		refund = json.RawMessage(notification.Storable(n.RefundNotice))
 	}
-	return []any{n.EndToEndID, n.AmountCents, source, n.AccountID, n.PixKey, n.TxID, n.PSP, refund, n.Payload, traceparent}
+	payload := json.RawMessage(notification.Storable(n.Payload))
+	return []any{n.EndToEndID, n.AmountCents, source, n.AccountID, n.PixKey, n.TxID, n.PSP, refund, payload, traceparent}
 }
 
 // scanReceipt reads creditSQL.Receive's answer for n. stored is false when the

@@ -20,8 +20,13 @@ const maxJSONDepth = 32
 //   - anything but exactly one JSON value;
 //   - a key repeated in one object: parsers disagree on which copy wins, so
 //     {"valor":"1.00","valor":"1000.00"} could mean two amounts to two readers;
-//   - the NUL character in a string or key (PostgreSQL's jsonb can't hold it);
 //   - nesting deeper than maxJSONDepth.
+//
+// What PostgreSQL's jsonb can't hold as sent (the NUL character, a lone
+// surrogate, a byte that is not UTF-8, a number beyond numeric) is no
+// refusal: informational content never decides whether a PIX is stored,
+// and the store keeps a copy it can hold (Storable). A money field holds
+// none of it by its own rules (patterns, no control character, a time).
 func CheckJSON(body []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -86,9 +91,6 @@ func CheckJSON(body []byte) error {
 			}
 			key, _ := tok.(string) // the decoder only yields a string here
 			top.key = key
-			if strings.ContainsRune(key, 0) {
-				return pix.Invalid(path(), "key must not contain the NUL character")
-			}
 			if _, dup := top.keys[key]; dup {
 				return pix.Invalid(path(), "appears twice in the same object")
 			}
@@ -96,8 +98,7 @@ func CheckJSON(body []byte) error {
 			top.wantKey = false
 			continue
 		}
-		switch t := tok.(type) {
-		case json.Delim:
+		if t, ok := tok.(json.Delim); ok {
 			switch t {
 			case '{', '[':
 				if len(stack) == maxJSONDepth {
@@ -107,10 +108,6 @@ func CheckJSON(body []byte) error {
 				continue
 			case ']':
 				stack = stack[:len(stack)-1]
-			}
-		case string:
-			if strings.ContainsRune(t, 0) {
-				return pix.Invalid(path(), "must not contain the NUL character")
 			}
 		}
 		value()

@@ -7,9 +7,9 @@ import (
 )
 
 // The fast path of the webhook decoders: one pass over the body that checks
-// what CheckJSON checks (one JSON value, no key twice in an object, no NUL
-// character, nesting at most maxJSONDepth) and finds the members the
-// decoders read, without a token, a map or a copy per member. It only ever
+// what CheckJSON checks (one JSON value, no key twice in an object, nesting
+// at most maxJSONDepth) and finds the members the decoders read, without a
+// token, a map or a copy per member. It only ever
 // says "accepted, and here is what was sent" or "not sure": anything it
 // does not take for certain (an error of any kind, an escaped or non-ASCII
 // key, a NUL escape, an object of more than fastMaxMembers members, space
@@ -137,7 +137,8 @@ func skipDigits(data []byte, i int) int {
 // scanString checks the string at data[i] (a '"') and returns the index
 // just after its closing quote. plain says that it holds neither an escape
 // nor a byte outside ASCII: its bytes are then its decoded text. A \u0000
-// escape (the NUL character, which CheckJSON refuses) is not ok.
+// escape (the NUL character, rare, in a money field refused by the field's
+// own rules) is not ok: the slow path decides it.
 func scanString(data []byte, i int) (end int, plain, ok bool) {
 	plain = true
 	for i++; i < len(data); {
@@ -160,23 +161,7 @@ func scanString(data []byte, i int) (end int, plain, ok bool) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if len(data)-i < 6 {
-					return 0, false, false
-				}
-				var r rune
-				for _, h := range data[i+2 : i+6] {
-					switch {
-					case '0' <= h && h <= '9':
-						r = r<<4 | rune(h-'0')
-					case 'a' <= h && h <= 'f':
-						r = r<<4 | rune(h-'a'+10)
-					case 'A' <= h && h <= 'F':
-						r = r<<4 | rune(h-'A'+10)
-					default:
-						return 0, false, false
-					}
-				}
-				if r == 0 {
+				if r, ok := hex4(data, i+2); !ok || r == 0 {
 					return 0, false, false
 				}
 				i += 6
@@ -193,6 +178,27 @@ func scanString(data []byte, i int) (end int, plain, ok bool) {
 		}
 	}
 	return 0, false, false
+}
+
+// hex4 reads the four hexadecimal digits of a \u escape at value[i].
+func hex4(value []byte, i int) (rune, bool) {
+	if len(value)-i < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, h := range value[i : i+4] {
+		switch {
+		case '0' <= h && h <= '9':
+			r = r<<4 | rune(h-'0')
+		case 'a' <= h && h <= 'f':
+			r = r<<4 | rune(h-'a'+10)
+		case 'A' <= h && h <= 'F':
+			r = r<<4 | rune(h-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // stringSpecial marks the bytes scanString must look at: the quote, the
