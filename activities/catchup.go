@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/metrics"
@@ -24,10 +22,6 @@ import (
 // /pix of the PSP at PSP_URL). `psp = 'catchup'` finds every PIX whose
 // webhook never came. A row a webhook stored first keeps its PSP's name.
 const CatchUpPSP = "catchup"
-
-// ErrTypePSPPageMismatch: the PSP answered another page than the one
-// asked for: nothing is stored from it; retried.
-const ErrTypePSPPageMismatch = "PSPPageMismatch"
 
 // CatchUpStore is what the PSP catch-up needs of the database: the inbox's
 // receive path (the webhooks'), the refund notices' (db.NoteRefundNotices)
@@ -162,10 +156,6 @@ func (a *CatchUp) ListPSPWindow(ctx context.Context, w CatchUpWindow) (CatchUpCo
 			}
 			return progress.Counts, pspRequestRefused(ctx, a.Metrics, log.With("page", page), err,
 				"the catch-up's window stays where it is and is listed again")
-		}
-		if got.Page != page {
-			return progress.Counts, temporal.NewApplicationError(
-				fmt.Sprintf("psp: asked for page %d of GET /pix, answered page %d", page, got.Page), ErrTypePSPPageMismatch)
 		}
 		counts, err := a.storePage(ctx, log, page, got.Items)
 		if err != nil {

@@ -91,7 +91,7 @@ func PSPCatchUp(ctx workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, err
 // EnsurePSPCatchUpSchedule creates the PSP catch-up's Temporal Schedule
 // (every interval, runs never overlapping: a run still listing makes the
 // next tick skip), starting its runs on the maintenance queue, unless it
-// exists. An interval of 0 (PSP_CATCHUP_INTERVAL=0: the catch-up off)
+// exists (an existing one keeps its interval: see ensureSchedule). An interval of 0 (PSP_CATCHUP_INTERVAL=0: the catch-up off)
 // deletes the Schedule rather than pausing it: a paused Schedule still
 // looks configured (and `temporal schedule unpause` would start it behind
 // the configuration's back), while a deleted one is created again, at the
@@ -108,9 +108,9 @@ func EnsurePSPCatchUpSchedule(ctx context.Context, c client.Client, queues TaskQ
 		}
 		return fmt.Errorf("delete schedule %s (PSP_CATCHUP_INTERVAL=0): %w", id, err)
 	}
-	// A new Schedule is created on the maintenance queue, so ensureSchedule's
-	// move from the credits' queue never applies to it.
-	return ensureSchedule(ctx, c, id, queues.Maintenance, queues.Maintenance, every, PSPCatchUpWorkflowName, PSPCatchUpInput{})
+	// Created on the maintenance queue from the start: the move from the
+	// credits' queue (ensureSchedule) never finds it there.
+	return ensureSchedule(ctx, c, id, queues.Maintenance, queues.Credits, every, PSPCatchUpWorkflowName, PSPCatchUpInput{})
 }
 
 // StartPSPCatchUpWindow starts the catch-up of one window an operator asked

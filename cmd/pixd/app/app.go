@@ -52,6 +52,7 @@ type App struct {
 	webhooks      *metrics.Webhooks
 	groupCommit   *metrics.GroupCommit
 	workerMetrics *metrics.Worker
+	catchUp       *metrics.CatchUp
 	// closeSDKMetrics stops the Temporal SDK metrics' reporting loop.
 	closeSDKMetrics io.Closer
 	// payloadCodec encrypts the Temporal client's payloads; nil without
@@ -157,6 +158,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	a.webhooks = metrics.NewWebhooks(a.Metrics)
 	a.groupCommit = metrics.NewGroupCommit(a.Metrics)
 	a.workerMetrics = metrics.NewWorker(a.Metrics)
+	a.catchUp = metrics.NewCatchUp(a.Metrics, cfg.PSPCatchUpInterval > 0)
 	return a, nil
 }
 
@@ -612,6 +614,8 @@ func (a *App) workerDeps() worker.Deps {
 	return worker.Deps{
 		Activities: &activities.Activities{Store: a.Store, PSP: pspClient, Logger: a.Log, Metrics: a.workerMetrics},
 		Refunds:    &activities.Refunds{Store: a.Store, PSP: pspClient, Logger: a.Log, Metrics: a.workerMetrics},
+		CatchUp: &activities.CatchUp{Store: a.Store, PSP: pspClient, Overlap: a.Cfg.PSPCatchUpOverlap, Lookback: a.Cfg.PSPCatchUpLookback,
+			Logger: a.Log, Metrics: a.workerMetrics, Found: a.catchUp},
 	}
 }
 
@@ -630,7 +634,10 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 		if err := workflows.EnsureRetentionSchedule(ctx, a.Temporal, queues, a.Cfg.RetentionInterval, retention); err != nil {
 			return err
 		}
-		return workflows.EnsureReconcileSchedule(ctx, a.Temporal, queues, a.Cfg.ReconcileInterval)
+		if err := workflows.EnsureReconcileSchedule(ctx, a.Temporal, queues, a.Cfg.ReconcileInterval); err != nil {
+			return err
+		}
+		return workflows.EnsurePSPCatchUpSchedule(ctx, a.Temporal, queues, a.Cfg.PSPCatchUpInterval)
 	})
 	if !ready {
 		return err // nil: stopped while starting
