@@ -38,12 +38,17 @@ func pspNeedsAttention(ctx context.Context, m *metrics.Worker, log *slog.Logger,
 	return temporal.NewApplicationErrorWithCause(msg, kind, err)
 }
 
-// pspRequestRefused reports a refused request (credentials, a malformed
-// request): never a rejection; see pspNeedsAttention.
+// pspRequestRefused reports a refused request (credentials, the token
+// endpoint refusing our client, a malformed request): never a rejection;
+// see pspNeedsAttention.
 func pspRequestRefused(ctx context.Context, m *metrics.Worker, log *slog.Logger, err error, consequence string) error {
 	var refused *psp.RequestError
+	var token *psp.TokenError
 	code := 0
-	if errors.As(err, &refused) {
+	switch {
+	case errors.As(err, &token):
+		code = token.StatusCode // the token endpoint's
+	case errors.As(err, &refused):
 		code = refused.StatusCode
 	}
 	return pspNeedsAttention(ctx, m, log, ErrTypePSPRequestRefused, code, fmt.Errorf("psp refused the request (http %d): %w", code, err), consequence)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -68,9 +67,9 @@ type RefundRef struct {
 }
 
 // RefundRefusedByPSP is RefundState.Status when the PSP refused the
-// devolução itself (a business refusal: a 400 or 422 to the PUT carrying
-// the PSP's own error code; see businessRefusal) and
-// holds no record of it: nothing was made. The saga reverses the debit
+// devolução itself (the spec's 400 PixDevolucaoInvalida to the refund's
+// first PUT ever, at its first attempt: psp.AnswerRefundRefused) and holds
+// no record of it: nothing was made. The saga reverses the debit
 // after a quiet period, once a second look still finds no record.
 const RefundRefusedByPSP = "RECUSADA"
 
@@ -108,13 +107,21 @@ func pspRefund(r pix.Refund) psp.RefundRequest {
 
 // RequestRefund asks the PSP for the devolução (PUT, under our id: the PSP
 // deduplicates on it, so a retry never returns twice) and records that the
-// PSP holds it. Its answer classes follow the transfer's submission:
+// PSP holds it. Its answer classes follow the transfer's submission
+// (psp.Classify):
 //   - a result about our devolução: in process, recorded as requested; a
 //     final status only once the PSP's record (GET) confirms it;
-//   - a refused request (credentials, a malformed request, a 409: our id
-//     is another devolução's): PSPRequestRefused, counted, retried, never
-//     a reason to reverse;
-//   - no answer: PSPUnavailable, retried.
+//   - the PSP refusing the devolução (400 PixDevolucaoInvalida): its record
+//     decides, on any attempt, since the same problem answers a retried PUT
+//     whose first one made the devolução and lost its answer (the id is
+//     already used): our devolução there is followed as accepted; no
+//     record is RECUSADA only on the refund's first ask ever (see
+//     neverAccepted), else the refusal needs a human (counted, retried,
+//     never reversed);
+//   - a refused request (credentials, the token endpoint refusing our
+//     client, a malformed request, a 409: our id is another devolução's):
+//     PSPRequestRefused, counted, retried, never a reason to reverse;
+//   - no answer (the token endpoint down too): PSPUnavailable, retried.
 func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState, error) {
 	r, log, err := a.load(ctx, in.RefundID)
 	if err != nil {
@@ -147,21 +154,25 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 				return RefundState{}, err
 			}
 		}
-	case psp.AnswerRequestRefused:
-		if !businessRefusal(err) || !firstAsk || !neverAccepted(ctx, r) {
-			return RefundState{}, pspRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
-		}
-		// The PSP refused the devolução itself, or our id is unknown to it
-		// after a lost answer: its record decides, never the refusal alone.
+	case psp.AnswerRefundRefused:
+		// The PSP refused the devolução itself, or our id is already used,
+		// by our own earlier PUT whose answer was lost too: its record
+		// decides, never the refusal alone.
 		var found bool
 		if res, found, err = a.recordIfAny(ctx, log, r); err != nil {
 			return RefundState{}, err
 		}
 		if !found {
+			if !firstAsk || !neverAccepted(ctx, r) {
+				// A PUT may have reached the PSP before: its record may yet
+				// appear. Never reversed on this answer; a human looks.
+				return RefundState{}, pspRequestRefused(ctx, a.Metrics, log, refusal, refundStaysOpen)
+			}
 			log.WarnContext(ctx, "psp refused the devolução and holds no record of it", "error", refusal)
 			return RefundState{RefundID: r.ID, Status: RefundRefusedByPSP, Reason: refusalReason(refusal)}, nil
 		}
-	case psp.AnswerAlreadySubmitted:
+		log.InfoContext(ctx, "psp refused the PUT but holds our devolução (an earlier PUT made it): its record is followed", "error", refusal)
+	case psp.AnswerRequestRefused, psp.AnswerAlreadySubmitted:
 		return RefundState{}, pspRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
 	default:
 		return RefundState{}, pspError(err)
@@ -200,27 +211,11 @@ func (a *Refunds) recordIfAny(ctx context.Context, log *slog.Logger, r pix.Refun
 		return res, true, a.ours(ctx, log, r, res)
 	case psp.AnswerNotFound:
 		return psp.RefundResult{}, false, nil
-	case psp.AnswerRequestRefused, psp.AnswerAlreadySubmitted:
+	case psp.AnswerRequestRefused, psp.AnswerAlreadySubmitted, psp.AnswerRefundRefused:
 		return psp.RefundResult{}, false, pspRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
 	default:
 		return psp.RefundResult{}, false, pspError(err)
 	}
-}
-
-// businessRefusal reports whether a refused PUT is the PSP refusing the
-// devolução itself: a 400 or 422 that carries the BCB's
-// DevolucaoOperacaoInvalida (psp.CodeRefundRefused), and no other code, as
-// opposed to our credentials (401, 403), our id being another devolução's
-// (409), a 404 (a gateway or a wrong path says it as well as the PSP), an
-// answer without the PSP's error (an HTML page) or with a code of its own
-// (a framework's or a gateway's generic problem: "about:blank", an RFC
-// section, "bad_request"), or a request we did not send.
-func businessRefusal(err error) bool {
-	var refused *psp.RequestError
-	if !errors.As(err, &refused) || refused.Code != psp.CodeRefundRefused {
-		return false
-	}
-	return refused.StatusCode == http.StatusBadRequest || refused.StatusCode == http.StatusUnprocessableEntity
 }
 
 // neverAccepted reports whether nothing says the PSP ever took r: our row
@@ -233,11 +228,13 @@ func neverAccepted(ctx context.Context, r pix.Refund) bool {
 	return r.Status == pix.RefundDebited && r.RtrID == nil && activity.GetInfo(ctx).Attempt == 1
 }
 
-// refusalReason is what the PSP said when it refused, bounded.
+// refusalReason is what the PSP said when it refused, bounded: the problem
+// type's name (PixDevolucaoInvalida) and its title and detail.
 func refusalReason(err error) string {
 	var refused *psp.RequestError
 	if errors.As(err, &refused) {
-		return boundedReason(fmt.Sprintf("the psp refused the devolução (http %d %s): %s", refused.StatusCode, refused.Code, refused.Message))
+		return boundedReason(fmt.Sprintf("the psp refused the devolução (http %d %s): %s", refused.StatusCode,
+			strings.TrimPrefix(cmp.Or(refused.Type, refused.Code), psp.ProblemTypePrefix), refused.Message))
 	}
 	return "the psp refused the devolução"
 }

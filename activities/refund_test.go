@@ -144,7 +144,7 @@ func (p *scriptedRefundPSP) count(kind string) int {
 
 const unitRefundID = "0123456789abcdef0123456789abcdef"
 
-func refundUnit(t *testing.T, status string, pspFake *scriptedRefundPSP) (*memRefunds, *testsuite.TestActivityEnvironment) {
+func refundUnit(t *testing.T, status string, pspFake psp.RefundClient) (*memRefunds, *testsuite.TestActivityEnvironment) {
 	t.Helper()
 	store := &memRefunds{r: pix.Refund{ID: unitRefundID, EndToEndID: "E1234567820261129120000000000001", AccountID: "acc-1",
 		AmountCents: 2_500, Status: status}}
@@ -277,11 +277,12 @@ func TestCheckRefundReportsTheRecord(t *testing.T) {
 	require.Equal(t, string(psp.RefundReturned), st.Status)
 }
 
-// A PUT the PSP refuses as a business refusal is decided by its record:
-// no record is RECUSADA (reversed later, after a second look), a record is
-// followed; credentials and id conflicts never ask and never reverse.
+// A PUT the PSP refuses (400 PixDevolucaoInvalida) is decided by its
+// record: no record is RECUSADA on the first ask (reversed later, after a
+// second look), a record is followed on any ask; credentials and id
+// conflicts never ask and never reverse.
 func TestRequestRefundBusinessRefusal(t *testing.T) {
-	invalid := &psp.RequestError{StatusCode: 400, Code: psp.CodeRefundRefused, Message: "fora do prazo"}
+	invalid := &psp.RequestError{StatusCode: 400, Type: psp.ProblemPixDevolucaoInvalida, Message: "Devolução inválida: fora do prazo"}
 	t.Run("no record: refused by the psp", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
 		store, env := refundUnit(t, pix.RefundDebited, fake)
@@ -290,7 +291,7 @@ func TestRequestRefundBusinessRefusal(t *testing.T) {
 		var st activities.RefundState
 		require.NoError(t, v.Get(&st))
 		require.Equal(t, activities.RefundRefusedByPSP, st.Status)
-		require.Contains(t, st.Reason, "DevolucaoOperacaoInvalida")
+		require.Equal(t, "the psp refused the devolução (http 400 PixDevolucaoInvalida): Devolução inválida: fora do prazo", st.Reason)
 		require.Empty(t, store.calls, "nothing recorded, nothing reversed yet")
 	})
 	t.Run("a record: followed", func(t *testing.T) {
@@ -303,19 +304,41 @@ func TestRequestRefundBusinessRefusal(t *testing.T) {
 		require.Equal(t, string(psp.RefundReturned), st.Status)
 		require.Equal(t, pix.RefundRequested, store.r.Status)
 	})
-	t.Run("asked before (an earlier run's PUT, or one before the upgrade): a human looks", func(t *testing.T) {
-		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}}
+	t.Run("asked before (an earlier run's PUT, or one before the upgrade), no record: a human looks", func(t *testing.T) {
+		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
 		store, env := refundUnit(t, pix.RefundDebited, fake)
 		store.asked = true
 		_, got := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
 		require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, got))
-		require.Zero(t, fake.count("get"))
+		require.Equal(t, 1, fake.count("get"), "the record is asked")
 		require.Zero(t, store.reversed)
+		require.Empty(t, store.calls)
+	})
+	t.Run("asked before, our devolução in the record (the first PUT made it, its answer lost): followed", func(t *testing.T) {
+		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{status: psp.RefundInProcessing}}}
+		store, env := refundUnit(t, pix.RefundDebited, fake)
+		store.asked = true
+		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		require.NoError(t, err)
+		var st activities.RefundState
+		require.NoError(t, v.Get(&st))
+		require.Equal(t, string(psp.RefundInProcessing), st.Status)
+		require.Equal(t, pix.RefundRequested, store.r.Status)
+	})
+	t.Run("another devolução in the record: never acted on", func(t *testing.T) {
+		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{status: psp.RefundInProcessing, amount: 1}}}
+		store, env := refundUnit(t, pix.RefundDebited, fake)
+		_, got := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		require.Equal(t, activities.ErrTypePSPRefundMismatch, errorType(t, got))
+		require.Empty(t, store.calls)
 	})
 	for name, err := range map[string]error{
-		"credentials": &psp.RequestError{StatusCode: 403},
-		"id conflict": &psp.RequestError{StatusCode: 409, Code: psp.CodeRefundIDReused},
-		"not sent":    &psp.RequestError{StatusCode: 0, Code: "invalid_request"},
+		"credentials":       &psp.RequestError{StatusCode: 403},
+		"id conflict":       &psp.RequestError{StatusCode: 409, Code: psp.CodeRefundIDReused},
+		"not sent":          &psp.RequestError{StatusCode: 0, Code: "invalid_request"},
+		"a 422":             &psp.RequestError{StatusCode: 422, Type: psp.ProblemPixDevolucaoInvalida},
+		"the invented code": &psp.RequestError{StatusCode: 400, Type: psp.ProblemTypePrefix + "DevolucaoOperacaoInvalida"},
+		"token refused":     &psp.TokenError{StatusCode: 401, Code: "invalid_client"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			fake := &scriptedRefundPSP{puts: []refundAnswer{{err: err}}}
@@ -355,17 +378,18 @@ func TestReverseRefundRefusedByThePSP(t *testing.T) {
 // took the devolução (found by an attack review: two bare 404s a minute
 // apart reversed a refund the PSP had accepted).
 func TestRefusalAfterAnAcceptanceNeedsAHuman(t *testing.T) {
-	invalid := &psp.RequestError{StatusCode: 400, Code: "DevolucaoOperacaoInvalida"}
+	invalid := &psp.RequestError{StatusCode: 400, Type: psp.ProblemPixDevolucaoInvalida}
 	notFound := fmt.Errorf("psp: %w", psp.ErrNotFound)
 	for name, c := range map[string]struct {
 		status string
 		rtrID  bool
 		err    error
+		gets   int // the record asked: always after PixDevolucaoInvalida
 	}{
-		"requested already":             {pix.RefundRequested, true, invalid},
-		"an rtr_id recorded":            {pix.RefundDebited, true, invalid},
-		"a bare 404":                    {pix.RefundDebited, false, &psp.RequestError{StatusCode: 404, Message: "<html>not found</html>"}},
-		"a 400 without the PSP's error": {pix.RefundDebited, false, &psp.RequestError{StatusCode: 400, Message: "<html>bad request</html>"}},
+		"requested already":             {pix.RefundRequested, true, invalid, 1},
+		"an rtr_id recorded":            {pix.RefundDebited, true, invalid, 1},
+		"a bare 404":                    {pix.RefundDebited, false, &psp.RequestError{StatusCode: 404, Message: "<html>not found</html>"}, 0},
+		"a 400 without the PSP's error": {pix.RefundDebited, false, &psp.RequestError{StatusCode: 400, Message: "<html>bad request</html>"}, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			fake := &scriptedRefundPSP{puts: []refundAnswer{{err: c.err}}, gets: []refundAnswer{{err: notFound}}}
@@ -376,7 +400,7 @@ func TestRefusalAfterAnAcceptanceNeedsAHuman(t *testing.T) {
 			}
 			_, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
 			require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
-			require.Zero(t, fake.count("get"), "no second look leads anywhere: a human must")
+			require.Equal(t, c.gets, fake.count("get"), "no record leads nowhere: a human must look")
 			require.Empty(t, store.calls)
 		})
 	}
@@ -398,7 +422,7 @@ func TestRefusalOnALaterRunNeedsAHuman(t *testing.T) {
 
 	// Run 2 (a fresh activity environment: attempt 1 again): a 400 with the
 	// PSP's code, no record: still a human's, never a reversal.
-	fake2 := &scriptedRefundPSP{puts: []refundAnswer{{err: &psp.RequestError{StatusCode: 400, Code: "DevolucaoOperacaoInvalida"}}},
+	fake2 := &scriptedRefundPSP{puts: []refundAnswer{{err: &psp.RequestError{StatusCode: 400, Type: psp.ProblemPixDevolucaoInvalida}}},
 		gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
 	var suite testsuite.WorkflowTestSuite
 	env2 := suite.NewTestActivityEnvironment()
@@ -411,5 +435,5 @@ func TestRefusalOnALaterRunNeedsAHuman(t *testing.T) {
 	store.r.Status, store.r.RtrID = pix.RefundDebited, nil
 	_, err = env2.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
 	require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
-	require.Zero(t, fake2.count("get"), "no second look: it was asked before")
+	require.Zero(t, store.reversed, "no record, asked before: never RECUSADA")
 }

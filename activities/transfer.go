@@ -16,7 +16,7 @@ import (
 // Application error types of the transfer activities.
 const (
 	// ErrTypePSPUnavailable: the PSP did not answer (5xx, timeout,
-	// connection); retried with backoff.
+	// connection), or its token endpoint did not; retried with backoff.
 	ErrTypePSPUnavailable = "PSPUnavailable"
 	// ErrTypeSettlementPending: the PSP has not settled the transfer yet;
 	// the retry policy paces the polling.
@@ -26,7 +26,8 @@ const (
 	// which submits again under the same end_to_end_id.
 	ErrTypePSPTransferUnknown = "PSPTransferUnknown"
 	// ErrTypePSPRequestRefused: the PSP refused our request itself (401,
-	// 403, 400, 404, 413, ...): our credentials or request are wrong. Never
+	// 403, 400, 404, 413, ...), or its token endpoint our client
+	// (invalid_client, ...): our credentials or request are wrong. Never
 	// a reason to refund: retried with backoff; after
 	// refusedAttemptsPerRun attempts of a run the run fails visibly, the
 	// transfer stays open, and the dispatcher's recheck starts another run.
@@ -107,9 +108,12 @@ func (a *Activities) loadTransfer(ctx context.Context, id string) (pix.Transfer,
 //     transfer confirms it (an earlier submission whose answer was lost may
 //     have made it settled or pending);
 //   - 409 (already submitted): the PSP's status is asked and returned;
-//   - a refused request (credentials, a malformed request): an error of
-//     type PSPRequestRefused, never a rejection, retried and counted;
-//   - no answer: an error of type PSPUnavailable, retried.
+//   - a refused request (credentials, the OAuth 2.0 token endpoint refusing
+//     our client, a malformed request; a devolução's problem type, which
+//     says nothing of a transfer): an error of type PSPRequestRefused,
+//     never a rejection, retried and counted;
+//   - no answer (the token endpoint down too): an error of type
+//     PSPUnavailable, retried.
 //
 // A status that describes another transfer than ours under our
 // end_to_end_id is never adopted (PSPTransferMismatch).
@@ -144,7 +148,7 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 		if res, err = a.pspRecord(ctx, log, t); err != nil {
 			return PSPResult{}, err
 		}
-	case psp.AnswerRequestRefused:
+	case psp.AnswerRequestRefused, psp.AnswerRefundRefused:
 		return PSPResult{}, a.requestRefused(ctx, log, err)
 	default:
 		return PSPResult{}, pspError(err)
@@ -173,7 +177,7 @@ func (a *Activities) pspRecord(ctx context.Context, log *slog.Logger, t pix.Tran
 	switch psp.Classify(err) {
 	case psp.AnswerResult:
 		return res, a.ours(ctx, log, t, res)
-	case psp.AnswerRequestRefused:
+	case psp.AnswerRequestRefused, psp.AnswerRefundRefused:
 		return psp.Result{}, a.requestRefused(ctx, log, err)
 	case psp.AnswerNotFound:
 		return psp.Result{}, a.needsAttention(ctx, log, ErrTypeRejectionUnconfirmed, 0,
@@ -231,7 +235,7 @@ func (a *Activities) AwaitSettlement(ctx context.Context, in PSPResult) (PSPResu
 		}
 	case psp.AnswerNotFound:
 		return PSPResult{}, temporal.NewNonRetryableApplicationError("the psp knows no transfer "+in.EndToEndID, ErrTypePSPTransferUnknown, err)
-	case psp.AnswerRequestRefused:
+	case psp.AnswerRequestRefused, psp.AnswerRefundRefused:
 		return PSPResult{}, a.requestRefused(ctx, log, err)
 	default:
 		return PSPResult{}, pspError(err)

@@ -81,7 +81,7 @@ type transferBooks interface {
 // returns the activity environment over it: in PostgreSQL, or, in the unit
 // tier (-short), in memory (memTransfers), so that the activities'
 // decisions are tested without a database too.
-func transferSetup(t *testing.T, fake *scriptedPSP) (transferBooks, *testsuite.TestActivityEnvironment, pix.Transfer) {
+func transferSetup(t *testing.T, fake psp.Client) (transferBooks, *testsuite.TestActivityEnvironment, pix.Transfer) {
 	t.Helper()
 	if testing.Short() {
 		s := newMemTransfers("acc-1", 10_000, 1_000)
