@@ -10,6 +10,8 @@
 //	pixctl retry <end_to_end_id> | -all-failed -account X
 //	pixctl reconcile                the books' check
 //	pixctl events tail [-all]       the service's events as they reach the broker
+//	pixctl psp catchup -from T -to T  one window of the PSP's record of PIX
+//	                                received into the inbox (through Temporal)
 //	pixctl token -account X ...     a bearer token of the development issuer
 //	pixctl dev-issuer [-env]        the development issuer's key pair
 //	pixctl help [command]           usage; so do -h and --help anywhere
@@ -48,7 +50,8 @@ func main() {
 var (
 	commands = []*command{demoCommand, showCommand, refundCommand, refundStatusCommand, failedCommand, retryCommand,
 		reconcileCommand, tokenCommand, devIssuerCommand}
-	groups = []*group{{name: "events", summary: "the service's events on the broker", commands: []*command{eventsTailCommand}}}
+	groups = []*group{{name: "events", summary: "the service's events on the broker", commands: []*command{eventsTailCommand}},
+		{name: "psp", summary: "the PSP's own record", commands: []*command{pspCatchUpCommand}}}
 )
 
 const usageIntro = `usage: pixctl <command> [flags] [arguments]
