@@ -106,7 +106,7 @@ func loadDocument(name string, source []byte, opts Options) (*Document, error) {
 // own schema.
 func (d *Document) Validate() error {
 	if ok, errs := d.validator.ValidateDocument(); !ok {
-		return fmt.Errorf("%s is not a valid OpenAPI document: %s", d.Name, describe(errs))
+		return fmt.Errorf("%s is not a valid OpenAPI document: %s", d.Name, Describe(errs))
 	}
 	return nil
 }
@@ -135,11 +135,11 @@ func (c *Contract) Check(ex Exchange) Result {
 		}
 		res := Result{Document: d.Name, Operation: ex.Method + " " + route.Path}
 		if ok, errs := d.validator.ValidateHttpResponse(ex.request(), ex.response()); !ok {
-			res.Problems = append(res.Problems, "the answer is not what the document says: "+describe(errs))
+			res.Problems = append(res.Problems, "the answer is not what the document says: "+Describe(errs))
 		}
 		if ok, errs := d.validator.ValidateHttpRequestSync(ex.request()); !ok && ex.Status < 400 {
 			res.Problems = append(res.Problems, fmt.Sprintf("the document refuses the request (%s), but the service answered %d",
-				describe(errs), ex.Status))
+				Describe(errs), ex.Status))
 		}
 		return res
 	}
@@ -196,9 +196,9 @@ type readCloser struct{ *bytes.Reader }
 
 func (readCloser) Close() error { return nil }
 
-// describe renders validation errors on one line each, most specific
+// Describe renders validation errors on one line each, most specific
 // first: the failing fields and why.
-func describe(errs []*vErrors.ValidationError) string {
+func Describe(errs []*vErrors.ValidationError) string {
 	var parts []string
 	for _, e := range errs {
 		s := e.Message

@@ -101,7 +101,7 @@ func (d *Document) ExampleProblems() []string {
 			return
 		}
 		if ok, errs := sv.ValidateSchemaBytes(schema, b); !ok {
-			problems = append(problems, fmt.Sprintf("%s: %s", where, describe(errs)))
+			problems = append(problems, fmt.Sprintf("%s: %s", where, Describe(errs)))
 		}
 	}
 	media := func(where string, content *orderedmap.Map[string, *v3.MediaType]) {
@@ -154,7 +154,7 @@ func schemaExampleProblems(sv schema_validation.SchemaValidator, where string, s
 		}
 		b, _ := json.Marshal(v) //nolint:errcheck // decoded from YAML: marshals
 		if ok, errs := sv.ValidateSchemaBytes(s, b); !ok {
-			problems = append(problems, fmt.Sprintf("%s examples[%d]: %s", where, i, describe(errs)))
+			problems = append(problems, fmt.Sprintf("%s examples[%d]: %s", where, i, Describe(errs)))
 		}
 	}
 	if s.Properties != nil {
