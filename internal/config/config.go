@@ -17,6 +17,7 @@ import (
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tracing"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
@@ -115,6 +116,18 @@ type Config struct {
 	// Outgoing transfers.
 	PSPURL                    string
 	PSPTimeout                time.Duration
+	// The PSP client's authentication (PSP puts the client's settings
+	// together): OAuth 2.0 client credentials at PSPOAuthTokenURL ("":
+	// none), the secret inline or in a file read again at each token
+	// request; our client certificate and the PSP's CA for mutual TLS.
+	PSPOAuthTokenURL    string
+	PSPClientID         string
+	PSPClientSecret     string
+	PSPClientSecretFile string
+	PSPOAuthScopes      []string
+	PSPTLSCertFile      string
+	PSPTLSKeyFile       string
+	PSPCAFile           string
 	BankISPB                  string
 	IdempotencyLockTimeout    time.Duration
 	IdempotencyKeyTTL         time.Duration
@@ -500,6 +513,26 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	}
 	str("PSP_URL", &c.PSPURL)
 	dur("PSP_TIMEOUT", &c.PSPTimeout)
+	str("PSP_OAUTH_TOKEN_URL", &c.PSPOAuthTokenURL)
+	str("PSP_CLIENT_ID", &c.PSPClientID)
+	if v, ok := secret("PSP_CLIENT_SECRET"); ok {
+		if path, fromFile := lookup("PSP_CLIENT_SECRET_FILE"); fromFile {
+			// The client reads the file again at each token request, so
+			// that a secret fixed there needs no restart; read here too,
+			// so that one that can't be read fails the start.
+			c.PSPClientSecretFile = path
+		} else {
+			c.PSPClientSecret = v
+		}
+	}
+	if v, ok := lookup("PSP_OAUTH_SCOPES"); ok {
+		if c.PSPOAuthScopes = strings.Fields(v); len(c.PSPOAuthScopes) == 0 {
+			errs = append(errs, errors.New("PSP_OAUTH_SCOPES: must not be empty (unset: pix.read pix.write webhook.read webhook.write)"))
+		}
+	}
+	str("PSP_TLS_CERT_FILE", &c.PSPTLSCertFile)
+	str("PSP_TLS_KEY_FILE", &c.PSPTLSKeyFile)
+	str("PSP_CA_FILE", &c.PSPCAFile)
 	str("BANK_ISPB", &c.BankISPB)
 	dur("IDEMPOTENCY_LOCK_TIMEOUT", &c.IdempotencyLockTimeout)
 	dur("IDEMPOTENCY_KEY_TTL", &c.IdempotencyKeyTTL)
@@ -608,6 +641,7 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	if _, err := c.TemporalClientOptions(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.checkPSP()...)
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
@@ -743,6 +777,37 @@ func isOrigin(v string) bool {
 	u, err := url.Parse(v)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
 		u.Path == "" && u.RawQuery == "" && u.Fragment == "" && u.User == nil
+}
+
+// PSP is the PSP client's configuration (psp.New builds the client from
+// it), the same for pixd and pixctl.
+func (c Config) PSP() psp.Config {
+	return psp.Config{
+		BaseURL: c.PSPURL, Timeout: c.PSPTimeout,
+		TokenURL: c.PSPOAuthTokenURL, ClientID: c.PSPClientID,
+		ClientSecret: c.PSPClientSecret, ClientSecretFile: c.PSPClientSecretFile, Scopes: c.PSPOAuthScopes,
+		CertFile: c.PSPTLSCertFile, KeyFile: c.PSPTLSKeyFile, CAFile: c.PSPCAFile,
+	}
+}
+
+// checkPSP reports what is wrong with the PSP_* settings: combinations by
+// their variables' names, then what building the client finds (a URL, a
+// certificate that can't be read), so that it fails the start, not the
+// first call.
+func (c Config) checkPSP() []error {
+	oauthSet := c.PSPClientID != "" || c.PSPClientSecret != "" || c.PSPClientSecretFile != "" || c.PSPOAuthScopes != nil
+	switch {
+	case (c.PSPTLSCertFile == "") != (c.PSPTLSKeyFile == ""):
+		return []error{errors.New("PSP_TLS_CERT_FILE and PSP_TLS_KEY_FILE: set both or neither")}
+	case c.PSPOAuthTokenURL != "" && (c.PSPClientID == "" || (c.PSPClientSecret == "" && c.PSPClientSecretFile == "")):
+		return []error{errors.New("PSP_OAUTH_TOKEN_URL: needs PSP_CLIENT_ID and PSP_CLIENT_SECRET (or PSP_CLIENT_SECRET_FILE)")}
+	case c.PSPOAuthTokenURL == "" && oauthSet:
+		return []error{errors.New("PSP_CLIENT_ID, PSP_CLIENT_SECRET(_FILE), PSP_OAUTH_SCOPES: never sent without PSP_OAUTH_TOKEN_URL; set it too")}
+	}
+	if _, err := psp.New(c.PSP()); err != nil {
+		return []error{fmt.Errorf("PSP client (PSP_URL, PSP_OAUTH_TOKEN_URL, PSP_CLIENT_*, PSP_TLS_CERT_FILE, PSP_TLS_KEY_FILE, PSP_CA_FILE): %w", err)}
+	}
+	return nil
 }
 
 // CheckAPI reports what the API process needs beyond what Load checks

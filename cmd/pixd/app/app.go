@@ -53,6 +53,9 @@ type App struct {
 	groupCommit   *metrics.GroupCommit
 	workerMetrics *metrics.Worker
 	catchUp       *metrics.CatchUp
+	// psp is the PSP client (psp.New from config.PSP: OAuth 2.0 and mutual
+	// TLS as configured), one for every activity that calls the PSP.
+	psp *psp.HTTPClient
 	// closeSDKMetrics stops the Temporal SDK metrics' reporting loop.
 	closeSDKMetrics io.Closer
 	// payloadCodec encrypts the Temporal client's payloads; nil without
@@ -120,6 +123,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		stopTracing()
 		return nil, err
 	}
+	pspClient, err := psp.New(cfg.PSP(), psp.WithTracing(traces))
+	if err != nil {
+		stopTracing()
+		return nil, fmt.Errorf("psp client: %w", err)
+	}
+	if !cfg.PSP().Authenticated() {
+		log.Warn("PSP_OAUTH_TOKEN_URL unset: the PSP client sends no OAuth 2.0 token (a simulator without authentication); a real PSP answers none of its calls: never run production like this")
+	}
 	pool, err := db.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns, db.WithTracing(traces))
 	if err != nil {
 		stopTracing()
@@ -153,7 +164,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		return nil, fmt.Errorf("temporal client: %w", err)
 	}
 	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: registry, closeSDKMetrics: closeSDKMetrics,
-		payloadCodec: payloadCodec, tracing: traces, ownTracing: ownTracing}
+		payloadCodec: payloadCodec, tracing: traces, ownTracing: ownTracing, psp: pspClient}
 	metrics.RegisterDatabaseGauges(a.Metrics, a.Store, log)
 	a.webhooks = metrics.NewWebhooks(a.Metrics)
 	a.groupCommit = metrics.NewGroupCommit(a.Metrics)
@@ -610,7 +621,7 @@ func (a *App) serveWorkerMetrics(ctx context.Context) error {
 
 // workerDeps are the dependencies of every family's activities.
 func (a *App) workerDeps() worker.Deps {
-	pspClient := psp.NewHTTPClient(a.Cfg.PSPURL, a.Cfg.PSPTimeout, psp.WithTracing(a.tracing))
+	pspClient := a.psp
 	return worker.Deps{
 		Activities: &activities.Activities{Store: a.Store, PSP: pspClient, Logger: a.Log, Metrics: a.workerMetrics},
 		Refunds:    &activities.Refunds{Store: a.Store, PSP: pspClient, Logger: a.Log, Metrics: a.workerMetrics},
