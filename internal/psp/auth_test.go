@@ -1,6 +1,7 @@
 package psp_test
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -95,6 +96,7 @@ func seen(r *http.Request) seenRequest {
 	}
 	b, _ := io.ReadAll(r.Body)
 	s.body = string(b)
+	r.Body = io.NopCloser(bytes.NewReader(b)) // for the API's handler
 	return s
 }
 
@@ -348,25 +350,38 @@ func TestMutualTLS(t *testing.T) {
 	require.Empty(t, f.seenTokens())
 }
 
-// TestEveryRouteUnderTheBase: each method's request, under the base URL's
-// path, with its token.
-func TestEveryRouteUnderTheBase(t *testing.T) {
-	f := newFakePSP(t)
-	f.api = func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case strings.Contains(r.URL.Path, "/devolucao/"):
-			_, _ = io.WriteString(w, processing)
-		case r.URL.Path == apiBase+"/pix":
-			_, _ = io.WriteString(w, `{"parametros":{"inicio":"2026-11-29T12:00:00Z","fim":"2026-11-29T13:00:00Z","paginacao":{"paginaAtual":0,"itensPorPagina":100,"quantidadeDePaginas":1,"quantidadeTotalDeItens":0}},"pix":[]}`)
-		case strings.HasPrefix(r.URL.Path, apiBase+"/webhook/") && r.Method == http.MethodGet:
-			_, _ = io.WriteString(w, `{"webhookUrl":"https://bank.example/webhooks","chave":"maria@example.com","criacao":"2026-11-29T12:00:00Z"}`)
-		case strings.HasPrefix(r.URL.Path, apiBase+"/webhook/") && r.Method == http.MethodDelete:
-			w.WriteHeader(http.StatusNoContent)
-		default:
-			_, _ = io.WriteString(w, `{"end_to_end_id":"`+e2e+`","status":"settled"}`)
+// pixAPI answers each route of the client as the spec's examples do.
+func pixAPI(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case strings.Contains(r.URL.Path, "/devolucao/"):
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPut {
+			w.WriteHeader(http.StatusCreated)
 		}
+		_, _ = io.WriteString(w, processing)
+	case r.URL.Path == apiBase+"/pix":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"parametros":{"inicio":"2026-11-29T12:00:00Z","fim":"2026-11-29T13:00:00Z","paginacao":{"paginaAtual":0,"itensPorPagina":100,"quantidadeDePaginas":1,"quantidadeTotalDeItens":0}},"pix":[]}`)
+	case strings.HasPrefix(r.URL.Path, apiBase+"/webhook/") && r.Method == http.MethodGet:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"webhookUrl":"https://bank.example/webhooks","cnpj":"12345678000195","criacao":"2026-11-29T12:00:00Z"}`)
+	case strings.HasPrefix(r.URL.Path, apiBase+"/webhook/") && r.Method == http.MethodDelete:
+		w.WriteHeader(http.StatusNoContent)
+	case strings.HasPrefix(r.URL.Path, apiBase+"/webhook/"):
+		w.WriteHeader(http.StatusOK)
+	case r.Method == http.MethodPost:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"end_to_end_id":"`+e2e+`","status":"pending"}`)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"end_to_end_id":"`+e2e+`","status":"settled"}`)
 	}
-	c := f.client(t)
+}
+
+// callEveryMethod calls each method of the client once, successfully.
+func callEveryMethod(t *testing.T, c *psp.HTTPClient) {
+	t.Helper()
 	ctx := t.Context()
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	_, err := c.Submit(ctx, transfer)
@@ -383,6 +398,14 @@ func TestEveryRouteUnderTheBase(t *testing.T) {
 	_, err = c.GetWebhook(ctx, "maria@example.com")
 	require.NoError(t, err)
 	require.NoError(t, c.DeleteWebhook(ctx, "maria@example.com"))
+}
+
+// TestEveryRouteUnderTheBase: each method's request, under the base URL's
+// path, with its token.
+func TestEveryRouteUnderTheBase(t *testing.T) {
+	f := newFakePSP(t)
+	f.api = pixAPI
+	callEveryMethod(t, f.client(t))
 
 	var got []string
 	for _, call := range f.seenCalls() {
