@@ -12,6 +12,7 @@
 //	pixctl events tail [-all]       the service's events as they reach the broker
 //	pixctl psp catchup -from T -to T  one window of the PSP's record of PIX
 //	                                received into the inbox (through Temporal)
+//	pixctl psp webhook set|get|delete <chave> [url]  our webhook at the PSP
 //	pixctl token -account X ...     a bearer token of the development issuer
 //	pixctl dev-issuer [-env]        the development issuer's key pair
 //	pixctl help [command]           usage; so do -h and --help anywhere
@@ -51,7 +52,7 @@ var (
 	commands = []*command{demoCommand, showCommand, refundCommand, refundStatusCommand, failedCommand, retryCommand,
 		reconcileCommand, tokenCommand, devIssuerCommand}
 	groups = []*group{{name: "events", summary: "the service's events on the broker", commands: []*command{eventsTailCommand}},
-		{name: "psp", summary: "the PSP's own record", commands: []*command{pspCatchUpCommand}}}
+		{name: "psp", summary: "the PSP's own record, and our webhook there", commands: []*command{pspCatchUpCommand, pspWebhookCommand}}}
 )
 
 const usageIntro = `usage: pixctl <command> [flags] [arguments]
