@@ -38,7 +38,8 @@ const (
 	// rather than as an idempotent replay; then it answers them 200.
 	ModeDuplicateConflict Mode = "duplicate_conflict"
 	// ModeUnauthorized answers the first Times submissions 401
-	// unauthorized (or StatusCode 403 forbidden) without creating,
+	// invalid_token (or StatusCode 403 AcessoNegado), as the OAuth layer
+	// refuses credentials, without creating,
 	// changing or looking up anything: credentials expired or revoked at
 	// the PSP. With StatusQueries, GET /transfers/{id} of the key's
 	// transfers is refused alike while submissions are. Then it behaves
@@ -154,10 +155,11 @@ func (b Behavior) misbehaves(n int) bool { return transferRules.misbehaves(b.com
 
 func (b Behavior) modeName() string { return string(b.Mode) }
 
-// refusal is the status and error code an unauthorized behaviour answers.
-func (b Behavior) refusal() (int, string) {
+// refusal is the status an unauthorized behaviour answers, as the OAuth
+// layer would: 401 invalid_token, or 403 AcessoNegado.
+func (b Behavior) refusal() int {
 	if b.StatusCode == http.StatusForbidden {
-		return http.StatusForbidden, CodeForbidden
+		return http.StatusForbidden
 	}
-	return http.StatusUnauthorized, CodeUnauthorized
+	return http.StatusUnauthorized
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/pixbank/pix/internal/psp"
@@ -25,48 +26,136 @@ const (
 	// CodeDuplicateTransfer answers a resubmission in duplicate_conflict
 	// mode: the PSP has the transfer already.
 	CodeDuplicateTransfer = "duplicate_transfer"
-	// CodeUnauthorized and CodeForbidden answer in unauthorized mode.
-	CodeUnauthorized = "unauthorized"
-	CodeForbidden    = "forbidden"
 )
 
 // maxBodyBytes bounds a request body: a transfer or a behaviour is a few
 // hundred bytes.
 const maxBodyBytes = 64 << 10
 
-// Handler returns the simulator's HTTP API:
+// apiRoute is one route of the PSP's API, with the OAuth scope it
+// requires (pspspec's document gives the same, which a test checks).
+type apiRoute struct {
+	pattern string
+	scope   string
+	handle  http.HandlerFunc
+}
+
+// apiRoutes are the PSP's API: the API Pix's routes the bank uses and the
+// bank's transfer interface.
+func (s *Simulator) apiRoutes() []apiRoute {
+	return []apiRoute{
+		{"POST /transfers", ScopePixWrite, s.handleSubmit},
+		{"GET /transfers/{end_to_end_id}", ScopePixRead, s.handleGetTransfer},
+		{"GET /pix", ScopePixRead, s.handleListPix},
+		{"GET /pix/{e2eid}", ScopePixRead, s.handleGetPix},
+		{"PUT /pix/{e2eid}/devolucao/{id}", ScopePixWrite, s.handlePutRefund},
+		{"GET /pix/{e2eid}/devolucao/{id}", ScopePixRead, s.handleGetRefund},
+		{"PUT /webhook/{chave}", ScopeWebhookWrite, s.handlePutWebhook},
+		{"GET /webhook/{chave}", ScopeWebhookRead, s.handleGetWebhook},
+		{"DELETE /webhook/{chave}", ScopeWebhookWrite, s.handleDeleteWebhook},
+	}
+}
+
+// Handler returns the simulator's HTTP API, the PSP's and its control
+// routes. The PSP's API (with Options.OAuth, each route needs a bearer
+// token with its scope; under Options.APIBasePath too):
 //
-//	POST   /transfers                   submit a psp.Transfer
-//	GET    /transfers/{end_to_end_id}   a TransferView
+//	POST   /transfers                   submit a psp.Transfer (the bank's extension)
+//	GET    /transfers/{end_to_end_id}   a TransferView (the bank's extension)
+//	GET    /pix                         the PIX received, ?inicio=&fim=&txid=&paginacao.paginaAtual=&paginacao.itensPorPagina=
+//	GET    /pix/{e2eid}                 a PIX received
+//	PUT    /pix/{e2eid}/devolucao/{id}  ask for a devolução
+//	GET    /pix/{e2eid}/devolucao/{id}  a devolução
+//	PUT    /webhook/{chave}             register the key's webhook, {"webhookUrl":...}
+//	GET    /webhook/{chave}             the key's webhook
+//	DELETE /webhook/{chave}             remove it
+//	POST   /oauth/token                 the token endpoint (with Options.OAuth)
+//
+// The control routes (open; ControlHandler serves them alone):
+//
 //	GET    /transfers                   every TransferView, {"transfers":[...]}
 //	PUT    /behaviors/{pix_key}         set a Behavior
 //	DELETE /behaviors/{pix_key}         back to accept
 //	GET    /behaviors                   list the behaviours
-//
-//	PUT    /pix/{e2eid}/devolucao/{id}  ask for a devolução (BCB API Pix)
-//	GET    /pix/{e2eid}/devolucao/{id}  a devolução
 //	GET    /pix/{e2eid}/devolucao       the PIX's devoluções, {"devolucoes":[...]}
 //	PUT    /refund-behaviors/{e2eid}    set a RefundBehavior
 //	DELETE /refund-behaviors/{e2eid}    back to return
 //	GET    /refund-behaviors            list them, {"refund_behaviors":[...]}
-//	POST   /sim/pix                     a PIX received (API Pix object), to notify
+//	PUT    /webhook-behaviors/{chave}   set a WebhookBehavior
+//	DELETE /webhook-behaviors/{chave}   back to deliver
+//	GET    /webhook-behaviors           list them, {"webhook_behaviors":[...]}
+//	POST   /sim/pix                     a PIX received (API Pix object), to list and notify
+//	PUT    /sim/token-endpoint          take the token endpoint down (TokenEndpointFault)
+//	DELETE /sim/token-endpoint          bring it back
+//	PUT    /sim/webhook-drop            drop the webhooks for a while, {"for":"2m"}
+//	DELETE /sim/webhook-drop            stop dropping them
+//	PUT    /sim/oauth-clients/{client_id} rotate a client's secret, {"secret":...,"revoke_tokens":bool}
+//	GET    /sim/faults                  the PSP-wide faults in force
 //
 //	GET    /healthz                     200
+//
+// A simulator whose Options are malformed answers every request 500.
 func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /transfers", s.handleSubmit)
-	mux.HandleFunc("GET /transfers/{end_to_end_id}", s.handleGetTransfer)
+	for _, rt := range s.apiRoutes() {
+		mux.HandleFunc(rt.pattern, s.authorize(rt.scope, rt.handle))
+	}
+	if s.oauth != nil {
+		mux.HandleFunc("POST "+TokenPath, s.handleToken)
+	}
+	s.controlRoutes(mux)
+	return s.logRequests(s.configured(s.underBasePath(jsonMuxErrors(mux))))
+}
+
+// ControlHandler returns the control routes alone (see Handler), for a
+// listener of their own: with mutual TLS on the API's, the tools that
+// drive the simulator need no client certificate.
+func (s *Simulator) ControlHandler() http.Handler {
+	mux := http.NewServeMux()
+	s.controlRoutes(mux)
+	return s.logRequests(s.configured(jsonMuxErrors(mux)))
+}
+
+func (s *Simulator) controlRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /transfers", s.handleListTransfers)
 	s.behaviorRoutes().register(mux)
-	mux.HandleFunc("PUT /pix/{e2eid}/devolucao/{id}", s.handlePutRefund)
-	mux.HandleFunc("GET /pix/{e2eid}/devolucao/{id}", s.handleGetRefund)
 	mux.HandleFunc("GET /pix/{e2eid}/devolucao", s.handleListRefunds)
 	s.refundBehaviorRoutes().register(mux)
+	s.webhookBehaviorRoutes().register(mux)
 	mux.HandleFunc("POST /sim/pix", s.handlePostPix)
+	s.faultRoutes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	return s.logRequests(jsonMuxErrors(mux))
+}
+
+// configured answers every request 500 when the Options are malformed:
+// a simulator meant to check credentials must never serve without.
+func (s *Simulator) configured(next http.Handler) http.Handler {
+	if s.configErr == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusInternalServerError, "misconfigured", "the psp simulator is misconfigured: "+s.configErr.Error())
+	})
+}
+
+// underBasePath serves the requests under Options.APIBasePath as if the
+// base path were not there.
+func (s *Simulator) underBasePath(next http.Handler) http.Handler {
+	if s.apiBasePath == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, s.apiBasePath); ok && strings.HasPrefix(rest, "/") {
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = rest
+			r2.URL.RawPath = ""
+			next.ServeHTTP(w, r2)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Simulator) handleSubmit(w http.ResponseWriter, r *http.Request) {
@@ -94,7 +183,7 @@ func (s *Simulator) handleSubmit(w http.ResponseWriter, r *http.Request) {
 			"end_to_end_id "+in.EndToEndID+" was submitted already (simulated duplicate_conflict); ask GET /transfers/"+in.EndToEndID+" where it stands")
 		return
 	case outcomeRefused:
-		writeError(w, sub.refusedStatus, sub.refusedCode, "the psp refused our credentials (simulated); nothing was created")
+		refuseCredentials(w, r, sub.refusedStatus, "nothing was created")
 		return
 	}
 	if sub.lose {
@@ -117,14 +206,13 @@ func (s *Simulator) handleSubmit(w http.ResponseWriter, r *http.Request) {
 func (s *Simulator) handleGetTransfer(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("end_to_end_id")
 	note(r, slog.String("end_to_end_id", id))
-	v, ok, refused, code := s.query(id)
+	v, ok, refused := s.query(id)
 	if !ok {
 		writeError(w, http.StatusNotFound, CodeTransferNotFound, "no transfer with end_to_end_id "+id)
 		return
 	}
 	if refused != 0 {
-		note(r, slog.String("outcome", "unauthorized"))
-		writeError(w, refused, code, "the psp refused our credentials (simulated)")
+		refuseCredentials(w, r, refused, "nothing was read")
 		return
 	}
 	note(r, slog.String("transfer_status", string(v.Status)))
@@ -133,6 +221,17 @@ func (s *Simulator) handleGetTransfer(w http.ResponseWriter, r *http.Request) {
 
 func (s *Simulator) handleListTransfers(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"transfers": s.Transfers()})
+}
+
+// refuseCredentials answers as the OAuth layer refuses credentials (an
+// unauthorized behaviour): 401 invalid_token, or 403 AcessoNegado.
+func refuseCredentials(w http.ResponseWriter, r *http.Request, status int, what string) {
+	if status == http.StatusForbidden {
+		note(r, slog.String("outcome", "forbidden"))
+		writeProblem(w, http.StatusForbidden, ProblemAcessoNegado, "access refused (simulated); "+what)
+		return
+	}
+	writeInvalidToken(w, r, "credentials refused (simulated); "+what)
 }
 
 // refuseInvalid answers 400 invalid_request with msg, what is wrong with the

@@ -206,16 +206,24 @@ func validateRefund(in *refundIn, valor string) string {
 	return ""
 }
 
+// RefundWindow is how long after a PIX a devolução of it may be asked
+// for: the API Pix's 90 days from the PIX's settlement (its horario).
+const RefundWindow = 90 * 24 * time.Hour
+
 // refundOutcome is how the simulator answers a PUT.
 type refundOutcome int
 
 const (
-	refundCreated     refundOutcome = iota // 201
-	refundReplayed                         // 200: the same id and body again
-	refundConflict                         // 409: the id is another devolução's
-	refundUnavailable                      // 503: fail mode
-	refundRefused                          // 401: unauthorized mode
-	refundInvalid                          // 400: refuse mode
+	refundCreated       refundOutcome = iota // 201
+	refundReplayed                           // 200: the same id and body again
+	refundIDReused                           // 400 PixDevolucaoInvalida: the id is another devolução's
+	refundUnavailable                        // 503 ServicoIndisponivel: fail mode
+	refundRefused                            // 401: unauthorized mode
+	refundInvalid                            // 400 PixDevolucaoInvalida: refuse mode
+	refundRetryRefused                       // 400 PixDevolucaoInvalida: refuse_retry mode, the same id and body again
+	refundOverValue                          // 400 PixDevolucaoInvalida: beyond the PIX's valor
+	refundPastWindow                         // 400 PixDevolucaoInvalida: past RefundWindow
+	refundUnknownPix                         // 404 NaoEncontrado: Options.RefundsNeedPix
 )
 
 func (o refundOutcome) String() string {
@@ -224,14 +232,22 @@ func (o refundOutcome) String() string {
 		return "created"
 	case refundReplayed:
 		return "replayed"
-	case refundConflict:
-		return psp.CodeRefundIDReused
+	case refundIDReused:
+		return "id_reused"
 	case refundUnavailable:
 		return "injected_failure"
 	case refundRefused:
 		return "unauthorized"
 	case refundInvalid:
-		return CodeRefundRefused
+		return "refused"
+	case refundRetryRefused:
+		return "retry_refused"
+	case refundOverValue:
+		return "over_value"
+	case refundPastWindow:
+		return "past_window"
+	case refundUnknownPix:
+		return "pix_not_found"
 	}
 	return "unknown"
 }
@@ -268,19 +284,35 @@ func (s *Simulator) requestRefund(in refundIn) refundDecision {
 		dec.outcome = refundInvalid
 		return dec
 	}
+	pix, known := s.pixes[in.endToEndID]
 	if d := s.findRefund(in.endToEndID, in.id); d != nil {
-		if d.amountCents != in.amountCents || d.nature != in.nature || d.description != in.description {
-			dec.outcome = refundConflict
+		switch {
+		case d.amountCents != in.amountCents || d.nature != in.nature || d.description != in.description:
+			dec.outcome = refundIDReused
+			return dec
+		case b.Mode == RefundModeRefuseRetry:
+			dec.outcome = refundRetryRefused
 			return dec
 		}
 		dec.outcome = refundReplayed
 	} else {
+		switch {
+		case !known && s.refundsNeedPix:
+			dec.outcome = refundUnknownPix
+			return dec
+		case known && s.now().After(pix.horario.Add(RefundWindow)):
+			dec.outcome = refundPastWindow
+			return dec
+		case known && s.refundedCents(in.endToEndID)+in.amountCents > pix.amountCents:
+			dec.outcome = refundOverValue
+			return dec
+		}
 		d := s.newRefund(in, b)
 		s.refunds[in.endToEndID] = append(s.refunds[in.endToEndID], d)
-		// Only a PIX told to POST /sim/pix, with a webhook to send to, is
-		// notified of its outcome (one remembered later carries it in its
-		// first delivery): nothing else is kept for the webhook loop.
-		if _, remembered := s.pixes[in.endToEndID]; d.final != "" && s.webhookURL != "" && remembered {
+		// Only a PIX told to POST /sim/pix, and notified, is notified of
+		// its outcome (one remembered later carries it in its first
+		// delivery): nothing else is kept for the webhook loop.
+		if d.final != "" && known && !pix.silent {
 			s.unnotified = append(s.unnotified, d)
 		}
 		dec.outcome = refundCreated
@@ -288,6 +320,19 @@ func (s *Simulator) requestRefund(in refundIn) refundDecision {
 	dec.delay = b.Delay
 	dec.lose = b.Mode == RefundModeLoseResponse && misbehave
 	return dec
+}
+
+// refundedCents is what the devoluções of the PIX that are not, and will
+// not be, NAO_REALIZADO add up to. Each is at most psp.MaxValorCents: no
+// overflow. The caller holds s.mu.
+func (s *Simulator) refundedCents(endToEndID string) int64 {
+	var sum int64
+	for _, d := range s.refunds[endToEndID] {
+		if d.accepted() {
+			sum += d.amountCents
+		}
+	}
+	return sum
 }
 
 // newRefund makes in's devolução under behaviour b. The caller holds s.mu.
@@ -306,15 +351,7 @@ func (s *Simulator) newRefund(in refundIn, b RefundBehavior) *devolucao {
 		final:       psp.RefundReturned,
 	}
 	if b.LimitCents > 0 {
-		var sum int64
-		for _, other := range s.refunds[in.endToEndID] {
-			if other.accepted() {
-				sum += other.amountCents
-			}
-		}
-		// Both terms are at most psp.MaxValorCents times the number of
-		// devoluções: no overflow.
-		if sum+in.amountCents > b.LimitCents {
+		if s.refundedCents(in.endToEndID)+in.amountCents > b.LimitCents {
 			d.resolveAt, d.final, d.reason = now, psp.RefundNotDone, LimitExceededReason
 			return d
 		}

@@ -35,17 +35,23 @@ const (
 	// RefundModeStayProcessing makes the devolução EM_PROCESSAMENTO for
 	// ever.
 	RefundModeStayProcessing RefundMode = "stay_processing"
-	// RefundModeRefuse answers every PUT 400 DevolucaoOperacaoInvalida
-	// (the BCB's business refusal: past the window, over the value) and
-	// makes nothing: a GET of the devolução then answers 404.
+	// RefundModeRefuse answers every PUT 400 PixDevolucaoInvalida (the
+	// API Pix's refusal of a devolução: past the window, over the value)
+	// and makes nothing: a GET of the devolução then answers 404.
 	RefundModeRefuse RefundMode = "refuse"
+	// RefundModeRefuseRetry makes a devolução like return, but answers a
+	// PUT repeating one it holds (the same id and body: a retry after a
+	// lost answer) 400 PixDevolucaoInvalida, as a PSP that reads the API
+	// Pix's "id already used by another devolução" so; the devolução it
+	// holds is unchanged, and GET answers it.
+	RefundModeRefuseRetry RefundMode = "refuse_retry"
 )
 
 // refundRules are what the modes of a RefundBehavior make of its common
 // fields.
 var refundRules = modeRules[RefundMode]{
 	modes: []RefundMode{RefundModeReturn, RefundModeNotDone, RefundModeReject, RefundModeFail,
-		RefundModeLoseResponse, RefundModeUnauthorized, RefundModeStayProcessing, RefundModeRefuse},
+		RefundModeLoseResponse, RefundModeUnauthorized, RefundModeStayProcessing, RefundModeRefuse, RefundModeRefuseRetry},
 	counted:  []RefundMode{RefundModeFail, RefundModeLoseResponse, RefundModeUnauthorized},
 	instant:  []RefundMode{RefundModeReject, RefundModeStayProcessing},
 	reasoned: []RefundMode{RefundModeNotDone, RefundModeReject},

@@ -2,21 +2,12 @@ package pspsim
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
 	"github.com/pixbank/pix/internal/psp"
-)
-
-// Error codes of the devolução routes.
-const (
-	// CodeRefundIDReused answers a PUT whose id is already another
-	// devolução (another valor, natureza or descricao) of the PIX.
-	CodeRefundIDReused = psp.CodeRefundIDReused
-	CodeRefundNotFound = "refund_not_found"
-	// CodeRefundRefused is the BCB's business refusal of a devolução (past
-	// its window, over the PIX's value): nothing was made.
-	CodeRefundRefused = psp.CodeRefundRefused
 )
 
 // refundRequestJSON is the body of PUT /pix/{e2eid}/devolucao/{id}.
@@ -26,33 +17,56 @@ type refundRequestJSON struct {
 	Descricao string `json:"descricao"`
 }
 
+// handlePutRefund is PUT /pix/{e2eid}/devolucao/{id}. Its refusals are
+// the API Pix's problems: PixDevolucaoInvalida (400), NaoEncontrado (404,
+// with Options.RefundsNeedPix), ServicoIndisponivel (503).
 func (s *Simulator) handlePutRefund(w http.ResponseWriter, r *http.Request) {
 	in := refundIn{endToEndID: r.PathValue("e2eid"), id: r.PathValue("id")}
 	note(r, slog.String("end_to_end_id", in.endToEndID), slog.String("refund_id", in.id))
 	var body refundRequestJSON
 	if err := decodeBody(w, r, &body); err != nil {
-		writeDecodeError(w, err)
+		refuseRefund(w, r, "the body is not a DevolucaoSolicitada: "+decodeProblem(err))
 		return
 	}
 	in.nature, in.description = body.Natureza, body.Descricao
-	if refuseInvalid(w, r, validateRefund(&in, body.Valor)) {
+	if msg := validateRefund(&in, body.Valor); msg != "" {
+		refuseRefund(w, r, msg)
 		return
 	}
 	dec := s.requestRefund(in)
 	note(r, slog.String("mode", string(dec.mode)), slog.String("outcome", dec.outcome.String()))
 	switch dec.outcome {
 	case refundUnavailable:
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the psp is unavailable (simulated failure); nothing was made")
+		writeUnavailable(w, "the psp is unavailable (simulated failure); nothing was made")
 		return
 	case refundRefused:
-		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "the psp refused our credentials (simulated); nothing was made")
+		writeInvalidToken(w, r, "credentials refused (simulated); nothing was made")
 		return
 	case refundInvalid:
-		writeError(w, http.StatusBadRequest, CodeRefundRefused, "devolução not allowed for this PIX (simulated refusal); nothing was made")
+		writeProblem(w, http.StatusBadRequest, ProblemPixDevolucaoInvalida, "devolução not allowed for this PIX (simulated refusal); nothing was made")
 		return
-	case refundConflict:
-		writeError(w, http.StatusConflict, CodeRefundIDReused,
-			"devolução "+in.id+" of "+in.endToEndID+" is already a devolução with another valor, natureza or descricao; nothing was changed")
+	case refundIDReused:
+		writeProblem(w, http.StatusBadRequest, ProblemPixDevolucaoInvalida,
+			"the id is already used by another devolução of this PIX; nothing was changed",
+			violacaoJSON{Razao: "id já utilizado por outra devolução", Propriedade: "id", Valor: in.id})
+		return
+	case refundRetryRefused:
+		writeProblem(w, http.StatusBadRequest, ProblemPixDevolucaoInvalida,
+			"the id is already used by a devolução of this PIX (a repeated request, refused: simulated refuse_retry); nothing was changed",
+			violacaoJSON{Razao: "id já utilizado", Propriedade: "id", Valor: in.id})
+		return
+	case refundOverValue:
+		writeProblem(w, http.StatusBadRequest, ProblemPixDevolucaoInvalida,
+			"with the earlier devoluções, this one would exceed the PIX's valor; nothing was made",
+			violacaoJSON{Razao: "excede o valor do pix", Propriedade: "valor", Valor: psp.FormatValor(in.amountCents)})
+		return
+	case refundPastWindow:
+		writeProblem(w, http.StatusBadRequest, ProblemPixDevolucaoInvalida,
+			"past the window of a devolução (90 days from the PIX); nothing was made",
+			violacaoJSON{Razao: "fora da janela de devolução", Propriedade: "e2eid", Valor: in.endToEndID})
+		return
+	case refundUnknownPix:
+		writeProblem(w, http.StatusNotFound, ProblemNaoEncontrado, "no PIX received with this e2eid")
 		return
 	}
 	holdAnswer(r, "delay", dec.delay)
@@ -69,39 +83,49 @@ func (s *Simulator) handlePutRefund(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, v.wire())
 }
 
-// refundPathError checks the path of a devolução route, answering 400 when
-// it is malformed.
-func refundPathError(w http.ResponseWriter, e2e, id string, hasID bool) bool {
-	switch {
-	case !endToEndIDPattern.MatchString(e2e):
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "e2eid must be 32 characters: E followed by 31 letters or digits")
-		return true
-	case hasID && !refundIDPattern.MatchString(id):
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "id must be 1 to 35 letters or digits")
-		return true
+// refuseRefund answers 400 PixDevolucaoInvalida for a PUT that does not
+// meet the schema: msg says what is wrong.
+func refuseRefund(w http.ResponseWriter, r *http.Request, msg string) {
+	note(r, slog.String("outcome", "invalid"))
+	writeProblem(w, http.StatusBadRequest, ProblemPixDevolucaoInvalida, msg)
+}
+
+// decodeProblem says what decodeBody's err found wrong with a body.
+func decodeProblem(err error) string {
+	if errors.Is(err, errBodyTooLarge) {
+		return fmt.Sprintf("larger than %d bytes", maxBodyBytes)
 	}
-	return false
+	return err.Error()
+}
+
+// validPathIDs reports whether e2e, and id when hasID, are well formed: a
+// GET of a malformed one answers 404, there being no such thing.
+func validPathIDs(e2e, id string, hasID bool) bool {
+	return endToEndIDPattern.MatchString(e2e) && (!hasID || refundIDPattern.MatchString(id))
 }
 
 func (s *Simulator) handleGetRefund(w http.ResponseWriter, r *http.Request) {
 	e2e, id := r.PathValue("e2eid"), r.PathValue("id")
 	note(r, slog.String("end_to_end_id", e2e), slog.String("refund_id", id))
-	if refundPathError(w, e2e, id, true) {
-		return
+	v, ok := RefundView{}, false
+	if validPathIDs(e2e, id, true) {
+		v, ok = s.Refund(e2e, id)
 	}
-	v, ok := s.Refund(e2e, id)
 	if !ok {
-		writeError(w, http.StatusNotFound, CodeRefundNotFound, "no devolução "+id+" of "+e2e)
+		writeProblem(w, http.StatusNotFound, ProblemNaoEncontrado, "no devolução "+id+" of "+e2e)
 		return
 	}
 	note(r, slog.String("refund_status", string(v.Status)))
 	writeJSON(w, http.StatusOK, v.wire())
 }
 
+// handleListRefunds is the simulator's own GET /pix/{e2eid}/devolucao (not
+// the API Pix's): every devolução of a PIX.
 func (s *Simulator) handleListRefunds(w http.ResponseWriter, r *http.Request) {
 	e2e := r.PathValue("e2eid")
 	note(r, slog.String("end_to_end_id", e2e))
-	if refundPathError(w, e2e, "", false) {
+	if !validPathIDs(e2e, "", false) {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "e2eid must be 32 characters: E followed by 31 letters or digits")
 		return
 	}
 	list := s.Refunds(e2e)
@@ -127,8 +151,10 @@ type refundBehaviorListing struct {
 	Requests int `json:"requests"`
 }
 
-// handlePostPix remembers a PIX received (an API Pix PIX object) and, with
-// a webhook URL, queues its delivery to the bank.
+// handlePostPix remembers a PIX received (an API Pix PIX object; without
+// horario, the simulator's now) and queues its webhook: to the webhook
+// registered for its key, else Options.WebhookURL. It is in GET /pix
+// whether or not a webhook is sent.
 func (s *Simulator) handlePostPix(w http.ResponseWriter, r *http.Request) {
 	var obj map[string]json.RawMessage
 	if err := decodeBody(w, r, &obj); err != nil {
@@ -139,15 +165,12 @@ func (s *Simulator) handlePostPix(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "the body must be one PIX object")
 		return
 	}
-	e2e, msg := validatePix(obj)
+	facts, msg := validatePix(obj)
 	if refuseInvalid(w, r, msg) {
 		return
 	}
-	note(r, slog.String("end_to_end_id", e2e))
-	s.receivePix(e2e, obj)
-	webhook := "disabled"
-	if s.webhookURL != "" {
-		webhook = "queued"
-	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"end_to_end_id": e2e, "webhook": webhook})
+	note(r, slog.String("end_to_end_id", facts.endToEndID))
+	webhook := s.receivePix(facts, obj)
+	note(r, slog.String("webhook", webhook))
+	writeJSON(w, http.StatusAccepted, map[string]string{"end_to_end_id": facts.endToEndID, "webhook": webhook})
 }

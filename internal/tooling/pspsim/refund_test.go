@@ -120,19 +120,20 @@ func TestRefundIsIdempotent(t *testing.T) {
 	require.Len(t, e.sim.Refunds(pixID(1)), 1)
 	require.Equal(t, 3, e.refund(t, 1, "dev1").Received)
 
-	// The same id with another body: 409 refund_id_reused, nothing changed.
-	for name, change := range map[string]func(*psp.RefundRequest){
-		"valor":     func(r *psp.RefundRequest) { r.AmountCents++ },
-		"descricao": func(r *psp.RefundRequest) { r.Description = "outra" },
-		"natureza":  func(r *psp.RefundRequest) { r.Nature = "RETIRADA" },
+	// The same id with another body: 400 PixDevolucaoInvalida (the id is
+	// already another devolução's), nothing changed; the API Pix has no 409.
+	for name, body := range map[string]string{
+		"valor":     `{"valor":"15.01","natureza":"ORIGINAL","descricao":"estorno"}`,
+		"descricao": `{"valor":"15.00","natureza":"ORIGINAL","descricao":"outra"}`,
+		"natureza":  `{"valor":"15.00","natureza":"RETIRADA","descricao":"estorno"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			other := req
-			change(&other)
-			_, err := e.client.RequestRefund(t.Context(), other)
-			require.Equal(t, pspsim.CodeRefundIDReused, requestError(t, err, http.StatusConflict).Code)
-			require.NotErrorIs(t, err, psp.ErrAlreadySubmitted)
-			require.Equal(t, psp.AnswerRequestRefused, psp.Classify(err))
+			code, resp, err := putRefund(t, refundURL(e.url, 1, "dev1"), body)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusBadRequest, code, "%s", resp)
+			p := problem(t, resp)
+			require.Equal(t, pspsim.ProblemPixDevolucaoInvalida, p.name)
+			require.JSONEq(t, `[{"razao":"id já utilizado por outra devolução","propriedade":"id","valor":"dev1"}]`, string(p.violacoes))
 		})
 	}
 	v := e.refund(t, 1, "dev1")
@@ -248,7 +249,7 @@ func TestRefundUnauthorized(t *testing.T) {
 	code, body, err := putRefund(t, refundURL(e.url, 1, "dev1"), `{"valor":"1.00"}`)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusUnauthorized, code)
-	require.Equal(t, pspsim.CodeUnauthorized, errorCode(t, body))
+	require.Empty(t, body, "RFC 6750: the challenge is in WWW-Authenticate")
 	_, ok := e.sim.Refund(pixID(1), "dev1")
 	require.False(t, ok, "a refused PUT makes nothing")
 
@@ -390,7 +391,7 @@ func TestRefundValidation(t *testing.T) {
 			code, body, err := putRefund(t, e.url+tc.path, tc.body)
 			require.NoError(t, err)
 			require.Equal(t, http.StatusBadRequest, code, "%s", body)
-			require.Equal(t, pspsim.CodeInvalidRequest, errorCode(t, body))
+			require.Equal(t, pspsim.ProblemPixDevolucaoInvalida, problem(t, body).name)
 		})
 	}
 	require.Empty(t, e.sim.Refunds(pixID(1)), "an invalid PUT makes nothing")
@@ -401,10 +402,11 @@ func TestRefundValidation(t *testing.T) {
 
 	code, body := do(t, http.MethodGet, refundURL(e.url, 1, "nope"), "")
 	require.Equal(t, http.StatusNotFound, code)
-	require.Equal(t, pspsim.CodeRefundNotFound, errorCode(t, body))
+	require.Equal(t, pspsim.ProblemNaoEncontrado, problem(t, body).name)
+	// A malformed id is no devolução either (the API Pix's GET has no 400).
 	code, body = do(t, http.MethodGet, e.url+"/pix/E123/devolucao/dev1", "")
-	require.Equal(t, http.StatusBadRequest, code)
-	require.Equal(t, pspsim.CodeInvalidRequest, errorCode(t, body))
+	require.Equal(t, http.StatusNotFound, code)
+	require.Equal(t, pspsim.ProblemNaoEncontrado, problem(t, body).name)
 	code, body = do(t, http.MethodDelete, refundURL(e.url, 1, "dev1"), "")
 	require.Equal(t, http.StatusMethodNotAllowed, code)
 	require.Equal(t, pspsim.CodeMethodNotAllowed, errorCode(t, body))
@@ -571,6 +573,7 @@ func serve(t *testing.T, opts pspsim.Options) *served {
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 	opts.Now = clk.Now
 	sim := pspsim.New(opts)
+	checkedServe(t, sim, opts.APIBasePath)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -833,7 +836,7 @@ func TestRefundRequestLog(t *testing.T) {
 	require.Equal(t, 1, bytes.Count([]byte(line), []byte("\n"))+1)
 }
 
-// refuse: the BCB's business refusal, 400 on every PUT, nothing made, and
+// refuse: the API Pix's refusal, 400 PixDevolucaoInvalida on every PUT, nothing made, and
 // the devolução's GET answers 404.
 func TestRefundRefused(t *testing.T) {
 	t.Parallel()
@@ -843,7 +846,7 @@ func TestRefundRefused(t *testing.T) {
 		code, body, err := putRefund(t, refundURL(e.url, 1, "dev1"), `{"valor":"1.00"}`)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusBadRequest, code)
-		require.Equal(t, pspsim.CodeRefundRefused, errorCode(t, body))
+		require.Equal(t, pspsim.ProblemPixDevolucaoInvalida, problem(t, body).name)
 	}
 	_, ok := e.sim.Refund(pixID(1), "dev1")
 	require.False(t, ok, "a refused PUT makes nothing")

@@ -2,10 +2,14 @@ package pspsim
 
 import (
 	"cmp"
+	"crypto/tls"
 	"errors"
 	"log/slog"
+	"net/http"
+	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +39,33 @@ type Options struct {
 	// WEBHOOK_SECRETS value of the bank (see ParseWebhookSecret). "" sends
 	// them unsigned. A malformed secret or URL makes Serve fail.
 	WebhookSecret string
+	// WebhookTLS configures the TLS of the webhook deliveries: the
+	// simulator's client certificate (Certificates), for the mutual TLS
+	// the API Pix protects its callback with, and the bank's CA (RootCAs).
+	// nil: no client certificate, the system's roots.
+	WebhookTLS *tls.Config
+	// WebhooksTxidOnly notifies only the PIX with a txid, as the API Pix
+	// says ("Somente Pix associados a um txid serão notificados"); the
+	// others are only in GET /pix.
+	WebhooksTxidOnly bool
+
+	// OAuth turns on OAuth 2.0 client credentials (see OAuthOptions); nil:
+	// the API takes no credentials (the default, for the tests and tools
+	// of before). A malformed one makes Serve fail and Handler answer 500.
+	OAuth *OAuthOptions
+	// TLS makes Serve serve TLS with this configuration: its Certificates,
+	// and for mutual TLS ClientCAs with ClientAuth
+	// tls.RequireAndVerifyClientCert. nil: plain HTTP.
+	TLS *tls.Config
+	// APIBasePath ("/api/v2") serves the API (the API Pix's and the
+	// transfer routes, not the token endpoint nor the control routes)
+	// under that path too, as a PSP whose PSP_URL has a path.
+	APIBasePath string
+	// RefundsNeedPix answers a devolução of a PIX the simulator did not
+	// receive (POST /sim/pix) 404 NaoEncontrado, as the API Pix does.
+	// Off (the default), any PIX may be refunded: the bank's tests refund
+	// PIX credited by webhooks the simulator never sent.
+	RefundsNeedPix bool
 }
 
 // Simulator is an in-memory PSP. It is safe for concurrent use.
@@ -60,12 +91,29 @@ type Simulator struct {
 	// yet handed to the webhook loop; pixes the PIX told to POST /sim/pix.
 	unnotified []*devolucao
 	pixes      map[string]*receivedPix
+	// webhooks are the webhooks registered per key (PUT /webhook/{chave}),
+	// and webhookBehaviors what happens to the PIX received to a key.
+	webhooks         map[string]webhookRegistration
+	webhookBehaviors registry[WebhookBehavior]
+	// dropWebhooksUntil ends DropWebhooks's period (Options.Now).
+	dropWebhooksUntil time.Time
 
-	webhookURL string
-	webhookKey []byte
-	// webhookErr is the defect of Options.WebhookURL or WebhookSecret,
-	// which Serve returns: New has no error result.
-	webhookErr error
+	webhookURL       string
+	webhookKey       []byte
+	webhookTLS       *tls.Config
+	webhooksTxidOnly bool
+	refundsNeedPix   bool
+	apiBasePath      string
+	serverTLS        *tls.Config
+	// oauth is the OAuth state, nil when OAuth is off.
+	oauth *oauthState
+	// wrapHandler, set by the tests only (export_test.go), wraps the
+	// handler Serve serves: they record its exchanges.
+	wrapHandler func(http.Handler) http.Handler
+	// configErr is the defect of the Options (the webhook's URL or
+	// secret, OAuth), which Serve returns and Handler answers: New has no
+	// error result.
+	configErr error
 }
 
 // transfer is one transfer as the PSP holds it. Its outcome (final, reason)
@@ -130,17 +178,33 @@ func New(opts Options) *Simulator {
 		refunds:        make(map[string][]*devolucao),
 		refundReceived: make(map[refundKey]int),
 		pixes:          make(map[string]*receivedPix),
-		webhookURL:     opts.WebhookURL,
+		webhooks:       make(map[string]webhookRegistration),
+
+		webhookURL:       opts.WebhookURL,
+		webhookTLS:       opts.WebhookTLS,
+		webhooksTxidOnly: opts.WebhooksTxidOnly,
+		refundsNeedPix:   opts.RefundsNeedPix,
+		apiBasePath:      strings.TrimRight(opts.APIBasePath, "/"),
+		serverTLS:        opts.TLS,
 	}
 	s.behaviors = newRegistry(&s.mu, Behavior{Mode: ModeAccept}, checkPixKey)
 	s.refundBehaviors = newRegistry(&s.mu, RefundBehavior{Mode: RefundModeReturn}, checkEndToEndID)
+	s.webhookBehaviors = newRegistry(&s.mu, WebhookBehavior{Mode: WebhookModeDeliver}, checkChave)
 	if s.webhookURL != "" {
-		s.webhookErr = checkWebhookURL(s.webhookURL)
+		s.configErr = checkWebhookURL(s.webhookURL)
 	}
 	if key, err := ParseWebhookSecret(opts.WebhookSecret); err != nil {
-		s.webhookErr = errors.Join(s.webhookErr, err)
+		s.configErr = errors.Join(s.configErr, err)
 	} else {
 		s.webhookKey = key
+	}
+	if opts.OAuth != nil {
+		st, err := newOAuthState(opts.OAuth)
+		s.oauth = st
+		s.configErr = errors.Join(s.configErr, err)
+	}
+	if s.apiBasePath != "" && !strings.HasPrefix(s.apiBasePath, "/") {
+		s.configErr = errors.Join(s.configErr, fmt.Errorf("api base path %q: want /path", opts.APIBasePath))
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -206,23 +270,22 @@ func (s *Simulator) Transfers() []TransferView {
 }
 
 // query is a status query through the API: the transfer's view, unless the
-// behaviour of its key refuses the query (refused is then the status and
-// error code of the answer).
-func (s *Simulator) query(endToEndID string) (v TransferView, ok bool, refused int, code string) {
+// behaviour of its key refuses the query (refused is then the answer's
+// status, 401 or 403).
+func (s *Simulator) query(endToEndID string) (v TransferView, ok bool, refused int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.transfers[endToEndID]
 	if !ok {
-		return TransferView{}, false, 0, ""
+		return TransferView{}, false, 0
 	}
 	if e, has := s.behaviors.byKey[t.in.PixKey]; has && e.behavior.Mode == ModeUnauthorized && e.behavior.StatusQueries &&
 		e.behavior.misbehaves(e.requests+1) {
 		// The key's next submission would be refused: its credentials
 		// are still bad, for queries as well.
-		refused, code = e.behavior.refusal()
-		return TransferView{}, true, refused, code
+		return TransferView{}, true, e.behavior.refusal()
 	}
-	return s.view(t), true, 0, ""
+	return s.view(t), true, 0
 }
 
 // view is t as the PSP shows it now. The caller holds s.mu.
@@ -307,9 +370,8 @@ type submission struct {
 	hang time.Duration
 	// lose: cut the connection instead of answering (lose_response mode).
 	lose bool
-	// refusedStatus and refusedCode answer outcomeRefused.
+	// refusedStatus answers outcomeRefused: 401 or 403.
 	refusedStatus int
-	refusedCode   string
 }
 
 // submit decides, under the lock and at once, everything about a
@@ -333,7 +395,7 @@ func (s *Simulator) submit(in psp.Transfer) submission {
 	case b.Mode == ModeUnauthorized && misbehave:
 		// Neither does one that refuses our credentials.
 		sub.outcome = outcomeRefused
-		sub.refusedStatus, sub.refusedCode = b.refusal()
+		sub.refusedStatus = b.refusal()
 		return sub
 	}
 	if t, ok := s.transfers[in.EndToEndID]; ok {

@@ -54,7 +54,7 @@ func setup(t *testing.T) *env {
 	t.Helper()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 	sim := pspsim.New(pspsim.Options{Now: clk.Now})
-	srv := httptest.NewServer(sim.Handler())
+	srv := httptest.NewServer(checked(t, "", sim.Handler()))
 	t.Cleanup(srv.Close)
 	return &env{sim: sim, url: srv.URL, client: psp.NewHTTPClient(srv.URL, 5*time.Second), clock: clk}
 }
@@ -128,6 +128,30 @@ func (e *env) view(t *testing.T, endToEndID string) pspsim.TransferView {
 	v, ok := e.sim.Transfer(endToEndID)
 	require.True(t, ok, "the psp has no transfer %s", endToEndID)
 	return v
+}
+
+// problemBody is an API Pix problem, its type's name (after
+// problemTypeBase) in name.
+type problemBody struct {
+	name      string
+	status    int
+	violacoes json.RawMessage
+}
+
+// problem decodes an API Pix problem.
+func problem(t *testing.T, body []byte) problemBody {
+	t.Helper()
+	var p struct {
+		Type      string          `json:"type"`
+		Title     string          `json:"title"`
+		Status    int             `json:"status"`
+		Violacoes json.RawMessage `json:"violacoes"`
+	}
+	require.NoError(t, json.Unmarshal(body, &p), "%s", body)
+	name, ok := strings.CutPrefix(p.Type, "https://pix.bcb.gov.br/api/v2/error/")
+	require.True(t, ok, "problem type %q", p.Type)
+	require.NotEmpty(t, p.Title)
+	return problemBody{name: name, status: p.Status, violacoes: p.Violacoes}
 }
 
 // errorCode returns the code of an error body.
@@ -808,7 +832,7 @@ func TestUnauthorizedCreatesNothing(t *testing.T) {
 		code, body, err := post(t, e.url, tr)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusUnauthorized, code, "%s", body)
-		require.Equal(t, pspsim.CodeUnauthorized, errorCode(t, body))
+		require.Empty(t, body, "RFC 6750: the challenge is in WWW-Authenticate")
 		_, ok := e.sim.Transfer(tr.EndToEndID)
 		require.False(t, ok, "a refused submission creates nothing")
 		code, _ = do(t, http.MethodGet, e.url+"/transfers/"+tr.EndToEndID, "")
@@ -835,7 +859,7 @@ func TestUnauthorizedDoesNotTouchAHeldTransfer(t *testing.T) {
 		code, body, err := post(t, e.url, tr)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusForbidden, code)
-		require.Equal(t, pspsim.CodeForbidden, errorCode(t, body))
+		require.Equal(t, pspsim.ProblemAcessoNegado, problem(t, body).name)
 	}
 	// The transfer is untouched and settles; its status is answered.
 	e.clock.Advance(time.Second)
@@ -858,7 +882,7 @@ func TestUnauthorizedStatusQueries(t *testing.T) {
 	e.setBehavior(t, "k", `{"mode":"unauthorized","times":1,"status_queries":true}`)
 	code, body := do(t, http.MethodGet, e.url+"/transfers/"+tr.EndToEndID, "")
 	require.Equal(t, http.StatusUnauthorized, code)
-	require.Equal(t, pspsim.CodeUnauthorized, errorCode(t, body))
+	require.Empty(t, body, "RFC 6750: the challenge is in WWW-Authenticate")
 	// The god's-eye view is not an API call.
 	require.Equal(t, psp.StatusPending, e.view(t, tr.EndToEndID).Status)
 	// An unknown transfer is still 404: the key is unknown too.

@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/webhooksig"
@@ -87,22 +86,39 @@ func checkWebhookURL(raw string) error {
 // one message at a time, so the bank never gets an older state after a
 // newer one.
 type receivedPix struct {
-	obj map[string]json.RawMessage // as posted, devolucoes aside
-	gen int                        // events so far
+	obj map[string]json.RawMessage // as posted (horario added), devolucoes aside
+	pixFacts
+	// silent: never notified (a webhook behaviour never, or no txid with
+	// Options.WebhooksTxidOnly): the PIX is only in GET /pix.
+	silent bool
+	gen    int // events so far
 	// done is the gen of the last message delivered or given up.
 	done int
-	// The message being delivered: its gen, webhook-id and body, fixed
-	// for its retries, as Standard Webhooks wants (same id, same body).
+	// The message being delivered: its gen, webhook-id, target and body,
+	// fixed for its retries, as Standard Webhooks wants (same id, same
+	// body).
 	msgGen      int
 	msgID       string
+	msgURL      string
 	msgBody     []byte
 	attempts    int
 	nextAttempt time.Time // real time
 }
 
+// pixFacts are what the simulator reads of a PIX received: what GET /pix
+// filters and orders by, and what a devolução is checked against.
+type pixFacts struct {
+	endToEndID  string
+	amountCents int64
+	horario     time.Time // zero when the PIX did not say: the simulator's now
+	chave       string
+	txid        string
+}
+
 // validatePix checks a PIX object of POST /sim/pix as the bank would (its
-// endToEndId, valor, horario and chave or txid), "" if all is well.
-func validatePix(obj map[string]json.RawMessage) (e2e string, msg string) {
+// endToEndId, valor, horario when given, and chave or txid), msg "" if all
+// is well.
+func validatePix(obj map[string]json.RawMessage) (f pixFacts, msg string) {
 	str := func(name string) (string, bool, string) {
 		raw, ok := obj[name]
 		if !ok || string(raw) == "null" {
@@ -117,59 +133,106 @@ func validatePix(obj map[string]json.RawMessage) (e2e string, msg string) {
 	e2e, has, msg := str("endToEndId")
 	switch {
 	case msg != "":
-		return "", msg
+		return f, msg
 	case !has || !endToEndIDPattern.MatchString(e2e):
-		return "", "endToEndId must be 32 characters: E followed by 31 letters or digits"
+		return f, "endToEndId must be 32 characters: E followed by 31 letters or digits"
 	}
+	f.endToEndID = e2e
 	valor, _, msg := str("valor")
 	if msg != "" {
-		return "", msg
+		return f, msg
 	}
-	if _, err := psp.ParseValor(valor); err != nil {
-		return "", err.Error()
+	amount, err := psp.ParseValor(valor)
+	if err != nil {
+		return f, err.Error()
 	}
-	horario, _, msg := str("horario")
+	f.amountCents = amount
+	horario, hasHorario, msg := str("horario")
 	if msg != "" {
-		return "", msg
+		return f, msg
 	}
-	if _, err := time.Parse(time.RFC3339, horario); err != nil {
-		return "", "horario must be an RFC 3339 time"
+	if hasHorario {
+		t, err := time.Parse(time.RFC3339, horario)
+		if err != nil {
+			return f, "horario must be an RFC 3339 time"
+		}
+		f.horario = t
 	}
 	chave, hasChave, msg := str("chave")
 	if msg != "" {
-		return "", msg
+		return f, msg
 	}
-	if l := utf8.RuneCountInString(chave); hasChave && (l < 1 || l > maxPixKeyLength) {
-		return "", fmt.Sprintf("chave must be 1 to %d characters", maxPixKeyLength)
+	if hasChave {
+		if err := checkChave(chave); err != nil {
+			return f, err.Error()
+		}
 	}
 	txid, hasTxid, msg := str("txid")
 	if msg != "" {
-		return "", msg
+		return f, msg
 	}
 	if hasTxid && !txidPattern.MatchString(txid) {
-		return "", "txid must be 1 to 35 letters or digits"
+		return f, "txid must be 1 to 35 letters or digits"
 	}
 	if !hasChave && !hasTxid {
-		return "", "the PIX must carry chave or txid"
+		return f, "the PIX must carry chave or txid"
 	}
 	if _, ok := obj["devolucoes"]; ok {
-		return "", "devolucoes are the simulator's to add, from the devoluções it makes"
+		return f, "devolucoes are the simulator's to add, from the devoluções it makes"
 	}
-	return e2e, ""
+	f.chave, f.txid = chave, txid
+	return f, ""
 }
 
+// What receivePix says of a PIX's webhook.
+const (
+	webhookQueued   = "queued"   // to be delivered
+	webhookDisabled = "disabled" // nowhere to deliver it: no Options.WebhookURL, no webhook registered for its key
+	webhookNever    = "never"    // never notified: a webhook behaviour, or no txid with WebhooksTxidOnly
+)
+
 // receivePix remembers a PIX received, replacing one of the same
-// end_to_end_id, and makes its delivery due.
-func (s *Simulator) receivePix(e2e string, obj map[string]json.RawMessage) {
+// end_to_end_id, and makes its delivery due. A PIX without horario gets
+// the simulator's now. It returns what becomes of its webhook.
+func (s *Simulator) receivePix(f pixFacts, obj map[string]json.RawMessage) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.pixes[e2e]
+	if f.horario.IsZero() {
+		f.horario = s.now().UTC()
+		// Marshalling a time cannot fail.
+		obj["horario"], _ = json.Marshal(f.horario)
+	}
+	p, ok := s.pixes[f.endToEndID]
 	if !ok {
 		p = &receivedPix{}
-		s.pixes[e2e] = p
+		s.pixes[f.endToEndID] = p
 	}
-	p.obj = obj
+	p.obj, p.pixFacts = obj, f
+	p.silent = s.webhooksTxidOnly && f.txid == ""
+	if f.chave != "" {
+		if b, misbehave, _ := s.webhookBehaviors.request(f.chave); b.Mode == WebhookModeNever && misbehave {
+			p.silent = true
+		}
+	}
 	p.gen++
+	switch {
+	case p.silent:
+		p.done = p.gen
+		return webhookNever
+	case s.webhookTarget(p) == "":
+		return webhookDisabled
+	}
+	return webhookQueued
+}
+
+// webhookTarget is where p's webhook goes: {webhookUrl}/pix of the webhook
+// registered for its key, else Options.WebhookURL (as is); "" when
+// neither. The caller holds s.mu.
+func (s *Simulator) webhookTarget(p *receivedPix) string {
+	if reg, ok := s.webhooks[p.chave]; ok && p.chave != "" {
+		return strings.TrimRight(reg.url, "/") + "/pix"
+	}
+	return s.webhookURL
 }
 
 // devolucaoJSON is a devolução in the API Pix's words: the body of
@@ -214,18 +277,26 @@ type webhookMessage struct {
 	e2e  string
 	gen  int
 	id   string
+	url  string
 	body []byte
 }
 
-// deliverWebhooks is the loop that notifies the bank (Options.WebhookURL):
+// deliverWebhooks is the loop that notifies the bank (at the webhook
+// registered for the PIX's key, else Options.WebhookURL), over mutual TLS
+// with Options.WebhookTLS:
 // every webhookTick it marks the devoluções whose outcome is due (by
 // Options.Now) and delivers the PIX that have news. It returns when ctx
 // ends; Serve runs it and waits for it. It holds s.mu only to read and
 // update state, never during a delivery, so requests are never held up by
 // a slow bank.
 func (s *Simulator) deliverWebhooks(ctx context.Context) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if s.webhookTLS != nil {
+		tr.TLSClientConfig = s.webhookTLS.Clone()
+	}
 	hc := &http.Client{
-		Timeout: webhookTimeout,
+		Transport: tr,
+		Timeout:   webhookTimeout,
 		// The bank's webhook route does not redirect; following one would
 		// send the notification to an address nobody configured.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -255,7 +326,8 @@ func (s *Simulator) deliverWebhooks(ctx context.Context) {
 }
 
 // dueWebhooks marks the outcomes that are due and returns the messages to
-// send now, by end_to_end_id.
+// send now, by end_to_end_id. A message due while the webhooks are dropped
+// (DropWebhooks), or that has nowhere to go, is given up unsent.
 func (s *Simulator) dueWebhooks() []webhookMessage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -271,6 +343,7 @@ func (s *Simulator) dueWebhooks() []webhookMessage {
 	clear(s.unnotified[len(kept):]) // let the notified ones go
 	s.unnotified = kept
 
+	dropped := s.webhooksDropped(now)
 	realNow := time.Now()
 	var out []webhookMessage
 	for e2e, p := range s.pixes {
@@ -280,22 +353,31 @@ func (s *Simulator) dueWebhooks() []webhookMessage {
 		if p.msgGen != p.gen {
 			// News since the message being retried: deliver the newest
 			// state instead, as a new message.
-			p.msgGen, p.msgID, p.msgBody, p.attempts = p.gen, newWebhookID(), s.pixBody(e2e, p), 0
+			p.msgGen, p.msgID, p.msgURL, p.msgBody, p.attempts = p.gen, newWebhookID(), s.webhookTarget(p), s.pixBody(p), 0
 		}
-		out = append(out, webhookMessage{e2e: e2e, gen: p.msgGen, id: p.msgID, body: p.msgBody})
+		switch {
+		case p.msgURL == "":
+			p.done = p.gen
+			continue
+		case dropped:
+			s.log.Warn("psp simulator webhook dropped (simulated)", "end_to_end_id", e2e, "webhook_id", p.msgID)
+			p.done, p.attempts, p.nextAttempt = p.gen, 0, time.Time{}
+			continue
+		}
+		out = append(out, webhookMessage{e2e: e2e, gen: p.msgGen, id: p.msgID, url: p.msgURL, body: p.msgBody})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].e2e < out[j].e2e })
 	return out
 }
 
-// pixBody is the API Pix webhook body {"pix":[...]} of p as of now, with
-// all its devoluções when it has any. The caller holds s.mu.
-func (s *Simulator) pixBody(e2e string, p *receivedPix) []byte {
+// pixItem is p as the API Pix shows it now: as posted, with all its
+// devoluções when it has any. The caller holds s.mu.
+func (s *Simulator) pixItem(p *receivedPix) map[string]json.RawMessage {
 	obj := make(map[string]json.RawMessage, len(p.obj)+1)
 	for k, v := range p.obj {
 		obj[k] = v
 	}
-	if list := s.refunds[e2e]; len(list) > 0 {
+	if list := s.refunds[p.endToEndID]; len(list) > 0 {
 		devs := make([]devolucaoJSON, len(list))
 		for i, d := range list {
 			devs[i] = s.refundView(d).wire()
@@ -303,14 +385,21 @@ func (s *Simulator) pixBody(e2e string, p *receivedPix) []byte {
 		// Marshalling plain structs of strings and times cannot fail.
 		obj["devolucoes"], _ = json.Marshal(devs)
 	}
-	body, _ := json.Marshal(map[string]any{"pix": []any{obj}})
+	return obj
+}
+
+// pixBody is the API Pix webhook body {"pix":[...]} of p as of now. The
+// caller holds s.mu.
+func (s *Simulator) pixBody(p *receivedPix) []byte {
+	body, _ := json.Marshal(map[string]any{"pix": []any{s.pixItem(p)}})
 	return body
 }
 
 // sendWebhook POSTs one message to the bank, signed when a secret is
-// configured. Only a 2xx answer is a delivery.
+// configured (the API Pix's own webhooks are not: mutual TLS protects
+// them). Only a 2xx answer is a delivery.
 func (s *Simulator) sendWebhook(ctx context.Context, hc *http.Client, m webhookMessage) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.webhookURL, bytes.NewReader(m.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, bytes.NewReader(m.body))
 	if err != nil {
 		return fmt.Errorf("build webhook request: %w", err)
 	}
