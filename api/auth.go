@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,11 +17,10 @@ import (
 )
 
 // authenticWebhook reads a webhook body of at most limit bytes and checks
-// that it comes from a PSP: a Standard Webhooks signature by one of the
-// configured secrets (required, or verified when present). Only then does
-// it look at the content type, so that an unauthenticated caller learns
-// nothing about what we would accept. The body and the PSP's name go to the
-// handler in the gin context.
+// that it comes from a PSP (webhookPSP). Only then does it look at the
+// content type, so that an unauthenticated caller learns nothing about
+// what we would accept. The body and the PSP's name go to the handler in
+// the gin context.
 func (h *handlers) authenticWebhook(limit int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		body, err := readBody(c.Writer, c.Request, limit)
@@ -28,21 +28,14 @@ func (h *handlers) authenticWebhook(limit int64) gin.HandlerFunc {
 			abortWithError(c, h.Logger, err)
 			return
 		}
-		if h.RequireSignatures || webhooksig.HasSignature(c.Request.Header) {
-			if h.Signatures == nil {
-				// Configuration refuses this combination; never accept.
-				abortWithError(c, h.Logger, webhooksig.ErrBadSignature)
-				return
-			}
-			psp, err := h.Signatures.Verify(c.Request.Header, body)
-			if err != nil {
-				h.Logger.Warn("webhook signature refused", "path", c.Request.URL.Path, "webhook_id", c.GetHeader("webhook-id"),
-					"remote_addr", c.ClientIP(), "error", err)
-				abortWithError(c, h.Logger, err)
-				return
-			}
-			c.Set(ctxPSP, psp)
+		psp, err := h.webhookPSP(c, body)
+		if err != nil {
+			h.Logger.Warn("webhook signature refused", "path", c.Request.URL.Path, "webhook_id", c.GetHeader("webhook-id"),
+				"remote_addr", c.ClientIP(), "cert_psp", c.GetString(ctxCertPSP), "error", err)
+			abortWithError(c, h.Logger, err)
+			return
 		}
+		c.Set(ctxPSP, psp)
 		if err := requireJSON(c.Request); err != nil {
 			abortWithError(c, h.Logger, err)
 			return
@@ -52,15 +45,58 @@ func (h *handlers) authenticWebhook(limit int64) gin.HandlerFunc {
 	}
 }
 
-// requireClientCert refuses a webhook without a client certificate verified
-// against the configured CA, when mutual TLS is configured. The TLS server
-// asks every client for a certificate and verifies any it is given; only
-// the PSP-facing routes require one, so that other clients of the same
-// listener (the customer API, operators) need none.
+// webhookPSP says which PSP sent a webhook ("" for none: development,
+// signatures not required), or why it is refused. The PSP of a client
+// certificate listed in WEBHOOK_MTLS_PSPS (requireClientCert) needs no
+// signature, as the API Pix sends none, unless WEBHOOK_SECRETS holds a
+// secret of it: then it must sign too, with its own secret. Without a
+// listed certificate, a signature by a known secret is required when
+// RequireSignatures is set. A signature that is sent is always verified.
+func (h *handlers) webhookPSP(c *gin.Context, body []byte) (string, error) {
+	certPSP := c.GetString(ctxCertPSP)
+	mustSign := h.Signatures.Signs(certPSP) || certPSP == "" && h.RequireSignatures
+	if !mustSign && !webhooksig.HasSignature(c.Request.Header) {
+		return certPSP, nil
+	}
+	if h.Signatures == nil {
+		// Configuration refuses this combination; never accept.
+		return "", webhooksig.ErrBadSignature
+	}
+	psp, err := h.Signatures.Verify(c.Request.Header, body)
+	if err != nil {
+		return "", err
+	}
+	if certPSP != "" && psp != certPSP {
+		return "", errSignedByAnotherPSP
+	}
+	return psp, nil
+}
+
+// requireClientCert checks a webhook's client certificate, verified
+// against the configured CA by the TLS server (which asks every client
+// for one and verifies any it is given; only the PSP-facing routes require
+// one, so that other clients of the same listener, the customer API and
+// operators, need none). With mutual TLS configured a webhook must come
+// with one; with WEBHOOK_MTLS_PSPS, one that names a PSP listed there,
+// whose name goes in the gin context.
 func (h *handlers) requireClientCert(c *gin.Context) {
-	if h.RequireClientCert && (c.Request.TLS == nil || len(c.Request.TLS.VerifiedChains) == 0) {
+	var leaf *x509.Certificate
+	if c.Request.TLS != nil && len(c.Request.TLS.VerifiedChains) > 0 {
+		leaf = c.Request.TLS.VerifiedChains[0][0]
+	}
+	if leaf == nil && (h.RequireClientCert || h.CertPSPs.Listed()) {
 		abortWithError(c, h.Logger, errClientCertRequired)
 		return
+	}
+	if leaf != nil && h.CertPSPs.Listed() {
+		psp, err := h.CertPSPs.PSPOf(leaf)
+		if err != nil {
+			h.Logger.Warn("webhook client certificate refused", "path", c.Request.URL.Path, "subject", leaf.Subject.String(),
+				"dns_names", leaf.DNSNames, "serial", leaf.SerialNumber.String(), "remote_addr", c.ClientIP(), "error", err)
+			abortWithError(c, h.Logger, errClientCertNotListed)
+			return
+		}
+		c.Set(ctxCertPSP, psp)
 	}
 	c.Next()
 }
@@ -240,6 +276,13 @@ var (
 		"the token issuer's keys can't be read right now; nothing was done, retry later"}
 	errClientCertRequired = &requestError{http.StatusUnauthorized, CodeClientCertRequired,
 		"a client certificate issued by the configured CA is required (mutual TLS)"}
-	errAdminDisabled = &requestError{http.StatusForbidden, CodeAdminDisabled,
+	// errClientCertNotListed: a certificate the CA issued, of no PSP
+	// WEBHOOK_MTLS_PSPS lists (the CA issues certificates to others too).
+	errClientCertNotListed = &requestError{http.StatusUnauthorized, CodeClientCertRequired,
+		"a client certificate of a PSP this service takes webhooks from is required (mutual TLS); this one is not listed; nothing was stored"}
+	// errSignedByAnotherPSP: a signature by a known secret, but of another
+	// PSP than the one whose client certificate came with it.
+	errSignedByAnotherPSP = fmt.Errorf("%w: signed with the secret of another PSP than the client certificate's", webhooksig.ErrBadSignature)
+	errAdminDisabled      = &requestError{http.StatusForbidden, CodeAdminDisabled,
 		"the admin routes are disabled: neither ADMIN_TOKEN nor a token issuer is configured"}
 )

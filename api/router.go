@@ -52,6 +52,11 @@ type Deps struct {
 	// RequireClientCert refuses a webhook that did not come with a client
 	// certificate verified against the configured CA (mutual TLS).
 	RequireClientCert bool
+	// CertPSPs says which PSP a client certificate belongs to
+	// (WEBHOOK_MTLS_PSPS): a listed PSP's webhooks need no signature
+	// unless Signatures holds a secret of it, and a certificate not listed
+	// is refused. None listed: a certificate identifies no PSP.
+	CertPSPs webhooksig.CertPSPs
 	// AdminToken is a bearer token of the admin routes (beside tokens with
 	// scope pix:admin); with neither configured the admin routes are off.
 	AdminToken string
@@ -90,6 +95,7 @@ const (
 	ctxEndToEndID = "end_to_end_id"
 	ctxBody       = "body"
 	ctxPSP        = "psp"
+	ctxCertPSP    = "cert_psp"
 	ctxErrorCode  = "error_code"
 	ctxCaller     = "caller"
 )

@@ -94,7 +94,11 @@ type Config struct {
 	TLSCertFile               string
 	TLSKeyFile                string
 	TLSClientCAFile           string
-	AdminToken                string
+	// WebhookMTLSPSPs names the PSPs whose client certificate (its CN or a
+	// DNS SAN) authenticates their webhooks without a signature, as the
+	// API Pix sends them (WEBHOOK_MTLS_PSPS).
+	WebhookMTLSPSPs webhooksig.CertPSPs
+	AdminToken      string
 
 	// Who may call the customer and admin routes (see docs/security.md):
 	// bearer JWTs of AuthIssuer for AuthAudience, keys from a JWKS file or
@@ -497,6 +501,13 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	str("TLS_CERT_FILE", &c.TLSCertFile)
 	str("TLS_KEY_FILE", &c.TLSKeyFile)
 	str("TLS_CLIENT_CA_FILE", &c.TLSClientCAFile)
+	if v, ok := lookup("WEBHOOK_MTLS_PSPS"); ok {
+		psps, err := webhooksig.ParseCertPSPs(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("WEBHOOK_MTLS_PSPS: %w", err))
+		}
+		c.WebhookMTLSPSPs = psps
+	}
 	if v, ok := secret("ADMIN_TOKEN"); ok {
 		c.AdminToken = v
 	}
@@ -622,6 +633,9 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		errs = append(errs, errors.New("TLS_CERT_FILE and TLS_KEY_FILE: set both or neither"))
+	}
+	if c.WebhookMTLSPSPs.Listed() && c.TLSClientCAFile == "" {
+		errs = append(errs, errors.New("WEBHOOK_MTLS_PSPS: a client certificate is verified against TLS_CLIENT_CA_FILE: set it (and TLS_CERT_FILE, TLS_KEY_FILE)"))
 	}
 	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
 		errs = append(errs, errors.New("TLS_CLIENT_CA_FILE: mutual TLS needs TLS_CERT_FILE and TLS_KEY_FILE too"))
@@ -811,12 +825,12 @@ func (c Config) checkPSP() []error {
 }
 
 // CheckAPI reports what the API process needs beyond what Load checks
-// (a worker needs no webhook secret): signatures required with no secret
-// configured would refuse every webhook.
+// (a worker needs no webhook secret): webhooks authenticated with neither
+// a secret nor a listed client certificate configured would all be refused.
 func (c Config) CheckAPI() error {
-	if c.WebhookSignaturesRequired && len(c.WebhookSecrets) == 0 {
-		return errors.New("configuration: WEBHOOK_SIGNATURES_REQUIRED is true but WEBHOOK_SECRETS is empty: " +
-			"set the PSPs' secrets (psp=whsec_...), or WEBHOOK_SIGNATURES_REQUIRED=false outside production")
+	if c.WebhookSignaturesRequired && len(c.WebhookSecrets) == 0 && !c.WebhookMTLSPSPs.Listed() {
+		return errors.New("configuration: WEBHOOK_SIGNATURES_REQUIRED is true but WEBHOOK_SECRETS is empty and WEBHOOK_MTLS_PSPS lists no PSP: " +
+			"set the PSPs' secrets (psp=whsec_...) or their client certificates' names (psp=cn), or WEBHOOK_SIGNATURES_REQUIRED=false outside production")
 	}
 	if c.AuthRequired && (c.AuthIssuer == "" || c.AuthAudience == "" || (c.AuthJWKSFile == "" && c.AuthJWKSURL == "")) {
 		return errors.New("configuration: the customer routes need bearer token verification: set AUTH_ISSUER, AUTH_AUDIENCE " +

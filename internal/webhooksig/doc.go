@@ -22,6 +22,10 @@
 // byte comparison returns as soon as a byte differs, and an attacker who can
 // time responses could then forge a valid MAC byte by byte.
 //
+// The API Pix authenticates its webhooks by mutual TLS alone: CertPSPs
+// (WEBHOOK_MTLS_PSPS) says which PSP a client certificate the CA issued
+// belongs to, by its subject common name or a DNS SAN.
+//
 // Verify bounds its work on hostile input (header lengths, number of
 // signature entries) and never panics. Errors wrap the sentinels
 // ErrMissingSignature, ErrMalformedSignature, ErrStaleTimestamp and

@@ -10,6 +10,7 @@ import (
 	"hash"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,6 +242,12 @@ func NewVerifier(secrets []Secret, tolerance time.Duration, now func() time.Time
 		v.secrets = append(v.secrets, &keyedMAC{psp: s.PSP, key: append([]byte(nil), s.Key...)})
 	}
 	return v
+}
+
+// Signs reports whether v holds a secret of psp: that PSP's webhooks must
+// be signed, whatever else authenticates them. A nil Verifier holds none.
+func (v *Verifier) Signs(psp string) bool {
+	return v != nil && slices.ContainsFunc(v.secrets, func(k *keyedMAC) bool { return k.psp == psp })
 }
 
 // HasSignature reports whether any of webhook-id, webhook-timestamp or

@@ -261,6 +261,7 @@ func (a *App) apiDeps(draining func() bool, tokens api.TokenVerifier) api.Deps {
 		Signatures:         verifier,
 		RequireSignatures:  a.Cfg.WebhookSignaturesRequired,
 		RequireClientCert:  a.Cfg.TLSClientCAFile != "",
+		CertPSPs:           a.Cfg.WebhookMTLSPSPs,
 		AdminToken:         a.Cfg.AdminToken,
 		Tokens:             tokens,
 		OpenCustomerRoutes: !a.Cfg.AuthRequired,
@@ -380,6 +381,10 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 	}
 	if !a.Cfg.WebhookSignaturesRequired {
 		a.Log.Warn("webhook signatures are not required (WEBHOOK_SIGNATURES_REQUIRED=false): never run production like this")
+	}
+	if a.Cfg.WebhookMTLSPSPs.Listed() {
+		a.Log.Info("webhooks are taken only with a listed client certificate, which authenticates its PSP (WEBHOOK_MTLS_PSPS)",
+			"psps", a.Cfg.WebhookMTLSPSPs.PSPs())
 	}
 	if !a.Cfg.AuthRequired {
 		a.Log.Warn("AUTH_REQUIRED=false: the customer routes answer anyone, without a token; anyone can move any account's money. Development only: never run production like this")
