@@ -35,7 +35,7 @@ go test -count=1 -race -timeout 15m -tags e2e "$@" ./...
 # (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
 # 20000 executions take about 10 s here.
 log "fuzz, ${FUZZTIME:-20000x} per target"
-for target in ./internal/notification:FuzzDecodeNotification ./internal/notification:FuzzDecodeAPIPix ./internal/webhooksig:FuzzVerify; do
+for target in ./internal/notification:FuzzDecodeNotification ./internal/notification:FuzzDecodeAPIPix ./internal/notification:FuzzStoreWhatTheDecodersAccept ./internal/webhooksig:FuzzVerify; do
 	go test -run='^$' -fuzz="^${target#*:}\$" -fuzztime="${FUZZTIME:-20000x}" "${target%%:*}"
 done
 log "fault suite, smoke version"
