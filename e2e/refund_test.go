@@ -794,7 +794,7 @@ func TestRefundRefusals(t *testing.T) {
 }
 
 // The PSP refuses the devolução itself (refuse: 400
-// DevolucaoOperacaoInvalida, nothing made). Nothing is decided on the
+// PixDevolucaoInvalida, nothing made). Nothing is decided on the
 // refusal alone: the refund stays debited for the quiet period, then is
 // reversed once if the PSP still holds no record of it; a record that
 // shows up meanwhile (the PSP made it after all) is followed: returned,
@@ -848,7 +848,7 @@ func TestRefundRefusedByThePSPIsReversedOnlyWithoutARecord(t *testing.T) {
 
 	got := s.waitRefund(ida, pix.RefundReversed, quiet+60*time.Second)
 	require.NotNil(t, got.FailureReason)
-	require.Contains(t, *got.FailureReason, "DevolucaoOperacaoInvalida")
+	require.Contains(t, *got.FailureReason, "PixDevolucaoInvalida")
 	require.Empty(t, s.simDevolucoes(none), "the PSP made nothing")
 	n, cents := s.reversal(ida)
 	require.Equal(t, 1, n)

@@ -182,15 +182,15 @@ func TestRefundUnknownNeverReverses(t *testing.T) {
 // quiet period, by a reversal that looks again.
 func TestRefundRefusedByThePSPIsReversedAfterAQuietPeriod(t *testing.T) {
 	env := newRefundEnv(t)
-	refused := activities.RefundState{RefundID: refundID, Status: activities.RefundRefusedByPSP, Reason: "DevolucaoOperacaoInvalida"}
+	refused := activities.RefundState{RefundID: refundID, Status: activities.RefundRefusedByPSP, Reason: "PixDevolucaoInvalida"}
 	env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(refused, nil).Once()
 	var reversedAt time.Time
-	env.OnActivity(refunds.ReverseRefund, mock.Anything, activities.RefundRef{RefundID: refundID, PSPRefused: true, Reason: "DevolucaoOperacaoInvalida"}).
+	env.OnActivity(refunds.ReverseRefund, mock.Anything, activities.RefundRef{RefundID: refundID, PSPRefused: true, Reason: "PixDevolucaoInvalida"}).
 		Run(func(mock.Arguments) { reversedAt = env.Now() }).Return(nil).Once()
 	start := env.Now()
 	out, err := runRefund(t, env, workflows.DefaultRefundSettings())
 	require.NoError(t, err)
-	require.Equal(t, workflows.RefundOutput{Status: pix.RefundReversed, Reason: "DevolucaoOperacaoInvalida"}, out)
+	require.Equal(t, workflows.RefundOutput{Status: pix.RefundReversed, Reason: "PixDevolucaoInvalida"}, out)
 	require.GreaterOrEqual(t, reversedAt.Sub(start), time.Minute)
 }
 
@@ -199,7 +199,7 @@ func TestRefundRefusedByThePSPIsReversedAfterAQuietPeriod(t *testing.T) {
 // review: the run slept through it and reversed).
 func TestRefundNoticeAfterARefusalIsFollowed(t *testing.T) {
 	env := newRefundEnv(t)
-	refused := activities.RefundState{RefundID: refundID, Status: activities.RefundRefusedByPSP, Reason: "DevolucaoOperacaoInvalida"}
+	refused := activities.RefundState{RefundID: refundID, Status: activities.RefundRefusedByPSP, Reason: "PixDevolucaoInvalida"}
 	env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(refused, nil).Once()
 	env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundReturned, ""), nil).Once()
 	env.OnActivity(refunds.MarkRefundReturned, mock.Anything, mock.Anything).Return(nil).Once()

@@ -152,13 +152,6 @@ const (
 	ProblemServicoIndisponivel = ProblemTypePrefix + "ServicoIndisponivel"
 )
 
-// CodeRefundRefused is the error code the PSP simulator of
-// internal/tooling/pspsim still writes when it refuses a devolução; the
-// client no longer reads it (a refusal is the problem type
-// ProblemPixDevolucaoInvalida, matched in full). Remove it once the
-// simulator answers problems.
-const CodeRefundRefused = "PixDevolucaoInvalida"
-
 // Is makes a 409 refusal ErrAlreadySubmitted, unless the PSP said the id is
 // another transfer's or another devolução's.
 func (e *RequestError) Is(target error) bool {
