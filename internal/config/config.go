@@ -118,20 +118,20 @@ type Config struct {
 	TrustedProxies []string
 
 	// Outgoing transfers.
-	PSPURL                    string
-	PSPTimeout                time.Duration
+	PSPURL     string
+	PSPTimeout time.Duration
 	// The PSP client's authentication (PSP puts the client's settings
 	// together): OAuth 2.0 client credentials at PSPOAuthTokenURL ("":
 	// none), the secret inline or in a file read again at each token
 	// request; our client certificate and the PSP's CA for mutual TLS.
-	PSPOAuthTokenURL    string
-	PSPClientID         string
-	PSPClientSecret     string
-	PSPClientSecretFile string
-	PSPOAuthScopes      []string
-	PSPTLSCertFile      string
-	PSPTLSKeyFile       string
-	PSPCAFile           string
+	PSPOAuthTokenURL          string
+	PSPClientID               string
+	PSPClientSecret           string
+	PSPClientSecretFile       string
+	PSPOAuthScopes            []string
+	PSPTLSCertFile            string
+	PSPTLSKeyFile             string
+	PSPCAFile                 string
 	BankISPB                  string
 	IdempotencyLockTimeout    time.Duration
 	IdempotencyKeyTTL         time.Duration
