@@ -98,6 +98,10 @@ type Config struct {
 	// DNS SAN) authenticates their webhooks without a signature, as the
 	// API Pix sends them (WEBHOOK_MTLS_PSPS).
 	WebhookMTLSPSPs webhooksig.CertPSPs
+	// TLSWebhooksOnly serves TLS on the webhook listener alone
+	// (TLS_LISTENERS=webhooks): the main listener stays plain HTTP, for a
+	// customer API whose TLS an ingress terminates (and make run's).
+	TLSWebhooksOnly bool
 	AdminToken      string
 
 	// Who may call the customer and admin routes (see docs/security.md):
@@ -508,6 +512,13 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 		}
 		c.WebhookMTLSPSPs = psps
 	}
+	switch v, _ := lookup("TLS_LISTENERS"); v {
+	case "", "all":
+	case "webhooks":
+		c.TLSWebhooksOnly = true
+	default:
+		errs = append(errs, fmt.Errorf("TLS_LISTENERS: %q: want all (the default) or webhooks", v))
+	}
 	if v, ok := secret("ADMIN_TOKEN"); ok {
 		c.AdminToken = v
 	}
@@ -639,6 +650,9 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	}
 	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
 		errs = append(errs, errors.New("TLS_CLIENT_CA_FILE: mutual TLS needs TLS_CERT_FILE and TLS_KEY_FILE too"))
+	}
+	if c.TLSWebhooksOnly && (c.TLSCertFile == "" || c.WebhookHTTPAddr == "") {
+		errs = append(errs, errors.New("TLS_LISTENERS=webhooks: needs TLS_CERT_FILE and WEBHOOK_HTTP_ADDR (the webhooks' own listener)"))
 	}
 	if c.AuthJWKSFile != "" && c.AuthJWKSURL != "" {
 		errs = append(errs, errors.New("AUTH_JWKS_FILE and AUTH_JWKS_URL: set one, not both"))

@@ -431,7 +431,9 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 		// The operations side is an internal network's: plain HTTP.
 		servers = append(servers, listener{"ops", l.Ops, api.OpsRoutes, false, false})
 	}
-	servers = append(servers, listener{"api", l.Main, mainRoutes, true, false})
+	// TLS_LISTENERS=webhooks: the main listener is plain HTTP (an ingress
+	// terminates its TLS); the PSPs' mutual TLS stays end to end.
+	servers = append(servers, listener{"api", l.Main, mainRoutes, !a.Cfg.TLSWebhooksOnly, false})
 	// With the webhooks on a listener of their own, the main one asks no
 	// client for a certificate.
 	mainAsksForCerts := l.Webhooks == nil
