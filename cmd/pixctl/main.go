@@ -15,6 +15,7 @@
 //	pixctl psp webhook set|get|delete <chave> [url]  our webhook at the PSP
 //	pixctl token -account X ...     a bearer token of the development issuer
 //	pixctl dev-issuer [-env]        the development issuer's key pair
+//	pixctl dev-pki                  make run's development certificates
 //	pixctl help [command]           usage; so do -h and --help anywhere
 //
 // Every command's settings come from its flags, else the environment, else
@@ -50,7 +51,7 @@ func main() {
 // groups, the commands with subcommands.
 var (
 	commands = []*command{demoCommand, showCommand, refundCommand, refundStatusCommand, failedCommand, retryCommand,
-		reconcileCommand, tokenCommand, devIssuerCommand}
+		reconcileCommand, tokenCommand, devIssuerCommand, devPKICommand}
 	groups = []*group{{name: "events", summary: "the service's events on the broker", commands: []*command{eventsTailCommand}},
 		{name: "psp", summary: "the PSP's own record, and our webhook there", commands: []*command{pspCatchUpCommand, pspWebhookCommand}}}
 )

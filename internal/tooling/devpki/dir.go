@@ -1,0 +1,124 @@
+package devpki
+
+import (
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// The files of a development PKI directory (EnsureDir). One authority
+// issues every certificate: each side trusts it for the other.
+const (
+	CAFile, CAKeyFile = "ca.pem", "ca-key.pem"
+	// The PSP simulator's HTTPS server (its API and token endpoint).
+	PSPServerCertFile, PSPServerKeyFile = "psp-server.pem", "psp-server-key.pem"
+	// The bank's client certificate at the PSP (PSP_TLS_CERT_FILE).
+	BankClientCertFile, BankClientKeyFile = "bank-client.pem", "bank-client-key.pem"
+	// The bank's webhook listener (TLS_CERT_FILE).
+	WebhookServerCertFile, WebhookServerKeyFile = "webhook-server.pem", "webhook-server-key.pem"
+	// The PSP simulator's client certificate, presented with its webhooks;
+	// its name is PSPClientName (WEBHOOK_MTLS_PSPS).
+	PSPClientCertFile, PSPClientKeyFile = "psp-client.pem", "psp-client-key.pem"
+	// The bank's OAuth 2.0 client secret at the PSP (PSP_CLIENT_SECRET_FILE).
+	ClientSecretFile = "psp-client-secret"
+)
+
+// Names in the development certificates.
+const (
+	PSPClientName  = "dev-psp"
+	BankClientName = "pix-bank"
+)
+
+// dirValidity is how long a development directory's certificates are
+// valid: a year, then EnsureDir makes them anew.
+const dirValidity = 365 * 24 * time.Hour
+
+// EnsureDir makes, in dir, whatever of the development PKI is missing or
+// expires within a day: the authority, the four certificates and the
+// client secret, each file readable by its owner only. What is there and
+// valid is kept, so that a running simulator and service keep trusting each
+// other across runs.
+func EnsureDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	ca, fresh, err := ensureAuthority(dir)
+	if err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		cert, key, name string
+		usage           x509.ExtKeyUsage
+	}{
+		{PSPServerCertFile, PSPServerKeyFile, "pspsim", x509.ExtKeyUsageServerAuth},
+		{BankClientCertFile, BankClientKeyFile, BankClientName, x509.ExtKeyUsageClientAuth},
+		{WebhookServerCertFile, WebhookServerKeyFile, "pix-webhooks", x509.ExtKeyUsageServerAuth},
+		{PSPClientCertFile, PSPClientKeyFile, PSPClientName, x509.ExtKeyUsageClientAuth},
+	} {
+		if !fresh && valid(filepath.Join(dir, c.cert)) {
+			continue
+		}
+		certPEM, keyPEM, err := ca.Issue(c.name, c.usage, dirValidity)
+		if err != nil {
+			return err
+		}
+		if err := writeFiles(dir, map[string][]byte{c.cert: certPEM, c.key: keyPEM}); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ClientSecretFile)); errors.Is(err, fs.ErrNotExist) {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		return writeFiles(dir, map[string][]byte{ClientSecretFile: []byte(base64.RawURLEncoding.EncodeToString(b) + "\n")})
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// ensureAuthority loads dir's authority, or makes a new one (fresh: every
+// certificate must be issued again).
+func ensureAuthority(dir string) (a Authority, fresh bool, err error) {
+	certPEM, certErr := os.ReadFile(filepath.Join(dir, CAFile))
+	keyPEM, keyErr := os.ReadFile(filepath.Join(dir, CAKeyFile))
+	if certErr == nil && keyErr == nil && valid(filepath.Join(dir, CAFile)) {
+		a, err := LoadAuthority(certPEM, keyPEM)
+		return a, false, err
+	}
+	if a, err = NewAuthority("pix development CA", dirValidity); err != nil {
+		return Authority{}, false, err
+	}
+	keyPEM, err = a.KeyPEM()
+	if err != nil {
+		return Authority{}, false, err
+	}
+	return a, true, writeFiles(dir, map[string][]byte{CAFile: a.PEM, CAKeyFile: keyPEM})
+}
+
+// valid reports whether the certificate in path exists and is valid for at
+// least another day.
+func valid(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	certs, err := parsePEMCertificates(b)
+	return err == nil && len(certs) == 1 && time.Now().Add(24*time.Hour).Before(certs[0].NotAfter)
+}
+
+func writeFiles(dir string, files map[string][]byte) error {
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return fmt.Errorf("development pki: %w", err)
+		}
+	}
+	return nil
+}
