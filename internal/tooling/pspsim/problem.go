@@ -34,10 +34,10 @@ var problemTitles = map[string]string{
 
 // problemJSON is an API Pix problem.
 type problemJSON struct {
-	Type      string        `json:"type"`
-	Title     string        `json:"title"`
-	Status    int           `json:"status"`
-	Detail    string        `json:"detail,omitempty"`
+	Type      string         `json:"type"`
+	Title     string         `json:"title"`
+	Status    int            `json:"status"`
+	Detail    string         `json:"detail,omitempty"`
 	Violacoes []violacaoJSON `json:"violacoes,omitempty"`
 }
 

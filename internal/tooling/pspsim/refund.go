@@ -214,16 +214,16 @@ const RefundWindow = 90 * 24 * time.Hour
 type refundOutcome int
 
 const (
-	refundCreated       refundOutcome = iota // 201
-	refundReplayed                           // 200: the same id and body again
-	refundIDReused                           // 400 PixDevolucaoInvalida: the id is another devolução's
-	refundUnavailable                        // 503 ServicoIndisponivel: fail mode
-	refundRefused                            // 401: unauthorized mode
-	refundInvalid                            // 400 PixDevolucaoInvalida: refuse mode
-	refundRetryRefused                       // 400 PixDevolucaoInvalida: refuse_retry mode, the same id and body again
-	refundOverValue                          // 400 PixDevolucaoInvalida: beyond the PIX's valor
-	refundPastWindow                         // 400 PixDevolucaoInvalida: past RefundWindow
-	refundUnknownPix                         // 404 NaoEncontrado: Options.RefundsNeedPix
+	refundCreated      refundOutcome = iota // 201
+	refundReplayed                          // 200: the same id and body again
+	refundIDReused                          // 400 PixDevolucaoInvalida: the id is another devolução's
+	refundUnavailable                       // 503 ServicoIndisponivel: fail mode
+	refundRefused                           // 401: unauthorized mode
+	refundInvalid                           // 400 PixDevolucaoInvalida: refuse mode
+	refundRetryRefused                      // 400 PixDevolucaoInvalida: refuse_retry mode, the same id and body again
+	refundOverValue                         // 400 PixDevolucaoInvalida: beyond the PIX's valor
+	refundPastWindow                        // 400 PixDevolucaoInvalida: past RefundWindow
+	refundUnknownPix                        // 404 NaoEncontrado: Options.RefundsNeedPix
 )
 
 func (o refundOutcome) String() string {

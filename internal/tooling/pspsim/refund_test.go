@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/psp/pspspec"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/webhooksig"
 )
@@ -494,6 +495,8 @@ func TestRefundBehaviorJSONRoundTrip(t *testing.T) {
 
 var webhookKey = []byte("0123456789abcdef0123456789abcdef")
 
+func webhookSecret() string { return webhooksig.FormatSecret(webhookKey) }
+
 type delivery struct {
 	header http.Header
 	body   []byte
@@ -521,6 +524,9 @@ func newBank(t *testing.T) *bank {
 		if r.URL.Path != "/webhooks/api-pix/pix" || r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
 			w.WriteHeader(http.StatusNotFound)
 			return
+		}
+		if err := pspspec.ValidateWebhook(body); err != nil {
+			t.Errorf("the simulator's webhook departs from the document: %v", err)
 		}
 		pspName, err := verifier.Verify(r.Header, body)
 		if err != nil {
