@@ -66,11 +66,11 @@ func (s groupCommittedStore) ReceiveBatch(ctx context.Context, ns []pix.Notifica
 	return s.receiver.ReceiveBatch(ctx, ns)
 }
 
-// withGroupCommit returns s behind a running group commit whose groups
-// wait window for more requests.
-func withGroupCommit(t *testing.T, s *db.Store, window time.Duration) api.Store {
+// withGroupCommit returns s behind a running group commit (groups of
+// several requests are db's TestReceiveStoresPayloadsJSONBRefusesAsSent's).
+func withGroupCommit(t *testing.T, s *db.Store) api.Store {
 	t.Helper()
-	r, err := db.NewReceiver(s, groupcommit.Options{Writers: 2, MaxRows: 64, Window: window, QueueRows: 4096, WriteTimeout: 10 * time.Second})
+	r, err := db.NewReceiver(s, groupcommit.Options{Writers: 2, MaxRows: 64, QueueRows: 4096, WriteTimeout: 10 * time.Second})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
@@ -82,7 +82,7 @@ func withGroupCommit(t *testing.T, s *db.Store, window time.Duration) api.Store 
 	return groupCommittedStore{Store: s, receiver: r}
 }
 
-// ids hands out distinct end_to_end_ids.
+// unstorableIDs hands out distinct end_to_end_ids.
 var unstorableIDs atomic.Int64
 
 func nextID() string { return fmt.Sprintf("E98765432202611291200%011d", unstorableIDs.Add(1)) }
@@ -94,7 +94,7 @@ func TestWebhookInformationalContentJSONBRefusesIsStored(t *testing.T) {
 			s := dbtest.New(t)
 			var store api.Store = s
 			if mode == "group commit" {
-				store = withGroupCommit(t, s, 0)
+				store = withGroupCommit(t, s)
 			}
 			srv := newServer(t, store)
 			payloadMember := func(id, member string) (string, bool) {
