@@ -401,15 +401,15 @@ func TestCatchUpStaleRunCannotMoveTheWindow(t *testing.T) {
 	require.True(t, r.covered().Equal(late.End))
 
 	r.now = r.now.Add(time.Minute)
-	a, b := r.begin(), r.begin()
-	b.End = b.End.Add(time.Minute)
+	b, a := r.begin(), r.begin()
+	a.End = a.End.Add(time.Minute) // a began later, and lists further
 	require.True(t, r.advance(b))
-	require.False(t, r.advance(a), "the window moved since a began")
+	require.False(t, r.advance(a), "the window moved since a began: a's end is not recorded, although later")
 	require.True(t, r.covered().Equal(b.End))
 	require.False(t, r.advance(activities.CatchUpWindow{CoveredFrom: &b.End, End: b.End.Add(-time.Hour)}), "never backwards")
 	require.True(t, r.covered().Equal(b.End))
 
-	require.False(t, r.advance(activities.CatchUpWindow{Start: a.Start, End: b.End.Add(time.Hour), Manual: true}), "an operator's window moves nothing")
+	require.False(t, r.advance(activities.CatchUpWindow{Start: a.Start, End: b.End.Add(time.Hour), CoveredFrom: &b.End, Manual: true}), "an operator's window moves nothing")
 	require.True(t, r.covered().Equal(b.End))
 }
 
