@@ -115,7 +115,7 @@ func decodeRefundRequest(endToEndID string, body []byte) (pix.RefundRequest, err
 		// The reason goes to the PSP and to the payer's statement: no
 		// control or invisible formatting characters (bidi overrides,
 		// zero-width joiners) that would make it read otherwise.
-		if utf8.RuneCountInString(r.Reason) > pix.MaxRefundReasonLength || notification.HasControl(r.Reason) ||
+		if utf8.RuneCountInString(r.Reason) > pix.MaxRefundReasonLength || notification.HasControlOrInvalid(r.Reason) ||
 			strings.ContainsFunc(r.Reason, func(c rune) bool { return unicode.Is(unicode.Cf, c) }) {
 			return r, pix.Invalid("reason", "must be at most %d characters, none of them a control or formatting character", pix.MaxRefundReasonLength)
 		}

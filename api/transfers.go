@@ -134,8 +134,8 @@ func decodeTransferRequest(body []byte) (pix.TransferRequest, error) {
 	if r.AccountID, err = notification.RequiredString(m["account_id"], "account_id"); err != nil {
 		return r, err
 	}
-	if l := utf8.RuneCountInString(r.AccountID); l < 1 || l > pix.MaxAccountIDLength || notification.HasControl(r.AccountID) {
-		return r, pix.Invalid("account_id", "must be 1 to %d characters, none of them a control character", pix.MaxAccountIDLength)
+	if l := utf8.RuneCountInString(r.AccountID); l < 1 || l > pix.MaxAccountIDLength || notification.HasControlOrInvalid(r.AccountID) {
+		return r, pix.Invalid("account_id", "must be 1 to %d characters, none of them a control character or an invalid byte", pix.MaxAccountIDLength)
 	}
 	if r.AmountCents, err = notification.AmountCents(m["amount_cents"]); err != nil {
 		return r, err
@@ -143,14 +143,14 @@ func decodeTransferRequest(body []byte) (pix.TransferRequest, error) {
 	if r.PixKey, err = notification.RequiredString(m["pix_key"], "pix_key"); err != nil {
 		return r, err
 	}
-	if l := utf8.RuneCountInString(r.PixKey); l < 1 || l > notification.MaxPixKeyLength || notification.HasControl(r.PixKey) {
+	if l := utf8.RuneCountInString(r.PixKey); l < 1 || l > notification.MaxPixKeyLength || notification.HasControlOrInvalid(r.PixKey) {
 		return r, pix.Invalid("pix_key", "must be 1 to %d characters, none of them a control character", notification.MaxPixKeyLength)
 	}
 	if notification.Present(m["description"]) {
 		if r.Description, err = notification.RequiredString(m["description"], "description"); err != nil {
 			return r, err
 		}
-		if utf8.RuneCountInString(r.Description) > maxDescriptionLength || notification.HasControl(r.Description) {
+		if utf8.RuneCountInString(r.Description) > maxDescriptionLength || notification.HasControlOrInvalid(r.Description) {
 			return r, pix.Invalid("description", "must be at most %d characters, none of them a control character", maxDescriptionLength)
 		}
 	}

@@ -177,7 +177,7 @@ func decodeAPIPixItemFast(m *jsonMembers, raw []byte) (n pix.Notification, ok bo
 		if n.PixKey, ok = fastString(v); !ok {
 			return pix.Notification{}, false
 		}
-		if l := utf8.RuneCountInString(n.PixKey); l < 1 || l > MaxPixKeyLength || HasControl(n.PixKey) {
+		if l := utf8.RuneCountInString(n.PixKey); l < 1 || l > MaxPixKeyLength || HasControlOrInvalid(n.PixKey) {
 			return pix.Notification{}, false
 		}
 	}
@@ -278,8 +278,8 @@ func DecodeAPIPixItem(raw json.RawMessage, path string) (pix.Notification, error
 		if n.PixKey, err = RequiredString(m["chave"], field("chave")); err != nil {
 			return pix.Notification{}, err
 		}
-		if l := utf8.RuneCountInString(n.PixKey); l < 1 || l > MaxPixKeyLength || HasControl(n.PixKey) {
-			return pix.Notification{}, pix.Invalid(field("chave"), "must be 1 to %d characters, none of them a control character", MaxPixKeyLength)
+		if l := utf8.RuneCountInString(n.PixKey); l < 1 || l > MaxPixKeyLength || HasControlOrInvalid(n.PixKey) {
+			return pix.Notification{}, pix.Invalid(field("chave"), "must be 1 to %d characters, none of them a control character or an invalid byte", MaxPixKeyLength)
 		}
 	}
 	if Present(m["txid"]) {

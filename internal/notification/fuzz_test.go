@@ -33,7 +33,7 @@ func FuzzDecodeNotification(f *testing.F) {
 		if n.AmountCents < 1 || n.AmountCents > pix.MaxAmountCents {
 			t.Fatalf("accepted amount %d", n.AmountCents)
 		}
-		if n.AccountID == "" || utf8.RuneCountInString(n.AccountID) > pix.MaxAccountIDLength || HasControl(n.AccountID) {
+		if n.AccountID == "" || utf8.RuneCountInString(n.AccountID) > pix.MaxAccountIDLength || HasControlOrInvalid(n.AccountID) {
 			t.Fatalf("accepted account_id %q", n.AccountID)
 		}
 		checkStorable(t, n.Payload)

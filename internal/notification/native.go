@@ -39,7 +39,7 @@ func decodeNotificationFast(body []byte) (n pix.Notification, ok bool) {
 	if n.AccountID, ok = fastString(m.get("account_id")); !ok {
 		return pix.Notification{}, false
 	}
-	if l := utf8.RuneCountInString(n.AccountID); l < 1 || l > pix.MaxAccountIDLength || HasControl(n.AccountID) {
+	if l := utf8.RuneCountInString(n.AccountID); l < 1 || l > pix.MaxAccountIDLength || HasControlOrInvalid(n.AccountID) {
 		return pix.Notification{}, false
 	}
 	if n.AmountCents, ok = fastAmountCents(m.get("amount_cents")); !ok {
@@ -127,8 +127,8 @@ func decodeNotificationSlow(body []byte) (pix.Notification, error) {
 	if n.AccountID, err = RequiredString(m["account_id"], "account_id"); err != nil {
 		return pix.Notification{}, err
 	}
-	if l := utf8.RuneCountInString(n.AccountID); l < 1 || l > pix.MaxAccountIDLength || HasControl(n.AccountID) {
-		return pix.Notification{}, pix.Invalid("account_id", "must be 1 to %d characters, none of them a control character", pix.MaxAccountIDLength)
+	if l := utf8.RuneCountInString(n.AccountID); l < 1 || l > pix.MaxAccountIDLength || HasControlOrInvalid(n.AccountID) {
+		return pix.Notification{}, pix.Invalid("account_id", "must be 1 to %d characters, none of them a control character or an invalid byte", pix.MaxAccountIDLength)
 	}
 	if n.AmountCents, err = AmountCents(m["amount_cents"]); err != nil {
 		return pix.Notification{}, err
@@ -160,9 +160,13 @@ func RequiredString(raw json.RawMessage, field string) (string, error) {
 	return s, nil
 }
 
-func HasControl(s string) bool {
+// HasControlOrInvalid reports whether s holds a control character or
+// U+FFFD, which is what the JSON decoder makes of an invalid UTF-8 byte or a
+// lone surrogate escape: a money field (an account, a key) must be exactly
+// what the PSP sent, never a sanitised stand-in.
+func HasControlOrInvalid(s string) bool {
 	for _, r := range s {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || r == utf8.RuneError {
 			return true
 		}
 	}

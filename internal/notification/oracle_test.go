@@ -58,8 +58,8 @@ func oracleDecodeNotification(body []byte) (pix.Notification, error) {
 	if n.AccountID, err = oracleRequiredString(m["account_id"], "account_id"); err != nil {
 		return pix.Notification{}, err
 	}
-	if l := utf8.RuneCountInString(n.AccountID); l < 1 || l > pix.MaxAccountIDLength || oracleHasControl(n.AccountID) {
-		return pix.Notification{}, pix.Invalid("account_id", "must be 1 to %d characters, none of them a control character", pix.MaxAccountIDLength)
+	if l := utf8.RuneCountInString(n.AccountID); l < 1 || l > pix.MaxAccountIDLength || oracleHasControlOrInvalid(n.AccountID) {
+		return pix.Notification{}, pix.Invalid("account_id", "must be 1 to %d characters, none of them a control character or an invalid byte", pix.MaxAccountIDLength)
 	}
 	if n.AmountCents, err = oracleAmountCents(m["amount_cents"]); err != nil {
 		return pix.Notification{}, err
@@ -91,9 +91,9 @@ func oracleRequiredString(raw json.RawMessage, field string) (string, error) {
 	return s, nil
 }
 
-func oracleHasControl(s string) bool {
+func oracleHasControlOrInvalid(s string) bool {
 	for _, r := range s {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || r == '\uFFFD' {
 			return true
 		}
 	}
@@ -324,8 +324,8 @@ func oracleDecodeAPIPixItem(raw json.RawMessage, path string) (pix.Notification,
 		if n.PixKey, err = oracleRequiredString(m["chave"], field("chave")); err != nil {
 			return pix.Notification{}, err
 		}
-		if l := utf8.RuneCountInString(n.PixKey); l < 1 || l > MaxPixKeyLength || oracleHasControl(n.PixKey) {
-			return pix.Notification{}, pix.Invalid(field("chave"), "must be 1 to %d characters, none of them a control character", MaxPixKeyLength)
+		if l := utf8.RuneCountInString(n.PixKey); l < 1 || l > MaxPixKeyLength || oracleHasControlOrInvalid(n.PixKey) {
+			return pix.Notification{}, pix.Invalid(field("chave"), "must be 1 to %d characters, none of them a control character or an invalid byte", MaxPixKeyLength)
 		}
 	}
 	if oraclePresent(m["txid"]) {
