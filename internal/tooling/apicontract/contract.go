@@ -3,6 +3,8 @@ package apicontract
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -32,6 +34,9 @@ type Exchange struct {
 	Status         int
 	ResponseHeader http.Header
 	ResponseBody   []byte
+	// ClientCertificate: the request came over TLS with a client
+	// certificate the server verified (the mutualTLS scheme).
+	ClientCertificate bool
 }
 
 func (ex Exchange) String() string {
@@ -181,6 +186,11 @@ func (ex Exchange) request() *http.Request {
 	if r.Header == nil {
 		r.Header = http.Header{}
 	}
+	if ex.ClientCertificate {
+		// What the scheme asks is that the server verified one; which
+		// certificate is the service's test.
+		r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{}}}}
+	}
 	return r
 }
 
@@ -251,6 +261,11 @@ func authenticate(opts Options) config.AuthenticationFunc {
 				if !slices.Contains(granted, want) {
 					return fmt.Errorf("the token does not grant %s", want)
 				}
+			}
+			return nil
+		case "mutualtls":
+			if in.Request.TLS == nil || len(in.Request.TLS.VerifiedChains) == 0 {
+				return errors.New("no verified client certificate")
 			}
 			return nil
 		}

@@ -61,6 +61,10 @@ func TestCheckAcceptsWhatTheDocumentSays(t *testing.T) {
 	for _, ex := range []apicontract.Exchange{
 		{Method: "POST", Target: "/webhooks/pix", RequestHeader: signed(), RequestBody: []byte(webhook),
 			Status: 202, ResponseHeader: jsonHeader(), ResponseBody: []byte(receipt)},
+		// Unsigned over mutual TLS with a verified client certificate (a
+		// PSP of WEBHOOK_MTLS_PSPS): the API Pix's own way.
+		{Method: "POST", Target: "/webhooks/pix", RequestHeader: jsonHeader(), RequestBody: []byte(webhook), ClientCertificate: true,
+			Status: 202, ResponseHeader: jsonHeader(), ResponseBody: []byte(receipt)},
 		// Unsigned: the document refuses it, and so did the service.
 		{Method: "POST", Target: "/webhooks/pix", RequestHeader: jsonHeader(), RequestBody: []byte(webhook),
 			Status: 401, ResponseHeader: jsonHeader(), ResponseBody: []byte(`{"error":{"code":"signature_missing","message":"sign it"}}`)},

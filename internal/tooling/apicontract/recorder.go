@@ -20,7 +20,8 @@ func (rec *Recorder) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := &teeBody{ReadCloser: r.Body}
 		r.Body = body
-		ex := Exchange{Method: r.Method, Target: r.URL.RequestURI(), RequestHeader: r.Header.Clone()}
+		ex := Exchange{Method: r.Method, Target: r.URL.RequestURI(), RequestHeader: r.Header.Clone(),
+			ClientCertificate: r.TLS != nil && len(r.TLS.VerifiedChains) > 0}
 		rw := &recordingWriter{ResponseWriter: w}
 		next.ServeHTTP(rw, r)
 		ex.RequestBody = body.read.Bytes()
