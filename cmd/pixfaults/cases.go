@@ -50,6 +50,14 @@ type caseRun struct {
 	// facts are what inject learned for check (how many answers were
 	// lost, ...).
 	facts map[string]int
+	// noTokenFrom and noTokenTo are when a token case's calls could have
+	// no token (see noTokenWindow).
+	noTokenFrom, noTokenTo time.Time
+	// simPix are the PIX the simulator was told it received, and
+	// dropStart, dropEnd when its webhooks were dropped (the webhook-drop
+	// case).
+	simPix             []simPix
+	dropStart, dropEnd time.Time
 }
 
 func cases(s settings) []faultCase {
@@ -125,7 +133,7 @@ func cases(s settings) []faultCase {
 				}
 				return problems
 			}},
-	}, append(outgoingCases(s), refundCases(s)...)...)
+	}, slices.Concat(outgoingCases(s), refundCases(s), pspAuthCases(s))...)
 }
 
 // gracefulStop stops the API and the worker with SIGTERM at the same

@@ -60,8 +60,13 @@ type settings struct {
 	eventDrain    time.Duration
 	// The refund cases': refunds per second beside the webhooks, and the
 	// drain of refunds.
-	refundRate      float64
-	refundDrain     time.Duration
+	refundRate  float64
+	refundDrain time.Duration
+	// The PSP security cases': how long the token endpoint is down, the
+	// webhooks dropped, our client secret wrong.
+	tokenDown       time.Duration
+	webhookDrop     time.Duration
+	secretWrongFor  time.Duration
 	smoke           bool
 	only            string
 	pgStop, pgStart string
@@ -75,7 +80,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		postgresDown: 10 * time.Second, lockFor: 20 * time.Second, copies: 1000, accounts: 50, drainTimeout: 5 * time.Minute,
 		transferRate: 5, pspDown: 30 * time.Second, natsDown: 30 * time.Second, faultFor: 15 * time.Second,
 		settleSlow: 10 * time.Second, backlogFor: 5 * time.Second, transferDrain: 5 * time.Minute, eventDrain: 2 * time.Minute,
-		refundRate: 5, refundDrain: 5 * time.Minute}
+		refundRate: 5, refundDrain: 5 * time.Minute, tokenDown: 30 * time.Second, webhookDrop: 2 * time.Minute, secretWrongFor: 20 * time.Second}
 	fs := flag.NewFlagSet("pixfaults", flag.ContinueOnError)
 	smoke := fs.Bool("smoke", false, "short, correctness-only version (CI)")
 	dir := fs.String("dir", ".data/faults", "working directory for logs and state")
@@ -88,6 +93,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		s.transferRate, s.pspDown, s.natsDown, s.faultFor, s.settleSlow, s.backlogFor = 3, 5*time.Second, 5*time.Second, 4*time.Second, 4*time.Second, 3*time.Second
 		s.transferDrain, s.eventDrain = 90*time.Second, time.Minute
 		s.refundRate, s.refundDrain, s.smoke = 3, 2*time.Minute, true
+		// The token endpoint down 15 s: a token serves 5 s (pspTokenUsable),
+		// so 8 s of it have no token at all. The webhooks dropped 15 s:
+		// three catch-up runs fall in it, two after.
+		s.tokenDown, s.webhookDrop, s.secretWrongFor = 15*time.Second, 15*time.Second, 8*time.Second
 	}
 	for _, v := range []string{"PIXD", "TEMPORAL_CLI", "DATABASE_URL", "PIX_FAULTS_PG_STOP", "PIX_FAULTS_PG_START"} {
 		if os.Getenv(v) == "" {

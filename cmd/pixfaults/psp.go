@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,9 +16,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/pixbank/pix/internal/tooling/devpki"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 )
@@ -26,18 +30,109 @@ import (
 // than as a cmd/pspsim process because the simulator keeps its transfers
 // in memory: "the PSP is down" must stop its API (connections refused)
 // without making it forget what it holds, which a killed process would.
+//
+// With credentials (the stack's), its API speaks as the API Pix's PSPs
+// do: OAuth 2.0 client credentials and mutual TLS, its token endpoint
+// beside it, its webhooks sent over mutual TLS; the suite drives it
+// through its control routes on a plain listener of their own, which
+// stays up when a case stops the API. Without (the package's tests), one
+// plain listener serves both, as before.
 type pspServer struct {
-	sim     *pspsim.Simulator
-	addr    string
+	sim  *pspsim.Simulator
+	addr string
+	// apiURL is the PSP's API (pixd's PSP_URL); url its control routes,
+	// which the suite calls (the same listener without credentials).
+	apiURL  string
 	url     string
 	logFile *os.File
 	// cancel stops the running Serve, whose result arrives on served.
 	cancel context.CancelFunc
 	served chan error
-	client *http.Client
+	// stopControl stops the control listener's ServeControl, whose result
+	// arrives on controlServed; nil without credentials.
+	stopControl   context.CancelFunc
+	controlServed chan error
+	client        *http.Client
+	cred          *pspCredentials
 }
 
-func newPSPServer(dir string) (*pspServer, error) {
+// pspCredentials are the simulator's API Pix security and what pixd needs
+// to meet it: the development PKI in pkiDir (devpki.EnsureDir: the
+// simulator's server and client certificates, the bank's client
+// certificate, one authority), our OAuth 2.0 client (clientID, its secret
+// in secretFile, which pixd reads at each token request: the
+// wrong-secret case rewrites it), tokens valid tokenLifetime, and the
+// bank's API Pix webhook route the simulator notifies over mutual TLS.
+type pspCredentials struct {
+	pkiDir        string
+	clientID      string
+	secretFile    string
+	tokenLifetime time.Duration
+	webhookURL    string
+}
+
+func (c *pspCredentials) path(name string) string { return filepath.Join(c.pkiDir, name) }
+
+// secret reads our client secret from its file, as pixd does.
+func (c *pspCredentials) secret() (string, error) {
+	b, err := os.ReadFile(c.secretFile)
+	if err != nil {
+		return "", fmt.Errorf("psp client secret: %w", err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// simOptions are the simulator's OAuth 2.0 (our client and its secret),
+// its API's mutual TLS (its server certificate; client certificates of the
+// authority required) and its webhooks' (its client certificate, the
+// authority as the bank's CA).
+func (c *pspCredentials) simOptions(o *pspsim.Options) error {
+	secret, err := c.secret()
+	if err != nil {
+		return err
+	}
+	server, err := tls.LoadX509KeyPair(c.path(devpki.PSPServerCertFile), c.path(devpki.PSPServerKeyFile))
+	if err != nil {
+		return fmt.Errorf("psp simulator server certificate: %w", err)
+	}
+	client, err := tls.LoadX509KeyPair(c.path(devpki.PSPClientCertFile), c.path(devpki.PSPClientKeyFile))
+	if err != nil {
+		return fmt.Errorf("psp simulator client certificate: %w", err)
+	}
+	caPEM, err := os.ReadFile(c.path(devpki.CAFile))
+	if err != nil {
+		return fmt.Errorf("development ca: %w", err)
+	}
+	ca := x509.NewCertPool()
+	if !ca.AppendCertsFromPEM(caPEM) {
+		return fmt.Errorf("development ca %s: no PEM certificate", c.path(devpki.CAFile))
+	}
+	o.OAuth = &pspsim.OAuthOptions{Clients: map[string]string{c.clientID: secret}, TokenLifetime: c.tokenLifetime}
+	o.TLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{server},
+		ClientCAs: ca, ClientAuth: tls.RequireAndVerifyClientCert}
+	o.WebhookURL = c.webhookURL
+	o.WebhookTLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{client}, RootCAs: ca}
+	return nil
+}
+
+// env is pixd's PSP client for the simulator at apiURL: the token
+// endpoint, our client, the secret's file, our client certificate and the
+// authority as the PSP's CA.
+func (c *pspCredentials) env(apiURL string) []string {
+	return []string{
+		"PSP_URL=" + apiURL,
+		"PSP_OAUTH_TOKEN_URL=" + apiURL + pspsim.TokenPath,
+		"PSP_CLIENT_ID=" + c.clientID,
+		"PSP_CLIENT_SECRET_FILE=" + c.secretFile,
+		"PSP_TLS_CERT_FILE=" + c.path(devpki.BankClientCertFile),
+		"PSP_TLS_KEY_FILE=" + c.path(devpki.BankClientKeyFile),
+		"PSP_CA_FILE=" + c.path(devpki.CAFile),
+	}
+}
+
+// newPSPServer serves the simulator, with cred's security when cred is
+// not nil.
+func newPSPServer(dir string, cred *pspCredentials) (*pspServer, error) {
 	// Stopped and started again on this port by its cases.
 	port, err := temporaltest.StablePort()
 	if err != nil {
@@ -48,16 +143,35 @@ func newPSPServer(dir string) (*pspServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pspServer{
-		// Transfers settle quickly unless a case says otherwise, so that a
-		// case's drain is about its fault, not about the settlement.
-		sim:     pspsim.New(pspsim.Options{Logger: slog.New(slog.NewJSONHandler(f, nil)), DefaultSettleAfter: 300 * time.Millisecond}),
-		addr:    addr,
-		url:     "http://" + addr,
-		logFile: f,
-		client:  &http.Client{Timeout: 10 * time.Second},
+	// Transfers settle quickly unless a case says otherwise, so that a
+	// case's drain is about its fault, not about the settlement.
+	opts := pspsim.Options{Logger: slog.New(slog.NewJSONHandler(f, nil)), DefaultSettleAfter: 300 * time.Millisecond}
+	p := &pspServer{addr: addr, apiURL: "http://" + addr, url: "http://" + addr, logFile: f,
+		client: &http.Client{Timeout: 10 * time.Second}, cred: cred}
+	if cred != nil {
+		if err := cred.simOptions(&opts); err != nil {
+			f.Close()
+			return nil, err
+		}
+		p.apiURL = "https://" + addr
 	}
-	return p, p.start()
+	p.sim = pspsim.New(opts)
+	if cred != nil {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("psp simulator control listener: %w", err)
+		}
+		p.url = "http://" + ln.Addr().String()
+		ctx, cancel := context.WithCancel(context.Background())
+		p.stopControl, p.controlServed = cancel, make(chan error, 1)
+		go func() { p.controlServed <- p.sim.ServeControl(ctx, ln) }()
+	}
+	if err := p.start(); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
 }
 
 // start serves the simulator's API on its address. The address was free a
@@ -96,28 +210,52 @@ func (p *pspServer) stop() error {
 
 func (p *pspServer) close() {
 	_ = p.stop() //nolint:errcheck // on the way out
+	if p.stopControl != nil {
+		p.stopControl()
+		<-p.controlServed // its error does not matter on the way out
+		p.stopControl = nil
+	}
 	p.logFile.Close()
 }
 
 // setBehavior tells the simulator what to do with pixKey's transfers, over
 // its HTTP API (PUT /behaviors/{pix_key}), as an operator would.
 func (p *pspServer) setBehavior(ctx context.Context, pixKey string, b pspsim.Behavior) error {
-	body, err := json.Marshal(b)
-	if err != nil {
-		return err
+	if err := p.send(ctx, http.MethodPut, "/behaviors/"+url.PathEscape(pixKey), b, http.StatusNoContent, nil); err != nil {
+		return fmt.Errorf("set psp behaviour of %s: %w", pixKey, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, p.url+"/behaviors/"+url.PathEscape(pixKey), bytes.NewReader(body))
+	return nil
+}
+
+// send calls one of the simulator's control routes with body as JSON (none
+// when nil), wants the answer want, and decodes it into v when v is not
+// nil.
+func (p *pspServer) send(ctx context.Context, method, path string, body any, want int, v any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, p.url+path, rd)
 	if err != nil {
 		return err
 	}
 	res, err := p.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("set psp behaviour of %s: %w", pixKey, err)
+		return fmt.Errorf("psp simulator %s %s: %w", method, path, err)
 	}
 	defer res.Body.Close()
-	if res.StatusCode != http.StatusNoContent {
+	if res.StatusCode != want {
 		b, _ := io.ReadAll(res.Body)
-		return fmt.Errorf("set psp behaviour of %s: http %d: %s", pixKey, res.StatusCode, b)
+		return fmt.Errorf("psp simulator %s %s: http %d: %s", method, path, res.StatusCode, b)
+	}
+	if v != nil {
+		if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+			return fmt.Errorf("psp simulator %s %s: %w", method, path, err)
+		}
 	}
 	return nil
 }
@@ -165,21 +303,5 @@ func (p *pspServer) transfers(ctx context.Context) (map[string]pspsim.TransferVi
 }
 
 func (p *pspServer) get(ctx context.Context, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+path, nil)
-	if err != nil {
-		return err
-	}
-	res, err := p.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("psp simulator GET %s: %w", path, err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(res.Body)
-		return fmt.Errorf("psp simulator GET %s: http %d: %s", path, res.StatusCode, b)
-	}
-	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
-		return fmt.Errorf("psp simulator GET %s: %w", path, err)
-	}
-	return nil
+	return p.send(ctx, http.MethodGet, path, nil, http.StatusOK, v)
 }

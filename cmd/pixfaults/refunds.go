@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -108,22 +105,8 @@ var returnMode = pspsim.RefundBehavior{Mode: pspsim.RefundModeReturn}
 
 // setRefundBehavior sets what the PSP does with a PIX's devoluções.
 func (p *pspServer) setRefundBehavior(ctx context.Context, e2e string, b pspsim.RefundBehavior) error {
-	body, err := json.Marshal(b)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, p.url+"/refund-behaviors/"+url.PathEscape(e2e), bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	res, err := p.client.Do(req)
-	if err != nil {
+	if err := p.send(ctx, http.MethodPut, "/refund-behaviors/"+url.PathEscape(e2e), b, http.StatusNoContent, nil); err != nil {
 		return fmt.Errorf("set psp refund behaviour of %s: %w", e2e, err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusNoContent {
-		b, _ := io.ReadAll(res.Body)
-		return fmt.Errorf("set psp refund behaviour of %s: http %d: %s", e2e, res.StatusCode, b)
 	}
 	return nil
 }
@@ -154,6 +137,10 @@ type pspDevolucao struct {
 	Valor  string           `json:"valor"`
 	Status psp.RefundStatus `json:"status"`
 	Motivo string           `json:"motivo"`
+	// Horario.Solicitacao is when the PSP made it.
+	Horario struct {
+		Solicitacao time.Time `json:"solicitacao"`
+	} `json:"horario"`
 }
 
 // devolucoes reads what the PSP holds of a PIX's devoluções (GET

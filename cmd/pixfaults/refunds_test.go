@@ -35,7 +35,7 @@ const refundCredit = 10000
 func newRefundsEnv(t *testing.T) *refundsEnv {
 	t.Helper()
 	store := dbtest.New(t)
-	p, err := newPSPServer(t.TempDir())
+	p, err := newPSPServer(t.TempDir(), nil)
 	require.NoError(t, err)
 	t.Cleanup(p.close)
 	e := &refundsEnv{st: &stack{pool: store.Pool(), psp: p}, runID: "TESTRUN001", created: map[string]load.SentRefund{}, refused: map[string]bool{}}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,6 +15,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/tooling/devauth"
+	"github.com/pixbank/pix/internal/tooling/devpki"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 )
 
@@ -22,14 +24,31 @@ import (
 // and, in this process, the PSP simulator the worker sends outgoing PIX to,
 // the NATS server the relay publishes to, and a durable consumer of the
 // event stream that runs for the whole suite.
+//
+// The PSP is met as the API Pix requires: the worker's PSP client gets
+// OAuth 2.0 tokens (of pspTokenLifetime: they expire and are renewed
+// during the cases) from the simulator's token endpoint, over mutual TLS
+// with the bank's client certificate, its secret in a file; the
+// simulator's own webhooks (the PIX it is told it received) go over mutual
+// TLS, unsigned, to a second API process whose webhook listener takes
+// them on the simulator's certificate alone (WEBHOOK_MTLS_PSPS), with
+// signatures required, as production. The load's webhooks stay signed, on
+// the first API's plain listener. The catch-up lists the PSP's record
+// every pspCatchUpInterval.
 type stack struct {
 	temporal    *temporaltest.Server
 	api, worker *process
-	apiURL      string
-	pool        *pgxpool.Pool
-	psp         *pspServer
-	nats        *natsServer
-	events      *eventLog
+	// pspWebhooks is the API process that takes the simulator's webhooks
+	// over mutual TLS; pspWebhooksURL its plain listener (/readyz).
+	pspWebhooks    *process
+	pspWebhooksURL string
+	apiURL         string
+	// workerMetricsURL is the worker's GET /metrics (WORKER_METRICS_ADDR).
+	workerMetricsURL string
+	pool             *pgxpool.Pool
+	psp              *pspServer
+	nats             *natsServer
+	events           *eventLog
 	// issuer mints the bearer tokens of the customer routes, which the API
 	// requires (a development issuer of the suite's own, in dir/auth); nil
 	// when the stack is a test's stand-in: no token is sent.
@@ -51,7 +70,20 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 	if st.issuer, err = issuer.Open(); err != nil {
 		return nil, err
 	}
-	if st.psp, err = newPSPServer(dir); err != nil {
+	// The simulator's webhooks go to the second API's webhook listener,
+	// whose port is fixed before the simulator starts.
+	ports, err := stablePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	pspWebhooksPort, pspWebhooksTLSPort, metricsPort := ports[0], ports[1], ports[2]
+	cred := &pspCredentials{pkiDir: filepath.Join(dir, "pki"), clientID: pspClientID, tokenLifetime: pspTokenLifetime,
+		webhookURL: fmt.Sprintf("https://127.0.0.1:%d/webhooks/api-pix/pix", pspWebhooksTLSPort)}
+	cred.secretFile = cred.path(devpki.ClientSecretFile)
+	if err := devpki.EnsureDir(cred.pkiDir); err != nil {
+		return nil, err
+	}
+	if st.psp, err = newPSPServer(dir, cred); err != nil {
 		return nil, err
 	}
 	if st.nats, err = newNATSServer(filepath.Join(dir, "nats")); err != nil {
@@ -68,11 +100,7 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		return nil, err
 	}
 	// The API is killed and started again on this port (case 2).
-	port, err := temporaltest.StablePort()
-	if err != nil {
-		st.close()
-		return nil, err
-	}
+	port := ports[3]
 	st.apiURL = fmt.Sprintf("http://127.0.0.1:%d", port)
 	env := []string{
 		"TEMPORAL_ADDRESS=" + st.temporal.Address,
@@ -88,7 +116,6 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		"DISPATCH_RECHECK_AFTER=15s",
 		"DISPATCH_RECHECK_MAX=15s",
 		"LOG_LEVEL=info",
-		"PSP_URL=" + st.psp.url,
 		// Short enough that a hanging PSP is given up on, and retried,
 		// several times within a case.
 		"PSP_TIMEOUT=3s",
@@ -108,7 +135,11 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		// Small rounds: a relay killed while it drains a backlog dies
 		// between publishing a round and marking it, not after.
 		"OUTBOX_BATCH_SIZE=20",
+		// The catch-up lists the PSP's record often: a PIX whose webhook
+		// was dropped is credited within a case (case 22 measures it).
+		"PSP_CATCHUP_INTERVAL=" + pspCatchUpInterval.String(),
 	}
+	env = append(env, cred.env(st.psp.apiURL)...)
 	env = append(env, issuer.APIEnv()...)
 	// The service encrypts its Temporal payloads, as production's must, so
 	// that the faults hit the encrypted path: with the environment's keys,
@@ -126,22 +157,69 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		return nil, fmt.Errorf("migrate: %w: %s", err, b)
 	}
 	st.api = &process{name: "api", args: []string{pixd, "api"}, env: env, logDir: dir}
-	st.worker = &process{name: "worker", args: []string{pixd, "worker"}, env: env, logDir: dir}
-	for _, p := range []*process{st.api, st.worker} {
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", metricsPort)
+	st.workerMetricsURL = "http://" + metricsAddr + "/metrics"
+	st.worker = &process{name: "worker", args: []string{pixd, "worker"}, env: append(slices.Clip(env), "WORKER_METRICS_ADDR="+metricsAddr), logDir: dir}
+	// The PSP's webhooks: TLS on the webhook listener alone, a client
+	// certificate of the authority required, the simulator's (CN
+	// devpki.PSPClientName) naming its PSP; its main listener (plain)
+	// answers /readyz. Another PSP name than WEBHOOK_SECRETS's, whose PSP
+	// must sign.
+	st.pspWebhooksURL = fmt.Sprintf("http://127.0.0.1:%d", pspWebhooksPort)
+	st.pspWebhooks = &process{name: "psp-webhooks", args: []string{pixd, "api"}, logDir: dir, env: append(slices.Clip(env),
+		fmt.Sprintf("HTTP_ADDR=127.0.0.1:%d", pspWebhooksPort),
+		fmt.Sprintf("WEBHOOK_HTTP_ADDR=127.0.0.1:%d", pspWebhooksTLSPort),
+		"TLS_LISTENERS=webhooks",
+		"TLS_CERT_FILE="+cred.path(devpki.WebhookServerCertFile),
+		"TLS_KEY_FILE="+cred.path(devpki.WebhookServerKeyFile),
+		"TLS_CLIENT_CA_FILE="+cred.path(devpki.CAFile),
+		"WEBHOOK_MTLS_PSPS="+pspWebhooksPSP+"="+devpki.PSPClientName,
+	)}
+	for _, p := range []*process{st.api, st.worker, st.pspWebhooks} {
 		if err := p.start(); err != nil {
 			st.close()
 			return nil, err
 		}
 	}
-	if err := st.waitReady(ctx); err != nil {
-		st.close()
-		return nil, err
+	for _, u := range []string{st.apiURL, st.pspWebhooksURL} {
+		if err := waitReady(ctx, u); err != nil {
+			st.close()
+			return nil, err
+		}
 	}
 	if st.pool, err = db.Open(ctx, os.Getenv("DATABASE_URL"), 4); err != nil {
 		st.close()
 		return nil, err
 	}
 	return st, nil
+}
+
+// The stack's PSP security: our client id at the simulator; its tokens'
+// lifetime, longer than the PSP client's early renewal (30 s before
+// expires_in), so that a token serves 5 s and is then renewed, in every
+// case; the catch-up's period; the PSP name of the simulator's webhooks
+// (WEBHOOK_MTLS_PSPS, the inbox rows' psp).
+const (
+	pspClientID        = "pix-bank"
+	pspTokenLifetime   = 35 * time.Second
+	pspCatchUpInterval = 5 * time.Second
+	pspWebhooksPSP     = "pspsim"
+)
+
+// stablePorts are n distinct free ports (temporaltest.StablePort), for
+// listeners started again on the same port.
+func stablePorts(n int) ([]int, error) {
+	var out []int
+	for len(out) < n {
+		p, err := temporaltest.StablePort()
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // faultsCodecKeys is the suite's TEMPORAL_CODEC_KEYS: one AES-256 key of
@@ -168,10 +246,13 @@ func (st *stack) customerTokens(sub string, scopes, accounts []string) func() (s
 }
 
 // waitReady waits until the API answers /readyz with 200.
-func (st *stack) waitReady(ctx context.Context) error {
+func (st *stack) waitReady(ctx context.Context) error { return waitReady(ctx, st.apiURL) }
+
+// waitReady waits until the API at apiURL answers /readyz with 200.
+func waitReady(ctx context.Context, apiURL string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, st.apiURL+"/readyz", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, apiURL+"/readyz", nil)
 		if res, err := http.DefaultClient.Do(req); err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
@@ -180,11 +261,11 @@ func (st *stack) waitReady(ctx context.Context) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("the API at %s is not ready after 60 s", st.apiURL)
+	return fmt.Errorf("the API at %s is not ready after 60 s", apiURL)
 }
 
 func (st *stack) close() {
-	for _, p := range []*process{st.api, st.worker} {
+	for _, p := range []*process{st.api, st.worker, st.pspWebhooks} {
 		if p != nil {
 			p.stop()
 		}

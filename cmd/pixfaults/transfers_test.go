@@ -33,7 +33,7 @@ type transfersEnv struct {
 func newTransfersEnv(t *testing.T) *transfersEnv {
 	t.Helper()
 	store := dbtest.New(t)
-	p, err := newPSPServer(t.TempDir())
+	p, err := newPSPServer(t.TempDir(), nil)
 	require.NoError(t, err)
 	t.Cleanup(p.close)
 	// The API answers the transfer's customer only, as the real one does:

@@ -1,0 +1,534 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/tooling/load"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
+)
+
+// pspAuthCases are the faults of the API Pix's security and of the PSP's
+// own record: the token endpoint down while transfers and devoluções are
+// under way, the PSP's webhooks dropped (the catch-up must find their PIX
+// in GET /pix), and our client secret wrong, then right. Each runs under
+// the webhook load; the token cases send outgoing PIX and refunds beside
+// it, held against the PSP's records by checkTransfers and checkRefunds.
+func pspAuthCases(s settings) []faultCase {
+	return []faultCase{
+		{name: fmt.Sprintf("the PSP's token endpoint down %s during transfers and devoluções", s.tokenDown), outgoing: true, refunds: true,
+			inject: tokenEndpointDown, check: heldBackCheck("PSP calls without a token (endpoint down)")},
+		{name: fmt.Sprintf("the PSP's webhooks dropped for %s; the catch-up credits their PIX", s.webhookDrop),
+			setup: simPixKeysSetup, inject: webhooksDropped, check: webhooksDroppedCheck},
+		{name: "a wrong client secret (the PSP rotated it), then the right one, during transfers and devoluções", outgoing: true, refunds: true,
+			inject: wrongClientSecret, check: wrongClientSecretCheck},
+	}
+}
+
+// pspTokenUsable is how long the PSP client uses a token: its lifetime
+// less the client's early renewal (psp: 30 s before expires_in). A token
+// fetched before an outage serves no call after this.
+const pspTokenUsable = pspTokenLifetime - 30*time.Second
+
+// noTokenWindow is the part of an outage from start to end in which no
+// call can have reached the PSP: from when the last token fetched before
+// it was no longer used (pspTokenUsable after start; at start when the
+// tokens were revoked) and the calls that had one have ended (PSP_TIMEOUT,
+// 3 s, and a second).
+func noTokenWindow(start, end time.Time, revoked bool) (from, to time.Time) {
+	from = start.Add(4 * time.Second)
+	if !revoked {
+		from = from.Add(pspTokenUsable)
+	}
+	return from, end
+}
+
+// tokenEndpointDown takes the simulator's token endpoint down (503
+// temporarily_unavailable) for s.tokenDown while transfers and refunds
+// arrive: the tokens expire within it, so the sagas' calls need a new one
+// and get none. Nothing may reach the PSP then, and nothing be refunded or
+// reversed on it (checkTransfers, checkRefunds); all completes after.
+func tokenEndpointDown(ctx context.Context, r *caseRun) (time.Time, string, error) {
+	logFrom := logSize(r.st.worker)
+	down := time.Now()
+	fault := pspsim.TokenEndpointFault{Mode: pspsim.TokenEndpointUnavailable, For: pspsim.Duration(r.s.tokenDown)}
+	if err := r.st.psp.send(ctx, http.MethodPut, "/sim/token-endpoint", fault, http.StatusNoContent, nil); err != nil {
+		return time.Now(), "", err
+	}
+	time.Sleep(r.s.tokenDown)
+	if err := r.st.psp.send(ctx, http.MethodDelete, "/sim/token-endpoint", nil, http.StatusNoContent, nil); err != nil {
+		return time.Now(), "", err
+	}
+	healed := time.Now()
+	r.facts["PSP calls without a token (endpoint down)"] = countLog(r.st.worker, logFrom, "psp token endpoint unavailable")
+	r.noTokenFrom, r.noTokenTo = noTokenWindow(down, healed, false)
+	return healed, fmt.Sprintf("%d PSP calls failed for want of a token (the worker's log); tokens of %s, used %s each",
+		r.facts["PSP calls without a token (endpoint down)"], pspTokenLifetime, pspTokenUsable), nil
+}
+
+// wrongClientSecret rotates our client's secret at the simulator, its
+// tokens revoked at once (PUT /sim/oauth-clients/{id}), as a PSP whose
+// secret was rotated: the secret file pixd reads holds the old one, which
+// the token endpoint refuses (401 invalid_client) for s.secretWrongFor.
+// Nothing may move; the refusals are counted in pix_psp_attention_total.
+// Then the right secret is written to the file, which pixd reads at its
+// next token request: everything completes.
+func wrongClientSecret(ctx context.Context, r *caseRun) (time.Time, string, error) {
+	cred := r.st.psp.cred
+	attentionBefore, err := pspAttention(ctx, r.st.workerMetricsURL)
+	if err != nil {
+		return time.Now(), "", err
+	}
+	logFrom := logSize(r.st.worker)
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails
+	rotated := base64.RawURLEncoding.EncodeToString(b)
+	body := map[string]any{"secret": rotated, "revoke_tokens": true}
+	if err := r.st.psp.send(ctx, http.MethodPut, "/sim/oauth-clients/"+url.PathEscape(cred.clientID), body, http.StatusNoContent, nil); err != nil {
+		return time.Now(), "", err
+	}
+	wrong := time.Now()
+	time.Sleep(r.s.secretWrongFor)
+	attentionAfter, err := pspAttention(ctx, r.st.workerMetricsURL)
+	if err != nil {
+		return time.Now(), "", err
+	}
+	r.facts["token requests refused (wrong secret)"] = countLog(r.st.worker, logFrom, "psp token endpoint refused our client")
+	r.facts["PSPRequestRefused counted"] = int(attentionAfter - attentionBefore)
+	// The right secret, as an operator puts it: a file replaced whole, so
+	// that pixd never reads half of it.
+	tmp := cred.secretFile + ".new"
+	if err := os.WriteFile(tmp, []byte(rotated+"\n"), 0o600); err != nil {
+		return time.Now(), "", err
+	}
+	if err := os.Rename(tmp, cred.secretFile); err != nil {
+		return time.Now(), "", err
+	}
+	healed := time.Now()
+	r.noTokenFrom, r.noTokenTo = noTokenWindow(wrong, healed, true)
+	return healed, fmt.Sprintf("secret wrong %s: %d token requests refused (the worker's log), pix_psp_attention_total{kind=%q} +%d",
+		r.s.secretWrongFor, r.facts["token requests refused (wrong secret)"], activities.ErrTypePSPRequestRefused,
+		r.facts["PSPRequestRefused counted"]), nil
+}
+
+func wrongClientSecretCheck(ctx context.Context, r *caseRun, o *outcome) []string {
+	return heldBackCheck("token requests refused (wrong secret)", "PSPRequestRefused counted")(ctx, r, o)
+}
+
+// heldBackCheck is the token cases' own check, after the common ones
+// (every transfer and refund as the PSP's record says; none refunded or
+// reversed on a guess):
+//
+//   - nothing reached the PSP while no token could be had: no transfer and
+//     no devolução the PSP created in that window;
+//   - some of the case's transfers and refunds asked for before the heal
+//     reached the PSP only after it (held back, then sent);
+//   - after the heal everything completed: no transfer open, no refund
+//     open (checkRefunds fails an open refund already);
+//   - facts: the fault happened.
+func heldBackCheck(facts ...string) func(context.Context, *caseRun, *outcome) []string {
+	return func(ctx context.Context, r *caseRun, o *outcome) []string {
+		v := needFacts(facts...)(ctx, r, o)
+		held, moved, err := heldBack(ctx, r)
+		if err != nil {
+			return append(v, err.Error())
+		}
+		for _, what := range []string{"transfers", "devoluções"} {
+			if n := moved[what]; len(n) > 0 {
+				slices.Sort(n)
+				v = append(v, fmt.Sprintf("%d %s created at the PSP while no token could be had (%s to %s): %s", len(n), what,
+					r.noTokenFrom.Format(time.TimeOnly), r.noTokenTo.Format(time.TimeOnly), abbreviate(n, 3)))
+			}
+			if held[what] == 0 {
+				v = append(v, fmt.Sprintf("the fault did not happen: no %s held back until the heal", what))
+			}
+		}
+		if o.transfers.open > 0 {
+			v = append(v, fmt.Sprintf("%d transfers still open after the heal and the drain", o.transfers.open))
+		}
+		o.note += fmt.Sprintf("; no token could be had for %s: nothing reached the PSP then; held back until the heal, then sent: %d transfers, %d devoluções",
+			r.noTokenTo.Sub(r.noTokenFrom).Round(time.Second), held["transfers"], held["devoluções"])
+		return v
+	}
+}
+
+// heldBack reads the PSP's records of the case's transfers and refunds:
+// held counts those asked for (debited) before the heal that the PSP made
+// only after it, moved lists those the PSP made in the no-token window.
+func heldBack(ctx context.Context, r *caseRun) (held map[string]int, moved map[string][]string, err error) {
+	held, moved = map[string]int{}, map[string][]string{}
+	in := func(t time.Time) bool { return !t.Before(r.noTokenFrom) && t.Before(r.noTokenTo) }
+	transfers, err := transfersOf(ctx, r.st.pool, r.sess.RunID())
+	if err != nil {
+		return nil, nil, err
+	}
+	pspTransfers, _, err := r.st.psp.transfers(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, t := range transfers {
+		p, ok := pspTransfers[t.endToEndID]
+		switch {
+		case !ok:
+		case in(p.CreatedAt):
+			moved["transfers"] = append(moved["transfers"], t.endToEndID)
+		case t.createdAt.Before(r.noTokenTo) && !p.CreatedAt.Before(r.noTokenTo):
+			held["transfers"]++
+		}
+	}
+	refunds, err := refundsOf(ctx, r.st.pool, r.sess.RunID())
+	if err != nil {
+		return nil, nil, err
+	}
+	ours := map[string]refundRow{}
+	for _, t := range refunds {
+		ours[t.id] = t
+	}
+	asked := map[string]bool{} // the PIX whose devoluções the PSP was asked for
+	for _, t := range refunds {
+		asked[t.endToEndID] = true
+	}
+	for _, e2e := range slices.Sorted(maps.Keys(asked)) {
+		devs, err := r.st.psp.devolucoes(ctx, e2e)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, d := range devs {
+			made := d.Horario.Solicitacao
+			switch t, ok := ours[d.ID]; {
+			case in(made):
+				moved["devoluções"] = append(moved["devoluções"], e2e+"/"+d.ID)
+			case ok && t.createdAt.Before(r.noTokenTo) && !made.Before(r.noTokenTo):
+				held["devoluções"]++
+			}
+		}
+	}
+	return held, moved, nil
+}
+
+// The PIX the simulator is told it received (POST /sim/pix) in the
+// webhook-drop case: to simPixKeys Pix keys of the case's first accounts,
+// simPixRate a second, end_to_end_ids of an ISPB the load never uses.
+const (
+	simPixKeys = 5
+	simPixRate = 2
+	simPixISPB = "99999999"
+)
+
+func simPixKey(runID string, i int) string {
+	return strings.ToLower(fmt.Sprintf("sim%d-%s@faults.example", i, runID))
+}
+
+func simPixEndToEndID(runID string, n int) string {
+	return fmt.Sprintf("E%s%s%013d", simPixISPB, runID, n)
+}
+
+// simPixKeys registers the Pix keys the simulator's PIX are sent to, each
+// of one of the case's accounts.
+func simPixKeysSetup(ctx context.Context, r *caseRun) error {
+	store := db.NewStore(r.st.pool)
+	for i := range simPixKeys {
+		if _, err := store.CreatePixKey(ctx, db.NewPixKey{Key: simPixKey(r.sess.RunID(), i), KeyType: "email",
+			AccountID: load.AccountID(r.sess.RunID(), i)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// simPix is one PIX the simulator was told it received.
+type simPix struct {
+	endToEndID, accountID string
+	amountCents           int64
+	postedAt              time.Time
+}
+
+// webhooksDropped has the simulator receive PIX (POST /sim/pix, to the
+// case's keys, simPixRate a second) for 3 s, then drop every webhook for
+// s.webhookDrop (PUT /sim/webhook-drop: each notification due then is
+// given up, as by a PSP past its retry budget) while PIX keep arriving,
+// then 3 s more with webhooks. The PIX of the drop are only in the PSP's
+// record (GET /pix): the catch-up, every pspCatchUpInterval, must credit
+// each once, by two intervals after the drop ends; the others arrive by
+// their webhook (over mutual TLS, unsigned) and are listed too: a
+// duplicate, never a second credit. It waits for every PIX to be
+// credited (up to two intervals and a minute after the drop).
+func webhooksDropped(ctx context.Context, r *caseRun) (time.Time, string, error) {
+	runID := r.sess.RunID()
+	stop := make(chan struct{})
+	posted := make(chan []simPix, 1)
+	var postErr error
+	// The sender is owned here: closed stop ends it, and it is waited for.
+	go func() {
+		var out []simPix
+		tick := time.NewTicker(time.Second / simPixRate)
+		defer tick.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-stop:
+				posted <- out
+				return
+			case <-ctx.Done():
+				posted <- out
+				return
+			case <-tick.C:
+			}
+			p := simPix{endToEndID: simPixEndToEndID(runID, n), accountID: load.AccountID(runID, n%simPixKeys),
+				amountCents: int64(100 + (n*7919)%9900), postedAt: time.Now()}
+			body := map[string]any{"endToEndId": p.endToEndID, "valor": psp.FormatValor(p.amountCents),
+				"chave": simPixKey(runID, n%simPixKeys), "infoPagador": "fault suite, webhook drop"}
+			var ans struct {
+				Webhook string `json:"webhook"`
+			}
+			if err := r.st.psp.send(ctx, http.MethodPost, "/sim/pix", body, http.StatusAccepted, &ans); err != nil {
+				postErr = err
+				continue
+			}
+			out = append(out, p)
+		}
+	}()
+	time.Sleep(3 * time.Second)
+	dropStart := time.Now()
+	drop := map[string]any{"for": pspsim.Duration(r.s.webhookDrop)}
+	err := r.st.psp.send(ctx, http.MethodPut, "/sim/webhook-drop", drop, http.StatusNoContent, nil)
+	if err == nil {
+		time.Sleep(r.s.webhookDrop)
+		err = r.st.psp.send(ctx, http.MethodDelete, "/sim/webhook-drop", nil, http.StatusNoContent, nil)
+	}
+	dropEnd := time.Now()
+	if err == nil {
+		time.Sleep(3 * time.Second)
+	}
+	close(stop)
+	r.simPix = <-posted
+	r.dropStart, r.dropEnd = dropStart, dropEnd
+	if err != nil {
+		return dropEnd, "", err
+	}
+	if postErr != nil {
+		return dropEnd, "", fmt.Errorf("tell the simulator of a PIX: %w", postErr)
+	}
+	// Every PIX credited, or the deadline: the check says which were not.
+	deadline := dropEnd.Add(2*pspCatchUpInterval + time.Minute)
+	for time.Now().Before(deadline) {
+		rows, err := simPixRows(ctx, r)
+		if err != nil {
+			return dropEnd, "", err
+		}
+		credited := 0
+		for _, row := range rows {
+			if row.credits > 0 {
+				credited++
+			}
+		}
+		if credited == len(r.simPix) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return dropEnd, fmt.Sprintf("%d PIX received by the PSP, webhooks dropped from +3 s for %s", len(r.simPix), r.s.webhookDrop), nil
+}
+
+// simPixRow is what our books hold of one of the simulator's PIX.
+type simPixRow struct {
+	psp        string
+	deliveries int
+	credits    int
+	account    string
+	amount     int64
+	creditedAt *time.Time
+}
+
+// simPixRows reads the books of the case's simulator PIX, by
+// end_to_end_id: its inbox row (the psp that stored it first: the
+// webhooks' PSP or the catch-up), and its credits.
+func simPixRows(ctx context.Context, r *caseRun) (map[string]simPixRow, error) {
+	rows, err := r.st.pool.Query(ctx, `
+		SELECT m.end_to_end_id, COALESCE(m.psp, ''), m.deliveries, count(c.end_to_end_id), COALESCE(min(c.account_id), ''),
+		       COALESCE(min(c.amount_cents), 0), min(c.credited_at)
+		FROM inbox_messages m LEFT JOIN pix_credits c USING (end_to_end_id)
+		WHERE starts_with(m.end_to_end_id, $1) GROUP BY m.end_to_end_id, m.psp, m.deliveries`, "E"+simPixISPB+r.sess.RunID())
+	if err != nil {
+		return nil, fmt.Errorf("read the simulator's PIX: %w", err)
+	}
+	out := map[string]simPixRow{}
+	var e2e string
+	var row simPixRow
+	_, err = pgx.ForEachRow(rows, []any{&e2e, &row.psp, &row.deliveries, &row.credits, &row.account, &row.amount, &row.creditedAt}, func() error {
+		out[e2e] = row
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the simulator's PIX: %w", err)
+	}
+	return out, nil
+}
+
+// webhooksDroppedCheck holds the simulator's PIX against our books:
+//
+//   - each credited exactly once, to its key's account, with its valor;
+//   - the drop bit: some PIX were first stored by the catch-up (psp
+//     'catchup': their webhook never came), and some by their webhook over
+//     mutual TLS (psp pspWebhooksPSP) before the catch-up listed them;
+//     none posted well inside the drop came by a webhook;
+//   - each PIX of the catch-up credited by two catch-up intervals after
+//     the drop ended (the time from its arrival at the PSP to its credit
+//     is measured and noted).
+func webhooksDroppedCheck(ctx context.Context, r *caseRun, o *outcome) []string {
+	rows, err := simPixRows(ctx, r)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var v []string
+	bad := map[string][]string{}
+	flag := func(what, id string) { bad[what] = append(bad[what], id) }
+	var caughtUp, notified, listedToo int
+	var lastCredit time.Time
+	var slowest time.Duration
+	bound := r.dropEnd.Add(2 * pspCatchUpInterval)
+	for _, p := range r.simPix {
+		row, ok := rows[p.endToEndID]
+		switch {
+		case !ok:
+			flag("PIX the PSP received that our books do not hold", p.endToEndID)
+			continue
+		case row.credits != 1:
+			flag("PIX not credited exactly once", fmt.Sprintf("%s (%d credits)", p.endToEndID, row.credits))
+			continue
+		case row.account != p.accountID || row.amount != p.amountCents:
+			flag("PIX credited to another account or amount than the PSP's", p.endToEndID)
+		}
+		switch row.psp {
+		case activities.CatchUpPSP:
+			caughtUp++
+			if row.creditedAt.After(bound) {
+				flag(fmt.Sprintf("PIX of the catch-up credited later than two intervals (%s) after the drop ended", 2*pspCatchUpInterval),
+					fmt.Sprintf("%s (+%s)", p.endToEndID, row.creditedAt.Sub(r.dropEnd).Round(100*time.Millisecond)))
+			}
+			lastCredit = maxTime(lastCredit, *row.creditedAt)
+			slowest = max(slowest, row.creditedAt.Sub(p.postedAt))
+		case pspWebhooksPSP:
+			notified++
+			if row.deliveries > 1 {
+				listedToo++
+			}
+			if p.postedAt.After(r.dropStart.Add(time.Second)) && p.postedAt.Before(r.dropEnd.Add(-time.Second)) {
+				flag("PIX posted inside the drop that came by a webhook (the drop did not bite)", p.endToEndID)
+			}
+		default:
+			flag("PIX stored first by another PSP than the simulator's webhooks or the catch-up", fmt.Sprintf("%s (psp %q)", p.endToEndID, row.psp))
+		}
+	}
+	if caughtUp == 0 {
+		v = append(v, "the fault did not happen: no PIX first found by the catch-up")
+	}
+	if notified == 0 {
+		v = append(v, fmt.Sprintf("no PIX came by its webhook over mutual TLS (psp %q)", pspWebhooksPSP))
+	}
+	for what, ids := range bad {
+		slices.Sort(ids)
+		v = append(v, fmt.Sprintf("%d %s: %s", len(ids), what, abbreviate(ids, 3)))
+	}
+	slices.Sort(v)
+	lastAfter := "before the drop ended"
+	if lastCredit.After(r.dropEnd) {
+		lastAfter = "+" + lastCredit.Sub(r.dropEnd).Round(100*time.Millisecond).String() + " after the drop ended"
+	}
+	o.note += fmt.Sprintf("; %d by the catch-up (the last credited %s; at most %s from the PSP to the credit), %d by their webhook over mutual TLS (%d listed by the catch-up too, duplicates)",
+		caughtUp, lastAfter, slowest.Round(100*time.Millisecond), notified, listedToo)
+	return v
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// pspAttention reads the worker's pix_psp_attention_total of our refused
+// requests (kind PSPRequestRefused, every status code) from its /metrics.
+func pspAttention(ctx context.Context, metricsURL string) (float64, error) {
+	families, err := scrape(ctx, metricsURL)
+	if err != nil {
+		return 0, err
+	}
+	var n float64
+	for _, m := range families["pix_psp_attention_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "kind" && l.GetValue() == activities.ErrTypePSPRequestRefused {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if math.IsNaN(n) {
+		return 0, fmt.Errorf("worker metrics %s: pix_psp_attention_total is NaN", metricsURL)
+	}
+	return n, nil
+}
+
+// logSize is where p's log ends now: countLog counts from there.
+func logSize(p *process) int64 {
+	fi, err := os.Stat(filepath.Join(p.logDir, p.name+".log"))
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// countLog counts the lines of p's log from offset from on that contain
+// what.
+func countLog(p *process, from int64, what string) int {
+	b, err := os.ReadFile(filepath.Join(p.logDir, p.name+".log"))
+	if err != nil || int64(len(b)) < from {
+		return 0
+	}
+	n := 0
+	for line := range strings.Lines(string(b[from:])) {
+		if strings.Contains(line, what) {
+			n++
+		}
+	}
+	return n
+}
+
+// scrape reads the metric families of a process's GET /metrics.
+func scrape(ctx context.Context, metricsURL string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("worker metrics %s: %w", metricsURL, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("worker metrics %s: %s", metricsURL, res.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(res.Body)
+	if err != nil {
+		return nil, fmt.Errorf("worker metrics %s: %w", metricsURL, err)
+	}
+	return families, nil
+}
