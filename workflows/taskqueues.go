@@ -9,7 +9,8 @@ import "strings"
 //   - credits (CreditPix): the queue named by TEMPORAL_TASK_QUEUE itself,
 //     pix-credit by default (the name every credit run has always had);
 //   - transfers (TransferPix): pix-transfer by default;
-//   - maintenance (the retention's and the reconciliation's Schedules):
+//   - maintenance (the retention's, the reconciliation's and the PSP
+//     catch-up's Schedules):
 //     pix-maintenance by default.
 //
 // TEMPORAL_TASK_QUEUE is the base every family's queue is derived from
