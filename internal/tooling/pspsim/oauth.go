@@ -225,7 +225,10 @@ func (s *Simulator) issueToken(id string, asked []string) (tokenAnswer, error) {
 	_, _ = rand.Read(b)
 	token := base64.RawURLEncoding.EncodeToString(b)
 	st.tokens[token] = issuedToken{clientID: id, scopes: granted, expiresAt: now.Add(st.lifetime)}
-	return tokenAnswer{AccessToken: token, TokenType: "Bearer", ExpiresIn: int64(st.lifetime / time.Second), Scope: strings.Join(granted, " ")}, nil
+	// expires_in is whole seconds: rounded up, so that a lifetime under a
+	// second (a test's) is not announced as already expired.
+	expiresIn := int64((st.lifetime + time.Second - 1) / time.Second)
+	return tokenAnswer{AccessToken: token, TokenType: "Bearer", ExpiresIn: expiresIn, Scope: strings.Join(granted, " ")}, nil
 }
 
 // authorize runs next only for a request with a bearer token that is

@@ -218,6 +218,8 @@ func TestTheGrantedScopesAreConfigured(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, a.status)
 	require.Equal(t, "invalid_scope", oauthErrorCode(t, a.body))
 	require.EqualValues(t, pspsim.DefaultTokenLifetime/time.Second, e.token(t, "").ExpiresIn)
+	short := setupOAuth(t, pspsim.OAuthOptions{TokenLifetime: 300 * time.Millisecond})
+	require.EqualValues(t, 1, short.token(t, "").ExpiresIn, "a lifetime under a second is not announced as expired")
 
 	for name, o := range map[string]pspsim.OAuthOptions{
 		"no client":     {Clients: map[string]string{}},

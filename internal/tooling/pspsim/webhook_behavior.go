@@ -49,11 +49,11 @@ type webhookBehaviorJSON struct {
 }
 
 func (b WebhookBehavior) wire() webhookBehaviorJSON {
-	return webhookBehaviorJSON{Mode: b.Mode, Times: b.Times}
+	return webhookBehaviorJSON(b)
 }
 
 func (j webhookBehaviorJSON) behavior() (WebhookBehavior, error) {
-	return WebhookBehavior{Mode: j.Mode, Times: j.Times}, nil
+	return WebhookBehavior(j), nil
 }
 
 func (b WebhookBehavior) common() common[WebhookMode] {
