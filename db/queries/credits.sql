@@ -38,8 +38,14 @@
 --
 -- traceparent is the first delivery's (a redelivery, a re-drive keep it:
 -- the PIX is one trace however often it comes and is retried).
+-- A listing ($11 true: the PSP catch-up found the PIX in the PSP's own
+-- record, pix.Notification.Listed) is no delivery: a row it finds is
+-- neither re-driven nor counted (deliveries, last_delivered_at), since the
+-- catch-up lists every PIX again at each run for its overlap; its refund
+-- notice is recorded, and a first insert or a mismatch is as a delivery's.
+-- Its first is whether it inserted the row (xmax = 0), pending.
 -- $1 end_to_end_id, $2 amount_cents, $3 source, $4 account_id, $5 pix_key,
--- $6 txid, $7 psp, $8 refund_notice, $9 payload, $10 traceparent.
+-- $6 txid, $7 psp, $8 refund_notice, $9 payload, $10 traceparent, $11 listed.
 INSERT INTO inbox_messages (end_to_end_id, amount_cents, source, account_id, pix_key, txid, psp, refund_notice, payload,
                             traceparent, status, dispatch_due_at, processed_at)
 SELECT $1, $2, $3, COALESCE(NULLIF($4, ''), c.account_id), NULLIF($5, ''), NULLIF($6, ''), NULLIF($7, ''), $8, $9, $10,
@@ -51,20 +57,20 @@ WHERE c.end_to_end_id IS NULL
    OR (EXISTS (SELECT 1 FROM inbox_messages m WHERE m.end_to_end_id = $1)
        AND c.amount_cents = $2 AND ($3 = 'api_pix' OR c.account_id = $4))
 ON CONFLICT (end_to_end_id) DO UPDATE SET
-    deliveries        = inbox_messages.deliveries + 1,
-    last_delivered_at = now(),
+    deliveries        = inbox_messages.deliveries + CASE WHEN $11::boolean THEN 0 ELSE 1 END,
+    last_delivered_at = CASE WHEN $11::boolean THEN inbox_messages.last_delivered_at ELSE now() END,
     refund_notice     = COALESCE(EXCLUDED.refund_notice, inbox_messages.refund_notice),
-    status            = CASE WHEN inbox_messages.status = 'failed' THEN 'pending' ELSE inbox_messages.status END,
-    drive             = CASE WHEN inbox_messages.status = 'failed' THEN inbox_messages.drive + 1 ELSE inbox_messages.drive END,
-    dispatch_due_at   = CASE WHEN inbox_messages.status = 'failed' THEN now() ELSE inbox_messages.dispatch_due_at END,
-    dispatched_at     = CASE WHEN inbox_messages.status = 'failed' THEN NULL ELSE inbox_messages.dispatched_at END,
-    processed_at      = CASE WHEN inbox_messages.status = 'failed' THEN NULL ELSE inbox_messages.processed_at END
+    status            = CASE WHEN inbox_messages.status = 'failed' AND NOT $11::boolean THEN 'pending' ELSE inbox_messages.status END,
+    drive             = CASE WHEN inbox_messages.status = 'failed' AND NOT $11::boolean THEN inbox_messages.drive + 1 ELSE inbox_messages.drive END,
+    dispatch_due_at   = CASE WHEN inbox_messages.status = 'failed' AND NOT $11::boolean THEN now() ELSE inbox_messages.dispatch_due_at END,
+    dispatched_at     = CASE WHEN inbox_messages.status = 'failed' AND NOT $11::boolean THEN NULL ELSE inbox_messages.dispatched_at END,
+    processed_at      = CASE WHEN inbox_messages.status = 'failed' AND NOT $11::boolean THEN NULL ELSE inbox_messages.processed_at END
 WHERE inbox_messages.amount_cents = EXCLUDED.amount_cents
   AND inbox_messages.source = EXCLUDED.source
   AND CASE WHEN EXCLUDED.source = 'native' THEN inbox_messages.account_id = EXCLUDED.account_id
            ELSE inbox_messages.pix_key IS NOT DISTINCT FROM EXCLUDED.pix_key
                 AND inbox_messages.txid IS NOT DISTINCT FROM EXCLUDED.txid END
-RETURNING status, deliveries = 1 AND status = 'pending',
+RETURNING status, CASE WHEN $11::boolean THEN xmax = 0 ELSE deliveries = 1 END AND status = 'pending',
     COALESCE(drive > (SELECT before.drive FROM inbox_messages before WHERE before.end_to_end_id = $1), false),
     attempts
 
@@ -262,7 +268,16 @@ FROM (
 WHERE m.end_to_end_id = due.end_to_end_id
 RETURNING m.end_to_end_id::text, m.attempts, m.drive, m.dispatched_at IS NOT NULL,
     m.end_to_end_id, m.account_id, m.amount_cents, m.status, m.psp,
-    jsonb_strip_nulls(jsonb_build_object('payer', COALESCE(m.payload->'payer', m.payload->'pagador'), 'payer_message', m.payload->'infoPagador')),
+    jsonb_strip_nulls(jsonb_build_object(
+        -- Bounded, and text only: the memo travels in every start of the
+        -- credit (Temporal refuses one over its memo limit, for ever), and a
+        -- PSP's informational members may hold anything PostgreSQL stores.
+        'payer', (SELECT jsonb_object_agg(left(p.key, 64), left(p.value, 140))
+                  FROM (SELECT e.key, e.value FROM jsonb_each_text(
+                            CASE WHEN jsonb_typeof(COALESCE(m.payload->'payer', m.payload->'pagador')) = 'object'
+                                 THEN COALESCE(m.payload->'payer', m.payload->'pagador') END) AS e
+                        ORDER BY e.key LIMIT 8) AS p),
+        'payer_message', left(m.payload->>'infoPagador', 140))),
     m.received_at, m.traceparent
 
 -- name: MarkDispatched

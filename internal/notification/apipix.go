@@ -152,7 +152,7 @@ func scanAPIPixItems(body []byte, i int) (end int, ns []pix.Notification, ok boo
 	}
 }
 
-// decodeAPIPixItemFast is DecodeAPIPixItem for an item (its members m, its
+// decodeAPIPixItemFast is decodeAPIPixItem for an item (its members m, its
 // bytes raw) that holds every rule.
 func decodeAPIPixItemFast(m *jsonMembers, raw []byte) (n pix.Notification, ok bool) {
 	n = pix.Notification{Source: pix.SourceAPIPix, Payload: raw}
@@ -244,14 +244,27 @@ func decodeAPIPixSlow(body []byte) ([]pix.Notification, error) {
 	}
 	ns := make([]pix.Notification, len(items))
 	for i, item := range items {
-		if ns[i], err = DecodeAPIPixItem(item, "pix["+strconv.Itoa(i)+"]"); err != nil {
+		if ns[i], err = decodeAPIPixItem(item, "pix["+strconv.Itoa(i)+"]"); err != nil {
 			return nil, err
 		}
 	}
 	return ns, nil
 }
 
+// DecodeAPIPixItem validates one PIX of the API Pix format on its own (an
+// item of GET /pix, which the catch-up stores), with every check a webhook's
+// body gets: CheckJSON first (a member sent twice, "valor" twice, is two
+// amounts to two readers), then the item's rules.
 func DecodeAPIPixItem(raw json.RawMessage, path string) (pix.Notification, error) {
+	if err := CheckJSON(raw); err != nil {
+		return pix.Notification{}, err
+	}
+	return decodeAPIPixItem(raw, path)
+}
+
+// decodeAPIPixItem is DecodeAPIPixItem for an item of a body CheckJSON
+// checked already.
+func decodeAPIPixItem(raw json.RawMessage, path string) (pix.Notification, error) {
 	m, err := DecodeObject(raw, path)
 	if err != nil {
 		return pix.Notification{}, err

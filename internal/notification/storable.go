@@ -1,6 +1,7 @@
 package notification
 
 import (
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -66,9 +67,15 @@ const (
 )
 
 // storableNumber reports whether the JSON number num (checked by
-// scanNumber) is kept as a number.
+// scanNumber) is kept as a number: one that numeric holds and that a
+// float64 holds too, since what reads the payload back (the credit's memo,
+// decoded by encoding/json into any) would fail on 1e400, and with it every
+// row claimed beside it.
 func storableNumber(num []byte) bool {
 	if len(num) > maxStorableNumberLen {
+		return false
+	}
+	if _, err := strconv.ParseFloat(string(num), 64); err != nil {
 		return false
 	}
 	for i, c := range num {

@@ -93,10 +93,11 @@ func TestStorable(t *testing.T) {
 		{"an encoded surrogate", "[\"\xed\xa0\xbd\"]", "[\"\uFFFD\uFFFD\uFFFD\"]"},
 		{"a number beyond numeric", `{"n":1e400000}`, `{"n":"1e400000"}`},
 		{"a number below numeric", `[-1.5E-16384, 2]`, `["-1.5E-16384", 2]`},
-		{"an exponent at the bound", `[1e1000,1e-1000,1e+1000]`, `[1e1000,1e-1000,1e+1000]`},
+		{"an exponent at the bound", `[1e300,1e-1000,1e+300]`, `[1e300,1e-1000,1e+300]`},
+		{"a number beyond float64", `{"score":1e400,"debt":-1e309}`, `{"score":"1e400","debt":"-1e309"}`},
 		{"an exponent past the bound", `[1e1001,1e-0001001]`, `["1e1001","1e-0001001"]`},
 		{"a number too long", `[` + strings.Repeat("7", 1001) + `]`, `["` + strings.Repeat("7", 1001) + `"]`},
-		{"a number at the length bound", `[` + strings.Repeat("7", 1000) + `]`, `[` + strings.Repeat("7", 1000) + `]`},
+		{"a number at the length bound", `[0.` + strings.Repeat("7", 998) + `]`, `[0.` + strings.Repeat("7", 998) + `]`},
 		{"all at once", "{\"x\":[\"\\ud83d\",\"\xe9\",\"\\u0000\",1e99999,true,null]}", "{\"x\":[\"\\ufffd\",\"\uFFFD\",\"\\ufffd\",\"1e99999\",true,null]}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
