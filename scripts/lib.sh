@@ -65,6 +65,17 @@ use_dev_issuer() {
 	eval "$settings"
 }
 
+# use_dev_pki: the development certificates and OAuth 2.0 client secret of
+# make run's PSP simulator, spoken to as a real PSP is (mutual TLS both
+# ways): made once by `pixctl dev-pki` under $DATA/pki (never committed;
+# .data/ is ignored) and kept while valid; DEV_PKI is their directory.
+# Development only: a bank's certificates come from its PKI and its PSP.
+# Builds .bin/pixctl.
+use_dev_pki() {
+	build_pixctl
+	DEV_PKI=$("$BIN/pixctl" dev-pki -dir "$DATA/pki") || die "could not make the development certificates in $DATA/pki"
+}
+
 # build_pixctl: .bin/pixctl from the tree (the Go build cache makes it cheap).
 build_pixctl() {
 	mkdir -p "$BIN"

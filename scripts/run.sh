@@ -2,7 +2,8 @@
 # The run command (README, `make run`): everything locally on one machine.
 # PostgreSQL (DATABASE_URL, else 127.0.0.1:5432, else a throwaway cluster
 # under .data/), the Temporal dev server with its Web UI (state kept in
-# .data/temporal.db), the PSP simulator (unless PSP_URL is set), NATS for the
+# .data/temporal.db), the PSP simulator with OAuth 2.0 and mutual TLS both
+# ways (unless PSP_URL is set), NATS for the
 # outbox's events (NATS_URL, a local one, or one embedded in pixd), the
 # migrations, the demo accounts, and the API and the worker in one process
 # (`pixd dev`), whose customer routes take the bearer tokens of a development
@@ -38,6 +39,63 @@ export TEMPORAL_CODEC_AUTH_REQUIRED="${TEMPORAL_CODEC_AUTH_REQUIRED:-false}"
 
 on_exit_stop_children
 
+# The PSP that outgoing PIX, devoluções and the catch-up go through: the
+# simulator, unless PSP_URL names a PSP already (then nothing of this is
+# set: that PSP's settings are the caller's). The simulator speaks the API
+# Pix as a real PSP does, so this is the path production takes:
+# - its API (under /api/v2, as the spec's servers) and its OAuth 2.0 token
+#   endpoint over TLS requiring our client certificate (pix-bank); pixd's
+#   PSP client takes a token with the client secret and presents the
+#   certificate;
+# - its webhooks, unsigned as the API Pix's, over mutual TLS with its own
+#   client certificate (pspsim) to pixd's webhook listener, which requires
+#   one and names the PSP by it (WEBHOOK_MTLS_PSPS); the main listener stays
+#   plain HTTP on loopback for the customer API, the demo and the Temporal
+#   UI's codec endpoint (TLS_LISTENERS=webhooks). The demo's own webhooks
+#   come as the PSP dev-psp, signed and with its certificate;
+# - its control routes (behaviours, POST /sim/pix), which the demo drives,
+#   on a plain listener of their own (PSP_SIM_CONTROL_ADDR).
+# The certificates and the client secret are development ones, made once
+# under .data/pki by pixctl dev-pki, as the development issuer's keys are.
+sim_control_url=""
+if [ -z "${PSP_URL:-}" ]; then
+	use_dev_pki
+	pki=$DEV_PKI
+	export PSP_SIM_ADDR="${PSP_SIM_ADDR:-127.0.0.1:8090}"
+	export PSP_SIM_CONTROL_ADDR="${PSP_SIM_CONTROL_ADDR:-127.0.0.1:8091}"
+	export PSP_SIM_API_BASE_PATH="${PSP_SIM_API_BASE_PATH:-/api/v2}"
+	sim_control_url="http://$PSP_SIM_CONTROL_ADDR"
+	export PSP_URL="https://$PSP_SIM_ADDR$PSP_SIM_API_BASE_PATH"
+	export PSP_OAUTH_TOKEN_URL="https://$PSP_SIM_ADDR/oauth/token"
+	export PSP_CLIENT_ID=pix-bank
+	export PSP_CLIENT_SECRET_FILE="$pki/psp-client-secret"
+	export PSP_TLS_CERT_FILE="$pki/bank-client.pem" PSP_TLS_KEY_FILE="$pki/bank-client-key.pem"
+	export PSP_CA_FILE="$pki/ca.pem"
+	export WEBHOOK_HTTP_ADDR="${WEBHOOK_HTTP_ADDR:-127.0.0.1:8443}"
+	export TLS_LISTENERS=webhooks
+	export TLS_CERT_FILE="$pki/webhook-server.pem" TLS_KEY_FILE="$pki/webhook-server-key.pem"
+	export TLS_CLIENT_CA_FILE="$pki/ca.pem"
+	# The PSPs the listener knows by their certificate's CN: the simulator,
+	# which posts unsigned, and the demo's PSP (the first of
+	# WEBHOOK_SECRETS, whose secret it signs with), which must pass both.
+	export WEBHOOK_MTLS_PSPS="pspsim=pspsim;${WEBHOOK_SECRETS%%=*}=dev-psp"
+	# The catch-up lists the simulator's record every 10 s rather than every
+	# minute, so that make demo's PIX that is never notified is credited
+	# within seconds. (A Schedule an earlier run made keeps its interval:
+	# .bin/temporal schedule delete -s pix-psp-catchup:pix-credit, and
+	# start again, to change it.)
+	export PSP_CATCHUP_INTERVAL="${PSP_CATCHUP_INTERVAL:-10s}"
+	log "starting the PSP simulator at $PSP_URL (OAuth 2.0 and mutual TLS; control: $sim_control_url; log: .data/pspsim.log)"
+	PSP_SIM_TLS_CERT_FILE="$pki/psp-server.pem" PSP_SIM_TLS_KEY_FILE="$pki/psp-server-key.pem" \
+		PSP_SIM_TLS_CLIENT_CA_FILE="$pki/ca.pem" \
+		PSP_SIM_OAUTH_CLIENT_ID="$PSP_CLIENT_ID" PSP_SIM_OAUTH_CLIENT_SECRET_FILE="$PSP_CLIENT_SECRET_FILE" \
+		PSP_SIM_WEBHOOK_URL="https://$WEBHOOK_HTTP_ADDR/webhooks/api-pix/pix" \
+		PSP_SIM_WEBHOOK_TLS_CERT_FILE="$pki/psp-client.pem" PSP_SIM_WEBHOOK_TLS_KEY_FILE="$pki/psp-client-key.pem" \
+		PSP_SIM_WEBHOOK_CA_FILE="$pki/ca.pem" \
+		"$BIN/pspsim" >"$DATA/pspsim.log" 2>&1 &
+	CHILDREN+=($!)
+fi
+
 if temporal_up "$TEMPORAL_ADDRESS"; then
 	log "using the Temporal server already at $TEMPORAL_ADDRESS"
 else
@@ -52,44 +110,30 @@ fi
 # register them on a server started here; this, on one that was running.
 "$BIN/pixd" temporal-setup
 
-# The PSP that outgoing PIX and devoluções go through: the simulator, unless
-# PSP_URL names a PSP already. It notifies the API as an API Pix PSP does (the
-# PIX told to its POST /sim/pix, and the outcomes of their devoluções): to the
-# API Pix webhook route, signed with the development webhook secret (the first
-# key of WEBHOOK_SECRETS), unless PSP_SIM_WEBHOOK_* say otherwise. Not over
-# TLS (the simulator speaks plain HTTP, without a client certificate): there
-# the refund sagas poll the simulator, and the demo delivers its PIX itself.
-if [ -z "${PSP_URL:-}" ]; then
-	export PSP_SIM_ADDR="${PSP_SIM_ADDR:-127.0.0.1:8090}"
-	export PSP_URL="http://$PSP_SIM_ADDR"
-	sim_webhook_url="${PSP_SIM_WEBHOOK_URL:-}"
-	if [ -z "$sim_webhook_url" ] && [ -z "${TLS_CERT_FILE:-}" ]; then
-		sim_webhook_url="http://${WEBHOOK_HTTP_ADDR:-$HTTP_ADDR}/webhooks/api-pix/pix"
-	fi
-	sim_env=()
-	if [ -n "$sim_webhook_url" ]; then
-		sim_env+=(PSP_SIM_WEBHOOK_URL="$sim_webhook_url")
-		if [ -z "${PSP_SIM_WEBHOOK_SECRET_FILE:-}" ]; then
-			sim_env+=(PSP_SIM_WEBHOOK_SECRET="${PSP_SIM_WEBHOOK_SECRET:-$WEBHOOK_SECRETS}")
-		fi
-	fi
-	log "starting the PSP simulator at $PSP_URL, its webhooks to ${sim_webhook_url:-nowhere} (log: .data/pspsim.log)"
-	env "${sim_env[@]}" "$BIN/pspsim" >"$DATA/pspsim.log" 2>&1 &
-	CHILDREN+=($!)
-fi
-
 use_nats
 
+if [ -n "$sim_control_url" ]; then
+	webhooks_line="https://$WEBHOOK_HTTP_ADDR   (POST /webhooks/api-pix/pix, POST /webhooks/pix): mutual TLS, the PSPs by their
+                   certificate, WEBHOOK_MTLS_PSPS=$WEBHOOK_MTLS_PSPS; ${WEBHOOK_SECRETS%%=*} signs too (WEBHOOK_SECRETS, development only)"
+	psp_lines="$PSP_URL   (API Pix: OAuth 2.0 at $PSP_OAUTH_TOKEN_URL as $PSP_CLIENT_ID, and mutual TLS;
+                   development certificates and client secret in $pki: pixctl dev-pki)
+  PSP control    $sim_control_url   (PUT /behaviors/{pix_key}: accept, reject, reject_later, fail, timeout;
+                   PUT /refund-behaviors/{e2eid}: return, not_done, reject, ...; PUT /webhook-behaviors/{chave}: never;
+                   POST /sim/pix: a PIX received, to its webhook; PUT /sim/token-endpoint, /sim/webhook-drop: faults)
+  Catch-up       every $PSP_CATCHUP_INTERVAL (PSP_CATCHUP_INTERVAL): the PSP's GET /pix into the inbox"
+else
+	webhooks_line="http://${WEBHOOK_HTTP_ADDR:-$HTTP_ADDR}   (POST /webhooks/api-pix/pix, POST /webhooks/pix; signed with WEBHOOK_SECRETS=$WEBHOOK_SECRETS)"
+	psp_lines="$PSP_URL   (PSP_URL: yours; no simulator started)"
+fi
 cat >&2 <<MSG
 
-  PIX API        http://$HTTP_ADDR   (GET /readyz, POST /webhooks/pix, POST /webhooks/api-pix/pix, POST /pix, ...)
-  Webhooks       signed with WEBHOOK_SECRETS=$WEBHOOK_SECRETS (development only)
+  PIX API        http://$HTTP_ADDR   (GET /readyz, POST /pix, GET /accounts/{id}, /admin/..., /codec, /metrics)
+  Webhooks       $webhooks_line
   Customer API   Authorization: Bearer <token> of the development issuer (AUTH_ISSUER=$AUTH_ISSUER, keys in $AUTH_DEV_KEY_DIR):
                    export TOKEN=\$(.bin/pixctl token -account acc-0001)    (-scope "pix:read pix:write", -ttl 1h)
                    curl -H "Authorization: Bearer \$TOKEN" http://$HTTP_ADDR/accounts/acc-0001
   Admin          Authorization: Bearer $ADMIN_TOKEN   (or a token of scope pix:admin)
-  PSP            $PSP_URL   (PUT /behaviors/{pix_key}: accept, reject, reject_later, fail, timeout;
-                   PUT /refund-behaviors/{e2eid}: return, not_done, reject, ...; POST /sim/pix: a PIX received, to its webhook)
+  PSP            $psp_lines
   NATS           ${NATS_URL:-nats://127.0.0.1:4222 (embedded in pixd, JetStream in .data/nats)}   (make events: pixctl events tail)
   Temporal UI    $TEMPORAL_UI_URL
   Database       $DATABASE_URL

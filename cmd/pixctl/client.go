@@ -31,13 +31,17 @@ type apiClient struct {
 	dev           *devTokens
 	// actingFor are the accounts the customer requests act for (as).
 	actingFor []string
+	// webhooks, when set, takes what is posted to /webhooks/: the API's
+	// webhook listener (WEBHOOK_HTTP_ADDR), which has a base and a client
+	// certificate of its own. nil: the webhooks go to base with the rest.
+	webhooks *apiClient
 }
 
 // as is the client of a customer acting for accounts: the token of its
 // customer requests grants these accounts only.
 func (c *apiClient) as(accounts ...string) *apiClient {
 	return &apiClient{base: c.base, signingKey: c.signingKey, adminToken: c.adminToken,
-		customerToken: c.customerToken, dev: c.dev, actingFor: accounts}
+		customerToken: c.customerToken, dev: c.dev, actingFor: accounts, webhooks: c.webhooks}
 }
 
 // customerRoute: a route of the customer API, which wants a bearer token
@@ -93,6 +97,9 @@ func (c *apiClient) call(ctx context.Context, method, path string, body, out any
 // callWith is call with extra request headers, returning the answer's
 // headers too.
 func (c *apiClient) callWith(ctx context.Context, method, path string, header http.Header, body, out any) (int, http.Header, error) {
+	if c.webhooks != nil && strings.HasPrefix(path, "/webhooks/") {
+		return c.webhooks.callWith(ctx, method, path, header, body, out)
+	}
 	var buf bytes.Buffer
 	if body != nil {
 		if err := json.NewEncoder(&buf).Encode(body); err != nil {

@@ -51,7 +51,6 @@ var (
 		otherwise: "a pix:admin token of the development issuer, when its key pair exists"}
 	customerTokenSetting = setting{flag: "token", env: "PIX_TOKEN", usage: "the customer routes' bearer token",
 		otherwise: "one the development issuer mints per call, for the accounts it acts for"}
-	pspURLSetting    = setting{flag: "psp-url", env: "PSP_URL", def: "http://127.0.0.1:8090", usage: "the PSP simulator the demo configures"}
 	natsURLSetting   = setting{flag: "nats-url", env: "NATS_URL", def: "nats://127.0.0.1:4222", usage: "the NATS server whose JetStream holds the events"}
 	devKeyDirSetting = setting{flag: "dev-key-dir", env: "AUTH_DEV_KEY_DIR", def: config.Default().AuthDevKeyDir,
 		usage: "the development issuer's key pair, whose tokens name $AUTH_ISSUER (default pix-dev-issuer) and $AUTH_AUDIENCE (default pix-api)"}

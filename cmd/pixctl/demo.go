@@ -2,14 +2,21 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/pixbank/pix/internal/tooling/devpki"
 )
 
 type webhook struct {
@@ -58,6 +65,25 @@ const demoRefundWait = 30 * time.Second
 
 func brl(cents int64) string { return fmt.Sprintf("R$ %d,%02d", cents/100, cents%100) }
 
+// The demo's settings beside the API's: the PSP simulator it configures,
+// and the webhook listener it posts its PIX to, as a PSP, with the client
+// certificate make run's development PKI made for it (pixctl dev-pki).
+var (
+	pspControlURLSetting = setting{flag: "psp-control-url", env: "PSP_SIM_CONTROL_URL", def: "http://127.0.0.1:8091",
+		usage: "the PSP simulator's control routes (behaviours, POST /sim/pix), which the demo configures: its control listener\n" +
+			"(PSP_SIM_CONTROL_ADDR, as make run has it), or its API's URL when it has none"}
+	webhookURLSetting = setting{flag: "webhook-url", env: "PIX_WEBHOOK_URL", def: "https://127.0.0.1:8443",
+		usage: "the base URL of the API's webhook listener (WEBHOOK_HTTP_ADDR, mutual TLS under make run), which the demo posts\n" +
+			"its PIX to as the PSP of the first secret of $WEBHOOK_SECRETS; http:// for one without TLS (the -api-url when the\n" +
+			"webhooks share the API's listener)"}
+	webhookCertSetting = setting{flag: "webhook-cert", env: "PIX_WEBHOOK_CERT_FILE", def: filepath.Join(devPKIDirSetting.def, devpki.DemoClientCertFile),
+		usage: "the client certificate (PEM) presented to an https:// -webhook-url, listed in its WEBHOOK_MTLS_PSPS as that PSP's"}
+	webhookKeySetting = setting{flag: "webhook-key", env: "PIX_WEBHOOK_KEY_FILE", def: filepath.Join(devPKIDirSetting.def, devpki.DemoClientKeyFile),
+		usage: "the key (PEM) of -webhook-cert"}
+	webhookCASetting = setting{flag: "webhook-ca", env: "PIX_WEBHOOK_CA_FILE", def: filepath.Join(devPKIDirSetting.def, devpki.CAFile),
+		usage: "the CA (PEM) of an https:// -webhook-url's server certificate"}
+)
+
 var demoCommand = &command{
 	name: "demo", args: "[flags]",
 	summary: "replay the scenario against a running service (make demo)",
@@ -66,16 +92,20 @@ redelivery, 20 concurrent copies of one PIX, a payload mismatch and a PIX
 to an unknown account; outgoing PIX: a lost response retried, a refusal
 replayed, a transfer the PSP rejects, refunded; a PIX received through the
 PSP partly returned (a devolução), and a devolução beyond its credit
-refused. It waits for each to end and prints statuses, the events a
-consumer of the broker received, and balances.
+refused; a PIX the PSP never notifies, credited by the catch-up from the
+PSP's own record. It waits for each to end and prints statuses, the events
+a consumer of the broker received, and balances.
 
-Its webhooks are signed with the first secret of $WEBHOOK_SECRETS (as the
-PSP it belongs to). Its customers are the demo accounts (acc-0001 to
-acc-0004), each with a token of its own that the development issuer mints
-($PIX_TOKEN is not used); the admin calls carry the admin token.
+Its webhooks go to the webhook listener (-webhook-url), signed with the
+first secret of $WEBHOOK_SECRETS (as the PSP it belongs to), and over
+https:// with the client certificate that names that PSP (-webhook-cert;
+make run lists it in WEBHOOK_MTLS_PSPS). Its customers are the demo accounts
+(acc-0001 to acc-0004), each with a token of its own that the development
+issuer mints ($PIX_TOKEN is not used); the admin calls carry the admin token.
 `,
-	problem:  "a PIX, a transfer or the devolução did not end as the scenario expects within its wait, or the API refused a request",
-	settings: []setting{apiURLSetting, adminTokenSetting, pspURLSetting, natsURLSetting, devKeyDirSetting},
+	problem: "a PIX, a transfer or the devolução did not end as the scenario expects within its wait, or the API refused a request",
+	settings: []setting{apiURLSetting, adminTokenSetting, pspControlURLSetting, webhookURLSetting, webhookCertSetting, webhookKeySetting,
+		webhookCASetting, natsURLSetting, devKeyDirSetting},
 	define: func(*flag.FlagSet) runner {
 		return func(ctx context.Context, inv *invocation, args []string) error {
 			if len(args) > 0 {
@@ -88,9 +118,47 @@ acc-0004), each with a token of its own that the development issuer mints
 			// The demo's customers are the demo accounts, each with a token of
 			// its own from the development issuer: PIX_TOKEN names one caller.
 			c.customerToken = ""
-			return demo(ctx, c, &apiClient{base: strings.TrimRight(inv.get(pspURLSetting), "/")}, inv.get(natsURLSetting), inv.out)
+			if c.webhooks, err = webhookClient(inv.get(webhookURLSetting), c.signingKey,
+				inv.get(webhookCertSetting), inv.get(webhookKeySetting), inv.get(webhookCASetting)); err != nil {
+				return usageError(err)
+			}
+			return demo(ctx, c, &apiClient{base: strings.TrimRight(inv.get(pspControlURLSetting), "/")}, inv.get(natsURLSetting), inv.out)
 		}
 	},
+}
+
+// webhookClient is the client that posts the demo's webhooks to the API's
+// webhook listener at base, signed with signingKey: over https://, with
+// the client certificate in certFile (its key in keyFile), the listener's
+// certificate verified against the CA in caFile; over http://, plainly.
+func webhookClient(base string, signingKey []byte, certFile, keyFile, caFile string) (*apiClient, error) {
+	u, err := url.Parse(base)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("-webhook-url %q: %w", base, err)
+	case u.Scheme == "http":
+		return &apiClient{base: strings.TrimRight(base, "/"), signingKey: signingKey}, nil
+	case u.Scheme != "https":
+		return nil, fmt.Errorf("-webhook-url %q: want http:// or https://", base)
+	}
+	// The files are make run's development PKI: missing, they were never
+	// made (pixctl dev-pki makes them).
+	const made = " (make run makes it: pixctl dev-pki)"
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("the demo's client certificate for %s (-webhook-cert, -webhook-key): %w%s", base, err, made)
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("the CA of %s (-webhook-ca): %w%s", base, err, made)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("the CA of %s (-webhook-ca): %s holds no PEM certificate", base, caFile)
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, RootCAs: roots}
+	return &apiClient{base: strings.TrimRight(base, "/"), signingKey: signingKey, http: http.Client{Transport: transport}}, nil
 }
 
 func demo(ctx context.Context, c, psp *apiClient, natsURL string, out io.Writer) error {
@@ -243,6 +311,10 @@ func demo(ctx context.Context, c, psp *apiClient, natsURL string, out io.Writer)
 	if err != nil {
 		return err
 	}
+	caughtUp, err := demoCatchUp(ctx, c, psp, run, demoCatchUpWait, say)
+	if err != nil {
+		return err
+	}
 
 	say("\nEvents at a consumer of the broker (as `pixctl events tail` prints them)")
 	ours := map[string]bool{}
@@ -255,9 +327,10 @@ func demo(ctx context.Context, c, psp *apiClient, natsURL string, out io.Writer)
 	for _, a := range refundAggregates {
 		ours[a] = true
 	}
+	ours[caughtUp] = true
 	// One per credit (settled or failed), per transfer its debit and its
-	// settlement or refund, and the devolução's.
-	got := events.of(ctx, ours, len(pix)+2*len(transfers)+refundEvents, 15*time.Second)
+	// settlement or refund, the devolução's, and the caught-up credit's.
+	got := events.of(ctx, ours, len(pix)+2*len(transfers)+refundEvents+1, 15*time.Second)
 	if len(got) == 0 {
 		say("   none arrived from NATS at %s: is the worker's outbox relay on the same broker (NATS_URL)?", natsURL)
 	}

@@ -21,11 +21,12 @@ whatever is missing or expires within a day of a development PKI: one
 certificate authority (ca.pem) and what it issues, the PSP simulator's server
 certificate (psp-server.pem), the bank's client certificate at the PSP
 (bank-client.pem), the bank's webhook listener's certificate
-(webhook-server.pem) and the simulator's client certificate for its webhooks
-(psp-client.pem, named dev-psp), each with its key, and the bank's OAuth 2.0
-client secret (psp-client-secret). What is there and valid is kept. Prints the
-directory's absolute path. Development only: production's certificates come
-from the bank's PKI and the PSP.
+(webhook-server.pem), the simulator's client certificate for its webhooks
+(psp-client.pem, named pspsim) and the demo's (demo-client.pem, named dev-psp,
+for the webhooks pixctl demo posts), each with its key, and the bank's OAuth
+2.0 client secret (psp-client-secret). What is there and valid is kept. Prints
+the directory's absolute path. Development only: production's certificates
+come from the bank's PKI and the PSP.
 `,
 	problem:  "the directory could not be read or written",
 	settings: []setting{devPKIDirSetting},

@@ -2,6 +2,7 @@ package devpki
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
@@ -25,13 +26,22 @@ const (
 	// The PSP simulator's client certificate, presented with its webhooks;
 	// its name is PSPClientName (WEBHOOK_MTLS_PSPS).
 	PSPClientCertFile, PSPClientKeyFile = "psp-client.pem", "psp-client-key.pem"
+	// The demo's client certificate (pixctl demo), presented with the
+	// webhooks it posts as the PSP DemoClientName, which signs them too.
+	DemoClientCertFile, DemoClientKeyFile = "demo-client.pem", "demo-client-key.pem"
 	// The bank's OAuth 2.0 client secret at the PSP (PSP_CLIENT_SECRET_FILE).
 	ClientSecretFile = "psp-client-secret"
 )
 
-// Names in the development certificates.
+// Names in the development certificates. The two client certificates
+// that post webhooks are two PSPs to the webhook listener
+// (WEBHOOK_MTLS_PSPS): the simulator, whose webhooks come unsigned as the
+// API Pix sends them, and the demo's PSP, which also signs with its secret
+// in WEBHOOK_SECRETS (dev-psp, its first key): a PSP in both lists must
+// pass both.
 const (
-	PSPClientName  = "dev-psp"
+	PSPClientName  = "pspsim"
+	DemoClientName = "dev-psp"
 	BankClientName = "pix-bank"
 )
 
@@ -40,10 +50,12 @@ const (
 const dirValidity = 365 * 24 * time.Hour
 
 // EnsureDir makes, in dir, whatever of the development PKI is missing or
-// expires within a day: the authority, the four certificates and the
+// expires within a day: the authority, the five certificates and the
 // client secret, each file readable by its owner only. What is there and
-// valid is kept, so that a running simulator and service keep trusting each
-// other across runs.
+// valid (issued by the authority to the name it must carry, its key
+// beside it) is kept, so that a running simulator and service keep
+// trusting each other across runs; a certificate of another name (one an
+// older version made) is issued again.
 func EnsureDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -60,8 +72,9 @@ func EnsureDir(dir string) error {
 		{BankClientCertFile, BankClientKeyFile, BankClientName, x509.ExtKeyUsageClientAuth},
 		{WebhookServerCertFile, WebhookServerKeyFile, "pix-webhooks", x509.ExtKeyUsageServerAuth},
 		{PSPClientCertFile, PSPClientKeyFile, PSPClientName, x509.ExtKeyUsageClientAuth},
+		{DemoClientCertFile, DemoClientKeyFile, DemoClientName, x509.ExtKeyUsageClientAuth},
 	} {
-		if !fresh && valid(filepath.Join(dir, c.cert)) {
+		if !fresh && issued(ca, filepath.Join(dir, c.cert), filepath.Join(dir, c.key), c.name) {
 			continue
 		}
 		certPEM, keyPEM, err := ca.Issue(c.name, c.usage, dirValidity)
@@ -101,6 +114,16 @@ func ensureAuthority(dir string) (a Authority, fresh bool, err error) {
 		return Authority{}, false, err
 	}
 	return a, true, writeFiles(dir, map[string][]byte{CAFile: a.PEM, CAKeyFile: keyPEM})
+}
+
+// issued reports whether certPath holds a certificate for name that ca
+// signed, valid for at least another day, whose key is in keyPath.
+func issued(ca Authority, certPath, keyPath, name string) bool {
+	pair, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err != nil || !valid(certPath) {
+		return false
+	}
+	return pair.Leaf.Subject.CommonName == name && pair.Leaf.CheckSignatureFrom(ca.cert) == nil
 }
 
 // valid reports whether the certificate in path exists and is valid for at
