@@ -66,19 +66,37 @@ func (cfg Config) Authenticated() bool { return cfg.TokenURL != "" }
 // bounded by none of their contexts: it must end on its own.
 const defaultTokenTimeout = 30 * time.Second
 
-// tokenEarlyExpiry renews a token this long before its expires_in: a
+// tokenEarlyExpiry renews a token this long before its expires_in (at most
+// half its lifetime: a token of 20 s serves 10 s, not one call each): a
 // token must not expire between its check and the PSP's.
 const tokenEarlyExpiry = 30 * time.Second
 
-// check reports what is wrong with cfg's combination of settings.
+// unstatedTokenLifetime is how long a token serves whose expires_in is 0 or
+// less (an endpoint's bug): short, yet not one token request per call.
+// A token without expires_in serves until the API refuses it (401).
+const unstatedTokenLifetime = 10 * time.Second
+
+// tokenRetryAfter is how long a token request that failed for want of an
+// answer (the endpoint down, a timeout) is the answer of every call: the
+// calls of a busy worker do not each ask a dead endpoint again at once.
+// A refusal (a wrong secret) is not kept: fixed, it is taken at the next
+// call.
+const tokenRetryAfter = time.Second
+
+// check reports what is wrong with cfg's combination of settings. A URL is
+// quoted redacted (url.URL.Redacted): a password in it must not reach the
+// start's log line.
 func (cfg Config) check() error {
 	var errs []error
-	if u, err := url.Parse(cfg.BaseURL); err != nil {
+	if u, err := parseURL(cfg.BaseURL); err != nil {
 		errs = append(errs, fmt.Errorf("psp base url: %w", err))
-	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		errs = append(errs, fmt.Errorf("psp base url %q: want http(s)://host[:port][/path], without credentials, query or fragment", cfg.BaseURL))
+	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || strings.ContainsAny(cfg.BaseURL, "?#") {
+		// "?" or "#" even with nothing after (url.Parse leaves RawQuery and
+		// Fragment empty): every route appended would be a query or a
+		// fragment, never sent as the path.
+		errs = append(errs, fmt.Errorf("psp base url %q: want http(s)://host[:port][/path], without credentials, query or fragment", u.Redacted()))
 	} else if cfg.TokenURL != "" && !private(u) {
-		errs = append(errs, fmt.Errorf("psp base url %q: a bearer token is never sent over plain http (https, or a loopback address)", cfg.BaseURL))
+		errs = append(errs, fmt.Errorf("psp base url %q: a bearer token is never sent over plain http (https, or a loopback address)", u.Redacted()))
 	}
 	if (cfg.CertFile == "") != (cfg.KeyFile == "") {
 		errs = append(errs, errors.New("psp client certificate: set both the certificate and its key, or neither"))
@@ -89,10 +107,12 @@ func (cfg Config) check() error {
 		}
 		return errors.Join(errs...)
 	}
-	if u, err := url.Parse(cfg.TokenURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
-		errs = append(errs, fmt.Errorf("psp oauth token url %q: want http(s)://host[:port]/path", cfg.TokenURL))
+	if u, err := parseURL(cfg.TokenURL); err != nil {
+		errs = append(errs, fmt.Errorf("psp oauth token url: %w", err))
+	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || strings.ContainsRune(cfg.TokenURL, '#') {
+		errs = append(errs, fmt.Errorf("psp oauth token url %q: want http(s)://host[:port]/path, without credentials or fragment", u.Redacted()))
 	} else if !private(u) {
-		errs = append(errs, fmt.Errorf("psp oauth token url %q: the client secret is never sent over plain http (https, or a loopback address)", cfg.TokenURL))
+		errs = append(errs, fmt.Errorf("psp oauth token url %q: the client secret is never sent over plain http (https, or a loopback address)", u.Redacted()))
 	}
 	switch {
 	case cfg.ClientID == "":
@@ -116,6 +136,17 @@ func (cfg Config) check() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// parseURL is url.Parse with an error that does not quote the URL, which
+// may hold a password.
+func parseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return nil, urlErr.Err
+	}
+	return u, err
 }
 
 // private reports whether a URL's traffic may go in clear: https, or a
@@ -274,28 +305,102 @@ func tokenError(err error) *TokenError {
 	return &TokenError{Transient: true, detail: "its answer is no token"}
 }
 
-// tokens gives every call the one token of the moment: a
-// ReuseTokenSource, which holds its lock while it fetches, so that
-// concurrent calls share one request, and renews the token
-// tokenEarlyExpiry before its expires_in. drop replaces it after a 401.
+// tokens gives every call the one token of the moment, renewed at renewAt.
+// The calls that need a new token at the same time share one request to
+// the endpoint (one at a time), each waiting no longer than its own
+// context; the request itself, shared by all, is bounded by its own
+// timeout (tokenFetcher) and ends on its own, the waiters gone or not.
+// drop forgets the token after a 401.
 type tokens struct {
 	fetch oauth2.TokenSource // asks the endpoint at each call
-	mu    sync.Mutex
-	cur   oauth2.TokenSource
-	gen   uint64 // counts the drops: a 401 drops only the token it got
+	now   func() time.Time
+
+	mu      sync.Mutex
+	tok     *oauth2.Token // nil: none yet, or dropped
+	renewAt time.Time     // zero: tok serves until dropped
+	gen     uint64        // counts the tokens fetched: a 401 drops only the token it got
+	pending *tokenFetch   // the request under way, nil when none
+	failed  *tokenFetch   // the last request, when it got no answer, until retryAt
+	retryAt time.Time
+}
+
+// tokenFetch is one request to the token endpoint; done is closed once tok,
+// gen and err are set.
+type tokenFetch struct {
+	done chan struct{}
+	tok  *oauth2.Token
+	gen  uint64
+	err  error
 }
 
 func newTokens(fetch oauth2.TokenSource) *tokens {
-	return &tokens{fetch: fetch, cur: oauth2.ReuseTokenSourceWithExpiry(nil, fetch, tokenEarlyExpiry)}
+	return &tokens{fetch: fetch, now: time.Now}
 }
 
-// token returns the current token and the generation it is of.
-func (t *tokens) token() (*oauth2.Token, uint64, error) {
+// token returns the current token and its generation, fetching a new one
+// when there is none or it is due for renewal. ctx bounds the wait only:
+// when it ends first, its error is returned, and the request goes on for
+// the next calls.
+func (t *tokens) token(ctx context.Context) (*oauth2.Token, uint64, error) {
 	t.mu.Lock()
-	src, gen := t.cur, t.gen
+	now := t.now()
+	if t.tok != nil && (t.renewAt.IsZero() || now.Before(t.renewAt)) {
+		tok, gen := t.tok, t.gen
+		t.mu.Unlock()
+		return tok, gen, nil
+	}
+	f := t.pending
+	if f == nil && t.failed != nil && now.Before(t.retryAt) {
+		f = t.failed
+	}
+	if f == nil {
+		f = &tokenFetch{done: make(chan struct{})}
+		t.pending = f
+		// Owned by t, bounded by the fetcher's timeout: it ends on its own.
+		go t.run(f)
+	}
 	t.mu.Unlock()
-	tok, err := src.Token()
-	return tok, gen, err
+	select {
+	case <-f.done:
+		return f.tok, f.gen, f.err
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	}
+}
+
+// run makes the request f and keeps its token, or its failure for
+// tokenRetryAfter when the endpoint did not answer.
+func (t *tokens) run(f *tokenFetch) {
+	tok, err := t.fetch.Token()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	t.pending = nil
+	if err != nil {
+		f.err = err
+		if errors.Is(err, ErrTransient) {
+			t.failed, t.retryAt = f, now.Add(tokenRetryAfter)
+		}
+	} else {
+		t.gen++
+		t.tok, t.renewAt, t.failed = tok, renewal(tok, now), nil
+		f.tok, f.gen = tok, t.gen
+	}
+	close(f.done)
+}
+
+// renewal is when a token fetched at now is renewed: tokenEarlyExpiry
+// before its expiry, or half-way through a shorter lifetime; zero (never)
+// when the endpoint gave no expires_in.
+func renewal(tok *oauth2.Token, now time.Time) time.Time {
+	if tok.Expiry.IsZero() {
+		return time.Time{}
+	}
+	lifetime := tok.Expiry.Sub(now)
+	if lifetime <= 0 {
+		lifetime = unstatedTokenLifetime
+	}
+	return now.Add(lifetime - min(tokenEarlyExpiry, lifetime/2))
 }
 
 // drop forgets the token of generation gen, which the API refused (401):
@@ -305,8 +410,7 @@ func (t *tokens) drop(gen uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.gen == gen {
-		t.gen++
-		t.cur = oauth2.ReuseTokenSourceWithExpiry(nil, t.fetch, tokenEarlyExpiry)
+		t.tok = nil
 	}
 }
 

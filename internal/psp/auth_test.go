@@ -239,25 +239,6 @@ func TestTokenSharedByConcurrentCalls(t *testing.T) {
 	}
 }
 
-// TestTokenRenewedBeforeExpiry: a token is renewed shortly before its
-// expires_in (one of 20 s is stale at once: within the margin), then the
-// new one reused.
-func TestTokenRenewedBeforeExpiry(t *testing.T) {
-	f := newFakePSP(t)
-	f.expiresIn = []int{20, 3600}
-	c := f.client(t)
-	for range 3 {
-		_, err := c.Status(t.Context(), e2e)
-		require.NoError(t, err)
-	}
-	require.Len(t, f.seenTokens(), 2)
-	var got []string
-	for _, call := range f.seenCalls() {
-		got = append(got, call.authorization)
-	}
-	require.Equal(t, []string{"Bearer tok1", "Bearer tok2", "Bearer tok2"}, got)
-}
-
 // TestUnauthorizedRefetchesOnce: a 401 drops the token and the call is sent
 // once more with a new one; a second 401 is the answer, a refused request.
 func TestUnauthorizedRefetchesOnce(t *testing.T) {

@@ -79,6 +79,31 @@ func WithTracing(p *tracing.Provider) HTTPOption {
 // routeKey holds, in a traced call's context, the route template it calls.
 type routeKey struct{}
 
+// beforeSendKey holds, in a call's context, what BeforeSend asked to run.
+type beforeSendKey struct{}
+
+// BeforeSend returns a copy of ctx with which the client runs send before
+// each request it sends: once the request is ready and its token in hand,
+// just before it is handed to the network (a 401's retry too). A call that
+// fails earlier (no token, a request the PSP could only refuse, not sent)
+// never runs it. An error of send stops the request unsent, and the call
+// returns it (wrapped). The refund saga records there that its PUT may
+// reach the PSP: a token endpoint that refuses us or is down has sent
+// nothing.
+func BeforeSend(ctx context.Context, send func(context.Context) error) context.Context {
+	return context.WithValue(ctx, beforeSendKey{}, send)
+}
+
+// Sending runs what BeforeSend put in ctx, if anything: the HTTPClient
+// calls it before each request it sends, and a fake client where it would
+// send.
+func Sending(ctx context.Context) error {
+	if send, ok := ctx.Value(beforeSendKey{}).(func(context.Context) error); ok {
+		return send(ctx)
+	}
+	return nil
+}
+
 // New returns a client of the PSP's API as cfg describes it: an error when
 // the settings do not go together or a certificate can't be read.
 func New(cfg Config, opts ...HTTPOption) (*HTTPClient, error) {
@@ -213,8 +238,8 @@ func (c *HTTPClient) callLimit(ctx context.Context, method, route, path string, 
 		var gen uint64
 		if c.tokens != nil {
 			var err error
-			if tok, gen, err = c.tokens.token(); err != nil {
-				return 0, nil, err
+			if tok, gen, err = c.tokens.token(callCtx); err != nil {
+				return 0, nil, tokenWaitError(ctx, err)
 			}
 		}
 		code, resp, err := c.send(ctx, callCtx, method, path, body, tok, limit)
@@ -222,8 +247,26 @@ func (c *HTTPClient) callLimit(ctx context.Context, method, route, path string, 
 			c.tokens.drop(gen)
 			continue
 		}
+		if err == nil && tok != nil && tok.AccessToken != "" && code/100 != 2 {
+			// An error answer becomes error text (logs, spans, Temporal
+			// failures): a PSP or gateway that echoes our token in it must
+			// not put it there.
+			resp = bytes.ReplaceAll(resp, []byte(tok.AccessToken), []byte("[token]"))
+		}
 		return code, resp, err
 	}
+}
+
+// tokenWaitError is the error of a call that got no token: the token
+// endpoint's (a *TokenError), or the call's context that ended while it
+// waited for one: its deadline is the endpoint too slow (transient), its
+// cancellation the caller's own, returned as it is (see exchangeError).
+func tokenWaitError(ctx context.Context, err error) error {
+	var tokenErr *TokenError
+	if errors.As(err, &tokenErr) || errors.Is(ctx.Err(), context.Canceled) {
+		return err
+	}
+	return &TokenError{Transient: true, detail: "no token within the call's time", cause: err}
 }
 
 // send sends one request, with the bearer token tok when there is one.
@@ -242,6 +285,9 @@ func (c *HTTPClient) send(ctx, callCtx context.Context, method, path string, bod
 	}
 	if tok != nil {
 		tok.SetAuthHeader(req)
+	}
+	if err := Sending(ctx); err != nil {
+		return 0, nil, fmt.Errorf("not sent: %w", err)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -35,8 +35,8 @@ type ReceivedPage struct {
 	// (notification.DecodeAPIPixItem).
 	Items []json.RawMessage
 	// Page is parametros.paginacao.paginaAtual; Pages is
-	// quantidadeDePaginas (at least 1); TotalItems is
-	// quantidadeTotalDeItens.
+	// quantidadeDePaginas (at least 1: an empty window answered with 0
+	// pages is one empty page); TotalItems is quantidadeTotalDeItens.
 	Page, Pages, TotalItems int
 }
 
@@ -81,6 +81,8 @@ const MaxChaveLength = 77
 // receivedJSON is the spec's PixConsultados.
 type receivedJSON struct {
 	Parametros struct {
+		Inicio    *time.Time `json:"inicio"`
+		Fim       *time.Time `json:"fim"`
 		Paginacao *struct {
 			PaginaAtual            *int `json:"paginaAtual"`
 			ItensPorPagina         *int `json:"itensPorPagina"`
@@ -135,28 +137,39 @@ func (c *HTTPClient) ListReceived(ctx context.Context, q ReceivedQuery) (Receive
 }
 
 // decodeReceived parses PixConsultados and checks that it is the page
-// asked for: a page that says another number, or more items than asked,
-// must never be taken for it (the catch-up would skip or repeat a page).
+// asked for, of the window asked for: a page that says another number, more
+// items than asked, or a window (parametros.inicio and fim) that does not
+// cover the one asked (a caching proxy's answer to another query) must
+// never be taken for it: the catch-up would skip or repeat a page, or
+// advance its covered window over PIX it never listed. The times may be
+// cut to the second (fim then ends up to a second before ours: the
+// catch-up's overlap lists that second again). An item that is not an
+// object is kept, raw: the catch-up counts and skips it as it does any item
+// its decoder refuses, and the other PIX of the page and window go on.
+// quantidadeDePaginas 0 with no item (what some PSPs answer for an empty
+// window, although the spec says at least 1) is one empty page.
 func decodeReceived(body []byte, q ReceivedQuery) (ReceivedPage, error) {
 	var w receivedJSON
 	if err := json.Unmarshal(body, &w); err != nil {
 		return ReceivedPage{}, fmt.Errorf("decode PixConsultados: %w", err)
 	}
-	p := w.Parametros.Paginacao
+	par, p := w.Parametros, w.Parametros.Paginacao
 	switch {
+	case par.Inicio == nil || par.Fim == nil:
+		return ReceivedPage{}, errors.New("PixConsultados without parametros.inicio and fim")
+	case par.Inicio.After(q.Start) || par.Fim.Before(q.End.Truncate(time.Second)):
+		return ReceivedPage{}, fmt.Errorf("PixConsultados is about %s..%s, not %s..%s", par.Inicio.UTC().Format(time.RFC3339Nano),
+			par.Fim.UTC().Format(time.RFC3339Nano), q.Start.UTC().Format(time.RFC3339Nano), q.End.UTC().Format(time.RFC3339Nano))
 	case p == nil || p.PaginaAtual == nil || p.QuantidadeDePaginas == nil || p.QuantidadeTotalDeItens == nil:
 		return ReceivedPage{}, errors.New("PixConsultados without parametros.paginacao.{paginaAtual,quantidadeDePaginas,quantidadeTotalDeItens}")
 	case *p.PaginaAtual != q.Page:
 		return ReceivedPage{}, fmt.Errorf("PixConsultados is page %d, not %d", *p.PaginaAtual, q.Page)
+	case *p.QuantidadeDePaginas == 0 && *p.QuantidadeTotalDeItens == 0 && len(w.Pix) == 0:
+		return ReceivedPage{Page: *p.PaginaAtual, Pages: 1}, nil
 	case *p.QuantidadeDePaginas < 1 || *p.QuantidadeTotalDeItens < 0:
 		return ReceivedPage{}, fmt.Errorf("PixConsultados has %d pages and %d items", *p.QuantidadeDePaginas, *p.QuantidadeTotalDeItens)
 	case len(w.Pix) > q.PerPage:
 		return ReceivedPage{}, fmt.Errorf("PixConsultados has %d items on a page of %d", len(w.Pix), q.PerPage)
-	}
-	for i, item := range w.Pix {
-		if len(item) == 0 || item[0] != '{' {
-			return ReceivedPage{}, fmt.Errorf("PixConsultados item %d is not an object", i)
-		}
 	}
 	return ReceivedPage{Items: w.Pix, Page: *p.PaginaAtual, Pages: *p.QuantidadeDePaginas, TotalItems: *p.QuantidadeTotalDeItens}, nil
 }
