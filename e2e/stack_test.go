@@ -91,6 +91,9 @@ type stack struct {
 	pspClock *simClock
 	// natsURL is the stack's NATS (embedded, with JetStream).
 	natsURL string
+	// prod is the production set-up of a stack from newProductionStack
+	// (psp_production_test.go), nil for the others.
+	prod *productionPSP
 	// logs are the service's log lines.
 	logs *syncBuffer
 
@@ -146,6 +149,13 @@ func randomSuffix() string {
 // tune may change, built with opts (app.WithTracing, say).
 func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config), opts ...app.Option) *stack {
 	t.Helper()
+	return startStack(t, srv, nil, tune, opts...)
+}
+
+// startStack is newStack; with prod, the PSP simulator and the service run
+// with the production settings prod describes (see newProductionStack).
+func startStack(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tune func(*config.Config), opts ...app.Option) *stack {
+	t.Helper()
 	cfg := config.Default()
 	cfg.DatabaseURL = dbtest.URL(t)
 	cfg.DatabaseMaxConns = 10
@@ -172,10 +182,15 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config),
 	}
 	cfg.CodecCORSOrigins = []string{e2eTemporalUIOrigin}
 	clock := &simClock{}
-	sim := pspsim.New(pspsim.Options{DefaultSettleAfter: 200 * time.Millisecond, Now: clock.now})
-	pspServer := httptest.NewServer(sim.Handler())
-	t.Cleanup(pspServer.Close)
-	cfg.PSPURL = pspServer.URL
+	var sim *pspsim.Simulator
+	if prod == nil {
+		sim = pspsim.New(pspsim.Options{DefaultSettleAfter: 200 * time.Millisecond, Now: clock.now})
+		pspServer := httptest.NewServer(sim.Handler())
+		t.Cleanup(pspServer.Close)
+		cfg.PSPURL = pspServer.URL
+	} else {
+		sim = prod.start(t, &cfg, clock)
+	}
 	cfg.PSPTimeout = time.Second
 	cfg.PSPRetryInitial = 200 * time.Millisecond
 	cfg.PSPRetryMax = time.Second
@@ -199,8 +214,15 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config),
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return a.ServeAPI(gctx, ln) })
-	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, pspClock: clock, natsURL: cfg.NATSURL, logs: logs}
+	g.Go(func() error {
+		if prod != nil {
+			// The webhooks' listener is prod's: bound before the
+			// simulator, which posts to it, was made.
+			return a.ServeListeners(gctx, app.Listeners{Main: ln, Webhooks: prod.webhooks})
+		}
+		return a.ServeAPI(gctx, ln)
+	})
+	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, pspClock: clock, natsURL: cfg.NATSURL, logs: logs, prod: prod}
 	s.startWorker()
 	t.Cleanup(func() {
 		// Connections the client dialed but never used would hold the
