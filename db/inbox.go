@@ -34,7 +34,7 @@ func receiveArgs(n pix.Notification, traceparent *string) []any {
 		refund = json.RawMessage(notification.Storable(n.RefundNotice))
 	}
 	payload := json.RawMessage(notification.Storable(n.Payload))
-	return []any{n.EndToEndID, n.AmountCents, source, n.AccountID, n.PixKey, n.TxID, n.PSP, refund, payload, traceparent}
+	return []any{n.EndToEndID, n.AmountCents, source, n.AccountID, n.PixKey, n.TxID, n.PSP, refund, payload, traceparent, n.Listed}
 }
 
 // scanReceipt reads creditSQL.Receive's answer for n. stored is false when the

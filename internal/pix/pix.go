@@ -82,6 +82,11 @@ type Notification struct {
 	// carried any: recorded, never credited.
 	RefundNotice json.RawMessage
 	Payload      json.RawMessage
+	// Listed is true for a PIX the PSP catch-up found in the PSP's own
+	// record (GET /pix) rather than a delivery: stored first, it is as a
+	// webhook's; found stored, it is neither re-driven nor counted as a
+	// delivery (each run lists the same PIX again for its overlap).
+	Listed bool
 }
 
 // Receipt is what the inbox answers for a delivery.
