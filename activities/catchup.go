@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/metrics"
@@ -23,6 +25,12 @@ import (
 // webhook never came. A row a webhook stored first keeps its PSP's name.
 const CatchUpPSP = "catchup"
 
+// ErrTypePSPListingIncomplete: the PSP's listing of a window can't be
+// taken as complete (fewer distinct PIX than its quantidadeTotalDeItens,
+// listed again and still short; or more than MaxCatchUpPages pages). The
+// covered window stays; counted in pix_psp_attention_total; the run fails.
+const ErrTypePSPListingIncomplete = "PSPListingIncomplete"
+
 // CatchUpStore is what the PSP catch-up needs of the database: the inbox's
 // receive path (the webhooks'), the refund notices' (db.NoteRefundNotices)
 // and its covered window.
@@ -30,6 +38,7 @@ type CatchUpStore interface {
 	Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error)
 	ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.Receipt, error)
 	db.RefundNoter
+	CatchUpNow(ctx context.Context) (time.Time, error)
 	CatchUpCoveredUntil(ctx context.Context) (until time.Time, ok bool, err error)
 	AdvanceCatchUp(ctx context.Context, from *time.Time, to time.Time) (moved bool, err error)
 }
@@ -43,8 +52,11 @@ type CatchUp struct {
 	PSP   psp.ReceivedLister
 	// Overlap is how far before the covered window's end each run starts
 	// listing (PSP_CATCHUP_OVERLAP: a PSP may list a PIX late); Lookback
-	// how far back the first run lists (PSP_CATCHUP_LOOKBACK).
-	Overlap, Lookback time.Duration
+	// how far back the first run lists (PSP_CATCHUP_LOOKBACK); Grace how
+	// long before now a scheduled window ends (PSP_CATCHUP_GRACE, less than
+	// Overlap): a PIX whose webhook is merely on its way is left to it,
+	// and listed by the next run, which starts at End - Overlap.
+	Overlap, Lookback, Grace time.Duration
 	// PerPage is paginacao.itensPorPagina (0: psp.MaxReceivedPerPage).
 	PerPage int
 	Logger  *slog.Logger
@@ -52,8 +64,6 @@ type CatchUp struct {
 	// what the catch-up found. nil counts nothing.
 	Metrics *metrics.Worker
 	Found   *metrics.CatchUp
-	// Now is the clock (nil: time.Now).
-	Now func() time.Time
 }
 
 // CatchUpWindow is one window of the PSP's record to list: the PIX the PSP
@@ -71,7 +81,9 @@ type CatchUpWindow struct {
 // first by the catch-up: a webhook that never came), Duplicate (stored
 // already, changed nothing), Mismatched (stored already with other money
 // fields: nothing changed) and Refused (not stored: our decoder or the
-// inbox refused it); Pages listed.
+// inbox refused it); Pages listed. A window listed again from its first
+// page (a listing short of the PSP's quantidadeTotalDeItens) counts each
+// pass.
 type CatchUpCounts struct {
 	Pages, Listed, New, Duplicate, Mismatched, Refused int
 }
@@ -92,25 +104,47 @@ func (c *CatchUpCounts) Add(o CatchUpCounts) {
 type catchUpProgress struct {
 	NextPage int
 	Counts   CatchUpCounts
+	// PerPage is the page size of NextPage when it is not the configured
+	// one (a listing again from page 0 changes it: see relistPerPage).
+	PerPage int `json:",omitempty"`
 }
 
-func (a *CatchUp) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
+// relistPerPage is the page size of a listing again: another than the
+// last one's, so that the PSP's pages fall elsewhere in its order.
+func relistPerPage(last int) int {
+	if last < psp.MaxReceivedPerPage {
+		return psp.MaxReceivedPerPage
 	}
-	return time.Now()
+	return max(1, last*2/3)
 }
+
+// MaxCatchUpPages bounds the pages of one window's listing: a PSP that
+// says more (or keeps answering pages) fails the run visibly, and the
+// covered window stays; an operator lists such a window in smaller parts
+// (pixctl psp catchup).
+const MaxCatchUpPages = 1000
+
+// catchUpRelistings is how many times a listing that saw fewer distinct
+// PIX than the PSP's quantidadeTotalDeItens is listed again from its first
+// page before the run fails.
+const catchUpRelistings = 2
 
 // BeginCatchUp decides the window of a scheduled run: from the covered
 // window's end less the overlap (or, before any window was covered, from
-// the lookback) up to now, to the second.
+// the lookback) up to now less the grace, to the second. Now is the
+// database's (CatchUpNow), the one clock of every worker: a worker whose
+// clock runs ahead would record a covered end in the future.
 func (a *CatchUp) BeginCatchUp(ctx context.Context) (CatchUpWindow, error) {
 	covered, ok, err := a.Store.CatchUpCoveredUntil(ctx)
 	if err != nil {
 		return CatchUpWindow{}, technicalFailure(err)
 	}
-	now := a.now().Truncate(time.Second)
-	w := CatchUpWindow{Start: now.Add(-a.Lookback), End: now}
+	now, err := a.Store.CatchUpNow(ctx)
+	if err != nil {
+		return CatchUpWindow{}, technicalFailure(err)
+	}
+	now = now.Truncate(time.Second)
+	w := CatchUpWindow{Start: now.Add(-a.Lookback), End: now.Add(-a.Grace)}
 	if ok {
 		a.Found.Covered(covered)
 		w.Start, w.CoveredFrom = covered.Add(-a.Overlap), &covered
@@ -130,6 +164,18 @@ func (a *CatchUp) BeginCatchUp(ctx context.Context) (CatchUpWindow, error) {
 // other PIX nor the window. It heartbeats after each page stored; a retry
 // resumes after the last one.
 //
+// The pages are not trusted to form one snapshot (a PSP whose order is not
+// stable shows some PIX twice and others never): a listing from page 0
+// that saw fewer distinct end_to_end_ids than the PSP's
+// quantidadeTotalDeItens is listed again from page 0 (another page size), up to
+// catchUpRelistings times, and then fails the run
+// (ErrTypePSPListingIncomplete, counted in pix_psp_attention_total), so
+// that nothing advances. (A retry resumed from the heartbeat lost the
+// earlier pages' ids: it can't tell, and does not judge.) An empty page
+// once the items reach the total ends the listing, whatever
+// quantidadeDePaginas says; a page count no page size could give is
+// unintelligible; more than MaxCatchUpPages pages fail the run.
+//
 // The PSP's answers follow psp.Classify: no answer is PSPUnavailable
 // (retried); a refused request (our credentials, a wrong URL) is
 // PSPRequestRefused, counted in pix_psp_attention_total and retried, then
@@ -148,48 +194,121 @@ func (a *CatchUp) ListPSPWindow(ctx context.Context, w CatchUpWindow) (CatchUpCo
 	if perPage <= 0 || perPage > psp.MaxReceivedPerPage {
 		perPage = psp.MaxReceivedPerPage
 	}
-	for page := progress.NextPage; ; page++ {
-		got, err := a.PSP.ListReceived(ctx, psp.ReceivedQuery{Start: w.Start, End: w.End, Page: page, PerPage: perPage})
-		if err != nil {
-			if psp.Classify(err) == psp.AnswerTransient {
-				return progress.Counts, pspError(err)
-			}
-			return progress.Counts, pspRequestRefused(ctx, a.Metrics, log.With("page", page), err,
-				"the catch-up's window stays where it is and is listed again")
-		}
-		counts, err := a.storePage(ctx, log, page, got.Items)
+	if progress.PerPage > 0 && progress.PerPage <= psp.MaxReceivedPerPage {
+		perPage = progress.PerPage // NextPage counts pages of that size
+	}
+	// Only a listing that runs from page 0 in this attempt saw every PIX
+	// of it: resumed from a heartbeat, the ids of the pages before are lost.
+	judge := progress.NextPage == 0
+	seen := listingSeen{ids: map[string]struct{}{}}
+	for pass := 0; ; pass++ {
+		total, err := a.listPages(ctx, log, w, perPage, &progress, &seen)
 		if err != nil {
 			return progress.Counts, err
 		}
-		progress.Counts.Add(counts)
-		progress.NextPage = page + 1
-		activity.RecordHeartbeat(ctx, progress)
-		if progress.NextPage >= got.Pages {
+		if !judge || seen.count() >= total {
 			break
 		}
+		if pass == catchUpRelistings {
+			// A retry lists the window again from page 0, and judges again.
+			activity.RecordHeartbeat(ctx, catchUpProgress{Counts: progress.Counts}) // from page 0, the configured size
+			return progress.Counts, pspNeedsAttention(ctx, a.Metrics, log, ErrTypePSPListingIncomplete, 0,
+				fmt.Errorf("psp listed %d distinct PIX of the %d it says the window holds, in %d passes", seen.count(), total, pass+1),
+				"the catch-up's window stays where it is and is listed again")
+		}
+		perPage = relistPerPage(perPage)
+		log.WarnContext(ctx, "psp catch-up: the listing saw fewer PIX than the PSP says the window holds (its order is not stable?); listing it again from page 0",
+			"distinct", seen.count(), "total", total, "pass", pass+1, "per_page", perPage)
+		progress.NextPage, progress.PerPage = 0, perPage
+		seen.nextPass()
 	}
 	log.InfoContext(ctx, "psp catch-up window listed", "manual", w.Manual, "pages", progress.Counts.Pages, "listed", progress.Counts.Listed,
 		"new", progress.Counts.New, "duplicate", progress.Counts.Duplicate, "mismatched", progress.Counts.Mismatched, "refused", progress.Counts.Refused)
 	return progress.Counts, nil
 }
 
+// listingSeen is what a listing saw: the distinct end_to_end_ids of its
+// passes, and the most items of one pass that had none we could read.
+type listingSeen struct {
+	ids                  map[string]struct{}
+	unnamed, passUnnamed int
+}
+
+func (s *listingSeen) add(endToEndID string) {
+	if endToEndID == "" {
+		s.passUnnamed++
+		return
+	}
+	s.ids[endToEndID] = struct{}{}
+}
+
+func (s *listingSeen) nextPass() {
+	s.unnamed, s.passUnnamed = max(s.unnamed, s.passUnnamed), 0
+}
+
+func (s *listingSeen) count() int { return len(s.ids) + max(s.unnamed, s.passUnnamed) }
+
+// listPages lists the window's pages from progress.NextPage to its last,
+// storing each (storePage) and heartbeating progress, and returns the last
+// page's quantidadeTotalDeItens.
+func (a *CatchUp) listPages(ctx context.Context, log *slog.Logger, w CatchUpWindow, perPage int, progress *catchUpProgress, seen *listingSeen) (total int, err error) {
+	items := progress.NextPage * perPage // what the pages before held, at most
+	for page := progress.NextPage; ; page++ {
+		if page >= MaxCatchUpPages {
+			err := fmt.Errorf("psp catch-up: the window %s..%s has more than %d pages", w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), MaxCatchUpPages)
+			a.Metrics.PSPNeedsAttention(ErrTypePSPListingIncomplete, 0)
+			log.ErrorContext(ctx, "psp catch-up: too many pages; the covered window stays where it is: list it in smaller windows (pixctl psp catchup)", "error", err)
+			return 0, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypePSPListingIncomplete, err)
+		}
+		got, err := a.PSP.ListReceived(ctx, psp.ReceivedQuery{Start: w.Start, End: w.End, Page: page, PerPage: perPage})
+		if err != nil {
+			if psp.Classify(err) == psp.AnswerTransient {
+				return 0, pspError(err)
+			}
+			return 0, pspRequestRefused(ctx, a.Metrics, log.With("page", page), err,
+				"the catch-up's window stays where it is and is listed again")
+		}
+		counts, err := a.storePage(ctx, log, page, got.Items, seen)
+		if err != nil {
+			return 0, err
+		}
+		progress.Counts.Add(counts)
+		progress.NextPage = page + 1
+		activity.RecordHeartbeat(ctx, *progress)
+		items += len(got.Items)
+		switch {
+		case len(got.Items) == 0 && items >= got.TotalItems:
+			return got.TotalItems, nil // past the last PIX, whatever quantidadeDePaginas says
+		case got.Pages > max(1, got.TotalItems) || got.Pages < (got.TotalItems+perPage-1)/perPage:
+			return 0, pspError(fmt.Errorf("%w: unintelligible answer: GET /pix page %d says %d pages of %d items, asked %d a page",
+				psp.ErrTransient, page, got.Pages, got.TotalItems, perPage))
+		case got.Pages > MaxCatchUpPages:
+			progress.NextPage = MaxCatchUpPages // fails above, visibly, at once
+		case progress.NextPage >= got.Pages:
+			return got.TotalItems, nil
+		}
+	}
+}
+
 // storePage stores one page's PIX, all in one transaction (ReceiveBatch,
 // as a webhook's); when the inbox refuses one of them (a payload mismatch),
 // which fails the whole batch, each is stored by itself, so that the
 // refused one holds back none of the others.
-func (a *CatchUp) storePage(ctx context.Context, log *slog.Logger, page int, items []json.RawMessage) (CatchUpCounts, error) {
+func (a *CatchUp) storePage(ctx context.Context, log *slog.Logger, page int, items []json.RawMessage, seen *listingSeen) (CatchUpCounts, error) {
 	counts := CatchUpCounts{Pages: 1, Listed: len(items)}
 	ns := make([]pix.Notification, 0, len(items))
 	for i, raw := range items {
 		n, err := notification.DecodeAPIPixItem(raw, "pix["+strconv.Itoa(i)+"]")
 		if err != nil {
+			seen.add(listedEndToEndID(raw))
 			counts.Refused++
 			a.Found.Rejected(metrics.CatchUpInvalid)
 			log.ErrorContext(ctx, "psp catch-up: a PIX the PSP listed is refused by our decoder; not stored, a human must look",
 				"end_to_end_id", listedEndToEndID(raw), "page", page, "item", i, "error", err)
 			continue
 		}
-		n.PSP = CatchUpPSP
+		seen.add(n.EndToEndID)
+		n.PSP, n.Listed = CatchUpPSP, true
 		ns = append(ns, n)
 	}
 	if len(ns) == 0 {
@@ -231,10 +350,7 @@ func (a *CatchUp) storePage(ctx context.Context, log *slog.Logger, page int, ite
 			} else {
 				log.InfoContext(ctx, "psp catch-up: a PIX the PSP never notified to us, stored", attrs...)
 			}
-		case r.Redriven:
-			counts.Duplicate++
-			log.InfoContext(ctx, "psp catch-up: a failed PIX the PSP listed is re-driven, as by a redelivery", attrs...)
-		default:
+		default: // listed, a stored row is left as it is (never re-driven: pix.Notification.Listed)
 			counts.Duplicate++
 		}
 	}

@@ -113,11 +113,20 @@ func (f *fakeRecord) pagesAsked() []int {
 	return pages
 }
 
-// notingStore is the store, recording the refund notices it is given.
+// notingStore is the store, recording the refund notices it is given,
+// with the database's clock the test's (clock nil: PostgreSQL's).
 type notingStore struct {
 	*db.Store
 	mu      sync.Mutex
 	notices []db.RefundNotice
+	clock   func() time.Time
+}
+
+func (s *notingStore) CatchUpNow(ctx context.Context) (time.Time, error) {
+	if s.clock != nil {
+		return s.clock(), nil
+	}
+	return s.Store.CatchUpNow(ctx)
 }
 
 func (s *notingStore) NoteRefundOutcomes(ctx context.Context, notices []db.RefundNotice) (db.NotedRefunds, error) {
@@ -140,15 +149,18 @@ type catchUpRig struct {
 
 var catchUp *activities.CatchUp
 
-// The clock of the rig: a fixed instant, to the second.
-var catchUpNow = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+// The clock of the rig (the database's, as BeginCatchUp reads it): a fixed
+// instant, to the second, in PostgreSQL's past (AdvanceCatchUp refuses an
+// end after PostgreSQL's now()).
+var catchUpNow = time.Date(2026, 6, 3, 12, 0, 0, 0, time.UTC)
 
 func newCatchUpRig(t *testing.T) *catchUpRig {
 	t.Helper()
 	r := &catchUpRig{t: t, store: &notingStore{Store: dbtest.New(t)}, psp: &fakeRecord{}, registry: prometheus.NewRegistry(), logs: &bytes.Buffer{}, now: catchUpNow}
 	log := slog.New(slog.NewJSONHandler(r.logs, nil))
 	r.acts = &activities.CatchUp{Store: r.store, PSP: r.psp, Overlap: 10 * time.Minute, Lookback: 24 * time.Hour, PerPage: 2,
-		Logger: log, Metrics: metrics.NewWorker(r.registry), Found: metrics.NewCatchUp(r.registry, true), Now: func() time.Time { return r.now }}
+		Logger: log, Metrics: metrics.NewWorker(r.registry), Found: metrics.NewCatchUp(r.registry, true)}
+	r.store.clock = func() time.Time { return r.now }
 	var suite testsuite.WorkflowTestSuite
 	r.env = suite.NewTestActivityEnvironment()
 	r.env.RegisterActivity(r.acts)
@@ -278,8 +290,8 @@ func TestCatchUpFirstRunListsTheLookbackEveryPage(t *testing.T) {
 	require.True(t, r.covered().Equal(r.now))
 }
 
-// A PIX a webhook stored first is a duplicate: nothing changes but its
-// delivery count, and it keeps its PSP.
+// A PIX a webhook stored first is a duplicate: nothing changes (a listing
+// is no delivery), and it keeps its PSP.
 func TestCatchUpDuplicateChangesNothing(t *testing.T) {
 	r := newCatchUpRig(t)
 	id := catchUpID(1)

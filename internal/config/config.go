@@ -172,10 +172,13 @@ type Config struct {
 	// The PSP catch-up (docs/operations.md, "The PSP catch-up"): how often
 	// its Schedule lists the PSP's record (0: off, the Schedule deleted),
 	// how far before the covered window's end each run starts, and how far
-	// back the first run looks.
+	// back the first run looks; PSPCatchUpGrace how long before now a run's
+	// window ends (a webhook on its way is left to come), less than the
+	// overlap.
 	PSPCatchUpInterval time.Duration
 	PSPCatchUpOverlap  time.Duration
 	PSPCatchUpLookback time.Duration
+	PSPCatchUpGrace    time.Duration
 
 	// CreditListingInInput is CREDIT_LISTING_IN_INPUT: the dispatcher names
 	// the credit's listing version in its input (no version marker: the
@@ -266,6 +269,7 @@ func Default() Config {
 		PSPCatchUpInterval: time.Minute,
 		PSPCatchUpOverlap:  10 * time.Minute,
 		PSPCatchUpLookback: 24 * time.Hour,
+		PSPCatchUpGrace:    time.Minute,
 
 		InboxAttemptsMax:      r.MaxAttempts,
 		InboxRetryInitial:     r.InitialInterval,
@@ -589,6 +593,15 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	waitDur("PSP_CATCHUP_INTERVAL", "1m", 0, &c.PSPCatchUpInterval)
 	waitDur("PSP_CATCHUP_OVERLAP", "10m", 0, &c.PSPCatchUpOverlap)
 	waitDur("PSP_CATCHUP_LOOKBACK", "24h", 0, &c.PSPCatchUpLookback)
+	if waitDur("PSP_CATCHUP_GRACE", "1m", 0, &c.PSPCatchUpGrace) {
+		if c.PSPCatchUpGrace > 0 && c.PSPCatchUpGrace >= c.PSPCatchUpOverlap {
+			errs = append(errs, fmt.Errorf("PSP_CATCHUP_GRACE: %s is not less than PSP_CATCHUP_OVERLAP (%s)", c.PSPCatchUpGrace, c.PSPCatchUpOverlap))
+		}
+	} else {
+		// Unset, it stays within a short PSP_CATCHUP_OVERLAP: a deployment
+		// that set only that one keeps starting.
+		c.PSPCatchUpGrace = min(c.PSPCatchUpGrace, c.PSPCatchUpOverlap/2)
+	}
 	dur("TRANSFER_SETTLEMENT_TIMEOUT", &c.TransferSettlementTimeout)
 	dur("TRANSFER_SETTLEMENT_POLL_MAX", &c.TransferSettlementPollMax)
 	dur("REFUND_POLL_MAX", &c.RefundPollMax)

@@ -633,7 +633,7 @@ func (a *App) workerDeps() worker.Deps {
 		Activities: &activities.Activities{Store: a.Store, PSP: pspClient, Logger: a.Log, Metrics: a.workerMetrics},
 		Refunds:    &activities.Refunds{Store: a.Store, PSP: pspClient, Logger: a.Log, Metrics: a.workerMetrics},
 		CatchUp: &activities.CatchUp{Store: a.Store, PSP: pspClient, Overlap: a.Cfg.PSPCatchUpOverlap, Lookback: a.Cfg.PSPCatchUpLookback,
-			Logger: a.Log, Metrics: a.workerMetrics, Found: a.catchUp},
+			Grace: a.Cfg.PSPCatchUpGrace, Logger: a.Log, Metrics: a.workerMetrics, Found: a.catchUp},
 	}
 }
 

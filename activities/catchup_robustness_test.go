@@ -1,0 +1,324 @@
+package activities_test
+
+// The PSP catch-up against what an attack review of it found (issue 27,
+// item 3): clocks, late webhooks, re-listed failed PIX, endless or
+// unstable pagination, retried advances. Each test asserts what a
+// defect-free catch-up does; the two skipped are defects known and left.
+// They reuse the rig of catchup_test.go (PostgreSQL, a fake PSP record).
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/psp"
+)
+
+// scheduledRun is one scheduled run: Begin, List, Advance.
+func (r *catchUpRig) scheduledRun() activities.CatchUpCounts {
+	r.t.Helper()
+	w := r.begin()
+	if w.End.Before(w.Start) {
+		// The t0 client refuses it locally (a *RequestError, counted in
+		// pix_psp_attention_total); the run fails and advances nothing.
+		return activities.CatchUpCounts{}
+	}
+	c, err := r.list(w)
+	require.NoError(r.t, err)
+	r.advance(w)
+	return c
+}
+
+// 1. A worker whose clock is ahead by more than the overlap recorded a
+// covered end in the future; the next runs started from that end less the
+// overlap, and a PIX the PSP received meanwhile (whose webhook was lost, or
+// that is to a key and never notified) was never listed by any run. The
+// window now ends by the database's clock, and an end past it is refused.
+func TestCatchUpWorkerClockAheadSkipsPIXForEver(t *testing.T) {
+	r := newCatchUpRig(t)
+	r.store.clock = nil // PostgreSQL's clock, as in production
+	ctx := context.Background()
+	t0, err := r.store.CatchUpNow(ctx)
+	require.NoError(t, err)
+	t0 = t0.Truncate(time.Second)
+	_, err = r.store.AdvanceCatchUp(ctx, nil, t0) // an earlier run covered up to now
+	require.NoError(t, err)
+
+	// The Schedule's run lands on a worker whose clock is 20 minutes ahead:
+	// its window ends by the database's clock, not its own.
+	w := r.begin()
+	require.False(t, w.End.After(t0.Add(15*time.Minute)), "the window's end is the database's clock: %s", w.End)
+	// An end in the future (what such a worker recorded before) is refused.
+	ahead := w
+	ahead.End = t0.Add(21 * time.Minute)
+	require.False(t, r.advance(ahead), "an end in the database's future is not recorded")
+	require.False(t, r.covered().After(t0.Add(15*time.Minute)), "the covered end is in the future: %s", r.covered())
+
+	// The PSP receives a PIX that no webhook tells us of; the next runs list it.
+	lost := catchUpID(1)
+	r.psp.add(listedPix{id: lost, key: "catchup@example.com", cents: 700, at: t0})
+	for range 3 {
+		r.scheduledRun()
+	}
+	_, err = r.store.GetCredit(ctx, lost)
+	require.NoError(t, err, "a PIX the PSP lists, 3 runs later, was never stored: the window skipped it for ever")
+}
+
+// tieShuffler is a PSP record that sorts by horario only (to the second, as
+// many PSPs write it), and whose database orders equal horarios differently
+// from one query to the next (OFFSET pagination without a unique
+// tie-breaker). The spec says nothing of the order.
+type tieShuffler struct {
+	mu    sync.Mutex
+	pix   []listedPix
+	calls int
+}
+
+func (s *tieShuffler) ListReceived(_ context.Context, q psp.ReceivedQuery) (psp.ReceivedPage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var in []listedPix
+	for _, p := range s.pix {
+		if !p.at.Before(q.Start) && !p.at.After(q.End) {
+			in = append(in, p)
+		}
+	}
+	desc := s.calls%2 == 1
+	s.calls++
+	slices.SortStableFunc(in, func(a, b listedPix) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		if desc {
+			return -cmpString(a.id, b.id)
+		}
+		return cmpString(a.id, b.id)
+	})
+	pages := max(1, (len(in)+q.PerPage-1)/q.PerPage)
+	out := psp.ReceivedPage{Page: q.Page, Pages: pages, TotalItems: len(in)}
+	for _, p := range in[min(len(in), q.Page*q.PerPage):min(len(in), (q.Page+1)*q.PerPage)] {
+		out.Items = append(out.Items, p.item())
+	}
+	return out, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// 2. The pages of one listing are taken as a consistent snapshot: nothing
+// checks that the PIX seen add up to quantidadeTotalDeItens. A PSP whose
+// order is not stable across queries shows some PIX twice and others never;
+// the run succeeds and advances. For the part of a window older than the
+// overlap (the first run's lookback, a window after an outage, an
+// operator's window) no later run lists it again: skipped for ever.
+func TestCatchUpUnstableOrderSkipsPIXAndAdvances(t *testing.T) {
+	r := newCatchUpRig(t)
+	rec := &tieShuffler{}
+	r.acts.PSP = rec
+	at := r.now.Add(-3 * time.Hour) // inside the lookback, outside any overlap
+	for i := range 4 {
+		rec.pix = append(rec.pix, listedPix{id: catchUpID(10 + i), key: "catchup@example.com", cents: 100, at: at})
+	}
+	w := r.begin()
+	counts, err := r.list(w)
+	if err == nil {
+		r.advance(w)
+	}
+	var missing []string
+	for i := range 4 {
+		if _, err := r.store.GetCredit(context.Background(), catchUpID(10+i)); err != nil {
+			missing = append(missing, catchUpID(10+i))
+		}
+	}
+	if len(missing) > 0 {
+		covered, ok, _ := r.store.CatchUpCoveredUntil(context.Background())
+		t.Fatalf("the PSP said 4 PIX; the run listed %+v and stored %d (missing %v), and the covered window moved (%v, %s): "+
+			"the lookback's part older than the overlap is never listed again", counts, 4-len(missing), missing, ok, covered)
+	}
+}
+
+// 3. "A listed PIX whose money fields differ from the stored row is the
+// existing payload mismatch, visible." It is, while the row is pending;
+// once credited (the usual case: the webhook came first and was credited
+// within a second) another chave or txid under the same end_to_end_id and
+// amount is a silent duplicate: creditedBefore compares only the amount for
+// the API Pix format. The PSP's record says the money went to another key
+// than the account we credited, and nothing alerts.
+func TestCatchUpOtherKeyAfterCreditIsASilentDuplicate(t *testing.T) {
+	t.Skip("known: a credited row is compared by amount only for the API Pix format (creditedBefore): another chave or txid listed under the same end_to_end_id is a silent duplicate")
+	r := newCatchUpRig(t)
+	ctx := context.Background()
+	_, err := r.store.CreateAccount(ctx, db.NewAccount{ID: "acc-other", OwnerName: "O"})
+	require.NoError(t, err)
+	_, err = r.store.CreatePixKey(ctx, db.NewPixKey{Key: "other@example.com", KeyType: "email", AccountID: "acc-other"})
+	require.NoError(t, err)
+	id := catchUpID(20)
+	_, err = r.store.ReceiveBatch(ctx, []pix.Notification{{EndToEndID: id, Source: pix.SourceAPIPix, PixKey: "catchup@example.com",
+		AmountCents: 300, PSP: "psp-a", Payload: json.RawMessage(`{}`)}})
+	require.NoError(t, err)
+	r.psp.add(listedPix{id: id, key: "other@example.com", cents: 300, at: r.now.Add(-time.Minute)})
+
+	// Pending: the other key is a mismatch, as documented.
+	w := r.begin()
+	counts, err := r.list(w)
+	require.NoError(t, err)
+	require.Equal(t, 1, counts.Mismatched, "pending row: visible")
+
+	// Credited (to acc-catchup, through catchup@example.com).
+	out, err := r.store.Credit(ctx, id, 1, 1)
+	require.NoError(t, err)
+	require.True(t, out.Credited)
+	counts, err = r.list(w)
+	require.NoError(t, err)
+	require.Equal(t, 1, counts.Mismatched,
+		"credited row: the PSP's record names another key (another account) for the same end_to_end_id; got %+v (a duplicate, no alert)", counts)
+}
+
+// 4. A PIX a native webhook told us of (source 'native', account named),
+// listed by the catch-up (source 'api_pix', key named) while its row is
+// pending or failed, is a payload mismatch: the critical
+// PixPSPRecordMismatch ("what was credited may be wrong. A human must look,
+// now."), at every run for PSP_CATCHUP_OVERLAP, for the very same PIX
+// (same amount, its key names the same account). Once credited the same
+// listing is a duplicate: the answer depends on timing, not on the PIX.
+func TestCatchUpNativePIXListedIsACriticalMismatch(t *testing.T) {
+	t.Skip("known: a PIX a native webhook stored (source native, account) listed by the catch-up (source api_pix, key) is a payload mismatch while the row is pending or failed, a duplicate once credited")
+	r := newCatchUpRig(t)
+	ctx := context.Background()
+	id := catchUpID(30)
+	_, err := r.store.Receive(ctx, pix.Notification{EndToEndID: id, Source: pix.SourceNative, AccountID: "acc-catchup",
+		AmountCents: 400, PSP: "psp-a", Payload: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	r.psp.add(listedPix{id: id, key: "catchup@example.com", cents: 400, at: r.now.Add(-time.Minute)})
+	counts, err := r.list(r.begin())
+	require.NoError(t, err)
+	require.Zero(t, counts.Mismatched, "the same PIX (amount, and a key of the very account named) alerts critical: %+v", counts)
+}
+
+// 5. Each listing of a failed PIX re-drives it, "as by a PSP's
+// redelivery". A PSP redelivers only what we did not acknowledge; the
+// catch-up lists every PIX again at every run for PSP_CATCHUP_OVERLAP (10
+// runs at the defaults). A PIX that fails at once (a closed account, an
+// unknown account or key: 5 attempts in ~15 s) is re-driven, fails again,
+// writes another pix.credit.failed event and counts another
+// pix_credit_failures_total, at every run; the first run (24 h lookback)
+// re-drives every failed PIX of the last day at once.
+func TestCatchUpFailedPIXReDrivenAtEveryRun(t *testing.T) {
+	r := newCatchUpRig(t)
+	ctx := context.Background()
+	id := catchUpID(40)
+	_, err := r.store.ReceiveBatch(ctx, []pix.Notification{{EndToEndID: id, Source: pix.SourceAPIPix, PixKey: "nobody@example.com",
+		AmountCents: 500, PSP: "psp-a", Payload: json.RawMessage(`{}`)}})
+	require.NoError(t, err)
+	fail := func(drive int) {
+		out, err := r.store.MarkFailed(ctx, id, drive, 5, "PixKeyNotFound: nobody@example.com")
+		require.NoError(t, err)
+		require.True(t, out.Marked)
+	}
+	fail(1)
+	r.psp.add(listedPix{id: id, key: "nobody@example.com", cents: 500, at: r.now.Add(-30 * time.Second)})
+	_, err = r.store.AdvanceCatchUp(ctx, nil, r.now.Add(-time.Minute))
+	require.NoError(t, err)
+
+	var drive int
+	for m := 1; m <= 10; m++ {
+		r.now = catchUpNow.Add(time.Duration(m) * time.Minute)
+		r.scheduledRun()
+		require.NoError(t, r.store.Pool().QueryRow(ctx, "SELECT drive FROM inbox_messages WHERE end_to_end_id = $1", id).Scan(&drive))
+		if st, _ := r.store.GetCredit(ctx, id); st.Status == pix.StatusPending {
+			fail(drive) // its new run fails again within the minute
+		}
+	}
+	var events int
+	require.NoError(t, r.store.Pool().QueryRow(ctx,
+		"SELECT count(*) FROM outbox_events WHERE aggregate_id = $1 AND event_type = 'pix.credit.failed'", id).Scan(&events))
+	require.LessOrEqual(t, drive, 2, "one failed PIX re-driven %d times by 10 listings; %d pix.credit.failed events for it", drive-1, events)
+}
+
+// 6. The catch-up lists up to the very second it runs. A PIX of a charge
+// whose webhook is merely a second or two behind the run is stored by the
+// catch-up first: psp='catchup', pix_psp_catchup_found_total{txid="true"}
+// +1, and PixPSPWebhooksLost fires ("its webhooks are being lost"), then the
+// webhook arrives as a duplicate. With a 1 min interval, webhook latency L
+// gives about L/60 of every charge's PIX: under load the alert never
+// clears.
+func TestCatchUpWebhookASecondLateCountsAsLost(t *testing.T) {
+	r := newCatchUpRig(t)
+	ctx := context.Background()
+	id := catchUpID(50)
+	r.acts.Grace = time.Minute // PSP_CATCHUP_GRACE's default
+	r.psp.add(listedPix{id: id, key: "catchup@example.com", txid: "cob123", cents: 900, at: r.now.Add(-time.Second)})
+	r.scheduledRun()
+	// The PSP's webhook, 2 s after the PIX.
+	rs, err := r.store.ReceiveBatch(ctx, []pix.Notification{{EndToEndID: id, Source: pix.SourceAPIPix, PixKey: "catchup@example.com", TxID: "cob123",
+		AmountCents: 900, PSP: "psp-a", Payload: json.RawMessage(`{}`)}})
+	require.NoError(t, err)
+	require.False(t, rs[0].Duplicate, "the window ended a grace before now: the webhook stores it first")
+	name, _, _ := r.row(id)
+	require.Zero(t, r.counter("pix_psp_catchup_found_total", "txid", "true"),
+		"a webhook 2 s late counted as lost (row psp=%q): PixPSPWebhooksLost fires", name)
+	// The next run lists the grace it left (it starts at End - overlap): a duplicate.
+	r.now = r.now.Add(time.Minute)
+	require.Equal(t, 1, r.scheduledRun().Duplicate, "the next run lists it")
+}
+
+// endlessPSP says there are always more pages, each empty.
+type endlessPSP struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (e *endlessPSP) ListReceived(_ context.Context, q psp.ReceivedQuery) (psp.ReceivedPage, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls++
+	if e.calls > 200 { // the test's own stop: the activity never stops by itself
+		return psp.ReceivedPage{}, &psp.RequestError{StatusCode: 400, Code: "stop", Message: "test stop"}
+	}
+	return psp.ReceivedPage{Page: q.Page, Pages: 1 << 30, TotalItems: 0}, nil
+}
+
+// 7. quantidadeDePaginas is believed whatever the page says: a PSP (or a
+// proxy's bug) that answers quantidadeDePaginas 2^30 with no items and
+// quantidadeTotalDeItens 0 keeps one activity listing empty pages for its
+// 2 h start-to-close, 10 attempts (each resumes from its heartbeat), ~20 h
+// during which the Schedule (overlap SKIP) starts no other run; then the
+// next run starts again from page 0.
+func TestCatchUpEndlessEmptyPages(t *testing.T) {
+	r := newCatchUpRig(t)
+	e := &endlessPSP{}
+	r.acts.PSP = e
+	_, err := r.list(r.begin())
+	require.NoError(t, err, "after %d empty pages, with quantidadeTotalDeItens 0", e.calls)
+	require.LessOrEqual(t, e.calls, 2, "pages asked although the PSP said it has 0 PIX")
+}
+
+// 8. AdvanceCatchUp is not idempotent: a retry of it whose first try
+// committed (its answer lost, a worker gone after the commit) finds the
+// covered end at w.End, not at w.CoveredFrom, and answers moved=false, logs
+// "another run covered it" at WARN, and leaves this worker's gauge where it
+// was. The window is right; the run's result and log say otherwise.
+func TestCatchUpRetriedAdvanceSaysNotMoved(t *testing.T) {
+	r := newCatchUpRig(t)
+	_, err := r.store.AdvanceCatchUp(context.Background(), nil, r.now)
+	require.NoError(t, err)
+	r.now = r.now.Add(time.Minute)
+	w := r.begin()
+	require.True(t, r.advance(w))
+	require.True(t, r.advance(w), "the same advance again (a retried activity whose first try committed): the window is at w.End, yet moved=false and a WARN")
+}
