@@ -20,7 +20,7 @@ import (
 var refundSQL struct {
 	CreditAccount, LockCredit, RefundedCents, DebitRefund, GetRefund, LockRefund, RefundsOf,
 	MarkRequested, MarkReturned, Reverse, NoteOutcomes, ClaimDue, MarkDispatched, DeferDispatch,
-	Contradictions, OverCredit, OldestOpenAge, MarkAsked, RefusalStands string
+	Contradictions, OverCredit, OldestOpenAge, MarkAsked, RefusalStands, MarkRefused, StandingRefusal string
 }
 
 func init() { bindQueries("refunds.sql", &refundSQL) }
@@ -178,6 +178,35 @@ func (s *Store) MarkRefundAsked(ctx context.Context, id string) (first bool, err
 		return false, classify(fmt.Errorf("mark refund asked: %w", err))
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// MarkRefundRefused records that the PSP refused the devolução and holds no
+// record of it (its first refusal and reason kept), only while nothing
+// says the PSP took it (no rtr_id, no notice: as ReverseRefund checks the
+// refusal under the lock). recorded is false, with nothing changed, when
+// something does: the refusal no longer stands.
+func (s *Store) MarkRefundRefused(ctx context.Context, id, reason string) (recorded bool, err error) {
+	tag, err := s.pool.Exec(ctx, refundSQL.MarkRefused, id, reason)
+	if err != nil {
+		return false, classify(fmt.Errorf("mark refund refused: %w", err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// StandingRefusal returns the PSP's refusal of the devolução that
+// MarkRefundRefused recorded, and whether it still stands (nothing says
+// the PSP took the devolução since): then a new run looks at the PSP's
+// record again rather than asking again. pix.ErrRefundNotFound when there
+// is no such refund.
+func (s *Store) StandingRefusal(ctx context.Context, id string) (reason string, stands bool, err error) {
+	err = s.pool.QueryRow(ctx, refundSQL.StandingRefusal, id).Scan(&reason, &stands)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", false, pix.ErrRefundNotFound
+	case err != nil:
+		return "", false, classify(fmt.Errorf("read refund refusal: %w", err))
+	}
+	return reason, stands, nil
 }
 
 // ReverseRefund compensates a devolução the PSP did not make: credits the

@@ -312,3 +312,51 @@ func TestReversalOnARefusalIsCheckedUnderTheLock(t *testing.T) {
 	require.EqualValues(t, 10_000-2_000, balance(t, s, "acc-1"), "only the untouched one came back")
 	requireBalanced(t, s)
 }
+
+// The PSP's refusal is recorded, and stands, only while nothing says the
+// PSP took the devolução (no rtr_id, no notice): the same fence as the
+// reversal's on it. The first refusal's reason is kept.
+func TestRefundRefusalRecordedWhileItStands(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+
+	refused, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	_, stands, err := s.StandingRefusal(ctx, refused.ID)
+	require.NoError(t, err)
+	require.False(t, stands, "no refusal recorded yet")
+	recorded, err := s.MarkRefundRefused(ctx, refused.ID, "PixDevolucaoInvalida: fora do prazo")
+	require.NoError(t, err)
+	require.True(t, recorded)
+	recorded, err = s.MarkRefundRefused(ctx, refused.ID, "another")
+	require.NoError(t, err)
+	require.True(t, recorded)
+	reason, stands, err := s.StandingRefusal(ctx, refused.ID)
+	require.NoError(t, err)
+	require.True(t, stands)
+	require.Equal(t, "PixDevolucaoInvalida: fora do prazo", reason, "the first refusal kept")
+
+	// A notice since: the refusal no longer stands.
+	_, err = s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: refused.ID, EndToEndID: e2e, Status: "DEVOLVIDO"}})
+	require.NoError(t, err)
+	_, stands, err = s.StandingRefusal(ctx, refused.ID)
+	require.NoError(t, err)
+	require.False(t, stands)
+
+	// An rtr_id first: never recorded.
+	taken, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	_, err = s.MarkRefundRequested(ctx, taken.ID, "D12345678202611291200000000000009")
+	require.NoError(t, err)
+	recorded, err = s.MarkRefundRefused(ctx, taken.ID, "refused")
+	require.NoError(t, err)
+	require.False(t, recorded, "the psp took it: the refusal does not stand")
+	_, stands, err = s.StandingRefusal(ctx, taken.ID)
+	require.NoError(t, err)
+	require.False(t, stands)
+
+	_, _, err = s.StandingRefusal(ctx, pix.NewRefundID())
+	require.ErrorIs(t, err, pix.ErrRefundNotFound)
+}

@@ -222,3 +222,17 @@ WHERE id = $1 AND psp_asked_at IS NULL
 -- answer of the PSP recorded, no notice of it), and it was sent once.
 SELECT status = 'debited' AND rtr_id IS NULL AND psp_notice IS NULL AND notices = 0
 FROM pix_refunds WHERE id = $1
+
+-- name: MarkRefused
+-- The PSP refused the devolução and holds no record of it: recorded (the
+-- first refusal and its reason kept) only while nothing says the PSP took
+-- it, as RefusalStands reads it. $1 id, $2 the PSP's refusal.
+UPDATE pix_refunds SET psp_refused_at = COALESCE(psp_refused_at, clock_timestamp()), psp_refusal = COALESCE(psp_refusal, $2)
+WHERE id = $1 AND status = 'debited' AND rtr_id IS NULL AND psp_notice IS NULL AND notices = 0
+
+-- name: StandingRefusal
+-- The PSP's recorded refusal of the devolução, and whether it still stands
+-- (as RefusalStands): only then does a run go straight to its second look.
+SELECT COALESCE(psp_refusal, ''),
+       psp_refused_at IS NOT NULL AND status = 'debited' AND rtr_id IS NULL AND psp_notice IS NULL AND notices = 0
+FROM pix_refunds WHERE id = $1
