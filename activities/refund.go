@@ -45,6 +45,8 @@ type RefundStore interface {
 	MarkRefundReturned(ctx context.Context, id, rtrID string) (pix.Refund, error)
 	ReverseRefund(ctx context.Context, id, reason string, refused bool) (pix.Refund, error)
 	MarkRefundAsked(ctx context.Context, id string) (first bool, err error)
+	MarkRefundRefused(ctx context.Context, id, reason string) (recorded bool, err error)
+	StandingRefusal(ctx context.Context, id string) (reason string, stands bool, err error)
 }
 
 // Refunds are the activities of the refund saga (devolução), with what
@@ -67,10 +69,12 @@ type RefundRef struct {
 }
 
 // RefundRefusedByPSP is RefundState.Status when the PSP refused the
-// devolução itself (the spec's 400 PixDevolucaoInvalida to the refund's
-// first PUT ever, at its first attempt: psp.AnswerRefundRefused) and holds
-// no record of it: nothing was made. The saga reverses the debit
-// after a quiet period, once a second look still finds no record.
+// devolução itself (the spec's 400 PixDevolucaoInvalida to the first PUT of
+// the refund that ever reached it: psp.AnswerRefundRefused) and holds no
+// record of it: nothing was made. The saga reverses the debit after a
+// quiet period, once a second look still finds no record. The refusal is
+// recorded (MarkRefundRefused): a later run, while it stands, goes
+// straight to that second look.
 const RefundRefusedByPSP = "RECUSADA"
 
 // RefundState is where the PSP says a devolução stands (Status is a
@@ -115,9 +119,10 @@ func pspRefund(r pix.Refund) psp.RefundRequest {
 //     decides, on any attempt, since the same problem answers a retried PUT
 //     whose first one made the devolução and lost its answer (the id is
 //     already used): our devolução there is followed as accepted; no
-//     record is RECUSADA only on the refund's first ask ever (see
-//     neverAccepted), else the refusal needs a human (counted, retried,
-//     never reversed);
+//     record is RECUSADA only when this PUT is the first of the refund
+//     that ever reached the PSP (see neverAccepted; recorded, see
+//     RefundRefusedByPSP), else the refusal needs a human (counted,
+//     retried, never reversed);
 //   - a refused request (credentials, the token endpoint refusing our
 //     client, a malformed request, a 409: our id is another devolução's):
 //     PSPRequestRefused, counted, retried, never a reason to reverse;
@@ -130,13 +135,37 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 	if r.Final() {
 		return RefundState{RefundID: r.ID, Status: r.Status, AlreadyFinal: true}, nil
 	}
-	// Recorded before the PUT, committed: once any PUT may have reached the
-	// PSP, a refusal can no longer prove that the PSP never took it.
-	firstAsk, err := a.Store.MarkRefundAsked(ctx, r.ID)
+	reason, refused, err := a.Store.StandingRefusal(ctx, r.ID)
 	if err != nil {
 		return RefundState{}, kindError(err)
 	}
-	res, err := a.PSP.RequestRefund(ctx, pspRefund(r))
+	if refused {
+		// An earlier run (or attempt) decided RECUSADA and failed before
+		// its second look ended: a new PUT would be refused again and,
+		// no longer the first ask, never reversed. Straight to the look.
+		log.WarnContext(ctx, "the psp refused the devolução before and nothing says it took it since: looking at its record again, not asking again", "reason", reason)
+		return RefundState{RefundID: r.ID, Status: RefundRefusedByPSP, Reason: reason}, nil
+	}
+	// The ask is recorded, committed, just before the PUT is handed to the
+	// network with its token: once any PUT may have reached the PSP, a
+	// refusal can no longer prove that the PSP never took it. An attempt
+	// that sent nothing (the token endpoint refusing us or down) spends
+	// nothing.
+	var firstAsk, asked bool
+	var askErr error
+	sendCtx := psp.BeforeSend(ctx, func(ctx context.Context) error {
+		if !asked {
+			if firstAsk, askErr = a.Store.MarkRefundAsked(ctx, r.ID); askErr != nil {
+				return askErr
+			}
+			asked = true
+		}
+		return nil
+	})
+	res, err := a.PSP.RequestRefund(sendCtx, pspRefund(r))
+	if askErr != nil {
+		return RefundState{}, kindError(askErr)
+	}
 	refusal := err
 	switch psp.Classify(err) {
 	case psp.AnswerResult:
@@ -163,13 +192,24 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 			return RefundState{}, err
 		}
 		if !found {
-			if !firstAsk || !neverAccepted(ctx, r) {
+			if !firstAsk || !neverAccepted(r) {
 				// A PUT may have reached the PSP before: its record may yet
 				// appear. Never reversed on this answer; a human looks.
 				return RefundState{}, pspRequestRefused(ctx, a.Metrics, log, refusal, refundStaysOpen)
 			}
+			reason := refusalReason(refusal)
+			recorded, err := a.Store.MarkRefundRefused(ctx, r.ID, reason)
+			if err != nil {
+				return RefundState{}, kindError(err)
+			}
+			if !recorded {
+				// Something says the PSP took it since (an rtr_id, a
+				// notice): the next attempt follows the PSP.
+				return RefundState{}, temporal.NewNonRetryableApplicationError(
+					"not refused: the psp took the devolução since (a record or a notice of it)", ErrTypeReversalUnconfirmed, nil)
+			}
 			log.WarnContext(ctx, "psp refused the devolução and holds no record of it", "error", refusal)
-			return RefundState{RefundID: r.ID, Status: RefundRefusedByPSP, Reason: refusalReason(refusal)}, nil
+			return RefundState{RefundID: r.ID, Status: RefundRefusedByPSP, Reason: reason}, nil
 		}
 		log.InfoContext(ctx, "psp refused the PUT but holds our devolução (an earlier PUT made it): its record is followed", "error", refusal)
 	case psp.AnswerRequestRefused, psp.AnswerAlreadySubmitted:
@@ -219,13 +259,14 @@ func (a *Refunds) recordIfAny(ctx context.Context, log *slog.Logger, r pix.Refun
 }
 
 // neverAccepted reports whether nothing says the PSP ever took r: our row
-// is still debited with no rtr_id (no answer of the PSP was ever recorded),
-// and this is the activity's first attempt (an earlier one may have reached
-// the PSP and lost its answer). With the first ask of the refund ever
-// (MarkRefundAsked: no earlier run's PUT either), only then may a refusal
-// lead, after a second look, to a reversal; otherwise it needs a human.
-func neverAccepted(ctx context.Context, r pix.Refund) bool {
-	return r.Status == pix.RefundDebited && r.RtrID == nil && activity.GetInfo(ctx).Attempt == 1
+// is still debited with no rtr_id (no answer of the PSP was ever
+// recorded). With the first ask of the refund ever (MarkRefundAsked, run
+// just before a PUT is handed to the network: no earlier attempt's or
+// run's PUT may have reached the PSP and lost its answer), only then may a
+// refusal lead, after a second look, to a reversal; otherwise it needs a
+// human.
+func neverAccepted(r pix.Refund) bool {
+	return r.Status == pix.RefundDebited && r.RtrID == nil
 }
 
 // refusalReason is what the PSP said when it refused, bounded: the problem

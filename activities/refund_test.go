@@ -2,6 +2,7 @@ package activities_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,9 +26,10 @@ import (
 type memRefunds struct {
 	mu       sync.Mutex
 	r        pix.Refund
-	asked    bool // MarkRefundAsked was called
-	noticed  bool // a PSP notice was recorded on the refund
-	reversed int  // ReverseRefund calls that reversed
+	asked    bool    // MarkRefundAsked was called
+	refusal  *string // MarkRefundRefused recorded it
+	noticed  bool    // a PSP notice was recorded on the refund
+	reversed int     // ReverseRefund calls that reversed
 	calls    []string
 }
 
@@ -37,6 +39,32 @@ func (m *memRefunds) MarkRefundAsked(context.Context, string) (bool, error) {
 	first := !m.asked
 	m.asked = true
 	return first, nil
+}
+
+// refusalStands is db's RefusalStands: nothing says the PSP took it.
+func (m *memRefunds) refusalStands() bool {
+	return m.r.Status == pix.RefundDebited && m.r.RtrID == nil && !m.noticed
+}
+
+func (m *memRefunds) MarkRefundRefused(_ context.Context, _ string, reason string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.refusalStands() {
+		return false, nil
+	}
+	if m.refusal == nil {
+		m.refusal = &reason
+	}
+	return true, nil
+}
+
+func (m *memRefunds) StandingRefusal(context.Context, string) (string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.refusal == nil || !m.refusalStands() {
+		return "", false, nil
+	}
+	return *m.refusal, true, nil
 }
 
 func (m *memRefunds) GetRefund(_ context.Context, id string) (pix.Refund, error) {
@@ -82,7 +110,7 @@ func (m *memRefunds) ReverseRefund(_ context.Context, _ string, reason string, r
 	case pix.RefundReturned:
 		return m.r, pix.ErrRefundFinal
 	}
-	if refused && (m.r.Status != pix.RefundDebited || m.r.RtrID != nil || m.noticed) {
+	if refused && !m.refusalStands() {
 		return m.r, pix.ErrRefundFinal // the refusal no longer stands (as db checks under the lock)
 	}
 	m.r.Status, m.r.FailureReason = pix.RefundReversed, &reason
@@ -128,8 +156,17 @@ func (p *scriptedRefundPSP) next(kind string, script []refundAnswer, r psp.Refun
 		Status: a.status, Reason: a.reason, RequestedAt: time.Now()}, nil
 }
 
-func (p *scriptedRefundPSP) RequestRefund(_ context.Context, r psp.RefundRequest) (psp.RefundResult, error) {
-	return p.next("put", p.puts, r)
+// RequestRefund sends the PUT (psp.Sending), unless its scripted answer is
+// the token endpoint's (nothing sent).
+func (p *scriptedRefundPSP) RequestRefund(ctx context.Context, r psp.RefundRequest) (psp.RefundResult, error) {
+	res, err := p.next("put", p.puts, r)
+	var tokenErr *psp.TokenError
+	if !errors.As(err, &tokenErr) {
+		if err := psp.Sending(ctx); err != nil {
+			return psp.RefundResult{}, err
+		}
+	}
+	return res, err
 }
 
 func (p *scriptedRefundPSP) RefundStatus(_ context.Context, e2e, id string) (psp.RefundResult, error) {
