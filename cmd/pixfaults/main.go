@@ -6,7 +6,11 @@
 // from internal/tooling/load, bounded in time, on loopback only. Cases 1-7 send
 // webhooks; cases 8-14 send outgoing PIX too, with some Pix keys turned
 // against the bank at the PSP; cases 15-20 send refunds (devoluções) of the
-// PIX credited, with some PIX's devoluções turned against the bank. After
+// PIX credited, with some PIX's devoluções turned against the bank; cases
+// 21-23 fault the PSP's security and its own record: its OAuth 2.0 token
+// endpoint down, its webhooks dropped (the catch-up must credit their
+// PIX), our client secret wrong then right. The worker meets the
+// simulator as a real PSP (OAuth 2.0, mutual TLS), in every case. After
 // each case the invariants are checked in the database, against the PSP's
 // records and against what a durable JetStream consumer received, and the
 // recovery time is reported: from the moment the fault was healed to the
@@ -93,10 +97,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		s.transferRate, s.pspDown, s.natsDown, s.faultFor, s.settleSlow, s.backlogFor = 3, 5*time.Second, 5*time.Second, 4*time.Second, 4*time.Second, 3*time.Second
 		s.transferDrain, s.eventDrain = 90*time.Second, time.Minute
 		s.refundRate, s.refundDrain, s.smoke = 3, 2*time.Minute, true
-		// The token endpoint down 15 s: a token serves 5 s (pspTokenUsable),
-		// so 8 s of it have no token at all. The webhooks dropped 15 s:
-		// three catch-up runs fall in it, two after.
-		s.tokenDown, s.webhookDrop, s.secretWrongFor = 15*time.Second, 15*time.Second, 8*time.Second
+		// The token endpoint down 20 s: a token serves 10 s
+		// (pspTokenUsable), so the last 6 s have no token at all (see
+		// noTokenWindow). The webhooks dropped 15 s: three catch-up runs
+		// fall in it.
+		s.tokenDown, s.webhookDrop, s.secretWrongFor = 20*time.Second, 15*time.Second, 8*time.Second
 	}
 	for _, v := range []string{"PIXD", "TEMPORAL_CLI", "DATABASE_URL", "PIX_FAULTS_PG_STOP", "PIX_FAULTS_PG_START"} {
 		if os.Getenv(v) == "" {

@@ -52,12 +52,15 @@ func countsText(m map[string]int64) string {
 }
 
 func (o outcome) errorsText() string {
-	t := countsText(o.errors)
+	if !o.outgoing && !o.refundCase {
+		return countsText(o.errors)
+	}
+	t := "webhooks " + countsText(o.errors)
 	if o.outgoing {
-		t = "webhooks " + t + "; POST /pix " + countsText(o.transferErrors)
+		t += "; POST /pix " + countsText(o.transferErrors)
 	}
 	if o.refundCase {
-		t = "webhooks " + t + "; refunds " + countsText(o.refundErrors)
+		t += "; refunds " + countsText(o.refundErrors)
 	}
 	return t
 }

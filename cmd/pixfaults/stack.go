@@ -195,13 +195,13 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 }
 
 // The stack's PSP security: our client id at the simulator; its tokens'
-// lifetime, longer than the PSP client's early renewal (30 s before
-// expires_in), so that a token serves 5 s and is then renewed, in every
-// case; the catch-up's period; the PSP name of the simulator's webhooks
+// lifetime, short, so that tokens are renewed all through every case (the
+// PSP client renews one half-way through so short a lifetime:
+// pspTokenUsable); the catch-up's period; the PSP name of the simulator's webhooks
 // (WEBHOOK_MTLS_PSPS, the inbox rows' psp).
 const (
 	pspClientID        = "pix-bank"
-	pspTokenLifetime   = 35 * time.Second
+	pspTokenLifetime   = 20 * time.Second
 	pspCatchUpInterval = 5 * time.Second
 	pspWebhooksPSP     = "pspsim"
 )
