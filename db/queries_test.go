@@ -40,8 +40,9 @@ func oneLine(sql string) string {
 // A redelivery of a failed PIX re-drives it as RedriveFailed does: Receive
 // writes RedriveFailed's SET list again, as CASEs on the row's status (an
 // ON CONFLICT branch can't run another statement), and this keeps the two
-// alike.
+// alike. A listing of the PSP catch-up ($11) never re-drives.
 func TestReceiveRedrivesAsRedriveFailedDoes(t *testing.T) {
+	const failedDelivery = "CASE WHEN inbox_messages.status = 'failed' AND NOT $11::boolean"
 	redrive := oneLine(creditSQL.RedriveFailed)
 	_, set, ok := strings.Cut(redrive, " SET ")
 	require.True(t, ok)
@@ -54,10 +55,12 @@ func TestReceiveRedrivesAsRedriveFailedDoes(t *testing.T) {
 		column, value, ok := strings.Cut(a, " = ")
 		require.True(t, ok, a)
 		value = strings.ReplaceAll(value, "m.", "inbox_messages.")
-		want := fmt.Sprintf("%s = CASE WHEN inbox_messages.status = 'failed' THEN %s ELSE inbox_messages.%s END", column, value, column)
+		want := fmt.Sprintf("%s = %s THEN %s ELSE inbox_messages.%s END", column, failedDelivery, value, column)
 		require.Contains(t, receive, want, "Receive re-drives a failed row as RedriveFailed does")
 	}
 	require.Equal(t, len(assignments), strings.Count(receive, "CASE WHEN inbox_messages.status = 'failed'"),
+		"every re-drive CASE spares a listing")
+	require.Equal(t, len(assignments), strings.Count(receive, failedDelivery),
 		"Receive's re-drive sets what RedriveFailed's does, no more")
 }
 
