@@ -29,7 +29,7 @@ func forgetMigrations(t *testing.T, s *db.Store, version int, undo string) {
 const undo0012 = `ALTER TABLE pix_refunds DROP COLUMN psp_asked_at; DROP INDEX inbox_messages_pending_received_idx;
 	ALTER TABLE inbox_messages DROP COLUMN traceparent; ALTER TABLE pix_transfers DROP COLUMN traceparent;
 	ALTER TABLE pix_refunds DROP COLUMN traceparent; ALTER TABLE outbox_events DROP COLUMN traceparent;
-	DROP TABLE psp_catchup`
+	DROP TABLE psp_catchup; ALTER TABLE pix_refunds DROP COLUMN psp_refused_at, DROP COLUMN psp_refusal`
 
 // Found by the fourth attack review: psp_asked_at was once appended to the
 // committed migration 0011, so a database that had applied 0011 before
@@ -48,7 +48,8 @@ func TestDatabaseWithoutPSPAskedAtGetsIt(t *testing.T) {
 
 	applied, err := db.Migrate(ctx, s.Pool())
 	require.NoError(t, err)
-	require.Equal(t, []string{"0012_refund_psp_asked_at.sql", "0013_inbox_oldest_pending_index.sql", "0014_trace_context.sql", "0015_psp_catchup.sql"}, applied)
+	require.Equal(t, []string{"0012_refund_psp_asked_at.sql", "0013_inbox_oldest_pending_index.sql", "0014_trace_context.sql", "0015_psp_catchup.sql",
+		"0016_refund_psp_refusal.sql"}, applied)
 	_, err = s.MarkRefundAsked(ctx, r.ID)
 	require.NoError(t, err, "the saga's first statement runs")
 }
