@@ -135,9 +135,12 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		// Small rounds: a relay killed while it drains a backlog dies
 		// between publishing a round and marking it, not after.
 		"OUTBOX_BATCH_SIZE=20",
-		// The catch-up lists the PSP's record often: a PIX whose webhook
-		// was dropped is credited within a case (case 22 measures it).
+		// The catch-up lists the PSP's record often, up to 2 s ago (not a
+		// minute: a webhook arrives within milliseconds here): a PIX whose
+		// webhook was dropped is credited within a case, in two intervals
+		// (case 22 measures it).
 		"PSP_CATCHUP_INTERVAL=" + pspCatchUpInterval.String(),
+		"PSP_CATCHUP_GRACE=" + pspCatchUpGrace.String(),
 	}
 	env = append(env, cred.env(st.psp.apiURL)...)
 	env = append(env, issuer.APIEnv()...)
@@ -197,12 +200,13 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 // The stack's PSP security: our client id at the simulator; its tokens'
 // lifetime, short, so that tokens are renewed all through every case (the
 // PSP client renews one half-way through so short a lifetime:
-// pspTokenUsable); the catch-up's period; the PSP name of the simulator's webhooks
+// pspTokenUsable); the catch-up's period and grace; the PSP name of the simulator's webhooks
 // (WEBHOOK_MTLS_PSPS, the inbox rows' psp).
 const (
 	pspClientID        = "pix-bank"
 	pspTokenLifetime   = 20 * time.Second
 	pspCatchUpInterval = 5 * time.Second
+	pspCatchUpGrace    = 2 * time.Second
 	pspWebhooksPSP     = "pspsim"
 )
 
