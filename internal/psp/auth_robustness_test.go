@@ -203,12 +203,12 @@ func TestSpansHoldNoSecret(t *testing.T) {
 	for _, s := range recorder.Ended() {
 		all := s.Name() + " " + s.Status().Description
 		for _, kv := range s.Attributes() {
-			all += fmt.Sprintf(" %s=%s", kv.Key, kv.Value.Emit())
+			all += fmt.Sprintf(" %s=%s", kv.Key, kv.Value.String())
 		}
 		for _, e := range s.Events() {
 			all += " event:" + e.Name
 			for _, kv := range e.Attributes {
-				all += fmt.Sprintf(" %s=%s", kv.Key, kv.Value.Emit())
+				all += fmt.Sprintf(" %s=%s", kv.Key, kv.Value.String())
 			}
 		}
 		require.NotContains(t, all, tok)
