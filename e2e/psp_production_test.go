@@ -283,8 +283,8 @@ func (s *stack) keyOf(account string) string {
 	return key
 }
 
-// horarioAgo is a PIX's horario d ago: a PIX the PSP made a little before
-// it is listed (the catch-up's window ends at a whole second).
+// horarioAgo is a PIX's horario d ago: the catch-up lists the PSP's
+// record up to PSP_CATCHUP_GRACE (1m) before now.
 func horarioAgo(d time.Duration) string {
 	return time.Now().Add(-d).UTC().Format(time.RFC3339Nano)
 }
@@ -391,9 +391,9 @@ func TestProductionPSP(t *testing.T) {
 		noTxid, neverSent := pixID(), pixID()
 		silentKey := s.keyOf("acc-prod-charge")
 		require.NoError(t, s.psp.SetWebhookBehavior(silentKey, pspsim.WebhookBehavior{Mode: pspsim.WebhookModeNever}))
-		s.receive(map[string]any{"endToEndId": noTxid, "chave": s.keyOf("acc-prod-catchup"), "valor": "20.00", "horario": horarioAgo(time.Minute)})
+		s.receive(map[string]any{"endToEndId": noTxid, "chave": s.keyOf("acc-prod-catchup"), "valor": "20.00", "horario": horarioAgo(5 * time.Minute)})
 		s.receive(map[string]any{"endToEndId": neverSent, "txid": s.chargeOf("acc-prod-charge", 3_050), "chave": silentKey,
-			"valor": "30.50", "horario": horarioAgo(time.Minute)})
+			"valor": "30.50", "horario": horarioAgo(5 * time.Minute)})
 		foundBefore := s.total("pix_psp_catchup_found_total")
 
 		first := s.runCatchUp()

@@ -91,9 +91,6 @@ type stack struct {
 	pspClock *simClock
 	// natsURL is the stack's NATS (embedded, with JetStream).
 	natsURL string
-	// prod is the production set-up of a stack from newProductionStack
-	// (psp_production_test.go), nil for the others.
-	prod *productionPSP
 	// logs are the service's log lines.
 	logs *syncBuffer
 
@@ -222,7 +219,7 @@ func startStack(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tun
 		}
 		return a.ServeAPI(gctx, ln)
 	})
-	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, pspClock: clock, natsURL: cfg.NATSURL, logs: logs, prod: prod}
+	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, pspClock: clock, natsURL: cfg.NATSURL, logs: logs}
 	s.startWorker()
 	t.Cleanup(func() {
 		// Connections the client dialed but never used would hold the
