@@ -85,6 +85,10 @@ if [ -z "${PSP_URL:-}" ]; then
 	# .bin/temporal schedule delete -s pix-psp-catchup:pix-credit, and
 	# start again, to change it.)
 	export PSP_CATCHUP_INTERVAL="${PSP_CATCHUP_INTERVAL:-10s}"
+	# A listing ends this long before now (production: 1m, so that a webhook
+	# a little late is not counted as lost); locally the demo's PIX shows
+	# within seconds.
+	export PSP_CATCHUP_GRACE="${PSP_CATCHUP_GRACE:-5s}"
 	log "starting the PSP simulator at $PSP_URL (OAuth 2.0 and mutual TLS; control: $sim_control_url; log: .data/pspsim.log)"
 	PSP_SIM_TLS_CERT_FILE="$pki/psp-server.pem" PSP_SIM_TLS_KEY_FILE="$pki/psp-server-key.pem" \
 		PSP_SIM_TLS_CLIENT_CA_FILE="$pki/ca.pem" \

@@ -226,6 +226,7 @@ func TestDemoAgainstTheServiceAsMakeRunRunsIt(t *testing.T) {
 		"TLS_CLIENT_CA_FILE":     file(devpki.CAFile),
 		"WEBHOOK_MTLS_PSPS":      devpki.PSPClientName + "=" + devpki.PSPClientName + ";" + devpki.DemoClientName + "=" + devpki.DemoClientName,
 		"PSP_CATCHUP_INTERVAL":   "1s",
+		"PSP_CATCHUP_GRACE":      "1s",
 		"DISPATCH_POLL_INTERVAL": "100ms",
 		"OUTBOX_RELAY_ENABLED":   "false",
 		"SHUTDOWN_READYZ_DELAY":  "0s",
