@@ -42,13 +42,21 @@ func refundCases(s settings) []faultCase {
 }
 
 // refundFault turns the fault classes' devoluções to b for s.faultFor,
-// then back to return; it counts the PUTs that met b as fact.
+// then back to return; it counts the PUTs that met b as fact. The refund
+// load picks the PIX it refunds at random among those credited: when no
+// PUT to a fault PIX came within s.faultFor (the smoke run's 4 s, early in
+// a run, now and then), the fault stays until one does, up to 3 times as
+// long, rather than the case proving nothing.
 func refundFault(ctx context.Context, r *caseRun, b pspsim.RefundBehavior, fact string) (time.Time, error) {
 	if err := r.setRefundFaults(ctx, b); err != nil {
 		return time.Now(), err
 	}
 	time.Sleep(r.s.faultFor)
 	n, err := r.refundFaultPUTs(ctx)
+	for deadline := time.Now().Add(3 * r.s.faultFor); err == nil && n == 0 && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		n, err = r.refundFaultPUTs(ctx)
+	}
 	if err != nil {
 		return time.Now(), err
 	}
