@@ -501,6 +501,8 @@ type delivery struct {
 	header http.Header
 	body   []byte
 	psp    string // whose signature matched
+	path   string // newTLSBank's only
+	peer   string // newTLSBank's only: the client certificate's common name
 }
 
 type bank struct {

@@ -45,24 +45,12 @@ func (p pki) cert(t *testing.T, name string, usage x509.ExtKeyUsage) tls.Certifi
 	return c
 }
 
-// tlsBank is the bank's webhook listener over mutual TLS: it takes a
+// newTLSBank is the bank's webhook listener over mutual TLS: it takes a
 // connection only with a client certificate its CA issued, and takes the
-// API Pix's webhook unsigned.
-type tlsBank struct {
-	url        string
-	deliveries chan tlsDelivery
-}
-
-type tlsDelivery struct {
-	path   string
-	header http.Header
-	body   []byte
-	peer   string // the client certificate's common name
-}
-
-func newTLSBank(t *testing.T, p pki) *tlsBank {
+// API Pix's webhook unsigned (its deliveries carry path and peer).
+func newTLSBank(t *testing.T, p pki) *bank {
 	t.Helper()
-	b := &tlsBank{deliveries: make(chan tlsDelivery, 10)}
+	b := &bank{deliveries: make(chan delivery, 10)}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -71,7 +59,7 @@ func newTLSBank(t *testing.T, p pki) *tlsBank {
 		if err := pspspec.ValidateWebhook(body); err != nil {
 			t.Errorf("the simulator's webhook departs from the document: %v", err)
 		}
-		b.deliveries <- tlsDelivery{path: r.URL.Path, header: r.Header.Clone(), body: body, peer: r.TLS.PeerCertificates[0].Subject.CommonName}
+		b.deliveries <- delivery{path: r.URL.Path, header: r.Header.Clone(), body: body, peer: r.TLS.PeerCertificates[0].Subject.CommonName}
 	}))
 	srv.TLS = &tls.Config{
 		Certificates: []tls.Certificate{p.cert(t, "127.0.0.1", x509.ExtKeyUsageServerAuth)},
@@ -84,26 +72,6 @@ func newTLSBank(t *testing.T, p pki) *tlsBank {
 	t.Cleanup(srv.Close)
 	b.url = srv.URL
 	return b
-}
-
-func (b *tlsBank) next(t *testing.T) tlsDelivery {
-	t.Helper()
-	select {
-	case d := <-b.deliveries:
-		return d
-	case <-time.After(5 * time.Second):
-		t.Fatal("no webhook delivered")
-		return tlsDelivery{}
-	}
-}
-
-func (b *tlsBank) none(t *testing.T) {
-	t.Helper()
-	select {
-	case d := <-b.deliveries:
-		t.Fatalf("unexpected webhook: %s", d.body)
-	case <-time.After(300 * time.Millisecond):
-	}
 }
 
 // The API Pix's webhook: registered per key (PUT /webhook/{chave}),
