@@ -300,11 +300,12 @@ func (a *CatchUp) storePage(ctx context.Context, log *slog.Logger, page int, ite
 	for i, raw := range items {
 		n, err := notification.DecodeAPIPixItem(raw, "pix["+strconv.Itoa(i)+"]")
 		if err != nil {
-			seen.add(listedEndToEndID(raw))
+			id := listedEndToEndID(raw)
+			seen.add(id)
 			counts.Refused++
 			a.Found.Rejected(metrics.CatchUpInvalid)
 			log.ErrorContext(ctx, "psp catch-up: a PIX the PSP listed is refused by our decoder; not stored, a human must look",
-				"end_to_end_id", listedEndToEndID(raw), "page", page, "item", i, "error", err)
+				"end_to_end_id", id, "page", page, "item", i, "error", err)
 			continue
 		}
 		seen.add(n.EndToEndID)
@@ -319,21 +320,20 @@ func (a *CatchUp) storePage(ctx context.Context, log *slog.Logger, page int, ite
 	switch {
 	case err == nil:
 	case errors.As(err, &item) && pix.IsRefusal(err):
-		receipts = make([]pix.Receipt, len(ns))
-		stored := ns[:0:0]
+		var stored []pix.Notification
+		receipts = nil
 		for _, n := range ns {
 			r, err := a.Store.Receive(ctx, n)
 			switch {
 			case err == nil:
-				receipts[len(stored)] = r
-				stored = append(stored, n)
+				stored, receipts = append(stored, n), append(receipts, r)
 			case pix.IsRefusal(err):
 				a.rejected(ctx, log, &counts, page, n, err)
 			default:
 				return CatchUpCounts{}, technicalFailure(err)
 			}
 		}
-		ns, receipts = stored, receipts[:len(stored)]
+		ns = stored
 	default:
 		return CatchUpCounts{}, technicalFailure(err)
 	}
