@@ -253,7 +253,7 @@ func (s *listingSeen) count() int { return len(s.ids) + max(s.unnamed, s.passUnn
 // page's quantidadeTotalDeItens.
 func (a *CatchUp) listPages(ctx context.Context, log *slog.Logger, w CatchUpWindow, perPage int, progress *catchUpProgress, seen *listingSeen) (total int, err error) {
 	items := progress.NextPage * perPage // what the pages before held, at most
-	for page := progress.NextPage; ; page++ {
+	for page := progress.NextPage; ; page = progress.NextPage {
 		if page >= MaxCatchUpPages {
 			err := fmt.Errorf("psp catch-up: the window %s..%s has more than %d pages", w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), MaxCatchUpPages)
 			a.Metrics.PSPNeedsAttention(ErrTypePSPListingIncomplete, 0)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/db"
@@ -321,4 +322,25 @@ func TestCatchUpRetriedAdvanceSaysNotMoved(t *testing.T) {
 	w := r.begin()
 	require.True(t, r.advance(w))
 	require.True(t, r.advance(w), "the same advance again (a retried activity whose first try committed): the window is at w.End, yet moved=false and a WARN")
+}
+
+// manyPagesPSP says its window holds more pages than MaxCatchUpPages.
+type manyPagesPSP struct{ calls int }
+
+func (m *manyPagesPSP) ListReceived(_ context.Context, q psp.ReceivedQuery) (psp.ReceivedPage, error) {
+	m.calls++
+	return psp.ReceivedPage{Page: q.Page, Pages: 2 * activities.MaxCatchUpPages, TotalItems: 2 * activities.MaxCatchUpPages * q.PerPage}, nil
+}
+
+// A PSP that says the window has more than MaxCatchUpPages pages fails the
+// run after its first page, not after listing MaxCatchUpPages of them.
+func TestCatchUpTooManyPagesFailsAtOnce(t *testing.T) {
+	r := newCatchUpRig(t)
+	m := &manyPagesPSP{}
+	r.acts.PSP = m
+	_, err := r.list(r.begin())
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, activities.ErrTypePSPListingIncomplete, app.Type())
+	require.Equal(t, 1, m.calls, "pages asked of a window the PSP says has more than MaxCatchUpPages pages")
 }
