@@ -90,7 +90,7 @@ func (cfg Config) check() error {
 	var errs []error
 	if u, err := parseURL(cfg.BaseURL); err != nil {
 		errs = append(errs, fmt.Errorf("psp base url: %w", err))
-	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || strings.ContainsAny(cfg.BaseURL, "?#") {
+	} else if !httpURL(u) || strings.ContainsAny(cfg.BaseURL, "?#") {
 		// "?" or "#" even with nothing after (url.Parse leaves RawQuery and
 		// Fragment empty): every route appended would be a query or a
 		// fragment, never sent as the path.
@@ -109,7 +109,7 @@ func (cfg Config) check() error {
 	}
 	if u, err := parseURL(cfg.TokenURL); err != nil {
 		errs = append(errs, fmt.Errorf("psp oauth token url: %w", err))
-	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || strings.ContainsRune(cfg.TokenURL, '#') {
+	} else if !httpURL(u) || strings.ContainsRune(cfg.TokenURL, '#') {
 		errs = append(errs, fmt.Errorf("psp oauth token url %q: want http(s)://host[:port]/path, without credentials or fragment", u.Redacted()))
 	} else if !private(u) {
 		errs = append(errs, fmt.Errorf("psp oauth token url %q: the client secret is never sent over plain http (https, or a loopback address)", u.Redacted()))
@@ -147,6 +147,12 @@ func parseURL(raw string) (*url.URL, error) {
 		return nil, urlErr.Err
 	}
 	return u, err
+}
+
+// httpURL reports whether u is an absolute http(s) URL without
+// credentials: what every URL of the PSP's, and our webhook's, must be.
+func httpURL(u *url.URL) bool {
+	return (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
 }
 
 // private reports whether a URL's traffic may go in clear: https, or a
@@ -286,7 +292,7 @@ func tokenError(err error) *TokenError {
 		}
 		code := e.StatusCode
 		switch {
-		case code >= 500, code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code == http.StatusTooEarly:
+		case transientStatus(code):
 			e.Transient = true
 		case code >= 300 && code < 400:
 			e.Transient, e.detail = true, "redirected (not followed)"

@@ -330,7 +330,7 @@ func exchangeError(ctx context.Context, err error) error {
 func statusError(code int, body []byte) error {
 	e := errorOf(code, body)
 	switch {
-	case code >= 500, code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code == http.StatusTooEarly:
+	case transientStatus(code):
 		return fmt.Errorf("%w: http %d: %s", ErrTransient, code, e.describe())
 	case code >= 400:
 		return &RequestError{StatusCode: code, Type: e.Type, Code: e.Code, Message: e.Message}
@@ -338,6 +338,13 @@ func statusError(code int, body []byte) error {
 		// 3xx or an unexpected 2xx: see unintelligible.
 		return unintelligible(fmt.Errorf("unexpected http %d: %s", code, e.describe()))
 	}
+}
+
+// transientStatus reports whether an HTTP status says only that the
+// server could not answer now (5xx, 408, 425, 429), the API's or the token
+// endpoint's: the outcome is unknown, and asking again is the answer.
+func transientStatus(code int) bool {
+	return code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code == http.StatusTooEarly
 }
 
 // maxErrorMessage bounds what an error keeps of a PSP's words: they go to

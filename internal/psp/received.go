@@ -197,7 +197,7 @@ func checkChave(chave string) string {
 func (c *HTTPClient) SetWebhook(ctx context.Context, chave, webhookURL string) error {
 	what := "psp set webhook " + chave
 	msg := checkChave(chave)
-	if u, err := url.Parse(webhookURL); msg == "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || !private(u)) {
+	if u, err := url.Parse(webhookURL); msg == "" && (err != nil || !httpURL(u) || !private(u)) {
 		msg = "webhookUrl must be an absolute https URL (http only to a loopback address)"
 	}
 	if msg != "" {
