@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
 	"github.com/pb33f/libopenapi-validator/router"
@@ -66,21 +65,9 @@ type Spec struct {
 
 // New parses the document. An error is a defect of the document.
 func New(opts Options) (*Spec, error) {
-	doc, err := libopenapi.NewDocument(Document)
+	doc, model, err := apicontract.Parse("pspspec", Document)
 	if err != nil {
-		return nil, fmt.Errorf("pspspec: %w", err)
-	}
-	built, err := doc.BuildV3Model()
-	if err != nil {
-		return nil, fmt.Errorf("pspspec: %w", err)
-	}
-	var unresolved []error
-	unresolved = append(unresolved, built.Index.GetReferenceIndexErrors()...)
-	for _, e := range built.Index.GetResolver().GetResolvingErrors() {
-		unresolved = append(unresolved, e)
-	}
-	if len(unresolved) > 0 {
-		return nil, fmt.Errorf("pspspec: references that resolve to nothing: %w", errors.Join(unresolved...))
+		return nil, err
 	}
 	vopts := []config.Option{config.WithFormatAssertions()}
 	if opts.Unauthenticated {
@@ -92,15 +79,15 @@ func New(opts Options) (*Spec, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("pspspec: %w", errors.Join(errs...))
 	}
-	webhook, ok := built.Model.Components.Schemas.Get("PixWebhook")
+	webhook, ok := model.Components.Schemas.Get("PixWebhook")
 	if !ok {
 		return nil, errors.New("pspspec: the document has no PixWebhook schema")
 	}
 	return &Spec{
 		basePath:  strings.TrimRight(opts.BasePath, "/"),
-		model:     &built.Model,
+		model:     model,
 		validator: v,
-		router:    router.NewRouter(&built.Model, router.WithPathOnlyMatching()),
+		router:    router.NewRouter(model, router.WithPathOnlyMatching()),
 		webhook:   webhook.Schema(),
 		schemas:   schema_validation.NewSchemaValidator(config.WithFormatAssertions()),
 	}, nil

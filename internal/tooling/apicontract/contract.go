@@ -80,16 +80,32 @@ func Load(opts Options) (*Contract, error) {
 }
 
 func loadDocument(name string, source []byte, opts Options) (*Document, error) {
+	doc, model, err := Parse(name, source)
+	if err != nil {
+		return nil, err
+	}
+	v, errs := validator.NewValidator(doc, config.WithFormatAssertions(), config.WithAuthenticationFunc(authenticate(opts)))
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %w", name, errors.Join(errs...))
+	}
+	return &Document{Name: name, Source: source, Model: model, doc: doc, validator: v,
+		router: router.NewRouter(model, router.WithPathOnlyMatching())}, nil
+}
+
+// Parse parses and indexes the OpenAPI document name from source, and
+// builds its model. A document that is not OpenAPI 3.1 or holds a $ref
+// that resolves to nothing is an error; the errors start with name.
+func Parse(name string, source []byte) (libopenapi.Document, *v3.Document, error) {
 	doc, err := libopenapi.NewDocument(source)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if v := doc.GetVersion(); !strings.HasPrefix(v, "3.1.") {
-		return nil, fmt.Errorf("%s: openapi %q, want 3.1.x", name, v)
+		return nil, nil, fmt.Errorf("%s: openapi %q, want 3.1.x", name, v)
 	}
 	built, err := doc.BuildV3Model()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	var unresolved []error
 	unresolved = append(unresolved, built.Index.GetReferenceIndexErrors()...)
@@ -97,14 +113,9 @@ func loadDocument(name string, source []byte, opts Options) (*Document, error) {
 		unresolved = append(unresolved, e)
 	}
 	if len(unresolved) > 0 {
-		return nil, fmt.Errorf("%s: references that resolve to nothing: %w", name, errors.Join(unresolved...))
+		return nil, nil, fmt.Errorf("%s: references that resolve to nothing: %w", name, errors.Join(unresolved...))
 	}
-	v, errs := validator.NewValidator(doc, config.WithFormatAssertions(), config.WithAuthenticationFunc(authenticate(opts)))
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s: %w", name, errors.Join(errs...))
-	}
-	return &Document{Name: name, Source: source, Model: &built.Model, doc: doc, validator: v,
-		router: router.NewRouter(&built.Model, router.WithPathOnlyMatching())}, nil
+	return doc, &built.Model, nil
 }
 
 // Validate checks the document against the OpenAPI 3.1 specification's
