@@ -123,12 +123,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		stopTracing()
 		return nil, err
 	}
-	pspClient, err := psp.New(cfg.PSP(), psp.WithTracing(traces))
+	pspConfig := cfg.PSP()
+	pspClient, err := psp.New(pspConfig, psp.WithTracing(traces))
 	if err != nil {
 		stopTracing()
 		return nil, fmt.Errorf("psp client: %w", err)
 	}
-	if !cfg.PSP().Authenticated() {
+	if !pspConfig.Authenticated() {
 		log.Warn("PSP_OAUTH_TOKEN_URL unset: the PSP client sends no OAuth 2.0 token (a simulator without authentication); a real PSP answers none of its calls: never run production like this")
 	}
 	pool, err := db.Open(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns, db.WithTracing(traces))
@@ -628,11 +629,10 @@ func (a *App) serveWorkerMetrics(ctx context.Context) error {
 
 // workerDeps are the dependencies of every family's activities.
 func (a *App) workerDeps() worker.Deps {
-	pspClient := a.psp
 	return worker.Deps{
-		Activities: &activities.Activities{Store: a.Store, PSP: pspClient, Logger: a.Log, Metrics: a.workerMetrics},
-		Refunds:    &activities.Refunds{Store: a.Store, PSP: pspClient, Logger: a.Log, Metrics: a.workerMetrics},
-		CatchUp: &activities.CatchUp{Store: a.Store, PSP: pspClient, Overlap: a.Cfg.PSPCatchUpOverlap, Lookback: a.Cfg.PSPCatchUpLookback,
+		Activities: &activities.Activities{Store: a.Store, PSP: a.psp, Logger: a.Log, Metrics: a.workerMetrics},
+		Refunds:    &activities.Refunds{Store: a.Store, PSP: a.psp, Logger: a.Log, Metrics: a.workerMetrics},
+		CatchUp: &activities.CatchUp{Store: a.Store, PSP: a.psp, Overlap: a.Cfg.PSPCatchUpOverlap, Lookback: a.Cfg.PSPCatchUpLookback,
 			Grace: a.Cfg.PSPCatchUpGrace, Logger: a.Log, Metrics: a.workerMetrics, Found: a.catchUp},
 	}
 }
