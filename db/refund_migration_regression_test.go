@@ -29,7 +29,7 @@ func forgetMigrations(t *testing.T, s *db.Store, version int, undo string) {
 const undo0012 = `ALTER TABLE pix_refunds DROP COLUMN psp_asked_at; DROP INDEX inbox_messages_pending_received_idx;
 	ALTER TABLE inbox_messages DROP COLUMN traceparent; ALTER TABLE pix_transfers DROP COLUMN traceparent;
 	ALTER TABLE pix_refunds DROP COLUMN traceparent; ALTER TABLE outbox_events DROP COLUMN traceparent;
-	DROP TABLE psp_catchup; ALTER TABLE pix_refunds DROP COLUMN psp_refused_at, DROP COLUMN psp_refusal`
+	DROP TABLE psp_catchup; ALTER TABLE pix_refunds DROP COLUMN psp_refused_at, DROP COLUMN psp_refusal, DROP COLUMN psp_asks`
 
 // Found by the fourth attack review: psp_asked_at was once appended to the
 // committed migration 0011, so a database that had applied 0011 before
@@ -49,7 +49,7 @@ func TestDatabaseWithoutPSPAskedAtGetsIt(t *testing.T) {
 	applied, err := db.Migrate(ctx, s.Pool())
 	require.NoError(t, err)
 	require.Equal(t, []string{"0012_refund_psp_asked_at.sql", "0013_inbox_oldest_pending_index.sql", "0014_trace_context.sql", "0015_psp_catchup.sql",
-		"0016_refund_psp_refusal.sql"}, applied)
+		"0016_refund_psp_refusal.sql", "0017_refund_psp_asks.sql"}, applied)
 	_, err = s.MarkRefundAsked(ctx, r.ID)
 	require.NoError(t, err, "the saga's first statement runs")
 }
@@ -75,4 +75,35 @@ func TestRefundsOpenAtTheUpgradeCountAsAsked(t *testing.T) {
 	first, err := s.MarkRefundAsked(ctx, r.ID)
 	require.NoError(t, err)
 	require.False(t, first, "a refund that existed at the upgrade counts as asked: a refusal of its next PUT needs a human (activities.RequestRefund)")
+}
+
+// A refund asked before psp_asks existed counts its one known ask: a
+// refusal recorded then stops standing at the next ask, as one recorded
+// after the upgrade would (without it, that ask would count as the only
+// one, and the refusal would stand on a PUT that may have made the
+// devolução).
+func TestRefundsAskedBeforeTheAskCountCountOne(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	r, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	forgetMigrations(t, s, 17, `ALTER TABLE pix_refunds DROP COLUMN psp_asks`)
+	// The first ask and the refusal, as the release before 0017 recorded them.
+	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET psp_asked_at = now(), psp_refused_at = now(), psp_refusal = 'refused' WHERE id = $1`, r.ID)
+	require.NoError(t, err)
+
+	applied, err := db.Migrate(ctx, s.Pool())
+	require.NoError(t, err)
+	require.Equal(t, []string{"0017_refund_psp_asks.sql"}, applied)
+	_, stands, err := s.StandingRefusal(ctx, r.ID)
+	require.NoError(t, err)
+	require.True(t, stands, "one ask known: the refusal still stands")
+	first, err := s.MarkRefundAsked(ctx, r.ID)
+	require.NoError(t, err)
+	require.False(t, first)
+	_, stands, err = s.StandingRefusal(ctx, r.ID)
+	require.NoError(t, err)
+	require.False(t, stands, "asked again after the refusal")
 }

@@ -172,19 +172,27 @@ func (s *Store) MarkRefundReturned(ctx context.Context, id, rtrID string) (pix.R
 // MarkRefundAsked records that the saga is about to send the devolução to
 // the PSP, in a statement of its own, and reports whether this is the first
 // time: only then can a refusal of this PUT prove that the PSP never took it.
+// Every ask is counted: once a second one was sent, no refusal stands, even
+// one of the first PUT recorded late (MarkRefundRefused). No such refund:
+// false, nothing changed.
 func (s *Store) MarkRefundAsked(ctx context.Context, id string) (first bool, err error) {
-	tag, err := s.pool.Exec(ctx, refundSQL.MarkAsked, id)
-	if err != nil {
+	err = s.pool.QueryRow(ctx, refundSQL.MarkAsked, id).Scan(&first)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
 		return false, classify(fmt.Errorf("mark refund asked: %w", err))
 	}
-	return tag.RowsAffected() == 1, nil
+	return first, nil
 }
 
 // MarkRefundRefused records that the PSP refused the devolução and holds no
 // record of it (its first refusal and reason kept), only while nothing
-// says the PSP took it (no rtr_id, no notice: as ReverseRefund checks the
-// refusal under the lock). recorded is false, with nothing changed, when
-// something does: the refusal no longer stands.
+// says the PSP took it (no rtr_id, no notice) and no PUT but the refused
+// one was sent (MarkRefundAsked counted one ask at most): as ReverseRefund
+// checks the refusal under the lock. recorded is false, with nothing
+// changed, otherwise: the refusal no longer proves that the PSP never took
+// the devolução (another attempt's PUT may have made it, its answer lost).
 func (s *Store) MarkRefundRefused(ctx context.Context, id, reason string) (recorded bool, err error) {
 	tag, err := s.pool.Exec(ctx, refundSQL.MarkRefused, id, reason)
 	if err != nil {
@@ -195,9 +203,9 @@ func (s *Store) MarkRefundRefused(ctx context.Context, id, reason string) (recor
 
 // StandingRefusal returns the PSP's refusal of the devolução that
 // MarkRefundRefused recorded, and whether it still stands (nothing says
-// the PSP took the devolução since): then a new run looks at the PSP's
-// record again rather than asking again. pix.ErrRefundNotFound when there
-// is no such refund.
+// the PSP took the devolução since, and no other PUT was sent since): then
+// a new run looks at the PSP's record again rather than asking again.
+// pix.ErrRefundNotFound when there is no such refund.
 func (s *Store) StandingRefusal(ctx context.Context, id string) (reason string, stands bool, err error) {
 	err = s.pool.QueryRow(ctx, refundSQL.StandingRefusal, id).Scan(&reason, &stands)
 	switch {
@@ -216,8 +224,8 @@ func (s *Store) StandingRefusal(ctx context.Context, id string) (reason string, 
 // pix.ErrRefundFinal: money the PSP returned is never credited back here.
 // refused says the reversal stands on the PSP's refusal of the devolução
 // rather than on its record of it: then nothing may say, under the lock,
-// that the PSP ever took it (an rtr_id, a notice; pix.ErrRefundFinal
-// otherwise, with nothing changed).
+// that the PSP ever took it (an rtr_id, a notice), nor that more than one
+// PUT was sent (pix.ErrRefundFinal otherwise, with nothing changed).
 func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bool) (pix.Refund, error) {
 	var out pix.Refund
 	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -237,7 +245,7 @@ func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bo
 				return fmt.Errorf("check the refusal: %w", err)
 			}
 			if !stands {
-				return fmt.Errorf("%w: the psp took the devolução after refusing it; not reversed", pix.ErrRefundFinal)
+				return fmt.Errorf("%w: the psp took the devolução after refusing it, or another PUT may have made it; not reversed", pix.ErrRefundFinal)
 			}
 		}
 		if err := tx.QueryRow(ctx, refundSQL.Reverse, id, out.AccountID, out.AmountCents, reason, tracing.Traceparent(ctx)).Scan(&out.ReversedAt); err != nil {

@@ -360,3 +360,65 @@ func TestRefundRefusalRecordedWhileItStands(t *testing.T) {
 	_, _, err = s.StandingRefusal(ctx, pix.NewRefundID())
 	require.ErrorIs(t, err, pix.ErrRefundNotFound)
 }
+
+// Found by an attack review: attempt A spends the first ask, its PUT is
+// refused (400 PixDevolucaoInvalida) and its GET finds no record; before A
+// records the refusal, attempt B (an overlapping retry, or a run started
+// when A's timed out) asks again and hands its PUT to the network, which
+// may make the devolução and lose its answer. A's refusal, recorded late,
+// must not stand: not recorded, not read as standing, never reversed on.
+// A refusal recorded in time stops standing at the next ask too.
+func TestRefusalAfterALaterAskDoesNotStand(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+
+	late, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	first, err := s.MarkRefundAsked(ctx, late.ID) // attempt A, just before its PUT
+	require.NoError(t, err)
+	require.True(t, first)
+	first, err = s.MarkRefundAsked(ctx, late.ID) // attempt B, just before its PUT (answer lost)
+	require.NoError(t, err)
+	require.False(t, first)
+	recorded, err := s.MarkRefundRefused(ctx, late.ID, "PixDevolucaoInvalida") // A, late
+	require.NoError(t, err)
+	require.False(t, recorded, "recorded after a later ask, whose PUT may have made the devolução")
+	_, stands, err := s.StandingRefusal(ctx, late.ID)
+	require.NoError(t, err)
+	require.False(t, stands)
+	_, err = s.ReverseRefund(ctx, late.ID, "refused", true)
+	require.ErrorIs(t, err, pix.ErrRefundFinal)
+	got, err := s.GetRefund(ctx, late.ID)
+	require.NoError(t, err)
+	require.Equal(t, pix.RefundDebited, got.Status, "open, for the PSP's record or a human")
+
+	// Recorded in time, then another ask (a run that read no standing
+	// refusal just before it was recorded): it no longer stands.
+	followed, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	first, err = s.MarkRefundAsked(ctx, followed.ID)
+	require.NoError(t, err)
+	require.True(t, first)
+	recorded, err = s.MarkRefundRefused(ctx, followed.ID, "PixDevolucaoInvalida")
+	require.NoError(t, err)
+	require.True(t, recorded, "the first PUT's refusal, the only PUT sent")
+	_, stands, err = s.StandingRefusal(ctx, followed.ID)
+	require.NoError(t, err)
+	require.True(t, stands)
+	_, err = s.MarkRefundAsked(ctx, followed.ID)
+	require.NoError(t, err)
+	_, stands, err = s.StandingRefusal(ctx, followed.ID)
+	require.NoError(t, err)
+	require.False(t, stands, "a PUT sent after the refusal may have made the devolução")
+	_, err = s.ReverseRefund(ctx, followed.ID, "refused", true)
+	require.ErrorIs(t, err, pix.ErrRefundFinal)
+
+	require.EqualValues(t, 10_000-2_000, balance(t, s, "acc-1"), "neither reversed")
+	requireBalanced(t, s)
+
+	first, err = s.MarkRefundAsked(ctx, pix.NewRefundID())
+	require.NoError(t, err)
+	require.False(t, first, "no such refund: nothing asked")
+}

@@ -212,27 +212,34 @@ SELECT COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)::flo
 FROM pix_refunds WHERE dispatch_due_at IS NOT NULL
 
 -- name: MarkAsked
--- The saga is about to send the devolução to the PSP: the first time is
--- recorded (and only the first updates a row). $1 id.
-UPDATE pix_refunds SET psp_asked_at = clock_timestamp()
-WHERE id = $1 AND psp_asked_at IS NULL
+-- The saga is about to send the devolução to the PSP: every ask is counted
+-- (psp_asks), the first time is recorded, and whether this is the first is
+-- returned (read under the row's lock, before the update). $1 id.
+UPDATE pix_refunds r SET psp_asked_at = COALESCE(r.psp_asked_at, clock_timestamp()), psp_asks = r.psp_asks + 1
+FROM (SELECT id, psp_asked_at IS NULL AS first FROM pix_refunds WHERE id = $1 FOR UPDATE) asked
+WHERE r.id = asked.id
+RETURNING asked.first
 
 -- name: RefusalStands
 -- On a refund locked by LockRefund: nothing says the PSP ever took it (no
--- answer of the PSP recorded, no notice of it), and it was sent once.
-SELECT status = 'debited' AND rtr_id IS NULL AND psp_notice IS NULL AND notices = 0
+-- answer of the PSP recorded, no notice of it), and it was sent once at
+-- most (psp_asks): no other PUT than the refused one may have made it.
+SELECT status = 'debited' AND rtr_id IS NULL AND psp_notice IS NULL AND notices = 0 AND psp_asks <= 1
 FROM pix_refunds WHERE id = $1
 
 -- name: MarkRefused
 -- The PSP refused the devolução and holds no record of it: recorded (the
 -- first refusal and its reason kept) only while nothing says the PSP took
--- it, as RefusalStands reads it. $1 id, $2 the PSP's refusal.
+-- it and no PUT but the refused one was sent, as RefusalStands reads it: a
+-- refusal recorded late, after another attempt's ask, is not. $1 id, $2
+-- the PSP's refusal.
 UPDATE pix_refunds SET psp_refused_at = COALESCE(psp_refused_at, clock_timestamp()), psp_refusal = COALESCE(psp_refusal, $2)
-WHERE id = $1 AND status = 'debited' AND rtr_id IS NULL AND psp_notice IS NULL AND notices = 0
+WHERE id = $1 AND status = 'debited' AND rtr_id IS NULL AND psp_notice IS NULL AND notices = 0 AND psp_asks <= 1
 
 -- name: StandingRefusal
 -- The PSP's recorded refusal of the devolução, and whether it still stands
--- (as RefusalStands): only then does a run go straight to its second look.
+-- (as RefusalStands: an ask after it ends it too): only then does a run go
+-- straight to its second look.
 SELECT COALESCE(psp_refusal, ''),
-       psp_refused_at IS NOT NULL AND status = 'debited' AND rtr_id IS NULL AND psp_notice IS NULL AND notices = 0
+       psp_refused_at IS NOT NULL AND status = 'debited' AND rtr_id IS NULL AND psp_notice IS NULL AND notices = 0 AND psp_asks <= 1
 FROM pix_refunds WHERE id = $1
