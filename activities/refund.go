@@ -203,10 +203,14 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 				return RefundState{}, kindError(err)
 			}
 			if !recorded {
-				// Something says the PSP took it since (an rtr_id, a
-				// notice): the next attempt follows the PSP.
-				return RefundState{}, temporal.NewNonRetryableApplicationError(
-					"not refused: the psp took the devolução since (a record or a notice of it)", ErrTypeReversalUnconfirmed, nil)
+				// Since this PUT, another attempt or run asked again (its
+				// PUT may have made the devolução, its answer lost), or
+				// something says the PSP took it (an rtr_id, a notice): the
+				// refusal proves nothing, as for a PUT that was not the
+				// first. Never reversed on this answer; the next attempt
+				// asks the PSP's record again; a human looks.
+				return RefundState{}, pspRequestRefused(ctx, a.Metrics, log,
+					fmt.Errorf("the refusal no longer stands (another PUT was sent since, or the psp took the devolução): %w", refusal), refundStaysOpen)
 			}
 			log.WarnContext(ctx, "psp refused the devolução and holds no record of it", "error", refusal)
 			return RefundState{RefundID: r.ID, Status: RefundRefusedByPSP, Reason: reason}, nil

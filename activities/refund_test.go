@@ -27,6 +27,7 @@ type memRefunds struct {
 	mu       sync.Mutex
 	r        pix.Refund
 	asked    bool    // MarkRefundAsked was called
+	asks     int     // MarkRefundAsked calls (db's psp_asks)
 	refusal  *string // MarkRefundRefused recorded it
 	noticed  bool    // a PSP notice was recorded on the refund
 	reversed int     // ReverseRefund calls that reversed
@@ -38,12 +39,14 @@ func (m *memRefunds) MarkRefundAsked(context.Context, string) (bool, error) {
 	defer m.mu.Unlock()
 	first := !m.asked
 	m.asked = true
+	m.asks++
 	return first, nil
 }
 
-// refusalStands is db's RefusalStands: nothing says the PSP took it.
+// refusalStands is db's RefusalStands: nothing says the PSP took it, and
+// no PUT but the refused one was sent.
 func (m *memRefunds) refusalStands() bool {
-	return m.r.Status == pix.RefundDebited && m.r.RtrID == nil && !m.noticed
+	return m.r.Status == pix.RefundDebited && m.r.RtrID == nil && !m.noticed && m.asks <= 1
 }
 
 func (m *memRefunds) MarkRefundRefused(_ context.Context, _ string, reason string) (bool, error) {
@@ -473,4 +476,68 @@ func TestRefusalOnALaterRunNeedsAHuman(t *testing.T) {
 	_, err = env2.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
 	require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
 	require.Zero(t, store.reversed, "no record, asked before: never RECUSADA")
+}
+
+// lateRefusalPSP is scriptedRefundPSP whose GET first runs beforeGet: what
+// another attempt does between this one's PUT and its decision.
+type lateRefusalPSP struct {
+	*scriptedRefundPSP
+	beforeGet func()
+}
+
+func (p lateRefusalPSP) RefundStatus(ctx context.Context, e2e, id string) (psp.RefundResult, error) {
+	p.beforeGet()
+	return p.scriptedRefundPSP.RefundStatus(ctx, e2e, id)
+}
+
+// Found by an attack review: attempt A's first PUT is refused and its GET
+// finds no record; meanwhile attempt B (an overlapping retry, or a run
+// started when A's timed out) asks again and sends its PUT, which may make
+// the devolução and lose its answer. A's refusal no longer proves that the
+// PSP never took it: A is a refused request (counted, retried, a human
+// looks), nothing recorded, never RECUSADA, never reversed; the next run
+// asks again and, not the first ask, is a human's too. A refusal recorded
+// before B's ask stops standing at it: the reversal on it is refused.
+func TestRefusalAfterALaterAskIsNeverReversed(t *testing.T) {
+	invalid := &psp.RequestError{StatusCode: 400, Type: psp.ProblemPixDevolucaoInvalida}
+	notFound := fmt.Errorf("psp: %w", psp.ErrNotFound)
+	t.Run("asked again before the refusal is recorded", func(t *testing.T) {
+		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{err: notFound}}}
+		store := debitedRefund()
+		askedAgain := false
+		pspFake := lateRefusalPSP{fake, func() {
+			if !askedAgain { // attempt B, just before its PUT
+				askedAgain = true
+				_, _ = store.MarkRefundAsked(context.Background(), unitRefundID)
+			}
+		}}
+		var suite testsuite.WorkflowTestSuite
+		env := suite.NewTestActivityEnvironment()
+		a := &activities.Refunds{Store: store, PSP: pspFake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+		env.RegisterActivity(a)
+
+		_, err := env.ExecuteActivity(a.RequestRefund, unitRef)
+		require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err), "the late refusal is no refusal of the devolução")
+		require.Nil(t, store.refusal, "not recorded")
+		_, err = env.ExecuteActivity(a.RequestRefund, unitRef)
+		require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err), "the next run asks again: not the first ask")
+		require.Equal(t, 2, fake.count("put"))
+		require.Zero(t, store.reversed)
+		require.Equal(t, pix.RefundDebited, store.r.Status, "open")
+	})
+	t.Run("asked again after the refusal is recorded", func(t *testing.T) {
+		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{err: notFound}}}
+		store, env := refundUnit(t, pix.RefundDebited, fake)
+		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		require.NoError(t, err)
+		var st activities.RefundState
+		require.NoError(t, v.Get(&st))
+		require.Equal(t, activities.RefundRefusedByPSP, st.Status)
+
+		_, _ = store.MarkRefundAsked(context.Background(), unitRefundID) // attempt B
+		_, err = env.ExecuteActivity((&activities.Refunds{}).ReverseRefund,
+			activities.RefundRef{RefundID: unitRefundID, PSPRefused: true, Reason: st.Reason})
+		require.Equal(t, pix.TemporalType(pix.ErrRefundFinal), errorType(t, err))
+		require.Zero(t, store.reversed)
+	})
 }
