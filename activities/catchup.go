@@ -170,8 +170,10 @@ func (a *CatchUp) BeginCatchUp(ctx context.Context) (CatchUpWindow, error) {
 // quantidadeTotalDeItens is listed again from page 0 (another page size), up to
 // catchUpRelistings times, and then fails the run
 // (ErrTypePSPListingIncomplete, counted in pix_psp_attention_total), so
-// that nothing advances. (A retry resumed from the heartbeat lost the
-// earlier pages' ids: it can't tell, and does not judge.) An empty page
+// that nothing advances. A retry resumed from the heartbeat lost the
+// earlier pages' ids and can't tell: it lists its remaining pages, then
+// the window again from page 0, judged so; it never reports success on a
+// listing it did not judge. An empty page
 // once the items reach the total ends the listing, whatever
 // quantidadeDePaginas says; a page count no page size could give is
 // unintelligible; more than MaxCatchUpPages pages fail the run.
@@ -197,16 +199,27 @@ func (a *CatchUp) ListPSPWindow(ctx context.Context, w CatchUpWindow) (CatchUpCo
 	if progress.PerPage > 0 && progress.PerPage <= psp.MaxReceivedPerPage {
 		perPage = progress.PerPage // NextPage counts pages of that size
 	}
-	// Only a listing that runs from page 0 in this attempt saw every PIX
-	// of it: resumed from a heartbeat, the ids of the pages before are lost.
-	judge := progress.NextPage == 0
 	seen := listingSeen{ids: map[string]struct{}{}}
+	if progress.NextPage > 0 {
+		// Resumed from a heartbeat: the ids of the pages before NextPage
+		// are lost, so this listing can't be judged. Its last pages are
+		// stored all the same (an attempt that fails again leaves them
+		// stored); then the window is listed from page 0, judged below.
+		if _, err := a.listPages(ctx, log, w, perPage, &progress, &seen); err != nil {
+			return progress.Counts, err
+		}
+		log.InfoContext(ctx, "psp catch-up: a listing resumed from its heartbeat can't be judged; listing the window again from page 0",
+			"pages", progress.Counts.Pages, "per_page", perPage)
+		progress.NextPage = 0
+		activity.RecordHeartbeat(ctx, progress) // a retry from here lists from page 0, and judges
+		seen.nextPass()
+	}
 	for pass := 0; ; pass++ {
 		total, err := a.listPages(ctx, log, w, perPage, &progress, &seen)
 		if err != nil {
 			return progress.Counts, err
 		}
-		if !judge || seen.count() >= total {
+		if seen.count() >= total {
 			break
 		}
 		if pass == catchUpRelistings {

@@ -9,6 +9,7 @@ package activities_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -151,6 +152,89 @@ func TestCatchUpUnstableOrderSkipsPIXAndAdvances(t *testing.T) {
 		t.Fatalf("the PSP said 4 PIX; the run listed %+v and stored %d (missing %v), and the covered window moved (%v, %s): "+
 			"the lookback's part older than the overlap is never listed again", counts, 4-len(missing), missing, ok, covered)
 	}
+}
+
+// failSecondCall lists through a tieShuffler, its second call getting no
+// answer (the attempt fails after page 0 was stored and heartbeated).
+type failSecondCall struct {
+	mu    sync.Mutex
+	inner *tieShuffler
+	calls int
+}
+
+func (f *failSecondCall) ListReceived(ctx context.Context, q psp.ReceivedQuery) (psp.ReceivedPage, error) {
+	f.mu.Lock()
+	f.calls++
+	n := f.calls
+	f.mu.Unlock()
+	if n == 2 {
+		return psp.ReceivedPage{}, fmt.Errorf("%w: connection reset", psp.ErrTransient)
+	}
+	return f.inner.ListReceived(ctx, q)
+}
+
+// The PSP of test 2 (its order unstable), whose listing fails after page 0:
+// the retry resumes from its heartbeat at page 1, where the PSP's order
+// shows page 0's PIX again. Resumed, the listing can't be judged (page 0's
+// ids are lost); it used to report success, and the window advanced over
+// two PIX never listed. The retry now lists the window again from page 0,
+// judges that listing, and lists again until it saw every PIX.
+func TestCatchUpResumedListingIsJudgedBeforeTheWindowAdvances(t *testing.T) {
+	r := newCatchUpRig(t)
+	rec := &tieShuffler{}
+	r.acts.PSP = &failSecondCall{inner: rec}
+	at := r.now.Add(-3 * time.Hour) // inside the lookback, outside any overlap
+	for i := range 4 {
+		rec.pix = append(rec.pix, listedPix{id: catchUpID(20 + i), key: "catchup@example.com", cents: 100, at: at})
+	}
+	w := r.begin()
+	_, err := r.list(w) // page 0 stored (ascending: the first two), then no answer
+	require.Error(t, err)
+	// Temporal's retry of the activity gets the last heartbeat.
+	r.env.SetHeartbeatDetails(map[string]any{"NextPage": 1, "Counts": activities.CatchUpCounts{Pages: 1, Listed: 2, New: 2}})
+	_, err = r.list(w) // page 1, the PSP's order now descending: the first two again
+	require.NoError(t, err)
+	for i := range 4 {
+		_, err := r.store.GetCredit(context.Background(), catchUpID(20+i))
+		require.NoError(t, err, "PIX %s never listed, yet the run succeeded", catchUpID(20+i))
+	}
+	require.True(t, r.advance(w))
+}
+
+// overstatedTotal is a PSP record whose quantidadeTotalDeItens is always
+// one more than it lists.
+type overstatedTotal struct{ *fakeRecord }
+
+func (o overstatedTotal) ListReceived(ctx context.Context, q psp.ReceivedQuery) (psp.ReceivedPage, error) {
+	p, err := o.fakeRecord.ListReceived(ctx, q)
+	p.TotalItems++
+	p.Pages = (p.TotalItems + q.PerPage - 1) / q.PerPage
+	return p, err
+}
+
+// A resumed listing whose PSP never lists as many PIX as it says is listed
+// again from page 0 a bounded number of times, as one from page 0 is, then
+// fails the run visibly (PSPListingIncomplete, pix_psp_attention_total);
+// the covered window stays.
+func TestCatchUpResumedListingShortOfTheTotalFails(t *testing.T) {
+	r := newCatchUpRig(t)
+	r.acts.PSP = overstatedTotal{r.psp}
+	for i := range 4 {
+		r.psp.add(listedPix{id: catchUpID(60 + i), key: "catchup@example.com", cents: 100, at: r.now.Add(-time.Duration(4-i) * time.Minute)})
+	}
+	_, err := r.store.AdvanceCatchUp(context.Background(), nil, r.now.Add(-5*time.Minute))
+	require.NoError(t, err)
+	w := r.begin()
+	r.env.SetHeartbeatDetails(map[string]any{"NextPage": 1, "Counts": activities.CatchUpCounts{Pages: 1, Listed: 2, New: 0, Duplicate: 2}})
+	_, err = r.list(w)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, activities.ErrTypePSPListingIncomplete, app.Type())
+	// The resumed pages (1, 2: the total says 5 PIX), the listing from page
+	// 0, then once at each other page size.
+	require.Equal(t, []int{1, 2, 0, 1, 2, 0, 0}, r.psp.pagesAsked())
+	require.EqualValues(t, 1, r.counter("pix_psp_attention_total", "kind", activities.ErrTypePSPListingIncomplete))
+	require.True(t, r.covered().Equal(catchUpNow.Add(-5*time.Minute)), "the failed run moved nothing")
 }
 
 // 3. "A listed PIX whose money fields differ from the stored row is the

@@ -349,7 +349,8 @@ func TestCatchUpMismatchIsVisibleAndHoldsNothingBack(t *testing.T) {
 
 // A listing that fails on its second page leaves the window where it was;
 // the next run lists it again and stores what was missing. A retry of the
-// activity resumes after the last page stored (its heartbeat).
+// activity resumes after the last page stored (its heartbeat), then lists
+// the window again from page 0: only a listing it saw whole is judged.
 func TestCatchUpFailureMidWindowSkipsNothing(t *testing.T) {
 	r := newCatchUpRig(t)
 	for i := range 4 {
@@ -385,8 +386,8 @@ func TestCatchUpFailureMidWindowSkipsNothing(t *testing.T) {
 	}{NextPage: 1, Counts: activities.CatchUpCounts{Pages: 1, Listed: 2, New: 2}})
 	counts, err = r.list(next)
 	require.NoError(t, err)
-	require.Equal(t, []int{1}, r.psp.pagesAsked(), "resumed after the page stored")
-	require.Equal(t, activities.CatchUpCounts{Pages: 2, Listed: 4, New: 2, Duplicate: 2}, counts, "the heartbeat's counts, and the last page's")
+	require.Equal(t, []int{1, 0, 1}, r.psp.pagesAsked(), "resumed after the page stored, then listed again from page 0")
+	require.Equal(t, activities.CatchUpCounts{Pages: 4, Listed: 8, New: 2, Duplicate: 6}, counts, "the heartbeat's counts, and each page listed since")
 }
 
 // A PSP that refuses our request (credentials, a wrong URL) is counted as
