@@ -66,10 +66,17 @@ func (cfg Config) Authenticated() bool { return cfg.TokenURL != "" }
 // bounded by none of their contexts: it must end on its own.
 const defaultTokenTimeout = 30 * time.Second
 
-// tokenEarlyExpiry renews a token this long before its expires_in (at most
-// half its lifetime: a token of 20 s serves 10 s, not one call each): a
-// token must not expire between its check and the PSP's.
+// tokenEarlyExpiry starts a token's renewal this long before its
+// expires_in (at most half its lifetime: a token of 20 s is renewed after
+// 10 s, not at each call). The token in hand keeps serving while the
+// renewal is under way, or failing, until tokenExpirySafety before its
+// expiry: a blip of the token endpoint costs no call while a token is good.
 const tokenEarlyExpiry = 30 * time.Second
+
+// tokenExpirySafety is how long before its expiry (at most a quarter of its
+// lifetime) a token is no longer sent: it must not expire between our check
+// and the PSP's. Past it, calls wait for the new token.
+const tokenExpirySafety = 5 * time.Second
 
 // unstatedTokenLifetime is how long a token serves whose expires_in is 0 or
 // less (an endpoint's bug): short, yet not one token request per call.
@@ -311,7 +318,7 @@ func tokenError(err error) *TokenError {
 	return &TokenError{Transient: true, detail: "its answer is no token"}
 }
 
-// tokens gives every call the one token of the moment, renewed at renewAt.
+// tokens gives every call the one token of the moment, renewed from renewAt.
 // The calls that need a new token at the same time share one request to
 // the endpoint (one at a time), each waiting no longer than its own
 // context; the request itself, shared by all, is bounded by its own
@@ -323,7 +330,8 @@ type tokens struct {
 
 	mu      sync.Mutex
 	tok     *oauth2.Token // nil: none yet, or dropped
-	renewAt time.Time     // zero: tok serves until dropped
+	renewAt time.Time     // zero: tok serves until dropped; from it, a renewal starts
+	lastUse time.Time     // from it, tok is no longer sent: calls wait for a new one
 	gen     uint64        // counts the tokens fetched: a 401 drops only the token it got
 	pending *tokenFetch   // the request under way, nil when none
 	failed  *tokenFetch   // the last request, when it got no answer, until retryAt
@@ -343,27 +351,28 @@ func newTokens(fetch oauth2.TokenSource) *tokens {
 	return &tokens{fetch: fetch, now: time.Now}
 }
 
-// token returns the current token and its generation, fetching a new one
-// when there is none or it is due for renewal. ctx bounds the wait only:
-// when it ends first, its error is returned, and the request goes on for
-// the next calls.
+// token returns the current token and its generation. Past its renewAt it
+// starts a renewal (one at a time, at most one per tokenRetryAfter while
+// they fail) and still returns the token in hand; past its lastUse, or
+// with none, it waits for a new one. ctx bounds the wait only: when it ends
+// first, its error is returned, and the request goes on for the next calls.
 func (t *tokens) token(ctx context.Context) (*oauth2.Token, uint64, error) {
 	t.mu.Lock()
 	now := t.now()
-	if t.tok != nil && (t.renewAt.IsZero() || now.Before(t.renewAt)) {
+	if t.tok != nil && (t.renewAt.IsZero() || now.Before(t.lastUse)) {
 		tok, gen := t.tok, t.gen
+		if !t.renewAt.IsZero() && !now.Before(t.renewAt) && t.pending == nil && (t.failed == nil || !now.Before(t.retryAt)) {
+			t.start()
+		}
 		t.mu.Unlock()
 		return tok, gen, nil
 	}
 	f := t.pending
-	if f == nil && t.failed != nil && now.Before(t.retryAt) {
+	if f == nil && t.failed != nil && now.Before(t.retryAt) && errors.Is(t.failed.err, ErrTransient) {
 		f = t.failed
 	}
 	if f == nil {
-		f = &tokenFetch{done: make(chan struct{})}
-		t.pending = f
-		// Owned by t, bounded by the fetcher's timeout: it ends on its own.
-		go t.run(f)
+		f = t.start()
 	}
 	t.mu.Unlock()
 	select {
@@ -374,8 +383,20 @@ func (t *tokens) token(ctx context.Context) (*oauth2.Token, uint64, error) {
 	}
 }
 
-// run makes the request f and keeps its token, or its failure for
-// tokenRetryAfter when the endpoint did not answer.
+// start begins a request to the token endpoint; t.mu is held.
+func (t *tokens) start() *tokenFetch {
+	f := &tokenFetch{done: make(chan struct{})}
+	t.pending = f
+	// Owned by t, bounded by the fetcher's timeout: it ends on its own.
+	go t.run(f)
+	return f
+}
+
+// run makes the request f and keeps its token, or its failure until
+// tokenRetryAfter: a renewal that fails is not asked again by every call
+// while the token in hand serves, nor is an endpoint that did not answer
+// by every call waiting for a token (a refusal is not kept for those: a
+// secret fixed is taken at the next call).
 func (t *tokens) run(f *tokenFetch) {
 	tok, err := t.fetch.Token()
 	t.mu.Lock()
@@ -384,29 +405,30 @@ func (t *tokens) run(f *tokenFetch) {
 	t.pending = nil
 	if err != nil {
 		f.err = err
-		if errors.Is(err, ErrTransient) {
-			t.failed, t.retryAt = f, now.Add(tokenRetryAfter)
-		}
+		t.failed, t.retryAt = f, now.Add(tokenRetryAfter)
 	} else {
 		t.gen++
-		t.tok, t.renewAt, t.failed = tok, renewal(tok, now), nil
+		t.tok, t.failed = tok, nil
+		t.renewAt, t.lastUse = renewal(tok, now)
 		f.tok, f.gen = tok, t.gen
 	}
 	close(f.done)
 }
 
-// renewal is when a token fetched at now is renewed: tokenEarlyExpiry
-// before its expiry, or half-way through a shorter lifetime; zero (never)
-// when the endpoint gave no expires_in.
-func renewal(tok *oauth2.Token, now time.Time) time.Time {
+// renewal is when a token fetched at now starts being renewed
+// (tokenEarlyExpiry before its expiry, or half-way through a shorter
+// lifetime) and when it is last sent (tokenExpirySafety before its expiry,
+// or three quarters through a shorter lifetime); both zero (never) when
+// the endpoint gave no expires_in.
+func renewal(tok *oauth2.Token, now time.Time) (renewAt, lastUse time.Time) {
 	if tok.Expiry.IsZero() {
-		return time.Time{}
+		return time.Time{}, time.Time{}
 	}
 	lifetime := tok.Expiry.Sub(now)
 	if lifetime <= 0 {
 		lifetime = unstatedTokenLifetime
 	}
-	return now.Add(lifetime - min(tokenEarlyExpiry, lifetime/2))
+	return now.Add(lifetime - min(tokenEarlyExpiry, lifetime/2)), now.Add(lifetime - min(tokenExpirySafety, lifetime/4))
 }
 
 // drop forgets the token of generation gen, which the API refused (401):
