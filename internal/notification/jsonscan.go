@@ -224,19 +224,28 @@ func scanArray(data []byte, i, depth int) (int, bool) {
 		if i, ok = scanValue(data, i, depth); !ok {
 			return 0, false
 		}
-		i = skipSpace(data, i)
-		if i >= len(data) {
-			return 0, false
-		}
-		switch data[i] {
-		case ',':
-			i = skipSpace(data, i+1)
-		case ']':
-			return i + 1, true
-		default:
-			return 0, false
+		var end bool
+		if i, end, ok = afterElement(data, i, ']'); !ok || end {
+			return i, ok
 		}
 	}
+}
+
+// afterElement reads what follows an element of an array or object at
+// data[i]: a ',' (the next element starts at next) or closer (the
+// container ends just before next); anything else is no JSON.
+func afterElement(data []byte, i int, closer byte) (next int, end, ok bool) {
+	i = skipSpace(data, i)
+	if i >= len(data) {
+		return 0, false, false
+	}
+	switch data[i] {
+	case ',':
+		return skipSpace(data, i+1), false, true
+	case closer:
+		return i + 1, true, true
+	}
+	return 0, false, false
 }
 
 // scanObject checks the object at data[i] (a '{') at depth, and puts its
@@ -280,17 +289,9 @@ func scanObject(data []byte, i, depth int, out *jsonMembers) (int, bool) {
 		}
 		ms.m[ms.n] = jsonMember{key, data[start:i]}
 		ms.n++
-		i = skipSpace(data, i)
-		if i >= len(data) {
-			return 0, false
-		}
-		switch data[i] {
-		case ',':
-			i = skipSpace(data, i+1)
-		case '}':
-			return i + 1, true
-		default:
-			return 0, false
+		var end bool
+		if i, end, ok = afterElement(data, i, '}'); !ok || end {
+			return i, ok
 		}
 	}
 }
