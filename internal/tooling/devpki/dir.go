@@ -102,9 +102,11 @@ func EnsureDir(dir string) error {
 func ensureAuthority(dir string) (a Authority, fresh bool, err error) {
 	certPEM, certErr := os.ReadFile(filepath.Join(dir, CAFile))
 	keyPEM, keyErr := os.ReadFile(filepath.Join(dir, CAKeyFile))
-	if certErr == nil && keyErr == nil && valid(filepath.Join(dir, CAFile)) {
-		a, err := LoadAuthority(certPEM, keyPEM)
-		return a, false, err
+	if certErr == nil && keyErr == nil {
+		if certs, err := parsePEMCertificates(certPEM); err == nil && len(certs) == 1 && lastsADay(certs[0]) {
+			a, err := LoadAuthority(certPEM, keyPEM)
+			return a, false, err
+		}
 	}
 	if a, err = NewAuthority("pix development CA", dirValidity); err != nil {
 		return Authority{}, false, err
@@ -120,21 +122,15 @@ func ensureAuthority(dir string) (a Authority, fresh bool, err error) {
 // signed, valid for at least another day, whose key is in keyPath.
 func issued(ca Authority, certPath, keyPath, name string) bool {
 	pair, err := tls.LoadX509KeyPair(certPath, keyPath)
-	if err != nil || !valid(certPath) {
+	if err != nil || len(pair.Certificate) != 1 || !lastsADay(pair.Leaf) {
 		return false
 	}
 	return pair.Leaf.Subject.CommonName == name && pair.Leaf.CheckSignatureFrom(ca.cert) == nil
 }
 
-// valid reports whether the certificate in path exists and is valid for at
-// least another day.
-func valid(path string) bool {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	certs, err := parsePEMCertificates(b)
-	return err == nil && len(certs) == 1 && time.Now().Add(24*time.Hour).Before(certs[0].NotAfter)
+// lastsADay reports whether c is valid for at least another day.
+func lastsADay(c *x509.Certificate) bool {
+	return time.Now().Add(24 * time.Hour).Before(c.NotAfter)
 }
 
 func writeFiles(dir string, files map[string][]byte) error {
