@@ -8,6 +8,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/pix"
 )
 
 // forgetMigrations makes s's schema as it was before the migration of that
@@ -78,32 +79,51 @@ func TestRefundsOpenAtTheUpgradeCountAsAsked(t *testing.T) {
 }
 
 // A refund asked before psp_asks existed counts its one known ask: a
-// refusal recorded then stops standing at the next ask, as one recorded
-// after the upgrade would (without it, that ask would count as the only
-// one, and the refusal would stand on a PUT that may have made the
-// devolução).
+// refusal recorded after the upgrade stands, and stops standing at the
+// next ask, as for a refund asked after it (without the count, that ask
+// would count as the only one, and the refusal would stand on a PUT that
+// may have made the devolução). A refusal recorded before the upgrade may
+// have been recorded late, after another attempt's PUT, which nothing
+// traced: it counts two and does not stand (a human looks; found by the
+// third attack review).
 func TestRefundsAskedBeforeTheAskCountCountOne(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
 	openAccount(t, s, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-	r, err := refund(s, e2e, 1_000, anyone)
+	asked, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	refused, err := refund(s, e2e, 2_000, anyone)
 	require.NoError(t, err)
 	forgetMigrations(t, s, 17, `ALTER TABLE pix_refunds DROP COLUMN psp_asks`)
-	// The first ask and the refusal, as the release before 0017 recorded them.
-	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET psp_asked_at = now(), psp_refused_at = now(), psp_refusal = 'refused' WHERE id = $1`, r.ID)
+	// As the release before 0017 recorded them: the first refund's first
+	// ask; the second's first ask and a refusal.
+	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET psp_asked_at = now() WHERE id = $1`, asked.ID)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET psp_asked_at = now(), psp_refused_at = now(), psp_refusal = 'PixDevolucaoInvalida' WHERE id = $1`, refused.ID)
 	require.NoError(t, err)
 
 	applied, err := db.Migrate(ctx, s.Pool())
 	require.NoError(t, err)
 	require.Equal(t, []string{"0017_refund_psp_asks.sql"}, applied)
-	_, stands, err := s.StandingRefusal(ctx, r.ID)
+
+	_, stands, err := s.StandingRefusal(ctx, refused.ID)
 	require.NoError(t, err)
-	require.True(t, stands, "one ask known: the refusal still stands")
-	first, err := s.MarkRefundAsked(ctx, r.ID)
+	require.False(t, stands, "a refusal recorded before asks were counted may have followed another PUT")
+	_, err = s.ReverseRefund(ctx, refused.ID, "refused", true)
+	require.ErrorIs(t, err, pix.ErrRefundFinal, "reversed on a refusal that may have followed a second PUT")
+
+	recorded, err := s.MarkRefundRefused(ctx, asked.ID, "PixDevolucaoInvalida")
+	require.NoError(t, err)
+	require.True(t, recorded, "one ask known: its refusal is recorded")
+	_, stands, err = s.StandingRefusal(ctx, asked.ID)
+	require.NoError(t, err)
+	require.True(t, stands, "one ask known: the refusal stands")
+	first, err := s.MarkRefundAsked(ctx, asked.ID)
 	require.NoError(t, err)
 	require.False(t, first)
-	_, stands, err = s.StandingRefusal(ctx, r.ID)
+	_, stands, err = s.StandingRefusal(ctx, asked.ID)
 	require.NoError(t, err)
 	require.False(t, stands, "asked again after the refusal")
+	require.EqualValues(t, 10_000-1_000-2_000, balance(t, s, "acc-1"))
 }
