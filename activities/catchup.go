@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -59,7 +61,10 @@ type CatchUp struct {
 	Overlap, Lookback, Grace time.Duration
 	// PerPage is paginacao.itensPorPagina (0: psp.MaxReceivedPerPage).
 	PerPage int
-	Logger  *slog.Logger
+	// PageRetryWait is the first wait before a page that got no answer is
+	// asked again, doubling (0: a second); see CatchUpPageTries.
+	PageRetryWait time.Duration
+	Logger        *slog.Logger
 	// Metrics counts the PSP's refusals (pix_psp_attention_total); Found
 	// what the catch-up found. nil counts nothing.
 	Metrics *metrics.Worker
@@ -273,7 +278,7 @@ func (a *CatchUp) listPages(ctx context.Context, log *slog.Logger, w CatchUpWind
 			log.ErrorContext(ctx, "psp catch-up: too many pages; the covered window stays where it is: list it in smaller windows (pixctl psp catchup)", "error", err)
 			return 0, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypePSPListingIncomplete, err)
 		}
-		got, err := a.PSP.ListReceived(ctx, psp.ReceivedQuery{Start: w.Start, End: w.End, Page: page, PerPage: perPage})
+		got, err := a.listPage(ctx, psp.ReceivedQuery{Start: w.Start, End: w.End, Page: page, PerPage: perPage})
 		if err != nil {
 			if psp.Classify(err) == psp.AnswerTransient {
 				return 0, pspError(err)
@@ -301,6 +306,27 @@ func (a *CatchUp) listPages(ctx context.Context, log *slog.Logger, w CatchUpWind
 			return got.TotalItems, nil
 		}
 	}
+}
+
+// CatchUpPageTries is how many times one attempt asks for a page that gets
+// no answer before the attempt fails: a listing resumed by a retry must
+// list the window whole again before it is judged (listPages), so a PSP
+// that blips now and then must cost a page, not the pass.
+const CatchUpPageTries = 4
+
+// listPage asks the PSP for one page, asking again, after a wait that
+// doubles, while it gets no answer (up to CatchUpPageTries); an answer that
+// refuses is returned at once.
+func (a *CatchUp) listPage(ctx context.Context, q psp.ReceivedQuery) (psp.ReceivedPage, error) {
+	wait := backoff.NewExponentialBackOff()
+	wait.InitialInterval, wait.Multiplier = cmp.Or(a.PageRetryWait, time.Second), 2
+	return backoff.Retry(ctx, func() (psp.ReceivedPage, error) {
+		got, err := a.PSP.ListReceived(ctx, q)
+		if err != nil && psp.Classify(err) != psp.AnswerTransient {
+			return got, backoff.Permanent(err)
+		}
+		return got, err
+	}, backoff.WithBackOff(wait), backoff.WithMaxTries(CatchUpPageTries), backoff.WithMaxElapsedTime(0))
 }
 
 // storePage stores one page's PIX, all in one transaction (ReceiveBatch,

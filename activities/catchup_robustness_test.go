@@ -154,8 +154,9 @@ func TestCatchUpUnstableOrderSkipsPIXAndAdvances(t *testing.T) {
 	}
 }
 
-// failSecondCall lists through a tieShuffler, its second call getting no
-// answer (the attempt fails after page 0 was stored and heartbeated).
+// failSecondCall lists through a tieShuffler, its second page getting no
+// answer however often the attempt asks (the attempt fails after page 0
+// was stored and heartbeated).
 type failSecondCall struct {
 	mu    sync.Mutex
 	inner *tieShuffler
@@ -167,7 +168,7 @@ func (f *failSecondCall) ListReceived(ctx context.Context, q psp.ReceivedQuery) 
 	f.calls++
 	n := f.calls
 	f.mu.Unlock()
-	if n == 2 {
+	if n >= 2 && n < 2+activities.CatchUpPageTries {
 		return psp.ReceivedPage{}, fmt.Errorf("%w: connection reset", psp.ErrTransient)
 	}
 	return f.inner.ListReceived(ctx, q)
@@ -427,4 +428,67 @@ func TestCatchUpTooManyPagesFailsAtOnce(t *testing.T) {
 	require.ErrorAs(t, err, &app)
 	require.Equal(t, activities.ErrTypePSPListingIncomplete, app.Type())
 	require.Equal(t, 1, m.calls, "pages asked of a window the PSP says has more than MaxCatchUpPages pages")
+}
+
+// blipEvery is a PSP record (stable order, an honest total) whose every
+// n-th GET /pix gets no answer; the same page asked again is answered.
+type blipEvery struct {
+	mu     sync.Mutex
+	inner  *fakeRecord
+	every  int
+	calls  int
+	failed *psp.ReceivedQuery // the last query that got no answer
+}
+
+func (b *blipEvery) ListReceived(ctx context.Context, q psp.ReceivedQuery) (psp.ReceivedPage, error) {
+	b.mu.Lock()
+	b.calls++
+	blip := b.calls%b.every == 0
+	if blip {
+		b.failed = &q
+	}
+	b.mu.Unlock()
+	if blip {
+		return psp.ReceivedPage{}, fmt.Errorf("%w: connection reset", psp.ErrTransient)
+	}
+	return b.inner.ListReceived(ctx, q)
+}
+
+// A window of 6 pages (PerPage 2) at a PSP that drops one GET /pix in 5,
+// each page answered when asked again. Temporal retries the listing with
+// its last heartbeat (the workflow allows 10 attempts). A retry that
+// resumes must list the whole window again from page 0 before it is
+// judged; were a page without an answer to fail the attempt, a PSP that
+// blips more often than once a window would fail every attempt, and the
+// covered window would never advance (found by the third attack review):
+// a page is asked again within the attempt (CatchUpPageTries).
+func TestCatchUpBlippingPSPStillCoversItsWindow(t *testing.T) {
+	r := newCatchUpRig(t)
+	b := &blipEvery{inner: r.psp, every: 5}
+	r.acts.PSP = b
+	for i := range 12 {
+		r.psp.add(listedPix{id: catchUpID(300 + i), key: "catchup@example.com", cents: 100, at: r.now.Add(-time.Duration(20-i) * time.Minute)})
+	}
+	_, err := r.store.AdvanceCatchUp(context.Background(), nil, r.now.Add(-30*time.Minute))
+	require.NoError(t, err)
+	w := r.begin()
+
+	const attempts = 10 // workflows.PSPCatchUp's listing RetryPolicy.MaximumAttempts
+	var lastErr error
+	for attempt := 1; attempt <= attempts; attempt++ {
+		_, lastErr = r.list(w)
+		if lastErr == nil {
+			break
+		}
+		// Temporal hands the retry the last heartbeat: the page that got no
+		// answer is the next to list (every page before it in this pass was
+		// stored and heartbeated; page 0 of the pass after the resumed
+		// pages is heartbeated before it is asked).
+		b.mu.Lock()
+		next := b.failed.Page
+		b.mu.Unlock()
+		r.env.SetHeartbeatDetails(map[string]any{"NextPage": next})
+	}
+	require.NoError(t, lastErr, "a PSP that answers every page when asked again never let the listing finish in %d attempts (%d GET /pix for a 6-page window)", attempts, b.calls)
+	require.True(t, r.advance(w))
 }

@@ -158,7 +158,7 @@ func newCatchUpRig(t *testing.T) *catchUpRig {
 	t.Helper()
 	r := &catchUpRig{t: t, store: &notingStore{Store: dbtest.New(t)}, psp: &fakeRecord{}, registry: prometheus.NewRegistry(), logs: &bytes.Buffer{}, now: catchUpNow}
 	log := slog.New(slog.NewJSONHandler(r.logs, nil))
-	r.acts = &activities.CatchUp{Store: r.store, PSP: r.psp, Overlap: 10 * time.Minute, Lookback: 24 * time.Hour, PerPage: 2,
+	r.acts = &activities.CatchUp{Store: r.store, PSP: r.psp, Overlap: 10 * time.Minute, Lookback: 24 * time.Hour, PerPage: 2, PageRetryWait: time.Millisecond,
 		Logger: log, Metrics: metrics.NewWorker(r.registry), Found: metrics.NewCatchUp(r.registry, true)}
 	r.store.clock = func() time.Time { return r.now }
 	var suite testsuite.WorkflowTestSuite
@@ -359,12 +359,12 @@ func TestCatchUpFailureMidWindowSkipsNothing(t *testing.T) {
 	_, err := r.store.AdvanceCatchUp(context.Background(), nil, r.now.Add(-5*time.Minute)) // covered by an earlier run
 	require.NoError(t, err)
 	first := r.begin()
-	r.psp.failOn(1, 1, fmt.Errorf("%w: connection reset", psp.ErrTransient))
+	r.psp.failOn(1, activities.CatchUpPageTries, fmt.Errorf("%w: connection reset", psp.ErrTransient)) // no answer however often asked
 	_, err = r.list(first)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	require.Equal(t, activities.ErrTypePSPUnavailable, appErr.Type())
-	require.Equal(t, []int{0, 1}, r.psp.pagesAsked())
+	require.Equal(t, []int{0, 1, 1, 1, 1}, r.psp.pagesAsked(), "the page that got no answer asked CatchUpPageTries times")
 	require.True(t, r.covered().Equal(catchUpNow.Add(-5*time.Minute)), "the failed run moved nothing")
 	_, err = r.store.GetCredit(context.Background(), catchUpID(2))
 	require.ErrorIs(t, err, pix.ErrCreditNotFound, "page 2 was not stored")
