@@ -1,0 +1,111 @@
+package saga
+
+import (
+	"context"
+	"log/slog"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/internal/metrics"
+	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/workflows"
+)
+
+// Env is what every saga's activities, durable source and Schedule are
+// built from: the process's shared dependencies, one of each.
+type Env struct {
+	Store *db.Store
+	// PSP is the one PSP client every activity that calls the PSP shares
+	// (*psp.HTTPClient in pixd).
+	PSP PSP
+	Cfg config.Config
+	// Queues are the families' task queues (Cfg.TaskQueues() in pixd; a
+	// test isolates its runs with a base of its own).
+	Queues workflows.TaskQueues
+	Log    *slog.Logger
+	// Metrics counts what the activities and dispatchers did; CatchUpFound
+	// what the PSP catch-up found.
+	Metrics      *metrics.Worker
+	CatchUpFound *metrics.CatchUp
+}
+
+// PSP is what the sagas' activities ask of the PSP.
+type PSP interface {
+	psp.Client
+	psp.RefundClient
+	psp.ReceivedLister
+}
+
+// Registry is what workflows and activities are registered on: a worker,
+// a test environment, a recording fake.
+type Registry interface {
+	WorkflowRegistry
+	RegisterActivity(any)
+}
+
+// WorkflowRegistry is what workflows alone are registered on: a replayer.
+type WorkflowRegistry interface {
+	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
+}
+
+// Descriptor is one saga, declared once.
+type Descriptor struct {
+	// Name names the saga in messages and tests ("credit", "refund", ...).
+	Name string
+	// Family is the saga's family: its workflows and activities are
+	// registered on that family's worker, which polls Queues.Of(Family).
+	Family workflows.Family
+	// AlsoOn are families whose workers register the saga as well, for
+	// deploy safety: runs started on a queue before the saga's family had
+	// one of its own still find a worker there.
+	AlsoOn []workflows.Family
+	// Workflows are the saga's workflow functions by their registered
+	// name. The names are recorded in every run's history: never change
+	// one (the replay tests and worker_test.go pin them).
+	Workflows map[string]any
+	// Deps builds the struct of the saga's activities' dependencies from
+	// env. Every pointer, interface, func or map field of it is set.
+	Deps func(env Env) any
+	// Activities are what the worker registers with RegisterActivity for
+	// deps (what Deps built): method values, or the struct itself, whose
+	// exported methods are then each an activity. Their names are
+	// recorded: never rename a method.
+	Activities func(deps any) []any
+	// Source is the saga's durable start (internal/durable), its runs
+	// started on taskQueue (Queues.Of(Family)); nil for a saga its
+	// Schedule starts.
+	Source func(env Env, taskQueue string) durable.Source
+	// Schedule creates or updates the Temporal Schedules that start the
+	// saga's runs, when the worker starts; nil for a saga with a Source.
+	Schedule func(ctx context.Context, c client.Client, env Env) error
+}
+
+// Register registers the saga's workflows and activities on r, the
+// activities built from env.
+func (d Descriptor) Register(r Registry, env Env) {
+	d.RegisterWorkflows(r)
+	for _, a := range d.Activities(d.Deps(env)) {
+		r.RegisterActivity(a)
+	}
+}
+
+// RegisterWorkflows registers the saga's workflows on r under their
+// recorded names.
+func (d Descriptor) RegisterWorkflows(r WorkflowRegistry) {
+	for name, fn := range d.Workflows {
+		r.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
+	}
+}
+
+// All is every saga of the service: the list a new saga is registered in.
+var All = []Descriptor{
+	Credit,
+	Transfer,
+	Refund,
+	Maintenance,
+	PSPCatchUp,
+}

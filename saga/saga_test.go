@@ -1,0 +1,156 @@
+package saga_test
+
+import (
+	"io"
+	"log/slog"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/metrics"
+	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/workflows"
+)
+
+// env is an Env with every dependency set, built offline: no PostgreSQL
+// (the pool is never used), no PSP (never called).
+func env(t *testing.T) saga.Env {
+	t.Helper()
+	cfg := config.Default()
+	client, err := psp.New(cfg.PSP())
+	require.NoError(t, err)
+	registry := prometheus.NewRegistry()
+	e := saga.Env{Store: db.NewStore(nil), PSP: client, Cfg: cfg, Queues: cfg.TaskQueues(),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.NewWorker(registry), CatchUpFound: metrics.NewCatchUp(registry, true)}
+	// Every field is set, so that a nil dependency below is a saga's
+	// wiring, not this test's (a new field of Env must be set here).
+	require.Empty(t, nilFields(reflect.ValueOf(e)), "set every field of the test's Env")
+	return e
+}
+
+// nilFields are the pointer, interface, func, map, chan or slice fields of
+// the struct v (or *v) that hold nothing: an interface holding a nil
+// pointer counts as nil (a nil *psp.HTTPClient as a psp.Client).
+func nilFields(v reflect.Value) []string {
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	var out []string
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() == reflect.Interface && !f.IsNil() {
+			f = f.Elem()
+		}
+		switch f.Kind() {
+		case reflect.Pointer, reflect.Interface, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice:
+			if f.IsNil() {
+				out = append(out, v.Type().Name()+"."+v.Type().Field(i).Name)
+			}
+		}
+	}
+	return out
+}
+
+// recorder records what a saga registers.
+type recorder struct {
+	workflows          []string
+	activities, absent int
+}
+
+func (r *recorder) RegisterWorkflowWithOptions(_ any, o workflow.RegisterOptions) {
+	r.workflows = append(r.workflows, o.Name)
+}
+
+func (r *recorder) RegisterActivity(a any) {
+	if a == nil || reflect.ValueOf(a).IsNil() {
+		r.absent++
+		return
+	}
+	r.activities++
+}
+
+// Every saga in saga.All is wired: it has a family with a worker, it
+// registers workflows and activities, its activities get every
+// dependency, and something starts its runs (a durable source or a
+// Schedule); every family has a saga, and every due queue of the store is
+// one saga's source. This is what catches a saga added, or a part of it
+// removed, without its wiring: nothing else does before the integration
+// tests.
+func TestEveryDescriptorIsWired(t *testing.T) {
+	e := env(t)
+	names := map[string]bool{}
+	workflowNames := map[string]string{}
+	sourceOf := map[string][]string{} // queue channel -> sagas
+	kinds := map[string]string{}
+	for _, d := range saga.All {
+		require.NotEmpty(t, d.Name, "a saga without a name (family %q)", d.Family)
+		require.False(t, names[d.Name], "two sagas named %q", d.Name)
+		names[d.Name] = true
+		require.Contains(t, workflows.Families, d.Family, "%s: its family has no worker (workflows.Families)", d.Name)
+		for _, f := range d.AlsoOn {
+			require.Contains(t, workflows.Families, f, "%s: also on a family with no worker", d.Name)
+			require.NotEqual(t, d.Family, f, "%s: also on its own family", d.Name)
+		}
+
+		// Something starts its runs.
+		require.True(t, d.Source != nil || d.Schedule != nil, "%s: no source: neither a durable source nor a Schedule starts its runs", d.Name)
+		if d.Source != nil {
+			src := d.Source(e, e.Queues.Of(d.Family))
+			require.NotNil(t, src.Queue, "%s: its source has no queue", d.Name)
+			require.NotNil(t, src.Start, "%s: its source starts nothing", d.Name)
+			require.NotEmpty(t, src.Kind, "%s: its source has no kind", d.Name)
+			require.NotContains(t, kinds, src.Kind, "%s: source kind %q is %s's too (it labels the dispatch metrics)", d.Name, src.Kind, kinds[src.Kind])
+			kinds[src.Kind] = d.Name
+			sourceOf[src.Queue.Channel()] = append(sourceOf[src.Queue.Channel()], d.Name)
+		}
+
+		// Its worker registers workflows and activities.
+		require.NotNil(t, d.Deps, "%s: no activities' dependencies", d.Name)
+		require.NotNil(t, d.Activities, "%s: no activities", d.Name)
+		r := &recorder{}
+		d.Register(r, e)
+		require.NotEmpty(t, r.workflows, "%s: no workflow registered", d.Name)
+		require.Positive(t, r.activities, "%s: no activity registered", d.Name)
+		require.Zero(t, r.absent, "%s: a nil activity registered", d.Name)
+		for _, name := range r.workflows {
+			require.NotContains(t, workflowNames, name, "%s: workflow %s is registered by %s too", d.Name, name, workflowNames[name])
+			workflowNames[name] = d.Name
+		}
+
+		// Its activities get every dependency.
+		deps := reflect.ValueOf(d.Deps(e))
+		require.Equal(t, reflect.Pointer, deps.Kind(), "%s: Deps builds a %s, not a pointer to a struct", d.Name, deps.Kind())
+		require.Empty(t, nilFields(deps), "%s: a nil dependency of its activities", d.Name)
+	}
+
+	for _, f := range workflows.Families {
+		require.True(t, slices.ContainsFunc(saga.All, func(d saga.Descriptor) bool { return d.Family == f }),
+			"family %q has no saga in saga.All: its worker would register nothing", f)
+	}
+
+	// Every due queue the store exports (InboxQueue, TransferQueue,
+	// RefundQueue, ...) is the source of exactly one saga: a queue nobody
+	// dispatches is rows that never start.
+	store := reflect.ValueOf(e.Store)
+	dueQueue := reflect.TypeFor[db.DueQueue]()
+	var queues int
+	for i := range store.NumMethod() {
+		m := store.Type().Method(i)
+		if m.Type.NumIn() != 1 || m.Type.NumOut() != 1 || m.Type.Out(0) != dueQueue {
+			continue
+		}
+		queues++
+		q := store.Method(i).Call(nil)[0].Interface().(db.DueQueue)
+		require.Len(t, sourceOf[q.Channel()], 1, "db.Store.%s (channel %s) is the source of %d sagas %v, not of exactly one",
+			m.Name, q.Channel(), len(sourceOf[q.Channel()]), sourceOf[q.Channel()])
+	}
+	require.GreaterOrEqual(t, queues, 3, "the store's due queues were not found (InboxQueue, TransferQueue, RefundQueue)")
+	require.Len(t, sourceOf, queues, "a saga's source is on a queue the store does not export")
+}
