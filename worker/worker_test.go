@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
 )
@@ -47,14 +48,11 @@ func registered(f func(worker.Registry)) *registry {
 // credits' worker also the others', for the runs started on its queue
 // before each family had one (see RegisterFamily).
 func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
-	// Every saga's struct of activities, empty (nothing is called).
-	var deps worker.Deps
-	dv := reflect.ValueOf(&deps).Elem()
-	for i := range dv.NumField() {
-		dv.Field(i).Set(reflect.New(dv.Field(i).Type().Elem()))
-	}
+	// Every saga's struct of activities, built from nothing (nothing is
+	// called).
+	var env saga.Env
 	of := func(f workflows.Family) *registry {
-		return registered(func(r worker.Registry) { worker.RegisterFamily(r, deps, f) })
+		return registered(func(r worker.Registry) { worker.RegisterFamily(r, saga.All, env, f) })
 	}
 
 	transfers := of(workflows.Transfers)
@@ -80,8 +78,12 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 
 	// Every activity is registered by one family; every family registers.
 	var exported []string
-	for i := range dv.NumField() {
-		for m := range dv.Field(i).Type().Methods() {
+	structs := map[reflect.Type]bool{}
+	for _, d := range saga.All {
+		structs[reflect.TypeOf(d.Deps(env))] = true
+	}
+	for s := range structs {
+		for m := range s.Methods() {
 			exported = append(exported, m.Name)
 		}
 	}
@@ -94,7 +96,7 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 		}
 	}
 	families = append(families, "CreditAccount", "MarkCreditFailed")
-	require.ElementsMatch(t, exported, families, "an activity of no family: add it to its family's register function")
-	all := registered(func(r worker.Registry) { worker.Register(r, deps) })
+	require.ElementsMatch(t, exported, families, "an activity of no family: add it to its saga's Activities (package saga)")
+	all := registered(func(r worker.Registry) { worker.Register(r, saga.All, env) })
 	require.ElementsMatch(t, exported, all.activities)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
+	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
 )
@@ -75,14 +77,19 @@ func TestPSPCatchUpCreditsAPixNeverNotified(t *testing.T) {
 			id, time.Now().UTC().Format(time.RFC3339))),
 	}}
 
-	deps := worker.Deps{
-		Activities: &activities.Activities{Store: store, Logger: log},
-		Refunds:    &activities.Refunds{Store: store, Logger: log},
-		CatchUp:    &activities.CatchUp{Store: store, PSP: record, Overlap: 10 * time.Minute, Lookback: time.Hour, Logger: log},
+	// Every saga as pixd has it, but the catch-up listing the record above.
+	env := saga.Env{Store: store, Queues: queues, Log: log}
+	sagas := slices.Clone(saga.All)
+	for i := range sagas {
+		if sagas[i].Name == saga.PSPCatchUp.Name {
+			sagas[i].Deps = func(saga.Env) any {
+				return &activities.CatchUp{Store: store, PSP: record, Overlap: 10 * time.Minute, Lookback: time.Hour, Logger: log}
+			}
+		}
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	var g errgroup.Group
-	g.Go(func() error { return worker.Run(runCtx, worker.New(c, deps, worker.Options{TaskQueues: queues})...) })
+	g.Go(func() error { return worker.Run(runCtx, worker.New(c, sagas, env, worker.Options{})...) })
 	g.Go(func() error { return store.RunWaker(runCtx, log) })
 	credits := durable.New(store, workflows.CreditSource(store.InboxQueue(), queues.Credits, workflows.DefaultRetrySettings(),
 		config.Default().CreditInputListingVersion()), c, durable.Options{PollInterval: time.Second, BatchSize: 10, Concurrency: 2,

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/internal/codec"
+	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -65,9 +66,9 @@ func newReplayer(t *testing.T, cv *codec.Converters) worker.WorkflowReplayer {
 	}
 	r, err := worker.NewWorkflowReplayerWithOptions(opts)
 	require.NoError(t, err)
-	r.RegisterWorkflowWithOptions(workflows.CreditPix, workflow.RegisterOptions{Name: workflows.CreditWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.TransferPix, workflow.RegisterOptions{Name: workflows.TransferWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.RefundPix, workflow.RegisterOptions{Name: workflows.RefundWorkflowName})
+	for _, d := range saga.All {
+		d.RegisterWorkflows(r)
+	}
 	return r
 }
 

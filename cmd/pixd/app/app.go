@@ -20,7 +20,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
@@ -37,6 +36,7 @@ import (
 	"github.com/pixbank/pix/internal/tracing"
 	"github.com/pixbank/pix/internal/tracing/setup"
 	"github.com/pixbank/pix/internal/webhooksig"
+	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
 )
@@ -219,15 +219,17 @@ func (a *App) MigrationStatus(ctx context.Context) (db.MigrationReport, error) {
 }
 
 // Dispatchers builds the dispatchers the configuration describes, one per
-// saga's durable start (the list a new saga is registered in), each
-// starting its runs on its family's task queue.
+// saga with a durable start (saga.All), each starting its runs on its
+// family's task queue.
 func (a *App) Dispatchers() []*durable.Dispatcher {
-	q := a.Cfg.TaskQueues()
-	return []*durable.Dispatcher{
-		a.dispatcher(workflows.CreditSource(a.Store.InboxQueue(), q.Credits, a.Cfg.Retry(), a.Cfg.CreditInputListingVersion())),
-		a.dispatcher(workflows.TransferSource(a.Store.TransferQueue(), q.Transfers, a.Cfg.Transfer())),
-		a.dispatcher(workflows.RefundSource(a.Store.RefundQueue(), q.Of(workflows.Refunds), a.Cfg.Refund())),
+	env := a.sagaEnv()
+	var ds []*durable.Dispatcher
+	for _, d := range saga.All {
+		if d.Source != nil {
+			ds = append(ds, a.dispatcher(d.Source(env, env.Queues.Of(d.Family))))
+		}
 	}
+	return ds
 }
 
 func (a *App) dispatcher(src durable.Source) *durable.Dispatcher {
@@ -627,35 +629,33 @@ func (a *App) serveWorkerMetrics(ctx context.Context) error {
 	return nil
 }
 
-// workerDeps are the dependencies of every family's activities.
-func (a *App) workerDeps() worker.Deps {
-	return worker.Deps{
-		Activities: &activities.Activities{Store: a.Store, PSP: a.psp, Logger: a.Log, Metrics: a.workerMetrics},
-		Refunds:    &activities.Refunds{Store: a.Store, PSP: a.psp, Logger: a.Log, Metrics: a.workerMetrics},
-		CatchUp: &activities.CatchUp{Store: a.Store, PSP: a.psp, Overlap: a.Cfg.PSPCatchUpOverlap, Lookback: a.Cfg.PSPCatchUpLookback,
-			Grace: a.Cfg.PSPCatchUpGrace, Logger: a.Log, Metrics: a.workerMetrics, Found: a.catchUp},
-	}
+// sagaEnv is what every saga's activities, durable start and Schedule are
+// built from.
+func (a *App) sagaEnv() saga.Env {
+	return saga.Env{Store: a.Store, PSP: a.psp, Cfg: a.Cfg, Queues: a.Cfg.TaskQueues(), Log: a.Log,
+		Metrics: a.workerMetrics, CatchUpFound: a.catchUp}
 }
 
 func (a *App) runTemporalWorker(ctx context.Context) error {
-	queues := a.Cfg.TaskQueues()
-	workers := worker.New(a.Temporal, a.workerDeps(), worker.Options{
-		TaskQueues:              queues,
+	env := a.sagaEnv()
+	queues := env.Queues
+	workers := worker.New(a.Temporal, saga.All, env, worker.Options{
 		StopTimeout:             a.Cfg.WorkerStopTimeout,
 		MaxConcurrentActivities: a.Cfg.WorkerMaxActivities,
 	})
-	retention := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: a.Cfg.OutboxRetention, InboxRetention: a.Cfg.InboxRetention}
 	ready, err := setUpWhileReachable(ctx, a.Log, a.waitForTemporal, func(ctx context.Context) error {
 		if err := workflows.CheckSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace); err != nil {
 			return err
 		}
-		if err := workflows.EnsureRetentionSchedule(ctx, a.Temporal, queues, a.Cfg.RetentionInterval, retention); err != nil {
-			return err
+		for _, d := range saga.All {
+			if d.Schedule == nil {
+				continue
+			}
+			if err := d.Schedule(ctx, a.Temporal, env); err != nil {
+				return err
+			}
 		}
-		if err := workflows.EnsureReconcileSchedule(ctx, a.Temporal, queues, a.Cfg.ReconcileInterval); err != nil {
-			return err
-		}
-		return workflows.EnsurePSPCatchUpSchedule(ctx, a.Temporal, queues, a.Cfg.PSPCatchUpInterval)
+		return nil
 	})
 	if !ready {
 		return err // nil: stopped while starting
