@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/durable"
@@ -108,4 +109,10 @@ var All = []Descriptor{
 	Refund,
 	Maintenance,
 	PSPCatchUp,
+}
+
+// sharedActivities are the credit's, the transfer's and the maintenance's
+// activities, which share one struct of dependencies.
+func sharedActivities(env Env) any {
+	return &activities.Activities{Store: env.Store, PSP: env.PSP, Logger: env.Log, Metrics: env.Metrics}
 }

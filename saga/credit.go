@@ -1,0 +1,26 @@
+package saga
+
+import (
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/workflows"
+)
+
+// The credit of a received PIX (workflows/credit.go), started from the
+// inbox.
+var Credit = Descriptor{
+	Name:      "credit",
+	Family:    workflows.Credits,
+	Workflows: map[string]any{workflows.CreditWorkflowName: workflows.CreditPix},
+	Deps:      sharedActivities,
+	Activities: func(deps any) []any {
+		a := deps.(*activities.Activities)
+		return []any{
+			a.CreditAccount, // a local activity
+			a.MarkCreditFailed,
+		}
+	},
+	Source: func(env Env, taskQueue string) durable.Source {
+		return workflows.CreditSource(env.Store.InboxQueue(), taskQueue, env.Cfg.Retry(), env.Cfg.CreditInputListingVersion())
+	},
+}
