@@ -278,7 +278,7 @@ func (a *CatchUp) listPages(ctx context.Context, log *slog.Logger, w CatchUpWind
 			log.ErrorContext(ctx, "psp catch-up: too many pages; the covered window stays where it is: list it in smaller windows (pixctl psp catchup)", "error", err)
 			return 0, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypePSPListingIncomplete, err)
 		}
-		got, err := a.listPage(ctx, psp.ReceivedQuery{Start: w.Start, End: w.End, Page: page, PerPage: perPage})
+		got, err := a.listPage(ctx, psp.ReceivedQuery{Start: w.Start, End: w.End, Page: page, PerPage: perPage}, *progress)
 		if err != nil {
 			if psp.Classify(err) == psp.AnswerTransient {
 				return 0, pspError(err)
@@ -316,8 +316,10 @@ const CatchUpPageTries = 4
 
 // listPage asks the PSP for one page, asking again, after a wait that
 // doubles, while it gets no answer (up to CatchUpPageTries); an answer that
-// refuses is returned at once.
-func (a *CatchUp) listPage(ctx context.Context, q psp.ReceivedQuery) (psp.ReceivedPage, error) {
+// refuses is returned at once. It heartbeats progress (unchanged: the page
+// is still the next to list) before each wait, so that the listing's
+// heartbeat timeout bounds one ask and one wait, not a page's every try.
+func (a *CatchUp) listPage(ctx context.Context, q psp.ReceivedQuery, progress catchUpProgress) (psp.ReceivedPage, error) {
 	wait := backoff.NewExponentialBackOff()
 	wait.InitialInterval, wait.Multiplier = cmp.Or(a.PageRetryWait, time.Second), 2
 	return backoff.Retry(ctx, func() (psp.ReceivedPage, error) {
@@ -326,7 +328,8 @@ func (a *CatchUp) listPage(ctx context.Context, q psp.ReceivedQuery) (psp.Receiv
 			return got, backoff.Permanent(err)
 		}
 		return got, err
-	}, backoff.WithBackOff(wait), backoff.WithMaxTries(CatchUpPageTries), backoff.WithMaxElapsedTime(0))
+	}, backoff.WithBackOff(wait), backoff.WithMaxTries(CatchUpPageTries), backoff.WithMaxElapsedTime(0),
+		backoff.WithNotify(func(error, time.Duration) { activity.RecordHeartbeat(ctx, progress) }))
 }
 
 // storePage stores one page's PIX, all in one transaction (ReceiveBatch,

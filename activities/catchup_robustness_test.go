@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/db"
@@ -491,4 +493,90 @@ func TestCatchUpBlippingPSPStillCoversItsWindow(t *testing.T) {
 	}
 	require.NoError(t, lastErr, "a PSP that answers every page when asked again never let the listing finish in %d attempts (%d GET /pix for a 6-page window)", attempts, b.calls)
 	require.True(t, r.advance(w))
+}
+
+// askLog orders the PSP's asks and the activity's heartbeats in one log.
+type askLog struct {
+	mu      sync.Mutex
+	entries []string
+}
+
+func (l *askLog) add(e string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries = append(l.entries, e)
+}
+
+// loggedAsks lists through inner, logging each ask's page.
+type loggedAsks struct {
+	inner psp.ReceivedLister
+	log   *askLog
+}
+
+func (l loggedAsks) ListReceived(ctx context.Context, q psp.ReceivedQuery) (psp.ReceivedPage, error) {
+	l.log.add(fmt.Sprintf("ask %d", q.Page))
+	return l.inner.ListReceived(ctx, q)
+}
+
+// heartbeatLogger logs every heartbeat an activity records (the test
+// environment's listener sees only those it would send, batched).
+type heartbeatLogger struct {
+	interceptor.WorkerInterceptorBase
+	log *askLog
+}
+
+func (h *heartbeatLogger) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	return &heartbeatInbound{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}, log: h.log}
+}
+
+type heartbeatInbound struct {
+	interceptor.ActivityInboundInterceptorBase
+	log *askLog
+}
+
+func (h *heartbeatInbound) Init(outbound interceptor.ActivityOutboundInterceptor) error {
+	return h.Next.Init(&heartbeatOutbound{ActivityOutboundInterceptorBase: interceptor.ActivityOutboundInterceptorBase{Next: outbound}, log: h.log})
+}
+
+type heartbeatOutbound struct {
+	interceptor.ActivityOutboundInterceptorBase
+	log *askLog
+}
+
+func (h *heartbeatOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
+	h.log.add("heartbeat")
+	h.Next.RecordHeartbeat(ctx, details...)
+}
+
+// A page that gets no answer is asked again within the attempt, and the
+// listing heartbeats before each wait: the heartbeat timeout bounds one ask
+// and one wait, never a page's every try (found by the fourth attack
+// review: with PSP_TIMEOUT 30 s, four asks outlasted the 2-minute timeout).
+func TestCatchUpHeartbeatsBetweenAPagesAsks(t *testing.T) {
+	r := newCatchUpRig(t)
+	log := &askLog{}
+	r.acts.PSP = loggedAsks{inner: r.psp, log: log}
+	r.env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{&heartbeatLogger{log: log}}})
+	for i := range 4 {
+		r.psp.add(listedPix{id: catchUpID(400 + i), key: "catchup@example.com", cents: 100, at: r.now.Add(-time.Duration(4-i) * time.Minute)})
+	}
+	_, err := r.store.AdvanceCatchUp(context.Background(), nil, r.now.Add(-5*time.Minute))
+	require.NoError(t, err)
+	r.psp.failOn(1, activities.CatchUpPageTries-1, fmt.Errorf("%w: connection reset", psp.ErrTransient))
+	_, err = r.list(r.begin())
+	require.NoError(t, err, "the page answered at its last try")
+	first, last := -1, -1
+	for i, e := range log.entries {
+		if e != "ask 1" {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+	}
+	require.GreaterOrEqual(t, first, 0, "page 1 asked: %v", log.entries)
+	pageOne := log.entries[first : last+1]
+	want := []string{"ask 1", "heartbeat", "ask 1", "heartbeat", "ask 1", "heartbeat", "ask 1"}
+	require.Equal(t, want[:2*activities.CatchUpPageTries-1], pageOne, "a heartbeat between each two asks of the page: %v", log.entries)
 }
