@@ -13,8 +13,9 @@ import (
 
 // DueQueue is a saga's open rows as a durable.Dispatcher sees them (it is
 // a rows.Queue): due rows to claim, and the outcome of their workflow
-// starts to record. Its three statements are the saga's own, in its
-// queries file (ClaimDue, MarkDispatched, DeferDispatch):
+// starts to record. Its three statements are built from the saga's
+// declaration of its queue (QueueSpec), from one text for every queue
+// (queries/due.sql.tmpl):
 //
 //   - ClaimDue($1 limit, $2 lease) pushes up to $1 due open rows' due time
 //     $2 ahead (FOR UPDATE SKIP LOCKED) and returns them as a rows.Due
@@ -29,29 +30,26 @@ import (
 //     after a re-drive.
 type DueQueue struct {
 	store *Store
-	// table names the rows in errors; channel is where the store's waker
-	// says they came due.
-	table, channel                    string
-	claim, markDispatched, deferStart string
+	queue *dueQueue
 }
 
 var _ rows.Queue = DueQueue{}
 
 // Channel is the notification channel that says rows came due.
-func (q DueQueue) Channel() string { return q.channel }
+func (q DueQueue) Channel() string { return q.queue.Channel }
 
 // Claim claims up to limit due rows, pushing their next due time lease
 // ahead so that concurrent dispatchers skip them. If the claimer dies
 // before recording the outcome, the rows come due again when the lease
 // ends.
 func (q DueQueue) Claim(ctx context.Context, limit int, lease time.Duration) ([]rows.Due, error) {
-	claimed, err := q.store.pool.Query(ctx, q.claim, limit, lease)
+	claimed, err := q.store.pool.Query(ctx, q.queue.claim, limit, lease)
 	if err != nil {
-		return nil, classify(fmt.Errorf("claim due %s: %w", q.table, err))
+		return nil, classify(fmt.Errorf("claim due %s: %w", q.queue.Table, err))
 	}
 	due, err := pgx.CollectRows(claimed, pgx.RowToStructByPos[rows.Due])
 	if err != nil {
-		return nil, classify(fmt.Errorf("claim due %s: %w", q.table, err))
+		return nil, classify(fmt.Errorf("claim due %s: %w", q.queue.Table, err))
 	}
 	return due, nil
 }
@@ -67,14 +65,14 @@ func (q DueQueue) MarkDispatched(ctx context.Context, started, open []rows.Due, 
 	for range open {
 		began = append(began, false)
 	}
-	return q.updateClaimed(ctx, q.markDispatched, "mark dispatched", append(slices.Clip(started), open...),
+	return q.updateClaimed(ctx, q.queue.markDispatched, "mark dispatched", append(slices.Clip(started), open...),
 		began, recheck.After, max(recheck.After, recheck.Max))
 }
 
 // DeferDispatch makes claimed rows due again after delay (their workflow
 // start failed, or an older run is still closing).
 func (q DueQueue) DeferDispatch(ctx context.Context, claimed []rows.Due, delay time.Duration) error {
-	return q.updateClaimed(ctx, q.deferStart, "defer dispatch", claimed, delay)
+	return q.updateClaimed(ctx, q.queue.deferDispatch, "defer dispatch", claimed, delay)
 }
 
 // updateClaimed runs statement with the claimed rows' keys and drives as
@@ -87,7 +85,7 @@ func (q DueQueue) updateClaimed(ctx context.Context, statement, what string, cla
 	}
 	args := append([]any{keys, drives}, more...)
 	if _, err := q.store.pool.Exec(ctx, statement, args...); err != nil {
-		return classify(fmt.Errorf("%s %s: %w", what, q.table, err))
+		return classify(fmt.Errorf("%s %s: %w", what, q.queue.Table, err))
 	}
 	return nil
 }

@@ -83,16 +83,36 @@ const DueChannel = "pix_inbox_due"
 // creditSQL holds the statements of queries/credits.sql.
 var creditSQL struct {
 	Receive, SetLockTimeout, ResetLockTimeout, CreditedBefore, RedriveFailed, LockForCredit, CreditDone, LockAccountForCredit, MarkCreditedBefore,
-	Credit, RecordAttemptFailure, LockForFail, IsCredited, MarkFailed, GetCredit, FailedCredits, OldestPendingAge,
-	ClaimDue, MarkDispatched, DeferDispatch string
+	Credit, RecordAttemptFailure, LockForFail, IsCredited, MarkFailed, GetCredit, FailedCredits, OldestPendingAge string
 }
 
 func init() { bindQueries("credits.sql", &creditSQL) }
 
+// inboxQueue is the pending inbox rows: a credit's drive is the row's
+// (a failed PIX is re-driven), its attempts the row's.
+var inboxQueue = declareQueue(QueueSpec{
+	Name: "credits", Table: "inbox_messages", Key: "end_to_end_id", KeyType: "text", Channel: DueChannel,
+	Open:     "m.status = 'pending'",
+	Attempts: "m.attempts",
+	Drive:    "m.drive",
+	Listing: Listing{
+		EndToEndID: "m.end_to_end_id", AccountID: "m.account_id", AmountCents: "m.amount_cents", Status: "m.status", PSP: "m.psp",
+		// Bounded, and text only: the memo travels in every start of the
+		// credit (Temporal refuses one over its memo limit, for ever), and a
+		// PSP's informational members may hold anything PostgreSQL stores.
+		Memo: `jsonb_strip_nulls(jsonb_build_object(
+        'payer', (SELECT jsonb_object_agg(left(p.key, 64), left(p.value, 140))
+                  FROM (SELECT e.key, e.value FROM jsonb_each_text(
+                            CASE WHEN jsonb_typeof(COALESCE(m.payload->'payer', m.payload->'pagador')) = 'object'
+                                 THEN COALESCE(m.payload->'payer', m.payload->'pagador') END) AS e
+                        ORDER BY e.key LIMIT 8) AS p),
+        'payer_message', left(m.payload->>'infoPagador', 140)))`,
+		Since: "m.received_at", Traceparent: "m.traceparent",
+	},
+})
+
 // InboxQueue is the pending inbox rows (keys: end_to_end_ids).
-func (s *Store) InboxQueue() DueQueue {
-	return DueQueue{s, "inbox_messages", DueChannel, creditSQL.ClaimDue, creditSQL.MarkDispatched, creditSQL.DeferDispatch}
-}
+func (s *Store) InboxQueue() DueQueue { return DueQueue{s, inboxQueue} }
 
 // Receive stores one delivery of a notification (see Receive in
 // queries/credits.sql). Another

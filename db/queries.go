@@ -24,6 +24,11 @@ func namedQueries(file string) map[string]string {
 	if err != nil {
 		panic(fmt.Sprintf("db: %v", err))
 	}
+	return splitNamed(file, string(body))
+}
+
+// splitNamed is the statements of body (the text of file) by name.
+func splitNamed(file, body string) map[string]string {
 	out := map[string]string{}
 	var name string
 	var sql strings.Builder
@@ -37,7 +42,7 @@ func namedQueries(file string) map[string]string {
 		out[name] = strings.TrimSpace(sql.String())
 		sql.Reset()
 	}
-	for line := range strings.Lines(string(body)) {
+	for line := range strings.Lines(body) {
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "-- name:"); ok {
 			flush()
 			name = strings.TrimSpace(rest)

@@ -19,7 +19,7 @@ import (
 // refundSQL holds the statements of queries/refunds.sql.
 var refundSQL struct {
 	CreditAccount, LockCredit, RefundedCents, DebitRefund, GetRefund, LockRefund, RefundsOf,
-	MarkRequested, MarkReturned, Reverse, NoteOutcomes, ClaimDue, MarkDispatched, DeferDispatch,
+	MarkRequested, MarkReturned, Reverse, NoteOutcomes,
 	Contradictions, OverCredit, OldestOpenAge, MarkAsked, RefusalStands, MarkRefused, StandingRefusal string
 }
 
@@ -36,10 +36,27 @@ const (
 // RefundDueChannel is the notification channel that says refunds are due.
 const RefundDueChannel = "pix_refund_due"
 
+// refundQueue is the open refunds. A refund's drive is 1 + its notices:
+// its memo carries the outcome a PSP's webhook announced (psp_notice),
+// which the dispatcher signals to the refund's open run (signalled_notices
+// counts those signalled), and a notice that arrives after the claim makes
+// the claim's records no-ops but for the run they record.
+var refundQueue = declareQueue(QueueSpec{
+	Name: "refunds", Table: "pix_refunds", Key: "id", KeyType: "text", Channel: RefundDueChannel,
+	Open:      "m.dispatch_due_at IS NOT NULL",
+	Attempts:  "0",
+	Drive:     "1 + m.notices",
+	Signalled: "signalled_notices",
+	Listing: Listing{
+		EndToEndID: "m.end_to_end_id", AccountID: "m.account_id", AmountCents: "m.amount_cents", Status: "m.status", PSP: "NULL::text",
+		Memo: `jsonb_strip_nulls(jsonb_build_object('refund_id', m.id,
+        'psp_notice', CASE WHEN m.notices > m.signalled_notices THEN m.psp_notice END))`,
+		Since: "m.created_at", Traceparent: "m.traceparent",
+	},
+})
+
 // RefundQueue is the open refunds (keys: refund ids).
-func (s *Store) RefundQueue() DueQueue {
-	return DueQueue{s, "pix_refunds", RefundDueChannel, refundSQL.ClaimDue, refundSQL.MarkDispatched, refundSQL.DeferDispatch}
-}
+func (s *Store) RefundQueue() DueQueue { return DueQueue{s, refundQueue} }
 
 // NewRefund is a refund about to be debited: its id is chosen by the caller.
 type NewRefund struct {

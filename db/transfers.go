@@ -19,16 +19,27 @@ const TransferDueChannel = "pix_transfer_due"
 
 // transferSQL holds the statements of queries/transfers.sql.
 var transferSQL struct {
-	Debit, GetTransfer, GetTransferByEndToEndID, LockTransfer, MarkSubmitted, Settle, Refund,
-	ClaimDue, MarkDispatched, DeferDispatch string
+	Debit, GetTransfer, GetTransferByEndToEndID, LockTransfer, MarkSubmitted, Settle, Refund string
 }
 
 func init() { bindQueries("transfers.sql", &transferSQL) }
 
+// transferQueue is the open transfers: a transfer has one drive (it stays
+// open until it is final) and counts no attempts.
+var transferQueue = declareQueue(QueueSpec{
+	Name: "transfers", Table: "pix_transfers", Key: "id", KeyType: "uuid", Channel: TransferDueChannel,
+	Open:     "m.dispatch_due_at IS NOT NULL",
+	Attempts: "0",
+	Drive:    "1",
+	Listing: Listing{
+		EndToEndID: "m.end_to_end_id", AccountID: "m.account_id", AmountCents: "m.amount_cents", Status: "m.status", PSP: "NULL::text",
+		Memo:  "jsonb_build_object('payee_pix_key', m.pix_key)",
+		Since: "m.created_at", Traceparent: "m.traceparent",
+	},
+})
+
 // TransferQueue is the open transfers (keys: transfer ids).
-func (s *Store) TransferQueue() DueQueue {
-	return DueQueue{s, "pix_transfers", TransferDueChannel, transferSQL.ClaimDue, transferSQL.MarkDispatched, transferSQL.DeferDispatch}
-}
+func (s *Store) TransferQueue() DueQueue { return DueQueue{s, transferQueue} }
 
 // NewTransfer is a transfer about to be debited: its id and end_to_end_id
 // are chosen by the caller.

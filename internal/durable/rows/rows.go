@@ -6,32 +6,34 @@ import (
 )
 
 // Due is an open row whose workflow must be (re)started: its saga's row
-// (Key is the row's key: an end_to_end_id, a transfer or refund id).
+// (Key is the row's key: an end_to_end_id, a transfer or refund id). A
+// queue's claim returns each field as the column its db tag names
+// (db.QueueSpec builds the statements from them).
 type Due struct {
-	Key      string
-	Attempts int
+	Key      string `db:"key"`
+	Attempts int    `db:"attempts"`
 	// Drive is the row's drive when it was claimed (always 1 for a
 	// transfer): the dispatcher's records of this claim are fenced by it.
-	Drive int
+	Drive int `db:"drive"`
 	// Dispatched is true when a run of the row's current drive was started.
-	Dispatched bool
+	Dispatched bool `db:"dispatched"`
 	// What the run is listed under in the Temporal UI: the PIX's
 	// end_to_end_id, account (nil while an API Pix key is unresolved),
 	// amount, status, PSP (nil for an unsigned notification and for
 	// transfers) and memo (the payer, or the payee's key).
-	EndToEndID  string
-	AccountID   *string
-	AmountCents int64
-	Status      string
-	PSP         *string
-	Memo        map[string]any
+	EndToEndID  string         `db:"end_to_end_id"`
+	AccountID   *string        `db:"account_id"`
+	AmountCents int64          `db:"amount_cents"`
+	Status      string         `db:"status"`
+	PSP         *string        `db:"psp"`
+	Memo        map[string]any `db:"memo"`
 	// Since is when the row was committed (received_at, created_at): the
 	// first start of a first drive measures the dispatch lag from it.
-	Since time.Time
+	Since time.Time `db:"since"`
 	// Traceparent is the trace context the row was created in (the W3C
 	// traceparent of the request's span; nil: none): its workflow is
 	// started under it, continuing that trace.
-	Traceparent *string
+	Traceparent *string `db:"traceparent"`
 }
 
 // FirstStart reports whether starting the row's workflow now is its first
