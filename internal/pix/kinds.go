@@ -45,31 +45,29 @@ func (k *Kind) APIMessage(err error) string {
 	return k.Message
 }
 
-// Kinds are every business error, in the order they are matched (the first
-// kind err is of wins): the list a saga's kinds are registered in, each
-// saga's declared in its own file.
+// Kinds are every business error: each saga's, declared in its own file
+// (CreditKinds, TransferKinds, RefundKinds), and the kinds no one saga owns
+// (SharedKinds). They are matched in this order (the first kind err is of
+// wins), which matters only for an error wrapping the sentinels of two
+// kinds; NonRetryableTypes lists their types in it. Each saga's descriptor
+// (package saga) names its list, and a -short test there fails when Kinds
+// is not exactly the descriptors' lists and SharedKinds.
 var Kinds = slices.Concat(
-	coreKinds,
-	refundKinds,
+	CreditKinds,
+	TransferKinds,
+	RefundKinds,
+	SharedKinds,
 )
 
-// coreKinds are the credits', the transfers' and the shared kinds.
-var coreKinds = []*Kind{
-	{Err: ErrPayloadMismatch, Refusal: true,
-		Status: http.StatusUnprocessableEntity, Code: "payload_mismatch",
-		Message:      "a PIX with this end_to_end_id was received with another account_id or amount_cents; nothing was changed",
-		TemporalType: "PayloadMismatch"},
-	{Err: ErrCreditNotFound, Refusal: true,
-		Status: http.StatusNotFound, Code: "pix_credit_not_found", Message: "no PIX credit with this end_to_end_id",
-		TemporalType: "InboxMessageNotFound"},
+// SharedKinds are the kinds no one saga owns: the Idempotency-Key layer's,
+// the accounts' (every money saga debits or credits one), and
+// ErrUnavailable.
+var SharedKinds = []*Kind{
 	// AccountNotFound is retried: the account may be in the middle of being
 	// opened.
 	{Err: ErrAccountNotFound, Refusal: true,
 		Status: http.StatusNotFound, Code: "account_not_found", Message: "no account with this id",
 		TemporalType: "AccountNotFound", Retryable: true},
-	{Err: ErrNotFailed, Refusal: true,
-		Status: http.StatusConflict, Code: "pix_credit_not_failed",
-		Message: "only a failed PIX credit can be re-driven: ", MessageWithCause: true},
 	{Err: ErrInsufficientFunds, Refusal: true,
 		Status: http.StatusUnprocessableEntity, Code: "insufficient_funds",
 		Message: "the account's balance does not cover the transfer; nothing was debited"},
@@ -82,29 +80,11 @@ var coreKinds = []*Kind{
 	{Err: ErrRequestInProgress, Refusal: true,
 		Status: http.StatusConflict, Code: "request_in_progress",
 		Message: "a request with this Idempotency-Key is in progress; retry after Retry-After seconds to get its answer"},
-	{Err: ErrTransferNotFound, Refusal: true,
-		Status: http.StatusNotFound, Code: "transfer_not_found", Message: "no transfer with this id",
-		TemporalType: "TransferNotFound"},
 	// ErrUnavailable is no refusal: a technical failure the API answers
 	// with 503, and activities retry (TechnicalFailure).
 	{Err: ErrUnavailable,
 		Status: http.StatusServiceUnavailable, Code: "service_unavailable",
 		Message: "the service can't complete the request right now (database unreachable or busy); nothing was stored, retry later"},
-	// PixKeyNotFound and ChargeNotFound: an API Pix notification's chave or
-	// txid resolves to no account (yet); retried like AccountNotFound, and a
-	// re-drive after the key or charge is registered credits it.
-	{Err: ErrPixKeyNotFound, Refusal: true, TemporalType: "PixKeyNotFound", Retryable: true},
-	{Err: ErrChargeNotFound, Refusal: true, TemporalType: "ChargeNotFound", Retryable: true},
-	// InboxMessageNotPending: the row is failed; only a re-drive (which puts
-	// it back to pending) may credit it.
-	{Err: ErrNotPending, Refusal: true, TemporalType: "InboxMessageNotPending"},
-	// CreditSuperseded: the row was re-driven since the run's drive; a newer
-	// run owns it.
-	{Err: ErrSuperseded, Refusal: true, TemporalType: "CreditSuperseded"},
-	{Err: ErrBalanceOverflow, Refusal: true, TemporalType: "BalanceOverflow"},
-	// TransferFinal: the PSP's answer contradicts the transfer's final
-	// status (settled vs refunded): a human must look.
-	{Err: ErrTransferFinal, Refusal: true, TemporalType: "TransferFinal"},
 }
 
 // KindOf returns the kind of err, nil when err is of none.

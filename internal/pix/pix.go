@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -202,6 +203,32 @@ var (
 	// should retry later. Wrapped around the underlying cause.
 	ErrUnavailable = errors.New("service unavailable")
 )
+
+// CreditKinds are the credits' business errors (registered in Kinds).
+var CreditKinds = []*Kind{
+	{Err: ErrPayloadMismatch, Refusal: true,
+		Status: http.StatusUnprocessableEntity, Code: "payload_mismatch",
+		Message:      "a PIX with this end_to_end_id was received with another account_id or amount_cents; nothing was changed",
+		TemporalType: "PayloadMismatch"},
+	{Err: ErrCreditNotFound, Refusal: true,
+		Status: http.StatusNotFound, Code: "pix_credit_not_found", Message: "no PIX credit with this end_to_end_id",
+		TemporalType: "InboxMessageNotFound"},
+	{Err: ErrNotFailed, Refusal: true,
+		Status: http.StatusConflict, Code: "pix_credit_not_failed",
+		Message: "only a failed PIX credit can be re-driven: ", MessageWithCause: true},
+	// PixKeyNotFound and ChargeNotFound: an API Pix notification's chave or
+	// txid resolves to no account (yet); retried like AccountNotFound, and a
+	// re-drive after the key or charge is registered credits it.
+	{Err: ErrPixKeyNotFound, Refusal: true, TemporalType: "PixKeyNotFound", Retryable: true},
+	{Err: ErrChargeNotFound, Refusal: true, TemporalType: "ChargeNotFound", Retryable: true},
+	// InboxMessageNotPending: the row is failed; only a re-drive (which puts
+	// it back to pending) may credit it.
+	{Err: ErrNotPending, Refusal: true, TemporalType: "InboxMessageNotPending"},
+	// CreditSuperseded: the row was re-driven since the run's drive; a newer
+	// run owns it.
+	{Err: ErrSuperseded, Refusal: true, TemporalType: "CreditSuperseded"},
+	{Err: ErrBalanceOverflow, Refusal: true, TemporalType: "BalanceOverflow"},
+}
 
 // IsRefusal reports whether err is a business refusal (as opposed to a
 // technical failure).

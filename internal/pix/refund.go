@@ -77,8 +77,8 @@ var (
 	ErrRefundFinal = errors.New("refund is already final")
 )
 
-// refundKinds are the refunds' business errors (registered in Kinds).
-var refundKinds = []*Kind{
+// RefundKinds are the refunds' business errors (registered in Kinds).
+var RefundKinds = []*Kind{
 	{Err: ErrPixNotCredited, Refusal: true,
 		Status: http.StatusUnprocessableEntity, Code: "pix_not_credited",
 		Message: "no PIX credited to your accounts has this end_to_end_id; nothing was debited"},

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -57,6 +58,17 @@ var (
 	// answered yet.
 	ErrRequestInProgress = errors.New("a request with this idempotency key is in progress")
 )
+
+// TransferKinds are the outgoing transfers' business errors (registered in
+// Kinds).
+var TransferKinds = []*Kind{
+	{Err: ErrTransferNotFound, Refusal: true,
+		Status: http.StatusNotFound, Code: "transfer_not_found", Message: "no transfer with this id",
+		TemporalType: "TransferNotFound"},
+	// TransferFinal: the PSP's answer contradicts the transfer's final
+	// status (settled vs refunded): a human must look.
+	{Err: ErrTransferFinal, Refusal: true, TemporalType: "TransferFinal"},
+}
 
 const e2eAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
