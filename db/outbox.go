@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,18 +24,43 @@ const (
 	AggregateTransfer = "pix_transfer"
 )
 
-// EventTypes are every event type the outbox holds, each with its
-// aggregate type: one statement writes each (TestEventsAreWrittenAsDeclared),
-// and each has its JSON Schema in internal/broker/schemas (docs/events.md).
-var EventTypes = map[string]string{
-	EventCreditSettled:    AggregateCredit,
-	EventCreditFailed:     AggregateCredit,
+// CreditEvents are the credit's event types, each with its aggregate type.
+var CreditEvents = map[string]string{
+	EventCreditSettled: AggregateCredit,
+	EventCreditFailed:  AggregateCredit,
+}
+
+// TransferEvents are the outgoing transfer's event types, each with its
+// aggregate type.
+var TransferEvents = map[string]string{
 	EventTransferDebited:  AggregateTransfer,
 	EventTransferSettled:  AggregateTransfer,
 	EventTransferRefunded: AggregateTransfer,
-	EventRefundDebited:    AggregateRefund,
-	EventRefundReturned:   AggregateRefund,
-	EventRefundReversed:   AggregateRefund,
+}
+
+// RefundEvents are the refund's event types (db/refunds.go), each with its
+// aggregate type.
+var RefundEvents = map[string]string{
+	EventRefundDebited:  AggregateRefund,
+	EventRefundReturned: AggregateRefund,
+	EventRefundReversed: AggregateRefund,
+}
+
+// EventTypes are every event type the outbox holds, each with its
+// aggregate type: each saga's (CreditEvents, TransferEvents, RefundEvents).
+// One statement writes each (TestEventsAreWrittenAsDeclared), and each has
+// its JSON Schema in internal/broker/schemas (docs/events.md). Each saga's
+// descriptor (package saga) names its map, and a -short test there fails
+// when EventTypes is not exactly the descriptors' maps.
+var EventTypes = mergeEventTypes(CreditEvents, TransferEvents, RefundEvents)
+
+// mergeEventTypes is the union of the sagas' event types.
+func mergeEventTypes(sagas ...map[string]string) map[string]string {
+	all := map[string]string{}
+	for _, events := range sagas {
+		maps.Copy(all, events)
+	}
+	return all
 }
 
 // EventSchemaVersion is in every payload; a change a consumer must know of
