@@ -2,7 +2,9 @@ package saga
 
 import (
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -23,4 +25,6 @@ var Credit = Descriptor{
 	Source: func(env Env, taskQueue string) durable.Source {
 		return workflows.CreditSource(env.Store.InboxQueue(), taskQueue, env.Cfg.Retry(), env.Cfg.CreditInputListingVersion())
 	},
+	Kinds:  pix.CreditKinds,
+	Events: db.CreditEvents,
 }

@@ -2,7 +2,9 @@ package saga
 
 import (
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -19,4 +21,6 @@ var Refund = Descriptor{
 	Source: func(env Env, taskQueue string) durable.Source {
 		return workflows.RefundSource(env.Store.RefundQueue(), taskQueue, env.Cfg.Refund())
 	},
+	Kinds:  pix.RefundKinds,
+	Events: db.RefundEvents,
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/metrics"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/workflows"
 )
@@ -83,6 +84,16 @@ type Descriptor struct {
 	// Schedule creates or updates the Temporal Schedules that start the
 	// saga's runs, when the worker starts; nil for a saga with a Source.
 	Schedule func(ctx context.Context, c client.Client, env Env) error
+	// Kinds are the saga's business errors: its list in package pix
+	// (pix.CreditKinds, ...), which pix.Kinds holds with every other
+	// saga's and pix.SharedKinds. Nil for a saga that refuses nothing.
+	Kinds []*pix.Kind
+	// Events are the saga's outbox event types, each with its aggregate
+	// type: its map in package db (db.CreditEvents, ...), which
+	// db.EventTypes merges with every other saga's. A saga with a Source
+	// declares at least one (its outcome is announced); a saga its
+	// Schedule starts may declare none.
+	Events map[string]string
 }
 
 // Register registers the saga's workflows and activities on r, the

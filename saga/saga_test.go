@@ -14,6 +14,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/metrics"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/workflows"
@@ -153,4 +154,45 @@ func TestEveryDescriptorIsWired(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, queues, 3, "the store's due queues were not found (InboxQueue, TransferQueue, RefundQueue)")
 	require.Len(t, sourceOf, queues, "a saga's source is on a queue the store does not export")
+}
+
+// Every business error kind (pix.Kinds) and every event type
+// (db.EventTypes) is owned: each kind by exactly one saga or by
+// pix.SharedKinds, each event type by exactly one saga, and a saga
+// declares nothing the registries lack. Every saga with a durable source
+// declares an event type. The registries are built from the sagas' lists
+// in packages pix and db, which cannot import this package: this is what
+// catches a list left out of them, or one no descriptor names.
+func TestEveryKindAndEventIsASagas(t *testing.T) {
+	kindOwner := map[*pix.Kind]string{}
+	own := func(owner string, k *pix.Kind) {
+		require.NotNil(t, k, "%s: a nil kind", owner)
+		require.NotContains(t, kindOwner, k, "%s: kind %v is %s's too", owner, k.Err, kindOwner[k])
+		require.Contains(t, pix.Kinds, k, "%s: kind %v is not in pix.Kinds (add its list to the Concat there)", owner, k.Err)
+		kindOwner[k] = owner
+	}
+	eventOwner := map[string]string{}
+	for _, d := range saga.All {
+		for _, k := range d.Kinds {
+			own(d.Name, k)
+		}
+		if d.Source != nil {
+			require.NotEmpty(t, d.Events, "%s: a saga with a durable source declares no event type (its Events: db.<Saga>Events)", d.Name)
+		}
+		for typ, aggregate := range d.Events {
+			require.NotContains(t, eventOwner, typ, "%s: event type %s is %s's too", d.Name, typ, eventOwner[typ])
+			require.Contains(t, db.EventTypes, typ, "%s: event type %s is not in db.EventTypes (add its map to mergeEventTypes there)", d.Name, typ)
+			require.Equal(t, db.EventTypes[typ], aggregate, "%s: event type %s with another aggregate than db.EventTypes's", d.Name, typ)
+			eventOwner[typ] = d.Name
+		}
+	}
+	for _, k := range pix.SharedKinds {
+		own("shared (pix.SharedKinds)", k)
+	}
+	for _, k := range pix.Kinds {
+		require.Contains(t, kindOwner, k, "kind %v is in pix.Kinds but in no saga's Kinds nor in pix.SharedKinds", k.Err)
+	}
+	for typ := range db.EventTypes {
+		require.Contains(t, eventOwner, typ, "event type %s is in db.EventTypes but in no saga's Events", typ)
+	}
 }

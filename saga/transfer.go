@@ -2,7 +2,9 @@ package saga
 
 import (
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -29,4 +31,6 @@ var Transfer = Descriptor{
 	Source: func(env Env, taskQueue string) durable.Source {
 		return workflows.TransferSource(env.Store.TransferQueue(), taskQueue, env.Cfg.Transfer())
 	},
+	Kinds:  pix.TransferKinds,
+	Events: db.TransferEvents,
 }
