@@ -18,8 +18,8 @@ import (
 // (queries/due.sql.tmpl):
 //
 //   - ClaimDue($1 limit, $2 lease) pushes up to $1 due open rows' due time
-//     $2 ahead (FOR UPDATE SKIP LOCKED) and returns them as a rows.Due
-//     (key, attempts, drive, dispatched, then the listing columns);
+//     $2 ahead (FOR UPDATE SKIP LOCKED) and returns them as a rows.Due,
+//     each column named as its field's db tag (read by name);
 //   - MarkDispatched($1 keys, $2 drives, $3 whether each start began a
 //     run, $4 recheck after, $5 recheck at most: rows.Recheck, a run's age
 //     counted from dispatched_at, which a start that began a run sets) and
@@ -47,7 +47,7 @@ func (q DueQueue) Claim(ctx context.Context, limit int, lease time.Duration) ([]
 	if err != nil {
 		return nil, classify(fmt.Errorf("claim due %s: %w", q.queue.Table, err))
 	}
-	due, err := pgx.CollectRows(claimed, pgx.RowToStructByPos[rows.Due])
+	due, err := pgx.CollectRows(claimed, pgx.RowToStructByName[rows.Due])
 	if err != nil {
 		return nil, classify(fmt.Errorf("claim due %s: %w", q.queue.Table, err))
 	}

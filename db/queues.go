@@ -148,7 +148,8 @@ func buildQueue(spec QueueSpec) (*dueQueue, error) {
 }
 
 // dueColumns is what spec's ClaimDue returns: every field of rows.Due, in
-// its order, by its db name. The key is returned as text whatever its type.
+// its order, named as its db tag (DueQueue.Claim reads them by name). The
+// key is returned as text whatever its type.
 func dueColumns(spec QueueSpec) ([]dueColumn, error) {
 	due := reflect.TypeFor[rows.Due]()
 	listing := reflect.ValueOf(spec.Listing)
