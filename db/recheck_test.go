@@ -16,7 +16,8 @@ import (
 // open (2, 4, 8, ... minutes), between Recheck.After and .Max, so a run
 // queued behind a backlog is not started again every After; a start that
 // began a run waits After, however long the row has been open. Every
-// saga's queue records the same way.
+// declared queue records the same way: a queue declared is checked here
+// once the setup gives it a due row.
 func TestRechecksWaitAsLongAsTheRunHasBeenOpen(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
@@ -29,44 +30,39 @@ func TestRechecksWaitAsLongAsTheRunHasBeenOpen(t *testing.T) {
 	require.NoError(t, err)
 
 	recheck := rows.Recheck{After: 2 * time.Minute, Max: 16 * time.Minute}
-	for _, q := range []struct {
-		name  string
-		queue db.DueQueue
-		table string
-		key   string
-	}{
-		{"inbox", s.InboxQueue(), "inbox_messages", "end_to_end_id"},
-		{"transfers", s.TransferQueue(), "pix_transfers", "id::text"},
-		{"refunds", s.RefundQueue(), "pix_refunds", "id"},
-	} {
-		claimed, err := q.queue.Claim(ctx, 10, 0)
+	queues := db.DeclaredQueues(s)
+	require.NotEmpty(t, queues)
+	for _, q := range queues {
+		// The key as text, whatever its type (a transfer's is a uuid).
+		key := q.Key + "::text"
+		claimed, err := q.Queue.Claim(ctx, 10, 0)
 		require.NoError(t, err)
-		require.Len(t, claimed, 1, q.name)
+		require.Len(t, claimed, 1, "queue %s: the setup above gives every declared queue one due row", q.Name)
 		// The row's run began this long ago.
 		runBegan := func(ago time.Duration) {
-			_, err := s.Pool().Exec(ctx, `UPDATE `+q.table+` SET dispatched_at = now() - $1::interval WHERE `+q.key+` = $2`, ago, claimed[0].Key)
+			_, err := s.Pool().Exec(ctx, `UPDATE `+q.Table+` SET dispatched_at = now() - $1::interval WHERE `+key+` = $2`, ago, claimed[0].Key)
 			require.NoError(t, err)
 		}
 		// wait is how long the row now waits before its recheck, and how
 		// long ago its run began by its record.
 		wait := func() (wait, began time.Duration) {
-			require.NoError(t, s.Pool().QueryRow(ctx, `SELECT dispatch_due_at - now(), now() - dispatched_at FROM `+q.table+` WHERE `+q.key+` = $1`,
+			require.NoError(t, s.Pool().QueryRow(ctx, `SELECT dispatch_due_at - now(), now() - dispatched_at FROM `+q.Table+` WHERE `+key+` = $1`,
 				claimed[0].Key).Scan(&wait, &began))
 			return wait, began
 		}
 		// Within a second: now() is each statement's transaction's.
 		within := func(want, got time.Duration, what string) {
 			t.Helper()
-			require.InDelta(t, want.Seconds(), got.Seconds(), 1, "%s: %s", q.name, what)
+			require.InDelta(t, want.Seconds(), got.Seconds(), 1, "%s: %s", q.Name, what)
 		}
 		rechecked := func(r rows.Recheck) time.Duration {
 			t.Helper()
-			require.NoError(t, q.queue.MarkDispatched(ctx, nil, claimed, r))
+			require.NoError(t, q.Queue.MarkDispatched(ctx, nil, claimed, r))
 			w, _ := wait()
 			return w
 		}
 
-		require.NoError(t, q.queue.MarkDispatched(ctx, claimed, nil, recheck))
+		require.NoError(t, q.Queue.MarkDispatched(ctx, claimed, nil, recheck))
 		w, began := wait()
 		within(2*time.Minute, w, "a start that began a run waits After")
 		within(0, began, "and records when the run began")
@@ -79,7 +75,7 @@ func TestRechecksWaitAsLongAsTheRunHasBeenOpen(t *testing.T) {
 
 		// A new run after the old one ended (lost, given up) is young:
 		// its first recheck waits After, whatever the row's age.
-		require.NoError(t, q.queue.MarkDispatched(ctx, claimed, nil, recheck))
+		require.NoError(t, q.Queue.MarkDispatched(ctx, claimed, nil, recheck))
 		w, began = wait()
 		within(2*time.Minute, w, "a new run waits After")
 		within(0, began, "the new run's start is recorded")
