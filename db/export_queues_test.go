@@ -16,3 +16,10 @@ func DeclaredQueues(s *Store) []DeclaredQueue {
 	}
 	return out
 }
+
+// QueueForTest builds the queue spec declares on s, without declaring it:
+// a queue of a test's own table.
+func QueueForTest(s *Store, spec QueueSpec) (DueQueue, error) {
+	q, err := buildQueue(spec)
+	return DueQueue{s, q}, err
+}

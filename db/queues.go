@@ -49,6 +49,13 @@ type QueueSpec struct {
 	// drive signalled whatever drive the row was claimed in, and fences only
 	// the recheck's due time by it.
 	Signalled string
+	// NotBefore, when set, is the column of the time until which the row's
+	// run waits on purpose (a durable timer until a date): its rechecks
+	// come no earlier, since until then the run could not have changed (a
+	// run that waits 30 days is not started again, a no-op, every Max); a
+	// run lost meanwhile is started again at that time. NULL: no wait. A
+	// claim and a deferred start are not held back by it.
+	NotBefore string
 	// Listing is what the run is listed under, as rows.Due reads it.
 	Listing Listing
 }
@@ -116,8 +123,10 @@ func buildQueue(spec QueueSpec) (*dueQueue, error) {
 			return nil, fmt.Errorf("%s %q is no plain SQL name", what, v)
 		}
 	}
-	if spec.Signalled != "" && !sqlName.MatchString(spec.Signalled) {
-		return nil, fmt.Errorf("column Signalled %q is no plain SQL name", spec.Signalled)
+	for what, v := range map[string]string{"Signalled": spec.Signalled, "NotBefore": spec.NotBefore} {
+		if v != "" && !sqlName.MatchString(v) {
+			return nil, fmt.Errorf("column %s %q is no plain SQL name", what, v)
+		}
 	}
 	byteOrder := ""
 	switch spec.KeyType {

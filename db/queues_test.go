@@ -57,13 +57,14 @@ func TestAQueueDeclarationIsCheckedWhenItIsBuilt(t *testing.T) {
 	_, err := buildQueue(good)
 	require.NoError(t, err)
 	for what, spoil := range map[string]func(*QueueSpec){
-		"no table":             func(q *QueueSpec) { q.Table = "" },
-		"a key that is SQL":    func(q *QueueSpec) { q.Key = "id; DROP TABLE x" },
-		"another key type":     func(q *QueueSpec) { q.KeyType = "bigint" },
-		"no open predicate":    func(q *QueueSpec) { q.Open = " " },
-		"no drive":             func(q *QueueSpec) { q.Drive = "" },
-		"no memo":              func(q *QueueSpec) { q.Listing.Memo = "" },
-		"a signalled non-name": func(q *QueueSpec) { q.Signalled = "n + 1" },
+		"no table":              func(q *QueueSpec) { q.Table = "" },
+		"a key that is SQL":     func(q *QueueSpec) { q.Key = "id; DROP TABLE x" },
+		"another key type":      func(q *QueueSpec) { q.KeyType = "bigint" },
+		"no open predicate":     func(q *QueueSpec) { q.Open = " " },
+		"no drive":              func(q *QueueSpec) { q.Drive = "" },
+		"no memo":               func(q *QueueSpec) { q.Listing.Memo = "" },
+		"a signalled non-name":  func(q *QueueSpec) { q.Signalled = "n + 1" },
+		"a not-before non-name": func(q *QueueSpec) { q.NotBefore = "now()" },
 	} {
 		spec := good
 		spoil(&spec)

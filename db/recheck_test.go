@@ -81,3 +81,65 @@ func TestRechecksWaitAsLongAsTheRunHasBeenOpen(t *testing.T) {
 		within(0, began, "the new run's start is recorded")
 	}
 }
+
+// A run that waits on purpose until a time (a scheduled PIX's date: the
+// queue's NotBefore) could not have changed before it: its rechecks come no
+// earlier, not a no-op start every Recheck.Max for 30 days. A row with no
+// such time, or whose time has passed, is rechecked as any other.
+func TestARunWaitingOnPurposeIsNotRecheckedBeforeItsTime(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	_, err := s.Pool().Exec(ctx, `CREATE TABLE waiting (
+		id text PRIMARY KEY, end_to_end_id text NOT NULL DEFAULT '', account_id text, amount_cents bigint NOT NULL DEFAULT 1,
+		status text NOT NULL DEFAULT 'scheduled', created_at timestamptz NOT NULL DEFAULT now(), traceparent text,
+		dispatch_due_at timestamptz DEFAULT now(), dispatched_at timestamptz, run_at timestamptz)`)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `INSERT INTO waiting (id, run_at) VALUES
+		('in-30-days', now() + interval '30 days'), ('undated', NULL), ('past', now() - interval '1 day')`)
+	require.NoError(t, err)
+	q, err := db.QueueForTest(s, db.QueueSpec{
+		Name: "waiting", Table: "waiting", Key: "id", KeyType: "text", Channel: "waiting_due",
+		Open: "m.dispatch_due_at IS NOT NULL", Attempts: "0", Drive: "1", NotBefore: "run_at",
+		Listing: db.Listing{
+			EndToEndID: "m.end_to_end_id", AccountID: "m.account_id", AmountCents: "m.amount_cents", Status: "m.status",
+			PSP: "NULL::text", Memo: "'{}'::jsonb", Since: "m.created_at", Traceparent: "m.traceparent",
+		},
+	})
+	require.NoError(t, err)
+
+	claimed, err := q.Claim(ctx, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, claimed, 3)
+	waits := func() map[string]time.Duration {
+		got := map[string]time.Duration{}
+		r, err := s.Pool().Query(ctx, `SELECT id, dispatch_due_at - now() FROM waiting`)
+		require.NoError(t, err)
+		for r.Next() {
+			var id string
+			var wait time.Duration
+			require.NoError(t, r.Scan(&id, &wait))
+			got[id] = wait
+		}
+		require.NoError(t, r.Err())
+		return got
+	}
+	check := func(what string) {
+		t.Helper()
+		w := waits()
+		require.InDelta(t, (30 * 24 * time.Hour).Seconds(), w["in-30-days"].Seconds(), 1, "%s: waits until its time", what)
+		require.InDelta(t, (2 * time.Minute).Seconds(), w["undated"].Seconds(), 1, "%s: no time, the usual recheck", what)
+		require.InDelta(t, (2 * time.Minute).Seconds(), w["past"].Seconds(), 1, "%s: its time passed, the usual recheck", what)
+	}
+	recheck := rows.Recheck{After: 2 * time.Minute, Max: 16 * time.Minute}
+	require.NoError(t, q.MarkDispatched(ctx, claimed, nil, recheck))
+	check("a start that began the run")
+	require.NoError(t, q.MarkDispatched(ctx, nil, claimed, recheck))
+	check("a recheck that found the run open")
+
+	// A start that failed is tried again soon, whatever the time: the run
+	// must exist to wait.
+	require.NoError(t, q.DeferDispatch(ctx, claimed, time.Minute))
+	for id, wait := range waits() {
+		require.InDelta(t, time.Minute.Seconds(), wait.Seconds(), 1, id)
+	}
+}
