@@ -23,7 +23,7 @@ import (
 // network library's error text: the server's own address and port.
 func TestAttackSlowBodyLeaksServerAddress(t *testing.T) {
 	router, err := api.NewRouter(api.Deps{
-		Store: dbtest.New(t), RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Stores: api.StoresOf(dbtest.New(t)), RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		AdminToken: adminToken, Keys: db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: time.Hour}, BankISPB: "12345678",
 		RequireSignatures: false,
 	}, api.AllRoutes)

@@ -66,7 +66,7 @@ func TestReattackOtherAccountChargeOutcomeHidden(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
 	router, err := api.NewRouter(api.Deps{
-		Store: store, Temporal: tc, TemporalNamespace: "default", TemporalUIURL: "http://ui",
+		Stores: api.StoresOf(store), Temporal: tc, TemporalNamespace: "default", TemporalUIURL: "http://ui",
 		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		AdminToken: reattackAdminToken,
 		// One customer token, for acc-a, read scope only.

@@ -11,9 +11,19 @@ import (
 )
 
 // The interfaces below are what the handlers need of their dependencies,
-// declared here, by their consumer: *db.Store and the Temporal SDK's
-// client.Client satisfy them, and tests can give the router fakes that
-// need neither PostgreSQL nor Temporal.
+// declared here, by their consumer, one small interface per saga's
+// handlers (a saga's own in its file: TransferStore, RefundStore): a
+// method added to one saga's store grows that saga's fake only. *db.Store
+// and the Temporal SDK's client.Client satisfy them, and tests can give
+// the router fakes that need neither PostgreSQL nor Temporal.
+
+// KeyStore is the Idempotency-Key layer every keyed create runs behind
+// (serveKeyed): a saga's store of money-moving requests embeds it.
+type KeyStore interface {
+	ReserveKey(ctx context.Context, caller string, key uuid.UUID, requestHash string, p db.KeyPolicy) (*db.Reservation, *db.RecordedResponse, error)
+	RecordResponse(ctx context.Context, r db.Reservation, status int, body []byte) error
+	ReleaseKey(ctx context.Context, r db.Reservation) error
+}
 
 // WebhookStore stores the PSPs' notifications (POST /webhooks/...).
 type WebhookStore interface {
@@ -21,22 +31,19 @@ type WebhookStore interface {
 	ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.Receipt, error)
 }
 
-// CustomerStore serves the customer routes: POST /pix behind its
-// Idempotency-Key, and the reads of a caller's transfers, credits and
-// accounts.
-type CustomerStore interface {
-	ReserveKey(ctx context.Context, caller string, key uuid.UUID, requestHash string, p db.KeyPolicy) (*db.Reservation, *db.RecordedResponse, error)
-	CreateTransfer(ctx context.Context, r db.Reservation, t db.NewTransfer, render func(pix.Transfer) ([]byte, error)) (pix.Transfer, error)
-	RecordResponse(ctx context.Context, r db.Reservation, status int, body []byte) error
-	ReleaseKey(ctx context.Context, r db.Reservation) error
-	GetTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error)
+// CreditStore reads the credits (GET /pix/credits/{id} and its admin twin).
+type CreditStore interface {
 	GetCredit(ctx context.Context, endToEndID string) (pix.Credit, error)
+}
+
+// AccountStore reads the accounts (GET /accounts/{id}).
+type AccountStore interface {
 	GetAccount(ctx context.Context, id string) (pix.Account, error)
 }
 
-// AdminStore serves the operators' routes (/admin/...).
+// AdminStore serves the operators' routes (/admin/...) but the credit's
+// view (CreditStore).
 type AdminStore interface {
-	GetCredit(ctx context.Context, endToEndID string) (pix.Credit, error)
 	Redrive(ctx context.Context, endToEndID string) (attempts int, err error)
 	RedriveFailed(ctx context.Context, accountID string) ([]db.Redriven, error)
 	FailedCredits(ctx context.Context, accountID string, limit int) ([]pix.Credit, error)
@@ -49,13 +56,21 @@ type ProbeStore interface {
 	OutboxLag(ctx context.Context) (db.OutboxLag, error)
 }
 
-// Store is every store method the handlers call (Deps.Store).
-type Store interface {
-	WebhookStore
-	CustomerStore
-	AdminStore
-	ProbeStore
-	RefundStore
+// Stores are the handlers' stores, each saga's handlers their own: a saga
+// adds its field here and in StoresOf.
+type Stores struct {
+	Webhooks  WebhookStore
+	Credits   CreditStore
+	Accounts  AccountStore
+	Transfers TransferStore
+	Refunds   RefundStore
+	Admin     AdminStore
+	Probe     ProbeStore
+}
+
+// StoresOf gives s, the database, to the handlers of every saga.
+func StoresOf(s *db.Store) Stores {
+	return Stores{Webhooks: s, Credits: s, Accounts: s, Transfers: s, Refunds: s, Admin: s, Probe: s}
 }
 
 // Temporal is what the handlers ask of Temporal: a workflow's status

@@ -20,6 +20,8 @@ import (
 type keyedOperation[Req any] struct {
 	// what names the operation in logs ("transfer", "refund").
 	what string
+	// keys is the saga's store of the Idempotency-Key layer.
+	keys KeyStore
 	// maxBody bounds the body.
 	maxBody int64
 	// hash is the request's fingerprint: the key's later uses must match it.
@@ -73,7 +75,7 @@ func serveKeyed[Req any](h *handlers, c *gin.Context, op keyedOperation[Req]) {
 			return
 		}
 	}
-	res, replay, err := h.Store.ReserveKey(ctx, caller.Subject, key, op.hash(body), h.Keys)
+	res, replay, err := op.keys.ReserveKey(ctx, caller.Subject, key, op.hash(body), h.Keys)
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
@@ -90,7 +92,7 @@ func serveKeyed[Req any](h *handlers, c *gin.Context, op keyedOperation[Req]) {
 	}
 	log := h.Logger.With("idempotency_key", key.String(), "sub", caller.Subject)
 	if invalid != nil {
-		h.recordRefusal(c, log, op.what, *res, &unprocessableError{invalid})
+		h.recordRefusal(c, log, op.what, op.keys, *res, &unprocessableError{invalid})
 		return
 	}
 	answer, endToEndID, attrs, err := op.run(ctx, *res, req)
@@ -103,23 +105,23 @@ func serveKeyed[Req any](h *handlers, c *gin.Context, op keyedOperation[Req]) {
 		// Our reservation was taken over: the taker answers for the key.
 		abortWithError(c, h.Logger, err)
 	case pix.IsRefusal(err):
-		h.recordRefusal(c, log, op.what, *res, &unprocessableError{err})
+		h.recordRefusal(c, log, op.what, op.keys, *res, &unprocessableError{err})
 	default:
-		h.releaseKey(ctx, log, *res)
+		h.releaseKey(ctx, log, op.keys, *res)
 		abortWithError(c, h.Logger, err)
 	}
 }
 
 // recordRefusal records a refusal as the key's answer, and answers it.
-func (h *handlers) recordRefusal(c *gin.Context, log *slog.Logger, what string, res db.Reservation, refusal error) {
+func (h *handlers) recordRefusal(c *gin.Context, log *slog.Logger, what string, keys KeyStore, res db.Reservation, refusal error) {
 	status, detail := errorResponse(refusal)
 	body, err := json.Marshal(ErrorBody{Error: detail})
 	if err == nil {
-		err = h.Store.RecordResponse(c.Request.Context(), res, status, body)
+		err = keys.RecordResponse(c.Request.Context(), res, status, body)
 	}
 	if err != nil {
 		if !errors.Is(err, pix.ErrRequestInProgress) {
-			h.releaseKey(c.Request.Context(), h.Logger, res)
+			h.releaseKey(c.Request.Context(), h.Logger, keys, res)
 		}
 		abortWithError(c, h.Logger, err)
 		return

@@ -15,7 +15,6 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/groupcommit"
-	"github.com/pixbank/pix/internal/pix"
 )
 
 // What a webhook says beyond the money fields never decides whether its
@@ -51,24 +50,10 @@ var unstorableCases = []unstorableCase{
 	{name: "a number too small for numeric", raw: `-1.5e-16384`, isNumber: true, stored: "-1.5e-16384"},
 }
 
-// groupCommittedStore is the handlers' store as the API runs it: the
-// webhooks' deliveries through the group commit (db.Receiver).
-type groupCommittedStore struct {
-	*db.Store
-	receiver *db.Receiver
-}
-
-func (s groupCommittedStore) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error) {
-	return s.receiver.Receive(ctx, n)
-}
-
-func (s groupCommittedStore) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.Receipt, error) {
-	return s.receiver.ReceiveBatch(ctx, ns)
-}
-
-// withGroupCommit returns s behind a running group commit (groups of
+// withGroupCommit returns the webhooks' store of s as the API runs it: the
+// deliveries through a running group commit (db.Receiver; groups of
 // several requests are db's TestReceiveStoresPayloadsJSONBRefusesAsSent's).
-func withGroupCommit(t *testing.T, s *db.Store) api.Store {
+func withGroupCommit(t *testing.T, s *db.Store) api.WebhookStore {
 	t.Helper()
 	r, err := db.NewReceiver(s, groupcommit.Options{Writers: 2, MaxRows: 64, QueueRows: 4096, WriteTimeout: 10 * time.Second})
 	require.NoError(t, err)
@@ -79,7 +64,7 @@ func withGroupCommit(t *testing.T, s *db.Store) api.Store {
 		cancel()
 		require.NoError(t, <-ran)
 	})
-	return groupCommittedStore{Store: s, receiver: r}
+	return r
 }
 
 // unstorableIDs hands out distinct end_to_end_ids.
@@ -92,11 +77,11 @@ func TestWebhookInformationalContentJSONBRefusesIsStored(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
 			s := dbtest.New(t)
-			var store api.Store = s
+			stores := api.StoresOf(s)
 			if mode == "group commit" {
-				store = withGroupCommit(t, s)
+				stores.Webhooks = withGroupCommit(t, s)
 			}
-			srv := newServer(t, store)
+			srv := newServerOf(t, stores)
 			payloadMember := func(id, member string) (string, bool) {
 				t.Helper()
 				var v *string

@@ -22,8 +22,12 @@ import (
 // Limits of POST /pix/credits/{end_to_end_id}/refunds.
 const MaxRefundBodyBytes = 4 << 10
 
-// RefundStore is what the refund routes need of the database.
+// RefundStore is what the refund routes need of the database: POST
+// /pix/credits/{id}/refunds behind the Idempotency-Key layer, the reads of
+// a refund, and what the refund saga adds to a credit's view and to an API
+// Pix webhook.
 type RefundStore interface {
+	KeyStore
 	CreateRefund(ctx context.Context, r db.Reservation, nr db.NewRefund, mayRefund func(accountID string) bool,
 		render func(pix.Refund) ([]byte, error)) (pix.Refund, error)
 	GetRefund(ctx context.Context, id string) (pix.Refund, error)
@@ -58,6 +62,7 @@ func (h *handlers) createRefund(c *gin.Context) {
 	caller := callerOf(c)
 	serveKeyed(h, c, keyedOperation[pix.RefundRequest]{
 		what:    "refund",
+		keys:    h.Stores.Refunds,
 		maxBody: MaxRefundBodyBytes,
 		// The PIX is in the path: the same body for another PIX is
 		// another request.
@@ -69,7 +74,7 @@ func (h *handlers) createRefund(c *gin.Context) {
 		lostAccess: pix.ErrPixNotCredited,
 		run: func(ctx context.Context, res db.Reservation, req pix.RefundRequest) ([]byte, string, []any, error) {
 			var answer []byte
-			created, err := h.Store.CreateRefund(ctx, res, db.NewRefund{ID: pix.NewRefundID(), RefundRequest: req}, caller.MayActFor,
+			created, err := h.Stores.Refunds.CreateRefund(ctx, res, db.NewRefund{ID: pix.NewRefundID(), RefundRequest: req}, caller.MayActFor,
 				func(r pix.Refund) ([]byte, error) {
 					b, err := json.Marshal(h.refundView(r))
 					answer = b
@@ -131,7 +136,7 @@ func (h *handlers) getRefund(c *gin.Context) {
 		abortWithError(c, h.Logger, pix.Invalid("id", "must be a refund id (1 to 35 letters or digits)"))
 		return
 	}
-	r, err := h.Store.GetRefund(c.Request.Context(), id)
+	r, err := h.Stores.Refunds.GetRefund(c.Request.Context(), id)
 	if err == nil && !callerOf(c).MayActFor(r.AccountID) {
 		err = pix.ErrRefundNotFound
 	}
@@ -147,7 +152,7 @@ func (h *handlers) getRefund(c *gin.Context) {
 // the PIX has none. The credit is the caller's (the view checked), and so
 // are its refunds.
 func (h *handlers) creditRefunds(ctx context.Context, credit pix.Credit) (creditSection, error) {
-	refunds, err := h.Store.RefundsOf(ctx, credit.EndToEndID)
+	refunds, err := h.Stores.Refunds.RefundsOf(ctx, credit.EndToEndID)
 	if err != nil {
 		return creditSection{}, err
 	}
@@ -165,5 +170,5 @@ func (h *handlers) creditRefunds(ctx context.Context, credit pix.Credit) (credit
 // webhook announced in its devolucoes of PIX we refunded
 // (db.NoteRefundNotices, which the PSP catch-up runs too).
 func (h *handlers) noteRefundOutcomes(ctx context.Context, ns []pix.Notification) error {
-	return db.NoteRefundNotices(ctx, h.Store, h.Logger, ns)
+	return db.NoteRefundNotices(ctx, h.Stores.Refunds, h.Logger, ns)
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,25 +18,21 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 )
 
-// The fake store's refunds, beside its other state (by store).
-var (
-	fakeRefundsMu sync.Mutex
-	fakeRefunds   = map[*fakeStore]map[string]pix.Refund{}
-	fakeNotices   = map[*fakeStore][]db.RefundNotice{}
-)
-
-func (fs *fakeStore) refunds() map[string]pix.Refund {
-	fakeRefundsMu.Lock()
-	defer fakeRefundsMu.Unlock()
-	if fakeRefunds[fs] == nil {
-		fakeRefunds[fs] = map[string]pix.Refund{}
-	}
-	return fakeRefunds[fs]
+// fakeRefunds is the refunds' fake: its refunds and the outcomes it was
+// told of, beside the accounts, credits and keys of its fakeStore (guarded
+// by its mu).
+type fakeRefunds struct {
+	fakeKeys
+	refunds map[string]pix.Refund
+	notices []db.RefundNotice
 }
 
-func (fs *fakeStore) CreateRefund(_ context.Context, r db.Reservation, nr db.NewRefund, mayRefund func(string) bool,
+func newFakeRefunds(fs *fakeStore) *fakeRefunds {
+	return &fakeRefunds{fakeKeys: fakeKeys{fs}, refunds: map[string]pix.Refund{}}
+}
+
+func (fs *fakeRefunds) CreateRefund(_ context.Context, r db.Reservation, nr db.NewRefund, mayRefund func(string) bool,
 	render func(pix.Refund) ([]byte, error)) (pix.Refund, error) {
-	refunds := fs.refunds()
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("CreateRefund"); err != nil {
@@ -48,7 +43,7 @@ func (fs *fakeStore) CreateRefund(_ context.Context, r db.Reservation, nr db.New
 		return pix.Refund{}, pix.ErrPixNotCredited
 	}
 	var refunded int64
-	for _, old := range refunds {
+	for _, old := range fs.refunds {
 		if old.EndToEndID == nr.EndToEndID && old.Status != pix.RefundReversed {
 			refunded += old.AmountCents
 		}
@@ -71,19 +66,18 @@ func (fs *fakeStore) CreateRefund(_ context.Context, r db.Reservation, nr db.New
 	if err != nil {
 		return pix.Refund{}, err
 	}
-	refunds[out.ID] = out
+	fs.refunds[out.ID] = out
 	fs.record(r, http.StatusCreated, body)
 	return out, nil
 }
 
-func (fs *fakeStore) GetRefund(_ context.Context, id string) (pix.Refund, error) {
-	refunds := fs.refunds()
+func (fs *fakeRefunds) GetRefund(_ context.Context, id string) (pix.Refund, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("GetRefund"); err != nil {
 		return pix.Refund{}, err
 	}
-	r, ok := refunds[id]
+	r, ok := fs.refunds[id]
 	if !ok {
 		return pix.Refund{}, pix.ErrRefundNotFound
 	}
@@ -91,15 +85,14 @@ func (fs *fakeStore) GetRefund(_ context.Context, id string) (pix.Refund, error)
 }
 
 // RefundsOf is not recorded in calls: every credit view asks it.
-func (fs *fakeStore) RefundsOf(_ context.Context, endToEndID string) ([]pix.Refund, error) {
-	refunds := fs.refunds()
+func (fs *fakeRefunds) RefundsOf(_ context.Context, endToEndID string) ([]pix.Refund, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.fail != nil {
 		return nil, fs.fail
 	}
 	var out []pix.Refund
-	for _, r := range refunds {
+	for _, r := range fs.refunds {
 		if r.EndToEndID == endToEndID {
 			out = append(out, r)
 		}
@@ -108,16 +101,21 @@ func (fs *fakeStore) RefundsOf(_ context.Context, endToEndID string) ([]pix.Refu
 	return out, nil
 }
 
-func (fs *fakeStore) NoteRefundOutcomes(_ context.Context, notices []db.RefundNotice) (db.NotedRefunds, error) {
+func (fs *fakeRefunds) NoteRefundOutcomes(_ context.Context, notices []db.RefundNotice) (db.NotedRefunds, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("NoteRefundOutcomes"); err != nil {
 		return db.NotedRefunds{}, err
 	}
-	fakeRefundsMu.Lock()
-	defer fakeRefundsMu.Unlock()
-	fakeNotices[fs] = append(fakeNotices[fs], notices...)
+	fs.notices = append(fs.notices, notices...)
 	return db.NotedRefunds{}, nil
+}
+
+// noted is the outcomes fs was told of.
+func (fs *fakeRefunds) noted() []db.RefundNotice {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return slices.Clone(fs.notices)
 }
 
 func (fs *fakeStore) addCredit(id, account string, amount int64) {
@@ -228,7 +226,8 @@ func TestUnitRefundKeyCoversThePIX(t *testing.T) {
 // webhook.
 func TestUnitWebhookNotesRefundOutcomes(t *testing.T) {
 	fs := newFakeStore()
-	srv := newUnitServer(t, fs)
+	refunds := newFakeRefunds(fs)
+	srv := newUnitServer(t, fs, func(d *api.Deps) { d.Stores.Refunds = refunds })
 	second := "E1234567820261129120000000000002"
 	third := "E1234567820261129120000000000003"
 	body := batch(
@@ -239,12 +238,10 @@ func TestUnitWebhookNotesRefundOutcomes(t *testing.T) {
 	r := do(t, http.MethodPost, srv.URL+apiPixPath, "application/json", body)
 	require.Equal(t, http.StatusOK, r.status, "%v", r.body)
 	require.Equal(t, []string{"ReceiveBatch", "NoteRefundOutcomes"}, fs.called())
-	fakeRefundsMu.Lock()
-	defer fakeRefundsMu.Unlock()
 	require.Equal(t, []db.RefundNotice{
 		{ID: "r1", EndToEndID: validID, Status: "DEVOLVIDO"},
 		{ID: "r3", EndToEndID: second, Status: "NAO_REALIZADO"},
-	}, fakeNotices[fs])
+	}, refunds.noted())
 }
 
 // A caller whose grant no longer covers the account gets, on replaying a

@@ -31,8 +31,9 @@ import (
 
 // Deps is what the handlers need.
 type Deps struct {
-	// Store is the database (*db.Store in production).
-	Store Store
+	// Stores are each saga's handlers' stores (StoresOf(*db.Store) in
+	// production).
+	Stores Stores
 	// Temporal is checked by /readyz and tells a credit's workflow status
 	// (a client.Client in production).
 	Temporal Temporal
@@ -223,7 +224,7 @@ func (h *handlers) receiveWebhook(c *gin.Context) {
 	c.Set(ctxEndToEndID, n.EndToEndID)
 	ctx := c.Request.Context()
 	tracing.SetEndToEndID(ctx, n.EndToEndID)
-	receipt, err := h.Store.Receive(ctx, n)
+	receipt, err := h.Stores.Webhooks.Receive(ctx, n)
 	if err != nil {
 		if pix.IsRefusal(err) {
 			h.Logger.WarnContext(ctx, "webhook refused", "end_to_end_id", n.EndToEndID, "workflow_id", workflows.CreditWorkflowID(n.EndToEndID),
@@ -249,7 +250,7 @@ func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
 	for i := range ns {
 		ns[i].PSP = psp
 	}
-	receipts, err := h.Store.ReceiveBatch(c.Request.Context(), ns)
+	receipts, err := h.Stores.Webhooks.ReceiveBatch(c.Request.Context(), ns)
 	if err == nil {
 		err = h.afterReceive(c.Request.Context(), ns)
 	}
@@ -342,7 +343,7 @@ func (h *handlers) creditParam(c *gin.Context, visible func(pix.Credit) bool) (c
 	if !ok {
 		return pix.Credit{}, false
 	}
-	credit, err := h.Store.GetCredit(c.Request.Context(), id)
+	credit, err := h.Stores.Credits.GetCredit(c.Request.Context(), id)
 	if err == nil && !visible(credit) {
 		err = pix.ErrCreditNotFound
 	}
@@ -395,7 +396,7 @@ func (h *handlers) retryCredit(c *gin.Context) {
 	if !ok {
 		return
 	}
-	attempts, err := h.Store.Redrive(c.Request.Context(), id)
+	attempts, err := h.Stores.Admin.Redrive(c.Request.Context(), id)
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
@@ -412,7 +413,7 @@ func (h *handlers) getAccount(c *gin.Context) {
 		abortWithError(c, h.Logger, pix.ErrAccountNotFound)
 		return
 	}
-	account, err := h.Store.GetAccount(c.Request.Context(), id)
+	account, err := h.Stores.Accounts.GetAccount(c.Request.Context(), id)
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
@@ -440,7 +441,7 @@ func (h *handlers) readyz(c *gin.Context) {
 	ready := true
 	// What failed is logged; the answer says only what is down (a probe
 	// is no place for a database's error text).
-	if err := h.Store.Ping(ctx); err != nil {
+	if err := h.Stores.Probe.Ping(ctx); err != nil {
 		h.Logger.Warn("readiness: postgres unreachable", "error", err)
 		checks["postgres"] = "unreachable"
 		ready = false
@@ -452,7 +453,7 @@ func (h *handlers) readyz(c *gin.Context) {
 	}
 	// The outbox's lag is shown, not judged: events wait safely in
 	// PostgreSQL while the broker is away, and the API still takes PIX.
-	if lag, err := h.Store.OutboxLag(ctx); err == nil {
+	if lag, err := h.Stores.Probe.OutboxLag(ctx); err == nil {
 		checks["outbox"] = lag
 	}
 	if !ready {
@@ -523,7 +524,7 @@ func (h *handlers) listCredits(c *gin.Context) {
 		}
 		limit = n
 	}
-	credits, err := h.Store.FailedCredits(c.Request.Context(), c.Query("account_id"), limit)
+	credits, err := h.Stores.Admin.FailedCredits(c.Request.Context(), c.Query("account_id"), limit)
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
@@ -534,7 +535,7 @@ func (h *handlers) listCredits(c *gin.Context) {
 // retryAccount is POST /admin/accounts/{id}/pix/credits/retry: every failed
 // PIX of the account is re-driven.
 func (h *handlers) retryAccount(c *gin.Context) {
-	redriven, err := h.Store.RedriveFailed(c.Request.Context(), c.Param("id"))
+	redriven, err := h.Stores.Admin.RedriveFailed(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
@@ -550,7 +551,7 @@ func (h *handlers) retryAccount(c *gin.Context) {
 // reconcile is GET /admin/reconcile: the books' own check. A difference is
 // logged as an error and reported; money is never fixed here.
 func (h *handlers) reconcile(c *gin.Context) {
-	r, err := h.Store.Reconcile(c.Request.Context())
+	r, err := h.Stores.Admin.Reconcile(c.Request.Context())
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return

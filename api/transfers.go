@@ -31,6 +31,14 @@ const (
 	IdempotentReplayHeader = "X-Idempotent-Replay"
 )
 
+// TransferStore is what the transfer routes need of the database: POST
+// /pix behind the Idempotency-Key layer, and the reads of a transfer.
+type TransferStore interface {
+	KeyStore
+	CreateTransfer(ctx context.Context, r db.Reservation, t db.NewTransfer, render func(pix.Transfer) ([]byte, error)) (pix.Transfer, error)
+	GetTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error)
+}
+
 // transferView is a transfer as the API answers it.
 type transferView struct {
 	pix.Transfer
@@ -47,6 +55,7 @@ func (h *handlers) transferView(t pix.Transfer) transferView {
 func (h *handlers) createTransfer(c *gin.Context) {
 	serveKeyed(h, c, keyedOperation[pix.TransferRequest]{
 		what:    "transfer",
+		keys:    h.Stores.Transfers,
 		maxBody: MaxTransferBodyBytes,
 		hash:    requestHash,
 		decode:  decodeTransferRequest,
@@ -59,7 +68,7 @@ func (h *handlers) createTransfer(c *gin.Context) {
 		run: func(ctx context.Context, res db.Reservation, req pix.TransferRequest) ([]byte, string, []any, error) {
 			t := db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID(h.BankISPB, time.Now()), TransferRequest: req}
 			var answer []byte
-			created, err := h.Store.CreateTransfer(ctx, res, t, func(t pix.Transfer) ([]byte, error) {
+			created, err := h.Stores.Transfers.CreateTransfer(ctx, res, t, func(t pix.Transfer) ([]byte, error) {
 				b, err := json.Marshal(h.transferView(t))
 				answer = b
 				return b, err
@@ -73,10 +82,10 @@ func (h *handlers) createTransfer(c *gin.Context) {
 // releaseKey frees the key after a failure that committed nothing, on a
 // context of its own (the request's may be what failed). If even that
 // fails, the reservation lapses after IDEMPOTENCY_LOCK_TIMEOUT.
-func (h *handlers) releaseKey(ctx context.Context, log *slog.Logger, res db.Reservation) {
+func (h *handlers) releaseKey(ctx context.Context, log *slog.Logger, keys KeyStore, res db.Reservation) {
 	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := h.Store.ReleaseKey(releaseCtx, res); err != nil {
+	if err := keys.ReleaseKey(releaseCtx, res); err != nil {
 		log.ErrorContext(ctx, "could not release idempotency key; it lapses with its lock", "idempotency_key", res.Key.String(), "error", err)
 	}
 }
@@ -165,7 +174,7 @@ func (h *handlers) getTransfer(c *gin.Context) {
 		abortWithError(c, h.Logger, pix.Invalid("id", "must be a transfer id (a UUID)"))
 		return
 	}
-	t, err := h.Store.GetTransfer(c.Request.Context(), id)
+	t, err := h.Stores.Transfers.GetTransfer(c.Request.Context(), id)
 	if err == nil && !callerOf(c).MayActFor(t.AccountID) {
 		err = pix.ErrTransferNotFound // another account's: as if missing
 	}

@@ -30,14 +30,14 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 )
 
-// What production passes satisfies what the handlers ask for.
-var (
-	_ api.Store    = (*db.Store)(nil)
-	_ api.Temporal = client.Client(nil)
-)
+// What production passes satisfies what the handlers ask for (*db.Store
+// every saga's store: api.StoresOf does not compile otherwise).
+var _ api.Temporal = client.Client(nil)
 
-// fakeStore is an in-memory api.Store that records which methods were
-// called. fail, when set, is what every method but Ping and OutboxLag
+// fakeStore is the state of the in-memory stores, and the record of which
+// of their methods were called. Each saga's handlers get their own fake,
+// over one fakeStore (stores): it has only the methods of that saga's
+// interface. fail, when set, is what every method but Ping and OutboxLag
 // returns; panicIn names a method that panics.
 type fakeStore struct {
 	mu        sync.Mutex
@@ -65,6 +65,24 @@ func newFakeStore() *fakeStore {
 		accounts:  map[string]pix.Account{},
 		keys:      map[string]*fakeKey{},
 	}
+}
+
+// The fakes of each saga's handlers, over one fakeStore.
+type (
+	fakeWebhooks  struct{ *fakeStore }
+	fakeCredits   struct{ *fakeStore }
+	fakeAccounts  struct{ *fakeStore }
+	fakeKeys      struct{ *fakeStore } // the Idempotency-Key layer, shared by the keyed creates
+	fakeTransfers struct{ fakeKeys }
+	fakeAdmin     struct{ *fakeStore }
+	fakeProbe     struct{ *fakeStore }
+)
+
+// stores are the fakes of every saga's handlers over fs, the refunds'
+// with none yet.
+func (fs *fakeStore) stores() api.Stores {
+	return api.Stores{Webhooks: fakeWebhooks{fs}, Credits: fakeCredits{fs}, Accounts: fakeAccounts{fs},
+		Transfers: fakeTransfers{fakeKeys{fs}}, Refunds: newFakeRefunds(fs), Admin: fakeAdmin{fs}, Probe: fakeProbe{fs}}
 }
 
 // call records method; it returns fs.fail. The caller holds fs.mu.
@@ -100,7 +118,7 @@ func (fs *fakeStore) receive(n pix.Notification) (pix.Receipt, error) {
 	return pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusPending}, nil
 }
 
-func (fs *fakeStore) Receive(_ context.Context, n pix.Notification) (pix.Receipt, error) {
+func (fs fakeWebhooks) Receive(_ context.Context, n pix.Notification) (pix.Receipt, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("Receive"); err != nil {
@@ -109,7 +127,7 @@ func (fs *fakeStore) Receive(_ context.Context, n pix.Notification) (pix.Receipt
 	return fs.receive(n)
 }
 
-func (fs *fakeStore) ReceiveBatch(_ context.Context, ns []pix.Notification) ([]pix.Receipt, error) {
+func (fs fakeWebhooks) ReceiveBatch(_ context.Context, ns []pix.Notification) ([]pix.Receipt, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("ReceiveBatch"); err != nil {
@@ -126,7 +144,7 @@ func (fs *fakeStore) ReceiveBatch(_ context.Context, ns []pix.Notification) ([]p
 	return rs, nil
 }
 
-func (fs *fakeStore) GetCredit(_ context.Context, id string) (pix.Credit, error) {
+func (fs fakeCredits) GetCredit(_ context.Context, id string) (pix.Credit, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("GetCredit"); err != nil {
@@ -144,7 +162,7 @@ func (fs *fakeStore) GetCredit(_ context.Context, id string) (pix.Credit, error)
 	return c, nil
 }
 
-func (fs *fakeStore) GetTransfer(_ context.Context, id uuid.UUID) (pix.Transfer, error) {
+func (fs fakeTransfers) GetTransfer(_ context.Context, id uuid.UUID) (pix.Transfer, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("GetTransfer"); err != nil {
@@ -157,7 +175,7 @@ func (fs *fakeStore) GetTransfer(_ context.Context, id uuid.UUID) (pix.Transfer,
 	return t, nil
 }
 
-func (fs *fakeStore) GetAccount(_ context.Context, id string) (pix.Account, error) {
+func (fs fakeAccounts) GetAccount(_ context.Context, id string) (pix.Account, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("GetAccount"); err != nil {
@@ -170,7 +188,7 @@ func (fs *fakeStore) GetAccount(_ context.Context, id string) (pix.Account, erro
 	return a, nil
 }
 
-func (fs *fakeStore) ReserveKey(_ context.Context, caller string, key uuid.UUID, hash string, _ db.KeyPolicy) (*db.Reservation, *db.RecordedResponse, error) {
+func (fs fakeKeys) ReserveKey(_ context.Context, caller string, key uuid.UUID, hash string, _ db.KeyPolicy) (*db.Reservation, *db.RecordedResponse, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("ReserveKey"); err != nil {
@@ -194,7 +212,7 @@ func (fs *fakeStore) record(r db.Reservation, status int, body []byte) {
 	fs.keys[r.Caller+"/"+r.Key.String()].resp = &db.RecordedResponse{StatusCode: status, Body: body}
 }
 
-func (fs *fakeStore) CreateTransfer(_ context.Context, r db.Reservation, t db.NewTransfer, render func(pix.Transfer) ([]byte, error)) (pix.Transfer, error) {
+func (fs fakeTransfers) CreateTransfer(_ context.Context, r db.Reservation, t db.NewTransfer, render func(pix.Transfer) ([]byte, error)) (pix.Transfer, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("CreateTransfer"); err != nil {
@@ -223,7 +241,7 @@ func (fs *fakeStore) CreateTransfer(_ context.Context, r db.Reservation, t db.Ne
 	return out, nil
 }
 
-func (fs *fakeStore) RecordResponse(_ context.Context, r db.Reservation, status int, body []byte) error {
+func (fs fakeKeys) RecordResponse(_ context.Context, r db.Reservation, status int, body []byte) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("RecordResponse"); err != nil {
@@ -233,7 +251,7 @@ func (fs *fakeStore) RecordResponse(_ context.Context, r db.Reservation, status 
 	return nil
 }
 
-func (fs *fakeStore) ReleaseKey(_ context.Context, r db.Reservation) error {
+func (fs fakeKeys) ReleaseKey(_ context.Context, r db.Reservation) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("ReleaseKey"); err != nil {
@@ -243,7 +261,7 @@ func (fs *fakeStore) ReleaseKey(_ context.Context, r db.Reservation) error {
 	return nil
 }
 
-func (fs *fakeStore) Redrive(_ context.Context, id string) (int, error) {
+func (fs fakeAdmin) Redrive(_ context.Context, id string) (int, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("Redrive"); err != nil {
@@ -261,7 +279,7 @@ func (fs *fakeStore) Redrive(_ context.Context, id string) (int, error) {
 	return c.Attempts, nil
 }
 
-func (fs *fakeStore) RedriveFailed(_ context.Context, accountID string) ([]db.Redriven, error) {
+func (fs fakeAdmin) RedriveFailed(_ context.Context, accountID string) ([]db.Redriven, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("RedriveFailed"); err != nil {
@@ -270,7 +288,7 @@ func (fs *fakeStore) RedriveFailed(_ context.Context, accountID string) ([]db.Re
 	return nil, nil
 }
 
-func (fs *fakeStore) FailedCredits(_ context.Context, accountID string, limit int) ([]pix.Credit, error) {
+func (fs fakeAdmin) FailedCredits(_ context.Context, accountID string, limit int) ([]pix.Credit, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("FailedCredits"); err != nil {
@@ -279,7 +297,7 @@ func (fs *fakeStore) FailedCredits(_ context.Context, accountID string, limit in
 	return []pix.Credit{}, nil
 }
 
-func (fs *fakeStore) Reconcile(context.Context) (db.Reconciliation, error) {
+func (fs fakeAdmin) Reconcile(context.Context) (db.Reconciliation, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("Reconcile"); err != nil {
@@ -288,14 +306,14 @@ func (fs *fakeStore) Reconcile(context.Context) (db.Reconciliation, error) {
 	return db.Reconciliation{}, nil
 }
 
-func (fs *fakeStore) Ping(context.Context) error {
+func (fs fakeProbe) Ping(context.Context) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.calls = append(fs.calls, "Ping")
 	return fs.pingErr
 }
 
-func (fs *fakeStore) OutboxLag(context.Context) (db.OutboxLag, error) {
+func (fs fakeProbe) OutboxLag(context.Context) (db.OutboxLag, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.calls = append(fs.calls, "OutboxLag")
@@ -322,11 +340,12 @@ func (f fakeTemporal) CheckHealth(context.Context, *client.CheckHealthRequest) (
 	return &client.CheckHealthResponse{}, nil
 }
 
-// newUnitServer serves the router over fs and a healthy fake Temporal,
-// configured like newServer's; tune changes the dependencies.
+// newUnitServer serves the router over the fakes of fs (stores) and a
+// healthy fake Temporal, configured like newServer's; tune changes the
+// dependencies.
 func newUnitServer(t *testing.T, fs *fakeStore, tune ...func(*api.Deps)) *httptest.Server {
 	t.Helper()
-	return newServer(t, fs, append([]func(*api.Deps){func(d *api.Deps) { d.Temporal = fakeTemporal{} }}, tune...)...)
+	return newServerOf(t, fs.stores(), append([]func(*api.Deps){func(d *api.Deps) { d.Temporal = fakeTemporal{} }}, tune...)...)
 }
 
 // unitTokens are the bearer tokens of the access-control unit tests.
@@ -442,8 +461,8 @@ func TestUnitTransferRefusals(t *testing.T) {
 		key := uuid.NewString()
 		before := len(fs.called())
 		// ReserveKey succeeds, CreateTransfer fails: the key is released.
-		failing := &failAfterReserve{fakeStore: fs}
-		srv := newUnitServer(t, fs, func(d *api.Deps) { d.Store = failing })
+		failing := failAfterReserve{fakeTransfers{fakeKeys{fs}}}
+		srv := newUnitServer(t, fs, func(d *api.Deps) { d.Stores.Transfers = failing })
 		r := postPix(t, srv.URL, key, transferBody(t, "acc-1", 1))
 		require.Equal(t, http.StatusInternalServerError, r.status, "%v", r.body)
 		require.Equal(t, map[string]any{"error": map[string]any{"code": api.CodeInternal, "message": "internal error"}}, r.body)
@@ -451,10 +470,11 @@ func TestUnitTransferRefusals(t *testing.T) {
 	})
 }
 
-// failAfterReserve is fs with CreateTransfer failing technically.
-type failAfterReserve struct{ *fakeStore }
+// failAfterReserve is the transfers' fake with CreateTransfer failing
+// technically.
+type failAfterReserve struct{ fakeTransfers }
 
-func (f *failAfterReserve) CreateTransfer(context.Context, db.Reservation, db.NewTransfer, func(pix.Transfer) ([]byte, error)) (pix.Transfer, error) {
+func (failAfterReserve) CreateTransfer(context.Context, db.Reservation, db.NewTransfer, func(pix.Transfer) ([]byte, error)) (pix.Transfer, error) {
 	return pix.Transfer{}, errors.New("injected: disk on fire at 10.0.0.7")
 }
 

@@ -58,9 +58,9 @@ const (
 	benchAPIPixBody = `{"pix":[{"endToEndId":"E12345678202009091221kkkkkkkkkkk","txid":"c3e0e7a4e7f1469a9f782d3d4999343c","valor":"110.00","horario":"2020-09-09T20:15:00.358Z","infoPagador":"0123456789"}]}`
 )
 
-// instantStore answers every webhook as a first delivery, at once; the
-// other methods are not called by the webhook routes.
-type instantStore struct{ api.Store }
+// instantStore answers every webhook as a first delivery, at once: the
+// webhook routes' store.
+type instantStore struct{}
 
 func (instantStore) Receive(_ context.Context, n pix.Notification) (pix.Receipt, error) {
 	return pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusPending, Attempts: 0}, nil
@@ -78,11 +78,11 @@ func (instantStore) ReceiveBatch(_ context.Context, ns []pix.Notification) ([]pi
 // (apiDeps, ServeListeners) with the configuration's defaults: signatures
 // required, a 5 s request timeout, no trusted proxy, tracing off, the
 // process's JSON logger at level (into w) and the Prometheus counters.
-func benchRouter(tb testing.TB, store api.Store, level string, w io.Writer) http.Handler {
+func benchRouter(tb testing.TB, stores api.Stores, level string, w io.Writer) http.Handler {
 	tb.Helper()
 	registry := metrics.New()
 	deps := api.Deps{
-		Store:             store,
+		Stores:            stores,
 		TemporalNamespace: "default",
 		TemporalUIURL:     "http://localhost:8233",
 		RequestTimeout:    5 * time.Second,
@@ -147,7 +147,7 @@ func BenchmarkWebhook(b *testing.B) {
 		// configuration's default: the "webhook accepted" line is written.
 		for _, level := range []string{"warn", "info"} {
 			b.Run(tc.name+"/log="+level, func(b *testing.B) {
-				router := benchRouter(b, instantStore{}, level, io.Discard)
+				router := benchRouter(b, api.Stores{Webhooks: instantStore{}}, level, io.Discard)
 				req := signedRequest(b, tc.path, tc.body)
 				body := &replayBody{}
 				w := &discardWriter{header: http.Header{}}
@@ -224,9 +224,9 @@ func TestWebhookBenchServer(t *testing.T) {
 			stop()
 			<-wakerDone
 		}()
-		handler = benchRouter(t, store, level, io.Discard)
+		handler = benchRouter(t, api.StoresOf(store), level, io.Discard)
 	default:
-		handler = benchRouter(t, instantStore{}, level, io.Discard)
+		handler = benchRouter(t, api.Stores{Webhooks: instantStore{}}, level, io.Discard)
 	}
 	// As ServeListeners configures the API's servers (the defaults).
 	srv := &http.Server{

@@ -49,7 +49,7 @@ func newMTLSPKI(t *testing.T, names ...string) mtlsPKI {
 // when the webhooks share it); tune changes the dependencies.
 func newMTLSServer(t *testing.T, fs *fakeStore, pki mtlsPKI, tune func(*api.Deps)) *httptest.Server {
 	t.Helper()
-	deps := api.Deps{Store: fs, Temporal: fakeTemporal{}, RequestTimeout: 5 * time.Second,
+	deps := api.Deps{Stores: api.Stores{Webhooks: fakeWebhooks{fs}}, Temporal: fakeTemporal{}, RequestTimeout: 5 * time.Second,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), RequireClientCert: true}
 	tune(&deps)
 	router, err := api.NewRouter(deps, api.WebhookRoutes)

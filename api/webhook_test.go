@@ -24,18 +24,24 @@ const validID = "E1234567820261129120000000000001"
 // adminToken is the admin bearer token of the test servers.
 const adminToken = "test-admin-token-0123456789"
 
-// newServer serves the router over store (a *db.Store, or the unit tests'
-// fake) with signatures not required (the format tests), adminToken, and
+// newServer serves the router over store (a *db.Store) for the handlers
+// of every saga, with signatures not required (the format tests), adminToken, and
 // the customer routes open (their access control has tests of its own:
 // security_test.go); tune changes the dependencies.
-func newServer(t *testing.T, store api.Store, tune ...func(*api.Deps)) *httptest.Server {
+func newServer(t *testing.T, store *db.Store, tune ...func(*api.Deps)) *httptest.Server {
+	t.Helper()
+	return newServerOf(t, api.StoresOf(store), tune...)
+}
+
+// newServerOf is newServer over each saga's handlers' own store.
+func newServerOf(t *testing.T, stores api.Stores, tune ...func(*api.Deps)) *httptest.Server {
 	t.Helper()
 	// Nothing listens on port 1: /readyz must see Temporal unreachable.
 	tc, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
 	deps := api.Deps{
-		Store: store, Temporal: tc, TemporalNamespace: "default", TemporalUIURL: "http://ui",
+		Stores: stores, Temporal: tc, TemporalNamespace: "default", TemporalUIURL: "http://ui",
 		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		AdminToken:         adminToken,
 		OpenCustomerRoutes: true,

@@ -31,7 +31,6 @@ import (
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/outbox"
-	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tracing"
 	"github.com/pixbank/pix/internal/tracing/setup"
@@ -255,7 +254,7 @@ func (a *App) apiDeps(draining func() bool, tokens api.TokenVerifier) api.Deps {
 		verifier = webhooksig.NewVerifier(a.Cfg.WebhookSecrets, a.Cfg.WebhookSignatureTolerance, nil)
 	}
 	return api.Deps{
-		Store:              a.Store,
+		Stores:             api.StoresOf(a.Store),
 		Temporal:           a.Temporal,
 		TemporalNamespace:  a.Cfg.TemporalNamespace,
 		TemporalUIURL:      a.Cfg.TemporalUIURL,
@@ -414,7 +413,9 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 		return err
 	}
 	deps := a.apiDeps(draining.Load, tokens)
-	deps.Store = groupCommitted{Store: a.Store, receiver: receiver}
+	// The webhooks' deliveries go through the group commit, everything
+	// else straight to the store.
+	deps.Stores.Webhooks = receiver
 	authorizeAdmin := api.AuthorizeAdmin(deps)
 	codecAuthorize := func(r *http.Request) bool { return authorizeAdmin(r) == nil }
 	if !a.Cfg.CodecAuthRequired {
@@ -485,22 +486,6 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 		stopReceiver()
 		return errors.Join(err, <-received)
 	})
-}
-
-// groupCommitted is the store of the API's handlers: the webhooks'
-// deliveries go through the group commit (db.Receiver), everything else
-// straight to the store.
-type groupCommitted struct {
-	*db.Store
-	receiver *db.Receiver
-}
-
-func (s groupCommitted) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error) {
-	return s.receiver.Receive(ctx, n)
-}
-
-func (s groupCommitted) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.Receipt, error) {
-	return s.receiver.ReceiveBatch(ctx, ns)
 }
 
 // listener is one of the API's listeners and the route classes it serves.
