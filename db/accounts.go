@@ -30,7 +30,7 @@ type NewAccount struct {
 func (s *Store) CreateAccount(ctx context.Context, a NewAccount) (bool, error) {
 	tag, err := s.pool.Exec(ctx, accountSQL.CreateAccount, a.ID, a.OwnerName, a.OpeningBalanceCents)
 	if err != nil {
-		return false, classify(fmt.Errorf("create account: %w", err))
+		return false, Classify(fmt.Errorf("create account: %w", err))
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -39,7 +39,7 @@ func (s *Store) CreateAccount(ctx context.Context, a NewAccount) (bool, error) {
 func (s *Store) CloseAccount(ctx context.Context, id string) error {
 	tag, err := s.pool.Exec(ctx, accountSQL.CloseAccount, id)
 	if err != nil {
-		return classify(fmt.Errorf("close account: %w", err))
+		return Classify(fmt.Errorf("close account: %w", err))
 	}
 	if tag.RowsAffected() == 0 {
 		return pix.ErrAccountNotFound
@@ -56,7 +56,7 @@ func (s *Store) GetAccount(ctx context.Context, id string) (pix.Account, error) 
 		return pix.Account{}, pix.ErrAccountNotFound
 	}
 	if err != nil {
-		return pix.Account{}, classify(fmt.Errorf("get account: %w", err))
+		return pix.Account{}, Classify(fmt.Errorf("get account: %w", err))
 	}
 	return a, nil
 }
@@ -73,7 +73,7 @@ type NewPixKey struct {
 func (s *Store) CreatePixKey(ctx context.Context, k NewPixKey) (bool, error) {
 	tag, err := s.pool.Exec(ctx, accountSQL.CreatePixKey, k.Key, k.KeyType, k.AccountID)
 	if err != nil {
-		return false, classify(fmt.Errorf("create pix key: %w", err))
+		return false, Classify(fmt.Errorf("create pix key: %w", err))
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -91,7 +91,7 @@ type NewCharge struct {
 func (s *Store) CreateCharge(ctx context.Context, c NewCharge) (bool, error) {
 	tag, err := s.pool.Exec(ctx, accountSQL.CreateCharge, c.TxID, c.AccountID, c.AmountExpectedCents)
 	if err != nil {
-		return false, classify(fmt.Errorf("create charge: %w", err))
+		return false, Classify(fmt.Errorf("create charge: %w", err))
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -105,7 +105,7 @@ func (s *Store) ChargeStatus(ctx context.Context, txid string) (string, error) {
 		return "", pix.ErrChargeNotFound
 	}
 	if err != nil {
-		return "", classify(fmt.Errorf("get charge: %w", err))
+		return "", Classify(fmt.Errorf("get charge: %w", err))
 	}
 	return status, nil
 }
@@ -117,11 +117,11 @@ func (s *Store) ChargeStatus(ctx context.Context, txid string) (string, error) {
 func (s *Store) UnbalancedAccounts(ctx context.Context, idPrefix string) ([]string, error) {
 	rows, err := s.pool.Query(ctx, maintenanceSQL.UnbalancedAccounts, idPrefix)
 	if err != nil {
-		return nil, classify(fmt.Errorf("check balances: %w", err))
+		return nil, Classify(fmt.Errorf("check balances: %w", err))
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, classify(fmt.Errorf("check balances: %w", err))
+		return nil, Classify(fmt.Errorf("check balances: %w", err))
 	}
 	return ids, nil
 }

@@ -23,7 +23,7 @@ func init() { bindQueries("catchup.sql", &catchUpSQL) }
 func (s *Store) CatchUpNow(ctx context.Context) (time.Time, error) {
 	var now time.Time
 	if err := s.pool.QueryRow(ctx, catchUpSQL.Now).Scan(&now); err != nil {
-		return time.Time{}, classify(fmt.Errorf("read the database's clock: %w", err))
+		return time.Time{}, Classify(fmt.Errorf("read the database's clock: %w", err))
 	}
 	return now, nil
 }
@@ -37,7 +37,7 @@ func (s *Store) CatchUpCoveredUntil(ctx context.Context) (until time.Time, ok bo
 	case errors.Is(err, pgx.ErrNoRows):
 		return time.Time{}, false, nil
 	case err != nil:
-		return time.Time{}, false, classify(fmt.Errorf("read the psp catch-up's covered window: %w", err))
+		return time.Time{}, false, Classify(fmt.Errorf("read the psp catch-up's covered window: %w", err))
 	}
 	return until, true, nil
 }
@@ -63,7 +63,7 @@ func (s *Store) AdvanceCatchUp(ctx context.Context, from *time.Time, to time.Tim
 	case errors.Is(err, pgx.ErrNoRows):
 		return false, nil
 	case err != nil:
-		return false, classify(fmt.Errorf("advance the psp catch-up's covered window: %w", err))
+		return false, Classify(fmt.Errorf("advance the psp catch-up's covered window: %w", err))
 	}
 	return true, nil
 }

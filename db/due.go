@@ -45,11 +45,11 @@ func (q DueQueue) Channel() string { return q.queue.Channel }
 func (q DueQueue) Claim(ctx context.Context, limit int, lease time.Duration) ([]rows.Due, error) {
 	claimed, err := q.store.pool.Query(ctx, q.queue.claim, limit, lease)
 	if err != nil {
-		return nil, classify(fmt.Errorf("claim due %s: %w", q.queue.Table, err))
+		return nil, Classify(fmt.Errorf("claim due %s: %w", q.queue.Table, err))
 	}
 	due, err := pgx.CollectRows(claimed, pgx.RowToStructByName[rows.Due])
 	if err != nil {
-		return nil, classify(fmt.Errorf("claim due %s: %w", q.queue.Table, err))
+		return nil, Classify(fmt.Errorf("claim due %s: %w", q.queue.Table, err))
 	}
 	return due, nil
 }
@@ -85,7 +85,7 @@ func (q DueQueue) updateClaimed(ctx context.Context, statement, what string, cla
 	}
 	args := append([]any{keys, drives}, more...)
 	if _, err := q.store.pool.Exec(ctx, statement, args...); err != nil {
-		return classify(fmt.Errorf("%s %s: %w", what, q.queue.Table, err))
+		return Classify(fmt.Errorf("%s %s: %w", what, q.queue.Table, err))
 	}
 	return nil
 }

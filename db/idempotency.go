@@ -57,7 +57,7 @@ func (s *Store) ReserveKey(ctx context.Context, caller string, key uuid.UUID, re
 			return res, nil, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return nil, nil, classify(fmt.Errorf("reserve idempotency key: %w", err))
+			return nil, nil, Classify(fmt.Errorf("reserve idempotency key: %w", err))
 		}
 		// The key is taken: say by what.
 		var hash string
@@ -69,7 +69,7 @@ func (s *Store) ReserveKey(ctx context.Context, caller string, key uuid.UUID, re
 			continue // deleted in between (expired and cleaned): try again
 		}
 		if err != nil {
-			return nil, nil, classify(fmt.Errorf("read idempotency key: %w", err))
+			return nil, nil, Classify(fmt.Errorf("read idempotency key: %w", err))
 		}
 		switch {
 		case hash != requestHash:
@@ -122,7 +122,7 @@ func recordCreated[T any](ctx context.Context, tx pgx.Tx, r Reservation, created
 // RecordResponse records a response that moved no money (a refusal) on the
 // key.
 func (s *Store) RecordResponse(ctx context.Context, r Reservation, status int, body []byte) error {
-	return inTx(ctx, s.pool, func(tx pgx.Tx) error { return recordResponse(ctx, tx, r, status, body) })
+	return InTx(ctx, s.pool, func(tx pgx.Tx) error { return recordResponse(ctx, tx, r, status, body) })
 }
 
 // ReleaseKey gives a reservation up without a response (a technical
@@ -130,7 +130,7 @@ func (s *Store) RecordResponse(ctx context.Context, r Reservation, status int, b
 func (s *Store) ReleaseKey(ctx context.Context, r Reservation) error {
 	_, err := s.pool.Exec(ctx, idempotencySQL.Release, r.Key, r.Token, r.Caller)
 	if err != nil {
-		return classify(fmt.Errorf("release idempotency key: %w", err))
+		return Classify(fmt.Errorf("release idempotency key: %w", err))
 	}
 	return nil
 }

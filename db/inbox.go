@@ -48,7 +48,7 @@ func scanReceipt(row pgx.Row, n pix.Notification) (r pix.Receipt, stored bool, e
 		return pix.Receipt{}, false, nil
 	}
 	if err != nil {
-		return pix.Receipt{}, false, classify(fmt.Errorf("store inbox message: %w", err))
+		return pix.Receipt{}, false, Classify(fmt.Errorf("store inbox message: %w", err))
 	}
 	r.Duplicate = !first
 	return r, true, nil
@@ -69,7 +69,7 @@ func creditedBefore(ctx context.Context, q querier, n pix.Notification) (pix.Rec
 		// condition failed: another amount or recipient.
 		return pix.Receipt{}, pix.ErrPayloadMismatch
 	case err != nil:
-		return pix.Receipt{}, classify(fmt.Errorf("look up earlier credit: %w", err))
+		return pix.Receipt{}, Classify(fmt.Errorf("look up earlier credit: %w", err))
 	case amount != n.AmountCents || (n.Source != pix.SourceAPIPix && account != n.AccountID):
 		return pix.Receipt{}, pix.ErrPayloadMismatch
 	}
@@ -194,7 +194,7 @@ type redriveRow struct {
 // after a deadlock, and wakes the inbox dispatchers when it re-drove a row.
 func (s *Store) redrive(ctx context.Context, endToEndID, accountID any) ([]redriveRow, error) {
 	var out []redriveRow
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, creditSQL.RedriveFailed, endToEndID, accountID)
 		if err != nil {
 			return fmt.Errorf("re-drive failed credits: %w", err)
@@ -262,7 +262,7 @@ func legacyDrive(drive int) int { return max(drive, 1) }
 func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt int) (CreditOutcome, error) {
 	drive = legacyDrive(drive)
 	var out CreditOutcome
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		out = CreditOutcome{} // a try after a deadlock starts afresh
 		// The row, locked, and its account.
 		var status string
@@ -366,7 +366,7 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 func (s *Store) RecordAttemptFailure(ctx context.Context, endToEndID string, drive, attempt int, reason string) error {
 	_, err := s.pool.Exec(ctx, creditSQL.RecordAttemptFailure, endToEndID, attempt, reason, legacyDrive(drive))
 	if err != nil {
-		return classify(fmt.Errorf("record attempt failure: %w", err))
+		return Classify(fmt.Errorf("record attempt failure: %w", err))
 	}
 	return nil
 }
@@ -388,7 +388,7 @@ func (s *Store) MarkFailed(ctx context.Context, endToEndID string, drive, attemp
 	drive = legacyDrive(drive)
 	var out MarkFailedOutcome
 	status, attemptsAfter := &out.Status, &out.Attempts
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		out = MarkFailedOutcome{}
 		var rowDrive int
 		err := tx.QueryRow(ctx, creditSQL.LockForFail, endToEndID).Scan(status, &rowDrive, attemptsAfter)
@@ -456,7 +456,7 @@ func (s *Store) GetCredit(ctx context.Context, endToEndID string) (pix.Credit, e
 		c.Charge = &pix.ChargeView{TxID: *chargeTxID, Outcome: *chargeOutcome}
 	}
 	if err != nil {
-		return pix.Credit{}, classify(fmt.Errorf("get pix credit: %w", err))
+		return pix.Credit{}, Classify(fmt.Errorf("get pix credit: %w", err))
 	}
 	if source != nil {
 		c.Source = *source
@@ -470,7 +470,7 @@ func (s *Store) OldestPendingAge(ctx context.Context) (time.Duration, error) {
 	var seconds float64
 	err := s.pool.QueryRow(ctx, creditSQL.OldestPendingAge).Scan(&seconds)
 	if err != nil {
-		return 0, classify(fmt.Errorf("oldest pending inbox row: %w", err))
+		return 0, Classify(fmt.Errorf("oldest pending inbox row: %w", err))
 	}
 	return time.Duration(seconds * float64(time.Second)), nil
 }

@@ -23,7 +23,7 @@ func init() { bindQueries("maintenance.sql", &maintenanceSQL) }
 func (s *Store) deleteBatch(ctx context.Context, statement, what string, args ...any) (int64, error) {
 	tag, err := s.pool.Exec(ctx, statement, args...)
 	if err != nil {
-		return 0, classify(fmt.Errorf("delete %s: %w", what, err))
+		return 0, Classify(fmt.Errorf("delete %s: %w", what, err))
 	}
 	return tag.RowsAffected(), nil
 }

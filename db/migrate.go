@@ -175,7 +175,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) ([]string, err
 		if errors.Is(err, ErrMigrationsRefused) {
 			return nil, err // a human's to mend: no retry helps
 		}
-		return nil, classify(err)
+		return nil, Classify(err)
 	}
 	provider, err := goose.NewProvider(goose.DialectCustom, sqlDB, fsys,
 		goose.WithStore(checksummedStore{StoreExtender: extended, files: r.byVersion()}),
@@ -186,15 +186,15 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) ([]string, err
 	}
 	results, err := provider.Up(ctx)
 	if partial, ok := errors.AsType[*goose.PartialError](err); ok {
-		return appliedNames(partial.Applied), classify(fmt.Errorf("apply migration %s: %w", path.Base(partial.Failed.Source.Path), partial.Err))
+		return appliedNames(partial.Applied), Classify(fmt.Errorf("apply migration %s: %w", path.Base(partial.Failed.Source.Path), partial.Err))
 	}
 	if err != nil {
-		return nil, classify(fmt.Errorf("migrate: %w", err))
+		return nil, Classify(fmt.Errorf("migrate: %w", err))
 	}
 	applied := appliedNames(results)
 	invalid, err := invalidIndexes(ctx, sqlDB)
 	if err != nil {
-		return applied, classify(err)
+		return applied, Classify(err)
 	}
 	if len(invalid) > 0 {
 		return applied, fmt.Errorf("migrated, but the schema holds INVALID indexes, which no query uses (a concurrent build failed, or one is running): %s; "+
@@ -531,7 +531,7 @@ func migrationStatus(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) (Migra
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	defer sqlDB.Close()
 	report, err := readStatus(ctx, sqlDB, files)
-	return report, classify(err)
+	return report, Classify(err)
 }
 
 func readStatus(ctx context.Context, q database.DBTxConn, files []Migration) (MigrationReport, error) {

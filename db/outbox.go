@@ -105,7 +105,7 @@ const OutboxChannel = "pix_outbox"
 // event id.
 func (s *Store) RelayEvents(ctx context.Context, limit int, publish func(context.Context, []Event) (ok []bool, err error)) (published int, err error) {
 	var pubErr error
-	err = inTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, outboxSQL.ClaimEvents, limit)
 		if err != nil {
 			return fmt.Errorf("claim events: %w", err)
@@ -163,7 +163,7 @@ func (s *Store) OutboxLag(ctx context.Context) (OutboxLag, error) {
 	var l OutboxLag
 	err := s.pool.QueryRow(ctx, outboxSQL.Lag).Scan(&l.Unpublished, &l.OldestAge)
 	if err != nil {
-		return OutboxLag{}, classify(fmt.Errorf("outbox lag: %w", err))
+		return OutboxLag{}, Classify(fmt.Errorf("outbox lag: %w", err))
 	}
 	return l, nil
 }

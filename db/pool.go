@@ -67,12 +67,19 @@ func Open(ctx context.Context, url string, maxConns int32, opts ...Option) (*pgx
 	return pool, nil
 }
 
-// classify wraps err in pix.ErrUnavailable when it says PostgreSQL can't be
-// reached or is going away, so that callers answer "retry later" (503) rather
-// than "bug" (500). A statement PostgreSQL refused is returned as it is. Any
-// error that is not PostgreSQL's own answer (dial, read, timeout, closed pool)
-// means the database was not reached.
-func classify(err error) error {
+// Classify is the error contract of every Store method, and of a saga's
+// own store built on this package's core: it wraps err in
+// pix.ErrUnavailable when it says PostgreSQL can't be reached, is going
+// away, or rolled the transaction back on a collision (deadlock,
+// serialization failure: nothing was written, the same work may run
+// again), so that callers answer "retry later" (503) rather than "bug"
+// (500). A refusal of package pix, a canceled context, an error already
+// unavailable and a statement PostgreSQL refused otherwise are returned as
+// they are. Any error that is not PostgreSQL's own answer (dial, read,
+// timeout, closed pool) means the database was not reached. InTx classifies
+// its errors itself; a statement run outside InTx is classified by its
+// caller.
+func Classify(err error) error {
 	if err == nil || pix.IsRefusal(err) || errors.Is(err, pix.ErrUnavailable) || errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -96,28 +103,33 @@ func isContention(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
-// txAttempts is how many times inTx runs a transaction that collided with
+// txAttempts is how many times InTx runs a transaction that collided with
 // another (isContention) before it gives up with pix.ErrUnavailable (503,
 // "retry later").
 const txAttempts = 3
 
-// inTx runs fn in one transaction, committing when fn returns nil. A
-// transaction rolled back by a deadlock or a serialization failure runs
-// again, up to txAttempts times in all, so fn must be safe to run again
-// from the start: it resets what it returns, and whatever it does beside
-// its statements must be idempotent (CreateTransfer's render is pure;
-// RelayEvents publishes, which the broker deduplicates by event id).
-func inTx(ctx context.Context, pool beginner, fn func(tx pgx.Tx) error) error {
+// InTx runs fn in one transaction, committing when fn returns nil: the one
+// transaction boundary of every Store method, exported so that a saga's own
+// store runs its transactions alike. A transaction rolled back by a
+// deadlock or a serialization failure runs again, up to txAttempts times in
+// all, so fn must be safe to run again from the start: it resets what it
+// returns, and whatever it does beside its statements must be idempotent
+// (CreateTransfer's render is pure; RelayEvents publishes, which the broker
+// deduplicates by event id). Its errors are classified (Classify): fn's
+// refusals (package pix's errors) come back as fn returned them, a
+// collision that outlasted the attempts and a lost connection as
+// pix.ErrUnavailable.
+func InTx(ctx context.Context, pool Beginner, fn func(tx pgx.Tx) error) error {
 	return inTxAttempts(ctx, pool, txAttempts, fn)
 }
 
-// beginner begins transactions: the pool, or one connection of it (a group
-// commit's writer's).
-type beginner interface {
+// Beginner begins transactions: the pool (Store.Pool), or one connection
+// of it (a group commit's writer's).
+type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-func inTxAttempts(ctx context.Context, pool beginner, attempts int, fn func(tx pgx.Tx) error) error {
+func inTxAttempts(ctx context.Context, pool Beginner, attempts int, fn func(tx pgx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := inTxOnce(ctx, pool, fn)
 		if err == nil || attempt >= attempts || !isContention(err) {
@@ -133,17 +145,17 @@ func inTxAttempts(ctx context.Context, pool beginner, attempts int, fn func(tx p
 	}
 }
 
-func inTxOnce(ctx context.Context, pool beginner, fn func(tx pgx.Tx) error) error {
+func inTxOnce(ctx context.Context, pool Beginner, fn func(tx pgx.Tx) error) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
-		return classify(fmt.Errorf("begin: %w", err))
+		return Classify(fmt.Errorf("begin: %w", err))
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after commit this is a no-op
 	if err := fn(tx); err != nil {
-		return classify(err)
+		return Classify(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return classify(fmt.Errorf("commit: %w", err))
+		return Classify(fmt.Errorf("commit: %w", err))
 	}
 	return nil
 }

@@ -72,9 +72,9 @@ const groupLockTimeout = 500 * time.Millisecond
 // connection, a lock waited for beyond groupLockTimeout) are the culprits:
 // nothing is committed, and the caller writes the group again without
 // them. err is a failure of the whole transaction (begin, commit, the
-// connection, contention beyond inTx's retries): no call's answer is known
+// connection, contention beyond InTx's retries): no call's answer is known
 // but that nothing of the group committed.
-func (s *Store) receiveTogether(ctx context.Context, db beginner, calls []*receiveCall) (culprits []*receiveCall, err error) {
+func (s *Store) receiveTogether(ctx context.Context, db Beginner, calls []*receiveCall) (culprits []*receiveCall, err error) {
 	type delivery struct {
 		call  *receiveCall
 		index int
@@ -91,8 +91,8 @@ func (s *Store) receiveTogether(ctx context.Context, db beginner, calls []*recei
 	receipts := make(map[*receiveCall][]pix.Receipt, len(calls))
 	refused := make(map[*receiveCall]error)
 	failed := make(map[*receiveCall]error) // the culprits, with their errors
-	err = inTx(ctx, db, func(tx pgx.Tx) error {
-		// Run again by inTx after contention: nothing from an earlier try.
+	err = InTx(ctx, db, func(tx pgx.Tx) error {
+		// Run again by InTx after contention: nothing from an earlier try.
 		clear(refused)
 		clear(failed)
 		for _, c := range calls {
@@ -115,7 +115,7 @@ func (s *Store) receiveTogether(ctx context.Context, db beginner, calls []*recei
 				// statements after it only found the transaction aborted.
 				results.Close() //nolint:errcheck // the delivery's error is the one to report
 				if isContention(err) || errors.Is(err, pix.ErrUnavailable) {
-					return err // the group's (contention: inTx tries it again), not the call's
+					return err // the group's (contention: InTx tries it again), not the call's
 				}
 				failed[d.call] = d.call.itemErr(d.index, err)
 				return errCulprits
@@ -318,11 +318,11 @@ func (r *Receiver) writerConn(ctx context.Context, w int) (*pgxpool.Conn, error)
 	}
 	conn, err := r.store.pool.Acquire(ctx)
 	if err != nil {
-		return nil, classify(fmt.Errorf("acquire a group commit writer's connection: %w", err))
+		return nil, Classify(fmt.Errorf("acquire a group commit writer's connection: %w", err))
 	}
 	if _, err := conn.Exec(ctx, creditSQL.SetLockTimeout, fmt.Sprintf("%dms", groupLockTimeout.Milliseconds())); err != nil {
 		conn.Release()
-		return nil, classify(fmt.Errorf("set a group commit writer's lock_timeout: %w", err))
+		return nil, Classify(fmt.Errorf("set a group commit writer's lock_timeout: %w", err))
 	}
 	r.conns[w] = conn
 	return conn, nil

@@ -57,11 +57,11 @@ func (s *Store) Reconcile(ctx context.Context) (Reconciliation, error) {
 func (s *Store) listStrings(ctx context.Context, query string, args ...any) ([]string, error) {
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
-		return nil, classify(fmt.Errorf("query: %w", err))
+		return nil, Classify(fmt.Errorf("query: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, classify(fmt.Errorf("query: %w", err))
+		return nil, Classify(fmt.Errorf("query: %w", err))
 	}
 	if out == nil {
 		out = []string{}
@@ -74,7 +74,7 @@ func (s *Store) listStrings(ctx context.Context, query string, args ...any) ([]s
 func (s *Store) FailedCredits(ctx context.Context, accountID string, limit int) ([]pix.Credit, error) {
 	rows, err := s.pool.Query(ctx, creditSQL.FailedCredits, accountID, limit)
 	if err != nil {
-		return nil, classify(fmt.Errorf("list failed credits: %w", err))
+		return nil, Classify(fmt.Errorf("list failed credits: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (pix.Credit, error) {
 		var c pix.Credit
@@ -83,7 +83,7 @@ func (s *Store) FailedCredits(ctx context.Context, accountID string, limit int) 
 		return c, err
 	})
 	if err != nil {
-		return nil, classify(fmt.Errorf("list failed credits: %w", err))
+		return nil, Classify(fmt.Errorf("list failed credits: %w", err))
 	}
 	if out == nil {
 		out = []pix.Credit{}

@@ -82,7 +82,7 @@ type NewRefund struct {
 func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, mayRefund func(accountID string) bool,
 	render func(pix.Refund) ([]byte, error)) (pix.Refund, error) {
 	var out pix.Refund
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var account string
 		err := tx.QueryRow(ctx, refundSQL.CreditAccount, nr.EndToEndID).Scan(&account)
 		switch {
@@ -140,7 +140,7 @@ func scanRefund(row pgx.Row) (pix.Refund, error) {
 func (s *Store) GetRefund(ctx context.Context, id string) (pix.Refund, error) {
 	r, err := scanRefund(s.pool.QueryRow(ctx, refundSQL.GetRefund, id))
 	if err != nil && !errors.Is(err, pix.ErrRefundNotFound) {
-		return pix.Refund{}, classify(fmt.Errorf("get refund: %w", err))
+		return pix.Refund{}, Classify(fmt.Errorf("get refund: %w", err))
 	}
 	return r, err
 }
@@ -149,11 +149,11 @@ func (s *Store) GetRefund(ctx context.Context, id string) (pix.Refund, error) {
 func (s *Store) RefundsOf(ctx context.Context, endToEndID string) ([]pix.Refund, error) {
 	rows, err := s.pool.Query(ctx, refundSQL.RefundsOf, endToEndID)
 	if err != nil {
-		return nil, classify(fmt.Errorf("list refunds: %w", err))
+		return nil, Classify(fmt.Errorf("list refunds: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (pix.Refund, error) { return scanRefund(row) })
 	if err != nil {
-		return nil, classify(fmt.Errorf("list refunds: %w", err))
+		return nil, Classify(fmt.Errorf("list refunds: %w", err))
 	}
 	if out == nil {
 		out = []pix.Refund{}
@@ -166,7 +166,7 @@ func (s *Store) RefundsOf(ctx context.Context, endToEndID string) ([]pix.Refund,
 // refund is left as it is. It returns the refund.
 func (s *Store) MarkRefundRequested(ctx context.Context, id, rtrID string) (pix.Refund, error) {
 	if _, err := s.pool.Exec(ctx, refundSQL.MarkRequested, id, rtrID); err != nil {
-		return pix.Refund{}, classify(fmt.Errorf("mark refund requested: %w", err))
+		return pix.Refund{}, Classify(fmt.Errorf("mark refund requested: %w", err))
 	}
 	return s.GetRefund(ctx, id)
 }
@@ -176,7 +176,7 @@ func (s *Store) MarkRefundRequested(ctx context.Context, id, rtrID string) (pix.
 // pix.ErrRefundFinal (the PSP contradicts itself: a human must look).
 func (s *Store) MarkRefundReturned(ctx context.Context, id, rtrID string) (pix.Refund, error) {
 	if _, err := s.pool.Exec(ctx, refundSQL.MarkReturned, id, rtrID, tracing.Traceparent(ctx)); err != nil {
-		return pix.Refund{}, classify(fmt.Errorf("mark refund returned: %w", err))
+		return pix.Refund{}, Classify(fmt.Errorf("mark refund returned: %w", err))
 	}
 	s.wake(OutboxChannel)
 	r, err := s.GetRefund(ctx, id)
@@ -198,7 +198,7 @@ func (s *Store) MarkRefundAsked(ctx context.Context, id string) (first bool, err
 	case errors.Is(err, pgx.ErrNoRows):
 		return false, nil
 	case err != nil:
-		return false, classify(fmt.Errorf("mark refund asked: %w", err))
+		return false, Classify(fmt.Errorf("mark refund asked: %w", err))
 	}
 	return first, nil
 }
@@ -213,7 +213,7 @@ func (s *Store) MarkRefundAsked(ctx context.Context, id string) (first bool, err
 func (s *Store) MarkRefundRefused(ctx context.Context, id, reason string) (recorded bool, err error) {
 	tag, err := s.pool.Exec(ctx, refundSQL.MarkRefused, id, reason)
 	if err != nil {
-		return false, classify(fmt.Errorf("mark refund refused: %w", err))
+		return false, Classify(fmt.Errorf("mark refund refused: %w", err))
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -229,7 +229,7 @@ func (s *Store) StandingRefusal(ctx context.Context, id string) (reason string, 
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", false, pix.ErrRefundNotFound
 	case err != nil:
-		return "", false, classify(fmt.Errorf("read refund refusal: %w", err))
+		return "", false, Classify(fmt.Errorf("read refund refusal: %w", err))
 	}
 	return reason, stands, nil
 }
@@ -245,7 +245,7 @@ func (s *Store) StandingRefusal(ctx context.Context, id string) (reason string, 
 // PUT was sent (pix.ErrRefundFinal otherwise, with nothing changed).
 func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bool) (pix.Refund, error) {
 	var out pix.Refund
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		if out, err = scanRefund(tx.QueryRow(ctx, refundSQL.LockRefund, id)); err != nil {
 			return err
@@ -318,7 +318,7 @@ func (s *Store) NoteRefundOutcomes(ctx context.Context, notices []RefundNotice) 
 		ids[i], e2es[i], statuses[i] = r.id, r.e2e, last[r]
 	}
 	var out NotedRefunds
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		out = NotedRefunds{}
 		rows, err := tx.Query(ctx, refundSQL.NoteOutcomes, ids, e2es, statuses)
 		if err != nil {
@@ -361,7 +361,7 @@ func contradicts(status, notice string) bool {
 func (s *Store) OldestOpenRefundAge(ctx context.Context) (time.Duration, error) {
 	var seconds float64
 	if err := s.pool.QueryRow(ctx, refundSQL.OldestOpenAge).Scan(&seconds); err != nil {
-		return 0, classify(fmt.Errorf("oldest open refund: %w", err))
+		return 0, Classify(fmt.Errorf("oldest open refund: %w", err))
 	}
 	return time.Duration(seconds * float64(time.Second)), nil
 }

@@ -21,7 +21,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Ping checks that PostgreSQL answers.
 func (s *Store) Ping(ctx context.Context) error {
-	return classify(s.pool.Ping(ctx))
+	return Classify(s.pool.Ping(ctx))
 }
 
 // querier is what the pool and a transaction have in common.

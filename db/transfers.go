@@ -58,7 +58,7 @@ type NewTransfer struct {
 // was taken over meanwhile.
 func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer, render func(pix.Transfer) ([]byte, error)) (pix.Transfer, error) {
 	var out pix.Transfer
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := lockAccountForDebit(ctx, tx, t.AccountID, t.AmountCents); err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ func scanTransfer(row pgx.Row) (pix.Transfer, error) {
 func (s *Store) GetTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error) {
 	t, err := scanTransfer(s.pool.QueryRow(ctx, transferSQL.GetTransfer, id))
 	if err != nil && !errors.Is(err, pix.ErrTransferNotFound) {
-		return pix.Transfer{}, classify(fmt.Errorf("get transfer: %w", err))
+		return pix.Transfer{}, Classify(fmt.Errorf("get transfer: %w", err))
 	}
 	return t, err
 }
@@ -103,7 +103,7 @@ func (s *Store) GetTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, er
 func (s *Store) GetTransferByEndToEndID(ctx context.Context, endToEndID string) (pix.Transfer, error) {
 	t, err := scanTransfer(s.pool.QueryRow(ctx, transferSQL.GetTransferByEndToEndID, endToEndID))
 	if err != nil && !errors.Is(err, pix.ErrTransferNotFound) {
-		return pix.Transfer{}, classify(fmt.Errorf("get transfer: %w", err))
+		return pix.Transfer{}, Classify(fmt.Errorf("get transfer: %w", err))
 	}
 	return t, err
 }
@@ -131,7 +131,7 @@ func (s *Store) SettleTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer,
 // update through. It wakes the channels the update may have made work for.
 func (s *Store) updateTransfer(ctx context.Context, id uuid.UUID, update string, more []any, wakes ...string) (pix.Transfer, error) {
 	if _, err := s.pool.Exec(ctx, update, append([]any{id}, more...)...); err != nil {
-		return pix.Transfer{}, classify(fmt.Errorf("update transfer: %w", err))
+		return pix.Transfer{}, Classify(fmt.Errorf("update transfer: %w", err))
 	}
 	s.wake(wakes...)
 	return s.GetTransfer(ctx, id)
@@ -145,7 +145,7 @@ func (s *Store) updateTransfer(ctx context.Context, id uuid.UUID, update string,
 // here.
 func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string) (pix.Transfer, error) {
 	var out pix.Transfer
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		out, err = scanTransfer(tx.QueryRow(ctx, transferSQL.LockTransfer, id))
 		if err != nil {

@@ -124,7 +124,7 @@ func (s *Store) flushWakes(ctx context.Context, log *slog.Logger) {
 // notify sends one notification on channel.
 func (s *Store) notify(ctx context.Context, channel string) error {
 	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, '')`, channel); err != nil {
-		return classify(fmt.Errorf("notify %s: %w", channel, err))
+		return Classify(fmt.Errorf("notify %s: %w", channel, err))
 	}
 	return nil
 }
@@ -162,20 +162,20 @@ func (s *Store) KeepListening(ctx context.Context, channel string, wake func(), 
 func (s *Store) Listen(ctx context.Context, channel string, wake func()) error {
 	pooled, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return classify(fmt.Errorf("listen: acquire: %w", err))
+		return Classify(fmt.Errorf("listen: acquire: %w", err))
 	}
 	// The connection carries a LISTEN: it never goes back to the pool.
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // closing a listener on the way out
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-		return classify(fmt.Errorf("listen: %w", err))
+		return Classify(fmt.Errorf("listen: %w", err))
 	}
 	for {
 		if _, err := conn.WaitForNotification(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return classify(fmt.Errorf("listen: wait: %w", err))
+			return Classify(fmt.Errorf("listen: wait: %w", err))
 		}
 		wake()
 	}
