@@ -126,10 +126,13 @@ func (s *Store) UnbalancedAccounts(ctx context.Context, idPrefix string) ([]stri
 	return ids, nil
 }
 
-// lockAccountForDebit locks the account (FOR UPDATE, until tx ends) and
+// LockAccountForDebit locks the account (FOR UPDATE, until tx ends) and
 // checks that it can be debited amountCents: pix.ErrAccountNotFound,
-// pix.ErrAccountClosed, pix.ErrInsufficientFunds otherwise.
-func lockAccountForDebit(ctx context.Context, tx pgx.Tx, accountID string, amountCents int64) error {
+// pix.ErrAccountClosed, pix.ErrInsufficientFunds otherwise (refusals:
+// nothing was changed, and the transaction should end). Whatever a debit
+// of the account decides under the lock, no other debit or credit of it
+// can change meanwhile.
+func LockAccountForDebit(ctx context.Context, tx pgx.Tx, accountID string, amountCents int64) error {
 	var status string
 	var balance int64
 	err := tx.QueryRow(ctx, accountSQL.LockForDebit, accountID).Scan(&status, &balance)

@@ -109,9 +109,16 @@ func recordResponse(ctx context.Context, tx pgx.Tx, r Reservation, status int, b
 	return nil
 }
 
-// recordCreated records, within tx, what a request created as the key's
-// answer: 201 with the body render makes of it.
-func recordCreated[T any](ctx context.Context, tx pgx.Tx, r Reservation, created T, render func(T) ([]byte, error)) error {
+// RecordCreated records, within tx, what a request created as the answer
+// of its Idempotency-Key: 201 with the body render makes of created, which
+// every later request with the key and the same body is answered with.
+// Called in the transaction that created the resource (InTx), so the
+// resource and its key's answer commit together or not at all. The record
+// is fenced by r's token: a reservation taken over meanwhile (its holder
+// outlived KeyPolicy.LockFor) is pix.ErrRequestInProgress, and the
+// transaction must not commit. render must be pure: InTx may run the
+// transaction again.
+func RecordCreated[T any](ctx context.Context, tx pgx.Tx, r Reservation, created T, render func(T) ([]byte, error)) error {
 	body, err := render(created)
 	if err != nil {
 		return fmt.Errorf("render response: %w", err)

@@ -121,7 +121,7 @@ func (s *Store) InboxQueue() DueQueue { return DueQueue{s, inboxQueue} }
 func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error) {
 	r, err := s.receive(ctx, s.pool, n, tracing.Traceparent(ctx))
 	if err == nil && r.MadeDue() {
-		s.wake(DueChannel)
+		s.Wake(DueChannel)
 	}
 	return r, err
 }
@@ -148,7 +148,7 @@ func (s *Store) receive(ctx context.Context, q querier, n pix.Notification, trac
 func (s *Store) ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.Receipt, error) {
 	receipts, err := s.receiveBatch(ctx, ns, tracing.Traceparent(ctx))
 	if err == nil && slices.ContainsFunc(receipts, pix.Receipt.MadeDue) {
-		s.wake(DueChannel)
+		s.Wake(DueChannel)
 	}
 	return receipts, err
 }
@@ -213,7 +213,7 @@ func (s *Store) redrive(ctx context.Context, endToEndID, accountID any) ([]redri
 		return nil, err
 	}
 	if slices.ContainsFunc(out, func(r redriveRow) bool { return r.redriven }) {
-		s.wake(DueChannel)
+		s.Wake(DueChannel)
 	}
 	return out, nil
 }
@@ -355,7 +355,7 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 		return CreditOutcome{}, err
 	}
 	if out.Credited {
-		s.wake(OutboxChannel)
+		s.Wake(OutboxChannel)
 	}
 	return out, nil
 }
@@ -423,7 +423,7 @@ func (s *Store) MarkFailed(ctx context.Context, endToEndID string, drive, attemp
 		return MarkFailedOutcome{}, err
 	}
 	if out.Marked {
-		s.wake(OutboxChannel)
+		s.Wake(OutboxChannel)
 	}
 	return out, nil
 }

@@ -223,7 +223,7 @@ func (s *Store) receiveGroup(ctx context.Context, conn *pgxpool.Conn, calls []*r
 		}
 	}
 	if slices.ContainsFunc(calls, (*receiveCall).madeDue) {
-		s.wake(DueChannel)
+		s.Wake(DueChannel)
 	}
 }
 

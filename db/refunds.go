@@ -109,7 +109,7 @@ func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, m
 		if refunded+nr.AmountCents > credited {
 			return fmt.Errorf("%w: credited %d, refunded %d, asked %d", pix.ErrRefundExceedsCredit, credited, refunded, nr.AmountCents)
 		}
-		if err := lockAccountForDebit(ctx, tx, account, nr.AmountCents); err != nil {
+		if err := LockAccountForDebit(ctx, tx, account, nr.AmountCents); err != nil {
 			return err
 		}
 		out, err = scanRefund(tx.QueryRow(ctx, refundSQL.DebitRefund,
@@ -117,12 +117,12 @@ func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, m
 		if err != nil {
 			return fmt.Errorf("debit: %w", err)
 		}
-		return recordCreated(ctx, tx, r, out, render)
+		return RecordCreated(ctx, tx, r, out, render)
 	})
 	if err != nil {
 		return pix.Refund{}, err
 	}
-	s.wake(RefundDueChannel, OutboxChannel)
+	s.Wake(RefundDueChannel, OutboxChannel)
 	return out, nil
 }
 
@@ -178,7 +178,7 @@ func (s *Store) MarkRefundReturned(ctx context.Context, id, rtrID string) (pix.R
 	if _, err := s.pool.Exec(ctx, refundSQL.MarkReturned, id, rtrID, tracing.Traceparent(ctx)); err != nil {
 		return pix.Refund{}, Classify(fmt.Errorf("mark refund returned: %w", err))
 	}
-	s.wake(OutboxChannel)
+	s.Wake(OutboxChannel)
 	r, err := s.GetRefund(ctx, id)
 	if err == nil && r.Status == pix.RefundReversed {
 		return r, fmt.Errorf("%w: returned by the PSP after it was reversed", pix.ErrRefundFinal)
@@ -274,7 +274,7 @@ func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bo
 	if err != nil {
 		return pix.Refund{}, err
 	}
-	s.wake(OutboxChannel)
+	s.Wake(OutboxChannel)
 	return out, nil
 }
 
@@ -345,7 +345,7 @@ func (s *Store) NoteRefundOutcomes(ctx context.Context, notices []RefundNotice) 
 		return NotedRefunds{}, err
 	}
 	if len(out.Open) > 0 {
-		s.wake(RefundDueChannel)
+		s.Wake(RefundDueChannel)
 	}
 	return out, nil
 }

@@ -59,7 +59,7 @@ type NewTransfer struct {
 func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer, render func(pix.Transfer) ([]byte, error)) (pix.Transfer, error) {
 	var out pix.Transfer
 	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockAccountForDebit(ctx, tx, t.AccountID, t.AmountCents); err != nil {
+		if err := LockAccountForDebit(ctx, tx, t.AccountID, t.AmountCents); err != nil {
 			return err
 		}
 		// The debit and its transfer row in one statement.
@@ -69,12 +69,12 @@ func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer
 		if out, err = scanTransfer(row); err != nil {
 			return fmt.Errorf("debit: %w", err)
 		}
-		return recordCreated(ctx, tx, r, out, render)
+		return RecordCreated(ctx, tx, r, out, render)
 	})
 	if err != nil {
 		return pix.Transfer{}, err
 	}
-	s.wake(TransferDueChannel, OutboxChannel)
+	s.Wake(TransferDueChannel, OutboxChannel)
 	return out, nil
 }
 
@@ -133,7 +133,7 @@ func (s *Store) updateTransfer(ctx context.Context, id uuid.UUID, update string,
 	if _, err := s.pool.Exec(ctx, update, append([]any{id}, more...)...); err != nil {
 		return pix.Transfer{}, Classify(fmt.Errorf("update transfer: %w", err))
 	}
-	s.wake(wakes...)
+	s.Wake(wakes...)
 	return s.GetTransfer(ctx, id)
 }
 
@@ -168,6 +168,6 @@ func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string)
 	if err != nil {
 		return pix.Transfer{}, err
 	}
-	s.wake(OutboxChannel)
+	s.Wake(OutboxChannel)
 	return out, nil
 }

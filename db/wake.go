@@ -17,7 +17,7 @@ import (
 // process: after a transaction that made rows due (a PIX received, a
 // transfer or a refund debited, a re-drive, a PSP notice) or wrote outbox
 // events commits, the store names the channels it made work for
-// (Store.wake); the store's waker (RunWaker, run by every process that
+// (Store.Wake); the store's waker (RunWaker, run by every process that
 // writes) sends one NOTIFY per channel, coalescing the wakes of a busy
 // moment into at most one per channel every wakeEvery. The dispatchers and
 // the outbox relays LISTEN on their channel (KeepListening) and also poll:
@@ -40,10 +40,16 @@ type waker struct {
 
 func newWaker() *waker { return &waker{pending: map[string]bool{}, kick: make(chan struct{}, 1)} }
 
-// wake asks for a notification on each channel after a commit. It never
-// blocks; without a running waker it only remembers the channels (a set:
-// bounded).
-func (s *Store) wake(channels ...string) {
+// Wake asks for a notification on each channel, to be called after the
+// transaction that made work for the channels' listeners committed (never
+// before: a listener woken early finds nothing and sleeps until its next
+// poll). A saga's own store calls it with its queue's Channel (and
+// OutboxChannel when it wrote events), as the Store's methods do. It never
+// blocks, and a wake is no promise: wakes are coalesced (at most one
+// notification per channel every wakeEvery), sent only while a waker runs
+// (RunWaker), and lost with the process; the listeners also poll. Without a
+// running waker it only remembers the channels (a set: bounded).
+func (s *Store) Wake(channels ...string) {
 	w := s.waker
 	w.mu.Lock()
 	for _, c := range channels {
