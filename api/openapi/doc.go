@@ -1,7 +1,11 @@
 // Package openapi owns the service's OpenAPI 3.1 contract: the YAML
 // documents of the PSP-facing webhooks (webhooks.yaml) and of the customer,
-// admin, codec and operations routes (pix-api.yaml), embedded in the binary,
-// and their JSON form, derived from the YAML when first asked for (there is
-// no second copy to keep). The api package serves both under /openapi/;
+// admin, codec and operations routes (pix-api.yaml, the base: info, servers,
+// tags and the components sagas share; and pix-api/*.yaml, one fragment of
+// paths and components per saga, merged into the base when the document is
+// first asked for), embedded in the binary, and their JSON form, derived
+// from the YAML (there is no second copy to keep). testdata/pix-api.yaml is
+// the document as written before the split, which the assembled one must
+// equal. The api package serves both under /openapi/;
 // internal/tooling/apicontract checks the e2e tests' traffic against them.
 package openapi

@@ -10,7 +10,8 @@ import (
 	"github.com/goccy/go-yaml"
 )
 
-// The documents, by name: each is <name>.yaml here, served as
+// The documents, by name: each is <name>.yaml here, merged with the
+// fragments <name>/*.yaml when it has some (assemble), served as
 // /openapi/<name>.json and /openapi/<name>.yaml.
 const (
 	// Webhooks is the PSP-facing webhooks' document.
@@ -22,14 +23,33 @@ const (
 // Names are every document's name.
 var Names = []string{Webhooks, PixAPI}
 
-//go:embed webhooks.yaml pix-api.yaml
+//go:embed webhooks.yaml pix-api.yaml pix-api/*.yaml
 var sources embed.FS
 
-// YAML is the source of the document name; it panics on a name not in
-// Names (a programming error).
+// assembled are the documents' YAML, each assembled once from its files.
+var assembled = sync.OnceValues(func() (map[string][]byte, error) {
+	documents := make(map[string][]byte, len(Names))
+	for _, name := range Names {
+		b, err := assemble(sources, name)
+		if err != nil {
+			return nil, err
+		}
+		documents[name] = b
+	}
+	return documents, nil
+})
+
+// YAML is the document name in YAML, assembled from its files. It panics
+// on a name not in Names or on files that do not assemble (both
+// programming errors: the files are embedded, and TestDocumentsAssemble
+// loads them); JSON answers the same failure as an error.
 func YAML(name string) []byte {
-	b, err := sources.ReadFile(name + ".yaml")
+	documents, err := assembled()
 	if err != nil {
+		panic(err.Error())
+	}
+	b, ok := documents[name]
+	if !ok {
 		panic(fmt.Sprintf("openapi: no document %q", name))
 	}
 	return b
@@ -37,9 +57,13 @@ func YAML(name string) []byte {
 
 // jsonForms are the documents' JSON forms, converted once.
 var jsonForms = sync.OnceValues(func() (map[string][]byte, error) {
+	documents, err := assembled()
+	if err != nil {
+		return nil, err
+	}
 	forms := make(map[string][]byte, len(Names))
 	for _, name := range Names {
-		b, err := toJSON(YAML(name))
+		b, err := toJSON(documents[name])
 		if err != nil {
 			return nil, fmt.Errorf("openapi: %s.yaml to JSON: %w", name, err)
 		}
