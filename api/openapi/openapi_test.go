@@ -22,13 +22,28 @@ func TestDocumentsAssemble(t *testing.T) {
 // The customer API document assembled from the base and the sagas'
 // fragments holds exactly what the one hand-written pix-api.yaml held
 // before the split (testdata/pix-api.yaml, a frozen copy of it): the split
-// changed no route, schema or word of the contract.
+// changed no route, schema or word of the contract. Paths and components
+// added since (a new saga's fragment) are left out of the comparison, so
+// adding one does not touch the frozen copy.
 func TestPixAPIAssembledIsTheDocumentBeforeTheSplit(t *testing.T) {
 	before, err := os.ReadFile("testdata/pix-api.yaml")
 	require.NoError(t, err)
-	var want, got any
+	var want, got map[string]any
 	require.NoError(t, yaml.Unmarshal(before, &want))
 	require.NoError(t, yaml.Unmarshal(YAML(PixAPI), &got))
+	keepOnly := func(got, want map[string]any) {
+		for key := range got {
+			if _, ok := want[key]; !ok {
+				delete(got, key)
+			}
+		}
+	}
+	keepOnly(got["paths"].(map[string]any), want["paths"].(map[string]any))
+	wantComponents, gotComponents := want["components"].(map[string]any), got["components"].(map[string]any)
+	keepOnly(gotComponents, wantComponents)
+	for kind, entries := range gotComponents {
+		keepOnly(entries.(map[string]any), wantComponents[kind].(map[string]any))
+	}
 	require.Equal(t, want, got)
 }
 
