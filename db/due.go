@@ -35,6 +35,9 @@ type DueQueue struct {
 
 var _ rows.Queue = DueQueue{}
 
+// DueQueue is the declared queue q's rows in s, for its dispatchers.
+func (s *Store) DueQueue(q Queue) DueQueue { return DueQueue{s, q.queue} }
+
 // Channel is the notification channel that says rows came due.
 func (q DueQueue) Channel() string { return q.queue.Channel }
 

@@ -90,7 +90,7 @@ func init() { bindQueries("credits.sql", &creditSQL) }
 
 // inboxQueue is the pending inbox rows: a credit's drive is the row's
 // (a failed PIX is re-driven), its attempts the row's.
-var inboxQueue = declareQueue(QueueSpec{
+var inboxQueue = DeclareQueue(QueueSpec{
 	Name: "credits", Table: "inbox_messages", Key: "end_to_end_id", KeyType: "text", Channel: DueChannel,
 	Open:     "m.status = 'pending'",
 	Attempts: "m.attempts",
@@ -112,7 +112,7 @@ var inboxQueue = declareQueue(QueueSpec{
 })
 
 // InboxQueue is the pending inbox rows (keys: end_to_end_ids).
-func (s *Store) InboxQueue() DueQueue { return DueQueue{s, inboxQueue} }
+func (s *Store) InboxQueue() DueQueue { return s.DueQueue(inboxQueue) }
 
 // Receive stores one delivery of a notification (see Receive in
 // queries/credits.sql). Another

@@ -4,6 +4,8 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"io/fs"
+	"path"
 	"reflect"
 	"strings"
 
@@ -20,7 +22,13 @@ var queryFiles embed.FS
 // file that is missing or malformed, or on a name given twice: the package
 // does not start (nor does any test) with SQL it can't find.
 func namedQueries(file string) map[string]string {
-	body, err := queryFiles.ReadFile("queries/" + file)
+	return readNamed(queryFiles, "queries/"+file)
+}
+
+// readNamed reads the statements of files' file by name, panicking as
+// namedQueries says.
+func readNamed(files fs.FS, file string) map[string]string {
+	body, err := fs.ReadFile(files, file)
 	if err != nil {
 		panic(fmt.Sprintf("db: %v", err))
 	}
@@ -37,7 +45,7 @@ func splitNamed(file, body string) map[string]string {
 			return
 		}
 		if _, dup := out[name]; dup {
-			panic(fmt.Sprintf("db: queries/%s names %s twice", file, name))
+			panic(fmt.Sprintf("db: %s names %s twice", file, name))
 		}
 		out[name] = strings.TrimSpace(sql.String())
 		sql.Reset()
@@ -59,7 +67,7 @@ func splitNamed(file, body string) map[string]string {
 // statementNames names every bound statement by its SQL text, for the
 // spans of the pool's statements: "credits.Receive" for Receive of
 // queries/credits.sql. Written only while the package's variables are
-// initialised (bindQueries), read only after.
+// initialised (BindQueries), read only after.
 var statementNames = map[string]string{}
 
 // statementName is the name of the statement sql, or, for SQL that is no
@@ -71,25 +79,34 @@ func statementName(sql string) string {
 	return otelpgx.SQLOperationName(context.Background(), sql)
 }
 
-// bindQueries fills the string fields of the struct dst points to with
-// the statements of queries/file of the same names, and panics unless every
-// field has its statement and every statement its field. It is called when
-// the package's variables are initialised, so a misspelt or forgotten name
-// fails every test.
-func bindQueries(file string, dst any) {
-	queries := namedQueries(file)
+// BindQueries fills the string fields of the struct dst points to with
+// the statements of the same names in files' file (a saga's own queries
+// file, embedded in the saga's package: "-- name: Name" starts
+// each statement, which runs to the next one), and panics unless every
+// field has its statement and every statement its field. Traces name each
+// statement by the file's base name and its own ("transfers.GetTransfer").
+// Call it only while the caller's package variables are initialised (a
+// package-level variable or an init function): a misspelt or forgotten
+// name then fails every test and the process before it starts, and the
+// names of the statements are not written while statements run.
+func BindQueries(files fs.FS, file string, dst any) {
+	queries := readNamed(files, file)
+	prefix := strings.TrimSuffix(path.Base(file), ".sql")
 	v := reflect.ValueOf(dst).Elem()
 	for i := range v.NumField() {
 		name := v.Type().Field(i).Name
 		q, ok := queries[name]
 		if !ok || q == "" {
-			panic(fmt.Sprintf("db: queries/%s has no statement %s", file, name))
+			panic(fmt.Sprintf("db: %s has no statement %s", file, name))
 		}
 		v.Field(i).SetString(q)
-		statementNames[q] = strings.TrimSuffix(file, ".sql") + "." + name
+		statementNames[q] = prefix + "." + name
 		delete(queries, name)
 	}
 	for name := range queries {
-		panic(fmt.Sprintf("db: queries/%s: statement %s is used nowhere", file, name))
+		panic(fmt.Sprintf("db: %s: statement %s is used nowhere", file, name))
 	}
 }
+
+// bindQueries is BindQueries of the package's own queries/file.
+func bindQueries(file string, dst any) { BindQueries(queryFiles, "queries/"+file, dst) }

@@ -15,7 +15,7 @@ import (
 // table, whose workflows a durable.Dispatcher starts. Its three statements
 // (ClaimDue, MarkDispatched, DeferDispatch: see DueQueue) are built from it,
 // from the one text in queries/due.sql.tmpl, when the package is
-// initialised (declareQueue), so every queue claims, locks, fences and
+// initialised (DeclareQueue), so every queue claims, locks, fences and
 // rechecks alike. The fields holding SQL are expressions over the queue's
 // row, named m.
 type QueueSpec struct {
@@ -72,7 +72,7 @@ type dueQueue struct {
 	claim, markDispatched, deferDispatch string
 }
 
-// dueQueues is every queue declared (declareQueue), in the order the
+// dueQueues is every queue declared (DeclareQueue), in the order the
 // package's variables were initialised: the one list of the durable
 // queues.
 var dueQueues []*dueQueue
@@ -86,12 +86,19 @@ var dueTemplate = template.Must(template.New("due.sql.tmpl").Option("missingkey=
 // the statements must be.
 var sqlName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
-// declareQueue builds the statements of the queue spec declares and adds
-// it to dueQueues. It panics on a declaration that is incomplete, names an
-// identifier that is not plain, or does not give every rows.Due field its
-// column: the package does not start (nor does any test) with a queue it
-// can't build.
-func declareQueue(spec QueueSpec) *dueQueue {
+// A Queue is a saga's durable queue, declared (DeclareQueue): the saga's
+// store hands it to the dispatchers as Store.DueQueue(q).
+type Queue struct{ queue *dueQueue }
+
+// DeclareQueue builds the statements of the queue spec declares and adds
+// it to the one list of the durable queues (dueQueues). It panics on a
+// declaration that is incomplete, names an identifier that is not plain,
+// does not give every rows.Due field its column, or shares its name,
+// channel or table with a queue declared before: the process does not
+// start (nor does any test) with a queue it can't build. Call it only while
+// the caller's package variables are initialised (a package-level
+// variable), as BindQueries.
+func DeclareQueue(spec QueueSpec) Queue {
 	q, err := buildQueue(spec)
 	if err != nil {
 		panic(fmt.Sprintf("db: queue %q: %v", spec.Name, err))
@@ -105,7 +112,7 @@ func declareQueue(spec QueueSpec) *dueQueue {
 		statementNames[sql] = spec.Name + "." + name
 	}
 	dueQueues = append(dueQueues, q)
-	return q
+	return Queue{q}
 }
 
 // dueColumn is one column ClaimDue returns: its rows.Due name and the

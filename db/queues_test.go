@@ -53,7 +53,7 @@ func TestDeclaredQueuesBuildTheStatementsWrittenByHand(t *testing.T) {
 }
 
 func TestAQueueDeclarationIsCheckedWhenItIsBuilt(t *testing.T) {
-	good := transferQueue.QueueSpec
+	good := transferQueue.queue.QueueSpec
 	_, err := buildQueue(good)
 	require.NoError(t, err)
 	for what, spoil := range map[string]func(*QueueSpec){

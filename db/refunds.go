@@ -41,7 +41,7 @@ const RefundDueChannel = "pix_refund_due"
 // which the dispatcher signals to the refund's open run (signalled_notices
 // counts those signalled), and a notice that arrives after the claim makes
 // the claim's records no-ops but for the run they record.
-var refundQueue = declareQueue(QueueSpec{
+var refundQueue = DeclareQueue(QueueSpec{
 	Name: "refunds", Table: "pix_refunds", Key: "id", KeyType: "text", Channel: RefundDueChannel,
 	Open:      "m.dispatch_due_at IS NOT NULL",
 	Attempts:  "0",
@@ -56,7 +56,7 @@ var refundQueue = declareQueue(QueueSpec{
 })
 
 // RefundQueue is the open refunds (keys: refund ids).
-func (s *Store) RefundQueue() DueQueue { return DueQueue{s, refundQueue} }
+func (s *Store) RefundQueue() DueQueue { return s.DueQueue(refundQueue) }
 
 // NewRefund is a refund about to be debited: its id is chosen by the caller.
 type NewRefund struct {

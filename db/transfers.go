@@ -26,7 +26,7 @@ func init() { bindQueries("transfers.sql", &transferSQL) }
 
 // transferQueue is the open transfers: a transfer has one drive (it stays
 // open until it is final) and counts no attempts.
-var transferQueue = declareQueue(QueueSpec{
+var transferQueue = DeclareQueue(QueueSpec{
 	Name: "transfers", Table: "pix_transfers", Key: "id", KeyType: "uuid", Channel: TransferDueChannel,
 	Open:     "m.dispatch_due_at IS NOT NULL",
 	Attempts: "0",
@@ -39,7 +39,7 @@ var transferQueue = declareQueue(QueueSpec{
 })
 
 // TransferQueue is the open transfers (keys: transfer ids).
-func (s *Store) TransferQueue() DueQueue { return DueQueue{s, transferQueue} }
+func (s *Store) TransferQueue() DueQueue { return s.DueQueue(transferQueue) }
 
 // NewTransfer is a transfer about to be debited: its id and end_to_end_id
 // are chosen by the caller.
