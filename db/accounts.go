@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,7 +13,7 @@ import (
 
 // accountSQL holds the statements of queries/accounts.sql.
 var accountSQL struct {
-	CreateAccount, CloseAccount, GetAccount, LockForDebit, CreatePixKey, CreateCharge, ChargeStatus string
+	CreateAccount, CloseAccount, GetAccount, LockForDebit, Debit, CreatePixKey, CreateCharge, ChargeStatus string
 }
 
 func init() { bindQueries("accounts.sql", &accountSQL) }
@@ -149,4 +150,31 @@ func LockAccountForDebit(ctx context.Context, tx pgx.Tx, accountID string, amoun
 		return fmt.Errorf("%w: balance %d, debit %d", pix.ErrInsufficientFunds, balance, amountCents)
 	}
 	return nil
+}
+
+// AccountDebit is what a debit left on its account: the balance after it
+// and the time it was made, which the saga records on its own row
+// (balance_after_cents, and its created_at: the books order movements by
+// them).
+type AccountDebit struct {
+	BalanceAfterCents int64
+	At                time.Time
+}
+
+// DebitAccount debits amountCents from the account within tx: the one
+// debit of every saga that moves money out. It locks and checks the
+// account first (LockAccountForDebit: its refusals, with nothing changed),
+// so the balance can't go below zero. The caller records, in the same
+// transaction, the row that says why (its amount, and the debit's
+// BalanceAfterCents and At), which the books (the view account_movements)
+// must count: a debit without it leaves the account unbalanced.
+func DebitAccount(ctx context.Context, tx pgx.Tx, accountID string, amountCents int64) (AccountDebit, error) {
+	if err := LockAccountForDebit(ctx, tx, accountID, amountCents); err != nil {
+		return AccountDebit{}, err
+	}
+	var d AccountDebit
+	if err := tx.QueryRow(ctx, accountSQL.Debit, accountID, amountCents).Scan(&d.BalanceAfterCents, &d.At); err != nil {
+		return AccountDebit{}, fmt.Errorf("debit: %w", err)
+	}
+	return d, nil
 }

@@ -97,7 +97,7 @@ func TestEventsAreWrittenAsDeclared(t *testing.T) {
 func TestTransferStatementsReturnOneColumnList(t *testing.T) {
 	columns := regexp.MustCompile(`SELECT (id::text, end_to_end_id, [^;]*?, refunded_at) FROM`)
 	var first string
-	for name, sql := range map[string]string{"GetTransfer": transferSQL.GetTransfer, "Debit": transferSQL.Debit,
+	for name, sql := range map[string]string{"GetTransfer": transferSQL.GetTransfer, "RecordDebited": transferSQL.RecordDebited,
 		"GetTransferByEndToEndID": transferSQL.GetTransferByEndToEndID, "LockTransfer": transferSQL.LockTransfer} {
 		m := columns.FindStringSubmatch(oneLine(sql))
 		require.NotNil(t, m, name)

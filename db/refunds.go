@@ -18,7 +18,7 @@ import (
 
 // refundSQL holds the statements of queries/refunds.sql.
 var refundSQL struct {
-	CreditAccount, LockCredit, RefundedCents, DebitRefund, GetRefund, LockRefund, RefundsOf,
+	CreditAccount, LockCredit, RefundedCents, RecordDebited, GetRefund, LockRefund, RefundsOf,
 	MarkRequested, MarkReturned, Reverse, NoteOutcomes,
 	Contradictions, OverCredit, OldestOpenAge, MarkAsked, RefusalStands, MarkRefused, StandingRefusal string
 }
@@ -109,13 +109,14 @@ func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, m
 		if refunded+nr.AmountCents > credited {
 			return fmt.Errorf("%w: credited %d, refunded %d, asked %d", pix.ErrRefundExceedsCredit, credited, refunded, nr.AmountCents)
 		}
-		if err := LockAccountForDebit(ctx, tx, account, nr.AmountCents); err != nil {
+		debit, err := DebitAccount(ctx, tx, account, nr.AmountCents)
+		if err != nil {
 			return err
 		}
-		out, err = scanRefund(tx.QueryRow(ctx, refundSQL.DebitRefund,
-			nr.ID, nr.EndToEndID, account, nr.AmountCents, nr.Reason, r.Key, r.Caller, tracing.Traceparent(ctx)))
+		out, err = scanRefund(tx.QueryRow(ctx, refundSQL.RecordDebited, nr.ID, nr.EndToEndID, account, nr.AmountCents, nr.Reason,
+			r.Key, r.Caller, tracing.Traceparent(ctx), debit.BalanceAfterCents, debit.At))
 		if err != nil {
-			return fmt.Errorf("debit: %w", err)
+			return fmt.Errorf("record refund: %w", err)
 		}
 		return RecordCreated(ctx, tx, r, out, render)
 	})

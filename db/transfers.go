@@ -19,7 +19,7 @@ const TransferDueChannel = "pix_transfer_due"
 
 // transferSQL holds the statements of queries/transfers.sql.
 var transferSQL struct {
-	Debit, GetTransfer, GetTransferByEndToEndID, LockTransfer, MarkSubmitted, Settle, Refund string
+	RecordDebited, GetTransfer, GetTransferByEndToEndID, LockTransfer, MarkSubmitted, Settle, Refund string
 }
 
 func init() { bindQueries("transfers.sql", &transferSQL) }
@@ -59,15 +59,14 @@ type NewTransfer struct {
 func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer, render func(pix.Transfer) ([]byte, error)) (pix.Transfer, error) {
 	var out pix.Transfer
 	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := LockAccountForDebit(ctx, tx, t.AccountID, t.AmountCents); err != nil {
+		debit, err := DebitAccount(ctx, tx, t.AccountID, t.AmountCents)
+		if err != nil {
 			return err
 		}
-		// The debit and its transfer row in one statement.
-		row := tx.QueryRow(ctx, transferSQL.Debit,
-			t.ID, t.EndToEndID, t.AccountID, t.AmountCents, t.PixKey, t.Description, r.Key, r.Caller, tracing.Traceparent(ctx))
-		var err error
+		row := tx.QueryRow(ctx, transferSQL.RecordDebited, t.ID, t.EndToEndID, t.AccountID, t.AmountCents, t.PixKey, t.Description,
+			r.Key, r.Caller, tracing.Traceparent(ctx), debit.BalanceAfterCents, debit.At)
 		if out, err = scanTransfer(row); err != nil {
-			return fmt.Errorf("debit: %w", err)
+			return fmt.Errorf("record transfer: %w", err)
 		}
 		return RecordCreated(ctx, tx, r, out, render)
 	})

@@ -18,6 +18,15 @@ SELECT id, owner_name, status, balance_cents, created_at, updated_at FROM accoun
 -- The account, locked until the transaction ends, before a debit.
 SELECT status, balance_cents FROM accounts WHERE id = $1 FOR UPDATE
 
+-- name: Debit
+-- Every saga's debit (DebitAccount), on an account locked and checked
+-- already (LockForDebit): what it returns is the saga's row's
+-- balance_after_cents and the time of its debit. $1 account_id,
+-- $2 amount_cents.
+UPDATE accounts SET balance_cents = balance_cents - $2, updated_at = clock_timestamp()
+WHERE id = $1
+RETURNING balance_cents, updated_at
+
 -- name: CreatePixKey
 -- $1 key, $2 key_type, $3 account_id.
 INSERT INTO pix_keys (key, key_type, account_id) VALUES ($1, $2, $3)

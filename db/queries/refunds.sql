@@ -22,19 +22,17 @@ FOR UPDATE
 SELECT COALESCE(sum(amount_cents), 0)::bigint FROM pix_refunds
 WHERE end_to_end_id = $1 AND status <> 'reversed'
 
--- name: DebitRefund
--- The debit, its refund row and its event, in one statement.
+-- name: RecordDebited
+-- The refund row and its event, in one statement, after its debit
+-- (DebitAccount) in the same transaction.
 -- $1 id, $2 end_to_end_id, $3 account_id, $4 amount_cents, $5 reason,
 -- $6 idempotency_key, $7 requested_by, $8 traceparent (of the refund's
--- saga and of its event).
-WITH debit AS (
-    UPDATE accounts SET balance_cents = balance_cents - $4, updated_at = clock_timestamp()
-    WHERE id = $3
-    RETURNING balance_cents, updated_at),
-refund AS (
+-- saga and of its event), $9 the balance after the debit, $10 the time of
+-- the debit.
+WITH refund AS (
     INSERT INTO pix_refunds (id, end_to_end_id, account_id, amount_cents, reason, balance_after_cents,
                              idempotency_key, requested_by, created_at, updated_at, dispatch_due_at, traceparent)
-    SELECT $1, $2, $3, $4, NULLIF($5, ''), balance_cents, $6, NULLIF($7, ''), updated_at, updated_at, now(), $8 FROM debit
+    VALUES ($1, $2, $3, $4, NULLIF($5, ''), $9, $6, NULLIF($7, ''), $10, $10, now(), $8)
     RETURNING *),
 event AS (
     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)

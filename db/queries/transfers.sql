@@ -5,21 +5,18 @@
 -- settled_at, refunded_at. Every transfer event's payload has transfer_id,
 -- end_to_end_id, account_id, amount_cents and pix_key.
 
--- name: Debit
--- The debit, its transfer row and its event, in one statement, on an
--- account locked and checked already (lockAccountForDebit).
+-- name: RecordDebited
+-- The transfer row and its event, in one statement, after its debit
+-- (DebitAccount) in the same transaction.
 -- $1 id, $2 end_to_end_id, $3 account_id, $4 amount_cents, $5 pix_key,
 -- $6 description, $7 idempotency_key, $8 requested_by, $9 traceparent (of
--- the transfer's saga and of its event).
-WITH debit AS (
-    UPDATE accounts SET balance_cents = balance_cents - $4, updated_at = clock_timestamp()
-    WHERE id = $3
-    RETURNING balance_cents, updated_at),
-transfer AS (
+-- the transfer's saga and of its event), $10 the balance after the debit,
+-- $11 the time of the debit.
+WITH transfer AS (
     INSERT INTO pix_transfers (id, end_to_end_id, account_id, amount_cents, pix_key, description,
                                balance_after_cents, idempotency_key, requested_by, created_at, updated_at, dispatch_due_at,
                                traceparent)
-    SELECT $1, $2, $3, $4, $5, NULLIF($6, ''), balance_cents, $7, NULLIF($8, ''), updated_at, updated_at, now(), $9 FROM debit
+    VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $10, $7, NULLIF($8, ''), $11, $11, now(), $9)
     RETURNING *),
 event AS (
     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
