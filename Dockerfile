@@ -22,6 +22,7 @@ COPY api ./api
 COPY cmd ./cmd
 COPY db ./db
 COPY internal ./internal
+COPY saga ./saga
 COPY worker ./worker
 COPY workflows ./workflows
 RUN go build -o /out/pixd ./cmd/pixd && \
