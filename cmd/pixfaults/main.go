@@ -97,9 +97,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		s.transferRate, s.pspDown, s.natsDown, s.faultFor, s.settleSlow, s.backlogFor = 3, 5*time.Second, 5*time.Second, 4*time.Second, 4*time.Second, 3*time.Second
 		s.transferDrain, s.eventDrain = 90*time.Second, time.Minute
 		s.refundRate, s.refundDrain, s.smoke = 3, 2*time.Minute, true
-		// The token endpoint down 20 s: a token serves 10 s
-		// (pspTokenUsable), so the last 6 s have no token at all (see
-		// noTokenWindow). The webhooks dropped 15 s: three catch-up runs
+		// The token endpoint down 20 s: a token is sent 6 s after its
+		// fetch at most (pspTokenUsable), so from 10 s into the outage no
+		// call has one at all (see noTokenWindow). The webhooks dropped 15 s: three catch-up runs
 		// fall in it.
 		s.tokenDown, s.webhookDrop, s.secretWrongFor = 20*time.Second, 15*time.Second, 8*time.Second
 	}

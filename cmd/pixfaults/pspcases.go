@@ -43,11 +43,10 @@ func pspAuthCases(s settings) []faultCase {
 	}
 }
 
-// pspTokenUsable is how long the PSP client uses a token: its lifetime
-// less the client's early renewal (internal/psp: 30 s before expires_in,
-// half-way through a lifetime under a minute). A token fetched before an
+// pspTokenUsable is how long the PSP client sends a token after its fetch,
+// its renewal failing or not (psp.TokenSentFor): a token fetched before an
 // outage serves no call after this.
-const pspTokenUsable = pspTokenLifetime - min(30*time.Second, pspTokenLifetime/2)
+var pspTokenUsable = psp.TokenSentFor(pspTokenLifetime)
 
 // noTokenWindow is the part of an outage from start to end in which no
 // call can have reached the PSP: from when the last token fetched before

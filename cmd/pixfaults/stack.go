@@ -199,12 +199,15 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 
 // The stack's PSP security: our client id at the simulator; its tokens'
 // lifetime, short, so that tokens are renewed all through every case (the
-// PSP client renews one half-way through so short a lifetime:
-// pspTokenUsable); the catch-up's period and grace; the PSP name of the simulator's webhooks
+// PSP client renews one half-way through so short a lifetime, and sends it
+// for three quarters of it: pspTokenUsable, 6 s), and so that the token in
+// hand when the token endpoint goes down runs out while the case's load
+// still asks (the smoke load ends 9 s into the outage); the catch-up's
+// period and grace; the PSP name of the simulator's webhooks
 // (WEBHOOK_MTLS_PSPS, the inbox rows' psp).
 const (
 	pspClientID        = "pix-bank"
-	pspTokenLifetime   = 20 * time.Second
+	pspTokenLifetime   = 8 * time.Second
 	pspCatchUpInterval = 5 * time.Second
 	pspCatchUpGrace    = 2 * time.Second
 	pspWebhooksPSP     = "pspsim"

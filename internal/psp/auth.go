@@ -428,7 +428,15 @@ func renewal(tok *oauth2.Token, now time.Time) (renewAt, lastUse time.Time) {
 	if lifetime <= 0 {
 		lifetime = unstatedTokenLifetime
 	}
-	return now.Add(lifetime - min(tokenEarlyExpiry, lifetime/2)), now.Add(lifetime - min(tokenExpirySafety, lifetime/4))
+	return now.Add(lifetime - min(tokenEarlyExpiry, lifetime/2)), now.Add(TokenSentFor(lifetime))
+}
+
+// TokenSentFor is how long after its fetch a token that lives lifetime is
+// still sent, however its renewal fares: tokenExpirySafety less than its
+// lifetime, or three quarters of a shorter one. A token fetched before a
+// token endpoint's outage serves no call after it.
+func TokenSentFor(lifetime time.Duration) time.Duration {
+	return lifetime - min(tokenExpirySafety, lifetime/4)
 }
 
 // drop forgets the token of generation gen, which the API refused (401):
