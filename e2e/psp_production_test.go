@@ -300,11 +300,13 @@ func (s *stack) runCatchUp() workflows.PSPCatchUpResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	h := s.catchUpSchedule()
+	// Runs are told apart by run id: a Schedule names its run by the
+	// trigger's second, so two triggers within a second share a workflow id.
 	seen := map[string]bool{}
 	d, err := h.Describe(ctx)
 	require.NoError(s.t, err)
 	for _, a := range d.Info.RecentActions {
-		seen[a.StartWorkflowResult.WorkflowID] = true
+		seen[a.StartWorkflowResult.FirstExecutionRunID] = true
 	}
 	require.NoError(s.t, h.Trigger(ctx, client.ScheduleTriggerOptions{}))
 	var run *client.ScheduleWorkflowExecution
@@ -312,7 +314,7 @@ func (s *stack) runCatchUp() workflows.PSPCatchUpResult {
 		d, err := h.Describe(ctx)
 		require.NoError(s.t, err)
 		for _, a := range d.Info.RecentActions {
-			if !seen[a.StartWorkflowResult.WorkflowID] {
+			if !seen[a.StartWorkflowResult.FirstExecutionRunID] {
 				run = a.StartWorkflowResult
 				return true
 			}
