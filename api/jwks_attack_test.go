@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
+	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
@@ -39,9 +39,14 @@ func TestAttackDisconnectDuringJWKSFetchLocksOutRotatedKey(t *testing.T) {
 		time.Sleep(300 * time.Millisecond) // an identity provider's ordinary latency
 		mu.Lock()
 		defer mu.Unlock()
-		var set jose.JSONWebKeySet
+		var set jwkset.JWKSMarshal
 		for kid, k := range keys {
-			set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.Public(), KeyID: kid, Algorithm: "EdDSA", Use: "sig"})
+			j, err := jwkset.NewJWKFromKey(k.Public(), jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: kid, ALG: jwkset.AlgEdDSA, USE: jwkset.UseSig}})
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			set.Keys = append(set.Keys, j.Marshal())
 		}
 		_ = json.NewEncoder(w).Encode(set)
 	}))

@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
+	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/pixbank/pix/internal/auth"
@@ -80,8 +80,8 @@ type signer struct {
 	alg    string // the alg the JWKS pins the key to; "" for none
 }
 
-func (s signer) jwk() jose.JSONWebKey {
-	return jose.JSONWebKey{Key: s.pub, KeyID: s.kid, Algorithm: s.alg, Use: "sig"}
+func (s signer) jwk() testJWK {
+	return testJWK{Key: s.pub, KeyID: s.kid, Algorithm: s.alg, Use: "sig"}
 }
 
 // unpinned is s under another kid, its JWK pinning no algorithm.
@@ -113,9 +113,32 @@ func edSigner(t testing.TB, kid string) signer {
 	return signer{kid: kid, method: jwt.SigningMethodEdDSA, priv: priv, pub: pub, alg: "EdDSA"}
 }
 
-func jwksOf(t testing.TB, keys ...jose.JSONWebKey) []byte {
+// testJWK is a JWK as a test writes it: any key, private and symmetric
+// ones included (an issuer's mistakes the verifier must refuse), with the
+// kid, alg and use given, "" for none.
+type testJWK struct {
+	Key                   any
+	KeyID, Algorithm, Use string
+}
+
+func (k testJWK) MarshalJSON() ([]byte, error) {
+	j, err := jwkset.NewJWKFromKey(k.Key, jwkset.JWKOptions{
+		Marshal:  jwkset.JWKMarshalOptions{Private: true},
+		Validate: jwkset.JWKValidateOptions{SkipAll: true},
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := j.Marshal()
+	m.KID, m.ALG, m.USE = k.KeyID, jwkset.ALG(k.Algorithm), jwkset.USE(k.Use)
+	return json.Marshal(m)
+}
+
+func jwksOf(t testing.TB, keys ...testJWK) []byte {
 	t.Helper()
-	b, err := json.Marshal(jose.JSONWebKeySet{Keys: keys})
+	b, err := json.Marshal(struct {
+		Keys []testJWK `json:"keys"`
+	}{keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +150,7 @@ func jwksRaw(keys ...string) []byte {
 	return []byte(`{"keys":[` + strings.Join(keys, ",") + `]}`)
 }
 
-func jwkJSON(t testing.TB, k jose.JSONWebKey) string {
+func jwkJSON(t testing.TB, k testJWK) string {
 	t.Helper()
 	b, err := json.Marshal(k)
 	if err != nil {
@@ -627,34 +650,34 @@ func TestJWKSSkipsUnusableKeys(t *testing.T) {
 	secret := []byte("0123456789abcdef0123456789abcdef")
 	tests := []struct {
 		name  string
-		jwk   jose.JSONWebKey
+		jwk   testJWK
 		token func(kid string, c jwt.MapClaims) string
 	}{
-		{"RSA 1024 bits", jose.JSONWebKey{Key: &weak.PublicKey, KeyID: "weak", Algorithm: "RS256", Use: "sig"},
+		{"RSA 1024 bits", testJWK{Key: &weak.PublicKey, KeyID: "weak", Algorithm: "RS256", Use: "sig"},
 			func(kid string, c jwt.MapClaims) string {
 				return signAs(t, jwt.SigningMethodRS256, weak, map[string]any{"kid": kid}, c)
 			}},
-		{"EC P-384", jose.JSONWebKey{Key: &p384.PublicKey, KeyID: "p384", Use: "sig"},
+		{"EC P-384", testJWK{Key: &p384.PublicKey, KeyID: "p384", Use: "sig"},
 			func(kid string, c jwt.MapClaims) string {
 				return signAs(t, jwt.SigningMethodES384, p384, map[string]any{"kid": kid}, c)
 			}},
-		{"use enc", jose.JSONWebKey{Key: ed.pub, KeyID: "enc", Use: "enc"},
+		{"use enc", testJWK{Key: ed.pub, KeyID: "enc", Use: "enc"},
 			func(kid string, c jwt.MapClaims) string {
 				return signAs(t, jwt.SigningMethodEdDSA, ed.priv, map[string]any{"kid": kid}, c)
 			}},
-		{"private Ed25519 key", jose.JSONWebKey{Key: ed.priv, KeyID: "ed-private", Use: "sig"},
+		{"private Ed25519 key", testJWK{Key: ed.priv, KeyID: "ed-private", Use: "sig"},
 			func(kid string, c jwt.MapClaims) string {
 				return signAs(t, jwt.SigningMethodEdDSA, ed.priv, map[string]any{"kid": kid}, c)
 			}},
-		{"private EC key", jose.JSONWebKey{Key: ec.priv, KeyID: "ec-private", Use: "sig"},
+		{"private EC key", testJWK{Key: ec.priv, KeyID: "ec-private", Use: "sig"},
 			func(kid string, c jwt.MapClaims) string {
 				return signAs(t, jwt.SigningMethodES256, ec.priv, map[string]any{"kid": kid}, c)
 			}},
-		{"symmetric key", jose.JSONWebKey{Key: secret, KeyID: "oct", Use: "sig"},
+		{"symmetric key", testJWK{Key: secret, KeyID: "oct", Use: "sig"},
 			func(kid string, c jwt.MapClaims) string {
 				return signAs(t, jwt.SigningMethodHS256, secret, map[string]any{"kid": kid}, c)
 			}},
-		{"no kid", jose.JSONWebKey{Key: ed.pub, Use: "sig"},
+		{"no kid", testJWK{Key: ed.pub, Use: "sig"},
 			func(string, jwt.MapClaims) string { return "" }},
 	}
 	for _, tt := range tests {
@@ -692,7 +715,7 @@ func TestNewKeyCacheFails(t *testing.T) {
 		{"no keys member", newMemSource([]byte(`{}`)).read},
 		{"no keys", newMemSource([]byte(`{"keys":[]}`)).read},
 		{"keys not a list", newMemSource([]byte(`{"keys":{"kty":"RSA"}}`)).read},
-		{"only a weak RSA key", newMemSource(jwksOf(t, jose.JSONWebKey{Key: &rsaWeakKey().PublicKey, KeyID: "weak"})).read},
+		{"only a weak RSA key", newMemSource(jwksOf(t, testJWK{Key: &rsaWeakKey().PublicKey, KeyID: "weak"})).read},
 		{"a source error", func(context.Context) ([]byte, error) { return nil, errors.New("boom") }},
 		{"a missing file", auth.FileKeys(filepath.Join(t.TempDir(), "none.json"))},
 	}

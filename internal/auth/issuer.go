@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
+	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 )
 
@@ -101,12 +101,15 @@ func createDevKeys(dir string) error {
 
 // JWKS is the JSON Web Key Set document of one public signature key.
 func JWKS(kid string, pub any) ([]byte, error) {
-	alg := ""
-	switch pub.(type) {
-	case ed25519.PublicKey:
-		alg = "EdDSA"
+	meta := jwkset.JWKMetadataOptions{KID: kid, USE: jwkset.UseSig}
+	if _, ok := pub.(ed25519.PublicKey); ok {
+		meta.ALG = jwkset.AlgEdDSA
 	}
-	b, err := json.MarshalIndent(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: pub, KeyID: kid, Algorithm: alg, Use: "sig"}}}, "", "  ")
+	k, err := jwkset.NewJWKFromKey(pub, jwkset.JWKOptions{Metadata: meta})
+	if err != nil {
+		return nil, fmt.Errorf("encode JWKS: %w", err)
+	}
+	b, err := json.MarshalIndent(jwkset.JWKSMarshal{Keys: []jwkset.JWKMarshal{k.Marshal()}}, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode JWKS: %w", err)
 	}

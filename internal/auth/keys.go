@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
+	"github.com/MicahParks/jwkset"
 )
 
 // ErrKeysUnavailable: the issuer's keys could not be read (the JWKS URL did
@@ -119,9 +120,11 @@ type verificationKey struct {
 // parseJWKS keeps the usable signature keys of a JWKS document by key id:
 // public RSA (at least 2048 bits), P-256 ECDSA and Ed25519 keys with a kid,
 // not marked for encryption only. Anything else is skipped, not trusted,
-// keys go-jose can't parse included (RFC 7517 §5: a key of a kind we don't
-// understand must not make the others unusable). Keys may share a kid
-// (RFC 7517 §4.5: of different types, say); all of them are kept.
+// keys jwkset can't parse included (RFC 7517 §5: a key of a kind we don't
+// understand must not make the others unusable), and so is a key that
+// carries private material: an issuer that publishes it is compromised.
+// Keys may share a kid (RFC 7517 §4.5: of different types, say); all of
+// them are kept.
 func parseJWKS(doc []byte) (map[string][]verificationKey, error) {
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
@@ -131,14 +134,18 @@ func parseJWKS(doc []byte) (map[string][]verificationKey, error) {
 	}
 	keys := make(map[string][]verificationKey, len(set.Keys))
 	for _, raw := range set.Keys {
-		var k jose.JSONWebKey
-		if err := k.UnmarshalJSON(raw); err != nil {
+		var m jwkset.JWKMarshal
+		if err := json.Unmarshal(raw, &m); err != nil {
 			continue
 		}
-		if k.KeyID == "" || (k.Use != "" && k.Use != "sig") || !k.IsPublic() || !k.Valid() {
+		if m.KID == "" || (m.USE != "" && m.USE != jwkset.UseSig) || hasPrivateMaterial(m) || badThumbprint(m) {
 			continue
 		}
-		switch pub := k.Key.(type) {
+		k, err := jwkset.NewJWKFromMarshal(m, jwkset.JWKMarshalOptions{}, jwkset.JWKValidateOptions{})
+		if err != nil {
+			continue
+		}
+		switch pub := k.Key().(type) {
 		case *rsa.PublicKey:
 			if pub.N.BitLen() < minRSABits {
 				continue
@@ -151,12 +158,31 @@ func parseJWKS(doc []byte) (map[string][]verificationKey, error) {
 		default:
 			continue
 		}
-		keys[k.KeyID] = append(keys[k.KeyID], verificationKey{key: k.Key, alg: k.Algorithm})
+		keys[m.KID] = append(keys[m.KID], verificationKey{key: k.Key(), alg: m.ALG.String()})
 	}
 	if len(keys) == 0 {
 		return nil, errors.New("parse JWKS: no usable signature key (RSA ≥ 2048 bits, P-256 or Ed25519, with a kid)")
 	}
 	return keys, nil
+}
+
+// badThumbprint: an x5t or x5t#S256 member that is not base64url (RFC 7517
+// §4.8, §4.9) makes the key one we don't understand; jwkset reads the
+// thumbprints only beside an x5c chain.
+func badThumbprint(m jwkset.JWKMarshal) bool {
+	for _, t := range []string{m.X5T, m.X5TS256} {
+		if _, err := base64.RawURLEncoding.DecodeString(t); err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// hasPrivateMaterial: m holds a private or symmetric key's secret (RFC 7518
+// §6.2.2, §6.3.2, §6.4; RFC 8037 §2), which jwkset would read as the
+// public key it contains.
+func hasPrivateMaterial(m jwkset.JWKMarshal) bool {
+	return m.D != "" || m.P != "" || m.Q != "" || m.DP != "" || m.DQ != "" || m.QI != "" || len(m.OTH) > 0 || m.K != ""
 }
 
 // KeyCache holds the issuer's keys. It reads them again when a token names

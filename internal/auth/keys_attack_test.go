@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
+	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 )
 
@@ -65,9 +65,13 @@ func (is *attackIssuer) source(ctx context.Context) ([]byte, error) {
 	if is.down {
 		return nil, errors.New("fetch JWKS: dial tcp: connection refused")
 	}
-	var set jose.JSONWebKeySet
+	var set jwkset.JWKSMarshal
 	for kid, k := range is.keys {
-		set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.Public(), KeyID: kid, Algorithm: "EdDSA", Use: "sig"})
+		j, err := jwkset.NewJWKFromKey(k.Public(), jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: kid, ALG: jwkset.AlgEdDSA, USE: jwkset.UseSig}})
+		if err != nil {
+			return nil, err
+		}
+		set.Keys = append(set.Keys, j.Marshal())
 	}
 	return json.Marshal(set)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
 	"github.com/golang-jwt/jwt/v5"
 )
 
@@ -35,7 +33,7 @@ func newReattackJWKS(t *testing.T, kid string) reattackJWKS {
 
 func (k reattackJWKS) doc(t *testing.T) []byte {
 	t.Helper()
-	b, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: k.priv.Public(), KeyID: k.kid, Algorithm: "EdDSA", Use: "sig"}}})
+	b, err := JWKS(k.kid, k.priv.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
