@@ -32,10 +32,10 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/auth"
-	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/internal/tooling/natstest"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/internal/webhooksig"
@@ -193,10 +193,7 @@ func startStack(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tun
 	cfg.PSPRetryMax = time.Second
 	cfg.TransferSettlementPollMax = 500 * time.Millisecond
 	cfg.RefundRefusalQuietPeriod = 2 * time.Second
-	nats, err := broker.StartEmbedded("127.0.0.1:0", t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(nats.Stop)
-	cfg.NATSURL = nats.URL
+	cfg.NATSURL = natstest.StartT(t).URL
 	cfg.OutboxPollInterval = 100 * time.Millisecond
 	if tune != nil {
 		tune(&cfg)

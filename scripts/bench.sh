@@ -50,7 +50,6 @@ metrics_port=${BENCH_WORKER_METRICS_PORT:-$((api_port + 100))}
 dev_port=${BENCH_TEMPORAL_DEV_PORT:-7433}
 
 use_dev_credentials
-use_nats 127.0.0.1:0 # nobody consumes here: any free port
 build_tools
 # Built before anything is measured (the first build takes minutes): the
 # PostgreSQL-backed server's start is then only waited for.
@@ -63,6 +62,7 @@ mkdir -p "$out"
 reports=()
 
 on_exit_stop_children
+use_nats 127.0.0.1:0 # nobody consumes here: any free port
 
 # The benchmark's own PostgreSQL cluster (BENCH_PG_URL: a server of yours
 # instead), with the server's defaults, autovacuum on, as production runs:

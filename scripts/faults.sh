@@ -2,8 +2,8 @@
 # `make faults`: the fault suite (cmd/pixfaults) against the service run as
 # separate processes under load, on a PostgreSQL cluster of its own (case 4
 # stops and restarts it) and a Temporal dev server of its own; pixfaults runs
-# the PSP simulator and a NATS server of its own in its process (the outgoing
-# cases stop and start them). Loopback only, bounded in time. Arguments go to
+# the PSP simulator in its process and a NATS server of its own (the pinned
+# .bin/nats-server; the outgoing cases stop and start them). Loopback only, bounded in time. Arguments go to
 # pixfaults (-smoke: the short CI version; -only 1,3: some cases). PIXD names
 # a pixd binary to test instead of building one from the tree.
 set -euo pipefail
@@ -16,6 +16,7 @@ use_dev_credentials
 # No use_nats: the broker is pixfaults' own, whose NATS_URL it gives the
 # service (never the machine's shared NATS, which case 13 would stop).
 build_tools
+export NATS_SERVER="$BIN/nats-server"
 if [ -z "${PIXD:-}" ]; then
 	go build -o "$BIN/pixd" ./cmd/pixd
 	PIXD="$BIN/pixd"

@@ -9,16 +9,35 @@ DATA="$ROOT/.data"
 # makes the script stop them (and wait for them) however it ends.
 CHILDREN=()
 
-# use_nats [EMBEDDED_ADDR]: the broker of the outbox's events. NATS_URL if
-# set; else a NATS already answering at 127.0.0.1:4222; else pixd embeds
-# one with JetStream at EMBEDDED_ADDR (default 127.0.0.1:4222), its streams
-# in .data/nats.
+# use_nats [ADDR]: the broker of the outbox's events, exported as NATS_URL
+# (pixd requires it): NATS_URL if set; else a NATS already answering at
+# 127.0.0.1:4222; else the pinned nats-server (.bin/nats-server, built by
+# build_tools from tools/nats) started here with JetStream at ADDR (default
+# 127.0.0.1:4222; port 0: the first free from 14222), its streams in
+# .data/nats, its log .data/nats.log, and stopped with the script's other
+# children (on_exit_stop_children). Call it in the script's own shell, not
+# in $(...): the server is a child of the shell that starts it.
 use_nats() {
-	if [ -z "${NATS_URL:-}" ] && (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then
+	[ -n "${NATS_URL:-}" ] && return 0
+	if (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then
 		export NATS_URL=nats://127.0.0.1:4222
+		return 0
 	fi
-	export NATS_EMBEDDED_ADDR="${NATS_EMBEDDED_ADDR:-${1:-127.0.0.1:4222}}"
-	export NATS_EMBEDDED_DIR="${NATS_EMBEDDED_DIR:-$DATA/nats}"
+	local addr=${1:-127.0.0.1:4222} host port
+	host=${addr%:*} port=${addr##*:}
+	[ "$port" = 0 ] && port=$(free_port 14222 14322)
+	mkdir -p "$DATA/nats"
+	log "starting NATS with JetStream at $host:$port (streams in .data/nats, log: .data/nats.log)"
+	"$BIN/nats-server" -a "$host" -p "$port" -js -sd "$DATA/nats" >"$DATA/nats.log" 2>&1 &
+	CHILDREN+=($!)
+	for _ in $(seq 1 50); do
+		if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+			export NATS_URL="nats://$host:$port"
+			return 0
+		fi
+		sleep 0.2
+	done
+	die "NATS at $host:$port did not answer within 10 s; see .data/nats.log"
 }
 
 # use_dev_credentials: the webhook secret, admin token and token issuer of a
@@ -109,9 +128,12 @@ build_pinned() {
 }
 
 # build_tools builds the tools every run and test needs (the first build of
-# the Temporal CLI takes about three minutes).
+# the Temporal CLI takes about three minutes): the Temporal CLI and the NATS
+# server, which the tests start (TEMPORAL_CLI, NATS_SERVER) and make run
+# too, and the linters.
 build_tools() {
 	build_pinned temporal tools/temporal/go.mod github.com/temporalio/cli/cmd/temporal
+	build_pinned nats-server tools/nats/go.mod github.com/nats-io/nats-server/v2
 	build_pinned staticcheck tools/lint/go.mod honnef.co/go/tools/cmd/staticcheck
 	build_pinned workflowcheck tools/lint/go.mod go.temporal.io/sdk/contrib/tools/workflowcheck
 }

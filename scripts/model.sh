@@ -18,7 +18,8 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 build_pinned temporal tools/temporal/go.mod github.com/temporalio/cli/cmd/temporal
-export TEMPORAL_CLI="$BIN/temporal"
+build_pinned nats-server tools/nats/go.mod github.com/nats-io/nats-server/v2
+export TEMPORAL_CLI="$BIN/temporal" NATS_SERVER="$BIN/nats-server"
 if [ -z "${PIX_TEST_DATABASE_URL:-}" ]; then
 	PIX_TEST_DATABASE_URL=$(ensure_postgres test)
 	export PIX_TEST_DATABASE_URL

@@ -4,7 +4,8 @@
 # under .data/), the Temporal dev server with its Web UI (state kept in
 # .data/temporal.db), the PSP simulator with OAuth 2.0 and mutual TLS both
 # ways (unless PSP_URL is set), NATS for the
-# outbox's events (NATS_URL, a local one, or one embedded in pixd), the
+# outbox's events (NATS_URL, a local one, or the pinned nats-server started
+# here), the
 # migrations, the demo accounts, and the API and the worker in one process
 # (`pixd dev`), whose customer routes take the bearer tokens of a development
 # issuer kept in .data/auth (`.bin/pixctl token` mints them). Ctrl-C stops
@@ -138,7 +139,7 @@ cat >&2 <<MSG
                    curl -H "Authorization: Bearer \$TOKEN" http://$HTTP_ADDR/accounts/acc-0001
   Admin          Authorization: Bearer $ADMIN_TOKEN   (or a token of scope pix:admin)
   PSP            $psp_lines
-  NATS           ${NATS_URL:-nats://127.0.0.1:4222 (embedded in pixd, JetStream in .data/nats)}   (make events: pixctl events tail)
+  NATS           $NATS_URL   (make events: pixctl events tail)
   Temporal UI    $TEMPORAL_UI_URL
   Database       $DATABASE_URL
   Demo           make demo   (in another terminal)

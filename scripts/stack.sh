@@ -40,10 +40,8 @@ start_service() {
 # first on 127.0.0.1:PORT, the next on PORT+1, ...) and N pixd worker
 # processes, every worker with its dispatchers and outbox relay (claims are
 # FOR UPDATE SKIP LOCKED with leases: they share the work, never a row).
-# Logs go to LOGPREFIXapi-1.log, LOGPREFIXworker-1.log, ... With NATS_URL
-# unset each worker embeds its own NATS (an address of its own, port 0, and
-# JetStream in a directory of its own: LOGPREFIXnats-worker-I); the relays
-# then publish to different brokers, which only a consumer would notice.
+# Logs go to LOGPREFIXapi-1.log, LOGPREFIXworker-1.log, ... The workers'
+# relays publish to the broker at NATS_URL (use_nats), all to the same one.
 # With METRICS_PORT, worker I serves its metrics on 127.0.0.1:METRICS_PORT+I-1.
 # Prints two lines: the API pids, then the worker pids.
 start_replicas() {
@@ -57,11 +55,7 @@ start_replicas() {
 		if [ -n "$metrics_port" ]; then
 			export WORKER_METRICS_ADDR="127.0.0.1:$((metrics_port + i - 1))"
 		fi
-		if [ -z "${NATS_URL:-}" ]; then
-			NATS_EMBEDDED_ADDR=127.0.0.1:0 NATS_EMBEDDED_DIR="${prefix}nats-worker-$i" "$BIN/pixd" worker >>"${prefix}worker-$i.log" 2>&1 &
-		else
-			"$BIN/pixd" worker >>"${prefix}worker-$i.log" 2>&1 &
-		fi
+		"$BIN/pixd" worker >>"${prefix}worker-$i.log" 2>&1 &
 		workers+=($!)
 	done
 	echo "${apis[*]}"

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 build_tools
-export TEMPORAL_CLI="$BIN/temporal"
+export TEMPORAL_CLI="$BIN/temporal" NATS_SERVER="$BIN/nats-server"
 if [ -z "${PIX_TEST_DATABASE_URL:-}" ]; then
 	PIX_TEST_DATABASE_URL=$(ensure_postgres test)
 	export PIX_TEST_DATABASE_URL

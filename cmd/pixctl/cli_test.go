@@ -21,6 +21,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/cli"
+	"github.com/pixbank/pix/internal/tooling/natstest"
 )
 
 // result is what one run of pixctl printed, and its exit status.
@@ -343,9 +344,7 @@ func TestSettingsPrecedence(t *testing.T) {
 // a line; text, the subject before it.
 func TestEventsTailJSON(t *testing.T) {
 	t.Parallel()
-	n, err := broker.StartEmbedded("127.0.0.1:0", t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(n.Stop)
+	n := natstest.StartT(t)
 	nc, err := nats.Connect(n.URL)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)

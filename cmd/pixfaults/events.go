@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,49 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pixbank/pix/internal/broker"
-	"github.com/pixbank/pix/internal/tooling/temporaltest"
 )
-
-// natsServer is the stack's broker: a NATS server with JetStream embedded
-// in this process, on a fixed loopback port, its streams on disk, so that a
-// case can stop it and start it again with its stream and consumers, as a
-// broker restart does. (The machine's NATS at 4222 is shared: never ours
-// to stop.)
-type natsServer struct {
-	addr, dir string
-	url       string
-	e         *broker.Embedded
-}
-
-func newNATSServer(dir string) (*natsServer, error) {
-	// Stopped and started again on this port by its cases.
-	port, err := temporaltest.StablePort()
-	if err != nil {
-		return nil, fmt.Errorf("nats: %w", err)
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	n := &natsServer{addr: addr, dir: dir, url: "nats://" + addr}
-	return n, n.start()
-}
-
-func (n *natsServer) start() error {
-	var err error
-	for range 50 {
-		if n.e, err = broker.StartEmbedded(n.addr, n.dir); err == nil {
-			return nil
-		}
-		// The port the last stop closed may not be free again yet.
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("start nats on %s: %w", n.addr, err)
-}
-
-func (n *natsServer) stop() {
-	if n.e != nil {
-		n.e.Stop()
-		n.e = nil
-	}
-}
 
 // received is one message of the event stream as the consumer got it.
 type received struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/broker"
+	"github.com/pixbank/pix/internal/tooling/natstest"
 )
 
 // eventsEnv is an outbox in a schema of its own, a broker, the suite's
@@ -28,13 +29,13 @@ type eventsEnv struct {
 func newEventsEnv(t *testing.T) *eventsEnv {
 	t.Helper()
 	store := dbtest.New(t)
-	n, err := newNATSServer(t.TempDir())
+	n, err := natstest.Start(t.TempDir())
 	require.NoError(t, err)
-	t.Cleanup(n.stop)
-	l, err := consumeEvents(t.Context(), n.url)
+	t.Cleanup(n.Stop)
+	l, err := consumeEvents(t.Context(), n.URL)
 	require.NoError(t, err)
 	t.Cleanup(l.close)
-	nc, err := nats.Connect(n.url)
+	nc, err := nats.Connect(n.URL)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)

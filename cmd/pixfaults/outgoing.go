@@ -175,14 +175,14 @@ func temporalDownMidSaga(ctx context.Context, r *caseRun) (time.Time, string, er
 // natsDown stops the broker for s.natsDown: the relay keeps the events in
 // the outbox meanwhile, and the API takes webhooks and transfers as usual.
 func natsDown(ctx context.Context, r *caseRun) (time.Time, string, error) {
-	r.st.nats.stop()
+	r.st.nats.Stop()
 	time.Sleep(r.s.natsDown)
 	waiting, err := unpublished(ctx, r.st.pool)
 	if err != nil {
 		return time.Now(), "", err
 	}
 	r.facts["events waiting for NATS"] = waiting
-	err = r.st.nats.start()
+	err = r.st.nats.Restart()
 	return time.Now(), fmt.Sprintf("%d events waiting when NATS came back", waiting), err
 }
 
@@ -194,17 +194,17 @@ func natsDown(ctx context.Context, r *caseRun) (time.Time, string, error) {
 // again, and the broker must drop the copies (Nats-Msg-Id): the consumer
 // must see each once.
 func killRelay(ctx context.Context, r *caseRun) (time.Time, string, error) {
-	r.st.nats.stop()
+	r.st.nats.Stop()
 	time.Sleep(r.s.backlogFor)
 	backlog, err := unpublished(ctx, r.st.pool)
 	if err != nil {
 		return time.Now(), "", err
 	}
 	r.facts["events waiting for NATS"] = backlog
-	if err := r.st.nats.start(); err != nil {
+	if err := r.st.nats.Restart(); err != nil {
 		return time.Now(), "", err
 	}
-	w, err := watchPublishes(r.st.nats.url)
+	w, err := watchPublishes(r.st.nats.URL)
 	if err != nil {
 		return time.Now(), "", err
 	}

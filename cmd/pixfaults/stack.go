@@ -16,6 +16,7 @@ import (
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/tooling/devauth"
 	"github.com/pixbank/pix/internal/tooling/devpki"
+	"github.com/pixbank/pix/internal/tooling/natstest"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 )
 
@@ -47,7 +48,7 @@ type stack struct {
 	workerMetricsURL string
 	pool             *pgxpool.Pool
 	psp              *pspServer
-	nats             *natsServer
+	nats             *natstest.Server
 	events           *eventLog
 	// issuer mints the bearer tokens of the customer routes, which the API
 	// requires (a development issuer of the suite's own, in dir/auth); nil
@@ -86,12 +87,12 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 	if st.psp, err = newPSPServer(dir, cred); err != nil {
 		return nil, err
 	}
-	if st.nats, err = newNATSServer(filepath.Join(dir, "nats")); err != nil {
+	if st.nats, err = natstest.Start(filepath.Join(dir, "nats")); err != nil {
 		st.close()
 		return nil, err
 	}
 	// The consumer exists before the first event, and creates the stream.
-	if st.events, err = consumeEvents(ctx, st.nats.url); err != nil {
+	if st.events, err = consumeEvents(ctx, st.nats.URL); err != nil {
 		st.close()
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		"REFUND_POLL_MAX=2s",
 		// Ours, not the machine's shared NATS (which scripts/lib.sh may
 		// have put in NATS_URL): the NATS cases stop it.
-		"NATS_URL=" + st.nats.url,
+		"NATS_URL=" + st.nats.URL,
 		// Small rounds: a relay killed while it drains a backlog dies
 		// between publishing a round and marking it, not after.
 		"OUTBOX_BATCH_SIZE=20",
@@ -284,7 +285,7 @@ func (st *stack) close() {
 		st.events.close()
 	}
 	if st.nats != nil {
-		st.nats.stop()
+		st.nats.Stop()
 	}
 	if st.psp != nil {
 		st.psp.close()

@@ -12,14 +12,13 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/broker"
+	"github.com/pixbank/pix/internal/tooling/natstest"
 )
 
-// embedded is a NATS server of the test's own, and a JetStream context on it.
-func embedded(t *testing.T) (*nats.Conn, jetstream.JetStream) {
+// ownNATS is a NATS server of the test's own, and a JetStream context on it.
+func ownNATS(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	n, err := broker.StartEmbedded("127.0.0.1:0", t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(n.Stop)
+	n := natstest.StartT(t)
 	nc, err := nats.Connect(n.URL)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
@@ -38,7 +37,7 @@ func event(i int) db.Event {
 // policy) is updated in place: the limits set, its events kept.
 func TestEnsureStreamUpdatesTheStreamInPlace(t *testing.T) {
 	ctx := context.Background()
-	nc, js := embedded(t)
+	nc, js := ownNATS(t)
 	_, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name: broker.StreamName, Subjects: []string{broker.SubjectPrefix + ">"}, Storage: jetstream.FileStorage,
 		Duplicates: broker.DuplicateWindow,
@@ -78,7 +77,7 @@ func TestEnsureStreamUpdatesTheStreamInPlace(t *testing.T) {
 // consumer behind still reads them.
 func TestAFullStreamRefusesNewEventsAndKeepsTheOld(t *testing.T) {
 	ctx := context.Background()
-	nc, js := embedded(t)
+	nc, js := ownNATS(t)
 	pub, err := broker.NewPublisher(nc, 5*time.Second, broker.StreamLimits{MaxAge: time.Hour, MaxBytes: 2048})
 	require.NoError(t, err)
 	var accepted int
@@ -115,7 +114,7 @@ func TestAFullStreamRefusesNewEventsAndKeepsTheOld(t *testing.T) {
 // service set; with no stream yet, it creates one with the default limits.
 func TestOpenStreamKeepsTheServiceLimits(t *testing.T) {
 	ctx := context.Background()
-	_, js := embedded(t)
+	_, js := ownNATS(t)
 	s, err := broker.OpenStream(ctx, js)
 	require.NoError(t, err)
 	info, err := s.Info(ctx)
@@ -137,7 +136,7 @@ func TestOpenStreamKeepsTheServiceLimits(t *testing.T) {
 
 // Limits the broker cannot keep are refused before anything is asked.
 func TestStreamLimitsAreChecked(t *testing.T) {
-	nc, js := embedded(t)
+	nc, js := ownNATS(t)
 	for _, l := range []broker.StreamLimits{
 		{MaxAge: 0, MaxBytes: 1 << 20},
 		{MaxAge: broker.DuplicateWindow - time.Second, MaxBytes: 1 << 20},

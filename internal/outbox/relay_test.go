@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,51 +19,14 @@ import (
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/outbox"
+	"github.com/pixbank/pix/internal/tooling/natstest"
 )
 
 var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
 
-// natsServer is an embedded NATS with JetStream for one test, on a port
-// and in a directory of its own, so that the test can stop and restart it.
-type natsServer struct {
-	addr string
-	dir  string
-	srv  *broker.Embedded
-}
-
-func startNATS(t testing.TB) *natsServer {
+func publisher(t testing.TB, n *natstest.Server, ackTimeout time.Duration) (*broker.Publisher, jetstream.JetStream) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	n := &natsServer{addr: addr, dir: t.TempDir()}
-	n.start(t)
-	t.Cleanup(func() {
-		if n.srv != nil {
-			n.srv.Stop()
-		}
-	})
-	return n
-}
-
-func (n *natsServer) start(t testing.TB) {
-	t.Helper()
-	srv, err := broker.StartEmbedded(n.addr, n.dir)
-	require.NoError(t, err)
-	n.srv = srv
-}
-
-func (n *natsServer) stop() {
-	n.srv.Stop()
-	n.srv = nil
-}
-
-func (n *natsServer) url() string { return "nats://" + n.addr }
-
-func publisher(t testing.TB, n *natsServer, ackTimeout time.Duration) (*broker.Publisher, jetstream.JetStream) {
-	t.Helper()
-	nc, err := broker.Connect(n.url(), t.Name())
+	nc, err := broker.Connect(n.URL, t.Name())
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	p, err := broker.NewPublisher(nc, ackTimeout, broker.DefaultStreamLimits)
@@ -148,7 +110,7 @@ func inOrder(t *testing.T, events []broker.Envelope) {
 
 func TestTwoRelaysPublishEachEventOnceInOrder(t *testing.T) {
 	s := dbtest.New(t)
-	n := startNATS(t)
+	n := natstest.StartT(t)
 	p, js := publisher(t, n, 5*time.Second)
 	writeEvents(t, s, 250, 4)
 
@@ -179,7 +141,7 @@ func TestTwoRelaysPublishEachEventOnceInOrder(t *testing.T) {
 func TestRepublishAfterACrashIsDropped(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	n := startNATS(t)
+	n := natstest.StartT(t)
 	p, js := publisher(t, n, 5*time.Second)
 	writeEvents(t, s, 20, 2)
 
@@ -208,7 +170,7 @@ func TestRepublishAfterACrashIsDropped(t *testing.T) {
 // off, and all are published, in order, once it is back.
 func TestBrokerDownEventsWaitThenPublish(t *testing.T) {
 	s := dbtest.New(t)
-	n := startNATS(t)
+	n := natstest.StartT(t)
 	p, js := publisher(t, n, 300*time.Millisecond)
 	writeEvents(t, s, 10, 1)
 	r := outbox.New(s, p.Publish, outbox.Options{BatchSize: 100, PollInterval: 20 * time.Millisecond, RetryMaxDelay: 200 * time.Millisecond}, quiet)
@@ -217,7 +179,7 @@ func TestBrokerDownEventsWaitThenPublish(t *testing.T) {
 	go func() { _ = r.Run(ctx); close(done) }()
 	require.Eventually(t, func() bool { return lag(t, s) == 0 }, 30*time.Second, 20*time.Millisecond)
 
-	n.stop()
+	n.Stop()
 	writeEvents(t, s, 10, 3)
 	time.Sleep(1500 * time.Millisecond) // rounds wait for acknowledgements, fail and back off
 	require.EqualValues(t, 30, lag(t, s))
@@ -225,7 +187,7 @@ func TestBrokerDownEventsWaitThenPublish(t *testing.T) {
 	require.NoError(t, s.Pool().QueryRow(context.Background(), `SELECT max(attempts) FROM outbox_events WHERE published_at IS NULL`).Scan(&attempts))
 	require.Positive(t, attempts, "the failures are recorded on the events")
 
-	n.start(t)
+	require.NoError(t, n.Restart())
 	require.Eventually(t, func() bool { return lag(t, s) == 0 }, 60*time.Second, 50*time.Millisecond)
 	cancel()
 	<-done
@@ -258,7 +220,7 @@ func TestPublishedEventsAreDeletedAfterRetention(t *testing.T) {
 // table to an embedded JetStream, one relay, batches of 500.
 func BenchmarkRelay(b *testing.B) {
 	s := dbtest.New(b)
-	n := startNATS(b)
+	n := natstest.StartT(b)
 	p, _ := publisher(b, n, 5*time.Second)
 	ctx := context.Background()
 	r := outbox.New(s, p.Publish, outbox.Options{BatchSize: 500}, quiet)
@@ -293,7 +255,7 @@ func BenchmarkIdleCommitToBroker(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := dbtest.New(b)
-	n := startNATS(b)
+	n := natstest.StartT(b)
 	p, js := publisher(b, n, 5*time.Second)
 	stream, err := broker.OpenStream(ctx, js)
 	require.NoError(b, err)
@@ -390,7 +352,7 @@ func runRelay(t *testing.T, r *outbox.Relay) (stop func()) {
 func gatheringRelay(t *testing.T, opts outbox.Options) (*db.Store, *outbox.Relay, *batchRecorder, jetstream.JetStream, func()) {
 	t.Helper()
 	s := dbtest.New(t)
-	n := startNATS(t)
+	n := natstest.StartT(t)
 	p, js := publisher(t, n, 5*time.Second)
 	rec := &batchRecorder{next: p.Publish}
 	opts.Channel = ownChannel()

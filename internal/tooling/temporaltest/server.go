@@ -2,7 +2,6 @@ package temporaltest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	mathrand "math/rand/v2"
@@ -35,8 +34,15 @@ type Server struct {
 }
 
 // CLIPath finds the Temporal CLI binary.
-func CLIPath() (string, error) {
-	if p := os.Getenv("TEMPORAL_CLI"); p != "" {
+func CLIPath() (string, error) { return ToolPath("TEMPORAL_CLI", "temporal") }
+
+// ToolPath finds a pinned tool's binary that tests start (the Temporal CLI,
+// the NATS server): the path in the environment variable env, else
+// .bin/name in the nearest folder above the working directory that has
+// one, the repository's root (a test of the tooling module runs two
+// folders below it).
+func ToolPath(env, name string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
 	dir, err := os.Getwd()
@@ -44,16 +50,13 @@ func CLIPath() (string, error) {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, ".bin", "temporal")
-			if _, err := os.Stat(p); err != nil {
-				return "", fmt.Errorf("temporal CLI not found at %s: run scripts/tools.sh (make test does)", p)
-			}
+		p := filepath.Join(dir, ".bin", name)
+		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("module root not found")
+			return "", fmt.Errorf("%s not found in .bin above the working directory, nor named by %s: build it with scripts/lib.sh's build_tools (make test does)", name, env)
 		}
 		dir = parent
 	}
@@ -153,14 +156,21 @@ func (s *Server) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(15 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	}
+	Terminate(s.cmd.Process, s.exited)
 	s.cmd = nil
+}
+
+// Terminate stops a server process the tests started: SIGTERM, then
+// SIGKILL after 15 s; it returns once exited (closed when the process's
+// Wait returned) is closed.
+func Terminate(p *os.Process, exited <-chan struct{}) {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(15 * time.Second):
+		_ = p.Kill()
+		<-exited
+	}
 }
 
 // PID is the running server's process id (0 when stopped), whose CPU time
