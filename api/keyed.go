@@ -14,33 +14,36 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 )
 
-// keyedOperation is a request that moves money behind the Idempotency-Key
+// KeyedOperation is a request that moves money behind the Idempotency-Key
 // layer (POST /pix, POST /pix/credits/{id}/refunds): what serveKeyed needs
 // to know of it.
-type keyedOperation[Req any] struct {
-	// what names the operation in logs ("transfer", "refund").
-	what string
-	// keys is the saga's store of the Idempotency-Key layer.
-	keys KeyStore
-	// maxBody bounds the body.
-	maxBody int64
-	// hash is the request's fingerprint: the key's later uses must match it.
-	hash func(body []byte) string
-	// decode validates the body into the request; its error is a refusal,
+type KeyedOperation[Req any] struct {
+	// What names the operation in logs ("transfer", "refund").
+	What string
+	// Keys is the saga's store of the Idempotency-Key layer.
+	Keys KeyStore
+	// MaxBody bounds the body.
+	MaxBody int64
+	// Hash is the request's fingerprint: the key's later uses must match
+	// it. nil: the SHA-256 of the body's canonical JSON (requestHash).
+	Hash func(body []byte) string
+	// Done is the log message of a success; "": What + " debited".
+	Done string
+	// Decode validates the body into the request; its error is a refusal,
 	// recorded on the key like any other.
-	decode func(body []byte) (Req, error)
-	// forbidden says why the caller may not ask for req, settled before
+	Decode func(body []byte) (Req, error)
+	// Forbidden says why the caller may not ask for req, settled before
 	// anything is written (the key included); nil: it may. Optional.
-	forbidden func(caller auth.Caller, req Req) error
-	// lostAccess is answered, as a replay, in place of a recorded 201 about
+	Forbidden func(caller auth.Caller, req Req) error
+	// LostAccess is answered, as a replay, in place of a recorded 201 about
 	// an account the caller no longer holds (its token's grant changed
 	// since): the answer a request about another's account gets. nil:
-	// forbidden already settled it before the key was looked at.
-	lostAccess error
-	// run moves the money and records the key's answer (201, the body it
+	// Forbidden already settled it before the key was looked at.
+	LostAccess error
+	// Run moves the money and records the key's answer (201, the body it
 	// returns) in one transaction; endToEndID names the PIX in the
 	// request's log line, attrs are logged with the success.
-	run func(ctx context.Context, res db.Reservation, req Req) (answer []byte, endToEndID string, attrs []any, err error)
+	Run func(ctx context.Context, res db.Reservation, req Req) (answer []byte, endToEndID string, attrs []any, err error)
 }
 
 // serveKeyed runs op behind the Idempotency-Key layer: the request that
@@ -48,14 +51,14 @@ type keyedOperation[Req any] struct {
 // every later request with the key (and the same request) gets that answer
 // again (X-Idempotent-Replay), a refusal included. Only a technical
 // failure, which commits nothing, frees the key for a retry.
-func serveKeyed[Req any](h *handlers, c *gin.Context, op keyedOperation[Req]) {
+func serveKeyed[Req any](h *handlers, c *gin.Context, op KeyedOperation[Req]) {
 	ctx := c.Request.Context()
 	key, err := idempotencyKey(c.GetHeader("Idempotency-Key"))
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
 	}
-	body, err := readBody(c.Writer, c.Request, op.maxBody)
+	body, err := readBody(c.Writer, c.Request, op.MaxBody)
 	if err == nil {
 		err = requireJSON(c.Request)
 	}
@@ -68,22 +71,26 @@ func serveKeyed[Req any](h *handlers, c *gin.Context, op keyedOperation[Req]) {
 	// that can't be read names nothing to check; its refusal is recorded on
 	// the key like any other (it moves nothing).
 	caller := callerOf(c)
-	req, invalid := op.decode(body)
-	if invalid == nil && op.forbidden != nil {
-		if err := op.forbidden(caller, req); err != nil {
+	req, invalid := op.Decode(body)
+	if invalid == nil && op.Forbidden != nil {
+		if err := op.Forbidden(caller, req); err != nil {
 			h.refused(c, caller, err)
 			return
 		}
 	}
-	res, replay, err := op.keys.ReserveKey(ctx, caller.Subject, key, op.hash(body), h.Keys)
+	hash := op.Hash
+	if hash == nil {
+		hash = requestHash
+	}
+	res, replay, err := op.Keys.ReserveKey(ctx, caller.Subject, key, hash(body), h.Keys)
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
 	}
 	if replay != nil {
 		c.Header(IdempotentReplayHeader, "true")
-		if op.lostAccess != nil && replay.StatusCode == http.StatusCreated && !caller.MayActFor(accountOf(replay.Body)) {
-			status, detail := errorResponse(&unprocessableError{op.lostAccess})
+		if op.LostAccess != nil && replay.StatusCode == http.StatusCreated && !caller.MayActFor(accountOf(replay.Body)) {
+			status, detail := errorResponse(&unprocessableError{op.LostAccess})
 			c.JSON(status, ErrorBody{Error: detail})
 			return
 		}
@@ -92,22 +99,26 @@ func serveKeyed[Req any](h *handlers, c *gin.Context, op keyedOperation[Req]) {
 	}
 	log := h.Logger.With("idempotency_key", key.String(), "sub", caller.Subject)
 	if invalid != nil {
-		h.recordRefusal(c, log, op.what, op.keys, *res, &unprocessableError{invalid})
+		h.recordRefusal(c, log, op.What, op.Keys, *res, &unprocessableError{invalid})
 		return
 	}
-	answer, endToEndID, attrs, err := op.run(ctx, *res, req)
+	answer, endToEndID, attrs, err := op.Run(ctx, *res, req)
 	switch {
 	case err == nil:
 		c.Set(ctxEndToEndID, endToEndID)
-		log.InfoContext(ctx, op.what+" debited", attrs...)
+		done := op.Done
+		if done == "" {
+			done = op.What + " debited"
+		}
+		log.InfoContext(ctx, done, attrs...)
 		c.Data(http.StatusCreated, "application/json; charset=utf-8", answer)
 	case errors.Is(err, pix.ErrRequestInProgress):
 		// Our reservation was taken over: the taker answers for the key.
 		abortWithError(c, h.Logger, err)
 	case pix.IsRefusal(err):
-		h.recordRefusal(c, log, op.what, op.keys, *res, &unprocessableError{err})
+		h.recordRefusal(c, log, op.What, op.Keys, *res, &unprocessableError{err})
 	default:
-		h.releaseKey(ctx, log, op.keys, *res)
+		h.releaseKey(ctx, log, op.Keys, *res)
 		abortWithError(c, h.Logger, err)
 	}
 }

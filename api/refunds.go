@@ -60,19 +60,19 @@ func (h *handlers) refundView(r pix.Refund) refundView {
 func (h *handlers) createRefund(c *gin.Context) {
 	endToEndID := c.Param("end_to_end_id")
 	caller := callerOf(c)
-	serveKeyed(h, c, keyedOperation[pix.RefundRequest]{
-		what:    "refund",
-		keys:    h.Stores.Refunds,
-		maxBody: MaxRefundBodyBytes,
+	serveKeyed(h, c, KeyedOperation[pix.RefundRequest]{
+		What:    "refund",
+		Keys:    h.Stores.Refunds,
+		MaxBody: MaxRefundBodyBytes,
 		// The PIX is in the path: the same body for another PIX is
 		// another request.
-		hash: func(body []byte) string {
+		Hash: func(body []byte) string {
 			sum := sha256.Sum256([]byte("refund\n" + endToEndID + "\n" + requestHash(body)))
 			return hex.EncodeToString(sum[:])
 		},
-		decode:     func(body []byte) (pix.RefundRequest, error) { return decodeRefundRequest(endToEndID, body) },
-		lostAccess: pix.ErrPixNotCredited,
-		run: func(ctx context.Context, res db.Reservation, req pix.RefundRequest) ([]byte, string, []any, error) {
+		Decode:     func(body []byte) (pix.RefundRequest, error) { return decodeRefundRequest(endToEndID, body) },
+		LostAccess: pix.ErrPixNotCredited,
+		Run: func(ctx context.Context, res db.Reservation, req pix.RefundRequest) ([]byte, string, []any, error) {
 			var answer []byte
 			created, err := h.Stores.Refunds.CreateRefund(ctx, res, db.NewRefund{ID: pix.NewRefundID(), RefundRequest: req}, caller.MayActFor,
 				func(r pix.Refund) ([]byte, error) {

@@ -74,6 +74,9 @@ type Deps struct {
 	// CORS and asks AuthorizeAdmin); nil: no route.
 	Codec http.Handler
 
+	// SagaRoutes are the customer routes of the sagas declared in packages
+	// of their own (registry.Routes()), served beside customerRoutes.
+	SagaRoutes []SagaRoutes
 	// Keys is the Idempotency-Key policy of POST /pix; BankISPB starts the
 	// end_to_end_ids of our transfers.
 	Keys     db.KeyPolicy
@@ -153,6 +156,9 @@ func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 		read, write := h.requireScope(auth.ScopeRead), h.requireScope(auth.ScopeWrite)
 		for _, register := range customerRoutes {
 			register(h, r, read, write)
+		}
+		for _, register := range d.SagaRoutes {
+			register(Kit{h}, r, read, write)
 		}
 
 		admin := r.Group("/admin", h.requireAdmin)

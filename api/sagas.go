@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/pix"
 )
 
@@ -35,6 +36,39 @@ var receivedHooks = []func(h *handlers, ctx context.Context, ns []pix.Notificati
 var creditSectionsOf = []func(h *handlers, ctx context.Context, credit pix.Credit) (creditSection, error){
 	(*handlers).creditRefunds,
 }
+
+// SagaRoutes registers the customer routes of a saga declared in a package
+// of its own (saga.Descriptor.Routes), each behind its scope (read:
+// pix:read, write: pix:write), with what every handler shares (Kit). pixd
+// gives the router every saga's (Deps.SagaRoutes).
+type SagaRoutes func(k Kit, r gin.IRoutes, read, write gin.HandlerFunc)
+
+// Kit is what a saga's own handlers share with every other handler: the
+// caller of the request, the one error envelope (domain errors mapped to
+// HTTP by their kind, pix.Kinds), the Idempotency-Key layer (ServeKeyed)
+// and the Temporal UI's link.
+type Kit struct{ h *handlers }
+
+// Caller is the authenticated caller of the request (a customer route's).
+func (k Kit) Caller(c *gin.Context) auth.Caller { return callerOf(c) }
+
+// Fail answers err in the error envelope and aborts the request: a
+// refusal with its kind's status and code, anything else as a 5xx whose
+// text is logged, never answered.
+func (k Kit) Fail(c *gin.Context, err error) { abortWithError(c, k.h.Logger, err) }
+
+// NamePIX names the PIX the request is about in its log line.
+func (k Kit) NamePIX(c *gin.Context, endToEndID string) { c.Set(ctxEndToEndID, endToEndID) }
+
+// WorkflowURL is the Temporal UI's page of the workflow id.
+func (k Kit) WorkflowURL(workflowID string) string { return k.h.workflowURL(workflowID) }
+
+// ServeKeyed runs op behind the Idempotency-Key layer (see serveKeyed).
+func ServeKeyed[Req any](k Kit, c *gin.Context, op KeyedOperation[Req]) { serveKeyed(k.h, c, op) }
+
+// ErrForbiddenAccount is the answer to a request about an account the
+// caller's token does not grant (403), before anything is written.
+var ErrForbiddenAccount error = errForbiddenAccount
 
 func (h *handlers) creditRoutes(r gin.IRoutes, read, _ gin.HandlerFunc) {
 	r.GET("/pix/credits/:end_to_end_id", read, h.getCredit)

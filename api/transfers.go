@@ -53,19 +53,19 @@ func (h *handlers) transferView(t pix.Transfer) transferView {
 
 // createTransfer is POST /pix behind the Idempotency-Key layer (serveKeyed).
 func (h *handlers) createTransfer(c *gin.Context) {
-	serveKeyed(h, c, keyedOperation[pix.TransferRequest]{
-		what:    "transfer",
-		keys:    h.Stores.Transfers,
-		maxBody: MaxTransferBodyBytes,
-		hash:    requestHash,
-		decode:  decodeTransferRequest,
-		forbidden: func(caller auth.Caller, req pix.TransferRequest) error {
+	serveKeyed(h, c, KeyedOperation[pix.TransferRequest]{
+		What:    "transfer",
+		Keys:    h.Stores.Transfers,
+		MaxBody: MaxTransferBodyBytes,
+		Hash:    requestHash,
+		Decode:  decodeTransferRequest,
+		Forbidden: func(caller auth.Caller, req pix.TransferRequest) error {
 			if !caller.MayActFor(req.AccountID) {
 				return errForbiddenAccount
 			}
 			return nil
 		},
-		run: func(ctx context.Context, res db.Reservation, req pix.TransferRequest) ([]byte, string, []any, error) {
+		Run: func(ctx context.Context, res db.Reservation, req pix.TransferRequest) ([]byte, string, []any, error) {
 			t := db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID(h.BankISPB, time.Now()), TransferRequest: req}
 			var answer []byte
 			created, err := h.Stores.Transfers.CreateTransfer(ctx, res, t, func(t pix.Transfer) ([]byte, error) {

@@ -38,6 +38,16 @@ var _ rows.Queue = DueQueue{}
 // DueQueue is the declared queue q's rows in s, for its dispatchers.
 func (s *Store) DueQueue(q Queue) DueQueue { return DueQueue{s, q.queue} }
 
+// DueQueues are every queue declared (DeclareQueue) in this process, by
+// any package, over s: what the tests check each saga's source against.
+func (s *Store) DueQueues() []DueQueue {
+	out := make([]DueQueue, 0, len(dueQueues))
+	for _, q := range dueQueues {
+		out = append(out, DueQueue{s, q})
+	}
+	return out
+}
+
 // Channel is the notification channel that says rows came due.
 func (q DueQueue) Channel() string { return q.queue.Channel }
 

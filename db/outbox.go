@@ -50,8 +50,9 @@ var RefundEvents = map[string]string{
 // aggregate type: each saga's (CreditEvents, TransferEvents, RefundEvents).
 // One statement writes each (TestEventsAreWrittenAsDeclared), and each has
 // its JSON Schema in internal/broker/schemas (docs/events.md). Each saga's
-// descriptor (package saga) names its map, and a -short test there fails
-// when EventTypes is not exactly the descriptors' maps.
+// descriptor names its map, and a -short test in saga/registry fails when
+// EventTypes is not exactly the descriptors' maps. A saga of its own
+// package adds its map with DeclareEvents.
 var EventTypes = mergeEventTypes(CreditEvents, TransferEvents, RefundEvents)
 
 // mergeEventTypes is the union of the sagas' event types.
@@ -61,6 +62,21 @@ func mergeEventTypes(sagas ...map[string]string) map[string]string {
 		maps.Copy(all, events)
 	}
 	return all
+}
+
+// DeclareEvents adds the event types of a saga declared in a package of
+// its own (saga/<name>) to EventTypes and returns them: the saga's map (its
+// descriptor's Events). It panics on a type declared before: two sagas
+// can't write one event type. Call it only while the saga's package
+// variables are initialised (a package-level variable).
+func DeclareEvents(events map[string]string) map[string]string {
+	for typ := range events {
+		if _, taken := EventTypes[typ]; taken {
+			panic(fmt.Sprintf("db: event type %s declared twice", typ))
+		}
+	}
+	maps.Copy(EventTypes, events)
+	return events
 }
 
 // EventSchemaVersion is in every payload; a change a consumer must know of

@@ -63,10 +63,8 @@ func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer
 		if err != nil {
 			return err
 		}
-		row := tx.QueryRow(ctx, transferSQL.RecordDebited, t.ID, t.EndToEndID, t.AccountID, t.AmountCents, t.PixKey, t.Description,
-			r.Key, r.Caller, tracing.Traceparent(ctx), debit.BalanceAfterCents, debit.At)
-		if out, err = scanTransfer(row); err != nil {
-			return fmt.Errorf("record transfer: %w", err)
+		if out, err = RecordTransfer(ctx, tx, t, &r.Key, r.Caller, debit); err != nil {
+			return err
 		}
 		return RecordCreated(ctx, tx, r, out, render)
 	})
@@ -74,6 +72,21 @@ func (s *Store) CreateTransfer(ctx context.Context, r Reservation, t NewTransfer
 		return pix.Transfer{}, err
 	}
 	s.Wake(TransferDueChannel, OutboxChannel)
+	return out, nil
+}
+
+// RecordTransfer records the transfer t, debited in tx (DebitAccount, the
+// same transaction), with its event: the hand-over to the transfer saga,
+// whose dispatcher starts it once tx commits (wake TransferDueChannel and
+// OutboxChannel then). key is the Idempotency-Key it was asked with (nil:
+// none, a transfer another saga creates) and requestedBy who asked.
+func RecordTransfer(ctx context.Context, tx pgx.Tx, t NewTransfer, key *uuid.UUID, requestedBy string, debit AccountDebit) (pix.Transfer, error) {
+	row := tx.QueryRow(ctx, transferSQL.RecordDebited, t.ID, t.EndToEndID, t.AccountID, t.AmountCents, t.PixKey, t.Description,
+		key, requestedBy, tracing.Traceparent(ctx), debit.BalanceAfterCents, debit.At)
+	out, err := scanTransfer(row)
+	if err != nil {
+		return pix.Transfer{}, fmt.Errorf("record transfer: %w", err)
+	}
 	return out, nil
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/durable"
@@ -33,6 +35,12 @@ type Env struct {
 	// what the PSP catch-up found.
 	Metrics      *metrics.Worker
 	CatchUpFound *metrics.CatchUp
+	// Temporal is the process's Temporal client (a saga's routes signal
+	// its runs).
+	Temporal client.Client
+	// Lookup reads a saga's own settings from the environment
+	// (os.LookupEnv in pixd).
+	Lookup func(key string) (string, bool)
 }
 
 // PSP is what the sagas' activities ask of the PSP.
@@ -94,6 +102,14 @@ type Descriptor struct {
 	// declares at least one (its outcome is announced); a saga its
 	// Schedule starts may declare none.
 	Events map[string]string
+	// Routes builds the saga's customer routes from env when the saga's
+	// handlers live in its own package (saga/<name>); an error (a setting
+	// of the saga's that is wrong) stops pixd at start. nil: the saga has
+	// none, or they are registered in package api (api/sagas.go).
+	Routes func(env Env) (api.SagaRoutes, error)
+	// Collectors are the saga's own Prometheus metrics, built from env
+	// once per process and registered on its registry; nil: none.
+	Collectors func(env Env) []prometheus.Collector
 }
 
 // Register registers the saga's workflows and activities on r, the
@@ -111,15 +127,6 @@ func (d Descriptor) RegisterWorkflows(r WorkflowRegistry) {
 	for name, fn := range d.Workflows {
 		r.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
 	}
-}
-
-// All is every saga of the service: the list a new saga is registered in.
-var All = []Descriptor{
-	Credit,
-	Transfer,
-	Refund,
-	Maintenance,
-	PSPCatchUp,
 }
 
 // sharedActivities are the credit's, the transfer's and the maintenance's

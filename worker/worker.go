@@ -34,7 +34,7 @@ type Worker struct {
 // New builds one worker per family (workflows.Families), each on its
 // family's queue (env.Queues) with what the family's sagas register
 // (RegisterFamily), all on client c: a dispatcher sharing c starts its runs
-// eagerly on the family's worker. pixd passes saga.All.
+// eagerly on the family's worker. pixd passes registry.All.
 func New(c client.Client, sagas []saga.Descriptor, env saga.Env, opts Options) []Worker {
 	ws := make([]Worker, 0, len(workflows.Families))
 	for _, f := range workflows.Families {
@@ -67,7 +67,7 @@ func RegisterFamily(w Registry, sagas []saga.Descriptor, env saga.Env, f workflo
 		}
 	}
 	if !registered {
-		panic(fmt.Sprintf("worker: workflow family %q has no saga (saga.All)", f))
+		panic(fmt.Sprintf("worker: workflow family %q has no saga (registry.All)", f))
 	}
 	for _, d := range sagas {
 		if slices.Contains(d.AlsoOn, f) {

@@ -11,18 +11,19 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
 )
 
-// registry records the names registered on it, as the SDK names them.
-type registry struct{ workflows, activities []string }
+// names records the names registered on it, as the SDK names them.
+type names struct{ workflows, activities []string }
 
-func (r *registry) RegisterWorkflowWithOptions(_ any, o workflow.RegisterOptions) {
+func (r *names) RegisterWorkflowWithOptions(_ any, o workflow.RegisterOptions) {
 	r.workflows = append(r.workflows, o.Name)
 }
 
-func (r *registry) RegisterActivity(a any) {
+func (r *names) RegisterActivity(a any) {
 	v := reflect.ValueOf(a)
 	if v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
 		// A struct of activities: the SDK registers each exported method.
@@ -36,8 +37,8 @@ func (r *registry) RegisterActivity(a any) {
 	r.activities = append(r.activities, name)
 }
 
-func registered(f func(worker.Registry)) *registry {
-	r := &registry{}
+func registered(f func(worker.Registry)) *names {
+	r := &names{}
 	f(r)
 	slices.Sort(r.workflows)
 	slices.Sort(r.activities)
@@ -51,8 +52,8 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	// Every saga's struct of activities, built from nothing (nothing is
 	// called).
 	var env saga.Env
-	of := func(f workflows.Family) *registry {
-		return registered(func(r worker.Registry) { worker.RegisterFamily(r, saga.All, env, f) })
+	of := func(f workflows.Family) *names {
+		return registered(func(r worker.Registry) { worker.RegisterFamily(r, registry.All, env, f) })
 	}
 
 	transfers := of(workflows.Transfers)
@@ -79,7 +80,7 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	// Every activity is registered by one family; every family registers.
 	var exported []string
 	structs := map[reflect.Type]bool{}
-	for _, d := range saga.All {
+	for _, d := range registry.All {
 		structs[reflect.TypeOf(d.Deps(env))] = true
 	}
 	for s := range structs {
@@ -97,6 +98,6 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	}
 	families = append(families, "CreditAccount", "MarkCreditFailed")
 	require.ElementsMatch(t, exported, families, "an activity of no family: add it to its saga's Activities (package saga)")
-	all := registered(func(r worker.Registry) { worker.Register(r, saga.All, env) })
+	all := registered(func(r worker.Registry) { worker.Register(r, registry.All, env) })
 	require.ElementsMatch(t, exported, all.activities)
 }

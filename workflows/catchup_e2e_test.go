@@ -25,6 +25,7 @@ import (
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
 )
@@ -79,7 +80,7 @@ func TestPSPCatchUpCreditsAPixNeverNotified(t *testing.T) {
 
 	// Every saga as pixd has it, but the catch-up listing the record above.
 	env := saga.Env{Store: store, Queues: queues, Log: log}
-	sagas := slices.Clone(saga.All)
+	sagas := slices.Clone(registry.All)
 	for i := range sagas {
 		if sagas[i].Name == saga.PSPCatchUp.Name {
 			sagas[i].Deps = func(saga.Env) any {

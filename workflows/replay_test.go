@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/internal/codec"
-	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -66,7 +66,7 @@ func newReplayer(t *testing.T, cv *codec.Converters) worker.WorkflowReplayer {
 	}
 	r, err := worker.NewWorkflowReplayerWithOptions(opts)
 	require.NoError(t, err)
-	for _, d := range saga.All {
+	for _, d := range registry.All {
 		d.RegisterWorkflows(r)
 	}
 	return r

@@ -59,6 +59,16 @@ var Kinds = slices.Concat(
 	SharedKinds,
 )
 
+// DeclareKinds adds the kinds of a saga declared in a package of its own
+// (saga/<name>) to Kinds, after every kind declared before, and returns
+// them: the saga's list (its descriptor's Kinds). Call it only while the
+// saga's package variables are initialised (a package-level variable), so
+// that Kinds is complete before anything matches an error against it.
+func DeclareKinds(kinds ...*Kind) []*Kind {
+	Kinds = append(Kinds, kinds...)
+	return kinds
+}
+
 // SharedKinds are the kinds no one saga owns: the Idempotency-Key layer's,
 // the accounts' (every money saga debits or credits one), and
 // ErrUnavailable.

@@ -36,6 +36,7 @@ import (
 	"github.com/pixbank/pix/internal/tracing/setup"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
 )
@@ -55,6 +56,9 @@ type App struct {
 	// psp is the PSP client (psp.New from config.PSP: OAuth 2.0 and mutual
 	// TLS as configured), one for every activity that calls the PSP.
 	psp *psp.HTTPClient
+	// sagaRoutes are the customer routes of the sagas of their own
+	// packages (registry.Routes).
+	sagaRoutes []api.SagaRoutes
 	// closeSDKMetrics stops the Temporal SDK metrics' reporting loop.
 	closeSDKMetrics io.Closer
 	// payloadCodec encrypts the Temporal client's payloads; nil without
@@ -136,8 +140,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		stopTracing()
 		return nil, err
 	}
-	registry := metrics.New()
-	sdkMetrics, closeSDKMetrics := metrics.TemporalSDK(registry, log)
+	promRegistry := metrics.New()
+	sdkMetrics, closeSDKMetrics := metrics.TemporalSDK(promRegistry, log)
 	temporalOptions.Logger = logging.Temporal(log)
 	temporalOptions.MetricsHandler = sdkMetrics
 	if tls := temporalOptions.ConnectionOptions.TLS; tls != nil && tls.InsecureSkipVerify {
@@ -163,13 +167,23 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		stopTracing()
 		return nil, fmt.Errorf("temporal client: %w", err)
 	}
-	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: registry, closeSDKMetrics: closeSDKMetrics,
+	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: promRegistry, closeSDKMetrics: closeSDKMetrics,
 		payloadCodec: payloadCodec, tracing: traces, ownTracing: ownTracing, psp: pspClient}
 	metrics.RegisterDatabaseGauges(a.Metrics, a.Store, log)
 	a.webhooks = metrics.NewWebhooks(a.Metrics)
 	a.groupCommit = metrics.NewGroupCommit(a.Metrics)
 	a.workerMetrics = metrics.NewWorker(a.Metrics)
 	a.catchUp = metrics.NewCatchUp(a.Metrics, cfg.PSPCatchUpInterval > 0)
+	// The sagas of their own packages: their metrics, and their routes,
+	// whose settings are checked here (a wrong one stops the start).
+	env := a.sagaEnv()
+	if err = registry.RegisterMetrics(a.Metrics, env); err == nil {
+		a.sagaRoutes, err = registry.Routes(env)
+	}
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -218,12 +232,12 @@ func (a *App) MigrationStatus(ctx context.Context) (db.MigrationReport, error) {
 }
 
 // Dispatchers builds the dispatchers the configuration describes, one per
-// saga with a durable start (saga.All), each starting its runs on its
+// saga with a durable start (registry.All), each starting its runs on its
 // family's task queue.
 func (a *App) Dispatchers() []*durable.Dispatcher {
 	env := a.sagaEnv()
 	var ds []*durable.Dispatcher
-	for _, d := range saga.All {
+	for _, d := range registry.All {
 		if d.Source != nil {
 			ds = append(ds, a.dispatcher(d.Source(env, env.Queues.Of(d.Family))))
 		}
@@ -255,6 +269,7 @@ func (a *App) apiDeps(draining func() bool, tokens api.TokenVerifier) api.Deps {
 	}
 	return api.Deps{
 		Stores:             api.StoresOf(a.Store),
+		SagaRoutes:         a.sagaRoutes,
 		Temporal:           a.Temporal,
 		TemporalNamespace:  a.Cfg.TemporalNamespace,
 		TemporalUIURL:      a.Cfg.TemporalUIURL,
@@ -618,13 +633,13 @@ func (a *App) serveWorkerMetrics(ctx context.Context) error {
 // built from.
 func (a *App) sagaEnv() saga.Env {
 	return saga.Env{Store: a.Store, PSP: a.psp, Cfg: a.Cfg, Queues: a.Cfg.TaskQueues(), Log: a.Log,
-		Metrics: a.workerMetrics, CatchUpFound: a.catchUp}
+		Metrics: a.workerMetrics, CatchUpFound: a.catchUp, Temporal: a.Temporal, Lookup: os.LookupEnv}
 }
 
 func (a *App) runTemporalWorker(ctx context.Context) error {
 	env := a.sagaEnv()
 	queues := env.Queues
-	workers := worker.New(a.Temporal, saga.All, env, worker.Options{
+	workers := worker.New(a.Temporal, registry.All, env, worker.Options{
 		StopTimeout:             a.Cfg.WorkerStopTimeout,
 		MaxConcurrentActivities: a.Cfg.WorkerMaxActivities,
 	})
@@ -632,7 +647,7 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 		if err := workflows.CheckSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace); err != nil {
 			return err
 		}
-		for _, d := range saga.All {
+		for _, d := range registry.All {
 			if d.Schedule == nil {
 				continue
 			}

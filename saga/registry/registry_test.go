@@ -1,4 +1,4 @@
-package saga_test
+package registry_test
 
 import (
 	"io"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/db"
@@ -17,6 +18,7 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -28,8 +30,11 @@ func env(t *testing.T) saga.Env {
 	client, err := psp.New(cfg.PSP())
 	require.NoError(t, err)
 	registry := prometheus.NewRegistry()
+	temporal, err := temporalclient.NewLazyClient(temporalclient.Options{HostPort: "127.0.0.1:1"}) // never dialled
+	require.NoError(t, err)
 	e := saga.Env{Store: db.NewStore(nil), PSP: client, Cfg: cfg, Queues: cfg.TaskQueues(),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.NewWorker(registry), CatchUpFound: metrics.NewCatchUp(registry, true)}
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.NewWorker(registry), CatchUpFound: metrics.NewCatchUp(registry, true),
+		Temporal: temporal, Lookup: func(string) (string, bool) { return "", false }}
 	// Every field is set, so that a nil dependency below is a saga's
 	// wiring, not this test's (a new field of Env must be set here).
 	require.Empty(t, nilFields(reflect.ValueOf(e)), "set every field of the test's Env")
@@ -77,7 +82,7 @@ func (r *recorder) RegisterActivity(a any) {
 	r.activities++
 }
 
-// Every saga in saga.All is wired: it has a family with a worker, it
+// Every saga in registry.All is wired: it has a family with a worker, it
 // registers workflows and activities, its activities get every
 // dependency, and something starts its runs (a durable source or a
 // Schedule); every family has a saga, and every due queue of the store is
@@ -90,7 +95,7 @@ func TestEveryDescriptorIsWired(t *testing.T) {
 	workflowNames := map[string]string{}
 	sourceOf := map[string][]string{} // queue channel -> sagas
 	kinds := map[string]string{}
-	for _, d := range saga.All {
+	for _, d := range registry.All {
 		require.NotEmpty(t, d.Name, "a saga without a name (family %q)", d.Family)
 		require.False(t, names[d.Name], "two sagas named %q", d.Name)
 		names[d.Name] = true
@@ -132,28 +137,20 @@ func TestEveryDescriptorIsWired(t *testing.T) {
 	}
 
 	for _, f := range workflows.Families {
-		require.True(t, slices.ContainsFunc(saga.All, func(d saga.Descriptor) bool { return d.Family == f }),
-			"family %q has no saga in saga.All: its worker would register nothing", f)
+		require.True(t, slices.ContainsFunc(registry.All, func(d saga.Descriptor) bool { return d.Family == f }),
+			"family %q has no saga in registry.All: its worker would register nothing", f)
 	}
 
-	// Every due queue the store exports (InboxQueue, TransferQueue,
-	// RefundQueue, ...) is the source of exactly one saga: a queue nobody
-	// dispatches is rows that never start.
-	store := reflect.ValueOf(e.Store)
-	dueQueue := reflect.TypeFor[db.DueQueue]()
-	var queues int
-	for i := range store.NumMethod() {
-		m := store.Type().Method(i)
-		if m.Type.NumIn() != 1 || m.Type.NumOut() != 1 || m.Type.Out(0) != dueQueue {
-			continue
-		}
-		queues++
-		q := store.Method(i).Call(nil)[0].Interface().(db.DueQueue)
-		require.Len(t, sourceOf[q.Channel()], 1, "db.Store.%s (channel %s) is the source of %d sagas %v, not of exactly one",
-			m.Name, q.Channel(), len(sourceOf[q.Channel()]), sourceOf[q.Channel()])
+	// Every due queue declared (db.DeclareQueue, by package db or a saga's
+	// own) is the source of exactly one saga: a queue nobody dispatches is
+	// rows that never start.
+	queues := e.Store.DueQueues()
+	require.GreaterOrEqual(t, len(queues), 3, "the declared queues were not found (inbox, transfers, refunds)")
+	for _, q := range queues {
+		require.Len(t, sourceOf[q.Channel()], 1, "the queue on channel %s is the source of %d sagas %v, not of exactly one",
+			q.Channel(), len(sourceOf[q.Channel()]), sourceOf[q.Channel()])
 	}
-	require.GreaterOrEqual(t, queues, 3, "the store's due queues were not found (InboxQueue, TransferQueue, RefundQueue)")
-	require.Len(t, sourceOf, queues, "a saga's source is on a queue the store does not export")
+	require.Len(t, sourceOf, len(queues), "a saga's source is on a queue no one declared")
 }
 
 // Every business error kind (pix.Kinds) and every event type
@@ -168,11 +165,11 @@ func TestEveryKindAndEventIsASagas(t *testing.T) {
 	own := func(owner string, k *pix.Kind) {
 		require.NotNil(t, k, "%s: a nil kind", owner)
 		require.NotContains(t, kindOwner, k, "%s: kind %v is %s's too", owner, k.Err, kindOwner[k])
-		require.Contains(t, pix.Kinds, k, "%s: kind %v is not in pix.Kinds (add its list to the Concat there)", owner, k.Err)
+		require.Contains(t, pix.Kinds, k, "%s: kind %v is not in pix.Kinds (add its list to the Concat there, or declare it with pix.DeclareKinds)", owner, k.Err)
 		kindOwner[k] = owner
 	}
 	eventOwner := map[string]string{}
-	for _, d := range saga.All {
+	for _, d := range registry.All {
 		for _, k := range d.Kinds {
 			own(d.Name, k)
 		}
@@ -181,7 +178,7 @@ func TestEveryKindAndEventIsASagas(t *testing.T) {
 		}
 		for typ, aggregate := range d.Events {
 			require.NotContains(t, eventOwner, typ, "%s: event type %s is %s's too", d.Name, typ, eventOwner[typ])
-			require.Contains(t, db.EventTypes, typ, "%s: event type %s is not in db.EventTypes (add its map to mergeEventTypes there)", d.Name, typ)
+			require.Contains(t, db.EventTypes, typ, "%s: event type %s is not in db.EventTypes (add its map to mergeEventTypes there, or declare it with db.DeclareEvents)", d.Name, typ)
 			require.Equal(t, db.EventTypes[typ], aggregate, "%s: event type %s with another aggregate than db.EventTypes's", d.Name, typ)
 			eventOwner[typ] = d.Name
 		}
