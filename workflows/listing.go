@@ -191,3 +191,10 @@ func missingSearchAttributes(ctx context.Context, c client.Client, namespace str
 	}
 	return missing, nil
 }
+
+// StartDue starts the workflow name under id on taskQueue for a due row of
+// a durable queue (durable.StartOnce), listed as the row says: what a
+// saga's durable source does, a saga of its own package's included.
+func StartDue(ctx context.Context, c client.Client, due durable.Due, id, taskQueue, name string, input any) (started bool, err error) {
+	return durable.StartOnce(ctx, c, listingOf(due).workflow(id, taskQueue, name), input)
+}
