@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -121,24 +123,44 @@ func requestHash(body []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// transferFields are the members of a transfer's request (POST /pix).
+var transferFields = []string{"account_id", "amount_cents", "pix_key", "description"}
+
 // decodeTransferRequest validates a POST /pix body. Unlike the PSP's
 // webhooks, members we don't know are refused: a customer app that sends
 // "amount" in reais must hear about it.
 func decodeTransferRequest(body []byte) (pix.TransferRequest, error) {
-	if err := notification.CheckJSON(body); err != nil {
-		return pix.TransferRequest{}, err
-	}
-	m, err := notification.DecodeObject(body, "body")
+	m, err := DecodeRequest(body, "transfer", transferFields...)
 	if err != nil {
 		return pix.TransferRequest{}, err
 	}
+	return TransferRequestOf(m)
+}
+
+// DecodeRequest decodes a customer request's body: a JSON object of the
+// members fields (what names the request in the refusal of another
+// member), each still to be validated.
+func DecodeRequest(body []byte, what string, fields ...string) (map[string]json.RawMessage, error) {
+	if err := notification.CheckJSON(body); err != nil {
+		return nil, err
+	}
+	m, err := notification.DecodeObject(body, "body")
+	if err != nil {
+		return nil, err
+	}
 	for k := range m {
-		switch k {
-		case "account_id", "amount_cents", "pix_key", "description":
-		default:
-			return pix.TransferRequest{}, pix.Invalid(k, "is not a field of a transfer (account_id, amount_cents, pix_key, description)")
+		if !slices.Contains(fields, k) {
+			return nil, pix.Invalid(k, "is not a field of a %s (%s)", what, strings.Join(fields, ", "))
 		}
 	}
+	return m, nil
+}
+
+// TransferRequestOf validates the members of a transfer's request in m
+// (transferFields): POST /pix's, and every request that makes an outgoing
+// PIX (a scheduled PIX's).
+func TransferRequestOf(m map[string]json.RawMessage) (pix.TransferRequest, error) {
+	var err error
 	var r pix.TransferRequest
 	if r.AccountID, err = notification.RequiredString(m["account_id"], "account_id"); err != nil {
 		return r, err
