@@ -59,10 +59,10 @@ func pspError(err error) error {
 	return temporal.NewApplicationErrorWithCause("psp: "+err.Error(), ErrTypePSPUnavailable, err)
 }
 
-// kindError turns a store error into a Temporal application error: a
+// KindError turns a store error into a Temporal application error: a
 // business error of its kind's type (pix.Kinds), non-retryable unless the
 // kind is retried; anything else is a technical failure.
-func kindError(err error) error {
+func KindError(err error) error {
 	k := pix.KindOf(err)
 	switch {
 	case k == nil || k.TemporalType == "":

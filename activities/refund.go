@@ -94,7 +94,7 @@ const refundStaysOpen = "the refund stays open, its debit never reversed on this
 func (a *Refunds) load(ctx context.Context, id string) (pix.Refund, *slog.Logger, error) {
 	r, err := a.Store.GetRefund(ctx, id)
 	if err != nil {
-		return pix.Refund{}, nil, kindError(err)
+		return pix.Refund{}, nil, KindError(err)
 	}
 	info := activity.GetInfo(ctx)
 	log := a.Logger.With("refund_id", id, "end_to_end_id", r.EndToEndID, "workflow_id", info.WorkflowExecution.ID, "attempt", info.Attempt)
@@ -137,7 +137,7 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 	}
 	reason, refused, err := a.Store.StandingRefusal(ctx, r.ID)
 	if err != nil {
-		return RefundState{}, kindError(err)
+		return RefundState{}, KindError(err)
 	}
 	if refused {
 		// An earlier run (or attempt) decided RECUSADA and failed before
@@ -164,7 +164,7 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 	})
 	res, err := a.PSP.RequestRefund(sendCtx, pspRefund(r))
 	if askErr != nil {
-		return RefundState{}, kindError(askErr)
+		return RefundState{}, KindError(askErr)
 	}
 	refusal := err
 	switch psp.Classify(err) {
@@ -175,7 +175,7 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 		// The PSP holds it: recorded at once (with its rtrId), before any
 		// confirmation that may fail and lose it.
 		if _, err := a.Store.MarkRefundRequested(ctx, r.ID, res.RtrID); err != nil {
-			return RefundState{}, kindError(err)
+			return RefundState{}, KindError(err)
 		}
 		if res.Status.Final() {
 			log.WarnContext(ctx, "psp answered the devolução with a final status; confirming with its record", "psp_status", res.Status)
@@ -200,7 +200,7 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 			reason := refusalReason(refusal)
 			recorded, err := a.Store.MarkRefundRefused(ctx, r.ID, reason)
 			if err != nil {
-				return RefundState{}, kindError(err)
+				return RefundState{}, KindError(err)
 			}
 			if !recorded {
 				// Since this PUT, another attempt or run asked again (its
@@ -223,7 +223,7 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 	}
 	if res.Status != psp.RefundNotDone {
 		if _, err := a.Store.MarkRefundRequested(ctx, r.ID, res.RtrID); err != nil {
-			return RefundState{}, kindError(err)
+			return RefundState{}, KindError(err)
 		}
 	}
 	log.InfoContext(ctx, "devolução requested at the psp", "psp_status", res.Status, "rtr_id", res.RtrID)
@@ -334,7 +334,7 @@ func (a *Refunds) MarkRefundReturned(ctx context.Context, in RefundState) error 
 		return err
 	}
 	if _, err := a.Store.MarkRefundReturned(ctx, in.RefundID, in.RtrID); err != nil {
-		return kindError(err)
+		return KindError(err)
 	}
 	a.Metrics.RefundFinished(pix.RefundReturned)
 	log.InfoContext(ctx, "refund returned by the psp", "rtr_id", in.RtrID)
@@ -380,7 +380,7 @@ func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
 		// lock (no rtr_id) stops a late attempt of a reversal on the
 		// refusal that got its 404 before the record appeared.
 		if _, err := a.Store.MarkRefundRequested(ctx, r.ID, res.RtrID); err != nil {
-			return kindError(err)
+			return KindError(err)
 		}
 		a.Metrics.PSPNeedsAttention(ErrTypeReversalUnconfirmed, 0)
 		log.ErrorContext(ctx, "reversal not confirmed: the psp does not hold the devolução as not made; nothing credited back", "psp_status", res.Status)
@@ -394,7 +394,7 @@ func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
 // checks still stands under the refund's lock.
 func (a *Refunds) reverse(ctx context.Context, log *slog.Logger, r pix.Refund, reason string, refused bool) error {
 	if _, err := a.Store.ReverseRefund(ctx, r.ID, reason, refused); err != nil {
-		return kindError(err)
+		return KindError(err)
 	}
 	a.Metrics.RefundFinished(pix.RefundReversed)
 	log.InfoContext(ctx, "refund reversed: the psp did not make the devolução", "account_id", r.AccountID, "amount_cents", r.AmountCents, "reason", reason)

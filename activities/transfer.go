@@ -92,7 +92,7 @@ func (a *Activities) loadTransfer(ctx context.Context, id string) (pix.Transfer,
 	}
 	t, err := a.Store.GetTransfer(ctx, tid)
 	if err != nil {
-		return pix.Transfer{}, nil, kindError(err)
+		return pix.Transfer{}, nil, KindError(err)
 	}
 	info := activity.GetInfo(ctx)
 	log := a.Logger.With("transfer_id", id, "end_to_end_id", t.EndToEndID, "workflow_id", info.WorkflowExecution.ID, "attempt", info.Attempt)
@@ -155,7 +155,7 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 	}
 	if res.Status != psp.StatusRejected {
 		if _, err := a.Store.MarkTransferSubmitted(ctx, uuid.MustParse(t.ID)); err != nil {
-			return PSPResult{}, kindError(err)
+			return PSPResult{}, KindError(err)
 		}
 	}
 	log.InfoContext(ctx, "transfer submitted to the psp", "psp_status", res.Status, "reason", res.Reason)
@@ -254,7 +254,7 @@ func (a *Activities) transferOf(ctx context.Context, in PSPResult) (pix.Transfer
 	}
 	t, err := a.Store.GetTransferByEndToEndID(ctx, in.EndToEndID)
 	if err != nil {
-		return pix.Transfer{}, nil, kindError(err)
+		return pix.Transfer{}, nil, KindError(err)
 	}
 	return a.loadTransfer(ctx, t.ID)
 }
@@ -266,7 +266,7 @@ func (a *Activities) SettleTransfer(ctx context.Context, in TransferRef) error {
 		return err
 	}
 	if _, err := a.Store.SettleTransfer(ctx, uuid.MustParse(t.ID)); err != nil {
-		return kindError(err)
+		return KindError(err)
 	}
 	a.Metrics.TransferFinished(pix.TransferSettled)
 	log.InfoContext(ctx, "transfer settled")
@@ -308,7 +308,7 @@ func (a *Activities) RefundTransfer(ctx context.Context, in RefundInput) error {
 		in.Reason = res.Reason
 	}
 	if _, err := a.Store.RefundTransfer(ctx, uuid.MustParse(t.ID), in.Reason); err != nil {
-		return kindError(err)
+		return KindError(err)
 	}
 	a.Metrics.TransferFinished(pix.TransferRefunded)
 	log.InfoContext(ctx, "transfer refunded", "account_id", t.AccountID, "amount_cents", t.AmountCents, "reason", in.Reason)
