@@ -2,7 +2,9 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"io/fs"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -13,6 +15,13 @@ import (
 // on a deadlock or serialization failure.
 func InTxForTest(ctx context.Context, s *Store, attempts int, fn func(tx pgx.Tx) error) error {
 	return inTxAttempts(ctx, s.pool, attempts, fn)
+}
+
+// MigrationLocker takes and releases the migration lock as Migrate does,
+// waiting at most wait for it.
+func MigrationLocker(wait time.Duration) (lock, unlock func(context.Context, *sql.Conn) error) {
+	l := advisoryLocker{key: migrationLockKey, wait: wait}
+	return l.SessionLock, l.SessionUnlock
 }
 
 // PendingWakes empties and returns the channels the store's commits asked

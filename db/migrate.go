@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -387,22 +388,25 @@ var _ lock.SessionLocker = advisoryLocker{}
 func (l advisoryLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
 	ctx, cancel := context.WithTimeout(ctx, l.wait)
 	defer cancel()
-	pause := 10 * time.Millisecond
-	for {
+	// Held by another migrator: asked again after 10 ms, doubling up to 1 s.
+	pause := &backoff.ExponentialBackOff{InitialInterval: 10 * time.Millisecond, Multiplier: 2, MaxInterval: time.Second}
+	held := false
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		var locked bool
 		if err := conn.QueryRowContext(ctx, migrateSQL.TryLock, l.key).Scan(&locked); err != nil {
-			return fmt.Errorf("take the migration lock: %w", err)
+			held = false
+			return struct{}{}, backoff.Permanent(fmt.Errorf("take the migration lock: %w", err))
 		}
-		if locked {
-			return nil
+		if held = !locked; held {
+			return struct{}{}, errors.New("the migration lock is held")
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("take the migration lock: another migrator held it for %s: %w", l.wait, ctx.Err())
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, time.Second)
+		return struct{}{}, nil
+	}, backoff.WithBackOff(pause), backoff.WithMaxElapsedTime(0))
+	if err != nil && held {
+		// ctx ended in a pause: its error, and who kept us waiting.
+		return fmt.Errorf("take the migration lock: another migrator held it for %s: %w", l.wait, err)
 	}
+	return err
 }
 
 // SessionUnlock releases the lock. A session that can't release it would

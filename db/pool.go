@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	neturl "net/url"
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -130,19 +130,27 @@ type Beginner interface {
 }
 
 func inTxAttempts(ctx context.Context, pool Beginner, attempts int, fn func(tx pgx.Tx) error) error {
-	for attempt := 1; ; attempt++ {
-		err := inTxOnce(ctx, pool, fn)
-		if err == nil || attempt >= attempts || !isContention(err) {
-			return err
+	var last error
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		last = inTxOnce(ctx, pool, fn)
+		if last != nil && !isContention(last) {
+			return struct{}{}, backoff.Permanent(last)
 		}
-		// A short, growing, jittered pause lets the other side finish.
-		pause := time.Duration(attempt)*5*time.Millisecond + time.Duration(rand.Int64N(int64(5*time.Millisecond)))
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(pause):
-		}
+		return struct{}{}, last
+	}, backoff.WithBackOff(contentionPause()), backoff.WithMaxTries(uint(attempts)), backoff.WithMaxElapsedTime(0))
+	if err != nil && last != nil {
+		// The collision itself, classified, even when ctx ended during a
+		// pause: the caller learns why the transaction did not happen.
+		return last
 	}
+	return err
+}
+
+// contentionPause is a short, growing, jittered pause between a collided
+// transaction's attempts, which lets the other side finish: about 5 ms,
+// then 10 ms, up to 50 ms.
+func contentionPause() *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: 5 * time.Millisecond, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 50 * time.Millisecond}
 }
 
 func inTxOnce(ctx context.Context, pool Beginner, fn func(tx pgx.Tx) error) error {
