@@ -56,9 +56,12 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 		return registered(func(r worker.Registry) { worker.RegisterFamily(r, registry.All, env, f) })
 	}
 
+	// The transfers' family hosts the transfer saga, and other sagas of
+	// outgoing PIX (each pins its own names in its package's tests).
 	transfers := of(workflows.Transfers)
-	require.Equal(t, []string{workflows.TransferWorkflowName}, transfers.workflows)
-	require.Equal(t, []string{"AwaitSettlement", "RefundTransfer", "SettleTransfer", "SubmitTransfer"}, transfers.activities)
+	require.Contains(t, transfers.workflows, workflows.TransferWorkflowName)
+	transferActivities := []string{"AwaitSettlement", "RefundTransfer", "SettleTransfer", "SubmitTransfer"}
+	require.Subset(t, transfers.activities, transferActivities)
 
 	maintenance := of(workflows.Maintenance)
 	require.Equal(t, []string{workflows.PSPCatchUpWorkflowName, workflows.ReconcileWorkflowName, workflows.RetentionWorkflowName}, maintenance.workflows)
@@ -71,7 +74,7 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	// there.
 	credits := of(workflows.Credits)
 	require.Equal(t, []string{workflows.CreditWorkflowName, workflows.ReconcileWorkflowName, workflows.RetentionWorkflowName, workflows.TransferWorkflowName}, credits.workflows)
-	require.Subset(t, credits.activities, append(transfers.activities, legacyMaintenance...))
+	require.Subset(t, credits.activities, append(transferActivities, legacyMaintenance...))
 	// The PSP catch-up never ran on pix-credit: only the maintenance queue has it.
 	for _, name := range catchUp {
 		require.NotContains(t, credits.activities, name)
