@@ -55,7 +55,7 @@ build_tools
 # PostgreSQL-backed server's start is then only waited for.
 wants_postgres && build_temporal_server
 go build -o "$BIN/pixd" ./cmd/pixd
-go build -o "$BIN/pixload" ./cmd/pixload
+(cd tooling && go build -o "$BIN/pixload" ./cmd/pixload)
 out="$DATA/bench"
 rm -rf "$out"
 mkdir -p "$out"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make faults`: the fault suite (cmd/pixfaults) against the service run as
+# `make faults`: the fault suite (tooling/cmd/pixfaults) against the service run as
 # separate processes under load, on a PostgreSQL cluster of its own (case 4
 # stops and restarts it) and a Temporal dev server of its own; pixfaults runs
 # the PSP simulator in its process and a NATS server of its own (the pinned
@@ -21,7 +21,7 @@ if [ -z "${PIXD:-}" ]; then
 	go build -o "$BIN/pixd" ./cmd/pixd
 	PIXD="$BIN/pixd"
 fi
-go build -o "$BIN/pixfaults" ./cmd/pixfaults
+(cd tooling && go build -o "$BIN/pixfaults" ./cmd/pixfaults)
 
 dir="$DATA/faults"
 mkdir -p "$dir"

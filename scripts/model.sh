@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long version of the model-based test (e2e/model_test.go,
+# The long version of the model-based test (tooling/e2e/model_test.go,
 # TestModelRandomHistories): a seeded random history of every money path,
 # PIX_MODEL_OPS operations (10,000 by default), run in small concurrent groups
 # against a whole stack (API, dispatchers, worker, the PSP simulator, a
@@ -28,4 +28,5 @@ export PIX_MODEL_OPS="${PIX_MODEL_OPS:-10000}"
 export PIX_MODEL_SEED="${PIX_MODEL_SEED:-$(date +%s%N)}"
 export PIX_MODEL_BUDGET="${PIX_MODEL_BUDGET:-9m}"
 log "model-based histories: PIX_MODEL_SEED=$PIX_MODEL_SEED PIX_MODEL_OPS=$PIX_MODEL_OPS PIX_MODEL_BUDGET=$PIX_MODEL_BUDGET"
+cd tooling
 go test -count=1 -timeout "${PIX_MODEL_TIMEOUT:-15m}" -run '^TestModelRandomHistories$' -v -tags e2e "$@" ./e2e

@@ -18,16 +18,36 @@ fi
 log "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.data/*'))
 [ -z "$unformatted" ] || die "not gofmt'ed: $unformatted"
-log "go vet"
-go vet -tags e2e ./...
-log "staticcheck"
-"$BIN/staticcheck" -tags e2e ./...
-log "workflowcheck"
-"$BIN/workflowcheck" ./...
+# Both modules: the service's (the root) and the tooling's (tooling/: the
+# load and fault tools, the e2e tests), each checked in its own folder.
+for mod in . tooling; do
+	log "go vet ($mod)"
+	(cd "$mod" && go vet -tags e2e ./...)
+	log "staticcheck ($mod)"
+	(cd "$mod" && "$BIN/staticcheck" -tags e2e ./...)
+	log "workflowcheck ($mod)"
+	(cd "$mod" && "$BIN/workflowcheck" ./...)
+done
 log "deployment files: docker-compose.yml, deploy/prometheus, Dockerfile"
 check_deploy_files
-log "go test"
-go test -count=1 -race -timeout 15m -tags e2e "$@" ./...
+# The two modules' tests side by side, each with half the CPUs (-p): one
+# `go test ./...` ran all the packages so before the tooling had a module of
+# its own, and the e2e package, the longest, still starts at once. The
+# service's output is printed when it ends.
+half=$((($(nproc) + 1) / 2))
+log "go test, the service's module and the tooling's side by side (-p $half each)"
+service_log=$(mktemp)
+go test -p "$half" -count=1 -race -timeout 15m -tags e2e "$@" ./... >"$service_log" 2>&1 &
+service=$!
+tooling_status=0
+(cd tooling && go test -p "$half" -count=1 -race -timeout 15m -tags e2e "$@" ./...) || tooling_status=$?
+service_status=0
+wait "$service" || service_status=$?
+log "go test, the service's module"
+cat "$service_log"
+rm -f "$service_log"
+[ "$service_status" = 0 ] && [ "$tooling_status" = 0 ] ||
+	die "go test failed: the service's module exit $service_status, the tooling's exit $tooling_status"
 # Each fuzz target briefly, beyond its committed seed corpus (which the run
 # above replays): go test fuzzes one target of one package at a time.
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can

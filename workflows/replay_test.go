@@ -38,7 +38,7 @@ var recordedHistories = []string{
 	"testdata/credit_failed_v2.json",
 	"testdata/transfer_settled.json",  // submitted, polled until settled, marked settled
 	"testdata/transfer_refunded.json", // rejected by the PSP at submission, refunded
-	// Recorded by the e2e tests that mark them (e2e/record_test.go):
+	// Recorded by the e2e tests that mark them (tooling/e2e/record_test.go):
 	"testdata/refund_returned_polling.json",   // requested, polled until DEVOLVIDO, returned
 	"testdata/refund_returned_on_notice.json", // requested, the PSP's notice signalled, returned
 	"testdata/refund_reversed_not_done.json",  // requested, NAO_REALIZADO after a while, reversed

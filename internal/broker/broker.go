@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
@@ -306,42 +303,4 @@ func (p *Publisher) Publish(ctx context.Context, events []db.Event) ([]bool, err
 		}
 	}
 	return ok, errors.Join(errs...)
-}
-
-// Embedded is a NATS server with JetStream run inside this process.
-type Embedded struct {
-	*server.Server
-	URL string
-}
-
-// StartEmbedded starts a NATS server with JetStream on addr (host:port,
-// port 0 for a free one), keeping its streams in dir.
-func StartEmbedded(addr, dir string) (*Embedded, error) {
-	host, portText, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("embedded nats address %q: %w", addr, err)
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		return nil, fmt.Errorf("embedded nats port %q: %w", portText, err)
-	}
-	if port == 0 {
-		port = server.RANDOM_PORT
-	}
-	s, err := server.NewServer(&server.Options{Host: host, Port: port, JetStream: true, StoreDir: dir, NoSigs: true})
-	if err != nil {
-		return nil, fmt.Errorf("embedded nats: %w", err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		return nil, fmt.Errorf("embedded nats on %s did not start", addr)
-	}
-	return &Embedded{Server: s, URL: s.ClientURL()}, nil
-}
-
-// Stop shuts the server down and waits for it.
-func (e *Embedded) Stop() {
-	e.Shutdown()
-	e.WaitForShutdown()
 }

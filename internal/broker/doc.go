@@ -2,7 +2,7 @@
 // (PIX_EVENTS, subjects pix.events.>), publishing with the event id as
 // Nats-Msg-Id so that the broker drops a re-publish, with tracing a publish
 // span per event and its trace context in the message's headers
-// (traceparent), and an embedded NATS server with JetStream for machines
-// without one (make run without NATS_URL, and the tests, which stop and
-// restart it).
+// (traceparent). The service is only a client: the broker is NATS_URL's
+// (make run and the tests start a nats-server process, never one inside
+// pixd).
 package broker

@@ -39,7 +39,7 @@ func NewConverters(c converter.PayloadCodec) Converters {
 // default converter (v1.51) decodes the message and stack trace into the
 // very proto it is handed, and for a local activity's failure that proto
 // is also the marker the worker then records: the decrypted message went
-// back into the history in plain text (e2e/codec_test.go caught it).
+// back into the history in plain text (tooling/e2e/codec_test.go caught it).
 type decodeCopies struct {
 	converter.FailureConverter
 }

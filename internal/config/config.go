@@ -151,9 +151,9 @@ type Config struct {
 	PSPRetryMax              time.Duration
 
 	// The outbox and its broker.
+	// NATSURL names the broker (NATS with JetStream) the outbox relay
+	// publishes to: the service is only ever its client (CheckWorker).
 	NATSURL            string
-	NATSEmbeddedAddr   string
-	NATSEmbeddedDir    string
 	OutboxRelayEnabled bool
 	OutboxBatchSize    int
 	OutboxPollInterval time.Duration
@@ -254,8 +254,6 @@ func Default() Config {
 		PSPRetryInitial:           t.PSPRetryInitial,
 		PSPRetryMax:               t.PSPRetryMax,
 
-		NATSEmbeddedAddr:   "127.0.0.1:4222",
-		NATSEmbeddedDir:    ".data/nats",
 		OutboxRelayEnabled: true,
 		OutboxBatchSize:    500,
 		OutboxPollInterval: 500 * time.Millisecond,
@@ -563,8 +561,6 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	dur("IDEMPOTENCY_LOCK_TIMEOUT", &c.IdempotencyLockTimeout)
 	dur("IDEMPOTENCY_KEY_TTL", &c.IdempotencyKeyTTL)
 	str("NATS_URL", &c.NATSURL)
-	str("NATS_EMBEDDED_ADDR", &c.NATSEmbeddedAddr)
-	str("NATS_EMBEDDED_DIR", &c.NATSEmbeddedDir)
 	boolean("OUTBOX_RELAY_ENABLED", &c.OutboxRelayEnabled)
 	integer("OUTBOX_BATCH_SIZE", 1, 10000, func(n int64) { c.OutboxBatchSize = int(n) })
 	dur("OUTBOX_POLL_INTERVAL", &c.OutboxPollInterval)
@@ -847,6 +843,17 @@ func (c Config) checkPSP() []error {
 	}
 	if _, err := psp.New(c.PSP()); err != nil {
 		return []error{fmt.Errorf("PSP client (PSP_URL, PSP_OAUTH_TOKEN_URL, PSP_CLIENT_*, PSP_TLS_CERT_FILE, PSP_TLS_KEY_FILE, PSP_CA_FILE): %w", err)}
+	}
+	return nil
+}
+
+// CheckWorker reports what the worker process needs beyond what Load
+// checks: its outbox relay publishes the events to the broker at NATS_URL,
+// and the service runs none of its own (make run starts one).
+func (c Config) CheckWorker() error {
+	if c.OutboxRelayEnabled && c.NATSURL == "" {
+		return errors.New("configuration: the outbox relay (OUTBOX_RELAY_ENABLED, on by default) publishes the events to NATS, " +
+			"and NATS_URL is unset: set it to a NATS server with JetStream (nats://host:4222), or OUTBOX_RELAY_ENABLED=false for a worker without the relay")
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ import (
 // read (a histogram's _bucket series by its family's name).
 func dashboardMetrics(t *testing.T) []string {
 	t.Helper()
-	raw, err := os.ReadFile("../deploy/grafana/dashboards/pix.json")
+	raw, err := os.ReadFile("../../deploy/grafana/dashboards/pix.json")
 	require.NoError(t, err)
 	var dash struct {
 		Panels []struct {
@@ -52,7 +52,7 @@ func dashboardMetrics(t *testing.T) []string {
 // Prometheus's own).
 func alertMetrics(t *testing.T) []string {
 	t.Helper()
-	raw, err := os.ReadFile("../deploy/prometheus/rules/pix.yml")
+	raw, err := os.ReadFile("../../deploy/prometheus/rules/pix.yml")
 	require.NoError(t, err)
 	var rules struct {
 		Groups []struct {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/internal/tooling/load"
+	"github.com/pixbank/pix/tooling/load"
 )
 
 // The load command's smoke test: a short open-model load with redeliveries

@@ -672,34 +672,24 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 	return g.Wait()
 }
 
-// OutboxRelay builds the outbox relay on the broker at NATS_URL, or, when
-// it is unset, on a NATS server with JetStream embedded in this process
-// (NATS_EMBEDDED_ADDR, streams kept in NATS_EMBEDDED_DIR). stop closes the
-// connection and the embedded server.
+// OutboxRelay builds the outbox relay on the broker at NATS_URL (required:
+// config.CheckWorker). stop closes the connection.
 func (a *App) OutboxRelay() (relay *outbox.Relay, stop func(), err error) {
-	url, stopServer := a.Cfg.NATSURL, func() {}
-	if url == "" {
-		embedded, err := broker.StartEmbedded(a.Cfg.NATSEmbeddedAddr, a.Cfg.NATSEmbeddedDir)
-		if err != nil {
-			return nil, nil, fmt.Errorf("NATS_URL is unset, and %w", err)
-		}
-		url, stopServer = embedded.URL, embedded.Stop
-		a.Log.Info("embedded nats with jetstream", "url", url, "dir", a.Cfg.NATSEmbeddedDir)
+	if err := a.Cfg.CheckWorker(); err != nil {
+		return nil, nil, err
 	}
-	nc, err := broker.Connect(url, "pixd outbox relay")
+	nc, err := broker.Connect(a.Cfg.NATSURL, "pixd outbox relay")
 	if err != nil {
-		stopServer()
 		return nil, nil, err
 	}
 	pub, err := broker.NewPublisher(nc, 5*time.Second, broker.StreamLimits{MaxAge: a.Cfg.NATSStreamMaxAge, MaxBytes: a.Cfg.NATSStreamMaxBytes},
 		broker.WithTracing(a.tracing))
 	if err != nil {
 		nc.Close()
-		stopServer()
 		return nil, nil, err
 	}
 	relay = outbox.New(a.Store, pub.Publish, outbox.Options{BatchSize: a.Cfg.OutboxBatchSize, PollInterval: a.Cfg.OutboxPollInterval, GatherWindow: a.Cfg.OutboxGatherWindow}, a.Log)
-	return relay, func() { nc.Close(); stopServer() }, nil
+	return relay, nc.Close, nil
 }
 
 // RegisterSearchAttributes registers the PIX search attributes the

@@ -47,6 +47,13 @@ func Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if args[0] == "worker" || args[0] == "dev" {
+		// Before connecting to anything: a worker without its broker is
+		// a mistake of the deployment, not a failure to retry.
+		if err := cfg.CheckWorker(); err != nil {
+			return err
+		}
+	}
 	log := logging.New(os.Stderr, cfg.LogLevel).With("role", args[0])
 	// The OpenTelemetry SDK's own failures (a collector that can't be
 	// reached) are logged as the service's lines.

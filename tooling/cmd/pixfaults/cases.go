@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pixbank/pix/internal/tooling/load"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/tooling/load"
 )
 
 // faultCase injects one fault while the load runs. inject returns when the

@@ -3,7 +3,7 @@
 // server that keeps its state in a file, PostgreSQL), with the PSP
 // simulator and a NATS server run inside this process (so that a case can
 // stop and start them without losing their state), each case under load
-// from internal/tooling/load, bounded in time, on loopback only. Cases 1-7 send
+// from tooling/load, bounded in time, on loopback only. Cases 1-7 send
 // webhooks; cases 8-14 send outgoing PIX too, with some Pix keys turned
 // against the bank at the PSP; cases 15-20 send refunds (devoluções) of the
 // PIX credited, with some PIX's devoluções turned against the bank; cases

@@ -22,8 +22,8 @@ import (
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/psp"
-	"github.com/pixbank/pix/internal/tooling/load"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/tooling/load"
 )
 
 // pspAuthCases are the faults of the API Pix's security and of the PSP's

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/pixbank/pix/internal/pix"
-	"github.com/pixbank/pix/internal/tooling/load"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/tooling/load"
 )
 
 // refundCases are the faults of the refund saga (devolução), each under a

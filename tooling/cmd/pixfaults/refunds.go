@@ -15,8 +15,8 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
-	"github.com/pixbank/pix/internal/tooling/load"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/tooling/load"
 )
 
 // The PIX of a refund case fall in classes by their place in the run (the

@@ -10,8 +10,8 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
-	"github.com/pixbank/pix/internal/tooling/load"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/tooling/load"
 )
 
 // outcome is one case's result.

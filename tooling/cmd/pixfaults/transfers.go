@@ -15,8 +15,8 @@ import (
 
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/psp"
-	"github.com/pixbank/pix/internal/tooling/load"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/tooling/load"
 )
 
 // transferRow is one of the run's transfers as our books hold it.

@@ -17,8 +17,8 @@ import (
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tooling/devauth"
-	"github.com/pixbank/pix/internal/tooling/load"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/tooling/load"
 )
 
 // transfersEnv is the books of one run in a schema of its own, the PSP

@@ -41,8 +41,8 @@ import (
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
-	"github.com/pixbank/pix/internal/tooling/load"
 	"github.com/pixbank/pix/internal/webhooksig"
+	"github.com/pixbank/pix/tooling/load"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/pixbank/pix/internal/durable"
-	"github.com/pixbank/pix/internal/tooling/load"
+	"github.com/pixbank/pix/tooling/load"
 )
 
 // Report is the outcome of one pixload run.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/internal/tooling/load"
+	"github.com/pixbank/pix/tooling/load"
 )
 
 // The ingest's CPU bound takes the step with the least CPU per webhook, and

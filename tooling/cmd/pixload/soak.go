@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pixbank/pix/internal/tooling/load"
+	"github.com/pixbank/pix/tooling/load"
 )
 
 // SoakReport is the outcome of a soak: a fixed number of webhooks through

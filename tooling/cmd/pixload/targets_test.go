@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/internal/tooling/load"
+	"github.com/pixbank/pix/tooling/load"
 )
 
 // fakeReport is a run whose every figure is known: ceilings of 5,000/s
