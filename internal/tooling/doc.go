@@ -1,9 +1,19 @@
 // Package tooling holds, below it, what is not the product but serves its
-// development and its proofs: the PSP simulator (pspsim, served by
-// cmd/pspsim), the load generator (load: cmd/pixload, cmd/pixfaults), a
-// Temporal dev server for the tests (temporaltest), the development token
-// issuer's defaults (devauth: pixctl, pixfaults), and the check of HTTP
-// exchanges against the OpenAPI documents (apicontract: the api and e2e
-// tests). The service's own packages (api, db, activities, workflows,
-// worker, cmd/pixd) never import them; their tests may.
+// development and its proofs, and that the service's own module still
+// needs: what pixctl (shipped with the service) runs, and what the
+// service's own tests start. The development token issuer's defaults
+// (devauth: pixctl token and dev-issuer) and certificates (devpki: pixctl
+// dev-pki and demo; testpki for the tests), a Temporal dev server
+// (temporaltest) and a NATS server (natstest) for the tests, each the
+// pinned binary in .bin started as a process, the PSP simulator (pspsim:
+// cmd/pspsim, and pixctl's tests), and the check of HTTP exchanges against
+// the OpenAPI documents (apicontract: the api and e2e tests, pspspec).
+//
+// The rest of the tooling is a module of its own, tooling/ at the
+// repository's root (github.com/pixbank/pix/tooling): the load generator
+// and its histograms (tooling/load, tooling/cmd/pixload), the fault suite
+// (tooling/cmd/pixfaults) and the end-to-end tests (tooling/e2e), whose
+// libraries the service's go.mod never lists. The service's own packages
+// (api, db, activities, workflows, worker, cmd/pixd) never import any of
+// them; their tests may import these.
 package tooling

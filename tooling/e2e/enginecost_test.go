@@ -90,7 +90,7 @@ const engineCostEnv = "PIX_ENGINE_COST"
 // the drivers) and of PostgreSQL (every postgres process on the machine:
 // on a shared machine, others' too), which it does.
 //
-//	TEMPORAL_CLI=.bin/temporal PIX_ENGINE_COST=300 go test ./e2e -run TestEngineCostPerCredit -v
+//	cd tooling && TEMPORAL_CLI=../.bin/temporal PIX_ENGINE_COST=300 go test -tags e2e ./e2e -run TestEngineCostPerCredit -v
 //
 // PIX_ENGINE_COST_ROUNDS sets the rounds (3); PIX_ENGINE_COST_DEV_FLAGS
 // runs it on a dev server of its own started with more flags, such as

@@ -96,7 +96,7 @@ func modelBudget(t *testing.T) time.Duration {
 // checkpoint, the books against a sequential model. On a failure it prints
 // the seed and the history: rerun it with
 //
-//	PIX_MODEL_SEED=<seed> PIX_MODEL_OPS=<ops> go test ./e2e -run TestModelRandomHistories -count=1 -v
+//	cd tooling && PIX_MODEL_SEED=<seed> PIX_MODEL_OPS=<ops> go test -tags e2e ./e2e -run TestModelRandomHistories -count=1 -v
 func TestModelRandomHistories(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a randomized history against the whole stack: not under -short")
@@ -916,7 +916,7 @@ func (r *modelRun) fail(what string, vs []violation) {
 			ents[e] = true
 		}
 	}
-	fmt.Fprintf(&b, "reproduce: PIX_MODEL_SEED=%d PIX_MODEL_OPS=%d go test ./e2e -run TestModelRandomHistories -count=1 -v\n", r.seed, r.ops)
+	fmt.Fprintf(&b, "reproduce (in tooling/): PIX_MODEL_SEED=%d PIX_MODEL_OPS=%d go test -tags e2e ./e2e -run TestModelRandomHistories -count=1 -v\n", r.seed, r.ops)
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("pix-model-%d.history", r.seed))
 	var all strings.Builder
 	for _, o := range r.history {

@@ -17,7 +17,7 @@ import (
 // without payload encryption, so that the histories are recorded in plain
 // text as those tests expect (they encrypt copies themselves):
 //
-//	PIX_RECORD_HISTORIES=$PWD/workflows/testdata go test ./e2e -run 'TestRefundReturnedOnThePSPNotice|TestRefundNotMadeIsReversedOnce/not_done'
+//	cd tooling && PIX_RECORD_HISTORIES=$PWD/../workflows/testdata go test -tags e2e ./e2e -run 'TestRefundReturnedOnThePSPNotice|TestRefundNotMadeIsReversedOnce/not_done'
 const recordDirEnv = "PIX_RECORD_HISTORIES"
 
 func recordingHistories() bool { return os.Getenv(recordDirEnv) != "" }
