@@ -1,4 +1,4 @@
-package api
+package api_test
 
 import (
 	"encoding/json"
@@ -18,9 +18,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/api/openapi"
+	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tooling/apicontract"
+	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/registry"
 )
 
 // The OpenAPI documents (api/openapi) against the router: what gin serves
@@ -38,10 +42,20 @@ func loadContract(t *testing.T) *apicontract.Contract {
 // route (the codec server, /metrics) on.
 func contractRouter(t *testing.T) *gin.Engine {
 	t.Helper()
-	handler, err := NewRouter(Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Codec: http.NotFoundHandler(), Metrics: http.NotFoundHandler()}, AllRoutes)
+	handler, err := api.NewRouter(api.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Codec: http.NotFoundHandler(), Metrics: http.NotFoundHandler(), SagaRoutes: sagaRoutes(t)}, api.AllRoutes)
 	require.NoError(t, err)
 	return handler.(*gin.Engine)
+}
+
+// sagaRoutes are the customer routes of every saga of its own package
+// (registry.Routes), built offline: their handlers are never called.
+func sagaRoutes(t *testing.T) []api.SagaRoutes {
+	t.Helper()
+	routes, err := registry.Routes(saga.Env{Store: db.NewStore(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Lookup: func(string) (string, bool) { return "", false }})
+	require.NoError(t, err)
+	return routes
 }
 
 // codecMount is where the codec server is mounted, for every method (gin's
@@ -104,7 +118,8 @@ func ginPathToOpenAPI(path string) string {
 }
 
 // Every error code the service can answer is documented, and every code
-// documented is one the service has: the business kinds (pix.Kinds, at
+// documented is one the service has: the business kinds (pix.Kinds, every
+// saga's: this package links saga/registry, at
 // their own status), the HTTP layer's Code constants, the codec server's
 // codes. A new kind or code can't go undocumented, nor a removed one stay.
 func TestOpenAPIDocumentsEveryErrorCode(t *testing.T) {
@@ -134,9 +149,9 @@ func TestOpenAPIDocumentsEveryErrorCode(t *testing.T) {
 	// Answered only to a path no document has, or a method a path does
 	// not document (the router's NoRoute and NoMethod, the codec server's
 	// own): no operation can list them; the documents' descriptions say so.
-	undocumentable := map[string]bool{CodeNotFound: true, CodeMethodNotAllowed: true}
+	undocumentable := map[string]bool{api.CodeNotFound: true, api.CodeMethodNotAllowed: true}
 	httpCodes := append(stringConstants(t, "errors.go", "Code"), writeErrorCodes(t, "../internal/codec/server.go")...)
-	require.Contains(t, httpCodes, CodeInvalidRequest, "the constants were read")
+	require.Contains(t, httpCodes, api.CodeInvalidRequest, "the constants were read")
 	require.Contains(t, httpCodes, "origin_not_allowed", "the codec server's codes were read")
 	for _, code := range httpCodes {
 		known[code] = true
