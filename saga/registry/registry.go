@@ -7,6 +7,7 @@ import (
 
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/scheduled"
 )
 
 // All is every saga of the service: the one list a new saga is registered
@@ -18,6 +19,7 @@ var All = []saga.Descriptor{
 	saga.Refund,
 	saga.Maintenance,
 	saga.PSPCatchUp,
+	scheduled.Saga,
 }
 
 // Routes are the customer routes of every saga whose handlers live in its

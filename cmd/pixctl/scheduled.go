@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"text/tabwriter"
+)
+
+// The scheduled PIX's commands (saga/scheduled), registered here as a
+// group of their own: a saga's commands are its own file.
+func init() {
+	groups = append(groups, &group{name: "scheduled", summary: "scheduled PIX (PIX Agendado): list, show, cancel",
+		commands: []*command{scheduledListCommand, scheduledShowCommand, scheduledCancelCommand}})
+}
+
+// scheduledPix is a scheduled PIX as the API answers it.
+type scheduledPix struct {
+	ID            string  `json:"id"`
+	AccountID     string  `json:"account_id"`
+	AmountCents   int64   `json:"amount_cents"`
+	PixKey        string  `json:"pix_key"`
+	ScheduledFor  string  `json:"scheduled_for"`
+	RunAt         string  `json:"run_at"`
+	Status        string  `json:"status"`
+	FailureReason *string `json:"failure_reason"`
+	TransferID    *string `json:"transfer_id"`
+	EndToEndID    *string `json:"end_to_end_id"`
+	TemporalUIURL string  `json:"temporal_ui_url"`
+}
+
+// scheduledAccountFlag is the account whose customer pixctl acts as (a
+// minted token acts for it), as refund-status's.
+func scheduledClient(inv *invocation, account string) (*apiClient, error) {
+	c, err := inv.apiClient()
+	if err != nil {
+		return nil, err
+	}
+	if account == "" && c.customerToken == "" && c.dev != nil {
+		return nil, usageErrorf("-account: name the scheduled PIX's account: the token pixctl mints acts for the accounts it names; or set PIX_TOKEN")
+	}
+	if account != "" {
+		c = c.as(account)
+	}
+	return c, nil
+}
+
+var scheduledListCommand = &command{
+	name: "scheduled list", args: "-account ID [-status S] [flags]",
+	summary: "an account's scheduled PIX, by date",
+	about: `Prints an account's scheduled PIX (GET /pix/scheduled?account_id=…), by
+date, as the account's customer: -status keeps one status (scheduled,
+executed, failed, cancelled).
+`,
+	problem:  "no such account of the customer's (account_not_found)",
+	settings: customerSettings, output: true,
+	define: func(fs *flag.FlagSet) runner {
+		account := fs.String("account", "", "the account")
+		status := fs.String("status", "", "only this status: scheduled, executed, failed or cancelled")
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			switch {
+			case *account == "":
+				return usageErrorf("-account: name the account")
+			case len(args) != 0:
+				return usageErrorf("unexpected argument %q", args[0])
+			}
+			c, err := scheduledClient(inv, *account)
+			if err != nil {
+				return err
+			}
+			q := url.Values{"account_id": {*account}}
+			if *status != "" {
+				q.Set("status", *status)
+			}
+			var v struct {
+				Scheduled []scheduledPix `json:"scheduled"`
+			}
+			raw, err := c.read(ctx, "/pix/scheduled?"+q.Encode(), "list scheduled pix", &v)
+			if err != nil {
+				return err
+			}
+			if inv.json {
+				return printJSON(inv.out, raw)
+			}
+			return printScheduled(inv.out, v.Scheduled...)
+		}
+	},
+}
+
+var scheduledShowCommand = &command{
+	name: "scheduled show", args: "[-account ID] [flags] <id>",
+	summary: "one scheduled PIX: its date, status, transfer and workflow link",
+	about: `Prints one scheduled PIX (GET /pix/scheduled/{id}) as its account's
+customer: when it runs, its status, the transfer it made (pixctl's
+transfer id is GET /pix/transfers/{id}) or why it failed, and its run in
+the Temporal UI.
+`,
+	problem:  "no such scheduled PIX of the account's (scheduled_pix_not_found)",
+	settings: customerSettings, output: true,
+	define: func(fs *flag.FlagSet) runner {
+		account := fs.String("account", "", "the scheduled PIX's account, which a minted token acts for")
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("name one scheduled PIX: its id")
+			}
+			c, err := scheduledClient(inv, *account)
+			if err != nil {
+				return err
+			}
+			var s scheduledPix
+			raw, err := c.read(ctx, "/pix/scheduled/"+url.PathEscape(args[0]), "show scheduled pix", &s)
+			if err != nil {
+				return err
+			}
+			if inv.json {
+				return printJSON(inv.out, raw)
+			}
+			return printScheduled(inv.out, s)
+		}
+	},
+}
+
+var scheduledCancelCommand = &command{
+	name: "scheduled cancel", args: "[-account ID] [flags] <id>",
+	summary: "cancel a scheduled PIX before it runs",
+	about: `Cancels a scheduled PIX that has not run (DELETE /pix/scheduled/{id}) as
+its account's customer: nothing is debited, its run ends. Cancelling one
+cancelled already answers the same. One that ran is refused
+(scheduled_pix_already_ran): see its status with pixctl scheduled show.
+`,
+	problem:  "it ran already (scheduled_pix_already_ran), or no such scheduled PIX of the account's",
+	settings: customerSettings, output: true,
+	define: func(fs *flag.FlagSet) runner {
+		account := fs.String("account", "", "the scheduled PIX's account, which a minted token acts for")
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("name one scheduled PIX: its id")
+			}
+			c, err := scheduledClient(inv, *account)
+			if err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			status, err := c.call(ctx, http.MethodDelete, "/pix/scheduled/"+url.PathEscape(args[0]), nil, &raw)
+			if err != nil {
+				return err
+			}
+			var e apiError
+			_ = json.Unmarshal(raw, &e)
+			if err := check(status, e, "cancel scheduled pix"); err != nil {
+				return err
+			}
+			var s scheduledPix
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return unavailable(fmt.Errorf("cancel scheduled pix: decode answer: %w", err))
+			}
+			if inv.json {
+				return printJSON(inv.out, raw)
+			}
+			return printScheduled(inv.out, s)
+		}
+	},
+}
+
+// printScheduled prints scheduled PIX, one a line.
+func printScheduled(out io.Writer, all ...scheduledPix) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tACCOUNT\tAMOUNT\tPIX KEY\tDATE\tRUNS AT\tSTATUS\tTRANSFER / REASON\tWORKFLOW")
+	for _, s := range all {
+		outcome := "-"
+		switch {
+		case s.TransferID != nil:
+			outcome = *s.TransferID
+		case s.FailureReason != nil:
+			outcome = *s.FailureReason
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.AccountID, brl(s.AmountCents), s.PixKey, s.ScheduledFor,
+			s.RunAt, s.Status, outcome, s.TemporalUIURL)
+	}
+	return w.Flush()
+}

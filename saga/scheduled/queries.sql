@@ -1,0 +1,64 @@
+-- The scheduled PIX's statements, bound by its store (db.BindQueries). A
+-- statement that returns a scheduled PIX returns its row (*), which the
+-- store reads by column name into its typed row (row in store.go). Every event of the
+-- saga has one payload: scheduled_id, account_id, amount_cents, pix_key,
+-- scheduled_for, status, failure_reason, transfer_id, end_to_end_id, at.
+
+-- name: AccountStatus
+-- The account a scheduled PIX would debit: refused at creation when it is
+-- missing or closed (its balance is looked at on the date only).
+SELECT status FROM accounts WHERE id = $1
+
+-- name: Create
+-- The row and its created event. $1 id, $2 account_id, $3 amount_cents,
+-- $4 pix_key, $5 description, $6 scheduled_for (YYYY-MM-DD), $7 run_at,
+-- $8 idempotency_key, $9 requested_by, $10 traceparent. Due at once for
+-- its dispatcher: the run starts now and sleeps until run_at.
+WITH scheduled AS (
+    INSERT INTO pix_scheduled (id, account_id, amount_cents, pix_key, description, scheduled_for, run_at,
+                               idempotency_key, requested_by, traceparent, dispatch_due_at)
+    VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6::date, $7, $8, NULLIF($9, ''), $10, now())
+    RETURNING *),
+event AS (
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
+    SELECT 'pix_scheduled', id::text, 'pix.scheduled.created',
+           pix_scheduled_event(scheduled::pix_scheduled, created_at), traceparent
+    FROM scheduled)
+SELECT * FROM scheduled
+
+-- name: Get
+SELECT * FROM pix_scheduled WHERE id = $1
+
+-- name: Lock
+-- The row, locked for the decision that concludes it (run or cancel):
+-- whichever takes the lock first decides, the other sees its decision.
+SELECT * FROM pix_scheduled WHERE id = $1 FOR UPDATE
+
+-- name: ListByAccount
+-- An account's scheduled PIX, by date: $1 account_id, $2 status ('' for
+-- every one), $3 at most.
+SELECT * FROM pix_scheduled WHERE account_id = $1 AND ($2 = '' OR status = $2)
+ORDER BY scheduled_for, id LIMIT $3
+
+-- name: Conclude
+-- Concludes a row still scheduled, with its event, and closes its queue
+-- entry: $1 id, $2 status (executed, failed, cancelled), $3
+-- failure_reason, $4 transfer_id, $5 end_to_end_id. A row concluded
+-- already is left as it is (no row returned).
+WITH scheduled AS (
+    UPDATE pix_scheduled SET status = $2, failure_reason = $3, transfer_id = $4, end_to_end_id = $5,
+        concluded_at = now(), updated_at = now(), dispatch_due_at = NULL
+    WHERE id = $1 AND status = 'scheduled'
+    RETURNING *),
+event AS (
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
+    SELECT 'pix_scheduled', id::text, 'pix.scheduled.concluded',
+           pix_scheduled_event(scheduled::pix_scheduled, concluded_at), traceparent
+    FROM scheduled)
+SELECT * FROM scheduled
+
+-- name: Pending
+-- The gauges: the scheduled PIX still to run, and those past their time
+-- by more than $1 (a run lost or stuck: PixScheduledOverdue).
+SELECT count(*), count(*) FILTER (WHERE run_at < now() - $1::interval)
+FROM pix_scheduled WHERE status = 'scheduled'

@@ -1,0 +1,258 @@
+package scheduled
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/pixbank/pix/api"
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/auth"
+	"github.com/pixbank/pix/internal/notification"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga"
+)
+
+// The customer routes (api/openapi/pix-api/scheduled.yaml):
+//
+//	POST   /pix/scheduled        pix:write, Idempotency-Key: schedule a PIX
+//	GET    /pix/scheduled        pix:read: an account's, by date
+//	GET    /pix/scheduled/{id}   pix:read
+//	DELETE /pix/scheduled/{id}   pix:write: cancel it before it runs
+//
+// Another customer's scheduled PIX, or account, answers as missing.
+
+// Limits of the routes.
+const (
+	MaxBodyBytes     = 16 << 10
+	DefaultListLimit = 100
+	MaxListLimit     = 500
+)
+
+// requestFields are the members of POST /pix/scheduled: a transfer's, and
+// its date.
+var requestFields = []string{"account_id", "amount_cents", "pix_key", "description", "scheduled_for"}
+
+// RouteStore is what the routes need of the database.
+type RouteStore interface {
+	Create(ctx context.Context, r db.Reservation, n New, render func(Scheduled) ([]byte, error)) (Scheduled, error)
+	Get(ctx context.Context, id uuid.UUID) (Scheduled, error)
+	List(ctx context.Context, accountID, status string, limit int) ([]Scheduled, error)
+	Cancel(ctx context.Context, id uuid.UUID) (Scheduled, bool, error)
+}
+
+// Signaller wakes a run: the Temporal client.
+type Signaller interface {
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+}
+
+// Handlers serve the saga's routes.
+type Handlers struct {
+	Store    RouteStore
+	Keys     api.KeyStore
+	Temporal Signaller
+	Settings Settings
+	Log      *slog.Logger
+	// Now is the clock the dates are checked by (time.Now).
+	Now func() time.Time
+}
+
+// routes builds the saga's routes from env (saga.Descriptor.Routes); a
+// wrong PIX_SCHEDULED_HOUR stops pixd at start.
+func routes(env saga.Env) (api.SagaRoutes, error) {
+	settings, err := SettingsFrom(env.Lookup)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handlers{Store: NewStore(env.Store), Keys: env.Store, Temporal: env.Temporal, Settings: settings, Log: env.Log, Now: time.Now}
+	return h.Register, nil
+}
+
+// Register registers the routes on r, each behind its scope.
+func (h *Handlers) Register(k api.Kit, r gin.IRoutes, read, write gin.HandlerFunc) {
+	r.POST("/pix/scheduled", write, func(c *gin.Context) { h.create(k, c) })
+	r.GET("/pix/scheduled", read, func(c *gin.Context) { h.list(k, c) })
+	r.GET("/pix/scheduled/:id", read, func(c *gin.Context) { h.get(k, c) })
+	r.DELETE("/pix/scheduled/:id", write, func(c *gin.Context) { h.cancel(k, c) })
+}
+
+// view is a scheduled PIX as the API answers it.
+type view struct {
+	Scheduled
+	WorkflowID    string `json:"workflow_id"`
+	TemporalUIURL string `json:"temporal_ui_url"`
+}
+
+func viewOf(k api.Kit, s Scheduled) view {
+	id := WorkflowID(s.ID.String())
+	return view{Scheduled: s, WorkflowID: id, TemporalUIURL: k.WorkflowURL(id)}
+}
+
+// request is a decoded POST /pix/scheduled.
+type request struct {
+	pix.TransferRequest
+	ScheduledFor string
+	RunAt        time.Time
+}
+
+// decode validates a POST /pix/scheduled body: a transfer's members, as
+// POST /pix checks them, and its date.
+func (h *Handlers) decode(body []byte) (request, error) {
+	m, err := api.DecodeRequest(body, "scheduled PIX", requestFields...)
+	if err != nil {
+		return request{}, err
+	}
+	var r request
+	if r.TransferRequest, err = api.TransferRequestOf(m); err != nil {
+		return r, err
+	}
+	if r.ScheduledFor, err = notification.RequiredString(m["scheduled_for"], "scheduled_for"); err != nil {
+		return r, err
+	}
+	r.RunAt, err = h.Settings.RunAt(r.ScheduledFor, h.Now())
+	return r, err
+}
+
+// create is POST /pix/scheduled behind the Idempotency-Key layer: it
+// records the scheduled PIX (nothing debited) and its saga starts.
+func (h *Handlers) create(k api.Kit, c *gin.Context) {
+	api.ServeKeyed(k, c, api.KeyedOperation[request]{
+		What:    "scheduled pix",
+		Done:    "scheduled pix created",
+		Keys:    h.Keys,
+		MaxBody: MaxBodyBytes,
+		Decode:  h.decode,
+		Forbidden: func(caller auth.Caller, req request) error {
+			if !caller.MayActFor(req.AccountID) {
+				return api.ErrForbiddenAccount
+			}
+			return nil
+		},
+		Run: func(ctx context.Context, res db.Reservation, req request) ([]byte, string, []any, error) {
+			var answer []byte
+			created, err := h.Store.Create(ctx, res, New{ID: uuid.New(), TransferRequest: req.TransferRequest,
+				ScheduledFor: req.ScheduledFor, RunAt: req.RunAt}, func(s Scheduled) ([]byte, error) {
+				b, err := json.Marshal(viewOf(k, s))
+				answer = b
+				return b, err
+			})
+			return answer, "", []any{"scheduled_id", created.ID, "workflow_id", WorkflowID(created.ID.String()),
+				"account_id", created.AccountID, "amount_cents", created.AmountCents, "scheduled_for", created.ScheduledFor,
+				"run_at", created.RunAt}, err
+		},
+	})
+}
+
+// own reads the scheduled PIX of the route's id, one of the caller's
+// accounts': another's is ErrNotFound.
+func (h *Handlers) own(k api.Kit, c *gin.Context) (Scheduled, error) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return Scheduled{}, pix.Invalid("id", "must be a scheduled PIX id (a UUID)")
+	}
+	s, err := h.Store.Get(c.Request.Context(), id)
+	if err == nil && !k.Caller(c).MayActFor(s.AccountID) {
+		return Scheduled{}, ErrNotFound // another account's: as if missing
+	}
+	return s, err
+}
+
+// get is GET /pix/scheduled/{id}.
+func (h *Handlers) get(k api.Kit, c *gin.Context) {
+	s, err := h.own(k, c)
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	if s.EndToEndID != nil {
+		k.NamePIX(c, *s.EndToEndID)
+	}
+	c.JSON(http.StatusOK, viewOf(k, s))
+}
+
+// list is GET /pix/scheduled?account_id=…[&status=…][&limit=…]: an
+// account's scheduled PIX by date.
+func (h *Handlers) list(k api.Kit, c *gin.Context) {
+	account := c.Query("account_id")
+	if account == "" {
+		k.Fail(c, pix.Invalid("account_id", "is required"))
+		return
+	}
+	if !k.Caller(c).MayActFor(account) {
+		k.Fail(c, pix.ErrAccountNotFound) // another's: as if missing
+		return
+	}
+	status := c.Query("status")
+	switch status {
+	case "", StatusScheduled, StatusExecuted, StatusFailed, StatusCancelled:
+	default:
+		k.Fail(c, pix.Invalid("status", "must be scheduled, executed, failed or cancelled"))
+		return
+	}
+	limit := DefaultListLimit
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxListLimit {
+			k.Fail(c, pix.Invalid("limit", "must be 1 to %d", MaxListLimit))
+			return
+		}
+		limit = n
+	}
+	found, err := h.Store.List(c.Request.Context(), account, status, limit)
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	views := make([]view, 0, len(found))
+	for _, s := range found {
+		views = append(views, viewOf(k, s))
+	}
+	c.JSON(http.StatusOK, gin.H{"scheduled": views})
+}
+
+// cancel is DELETE /pix/scheduled/{id}: it cancels a scheduled PIX that
+// has not run (200, status cancelled; again 200 when asked again), or
+// answers 409 scheduled_pix_already_ran. The cancel is committed first;
+// then its run is woken (a signal), which reads the row and ends. A
+// signal that can't be sent loses nothing: the run reads the row at its
+// time and ends cancelled then.
+func (h *Handlers) cancel(k api.Kit, c *gin.Context) {
+	ctx := c.Request.Context()
+	s, err := h.own(k, c)
+	if err == nil {
+		var cancelled bool
+		s, cancelled, err = h.Store.Cancel(ctx, s.ID)
+		if cancelled {
+			concludedTotal.WithLabelValues(StatusCancelled).Inc()
+			h.Log.InfoContext(ctx, "scheduled pix cancelled", "scheduled_id", s.ID, "workflow_id", WorkflowID(s.ID.String()),
+				"account_id", s.AccountID, "amount_cents", s.AmountCents, "scheduled_for", s.ScheduledFor)
+		}
+	}
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	h.wake(ctx, s)
+	c.JSON(http.StatusOK, viewOf(k, s))
+}
+
+// wake signals the run of s, cancelled, to read its row.
+func (h *Handlers) wake(ctx context.Context, s Scheduled) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	id := WorkflowID(s.ID.String())
+	err := h.Temporal.SignalWorkflow(ctx, id, "", CancelSignal, nil)
+	var notFound *serviceerror.NotFound
+	if err != nil && !errors.As(err, &notFound) { // no run open: none to wake
+		h.Log.WarnContext(ctx, "scheduled pix cancelled, its run not woken: it ends cancelled at its time", "scheduled_id", s.ID,
+			"workflow_id", id, "error", err)
+	}
+}

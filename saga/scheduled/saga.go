@@ -1,0 +1,62 @@
+package scheduled
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/workflows"
+)
+
+// The saga's business refusals, declared once with their answers (Kinds).
+var (
+	// ErrNotFound: no scheduled PIX with the id (or another customer's).
+	ErrNotFound = errors.New("scheduled pix not found")
+	// ErrAlreadyRan: the scheduled PIX ran (executed or failed) before it
+	// was cancelled.
+	ErrAlreadyRan = errors.New("scheduled pix already ran")
+)
+
+// Kinds are the saga's business errors, added to pix.Kinds.
+var Kinds = pix.DeclareKinds(
+	&pix.Kind{Err: ErrNotFound, Refusal: true,
+		Status: http.StatusNotFound, Code: "scheduled_pix_not_found", Message: "no scheduled PIX with this id",
+		TemporalType: "ScheduledPixNotFound"},
+	&pix.Kind{Err: ErrAlreadyRan, Refusal: true,
+		Status: http.StatusConflict, Code: "scheduled_pix_already_ran",
+		Message: "the scheduled PIX already ran (see its status): it can't be cancelled"},
+)
+
+// Event types of the saga, each of the aggregate pix_scheduled (its id),
+// with one payload (internal/broker/schemas/pix.scheduled.*.json).
+const (
+	EventCreated   = "pix.scheduled.created"
+	EventConcluded = "pix.scheduled.concluded"
+	Aggregate      = "pix_scheduled"
+)
+
+// Events are the saga's event types, added to db.EventTypes.
+var Events = db.DeclareEvents(map[string]string{EventCreated: Aggregate, EventConcluded: Aggregate})
+
+// Saga is the scheduled PIX, declared once: listed in saga/registry.
+var Saga = saga.Descriptor{
+	Name: "scheduled",
+	// The scheduled PIX is an outgoing PIX: its runs sleep on the
+	// transfers' queue and hand over to the transfer saga there.
+	Family:    workflows.Transfers,
+	Workflows: map[string]any{WorkflowName: Workflow},
+	Deps: func(env saga.Env) any {
+		return &Activities{Store: NewStore(env.Store), BankISPB: env.Cfg.BankISPB, Log: env.Log}
+	},
+	Activities: func(deps any) []any { return []any{deps.(*Activities)} },
+	Source: func(env saga.Env, taskQueue string) durable.Source {
+		return Source(NewStore(env.Store).Queue(), taskQueue)
+	},
+	Kinds:      Kinds,
+	Events:     Events,
+	Routes:     routes,
+	Collectors: collectors,
+}

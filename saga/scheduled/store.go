@@ -1,0 +1,308 @@
+package scheduled
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/tracing"
+)
+
+// The statuses of a scheduled PIX: scheduled until it concludes, once, as
+// executed (its transfer made), failed (nothing debited) or cancelled.
+const (
+	StatusScheduled = "scheduled"
+	StatusExecuted  = "executed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// DueChannel is the notification channel that says scheduled PIX are due
+// for dispatch (their saga's run to start).
+const DueChannel = "pix_scheduled_due"
+
+//go:embed queries.sql
+var queryFiles embed.FS
+
+// scheduledSQL holds the statements of queries.sql.
+var scheduledSQL struct {
+	AccountStatus, Create, Get, Lock, ListByAccount, Conclude, Pending string
+}
+
+func init() { db.BindQueries(queryFiles, "queries.sql", &scheduledSQL) }
+
+// queue is the scheduled PIX whose run must be going: those still
+// scheduled. A run waits until run_at on purpose, so it is not rechecked
+// before (NotBefore): a PIX scheduled 30 days ahead costs no start until
+// its date; one whose run was lost is started again then.
+var queue = db.DeclareQueue(db.QueueSpec{
+	Name: "scheduled", Table: "pix_scheduled", Key: "id", KeyType: "uuid", Channel: DueChannel,
+	Open:      "m.dispatch_due_at IS NOT NULL",
+	Attempts:  "0",
+	Drive:     "1",
+	NotBefore: "run_at",
+	Listing: db.Listing{
+		EndToEndID: "COALESCE(m.end_to_end_id, '')", AccountID: "m.account_id", AmountCents: "m.amount_cents",
+		Status: "m.status", PSP: "NULL::text",
+		Memo:  "jsonb_build_object('payee_pix_key', m.pix_key, 'scheduled_for', to_char(m.scheduled_for, 'YYYY-MM-DD'))",
+		Since: "m.created_at", Traceparent: "m.traceparent",
+	},
+})
+
+// Scheduled is a scheduled PIX as the API shows it.
+type Scheduled struct {
+	ID          uuid.UUID `json:"id"`
+	AccountID   string    `json:"account_id"`
+	AmountCents int64     `json:"amount_cents"`
+	PixKey      string    `json:"pix_key"`
+	Description *string   `json:"description"`
+	// ScheduledFor is the date (YYYY-MM-DD, America/Sao_Paulo); RunAt the
+	// instant it runs.
+	ScheduledFor string    `json:"scheduled_for"`
+	RunAt        time.Time `json:"run_at"`
+	Status       string    `json:"status"`
+	// FailureReason is the error code of a failed one (insufficient_funds,
+	// account_closed).
+	FailureReason *string `json:"failure_reason"`
+	// TransferID and EndToEndID are the outgoing transfer an executed one
+	// made (GET /pix/transfers/{id}).
+	TransferID  *uuid.UUID `json:"transfer_id"`
+	EndToEndID  *string    `json:"end_to_end_id"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ConcludedAt *time.Time `json:"concluded_at"`
+	// RequestedBy is who asked for it (the token's subject); not shown.
+	RequestedBy *string `json:"-"`
+}
+
+// row is a pix_scheduled row as its statements return it (*), read by
+// column name.
+type row struct {
+	ID             uuid.UUID  `db:"id"`
+	AccountID      string     `db:"account_id"`
+	AmountCents    int64      `db:"amount_cents"`
+	PixKey         string     `db:"pix_key"`
+	Description    *string    `db:"description"`
+	ScheduledFor   time.Time  `db:"scheduled_for"`
+	RunAt          time.Time  `db:"run_at"`
+	Status         string     `db:"status"`
+	FailureReason  *string    `db:"failure_reason"`
+	TransferID     *uuid.UUID `db:"transfer_id"`
+	EndToEndID     *string    `db:"end_to_end_id"`
+	IdempotencyKey *uuid.UUID `db:"idempotency_key"`
+	RequestedBy    *string    `db:"requested_by"`
+	Traceparent    *string    `db:"traceparent"`
+	CreatedAt      time.Time  `db:"created_at"`
+	UpdatedAt      time.Time  `db:"updated_at"`
+	ConcludedAt    *time.Time `db:"concluded_at"`
+	DispatchDueAt  *time.Time `db:"dispatch_due_at"`
+	DispatchedAt   *time.Time `db:"dispatched_at"`
+}
+
+func (r row) scheduled() Scheduled {
+	return Scheduled{ID: r.ID, AccountID: r.AccountID, AmountCents: r.AmountCents, PixKey: r.PixKey, Description: r.Description,
+		ScheduledFor: r.ScheduledFor.Format(dateLayout), RunAt: r.RunAt, Status: r.Status, FailureReason: r.FailureReason,
+		TransferID: r.TransferID, EndToEndID: r.EndToEndID, CreatedAt: r.CreatedAt, ConcludedAt: r.ConcludedAt, RequestedBy: r.RequestedBy}
+}
+
+// one reads the one scheduled PIX rs returns: ErrNotFound when none.
+func one(rs pgx.Rows, err error) (Scheduled, error) {
+	if err != nil {
+		return Scheduled{}, err
+	}
+	r, err := pgx.CollectExactlyOneRow(rs, pgx.RowToStructByName[row])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Scheduled{}, ErrNotFound
+	}
+	if err != nil {
+		return Scheduled{}, err
+	}
+	return r.scheduled(), nil
+}
+
+// Store is the saga's store, over the service's (db's exported core).
+type Store struct{ store *db.Store }
+
+// NewStore returns the saga's store over s.
+func NewStore(s *db.Store) *Store { return &Store{s} }
+
+// Queue is the scheduled PIX whose run must be going, for the saga's
+// dispatcher.
+func (s *Store) Queue() db.DueQueue { return s.store.DueQueue(queue) }
+
+// New is a scheduled PIX about to be recorded.
+type New struct {
+	ID uuid.UUID
+	pix.TransferRequest
+	ScheduledFor string
+	RunAt        time.Time
+}
+
+// Create records the scheduled PIX and the Idempotency-Key's answer (201,
+// render's body) in one transaction, and wakes its dispatchers on commit.
+// Nothing is debited. Refusals, with nothing changed: pix.ErrAccountNotFound
+// and pix.ErrAccountClosed; pix.ErrRequestInProgress when the reservation
+// was taken over meanwhile.
+func (s *Store) Create(ctx context.Context, r db.Reservation, n New, render func(Scheduled) ([]byte, error)) (Scheduled, error) {
+	var out Scheduled
+	err := db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
+		var status string
+		err := tx.QueryRow(ctx, scheduledSQL.AccountStatus, n.AccountID).Scan(&status)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("%w: %s", pix.ErrAccountNotFound, n.AccountID)
+		case err != nil:
+			return fmt.Errorf("read account: %w", err)
+		case status != pix.AccountActive:
+			return fmt.Errorf("%w: %s", pix.ErrAccountClosed, n.AccountID)
+		}
+		out, err = one(tx.Query(ctx, scheduledSQL.Create, n.ID, n.AccountID, n.AmountCents, n.PixKey, n.Description,
+			n.ScheduledFor, n.RunAt, r.Key, r.Caller, tracing.Traceparent(ctx)))
+		if err != nil {
+			return fmt.Errorf("record scheduled pix: %w", err)
+		}
+		return db.RecordCreated(ctx, tx, r, out, render)
+	})
+	if err != nil {
+		return Scheduled{}, db.Classify(err)
+	}
+	s.store.Wake(DueChannel, db.OutboxChannel)
+	return out, nil
+}
+
+// Get returns one scheduled PIX; ErrNotFound when there is none.
+func (s *Store) Get(ctx context.Context, id uuid.UUID) (Scheduled, error) {
+	out, err := one(s.store.Pool().Query(ctx, scheduledSQL.Get, id))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return Scheduled{}, db.Classify(fmt.Errorf("get scheduled pix: %w", err))
+	}
+	return out, err
+}
+
+// List returns an account's scheduled PIX by date, of status ("": any), at
+// most limit.
+func (s *Store) List(ctx context.Context, accountID, status string, limit int) ([]Scheduled, error) {
+	rs, err := s.store.Pool().Query(ctx, scheduledSQL.ListByAccount, accountID, status, limit)
+	if err != nil {
+		return nil, db.Classify(fmt.Errorf("list scheduled pix: %w", err))
+	}
+	rows, err := pgx.CollectRows(rs, pgx.RowToStructByName[row])
+	if err != nil {
+		return nil, db.Classify(fmt.Errorf("list scheduled pix: %w", err))
+	}
+	out := make([]Scheduled, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.scheduled())
+	}
+	return out, nil
+}
+
+// Cancel cancels a scheduled PIX that has not run, with its event; one
+// cancelled already is returned as it is (a cancel whose answer was lost,
+// asked again). One that ran (executed or failed) is ErrAlreadyRan: the
+// run took the row's lock first. It returns whether this call cancelled it.
+func (s *Store) Cancel(ctx context.Context, id uuid.UUID) (out Scheduled, cancelled bool, err error) {
+	err = db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
+		cur, err := one(tx.Query(ctx, scheduledSQL.Lock, id))
+		if err != nil {
+			return err
+		}
+		switch cur.Status {
+		case StatusCancelled:
+			out, cancelled = cur, false
+			return nil
+		case StatusScheduled:
+			out, err = conclude(ctx, tx, id, StatusCancelled, nil, nil, nil)
+			cancelled = err == nil
+			return err
+		default:
+			return fmt.Errorf("%w: it is %s", ErrAlreadyRan, cur.Status)
+		}
+	})
+	if err != nil {
+		return Scheduled{}, false, db.Classify(err)
+	}
+	if cancelled {
+		s.store.Wake(db.OutboxChannel)
+	}
+	return out, cancelled, nil
+}
+
+// Run runs a scheduled PIX on its date, in one transaction under its row's
+// lock: it debits the account and hands the outgoing transfer over to the
+// transfer saga (db.RecordTransfer), then marks it executed; or, when the
+// account refuses the debit (insufficient funds, closed), marks it failed
+// with the refusal's code, nothing debited. A scheduled PIX concluded
+// already (cancelled first, or run by an attempt whose answer was lost) is
+// returned as it is and nothing changes: concluded says whether this call
+// concluded it. bankISPB starts the transfer's end_to_end_id.
+func (s *Store) Run(ctx context.Context, id uuid.UUID, bankISPB string) (out Scheduled, concluded bool, err error) {
+	err = db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
+		cur, err := one(tx.Query(ctx, scheduledSQL.Lock, id))
+		if err != nil {
+			return err
+		}
+		if cur.Status != StatusScheduled {
+			out, concluded = cur, false
+			return nil
+		}
+		req := pix.TransferRequest{AccountID: cur.AccountID, AmountCents: cur.AmountCents, PixKey: cur.PixKey}
+		if cur.Description != nil {
+			req.Description = *cur.Description
+		}
+		debit, err := db.DebitAccount(ctx, tx, cur.AccountID, cur.AmountCents)
+		if pix.IsRefusal(err) {
+			// The account refused before anything was written: the row
+			// fails with the refusal's code.
+			reason := pix.KindOf(err).Code
+			out, err = conclude(ctx, tx, id, StatusFailed, &reason, nil, nil)
+			concluded = err == nil
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		requestedBy := ""
+		if cur.RequestedBy != nil {
+			requestedBy = *cur.RequestedBy
+		}
+		transferID := uuid.New()
+		t, err := db.RecordTransfer(ctx, tx, db.NewTransfer{ID: transferID, EndToEndID: pix.NewEndToEndID(bankISPB, debit.At),
+			TransferRequest: req}, nil, requestedBy, debit)
+		if err != nil {
+			return err
+		}
+		out, err = conclude(ctx, tx, id, StatusExecuted, nil, &transferID, &t.EndToEndID)
+		concluded = err == nil
+		return err
+	})
+	if err != nil {
+		return Scheduled{}, false, db.Classify(err)
+	}
+	if concluded {
+		s.store.Wake(db.TransferDueChannel, db.OutboxChannel)
+	}
+	return out, concluded, nil
+}
+
+// conclude concludes the locked row, still scheduled, as status.
+func conclude(ctx context.Context, tx pgx.Tx, id uuid.UUID, status string, reason *string, transferID *uuid.UUID, endToEndID *string) (Scheduled, error) {
+	out, err := one(tx.Query(ctx, scheduledSQL.Conclude, id, status, reason, transferID, endToEndID))
+	if err != nil {
+		return Scheduled{}, fmt.Errorf("conclude scheduled pix as %s: %w", status, err)
+	}
+	return out, nil
+}
+
+// Pending counts the scheduled PIX still to run, and those past their
+// time by more than late.
+func (s *Store) Pending(ctx context.Context, late time.Duration) (pending, overdue int64, err error) {
+	err = s.store.Pool().QueryRow(ctx, scheduledSQL.Pending, late).Scan(&pending, &overdue)
+	return pending, overdue, db.Classify(err)
+}

@@ -1,0 +1,101 @@
+package scheduled
+
+import (
+	"context"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/workflows"
+)
+
+// WorkflowName is the saga's workflow type, recorded in every run's
+// history: never change it.
+const WorkflowName = "PixScheduled"
+
+// CancelSignal wakes a sleeping run after its row was cancelled
+// (DELETE /pix/scheduled/{id}): the run reads the row and ends as it says.
+// A signal without a cancelled row changes nothing.
+const CancelSignal = "cancel"
+
+// WorkflowID is the id of the saga's run of scheduled PIX id.
+func WorkflowID(id string) string { return "pix-scheduled:" + id }
+
+// Input starts the saga of one scheduled PIX.
+type Input struct {
+	ID string
+}
+
+// activityOptions retry the database until it answers; a scheduled PIX
+// that does not exist ends the run.
+func activityOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			NonRetryableErrorTypes: pix.NonRetryableTypes(),
+		},
+	}
+}
+
+// Workflow is the saga of one scheduled PIX: it reads the row, sleeps on a
+// durable timer until its run_at, then runs it (RunScheduled: debit and
+// hand-over to the transfer saga, or failed, nothing debited). A cancel
+// signal wakes it early: the row, read again, says whether it was
+// cancelled (the run ends so) or not (it sleeps again). The run's result
+// is the row as it concluded.
+func Workflow(ctx workflow.Context, in Input) (Scheduled, error) {
+	ctx = workflow.WithActivityOptions(ctx, activityOptions())
+	var a *Activities
+	var s Scheduled
+	if err := workflow.ExecuteActivity(ctx, a.LoadScheduled, in.ID).Get(ctx, &s); err != nil {
+		return s, err
+	}
+	cancels := workflow.GetSignalChannel(ctx, CancelSignal)
+	for s.Status == StatusScheduled {
+		wait := s.RunAt.Sub(workflow.Now(ctx))
+		if wait <= 0 {
+			break
+		}
+		timerCtx, stopTimer := workflow.WithCancel(ctx)
+		due := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) { due = true })
+		sel.AddReceive(cancels, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+		sel.Select(ctx)
+		if due {
+			break
+		}
+		stopTimer()
+		if err := workflow.ExecuteActivity(ctx, a.LoadScheduled, in.ID).Get(ctx, &s); err != nil {
+			return s, err
+		}
+	}
+	if s.Status != StatusScheduled {
+		return s, nil
+	}
+	err := workflow.ExecuteActivity(ctx, a.RunScheduled, in.ID).Get(ctx, &s)
+	return s, err
+}
+
+// Source is the durable start of the saga: a run for each scheduled PIX
+// still to run, started at its creation, and again if lost (at its
+// run_at at the earliest: the queue's NotBefore).
+func Source(q durable.Queue, taskQueue string) durable.Source {
+	return durable.Source{
+		Kind:  "scheduled",
+		Queue: q,
+		Start: func(ctx context.Context, c client.Client, due durable.Due) (bool, error) {
+			return workflows.StartDue(ctx, c, due, WorkflowID(due.Key), taskQueue, WorkflowName, Input{ID: due.Key})
+		},
+		LogAttrs: func(due durable.Due) []any {
+			return []any{"scheduled_id", due.Key, "workflow_id", WorkflowID(due.Key)}
+		},
+	}
+}
