@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -698,25 +699,22 @@ func (a *App) RegisterSearchAttributes(ctx context.Context) error {
 	// A namespace created a moment ago is known to the server's namespace
 	// registry only at its next refresh (about 10 s): set-up scripts run
 	// this right after creating it, so "not found" is waited out, briefly.
-	giveUp := time.Now().Add(namespaceRegistryWait)
-	for {
+	added, err := backoff.Retry(ctx, func() ([]string, error) {
 		added, err := workflows.RegisterSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace)
 		var notFound *serviceerror.NamespaceNotFound
-		if errors.As(err, &notFound) && time.Now().Before(giveUp) {
+		if err != nil && !errors.As(err, &notFound) {
+			return nil, backoff.Permanent(err)
+		}
+		return added, err
+	}, backoff.WithBackOff(backoff.NewConstantBackOff(time.Second)), backoff.WithMaxElapsedTime(namespaceRegistryWait),
+		backoff.WithNotify(func(err error, _ time.Duration) {
 			a.Log.Warn("namespace not known yet; retrying", "namespace", a.Cfg.TemporalNamespace, "error", err)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		a.Log.Info("pix search attributes registered", "namespace", a.Cfg.TemporalNamespace, "added", added)
-		return nil
+		}))
+	if err != nil {
+		return err
 	}
+	a.Log.Info("pix search attributes registered", "namespace", a.Cfg.TemporalNamespace, "added", added)
+	return nil
 }
 
 // namespaceRegistryWait bounds RegisterSearchAttributes' wait for a new
@@ -728,27 +726,22 @@ const namespaceRegistryWait = 30 * time.Second
 // exiting (the SDK's worker start fails outright when it can't reach the
 // server).
 func (a *App) waitForTemporal(ctx context.Context) bool {
-	backoff := time.Second
-	for {
+	// Asked again after 1 s, doubling up to 30 s.
+	wait := &backoff.ExponentialBackOff{InitialInterval: time.Second, Multiplier: 2, MaxInterval: 30 * time.Second}
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		// GetSearchAttributes rather than CheckHealth: any workflow-service
 		// call loads the server's capabilities into the client, and it must
 		// happen once before the dispatcher's concurrent starts (the SDK
 		// reads them unsynchronized for eager start; found by -race).
 		checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		_, err := a.Temporal.GetSearchAttributes(checkCtx)
-		cancel()
-		if err == nil {
-			return true
-		}
+		return struct{}{}, err
+	}, backoff.WithBackOff(wait), backoff.WithMaxElapsedTime(0), backoff.WithNotify(func(err error, next time.Duration) {
 		a.Log.Warn("Temporal unreachable; the worker waits for it", "temporal_address", a.Cfg.TemporalAddress,
-			"error", err, "retry_in", backoff.String())
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 30*time.Second)
-	}
+			"error", err, "retry_in", next.String())
+	}))
+	return err == nil
 }
 
 // setUpWhileReachable runs the worker's set-up against Temporal once
