@@ -61,8 +61,13 @@ func unavailable(err error) error { return cli.WithStatus(cli.ExitUnavailable, e
 // errors) and decodes it into v; it returns the answer as it came, for -o
 // json.
 func (c *apiClient) read(ctx context.Context, path, what string, v any) (json.RawMessage, error) {
+	return c.ask(ctx, http.MethodGet, path, what, v)
+}
+
+// ask is read with another method, without a body (DELETE).
+func (c *apiClient) ask(ctx context.Context, method, path, what string, v any) (json.RawMessage, error) {
 	var raw json.RawMessage
-	status, err := c.call(ctx, http.MethodGet, path, nil, &raw)
+	status, err := c.call(ctx, method, path, nil, &raw)
 	if err != nil {
 		return nil, err
 	}

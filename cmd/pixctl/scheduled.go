@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -101,27 +100,7 @@ the Temporal UI.
 `,
 	problem:  "no such scheduled PIX of the account's (scheduled_pix_not_found)",
 	settings: customerSettings, output: true,
-	define: func(fs *flag.FlagSet) runner {
-		account := fs.String("account", "", "the scheduled PIX's account, which a minted token acts for")
-		return func(ctx context.Context, inv *invocation, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("name one scheduled PIX: its id")
-			}
-			c, err := scheduledClient(inv, *account)
-			if err != nil {
-				return err
-			}
-			var s scheduledPix
-			raw, err := c.read(ctx, "/pix/scheduled/"+url.PathEscape(args[0]), "show scheduled pix", &s)
-			if err != nil {
-				return err
-			}
-			if inv.json {
-				return printJSON(inv.out, raw)
-			}
-			return printScheduled(inv.out, s)
-		}
-	},
+	define: oneScheduled(http.MethodGet, "show scheduled pix"),
 }
 
 var scheduledCancelCommand = &command{
@@ -134,7 +113,13 @@ cancelled already answers the same. One that ran is refused
 `,
 	problem:  "it ran already (scheduled_pix_already_ran), or no such scheduled PIX of the account's",
 	settings: customerSettings, output: true,
-	define: func(fs *flag.FlagSet) runner {
+	define: oneScheduled(http.MethodDelete, "cancel scheduled pix"),
+}
+
+// oneScheduled defines a command on one scheduled PIX: method on
+// /pix/scheduled/{id} as its account's customer, the answer printed.
+func oneScheduled(method, what string) func(fs *flag.FlagSet) runner {
+	return func(fs *flag.FlagSet) runner {
 		account := fs.String("account", "", "the scheduled PIX's account, which a minted token acts for")
 		return func(ctx context.Context, inv *invocation, args []string) error {
 			if len(args) != 1 {
@@ -144,26 +129,17 @@ cancelled already answers the same. One that ran is refused
 			if err != nil {
 				return err
 			}
-			var raw json.RawMessage
-			status, err := c.call(ctx, http.MethodDelete, "/pix/scheduled/"+url.PathEscape(args[0]), nil, &raw)
+			var s scheduledPix
+			raw, err := c.ask(ctx, method, "/pix/scheduled/"+url.PathEscape(args[0]), what, &s)
 			if err != nil {
 				return err
-			}
-			var e apiError
-			_ = json.Unmarshal(raw, &e)
-			if err := check(status, e, "cancel scheduled pix"); err != nil {
-				return err
-			}
-			var s scheduledPix
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return unavailable(fmt.Errorf("cancel scheduled pix: decode answer: %w", err))
 			}
 			if inv.json {
 				return printJSON(inv.out, raw)
 			}
 			return printScheduled(inv.out, s)
 		}
-	},
+	}
 }
 
 // printScheduled prints scheduled PIX, one a line.
