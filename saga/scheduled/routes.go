@@ -100,11 +100,14 @@ func viewOf(k api.Kit, s Scheduled) view {
 type request struct {
 	pix.TransferRequest
 	ScheduledFor string
-	RunAt        time.Time
 }
 
 // decode validates a POST /pix/scheduled body: a transfer's members, as
-// POST /pix checks them, and its date.
+// POST /pix checks them, and that it names a date. Whether the date may be
+// scheduled is checked when it is recorded (create's Run), after the
+// account's check (Forbidden): a request for an account the token does not
+// grant is 403, leaving no key behind, whatever its date; ServeKeyed skips
+// that check for a body decode refuses.
 func (h *Handlers) decode(body []byte) (request, error) {
 	m, err := api.DecodeRequest(body, "scheduled PIX", requestFields...)
 	if err != nil {
@@ -114,10 +117,7 @@ func (h *Handlers) decode(body []byte) (request, error) {
 	if r.TransferRequest, err = api.TransferRequestOf(m); err != nil {
 		return r, err
 	}
-	if r.ScheduledFor, err = notification.RequiredString(m["scheduled_for"], "scheduled_for"); err != nil {
-		return r, err
-	}
-	r.RunAt, err = h.Settings.RunAt(r.ScheduledFor, h.Now())
+	r.ScheduledFor, err = notification.RequiredString(m["scheduled_for"], "scheduled_for")
 	return r, err
 }
 
@@ -137,9 +137,14 @@ func (h *Handlers) create(k api.Kit, c *gin.Context) {
 			return nil
 		},
 		Run: func(ctx context.Context, res db.Reservation, req request) ([]byte, string, []any, error) {
+			// A date refused is a refusal, recorded on the key as decode's.
+			runAt, err := h.Settings.RunAt(req.ScheduledFor, h.Now())
+			if err != nil {
+				return nil, "", nil, err
+			}
 			var answer []byte
 			created, err := h.Store.Create(ctx, res, New{ID: uuid.New(), TransferRequest: req.TransferRequest,
-				ScheduledFor: req.ScheduledFor, RunAt: req.RunAt}, func(s Scheduled) ([]byte, error) {
+				ScheduledFor: req.ScheduledFor, RunAt: runAt}, func(s Scheduled) ([]byte, error) {
 				b, err := json.Marshal(viewOf(k, s))
 				answer = b
 				return b, err
