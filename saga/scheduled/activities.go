@@ -32,7 +32,9 @@ func (a *Activities) LoadScheduled(ctx context.Context, id string) (Scheduled, e
 
 // RunScheduled runs the scheduled PIX on its date (Store.Run) and returns
 // it as it concluded. An attempt after one whose answer was lost finds it
-// concluded and changes nothing.
+// concluded and changes nothing; it logs the PIX as it found it, since the
+// lost attempt, whose commit may have been the one that ran it, logged
+// nothing.
 func (a *Activities) RunScheduled(ctx context.Context, id string) (Scheduled, error) {
 	key, err := parseID(id)
 	if err != nil {
@@ -42,18 +44,20 @@ func (a *Activities) RunScheduled(ctx context.Context, id string) (Scheduled, er
 	if err != nil {
 		return Scheduled{}, activities.KindError(err)
 	}
-	if concluded {
-		concludedTotal.WithLabelValues(s.Status).Inc()
-		attrs := []any{"scheduled_id", s.ID, "workflow_id", WorkflowID(id), "account_id", s.AccountID,
-			"amount_cents", s.AmountCents, "scheduled_for", s.ScheduledFor, "status", s.Status}
-		if s.EndToEndID != nil {
-			attrs = append(attrs, "end_to_end_id", *s.EndToEndID, "transfer_id", *s.TransferID)
-		}
-		if s.FailureReason != nil {
-			attrs = append(attrs, "failure_reason", *s.FailureReason)
-		}
-		a.Log.InfoContext(ctx, "scheduled pix ran", attrs...)
+	attrs := []any{"scheduled_id", s.ID, "workflow_id", WorkflowID(id), "account_id", s.AccountID,
+		"amount_cents", s.AmountCents, "scheduled_for", s.ScheduledFor, "status", s.Status}
+	if s.EndToEndID != nil {
+		attrs = append(attrs, "end_to_end_id", *s.EndToEndID, "transfer_id", *s.TransferID)
 	}
+	if s.FailureReason != nil {
+		attrs = append(attrs, "failure_reason", *s.FailureReason)
+	}
+	if !concluded {
+		a.Log.InfoContext(ctx, "scheduled pix found concluded, nothing changed", attrs...)
+		return s, nil
+	}
+	concludedTotal.WithLabelValues(s.Status).Inc()
+	a.Log.InfoContext(ctx, "scheduled pix ran", attrs...)
 	return s, nil
 }
 

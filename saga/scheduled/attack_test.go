@@ -7,7 +7,9 @@ package scheduled_test
 // it is fixed), so that the package's suite stays green meanwhile.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -174,4 +176,30 @@ func TestAKeyOfAScheduledPixIsNoTransfersAnswer(t *testing.T) {
 	require.NotEqual(t, http.StatusCreated, status, "POST /pix answered a scheduled PIX as its transfer: %v", answer)
 	require.Equal(t, "idempotency_key_reused", code(answer))
 	require.EqualValues(t, 50_000, f.balance("acc-maria"))
+}
+
+// An attempt of RunScheduled whose commit's answer was lost (PostgreSQL
+// committed, the attempt failed): the next attempt finds the PIX
+// concluded. The worker's log still names the PIX as it concluded, with
+// its end_to_end_id: the line the lost attempt would have written.
+func TestARunWhoseAnswerWasLostIsStillLogged(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.account("acc-1", 20_000)
+	s := f.schedule("acc-1", 15_000, time.Now().Add(-time.Minute))
+	ran, concluded, err := f.store.Run(ctx, s.ID, ispb) // the attempt whose answer was lost
+	require.NoError(t, err)
+	require.True(t, concluded)
+
+	var logged bytes.Buffer
+	acts := &scheduled.Activities{Store: f.store, BankISPB: ispb, Log: slog.New(slog.NewJSONHandler(&logged, nil))}
+	out, err := acts.RunScheduled(ctx, s.ID.String())
+	require.NoError(t, err)
+	require.Equal(t, scheduled.StatusExecuted, out.Status)
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(logged.Bytes(), &line), "one line: %q", logged.String())
+	require.Equal(t, s.ID.String(), line["scheduled_id"])
+	require.Equal(t, *ran.EndToEndID, line["end_to_end_id"])
+	require.Equal(t, "executed", line["status"])
+	require.EqualValues(t, 5_000, f.balance("acc-1"))
 }
