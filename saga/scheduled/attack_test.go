@@ -10,22 +10,27 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/api"
+	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/durable/rows"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/scheduled"
 )
@@ -202,4 +207,75 @@ func TestARunWhoseAnswerWasLostIsStillLogged(t *testing.T) {
 	require.Equal(t, *ran.EndToEndID, line["end_to_end_id"])
 	require.Equal(t, "executed", line["status"])
 	require.EqualValues(t, 5_000, f.balance("acc-1"))
+}
+
+// Runs and POST /pix's debits of one account at the same instant: each
+// takes the account's lock after its own row's (runs) or alone (transfers),
+// so none deadlocks or surfaces a collision, the balance never goes below
+// zero, and the books balance.
+func TestRunsAndTransfersOfOneAccountAtOnce(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	const n, amount = 20, 1_000
+	f.account("acc-1", n*amount+n*amount/2) // not every one can be debited
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		ids[i] = f.schedule("acc-1", amount, time.Now()).ID
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, _, err := f.store.Run(ctx, ids[i], ispb)
+			errs <- err
+		}()
+		go func() {
+			defer wg.Done()
+			res, _, err := f.s.ReserveKey(ctx, "sub-1", uuid.New(), "hash", f.keys)
+			if err == nil {
+				_, err = f.s.CreateTransfer(ctx, *res, db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID(ispb, time.Now()),
+					TransferRequest: pix.TransferRequest{AccountID: "acc-1", AmountCents: amount, PixKey: "k"}},
+					func(pix.Transfer) ([]byte, error) { return []byte(`{}`), nil })
+			}
+			if errors.Is(err, pix.ErrInsufficientFunds) {
+				err = nil
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.GreaterOrEqual(t, f.balance("acc-1"), int64(0))
+	for _, id := range ids {
+		s, err := f.store.Get(ctx, id)
+		require.NoError(t, err)
+		require.Contains(t, []string{scheduled.StatusExecuted, scheduled.StatusFailed}, s.Status)
+	}
+	f.booksBalance()
+}
+
+// Cancel signals at the very instant of the timer, and a burst of them
+// before it: the run reads its row as often as it is woken, runs the PIX
+// once, at its time, and ends as RunScheduled says (the row decides).
+func TestSignalsAtTheTimersInstantRunItOnce(t *testing.T) {
+	env := newEnv(t)
+	id := uuid.New()
+	runAt := start.AddDate(0, 0, 2)
+	env.OnActivity(a.LoadScheduled, mock.Anything, id.String()).Return(row(id, scheduled.StatusScheduled, runAt), nil)
+	for _, after := range []time.Duration{time.Hour, time.Hour, time.Hour, runAt.Sub(start), runAt.Sub(start)} {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(scheduled.CancelSignal, nil) }, after)
+	}
+	var ranAt time.Time
+	env.OnActivity(a.RunScheduled, mock.Anything, id.String()).Run(func(mock.Arguments) { ranAt = env.Now() }).
+		Return(row(id, scheduled.StatusCancelled, runAt), nil).Once()
+
+	env.ExecuteWorkflow(scheduled.WorkflowName, scheduled.Input{ID: id.String()})
+
+	require.Equal(t, scheduled.StatusCancelled, result(t, env).Status, "the row's word")
+	require.False(t, ranAt.Before(runAt), "ran at %s, before %s", ranAt, runAt)
 }
