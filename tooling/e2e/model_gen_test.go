@@ -271,6 +271,7 @@ var modelDraws = []struct {
 	{"behavior", 4}, {"lost-then-conflict", 3},
 	{"refund", 9}, {"refund-replay", 3}, {"refund-reuse", 2}, {"refund-copies", 2}, {"refund-race", 2},
 	{"refund-foreign", 2}, {"refund-missing", 1}, {"refund-behavior", 4},
+	{"sched-today", 2}, {"sched-later", 2}, {"sched-cancel", 3}, {"sched-get", 1}, {"sched-replay", 1}, {"sched-stranger", 1},
 }
 
 // draw draws one operation, or several that belong together (copies, a
@@ -381,6 +382,8 @@ func (g *modelGen) draw(room int) []*op {
 		return []*op{{kind: opTransfer, intent: "reuse", key: k.key, tb: other, raw: transferJSON(other, g.rng.IntN(3))}}
 	case "lost-then-conflict":
 		return g.lostThenConflict(room)
+	case "sched-today", "sched-later", "sched-cancel", "sched-get", "sched-replay", "sched-stranger":
+		return g.drawScheduled(name, room)
 	case "refund", "refund-copies", "refund-race", "refund-replay", "refund-reuse", "refund-foreign", "refund-missing", "refund-behavior":
 		return g.drawRefund(name, room)
 	default: // behavior

@@ -23,17 +23,20 @@ import (
 type opKind int
 
 const (
-	opWebhook        opKind = iota // POST /webhooks/pix (native format)
-	opRedrive                      // POST /admin/pix/credits/{id}/retry
-	opRedriveAccount               // POST /admin/accounts/{id}/pix/credits/retry
-	opTransfer                     // POST /pix under an Idempotency-Key
-	opBehavior                     // the PSP simulator's behaviour for a Pix key
-	opCrash                        // the worker killed (its activities lost), then started again
-	opTemporalStop                 // the Temporal server stopped
-	opTemporalStart                // the Temporal server started again
-	opOpenLate                     // a late account is opened (always alone in its group)
-	opRefund                       // POST /pix/credits/{id}/refunds under an Idempotency-Key
-	opRefundBehavior               // the PSP simulator's refund behaviour for a PIX
+	opWebhook         opKind = iota // POST /webhooks/pix (native format)
+	opRedrive                       // POST /admin/pix/credits/{id}/retry
+	opRedriveAccount                // POST /admin/accounts/{id}/pix/credits/retry
+	opTransfer                      // POST /pix under an Idempotency-Key
+	opBehavior                      // the PSP simulator's behaviour for a Pix key
+	opCrash                         // the worker killed (its activities lost), then started again
+	opTemporalStop                  // the Temporal server stopped
+	opTemporalStart                 // the Temporal server started again
+	opOpenLate                      // a late account is opened (always alone in its group)
+	opRefund                        // POST /pix/credits/{id}/refunds under an Idempotency-Key
+	opRefundBehavior                // the PSP simulator's refund behaviour for a PIX
+	opScheduled                     // POST /pix/scheduled under an Idempotency-Key
+	opScheduledGet                  // GET /pix/scheduled/{id}
+	opScheduledCancel               // DELETE /pix/scheduled/{id}
 )
 
 // wbody is what decides whether two native webhooks are the same PIX.
@@ -75,13 +78,19 @@ type op struct {
 	raw []byte    // transfer, refund: the body as sent
 
 	rb rbody // refund
-	// stranger: the refund is asked by another customer, whose token
-	// grants none of the history's accounts.
+	// stranger: the refund (a scheduled PIX's GET or DELETE) is asked by
+	// another customer, whose token grants none of the history's accounts.
 	stranger  bool
 	rbehavior pspsim.RefundBehavior // refund behaviour
 	// made is the refund a 201 made (set by the model as it judges the
 	// answer).
 	made *mRefund
+
+	sb  sbody  // scheduled PIX
+	sid string // a scheduled PIX's GET and DELETE: its id
+	// skey: the GET or DELETE is of the scheduled PIX answered under
+	// this key (its id is known once the key is answered).
+	skey uuid.UUID
 
 	acct     string          // redrive-account, open-late
 	opening  int64           // open-late
@@ -164,6 +173,11 @@ func (o *op) touches(ents map[string]bool) bool {
 		return ents[id] || ents[acct]
 	case opRefundBehavior:
 		return ents[o.pix]
+	case opScheduled:
+		id, _ := o.answer()["id"].(string)
+		return ents[o.key.String()] || ents[o.sb.acct] || ents[id]
+	case opScheduledGet, opScheduledCancel:
+		return ents[o.sid]
 	}
 	return true // crashes and Temporal outages are part of every story
 }
@@ -229,6 +243,13 @@ func (o *op) String() string {
 		fmt.Fprintf(&b, "  body=%s", o.raw)
 	case opRefundBehavior:
 		fmt.Fprintf(&b, "psp refunds of %s := %s", o.pix, refundBehaviorString(o.rbehavior))
+	case opScheduled:
+		fmt.Fprintf(&b, "POST /pix/scheduled key=%s %s %d -> %s on %s  body=%s", o.key, o.sb.acct, o.sb.amount, o.sb.pixKey, o.sb.date, o.raw)
+	case opScheduledGet, opScheduledCancel:
+		fmt.Fprintf(&b, "%s /pix/scheduled/%s", map[opKind]string{opScheduledGet: "GET", opScheduledCancel: "DELETE"}[o.kind], o.sid)
+		if o.stranger {
+			b.WriteString(" as a stranger")
+		}
 	}
 	if o.intent != "" {
 		fmt.Fprintf(&b, " [%s]", o.intent)
@@ -239,7 +260,8 @@ func (o *op) String() string {
 	switch {
 	case o.err != nil:
 		fmt.Fprintf(&b, " => error: %v", o.err)
-	case o.kind == opWebhook || o.kind == opRedrive || o.kind == opRedriveAccount || o.kind == opTransfer || o.kind == opRefund:
+	case o.kind == opWebhook || o.kind == opRedrive || o.kind == opRedriveAccount || o.kind == opTransfer || o.kind == opRefund ||
+		o.kind == opScheduled || o.kind == opScheduledGet || o.kind == opScheduledCancel:
 		fmt.Fprintf(&b, " => %d", o.status)
 		if o.replayed {
 			b.WriteString(" (replay)")
@@ -369,6 +391,8 @@ func (h *modelHTTP) run(o *op, sim *pspsim.Simulator, m *model) {
 		o.status, o.body, header, o.err = h.sendAs(http.MethodPost, "/pix/credits/"+o.rb.e2e+"/refunds",
 			http.Header{"Idempotency-Key": {o.key.String()}}, o.raw, o.stranger)
 		o.replayed = header.Get("X-Idempotent-Replay") == "true"
+	case opScheduled, opScheduledGet, opScheduledCancel:
+		h.runScheduled(o, m)
 	case opRefundBehavior:
 		o.err = sim.SetRefundBehavior(o.pix, o.rbehavior)
 	case opBehavior:

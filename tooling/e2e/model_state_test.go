@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -51,6 +52,7 @@ type mAccount struct {
 	pix       []*mPix // the PIX whose first stored body names the account
 	transfers []*mTransfer
 	refunds   []*mRefund
+	scheduled []*mScheduled
 }
 
 // expectation is how a stored PIX must end.
@@ -94,6 +96,8 @@ type mKey struct {
 	tb       tbody
 	refund   bool
 	rb       rbody
+	sched    bool // a scheduled PIX's key (its request sb)
+	sb       sbody
 	answered bool
 	status   int
 	body     []byte
@@ -163,8 +167,13 @@ type model struct {
 	// rbehaviors are the PIX's refund behaviours, by end_to_end_id (none:
 	// return).
 	rbehaviors map[string]pspsim.RefundBehavior
-	pixKeys    []string
-	group      int
+	// sched are the scheduled PIX answered 201, by id.
+	sched    map[string]*mScheduled
+	schedOrd []*mScheduled
+	// temporalDown: the last Temporal stop or start was a stop.
+	temporalDown bool
+	pixKeys      []string
+	group        int
 	// lastCheckpoint is the last group before which everything was
 	// quiesced and verified.
 	lastCheckpoint int
@@ -181,6 +190,7 @@ func newModel() *model {
 		refunds:   map[string]*mRefund{},
 
 		rbehaviors: map[string]pspsim.RefundBehavior{},
+		sched:      map[string]*mScheduled{},
 	}
 }
 
@@ -264,6 +274,12 @@ func (m *model) bounds(a *mAccount) (lo, hi int64) {
 			maybe += r.amount
 		}
 	}
+	for _, s := range a.scheduled {
+		if s.pending() { // its run may have debited it
+			lo -= s.amount
+			maybe += s.amount
+		}
+	}
 	return lo, lo + maybe
 }
 
@@ -302,6 +318,7 @@ func (m *model) apply(g []*op) []violation {
 	for _, a := range m.acctOrder {
 		lo[a.id], _ = m.bounds(a)
 	}
+	shaky := m.temporalDown // a cancel's wake-up signal may be lost
 	modes := map[string][]pspsim.Mode{}
 	for k, b := range m.behaviors {
 		modes[k] = []pspsim.Mode{b.Mode}
@@ -329,7 +346,17 @@ func (m *model) apply(g []*op) []violation {
 		case opOpenLate:
 			a := m.accounts[o.acct]
 			a.opened, a.openedGroup = true, m.group
+		case opTemporalStop, opTemporalStart:
+			shaky = true
+			m.temporalDown = o.kind == opTemporalStop
 		}
+	}
+	// The runs of the scheduled PIX made for today in the group may debit
+	// within it: the least balances count them.
+	loStart := maps.Clone(lo)
+	madeToday := m.applyScheduledCreates(g, v)
+	for acct, amount := range madeToday {
+		lo[acct] -= amount
 	}
 	acctRedrives := map[string]bool{}
 	for _, o := range g {
@@ -355,6 +382,8 @@ func (m *model) apply(g []*op) []violation {
 	for _, id := range accts {
 		m.applyDebits(m.accounts[id], transfers[id], refunds[id], lo[id], modes, v)
 	}
+	m.followScheduledRuns(g, loStart, madeToday)
+	m.applyScheduledReads(g, shaky, v)
 	return v.list
 }
 
@@ -927,7 +956,7 @@ func (m *model) storedPix(filter func(*mPix) bool) []*mPix {
 // answeredKeys lists the transfers' keys that were answered (for the
 // generator), oldest first.
 func (m *model) answeredKeys() []*mKey {
-	return slices.DeleteFunc(slices.Clone(m.keyOrder), func(k *mKey) bool { return !k.answered || k.refund })
+	return slices.DeleteFunc(slices.Clone(m.keyOrder), func(k *mKey) bool { return !k.answered || k.refund || k.sched })
 }
 
 // answeredRefundKeys lists the refunds' keys that were answered.

@@ -19,13 +19,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
+	pixsched "github.com/pixbank/pix/saga/scheduled"
 )
 
 // The seed and length of TestModelRandomHistories: flags, else
@@ -103,6 +103,9 @@ func TestModelRandomHistories(t *testing.T) {
 	}
 	seed, ops := modelSettings(t)
 	t.Logf("PIX_MODEL_SEED=%d PIX_MODEL_OPS=%d", seed, ops)
+	// A scheduled PIX for today runs at once only at the hour 0: the
+	// model's today's must not sleep until a later hour.
+	t.Setenv(pixsched.HourSetting, "0")
 	srv := temporaltest.StartT(t) // its own server: the history stops and starts it
 	s := newStack(t, srv, func(c *config.Config) {
 		c.DatabaseMaxConns = 20
@@ -353,8 +356,8 @@ func (r *modelRun) finish() {
 	r.checkpoint(true)
 }
 
-// quiesce waits, bounded, until no PIX is pending and no transfer or
-// refund open.
+// quiesce waits, bounded, until no PIX is pending, no transfer or refund
+// open and no scheduled PIX past its time still to run.
 func (r *modelRun) quiesce() []violation {
 	ctx := context.Background()
 	pool := r.s.store.Pool()
@@ -366,7 +369,8 @@ func (r *modelRun) quiesce() []violation {
 		err := pool.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM inbox_messages WHERE status = 'pending'),
 			(SELECT count(*) FROM pix_transfers WHERE status IN ('debited', 'submitted')) +
-			(SELECT count(*) FROM pix_refunds WHERE status IN ('debited', 'requested'))`).Scan(&pending, &open)
+			(SELECT count(*) FROM pix_refunds WHERE status IN ('debited', 'requested')) +
+			(SELECT count(*) FROM pix_scheduled WHERE status = 'scheduled' AND run_at <= now())`).Scan(&pending, &open)
 		if err != nil {
 			return []violation{{seq: -1, msg: "read the database: " + err.Error()}}
 		}
@@ -391,7 +395,7 @@ func (r *modelRun) quiesce() []violation {
 // stuck describes what did not end.
 func (r *modelRun) stuck(pending, open int) []violation {
 	ctx := context.Background()
-	vs := []violation{{seq: -1, msg: fmt.Sprintf("%d PIX still pending and %d transfers and refunds still open", pending, open)}}
+	vs := []violation{{seq: -1, msg: fmt.Sprintf("%d PIX still pending and %d transfers, refunds and scheduled PIX past their time still open", pending, open)}}
 	rows, err := r.s.store.Pool().Query(ctx, `SELECT end_to_end_id, attempts, COALESCE(last_error, '') FROM inbox_messages WHERE status = 'pending' ORDER BY received_at LIMIT 10`)
 	if err == nil {
 		for rows.Next() {
@@ -410,6 +414,16 @@ func (r *modelRun) stuck(pending, open int) []violation {
 			if rows.Scan(&id, &e2e, &status) == nil {
 				view, held := r.s.psp.Transfer(e2e)
 				vs = append(vs, violation{seq: -1, msg: fmt.Sprintf("transfer %s (%s) %s; the PSP holds it: %v %+v", id, e2e, status, held, view), ents: []string{id, e2e}})
+			}
+		}
+		rows.Close()
+	}
+	rows, err = r.s.store.Pool().Query(ctx, `SELECT id::text, account_id, run_at::text FROM pix_scheduled WHERE status = 'scheduled' AND run_at <= now() ORDER BY run_at LIMIT 10`)
+	if err == nil {
+		for rows.Next() {
+			var id, acct, runAt string
+			if rows.Scan(&id, &acct, &runAt) == nil {
+				vs = append(vs, violation{seq: -1, msg: fmt.Sprintf("scheduled PIX %s of %s still scheduled, its run_at %s past", id, acct, runAt), ents: []string{id, acct}})
 			}
 		}
 		rows.Close()
@@ -531,6 +545,9 @@ func (r *modelRun) verify(final bool) []violation {
 		v.add(nil, []string{id}, "the database has PIX %s, which no request of the history stored: %+v", id, *d)
 	}
 
+	// The scheduled PIX first: an executed one's transfer joins the
+	// transfers verified next.
+	v.list = append(v.list, r.verifyScheduled()...)
 	v.list = append(v.list, r.verifyTransfers()...)
 	v.list = append(v.list, r.verifyRefunds()...)
 
@@ -838,25 +855,45 @@ func (r *modelRun) monitorTransfers() []violation {
 }
 
 // waitWorkflowsClosed waits, bounded, until no run of the stack's task
-// queues is open.
+// queues is open but the scheduled PIX's still to come (each of which must
+// be open, sleeping until its date) and a cancelled one's whose wake-up
+// signal may have been lost.
 func (r *modelRun) waitWorkflowsClosed() []violation {
 	ctx := context.Background()
-	query := r.s.taskQueuesQuery() + ` AND ExecutionStatus = "Running"`
+	mayStay, mustStay := r.scheduledRuns()
 	deadline := time.Now().Add(modelWorkflowsWithin)
 	for {
-		res, err := r.s.client().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 20})
-		if err == nil && len(res.Executions) == 0 {
-			return nil
+		open, err := r.openRuns(ctx)
+		var stray, missing []string
+		if err == nil {
+			for id := range open {
+				if !mayStay[id] {
+					stray = append(stray, id)
+				}
+			}
+			for id := range mustStay {
+				if !open[id] {
+					missing = append(missing, id)
+				}
+			}
+			if len(stray) == 0 && len(missing) == 0 {
+				return nil
+			}
 		}
 		if time.Now().After(deadline) {
 			if err != nil {
 				return []violation{{seq: -1, msg: "list the open workflow runs: " + err.Error()}}
 			}
-			var ids []string
-			for _, e := range res.Executions {
-				ids = append(ids, e.Execution.WorkflowId)
+			var vs []violation
+			if len(stray) > 0 {
+				slices.Sort(stray)
+				vs = append(vs, violation{seq: -1, msg: fmt.Sprintf("workflow runs still open after %s, with nothing left to do: %v", modelWorkflowsWithin, stray), ents: stray})
 			}
-			return []violation{{seq: -1, msg: fmt.Sprintf("workflow runs still open after %s, with nothing left to do: %v", modelWorkflowsWithin, ids), ents: ids}}
+			if len(missing) > 0 {
+				slices.Sort(missing)
+				vs = append(vs, violation{seq: -1, msg: fmt.Sprintf("the runs of scheduled PIX still to come are not open (sleeping until their date): %v", missing), ents: missing})
+			}
+			return vs
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -983,6 +1020,22 @@ func (r *modelRun) coverage() string {
 			if o.stranger {
 				key += " stranger"
 			}
+		case opScheduled:
+			key = fmt.Sprintf("POST /pix/scheduled %d", o.status)
+			if o.replayed {
+				key += " replay"
+			}
+			if m := o.answer(); o.status == http.StatusCreated && m != nil && m["scheduled_for"] == saoPauloDate(r.began, 0) {
+				key += " today"
+			}
+		case opScheduledGet, opScheduledCancel:
+			key = fmt.Sprintf("%s /pix/scheduled %d", map[opKind]string{opScheduledGet: "GET", opScheduledCancel: "DELETE"}[o.kind], o.status)
+			if s, _ := o.answer()["status"].(string); s != "" {
+				key += " " + s
+			}
+			if o.stranger {
+				key += " stranger"
+			}
 		case opRefundBehavior:
 			key = "psp refunds " + string(o.rbehavior.Mode)
 		case opBehavior:
@@ -1008,6 +1061,9 @@ func (r *modelRun) coverage() string {
 		if view, ok := r.s.psp.Refund(f.e2e, f.id); ok && view.Received > 1 {
 			outcomes["refund asked again at the psp"]++
 		}
+	}
+	for _, s := range r.m.schedOrd {
+		outcomes["scheduled "+map[bool]string{true: "today ", false: "later "}[s.today]+s.status]++
 	}
 	for _, t := range r.m.transOrd {
 		outcomes["transfer "+t.final]++
@@ -1121,6 +1177,7 @@ func (r *modelRun) verifyEvents() []violation {
 			v.add(nil, []string{f.id, f.e2e, f.acct}, "refund %s (%s) has events %v; expected %v", f.id, f.final, c, want)
 		}
 	}
+	r.verifyScheduledEvents(take, v)
 	for agg, c := range counts {
 		v.add(nil, []string{agg[1]}, "events %v of %s %s, which the history did not make", c, agg[0], agg[1])
 	}
