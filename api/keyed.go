@@ -2,10 +2,13 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -44,6 +47,20 @@ type KeyedOperation[Req any] struct {
 	// returns) in one transaction; endToEndID names the PIX in the
 	// request's log line, attrs are logged with the success.
 	Run func(ctx context.Context, res db.Reservation, req Req) (answer []byte, endToEndID string, attrs []any, err error)
+}
+
+// OperationHash is the fingerprint of a keyed request of operation (and
+// of what its path adds, parts): the body's canonical hash (requestHash)
+// bound to them, so that a key used for one operation is another request
+// on any other (422 idempotency_key_reused), never its answer. Every keyed
+// operation but POST /pix uses it; POST /pix keeps the body's hash alone,
+// which its keys were recorded with.
+func OperationHash(operation string, parts ...string) func(body []byte) string {
+	return func(body []byte) string {
+		fields := append(append([]string{operation}, parts...), requestHash(body))
+		sum := sha256.Sum256([]byte(strings.Join(fields, "\n")))
+		return hex.EncodeToString(sum[:])
+	}
 }
 
 // serveKeyed runs op behind the Idempotency-Key layer: the request that

@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -66,10 +64,7 @@ func (h *handlers) createRefund(c *gin.Context) {
 		MaxBody: MaxRefundBodyBytes,
 		// The PIX is in the path: the same body for another PIX is
 		// another request.
-		Hash: func(body []byte) string {
-			sum := sha256.Sum256([]byte("refund\n" + endToEndID + "\n" + requestHash(body)))
-			return hex.EncodeToString(sum[:])
-		},
+		Hash:       OperationHash("refund", endToEndID),
 		Decode:     func(body []byte) (pix.RefundRequest, error) { return decodeRefundRequest(endToEndID, body) },
 		LostAccess: pix.ErrPixNotCredited,
 		Run: func(ctx context.Context, res db.Reservation, req pix.RefundRequest) ([]byte, string, []any, error) {

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -154,9 +153,6 @@ func TestTheGaugesCountPendingAndOverdue(t *testing.T) {
 // the transfer were made. The rule: a key used for another operation is
 // idempotency_key_reused (422), never another operation's answer.
 func TestAKeyOfAScheduledPixIsNoTransfersAnswer(t *testing.T) {
-	if os.Getenv("PIX_ATTACK_UNFIXED") == "" {
-		t.Skip("finding in package api (a key's fingerprint lacks its route); PIX_ATTACK_UNFIXED=1 runs it")
-	}
 	now := time.Now()
 	f := newFixture(t)
 	h := &scheduled.Handlers{Store: f.store, Keys: f.s, Temporal: &signals{}, Settings: scheduled.Settings{Hour: 6},
@@ -181,6 +177,15 @@ func TestAKeyOfAScheduledPixIsNoTransfersAnswer(t *testing.T) {
 	require.NotEqual(t, http.StatusCreated, status, "POST /pix answered a scheduled PIX as its transfer: %v", answer)
 	require.Equal(t, "idempotency_key_reused", code(answer))
 	require.EqualValues(t, 50_000, f.balance("acc-maria"))
+
+	// The other way: a transfer's key on POST /pix/scheduled.
+	key = uuid.NewString()
+	transfer := map[string]any{"account_id": "acc-maria", "amount_cents": 100, "pix_key": "joao@example.com"}
+	status, sent := a.call(http.MethodPost, "/pix", "maria", key, transfer)
+	require.Equal(t, http.StatusCreated, status, "%v", sent)
+	status, answer = a.call(http.MethodPost, "/pix/scheduled", "maria", key, transfer)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "POST /pix/scheduled answered a transfer as its scheduled PIX: %v", answer)
+	require.Equal(t, "idempotency_key_reused", code(answer))
 }
 
 // An attempt of RunScheduled whose commit's answer was lost (PostgreSQL

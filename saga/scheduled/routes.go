@@ -129,7 +129,11 @@ func (h *Handlers) create(k api.Kit, c *gin.Context) {
 		Done:    "scheduled pix created",
 		Keys:    h.Keys,
 		MaxBody: MaxBodyBytes,
-		Decode:  h.decode,
+		// The operation is in the fingerprint: this key replayed on
+		// POST /pix (or one of POST /pix here) is another request, never
+		// the other's answer.
+		Hash:   api.OperationHash("pix-scheduled"),
+		Decode: h.decode,
 		Forbidden: func(caller auth.Caller, req request) error {
 			if !caller.MayActFor(req.AccountID) {
 				return api.ErrForbiddenAccount
