@@ -37,7 +37,7 @@ CREATE TABLE pix_scheduled (
     dispatch_due_at timestamptz,
     dispatched_at   timestamptz,
     CONSTRAINT pix_scheduled_executed_has_transfer CHECK ((status = 'executed') = (transfer_id IS NOT NULL)),
-    CONSTRAINT pix_scheduled_open_only_while_scheduled CHECK (status = 'scheduled' OR dispatch_due_at IS NULL),
+    CONSTRAINT pix_scheduled_due_while_scheduled CHECK ((status = 'scheduled') = (dispatch_due_at IS NOT NULL)),
     CONSTRAINT pix_scheduled_concluded CHECK ((status = 'scheduled') = (concluded_at IS NULL))
 );
 
@@ -47,10 +47,11 @@ CREATE INDEX pix_scheduled_pending_idx ON pix_scheduled (run_at) WHERE status = 
 
 -- The payload of every event of a scheduled PIX (pix.scheduled.created,
 -- pix.scheduled.concluded; internal/broker/schemas), at the time at: one
--- shape, written by one function.
+-- shape, written by one function. STABLE, not IMMUTABLE: a timestamptz
+-- is written in the session's time zone.
 -- +goose StatementBegin
 CREATE FUNCTION pix_scheduled_event(s pix_scheduled, at timestamptz) RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql STABLE AS $$
     SELECT jsonb_build_object('schema_version', 1, 'scheduled_id', s.id, 'account_id', s.account_id,
                               'amount_cents', s.amount_cents, 'pix_key', s.pix_key,
                               'scheduled_for', to_char(s.scheduled_for, 'YYYY-MM-DD'), 'status', s.status,

@@ -252,6 +252,12 @@ func (s *Store) Run(ctx context.Context, id uuid.UUID, bankISPB string) (out Sch
 			out, concluded = cur, false
 			return nil
 		}
+		if early := time.Until(cur.RunAt); early > runEarlyTolerance {
+			// Only the run's timer says when: a run asked early (a
+			// clock far off, a run started by hand) debits nothing and
+			// is asked again.
+			return fmt.Errorf("scheduled pix %s runs at %s, %s from now: not yet", id, cur.RunAt.Format(time.RFC3339), early.Round(time.Second))
+		}
 		req := pix.TransferRequest{AccountID: cur.AccountID, AmountCents: cur.AmountCents, PixKey: cur.PixKey}
 		if cur.Description != nil {
 			req.Description = *cur.Description
@@ -290,6 +296,11 @@ func (s *Store) Run(ctx context.Context, id uuid.UUID, bankISPB string) (out Sch
 	}
 	return out, concluded, nil
 }
+
+// runEarlyTolerance is how far before its run_at Run still runs a
+// scheduled PIX: the worker's clock and Temporal's timer may differ a
+// little from the clock that set run_at.
+const runEarlyTolerance = time.Minute
 
 // conclude concludes the locked row, still scheduled, as status.
 func conclude(ctx context.Context, tx pgx.Tx, id uuid.UUID, status string, reason *string, transferID *uuid.UUID, endToEndID *string) (Scheduled, error) {

@@ -282,3 +282,18 @@ func TestCreationRefusesAMissingAccount(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, list)
 }
+
+// Only the run's timer says when: a run asked long before its run_at
+// debits nothing and fails (retried), the row still scheduled.
+func TestARunAskedEarlyDebitsNothing(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.account("acc-1", 20_000)
+	s := f.schedule("acc-1", 15_000, time.Now().Add(time.Hour))
+	_, _, err := f.store.Run(ctx, s.ID, ispb)
+	require.ErrorContains(t, err, "not yet")
+	got, err := f.store.Get(ctx, s.ID)
+	require.NoError(t, err)
+	require.Equal(t, scheduled.StatusScheduled, got.Status)
+	require.EqualValues(t, 20_000, f.balance("acc-1"))
+}
