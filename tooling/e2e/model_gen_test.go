@@ -271,7 +271,7 @@ var modelDraws = []struct {
 	{"behavior", 4}, {"lost-then-conflict", 3},
 	{"refund", 9}, {"refund-replay", 3}, {"refund-reuse", 2}, {"refund-copies", 2}, {"refund-race", 2},
 	{"refund-foreign", 2}, {"refund-missing", 1}, {"refund-behavior", 4},
-	{"sched-today", 2}, {"sched-later", 2}, {"sched-cancel", 3}, {"sched-get", 1}, {"sched-replay", 1}, {"sched-stranger", 1},
+	{"sched-today", 3}, {"sched-later", 2}, {"sched-cancel", 2}, {"sched-get", 1}, {"sched-replay", 1}, {"sched-stranger", 1},
 }
 
 // draw draws one operation, or several that belong together (copies, a

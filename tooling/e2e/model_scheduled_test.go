@@ -187,7 +187,7 @@ func (g *modelGen) drawScheduled(name string, room int) []*op {
 		if room > 1 && g.chance(0.2) {
 			ops = append(ops, &op{kind: opScheduled, intent: "sched-copy", key: k.key, sb: sb, raw: scheduledJSON(sb, g.rng.IntN(2))})
 		}
-		if name == "sched-today" && g.m.accounts[acct].kind == kindActive && g.chance(0.5) {
+		if name == "sched-today" && g.m.accounts[acct].kind == kindActive && g.chance(0.7) {
 			// A cancel (or a GET) of it a few groups later, when it has
 			// most likely run: its id is its key's answer then.
 			kind, intent := opScheduledCancel, "sched-cancel after its run"
