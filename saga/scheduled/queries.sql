@@ -5,9 +5,17 @@
 -- scheduled_for, status, failure_reason, transfer_id, end_to_end_id, at.
 
 -- name: AccountStatus
--- The account a scheduled PIX would debit: refused at creation when it is
--- missing or closed (its balance is looked at on the date only).
-SELECT status FROM accounts WHERE id = $1
+-- The account a scheduled PIX would debit, locked for the creation, so
+-- that two creations for one account count its pending ones one after the
+-- other: refused at creation when it is missing or closed. Its balance is
+-- looked at on the date only.
+SELECT status FROM accounts WHERE id = $1 FOR UPDATE
+
+-- name: CountPending
+-- The account's scheduled PIX still to run, read in a statement of its own
+-- after the account's lock (a statement that waited for the lock would
+-- count from the snapshot it began with, before the holder's commit).
+SELECT count(*) FROM pix_scheduled WHERE account_id = $1 AND status = 'scheduled'
 
 -- name: Create
 -- The row and its created event. $1 id, $2 account_id, $3 amount_cents,

@@ -72,7 +72,7 @@ func routes(env saga.Env) (api.SagaRoutes, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handlers{Store: NewStore(env.Store), Keys: env.Store, Temporal: env.Temporal, Settings: settings, Log: env.Log, Now: time.Now}
+	h := &Handlers{Store: NewStore(env.Store).WithMaxPending(settings.MaxPending), Keys: env.Store, Temporal: env.Temporal, Settings: settings, Log: env.Log, Now: time.Now}
 	return h.Register, nil
 }
 

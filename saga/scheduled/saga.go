@@ -18,6 +18,10 @@ var (
 	// ErrAlreadyRan: the scheduled PIX ran (executed or failed) before it
 	// was cancelled.
 	ErrAlreadyRan = errors.New("scheduled pix already ran")
+	// ErrLimitReached: the account holds the most scheduled PIX still to
+	// run (a scheduled PIX costs nothing until its date: without a bound,
+	// one customer could fill the table and the timers).
+	ErrLimitReached = errors.New("too many scheduled pix still to run")
 )
 
 // Kinds are the saga's business errors, added to pix.Kinds.
@@ -28,6 +32,9 @@ var Kinds = pix.DeclareKinds(
 	&pix.Kind{Err: ErrAlreadyRan, Refusal: true,
 		Status: http.StatusConflict, Code: "scheduled_pix_already_ran",
 		Message: "the scheduled PIX already ran (see its status): it can't be cancelled"},
+	&pix.Kind{Err: ErrLimitReached, Refusal: true,
+		Status: http.StatusUnprocessableEntity, Code: "scheduled_pix_limit_reached",
+		Message: "the account holds the most scheduled PIX still to run; cancel one, or wait for one to run"},
 )
 
 // Event types of the saga, each of the aggregate pix_scheduled (its id),

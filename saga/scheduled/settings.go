@@ -16,6 +16,14 @@ import (
 // the day.
 const HourSetting = "PIX_SCHEDULED_HOUR"
 
+// MaxPendingSetting is the environment variable of the most scheduled PIX
+// still to run one account may hold; unset: DefaultMaxPending.
+const MaxPendingSetting = "PIX_SCHEDULED_MAX_PENDING"
+
+// DefaultMaxPending is the most scheduled PIX still to run per account by
+// default.
+const DefaultMaxPending = 100
+
 // MaxAhead is how far ahead a date may be: one year from today.
 const MaxAhead = 1
 
@@ -37,17 +45,31 @@ func mustLoad(name string) *time.Location {
 type Settings struct {
 	// Hour is the hour of its date at which a scheduled PIX runs.
 	Hour int
+	// MaxPending is the most scheduled PIX still to run per account.
+	MaxPending int
 }
 
 // SettingsFrom reads the settings with lookup (os.LookupEnv).
 func SettingsFrom(lookup func(string) (string, bool)) (Settings, error) {
-	s := Settings{}
-	if v, ok := lookup(HourSetting); ok && v != "" {
-		h, err := strconv.Atoi(v)
-		if err != nil || h < 0 || h > 23 {
-			return Settings{}, fmt.Errorf("%s=%q: an hour from 0 to 23 (São Paulo time)", HourSetting, v)
+	s := Settings{MaxPending: DefaultMaxPending}
+	for _, setting := range []struct {
+		name     string
+		min, max int
+		what     string
+		dst      *int
+	}{
+		{HourSetting, 0, 23, "an hour from 0 to 23 (São Paulo time)", &s.Hour},
+		{MaxPendingSetting, 1, 100_000, "a count from 1 to 100000", &s.MaxPending},
+	} {
+		v, ok := lookup(setting.name)
+		if !ok || v == "" {
+			continue
 		}
-		s.Hour = h
+		n, err := strconv.Atoi(v)
+		if err != nil || n < setting.min || n > setting.max {
+			return Settings{}, fmt.Errorf("%s=%q: %s", setting.name, v, setting.what)
+		}
+		*setting.dst = n
 	}
 	return s, nil
 }

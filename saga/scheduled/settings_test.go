@@ -49,6 +49,17 @@ func TestTheDateIsSaoPaulos(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, time.Date(2026, 12, 24, 12, 0, 0, 0, time.UTC), at.UTC(), "09:00 in São Paulo")
 
+	s, err = scheduled.SettingsFrom(lookup(map[string]string{scheduled.MaxPendingSetting: "7"}))
+	require.NoError(t, err)
+	require.Equal(t, 7, s.MaxPending)
+	s, err = scheduled.SettingsFrom(lookup(nil))
+	require.NoError(t, err)
+	require.Equal(t, scheduled.DefaultMaxPending, s.MaxPending)
+	for _, bad := range []string{"0", "-1", "many", "100001"} {
+		_, err := scheduled.SettingsFrom(lookup(map[string]string{scheduled.MaxPendingSetting: bad}))
+		require.ErrorContains(t, err, scheduled.MaxPendingSetting, bad)
+	}
+
 	for _, bad := range []string{"24", "-1", "nine", "9.5"} {
 		_, err := scheduled.SettingsFrom(lookup(map[string]string{scheduled.HourSetting: bad}))
 		require.ErrorContains(t, err, scheduled.HourSetting, bad)

@@ -33,7 +33,7 @@ var queryFiles embed.FS
 
 // scheduledSQL holds the statements of queries.sql.
 var scheduledSQL struct {
-	AccountStatus, Create, Get, Lock, ListByAccount, Conclude, Pending string
+	AccountStatus, CountPending, Create, Get, Lock, ListByAccount, Conclude, Pending string
 }
 
 func init() { db.BindQueries(queryFiles, "queries.sql", &scheduledSQL) }
@@ -127,10 +127,20 @@ func one(rs pgx.Rows, err error) (Scheduled, error) {
 }
 
 // Store is the saga's store, over the service's (db's exported core).
-type Store struct{ store *db.Store }
+type Store struct {
+	store *db.Store
+	// maxPending is the most scheduled PIX still to run one account may
+	// hold.
+	maxPending int
+}
 
-// NewStore returns the saga's store over s.
-func NewStore(s *db.Store) *Store { return &Store{s} }
+// NewStore returns the saga's store over s, an account holding at most
+// DefaultMaxPending scheduled PIX still to run.
+func NewStore(s *db.Store) *Store { return &Store{store: s, maxPending: DefaultMaxPending} }
+
+// WithMaxPending is the store with another limit of scheduled PIX still to
+// run per account.
+func (s *Store) WithMaxPending(n int) *Store { return &Store{store: s.store, maxPending: n} }
 
 // Queue is the scheduled PIX whose run must be going, for the saga's
 // dispatcher.
@@ -147,13 +157,17 @@ type New struct {
 // Create records the scheduled PIX and the Idempotency-Key's answer (201,
 // render's body) in one transaction, and wakes its dispatchers on commit.
 // Nothing is debited. Refusals, with nothing changed: pix.ErrAccountNotFound
-// and pix.ErrAccountClosed; pix.ErrRequestInProgress when the reservation
-// was taken over meanwhile.
+// and pix.ErrAccountClosed, ErrLimitReached; pix.ErrRequestInProgress when
+// the reservation was taken over meanwhile.
 func (s *Store) Create(ctx context.Context, r db.Reservation, n New, render func(Scheduled) ([]byte, error)) (Scheduled, error) {
 	var out Scheduled
 	err := db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
 		var status string
+		var pending int
 		err := tx.QueryRow(ctx, scheduledSQL.AccountStatus, n.AccountID).Scan(&status)
+		if err == nil && status == pix.AccountActive {
+			err = tx.QueryRow(ctx, scheduledSQL.CountPending, n.AccountID).Scan(&pending)
+		}
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("%w: %s", pix.ErrAccountNotFound, n.AccountID)
@@ -161,6 +175,8 @@ func (s *Store) Create(ctx context.Context, r db.Reservation, n New, render func
 			return fmt.Errorf("read account: %w", err)
 		case status != pix.AccountActive:
 			return fmt.Errorf("%w: %s", pix.ErrAccountClosed, n.AccountID)
+		case pending >= s.maxPending:
+			return fmt.Errorf("%w: %d scheduled PIX of %s still to run", ErrLimitReached, pending, n.AccountID)
 		}
 		out, err = one(tx.Query(ctx, scheduledSQL.Create, n.ID, n.AccountID, n.AmountCents, n.PixKey, n.Description,
 			n.ScheduledFor, n.RunAt, r.Key, r.Caller, tracing.Traceparent(ctx)))

@@ -297,3 +297,43 @@ func TestARunAskedEarlyDebitsNothing(t *testing.T) {
 	require.Equal(t, scheduled.StatusScheduled, got.Status)
 	require.EqualValues(t, 20_000, f.balance("acc-1"))
 }
+
+// An account holds at most its limit of scheduled PIX still to run, even
+// asked at once; one cancelled or run frees its place.
+func TestAnAccountHoldsAtMostItsLimit(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.account("acc-1", 20_000)
+	limited := f.store.WithMaxPending(3)
+	create := func() error {
+		res, _, err := f.s.ReserveKey(ctx, "sub-1", uuid.New(), "hash", f.keys)
+		require.NoError(t, err)
+		_, err = limited.Create(ctx, *res, scheduled.New{ID: uuid.New(),
+			TransferRequest: pix.TransferRequest{AccountID: "acc-1", AmountCents: 100, PixKey: "k"},
+			ScheduledFor:    time.Now().Format(time.DateOnly), RunAt: time.Now().AddDate(0, 0, 1)}, f.render)
+		return err
+	}
+	errs := make([]error, 8)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = create() })
+	}
+	wg.Wait()
+	var made int
+	for _, err := range errs {
+		if err == nil {
+			made++
+			continue
+		}
+		require.ErrorIs(t, err, scheduled.ErrLimitReached)
+	}
+	require.Equal(t, 3, made, "8 asked at once, 3 allowed")
+	list, err := limited.List(ctx, "acc-1", scheduled.StatusScheduled, 10)
+	require.NoError(t, err)
+	require.Len(t, list, 3)
+
+	_, _, err = limited.Cancel(ctx, list[0].ID)
+	require.NoError(t, err)
+	require.NoError(t, create(), "a cancelled one frees its place")
+	require.ErrorIs(t, create(), scheduled.ErrLimitReached)
+}
