@@ -7,5 +7,5 @@
 // from the YAML (there is no second copy to keep). testdata/pix-api.yaml is
 // the document as written before the split, which the assembled one must
 // equal. The api package serves both under /openapi/;
-// internal/tooling/apicontract checks the e2e tests' traffic against them.
+// tooling/apicontract checks the e2e tests' traffic against them.
 package openapi

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/psp/psptest"
 	"github.com/pixbank/pix/internal/tracing"
 )
 
@@ -219,10 +220,10 @@ func TestSpansHoldNoSecret(t *testing.T) {
 // The calls that wait for one token request that fails all get its
 // failure: none asks the endpoint again back to back.
 func TestFailedTokenRequestIsSharedByItsWaiters(t *testing.T) {
-	f := newFakePSP(t)
-	f.tokenDelay = 100 * time.Millisecond
-	f.tokenAnswer = func(_ int, w http.ResponseWriter) { w.WriteHeader(http.StatusServiceUnavailable) }
-	c := f.client(t)
+	f := psptest.NewFakePSP(t)
+	f.TokenDelay = 100 * time.Millisecond
+	f.TokenAnswer = func(_ int, w http.ResponseWriter) { w.WriteHeader(http.StatusServiceUnavailable) }
+	c := f.Client(t)
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Go(func() {
@@ -231,6 +232,6 @@ func TestFailedTokenRequestIsSharedByItsWaiters(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	require.Len(t, f.seenTokens(), 1, "one token request, its failure shared")
-	require.Empty(t, f.seenCalls())
+	require.Len(t, f.SeenTokens(), 1, "one token request, its failure shared")
+	require.Empty(t, f.SeenCalls())
 }

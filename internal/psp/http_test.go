@@ -12,11 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/psp/psptest"
 )
 
-const e2e = "E12345678202611291200abcdef01234"
+const e2e = psptest.E2E
 
-var transfer = psp.Transfer{EndToEndID: e2e, AccountID: "acc-1", AmountCents: 1500, PixKey: "maria@example.com"}
+var transfer = psptest.Transfer
 
 // server answers every request with status and body.
 func server(t *testing.T, status int, body string) *httptest.Server {

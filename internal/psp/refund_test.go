@@ -17,22 +17,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/psp/psptest"
 )
 
 const (
-	refundID = "dev1"
-	rtrID    = "D99999999202611291200abcdefghijk"
+	refundID = psptest.RefundID
+	rtrID    = psptest.RtrID
 )
 
-var refund = psp.RefundRequest{EndToEndID: e2e, ID: refundID, AmountCents: 1050, Description: "estorno"}
-
-// devolucao is a PSP's body for a devolução; extra holds more members.
-func devolucao(id, valor, status, extra string) string {
-	return `{"id":"` + id + `","rtrId":"` + rtrID + `","valor":"` + valor + `","natureza":"ORIGINAL",` +
-		`"horario":{"solicitacao":"2026-11-29T12:00:00Z"},"status":"` + status + `"` + extra + `}`
-}
-
-var processing = devolucao(refundID, "10.50", "EM_PROCESSAMENTO", "")
+var (
+	refund     = psptest.Refund
+	devolucao  = psptest.Devolucao
+	processing = psptest.Processing
+)
 
 func TestRequestRefund(t *testing.T) {
 	type seen struct {

@@ -6,14 +6,15 @@
 // dev-pki and demo; testpki for the tests), a Temporal dev server
 // (temporaltest) and a NATS server (natstest) for the tests, each the
 // pinned binary in .bin started as a process, the PSP simulator (pspsim:
-// cmd/pspsim, and pixctl's tests), and the check of HTTP exchanges against
-// the OpenAPI documents (apicontract: the api and e2e tests, pspspec).
+// cmd/pspsim, and pixctl's tests).
 //
 // The rest of the tooling is a module of its own, tooling/ at the
 // repository's root (github.com/pixbank/pix/tooling): the load generator
 // and its histograms (tooling/load, tooling/cmd/pixload), the fault suite
-// (tooling/cmd/pixfaults) and the end-to-end tests (tooling/e2e), whose
-// libraries the service's go.mod never lists. The service's own packages
+// (tooling/cmd/pixfaults), the end-to-end tests (tooling/e2e), and the
+// check of HTTP exchanges against the OpenAPI documents (tooling/apicontract,
+// tooling/pspspec) with the tests that need it (tooling/contract,
+// tooling/pspsimtests), whose libraries the service's go.mod never lists. The service's own packages
 // (api, db, activities, workflows, worker, cmd/pixd) never import any of
 // them; their tests may import these.
 package tooling

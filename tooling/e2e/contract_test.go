@@ -16,7 +16,7 @@ import (
 
 	"github.com/pixbank/pix/api/openapi"
 	"github.com/pixbank/pix/cmd/pixd/app"
-	"github.com/pixbank/pix/internal/tooling/apicontract"
+	"github.com/pixbank/pix/tooling/apicontract"
 )
 
 // The OpenAPI contract (api/openapi) holds for every exchange the tests

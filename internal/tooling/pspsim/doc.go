@@ -2,8 +2,9 @@
 // bank's PSP that speaks the part of the Central Bank's API Pix the bank
 // uses, and the bank's own transfer interface, which the dev command, the
 // demo, the tests and the fault suite run over real HTTP (cmd/pspsim
-// serves it). Its answers keep to internal/psp/pspspec's OpenAPI document:
-// its tests check every one of them against it.
+// serves it). Its answers keep to tooling/pspspec's OpenAPI document: its
+// tests (tooling/pspsimtests, in the tooling's module) check every one of
+// them against it.
 //
 // # Credentials
 //

@@ -6,7 +6,7 @@ import (
 )
 
 // problemTypeBase starts every problem type of the API Pix (the same as
-// pspspec.ProblemTypeBase, which a test checks: the simulator's binary
+// tooling/pspspec.ProblemTypeBase, which a test checks: the simulator's binary
 // does not carry the validator).
 const problemTypeBase = "https://pix.bcb.gov.br/api/v2/error/"
 

@@ -107,7 +107,7 @@ type Simulator struct {
 	serverTLS        *tls.Config
 	// oauth is the OAuth state, nil when OAuth is off.
 	oauth *oauthState
-	// wrapHandler, set by the tests only (export_test.go), wraps the
+	// wrapHandler, set by the tests only (testhooks.go), wraps the
 	// handler Serve serves: they record its exchanges.
 	wrapHandler func(http.Handler) http.Handler
 	// configErr is the defect of the Options (the webhook's URL or

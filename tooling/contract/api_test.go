@@ -1,4 +1,4 @@
-package api_test
+package contract_test
 
 import (
 	"encoding/json"
@@ -22,9 +22,9 @@ import (
 	"github.com/pixbank/pix/api/openapi"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
-	"github.com/pixbank/pix/internal/tooling/apicontract"
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/registry"
+	"github.com/pixbank/pix/tooling/apicontract"
 )
 
 // The OpenAPI documents (api/openapi) against the router: what gin serves
@@ -150,7 +150,7 @@ func TestOpenAPIDocumentsEveryErrorCode(t *testing.T) {
 	// not document (the router's NoRoute and NoMethod, the codec server's
 	// own): no operation can list them; the documents' descriptions say so.
 	undocumentable := map[string]bool{api.CodeNotFound: true, api.CodeMethodNotAllowed: true}
-	httpCodes := append(stringConstants(t, "errors.go", "Code"), writeErrorCodes(t, "../internal/codec/server.go")...)
+	httpCodes := append(stringConstants(t, "../../api/errors.go", "Code"), writeErrorCodes(t, "../../internal/codec/server.go")...)
 	require.Contains(t, httpCodes, api.CodeInvalidRequest, "the constants were read")
 	require.Contains(t, httpCodes, "origin_not_allowed", "the codec server's codes were read")
 	for _, code := range httpCodes {

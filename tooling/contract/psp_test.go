@@ -1,4 +1,4 @@
-package psp_test
+package contract_test
 
 import (
 	"io"
@@ -9,7 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/internal/psp/pspspec"
+	"github.com/pixbank/pix/internal/psp/psptest"
+	"github.com/pixbank/pix/tooling/pspspec"
 )
 
 // TestRequestsKeepToTheSpec: every request the client makes, one of each
@@ -20,16 +21,16 @@ import (
 // too, so that what the client reads is what a PSP following the spec
 // sends.
 func TestRequestsKeepToTheSpec(t *testing.T) {
-	spec, err := pspspec.New(pspspec.Options{BasePath: apiBase})
+	spec, err := pspspec.New(pspspec.Options{BasePath: psptest.APIBase})
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var problems []error
 	checked := 0
-	f := newFakePSP(t)
-	f.api = func(w http.ResponseWriter, r *http.Request) {
+	f := psptest.NewFakePSP(t)
+	f.API = func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rec := httptest.NewRecorder()
-		pixAPI(rec, r)
+		psptest.PixAPI(rec, r)
 		mu.Lock()
 		checked++
 		if err := spec.ValidateRequest(r, body); err != nil {
@@ -45,7 +46,7 @@ func TestRequestsKeepToTheSpec(t *testing.T) {
 		w.WriteHeader(rec.Code)
 		_, _ = w.Write(rec.Body.Bytes())
 	}
-	callEveryMethod(t, f.client(t))
+	psptest.CallEveryMethod(t, f.Client(t))
 	require.Equal(t, 8, checked)
 	require.Empty(t, problems)
 }

@@ -1,4 +1,4 @@
-package pspsim_test
+package pspsimtests_test
 
 import (
 	"bytes"
@@ -19,9 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/internal/psp"
-	"github.com/pixbank/pix/internal/psp/pspspec"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/webhooksig"
+	"github.com/pixbank/pix/tooling/pspspec"
 )
 
 var rtrIDPattern = regexp.MustCompile(`^D99999999[0-9]{12}[a-zA-Z0-9]{11}$`)

@@ -1,4 +1,4 @@
-package pspsim_test
+package pspsimtests_test
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/internal/psp/pspspec"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/testpki"
 	"github.com/pixbank/pix/internal/webhooksig"
+	"github.com/pixbank/pix/tooling/pspspec"
 )
 
 // pki is one test's certificates: a CA, and what it issued.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/internal/tooling/apicontract"
+	"github.com/pixbank/pix/tooling/apicontract"
 )
 
 const adminToken = "admin-token-of-the-test"

@@ -12,8 +12,8 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/internal/psp/pspspec"
-	"github.com/pixbank/pix/internal/tooling/apicontract"
+	"github.com/pixbank/pix/tooling/apicontract"
+	"github.com/pixbank/pix/tooling/pspspec"
 )
 
 // examples are the specification's own examples (bacen/pix-api

@@ -20,7 +20,7 @@ import (
 	"github.com/pb33f/libopenapi/datamodel/high/base"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
-	"github.com/pixbank/pix/internal/tooling/apicontract"
+	"github.com/pixbank/pix/tooling/apicontract"
 )
 
 // Document is api-pix.yaml.

@@ -1,4 +1,4 @@
-package pspsim_test
+package pspsimtests_test
 
 import (
 	"net/http"

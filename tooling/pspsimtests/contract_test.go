@@ -1,4 +1,4 @@
-package pspsim_test
+package pspsimtests_test
 
 import (
 	"net/http"
@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/internal/psp/pspspec"
-	"github.com/pixbank/pix/internal/tooling/apicontract"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/tooling/apicontract"
+	"github.com/pixbank/pix/tooling/pspspec"
 )
 
 // checked wraps h, a simulator's handler whose API is under basePath, so
