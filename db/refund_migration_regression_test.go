@@ -30,7 +30,15 @@ func forgetMigrations(t *testing.T, s *db.Store, version int, undo string) {
 const undo0012 = `ALTER TABLE pix_refunds DROP COLUMN psp_asked_at; DROP INDEX inbox_messages_pending_received_idx;
 	ALTER TABLE inbox_messages DROP COLUMN traceparent; ALTER TABLE pix_transfers DROP COLUMN traceparent;
 	ALTER TABLE pix_refunds DROP COLUMN traceparent; ALTER TABLE outbox_events DROP COLUMN traceparent;
-	DROP TABLE psp_catchup; ALTER TABLE pix_refunds DROP COLUMN psp_refused_at, DROP COLUMN psp_refusal, DROP COLUMN psp_asks`
+	DROP TABLE psp_catchup; ALTER TABLE pix_refunds DROP COLUMN psp_refused_at, DROP COLUMN psp_refusal; ` + undo0017
+
+// undo0017 is the schema before 0017, and the migrations after it (a new
+// migration adds its undo here, and its name to afterwards).
+const undo0017 = `ALTER TABLE pix_refunds DROP COLUMN psp_asks; DROP TABLE pix_scheduled CASCADE`
+
+// afterwards are the migrations after 0017, which the tests below apply
+// again.
+var afterwards = []string{"0018_pix_scheduled.sql"}
 
 // Found by the fourth attack review: psp_asked_at was once appended to the
 // committed migration 0011, so a database that had applied 0011 before
@@ -49,8 +57,8 @@ func TestDatabaseWithoutPSPAskedAtGetsIt(t *testing.T) {
 
 	applied, err := db.Migrate(ctx, s.Pool())
 	require.NoError(t, err)
-	require.Equal(t, []string{"0012_refund_psp_asked_at.sql", "0013_inbox_oldest_pending_index.sql", "0014_trace_context.sql", "0015_psp_catchup.sql",
-		"0016_refund_psp_refusal.sql", "0017_refund_psp_asks.sql"}, applied)
+	require.Equal(t, append([]string{"0012_refund_psp_asked_at.sql", "0013_inbox_oldest_pending_index.sql", "0014_trace_context.sql", "0015_psp_catchup.sql",
+		"0016_refund_psp_refusal.sql", "0017_refund_psp_asks.sql"}, afterwards...), applied)
 	_, err = s.MarkRefundAsked(ctx, r.ID)
 	require.NoError(t, err, "the saga's first statement runs")
 }
@@ -95,7 +103,7 @@ func TestRefundsAskedBeforeTheAskCountCountOne(t *testing.T) {
 	require.NoError(t, err)
 	refused, err := refund(s, e2e, 2_000, anyone)
 	require.NoError(t, err)
-	forgetMigrations(t, s, 17, `ALTER TABLE pix_refunds DROP COLUMN psp_asks`)
+	forgetMigrations(t, s, 17, undo0017)
 	// As the release before 0017 recorded them: the first refund's first
 	// ask; the second's first ask and a refusal.
 	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET psp_asked_at = now() WHERE id = $1`, asked.ID)
@@ -105,7 +113,7 @@ func TestRefundsAskedBeforeTheAskCountCountOne(t *testing.T) {
 
 	applied, err := db.Migrate(ctx, s.Pool())
 	require.NoError(t, err)
-	require.Equal(t, []string{"0017_refund_psp_asks.sql"}, applied)
+	require.Equal(t, append([]string{"0017_refund_psp_asks.sql"}, afterwards...), applied)
 
 	_, stands, err := s.StandingRefusal(ctx, refused.ID)
 	require.NoError(t, err)
