@@ -15,6 +15,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/tooling/devauth"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
@@ -28,19 +29,9 @@ func TestRefundsAgainstTheService(t *testing.T) {
 	ctx := context.Background()
 	const token = "pixctl-test-admin-token"
 	issuer := newDevIssuer(t)
-	// The simulator's address is the worker's PSP_URL, and the API's is
-	// the simulator's webhook: listen first, serve once both are known.
-	simLn, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	pspURL := "http://" + simLn.Addr().String()
-	base, store := runServiceWithPSP(t, token, issuer, pspURL)
-	sim := pspsim.New(pspsim.Options{WebhookURL: base + "/webhooks/api-pix/pix"})
-	simCtx, stopSim := context.WithCancel(ctx)
-	simDone := make(chan error, 1)
-	go func() { simDone <- sim.Serve(simCtx, simLn) }()
-	t.Cleanup(func() { stopSim(); require.NoError(t, <-simDone) })
+	base, store, pspURL := runServiceWithSimulator(t, token, issuer)
 
-	_, err = store.CreateAccount(ctx, db.NewAccount{ID: demoRefundAccount, OwnerName: "Maria", OpeningBalanceCents: 100_000})
+	_, err := store.CreateAccount(ctx, db.NewAccount{ID: demoRefundAccount, OwnerName: "Maria", OpeningBalanceCents: 100_000})
 	require.NoError(t, err)
 	_, err = store.CreatePixKey(ctx, db.NewPixKey{Key: demoRefundPixKey, KeyType: "email", AccountID: demoRefundAccount})
 	require.NoError(t, err)
@@ -121,4 +112,23 @@ func TestRefundsAgainstTheService(t *testing.T) {
 	r = pixctl(t, getenv, "reconcile")
 	r.requireStatus(t, cli.ExitOK)
 	require.Contains(t, r.stdout, "the books balance")
+}
+
+// runServiceWithSimulator is runServiceWithPSP whose PSP is the simulator,
+// notifying the API Pix webhook route, until the test ends; it returns the
+// API's base URL, the store and the simulator's URL. The simulator's
+// address is the worker's PSP_URL, and the API's is the simulator's
+// webhook: listen first, serve once both are known.
+func runServiceWithSimulator(t *testing.T, adminToken string, issuer devauth.Settings) (string, *db.Store, string) {
+	t.Helper()
+	simLn, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	pspURL := "http://" + simLn.Addr().String()
+	base, store := runServiceWithPSP(t, adminToken, issuer, pspURL)
+	sim := pspsim.New(pspsim.Options{WebhookURL: base + "/webhooks/api-pix/pix"})
+	simCtx, stopSim := context.WithCancel(context.Background())
+	simDone := make(chan error, 1)
+	go func() { simDone <- sim.Serve(simCtx, simLn) }()
+	t.Cleanup(func() { stopSim(); require.NoError(t, <-simDone) })
+	return base, store, pspURL
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"regexp"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/cli"
-	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
 // A scheduled PIX against the running service (the API and the worker on
@@ -25,18 +23,10 @@ func TestScheduledPixAgainstTheService(t *testing.T) {
 	ctx := context.Background()
 	const token = "pixctl-test-admin-token"
 	issuer := newDevIssuer(t)
-	simLn, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	pspURL := "http://" + simLn.Addr().String()
-	base, store := runServiceWithPSP(t, token, issuer, pspURL)
-	sim := pspsim.New(pspsim.Options{WebhookURL: base + "/webhooks/api-pix/pix"})
-	simCtx, stopSim := context.WithCancel(ctx)
-	simDone := make(chan error, 1)
-	go func() { simDone <- sim.Serve(simCtx, simLn) }()
-	t.Cleanup(func() { stopSim(); require.NoError(t, <-simDone) })
+	base, store, _ := runServiceWithSimulator(t, token, issuer)
 
 	const account = "acc-scheduled"
-	_, err = store.CreateAccount(ctx, db.NewAccount{ID: account, OwnerName: "Maria", OpeningBalanceCents: 50_000})
+	_, err := store.CreateAccount(ctx, db.NewAccount{ID: account, OwnerName: "Maria", OpeningBalanceCents: 50_000})
 	require.NoError(t, err)
 	dev, err := openDevTokens(envOf(issuer))
 	require.NoError(t, err)
