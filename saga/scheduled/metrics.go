@@ -2,6 +2,7 @@ package scheduled
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,12 +39,8 @@ var (
 // each scrape; a scrape PostgreSQL can't answer reports neither (the
 // scrape's other metrics still go out) and logs why.
 type pendingGauges struct {
-	store interface {
-		Pending(ctx context.Context, late time.Duration) (int64, int64, error)
-	}
-	log interface {
-		Warn(msg string, args ...any)
-	}
+	store *Store
+	log   *slog.Logger
 }
 
 func (g *pendingGauges) Describe(ch chan<- *prometheus.Desc) {
