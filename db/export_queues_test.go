@@ -10,9 +10,10 @@ type DeclaredQueue struct {
 // DeclaredQueues is every durable queue declared (the list the store's
 // queues are built from), as s builds them.
 func DeclaredQueues(s *Store) []DeclaredQueue {
-	out := make([]DeclaredQueue, len(dueQueues))
-	for i, q := range dueQueues {
-		out[i] = DeclaredQueue{DueQueue{s, q}, q.Name, q.Table, q.Key}
+	queues := s.DueQueues()
+	out := make([]DeclaredQueue, len(queues))
+	for i, q := range queues {
+		out[i] = DeclaredQueue{q, q.queue.Name, q.queue.Table, q.queue.Key}
 	}
 	return out
 }
