@@ -66,9 +66,16 @@ func (k Kit) WorkflowURL(workflowID string) string { return k.h.workflowURL(work
 // ServeKeyed runs op behind the Idempotency-Key layer (see serveKeyed).
 func ServeKeyed[Req any](k Kit, c *gin.Context, op KeyedOperation[Req]) { serveKeyed(k.h, c, op) }
 
-// ErrForbiddenAccount is the answer to a request about an account the
-// caller's token does not grant (403), before anything is written.
-var ErrForbiddenAccount error = errForbiddenAccount
+// ForbiddenUnlessFor is a keyed operation's Forbidden check of a request
+// that moves money out of account: the answer (403 forbidden_account,
+// before anything is written) when the caller's token does not grant it,
+// else nil.
+func ForbiddenUnlessFor(caller auth.Caller, account string) error {
+	if !caller.MayActFor(account) {
+		return errForbiddenAccount
+	}
+	return nil
+}
 
 func (h *handlers) creditRoutes(r gin.IRoutes, read, _ gin.HandlerFunc) {
 	r.GET("/pix/credits/:end_to_end_id", read, h.getCredit)

@@ -62,10 +62,7 @@ func (h *handlers) createTransfer(c *gin.Context) {
 		Hash:    requestHash,
 		Decode:  decodeTransferRequest,
 		Forbidden: func(caller auth.Caller, req pix.TransferRequest) error {
-			if !caller.MayActFor(req.AccountID) {
-				return errForbiddenAccount
-			}
-			return nil
+			return ForbiddenUnlessFor(caller, req.AccountID)
 		},
 		Run: func(ctx context.Context, res db.Reservation, req pix.TransferRequest) ([]byte, string, []any, error) {
 			t := db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID(h.BankISPB, time.Now()), TransferRequest: req}

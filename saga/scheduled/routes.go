@@ -135,10 +135,7 @@ func (h *Handlers) create(k api.Kit, c *gin.Context) {
 		Hash:   api.OperationHash("pix-scheduled"),
 		Decode: h.decode,
 		Forbidden: func(caller auth.Caller, req request) error {
-			if !caller.MayActFor(req.AccountID) {
-				return api.ErrForbiddenAccount
-			}
-			return nil
+			return api.ForbiddenUnlessFor(caller, req.AccountID)
 		},
 		Run: func(ctx context.Context, res db.Reservation, req request) ([]byte, string, []any, error) {
 			// A date refused is a refusal, recorded on the key as decode's.
