@@ -427,7 +427,11 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 		}
 		return v, true
 	}
-	str("DATABASE_URL", &c.DatabaseURL)
+	// The URL holds the database password: a secret, from a file too
+	// (docker-compose.yml passes it so).
+	if v, ok := secret("DATABASE_URL"); ok {
+		c.DatabaseURL = v
+	}
 	integer("DATABASE_MAX_CONNS", 1, 1000, func(n int64) { c.DatabaseMaxConns = int32(n) })
 	if conn, err := temporalConnection(lookup, environ); err != nil {
 		errs = append(errs, err)
