@@ -1,5 +1,5 @@
 # The two commands of the README are `make run` and `make test`.
-.PHONY: run test demo events build compose-config bench soak faults model
+.PHONY: run test demo events build compose-config compose-secrets bench soak faults model
 
 run: ## run everything locally: PostgreSQL, Temporal dev server with UI, migrations, demo accounts, API and worker
 	./scripts/run.sh
@@ -17,6 +17,9 @@ build:
 	go build -o .bin/pixd ./cmd/pixd
 	go build -o .bin/pixctl ./cmd/pixctl
 	go build -o .bin/pspsim ./cmd/pspsim
+
+compose-secrets: ## the random secrets docker-compose.yml reads (deploy/secrets, ignored by git; made once, kept after): run before the first `docker compose up`
+	./scripts/compose-secrets.sh
 
 compose-config: ## validate docker-compose.yml, the Prometheus rules and the Dockerfile (make test does too)
 	@bash -c 'source scripts/lib.sh && build_pinned staticcheck tools/lint/go.mod honnef.co/go/tools/cmd/staticcheck && check_deploy_files'

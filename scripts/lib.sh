@@ -63,10 +63,17 @@ use_dev_codec_keys() {
 	local file="$DATA/codec-keys"
 	if [ ! -s "$file" ]; then
 		mkdir -p "$DATA"
-		(umask 077 && printf 'dev-1=%s\n' "$(head -c 32 /dev/urandom | base64 -w0)" >"$file")
+		(umask 077 && printf 'dev-1=%s\n' "$(random_base64 32)" >"$file")
 	fi
 	export TEMPORAL_CODEC_KEYS_FILE="$file"
 }
+
+# random_base64 N: N random bytes in standard base64, on one line (a codec
+# key takes 32, a webhook secret's whsec_ value too).
+random_base64() { head -c "$1" /dev/urandom | base64 | tr -d '\n'; }
+
+# random_hex N: N random bytes in hexadecimal (safe in a URL's userinfo).
+random_hex() { head -c "$1" /dev/urandom | od -An -v -tx1 | tr -d ' \n'; }
 
 # use_dev_issuer: the development token issuer that the customer routes'
 # bearer tokens come from (pixctl token -account acc-0001 mints one): its key
@@ -287,7 +294,21 @@ ensure_postgres() {
 	if [ "$(psql "$base/postgres" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != 1 ]; then
 		psql "$base/postgres" -qc "CREATE DATABASE \"$db\"" >&2
 	fi
+	warn_postgres_major "$base/postgres"
 	echo "$base/$db?sslmode=disable"
+}
+
+# warn_postgres_major URL: says so when the PostgreSQL at URL (the one the
+# tests run, the machine's) is not of the major version docker-compose.yml
+# runs (.env's POSTGRES_VERSION, checked there by tools/deploycheck): the
+# tests then vouch for another major than the deployment's.
+warn_postgres_major() {
+	local declared here
+	declared=$(sed -n 's/^POSTGRES_VERSION=//p' "$ROOT/.env")
+	here=$(psql "$1" -tAc "SELECT current_setting('server_version_num')::int / 10000" 2>/dev/null) || return 0
+	if [ -n "$declared" ] && [ "$here" != "${declared%%.*}" ]; then
+		log "warning: these tests run PostgreSQL $here, docker-compose.yml runs $declared (.env POSTGRES_VERSION): the compose major is not the one tested"
+	fi
 }
 
 # build_temporal_server builds the Temporal server and its SQL schema tool,

@@ -9,8 +9,13 @@
 # images' tag is raised.
 #   SQL_PLUGIN, SQL_HOST, SQL_PORT, SQL_USER, SQL_PASSWORD  where and as whom
 #   (temporal-sql-tool's own variables)
+#   SQL_PASSWORD_FILE  the password from a file instead (a compose secret)
 set -eu
 
+if [ -n "${SQL_PASSWORD_FILE:-}" ]; then
+	SQL_PASSWORD=$(cat "$SQL_PASSWORD_FILE")
+	export SQL_PASSWORD
+fi
 : "${SQL_PLUGIN:?}" "${SQL_HOST:?}" "${SQL_USER:?}" "${SQL_PASSWORD:?}"
 schemas=/etc/temporal/schema/postgresql/v12
 

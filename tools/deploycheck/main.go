@@ -6,7 +6,11 @@
 //     to the project's rules: every long-running service has a healthcheck,
 //     every depends_on waits for health or for a job's success, every
 //     pulled image has an exact version, no replicated service publishes a
-//     host port;
+//     host port, every secret is a file of deploy/secrets read through a
+//     *_FILE variable (none in the environment), no service depends on an
+//     observability backend;
+//   - the versions of Temporal, NATS and PostgreSQL, declared once in .env:
+//     the compose file's images and the tests' go.mod pins are at them;
 //   - the Prometheus rules (deploy/prometheus/rules), parsed by Prometheus's
 //     own rule parser, as `promtool check rules` does (PromQL included),
 //     each alert with a `for`, a severity, a summary and a description, and
@@ -51,6 +55,7 @@ func check(ctx context.Context, root string) []error {
 	if project != nil {
 		errs = append(errs, checkPrometheus(project, filepath.Join(root, "deploy/prometheus/prometheus.yml"), filepath.Join(root, "deploy/prometheus/rules"))...)
 		errs = append(errs, checkBuildTargets(project, filepath.Join(root, "Dockerfile"))...)
+		errs = append(errs, checkVersions(project, root)...)
 	}
 	errs = append(errs, checkRules(filepath.Join(root, "deploy/prometheus/rules"))...)
 	errs = append(errs, checkDockerfile(ctx, root, filepath.Join(root, "Dockerfile"), filepath.Join(root, ".dockerignore"))...)
