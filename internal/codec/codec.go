@@ -1,7 +1,11 @@
 package codec
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 
@@ -14,21 +18,46 @@ const (
 	// MetadataEncoding is the payload metadata key Temporal's converters
 	// read the encoding from.
 	MetadataEncoding = converter.MetadataEncoding
-	// EncodingEncrypted marks a payload this codec encrypted.
-	EncodingEncrypted = "binary/encrypted"
+	// EncodingEncrypted marks a payload this codec encrypts: format v2,
+	// sealed with a key derived for that payload alone (see Codec).
+	EncodingEncrypted = "binary/encrypted-v2"
+	// EncodingEncryptedV1 marks a payload of the first format, sealed
+	// with the configured key itself. The codec no longer writes it and
+	// decrypts it for as long as the key is in the ring: histories,
+	// schedules and memos written before v2 keep reading.
+	EncodingEncryptedV1 = "binary/encrypted"
 	// MetadataKeyID names the key that encrypted the payload.
 	MetadataKeyID = "encryption-key-id"
+)
+
+// Format v2's layout and derivation.
+const (
+	// saltSize is the per-payload HKDF salt: 256 random bits, so that
+	// two payloads share a derived key with probability about
+	// n²/2²⁵⁷ after n payloads (docs/security.md#key-usage-bound).
+	saltSize = 32
+	// deriveLabel, then a zero byte and the key id, is the HKDF info: it
+	// binds a derived key to this use and to the key's name, so a payload
+	// relabeled with another id derives another key and fails to open.
+	deriveLabel = "pix temporal payload codec v2"
 )
 
 // ErrUnknownKeyID is the error of a payload encrypted with a key the ring
 // doesn't hold (removed too early, or a ring of another environment).
 var ErrUnknownKeyID = errors.New("payload encrypted with a key id the key ring doesn't hold")
 
-// Codec is an AES-256-GCM converter.PayloadCodec. An encrypted payload's
-// data is nonce||ciphertext of the whole original payload (its metadata
-// too: the encoding and the Go type say things as well), sealed with the
-// key id as additional authenticated data, so a payload relabeled with
-// another key id fails like a tampered one.
+// Codec is an AES-256-GCM converter.PayloadCodec. It seals the whole
+// original payload (its metadata too: the encoding and the Go type say
+// things as well), with the key id as additional authenticated data, so a
+// payload relabeled with another key id fails like a tampered one.
+//
+// Each payload gets its own AES key: HKDF-SHA256 of the configured key,
+// with 32 random bytes as the salt and the label and key id as the info.
+// The payload's data is salt||nonce||ciphertext, the nonce random too.
+// Sealing with the configured key directly (format v1, still decrypted)
+// capped a key at 2³² payloads (NIST SP 800-38D's bound for random 96-bit
+// nonces): days at full load. Derived keys lift the cap beyond any load
+// (docs/security.md#key-usage-bound).
 type Codec struct {
 	keys *KeyRing
 }
@@ -51,10 +80,10 @@ func FromString(keys string) (*Codec, error) {
 // Keys is the codec's key ring.
 func (c *Codec) Keys() *KeyRing { return c.keys }
 
-// Encode encrypts every payload with the newest key.
+// Encode encrypts every payload with a key derived from the newest key.
 func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	id := c.keys.NewestID()
-	aead, ok := c.keys.cipherFor(id)
+	k, ok := c.keys.key(id)
 	if !ok {
 		return payloads, errors.New("encrypt payload: the key ring holds no key (build it with ParseKeyRing)")
 	}
@@ -64,36 +93,45 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 		if err != nil {
 			return payloads, fmt.Errorf("encrypt payload: marshal: %w", err)
 		}
-		nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
-		if _, err := rand.Read(nonce); err != nil {
-			return payloads, fmt.Errorf("encrypt payload: nonce: %w", err)
+		// The nonce is random although the derived key seals this payload
+		// only: it costs 12 bytes and keeps a payload's secrecy from
+		// resting on its salt alone being unique.
+		data := make([]byte, saltSize+nonceSize, saltSize+nonceSize+len(plain)+tagSize)
+		if _, err := rand.Read(data); err != nil {
+			return payloads, fmt.Errorf("encrypt payload: salt and nonce: %w", err)
+		}
+		salt, nonce := data[:saltSize], data[saltSize:]
+		aead, err := k.derive(id, salt)
+		if err != nil {
+			return payloads, fmt.Errorf("encrypt payload with key %q: %w", id, err)
 		}
 		out[i] = &commonpb.Payload{
 			Metadata: map[string][]byte{
 				MetadataEncoding: []byte(EncodingEncrypted),
 				MetadataKeyID:    []byte(id),
 			},
-			Data: aead.Seal(nonce, nonce, plain, []byte(id)),
+			Data: aead.Seal(data, nonce, plain, []byte(id)),
 		}
 	}
 	return out, nil
 }
 
-// Decode decrypts the payloads this codec encrypted, with the key each
-// names; the others pass through unchanged, so that histories written
-// before encryption was turned on still replay and read.
+// Decode decrypts the payloads this codec encrypted, in either format, with
+// the key each names; the others pass through unchanged, so that histories
+// written before encryption was turned on still replay and read.
 func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
-		if string(p.GetMetadata()[MetadataEncoding]) != EncodingEncrypted {
+		switch string(p.GetMetadata()[MetadataEncoding]) {
+		case EncodingEncrypted, EncodingEncryptedV1:
+			decrypted, err := c.decrypt(p)
+			if err != nil {
+				return payloads, err
+			}
+			out[i] = decrypted
+		default:
 			out[i] = p
-			continue
 		}
-		decrypted, err := c.decrypt(p)
-		if err != nil {
-			return payloads, err
-		}
-		out[i] = decrypted
 	}
 	return out, nil
 }
@@ -104,18 +142,29 @@ func (c *Codec) decrypt(p *commonpb.Payload) (*commonpb.Payload, error) {
 		return nil, fmt.Errorf("decrypt payload: its metadata names no %s", MetadataKeyID)
 	}
 	id := string(idBytes)
-	aead, ok := c.keys.cipherFor(id)
+	k, ok := c.keys.key(id)
 	if !ok {
 		// The id is safe to show: ids are names, never key material; but
 		// one from a forged payload is quoted, not trusted.
 		return nil, fmt.Errorf("decrypt payload: %w: %q (the ring holds %v)", ErrUnknownKeyID, id, c.keys.IDs())
 	}
 	data := p.GetData()
-	if len(data) < aead.NonceSize()+aead.Overhead() {
-		return nil, fmt.Errorf("decrypt payload with key %q: %d bytes is too short to be nonce||ciphertext", id, len(data))
+	aead, layout := k.v1, "nonce||ciphertext"
+	if string(p.GetMetadata()[MetadataEncoding]) == EncodingEncrypted {
+		layout = "salt||nonce||ciphertext"
+		if len(data) < saltSize {
+			return nil, fmt.Errorf("decrypt payload with key %q: %d bytes is too short to be %s", id, len(data), layout)
+		}
+		var err error
+		if aead, err = k.derive(id, data[:saltSize]); err != nil {
+			return nil, fmt.Errorf("decrypt payload with key %q: %w", id, err)
+		}
+		data = data[saltSize:]
 	}
-	nonce, sealed := data[:aead.NonceSize()], data[aead.NonceSize():]
-	plain, err := aead.Open(nil, nonce, sealed, idBytes)
+	if len(data) < nonceSize+tagSize {
+		return nil, fmt.Errorf("decrypt payload with key %q: %d bytes is too short to be %s", id, len(p.GetData()), layout)
+	}
+	plain, err := aead.Open(nil, data[:nonceSize], data[nonceSize:], idBytes)
 	if err != nil {
 		return nil, fmt.Errorf("decrypt payload with key %q (tampered, or encrypted by another key of that id): %w", id, err)
 	}
@@ -125,3 +174,32 @@ func (c *Codec) decrypt(p *commonpb.Payload) (*commonpb.Payload, error) {
 	}
 	return &original, nil
 }
+
+// derive is the AES-256-GCM cipher of the key derived from k for one
+// payload's salt.
+func (k *ringKey) derive(id string, salt []byte) (cipher.AEAD, error) {
+	key, err := hkdf.Key(sha256.New, k.secret, salt, deriveLabel+"\x00"+id, KeySize)
+	if err != nil {
+		return nil, fmt.Errorf("derive key: %w", err)
+	}
+	return newAEAD(key)
+}
+
+// newAEAD is the AES-256-GCM cipher of key.
+func newAEAD(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("aes: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("gcm: %w", err)
+	}
+	return aead, nil
+}
+
+// GCM's standard nonce and tag sizes, which both formats use.
+const (
+	nonceSize = 12
+	tagSize   = 16
+)

@@ -49,10 +49,16 @@ func TestRoundTrip(t *testing.T) {
 		require.Equal(t, codec.EncodingEncrypted, string(p.Metadata[codec.MetadataEncoding]))
 		require.Equal(t, "k1", string(p.Metadata[codec.MetadataKeyID]))
 	}
-	// A fresh nonce each time: the same plaintext never encrypts the same.
+	// A fresh salt (so a fresh key) and nonce each time: the same
+	// plaintext never encrypts the same.
 	again, err := c.Encode(in[:1])
 	require.NoError(t, err)
-	require.NotEqual(t, enc[0].Data, again[0].Data)
+	require.NotEqual(t, enc[0].Data[:32], again[0].Data[:32], "the salts differ")
+	require.NotEqual(t, enc[0].Data[32:44], again[0].Data[32:44], "the nonces differ")
+	require.NotEqual(t, enc[0].Data[44:], again[0].Data[44:])
+	plain, err := in[0].Marshal()
+	require.NoError(t, err)
+	require.Len(t, enc[0].Data, 32+12+len(plain)+16, "salt||nonce||ciphertext||tag")
 
 	dec, err := c.Decode(enc)
 	require.NoError(t, err)
@@ -127,9 +133,27 @@ func TestTamperedPayloadFails(t *testing.T) {
 		require.NoError(t, err)
 		return enc[0]
 	}
-	flipped := fresh()
-	flipped.Data[len(flipped.Data)-5] ^= 0x01
-	_, err := c.Decode([]*commonpb.Payload{flipped})
+	// A bit flipped anywhere: in the salt (another derived key), the
+	// nonce, the ciphertext or the tag.
+	for _, at := range []struct {
+		name string
+		i    int
+	}{{"salt", 0}, {"salt's end", 31}, {"nonce", 32}, {"ciphertext", 44}, {"tag", -1}} {
+		flipped := fresh()
+		i := at.i
+		if i < 0 {
+			i += len(flipped.Data)
+		}
+		flipped.Data[i] ^= 0x01
+		_, err := c.Decode([]*commonpb.Payload{flipped})
+		require.ErrorContains(t, err, "authentication failed", at.name)
+	}
+
+	// Relabeled to the first format: its key is the configured one, not
+	// the derived one, so it fails too (the reverse: TestV1PayloadsStillDecrypt).
+	downgraded := fresh()
+	downgraded.Metadata[codec.MetadataEncoding] = []byte(codec.EncodingEncryptedV1)
+	_, err := c.Decode([]*commonpb.Payload{downgraded})
 	require.ErrorContains(t, err, "authentication failed")
 
 	// Relabeled to another key the ring holds: the key id is bound as
@@ -139,10 +163,12 @@ func TestTamperedPayloadFails(t *testing.T) {
 	_, err = c.Decode([]*commonpb.Payload{relabeled})
 	require.ErrorContains(t, err, "authentication failed")
 
-	short := fresh()
-	short.Data = short.Data[:10]
-	_, err = c.Decode([]*commonpb.Payload{short})
-	require.ErrorContains(t, err, "too short")
+	for _, n := range []int{0, 10, 32, 32 + 12 + 15} {
+		short := fresh()
+		short.Data = short.Data[:n]
+		_, err = c.Decode([]*commonpb.Payload{short})
+		require.ErrorContains(t, err, "too short to be salt||nonce||ciphertext", "%d bytes", n)
+	}
 
 	unnamed := fresh()
 	delete(unnamed.Metadata, codec.MetadataKeyID)
@@ -232,5 +258,7 @@ func TestKeyRingPrintsNoKeys(t *testing.T) {
 		require.Contains(t, s, "k1")
 		require.NotContains(t, s, "0x1") // no cipher internals
 		require.NotContains(t, s, "ciphers")
+		require.NotContains(t, s, "secret")
+		require.NotContains(t, s, "[1 1 1") // no key bytes
 	}
 }

@@ -1,7 +1,6 @@
 package codec
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
 	"encoding/base64"
 	"errors"
@@ -19,12 +18,19 @@ const KeySize = 32
 var keyIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 // KeyRing holds the codec's keys by id: every key decrypts the payloads
-// that name it, the newest encrypts. It holds only the ciphers, never the
-// key bytes, and it prints as its ids: a KeyRing logged or formatted by
-// mistake shows no key material.
+// that name it, the newest encrypts. It prints as its ids: a KeyRing logged
+// or formatted by mistake shows no key material.
 type KeyRing struct {
-	ciphers map[string]cipher.AEAD
-	ids     []string // in configuration order; the last is the newest
+	keys map[string]*ringKey
+	ids  []string // in configuration order; the last is the newest
+}
+
+// ringKey is one configured key: the secret per-payload keys are derived
+// from (format v2), and the cipher of the key itself, which decrypts the
+// payloads of format v1.
+type ringKey struct {
+	secret []byte
+	v1     cipher.AEAD
 }
 
 // ParseKeyRing reads the TEMPORAL_CODEC_KEYS format: comma-separated
@@ -40,7 +46,7 @@ func ParseKeyRing(s string) (*KeyRing, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, errors.New("no keys: want keyid=base64key[,keyid=base64key...]")
 	}
-	r := &KeyRing{ciphers: map[string]cipher.AEAD{}}
+	r := &KeyRing{keys: map[string]*ringKey{}}
 	for i, entry := range strings.Split(s, ",") {
 		n := i + 1
 		entry = strings.TrimSpace(entry)
@@ -62,14 +68,14 @@ func ParseKeyRing(s string) (*KeyRing, error) {
 		if !keyIDPattern.MatchString(id) {
 			return nil, fmt.Errorf("entry %d: the key id may hold only letters, digits, '.', '_' and '-'", n)
 		}
-		if _, dup := r.ciphers[id]; dup {
+		if _, dup := r.keys[id]; dup {
 			return nil, fmt.Errorf("entry %d: key id %q appears twice", n, id)
 		}
-		aead, err := newAEAD(key)
+		v1, err := newAEAD(key)
 		if err != nil {
 			return nil, fmt.Errorf("entry %d: %w", n, err)
 		}
-		r.ciphers[id] = aead
+		r.keys[id] = &ringKey{secret: key, v1: v1}
 		r.ids = append(r.ids, id)
 	}
 	return r, nil
@@ -91,18 +97,6 @@ func decodeKey(encoded string) ([]byte, error) {
 	return key, nil
 }
 
-func newAEAD(key []byte) (cipher.AEAD, error) {
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("aes: %w", err)
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, fmt.Errorf("gcm: %w", err)
-	}
-	return aead, nil
-}
-
 // NewestID is the id of the key that encrypts ("" for a ring built
 // without ParseKeyRing, which holds none).
 func (r *KeyRing) NewestID() string {
@@ -115,13 +109,13 @@ func (r *KeyRing) NewestID() string {
 // IDs are the ids of every key, oldest first.
 func (r *KeyRing) IDs() []string { return append([]string(nil), r.ids...) }
 
-// cipherFor is the cipher of key id, if the ring holds it.
-func (r *KeyRing) cipherFor(id string) (cipher.AEAD, bool) {
+// key is the key of id, if the ring holds it.
+func (r *KeyRing) key(id string) (*ringKey, bool) {
 	if r == nil {
 		return nil, false
 	}
-	aead, ok := r.ciphers[id]
-	return aead, ok
+	k, ok := r.keys[id]
+	return k, ok
 }
 
 // String shows the ids only.
@@ -132,8 +126,8 @@ func (r *KeyRing) String() string {
 	return fmt.Sprintf("KeyRing(ids=%s newest=%s)", strings.Join(r.ids, ","), r.NewestID())
 }
 
-// GoString keeps %#v from printing the ciphers' expanded keys.
+// GoString keeps %#v from printing the keys.
 func (r *KeyRing) GoString() string { return r.String() }
 
-// LogValue keeps slog from printing the ciphers' expanded keys.
+// LogValue keeps slog from printing the keys.
 func (r *KeyRing) LogValue() slog.Value { return slog.StringValue(r.String()) }
