@@ -22,6 +22,6 @@ var PSPCatchUp = Descriptor{
 	},
 	Activities: func(deps any) []any { return []any{deps} },
 	Schedule: func(ctx context.Context, c client.Client, env Env) error {
-		return workflows.EnsurePSPCatchUpSchedule(ctx, c, env.Queues, env.Cfg.PSPCatchUpInterval)
+		return workflows.EnsurePSPCatchUpSchedule(ctx, c, env.Schedules, env.Queues, env.Cfg.PSPCatchUpInterval)
 	},
 }

@@ -30,9 +30,9 @@ var Maintenance = Descriptor{
 	},
 	Schedule: func(ctx context.Context, c client.Client, env Env) error {
 		retention := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: env.Cfg.OutboxRetention, InboxRetention: env.Cfg.InboxRetention}
-		if err := workflows.EnsureRetentionSchedule(ctx, c, env.Queues, env.Cfg.RetentionInterval, retention); err != nil {
+		if err := workflows.EnsureRetentionSchedule(ctx, c, env.Schedules, env.Queues, env.Cfg.RetentionInterval, retention); err != nil {
 			return err
 		}
-		return workflows.EnsureReconcileSchedule(ctx, c, env.Queues, env.Cfg.ReconcileInterval)
+		return workflows.EnsureReconcileSchedule(ctx, c, env.Schedules, env.Queues, env.Cfg.ReconcileInterval)
 	},
 }

@@ -41,6 +41,8 @@ type Env struct {
 	// Lookup reads a saga's own settings from the environment
 	// (os.LookupEnv in pixd).
 	Lookup func(key string) (string, bool)
+	// Schedules brings a saga's Schedules to the configuration (Schedule).
+	Schedules workflows.ScheduleSync
 }
 
 // PSP is what the sagas' activities ask of the PSP.

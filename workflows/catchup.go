@@ -88,17 +88,18 @@ func PSPCatchUp(ctx workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, err
 	return out, err
 }
 
-// EnsurePSPCatchUpSchedule creates the PSP catch-up's Temporal Schedule
-// (every interval, runs never overlapping: a run still listing makes the
-// next tick skip), starting its runs on the maintenance queue, unless it
-// exists (an existing one keeps its interval: see ensureSchedule). An interval of 0 (PSP_CATCHUP_INTERVAL=0: the catch-up off)
+// EnsurePSPCatchUpSchedule brings the PSP catch-up's Temporal Schedule to
+// the configuration (every interval, runs never overlapping: a run still
+// listing makes the next tick skip), its runs on the maintenance queue:
+// created if missing, updated if it differs, an operator's pause kept
+// (ensureSchedule). An interval of 0 (PSP_CATCHUP_INTERVAL=0: the catch-up off)
 // deletes the Schedule rather than pausing it: a paused Schedule still
 // looks configured (and `temporal schedule unpause` would start it behind
 // the configuration's back), while a deleted one is created again, at the
 // configured interval, by the first worker that starts with the catch-up
 // on. Its covered window stays in PostgreSQL: turned on again, it goes on
 // from there. The runs already started are not stopped.
-func EnsurePSPCatchUpSchedule(ctx context.Context, c client.Client, queues TaskQueues, every time.Duration) error {
+func EnsurePSPCatchUpSchedule(ctx context.Context, c client.Client, s ScheduleSync, queues TaskQueues, every time.Duration) error {
 	id := PSPCatchUpScheduleID(queues.Base)
 	if every <= 0 {
 		err := c.ScheduleClient().GetHandle(ctx, id).Delete(ctx)
@@ -108,9 +109,7 @@ func EnsurePSPCatchUpSchedule(ctx context.Context, c client.Client, queues TaskQ
 		}
 		return fmt.Errorf("delete schedule %s (PSP_CATCHUP_INTERVAL=0): %w", id, err)
 	}
-	// Created on the maintenance queue from the start: the move from the
-	// credits' queue (ensureSchedule) never finds it there.
-	return ensureSchedule(ctx, c, id, queues.Maintenance, queues.Credits, every, PSPCatchUpWorkflowName, PSPCatchUpInput{})
+	return s.ensure(ctx, c, ScheduleConfig{ID: id, TaskQueue: queues.Maintenance, Every: every, Workflow: PSPCatchUpWorkflowName, Args: []any{PSPCatchUpInput{}}})
 }
 
 // StartPSPCatchUpWindow starts the catch-up of one window an operator asked

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/converter"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pixbank/pix/activities"
@@ -79,7 +80,8 @@ func TestPSPCatchUpCreditsAPixNeverNotified(t *testing.T) {
 	}}
 
 	// Every saga as pixd has it, but the catch-up listing the record above.
-	env := saga.Env{Store: store, Queues: queues, Log: log}
+	schedules := workflows.ScheduleSync{DataConverter: converter.GetDefaultDataConverter(), Log: log}
+	env := saga.Env{Store: store, Queues: queues, Log: log, Schedules: schedules}
 	sagas := slices.Clone(registry.All)
 	for i := range sagas {
 		if sagas[i].Name == saga.PSPCatchUp.Name {
@@ -101,7 +103,7 @@ func TestPSPCatchUpCreditsAPixNeverNotified(t *testing.T) {
 		require.NoError(t, g.Wait())
 	}()
 
-	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, queues, time.Second))
+	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, time.Second))
 	require.Eventually(t, func() bool {
 		credit, err := store.GetCredit(ctx, id)
 		return err == nil && credit.Status == pix.StatusDone
@@ -130,9 +132,9 @@ func TestPSPCatchUpCreditsAPixNeverNotified(t *testing.T) {
 	require.Equal(t, activities.CatchUpPSP, pspName)
 
 	// PSP_CATCHUP_INTERVAL=0: the Schedule is gone; asked again, nothing fails.
-	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, queues, 0))
+	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, 0))
 	_, err = c.ScheduleClient().GetHandle(ctx, workflows.PSPCatchUpScheduleID(queues.Base)).Describe(ctx)
 	var notFound *serviceerror.NotFound
 	require.Truef(t, errors.As(err, &notFound), "the schedule is deleted: %T %v", err, err)
-	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, queues, 0))
+	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, 0))
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -39,12 +38,12 @@ func Retention(ctx workflow.Context, in activities.RetentionInput) error {
 	return errors.Join(keys.Get(ctx, nil), events.Get(ctx, nil), inbox.Get(ctx, nil))
 }
 
-// EnsureRetentionSchedule creates the retention's Temporal Schedule (every
-// interval, with in), starting its runs on the maintenance queue, unless
-// it exists; an existing one that starts them on another queue is moved to
-// the maintenance queue.
-func EnsureRetentionSchedule(ctx context.Context, c client.Client, queues TaskQueues, every time.Duration, in activities.RetentionInput) error {
-	return ensureSchedule(ctx, c, RetentionScheduleID(queues.Base), queues.Maintenance, queues.Credits, every, RetentionWorkflowName, in)
+// EnsureRetentionSchedule brings the retention's Temporal Schedule to the
+// configuration (every interval, with in: the retention periods), its
+// runs on the maintenance queue: created if missing, updated if it
+// differs, an operator's pause kept (ensureSchedule).
+func EnsureRetentionSchedule(ctx context.Context, c client.Client, s ScheduleSync, queues TaskQueues, every time.Duration, in activities.RetentionInput) error {
+	return s.ensure(ctx, c, ScheduleConfig{ID: RetentionScheduleID(queues.Base), TaskQueue: queues.Maintenance, Every: every, Workflow: RetentionWorkflowName, Args: []any{in}})
 }
 
 // ReconcileWorkflowName is the registered name of Reconcile.
@@ -75,53 +74,9 @@ func Reconcile(ctx workflow.Context) (db.Reconciliation, error) {
 	return r, nil
 }
 
-// EnsureReconcileSchedule creates the reconciliation's Temporal Schedule
-// (every interval), starting its runs on the maintenance queue, unless it
-// exists; an existing one that starts them on another queue is moved to
-// the maintenance queue.
-func EnsureReconcileSchedule(ctx context.Context, c client.Client, queues TaskQueues, every time.Duration) error {
-	return ensureSchedule(ctx, c, ReconcileScheduleID(queues.Base), queues.Maintenance, queues.Credits, every, ReconcileWorkflowName)
-}
-
-// ensureSchedule creates a Temporal Schedule that starts workflow name
-// (with args) on taskQueue every interval, its runs never overlapping,
-// unless the schedule exists. An existing one is left as it is (change it
-// with `temporal schedule update`, or delete it and restart a worker),
-// except for its action's task queue: a schedule created before the
-// maintenance family had a queue of its own starts its runs on the credits'
-// queue, where they would now wait for a maintenance worker that never
-// polls it, so it is moved from movedFrom to taskQueue. A queue an operator
-// set on purpose (anything but movedFrom) is left as it is.
-func ensureSchedule(ctx context.Context, c client.Client, id, taskQueue, movedFrom string, every time.Duration, name string, args ...any) error {
-	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:      id,
-		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
-		Overlap: enums.SCHEDULE_OVERLAP_POLICY_SKIP,
-		Action: &client.ScheduleWorkflowAction{
-			ID:        id,
-			Workflow:  name,
-			Args:      args,
-			TaskQueue: taskQueue,
-		},
-	})
-	switch {
-	case err == nil:
-		return nil
-	case !errors.Is(err, temporal.ErrScheduleAlreadyRunning):
-		return fmt.Errorf("create schedule %s: %w", id, err)
-	}
-	err = c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
-		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
-			action, ok := in.Description.Schedule.Action.(*client.ScheduleWorkflowAction)
-			if !ok || action.TaskQueue != movedFrom {
-				return nil, temporal.ErrSkipScheduleUpdate
-			}
-			action.TaskQueue = taskQueue
-			return &client.ScheduleUpdate{Schedule: &in.Description.Schedule}, nil
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("move schedule %s to task queue %s: %w", id, taskQueue, err)
-	}
-	return nil
+// EnsureReconcileSchedule brings the reconciliation's Temporal Schedule
+// to the configuration (every interval), its runs on the maintenance
+// queue, as EnsureRetentionSchedule.
+func EnsureReconcileSchedule(ctx context.Context, c client.Client, s ScheduleSync, queues TaskQueues, every time.Duration) error {
+	return s.ensure(ctx, c, ScheduleConfig{ID: ReconcileScheduleID(queues.Base), TaskQueue: queues.Maintenance, Every: every, Workflow: ReconcileWorkflowName})
 }

@@ -333,6 +333,9 @@ func demo(ctx context.Context, c, psp *apiClient, natsURL string, out io.Writer)
 	got := events.of(ctx, ours, len(pix)+2*len(transfers)+refundEvents+1, 15*time.Second)
 	if len(got) == 0 {
 		say("   none arrived from NATS at %s: is the worker's outbox relay on the same broker (NATS_URL)?", natsURL)
+		if err := events.failure(); err != nil {
+			say("   %v", err)
+		}
 	}
 	for _, e := range got {
 		say("   %-22s %s", e.Type, e.AggregateID)

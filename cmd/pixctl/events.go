@@ -47,7 +47,7 @@ func tailEvents(ctx context.Context, url string, all, asJSON bool, out, errOut i
 		return unavailable(fmt.Errorf("the events on NATS at %s: %w", url, err))
 	}
 	defer nc.Close()
-	cons, err := newEventConsumer(ctx, nc, all)
+	cons, err := newEventConsumer(ctx, nc, all, errOut)
 	if err != nil {
 		return unavailable(fmt.Errorf("the events on NATS at %s: %w", url, err))
 	}
@@ -80,13 +80,13 @@ func tailEvents(ctx context.Context, url string, all, asJSON bool, out, errOut i
 }
 
 // newEventConsumer is an ordered consumer of the event stream: new events
-// only, or all of them.
-func newEventConsumer(ctx context.Context, nc *nats.Conn, all bool) (jetstream.Consumer, error) {
+// only, or all of them. Before the stream exists it waits for it.
+func newEventConsumer(ctx context.Context, nc *nats.Conn, all bool, errOut io.Writer) (jetstream.Consumer, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	stream, err := broker.OpenStream(ctx, js)
+	stream, err := waitForStream(ctx, js, time.Second, errOut)
 	if err != nil {
 		return nil, err
 	}
@@ -102,23 +102,59 @@ func newEventConsumer(ctx context.Context, nc *nats.Conn, all bool) (jetstream.C
 type eventCollector struct {
 	mu     sync.Mutex
 	events []broker.Envelope
-	stop   func()
+	// err is why no event can arrive (the consumer could not be made).
+	err  error
+	stop func()
 }
 
-// collectEvents starts consuming new events from the broker at url.
+// collectEvents consumes, from the broker at url, the events published
+// from now on. On a fresh stack the stream does not exist until the relay
+// publishes the demo's first event (pixctl never creates it): the consumer
+// is made once it does, from this moment on, so that first event is
+// collected too. stop ends the consumer's goroutine and waits for it.
 func collectEvents(ctx context.Context, url string) (*eventCollector, error) {
 	nc, err := broker.ConnectOnce(url, "pixctl demo")
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	cons, err := newEventConsumer(ctx, nc, false)
+	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, unavailable(fmt.Errorf("the demo consumes the events from NATS at %s (NATS_URL): %w", url, err))
+		return nil, fmt.Errorf("jetstream: %w", err)
 	}
+	since := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
 	c := &eventCollector{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := c.consume(ctx, js, since); err != nil && ctx.Err() == nil {
+			c.mu.Lock()
+			c.err = fmt.Errorf("the demo consumes the events from NATS at %s (NATS_URL): %w", url, err)
+			c.mu.Unlock()
+		}
+	}()
+	c.stop = func() { cancel(); <-done; nc.Close() }
+	return c, nil
+}
+
+// failure is why no event can arrive, if the consumer could not be made.
+func (c *eventCollector) failure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// consume collects the stream's events published since, until ctx ends.
+func (c *eventCollector) consume(ctx context.Context, js jetstream.JetStream, since time.Time) error {
+	stream, err := waitForStream(ctx, js, 200*time.Millisecond, io.Discard)
+	if err != nil {
+		return err
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &since})
+	if err != nil {
+		return err
+	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		var e broker.Envelope
 		if json.Unmarshal(m.Data(), &e) == nil {
@@ -128,11 +164,11 @@ func collectEvents(ctx context.Context, url string) (*eventCollector, error) {
 		}
 	})
 	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("consume %s: %w", broker.StreamName, err)
+		return fmt.Errorf("consume %s: %w", broker.StreamName, err)
 	}
-	c.stop = func() { cc.Stop(); nc.Close() }
-	return c, nil
+	<-ctx.Done()
+	cc.Stop()
+	return nil
 }
 
 // of returns the collected events of the given aggregates, waiting up to
@@ -142,6 +178,9 @@ func (c *eventCollector) of(ctx context.Context, aggregates map[string]bool, wan
 	_ = pollUntil(ctx, within, 200*time.Millisecond, "events", func() (int, error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		if c.err != nil {
+			return 0, c.err
+		}
 		out = out[:0]
 		for _, e := range c.events {
 			if aggregates[e.AggregateID] {
@@ -151,4 +190,28 @@ func (c *eventCollector) of(ctx context.Context, aggregates map[string]bool, wan
 		return max(0, want-len(out)), nil
 	})
 	return out
+}
+
+// waitForStream opens the event stream, waiting (polling every) while it
+// does not exist yet: pixctl never creates it. The worker's outbox relay
+// does, with the limits the service is configured with, at its first
+// event; a stream a reader made would carry default limits that the
+// service then silently changes. The wait is said once on errOut.
+func waitForStream(ctx context.Context, js jetstream.JetStream, every time.Duration, errOut io.Writer) (jetstream.Stream, error) {
+	said := false
+	for {
+		s, err := broker.OpenStream(ctx, js)
+		if !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return s, err
+		}
+		if !said {
+			fmt.Fprintf(errOut, "pixctl: no stream %s yet: waiting for the worker's outbox relay to create it (at its first event)\n", broker.StreamName)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(every):
+		}
+	}
 }

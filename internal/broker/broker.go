@@ -113,22 +113,12 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, limits StreamLimi
 	return s, nil
 }
 
-// OpenStream is the event stream for a reader (pixctl, the fault suite): as
-// it is, or, when no relay has created it yet, created with
-// DefaultStreamLimits (the relay sets its own at its first publish). A
-// reader never changes the limits the service configured.
+// OpenStream is the event stream for a reader (pixctl, a test) as it is.
+// A reader never creates it nor changes the limits the service configured:
+// the relay's publisher (EnsureStream) owns it. Before the relay's first
+// event there is none: the error then wraps jetstream.ErrStreamNotFound.
 func OpenStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
 	s, err := js.Stream(ctx, StreamName)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		var cfg jetstream.StreamConfig
-		if cfg, err = streamConfig(DefaultStreamLimits); err != nil {
-			return nil, err
-		}
-		s, err = js.CreateStream(ctx, cfg)
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			s, err = js.Stream(ctx, StreamName) // created meanwhile
-		}
-	}
 	if err != nil {
 		return nil, fmt.Errorf("open stream %s: %w", StreamName, err)
 	}

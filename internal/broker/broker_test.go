@@ -111,27 +111,25 @@ func TestAFullStreamRefusesNewEventsAndKeepsTheOld(t *testing.T) {
 }
 
 // A reader opens the stream as it is, never changing the limits the
-// service set; with no stream yet, it creates one with the default limits.
+// service set; with no stream yet, it creates none (the relay owns it).
 func TestOpenStreamKeepsTheServiceLimits(t *testing.T) {
 	ctx := context.Background()
 	_, js := ownNATS(t)
-	s, err := broker.OpenStream(ctx, js)
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
-	require.Equal(t, broker.DefaultStreamLimits.MaxAge, info.Config.MaxAge)
-	require.Equal(t, broker.DefaultStreamLimits.MaxBytes, info.Config.MaxBytes)
-	require.Equal(t, jetstream.DiscardNew, info.Config.Discard)
+	_, err := broker.OpenStream(ctx, js)
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound)
+	_, err = js.Stream(ctx, broker.StreamName)
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "the reader created no stream")
 
 	limits := broker.StreamLimits{MaxAge: 3 * time.Hour, MaxBytes: 8 << 20}
 	_, err = broker.EnsureStream(ctx, js, limits)
 	require.NoError(t, err)
-	s, err = broker.OpenStream(ctx, js)
+	s, err := broker.OpenStream(ctx, js)
 	require.NoError(t, err)
-	info, err = s.Info(ctx)
+	info, err := s.Info(ctx)
 	require.NoError(t, err)
 	require.Equal(t, limits.MaxAge, info.Config.MaxAge)
 	require.Equal(t, limits.MaxBytes, info.Config.MaxBytes)
+	require.Equal(t, jetstream.DiscardNew, info.Config.Discard)
 }
 
 // Limits the broker cannot keep are refused before anything is asked.

@@ -257,7 +257,7 @@ func BenchmarkIdleCommitToBroker(b *testing.B) {
 	s := dbtest.New(b)
 	n := natstest.StartT(b)
 	p, js := publisher(b, n, 5*time.Second)
-	stream, err := broker.OpenStream(ctx, js)
+	stream, err := broker.EnsureStream(ctx, js, broker.DefaultStreamLimits)
 	require.NoError(b, err)
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
 	require.NoError(b, err)

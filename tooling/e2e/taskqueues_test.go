@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/pixbank/pix/activities"
@@ -22,9 +23,10 @@ import (
 
 // Before each workflow family had a task queue of its own, the worker
 // created the retention's and the reconciliation's Schedules starting their
-// runs on the credits' queue (TEMPORAL_TASK_QUEUE). A worker of this
-// release finds them under the same IDs and moves them to the maintenance
-// queue, leaving the rest of them as they were; their runs then run there.
+// runs on the credits' queue (TEMPORAL_TASK_QUEUE), at the intervals of
+// their first creation. A worker of this release finds them under the same
+// IDs and brings them to its configuration: the maintenance queue, its
+// intervals, its retention periods; their runs then run there.
 func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 	ctx := context.Background()
 	base := "pix-credit-" + randomSuffix()
@@ -46,6 +48,8 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 	s := newStack(t, shared, func(cfg *config.Config) { cfg.TemporalTaskQueue = base })
 	maintenance := s.cfg.TaskQueues().Maintenance
 	require.Equal(t, strings.Replace(base, "credit", "maintenance", 1), maintenance)
+	intervals := map[string]time.Duration{ids[0]: s.cfg.RetentionInterval, ids[1]: s.cfg.ReconcileInterval}
+	descriptions := map[string]*client.ScheduleDescription{}
 	for _, id := range ids {
 		handle := c.ScheduleClient().GetHandle(ctx, id)
 		var d *client.ScheduleDescription
@@ -55,16 +59,19 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 			require.NoError(t, err)
 			return d.Schedule.Action.(*client.ScheduleWorkflowAction).TaskQueue == maintenance
 		}, 30*time.Second, 100*time.Millisecond, "the worker moves %s to %s", id, maintenance)
-		require.Equal(t, 7*time.Hour, d.Schedule.Spec.Intervals[0].Every, "the rest of the schedule is kept")
+		require.Equal(t, intervals[id], d.Schedule.Spec.Intervals[0].Every, "the configured interval replaces the first creation's")
+		descriptions[id] = d
+	}
+	require.Equal(t, s.cfg.InboxRetention, retentionOf(t, c, base).InboxRetention)
 
-		// Ensured again (another worker starting): nothing to change.
-		queues := s.cfg.TaskQueues()
-		require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, queues, time.Minute, activities.RetentionInput{}))
-		require.NoError(t, workflows.EnsureReconcileSchedule(ctx, c, queues, time.Minute))
-		again, err := handle.Describe(ctx)
+	// The worker restarts, its configuration unchanged: nothing to write.
+	s.killWorker()
+	s.startWorker()
+	s.waitLog("worker running", 2)
+	for _, id := range ids {
+		again, err := c.ScheduleClient().GetHandle(ctx, id).Describe(ctx)
 		require.NoError(t, err)
-		require.Equal(t, d.Info.LastUpdateAt, again.Info.LastUpdateAt, "a schedule on the right queue is not updated")
-		require.Equal(t, 7*time.Hour, again.Schedule.Spec.Intervals[0].Every)
+		require.Equal(t, descriptions[id].Info.LastUpdateAt, again.Info.LastUpdateAt, "a schedule as configured is not updated")
 	}
 
 	// The moved reconciliation runs, on the maintenance queue.
@@ -75,6 +82,54 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 	exec, err := c.DescribeWorkflow(ctx, run.WorkflowID, run.FirstExecutionRunID)
 	require.NoError(t, err)
 	require.Equal(t, maintenance, exec.TaskQueueName)
+}
+
+// INBOX_RETENTION is the data-retention policy (LGPD): changed, it reaches
+// the running retention Schedule when the worker restarts, and a pause the
+// operator made stays.
+func TestAChangedInboxRetentionReachesTheScheduleAfterARestart(t *testing.T) {
+	ctx := context.Background()
+	base := "pix-credit-" + randomSuffix()
+	c := shared.Client(t, func(o *client.Options) { codec.NewConverters(codec.New(e2eCodecKeys)).ApplyTo(o) })
+	before := newStack(t, shared, func(cfg *config.Config) { cfg.TemporalTaskQueue = base; cfg.InboxRetention = 720 * time.Hour })
+	handle := c.ScheduleClient().GetHandle(ctx, workflows.RetentionScheduleID(base))
+	require.Eventually(t, func() bool {
+		_, err := handle.Describe(ctx)
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "the first start creates the Schedule")
+	require.Equal(t, 720*time.Hour, retentionOf(t, c, base).InboxRetention)
+	require.NoError(t, handle.Pause(ctx, client.SchedulePauseOptions{Note: "on-call: paused during the incident"}))
+	before.killWorker()
+
+	after := newStack(t, shared, func(cfg *config.Config) { cfg.TemporalTaskQueue = base; cfg.InboxRetention = 168 * time.Hour })
+	after.waitLog("worker running", 1)
+	require.Equal(t, 168*time.Hour, retentionOf(t, c, base).InboxRetention, "the restarted worker brought the Schedule to INBOX_RETENTION")
+	d, err := handle.Describe(ctx)
+	require.NoError(t, err)
+	require.True(t, d.Schedule.State.Paused, "the operator's pause is kept")
+	require.Equal(t, "on-call: paused during the incident", d.Schedule.State.Note)
+	require.Contains(t, after.logs.String(), `"msg":"schedule brought to the configuration"`)
+}
+
+// waitLog waits until the service has logged msg n times.
+func (s *stack) waitLog(msg string, n int) {
+	s.t.Helper()
+	require.Eventually(s.t, func() bool {
+		return strings.Count(s.logs.String(), `"msg":"`+msg+`"`) >= n
+	}, 30*time.Second, 50*time.Millisecond, "the service logs %q %d times", msg, n)
+}
+
+// retentionOf reads the retention periods the running retention Schedule
+// of base starts its runs with.
+func retentionOf(t *testing.T, c client.Client, base string) activities.RetentionInput {
+	t.Helper()
+	d, err := c.ScheduleClient().GetHandle(context.Background(), workflows.RetentionScheduleID(base)).Describe(context.Background())
+	require.NoError(t, err)
+	args := d.Schedule.Action.(*client.ScheduleWorkflowAction).Args
+	require.Len(t, args, 1)
+	var in activities.RetentionInput
+	require.NoError(t, codec.NewConverters(codec.New(e2eCodecKeys)).DataConverter.FromPayload(args[0].(*commonpb.Payload), &in))
+	return in
 }
 
 // A transfer's saga started before each family had a task queue of its own

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pixbank/pix/api"
@@ -73,6 +74,9 @@ type App struct {
 	// handler: the e2e tests record every exchange there, to check it
 	// against the OpenAPI documents. Nil in pixd.
 	WrapHTTP func(http.Handler) http.Handler
+	// dataConverter is the Temporal client's: what reads back the
+	// arguments the client wrote (the Schedules' among them).
+	dataConverter converter.DataConverter
 }
 
 // Option changes how New builds an App.
@@ -154,9 +158,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	// Payloads hold the payer's name and document: with keys, everything
 	// the client writes to Temporal is encrypted, failures included.
 	var payloadCodec *codec.Codec
+	dataConverter := converter.GetDefaultDataConverter()
 	if cfg.TemporalCodecKeys != nil {
 		payloadCodec = codec.New(cfg.TemporalCodecKeys)
-		codec.NewConverters(payloadCodec).ApplyTo(&temporalOptions)
+		converters := codec.NewConverters(payloadCodec)
+		converters.ApplyTo(&temporalOptions)
+		dataConverter = converters.DataConverter
 		log.Info("Temporal payloads are encrypted", "key_ids", cfg.TemporalCodecKeys.IDs(), "newest_key_id", cfg.TemporalCodecKeys.NewestID())
 	} else {
 		log.Warn("Temporal payloads are not encrypted (TEMPORAL_CODEC_KEYS unset): development only")
@@ -169,7 +176,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		return nil, fmt.Errorf("temporal client: %w", err)
 	}
 	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: promRegistry, closeSDKMetrics: closeSDKMetrics,
-		payloadCodec: payloadCodec, tracing: traces, ownTracing: ownTracing, psp: pspClient}
+		payloadCodec: payloadCodec, dataConverter: dataConverter, tracing: traces, ownTracing: ownTracing, psp: pspClient}
 	metrics.RegisterDatabaseGauges(a.Metrics, a.Store, log)
 	a.webhooks = metrics.NewWebhooks(a.Metrics)
 	a.groupCommit = metrics.NewGroupCommit(a.Metrics)
@@ -634,7 +641,8 @@ func (a *App) serveWorkerMetrics(ctx context.Context) error {
 // built from.
 func (a *App) sagaEnv() saga.Env {
 	return saga.Env{Store: a.Store, PSP: a.psp, Cfg: a.Cfg, Queues: a.Cfg.TaskQueues(), Log: a.Log,
-		Metrics: a.workerMetrics, CatchUpFound: a.catchUp, Temporal: a.Temporal, Lookup: os.LookupEnv}
+		Metrics: a.workerMetrics, CatchUpFound: a.catchUp, Temporal: a.Temporal, Lookup: os.LookupEnv,
+		Schedules: workflows.ScheduleSync{DataConverter: a.dataConverter, Log: a.Log}}
 }
 
 func (a *App) runTemporalWorker(ctx context.Context) error {

@@ -40,8 +40,11 @@ type eventLog struct {
 	undecodable int
 }
 
-// consumeEvents creates the stream if needed and a durable consumer of it
-// from its start, and consumes it until close.
+// consumeEvents creates the stream if needed (the suite owns its broker,
+// which it starts before the service: the consumer must exist before the
+// first event; the relay's publisher sets the service's limits at its
+// first event) and a durable consumer of it from its start, and consumes
+// it until close.
 func consumeEvents(ctx context.Context, url string) (*eventLog, error) {
 	nc, err := broker.Connect(url, "pixfaults events")
 	if err != nil {
@@ -54,7 +57,7 @@ func consumeEvents(ctx context.Context, url string) (*eventLog, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	stream, err := broker.OpenStream(cctx, js)
+	stream, err := broker.EnsureStream(cctx, js, broker.DefaultStreamLimits)
 	if err != nil {
 		nc.Close()
 		return nil, err

@@ -1,0 +1,135 @@
+package workflows_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/codec"
+	"github.com/pixbank/pix/internal/tooling/temporaltest"
+	"github.com/pixbank/pix/workflows"
+)
+
+// A worker starting brings the retention's Schedule to the configuration:
+// a changed INBOX_RETENTION and RETENTION_INTERVAL reach the Schedule made
+// by an earlier start, an operator's pause (and its note) is kept, the
+// change is logged, and a Schedule already as configured is not written,
+// though its arguments are encrypted under a fresh nonce each time.
+func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
+	srv := temporaltest.StartT(t)
+	keys, err := codec.ParseKeyRing("k1=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x42}, codec.KeySize)))
+	require.NoError(t, err)
+	converters := codec.NewConverters(codec.New(keys))
+	c := srv.Client(t, converters.ApplyTo)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-sched%d", time.Now().UnixNano()))
+	logs := &lines{}
+	schedules := workflows.ScheduleSync{DataConverter: converters.DataConverter, Log: slog.New(slog.NewJSONHandler(logs, nil))}
+	id := workflows.RetentionScheduleID(queues.Base)
+	handle := c.ScheduleClient().GetHandle(ctx, id)
+
+	first := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: 168 * time.Hour, InboxRetention: 720 * time.Hour}
+	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, time.Hour, first))
+	require.Equal(t, 1, logs.count("schedule created"))
+	require.NoError(t, handle.Pause(ctx, client.SchedulePauseOptions{Note: "paused by on-call: incident 42"}))
+	paused, err := handle.Describe(ctx)
+	require.NoError(t, err)
+
+	// The next start, same configuration: nothing written.
+	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, time.Hour, first))
+	again, err := handle.Describe(ctx)
+	require.NoError(t, err)
+	require.Equal(t, paused.Info.LastUpdateAt, again.Info.LastUpdateAt, "a Schedule as configured is not updated")
+	require.Zero(t, logs.count("schedule brought to the configuration"))
+
+	// A start with INBOX_RETENTION=168h, the interval unchanged.
+	changed := first
+	changed.InboxRetention = 168 * time.Hour
+	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, time.Hour, changed))
+	d, err := handle.Describe(ctx)
+	require.NoError(t, err)
+	action := d.Schedule.Action.(*client.ScheduleWorkflowAction)
+	require.Len(t, action.Args, 1)
+	var stored activities.RetentionInput
+	require.NoError(t, converters.DataConverter.FromPayload(action.Args[0].(*commonpb.Payload), &stored))
+	require.Equal(t, changed, stored, "the running Schedule holds the new retention")
+	require.Equal(t, queues.Maintenance, action.TaskQueue)
+	require.True(t, d.Schedule.State.Paused, "the operator's pause is kept")
+	require.Equal(t, "paused by on-call: incident 42", d.Schedule.State.Note)
+	require.Equal(t, 1, logs.count("schedule brought to the configuration"))
+	require.Contains(t, logs.String(), `"changed":["arguments"]`)
+
+	// Then RETENTION_INTERVAL=30m.
+	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, 30*time.Minute, changed))
+	d, err = handle.Describe(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []client.ScheduleIntervalSpec{{Every: 30 * time.Minute}}, d.Schedule.Spec.Intervals)
+	require.True(t, d.Schedule.State.Paused)
+	require.Equal(t, 2, logs.count("schedule brought to the configuration"))
+	require.Contains(t, logs.String(), `"changed":["interval"]`)
+
+	// A Schedule an operator edited by hand (another queue, a cron) is
+	// brought back too: the configuration is the source of truth.
+	require.NoError(t, handle.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		in.Description.Schedule.Action.(*client.ScheduleWorkflowAction).TaskQueue = queues.Credits
+		in.Description.Schedule.Spec = &client.ScheduleSpec{CronExpressions: []string{"0 3 * * *"}}
+		return &client.ScheduleUpdate{Schedule: &in.Description.Schedule}, nil
+	}}))
+	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, 30*time.Minute, changed))
+	d, err = handle.Describe(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []client.ScheduleIntervalSpec{{Every: 30 * time.Minute}}, d.Schedule.Spec.Intervals)
+	require.Empty(t, d.Schedule.Spec.Calendars)
+	require.Equal(t, queues.Maintenance, d.Schedule.Action.(*client.ScheduleWorkflowAction).TaskQueue)
+	require.True(t, d.Schedule.State.Paused)
+	require.Equal(t, 3, logs.count("schedule brought to the configuration"))
+
+	// Arguments written under a key since retired don't decode: they are
+	// not taken as the configured ones, and are written again.
+	require.False(t, workflows.ScheduleSync{DataConverter: converter.GetDefaultDataConverter(), Log: schedules.Log}.
+		SameArgsForTest(action.Args, []any{changed}), "encrypted arguments never read as plain JSON")
+}
+
+// lines collects the JSON log lines a test's logger writes.
+type lines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// count is how many lines have msg as their message.
+func (l *lines) count(msg string) int {
+	n := 0
+	for line := range strings.Lines(l.String()) {
+		var entry struct{ Msg string }
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == msg {
+			n++
+		}
+	}
+	return n
+}
