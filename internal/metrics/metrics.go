@@ -13,15 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pixbank/pix/db"
-	"github.com/pixbank/pix/internal/buildinfo"
 )
 
-// New returns a registry with the Go runtime and process collectors, and
-// pix_build_info.
+// New returns a registry with the Go runtime and process collectors.
 func New() *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerBuildInfo(r, buildinfo.Read())
 	return r
 }
 
