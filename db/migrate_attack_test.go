@@ -82,7 +82,7 @@ func TestTraceContextMigrationNeverHoldsTheInboxWhileItWaits(t *testing.T) {
 // Found by the attack review of issue 16: a database the earlier runner
 // migrated, whose schema_migrations names a version otherwise than this
 // build does, is refused by pixd migrate (adoptLegacy), while pixd migrate
-// status reported no problem (its exit status 3 says "pending, nothing else
+// status reported no problem (its exit status, 3 then, said "pending, nothing else
 // wrong: pixd migrate applies them"). It names the problem now, and
 // Migrate's refusal is ErrMigrationsRefused, not "unavailable".
 func TestStatusSaysWhatMigrateRefusesOfALegacyName(t *testing.T) {

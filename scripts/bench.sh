@@ -16,9 +16,13 @@
 #                 path is measured alone, as its ceiling is; the backlog is
 #                 then drained (SIGCONT) for the credit rate. 0: the steps run
 #                 while the workers drain, all on this machine's cores.
-#   BENCH_ONLY    the configurations to run, comma-separated, of dev,
-#                 postgres, postgres-2x2 (default: all three), and dev-2x2
+#   BENCH_ONLY    the configurations to run, comma-separated, of storm, dev,
+#                 postgres, postgres-2x2 (default: all four), and dev-2x2
 #                 (two of each on the dev server, not run by default)
+#   BENCH_STORM_RATE, BENCH_STORM_CONNECTIONS, BENCH_STORM_FOR  the
+#                 many-connections case (storm): webhooks/s offered
+#                 (default 8000), the most connections (2000), how long
+#                 (20s)
 #   BENCH_DRAIN_TIMEOUT  how long a run waits for its backlog (default 30m)
 #   BENCH_FLAGS   more pixload flags
 #   BENCH_PG_URL  a PostgreSQL server to run on (postgres://user@host:port),
@@ -40,7 +44,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
 
-only=${BENCH_ONLY:-dev,postgres,postgres-2x2}
+only=${BENCH_ONLY:-storm,dev,postgres,postgres-2x2}
 soak=${BENCH_SOAK:-}
 [ -n "$soak" ] && only=soak
 wants() { [[ ",$only," == *",$1,"* ]]; }
@@ -123,6 +127,32 @@ bench() {
 	stop_service "${apis[@]}" "${workers[@]}"
 }
 
+# storm: the independent many-connections case. One API alone on a fresh
+# database (no worker, no Temporal: the webhooks wait in the inbox), and
+# vegeta (`pixload storm`) offering BENCH_STORM_RATE signed webhooks/s over
+# up to BENCH_STORM_CONNECTIONS connections, an open model as a PSP fleet
+# or a retry storm would, for BENCH_STORM_FOR. The figure is the API's
+# peak resident memory (VmHWM) against 100 MB; the caps
+# (HTTP_MAX_CONNECTIONS, HTTP_MAX_IN_FLIGHT) are the API's defaults unless
+# the environment sets them.
+storm() {
+	local url="http://127.0.0.1:$api_port" api
+	log "storm: ${BENCH_STORM_RATE:-8000} webhooks/s over up to ${BENCH_STORM_CONNECTIONS:-2000} connections, one API"
+	export DATABASE_URL LOG_LEVEL=warn
+	DATABASE_URL=$(fresh_database "${BENCH_DATABASE:-pix_bench}")
+	"$BIN/pixd" migrate >>"$out/storm-migrate.log" 2>&1 || die "migrate failed; see $out/storm-migrate.log"
+	HTTP_ADDR="127.0.0.1:$api_port" "$BIN/pixd" api >>"$out/storm-api.log" 2>&1 &
+	api=$!
+	CHILDREN+=("$api")
+	wait_ready "$url" healthz
+	"$BIN/pixload" storm -api "$url" -watch "api=$api" -label storm -rate "${BENCH_STORM_RATE:-8000}" \
+		-connections "${BENCH_STORM_CONNECTIONS:-2000}" -duration "${BENCH_STORM_FOR:-20s}" -json "$out/storm.json" | tee "$out/storm.txt"
+	stop_service "$api"
+}
+
+if wants storm; then
+	storm
+fi
 if wants dev || wants dev-2x2; then
 	# The search attribute cache on, as on every server but start-dev's
 	# default (which reads the cluster metadata and the namespace on every

@@ -77,10 +77,11 @@ stop_service() {
 	die "processes $* did not exit within 60 s of SIGTERM"
 }
 
-# wait_ready URL: until the API's /readyz answers 200.
+# wait_ready URL [PROBE]: until the API's /readyz (or /PROBE: healthz for
+# an API run without Temporal) answers 200.
 wait_ready() {
 	for _ in $(seq 1 60); do
-		curl -fs "$1/readyz" >/dev/null 2>&1 && return 0
+		curl -fs "$1/${2:-readyz}" >/dev/null 2>&1 && return 0
 		sleep 0.5
 	done
 	die "the API at $1 is not ready"

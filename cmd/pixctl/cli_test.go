@@ -121,7 +121,7 @@ func TestHelpRunsNothing(t *testing.T) {
 			cases = append(cases, struct {
 				args []string
 				want string
-			}{args, "usage: pixctl " + c.name + " "})
+			}{args, strings.TrimSpace("usage: pixctl "+c.name+" "+c.args) + "\n"})
 		}
 	}
 	for _, c := range cases {

@@ -101,11 +101,6 @@ func usageError(err error) error { return cli.WithStatus(cli.ExitUsage, err) }
 
 func usageErrorf(format string, args ...any) error { return usageError(fmt.Errorf(format, args...)) }
 
-// isHelp reports whether arg asks for help, as the flag package takes it.
-func isHelp(arg string) bool {
-	return arg == "-h" || arg == "--h" || arg == "-help" || arg == "--help"
-}
-
 // asksHelp reports whether args ask for help anywhere before a "--": a help
 // flag after a positional argument (pixctl show E123 -h) is one too, and no
 // command runs on one.
@@ -114,7 +109,7 @@ func asksHelp(args []string) bool {
 		if a == "--" {
 			return false
 		}
-		if isHelp(a) {
+		if cli.IsHelp(a) {
 			return true
 		}
 	}
@@ -148,8 +143,12 @@ func (c *command) help(w io.Writer) {
 	fmt.Fprintf(w, "\n\n%s", c.about)
 	fs, _, _, _ := c.flagSet()
 	fs.SetOutput(w)
-	fmt.Fprintln(w, "\nflags (a flag's value over the environment's, over the default):")
-	fs.PrintDefaults()
+	flags := 0
+	fs.VisitAll(func(*flag.Flag) { flags++ })
+	if flags > 0 {
+		fmt.Fprintln(w, "\nflags (a flag's value over the environment's, over the default):")
+		fs.PrintDefaults()
+	}
 	fmt.Fprintf(w, "\nexit status: 0 done; 1 %s; 2 usage (unknown flag, missing argument, bad setting); 3 could not ask (network, timeout, the service's 5xx, credentials refused)\n", c.problem)
 }
 

@@ -16,16 +16,17 @@
 //	pixctl token -account X ...     a bearer token of the development issuer
 //	pixctl dev-issuer [-env]        the development issuer's key pair
 //	pixctl dev-pki                  make run's development certificates
+//	pixctl version                  the build: version, revision, Go toolchain
 //	pixctl help [command]           usage; so do -h and --help anywhere
 //
 // Every command's settings come from its flags, else the environment, else
 // a default (-api-url, PIX_API_URL, http://127.0.0.1:8080; -admin-token,
 // ADMIN_TOKEN or ADMIN_TOKEN_FILE; -token, PIX_TOKEN; -psp-url, PSP_URL;
 // -nats-url, NATS_URL; -dev-key-dir, AUTH_DEV_KEY_DIR). The read commands
-// take -o json. Exit status: 0 done, 1 a problem found (the books do not
-// balance, the request refused), 2 usage, 3 could not ask (network,
-// timeout, 5xx, credentials refused). pixctl help <command> says the rest;
-// docs/operations.md too.
+// take -o json. Exit status (one table with pixd's, docs/cli.md): 0 done,
+// 1 a problem found (the books do not balance, the request refused), 2
+// usage, 3 could not ask (network, timeout, 5xx, credentials refused).
+// pixctl help <command> says the rest; docs/operations.md too.
 package main
 
 import (
@@ -51,7 +52,7 @@ func main() {
 // groups, the commands with subcommands.
 var (
 	commands = []*command{demoCommand, showCommand, refundCommand, refundStatusCommand, failedCommand, retryCommand,
-		reconcileCommand, tokenCommand, devIssuerCommand, devPKICommand}
+		reconcileCommand, tokenCommand, devIssuerCommand, devPKICommand, versionCommand}
 	groups = []*group{{name: "events", summary: "the service's events on the broker", commands: []*command{eventsTailCommand}},
 		{name: "psp", summary: "the PSP's own record, and our webhook there", commands: []*command{pspCatchUpCommand, pspWebhookCommand}}}
 )
@@ -79,16 +80,6 @@ Settings: a flag's value, else the environment's, else the default:
 The read commands (show, failed, refund-status, reconcile, events tail) take
 -o json: the API's answer as it is, one JSON value a line.
 
-exit status:
-  0  done
-  1  the command ran and found a problem: the books do not balance
-     (reconcile), the service refused the request (no such PIX, a refund
-     refused, a PIX not failed to retry), a refund not final within -wait,
-     the demo's PIX or refund did not end as it should
-  2  usage: an unknown command or flag, a missing or extra argument, a
-     setting that does not parse
-  3  could not ask: the API or NATS unreachable, a timeout, the service's
-     5xx, credentials refused (401, 403)
 `
 
 // usage prints pixctl's usage.
@@ -105,6 +96,9 @@ func usage(w io.Writer) {
 	}
 	line("help [command]", "this usage, or a command's")
 	fmt.Fprint(w, usageOutro)
+	// One table for pixd and pixctl (docs/cli.md); pixctl itself ends with
+	// 0 to 3.
+	cli.PrintStatuses(w)
 }
 
 // run is pixctl with its arguments: out and errOut its stdout and stderr,
@@ -116,7 +110,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	case len(args) == 0:
 		usage(errOut)
 		return cli.Exit(cli.ExitUsage)
-	case isHelp(args[0]):
+	case cli.IsHelp(args[0]):
 		usage(out)
 		return nil
 	case args[0] == "help":
@@ -184,7 +178,7 @@ func (g *group) run(ctx context.Context, args []string, out, errOut io.Writer, g
 		fmt.Fprintf(errOut, "pixctl %s: name a command\n\n", g.name)
 		g.help(errOut)
 		return cli.Exit(cli.ExitUsage)
-	case isHelp(args[0]):
+	case cli.IsHelp(args[0]):
 		g.help(out)
 		return nil
 	case args[0] == "help":

@@ -1,8 +1,10 @@
 package buildinfo
 
 import (
+	"cmp"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -28,13 +30,30 @@ type Info struct {
 // build it is making. The image build passes the release version this way.
 var Override string
 
+// Revision, set at link time like Override (-X
+// github.com/pixbank/pix/internal/buildinfo.Revision=<commit>), is the
+// revision of a build that carries no VCS stamp: the image's, whose build
+// context has no .git. A VCS stamp, when there is one, wins.
+var Revision string
+
 var read = sync.OnceValue(func() Info {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return Info{Version: "unknown", Revision: "unknown"}
+		return Info{Version: cmp.Or(Override, "unknown"), Revision: cmp.Or(Revision, "unknown")}
 	}
-	return FromBuildInfo(bi, Override)
+	return FromBuildInfo(WithRevision(bi, Revision), Override)
 })
+
+// WithRevision is bi stamped with revision rev when it carries no VCS
+// revision of its own (rev "": bi as it is).
+func WithRevision(bi *debug.BuildInfo, rev string) *debug.BuildInfo {
+	if rev == "" || slices.ContainsFunc(bi.Settings, func(s debug.BuildSetting) bool { return s.Key == "vcs.revision" }) {
+		return bi
+	}
+	stamped := *bi
+	stamped.Settings = append(slices.Clone(bi.Settings), debug.BuildSetting{Key: "vcs.revision", Value: rev})
+	return &stamped
+}
 
 // Read returns this binary's identity.
 func Read() Info { return read() }

@@ -34,3 +34,26 @@ func TestFromBuildInfo(t *testing.T) {
 		})
 	}
 }
+
+// The image's build has no .git: the revision comes at link time, and a
+// VCS stamp, when there is one, wins over it.
+func TestWithRevision(t *testing.T) {
+	const rev = "0123456789abcdef0123456789abcdef01234567"
+	unstamped := &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}
+	if got := FromBuildInfo(WithRevision(unstamped, rev), ""); got != (Info{Version: "devel-0123456789ab", Revision: rev}) {
+		t.Errorf("unstamped: got %+v", got)
+	}
+	if got := FromBuildInfo(WithRevision(unstamped, rev), "v1.4.0"); got != (Info{Version: "v1.4.0", Revision: rev}) {
+		t.Errorf("unstamped with a version: got %+v", got)
+	}
+	if len(unstamped.Settings) != 0 {
+		t.Error("WithRevision changed the build information it was given")
+	}
+	stamped := &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "fedcba"}}}
+	if got := FromBuildInfo(WithRevision(stamped, rev), ""); got.Revision != "fedcba" {
+		t.Errorf("the VCS stamp lost to the link-time revision: %+v", got)
+	}
+	if got := WithRevision(unstamped, ""); got != unstamped {
+		t.Error("no revision given: not the same build information")
+	}
+}

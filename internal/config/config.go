@@ -63,7 +63,14 @@ type Config struct {
 	HTTPReadTimeout  time.Duration
 	HTTPWriteTimeout time.Duration
 	HTTPIdleTimeout  time.Duration
-	RequestTimeout   time.Duration
+	// HTTPMaxConnections and HTTPMaxInFlight bound the API's memory
+	// whatever its callers open: the connections of the API and webhook
+	// listeners together, and the requests their handlers hold (the
+	// operations routes apart). Past either, the answer is 503 with
+	// Retry-After at once; 0: no cap.
+	HTTPMaxConnections int
+	HTTPMaxInFlight    int
+	RequestTimeout     time.Duration
 	// WebhookGroup* shape the group commit of the webhooks' inserts
 	// (docs/architecture.md, "Group commit"): Writers transactions at once,
 	// each of at most MaxRows deliveries, a writer that found company
@@ -216,6 +223,8 @@ func Default() Config {
 		HTTPReadTimeout:       5 * time.Second,
 		HTTPWriteTimeout:      10 * time.Second,
 		HTTPIdleTimeout:       120 * time.Second,
+		HTTPMaxConnections:    512,
+		HTTPMaxInFlight:       256,
 		RequestTimeout:        5 * time.Second,
 		WebhookGroupWriters:   4,
 		WebhookGroupMaxRows:   64,
@@ -473,6 +482,8 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 	dur("HTTP_READ_TIMEOUT", &c.HTTPReadTimeout)
 	dur("HTTP_WRITE_TIMEOUT", &c.HTTPWriteTimeout)
 	dur("HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout)
+	integer("HTTP_MAX_CONNECTIONS", 0, 1_000_000, func(n int64) { c.HTTPMaxConnections = int(n) })
+	integer("HTTP_MAX_IN_FLIGHT", 0, 1_000_000, func(n int64) { c.HTTPMaxInFlight = int(n) })
 	dur("HTTP_REQUEST_TIMEOUT", &c.RequestTimeout)
 	integer("WEBHOOK_GROUP_WRITERS", 1, 256, func(n int64) { c.WebhookGroupWriters = int(n) })
 	integer("WEBHOOK_GROUP_MAX_ROWS", 1, 10_000, func(n int64) { c.WebhookGroupMaxRows = int(n) })

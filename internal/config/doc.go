@@ -1,6 +1,9 @@
 // Package config owns the service's configuration: one struct, read from the
 // environment, with every default in one place. A value that is set but can't
-// be parsed is an error, never a silent fallback to the default.
+// be parsed is an error, never a silent fallback to the default. Variables
+// (vars.go) declares every variable pixd reads, once, with the roles that
+// use it: pixd's help lists them from there, and a test holds Load and
+// docs/configuration.md to it.
 //
 // The reading is ours, not github.com/caarlos0/env's (v11.4.2, measured on
 // the rules the tests pin): with envDefault a variable set to "" silently

@@ -13,12 +13,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/buildinfo"
 )
 
-// New returns a registry with the Go runtime and process collectors.
+// New returns a registry with the Go runtime and process collectors, and
+// pix_build_info.
 func New() *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerBuildInfo(r, buildinfo.Read())
 	return r
 }
 

@@ -34,6 +34,11 @@ var (
 type stage struct {
 	name, base string
 	copies     []copyInstr
+	// args are the build arguments the stage declares (ARG), which alone
+	// its instructions see; labels its LABELs; lines its instructions.
+	args   []string
+	labels map[string]string
+	lines  []string
 }
 
 type copyInstr struct {
@@ -44,8 +49,9 @@ type copyInstr struct {
 // checkDockerfile checks root/Dockerfile against the build it must make:
 // its base images pinned, every file of every package the binaries are
 // compiled from (go list -deps) copied from the context and not excluded by
-// .dockerignore, and the production image holding pixd and pixctl and not
-// the simulator, which has an image (stage) of its own.
+// .dockerignore, the production image holding pixd and pixctl and not
+// the simulator, which has an image (stage) of its own, and the build's
+// identity (checkBuildIdentity).
 func checkDockerfile(ctx context.Context, root, file, dockerignore string) []error {
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -96,6 +102,9 @@ func checkDockerfile(ctx context.Context, root, file, dockerignore string) []err
 	}
 	if sim := names[simulatorBinary]; sim == nil || !slices.Contains(copiedBinaries(*sim), simulatorBinary) {
 		fail("no stage %q holding the PSP simulator", simulatorBinary)
+	}
+	for _, err := range checkBuildIdentity(stages) {
+		fail("%v", err)
 	}
 
 	ignore, err := readDockerignore(dockerignore)
@@ -159,8 +168,9 @@ func copiedBinaries(s stage) []string {
 	return out
 }
 
-// parseDockerfile reads the FROM and COPY instructions of a Dockerfile
-// (continuation lines joined; comments and other instructions skipped).
+// parseDockerfile reads the FROM, ARG, LABEL and COPY instructions of a
+// Dockerfile, and keeps each stage's instructions (continuation lines
+// joined; comments skipped).
 func parseDockerfile(raw []byte) ([]stage, error) {
 	var stages []stage
 	var logical []string
@@ -180,6 +190,9 @@ func parseDockerfile(raw []byte) ([]stage, error) {
 	}
 	for _, l := range logical {
 		fields := strings.Fields(l)
+		if len(stages) > 0 {
+			stages[len(stages)-1].lines = append(stages[len(stages)-1].lines, l)
+		}
 		switch strings.ToUpper(fields[0]) {
 		case "FROM":
 			args := withoutFlags(fields[1:])
@@ -191,6 +204,29 @@ func parseDockerfile(raw []byte) ([]stage, error) {
 				s.name = args[2]
 			}
 			stages = append(stages, s)
+		case "ARG":
+			if len(stages) > 0 {
+				s := &stages[len(stages)-1]
+				for _, a := range fields[1:] {
+					name, _, _ := strings.Cut(a, "=")
+					s.args = append(s.args, name)
+				}
+			}
+		case "LABEL":
+			if len(stages) == 0 {
+				return nil, fmt.Errorf("%q before any FROM", l)
+			}
+			s := &stages[len(stages)-1]
+			if s.labels == nil {
+				s.labels = map[string]string{}
+			}
+			for _, kv := range splitQuoted(strings.TrimSpace(l[len(fields[0]):])) {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					return nil, fmt.Errorf("can't read %q: %q is not key=value", l, kv)
+				}
+				s.labels[unquote(k)] = unquote(v)
+			}
 		case "COPY", "ADD":
 			if len(stages) == 0 {
 				return nil, fmt.Errorf("%q before any FROM", l)
@@ -213,6 +249,106 @@ func parseDockerfile(raw []byte) ([]stage, error) {
 		return nil, errors.New("no FROM")
 	}
 	return stages, nil
+}
+
+// splitQuoted splits a LABEL's key=value pairs on blanks outside double
+// quotes.
+func splitQuoted(v string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted := false
+	for _, r := range v {
+		switch {
+		case r == '"':
+			quoted = !quoted
+			cur.WriteRune(r)
+		case (r == ' ' || r == '\t') && !quoted:
+			if cur.Len() > 0 {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+func unquote(v string) string {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		return v[1 : len(v)-1]
+	}
+	return v
+}
+
+// The build's identity (docs/cli.md): the build arguments that name it,
+// the OCI labels each image carries from them, and the link-time variables
+// of internal/buildinfo the binaries get from them.
+var (
+	// ociLabels are the labels each image sets from a build argument.
+	ociLabels = map[string]string{
+		"org.opencontainers.image.version":  "VERSION",
+		"org.opencontainers.image.revision": "REVISION",
+		"org.opencontainers.image.created":  "CREATED",
+		"org.opencontainers.image.source":   "SOURCE",
+	}
+	// linkedIdentity are the -X settings the binaries' build passes, from
+	// build arguments: the build context has no .git to stamp a revision.
+	linkedIdentity = map[string]string{
+		"github.com/pixbank/pix/internal/buildinfo.Override": "VERSION",
+		"github.com/pixbank/pix/internal/buildinfo.Revision": "REVISION",
+	}
+)
+
+// checkBuildIdentity checks that the production and simulator images
+// carry the OCI labels from the build arguments, each declared in the
+// stage (a build argument not declared again after FROM is empty there),
+// and that the stage compiling the binaries links the version and the
+// revision in from the same arguments.
+func checkBuildIdentity(stages []stage) []error {
+	var errs []error
+	declares := func(s stage, arg string) bool { return slices.Contains(s.args, arg) }
+	for _, s := range stages {
+		if s.name != productionStage && s.name != simulatorBinary {
+			continue
+		}
+		for _, label := range slices.Sorted(maps.Keys(ociLabels)) {
+			arg := ociLabels[label]
+			v, ok := s.labels[label]
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Errorf("stage %s: no LABEL %s (from the build argument %s)", s.name, label, arg))
+			case v != "${"+arg+"}" && v != "$"+arg:
+				errs = append(errs, fmt.Errorf("stage %s: LABEL %s=%s, not the build argument ${%s}", s.name, label, v, arg))
+			case !declares(s, arg):
+				errs = append(errs, fmt.Errorf("stage %s: LABEL %s uses ${%s}, which the stage does not declare (ARG %s after its FROM): it would be empty", s.name, label, arg, arg))
+			}
+		}
+	}
+	built := false
+	for _, s := range stages {
+		text := strings.Join(s.lines, "\n")
+		if !strings.Contains(text, "-o /out/"+productionBinaries[0]+" ") {
+			continue
+		}
+		built = true
+		for _, variable := range slices.Sorted(maps.Keys(linkedIdentity)) {
+			arg := linkedIdentity[variable]
+			switch {
+			case !strings.Contains(text, "-X "+variable+"=${"+arg+"}"):
+				errs = append(errs, fmt.Errorf("stage %s: the build does not link -X %s=${%s} (the binaries would not know their build)", s.name, variable, arg))
+			case !declares(s, arg):
+				errs = append(errs, fmt.Errorf("stage %s: links ${%s}, which the stage does not declare (ARG %s): it would be empty", s.name, arg, arg))
+			}
+		}
+	}
+	if !built {
+		errs = append(errs, fmt.Errorf("no stage builds -o /out/%s", productionBinaries[0]))
+	}
+	return errs
 }
 
 func withoutFlags(fields []string) []string {

@@ -28,9 +28,11 @@ import (
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/connlimit"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/groupcommit"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/internal/memlimit"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/outbox"
 	"github.com/pixbank/pix/internal/psp"
@@ -55,6 +57,12 @@ type App struct {
 	groupCommit   *metrics.GroupCommit
 	workerMetrics *metrics.Worker
 	catchUp       *metrics.CatchUp
+	// conns and inFlight are the API's caps (HTTP_MAX_CONNECTIONS,
+	// HTTP_MAX_IN_FLIGHT), shared by its listeners; shedding counts what
+	// they refused.
+	conns    *connlimit.Limiter
+	inFlight *api.InFlight
+	shedding *metrics.Shedding
 	// psp is the PSP client (psp.New from config.PSP: OAuth 2.0 and mutual
 	// TLS as configured), one for every activity that calls the PSP.
 	psp *psp.HTTPClient
@@ -104,6 +112,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// Before anything allocates much: the heap's soft limit from the
+	// container's, unless GOMEMLIMIT says otherwise.
+	memlimit.Apply(log)
 	// Address, namespace, TLS and API key, from the TEMPORAL_* variables.
 	temporalOptions, err := cfg.TemporalClientOptions()
 	if err != nil {
@@ -116,7 +127,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		}
 		ownTracing = true
 		if traces.Enabled() {
-			log.Info("tracing on", "exporter", cfg.Tracing.Exporter, "propagators", cfg.Tracing.Propagators, "service_name", traces.ServiceName())
+			log.Info("tracing on", "exporters", cfg.Tracing.Exporters, "otlp_protocol", cfg.Tracing.Protocol, "service_name", traces.ServiceName())
 		}
 	}
 	stopTracing := func() {
@@ -182,6 +193,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	a.groupCommit = metrics.NewGroupCommit(a.Metrics)
 	a.workerMetrics = metrics.NewWorker(a.Metrics)
 	a.catchUp = metrics.NewCatchUp(a.Metrics, cfg.PSPCatchUpInterval > 0)
+	a.shedding = metrics.NewShedding(a.Metrics, func() float64 { return float64(a.conns.Open()) })
+	a.conns = connlimit.New(cfg.HTTPMaxConnections, api.OverloadResponse(), a.shedding.ConnectionShed)
+	a.inFlight = api.NewInFlight(cfg.HTTPMaxInFlight, a.shedding.RequestShed)
 	// The sagas of their own packages: their metrics, and their routes,
 	// whose settings are checked here (a wrong one stops the start).
 	env := a.sagaEnv()
@@ -359,6 +373,10 @@ func (a *App) serverTLS(requireClientCert bool) (*tls.Config, error) {
 // maxHeaderBytes bounds a request's headers.
 const maxHeaderBytes = 64 << 10
 
+// h2StreamWindow is the HTTP/2 flow-control window of a stream: a native
+// webhook's largest body (api.MaxWebhookBytes) in one window.
+const h2StreamWindow = api.MaxWebhookBytes
+
 // Listeners are where the API serves: Main always; Webhooks and Ops, when
 // set, take the PSP webhooks and /metrics, /healthz, /readyz off Main.
 type Listeners struct {
@@ -436,6 +454,7 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 		return err
 	}
 	deps := a.apiDeps(draining.Load, tokens)
+	deps.InFlight = a.inFlight
 	// The webhooks' deliveries go through the group commit, everything
 	// else straight to the store.
 	deps.Stores.Webhooks = receiver
@@ -496,6 +515,11 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 			MaxHeaderBytes: maxHeaderBytes,
 			ErrorLog:       slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 			TLSConfig:      tlsCfg,
+			// With TLS, HTTP/2: a connection's streams are requests of
+			// HTTP_MAX_IN_FLIGHT like any, and what a client may push
+			// ahead of the handlers is bounded per stream (a native
+			// webhook's whole body) and per connection.
+			HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 100, MaxReceiveBufferPerStream: h2StreamWindow, MaxReceiveBufferPerConnection: 4 * h2StreamWindow},
 		}
 		httpServers[i] = srv
 	}
@@ -534,7 +558,13 @@ func (a *App) serve(ctx context.Context, servers []listener, httpServers []*http
 				// The certificate is in TLSConfig already.
 				serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
 			}
-			if err := serve(sv.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			ln := sv.ln
+			if sv.name != "ops" {
+				// Under the connection cap, which the probes and
+				// scrapes of a listener of their own stay out of.
+				ln = a.conns.Listen(ln, srv.TLSConfig)
+			}
+			if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("serve http (%s): %w", sv.name, err)
 			}
 			return nil

@@ -2,13 +2,13 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/cli"
 )
 
 var appliedAt = time.Date(2026, 11, 30, 9, 15, 0, 0, time.UTC)
@@ -31,36 +31,28 @@ func TestMigrationStatusExitStatus(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		report db.MigrationReport
-		want   error
+		want   int
 		lines  []string
 	}{
-		{"current", db.MigrationReport{Migrations: []db.MigrationState{applied(1, "0001_a.sql")}}, nil,
+		{"current", db.MigrationReport{Migrations: []db.MigrationState{applied(1, "0001_a.sql")}}, cli.ExitOK,
 			[]string{"1        0001_a.sql  applied  2026-11-30 09:15:00  ok", "Up to date."}},
-		{"pending", db.MigrationReport{Migrations: []db.MigrationState{applied(1, "0001_a.sql"), pending(2, "0002_b.sql")}}, statusPending,
+		{"pending", db.MigrationReport{Migrations: []db.MigrationState{applied(1, "0001_a.sql"), pending(2, "0002_b.sql")}}, cli.ExitPending,
 			[]string{"2        0002_b.sql  pending  -", "1 migration(s) pending: pixd migrate applies them."}},
-		{"legacy", db.MigrationReport{Legacy: true, Migrations: []db.MigrationState{legacy, pending(2, "0002_b.sql")}}, statusPending,
+		{"legacy", db.MigrationReport{Legacy: true, Migrations: []db.MigrationState{legacy, pending(2, "0002_b.sql")}}, cli.ExitPending,
 			[]string{"not recorded", "pixd migrate takes it over"}},
-		{"changed", db.MigrationReport{Migrations: []db.MigrationState{applied(1, "0001_a.sql"), changed}}, statusNeedsHuman,
+		{"changed", db.MigrationReport{Migrations: []db.MigrationState{applied(1, "0001_a.sql"), changed}}, cli.ExitNeedsHuman,
 			[]string{"CHANGED", "needs a human: 0002_b.sql changed since it was applied", "1 problem(s)"}},
-		{"newer build", db.MigrationReport{Migrations: []db.MigrationState{applied(1, "0001_a.sql"), unknown}}, statusNeedsHuman,
+		{"newer build", db.MigrationReport{Migrations: []db.MigrationState{applied(1, "0001_a.sql"), unknown}}, cli.ExitNeedsHuman,
 			[]string{"applied, not in this build", "needs a human: 0009_later.sql (version 9) is applied but not in this build"}},
 		{"invalid index", db.MigrationReport{Migrations: []db.MigrationState{applied(1, "0001_a.sql"), pending(2, "0002_b.sql")}, InvalidIndexes: []string{"x_idx"}},
-			statusNeedsHuman, []string{"needs a human: index x_idx is INVALID", "1 problem(s) pixd migrate can't mend, 1 migration(s) pending"}},
+			cli.ExitNeedsHuman, []string{"needs a human: index x_idx is INVALID", "1 problem(s) pixd migrate can't mend, 1 migration(s) pending"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out bytes.Buffer
-			require.Equal(t, c.want, printMigrationStatus(&out, c.report))
+			require.Equal(t, c.want, cli.Status(printMigrationStatus(&out, c.report)))
 			for _, l := range c.lines {
 				require.Contains(t, out.String(), l)
 			}
 		})
-	}
-}
-
-// A mistyped migrate command is a usage error, found before the database
-// is asked anything.
-func TestMigrateUsage(t *testing.T) {
-	for _, args := range [][]string{{"migrate", "stats"}, {"migrate", "status", "now"}, {"api", "status"}, {}} {
-		require.EqualError(t, Run(context.Background(), args), usage, "%q", args)
 	}
 }

@@ -6,28 +6,19 @@ import (
 	"text/tabwriter"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/cli"
 )
 
-// ExitStatus is the exit status of a command whose outcome is printed
-// already: main exits with it, printing nothing more.
-type ExitStatus int
-
-func (s ExitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
-
-// The exit statuses of pixd migrate status beside 0 (the database has every
-// migration of this build, as this build has it) and 1 (could not ask: the
-// error is printed).
-const (
-	// statusPending: migrations are pending, which pixd migrate applies.
-	statusPending ExitStatus = 3
-	// statusNeedsHuman: something pixd migrate can't mend (report.Problems):
-	// a migration changed since it was applied, one applied that the build
-	// does not have, one pending below the newest applied, an INVALID index.
-	statusNeedsHuman ExitStatus = 4
-)
+// pixd migrate status exits 0 when the database has every migration of this
+// build, as this build has it; cli.ExitPending when migrations are pending,
+// which pixd migrate applies; cli.ExitNeedsHuman when something pixd migrate
+// can't mend (report.Problems): a migration changed since it was applied,
+// one applied that the build does not have, one pending below the newest
+// applied, an INVALID index; cli.ExitUnavailable when it could not ask.
 
 // printMigrationStatus prints one line per migration, what needs a human,
-// and a summary, and returns the exit status that sums it up (nil for 0).
+// and a summary, and returns the exit status that sums it up (cli.Exit; nil
+// for 0).
 func printMigrationStatus(w io.Writer, report db.MigrationReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERSION\tMIGRATION\tSTATE\tAPPLIED AT (UTC)\tCHECKSUM")
@@ -60,10 +51,10 @@ func printMigrationStatus(w io.Writer, report db.MigrationReport) error {
 	switch {
 	case len(problems) > 0:
 		fmt.Fprintf(w, "\n%d problem(s) pixd migrate can't mend, %d migration(s) pending: see docs/operations.md, \"Migrations\".\n", len(problems), pending)
-		return statusNeedsHuman
+		return cli.Exit(cli.ExitNeedsHuman)
 	case pending > 0:
 		fmt.Fprintf(w, "\n%d migration(s) pending: pixd migrate applies them.\n", pending)
-		return statusPending
+		return cli.Exit(cli.ExitPending)
 	}
 	fmt.Fprintln(w, "\nUp to date.")
 	return nil

@@ -12,7 +12,9 @@
 // With -soak N it sends N webhooks through the whole pipeline instead (the
 // worker crediting meanwhile) and reports the books, the duration and the
 // resources used. `pixload summary REPORT.json...` prints the targets of
-// several runs side by side.
+// several runs side by side. `pixload storm` offers webhooks over up to
+// 2,000 connections with vegeta, an independent generator, and reports the
+// API's peak resident memory (storm.go).
 //
 // DATABASE_URL and the TEMPORAL_* variables (TEMPORAL_ADDRESS,
 // TEMPORAL_NAMESPACE, TLS, API key) name the service's database and
@@ -49,6 +51,9 @@ func main() {
 	cli.Main("pixload", func(ctx context.Context, args []string) error {
 		if len(args) > 0 && args[0] == "summary" {
 			return summarize(args[1:], os.Stdout)
+		}
+		if len(args) > 0 && args[0] == "storm" {
+			return storm(ctx, args[1:], os.Stdout)
 		}
 		return run(ctx, args, os.Stdout)
 	})
