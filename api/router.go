@@ -10,11 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"go.opentelemetry.io/otel/propagation"
-
 	"github.com/gin-gonic/gin"
-	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
@@ -189,32 +185,6 @@ func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 		r.GET("/readyz", h.readyz)
 	}
 	return r, nil
-}
-
-// traced makes each request a server span named by its route's template
-// ("POST /webhooks/pix", "GET /pix/credits/:end_to_end_id": never the path
-// with its ids), the root of a trace of its own: a traceparent the caller
-// sends is not continued (the span starts before any credential is
-// checked, and every caller, the PSPs and the app backend included, is
-// outside the service: one that picked the trace id could join another
-// PIX's trace, or force sampling past OTEL_TRACES_SAMPLER's ratio). Its
-// attributes are the method, route, path, status, peer and user agent,
-// each bounded (tracing.New's span limits): never a header
-// (Authorization, the webhook signatures) nor a body. The operations
-// routes (probes and scrapes, every few seconds) and requests that match
-// no route are not traced.
-func traced(p *tracing.Provider) gin.HandlerFunc {
-	return otelgin.Middleware("",
-		otelgin.WithTracerProvider(p.TracerProvider()),
-		otelgin.WithPropagators(propagation.NewCompositeTextMapPropagator()), // extracts nothing
-		otelgin.WithMeterProvider(metricnoop.NewMeterProvider()),             // the service's metrics are Prometheus's
-		otelgin.WithGinFilter(func(c *gin.Context) bool {
-			switch c.FullPath() {
-			case "", "/healthz", "/readyz", "/metrics":
-				return false
-			}
-			return true
-		}))
 }
 
 // AuthorizeAdmin says why r may not call an admin route (ADMIN_TOKEN, or

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pixbank/pix/db"
@@ -137,6 +138,9 @@ type Publisher struct {
 	ensured atomic.Bool
 	// tracer records a publish span per event; nil: tracing off.
 	tracer trace.Tracer
+	// propagator puts the publish span's context in the message's headers
+	// (OTEL_PROPAGATORS': the consumers are outside the service).
+	propagator propagation.TextMapPropagator
 }
 
 // PublisherOption changes a Publisher.
@@ -144,12 +148,15 @@ type PublisherOption func(*Publisher)
 
 // WithTracing records a producer span per event published, continuing the
 // trace of the transaction that wrote the event (its traceparent), and
-// puts that span's trace context in the message's headers (traceparent,
-// tracestate, baggage), where a consumer continues it. Off: nothing.
+// puts that span's trace context in the message's headers, in the
+// formats OTEL_PROPAGATORS names (by default traceparent and tracestate;
+// no baggage: the service holds none), where a consumer continues it.
+// Off: nothing.
 func WithTracing(p *tracing.Provider) PublisherOption {
 	return func(pub *Publisher) {
 		if p.Enabled() {
 			pub.tracer = p.Tracer("github.com/pixbank/pix/internal/broker")
+			pub.propagator = p.Propagator()
 		}
 	}
 }
@@ -188,7 +195,7 @@ func (p *Publisher) startPublishSpan(ctx context.Context, e db.Event, msg *nats.
 			attribute.String("pix.aggregate_type", e.AggregateType),
 			attribute.String("pix.aggregate_id", e.AggregateID),
 		))
-	tracing.Propagator().Inject(ctx, headerCarrier(msg.Header))
+	p.propagator.Inject(ctx, headerCarrier(msg.Header))
 	return span
 }
 

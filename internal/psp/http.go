@@ -16,7 +16,6 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
-	"go.opentelemetry.io/otel/propagation"
 	"golang.org/x/oauth2"
 
 	"github.com/pixbank/pix/internal/tracing"
@@ -57,8 +56,9 @@ type HTTPOption func(*HTTPClient)
 // WithTracing makes each call a client span of p, named by the PSP route
 // called ("PSP GET /transfers/{end_to_end_id}"; a token request is "PSP
 // POST {oauth token}"), a child of the span in the call's context, and
-// sends the PSP that span's traceparent (not our baggage). Headers and
-// bodies are never recorded. Off: nothing.
+// sends the PSP that span's trace context, in the formats OTEL_PROPAGATORS
+// names (by default its traceparent; no baggage: the service holds none).
+// Headers and bodies are never recorded. Off: nothing.
 func WithTracing(p *tracing.Provider) HTTPOption {
 	return func(c *HTTPClient) {
 		if !p.Enabled() {
@@ -68,7 +68,7 @@ func WithTracing(p *tracing.Provider) HTTPOption {
 		c.hc.Transport = otelhttp.NewTransport(c.hc.Transport,
 			otelhttp.WithTracerProvider(p.TracerProvider()),
 			otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
-			otelhttp.WithPropagators(propagation.TraceContext{}),
+			otelhttp.WithPropagators(p.Propagator()),
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
 				route, _ := r.Context().Value(routeKey{}).(string)
 				return "PSP " + r.Method + " " + route

@@ -2,8 +2,11 @@
 // read from the standard OTEL_* variables (off when none asks for an
 // exporter: nothing is dialed then), the Provider that what is traced is
 // handed (built by package setup, with the exporters and the Temporal SDK's
-// tracing interceptor), errors recorded by their type only, the W3C
-// tracecontext and baggage propagators, and the trace context that travels
+// tracing interceptor), errors recorded by their type only, the
+// propagators (OTEL_PROPAGATORS', through contrib's autoprop, at the
+// boundaries with the outside; W3C tracecontext between the service's own
+// processes), the link from a request's span to the trace context its
+// caller sent (never its parent), and the trace context that travels
 // in database rows across the service's asynchronous hops (the webhook's
 // commit to the dispatcher's start, an event's commit to the relay's
 // publish), as a W3C traceparent.

@@ -3,52 +3,63 @@ package tracing
 import (
 	"context"
 	"fmt"
-	"io"
-	"slices"
 	"strings"
 
+	"go.opentelemetry.io/contrib/propagators/autoprop"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// The exporters OTEL_TRACES_EXPORTER may name, and the OTLP protocols.
-const (
-	ExporterOTLP    = "otlp"
-	ExporterConsole = "console"
-	ExporterNone    = "none"
-
-	ProtocolHTTP = "http/protobuf"
-	ProtocolGRPC = "grpc"
-)
-
-// Settings are what the OTEL_* variables say about tracing. The OTLP
-// exporter reads the rest of its OTEL_EXPORTER_OTLP_* variables (endpoint,
-// headers, timeout, certificates, compression) itself, and the SDK its
-// OTEL_TRACES_SAMPLER*, OTEL_BSP_* and OTEL_RESOURCE_ATTRIBUTES.
+// Settings are what the OTEL_* variables say about tracing. The exporter
+// itself is chosen by contrib's autoexport from OTEL_TRACES_EXPORTER and
+// OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL, and reads the rest of its
+// OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout,
+// certificates, compression) itself; the SDK reads OTEL_TRACES_SAMPLER*,
+// OTEL_BSP_* and OTEL_RESOURCE_ATTRIBUTES.
 type Settings struct {
-	// Exporters are the span exporters (ExporterOTLP, ExporterConsole);
-	// none: tracing is off.
-	Exporters []string
-	// Protocol is the OTLP exporter's (ProtocolHTTP or ProtocolGRPC).
-	Protocol string
+	// Exporter is the exporter OTEL_TRACES_EXPORTER names ("otlp" when
+	// only an OTLP endpoint is set); "": tracing is off.
+	Exporter string
 	// ServiceName is OTEL_SERVICE_NAME; "" takes the process's default.
 	ServiceName string
-	// Console is where the console exporter writes (os.Stdout when nil).
-	Console io.Writer
+	// Propagators are OTEL_PROPAGATORS' names, each one autoprop knows;
+	// none: the specification's default, tracecontext and baggage.
+	Propagators []string
+	// SpanExporter, when set, takes the spans instead of the exporter
+	// OTEL_TRACES_EXPORTER names, and turns tracing on: a test's recorder.
+	SpanExporter sdktrace.SpanExporter
 }
 
 // Enabled reports whether the settings ask for an exporter.
-func (s Settings) Enabled() bool { return len(s.Exporters) > 0 }
+func (s Settings) Enabled() bool { return s.Exporter != "" || s.SpanExporter != nil }
+
+// Propagator is the propagator OTEL_PROPAGATORS names, for the boundaries
+// with the outside: what a caller's request carries (linked, never
+// continued: Provider.LinkCaller), the PSP calls and the NATS messages.
+func (s Settings) Propagator() propagation.TextMapPropagator {
+	if len(s.Propagators) == 0 {
+		return propagator
+	}
+	p, err := autoprop.TextMapPropagator(s.Propagators...)
+	if err != nil { // SettingsFrom refused it already
+		return propagator
+	}
+	return p
+}
 
 // SettingsFrom reads the tracing settings through lookup (os.LookupEnv in
-// production). Tracing is off unless something asks for an exporter:
-// OTEL_TRACES_EXPORTER naming one, or, with it unset, an OTLP endpoint
-// (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT). The
-// specification's default exporter, OTLP to localhost, would have every
-// process without a collector dial for nothing; so unset means off here.
-// OTEL_SDK_DISABLED=true turns it off whatever else is set.
+// production: autoexport reads the exporter's variables from the
+// environment itself). Tracing is off unless something asks for an
+// exporter: OTEL_TRACES_EXPORTER naming one, or, with it unset, an OTLP
+// endpoint (OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT). The specification's default
+// exporter, OTLP to localhost, would have every process without a
+// collector dial for nothing; so unset means off here.
+// OTEL_SDK_DISABLED=true turns it off whatever else is set. An exporter
+// autoexport does not know fails setup.New, at the process's start.
 func SettingsFrom(lookup func(string) (string, bool)) (Settings, error) {
 	get := func(name string) string {
 		v, _ := lookup(name)
@@ -58,49 +69,37 @@ func SettingsFrom(lookup func(string) (string, bool)) (Settings, error) {
 	if strings.EqualFold(get("OTEL_SDK_DISABLED"), "true") {
 		return Settings{}, nil
 	}
-	if names := get("OTEL_TRACES_EXPORTER"); names != "" {
-		none := false
-		for _, name := range strings.Split(names, ",") {
-			switch name = strings.ToLower(strings.TrimSpace(name)); name {
-			case ExporterOTLP, ExporterConsole:
-				if !slices.Contains(s.Exporters, name) {
-					s.Exporters = append(s.Exporters, name)
-				}
-			case ExporterNone:
-				none = true
-			default:
-				return Settings{}, fmt.Errorf("OTEL_TRACES_EXPORTER: %q is not otlp, console or none", name)
-			}
-		}
-		if none && len(s.Exporters) > 0 {
-			return Settings{}, fmt.Errorf("OTEL_TRACES_EXPORTER: %q names none beside an exporter", names)
-		}
-	} else if get("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
-		s.Exporters = []string{ExporterOTLP}
-	}
-	if !s.Enabled() {
+	switch name := get("OTEL_TRACES_EXPORTER"); {
+	case name == "none":
+		return Settings{}, nil
+	case name != "":
+		s.Exporter = name
+	case get("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "":
+		s.Exporter = "otlp"
+	default:
 		return Settings{}, nil // the zero Settings: off
 	}
 	s.ServiceName = get("OTEL_SERVICE_NAME")
-	s.Protocol = get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if s.Protocol == "" {
-		s.Protocol = get("OTEL_EXPORTER_OTLP_PROTOCOL")
-	}
-	switch s.Protocol {
-	case "":
-		s.Protocol = ProtocolHTTP
-	case ProtocolHTTP, ProtocolGRPC:
-	default:
-		return Settings{}, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL: %q is not http/protobuf or grpc", s.Protocol)
+	if names := get("OTEL_PROPAGATORS"); names != "" {
+		for _, name := range strings.Split(names, ",") {
+			s.Propagators = append(s.Propagators, strings.TrimSpace(name))
+		}
+		if _, err := autoprop.TextMapPropagator(s.Propagators...); err != nil {
+			return Settings{}, fmt.Errorf("OTEL_PROPAGATORS: %w", err)
+		}
 	}
 	return s, nil
 }
 
-// propagator carries the trace context (W3C tracecontext) and baggage
-// across every boundary: HTTP requests, Temporal headers, NATS headers.
+// propagator is the specification's default: W3C tracecontext and
+// baggage.
 var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
-// Propagator is the process's propagator: W3C tracecontext and baggage.
+// Propagator carries the trace context between the service's own
+// processes, in the Temporal headers: W3C tracecontext (and baggage),
+// whatever OTEL_PROPAGATORS says, as the rows' traceparent does, so that
+// a PIX stays one trace even while the API and the worker were started
+// with different variables.
 func Propagator() propagation.TextMapPropagator { return propagator }
 
 // Provider is a process's tracing: its TracerProvider, or off. A nil
@@ -112,6 +111,8 @@ type Provider struct {
 	sdk *sdktrace.TracerProvider
 	// service is the service.name spans are recorded under ("" when handed in).
 	service string
+	// propagator is OTEL_PROPAGATORS' (Settings.Propagator).
+	propagator propagation.TextMapPropagator
 }
 
 // Off is tracing off: no exporter, no span.
@@ -121,18 +122,62 @@ func Off() *Provider { return nil }
 // down): a test's in-memory recorder, say. Errors are redacted as with
 // setup.New.
 func FromTracerProvider(tp trace.TracerProvider) *Provider {
-	return &Provider{tp: redacting{tp}}
+	return &Provider{tp: redacting{tp}, propagator: propagator}
 }
 
 // NewProvider is the Provider of sdk, a provider package setup built, its
-// spans recorded under service.name serviceName; errors are redacted as
-// with FromTracerProvider. Shutdown flushes and stops sdk. A nil sdk is
-// Off.
-func NewProvider(sdk *sdktrace.TracerProvider, serviceName string) *Provider {
+// spans recorded under service.name serviceName, its propagator s's;
+// errors are redacted as with FromTracerProvider. Shutdown flushes and
+// stops sdk. A nil sdk is Off.
+func NewProvider(sdk *sdktrace.TracerProvider, serviceName string, s Settings) *Provider {
 	if sdk == nil {
 		return Off()
 	}
-	return &Provider{tp: redacting{sdk}, sdk: sdk, service: serviceName}
+	return &Provider{tp: redacting{sdk}, sdk: sdk, service: serviceName, propagator: s.Propagator()}
+}
+
+// Propagator is the propagator of the boundaries with the outside
+// (Settings.Propagator); one that carries nothing when off.
+func (p *Provider) Propagator() propagation.TextMapPropagator {
+	if !p.Enabled() {
+		return propagation.NewCompositeTextMapPropagator()
+	}
+	return p.propagator
+}
+
+// AttrCaller is the attribute of the link from a request's server span to
+// the trace context its caller sent.
+const AttrCaller = "pix.caller"
+
+// maxCallerTraceState bounds the caller's tracestate a link keeps: the 512
+// characters W3C Trace Context asks every participant to propagate. A
+// longer one (up to 32 entries of 256 characters each parse) is dropped
+// whole: an unauthenticated caller does not put kilobytes in each span.
+const maxCallerTraceState = 512
+
+// LinkCaller links the recorded span in ctx, a request's server span, to
+// the trace context its caller sent in carrier (a traceparent and its
+// tracestate, or what OTEL_PROPAGATORS names instead). The span stays the
+// root of a trace of the service's own: a caller, outside the service and
+// not yet authenticated, neither joins the trace of another PIX (its trace
+// id travels to the PSP and on NATS) nor makes the sampler record past
+// OTEL_TRACES_SAMPLER's ratio. The link keeps the caller's trace findable
+// from ours. The caller's baggage is never taken: only the span context
+// is read, and ctx is left as it is.
+func (p *Provider) LinkCaller(ctx context.Context, carrier propagation.TextMapCarrier) {
+	span := trace.SpanFromContext(ctx)
+	if !p.Enabled() || !span.IsRecording() {
+		return
+	}
+	caller := trace.SpanContextFromContext(p.propagator.Extract(context.Background(), carrier))
+	if !caller.IsValid() {
+		return
+	}
+	if len(caller.TraceState().String()) > maxCallerTraceState {
+		caller = caller.WithTraceState(trace.TraceState{})
+	}
+	span.AddLink(trace.Link{SpanContext: caller, Attributes: []attribute.KeyValue{
+		attribute.String(AttrCaller, "the trace context the caller sent: linked, not continued")}})
 }
 
 // Enabled reports whether spans are recorded: when it is false, nothing

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -41,13 +43,14 @@ func TestSettingsName(t *testing.T) {
 		want tracing.Settings
 	}{
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318"},
-			tracing.Settings{Exporters: []string{"otlp"}, Protocol: "http/protobuf"}},
+			tracing.Settings{Exporter: "otlp"}},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://jaeger:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_SERVICE_NAME": "api-blue"},
-			tracing.Settings{Exporters: []string{"otlp"}, Protocol: "grpc", ServiceName: "api-blue"}},
-		{map[string]string{"OTEL_TRACES_EXPORTER": "console"},
-			tracing.Settings{Exporters: []string{"console"}, Protocol: "http/protobuf"}},
-		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp, console", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"},
-			tracing.Settings{Exporters: []string{"otlp", "console"}, Protocol: "grpc"}},
+			tracing.Settings{Exporter: "otlp", ServiceName: "api-blue"}},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "console", "OTEL_PROPAGATORS": "tracecontext, b3"},
+			tracing.Settings{Exporter: "console", Propagators: []string{"tracecontext", "b3"}}},
+		// What autoexport does not know is refused by setup.New, at the start.
+		{map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"},
+			tracing.Settings{Exporter: "zipkin"}},
 	} {
 		s, err := tracing.SettingsFrom(lookup(tc.env))
 		require.NoError(t, err, tc.env)
@@ -55,15 +58,9 @@ func TestSettingsName(t *testing.T) {
 	}
 }
 
-func TestSettingsRefuseWhatTheyCannotDo(t *testing.T) {
-	for _, env := range []map[string]string{
-		{"OTEL_TRACES_EXPORTER": "zipkin"},
-		{"OTEL_TRACES_EXPORTER": "otlp,none"},
-		{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
-	} {
-		_, err := tracing.SettingsFrom(lookup(env))
-		require.Error(t, err, env)
-	}
+func TestSettingsRefuseAPropagatorAutopropDoesNotKnow(t *testing.T) {
+	_, err := tracing.SettingsFrom(lookup(map[string]string{"OTEL_TRACES_EXPORTER": "console", "OTEL_PROPAGATORS": "tracecontext,w3c"}))
+	require.ErrorContains(t, err, "OTEL_PROPAGATORS")
 }
 
 func recorded(t *testing.T) (*tracing.Provider, *tracetest.SpanRecorder) {
@@ -150,4 +147,90 @@ func TestOffCostsNoAllocation(t *testing.T) {
 		_ = tracing.WithTraceparent(ctx, nil)
 	})
 	require.Zero(t, allocs)
+}
+
+// A caller's trace context becomes a link of the request's span, never
+// its parent, in the formats OTEL_PROPAGATORS names; the caller's baggage
+// is not taken, and a tracestate over W3C's 512 characters is not kept.
+func TestLinkCallerLinksWhatOTELPropagatorsReads(t *testing.T) {
+	const (
+		callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+		callerSpan  = "00f067aa0ba902b7"
+	)
+	headers := map[string]string{
+		"traceparent": "00-" + callerTrace + "-" + callerSpan + "-01",
+		"tracestate":  "vendor=opaque",
+		"baggage":     "account=acc-1",
+		"b3":          callerTrace + "-" + callerSpan + "-1",
+	}
+	for _, tc := range []struct {
+		propagators string
+		headers     map[string]string
+		linked      bool
+	}{
+		{"", headers, true}, // the default: tracecontext, baggage
+		{"tracecontext", headers, true},
+		{"b3", headers, true},
+		{"b3", map[string]string{"traceparent": headers["traceparent"]}, false},
+		{"none", headers, false},
+		{"", map[string]string{"traceparent": "00-garbage"}, false},
+	} {
+		env := map[string]string{"OTEL_TRACES_EXPORTER": "console"}
+		if tc.propagators != "" {
+			env["OTEL_PROPAGATORS"] = tc.propagators
+		}
+		s, err := tracing.SettingsFrom(lookup(env))
+		require.NoError(t, err)
+		recorder := tracetest.NewSpanRecorder()
+		p := tracing.NewProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recorder)), "pixd-test", s)
+
+		ctx, span := p.Tracer("test").Start(t.Context(), "POST /webhooks/pix")
+		p.LinkCaller(ctx, propagation.MapCarrier(tc.headers))
+		span.End()
+		require.NoError(t, p.Shutdown(t.Context()))
+
+		ended := recorder.Ended()
+		require.Len(t, ended, 1)
+		require.False(t, ended[0].Parent().IsValid(), "the caller is never the parent")
+		require.NotEqual(t, callerTrace, ended[0].SpanContext().TraceID().String())
+		if !tc.linked {
+			require.Empty(t, ended[0].Links(), "OTEL_PROPAGATORS=%q, headers %v", tc.propagators, tc.headers)
+			continue
+		}
+		require.Len(t, ended[0].Links(), 1, tc.propagators)
+		link := ended[0].Links()[0]
+		require.Equal(t, callerTrace, link.SpanContext.TraceID().String())
+		require.Equal(t, callerSpan, link.SpanContext.SpanID().String())
+		require.True(t, link.SpanContext.IsRemote())
+		require.Len(t, link.Attributes, 1)
+		require.Equal(t, tracing.AttrCaller, string(link.Attributes[0].Key))
+		if tc.propagators != "b3" {
+			require.Equal(t, "vendor=opaque", link.SpanContext.TraceState().String())
+		}
+		require.NotContains(t, fmt.Sprint(ended[0].Attributes(), link), "acc-1", "the caller's baggage is taken")
+	}
+}
+
+func TestLinkCallerDropsATraceStateOverW3CsBound(t *testing.T) {
+	p, recorder := recorded(t)
+	var entries []string
+	for i := range 30 {
+		entries = append(entries, fmt.Sprintf("v%d=%s", i, strings.Repeat("x", 200)))
+	}
+	ctx, span := p.Tracer("test").Start(t.Context(), "request")
+	p.LinkCaller(ctx, propagation.MapCarrier{
+		"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"tracestate":  strings.Join(entries, ","),
+	})
+	span.End()
+	links := recorder.Ended()[0].Links()
+	require.Len(t, links, 1)
+	require.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", links[0].SpanContext.TraceID().String())
+	require.Zero(t, links[0].SpanContext.TraceState().Len(), "6 KiB of the caller's tracestate kept in the span")
+}
+
+// Off, nothing is read.
+func TestLinkCallerOffDoesNothing(t *testing.T) {
+	tracing.Off().LinkCaller(t.Context(), propagation.MapCarrier{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
+	require.Empty(t, tracing.Off().Propagator().Fields(), "off, nothing is propagated")
 }

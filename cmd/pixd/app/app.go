@@ -127,7 +127,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		}
 		ownTracing = true
 		if traces.Enabled() {
-			log.Info("tracing on", "exporters", cfg.Tracing.Exporters, "otlp_protocol", cfg.Tracing.Protocol, "service_name", traces.ServiceName())
+			log.Info("tracing on", "exporter", cfg.Tracing.Exporter, "propagators", cfg.Tracing.Propagators, "service_name", traces.ServiceName())
 		}
 	}
 	stopTracing := func() {

@@ -5,24 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"github.com/google/uuid"
+	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
 
+	"github.com/pixbank/pix/internal/buildinfo"
 	"github.com/pixbank/pix/internal/tracing"
 )
 
 // New builds the TracerProvider the settings describe, its spans
 // recorded under service.name s.ServiceName, or serviceName when that is
-// empty. Off settings give Off: nothing is built and nothing is dialed.
-// Exporters connect on their first export, so New succeeds while the
-// collector is down.
+// empty, exported by s.SpanExporter or else by the exporter contrib's
+// autoexport makes of OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_*. Off
+// settings give Off: nothing is built and nothing is dialed. Exporters
+// connect on their first export, so New succeeds while the collector is
+// down.
 func New(ctx context.Context, s tracing.Settings, serviceName string) (*tracing.Provider, error) {
 	if !s.Enabled() {
 		return tracing.Off(), nil
@@ -30,25 +33,47 @@ func New(ctx context.Context, s tracing.Settings, serviceName string) (*tracing.
 	if s.ServiceName != "" {
 		serviceName = s.ServiceName
 	}
-	// OTEL_RESOURCE_ATTRIBUTES first; the service's name last, so that it
-	// is the one OTEL_SERVICE_NAME or the process chose.
-	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(),
-		resource.WithAttributes(attribute.String("service.name", serviceName)))
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("tracing resource: %w", err)
+	res, err := newResource(ctx, serviceName)
+	if err != nil {
+		return nil, err
 	}
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(spanLimits(os.Getenv))}
-	for _, name := range s.Exporters {
-		exporter, err := newExporter(ctx, name, s)
-		if err != nil {
-			return nil, err
+	exporter := s.SpanExporter
+	if exporter == nil {
+		if exporter, err = autoexport.NewSpanExporter(ctx); err != nil {
+			return nil, fmt.Errorf("tracing: OTEL_TRACES_EXPORTER=%s: %w", s.Exporter, err)
 		}
-		opts = append(opts, sdktrace.WithBatcher(exporter))
 	}
 	// The sampler is the SDK's: OTEL_TRACES_SAMPLER, by default every trace
 	// whose parent is sampled (or that has no parent).
-	sdk := sdktrace.NewTracerProvider(opts...)
-	return tracing.NewProvider(sdk, serviceName), nil
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(spanLimits(os.Getenv)),
+		sdktrace.WithBatcher(exporter))
+	return tracing.NewProvider(sdk, serviceName, s), nil
+}
+
+// instanceID is the process's service.instance.id: a random UUID, as the
+// semantic conventions recommend, the same for every provider the process
+// builds.
+var instanceID = sync.OnceValue(func() string { return uuid.NewString() })
+
+// newResource is what every span of the process is recorded under: the
+// build (service.version and its VCS revision, buildinfo's, the version
+// pixd version prints), the process (service.instance.id), then
+// OTEL_RESOURCE_ATTRIBUTES, which may set any of them (an orchestrator's
+// pod name as the instance, say), and last the service's name, the one
+// OTEL_SERVICE_NAME or the process chose.
+func newResource(ctx context.Context, serviceName string) (*resource.Resource, error) {
+	build := buildinfo.Read()
+	res, err := resource.New(ctx,
+		resource.WithAttributes(
+			semconv.ServiceVersion(build.Version),
+			semconv.VCSRefHeadRevision(build.Revision),
+			semconv.ServiceInstanceID(instanceID())),
+		resource.WithFromEnv(), resource.WithTelemetrySDK(),
+		resource.WithAttributes(semconv.ServiceName(serviceName)))
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, fmt.Errorf("tracing resource: %w", err)
+	}
+	return res, nil
 }
 
 // DefaultAttributeValueLength bounds each span attribute's value (the
@@ -67,29 +92,6 @@ func spanLimits(getenv func(string) string) sdktrace.SpanLimits {
 		limits.AttributeValueLengthLimit = DefaultAttributeValueLength
 	}
 	return limits
-}
-
-func newExporter(ctx context.Context, name string, s tracing.Settings) (sdktrace.SpanExporter, error) {
-	var (
-		exporter sdktrace.SpanExporter
-		err      error
-	)
-	switch {
-	case name == tracing.ExporterConsole:
-		w := s.Console
-		if w == nil {
-			w = os.Stdout
-		}
-		exporter, err = stdouttrace.New(stdouttrace.WithWriter(w))
-	case s.Protocol == tracing.ProtocolGRPC:
-		exporter, err = otlptracegrpc.New(ctx)
-	default:
-		exporter, err = otlptracehttp.New(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tracing: %s exporter: %w", name, err)
-	}
-	return exporter, nil
 }
 
 // TemporalInterceptor is the Temporal SDK's tracing interceptor on p, for the client's options: the client's workflow starts and
