@@ -145,7 +145,7 @@ func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 	})
 
 	if routes&WebhookRoutes != 0 {
-		webhooks := r.Group("/webhooks", h.countRejections, h.requireClientCert)
+		webhooks := r.Group("/webhooks", h.observeWebhooks, h.requireClientCert)
 		webhooks.POST("/pix", h.authenticWebhook(MaxWebhookBytes), h.receiveWebhook)
 		// The API Pix PSP appends /pix to the URL the bank registers.
 		webhooks.POST("/api-pix/pix", h.authenticWebhook(notification.MaxAPIPixBodyBytes), h.receiveAPIPixWebhook)
@@ -553,15 +553,24 @@ func (h *handlers) stored(format string, duplicate bool) {
 	}
 }
 
-// countRejections counts each webhook request answered with an error, by
-// its code (abortWithError leaves the code in the context).
-func (h *handlers) countRejections(c *gin.Context) {
-	c.Next()
-	if h.Webhooks != nil && c.Writer.Status() >= 400 {
-		code := c.GetString(ctxErrorCode)
-		if code == "" {
-			code = strconv.Itoa(c.Writer.Status())
-		}
-		h.Webhooks.Rejected(code)
+// observeWebhooks times each webhook request and counts those answered
+// with an error, by their code (abortWithError leaves it in the context),
+// both by the PSP that sent them: the one its signature or client
+// certificate identified, if any, so that the label holds only PSPs of the
+// configuration. It is the one place webhook answers are counted.
+func (h *handlers) observeWebhooks(c *gin.Context) {
+	if h.Webhooks == nil {
+		c.Next()
+		return
 	}
+	start := time.Now()
+	c.Next()
+	psp := c.GetString(ctxPSP)
+	if psp == "" {
+		psp = c.GetString(ctxCertPSP)
+	}
+	if psp == "" {
+		psp = metrics.NoPSP
+	}
+	h.Webhooks.Answered(psp, c.Writer.Status(), c.GetString(ctxErrorCode), time.Since(start))
 }

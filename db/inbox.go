@@ -467,10 +467,16 @@ func (s *Store) GetCredit(ctx context.Context, endToEndID string) (pix.Credit, e
 // OldestPendingAge is how long the oldest pending inbox row has waited
 // since the PSP first told us of it; 0 when none is pending.
 func (s *Store) OldestPendingAge(ctx context.Context) (time.Duration, error) {
+	return s.age(ctx, creditSQL.OldestPendingAge, "oldest pending inbox row")
+}
+
+// age runs query, a statement of one float8 column of seconds (the
+// metrics' "oldest ... age" readings), as a duration; what names the
+// reading in an error.
+func (s *Store) age(ctx context.Context, query, what string) (time.Duration, error) {
 	var seconds float64
-	err := s.pool.QueryRow(ctx, creditSQL.OldestPendingAge).Scan(&seconds)
-	if err != nil {
-		return 0, Classify(fmt.Errorf("oldest pending inbox row: %w", err))
+	if err := s.pool.QueryRow(ctx, query).Scan(&seconds); err != nil {
+		return 0, Classify(fmt.Errorf("%s: %w", what, err))
 	}
 	return time.Duration(seconds * float64(time.Second)), nil
 }

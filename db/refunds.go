@@ -360,9 +360,5 @@ func contradicts(status, notice string) bool {
 // OldestOpenRefundAge is how long the oldest open refund has waited for its
 // outcome since its debit; 0 when none is open.
 func (s *Store) OldestOpenRefundAge(ctx context.Context) (time.Duration, error) {
-	var seconds float64
-	if err := s.pool.QueryRow(ctx, refundSQL.OldestOpenAge).Scan(&seconds); err != nil {
-		return 0, Classify(fmt.Errorf("oldest open refund: %w", err))
-	}
-	return time.Duration(seconds * float64(time.Second)), nil
+	return s.age(ctx, refundSQL.OldestOpenAge, "oldest open refund")
 }

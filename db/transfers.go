@@ -19,7 +19,7 @@ const TransferDueChannel = "pix_transfer_due"
 
 // transferSQL holds the statements of queries/transfers.sql.
 var transferSQL struct {
-	RecordDebited, GetTransfer, GetTransferByEndToEndID, LockTransfer, MarkSubmitted, Settle, Refund string
+	RecordDebited, GetTransfer, GetTransferByEndToEndID, LockTransfer, MarkSubmitted, Settle, Refund, OldestOpenAge string
 }
 
 func init() { bindQueries("transfers.sql", &transferSQL) }
@@ -182,4 +182,11 @@ func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string)
 	}
 	s.Wake(OutboxChannel)
 	return out, nil
+}
+
+// OldestOpenTransferAge is how long the oldest open transfer (debited or
+// submitted: the customer's money out of the balance and not yet settled
+// nor refunded) has been open since its debit; 0 when none is open.
+func (s *Store) OldestOpenTransferAge(ctx context.Context) (time.Duration, error) {
+	return s.age(ctx, transferSQL.OldestOpenAge, "oldest open transfer")
 }

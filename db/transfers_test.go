@@ -254,3 +254,27 @@ func TestSettledTransferIsNeverRefunded(t *testing.T) {
 	require.NoError(t, err, "settling twice is a no-op")
 	require.Equal(t, settled.SettledAt, again.SettledAt)
 }
+
+// The age the metrics read (pix_transfer_oldest_open_age_seconds): that of
+// the oldest transfer debited and neither settled nor refunded, 0 once
+// none is open.
+func TestOldestOpenTransferAge(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 10_000)
+	age, err := s.OldestOpenTransferAge(ctx)
+	require.NoError(t, err)
+	require.Zero(t, age, "no transfer")
+	settled, refunded := debit(t, s, "acc-1", 1_000), debit(t, s, "acc-1", 1_000)
+	time.Sleep(20 * time.Millisecond)
+	age, err = s.OldestOpenTransferAge(ctx)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, age, 20*time.Millisecond, "two open")
+	_, err = s.SettleTransfer(ctx, uuid.MustParse(settled.ID))
+	require.NoError(t, err)
+	_, err = s.RefundTransfer(ctx, uuid.MustParse(refunded.ID), "rejected")
+	require.NoError(t, err)
+	age, err = s.OldestOpenTransferAge(ctx)
+	require.NoError(t, err)
+	require.Zero(t, age, "both final")
+}

@@ -93,3 +93,10 @@ event AS (
                               'refunded_at', refunded_at), $5
     FROM refunded JOIN credit ON true)
 SELECT refunded_at FROM refunded
+
+-- name: OldestOpenAge
+-- For the metrics: how long the oldest open transfer (debited or submitted,
+-- neither settled nor refunded) has been open since its debit (0 when none
+-- is open), in seconds.
+SELECT COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)::float8
+FROM pix_transfers WHERE dispatch_due_at IS NOT NULL

@@ -30,12 +30,26 @@ func Handler(r *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(r, promhttp.HandlerOpts{Registry: r})
 }
 
-// Webhooks counts the PSP webhooks by outcome.
+// Webhooks counts the PSP webhooks by outcome, and times their
+// acknowledgement.
 type Webhooks struct {
 	received   *prometheus.CounterVec
 	duplicates *prometheus.CounterVec
 	rejected   *prometheus.CounterVec
+	answered   *prometheus.HistogramVec
 }
+
+// NoPSP is the psp label of a webhook request that no PSP was identified
+// for: unsigned and without a listed client certificate (development, or a
+// request refused before any credential matched: a PSP whose secret we no
+// longer hold, or a stranger).
+const NoPSP = "none"
+
+// AckSLOThreshold is the webhook acknowledgement's latency objective
+// (docs/runbooks.md, "The webhook acknowledgement's SLOs"): a bucket
+// boundary of pix_webhook_request_duration_seconds, so that the fraction
+// of answers slower than it is exact.
+const AckSLOThreshold = 0.25
 
 // NewWebhooks registers the webhook counters on r.
 func NewWebhooks(r *prometheus.Registry) *Webhooks {
@@ -50,10 +64,17 @@ func NewWebhooks(r *prometheus.Registry) *Webhooks {
 		}, []string{"format"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pix_webhooks_rejected_total",
-			Help: "Webhook requests answered with an error, by error code.",
-		}, []string{"code"}),
+			Help: "Webhook requests answered with an error, by error code and by the PSP that sent them (psp=\"none\": none identified, as when no secret matches a signature).",
+		}, []string{"code", "psp"}),
+		answered: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "pix_webhook_request_duration_seconds",
+			Help: "Webhook requests from their arrival at the webhook routes to their answer, by the PSP that sent them (psp=\"none\": none identified) and the answer's status class (2xx, 4xx, 5xx): the acknowledgement's SLIs.",
+			// Around the SLO's threshold (AckSLOThreshold), and the
+			// benchmarks' p99 (tens of milliseconds).
+			Buckets: []float64{.005, .01, .025, .05, .1, AckSLOThreshold, .5, 1, 2.5, 5, 10},
+		}, []string{"psp", "status_class"}),
 	}
-	r.MustRegister(w.received, w.duplicates, w.rejected)
+	r.MustRegister(w.received, w.duplicates, w.rejected, w.answered)
 	return w
 }
 
@@ -65,8 +86,21 @@ func (w *Webhooks) Stored(format string, duplicate bool) {
 	}
 }
 
-// Rejected counts one refused webhook request.
-func (w *Webhooks) Rejected(code string) { w.rejected.WithLabelValues(code).Inc() }
+// Answered observes one webhook request answered with status after
+// elapsed, sent by psp (a PSP of the configuration, or NoPSP: the label's
+// values are bounded by the configuration), and counts it as refused, by
+// its error code, when status is an error. code is one of the declared
+// error codes (api.ErrorDetail), or the status itself when the answer had
+// none.
+func (w *Webhooks) Answered(psp string, status int, code string, elapsed time.Duration) {
+	w.answered.WithLabelValues(psp, strconv.Itoa(status/100)+"xx").Observe(elapsed.Seconds())
+	if status >= 400 {
+		if code == "" {
+			code = strconv.Itoa(status)
+		}
+		w.rejected.WithLabelValues(code, psp).Inc()
+	}
+}
 
 // GroupCommit observes the group commit of the webhooks' inserts: how many
 // requests and deliveries each transaction held.
@@ -162,7 +196,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 	}, []string{"outcome"})
 	w.pspAttention = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pix_psp_attention_total",
-		Help: "PSP answers about a transfer that need a human, by kind (PSPRequestRefused: our credentials or request; RejectionUnconfirmed, PSPTransferMismatch, RefundUnconfirmed) and status code; nothing is refunded on them; alert on any.",
+		Help: "PSP answers that need a human, about a transfer, a devolução or the catch-up's listing, by kind (PSPRequestRefused: our credentials or request; RejectionUnconfirmed, PSPTransferMismatch, RefundUnconfirmed; PSPRefundMismatch, ReversalUnconfirmed; PSPListingIncomplete) and status code; nothing is refunded nor reversed on them; alert on any.",
 	}, []string{"kind", "status_code"})
 	r.MustRegister(w.credits, w.failures, w.transfers, w.refunds, w.dispatchLag, w.starts, w.reconcile, w.reconciled, w.chargeMismatches, w.pspAttention)
 	return w
@@ -220,10 +254,12 @@ func (w *Worker) ChargeNotConcluded(outcome string) {
 	}
 }
 
-// PSPNeedsAttention counts one PSP answer about a transfer that a human
-// must look at although no money moved on it, by kind (the activity error
-// type: PSPRequestRefused, RejectionUnconfirmed, PSPTransferMismatch,
-// RefundUnconfirmed) and HTTP status code (0 when none applies).
+// PSPNeedsAttention counts one PSP answer about a transfer, a devolução or
+// the catch-up's listing that a human must look at although no money moved
+// on it, by kind (the activity error type: PSPRequestRefused,
+// RejectionUnconfirmed, PSPTransferMismatch, RefundUnconfirmed,
+// PSPRefundMismatch, ReversalUnconfirmed, PSPListingIncomplete) and HTTP
+// status code (0 when none applies).
 func (w *Worker) PSPNeedsAttention(kind string, statusCode int) {
 	if w != nil {
 		w.pspAttention.WithLabelValues(kind, strconv.Itoa(statusCode)).Inc()
@@ -246,9 +282,11 @@ func (w *Worker) TransferFinished(outcome string) {
 
 // RegisterDatabaseGauges adds the gauges read from PostgreSQL at each
 // scrape: the outbox's lag (how many events wait for the broker, and for
-// how long the oldest has) and the age of the oldest pending inbox row (how
-// long accepted money has waited for its credit). Each is read once per
-// scrape; a failed read is logged and reported as NaN, not as zero.
+// how long the oldest has), the age of the oldest pending inbox row (how
+// long accepted money has waited for its credit), and of the oldest open
+// devolução and transfer (how long money has been out of a balance and with
+// nobody yet). Each is read once per scrape; a failed read is logged and
+// reported as NaN, not as zero.
 func RegisterDatabaseGauges(r *prometheus.Registry, store *db.Store, log *slog.Logger) {
 	r.MustRegister(&databaseGauges{
 		store: store,
@@ -257,26 +295,42 @@ func RegisterDatabaseGauges(r *prometheus.Registry, store *db.Store, log *slog.L
 			"Events committed but not yet acknowledged by the broker.", nil, nil),
 		outboxAge: prometheus.NewDesc("pix_outbox_oldest_unpublished_age_seconds",
 			"Age of the oldest event not yet acknowledged by the broker (0 when none waits).", nil, nil),
-		inboxAge: prometheus.NewDesc("pix_inbox_oldest_pending_age_seconds",
-			"Age of the oldest pending inbox row (0 when none is pending).", nil, nil),
-		refundAge: prometheus.NewDesc("pix_refund_oldest_open_age_seconds",
-			"Age of the oldest devolução debited and not yet returned or reversed (0 when none is open).", nil, nil),
+		ages: []ageGauge{
+			{prometheus.NewDesc("pix_inbox_oldest_pending_age_seconds",
+				"Age of the oldest pending inbox row (0 when none is pending).", nil, nil),
+				"the oldest pending inbox row", (*db.Store).OldestPendingAge},
+			{prometheus.NewDesc("pix_refund_oldest_open_age_seconds",
+				"Age of the oldest devolução debited and not yet returned or reversed (0 when none is open).", nil, nil),
+				"the oldest open refund", (*db.Store).OldestOpenRefundAge},
+			{prometheus.NewDesc("pix_transfer_oldest_open_age_seconds",
+				"Age of the oldest outgoing transfer debited and not yet settled nor refunded (0 when none is open).", nil, nil),
+				"the oldest open transfer", (*db.Store).OldestOpenTransferAge},
+		},
 	})
+}
+
+// ageGauge is one "oldest ... age" reading of databaseGauges: its
+// metric, what it reads (for the log), and how.
+type ageGauge struct {
+	desc *prometheus.Desc
+	what string
+	read func(*db.Store, context.Context) (time.Duration, error)
 }
 
 // databaseGauges is the collector of RegisterDatabaseGauges.
 type databaseGauges struct {
-	store                             *db.Store
-	log                               *slog.Logger
-	outboxEvents, outboxAge, inboxAge *prometheus.Desc
-	refundAge                         *prometheus.Desc
+	store                   *db.Store
+	log                     *slog.Logger
+	outboxEvents, outboxAge *prometheus.Desc
+	ages                    []ageGauge
 }
 
 func (g *databaseGauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.outboxEvents
 	ch <- g.outboxAge
-	ch <- g.inboxAge
-	ch <- g.refundAge
+	for _, a := range g.ages {
+		ch <- a.desc
+	}
 }
 
 func (g *databaseGauges) Collect(ch chan<- prometheus.Metric) {
@@ -288,20 +342,15 @@ func (g *databaseGauges) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		unpublished, outboxAge = float64(lag.Unpublished), lag.OldestAge
 	}
-	inboxAge := math.NaN()
-	if age, err := g.store.OldestPendingAge(ctx); err != nil {
-		g.log.Warn("metrics: could not read the oldest pending inbox row", "error", err)
-	} else {
-		inboxAge = age.Seconds()
-	}
-	refundAge := math.NaN()
-	if age, err := g.store.OldestOpenRefundAge(ctx); err != nil {
-		g.log.Warn("metrics: could not read the oldest open refund", "error", err)
-	} else {
-		refundAge = age.Seconds()
-	}
-	ch <- prometheus.MustNewConstMetric(g.refundAge, prometheus.GaugeValue, refundAge)
 	ch <- prometheus.MustNewConstMetric(g.outboxEvents, prometheus.GaugeValue, unpublished)
 	ch <- prometheus.MustNewConstMetric(g.outboxAge, prometheus.GaugeValue, outboxAge)
-	ch <- prometheus.MustNewConstMetric(g.inboxAge, prometheus.GaugeValue, inboxAge)
+	for _, a := range g.ages {
+		seconds := math.NaN()
+		if age, err := a.read(g.store, ctx); err != nil {
+			g.log.Warn("metrics: could not read "+a.what, "error", err)
+		} else {
+			seconds = age.Seconds()
+		}
+		ch <- prometheus.MustNewConstMetric(a.desc, prometheus.GaugeValue, seconds)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -47,24 +48,33 @@ func dashboardMetrics(t *testing.T) []string {
 	return slices.Compact(names)
 }
 
-// alertMetrics are the metric families the Prometheus alerts' expressions
-// read (deploy/prometheus/rules: pix_ and temporal_ ones; up is
-// Prometheus's own).
+// alertMetrics are the metric families the Prometheus rules' expressions
+// read (deploy/prometheus/rules/*.yml: pix_ and temporal_ ones, a
+// histogram's _bucket, _count and _sum series under its family's name; up
+// is Prometheus's own, the recording rules' pix: names the rules' own).
 func alertMetrics(t *testing.T) []string {
 	t.Helper()
-	raw, err := os.ReadFile("../../deploy/prometheus/rules/pix.yml")
+	files, err := filepath.Glob("../../deploy/prometheus/rules/*.yml")
 	require.NoError(t, err)
-	var rules struct {
-		Groups []struct {
-			Rules []struct{ Alert, Expr string }
-		}
-	}
-	require.NoError(t, yaml.Unmarshal(raw, &rules))
+	require.NotEmpty(t, files)
 	name := regexp.MustCompile(`\b(?:pix|temporal)_[a-z_]+`)
+	histogram := regexp.MustCompile(`_(?:bucket|count|sum)$`)
 	var names []string
-	for _, g := range rules.Groups {
-		for _, r := range g.Rules {
-			names = append(names, name.FindAllString(r.Expr, -1)...)
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		require.NoError(t, err)
+		var rules struct {
+			Groups []struct {
+				Rules []struct{ Expr string }
+			}
+		}
+		require.NoError(t, yaml.Unmarshal(raw, &rules), file)
+		for _, g := range rules.Groups {
+			for _, r := range g.Rules {
+				for _, n := range name.FindAllString(r.Expr, -1) {
+					names = append(names, histogram.ReplaceAllString(n, ""))
+				}
+			}
 		}
 	}
 	slices.Sort(names)
@@ -111,6 +121,8 @@ func TestDashboardChartsRealMetrics(t *testing.T) {
 	alerted := alertMetrics(t)
 	require.Contains(t, alerted, "pix_reconcile_differences")
 	require.Contains(t, alerted, "pix_psp_attention_total")
+	require.Contains(t, alerted, "pix_webhook_request_duration_seconds")
+	require.Contains(t, alerted, "pix_transfer_oldest_open_age_seconds")
 	want = append(want, alerted...)
 	// The SDK's metrics reach the registry once a second.
 	var missing []string
