@@ -172,6 +172,20 @@ check_deploy_files() {
 	(cd "$ROOT/tools/deploycheck" && go build -o "$BIN/deploycheck" . && go vet ./... &&
 		"$BIN/staticcheck" ./... && go test -count=1 ./...)
 	"$BIN/deploycheck" -root "$ROOT"
+	check_prometheus_rules
+}
+
+# check_prometheus_rules runs Prometheus's own promtool, pinned in
+# tools/promtool (the compose image's Prometheus), over the rules: `check
+# rules` (syntax, PromQL, templates, duplicates) and `test rules`, the unit
+# tests of deploy/prometheus/tests (a firing and a quiet case per alert,
+# the SLIs' recording rules; tools/deploycheck checks none is missing). Its
+# first build takes minutes (Prometheus's service discovery pulls in
+# the Kubernetes client), then the Go build cache makes it cheap.
+check_prometheus_rules() {
+	build_pinned promtool tools/promtool/go.mod github.com/prometheus/prometheus/cmd/promtool
+	(cd "$ROOT/deploy/prometheus" && "$BIN/promtool" check rules rules/*.yml &&
+		"$BIN/promtool" test rules tests/*.yml)
 }
 
 # temporal_up ADDRESS: does a Temporal server answer there?

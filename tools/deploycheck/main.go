@@ -13,9 +13,13 @@
 //     the compose file's images and the tests' go.mod pins are at them;
 //   - the Prometheus rules (deploy/prometheus/rules), parsed by Prometheus's
 //     own rule parser, as `promtool check rules` does (PromQL included),
-//     each alert with a `for`, a severity, a summary and a description, and
-//     loaded by deploy/prometheus/prometheus.yml through the compose file's
-//     mount;
+//     each alert with a `for`, a severity, a summary, a description and a
+//     runbook_url to its own section of docs/runbooks.md (one section per
+//     alert, none of an alert that is gone, each with its symptom, impact,
+//     query, fix and verification), each alert with a firing and a quiet
+//     case and each recording rule queried in the promtool unit tests of
+//     deploy/prometheus/tests, and loaded by deploy/prometheus/prometheus.yml
+//     through the compose file's mount;
 //   - the Dockerfile: base images pinned, every file the binaries are built
 //     from copied into the build (and not kept out by .dockerignore), the
 //     production image with pixd and pixctl and without the PSP simulator.
@@ -58,6 +62,8 @@ func check(ctx context.Context, root string) []error {
 		errs = append(errs, checkVersions(project, root)...)
 	}
 	errs = append(errs, checkRules(filepath.Join(root, "deploy/prometheus/rules"))...)
+	errs = append(errs, checkRunbooks(filepath.Join(root, "deploy/prometheus/rules"), filepath.Join(root, "docs/runbooks.md"))...)
+	errs = append(errs, checkRuleTests(filepath.Join(root, "deploy/prometheus/rules"), filepath.Join(root, "deploy/prometheus/tests"))...)
 	errs = append(errs, checkDockerfile(ctx, root, filepath.Join(root, "Dockerfile"), filepath.Join(root, ".dockerignore"))...)
 	return errs
 }
