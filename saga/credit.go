@@ -1,6 +1,8 @@
 package saga
 
 import (
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
@@ -14,7 +16,11 @@ var Credit = Descriptor{
 	Name:      "credit",
 	Family:    workflows.Credits,
 	Workflows: map[string]any{workflows.CreditWorkflowName: workflows.CreditPix},
-	Deps:      sharedActivities,
+	// AutoUpgrade: a credit lasts seconds and is the money-in path, so it
+	// never waits for a build a rolling restart has stopped; its changes
+	// stay replayable (GetVersion, the replay tests), as they always had to.
+	Versioning: workflow.VersioningBehaviorAutoUpgrade,
+	Deps:       sharedActivities,
 	Activities: func(deps any) []any {
 		a := deps.(*activities.Activities)
 		return []any{

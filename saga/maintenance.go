@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/workflows"
@@ -23,7 +24,10 @@ var Maintenance = Descriptor{
 		workflows.RetentionWorkflowName: workflows.Retention,
 		workflows.ReconcileWorkflowName: workflows.Reconcile,
 	},
-	Deps: sharedActivities,
+	// AutoUpgrade, as the PSP catch-up: Schedules' runs, short and
+	// idempotent, never held by a stopped build.
+	Versioning: workflow.VersioningBehaviorAutoUpgrade,
+	Deps:       sharedActivities,
 	Activities: func(deps any) []any {
 		a := deps.(*activities.Activities)
 		return []any{a.DeleteExpiredIdempotencyKeys, a.DeletePublishedEvents, a.DeleteDoneInboxRows, a.ReconcileBooks}

@@ -79,6 +79,20 @@ type Descriptor struct {
 	// name. The names are recorded in every run's history: never change
 	// one (the replay tests and worker_test.go pin them).
 	Workflows map[string]any
+	// Versioning is how the saga's runs follow a new build of the workers
+	// (Temporal's Worker Versioning, docs/operations.md "Upgrading the
+	// workers"): workflow.VersioningBehaviorPinned keeps a run on the
+	// build it started on, to its end, so a change to the saga's workflow
+	// code needs no workflow.GetVersion and a rollback strands nothing,
+	// but that build's workers must keep running until its runs are done
+	// (drained): for a saga whose runs end within a release's drain (hours
+	// at most). workflow.VersioningBehaviorAutoUpgrade moves a run to the
+	// current build at its next workflow task: for runs that outlive a
+	// release (a scheduled PIX sleeps until its date), whose every change
+	// must then replay the histories of the builds before it (the saga's
+	// replay tests). Every saga sets one: a versioned worker refuses a
+	// workflow without it.
+	Versioning workflow.VersioningBehavior
 	// Deps builds the struct of the saga's activities' dependencies from
 	// env. Every pointer, interface, func or map field of it is set.
 	Deps func(env Env) any
@@ -124,10 +138,11 @@ func (d Descriptor) Register(r Registry, env Env) {
 }
 
 // RegisterWorkflows registers the saga's workflows on r under their
-// recorded names.
+// recorded names, with the saga's versioning behaviour (which an
+// unversioned worker and a replayer ignore).
 func (d Descriptor) RegisterWorkflows(r WorkflowRegistry) {
 	for name, fn := range d.Workflows {
-		r.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
+		r.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name, VersioningBehavior: d.Versioning})
 	}
 }
 

@@ -1,6 +1,8 @@
 package saga
 
 import (
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
@@ -23,7 +25,11 @@ var Transfer = Descriptor{
 	// 'PixCredit' AND ExecutionStatus = 'Running'"`).
 	AlsoOn:    []workflows.Family{workflows.Credits},
 	Workflows: map[string]any{workflows.TransferWorkflowName: workflows.TransferPix},
-	Deps:      sharedActivities,
+	// Pinned: a transfer, debited and awaiting the PSP, finishes on the
+	// build it started on (hours at most), activities included, so a
+	// rollback strands none and a change to it needs no GetVersion.
+	Versioning: workflow.VersioningBehaviorPinned,
+	Deps:       sharedActivities,
 	Activities: func(deps any) []any {
 		a := deps.(*activities.Activities)
 		return []any{a.SubmitTransfer, a.AwaitSettlement, a.SettleTransfer, a.RefundTransfer}

@@ -37,6 +37,10 @@ export HTTP_ADDR="${HTTP_ADDR:-127.0.0.1:8080}"
 # TEMPORAL_CODEC_AUTH_REQUIRED=true: operators authenticate.
 export TEMPORAL_CODEC_CORS_ORIGINS="${TEMPORAL_CODEC_CORS_ORIGINS:-$TEMPORAL_UI_URL}"
 export TEMPORAL_CODEC_AUTH_REQUIRED="${TEMPORAL_CODEC_AUTH_REQUIRED:-false}"
+# Each build (a rebuilt pixd: a new build id) becomes the current version
+# of the workers' deployment as it starts: development has no operator to
+# promote it. Production keeps the default, first (docs/operations.md).
+export TEMPORAL_WORKER_PROMOTE="${TEMPORAL_WORKER_PROMOTE:-always}"
 
 on_exit_stop_children
 

@@ -2,14 +2,18 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pixbank/pix/internal/buildinfo"
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/workflows"
 )
@@ -22,6 +26,27 @@ type Options struct {
 	// MaxConcurrentActivities bounds the activities running at once in each
 	// family's worker (0: SDK default).
 	MaxConcurrentActivities int
+	// Version, when set, makes every family's worker a version of a
+	// Temporal Worker Deployment (Worker Versioning): Temporal then sends
+	// each run's tasks to the build the run is on (its saga's Versioning:
+	// pinned to the build it started on, or moved to the current build).
+	// The zero value: an unversioned worker, as before versioning.
+	Version sdkworker.WorkerDeploymentVersion
+}
+
+// Version is the Worker Deployment version pixd's workers register as
+// (TEMPORAL_WORKER_VERSIONING): the deployment named by the task queues'
+// base, so one service's workers are one deployment whatever their
+// family (its queues are released and switched together, one
+// set-current-version per release), and the build id the binary's
+// version (internal/buildinfo), so two different builds never share one.
+func Version(queues workflows.TaskQueues, buildID string) sdkworker.WorkerDeploymentVersion {
+	return sdkworker.WorkerDeploymentVersion{DeploymentName: queues.Base, BuildID: buildID}
+}
+
+// ThisBuild is the version of this binary's workers under queues.
+func ThisBuild(queues workflows.TaskQueues) sdkworker.WorkerDeploymentVersion {
+	return Version(queues, buildinfo.Read().Version)
 }
 
 // Worker is the Temporal worker of one family, polling its queue.
@@ -42,6 +67,10 @@ func New(c client.Client, sagas []saga.Descriptor, env saga.Env, opts Options) [
 		w := sdkworker.New(c, q, sdkworker.Options{
 			WorkerStopTimeout:                  opts.StopTimeout,
 			MaxConcurrentActivityExecutionSize: opts.MaxConcurrentActivities,
+			DeploymentOptions: sdkworker.DeploymentOptions{
+				UseVersioning: opts.Version != sdkworker.WorkerDeploymentVersion{},
+				Version:       opts.Version,
+			},
 		})
 		RegisterFamily(w, sagas, env, f)
 		ws = append(ws, Worker{Family: f, TaskQueue: q, Worker: w})
@@ -101,4 +130,96 @@ func Run(ctx context.Context, ws ...Worker) error {
 		})
 	}
 	return g.Wait()
+}
+
+// When a starting worker makes its build the current version of its
+// deployment (TEMPORAL_WORKER_PROMOTE): the build new runs start on (a
+// dispatcher's eager start aside: it starts its runs on its own build),
+// and AutoUpgrade runs move to.
+const (
+	// PromoteFirst: only when the deployment has no current version (a
+	// first install, or the first versioned release over unversioned
+	// workers, whose open runs then go on on it as on any new release
+	// before versioning). A later build waits for an operator's
+	// set-current-version: the production default.
+	PromoteFirst = "first"
+	// PromoteAlways: every build, as it starts (development, tests).
+	PromoteAlways = "always"
+	// PromoteNever: the operator promotes every build, the first too.
+	PromoteNever = "never"
+)
+
+// Promote makes v current as mode says (PromoteFirst, PromoteAlways,
+// PromoteNever), once v's workers poll: call it beside Run. It logs what
+// it did, or what the operator has to do; it returns nil when ctx ends
+// first (a stop while starting).
+func Promote(ctx context.Context, c client.Client, v sdkworker.WorkerDeploymentVersion, mode string, log *slog.Logger) error {
+	if mode == PromoteNever {
+		log.Info("worker build not promoted (TEMPORAL_WORKER_PROMOTE=never)", "deployment", v.DeploymentName, "build_id", v.BuildID)
+		return nil
+	}
+	h := c.WorkerDeploymentClient().GetHandle(v.DeploymentName)
+	for {
+		var token []byte
+		if mode == PromoteFirst {
+			d, err := h.Describe(ctx, client.WorkerDeploymentDescribeOptions{})
+			if err != nil && !versionUnknownYet(err) {
+				return fmt.Errorf("describe worker deployment %s: %w", v.DeploymentName, err)
+			}
+			if err == nil {
+				if current := d.Info.RoutingConfig.CurrentVersion; current != nil {
+					if *current != v {
+						log.Info("worker build is not the current version: an operator promotes it (docs/operations.md)",
+							"deployment", v.DeploymentName, "build_id", v.BuildID, "current_build_id", current.BuildID)
+					}
+					return nil
+				}
+				token = d.ConflictToken // none current: only if still none
+			}
+		}
+		if token != nil || mode == PromoteAlways {
+			_, err := h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: v.BuildID, ConflictToken: token})
+			if err == nil {
+				log.Info("worker build promoted to the current version", "deployment", v.DeploymentName, "build_id", v.BuildID, "promote", mode)
+				return nil
+			}
+			if !versionUnknownYet(err) {
+				return fmt.Errorf("make %s:%s the current version: %w", v.DeploymentName, v.BuildID, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// SetCurrentVersion makes v the current version of its deployment, once
+// v's workers poll (asked again every second until then, or until ctx
+// ends): what `temporal worker deployment set-current-version` does.
+func SetCurrentVersion(ctx context.Context, c client.Client, v sdkworker.WorkerDeploymentVersion) error {
+	h := c.WorkerDeploymentClient().GetHandle(v.DeploymentName)
+	for {
+		_, err := h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: v.BuildID})
+		if err == nil || !versionUnknownYet(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("make %s:%s the current version: %w", v.DeploymentName, v.BuildID, err)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// versionUnknownYet tells the errors of a version (or deployment) whose
+// workers have not polled yet, which the next poll ends: Temporal knows a
+// version only from its pollers ("Worker Deployment not found", "Version
+// not found in deployment"); a conflict token gone stale (another worker
+// promoted meanwhile) is asked again too.
+func versionUnknownYet(err error) bool {
+	var notFound *serviceerror.NotFound
+	var stale *serviceerror.FailedPrecondition
+	return errors.As(err, &notFound) || errors.As(err, &stale)
 }

@@ -31,7 +31,10 @@ import (
 // old code's GetVersion, asked in replay, answers DefaultVersion, and the
 // old code then upserts nothing: the recorded v2 histories replayed on the
 // old code miss the PixStatus upsert. (Found by the attack review of the
-// cheaper credit.)
+// cheaper credit.) Why it stays with Worker Versioning (worker.Version):
+// the credit auto-upgrades, and versioning moves it between versioned
+// builds only, which all read the field; those releases predate it, so an
+// upgrade from one, or a rollback to one, still needs the setting.
 func TestAnOldWorkerCannotGoOnWithAListingVersion2Run(t *testing.T) {
 	quiet := sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
 	for _, file := range []string{"testdata/credit_done_v2.json", "testdata/credit_failed_v2.json"} {

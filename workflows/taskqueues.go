@@ -1,6 +1,10 @@
 package workflows
 
-import "strings"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // The service's workflows come in families, each on a task queue of its
 // own, so that one family's backlog or slow activities never delay
@@ -15,12 +19,13 @@ import "strings"
 //
 // TEMPORAL_TASK_QUEUE is the base every family's queue is derived from
 // (TaskQueue): the credits' queue is the base; another family's is the base
-// with its first "credit" replaced by the family's name (pix-credit gives
+// with its "credit" replaced by the family's name (pix-credit gives
 // pix-transfer and pix-maintenance; pix-credit-e2e1 gives pix-transfer-e2e1
-// and pix-maintenance-e2e1), or, when the base has no "credit", the base
-// followed by "-" and the family's name (myq gives myq-transfer). So one
-// base gives distinct queues, and a test isolates all of its queues by
-// choosing a base of its own.
+// and pix-maintenance-e2e1). So one base gives distinct queues, no two
+// bases give one queue (CheckTaskQueueBase, which the configuration
+// applies), and a test isolates all of its queues by choosing a base of
+// its own. (A base without "credit", refused since, gave the base
+// followed by "-" and the family's name: myq gave myq-transfer.)
 
 // Family names a family of workflows that share a task queue.
 type Family string
@@ -52,6 +57,38 @@ func TaskQueue(base string, f Family) string {
 	default:
 		return base + "-" + string(f)
 	}
+}
+
+// CheckTaskQueueBase refuses a base (TEMPORAL_TASK_QUEUE) from which the
+// rule above could derive a queue that another base derives too: two
+// services sharing a namespace, or one service whose base was changed,
+// would then poll each other's queues (base myq gives myq-transfer, which
+// is the credits' queue of base myq-transfer; base x-credit gives
+// x-transfer, as base x does). A base is accepted when its segments (the
+// parts between "-") hold "credit" exactly once, and no other family's
+// name: each derived queue then holds its family's name in that segment
+// and "credit" nowhere, so the credits' queue of one base is never
+// another's derived queue, and two bases that derive one queue are the
+// same base. It also refuses what Temporal refuses in a Worker
+// Deployment's name, which the base is (worker.Version): "." and ":".
+func CheckTaskQueueBase(base string) error {
+	if strings.ContainsAny(base, ".:") {
+		return fmt.Errorf("task queue base %q: must not contain \".\" or \":\" (it names the workers' Worker Deployment)", base)
+	}
+	if strings.Count(base, string(Credits)) != 1 {
+		return fmt.Errorf("task queue base %q: must contain %q exactly once, as a segment between dashes (pix-credit, pix-credit-staging): "+
+			"each family's queue is the base with it replaced by the family's name, and only so do two bases never derive one queue", base, Credits)
+	}
+	segments := strings.Split(base, "-")
+	if !slices.Contains(segments, string(Credits)) {
+		return fmt.Errorf("task queue base %q: %q must be a segment of its own, between dashes (pix-credit, pix-credit-staging)", base, Credits)
+	}
+	for _, f := range Families {
+		if f != Credits && strings.Contains(base, string(f)) {
+			return fmt.Errorf("task queue base %q: must not contain %q, a family's name: another base derives that family's queues with it", base, f)
+		}
+	}
+	return nil
 }
 
 // TaskQueues is each family's task queue under one base.

@@ -17,8 +17,7 @@ func TestTaskQueuesAreDerivedFromTheBase(t *testing.T) {
 	}{
 		{workflows.CreditTaskQueue, workflows.TaskQueues{Base: "pix-credit", Credits: "pix-credit", Transfers: "pix-transfer", Maintenance: "pix-maintenance"}},
 		{"pix-credit-0a1b2c", workflows.TaskQueues{Base: "pix-credit-0a1b2c", Credits: "pix-credit-0a1b2c", Transfers: "pix-transfer-0a1b2c", Maintenance: "pix-maintenance-0a1b2c"}},
-		{"acme-credit-credit", workflows.TaskQueues{Base: "acme-credit-credit", Credits: "acme-credit-credit", Transfers: "acme-transfer-credit", Maintenance: "acme-maintenance-credit"}},
-		{"myq", workflows.TaskQueues{Base: "myq", Credits: "myq", Transfers: "myq-transfer", Maintenance: "myq-maintenance"}},
+		{"credit-acme", workflows.TaskQueues{Base: "credit-acme", Credits: "credit-acme", Transfers: "transfer-acme", Maintenance: "maintenance-acme"}},
 	} {
 		t.Run(tc.base, func(t *testing.T) {
 			got := workflows.TaskQueuesFor(tc.base)
@@ -34,4 +33,53 @@ func TestTaskQueuesAreDerivedFromTheBase(t *testing.T) {
 		})
 	}
 	require.Equal(t, "pix-credit", workflows.TaskQueue(workflows.CreditTaskQueue, workflows.Credits), "in-flight credits keep their queue")
+}
+
+// A base from which two bases could derive one queue is refused (the
+// configuration refuses it at load): with the rule of taskqueues.go, base
+// myq gave myq-transfer, the credits' queue of base myq-transfer, and base
+// x-credit gives x-transfer as base x did.
+func TestATaskQueueBaseThatCouldCollideIsRefused(t *testing.T) {
+	for _, base := range []string{workflows.CreditTaskQueue, "pix-credit-0a1b2c", "credit-acme", "acme-credit-eu-west"} {
+		require.NoError(t, workflows.CheckTaskQueueBase(base), base)
+	}
+	for base, why := range map[string]string{
+		"myq":                "exactly once",
+		"myq-transfer":       "exactly once",
+		"acme-credit-credit": "exactly once",
+		"pix-credits":        "segment of its own",
+		"pixcredit":          "segment of its own",
+		"pix-credit-refund":  `"refund"`,
+		"pix-transfer":       "exactly once",
+		"transfers-credit":   `"transfer"`,
+		"pix.credit":         `"."`,
+		"pix:credit":         `":"`,
+	} {
+		err := workflows.CheckTaskQueueBase(base)
+		require.Error(t, err, base)
+		require.Contains(t, err.Error(), why, base)
+	}
+	// What the rule buys: over the accepted bases made of a few words, no
+	// queue is derived by two bases.
+	owner := map[string]string{}
+	words := []string{"credit", "a", "transfe", "r", "ment"}
+	var bases []string
+	for _, x := range words {
+		for _, y := range words {
+			for _, z := range words {
+				bases = append(bases, x+"-"+y, x+"-"+y+"-"+z, x+y+"-"+z)
+			}
+		}
+	}
+	for _, base := range bases {
+		if workflows.CheckTaskQueueBase(base) != nil {
+			continue
+		}
+		for _, q := range workflows.TaskQueuesFor(base).All() {
+			if prev, ok := owner[q]; ok && prev != base {
+				t.Fatalf("queue %s derived from bases %s and %s", q, prev, base)
+			}
+			owner[q] = base
+		}
+	}
 }

@@ -191,9 +191,20 @@ type Config struct {
 	// the credit's listing version in its input (no version marker: the
 	// cheaper credit). Off, the input names none and the run asks
 	// workflow.GetVersion, which workers of the releases before it read
-	// too: the setting of a rolling upgrade from them, or of a rollback to
-	// them (docs/operations.md, "Upgrading the workers").
+	// too: the setting of an upgrade from them, or of a rollback to them,
+	// which predate Worker Versioning (every versioned build reads the
+	// field: between them it stays on; docs/operations.md, "Upgrading the
+	// workers").
 	CreditListingInInput bool
+
+	// WorkerVersioning (TEMPORAL_WORKER_VERSIONING) makes the workers a
+	// version of a Temporal Worker Deployment: the deployment named by
+	// TEMPORAL_TASK_QUEUE, the build id the binary's version
+	// (internal/buildinfo); WorkerPromote (TEMPORAL_WORKER_PROMOTE) says
+	// when a starting worker makes its build the current version
+	// (worker.Promote). docs/operations.md, "Upgrading the workers".
+	WorkerVersioning bool
+	WorkerPromote    string
 
 	InboxAttemptsMax      int32
 	InboxRetryInitial     time.Duration
@@ -236,6 +247,8 @@ func Default() Config {
 		WorkerMaxActivities:   0,
 		LogLevel:              "info",
 		DispatcherEnabled:     true,
+		WorkerVersioning:      true,
+		WorkerPromote:         "first",
 		CreditListingInInput:  true,
 		DispatchPollInterval:  500 * time.Millisecond,
 		DispatchBatchSize:     200,
@@ -460,6 +473,9 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 		c.TemporalConnection.APIKey = v
 	}
 	str("TEMPORAL_TASK_QUEUE", &c.TemporalTaskQueue)
+	if err := workflows.CheckTaskQueueBase(c.TemporalTaskQueue); err != nil {
+		errs = append(errs, fmt.Errorf("TEMPORAL_TASK_QUEUE: %w", err))
+	}
 	str("TEMPORAL_UI_URL", &c.TemporalUIURL)
 	// Temporal payload encryption.
 	if v, ok := secret("TEMPORAL_CODEC_KEYS"); ok {
@@ -496,6 +512,8 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 		c.WorkerMetricsAddr = v // "" turns it off
 	}
 	integer("WORKER_MAX_CONCURRENT_ACTIVITIES", 0, 10000, func(n int64) { c.WorkerMaxActivities = int(n) })
+	boolean("TEMPORAL_WORKER_VERSIONING", &c.WorkerVersioning)
+	str("TEMPORAL_WORKER_PROMOTE", &c.WorkerPromote)
 	str("LOG_LEVEL", &c.LogLevel)
 	boolean("DISPATCHER_ENABLED", &c.DispatcherEnabled)
 	boolean("CREDIT_LISTING_IN_INPUT", &c.CreditListingInInput)
@@ -639,6 +657,11 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 
 	if err := c.Retry().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("INBOX_* retry settings: %w", err))
+	}
+	switch c.WorkerPromote {
+	case "first", "always", "never":
+	default:
+		errs = append(errs, fmt.Errorf("TEMPORAL_WORKER_PROMOTE: %q is not first, always or never", c.WorkerPromote))
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":

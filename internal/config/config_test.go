@@ -303,3 +303,24 @@ func TestCreditListingInInput(t *testing.T) {
 	_, err = config.FromLookup(lookup(map[string]string{"CREDIT_LISTING_IN_INPUT": "sometimes"}))
 	require.Error(t, err)
 }
+
+// The workers are versioned by default, and promote their build only when
+// none is current; a task queue base from which two bases could derive one
+// queue is refused at load (workflows.CheckTaskQueueBase).
+func TestWorkerVersioningAndTheTaskQueueBase(t *testing.T) {
+	c, err := config.FromLookup(lookup(nil))
+	require.NoError(t, err)
+	require.True(t, c.WorkerVersioning)
+	require.Equal(t, "first", c.WorkerPromote)
+	c, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_WORKER_VERSIONING": "false", "TEMPORAL_WORKER_PROMOTE": "always",
+		"TEMPORAL_TASK_QUEUE": "acme-credit-staging"}))
+	require.NoError(t, err)
+	require.False(t, c.WorkerVersioning)
+	require.Equal(t, "always", c.WorkerPromote)
+	_, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_WORKER_PROMOTE": "sometimes"}))
+	require.ErrorContains(t, err, "TEMPORAL_WORKER_PROMOTE")
+	for _, base := range []string{"myq", "myq-transfer", "pix-credit-refund", "pix.credit"} {
+		_, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_TASK_QUEUE": base}))
+		require.ErrorContains(t, err, "TEMPORAL_TASK_QUEUE", base)
+	}
+}

@@ -117,6 +117,11 @@ func TestEveryDescriptorIsWired(t *testing.T) {
 			sourceOf[src.Queue.Channel()] = append(sourceOf[src.Queue.Channel()], d.Name)
 		}
 
+		// How its runs follow a new build: a versioned worker refuses a
+		// workflow without it (panics at registration).
+		require.Contains(t, []workflow.VersioningBehavior{workflow.VersioningBehaviorPinned, workflow.VersioningBehaviorAutoUpgrade}, d.Versioning,
+			"%s: no Versioning (saga.Descriptor.Versioning)", d.Name)
+
 		// Its worker registers workflows and activities.
 		require.NotNil(t, d.Deps, "%s: no activities' dependencies", d.Name)
 		require.NotNil(t, d.Activities, "%s: no activities", d.Name)

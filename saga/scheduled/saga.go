@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
@@ -55,6 +57,10 @@ var Saga = saga.Descriptor{
 	// transfers' queue and hand over to the transfer saga there.
 	Family:    workflows.Transfers,
 	Workflows: map[string]any{WorkflowName: Workflow},
+	// AutoUpgrade: a run sleeps until its date, beyond any release's
+	// drain; its changes replay the histories before them (replay_test.go).
+	// The debit's saga it hands over to, the transfer, is pinned.
+	Versioning: workflow.VersioningBehaviorAutoUpgrade,
 	Deps: func(env saga.Env) any {
 		return &Activities{Store: NewStore(env.Store), BankISPB: env.Cfg.BankISPB, Log: env.Log}
 	},

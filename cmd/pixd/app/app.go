@@ -678,10 +678,14 @@ func (a *App) sagaEnv() saga.Env {
 func (a *App) runTemporalWorker(ctx context.Context) error {
 	env := a.sagaEnv()
 	queues := env.Queues
-	workers := worker.New(a.Temporal, registry.All, env, worker.Options{
+	opts := worker.Options{
 		StopTimeout:             a.Cfg.WorkerStopTimeout,
 		MaxConcurrentActivities: a.Cfg.WorkerMaxActivities,
-	})
+	}
+	if a.Cfg.WorkerVersioning {
+		opts.Version = worker.ThisBuild(queues)
+	}
+	workers := worker.New(a.Temporal, registry.All, env, opts)
 	ready, err := setUpWhileReachable(ctx, a.Log, a.waitForTemporal, func(ctx context.Context) error {
 		if err := workflows.CheckSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace); err != nil {
 			return err
@@ -700,9 +704,13 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 		return err // nil: stopped while starting
 	}
 	a.Log.Info("worker running", "task_queues", queues.All(), "temporal_address", a.Cfg.TemporalAddress,
-		"dispatcher", a.Cfg.DispatcherEnabled, "psp_url", a.Cfg.PSPURL)
+		"dispatcher", a.Cfg.DispatcherEnabled, "psp_url", a.Cfg.PSPURL,
+		"deployment", opts.Version.DeploymentName, "build_id", opts.Version.BuildID)
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return worker.Run(ctx, workers...) })
+	if a.Cfg.WorkerVersioning {
+		g.Go(func() error { return worker.Promote(ctx, a.Temporal, opts.Version, a.Cfg.WorkerPromote, a.Log) })
+	}
 	if a.Cfg.DispatcherEnabled {
 		for _, d := range a.Dispatchers() {
 			g.Go(func() error { return d.Run(ctx) })

@@ -98,6 +98,10 @@ func (s *Server) start() error {
 		"--port", strconv.Itoa(s.port), "--http-port", strconv.Itoa(httpPort), "--metrics-port", strconv.Itoa(metricsPort),
 		"--db-filename", filepath.Join(s.dir, "temporal.db"), "--log-level", "error"},
 		workflows.DevServerFlags()...) // the PIX search attributes, as the dev command registers them
+	// Each test's workers are a Worker Deployment of their own (named by
+	// their queues' base, worker.Version): a shared server sees many more
+	// than the 100 a namespace may have by default.
+	args = append(args, "--dynamic-config-value", "matching.maxDeployments=100000")
 	args = append(args, s.extra...)
 	s.MetricsAddress = "127.0.0.1:" + strconv.Itoa(metricsPort)
 	s.cmd = exec.Command(s.bin, args...)
