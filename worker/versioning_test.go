@@ -88,16 +88,7 @@ func runOn(t *testing.T, c client.Client, queues workflows.TaskQueues, id string
 	defer cancel()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queues.Credits}, twoBuildSaga)
 	require.NoError(t, err)
-	var build string
-	require.Eventually(t, func() bool {
-		desc, err := c.DescribeWorkflow(ctx, id, run.GetRunID())
-		require.NoError(t, err)
-		d := desc.RawResponse
-		info := d.GetWorkflowExecutionInfo()
-		build = info.GetVersioningInfo().GetDeploymentVersion().GetBuildId()
-		return d.GetPendingWorkflowTask() == nil && info.GetHistoryLength() > 3 // its first workflow task completed
-	}, 45*time.Second, 50*time.Millisecond, "run %s: its first workflow task", id)
-	return run, build
+	return run, buildOf(t, c, run)
 }
 
 // finish signals run and returns its result.

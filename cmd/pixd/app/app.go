@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pixbank/pix/api"
@@ -260,19 +261,25 @@ func (a *App) Dispatchers() []*durable.Dispatcher {
 	env := a.sagaEnv()
 	var ds []*durable.Dispatcher
 	for _, d := range registry.All {
-		if d.Source != nil {
-			ds = append(ds, a.dispatcher(d.Source(env, env.Queues.Of(d.Family))))
+		if d.Source == nil {
+			continue
 		}
+		c := a.Temporal
+		if a.Cfg.WorkerVersioning && d.Versioning == workflow.VersioningBehaviorPinned {
+			// A draining build's dispatchers must not pin new runs to it.
+			c = worker.StartsOnTheCurrentBuild(c)
+		}
+		ds = append(ds, a.dispatcher(d.Source(env, env.Queues.Of(d.Family)), c))
 	}
 	return ds
 }
 
-func (a *App) dispatcher(src durable.Source) *durable.Dispatcher {
+func (a *App) dispatcher(src durable.Source, c client.Client) *durable.Dispatcher {
 	var observer durable.Observer
 	if a.workerMetrics != nil {
 		observer = a.workerMetrics
 	}
-	return durable.New(a.Store, src, a.Temporal, durable.Options{
+	return durable.New(a.Store, src, c, durable.Options{
 		PollInterval:  a.Cfg.DispatchPollInterval,
 		BatchSize:     a.Cfg.DispatchBatchSize,
 		Concurrency:   a.Cfg.DispatchConcurrency,
