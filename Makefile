@@ -1,5 +1,5 @@
 # The two commands of the README are `make run` and `make test`.
-.PHONY: run test demo events build compose-config compose-secrets bench soak faults model
+.PHONY: run test demo events build image compose-build compose-config compose-secrets bench soak faults model
 
 run: ## run everything locally: PostgreSQL, Temporal dev server with UI, migrations, demo accounts, API and worker
 	./scripts/run.sh
@@ -17,6 +17,22 @@ build:
 	go build -o .bin/pixd ./cmd/pixd
 	go build -o .bin/pixctl ./cmd/pixctl
 	go build -o .bin/pspsim ./cmd/pspsim
+
+# The build's identity from git (docs/cli.md, "Build identity"), for the
+# targets that build images; each is kept when set, so a release names its
+# own: make image PIX_VERSION=v1.4.0. The Dockerfile's SOURCE stays its
+# default unless PIX_SOURCE is set.
+image compose-build: export PIX_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+image compose-build: export PIX_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+image compose-build: export PIX_CREATED ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
+image: ## the production image, named by git: pix:<git describe> (labels, pixd version, the workers' build id)
+	docker build --build-arg VERSION="$$PIX_VERSION" --build-arg REVISION="$$PIX_REVISION" \
+		--build-arg CREATED="$$PIX_CREATED" $${PIX_SOURCE:+--build-arg SOURCE="$$PIX_SOURCE"} \
+		-t "pix:$${PIX_VERSION:-devel}" .
+
+compose-build: ## docker-compose.yml's images (pixd, pspsim), named by git like `make image`: then `docker compose up`
+	docker compose build
 
 compose-secrets: ## the random secrets docker-compose.yml reads (deploy/secrets, ignored by git; made once, kept after): run before the first `docker compose up`
 	./scripts/compose-secrets.sh

@@ -240,5 +240,22 @@ func TestBuildTargets(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
+	if errs := checkBuildTargets(project, filepath.Join(abs, "Dockerfile")); len(errs) > 0 {
+		t.Fatal(errs)
+	}
 	wantError(t, checkBuildTargets(project, broken(t, "Dockerfile", " AS pspsim\n", " AS simulator\n")), `service pspsim builds target "pspsim"`)
+
+	t.Run("a build without the build's identity", func(t *testing.T) {
+		for _, oldNew := range [][]string{
+			{"      target: pspsim\n      args: *build-identity\n", "      target: pspsim\n"},
+			{"  CREATED: ${PIX_CREATED:-}\n", ""},
+		} {
+			file := broken(t, "docker-compose.yml", oldNew...)
+			broke, errs := checkCompose(context.Background(), file, abs)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			wantError(t, checkBuildTargets(broke, filepath.Join(abs, "Dockerfile")), "does not pass the build argument")
+		}
+	})
 }

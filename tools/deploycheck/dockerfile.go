@@ -130,7 +130,9 @@ func checkDockerfile(ctx context.Context, root, file, dockerignore string) []err
 }
 
 // checkBuildTargets checks that every build target the compose file names
-// is a stage of the Dockerfile.
+// is a stage of the Dockerfile, and that every build passes the build
+// arguments that name the build (ociLabels'), so that an image compose
+// builds can carry its identity (make compose-build fills them from git).
 func checkBuildTargets(p *types.Project, dockerfile string) []error {
 	raw, err := os.ReadFile(dockerfile)
 	if err != nil {
@@ -148,6 +150,11 @@ func checkBuildTargets(p *types.Project, dockerfile string) []error {
 		}
 		if !slices.ContainsFunc(stages, func(s stage) bool { return s.name == b.Target }) {
 			errs = append(errs, fmt.Errorf("docker-compose.yml: service %s builds target %q, which the Dockerfile lacks", name, b.Target))
+		}
+		for _, arg := range slices.Sorted(maps.Values(ociLabels)) {
+			if _, ok := b.Args[arg]; !ok {
+				errs = append(errs, fmt.Errorf("docker-compose.yml: service %s does not pass the build argument %s: its image would not name its build (docs/cli.md)", name, arg))
+			}
 		}
 	}
 	return errs
