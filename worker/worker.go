@@ -163,6 +163,9 @@ func Promote(ctx context.Context, c client.Client, v sdkworker.WorkerDeploymentV
 		var token []byte
 		if mode == PromoteFirst {
 			d, err := h.Describe(ctx, client.WorkerDeploymentDescribeOptions{})
+			if ctx.Err() != nil {
+				return nil // stopped while starting: nothing to promote
+			}
 			if err != nil && !versionUnknownYet(err) {
 				return fmt.Errorf("describe worker deployment %s: %w", v.DeploymentName, err)
 			}
@@ -179,6 +182,9 @@ func Promote(ctx context.Context, c client.Client, v sdkworker.WorkerDeploymentV
 		}
 		if token != nil || mode == PromoteAlways {
 			_, err := h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: v.BuildID, ConflictToken: token})
+			if ctx.Err() != nil {
+				return nil // stopped while starting; the next start asks again
+			}
 			if err == nil {
 				log.Info("worker build promoted to the current version", "deployment", v.DeploymentName, "build_id", v.BuildID, "promote", mode)
 				return nil
