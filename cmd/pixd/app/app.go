@@ -27,6 +27,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/broker"
+	"github.com/pixbank/pix/internal/buildinfo"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/connlimit"
@@ -691,6 +692,14 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 	}
 	if a.Cfg.WorkerVersioning {
 		opts.Version = worker.ThisBuild(queues)
+		if buildinfo.Read().Revision == "unknown" {
+			// Every build without a VCS stamp nor a link-time revision
+			// (an image built without its build args) has the build id
+			// "devel": two such releases would be one version, and a new
+			// one's workers would take the old one's pinned runs.
+			a.Log.Error("worker build id names no revision: builds made this way share it; build with make image or make compose-build (docs/cli.md#build-identity)",
+				"build_id", opts.Version.BuildID)
+		}
 	}
 	workers := worker.New(a.Temporal, registry.All, env, opts)
 	ready, err := setUpWhileReachable(ctx, a.Log, a.waitForTemporal, func(ctx context.Context) error {
