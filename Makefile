@@ -14,9 +14,9 @@ events: ## print the service's events as they reach the broker (pixctl events ta
 	go run ./cmd/pixctl events tail
 
 build:
-	go build -o .bin/pixd ./cmd/pixd
-	go build -o .bin/pixctl ./cmd/pixctl
-	go build -o .bin/pspsim ./cmd/pspsim
+	go build -buildvcs=auto -o .bin/pixd ./cmd/pixd
+	go build -buildvcs=auto -o .bin/pixctl ./cmd/pixctl
+	go build -buildvcs=auto -o .bin/pspsim ./cmd/pspsim
 
 # The build's identity from git (docs/cli.md, "Build identity"), for the
 # targets that build images; each is kept when set, so a release names its

@@ -58,7 +58,7 @@ build_tools
 # Built before anything is measured (the first build takes minutes): the
 # PostgreSQL-backed server's start is then only waited for.
 wants_postgres && build_temporal_server
-go build -o "$BIN/pixd" ./cmd/pixd
+go build -buildvcs=auto -o "$BIN/pixd" ./cmd/pixd
 (cd tooling && go build -o "$BIN/pixload" ./cmd/pixload)
 out="$DATA/bench"
 rm -rf "$out"

@@ -18,7 +18,7 @@ use_dev_credentials
 build_tools
 export NATS_SERVER="$BIN/nats-server"
 if [ -z "${PIXD:-}" ]; then
-	go build -o "$BIN/pixd" ./cmd/pixd
+	go build -buildvcs=auto -o "$BIN/pixd" ./cmd/pixd
 	PIXD="$BIN/pixd"
 fi
 (cd tooling && go build -o "$BIN/pixfaults" ./cmd/pixfaults)

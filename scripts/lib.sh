@@ -105,7 +105,7 @@ use_dev_pki() {
 # build_pixctl: .bin/pixctl from the tree (the Go build cache makes it cheap).
 build_pixctl() {
 	mkdir -p "$BIN"
-	(cd "$ROOT" && go build -o "$BIN/pixctl" ./cmd/pixctl)
+	(cd "$ROOT" && go build -buildvcs=auto -o "$BIN/pixctl" ./cmd/pixctl)
 }
 stop_children() {
 	local pid

@@ -18,8 +18,8 @@ mkdir -p "$DATA"
 use_dev_credentials
 build_tools
 log "building pixd and pspsim"
-go build -o "$BIN/pixd" ./cmd/pixd
-go build -o "$BIN/pspsim" ./cmd/pspsim
+go build -buildvcs=auto -o "$BIN/pixd" ./cmd/pixd
+go build -buildvcs=auto -o "$BIN/pspsim" ./cmd/pspsim
 
 if [ -z "${DATABASE_URL:-}" ]; then
 	DATABASE_URL=$(ensure_postgres pix)

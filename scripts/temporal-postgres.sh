@@ -50,7 +50,7 @@ CHILDREN+=($!)
 wait_temporal 127.0.0.1:7633
 "$BIN/temporal" operator namespace describe -n default --address 127.0.0.1:7633 >/dev/null 2>&1 ||
 	"$BIN/temporal" operator namespace create -n default --address 127.0.0.1:7633 >/dev/null
-go build -o "$BIN/pixd" ./cmd/pixd
+go build -buildvcs=auto -o "$BIN/pixd" ./cmd/pixd
 TEMPORAL_ADDRESS=127.0.0.1:7633 "$BIN/pixd" temporal-setup # the PIX search attributes
 log "ready"
 wait "${CHILDREN[-1]}"

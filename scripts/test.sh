@@ -28,6 +28,20 @@ for mod in . tooling; do
 	log "workflowcheck ($mod)"
 	(cd "$mod" && "$BIN/workflowcheck" ./...)
 done
+# The binary as built from this checkout (make build, make run): help with
+# no configuration at all, and the version naming the checkout's revision.
+log "pixd: help with an empty environment, version names the revision"
+pixd_bin=$(mktemp -d)/pixd
+go build -buildvcs=auto -o "$pixd_bin" ./cmd/pixd
+env -i "$pixd_bin" --help >/dev/null || die "pixd --help with an empty environment exited $?"
+if revision=$(git rev-parse HEAD 2>/dev/null); then
+	version=$(env -i "$pixd_bin" version)
+	case "$version" in
+	*"revision $revision"*) log "$version" ;;
+	*) die "pixd version does not name the checkout's revision $revision: $version" ;;
+	esac
+fi
+rm -rf "$(dirname "$pixd_bin")"
 log "deployment files: docker-compose.yml, deploy/prometheus, Dockerfile"
 check_deploy_files
 # The two modules' tests side by side, each with half the CPUs (-p): one
