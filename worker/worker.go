@@ -137,11 +137,12 @@ func Run(ctx context.Context, ws ...Worker) error {
 // dispatcher's eager start aside: it starts its runs on its own build),
 // and AutoUpgrade runs move to.
 const (
-	// PromoteFirst: only when the deployment has no current version (a
-	// first install, or the first versioned release over unversioned
-	// workers, whose open runs then go on on it as on any new release
-	// before versioning). A later build waits for an operator's
-	// set-current-version: the production default.
+	// PromoteFirst: only when the deployment has never had a current
+	// version (a first install, or the first versioned release over
+	// unversioned workers, whose open runs then go on on it as on any new
+	// release before versioning); not after an operator made the
+	// unversioned workers current (a rollback). A later build waits for an
+	// operator's set-current-version: the production default.
 	PromoteFirst = "first"
 	// PromoteAlways: every build, as it starts (development, tests).
 	PromoteAlways = "always"
@@ -177,7 +178,17 @@ func Promote(ctx context.Context, c client.Client, v sdkworker.WorkerDeploymentV
 					}
 					return nil
 				}
-				token = d.ConflictToken // none current: only if still none
+				if changed := d.Info.RoutingConfig.CurrentVersionChangedTime; !changed.IsZero() {
+					// None current, but an operator chose it: set-current-version
+					// --unversioned, a rollback to a release before versioning. A
+					// first install never had a current version; this build, the
+					// one rolled back from, restarting while it drains, must not
+					// undo the rollback. TestPromoteFirstKeepsARollbackToUnversioned.
+					log.Info("worker build not promoted: an operator made the unversioned workers current (a rollback); an operator promotes it (docs/operations.md)",
+						"deployment", v.DeploymentName, "build_id", v.BuildID, "current_version_changed", changed)
+					return nil
+				}
+				token = d.ConflictToken // none current, ever: only if still none
 			}
 		}
 		if token != nil || mode == PromoteAlways {
