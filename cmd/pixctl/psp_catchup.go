@@ -108,7 +108,7 @@ func dialTemporal(ctx context.Context, cfg config.Config) (client.Client, error)
 	}
 	opts.Logger = logging.Temporal(logging.New(io.Discard, "error"))
 	if cfg.TemporalCodecKeys != nil {
-		codec.NewConverters(codec.New(cfg.TemporalCodecKeys)).ApplyTo(&opts)
+		codec.NewConverters(cfg.PayloadCodec()).ApplyTo(&opts)
 	}
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {

@@ -59,13 +59,50 @@ var ErrUnknownKeyID = errors.New("payload encrypted with a key id the key ring d
 // nonces): days at full load. Derived keys lift the cap beyond any load
 // (docs/security.md#key-usage-bound).
 type Codec struct {
-	keys *KeyRing
+	keys   *KeyRing
+	writes Format
 }
 
 var _ converter.PayloadCodec = (*Codec)(nil)
 
+// Format is the format a codec writes (TEMPORAL_CODEC_WRITE_FORMAT); it
+// reads both.
+type Format string
+
+const (
+	// FormatV2: a key derived per payload (the default).
+	FormatV2 Format = "v2"
+	// FormatV1: sealed with the configured key itself, as releases before
+	// v2 wrote, and the only format they read. Written only during the
+	// passage from such a release (or back to it): while workers of both
+	// may read the same runs, every payload stays readable by the older;
+	// each payload then still counts against that key's 2³² bound.
+	FormatV1 Format = "v1"
+)
+
+// ParseFormat reads a TEMPORAL_CODEC_WRITE_FORMAT value.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(s); f {
+	case FormatV2, FormatV1:
+		return f, nil
+	}
+	return "", fmt.Errorf("%q is not a payload format: v2 (the default) or v1 (while releases before v2 may read the payloads)", s)
+}
+
+// Option changes a Codec.
+type Option func(*Codec)
+
+// Writing makes the codec write format f (FormatV2 by default).
+func Writing(f Format) Option { return func(c *Codec) { c.writes = f } }
+
 // New returns the codec of keys.
-func New(keys *KeyRing) *Codec { return &Codec{keys: keys} }
+func New(keys *KeyRing, opts ...Option) *Codec {
+	c := &Codec{keys: keys, writes: FormatV2}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
 
 // FromString parses a TEMPORAL_CODEC_KEYS value (see ParseKeyRing) into a
 // codec.
@@ -80,7 +117,8 @@ func FromString(keys string) (*Codec, error) {
 // Keys is the codec's key ring.
 func (c *Codec) Keys() *KeyRing { return c.keys }
 
-// Encode encrypts every payload with a key derived from the newest key.
+// Encode encrypts every payload with a key derived from the newest key
+// (or, writing FormatV1, with the newest key itself).
 func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	id := c.keys.NewestID()
 	k, ok := c.keys.key(id)
@@ -96,18 +134,24 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 		// The nonce is random although the derived key seals this payload
 		// only: it costs 12 bytes and keeps a payload's secrecy from
 		// resting on its salt alone being unique.
-		data := make([]byte, saltSize+nonceSize, saltSize+nonceSize+len(plain)+tagSize)
+		prefix, encoding := saltSize+nonceSize, EncodingEncrypted
+		if c.writes == FormatV1 {
+			prefix, encoding = nonceSize, EncodingEncryptedV1
+		}
+		data := make([]byte, prefix, prefix+len(plain)+tagSize)
 		if _, err := rand.Read(data); err != nil {
 			return payloads, fmt.Errorf("encrypt payload: salt and nonce: %w", err)
 		}
-		salt, nonce := data[:saltSize], data[saltSize:]
-		aead, err := k.derive(id, salt)
-		if err != nil {
-			return payloads, fmt.Errorf("encrypt payload with key %q: %w", id, err)
+		nonce, aead := data[prefix-nonceSize:], k.v1
+		if c.writes != FormatV1 {
+			var err error
+			if aead, err = k.derive(id, data[:saltSize]); err != nil {
+				return payloads, fmt.Errorf("encrypt payload with key %q: %w", id, err)
+			}
 		}
 		out[i] = &commonpb.Payload{
 			Metadata: map[string][]byte{
-				MetadataEncoding: []byte(EncodingEncrypted),
+				MetadataEncoding: []byte(encoding),
 				MetadataKeyID:    []byte(id),
 			},
 			Data: aead.Seal(data, nonce, plain, []byte(id)),

@@ -53,7 +53,11 @@ type Config struct {
 	// leaves them in plain text, development only. CodecCORSOrigins are the
 	// browser origins (the Temporal UI's) that may call the codec server.
 	TemporalCodecKeys *codec.KeyRing
-	CodecCORSOrigins  []string
+	// TemporalCodecWriteFormat (TEMPORAL_CODEC_WRITE_FORMAT) is the format
+	// the payloads are written in: v2 (a key derived per payload), or v1
+	// while workers of a release before v2 may read them (PayloadCodec).
+	TemporalCodecWriteFormat codec.Format
+	CodecCORSOrigins         []string
 	// CodecAuthRequired: the codec server decodes for operators only (admin
 	// authentication). false serves it to anyone who reaches it: for the
 	// dev server's UI of make run, which has no login to send.
@@ -222,8 +226,9 @@ func Default() Config {
 	r := workflows.DefaultRetrySettings()
 	t := workflows.DefaultTransferSettings()
 	return Config{
-		DatabaseURL:      "postgres://postgres@127.0.0.1:5432/pix?sslmode=disable",
-		DatabaseMaxConns: 20,
+		TemporalCodecWriteFormat: codec.FormatV2,
+		DatabaseURL:              "postgres://postgres@127.0.0.1:5432/pix?sslmode=disable",
+		DatabaseMaxConns:         20,
 
 		TemporalAddress:   "127.0.0.1:7233",
 		TemporalNamespace: "default",
@@ -484,6 +489,13 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 			errs = append(errs, fmt.Errorf("TEMPORAL_CODEC_KEYS: %w", err))
 		}
 		c.TemporalCodecKeys = keys
+	}
+	if v, ok := lookup("TEMPORAL_CODEC_WRITE_FORMAT"); ok {
+		f, err := codec.ParseFormat(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("TEMPORAL_CODEC_WRITE_FORMAT: %w", err))
+		}
+		c.TemporalCodecWriteFormat = f
 	}
 	boolean("TEMPORAL_CODEC_AUTH_REQUIRED", &c.CodecAuthRequired)
 	if v, ok := lookup("TEMPORAL_CODEC_CORS_ORIGINS"); ok {
@@ -909,4 +921,14 @@ func (c Config) CheckAPI() error {
 			"and AUTH_JWKS_FILE or AUTH_JWKS_URL, or AUTH_REQUIRED=false outside production")
 	}
 	return nil
+}
+
+// PayloadCodec is the codec of the Temporal payloads every process that
+// writes or reads the workflows uses: TEMPORAL_CODEC_KEYS, writing
+// TEMPORAL_CODEC_WRITE_FORMAT; nil without keys (plain payloads).
+func (c Config) PayloadCodec() *codec.Codec {
+	if c.TemporalCodecKeys == nil {
+		return nil
+	}
+	return codec.New(c.TemporalCodecKeys, codec.Writing(c.TemporalCodecWriteFormat))
 }

@@ -173,7 +173,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	var payloadCodec *codec.Codec
 	dataConverter := converter.GetDefaultDataConverter()
 	if cfg.TemporalCodecKeys != nil {
-		payloadCodec = codec.New(cfg.TemporalCodecKeys)
+		payloadCodec = cfg.PayloadCodec()
 		converters := codec.NewConverters(payloadCodec)
 		converters.ApplyTo(&temporalOptions)
 		dataConverter = converters.DataConverter

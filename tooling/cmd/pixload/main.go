@@ -256,7 +256,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// The engine's no-op workflows carry no personal data, but they are
 	// measured as the service runs: with its payloads encrypted when it is.
 	if cfg.TemporalCodecKeys != nil {
-		codec.NewConverters(codec.New(cfg.TemporalCodecKeys)).ApplyTo(&temporalOptions)
+		codec.NewConverters(cfg.PayloadCodec()).ApplyTo(&temporalOptions)
 	}
 	tc, err := client.DialContext(ctx, temporalOptions)
 	if err != nil {
