@@ -47,7 +47,9 @@ func traced(p *tracing.Provider) gin.HandlerFunc {
 		// ServeMux would have matched: gin's route is that pattern.
 		c.Request.Pattern = route
 		gw := c.Writer
+		header := c.Request.Header
 		span(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Header = header // the caller's, as sent (clientAddressed)
 			p.LinkCaller(r.Context(), propagation.HeaderCarrier(r.Header))
 			c.Request = r
 			sw := &spanWriter{ResponseWriter: gw, w: w}
@@ -57,8 +59,24 @@ func traced(p *tracing.Provider) gin.HandlerFunc {
 			// A handler that wrote no body (a 204, an abort with a status)
 			// left its status in gin's writer alone: otelhttp records it here.
 			sw.sendHeader()
-		})).ServeHTTP(gw, c.Request)
+		})).ServeHTTP(gw, clientAddressed(c))
 	}
+}
+
+// clientAddressed is c's request as otelhttp is to see it: with the client
+// IP gin resolved (the connection's, or what TRUSTED_PROXIES' X-Forwarded-For
+// says) as its only X-Forwarded-For. otelhttp records client.address from
+// that header as any caller sent it, so an untrusted caller could write the
+// address our spans blame; the logs have never trusted it (docs/security.md).
+func clientAddressed(c *gin.Context) *http.Request {
+	r := c.Request
+	if _, ok := r.Header["X-Forwarded-For"]; !ok {
+		return r // otelhttp takes the connection's address
+	}
+	seen := r.WithContext(r.Context())
+	seen.Header = r.Header.Clone()
+	seen.Header.Set("X-Forwarded-For", c.ClientIP())
+	return seen
 }
 
 // spanWriter is gin's ResponseWriter with the status and the body going

@@ -175,3 +175,36 @@ func TestACallerCannotOverrideTheSamplingRatio(t *testing.T) {
 	t.Logf("spans recorded at ratio 0: %d", n)
 	require.Zero(t, n, "ratio 0 records nothing, unless the caller says sampled")
 }
+
+// Found by the attack review of issue 29: otelhttp records client.address
+// from X-Forwarded-For as the caller sent it, so any caller wrote the
+// address a request's span blames, though the logs trust that header only
+// from TRUSTED_PROXIES. The span now names gin's client IP, like the logs.
+func TestACallerCannotChooseItsClientAddress(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		proxies []string
+		want    string
+	}{
+		{"no proxy trusted: the connection's address", nil, "192.0.2.1"},
+		{"from a trusted proxy: the address it forwards", []string{"192.0.2.1"}, "203.0.113.9"},
+	} {
+		var console bytes.Buffer
+		exporter, err := stdouttrace.New(stdouttrace.WithWriter(&console))
+		require.NoError(t, err)
+		p, err := setup.New(t.Context(), tracing.Settings{SpanExporter: exporter}, "pixd-api")
+		require.NoError(t, err)
+		router, err := api.NewRouter(api.Deps{
+			RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+			Tracing: p, BankISPB: "12345678", TrustedProxies: tc.proxies,
+		}, api.AllRoutes)
+		require.NoError(t, err)
+		req := httptest.NewRequest(http.MethodGet, "/accounts/acc-0001", nil) // from 192.0.2.1
+		req.Header.Set("X-Forwarded-For", "203.0.113.9")
+		router.ServeHTTP(httptest.NewRecorder(), req)
+		require.NoError(t, p.Shutdown(t.Context()))
+		span := oneSpan(t, console.String())
+		require.Contains(t, span.attributes(), "client.address="+tc.want, tc.name)
+		require.Equal(t, "203.0.113.9", req.Header.Get("X-Forwarded-For"), "the handlers see the header as sent")
+	}
+}
