@@ -44,3 +44,28 @@ func TestPromoteFirstKeepsARollbackToUnversioned(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, d.Info.RoutingConfig.CurrentVersion, "the unversioned workers stay current")
 }
+
+// An operator rolling the first versioned build out gradually
+// (set-ramping-version at 10%, the unversioned workers still current) has
+// chosen its pace: a worker of that build starting with
+// TEMPORAL_WORKER_PROMOTE=first must not make it current at once.
+func TestPromoteFirstKeepsAnOperatorsRamp(t *testing.T) {
+	s := temporaltest.StartT(t)
+	c := s.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-p%d", rand.Uint64()))
+	v := worker.Version(queues, "build-v")
+	startBuild(t, c, queues, sagaOnBuildA, worker.Options{Version: v})
+	h := c.WorkerDeploymentClient().GetHandle(v.DeploymentName)
+	require.Eventually(t, func() bool {
+		_, err := h.SetRampingVersion(ctx, client.WorkerDeploymentSetRampingVersionOptions{BuildID: v.BuildID, Percentage: 10})
+		return err == nil
+	}, time.Minute, 200*time.Millisecond, "the version is known once its workers poll")
+
+	require.NoError(t, worker.Promote(ctx, c, v, worker.PromoteFirst, slog.New(slog.DiscardHandler)))
+	d, err := h.Describe(ctx, client.WorkerDeploymentDescribeOptions{})
+	require.NoError(t, err)
+	require.Nil(t, d.Info.RoutingConfig.CurrentVersion, "the unversioned workers stay current")
+	require.NotNil(t, d.Info.RoutingConfig.RampingVersion, "the ramp stays")
+}

@@ -141,8 +141,9 @@ const (
 	// version (a first install, or the first versioned release over
 	// unversioned workers, whose open runs then go on on it as on any new
 	// release before versioning); not after an operator made the
-	// unversioned workers current (a rollback). A later build waits for an
-	// operator's set-current-version: the production default.
+	// unversioned workers current (a rollback) nor while one ramps a build
+	// from them. A later build waits for an operator's set-current-version:
+	// the production default.
 	PromoteFirst = "first"
 	// PromoteAlways: every build, as it starts (development, tests).
 	PromoteAlways = "always"
@@ -178,14 +179,16 @@ func Promote(ctx context.Context, c client.Client, v sdkworker.WorkerDeploymentV
 					}
 					return nil
 				}
-				if changed := d.Info.RoutingConfig.CurrentVersionChangedTime; !changed.IsZero() {
-					// None current, but an operator chose it: set-current-version
-					// --unversioned, a rollback to a release before versioning. A
-					// first install never had a current version; this build, the
-					// one rolled back from, restarting while it drains, must not
-					// undo the rollback. TestPromoteFirstKeepsARollbackToUnversioned.
-					log.Info("worker build not promoted: an operator made the unversioned workers current (a rollback); an operator promotes it (docs/operations.md)",
-						"deployment", v.DeploymentName, "build_id", v.BuildID, "current_version_changed", changed)
+				if rc := d.Info.RoutingConfig; !rc.CurrentVersionChangedTime.IsZero() || rc.RampingVersion != nil {
+					// None current, but an operator chose so: set-current-version
+					// --unversioned (a rollback to a release before versioning),
+					// or a ramp from the unversioned workers. A first install
+					// never had a current version nor a ramp; this build, the one
+					// rolled back from restarting while it drains, or the one
+					// ramped, must not undo the operator's choice.
+					// TestPromoteFirstKeepsARollbackToUnversioned, ...AnOperatorsRamp.
+					log.Info("worker build not promoted: an operator chose the unversioned workers as current (a rollback, a ramp); an operator promotes it (docs/operations.md)",
+						"deployment", v.DeploymentName, "build_id", v.BuildID, "current_version_changed", rc.CurrentVersionChangedTime, "ramping", rc.RampingVersion != nil)
 					return nil
 				}
 				token = d.ConflictToken // none current, ever: only if still none
