@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -32,10 +33,13 @@ func OverloadResponse() []byte {
 // InFlight caps the requests the API's handlers hold at once, across every
 // listener given the same InFlight: past it a request is answered 503 at
 // once, never queued, for a queue of requests is memory the storm
-// decides. The operations routes (probes, scrapes) are never refused.
+// decides. The PSPs' webhooks have places of their own, as many: the
+// customer routes (anyone may call them, slow bodies included, and some
+// wait for Temporal) can't take the places of the money coming in. The
+// operations routes (probes, scrapes) are never refused.
 type InFlight struct {
-	slots chan struct{}
-	shed  func()
+	slots, webhookSlots chan struct{}
+	shed                func()
 }
 
 // NewInFlight returns a cap of max requests (0: none, nil returned); shed,
@@ -47,21 +51,24 @@ func NewInFlight(max int, shed func()) *InFlight {
 	if shed == nil {
 		shed = func() {}
 	}
-	return &InFlight{slots: make(chan struct{}, max), shed: shed}
+	return &InFlight{slots: make(chan struct{}, max), webhookSlots: make(chan struct{}, max), shed: shed}
 }
 
 // limit is the InFlight's middleware. It answers without logging: under a
 // storm, a line per refused request would be the next cost; the shed
 // counter says it.
 func (l *InFlight) limit(c *gin.Context) {
-	switch c.FullPath() {
-	case "/healthz", "/readyz", "/metrics":
+	slots := l.slots
+	switch path := c.FullPath(); {
+	case path == "/healthz" || path == "/readyz" || path == "/metrics":
 		c.Next()
 		return
+	case strings.HasPrefix(path, "/webhooks/"):
+		slots = l.webhookSlots
 	}
 	select {
-	case l.slots <- struct{}{}:
-		defer func() { <-l.slots }()
+	case slots <- struct{}{}:
+		defer func() { <-slots }()
 		c.Next()
 	default:
 		l.shed()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,19 +22,36 @@ const refusalTime = time.Second
 // a millisecond, so this many take thousands of refusals a second.
 const maxRefusing = 512
 
-// Limiter counts the connections of the listeners it wraps against one cap.
+// Limiter caps the connections of each listener it wraps: every listener
+// has a budget of its own, so that one reached by anyone (the customer
+// API) can't spend the places of another (the PSPs' webhook listener,
+// WEBHOOK_HTTP_ADDR).
 type Limiter struct {
 	max    int64
 	answer []byte
 	shed   func()
-	open   atomic.Int64
 	// refusing counts the refusals in progress (maxRefusing).
 	refusing atomic.Int64
+
+	mu      sync.Mutex
+	budgets []*budget
 }
 
-// New returns a Limiter of max connections (0: no cap); answer is written
-// on every connection over it (a whole HTTP/1.1 response, with Connection:
-// close), and shed, when set, is called for each.
+// budget is one listener's places.
+type budget struct {
+	max  int64
+	open atomic.Int64
+	// idle are the connections between two requests (ConnState): at the
+	// cap, one of them is closed to make room rather than the newcomer
+	// refused, so idle keep-alive connections can't hold the places.
+	mu   sync.Mutex
+	idle map[*conn]struct{}
+}
+
+// New returns a Limiter of max connections per listener (0: no cap);
+// answer is written on every connection over it (a whole HTTP/1.1
+// response, with Connection: close), and shed, when set, is called for
+// each.
 func New(max int, answer []byte, shed func()) *Limiter {
 	if shed == nil {
 		shed = func() {}
@@ -41,12 +59,75 @@ func New(max int, answer []byte, shed func()) *Limiter {
 	return &Limiter{max: int64(max), answer: answer, shed: shed}
 }
 
-// Open is the number of connections served now.
-func (l *Limiter) Open() int64 { return l.open.Load() }
+// ConnState is the http.Server's ConnState hook of the servers on l's
+// listeners: it tells l which connections are idle, between two requests,
+// and may be closed to make room for a new one. Without it, an idle
+// keep-alive connection holds its place until HTTP_IDLE_TIMEOUT: a client
+// that leaves the cap's worth of them open would have every newcomer
+// refused, at the cost of a request per connection and idle timeout.
+func (l *Limiter) ConnState(c net.Conn, state http.ConnState) {
+	if l == nil {
+		return
+	}
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	cc, ok := c.(*conn)
+	if !ok {
+		return
+	}
+	b := cc.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if state == http.StateIdle {
+		b.idle[cc] = struct{}{}
+	} else {
+		delete(b.idle, cc)
+	}
+}
 
-// Listen wraps ln. tlsCfg is the TLS its server speaks on it (nil: plain
-// HTTP): a refused connection is answered after a handshake of its own,
-// over HTTP/1.1 whatever the server would negotiate.
+// admit takes a place under the cap, if one is free.
+func (b *budget) admit() bool {
+	if b.open.Add(1) <= b.max {
+		return true
+	}
+	b.open.Add(-1)
+	return false
+}
+
+// closeIdle closes one idle connection, if any: its place is free when it
+// returns true. Closing a keep-alive connection between requests is what
+// any server may do (RFC 9112, 9.8): its client opens another.
+func (b *budget) closeIdle() bool {
+	b.mu.Lock()
+	var victim *conn
+	for c := range b.idle {
+		victim = c
+		break
+	}
+	delete(b.idle, victim)
+	b.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	_ = victim.Close() //nolint:errcheck // its place is released either way
+	return true
+}
+
+// Open is the number of connections served now, on all its listeners.
+func (l *Limiter) Open() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, b := range l.budgets {
+		n += b.open.Load()
+	}
+	return n
+}
+
+// Listen wraps ln, with a budget of its own. tlsCfg is the TLS its server
+// speaks on it (nil: plain HTTP): a refused connection is answered after a
+// handshake of its own, over HTTP/1.1 whatever the server would negotiate.
 func (l *Limiter) Listen(ln net.Listener, tlsCfg *tls.Config) net.Listener {
 	if l == nil || l.max <= 0 {
 		return ln
@@ -55,12 +136,17 @@ func (l *Limiter) Listen(ln net.Listener, tlsCfg *tls.Config) net.Listener {
 		tlsCfg = tlsCfg.Clone()
 		tlsCfg.NextProtos = []string{"http/1.1"}
 	}
-	return &listener{Listener: ln, l: l, tls: tlsCfg}
+	b := &budget{max: l.max, idle: map[*conn]struct{}{}}
+	l.mu.Lock()
+	l.budgets = append(l.budgets, b)
+	l.mu.Unlock()
+	return &listener{Listener: ln, l: l, b: b, tls: tlsCfg}
 }
 
 type listener struct {
 	net.Listener
 	l   *Limiter
+	b   *budget
 	tls *tls.Config
 	// refusals are the goroutines answering refused connections; Close
 	// waits for them (each ends within refusalTime).
@@ -75,10 +161,9 @@ func (ln *listener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ln.l.open.Add(1) <= ln.l.max {
-			return &conn{Conn: c, release: func() { ln.l.open.Add(-1) }}, nil
+		if ln.b.admit() || (ln.b.closeIdle() && ln.b.admit()) {
+			return &conn{Conn: c, budget: ln.b}, nil
 		}
-		ln.l.open.Add(-1)
 		ln.l.shed()
 		if ln.l.refusing.Add(1) > maxRefusing {
 			ln.l.refusing.Add(-1)
@@ -127,13 +212,18 @@ func (ln *listener) refuse(c net.Conn) {
 // conn releases its place under the cap when closed, once.
 type conn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	budget *budget
+	once   sync.Once
 }
 
 func (c *conn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() {
+		c.budget.mu.Lock()
+		delete(c.budget.idle, c)
+		c.budget.mu.Unlock()
+		c.budget.open.Add(-1)
+	})
 	return err
 }
 

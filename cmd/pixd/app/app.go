@@ -518,6 +518,9 @@ func (a *App) ServeListeners(ctx context.Context, l Listeners) error {
 			ReadTimeout:       a.Cfg.HTTPReadTimeout,
 			WriteTimeout:      a.Cfg.HTTPWriteTimeout,
 			IdleTimeout:       a.Cfg.HTTPIdleTimeout,
+			// Tells the connection cap which connections are idle: at
+			// the cap, one of them makes room for a newcomer.
+			ConnState: a.conns.ConnState,
 			// A bearer token or a signature needs a few KiB; 1 MiB (the
 			// default) of headers is work for an attacker, not for us.
 			MaxHeaderBytes: maxHeaderBytes,
