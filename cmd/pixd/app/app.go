@@ -686,6 +686,11 @@ func (a *App) sagaEnv() saga.Env {
 		Schedules: workflows.ScheduleSync{DataConverter: a.dataConverter, Log: a.Log}}
 }
 
+// scheduleKeepInterval is how often a versioned worker asks whether its
+// build is current and, if so, brings the Schedules to its configuration:
+// a build an operator promotes writes its settings this soon.
+const scheduleKeepInterval = 15 * time.Second
+
 func (a *App) runTemporalWorker(ctx context.Context) error {
 	env := a.sagaEnv()
 	queues := env.Queues
@@ -705,10 +710,7 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 		}
 	}
 	workers := worker.New(a.Temporal, registry.All, env, opts)
-	ready, err := setUpWhileReachable(ctx, a.Log, a.waitForTemporal, func(ctx context.Context) error {
-		if err := workflows.CheckSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace); err != nil {
-			return err
-		}
+	syncSchedules := func(ctx context.Context) error {
 		for _, d := range registry.All {
 			if d.Schedule == nil {
 				continue
@@ -718,6 +720,15 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 			}
 		}
 		return nil
+	}
+	ready, err := setUpWhileReachable(ctx, a.Log, a.waitForTemporal, func(ctx context.Context) error {
+		if err := workflows.CheckSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace); err != nil {
+			return err
+		}
+		if a.Cfg.WorkerVersioning {
+			return nil // the current build's worker keeps them (below)
+		}
+		return syncSchedules(ctx)
 	})
 	if !ready {
 		return err // nil: stopped while starting
@@ -729,6 +740,9 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 	g.Go(func() error { return worker.Run(ctx, workers...) })
 	if a.Cfg.WorkerVersioning {
 		g.Go(func() error { return worker.Promote(ctx, a.Temporal, opts.Version, a.Cfg.WorkerPromote, a.Log) })
+		g.Go(func() error {
+			return worker.KeepSchedules(ctx, a.Temporal, opts.Version, scheduleKeepInterval, syncSchedules, a.Log)
+		})
 	}
 	if a.Cfg.DispatcherEnabled {
 		for _, d := range a.Dispatchers() {
