@@ -169,7 +169,10 @@ func Promote(ctx context.Context, c client.Client, v sdkworker.WorkerDeploymentV
 				return nil // stopped while starting: nothing to promote
 			}
 			if err != nil && !versionUnknownYet(err) {
-				return fmt.Errorf("describe worker deployment %s: %w", v.DeploymentName, err)
+				if !transient(err) {
+					return fmt.Errorf("describe worker deployment %s: %w", v.DeploymentName, err)
+				}
+				log.Warn("worker build promotion: Temporal did not answer; asked again", "deployment", v.DeploymentName, "error", err)
 			}
 			if err == nil {
 				if current := d.Info.RoutingConfig.CurrentVersion; current != nil {
@@ -204,7 +207,10 @@ func Promote(ctx context.Context, c client.Client, v sdkworker.WorkerDeploymentV
 				return nil
 			}
 			if !versionUnknownYet(err) {
-				return fmt.Errorf("make %s:%s the current version: %w", v.DeploymentName, v.BuildID, err)
+				if !transient(err) {
+					return fmt.Errorf("make %s:%s the current version: %w", v.DeploymentName, v.BuildID, err)
+				}
+				log.Warn("worker build promotion: Temporal did not answer; asked again", "deployment", v.DeploymentName, "error", err)
 			}
 		}
 		select {
@@ -231,6 +237,16 @@ func SetCurrentVersion(ctx context.Context, c client.Client, v sdkworker.WorkerD
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// transient tells the errors of a Temporal that did not answer this time
+// (down, overloaded, slow): a worker keeps running and asks again rather
+// than exiting over its build's promotion.
+func transient(err error) bool {
+	var unavailable *serviceerror.Unavailable
+	var exhausted *serviceerror.ResourceExhausted
+	var deadline *serviceerror.DeadlineExceeded
+	return errors.As(err, &unavailable) || errors.As(err, &exhausted) || errors.As(err, &deadline) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // versionUnknownYet tells the errors of a version (or deployment) whose
