@@ -42,8 +42,14 @@ if revision=$(git rev-parse HEAD 2>/dev/null); then
 	esac
 fi
 rm -rf "$(dirname "$pixd_bin")"
-log "deployment files: docker-compose.yml, deploy/prometheus, Dockerfile"
-check_deploy_files
+# The deployment files' checks (a Compose CLI to install, deploycheck's
+# module, promtool's build: minutes on a cold cache) run beside the tests,
+# which spend much of their time waiting on servers; their output is
+# printed after the tests'.
+log "deployment files: docker-compose.yml, deploy/prometheus, Dockerfile (beside the tests)"
+deploy_log=$(mktemp)
+check_deploy_files >"$deploy_log" 2>&1 &
+deploy=$!
 # The two modules' tests side by side, each with half the CPUs (-p): one
 # `go test ./...` ran all the packages so before the tooling had a module of
 # its own, and the e2e package, the longest, still starts at once. The
@@ -60,8 +66,13 @@ wait "$service" || service_status=$?
 log "go test, the service's module"
 cat "$service_log"
 rm -f "$service_log"
-[ "$service_status" = 0 ] && [ "$tooling_status" = 0 ] ||
-	die "go test failed: the service's module exit $service_status, the tooling's exit $tooling_status"
+deploy_status=0
+wait "$deploy" || deploy_status=$?
+log "deployment files: docker-compose.yml, deploy/prometheus, Dockerfile"
+cat "$deploy_log"
+rm -f "$deploy_log"
+[ "$service_status" = 0 ] && [ "$tooling_status" = 0 ] && [ "$deploy_status" = 0 ] ||
+	die "failed: go test of the service's module exit $service_status, of the tooling's exit $tooling_status; the deployment files exit $deploy_status"
 # Each fuzz target briefly, beyond its committed seed corpus (which the run
 # above replays): go test fuzzes one target of one package at a time.
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can
