@@ -275,7 +275,7 @@ func TestTokenEndpointDown(t *testing.T) {
 		"the API still takes the tokens it issued")
 	code, body = do(t, http.MethodGet, e.url+"/sim/faults", "")
 	require.Equal(t, http.StatusOK, code)
-	require.JSONEq(t, `{"token_endpoint":{"mode":"unavailable","until":"2026-11-29T12:00:30Z"},"webhooks_dropped_until":null}`, string(body))
+	require.JSONEq(t, `{"token_endpoint":{"mode":"unavailable","until":"2026-11-29T12:00:30Z"},"webhooks_dropped_until":null,"list_page_size":null}`, string(body))
 
 	e.clock.Advance(30 * time.Second)
 	e.token(t, "")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 )
 
@@ -224,4 +225,100 @@ func TestWebhooksDroppedForAWhile(t *testing.T) {
 
 	code, _ = do(t, http.MethodPut, s.url+"/sim/webhook-drop", `{"for":"0s"}`)
 	require.Equal(t, http.StatusBadRequest, code)
+}
+
+// With a ListPageSize in force, GET /pix lists at most so many PIX a page
+// whatever the query asks, and its answer says the page size it used: the
+// pages it counts, walked in turn (by our own client too), list every PIX
+// once, in order. Every answer is checked against the document (checked).
+func TestListPixPagesCutShort(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	for n := 5; n >= 1; n-- {
+		e.receive(t, receivedAt(n, at.Add(time.Duration(n)*time.Minute), ""))
+	}
+	want := []string{pixID(1), pixID(2), pixID(3), pixID(4), pixID(5)}
+	faults := func() string {
+		code, body := do(t, http.MethodGet, e.url+"/sim/faults", "")
+		require.Equal(t, http.StatusOK, code)
+		var v struct {
+			ListPageSize json.RawMessage `json:"list_page_size"`
+		}
+		require.NoError(t, json.Unmarshal(body, &v))
+		return string(v.ListPageSize)
+	}
+	require.Equal(t, "null", faults())
+
+	code, body := do(t, http.MethodPut, e.url+"/sim/list-page-size", `{"max":2}`)
+	require.Equal(t, http.StatusNoContent, code, "%s", body)
+	require.JSONEq(t, `{"max":2,"pages":0}`, faults())
+
+	// Asked 1000 a page: pages of 2, as the answer says.
+	var got []string
+	for page := 0; page < 3; page++ {
+		l := e.list(t, fmt.Sprintf("%s&paginacao.itensPorPagina=1000&paginacao.paginaAtual=%d", window, page))
+		p := l.Parametros.Paginacao
+		require.Equal(t, page, p.PaginaAtual)
+		require.Equal(t, 2, p.ItensPorPagina, "the page size used, not the one asked")
+		require.Equal(t, 3, p.QuantidadeDePaginas)
+		require.Equal(t, 5, p.QuantidadeTotalDeItens)
+		require.LessOrEqual(t, len(l.Pix), p.ItensPorPagina)
+		if page < 2 {
+			require.Len(t, l.Pix, 2, "only the last page may have fewer")
+		}
+		got = append(got, l.ids()...)
+	}
+	require.Equal(t, want, got, "every PIX once, by horario")
+	require.Empty(t, e.list(t, window+"&paginacao.itensPorPagina=1000&paginacao.paginaAtual=3").Pix, "past the last page")
+
+	// Asked fewer than the limit: what is asked.
+	l := e.list(t, window+"&paginacao.itensPorPagina=1&paginacao.paginaAtual=4")
+	require.Equal(t, []string{pixID(5)}, l.ids())
+	require.Equal(t, 1, l.Parametros.Paginacao.ItensPorPagina)
+	require.Equal(t, 5, l.Parametros.Paginacao.QuantidadeDePaginas)
+	require.JSONEq(t, `{"max":2,"pages":5}`, faults(), "every GET /pix answered since it was set")
+
+	// Our client, asking 1000 a page, walks the pages it is told of.
+	start, end := at, at.Add(time.Hour)
+	got = nil
+	for page, pages := 0, 1; page < pages; page++ {
+		r, err := e.client.ListReceived(t.Context(), psp.ReceivedQuery{Start: start, End: end, Page: page, PerPage: psp.MaxReceivedPerPage})
+		require.NoError(t, err)
+		pages = r.Pages
+		for _, raw := range r.Items {
+			var item struct {
+				EndToEndID string `json:"endToEndId"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &item))
+			got = append(got, item.EndToEndID)
+		}
+	}
+	require.Equal(t, want, got)
+
+	// A PIX received again with another horario moves in the order; a
+	// query of a txid is cut short as well.
+	e.receive(t, receivedAt(1, at.Add(30*time.Minute), `,"txid":"cob1"`))
+	e.receive(t, receivedAt(6, at.Add(40*time.Minute), `,"txid":"cob1"`))
+	e.receive(t, receivedAt(7, at.Add(50*time.Minute), `,"txid":"cob1"`))
+	l = e.list(t, window+"&paginacao.paginaAtual=2")
+	require.Equal(t, []string{pixID(1), pixID(6)}, l.ids())
+	require.Equal(t, 7, l.Parametros.Paginacao.QuantidadeTotalDeItens)
+	l = e.list(t, window+"&txid=cob1&paginacao.paginaAtual=1")
+	require.Equal(t, []string{pixID(7)}, l.ids())
+	require.Equal(t, 2, l.Parametros.Paginacao.QuantidadeDePaginas)
+
+	for _, bad := range []string{`{"max":0}`, `{"max":1001}`, `{"max":"2"}`, `{"max":2,"for":"1m"}`, `{}`} {
+		code, body := do(t, http.MethodPut, e.url+"/sim/list-page-size", bad)
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", bad, body)
+	}
+	require.JSONEq(t, `{"max":2,"pages":10}`, faults(), "a refused PUT changes nothing")
+
+	code, body = do(t, http.MethodDelete, e.url+"/sim/list-page-size", "")
+	require.Equal(t, http.StatusNoContent, code, "%s", body)
+	require.Equal(t, "null", faults())
+	l = e.list(t, window+"&paginacao.itensPorPagina=1000")
+	require.Len(t, l.Pix, 7)
+	require.Equal(t, 1000, l.Parametros.Paginacao.ItensPorPagina)
+	require.Equal(t, 1, l.Parametros.Paginacao.QuantidadeDePaginas)
 }

@@ -48,10 +48,14 @@
 // simulator's now) is a PIX the PSP received: GET /pix lists those whose
 // horario is from inicio to fim, both included (fim before inicio is 400
 // PixConsultaInvalida), by horario, filtered by txid, a page of
-// paginacao.itensPorPagina (1 to 1000, default 100) at a time, with
-// quantidadeDePaginas (at least 1) and quantidadeTotalDeItens; GET
-// /pix/{e2eid} reads one. A PIX is listed whether or not its webhook is
-// sent, with all its devoluções.
+// paginacao.itensPorPagina (1 to 1000, default 100) at a time, or fewer
+// when a ListPageSize is in force (below; the answer's itensPorPagina then
+// says the page size used, and paginaAtual and quantidadeDePaginas count
+// pages of it), with quantidadeDePaginas (at least 1) and
+// quantidadeTotalDeItens; GET /pix/{e2eid} reads one. A PIX is listed
+// whether or not its webhook is sent, with all its devoluções. The PIX
+// are kept in GET /pix's order, so that a page costs a search, not a sort
+// of all of them.
 //
 // PUT /pix/{e2eid}/devolucao/{id} makes a devolução, answered 201
 // EM_PROCESSAMENTO with its rtrId, and GET reads it (404 NaoEncontrado
@@ -100,9 +104,13 @@
 // 503 temporarily_unavailable, or the connection closed without an
 // answer), every webhook dropped for a while (PUT /sim/webhook-drop
 // {"for":"2m"}: each message due then is given up unsent; the PIX stay in
-// GET /pix), and a client's secret rotated (PUT
-// /sim/oauth-clients/{client_id} {"secret":...,"revoke_tokens":bool});
-// GET /sim/faults shows what is in force.
+// GET /pix), a client's secret rotated (PUT
+// /sim/oauth-clients/{client_id} {"secret":...,"revoke_tokens":bool}), and
+// GET /pix's pages cut short (PUT /sim/list-page-size {"max":2}: at most so
+// many PIX a page whatever paginacao.itensPorPagina asks, as the spec's
+// maximum lets a PSP do, until DELETE /sim/list-page-size: a window of n
+// PIX takes n/max pages); GET /sim/faults shows what is in force, with the
+// pages of GET /pix answered under the limit.
 //
 // A transfer's or devolução's status is computed from its creation time
 // when it is read (by Options.Now), so no goroutine or timer runs per

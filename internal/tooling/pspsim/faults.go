@@ -10,7 +10,8 @@ import (
 )
 
 // The PSP-wide faults: the token endpoint down for a while, the webhooks
-// dropped for a while, the client secret rotated. Each is set through the
+// dropped for a while, the client secret rotated, GET /pix's pages cut
+// short. Each is set through the
 // control API (see Handler) or the methods below, as the per-key
 // behaviours are, so that the fault suite can drive them.
 
@@ -124,6 +125,35 @@ func (s *Simulator) StopDroppingWebhooks() {
 	s.dropWebhooksUntil = time.Time{}
 }
 
+// ListPageSize is the most PIX a page of GET /pix lists, whatever
+// paginacao.itensPorPagina asks (the spec's itensPorPagina is a maximum:
+// the PSP may list fewer): the body of PUT /sim/list-page-size, {"max":2}.
+type ListPageSize struct {
+	Max int `json:"max"`
+}
+
+// SetListPageSize makes every page of GET /pix list at most l.Max PIX from
+// now on, until ClearListPageSize: a query asking for more is answered in
+// pages of l.Max, which its answer's paginacao says (see listPix). It
+// restarts the count of pages answered (FaultsView). An error when l.Max
+// is not from 1 to MaxItemsPerPage.
+func (s *Simulator) SetListPageSize(l ListPageSize) error {
+	if l.Max < 1 || l.Max > MaxItemsPerPage {
+		return fmt.Errorf("max must be from 1 to %d", MaxItemsPerPage)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listPageMax, s.listPageAnswers = l.Max, 0
+	return nil
+}
+
+// ClearListPageSize lists again as many PIX a page as each query asks.
+func (s *Simulator) ClearListPageSize() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listPageMax, s.listPageAnswers = 0, 0
+}
+
 // FaultsView is GET /sim/faults: the PSP-wide faults in force.
 type FaultsView struct {
 	// TokenEndpoint is the token endpoint's outage, nil when it is up;
@@ -132,6 +162,16 @@ type FaultsView struct {
 	// WebhooksDroppedUntil is the end of DropWebhooks's period, nil when
 	// none is in force.
 	WebhooksDroppedUntil *time.Time `json:"webhooks_dropped_until"`
+	// ListPageSize is SetListPageSize's limit, nil when none is in force.
+	ListPageSize *ListPageSizeView `json:"list_page_size"`
+}
+
+// ListPageSizeView is the limit of GET /pix's pages in force, and how many
+// pages of GET /pix were answered since it was set (a listing of n PIX in
+// pages of Max takes n/Max of them at least).
+type ListPageSizeView struct {
+	Max   int `json:"max"`
+	Pages int `json:"pages"`
 }
 
 // TokenEndpointView is the token endpoint's outage in force.
@@ -158,6 +198,9 @@ func (s *Simulator) Faults() FaultsView {
 	if until := s.dropWebhooksUntil; s.now().Before(until) {
 		v.WebhooksDroppedUntil = &until
 	}
+	if s.listPageMax > 0 {
+		v.ListPageSize = &ListPageSizeView{Max: s.listPageMax, Pages: s.listPageAnswers}
+	}
 	return v
 }
 
@@ -174,6 +217,8 @@ func (s *Simulator) webhooksDropped(now time.Time) bool {
 //	PUT    /sim/webhook-drop             {"for":"2m"}: DropWebhooks, 204
 //	DELETE /sim/webhook-drop             StopDroppingWebhooks, 204
 //	PUT    /sim/oauth-clients/{client_id} {"secret":"...","revoke_tokens":true}: SetClientSecret, 204
+//	PUT    /sim/list-page-size           a ListPageSize, {"max":2}: SetListPageSize, 204
+//	DELETE /sim/list-page-size           ClearListPageSize, 204
 //	GET    /sim/faults                   a FaultsView
 func (s *Simulator) faultRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /sim/token-endpoint", func(w http.ResponseWriter, r *http.Request) {
@@ -227,6 +272,23 @@ func (s *Simulator) faultRoutes(mux *http.ServeMux) {
 			writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
 			return
 		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("PUT /sim/list-page-size", func(w http.ResponseWriter, r *http.Request) {
+		var l ListPageSize
+		if err := decodeBody(w, r, &l); err != nil {
+			writeDecodeError(w, err)
+			return
+		}
+		if err := s.SetListPageSize(l); err != nil {
+			writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
+			return
+		}
+		note(r, slog.Int("max", l.Max))
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("DELETE /sim/list-page-size", func(w http.ResponseWriter, _ *http.Request) {
+		s.ClearListPageSize()
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /sim/faults", func(w http.ResponseWriter, _ *http.Request) {

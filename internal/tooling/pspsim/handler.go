@@ -90,6 +90,8 @@ func (s *Simulator) apiRoutes() []apiRoute {
 //	PUT    /sim/webhook-drop            drop the webhooks for a while, {"for":"2m"}
 //	DELETE /sim/webhook-drop            stop dropping them
 //	PUT    /sim/oauth-clients/{client_id} rotate a client's secret, {"secret":...,"revoke_tokens":bool}
+//	PUT    /sim/list-page-size          list at most so many PIX a page of GET /pix, {"max":2}
+//	DELETE /sim/list-page-size          as many as asked again
 //	GET    /sim/faults                  the PSP-wide faults in force
 //
 //	GET    /healthz                     200

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -86,42 +87,79 @@ func (s *Simulator) handleListPix(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := s.listPix(q)
-	note(r, slog.Int("page", q.page), slog.Int("items", len(page.Pix)), slog.Int("total", page.Parametros.Paginacao.QuantidadeTotalDeItens))
+	pag := page.Parametros.Paginacao
+	note(r, slog.Int("page", q.page), slog.Int("per_page", pag.ItensPorPagina), slog.Int("items", len(page.Pix)),
+		slog.Int("total", pag.QuantidadeTotalDeItens))
 	writeJSON(w, http.StatusOK, page)
 }
 
-// listPix is one page of the PIX that meet q, as of now.
+// listPix is one page of the PIX that meet q, as of now. Its pages are of
+// q.perPage PIX, or of the ListPageSize in force when that is smaller:
+// the answer's paginacao then says the size it used (itensPorPagina, as
+// the spec's example answers 100 for a window of 2 PIX: the page size, not
+// the page's count), and paginaAtual and quantidadeDePaginas count pages
+// of that size, so that a client walking the pages it is told of lists
+// every PIX once.
 func (s *Simulator) listPix(q pixQuery) pixPage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var found []*receivedPix
-	for _, p := range s.pixes {
-		if p.horario.Before(q.inicio) || p.horario.After(q.fim) || (q.txid != "" && p.txid != q.txid) {
-			continue
-		}
-		found = append(found, p)
+	perPage := q.perPage
+	if s.listPageMax > 0 {
+		perPage = min(perPage, s.listPageMax)
+		s.listPageAnswers++
 	}
-	slices.SortFunc(found, func(a, b *receivedPix) int {
-		if c := a.horario.Compare(b.horario); c != 0 {
-			return c
+	// s.byHorario is in GET /pix's order: the window is one run of it.
+	all := s.byHorario
+	from := sort.Search(len(all), func(i int) bool { return !all[i].horario.Before(q.inicio) })
+	to := sort.Search(len(all), func(i int) bool { return all[i].horario.After(q.fim) })
+	found := all[from:to]
+	if q.txid != "" {
+		var withTxid []*receivedPix
+		for _, p := range found {
+			if p.txid == q.txid {
+				withTxid = append(withTxid, p)
+			}
 		}
-		return strings.Compare(a.endToEndID, b.endToEndID)
-	})
-	pages := max(1, (len(found)+q.perPage-1)/q.perPage)
+		found = withTxid
+	}
+	pages := max(1, (len(found)+perPage-1)/perPage)
 	out := pixPage{
 		Parametros: pixQueryJSON{Inicio: q.inicio, Fim: q.fim, Txid: q.txid, Paginacao: paginacaoJSON{
-			PaginaAtual: q.page, ItensPorPagina: q.perPage, QuantidadeDePaginas: pages, QuantidadeTotalDeItens: len(found)}},
+			PaginaAtual: q.page, ItensPorPagina: perPage, QuantidadeDePaginas: pages, QuantidadeTotalDeItens: len(found)}},
 		Pix: []map[string]json.RawMessage{},
 	}
-	// A page past the last is empty (and q.page*q.perPage is computed
-	// only below pages: no overflow).
+	// A page past the last is empty (and q.page*perPage is computed only
+	// below pages: no overflow).
 	if q.page < pages {
-		from := q.page * q.perPage
-		for _, p := range found[from:min(from+q.perPage, len(found))] {
+		first := q.page * perPage
+		for _, p := range found[first:min(first+perPage, len(found))] {
 			out.Pix = append(out.Pix, s.pixItem(p))
 		}
 	}
 	return out
+}
+
+// comparePix is GET /pix's order: by horario, then end_to_end_id.
+func comparePix(a, b pixFacts) int {
+	if c := a.horario.Compare(b.horario); c != 0 {
+		return c
+	}
+	return strings.Compare(a.endToEndID, b.endToEndID)
+}
+
+// placePix puts p, whose facts become f, at its place in s.byHorario,
+// moving it from the place of its old facts when it was there. The caller
+// holds s.mu.
+func (s *Simulator) placePix(p *receivedPix, f pixFacts) {
+	at := func(f pixFacts) (int, bool) {
+		return slices.BinarySearchFunc(s.byHorario, f, func(q *receivedPix, f pixFacts) int { return comparePix(q.pixFacts, f) })
+	}
+	if i, ok := at(p.pixFacts); ok && s.byHorario[i] == p {
+		s.byHorario = slices.Delete(s.byHorario, i, i+1)
+	}
+	p.pixFacts = f
+	i, _ := at(f)
+	s.byHorario = slices.Insert(s.byHorario, i, p)
 }
 
 // handleGetPix is GET /pix/{e2eid}: one PIX received, with its devoluções.

@@ -91,6 +91,13 @@ type Simulator struct {
 	// yet handed to the webhook loop; pixes the PIX told to POST /sim/pix.
 	unnotified []*devolucao
 	pixes      map[string]*receivedPix
+	// byHorario are the same PIX in GET /pix's order (comparePix), so
+	// that a page is found without sorting them all.
+	byHorario []*receivedPix
+	// listPageMax is the most PIX a page of GET /pix lists (SetListPageSize),
+	// 0 when what is asked; listPageAnswers counts the pages answered since
+	// it was set.
+	listPageMax, listPageAnswers int
 	// webhooks are the webhooks registered per key (PUT /webhook/{chave}),
 	// and webhookBehaviors what happens to the PIX received to a key.
 	webhooks         map[string]webhookRegistration

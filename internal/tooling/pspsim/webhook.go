@@ -207,7 +207,8 @@ func (s *Simulator) receivePix(f pixFacts, obj map[string]json.RawMessage) strin
 		p = &receivedPix{}
 		s.pixes[f.endToEndID] = p
 	}
-	p.obj, p.pixFacts = obj, f
+	p.obj = obj
+	s.placePix(p, f)
 	p.silent = s.webhooksTxidOnly && f.txid == ""
 	if f.chave != "" {
 		if b, misbehave, _ := s.webhookBehaviors.request(f.chave); b.Mode == WebhookModeNever && misbehave {
