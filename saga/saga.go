@@ -106,7 +106,10 @@ type Descriptor struct {
 	// Schedule starts.
 	Source func(env Env, taskQueue string) durable.Source
 	// Schedule creates or updates the Temporal Schedules that start the
-	// saga's runs, when the worker starts; nil for a saga with a Source.
+	// saga's runs, when the worker starts (worker.KeepSchedules); nil for
+	// a saga with a Source. It writes only through env.Schedules
+	// (workflows.ScheduleSync), whose read-only mode the current build's
+	// workers check the Schedules with.
 	Schedule func(ctx context.Context, c client.Client, env Env) error
 	// Kinds are the saga's business errors: its list in package pix
 	// (pix.CreditKinds, ...), which pix.Kinds holds with every other

@@ -1,51 +1,317 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	sdkworker "go.temporal.io/sdk/worker"
 
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
+	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
 )
 
+// keepEvery is the tests' interval of KeepSchedules (15 s in pixd).
+const keepEvery = 20 * time.Millisecond
+
+// Two pools of one build with different settings (a settings-only rolling
+// change, or a pool with the catch-up off) write the Schedules once each,
+// at their start, not in turn at every interval: the pool whose settings
+// were written over writes nothing, and says so.
+func TestTwoPoolsOfOneBuildWriteTheSchedulesOnce(t *testing.T) {
+	s := temporaltest.StartT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-p%d", rand.Uint64()))
+	v := worker.Version(queues, "build-a")
+	startBuild(t, s.Client(t), queues, sagaOnBuildA, worker.Options{Version: v})
+	require.NoError(t, worker.SetCurrentVersion(ctx, s.Client(t), v))
+
+	var writes atomic.Int64
+	a := newPool(t, s, queues, &writes, func(*config.Config) {})
+	a.c.refuse.Store(2) // Temporal refuses pool A's first two writes: asked again
+	a.keep(t, v)
+	require.Eventually(t, func() bool { return writes.Load() == 3 }, 30*time.Second, 10*time.Millisecond,
+		"pool A creates the retention, reconciliation and catch-up Schedules")
+	require.Equal(t, 2, a.log.count("schedules: could not bring them to the configuration; asked again"))
+
+	// Pool B, the same build: INBOX_RETENTION=168h and the catch-up off.
+	b := newPool(t, s, queues, &writes, func(cfg *config.Config) { cfg.InboxRetention = 168 * time.Hour; cfg.PSPCatchUpInterval = 0 })
+	b.keep(t, v)
+	require.Eventually(t, func() bool { return writes.Load() >= 5 }, 30*time.Second, 10*time.Millisecond,
+		"pool B brings the retention to its INBOX_RETENTION and deletes the catch-up")
+	a.waitAsked(t, 10)
+	b.waitAsked(t, 10)
+	require.EqualValues(t, 5, writes.Load(), "each pool wrote at its start, then neither wrote again")
+	require.Equal(t, 168*time.Hour, retentionOf(t, a.c, queues).InboxRetention, "pool B's settings, the last written")
+	requireNoSchedule(t, a.c, workflows.PSPCatchUpScheduleID(queues.Base))
+
+	// Pool A, written over, says so (again if it looked between B's two
+	// writes), not at every interval, and counts what differs.
+	warning := "schedules differ from this worker's configuration: another worker of this build wrote its settings (or a hand edit); left as they are"
+	said := a.log.count(warning)
+	require.NotZero(t, said)
+	require.Contains(t, a.log.String(), fmt.Sprintf(`"differences":[{"schedule_id":%q,"differs":["arguments"]},{"schedule_id":%q,"differs":["missing"]}]`,
+		workflows.RetentionScheduleID(queues.Base), workflows.PSPCatchUpScheduleID(queues.Base)))
+	require.EqualValues(t, 2, a.differing(t))
+	a.waitAsked(t, 10)
+	require.Equal(t, said, a.log.count(warning), "said when it appeared or changed, not at every interval")
+	require.Zero(t, b.log.count(warning))
+	require.Zero(t, b.differing(t))
+	require.EqualValues(t, 5, writes.Load())
+}
+
 // Only the current build brings the Schedules to its configuration: an
 // old build draining after an upgrade (which may restart with its old
-// settings) writes nothing, and a build an operator promotes starts
-// writing without a restart.
+// settings) writes nothing, and a build an operator promotes writes its
+// settings once, without a restart; rolled back, the old build writes its
+// own again.
 func TestOnlyTheCurrentBuildKeepsTheSchedules(t *testing.T) {
 	s := temporaltest.StartT(t)
 	c := s.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-k%d", rand.Uint64()))
-	a, b := worker.Version(queues, "build-a"), worker.Version(queues, "build-b")
-	startBuild(t, c, queues, sagaOnBuildA, worker.Options{Version: a})
-	startBuild(t, c, queues, sagaOnBuildB, worker.Options{Version: b})
-	require.NoError(t, worker.SetCurrentVersion(ctx, c, a))
+	va, vb := worker.Version(queues, "build-a"), worker.Version(queues, "build-b")
+	startBuild(t, c, queues, sagaOnBuildA, worker.Options{Version: va})
+	startBuild(t, c, queues, sagaOnBuildB, worker.Options{Version: vb})
+	require.NoError(t, worker.SetCurrentVersion(ctx, c, va))
 
-	var syncsA, syncsB atomic.Int64
-	keep := func(v worker.Options, n *atomic.Int64) {
-		go func() {
-			_ = worker.KeepSchedules(ctx, c, v.Version, 100*time.Millisecond, func(context.Context) error { n.Add(1); return nil }, slog.New(slog.DiscardHandler))
-		}()
+	var writes atomic.Int64
+	a := newPool(t, s, queues, &writes, func(*config.Config) {})
+	b := newPool(t, s, queues, &writes, func(cfg *config.Config) { cfg.InboxRetention = 168 * time.Hour })
+	a.keep(t, va)
+	b.keep(t, vb)
+	require.Eventually(t, func() bool { return writes.Load() == 3 }, 30*time.Second, 10*time.Millisecond, "the current build creates them")
+	b.waitAsked(t, 10)
+	require.EqualValues(t, 3, writes.Load(), "a build that is not current writes nothing")
+	require.Equal(t, 720*time.Hour, retentionOf(t, c, queues).InboxRetention)
+
+	require.NoError(t, worker.SetCurrentVersion(ctx, c, vb))
+	require.Eventually(t, func() bool { return writes.Load() == 4 }, 30*time.Second, 10*time.Millisecond, "promoted, B writes its settings")
+	require.Equal(t, 168*time.Hour, retentionOf(t, c, queues).InboxRetention)
+	a.waitAsked(t, 10)
+	b.waitAsked(t, 10)
+	require.EqualValues(t, 4, writes.Load(), "A, no longer current, writes nothing; B wrote once")
+	require.Zero(t, a.differing(t), "a build that is not current compares nothing")
+
+	require.NoError(t, worker.SetCurrentVersion(ctx, c, va))
+	require.Eventually(t, func() bool { return writes.Load() == 5 }, 30*time.Second, 10*time.Millisecond, "rolled back, A writes its settings again")
+	require.Equal(t, 720*time.Hour, retentionOf(t, c, queues).InboxRetention)
+	a.waitAsked(t, 10)
+	b.waitAsked(t, 10)
+	require.EqualValues(t, 5, writes.Load())
+}
+
+// pool is one pool of workers (here: one KeepSchedules loop) with its own
+// settings, on a client that counts what it writes to the Schedules.
+type pool struct {
+	c       *counted
+	env     saga.Env
+	log     *syncBuffer
+	metrics *prometheus.Registry
+}
+
+func newPool(t *testing.T, s *temporaltest.Server, queues workflows.TaskQueues, writes *atomic.Int64, tune func(*config.Config)) *pool {
+	cfg := config.Default()
+	tune(&cfg)
+	log := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(log, nil))
+	reg := prometheus.NewRegistry()
+	return &pool{
+		c: &counted{Client: s.Client(t), writes: writes},
+		env: saga.Env{Cfg: cfg, Queues: queues, Log: logger, Metrics: metrics.NewWorker(reg),
+			Schedules: workflows.ScheduleSync{DataConverter: converter.GetDefaultDataConverter(), Log: logger}},
+		log:     log,
+		metrics: reg,
 	}
-	keep(worker.Options{Version: a}, &syncsA)
-	keep(worker.Options{Version: b}, &syncsB)
-	require.Eventually(t, func() bool { return syncsA.Load() >= 3 }, 30*time.Second, 20*time.Millisecond, "the current build keeps them")
-	require.Zero(t, syncsB.Load(), "a build that is not current writes nothing")
+}
 
-	require.NoError(t, worker.SetCurrentVersion(ctx, c, b))
-	require.Eventually(t, func() bool { return syncsB.Load() >= 3 }, 30*time.Second, 20*time.Millisecond, "promoted, B keeps them")
-	time.Sleep(500 * time.Millisecond) // A's check in flight at the switch ends
-	afterSwitch := syncsA.Load()
-	time.Sleep(time.Second)
-	require.Equal(t, afterSwitch, syncsA.Load(), "A, no longer current, writes nothing")
+// differing is the pool's pix_schedules_differing.
+func (p *pool) differing(t *testing.T) float64 {
+	t.Helper()
+	families, err := p.metrics.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == "pix_schedules_differing" {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no pix_schedules_differing")
+	return 0
+}
+
+// keep runs the pool's KeepSchedules as build v until the test ends.
+func (p *pool) keep(t *testing.T, v sdkworker.WorkerDeploymentVersion) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- worker.KeepSchedules(ctx, worker.Schedules{Client: p.c, Sagas: registry.All, Env: p.env}, v, keepEvery)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
+
+// waitAsked waits until the pool has asked n more times whether its build
+// is current: n more intervals of its loop.
+func (p *pool) waitAsked(t *testing.T, n int64) {
+	t.Helper()
+	want := p.c.asked.Load() + n
+	require.Eventually(t, func() bool { return p.c.asked.Load() >= want }, 30*time.Second, 5*time.Millisecond)
+}
+
+// retentionOf reads the retention periods the retention Schedule holds.
+func retentionOf(t *testing.T, c client.Client, queues workflows.TaskQueues) activities.RetentionInput {
+	t.Helper()
+	d, err := c.ScheduleClient().GetHandle(context.Background(), workflows.RetentionScheduleID(queues.Base)).Describe(context.Background())
+	require.NoError(t, err)
+	var in activities.RetentionInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(d.Schedule.Action.(*client.ScheduleWorkflowAction).Args[0].(*commonpb.Payload), &in))
+	return in
+}
+
+func requireNoSchedule(t *testing.T, c client.Client, id string) {
+	t.Helper()
+	_, err := c.ScheduleClient().GetHandle(context.Background(), id).Describe(context.Background())
+	var notFound *serviceerror.NotFound
+	require.ErrorAs(t, err, &notFound, "schedule %s", id)
+}
+
+// counted is a Temporal client that counts the writes to Schedules it
+// makes (a creation, an update that changed something, a deletion), in a
+// counter its pools share, and the times it asked whether a build is
+// current (a description of a worker deployment).
+type counted struct {
+	client.Client
+	writes *atomic.Int64
+	asked  atomic.Int64
+	// refuse is how many of its next creations Temporal refuses, as
+	// when it is unavailable.
+	refuse atomic.Int64
+}
+
+func (c *counted) ScheduleClient() client.ScheduleClient {
+	return countedSchedules{c.Client.ScheduleClient(), c.writes, &c.refuse}
+}
+
+func (c *counted) WorkerDeploymentClient() client.WorkerDeploymentClient {
+	return countedDeployments{c.Client.WorkerDeploymentClient(), &c.asked}
+}
+
+type countedSchedules struct {
+	client.ScheduleClient
+	writes, refuse *atomic.Int64
+}
+
+func (s countedSchedules) Create(ctx context.Context, o client.ScheduleOptions) (client.ScheduleHandle, error) {
+	if s.refuse.Add(-1) >= 0 {
+		return nil, serviceerror.NewUnavailable("refused by the test")
+	}
+	h, err := s.ScheduleClient.Create(ctx, o)
+	if err == nil {
+		s.writes.Add(1)
+	}
+	return h, err
+}
+
+func (s countedSchedules) GetHandle(ctx context.Context, id string) client.ScheduleHandle {
+	return countedSchedule{s.ScheduleClient.GetHandle(ctx, id), s.writes}
+}
+
+type countedSchedule struct {
+	client.ScheduleHandle
+	writes *atomic.Int64
+}
+
+func (h countedSchedule) Update(ctx context.Context, o client.ScheduleUpdateOptions) error {
+	wrote, do := false, o.DoUpdate
+	o.DoUpdate = func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		u, err := do(in)
+		wrote = err == nil
+		return u, err
+	}
+	err := h.ScheduleHandle.Update(ctx, o)
+	if err == nil && wrote {
+		h.writes.Add(1)
+	}
+	return err
+}
+
+func (h countedSchedule) Delete(ctx context.Context) error {
+	err := h.ScheduleHandle.Delete(ctx)
+	if err == nil {
+		h.writes.Add(1)
+	}
+	return err
+}
+
+type countedDeployments struct {
+	client.WorkerDeploymentClient
+	asked *atomic.Int64
+}
+
+func (d countedDeployments) GetHandle(name string) client.WorkerDeploymentHandle {
+	return countedDeployment{d.WorkerDeploymentClient.GetHandle(name), d.asked}
+}
+
+type countedDeployment struct {
+	client.WorkerDeploymentHandle
+	asked *atomic.Int64
+}
+
+func (d countedDeployment) Describe(ctx context.Context, o client.WorkerDeploymentDescribeOptions) (client.WorkerDeploymentDescribeResponse, error) {
+	d.asked.Add(1)
+	return d.WorkerDeploymentHandle.Describe(ctx, o)
+}
+
+// syncBuffer is a log's destination that a test reads while it is written.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// count is how many lines have msg as their message.
+func (b *syncBuffer) count(msg string) int {
+	n := 0
+	for line := range strings.Lines(b.String()) {
+		var entry struct{ Msg string }
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == msg {
+			n++
+		}
+	}
+	return n
 }

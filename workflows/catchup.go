@@ -2,12 +2,9 @@ package workflows
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -102,12 +99,7 @@ func PSPCatchUp(ctx workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, err
 func EnsurePSPCatchUpSchedule(ctx context.Context, c client.Client, s ScheduleSync, queues TaskQueues, every time.Duration) error {
 	id := PSPCatchUpScheduleID(queues.Base)
 	if every <= 0 {
-		err := c.ScheduleClient().GetHandle(ctx, id).Delete(ctx)
-		var notFound *serviceerror.NotFound
-		if err == nil || errors.As(err, &notFound) {
-			return nil
-		}
-		return fmt.Errorf("delete schedule %s (PSP_CATCHUP_INTERVAL=0): %w", id, err)
+		return s.remove(ctx, c, id, "PSP_CATCHUP_INTERVAL=0")
 	}
 	return s.ensure(ctx, c, ScheduleConfig{ID: id, TaskQueue: queues.Maintenance, Every: every, Workflow: PSPCatchUpWorkflowName, Args: []any{PSPCatchUpInput{}}})
 }

@@ -11,6 +11,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -27,16 +28,35 @@ type ScheduleConfig struct {
 	Args      []any
 }
 
-// ScheduleSync brings the service's Schedules to the configuration when a
-// worker starts.
+// ScheduleSync brings the service's Schedules to the configuration (a
+// worker's start, its build's promotion: worker.KeepSchedules), or, with
+// Differs set, only tells how they differ from it.
 type ScheduleSync struct {
 	// DataConverter is the one the Temporal client writes with: a
 	// Schedule's arguments are read back with it to be compared (with
 	// TEMPORAL_CODEC_KEYS they are encrypted, under a fresh nonce each
 	// time, so the stored bytes can't be compared).
 	DataConverter converter.DataConverter
-	// Log gets a line for every Schedule created or changed.
+	// Log gets a line for every Schedule created, changed or deleted.
 	Log *slog.Logger
+	// Differs, when set, makes the sync read-only: nothing is created,
+	// changed or deleted, and each Schedule that differs from the
+	// configuration is handed to Differs instead. The current build's
+	// workers check so between their writes, which come only at their
+	// start and their build's promotion: two pools of one build with
+	// other settings would otherwise write theirs in turn.
+	Differs func(ScheduleDifference)
+}
+
+// ScheduleDifference is how one of the service's Schedules differs from
+// the configuration: the fields a sync would change ("interval",
+// "overlap", "action", "workflow", "workflow_id", "task_queue",
+// "arguments"), "missing" (one the configuration has, not created), or
+// "exists" (one the configuration has none of, as PSP_CATCHUP_INTERVAL=0,
+// not deleted).
+type ScheduleDifference struct {
+	ID      string   `json:"schedule_id"`
+	Differs []string `json:"differs"`
 }
 
 // ensure creates the Schedule want describes, or brings an existing one to
@@ -47,8 +67,24 @@ type ScheduleSync struct {
 // apply an old one. What an operator decides at run time is kept: a
 // paused Schedule stays paused, with its note. A Schedule already as
 // configured is not written (its update time says when it last changed).
-// Every change is logged with the fields it changed.
+// Every change is logged with the fields it changed. Read-only (Differs),
+// it only reads the Schedule.
 func (s ScheduleSync) ensure(ctx context.Context, c client.Client, want ScheduleConfig) error {
+	if s.Differs != nil {
+		d, err := c.ScheduleClient().GetHandle(ctx, want.ID).Describe(ctx)
+		var notFound *serviceerror.NotFound
+		switch {
+		case errors.As(err, &notFound):
+			s.Differs(ScheduleDifference{ID: want.ID, Differs: []string{"missing"}})
+		case err != nil:
+			return fmt.Errorf("describe schedule %s: %w", want.ID, err)
+		default:
+			if changed := s.differences(d.Schedule, want); len(changed) > 0 {
+				s.Differs(ScheduleDifference{ID: want.ID, Differs: changed})
+			}
+		}
+		return nil
+	}
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 		ID:      want.ID,
 		Spec:    want.spec(),
@@ -91,6 +127,34 @@ func (s ScheduleSync) ensure(ctx context.Context, c client.Client, want Schedule
 		}
 		s.Log.Info("schedule brought to the configuration", "schedule_id", want.ID, "changed", changed,
 			"every", want.Every.String(), "task_queue", want.TaskQueue, "paused", paused)
+	}
+	return nil
+}
+
+// remove deletes the Schedule id, one the configuration has none of (why
+// says which setting: "PSP_CATCHUP_INTERVAL=0"); a Schedule already gone
+// is not an error. The deletion is logged. Read-only (Differs), it only
+// reads the Schedule.
+func (s ScheduleSync) remove(ctx context.Context, c client.Client, id, why string) error {
+	h := c.ScheduleClient().GetHandle(ctx, id)
+	var err error
+	if s.Differs != nil {
+		_, err = h.Describe(ctx)
+	} else {
+		err = h.Delete(ctx)
+	}
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return nil
+	case err != nil && s.Differs != nil:
+		return fmt.Errorf("describe schedule %s: %w", id, err)
+	case err != nil:
+		return fmt.Errorf("delete schedule %s (%s): %w", id, why, err)
+	case s.Differs != nil:
+		s.Differs(ScheduleDifference{ID: id, Differs: []string{"exists"}})
+	default:
+		s.Log.Info("schedule deleted: the configuration has none", "schedule_id", id, "because", why)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
@@ -97,6 +98,37 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 	require.Equal(t, queues.Maintenance, d.Schedule.Action.(*client.ScheduleWorkflowAction).TaskQueue)
 	require.True(t, d.Schedule.State.Paused)
 	require.Equal(t, 3, logs.count("schedule brought to the configuration"))
+
+	// Read-only (Differs, what the current build's workers check between
+	// their writes): what differs is named, nothing is written.
+	var found []workflows.ScheduleDifference
+	check := schedules
+	check.Differs = func(d workflows.ScheduleDifference) { found = append(found, d) }
+	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, check, queues, time.Hour, first))
+	require.Equal(t, []workflows.ScheduleDifference{{ID: id, Differs: []string{"interval", "arguments"}}}, found)
+	unchanged, err := handle.Describe(ctx)
+	require.NoError(t, err)
+	require.Equal(t, d.Info.LastUpdateAt, unchanged.Info.LastUpdateAt, "a check writes nothing")
+	require.Equal(t, []client.ScheduleIntervalSpec{{Every: 30 * time.Minute}}, unchanged.Schedule.Spec.Intervals)
+	found = nil
+	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, check, queues, 30*time.Minute, changed))
+	require.Empty(t, found, "as configured")
+	catchUp := c.ScheduleClient().GetHandle(ctx, workflows.PSPCatchUpScheduleID(queues.Base))
+	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, check, queues, time.Minute))
+	require.Equal(t, []workflows.ScheduleDifference{{ID: workflows.PSPCatchUpScheduleID(queues.Base), Differs: []string{"missing"}}}, found)
+	_, err = catchUp.Describe(ctx)
+	var notFound *serviceerror.NotFound
+	require.ErrorAs(t, err, &notFound, "a check creates nothing")
+	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, time.Minute))
+	found = nil
+	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, check, queues, 0))
+	require.Equal(t, []workflows.ScheduleDifference{{ID: workflows.PSPCatchUpScheduleID(queues.Base), Differs: []string{"exists"}}}, found)
+	_, err = catchUp.Describe(ctx)
+	require.NoError(t, err, "a check deletes nothing")
+	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, 0))
+	require.Equal(t, 1, logs.count("schedule deleted: the configuration has none"), "a deletion is logged")
+	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, 0))
+	require.Equal(t, 1, logs.count("schedule deleted: the configuration has none"), "one already gone: nothing done, nothing said")
 
 	// Arguments written under a key since retired don't decode: they are
 	// not taken as the configured ones, and are written again.

@@ -145,6 +145,7 @@ type Worker struct {
 	starts      *prometheus.CounterVec
 	reconcile   *prometheus.GaugeVec
 	reconciled  prometheus.Gauge
+	schedules   prometheus.Gauge
 	// chargeMismatches and pspRefusals count what needs a human's look
 	// although no money went wrong.
 	chargeMismatches *prometheus.CounterVec
@@ -190,6 +191,10 @@ func NewWorker(r *prometheus.Registry) *Worker {
 			Help: "When the last reconciliation finished (Unix time); alert when it grows old.",
 		}),
 	}
+	w.schedules = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "pix_schedules_differing",
+		Help: "The service's Temporal Schedules that differ from this worker's configuration at its last check (every 15 s, while its build is current; 0 otherwise). The workers write them only at their start and their build's promotion: another worker of the build started with other settings, or a hand edit; roll every worker to one configuration.",
+	})
 	w.chargeMismatches = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pix_charge_not_concluded_total",
 		Help: "PIX credited that named a charge (txid) they did not conclude, by outcome (other_account, amount_mismatch, not_open, unknown_charge); each needs a look.",
@@ -198,7 +203,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		Name: "pix_psp_attention_total",
 		Help: "PSP answers that need a human, about a transfer, a devolução or the catch-up's listing, by kind (PSPRequestRefused: our credentials or request; RejectionUnconfirmed, PSPTransferMismatch, RefundUnconfirmed; PSPRefundMismatch, ReversalUnconfirmed; PSPListingIncomplete) and status code; nothing is refunded nor reversed on them; alert on any.",
 	}, []string{"kind", "status_code"})
-	r.MustRegister(w.credits, w.failures, w.transfers, w.refunds, w.dispatchLag, w.starts, w.reconcile, w.reconciled, w.chargeMismatches, w.pspAttention)
+	r.MustRegister(w.credits, w.failures, w.transfers, w.refunds, w.dispatchLag, w.starts, w.reconcile, w.reconciled, w.schedules, w.chargeMismatches, w.pspAttention)
 	return w
 }
 
@@ -213,6 +218,14 @@ func (w *Worker) Reconciled(r db.Reconciliation) {
 	w.reconcile.WithLabelValues("refunds_over_credit").Set(float64(len(r.RefundsOverCredit)))
 	w.reconcile.WithLabelValues("refund_contradictions").Set(float64(len(r.RefundContradictions)))
 	w.reconciled.SetToCurrentTime()
+}
+
+// SchedulesDiffering publishes how many of the service's Schedules differ
+// from this worker's configuration (worker.KeepSchedules).
+func (w *Worker) SchedulesDiffering(n int) {
+	if w != nil {
+		w.schedules.Set(float64(n))
+	}
 }
 
 // DispatchLag observes one first workflow start of a row of kind, lag after

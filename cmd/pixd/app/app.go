@@ -687,8 +687,9 @@ func (a *App) sagaEnv() saga.Env {
 }
 
 // scheduleKeepInterval is how often a versioned worker asks whether its
-// build is current and, if so, brings the Schedules to its configuration:
-// a build an operator promotes writes its settings this soon.
+// build is current (a build an operator promotes writes its settings this
+// soon) and, while it is, compares the Schedules with its configuration
+// (reads: it writes them only at its start and its build's promotion).
 const scheduleKeepInterval = 15 * time.Second
 
 func (a *App) runTemporalWorker(ctx context.Context) error {
@@ -710,17 +711,7 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 		}
 	}
 	workers := worker.New(a.Temporal, registry.All, env, opts)
-	syncSchedules := func(ctx context.Context) error {
-		for _, d := range registry.All {
-			if d.Schedule == nil {
-				continue
-			}
-			if err := d.Schedule(ctx, a.Temporal, env); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	schedules := worker.Schedules{Client: a.Temporal, Sagas: registry.All, Env: env}
 	ready, err := setUpWhileReachable(ctx, a.Log, a.waitForTemporal, func(ctx context.Context) error {
 		if err := workflows.CheckSearchAttributes(ctx, a.Temporal, a.Cfg.TemporalNamespace); err != nil {
 			return err
@@ -728,7 +719,7 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 		if a.Cfg.WorkerVersioning {
 			return nil // the current build's worker keeps them (below)
 		}
-		return syncSchedules(ctx)
+		return schedules.Sync(ctx)
 	})
 	if !ready {
 		return err // nil: stopped while starting
@@ -741,7 +732,7 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 	if a.Cfg.WorkerVersioning {
 		g.Go(func() error { return worker.Promote(ctx, a.Temporal, opts.Version, a.Cfg.WorkerPromote, a.Log) })
 		g.Go(func() error {
-			return worker.KeepSchedules(ctx, a.Temporal, opts.Version, scheduleKeepInterval, syncSchedules, a.Log)
+			return worker.KeepSchedules(ctx, schedules, opts.Version, scheduleKeepInterval)
 		})
 	}
 	if a.Cfg.DispatcherEnabled {
