@@ -1,14 +1,9 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +19,7 @@ import (
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/metrics"
+	"github.com/pixbank/pix/internal/tooling/logtest"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/registry"
@@ -53,7 +49,7 @@ func TestTwoPoolsOfOneBuildWriteTheSchedulesOnce(t *testing.T) {
 	a.keep(t, v)
 	require.Eventually(t, func() bool { return writes.Load() == 3 }, 30*time.Second, 10*time.Millisecond,
 		"pool A creates the retention, reconciliation and catch-up Schedules")
-	require.Equal(t, 2, a.log.count("schedules: could not bring them to the configuration; asked again"))
+	require.Equal(t, 2, a.log.Count("schedules: could not bring them to the configuration; asked again"))
 
 	// Pool B, the same build: INBOX_RETENTION=168h and the catch-up off.
 	b := newPool(t, s, queues, &writes, func(cfg *config.Config) { cfg.InboxRetention = 168 * time.Hour; cfg.PSPCatchUpInterval = 0 })
@@ -69,14 +65,14 @@ func TestTwoPoolsOfOneBuildWriteTheSchedulesOnce(t *testing.T) {
 	// Pool A, written over, says so (again if it looked between B's two
 	// writes), not at every interval, and counts what differs.
 	warning := "schedules differ from this worker's configuration: another worker of this build wrote its settings (or a hand edit); left as they are"
-	said := a.log.count(warning)
+	said := a.log.Count(warning)
 	require.NotZero(t, said)
 	require.Contains(t, a.log.String(), fmt.Sprintf(`"differences":[{"schedule_id":%q,"differs":["arguments"]},{"schedule_id":%q,"differs":["missing"]}]`,
 		workflows.RetentionScheduleID(queues.Base), workflows.PSPCatchUpScheduleID(queues.Base)))
 	require.EqualValues(t, 2, a.differing(t))
 	a.waitAsked(t, 10)
-	require.Equal(t, said, a.log.count(warning), "said when it appeared or changed, not at every interval")
-	require.Zero(t, b.log.count(warning))
+	require.Equal(t, said, a.log.Count(warning), "said when it appeared or changed, not at every interval")
+	require.Zero(t, b.log.Count(warning))
 	require.Zero(t, b.differing(t))
 	require.EqualValues(t, 5, writes.Load())
 }
@@ -128,15 +124,15 @@ func TestOnlyTheCurrentBuildKeepsTheSchedules(t *testing.T) {
 type pool struct {
 	c       *counted
 	env     saga.Env
-	log     *syncBuffer
+	log     *logtest.Lines
 	metrics *prometheus.Registry
 }
 
 func newPool(t *testing.T, s *temporaltest.Server, queues workflows.TaskQueues, writes *atomic.Int64, tune func(*config.Config)) *pool {
 	cfg := config.Default()
 	tune(&cfg)
-	log := &syncBuffer{}
-	logger := slog.New(slog.NewJSONHandler(log, nil))
+	log := &logtest.Lines{}
+	logger := log.Logger()
 	reg := prometheus.NewRegistry()
 	return &pool{
 		c: &counted{Client: s.Client(t), writes: writes},
@@ -284,34 +280,4 @@ type countedDeployment struct {
 func (d countedDeployment) Describe(ctx context.Context, o client.WorkerDeploymentDescribeOptions) (client.WorkerDeploymentDescribeResponse, error) {
 	d.asked.Add(1)
 	return d.WorkerDeploymentHandle.Describe(ctx, o)
-}
-
-// syncBuffer is a log's destination that a test reads while it is written.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// count is how many lines have msg as their message.
-func (b *syncBuffer) count(msg string) int {
-	n := 0
-	for line := range strings.Lines(b.String()) {
-		var entry struct{ Msg string }
-		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == msg {
-			n++
-		}
-	}
-	return n
 }

@@ -4,11 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +16,7 @@ import (
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/codec"
+	"github.com/pixbank/pix/internal/tooling/logtest"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/workflows"
 )
@@ -38,14 +35,14 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-sched%d", time.Now().UnixNano()))
-	logs := &lines{}
-	schedules := workflows.ScheduleSync{DataConverter: converters.DataConverter, Log: slog.New(slog.NewJSONHandler(logs, nil))}
+	logs := &logtest.Lines{}
+	schedules := workflows.ScheduleSync{DataConverter: converters.DataConverter, Log: logs.Logger()}
 	id := workflows.RetentionScheduleID(queues.Base)
 	handle := c.ScheduleClient().GetHandle(ctx, id)
 
 	first := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: 168 * time.Hour, InboxRetention: 720 * time.Hour}
 	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, time.Hour, first))
-	require.Equal(t, 1, logs.count("schedule created"))
+	require.Equal(t, 1, logs.Count("schedule created"))
 	require.NoError(t, handle.Pause(ctx, client.SchedulePauseOptions{Note: "paused by on-call: incident 42"}))
 	paused, err := handle.Describe(ctx)
 	require.NoError(t, err)
@@ -55,7 +52,7 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 	again, err := handle.Describe(ctx)
 	require.NoError(t, err)
 	require.Equal(t, paused.Info.LastUpdateAt, again.Info.LastUpdateAt, "a Schedule as configured is not updated")
-	require.Zero(t, logs.count("schedule brought to the configuration"))
+	require.Zero(t, logs.Count("schedule brought to the configuration"))
 
 	// A start with INBOX_RETENTION=168h, the interval unchanged.
 	changed := first
@@ -71,7 +68,7 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 	require.Equal(t, queues.Maintenance, action.TaskQueue)
 	require.True(t, d.Schedule.State.Paused, "the operator's pause is kept")
 	require.Equal(t, "paused by on-call: incident 42", d.Schedule.State.Note)
-	require.Equal(t, 1, logs.count("schedule brought to the configuration"))
+	require.Equal(t, 1, logs.Count("schedule brought to the configuration"))
 	require.Contains(t, logs.String(), `"changed":["arguments"]`)
 
 	// Then RETENTION_INTERVAL=30m.
@@ -80,7 +77,7 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []client.ScheduleIntervalSpec{{Every: 30 * time.Minute}}, d.Schedule.Spec.Intervals)
 	require.True(t, d.Schedule.State.Paused)
-	require.Equal(t, 2, logs.count("schedule brought to the configuration"))
+	require.Equal(t, 2, logs.Count("schedule brought to the configuration"))
 	require.Contains(t, logs.String(), `"changed":["interval"]`)
 
 	// A Schedule an operator edited by hand (another queue, a cron) is
@@ -97,7 +94,7 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 	require.Empty(t, d.Schedule.Spec.Calendars)
 	require.Equal(t, queues.Maintenance, d.Schedule.Action.(*client.ScheduleWorkflowAction).TaskQueue)
 	require.True(t, d.Schedule.State.Paused)
-	require.Equal(t, 3, logs.count("schedule brought to the configuration"))
+	require.Equal(t, 3, logs.Count("schedule brought to the configuration"))
 
 	// Read-only (Differs, what the current build's workers check between
 	// their writes): what differs is named, nothing is written.
@@ -126,42 +123,12 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 	_, err = catchUp.Describe(ctx)
 	require.NoError(t, err, "a check deletes nothing")
 	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, 0))
-	require.Equal(t, 1, logs.count("schedule deleted: the configuration has none"), "a deletion is logged")
+	require.Equal(t, 1, logs.Count("schedule deleted: the configuration has none"), "a deletion is logged")
 	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, 0))
-	require.Equal(t, 1, logs.count("schedule deleted: the configuration has none"), "one already gone: nothing done, nothing said")
+	require.Equal(t, 1, logs.Count("schedule deleted: the configuration has none"), "one already gone: nothing done, nothing said")
 
 	// Arguments written under a key since retired don't decode: they are
 	// not taken as the configured ones, and are written again.
 	require.False(t, workflows.ScheduleSync{DataConverter: converter.GetDefaultDataConverter(), Log: schedules.Log}.
 		SameArgsForTest(action.Args, []any{changed}), "encrypted arguments never read as plain JSON")
-}
-
-// lines collects the JSON log lines a test's logger writes.
-type lines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// count is how many lines have msg as their message.
-func (l *lines) count(msg string) int {
-	n := 0
-	for line := range strings.Lines(l.String()) {
-		var entry struct{ Msg string }
-		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == msg {
-			n++
-		}
-	}
-	return n
 }

@@ -5,8 +5,8 @@
 // (devauth: pixctl token and dev-issuer) and certificates (devpki: pixctl
 // dev-pki and demo; testpki for the tests), a Temporal dev server
 // (temporaltest) and a NATS server (natstest) for the tests, each the
-// pinned binary in .bin started as a process, the PSP simulator (pspsim:
-// cmd/pspsim, and pixctl's tests).
+// pinned binary in .bin started as a process, the log lines a test reads
+// (logtest), the PSP simulator (pspsim: cmd/pspsim, and pixctl's tests).
 //
 // The rest of the tooling is a module of its own, tooling/ at the
 // repository's root (github.com/pixbank/pix/tooling): the load generator
