@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"time"
 
@@ -29,16 +30,17 @@ const CatchUpPSP = "catchup"
 
 // ErrTypePSPListingIncomplete: the PSP's listing of a window can't be
 // taken as complete (fewer distinct PIX than its quantidadeTotalDeItens,
-// listed again and still short; or more than MaxCatchUpPages pages). The
-// covered window stays; counted in pix_psp_attention_total; the run fails.
+// listed again and still short; or more pages than a listing may take).
+// The covered window stays; counted in pix_psp_attention_total; the run
+// fails, and the next lists the window again.
 const ErrTypePSPListingIncomplete = "PSPListingIncomplete"
 
-// CatchUpStore is what the PSP catch-up needs of the database: the inbox's
-// receive path (the webhooks'), the refund notices' (db.NoteRefundNotices)
-// and its covered window.
+// CatchUpStore is what the PSP catch-up needs of the database: the
+// listing's way into the inbox (db.Store.StoreListed: what is stored
+// already is compared, not written), the refund notices'
+// (db.NoteRefundNotices) and its covered window.
 type CatchUpStore interface {
-	Receive(ctx context.Context, n pix.Notification) (pix.Receipt, error)
-	ReceiveBatch(ctx context.Context, ns []pix.Notification) ([]pix.Receipt, error)
+	StoreListed(ctx context.Context, ns []pix.Notification) ([]db.ListedOutcome, error)
 	db.RefundNoter
 	CatchUpNow(ctx context.Context) (time.Time, error)
 	CatchUpCoveredUntil(ctx context.Context) (until time.Time, ok bool, err error)
@@ -61,6 +63,9 @@ type CatchUp struct {
 	Overlap, Lookback, Grace time.Duration
 	// PerPage is paginacao.itensPorPagina (0: psp.MaxReceivedPerPage).
 	PerPage int
+	// PartPages is how many pages one part of a window may take
+	// (ListPSPPart; 0: MaxCatchUpPages).
+	PartPages int
 	// PageRetryWait is the first wait before a page that got no answer is
 	// asked again, doubling (0: a second); see CatchUpPageTries.
 	PageRetryWait time.Duration
@@ -73,22 +78,28 @@ type CatchUp struct {
 
 // CatchUpWindow is one window of the PSP's record to list: the PIX the PSP
 // created from Start to End, both included. CoveredFrom is the covered
-// window's end the scheduled run started from, which fences its advance
-// (nil: none was covered yet). Manual is a window an operator asked for
-// (pixctl psp catchup): it never moves the covered window.
+// window's end the run started from (or last recorded), which fences its
+// advance: nil before any window was covered, and for an operator's window
+// (Manual) that starts after the covered end, which then moves nothing.
 type CatchUpWindow struct {
 	Start, End  time.Time
 	CoveredFrom *time.Time `json:",omitempty"`
 	Manual      bool       `json:",omitempty"`
 }
 
+// CatchUpPart is what ListPSPPart listed: the leading part of a window,
+// from its Start to Through (both included), every page of it stored.
+type CatchUpPart struct {
+	Through time.Time
+	Counts  CatchUpCounts
+}
+
 // CatchUpCounts is what a listing found: Listed PIX, of which New (stored
 // first by the catch-up: a webhook that never came), Duplicate (stored
 // already, changed nothing), Mismatched (stored already with other money
-// fields: nothing changed) and Refused (not stored: our decoder or the
-// inbox refused it); Pages listed. A window listed again from its first
-// page (a listing short of the PSP's quantidadeTotalDeItens) counts each
-// pass.
+// fields: nothing changed) and Refused (not stored: our decoder refused
+// it); Pages listed. A window listed again from its first page (a listing
+// short of the PSP's quantidadeTotalDeItens) counts each pass.
 type CatchUpCounts struct {
 	Pages, Listed, New, Duplicate, Mismatched, Refused int
 }
@@ -103,15 +114,18 @@ func (c *CatchUpCounts) Add(o CatchUpCounts) {
 	c.Refused += o.Refused
 }
 
-// catchUpProgress is ListPSPWindow's heartbeat: the next page to list,
-// and what the pages before it found. A retry of the activity (the same
-// window) resumes there.
+// catchUpProgress is a listing's heartbeat: the part of the window it
+// lists, the next page to list, and what the pages before it found. A
+// retry of the activity (the same window) resumes there.
 type catchUpProgress struct {
 	NextPage int
 	Counts   CatchUpCounts
 	// PerPage is the page size of NextPage when it is not the configured
 	// one (a listing again from page 0 changes it: see relistPerPage).
 	PerPage int `json:",omitempty"`
+	// PartEnd is the end of the part being listed, when it is not the
+	// window's (ListPSPPart).
+	PartEnd *time.Time `json:",omitempty"`
 }
 
 // relistPerPage is the page size of a listing again: another than the
@@ -123,11 +137,17 @@ func relistPerPage(last int) int {
 	return max(1, last*2/3)
 }
 
-// MaxCatchUpPages bounds the pages of one window's listing: a PSP that
-// says more (or keeps answering pages) fails the run visibly, and the
-// covered window stays; an operator lists such a window in smaller parts
-// (pixctl psp catchup).
+// MaxCatchUpPages is how many pages one part of a window may take
+// (CatchUp.PartPages' default): a window the PSP says holds more is split
+// by time (ListPSPPart). At the spec's 1,000 PIX a page, a part is up to
+// a million PIX; at a PSP's 2 a page, 2,000.
 const MaxCatchUpPages = 1000
+
+// minCatchUpPart is the shortest part a window is split into: a PSP may
+// cut inicio and fim to the second (psp.ListReceived accepts it), so a
+// part is whole seconds, and a part of one second is listed whole however
+// many pages it takes.
+const minCatchUpPart = time.Second
 
 // catchUpRelistings is how many times a listing that saw fewer distinct
 // PIX than the PSP's quantidadeTotalDeItens is listed again from its first
@@ -157,17 +177,61 @@ func (a *CatchUp) BeginCatchUp(ctx context.Context) (CatchUpWindow, error) {
 	return w, nil
 }
 
-// ListPSPWindow lists every page of the PSP's record of the window (GET
-// /pix, paginacao.paginaAtual from 0 to quantidadeDePaginas-1) and stores
-// each PIX through the webhooks' receive path: decoded as a webhook's item
-// (notification.DecodeAPIPixItem), stored under its unique end_to_end_id
-// (a PIX stored already is a duplicate and changes nothing), credited by
-// the dispatcher once committed, and the final outcomes of its devolucoes
-// noted for the refund sagas. A PIX the inbox holds with other money
-// fields (a payload mismatch), or that our decoder refuses, is logged with
-// its end_to_end_id, counted, and left: it holds back neither the page's
-// other PIX nor the window. It heartbeats after each page stored; a retry
-// resumes after the last one.
+// BeginManualCatchUp decides whether an operator's window (pixctl psp
+// catchup) may move the covered window: when it starts at or before the
+// covered end, every PIX before its own end is then listed once it is, and
+// its advance is fenced as a scheduled run's (CoveredFrom, the covered end
+// read now). A window that starts after the covered end, or before any
+// was covered (the lookback would be skipped), moves nothing.
+func (a *CatchUp) BeginManualCatchUp(ctx context.Context, w CatchUpWindow) (CatchUpWindow, error) {
+	covered, ok, err := a.Store.CatchUpCoveredUntil(ctx)
+	if err != nil {
+		return CatchUpWindow{}, technicalFailure(err)
+	}
+	w.Manual, w.CoveredFrom = true, nil
+	if ok && !w.Start.After(covered) {
+		w.CoveredFrom = &covered
+	}
+	return w, nil
+}
+
+// ListPSPPart lists the leading part of the window that one listing may
+// take, and says where it ends (Through): the whole window when the PSP
+// says it holds at most PartPages pages, else a part of it from its Start,
+// cut by time in proportion to the pages the PSP says it holds (and a
+// tenth less, as the PIX are not spread evenly), in whole seconds, asked
+// again until it fits or is a second long (minCatchUpPart). The workflow
+// records each part's end as covered, then lists the rest: whatever the
+// PSP's page size, its volume or the outage behind, every run moves the
+// covered window forward (a window that could never be listed whole no
+// longer holds it where it is). A part's page 0 that says it is too large
+// is asked, not stored; the part's end is in the heartbeat, with the page,
+// so that a retry resumes the same part.
+func (a *CatchUp) ListPSPPart(ctx context.Context, w CatchUpWindow) (CatchUpPart, error) {
+	return a.list(ctx, w, true)
+}
+
+// ListPSPWindow lists the whole window (ListPSPPart's listing, never
+// split; more than PartPages pages fail it): the activity of the runs
+// begun by a release that listed a window in one part, kept so that such a
+// run still open when the workers are upgraded ends as it began.
+func (a *CatchUp) ListPSPWindow(ctx context.Context, w CatchUpWindow) (CatchUpCounts, error) {
+	part, err := a.list(ctx, w, false)
+	return part.Counts, err
+}
+
+// list lists every page of the PSP's record of w's leading part (all of w
+// unless split lets it cut w: see ListPSPPart) (GET /pix,
+// paginacao.paginaAtual from 0 to quantidadeDePaginas-1) and stores each
+// PIX through the inbox's listing path (db.Store.StoreListed): decoded as
+// a webhook's item (notification.DecodeAPIPixItem), stored under its
+// unique end_to_end_id when no webhook stored it, credited by the
+// dispatcher once committed; compared, and nothing written, when stored
+// already; and the final outcomes of its devolucoes noted for the refund
+// sagas. A PIX stored with other money fields (a payload mismatch), or
+// that our decoder refuses, is logged with its end_to_end_id, counted,
+// and left: it holds back neither the page's other PIX nor the window. It
+// heartbeats after each page stored; a retry resumes after the last one.
 //
 // The pages are not trusted to form one snapshot (a PSP whose order is not
 // stable shows some PIX twice and others never): a listing from page 0
@@ -177,17 +241,16 @@ func (a *CatchUp) BeginCatchUp(ctx context.Context) (CatchUpWindow, error) {
 // (ErrTypePSPListingIncomplete, counted in pix_psp_attention_total), so
 // that nothing advances. A retry resumed from the heartbeat lost the
 // earlier pages' ids and can't tell: it lists its remaining pages, then
-// the window again from page 0, judged so; it never reports success on a
-// listing it did not judge. An empty page
-// once the items reach the total ends the listing, whatever
-// quantidadeDePaginas says; a page count no page size could give is
-// unintelligible; more than MaxCatchUpPages pages fail the run.
+// the part again from page 0, judged so; it never reports success on a
+// listing it did not judge. An empty page once the items reach the total
+// ends the listing, whatever quantidadeDePaginas says; a page count no
+// page size could give is unintelligible.
 //
 // The PSP's answers follow psp.Classify: no answer is PSPUnavailable
 // (retried); a refused request (our credentials, a wrong URL) is
 // PSPRequestRefused, counted in pix_psp_attention_total and retried, then
-// the run fails. Either way nothing is advanced: the window is listed again.
-func (a *CatchUp) ListPSPWindow(ctx context.Context, w CatchUpWindow) (CatchUpCounts, error) {
+// the run fails. Either way nothing is advanced: the part is listed again.
+func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchUpPart, error) {
 	info := activity.GetInfo(ctx)
 	log := a.Logger.With("workflow_id", info.WorkflowExecution.ID, "attempt", info.Attempt,
 		"window_start", w.Start.Format(time.RFC3339), "window_end", w.End.Format(time.RFC3339))
@@ -197,52 +260,125 @@ func (a *CatchUp) ListPSPWindow(ctx context.Context, w CatchUpWindow) (CatchUpCo
 			progress = catchUpProgress{} // unreadable: list the window again from its first page
 		}
 	}
-	perPage := a.PerPage
-	if perPage <= 0 || perPage > psp.MaxReceivedPerPage {
-		perPage = psp.MaxReceivedPerPage
+	part := w
+	if p := progress.PartEnd; split && p != nil && p.After(w.Start) && !p.After(w.End) {
+		part.End = *p
 	}
+	configured := a.PerPage
+	if configured <= 0 || configured > psp.MaxReceivedPerPage {
+		configured = psp.MaxReceivedPerPage
+	}
+	perPage := configured
 	if progress.PerPage > 0 && progress.PerPage <= psp.MaxReceivedPerPage {
 		perPage = progress.PerPage // NextPage counts pages of that size
 	}
-	seen := listingSeen{ids: map[string]struct{}{}}
+	lst := listing{a: a, log: log, split: split}
+	lst.reset(part)
 	if progress.NextPage > 0 {
 		// Resumed from a heartbeat: the ids of the pages before NextPage
 		// are lost, so this listing can't be judged. Its last pages are
 		// stored all the same (an attempt that fails again leaves them
-		// stored); then the window is listed from page 0, judged below.
-		if _, err := a.listPages(ctx, log, w, perPage, &progress, &seen); err != nil {
-			return progress.Counts, err
+		// stored); then the part is listed from page 0, judged below.
+		if _, err := lst.pages(ctx, perPage, &progress); err != nil {
+			return CatchUpPart{Counts: progress.Counts}, err
 		}
-		log.InfoContext(ctx, "psp catch-up: a listing resumed from its heartbeat can't be judged; listing the window again from page 0",
-			"pages", progress.Counts.Pages, "per_page", perPage)
+		log.InfoContext(ctx, "psp catch-up: a listing resumed from its heartbeat can't be judged; listing the part again from page 0",
+			"pages", progress.Counts.Pages, "per_page", perPage, "part_end", lst.part.End.Format(time.RFC3339))
 		progress.NextPage = 0
 		activity.RecordHeartbeat(ctx, progress) // a retry from here lists from page 0, and judges
-		seen.nextPass()
+		lst.seen.nextPass()
 	}
 	for pass := 0; ; pass++ {
-		total, err := a.listPages(ctx, log, w, perPage, &progress, &seen)
-		if err != nil {
-			return progress.Counts, err
+		total, err := lst.pages(ctx, perPage, &progress)
+		var tooLarge *partTooLarge
+		if errors.As(err, &tooLarge) {
+			// Not stored: the smaller part is listed from its page 0, at the
+			// configured size, and judged afresh.
+			end := lst.shorter(tooLarge.pages)
+			log.InfoContext(ctx, "psp catch-up: the window holds more pages than one listing takes; listing it part by part",
+				"pages", tooLarge.pages, "part_pages", lst.partPages(), "part_end", end.Format(time.RFC3339))
+			lst.reset(CatchUpWindow{Start: part.Start, End: end})
+			perPage, pass = configured, -1
+			progress = catchUpProgress{Counts: progress.Counts, PartEnd: &end}
+			activity.RecordHeartbeat(ctx, progress)
+			continue
 		}
-		if seen.count() >= total {
+		if err != nil {
+			return CatchUpPart{Counts: progress.Counts}, err
+		}
+		if lst.seen.count() >= total {
 			break
 		}
 		if pass == catchUpRelistings {
-			// A retry lists the window again from page 0, and judges again.
-			activity.RecordHeartbeat(ctx, catchUpProgress{Counts: progress.Counts}) // from page 0, the configured size
-			return progress.Counts, pspNeedsAttention(ctx, a.Metrics, log, ErrTypePSPListingIncomplete, 0,
-				fmt.Errorf("psp listed %d distinct PIX of the %d it says the window holds, in %d passes", seen.count(), total, pass+1),
+			// A retry lists the part again from page 0, and judges again.
+			activity.RecordHeartbeat(ctx, catchUpProgress{Counts: progress.Counts, PartEnd: progress.PartEnd}) // from page 0, the configured size
+			return CatchUpPart{Counts: progress.Counts}, pspNeedsAttention(ctx, a.Metrics, log, ErrTypePSPListingIncomplete, 0,
+				fmt.Errorf("psp listed %d distinct PIX of the %d it says the window holds, in %d passes", lst.seen.count(), total, pass+1),
 				"the catch-up's window stays where it is and is listed again")
 		}
 		perPage = relistPerPage(perPage)
 		log.WarnContext(ctx, "psp catch-up: the listing saw fewer PIX than the PSP says the window holds (its order is not stable?); listing it again from page 0",
-			"distinct", seen.count(), "total", total, "pass", pass+1, "per_page", perPage)
+			"distinct", lst.seen.count(), "total", total, "pass", pass+1, "per_page", perPage)
 		progress.NextPage, progress.PerPage = 0, perPage
-		seen.nextPass()
+		lst.seen.nextPass()
 	}
-	log.InfoContext(ctx, "psp catch-up window listed", "manual", w.Manual, "pages", progress.Counts.Pages, "listed", progress.Counts.Listed,
-		"new", progress.Counts.New, "duplicate", progress.Counts.Duplicate, "mismatched", progress.Counts.Mismatched, "refused", progress.Counts.Refused)
-	return progress.Counts, nil
+	c := progress.Counts
+	log.InfoContext(ctx, "psp catch-up part listed", "manual", w.Manual, "through", lst.part.End.Format(time.RFC3339), "pages", c.Pages,
+		"listed", c.Listed, "new", c.New, "duplicate", c.Duplicate, "mismatched", c.Mismatched, "refused", c.Refused)
+	return CatchUpPart{Through: lst.part.End, Counts: c}, nil
+}
+
+// partTooLarge: a part's page 0 says it holds more pages than a listing
+// takes (listing.pages), and it can be split.
+type partTooLarge struct{ pages int }
+
+func (e *partTooLarge) Error() string { return fmt.Sprintf("the part holds %d pages", e.pages) }
+
+// listing is one listing of a part of a window: the part, and the
+// end_to_end_ids its passes saw.
+type listing struct {
+	a     *CatchUp
+	log   *slog.Logger
+	split bool
+	part  CatchUpWindow
+	seen  listingSeen
+}
+
+// reset starts the listing of part, nothing seen.
+func (l *listing) reset(part CatchUpWindow) {
+	l.part, l.seen = part, listingSeen{ids: map[string]struct{}{}}
+}
+
+// partPages is how many pages a part may take.
+func (l *listing) partPages() int { return cmp.Or(l.a.PartPages, MaxCatchUpPages) }
+
+// splittable is whether the part may still be cut.
+func (l *listing) splittable() bool { return l.split && l.part.End.Sub(l.part.Start) > minCatchUpPart }
+
+// maxPages bounds the pages a PSP may say a part holds past its page 0 (a
+// PSP that keeps answering pages, or whose record grows under the
+// listing): twice partPages for a part that may still be cut (a listing
+// again may ask another page size), and for a window listed whole (never
+// split: ListPSPWindow) partPages itself. A part of a second has no bound
+// but what the PSP holds.
+func (l *listing) maxPages() int {
+	switch {
+	case !l.split:
+		return l.partPages()
+	case l.splittable():
+		return 2 * l.partPages()
+	}
+	return math.MaxInt
+}
+
+// shorter is the end of a part of the listing's, from its start, that
+// should hold partPages pages, by the pages its whole holds: in
+// proportion, a tenth less, in whole seconds, at least minCatchUpPart and
+// always shorter than the part.
+func (l *listing) shorter(pages int) time.Time {
+	span := l.part.End.Sub(l.part.Start)
+	cut := time.Duration(float64(span) * float64(l.partPages()) / float64(pages) * 0.9).Truncate(minCatchUpPart)
+	return l.part.Start.Add(min(max(cut, minCatchUpPart), span-1))
 }
 
 // listingSeen is what a listing saw: the distinct end_to_end_ids of its
@@ -266,16 +402,19 @@ func (s *listingSeen) nextPass() {
 
 func (s *listingSeen) count() int { return len(s.ids) + max(s.unnamed, s.passUnnamed) }
 
-// listPages lists the window's pages from progress.NextPage to its last,
+// pages lists the part's pages from progress.NextPage to its last,
 // storing each (storePage) and heartbeating progress, and returns the last
-// page's quantidadeTotalDeItens.
-func (a *CatchUp) listPages(ctx context.Context, log *slog.Logger, w CatchUpWindow, perPage int, progress *catchUpProgress, seen *listingSeen) (total int, err error) {
+// page's quantidadeTotalDeItens. A page 0 that says the part holds more
+// than partPages pages, while the part may be cut, is a *partTooLarge,
+// nothing stored.
+func (l *listing) pages(ctx context.Context, perPage int, progress *catchUpProgress) (total int, err error) {
+	a, w := l.a, l.part
 	items := progress.NextPage * perPage // what the pages before held, at most
 	for page := progress.NextPage; ; page = progress.NextPage {
-		if page >= MaxCatchUpPages {
-			err := fmt.Errorf("psp catch-up: the window %s..%s has more than %d pages", w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), MaxCatchUpPages)
+		if page >= l.maxPages() {
+			err := fmt.Errorf("psp catch-up: the window %s..%s has more than %d pages", w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), l.maxPages())
 			a.Metrics.PSPNeedsAttention(ErrTypePSPListingIncomplete, 0)
-			log.ErrorContext(ctx, "psp catch-up: too many pages; the covered window stays where it is: list it in smaller windows (pixctl psp catchup)", "error", err)
+			l.log.ErrorContext(ctx, "psp catch-up: too many pages; the covered window stays where it is and the next run lists it again", "error", err)
 			return 0, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypePSPListingIncomplete, err)
 		}
 		got, err := a.listPage(ctx, psp.ReceivedQuery{Start: w.Start, End: w.End, Page: page, PerPage: perPage}, *progress)
@@ -283,10 +422,14 @@ func (a *CatchUp) listPages(ctx context.Context, log *slog.Logger, w CatchUpWind
 			if psp.Classify(err) == psp.AnswerTransient {
 				return 0, pspError(err)
 			}
-			return 0, pspRequestRefused(ctx, a.Metrics, log.With("page", page), err,
+			return 0, pspRequestRefused(ctx, a.Metrics, l.log.With("page", page), err,
 				"the catch-up's window stays where it is and is listed again")
 		}
-		counts, err := a.storePage(ctx, log, page, got.Items, seen)
+		intelligible := got.Pages <= max(1, got.TotalItems) && got.Pages >= (got.TotalItems+perPage-1)/perPage
+		if page == 0 && intelligible && got.Pages > l.partPages() && l.splittable() {
+			return 0, &partTooLarge{pages: got.Pages}
+		}
+		counts, err := a.storePage(ctx, l.log, page, got.Items, &l.seen)
 		if err != nil {
 			return 0, err
 		}
@@ -297,11 +440,17 @@ func (a *CatchUp) listPages(ctx context.Context, log *slog.Logger, w CatchUpWind
 		switch {
 		case len(got.Items) == 0 && items >= got.TotalItems:
 			return got.TotalItems, nil // past the last PIX, whatever quantidadeDePaginas says
-		case got.Pages > max(1, got.TotalItems) || got.Pages < (got.TotalItems+perPage-1)/perPage:
+		case !intelligible:
 			return 0, pspError(fmt.Errorf("%w: unintelligible answer: GET /pix page %d says %d pages of %d items, asked %d a page",
 				psp.ErrTransient, page, got.Pages, got.TotalItems, perPage))
-		case got.Pages > MaxCatchUpPages:
-			progress.NextPage = MaxCatchUpPages // fails above, visibly, at once
+		case got.Pages > l.maxPages():
+			progress.NextPage = l.maxPages() // fails above, visibly, at once
+		case len(got.Items) == 0 && progress.NextPage < got.Pages:
+			// A PIX never leaves the PSP's record: pages said to be left
+			// after an empty one can't be believed, and can't be listed
+			// for ever.
+			return 0, pspError(fmt.Errorf("%w: unintelligible answer: GET /pix page %d of %d is empty, %d of %d items listed",
+				psp.ErrTransient, page, got.Pages, items, got.TotalItems))
 		case progress.NextPage >= got.Pages:
 			return got.TotalItems, nil
 		}
@@ -332,10 +481,11 @@ func (a *CatchUp) listPage(ctx context.Context, q psp.ReceivedQuery, progress ca
 		backoff.WithNotify(func(error, time.Duration) { activity.RecordHeartbeat(ctx, progress) }))
 }
 
-// storePage stores one page's PIX, all in one transaction (ReceiveBatch,
-// as a webhook's); when the inbox refuses one of them (a payload mismatch),
-// which fails the whole batch, each is stored by itself, so that the
-// refused one holds back none of the others.
+// storePage stores one page's PIX through the inbox's listing path
+// (db.Store.StoreListed: one read of what is stored of them, one insert of
+// those stored nowhere; a PIX stored already is compared, nothing
+// written). A PIX stored with other money fields (a payload mismatch) is
+// logged, counted and left; it holds back none of the others.
 func (a *CatchUp) storePage(ctx context.Context, log *slog.Logger, page int, items []json.RawMessage, seen *listingSeen) (CatchUpCounts, error) {
 	counts := CatchUpCounts{Pages: 1, Listed: len(items)}
 	ns := make([]pix.Notification, 0, len(items))
@@ -357,33 +507,20 @@ func (a *CatchUp) storePage(ctx context.Context, log *slog.Logger, page int, ite
 	if len(ns) == 0 {
 		return counts, nil
 	}
-	receipts, err := a.Store.ReceiveBatch(ctx, ns)
-	var item *pix.ItemError
-	switch {
-	case err == nil:
-	case errors.As(err, &item) && pix.IsRefusal(err):
-		var stored []pix.Notification
-		receipts = nil
-		for _, n := range ns {
-			r, err := a.Store.Receive(ctx, n)
-			switch {
-			case err == nil:
-				stored, receipts = append(stored, n), append(receipts, r)
-			case pix.IsRefusal(err):
-				a.rejected(ctx, log, &counts, page, n, err)
-			default:
-				return CatchUpCounts{}, technicalFailure(err)
-			}
-		}
-		ns = stored
-	default:
+	outcomes, err := a.Store.StoreListed(ctx, ns)
+	if err != nil {
 		return CatchUpCounts{}, technicalFailure(err)
 	}
-	for i, r := range receipts {
+	for i, o := range outcomes {
 		n := ns[i]
 		attrs := []any{"end_to_end_id", n.EndToEndID, "txid", n.TxID, "pix_key", n.PixKey, "amount_cents", n.AmountCents, "page", page}
 		switch {
-		case !r.Duplicate:
+		case o.Mismatch():
+			counts.Mismatched++
+			a.Found.Rejected(metrics.CatchUpPayloadMismatch)
+			log.ErrorContext(ctx, "psp catch-up: the PSP's record of a PIX differs from the one stored (payload mismatch); never credited twice, a human must look",
+				append(attrs, "differs", o.Differs, "status", o.Status)...)
+		case o.New:
 			counts.New++
 			a.Found.Found(n.TxID != "")
 			if n.TxID != "" {
@@ -402,20 +539,6 @@ func (a *CatchUp) storePage(ctx context.Context, log *slog.Logger, page int, ite
 	return counts, nil
 }
 
-// rejected logs and counts a PIX the inbox refused.
-func (a *CatchUp) rejected(ctx context.Context, log *slog.Logger, counts *CatchUpCounts, page int, n pix.Notification, err error) {
-	attrs := []any{"end_to_end_id", n.EndToEndID, "txid", n.TxID, "pix_key", n.PixKey, "amount_cents", n.AmountCents, "page", page, "error", err}
-	if errors.Is(err, pix.ErrPayloadMismatch) {
-		counts.Mismatched++
-		a.Found.Rejected(metrics.CatchUpPayloadMismatch)
-		log.ErrorContext(ctx, "psp catch-up: the PSP's record of a PIX differs from the one stored (payload mismatch); never credited twice, a human must look", attrs...)
-		return
-	}
-	counts.Refused++
-	a.Found.Rejected(metrics.CatchUpRefused)
-	log.ErrorContext(ctx, "psp catch-up: the inbox refused a PIX the PSP listed; not stored, a human must look", attrs...)
-}
-
 // listedEndToEndID is the endToEndId of an item the decoder refused, for
 // its log line, when it has one that reads as such.
 func listedEndToEndID(raw json.RawMessage) string {
@@ -428,12 +551,13 @@ func listedEndToEndID(raw json.RawMessage) string {
 	return item.EndToEndID
 }
 
-// AdvanceCatchUp records that the scheduled run's window is covered, once
-// every page of it was stored: the covered window's end moves to w.End,
-// only from w.CoveredFrom (a late run changes nothing: moved is false). A
-// manual window moves nothing.
+// AdvanceCatchUp records that a window (or its leading part) is covered,
+// once every page of it was stored: the covered window's end moves to
+// w.End, only from w.CoveredFrom (a late run changes nothing: moved is
+// false). An operator's window moves it only when it started at or
+// before the covered end (BeginManualCatchUp set CoveredFrom).
 func (a *CatchUp) AdvanceCatchUp(ctx context.Context, w CatchUpWindow) (moved bool, err error) {
-	if w.Manual {
+	if w.Manual && w.CoveredFrom == nil {
 		return false, nil
 	}
 	moved, err = a.Store.AdvanceCatchUp(ctx, w.CoveredFrom, w.End)

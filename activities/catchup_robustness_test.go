@@ -3,8 +3,7 @@ package activities_test
 // The PSP catch-up against what an attack review of it found (issue 27,
 // item 3): clocks, late webhooks, re-listed failed PIX, endless or
 // unstable pagination, retried advances. Each test asserts what a
-// defect-free catch-up does; the two skipped are defects known and left.
-// They reuse the rig of catchup_test.go (PostgreSQL, a fake PSP record).
+// defect-free catch-up does. They reuse the rig of catchup_test.go (PostgreSQL, a fake PSP record).
 
 import (
 	"context"
@@ -240,62 +239,99 @@ func TestCatchUpResumedListingShortOfTheTotalFails(t *testing.T) {
 	require.True(t, r.covered().Equal(catchUpNow.Add(-5*time.Minute)), "the failed run moved nothing")
 }
 
-// 3. "A listed PIX whose money fields differ from the stored row is the
-// existing payload mismatch, visible." It is, while the row is pending;
-// once credited (the usual case: the webhook came first and was credited
-// within a second) another chave or txid under the same end_to_end_id and
-// amount is a silent duplicate: creditedBefore compares only the amount for
-// the API Pix format. The PSP's record says the money went to another key
-// than the account we credited, and nothing alerts.
-func TestCatchUpOtherKeyAfterCreditIsASilentDuplicate(t *testing.T) {
-	t.Skip("known: a credited row is compared by amount only for the API Pix format (creditedBefore): another chave or txid listed under the same end_to_end_id is a silent duplicate")
+// 3. A listed PIX whose chave or txid differs from the stored row's is the
+// payload mismatch, visible and counted, whatever the row's status: it
+// once was only while the row was pending; once credited (the usual case:
+// the webhook came first and was credited within a second) another chave
+// under the same end_to_end_id and amount was a silent duplicate, the
+// credit compared by its amount alone. The PSP's record says the money
+// went to another key than the account we credited: a human must look.
+func TestCatchUpOtherKeyIsAMismatchWhateverTheStatus(t *testing.T) {
 	r := newCatchUpRig(t)
 	ctx := context.Background()
 	_, err := r.store.CreateAccount(ctx, db.NewAccount{ID: "acc-other", OwnerName: "O"})
 	require.NoError(t, err)
 	_, err = r.store.CreatePixKey(ctx, db.NewPixKey{Key: "other@example.com", KeyType: "email", AccountID: "acc-other"})
 	require.NoError(t, err)
-	id := catchUpID(20)
-	_, err = r.store.ReceiveBatch(ctx, []pix.Notification{{EndToEndID: id, Source: pix.SourceAPIPix, PixKey: "catchup@example.com",
-		AmountCents: 300, PSP: "psp-a", Payload: json.RawMessage(`{}`)}})
-	require.NoError(t, err)
-	r.psp.add(listedPix{id: id, key: "other@example.com", cents: 300, at: r.now.Add(-time.Minute)})
-
-	// Pending: the other key is a mismatch, as documented.
-	w := r.begin()
-	counts, err := r.list(w)
-	require.NoError(t, err)
-	require.Equal(t, 1, counts.Mismatched, "pending row: visible")
-
-	// Credited (to acc-catchup, through catchup@example.com).
-	out, err := r.store.Credit(ctx, id, 1, 1)
+	otherKey, otherTxid := catchUpID(20), catchUpID(21)
+	for _, id := range []string{otherKey, otherTxid} {
+		_, err = r.store.ReceiveBatch(ctx, []pix.Notification{{EndToEndID: id, Source: pix.SourceAPIPix, PixKey: "catchup@example.com",
+			TxID: "cob20", AmountCents: 300, PSP: "psp-a", Payload: json.RawMessage(`{}`)}})
+		require.NoError(t, err)
+	}
+	r.psp.add(listedPix{id: otherKey, key: "other@example.com", txid: "cob20", cents: 300, at: r.now.Add(-time.Minute)},
+		listedPix{id: otherTxid, key: "catchup@example.com", txid: "cob21", cents: 300, at: r.now.Add(-time.Minute)})
+	listed := func(status string) {
+		t.Helper()
+		counts, err := r.list(r.begin())
+		require.NoError(t, err)
+		require.Equal(t, activities.CatchUpCounts{Pages: 1, Listed: 2, Mismatched: 2}, counts, "row %s: both visible", status)
+	}
+	listed("pending")
+	out, err := r.store.Credit(ctx, otherKey, 1, 1)
 	require.NoError(t, err)
 	require.True(t, out.Credited)
-	counts, err = r.list(w)
+	out, err = r.store.Credit(ctx, otherTxid, 1, 1)
 	require.NoError(t, err)
-	require.Equal(t, 1, counts.Mismatched,
-		"credited row: the PSP's record names another key (another account) for the same end_to_end_id; got %+v (a duplicate, no alert)", counts)
+	require.True(t, out.Credited)
+	listed("done")
+	require.EqualValues(t, 4, r.counter("pix_psp_catchup_rejected_total", "reason", "payload_mismatch"))
+	require.Contains(t, r.logs.String(), `"differs":"chave"`)
+	require.Contains(t, r.logs.String(), `"differs":"txid"`)
+	// And once its row is cleaned up, against the credit: another
+	// account is a mismatch too.
+	_, err = r.store.Pool().Exec(ctx, "DELETE FROM inbox_messages WHERE end_to_end_id = $1", otherKey)
+	require.NoError(t, err)
+	counts, err := r.list(r.begin())
+	require.NoError(t, err)
+	require.Equal(t, 2, counts.Mismatched, "credited, its row cleaned up: %+v", counts)
 }
 
 // 4. A PIX a native webhook told us of (source 'native', account named),
-// listed by the catch-up (source 'api_pix', key named) while its row is
-// pending or failed, is a payload mismatch: the critical
-// PixPSPRecordMismatch ("what was credited may be wrong. A human must look,
-// now."), at every run for PSP_CATCHUP_OVERLAP, for the very same PIX
-// (same amount, its key names the same account). Once credited the same
-// listing is a duplicate: the answer depends on timing, not on the PIX.
-func TestCatchUpNativePIXListedIsACriticalMismatch(t *testing.T) {
-	t.Skip("known: a PIX a native webhook stored (source native, account) listed by the catch-up (source api_pix, key) is a payload mismatch while the row is pending or failed, a duplicate once credited")
+// listed by the catch-up (source 'api_pix', key named) is the same PIX
+// when the amount is and the key names the very account: a duplicate,
+// whatever the row's status (it was once the critical
+// PixPSPRecordMismatch while pending or failed, "what was credited may be
+// wrong. A human must look, now.", at every run for PSP_CATCHUP_OVERLAP,
+// and a duplicate once credited: an answer of timing, not of the PIX). A
+// key of another account, or of none, is a mismatch, whatever the status.
+func TestCatchUpNativePIXListedIsJudgedByItsAccount(t *testing.T) {
 	r := newCatchUpRig(t)
 	ctx := context.Background()
-	id := catchUpID(30)
-	_, err := r.store.Receive(ctx, pix.Notification{EndToEndID: id, Source: pix.SourceNative, AccountID: "acc-catchup",
-		AmountCents: 400, PSP: "psp-a", Payload: json.RawMessage(`{}`)})
+	_, err := r.store.CreateAccount(ctx, db.NewAccount{ID: "acc-other", OwnerName: "O"})
 	require.NoError(t, err)
-	r.psp.add(listedPix{id: id, key: "catchup@example.com", cents: 400, at: r.now.Add(-time.Minute)})
-	counts, err := r.list(r.begin())
+	same, otherAccount, unknownKey := catchUpID(30), catchUpID(31), catchUpID(32)
+	for _, id := range []string{same, otherAccount, unknownKey} {
+		_, err := r.store.Receive(ctx, pix.Notification{EndToEndID: id, Source: pix.SourceNative, AccountID: "acc-catchup",
+			AmountCents: 400, PSP: "psp-a", Payload: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+	}
+	_, err = r.store.CreatePixKey(ctx, db.NewPixKey{Key: "other@example.com", KeyType: "email", AccountID: "acc-other"})
 	require.NoError(t, err)
-	require.Zero(t, counts.Mismatched, "the same PIX (amount, and a key of the very account named) alerts critical: %+v", counts)
+	r.psp.add(listedPix{id: same, key: "catchup@example.com", cents: 400, at: r.now.Add(-time.Minute)},
+		listedPix{id: otherAccount, key: "other@example.com", cents: 400, at: r.now.Add(-time.Minute)},
+		listedPix{id: unknownKey, key: "nobody@example.com", cents: 400, at: r.now.Add(-time.Minute)})
+	listed := func(status string) {
+		t.Helper()
+		counts, err := r.list(r.begin())
+		require.NoError(t, err)
+		require.Equal(t, activities.CatchUpCounts{Pages: 2, Listed: 3, Duplicate: 1, Mismatched: 2}, counts, "row %s", status)
+	}
+	listed("pending")
+	for _, id := range []string{same, otherAccount, unknownKey} {
+		out, err := r.store.MarkFailed(ctx, id, 1, 1, "a test's failure")
+		require.NoError(t, err)
+		require.True(t, out.Marked)
+	}
+	listed("failed")
+	for _, id := range []string{same, otherAccount, unknownKey} {
+		_, err := r.store.Redrive(ctx, id)
+		require.NoError(t, err)
+		out, err := r.store.Credit(ctx, id, 2, 2)
+		require.NoError(t, err)
+		require.True(t, out.Credited)
+	}
+	listed("done")
 }
 
 // 5. Each listing of a failed PIX re-drives it, "as by a PSP's
@@ -419,17 +455,33 @@ func (m *manyPagesPSP) ListReceived(_ context.Context, q psp.ReceivedQuery) (psp
 	return psp.ReceivedPage{Page: q.Page, Pages: 2 * activities.MaxCatchUpPages, TotalItems: 2 * activities.MaxCatchUpPages * q.PerPage}, nil
 }
 
-// A PSP that says the window has more than MaxCatchUpPages pages fails the
-// run after its first page, not after listing MaxCatchUpPages of them.
-func TestCatchUpTooManyPagesFailsAtOnce(t *testing.T) {
+// A run begun before parts lists its window whole (ListPSPWindow): a PSP
+// that says the window has more than MaxCatchUpPages pages fails it after
+// its first page, not after listing MaxCatchUpPages of them.
+func TestCatchUpWholeWindowOfTooManyPagesFailsAtOnce(t *testing.T) {
 	r := newCatchUpRig(t)
 	m := &manyPagesPSP{}
 	r.acts.PSP = m
-	_, err := r.list(r.begin())
+	_, err := r.env.ExecuteActivity(catchUp.ListPSPWindow, r.begin())
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	require.Equal(t, activities.ErrTypePSPListingIncomplete, app.Type())
 	require.Equal(t, 1, m.calls, "pages asked of a window the PSP says has more than MaxCatchUpPages pages")
+}
+
+// A PSP that says every window, however short, holds more pages than a
+// part takes, and then lists none of them, is cut down to a second, and
+// then its empty page (more pages said to be left) is unintelligible: the
+// run fails, visibly, after a few asks, not after listing for ever.
+func TestCatchUpPartsOfALyingPSPFailSoon(t *testing.T) {
+	r := newCatchUpRig(t)
+	m := &manyPagesPSP{}
+	r.acts.PSP = m
+	_, err := r.listPart(r.begin())
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, activities.ErrTypePSPUnavailable, app.Type())
+	require.Less(t, m.calls, 4*activities.CatchUpPageTries, "asks of a PSP whose pages are all empty")
 }
 
 // blipEvery is a PSP record (stable order, an honest total) whose every

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -181,14 +182,36 @@ func (r *catchUpRig) begin() activities.CatchUpWindow {
 	return w
 }
 
+// list lists w with ListPSPPart, which must list it whole (a window of at
+// most PartPages pages): listPart says where a part ends.
 func (r *catchUpRig) list(w activities.CatchUpWindow) (activities.CatchUpCounts, error) {
-	v, err := r.env.ExecuteActivity(catchUp.ListPSPWindow, w)
+	r.t.Helper()
+	part, err := r.listPart(w)
 	if err != nil {
 		return activities.CatchUpCounts{}, err
 	}
-	var c activities.CatchUpCounts
-	require.NoError(r.t, v.Get(&c))
-	return c, nil
+	require.True(r.t, part.Through.Equal(w.End), "listed whole: through %s, not %s", part.Through, w.End)
+	return part.Counts, nil
+}
+
+func (r *catchUpRig) listPart(w activities.CatchUpWindow) (activities.CatchUpPart, error) {
+	v, err := r.env.ExecuteActivity(catchUp.ListPSPPart, w)
+	if err != nil {
+		return activities.CatchUpPart{}, err
+	}
+	var part activities.CatchUpPart
+	require.NoError(r.t, v.Get(&part))
+	return part, nil
+}
+
+func (r *catchUpRig) beginManual(w activities.CatchUpWindow) activities.CatchUpWindow {
+	r.t.Helper()
+	v, err := r.env.ExecuteActivity(catchUp.BeginManualCatchUp, w)
+	require.NoError(r.t, err)
+	var out activities.CatchUpWindow
+	require.NoError(r.t, v.Get(&out))
+	require.True(r.t, out.Manual)
+	return out
 }
 
 func (r *catchUpRig) advance(w activities.CatchUpWindow) bool {
@@ -422,8 +445,20 @@ func TestCatchUpStaleRunCannotMoveTheWindow(t *testing.T) {
 	require.False(t, r.advance(activities.CatchUpWindow{CoveredFrom: &b.End, End: b.End.Add(-time.Hour)}), "never backwards")
 	require.True(t, r.covered().Equal(b.End))
 
-	require.False(t, r.advance(activities.CatchUpWindow{Start: a.Start, End: b.End.Add(time.Hour), CoveredFrom: &b.End, Manual: true}), "an operator's window moves nothing")
+	// An operator's window that starts after the covered end moves
+	// nothing; one that starts at or before it moves it, from the end
+	// BeginManualCatchUp read.
+	after := r.beginManual(activities.CatchUpWindow{Start: b.End.Add(time.Second), End: b.End.Add(time.Hour)})
+	require.Nil(t, after.CoveredFrom)
+	require.False(t, r.advance(after), "an operator's window after the covered end moves nothing")
 	require.True(t, r.covered().Equal(b.End))
+	from := r.beginManual(activities.CatchUpWindow{Start: a.Start, End: b.End.Add(time.Hour)})
+	require.NotNil(t, from.CoveredFrom)
+	require.True(t, from.CoveredFrom.Equal(b.End))
+	require.True(t, r.advance(from), "an operator's window from before the covered end moves it")
+	require.True(t, r.covered().Equal(b.End.Add(time.Hour)))
+	require.True(t, r.advance(from), "the same advance again (a retry whose first try committed) is moved, and changes nothing")
+	require.True(t, r.covered().Equal(b.End.Add(time.Hour)))
 }
 
 // A final devolução in a listed PIX's devolucoes is noted for its refund
@@ -436,4 +471,75 @@ func TestCatchUpNotesRefundOutcomes(t *testing.T) {
 	_, err := r.list(r.begin())
 	require.NoError(t, err)
 	require.Equal(t, []db.RefundNotice{{ID: "D1", EndToEndID: id, Status: "DEVOLVIDO"}}, r.store.notices)
+}
+
+// rowVersions is the version (xmin, ctid) of every row of the tables a
+// listing may write, by table and key.
+func (r *catchUpRig) rowVersions() map[string]string {
+	r.t.Helper()
+	out := map[string]string{}
+	for _, table := range []struct{ name, key string }{
+		{"inbox_messages", "end_to_end_id"}, {"pix_credits", "end_to_end_id"}, {"accounts", "id"}, {"pix_refunds", "id"}, {"outbox_events", "id::text"},
+	} {
+		rows, err := r.store.Pool().Query(context.Background(), "SELECT "+table.key+", xmin::text || ctid::text FROM "+table.name)
+		require.NoError(r.t, err)
+		for rows.Next() {
+			var key, version string
+			require.NoError(r.t, rows.Scan(&key, &version))
+			out[table.name+":"+key] = version
+		}
+		require.NoError(r.t, rows.Err())
+	}
+	return out
+}
+
+// A run over an overlap of stored rows writes nothing (I12): each PIX is
+// read and compared, not written, whatever its row's status (pending,
+// done, failed; stored by a webhook or by an earlier listing) and whatever
+// its devolucoes the PSP's record shows that were noted already. Every
+// row keeps its version (xmin, ctid).
+func TestCatchUpListingStoredPIXWritesNothing(t *testing.T) {
+	r := newCatchUpRig(t)
+	ctx := context.Background()
+	var ids []string
+	for i := range 6 {
+		id := catchUpID(500 + i)
+		ids = append(ids, id)
+		p := listedPix{id: id, key: "catchup@example.com", cents: int64(100 + i), at: r.now.Add(-time.Duration(6-i) * time.Minute)}
+		if i == 1 || i == 3 {
+			p.devolucoes = `[{"id":"D` + strconv.Itoa(i) + `","rtrId":"D12345678202612031200abcdefghijk","valor":"0.50","status":"DEVOLVIDO"}]`
+		}
+		r.psp.add(p)
+	}
+	// Two stored by their webhooks; the others by the first listing, which
+	// records the devolucoes the record shows.
+	for _, id := range ids[:2] {
+		_, err := r.store.ReceiveBatch(ctx, []pix.Notification{{EndToEndID: id, Source: pix.SourceAPIPix, PixKey: "catchup@example.com",
+			AmountCents: int64(100 + slices.Index(ids, id)), PSP: "psp-a", Payload: json.RawMessage(`{}`)}})
+		require.NoError(t, err)
+	}
+	_, err := r.store.AdvanceCatchUp(ctx, nil, r.now.Add(-10*time.Minute))
+	require.NoError(t, err)
+	counts, err := r.list(r.begin())
+	require.NoError(t, err)
+	require.Equal(t, 4, counts.New)
+	// One credited, one failed, the rest pending.
+	out, err := r.store.Credit(ctx, ids[0], 1, 1)
+	require.NoError(t, err)
+	require.True(t, out.Credited)
+	failed, err := r.store.MarkFailed(ctx, ids[2], 1, 1, "a test's failure")
+	require.NoError(t, err)
+	require.True(t, failed.Marked)
+
+	var notices int
+	require.NoError(t, r.store.Pool().QueryRow(ctx, "SELECT count(*) FROM inbox_messages WHERE refund_notice IS NOT NULL").Scan(&notices))
+	require.Equal(t, 2, notices, "the devolucoes listed are recorded on their rows")
+
+	before := r.rowVersions()
+	for range 2 {
+		counts, err = r.list(r.begin())
+		require.NoError(t, err)
+		require.Equal(t, activities.CatchUpCounts{Pages: 3, Listed: 6, Duplicate: 6}, counts)
+		require.Equal(t, before, r.rowVersions(), "a listing of stored PIX wrote rows")
+	}
 }

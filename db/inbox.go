@@ -55,14 +55,19 @@ func scanReceipt(row pgx.Row, n pix.Notification) (r pix.Receipt, stored bool, e
 }
 
 // creditedBefore answers a delivery that stored nothing: a duplicate of a
-// PIX credited already (its inbox row cleaned up; pix_credits is the guard
-// that lasts, I1), or, when no credit matches, a payload mismatch. The
-// account is compared for the native format only: an API Pix notification
-// names a key or charge, resolved when it was credited.
+// PIX credited already whose inbox row was cleaned up (pix_credits is the
+// guard that lasts, I1), or a payload mismatch. While the row is kept, it
+// is what the delivery is compared with, whatever its status: Receive's
+// comparison refused the delivery, so a credited PIX delivered again under
+// another chave or txid is a mismatch, as it is while pending, never a
+// silent duplicate. Once the row is gone, the credit's amount, and for the
+// native format its account, are compared: an API Pix notification names a
+// key or charge, resolved when it was credited.
 func creditedBefore(ctx context.Context, q querier, n pix.Notification) (pix.Receipt, error) {
 	var account string
 	var amount int64
-	err := q.QueryRow(ctx, creditSQL.CreditedBefore, n.EndToEndID).Scan(&account, &amount)
+	var rowKept bool
+	err := q.QueryRow(ctx, creditSQL.CreditedBefore, n.EndToEndID).Scan(&account, &amount, &rowKept)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		// The row exists (the insert conflicted) and the update's
@@ -70,7 +75,7 @@ func creditedBefore(ctx context.Context, q querier, n pix.Notification) (pix.Rec
 		return pix.Receipt{}, pix.ErrPayloadMismatch
 	case err != nil:
 		return pix.Receipt{}, Classify(fmt.Errorf("look up earlier credit: %w", err))
-	case amount != n.AmountCents || (n.Source != pix.SourceAPIPix && account != n.AccountID):
+	case rowKept || amount != n.AmountCents || (n.Source != pix.SourceAPIPix && account != n.AccountID):
 		return pix.Receipt{}, pix.ErrPayloadMismatch
 	}
 	return pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusDone, Duplicate: true}, nil

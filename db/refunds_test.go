@@ -422,3 +422,38 @@ func TestRefusalAfterALaterAskDoesNotStand(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, first, "no such refund: nothing asked")
 }
+
+// A notice a final refund holds already (the catch-up lists the same PIX
+// at every run for its overlap) writes nothing: the row keeps its version,
+// and no contradiction is reported again; another notice is recorded.
+func TestNoteRefundOutcomesUnchangedWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	closed, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	_, err = s.MarkRefundReturned(ctx, closed.ID, "")
+	require.NoError(t, err)
+	version := func() (xmin, ctid string) {
+		t.Helper()
+		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT xmin::text, ctid::text FROM pix_refunds WHERE id = $1`, closed.ID).Scan(&xmin, &ctid))
+		return xmin, ctid
+	}
+	noted, err := s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: closed.ID, EndToEndID: e2e, Status: "DEVOLVIDO"}})
+	require.NoError(t, err)
+	require.Empty(t, noted.Contradicted)
+	xmin, ctid := version()
+	for range 3 {
+		noted, err = s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: closed.ID, EndToEndID: e2e, Status: "DEVOLVIDO"}})
+		require.NoError(t, err)
+		require.Equal(t, db.NotedRefunds{}, noted)
+		x, c := version()
+		require.Equal(t, []string{xmin, ctid}, []string{x, c}, "the same notice again wrote the row")
+	}
+	noted, err = s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: closed.ID, EndToEndID: e2e, Status: "NAO_REALIZADO"}})
+	require.NoError(t, err)
+	require.Equal(t, []db.RefundNotice{{ID: closed.ID, EndToEndID: e2e, Status: "NAO_REALIZADO"}}, noted.Contradicted, "a new notice is recorded, and reported")
+	x, _ := version()
+	require.NotEqual(t, xmin, x)
+}

@@ -65,7 +65,7 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 
 	maintenance := of(workflows.Maintenance)
 	require.Equal(t, []string{workflows.PSPCatchUpWorkflowName, workflows.ReconcileWorkflowName, workflows.RetentionWorkflowName}, maintenance.workflows)
-	catchUp := []string{"AdvanceCatchUp", "BeginCatchUp", "ListPSPWindow"}
+	catchUp := []string{"AdvanceCatchUp", "BeginCatchUp", "BeginManualCatchUp", "ListPSPPart", "ListPSPWindow"}
 	legacyMaintenance := []string{"DeleteDoneInboxRows", "DeleteExpiredIdempotencyKeys", "DeletePublishedEvents", "ReconcileBooks"}
 	require.ElementsMatch(t, append(catchUp, legacyMaintenance...), maintenance.activities)
 

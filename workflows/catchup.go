@@ -30,35 +30,133 @@ func PSPCatchUpWindowWorkflowID(base string, start, end time.Time) string {
 
 // PSPCatchUpInput is the catch-up's input: none for the Schedule's runs,
 // which list from the covered window's end; Window for an operator's, which
-// lists that window and moves no covered window.
+// lists that window (and moves the covered window only when it starts at
+// or before its end). A run that listed catchUpPartsPerRun parts continues
+// as new with the rest of its window (Continued: Window as it stands, its
+// fence included) and what it did so far (Sofar).
 type PSPCatchUpInput struct {
-	Window *activities.CatchUpWindow `json:",omitempty"`
+	Window    *activities.CatchUpWindow `json:",omitempty"`
+	Continued bool                      `json:",omitempty"`
+	Sofar     *PSPCatchUpResult         `json:",omitempty"`
 }
 
-// PSPCatchUpResult is what a run listed, and whether it advanced the
-// covered window (a scheduled run whose start was moved meanwhile by
-// another does not).
+// PSPCatchUpResult is what a run listed (with the runs it continued), in
+// how many parts, and whether it advanced the covered window, up to
+// CoveredUntil (a scheduled run whose start was moved meanwhile by another
+// does not; nor does an operator's window that starts after the covered
+// end).
 type PSPCatchUpResult struct {
-	Window   activities.CatchUpWindow
-	Counts   activities.CatchUpCounts
-	Advanced bool
+	Window       activities.CatchUpWindow
+	Counts       activities.CatchUpCounts
+	Advanced     bool
+	Parts        int        `json:",omitempty"`
+	CoveredUntil *time.Time `json:",omitempty"`
 }
 
 var catchUp *activities.CatchUp
 
+// catchUpPartsVersion is the change id of the catch-up that lists a window
+// part by part (activities.CatchUp.ListPSPPart), advancing the covered
+// window after each; runs begun before it (DefaultVersion) list their
+// window whole, then advance (pspCatchUpWhole).
+const catchUpPartsVersion = "pix-psp-catchup-parts"
+
+// catchUpPartsPerRun bounds the parts one run lists before it continues as
+// new: its history stays small however far behind it is (a part is one
+// listing activity and one advance).
+const catchUpPartsPerRun = 100
+
 // PSPCatchUp lists the PSP's own record of the PIX it received (GET /pix)
-// over one window into the inbox, through the webhooks' receive path, so
+// over one window into the inbox, through the inbox's listing path, so
 // that a PIX whose webhook never came is credited all the same (once:
 // its end_to_end_id is unique). A scheduled run's window runs from the end
-// of the window covered last, less PSP_CATCHUP_OVERLAP, up to now; its end
-// is recorded only once every page of it was stored, and only from the
-// value the run began from: a run that fails or dies half-way leaves it,
-// and the next run lists the window again, skipping nothing.
+// of the window covered last, less PSP_CATCHUP_OVERLAP, up to now less
+// PSP_CATCHUP_GRACE. The window is listed part by part, each as large as
+// one listing takes (ListPSPPart cuts it by time), and each part's end is
+// recorded as covered once every page of it was stored, only from the
+// value the run began from or last recorded: a run that fails or dies
+// half-way keeps what it covered, and the next run lists on from there,
+// skipping nothing. However large the window (an outage, a first run's
+// lookback, a PSP of 2 PIX a page), the covered window moves forward at
+// the PSP's pace, part after part, not at the Schedule's interval.
 func PSPCatchUp(ctx workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, error) {
 	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
 	})
+	// A part of many pages takes long: each page heartbeats, and a retry
+	// goes on from the last page stored. A PSP that refuses us fails the
+	// run after a few minutes of retries (pspNeedsAttention); the next run
+	// of the Schedule lists on from the covered end.
+	listing := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Hour,
+		HeartbeatTimeout:    2 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 10},
+	})
+	if workflow.GetVersion(ctx, catchUpPartsVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return pspCatchUpWhole(ctx, short, listing, in)
+	}
+	var out PSPCatchUpResult
+	if in.Sofar != nil {
+		out = *in.Sofar
+	}
+	var w activities.CatchUpWindow
+	switch {
+	case in.Continued && in.Window != nil:
+		w = *in.Window
+	case in.Window != nil:
+		if err := workflow.ExecuteActivity(short, catchUp.BeginManualCatchUp, *in.Window).Get(ctx, &w); err != nil {
+			return out, err
+		}
+		out.Window = w
+	default:
+		if err := workflow.ExecuteActivity(short, catchUp.BeginCatchUp).Get(ctx, &w); err != nil {
+			return out, err
+		}
+		out.Window = w
+	}
+	for parts := 0; ; parts++ {
+		if parts == catchUpPartsPerRun {
+			return out, workflow.NewContinueAsNewError(ctx, PSPCatchUpWorkflowName, PSPCatchUpInput{Window: &w, Continued: true, Sofar: &out})
+		}
+		var part activities.CatchUpPart
+		if err := workflow.ExecuteActivity(listing, catchUp.ListPSPPart, w).Get(ctx, &part); err != nil {
+			return out, err
+		}
+		out.Counts.Add(part.Counts)
+		out.Parts++
+		if advances(w) {
+			covered := w
+			covered.End = part.Through
+			var moved bool
+			if err := workflow.ExecuteActivity(short, catchUp.AdvanceCatchUp, covered).Get(ctx, &moved); err != nil {
+				return out, err
+			}
+			if !moved && !w.Manual {
+				return out, nil // another run covered it: the next run goes on from there
+			}
+			w.CoveredFrom = nil // an operator's window whose fence was moved meanwhile lists on, moving nothing
+			if moved {
+				through := part.Through
+				w.CoveredFrom, out.Advanced, out.CoveredUntil = &through, true, &through
+			}
+		}
+		if !part.Through.Before(w.End) {
+			return out, nil
+		}
+		w.Start = part.Through
+	}
+}
+
+// advances is whether the covered window moves once a part of w is
+// listed: a scheduled run's always (from CoveredFrom, or its first end);
+// an operator's only from the covered end it started at or before.
+func advances(w activities.CatchUpWindow) bool { return !w.Manual || w.CoveredFrom != nil }
+
+// pspCatchUpWhole is the catch-up of the runs begun before
+// catchUpPartsVersion: the whole window in one listing, then its end
+// recorded (a scheduled run's only).
+func pspCatchUpWhole(ctx, short, listing workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, error) {
 	var out PSPCatchUpResult
 	if in.Window != nil {
 		out.Window = *in.Window
@@ -66,15 +164,6 @@ func PSPCatchUp(ctx workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, err
 	} else if err := workflow.ExecuteActivity(short, catchUp.BeginCatchUp).Get(ctx, &out.Window); err != nil {
 		return out, err
 	}
-	// A window of many pages takes long: each page heartbeats, and a retry
-	// goes on from the last page stored. A PSP that refuses us fails the
-	// run after a few minutes of retries (pspNeedsAttention); the next run
-	// of the Schedule lists the window again.
-	listing := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Hour,
-		HeartbeatTimeout:    2 * time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 10},
-	})
 	if err := workflow.ExecuteActivity(listing, catchUp.ListPSPWindow, out.Window).Get(ctx, &out.Counts); err != nil {
 		return out, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -26,14 +27,7 @@ func newCatchUpEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-// forbidBegin and forbidAdvance fail the test if the run calls them.
-func forbidBegin(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
-	env.OnActivity(catchUp.BeginCatchUp, mock.Anything).Return(func(context.Context) (activities.CatchUpWindow, error) {
-		t.Error("BeginCatchUp ran")
-		return activities.CatchUpWindow{}, nil
-	}).Maybe()
-}
-
+// forbidAdvance fails the test if the run calls AdvanceCatchUp.
 func forbidAdvance(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(catchUp.AdvanceCatchUp, mock.Anything, mock.Anything).Return(func(context.Context, activities.CatchUpWindow) (bool, error) {
 		t.Error("AdvanceCatchUp ran: the covered window moved")
@@ -46,13 +40,26 @@ var (
 	window     = activities.CatchUpWindow{Start: coveredEnd.Add(-10 * time.Minute), End: coveredEnd.Add(time.Minute), CoveredFrom: &coveredEnd}
 )
 
-// A scheduled run lists the window its Begin decided, and then records its
-// end.
+// covering is w's leading part up to through, fenced by from: what the run
+// asks AdvanceCatchUp to record.
+func covering(w activities.CatchUpWindow, from *time.Time, through time.Time) activities.CatchUpWindow {
+	w.CoveredFrom, w.End = from, through
+	return w
+}
+
+// rest is w from start on, fenced by from.
+func rest(w activities.CatchUpWindow, from *time.Time, start time.Time) activities.CatchUpWindow {
+	w.CoveredFrom, w.Start = from, start
+	return w
+}
+
+// A scheduled run lists the window its Begin decided, in one part when it
+// fits, and then records its end.
 func TestPSPCatchUpScheduledRunAdvancesAfterListing(t *testing.T) {
 	env := newCatchUpEnv(t)
 	counts := activities.CatchUpCounts{Pages: 2, Listed: 3, New: 1, Duplicate: 2}
 	env.OnActivity(catchUp.BeginCatchUp, mock.Anything).Return(window, nil).Once()
-	env.OnActivity(catchUp.ListPSPWindow, mock.Anything, window).Return(counts, nil).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, window).Return(activities.CatchUpPart{Through: window.End, Counts: counts}, nil).Once()
 	env.OnActivity(catchUp.AdvanceCatchUp, mock.Anything, window).Return(true, nil).Once()
 
 	env.ExecuteWorkflow(workflows.PSPCatchUpWorkflowName, workflows.PSPCatchUpInput{})
@@ -63,15 +70,64 @@ func TestPSPCatchUpScheduledRunAdvancesAfterListing(t *testing.T) {
 	require.NoError(t, env.GetWorkflowResult(&out))
 	require.Equal(t, counts, out.Counts)
 	require.True(t, out.Advanced)
+	require.Equal(t, 1, out.Parts)
+	require.True(t, out.CoveredUntil.Equal(window.End))
 }
 
-// A listing that fails for good records nothing: the next run lists the
-// window again.
+// A window larger than one listing takes is listed part by part, and the
+// covered end advances after each part, from the end the part before
+// recorded: what a run covered stays covered whatever happens next.
+func TestPSPCatchUpListsALargeWindowPartByPart(t *testing.T) {
+	env := newCatchUpEnv(t)
+	first, second := window.Start.Add(3*time.Minute), window.Start.Add(7*time.Minute)
+	part := activities.CatchUpCounts{Pages: 1000, Listed: 2000, New: 2000}
+	env.OnActivity(catchUp.BeginCatchUp, mock.Anything).Return(window, nil).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, window).Return(activities.CatchUpPart{Through: first, Counts: part}, nil).Once()
+	env.OnActivity(catchUp.AdvanceCatchUp, mock.Anything, covering(window, &coveredEnd, first)).Return(true, nil).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, rest(window, &first, first)).Return(activities.CatchUpPart{Through: second, Counts: part}, nil).Once()
+	env.OnActivity(catchUp.AdvanceCatchUp, mock.Anything, covering(rest(window, &first, first), &first, second)).Return(true, nil).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, rest(window, &second, second)).Return(activities.CatchUpPart{Through: window.End, Counts: part}, nil).Once()
+	env.OnActivity(catchUp.AdvanceCatchUp, mock.Anything, rest(window, &second, second)).Return(true, nil).Once()
+
+	env.ExecuteWorkflow(workflows.PSPCatchUpWorkflowName, workflows.PSPCatchUpInput{})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var out workflows.PSPCatchUpResult
+	require.NoError(t, env.GetWorkflowResult(&out))
+	require.Equal(t, 3, out.Parts)
+	require.Equal(t, 6000, out.Counts.New)
+	require.True(t, out.CoveredUntil.Equal(window.End))
+	require.Equal(t, window, out.Window, "the window the run began with")
+}
+
+// A run stops at the first part whose advance finds the covered end moved
+// by another run (a late run changes nothing): the next run goes on from
+// where that one left it.
+func TestPSPCatchUpStopsWhenAnotherRunCovered(t *testing.T) {
+	env := newCatchUpEnv(t)
+	first := window.Start.Add(3 * time.Minute)
+	env.OnActivity(catchUp.BeginCatchUp, mock.Anything).Return(window, nil).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, window).Return(activities.CatchUpPart{Through: first, Counts: activities.CatchUpCounts{Pages: 1}}, nil).Once()
+	env.OnActivity(catchUp.AdvanceCatchUp, mock.Anything, covering(window, &coveredEnd, first)).Return(false, nil).Once()
+
+	env.ExecuteWorkflow(workflows.PSPCatchUpWorkflowName, workflows.PSPCatchUpInput{})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var out workflows.PSPCatchUpResult
+	require.NoError(t, env.GetWorkflowResult(&out))
+	require.False(t, out.Advanced)
+	require.Equal(t, 1, out.Parts)
+}
+
+// A listing that fails for good records nothing of its part: the next run
+// lists on from the covered end.
 func TestPSPCatchUpFailedListingAdvancesNothing(t *testing.T) {
 	env := newCatchUpEnv(t)
 	env.OnActivity(catchUp.BeginCatchUp, mock.Anything).Return(window, nil).Once()
-	env.OnActivity(catchUp.ListPSPWindow, mock.Anything, window).
-		Return(activities.CatchUpCounts{}, temporal.NewNonRetryableApplicationError("psp refused", activities.ErrTypePSPRequestRefused, nil)).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, window).
+		Return(activities.CatchUpPart{}, temporal.NewNonRetryableApplicationError("psp refused", activities.ErrTypePSPRequestRefused, nil)).Once()
 
 	forbidAdvance(t, env)
 
@@ -86,9 +142,9 @@ func TestPSPCatchUpFailedListingAdvancesNothing(t *testing.T) {
 func TestPSPCatchUpRetriesTheListing(t *testing.T) {
 	env := newCatchUpEnv(t)
 	env.OnActivity(catchUp.BeginCatchUp, mock.Anything).Return(window, nil).Once()
-	env.OnActivity(catchUp.ListPSPWindow, mock.Anything, window).
-		Return(activities.CatchUpCounts{}, temporal.NewApplicationError("psp down", activities.ErrTypePSPUnavailable)).Twice()
-	env.OnActivity(catchUp.ListPSPWindow, mock.Anything, window).Return(activities.CatchUpCounts{Pages: 1}, nil).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, window).
+		Return(activities.CatchUpPart{}, temporal.NewApplicationError("psp down", activities.ErrTypePSPUnavailable)).Twice()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, window).Return(activities.CatchUpPart{Through: window.End, Counts: activities.CatchUpCounts{Pages: 1}}, nil).Once()
 	env.OnActivity(catchUp.AdvanceCatchUp, mock.Anything, window).Return(true, nil).Once()
 
 	env.ExecuteWorkflow(workflows.PSPCatchUpWorkflowName, workflows.PSPCatchUpInput{})
@@ -97,15 +153,15 @@ func TestPSPCatchUpRetriesTheListing(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 }
 
-// An operator's window is listed as asked, and moves no covered window:
-// neither Begin nor Advance runs.
-func TestPSPCatchUpOperatorWindowMovesNothing(t *testing.T) {
+// An operator's window that starts after the covered end is listed as
+// asked, and moves no covered window.
+func TestPSPCatchUpOperatorWindowAfterTheCoveredEndMovesNothing(t *testing.T) {
 	env := newCatchUpEnv(t)
-	asked := activities.CatchUpWindow{Start: coveredEnd.Add(-48 * time.Hour), End: coveredEnd.Add(-24 * time.Hour)}
+	asked := activities.CatchUpWindow{Start: coveredEnd.Add(time.Hour), End: coveredEnd.Add(2 * time.Hour)}
 	manual := asked
 	manual.Manual = true
-	env.OnActivity(catchUp.ListPSPWindow, mock.Anything, manual).Return(activities.CatchUpCounts{Pages: 1, Listed: 4, New: 4}, nil).Once()
-	forbidBegin(t, env)
+	env.OnActivity(catchUp.BeginManualCatchUp, mock.Anything, asked).Return(manual, nil).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, manual).Return(activities.CatchUpPart{Through: manual.End, Counts: activities.CatchUpCounts{Pages: 1, Listed: 4, New: 4}}, nil).Once()
 	forbidAdvance(t, env)
 
 	env.ExecuteWorkflow(workflows.PSPCatchUpWorkflowName, workflows.PSPCatchUpInput{Window: &asked})
@@ -116,6 +172,77 @@ func TestPSPCatchUpOperatorWindowMovesNothing(t *testing.T) {
 	require.NoError(t, env.GetWorkflowResult(&out))
 	require.False(t, out.Advanced)
 	require.Equal(t, 4, out.Counts.New)
+}
+
+// An operator's window that starts at or before the covered end moves it
+// part by part, as a scheduled run does; once its fence was moved by
+// another run, it lists on and moves nothing more.
+func TestPSPCatchUpOperatorWindowFromTheCoveredEndAdvancesIt(t *testing.T) {
+	env := newCatchUpEnv(t)
+	asked := activities.CatchUpWindow{Start: coveredEnd.Add(-time.Hour), End: coveredEnd.Add(-time.Hour + 30*time.Minute)}
+	manual := asked
+	manual.Manual, manual.CoveredFrom = true, &coveredEnd
+	asked.End = coveredEnd.Add(time.Hour)
+	manual.End = asked.End
+	first, second := coveredEnd.Add(10*time.Minute), coveredEnd.Add(20*time.Minute)
+	env.OnActivity(catchUp.BeginManualCatchUp, mock.Anything, asked).Return(manual, nil).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, manual).Return(activities.CatchUpPart{Through: first}, nil).Once()
+	env.OnActivity(catchUp.AdvanceCatchUp, mock.Anything, covering(manual, &coveredEnd, first)).Return(true, nil).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, rest(manual, &first, first)).Return(activities.CatchUpPart{Through: second}, nil).Once()
+	env.OnActivity(catchUp.AdvanceCatchUp, mock.Anything, covering(rest(manual, &first, first), &first, second)).Return(false, nil).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, rest(manual, nil, second)).Return(activities.CatchUpPart{Through: manual.End}, nil).Once()
+
+	env.ExecuteWorkflow(workflows.PSPCatchUpWorkflowName, workflows.PSPCatchUpInput{Window: &asked})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var out workflows.PSPCatchUpResult
+	require.NoError(t, env.GetWorkflowResult(&out))
+	require.True(t, out.Advanced)
+	require.True(t, out.CoveredUntil.Equal(first), "the last end it recorded")
+	require.Equal(t, 3, out.Parts)
+}
+
+// A run that listed catchUpPartsPerRun parts continues as new with the
+// rest of its window, its fence and its counts: its history stays small
+// however far behind it is.
+func TestPSPCatchUpContinuesAsNewAfterManyParts(t *testing.T) {
+	env := newCatchUpEnv(t)
+	long := window
+	long.Start = coveredEnd.Add(-24 * time.Hour)
+	env.OnActivity(catchUp.BeginCatchUp, mock.Anything).Return(long, nil).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, mock.Anything).Return(func(_ context.Context, w activities.CatchUpWindow) (activities.CatchUpPart, error) {
+		return activities.CatchUpPart{Through: w.Start.Add(time.Minute), Counts: activities.CatchUpCounts{Pages: 1}}, nil
+	})
+	env.OnActivity(catchUp.AdvanceCatchUp, mock.Anything, mock.Anything).Return(true, nil)
+
+	env.ExecuteWorkflow(workflows.PSPCatchUpWorkflowName, workflows.PSPCatchUpInput{})
+
+	require.True(t, env.IsWorkflowCompleted())
+	var cont *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &cont)
+	var next workflows.PSPCatchUpInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(cont.Input, &next))
+	require.True(t, next.Continued)
+	through := long.Start.Add(workflows.CatchUpPartsPerRun * time.Minute)
+	require.True(t, next.Window.Start.Equal(through), "the rest of the window: from %s", next.Window.Start)
+	require.True(t, next.Window.CoveredFrom.Equal(through), "fenced by the last end recorded")
+	require.True(t, next.Window.End.Equal(long.End))
+	require.Equal(t, workflows.CatchUpPartsPerRun, next.Sofar.Parts)
+	require.Equal(t, long, next.Sofar.Window)
+
+	// The next run goes on from there, without asking Begin again.
+	env = newCatchUpEnv(t)
+	rest := *next.Window
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, rest).Return(activities.CatchUpPart{Through: rest.End, Counts: activities.CatchUpCounts{Pages: 1}}, nil).Once()
+	env.OnActivity(catchUp.AdvanceCatchUp, mock.Anything, rest).Return(true, nil).Once()
+	env.ExecuteWorkflow(workflows.PSPCatchUpWorkflowName, next)
+	require.NoError(t, env.GetWorkflowError())
+	var out workflows.PSPCatchUpResult
+	require.NoError(t, env.GetWorkflowResult(&out))
+	require.Equal(t, workflows.CatchUpPartsPerRun+1, out.Parts)
+	require.Equal(t, workflows.CatchUpPartsPerRun+1, out.Counts.Pages)
+	require.True(t, out.CoveredUntil.Equal(long.End))
 }
 
 // The Schedule's and an operator's runs have IDs of their own, derived

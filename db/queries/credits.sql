@@ -87,8 +87,10 @@ RESET lock_timeout
 
 -- name: CreditedBefore
 -- The credit of a PIX whose delivery Receive did not store: its account and
--- amount, to compare with the delivery's.
-SELECT account_id, amount_cents FROM pix_credits WHERE end_to_end_id = $1
+-- amount, to compare with the delivery's, and whether its inbox row is
+-- still kept (then Receive's own comparison with the row refused it).
+SELECT c.account_id, c.amount_cents, EXISTS (SELECT 1 FROM inbox_messages m WHERE m.end_to_end_id = $1)
+FROM pix_credits c WHERE c.end_to_end_id = $1
 
 -- name: RedriveFailed
 -- Puts failed PIX back to pending in a new drive, due for dispatch at once

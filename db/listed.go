@@ -1,0 +1,247 @@
+package db
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pixbank/pix/internal/notification"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/tracing"
+)
+
+// listedSQL holds the statements of queries/listed.sql.
+var listedSQL struct {
+	Stored, Insert, NoteRefunds string
+}
+
+func init() { bindQueries("listed.sql", &listedSQL) }
+
+// ListedOutcome is what StoreListed made of one PIX the PSP's record lists.
+type ListedOutcome struct {
+	EndToEndID string
+	// New: no webhook had told us of the PIX; this listing stored it,
+	// pending and due for its credit.
+	New bool
+	// Differs names the first money field in which the stored PIX (its
+	// inbox row, or its credit once the row was cleaned up) differs from
+	// the listed one: "amount", "chave", "txid" or "account" (a payload
+	// mismatch: nothing was written, a human must look). "" when it is the
+	// same PIX, or New.
+	Differs string
+	// Status is the stored row's status ("" for a New PIX, or one whose
+	// row was cleaned up after its credit).
+	Status string
+}
+
+// Mismatch is whether the PSP's record of the PIX differs from ours.
+func (o ListedOutcome) Mismatch() bool { return o.Differs != "" }
+
+// listedRow is what queries/listed.sql's Stored reads of one listed PIX.
+type listedRow struct {
+	EndToEndID              string
+	InInbox                 bool
+	Status, Source          string
+	AmountCents             int64
+	AccountID, PixKey, TxID string
+	Credited                bool
+	CreditAccountID         string
+	CreditAmountCents       int64
+	// ListedAccountID is the account the listing's chave (else its txid)
+	// names now, "" for none.
+	ListedAccountID string
+	// differs is judgeListed's answer; judged is false for a PIX stored
+	// nowhere.
+	differs string
+	judged  bool
+}
+
+// StoreListed stores the PIX of one page of the PSP's own record (the PSP
+// catch-up's GET /pix; each an API Pix notification, pix.SourceAPIPix)
+// without writing what is stored already: one read of what the inbox and
+// the credits hold of them, compared in memory (judgeListed); one insert,
+// ON CONFLICT DO NOTHING, of those stored nowhere (New); then, for the few
+// a webhook stored in between, the read again. A listed PIX that is stored
+// already, as the same PIX, changes no row (the catch-up lists every PIX
+// again at each run for its overlap: at 1,000 PIX/s, a write each would
+// be 600,000 row versions a minute that change nothing), except to record
+// a refund notice that differs from the row's. A failed row is never
+// re-driven by a listing (pix.Notification.Listed). The outcomes are in
+// ns's order.
+func (s *Store) StoreListed(ctx context.Context, ns []pix.Notification) ([]ListedOutcome, error) {
+	for _, n := range ns {
+		if n.Source != pix.SourceAPIPix {
+			return nil, fmt.Errorf("store listed PIX %s: a listing is of the API Pix format, not %q", n.EndToEndID, n.Source)
+		}
+	}
+	judged, err := s.readListed(ctx, ns, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ListedOutcome, len(ns))
+	var missing []int
+	for i, n := range ns {
+		r, ok := judged[n.EndToEndID]
+		if !ok || !r.judged {
+			missing = append(missing, i)
+			continue
+		}
+		out[i] = ListedOutcome{EndToEndID: n.EndToEndID, Differs: r.differs, Status: r.Status}
+	}
+	if len(missing) > 0 {
+		inserted, err := s.insertListed(ctx, ns, missing)
+		if err != nil {
+			return nil, err
+		}
+		var again []int
+		for _, i := range missing {
+			if inserted[ns[i].EndToEndID] {
+				out[i] = ListedOutcome{EndToEndID: ns[i].EndToEndID, New: true, Status: pix.StatusPending}
+				delete(inserted, ns[i].EndToEndID) // a second copy on the page is compared with the first
+				continue
+			}
+			again = append(again, i)
+		}
+		if len(again) < len(missing) {
+			s.Wake(DueChannel)
+		}
+		if len(again) > 0 {
+			// A webhook (or an earlier copy on this page) stored it in
+			// between, or it was credited and cleaned up: judged as stored.
+			rejudged, err := s.readListed(ctx, ns, again)
+			if err != nil {
+				return nil, err
+			}
+			for _, i := range again {
+				r, ok := rejudged[ns[i].EndToEndID]
+				if !ok || !r.judged {
+					return nil, Classify(fmt.Errorf("store listed PIX %s: neither inserted nor stored", ns[i].EndToEndID))
+				}
+				out[i] = ListedOutcome{EndToEndID: ns[i].EndToEndID, Differs: r.differs, Status: r.Status}
+			}
+		}
+	}
+	if err := s.noteListedRefunds(ctx, ns, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readListed reads what is stored of the PIX ns lists (only those at the
+// indexes only, when given) and judges each: the rows by end_to_end_id,
+// judged unless stored nowhere.
+func (s *Store) readListed(ctx context.Context, ns []pix.Notification, only []int) (map[string]*listedRow, error) {
+	pick := only
+	if pick == nil {
+		pick = make([]int, len(ns))
+		for i := range ns {
+			pick[i] = i
+		}
+	}
+	ids, keys, txids := make([]string, len(pick)), make([]string, len(pick)), make([]string, len(pick))
+	for j, i := range pick {
+		ids[j], keys[j], txids[j] = ns[i].EndToEndID, ns[i].PixKey, ns[i].TxID
+	}
+	rows, err := s.pool.Query(ctx, listedSQL.Stored, ids, keys, txids)
+	if err != nil {
+		return nil, Classify(fmt.Errorf("read the listed PIX: %w", err))
+	}
+	read, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (listedRow, error) {
+		var r listedRow
+		err := row.Scan(&r.EndToEndID, &r.InInbox, &r.Status, &r.Source, &r.AmountCents, &r.AccountID, &r.PixKey, &r.TxID,
+			&r.Credited, &r.CreditAccountID, &r.CreditAmountCents, &r.ListedAccountID)
+		return r, err
+	})
+	if err != nil {
+		return nil, Classify(fmt.Errorf("read the listed PIX: %w", err))
+	}
+	out := make(map[string]*listedRow, len(read))
+	for j := range read {
+		out[read[j].EndToEndID] = &read[j]
+	}
+	for _, i := range pick {
+		if r := out[ns[i].EndToEndID]; r != nil && !r.judged && (r.InInbox || r.Credited) {
+			r.differs, r.judged = judgeListed(ns[i], *r), true
+		}
+	}
+	return out, nil
+}
+
+// judgeListed compares a listed PIX with what is stored of it, whatever
+// the formats and the row's status: the field in which they differ, ""
+// when they are the same PIX. The inbox row, while it is kept, is what a
+// webhook told us: the amount, and the chave and txid of an API Pix row,
+// or, for a row of our native format (which names the account), the
+// account the listing's chave (else its charge) names. A PIX credited
+// whose row was cleaned up is compared with its credit: the amount, and
+// the account. A chave of no account of ours can't be the same PIX as a
+// native row's.
+func judgeListed(n pix.Notification, r listedRow) string {
+	switch {
+	case r.InInbox && r.AmountCents != n.AmountCents:
+		return "amount"
+	case r.InInbox && r.Source == pix.SourceAPIPix && r.PixKey != n.PixKey:
+		return "chave"
+	case r.InInbox && r.Source == pix.SourceAPIPix && r.TxID != n.TxID:
+		return "txid"
+	case r.InInbox && r.Source != pix.SourceAPIPix && r.ListedAccountID != r.AccountID:
+		return "account"
+	case r.InInbox:
+		return ""
+	case r.CreditAmountCents != n.AmountCents:
+		return "amount"
+	case r.ListedAccountID != r.CreditAccountID:
+		return "account"
+	}
+	return ""
+}
+
+// insertListed inserts the PIX of ns at the indexes missing (Insert): the
+// set of the end_to_end_ids inserted.
+func (s *Store) insertListed(ctx context.Context, ns []pix.Notification, missing []int) (map[string]bool, error) {
+	ids, keys, txids := make([]string, len(missing)), make([]string, len(missing)), make([]string, len(missing))
+	amounts := make([]int64, len(missing))
+	notices, payloads, psps := make([]*string, len(missing)), make([]string, len(missing)), make([]string, len(missing))
+	for j, i := range missing {
+		n := ns[i]
+		ids[j], amounts[j], keys[j], txids[j], psps[j] = n.EndToEndID, n.AmountCents, n.PixKey, n.TxID, n.PSP
+		if len(n.RefundNotice) > 0 {
+			notice := string(notification.Storable(n.RefundNotice))
+			notices[j] = &notice
+		}
+		payloads[j] = string(notification.Storable(n.Payload))
+	}
+	rows, err := s.pool.Query(ctx, listedSQL.Insert, ids, amounts, keys, txids, notices, payloads, psps, tracing.Traceparent(ctx))
+	if err != nil {
+		return nil, Classify(fmt.Errorf("insert the listed PIX: %w", err))
+	}
+	inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, Classify(fmt.Errorf("insert the listed PIX: %w", err))
+	}
+	out := make(map[string]bool, len(inserted))
+	for _, id := range inserted {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// noteListedRefunds records on the rows of the listed PIX that are the same
+// as stored the refund notices that differ from theirs (NoteRefunds).
+func (s *Store) noteListedRefunds(ctx context.Context, ns []pix.Notification, out []ListedOutcome) error {
+	var ids, notices []string
+	for i, n := range ns {
+		if len(n.RefundNotice) == 0 || out[i].New || out[i].Mismatch() || out[i].Status == "" {
+			continue
+		}
+		ids, notices = append(ids, n.EndToEndID), append(notices, string(notification.Storable(n.RefundNotice)))
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, listedSQL.NoteRefunds, ids, notices); err != nil {
+		return Classify(fmt.Errorf("note the listed PIX's refund notices: %w", err))
+	}
+	return nil
+}
