@@ -108,6 +108,14 @@ func KeepSchedules(ctx context.Context, s Schedules, v sdkworker.WorkerDeploymen
 				log.Warn("schedules: could not compare them with the configuration; asked again", "build_id", v.BuildID, "error", err)
 				break
 			}
+			if len(found) > 0 {
+				// Another build promoted meanwhile may be what wrote them:
+				// asked again at once, so that a promotion is not said as
+				// a difference by the build it replaced.
+				if still, again, err := currentSince(ctx, s.Client, v); err == nil && (!still || !again.Equal(since)) {
+					continue
+				}
+			}
 			m.SchedulesDiffering(len(found))
 			if !slices.EqualFunc(found, differing, sameDifference) {
 				if len(found) > 0 {

@@ -30,6 +30,10 @@ import (
 // keepEvery is the tests' interval of KeepSchedules (15 s in pixd).
 const keepEvery = 20 * time.Millisecond
 
+// warning is what a worker logs when the Schedules differ from its
+// configuration.
+const warning = "schedules differ from this worker's configuration: another worker of this build wrote its settings (or a hand edit); left as they are"
+
 // Two pools of one build with different settings (a settings-only rolling
 // change, or a pool with the catch-up off) write the Schedules once each,
 // at their start, not in turn at every interval: the pool whose settings
@@ -64,7 +68,6 @@ func TestTwoPoolsOfOneBuildWriteTheSchedulesOnce(t *testing.T) {
 
 	// Pool A, written over, says so (again if it looked between B's two
 	// writes), not at every interval, and counts what differs.
-	warning := "schedules differ from this worker's configuration: another worker of this build wrote its settings (or a hand edit); left as they are"
 	said := a.log.Count(warning)
 	require.NotZero(t, said)
 	require.Contains(t, a.log.String(), fmt.Sprintf(`"differences":[{"schedule_id":%q,"differs":["arguments"]},{"schedule_id":%q,"differs":["missing"]}]`,
@@ -117,6 +120,10 @@ func TestOnlyTheCurrentBuildKeepsTheSchedules(t *testing.T) {
 	a.waitAsked(t, 10)
 	b.waitAsked(t, 10)
 	require.EqualValues(t, 5, writes.Load())
+	// A promotion is no difference to warn of: the build it replaced
+	// writes nothing and says only that it is no longer current.
+	require.Zero(t, a.log.Count(warning), a.log.String())
+	require.Zero(t, b.log.Count(warning), b.log.String())
 }
 
 // pool is one pool of workers (here: one KeepSchedules loop) with its own
