@@ -5,17 +5,21 @@
 -- name: DeleteDoneInboxRows
 -- Up to $2 inbox rows done longer than $1 ago, oldest first. Their credits
 -- stay. SKIP LOCKED: a row a credit or a redelivery holds waits for the
--- next batch.
-DELETE FROM inbox_messages WHERE end_to_end_id IN (
+-- next batch. The batch's keys are an array (= ANY (ARRAY(...))), not a
+-- join (IN (...)): the rows are deleted through the primary key whatever
+-- the planner guesses of the batch's size, where a semi-join may hash the
+-- batch and read the whole table to match it.
+DELETE FROM inbox_messages WHERE end_to_end_id = ANY (ARRAY(
     SELECT end_to_end_id FROM inbox_messages
     WHERE status = 'done' AND processed_at < now() - $1::interval
-    ORDER BY processed_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+    ORDER BY processed_at LIMIT $2 FOR UPDATE SKIP LOCKED))
 
 -- name: DeletePublishedEvents
--- Up to $2 events published longer than $1 ago, oldest first.
-DELETE FROM outbox_events WHERE id IN (
+-- Up to $2 events published longer than $1 ago, oldest first; by key, as
+-- DeleteDoneInboxRows.
+DELETE FROM outbox_events WHERE id = ANY (ARRAY(
     SELECT id FROM outbox_events WHERE published_at < now() - $1::interval
-    ORDER BY published_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+    ORDER BY published_at LIMIT $2 FOR UPDATE SKIP LOCKED))
 
 -- name: DeleteExpiredKeys
 -- Up to $1 expired Idempotency-Keys, oldest first.
@@ -34,12 +38,17 @@ WHERE starts_with(a.id, $1) AND a.balance_cents <> a.opening_balance_cents
 ORDER BY a.id
 
 -- name: DoneWithoutCredit
--- Inbox rows done with no pix_credits row (I3).
+-- Inbox rows done with no pix_credits row (I3). Each done row's credit is
+-- looked up by its key (a correlated count, which PostgreSQL never turns
+-- into a join): the check reads the inbox's retention window, never every
+-- credit there ever was, as a hash anti-join would.
 SELECT m.end_to_end_id FROM inbox_messages m
-WHERE m.status = 'done' AND NOT EXISTS (SELECT 1 FROM pix_credits c WHERE c.end_to_end_id = m.end_to_end_id)
+WHERE m.status = 'done' AND (SELECT count(*) FROM pix_credits c WHERE c.end_to_end_id = m.end_to_end_id) = 0
 ORDER BY 1
 
 -- name: CreditWithoutDone
--- Credits whose inbox row exists and is not done (I3).
+-- Credits whose inbox row exists and is not done (I3): pending or failed,
+-- the only other statuses, each named, so that the rows come from their
+-- partial indexes (a few), not from a scan of the inbox.
 SELECT c.end_to_end_id FROM pix_credits c JOIN inbox_messages m USING (end_to_end_id)
-WHERE m.status <> 'done' ORDER BY 1
+WHERE m.status = 'pending' OR m.status = 'failed' ORDER BY 1

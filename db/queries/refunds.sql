@@ -153,11 +153,13 @@ ORDER BY id
 
 -- name: OverCredit
 -- For the reconciliation: PIX whose refunds (all but the reversed) sum to
--- more than their credit.
-SELECT r.end_to_end_id FROM pix_refunds r JOIN pix_credits c USING (end_to_end_id)
+-- more than their credit. Each PIX's credit is looked up by its key (a
+-- refund always has its credit: the foreign key), so that the check reads
+-- the devoluções, never every credit there ever was, as a hash join would.
+SELECT r.end_to_end_id FROM pix_refunds r
 WHERE r.status <> 'reversed'
-GROUP BY r.end_to_end_id, c.amount_cents
-HAVING sum(r.amount_cents) > c.amount_cents
+GROUP BY r.end_to_end_id
+HAVING sum(r.amount_cents) > (SELECT c.amount_cents FROM pix_credits c WHERE c.end_to_end_id = r.end_to_end_id)
 ORDER BY 1
 
 -- name: OldestOpenAge
