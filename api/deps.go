@@ -46,7 +46,7 @@ type AccountStore interface {
 type AdminStore interface {
 	Redrive(ctx context.Context, endToEndID string) (attempts int, err error)
 	RedriveFailed(ctx context.Context, accountID string) ([]db.Redriven, error)
-	FailedCredits(ctx context.Context, accountID string, limit int) ([]pix.Credit, error)
+	FailedCredits(ctx context.Context, accountID string, after *db.FailedKey, limit int) ([]pix.Credit, error)
 	Reconcile(ctx context.Context) (db.Reconciliation, error)
 }
 

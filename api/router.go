@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -491,28 +490,25 @@ func (h *handlers) recoverPanics(c *gin.Context) {
 	c.Next()
 }
 
-// listCredits is GET /admin/pix/credits?status=failed[&account_id=X][&limit=N]:
-// the failed PIX with their reasons, newest first.
+// listCredits is GET /admin/pix/credits?status=failed[&account_id=X]
+// [&limit=N][&cursor=C]: the failed PIX with their reasons, newest first,
+// a page at a time (PageOf).
 func (h *handlers) listCredits(c *gin.Context) {
 	if c.Query("status") != pix.StatusFailed {
 		abortWithError(c, h.Logger, pix.Invalid("status", "must be failed (the list of failed PIX)"))
 		return
 	}
-	limit := 100
-	if v := c.Query("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			abortWithError(c, h.Logger, pix.Invalid("limit", "must be a whole number from 1 to 1000"))
-			return
-		}
-		limit = n
-	}
-	credits, err := h.Stores.Admin.FailedCredits(c.Request.Context(), c.Query("account_id"), limit)
+	p, err := PageOf[db.FailedKey](c)
 	if err != nil {
 		abortWithError(c, h.Logger, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"pix": credits})
+	credits, err := h.Stores.Admin.FailedCredits(c.Request.Context(), c.Query("account_id"), p.After, p.Fetch())
+	if err != nil {
+		abortWithError(c, h.Logger, err)
+		return
+	}
+	AnswerPage(Kit{h}, c, "pix", p, credits, db.FailedKeyOf)
 }
 
 // retryAccount is POST /admin/accounts/{id}/pix/credits/retry: every failed

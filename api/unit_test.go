@@ -288,7 +288,7 @@ func (fs fakeAdmin) RedriveFailed(_ context.Context, accountID string) ([]db.Red
 	return nil, nil
 }
 
-func (fs fakeAdmin) FailedCredits(_ context.Context, accountID string, limit int) ([]pix.Credit, error) {
+func (fs fakeAdmin) FailedCredits(_ context.Context, accountID string, _ *db.FailedKey, limit int) ([]pix.Credit, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("FailedCredits"); err != nil {

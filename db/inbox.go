@@ -88,7 +88,7 @@ const DueChannel = "pix_inbox_due"
 // creditSQL holds the statements of queries/credits.sql.
 var creditSQL struct {
 	Receive, SetLockTimeout, ResetLockTimeout, CreditedBefore, RedriveFailed, LockForCredit, CreditDone, LockAccountForCredit, MarkCreditedBefore,
-	Credit, RecordAttemptFailure, LockForFail, IsCredited, MarkFailed, GetCredit, FailedCredits, OldestPendingAge string
+	Credit, RecordAttemptFailure, LockForFail, IsCredited, MarkFailed, GetCredit, FailedCredits, FailedCreditsOfAccount, OldestPendingAge string
 }
 
 func init() { bindQueries("credits.sql", &creditSQL) }

@@ -244,12 +244,30 @@ FROM pix_credits c
 WHERE c.end_to_end_id = $1 AND NOT EXISTS (SELECT 1 FROM inbox_messages WHERE end_to_end_id = $1)
 
 -- name: FailedCredits
--- Up to $2 failed PIX, newest first, of account $1 ('' for all).
+-- A page of the failed PIX, newest first: by the time they failed
+-- (processed_at, which MarkFailed sets, the one writer of 'failed'), then
+-- end_to_end_id, a total order. $1, $2 the sort key of the last row of the
+-- page before (NULL, NULL: from the first; the sentinel is above every
+-- key), $3 at most. The row comparison is the index's condition
+-- (inbox_messages_failed_order_idx, 0019): a page reads its own rows.
 SELECT end_to_end_id, source, account_id, pix_key, txid, amount_cents, status, attempts, last_error,
        deliveries, received_at, processed_at, NULL::timestamptz
 FROM inbox_messages
-WHERE status = 'failed' AND ($1 = '' OR account_id = $1)
-ORDER BY processed_at DESC LIMIT $2
+WHERE status = 'failed'
+  AND (processed_at, end_to_end_id) < (COALESCE($1::timestamptz, 'infinity'), COALESCE($2::text, ''))
+ORDER BY processed_at DESC, end_to_end_id DESC LIMIT $3
+
+-- name: FailedCreditsOfAccount
+-- FailedCredits of account $1 only ($2, $3 the key after, $4 at most): a
+-- statement of its own, so that its plan, generic or not, is the account's
+-- index (inbox_messages_failed_idx, 0001), never the scan of every
+-- account's failed rows.
+SELECT end_to_end_id, source, account_id, pix_key, txid, amount_cents, status, attempts, last_error,
+       deliveries, received_at, processed_at, NULL::timestamptz
+FROM inbox_messages
+WHERE status = 'failed' AND account_id = $1
+  AND (processed_at, end_to_end_id) < (COALESCE($2::timestamptz, 'infinity'), COALESCE($3::text, ''))
+ORDER BY processed_at DESC, end_to_end_id DESC LIMIT $4
 
 -- name: OldestPendingAge
 -- Seconds since the PSP first told us of the oldest pending row; 0 when

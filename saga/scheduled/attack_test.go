@@ -57,7 +57,7 @@ func TestAPostForAnotherAccountIsForbiddenWhateverItsDate(t *testing.T) {
 		require.Equal(t, "forbidden_account", code(refused), date)
 	}
 	require.Zero(t, a.f.keysOf("joao"), "a forbidden request leaves no key behind")
-	list, err := a.f.store.List(context.Background(), "acc-maria", "", 10)
+	list, err := a.f.store.List(context.Background(), "acc-maria", "", nil, 10)
 	require.NoError(t, err)
 	require.Empty(t, list)
 

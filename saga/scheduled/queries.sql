@@ -43,10 +43,24 @@ SELECT * FROM pix_scheduled WHERE id = $1
 SELECT * FROM pix_scheduled WHERE id = $1 FOR UPDATE
 
 -- name: ListByAccount
--- An account's scheduled PIX, by date: $1 account_id, $2 status ('' for
--- every one), $3 at most.
-SELECT * FROM pix_scheduled WHERE account_id = $1 AND ($2 = '' OR status = $2)
-ORDER BY scheduled_for, id LIMIT $3
+-- A page of an account's scheduled PIX, by date, then id (a total order):
+-- $1 account_id, $2, $3 the sort key of the last row of the page before
+-- (NULL, NULL: from the first; the sentinel is below every key), $4 at
+-- most. The row comparison is the index's condition
+-- (pix_scheduled_account_idx): a page reads its own rows.
+SELECT * FROM pix_scheduled
+WHERE account_id = $1
+  AND (scheduled_for, id) > (COALESCE($2::date, '-infinity'), COALESCE($3::uuid, '00000000-0000-0000-0000-000000000000'))
+ORDER BY scheduled_for, id LIMIT $4
+
+-- name: ListByAccountStatus
+-- ListByAccount of the status $2 only ($3, $4 the key after, $5 at most),
+-- from the index that holds the status (pix_scheduled_account_status_idx):
+-- a page of the PIX still to run never reads past those that ran.
+SELECT * FROM pix_scheduled
+WHERE account_id = $1 AND status = $2
+  AND (scheduled_for, id) > (COALESCE($3::date, '-infinity'), COALESCE($4::uuid, '00000000-0000-0000-0000-000000000000'))
+ORDER BY scheduled_for, id LIMIT $5
 
 -- name: Conclude
 -- Concludes a row still scheduled, with its event, and closes its queue

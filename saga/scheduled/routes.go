@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -30,12 +29,9 @@ import (
 //
 // Another customer's scheduled PIX, or account, answers as missing.
 
-// Limits of the routes.
-const (
-	MaxBodyBytes     = 16 << 10
-	DefaultListLimit = 100
-	MaxListLimit     = 500
-)
+// MaxBodyBytes bounds the body of POST /pix/scheduled. The list's page
+// size is every list's (api.PageOf).
+const MaxBodyBytes = 16 << 10
 
 // requestFields are the members of POST /pix/scheduled: a transfer's, and
 // its date.
@@ -45,7 +41,7 @@ var requestFields = []string{"account_id", "amount_cents", "pix_key", "descripti
 type RouteStore interface {
 	Create(ctx context.Context, r db.Reservation, n New, render func(Scheduled) ([]byte, error)) (Scheduled, error)
 	Get(ctx context.Context, id uuid.UUID) (Scheduled, error)
-	List(ctx context.Context, accountID, status string, limit int) ([]Scheduled, error)
+	List(ctx context.Context, accountID, status string, after *ListKey, limit int) ([]Scheduled, error)
 	Cancel(ctx context.Context, id uuid.UUID) (Scheduled, bool, error)
 }
 
@@ -184,8 +180,8 @@ func (h *Handlers) get(k api.Kit, c *gin.Context) {
 	c.JSON(http.StatusOK, viewOf(k, s))
 }
 
-// list is GET /pix/scheduled?account_id=…[&status=…][&limit=…]: an
-// account's scheduled PIX by date.
+// list is GET /pix/scheduled?account_id=…[&status=…][&limit=…][&cursor=…]:
+// an account's scheduled PIX by date, a page at a time (api.PageOf).
 func (h *Handlers) list(k api.Kit, c *gin.Context) {
 	account := c.Query("account_id")
 	if account == "" {
@@ -203,16 +199,12 @@ func (h *Handlers) list(k api.Kit, c *gin.Context) {
 		k.Fail(c, pix.Invalid("status", "must be scheduled, executed, failed or cancelled"))
 		return
 	}
-	limit := DefaultListLimit
-	if v := c.Query("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxListLimit {
-			k.Fail(c, pix.Invalid("limit", "must be 1 to %d", MaxListLimit))
-			return
-		}
-		limit = n
+	p, err := api.PageOf[ListKey](c)
+	if err != nil {
+		k.Fail(c, err)
+		return
 	}
-	found, err := h.Store.List(c.Request.Context(), account, status, limit)
+	found, err := h.Store.List(c.Request.Context(), account, status, p.After, p.Fetch())
 	if err != nil {
 		k.Fail(c, err)
 		return
@@ -221,7 +213,7 @@ func (h *Handlers) list(k api.Kit, c *gin.Context) {
 	for _, s := range found {
 		views = append(views, viewOf(k, s))
 	}
-	c.JSON(http.StatusOK, gin.H{"scheduled": views})
+	api.AnswerPage(k, c, "scheduled", p, views, func(v view) ListKey { return ListKeyOf(v.Scheduled) })
 }
 
 // cancel is DELETE /pix/scheduled/{id}: it cancels a scheduled PIX that

@@ -3,11 +3,16 @@ package scheduled_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -190,4 +195,99 @@ func TestTheRoutesRefuse(t *testing.T) {
 	require.Equal(t, "scheduled_pix_already_ran", code(refused))
 	status, _ = a.call(http.MethodGet, "/pix/scheduled/not-a-uuid", "maria", "", nil)
 	require.Equal(t, http.StatusBadRequest, status)
+}
+
+// walk follows next_cursor from the first page of the list query to the
+// last, as token, and returns the ids of every row in the order listed.
+func (a *harness) walk(query, token string) []string {
+	a.t.Helper()
+	var ids []string
+	next := ""
+	for page := 0; ; page++ {
+		require.Less(a.t, page, 1000, "a walk ends")
+		path := "/pix/scheduled?" + query
+		if next != "" {
+			path += "&cursor=" + url.QueryEscape(next)
+		}
+		status, body := a.call(http.MethodGet, path, token, "", nil)
+		require.Equal(a.t, http.StatusOK, status, "%s: %v", path, body)
+		rows := body["scheduled"].([]any)
+		for _, r := range rows {
+			ids = append(ids, r.(map[string]any)["id"].(string))
+		}
+		nc, present := body["next_cursor"]
+		require.True(a.t, present, "next_cursor is always there, null on the last page")
+		if nc == nil {
+			return ids
+		}
+		require.NotEmpty(a.t, rows, "a page with a next page has rows")
+		next = nc.(string)
+	}
+}
+
+// GET /pix/scheduled pages by cursor (api.PageOf): every scheduled PIX of
+// the account once, by date then id, whatever the page size and the
+// status asked; limits and cursors refused as on every list; another
+// customer's never listed, whatever cursor they send.
+func TestTheListPages(t *testing.T) {
+	now := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
+	a := newAPI(t, now)
+	var all []scheduled.Scheduled
+	for i := range 11 {
+		runAt := now.AddDate(0, 0, 1+i/3) // three PIX a day: the id decides
+		s := a.f.schedule("acc-maria", int64(100+i), runAt)
+		if i%4 == 0 {
+			var err error
+			s, _, err = a.f.store.Cancel(context.Background(), s.ID)
+			require.NoError(t, err)
+		}
+		all = append(all, s)
+	}
+	for range 4 { // after every one of Maria's in the order
+		a.f.schedule("acc-joao", 100, now.AddDate(0, 0, 10))
+	}
+	slices.SortFunc(all, func(x, y scheduled.Scheduled) int {
+		if c := strings.Compare(x.ScheduledFor, y.ScheduledFor); c != 0 {
+			return c
+		}
+		return strings.Compare(x.ID.String(), y.ID.String())
+	})
+	want := func(status string) []string {
+		var out []string
+		for _, s := range all {
+			if status == "" || s.Status == status {
+				out = append(out, s.ID.String())
+			}
+		}
+		return out
+	}
+	for _, status := range []string{"", scheduled.StatusScheduled, scheduled.StatusCancelled, scheduled.StatusExecuted} {
+		for _, limit := range []int{1, 2, 3, 10, 11, 1000} {
+			got := a.walk(fmt.Sprintf("account_id=acc-maria&status=%s&limit=%d", status, limit), "maria")
+			require.Equal(t, want(status), got, "status %q, limit %d", status, limit)
+		}
+	}
+	require.Len(t, want(scheduled.StatusCancelled), 3)
+
+	// Maria's cursor in João's hands: his own rows after that position
+	// (all four), never hers; her account stays missing to him.
+	_, first := a.call(http.MethodGet, "/pix/scheduled?account_id=acc-maria&limit=1", "maria", "", nil)
+	cursor := first["next_cursor"].(string)
+	status, his := a.call(http.MethodGet, "/pix/scheduled?account_id=acc-joao&cursor="+cursor, "joao", "", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, his["scheduled"], 4)
+	for _, r := range his["scheduled"].([]any) {
+		require.Equal(t, "acc-joao", r.(map[string]any)["account_id"])
+	}
+	status, refused := a.call(http.MethodGet, "/pix/scheduled?account_id=acc-maria&cursor="+cursor, "joao", "", nil)
+	require.Equal(t, http.StatusNotFound, status)
+	require.Equal(t, "account_not_found", code(refused))
+
+	badKey := base64.RawURLEncoding.EncodeToString([]byte(`{"scheduled_for":"2026-13-45","id":"` + uuid.NewString() + `"}`))
+	otherList := base64.RawURLEncoding.EncodeToString([]byte(`{"failed_at":"2026-01-01T00:00:00Z","end_to_end_id":"E1234567820261129120000000000001"}`))
+	for _, q := range []string{"limit=0", "limit=1001", "limit=x", "cursor=abc", "cursor=" + badKey, "cursor=" + otherList} {
+		status, refused := a.call(http.MethodGet, "/pix/scheduled?account_id=acc-maria&"+q, "maria", "", nil)
+		require.Equal(t, http.StatusBadRequest, status, q)
+		require.Equal(t, "invalid_request", code(refused), q)
+	}
 }

@@ -33,7 +33,7 @@ var queryFiles embed.FS
 
 // scheduledSQL holds the statements of queries.sql.
 var scheduledSQL struct {
-	AccountStatus, CountPending, Create, Get, Lock, ListByAccount, Conclude, Pending string
+	AccountStatus, CountPending, Create, Get, Lock, ListByAccount, ListByAccountStatus, Conclude, Pending string
 }
 
 func init() { db.BindQueries(queryFiles, "queries.sql", &scheduledSQL) }
@@ -201,10 +201,38 @@ func (s *Store) Get(ctx context.Context, id uuid.UUID) (Scheduled, error) {
 	return out, err
 }
 
-// List returns an account's scheduled PIX by date, of status ("": any), at
-// most limit.
-func (s *Store) List(ctx context.Context, accountID, status string, limit int) ([]Scheduled, error) {
-	rs, err := s.store.Pool().Query(ctx, scheduledSQL.ListByAccount, accountID, status, limit)
+// ListKey is the sort key of an account's list of scheduled PIX (List):
+// by date, then id. A page's cursor holds its last row's.
+type ListKey struct {
+	ScheduledFor string    `json:"scheduled_for"`
+	ID           uuid.UUID `json:"id"`
+}
+
+// Valid says whether k is a key of the list: a date and an id.
+func (k ListKey) Valid() bool {
+	_, err := time.Parse(dateLayout, k.ScheduledFor)
+	return err == nil && k.ID != uuid.Nil
+}
+
+// ListKeyOf is the sort key of s in its account's list.
+func ListKeyOf(s Scheduled) ListKey { return ListKey{ScheduledFor: s.ScheduledFor, ID: s.ID} }
+
+// List returns an account's scheduled PIX by date, then id, of status ("":
+// any), at most limit, those after the key after in that order (nil: from
+// the first): a page of the list, read from an index whatever its depth.
+func (s *Store) List(ctx context.Context, accountID, status string, after *ListKey, limit int) ([]Scheduled, error) {
+	var date *string
+	var id *uuid.UUID
+	if after != nil {
+		date, id = &after.ScheduledFor, &after.ID
+	}
+	var rs pgx.Rows
+	var err error
+	if status == "" {
+		rs, err = s.store.Pool().Query(ctx, scheduledSQL.ListByAccount, accountID, date, id, limit)
+	} else {
+		rs, err = s.store.Pool().Query(ctx, scheduledSQL.ListByAccountStatus, accountID, status, date, id, limit)
+	}
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list scheduled pix: %w", err))
 	}

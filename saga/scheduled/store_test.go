@@ -278,7 +278,7 @@ func TestCreationRefusesAMissingAccount(t *testing.T) {
 		TransferRequest: pix.TransferRequest{AccountID: "nobody", AmountCents: 1, PixKey: "k"},
 		ScheduledFor:    time.Now().Format(time.DateOnly), RunAt: time.Now()}, f.render)
 	require.ErrorIs(t, err, pix.ErrAccountNotFound)
-	list, err := f.store.List(ctx, "nobody", "", 10)
+	list, err := f.store.List(ctx, "nobody", "", nil, 10)
 	require.NoError(t, err)
 	require.Empty(t, list)
 }
@@ -328,7 +328,7 @@ func TestAnAccountHoldsAtMostItsLimit(t *testing.T) {
 		require.ErrorIs(t, err, scheduled.ErrLimitReached)
 	}
 	require.Equal(t, 3, made, "8 asked at once, 3 allowed")
-	list, err := limited.List(ctx, "acc-1", scheduled.StatusScheduled, 10)
+	list, err := limited.List(ctx, "acc-1", scheduled.StatusScheduled, nil, 10)
 	require.NoError(t, err)
 	require.Len(t, list, 3)
 
