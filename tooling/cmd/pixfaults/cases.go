@@ -58,6 +58,8 @@ type caseRun struct {
 	// case).
 	simPix             []simPix
 	dropStart, dropEnd time.Time
+	// burst is the catch-up burst case's (catchUpBurst).
+	burst burstTimes
 }
 
 func cases(s settings) []faultCase {

@@ -9,8 +9,10 @@
 // PIX credited, with some PIX's devoluções turned against the bank; cases
 // 21-23 fault the PSP's security and its own record: its OAuth 2.0 token
 // endpoint down, its webhooks dropped (the catch-up must credit their
-// PIX), our client secret wrong then right. The worker meets the
-// simulator as a real PSP (OAuth 2.0, mutual TLS), in every case. After
+// PIX), our client secret wrong then right; case 24 a burst of 3,000 PIX
+// the catch-up alone can credit, from a PSP that lists 2 a page. The
+// worker meets the simulator as a real PSP (OAuth 2.0, mutual TLS), in
+// every case. After
 // each case the invariants are checked in the database, against the PSP's
 // records and against what a durable JetStream consumer received, and the
 // recovery time is reported: from the moment the fault was healed to the

@@ -146,8 +146,12 @@ func newPSPServer(dir string, cred *pspCredentials) (*pspServer, error) {
 	// Transfers settle quickly unless a case says otherwise, so that a
 	// case's drain is about its fault, not about the settlement.
 	opts := pspsim.Options{Logger: slog.New(slog.NewJSONHandler(f, nil)), DefaultSettleAfter: 300 * time.Millisecond}
+	// As many idle connections kept as the burst case posts PIX at once:
+	// a connection each, not one opened per PIX.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = burstSenders
 	p := &pspServer{addr: addr, apiURL: "http://" + addr, url: "http://" + addr, logFile: f,
-		client: &http.Client{Timeout: 10 * time.Second}, cred: cred}
+		client: &http.Client{Timeout: 10 * time.Second, Transport: tr}, cred: cred}
 	if cred != nil {
 		if err := cred.simOptions(&opts); err != nil {
 			f.Close()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/tooling/load"
@@ -29,9 +30,11 @@ import (
 // pspAuthCases are the faults of the API Pix's security and of the PSP's
 // own record: the token endpoint down while transfers and devoluções are
 // under way, the PSP's webhooks dropped (the catch-up must find their PIX
-// in GET /pix), and our client secret wrong, then right. Each runs under
-// the webhook load; the token cases send outgoing PIX and refunds beside
-// it, held against the PSP's records by checkTransfers and checkRefunds.
+// in GET /pix), our client secret wrong, then right, and a burst of PIX
+// while the PSP lists few a page and drops its webhooks (catchupburst.go).
+// Each runs under the webhook load; the token cases send outgoing PIX and
+// refunds beside it, held against the PSP's records by checkTransfers and
+// checkRefunds.
 func pspAuthCases(s settings) []faultCase {
 	return []faultCase{
 		{name: fmt.Sprintf("the PSP's token endpoint down %s during transfers and devoluções", s.tokenDown), outgoing: true, refunds: true,
@@ -40,6 +43,8 @@ func pspAuthCases(s settings) []faultCase {
 			setup: simPixKeysSetup, inject: webhooksDropped, check: webhooksDroppedCheck},
 		{name: "a wrong client secret (the PSP rotated it), then the right one, during transfers and devoluções", outgoing: true, refunds: true,
 			inject: wrongClientSecret, check: heldBackCheck("token requests refused (wrong secret)", "PSPRequestRefused counted")},
+		{name: fmt.Sprintf("a burst of %d PIX at the PSP, which lists %d a page of GET /pix and drops its webhooks; the catch-up credits them all", burstPIX, burstPageSize),
+			setup: simPixKeysSetup, inject: catchUpBurst, check: catchUpBurstCheck},
 	}
 }
 
@@ -257,6 +262,21 @@ type simPix struct {
 	postedAt              time.Time
 }
 
+// postSimPix tells the simulator it received the case's PIX number n
+// (POST /sim/pix, its horario the simulator's now), to one of the case's
+// simPixKeys, and returns it as sent.
+func postSimPix(ctx context.Context, r *caseRun, n int) (simPix, error) {
+	runID := r.sess.RunID()
+	p := simPix{endToEndID: simPixEndToEndID(runID, n), accountID: load.AccountID(runID, n%simPixKeys),
+		amountCents: int64(100 + (n*7919)%9900), postedAt: time.Now()}
+	body := map[string]any{"endToEndId": p.endToEndID, "valor": psp.FormatValor(p.amountCents),
+		"chave": simPixKey(runID, n%simPixKeys), "infoPagador": "fault suite"}
+	if err := r.st.psp.send(ctx, http.MethodPost, "/sim/pix", body, http.StatusAccepted, nil); err != nil {
+		return simPix{}, fmt.Errorf("tell the simulator of a PIX: %w", err)
+	}
+	return p, nil
+}
+
 // webhooksDropped has the simulator receive PIX (POST /sim/pix, to the
 // case's keys, simPixRate a second) for 3 s, then drop every webhook for
 // s.webhookDrop (PUT /sim/webhook-drop: each notification due then is
@@ -268,7 +288,6 @@ type simPix struct {
 // duplicate, never a second credit. It waits for every PIX to be
 // credited (up to two intervals and a minute after the drop).
 func webhooksDropped(ctx context.Context, r *caseRun) (time.Time, string, error) {
-	runID := r.sess.RunID()
 	stop := make(chan struct{})
 	posted := make(chan []simPix, 1)
 	var postErr error
@@ -287,14 +306,8 @@ func webhooksDropped(ctx context.Context, r *caseRun) (time.Time, string, error)
 				return
 			case <-tick.C:
 			}
-			p := simPix{endToEndID: simPixEndToEndID(runID, n), accountID: load.AccountID(runID, n%simPixKeys),
-				amountCents: int64(100 + (n*7919)%9900), postedAt: time.Now()}
-			body := map[string]any{"endToEndId": p.endToEndID, "valor": psp.FormatValor(p.amountCents),
-				"chave": simPixKey(runID, n%simPixKeys), "infoPagador": "fault suite, webhook drop"}
-			var ans struct {
-				Webhook string `json:"webhook"`
-			}
-			if err := r.st.psp.send(ctx, http.MethodPost, "/sim/pix", body, http.StatusAccepted, &ans); err != nil {
+			p, err := postSimPix(ctx, r, n)
+			if err != nil {
 				postErr = err
 				continue
 			}
@@ -320,7 +333,7 @@ func webhooksDropped(ctx context.Context, r *caseRun) (time.Time, string, error)
 		return dropEnd, "", err
 	}
 	if postErr != nil {
-		return dropEnd, "", fmt.Errorf("tell the simulator of a PIX: %w", postErr)
+		return dropEnd, "", postErr
 	}
 	// Every PIX credited, or the deadline: the check says which were not.
 	deadline := dropEnd.Add(2*pspCatchUpInterval + time.Minute)
@@ -346,6 +359,7 @@ func webhooksDropped(ctx context.Context, r *caseRun) (time.Time, string, error)
 // simPixRow is what our books hold of one of the simulator's PIX.
 type simPixRow struct {
 	psp        string
+	status     string
 	credits    int
 	account    string
 	amount     int64
@@ -357,17 +371,17 @@ type simPixRow struct {
 // webhooks' PSP or the catch-up), and its credits.
 func simPixRows(ctx context.Context, r *caseRun) (map[string]simPixRow, error) {
 	rows, err := r.st.pool.Query(ctx, `
-		SELECT m.end_to_end_id, COALESCE(m.psp, ''), count(c.end_to_end_id), COALESCE(min(c.account_id), ''),
+		SELECT m.end_to_end_id, COALESCE(m.psp, ''), m.status, count(c.end_to_end_id), COALESCE(min(c.account_id), ''),
 		       COALESCE(min(c.amount_cents), 0), min(c.credited_at)
 		FROM inbox_messages m LEFT JOIN pix_credits c USING (end_to_end_id)
-		WHERE starts_with(m.end_to_end_id, $1) GROUP BY m.end_to_end_id, m.psp`, "E"+simPixISPB+r.sess.RunID())
+		WHERE starts_with(m.end_to_end_id, $1) GROUP BY m.end_to_end_id, m.psp, m.status`, "E"+simPixISPB+r.sess.RunID())
 	if err != nil {
 		return nil, fmt.Errorf("read the simulator's PIX: %w", err)
 	}
 	out := map[string]simPixRow{}
 	var e2e string
 	var row simPixRow
-	_, err = pgx.ForEachRow(rows, []any{&e2e, &row.psp, &row.credits, &row.account, &row.amount, &row.creditedAt}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&e2e, &row.psp, &row.status, &row.credits, &row.account, &row.amount, &row.creditedAt}, func() error {
 		out[e2e] = row
 		return nil
 	})
@@ -397,9 +411,9 @@ func webhooksDroppedCheck(ctx context.Context, r *caseRun, o *outcome) []string 
 	flag := func(what, id string) { bad[what] = append(bad[what], id) }
 	// Every PIX the PSP made before covered_until was listed by a run of
 	// the catch-up: one that came by its webhook first, a duplicate.
-	var coveredUntil time.Time
-	if err := r.st.pool.QueryRow(ctx, `SELECT covered_until FROM psp_catchup`).Scan(&coveredUntil); err != nil {
-		v = append(v, fmt.Sprintf("the catch-up's covered window: %v", err))
+	coveredUntil, _, err := catchUpCovered(ctx, r)
+	if err != nil {
+		v = append(v, err.Error())
 	}
 	var caughtUp, notified, listedToo int
 	var lastCredit time.Time
@@ -407,15 +421,8 @@ func webhooksDroppedCheck(ctx context.Context, r *caseRun, o *outcome) []string 
 	bound := r.dropEnd.Add(2 * pspCatchUpInterval)
 	for _, p := range r.simPix {
 		row, ok := rows[p.endToEndID]
-		switch {
-		case !ok:
-			flag("PIX the PSP received that our books do not hold", p.endToEndID)
+		if !simPixBooked(p, row, ok, flag) {
 			continue
-		case row.credits != 1:
-			flag("PIX not credited exactly once", fmt.Sprintf("%s (%d credits)", p.endToEndID, row.credits))
-			continue
-		case row.account != p.accountID || row.amount != p.amountCents:
-			flag("PIX credited to another account or amount than the PSP's", p.endToEndID)
 		}
 		switch row.psp {
 		case activities.CatchUpPSP:
@@ -456,6 +463,39 @@ func webhooksDroppedCheck(ctx context.Context, r *caseRun, o *outcome) []string 
 	o.note += fmt.Sprintf("; %d by the catch-up (the last credited %s; at most %s from the PSP to the credit), %d by their webhook over mutual TLS (%d of them listed by the catch-up after, duplicates)",
 		caughtUp, lastAfter, slowest.Round(100*time.Millisecond), notified, listedToo)
 	return v
+}
+
+// simPixBooked holds one of the simulator's PIX against our books (row,
+// ok when they hold it): flagged when they do not, when it is not credited
+// exactly once, its inbox row not done, or when it is credited to another
+// account or amount than the PSP's. It reports whether the PIX was
+// credited once.
+func simPixBooked(p simPix, row simPixRow, ok bool, flag func(what, id string)) bool {
+	switch {
+	case !ok:
+		flag("PIX the PSP received that our books do not hold", p.endToEndID)
+		return false
+	case row.credits != 1:
+		flag("PIX not credited exactly once", fmt.Sprintf("%s (%d credits)", p.endToEndID, row.credits))
+		return false
+	}
+	if row.status != pix.StatusDone {
+		flag("PIX credited whose inbox row is not done", fmt.Sprintf("%s (%s)", p.endToEndID, row.status))
+	}
+	if row.account != p.accountID || row.amount != p.amountCents {
+		flag("PIX credited to another account or amount than the PSP's", p.endToEndID)
+	}
+	return true
+}
+
+// catchUpCovered reads the catch-up's covered end (psp_catchup's
+// covered_until) and the database's now, the clock its windows are cut
+// by.
+func catchUpCovered(ctx context.Context, r *caseRun) (covered, now time.Time, err error) {
+	if err := r.st.pool.QueryRow(ctx, `SELECT covered_until, now() FROM psp_catchup`).Scan(&covered, &now); err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("the catch-up's covered window: %w", err)
+	}
+	return covered, now, nil
 }
 
 func maxTime(a, b time.Time) time.Time {
