@@ -34,11 +34,13 @@ const undo0012 = `ALTER TABLE pix_refunds DROP COLUMN psp_asked_at; DROP INDEX i
 
 // undo0017 is the schema before 0017, and the migrations after it (a new
 // migration adds its undo here, and its name to afterwards).
-const undo0017 = `ALTER TABLE pix_refunds DROP COLUMN psp_asks; DROP TABLE pix_scheduled CASCADE; DROP INDEX inbox_messages_failed_order_idx`
+const undo0017 = `ALTER TABLE pix_refunds DROP COLUMN psp_asks; DROP TABLE pix_scheduled CASCADE; DROP INDEX inbox_messages_failed_order_idx;
+	DROP INDEX pix_transfer_refunds_account_idx; DROP INDEX pix_refund_reversals_account_idx; DROP INDEX pix_refunds_contradicted_idx`
 
 // afterwards are the migrations after 0017, which the tests below apply
 // again.
-var afterwards = []string{"0018_pix_scheduled.sql", "0019_inbox_failed_list_index.sql", "0020_pix_scheduled_status_index.sql"}
+var afterwards = []string{"0018_pix_scheduled.sql", "0019_inbox_failed_list_index.sql", "0020_pix_scheduled_status_index.sql",
+	"0021_transfer_refunds_account_index.sql", "0022_refund_reversals_account_index.sql", "0023_refund_contradictions_index.sql"}
 
 // Found by the fourth attack review: psp_asked_at was once appended to the
 // committed migration 0011, so a database that had applied 0011 before
