@@ -6,7 +6,7 @@
 //	                                link, and its refunds (devoluções)
 //	pixctl refund -e2e <end_to_end_id> -amount <centavos> [-reason TEXT] [-key UUID] [-account X]
 //	pixctl refund-status [-account X] [-wait D] <refund id>
-//	pixctl failed [-account X]      the failed PIX with their reasons
+//	pixctl failed [-account X] [-limit N]  every failed PIX with its reason (every page)
 //	pixctl retry <end_to_end_id> | -all-failed -account X
 //	pixctl reconcile                the books' check
 //	pixctl events tail [-all]       the service's events as they reach the broker

@@ -186,16 +186,19 @@ func deref(s *string) string {
 }
 
 var failedCommand = &command{
-	name: "failed", args: "[-account ID] [flags]",
+	name: "failed", args: "[-account ID] [-limit N] [-cursor C] [flags]",
 	summary: "the failed PIX, with their reasons",
 	about: `Lists the failed PIX (GET /admin/pix/credits?status=failed), newest first,
-with their attempts and last error; -account, only that account's. Listing
-failed PIX is not a failure: it exits 0 whatever it finds.
+with their attempts and last error; -account, only that account's. Every
+page of the list is read, -limit rows at a time, so every failed PIX is
+listed however many there are; -o json prints each page's answer, one a
+line. Listing failed PIX is not a failure: it exits 0 whatever it finds.
 `,
 	problem:  "the API refused the request",
 	settings: adminSettings, output: true,
 	define: func(fs *flag.FlagSet) runner {
 		account := fs.String("account", "", "only this account's")
+		pages := definePageFlags(fs)
 		return func(ctx context.Context, inv *invocation, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("unexpected argument %q", args[0])
@@ -204,33 +207,21 @@ failed PIX is not a failure: it exits 0 whatever it finds.
 			if err != nil {
 				return err
 			}
-			return failed(ctx, c, *account, inv.json, inv.out)
+			return failed(ctx, c, inv, *account, pages)
 		}
 	},
 }
 
 // failed lists the failed PIX (of account, unless ""), with their reasons.
-func failed(ctx context.Context, c *apiClient, account string, asJSON bool, out io.Writer) error {
-	var v struct {
-		Pix []credit `json:"pix"`
-	}
+func failed(ctx context.Context, c *apiClient, inv *invocation, account string, pages pageFlags) error {
 	q := url.Values{"status": {"failed"}}
 	if account != "" {
 		q.Set("account_id", account)
 	}
-	raw, err := c.read(ctx, "/admin/pix/credits?"+q.Encode(), "list failed PIX", &v)
-	if err != nil || asJSON {
-		if err == nil {
-			err = printJSON(out, raw)
-		}
-		return err
-	}
-	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "END_TO_END_ID\tACCOUNT\tAMOUNT\tATTEMPTS\tLAST_ERROR")
-	for _, p := range v.Pix {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", p.EndToEndID, p.AccountID, brl(p.AmountCents), p.Attempts, deref(p.LastError))
-	}
-	return tw.Flush()
+	return listRows(ctx, c, inv, "/admin/pix/credits", q, pages, "list failed PIX", "pix",
+		"END_TO_END_ID\tACCOUNT\tAMOUNT\tATTEMPTS\tLAST_ERROR", func(p credit) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%d\t%s", p.EndToEndID, p.AccountID, brl(p.AmountCents), p.Attempts, deref(p.LastError))
+		})
 }
 
 var retryCommand = &command{

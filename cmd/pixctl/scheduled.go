@@ -49,17 +49,20 @@ func scheduledClient(inv *invocation, account string) (*apiClient, error) {
 }
 
 var scheduledListCommand = &command{
-	name: "scheduled list", args: "-account ID [-status S] [flags]",
+	name: "scheduled list", args: "-account ID [-status S] [-limit N] [-cursor C] [flags]",
 	summary: "an account's scheduled PIX, by date",
 	about: `Prints an account's scheduled PIX (GET /pix/scheduled?account_id=…), by
 date, as the account's customer: -status keeps one status (scheduled,
-executed, failed, cancelled).
+executed, failed, cancelled). Every page of the list is read, -limit rows
+at a time, so every one is listed however many there are; -o json prints
+each page's answer, one a line.
 `,
 	problem:  "no such account of the customer's (account_not_found)",
 	settings: customerSettings, output: true,
 	define: func(fs *flag.FlagSet) runner {
 		account := fs.String("account", "", "the account")
 		status := fs.String("status", "", "only this status: scheduled, executed, failed or cancelled")
+		pages := definePageFlags(fs)
 		return func(ctx context.Context, inv *invocation, args []string) error {
 			switch {
 			case *account == "":
@@ -75,17 +78,7 @@ executed, failed, cancelled).
 			if *status != "" {
 				q.Set("status", *status)
 			}
-			var v struct {
-				Scheduled []scheduledPix `json:"scheduled"`
-			}
-			raw, err := c.read(ctx, "/pix/scheduled?"+q.Encode(), "list scheduled pix", &v)
-			if err != nil {
-				return err
-			}
-			if inv.json {
-				return printJSON(inv.out, raw)
-			}
-			return printScheduled(inv.out, v.Scheduled...)
+			return listRows(ctx, c, inv, "/pix/scheduled", q, pages, "list scheduled pix", "scheduled", scheduledHeader, scheduledLine)
 		}
 	},
 }
@@ -142,20 +135,26 @@ func oneScheduled(method, what string) func(fs *flag.FlagSet) runner {
 	}
 }
 
-// printScheduled prints scheduled PIX, one a line.
-func printScheduled(out io.Writer, all ...scheduledPix) error {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tACCOUNT\tAMOUNT\tPIX KEY\tDATE\tRUNS AT\tSTATUS\tTRANSFER / REASON\tWORKFLOW")
-	for _, s := range all {
-		outcome := "-"
-		switch {
-		case s.TransferID != nil:
-			outcome = *s.TransferID
-		case s.FailureReason != nil:
-			outcome = *s.FailureReason
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.AccountID, brl(s.AmountCents), s.PixKey, s.ScheduledFor,
-			s.RunAt, s.Status, outcome, s.TemporalUIURL)
+// scheduledHeader heads the table of scheduled PIX; scheduledLine is a
+// row of it.
+const scheduledHeader = "ID\tACCOUNT\tAMOUNT\tPIX KEY\tDATE\tRUNS AT\tSTATUS\tTRANSFER / REASON\tWORKFLOW"
+
+func scheduledLine(s scheduledPix) string {
+	outcome := "-"
+	switch {
+	case s.TransferID != nil:
+		outcome = *s.TransferID
+	case s.FailureReason != nil:
+		outcome = *s.FailureReason
 	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", s.ID, s.AccountID, brl(s.AmountCents), s.PixKey, s.ScheduledFor,
+		s.RunAt, s.Status, outcome, s.TemporalUIURL)
+}
+
+// printScheduled prints one scheduled PIX as a row of the table.
+func printScheduled(out io.Writer, s scheduledPix) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, scheduledHeader)
+	fmt.Fprintln(w, scheduledLine(s))
 	return w.Flush()
 }
