@@ -1,12 +1,14 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"fmt"
 	"io/fs"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/exaring/otelpgx"
@@ -69,6 +71,25 @@ func splitNamed(file, body string) map[string]string {
 // queries/credits.sql. Written only while the package's variables are
 // initialised (BindQueries), read only after.
 var statementNames = map[string]string{}
+
+// NamedStatement is one statement the service runs: its name in traces
+// ("credits.Receive", "transfers.ClaimDue") and its SQL.
+type NamedStatement struct{ Name, SQL string }
+
+// Statements is every statement bound in this process, by name: those of
+// BindQueries (db's queries/*.sql and the queries file of every saga
+// package linked in) and of every queue declared (DeclareQueue). It is the
+// one registry the statements run from, so that a check of every statement
+// (db/plans: each is bounded by an index) sees one added anywhere. Call it
+// only after the package variables are initialised (from main or a test).
+func Statements() []NamedStatement {
+	out := make([]NamedStatement, 0, len(statementNames))
+	for sql, name := range statementNames {
+		out = append(out, NamedStatement{name, sql})
+	}
+	slices.SortFunc(out, func(a, b NamedStatement) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.SQL, b.SQL)) })
+	return out
+}
 
 // statementName is the name of the statement sql, or, for SQL that is no
 // named statement (a migration, a test's), its first keyword.

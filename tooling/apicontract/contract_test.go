@@ -48,6 +48,21 @@ const creditView = `{"end_to_end_id":"` + e2e + `","source":"native","account_id
 	`"credited_at":"2026-11-29T12:00:00.18Z","workflow_id":"pix-credit:` + e2e + `","workflow_status":"Completed",` +
 	`"temporal_ui_url":"http://127.0.0.1:8233/namespaces/default/workflows"}`
 
+// failedPage and scheduledPage are pages of the two lists (as the API
+// answers them): rows, and next_cursor, null on the last page.
+const (
+	failedRow = `{"end_to_end_id":"` + e2e + `","source":"native","account_id":"acc-1","amount_cents":100,"status":"failed",` +
+		`"attempts":5,"last_error":"AccountNotFound: account not found: acc-1","deliveries":1,"received_at":"2026-12-06T00:38:17.743806Z",` +
+		`"processed_at":"2026-11-29T12:00:01Z","credited_at":null}`
+	failedPage = `{"next_cursor":"eyJmYWlsZWRfYXQiOiIyMDI2LTExLTI5VDEyOjAwOjAxWiIsImVuZF90b19lbmRfaWQiOiJFMTIzNDU2NzgyMDI2MTEyOTEyMDAwMDAwMDAwMDAwMiJ9",` +
+		`"pix":[` + failedRow + `]}`
+	scheduledPage = `{"next_cursor":null,"scheduled":[{"id":"5b0e7c1a-2d3f-4a5b-8c6d-7e8f9a0b1c2d","account_id":"acc-1","amount_cents":15000,` +
+		`"pix_key":"joao@example.com","description":null,"scheduled_for":"2026-12-24","run_at":"2026-12-24T03:00:00Z","status":"scheduled",` +
+		`"failure_reason":null,"transfer_id":null,"end_to_end_id":null,"created_at":"2026-12-02T13:00:00Z","concluded_at":null,` +
+		`"workflow_id":"pix-scheduled:5b0e7c1a-2d3f-4a5b-8c6d-7e8f9a0b1c2d","temporal_ui_url":"http://127.0.0.1:8233/namespaces/default/workflows"}]}`
+	badCursor = `{"error":{"code":"invalid_request","message":"cursor: is not a cursor of this list"}}`
+)
+
 const (
 	e2e     = "E1234567820261129120000000000001"
 	receipt = `{"end_to_end_id":"` + e2e + `","status":"pending","duplicate":false}`
@@ -77,6 +92,14 @@ func TestCheckAcceptsWhatTheDocumentSays(t *testing.T) {
 				`"credit_without_done":[],"refunds_over_credit":[],"refund_contradictions":[]}}`)},
 		{Method: "GET", Target: "/pix/credits/" + e2e, RequestHeader: customer, Status: 200, ResponseHeader: jsonHeader(),
 			ResponseBody: []byte(creditView)},
+		// The lists: a page with the next one's cursor, a last page, a
+		// cursor refused.
+		{Method: "GET", Target: "/admin/pix/credits?status=failed&limit=1", RequestHeader: http.Header{"Authorization": {"Bearer " + adminToken}},
+			Status: 200, ResponseHeader: jsonHeader(), ResponseBody: []byte(failedPage)},
+		{Method: "GET", Target: "/pix/scheduled?account_id=acc-1&cursor=eyJ9", RequestHeader: customer,
+			Status: 200, ResponseHeader: jsonHeader(), ResponseBody: []byte(scheduledPage)},
+		{Method: "GET", Target: "/pix/scheduled?account_id=acc-1&cursor=eyJ9", RequestHeader: customer,
+			Status: 400, ResponseHeader: jsonHeader(), ResponseBody: []byte(badCursor)},
 		// What the documents say the router answers a route or method none
 		// of them has.
 		{Method: "GET", Target: "/pix/everything", Status: 404, ResponseHeader: jsonHeader(),
@@ -125,6 +148,12 @@ func TestCheckFindsWhatDepartsFromTheDocument(t *testing.T) {
 		"a route no document has, refused with another code": {apicontract.Exchange{Method: "GET", Target: "/pix/everything",
 			Status: 404, ResponseHeader: jsonHeader(), ResponseBody: []byte(`{"error":{"code":"account_not_found","message":"no"}}`)},
 			"no document has the route GET /pix/everything"},
+		"a page without next_cursor": {apicontract.Exchange{Method: "GET", Target: "/admin/pix/credits?status=failed",
+			RequestHeader: http.Header{"Authorization": {"Bearer " + adminToken}}, Status: 200, ResponseHeader: jsonHeader(),
+			ResponseBody: []byte(`{"pix":[` + failedRow + `]}`)}, "the answer is not what the document says"},
+		"a page over the maximum limit served": {apicontract.Exchange{Method: "GET", Target: "/pix/scheduled?account_id=acc-1&limit=1001",
+			RequestHeader: readOnly, Status: 200, ResponseHeader: jsonHeader(), ResponseBody: []byte(scheduledPage)},
+			"the document refuses the request"},
 		"an unsigned webhook accepted": {apicontract.Exchange{Method: "POST", Target: "/webhooks/pix", RequestHeader: jsonHeader(),
 			RequestBody: []byte(webhook), Status: 202, ResponseHeader: jsonHeader(), ResponseBody: []byte(receipt)},
 			"the document refuses the request"},
