@@ -274,12 +274,22 @@ func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchU
 	}
 	lst := listing{a: a, log: log, split: split}
 	lst.reset(part)
-	if progress.NextPage > 0 {
+	resumed := progress.NextPage > 0
+	if split && !resumed && progress.PartEnd == nil {
+		if err := lst.choose(ctx, configured, progress); err != nil {
+			return CatchUpPart{Counts: progress.Counts}, err
+		}
+		if lst.part.End.Before(w.End) {
+			progress.PartEnd = &lst.part.End
+			activity.RecordHeartbeat(ctx, progress) // a retry lists this part
+		}
+	}
+	if resumed {
 		// Resumed from a heartbeat: the ids of the pages before NextPage
 		// are lost, so this listing can't be judged. Its last pages are
 		// stored all the same (an attempt that fails again leaves them
 		// stored); then the part is listed from page 0, judged below.
-		if _, err := lst.pages(ctx, perPage, &progress); err != nil {
+		if _, err := lst.pages(ctx, perPage, &progress, false); err != nil {
 			return CatchUpPart{Counts: progress.Counts}, err
 		}
 		log.InfoContext(ctx, "psp catch-up: a listing resumed from its heartbeat can't be judged; listing the part again from page 0",
@@ -289,17 +299,18 @@ func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchU
 		lst.seen.nextPass()
 	}
 	for pass := 0; ; pass++ {
-		total, err := lst.pages(ctx, perPage, &progress)
+		// Only the first pass at the configured size may find the part
+		// grew past a listing (the PSP's record grew since it was chosen):
+		// a pass again at another page size never cuts it, so that a PSP
+		// whose order is not stable can't keep a listing going.
+		total, err := lst.pages(ctx, perPage, &progress, pass == 0 && perPage == configured)
 		var tooLarge *partTooLarge
 		if errors.As(err, &tooLarge) {
-			// Not stored: the smaller part is listed from its page 0, at the
-			// configured size, and judged afresh.
-			end := lst.shorter(tooLarge.pages)
-			log.InfoContext(ctx, "psp catch-up: the window holds more pages than one listing takes; listing it part by part",
-				"pages", tooLarge.pages, "part_pages", lst.partPages(), "part_end", end.Format(time.RFC3339))
-			lst.reset(CatchUpWindow{Start: part.Start, End: end})
+			if err := lst.choose(ctx, configured, progress); err != nil {
+				return CatchUpPart{Counts: progress.Counts}, err
+			}
 			perPage, pass = configured, -1
-			progress = catchUpProgress{Counts: progress.Counts, PartEnd: &end}
+			progress = catchUpProgress{Counts: progress.Counts, PartEnd: &lst.part.End}
 			activity.RecordHeartbeat(ctx, progress)
 			continue
 		}
@@ -342,11 +353,14 @@ type listing struct {
 	split bool
 	part  CatchUpWindow
 	seen  listingSeen
+	// first is the part's page 0 at the configured size, when choose asked
+	// it: the listing's first page.
+	first *psp.ReceivedPage
 }
 
 // reset starts the listing of part, nothing seen.
 func (l *listing) reset(part CatchUpWindow) {
-	l.part, l.seen = part, listingSeen{ids: map[string]struct{}{}}
+	l.part, l.seen, l.first = part, listingSeen{ids: map[string]struct{}{}}, nil
 }
 
 // partPages is how many pages a part may take.
@@ -371,14 +385,107 @@ func (l *listing) maxPages() int {
 	return math.MaxInt
 }
 
-// shorter is the end of a part of the listing's, from its start, that
-// should hold partPages pages, by the pages its whole holds: in
-// proportion, a tenth less, in whole seconds, at least minCatchUpPart and
-// always shorter than the part.
-func (l *listing) shorter(pages int) time.Time {
-	span := l.part.End.Sub(l.part.Start)
-	cut := time.Duration(float64(span) * float64(l.partPages()) / float64(pages) * 0.9).Truncate(minCatchUpPart)
-	return l.part.Start.Add(min(max(cut, minCatchUpPart), span-1))
+// choose cuts the listing's part down to what one listing takes: the part
+// itself when the PSP says it holds at most partPages pages (or when it
+// can't be cut, or the PSP's answer can't be read: the listing then says
+// what is wrong), else its leading part that holds from half of partPages
+// to partPages pages (or the longest that fits, to the second; or its
+// first second, listed whole however many pages it holds). It asks page 0
+// of candidate parts, nothing stored: cut in proportion to the pages the
+// PSP says the shortest part too large and the longest part that fits
+// hold, each ask narrowing the range by an eighth at least, so that a
+// burst after a long quiet stretch costs a few asks, not a part for each
+// stretch of quiet.
+func (l *listing) choose(ctx context.Context, perPage int, progress catchUpProgress) error {
+	start, budget := l.part.Start, l.partPages()
+	asked := map[time.Time]psp.ReceivedPage{}
+	ask := func(end time.Time) (pages int, readable bool, err error) {
+		got, err := l.ask(ctx, psp.ReceivedQuery{Start: start, End: end, Page: 0, PerPage: perPage}, progress)
+		if err != nil {
+			return 0, false, err
+		}
+		activity.RecordHeartbeat(ctx, progress)
+		asked[end] = got
+		return got.Pages, intelligible(got, perPage), nil
+	}
+	pages, readable, err := ask(l.part.End)
+	if err != nil || !readable || pages <= budget || !l.splittable() {
+		l.keep(asked[l.part.End])
+		return err
+	}
+	lo, loPages, hi, hiPages := start, 0, l.part.End, pages
+	for hi.Sub(lo) > minCatchUpPart {
+		cand := between(start, lo, loPages, hi, hiPages, budget)
+		pages, readable, err := ask(cand)
+		switch {
+		case err != nil:
+			return err
+		case !readable || (pages <= budget && 2*pages >= budget):
+			lo = cand
+			hi = lo
+		case pages > budget:
+			hi, hiPages = cand, pages
+		default:
+			lo, loPages = cand, pages
+		}
+	}
+	end := lo
+	if !lo.After(start) {
+		end = start.Add(minCatchUpPart) // too large however short: a second, listed whole
+	}
+	l.log.InfoContext(ctx, "psp catch-up: the window holds more pages than one listing takes; listing it part by part",
+		"pages", hiPages, "part_pages", budget, "part_end", end.Format(time.RFC3339))
+	l.reset(CatchUpWindow{Start: start, End: end})
+	l.keep(asked[end])
+	return nil
+}
+
+// keep keeps page, page 0 of the listing's part as choose asked it, to be
+// stored as the listing's first page rather than asked again.
+func (l *listing) keep(page psp.ReceivedPage) {
+	if page.Pages > 0 {
+		l.first = &page
+	}
+}
+
+// between is the next candidate end of choose, strictly between lo (the
+// longest end known to fit, holding loPages) and hi (the shortest known
+// too large, hiPages), in whole seconds from start: where three quarters
+// of budget pages would fall were the PIX between them spread evenly,
+// kept an eighth of the range away from either end.
+func between(start, lo time.Time, loPages int, hi time.Time, hiPages, budget int) time.Time {
+	f := (0.75*float64(budget) - float64(loPages)) / float64(hiPages-loPages)
+	f = min(max(f, 1.0/8), 7.0/8)
+	cand := start.Add((lo.Sub(start) + time.Duration(f*float64(hi.Sub(lo)))).Truncate(minCatchUpPart))
+	if !cand.After(lo) {
+		cand = lo.Add(minCatchUpPart)
+	}
+	if !cand.Before(hi) {
+		cand = hi.Add(-minCatchUpPart)
+	}
+	return cand
+}
+
+// intelligible is whether a page's counts could be true: no more pages
+// than items (at least one page), and enough pages for the items at the
+// size asked.
+func intelligible(got psp.ReceivedPage, perPage int) bool {
+	return got.Pages <= max(1, got.TotalItems) && got.Pages >= (got.TotalItems+perPage-1)/perPage
+}
+
+// ask asks the PSP for one page (listPage: asked again while it gets no
+// answer), its errors as the activity returns them: no answer
+// PSPUnavailable (retried), a refused request PSPRequestRefused (counted).
+func (l *listing) ask(ctx context.Context, q psp.ReceivedQuery, progress catchUpProgress) (psp.ReceivedPage, error) {
+	got, err := l.a.listPage(ctx, q, progress)
+	switch {
+	case err == nil:
+		return got, nil
+	case psp.Classify(err) == psp.AnswerTransient:
+		return got, pspError(err)
+	}
+	return got, pspRequestRefused(ctx, l.a.Metrics, l.log.With("page", q.Page), err,
+		"the catch-up's window stays where it is and is listed again")
 }
 
 // listingSeen is what a listing saw: the distinct end_to_end_ids of its
@@ -405,9 +512,10 @@ func (s *listingSeen) count() int { return len(s.ids) + max(s.unnamed, s.passUnn
 // pages lists the part's pages from progress.NextPage to its last,
 // storing each (storePage) and heartbeating progress, and returns the last
 // page's quantidadeTotalDeItens. A page 0 that says the part holds more
-// than partPages pages, while the part may be cut, is a *partTooLarge,
-// nothing stored.
-func (l *listing) pages(ctx context.Context, perPage int, progress *catchUpProgress) (total int, err error) {
+// than partPages pages, when mayCut and the part may be cut, is a
+// *partTooLarge, nothing stored (the PSP's record grew since the part was
+// chosen).
+func (l *listing) pages(ctx context.Context, perPage int, progress *catchUpProgress, mayCut bool) (total int, err error) {
 	a, w := l.a, l.part
 	items := progress.NextPage * perPage // what the pages before held, at most
 	for page := progress.NextPage; ; page = progress.NextPage {
@@ -417,16 +525,18 @@ func (l *listing) pages(ctx context.Context, perPage int, progress *catchUpProgr
 			l.log.ErrorContext(ctx, "psp catch-up: too many pages; the covered window stays where it is and the next run lists it again", "error", err)
 			return 0, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypePSPListingIncomplete, err)
 		}
-		got, err := a.listPage(ctx, psp.ReceivedQuery{Start: w.Start, End: w.End, Page: page, PerPage: perPage}, *progress)
-		if err != nil {
-			if psp.Classify(err) == psp.AnswerTransient {
-				return 0, pspError(err)
-			}
-			return 0, pspRequestRefused(ctx, a.Metrics, l.log.With("page", page), err,
-				"the catch-up's window stays where it is and is listed again")
+		got, err := l.first, error(nil)
+		l.first = nil
+		if got == nil || page != 0 || got.Page != 0 {
+			var asked psp.ReceivedPage
+			asked, err = l.ask(ctx, psp.ReceivedQuery{Start: w.Start, End: w.End, Page: page, PerPage: perPage}, *progress)
+			got = &asked
 		}
-		intelligible := got.Pages <= max(1, got.TotalItems) && got.Pages >= (got.TotalItems+perPage-1)/perPage
-		if page == 0 && intelligible && got.Pages > l.partPages() && l.splittable() {
+		if err != nil {
+			return 0, err
+		}
+		readable := intelligible(*got, perPage)
+		if page == 0 && mayCut && readable && got.Pages > l.partPages() && l.splittable() {
 			return 0, &partTooLarge{pages: got.Pages}
 		}
 		counts, err := a.storePage(ctx, l.log, page, got.Items, &l.seen)
@@ -440,7 +550,7 @@ func (l *listing) pages(ctx context.Context, perPage int, progress *catchUpProgr
 		switch {
 		case len(got.Items) == 0 && items >= got.TotalItems:
 			return got.TotalItems, nil // past the last PIX, whatever quantidadeDePaginas says
-		case !intelligible:
+		case !readable:
 			return 0, pspError(fmt.Errorf("%w: unintelligible answer: GET /pix page %d says %d pages of %d items, asked %d a page",
 				psp.ErrTransient, page, got.Pages, got.TotalItems, perPage))
 		case got.Pages > l.maxPages():

@@ -39,7 +39,8 @@ func receiveArgs(n pix.Notification, traceparent *string) []any {
 
 // scanReceipt reads creditSQL.Receive's answer for n. stored is false when the
 // statement stored nothing and returned no row: a payload mismatch, or a PIX
-// credited before its inbox row was cleaned up (creditedBefore says which).
+// credited before its inbox row was cleaned up, or the same PIX told in
+// the other format (creditedBefore says which).
 func scanReceipt(row pgx.Row, n pix.Notification) (r pix.Receipt, stored bool, err error) {
 	r = pix.Receipt{EndToEndID: n.EndToEndID}
 	var first bool
@@ -54,40 +55,13 @@ func scanReceipt(row pgx.Row, n pix.Notification) (r pix.Receipt, stored bool, e
 	return r, true, nil
 }
 
-// creditedBefore answers a delivery that stored nothing: a duplicate of a
-// PIX credited already whose inbox row was cleaned up (pix_credits is the
-// guard that lasts, I1), or a payload mismatch. While the row is kept, it
-// is what the delivery is compared with, whatever its status: Receive's
-// comparison refused the delivery, so a credited PIX delivered again under
-// another chave or txid is a mismatch, as it is while pending, never a
-// silent duplicate. Once the row is gone, the credit's amount, and for the
-// native format its account, are compared: an API Pix notification names a
-// key or charge, resolved when it was credited.
-func creditedBefore(ctx context.Context, q querier, n pix.Notification) (pix.Receipt, error) {
-	var account string
-	var amount int64
-	var rowKept bool
-	err := q.QueryRow(ctx, creditSQL.CreditedBefore, n.EndToEndID).Scan(&account, &amount, &rowKept)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		// The row exists (the insert conflicted) and the update's
-		// condition failed: another amount or recipient.
-		return pix.Receipt{}, pix.ErrPayloadMismatch
-	case err != nil:
-		return pix.Receipt{}, Classify(fmt.Errorf("look up earlier credit: %w", err))
-	case rowKept || amount != n.AmountCents || (n.Source != pix.SourceAPIPix && account != n.AccountID):
-		return pix.Receipt{}, pix.ErrPayloadMismatch
-	}
-	return pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusDone, Duplicate: true}, nil
-}
-
 // DueChannel is the notification channel that says inbox rows are due for
 // dispatch.
 const DueChannel = "pix_inbox_due"
 
 // creditSQL holds the statements of queries/credits.sql.
 var creditSQL struct {
-	Receive, SetLockTimeout, ResetLockTimeout, CreditedBefore, RedriveFailed, LockForCredit, CreditDone, LockAccountForCredit, MarkCreditedBefore,
+	Receive, SetLockTimeout, ResetLockTimeout, RedriveFailed, LockForCredit, CreditDone, LockAccountForCredit, MarkCreditedBefore,
 	Credit, RecordAttemptFailure, LockForFail, IsCredited, MarkFailed, GetCredit, FailedCredits, FailedCreditsOfAccount, OldestPendingAge string
 }
 

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -38,31 +39,12 @@ type ListedOutcome struct {
 // Mismatch is whether the PSP's record of the PIX differs from ours.
 func (o ListedOutcome) Mismatch() bool { return o.Differs != "" }
 
-// listedRow is what queries/listed.sql's Stored reads of one listed PIX.
-type listedRow struct {
-	EndToEndID              string
-	InInbox                 bool
-	Status, Source          string
-	AmountCents             int64
-	AccountID, PixKey, TxID string
-	Credited                bool
-	CreditAccountID         string
-	CreditAmountCents       int64
-	// ListedAccountID is the account the listing's chave (else its txid)
-	// names now, "" for none.
-	ListedAccountID string
-	// differs is judgeListed's answer; judged is false for a PIX stored
-	// nowhere.
-	differs string
-	judged  bool
-}
-
 // StoreListed stores the PIX of one page of the PSP's own record (the PSP
 // catch-up's GET /pix; each an API Pix notification, pix.SourceAPIPix)
 // without writing what is stored already: one read of what the inbox and
-// the credits hold of them, compared in memory (judgeListed); one insert,
-// ON CONFLICT DO NOTHING, of those stored nowhere (New); then, for the few
-// a webhook stored in between, the read again. A listed PIX that is stored
+// the credits hold of them, compared in memory (samePIX); one insert, ON
+// CONFLICT DO NOTHING, of those stored nowhere (New); then, for the few a
+// webhook stored in between, the read again. A listed PIX that is stored
 // already, as the same PIX, changes no row (the catch-up lists every PIX
 // again at each run for its overlap: at 1,000 PIX/s, a write each would
 // be 600,000 row versions a minute that change nothing), except to record
@@ -75,19 +57,19 @@ func (s *Store) StoreListed(ctx context.Context, ns []pix.Notification) ([]Liste
 			return nil, fmt.Errorf("store listed PIX %s: a listing is of the API Pix format, not %q", n.EndToEndID, n.Source)
 		}
 	}
-	judged, err := s.readListed(ctx, ns, nil)
+	found, err := s.readListed(ctx, ns, nil)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]ListedOutcome, len(ns))
 	var missing []int
 	for i, n := range ns {
-		r, ok := judged[n.EndToEndID]
-		if !ok || !r.judged {
+		r := found[i]
+		if !r.stored() {
 			missing = append(missing, i)
 			continue
 		}
-		out[i] = ListedOutcome{EndToEndID: n.EndToEndID, Differs: r.differs, Status: r.Status}
+		out[i] = ListedOutcome{EndToEndID: n.EndToEndID, Differs: samePIX(n, r), Status: r.Status}
 	}
 	if len(missing) > 0 {
 		inserted, err := s.insertListed(ctx, ns, missing)
@@ -109,16 +91,16 @@ func (s *Store) StoreListed(ctx context.Context, ns []pix.Notification) ([]Liste
 		if len(again) > 0 {
 			// A webhook (or an earlier copy on this page) stored it in
 			// between, or it was credited and cleaned up: judged as stored.
-			rejudged, err := s.readListed(ctx, ns, again)
+			found, err := s.readListed(ctx, ns, again)
 			if err != nil {
 				return nil, err
 			}
 			for _, i := range again {
-				r, ok := rejudged[ns[i].EndToEndID]
-				if !ok || !r.judged {
+				r := found[i]
+				if !r.stored() {
 					return nil, Classify(fmt.Errorf("store listed PIX %s: neither inserted nor stored", ns[i].EndToEndID))
 				}
-				out[i] = ListedOutcome{EndToEndID: ns[i].EndToEndID, Differs: r.differs, Status: r.Status}
+				out[i] = ListedOutcome{EndToEndID: ns[i].EndToEndID, Differs: samePIX(ns[i], r), Status: r.Status}
 			}
 		}
 	}
@@ -128,10 +110,38 @@ func (s *Store) StoreListed(ctx context.Context, ns []pix.Notification) ([]Liste
 	return out, nil
 }
 
+// storedPIX is what queries/listed.sql's Stored reads of one PIX told to
+// us (listed, or delivered and not stored by Receive).
+type storedPIX struct {
+	EndToEndID     string
+	InInbox        bool
+	Status, Source string
+	AmountCents    int64
+	// AccountID is the row's account: named by a native row, or, for an
+	// API Pix row, as the credit resolves it (its chave, else its txid),
+	// "" for none.
+	AccountID, PixKey, TxID string
+	Credited                bool
+	CreditAccountID         string
+	CreditAmountCents       int64
+	// ToldAccountID is the account the told PIX's chave (else its txid)
+	// names now, "" for none (or for a native one: it names its own).
+	ToldAccountID string
+}
+
+// scanStored reads one row of Stored, and its number.
+func scanStored(row pgx.Row) (n int, r storedPIX, err error) {
+	err = row.Scan(&n, &r.EndToEndID, &r.InInbox, &r.Status, &r.Source, &r.AmountCents, &r.AccountID, &r.PixKey, &r.TxID,
+		&r.Credited, &r.CreditAccountID, &r.CreditAmountCents, &r.ToldAccountID)
+	return n, r, err
+}
+
+// stored reports whether anything is stored of the PIX.
+func (r storedPIX) stored() bool { return r.InInbox || r.Credited }
+
 // readListed reads what is stored of the PIX ns lists (only those at the
-// indexes only, when given) and judges each: the rows by end_to_end_id,
-// judged unless stored nowhere.
-func (s *Store) readListed(ctx context.Context, ns []pix.Notification, only []int) (map[string]*listedRow, error) {
+// indexes only, when given), by their index in ns.
+func (s *Store) readListed(ctx context.Context, ns []pix.Notification, only []int) (map[int]storedPIX, error) {
 	pick := only
 	if pick == nil {
 		pick = make([]int, len(ns))
@@ -147,54 +157,81 @@ func (s *Store) readListed(ctx context.Context, ns []pix.Notification, only []in
 	if err != nil {
 		return nil, Classify(fmt.Errorf("read the listed PIX: %w", err))
 	}
-	read, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (listedRow, error) {
-		var r listedRow
-		err := row.Scan(&r.EndToEndID, &r.InInbox, &r.Status, &r.Source, &r.AmountCents, &r.AccountID, &r.PixKey, &r.TxID,
-			&r.Credited, &r.CreditAccountID, &r.CreditAmountCents, &r.ListedAccountID)
-		return r, err
-	})
-	if err != nil {
-		return nil, Classify(fmt.Errorf("read the listed PIX: %w", err))
-	}
-	out := make(map[string]*listedRow, len(read))
-	for j := range read {
-		out[read[j].EndToEndID] = &read[j]
-	}
-	for _, i := range pick {
-		if r := out[ns[i].EndToEndID]; r != nil && !r.judged && (r.InInbox || r.Credited) {
-			r.differs, r.judged = judgeListed(ns[i], *r), true
+	defer rows.Close()
+	out := make(map[int]storedPIX, len(pick))
+	for rows.Next() {
+		n, r, err := scanStored(rows)
+		if err != nil {
+			return nil, Classify(fmt.Errorf("read the listed PIX: %w", err))
 		}
+		out[pick[n-1]] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, Classify(fmt.Errorf("read the listed PIX: %w", err))
 	}
 	return out, nil
 }
 
-// judgeListed compares a listed PIX with what is stored of it, whatever
-// the formats and the row's status: the field in which they differ, ""
-// when they are the same PIX. The inbox row, while it is kept, is what a
-// webhook told us: the amount, and the chave and txid of an API Pix row,
-// or, for a row of our native format (which names the account), the
-// account the listing's chave (else its charge) names. A PIX credited
-// whose row was cleaned up is compared with its credit: the amount, and
-// the account. A chave of no account of ours can't be the same PIX as a
-// native row's.
-func judgeListed(n pix.Notification, r listedRow) string {
+// samePIX compares a PIX told to us (listed by the PSP's record, or
+// delivered by a webhook Receive did not store) with what is stored of
+// it, whatever the formats and the row's status: the money field in which
+// they differ, "" when they are the same PIX. While the inbox row is kept,
+// it is what we were first told: the amount, and, both in the API Pix
+// format, the chave and the txid; across the formats, the account (the
+// native format names it; an API Pix PIX's chave, else its charge, names
+// one of ours, or none: never the same PIX as a native one). A PIX
+// credited whose row was cleaned up is compared with its credit: the
+// amount, and the account.
+func samePIX(n pix.Notification, r storedPIX) string {
+	told := n.AccountID
+	if n.Source == pix.SourceAPIPix {
+		told = r.ToldAccountID
+	}
+	bothAPIPix := r.Source == pix.SourceAPIPix && n.Source == pix.SourceAPIPix
 	switch {
 	case r.InInbox && r.AmountCents != n.AmountCents:
 		return "amount"
-	case r.InInbox && r.Source == pix.SourceAPIPix && r.PixKey != n.PixKey:
+	case r.InInbox && bothAPIPix && r.PixKey != n.PixKey:
 		return "chave"
-	case r.InInbox && r.Source == pix.SourceAPIPix && r.TxID != n.TxID:
+	case r.InInbox && bothAPIPix && r.TxID != n.TxID:
 		return "txid"
-	case r.InInbox && r.Source != pix.SourceAPIPix && r.ListedAccountID != r.AccountID:
+	case r.InInbox && bothAPIPix:
+		return ""
+	case r.InInbox && (told == "" || r.AccountID != told):
 		return "account"
 	case r.InInbox:
 		return ""
 	case r.CreditAmountCents != n.AmountCents:
 		return "amount"
-	case r.ListedAccountID != r.CreditAccountID:
+	case told == "" || r.CreditAccountID != told:
 		return "account"
 	}
 	return ""
+}
+
+// creditedBefore answers a delivery Receive did not store (its statement
+// compares a redelivery with the row in its own format only): the same PIX
+// as the one stored, by samePIX (told in the other format, or credited
+// and its inbox row cleaned up: pix_credits is the guard that lasts, I1),
+// is a duplicate and changes nothing; otherwise a payload mismatch. A
+// credited PIX delivered again under another chave or txid is a mismatch
+// while its row is kept, as it is while pending: never a silent duplicate.
+// q is the pool, or the group commit's transaction.
+func creditedBefore(ctx context.Context, q querier, n pix.Notification) (pix.Receipt, error) {
+	n.Source = cmp.Or(n.Source, pix.SourceNative)
+	_, r, err := scanStored(q.QueryRow(ctx, listedSQL.Stored, []string{n.EndToEndID}, []string{n.PixKey}, []string{n.TxID}))
+	if err != nil {
+		return pix.Receipt{}, Classify(fmt.Errorf("look up the stored PIX: %w", err))
+	}
+	if !r.stored() {
+		// Its row cleaned up between the two statements, with no credit:
+		// nothing to be the same as; the PSP delivers it again.
+		return pix.Receipt{}, pix.ErrPayloadMismatch
+	}
+	if differs := samePIX(n, r); differs != "" {
+		return pix.Receipt{}, fmt.Errorf("%w: the %s differs", pix.ErrPayloadMismatch, differs)
+	}
+	return pix.Receipt{EndToEndID: n.EndToEndID, Status: cmp.Or(r.Status, pix.StatusDone), Duplicate: true}, nil
 }
 
 // insertListed inserts the PIX of ns at the indexes missing (Insert): the

@@ -125,7 +125,9 @@ func PSPCatchUp(ctx workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, err
 		}
 		out.Counts.Add(part.Counts)
 		out.Parts++
-		if advances(w) {
+		if advances(w) && (w.CoveredFrom == nil || part.Through.After(*w.CoveredFrom)) {
+			// (A part that ends before the covered end, within the
+			// overlap, has nothing to record.)
 			covered := w
 			covered.End = part.Through
 			var moved bool

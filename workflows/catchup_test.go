@@ -79,7 +79,7 @@ func TestPSPCatchUpScheduledRunAdvancesAfterListing(t *testing.T) {
 // recorded: what a run covered stays covered whatever happens next.
 func TestPSPCatchUpListsALargeWindowPartByPart(t *testing.T) {
 	env := newCatchUpEnv(t)
-	first, second := window.Start.Add(3*time.Minute), window.Start.Add(7*time.Minute)
+	first, second := coveredEnd.Add(20*time.Second), coveredEnd.Add(40*time.Second)
 	part := activities.CatchUpCounts{Pages: 1000, Listed: 2000, New: 2000}
 	env.OnActivity(catchUp.BeginCatchUp, mock.Anything).Return(window, nil).Once()
 	env.OnActivity(catchUp.ListPSPPart, mock.Anything, window).Return(activities.CatchUpPart{Through: first, Counts: part}, nil).Once()
@@ -101,12 +101,34 @@ func TestPSPCatchUpListsALargeWindowPartByPart(t *testing.T) {
 	require.Equal(t, window, out.Window, "the window the run began with")
 }
 
+// A part that ends before the covered end (the run lists the overlap
+// first) records nothing: the covered end never moves back, and the run
+// goes on to the next part.
+func TestPSPCatchUpPartWithinTheOverlapRecordsNothing(t *testing.T) {
+	env := newCatchUpEnv(t)
+	early := window.Start.Add(time.Minute) // before coveredEnd
+	env.OnActivity(catchUp.BeginCatchUp, mock.Anything).Return(window, nil).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, window).Return(activities.CatchUpPart{Through: early}, nil).Once()
+	env.OnActivity(catchUp.ListPSPPart, mock.Anything, rest(window, &coveredEnd, early)).Return(activities.CatchUpPart{Through: window.End}, nil).Once()
+	env.OnActivity(catchUp.AdvanceCatchUp, mock.Anything, rest(window, &coveredEnd, early)).Return(true, nil).Once()
+
+	env.ExecuteWorkflow(workflows.PSPCatchUpWorkflowName, workflows.PSPCatchUpInput{})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var out workflows.PSPCatchUpResult
+	require.NoError(t, env.GetWorkflowResult(&out))
+	require.True(t, out.Advanced)
+	require.Equal(t, 2, out.Parts)
+	require.True(t, out.CoveredUntil.Equal(window.End))
+}
+
 // A run stops at the first part whose advance finds the covered end moved
 // by another run (a late run changes nothing): the next run goes on from
 // where that one left it.
 func TestPSPCatchUpStopsWhenAnotherRunCovered(t *testing.T) {
 	env := newCatchUpEnv(t)
-	first := window.Start.Add(3 * time.Minute)
+	first := coveredEnd.Add(20 * time.Second)
 	env.OnActivity(catchUp.BeginCatchUp, mock.Anything).Return(window, nil).Once()
 	env.OnActivity(catchUp.ListPSPPart, mock.Anything, window).Return(activities.CatchUpPart{Through: first, Counts: activities.CatchUpCounts{Pages: 1}}, nil).Once()
 	env.OnActivity(catchUp.AdvanceCatchUp, mock.Anything, covering(window, &coveredEnd, first)).Return(false, nil).Once()
@@ -208,8 +230,8 @@ func TestPSPCatchUpOperatorWindowFromTheCoveredEndAdvancesIt(t *testing.T) {
 // however far behind it is.
 func TestPSPCatchUpContinuesAsNewAfterManyParts(t *testing.T) {
 	env := newCatchUpEnv(t)
-	long := window
-	long.Start = coveredEnd.Add(-24 * time.Hour)
+	long := window // a first run: its lookback
+	long.Start, long.CoveredFrom = coveredEnd.Add(-24*time.Hour), nil
 	env.OnActivity(catchUp.BeginCatchUp, mock.Anything).Return(long, nil).Once()
 	env.OnActivity(catchUp.ListPSPPart, mock.Anything, mock.Anything).Return(func(_ context.Context, w activities.CatchUpWindow) (activities.CatchUpPart, error) {
 		return activities.CatchUpPart{Through: w.Start.Add(time.Minute), Counts: activities.CatchUpCounts{Pages: 1}}, nil

@@ -7,10 +7,13 @@
 -- delivery inserts a pending row that is due for dispatch at once; a
 -- redelivery of the same PIX only counts (deliveries+1) and records a refund
 -- notice if it carries one, except that a failed row is put back to pending
--- in a new drive (re-driven). The same PIX means the same format, amount and
--- recipient as sent (account, or key and txid). Otherwise nothing is updated
--- and no row is returned: a payload mismatch. Concurrent copies are one
--- insert and n-1 updates: PostgreSQL's ON CONFLICT decides atomically.
+-- in a new drive (re-driven). The same PIX here means the same format,
+-- amount and recipient as sent (account, or key and txid). Otherwise
+-- nothing is updated and no row is returned: db.creditedBefore then
+-- judges the delivery against what is stored (listed.Stored, samePIX: the
+-- same PIX told in the other format is a duplicate that changes nothing;
+-- anything else a payload mismatch). Concurrent copies are one insert and
+-- n-1 updates: PostgreSQL's ON CONFLICT decides atomically.
 --
 -- A PIX credited already (pix_credits, the guard that outlives the inbox
 -- row) is never inserted as pending. Its candidate row exists only while
@@ -19,7 +22,7 @@
 -- row while this statement runs, the insert goes through, and then as a
 -- done row that agrees with the credit (the retention takes it again), so
 -- the books never show a credited PIX pending. With no inbox row in the
--- snapshot no row is returned and CreditedBefore answers.
+-- snapshot no row is returned and db.creditedBefore compares the credit.
 --
 -- The re-drive of a failed row is RedriveFailed's SET list, written here as
 -- CASEs on the row's status: an ON CONFLICT branch can't run another
@@ -84,13 +87,6 @@ SELECT set_config('lock_timeout', $1, false)
 -- name: ResetLockTimeout
 -- The writer's connection back to the pool as it came.
 RESET lock_timeout
-
--- name: CreditedBefore
--- The credit of a PIX whose delivery Receive did not store: its account and
--- amount, to compare with the delivery's, and whether its inbox row is
--- still kept (then Receive's own comparison with the row refused it).
-SELECT c.account_id, c.amount_cents, EXISTS (SELECT 1 FROM inbox_messages m WHERE m.end_to_end_id = $1)
-FROM pix_credits c WHERE c.end_to_end_id = $1
 
 -- name: RedriveFailed
 -- Puts failed PIX back to pending in a new drive, due for dispatch at once

@@ -2,18 +2,25 @@
 -- compared with what is stored without writing, the missing ones inserted.
 
 -- name: Stored
--- What the inbox and the credits hold of the PIX one page of the PSP's
--- record lists, and the account the listing's key (else its charge's txid)
--- names, as the credit resolves an API Pix PIX (credits.LockForCredit): a
--- plain read, no row locked or written. $1 end_to_end_ids, $2 their chaves,
--- $3 their txids ('' for none).
-SELECT l.end_to_end_id,
+-- What the inbox and the credits hold of the PIX a page of the PSP's
+-- record lists (or of one delivery Receive did not store), to compare
+-- without writing: a plain read, no row locked or written. With each, the
+-- account its chave (else its charge's txid) names, and the account the
+-- stored row's own names: an API Pix PIX's account as the credit resolves
+-- it (credits.LockForCredit), so that a PIX told in one format and stored
+-- in the other is judged by its account. One row for each PIX told,
+-- numbered from 1 in their order (a page may list one twice). $1
+-- end_to_end_ids, $2 their chaves, $3 their txids ('' for none).
+SELECT l.n, l.end_to_end_id,
        m.end_to_end_id IS NOT NULL, COALESCE(m.status, ''), COALESCE(m.source, ''), COALESCE(m.amount_cents, 0),
-       COALESCE(m.account_id, ''), COALESCE(m.pix_key, ''), COALESCE(m.txid, ''),
+       COALESCE(m.account_id, CASE WHEN m.pix_key IS NOT NULL THEN mk.account_id ELSE mc.account_id END, ''),
+       COALESCE(m.pix_key, ''), COALESCE(m.txid, ''),
        c.end_to_end_id IS NOT NULL, COALESCE(c.account_id, ''), COALESCE(c.amount_cents, 0),
        COALESCE(CASE WHEN l.pix_key <> '' THEN k.account_id ELSE ch.account_id END, '')
-FROM unnest($1::text[], $2::text[], $3::text[]) AS l(end_to_end_id, pix_key, txid)
+FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS l(end_to_end_id, pix_key, txid, n)
 LEFT JOIN inbox_messages m ON m.end_to_end_id = l.end_to_end_id
+LEFT JOIN pix_keys mk ON mk.key = m.pix_key
+LEFT JOIN pix_charges mc ON mc.txid = m.txid
 LEFT JOIN pix_credits c ON c.end_to_end_id = l.end_to_end_id
 LEFT JOIN pix_keys k ON l.pix_key <> '' AND k.key = l.pix_key
 LEFT JOIN pix_charges ch ON l.pix_key = '' AND l.txid <> '' AND ch.txid = l.txid
