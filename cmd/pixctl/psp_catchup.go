@@ -34,14 +34,19 @@ var pspCatchUpCommand = &command{
 	summary: "list one window of the PSP's record of PIX received into the inbox",
 	about: `Lists the PIX the PSP received from -from to -to (both included) in its own
 record (GET /pix, every page) into the inbox, as the scheduled catch-up does
-(docs/operations.md, "The PSP catch-up"): a PIX no webhook told us of is
-stored and credited, once; one stored already changes nothing. For a window
-the schedule no longer covers (after an outage longer than
-PSP_CATCHUP_LOOKBACK, say). It runs on the workers, through Temporal (the
-workflow pix-psp-catchup-window:<task queue>:<from>/<to>; the same window
-asked again while it runs is the same run), waits for it, and prints how
-many PIX were listed, new, duplicate, mismatched and refused. It never
-moves the scheduled catch-up's covered window.
+(docs/psp.md, "The catch-up"): a PIX no webhook told us of is stored and
+credited, once; one stored already is compared and changes nothing. A
+window larger than one listing takes is listed part by part. For a window
+the schedule never covered (older than PSP_CATCHUP_LOOKBACK at its first
+run, say): the schedule itself needs no help, whatever its lag. It runs on
+the workers, through Temporal (the workflow
+pix-psp-catchup-window:<task queue>:<from>/<to>; the same window asked again
+while it runs is the same run), waits for it, and prints how many PIX were
+listed, new, duplicate, mismatched and refused, and whether it advanced the
+scheduled catch-up's covered end: a window that starts at or before that
+end advances it, part by part, under the same fence as the schedule's runs
+(only forwards, only from the end it read, never past the database's
+clock); one that starts after it moves nothing.
 
 It reads the workers' Temporal settings from the environment, as pixd does
 (TEMPORAL_TLS_*, TEMPORAL_API_KEY, TEMPORAL_CODEC_KEYS: the run's payloads
@@ -117,6 +122,19 @@ func dialTemporal(ctx context.Context, cfg config.Config) (client.Client, error)
 	return c, nil
 }
 
+// coveredSaid says what the run did to the scheduled catch-up's covered
+// end.
+func coveredSaid(r workflows.PSPCatchUpResult) string {
+	switch {
+	case r.Advanced && r.CoveredUntil != nil:
+		return "advanced to " + r.CoveredUntil.UTC().Format(time.RFC3339)
+	case r.Window.CoveredFrom == nil:
+		return "not moved: the window starts after it (or none was ever covered)"
+	}
+	return "not moved: already at or past the window's end, or moved meanwhile by the schedule's run (" +
+		r.Window.CoveredFrom.UTC().Format(time.RFC3339) + " when this run began)"
+}
+
 // errCatchUpUnstored: the PSP listed PIX the inbox did not store.
 var errCatchUpUnstored = errors.New("the PSP listed PIX that were not stored")
 
@@ -133,18 +151,23 @@ func pspCatchUp(ctx context.Context, c client.Client, queues workflows.TaskQueue
 		return unavailable(fmt.Errorf("the catch-up %s did not finish: %w", run.GetID(), err))
 	}
 	counts := result.Counts
+	covered := coveredSaid(result)
 	if asJSON {
 		if err := json.NewEncoder(out).Encode(struct {
-			WorkflowID string    `json:"workflow_id"`
-			Start      time.Time `json:"from"`
-			End        time.Time `json:"to"`
-			Pages      int       `json:"pages"`
-			Listed     int       `json:"listed"`
-			New        int       `json:"new"`
-			Duplicate  int       `json:"duplicate"`
-			Mismatched int       `json:"mismatched"`
-			Refused    int       `json:"refused"`
-		}{run.GetID(), start, end, counts.Pages, counts.Listed, counts.New, counts.Duplicate, counts.Mismatched, counts.Refused}); err != nil {
+			WorkflowID   string     `json:"workflow_id"`
+			Start        time.Time  `json:"from"`
+			End          time.Time  `json:"to"`
+			Parts        int        `json:"parts"`
+			Pages        int        `json:"pages"`
+			Listed       int        `json:"listed"`
+			New          int        `json:"new"`
+			Duplicate    int        `json:"duplicate"`
+			Mismatched   int        `json:"mismatched"`
+			Refused      int        `json:"refused"`
+			Advanced     bool       `json:"advanced_covered_end"`
+			CoveredUntil *time.Time `json:"covered_until,omitempty"`
+		}{run.GetID(), start, end, result.Parts, counts.Pages, counts.Listed, counts.New, counts.Duplicate, counts.Mismatched, counts.Refused,
+			result.Advanced, result.CoveredUntil}); err != nil {
 			return err
 		}
 	} else {
@@ -152,12 +175,14 @@ func pspCatchUp(ctx context.Context, c client.Client, queues workflows.TaskQueue
 		row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
 		row("workflow", run.GetID())
 		row("window", start.Format(time.RFC3339)+" .. "+end.Format(time.RFC3339))
+		row("parts", result.Parts)
 		row("pages", counts.Pages)
 		row("listed", counts.Listed)
 		row("new", counts.New)
 		row("duplicate", counts.Duplicate)
 		row("mismatched", counts.Mismatched)
 		row("refused", counts.Refused)
+		row("covered end", covered)
 		if err := tw.Flush(); err != nil {
 			return err
 		}

@@ -84,7 +84,8 @@ func runWorkerOf(t *testing.T, pspURL string) (func(string) string, *db.Store) {
 
 // A window asked for by an operator stores and credits the PIX the PSP's
 // record lists and no webhook told of; a PIX stored with another amount is
-// reported (exit 1); the scheduled catch-up's covered window is not moved.
+// reported (exit 1); the scheduled catch-up's covered window is moved only
+// by a window that starts at or before its end, and pixctl says which.
 func TestPSPCatchUpListsAWindowOnDemand(t *testing.T) {
 	record := &pspRecord{}
 	psp := httptest.NewServer(record)
@@ -110,9 +111,21 @@ func TestPSPCatchUpListsAWindowOnDemand(t *testing.T) {
 	account, err := store.GetAccount(ctx, "acc-outage")
 	require.NoError(t, err)
 	require.EqualValues(t, 2500, account.BalanceCents)
+	require.Regexp(t, `covered end\s+not moved: the window starts after it \(or none was ever covered\)`, r.stdout)
 	_, covered, err := store.CatchUpCoveredUntil(ctx)
 	require.NoError(t, err)
-	require.False(t, covered, "an operator's window moves no covered window")
+	require.False(t, covered, "an operator's window moves no covered window when none was covered (the lookback would be skipped)")
+
+	// The schedule covered up to 06:00 that day: the window from before
+	// it moves it to the window's end, and says so.
+	_, err = store.AdvanceCatchUp(ctx, nil, at.Add(-4*time.Hour))
+	require.NoError(t, err)
+	r = pixctl(t, getenv, window...)
+	r.requireStatus(t, 0)
+	require.Regexp(t, `covered end\s+advanced to 2026-11-21T00:00:00Z`, r.stdout)
+	until, _, err := store.CatchUpCoveredUntil(ctx)
+	require.NoError(t, err)
+	require.True(t, until.Equal(at.Add(14*time.Hour)), "covered until %s", until)
 
 	// Asked again: a duplicate; and a PIX stored with another amount is
 	// reported, never credited twice.
@@ -127,7 +140,8 @@ func TestPSPCatchUpListsAWindowOnDemand(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
 	require.Equal(t, map[string]any{"workflow_id": "pix-psp-catchup-window:pix-credit:2026-11-20T00:00:00Z/2026-11-21T00:00:00Z",
 		"from": "2026-11-20T00:00:00Z", "to": "2026-11-21T00:00:00Z",
-		"pages": 1.0, "listed": 2.0, "new": 0.0, "duplicate": 1.0, "mismatched": 1.0, "refused": 0.0}, got)
+		"parts": 1.0, "pages": 1.0, "listed": 2.0, "new": 0.0, "duplicate": 1.0, "mismatched": 1.0, "refused": 0.0,
+		"advanced_covered_end": false}, got, "the covered end is at the window's end already")
 	require.Contains(t, r.stderr, "1 mismatched")
 }
 

@@ -120,7 +120,6 @@ var statementPlans = map[string]statementPlan{
 	"credits.ClaimDue":               checked(periodic),
 	"credits.Credit":                 checked(perPIX),
 	"credits.CreditDone":             checked(perPIX),
-	"credits.CreditedBefore":         checked(perPIX),
 	"credits.DeferDispatch":          checked(perPIX),
 	"credits.FailedCredits":          checked(onRequest),
 	"credits.FailedCreditsOfAccount": checked(onRequest),
@@ -148,7 +147,7 @@ var statementPlans = map[string]statementPlan{
 
 	"listed.Insert":      checked(periodic),
 	"listed.NoteRefunds": checked(periodic),
-	"listed.Stored":      checked(periodic),
+	"listed.Stored":      checked(perPIX), // the catch-up's pages, and a webhook delivery Receive did not store
 
 	"maintenance.CreditWithoutDone":     checked(periodic),
 	"maintenance.DeleteDoneInboxRows":   checked(periodic),
