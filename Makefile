@@ -40,7 +40,7 @@ compose-secrets: ## the random secrets docker-compose.yml reads (deploy/secrets,
 compose-config: ## validate docker-compose.yml, the Prometheus rules and the Dockerfile (make test does too)
 	@bash -c 'source scripts/lib.sh && build_pinned staticcheck tools/lint/go.mod honnef.co/go/tools/cmd/staticcheck && check_deploy_files'
 
-bench: ## load, ceilings and the targets on the dev server and a Temporal with PostgreSQL persistence, 1+1 and 2+2 processes (docs/benchmarks.md)
+bench: ## load, ceilings and the targets on the dev server and a Temporal with PostgreSQL persistence, 1+1 and 2+2 processes; BENCH_HISTORY=10000000 adds the growth figures (empty tables beside 10M PIX of history; BENCH_ONLY=growth for them alone) (docs/benchmarks.md)
 	./scripts/bench.sh
 
 soak: ## 100,000 webhooks (BENCH_SOAK) through the whole pipeline on the PostgreSQL-backed Temporal: the books, the duration, the resources (docs/benchmarks.md)

@@ -17,8 +17,9 @@
 #                 then drained (SIGCONT) for the credit rate. 0: the steps run
 #                 while the workers drain, all on this machine's cores.
 #   BENCH_ONLY    the configurations to run, comma-separated, of storm, dev,
-#                 postgres, postgres-2x2 (default: all four), and dev-2x2
-#                 (two of each on the dev server, not run by default)
+#                 postgres, postgres-2x2 (default: all four), dev-2x2
+#                 (two of each on the dev server, not run by default) and
+#                 growth (below; run by default when BENCH_HISTORY is set)
 #   BENCH_STORM_RATE, BENCH_STORM_CONNECTIONS, BENCH_STORM_FOR  the
 #                 many-connections case (storm): webhooks/s offered
 #                 (default 8000), the most connections (2000), how long
@@ -32,6 +33,29 @@
 #   BENCH_DATABASE  where the run lives (default 8480 and up, 8580 and up
 #                 for the workers' metrics, 7433, pix_bench), for a run
 #                 beside another
+# growth: the cost of the service's work as the tables grow. The same
+# figures on empty tables, then with BENCH_HISTORY done PIX of history in
+# inbox_messages, pix_credits, outbox_events and idempotency_keys
+# (scripts/history.sql, set-based; then VACUUM and ANALYZE), each case on a
+# fresh database and a fresh Temporal dev server, one API and one worker, and
+# the PSP simulator (`pixload growth`, side by side in growth.txt): webhook
+# ingest at BENCH_GROWTH_RATE, credits/s over the drain, the
+# reconciliation's runs, the catch-up of a window of BENCH_GROWTH_CATCHUP
+# PIX, the retention run with webhooks beside it.
+#   BENCH_HISTORY           PIX of history (default 10000000)
+#   BENCH_HISTORY_ACCOUNTS  accounts they are spread over (default 100000)
+#   BENCH_HISTORY_VACUUM    1 (default): VACUUM (ANALYZE) after the seed,
+#                           the tables as autovacuum keeps them; 0: ANALYZE
+#                           only, autovacuum then works on the new rows
+#                           through the figures
+#   BENCH_GROWTH_CASES      the cases, of empty,history (default both)
+#   BENCH_GROWTH_RATE, BENCH_GROWTH_STEP  the ingest (default 3000/s, 10s)
+#   BENCH_GROWTH_RETENTION_ROWS  rows of each table past its retention, for
+#                           the retention run (default 50000)
+#   BENCH_GROWTH_CATCHUP    PIX of the catch-up's window (default 100000)
+#   BENCH_GROWTH_FLAGS      more `pixload growth` flags
+#   BENCH_KEEP_DATABASE     1: the last case's database is kept (default:
+#                           dropped, it holds gigabytes)
 # `make soak` (BENCH_SOAK=N): instead of the benchmark, N webhooks (30%
 # redeliveries, bursts of copies) through the whole pipeline on the
 # PostgreSQL-backed Temporal, the workers crediting meanwhile; then the
@@ -44,7 +68,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/stack.sh"
 cd "$ROOT"
 
-only=${BENCH_ONLY:-storm,dev,postgres,postgres-2x2}
+only=${BENCH_ONLY:-storm,dev,postgres,postgres-2x2${BENCH_HISTORY:+,growth}}
 soak=${BENCH_SOAK:-}
 [ -n "$soak" ] && only=soak
 wants() { [[ ",$only," == *",$1,"* ]]; }
@@ -60,6 +84,7 @@ build_tools
 wants_postgres && build_temporal_server
 go build -buildvcs=auto -o "$BIN/pixd" ./cmd/pixd
 (cd tooling && go build -o "$BIN/pixload" ./cmd/pixload)
+wants growth && go build -buildvcs=auto -o "$BIN/pspsim" ./cmd/pspsim
 out="$DATA/bench"
 rm -rf "$out"
 mkdir -p "$out"
@@ -150,8 +175,78 @@ storm() {
 	stop_service "$api"
 }
 
+# growth_case NAME N: one case of the growth figures (see the top): a
+# fresh database with N PIX of history and the fixtures both cases share
+# (the accounts, the rows past their retention, the catch-up's window), a
+# fresh Temporal dev server, the PSP simulator, one API and one worker, and
+# `pixload growth`; the case before's report is the baseline.
+growth_case() {
+	local name=$1 n=$2 dir="$out/growth-$1" seed=(psql -X -q -v ON_ERROR_STOP=1) api worker temporal sim sim_port pg_pid=0
+	mkdir -p "$dir"
+	export DATABASE_URL TEMPORAL_ADDRESS="127.0.0.1:$dev_port" LOG_LEVEL=warn
+	DATABASE_URL=$(fresh_database "${BENCH_DATABASE:-pix_bench}")
+	"$BIN/pixd" migrate >>"$dir/migrate.log" 2>&1 || die "migrate failed; see $dir/migrate.log"
+	seed+=("$DATABASE_URL" -v accounts="${BENCH_HISTORY_ACCOUNTS:-100000}" -f scripts/history.sql)
+	log "growth $name: seeding $n PIX of history, ${BENCH_GROWTH_RETENTION_ROWS:-50000} past their retention, ${BENCH_GROWTH_CATCHUP:-100000} of the catch-up's window"
+	local began=$SECONDS
+	if [ "$n" -gt 0 ]; then
+		"${seed[@]}" -v n="$n" -v tag=H >>"$dir/seed.log"
+	fi
+	"${seed[@]}" -v n="${BENCH_GROWTH_RETENTION_ROWS:-50000}" -v tag=R -v lo=1.02 -v hi=1.10 >>"$dir/seed.log"
+	"${seed[@]}" -v n="${BENCH_GROWTH_CATCHUP:-100000}" -v tag=C -v source=api_pix -v lo=0.40 -v hi=0.41 >>"$dir/seed.log"
+	local tables="inbox_messages, pix_credits, outbox_events, idempotency_keys, accounts, pix_keys"
+	if [ "${BENCH_HISTORY_VACUUM:-1}" = 1 ]; then
+		psql -X -q "$DATABASE_URL" -c "VACUUM (ANALYZE) $tables"
+	else
+		psql -X -q "$DATABASE_URL" -c "ANALYZE $tables"
+	fi
+	log "growth $name: seeded in $((SECONDS - began)) s ($(psql -X -tA "$DATABASE_URL" -c "SELECT pg_size_pretty(pg_database_size(current_database()))"))"
+
+	temporal=$(start_dev_temporal "$dev_port" "$dir/temporal" --dynamic-config-value system.forceSearchAttributesCacheRefreshOnRead=false)
+	CHILDREN+=("$temporal")
+	wait_temporal "127.0.0.1:$dev_port"
+	sim_port=$(free_port 18090 18190)
+	PSP_SIM_ADDR="127.0.0.1:$sim_port" "$BIN/pspsim" >>"$dir/pspsim.log" 2>&1 &
+	sim=$!
+	CHILDREN+=("$sim")
+	# The Schedules are triggered by pixload, never by their clocks: no
+	# retention or reconciliation of their own in the middle of a figure,
+	# no scheduled catch-up (an operator's window is what is measured).
+	{
+		read -r api
+		read -r worker
+	} < <(PSP_URL="http://127.0.0.1:$sim_port" PSP_CATCHUP_INTERVAL=0 RETENTION_INTERVAL=8760h RECONCILE_INTERVAL=8760h \
+		start_replicas "$dir/" 1 "$api_port" "$metrics_port")
+	CHILDREN+=("$api" "$worker")
+	wait_ready "http://127.0.0.1:$api_port"
+	[ -z "${BENCH_PG_URL:-}" ] && pg_pid=$(head -n 1 "$(cluster_dir "$DATA/bench-postgres")/postmaster.pid")
+	local baseline=()
+	[ "$name" != empty ] && [ -f "$out/growth-empty.json" ] && baseline=(-baseline "$out/growth-empty.json")
+	# shellcheck disable=SC2086 # BENCH_GROWTH_FLAGS are words
+	"$BIN/pixload" growth -api "http://127.0.0.1:$api_port" -label "$name" -rate "${BENCH_GROWTH_RATE:-3000}" -step "${BENCH_GROWTH_STEP:-10s}" \
+		-pause-cmd "kill -STOP $worker" -resume-cmd "kill -CONT $worker" -pg-pid "$pg_pid" \
+		-watch "api=$api,worker=$worker,temporal=$temporal" -psp-control "http://127.0.0.1:$sim_port" -pixctl "$BIN/pixctl" \
+		-drain-timeout "${BENCH_DRAIN_TIMEOUT:-30m}" -json "$out/growth-$name.json" "${baseline[@]}" ${BENCH_GROWTH_FLAGS:-} | tee "$out/growth-$name.txt"
+	kill -CONT "$worker" 2>/dev/null || true
+	stop_service "$api" "$worker" "$sim"
+	kill "$temporal" 2>/dev/null || true
+}
+
 if wants storm; then
 	storm
+fi
+if wants growth; then
+	for c in $(echo "${BENCH_GROWTH_CASES:-empty,history}" | tr , ' '); do
+		case $c in
+		empty) growth_case empty 0 ;;
+		history) growth_case history "${BENCH_HISTORY:-10000000}" ;;
+		*) die "BENCH_GROWTH_CASES: $c is neither empty nor history" ;;
+		esac
+	done
+	[ -f "$out/growth-history.txt" ] && cp "$out/growth-history.txt" "$out/growth.txt"
+	if [ "${BENCH_KEEP_DATABASE:-0}" != 1 ]; then
+		psql -X -q "${DATABASE_URL%/*}/postgres" -c "DROP DATABASE IF EXISTS \"${BENCH_DATABASE:-pix_bench}\" WITH (FORCE)"
+	fi
 fi
 if wants dev || wants dev-2x2; then
 	# The search attribute cache on, as on every server but start-dev's

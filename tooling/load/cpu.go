@@ -35,10 +35,15 @@ type CPUCounters struct {
 	Procs map[int]ProcessCPU
 }
 
-// ProcessCPU is one process's name (see processName) and CPU time.
+// ProcessCPU is one process's name (see processName) and CPU time; its
+// parent's pid, and the CPU time of its children that ended and that it
+// waited for (a PostgreSQL server's backends and autovacuum workers that
+// exited): see Tree.
 type ProcessCPU struct {
-	Name string
-	CPU  time.Duration
+	Name     string
+	CPU      time.Duration
+	PPID     int
+	ChildCPU time.Duration
 }
 
 // CPUUse is the CPU time spent between two readings.
@@ -50,6 +55,10 @@ type CPUUse struct {
 	// ByPID is the same time by process: what each replica of a group
 	// took.
 	ByPID map[int]time.Duration `json:"-"`
+	// Trees is the CPU time of each process with its children (Tree), by
+	// the pid of the tree's root: a PostgreSQL server's own, apart from any
+	// other server on the machine.
+	Trees map[int]time.Duration `json:"-"`
 }
 
 // ReadCPU reads the counters; an error means the platform has no /proc.
@@ -102,12 +111,38 @@ func processCPU(dir string) (ProcessCPU, bool) {
 	if len(rest) < 13 {
 		return ProcessCPU{}, false
 	}
+	// state ppid ... utime stime cutime cstime (proc(5): fields 3, 4, 14-17).
+	ppid, err0 := strconv.Atoi(rest[1])
 	utime, err1 := strconv.ParseInt(rest[11], 10, 64)
 	stime, err2 := strconv.ParseInt(rest[12], 10, 64)
-	if err1 != nil || err2 != nil {
+	cutime, err3 := strconv.ParseInt(rest[13], 10, 64)
+	cstime, err4 := strconv.ParseInt(rest[14], 10, 64)
+	if err := errors.Join(err0, err1, err2, err3, err4); err != nil {
 		return ProcessCPU{}, false
 	}
-	return ProcessCPU{processName(dir, string(stat[open+1:end])), time.Duration(utime+stime) * clockTick}, true
+	return ProcessCPU{Name: processName(dir, string(stat[open+1:end])), CPU: time.Duration(utime+stime) * clockTick,
+		PPID: ppid, ChildCPU: time.Duration(cutime+cstime) * clockTick}, true
+}
+
+// Tree is the CPU time of the process root and of its children: its own,
+// its children's that are running (and their children's that ended), and
+// those of its children that ended, which the kernel adds to root's once
+// root has waited for them. A child is counted once whichever side of its
+// end two readings fall: a PostgreSQL server's (its postmaster's) whole
+// time, autovacuum's short-lived workers included. Grandchildren that are
+// running are not counted (a PostgreSQL server has none).
+func (c CPUCounters) Tree(root int) time.Duration {
+	p, ok := c.Procs[root]
+	if !ok {
+		return 0
+	}
+	total := p.CPU + p.ChildCPU
+	for _, child := range c.Procs {
+		if child.PPID == root {
+			total += child.CPU + child.ChildCPU
+		}
+	}
+	return total
 }
 
 // processName groups processes by executable name, except that the
@@ -154,14 +189,38 @@ func MeasureCPU(f func() error) (*CPUUse, error) {
 // lost, so a reading is taken before the processes of interest stop.
 func (c CPUCounters) Since(earlier CPUCounters) CPUUse {
 	u := CPUUse{Wall: c.At.Sub(earlier.At), Busy: c.Busy - earlier.Busy, Steal: c.Steal - earlier.Steal,
-		Procs: map[string]time.Duration{}, ByPID: map[int]time.Duration{}}
+		Procs: map[string]time.Duration{}, ByPID: map[int]time.Duration{}, Trees: map[int]time.Duration{}}
+	parents := map[int]bool{}
 	for pid, p := range c.Procs {
 		if d := p.CPU - earlier.Procs[pid].CPU; d > 0 {
 			u.Procs[p.Name] += d
 			u.ByPID[pid] = d
 		}
+		parents[p.PPID] = true
+	}
+	for pid := range parents {
+		if _, ok := earlier.Procs[pid]; ok {
+			if d := c.Tree(pid) - earlier.Tree(pid); d > 0 {
+				u.Trees[pid] = d
+			}
+		}
 	}
 	return u
+}
+
+// LoadAverage is the machine's load average over 1, 5 and 15 minutes as
+// /proc/loadavg says it ("2.10 1.80 1.20"): on a machine shared with other
+// work, what each figure was measured beside. "" without /proc.
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // CPUShare is one process group's CPU time per operation.

@@ -67,12 +67,12 @@ func TestSinceCountsGrowthByProcess(t *testing.T) {
 	t.Parallel()
 	t0 := time.Now()
 	earlier := CPUCounters{At: t0, Busy: time.Second, Procs: map[int]ProcessCPU{
-		1: {"a", time.Second}, 2: {"gone", time.Second}, 3: {"kworker", 5 * time.Second},
+		1: {Name: "a", CPU: time.Second}, 2: {Name: "gone", CPU: time.Second}, 3: {Name: "kworker", CPU: 5 * time.Second},
 	}}
 	later := CPUCounters{At: t0.Add(time.Second), Busy: 3 * time.Second, Steal: 10 * time.Millisecond, Procs: map[int]ProcessCPU{
-		1: {"a", 1500 * time.Millisecond}, 4: {"a", 100 * time.Millisecond}, 5: {"new", 200 * time.Millisecond},
+		1: {Name: "a", CPU: 1500 * time.Millisecond}, 4: {Name: "a", CPU: 100 * time.Millisecond}, 5: {Name: "new", CPU: 200 * time.Millisecond},
 		// A process renamed in between counts its growth, not its life.
-		3: {"renamed", 5100 * time.Millisecond},
+		3: {Name: "renamed", CPU: 5100 * time.Millisecond},
 	}}
 	u := later.Since(earlier)
 	require.Equal(t, time.Second, u.Wall)
@@ -81,6 +81,29 @@ func TestSinceCountsGrowthByProcess(t *testing.T) {
 	require.Equal(t, map[string]time.Duration{"a": 600 * time.Millisecond, "new": 200 * time.Millisecond, "renamed": 100 * time.Millisecond}, u.Procs)
 	require.Equal(t, map[int]time.Duration{1: 500 * time.Millisecond, 4: 100 * time.Millisecond, 5: 200 * time.Millisecond, 3: 100 * time.Millisecond}, u.ByPID,
 		"each replica's own share: two processes named a")
+}
+
+func TestTreeCountsAChildOnceEitherSideOfItsEnd(t *testing.T) {
+	t.Parallel()
+	// A server (pid 10) with two children: 11 runs on, 12 ends between the
+	// readings and is waited for (its time moves to the server's
+	// ChildCPU); 13 starts in between. 20 is another server's child.
+	earlier := CPUCounters{Procs: map[int]ProcessCPU{
+		10: {Name: "postgres", CPU: time.Second, PPID: 1},
+		11: {Name: "postgres", CPU: 2 * time.Second, PPID: 10},
+		12: {Name: "postgres", CPU: 300 * time.Millisecond, PPID: 10},
+		20: {Name: "postgres", CPU: time.Second, PPID: 2},
+	}}
+	later := CPUCounters{Procs: map[int]ProcessCPU{
+		10: {Name: "postgres", CPU: 1100 * time.Millisecond, PPID: 1, ChildCPU: 500 * time.Millisecond},
+		11: {Name: "postgres", CPU: 2400 * time.Millisecond, PPID: 10},
+		13: {Name: "postgres", CPU: 50 * time.Millisecond, PPID: 10},
+		20: {Name: "postgres", CPU: 5 * time.Second, PPID: 2},
+	}}
+	require.Equal(t, 3300*time.Millisecond, earlier.Tree(10))
+	// 100 ms of the server, 400 of 11, 200 more of 12 (500 in all), 50 of 13.
+	require.Equal(t, 750*time.Millisecond, later.Since(earlier).Trees[10])
+	require.Zero(t, later.Tree(99), "no such process")
 }
 
 func TestProcessNameGroupsKernelWorkersAndPixdSubcommands(t *testing.T) {

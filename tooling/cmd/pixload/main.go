@@ -14,7 +14,9 @@
 // resources used. `pixload summary REPORT.json...` prints the targets of
 // several runs side by side. `pixload storm` offers webhooks over up to
 // 2,000 connections with vegeta, an independent generator, and reports the
-// API's peak resident memory (storm.go).
+// API's peak resident memory (storm.go). `pixload growth` measures the
+// cost of the service's work on empty tables and with history beside each
+// other (growth.go).
 //
 // DATABASE_URL and the TEMPORAL_* variables (TEMPORAL_ADDRESS,
 // TEMPORAL_NAMESPACE, TLS, API key) name the service's database and
@@ -54,6 +56,9 @@ func main() {
 		}
 		if len(args) > 0 && args[0] == "storm" {
 			return storm(ctx, args[1:], os.Stdout)
+		}
+		if len(args) > 0 && args[0] == "growth" {
+			return growth(ctx, args[1:], os.Stdout)
 		}
 		return run(ctx, args, os.Stdout)
 	})
