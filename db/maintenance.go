@@ -7,10 +7,11 @@ import (
 )
 
 // maintenanceSQL holds the statements of queries/maintenance.sql: the
-// retention's batched deletes and the reconciliation's checks of the books.
+// retention's batched deletes, the reconciliation's check of the inbox's
+// live edge, and the balances of some accounts summed whole.
 var maintenanceSQL struct {
 	DeleteDoneInboxRows, DeletePublishedEvents, DeleteExpiredKeys,
-	UnbalancedAccounts, DoneWithoutCredit, CreditWithoutDone string
+	UnbalancedAccounts, CreditWithoutDone string
 }
 
 func init() { bindQueries("maintenance.sql", &maintenanceSQL) }

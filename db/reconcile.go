@@ -33,30 +33,84 @@ func (r Reconciliation) Balanced() bool {
 		len(r.RefundsOverCredit) == 0 && len(r.RefundContradictions) == 0
 }
 
-// Reconcile checks the books. It reports; it never fixes money.
-func (s *Store) Reconcile(ctx context.Context) (Reconciliation, error) {
-	var r Reconciliation
-	var err error
-	if r.UnbalancedAccounts, err = s.UnbalancedAccounts(ctx, ""); err != nil {
-		return r, err
-	}
-	if r.DoneWithoutCredit, err = s.listStrings(ctx, maintenanceSQL.DoneWithoutCredit); err != nil {
-		return r, err
-	}
-	if r.CreditWithoutDone, err = s.listStrings(ctx, maintenanceSQL.CreditWithoutDone); err != nil {
-		return r, err
-	}
-	if r.RefundsOverCredit, err = s.listStrings(ctx, refundSQL.OverCredit); err != nil {
-		return r, err
-	}
-	if r.RefundContradictions, err = s.listStrings(ctx, refundSQL.Contradictions); err != nil {
-		return r, err
-	}
-	return r, nil
+// reconcileSQL holds the statements of queries/reconcile.sql: the
+// reconciliation, from its checkpoint.
+var reconcileSQL struct {
+	RepeatableRead, Snapshot, Checkpoint, Unbalanced, Settle, DoneWithoutCredit, OverCredit, Advance string
 }
 
-func (s *Store) listStrings(ctx context.Context, query string, args ...any) ([]string, error) {
-	rows, err := s.pool.Query(ctx, query, args...)
+func init() { bindQueries("reconcile.sql", &reconcileSQL) }
+
+// Reconcile checks the books, from the checkpoint the last run left
+// (docs/design.md, "The reconciliation"): every account's balance against
+// its opening balance, its settled sum and its movements since; the done
+// inbox rows since, and every pending or failed one, against the credits;
+// the devoluções since against their PIX's credit; the contradicted
+// devoluções; and the differences the last run found, again. Its cost
+// follows the accounts and what is new, never the books' history (the
+// first run after migration 0024, which settles the history, reads it
+// once). One REPEATABLE READ transaction: the checks read one snapshot,
+// and the checkpoint moves with its commit; two runs at once are one after
+// the other (the second starts again from the first's checkpoint). It
+// reports; it never fixes money.
+func (s *Store) Reconcile(ctx context.Context) (Reconciliation, error) {
+	var r Reconciliation
+	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		r = Reconciliation{}
+		if _, err := tx.Exec(ctx, reconcileSQL.RepeatableRead); err != nil {
+			return fmt.Errorf("reconcile: %w", err)
+		}
+		// xid8 values travel as their text: pgx has no type of its own
+		// for them.
+		var xmin string
+		var started time.Time
+		if err := tx.QueryRow(ctx, reconcileSQL.Snapshot).Scan(&xmin, &started); err != nil {
+			return fmt.Errorf("reconcile: snapshot: %w", err)
+		}
+		var settled *string
+		var doneFrom *time.Time
+		var doneBefore, overBefore []string
+		if err := tx.QueryRow(ctx, reconcileSQL.Checkpoint).Scan(&settled, &doneFrom, &doneBefore, &overBefore); err != nil {
+			return fmt.Errorf("reconcile: checkpoint: %w", err)
+		}
+		// Before Settle: the balances against the sums as the last run
+		// left them.
+		checks := []struct {
+			out   *[]string
+			query string
+			args  []any
+		}{
+			{&r.UnbalancedAccounts, reconcileSQL.Unbalanced, []any{settled}},
+			{&r.DoneWithoutCredit, reconcileSQL.DoneWithoutCredit, []any{doneFrom, doneBefore}},
+			{&r.CreditWithoutDone, maintenanceSQL.CreditWithoutDone, nil},
+			{&r.RefundsOverCredit, reconcileSQL.OverCredit, []any{settled, overBefore}},
+			{&r.RefundContradictions, refundSQL.Contradictions, nil},
+		}
+		for _, c := range checks {
+			var err error
+			if *c.out, err = listStrings(ctx, tx, c.query, c.args...); err != nil {
+				return fmt.Errorf("reconcile: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, reconcileSQL.Settle, settled, xmin); err != nil {
+			return fmt.Errorf("reconcile: settle: %w", err)
+		}
+		if _, err := tx.Exec(ctx, reconcileSQL.Advance, xmin, started, r.DoneWithoutCredit, r.RefundsOverCredit); err != nil {
+			return fmt.Errorf("reconcile: advance: %w", err)
+		}
+		return nil
+	})
+	return r, err
+}
+
+// rowsQuerier runs a query of many rows: the pool, or a transaction.
+type rowsQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// listStrings is query's one text column, every row ([] for none).
+func listStrings(ctx context.Context, q rowsQuerier, query string, args ...any) ([]string, error) {
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, Classify(fmt.Errorf("query: %w", err))
 	}

@@ -36,11 +36,14 @@ func TestReconcileFindsEachDifference(t *testing.T) {
 	exec(`UPDATE inbox_messages SET status = 'failed' WHERE end_to_end_id = $1`, e2eID(4))
 	// A balance that is not its movements' (I2).
 	exec(`UPDATE accounts SET balance_cents = balance_cents + 1 WHERE id = 'acc-2'`)
-	// Refunds over the credit (I9), which unbalances their account too.
+	// Refunds over the credit (I9), which unbalances their account too:
+	// a devolução written past the check (a movement is never changed:
+	// 0024's trigger), without its debit.
 	over := creditPIX(t, s, 5, "acc-3", 10_000)
-	r, err := refund(s, over, 6_000, anyone)
+	_, err = refund(s, over, 6_000, anyone)
 	require.NoError(t, err)
-	exec(`UPDATE pix_refunds SET amount_cents = 20000 WHERE id = $1`, r.ID)
+	exec(`INSERT INTO pix_refunds (id, end_to_end_id, account_id, amount_cents, status, balance_after_cents, dispatch_due_at)
+		VALUES ('D0000000000000000000000000000099', $1, 'acc-3', 14000, 'debited', 0, now())`, over)
 
 	rec, err := s.Reconcile(ctx)
 	require.NoError(t, err)

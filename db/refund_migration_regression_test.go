@@ -35,12 +35,24 @@ const undo0012 = `ALTER TABLE pix_refunds DROP COLUMN psp_asked_at; DROP INDEX i
 // undo0017 is the schema before 0017, and the migrations after it (a new
 // migration adds its undo here, and its name to afterwards).
 const undo0017 = `ALTER TABLE pix_refunds DROP COLUMN psp_asks; DROP TABLE pix_scheduled CASCADE; DROP INDEX inbox_messages_failed_order_idx;
-	DROP INDEX pix_transfer_refunds_account_idx; DROP INDEX pix_refund_reversals_account_idx; DROP INDEX pix_refunds_contradicted_idx`
+	DROP INDEX pix_transfer_refunds_account_idx; DROP INDEX pix_refund_reversals_account_idx; DROP INDEX pix_refunds_contradicted_idx;
+	DROP VIEW account_movements; DROP TABLE reconcile_checkpoint, reconcile_settled, reconcile_runs;
+	DROP FUNCTION refuse_movement_change() CASCADE; ALTER TABLE pix_credits DROP COLUMN xact_id; ALTER TABLE pix_transfers DROP COLUMN xact_id;
+	ALTER TABLE pix_transfer_refunds DROP COLUMN xact_id; ALTER TABLE pix_refunds DROP COLUMN xact_id;
+	ALTER TABLE pix_refund_reversals DROP COLUMN xact_id;
+	CREATE VIEW account_movements (account_id, amount_cents, kind, ref) AS
+	    SELECT account_id, amount_cents, 'pix_credit', end_to_end_id FROM pix_credits
+	    UNION ALL SELECT account_id, -amount_cents, 'pix_transfer', id::text FROM pix_transfers
+	    UNION ALL SELECT account_id, amount_cents, 'pix_transfer_refund', transfer_id::text FROM pix_transfer_refunds
+	    UNION ALL SELECT account_id, -amount_cents, 'pix_refund', id FROM pix_refunds
+	    UNION ALL SELECT account_id, amount_cents, 'pix_refund_reversal', refund_id FROM pix_refund_reversals`
 
 // afterwards are the migrations after 0017, which the tests below apply
 // again.
 var afterwards = []string{"0018_pix_scheduled.sql", "0019_inbox_failed_list_index.sql", "0020_pix_scheduled_status_index.sql",
-	"0021_transfer_refunds_account_index.sql", "0022_refund_reversals_account_index.sql", "0023_refund_contradictions_index.sql"}
+	"0021_transfer_refunds_account_index.sql", "0022_refund_reversals_account_index.sql", "0023_refund_contradictions_index.sql",
+	"0024_reconcile_checkpoint.sql", "0025_credits_xact_index.sql", "0026_transfers_xact_index.sql", "0027_transfer_refunds_xact_index.sql",
+	"0028_refunds_xact_index.sql", "0029_refund_reversals_xact_index.sql"}
 
 // Found by the fourth attack review: psp_asked_at was once appended to the
 // committed migration 0011, so a database that had applied 0011 before

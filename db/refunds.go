@@ -20,7 +20,7 @@ import (
 var refundSQL struct {
 	CreditAccount, LockCredit, RefundedCents, RecordDebited, GetRefund, LockRefund, RefundsOf,
 	MarkRequested, MarkReturned, Reverse, NoteOutcomes,
-	Contradictions, OverCredit, OldestOpenAge, MarkAsked, RefusalStands, MarkRefused, StandingRefusal string
+	Contradictions, OldestOpenAge, MarkAsked, RefusalStands, MarkRefused, StandingRefusal string
 }
 
 func init() { bindQueries("refunds.sql", &refundSQL) }

@@ -92,12 +92,13 @@ func args(a ...string) []string { return a }
 const migrationOnly = "the migration runner's bookkeeping, at start only, on its own tables (one row per migration)"
 
 // The reconciliation (db/reconcile.go, the pix-reconcile Schedule every
-// RECONCILE_INTERVAL) checks the books whole: its checks read their subject
-// whole on purpose, and everything else through an index.
+// RECONCILE_INTERVAL) checks every account's balance: it reads the accounts
+// whole on purpose, and every movement, inbox row and devolução since its
+// checkpoint through an index. UnbalancedAccounts sums some accounts' books
+// whole (the load tool's, by the prefix of their ids).
 const (
-	reconcileAccounts = "the reconciliation checks every account's balance (I2); each account's movements come from their account indexes"
-	reconcileInbox    = "the reconciliation checks every done inbox row of the retention window (I3); each row's credit is looked up by its key"
-	reconcileRefunds  = "the reconciliation checks the devoluções of every PIX (I9); each PIX's credit is looked up by its key"
+	reconcileAccounts = "the reconciliation checks every account's balance (I2) against its settled sum; the movements since come from their xact_id indexes"
+	prefixAccounts    = "the accounts of an id prefix (the load tool's books); each account's movements come from their account indexes"
 )
 
 // statementPlans classifies every bound statement, by its name in traces
@@ -153,8 +154,7 @@ var statementPlans = map[string]statementPlan{
 	"maintenance.DeleteDoneInboxRows":   checked(periodic),
 	"maintenance.DeleteExpiredKeys":     checked(periodic),
 	"maintenance.DeletePublishedEvents": checked(periodic),
-	"maintenance.DoneWithoutCredit":     readsWhole(periodic, reconcileInbox, "inbox_messages"),
-	"maintenance.UnbalancedAccounts":    readsWhole(periodic, reconcileAccounts, "accounts"),
+	"maintenance.UnbalancedAccounts":    readsWhole(onRequest, prefixAccounts, "accounts"),
 
 	"migrate.AdoptLegacy":         exempt(atMigration, migrationOnly),
 	"migrate.Applied":             exempt(atMigration, migrationOnly),
@@ -182,6 +182,16 @@ var statementPlans = map[string]statementPlan{
 	"queries.Lock":                checked(perPIX),
 	"queries.Pending":             checked(periodic),
 
+	"reconcile.Advance":           checked(periodic),
+	"reconcile.Checkpoint":        checked(periodic),
+	"reconcile.DoneWithoutCredit": withArgs(periodic, args("now() - interval '15 minutes'", "'{E0000000000000000000000000180160}'")),
+	"reconcile.OverCredit":        withArgs(periodic, args("pg_snapshot_xmin(pg_current_snapshot())", "'{E0000000000000000000000000180160}'")),
+	"reconcile.RepeatableRead":    exempt(periodic, "a transaction's setting, no table: SET TRANSACTION can't be planned"),
+	"reconcile.Settle":            withArgs(periodic, args("pg_snapshot_xmin(pg_current_snapshot())", "pg_current_xact_id()")),
+	"reconcile.Snapshot":          checked(periodic),
+	"reconcile.Unbalanced": {runs: periodic, cases: [][]string{args("pg_snapshot_xmin(pg_current_snapshot())")},
+		why: reconcileAccounts, wholeTables: []string{"accounts", "reconcile_settled"}},
+
 	"refunds.ClaimDue":        checked(periodic),
 	"refunds.Contradictions":  checked(periodic),
 	"refunds.CreditAccount":   checked(perPIX),
@@ -196,7 +206,6 @@ var statementPlans = map[string]statementPlan{
 	"refunds.MarkReturned":    checked(perPIX),
 	"refunds.NoteOutcomes":    checked(perPIX),
 	"refunds.OldestOpenAge":   checked(periodic),
-	"refunds.OverCredit":      readsWhole(periodic, reconcileRefunds, "pix_refunds"),
 	"refunds.RecordDebited":   checked(perPIX),
 	"refunds.RefundedCents":   checked(perPIX),
 	"refunds.RefundsOf":       checked(onRequest),
@@ -225,9 +234,11 @@ var statementPlans = map[string]statementPlan{
 // scan of one is as cheap as an index. Every other table of the schema is
 // growing.
 var boundedTables = map[string]string{
-	"psp_catchup":         "one row: the catch-up's covered end",
-	"goose_db_version":    "one row per migration",
-	"migration_checksums": "one row per migration",
+	"psp_catchup":          "one row: the catch-up's covered end",
+	"reconcile_checkpoint": "one row: the reconciliation's checkpoint",
+	"reconcile_runs":       "the last few runs of the reconciliation",
+	"goose_db_version":     "one row per migration",
+	"migration_checksums":  "one row per migration",
 }
 
 // liveEdge is the largest share of its table's rows a partial index may

@@ -1,6 +1,9 @@
 -- Maintenance: the retention's batched deletes (db/maintenance.go runs
--- them, through deleteBatch) and the reconciliation's checks of the books
--- (db/reconcile.go, db/accounts.go; those of refunds are in refunds.sql).
+-- them, through deleteBatch), a run's check of the inbox's live edge
+-- (CreditWithoutDone) and the balances of some accounts, summed whole
+-- (UnbalancedAccounts: the load tool's books). The reconciliation's other
+-- checks, from its checkpoint, are in reconcile.sql; the devoluções' in
+-- refunds.sql.
 
 -- name: DeleteDoneInboxRows
 -- Up to $2 inbox rows done longer than $1 ago, oldest first. Their credits
@@ -36,15 +39,6 @@ SELECT a.id FROM accounts a
 WHERE starts_with(a.id, $1) AND a.balance_cents <> a.opening_balance_cents
     + COALESCE((SELECT sum(amount_cents) FROM account_movements m WHERE m.account_id = a.id), 0)
 ORDER BY a.id
-
--- name: DoneWithoutCredit
--- Inbox rows done with no pix_credits row (I3). Each done row's credit is
--- looked up by its key (a correlated count, which PostgreSQL never turns
--- into a join): the check reads the inbox's retention window, never every
--- credit there ever was, as a hash anti-join would.
-SELECT m.end_to_end_id FROM inbox_messages m
-WHERE m.status = 'done' AND (SELECT count(*) FROM pix_credits c WHERE c.end_to_end_id = m.end_to_end_id) = 0
-ORDER BY 1
 
 -- name: CreditWithoutDone
 -- Credits whose inbox row exists and is not done (I3): pending or failed,

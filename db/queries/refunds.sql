@@ -151,17 +151,6 @@ SELECT id FROM pix_refunds
 WHERE (status = 'returned' AND psp_notice = 'NAO_REALIZADO') OR (status = 'reversed' AND psp_notice = 'DEVOLVIDO')
 ORDER BY id
 
--- name: OverCredit
--- For the reconciliation: PIX whose refunds (all but the reversed) sum to
--- more than their credit. Each PIX's credit is looked up by its key (a
--- refund always has its credit: the foreign key), so that the check reads
--- the devoluções, never every credit there ever was, as a hash join would.
-SELECT r.end_to_end_id FROM pix_refunds r
-WHERE r.status <> 'reversed'
-GROUP BY r.end_to_end_id
-HAVING sum(r.amount_cents) > (SELECT c.amount_cents FROM pix_credits c WHERE c.end_to_end_id = r.end_to_end_id)
-ORDER BY 1
-
 -- name: OldestOpenAge
 -- For the metrics: how long the oldest open refund has waited for its
 -- outcome since its debit (0 when none is open), in seconds.
