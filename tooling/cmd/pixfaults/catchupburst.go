@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -197,26 +196,20 @@ func catchUpBurstCheck(ctx context.Context, r *caseRun, o *outcome) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	var v []string
-	bad := map[string][]string{}
-	flag := func(what, id string) { bad[what] = append(bad[what], id) }
+	bad := flagged{}
 	once := 0
 	for _, p := range r.simPix {
 		row, ok := rows[p.endToEndID]
-		if !simPixBooked(p, row, ok, flag) {
+		if !simPixBooked(p, row, ok, bad) {
 			continue
 		}
 		once++
 		if row.psp != activities.CatchUpPSP {
-			flag("PIX of the burst stored first by another than the catch-up (their webhooks were dropped)",
+			bad.flag("PIX of the burst stored first by another than the catch-up (their webhooks were dropped)",
 				fmt.Sprintf("%s (psp %q)", p.endToEndID, row.psp))
 		}
 	}
-	for what, ids := range bad {
-		slices.Sort(ids)
-		v = append(v, fmt.Sprintf("%d %s: %s", len(ids), what, abbreviate(ids, 3)))
-	}
-	slices.Sort(v)
+	v := bad.verdicts()
 	if len(r.simPix) != burstPIX {
 		v = append(v, fmt.Sprintf("%d PIX of the burst at the PSP, not %d", len(r.simPix), burstPIX))
 	}

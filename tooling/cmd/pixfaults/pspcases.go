@@ -407,8 +407,7 @@ func webhooksDroppedCheck(ctx context.Context, r *caseRun, o *outcome) []string 
 		return []string{err.Error()}
 	}
 	var v []string
-	bad := map[string][]string{}
-	flag := func(what, id string) { bad[what] = append(bad[what], id) }
+	bad := flagged{}
 	// Every PIX the PSP made before covered_until was listed by a run of
 	// the catch-up: one that came by its webhook first, a duplicate.
 	coveredUntil, _, err := catchUpCovered(ctx, r)
@@ -421,14 +420,14 @@ func webhooksDroppedCheck(ctx context.Context, r *caseRun, o *outcome) []string 
 	bound := r.dropEnd.Add(2 * pspCatchUpInterval)
 	for _, p := range r.simPix {
 		row, ok := rows[p.endToEndID]
-		if !simPixBooked(p, row, ok, flag) {
+		if !simPixBooked(p, row, ok, bad) {
 			continue
 		}
 		switch row.psp {
 		case activities.CatchUpPSP:
 			caughtUp++
 			if row.creditedAt.After(bound) {
-				flag(fmt.Sprintf("PIX of the catch-up credited later than two intervals (%s) after the drop ended", 2*pspCatchUpInterval),
+				bad.flag(fmt.Sprintf("PIX of the catch-up credited later than two intervals (%s) after the drop ended", 2*pspCatchUpInterval),
 					fmt.Sprintf("%s (+%s)", p.endToEndID, row.creditedAt.Sub(r.dropEnd).Round(100*time.Millisecond)))
 			}
 			lastCredit = maxTime(lastCredit, *row.creditedAt)
@@ -439,10 +438,10 @@ func webhooksDroppedCheck(ctx context.Context, r *caseRun, o *outcome) []string 
 				listedToo++
 			}
 			if p.postedAt.After(r.dropStart.Add(time.Second)) && p.postedAt.Before(r.dropEnd.Add(-time.Second)) {
-				flag("PIX posted inside the drop that came by a webhook (the drop did not bite)", p.endToEndID)
+				bad.flag("PIX posted inside the drop that came by a webhook (the drop did not bite)", p.endToEndID)
 			}
 		default:
-			flag("PIX stored first by another PSP than the simulator's webhooks or the catch-up", fmt.Sprintf("%s (psp %q)", p.endToEndID, row.psp))
+			bad.flag("PIX stored first by another PSP than the simulator's webhooks or the catch-up", fmt.Sprintf("%s (psp %q)", p.endToEndID, row.psp))
 		}
 	}
 	if caughtUp == 0 {
@@ -451,10 +450,7 @@ func webhooksDroppedCheck(ctx context.Context, r *caseRun, o *outcome) []string 
 	if notified == 0 {
 		v = append(v, fmt.Sprintf("no PIX came by its webhook over mutual TLS (psp %q)", pspWebhooksPSP))
 	}
-	for what, ids := range bad {
-		slices.Sort(ids)
-		v = append(v, fmt.Sprintf("%d %s: %s", len(ids), what, abbreviate(ids, 3)))
-	}
+	v = append(v, bad.verdicts()...)
 	slices.Sort(v)
 	lastAfter := "before the drop ended"
 	if lastCredit.After(r.dropEnd) {
@@ -470,22 +466,39 @@ func webhooksDroppedCheck(ctx context.Context, r *caseRun, o *outcome) []string 
 // exactly once, its inbox row not done, or when it is credited to another
 // account or amount than the PSP's. It reports whether the PIX was
 // credited once.
-func simPixBooked(p simPix, row simPixRow, ok bool, flag func(what, id string)) bool {
+func simPixBooked(p simPix, row simPixRow, ok bool, bad flagged) bool {
 	switch {
 	case !ok:
-		flag("PIX the PSP received that our books do not hold", p.endToEndID)
+		bad.flag("PIX the PSP received that our books do not hold", p.endToEndID)
 		return false
 	case row.credits != 1:
-		flag("PIX not credited exactly once", fmt.Sprintf("%s (%d credits)", p.endToEndID, row.credits))
+		bad.flag("PIX not credited exactly once", fmt.Sprintf("%s (%d credits)", p.endToEndID, row.credits))
 		return false
 	}
 	if row.status != pix.StatusDone {
-		flag("PIX credited whose inbox row is not done", fmt.Sprintf("%s (%s)", p.endToEndID, row.status))
+		bad.flag("PIX credited whose inbox row is not done", fmt.Sprintf("%s (%s)", p.endToEndID, row.status))
 	}
 	if row.account != p.accountID || row.amount != p.amountCents {
-		flag("PIX credited to another account or amount than the PSP's", p.endToEndID)
+		bad.flag("PIX credited to another account or amount than the PSP's", p.endToEndID)
 	}
 	return true
+}
+
+// flagged are the PIX a check found wrong, by what is wrong with them.
+type flagged map[string][]string
+
+func (f flagged) flag(what, id string) { f[what] = append(f[what], id) }
+
+// verdicts are one line per wrong, with how many PIX and the first of
+// them, in order.
+func (f flagged) verdicts() []string {
+	var v []string
+	for what, ids := range f {
+		slices.Sort(ids)
+		v = append(v, fmt.Sprintf("%d %s: %s", len(ids), what, abbreviate(ids, 3)))
+	}
+	slices.Sort(v)
+	return v
 }
 
 // catchUpCovered reads the catch-up's covered end (psp_catchup's
