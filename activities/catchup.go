@@ -85,6 +85,9 @@ type CatchUpWindow struct {
 	Start, End  time.Time
 	CoveredFrom *time.Time `json:",omitempty"`
 	Manual      bool       `json:",omitempty"`
+	// PartPages is how many pages its next part may take (0: PartPages,
+	// the full size): the last part's CatchUpPart.NextPartPages.
+	PartPages int `json:",omitempty"`
 }
 
 // CatchUpPart is what ListPSPPart listed: the leading part of a window,
@@ -92,6 +95,10 @@ type CatchUpWindow struct {
 type CatchUpPart struct {
 	Through time.Time
 	Counts  CatchUpCounts
+	// NextPartPages is how many pages the next part may take
+	// (CatchUpWindow.PartPages): smaller after a part some attempt could
+	// not finish, growing back after one listed at once.
+	NextPartPages int `json:",omitempty"`
 }
 
 // CatchUpCounts is what a listing found: Listed PIX, of which New (stored
@@ -115,14 +122,15 @@ func (c *CatchUpCounts) Add(o CatchUpCounts) {
 }
 
 // catchUpProgress is a listing's heartbeat: the part of the window it
-// lists, the next page to list, and what the pages before it found. A
-// retry of the activity (the same window) resumes there.
+// lists and its size, the next page to list, and what the pages before it
+// found. A retry of the activity (the same window) lists the part again
+// (a smaller one when this one was begun: see list).
 type catchUpProgress struct {
 	NextPage int
 	Counts   CatchUpCounts
-	// PerPage is the page size of NextPage when it is not the configured
-	// one (a listing again from page 0 changes it: see relistPerPage).
-	PerPage int `json:",omitempty"`
+	// PartPages is how many pages the part may take (ListPSPPart: halved
+	// at each attempt that did not finish its part).
+	PartPages int `json:",omitempty"`
 	// PartEnd is the end of the part being listed, when it is not the
 	// window's (ListPSPPart).
 	PartEnd *time.Time `json:",omitempty"`
@@ -168,13 +176,30 @@ func (a *CatchUp) BeginCatchUp(ctx context.Context) (CatchUpWindow, error) {
 	if err != nil {
 		return CatchUpWindow{}, technicalFailure(err)
 	}
-	now = now.Truncate(time.Second)
 	w := CatchUpWindow{Start: now.Add(-a.Lookback), End: now.Add(-a.Grace)}
 	if ok {
 		a.Found.Covered(covered)
 		w.Start, w.CoveredFrom = covered.Add(-a.Overlap), &covered
 	}
+	// Whole seconds, the window never longer at its end than the clock
+	// says: see WholeSeconds.
+	w.Start, w.End = w.Start.Truncate(time.Second), w.End.Truncate(time.Second)
 	return w, nil
+}
+
+// WholeSeconds is w widened to whole seconds (its start down, its end up).
+// Every window and part the catch-up lists, and so every covered end, is
+// whole seconds: a PSP may read inicio and fim to the second (the API Pix
+// says RFC 3339, which allows fractions, and psp.ListReceived accepts an
+// answer about the window cut to the second), and a part ending at .5
+// listed to its whole second by such a PSP while the next part begins at
+// .5 would leave the half second between listed by neither.
+func WholeSeconds(w CatchUpWindow) CatchUpWindow {
+	w.Start = w.Start.Truncate(time.Second)
+	if end := w.End.Truncate(time.Second); end.Before(w.End) {
+		w.End = end.Add(time.Second)
+	}
+	return w
 }
 
 // BeginManualCatchUp decides whether an operator's window (pixctl psp
@@ -188,6 +213,7 @@ func (a *CatchUp) BeginManualCatchUp(ctx context.Context, w CatchUpWindow) (Catc
 	if err != nil {
 		return CatchUpWindow{}, technicalFailure(err)
 	}
+	w = WholeSeconds(w)
 	w.Manual, w.CoveredFrom = true, nil
 	if ok && !w.Start.After(covered) {
 		w.CoveredFrom = &covered
@@ -231,7 +257,7 @@ func (a *CatchUp) ListPSPWindow(ctx context.Context, w CatchUpWindow) (CatchUpCo
 // sagas. A PIX stored with other money fields (a payload mismatch), or
 // that our decoder refuses, is logged with its end_to_end_id, counted,
 // and left: it holds back neither the page's other PIX nor the window. It
-// heartbeats after each page stored; a retry resumes after the last one.
+// heartbeats after each page stored, with its part and its size.
 //
 // The pages are not trusted to form one snapshot (a PSP whose order is not
 // stable shows some PIX twice and others never): a listing from page 0
@@ -239,18 +265,22 @@ func (a *CatchUp) ListPSPWindow(ctx context.Context, w CatchUpWindow) (CatchUpCo
 // quantidadeTotalDeItens is listed again from page 0 (another page size), up to
 // catchUpRelistings times, and then fails the run
 // (ErrTypePSPListingIncomplete, counted in pix_psp_attention_total), so
-// that nothing advances. A retry resumed from the heartbeat lost the
-// earlier pages' ids and can't tell: it lists its remaining pages, then
-// the part again from page 0, judged so; it never reports success on a
-// listing it did not judge. An empty page once the items reach the total
-// ends the listing, whatever quantidadeDePaginas says; a page count no
-// page size could give is unintelligible.
+// that nothing advances. A retry of an attempt that had begun its part
+// lost the ids that attempt saw and can't judge its pages: it lists a part
+// again from page 0 (half as large, when it may be cut), judged so; it
+// never reports success on a listing it did not judge. An empty page once
+// the items reach the total ends the listing, whatever
+// quantidadeDePaginas says; an empty page while pages are said to be
+// left, or a page count no page size could give, is unintelligible.
 //
 // The PSP's answers follow psp.Classify: no answer is PSPUnavailable
 // (retried); a refused request (our credentials, a wrong URL) is
 // PSPRequestRefused, counted in pix_psp_attention_total and retried, then
 // the run fails. Either way nothing is advanced: the part is listed again.
 func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchUpPart, error) {
+	if split {
+		w = WholeSeconds(w) // as Begin made it; so whatever started the run
+	}
 	info := activity.GetInfo(ctx)
 	log := a.Logger.With("workflow_id", info.WorkflowExecution.ID, "attempt", info.Attempt,
 		"window_start", w.Start.Format(time.RFC3339), "window_end", w.End.Format(time.RFC3339))
@@ -260,44 +290,41 @@ func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchU
 			progress = catchUpProgress{} // unreadable: list the window again from its first page
 		}
 	}
-	part := w
-	if p := progress.PartEnd; split && p != nil && p.After(w.Start) && !p.After(w.End) {
-		part.End = *p
-	}
 	configured := a.PerPage
 	if configured <= 0 || configured > psp.MaxReceivedPerPage {
 		configured = psp.MaxReceivedPerPage
 	}
-	perPage := configured
-	if progress.PerPage > 0 && progress.PerPage <= psp.MaxReceivedPerPage {
-		perPage = progress.PerPage // NextPage counts pages of that size
-	}
-	lst := listing{a: a, log: log, split: split}
-	lst.reset(part)
+	full := cmp.Or(a.PartPages, MaxCatchUpPages)
+	budget := min(full, cmp.Or(progress.PartPages, w.PartPages, full))
+	// An earlier attempt listed pages of its part and did not finish it
+	// (the PSP too slow for one attempt, a worker that died): the pages it
+	// stored stay stored, and, as the ids it saw are lost, its part is
+	// listed again from page 0, judged; when it may be cut, as a part of
+	// half as many pages, so that whatever the PSP's pace or the workers'
+	// deaths, a part is listed within an attempt sooner or later.
 	resumed := progress.NextPage > 0
-	if split && !resumed && progress.PartEnd == nil {
+	if resumed && split {
+		budget = max(1, budget/2)
+		log.InfoContext(ctx, "psp catch-up: an attempt did not finish its part; listing a part of half as many pages",
+			"pages_listed", progress.NextPage, "part_pages", budget)
+	}
+	part := w
+	if p := progress.PartEnd; split && !resumed && p != nil && p.After(w.Start) && !p.After(w.End) {
+		part.End = *p // chosen by an earlier attempt, not begun
+	}
+	perPage := configured
+	lst := listing{a: a, log: log, split: split, budget: budget}
+	lst.reset(part)
+	progress = catchUpProgress{Counts: progress.Counts, PartPages: budget}
+	if split && part.End.Equal(w.End) {
 		if err := lst.choose(ctx, configured, progress); err != nil {
 			return CatchUpPart{Counts: progress.Counts}, err
 		}
-		if lst.part.End.Before(w.End) {
-			progress.PartEnd = &lst.part.End
-			activity.RecordHeartbeat(ctx, progress) // a retry lists this part
-		}
 	}
-	if resumed {
-		// Resumed from a heartbeat: the ids of the pages before NextPage
-		// are lost, so this listing can't be judged. Its last pages are
-		// stored all the same (an attempt that fails again leaves them
-		// stored); then the part is listed from page 0, judged below.
-		if _, err := lst.pages(ctx, perPage, &progress, false); err != nil {
-			return CatchUpPart{Counts: progress.Counts}, err
-		}
-		log.InfoContext(ctx, "psp catch-up: a listing resumed from its heartbeat can't be judged; listing the part again from page 0",
-			"pages", progress.Counts.Pages, "per_page", perPage, "part_end", lst.part.End.Format(time.RFC3339))
-		progress.NextPage = 0
-		activity.RecordHeartbeat(ctx, progress) // a retry from here lists from page 0, and judges
-		lst.seen.nextPass()
+	if lst.part.End.Before(w.End) {
+		progress.PartEnd = &lst.part.End
 	}
+	activity.RecordHeartbeat(ctx, progress) // a retry lists this part, from page 0
 	for pass := 0; ; pass++ {
 		// Only the first pass at the configured size may find the part
 		// grew past a listing (the PSP's record grew since it was chosen):
@@ -310,7 +337,7 @@ func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchU
 				return CatchUpPart{Counts: progress.Counts}, err
 			}
 			perPage, pass = configured, -1
-			progress = catchUpProgress{Counts: progress.Counts, PartEnd: &lst.part.End}
+			progress = catchUpProgress{Counts: progress.Counts, PartPages: budget, PartEnd: &lst.part.End}
 			activity.RecordHeartbeat(ctx, progress)
 			continue
 		}
@@ -322,7 +349,7 @@ func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchU
 		}
 		if pass == catchUpRelistings {
 			// A retry lists the part again from page 0, and judges again.
-			activity.RecordHeartbeat(ctx, catchUpProgress{Counts: progress.Counts, PartEnd: progress.PartEnd}) // from page 0, the configured size
+			activity.RecordHeartbeat(ctx, catchUpProgress{Counts: progress.Counts, PartPages: budget, PartEnd: progress.PartEnd}) // from page 0, the configured size
 			return CatchUpPart{Counts: progress.Counts}, pspNeedsAttention(ctx, a.Metrics, log, ErrTypePSPListingIncomplete, 0,
 				fmt.Errorf("psp listed %d distinct PIX of the %d it says the window holds, in %d passes", lst.seen.count(), total, pass+1),
 				"the catch-up's window stays where it is and is listed again")
@@ -330,13 +357,19 @@ func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchU
 		perPage = relistPerPage(perPage)
 		log.WarnContext(ctx, "psp catch-up: the listing saw fewer PIX than the PSP says the window holds (its order is not stable?); listing it again from page 0",
 			"distinct", lst.seen.count(), "total", total, "pass", pass+1, "per_page", perPage)
-		progress.NextPage, progress.PerPage = 0, perPage
+		progress.NextPage = 0
 		lst.seen.nextPass()
 	}
 	c := progress.Counts
 	log.InfoContext(ctx, "psp catch-up part listed", "manual", w.Manual, "through", lst.part.End.Format(time.RFC3339), "pages", c.Pages,
 		"listed", c.Listed, "new", c.New, "duplicate", c.Duplicate, "mismatched", c.Mismatched, "refused", c.Refused)
-	return CatchUpPart{Through: lst.part.End, Counts: c}, nil
+	// The next part may be as large again, up to the full size, when this
+	// one was listed at its first try.
+	next := budget
+	if !resumed {
+		next = min(full, 2*budget)
+	}
+	return CatchUpPart{Through: lst.part.End, Counts: c, NextPartPages: next}, nil
 }
 
 // partTooLarge: a part's page 0 says it holds more pages than a listing
@@ -348,11 +381,12 @@ func (e *partTooLarge) Error() string { return fmt.Sprintf("the part holds %d pa
 // listing is one listing of a part of a window: the part, and the
 // end_to_end_ids its passes saw.
 type listing struct {
-	a     *CatchUp
-	log   *slog.Logger
-	split bool
-	part  CatchUpWindow
-	seen  listingSeen
+	a      *CatchUp
+	log    *slog.Logger
+	split  bool
+	budget int // pages a part may take
+	part   CatchUpWindow
+	seen   listingSeen
 	// first is the part's page 0 at the configured size, when choose asked
 	// it: the listing's first page.
 	first *psp.ReceivedPage
@@ -364,7 +398,7 @@ func (l *listing) reset(part CatchUpWindow) {
 }
 
 // partPages is how many pages a part may take.
-func (l *listing) partPages() int { return cmp.Or(l.a.PartPages, MaxCatchUpPages) }
+func (l *listing) partPages() int { return l.budget }
 
 // splittable is whether the part may still be cut.
 func (l *listing) splittable() bool { return l.split && l.part.End.Sub(l.part.Start) > minCatchUpPart }
@@ -415,7 +449,7 @@ func (l *listing) choose(ctx context.Context, perPage int, progress catchUpProgr
 	}
 	lo, loPages, hi, hiPages := start, 0, l.part.End, pages
 	for hi.Sub(lo) > minCatchUpPart {
-		cand := between(start, lo, loPages, hi, hiPages, budget)
+		cand := between(lo, loPages, hi, hiPages, budget)
 		pages, readable, err := ask(cand)
 		switch {
 		case err != nil:
@@ -450,13 +484,14 @@ func (l *listing) keep(page psp.ReceivedPage) {
 
 // between is the next candidate end of choose, strictly between lo (the
 // longest end known to fit, holding loPages) and hi (the shortest known
-// too large, hiPages), in whole seconds from start: where three quarters
+// too large, hiPages): where three quarters
 // of budget pages would fall were the PIX between them spread evenly,
-// kept an eighth of the range away from either end.
-func between(start, lo time.Time, loPages int, hi time.Time, hiPages, budget int) time.Time {
+// kept an eighth of the range away from either end; whole seconds
+// (WholeSeconds).
+func between(lo time.Time, loPages int, hi time.Time, hiPages, budget int) time.Time {
 	f := (0.75*float64(budget) - float64(loPages)) / float64(hiPages-loPages)
 	f = min(max(f, 1.0/8), 7.0/8)
-	cand := start.Add((lo.Sub(start) + time.Duration(f*float64(hi.Sub(lo)))).Truncate(minCatchUpPart))
+	cand := lo.Add(time.Duration(f * float64(hi.Sub(lo)))).Truncate(minCatchUpPart)
 	if !cand.After(lo) {
 		cand = lo.Add(minCatchUpPart)
 	}
@@ -669,6 +704,13 @@ func listedEndToEndID(raw json.RawMessage) string {
 func (a *CatchUp) AdvanceCatchUp(ctx context.Context, w CatchUpWindow) (moved bool, err error) {
 	if w.Manual && w.CoveredFrom == nil {
 		return false, nil
+	}
+	if w.CoveredFrom != nil && w.Start.After(*w.CoveredFrom) {
+		// A part that starts after the covered end would move it over what
+		// was never listed: no run of this workflow asks that.
+		err := fmt.Errorf("psp catch-up: a part listed from %s can't cover from %s", w.Start.Format(time.RFC3339), w.CoveredFrom.Format(time.RFC3339))
+		a.Logger.ErrorContext(ctx, "psp catch-up: an advance over a gap refused", "error", err)
+		return false, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTechnicalFailure, err)
 	}
 	moved, err = a.Store.AdvanceCatchUp(ctx, w.CoveredFrom, w.End)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -232,9 +234,10 @@ func TestCatchUpResumedListingShortOfTheTotalFails(t *testing.T) {
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	require.Equal(t, activities.ErrTypePSPListingIncomplete, app.Type())
-	// The resumed pages (1, 2: the total says 5 PIX), the listing from page
-	// 0, then once at each other page size.
-	require.Equal(t, []int{1, 2, 0, 1, 2, 0, 0}, r.psp.pagesAsked())
+	// A retry of an attempt that had begun lists its part again from page 0
+	// (the ids the attempt saw are lost: its pages can't be judged), then
+	// once at each other page size.
+	require.Equal(t, []int{0, 1, 2, 0, 0}, r.psp.pagesAsked())
 	require.EqualValues(t, 1, r.counter("pix_psp_attention_total", "kind", activities.ErrTypePSPListingIncomplete))
 	require.True(t, r.covered().Equal(catchUpNow.Add(-5*time.Minute)), "the failed run moved nothing")
 }
@@ -631,4 +634,155 @@ func TestCatchUpHeartbeatsBetweenAPagesAsks(t *testing.T) {
 	pageOne := log.entries[first : last+1]
 	want := []string{"ask 1", "heartbeat", "ask 1", "heartbeat", "ask 1", "heartbeat", "ask 1"}
 	require.Equal(t, want[:2*activities.CatchUpPageTries-1], pageOne, "a heartbeat between each two asks of the page: %v", log.entries)
+}
+
+// slowRecord is a PSP record that answers slowly: one attempt of the
+// listing activity (StartToCloseTimeout 2h) gets at most perAttempt
+// answers before its time is up (say 7.2 s a page: 1,000 pages an
+// attempt); after that every ask of the attempt fails, as the attempt's
+// context would once its StartToClose expired. next() starts an attempt.
+type slowRecord struct {
+	inner      psp.ReceivedLister
+	mu         sync.Mutex
+	perAttempt int
+	asked      int
+}
+
+func (s *slowRecord) next() { s.mu.Lock(); s.asked = 0; s.mu.Unlock() }
+
+func (s *slowRecord) ListReceived(ctx context.Context, q psp.ReceivedQuery) (psp.ReceivedPage, error) {
+	s.mu.Lock()
+	s.asked++
+	over := s.asked > s.perAttempt
+	s.mu.Unlock()
+	if over {
+		return psp.ReceivedPage{}, fmt.Errorf("attempt out of time: %w", psp.ErrTransient)
+	}
+	return s.inner.ListReceived(ctx, q)
+}
+
+// I12: no PSP pace keeps the catch-up failing at the same place for ever.
+// A part is chosen by pages, and a retry can't judge the pages its earlier
+// attempt listed: a PSP slow enough that one attempt can't list a part (at
+// the defaults, 1,000 pages in a 2 h try: about 7 s a page), or workers
+// that die more often than a part takes, would never complete one. A retry
+// of an attempt that began its part lists a part of half as many pages, so
+// that a part fits an attempt sooner or later. (Found by an attack review:
+// 30 attempts, no part listed.)
+func TestCatchUpASlowPSPCompletesSmallerParts(t *testing.T) {
+	r := newCatchUpRig(t)
+	r.acts.PerPage, r.acts.PartPages = 2, 20
+	slow := &slowRecord{inner: r.psp, perAttempt: 8}
+	r.acts.PSP = slow
+	// An outage's backlog: 200 PIX, one every 10 s, in the last 40 minutes.
+	for i := range 200 {
+		r.psp.add(listedPix{id: catchUpID(900 + i), key: "catchup@example.com", cents: 100, at: r.now.Add(-40*time.Minute + time.Duration(i)*10*time.Second)})
+	}
+	_, err := r.store.AdvanceCatchUp(context.Background(), nil, r.now.Add(-45*time.Minute))
+	require.NoError(t, err)
+	w := r.begin()
+
+	var last json.RawMessage
+	r.env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
+		var v json.RawMessage
+		if d.Get(&v) == nil {
+			last = v
+		}
+	})
+	var through time.Time
+	for attempt := 1; attempt <= 30 && through.IsZero(); attempt++ { // 3 runs of 10 attempts
+		slow.next()
+		if attempt%10 == 1 {
+			last = nil // a new run (the Schedule's next): no heartbeat, the part chosen again
+			r.env.SetHeartbeatDetails(nil)
+		}
+		if last != nil {
+			var hb map[string]any
+			require.NoError(t, json.Unmarshal(last, &hb))
+			r.env.SetHeartbeatDetails(hb)
+		}
+		part, err := r.listPart(w)
+		if err == nil {
+			through = part.Through
+			break
+		}
+		t.Logf("attempt %d: %v; heartbeat %s", attempt, err, last)
+	}
+	require.False(t, through.IsZero(), "30 attempts (3 runs) of a PSP that answers 8 pages an attempt: no part ever listed, the covered end stays at %s",
+		r.covered().Format(time.RFC3339))
+}
+
+// cutsFim is a PSP that reads fim to the second (the echo psp.ListReceived
+// accepts: "the times may be cut to the second"), inicio as sent.
+type cutsFim struct{ inner psp.ReceivedLister }
+
+func (c cutsFim) ListReceived(ctx context.Context, q psp.ReceivedQuery) (psp.ReceivedPage, error) {
+	q.End = q.End.Truncate(time.Second)
+	return c.inner.ListReceived(ctx, q)
+}
+
+// Every PIX listed, the covered end only over what was listed, at a PSP
+// that reads fim to the second (psp.ListReceived accepts its echo): a
+// window whose start has a fraction of a second (an operator's, started
+// directly) is widened to whole seconds, and so is every part and covered
+// end. (Found by an attack review: parts cut in whole seconds from a start
+// at .5 ended at .5; the PSP listed each only to its whole second, and the
+// half second between was listed by neither, the covered end moving over
+// it.)
+func TestCatchUpFractionalWindowsSkipNothingAtAPSPCuttingFim(t *testing.T) {
+	r := newCatchUpRig(t)
+	r.acts.PerPage, r.acts.PartPages = 10, 50
+	r.acts.PSP = cutsFim{r.psp}
+	base := r.now.Add(-2 * time.Hour)
+	var ids []string
+	for i := range 1800 { // a PIX each second, at .3 s, for 30 minutes
+		id := catchUpID(5000 + i)
+		ids = append(ids, id)
+		r.psp.add(listedPix{id: id, key: "catchup@example.com", cents: 100, at: base.Add(time.Duration(i)*time.Second + 300*time.Millisecond)})
+	}
+	ctx := context.Background()
+	_, err := r.store.AdvanceCatchUp(ctx, nil, base.Add(10*time.Second))
+	require.NoError(t, err)
+	// pixctl psp catchup -from <base>.5 -to <base+70s>
+	w := r.beginManual(activities.CatchUpWindow{Start: base.Add(-500 * time.Millisecond), End: base.Add(30 * time.Minute), Manual: true})
+	require.NotNil(t, w.CoveredFrom, "the window starts before the covered end: it advances it")
+	for parts := 0; parts < 100; parts++ { // as workflows.PSPCatchUp does
+		part, err := r.listPart(w)
+		require.NoError(t, err)
+		if w.CoveredFrom != nil && part.Through.After(*w.CoveredFrom) {
+			covered := w
+			covered.End = part.Through
+			require.True(t, r.advance(covered))
+			through := part.Through
+			w.CoveredFrom = &through
+		}
+		if !part.Through.Before(w.End) {
+			break
+		}
+		w.Start = part.Through
+	}
+	t.Logf("covered end now %s", r.covered().Format(time.RFC3339Nano))
+	// The Schedule's next runs list from the covered end less the overlap.
+	for range 2 {
+		next := r.begin()
+		for {
+			part, err := r.listPart(next)
+			require.NoError(t, err)
+			if !part.Through.Before(next.End) {
+				break
+			}
+			next.Start = part.Through
+		}
+	}
+	var missing []string
+	for _, id := range ids {
+		if _, err := r.store.GetCredit(ctx, id); err != nil {
+			var n int
+			require.NoError(t, r.store.Pool().QueryRow(ctx, "SELECT count(*) FROM inbox_messages WHERE end_to_end_id = $1", id).Scan(&n))
+			if n == 0 {
+				missing = append(missing, id)
+			}
+		}
+	}
+	require.Empty(t, missing, "PIX of the window never stored, the covered end past them (%s)", r.covered().Format(time.RFC3339Nano))
 }

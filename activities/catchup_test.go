@@ -402,15 +402,15 @@ func TestCatchUpFailureMidWindowSkipsNothing(t *testing.T) {
 	require.Equal(t, []int{0, 1}, r.psp.pagesAsked())
 	require.True(t, r.advance(next))
 
-	// A retry of the activity resumes from its heartbeat's page.
+	// A retry of the activity whose attempt had begun its part.
 	r.env.SetHeartbeatDetails(struct {
 		NextPage int
 		Counts   activities.CatchUpCounts
 	}{NextPage: 1, Counts: activities.CatchUpCounts{Pages: 1, Listed: 2, New: 2}})
 	counts, err = r.list(next)
 	require.NoError(t, err)
-	require.Equal(t, []int{1, 0, 1}, r.psp.pagesAsked(), "resumed after the page stored, then listed again from page 0")
-	require.Equal(t, activities.CatchUpCounts{Pages: 4, Listed: 8, New: 2, Duplicate: 6}, counts, "the heartbeat's counts, and each page listed since")
+	require.Equal(t, []int{0, 1}, r.psp.pagesAsked(), "an attempt that had begun its part: listed again from page 0, judged")
+	require.Equal(t, activities.CatchUpCounts{Pages: 3, Listed: 6, New: 2, Duplicate: 4}, counts, "the heartbeat's counts, and each page listed since")
 }
 
 // A PSP that refuses our request (credentials, a wrong URL) is counted as

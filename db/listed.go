@@ -72,7 +72,17 @@ func (s *Store) StoreListed(ctx context.Context, ns []pix.Notification) ([]Liste
 		out[i] = ListedOutcome{EndToEndID: n.EndToEndID, Differs: samePIX(n, r), Status: r.Status}
 	}
 	if len(missing) > 0 {
-		inserted, err := s.insertListed(ctx, ns, missing)
+		// The first copy of an end_to_end_id the page lists twice is
+		// inserted; the others are compared with it.
+		firsts := make([]int, 0, len(missing))
+		seen := make(map[string]bool, len(missing))
+		for _, i := range missing {
+			if !seen[ns[i].EndToEndID] {
+				seen[ns[i].EndToEndID] = true
+				firsts = append(firsts, i)
+			}
+		}
+		inserted, err := s.insertListed(ctx, ns, firsts)
 		if err != nil {
 			return nil, err
 		}
@@ -124,6 +134,8 @@ type storedPIX struct {
 	Credited                bool
 	CreditAccountID         string
 	CreditAmountCents       int64
+	// CreditTxID is the txid the credited PIX named ("" for none).
+	CreditTxID string
 	// ToldAccountID is the account the told PIX's chave (else its txid)
 	// names now, "" for none (or for a native one: it names its own).
 	ToldAccountID string
@@ -132,7 +144,7 @@ type storedPIX struct {
 // scanStored reads one row of Stored, and its number.
 func scanStored(row pgx.Row) (n int, r storedPIX, err error) {
 	err = row.Scan(&n, &r.EndToEndID, &r.InInbox, &r.Status, &r.Source, &r.AmountCents, &r.AccountID, &r.PixKey, &r.TxID,
-		&r.Credited, &r.CreditAccountID, &r.CreditAmountCents, &r.ToldAccountID)
+		&r.Credited, &r.CreditAccountID, &r.CreditAmountCents, &r.CreditTxID, &r.ToldAccountID)
 	return n, r, err
 }
 
@@ -181,7 +193,7 @@ func (s *Store) readListed(ctx context.Context, ns []pix.Notification, only []in
 // native format names it; an API Pix PIX's chave, else its charge, names
 // one of ours, or none: never the same PIX as a native one). A PIX
 // credited whose row was cleaned up is compared with its credit: the
-// amount, and the account.
+// amount, the charge it paid (its txid), and the account.
 func samePIX(n pix.Notification, r storedPIX) string {
 	told := n.AccountID
 	if n.Source == pix.SourceAPIPix {
@@ -203,6 +215,8 @@ func samePIX(n pix.Notification, r storedPIX) string {
 		return ""
 	case r.CreditAmountCents != n.AmountCents:
 		return "amount"
+	case r.CreditTxID != "" && r.CreditTxID != n.TxID:
+		return "txid" // the credit names the charge its PIX paid; one without a txid names none
 	case told == "" || r.CreditAccountID != told:
 		return "account"
 	}

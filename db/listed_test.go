@@ -86,3 +86,65 @@ func TestAPixIsJudgedTheSameWhateverItsFormatAndStatus(t *testing.T) {
 	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT count(*) FROM inbox_messages").Scan(&rows))
 	require.Zero(t, rows, "a credited PIX is never stored again as pending")
 }
+
+// A page that lists one end_to_end_id twice with other money fields (the
+// second copy another amount) reports the second as a payload mismatch:
+// the first copy is inserted, the others compared with it. (Found by an
+// attack review: the insert, sorted by end_to_end_id alone, could store
+// either copy, and the other was then compared with itself.)
+func TestAPageListingOneIDTwiceWithOtherAmountsIsVisible(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "one@example.com", KeyType: "email", AccountID: "acc-1"})
+	require.NoError(t, err)
+	const n = 1000
+	ns := make([]pix.Notification, n)
+	for i := range ns {
+		ns[i] = apiPix(e2eID(10000+((i+1)*7919)%n), "one@example.com", 100)
+	}
+	dup := e2eID(1)
+	ns[9] = apiPix(dup, "one@example.com", 100)
+	ns[899] = apiPix(dup, "one@example.com", 999_999)
+	out, err := s.StoreListed(ctx, ns)
+	require.NoError(t, err)
+	var amount int64
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT amount_cents FROM inbox_messages WHERE end_to_end_id = $1", dup).Scan(&amount))
+	t.Logf("stored amount %d; first copy (100): %+v; second copy (999999): %+v", amount, out[9], out[899])
+	require.EqualValues(t, 100, amount, "the first copy stored")
+	require.True(t, out[9].New)
+	require.Equal(t, "amount", out[899].Differs, "the second copy, another amount: a payload mismatch")
+}
+
+// An API Pix PIX told again under another txid is a payload mismatch
+// whatever its row's status, and once the row is cleaned up too, by the
+// txid its credit records (pix_credits.charge_txid): the PSP would be
+// saying the PIX paid another charge. (Found by an attack review.)
+func TestAnotherTxidIsAMismatchOnceTheRowIsCleanedUp(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "one@example.com", KeyType: "email", AccountID: "acc-1"})
+	require.NoError(t, err)
+	id := e2eID(3)
+	first := apiPix(id, "one@example.com", 500)
+	first.TxID = "charge1"
+	_, err = s.ReceiveBatch(ctx, []pix.Notification{first})
+	require.NoError(t, err)
+	out, err := s.Credit(ctx, id, 1, 1)
+	require.NoError(t, err)
+	require.True(t, out.Credited)
+	other := first
+	other.TxID = "charge2"
+	listed, err := s.StoreListed(ctx, []pix.Notification{other})
+	require.NoError(t, err)
+	require.Equal(t, "txid", listed[0].Differs, "row kept")
+	_, err = s.Pool().Exec(ctx, "DELETE FROM inbox_messages") // the retention
+	require.NoError(t, err)
+	listed, err = s.StoreListed(ctx, []pix.Notification{other})
+	require.NoError(t, err)
+	require.Equal(t, "txid", listed[0].Differs, "row cleaned up: judged against the credit")
+	listed, err = s.StoreListed(ctx, []pix.Notification{first})
+	require.NoError(t, err)
+	require.Equal(t, db.ListedOutcome{EndToEndID: id}, listed[0], "the same PIX, against its credit")
+}

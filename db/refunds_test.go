@@ -457,3 +457,23 @@ func TestNoteRefundOutcomesUnchangedWritesNothing(t *testing.T) {
 	x, _ := version()
 	require.NotEqual(t, xmin, x)
 }
+
+// The catch-up lists every PIX again at each run for its overlap: an open
+// refund whose PIX the PSP's record shows DEVOLVIDO is noted once, not
+// counted and made due again at every listing of the notice it holds (I12;
+// found by an attack review).
+func TestOpenRefundNoticeListedAgainIsCountedOnce(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	open, err := refund(s, e2e, 1_000, anyone)
+	require.NoError(t, err)
+	for range 3 { // three catch-up runs list the PIX within their overlap
+		_, err := s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: open.ID, EndToEndID: e2e, Status: "DEVOLVIDO"}})
+		require.NoError(t, err)
+	}
+	var notices int
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT notices FROM pix_refunds WHERE id = $1", open.ID).Scan(&notices))
+	require.Equal(t, 1, notices, "one notice of the PSP, listed three times, counted %d times", notices)
+}

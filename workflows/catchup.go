@@ -146,7 +146,7 @@ func PSPCatchUp(ctx workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, err
 		if !part.Through.Before(w.End) {
 			return out, nil
 		}
-		w.Start = part.Through
+		w.Start, w.PartPages = part.Through, part.NextPartPages
 	}
 }
 
@@ -196,11 +196,13 @@ func EnsurePSPCatchUpSchedule(ctx context.Context, c client.Client, s ScheduleSy
 }
 
 // StartPSPCatchUpWindow starts the catch-up of one window an operator asked
-// for, on the maintenance queue, under its own workflow ID
+// for (widened to whole seconds: activities.WholeSeconds), on the
+// maintenance queue, under its own workflow ID
 // (PSPCatchUpWindowWorkflowID), or joins the run of the same window that
 // is open already; the caller waits for its result.
 func StartPSPCatchUpWindow(ctx context.Context, c client.Client, queues TaskQueues, start, end time.Time) (client.WorkflowRun, error) {
-	w := activities.CatchUpWindow{Start: start, End: end, Manual: true}
+	w := activities.WholeSeconds(activities.CatchUpWindow{Start: start, End: end, Manual: true})
+	start, end = w.Start, w.End // its ID names the window listed
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       PSPCatchUpWindowWorkflowID(queues.Base, start, end),
 		TaskQueue:                queues.Maintenance,

@@ -101,6 +101,12 @@ func catchUpWindow(from, to string) (start, end time.Time, err error) {
 	if !end.After(start) {
 		return start, end, errors.New("-to must be after -from")
 	}
+	if start.Nanosecond() != 0 || end.Nanosecond() != 0 {
+		// The catch-up lists whole seconds (a PSP may read inicio and fim
+		// to the second): a fraction would be widened, and the workflow
+		// named by another window than the one asked.
+		return start, end, errors.New("-from and -to are whole seconds (2026-12-01T00:00:00Z)")
+	}
 	return start, end, nil
 }
 

@@ -154,6 +154,8 @@ func TestPSPCatchUpUsage(t *testing.T) {
 		{"psp", "catchup", "-from", "yesterday", "-to", "2026-11-21T00:00:00Z"},
 		{"psp", "catchup", "-from", "2026-11-21T00:00:00Z", "-to", "2026-11-20T00:00:00Z"},
 		{"psp", "catchup", "-from", "2026-11-20T00:00:00Z", "-to", "2026-11-21T00:00:00Z", "extra"},
+		{"psp", "catchup", "-from", "2026-11-20T00:00:00.5Z", "-to", "2026-11-21T00:00:00Z"},
+		{"psp", "catchup", "-from", "2026-11-20T00:00:00Z", "-to", "2026-11-21T00:00:00.999Z"},
 	} {
 		pixctl(t, nowhere, args...).requireStatus(t, cli.ExitUsage)
 	}

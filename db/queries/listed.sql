@@ -15,7 +15,7 @@ SELECT l.n, l.end_to_end_id,
        m.end_to_end_id IS NOT NULL, COALESCE(m.status, ''), COALESCE(m.source, ''), COALESCE(m.amount_cents, 0),
        COALESCE(m.account_id, CASE WHEN m.pix_key IS NOT NULL THEN mk.account_id ELSE mc.account_id END, ''),
        COALESCE(m.pix_key, ''), COALESCE(m.txid, ''),
-       c.end_to_end_id IS NOT NULL, COALESCE(c.account_id, ''), COALESCE(c.amount_cents, 0),
+       c.end_to_end_id IS NOT NULL, COALESCE(c.account_id, ''), COALESCE(c.amount_cents, 0), COALESCE(c.charge_txid, ''),
        COALESCE(CASE WHEN l.pix_key <> '' THEN k.account_id ELSE ch.account_id END, '')
 FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS l(end_to_end_id, pix_key, txid, n)
 LEFT JOIN inbox_messages m ON m.end_to_end_id = l.end_to_end_id

@@ -121,10 +121,11 @@ SELECT reversed_at FROM reversal
 -- announced, on the refunds they name (id and PIX must both match). An
 -- open refund is due at once and counts the notice, so that the
 -- dispatcher signals its run; a final one only keeps the notice, for the
--- reconciliation to compare with its status, and is not written again
--- when it holds that notice already (the catch-up lists the same PIX at
--- every run: a notice that changes nothing writes nothing, not even a row
--- lock). Locked in id order (byte order): two webhooks naming the same
+-- reconciliation to compare with its status. A refund that holds that
+-- notice already is not written again (the catch-up lists the same PIX at
+-- every run, a PSP redelivers its webhook: a notice that changes nothing
+-- writes nothing, not even a row lock; an open refund's run was, or is
+-- about to be, signalled that very notice). Locked in id order (byte order): two webhooks naming the same
 -- refunds never wait for each other in a cycle. $1 ids, $2
 -- end_to_end_ids, $3 statuses (DEVOLVIDO, NAO_REALIZADO). Returns each
 -- refund noted and its status.
@@ -133,7 +134,7 @@ WITH notice AS (
 locked AS (
     SELECT r.id, n.status FROM pix_refunds r
     JOIN notice n ON n.id = r.id AND n.end_to_end_id = r.end_to_end_id
-    WHERE r.status IN ('debited', 'requested') OR r.psp_notice IS DISTINCT FROM n.status
+    WHERE r.psp_notice IS DISTINCT FROM n.status
     ORDER BY r.id COLLATE "C"
     FOR UPDATE OF r)
 UPDATE pix_refunds r
