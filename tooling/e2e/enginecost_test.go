@@ -11,7 +11,9 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,14 +21,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/tooling/load"
+	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -34,9 +40,14 @@ import (
 // no-op workflow (one local activity, started eagerly) costs, plus the one
 // upsert that moves PixStatus to done for the UI search: one workflow task,
 // no version marker, nothing else. Its history is the no-op's six events
-// and that upsert.
+// and that upsert. So it is on versioned workers (the stack's default, as
+// pixd's): the start is still eager (the server took it: the first task
+// came back in the start's answer, never through matching), and the run
+// is on the workers' deployment version, auto-upgrade.
 func TestCreditIsOneWorkflowTask(t *testing.T) {
 	s := newStack(t, shared, nil)
+	require.True(t, s.cfg.WorkerVersioning, "the stack's workers are versioned, as pixd's are by default")
+	s.waitCurrentBuild() // its workers poll: a start finds them
 	account := "acc-shape-" + randomSuffix()
 	s.openAccount(account, 0)
 	id := pixID()
@@ -66,6 +77,14 @@ func TestCreditIsOneWorkflowTask(t *testing.T) {
 	started := h[0].GetWorkflowExecutionStartedEventAttributes()
 	require.Contains(t, started.GetSearchAttributes().GetIndexedFields(), "PixEndToEndId", "the start lists the PIX")
 	require.Contains(t, started.GetMemo().GetFields(), "payer", "the start carries the memo")
+	require.True(t, started.GetEagerExecutionAccepted(), "the dispatcher's start is eager on a versioned worker too")
+	desc, err := s.client().DescribeWorkflow(ctx, workflows.CreditWorkflowID(id), "")
+	require.NoError(t, err)
+	versioning := desc.RawResponse.GetWorkflowExecutionInfo().GetVersioningInfo()
+	require.Equal(t, enumspb.VERSIONING_BEHAVIOR_AUTO_UPGRADE, versioning.GetBehavior(), "the credit auto-upgrades")
+	v := worker.ThisBuild(s.cfg.TaskQueues())
+	require.Equal(t, v.DeploymentName, versioning.GetDeploymentVersion().GetDeploymentName(), "the run is on the workers' deployment")
+	require.Equal(t, v.BuildID, versioning.GetDeploymentVersion().GetBuildId(), "and on their build")
 }
 
 func eventTypes(h []*historypb.HistoryEvent) []enumspb.EventType {
@@ -82,28 +101,37 @@ const engineCostEnv = "PIX_ENGINE_COST"
 
 // TestEngineCostPerCredit measures what a credit costs a Temporal server
 // beside the engine ceiling's best no-op workflow (one local activity,
-// eager start), in alternating rounds on the same server: the server's own
+// eager start), each both ways: on workers of a Worker Deployment (Worker
+// Versioning, pixd's default; the no-op auto-upgrade as the credit is) and
+// on unversioned workers, in interleaved rounds on the same server, so that
+// what versioning costs the engine (the versioned no-op against the
+// unversioned one) is told from what it costs the service (the versioned
+// credit against the versioned no-op). Per run: the rate, the server's own
 // counters of the work it did (requests, persistence and visibility
-// operations and history tasks, by operation), which the machine's load
-// does not change, and the CPU time of
-// the server, of this process (API, worker, dispatcher, no-op worker and
+// operations, history tasks, eager starts asked and denied, by operation),
+// which the machine's load does not change, and the CPU time of the
+// server, of this process (APIs, workers, dispatchers, no-op workers and
 // the drivers) and of PostgreSQL (every postgres process on the machine:
 // on a shared machine, others' too), which it does.
 //
 //	cd tooling && TEMPORAL_CLI=../.bin/temporal PIX_ENGINE_COST=300 go test -tags e2e ./e2e -run TestEngineCostPerCredit -v
 //
-// PIX_ENGINE_COST_ROUNDS sets the rounds (3); PIX_ENGINE_COST_DEV_FLAGS
+// PIX_ENGINE_COST_ROUNDS sets the rounds (3), each running every shape
+// once, in the opposite order to the round before; PIX_ENGINE_COST_DEV_FLAGS
 // runs it on a dev server of its own started with more flags, such as
 // "--dynamic-config-value system.forceSearchAttributesCacheRefreshOnRead=false";
 // PIX_ENGINE_COST_SERVER="address metrics-address pid" on a server already
 // running (scripts/temporal-postgres.sh's), whose PostgreSQL backends'
-// CPU is counted by database.
+// CPU is counted by database; PIX_ENGINE_COST_PROFILE=dir writes this
+// process's CPU profile of each shape's rounds there (<shape>-<round>.pprof:
+// `go tool pprof -top dir/credit-versioned-*.pprof`).
 //
 // Credits are inserted straight into the inbox (no HTTP) from 8 loops
-// and drained by the worker's dispatcher; no-ops are started by 16
-// concurrent starters, as pixload's engine ceiling does, each waiting for
-// its run's result. It fails only when a credit or a no-op does not
-// complete.
+// and drained by the worker's dispatcher; their rate is the credits over
+// the span from the first to the last (pix_credits.credited_at), as
+// pixload's drain measures it. No-ops are started by 16 concurrent
+// starters, as pixload's engine ceiling does, each waiting for its run's
+// result. It fails only when a credit or a no-op does not complete.
 func TestEngineCostPerCredit(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv(engineCostEnv))
 	if n <= 0 {
@@ -135,18 +163,94 @@ func TestEngineCostPerCredit(t *testing.T) {
 	if pid == 0 {
 		pid = srv.PID()
 	}
-	s := newStack(t, srv, nil)
+	profiles := os.Getenv(engineCostEnv + "_PROFILE")
+	ctx := context.Background()
+	// The service twice, its workers versioned (the default: a deployment
+	// of their own, promoted as they start) and not.
+	versioned := newStack(t, srv, nil)
+	unversioned := newStack(t, srv, func(c *config.Config) { c.WorkerVersioning = false })
+	require.True(t, versioned.cfg.WorkerVersioning)
+	versioned.waitCurrentBuild()
+	engine, err := load.StartEngine(versioned.client(), randomSuffix())
+	require.NoError(t, err)
+	defer engine.Stop()
+	require.NoError(t, engine.StartVersioned(ctx))
+
+	shapes := []costShape{
+		{name: "no-op", run: noops(t, engine, load.EngineLocalEager)},
+		{name: "no-op versioned", run: noops(t, engine, load.EngineLocalEagerVersioned)},
+		{name: "credit", run: creditsOf(t, unversioned)},
+		{name: "credit versioned", run: creditsOf(t, versioned)},
+	}
+	// Warm every path up (connections, caches, the SQLite file) unmeasured.
+	for _, sh := range shapes {
+		sh.run(20)
+	}
+	idle := versioned.measureEngine(t, pid, 0, func() float64 { return 0 })
+	costs := make([]engineCost, len(shapes))
+	for r := range rounds {
+		for k := range shapes {
+			if r%2 == 1 {
+				k = len(shapes) - 1 - k
+			}
+			sh := shapes[k]
+			stop := startProfile(t, profiles, fmt.Sprintf("%s-%d", strings.ReplaceAll(sh.name, " ", "-"), r+1))
+			costs[k].add(versioned.measureEngine(t, pid, per, func() float64 { return sh.run(per) }))
+			stop()
+		}
+	}
+	t.Logf("idle server for %s: %.1f ms of CPU (temporal)", idle.wall.Round(time.Millisecond), ms(idle.cpu["temporal"]))
+	names := make([]string, len(shapes))
+	for i, sh := range shapes {
+		names[i] = sh.name
+	}
+	t.Log("\n" + costTable(names, costs))
+}
+
+// waitCurrentBuild waits until the versioned stack's build is its
+// deployment's current version: promoted as its worker started
+// (TEMPORAL_WORKER_PROMOTE=first), which Temporal takes once the worker
+// polls.
+func (s *stack) waitCurrentBuild() {
+	s.t.Helper()
+	v := worker.ThisBuild(s.cfg.TaskQueues())
+	require.EventuallyWithT(s.t, func(c *assert.CollectT) {
+		d, err := s.client().WorkerDeploymentClient().GetHandle(v.DeploymentName).Describe(context.Background(), client.WorkerDeploymentDescribeOptions{})
+		require.NoError(c, err)
+		require.NotNil(c, d.Info.RoutingConfig.CurrentVersion)
+		require.Equal(c, v, *d.Info.RoutingConfig.CurrentVersion)
+	}, time.Minute, 100*time.Millisecond, "the stack's build is promoted as its worker starts")
+}
+
+// costShape is one kind of run TestEngineCostPerCredit measures: run
+// completes k of them and returns their rate (runs per second).
+type costShape struct {
+	name string
+	run  func(k int) float64
+}
+
+// noops runs k no-op workflows of mode (one local activity, eager start)
+// on e from 16 concurrent starters: pixload's engine ceiling.
+func noops(t *testing.T, e *load.Engine, mode load.EngineMode) func(k int) float64 {
+	return func(k int) float64 {
+		perSec, err := e.Throughput(context.Background(), mode, k, 16)
+		require.NoError(t, err)
+		return perSec
+	}
+}
+
+// creditsOf inserts k PIX into s's inbox from 8 loops, waits until its
+// dispatcher and worker credited every one, and returns the credits over
+// the span from the first to the last.
+func creditsOf(t *testing.T, s *stack) func(k int) float64 {
 	ctx := context.Background()
 	accounts := make([]string, 50)
 	for i := range accounts {
 		accounts[i] = fmt.Sprintf("acc-cost-%02d-%s", i, randomSuffix())
 		s.openAccount(accounts[i], 0)
 	}
-	engine, err := load.StartEngine(s.client(), randomSuffix())
-	require.NoError(t, err)
-	defer engine.Stop()
-
-	credits := func(k int) {
+	return func(k int) float64 {
+		began := time.Now()
 		var next atomic.Int64
 		g, gctx := errgroup.WithContext(ctx)
 		for range 8 {
@@ -174,30 +278,41 @@ func TestEngineCostPerCredit(t *testing.T) {
 			}
 			require.True(t, time.Now().Before(deadline), "credits never drained: %d pending", pending)
 		}
+		var credits int
+		var span float64
+		require.NoError(t, s.store.Pool().QueryRow(ctx, `SELECT count(*), COALESCE(EXTRACT(EPOCH FROM max(credited_at) - min(credited_at)), 0)::float8
+			FROM pix_credits WHERE credited_at >= $1`, began).Scan(&credits, &span))
+		require.Equal(t, k, credits, "the round's credits")
+		if span <= 0 {
+			return 0
+		}
+		return float64(credits-1) / span
 	}
-	noops := func(k int) {
-		_, err := engine.Throughput(ctx, load.EngineLocalEager, k, 16)
-		require.NoError(t, err)
-	}
+}
 
-	// Warm both paths up (connections, caches, the SQLite file) unmeasured.
-	credits(20)
-	noops(20)
-	idle := s.measureEngine(t, pid, 0, func() {})
-	var credit, noop engineCost
-	for range rounds {
-		credit.add(s.measureEngine(t, pid, per, func() { credits(per) }))
-		noop.add(s.measureEngine(t, pid, per, func() { noops(per) }))
+// startProfile writes this process's CPU profile to dir/name.pprof until
+// the function it returns is called; with dir empty it does nothing.
+func startProfile(t *testing.T, dir, name string) (stop func()) {
+	if dir == "" {
+		return func() {}
 	}
-	t.Logf("idle server for %s: %.1f ms of CPU (temporal)", idle.wall.Round(time.Millisecond), ms(idle.cpu["temporal"]))
-	t.Log("\n" + costTable(credit, noop))
+	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	require.NoError(t, err)
+	require.NoError(t, pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		require.NoError(t, f.Close())
+	}
 }
 
 // engineCost is what a number of runs cost, summed over rounds.
 type engineCost struct {
-	runs     int
-	rounds   int
-	wall     time.Duration
+	runs   int
+	rounds int
+	wall   time.Duration
+	// rates are the rounds' own rates (runs per second), as each kind
+	// measures it.
+	rates    []float64
 	cpu      map[string]time.Duration
 	counters map[string]float64
 }
@@ -209,6 +324,7 @@ func (c *engineCost) add(o engineCost) {
 	c.runs += o.runs
 	c.rounds++
 	c.wall += o.wall
+	c.rates = append(c.rates, o.rates...)
 	for k, v := range o.cpu {
 		c.cpu[k] += v
 	}
@@ -217,9 +333,13 @@ func (c *engineCost) add(o engineCost) {
 	}
 }
 
-// rate is runs per second, the settling left out.
+// rate is the rounds' mean rate.
 func (c engineCost) rate() float64 {
-	return float64(c.runs) / (c.wall - time.Duration(c.rounds)*engineSettle).Seconds()
+	var sum float64
+	for _, r := range c.rates {
+		sum += r
+	}
+	return sum / float64(max(1, len(c.rates)))
 }
 
 // engineSettle is how long a measurement waits after its runs, so that
@@ -227,20 +347,20 @@ func (c engineCost) rate() float64 {
 // (which it reports a moment late) are in it.
 const engineSettle = 2 * time.Second
 
-// measureEngine runs f, which completes runs workflows, and returns what
-// the server and the machine did meanwhile.
-func (s *stack) measureEngine(t *testing.T, pid, runs int, f func()) engineCost {
+// measureEngine runs f, which completes runs workflows and returns their
+// rate, and returns what the server and the machine did meanwhile.
+func (s *stack) measureEngine(t *testing.T, pid, runs int, f func() float64) engineCost {
 	t.Helper()
 	require.NotZero(t, pid, "the Temporal server's process id")
 	before := scrapeEngine(t, s.srv.MetricsAddress)
 	cpuBefore, err := load.ReadCPU()
 	require.NoError(t, err)
-	f()
+	rate := f()
 	time.Sleep(engineSettle)
 	cpuAfter, err := load.ReadCPU()
 	require.NoError(t, err)
 	after := scrapeEngine(t, s.srv.MetricsAddress)
-	c := engineCost{runs: runs, wall: cpuAfter.At.Sub(cpuBefore.At), cpu: map[string]time.Duration{}, counters: map[string]float64{}}
+	c := engineCost{runs: runs, wall: cpuAfter.At.Sub(cpuBefore.At), rates: []float64{rate}, cpu: map[string]time.Duration{}, counters: map[string]float64{}}
 	c.cpu["temporal"] = cpuAfter.Procs[pid].CPU - cpuBefore.Procs[pid].CPU
 	c.cpu["this process"] = cpuAfter.Procs[os.Getpid()].CPU - cpuBefore.Procs[os.Getpid()].CPU
 	for p, v := range cpuAfter.Procs {
@@ -283,6 +403,10 @@ var engineMetrics = map[string]string{
 	"persistence_requests":            "operation",
 	"visibility_persistence_requests": "operation",
 	"task_requests":                   "task_type",
+	// Eager starts asked for, by workflow type, and those the server
+	// refused (the first task then goes through matching), by reason.
+	"workflow_eager_execution":        "workflowType",
+	"workflow_eager_execution_denied": "reason",
 }
 
 var promLabel = regexp.MustCompile(`(\w+)="([^"]*)"`)
@@ -328,30 +452,59 @@ func scrapeEngine(t *testing.T, addr string) map[string]float64 {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// costTable prints both kinds per run, side by side.
-func costTable(credit, noop engineCost) string {
+// costTable prints the kinds per run, side by side, and how each compares
+// with the first (its rate, its CPU).
+func costTable(names []string, costs []engineCost) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d credits in %s (%.1f/s), %d no-ops in %s (%.1f/s), settle %s per round included\n",
-		credit.runs, credit.wall.Round(time.Millisecond), credit.rate(),
-		noop.runs, noop.wall.Round(time.Millisecond), noop.rate(), engineSettle)
-	fmt.Fprintf(&b, "%-70s %10s %10s %7s\n", "per run", "credit", "no-op", "ratio")
-	for _, k := range slices.Sorted(maps.Keys(credit.cpu)) {
-		c, n := ms(credit.cpu[k])/float64(credit.runs), ms(noop.cpu[k])/float64(noop.runs)
-		fmt.Fprintf(&b, "%-70s %8.2fms %8.2fms %7.2f\n", "CPU "+k, c, n, c/n)
+	for i, c := range costs {
+		fmt.Fprintf(&b, "%-18s %5d runs in %d rounds, %s (settle %s per round included): %6.1f/s (rounds: %s)\n",
+			names[i], c.runs, c.rounds, c.wall.Round(time.Millisecond), engineSettle, c.rate(), rates(c.rates))
 	}
-	keys := slices.Collect(maps.Keys(credit.counters))
-	for k := range noop.counters {
-		if _, ok := credit.counters[k]; !ok {
-			keys = append(keys, k)
+	fmt.Fprintf(&b, "%-60s", "per run")
+	for _, n := range names {
+		fmt.Fprintf(&b, " %18s", n)
+	}
+	b.WriteString("\n")
+	cpuKeys := map[string]bool{}
+	counterKeys := map[string]bool{}
+	for _, c := range costs {
+		for k := range c.cpu {
+			cpuKeys[k] = true
+		}
+		for k := range c.counters {
+			counterKeys[k] = true
 		}
 	}
-	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(a, b) })
-	for _, k := range keys {
-		c, n := credit.counters[k]/float64(credit.runs), noop.counters[k]/float64(noop.runs)
-		if c < 0.05 && n < 0.05 {
+	for _, k := range slices.Sorted(maps.Keys(cpuKeys)) {
+		fmt.Fprintf(&b, "%-60s", "CPU ms "+k)
+		for _, c := range costs {
+			fmt.Fprintf(&b, " %18.2f", ms(c.cpu[k])/float64(c.runs))
+		}
+		b.WriteString("\n")
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(counterKeys), cmp.Compare) {
+		per := make([]float64, len(costs))
+		shown := false
+		for i, c := range costs {
+			per[i] = c.counters[k] / float64(c.runs)
+			shown = shown || per[i] >= 0.05
+		}
+		if !shown {
 			continue
 		}
-		fmt.Fprintf(&b, "%-70s %10.2f %10.2f\n", k, c, n)
+		fmt.Fprintf(&b, "%-60s", k)
+		for _, v := range per {
+			fmt.Fprintf(&b, " %18.2f", v)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+func rates(rs []float64) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = fmt.Sprintf("%.1f", r)
+	}
+	return strings.Join(s, " ")
 }

@@ -64,7 +64,8 @@ func TestLoadSmoke(t *testing.T) {
 	engine, err := load.StartEngine(s.client(), sess.RunID())
 	require.NoError(t, err)
 	defer engine.Stop()
-	for _, mode := range []load.EngineMode{load.EngineActivity, load.EngineLocalEager} {
+	require.NoError(t, engine.StartVersioned(ctx))
+	for _, mode := range []load.EngineMode{load.EngineActivity, load.EngineLocalEager, load.EngineLocalEagerVersioned} {
 		perSec, err := engine.Throughput(ctx, mode, 10, 4)
 		require.NoError(t, err)
 		require.Positive(t, perSec)

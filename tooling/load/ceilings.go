@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -156,7 +158,16 @@ const (
 	EngineActivity EngineMode = "one activity"
 	// EngineLocalEager: one local activity, started with eager start.
 	EngineLocalEager EngineMode = "one local activity, eager start"
+	// EngineLocalEagerVersioned: the same on a worker of a Worker
+	// Deployment, its workflow auto-upgrade, as pixd's credits run
+	// (TEMPORAL_WORKER_VERSIONING, the default; saga.Credit): what Worker
+	// Versioning costs the engine, apart from the service
+	// (Engine.StartVersioned).
+	EngineLocalEagerVersioned EngineMode = "one local activity, eager start, versioned worker"
 )
+
+// Versioned tells the modes that run on a versioned worker.
+func (m EngineMode) Versioned() bool { return m == EngineLocalEagerVersioned }
 
 // NoopWorkflow runs one no-op activity and returns when it ran.
 func NoopWorkflow(ctx workflow.Context) (int64, error) {
@@ -184,14 +195,61 @@ type Engine struct {
 	client    client.Client
 	taskQueue string
 	worker    worker.Worker
+	// versioned runs EngineLocalEagerVersioned, once StartVersioned
+	// started it.
+	versioned *Engine
 }
 
-// StartEngine starts the no-op worker on a task queue of its own.
+// StartEngine starts the no-op worker on a task queue of its own,
+// unversioned: the modes but EngineLocalEagerVersioned.
 func StartEngine(c client.Client, runID string) (*Engine, error) {
-	tq := "pixload-engine-" + runID
-	w := worker.New(c, tq, worker.Options{})
-	w.RegisterWorkflow(NoopWorkflow)
-	w.RegisterWorkflow(NoopLocalWorkflow)
+	return startEngine(c, "pixload-engine-"+runID, worker.DeploymentOptions{})
+}
+
+// StartVersioned starts the no-op worker of EngineLocalEagerVersioned, on a
+// task queue of its own, as pixd's workers run: the version of a Worker
+// Deployment of its own, made its current version, its workflows
+// auto-upgrade as the credit's are.
+func (e *Engine) StartVersioned(ctx context.Context) error {
+	if e.versioned != nil {
+		return nil
+	}
+	tq := e.taskQueue + "-versioned"
+	v := worker.WorkerDeploymentVersion{DeploymentName: tq, BuildID: "pixload-noop"}
+	ve, err := startEngine(e.client, tq, worker.DeploymentOptions{UseVersioning: true, Version: v})
+	if err != nil {
+		return err
+	}
+	// Temporal knows a version from its pollers only: asked again until
+	// they polled.
+	h := e.client.WorkerDeploymentClient().GetHandle(v.DeploymentName)
+	for {
+		_, err := h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: v.BuildID})
+		if err == nil {
+			e.versioned = ve
+			return nil
+		}
+		var notFound *serviceerror.NotFound
+		var stale *serviceerror.FailedPrecondition
+		if !errors.As(err, &notFound) && !errors.As(err, &stale) || ctx.Err() != nil {
+			ve.Stop()
+			return fmt.Errorf("versioned engine worker: make %s:%s current: %w", v.DeploymentName, v.BuildID, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func startEngine(c client.Client, tq string, deployment worker.DeploymentOptions) (*Engine, error) {
+	w := worker.New(c, tq, worker.Options{DeploymentOptions: deployment})
+	var opts workflow.RegisterOptions
+	if deployment.UseVersioning {
+		opts.VersioningBehavior = workflow.VersioningBehaviorAutoUpgrade // the credit's
+	}
+	w.RegisterWorkflowWithOptions(NoopWorkflow, opts)
+	w.RegisterWorkflowWithOptions(NoopLocalWorkflow, opts)
 	w.RegisterActivity(NoopActivity)
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("engine worker: %w", err)
@@ -199,11 +257,22 @@ func StartEngine(c client.Client, runID string) (*Engine, error) {
 	return &Engine{client: c, taskQueue: tq, worker: w}, nil
 }
 
-// Stop stops the no-op worker.
-func (e *Engine) Stop() { e.worker.Stop() }
+// Stop stops the no-op workers.
+func (e *Engine) Stop() {
+	if e.versioned != nil {
+		e.versioned.Stop()
+	}
+	e.worker.Stop()
+}
 
 // run runs one no-op workflow and returns when its activity ran.
 func (e *Engine) run(ctx context.Context, mode EngineMode, id string) (time.Time, error) {
+	if mode.Versioned() {
+		if e.versioned == nil {
+			return time.Time{}, fmt.Errorf("engine mode %q: the versioned worker was not started (StartVersioned)", mode)
+		}
+		return e.versioned.run(ctx, EngineLocalEager, id)
+	}
 	opts := client.StartWorkflowOptions{ID: id, TaskQueue: e.taskQueue}
 	var wf any = NoopWorkflow
 	if mode == EngineLocalEager {

@@ -233,7 +233,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	defer pool.Close()
 	host, _ := os.Hostname()
 	rep := Report{Label: f.label, Started: time.Now().UTC(), Machine: machine(host), Topology: f.topology, APIs: f.apis,
-		EngineCeilingPerSec: map[string]float64{}, EngineCeilingCPU: map[string]*CPUReport{}, EngineCeilingDB: map[string]*DBReport{}, WorkerPaused: f.pauseCmd != ""}
+		EngineCeilingPerSec: map[string]float64{}, EngineCeilingCPU: map[string]*CPUReport{}, EngineCeilingDB: map[string]*DBReport{}, WorkerPaused: f.pauseCmd != "",
+		WorkersVersioned: cfg.WorkerVersioning}
 	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
 	procs := watched(f)
 	if len(procs) > 0 {
@@ -269,9 +270,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer tc.Close()
 	runID := load.NewRunID()
+	// One no-op worker (and one versioned) for the ceilings before the
+	// sweep and after the drain.
+	engine, err := load.StartEngine(tc, runID)
+	if err != nil {
+		return err
+	}
+	defer engine.Stop()
 
 	if f.ceilings {
-		if err := measureCeilings(ctx, f, pool, cfg.DatabaseURL, tc, runID, &rep, say); err != nil {
+		if err := measureCeilings(ctx, f, pool, cfg.DatabaseURL, engine, &rep, say); err != nil {
 			return err
 		}
 	}
@@ -436,10 +444,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	rep.Violations = rep.Invariants.Violations()
-	if _, mode := rep.bestEngine(); mode != "" && drainErr == nil {
-		if rep.EngineAfterDrainPerSec, err = engineAfterDrain(ctx, tc, runID, load.EngineMode(mode), f, say); err != nil {
+	if _, mode := rep.servicesEngine(); mode != "" && drainErr == nil {
+		if rep.EngineAfterDrainByShape, err = engineAfterDrain(ctx, engine, f, say); err != nil {
 			return err
 		}
+		rep.EngineAfterDrainPerSec = rep.EngineAfterDrainByShape[mode]
 	}
 	if drainErr != nil {
 		rep.Violations = append(rep.Violations, drainErr.Error())
@@ -459,12 +468,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			say("    CPU bound: with every CPU busy at the sweep's least CPU per webhook, this machine takes at most %.0f%% of the single-insert ceiling; without the load generator's share (as on other cores; an estimate) %.0f%%",
 				100*rep.IngestCPUBound, 100*rep.IngestCPUBoundNoLoad)
 		}
-		best, bestMode := rep.bestEngine()
+		best, bestMode := rep.servicesEngine()
 		rep.CreditRatio = rep.CreditsPerSec / best
-		say("  credits: %.1f/s = %.0f%% of the best engine ceiling (%.1f/s, %s)", rep.CreditsPerSec, 100*rep.CreditRatio, best, bestMode)
+		say("  credits (workers versioned: %t): %.1f/s = %.0f%% of the best engine ceiling of their kind (%.1f/s, %s)",
+			rep.WorkersVersioned, rep.CreditsPerSec, 100*rep.CreditRatio, best, bestMode)
 		if rep.EngineAfterDrainPerSec > 0 {
 			say("    against the same ceiling measured after the drain (%.1f/s): %.0f%%", rep.EngineAfterDrainPerSec, 100*rep.CreditsPerSec/rep.EngineAfterDrainPerSec)
 		}
+		sayCreditsAgainstEngines(&rep, say)
 		if engineCPU := rep.EngineCeilingCPU[bestMode]; engineCPU != nil && rep.DrainCPU != nil {
 			say("    CPU: a credit took %.0f µs of the machine's CPU, a no-op workflow of that shape %.0f µs (%.2f×)",
 				rep.DrainCPU.MicrosPerOp, engineCPU.MicrosPerOp, rep.DrainCPU.MicrosPerOp/engineCPU.MicrosPerOp)
@@ -513,7 +524,7 @@ func finish(f flags, rep *Report, say func(string, ...any)) error {
 // ingest ceilings (one commit per insert, then N rows per commit) and the
 // engine's (throughput of each no-op shape with its CPU, its one-workflow
 // latency back to back and paced like the idle phase).
-func measureCeilings(ctx context.Context, f flags, pool *pgxpool.Pool, databaseURL string, tc client.Client, runID string, rep *Report, say func(string, ...any)) error {
+func measureCeilings(ctx context.Context, f flags, pool *pgxpool.Pool, databaseURL string, engine *load.Engine, rep *Report, say func(string, ...any)) error {
 	say("ingest ceiling: Store.Receive straight at PostgreSQL, one commit each, %d loops, %s ...", f.ingestConcurrency, f.ingestFor)
 	ingest, err := load.IngestCeiling(ctx, databaseURL, f.ingestConcurrency, f.ingestFor)
 	if err != nil {
@@ -537,34 +548,8 @@ func measureCeilings(ctx context.Context, f flags, pool *pgxpool.Pool, databaseU
 			say("  CPU per insert: %s", gc.CPU)
 		}
 	}
-	engine, err := load.StartEngine(tc, runID)
-	if err != nil {
+	if err := measureEngineCeilings(ctx, f, pool, engine, rep, say); err != nil {
 		return err
-	}
-	defer engine.Stop()
-	for _, mode := range []load.EngineMode{load.EngineActivity, load.EngineLocalEager} {
-		say("engine ceiling: %d no-op workflows (%s), %d concurrent starts ...", f.engineN, mode, f.engineConc)
-		var use *load.CPUUse
-		dbUse, err := load.MeasureDB(ctx, pool, f.otherDBs, func() (err error) {
-			use, err = load.MeasureCPU(func() error {
-				v, err := engine.Throughput(ctx, mode, f.engineN, f.engineConc)
-				rep.EngineCeilingPerSec[string(mode)] = v
-				return err
-			})
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		say("  %.1f workflows/s", rep.EngineCeilingPerSec[string(mode)])
-		if r := cpuReport(use, int64(f.engineN)); r != nil {
-			rep.EngineCeilingCPU[string(mode)] = r
-			say("  CPU per workflow: %s", r)
-		}
-		if r := dbReport(dbUse, int64(f.engineN)); r != nil {
-			rep.EngineCeilingDB[string(mode)] = r
-			say("  PostgreSQL per workflow: %s", r)
-		}
 	}
 	// The engine's own latency is its best shape's: start call → activity run.
 	best := load.EngineActivity

@@ -107,8 +107,8 @@ func replicaCost(base, this *Report) *ReplicaCost {
 	}
 	add("best accepted at p99 ≤ 50 ms", "/s", base.BestIngestPerSec, this.BestIngestPerSec)
 	add("credits/s", "/s", base.CreditsPerSec, this.CreditsPerSec)
-	bb, _ := base.bestEngine()
-	tb, _ := this.bestEngine()
+	bb, _ := base.servicesEngine()
+	tb, _ := this.servicesEngine()
 	add("best engine ceiling (the same server, for scale)", "/s", bb, tb)
 	return rc
 }

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
-
-	"go.temporal.io/sdk/client"
 
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/tooling/load"
@@ -33,12 +30,23 @@ type Report struct {
 	// ceiling (absent without /proc).
 	IngestCeilingCPU *CPUReport `json:"ingest_ceiling_cpu,omitempty"`
 	// GroupedCeilings are the same inserts N rows per transaction, by N.
-	GroupedCeilings     []GroupedCeiling   `json:"grouped_ingest_ceilings,omitempty"`
-	EngineCeilingPerSec map[string]float64 `json:"engine_ceiling_per_sec,omitempty"`
-	// EngineAfterDrainPerSec is the best shape's ceiling measured again
-	// after the drain, on the server in the state the backlog left it in
-	// (the verdict stays against the ceilings measured first).
-	EngineAfterDrainPerSec float64 `json:"engine_ceiling_after_drain_per_sec,omitempty"`
+	GroupedCeilings []GroupedCeiling `json:"grouped_ingest_ceilings,omitempty"`
+	// EngineCeilingPerSec is each no-op shape's ceiling (load.EngineMode):
+	// its runs over the time of its rounds, EngineCeilingRounds each
+	// round's rate (the eager local-activity shapes, unversioned and
+	// versioned, are measured alternately).
+	EngineCeilingPerSec map[string]float64   `json:"engine_ceiling_per_sec,omitempty"`
+	EngineCeilingRounds map[string][]float64 `json:"engine_ceiling_rounds_per_sec,omitempty"`
+	// WorkersVersioned: the service's workers are versioned
+	// (TEMPORAL_WORKER_VERSIONING, read as pixd reads it): the credits are
+	// measured against the versioned no-op shape (servicesEngine).
+	WorkersVersioned bool `json:"workers_versioned"`
+	// EngineAfterDrainPerSec is that shape's ceiling measured again after
+	// the drain, on the server in the state the backlog left it in (the
+	// verdict stays against the ceilings measured first);
+	// EngineAfterDrainByShape every eager local-activity shape's.
+	EngineAfterDrainPerSec  float64            `json:"engine_ceiling_after_drain_per_sec,omitempty"`
+	EngineAfterDrainByShape map[string]float64 `json:"engine_ceiling_after_drain_by_shape_per_sec,omitempty"`
 	// EngineCeilingCPU is the machine's CPU per no-op workflow, by shape,
 	// and EngineCeilingDB PostgreSQL's commits and log.
 	EngineCeilingCPU   map[string]*CPUReport `json:"engine_ceiling_cpu,omitempty"`
@@ -193,16 +201,6 @@ func (st StepReport) overloaded() bool {
 	return false
 }
 
-// bestEngine is the highest engine ceiling and its shape.
-func (rep *Report) bestEngine() (perSec float64, mode string) {
-	for m, v := range rep.EngineCeilingPerSec {
-		if v > perSec {
-			perSec, mode = v, m
-		}
-	}
-	return perSec, mode
-}
-
 // operatingStep is the step the API's per-webhook figures are read at: the
 // one that gave the best accepted rate at p99 ≤ 50 ms, else (none passed)
 // the sweep's first. nil without steps.
@@ -218,25 +216,6 @@ func (rep *Report) operatingStep() *StepReport {
 		best = &rep.Steps[0]
 	}
 	return best
-}
-
-// engineAfterDrain measures the best engine shape again, on the server as
-// the drain left it (its history and persistence grown by the run's
-// workflows): the credit rate was measured in that state, the first ceiling
-// on a server that had not taken the backlog yet.
-func engineAfterDrain(ctx context.Context, tc client.Client, runID string, mode load.EngineMode, f flags, say func(string, ...any)) (float64, error) {
-	engine, err := load.StartEngine(tc, runID+"-after")
-	if err != nil {
-		return 0, err
-	}
-	defer engine.Stop()
-	say("engine ceiling after the drain: %d no-op workflows (%s), %d concurrent starts ...", f.engineN, mode, f.engineConc)
-	v, err := engine.Throughput(ctx, mode, f.engineN, f.engineConc)
-	if err != nil {
-		return 0, err
-	}
-	say("  %.1f workflows/s", v)
-	return v, nil
 }
 
 // loadGenerator is the CPU accounting's name of this process.

@@ -123,7 +123,7 @@ func computeTargets(rep *Report) []Target {
 	out = append(out, mem)
 
 	// Credits against the engine.
-	best, bestMode := rep.bestEngine()
+	best, bestMode := rep.servicesEngine()
 	credits := Target{Figure: "credits/s ÷ best no-op engine ceiling", Unit: "%", Target: "≥ 90%"}
 	if best <= 0 {
 		credits.Note = "no engine ceiling in this run (-ceilings=false)"
