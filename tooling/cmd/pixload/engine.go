@@ -25,25 +25,25 @@ const engineRounds = 2
 // Worker Versioning costs the engine.
 var engineShapes = []load.EngineMode{load.EngineActivity, load.EngineLocalEager, load.EngineLocalEagerVersioned}
 
-// measureEngineCeilings measures each shape's throughput with the machine's
-// CPU and PostgreSQL's work per workflow into rep (EngineCeilingPerSec:
-// runs over the time of its rounds; EngineCeilingRounds: each round's
-// rate). A versioned worker the server refuses (a server without Worker
-// Deployments) leaves the versioned shape out, said.
-func measureEngineCeilings(ctx context.Context, f flags, pool *pgxpool.Pool, engine *load.Engine, rep *Report, say func(string, ...any)) error {
-	shapes := slices.Clone(engineShapes)
-	if err := engine.StartVersioned(ctx); err != nil {
-		say("engine ceiling: no versioned worker, its shape is not measured: %v", err)
-		shapes = slices.DeleteFunc(shapes, load.EngineMode.Versioned)
-	}
-	type total struct {
-		runs, rounds int
-		seconds      float64
-		cpu          *load.CPUUse
-		db           *load.DBUse
-	}
-	totals := map[load.EngineMode]*total{}
-	procs := watched(f)
+// shapeTotal is what one shape's rounds measured together.
+type shapeTotal struct {
+	runs    int
+	seconds float64
+	rates   []float64 // each round's
+	cpu     *load.CPUUse
+	db      *load.DBUse
+}
+
+// perSec is the shape's runs over the time of its rounds.
+func (t *shapeTotal) perSec() float64 { return float64(t.runs) / t.seconds }
+
+// measureShapes runs n no-op workflows of each shape (-engine-concurrency
+// starters), in rounds: the activity's alone, the eager local-activity
+// shapes in alternation, engineRounds rounds of n ÷ engineRounds each,
+// unversioned then versioned. It returns each shape's rate, the machine's
+// CPU and PostgreSQL's work over its rounds.
+func measureShapes(ctx context.Context, f flags, pool *pgxpool.Pool, engine *load.Engine, shapes []load.EngineMode, what string, say func(string, ...any)) (map[load.EngineMode]*shapeTotal, error) {
+	totals := map[load.EngineMode]*shapeTotal{}
 	measure := func(mode load.EngineMode, n int) error {
 		var use *load.CPUUse
 		var perSec float64
@@ -59,26 +59,22 @@ func measureEngineCeilings(ctx context.Context, f flags, pool *pgxpool.Pool, eng
 		}
 		t := totals[mode]
 		if t == nil {
-			t = &total{}
+			t = &shapeTotal{}
 			totals[mode] = t
 		}
 		t.runs += n
-		t.rounds++
 		t.seconds += float64(n) / perSec
+		t.rates = append(t.rates, perSec)
 		t.cpu, t.db = addCPU(t.cpu, use), addDB(t.db, dbUse)
-		if rep.EngineCeilingRounds == nil {
-			rep.EngineCeilingRounds = map[string][]float64{}
-		}
-		rep.EngineCeilingRounds[string(mode)] = append(rep.EngineCeilingRounds[string(mode)], perSec)
 		say("  %.1f workflows/s", perSec)
 		return nil
 	}
 	var alternating []load.EngineMode
 	for _, mode := range shapes {
 		if mode != load.EngineLocalEager && !mode.Versioned() {
-			say("engine ceiling: %d no-op workflows (%s), %d concurrent starts ...", f.engineN, mode, f.engineConc)
+			say("%s: %d no-op workflows (%s), %d concurrent starts ...", what, f.engineN, mode, f.engineConc)
 			if err := measure(mode, f.engineN); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
@@ -87,56 +83,85 @@ func measureEngineCeilings(ctx context.Context, f flags, pool *pgxpool.Pool, eng
 	per := max(1, f.engineN/engineRounds)
 	for round := range engineRounds {
 		for _, mode := range alternating {
-			say("engine ceiling, round %d of %d: %d no-op workflows (%s), %d concurrent starts ...", round+1, engineRounds, per, mode, f.engineConc)
+			say("%s, round %d of %d: %d no-op workflows (%s), %d concurrent starts ...", what, round+1, engineRounds, per, mode, f.engineConc)
 			if err := measure(mode, per); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	for _, mode := range shapes {
 		t := totals[mode]
-		rep.EngineCeilingPerSec[string(mode)] = float64(t.runs) / t.seconds
-		line := fmt.Sprintf("engine ceiling (%s): %.1f workflows/s", mode, rep.EngineCeilingPerSec[string(mode)])
-		if t.rounds > 1 {
-			line += fmt.Sprintf(" over %d rounds (%s)", t.rounds, perSecList(rep.EngineCeilingRounds[string(mode)]))
+		line := fmt.Sprintf("%s (%s): %.1f workflows/s", what, mode, t.perSec())
+		if len(t.rates) > 1 {
+			line += fmt.Sprintf(" over %d rounds (%s)", len(t.rates), perSecList(t.rates))
 		}
 		say("%s", line)
+	}
+	if v, u := totals[load.EngineLocalEagerVersioned], totals[load.EngineLocalEager]; v != nil && u != nil {
+		say("%s: a versioned worker's eager local activity at %.0f%% of an unversioned one's (%.1f ÷ %.1f/s)", what, 100*v.perSec()/u.perSec(), v.perSec(), u.perSec())
+	}
+	return totals, nil
+}
+
+// measureEngineCeilings measures every shape (engineShapes) into rep:
+// EngineCeilingPerSec (runs over the time of its rounds),
+// EngineCeilingRounds (each round's rate), the machine's CPU and
+// PostgreSQL's work per workflow. A versioned worker the server refuses (a
+// server without Worker Deployments) leaves the versioned shape out, said.
+func measureEngineCeilings(ctx context.Context, f flags, pool *pgxpool.Pool, engine *load.Engine, rep *Report, say func(string, ...any)) error {
+	shapes := slices.Clone(engineShapes)
+	if err := engine.StartVersioned(ctx); err != nil {
+		say("engine ceiling: no versioned worker, its shape is not measured: %v", err)
+		shapes = slices.DeleteFunc(shapes, load.EngineMode.Versioned)
+	}
+	totals, err := measureShapes(ctx, f, pool, engine, shapes, "engine ceiling", say)
+	if err != nil {
+		return err
+	}
+	procs := watched(f)
+	rep.EngineCeilingRounds = map[string][]float64{}
+	for _, mode := range shapes {
+		t := totals[mode]
+		rep.EngineCeilingPerSec[string(mode)] = t.perSec()
+		rep.EngineCeilingRounds[string(mode)] = t.rates
 		if r := cpuReport(t.cpu, int64(t.runs)).withProcesses(t.cpu, procs, int64(t.runs)); r != nil {
 			rep.EngineCeilingCPU[string(mode)] = r
-			say("  CPU per workflow: %s", r)
+			say("  CPU per workflow (%s): %s", mode, r)
 		}
 		if r := dbReport(t.db, int64(t.runs)); r != nil {
 			rep.EngineCeilingDB[string(mode)] = r
-			say("  PostgreSQL per workflow: %s", r)
+			say("  PostgreSQL per workflow (%s): %s", mode, r)
 		}
-	}
-	if v, u := rep.EngineCeilingPerSec[string(load.EngineLocalEagerVersioned)], rep.EngineCeilingPerSec[string(load.EngineLocalEager)]; v > 0 && u > 0 {
-		say("engine ceiling: a versioned worker's eager local activity at %.0f%% of an unversioned one's (%.1f ÷ %.1f/s)", 100*v/u, v, u)
 	}
 	return nil
 }
 
-// engineAfterDrain measures the eager local-activity shapes again, both
-// versionings alternately, on the server as the drain left it (its history
-// and persistence grown by the run's workflows): the credit rate was
-// measured in that state, the first ceilings on a server that had not
-// taken the backlog yet. It returns each shape's rate; the verdict stays
-// against the ceilings measured first.
-func engineAfterDrain(ctx context.Context, engine *load.Engine, f flags, say func(string, ...any)) (map[string]float64, error) {
-	out := map[string]float64{}
-	for _, mode := range engineShapes[1:] {
-		if mode.Versioned() && engine.StartVersioned(ctx) != nil {
-			continue // said before the ceilings
-		}
-		say("engine ceiling after the drain: %d no-op workflows (%s), %d concurrent starts ...", f.engineN, mode, f.engineConc)
-		v, err := engine.Throughput(ctx, mode, f.engineN, f.engineConc)
-		if err != nil {
-			return nil, err
-		}
-		say("  %.1f workflows/s", v)
-		out[string(mode)] = v
+// engineAfterDrain measures the eager local-activity shapes again, in
+// alternating rounds as before the sweep, on the server as the drain left
+// it (its history and persistence grown by the run's workflows): the credit
+// rate was measured between the two states. It records each shape's rate
+// and CPU per workflow (EngineAfterDrainByShape, EngineAfterDrainCPU); the
+// verdict stays against the ceilings measured first.
+func engineAfterDrain(ctx context.Context, f flags, pool *pgxpool.Pool, engine *load.Engine, rep *Report, say func(string, ...any)) error {
+	shapes := slices.DeleteFunc(slices.Clone(engineShapes[1:]), func(m load.EngineMode) bool {
+		_, measured := rep.EngineCeilingPerSec[string(m)]
+		return !measured
+	})
+	totals, err := measureShapes(ctx, f, pool, engine, shapes, "engine ceiling after the drain", say)
+	if err != nil {
+		return err
 	}
-	return out, nil
+	procs := watched(f)
+	rep.EngineAfterDrainByShape, rep.EngineAfterDrainCPU = map[string]float64{}, map[string]*CPUReport{}
+	for _, mode := range shapes {
+		t := totals[mode]
+		rep.EngineAfterDrainByShape[string(mode)] = t.perSec()
+		if r := cpuReport(t.cpu, int64(t.runs)).withProcesses(t.cpu, procs, int64(t.runs)); r != nil {
+			rep.EngineAfterDrainCPU[string(mode)] = r
+			say("  CPU per workflow (%s): %s", mode, r)
+		}
+	}
+	return nil
 }
 
 // servicesEngine is the engine ceiling the credits are measured against:
@@ -170,6 +195,16 @@ func sayCreditsAgainstEngines(rep *Report, say func(string, ...any)) {
 		line := fmt.Sprintf("    against the ceiling of %s: %.0f%% (%.1f/s)", mode, 100*rep.CreditsPerSec/before, before)
 		if after > 0 {
 			line += fmt.Sprintf(", after the drain %.0f%% (%.1f/s)", 100*rep.CreditsPerSec/after, after)
+		}
+		if c := rep.DrainCPU; c != nil && c.MicrosPerOp > 0 {
+			for _, cpu := range []struct {
+				when string
+				r    *CPUReport
+			}{{"before", rep.EngineCeilingCPU[string(mode)]}, {"after", rep.EngineAfterDrainCPU[string(mode)]}} {
+				if cpu.r != nil && cpu.r.MicrosPerOp > 0 {
+					line += fmt.Sprintf("; CPU per credit %.2f× a no-op's %s", c.MicrosPerOp/cpu.r.MicrosPerOp, cpu.when)
+				}
+			}
 		}
 		say("%s", line)
 	}

@@ -445,7 +445,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	rep.Violations = rep.Invariants.Violations()
 	if _, mode := rep.servicesEngine(); mode != "" && drainErr == nil {
-		if rep.EngineAfterDrainByShape, err = engineAfterDrain(ctx, engine, f, say); err != nil {
+		if err := engineAfterDrain(ctx, f, pool, engine, &rep, say); err != nil {
 			return err
 		}
 		rep.EngineAfterDrainPerSec = rep.EngineAfterDrainByShape[mode]

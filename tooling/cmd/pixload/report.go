@@ -44,9 +44,11 @@ type Report struct {
 	// EngineAfterDrainPerSec is that shape's ceiling measured again after
 	// the drain, on the server in the state the backlog left it in (the
 	// verdict stays against the ceilings measured first);
-	// EngineAfterDrainByShape every eager local-activity shape's.
-	EngineAfterDrainPerSec  float64            `json:"engine_ceiling_after_drain_per_sec,omitempty"`
-	EngineAfterDrainByShape map[string]float64 `json:"engine_ceiling_after_drain_by_shape_per_sec,omitempty"`
+	// EngineAfterDrainByShape every eager local-activity shape's, and
+	// EngineAfterDrainCPU their CPU per workflow.
+	EngineAfterDrainPerSec  float64               `json:"engine_ceiling_after_drain_per_sec,omitempty"`
+	EngineAfterDrainByShape map[string]float64    `json:"engine_ceiling_after_drain_by_shape_per_sec,omitempty"`
+	EngineAfterDrainCPU     map[string]*CPUReport `json:"engine_ceiling_after_drain_cpu,omitempty"`
 	// EngineCeilingCPU is the machine's CPU per no-op workflow, by shape,
 	// and EngineCeilingDB PostgreSQL's commits and log.
 	EngineCeilingCPU   map[string]*CPUReport `json:"engine_ceiling_cpu,omitempty"`
