@@ -396,7 +396,8 @@ func TestMintRefusesIncompleteSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, spec := range []auth.TokenSpec{{TTL: time.Minute}, {Subject: "s"}, {Subject: "s", TTL: -time.Second}} {
+	for _, spec := range []auth.TokenSpec{{TTL: time.Minute}, {Subject: "s"}, {Subject: "s", TTL: -time.Second},
+		{Subject: auth.AdminToken.Subject, TTL: time.Minute}} {
 		if _, err := iss.Mint(spec, t0); err == nil {
 			t.Errorf("Mint(%+v) succeeded", spec)
 		}
@@ -472,6 +473,11 @@ func TestVerifyClaims(t *testing.T) {
 		{"sub empty", func(c jwt.MapClaims) { c["sub"] = "" }, "subject"},
 		{"sub missing", func(c jwt.MapClaims) { delete(c, "sub") }, "subject"},
 		{"sub not a string", func(c jwt.MapClaims) { c["sub"] = 42 }, reasonMalformed},
+		// The subjects of the callers no token names: a token can't pass
+		// for ADMIN_TOKEN's caller (its Idempotency-Keys), in any case.
+		{"sub of ADMIN_TOKEN's caller", func(c jwt.MapClaims) { c["sub"] = auth.AdminToken.Subject }, "reserved"},
+		{"sub of the unauthenticated caller", func(c jwt.MapClaims) { c["sub"] = auth.Unauthenticated.Subject }, "reserved"},
+		{"sub under the reserved prefix, upper case", func(c jwt.MapClaims) { c["sub"] = "PIX:admin-token" }, "reserved"},
 		{"scope as a list", func(c jwt.MapClaims) { c["scope"] = []string{"pix:admin"} }, reasonMalformed},
 	}
 	for _, tt := range tests {
@@ -1126,6 +1132,19 @@ func TestCaller(t *testing.T) {
 				t.Errorf("MayActFor(%q) = %v", tt.acct, got)
 			}
 		})
+	}
+	if !auth.AdminToken.HasScope(auth.ScopeAdmin) || auth.AdminToken.HasScope(auth.ScopeWrite) || auth.AdminToken.MayActFor("acc-1") {
+		t.Fatal("ADMIN_TOKEN's caller is an operator, no more")
+	}
+	for _, c := range []auth.Caller{auth.AdminToken, auth.Unauthenticated} {
+		if !auth.ReservedSubject(c.Subject) {
+			t.Fatalf("%s: a subject a token may carry", c.Subject)
+		}
+	}
+	for _, sub := range []string{"ops-pix:admin-token", "pix", "pix-admin", ""} {
+		if auth.ReservedSubject(sub) {
+			t.Fatalf("%q: reserved, though not under the prefix", sub)
+		}
 	}
 	// A caller built from a token's claims is never unrestricted, even
 	// named like the development caller.

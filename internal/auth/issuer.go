@@ -151,6 +151,9 @@ func (d *DevIssuer) Mint(spec TokenSpec, now time.Time) (string, error) {
 	if spec.Subject == "" || spec.TTL <= 0 {
 		return "", errors.New("a token needs a subject and a positive lifetime")
 	}
+	if ReservedSubject(spec.Subject) {
+		return "", fmt.Errorf("a token's subject may not start with %s (the service's own callers'): a verifier refuses it", ReservedSubjectPrefix)
+	}
 	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    d.Issuer,

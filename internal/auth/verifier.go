@@ -112,6 +112,9 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Caller, error) {
 	if c.Subject == "" {
 		return Caller{}, &TokenError{Reason: "the token has no subject (sub)"}
 	}
+	if ReservedSubject(c.Subject) {
+		return Caller{}, &TokenError{Reason: "the token's subject (sub) is reserved: " + ReservedSubjectPrefix + "... names the service's own callers"}
+	}
 	return Caller{Subject: c.Subject, Scopes: parseScopes(c.Scope), Accounts: c.Accounts}, nil
 }
 
