@@ -73,6 +73,7 @@ func TestReattackOtherAccountChargeOutcomeHidden(t *testing.T) {
 		Tokens:   fakeTokens{"tok-acc-a": {Subject: "s", Scopes: []string{auth.ScopeRead}, Accounts: []string{"acc-a"}}},
 		Keys:     db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
 		BankISPB: "12345678",
+		Sagas:    sagasOfThisPackage(),
 	}, api.AllRoutes)
 	require.NoError(t, err)
 	srv := httptest.NewServer(router)

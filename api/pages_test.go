@@ -20,6 +20,7 @@ import (
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/pix"
 )
 
@@ -39,8 +40,8 @@ func (k rowKey) less(o rowKey) bool { return k.Group < o.Group || (k.Group == o.
 // Fetch of each request.
 func listRouter(t *testing.T, rows []rowKey, reads *[]int) *httptest.Server {
 	t.Helper()
-	register := func(k api.Kit, r gin.IRoutes, _, _ gin.HandlerFunc) {
-		r.GET("/rows", func(c *gin.Context) {
+	list := api.Route{Method: http.MethodGet, Path: "/rows", Scope: auth.ScopeRead,
+		Handle: func(k api.Kit, c *gin.Context) {
 			p, err := api.PageOf[rowKey](c)
 			if err != nil {
 				k.Fail(c, err)
@@ -54,10 +55,9 @@ func listRouter(t *testing.T, rows []rowKey, reads *[]int) *httptest.Server {
 				}
 			}
 			api.AnswerPage(k, c, "rows", p, page, func(r rowKey) rowKey { return r })
-		})
-	}
+		}}
 	router, err := api.NewRouter(api.Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), OpenCustomerRoutes: true,
-		SagaRoutes: []api.SagaRoutes{register}}, api.CustomerRoutes)
+		Sagas: []api.SagaHTTP{{Routes: []api.Route{list}}}}, api.CustomerRoutes)
 	require.NoError(t, err)
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/notification"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
@@ -33,9 +34,20 @@ type RefundStore interface {
 	NoteRefundOutcomes(ctx context.Context, notices []db.RefundNotice) (db.NotedRefunds, error)
 }
 
-func (h *handlers) refundRoutes(r gin.IRoutes, read, write gin.HandlerFunc) {
-	r.POST("/pix/credits/:end_to_end_id/refunds", write, h.createRefund)
-	r.GET("/pix/refunds/:id", read, h.getRefund)
+// RefundHTTP is the devolução's HTTP side (saga.Refund): its routes, the
+// outcomes an API Pix webhook announces of our devoluções, and the
+// devoluções of a credit in its view.
+func RefundHTTP() SagaHTTP {
+	return SagaHTTP{
+		Routes: []Route{
+			{http.MethodPost, "/pix/credits/:end_to_end_id/refunds", auth.ScopeWrite, handle((*handlers).createRefund)},
+			{http.MethodGet, "/pix/refunds/:id", auth.ScopeRead, handle((*handlers).getRefund)},
+		},
+		Received: func(k Kit, ctx context.Context, ns []pix.Notification) error { return k.h.noteRefundOutcomes(ctx, ns) },
+		CreditSection: CreditSection{Name: "refunds", Of: func(k Kit, c *gin.Context, credit pix.Credit) (any, bool, error) {
+			return k.h.creditRefunds(c.Request.Context(), credit)
+		}},
+	}
 }
 
 // refundView is a refund as the API answers it.
@@ -146,19 +158,16 @@ func (h *handlers) getRefund(c *gin.Context) {
 // creditRefunds is the "refunds" section of a credit's view, left out when
 // the PIX has none. The credit is the caller's (the view checked), and so
 // are its refunds.
-func (h *handlers) creditRefunds(ctx context.Context, credit pix.Credit) (creditSection, error) {
+func (h *handlers) creditRefunds(ctx context.Context, credit pix.Credit) ([]refundView, bool, error) {
 	refunds, err := h.Stores.Refunds.RefundsOf(ctx, credit.EndToEndID)
-	if err != nil {
-		return creditSection{}, err
-	}
-	if len(refunds) == 0 {
-		return creditSection{}, nil
+	if err != nil || len(refunds) == 0 {
+		return nil, false, err
 	}
 	views := make([]refundView, len(refunds))
 	for i, r := range refunds {
 		views[i] = h.refundView(r)
 	}
-	return creditSection{Name: "refunds", Value: views}, nil
+	return views, true, nil
 }
 
 // noteRefundOutcomes records, for the refund sagas, the outcomes the PSP's

@@ -69,9 +69,11 @@ type Deps struct {
 	// CORS and asks AuthorizeAdmin); nil: no route.
 	Codec http.Handler
 
-	// SagaRoutes are the customer routes of the sagas declared in packages
-	// of their own (registry.Routes()), served beside customerRoutes.
-	SagaRoutes []SagaRoutes
+	// Sagas are the HTTP sides of every saga the router serves
+	// (registry.HTTP: each saga's descriptor declares its own), in order:
+	// their routes, their hooks on received webhooks, their sections of a
+	// credit's view.
+	Sagas []SagaHTTP
 	// Keys is the Idempotency-Key policy of POST /pix; BankISPB starts the
 	// end_to_end_ids of our transfers.
 	Keys     db.KeyPolicy
@@ -152,23 +154,20 @@ func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 			return nil, err
 		}
 	}
+	if err := checkCreditSections(d.Sagas); err != nil {
+		return nil, err
+	}
 	if routes&CustomerRoutes != 0 {
-		// Every customer route names its scope here; the handler checks
-		// the account (callerOf).
-		read, write := h.requireScope(auth.ScopeRead), h.requireScope(auth.ScopeWrite)
-		for _, register := range customerRoutes {
-			register(h, r, read, write)
+		// Every route names its scope, which picks its check; a customer
+		// route's handler checks the account (callerOf).
+		if err := h.serveRoutes(r, coreRoutes); err != nil {
+			return nil, err
 		}
-		for _, register := range d.SagaRoutes {
-			register(Kit{h}, r, read, write)
+		for _, s := range d.Sagas {
+			if err := h.serveRoutes(r, s.Routes); err != nil {
+				return nil, err
+			}
 		}
-
-		admin := r.Group("/admin", h.requireAdmin)
-		admin.GET("/pix/credits/:end_to_end_id", h.getCreditAsOperator)
-		admin.POST("/pix/credits/:end_to_end_id/retry", h.retryCredit)
-		admin.GET("/pix/credits", h.listCredits)
-		admin.POST("/accounts/:id/pix/credits/retry", h.retryAccount)
-		admin.GET("/reconcile", h.reconcile)
 		if d.Codec != nil {
 			r.Any("/codec/*op", gin.WrapH(d.Codec))
 		}
@@ -184,6 +183,12 @@ func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 		r.GET("/readyz", h.readyz)
 	}
 	return r, nil
+}
+
+// coreRoutes are the routes no saga owns: the accounts and the books.
+var coreRoutes = []Route{
+	{http.MethodGet, "/accounts/:id", auth.ScopeRead, handle((*handlers).getAccount)},
+	{http.MethodGet, "/admin/reconcile", auth.ScopeAdmin, handle((*handlers).reconcile)},
 }
 
 // AuthorizeAdmin says why r may not call an admin route (ADMIN_TOKEN, or
@@ -253,97 +258,6 @@ func (h *handlers) receiveAPIPixWebhook(c *gin.Context) {
 	answerReceiptBatch(c, http.StatusOK, receipts)
 }
 
-// creditView is the answer of GET /pix/credits/{end_to_end_id}.
-type creditView struct {
-	pix.Credit
-	WorkflowID string `json:"workflow_id"`
-	// WorkflowStatus is the latest run's status as Temporal says
-	// (Running, Completed, Failed, ...), "none" when no run exists (not
-	// dispatched yet, or its history is past the namespace's retention), or
-	// "unknown" when Temporal did not answer (why is logged, not told).
-	WorkflowStatus string `json:"workflow_status"`
-	TemporalUIURL  string `json:"temporal_ui_url"`
-	// sections are what other sagas add to the view (creditSections),
-	// by their member name.
-	sections []creditSection
-}
-
-func (h *handlers) endToEndIDParam(c *gin.Context) (string, bool) {
-	id := c.Param("end_to_end_id")
-	if !pix.ValidEndToEndID(id) {
-		abortWithError(c, h.Logger, pix.Invalid("end_to_end_id", "must be 32 letters or digits starting with E"))
-		return "", false
-	}
-	c.Set(ctxEndToEndID, id)
-	return id, true
-}
-
-// getCredit is GET /pix/credits/{end_to_end_id}: a PIX credited (or to be
-// credited) to one of the caller's accounts. Another account's PIX is "not
-// found", exactly like a missing one. Why a credit attempt failed is the
-// operators' business (GET /admin/pix/credits/{id}), not the customer's.
-func (h *handlers) getCredit(c *gin.Context) {
-	credit, ok := h.creditParam(c, func(credit pix.Credit) bool {
-		return credit.AccountID != nil && callerOf(c).MayActFor(*credit.AccountID)
-	})
-	if !ok {
-		return
-	}
-	credit.LastError = nil
-	if credit.Charge != nil && credit.Charge.Outcome == db.ChargeOtherAccount {
-		// Whose charge a txid is, is the other customer's business: to
-		// this one it is as if no charge had it.
-		credit.Charge.Outcome = db.ChargeUnknown
-	}
-	h.answerCredit(c, credit)
-}
-
-// answerCredit answers the view of credit.
-func (h *handlers) answerCredit(c *gin.Context, credit pix.Credit) {
-	v, err := h.creditView(c.Request.Context(), credit)
-	if err != nil {
-		abortWithError(c, h.Logger, err)
-		return
-	}
-	c.JSON(http.StatusOK, v)
-}
-
-// getCreditAsOperator is GET /admin/pix/credits/{end_to_end_id}: any PIX,
-// with why its last attempt failed.
-func (h *handlers) getCreditAsOperator(c *gin.Context) {
-	credit, ok := h.creditParam(c, func(pix.Credit) bool { return true })
-	if ok {
-		h.answerCredit(c, credit)
-	}
-}
-
-// creditParam reads the PIX the path names, if visible says the caller may
-// see it; otherwise it answers "not found", as for a PIX that does not
-// exist, and ok is false.
-func (h *handlers) creditParam(c *gin.Context, visible func(pix.Credit) bool) (credit pix.Credit, ok bool) {
-	id, ok := h.endToEndIDParam(c)
-	if !ok {
-		return pix.Credit{}, false
-	}
-	credit, err := h.Stores.Credits.GetCredit(c.Request.Context(), id)
-	if err == nil && !visible(credit) {
-		err = pix.ErrCreditNotFound
-	}
-	if err != nil {
-		abortWithError(c, h.Logger, err)
-		return pix.Credit{}, false
-	}
-	return credit, true
-}
-
-func (h *handlers) creditView(ctx context.Context, credit pix.Credit) (creditView, error) {
-	wid := workflows.CreditWorkflowID(credit.EndToEndID)
-	v := creditView{Credit: credit, WorkflowID: wid, WorkflowStatus: h.workflowStatus(ctx, wid), TemporalUIURL: h.workflowURL(wid)}
-	sections, err := h.creditSections(ctx, credit)
-	v.sections = sections
-	return v, err
-}
-
 // workflowStatusTimeout bounds the Temporal call of GET /pix/credits/{id}:
 // the row is the answer; the run's status only adds to it.
 const workflowStatusTimeout = 2 * time.Second
@@ -369,22 +283,6 @@ func (h *handlers) workflowStatus(ctx context.Context, workflowID string) string
 func (h *handlers) workflowURL(workflowID string) string {
 	q := url.Values{"query": {`WorkflowId="` + workflowID + `"`}}
 	return h.TemporalUIURL + "/namespaces/" + url.PathEscape(h.TemporalNamespace) + "/workflows?" + q.Encode()
-}
-
-// retryCredit re-drives a failed PIX: the row goes back to pending and the
-// dispatcher starts a new workflow run.
-func (h *handlers) retryCredit(c *gin.Context) {
-	id, ok := h.endToEndIDParam(c)
-	if !ok {
-		return
-	}
-	attempts, err := h.Stores.Admin.Redrive(c.Request.Context(), id)
-	if err != nil {
-		abortWithError(c, h.Logger, err)
-		return
-	}
-	h.Logger.InfoContext(c.Request.Context(), "pix credit re-driven by an operator", workflows.CreditLogAttrs(id, attempts)...)
-	c.JSON(http.StatusAccepted, gin.H{"end_to_end_id": id, "status": pix.StatusPending, "workflow_id": workflows.CreditWorkflowID(id)})
 }
 
 // getAccount is GET /accounts/{id}: one of the caller's accounts; any other
@@ -488,43 +386,6 @@ func (h *handlers) recoverPanics(c *gin.Context) {
 		}
 	}()
 	c.Next()
-}
-
-// listCredits is GET /admin/pix/credits?status=failed[&account_id=X]
-// [&limit=N][&cursor=C]: the failed PIX with their reasons, newest first,
-// a page at a time (PageOf).
-func (h *handlers) listCredits(c *gin.Context) {
-	if c.Query("status") != pix.StatusFailed {
-		abortWithError(c, h.Logger, pix.Invalid("status", "must be failed (the list of failed PIX)"))
-		return
-	}
-	p, err := PageOf[db.FailedKey](c)
-	if err != nil {
-		abortWithError(c, h.Logger, err)
-		return
-	}
-	credits, err := h.Stores.Admin.FailedCredits(c.Request.Context(), c.Query("account_id"), p.After, p.Fetch())
-	if err != nil {
-		abortWithError(c, h.Logger, err)
-		return
-	}
-	AnswerPage(Kit{h}, c, "pix", p, credits, db.FailedKeyOf)
-}
-
-// retryAccount is POST /admin/accounts/{id}/pix/credits/retry: every failed
-// PIX of the account is re-driven.
-func (h *handlers) retryAccount(c *gin.Context) {
-	redriven, err := h.Stores.Admin.RedriveFailed(c.Request.Context(), c.Param("id"))
-	if err != nil {
-		abortWithError(c, h.Logger, err)
-		return
-	}
-	ids := make([]string, 0, len(redriven))
-	for _, r := range redriven {
-		ids = append(ids, r.EndToEndID)
-		h.Logger.InfoContext(c.Request.Context(), "pix credit re-driven by an operator", append(workflows.CreditLogAttrs(r.EndToEndID, r.Attempts), "account_id", c.Param("id"))...)
-	}
-	c.JSON(http.StatusAccepted, gin.H{"account_id": c.Param("id"), "redriven": ids})
 }
 
 // reconcile is GET /admin/reconcile: the books' own check. A difference is

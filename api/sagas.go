@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -12,36 +15,54 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 )
 
-// The lists below are where a saga's HTTP side is registered: one line per
-// list, its handlers in the saga's own file (docs/extending.md).
+// A saga's HTTP side is declared by the saga itself, as a SagaHTTP its
+// descriptor builds (saga.Descriptor.HTTP), the same way wherever its
+// handlers live: the router serves what Deps.Sagas hold, in their order,
+// and has no list of its own. The sagas whose handlers are in this package
+// (credit, transfer, devolução) declare theirs with CreditHTTP,
+// TransferHTTP and RefundHTTP (docs/extending.md).
 
-// customerRoutes register the customer routes, each behind its scope (read:
-// pix:read, write: pix:write); the handler checks the account (callerOf).
-var customerRoutes = []func(h *handlers, r gin.IRoutes, read, write gin.HandlerFunc){
-	(*handlers).creditRoutes,
-	(*handlers).transferRoutes,
-	(*handlers).refundRoutes,
+// SagaHTTP is what a saga serves and adds over HTTP.
+type SagaHTTP struct {
+	// Routes are the saga's routes, each under its scope.
+	Routes []Route
+	// Received runs after the notifications of an API Pix webhook are
+	// committed, before the webhook is answered: an error answers it with
+	// the error (the PSP delivers again; the inbox absorbs the copy and the
+	// hook runs again), so it must be idempotent. nil: none.
+	Received func(k Kit, ctx context.Context, ns []pix.Notification) error
+	// CreditSection is the saga's member of a credit's view; zero: none.
+	CreditSection CreditSection
 }
 
-// receivedHooks run after the notifications of an API Pix webhook are
-// committed, before it is answered: an error answers the webhook with it
-// (the PSP delivers again; the inbox absorbs the copy and the hook runs
-// again), so a hook must be idempotent.
-var receivedHooks = []func(h *handlers, ctx context.Context, ns []pix.Notification) error{
-	(*handlers).noteRefundOutcomes,
+// Route is one route of a saga.
+type Route struct {
+	// Method and Path (gin's syntax: /pix/scheduled/:id) name it.
+	Method, Path string
+	// Scope authorizes it, and so says its class: auth.ScopeRead or
+	// auth.ScopeWrite make a customer route (a JWT granting the scope; the
+	// handler checks the accounts, and another customer's data answers
+	// exactly like missing data), auth.ScopeAdmin an operator route
+	// (ADMIN_TOKEN, or a JWT of scope pix:admin). Every route of a class
+	// has the same checks, refusals and logging, and its caller is set
+	// (Kit.Caller).
+	Scope string
+	// Handle serves the request, once its caller is authorized.
+	Handle func(k Kit, c *gin.Context)
 }
 
-// creditSectionsOf add members to the view of a credit (GET
-// /pix/credits/{id} and its admin twin): what other sagas did with the PIX.
-var creditSectionsOf = []func(h *handlers, ctx context.Context, credit pix.Credit) (creditSection, error){
-	(*handlers).creditRefunds,
+// CreditSection is a saga's member of a credit's view: GET
+// /pix/credits/{end_to_end_id} and its admin twin, after the credit's own
+// members, in the order of Deps.Sagas.
+type CreditSection struct {
+	// Name is the member's name ("refunds"): neither one of the view's own
+	// members nor another saga's section.
+	Name string
+	// Of is the member's value for credit, which the caller (k.Caller(c):
+	// the credit's customer, or an operator) may see; present false leaves
+	// it out (the saga has nothing to say of the PIX).
+	Of func(k Kit, c *gin.Context, credit pix.Credit) (value any, present bool, err error)
 }
-
-// SagaRoutes registers the customer routes of a saga declared in a package
-// of its own (saga.Descriptor.Routes), each behind its scope (read:
-// pix:read, write: pix:write), with what every handler shares (Kit). pixd
-// gives the router every saga's (Deps.SagaRoutes).
-type SagaRoutes func(k Kit, r gin.IRoutes, read, write gin.HandlerFunc)
 
 // Kit is what a saga's own handlers share with every other handler: the
 // caller of the request, the one error envelope (domain errors mapped to
@@ -49,7 +70,10 @@ type SagaRoutes func(k Kit, r gin.IRoutes, read, write gin.HandlerFunc)
 // and the Temporal UI's link.
 type Kit struct{ h *handlers }
 
-// Caller is the authenticated caller of the request (a customer route's).
+// Caller is the authorized caller of the request, on a route of any
+// scope: a customer's token; an operator's JWT (scope pix:admin), or
+// auth.AdminToken for ADMIN_TOKEN; auth.Unauthenticated on the customer
+// routes of a service run without authentication (AUTH_REQUIRED=false).
 func (k Kit) Caller(c *gin.Context) auth.Caller { return callerOf(c) }
 
 // Fail answers err in the error envelope and aborts the request: a
@@ -63,7 +87,8 @@ func (k Kit) NamePIX(c *gin.Context, endToEndID string) { c.Set(ctxEndToEndID, e
 // WorkflowURL is the Temporal UI's page of the workflow id.
 func (k Kit) WorkflowURL(workflowID string) string { return k.h.workflowURL(workflowID) }
 
-// ServeKeyed runs op behind the Idempotency-Key layer (see serveKeyed).
+// ServeKeyed runs op behind the Idempotency-Key layer (see serveKeyed), on
+// a route of any scope: the keys are the caller's (Kit.Caller's subject).
 func ServeKeyed[Req any](k Kit, c *gin.Context, op KeyedOperation[Req]) { serveKeyed(k.h, c, op) }
 
 // ForbiddenUnlessFor is a keyed operation's Forbidden check of a request
@@ -77,46 +102,120 @@ func ForbiddenUnlessFor(caller auth.Caller, account string) error {
 	return nil
 }
 
-func (h *handlers) creditRoutes(r gin.IRoutes, read, _ gin.HandlerFunc) {
-	r.GET("/pix/credits/:end_to_end_id", read, h.getCredit)
-	r.GET("/accounts/:id", read, h.getAccount)
+// handle serves a handler of this package as a Route's Handle.
+func handle(f func(*handlers, *gin.Context)) func(Kit, *gin.Context) {
+	return func(k Kit, c *gin.Context) { f(k.h, c) }
 }
 
-func (h *handlers) transferRoutes(r gin.IRoutes, read, write gin.HandlerFunc) {
-	r.POST("/pix", write, h.createTransfer)
-	r.GET("/pix/transfers/:id", read, h.getTransfer)
+// routeCheck is the check in front of a route of scope: the customer
+// routes' (requireScope) or the operator routes' (requireAdmin).
+func (h *handlers) routeCheck(scope string) (gin.HandlerFunc, error) {
+	switch scope {
+	case auth.ScopeRead, auth.ScopeWrite:
+		return h.requireScope(scope), nil
+	case auth.ScopeAdmin:
+		return h.requireAdmin, nil
+	}
+	return nil, fmt.Errorf("scope %q: a route's scope is %s, %s or %s", scope, auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin)
 }
 
-// afterReceive runs the receivedHooks.
+// serveRoutes registers routes on r, each behind its scope's check. A
+// route that gin can't take (the same twice, a wildcard another one's
+// conflicts with) is an error, not a panic.
+func (h *handlers) serveRoutes(r gin.IRoutes, routes []Route) (err error) {
+	k := Kit{h}
+	var at Route
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("route %s %s: %v", at.Method, at.Path, p)
+		}
+	}()
+	for _, at = range routes {
+		check, err := h.routeCheck(at.Scope)
+		if err != nil {
+			return fmt.Errorf("route %s %s: %w", at.Method, at.Path, err)
+		}
+		if at.Handle == nil {
+			return fmt.Errorf("route %s %s: no handler", at.Method, at.Path)
+		}
+		serve := at.Handle
+		r.Handle(at.Method, at.Path, check, func(c *gin.Context) { serve(k, c) })
+	}
+	return nil
+}
+
+// afterReceive runs every saga's Received hook.
 func (h *handlers) afterReceive(ctx context.Context, ns []pix.Notification) error {
-	for _, hook := range receivedHooks {
-		if err := hook(h, ctx, ns); err != nil {
+	for _, s := range h.Sagas {
+		if s.Received == nil {
+			continue
+		}
+		if err := s.Received(Kit{h}, ctx, ns); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// creditSection is one member a saga adds to a credit's view; one without
-// a Name is left out (the saga has nothing to say of the PIX).
+// creditSection is one member a saga adds to a credit's view.
 type creditSection struct {
 	Name  string
 	Value any
 }
 
 // creditSections collects the sections of credit's view.
-func (h *handlers) creditSections(ctx context.Context, credit pix.Credit) ([]creditSection, error) {
+func (h *handlers) creditSections(c *gin.Context, credit pix.Credit) ([]creditSection, error) {
 	var sections []creditSection
-	for _, section := range creditSectionsOf {
-		s, err := section(h, ctx, credit)
-		if err != nil {
-			return nil, err
+	for _, s := range h.Sagas {
+		if s.CreditSection.Of == nil {
+			continue
 		}
-		if s.Name != "" {
-			sections = append(sections, s)
+		value, present, err := s.CreditSection.Of(Kit{h}, c, credit)
+		if err != nil {
+			return nil, fmt.Errorf("credit section %s: %w", s.CreditSection.Name, err)
+		}
+		if present {
+			sections = append(sections, creditSection{s.CreditSection.Name, value})
 		}
 	}
 	return sections, nil
+}
+
+// checkCreditSections refuses a section without a name, or named like a
+// member of the view or another section: one would hide the other.
+func checkCreditSections(sagas []SagaHTTP) error {
+	taken := jsonMembers(reflect.TypeFor[creditView]())
+	for _, s := range sagas {
+		switch name := s.CreditSection.Name; {
+		case s.CreditSection.Of == nil && name == "":
+		case s.CreditSection.Of == nil || name == "":
+			return fmt.Errorf("credit section %q: a section has a name and a value (Of)", name)
+		case slices.Contains(taken, name):
+			return fmt.Errorf("credit section %q: the credit's view has a member of that name already", name)
+		default:
+			taken = append(taken, name)
+		}
+	}
+	return nil
+}
+
+// jsonMembers are the names of the JSON members of struct type t, those
+// of its embedded structs included, omitempty or not.
+func jsonMembers(t reflect.Type) []string {
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			names = append(names, jsonMembers(f.Type)...)
+		case name == "":
+			names = append(names, f.Name)
+		default:
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // MarshalJSON writes the view's members, then its sections'.

@@ -41,6 +41,14 @@ type TransferStore interface {
 	GetTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error)
 }
 
+// TransferHTTP is the outgoing transfer's HTTP side (saga.Transfer).
+func TransferHTTP() SagaHTTP {
+	return SagaHTTP{Routes: []Route{
+		{http.MethodPost, "/pix", auth.ScopeWrite, handle((*handlers).createTransfer)},
+		{http.MethodGet, "/pix/transfers/:id", auth.ScopeRead, handle((*handlers).getTransfer)},
+	}}
+}
+
 // transferView is a transfer as the API answers it.
 type transferView struct {
 	pix.Transfer

@@ -95,6 +95,7 @@ func benchRouter(tb testing.TB, stores api.Stores, level string, w io.Writer) ht
 		Metrics:           metrics.Handler(registry),
 		Webhooks:          metrics.NewWebhooks(registry),
 		Draining:          func() bool { return false },
+		Sagas:             sagasOfThisPackage(),
 	}
 	router, err := api.NewRouter(deps, api.AllRoutes)
 	if err != nil {

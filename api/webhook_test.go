@@ -47,6 +47,7 @@ func newServerOf(t *testing.T, stores api.Stores, tune ...func(*api.Deps)) *http
 		OpenCustomerRoutes: true,
 		Keys:               db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
 		BankISPB:           "12345678",
+		Sagas:              sagasOfThisPackage(),
 	}
 	for _, f := range tune {
 		f(&deps)
@@ -56,6 +57,14 @@ func newServerOf(t *testing.T, stores api.Stores, tune ...func(*api.Deps)) *http
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// sagasOfThisPackage are the HTTP sides of the sagas whose handlers are in
+// package api (their descriptors declare them: saga.Credit, saga.Transfer,
+// saga.Refund), whose stores are api.Deps.Stores: the fakes' or the
+// database's.
+func sagasOfThisPackage() []api.SagaHTTP {
+	return []api.SagaHTTP{api.CreditHTTP(), api.TransferHTTP(), api.RefundHTTP()}
 }
 
 type response struct {

@@ -4,6 +4,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
@@ -33,4 +34,5 @@ var Credit = Descriptor{
 	},
 	Kinds:  pix.CreditKinds,
 	Events: db.CreditEvents,
+	HTTP:   inAPI(api.CreditHTTP),
 }

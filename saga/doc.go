@@ -10,9 +10,9 @@
 // refund.go, maintenance.go, catchup.go): a new saga is its file and its
 // line in All.
 //
-// It sits above workflows, activities and db (it wires them) and below
-// worker and cmd/pixd/app (which run what it declares): it never imports
-// those two, nor api.
+// It sits above workflows, activities, db and api (it wires them: a
+// saga's HTTP side is an api.SagaHTTP) and below worker and cmd/pixd/app
+// (which run what it declares): it never imports those two.
 //
 // The error kinds and the event types are the exception to "walk All":
 // their registries stay below this package, pix.Kinds in internal/pix and

@@ -4,6 +4,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
@@ -29,4 +30,5 @@ var Refund = Descriptor{
 	},
 	Kinds:  pix.RefundKinds,
 	Events: db.RefundEvents,
+	HTTP:   inAPI(api.RefundHTTP),
 }

@@ -121,11 +121,12 @@ type Descriptor struct {
 	// declares at least one (its outcome is announced); a saga its
 	// Schedule starts may declare none.
 	Events map[string]string
-	// Routes builds the saga's customer routes from env when the saga's
-	// handlers live in its own package (saga/<name>); an error (a setting
-	// of the saga's that is wrong) stops pixd at start. nil: the saga has
-	// none, or they are registered in package api (api/sagas.go).
-	Routes func(env Env) (api.SagaRoutes, error)
+	// HTTP builds the saga's HTTP side from env: its routes, each under
+	// its scope (customer read or write, operator), its hook on the
+	// notifications of a received webhook, its section of a credit's view
+	// (api.SagaHTTP). An error (a setting of the saga's that is wrong)
+	// stops pixd at start. nil: the saga has none.
+	HTTP func(env Env) (api.SagaHTTP, error)
 	// Collectors are the saga's own Prometheus metrics, built from env
 	// once per process and registered on its registry; nil: none.
 	Collectors func(env Env) []prometheus.Collector
@@ -147,6 +148,13 @@ func (d Descriptor) RegisterWorkflows(r WorkflowRegistry) {
 	for name, fn := range d.Workflows {
 		r.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name, VersioningBehavior: d.Versioning})
 	}
+}
+
+// inAPI is the HTTP side of a saga whose handlers are in package api (the
+// sagas before the package form), declared there: it reads api.Deps.Stores,
+// not env.
+func inAPI(http func() api.SagaHTTP) func(Env) (api.SagaHTTP, error) {
+	return func(Env) (api.SagaHTTP, error) { return http(), nil }
 }
 
 // sharedActivities are the credit's, the transfer's and the maintenance's

@@ -4,6 +4,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
@@ -39,4 +40,5 @@ var Transfer = Descriptor{
 	},
 	Kinds:  pix.TransferKinds,
 	Events: db.TransferEvents,
+	HTTP:   inAPI(api.TransferHTTP),
 }

@@ -98,8 +98,9 @@ var showCommand = &command{
 	summary: "one incoming PIX: its row, credit, workflow link and refunds (devoluções)",
 	about: `Prints one incoming PIX as an operator sees it (the admin route
 GET /admin/pix/credits/{id}): its inbox row, with why its last attempt
-failed, its credit, its workflow and its link in the Temporal UI, and its
-refunds (devoluções) when it has any.
+failed, its credit, its workflow and its link in the Temporal UI, its
+refunds (devoluções) when it has any, and what any other saga adds to the
+PIX's view, under the saga's name.
 `,
 	problem:  "no PIX has this end_to_end_id (pix_credit_not_found: no PSP delivered it), or the API refused the request",
 	settings: adminSettings, output: true,
@@ -118,7 +119,8 @@ refunds (devoluções) when it has any.
 }
 
 // show prints one incoming PIX: its row, its credit and its workflow link,
-// then its refunds (devoluções) when it has any. It is an operator's look
+// then its refunds (devoluções) when it has any, then the other sagas'
+// sections of its view (printSections). It is an operator's look
 // at any PIX, with why its last attempt failed: the admin route
 // (ADMIN_TOKEN), not a customer's, which shows a PIX of the caller's own
 // accounts only, without its last error. asJSON prints the API's answer.
@@ -171,11 +173,16 @@ func show(ctx context.Context, c *apiClient, endToEndID string, asJSON bool, out
 		// reversed ones' money came back).
 		row("refunded", fmt.Sprintf("%s of %s in %d refund(s)", brl(refundedCents(v.Refunds)), brl(v.AmountCents), len(v.Refunds)))
 	}
-	if err := tw.Flush(); err != nil || len(v.Refunds) == 0 {
+	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "\nrefunds")
-	return printRefunds(out, v.Refunds)
+	if len(v.Refunds) > 0 {
+		fmt.Fprintln(out, "\nrefunds")
+		if err := printRefunds(out, v.Refunds); err != nil {
+			return err
+		}
+	}
+	return printSections(out, raw)
 }
 
 func deref(s *string) string {

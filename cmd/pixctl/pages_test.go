@@ -190,7 +190,7 @@ func TestListCommandsReadEveryRowOfTheAPI(t *testing.T) {
 	sched := &scheduled.Handlers{Store: scheduled.NewStore(store), Keys: store, Temporal: tc, Settings: scheduled.Settings{Hour: 6}, Log: log, Now: time.Now}
 	const adminToken = "pixctl-pages-admin-token"
 	router, err := api.NewRouter(api.Deps{Stores: api.StoresOf(store), Temporal: tc, Logger: log, AdminToken: adminToken,
-		Tokens: auth.NewVerifier(issuer.Issuer, issuer.Audience, keys, nil), SagaRoutes: []api.SagaRoutes{sched.Register}}, api.CustomerRoutes)
+		Tokens: auth.NewVerifier(issuer.Issuer, issuer.Audience, keys, nil), Sagas: []api.SagaHTTP{api.CreditHTTP(), sched.HTTP()}}, api.CustomerRoutes)
 	require.NoError(t, err)
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)

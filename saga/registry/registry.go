@@ -22,19 +22,20 @@ var All = []saga.Descriptor{
 	scheduled.Saga,
 }
 
-// Routes are the customer routes of every saga whose handlers live in its
-// own package (saga.Descriptor.Routes), built from env, for api.Deps.
-func Routes(env saga.Env) ([]api.SagaRoutes, error) {
-	var out []api.SagaRoutes
+// HTTP are the HTTP sides of every saga that has one
+// (saga.Descriptor.HTTP), built from env, in the order of All: for
+// api.Deps.Sagas.
+func HTTP(env saga.Env) ([]api.SagaHTTP, error) {
+	var out []api.SagaHTTP
 	for _, d := range All {
-		if d.Routes == nil {
+		if d.HTTP == nil {
 			continue
 		}
-		r, err := d.Routes(env)
+		h, err := d.HTTP(env)
 		if err != nil {
 			return nil, fmt.Errorf("saga %s: %w", d.Name, err)
 		}
-		out = append(out, r)
+		out = append(out, h)
 	}
 	return out, nil
 }

@@ -159,8 +159,8 @@ func TestAKeyOfAScheduledPixIsNoTransfersAnswer(t *testing.T) {
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: func() time.Time { return now }}
 	handler, err := api.NewRouter(api.Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Keys: f.keys,
 		Stores: api.StoresOf(f.s), BankISPB: ispb,
-		Tokens:     tokens{"maria": {Subject: "maria", Scopes: []string{auth.ScopeRead, auth.ScopeWrite}, Accounts: []string{"acc-maria"}}},
-		SagaRoutes: []api.SagaRoutes{h.Register}}, api.CustomerRoutes)
+		Tokens: tokens{"maria": {Subject: "maria", Scopes: []string{auth.ScopeRead, auth.ScopeWrite}, Accounts: []string{"acc-maria"}}},
+		Sagas:  []api.SagaHTTP{api.TransferHTTP(), h.HTTP()}}, api.CustomerRoutes)
 	require.NoError(t, err)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)

@@ -61,23 +61,25 @@ type Handlers struct {
 	Now func() time.Time
 }
 
-// routes builds the saga's routes from env (saga.Descriptor.Routes); a
+// httpOf builds the saga's HTTP side from env (saga.Descriptor.HTTP); a
 // wrong PIX_SCHEDULED_HOUR stops pixd at start.
-func routes(env saga.Env) (api.SagaRoutes, error) {
+func httpOf(env saga.Env) (api.SagaHTTP, error) {
 	settings, err := SettingsFrom(env.Lookup)
 	if err != nil {
-		return nil, err
+		return api.SagaHTTP{}, err
 	}
 	h := &Handlers{Store: NewStore(env.Store).WithMaxPending(settings.MaxPending), Keys: env.Store, Temporal: env.Temporal, Settings: settings, Log: env.Log, Now: time.Now}
-	return h.Register, nil
+	return h.HTTP(), nil
 }
 
-// Register registers the routes on r, each behind its scope.
-func (h *Handlers) Register(k api.Kit, r gin.IRoutes, read, write gin.HandlerFunc) {
-	r.POST("/pix/scheduled", write, func(c *gin.Context) { h.create(k, c) })
-	r.GET("/pix/scheduled", read, func(c *gin.Context) { h.list(k, c) })
-	r.GET("/pix/scheduled/:id", read, func(c *gin.Context) { h.get(k, c) })
-	r.DELETE("/pix/scheduled/:id", write, func(c *gin.Context) { h.cancel(k, c) })
+// HTTP is the saga's HTTP side: its routes, each under its scope.
+func (h *Handlers) HTTP() api.SagaHTTP {
+	return api.SagaHTTP{Routes: []api.Route{
+		{Method: http.MethodPost, Path: "/pix/scheduled", Scope: auth.ScopeWrite, Handle: h.create},
+		{Method: http.MethodGet, Path: "/pix/scheduled", Scope: auth.ScopeRead, Handle: h.list},
+		{Method: http.MethodGet, Path: "/pix/scheduled/:id", Scope: auth.ScopeRead, Handle: h.get},
+		{Method: http.MethodDelete, Path: "/pix/scheduled/:id", Scope: auth.ScopeWrite, Handle: h.cancel},
+	}}
 }
 
 // view is a scheduled PIX as the API answers it.

@@ -72,7 +72,7 @@ func newAPI(t *testing.T, now time.Time) *harness {
 			"joao":  {Subject: "joao", Scopes: []string{auth.ScopeRead, auth.ScopeWrite}, Accounts: []string{"acc-joao"}},
 			"ro":    {Subject: "maria-ro", Scopes: []string{auth.ScopeRead}, Accounts: []string{"acc-maria"}},
 		},
-		SagaRoutes: []api.SagaRoutes{h.Register}}, api.CustomerRoutes)
+		Sagas: []api.SagaHTTP{h.HTTP()}}, api.CustomerRoutes)
 	require.NoError(t, err)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)

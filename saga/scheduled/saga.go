@@ -70,6 +70,6 @@ var Saga = saga.Descriptor{
 	},
 	Kinds:      Kinds,
 	Events:     Events,
-	Routes:     routes,
+	HTTP:       httpOf,
 	Collectors: collectors,
 }

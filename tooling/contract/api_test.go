@@ -43,16 +43,16 @@ func loadContract(t *testing.T) *apicontract.Contract {
 func contractRouter(t *testing.T) *gin.Engine {
 	t.Helper()
 	handler, err := api.NewRouter(api.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Codec: http.NotFoundHandler(), Metrics: http.NotFoundHandler(), SagaRoutes: sagaRoutes(t)}, api.AllRoutes)
+		Codec: http.NotFoundHandler(), Metrics: http.NotFoundHandler(), Sagas: sagas(t)}, api.AllRoutes)
 	require.NoError(t, err)
 	return handler.(*gin.Engine)
 }
 
-// sagaRoutes are the customer routes of every saga of its own package
-// (registry.Routes), built offline: their handlers are never called.
-func sagaRoutes(t *testing.T) []api.SagaRoutes {
+// sagas are every saga's HTTP side (registry.HTTP), built offline: their
+// handlers are never called.
+func sagas(t *testing.T) []api.SagaHTTP {
 	t.Helper()
-	routes, err := registry.Routes(saga.Env{Store: db.NewStore(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	routes, err := registry.HTTP(saga.Env{Store: db.NewStore(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Lookup: func(string) (string, bool) { return "", false }})
 	require.NoError(t, err)
 	return routes

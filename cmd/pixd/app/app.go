@@ -68,9 +68,8 @@ type App struct {
 	// psp is the PSP client (psp.New from config.PSP: OAuth 2.0 and mutual
 	// TLS as configured), one for every activity that calls the PSP.
 	psp *psp.HTTPClient
-	// sagaRoutes are the customer routes of the sagas of their own
-	// packages (registry.Routes).
-	sagaRoutes []api.SagaRoutes
+	// sagas are every saga's HTTP side (registry.HTTP).
+	sagas []api.SagaHTTP
 	// closeSDKMetrics stops the Temporal SDK metrics' reporting loop.
 	closeSDKMetrics io.Closer
 	// payloadCodec encrypts the Temporal client's payloads; nil without
@@ -198,11 +197,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	a.shedding = metrics.NewShedding(a.Metrics, func() float64 { return float64(a.conns.Open()) })
 	a.conns = connlimit.New(cfg.HTTPMaxConnections, api.OverloadResponse(), a.shedding.ConnectionShed)
 	a.inFlight = api.NewInFlight(cfg.HTTPMaxInFlight, a.shedding.RequestShed)
-	// The sagas of their own packages: their metrics, and their routes,
-	// whose settings are checked here (a wrong one stops the start).
+	// The sagas' own metrics, and their HTTP sides, whose settings are
+	// checked here (a wrong one stops the start).
 	env := a.sagaEnv()
 	if err = registry.RegisterMetrics(a.Metrics, env); err == nil {
-		a.sagaRoutes, err = registry.Routes(env)
+		a.sagas, err = registry.HTTP(env)
 	}
 	if err != nil {
 		a.Close()
@@ -299,7 +298,7 @@ func (a *App) apiDeps(draining func() bool, tokens api.TokenVerifier) api.Deps {
 	}
 	return api.Deps{
 		Stores:             api.StoresOf(a.Store),
-		SagaRoutes:         a.sagaRoutes,
+		Sagas:              a.sagas,
 		Temporal:           a.Temporal,
 		TemporalNamespace:  a.Cfg.TemporalNamespace,
 		TemporalUIURL:      a.Cfg.TemporalUIURL,
