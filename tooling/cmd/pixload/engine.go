@@ -194,7 +194,10 @@ func sayCreditsAgainstEngines(rep *Report, say func(string, ...any)) {
 		}
 		line := fmt.Sprintf("    against the ceiling of %s: %.0f%% (%.1f/s)", mode, 100*rep.CreditsPerSec/before, before)
 		if after > 0 {
-			line += fmt.Sprintf(", after the drain %.0f%% (%.1f/s)", 100*rep.CreditsPerSec/after, after)
+			// The drain ran on the server between the two states (its
+			// history and visibility growing): their mean is the ceiling
+			// of neither alone.
+			line += fmt.Sprintf(", after the drain %.0f%% (%.1f/s), of their mean %.0f%%", 100*rep.CreditsPerSec/after, after, 200*rep.CreditsPerSec/(before+after))
 		}
 		if c := rep.DrainCPU; c != nil && c.MicrosPerOp > 0 {
 			for _, cpu := range []struct {
