@@ -24,7 +24,7 @@ func (a *Activities) ReconcileBooks(ctx context.Context) (db.Reconciliation, err
 		a.Logger.InfoContext(ctx, "reconciliation: the books balance")
 	} else {
 		a.Logger.ErrorContext(ctx, "reconciliation: THE BOOKS DO NOT BALANCE; money is not fixed automatically, see docs/operations.md \"On call\"",
-			"unbalanced_accounts", r.UnbalancedAccounts, "done_without_credit", r.DoneWithoutCredit, "credit_without_done", r.CreditWithoutDone)
+			"unbalanced_accounts", r.UnbalancedAccounts, "unbalanced_holds", r.UnbalancedHolds, "done_without_credit", r.DoneWithoutCredit, "credit_without_done", r.CreditWithoutDone)
 	}
 	return r, nil
 }

@@ -397,7 +397,7 @@ func (h *handlers) reconcile(c *gin.Context) {
 		return
 	}
 	if !r.Balanced() {
-		h.Logger.Error("reconciliation found differences", "unbalanced_accounts", r.UnbalancedAccounts,
+		h.Logger.Error("reconciliation found differences", "unbalanced_accounts", r.UnbalancedAccounts, "unbalanced_holds", r.UnbalancedHolds,
 			"done_without_credit", r.DoneWithoutCredit, "credit_without_done", r.CreditWithoutDone)
 	}
 	c.JSON(http.StatusOK, gin.H{"balanced": r.Balanced(), "report": r})

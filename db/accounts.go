@@ -52,7 +52,7 @@ func (s *Store) CloseAccount(ctx context.Context, id string) error {
 func (s *Store) GetAccount(ctx context.Context, id string) (pix.Account, error) {
 	var a pix.Account
 	err := s.pool.QueryRow(ctx, accountSQL.GetAccount, id).
-		Scan(&a.ID, &a.OwnerName, &a.Status, &a.BalanceCents, &a.CreatedAt, &a.UpdatedAt)
+		Scan(&a.ID, &a.OwnerName, &a.Status, &a.BalanceCents, &a.HeldCents, &a.AvailableCents, &a.CreatedAt, &a.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return pix.Account{}, pix.ErrAccountNotFound
 	}
@@ -127,27 +127,56 @@ func (s *Store) UnbalancedAccounts(ctx context.Context, idPrefix string) ([]stri
 	return ids, nil
 }
 
-// LockAccountForDebit locks the account (FOR UPDATE, until tx ends) and
-// checks that it can be debited amountCents: pix.ErrAccountNotFound,
-// pix.ErrAccountClosed, pix.ErrInsufficientFunds otherwise (refusals:
-// nothing was changed, and the transaction should end). Whatever a debit
-// of the account decides under the lock, no other debit or credit of it
-// can change meanwhile.
-func LockAccountForDebit(ctx context.Context, tx pgx.Tx, accountID string, amountCents int64) error {
+// lockedAccount is an account as the one debit lock found it.
+type lockedAccount struct {
+	balance, held int64
+}
+
+// available is what a debit may take: the balance less what is held (I11).
+func (a lockedAccount) available() int64 { return a.balance - a.held }
+
+// lockAccount takes the one debit lock: it locks the account (FOR UPDATE,
+// until tx ends) and reads its balance and what of it is held, which
+// change only under this lock. pix.ErrAccountNotFound and
+// pix.ErrAccountClosed are refusals: nothing was changed.
+func lockAccount(ctx context.Context, tx pgx.Tx, accountID string) (lockedAccount, error) {
 	var status string
-	var balance int64
-	err := tx.QueryRow(ctx, accountSQL.LockForDebit, accountID).Scan(&status, &balance)
+	var a lockedAccount
+	err := tx.QueryRow(ctx, accountSQL.LockForDebit, accountID).Scan(&status, &a.balance, &a.held)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%w: %s", pix.ErrAccountNotFound, accountID)
+		return a, fmt.Errorf("%w: %s", pix.ErrAccountNotFound, accountID)
 	}
 	if err != nil {
-		return fmt.Errorf("lock account: %w", err)
+		return a, fmt.Errorf("lock account: %w", err)
 	}
 	if status != pix.AccountActive {
-		return fmt.Errorf("%w: %s", pix.ErrAccountClosed, accountID)
+		return a, fmt.Errorf("%w: %s", pix.ErrAccountClosed, accountID)
 	}
-	if balance < amountCents {
-		return fmt.Errorf("%w: balance %d, debit %d", pix.ErrInsufficientFunds, balance, amountCents)
+	return a, nil
+}
+
+// LockAccountForDebit locks the account (FOR UPDATE, until tx ends) and
+// checks that it can be debited amountCents: its available balance (the
+// balance less what active holds set aside, I11) covers it.
+// pix.ErrAccountNotFound, pix.ErrAccountClosed, pix.ErrInsufficientFunds
+// otherwise (refusals: nothing was changed, and the transaction should
+// end). Whatever a debit of the account decides under the lock, no other
+// debit, credit or hold of it can change meanwhile.
+func LockAccountForDebit(ctx context.Context, tx pgx.Tx, accountID string, amountCents int64) error {
+	return lockForDebit(ctx, tx, accountID, amountCents, 0)
+}
+
+// lockForDebit is LockAccountForDebit for a debit that captures
+// capturedCents of the account's held money (a devolução capturing its
+// hold: RecordRefund), which the debit may spend.
+func lockForDebit(ctx context.Context, tx pgx.Tx, accountID string, amountCents, capturedCents int64) error {
+	a, err := lockAccount(ctx, tx, accountID)
+	if err != nil {
+		return err
+	}
+	if a.available()+capturedCents < amountCents {
+		return fmt.Errorf("%w: available %d (balance %d, held %d), debit %d", pix.ErrInsufficientFunds,
+			a.available()+capturedCents, a.balance, a.held-capturedCents, amountCents)
 	}
 	return nil
 }
@@ -164,16 +193,26 @@ type AccountDebit struct {
 // DebitAccount debits amountCents from the account within tx: the one
 // debit of every saga that moves money out. It locks and checks the
 // account first (LockAccountForDebit: its refusals, with nothing changed),
-// so the balance can't go below zero. The caller records, in the same
+// so the debit never takes held money and the balance can't go below what
+// is held (I11). The caller records, in the same
 // transaction, the row that says why (its amount, and the debit's
 // BalanceAfterCents and At), which the books (the view account_movements)
 // must count: a debit without it leaves the account unbalanced.
 func DebitAccount(ctx context.Context, tx pgx.Tx, accountID string, amountCents int64) (AccountDebit, error) {
-	if err := LockAccountForDebit(ctx, tx, accountID, amountCents); err != nil {
+	return debitAccount(ctx, tx, accountID, amountCents, 0)
+}
+
+// debitAccount is DebitAccount taking capturedCents of held money out of
+// the account's held with the debit. Only RecordRefund passes a capture,
+// under the lock of the active hold it captures and with the capture
+// recorded in the same transaction: held money leaves the account only
+// with the hold that set it aside.
+func debitAccount(ctx context.Context, tx pgx.Tx, accountID string, amountCents, capturedCents int64) (AccountDebit, error) {
+	if err := lockForDebit(ctx, tx, accountID, amountCents, capturedCents); err != nil {
 		return AccountDebit{}, err
 	}
 	var d AccountDebit
-	if err := tx.QueryRow(ctx, accountSQL.Debit, accountID, amountCents).Scan(&d.BalanceAfterCents, &d.At); err != nil {
+	if err := tx.QueryRow(ctx, accountSQL.Debit, accountID, amountCents, capturedCents).Scan(&d.BalanceAfterCents, &d.At); err != nil {
 		return AccountDebit{}, fmt.Errorf("debit: %w", err)
 	}
 	return d, nil

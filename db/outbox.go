@@ -46,14 +46,19 @@ var RefundEvents = map[string]string{
 	EventRefundReversed: AggregateRefund,
 }
 
+// CoreEvents are the core pipeline's event types, which the credit's
+// descriptor declares: the credit's own and the money API's (HoldEvents:
+// every saga's holds).
+var CoreEvents = mergeEventTypes(CreditEvents, HoldEvents)
+
 // EventTypes are every event type the outbox holds, each with its
-// aggregate type: each saga's (CreditEvents, TransferEvents, RefundEvents).
+// aggregate type: each saga's (CoreEvents, TransferEvents, RefundEvents).
 // One statement writes each (TestEventsAreWrittenAsDeclared), and each has
 // its JSON Schema in internal/broker/schemas (docs/events.md). Each saga's
 // descriptor names its map, and a -short test in saga/registry fails when
 // EventTypes is not exactly the descriptors' maps. A saga of its own
 // package adds its map with DeclareEvents.
-var EventTypes = mergeEventTypes(CreditEvents, TransferEvents, RefundEvents)
+var EventTypes = mergeEventTypes(CoreEvents, TransferEvents, RefundEvents)
 
 // mergeEventTypes is the union of the sagas' event types.
 func mergeEventTypes(sagas ...map[string]string) map[string]string {

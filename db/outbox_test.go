@@ -88,6 +88,14 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	_, err = s.CreateRefund(ctx, *noReason, db.NewRefund{ID: pix.NewRefundID(),
 		RefundRequest: pix.RefundRequest{EndToEndID: credited, AmountCents: 1}}, anyone, renderRefund)
 	require.NoError(t, err, "no reason: null")
+	released, _, err := hold(s, db.NewHold{Ref: "judicial:1", AccountID: "acc-1", AmountCents: 500, Kind: "judicial"})
+	require.NoError(t, err, "no PIX, no reason: null")
+	_, _, err = release(s, released.ID, "")
+	require.NoError(t, err, "no reason: null")
+	captured, _, err := hold(s, block("block:1", "acc-1", credited, 700))
+	require.NoError(t, err)
+	_, err = captureRefund(s, credited, 700, uuid.MustParse(captured.ID))
+	require.NoError(t, err)
 
 	written := map[string]int{}
 	for _, e := range outboxRows(t, s) { // each checked against its schema

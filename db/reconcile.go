@@ -15,6 +15,8 @@ import (
 type Reconciliation struct {
 	// UnbalancedAccounts: balance != opening + movements (account_movements, I2).
 	UnbalancedAccounts []string `json:"unbalanced_accounts"`
+	// UnbalancedHolds: held != the sum of the account's active holds (I11).
+	UnbalancedHolds []string `json:"unbalanced_holds"`
 	// DoneWithoutCredit: inbox rows done with no pix_credits row (I3).
 	DoneWithoutCredit []string `json:"done_without_credit"`
 	// CreditWithoutDone: credits whose inbox row exists and is not done (I3).
@@ -29,21 +31,22 @@ type Reconciliation struct {
 
 // Balanced reports whether nothing was found.
 func (r Reconciliation) Balanced() bool {
-	return len(r.UnbalancedAccounts) == 0 && len(r.DoneWithoutCredit) == 0 && len(r.CreditWithoutDone) == 0 &&
+	return len(r.UnbalancedAccounts) == 0 && len(r.UnbalancedHolds) == 0 && len(r.DoneWithoutCredit) == 0 && len(r.CreditWithoutDone) == 0 &&
 		len(r.RefundsOverCredit) == 0 && len(r.RefundContradictions) == 0
 }
 
 // reconcileSQL holds the statements of queries/reconcile.sql: the
 // reconciliation, from its checkpoint.
 var reconcileSQL struct {
-	RepeatableRead, Snapshot, Checkpoint, Unbalanced, Settle, DoneWithoutCredit, OverCredit, Advance string
+	RepeatableRead, Snapshot, Checkpoint, Unbalanced, UnbalancedHolds, Settle, DoneWithoutCredit, OverCredit, Advance string
 }
 
 func init() { bindQueries("reconcile.sql", &reconcileSQL) }
 
 // Reconcile checks the books, from the checkpoint the last run left
 // (docs/design.md, "The reconciliation"): every account's balance against
-// its opening balance, its settled sum and its movements since; the done
+// its opening balance, its settled sum and its movements since; every
+// account's held amount against its active holds; the done
 // inbox rows since, and every pending or failed one, against the credits;
 // the devoluções since against their PIX's credit; the contradicted
 // devoluções; and the differences the last run found, again. Its cost
@@ -81,6 +84,7 @@ func (s *Store) Reconcile(ctx context.Context) (Reconciliation, error) {
 			args  []any
 		}{
 			{&r.UnbalancedAccounts, reconcileSQL.Unbalanced, []any{settled}},
+			{&r.UnbalancedHolds, reconcileSQL.UnbalancedHolds, nil},
 			{&r.DoneWithoutCredit, reconcileSQL.DoneWithoutCredit, []any{doneFrom, doneBefore}},
 			{&r.CreditWithoutDone, maintenanceSQL.CreditWithoutDone, nil},
 			{&r.RefundsOverCredit, reconcileSQL.OverCredit, []any{settled, overBefore}},

@@ -39,7 +39,7 @@ const undo0017 = `ALTER TABLE pix_refunds DROP COLUMN psp_asks; DROP TABLE pix_s
 	DROP VIEW account_movements; DROP TABLE reconcile_checkpoint, reconcile_settled, reconcile_runs;
 	DROP FUNCTION refuse_movement_change() CASCADE; ALTER TABLE pix_credits DROP COLUMN xact_id; ALTER TABLE pix_transfers DROP COLUMN xact_id;
 	ALTER TABLE pix_transfer_refunds DROP COLUMN xact_id; ALTER TABLE pix_refunds DROP COLUMN xact_id;
-	ALTER TABLE pix_refund_reversals DROP COLUMN xact_id;
+	ALTER TABLE pix_refund_reversals DROP COLUMN xact_id; DROP TABLE pix_holds; ALTER TABLE accounts DROP COLUMN held_cents;
 	CREATE VIEW account_movements (account_id, amount_cents, kind, ref) AS
 	    SELECT account_id, amount_cents, 'pix_credit', end_to_end_id FROM pix_credits
 	    UNION ALL SELECT account_id, -amount_cents, 'pix_transfer', id::text FROM pix_transfers
@@ -52,7 +52,7 @@ const undo0017 = `ALTER TABLE pix_refunds DROP COLUMN psp_asks; DROP TABLE pix_s
 var afterwards = []string{"0018_pix_scheduled.sql", "0019_inbox_failed_list_index.sql", "0020_pix_scheduled_status_index.sql",
 	"0021_transfer_refunds_account_index.sql", "0022_refund_reversals_account_index.sql", "0023_refund_contradictions_index.sql",
 	"0024_reconcile_checkpoint.sql", "0025_credits_xact_index.sql", "0026_transfers_xact_index.sql", "0027_transfer_refunds_xact_index.sql",
-	"0028_refunds_xact_index.sql", "0029_refund_reversals_xact_index.sql"}
+	"0028_refunds_xact_index.sql", "0029_refund_reversals_xact_index.sql", "0030_holds.sql"}
 
 // Found by the fourth attack review: psp_asked_at was once appended to the
 // committed migration 0011, so a database that had applied 0011 before

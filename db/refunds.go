@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pixbank/pix/internal/pix"
@@ -18,7 +19,7 @@ import (
 
 // refundSQL holds the statements of queries/refunds.sql.
 var refundSQL struct {
-	CreditAccount, LockCredit, RefundedCents, RecordDebited, GetRefund, LockRefund, RefundsOf,
+	CreditAccount, LockCredit, TakenCents, RecordDebited, GetRefund, LockRefund, RefundsOf,
 	MarkRequested, MarkReturned, Reverse, NoteOutcomes,
 	Contradictions, OldestOpenAge, MarkAsked, RefusalStands, MarkRefused, StandingRefusal string
 }
@@ -62,6 +63,12 @@ func (s *Store) RefundQueue() DueQueue { return s.DueQueue(refundQueue) }
 type NewRefund struct {
 	ID string
 	pix.RefundRequest
+	// Hold is the active hold of the PIX the devolução captures (uuid.Nil:
+	// none): a hold made for this return (db.Hold with the PIX's
+	// EndToEndID), of exactly the devolução's amount. Its money, which no
+	// other debit may spend, leaves the account with this devolução's
+	// debit, and the hold ends captured, in the same transaction.
+	Hold uuid.UUID
 }
 
 // CreateRefund debits the account that received the PIX, records the refund
@@ -70,15 +77,12 @@ type NewRefund struct {
 // whether the caller may act for the account the PIX was credited to;
 // render turns the refund into the answer (201) the key replays.
 // Refusals, with nothing changed: pix.ErrPixNotCredited (no credit, or
-// another customer's: the same answer), pix.ErrRefundWindowClosed,
-// pix.ErrRefundExceedsCredit, pix.ErrAccountClosed,
-// pix.ErrInsufficientFunds; pix.ErrRequestInProgress when the reservation
-// was taken over meanwhile.
+// another customer's: the same answer), and those of RecordRefund;
+// pix.ErrRequestInProgress when the reservation was taken over meanwhile.
 //
 // Whose the PIX is is read first, without a lock: a caller probing another
 // customer's PIX never waits on, nor holds up, its owner's refunds. Then
-// the locks, in the one order every refund path takes: the credit, then
-// the account (a reversal: the refund, then the account).
+// RecordRefund, which takes the locks.
 func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, mayRefund func(accountID string) bool,
 	render func(pix.Refund) ([]byte, error)) (pix.Refund, error) {
 	var out pix.Refund
@@ -94,29 +98,8 @@ func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, m
 			return pix.ErrPixNotCredited // another customer's PIX: as if missing
 		}
 		// A credit's account never changes: what was read is what is locked.
-		var credited int64
-		var open bool
-		if err := tx.QueryRow(ctx, refundSQL.LockCredit, nr.EndToEndID, pix.RefundWindow).Scan(&credited, &open); err != nil {
-			return fmt.Errorf("lock credit: %w", err)
-		}
-		if !open {
-			return pix.ErrRefundWindowClosed
-		}
-		var refunded int64
-		if err := tx.QueryRow(ctx, refundSQL.RefundedCents, nr.EndToEndID).Scan(&refunded); err != nil {
-			return fmt.Errorf("sum refunds: %w", err)
-		}
-		if refunded+nr.AmountCents > credited {
-			return fmt.Errorf("%w: credited %d, refunded %d, asked %d", pix.ErrRefundExceedsCredit, credited, refunded, nr.AmountCents)
-		}
-		debit, err := DebitAccount(ctx, tx, account, nr.AmountCents)
-		if err != nil {
+		if out, err = RecordRefund(ctx, tx, nr, &r.Key, r.Caller); err != nil {
 			return err
-		}
-		out, err = scanRefund(tx.QueryRow(ctx, refundSQL.RecordDebited, nr.ID, nr.EndToEndID, account, nr.AmountCents, nr.Reason,
-			r.Key, r.Caller, tracing.Traceparent(ctx), debit.BalanceAfterCents, debit.At))
-		if err != nil {
-			return fmt.Errorf("record refund: %w", err)
 		}
 		return RecordCreated(ctx, tx, r, out, render)
 	})
@@ -124,6 +107,75 @@ func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, m
 		return pix.Refund{}, err
 	}
 	s.Wake(RefundDueChannel, OutboxChannel)
+	return out, nil
+}
+
+// RecordRefund debits and records the devolução nr within tx, with its
+// event: the hand-over to the devolução saga, whose dispatcher starts it
+// once tx commits (wake RefundDueChannel and OutboxChannel then). It is
+// RecordTransfer's twin for a devolução, but decides the debit itself,
+// under the PIX's lock: a devolução returns at most what of the credit
+// its other devoluções (all but the reversed) and the PIX's active holds
+// (I11) leave, and never spends held money; with nr.Hold it captures that
+// hold (its money leaves with the debit, the hold ends captured, with its
+// event). key is the Idempotency-Key it was asked with (nil: none, a
+// devolução another saga makes) and requestedBy who asked. The caller
+// makes sure the caller may return the PIX (CreateRefund), and that it
+// records the devolução once (its key, its own row): a second call is a
+// second devolução, or a refusal.
+//
+// Refusals, with nothing changed: pix.ErrPixNotCredited,
+// pix.ErrRefundWindowClosed, pix.ErrRefundExceedsCredit,
+// pix.ErrAccountClosed, pix.ErrInsufficientFunds; with nr.Hold,
+// pix.ErrHoldNotFound, pix.ErrHoldEnded (released, or captured already),
+// pix.ErrHoldNotCapturable (of another PIX, or of none, or of another
+// amount).
+//
+// Locks, in the one order: the credit, the hold, the account.
+func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, requestedBy string) (pix.Refund, error) {
+	account, credited, open, err := pixCredit(ctx, tx, nr.EndToEndID)
+	if err != nil {
+		return pix.Refund{}, err
+	}
+	if !open {
+		return pix.Refund{}, pix.ErrRefundWindowClosed
+	}
+	var captured int64
+	if nr.Hold != uuid.Nil {
+		hold, err := lockHold(ctx, tx, nr.Hold)
+		switch {
+		case err != nil:
+			return pix.Refund{}, err
+		case !hold.Active():
+			return pix.Refund{}, fmt.Errorf("%w: hold %s is %s", pix.ErrHoldEnded, hold.ID, hold.Status)
+		case deref(hold.EndToEndID) != nr.EndToEndID || hold.AmountCents != nr.AmountCents:
+			return pix.Refund{}, fmt.Errorf("%w: hold %s holds %d of PIX %q; the devolução returns %d of %s", pix.ErrHoldNotCapturable,
+				hold.ID, hold.AmountCents, deref(hold.EndToEndID), nr.AmountCents, nr.EndToEndID)
+		}
+		captured = hold.AmountCents
+	}
+	left, err := creditLeft(ctx, tx, nr.EndToEndID, credited, nr.Hold)
+	if err != nil {
+		return pix.Refund{}, err
+	}
+	if nr.AmountCents > left {
+		return pix.Refund{}, fmt.Errorf("%w: credited %d, refunded or held %d, asked %d", pix.ErrRefundExceedsCredit,
+			credited, credited-left, nr.AmountCents)
+	}
+	debit, err := debitAccount(ctx, tx, account, nr.AmountCents, captured)
+	if err != nil {
+		return pix.Refund{}, err
+	}
+	out, err := scanRefund(tx.QueryRow(ctx, refundSQL.RecordDebited, nr.ID, nr.EndToEndID, account, nr.AmountCents, nr.Reason,
+		key, requestedBy, tracing.Traceparent(ctx), debit.BalanceAfterCents, debit.At))
+	if err != nil {
+		return pix.Refund{}, fmt.Errorf("record refund: %w", err)
+	}
+	if captured > 0 {
+		if err := capture(ctx, tx, nr.Hold, out.ID, debit); err != nil {
+			return pix.Refund{}, err
+		}
+	}
 	return out, nil
 }
 

@@ -1,6 +1,8 @@
 package saga
 
 import (
+	"slices"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
@@ -32,7 +34,9 @@ var Credit = Descriptor{
 	Source: func(env Env, taskQueue string) durable.Source {
 		return workflows.CreditSource(env.Store.InboxQueue(), taskQueue, env.Cfg.Retry(), env.Cfg.CreditInputListingVersion())
 	},
-	Kinds:  pix.CreditKinds,
-	Events: db.CreditEvents,
+	// The core's: the credit's own, and the money API's (holds), which
+	// every saga uses.
+	Kinds:  slices.Concat(pix.CreditKinds, pix.HoldKinds),
+	Events: db.CoreEvents,
 	HTTP:   inAPI(api.CreditHTTP),
 }

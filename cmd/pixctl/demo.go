@@ -49,9 +49,11 @@ type credit struct {
 }
 
 type account struct {
-	ID           string `json:"id"`
-	OwnerName    string `json:"owner_name"`
-	BalanceCents int64  `json:"balance_cents"`
+	ID             string `json:"id"`
+	OwnerName      string `json:"owner_name"`
+	BalanceCents   int64  `json:"balance_cents"`
+	HeldCents      int64  `json:"held_cents"`
+	AvailableCents int64  `json:"available_cents"`
 }
 
 // demoID makes end_to_end_ids unique to this run of the demo.
@@ -180,129 +182,26 @@ func demo(ctx context.Context, c, psp *apiClient, natsURL string, out io.Writer)
 		before[id] = a.BalanceCents
 	}
 
-	post := func(w webhook) (int, receipt, error) {
-		var r receipt
-		status, err := c.call(ctx, http.MethodPost, "/webhooks/pix", w, &r)
-		return status, r, err
-	}
 	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 	events, err := collectEvents(ctx, natsURL)
 	if err != nil {
 		return err
 	}
 	defer events.stop()
-	payer := map[string]any{"name": "Pagador Exemplo", "document": "12345678901", "ispb": "12345678"}
-	now := time.Now().UTC().Format(time.RFC3339)
-
-	say("1. Three PIX to three accounts")
-	pix := []webhook{
-		{demoID(run, 1), "acc-0001", 15000, payer, now},
-		{demoID(run, 2), "acc-0002", 2550, payer, now},
-		{demoID(run, 3), "acc-0003", 99, payer, now},
-	}
-	for _, w := range pix {
-		status, r, err := post(w)
-		if err != nil {
-			return err
-		}
-		say("   %s -> %d status=%s duplicate=%v", w.EndToEndID, status, r.Status, r.Duplicate)
-	}
-
-	say("2. The PSP redelivers the first one")
-	status, r, err := post(pix[0])
+	pix, unknown, err := demoIncoming(ctx, c, run, say)
 	if err != nil {
 		return err
 	}
-	say("   %s -> %d status=%s duplicate=%v", pix[0].EndToEndID, status, r.Status, r.Duplicate)
-
-	say("3. 20 copies of one PIX at the same instant")
-	copies := webhook{demoID(run, 4), "acc-0004", 1000, payer, now}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	firsts, dups, failures := 0, 0, 0
-	for range 20 {
-		wg.Go(func() {
-			status, r, err := post(copies)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil || status != http.StatusAccepted:
-				failures++
-			case r.Duplicate:
-				dups++
-			default:
-				firsts++
-			}
-		})
-	}
-	wg.Wait()
-	say("   %s -> first deliveries=%d duplicates=%d errors=%d", copies.EndToEndID, firsts, dups, failures)
-	pix = append(pix, copies)
-
-	say("4. The same end_to_end_id with another amount")
-	tampered := pix[1]
-	tampered.AmountCents++
-	status, r, err = post(tampered)
-	if err != nil {
-		return err
-	}
-	if r.Error != nil {
-		say("   %s -> %d %s", tampered.EndToEndID, status, r.Error.Code)
-	}
-
-	say("5. A PIX to an account that does not exist")
-	unknown := webhook{demoID(run, 5), "acc-unknown", 4200, payer, now}
-	status, r, err = post(unknown)
-	if err != nil {
-		return err
-	}
-	say("   %s -> %d status=%s (will be retried, then fail on its own)", unknown.EndToEndID, status, r.Status)
-	pix = append(pix, unknown)
 
 	transfers, err := demoTransfers(ctx, c, psp, say)
 	if err != nil {
 		return err
 	}
 
-	say("9. Waiting for every PIX to be done or failed, and every transfer settled or refunded...")
-	final := map[string]credit{}
-	err = pollUntil(ctx, 3*time.Minute, 500*time.Millisecond, "PIX still pending", func() (int, error) {
-		for _, w := range pix {
-			// The operator's view (ADMIN_TOKEN): any PIX, with why its
-			// last attempt failed.
-			var cr struct {
-				apiError
-				credit
-			}
-			status, err := c.call(ctx, http.MethodGet, "/admin/pix/credits/"+w.EndToEndID, nil, &cr)
-			if err != nil {
-				return 0, err
-			}
-			if err := check(status, cr.apiError, "read PIX "+w.EndToEndID); err != nil {
-				return 0, err
-			}
-			if cr.Status == "done" || cr.Status == "failed" {
-				final[w.EndToEndID] = cr.credit
-			}
-		}
-		return len(pix) - len(final), nil
-	})
+	final, err := demoCredits(ctx, c, pix, out, say)
 	if err != nil {
 		return err
 	}
-
-	say("\nPIX")
-	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "END_TO_END_ID\tACCOUNT\tAMOUNT\tSTATUS\tATTEMPTS\tDELIVERIES\tLAST_ERROR")
-	for _, w := range pix {
-		cr := final[w.EndToEndID]
-		lastErr := ""
-		if cr.LastError != nil {
-			lastErr = *cr.LastError
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", cr.EndToEndID, cr.AccountID, brl(cr.AmountCents), cr.Status, cr.Attempts, cr.Deliveries, lastErr)
-	}
-	tw.Flush()
 	if err := waitTransfers(ctx, c, transfers, out); err != nil {
 		return err
 	}
@@ -342,14 +241,15 @@ func demo(ctx context.Context, c, psp *apiClient, natsURL string, out io.Writer)
 	}
 
 	say("\nBalances")
-	tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ACCOUNT\tOWNER\tBEFORE\tNOW")
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ACCOUNT\tOWNER\tBEFORE\tNOW\tHELD\tAVAILABLE")
 	for _, id := range accounts {
 		var a account
 		if _, err := c.as(id).call(ctx, http.MethodGet, "/accounts/"+id, nil, &a); err != nil {
 			return err
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.ID, a.OwnerName, brl(before[id]), brl(a.BalanceCents))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.OwnerName, brl(before[id]), brl(a.BalanceCents), brl(a.HeldCents),
+			brl(a.AvailableCents))
 	}
 	tw.Flush()
 	if lost := final[unknown.EndToEndID]; lost.Status == "failed" {
@@ -357,6 +257,131 @@ func demo(ctx context.Context, c, psp *apiClient, natsURL string, out io.Writer)
 		say("Re-drive it once its account exists: curl -X POST -H \"Authorization: Bearer $ADMIN_TOKEN\" %s/admin/pix/credits/%s/retry", c.base, unknown.EndToEndID)
 	}
 	return nil
+}
+
+// demoIncoming posts the demo's incoming PIX as the PSP would (steps 1 to
+// 5): three PIX, a redelivery, 20 copies of one at once, one tampered and
+// one to an unknown account. It returns the PIX to wait for, the unknown
+// account's among them.
+func demoIncoming(ctx context.Context, c *apiClient, run string, say func(string, ...any)) (pix []webhook, unknown webhook, err error) {
+	post := func(w webhook) (int, receipt, error) {
+		var r receipt
+		status, err := c.call(ctx, http.MethodPost, "/webhooks/pix", w, &r)
+		return status, r, err
+	}
+	payer := map[string]any{"name": "Pagador Exemplo", "document": "12345678901", "ispb": "12345678"}
+	now := time.Now().UTC().Format(time.RFC3339)
+
+	say("1. Three PIX to three accounts")
+	pix = []webhook{
+		{demoID(run, 1), "acc-0001", 15000, payer, now},
+		{demoID(run, 2), "acc-0002", 2550, payer, now},
+		{demoID(run, 3), "acc-0003", 99, payer, now},
+	}
+	for _, w := range pix {
+		status, r, err := post(w)
+		if err != nil {
+			return nil, webhook{}, err
+		}
+		say("   %s -> %d status=%s duplicate=%v", w.EndToEndID, status, r.Status, r.Duplicate)
+	}
+
+	say("2. The PSP redelivers the first one")
+	status, r, err := post(pix[0])
+	if err != nil {
+		return nil, webhook{}, err
+	}
+	say("   %s -> %d status=%s duplicate=%v", pix[0].EndToEndID, status, r.Status, r.Duplicate)
+
+	say("3. 20 copies of one PIX at the same instant")
+	copies := webhook{demoID(run, 4), "acc-0004", 1000, payer, now}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	firsts, dups, failures := 0, 0, 0
+	for range 20 {
+		wg.Go(func() {
+			status, r, err := post(copies)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil || status != http.StatusAccepted:
+				failures++
+			case r.Duplicate:
+				dups++
+			default:
+				firsts++
+			}
+		})
+	}
+	wg.Wait()
+	say("   %s -> first deliveries=%d duplicates=%d errors=%d", copies.EndToEndID, firsts, dups, failures)
+	pix = append(pix, copies)
+
+	say("4. The same end_to_end_id with another amount")
+	tampered := pix[1]
+	tampered.AmountCents++
+	status, r, err = post(tampered)
+	if err != nil {
+		return nil, webhook{}, err
+	}
+	if r.Error != nil {
+		say("   %s -> %d %s", tampered.EndToEndID, status, r.Error.Code)
+	}
+
+	say("5. A PIX to an account that does not exist")
+	unknown = webhook{demoID(run, 5), "acc-unknown", 4200, payer, now}
+	status, r, err = post(unknown)
+	if err != nil {
+		return nil, webhook{}, err
+	}
+	say("   %s -> %d status=%s (will be retried, then fail on its own)", unknown.EndToEndID, status, r.Status)
+	pix = append(pix, unknown)
+	return pix, unknown, nil
+}
+
+// demoCredits waits for every PIX of the demo to be done or failed (step
+// 9), as an operator sees them, and prints them.
+func demoCredits(ctx context.Context, c *apiClient, pix []webhook, out io.Writer, say func(string, ...any)) (map[string]credit, error) {
+	say("9. Waiting for every PIX to be done or failed, and every transfer settled or refunded...")
+	final := map[string]credit{}
+	err := pollUntil(ctx, 3*time.Minute, 500*time.Millisecond, "PIX still pending", func() (int, error) {
+		for _, w := range pix {
+			// The operator's view (ADMIN_TOKEN): any PIX, with why its
+			// last attempt failed.
+			var cr struct {
+				apiError
+				credit
+			}
+			status, err := c.call(ctx, http.MethodGet, "/admin/pix/credits/"+w.EndToEndID, nil, &cr)
+			if err != nil {
+				return 0, err
+			}
+			if err := check(status, cr.apiError, "read PIX "+w.EndToEndID); err != nil {
+				return 0, err
+			}
+			if cr.Status == "done" || cr.Status == "failed" {
+				final[w.EndToEndID] = cr.credit
+			}
+		}
+		return len(pix) - len(final), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	say("\nPIX")
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "END_TO_END_ID\tACCOUNT\tAMOUNT\tSTATUS\tATTEMPTS\tDELIVERIES\tLAST_ERROR")
+	for _, w := range pix {
+		cr := final[w.EndToEndID]
+		lastErr := ""
+		if cr.LastError != nil {
+			lastErr = *cr.LastError
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", cr.EndToEndID, cr.AccountID, brl(cr.AmountCents), cr.Status, cr.Attempts, cr.Deliveries, lastErr)
+	}
+	tw.Flush()
+	return final, nil
 }
 
 // pollUntil calls check every interval until it reports nothing left, for

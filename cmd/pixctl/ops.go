@@ -294,7 +294,8 @@ var reconcileCommand = &command{
 	name: "reconcile", args: "[flags]",
 	summary: "the books' check: exit 1 when they do not balance",
 	about: `Checks the books (GET /admin/reconcile): every balance is its opening plus
-its movements; every done inbox row has its credit and every credit its
+its movements, and what of it is held the sum of its active holds; every
+done inbox row has its credit and every credit its
 done row; no PIX's refunds exceed its credit, nor does a PSP's notice
 contradict a final refund. It reports; it never fixes money.
 `,
@@ -325,6 +326,7 @@ func reconcile(ctx context.Context, c *apiClient, asJSON bool, out io.Writer) er
 		Balanced *bool `json:"balanced"`
 		Report   struct {
 			UnbalancedAccounts   []string `json:"unbalanced_accounts"`
+			UnbalancedHolds      []string `json:"unbalanced_holds"`
 			DoneWithoutCredit    []string `json:"done_without_credit"`
 			CreditWithoutDone    []string `json:"credit_without_done"`
 			RefundsOverCredit    []string `json:"refunds_over_credit"`
@@ -343,11 +345,14 @@ func reconcile(ctx context.Context, c *apiClient, asJSON bool, out io.Writer) er
 		}
 		return errUnbalanced
 	case *v.Balanced:
-		fmt.Fprintln(out, "the books balance: every balance = opening + its movements (credits, transfers and their refunds, devoluções and their reversals); every done inbox row has its credit and every credit its done row; no PIX's refunds exceed its credit, nor does a PSP's notice contradict a final refund")
+		fmt.Fprintln(out, "the books balance: every balance = opening + its movements (credits, transfers and their refunds, devoluções and their reversals); every held amount = its account's active holds; every done inbox row has its credit and every credit its done row; no PIX's refunds exceed its credit, nor does a PSP's notice contradict a final refund")
 		return nil
 	}
 	fmt.Fprintf(out, "UNBALANCED accounts: %v\ndone rows without a credit: %v\ncredits whose row is not done: %v\n",
 		v.Report.UnbalancedAccounts, v.Report.DoneWithoutCredit, v.Report.CreditWithoutDone)
+	if len(v.Report.UnbalancedHolds) > 0 {
+		fmt.Fprintf(out, "accounts whose held amount is not their active holds': %v\n", v.Report.UnbalancedHolds)
+	}
 	if len(v.Report.RefundsOverCredit) > 0 || len(v.Report.RefundContradictions) > 0 {
 		fmt.Fprintf(out, "PIX refunded beyond their credit: %v\nfinal refunds the PSP's notice contradicts: %v\n",
 			v.Report.RefundsOverCredit, v.Report.RefundContradictions)

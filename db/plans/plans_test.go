@@ -99,6 +99,7 @@ const migrationOnly = "the migration runner's bookkeeping, at start only, on its
 const (
 	reconcileAccounts = "the reconciliation checks every account's balance (I2) against its settled sum; the movements since come from their xact_id indexes"
 	prefixAccounts    = "the accounts of an id prefix (the load tool's books); each account's movements come from their account indexes"
+	reconcileHolds    = "the reconciliation checks every account's held amount (I11) against its active holds, which come from their partial index"
 )
 
 // statementPlans classifies every bound statement, by its name in traces
@@ -140,6 +141,13 @@ var statementPlans = map[string]statementPlan{
 		args("'E0000000000000000000000000180160'", "NULL"), args("NULL", "'acc-000001'")),
 	"credits.ResetLockTimeout": exempt(perPIX, "a session setting, no table: RESET can't be prepared, nor planned"),
 	"credits.SetLockTimeout":   checked(perPIX),
+
+	"holds.ByRef":    checked(perPIX),
+	"holds.Capture":  checked(perPIX),
+	"holds.Get":      checked(onRequest),
+	"holds.Hold":     checked(perPIX),
+	"holds.LockHold": checked(perPIX),
+	"holds.Release":  checked(perPIX),
 
 	"idempotency.ReadKey":        checked(perPIX),
 	"idempotency.RecordResponse": checked(perPIX),
@@ -191,6 +199,7 @@ var statementPlans = map[string]statementPlan{
 	"reconcile.Snapshot":          checked(periodic),
 	"reconcile.Unbalanced": {runs: periodic, cases: [][]string{args("pg_snapshot_xmin(pg_current_snapshot())")},
 		why: reconcileAccounts, wholeTables: []string{"accounts", "reconcile_settled"}},
+	"reconcile.UnbalancedHolds": readsWhole(periodic, reconcileHolds, "accounts"),
 
 	"refunds.ClaimDue":        checked(periodic),
 	"refunds.Contradictions":  checked(periodic),
@@ -207,11 +216,11 @@ var statementPlans = map[string]statementPlan{
 	"refunds.NoteOutcomes":    checked(perPIX),
 	"refunds.OldestOpenAge":   checked(periodic),
 	"refunds.RecordDebited":   checked(perPIX),
-	"refunds.RefundedCents":   checked(perPIX),
 	"refunds.RefundsOf":       checked(onRequest),
 	"refunds.RefusalStands":   checked(perPIX),
 	"refunds.Reverse":         checked(perPIX),
 	"refunds.StandingRefusal": checked(perPIX),
+	"refunds.TakenCents":      checked(perPIX),
 
 	"scheduled.ClaimDue":       checked(periodic),
 	"scheduled.DeferDispatch":  checked(perPIX),

@@ -12,18 +12,24 @@ ON CONFLICT (id) DO NOTHING
 UPDATE accounts SET status = 'closed', updated_at = now() WHERE id = $1
 
 -- name: GetAccount
-SELECT id, owner_name, status, balance_cents, created_at, updated_at FROM accounts WHERE id = $1
+-- The account, what of its balance is held (I11) and what is available.
+SELECT id, owner_name, status, balance_cents, held_cents, balance_cents - held_cents, created_at, updated_at
+FROM accounts WHERE id = $1
 
 -- name: LockForDebit
--- The account, locked until the transaction ends, before a debit.
-SELECT status, balance_cents FROM accounts WHERE id = $1 FOR UPDATE
+-- The account, locked until the transaction ends, before a debit or a
+-- hold (the one debit lock): its balance and what of it is held, which
+-- change only under this lock.
+SELECT status, balance_cents, held_cents FROM accounts WHERE id = $1 FOR UPDATE
 
 -- name: Debit
 -- Every saga's debit (DebitAccount), on an account locked and checked
 -- already (LockForDebit): what it returns is the saga's row's
 -- balance_after_cents and the time of its debit. $1 account_id,
--- $2 amount_cents.
-UPDATE accounts SET balance_cents = balance_cents - $2, updated_at = clock_timestamp()
+-- $2 amount_cents, $3 the held amount the debit captures (a devolução
+-- that captures its hold, RecordRefund: the held money leaves with the
+-- debit; 0 for every other debit).
+UPDATE accounts SET balance_cents = balance_cents - $2, held_cents = held_cents - $3, updated_at = clock_timestamp()
 WHERE id = $1
 RETURNING balance_cents, updated_at
 

@@ -35,6 +35,19 @@ LEFT JOIN (SELECT account_id, sum(amount_cents) AS cents FROM account_movements
 WHERE a.balance_cents <> a.opening_balance_cents + COALESCE(s.settled_cents, 0) + COALESCE(n.cents, 0)
 ORDER BY a.id
 
+-- name: UnbalancedHolds
+-- The accounts whose held amount is not the sum of their active holds
+-- (I11). Holds are not movements: held changes with the holds, under the
+-- account's lock, in the transaction that starts or ends one, so this
+-- snapshot sees both as they are and every run compares them whole. Every
+-- account is compared; the active holds come from their partial index,
+-- the live edge of the holds.
+SELECT a.id FROM accounts a
+LEFT JOIN (SELECT account_id, sum(amount_cents) AS cents FROM pix_holds WHERE status = 'active' GROUP BY account_id) h
+    ON h.account_id = a.id
+WHERE a.held_cents <> COALESCE(h.cents, 0)
+ORDER BY a.id
+
 -- name: Settle
 -- Adds to each account's settled sum its movements from the last run's
 -- snapshot xmin $1 (NULL: from the first, and those from before 0024)

@@ -7,20 +7,24 @@
 SELECT account_id FROM pix_credits WHERE end_to_end_id = $1
 
 -- name: LockCredit
--- The PIX's credit, locked: refunds of one PIX are decided one at a time.
--- The window counts from when the PIX was first received (credited_at for
--- credits recorded before received_at was kept). $1 end_to_end_id, $2 the
--- refund window.
-SELECT amount_cents, COALESCE(received_at, credited_at) + $2::interval > now()
+-- The PIX's credit, locked: the refunds and holds of one PIX are decided
+-- one at a time (db.RecordRefund, db.Hold). Whose it is, its amount, and
+-- whether it can still be returned: the window counts from when the PIX
+-- was first received (credited_at for credits recorded before received_at
+-- was kept). $1 end_to_end_id, $2 the refund window.
+SELECT account_id, amount_cents, COALESCE(received_at, credited_at) + $2::interval > now()
 FROM pix_credits WHERE end_to_end_id = $1
 FOR UPDATE
 
--- name: RefundedCents
--- What the PIX's refunds hold (all but the reversed). Read after
--- LockCredit, in a statement of its own: its snapshot then sees every
--- refund committed by whoever held the lock before.
-SELECT COALESCE(sum(amount_cents), 0)::bigint FROM pix_refunds
-WHERE end_to_end_id = $1 AND status <> 'reversed'
+-- name: TakenCents
+-- What of the PIX's credit is taken: its refunds (all but the reversed)
+-- and its active holds (I11), but the hold $2 (the one a devolução
+-- captures; NULL: none). Read after LockCredit, in a statement of its
+-- own: its snapshot then sees every refund and hold committed by whoever
+-- held the lock before. $1 end_to_end_id.
+SELECT ((SELECT COALESCE(sum(amount_cents), 0) FROM pix_refunds WHERE end_to_end_id = $1 AND status <> 'reversed')
+      + (SELECT COALESCE(sum(amount_cents), 0) FROM pix_holds
+         WHERE end_to_end_id = $1 AND status = 'active' AND id IS DISTINCT FROM $2::uuid))::bigint
 
 -- name: RecordDebited
 -- The refund row and its event, in one statement, after its debit

@@ -184,7 +184,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		}, []string{"kind", "outcome"}),
 		reconcile: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pix_reconcile_differences",
-			Help: "What the last reconciliation found wrong, by kind (unbalanced_accounts, done_without_credit, credit_without_done, refunds_over_credit, refund_contradictions); anything but 0 needs a human.",
+			Help: "What the last reconciliation found wrong, by kind (unbalanced_accounts, unbalanced_holds, done_without_credit, credit_without_done, refunds_over_credit, refund_contradictions); anything but 0 needs a human.",
 		}, []string{"kind"}),
 		reconciled: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pix_reconcile_last_run_timestamp_seconds",
@@ -213,6 +213,7 @@ func (w *Worker) Reconciled(r db.Reconciliation) {
 		return
 	}
 	w.reconcile.WithLabelValues("unbalanced_accounts").Set(float64(len(r.UnbalancedAccounts)))
+	w.reconcile.WithLabelValues("unbalanced_holds").Set(float64(len(r.UnbalancedHolds)))
 	w.reconcile.WithLabelValues("done_without_credit").Set(float64(len(r.DoneWithoutCredit)))
 	w.reconcile.WithLabelValues("credit_without_done").Set(float64(len(r.CreditWithoutDone)))
 	w.reconcile.WithLabelValues("refunds_over_credit").Set(float64(len(r.RefundsOverCredit)))

@@ -46,7 +46,8 @@ func (k *Kind) APIMessage(err error) string {
 }
 
 // Kinds are every business error: each saga's, declared in its own file
-// (CreditKinds, TransferKinds, RefundKinds), and the kinds no one saga owns
+// (CreditKinds, TransferKinds, RefundKinds; HoldKinds, the money API's,
+// which the credit's descriptor owns with its own), and the kinds no one saga owns
 // (SharedKinds). They are matched in this order (the first kind err is of
 // wins), which matters only for an error wrapping the sentinels of two
 // kinds; NonRetryableTypes lists their types in it. Each saga's descriptor
@@ -56,6 +57,7 @@ var Kinds = slices.Concat(
 	CreditKinds,
 	TransferKinds,
 	RefundKinds,
+	HoldKinds,
 	SharedKinds,
 )
 

@@ -82,17 +82,22 @@ func TestTemporalTypesPinned(t *testing.T) {
 		typ       string
 		retryable bool
 	}{
-		pix.ErrAccountNotFound:  {"AccountNotFound", true},
-		pix.ErrPixKeyNotFound:   {"PixKeyNotFound", true},
-		pix.ErrChargeNotFound:   {"ChargeNotFound", true},
-		pix.ErrAccountClosed:    {"AccountClosed", false},
-		pix.ErrCreditNotFound:   {"InboxMessageNotFound", false},
-		pix.ErrNotPending:       {"InboxMessageNotPending", false},
-		pix.ErrPayloadMismatch:  {"PayloadMismatch", false},
-		pix.ErrSuperseded:       {"CreditSuperseded", false},
-		pix.ErrBalanceOverflow:  {"BalanceOverflow", false},
-		pix.ErrTransferNotFound: {"TransferNotFound", false},
-		pix.ErrTransferFinal:    {"TransferFinal", false},
+		pix.ErrAccountNotFound:   {"AccountNotFound", true},
+		pix.ErrPixKeyNotFound:    {"PixKeyNotFound", true},
+		pix.ErrChargeNotFound:    {"ChargeNotFound", true},
+		pix.ErrAccountClosed:     {"AccountClosed", false},
+		pix.ErrCreditNotFound:    {"InboxMessageNotFound", false},
+		pix.ErrNotPending:        {"InboxMessageNotPending", false},
+		pix.ErrPayloadMismatch:   {"PayloadMismatch", false},
+		pix.ErrSuperseded:        {"CreditSuperseded", false},
+		pix.ErrBalanceOverflow:   {"BalanceOverflow", false},
+		pix.ErrTransferNotFound:  {"TransferNotFound", false},
+		pix.ErrTransferFinal:     {"TransferFinal", false},
+		pix.ErrHoldRefReused:     {"HoldRefReused", false},
+		pix.ErrHoldNotFound:      {"HoldNotFound", false},
+		pix.ErrHoldEnded:         {"HoldEnded", false},
+		pix.ErrHoldExceedsCredit: {"HoldExceedsCredit", false},
+		pix.ErrHoldNotCapturable: {"HoldNotCapturable", false},
 	}
 	for _, k := range pix.Kinds {
 		w, ok := want[k.Err]

@@ -137,14 +137,19 @@ type ChargeView struct {
 	Outcome string `json:"outcome"`
 }
 
-// Account is a customer account as the API reports it.
+// Account is a customer account as the API reports it. Its balance is all
+// its money; HeldCents is the part of it set aside by active holds
+// (docs/design.md, I11), which nothing may spend; AvailableCents, the
+// balance less what is held, is what a debit may take.
 type Account struct {
-	ID           string    `json:"id"`
-	OwnerName    string    `json:"owner_name"`
-	Status       string    `json:"status"`
-	BalanceCents int64     `json:"balance_cents"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	ID             string    `json:"id"`
+	OwnerName      string    `json:"owner_name"`
+	Status         string    `json:"status"`
+	BalanceCents   int64     `json:"balance_cents"`
+	HeldCents      int64     `json:"held_cents"`
+	AvailableCents int64     `json:"available_cents"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
 }
 
 // Account statuses.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db"
@@ -147,6 +148,30 @@ func TestARunWithoutFundsFailsAndDebitsNothing(t *testing.T) {
 
 	_, _, err = f.store.Cancel(ctx, s.ID)
 	require.ErrorIs(t, err, scheduled.ErrAlreadyRan, "it ran, though it failed")
+	f.booksBalance()
+}
+
+// Money held on the date (a cautionary block, a MED) is not the run's to
+// spend (I11): the run fails as with the balance short, although the
+// balance covers it; nothing is debited and the hold stays.
+func TestARunSparesHeldMoney(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.account("acc-1", 20_000)
+	s := f.schedule("acc-1", 15_000, time.Now())
+	require.NoError(t, db.InTx(ctx, f.s.Pool(), func(tx pgx.Tx) error {
+		_, _, err := db.Hold(ctx, tx, db.NewHold{Ref: "judicial:1", AccountID: "acc-1", AmountCents: 5_001, Kind: "judicial"})
+		return err
+	}))
+
+	ran, concluded, err := f.store.Run(ctx, s.ID, ispb)
+	require.NoError(t, err)
+	require.True(t, concluded)
+	require.Equal(t, scheduled.StatusFailed, ran.Status)
+	require.Equal(t, "insufficient_funds", *ran.FailureReason)
+	a, err := f.s.GetAccount(ctx, "acc-1")
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{20_000, 5_001}, [2]int64{a.BalanceCents, a.HeldCents})
 	f.booksBalance()
 }
 

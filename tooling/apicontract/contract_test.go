@@ -88,7 +88,7 @@ func TestCheckAcceptsWhatTheDocumentSays(t *testing.T) {
 		{Method: "GET", Target: "/accounts/acc-1", RequestHeader: customer,
 			Status: 503, ResponseHeader: jsonHeader("Retry-After", "1"), ResponseBody: []byte(`{"error":{"code":"service_unavailable","message":"later"}}`)},
 		{Method: "GET", Target: "/admin/reconcile", RequestHeader: http.Header{"Authorization": {"Bearer " + adminToken}}, Status: 200,
-			ResponseHeader: jsonHeader(), ResponseBody: []byte(`{"balanced":true,"report":{"unbalanced_accounts":[],"done_without_credit":[],` +
+			ResponseHeader: jsonHeader(), ResponseBody: []byte(`{"balanced":true,"report":{"unbalanced_accounts":[],"unbalanced_holds":[],"done_without_credit":[],` +
 				`"credit_without_done":[],"refunds_over_credit":[],"refund_contradictions":[]}}`)},
 		{Method: "GET", Target: "/pix/credits/" + e2e, RequestHeader: customer, Status: 200, ResponseHeader: jsonHeader(),
 			ResponseBody: []byte(creditView)},
@@ -162,7 +162,7 @@ func TestCheckFindsWhatDepartsFromTheDocument(t *testing.T) {
 			ResponseBody: []byte(`{}`)}, "the document refuses the request"},
 		"an admin route with another token accepted": {apicontract.Exchange{Method: "GET", Target: "/admin/reconcile",
 			RequestHeader: http.Header{"Authorization": {"Bearer not-the-admin-token"}}, Status: 200, ResponseHeader: jsonHeader(),
-			ResponseBody: []byte(`{"balanced":true,"report":{"unbalanced_accounts":[],"done_without_credit":[],"credit_without_done":[],` +
+			ResponseBody: []byte(`{"balanced":true,"report":{"unbalanced_accounts":[],"unbalanced_holds":[],"done_without_credit":[],"credit_without_done":[],` +
 				`"refunds_over_credit":[],"refund_contradictions":[]}}`)}, "the document refuses the request"},
 		"a body the document refuses accepted": {apicontract.Exchange{Method: "POST", Target: "/webhooks/pix", RequestHeader: signed(),
 			RequestBody: []byte(`{"end_to_end_id":"` + e2e + `","account_id":"acc-1","amount_cents":"15.00"}`), Status: 202,

@@ -136,4 +136,23 @@ SELECT md5('s' || i)::uuid, pg_temp.acc(i * 7), 500 + i % 9000, 'destino-' || i 
        CASE WHEN i > 14550 THEN now() + (i - 14550) * interval '1 hour' END, CASE WHEN i > 14550 THEN now() END
 FROM generate_series(1, 15000) i;
 
+-- 20,000 holds of PIX received (cautionary blocks): 200 active, the rest
+-- ended, released or captured by a devolução of their PIX (each even one
+-- by the devolução of the same PIX); the accounts' held amounts are their
+-- active holds'.
+INSERT INTO pix_holds (id, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, amount_cents, status, refund_id,
+                       end_reason, created_at, ended_at)
+SELECT md5('hold' || i)::uuid, 'block:' || i, pg_temp.acc(i * 9), pg_temp.e(i * 9), 'cautionary_block', 'suspeita de fraude',
+       100, false, 100,
+       CASE WHEN i > 19800 THEN 'active' WHEN i % 2 = 0 THEN 'captured' ELSE 'released' END,
+       CASE WHEN i <= 19800 AND i % 2 = 0 THEN 'D' || (i / 2) END,
+       CASE WHEN i <= 19800 AND i % 2 = 1 THEN '72 h' END,
+       now() - (20000 - i) * interval '10 minutes',
+       CASE WHEN i <= 19800 THEN now() - (20000 - i) * interval '10 minutes' + interval '1 hour' END
+FROM generate_series(1, 20000) i;
+
+UPDATE accounts a SET held_cents = h.cents
+FROM (SELECT account_id, sum(amount_cents) AS cents FROM pix_holds WHERE status = 'active' GROUP BY account_id) h
+WHERE a.id = h.account_id;
+
 INSERT INTO psp_catchup (covered_until) VALUES (now() - interval '1 minute');

@@ -307,9 +307,9 @@ func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
 		o.err = err
 		return o
 	} else if !rec.Balanced() {
-		o.violations = append(o.violations, fmt.Sprintf("reconcile: unbalanced accounts %v, done without credit %v, credit without done %v, "+
-			"refunds over credit %v, refund contradictions %v",
-			rec.UnbalancedAccounts, rec.DoneWithoutCredit, rec.CreditWithoutDone, rec.RefundsOverCredit, rec.RefundContradictions))
+		o.violations = append(o.violations, fmt.Sprintf("reconcile: unbalanced accounts %v, unbalanced holds %v, done without credit %v, "+
+			"credit without done %v, refunds over credit %v, refund contradictions %v",
+			rec.UnbalancedAccounts, rec.UnbalancedHolds, rec.DoneWithoutCredit, rec.CreditWithoutDone, rec.RefundsOverCredit, rec.RefundContradictions))
 	}
 	var v []string
 	if c.outgoing {

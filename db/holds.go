@@ -1,0 +1,324 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/tracing"
+)
+
+// The money API (docs/design.md, I11; docs/extending.md, "The money
+// API"): holds set part of an account's balance aside, so that no debit
+// spends it (every debit checks the available balance, the balance less
+// what is held, under the one debit lock: LockAccountForDebit), until the
+// hold ends exactly once: released (Release), or captured by the
+// devolução it was held for (RecordRefund with NewRefund.Hold: the held
+// money leaves the account with that devolução's debit, in its
+// transaction; there is no capture of its own, so that neither a capture
+// without its debit nor a debit of held money without its capture can be
+// written). Each call takes the caller's transaction and writes its event
+// in it; the caller wakes OutboxChannel after the commit.
+//
+// Lock order, as every money transaction's: a PIX's credit (a hold of a
+// PIX, a devolução), then a hold (a release, a capture), then the
+// account.
+
+// holdSQL holds the statements of queries/holds.sql.
+var holdSQL struct{ ByRef, Get, LockHold, Hold, Release, Capture string }
+
+func init() { bindQueries("holds.sql", &holdSQL) }
+
+// Event types of holds, and their aggregate (a hold's events are its own
+// aggregate's).
+const (
+	AggregateHold     = "pix_hold"
+	EventHoldCreated  = "pix.hold.created"
+	EventHoldReleased = "pix.hold.released"
+	EventHoldCaptured = "pix.hold.captured"
+)
+
+// HoldEvents are the holds' event types, each with its aggregate type:
+// the core's, declared with the credit's (CoreEvents).
+var HoldEvents = map[string]string{
+	EventHoldCreated:  AggregateHold,
+	EventHoldReleased: AggregateHold,
+	EventHoldCaptured: AggregateHold,
+}
+
+// NewHold is a hold asked for.
+type NewHold struct {
+	// Ref is the holder's key, 1 to 200 characters: the same ref again is
+	// the same hold (the hold made the first time, whatever is available
+	// now), and the same ref with any other field is
+	// pix.ErrHoldRefReused. Derive it from what the hold is for (the
+	// block's id, the infraction report's), so that a retry names it
+	// again.
+	Ref       string
+	AccountID string
+	// EndToEndID is the PIX received the hold is for ("": none): it must
+	// have been credited to AccountID, and the PIX's active holds and
+	// devoluções (all but the reversed) never add up to more than its
+	// credit. A devolução of that PIX may capture it; no devolução of the
+	// PIX spends it otherwise.
+	EndToEndID string
+	// AmountCents is what to hold (at least 1). With UpTo, what is
+	// available (and, for a PIX, what the PIX has left to hold) if that is
+	// less: the hold says how much it holds.
+	AmountCents int64
+	UpTo        bool
+	// Kind says what holds it ("cautionary_block", "med": lowercase
+	// letters, digits and underscores, at most 40); Reason, at most 140
+	// characters, why ("": not said).
+	Kind   string
+	Reason string
+}
+
+// validate refuses a hold that can't be asked for, before anything is
+// read.
+func (h NewHold) validate() error {
+	switch {
+	case h.Ref == "" || utf8.RuneCountInString(h.Ref) > pix.MaxHoldRefLength:
+		return pix.Invalid("ref", "must be 1 to %d characters", pix.MaxHoldRefLength)
+	case h.AccountID == "":
+		return pix.Invalid("account_id", "is required")
+	case h.EndToEndID != "" && !pix.ValidEndToEndID(h.EndToEndID):
+		return pix.Invalid("end_to_end_id", "must be 32 letters or digits starting with E")
+	case h.AmountCents < 1:
+		return pix.Invalid("amount_cents", "must be at least 1")
+	case !pix.ValidHoldKind(h.Kind):
+		return pix.Invalid("kind", "must be lowercase letters, digits and underscores, starting with a letter, at most 40")
+	}
+	return validReason("reason", h.Reason)
+}
+
+// validReason refuses a reason the table can't hold.
+func validReason(field, reason string) error {
+	if utf8.RuneCountInString(reason) > pix.MaxRefundReasonLength {
+		return pix.Invalid(field, "must be at most %d characters", pix.MaxRefundReasonLength)
+	}
+	return nil
+}
+
+// is reports whether the hold h is what n asks for: the same ref with the
+// same fields.
+func (n NewHold) is(h pix.Hold) bool {
+	return h.AccountID == n.AccountID && deref(h.EndToEndID) == n.EndToEndID && h.Kind == n.Kind &&
+		deref(h.Reason) == n.Reason && h.AskedCents == n.AmountCents && h.UpTo == n.UpTo
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Hold sets money of an account aside within tx, with its event, and
+// returns the hold and whether this call made it. Idempotent on h.Ref: a
+// hold with the ref is returned as it is (made by an earlier call whose
+// answer may have been lost), nothing changed; with other fields, it is
+// pix.ErrHoldRefReused.
+//
+// Refusals, with nothing changed: a pix.ValidationError; pix.ErrAccountNotFound,
+// pix.ErrAccountClosed; pix.ErrInsufficientFunds (the available balance
+// does not cover it; with UpTo, nothing is available); for a PIX,
+// pix.ErrPixNotCredited (no credit of it to the account) and
+// pix.ErrHoldExceedsCredit (its active holds and devoluções would exceed
+// its credit; with UpTo, it has nothing left to hold).
+//
+// Locks: for a PIX, its credit first (as a devolução: the holds and
+// devoluções of one PIX are decided one at a time), then the account (the
+// one debit lock, under which every debit checks what is held).
+func Hold(ctx context.Context, tx pgx.Tx, h NewHold) (hold pix.Hold, created bool, err error) {
+	if err := h.validate(); err != nil {
+		return pix.Hold{}, false, err
+	}
+	if hold, found, err := holdOfRef(ctx, tx, h); found || err != nil {
+		return hold, false, err
+	}
+	room := int64(-1) // what the PIX has left to hold; -1: no PIX
+	if h.EndToEndID != "" {
+		if room, err = pixRoom(ctx, tx, h.EndToEndID, h.AccountID); err != nil {
+			return pix.Hold{}, false, err
+		}
+	}
+	a, err := lockAccount(ctx, tx, h.AccountID)
+	if err != nil {
+		return pix.Hold{}, false, err
+	}
+	amount, err := holdable(h, a.available(), room)
+	if err != nil {
+		return pix.Hold{}, false, err
+	}
+	var end2end *string
+	if h.EndToEndID != "" {
+		end2end = &h.EndToEndID
+	}
+	hold, err = scanHold(tx.QueryRow(ctx, holdSQL.Hold, uuid.New(), h.Ref, h.AccountID, end2end, h.Kind, h.Reason,
+		h.AmountCents, h.UpTo, amount, tracing.Traceparent(ctx)))
+	if errors.Is(err, pix.ErrHoldNotFound) {
+		// Another call took the ref after ours looked, and committed: its
+		// hold is the ref's.
+		hold, found, err := holdOfRef(ctx, tx, h)
+		if err == nil && !found {
+			err = fmt.Errorf("hold %q: neither inserted nor found", h.Ref)
+		}
+		return hold, false, err
+	}
+	if err != nil {
+		return pix.Hold{}, false, fmt.Errorf("hold: %w", err)
+	}
+	return hold, true, nil
+}
+
+// holdOfRef is the hold of h.Ref, if there is one: h's (found), or
+// pix.ErrHoldRefReused.
+func holdOfRef(ctx context.Context, tx pgx.Tx, h NewHold) (pix.Hold, bool, error) {
+	hold, err := scanHold(tx.QueryRow(ctx, holdSQL.ByRef, h.Ref))
+	switch {
+	case errors.Is(err, pix.ErrHoldNotFound):
+		return pix.Hold{}, false, nil
+	case err != nil:
+		return pix.Hold{}, false, fmt.Errorf("read hold: %w", err)
+	case !h.is(hold):
+		return pix.Hold{}, false, fmt.Errorf("%w: %q is hold %s", pix.ErrHoldRefReused, h.Ref, hold.ID)
+	}
+	return hold, true, nil
+}
+
+// holdable is how much h holds: all it asks, or with UpTo what the
+// available balance and the PIX's room (-1: no PIX) leave, if less.
+func holdable(h NewHold, available, room int64) (int64, error) {
+	amount := h.AmountCents
+	if h.UpTo {
+		amount = min(amount, available)
+		if room >= 0 {
+			amount = min(amount, room)
+		}
+	}
+	switch {
+	case room >= 0 && amount > room, room == 0:
+		return 0, fmt.Errorf("%w: the PIX has %d left to hold, asked %d", pix.ErrHoldExceedsCredit, room, h.AmountCents)
+	case amount > available, amount < 1:
+		return 0, fmt.Errorf("%w: available %d, hold %d", pix.ErrInsufficientFunds, available, h.AmountCents)
+	}
+	return amount, nil
+}
+
+// pixCredit locks the PIX's credit (LockCredit: the holds and devoluções
+// of one PIX are decided one at a time, in that order before the account)
+// and returns whose it is, its amount and whether its refund window is
+// open. No credit is pix.ErrPixNotCredited.
+func pixCredit(ctx context.Context, tx pgx.Tx, endToEndID string) (account string, credited int64, open bool, err error) {
+	err = tx.QueryRow(ctx, refundSQL.LockCredit, endToEndID, pix.RefundWindow).Scan(&account, &credited, &open)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", 0, false, pix.ErrPixNotCredited
+	case err != nil:
+		return "", 0, false, fmt.Errorf("lock credit: %w", err)
+	}
+	return account, credited, open, nil
+}
+
+// pixRoom locks the PIX's credit (pixCredit) and returns what of it is not
+// taken: its credit less its devoluções (all but the reversed) and its
+// active holds (creditLeft; a release that commits meanwhile only frees
+// more). A PIX not credited to account is pix.ErrPixNotCredited.
+func pixRoom(ctx context.Context, tx pgx.Tx, endToEndID, account string) (int64, error) {
+	owner, credited, _, err := pixCredit(ctx, tx, endToEndID)
+	if err != nil {
+		return 0, err
+	}
+	if owner != account {
+		return 0, fmt.Errorf("%w: %s was credited to another account", pix.ErrPixNotCredited, endToEndID)
+	}
+	return creditLeft(ctx, tx, endToEndID, credited, uuid.Nil)
+}
+
+// creditLeft is what of a PIX credited credited, its credit locked
+// already (pixCredit), its devoluções (all but the reversed) and its active
+// holds but except (the hold a devolução captures; uuid.Nil: none) leave.
+// Read in a statement of its own after the lock: its snapshot then sees
+// every devolução and hold committed by whoever held the lock before.
+func creditLeft(ctx context.Context, tx pgx.Tx, endToEndID string, credited int64, except uuid.UUID) (int64, error) {
+	var exceptID *uuid.UUID
+	if except != uuid.Nil {
+		exceptID = &except
+	}
+	var taken int64
+	if err := tx.QueryRow(ctx, refundSQL.TakenCents, endToEndID, exceptID).Scan(&taken); err != nil {
+		return 0, fmt.Errorf("sum refunds and holds: %w", err)
+	}
+	return credited - taken, nil
+}
+
+// Release ends the active hold id within tx as released (its money is
+// spendable again), with its event, and returns the hold as it is after
+// the call and whether this call released it. A hold that ended already
+// is returned as it is, nothing changed and no event written: released (a
+// retry whose first try committed), or captured (the devolução it was
+// held for took it first: the fence, which the hold's Status says).
+// reason says why ("": not said; at most 140 characters). pix.ErrHoldNotFound: no such hold.
+// Locks: the hold, then its account.
+func Release(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason string) (hold pix.Hold, released bool, err error) {
+	if err := validReason("reason", reason); err != nil {
+		return pix.Hold{}, false, err
+	}
+	if hold, err = lockHold(ctx, tx, id); err != nil || !hold.Active() {
+		return hold, false, err
+	}
+	if hold, err = scanHold(tx.QueryRow(ctx, holdSQL.Release, id, reason, tracing.Traceparent(ctx))); err != nil {
+		return pix.Hold{}, false, fmt.Errorf("release hold: %w", err)
+	}
+	return hold, true, nil
+}
+
+// lockHold locks the hold id until tx ends: it ends once, under this lock.
+func lockHold(ctx context.Context, tx pgx.Tx, id uuid.UUID) (pix.Hold, error) {
+	hold, err := scanHold(tx.QueryRow(ctx, holdSQL.LockHold, id))
+	if errors.Is(err, pix.ErrHoldNotFound) {
+		return pix.Hold{}, fmt.Errorf("%w: %s", pix.ErrHoldNotFound, id)
+	}
+	if err != nil {
+		return pix.Hold{}, fmt.Errorf("lock hold: %w", err)
+	}
+	return hold, nil
+}
+
+// capture ends the hold, locked active (lockHold), as captured by the
+// devolução refundID, whose debit in tx (at) took the hold's money out of
+// the account's held with the balance (debitAccount's capturedCents).
+// Only RecordRefund calls it, right after that debit.
+func capture(ctx context.Context, tx pgx.Tx, id uuid.UUID, refundID string, debit AccountDebit) error {
+	if _, err := scanHold(tx.QueryRow(ctx, holdSQL.Capture, id, refundID, debit.At, tracing.Traceparent(ctx))); err != nil {
+		return fmt.Errorf("capture hold %s: %w", id, err)
+	}
+	return nil
+}
+
+// scanHold reads a hold's columns in the order holds.sql's statements
+// return them; no row is pix.ErrHoldNotFound.
+func scanHold(row pgx.Row) (pix.Hold, error) {
+	var h pix.Hold
+	err := row.Scan(&h.ID, &h.Ref, &h.AccountID, &h.EndToEndID, &h.Kind, &h.Reason, &h.AskedCents, &h.UpTo, &h.AmountCents,
+		&h.Status, &h.RefundID, &h.EndReason, &h.CreatedAt, &h.EndedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return pix.Hold{}, pix.ErrHoldNotFound
+	}
+	return h, err
+}
+
+// GetHold returns one hold.
+func (s *Store) GetHold(ctx context.Context, id uuid.UUID) (pix.Hold, error) {
+	h, err := scanHold(s.pool.QueryRow(ctx, holdSQL.Get, id))
+	if err != nil && !errors.Is(err, pix.ErrHoldNotFound) {
+		return pix.Hold{}, Classify(fmt.Errorf("get hold: %w", err))
+	}
+	return h, err
+}
