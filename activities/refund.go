@@ -192,28 +192,7 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 			return RefundState{}, err
 		}
 		if !found {
-			if !firstAsk || !neverAccepted(r) {
-				// A PUT may have reached the PSP before: its record may yet
-				// appear. Never reversed on this answer; a human looks.
-				return RefundState{}, pspRequestRefused(ctx, a.Metrics, log, refusal, refundStaysOpen)
-			}
-			reason := refusalReason(refusal)
-			recorded, err := a.Store.MarkRefundRefused(ctx, r.ID, reason)
-			if err != nil {
-				return RefundState{}, KindError(err)
-			}
-			if !recorded {
-				// Since this PUT, another attempt or run asked again (its
-				// PUT may have made the devolução, its answer lost), or
-				// something says the PSP took it (an rtr_id, a notice): the
-				// refusal proves nothing, as for a PUT that was not the
-				// first. Never reversed on this answer; the next attempt
-				// asks the PSP's record again; a human looks.
-				return RefundState{}, pspRequestRefused(ctx, a.Metrics, log,
-					fmt.Errorf("the refusal no longer stands (another PUT was sent since, or the psp took the devolução): %w", refusal), refundStaysOpen)
-			}
-			log.WarnContext(ctx, "psp refused the devolução and holds no record of it", "error", refusal)
-			return RefundState{RefundID: r.ID, Status: RefundRefusedByPSP, Reason: reason}, nil
+			return a.refusedWithoutRecord(ctx, log, r, refusal, firstAsk)
 		}
 		log.InfoContext(ctx, "psp refused the PUT but holds our devolução (an earlier PUT made it): its record is followed", "error", refusal)
 	case psp.AnswerRequestRefused, psp.AnswerAlreadySubmitted:
@@ -228,6 +207,38 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 	}
 	log.InfoContext(ctx, "devolução requested at the psp", "psp_status", res.Status, "rtr_id", res.RtrID)
 	return state(r.ID, res), nil
+}
+
+// refusedWithoutRecord decides a devolução the PSP refused (400
+// PixDevolucaoInvalida) and holds no record of: RECUSADA, recorded, only
+// when this PUT was the first of the refund that ever reached the PSP and
+// nothing says it took the devolução since (neverAccepted,
+// MarkRefundRefused); else the refusal proves nothing and the refund stays
+// open: counted, retried, never reversed on this answer, for a human to
+// look.
+func (a *Refunds) refusedWithoutRecord(ctx context.Context, log *slog.Logger, r pix.Refund, refusal error, firstAsk bool) (RefundState, error) {
+	if !firstAsk || !neverAccepted(r) {
+		// A PUT may have reached the PSP before: its record may yet
+		// appear. Never reversed on this answer; a human looks.
+		return RefundState{}, pspRequestRefused(ctx, a.Metrics, log, refusal, refundStaysOpen)
+	}
+	reason := refusalReason(refusal)
+	recorded, err := a.Store.MarkRefundRefused(ctx, r.ID, reason)
+	if err != nil {
+		return RefundState{}, KindError(err)
+	}
+	if !recorded {
+		// Since this PUT, another attempt or run asked again (its
+		// PUT may have made the devolução, its answer lost), or
+		// something says the PSP took it (an rtr_id, a notice): the
+		// refusal proves nothing, as for a PUT that was not the
+		// first. Never reversed on this answer; the next attempt
+		// asks the PSP's record again; a human looks.
+		return RefundState{}, pspRequestRefused(ctx, a.Metrics, log,
+			fmt.Errorf("the refusal no longer stands (another PUT was sent since, or the psp took the devolução): %w", refusal), refundStaysOpen)
+	}
+	log.WarnContext(ctx, "psp refused the devolução and holds no record of it", "error", refusal)
+	return RefundState{RefundID: r.ID, Status: RefundRefusedByPSP, Reason: reason}, nil
 }
 
 func state(id string, res psp.RefundResult) RefundState {

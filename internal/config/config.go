@@ -367,101 +367,140 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 }
 
 // load reads the configuration through lookup; environ lists the
-// environment, for the variables known by a prefix only.
+// environment, for the variables known by a prefix only. The variables
+// are read by concern, then checked together (crossChecks): every mistake
+// is told at once.
 func load(lookup func(string) (string, bool), environ func() []string) (Config, error) {
 	c := Default()
-	var errs []error
-	str := func(name string, dst *string) {
-		if v, ok := lookup(name); ok {
-			if v == "" {
-				errs = append(errs, fmt.Errorf("%s: must not be empty", name))
-				return
-			}
-			*dst = v
-		}
+	r := &reader{lookup: lookup}
+	r.readStores(&c, environ)
+	r.readHTTP(&c)
+	r.readWorker(&c)
+	r.readAccess(&c)
+	r.readPSP(&c)
+	r.readEvents(&c)
+	r.readRuns(&c)
+	if err := errors.Join(append(r.errs, c.crossChecks()...)...); err != nil {
+		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
-	dur := func(name string, dst *time.Duration) {
-		if v, ok := lookup(name); ok {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				errs = append(errs, fmt.Errorf("%s: %q is not a positive duration such as 500ms or 2m", name, v))
-				return
-			}
-			*dst = d
+	return c, nil
+}
+
+// reader reads settings through lookup, keeping what is wrong with each
+// (errs) so that one start names every mistake.
+type reader struct {
+	lookup func(string) (string, bool)
+	errs   []error
+}
+
+// fail records what is wrong with a setting.
+func (r *reader) fail(err error) { r.errs = append(r.errs, err) }
+
+// str reads a string that may not be empty.
+func (r *reader) str(name string, dst *string) {
+	if v, ok := r.lookup(name); ok {
+		if v == "" {
+			r.fail(fmt.Errorf("%s: must not be empty", name))
+			return
 		}
+		*dst = v
 	}
-	// waitDur reads a wait that may be 0 (none), up to limit (0: no limit).
-	// It reports whether the value was set and taken.
-	waitDur := func(name, example string, limit time.Duration, dst *time.Duration) (taken bool) {
-		v, ok := lookup(name)
-		if !ok {
-			return false
-		}
+}
+
+// dur reads a positive duration.
+func (r *reader) dur(name string, dst *time.Duration) {
+	if v, ok := r.lookup(name); ok {
 		d, err := time.ParseDuration(v)
-		switch {
-		case err != nil || d < 0:
-			errs = append(errs, fmt.Errorf("%s: %q is not a duration of 0 or more, such as %s (0: no wait)", name, v, example))
-		case limit > 0 && d > limit:
-			errs = append(errs, fmt.Errorf("%s: %q is longer than %s", name, v, limit))
-		default:
-			*dst = d
-			return true
+		if err != nil || d <= 0 {
+			r.fail(fmt.Errorf("%s: %q is not a positive duration such as 500ms or 2m", name, v))
+			return
 		}
+		*dst = d
+	}
+}
+
+// waitDur reads a wait that may be 0 (none), up to limit (0: no limit).
+// It reports whether the value was set and taken.
+func (r *reader) waitDur(name, example string, limit time.Duration, dst *time.Duration) (taken bool) {
+	v, ok := r.lookup(name)
+	if !ok {
 		return false
 	}
-	integer := func(name string, min, max int64, set func(int64)) {
-		if v, ok := lookup(name); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < min || n > max {
-				errs = append(errs, fmt.Errorf("%s: %q is not a whole number from %d to %d", name, v, min, max))
-				return
-			}
-			set(n)
-		}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil || d < 0:
+		r.fail(fmt.Errorf("%s: %q is not a duration of 0 or more, such as %s (0: no wait)", name, v, example))
+	case limit > 0 && d > limit:
+		r.fail(fmt.Errorf("%s: %q is longer than %s", name, v, limit))
+	default:
+		*dst = d
+		return true
 	}
-	boolean := func(name string, dst *bool) {
-		if v, ok := lookup(name); ok {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %q is not true or false", name, v))
-				return
-			}
-			*dst = b
+	return false
+}
+
+// integer reads a whole number from min to max.
+func (r *reader) integer(name string, min, max int64, set func(int64)) {
+	if v, ok := r.lookup(name); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < min || n > max {
+			r.fail(fmt.Errorf("%s: %q is not a whole number from %d to %d", name, v, min, max))
+			return
 		}
+		set(n)
 	}
-	// secret reads NAME, or the file NAME_FILE names (Docker and
-	// Kubernetes secrets), its trailing newline trimmed; never both.
-	secret := func(name string) (string, bool) {
-		v, inline := lookup(name)
-		path, fromFile := lookup(name + "_FILE")
-		switch {
-		case inline && fromFile:
-			errs = append(errs, fmt.Errorf("%s and %s_FILE: set one, not both", name, name))
-			return "", false
-		case fromFile:
-			b, err := os.ReadFile(path)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s_FILE: %w", name, err))
-				return "", false
-			}
-			v = strings.TrimRight(string(b), "\r\n")
-		case !inline:
-			return "", false
+}
+
+// boolean reads true or false.
+func (r *reader) boolean(name string, dst *bool) {
+	if v, ok := r.lookup(name); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			r.fail(fmt.Errorf("%s: %q is not true or false", name, v))
+			return
 		}
-		if v == "" {
-			errs = append(errs, fmt.Errorf("%s: must not be empty", name))
-			return "", false
-		}
-		return v, true
+		*dst = b
 	}
+}
+
+// secret reads NAME, or the file NAME_FILE names (Docker and Kubernetes
+// secrets), its trailing newline trimmed; never both.
+func (r *reader) secret(name string) (string, bool) {
+	v, inline := r.lookup(name)
+	path, fromFile := r.lookup(name + "_FILE")
+	switch {
+	case inline && fromFile:
+		r.fail(fmt.Errorf("%s and %s_FILE: set one, not both", name, name))
+		return "", false
+	case fromFile:
+		b, err := os.ReadFile(path)
+		if err != nil {
+			r.fail(fmt.Errorf("%s_FILE: %w", name, err))
+			return "", false
+		}
+		v = strings.TrimRight(string(b), "\r\n")
+	case !inline:
+		return "", false
+	}
+	if v == "" {
+		r.fail(fmt.Errorf("%s: must not be empty", name))
+		return "", false
+	}
+	return v, true
+}
+
+// readStores reads where the service keeps its state and runs its
+// sagas: PostgreSQL and Temporal (its connection, task queue, UI and the
+// payloads' encryption).
+func (r *reader) readStores(c *Config, environ func() []string) {
 	// The URL holds the database password: a secret, from a file too
 	// (docker-compose.yml passes it so).
-	if v, ok := secret("DATABASE_URL"); ok {
+	if v, ok := r.secret("DATABASE_URL"); ok {
 		c.DatabaseURL = v
 	}
-	integer("DATABASE_MAX_CONNS", 1, 1000, func(n int64) { c.DatabaseMaxConns = int32(n) })
-	if conn, err := temporalConnection(lookup, environ); err != nil {
-		errs = append(errs, err)
+	r.integer("DATABASE_MAX_CONNS", 1, 1000, func(n int64) { c.DatabaseMaxConns = int32(n) })
+	if conn, err := temporalConnection(r.lookup, environ); err != nil {
+		r.fail(err)
 	} else {
 		// A profile's address and namespace, under the variables' (which
 		// envconfig applied, and str checks below).
@@ -470,122 +509,143 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 		conn.Address, conn.Namespace = "", ""
 		c.TemporalConnection = conn
 	}
-	str("TEMPORAL_ADDRESS", &c.TemporalAddress)
-	str("TEMPORAL_NAMESPACE", &c.TemporalNamespace)
+	r.str("TEMPORAL_ADDRESS", &c.TemporalAddress)
+	r.str("TEMPORAL_NAMESPACE", &c.TemporalNamespace)
 	// An API key from a file (Docker and Kubernetes secrets), like the
 	// service's own secrets; TEMPORAL_API_KEY itself envconfig read.
-	if v, ok := secret("TEMPORAL_API_KEY"); ok {
+	if v, ok := r.secret("TEMPORAL_API_KEY"); ok {
 		c.TemporalConnection.APIKey = v
 	}
-	str("TEMPORAL_TASK_QUEUE", &c.TemporalTaskQueue)
+	r.str("TEMPORAL_TASK_QUEUE", &c.TemporalTaskQueue)
 	if err := workflows.CheckTaskQueueBase(c.TemporalTaskQueue); err != nil {
-		errs = append(errs, fmt.Errorf("TEMPORAL_TASK_QUEUE: %w", err))
+		r.fail(fmt.Errorf("TEMPORAL_TASK_QUEUE: %w", err))
 	}
-	str("TEMPORAL_UI_URL", &c.TemporalUIURL)
+	r.str("TEMPORAL_UI_URL", &c.TemporalUIURL)
 	// Temporal payload encryption.
-	if v, ok := secret("TEMPORAL_CODEC_KEYS"); ok {
+	if v, ok := r.secret("TEMPORAL_CODEC_KEYS"); ok {
 		keys, err := codec.ParseKeyRing(v)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("TEMPORAL_CODEC_KEYS: %w", err))
+			r.fail(fmt.Errorf("TEMPORAL_CODEC_KEYS: %w", err))
 		}
 		c.TemporalCodecKeys = keys
 	}
-	if v, ok := lookup("TEMPORAL_CODEC_WRITE_FORMAT"); ok {
+	if v, ok := r.lookup("TEMPORAL_CODEC_WRITE_FORMAT"); ok {
 		f, err := codec.ParseFormat(v)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("TEMPORAL_CODEC_WRITE_FORMAT: %w", err))
+			r.fail(fmt.Errorf("TEMPORAL_CODEC_WRITE_FORMAT: %w", err))
 		}
 		c.TemporalCodecWriteFormat = f
 	}
-	boolean("TEMPORAL_CODEC_AUTH_REQUIRED", &c.CodecAuthRequired)
-	if v, ok := lookup("TEMPORAL_CODEC_CORS_ORIGINS"); ok {
+	r.boolean("TEMPORAL_CODEC_AUTH_REQUIRED", &c.CodecAuthRequired)
+	if v, ok := r.lookup("TEMPORAL_CODEC_CORS_ORIGINS"); ok {
 		c.CodecCORSOrigins = list(v)
 		for _, origin := range c.CodecCORSOrigins {
 			if !isOrigin(origin) {
-				errs = append(errs, fmt.Errorf("TEMPORAL_CODEC_CORS_ORIGINS: %q is not an origin such as http://127.0.0.1:8233 (scheme and host, no path)", origin))
+				r.fail(fmt.Errorf("TEMPORAL_CODEC_CORS_ORIGINS: %q is not an origin such as http://127.0.0.1:8233 (scheme and host, no path)", origin))
 			}
 		}
 	}
-	str("HTTP_ADDR", &c.HTTPAddr)
-	dur("HTTP_READ_TIMEOUT", &c.HTTPReadTimeout)
-	dur("HTTP_WRITE_TIMEOUT", &c.HTTPWriteTimeout)
-	dur("HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout)
-	integer("HTTP_MAX_CONNECTIONS", 0, 1_000_000, func(n int64) { c.HTTPMaxConnections = int(n) })
-	integer("HTTP_MAX_IN_FLIGHT", 0, 1_000_000, func(n int64) { c.HTTPMaxInFlight = int(n) })
-	dur("HTTP_REQUEST_TIMEOUT", &c.RequestTimeout)
-	integer("WEBHOOK_GROUP_WRITERS", 1, 256, func(n int64) { c.WebhookGroupWriters = int(n) })
-	integer("WEBHOOK_GROUP_MAX_ROWS", 1, 10_000, func(n int64) { c.WebhookGroupMaxRows = int(n) })
-	waitDur("WEBHOOK_GROUP_WINDOW", "1ms", time.Second, &c.WebhookGroupWindow)
-	integer("WEBHOOK_QUEUE_MAX_ROWS", 1, 1_000_000, func(n int64) { c.WebhookQueueMaxRows = int(n) })
-	dur("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
-	waitDur("SHUTDOWN_READYZ_DELAY", "5s", 0, &c.ShutdownReadyzDelay)
-	dur("WORKER_STOP_TIMEOUT", &c.WorkerStopTimeout)
-	if v, ok := lookup("WORKER_METRICS_ADDR"); ok {
+}
+
+// readHTTP reads the API's listener, its timeouts and caps, the
+// webhooks' group commit, and the shutdown's waits.
+func (r *reader) readHTTP(c *Config) {
+	r.str("HTTP_ADDR", &c.HTTPAddr)
+	r.dur("HTTP_READ_TIMEOUT", &c.HTTPReadTimeout)
+	r.dur("HTTP_WRITE_TIMEOUT", &c.HTTPWriteTimeout)
+	r.dur("HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout)
+	r.integer("HTTP_MAX_CONNECTIONS", 0, 1_000_000, func(n int64) { c.HTTPMaxConnections = int(n) })
+	r.integer("HTTP_MAX_IN_FLIGHT", 0, 1_000_000, func(n int64) { c.HTTPMaxInFlight = int(n) })
+	r.dur("HTTP_REQUEST_TIMEOUT", &c.RequestTimeout)
+	r.integer("WEBHOOK_GROUP_WRITERS", 1, 256, func(n int64) { c.WebhookGroupWriters = int(n) })
+	r.integer("WEBHOOK_GROUP_MAX_ROWS", 1, 10_000, func(n int64) { c.WebhookGroupMaxRows = int(n) })
+	r.waitDur("WEBHOOK_GROUP_WINDOW", "1ms", time.Second, &c.WebhookGroupWindow)
+	r.integer("WEBHOOK_QUEUE_MAX_ROWS", 1, 1_000_000, func(n int64) { c.WebhookQueueMaxRows = int(n) })
+	r.dur("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
+	r.waitDur("SHUTDOWN_READYZ_DELAY", "5s", 0, &c.ShutdownReadyzDelay)
+}
+
+// readWorker reads the worker's settings, the log level and the
+// dispatchers'.
+func (r *reader) readWorker(c *Config) {
+	r.dur("WORKER_STOP_TIMEOUT", &c.WorkerStopTimeout)
+	if v, ok := r.lookup("WORKER_METRICS_ADDR"); ok {
 		c.WorkerMetricsAddr = v // "" turns it off
 	}
-	integer("WORKER_MAX_CONCURRENT_ACTIVITIES", 0, 10000, func(n int64) { c.WorkerMaxActivities = int(n) })
-	boolean("TEMPORAL_WORKER_VERSIONING", &c.WorkerVersioning)
-	str("TEMPORAL_WORKER_PROMOTE", &c.WorkerPromote)
-	str("LOG_LEVEL", &c.LogLevel)
-	boolean("DISPATCHER_ENABLED", &c.DispatcherEnabled)
-	boolean("CREDIT_LISTING_IN_INPUT", &c.CreditListingInInput)
-	dur("DISPATCH_POLL_INTERVAL", &c.DispatchPollInterval)
-	integer("DISPATCH_BATCH_SIZE", 1, 10000, func(n int64) { c.DispatchBatchSize = int(n) })
-	integer("DISPATCH_CONCURRENCY", 1, 1000, func(n int64) { c.DispatchConcurrency = int(n) })
-	dur("DISPATCH_RECHECK_AFTER", &c.DispatchRecheckAfter)
-	dur("DISPATCH_RECHECK_MAX", &c.DispatchRecheckMax)
-	if _, set := lookup("DISPATCH_RECHECK_MAX"); !set {
+	r.integer("WORKER_MAX_CONCURRENT_ACTIVITIES", 0, 10000, func(n int64) { c.WorkerMaxActivities = int(n) })
+	r.boolean("TEMPORAL_WORKER_VERSIONING", &c.WorkerVersioning)
+	r.str("TEMPORAL_WORKER_PROMOTE", &c.WorkerPromote)
+	r.str("LOG_LEVEL", &c.LogLevel)
+	r.boolean("DISPATCHER_ENABLED", &c.DispatcherEnabled)
+	r.boolean("CREDIT_LISTING_IN_INPUT", &c.CreditListingInInput)
+	r.dur("DISPATCH_POLL_INTERVAL", &c.DispatchPollInterval)
+	r.integer("DISPATCH_BATCH_SIZE", 1, 10000, func(n int64) { c.DispatchBatchSize = int(n) })
+	r.integer("DISPATCH_CONCURRENCY", 1, 1000, func(n int64) { c.DispatchConcurrency = int(n) })
+	r.dur("DISPATCH_RECHECK_AFTER", &c.DispatchRecheckAfter)
+	r.dur("DISPATCH_RECHECK_MAX", &c.DispatchRecheckMax)
+	if _, set := r.lookup("DISPATCH_RECHECK_MAX"); !set {
 		// A DISPATCH_RECHECK_AFTER set above the default maximum (before the
 		// maximum existed) keeps working: its rechecks just don't grow.
 		c.DispatchRecheckMax = max(c.DispatchRecheckMax, c.DispatchRecheckAfter)
 	}
-	dur("DISPATCH_RETRY_MAX_DELAY", &c.DispatchRetryMaxDelay)
-	boolean("WEBHOOK_SIGNATURES_REQUIRED", &c.WebhookSignaturesRequired)
-	if v, ok := secret("WEBHOOK_SECRETS"); ok {
+	r.dur("DISPATCH_RETRY_MAX_DELAY", &c.DispatchRetryMaxDelay)
+}
+
+// readAccess reads who may call the API: the PSPs' signatures and
+// certificates, TLS, the admin token, the token issuer, the listeners of
+// their own and the proxies trusted.
+func (r *reader) readAccess(c *Config) {
+	r.boolean("WEBHOOK_SIGNATURES_REQUIRED", &c.WebhookSignaturesRequired)
+	if v, ok := r.secret("WEBHOOK_SECRETS"); ok {
 		secrets, err := webhooksig.ParseSecrets(v)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("WEBHOOK_SECRETS: %w", err))
+			r.fail(fmt.Errorf("WEBHOOK_SECRETS: %w", err))
 		}
 		c.WebhookSecrets = secrets
 	}
-	dur("WEBHOOK_SIGNATURE_TOLERANCE", &c.WebhookSignatureTolerance)
-	str("TLS_CERT_FILE", &c.TLSCertFile)
-	str("TLS_KEY_FILE", &c.TLSKeyFile)
-	str("TLS_CLIENT_CA_FILE", &c.TLSClientCAFile)
-	if v, ok := lookup("WEBHOOK_MTLS_PSPS"); ok {
+	r.dur("WEBHOOK_SIGNATURE_TOLERANCE", &c.WebhookSignatureTolerance)
+	r.str("TLS_CERT_FILE", &c.TLSCertFile)
+	r.str("TLS_KEY_FILE", &c.TLSKeyFile)
+	r.str("TLS_CLIENT_CA_FILE", &c.TLSClientCAFile)
+	if v, ok := r.lookup("WEBHOOK_MTLS_PSPS"); ok {
 		psps, err := webhooksig.ParseCertPSPs(v)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("WEBHOOK_MTLS_PSPS: %w", err))
+			r.fail(fmt.Errorf("WEBHOOK_MTLS_PSPS: %w", err))
 		}
 		c.WebhookMTLSPSPs = psps
 	}
-	switch v, _ := lookup("TLS_LISTENERS"); v {
+	switch v, _ := r.lookup("TLS_LISTENERS"); v {
 	case "", "all":
 	case "webhooks":
 		c.TLSWebhooksOnly = true
 	default:
-		errs = append(errs, fmt.Errorf("TLS_LISTENERS: %q: want all (the default) or webhooks", v))
+		r.fail(fmt.Errorf("TLS_LISTENERS: %q: want all (the default) or webhooks", v))
 	}
-	if v, ok := secret("ADMIN_TOKEN"); ok {
+	if v, ok := r.secret("ADMIN_TOKEN"); ok {
 		c.AdminToken = v
 	}
-	boolean("AUTH_REQUIRED", &c.AuthRequired)
-	str("AUTH_ISSUER", &c.AuthIssuer)
-	str("AUTH_AUDIENCE", &c.AuthAudience)
-	str("AUTH_JWKS_FILE", &c.AuthJWKSFile)
-	str("AUTH_JWKS_URL", &c.AuthJWKSURL)
-	str("AUTH_DEV_KEY_DIR", &c.AuthDevKeyDir)
-	str("WEBHOOK_HTTP_ADDR", &c.WebhookHTTPAddr)
-	str("OPS_HTTP_ADDR", &c.OpsHTTPAddr)
-	if v, ok := lookup("TRUSTED_PROXIES"); ok {
+	r.boolean("AUTH_REQUIRED", &c.AuthRequired)
+	r.str("AUTH_ISSUER", &c.AuthIssuer)
+	r.str("AUTH_AUDIENCE", &c.AuthAudience)
+	r.str("AUTH_JWKS_FILE", &c.AuthJWKSFile)
+	r.str("AUTH_JWKS_URL", &c.AuthJWKSURL)
+	r.str("AUTH_DEV_KEY_DIR", &c.AuthDevKeyDir)
+	r.str("WEBHOOK_HTTP_ADDR", &c.WebhookHTTPAddr)
+	r.str("OPS_HTTP_ADDR", &c.OpsHTTPAddr)
+	if v, ok := r.lookup("TRUSTED_PROXIES"); ok {
 		c.TrustedProxies = list(v)
 	}
-	str("PSP_URL", &c.PSPURL)
-	dur("PSP_TIMEOUT", &c.PSPTimeout)
-	str("PSP_OAUTH_TOKEN_URL", &c.PSPOAuthTokenURL)
-	str("PSP_CLIENT_ID", &c.PSPClientID)
-	if v, ok := secret("PSP_CLIENT_SECRET"); ok {
-		if path, fromFile := lookup("PSP_CLIENT_SECRET_FILE"); fromFile {
+}
+
+// readPSP reads how the PSP is called, the bank's ISPB and the
+// Idempotency-Key layer's times.
+func (r *reader) readPSP(c *Config) {
+	r.str("PSP_URL", &c.PSPURL)
+	r.dur("PSP_TIMEOUT", &c.PSPTimeout)
+	r.str("PSP_OAUTH_TOKEN_URL", &c.PSPOAuthTokenURL)
+	r.str("PSP_CLIENT_ID", &c.PSPClientID)
+	if v, ok := r.secret("PSP_CLIENT_SECRET"); ok {
+		if path, fromFile := r.lookup("PSP_CLIENT_SECRET_FILE"); fromFile {
 			// The client reads the file again at each token request, so
 			// that a secret fixed there needs no restart; read here too,
 			// so that one that can't be read fails the start.
@@ -594,79 +654,94 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 			c.PSPClientSecret = v
 		}
 	}
-	if v, ok := lookup("PSP_OAUTH_SCOPES"); ok {
+	if v, ok := r.lookup("PSP_OAUTH_SCOPES"); ok {
 		if c.PSPOAuthScopes = strings.Fields(v); len(c.PSPOAuthScopes) == 0 {
-			errs = append(errs, errors.New("PSP_OAUTH_SCOPES: must not be empty (unset: pix.read pix.write webhook.read webhook.write)"))
+			r.fail(errors.New("PSP_OAUTH_SCOPES: must not be empty (unset: pix.read pix.write webhook.read webhook.write)"))
 		}
 	}
-	str("PSP_TLS_CERT_FILE", &c.PSPTLSCertFile)
-	str("PSP_TLS_KEY_FILE", &c.PSPTLSKeyFile)
-	str("PSP_CA_FILE", &c.PSPCAFile)
-	str("BANK_ISPB", &c.BankISPB)
-	dur("IDEMPOTENCY_LOCK_TIMEOUT", &c.IdempotencyLockTimeout)
-	dur("IDEMPOTENCY_KEY_TTL", &c.IdempotencyKeyTTL)
-	str("NATS_URL", &c.NATSURL)
-	boolean("OUTBOX_RELAY_ENABLED", &c.OutboxRelayEnabled)
-	integer("OUTBOX_BATCH_SIZE", 1, 10000, func(n int64) { c.OutboxBatchSize = int(n) })
-	dur("OUTBOX_POLL_INTERVAL", &c.OutboxPollInterval)
-	if waitDur("OUTBOX_GATHER_WINDOW", "50ms", time.Second, &c.OutboxGatherWindow) {
+	r.str("PSP_TLS_CERT_FILE", &c.PSPTLSCertFile)
+	r.str("PSP_TLS_KEY_FILE", &c.PSPTLSKeyFile)
+	r.str("PSP_CA_FILE", &c.PSPCAFile)
+	r.str("BANK_ISPB", &c.BankISPB)
+	r.dur("IDEMPOTENCY_LOCK_TIMEOUT", &c.IdempotencyLockTimeout)
+	r.dur("IDEMPOTENCY_KEY_TTL", &c.IdempotencyKeyTTL)
+}
+
+// readEvents reads the broker and the outbox relay's settings.
+func (r *reader) readEvents(c *Config) {
+	r.str("NATS_URL", &c.NATSURL)
+	r.boolean("OUTBOX_RELAY_ENABLED", &c.OutboxRelayEnabled)
+	r.integer("OUTBOX_BATCH_SIZE", 1, 10000, func(n int64) { c.OutboxBatchSize = int(n) })
+	r.dur("OUTBOX_POLL_INTERVAL", &c.OutboxPollInterval)
+	if r.waitDur("OUTBOX_GATHER_WINDOW", "50ms", time.Second, &c.OutboxGatherWindow) {
 		if c.OutboxGatherWindow >= c.OutboxPollInterval {
-			errs = append(errs, fmt.Errorf("OUTBOX_GATHER_WINDOW: %s must be shorter than OUTBOX_POLL_INTERVAL (%s)", c.OutboxGatherWindow, c.OutboxPollInterval))
+			r.fail(fmt.Errorf("OUTBOX_GATHER_WINDOW: %s must be shorter than OUTBOX_POLL_INTERVAL (%s)", c.OutboxGatherWindow, c.OutboxPollInterval))
 		}
-	} else if _, set := lookup("OUTBOX_GATHER_WINDOW"); !set {
+	} else if _, set := r.lookup("OUTBOX_GATHER_WINDOW"); !set {
 		// Unset, it stays shorter than a short OUTBOX_POLL_INTERVAL: a
 		// deployment that set only that one keeps starting.
 		c.OutboxGatherWindow = min(c.OutboxGatherWindow, c.OutboxPollInterval/2)
 	}
-	dur("OUTBOX_RETENTION", &c.OutboxRetention)
-	streamMaxAge(lookup, &c, &errs)
-	if v, ok := lookup("NATS_STREAM_MAX_BYTES"); ok {
+	r.dur("OUTBOX_RETENTION", &c.OutboxRetention)
+	streamMaxAge(r.lookup, c, &r.errs)
+	if v, ok := r.lookup("NATS_STREAM_MAX_BYTES"); ok {
 		n, err := parseBytes(v)
 		if err != nil || n < minStreamMaxBytes {
-			errs = append(errs, fmt.Errorf("NATS_STREAM_MAX_BYTES: %q is not a size of at least 1MiB, such as 1073741824, 512MiB or 8GiB", v))
+			r.fail(fmt.Errorf("NATS_STREAM_MAX_BYTES: %q is not a size of at least 1MiB, such as 1073741824, 512MiB or 8GiB", v))
 		} else {
 			c.NATSStreamMaxBytes = n
 		}
 	}
-	dur("INBOX_RETENTION", &c.InboxRetention)
-	dur("RETENTION_INTERVAL", &c.RetentionInterval)
-	dur("RECONCILE_INTERVAL", &c.ReconcileInterval)
-	waitDur("PSP_CATCHUP_INTERVAL", "1m", 0, &c.PSPCatchUpInterval)
-	waitDur("PSP_CATCHUP_OVERLAP", "10m", 0, &c.PSPCatchUpOverlap)
-	waitDur("PSP_CATCHUP_LOOKBACK", "24h", 0, &c.PSPCatchUpLookback)
-	if waitDur("PSP_CATCHUP_GRACE", "1m", 0, &c.PSPCatchUpGrace) {
+}
+
+// readRuns reads the periodic runs' and the sagas' times (retention,
+// reconciliation, the PSP catch-up, transfers, devoluções, the credits'
+// retries) and the tracing settings.
+func (r *reader) readRuns(c *Config) {
+	r.dur("INBOX_RETENTION", &c.InboxRetention)
+	r.dur("RETENTION_INTERVAL", &c.RetentionInterval)
+	r.dur("RECONCILE_INTERVAL", &c.ReconcileInterval)
+	r.waitDur("PSP_CATCHUP_INTERVAL", "1m", 0, &c.PSPCatchUpInterval)
+	r.waitDur("PSP_CATCHUP_OVERLAP", "10m", 0, &c.PSPCatchUpOverlap)
+	r.waitDur("PSP_CATCHUP_LOOKBACK", "24h", 0, &c.PSPCatchUpLookback)
+	if r.waitDur("PSP_CATCHUP_GRACE", "1m", 0, &c.PSPCatchUpGrace) {
 		if c.PSPCatchUpGrace > 0 && c.PSPCatchUpGrace >= c.PSPCatchUpOverlap {
-			errs = append(errs, fmt.Errorf("PSP_CATCHUP_GRACE: %s is not less than PSP_CATCHUP_OVERLAP (%s)", c.PSPCatchUpGrace, c.PSPCatchUpOverlap))
+			r.fail(fmt.Errorf("PSP_CATCHUP_GRACE: %s is not less than PSP_CATCHUP_OVERLAP (%s)", c.PSPCatchUpGrace, c.PSPCatchUpOverlap))
 		}
 	} else {
 		// Unset, it stays within a short PSP_CATCHUP_OVERLAP: a deployment
 		// that set only that one keeps starting.
 		c.PSPCatchUpGrace = min(c.PSPCatchUpGrace, c.PSPCatchUpOverlap/2)
 	}
-	dur("TRANSFER_SETTLEMENT_TIMEOUT", &c.TransferSettlementTimeout)
-	dur("TRANSFER_SETTLEMENT_POLL_MAX", &c.TransferSettlementPollMax)
-	dur("REFUND_POLL_MAX", &c.RefundPollMax)
-	dur("REFUND_OUTCOME_TIMEOUT", &c.RefundOutcomeTimeout)
-	dur("REFUND_REFUSAL_QUIET_PERIOD", &c.RefundRefusalQuietPeriod)
-	dur("PSP_RETRY_INITIAL_INTERVAL", &c.PSPRetryInitial)
-	dur("PSP_RETRY_MAX_INTERVAL", &c.PSPRetryMax)
-	integer("INBOX_ATTEMPTS_MAX", 1, 1000, func(n int64) { c.InboxAttemptsMax = int32(n) })
-	dur("INBOX_RETRY_INITIAL_INTERVAL", &c.InboxRetryInitial)
-	if v, ok := lookup("INBOX_RETRY_BACKOFF_COEFFICIENT"); ok {
+	r.dur("TRANSFER_SETTLEMENT_TIMEOUT", &c.TransferSettlementTimeout)
+	r.dur("TRANSFER_SETTLEMENT_POLL_MAX", &c.TransferSettlementPollMax)
+	r.dur("REFUND_POLL_MAX", &c.RefundPollMax)
+	r.dur("REFUND_OUTCOME_TIMEOUT", &c.RefundOutcomeTimeout)
+	r.dur("REFUND_REFUSAL_QUIET_PERIOD", &c.RefundRefusalQuietPeriod)
+	r.dur("PSP_RETRY_INITIAL_INTERVAL", &c.PSPRetryInitial)
+	r.dur("PSP_RETRY_MAX_INTERVAL", &c.PSPRetryMax)
+	r.integer("INBOX_ATTEMPTS_MAX", 1, 1000, func(n int64) { c.InboxAttemptsMax = int32(n) })
+	r.dur("INBOX_RETRY_INITIAL_INTERVAL", &c.InboxRetryInitial)
+	if v, ok := r.lookup("INBOX_RETRY_BACKOFF_COEFFICIENT"); ok {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("INBOX_RETRY_BACKOFF_COEFFICIENT: %q is not a number", v))
+			r.fail(fmt.Errorf("INBOX_RETRY_BACKOFF_COEFFICIENT: %q is not a number", v))
 		}
 		c.InboxRetryBackoff = f
 	}
-	dur("INBOX_RETRY_MAX_INTERVAL", &c.InboxRetryMaxInterval)
-	dur("INBOX_ACTIVITY_TIMEOUT", &c.InboxActivityTimeout)
-	if t, err := tracing.SettingsFrom(lookup); err != nil {
-		errs = append(errs, err)
+	r.dur("INBOX_RETRY_MAX_INTERVAL", &c.InboxRetryMaxInterval)
+	r.dur("INBOX_ACTIVITY_TIMEOUT", &c.InboxActivityTimeout)
+	if t, err := tracing.SettingsFrom(r.lookup); err != nil {
+		r.fail(err)
 	} else {
 		c.Tracing = t
 	}
+}
 
+// crossChecks are what is wrong with settings that hold together (a
+// maximum under its minimum, a file without its pair, a key sent in clear).
+func (c Config) crossChecks() []error {
+	var errs []error
 	if err := c.Retry().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("INBOX_* retry settings: %w", err))
 	}
@@ -729,10 +804,7 @@ func load(lookup func(string) (string, bool), environ func() []string) (Config, 
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.checkPSP()...)
-	if err := errors.Join(errs...); err != nil {
-		return Config{}, fmt.Errorf("configuration: %w", err)
-	}
-	return c, nil
+	return errs
 }
 
 // temporalConnection reads the Temporal client's settings as every

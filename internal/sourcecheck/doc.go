@@ -1,0 +1,10 @@
+// Package sourcecheck owns the checks of the service's own source that the
+// linters don't make (its tests; it has no code): a product function of
+// more than MaxFuncLines lines must say in its doc comment why it is not
+// split (funclen_test.go).
+package sourcecheck
+
+// MaxFuncLines is the most lines a function of the service's module (its
+// non-test Go files) has, from its func keyword to its closing brace,
+// unless its doc comment holds a line "Length: <why>".
+const MaxFuncLines = 100
