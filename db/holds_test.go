@@ -84,6 +84,13 @@ func requireBooks(t *testing.T, s *db.Store) {
 	require.Zero(t, over, "a PIX whose devoluções and holds exceed its credit")
 }
 
+func countHolds(t *testing.T, s *db.Store) int {
+	t.Helper()
+	var n int
+	require.NoError(t, s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pix_holds`).Scan(&n))
+	return n
+}
+
 // eventsOf is the event types of one aggregate, in order.
 func eventsOf(t *testing.T, s *db.Store, aggregate, id string) []string {
 	t.Helper()
@@ -257,9 +264,7 @@ func TestHoldRefusals(t *testing.T) {
 		require.ErrorIs(t, err, c.want, c.name)
 		require.True(t, pix.IsRefusal(err), c.name)
 	}
-	var n int
-	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_holds`).Scan(&n))
-	require.Zero(t, n, "a refusal holds nothing")
+	require.Zero(t, countHolds(t, s), "a refusal holds nothing")
 
 	// The PIX's devoluções and holds share its credit.
 	_, err := refund(s, e2e, 4_000, anyone)
@@ -324,7 +329,6 @@ func TestEveryDebitSparesHeldMoney(t *testing.T) {
 }
 
 func TestHoldIsIdempotentOnItsRef(t *testing.T) {
-	ctx := context.Background()
 	s := dbtest.New(t)
 	openAccount(t, s, "acc-1", 0)
 	openAccount(t, s, "acc-2", 0)
@@ -369,9 +373,7 @@ func TestHoldIsIdempotentOnItsRef(t *testing.T) {
 	require.False(t, created)
 	require.Equal(t, pix.HoldReleased, ended.Status, "the ref's hold, as it is: not a new one")
 	requireMoney(t, s, "acc-1", 20_000, 0)
-	var n int
-	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_holds`).Scan(&n))
-	require.Equal(t, 1, n)
+	require.Equal(t, 1, countHolds(t, s))
 	requireBooks(t, s)
 }
 
@@ -420,7 +422,8 @@ func TestLostAnswersAskedAgain(t *testing.T) {
 }
 
 // Holds are checked by the reconciliation: an account whose held amount
-// is not its active holds' sum is reported until it is mended.
+// is not its active holds' sum is reported until it is mended, and so is a
+// PIX whose active holds and devoluções exceed its credit.
 func TestReconcileReportsHeldThatIsNotItsHolds(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
@@ -445,8 +448,25 @@ func TestReconcileReportsHeldThatIsNotItsHolds(t *testing.T) {
 	require.NoError(t, err)
 	requireBalanced(t, s)
 
+	// A PIX whose holds and devoluções exceed its credit is reported too
+	// (the holds written behind the API's back).
+	e2e := creditPIX(t, s, 1, "acc-2", 1_000)
+	_, err = refund(s, e2e, 300, anyone)
+	require.NoError(t, err)
+	h, _, err := hold(s, block("block:2", "acc-2", e2e, 700))
+	require.NoError(t, err)
+	requireBalanced(t, s)
+	_, err = s.Pool().Exec(ctx, `UPDATE pix_holds SET amount_cents = 701, asked_cents = 701 WHERE id = $1`, h.ID)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `UPDATE accounts SET held_cents = held_cents + 1 WHERE id = 'acc-2'`)
+	require.NoError(t, err)
+	rec, err := s.Reconcile(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{e2e}, rec.RefundsOverCredit, "300 returned and 701 held of 1,000")
+	require.Empty(t, rec.UnbalancedHolds)
+
 	// The database refuses held money that is not there.
-	_, err = s.Pool().Exec(ctx, `UPDATE accounts SET held_cents = 10001 WHERE id = 'acc-2'`)
+	_, err = s.Pool().Exec(ctx, `UPDATE accounts SET held_cents = balance_cents + 1 WHERE id = 'acc-2'`)
 	require.ErrorContains(t, err, "accounts_held_within_balance")
 	_, err = s.Pool().Exec(ctx, `UPDATE accounts SET held_cents = -1 WHERE id = 'acc-2'`)
 	require.ErrorContains(t, err, "accounts_held_within_balance")

@@ -21,8 +21,8 @@ type Reconciliation struct {
 	DoneWithoutCredit []string `json:"done_without_credit"`
 	// CreditWithoutDone: credits whose inbox row exists and is not done (I3).
 	CreditWithoutDone []string `json:"credit_without_done"`
-	// RefundsOverCredit: PIX whose refunds (but the reversed) sum to more
-	// than their credit.
+	// RefundsOverCredit: PIX whose refunds (but the reversed) and active
+	// holds sum to more than their credit (I9, I11).
 	RefundsOverCredit []string `json:"refunds_over_credit"`
 	// RefundContradictions: final refunds the PSP's latest notice
 	// contradicts (returned but NAO_REALIZADO, reversed but DEVOLVIDO).
@@ -48,7 +48,8 @@ func init() { bindQueries("reconcile.sql", &reconcileSQL) }
 // its opening balance, its settled sum and its movements since; every
 // account's held amount against its active holds; the done
 // inbox rows since, and every pending or failed one, against the credits;
-// the devoluções since against their PIX's credit; the contradicted
+// the devoluções since, and the active holds, against their PIX's credit;
+// the contradicted
 // devoluções; and the differences the last run found, again. Its cost
 // follows the accounts and what is new, never the books' history (the
 // first run after migration 0024, which settles the history, reads it

@@ -354,7 +354,7 @@ func reconcile(ctx context.Context, c *apiClient, asJSON bool, out io.Writer) er
 		fmt.Fprintf(out, "accounts whose held amount is not their active holds': %v\n", v.Report.UnbalancedHolds)
 	}
 	if len(v.Report.RefundsOverCredit) > 0 || len(v.Report.RefundContradictions) > 0 {
-		fmt.Fprintf(out, "PIX refunded beyond their credit: %v\nfinal refunds the PSP's notice contradicts: %v\n",
+		fmt.Fprintf(out, "PIX refunded or held beyond their credit: %v\nfinal refunds the PSP's notice contradicts: %v\n",
 			v.Report.RefundsOverCredit, v.Report.RefundContradictions)
 	}
 	return errUnbalanced

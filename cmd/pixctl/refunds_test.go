@@ -500,6 +500,6 @@ func TestReconcilePrintsRefundFindings(t *testing.T) {
 	r := pixctl(t, env("PIX_API_URL", srv.URL, "ADMIN_TOKEN", "adm"), "reconcile")
 	r.requireStatus(t, cli.ExitProblem)
 	require.Contains(t, r.stderr, "do not balance")
-	require.Contains(t, r.stdout, "PIX refunded beyond their credit: ["+refundTestPIX+"]\n")
+	require.Contains(t, r.stdout, "PIX refunded or held beyond their credit: ["+refundTestPIX+"]\n")
 	require.Contains(t, r.stdout, "final refunds the PSP's notice contradicts: [abc]\n")
 }

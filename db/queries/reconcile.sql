@@ -76,20 +76,24 @@ WHERE (SELECT count(*) FROM pix_credits c WHERE c.end_to_end_id = d.end_to_end_i
 ORDER BY 1
 
 -- name: OverCredit
--- PIX whose devoluções (all but the reversed) sum to more than their
--- credit (I9): the PIX of the devoluções written from $1 on (NULL: all),
--- and those the last run found ($2). A devolução's amount never changes
--- and one is never deleted (0024's trigger), and a status only moves to
--- reversed, which lowers the sum: a PIX goes over its credit only by a new
--- devolução. Each PIX's devoluções come from their PIX's index, its credit
--- by its key.
-SELECT r.end_to_end_id FROM pix_refunds r
-WHERE r.status <> 'reversed' AND r.end_to_end_id = ANY (ARRAY(
+-- PIX whose devoluções (all but the reversed) and active holds sum to more
+-- than their credit (I9, I11): the PIX of the devoluções written from $1
+-- on (NULL: all), those with an active hold, and those the last run found
+-- ($2). A devolução's amount never changes and one is never deleted
+-- (0024's trigger), and a status only moves to reversed, which lowers the
+-- sum: a PIX goes over its credit only by a new devolução or by an active
+-- hold (read whole every run, through the partial index of the active
+-- holds: the live edge). Each PIX's devoluções and holds come from their
+-- PIX's indexes, its credit by its key.
+SELECT p.end_to_end_id FROM unnest(ARRAY(
     SELECT end_to_end_id FROM pix_refunds WHERE $1::xid8 IS NULL OR xact_id >= $1
     UNION
-    SELECT unnest($2::text[])))
-GROUP BY r.end_to_end_id
-HAVING sum(r.amount_cents) > (SELECT c.amount_cents FROM pix_credits c WHERE c.end_to_end_id = r.end_to_end_id)
+    SELECT end_to_end_id FROM pix_holds WHERE status = 'active' AND end_to_end_id IS NOT NULL
+    UNION
+    SELECT unnest($2::text[]))) AS p(end_to_end_id)
+WHERE (SELECT COALESCE(sum(r.amount_cents), 0) FROM pix_refunds r WHERE r.end_to_end_id = p.end_to_end_id AND r.status <> 'reversed')
+    + (SELECT COALESCE(sum(h.amount_cents), 0) FROM pix_holds h WHERE h.end_to_end_id = p.end_to_end_id AND h.status = 'active')
+    > (SELECT c.amount_cents FROM pix_credits c WHERE c.end_to_end_id = p.end_to_end_id)
 ORDER BY 1
 
 -- name: Advance
