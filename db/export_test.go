@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"database/sql"
 	"io/fs"
 	"time"
 
@@ -17,13 +16,6 @@ func InTxForTest(ctx context.Context, s *Store, attempts int, fn func(tx pgx.Tx)
 	return inTxAttempts(ctx, s.pool, attempts, fn)
 }
 
-// MigrationLocker takes and releases the migration lock as Migrate does,
-// waiting at most wait for it.
-func MigrationLocker(wait time.Duration) (lock, unlock func(context.Context, *sql.Conn) error) {
-	l := advisoryLocker{key: migrationLockKey, wait: wait}
-	return l.SessionLock, l.SessionUnlock
-}
-
 // PendingWakes empties and returns the channels the store's commits asked
 // to wake since the last call (its waker not running).
 func PendingWakes(s *Store) []string { return s.waker.take() }
@@ -31,7 +23,12 @@ func PendingWakes(s *Store) []string { return s.waker.take() }
 // MigrateFS is Migrate with the migrations of fsys (files at its root)
 // instead of the embedded ones.
 func MigrateFS(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) ([]string, error) {
-	return migrate(ctx, pool, fsys)
+	return migrate(ctx, pool, fsys, migrationLockWait)
+}
+
+// MigrateWithin is Migrate waiting at most wait for the migration lock.
+func MigrateWithin(ctx context.Context, pool *pgxpool.Pool, wait time.Duration) ([]string, error) {
+	return migrate(ctx, pool, embeddedMigrations(), wait)
 }
 
 // MigrationStatusFS is MigrationStatus for a build whose migrations are

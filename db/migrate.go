@@ -153,10 +153,12 @@ const migrationLockWait = 15 * time.Minute
 // migration's file changed since it was applied, and fails when the schema
 // holds an INVALID index once it is done.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
-	return migrate(ctx, pool, embeddedMigrations())
+	return migrate(ctx, pool, embeddedMigrations(), migrationLockWait)
 }
 
-func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) ([]string, error) {
+// migrate applies the migrations of fsys, waiting at most wait for the
+// migration lock.
+func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, wait time.Duration) ([]string, error) {
 	files, err := migrationsIn(fsys)
 	if err != nil {
 		return nil, err
@@ -171,7 +173,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) ([]string, err
 	if !ok {
 		return nil, errors.New("goose's postgres store can't tell whether its table exists")
 	}
-	r := runner{db: sqlDB, versions: extended, files: files, locker: advisoryLocker{key: migrationLockKey, wait: migrationLockWait}}
+	r := runner{db: sqlDB, versions: extended, files: files, locker: advisoryLocker{key: migrationLockKey, wait: wait}}
 	if err := r.prepare(ctx); err != nil {
 		if errors.Is(err, ErrMigrationsRefused) {
 			return nil, err // a human's to mend: no retry helps
