@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -136,14 +135,15 @@ func checksumOf(file string) string {
 var ErrMigrationsRefused = errors.New("migrations refused")
 
 // migrationLockKey is the seed of the advisory lock concurrent migrators
-// of a schema take turns on: hashed with the schema's name (see TryLock in
+// of a schema take turns on: hashed with the schema's name (see LockKey in
 // queries/migrate.sql). It was the key of the runner before goose.
 const migrationLockKey = 7_368_237_001
 
 // migrationLockWait bounds how long a migrator waits for the lock while
 // another applies migrations (an index built concurrently on a large table
 // can take minutes). A migrator that gives up fails, and is started again
-// by whatever started it.
+// by whatever started it. goose's locker asks for the lock again every
+// second (its finest period) until then.
 const migrationLockWait = 15 * time.Minute
 
 // Migrate applies every embedded migration not yet applied, into the
@@ -173,7 +173,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, wait time.Dura
 	if !ok {
 		return nil, errors.New("goose's postgres store can't tell whether its table exists")
 	}
-	r := runner{db: sqlDB, versions: extended, files: files, locker: advisoryLocker{key: migrationLockKey, wait: wait}}
+	locker, err := newMigrationLocker(ctx, sqlDB, wait)
+	if err != nil {
+		return nil, Classify(err)
+	}
+	r := runner{db: sqlDB, versions: extended, files: files, locker: locker}
 	if err := r.prepare(ctx); err != nil {
 		if errors.Is(err, ErrMigrationsRefused) {
 			return nil, err // a human's to mend: no retry helps
@@ -219,7 +223,7 @@ type runner struct {
 	db       *sql.DB
 	versions database.StoreExtender
 	files    []Migration
-	locker   advisoryLocker
+	locker   lock.SessionLocker
 }
 
 func (r runner) byVersion() map[int64]Migration {
@@ -376,48 +380,39 @@ func (s checksummedStore) Insert(ctx context.Context, db database.DBTxConn, req 
 	return s.StoreExtender.Insert(ctx, db, req)
 }
 
-// advisoryLocker is goose's session locker on the schema's migration lock
-// (key seeds it: TryLock). It tries
-// the lock, pausing between tries (10 ms, doubling up to 1 s), rather than
-// waiting inside pg_advisory_lock (see TryLock), for at most wait.
-type advisoryLocker struct {
-	key  int64
+// migrationLocker is goose's PostgreSQL session locker on the schema's
+// migration lock (LockKey), asking every second for at most wait; what it
+// adds is said here: its failure to take the lock in our words, and a
+// session that could not give the lock back closed rather than returned
+// to the pool holding it (every other migrator would wait for it).
+type migrationLocker struct {
+	lock.SessionLocker
 	wait time.Duration
 }
 
-var _ lock.SessionLocker = advisoryLocker{}
-
-func (l advisoryLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
-	ctx, cancel := context.WithTimeout(ctx, l.wait)
-	defer cancel()
-	// Held by another migrator: asked again after 10 ms, doubling up to 1 s.
-	pause := &backoff.ExponentialBackOff{InitialInterval: 10 * time.Millisecond, Multiplier: 2, MaxInterval: time.Second}
-	held := false
-	_, err := backoff.Retry(ctx, func() (struct{}, error) {
-		var locked bool
-		if err := conn.QueryRowContext(ctx, migrateSQL.TryLock, l.key).Scan(&locked); err != nil {
-			held = false
-			return struct{}{}, backoff.Permanent(fmt.Errorf("take the migration lock: %w", err))
-		}
-		if held = !locked; held {
-			return struct{}{}, errors.New("the migration lock is held")
-		}
-		return struct{}{}, nil
-	}, backoff.WithBackOff(pause), backoff.WithMaxElapsedTime(0))
-	if err != nil && held {
-		// ctx ended in a pause: its error, and who kept us waiting.
-		return fmt.Errorf("take the migration lock: another migrator held it for %s: %w", l.wait, err)
+func newMigrationLocker(ctx context.Context, db *sql.DB, wait time.Duration) (migrationLocker, error) {
+	var key int64
+	if err := db.QueryRowContext(ctx, migrateSQL.LockKey, migrationLockKey).Scan(&key); err != nil {
+		return migrationLocker{}, fmt.Errorf("the migration lock's key: %w", err)
 	}
-	return err
+	retries := max(1, uint64((wait+time.Second-1)/time.Second)) // a try, then one a second
+	l, err := lock.NewPostgresSessionLocker(lock.WithLockID(key), lock.WithLockTimeout(1, retries), lock.WithUnlockTimeout(1, 1))
+	if err != nil {
+		return migrationLocker{}, fmt.Errorf("the migration lock: %w", err)
+	}
+	return migrationLocker{SessionLocker: l, wait: wait}, nil
 }
 
-// SessionUnlock releases the lock. A session that can't release it would
-// go back to the pool holding it, and every other migrator would wait for
-// it: the session is closed instead (its locks die with it).
-func (l advisoryLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
-	var unlocked bool
-	err := conn.QueryRowContext(ctx, migrateSQL.Unlock, l.key).Scan(&unlocked)
-	if err == nil && unlocked {
+func (l migrationLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	if err := l.SessionLocker.SessionLock(ctx, conn); err != nil {
+		return fmt.Errorf("take the migration lock, which another migrator holds while it migrates (waited at most %s): %w", l.wait, err)
+	}
+	return nil
+}
+
+func (l migrationLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	err := l.SessionLocker.SessionUnlock(ctx, conn)
+	if err == nil {
 		return nil
 	}
 	closeErr := conn.Raw(func(driverConn any) error {
@@ -435,7 +430,7 @@ func (l advisoryLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error
 
 // migrateSQL holds the statements of queries/migrate.sql.
 var migrateSQL struct {
-	TryLock, Unlock, TableExists, CreateChecksumTable, RecordChecksum, LegacyApplied, AdoptLegacy, RecordLegacy, Applied, InvalidIndexes string
+	LockKey, TableExists, CreateChecksumTable, RecordChecksum, LegacyApplied, AdoptLegacy, RecordLegacy, Applied, InvalidIndexes string
 }
 
 func init() { bindQueries("migrate.sql", &migrateSQL) }

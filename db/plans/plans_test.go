@@ -169,11 +169,10 @@ var statementPlans = map[string]statementPlan{
 	"migrate.CreateChecksumTable": exempt(atMigration, migrationOnly),
 	"migrate.InvalidIndexes":      exempt(atMigration, migrationOnly),
 	"migrate.LegacyApplied":       exempt(atMigration, migrationOnly),
+	"migrate.LockKey":             exempt(atMigration, migrationOnly),
 	"migrate.RecordChecksum":      exempt(atMigration, migrationOnly),
 	"migrate.RecordLegacy":        exempt(atMigration, migrationOnly),
 	"migrate.TableExists":         exempt(atMigration, migrationOnly),
-	"migrate.TryLock":             exempt(atMigration, migrationOnly),
-	"migrate.Unlock":              exempt(atMigration, migrationOnly),
 
 	"outbox.ClaimEvents":          checked(periodic),
 	"outbox.Lag":                  checked(periodic),

@@ -4,20 +4,20 @@
 -- migrations run in, the first of the connection's search_path, where goose
 -- creates goose_db_version too.
 
--- name: TryLock
--- Concurrent migrators (several processes starting at once) take turns on
--- a session-level advisory lock, one per schema migrated (its name hashed
--- with $1, migrationLockKey): the lock guards the schema, and the
--- migrators of other schemas (each test's own) don't wait for it. Tried,
--- not waited for: a session waiting inside pg_advisory_lock holds a
--- snapshot, which a CREATE INDEX CONCURRENTLY run by the lock's holder
--- would wait for (a deadlock). The runner before goose waited on the plain
--- key $1: a binary of before goose does not exclude this one, and what it
--- applies is adopted (AdoptLegacy).
-SELECT pg_try_advisory_lock(hashtextextended(current_schema(), $1))
-
--- name: Unlock
-SELECT pg_advisory_unlock(hashtextextended(current_schema(), $1))
+-- name: LockKey
+-- The key of the session-level advisory lock concurrent migrators (several
+-- processes starting at once) take turns on, with goose's session locker:
+-- one per schema migrated (its name hashed with $1, migrationLockKey), so
+-- the lock guards the schema, and the migrators of other schemas (each
+-- test's own) don't wait for it; every build since the lock was per schema
+-- takes this one, so a build deployed beside the one before it waits for
+-- it. goose tries the lock (pg_try_advisory_lock), never waits inside
+-- pg_advisory_lock: a session waiting there holds a snapshot, which a
+-- CREATE INDEX CONCURRENTLY run by the lock's holder would wait for (a
+-- deadlock). The runner before goose waited on the plain key $1: a binary
+-- of before goose does not exclude this one, and what it applies is
+-- adopted (AdoptLegacy).
+SELECT hashtextextended(current_schema(), $1)
 
 -- name: TableExists
 -- Whether table $1 is in the schema the migrations run in.
