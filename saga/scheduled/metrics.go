@@ -2,12 +2,12 @@ package scheduled
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/sagakit"
 )
 
 // OverdueAfter is how long past its run_at a scheduled PIX still to run
@@ -25,37 +25,27 @@ var concludedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 // collectors are the saga's metrics: the counter, and the gauges read from
 // PostgreSQL at each scrape.
 func collectors(env saga.Env) []prometheus.Collector {
-	return []prometheus.Collector{concludedTotal, &pendingGauges{store: NewStore(env.Store), log: env.Log}}
+	store := NewStore(env.Store)
+	return []prometheus.Collector{concludedTotal, &sagakit.ScrapeGauges[pendingCounts]{
+		What: "scheduled pix gauges",
+		Query: func(ctx context.Context) (pendingCounts, error) {
+			var c pendingCounts
+			var err error
+			c.pending, c.overdue, err = store.Pending(ctx, OverdueAfter)
+			return c, err
+		},
+		Gauges: []sagakit.Gauge[pendingCounts]{
+			{Desc: prometheus.NewDesc("pix_scheduled_pending",
+				"Scheduled PIX still to run (status scheduled).", nil, nil),
+				Value: func(c pendingCounts) float64 { return float64(c.pending) }},
+			{Desc: prometheus.NewDesc("pix_scheduled_overdue",
+				"Scheduled PIX still to run more than 15 minutes past their time: a run lost or stuck (PixScheduledOverdue).", nil, nil),
+				Value: func(c pendingCounts) float64 { return float64(c.overdue) }},
+		},
+		Log: env.Log,
+	}}
 }
 
-var (
-	pendingDesc = prometheus.NewDesc("pix_scheduled_pending",
-		"Scheduled PIX still to run (status scheduled).", nil, nil)
-	overdueDesc = prometheus.NewDesc("pix_scheduled_overdue",
-		"Scheduled PIX still to run more than 15 minutes past their time: a run lost or stuck (PixScheduledOverdue).", nil, nil)
-)
-
-// pendingGauges reads pix_scheduled_pending and pix_scheduled_overdue at
-// each scrape; a scrape PostgreSQL can't answer reports neither (the
-// scrape's other metrics still go out) and logs why.
-type pendingGauges struct {
-	store *Store
-	log   *slog.Logger
-}
-
-func (g *pendingGauges) Describe(ch chan<- *prometheus.Desc) {
-	ch <- pendingDesc
-	ch <- overdueDesc
-}
-
-func (g *pendingGauges) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	pending, overdue, err := g.store.Pending(ctx, OverdueAfter)
-	if err != nil {
-		g.log.Warn("scheduled pix gauges not read", "error", err)
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(pending))
-	ch <- prometheus.MustNewConstMetric(overdueDesc, prometheus.GaugeValue, float64(overdue))
-}
+// pendingCounts are the scheduled PIX still to run, and those overdue
+// (Store.Pending), as a scrape reads them.
+type pendingCounts struct{ pending, overdue int64 }

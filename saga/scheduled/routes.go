@@ -3,14 +3,12 @@ package scheduled
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
-	"go.temporal.io/api/serviceerror"
 
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
@@ -18,6 +16,7 @@ import (
 	"github.com/pixbank/pix/internal/notification"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/sagakit"
 )
 
 // The customer routes (api/openapi/pix-api/scheduled.yaml):
@@ -45,16 +44,11 @@ type RouteStore interface {
 	Cancel(ctx context.Context, id uuid.UUID) (Scheduled, bool, error)
 }
 
-// Signaller wakes a run: the Temporal client.
-type Signaller interface {
-	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
-}
-
 // Handlers serve the saga's routes.
 type Handlers struct {
 	Store    RouteStore
 	Keys     api.KeyStore
-	Temporal Signaller
+	Temporal sagakit.Signaller
 	Settings Settings
 	Log      *slog.Logger
 	// Now is the clock the dates are checked by (time.Now).
@@ -240,19 +234,7 @@ func (h *Handlers) cancel(k api.Kit, c *gin.Context) {
 		k.Fail(c, err)
 		return
 	}
-	h.wake(ctx, s)
+	sagakit.Wake(ctx, h.Temporal, h.Log, WorkflowID(s.ID.String()), CancelSignal,
+		"scheduled pix cancelled, its run not woken: it ends cancelled at its time", "scheduled_id", s.ID)
 	c.JSON(http.StatusOK, viewOf(k, s))
-}
-
-// wake signals the run of s, cancelled, to read its row.
-func (h *Handlers) wake(ctx context.Context, s Scheduled) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	id := WorkflowID(s.ID.String())
-	err := h.Temporal.SignalWorkflow(ctx, id, "", CancelSignal, nil)
-	var notFound *serviceerror.NotFound
-	if err != nil && !errors.As(err, &notFound) { // no run open: none to wake
-		h.Log.WarnContext(ctx, "scheduled pix cancelled, its run not woken: it ends cancelled at its time", "scheduled_id", s.ID,
-			"workflow_id", id, "error", err)
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tracing"
+	"github.com/pixbank/pix/saga/sagakit"
 )
 
 // The statuses of a scheduled PIX: scheduled until it concludes, once, as
@@ -113,13 +114,7 @@ func (r row) scheduled() Scheduled {
 
 // one reads the one scheduled PIX rs returns: ErrNotFound when none.
 func one(rs pgx.Rows, err error) (Scheduled, error) {
-	if err != nil {
-		return Scheduled{}, err
-	}
-	r, err := pgx.CollectExactlyOneRow(rs, pgx.RowToStructByName[row])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Scheduled{}, ErrNotFound
-	}
+	r, err := sagakit.One[row](rs, err, ErrNotFound)
 	if err != nil {
 		return Scheduled{}, err
 	}

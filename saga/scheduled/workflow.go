@@ -10,6 +10,7 @@ import (
 
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/sagakit"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -54,28 +55,16 @@ func Workflow(ctx workflow.Context, in Input) (Scheduled, error) {
 	ctx = workflow.WithActivityOptions(ctx, activityOptions())
 	var a *Activities
 	var s Scheduled
-	if err := workflow.ExecuteActivity(ctx, a.LoadScheduled, in.ID).Get(ctx, &s); err != nil {
+	load := func(ctx workflow.Context) error {
+		return workflow.ExecuteActivity(ctx, a.LoadScheduled, in.ID).Get(ctx, &s)
+	}
+	if err := load(ctx); err != nil {
 		return s, err
 	}
-	cancels := workflow.GetSignalChannel(ctx, CancelSignal)
-	for s.Status == StatusScheduled {
-		wait := s.RunAt.Sub(workflow.Now(ctx))
-		if wait <= 0 {
-			break
-		}
-		timerCtx, stopTimer := workflow.WithCancel(ctx)
-		due := false
-		sel := workflow.NewSelector(ctx)
-		sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) { due = true })
-		sel.AddReceive(cancels, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
-		sel.Select(ctx)
-		if due {
-			break
-		}
-		stopTimer()
-		if err := workflow.ExecuteActivity(ctx, a.LoadScheduled, in.ID).Get(ctx, &s); err != nil {
-			return s, err
-		}
+	timer := sagakit.Timer{Signals: []string{CancelSignal}, Reread: load,
+		Until: func() (time.Time, bool) { return s.RunAt, s.Status == StatusScheduled }}
+	if err := timer.Sleep(ctx); err != nil {
+		return s, err
 	}
 	if s.Status != StatusScheduled {
 		return s, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -55,8 +54,6 @@ type App struct {
 	psp *psp.HTTPClient
 	// sagas are every saga's HTTP side (registry.HTTP).
 	sagas []api.SagaHTTP
-	// closeSDKMetrics stops the Temporal SDK metrics' reporting loop.
-	closeSDKMetrics io.Closer
 	// payloadCodec encrypts the Temporal client's payloads; nil without
 	// TEMPORAL_CODEC_KEYS.
 	payloadCodec *codec.Codec
@@ -137,7 +134,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		return nil, err
 	}
 	promRegistry := metrics.New()
-	sdkMetrics, closeSDKMetrics := metrics.TemporalSDK(promRegistry, log)
+	sdkMetrics, err := metrics.TemporalSDK(promRegistry, log)
+	if err != nil {
+		pool.Close()
+		stopTracing()
+		return nil, err
+	}
 	temporalOptions.Logger = logging.Temporal(log)
 	temporalOptions.MetricsHandler = sdkMetrics
 	if tls := temporalOptions.ConnectionOptions.TLS; tls != nil && tls.InsecureSkipVerify {
@@ -149,12 +151,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	payloadCodec, dataConverter := encryptPayloads(cfg, log, &temporalOptions)
 	tc, err := client.NewLazyClient(temporalOptions)
 	if err != nil {
-		_ = closeSDKMetrics.Close() //nolint:errcheck // nothing was reported yet
 		pool.Close()
 		stopTracing()
 		return nil, fmt.Errorf("temporal client: %w", err)
 	}
-	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: promRegistry, closeSDKMetrics: closeSDKMetrics,
+	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: promRegistry,
 		payloadCodec: payloadCodec, dataConverter: dataConverter, tracing: traces, ownTracing: ownTracing, psp: pspClient}
 	if err := a.wire(); err != nil {
 		a.Close()
@@ -220,7 +221,6 @@ func (a *App) wire() error {
 // still buffered, within SHUTDOWN_TIMEOUT.
 func (a *App) Close() {
 	a.Temporal.Close()
-	_ = a.closeSDKMetrics.Close() //nolint:errcheck // a last report on the way out
 	if a.ownTracing {
 		ctx, cancel := context.WithTimeout(context.Background(), a.Cfg.ShutdownTimeout)
 		if err := a.tracing.Shutdown(ctx); err != nil {
