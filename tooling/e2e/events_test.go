@@ -85,8 +85,8 @@ func TestEventsOfACreditAndATransferReachTheBroker(t *testing.T) {
 	require.EqualValues(t, 1, s.metric("pix_dispatch_lag_seconds{transfers}"))
 	require.EqualValues(t, 1, s.metric("pix_dispatch_starts_total{inbox}{new}"))
 	require.EqualValues(t, 1, s.metric("pix_dispatch_starts_total{transfers}{new}"))
-	// The Temporal SDK's own metrics report into the same registry (every
-	// second).
+	// The Temporal SDK's own metrics are in the same registry (its
+	// OpenTelemetry handler, read at the scrape).
 	require.Eventually(t, func() bool {
 		return s.total("temporal_workflow_completed_total") >= 2 && s.total("temporal_request_total") > 0
 	}, 10*time.Second, 100*time.Millisecond, "the Temporal SDK's metrics did not move")
