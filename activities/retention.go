@@ -5,18 +5,22 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+
+	"github.com/pixbank/pix/internal/payload"
 )
 
-// RetentionInput bounds one run of the retention.
+// RetentionInput bounds one run of the retention: the retention
+// Schedule's argument, so its durations are payload.Durations, as the UI
+// should show them.
 type RetentionInput struct {
 	BatchSize int
 	// MaxBatches bounds one run per table; the next scheduled run takes the
 	// rest.
 	MaxBatches int
 	// OutboxRetention is how long published events are kept.
-	OutboxRetention time.Duration
+	OutboxRetention payload.Duration
 	// InboxRetention is how long done inbox rows are kept.
-	InboxRetention time.Duration
+	InboxRetention payload.Duration
 }
 
 // inBatches runs deleteBatch until a batch comes back short or MaxBatches
@@ -49,7 +53,7 @@ func (a *Activities) DeleteExpiredIdempotencyKeys(ctx context.Context, in Retent
 // retention, in small batches, and returns how many.
 func (a *Activities) DeletePublishedEvents(ctx context.Context, in RetentionInput) (int64, error) {
 	n, err := inBatches(ctx, in, func() (int64, error) {
-		return a.Store.DeletePublishedEvents(ctx, in.OutboxRetention, in.BatchSize)
+		return a.Store.DeletePublishedEvents(ctx, time.Duration(in.OutboxRetention), in.BatchSize)
 	})
 	a.Logger.InfoContext(ctx, "published outbox events deleted", "deleted", n, "older_than", in.OutboxRetention.String())
 	return n, err
@@ -59,7 +63,7 @@ func (a *Activities) DeletePublishedEvents(ctx context.Context, in RetentionInpu
 // in small batches, and returns how many. The credits stay.
 func (a *Activities) DeleteDoneInboxRows(ctx context.Context, in RetentionInput) (int64, error) {
 	n, err := inBatches(ctx, in, func() (int64, error) {
-		return a.Store.DeleteDoneInboxRows(ctx, in.InboxRetention, in.BatchSize)
+		return a.Store.DeleteDoneInboxRows(ctx, time.Duration(in.InboxRetention), in.BatchSize)
 	})
 	a.Logger.InfoContext(ctx, "done inbox rows deleted", "deleted", n, "older_than", in.InboxRetention.String())
 	return n, err

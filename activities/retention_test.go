@@ -15,6 +15,7 @@ import (
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 )
 
@@ -39,7 +40,7 @@ func TestRetentionDeletesInBatches(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(&activities.Activities{Store: s, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	in := activities.RetentionInput{BatchSize: 2, MaxBatches: 3, InboxRetention: 30 * 24 * time.Hour}
+	in := activities.RetentionInput{BatchSize: 2, MaxBatches: 3, InboxRetention: payload.Duration(30 * 24 * time.Hour)}
 	deleted := func() int64 {
 		val, err := env.ExecuteActivity(a.DeleteDoneInboxRows, in)
 		require.NoError(t, err)

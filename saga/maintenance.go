@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -33,7 +34,8 @@ var Maintenance = Descriptor{
 		return []any{a.DeleteExpiredIdempotencyKeys, a.DeletePublishedEvents, a.DeleteDoneInboxRows, a.ReconcileBooks}
 	},
 	Schedule: func(ctx context.Context, c client.Client, env Env) error {
-		retention := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: env.Cfg.OutboxRetention, InboxRetention: env.Cfg.InboxRetention}
+		retention := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100,
+			OutboxRetention: payload.Duration(env.Cfg.OutboxRetention), InboxRetention: payload.Duration(env.Cfg.InboxRetention)}
 		if err := workflows.EnsureRetentionSchedule(ctx, c, env.Schedules, env.Queues, env.Cfg.RetentionInterval, retention); err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/metrics"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/tooling/logtest"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/saga"
@@ -63,7 +64,7 @@ func TestTwoPoolsOfOneBuildWriteTheSchedulesOnce(t *testing.T) {
 	a.waitAsked(t, 10)
 	b.waitAsked(t, 10)
 	require.EqualValues(t, 5, writes.Load(), "each pool wrote at its start, then neither wrote again")
-	require.Equal(t, 168*time.Hour, retentionOf(t, a.c, queues).InboxRetention, "pool B's settings, the last written")
+	require.Equal(t, payload.Duration(168*time.Hour), retentionOf(t, a.c, queues).InboxRetention, "pool B's settings, the last written")
 	requireNoSchedule(t, a.c, workflows.PSPCatchUpScheduleID(queues.Base))
 
 	// Pool A, written over, says so (again if it looked between B's two
@@ -104,11 +105,11 @@ func TestOnlyTheCurrentBuildKeepsTheSchedules(t *testing.T) {
 	require.Eventually(t, func() bool { return writes.Load() == 3 }, 30*time.Second, 10*time.Millisecond, "the current build creates them")
 	b.waitAsked(t, 10)
 	require.EqualValues(t, 3, writes.Load(), "a build that is not current writes nothing")
-	require.Equal(t, 720*time.Hour, retentionOf(t, c, queues).InboxRetention)
+	require.Equal(t, payload.Duration(720*time.Hour), retentionOf(t, c, queues).InboxRetention)
 
 	require.NoError(t, worker.SetCurrentVersion(ctx, c, vb))
 	require.Eventually(t, func() bool { return writes.Load() == 4 }, 30*time.Second, 10*time.Millisecond, "promoted, B writes its settings")
-	require.Equal(t, 168*time.Hour, retentionOf(t, c, queues).InboxRetention)
+	require.Equal(t, payload.Duration(168*time.Hour), retentionOf(t, c, queues).InboxRetention)
 	a.waitAsked(t, 10)
 	b.waitAsked(t, 10)
 	require.EqualValues(t, 4, writes.Load(), "A, no longer current, writes nothing; B wrote once")
@@ -116,7 +117,7 @@ func TestOnlyTheCurrentBuildKeepsTheSchedules(t *testing.T) {
 
 	require.NoError(t, worker.SetCurrentVersion(ctx, c, va))
 	require.Eventually(t, func() bool { return writes.Load() == 5 }, 30*time.Second, 10*time.Millisecond, "rolled back, A writes its settings again")
-	require.Equal(t, 720*time.Hour, retentionOf(t, c, queues).InboxRetention)
+	require.Equal(t, payload.Duration(720*time.Hour), retentionOf(t, c, queues).InboxRetention)
 	a.waitAsked(t, 10)
 	b.waitAsked(t, 10)
 	require.EqualValues(t, 5, writes.Load())

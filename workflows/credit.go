@@ -13,6 +13,7 @@ import (
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 )
 
@@ -44,26 +45,27 @@ func CreditLogAttrs(endToEndID string, attempt int) []any {
 var NonRetryableCreditErrors = pix.NonRetryableTypes()
 
 // RetrySettings shape the credit activity's retries. They travel in the
-// workflow input so that each run's policy is in its history.
+// workflow input so that each run's policy is in its history (its
+// durations as the UI should show them: payload.Duration).
 type RetrySettings struct {
 	// MaxAttempts is INBOX_ATTEMPTS_MAX: attempts of one run before it fails.
 	MaxAttempts        int32
-	InitialInterval    time.Duration
+	InitialInterval    payload.Duration
 	BackoffCoefficient float64
-	MaxInterval        time.Duration
+	MaxInterval        payload.Duration
 	// ActivityTimeout bounds one attempt (StartToClose). An attempt stuck on
 	// a lock is cut off and retried.
-	ActivityTimeout time.Duration
+	ActivityTimeout payload.Duration
 }
 
 // DefaultRetrySettings are the defaults of the configuration.
 func DefaultRetrySettings() RetrySettings {
 	return RetrySettings{
 		MaxAttempts:        5,
-		InitialInterval:    time.Second,
+		InitialInterval:    payload.Duration(time.Second),
 		BackoffCoefficient: 2,
-		MaxInterval:        30 * time.Second,
-		ActivityTimeout:    10 * time.Second,
+		MaxInterval:        payload.Duration(30 * time.Second),
+		ActivityTimeout:    payload.Duration(10 * time.Second),
 	}
 }
 
@@ -87,15 +89,15 @@ func (r RetrySettings) Validate() error {
 // roundBudget is how long one round of attempts can take: every attempt to
 // its timeout, and every backoff between them.
 func (r RetrySettings) roundBudget() time.Duration {
-	total := time.Duration(r.MaxAttempts) * r.ActivityTimeout
-	interval := r.InitialInterval
+	total := time.Duration(r.MaxAttempts) * time.Duration(r.ActivityTimeout)
+	interval := time.Duration(r.InitialInterval)
 	for i := int32(1); i < r.MaxAttempts; i++ {
 		total += interval
 		// Compared as floats: the product may not fit a Duration.
 		if next := float64(interval) * r.BackoffCoefficient; next < float64(r.MaxInterval) {
 			interval = time.Duration(next)
 		} else {
-			interval = r.MaxInterval
+			interval = time.Duration(r.MaxInterval)
 		}
 	}
 	return total
@@ -104,9 +106,9 @@ func (r RetrySettings) roundBudget() time.Duration {
 // creditPolicy is the retry policy of the credit activity.
 func (r RetrySettings) creditPolicy() *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{
-		InitialInterval:        r.InitialInterval,
+		InitialInterval:        time.Duration(r.InitialInterval),
 		BackoffCoefficient:     r.BackoffCoefficient,
-		MaximumInterval:        r.MaxInterval,
+		MaximumInterval:        time.Duration(r.MaxInterval),
 		MaximumAttempts:        r.MaxAttempts,
 		NonRetryableErrorTypes: NonRetryableCreditErrors,
 	}
@@ -204,7 +206,7 @@ func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 	creditCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		// Without it, a local activity's attempts share one StartToClose.
 		ScheduleToCloseTimeout: 2 * in.Retry.roundBudget(),
-		StartToCloseTimeout:    in.Retry.ActivityTimeout,
+		StartToCloseTimeout:    time.Duration(in.Retry.ActivityTimeout),
 		RetryPolicy:            in.Retry.creditPolicy(),
 	})
 	version := creditListingVersion(ctx, in)
@@ -231,7 +233,7 @@ func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 		if round >= roundsPerRun {
 			return CreditOutput{}, workflow.NewContinueAsNewError(ctx, CreditWorkflowName, in)
 		}
-		if err := workflow.Sleep(ctx, in.Retry.MaxInterval); err != nil {
+		if err := workflow.Sleep(ctx, time.Duration(in.Retry.MaxInterval)); err != nil {
 			return CreditOutput{}, err
 		}
 	}

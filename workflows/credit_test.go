@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/workflows"
 )
@@ -154,7 +155,7 @@ func TestRetrySettingsValidate(t *testing.T) {
 	bad.MaxAttempts = 0
 	require.Error(t, bad.Validate())
 	bad = workflows.DefaultRetrySettings()
-	bad.MaxInterval = time.Millisecond
+	bad.MaxInterval = payload.Duration(time.Millisecond)
 	require.Error(t, bad.Validate())
 }
 

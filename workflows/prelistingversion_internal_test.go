@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"time"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
@@ -8,7 +10,8 @@ import (
 )
 
 // PreListingVersionCreditPix is CreditPix as the worker before merge
-// 4df3977 ("i17-creditcost") ran it, verbatim (git show 73b78c3^:workflows/credit.go):
+// 4df3977 ("i17-creditcost") ran it, verbatim (git show 73b78c3^:workflows/credit.go)
+// but for the conversions of its durations, time.Durations then (payload.Duration now):
 // it asks workflow.GetVersion and knows nothing of CreditInput.ListingVersion
 // (an old binary's CreditInput has no such field; the JSON decoder drops it).
 // It stands for an old worker process still polling the task queue during a
@@ -17,7 +20,7 @@ func PreListingVersionCreditPix(ctx workflow.Context, in CreditInput) (CreditOut
 	creditCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		// Without it, a local activity's attempts share one StartToClose.
 		ScheduleToCloseTimeout: 2 * in.Retry.roundBudget(),
-		StartToCloseTimeout:    in.Retry.ActivityTimeout,
+		StartToCloseTimeout:    time.Duration(in.Retry.ActivityTimeout),
 		RetryPolicy:            in.Retry.creditPolicy(),
 	})
 	version := listingVersion(ctx)
@@ -44,7 +47,7 @@ func PreListingVersionCreditPix(ctx workflow.Context, in CreditInput) (CreditOut
 		if round >= roundsPerRun {
 			return CreditOutput{}, workflow.NewContinueAsNewError(ctx, CreditWorkflowName, in)
 		}
-		if err := workflow.Sleep(ctx, in.Retry.MaxInterval); err != nil {
+		if err := workflow.Sleep(ctx, time.Duration(in.Retry.MaxInterval)); err != nil {
 			return CreditOutput{}, err
 		}
 	}

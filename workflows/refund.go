@@ -14,6 +14,7 @@ import (
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 )
@@ -40,7 +41,8 @@ const ErrTypeRefundFailed = "PixRefundFailed"
 func RefundWorkflowID(refundID string) string { return "pix-refund:" + refundID }
 
 // RefundSettings shape the saga's timeouts and polling. They travel in the
-// workflow input so that each run's policy is in its history.
+// workflow input so that each run's policy is in its history (its
+// durations as the UI should show them: payload.Duration).
 type RefundSettings struct {
 	// PSPCalls pace the calls to the PSP (unlimited attempts: the account
 	// is debited, the devolução must be made or reversed).
@@ -49,23 +51,23 @@ type RefundSettings struct {
 	// notice arrives (doubling); OutcomeTimeout bounds the run's wait,
 	// after which it fails visibly and the dispatcher's recheck starts
 	// another.
-	PollInitial    time.Duration
-	PollMax        time.Duration
-	OutcomeTimeout time.Duration
+	PollInitial    payload.Duration
+	PollMax        payload.Duration
+	OutcomeTimeout payload.Duration
 	// RefusalQuietPeriod is how long the saga waits after the PSP refused
 	// the devolução itself before it looks again and, still finding no
 	// record, reverses the debit.
-	RefusalQuietPeriod time.Duration
+	RefusalQuietPeriod payload.Duration
 }
 
 // DefaultRefundSettings are the defaults.
 func DefaultRefundSettings() RefundSettings {
 	return RefundSettings{
 		PSPCalls:           defaultPSPCalls,
-		PollInitial:        time.Second,
-		PollMax:            10 * time.Minute,
-		OutcomeTimeout:     24 * time.Hour,
-		RefusalQuietPeriod: time.Minute,
+		PollInitial:        payload.Duration(time.Second),
+		PollMax:            payload.Duration(10 * time.Minute),
+		OutcomeTimeout:     payload.Duration(24 * time.Hour),
+		RefusalQuietPeriod: payload.Duration(time.Minute),
 	}
 }
 
@@ -102,7 +104,7 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 	ref := activities.RefundRef{RefundID: in.RefundID}
 	log := workflow.GetLogger(ctx)
 	pspPolicy := s.retryPolicy(activities.ErrTypePSPRefundUnknown, activities.ErrTypeReversalUnconfirmed)
-	pspCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: s.PSPCallTimeout, RetryPolicy: pspPolicy})
+	pspCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Duration(s.PSPCallTimeout), RetryPolicy: pspPolicy})
 	dbCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: databasePolicy})
 	version := listingVersion(ctx)
 
@@ -120,9 +122,9 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 		// record that shows up late, or a notice of one meanwhile, is
 		// followed, never reversed on.
 		log.Warn("psp refused the devolução; reversing the debit if it still holds no record", "refund_id", in.RefundID, "reason", st.Reason)
-		quiet := s.RefusalQuietPeriod
+		quiet := time.Duration(s.RefusalQuietPeriod)
 		if quiet <= 0 { // an input from before the setting existed
-			quiet = DefaultRefundSettings().RefusalQuietPeriod
+			quiet = time.Duration(DefaultRefundSettings().RefusalQuietPeriod)
 		}
 		if awaitNotice(ctx, notices, quiet) == nil {
 			refused := activities.RefundRef{RefundID: in.RefundID, PSPRefused: true, Reason: st.Reason}
@@ -143,11 +145,11 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 
 	// Wait for the outcome: each notice, and each poll time, asks the
 	// PSP's record once (its transient failures retried within the check).
-	deadline := workflow.Now(ctx).Add(s.OutcomeTimeout)
-	delay := s.PollInitial
+	deadline := workflow.Now(ctx).Add(time.Duration(s.OutcomeTimeout))
+	delay := time.Duration(s.PollInitial)
 	checkPolicy := *pspPolicy
 	checkPolicy.MaximumAttempts = checkAttempts
-	checkCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: s.PSPCallTimeout, RetryPolicy: &checkPolicy})
+	checkCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Duration(s.PSPCallTimeout), RetryPolicy: &checkPolicy})
 	for !psp.RefundStatus(st.Status).Final() && !st.AlreadyFinal {
 		wait := min(delay, deadline.Sub(workflow.Now(ctx)))
 		if wait <= 0 {
@@ -156,7 +158,7 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 		if n := awaitNotice(ctx, notices, wait); n != nil {
 			log.Info("psp notice of the devolução's outcome; checking its record", "refund_id", in.RefundID, "notice", n.Status)
 		} else {
-			delay = min(2*delay, s.PollMax)
+			delay = min(2*delay, time.Duration(s.PollMax))
 		}
 		var checked activities.RefundState
 		err := workflow.ExecuteActivity(checkCtx, refunds.CheckRefund, ref).Get(ctx, &checked)

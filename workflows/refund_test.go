@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/workflows"
@@ -67,7 +68,7 @@ func TestRefundReturnedAfterPolling(t *testing.T) {
 func TestRefundNoticeSignalChecksAtOnce(t *testing.T) {
 	env := newRefundEnv(t)
 	s := workflows.DefaultRefundSettings()
-	s.PollInitial, s.PollMax = time.Hour, time.Hour
+	s.PollInitial, s.PollMax = payload.Duration(time.Hour), payload.Duration(time.Hour)
 	env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil).Once()
 	env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundReturned, ""), nil).Once()
 	env.OnActivity(refunds.MarkRefundReturned, mock.Anything, mock.Anything).Return(nil).Once()
@@ -88,7 +89,7 @@ func TestRefundNoticeSignalChecksAtOnce(t *testing.T) {
 func TestRefundNoticeIsConfirmedByTheRecord(t *testing.T) {
 	env := newRefundEnv(t)
 	s := workflows.DefaultRefundSettings()
-	s.PollInitial, s.PollMax = time.Hour, time.Hour
+	s.PollInitial, s.PollMax = payload.Duration(time.Hour), payload.Duration(time.Hour)
 	env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil).Once()
 	env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil).Once()
 	env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundReturned, ""), nil).Once()
@@ -162,7 +163,7 @@ func TestRefundUnknownNeverReverses(t *testing.T) {
 	t.Run("no outcome in time", func(t *testing.T) {
 		env := newRefundEnv(t)
 		s := workflows.DefaultRefundSettings()
-		s.OutcomeTimeout = 2 * time.Hour
+		s.OutcomeTimeout = payload.Duration(2 * time.Hour)
 		env.OnActivity(refunds.RequestRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil).Once()
 		env.OnActivity(refunds.CheckRefund, mock.Anything, refundRef).Return(pspRefundSays(psp.RefundInProcessing, ""), nil)
 		_, err := runRefund(t, env, s)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/workflows"
@@ -65,8 +66,8 @@ func TestARollingUpgradeListsACreditDone(t *testing.T) {
 		t.Run(fmt.Sprintf("ListingVersion=%d", version), func(t *testing.T) {
 			tq := fmt.Sprintf("rollout-%d-%d", version, time.Now().UnixNano())
 			id := fmt.Sprintf("E%031d", time.Now().UnixNano()%1e15*10+int64(version))
-			retry := workflows.RetrySettings{MaxAttempts: 1, InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 2,
-				MaxInterval: 2 * time.Second, ActivityTimeout: 5 * time.Second}
+			retry := workflows.RetrySettings{MaxAttempts: 1, InitialInterval: payload.Duration(100 * time.Millisecond), BackoffCoefficient: 2,
+				MaxInterval: payload.Duration(2 * time.Second), ActivityTimeout: payload.Duration(5 * time.Second)}
 
 			// The new worker; the database is down.
 			newWorker := worker.New(c, tq, worker.Options{})
@@ -146,8 +147,8 @@ func TestARollingUpgradeListsACreditFailed(t *testing.T) {
 		t.Run(fmt.Sprintf("ListingVersion=%d", version), func(t *testing.T) {
 			tq := fmt.Sprintf("rolloutf-%d-%d", version, time.Now().UnixNano())
 			id := fmt.Sprintf("E%031d", time.Now().UnixNano()%1e15*10+int64(version))
-			retry := workflows.RetrySettings{MaxAttempts: 1, InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 2,
-				MaxInterval: 2 * time.Second, ActivityTimeout: 5 * time.Second}
+			retry := workflows.RetrySettings{MaxAttempts: 1, InitialInterval: payload.Duration(100 * time.Millisecond), BackoffCoefficient: 2,
+				MaxInterval: payload.Duration(2 * time.Second), ActivityTimeout: payload.Duration(5 * time.Second)}
 
 			// The new worker runs the workflow and its local activity only:
 			// MarkCreditFailed waits on the queue for the old worker.

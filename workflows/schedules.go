@@ -1,7 +1,9 @@
 package workflows
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -198,24 +200,48 @@ func (s ScheduleSync) differences(schedule client.Schedule, want ScheduleConfig)
 }
 
 // sameArgs tells whether the arguments a Schedule holds (payloads, as a
-// description gives them) decode to the configured ones. One that no
+// description gives them) decode to the configured ones, written in the
+// form this worker writes them: a retention period stored as integer
+// nanoseconds by a release before payload.Duration decodes to the same
+// value, but a worker writing text (TEMPORAL_DURATION_WRITE_FORMAT) brings
+// it to "720h0m0s", and one writing nanoseconds brings a text one back
+// (before a rollback to such a release, which can't read it). One that no
 // longer decodes (written under a key since retired) is not the same.
 func (s ScheduleSync) sameArgs(stored, want []any) bool {
 	if len(stored) != len(want) {
 		return false
 	}
 	for i, arg := range stored {
-		payload, ok := arg.(*commonpb.Payload)
+		p, ok := arg.(*commonpb.Payload)
 		if !ok {
 			return false
 		}
 		got := reflect.New(reflect.TypeOf(want[i]))
-		if err := s.DataConverter.FromPayload(payload, got.Interface()); err != nil {
+		if err := s.DataConverter.FromPayload(p, got.Interface()); err != nil {
 			return false
 		}
 		if !reflect.DeepEqual(got.Elem().Interface(), want[i]) {
 			return false
 		}
+		if !s.sameForm(p, want[i]) {
+			return false
+		}
 	}
 	return true
+}
+
+// sameForm tells whether the payload stored holds the JSON this worker's
+// data converter writes for want (compared decoded: with
+// TEMPORAL_CODEC_KEYS the stored bytes are encrypted under a fresh nonce
+// each time).
+func (s ScheduleSync) sameForm(stored *commonpb.Payload, want any) bool {
+	written, err := s.DataConverter.ToPayload(want)
+	if err != nil {
+		return false
+	}
+	var got, wrote json.RawMessage
+	if s.DataConverter.FromPayload(stored, &got) != nil || s.DataConverter.FromPayload(written, &wrote) != nil {
+		return false
+	}
+	return bytes.Equal(got, wrote)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -16,10 +17,38 @@ import (
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/codec"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/tooling/logtest"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/workflows"
 )
+
+// scheduleTest is a Temporal dev server's client whose payloads are
+// encrypted (as a worker's with TEMPORAL_CODEC_KEYS), a ScheduleSync on
+// it whose lines are kept, and task queues of the test's own (base
+// prefix, then a number).
+type scheduleTest struct {
+	ctx        context.Context
+	c          client.Client
+	converters codec.Converters
+	logs       *logtest.Lines
+	schedules  workflows.ScheduleSync
+	queues     workflows.TaskQueues
+}
+
+func newScheduleTest(t *testing.T, prefix string) scheduleTest {
+	t.Helper()
+	srv := temporaltest.StartT(t)
+	keys, err := codec.ParseKeyRing("k1=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x42}, codec.KeySize)))
+	require.NoError(t, err)
+	converters := codec.NewConverters(codec.New(keys))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	logs := &logtest.Lines{}
+	return scheduleTest{ctx: ctx, c: srv.Client(t, converters.ApplyTo), converters: converters, logs: logs,
+		schedules: workflows.ScheduleSync{DataConverter: converters.DataConverter, Log: logs.Logger()},
+		queues:    workflows.TaskQueuesFor(fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()))}
+}
 
 // A worker starting brings the retention's Schedule to the configuration:
 // a changed INBOX_RETENTION and RETENTION_INTERVAL reach the Schedule made
@@ -27,20 +56,12 @@ import (
 // change is logged, and a Schedule already as configured is not written,
 // though its arguments are encrypted under a fresh nonce each time.
 func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
-	srv := temporaltest.StartT(t)
-	keys, err := codec.ParseKeyRing("k1=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x42}, codec.KeySize)))
-	require.NoError(t, err)
-	converters := codec.NewConverters(codec.New(keys))
-	c := srv.Client(t, converters.ApplyTo)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-sched%d", time.Now().UnixNano()))
-	logs := &logtest.Lines{}
-	schedules := workflows.ScheduleSync{DataConverter: converters.DataConverter, Log: logs.Logger()}
+	st := newScheduleTest(t, "pix-credit-sched")
+	ctx, c, converters, logs, schedules, queues := st.ctx, st.c, st.converters, st.logs, st.schedules, st.queues
 	id := workflows.RetentionScheduleID(queues.Base)
 	handle := c.ScheduleClient().GetHandle(ctx, id)
 
-	first := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: 168 * time.Hour, InboxRetention: 720 * time.Hour}
+	first := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: payload.Duration(168 * time.Hour), InboxRetention: payload.Duration(720 * time.Hour)}
 	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, time.Hour, first))
 	require.Equal(t, 1, logs.Count("schedule created"))
 	require.NoError(t, handle.Pause(ctx, client.SchedulePauseOptions{Note: "paused by on-call: incident 42"}))
@@ -56,7 +77,7 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 
 	// A start with INBOX_RETENTION=168h, the interval unchanged.
 	changed := first
-	changed.InboxRetention = 168 * time.Hour
+	changed.InboxRetention = payload.Duration(168 * time.Hour)
 	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, time.Hour, changed))
 	d, err := handle.Describe(ctx)
 	require.NoError(t, err)
@@ -131,4 +152,52 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 	// not taken as the configured ones, and are written again.
 	require.False(t, workflows.ScheduleSync{DataConverter: converter.GetDefaultDataConverter(), Log: schedules.Log}.
 		SameArgsForTest(action.Args, []any{changed}), "encrypted arguments never read as plain JSON")
+}
+
+// The retention Schedule's arguments follow TEMPORAL_DURATION_WRITE_FORMAT:
+// a Schedule written with nanoseconds (by default, as the release before
+// payload.Duration wrote it) is rewritten once a worker writes text, so
+// that its runs' inputs read "720h0m0s" in the UI, and rewritten with
+// nanoseconds again once a worker writes those (before a rollback to that
+// release, which can't read the text). A Schedule already in the form the
+// worker writes is not written, though its arguments are encrypted under
+// a fresh nonce each time.
+func TestTheSchedulesArgumentsFollowTheDurationFormat(t *testing.T) {
+	st := newScheduleTest(t, "pix-credit-durations")
+	ctx, c, converters, logs, schedules, queues := st.ctx, st.c, st.converters, st.logs, st.schedules, st.queues
+	handle := c.ScheduleClient().GetHandle(ctx, workflows.RetentionScheduleID(queues.Base))
+	in := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: payload.Duration(168 * time.Hour), InboxRetention: payload.Duration(720 * time.Hour)}
+	// stored is the Schedule's argument as the UI shows it, decrypted.
+	stored := func() map[string]any {
+		d, err := handle.Describe(ctx)
+		require.NoError(t, err)
+		var raw json.RawMessage
+		require.NoError(t, converters.DataConverter.FromPayload(d.Schedule.Action.(*client.ScheduleWorkflowAction).Args[0].(*commonpb.Payload), &raw))
+		var shown map[string]any
+		require.NoError(t, json.Unmarshal(raw, &shown))
+		return shown
+	}
+	ensure := func(f payload.DurationFormat) {
+		previous := payload.WriteDurations(f)
+		defer payload.WriteDurations(previous)
+		require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, time.Hour, in))
+	}
+
+	ensure(payload.DurationsNanoseconds)
+	require.Equal(t, 1, logs.Count("schedule created"))
+	require.Equal(t, float64(720*time.Hour), stored()["InboxRetention"])
+	ensure(payload.DurationsNanoseconds)
+	require.Zero(t, logs.Count("schedule brought to the configuration"), "as configured, in the form written")
+
+	ensure(payload.DurationsText)
+	require.Equal(t, 1, logs.Count("schedule brought to the configuration"))
+	require.Contains(t, logs.String(), `"changed":["arguments"]`)
+	require.Equal(t, "720h0m0s", stored()["InboxRetention"])
+	require.Equal(t, "168h0m0s", stored()["OutboxRetention"])
+	ensure(payload.DurationsText)
+	require.Equal(t, 1, logs.Count("schedule brought to the configuration"), "as configured, in the form written")
+
+	ensure(payload.DurationsNanoseconds)
+	require.Equal(t, 2, logs.Count("schedule brought to the configuration"))
+	require.Equal(t, float64(720*time.Hour), stored()["InboxRetention"])
 }

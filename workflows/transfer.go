@@ -11,6 +11,7 @@ import (
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 )
@@ -29,7 +30,8 @@ const ErrTypeTransferFailed = "PixTransferFailed"
 func TransferWorkflowID(transferID string) string { return "pix-transfer:" + transferID }
 
 // TransferSettings shape the saga's timeouts and retries. They travel in
-// the workflow input so that each run's policy is in its history.
+// the workflow input so that each run's policy is in its history (its
+// durations as the UI should show them: payload.Duration).
 type TransferSettings struct {
 	// PSPCalls pace the submission (unlimited attempts: the transfer is
 	// debited, it must go out or come back).
@@ -37,18 +39,18 @@ type TransferSettings struct {
 	// SettlementPollInitial and SettlementPollMax pace the polling of a
 	// pending transfer; SettlementTimeout bounds the wait, after which the
 	// run fails visibly and the dispatcher's recheck starts another.
-	SettlementPollInitial time.Duration
-	SettlementPollMax     time.Duration
-	SettlementTimeout     time.Duration
+	SettlementPollInitial payload.Duration
+	SettlementPollMax     payload.Duration
+	SettlementTimeout     payload.Duration
 }
 
 // DefaultTransferSettings are the defaults of the configuration.
 func DefaultTransferSettings() TransferSettings {
 	return TransferSettings{
 		PSPCalls:              defaultPSPCalls,
-		SettlementPollInitial: 200 * time.Millisecond,
-		SettlementPollMax:     10 * time.Second,
-		SettlementTimeout:     24 * time.Hour,
+		SettlementPollInitial: payload.Duration(200 * time.Millisecond),
+		SettlementPollMax:     payload.Duration(10 * time.Second),
+		SettlementTimeout:     payload.Duration(24 * time.Hour),
 	}
 }
 
@@ -58,22 +60,26 @@ func DefaultTransferSettings() TransferSettings {
 type PSPCalls struct {
 	// PSPCallTimeout bounds one call to the PSP (StartToClose); a call that
 	// takes longer is retried.
-	PSPCallTimeout time.Duration
+	PSPCallTimeout payload.Duration
 	// PSPRetryInitial and PSPRetryMax pace the retries of transient PSP
 	// errors, doubling.
-	PSPRetryInitial time.Duration
-	PSPRetryMax     time.Duration
+	PSPRetryInitial payload.Duration
+	PSPRetryMax     payload.Duration
 }
 
-var defaultPSPCalls = PSPCalls{PSPCallTimeout: 15 * time.Second, PSPRetryInitial: time.Second, PSPRetryMax: 30 * time.Second}
+var defaultPSPCalls = PSPCalls{
+	PSPCallTimeout:  payload.Duration(15 * time.Second),
+	PSPRetryInitial: payload.Duration(time.Second),
+	PSPRetryMax:     payload.Duration(30 * time.Second),
+}
 
 // retryPolicy retries a PSP call without limit, but never a final business
 // kind (pix.NonRetryableTypes) nor an error of the types more.
 func (p PSPCalls) retryPolicy(more ...string) *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{
-		InitialInterval:        p.PSPRetryInitial,
+		InitialInterval:        time.Duration(p.PSPRetryInitial),
 		BackoffCoefficient:     2,
-		MaximumInterval:        p.PSPRetryMax,
+		MaximumInterval:        time.Duration(p.PSPRetryMax),
 		NonRetryableErrorTypes: append(pix.NonRetryableTypes(), more...),
 	}
 }
@@ -106,9 +112,9 @@ var databasePolicy = &temporal.RetryPolicy{
 // such transfer fails the run.
 func (s TransferSettings) pollPolicy() *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{
-		InitialInterval:        s.SettlementPollInitial,
+		InitialInterval:        time.Duration(s.SettlementPollInitial),
 		BackoffCoefficient:     2,
-		MaximumInterval:        s.SettlementPollMax,
+		MaximumInterval:        time.Duration(s.SettlementPollMax),
 		NonRetryableErrorTypes: append(pix.NonRetryableTypes(), activities.ErrTypePSPTransferUnknown),
 	}
 }
@@ -128,7 +134,7 @@ func TransferPix(ctx workflow.Context, in TransferInput) (TransferOutput, error)
 	version := listingVersion(ctx)
 
 	submitCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: s.PSPCallTimeout,
+		StartToCloseTimeout: time.Duration(s.PSPCallTimeout),
 		RetryPolicy:         s.retryPolicy(),
 	})
 	var res activities.PSPResult
@@ -144,8 +150,8 @@ func TransferPix(ctx workflow.Context, in TransferInput) (TransferOutput, error)
 	}
 	if res.Status == string(psp.StatusPending) {
 		pollCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout:    s.PSPCallTimeout,
-			ScheduleToCloseTimeout: s.SettlementTimeout,
+			StartToCloseTimeout:    time.Duration(s.PSPCallTimeout),
+			ScheduleToCloseTimeout: time.Duration(s.SettlementTimeout),
 			RetryPolicy:            s.pollPolicy(),
 		})
 		if err := workflow.ExecuteActivity(pollCtx, a.AwaitSettlement, res).Get(ctx, &res); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/codec"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tracing"
@@ -201,6 +202,14 @@ type Config struct {
 	// workers").
 	CreditListingInInput bool
 
+	// DurationWriteFormat is TEMPORAL_DURATION_WRITE_FORMAT: how the
+	// durations in the workflows' payloads are written (payload.Duration),
+	// nanoseconds (the default: what the releases before this one read) or
+	// text ("1s", once none of them may read what this one writes); both
+	// are read. Process-wide: pixd applies it at start
+	// (payload.WriteDurations).
+	DurationWriteFormat payload.DurationFormat
+
 	// WorkerVersioning (TEMPORAL_WORKER_VERSIONING) makes the workers a
 	// version of a Temporal Worker Deployment: the deployment named by
 	// TEMPORAL_TASK_QUEUE, the build id the binary's version
@@ -255,6 +264,7 @@ func Default() Config {
 		WorkerVersioning:      true,
 		WorkerPromote:         "first",
 		CreditListingInInput:  true,
+		DurationWriteFormat:   payload.DurationsNanoseconds,
 		DispatchPollInterval:  500 * time.Millisecond,
 		DispatchBatchSize:     200,
 		DispatchConcurrency:   16,
@@ -273,13 +283,13 @@ func Default() Config {
 		BankISPB:                  "12345678",
 		IdempotencyLockTimeout:    30 * time.Second,
 		IdempotencyKeyTTL:         24 * time.Hour,
-		TransferSettlementTimeout: t.SettlementTimeout,
-		TransferSettlementPollMax: t.SettlementPollMax,
-		RefundPollMax:             workflows.DefaultRefundSettings().PollMax,
-		RefundOutcomeTimeout:      workflows.DefaultRefundSettings().OutcomeTimeout,
-		RefundRefusalQuietPeriod:  workflows.DefaultRefundSettings().RefusalQuietPeriod,
-		PSPRetryInitial:           t.PSPRetryInitial,
-		PSPRetryMax:               t.PSPRetryMax,
+		TransferSettlementTimeout: time.Duration(t.SettlementTimeout),
+		TransferSettlementPollMax: time.Duration(t.SettlementPollMax),
+		RefundPollMax:             time.Duration(workflows.DefaultRefundSettings().PollMax),
+		RefundOutcomeTimeout:      time.Duration(workflows.DefaultRefundSettings().OutcomeTimeout),
+		RefundRefusalQuietPeriod:  time.Duration(workflows.DefaultRefundSettings().RefusalQuietPeriod),
+		PSPRetryInitial:           time.Duration(t.PSPRetryInitial),
+		PSPRetryMax:               time.Duration(t.PSPRetryMax),
 
 		OutboxRelayEnabled: true,
 		OutboxBatchSize:    500,
@@ -297,10 +307,10 @@ func Default() Config {
 		PSPCatchUpGrace:    time.Minute,
 
 		InboxAttemptsMax:      r.MaxAttempts,
-		InboxRetryInitial:     r.InitialInterval,
+		InboxRetryInitial:     time.Duration(r.InitialInterval),
 		InboxRetryBackoff:     r.BackoffCoefficient,
-		InboxRetryMaxInterval: r.MaxInterval,
-		InboxActivityTimeout:  r.ActivityTimeout,
+		InboxRetryMaxInterval: time.Duration(r.MaxInterval),
+		InboxActivityTimeout:  time.Duration(r.ActivityTimeout),
 	}
 }
 
@@ -315,10 +325,10 @@ func (c Config) TaskQueues() workflows.TaskQueues {
 func (c Config) Retry() workflows.RetrySettings {
 	return workflows.RetrySettings{
 		MaxAttempts:        c.InboxAttemptsMax,
-		InitialInterval:    c.InboxRetryInitial,
+		InitialInterval:    payload.Duration(c.InboxRetryInitial),
 		BackoffCoefficient: c.InboxRetryBackoff,
-		MaxInterval:        c.InboxRetryMaxInterval,
-		ActivityTimeout:    c.InboxActivityTimeout,
+		MaxInterval:        payload.Duration(c.InboxRetryMaxInterval),
+		ActivityTimeout:    payload.Duration(c.InboxActivityTimeout),
 	}
 }
 
@@ -336,11 +346,11 @@ func (c Config) CreditInputListingVersion() workflow.Version {
 func (c Config) Transfer() workflows.TransferSettings {
 	t := workflows.DefaultTransferSettings()
 	// An attempt may take the PSP client's whole timeout, and then some.
-	t.PSPCallTimeout = c.PSPTimeout + 5*time.Second
-	t.SettlementTimeout = c.TransferSettlementTimeout
-	t.SettlementPollMax = c.TransferSettlementPollMax
-	t.PSPRetryInitial = c.PSPRetryInitial
-	t.PSPRetryMax = c.PSPRetryMax
+	t.PSPCallTimeout = payload.Duration(c.PSPTimeout + 5*time.Second)
+	t.SettlementTimeout = payload.Duration(c.TransferSettlementTimeout)
+	t.SettlementPollMax = payload.Duration(c.TransferSettlementPollMax)
+	t.PSPRetryInitial = payload.Duration(c.PSPRetryInitial)
+	t.PSPRetryMax = payload.Duration(c.PSPRetryMax)
 	return t
 }
 
@@ -348,12 +358,12 @@ func (c Config) Transfer() workflows.TransferSettings {
 // transfers', the rest the saga's defaults.
 func (c Config) Refund() workflows.RefundSettings {
 	r := workflows.DefaultRefundSettings()
-	r.PSPCallTimeout = c.PSPTimeout + 5*time.Second
-	r.PSPRetryInitial = c.PSPRetryInitial
-	r.PSPRetryMax = c.PSPRetryMax
-	r.PollMax = c.RefundPollMax
-	r.OutcomeTimeout = c.RefundOutcomeTimeout
-	r.RefusalQuietPeriod = c.RefundRefusalQuietPeriod
+	r.PSPCallTimeout = payload.Duration(c.PSPTimeout + 5*time.Second)
+	r.PSPRetryInitial = payload.Duration(c.PSPRetryInitial)
+	r.PSPRetryMax = payload.Duration(c.PSPRetryMax)
+	r.PollMax = payload.Duration(c.RefundPollMax)
+	r.OutcomeTimeout = payload.Duration(c.RefundOutcomeTimeout)
+	r.RefusalQuietPeriod = payload.Duration(c.RefundRefusalQuietPeriod)
 	return r
 }
 
@@ -578,6 +588,13 @@ func (r *reader) readWorker(c *Config) {
 	r.str("LOG_LEVEL", &c.LogLevel)
 	r.boolean("DISPATCHER_ENABLED", &c.DispatcherEnabled)
 	r.boolean("CREDIT_LISTING_IN_INPUT", &c.CreditListingInInput)
+	if v, ok := r.lookup("TEMPORAL_DURATION_WRITE_FORMAT"); ok {
+		f, err := payload.ParseDurationFormat(v)
+		if err != nil {
+			r.fail(fmt.Errorf("TEMPORAL_DURATION_WRITE_FORMAT: %w", err))
+		}
+		c.DurationWriteFormat = f
+	}
 	r.dur("DISPATCH_POLL_INTERVAL", &c.DispatchPollInterval)
 	r.integer("DISPATCH_BATCH_SIZE", 1, 10000, func(n int64) { c.DispatchBatchSize = int(n) })
 	r.integer("DISPATCH_CONCURRENCY", 1, 1000, func(n int64) { c.DispatchConcurrency = int(n) })

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -42,9 +43,9 @@ func TestOverrides(t *testing.T) {
 	require.Equal(t, "temporal:7233", c.TemporalAddress)
 	r := c.Retry()
 	require.EqualValues(t, 7, r.MaxAttempts)
-	require.Equal(t, 250*time.Millisecond, r.InitialInterval)
+	require.Equal(t, payload.Duration(250*time.Millisecond), r.InitialInterval)
 	require.Equal(t, 1.5, r.BackoffCoefficient)
-	require.Equal(t, time.Minute, r.MaxInterval)
+	require.Equal(t, payload.Duration(time.Minute), r.MaxInterval)
 	require.False(t, c.DispatcherEnabled)
 }
 
@@ -302,6 +303,23 @@ func TestCreditListingInInput(t *testing.T) {
 	require.Zero(t, c.CreditInputListingVersion())
 	_, err = config.FromLookup(lookup(map[string]string{"CREDIT_LISTING_IN_INPUT": "sometimes"}))
 	require.Error(t, err)
+}
+
+// The durations in the workflows' payloads are written as nanoseconds by
+// default, what the release before payload.Duration reads; text ("1s")
+// when set so, once no such release may read them; anything else stops
+// the process.
+func TestDurationWriteFormat(t *testing.T) {
+	c, err := config.FromLookup(lookup(nil))
+	require.NoError(t, err)
+	require.Equal(t, payload.DurationsNanoseconds, c.DurationWriteFormat)
+	for _, f := range []payload.DurationFormat{payload.DurationsText, payload.DurationsNanoseconds} {
+		c, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_DURATION_WRITE_FORMAT": string(f)}))
+		require.NoError(t, err)
+		require.Equal(t, f, c.DurationWriteFormat)
+	}
+	_, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_DURATION_WRITE_FORMAT": "seconds"}))
+	require.ErrorContains(t, err, "TEMPORAL_DURATION_WRITE_FORMAT")
 }
 
 // The workers are versioned by default, and promote their build only when

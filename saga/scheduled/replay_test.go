@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/saga/scheduled"
 )
@@ -30,17 +31,24 @@ const recordEnv = "PIX_RECORD_HISTORIES"
 
 // The runs of the saga recorded on a Temporal server (testdata) replay on
 // the workflow as it is now: a change that would break the runs open in
-// production (30 days asleep) fails here.
+// production (30 days asleep) fails here. They replay whichever form the
+// worker writes durations in (TEMPORAL_DURATION_WRITE_FORMAT): the saga's
+// payloads hold none (saga/registry's TestNoPayloadHoldsATimeDuration), so
+// a run asleep across the release that turns text on goes on as it was.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
 	require.NoError(t, err)
 	require.Len(t, files, 3, "executed, cancelled while asleep, failed")
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflowWithOptions(scheduled.Workflow, workflow.RegisterOptions{Name: scheduled.WorkflowName})
-			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, file))
-		})
+	for _, f := range []payload.DurationFormat{payload.DurationsNanoseconds, payload.DurationsText} {
+		previous := payload.WriteDurations(f)
+		for _, file := range files {
+			t.Run(string(f)+"/"+filepath.Base(file), func(t *testing.T) {
+				r := worker.NewWorkflowReplayer()
+				r.RegisterWorkflowWithOptions(scheduled.Workflow, workflow.RegisterOptions{Name: scheduled.WorkflowName})
+				require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, file))
+			})
+		}
+		payload.WriteDurations(previous)
 	}
 }
 

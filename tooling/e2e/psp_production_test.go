@@ -442,7 +442,7 @@ func TestProductionPSP(t *testing.T) {
 		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
 		id := r.Body["id"].(string)
 		require.EqualValues(t, 700, s.balance("acc-prod-refund"))
-		got := s.waitRefund(id, pix.RefundReversed, s.cfg.Refund().RefusalQuietPeriod+60*time.Second)
+		got := s.waitRefund(id, pix.RefundReversed, time.Duration(s.cfg.Refund().RefusalQuietPeriod)+60*time.Second)
 		require.NotNil(t, got.FailureReason)
 		require.Contains(t, *got.FailureReason, "PixDevolucaoInvalida")
 		require.Equal(t, workflows.RefundOutput{Status: pix.RefundReversed, Reason: *got.FailureReason}, s.refundOutcome(id))

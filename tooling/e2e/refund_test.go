@@ -804,7 +804,7 @@ func TestRefundRefusedByThePSPIsReversedOnlyWithoutARecord(t *testing.T) {
 	// A run that found a record after all fails; the next one is started
 	// soon.
 	s := newStack(t, shared, func(c *config.Config) { c.DispatchRecheckAfter, c.DispatchRecheckMax = 2*time.Second, 2*time.Second })
-	quiet := s.cfg.Refund().RefusalQuietPeriod
+	quiet := time.Duration(s.cfg.Refund().RefusalQuietPeriod)
 	s.openAccount("acc-refund-refused", 0)
 	none := s.creditPix("acc-refund-refused", 6_000)
 	late := s.creditPix("acc-refund-refused", 4_000)

@@ -17,6 +17,7 @@ import (
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/workflows"
 )
@@ -35,7 +36,7 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 	for i, name := range []string{workflows.RetentionWorkflowName, workflows.ReconcileWorkflowName} {
 		var args []any
 		if name == workflows.RetentionWorkflowName {
-			args = []any{activities.RetentionInput{BatchSize: 10, MaxBatches: 1, OutboxRetention: time.Hour, InboxRetention: time.Hour}}
+			args = []any{activities.RetentionInput{BatchSize: 10, MaxBatches: 1, OutboxRetention: payload.Duration(time.Hour), InboxRetention: payload.Duration(time.Hour)}}
 		}
 		_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 			ID:     ids[i],
@@ -62,7 +63,7 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 		require.Equal(t, intervals[id], d.Schedule.Spec.Intervals[0].Every, "the configured interval replaces the first creation's")
 		descriptions[id] = d
 	}
-	require.Equal(t, s.cfg.InboxRetention, retentionOf(t, c, base).InboxRetention)
+	require.Equal(t, payload.Duration(s.cfg.InboxRetention), retentionOf(t, c, base).InboxRetention)
 
 	// The worker restarts, its configuration unchanged: nothing to write.
 	s.killWorker()
@@ -101,13 +102,13 @@ func TestAChangedInboxRetentionReachesTheScheduleAfterARestart(t *testing.T) {
 		_, err := handle.Describe(ctx)
 		return err == nil
 	}, 30*time.Second, 100*time.Millisecond, "the first start creates the Schedule")
-	require.Equal(t, 720*time.Hour, retentionOf(t, c, base).InboxRetention)
+	require.Equal(t, payload.Duration(720*time.Hour), retentionOf(t, c, base).InboxRetention)
 	require.NoError(t, handle.Pause(ctx, client.SchedulePauseOptions{Note: "on-call: paused during the incident"}))
 	before.killWorker()
 
 	after := newStack(t, shared, func(cfg *config.Config) { cfg.TemporalTaskQueue = base; cfg.InboxRetention = 168 * time.Hour })
 	after.waitLog("schedule brought to the configuration", 1)
-	require.Equal(t, 168*time.Hour, retentionOf(t, c, base).InboxRetention, "the restarted worker brought the Schedule to INBOX_RETENTION")
+	require.Equal(t, payload.Duration(168*time.Hour), retentionOf(t, c, base).InboxRetention, "the restarted worker brought the Schedule to INBOX_RETENTION")
 	d, err := handle.Describe(ctx)
 	require.NoError(t, err)
 	require.True(t, d.Schedule.State.Paused, "the operator's pause is kept")

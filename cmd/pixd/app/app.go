@@ -23,6 +23,7 @@ import (
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/memlimit"
 	"github.com/pixbank/pix/internal/metrics"
+	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tracing"
 	"github.com/pixbank/pix/internal/tracing/setup"
@@ -148,6 +149,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	if temporalTracer != nil {
 		temporalOptions.Interceptors = append(temporalOptions.Interceptors, temporalTracer)
 	}
+	// How the durations in what this process writes to Temporal read in
+	// its UI (TEMPORAL_DURATION_WRITE_FORMAT): process-wide, set before the
+	// client writes anything.
+	payload.WriteDurations(cfg.DurationWriteFormat)
 	payloadCodec, dataConverter := encryptPayloads(cfg, log, &temporalOptions)
 	tc, err := client.NewLazyClient(temporalOptions)
 	if err != nil {
