@@ -14,7 +14,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -27,10 +26,10 @@ import (
 
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
-	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/durable/rows"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/sagatest"
 	"github.com/pixbank/pix/saga/scheduled"
 )
 
@@ -51,10 +50,10 @@ func TestAPostForAnotherAccountIsForbiddenWhateverItsDate(t *testing.T) {
 	now := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
 	a := newAPI(t, now)
 	for _, date := range []string{"2026-12-24", "2026-12-01", "2027-12-03", "24/12/2026"} {
-		status, refused := a.call(http.MethodPost, "/pix/scheduled", "joao", uuid.NewString(),
+		status, refused := a.Call(http.MethodPost, "/pix/scheduled", "joao", uuid.NewString(),
 			map[string]any{"account_id": "acc-maria", "amount_cents": 100, "pix_key": "k", "scheduled_for": date})
 		require.Equal(t, http.StatusForbidden, status, "%s: %v", date, refused)
-		require.Equal(t, "forbidden_account", code(refused), date)
+		require.Equal(t, "forbidden_account", sagatest.Code(refused), date)
 	}
 	require.Zero(t, a.f.keysOf("joao"), "a forbidden request leaves no key behind")
 	list, err := a.f.store.List(context.Background(), "acc-maria", "", nil, 10)
@@ -65,10 +64,10 @@ func TestAPostForAnotherAccountIsForbiddenWhateverItsDate(t *testing.T) {
 	// before, and replayed.
 	key := uuid.NewString()
 	body := map[string]any{"account_id": "acc-maria", "amount_cents": 100, "pix_key": "k", "scheduled_for": "2026-12-01"}
-	status, refused := a.call(http.MethodPost, "/pix/scheduled", "maria", key, body)
+	status, refused := a.Call(http.MethodPost, "/pix/scheduled", "maria", key, body)
 	require.Equal(t, http.StatusUnprocessableEntity, status)
-	require.Equal(t, "invalid_request", code(refused))
-	status, again := a.call(http.MethodPost, "/pix/scheduled", "maria", key, body)
+	require.Equal(t, "invalid_request", sagatest.Code(refused))
+	status, again := a.Call(http.MethodPost, "/pix/scheduled", "maria", key, body)
 	require.Equal(t, http.StatusUnprocessableEntity, status)
 	require.Equal(t, refused, again, "the key replays its refusal")
 	require.Equal(t, 1, a.f.keysOf("maria"))
@@ -155,37 +154,32 @@ func TestTheGaugesCountPendingAndOverdue(t *testing.T) {
 func TestAKeyOfAScheduledPixIsNoTransfersAnswer(t *testing.T) {
 	now := time.Now()
 	f := newFixture(t)
-	h := &scheduled.Handlers{Store: f.store, Keys: f.s, Temporal: &signals{}, Settings: scheduled.Settings{Hour: 6},
-		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: func() time.Time { return now }}
-	handler, err := api.NewRouter(api.Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Keys: f.keys,
-		Stores: api.StoresOf(f.s), BankISPB: ispb,
-		Tokens: tokens{"maria": {Subject: "maria", Scopes: []string{auth.ScopeRead, auth.ScopeWrite}, Accounts: []string{"acc-maria"}}},
-		Sagas:  []api.SagaHTTP{api.TransferHTTP(), h.HTTP()}}, api.CustomerRoutes)
-	require.NoError(t, err)
-	srv := httptest.NewServer(handler)
-	t.Cleanup(srv.Close)
+	h := &scheduled.Handlers{Store: f.store, Keys: f.s, Temporal: &sagatest.Signals{}, Settings: scheduled.Settings{Hour: 6},
+		Log: sagatest.Discard(), Now: func() time.Time { return now }}
+	a := sagatest.NewAPI(t, f.s, sagatest.Options{Deps: api.Deps{Keys: f.keys, BankISPB: ispb},
+		Callers: sagatest.Callers{"maria": sagatest.Customer("maria", "acc-maria")},
+		Sagas:   []api.SagaHTTP{api.TransferHTTP(), h.HTTP()}})
 	f.account("acc-maria", 50_000)
-	a := &harness{t: t, f: f, server: srv}
 
 	key := uuid.NewString()
 	body := map[string]any{"account_id": "acc-maria", "amount_cents": 15000, "pix_key": "joao@example.com",
 		"scheduled_for": now.AddDate(0, 0, 10).Format(time.DateOnly)}
-	status, created := a.call(http.MethodPost, "/pix/scheduled", "maria", key, body)
+	status, created := a.Call(http.MethodPost, "/pix/scheduled", "maria", key, body)
 	require.Equal(t, http.StatusCreated, status, "%v", created)
 
-	status, answer := a.call(http.MethodPost, "/pix", "maria", key, body)
+	status, answer := a.Call(http.MethodPost, "/pix", "maria", key, body)
 	require.NotEqual(t, http.StatusCreated, status, "POST /pix answered a scheduled PIX as its transfer: %v", answer)
-	require.Equal(t, "idempotency_key_reused", code(answer))
+	require.Equal(t, "idempotency_key_reused", sagatest.Code(answer))
 	require.EqualValues(t, 50_000, f.balance("acc-maria"))
 
 	// The other way: a transfer's key on POST /pix/scheduled.
 	key = uuid.NewString()
 	transfer := map[string]any{"account_id": "acc-maria", "amount_cents": 100, "pix_key": "joao@example.com"}
-	status, sent := a.call(http.MethodPost, "/pix", "maria", key, transfer)
+	status, sent := a.Call(http.MethodPost, "/pix", "maria", key, transfer)
 	require.Equal(t, http.StatusCreated, status, "%v", sent)
-	status, answer = a.call(http.MethodPost, "/pix/scheduled", "maria", key, transfer)
+	status, answer = a.Call(http.MethodPost, "/pix/scheduled", "maria", key, transfer)
 	require.Equal(t, http.StatusUnprocessableEntity, status, "POST /pix/scheduled answered a transfer as its scheduled PIX: %v", answer)
-	require.Equal(t, "idempotency_key_reused", code(answer))
+	require.Equal(t, "idempotency_key_reused", sagatest.Code(answer))
 }
 
 // An attempt of RunScheduled whose commit's answer was lost (PostgreSQL
