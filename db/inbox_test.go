@@ -38,16 +38,13 @@ func balance(t *testing.T, s *db.Store, id string) int64 {
 	return acc.BalanceCents
 }
 
-// creditThenCleanUp receives and credits n, then deletes its inbox row as
-// the retention job would: only the pix_credits row remains.
+// creditThenCleanUp receives and credits n (dbtest.CreditPIX), then
+// deletes its inbox row as the retention job would: only the pix_credits
+// row remains.
 func creditThenCleanUp(t *testing.T, s *db.Store, n pix.Notification) {
 	t.Helper()
-	ctx := context.Background()
-	_, err := s.Receive(ctx, n)
-	require.NoError(t, err)
-	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
-	require.NoError(t, err)
-	_, err = s.Pool().Exec(ctx, `DELETE FROM inbox_messages WHERE end_to_end_id = $1`, n.EndToEndID)
+	dbtest.CreditPIX(t, s, dbtest.PIX{EndToEndID: n.EndToEndID, AccountID: n.AccountID, AmountCents: n.AmountCents})
+	_, err := s.Pool().Exec(context.Background(), `DELETE FROM inbox_messages WHERE end_to_end_id = $1`, n.EndToEndID)
 	require.NoError(t, err)
 }
 

@@ -32,16 +32,11 @@ func refund(s *db.Store, e2e string, amount int64, mayRefund func(string) bool) 
 		RefundRequest: pix.RefundRequest{EndToEndID: e2e, AmountCents: amount, Reason: "devolução"}}, mayRefund, renderRefund)
 }
 
-// creditPIX credits amount to account under a new end_to_end_id.
+// creditPIX credits amount to account under e2eID(n), through the
+// credit's path (dbtest.CreditPIX).
 func creditPIX(t *testing.T, s *db.Store, n int, account string, amount int64) string {
 	t.Helper()
-	ctx := context.Background()
-	id := e2eID(n)
-	_, err := s.Receive(ctx, note(id, account, amount))
-	require.NoError(t, err)
-	_, err = s.Credit(ctx, id, 1, 1)
-	require.NoError(t, err)
-	return id
+	return dbtest.CreditPIX(t, s, dbtest.PIX{EndToEndID: e2eID(n), AccountID: account, AmountCents: amount}).EndToEndID
 }
 
 func refundEvents(t *testing.T, s *db.Store, id string) []string {

@@ -47,13 +47,11 @@ func EmptyURL(t testing.TB) string {
 	t.Helper()
 	skipInShort(t)
 	ctx := context.Background()
-	suffix := make([]byte, 4)
-	_, _ = rand.Read(suffix)
 	name := unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "_")
 	if len(name) > 40 {
 		name = name[:40]
 	}
-	schema := "t_" + name + "_" + hex.EncodeToString(suffix)
+	schema := "t_" + name + "_" + randomHex(4)
 
 	admin, err := pgx.Connect(ctx, BaseURL())
 	require.NoError(t, err, "connect to the test database %s", BaseURL())
@@ -87,6 +85,13 @@ func New(t testing.TB) *db.Store {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return db.NewStore(pool)
+}
+
+// randomHex is n random bytes in hex (crypto/rand.Read never fails).
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // skipInShort skips a test of the integration tier under -short: the unit
