@@ -2,8 +2,14 @@ package db_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"testing/fstest"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db"
@@ -11,48 +17,117 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 )
 
-// forgetMigrations makes s's schema as it was before the migration of that
-// version: the changes of it and of every later one undone by undo, and
-// the runner's records of them gone (goose applies no version below the
-// newest applied).
-func forgetMigrations(t *testing.T, s *db.Store, version int, undo string) {
+// earlierRelease is a database as a release before the migration of
+// version left it, holding s's rows: a store over a schema of its own,
+// built by the embedded migrations below version, in order (db.MigrateFS,
+// with the runner's records of them), into whose every table s's table of
+// the same name is copied, in the columns both have, parents before
+// children, each sequence then set past the rows. So a test writes its
+// rows with today's code, then migrates them as an upgrade from that
+// release would; nothing is written by hand for a migration, old or new.
+func earlierRelease(t *testing.T, s *db.Store, version int64) *db.Store {
 	t.Helper()
 	ctx := context.Background()
-	_, err := s.Pool().Exec(ctx, undo)
+	all, err := db.Migrations()
 	require.NoError(t, err)
-	for _, table := range []string{"goose_db_version WHERE version_id", "migration_checksums WHERE version"} {
-		_, err = s.Pool().Exec(ctx, `DELETE FROM `+table+` >= $1`, version)
-		require.NoError(t, err)
+	below := fstest.MapFS{}
+	for _, m := range all {
+		if m.Version < version {
+			below[m.Name] = &fstest.MapFile{Data: []byte(m.SQL)}
+		}
 	}
+	require.NotEmpty(t, below, "no migration below %d", version)
+	pool, err := db.Open(ctx, dbtest.EmptyURL(t), 4)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = db.MigrateFS(ctx, pool, below)
+	require.NoError(t, err)
+
+	var from, to string
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT current_schema()`).Scan(&from))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&to))
+	tables := tablesParentsFirst(t, pool, to)
+	for _, table := range tables {
+		var columns []string
+		require.NoError(t, pool.QueryRow(ctx, `
+			SELECT coalesce(array_agg(quote_ident(a.attname) ORDER BY a.attnum), '{}')
+			FROM pg_attribute a
+			WHERE a.attrelid = to_regclass(quote_ident($2) || '.' || quote_ident($3)) AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+			  AND EXISTS (SELECT 1 FROM pg_attribute f WHERE f.attrelid = to_regclass(quote_ident($1) || '.' || quote_ident($3))
+			              AND f.attname = a.attname AND f.attnum > 0 AND NOT f.attisdropped)`, from, to, table).Scan(&columns))
+		if len(columns) == 0 {
+			continue // a table the later migrations dropped: nothing to copy
+		}
+		list := strings.Join(columns, ", ")
+		_, err := pool.Exec(ctx, fmt.Sprintf(`INSERT INTO %s.%s (%s) OVERRIDING SYSTEM VALUE SELECT %s FROM %s.%s`,
+			pgx.Identifier{to}.Sanitize(), pgx.Identifier{table}.Sanitize(), list, list, pgx.Identifier{from}.Sanitize(), pgx.Identifier{table}.Sanitize()))
+		require.NoError(t, err, "copy %s", table)
+	}
+	rows, err := pool.Query(ctx, `
+		SELECT quote_ident(c.relname), quote_ident(a.attname), pg_get_serial_sequence(quote_ident(n.nspname) || '.' || quote_ident(c.relname), a.attname)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND pg_get_serial_sequence(quote_ident(n.nspname) || '.' || quote_ident(c.relname), a.attname) IS NOT NULL`, to)
+	require.NoError(t, err)
+	sequences, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Table, Column, Sequence string }])
+	require.NoError(t, err)
+	for _, q := range sequences {
+		_, err := pool.Exec(ctx, fmt.Sprintf(`SELECT setval($1, max(%s)) FROM %s HAVING max(%s) IS NOT NULL`, q.Column, q.Table, q.Column), q.Sequence)
+		require.NoError(t, err, "set %s past the rows", q.Sequence)
+	}
+	return db.NewStore(pool)
 }
 
-// undo0012 is the schema before 0012 (and the migrations after it).
-const undo0012 = `ALTER TABLE pix_refunds DROP COLUMN psp_asked_at; DROP INDEX inbox_messages_pending_received_idx;
-	ALTER TABLE inbox_messages DROP COLUMN traceparent; ALTER TABLE pix_transfers DROP COLUMN traceparent;
-	ALTER TABLE pix_refunds DROP COLUMN traceparent; ALTER TABLE outbox_events DROP COLUMN traceparent;
-	DROP TABLE psp_catchup; ALTER TABLE pix_refunds DROP COLUMN psp_refused_at, DROP COLUMN psp_refusal; ` + undo0017
+// tablesParentsFirst are the tables of schema, but the migration runner's
+// own, each after those its foreign keys name.
+func tablesParentsFirst(t *testing.T, pool *pgxpool.Pool, schema string) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `
+		SELECT c.relname, coalesce(array_agg(DISTINCT p.relname) FILTER (WHERE p.relname IS NOT NULL AND p.oid <> c.oid), '{}')
+		FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		LEFT JOIN pg_constraint f ON f.conrelid = c.oid AND f.contype = 'f'
+		LEFT JOIN pg_class p ON p.oid = f.confrelid
+		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND c.relname NOT IN ('goose_db_version', 'migration_checksums')
+		GROUP BY c.relname ORDER BY c.relname`, schema)
+	require.NoError(t, err)
+	parents := map[string][]string{}
+	var names []string
+	for rows.Next() {
+		var name string
+		var of []string
+		require.NoError(t, rows.Scan(&name, &of))
+		names = append(names, name)
+		parents[name] = of
+	}
+	require.NoError(t, rows.Err())
+	var ordered []string
+	placed := map[string]bool{}
+	for len(ordered) < len(names) {
+		before := len(ordered)
+		for _, name := range names {
+			if !placed[name] && !slices.ContainsFunc(parents[name], func(p string) bool { return !placed[p] }) {
+				ordered, placed[name] = append(ordered, name), true
+			}
+		}
+		require.Greater(t, len(ordered), before, "the foreign keys of %v make a cycle", names)
+	}
+	return ordered
+}
 
-// undo0017 is the schema before 0017, and the migrations after it (a new
-// migration adds its undo here, and its name to afterwards).
-const undo0017 = `ALTER TABLE pix_refunds DROP COLUMN psp_asks; DROP TABLE pix_scheduled CASCADE; DROP INDEX inbox_messages_failed_order_idx;
-	DROP INDEX pix_transfer_refunds_account_idx; DROP INDEX pix_refund_reversals_account_idx; DROP INDEX pix_refunds_contradicted_idx;
-	DROP VIEW account_movements; DROP TABLE reconcile_checkpoint, reconcile_settled, reconcile_runs;
-	DROP FUNCTION refuse_movement_change() CASCADE; ALTER TABLE pix_credits DROP COLUMN xact_id; ALTER TABLE pix_transfers DROP COLUMN xact_id;
-	ALTER TABLE pix_transfer_refunds DROP COLUMN xact_id; ALTER TABLE pix_refunds DROP COLUMN xact_id;
-	ALTER TABLE pix_refund_reversals DROP COLUMN xact_id; DROP TABLE pix_holds; ALTER TABLE accounts DROP COLUMN held_cents;
-	CREATE VIEW account_movements (account_id, amount_cents, kind, ref) AS
-	    SELECT account_id, amount_cents, 'pix_credit', end_to_end_id FROM pix_credits
-	    UNION ALL SELECT account_id, -amount_cents, 'pix_transfer', id::text FROM pix_transfers
-	    UNION ALL SELECT account_id, amount_cents, 'pix_transfer_refund', transfer_id::text FROM pix_transfer_refunds
-	    UNION ALL SELECT account_id, -amount_cents, 'pix_refund', id FROM pix_refunds
-	    UNION ALL SELECT account_id, amount_cents, 'pix_refund_reversal', refund_id FROM pix_refund_reversals`
-
-// afterwards are the migrations after 0017, which the tests below apply
-// again.
-var afterwards = []string{"0018_pix_scheduled.sql", "0019_inbox_failed_list_index.sql", "0020_pix_scheduled_status_index.sql",
-	"0021_transfer_refunds_account_index.sql", "0022_refund_reversals_account_index.sql", "0023_refund_contradictions_index.sql",
-	"0024_reconcile_checkpoint.sql", "0025_credits_xact_index.sql", "0026_transfers_xact_index.sql", "0027_transfer_refunds_xact_index.sql",
-	"0028_refunds_xact_index.sql", "0029_refund_reversals_xact_index.sql", "0030_holds.sql"}
+// migrationsFrom are the names of the embedded migrations from version
+// on, in order: what migrating an earlierRelease(version) applies.
+func migrationsFrom(t *testing.T, version int64) []string {
+	t.Helper()
+	all, err := db.Migrations()
+	require.NoError(t, err)
+	var names []string
+	for _, m := range all {
+		if m.Version >= version {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
 
 // Found by the fourth attack review: psp_asked_at was once appended to the
 // committed migration 0011, so a database that had applied 0011 before
@@ -67,12 +142,11 @@ func TestDatabaseWithoutPSPAskedAtGetsIt(t *testing.T) {
 	r, err := refund(s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	// The schema 0011 as first committed left.
-	forgetMigrations(t, s, 12, undo0012)
+	s = earlierRelease(t, s, 12)
 
 	applied, err := db.Migrate(ctx, s.Pool())
 	require.NoError(t, err)
-	require.Equal(t, append([]string{"0012_refund_psp_asked_at.sql", "0013_inbox_oldest_pending_index.sql", "0014_trace_context.sql", "0015_psp_catchup.sql",
-		"0016_refund_psp_refusal.sql", "0017_refund_psp_asks.sql"}, afterwards...), applied)
+	require.Equal(t, migrationsFrom(t, 12), applied)
 	_, err = s.MarkRefundAsked(ctx, r.ID)
 	require.NoError(t, err, "the saga's first statement runs")
 }
@@ -91,7 +165,7 @@ func TestRefundsOpenAtTheUpgradeCountAsAsked(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET dispatched_at = now() - interval '1 hour' WHERE id = $1`, r.ID)
 	require.NoError(t, err)
-	forgetMigrations(t, s, 12, undo0012)
+	s = earlierRelease(t, s, 12)
 
 	_, err = db.Migrate(ctx, s.Pool())
 	require.NoError(t, err)
@@ -117,7 +191,7 @@ func TestRefundsAskedBeforeTheAskCountCountOne(t *testing.T) {
 	require.NoError(t, err)
 	refused, err := refund(s, e2e, 2_000, anyone)
 	require.NoError(t, err)
-	forgetMigrations(t, s, 17, undo0017)
+	s = earlierRelease(t, s, 17)
 	// As the release before 0017 recorded them: the first refund's first
 	// ask; the second's first ask and a refusal.
 	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET psp_asked_at = now() WHERE id = $1`, asked.ID)
@@ -127,7 +201,7 @@ func TestRefundsAskedBeforeTheAskCountCountOne(t *testing.T) {
 
 	applied, err := db.Migrate(ctx, s.Pool())
 	require.NoError(t, err)
-	require.Equal(t, append([]string{"0017_refund_psp_asks.sql"}, afterwards...), applied)
+	require.Equal(t, migrationsFrom(t, 17), applied)
 
 	_, stands, err := s.StandingRefusal(ctx, refused.ID)
 	require.NoError(t, err)
