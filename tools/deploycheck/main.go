@@ -19,7 +19,8 @@
 //     query, fix and verification), each alert with a firing and a quiet
 //     case and each recording rule queried in the promtool unit tests of
 //     deploy/prometheus/tests, and loaded by deploy/prometheus/prometheus.yml
-//     through the compose file's mount;
+//     through the compose file's mount; and every alert, and only those, in
+//     the alerts' table of docs/operations.md;
 //   - the Dockerfile: base images pinned, every file the binaries are built
 //     from copied into the build (and not kept out by .dockerignore), the
 //     production image with pixd and pixctl and without the PSP simulator.
@@ -63,6 +64,7 @@ func check(ctx context.Context, root string) []error {
 	}
 	errs = append(errs, checkRules(filepath.Join(root, "deploy/prometheus/rules"))...)
 	errs = append(errs, checkRunbooks(filepath.Join(root, "deploy/prometheus/rules"), filepath.Join(root, "docs/runbooks.md"))...)
+	errs = append(errs, checkAlertsTable(filepath.Join(root, "deploy/prometheus/rules"), filepath.Join(root, "docs/operations.md"))...)
 	errs = append(errs, checkRuleTests(filepath.Join(root, "deploy/prometheus/rules"), filepath.Join(root, "deploy/prometheus/tests"))...)
 	errs = append(errs, checkDockerfile(ctx, root, filepath.Join(root, "Dockerfile"), filepath.Join(root, ".dockerignore"))...)
 	return errs
