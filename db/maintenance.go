@@ -7,11 +7,10 @@ import (
 )
 
 // maintenanceSQL holds the statements of queries/maintenance.sql: the
-// retention's batched deletes, the reconciliation's check of the inbox's
-// live edge, and the balances of some accounts summed whole.
+// retention's batched deletes and the reconciliation's check of the inbox's
+// live edge.
 var maintenanceSQL struct {
-	DeleteDoneInboxRows, DeletePublishedEvents, DeleteExpiredKeys,
-	UnbalancedAccounts, CreditWithoutDone string
+	DeleteDoneInboxRows, DeletePublishedEvents, DeleteExpiredKeys, CreditWithoutDone string
 }
 
 func init() { bindQueries("maintenance.sql", &maintenanceSQL) }

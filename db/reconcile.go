@@ -11,7 +11,7 @@ import (
 )
 
 // Reconciliation is what the books say about themselves: every list empty
-// means they balance.
+// means no difference was found; Progress says what was not checked yet.
 type Reconciliation struct {
 	// UnbalancedAccounts: balance != opening + movements (account_movements, I2).
 	UnbalancedAccounts []string `json:"unbalanced_accounts"`
@@ -27,6 +27,39 @@ type Reconciliation struct {
 	// RefundContradictions: final refunds the PSP's latest notice
 	// contradicts (returned but NAO_REALIZADO, reversed but DEVOLVIDO).
 	RefundContradictions []string `json:"refund_contradictions"`
+	// Progress: what this run did not check yet, what it read of the
+	// history, and how far behind its checkpoint is.
+	Progress ReconcileProgress `json:"progress"`
+}
+
+// ReconcileProgress is what a run of the reconciliation left unchecked,
+// what it read of the history, and how far behind its checkpoint is
+// (docs/design.md, "The reconciliation").
+type ReconcileProgress struct {
+	// UncheckedAccounts: accounts whose history no run has counted yet
+	// (after migration 0024, a reset, or a new account), so not compared
+	// by this run; each run counts some, within its limits. Never
+	// compared on part of their movements.
+	UncheckedAccounts int `json:"unchecked_accounts"`
+	// DoneHistoryPending: the first round of the rotating check of the done
+	// inbox rows (after migration 0024, or a reset) is not over: the rows
+	// made done before the checks by transaction id (0031) that it has not
+	// read yet are not checked (I3).
+	DoneHistoryPending bool `json:"done_history_pending"`
+	// RecountedAccounts, RecountedMovements: the accounts this run
+	// recounted in full (I2, and the devoluções of their PIX, I9), and the
+	// movements it read for them.
+	RecountedAccounts  int   `json:"recounted_accounts"`
+	RecountedMovements int64 `json:"recounted_movements"`
+	// LiveMovements: the movements read above the checkpoint, which no run
+	// could settle yet; it grows while a transaction holds the snapshots'
+	// xmin back.
+	LiveMovements int64 `json:"live_movements"`
+	// XminAge: how many transaction ids the run's snapshot xmin is behind
+	// its xmax: the age of the oldest transaction still running, which
+	// holds the checkpoint back (idle_in_transaction_session_timeout
+	// bounds a forgotten one: docs/operations.md).
+	XminAge int64 `json:"xmin_age"`
 }
 
 // Balanced reports whether nothing was found.
@@ -35,74 +68,80 @@ func (r Reconciliation) Balanced() bool {
 		len(r.RefundsOverCredit) == 0 && len(r.RefundContradictions) == 0
 }
 
+// Complete reports whether the run checked everything: no account whose
+// history is not counted yet, no done row from before the checks by
+// transaction id left to read.
+func (r Reconciliation) Complete() bool {
+	return r.Progress.UncheckedAccounts == 0 && !r.Progress.DoneHistoryPending
+}
+
+// ReconcileLimits bound what one run reads of the books' history, so that
+// a run's cost stays bounded whatever their size: after migration 0024 (or
+// a reset) the history is counted part by part, over as many runs as it
+// takes, and in steady state every account is recounted in full within
+// about (movements / RecountMovements) + 1 runs.
+type ReconcileLimits struct {
+	// RecountMovements: the movements a run's recount of accounts in full
+	// reads, at most, but for its last batch, read whole (an account is
+	// always recounted whole, in the run's snapshot), and for the one
+	// account of the rotation every run recounts whatever its size.
+	RecountMovements int64
+	// RecountAccounts: the accounts a run recounts, at most (but for that
+	// one).
+	RecountAccounts int
+	// DoneRows: the done inbox rows a run's rotating check reads (every
+	// done row is checked within inbox's done rows / DoneRows + 1 runs).
+	DoneRows int
+}
+
+// DefaultReconcileLimits are the limits of Reconcile: a run's recount
+// reads about as many movements as a first run read in a second here at
+// half a million accounts (docs/design.md, "The reconciliation").
+var DefaultReconcileLimits = ReconcileLimits{RecountMovements: 1_000_000, RecountAccounts: 50_000, DoneRows: 200_000}
+
 // reconcileSQL holds the statements of queries/reconcile.sql: the
 // reconciliation, from its checkpoint.
 var reconcileSQL struct {
-	RepeatableRead, Snapshot, Checkpoint, Unbalanced, UnbalancedHolds, Settle, DoneWithoutCredit, OverCredit, Advance string
+	RepeatableRead, Lock, Snapshot, Checkpoint, Guard, Unbalanced, UnbalancedHolds, New, Settle, Accounts, AccountsOfPrefix,
+	Recount, SetSettled, DoneWithoutCredit, DoneRecount, OverCredit, Advance string
 }
 
 func init() { bindQueries("reconcile.sql", &reconcileSQL) }
 
 // Reconcile checks the books, from the checkpoint the last run left
-// (docs/design.md, "The reconciliation"): every account's balance against
-// its opening balance, its settled sum and its movements since; every
-// account's held amount against its active holds; the done
-// inbox rows since, and every pending or failed one, against the credits;
-// the devoluções since, and the active holds, against their PIX's credit;
-// the contradicted
-// devoluções; and the differences the last run found, again. Its cost
-// follows the accounts and what is new, never the books' history (the
-// first run after migration 0024, which settles the history, reads it
-// once). One REPEATABLE READ transaction: the checks read one snapshot,
-// and the checkpoint moves with its commit; two runs at once are one after
-// the other (the second starts again from the first's checkpoint). It
-// reports; it never fixes money.
+// (docs/design.md, "The reconciliation"), within DefaultReconcileLimits:
+// every counted account's balance against its opening balance, its settled
+// sum and its movements since; a slice of the accounts recounted in full
+// (those whose history is not counted yet first, then in turn); every
+// account's held amount against its active holds; the done inbox rows
+// since (and a rotating part of them all), and every pending or failed
+// one, against the credits; the devoluções since, those of the accounts
+// recounted, and the active holds, against their PIX's credit; the
+// contradicted devoluções; and the differences the last run found, again.
+// Its cost follows the accounts, what is new and its limits, never the
+// books' history. One REPEATABLE READ transaction, one run at a time (a
+// run waits for the one before to commit, then starts from its
+// checkpoint); a run that finds nothing new writes nothing. It reports;
+// it never fixes money.
 func (s *Store) Reconcile(ctx context.Context) (Reconciliation, error) {
+	return s.ReconcileWithin(ctx, DefaultReconcileLimits)
+}
+
+// ReconcileWithin is Reconcile within lim.
+func (s *Store) ReconcileWithin(ctx context.Context, lim ReconcileLimits) (Reconciliation, error) {
 	var r Reconciliation
 	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		r = Reconciliation{}
-		if _, err := tx.Exec(ctx, reconcileSQL.RepeatableRead); err != nil {
+		run, err := startRun(ctx, tx, lim)
+		if err != nil {
 			return fmt.Errorf("reconcile: %w", err)
 		}
-		// xid8 values travel as their text: pgx has no type of its own
-		// for them.
-		var xmin string
-		var started time.Time
-		if err := tx.QueryRow(ctx, reconcileSQL.Snapshot).Scan(&xmin, &started); err != nil {
-			return fmt.Errorf("reconcile: snapshot: %w", err)
+		if err := run.check(ctx); err != nil {
+			return fmt.Errorf("reconcile: %w", err)
 		}
-		var settled *string
-		var doneFrom *time.Time
-		var doneBefore, overBefore []string
-		if err := tx.QueryRow(ctx, reconcileSQL.Checkpoint).Scan(&settled, &doneFrom, &doneBefore, &overBefore); err != nil {
-			return fmt.Errorf("reconcile: checkpoint: %w", err)
+		if err := run.write(ctx); err != nil {
+			return fmt.Errorf("reconcile: %w", err)
 		}
-		// Before Settle: the balances against the sums as the last run
-		// left them.
-		checks := []struct {
-			out   *[]string
-			query string
-			args  []any
-		}{
-			{&r.UnbalancedAccounts, reconcileSQL.Unbalanced, []any{settled}},
-			{&r.UnbalancedHolds, reconcileSQL.UnbalancedHolds, nil},
-			{&r.DoneWithoutCredit, reconcileSQL.DoneWithoutCredit, []any{doneFrom, doneBefore}},
-			{&r.CreditWithoutDone, maintenanceSQL.CreditWithoutDone, nil},
-			{&r.RefundsOverCredit, reconcileSQL.OverCredit, []any{settled, overBefore}},
-			{&r.RefundContradictions, refundSQL.Contradictions, nil},
-		}
-		for _, c := range checks {
-			var err error
-			if *c.out, err = listStrings(ctx, tx, c.query, c.args...); err != nil {
-				return fmt.Errorf("reconcile: %w", err)
-			}
-		}
-		if _, err := tx.Exec(ctx, reconcileSQL.Settle, settled, xmin); err != nil {
-			return fmt.Errorf("reconcile: settle: %w", err)
-		}
-		if _, err := tx.Exec(ctx, reconcileSQL.Advance, xmin, started, r.DoneWithoutCredit, r.RefundsOverCredit); err != nil {
-			return fmt.Errorf("reconcile: advance: %w", err)
-		}
+		r = run.r
 		return nil
 	})
 	return r, err

@@ -68,9 +68,9 @@ func TestReconcileChecksFromItsCheckpoint(t *testing.T) {
 	for range 3 {
 		require.Equal(t, []string{e2eID(4)}, reconcileOK(t, s).DoneWithoutCredit)
 	}
-	var doneFrom *string
-	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT done_from::text FROM reconcile_checkpoint`).Scan(&doneFrom))
-	require.NotNil(t, doneFrom, "after the first runs, a run reads the done rows from a bound, not all of them")
+	var doneXact *string
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT done_xact::text FROM inbox_messages WHERE end_to_end_id = $1`, e2eID(4)).Scan(&doneXact))
+	require.NotNil(t, doneXact, "a row made done carries the transaction that made it done, from which the runs read the done rows")
 	exec(`DELETE FROM inbox_messages WHERE end_to_end_id = $1`, e2eID(4)) // as the retention would
 	require.True(t, reconcileOK(t, s).Balanced())
 }

@@ -16,9 +16,14 @@
 -- settled by the first run. Its index is 0025-0029.
 --
 -- The books are append-only, as the settled sums need: a trigger refuses a
--- change of a movement's account, amount or xact_id, and any delete. A
--- full recount (what each run did before) would find such a change; now
--- the database refuses it.
+-- change of a movement's account, amount or xact_id, and any delete; and
+-- of what else a check reads of a movement and trusts once read (a
+-- credit's end_to_end_id, I3 and I9; a devolução's end_to_end_id, and its
+-- status back from reversed, I9). The database refuses such a change; a
+-- run also recounts a rotating slice of the accounts in full, and checks a
+-- rotating part of the done inbox rows (db/reconcile.go), which find one
+-- made past the trigger (triggers off: session_replication_role =
+-- replica, or disabled by the owner).
 --
 -- Each table in a transaction of its own, with a lock timeout, as 0014:
 -- a wait behind a long transaction fails instead of holding up the writes
@@ -38,9 +43,9 @@ SET LOCAL lock_timeout = '5s';
 ALTER TABLE pix_credits ADD COLUMN IF NOT EXISTS xact_id xid8;
 ALTER TABLE pix_credits ALTER COLUMN xact_id SET DEFAULT pg_current_xact_id();
 DROP TRIGGER IF EXISTS pix_credits_append_only ON pix_credits;
-CREATE TRIGGER pix_credits_append_only BEFORE UPDATE OF account_id, amount_cents, xact_id ON pix_credits FOR EACH ROW
+CREATE TRIGGER pix_credits_append_only BEFORE UPDATE OF account_id, amount_cents, xact_id, end_to_end_id ON pix_credits FOR EACH ROW
     WHEN (OLD.account_id IS DISTINCT FROM NEW.account_id OR OLD.amount_cents IS DISTINCT FROM NEW.amount_cents
-          OR OLD.xact_id IS DISTINCT FROM NEW.xact_id)
+          OR OLD.xact_id IS DISTINCT FROM NEW.xact_id OR OLD.end_to_end_id IS DISTINCT FROM NEW.end_to_end_id)
     EXECUTE FUNCTION refuse_movement_change();
 DROP TRIGGER IF EXISTS pix_credits_no_delete ON pix_credits;
 CREATE TRIGGER pix_credits_no_delete BEFORE DELETE OR TRUNCATE ON pix_credits FOR EACH STATEMENT EXECUTE FUNCTION refuse_movement_change();
@@ -80,9 +85,12 @@ SET LOCAL lock_timeout = '5s';
 ALTER TABLE pix_refunds ADD COLUMN IF NOT EXISTS xact_id xid8;
 ALTER TABLE pix_refunds ALTER COLUMN xact_id SET DEFAULT pg_current_xact_id();
 DROP TRIGGER IF EXISTS pix_refunds_append_only ON pix_refunds;
-CREATE TRIGGER pix_refunds_append_only BEFORE UPDATE OF account_id, amount_cents, xact_id ON pix_refunds FOR EACH ROW
+-- A devolução's PIX, and its status once reversed (final: its reversal is
+-- a movement of its own), as OverCredit trusts them.
+CREATE TRIGGER pix_refunds_append_only BEFORE UPDATE OF account_id, amount_cents, xact_id, end_to_end_id, status ON pix_refunds FOR EACH ROW
     WHEN (OLD.account_id IS DISTINCT FROM NEW.account_id OR OLD.amount_cents IS DISTINCT FROM NEW.amount_cents
-          OR OLD.xact_id IS DISTINCT FROM NEW.xact_id)
+          OR OLD.xact_id IS DISTINCT FROM NEW.xact_id OR OLD.end_to_end_id IS DISTINCT FROM NEW.end_to_end_id
+          OR (OLD.status = 'reversed' AND NEW.status IS DISTINCT FROM 'reversed'))
     EXECUTE FUNCTION refuse_movement_change();
 DROP TRIGGER IF EXISTS pix_refunds_no_delete ON pix_refunds;
 CREATE TRIGGER pix_refunds_no_delete BEFORE DELETE OR TRUNCATE ON pix_refunds FOR EACH STATEMENT EXECUTE FUNCTION refuse_movement_change();
@@ -104,7 +112,10 @@ COMMIT;
 -- +goose StatementEnd
 -- +goose StatementBegin
 BEGIN;
--- The books (0008, 0009) with each movement's transaction.
+SET LOCAL lock_timeout = '5s';
+-- The books (0008, 0009) with each movement's transaction. Replacing the
+-- view waits for every reader of it (an older build's full recount):
+-- bounded, as the tables' blocks.
 CREATE OR REPLACE VIEW account_movements (account_id, amount_cents, kind, ref, xact_id) AS
     SELECT account_id, amount_cents, 'pix_credit', end_to_end_id, xact_id FROM pix_credits
     UNION ALL
@@ -115,31 +126,74 @@ CREATE OR REPLACE VIEW account_movements (account_id, amount_cents, kind, ref, x
     SELECT account_id, -amount_cents, 'pix_refund', id, xact_id FROM pix_refunds
     UNION ALL
     SELECT account_id, amount_cents, 'pix_refund_reversal', refund_id, xact_id FROM pix_refund_reversals;
--- The checkpoint, one row, written only by the reconciliation:
--- settled_before is the last run's snapshot xmin (NULL: no run yet, the
--- next one sums every movement); done_from the earliest processed_at a done
--- inbox row the next run has not seen may have (NULL: the next run reads
--- every done row); the differences the last run found of the checks that
--- read only what is new, which each run checks again until they are gone.
+-- The checkpoint, one row, written only by the reconciliation's run (and
+-- reconcile_reset, below):
+-- - settled_before: the snapshot xmin X of the last run that moved it
+--   (NULL: none yet, or reset): reconcile_settled holds, for each account
+--   whose history was counted, its movements below it, and the done inbox
+--   rows and devoluções from it on are the new ones;
+-- - recount_after: where the rotating recount of the accounts in full
+--   stands (the last account recounted in its turn; NULL: from the first);
+-- - done_recount_after: where the rotating check of the done inbox rows
+--   against their credits stands (NULL: from the first), and
+--   done_history_checked: its first round since the first run (or a
+--   reset) is over: every done row was checked, those made done before the
+--   checks by transaction id (0031) included;
+-- - the differences the last run found of the checks that read only what
+--   is new, which each run checks again until they are gone.
 CREATE TABLE IF NOT EXISTS reconcile_checkpoint (
-    id                  boolean PRIMARY KEY DEFAULT true CHECK (id),
-    settled_before      xid8,
-    done_from           timestamptz,
-    done_without_credit text[] NOT NULL DEFAULT '{}',
-    refunds_over_credit text[] NOT NULL DEFAULT '{}',
-    checked_at          timestamptz
+    id                   boolean PRIMARY KEY DEFAULT true CHECK (id),
+    settled_before       xid8,
+    recount_after        text,
+    done_recount_after   text,
+    done_history_checked boolean NOT NULL DEFAULT false,
+    done_without_credit  text[] NOT NULL DEFAULT '{}',
+    refunds_over_credit  text[] NOT NULL DEFAULT '{}'
 );
-INSERT INTO reconcile_checkpoint (id) VALUES (true) ON CONFLICT (id) DO NOTHING;
--- Each account's movements below settled_before, summed.
+-- Each account's movements below settled_before, summed: a row for every
+-- account whose whole history a run has counted (an account without one is
+-- not compared until a run counts it: after this migration, a reset, or
+-- for a new account, the next run).
 CREATE TABLE IF NOT EXISTS reconcile_settled (
     account_id    text PRIMARY KEY,
     settled_cents bigint NOT NULL
 );
--- The runs that may still bound done_from: each run's transaction and the
--- time it began (before its transaction id was assigned).
-CREATE TABLE IF NOT EXISTS reconcile_runs (
-    xact       xid8 PRIMARY KEY,
-    started_at timestamptz NOT NULL
-);
+-- The two tables are written only by the run's own statements: a
+-- statement of any other transaction is refused, a mistaken script's
+-- included. The run says it is the run by setting pix.reconcile to its
+-- own transaction id (set_config(..., true): for that transaction only),
+-- as reconcile_reset does. It is a guard against mistakes, not a lock
+-- against the owner (who may set it too, or turn triggers off): what
+-- finds a write past it is the rotating recount, which recounts every
+-- account in full within a bounded number of runs.
+CREATE OR REPLACE FUNCTION reconcile_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('pix.reconcile', true) IS DISTINCT FROM pg_current_xact_id()::text THEN
+        RAISE EXCEPTION '% of % refused: written only by the reconciliation''s run', TG_OP, TG_TABLE_NAME
+            USING ERRCODE = 'integrity_constraint_violation',
+                  HINT = 'to count the books again from the start: SELECT reconcile_reset() (docs/design.md, "The reconciliation")';
+    END IF;
+    RETURN NULL;
+END $$;
+SELECT set_config('pix.reconcile', pg_current_xact_id()::text, true);
+INSERT INTO reconcile_checkpoint (id) VALUES (true) ON CONFLICT (id) DO NOTHING;
+DROP TRIGGER IF EXISTS reconcile_checkpoint_guard ON reconcile_checkpoint;
+CREATE TRIGGER reconcile_checkpoint_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON reconcile_checkpoint
+    FOR EACH STATEMENT EXECUTE FUNCTION reconcile_guard();
+DROP TRIGGER IF EXISTS reconcile_settled_guard ON reconcile_settled;
+CREATE TRIGGER reconcile_settled_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON reconcile_settled
+    FOR EACH STATEMENT EXECUTE FUNCTION reconcile_guard();
+-- The books counted again from the start, in one transaction, after the
+-- runs in progress (their lock): every account's history is counted anew,
+-- part by part, by the runs that follow, and the done rows' check starts
+-- a first round again. SELECT reconcile_reset();
+CREATE OR REPLACE FUNCTION reconcile_reset() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    LOCK TABLE reconcile_checkpoint IN EXCLUSIVE MODE;
+    PERFORM set_config('pix.reconcile', pg_current_xact_id()::text, true);
+    TRUNCATE reconcile_settled;
+    UPDATE reconcile_checkpoint SET settled_before = NULL, recount_after = NULL, done_recount_after = NULL,
+        done_history_checked = false;
+END $$;
 COMMIT;
 -- +goose StatementEnd

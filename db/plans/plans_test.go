@@ -93,9 +93,11 @@ const migrationOnly = "the migration runner's bookkeeping, at start only, on its
 
 // The reconciliation (db/reconcile.go, the pix-reconcile Schedule every
 // RECONCILE_INTERVAL) checks every account's balance: it reads the accounts
-// whole on purpose, and every movement, inbox row and devolução since its
-// checkpoint through an index. UnbalancedAccounts sums some accounts' books
-// whole (the load tool's, by the prefix of their ids).
+// whole on purpose, every movement, inbox row and devolução since its
+// checkpoint through an index, and the history in bounded parts (accounts
+// recounted through their account indexes, the done rows' pass through the
+// primary key). AccountsOfPrefix lists some accounts (the load tool's
+// books, by the prefix of their ids), which Recount sums whole.
 const (
 	reconcileAccounts = "the reconciliation checks every account's balance (I2) against its settled sum; the movements since come from their xact_id indexes"
 	prefixAccounts    = "the accounts of an id prefix (the load tool's books); each account's movements come from their account indexes"
@@ -162,7 +164,6 @@ var statementPlans = map[string]statementPlan{
 	"maintenance.DeleteDoneInboxRows":   checked(periodic),
 	"maintenance.DeleteExpiredKeys":     checked(periodic),
 	"maintenance.DeletePublishedEvents": checked(periodic),
-	"maintenance.UnbalancedAccounts":    readsWhole(onRequest, prefixAccounts, "accounts"),
 
 	"migrate.AdoptLegacy":         exempt(atMigration, migrationOnly),
 	"migrate.Applied":             exempt(atMigration, migrationOnly),
@@ -189,13 +190,23 @@ var statementPlans = map[string]statementPlan{
 	"queries.Lock":                checked(perPIX),
 	"queries.Pending":             checked(periodic),
 
+	"reconcile.Accounts":          checked(periodic),
+	"reconcile.AccountsOfPrefix":  readsWhole(onRequest, prefixAccounts, "accounts"),
 	"reconcile.Advance":           checked(periodic),
 	"reconcile.Checkpoint":        checked(periodic),
-	"reconcile.DoneWithoutCredit": withArgs(periodic, args("now() - interval '15 minutes'", "'{E0000000000000000000000000180160}'")),
-	"reconcile.OverCredit":        withArgs(periodic, args("pg_snapshot_xmin(pg_current_snapshot())", "'{E0000000000000000000000000180160}'")),
-	"reconcile.RepeatableRead":    exempt(periodic, "a transaction's setting, no table: SET TRANSACTION can't be planned"),
-	"reconcile.Settle":            withArgs(periodic, args("pg_snapshot_xmin(pg_current_snapshot())", "pg_current_xact_id()")),
-	"reconcile.Snapshot":          checked(periodic),
+	"reconcile.DoneRecount":       withArgs(periodic, args("'E0000000000000000000000000150000'", "200000"), args("NULL", "200000")),
+	"reconcile.DoneWithoutCredit": withArgs(periodic, args("pg_snapshot_xmin(pg_current_snapshot())", "'{E0000000000000000000000000180160}'")),
+	"reconcile.Guard":             checked(periodic),
+	"reconcile.Lock":              exempt(periodic, "a table lock, no rows: LOCK can't be planned"),
+	"reconcile.New":               withArgs(periodic, args("pg_snapshot_xmin(pg_current_snapshot())", "pg_current_xact_id()")),
+	"reconcile.OverCredit": withArgs(periodic, args("pg_snapshot_xmin(pg_current_snapshot())", "'{E0000000000000000000000000180160}'",
+		"'{acc-000001,acc-000002}'")),
+	"reconcile.Recount": withArgs(periodic, args("'{acc-000001,acc-000002}'", "pg_current_xact_id()",
+		"pg_snapshot_xmin(pg_current_snapshot())")),
+	"reconcile.RepeatableRead": exempt(periodic, "a transaction's setting, no table: SET TRANSACTION can't be planned"),
+	"reconcile.SetSettled":     checked(periodic),
+	"reconcile.Settle":         withArgs(periodic, args("pg_snapshot_xmin(pg_current_snapshot())", "pg_current_xact_id()")),
+	"reconcile.Snapshot":       checked(periodic),
 	"reconcile.Unbalanced": {runs: periodic, cases: [][]string{args("pg_snapshot_xmin(pg_current_snapshot())")},
 		why: reconcileAccounts, wholeTables: []string{"accounts", "reconcile_settled"}},
 	"reconcile.UnbalancedHolds": readsWhole(periodic, reconcileHolds, "accounts"),
@@ -244,7 +255,6 @@ var statementPlans = map[string]statementPlan{
 var boundedTables = map[string]string{
 	"psp_catchup":          "one row: the catch-up's covered end",
 	"reconcile_checkpoint": "one row: the reconciliation's checkpoint",
-	"reconcile_runs":       "the last few runs of the reconciliation",
 	"goose_db_version":     "one row per migration",
 	"migration_checksums":  "one row per migration",
 }

@@ -1,9 +1,7 @@
 -- Maintenance: the retention's batched deletes (db/maintenance.go runs
--- them, through deleteBatch), a run's check of the inbox's live edge
--- (CreditWithoutDone) and the balances of some accounts, summed whole
--- (UnbalancedAccounts: the load tool's books). The reconciliation's other
--- checks, from its checkpoint, are in reconcile.sql; the devoluções' in
--- refunds.sql.
+-- them, through deleteBatch) and a run's check of the inbox's live edge
+-- (CreditWithoutDone). The reconciliation's other checks, from its
+-- checkpoint, are in reconcile.sql; the devoluções' in refunds.sql.
 
 -- name: DeleteDoneInboxRows
 -- Up to $2 inbox rows done longer than $1 ago, oldest first. Their credits
@@ -36,16 +34,6 @@ DELETE FROM outbox_events WHERE ctid = ANY (ARRAY(
 DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
     SELECT ctid FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at LIMIT $1
     FOR UPDATE SKIP LOCKED))
-
--- name: UnbalancedAccounts
--- The accounts whose id starts with $1 ('' for all) whose balance is not
--- their opening balance plus the sum of their movements (the view
--- account_movements, to which every saga that moves money adds its
--- tables; invariant I2).
-SELECT a.id FROM accounts a
-WHERE starts_with(a.id, $1) AND a.balance_cents <> a.opening_balance_cents
-    + COALESCE((SELECT sum(amount_cents) FROM account_movements m WHERE m.account_id = a.id), 0)
-ORDER BY a.id
 
 -- name: CreditWithoutDone
 -- Credits whose inbox row exists and is not done (I3): pending or failed,

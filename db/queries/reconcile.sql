@@ -1,38 +1,57 @@
 -- The reconciliation (db/reconcile.go): the books checked from a checkpoint
--- (migration 0024; docs/design.md, "The reconciliation"). One run is one
--- REPEATABLE READ transaction: every check reads the same snapshot, and the
--- checkpoint moves in the same commit. Each check reads what is new since
--- the last run (by its index) and the accounts; never the history.
+-- (migrations 0024, 0031; docs/design.md, "The reconciliation"). One run is
+-- one REPEATABLE READ transaction, one run at a time: every check reads the
+-- same snapshot, and the checkpoint moves in the same commit. Each check
+-- reads what is new since the last run (by its index) and the accounts; the
+-- history only in bounded parts: a rotating slice of the accounts recounted
+-- in full, and a rotating part of the done inbox rows.
 
 -- name: RepeatableRead
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ
 
+-- name: Lock
+-- One run at a time, the runs' writes serialised, before the snapshot: a
+-- run that waits here takes its snapshot once the run before it has
+-- committed, and starts from that run's checkpoint (no serialization
+-- failure). A table lock takes no transaction id; readers of the
+-- checkpoint (ACCESS SHARE) don't wait.
+LOCK TABLE reconcile_checkpoint IN EXCLUSIVE MODE
+
 -- name: Snapshot
--- The transaction's first query, which takes its snapshot: the snapshot's
--- xmin (every transaction below it has ended: committed, and seen, or
--- rolled back) and the time, read before the run writes anything (its own
--- transaction id, assigned by its first write, is later than every id
--- assigned before this time).
-SELECT pg_snapshot_xmin(pg_current_snapshot()), clock_timestamp()
+-- The transaction's first query, which takes its snapshot: its xmin X
+-- (every transaction below it has ended: committed, and seen, or rolled
+-- back), and how many transaction ids it is behind xmax (the oldest
+-- running transaction's age: what holds X back). No transaction id is
+-- taken.
+SELECT pg_snapshot_xmin(s), pg_snapshot_xmax(s)::text::bigint - pg_snapshot_xmin(s)::text::bigint
+FROM pg_current_snapshot() AS s
 
 -- name: Checkpoint
--- The checkpoint, locked: a run that committed after this run's snapshot
--- makes this a serialization failure, and the run starts again from the
--- new checkpoint (db.InTx).
-SELECT settled_before, done_from, done_without_credit, refunds_over_credit FROM reconcile_checkpoint FOR UPDATE
+-- The checkpoint (runs are serialised by Lock: no FOR UPDATE, which would
+-- take a transaction id, a write, at every run).
+SELECT settled_before, recount_after, done_recount_after, done_history_checked, done_without_credit, refunds_over_credit
+FROM reconcile_checkpoint
+
+-- name: Guard
+-- Says that this transaction is the run (0024's reconcile_guard lets the
+-- run's writes to the checkpoint and the settled sums through): taken only
+-- by a run that has something to write.
+SELECT set_config('pix.reconcile', pg_current_xact_id()::text, true)
 
 -- name: Unbalanced
--- The accounts whose balance is not their opening balance plus their
--- movements (the view account_movements, to which every saga that moves
--- money adds its tables; invariant I2): the settled sum of those below the
--- last run's snapshot xmin $1 (NULL: none settled yet), plus those from $1
--- on that this snapshot sees. Every account is compared; only the new
--- movements are read, each table's through its xact_id index.
-SELECT a.id FROM accounts a
+-- The accounts whose history is counted (a reconcile_settled row) and whose
+-- balance is not their opening balance plus their movements (the view
+-- account_movements, to which every saga that moves money adds its tables;
+-- invariant I2): the settled sum of those below the last run's snapshot
+-- xmin $1, plus those from $1 on that this snapshot sees; and (uncounted
+-- true) the accounts whose history is not counted yet, which are not
+-- compared (NULL $1: no sum yet, every account). Every account is read;
+-- only the new movements, each table's through its xact_id index.
+SELECT a.id, s.account_id IS NULL AS uncounted FROM accounts a
 LEFT JOIN reconcile_settled s ON s.account_id = a.id
 LEFT JOIN (SELECT account_id, sum(amount_cents) AS cents FROM account_movements
-           WHERE $1::xid8 IS NULL OR xact_id >= $1 GROUP BY account_id) n ON n.account_id = a.id
-WHERE a.balance_cents <> a.opening_balance_cents + COALESCE(s.settled_cents, 0) + COALESCE(n.cents, 0)
+           WHERE xact_id >= $1 GROUP BY account_id) n ON n.account_id = a.id
+WHERE s.account_id IS NULL OR a.balance_cents <> a.opening_balance_cents + s.settled_cents + COALESCE(n.cents, 0)
 ORDER BY a.id
 
 -- name: UnbalancedHolds
@@ -48,45 +67,111 @@ LEFT JOIN (SELECT account_id, sum(amount_cents) AS cents FROM pix_holds WHERE st
 WHERE a.held_cents <> COALESCE(h.cents, 0)
 ORDER BY a.id
 
+-- name: New
+-- What is new since the last run's snapshot xmin $1: how many movements
+-- this snapshot reads live (from $1 on: the gauge of how far behind the
+-- checkpoint is), and whether any movement or done row was written below
+-- this run's xmin $2 (then the checkpoint moves to $2; else nothing can be
+-- settled, and the run writes nothing for it). Through the xact_id and
+-- done_xact indexes.
+SELECT (SELECT count(*) FROM account_movements WHERE xact_id >= $1),
+       EXISTS (SELECT 1 FROM account_movements WHERE xact_id >= $1 AND xact_id < $2)
+       OR EXISTS (SELECT 1 FROM inbox_messages WHERE status = 'done' AND done_xact >= $1 AND done_xact < $2)
+
 -- name: Settle
--- Adds to each account's settled sum its movements from the last run's
--- snapshot xmin $1 (NULL: from the first, and those from before 0024)
--- up to this run's $2: no transaction below $2 can commit a movement any
--- more, so each is summed exactly once, here.
+-- Adds to each counted account's settled sum its movements from the last
+-- run's snapshot xmin $1 up to this run's $2: no transaction below $2 can
+-- commit a movement any more, so each is summed exactly once, here. An
+-- account whose history is not counted yet gets its sum when it is
+-- (SetSettled).
+UPDATE reconcile_settled s SET settled_cents = s.settled_cents + n.cents
+FROM (SELECT account_id, sum(amount_cents) AS cents FROM account_movements
+      WHERE xact_id >= $1 AND xact_id < $2 GROUP BY account_id) n
+WHERE s.account_id = n.account_id
+
+-- name: Accounts
+-- The accounts after $1 (NULL: from the first) up to $2 (NULL: to the
+-- last), in id order, at most $3: the rotating recount's next slice, by
+-- the primary key.
+SELECT id FROM accounts WHERE id > COALESCE($1, '') AND ($2::text IS NULL OR id <= $2) ORDER BY id LIMIT $3
+
+-- name: AccountsOfPrefix
+-- The accounts whose id starts with $1 ('' for all), by the primary key:
+-- the load tool's books (Store.UnbalancedAccounts).
+SELECT id FROM accounts WHERE starts_with(id, $1) ORDER BY id
+
+-- name: Recount
+-- The accounts $1 recounted in full: each one's balance against its
+-- opening balance plus every movement it has (I2), each table's through
+-- its account index; what it has below the snapshot xmin $2 (its settled
+-- sum as it should be once the run settles up to $2; a movement from
+-- before 0024, xact_id NULL, is below every xmin), its settled sum as it
+-- stands (NULL: not counted yet), what Settle adds to it (from the last
+-- run's xmin $3 up to $2), and how many movements were read.
+SELECT a.id, a.balance_cents = a.opening_balance_cents + m.total, m.below, s.settled_cents, m.fresh, m.n
+FROM accounts a
+LEFT JOIN reconcile_settled s ON s.account_id = a.id
+CROSS JOIN LATERAL (
+    SELECT COALESCE(sum(amount_cents), 0) AS total,
+           COALESCE(sum(amount_cents) FILTER (WHERE xact_id IS NULL OR xact_id < $2), 0) AS below,
+           COALESCE(sum(amount_cents) FILTER (WHERE xact_id >= $3 AND xact_id < $2), 0) AS fresh,
+           count(*) AS n
+    FROM account_movements m WHERE m.account_id = a.id) m
+WHERE a.id = ANY ($1::text[])
+ORDER BY a.id
+
+-- name: SetSettled
+-- The settled sums of the accounts recounted whose sum is not what their
+-- movements say ($1 the accounts, $2 their sums below this run's xmin):
+-- counted for the first time, or put right (written past the guard).
 INSERT INTO reconcile_settled (account_id, settled_cents)
-SELECT account_id, sum(amount_cents) FROM account_movements
-WHERE ($1::xid8 IS NULL OR xact_id >= $1) AND (xact_id IS NULL OR xact_id < $2)
-GROUP BY account_id
-ON CONFLICT (account_id) DO UPDATE SET settled_cents = reconcile_settled.settled_cents + EXCLUDED.settled_cents
+SELECT * FROM unnest($1::text[], $2::bigint[])
+ON CONFLICT (account_id) DO UPDATE SET settled_cents = EXCLUDED.settled_cents
 
 -- name: DoneWithoutCredit
--- Inbox rows done with no pix_credits row (I3): those done at or after $1
--- (done_from; NULL: every done row), and those the last run found ($2),
--- checked again. A row is made done with its processed_at read from the
--- clock after its transaction's first write (Credit, MarkCreditedBefore),
--- or with its credit in the same statement (Receive: a redelivery racing
--- the retention); done_from is chosen so that no row done out of the last
--- run's sight is older (Advance). Each row's credit is looked up by its
--- key.
+-- Inbox rows done with no pix_credits row (I3): those made done from the
+-- last run's snapshot xmin $1 on (0031's done_xact, stamped by a trigger
+-- whatever statement makes a row done; NULL $1: none, the first run, whose
+-- pass over the history reads them), and those found before ($2), checked
+-- again. Each row's credit is looked up by its key.
 SELECT d.end_to_end_id FROM (
-    SELECT end_to_end_id FROM inbox_messages WHERE status = 'done' AND ($1::timestamptz IS NULL OR processed_at >= $1)
+    SELECT end_to_end_id FROM inbox_messages WHERE status = 'done' AND done_xact >= $1
     UNION
     SELECT end_to_end_id FROM inbox_messages WHERE status = 'done' AND end_to_end_id = ANY ($2::text[])) d
 WHERE (SELECT count(*) FROM pix_credits c WHERE c.end_to_end_id = d.end_to_end_id) = 0
 ORDER BY 1
 
+-- name: DoneRecount
+-- A part of the rotating check of every done inbox row against its credit
+-- (I3), whenever it was made done: up to $2 of them after $1 (NULL: from
+-- the first), in end_to_end_id order, through the primary key. How many
+-- were read, the last one, and those with no credit. Its first round
+-- after 0024 (or a reset) checks the rows made done before the checks by
+-- transaction id (0031); every round after, a row changed past 0031's
+-- trigger.
+WITH part AS (
+    SELECT end_to_end_id FROM inbox_messages WHERE end_to_end_id > COALESCE($1, '') AND status = 'done'
+    ORDER BY end_to_end_id LIMIT $2)
+SELECT (SELECT count(*) FROM part), (SELECT max(end_to_end_id) FROM part),
+       ARRAY(SELECT p.end_to_end_id FROM part p
+             WHERE (SELECT count(*) FROM pix_credits c WHERE c.end_to_end_id = p.end_to_end_id) = 0 ORDER BY 1)
+
 -- name: OverCredit
 -- PIX whose devoluções (all but the reversed) and active holds sum to more
--- than their credit (I9, I11): the PIX of the devoluções written from $1
--- on (NULL: all), those with an active hold, and those the last run found
--- ($2). A devolução's amount never changes and one is never deleted
--- (0024's trigger), and a status only moves to reversed, which lowers the
--- sum: a PIX goes over its credit only by a new devolução or by an active
--- hold (read whole every run, through the partial index of the active
--- holds: the live edge). Each PIX's devoluções and holds come from their
--- PIX's indexes, its credit by its key.
+-- than their credit (I9, I11): the PIX of the devoluções written from the
+-- last run's snapshot xmin $1 on (NULL: none, the first run), those of the
+-- devoluções of the accounts recounted in full ($3), those with an active
+-- hold, and those the last run found ($2). A devolução's amount and PIX
+-- never change, one is never deleted, and its status never comes back from
+-- reversed (0024's trigger); a status only moves to reversed, which lowers
+-- the sum: a PIX goes over its credit only by a new devolução or by an
+-- active hold (read whole every run, through the partial index of the
+-- active holds: the live edge). Each PIX's devoluções and holds come from
+-- their PIX's indexes, its credit by its key.
 SELECT p.end_to_end_id FROM unnest(ARRAY(
-    SELECT end_to_end_id FROM pix_refunds WHERE $1::xid8 IS NULL OR xact_id >= $1
+    SELECT end_to_end_id FROM pix_refunds WHERE xact_id >= $1
+    UNION
+    SELECT end_to_end_id FROM pix_refunds WHERE account_id = ANY ($3::text[])
     UNION
     SELECT end_to_end_id FROM pix_holds WHERE status = 'active' AND end_to_end_id IS NOT NULL
     UNION
@@ -97,16 +182,9 @@ WHERE (SELECT COALESCE(sum(r.amount_cents), 0) FROM pix_refunds r WHERE r.end_to
 ORDER BY 1
 
 -- name: Advance
--- Moves the checkpoint: settled up to this run's snapshot xmin $1, and the
--- differences found ($3, $4) to check again. done_from becomes the start
--- of the latest run whose transaction id is below $1: every transaction
--- this run did not see got its id after that run's, so after that run
--- began, and made its rows done after that (DoneWithoutCredit). Until two
--- runs have passed there is none, and the next run reads every done row.
--- This run is recorded ($2 its start); the runs before the one chosen are
--- no longer needed.
-WITH bound AS (SELECT max(started_at) AS at FROM reconcile_runs WHERE xact < $1),
-pruned AS (DELETE FROM reconcile_runs WHERE xact < $1 AND started_at < (SELECT at FROM bound)),
-run AS (INSERT INTO reconcile_runs (xact, started_at) VALUES (pg_current_xact_id(), $2))
-UPDATE reconcile_checkpoint SET settled_before = $1, done_from = COALESCE((SELECT at FROM bound), done_from),
-    done_without_credit = $3, refunds_over_credit = $4, checked_at = $2
+-- Moves the checkpoint (written only when a value changed): settled up to
+-- $1, the rotating recounts of the accounts at $2 and of the done rows at
+-- $3 ($4: its first round is over), and the differences found ($5, $6) to
+-- check again.
+UPDATE reconcile_checkpoint SET settled_before = $1, recount_after = $2, done_recount_after = $3,
+    done_history_checked = $4, done_without_credit = $5, refunds_over_credit = $6

@@ -1,0 +1,117 @@
+package db
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The recount of accounts in full (docs/design.md, "The reconciliation"):
+// each run recounts, through the account indexes, the accounts the
+// comparison with the settled sums flagged (so that only a difference of
+// the books is reported, never one of a settled sum written past the
+// guard), then the accounts whose history is not counted yet (after
+// migration 0024, a reset, a new account), then the next accounts in id
+// order from where the last run's rotation stopped, while its limits last,
+// and always one account of the rotation: every account is recounted
+// within about movements / RecountMovements + 1 runs, and a settled sum
+// or a settled movement changed past the guard or the append-only trigger
+// is found by then, and by every run after it.
+
+// maxBatch bounds how many accounts one Recount reads.
+const maxBatch = 1024
+
+// recountAccounts recounts the run's slice of accounts in full.
+func (run *reconcileRun) recountAccounts(ctx context.Context) error {
+	for _, ids := range [][]string{run.flagged, run.uncounted} {
+		for len(ids) > 0 && run.budgetLeft() {
+			n := min(run.batchSize(), len(ids))
+			if err := run.recount(ctx, ids[:n]); err != nil {
+				return err
+			}
+			ids = ids[n:]
+		}
+	}
+	return run.rotate(ctx)
+}
+
+// rotate recounts the next accounts in id order from where the last run's
+// rotation stopped, around to the first when it reaches the last, while the
+// limits last, and at least one; the checkpoint keeps where it stopped
+// (unchanged when it went the whole way round).
+func (run *reconcileRun) rotate(ctx context.Context) error {
+	start := run.was.recountAfter
+	after, until := start, (*string)(nil)
+	wrapped, first := false, true
+	for first || run.budgetLeft() {
+		ids, err := listStrings(ctx, run.tx, reconcileSQL.Accounts, after, until, run.batchSize())
+		if err != nil {
+			return fmt.Errorf("recount: %w", err)
+		}
+		if len(ids) == 0 {
+			if wrapped || start == nil {
+				after = start // the whole way round
+				break
+			}
+			wrapped, after, until = true, nil, start
+			continue
+		}
+		todo := make([]string, 0, len(ids))
+		for _, id := range ids {
+			if _, done := run.recounted[id]; !done {
+				todo = append(todo, id)
+			}
+		}
+		if err := run.recount(ctx, todo); err != nil {
+			return err
+		}
+		after, first = &ids[len(ids)-1], false
+	}
+	run.next.recountAfter = after
+	return nil
+}
+
+// budgetLeft says whether the run may recount more accounts.
+func (run *reconcileRun) budgetLeft() bool {
+	return run.r.Progress.RecountedMovements < run.lim.RecountMovements && len(run.recounted) < run.lim.RecountAccounts
+}
+
+// batchSize is how many accounts the next batch recounts: one first (the
+// run does not know yet how many movements an account has here), then as
+// many as the movements left in the budget hold at the run's mean so far,
+// and never more than the run recounted before (a batch of accounts
+// larger than the mean goes at most that far beyond the budget).
+func (run *reconcileRun) batchSize() int {
+	done := int64(len(run.recounted))
+	if done == 0 {
+		return 1
+	}
+	read := run.r.Progress.RecountedMovements
+	n := (run.lim.RecountMovements - read) / (1 + read/done)
+	return int(max(1, min(n, done, maxBatch, int64(run.lim.RecountAccounts)-done)))
+}
+
+// recount recounts the accounts ids in full (Recount) into run.recounted.
+func (run *reconcileRun) recount(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := run.tx.Query(ctx, reconcileSQL.Recount, ids, run.xmin, run.was.settledBefore)
+	if err != nil {
+		return Classify(fmt.Errorf("recount: %w", err))
+	}
+	var id string
+	var a recountedAccount
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &a.balanced, &a.below, &a.settled, &a.fresh, &n}, func() error {
+		run.recounted[id] = a
+		run.r.Progress.RecountedMovements += n
+		a.settled = nil // the next row's its own, not this one's reused
+		return nil
+	})
+	if err != nil {
+		return Classify(fmt.Errorf("recount: %w", err))
+	}
+	return nil
+}
