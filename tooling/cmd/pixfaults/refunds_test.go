@@ -67,6 +67,14 @@ func (e *refundsEnv) pix(t *testing.T, refuse bool) string {
 // never got it). It returns the refund's id.
 func (e *refundsEnv) refund(t *testing.T, e2e, ours string, mode pspsim.RefundMode, amount int64) string {
 	t.Helper()
+	return e.book(t, e2e, ours, mode, amount, true)
+}
+
+// book is refund, a reversed one booked without its reversal row and its
+// reversed event when reversal is false (the books are append-only: a
+// reversal can't be deleted after).
+func (e *refundsEnv) book(t *testing.T, e2e, ours string, mode pspsim.RefundMode, amount int64, reversal bool) string {
+	t.Helper()
 	id, key := strings.ReplaceAll(uuid.NewString(), "-", ""), uuid.NewString()
 	account := load.AccountID(e.runID, 0)
 	due := "now()"
@@ -80,13 +88,13 @@ func (e *refundsEnv) refund(t *testing.T, e2e, ours string, mode pspsim.RefundMo
 		id, e2e, account, amount, ours, key)
 	require.NoError(t, err)
 	events := []string{db.EventRefundDebited}
-	switch ours {
-	case "reversed":
+	switch {
+	case ours == "reversed" && reversal:
 		_, err = e.st.pool.Exec(t.Context(), `INSERT INTO pix_refund_reversals (refund_id, account_id, amount_cents, balance_after_cents, reason)
 			VALUES ($1, $2, $3, 0, 'x')`, id, account, amount)
 		require.NoError(t, err)
 		events = append(events, db.EventRefundReversed)
-	case "returned":
+	case ours == "returned":
 		events = append(events, db.EventRefundReturned)
 	}
 	for _, ev := range events {
@@ -161,11 +169,7 @@ func TestCheckRefundsCatchesEachViolation(t *testing.T) {
 		pspsim.RefundBehavior{Mode: pspsim.RefundModeReturn, SettleAfter: time.Nanosecond}))
 	e.devolucao(t, load.EndToEndID(e.runID, e.n), otherAmount, 999)
 	// A reversed refund without its reversal row, and one event short.
-	noReversal := e.refund(t, e.pix(t, false), "reversed", pspsim.RefundModeNotDone, 1000)
-	_, err := e.st.pool.Exec(t.Context(), `DELETE FROM pix_refund_reversals WHERE refund_id = $1`, noReversal)
-	require.NoError(t, err)
-	_, err = e.st.pool.Exec(t.Context(), `DELETE FROM outbox_events WHERE aggregate_id = $1 AND event_type = $2`, noReversal, db.EventRefundReversed)
-	require.NoError(t, err)
+	noReversal := e.book(t, e.pix(t, false), "reversed", pspsim.RefundModeNotDone, 1000, false)
 	// A debit event twice.
 	twice := e.refund(t, e.pix(t, false), "returned", pspsim.RefundModeReturn, 1000)
 	e.event(t, twice, db.EventRefundDebited)
