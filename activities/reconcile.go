@@ -20,9 +20,13 @@ func (a *Activities) ReconcileBooks(ctx context.Context) (db.Reconciliation, err
 		return db.Reconciliation{}, technicalFailure(err)
 	}
 	a.Metrics.Reconciled(r)
-	if r.Balanced() {
-		a.Logger.InfoContext(ctx, "reconciliation: the books balance")
-	} else {
+	switch {
+	case r.Balanced() && r.Complete():
+		a.Logger.InfoContext(ctx, "reconciliation: the books balance", "progress", r.Progress)
+	case r.Balanced():
+		a.Logger.InfoContext(ctx, "reconciliation: no difference in what was checked; the history is still being counted, part by part at every run",
+			"progress", r.Progress)
+	default:
 		a.Logger.ErrorContext(ctx, "reconciliation: THE BOOKS DO NOT BALANCE; money is not fixed automatically, see docs/operations.md \"On call\"",
 			"unbalanced_accounts", r.UnbalancedAccounts, "unbalanced_holds", r.UnbalancedHolds, "done_without_credit", r.DoneWithoutCredit, "credit_without_done", r.CreditWithoutDone)
 	}

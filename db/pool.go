@@ -46,6 +46,14 @@ func WithTracing(p *tracing.Provider) Option {
 	}
 }
 
+// idleInTransaction is how long a session of the service may sit idle in a
+// transaction before PostgreSQL ends it (idleInTransactionParam), unless
+// DATABASE_URL sets it.
+const (
+	idleInTransactionParam = "idle_in_transaction_session_timeout"
+	idleInTransaction      = "5min"
+)
+
 // Open connects a pool to url. maxConns <= 0 keeps pgx's default.
 func Open(ctx context.Context, url string, maxConns int32, opts ...Option) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
@@ -57,6 +65,16 @@ func Open(ctx context.Context, url string, maxConns int32, opts ...Option) (*pgx
 	}
 	// Every session of ours is UTC, whatever the server's default.
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
+	// A transaction of ours left open (a bug, a stuck goroutine) ends
+	// after idleInTransaction, rather than holding every snapshot's xmin
+	// back, which the reconciliation's checkpoint follows (docs/design.md,
+	// "The reconciliation"), and vacuum with it. No transaction of the
+	// service waits on anything but PostgreSQL in the middle, but for the
+	// outbox relay's publish (its broker's acknowledgement, 5 s at most).
+	// DATABASE_URL may say otherwise (?idle_in_transaction_session_timeout=).
+	if _, ok := cfg.ConnConfig.RuntimeParams[idleInTransactionParam]; !ok {
+		cfg.ConnConfig.RuntimeParams[idleInTransactionParam] = idleInTransaction
+	}
 	for _, opt := range opts {
 		opt(cfg)
 	}

@@ -297,7 +297,9 @@ var reconcileCommand = &command{
 its movements, and what of it is held the sum of its active holds; every
 done inbox row has its credit and every credit its
 done row; no PIX's refunds exceed its credit, nor does a PSP's notice
-contradict a final refund. It reports; it never fixes money.
+contradict a final refund. It reports; it never fixes money. After
+migration 0024 or a reset, it says how many accounts are not compared yet:
+their history is counted part by part at every run.
 `,
 	problem:  "the books do not balance (the report names the accounts and rows), or the API refused the request",
 	settings: adminSettings, output: true,
@@ -331,6 +333,10 @@ func reconcile(ctx context.Context, c *apiClient, asJSON bool, out io.Writer) er
 			CreditWithoutDone    []string `json:"credit_without_done"`
 			RefundsOverCredit    []string `json:"refunds_over_credit"`
 			RefundContradictions []string `json:"refund_contradictions"`
+			Progress             struct {
+				UncheckedAccounts  int  `json:"unchecked_accounts"`
+				DoneHistoryPending bool `json:"done_history_pending"`
+			} `json:"progress"`
 		} `json:"report"`
 	}
 	raw, err := c.read(ctx, "/admin/reconcile", "reconcile", &v)
@@ -344,6 +350,10 @@ func reconcile(ctx context.Context, c *apiClient, asJSON bool, out io.Writer) er
 			return err
 		}
 		return errUnbalanced
+	case *v.Balanced && (v.Report.Progress.UncheckedAccounts > 0 || v.Report.Progress.DoneHistoryPending):
+		fmt.Fprintf(out, "no difference in what was checked; not checked yet, their history being counted part by part at every run (after migration 0024 or a reset): %d accounts; the done inbox rows from before 0031: %s\n",
+			v.Report.Progress.UncheckedAccounts, map[bool]string{true: "not all yet", false: "all checked"}[v.Report.Progress.DoneHistoryPending])
+		return nil
 	case *v.Balanced:
 		fmt.Fprintln(out, "the books balance: every balance = opening + its movements (credits, transfers and their refunds, devoluções and their reversals); every held amount = its account's active holds; every done inbox row has its credit and every credit its done row; no PIX's refunds exceed its credit, nor does a PSP's notice contradict a final refund")
 		return nil

@@ -144,6 +144,7 @@ type Worker struct {
 	dispatchLag *prometheus.HistogramVec
 	starts      *prometheus.CounterVec
 	reconcile   *prometheus.GaugeVec
+	behind      *prometheus.GaugeVec
 	reconciled  prometheus.Gauge
 	schedules   prometheus.Gauge
 	// chargeMismatches and pspRefusals count what needs a human's look
@@ -186,6 +187,10 @@ func NewWorker(r *prometheus.Registry) *Worker {
 			Name: "pix_reconcile_differences",
 			Help: "What the last reconciliation found wrong, by kind (unbalanced_accounts, unbalanced_holds, done_without_credit, credit_without_done, refunds_over_credit, refund_contradictions); anything but 0 needs a human.",
 		}, []string{"kind"}),
+		behind: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pix_reconcile_behind",
+			Help: "What the last reconciliation left unchecked and how far behind its checkpoint is, by what: unchecked_accounts (accounts whose history is not counted yet, after migration 0024 or a reset: not compared), done_history_pending (1 while done rows from before 0031 are not all checked), live_movements (movements read above the checkpoint: it grows while a transaction holds the snapshots' xmin back), xmin_age (transaction ids from the run's snapshot xmin to its xmax: the oldest running transaction's age).",
+		}, []string{"what"}),
 		reconciled: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pix_reconcile_last_run_timestamp_seconds",
 			Help: "When the last reconciliation finished (Unix time); alert when it grows old.",
@@ -203,7 +208,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		Name: "pix_psp_attention_total",
 		Help: "PSP answers that need a human, about a transfer, a devolução or the catch-up's listing, by kind (PSPRequestRefused: our credentials or request; RejectionUnconfirmed, PSPTransferMismatch, RefundUnconfirmed; PSPRefundMismatch, ReversalUnconfirmed; PSPListingIncomplete) and status code; nothing is refunded nor reversed on them; alert on any.",
 	}, []string{"kind", "status_code"})
-	r.MustRegister(w.credits, w.failures, w.transfers, w.refunds, w.dispatchLag, w.starts, w.reconcile, w.reconciled, w.schedules, w.chargeMismatches, w.pspAttention)
+	r.MustRegister(w.credits, w.failures, w.transfers, w.refunds, w.dispatchLag, w.starts, w.reconcile, w.behind, w.reconciled, w.schedules, w.chargeMismatches, w.pspAttention)
 	return w
 }
 
@@ -218,6 +223,11 @@ func (w *Worker) Reconciled(r db.Reconciliation) {
 	w.reconcile.WithLabelValues("credit_without_done").Set(float64(len(r.CreditWithoutDone)))
 	w.reconcile.WithLabelValues("refunds_over_credit").Set(float64(len(r.RefundsOverCredit)))
 	w.reconcile.WithLabelValues("refund_contradictions").Set(float64(len(r.RefundContradictions)))
+	p := r.Progress
+	w.behind.WithLabelValues("unchecked_accounts").Set(float64(p.UncheckedAccounts))
+	w.behind.WithLabelValues("done_history_pending").Set(map[bool]float64{true: 1}[p.DoneHistoryPending])
+	w.behind.WithLabelValues("live_movements").Set(float64(p.LiveMovements))
+	w.behind.WithLabelValues("xmin_age").Set(float64(p.XminAge))
 	w.reconciled.SetToCurrentTime()
 }
 
