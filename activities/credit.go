@@ -198,13 +198,13 @@ func (a *Activities) MarkCreditFailed(ctx context.Context, in MarkFailedInput) (
 func toApplicationError(err error) error {
 	k := pix.KindOf(err)
 	if k == nil || k.TemporalType == "" {
-		return technicalFailure(err)
+		return TechnicalFailure(err)
 	}
 	return temporal.NewApplicationError(err.Error(), k.TemporalType)
 }
 
-// technicalFailure is a failure outside the PIX (the database unreachable
+// TechnicalFailure is a failure outside the PIX (the database unreachable
 // or refusing the transaction): retryable, of type TechnicalFailure.
-func technicalFailure(err error) error {
+func TechnicalFailure(err error) error {
 	return temporal.NewApplicationErrorWithCause(fmt.Sprintf("technical failure: %v", err), ErrTypeTechnicalFailure, err)
 }

@@ -23,12 +23,12 @@ import (
 // PSP outage fails the run at once: it has been retrying for long already.
 const attentionAttemptsPerRun = 8
 
-// pspNeedsAttention counts an answer a human must look at (by kind, the
+// PSPNeedsAttention counts an answer a human must look at (by kind, the
 // activity error type) and returns the error of kind: retried with the
 // step's backoff until attentionAttemptsPerRun attempts, then final for
 // the run, which fails visibly while the saga's row stays open for the next
 // run. consequence says where the money stays (it ends the message).
-func pspNeedsAttention(ctx context.Context, m *metrics.Worker, log *slog.Logger, kind string, statusCode int, err error, consequence string) error {
+func PSPNeedsAttention(ctx context.Context, m *metrics.Worker, log *slog.Logger, kind string, statusCode int, err error, consequence string) error {
 	m.PSPNeedsAttention(kind, statusCode)
 	log.ErrorContext(ctx, "psp answer needs attention; "+consequence, "kind", kind, "status_code", statusCode, "error", err)
 	msg := err.Error() + "; " + consequence
@@ -38,10 +38,10 @@ func pspNeedsAttention(ctx context.Context, m *metrics.Worker, log *slog.Logger,
 	return temporal.NewApplicationErrorWithCause(msg, kind, err)
 }
 
-// pspRequestRefused reports a refused request (credentials, the token
+// PSPRequestRefused reports a refused request (credentials, the token
 // endpoint refusing our client, a malformed request): never a rejection;
-// see pspNeedsAttention.
-func pspRequestRefused(ctx context.Context, m *metrics.Worker, log *slog.Logger, err error, consequence string) error {
+// see PSPNeedsAttention.
+func PSPRequestRefused(ctx context.Context, m *metrics.Worker, log *slog.Logger, err error, consequence string) error {
 	var refused *psp.RequestError
 	var token *psp.TokenError
 	code := 0
@@ -51,11 +51,11 @@ func pspRequestRefused(ctx context.Context, m *metrics.Worker, log *slog.Logger,
 	case errors.As(err, &refused):
 		code = refused.StatusCode
 	}
-	return pspNeedsAttention(ctx, m, log, ErrTypePSPRequestRefused, code, fmt.Errorf("psp refused the request (http %d): %w", code, err), consequence)
+	return PSPNeedsAttention(ctx, m, log, ErrTypePSPRequestRefused, code, fmt.Errorf("psp refused the request (http %d): %w", code, err), consequence)
 }
 
-// pspError is a PSP call without an answer: retried.
-func pspError(err error) error {
+// PSPError is a PSP call without an answer: retried.
+func PSPError(err error) error {
 	return temporal.NewApplicationErrorWithCause("psp: "+err.Error(), ErrTypePSPUnavailable, err)
 }
 
@@ -66,7 +66,7 @@ func KindError(err error) error {
 	k := pix.KindOf(err)
 	switch {
 	case k == nil || k.TemporalType == "":
-		return technicalFailure(err)
+		return TechnicalFailure(err)
 	case k.Retryable:
 		return temporal.NewApplicationErrorWithCause(err.Error(), k.TemporalType, err)
 	default:

@@ -17,7 +17,7 @@ const ErrTypeBooksUnbalanced = "BooksUnbalanced"
 func (a *Activities) ReconcileBooks(ctx context.Context) (db.Reconciliation, error) {
 	r, err := a.Store.Reconcile(ctx)
 	if err != nil {
-		return db.Reconciliation{}, technicalFailure(err)
+		return db.Reconciliation{}, TechnicalFailure(err)
 	}
 	a.Metrics.Reconciled(r)
 	switch {

@@ -196,9 +196,9 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 		}
 		log.InfoContext(ctx, "psp refused the PUT but holds our devolução (an earlier PUT made it): its record is followed", "error", refusal)
 	case psp.AnswerRequestRefused, psp.AnswerAlreadySubmitted:
-		return RefundState{}, pspRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
+		return RefundState{}, PSPRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
 	default:
-		return RefundState{}, pspError(err)
+		return RefundState{}, PSPError(err)
 	}
 	if res.Status != psp.RefundNotDone {
 		if _, err := a.Store.MarkRefundRequested(ctx, r.ID, res.RtrID); err != nil {
@@ -220,7 +220,7 @@ func (a *Refunds) refusedWithoutRecord(ctx context.Context, log *slog.Logger, r 
 	if !firstAsk || !neverAccepted(r) {
 		// A PUT may have reached the PSP before: its record may yet
 		// appear. Never reversed on this answer; a human looks.
-		return RefundState{}, pspRequestRefused(ctx, a.Metrics, log, refusal, refundStaysOpen)
+		return RefundState{}, PSPRequestRefused(ctx, a.Metrics, log, refusal, refundStaysOpen)
 	}
 	reason := refusalReason(refusal)
 	recorded, err := a.Store.MarkRefundRefused(ctx, r.ID, reason)
@@ -234,7 +234,7 @@ func (a *Refunds) refusedWithoutRecord(ctx context.Context, log *slog.Logger, r 
 		// refusal proves nothing, as for a PUT that was not the
 		// first. Never reversed on this answer; the next attempt
 		// asks the PSP's record again; a human looks.
-		return RefundState{}, pspRequestRefused(ctx, a.Metrics, log,
+		return RefundState{}, PSPRequestRefused(ctx, a.Metrics, log,
 			fmt.Errorf("the refusal no longer stands (another PUT was sent since, or the psp took the devolução): %w", refusal), refundStaysOpen)
 	}
 	log.WarnContext(ctx, "psp refused the devolução and holds no record of it", "error", refusal)
@@ -267,9 +267,9 @@ func (a *Refunds) recordIfAny(ctx context.Context, log *slog.Logger, r pix.Refun
 	case psp.AnswerNotFound:
 		return psp.RefundResult{}, false, nil
 	case psp.AnswerRequestRefused, psp.AnswerAlreadySubmitted, psp.AnswerRefundRefused:
-		return psp.RefundResult{}, false, pspRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
+		return psp.RefundResult{}, false, PSPRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
 	default:
-		return psp.RefundResult{}, false, pspError(err)
+		return psp.RefundResult{}, false, PSPError(err)
 	}
 }
 
@@ -316,7 +316,7 @@ func (a *Refunds) ours(ctx context.Context, log *slog.Logger, r pix.Refund, res 
 	if res.Matches(pspRefund(r)) && res.EndToEndID == r.EndToEndID {
 		return nil
 	}
-	return pspNeedsAttention(ctx, a.Metrics, log, ErrTypePSPRefundMismatch, 0,
+	return PSPNeedsAttention(ctx, a.Metrics, log, ErrTypePSPRefundMismatch, 0,
 		fmt.Errorf("the psp's devolução %s of %s is another one (amount %d)", res.ID, res.EndToEndID, res.AmountCents), refundStaysOpen)
 }
 

@@ -31,7 +31,7 @@ func inBatches(ctx context.Context, in RetentionInput, deleteBatch func() (int64
 		n, err := deleteBatch()
 		total += n
 		if err != nil {
-			return total, technicalFailure(err)
+			return total, TechnicalFailure(err)
 		}
 		activity.RecordHeartbeat(ctx, total)
 		if n < int64(in.BatchSize) {

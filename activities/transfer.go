@@ -151,7 +151,7 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 	case psp.AnswerRequestRefused, psp.AnswerRefundRefused:
 		return PSPResult{}, a.requestRefused(ctx, log, err)
 	default:
-		return PSPResult{}, pspError(err)
+		return PSPResult{}, PSPError(err)
 	}
 	if res.Status != psp.StatusRejected {
 		if _, err := a.Store.MarkTransferSubmitted(ctx, uuid.MustParse(t.ID)); err != nil {
@@ -183,7 +183,7 @@ func (a *Activities) pspRecord(ctx context.Context, log *slog.Logger, t pix.Tran
 		return psp.Result{}, a.needsAttention(ctx, log, ErrTypeRejectionUnconfirmed, 0,
 			fmt.Errorf("the psp has no record of %s although it answered about it; nothing refunded: %w", t.EndToEndID, err))
 	default:
-		return psp.Result{}, pspError(err)
+		return psp.Result{}, PSPError(err)
 	}
 }
 
@@ -203,13 +203,13 @@ func (a *Activities) ours(ctx context.Context, log *slog.Logger, t pix.Transfer,
 // requestRefused reports a refused request (credentials, a malformed
 // request): never a rejection; see needsAttention.
 func (a *Activities) requestRefused(ctx context.Context, log *slog.Logger, err error) error {
-	return pspRequestRefused(ctx, a.Metrics, log, err, transferStaysOpen)
+	return PSPRequestRefused(ctx, a.Metrics, log, err, transferStaysOpen)
 }
 
-// needsAttention: see pspNeedsAttention. The transfer stays open, nothing
+// needsAttention: see PSPNeedsAttention. The transfer stays open, nothing
 // settled, nothing refunded.
 func (a *Activities) needsAttention(ctx context.Context, log *slog.Logger, kind string, statusCode int, err error) error {
-	return pspNeedsAttention(ctx, a.Metrics, log, kind, statusCode, err, transferStaysOpen)
+	return PSPNeedsAttention(ctx, a.Metrics, log, kind, statusCode, err, transferStaysOpen)
 }
 
 // transferStaysOpen is what an answer that needs attention leaves of a
@@ -238,7 +238,7 @@ func (a *Activities) AwaitSettlement(ctx context.Context, in PSPResult) (PSPResu
 	case psp.AnswerRequestRefused, psp.AnswerRefundRefused:
 		return PSPResult{}, a.requestRefused(ctx, log, err)
 	default:
-		return PSPResult{}, pspError(err)
+		return PSPResult{}, PSPError(err)
 	}
 	if res.Status == psp.StatusPending {
 		return PSPResult{}, temporal.NewApplicationError("not settled yet", ErrTypeSettlementPending)

@@ -2,13 +2,15 @@
 // its family (task queue), the workflows its worker registers under their
 // recorded names, how its activities are built from the shared Env, and
 // what starts its runs (a durable source, or a Temporal Schedule), its
-// business error kinds and its event types. All is
-// the one list a saga is registered in; the workers (package worker), the
-// dispatchers and the Schedules (cmd/pixd/app) walk it, and a -short test
-// fails when a saga in it lacks a source, a registration or a dependency.
-// Each saga is declared in a file of its own (credit.go, transfer.go,
-// refund.go, maintenance.go, catchup.go): a new saga is its file and its
-// line in All.
+// business error kinds, its event types, its settings, its HTTP side and
+// its metrics. saga/registry's All is the one list a saga is registered
+// in; the workers (package worker), the dispatchers and the Schedules
+// (cmd/pixd/app) walk it, and a -short test fails when a saga in it lacks
+// a source, a registration or a dependency.
+// The first sagas are declared in a file of their own here (credit.go,
+// transfer.go, refund.go, maintenance.go); the others in a package of
+// their own, saga/<name> (saga/catchup, saga/scheduled), each listed by
+// one line in saga/registry's All: a new saga is its package and its line.
 //
 // It sits above workflows, activities, db and api (it wires them: a
 // saga's HTTP side is an api.SagaHTTP) and below worker and cmd/pixd/app

@@ -3,6 +3,7 @@ package saga
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
@@ -31,10 +32,8 @@ type Env struct {
 	// test isolates its runs with a base of its own).
 	Queues workflows.TaskQueues
 	Log    *slog.Logger
-	// Metrics counts what the activities and dispatchers did; CatchUpFound
-	// what the PSP catch-up found.
-	Metrics      *metrics.Worker
-	CatchUpFound *metrics.CatchUp
+	// Metrics counts what the activities and dispatchers did.
+	Metrics *metrics.Worker
 	// Temporal is the process's Temporal client (a saga's routes signal
 	// its runs).
 	Temporal client.Client
@@ -43,6 +42,36 @@ type Env struct {
 	Lookup func(key string) (string, bool)
 	// Schedules brings a saga's Schedules to the configuration (Schedule).
 	Schedules workflows.ScheduleSync
+	// Process keeps what a saga builds once per process (Kept): its
+	// metrics, which its activities count into and its Collectors
+	// register. One per process (per app.App: a test may run several).
+	Process *Process
+}
+
+// Process is what the sagas keep per process, each value built once.
+type Process struct {
+	mu   sync.Mutex
+	kept map[any]any
+}
+
+// NewProcess is a process with nothing kept yet.
+func NewProcess() *Process { return &Process{kept: map[any]any{}} }
+
+// Kept is p's value of key (a saga's own unexported type), built by build
+// the first time it is asked for. A nil p keeps nothing: each call builds
+// anew (an Env of a test that registers no metrics).
+func Kept[T any](p *Process, key any, build func() T) T {
+	if p == nil {
+		return build()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v, ok := p.kept[key]; ok {
+		return v.(T)
+	}
+	v := build()
+	p.kept[key] = v
+	return v
 }
 
 // PSP is what the sagas' activities ask of the PSP.
@@ -93,6 +122,14 @@ type Descriptor struct {
 	// replay tests). Every saga sets one: a versioned worker refuses a
 	// workflow without it.
 	Versioning workflow.VersioningBehavior
+	// Settings checks the saga's own settings, read through lookup
+	// (Env.Lookup: the process's environment), whose variables
+	// config.Variables declares with the roles that use them (pixd help
+	// lists them): an error stops pixd at start, in every role, as a
+	// wrong variable of config.Load's does (registry.CheckSettings). nil:
+	// the saga reads none, or reads them where an error can stop the start
+	// (HTTP).
+	Settings func(lookup func(string) (string, bool)) error
 	// Deps builds the struct of the saga's activities' dependencies from
 	// env. Every pointer, interface, func or map field of it is set.
 	Deps func(env Env) any

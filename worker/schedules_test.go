@@ -23,6 +23,7 @@ import (
 	"github.com/pixbank/pix/internal/tooling/logtest"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
@@ -49,7 +50,7 @@ func TestTwoPoolsOfOneBuildWriteTheSchedulesOnce(t *testing.T) {
 	require.NoError(t, worker.SetCurrentVersion(ctx, s.Client(t), v))
 
 	var writes atomic.Int64
-	a := newPool(t, s, queues, &writes, func(*config.Config) {})
+	a := newPool(t, s, queues, &writes, func(*config.Config) {}, nil)
 	a.c.refuse.Store(2) // Temporal refuses pool A's first two writes: asked again
 	a.keep(t, v)
 	require.Eventually(t, func() bool { return writes.Load() == 3 }, 30*time.Second, 10*time.Millisecond,
@@ -57,7 +58,7 @@ func TestTwoPoolsOfOneBuildWriteTheSchedulesOnce(t *testing.T) {
 	require.Equal(t, 2, a.log.Count("schedules: could not bring them to the configuration; asked again"))
 
 	// Pool B, the same build: INBOX_RETENTION=168h and the catch-up off.
-	b := newPool(t, s, queues, &writes, func(cfg *config.Config) { cfg.InboxRetention = 168 * time.Hour; cfg.PSPCatchUpInterval = 0 })
+	b := newPool(t, s, queues, &writes, func(cfg *config.Config) { cfg.InboxRetention = 168 * time.Hour }, map[string]string{"PSP_CATCHUP_INTERVAL": "0"})
 	b.keep(t, v)
 	require.Eventually(t, func() bool { return writes.Load() >= 5 }, 30*time.Second, 10*time.Millisecond,
 		"pool B brings the retention to its INBOX_RETENTION and deletes the catch-up")
@@ -65,14 +66,14 @@ func TestTwoPoolsOfOneBuildWriteTheSchedulesOnce(t *testing.T) {
 	b.waitAsked(t, 10)
 	require.EqualValues(t, 5, writes.Load(), "each pool wrote at its start, then neither wrote again")
 	require.Equal(t, payload.Duration(168*time.Hour), retentionOf(t, a.c, queues).InboxRetention, "pool B's settings, the last written")
-	requireNoSchedule(t, a.c, workflows.PSPCatchUpScheduleID(queues.Base))
+	requireNoSchedule(t, a.c, catchup.ScheduleID(queues.Base))
 
 	// Pool A, written over, says so (again if it looked between B's two
 	// writes), not at every interval, and counts what differs.
 	said := a.log.Count(warning)
 	require.NotZero(t, said)
 	require.Contains(t, a.log.String(), fmt.Sprintf(`"differences":[{"schedule_id":%q,"differs":["arguments"]},{"schedule_id":%q,"differs":["missing"]}]`,
-		workflows.RetentionScheduleID(queues.Base), workflows.PSPCatchUpScheduleID(queues.Base)))
+		workflows.RetentionScheduleID(queues.Base), catchup.ScheduleID(queues.Base)))
 	require.EqualValues(t, 2, a.differing(t))
 	a.waitAsked(t, 10)
 	require.Equal(t, said, a.log.Count(warning), "said when it appeared or changed, not at every interval")
@@ -98,8 +99,8 @@ func TestOnlyTheCurrentBuildKeepsTheSchedules(t *testing.T) {
 	require.NoError(t, worker.SetCurrentVersion(ctx, c, va))
 
 	var writes atomic.Int64
-	a := newPool(t, s, queues, &writes, func(*config.Config) {})
-	b := newPool(t, s, queues, &writes, func(cfg *config.Config) { cfg.InboxRetention = 168 * time.Hour })
+	a := newPool(t, s, queues, &writes, func(*config.Config) {}, nil)
+	b := newPool(t, s, queues, &writes, func(cfg *config.Config) { cfg.InboxRetention = 168 * time.Hour }, nil)
 	a.keep(t, va)
 	b.keep(t, vb)
 	require.Eventually(t, func() bool { return writes.Load() == 3 }, 30*time.Second, 10*time.Millisecond, "the current build creates them")
@@ -136,7 +137,9 @@ type pool struct {
 	metrics *prometheus.Registry
 }
 
-func newPool(t *testing.T, s *temporaltest.Server, queues workflows.TaskQueues, writes *atomic.Int64, tune func(*config.Config)) *pool {
+// newPool is a pool of workers whose configuration tune changed, and whose
+// environment holds vars (the sagas' own settings).
+func newPool(t *testing.T, s *temporaltest.Server, queues workflows.TaskQueues, writes *atomic.Int64, tune func(*config.Config), vars map[string]string) *pool {
 	cfg := config.Default()
 	tune(&cfg)
 	log := &logtest.Lines{}
@@ -144,11 +147,16 @@ func newPool(t *testing.T, s *temporaltest.Server, queues workflows.TaskQueues, 
 	reg := prometheus.NewRegistry()
 	return &pool{
 		c: &counted{Client: s.Client(t), writes: writes},
-		env: saga.Env{Cfg: cfg, Queues: queues, Log: logger, Metrics: metrics.NewWorker(reg),
+		env: saga.Env{Cfg: cfg, Queues: queues, Log: logger, Metrics: metrics.NewWorker(reg), Lookup: lookupIn(vars),
 			Schedules: workflows.ScheduleSync{DataConverter: converter.GetDefaultDataConverter(), Log: logger}},
 		log:     log,
 		metrics: reg,
 	}
+}
+
+// lookupIn reads the environment vars (nil: none set).
+func lookupIn(vars map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) { v, ok := vars[name]; return v, ok }
 }
 
 // differing is the pool's pix_schedules_differing.

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
@@ -64,7 +65,7 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	require.Subset(t, transfers.activities, transferActivities)
 
 	maintenance := of(workflows.Maintenance)
-	require.Equal(t, []string{workflows.PSPCatchUpWorkflowName, workflows.ReconcileWorkflowName, workflows.RetentionWorkflowName}, maintenance.workflows)
+	require.Equal(t, []string{catchup.WorkflowName, workflows.ReconcileWorkflowName, workflows.RetentionWorkflowName}, maintenance.workflows)
 	catchUp := []string{"AdvanceCatchUp", "BeginCatchUp", "BeginManualCatchUp", "ListPSPPart", "ListPSPWindow"}
 	legacyMaintenance := []string{"DeleteDoneInboxRows", "DeleteExpiredIdempotencyKeys", "DeletePublishedEvents", "ReconcileBooks"}
 	require.ElementsMatch(t, append(catchUp, legacyMaintenance...), maintenance.activities)

@@ -43,7 +43,7 @@ func Retention(ctx workflow.Context, in activities.RetentionInput) error {
 // runs on the maintenance queue: created if missing, updated if it
 // differs, an operator's pause kept (ensureSchedule).
 func EnsureRetentionSchedule(ctx context.Context, c client.Client, s ScheduleSync, queues TaskQueues, every time.Duration, in activities.RetentionInput) error {
-	return s.ensure(ctx, c, ScheduleConfig{ID: RetentionScheduleID(queues.Base), TaskQueue: queues.Maintenance, Every: every, Workflow: RetentionWorkflowName, Args: []any{in}})
+	return s.Ensure(ctx, c, ScheduleConfig{ID: RetentionScheduleID(queues.Base), TaskQueue: queues.Maintenance, Every: every, Workflow: RetentionWorkflowName, Args: []any{in}})
 }
 
 // ReconcileWorkflowName is the registered name of Reconcile.
@@ -78,5 +78,5 @@ func Reconcile(ctx workflow.Context) (db.Reconciliation, error) {
 // to the configuration (every interval), its runs on the maintenance
 // queue, as EnsureRetentionSchedule.
 func EnsureReconcileSchedule(ctx context.Context, c client.Client, s ScheduleSync, queues TaskQueues, every time.Duration) error {
-	return s.ensure(ctx, c, ScheduleConfig{ID: ReconcileScheduleID(queues.Base), TaskQueue: queues.Maintenance, Every: every, Workflow: ReconcileWorkflowName})
+	return s.Ensure(ctx, c, ScheduleConfig{ID: ReconcileScheduleID(queues.Base), TaskQueue: queues.Maintenance, Every: every, Workflow: ReconcileWorkflowName})
 }

@@ -49,13 +49,15 @@ var recordedHistories = []string{
 	"testdata/refund_reversed_not_done.json",  // requested, NAO_REALIZADO after a while, reversed
 	"testdata/refund_reversed_reject.json",    // NAO_REALIZADO in the PUT's answer, reversed
 	"testdata/refund_refused_reversed.json",   // refused at the PUT, no record after the quiet period, reversed
-	// The PSP catch-up (TestRecordCatchUpHistories): a scheduled run and an
+	// The sagas of their own packages keep their histories there, replayed
+	// here with every saga's workflows (registry.All). The PSP catch-up
+	// (saga/catchup's TestRecordCatchUpHistories): a scheduled run and an
 	// operator's, as the release before parts ran them (the window whole)
 	// and part by part.
-	"testdata/catchup_scheduled_whole.json",
-	"testdata/catchup_manual_whole.json",
-	"testdata/catchup_scheduled_parts.json",
-	"testdata/catchup_manual_parts.json",
+	"../saga/catchup/testdata/catchup_scheduled_whole.json",
+	"../saga/catchup/testdata/catchup_manual_whole.json",
+	"../saga/catchup/testdata/catchup_scheduled_parts.json",
+	"../saga/catchup/testdata/catchup_manual_parts.json",
 }
 
 // replayCodec is the replay tests' key ring, as a worker's

@@ -61,7 +61,7 @@ type ScheduleDifference struct {
 	Differs []string `json:"differs"`
 }
 
-// ensure creates the Schedule want describes, or brings an existing one to
+// Ensure creates the Schedule want describes, or brings an existing one to
 // it: its interval, its action (workflow, arguments, task queue, workflow
 // ID) and its overlap policy. The configuration is the source of truth: a
 // retention period (INBOX_RETENTION) is the data-retention policy, and a
@@ -71,7 +71,7 @@ type ScheduleDifference struct {
 // configured is not written (its update time says when it last changed).
 // Every change is logged with the fields it changed. Read-only (Differs),
 // it only reads the Schedule.
-func (s ScheduleSync) ensure(ctx context.Context, c client.Client, want ScheduleConfig) error {
+func (s ScheduleSync) Ensure(ctx context.Context, c client.Client, want ScheduleConfig) error {
 	if s.Differs != nil {
 		d, err := c.ScheduleClient().GetHandle(ctx, want.ID).Describe(ctx)
 		var notFound *serviceerror.NotFound
@@ -133,11 +133,11 @@ func (s ScheduleSync) ensure(ctx context.Context, c client.Client, want Schedule
 	return nil
 }
 
-// remove deletes the Schedule id, one the configuration has none of (why
+// Remove deletes the Schedule id, one the configuration has none of (why
 // says which setting: "PSP_CATCHUP_INTERVAL=0"); a Schedule already gone
 // is not an error. The deletion is logged. Read-only (Differs), it only
 // reads the Schedule.
-func (s ScheduleSync) remove(ctx context.Context, c client.Client, id, why string) error {
+func (s ScheduleSync) Remove(ctx context.Context, c client.Client, id, why string) error {
 	h := c.ScheduleClient().GetHandle(ctx, id)
 	var err error
 	if s.Differs != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/tooling/logtest"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
+	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -131,21 +132,21 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 	found = nil
 	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, check, queues, 30*time.Minute, changed))
 	require.Empty(t, found, "as configured")
-	catchUp := c.ScheduleClient().GetHandle(ctx, workflows.PSPCatchUpScheduleID(queues.Base))
-	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, check, queues, time.Minute))
-	require.Equal(t, []workflows.ScheduleDifference{{ID: workflows.PSPCatchUpScheduleID(queues.Base), Differs: []string{"missing"}}}, found)
+	catchUp := c.ScheduleClient().GetHandle(ctx, catchup.ScheduleID(queues.Base))
+	require.NoError(t, catchup.EnsureSchedule(ctx, c, check, queues, time.Minute))
+	require.Equal(t, []workflows.ScheduleDifference{{ID: catchup.ScheduleID(queues.Base), Differs: []string{"missing"}}}, found)
 	_, err = catchUp.Describe(ctx)
 	var notFound *serviceerror.NotFound
 	require.ErrorAs(t, err, &notFound, "a check creates nothing")
-	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, time.Minute))
+	require.NoError(t, catchup.EnsureSchedule(ctx, c, schedules, queues, time.Minute))
 	found = nil
-	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, check, queues, 0))
-	require.Equal(t, []workflows.ScheduleDifference{{ID: workflows.PSPCatchUpScheduleID(queues.Base), Differs: []string{"exists"}}}, found)
+	require.NoError(t, catchup.EnsureSchedule(ctx, c, check, queues, 0))
+	require.Equal(t, []workflows.ScheduleDifference{{ID: catchup.ScheduleID(queues.Base), Differs: []string{"exists"}}}, found)
 	_, err = catchUp.Describe(ctx)
 	require.NoError(t, err, "a check deletes nothing")
-	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, 0))
+	require.NoError(t, catchup.EnsureSchedule(ctx, c, schedules, queues, 0))
 	require.Equal(t, 1, logs.Count("schedule deleted: the configuration has none"), "a deletion is logged")
-	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, 0))
+	require.NoError(t, catchup.EnsureSchedule(ctx, c, schedules, queues, 0))
 	require.Equal(t, 1, logs.Count("schedule deleted: the configuration has none"), "one already gone: nothing done, nothing said")
 
 	// Arguments written under a key since retired don't decode: they are

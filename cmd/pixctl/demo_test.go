@@ -233,7 +233,7 @@ func TestDemoAgainstTheServiceAsMakeRunRunsIt(t *testing.T) {
 	}
 	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := settings[k]; return v, ok })
 	require.NoError(t, err)
-	a, err := app.New(ctx, cfg, logging.New(io.Discard, "error"))
+	a, err := app.New(ctx, cfg, logging.New(io.Discard, "error"), app.WithSettings(settings)) // the sagas' own, as pixd reads them too
 	require.NoError(t, err)
 	require.NoError(t, a.Migrate(ctx))
 	require.NoError(t, a.SeedDemoAccounts(ctx))

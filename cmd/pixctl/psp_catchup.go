@@ -16,6 +16,7 @@ import (
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -130,7 +131,7 @@ func dialTemporal(ctx context.Context, cfg config.Config) (client.Client, error)
 
 // coveredSaid says what the run did to the scheduled catch-up's covered
 // end.
-func coveredSaid(r workflows.PSPCatchUpResult) string {
+func coveredSaid(r catchup.Result) string {
 	switch {
 	case r.Advanced && r.CoveredUntil != nil:
 		return "advanced to " + r.CoveredUntil.UTC().Format(time.RFC3339)
@@ -148,11 +149,11 @@ var errCatchUpUnstored = errors.New("the PSP listed PIX that were not stored")
 func pspCatchUp(ctx context.Context, c client.Client, queues workflows.TaskQueues, start, end time.Time, wait time.Duration, asJSON bool, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	run, err := workflows.StartPSPCatchUpWindow(ctx, c, queues, start, end)
+	run, err := catchup.StartWindow(ctx, c, queues, start, end)
 	if err != nil {
 		return unavailable(fmt.Errorf("start the catch-up: %w", err))
 	}
-	var result workflows.PSPCatchUpResult
+	var result catchup.Result
 	if err := run.Get(ctx, &result); err != nil {
 		return unavailable(fmt.Errorf("the catch-up %s did not finish: %w", run.GetID(), err))
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
+	"github.com/pixbank/pix/saga/catchup"
 )
 
 // pspRecord is a PSP's API Pix answering GET /pix (the spec's
@@ -63,12 +64,12 @@ func runWorkerOf(t *testing.T, pspURL string) (func(string) string, *db.Store) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.PSPURL = pspURL
-	cfg.PSPCatchUpInterval = 0 // only the window pixctl asks for
 	cfg.DatabaseURL = dbtest.URL(t)
 	cfg.TemporalAddress = temporaltest.StartT(t).Address
 	cfg.DispatchPollInterval = 100 * time.Millisecond
 	cfg.OutboxRelayEnabled = false
-	a, err := app.New(context.Background(), cfg, logging.New(io.Discard, "error"))
+	onlyAsked := app.WithSettings(map[string]string{"PSP_CATCHUP_INTERVAL": "0"}) // only the window pixctl asks for
+	a, err := app.New(context.Background(), cfg, logging.New(io.Discard, "error"), onlyAsked)
 	require.NoError(t, err)
 	require.NoError(t, a.Migrate(context.Background()))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -112,18 +113,18 @@ func TestPSPCatchUpListsAWindowOnDemand(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2500, account.BalanceCents)
 	require.Regexp(t, `covered end\s+not moved: the window starts after it \(or none was ever covered\)`, r.stdout)
-	_, covered, err := store.CatchUpCoveredUntil(ctx)
+	_, covered, err := catchup.NewStore(store).CoveredUntil(ctx)
 	require.NoError(t, err)
 	require.False(t, covered, "an operator's window moves no covered window when none was covered (the lookback would be skipped)")
 
 	// The schedule covered up to 06:00 that day: the window from before
 	// it moves it to the window's end, and says so.
-	_, err = store.AdvanceCatchUp(ctx, nil, at.Add(-4*time.Hour))
+	_, err = catchup.NewStore(store).Advance(ctx, nil, at.Add(-4*time.Hour))
 	require.NoError(t, err)
 	r = pixctl(t, getenv, window...)
 	r.requireStatus(t, 0)
 	require.Regexp(t, `covered end\s+advanced to 2026-11-21T00:00:00Z`, r.stdout)
-	until, _, err := store.CatchUpCoveredUntil(ctx)
+	until, _, err := catchup.NewStore(store).CoveredUntil(ctx)
 	require.NoError(t, err)
 	require.True(t, until.Equal(at.Add(14*time.Hour)), "covered until %s", until)
 

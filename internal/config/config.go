@@ -181,16 +181,6 @@ type Config struct {
 	RetentionInterval  time.Duration
 	// ReconcileInterval is how often the reconciliation Schedule checks the books.
 	ReconcileInterval time.Duration
-	// The PSP catch-up (docs/operations.md, "The PSP catch-up"): how often
-	// its Schedule lists the PSP's record (0: off, the Schedule deleted),
-	// how far before the covered window's end each run starts, and how far
-	// back the first run looks; PSPCatchUpGrace how long before now a run's
-	// window ends (a webhook on its way is left to come), less than the
-	// overlap.
-	PSPCatchUpInterval time.Duration
-	PSPCatchUpOverlap  time.Duration
-	PSPCatchUpLookback time.Duration
-	PSPCatchUpGrace    time.Duration
 
 	// CreditListingInInput is CREDIT_LISTING_IN_INPUT: the dispatcher names
 	// the credit's listing version in its input (no version marker: the
@@ -301,10 +291,6 @@ func Default() Config {
 		InboxRetention:     30 * 24 * time.Hour,
 		RetentionInterval:  time.Hour,
 		ReconcileInterval:  15 * time.Minute,
-		PSPCatchUpInterval: time.Minute,
-		PSPCatchUpOverlap:  10 * time.Minute,
-		PSPCatchUpLookback: 24 * time.Hour,
-		PSPCatchUpGrace:    time.Minute,
 
 		InboxAttemptsMax:      r.MaxAttempts,
 		InboxRetryInitial:     time.Duration(r.InitialInterval),
@@ -712,24 +698,12 @@ func (r *reader) readEvents(c *Config) {
 }
 
 // readRuns reads the periodic runs' and the sagas' times (retention,
-// reconciliation, the PSP catch-up, transfers, devoluções, the credits'
-// retries) and the tracing settings.
+// reconciliation, transfers, devoluções, the credits' retries) and the
+// tracing settings. (The PSP catch-up's are its own: saga/catchup.)
 func (r *reader) readRuns(c *Config) {
 	r.dur("INBOX_RETENTION", &c.InboxRetention)
 	r.dur("RETENTION_INTERVAL", &c.RetentionInterval)
 	r.dur("RECONCILE_INTERVAL", &c.ReconcileInterval)
-	r.waitDur("PSP_CATCHUP_INTERVAL", "1m", 0, &c.PSPCatchUpInterval)
-	r.waitDur("PSP_CATCHUP_OVERLAP", "10m", 0, &c.PSPCatchUpOverlap)
-	r.waitDur("PSP_CATCHUP_LOOKBACK", "24h", 0, &c.PSPCatchUpLookback)
-	if r.waitDur("PSP_CATCHUP_GRACE", "1m", 0, &c.PSPCatchUpGrace) {
-		if c.PSPCatchUpGrace > 0 && c.PSPCatchUpGrace >= c.PSPCatchUpOverlap {
-			r.fail(fmt.Errorf("PSP_CATCHUP_GRACE: %s is not less than PSP_CATCHUP_OVERLAP (%s)", c.PSPCatchUpGrace, c.PSPCatchUpOverlap))
-		}
-	} else {
-		// Unset, it stays within a short PSP_CATCHUP_OVERLAP: a deployment
-		// that set only that one keeps starting.
-		c.PSPCatchUpGrace = min(c.PSPCatchUpGrace, c.PSPCatchUpOverlap/2)
-	}
 	r.dur("TRANSFER_SETTLEMENT_TIMEOUT", &c.TransferSettlementTimeout)
 	r.dur("TRANSFER_SETTLEMENT_POLL_MAX", &c.TransferSettlementPollMax)
 	r.dur("REFUND_POLL_MAX", &c.RefundPollMax)

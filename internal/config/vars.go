@@ -34,7 +34,8 @@ func (r Role) String() string {
 
 // Variable is one environment variable pixd reads: its name (a prefix when
 // it ends in "_": TEMPORAL_GRPC_META_<NAME>) and the roles that use it.
-// Every role's Load reads and checks them all (a value that does not parse
+// Every role reads and checks them all at start, Load the process's own
+// and registry.CheckSettings each saga's (a value that does not parse
 // stops any role); Roles are those whose work depends on it.
 type Variable struct {
 	Name  string
@@ -92,6 +93,8 @@ var Variables = func() []Variable {
 		"NATS_URL", "NATS_STREAM_MAX_AGE", "NATS_STREAM_MAX_BYTES",
 		"OUTBOX_RELAY_ENABLED", "OUTBOX_BATCH_SIZE", "OUTBOX_POLL_INTERVAL", "OUTBOX_GATHER_WINDOW", "OUTBOX_RETENTION",
 		"INBOX_RETENTION", "RETENTION_INTERVAL", "RECONCILE_INTERVAL",
+		// Read by the sagas in their packages (saga.Descriptor.Settings),
+		// not by Load: the PSP catch-up's (saga/catchup).
 		"PSP_CATCHUP_INTERVAL", "PSP_CATCHUP_OVERLAP", "PSP_CATCHUP_LOOKBACK", "PSP_CATCHUP_GRACE")
 	// The PSP client: the sagas' calls, and the API's webhook registration.
 	add(api|worker, "PSP_URL", "PSP_TIMEOUT", "PSP_OAUTH_TOKEN_URL", "PSP_CLIENT_ID", "PSP_CLIENT_SECRET",

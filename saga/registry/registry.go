@@ -1,12 +1,14 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/saga/scheduled"
 )
 
@@ -18,8 +20,27 @@ var All = []saga.Descriptor{
 	saga.Transfer,
 	saga.Refund,
 	saga.Maintenance,
-	saga.PSPCatchUp,
+	catchup.Saga,
 	scheduled.Saga,
+}
+
+// CheckSettings checks every saga's own settings (saga.Descriptor.Settings)
+// through lookup, telling every mistake at once, as config.Load does: pixd
+// calls it at start, in every role, before anything is built from them.
+func CheckSettings(lookup func(string) (string, bool)) error {
+	var errs []error
+	for _, d := range All {
+		if d.Settings == nil {
+			continue
+		}
+		if err := d.Settings(lookup); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	return nil
 }
 
 // HTTP are the HTTP sides of every saga that has one

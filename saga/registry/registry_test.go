@@ -33,8 +33,8 @@ func env(t *testing.T) saga.Env {
 	temporal, err := temporalclient.NewLazyClient(temporalclient.Options{HostPort: "127.0.0.1:1"}) // never dialled
 	require.NoError(t, err)
 	e := saga.Env{Store: db.NewStore(nil), PSP: client, Cfg: cfg, Queues: cfg.TaskQueues(),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.NewWorker(registry), CatchUpFound: metrics.NewCatchUp(registry, true),
-		Temporal: temporal, Lookup: func(string) (string, bool) { return "", false }}
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.NewWorker(registry),
+		Temporal: temporal, Lookup: func(string) (string, bool) { return "", false }, Process: saga.NewProcess()}
 	// Every field is set, so that a nil dependency below is a saga's
 	// wiring, not this test's (a new field of Env must be set here).
 	require.Empty(t, nilFields(reflect.ValueOf(e)), "set every field of the test's Env")
@@ -197,4 +197,34 @@ func TestEveryKindAndEventIsASagas(t *testing.T) {
 	for typ := range db.EventTypes {
 		require.Contains(t, eventOwner, typ, "event type %s is in db.EventTypes but in no saga's Events", typ)
 	}
+}
+
+// Every variable a saga reads in its own package (saga.Descriptor.Settings)
+// is declared in config.Variables, which pixd's help lists and
+// docs/configuration.md documents (config's own test holds them to it),
+// and registry.CheckSettings names a wrong one as config.Load does.
+func TestSagasReadOnlyDeclaredVariables(t *testing.T) {
+	declared := map[string]bool{}
+	for _, v := range config.Variables {
+		declared[v.Name] = true
+	}
+	read := map[string]string{}
+	for _, d := range registry.All {
+		if d.Settings == nil {
+			continue
+		}
+		require.NoError(t, d.Settings(func(name string) (string, bool) {
+			read[name] = d.Name
+			return "", false
+		}), "%s: its defaults", d.Name)
+	}
+	require.NotEmpty(t, read, "no saga reads a setting")
+	for name, saga := range read {
+		require.True(t, declared[name], "%s reads %s, which config.Variables does not declare (pixd help and docs/configuration.md list it from there)", saga, name)
+	}
+
+	wrong := map[string]string{"PSP_CATCHUP_OVERLAP": "never"}
+	err := registry.CheckSettings(func(name string) (string, bool) { v, ok := wrong[name]; return v, ok })
+	require.EqualError(t, err, `configuration: PSP_CATCHUP_OVERLAP: "never" is not a duration of 0 or more, such as 10m (0: no wait)`)
+	require.NoError(t, registry.CheckSettings(func(string) (string, bool) { return "", false }))
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/testpki"
+	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -93,8 +94,8 @@ func newProductionStack(t *testing.T, prod *productionPSP, tune func(*config.Con
 // start makes the certificates, serves the simulator with OAuth 2.0 and
 // mutual TLS until the test ends, binds the webhook listener, and sets
 // cfg's PSP and webhook settings as production's, read through the
-// configuration's own variables.
-func (p *productionPSP) start(t *testing.T, cfg *config.Config, clock *simClock) *pspsim.Simulator {
+// configuration's own variables; settings are the sagas' own.
+func (p *productionPSP) start(t *testing.T, cfg *config.Config, settings map[string]string, clock *simClock) *pspsim.Simulator {
 	t.Helper()
 	dir := t.TempDir()
 	p.pspCA = testpki.NewAuthority(t, "e2e PSP CA")
@@ -166,7 +167,7 @@ func (p *productionPSP) start(t *testing.T, cfg *config.Config, clock *simClock)
 	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile = prod.TLSCertFile, prod.TLSKeyFile, prod.TLSClientCAFile
 	// The catch-up's Schedule exists, its runs are the test's (paused
 	// at once by newProductionStack, never on its own).
-	cfg.PSPCatchUpInterval = time.Hour
+	settings["PSP_CATCHUP_INTERVAL"] = "1h"
 	return sim
 }
 
@@ -290,12 +291,12 @@ func horarioAgo(d time.Duration) string {
 }
 
 func (s *stack) catchUpSchedule() client.ScheduleHandle {
-	return s.client().ScheduleClient().GetHandle(context.Background(), workflows.PSPCatchUpScheduleID(s.cfg.TaskQueues().Base))
+	return s.client().ScheduleClient().GetHandle(context.Background(), catchup.ScheduleID(s.cfg.TaskQueues().Base))
 }
 
 // runCatchUp triggers a run of the catch-up's Schedule (a scheduled run:
 // from the covered window's end, moving it) and returns its result.
-func (s *stack) runCatchUp() workflows.PSPCatchUpResult {
+func (s *stack) runCatchUp() catchup.Result {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -321,7 +322,7 @@ func (s *stack) runCatchUp() workflows.PSPCatchUpResult {
 		}
 		return false
 	}, 30*time.Second, 50*time.Millisecond, "the triggered run starts")
-	var res workflows.PSPCatchUpResult
+	var res catchup.Result
 	require.NoError(s.t, s.client().GetWorkflow(ctx, run.WorkflowID, run.FirstExecutionRunID).Get(ctx, &res))
 	return res
 }
@@ -405,7 +406,7 @@ func TestProductionPSP(t *testing.T) {
 		require.True(t, first.Advanced, "the covered window moves once every page is stored")
 		for _, e2e := range []string{noTxid, neverSent} {
 			s.waitStatus(e2e, pix.StatusDone, 30*time.Second)
-			require.Equal(t, activities.CatchUpPSP, s.inboxPSP(e2e), "stored by the catch-up: no webhook came")
+			require.Equal(t, catchup.PSPName, s.inboxPSP(e2e), "stored by the catch-up: no webhook came")
 		}
 		require.EqualValues(t, 500+2_000, s.balance("acc-prod-catchup"))
 		require.EqualValues(t, 3_050, s.balance("acc-prod-charge"))

@@ -179,6 +179,10 @@ func startStack(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tun
 	}
 	cfg.CodecCORSOrigins = []string{e2eTemporalUIOrigin}
 	clock := &simClock{}
+	// The sagas' own settings (saga.Descriptor.Settings), as their
+	// variables would set them: the tests' own, whatever the environment
+	// of the test process holds.
+	settings := map[string]string{}
 	var sim *pspsim.Simulator
 	if prod == nil {
 		sim = pspsim.New(pspsim.Options{DefaultSettleAfter: 200 * time.Millisecond, Now: clock.now})
@@ -186,7 +190,7 @@ func startStack(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tun
 		t.Cleanup(pspServer.Close)
 		cfg.PSPURL = pspServer.URL
 	} else {
-		sim = prod.start(t, &cfg, clock)
+		sim = prod.start(t, &cfg, settings, clock)
 	}
 	cfg.PSPTimeout = time.Second
 	cfg.PSPRetryInitial = 200 * time.Millisecond
@@ -199,7 +203,7 @@ func startStack(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tun
 		tune(&cfg)
 	}
 	logs := &syncBuffer{}
-	a, err := app.New(context.Background(), cfg, logging.New(logs, "info"), opts...)
+	a, err := app.New(context.Background(), cfg, logging.New(logs, "info"), append([]app.Option{app.WithSettings(settings)}, opts...)...)
 	require.NoError(t, err)
 	require.NoError(t, a.Migrate(context.Background()))
 	recordContract(t, a)

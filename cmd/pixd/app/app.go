@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"time"
@@ -43,7 +44,9 @@ type App struct {
 	webhooks      *metrics.Webhooks
 	groupCommit   *metrics.GroupCommit
 	workerMetrics *metrics.Worker
-	catchUp       *metrics.CatchUp
+	// lookup reads the sagas' own settings (saga.Env.Lookup): the
+	// process's environment, or a test's (WithSettings).
+	lookup func(string) (string, bool)
 	// conns and inFlight are the API's caps (HTTP_MAX_CONNECTIONS,
 	// HTTP_MAX_IN_FLIGHT), shared by its listeners; shedding counts what
 	// they refused.
@@ -53,8 +56,10 @@ type App struct {
 	// psp is the PSP client (psp.New from config.PSP: OAuth 2.0 and mutual
 	// TLS as configured), one for every activity that calls the PSP.
 	psp *psp.HTTPClient
-	// sagas are every saga's HTTP side (registry.HTTP).
-	sagas []api.SagaHTTP
+	// sagas are every saga's HTTP side (registry.HTTP); process is what
+	// they keep per process (saga.Env.Process).
+	sagas   []api.SagaHTTP
+	process *saga.Process
 	// payloadCodec encrypts the Temporal client's payloads; nil without
 	// TEMPORAL_CODEC_KEYS.
 	payloadCodec *codec.Codec
@@ -77,11 +82,36 @@ type Option func(*options)
 type options struct {
 	tracing     *tracing.Provider
 	serviceName string
+	// settings are WithSettings'; nil: the process's environment.
+	settings map[string]string
+}
+
+// lookup reads the sagas' own settings: WithSettings', or the process's
+// environment.
+func (o options) lookup() func(string) (string, bool) {
+	if o.settings == nil {
+		return os.LookupEnv
+	}
+	return func(name string) (string, bool) { v, ok := o.settings[name]; return v, ok }
 }
 
 // WithTracing traces into p, which the caller owns, instead of the
 // provider the OTEL_* settings describe: a test's in-memory recorder.
 func WithTracing(p *tracing.Provider) Option { return func(o *options) { o.tracing = p } }
+
+// WithSettings gives the sagas' own settings (saga.Descriptor.Settings),
+// variable by variable, over those of an earlier WithSettings, in place of
+// the process's environment: a test's, which sets them as an operator
+// would, without changing the environment of the other tests of its
+// process. The variables it does not name are unset.
+func WithSettings(vars map[string]string) Option {
+	return func(o *options) {
+		if o.settings == nil {
+			o.settings = map[string]string{}
+		}
+		maps.Copy(o.settings, vars)
+	}
+}
 
 // WithServiceName is the service.name the process's spans are recorded
 // under when OTEL_SERVICE_NAME is unset (pixd-api, pixd-worker, ...).
@@ -160,7 +190,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		stopTracing()
 		return nil, fmt.Errorf("temporal client: %w", err)
 	}
-	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: promRegistry,
+	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: promRegistry, lookup: o.lookup(), process: saga.NewProcess(),
 		payloadCodec: payloadCodec, dataConverter: dataConverter, tracing: traces, ownTracing: ownTracing, psp: pspClient}
 	if err := a.wire(); err != nil {
 		a.Close()
@@ -205,11 +235,13 @@ func encryptPayloads(cfg config.Config, log *slog.Logger, temporalOptions *clien
 // metrics, the API's caps, and the sagas' own metrics and HTTP sides,
 // whose settings are checked here (a wrong one stops the start).
 func (a *App) wire() error {
+	if err := registry.CheckSettings(a.lookup); err != nil {
+		return err
+	}
 	metrics.RegisterDatabaseGauges(a.Metrics, a.Store, a.Log)
 	a.webhooks = metrics.NewWebhooks(a.Metrics)
 	a.groupCommit = metrics.NewGroupCommit(a.Metrics)
 	a.workerMetrics = metrics.NewWorker(a.Metrics)
-	a.catchUp = metrics.NewCatchUp(a.Metrics, a.Cfg.PSPCatchUpInterval > 0)
 	a.shedding = metrics.NewShedding(a.Metrics, func() float64 { return float64(a.conns.Open()) })
 	a.conns = connlimit.New(a.Cfg.HTTPMaxConnections, api.OverloadResponse(), a.shedding.ConnectionShed)
 	a.inFlight = api.NewInFlight(a.Cfg.HTTPMaxInFlight, a.shedding.RequestShed)
@@ -271,7 +303,7 @@ func (a *App) withWaker(ctx context.Context, run func(context.Context) error) er
 // built from.
 func (a *App) sagaEnv() saga.Env {
 	return saga.Env{Store: a.Store, PSP: a.psp, Cfg: a.Cfg, Queues: a.Cfg.TaskQueues(), Log: a.Log,
-		Metrics: a.workerMetrics, CatchUpFound: a.catchUp, Temporal: a.Temporal, Lookup: os.LookupEnv,
+		Metrics: a.workerMetrics, Temporal: a.Temporal, Lookup: a.lookup, Process: a.process,
 		Schedules: workflows.ScheduleSync{DataConverter: a.dataConverter, Log: a.Log}}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -202,6 +203,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 func runRole(ctx context.Context, role, migrate string, out io.Writer) error {
 	cfg, err := config.Load()
 	if err != nil {
+		return err
+	}
+	// The sagas' own settings, read in their packages, are checked as
+	// Load's are: before anything is connected (New checks them again for
+	// its other callers).
+	if err := registry.CheckSettings(os.LookupEnv); err != nil {
 		return err
 	}
 	if role == "worker" || role == "dev" {

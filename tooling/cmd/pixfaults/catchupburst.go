@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/saga/catchup"
 )
 
 // The catch-up under load: a burst of burstPIX PIX arrives at the PSP
@@ -204,7 +204,7 @@ func catchUpBurstCheck(ctx context.Context, r *caseRun, o *outcome) []string {
 			continue
 		}
 		once++
-		if row.psp != activities.CatchUpPSP {
+		if row.psp != catchup.PSPName {
 			bad.flag("PIX of the burst stored first by another than the catch-up (their webhooks were dropped)",
 				fmt.Sprintf("%s (psp %q)", p.endToEndID, row.psp))
 		}

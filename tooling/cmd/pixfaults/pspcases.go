@@ -24,6 +24,7 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/tooling/load"
 )
 
@@ -424,7 +425,7 @@ func webhooksDroppedCheck(ctx context.Context, r *caseRun, o *outcome) []string 
 			continue
 		}
 		switch row.psp {
-		case activities.CatchUpPSP:
+		case catchup.PSPName:
 			caughtUp++
 			if row.creditedAt.After(bound) {
 				bad.flag(fmt.Sprintf("PIX of the catch-up credited later than two intervals (%s) after the drop ended", 2*pspCatchUpInterval),

@@ -1,4 +1,4 @@
-package activities_test
+package catchup_test
 
 import (
 	"context"
@@ -17,35 +17,34 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
-	"github.com/pixbank/pix/workflows"
+	"github.com/pixbank/pix/saga/catchup"
 )
 
-// run runs the catch-up workflow itself (workflows.PSPCatchUp) with the
+// run runs the catch-up workflow itself (catchup.Workflow) with the
 // rig's activities, in Temporal's test environment (its retries, with the
 // last heartbeat, and its continue-as-new followed as the Schedule does):
 // what a Schedule's run (in empty) or an operator's does.
-func (r *catchUpRig) run(in workflows.PSPCatchUpInput) (workflows.PSPCatchUpResult, error) {
+func (r *catchUpRig) run(in catchup.Input) (catchup.Result, error) {
 	r.t.Helper()
 	for {
 		var suite testsuite.WorkflowTestSuite
 		suite.SetLogger(quietLogger{})
 		env := suite.NewTestWorkflowEnvironment()
-		env.RegisterWorkflowWithOptions(workflows.PSPCatchUp, workflow.RegisterOptions{Name: workflows.PSPCatchUpWorkflowName})
+		env.RegisterWorkflowWithOptions(catchup.Workflow, workflow.RegisterOptions{Name: catchup.WorkflowName})
 		env.RegisterActivity(r.acts)
-		env.ExecuteWorkflow(workflows.PSPCatchUpWorkflowName, in)
+		env.ExecuteWorkflow(catchup.WorkflowName, in)
 		require.True(r.t, env.IsWorkflowCompleted())
 		err := env.GetWorkflowError()
 		var cont *workflow.ContinueAsNewError
 		if errors.As(err, &cont) {
-			in = workflows.PSPCatchUpInput{}
+			in = catchup.Input{}
 			require.NoError(r.t, converter.GetDefaultDataConverter().FromPayloads(cont.Input, &in))
 			continue
 		}
-		var out workflows.PSPCatchUpResult
+		var out catchup.Result
 		if err == nil {
 			require.NoError(r.t, env.GetWorkflowResult(&out))
 		}
@@ -117,12 +116,12 @@ func (s *crashingStore) StoreListed(ctx context.Context, ns []pix.Notification) 
 	return out, err
 }
 
-func (s *crashingStore) AdvanceCatchUp(ctx context.Context, from *time.Time, to time.Time) (bool, error) {
+func (s *crashingStore) Advance(ctx context.Context, from *time.Time, to time.Time) (bool, error) {
 	before, after := s.dice()
 	if before {
 		return false, errCrash
 	}
-	moved, err := s.notingStore.AdvanceCatchUp(ctx, from, to)
+	moved, err := s.notingStore.Advance(ctx, from, to)
 	if err == nil && after {
 		return false, errCrash
 	}
@@ -207,10 +206,10 @@ func catchUpHistory(t *testing.T, seed uint64) {
 			firstByWebhook++
 		}
 	}
-	var counts activities.CatchUpCounts
+	var counts catchup.Counts
 	var covered time.Time
 	checkCovered := func(what string) time.Time {
-		until, ok, err := r.store.CatchUpCoveredUntil(ctx)
+		until, ok, err := r.store.CoveredUntil(ctx)
 		require.NoError(t, err)
 		if !ok {
 			return covered
@@ -220,9 +219,9 @@ func catchUpHistory(t *testing.T, seed uint64) {
 		covered = until
 		return until
 	}
-	runOnce := func(what string) (workflows.PSPCatchUpResult, error) {
+	runOnce := func(what string) (catchup.Result, error) {
 		r.logs.Reset()
-		out, err := r.run(workflows.PSPCatchUpInput{})
+		out, err := r.run(catchup.Input{})
 		if os.Getenv("DBG") != "" {
 			t.Log(what, err, r.logs.String())
 		}
@@ -304,7 +303,7 @@ func catchUpHistory(t *testing.T, seed uint64) {
 	}
 	var stored, byCatchUp int
 	require.NoError(t, r.store.Pool().QueryRow(ctx,
-		"SELECT count(*), count(*) FILTER (WHERE psp = $2) FROM inbox_messages WHERE end_to_end_id = ANY($1)", ids, activities.CatchUpPSP).Scan(&stored, &byCatchUp))
+		"SELECT count(*), count(*) FILTER (WHERE psp = $2) FROM inbox_messages WHERE end_to_end_id = ANY($1)", ids, catchup.PSPName).Scan(&stored, &byCatchUp))
 	require.Equal(t, len(all), stored, "PIX of the PSP's record stored")
 	var total int
 	require.NoError(t, r.store.Pool().QueryRow(ctx, "SELECT count(*) FROM inbox_messages").Scan(&total))

@@ -1,4 +1,4 @@
-package workflows
+package catchup
 
 import (
 	"context"
@@ -9,64 +9,65 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/workflows"
 )
 
-// PSPCatchUpWorkflowName is the registered name of PSPCatchUp.
-const PSPCatchUpWorkflowName = "PixPSPCatchUp"
+// WorkflowName is the registered name of Workflow, recorded in every run's
+// history: never change it.
+const WorkflowName = "PixPSPCatchUp"
 
-// PSPCatchUpScheduleID is the Temporal Schedule that runs the PSP catch-up
-// of the workers of one TEMPORAL_TASK_QUEUE base (as RetentionScheduleID):
+// ScheduleID is the Temporal Schedule that runs the PSP catch-up
+// of the workers of one TEMPORAL_TASK_QUEUE base (as workflows.RetentionScheduleID):
 // pix-psp-catchup:pix-credit by default.
-func PSPCatchUpScheduleID(base string) string { return "pix-psp-catchup:" + base }
+func ScheduleID(base string) string { return "pix-psp-catchup:" + base }
 
-// PSPCatchUpWindowWorkflowID is the workflow ID of a catch-up of one window
+// WindowWorkflowID is the workflow ID of a catch-up of one window
 // an operator asked for (pixctl psp catchup): its own, never the
 // Schedule's, so that it runs beside the scheduled runs and moves nothing
 // of theirs; the same window asked twice at once is one run.
-func PSPCatchUpWindowWorkflowID(base string, start, end time.Time) string {
+func WindowWorkflowID(base string, start, end time.Time) string {
 	return "pix-psp-catchup-window:" + base + ":" + start.UTC().Format(time.RFC3339) + "/" + end.UTC().Format(time.RFC3339)
 }
 
-// PSPCatchUpInput is the catch-up's input: none for the Schedule's runs,
+// Input is the catch-up's input: none for the Schedule's runs,
 // which list from the covered window's end; Window for an operator's, which
 // lists that window (and moves the covered window only when it starts at
-// or before its end). A run that listed catchUpPartsPerRun parts continues
+// or before its end). A run that listed partsPerRun parts continues
 // as new with the rest of its window (Continued: Window as it stands, its
 // fence included) and what it did so far (Sofar).
-type PSPCatchUpInput struct {
-	Window    *activities.CatchUpWindow `json:",omitempty"`
-	Continued bool                      `json:",omitempty"`
-	Sofar     *PSPCatchUpResult         `json:",omitempty"`
+type Input struct {
+	Window    *Window `json:",omitempty"`
+	Continued bool    `json:",omitempty"`
+	Sofar     *Result `json:",omitempty"`
 }
 
-// PSPCatchUpResult is what a run listed (with the runs it continued), in
+// Result is what a run listed (with the runs it continued), in
 // how many parts, and whether it advanced the covered window, up to
 // CoveredUntil (a scheduled run whose start was moved meanwhile by another
 // does not; nor does an operator's window that starts after the covered
 // end).
-type PSPCatchUpResult struct {
-	Window       activities.CatchUpWindow
-	Counts       activities.CatchUpCounts
+type Result struct {
+	Window       Window
+	Counts       Counts
 	Advanced     bool
 	Parts        int        `json:",omitempty"`
 	CoveredUntil *time.Time `json:",omitempty"`
 }
 
-var catchUp *activities.CatchUp
+var catchUp *Activities
 
 // catchUpPartsVersion is the change id of the catch-up that lists a window
-// part by part (activities.CatchUp.ListPSPPart), advancing the covered
+// part by part (Activities.ListPSPPart), advancing the covered
 // window after each; runs begun before it (DefaultVersion) list their
 // window whole, then advance (pspCatchUpWhole).
 const catchUpPartsVersion = "pix-psp-catchup-parts"
 
-// catchUpPartsPerRun bounds the parts one run lists before it continues as
+// partsPerRun bounds the parts one run lists before it continues as
 // new: its history stays small however far behind it is (a part is one
 // listing activity and one advance).
-const catchUpPartsPerRun = 100
+const partsPerRun = 100
 
-// PSPCatchUp lists the PSP's own record of the PIX it received (GET /pix)
+// Workflow lists the PSP's own record of the PIX it received (GET /pix)
 // over one window into the inbox, through the inbox's listing path, so
 // that a PIX whose webhook never came is credited all the same (once:
 // its end_to_end_id is unique). A scheduled run's window runs from the end
@@ -79,7 +80,7 @@ const catchUpPartsPerRun = 100
 // skipping nothing. However large the window (an outage, a first run's
 // lookback, a PSP of 2 PIX a page), the covered window moves forward at
 // the PSP's pace, part after part, not at the Schedule's interval.
-func PSPCatchUp(ctx workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, error) {
+func Workflow(ctx workflow.Context, in Input) (Result, error) {
 	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
@@ -96,11 +97,11 @@ func PSPCatchUp(ctx workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, err
 	if workflow.GetVersion(ctx, catchUpPartsVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return pspCatchUpWhole(ctx, short, listing, in)
 	}
-	var out PSPCatchUpResult
+	var out Result
 	if in.Sofar != nil {
 		out = *in.Sofar
 	}
-	var w activities.CatchUpWindow
+	var w Window
 	switch {
 	case in.Continued && in.Window != nil:
 		w = *in.Window
@@ -116,10 +117,10 @@ func PSPCatchUp(ctx workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, err
 		out.Window = w
 	}
 	for parts := 0; ; parts++ {
-		if parts == catchUpPartsPerRun {
-			return out, workflow.NewContinueAsNewError(ctx, PSPCatchUpWorkflowName, PSPCatchUpInput{Window: &w, Continued: true, Sofar: &out})
+		if parts == partsPerRun {
+			return out, workflow.NewContinueAsNewError(ctx, WorkflowName, Input{Window: &w, Continued: true, Sofar: &out})
 		}
-		var part activities.CatchUpPart
+		var part Part
 		if err := workflow.ExecuteActivity(listing, catchUp.ListPSPPart, w).Get(ctx, &part); err != nil {
 			return out, err
 		}
@@ -153,13 +154,13 @@ func PSPCatchUp(ctx workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, err
 // advances is whether the covered window moves once a part of w is
 // listed: a scheduled run's always (from CoveredFrom, or its first end);
 // an operator's only from the covered end it started at or before.
-func advances(w activities.CatchUpWindow) bool { return !w.Manual || w.CoveredFrom != nil }
+func advances(w Window) bool { return !w.Manual || w.CoveredFrom != nil }
 
 // pspCatchUpWhole is the catch-up of the runs begun before
 // catchUpPartsVersion: the whole window in one listing, then its end
 // recorded (a scheduled run's only).
-func pspCatchUpWhole(ctx, short, listing workflow.Context, in PSPCatchUpInput) (PSPCatchUpResult, error) {
-	var out PSPCatchUpResult
+func pspCatchUpWhole(ctx, short, listing workflow.Context, in Input) (Result, error) {
+	var out Result
 	if in.Window != nil {
 		out.Window = *in.Window
 		out.Window.Manual = true
@@ -176,37 +177,37 @@ func pspCatchUpWhole(ctx, short, listing workflow.Context, in PSPCatchUpInput) (
 	return out, err
 }
 
-// EnsurePSPCatchUpSchedule brings the PSP catch-up's Temporal Schedule to
+// EnsureSchedule brings the PSP catch-up's Temporal Schedule to
 // the configuration (every interval, runs never overlapping: a run still
 // listing makes the next tick skip), its runs on the maintenance queue:
 // created if missing, updated if it differs, an operator's pause kept
-// (ensureSchedule). An interval of 0 (PSP_CATCHUP_INTERVAL=0: the catch-up off)
+// (workflows.ScheduleSync.Ensure). An interval of 0 (PSP_CATCHUP_INTERVAL=0: the catch-up off)
 // deletes the Schedule rather than pausing it: a paused Schedule still
 // looks configured (and `temporal schedule unpause` would start it behind
 // the configuration's back), while a deleted one is created again, at the
 // configured interval, by the first worker that starts with the catch-up
 // on. Its covered window stays in PostgreSQL: turned on again, it goes on
 // from there. The runs already started are not stopped.
-func EnsurePSPCatchUpSchedule(ctx context.Context, c client.Client, s ScheduleSync, queues TaskQueues, every time.Duration) error {
-	id := PSPCatchUpScheduleID(queues.Base)
+func EnsureSchedule(ctx context.Context, c client.Client, s workflows.ScheduleSync, queues workflows.TaskQueues, every time.Duration) error {
+	id := ScheduleID(queues.Base)
 	if every <= 0 {
-		return s.remove(ctx, c, id, "PSP_CATCHUP_INTERVAL=0")
+		return s.Remove(ctx, c, id, "PSP_CATCHUP_INTERVAL=0")
 	}
-	return s.ensure(ctx, c, ScheduleConfig{ID: id, TaskQueue: queues.Maintenance, Every: every, Workflow: PSPCatchUpWorkflowName, Args: []any{PSPCatchUpInput{}}})
+	return s.Ensure(ctx, c, workflows.ScheduleConfig{ID: id, TaskQueue: queues.Maintenance, Every: every, Workflow: WorkflowName, Args: []any{Input{}}})
 }
 
-// StartPSPCatchUpWindow starts the catch-up of one window an operator asked
-// for (widened to whole seconds: activities.WholeSeconds), on the
+// StartWindow starts the catch-up of one window an operator asked
+// for (widened to whole seconds: WholeSeconds), on the
 // maintenance queue, under its own workflow ID
-// (PSPCatchUpWindowWorkflowID), or joins the run of the same window that
+// (WindowWorkflowID), or joins the run of the same window that
 // is open already; the caller waits for its result.
-func StartPSPCatchUpWindow(ctx context.Context, c client.Client, queues TaskQueues, start, end time.Time) (client.WorkflowRun, error) {
-	w := activities.WholeSeconds(activities.CatchUpWindow{Start: start, End: end, Manual: true})
+func StartWindow(ctx context.Context, c client.Client, queues workflows.TaskQueues, start, end time.Time) (client.WorkflowRun, error) {
+	w := WholeSeconds(Window{Start: start, End: end, Manual: true})
 	start, end = w.Start, w.End // its ID names the window listed
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       PSPCatchUpWindowWorkflowID(queues.Base, start, end),
+		ID:                       WindowWorkflowID(queues.Base, start, end),
 		TaskQueue:                queues.Maintenance,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, PSPCatchUpWorkflowName, PSPCatchUpInput{Window: &w})
+	}, WorkflowName, Input{Window: &w})
 }

@@ -1,4 +1,4 @@
-package activities_test
+package catchup_test
 
 import (
 	"testing"
@@ -6,8 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/activities"
-	"github.com/pixbank/pix/internal/metrics"
+	"github.com/pixbank/pix/saga/catchup"
 )
 
 // An item of GET /pix that is not an object (null, a number: the client
@@ -26,9 +25,9 @@ func TestCatchUpSkipsAnItemThatIsNoObject(t *testing.T) {
 	w := r.begin()
 	counts, err := r.list(w)
 	require.NoError(t, err)
-	require.Equal(t, activities.CatchUpCounts{Pages: 2, Listed: 3, New: 1, Refused: 2}, counts)
+	require.Equal(t, catchup.Counts{Pages: 2, Listed: 3, New: 1, Refused: 2}, counts)
 	_, cents, _ := r.row(good)
 	require.EqualValues(t, 200, cents, "the page's other PIX is stored")
-	require.EqualValues(t, 2, r.counter("pix_psp_catchup_rejected_total", "reason", metrics.CatchUpInvalid))
+	require.EqualValues(t, 2, r.counter("pix_psp_catchup_rejected_total", "reason", catchup.ReasonInvalid))
 	require.True(t, r.advance(w), "nothing stalls the window")
 }

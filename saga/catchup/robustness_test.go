@@ -1,4 +1,4 @@
-package activities_test
+package catchup_test
 
 // The PSP catch-up against what an attack review of it found (issue 27,
 // item 3): clocks, late webhooks, re-listed failed PIX, endless or
@@ -25,16 +25,17 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/saga/catchup"
 )
 
 // scheduledRun is one scheduled run: Begin, List, Advance.
-func (r *catchUpRig) scheduledRun() activities.CatchUpCounts {
+func (r *catchUpRig) scheduledRun() catchup.Counts {
 	r.t.Helper()
 	w := r.begin()
 	if w.End.Before(w.Start) {
 		// The t0 client refuses it locally (a *RequestError, counted in
 		// pix_psp_attention_total); the run fails and advances nothing.
-		return activities.CatchUpCounts{}
+		return catchup.Counts{}
 	}
 	c, err := r.list(w)
 	require.NoError(r.t, err)
@@ -51,10 +52,10 @@ func TestCatchUpWorkerClockAheadSkipsPIXForEver(t *testing.T) {
 	r := newCatchUpRig(t)
 	r.store.clock = nil // PostgreSQL's clock, as in production
 	ctx := context.Background()
-	t0, err := r.store.CatchUpNow(ctx)
+	t0, err := r.store.Now(ctx)
 	require.NoError(t, err)
 	t0 = t0.Truncate(time.Second)
-	_, err = r.store.AdvanceCatchUp(ctx, nil, t0) // an earlier run covered up to now
+	_, err = r.store.Advance(ctx, nil, t0) // an earlier run covered up to now
 	require.NoError(t, err)
 
 	// The Schedule's run lands on a worker whose clock is 20 minutes ahead:
@@ -151,7 +152,7 @@ func TestCatchUpUnstableOrderSkipsPIXAndAdvances(t *testing.T) {
 		}
 	}
 	if len(missing) > 0 {
-		covered, ok, _ := r.store.CatchUpCoveredUntil(context.Background())
+		covered, ok, _ := r.store.CoveredUntil(context.Background())
 		t.Fatalf("the PSP said 4 PIX; the run listed %+v and stored %d (missing %v), and the covered window moved (%v, %s): "+
 			"the lookback's part older than the overlap is never listed again", counts, 4-len(missing), missing, ok, covered)
 	}
@@ -171,7 +172,7 @@ func (f *failSecondCall) ListReceived(ctx context.Context, q psp.ReceivedQuery) 
 	f.calls++
 	n := f.calls
 	f.mu.Unlock()
-	if n >= 2 && n < 2+activities.CatchUpPageTries {
+	if n >= 2 && n < 2+catchup.PageTries {
 		return psp.ReceivedPage{}, fmt.Errorf("%w: connection reset", psp.ErrTransient)
 	}
 	return f.inner.ListReceived(ctx, q)
@@ -195,7 +196,7 @@ func TestCatchUpResumedListingIsJudgedBeforeTheWindowAdvances(t *testing.T) {
 	_, err := r.list(w) // page 0 stored (ascending: the first two), then no answer
 	require.Error(t, err)
 	// Temporal's retry of the activity gets the last heartbeat.
-	r.env.SetHeartbeatDetails(map[string]any{"NextPage": 1, "Counts": activities.CatchUpCounts{Pages: 1, Listed: 2, New: 2}})
+	r.env.SetHeartbeatDetails(map[string]any{"NextPage": 1, "Counts": catchup.Counts{Pages: 1, Listed: 2, New: 2}})
 	_, err = r.list(w) // page 1, the PSP's order now descending: the first two again
 	require.NoError(t, err)
 	for i := range 4 {
@@ -226,19 +227,19 @@ func TestCatchUpResumedListingShortOfTheTotalFails(t *testing.T) {
 	for i := range 4 {
 		r.psp.add(listedPix{id: catchUpID(60 + i), key: "catchup@example.com", cents: 100, at: r.now.Add(-time.Duration(4-i) * time.Minute)})
 	}
-	_, err := r.store.AdvanceCatchUp(context.Background(), nil, r.now.Add(-5*time.Minute))
+	_, err := r.store.Advance(context.Background(), nil, r.now.Add(-5*time.Minute))
 	require.NoError(t, err)
 	w := r.begin()
-	r.env.SetHeartbeatDetails(map[string]any{"NextPage": 1, "Counts": activities.CatchUpCounts{Pages: 1, Listed: 2, New: 0, Duplicate: 2}})
+	r.env.SetHeartbeatDetails(map[string]any{"NextPage": 1, "Counts": catchup.Counts{Pages: 1, Listed: 2, New: 0, Duplicate: 2}})
 	_, err = r.list(w)
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
-	require.Equal(t, activities.ErrTypePSPListingIncomplete, app.Type())
+	require.Equal(t, catchup.ErrTypePSPListingIncomplete, app.Type())
 	// A retry of an attempt that had begun lists its part again from page 0
 	// (the ids the attempt saw are lost: its pages can't be judged), then
 	// once at each other page size.
 	require.Equal(t, []int{0, 1, 2, 0, 0}, r.psp.pagesAsked())
-	require.EqualValues(t, 1, r.counter("pix_psp_attention_total", "kind", activities.ErrTypePSPListingIncomplete))
+	require.EqualValues(t, 1, r.counter("pix_psp_attention_total", "kind", catchup.ErrTypePSPListingIncomplete))
 	require.True(t, r.covered().Equal(catchUpNow.Add(-5*time.Minute)), "the failed run moved nothing")
 }
 
@@ -268,7 +269,7 @@ func TestCatchUpOtherKeyIsAMismatchWhateverTheStatus(t *testing.T) {
 		t.Helper()
 		counts, err := r.list(r.begin())
 		require.NoError(t, err)
-		require.Equal(t, activities.CatchUpCounts{Pages: 1, Listed: 2, Mismatched: 2}, counts, "row %s: both visible", status)
+		require.Equal(t, catchup.Counts{Pages: 1, Listed: 2, Mismatched: 2}, counts, "row %s: both visible", status)
 	}
 	listed("pending")
 	out, err := r.store.Credit(ctx, otherKey, 1, 1)
@@ -318,7 +319,7 @@ func TestCatchUpNativePIXListedIsJudgedByItsAccount(t *testing.T) {
 		t.Helper()
 		counts, err := r.list(r.begin())
 		require.NoError(t, err)
-		require.Equal(t, activities.CatchUpCounts{Pages: 2, Listed: 3, Duplicate: 1, Mismatched: 2}, counts, "row %s", status)
+		require.Equal(t, catchup.Counts{Pages: 2, Listed: 3, Duplicate: 1, Mismatched: 2}, counts, "row %s", status)
 	}
 	listed("pending")
 	for _, id := range []string{same, otherAccount, unknownKey} {
@@ -359,7 +360,7 @@ func TestCatchUpFailedPIXReDrivenAtEveryRun(t *testing.T) {
 	}
 	fail(1)
 	r.psp.add(listedPix{id: id, key: "nobody@example.com", cents: 500, at: r.now.Add(-30 * time.Second)})
-	_, err = r.store.AdvanceCatchUp(ctx, nil, r.now.Add(-time.Minute))
+	_, err = r.store.Advance(ctx, nil, r.now.Add(-time.Minute))
 	require.NoError(t, err)
 
 	var drive int
@@ -442,7 +443,7 @@ func TestCatchUpEndlessEmptyPages(t *testing.T) {
 // was. The window is right; the run's result and log say otherwise.
 func TestCatchUpRetriedAdvanceSaysNotMoved(t *testing.T) {
 	r := newCatchUpRig(t)
-	_, err := r.store.AdvanceCatchUp(context.Background(), nil, r.now)
+	_, err := r.store.Advance(context.Background(), nil, r.now)
 	require.NoError(t, err)
 	r.now = r.now.Add(time.Minute)
 	w := r.begin()
@@ -450,17 +451,17 @@ func TestCatchUpRetriedAdvanceSaysNotMoved(t *testing.T) {
 	require.True(t, r.advance(w), "the same advance again (a retried activity whose first try committed): the window is at w.End, yet moved=false and a WARN")
 }
 
-// manyPagesPSP says its window holds more pages than MaxCatchUpPages.
+// manyPagesPSP says its window holds more pages than MaxPages.
 type manyPagesPSP struct{ calls int }
 
 func (m *manyPagesPSP) ListReceived(_ context.Context, q psp.ReceivedQuery) (psp.ReceivedPage, error) {
 	m.calls++
-	return psp.ReceivedPage{Page: q.Page, Pages: 2 * activities.MaxCatchUpPages, TotalItems: 2 * activities.MaxCatchUpPages * q.PerPage}, nil
+	return psp.ReceivedPage{Page: q.Page, Pages: 2 * catchup.MaxPages, TotalItems: 2 * catchup.MaxPages * q.PerPage}, nil
 }
 
 // A run begun before parts lists its window whole (ListPSPWindow): a PSP
-// that says the window has more than MaxCatchUpPages pages fails it after
-// its first page, not after listing MaxCatchUpPages of them.
+// that says the window has more than MaxPages pages fails it after
+// its first page, not after listing MaxPages of them.
 func TestCatchUpWholeWindowOfTooManyPagesFailsAtOnce(t *testing.T) {
 	r := newCatchUpRig(t)
 	m := &manyPagesPSP{}
@@ -468,8 +469,8 @@ func TestCatchUpWholeWindowOfTooManyPagesFailsAtOnce(t *testing.T) {
 	_, err := r.env.ExecuteActivity(catchUp.ListPSPWindow, r.begin())
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
-	require.Equal(t, activities.ErrTypePSPListingIncomplete, app.Type())
-	require.Equal(t, 1, m.calls, "pages asked of a window the PSP says has more than MaxCatchUpPages pages")
+	require.Equal(t, catchup.ErrTypePSPListingIncomplete, app.Type())
+	require.Equal(t, 1, m.calls, "pages asked of a window the PSP says has more than MaxPages pages")
 }
 
 // A PSP that says every window, however short, holds more pages than a
@@ -484,7 +485,7 @@ func TestCatchUpPartsOfALyingPSPFailSoon(t *testing.T) {
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	require.Equal(t, activities.ErrTypePSPUnavailable, app.Type())
-	require.Less(t, m.calls, 4*activities.CatchUpPageTries, "asks of a PSP whose pages are all empty")
+	require.Less(t, m.calls, 4*catchup.PageTries, "asks of a PSP whose pages are all empty")
 }
 
 // blipEvery is a PSP record (stable order, an honest total) whose every
@@ -518,7 +519,7 @@ func (b *blipEvery) ListReceived(ctx context.Context, q psp.ReceivedQuery) (psp.
 // judged; were a page without an answer to fail the attempt, a PSP that
 // blips more often than once a window would fail every attempt, and the
 // covered window would never advance (found by the third attack review):
-// a page is asked again within the attempt (CatchUpPageTries).
+// a page is asked again within the attempt (PageTries).
 func TestCatchUpBlippingPSPStillCoversItsWindow(t *testing.T) {
 	r := newCatchUpRig(t)
 	b := &blipEvery{inner: r.psp, every: 5}
@@ -526,11 +527,11 @@ func TestCatchUpBlippingPSPStillCoversItsWindow(t *testing.T) {
 	for i := range 12 {
 		r.psp.add(listedPix{id: catchUpID(300 + i), key: "catchup@example.com", cents: 100, at: r.now.Add(-time.Duration(20-i) * time.Minute)})
 	}
-	_, err := r.store.AdvanceCatchUp(context.Background(), nil, r.now.Add(-30*time.Minute))
+	_, err := r.store.Advance(context.Background(), nil, r.now.Add(-30*time.Minute))
 	require.NoError(t, err)
 	w := r.begin()
 
-	const attempts = 10 // workflows.PSPCatchUp's listing RetryPolicy.MaximumAttempts
+	const attempts = 10 // catchup.Workflow's listing RetryPolicy.MaximumAttempts
 	var lastErr error
 	for attempt := 1; attempt <= attempts; attempt++ {
 		_, lastErr = r.list(w)
@@ -615,9 +616,9 @@ func TestCatchUpHeartbeatsBetweenAPagesAsks(t *testing.T) {
 	for i := range 4 {
 		r.psp.add(listedPix{id: catchUpID(400 + i), key: "catchup@example.com", cents: 100, at: r.now.Add(-time.Duration(4-i) * time.Minute)})
 	}
-	_, err := r.store.AdvanceCatchUp(context.Background(), nil, r.now.Add(-5*time.Minute))
+	_, err := r.store.Advance(context.Background(), nil, r.now.Add(-5*time.Minute))
 	require.NoError(t, err)
-	r.psp.failOn(1, activities.CatchUpPageTries-1, fmt.Errorf("%w: connection reset", psp.ErrTransient))
+	r.psp.failOn(1, catchup.PageTries-1, fmt.Errorf("%w: connection reset", psp.ErrTransient))
 	_, err = r.list(r.begin())
 	require.NoError(t, err, "the page answered at its last try")
 	first, last := -1, -1
@@ -633,7 +634,7 @@ func TestCatchUpHeartbeatsBetweenAPagesAsks(t *testing.T) {
 	require.GreaterOrEqual(t, first, 0, "page 1 asked: %v", log.entries)
 	pageOne := log.entries[first : last+1]
 	want := []string{"ask 1", "heartbeat", "ask 1", "heartbeat", "ask 1", "heartbeat", "ask 1"}
-	require.Equal(t, want[:2*activities.CatchUpPageTries-1], pageOne, "a heartbeat between each two asks of the page: %v", log.entries)
+	require.Equal(t, want[:2*catchup.PageTries-1], pageOne, "a heartbeat between each two asks of the page: %v", log.entries)
 }
 
 // slowRecord is a PSP record that answers slowly: one attempt of the
@@ -678,7 +679,7 @@ func TestCatchUpASlowPSPCompletesSmallerParts(t *testing.T) {
 	for i := range 200 {
 		r.psp.add(listedPix{id: catchUpID(900 + i), key: "catchup@example.com", cents: 100, at: r.now.Add(-40*time.Minute + time.Duration(i)*10*time.Second)})
 	}
-	_, err := r.store.AdvanceCatchUp(context.Background(), nil, r.now.Add(-45*time.Minute))
+	_, err := r.store.Advance(context.Background(), nil, r.now.Add(-45*time.Minute))
 	require.NoError(t, err)
 	w := r.begin()
 
@@ -741,12 +742,12 @@ func TestCatchUpFractionalWindowsSkipNothingAtAPSPCuttingFim(t *testing.T) {
 		r.psp.add(listedPix{id: id, key: "catchup@example.com", cents: 100, at: base.Add(time.Duration(i)*time.Second + 300*time.Millisecond)})
 	}
 	ctx := context.Background()
-	_, err := r.store.AdvanceCatchUp(ctx, nil, base.Add(10*time.Second))
+	_, err := r.store.Advance(ctx, nil, base.Add(10*time.Second))
 	require.NoError(t, err)
 	// pixctl psp catchup -from <base>.5 -to <base+70s>
-	w := r.beginManual(activities.CatchUpWindow{Start: base.Add(-500 * time.Millisecond), End: base.Add(30 * time.Minute), Manual: true})
+	w := r.beginManual(catchup.Window{Start: base.Add(-500 * time.Millisecond), End: base.Add(30 * time.Minute), Manual: true})
 	require.NotNil(t, w.CoveredFrom, "the window starts before the covered end: it advances it")
-	for parts := 0; parts < 100; parts++ { // as workflows.PSPCatchUp does
+	for parts := 0; parts < 100; parts++ { // as catchup.Workflow does
 		part, err := r.listPart(w)
 		require.NoError(t, err)
 		if w.CoveredFrom != nil && part.Through.After(*w.CoveredFrom) {

@@ -1,5 +1,5 @@
--- The PSP catch-up's covered window (db/catchup.go; the table is
--- migrations/0015_psp_catchup.sql).
+-- The PSP catch-up's covered window (store.go; the table is
+-- db/migrations/0015_psp_catchup.sql).
 
 -- name: CoveredUntil
 -- The end of the last window the catch-up covered; no row: none yet.

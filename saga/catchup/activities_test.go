@@ -1,4 +1,4 @@
-package activities_test
+package catchup_test
 
 import (
 	"bytes"
@@ -24,6 +24,7 @@ import (
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/saga/catchup"
 )
 
 // The PSP catch-up's activities against PostgreSQL, with a PSP whose
@@ -117,17 +118,17 @@ func (f *fakeRecord) pagesAsked() []int {
 // notingStore is the store, recording the refund notices it is given,
 // with the database's clock the test's (clock nil: PostgreSQL's).
 type notingStore struct {
-	*db.Store
+	*catchup.Store
 	mu      sync.Mutex
 	notices []db.RefundNotice
 	clock   func() time.Time
 }
 
-func (s *notingStore) CatchUpNow(ctx context.Context) (time.Time, error) {
+func (s *notingStore) Now(ctx context.Context) (time.Time, error) {
 	if s.clock != nil {
 		return s.clock(), nil
 	}
-	return s.Store.CatchUpNow(ctx)
+	return s.Store.Now(ctx)
 }
 
 func (s *notingStore) NoteRefundOutcomes(ctx context.Context, notices []db.RefundNotice) (db.NotedRefunds, error) {
@@ -141,14 +142,14 @@ type catchUpRig struct {
 	t        *testing.T
 	store    *notingStore
 	psp      *fakeRecord
-	acts     *activities.CatchUp
+	acts     *catchup.Activities
 	env      *testsuite.TestActivityEnvironment
 	registry *prometheus.Registry
 	logs     *bytes.Buffer
 	now      time.Time
 }
 
-var catchUp *activities.CatchUp
+var catchUp *catchup.Activities
 
 // The clock of the rig (the database's, as BeginCatchUp reads it): a fixed
 // instant, to the second, in PostgreSQL's past (AdvanceCatchUp refuses an
@@ -157,10 +158,10 @@ var catchUpNow = time.Date(2026, 6, 3, 12, 0, 0, 0, time.UTC)
 
 func newCatchUpRig(t *testing.T) *catchUpRig {
 	t.Helper()
-	r := &catchUpRig{t: t, store: &notingStore{Store: dbtest.New(t)}, psp: &fakeRecord{}, registry: prometheus.NewRegistry(), logs: &bytes.Buffer{}, now: catchUpNow}
+	r := &catchUpRig{t: t, store: &notingStore{Store: catchup.NewStore(dbtest.New(t))}, psp: &fakeRecord{}, registry: prometheus.NewRegistry(), logs: &bytes.Buffer{}, now: catchUpNow}
 	log := slog.New(slog.NewJSONHandler(r.logs, nil))
-	r.acts = &activities.CatchUp{Store: r.store, PSP: r.psp, Overlap: 10 * time.Minute, Lookback: 24 * time.Hour, PerPage: 2, PageRetryWait: time.Millisecond,
-		Logger: log, Metrics: metrics.NewWorker(r.registry), Found: metrics.NewCatchUp(r.registry, true)}
+	r.acts = &catchup.Activities{Store: r.store, PSP: r.psp, Overlap: 10 * time.Minute, Lookback: 24 * time.Hour, PerPage: 2, PageRetryWait: time.Millisecond,
+		Logger: log, Metrics: metrics.NewWorker(r.registry), Found: catchup.NewMetrics(r.registry)}
 	r.store.clock = func() time.Time { return r.now }
 	var suite testsuite.WorkflowTestSuite
 	r.env = suite.NewTestActivityEnvironment()
@@ -173,48 +174,48 @@ func newCatchUpRig(t *testing.T) *catchUpRig {
 	return r
 }
 
-func (r *catchUpRig) begin() activities.CatchUpWindow {
+func (r *catchUpRig) begin() catchup.Window {
 	r.t.Helper()
 	v, err := r.env.ExecuteActivity(catchUp.BeginCatchUp)
 	require.NoError(r.t, err)
-	var w activities.CatchUpWindow
+	var w catchup.Window
 	require.NoError(r.t, v.Get(&w))
 	return w
 }
 
 // list lists w with ListPSPPart, which must list it whole (a window of at
 // most PartPages pages): listPart says where a part ends.
-func (r *catchUpRig) list(w activities.CatchUpWindow) (activities.CatchUpCounts, error) {
+func (r *catchUpRig) list(w catchup.Window) (catchup.Counts, error) {
 	r.t.Helper()
 	part, err := r.listPart(w)
 	if err != nil {
-		return activities.CatchUpCounts{}, err
+		return catchup.Counts{}, err
 	}
 	require.True(r.t, part.Through.Equal(w.End), "listed whole: through %s, not %s", part.Through, w.End)
 	return part.Counts, nil
 }
 
-func (r *catchUpRig) listPart(w activities.CatchUpWindow) (activities.CatchUpPart, error) {
+func (r *catchUpRig) listPart(w catchup.Window) (catchup.Part, error) {
 	v, err := r.env.ExecuteActivity(catchUp.ListPSPPart, w)
 	if err != nil {
-		return activities.CatchUpPart{}, err
+		return catchup.Part{}, err
 	}
-	var part activities.CatchUpPart
+	var part catchup.Part
 	require.NoError(r.t, v.Get(&part))
 	return part, nil
 }
 
-func (r *catchUpRig) beginManual(w activities.CatchUpWindow) activities.CatchUpWindow {
+func (r *catchUpRig) beginManual(w catchup.Window) catchup.Window {
 	r.t.Helper()
 	v, err := r.env.ExecuteActivity(catchUp.BeginManualCatchUp, w)
 	require.NoError(r.t, err)
-	var out activities.CatchUpWindow
+	var out catchup.Window
 	require.NoError(r.t, v.Get(&out))
 	require.True(r.t, out.Manual)
 	return out
 }
 
-func (r *catchUpRig) advance(w activities.CatchUpWindow) bool {
+func (r *catchUpRig) advance(w catchup.Window) bool {
 	r.t.Helper()
 	v, err := r.env.ExecuteActivity(catchUp.AdvanceCatchUp, w)
 	require.NoError(r.t, err)
@@ -225,7 +226,7 @@ func (r *catchUpRig) advance(w activities.CatchUpWindow) bool {
 
 func (r *catchUpRig) covered() time.Time {
 	r.t.Helper()
-	until, ok, err := r.store.CatchUpCoveredUntil(context.Background())
+	until, ok, err := r.store.CoveredUntil(context.Background())
 	require.NoError(r.t, err)
 	require.True(r.t, ok, "a window was covered")
 	return until
@@ -275,14 +276,14 @@ func TestCatchUpFirstRunListsTheLookbackEveryPage(t *testing.T) {
 	r.psp.add(listedPix{id: catchUpID(9), key: "catchup@example.com", cents: 1, at: r.now.Add(-25 * time.Hour)}) // before the lookback
 
 	w := r.begin()
-	require.Equal(t, activities.CatchUpWindow{Start: r.now.Add(-24 * time.Hour), End: r.now}, w, "no covered window: the lookback")
+	require.Equal(t, catchup.Window{Start: r.now.Add(-24 * time.Hour), End: r.now}, w, "no covered window: the lookback")
 	counts, err := r.list(w)
 	require.NoError(t, err)
-	require.Equal(t, activities.CatchUpCounts{Pages: 3, Listed: 5, New: 5}, counts)
+	require.Equal(t, catchup.Counts{Pages: 3, Listed: 5, New: 5}, counts)
 	require.Equal(t, []int{0, 1, 2}, r.psp.pagesAsked())
 	for i := range 5 {
 		name, cents, deliveries := r.row(catchUpID(i))
-		require.Equal(t, activities.CatchUpPSP, name)
+		require.Equal(t, catchup.PSPName, name)
 		require.EqualValues(t, 100+i, cents)
 		require.Equal(t, 1, deliveries)
 		c, err := r.store.GetCredit(context.Background(), catchUpID(i))
@@ -308,7 +309,7 @@ func TestCatchUpFirstRunListsTheLookbackEveryPage(t *testing.T) {
 	r.psp.add(listedPix{id: catchUpID(5), key: "catchup@example.com", cents: 50, at: catchUpNow.Add(-time.Minute)}) // listed late
 	counts, err = r.list(next)
 	require.NoError(t, err)
-	require.Equal(t, activities.CatchUpCounts{Pages: 1, Listed: 1, New: 1}, counts, "the PIX the PSP listed late, inside the overlap")
+	require.Equal(t, catchup.Counts{Pages: 1, Listed: 1, New: 1}, counts, "the PIX the PSP listed late, inside the overlap")
 	require.True(t, r.advance(next))
 	require.True(t, r.covered().Equal(r.now))
 }
@@ -325,7 +326,7 @@ func TestCatchUpDuplicateChangesNothing(t *testing.T) {
 
 	counts, err := r.list(r.begin())
 	require.NoError(t, err)
-	require.Equal(t, activities.CatchUpCounts{Pages: 1, Listed: 1, Duplicate: 1}, counts)
+	require.Equal(t, catchup.Counts{Pages: 1, Listed: 1, Duplicate: 1}, counts)
 	name, cents, _ := r.row(id)
 	require.Equal(t, "psp-a", name)
 	require.EqualValues(t, 300, cents)
@@ -353,15 +354,15 @@ func TestCatchUpMismatchIsVisibleAndHoldsNothingBack(t *testing.T) {
 	w := r.begin()
 	counts, err := r.list(w)
 	require.NoError(t, err)
-	require.Equal(t, activities.CatchUpCounts{Pages: 2, Listed: 3, New: 1, Mismatched: 1, Refused: 1}, counts)
+	require.Equal(t, catchup.Counts{Pages: 2, Listed: 3, New: 1, Mismatched: 1, Refused: 1}, counts)
 	_, cents, _ := r.row(mismatched)
 	require.EqualValues(t, 300, cents, "never a second amount")
 	_, cents, _ = r.row(other)
 	require.EqualValues(t, 200, cents, "the page's other PIX is stored")
 	_, err = r.store.GetCredit(context.Background(), invalid)
 	require.ErrorIs(t, err, pix.ErrCreditNotFound)
-	require.EqualValues(t, 1, r.counter("pix_psp_catchup_rejected_total", "reason", metrics.CatchUpPayloadMismatch))
-	require.EqualValues(t, 1, r.counter("pix_psp_catchup_rejected_total", "reason", metrics.CatchUpInvalid))
+	require.EqualValues(t, 1, r.counter("pix_psp_catchup_rejected_total", "reason", catchup.ReasonPayloadMismatch))
+	require.EqualValues(t, 1, r.counter("pix_psp_catchup_rejected_total", "reason", catchup.ReasonInvalid))
 	for _, id := range []string{mismatched, invalid} {
 		require.True(t, slices.ContainsFunc(strings.Split(r.logs.String(), "\n"), func(line string) bool {
 			return strings.Contains(line, `"level":"ERROR"`) && strings.Contains(line, `"end_to_end_id":"`+id+`"`)
@@ -379,15 +380,15 @@ func TestCatchUpFailureMidWindowSkipsNothing(t *testing.T) {
 	for i := range 4 {
 		r.psp.add(listedPix{id: catchUpID(i), key: "catchup@example.com", cents: 100, at: r.now.Add(-time.Duration(4-i) * time.Minute)})
 	}
-	_, err := r.store.AdvanceCatchUp(context.Background(), nil, r.now.Add(-5*time.Minute)) // covered by an earlier run
+	_, err := r.store.Advance(context.Background(), nil, r.now.Add(-5*time.Minute)) // covered by an earlier run
 	require.NoError(t, err)
 	first := r.begin()
-	r.psp.failOn(1, activities.CatchUpPageTries, fmt.Errorf("%w: connection reset", psp.ErrTransient)) // no answer however often asked
+	r.psp.failOn(1, catchup.PageTries, fmt.Errorf("%w: connection reset", psp.ErrTransient)) // no answer however often asked
 	_, err = r.list(first)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	require.Equal(t, activities.ErrTypePSPUnavailable, appErr.Type())
-	require.Equal(t, []int{0, 1, 1, 1, 1}, r.psp.pagesAsked(), "the page that got no answer asked CatchUpPageTries times")
+	require.Equal(t, []int{0, 1, 1, 1, 1}, r.psp.pagesAsked(), "the page that got no answer asked PageTries times")
 	require.True(t, r.covered().Equal(catchUpNow.Add(-5*time.Minute)), "the failed run moved nothing")
 	_, err = r.store.GetCredit(context.Background(), catchUpID(2))
 	require.ErrorIs(t, err, pix.ErrCreditNotFound, "page 2 was not stored")
@@ -398,19 +399,19 @@ func TestCatchUpFailureMidWindowSkipsNothing(t *testing.T) {
 	require.True(t, next.Start.Equal(first.Start))
 	counts, err := r.list(next)
 	require.NoError(t, err)
-	require.Equal(t, activities.CatchUpCounts{Pages: 2, Listed: 4, New: 2, Duplicate: 2}, counts)
+	require.Equal(t, catchup.Counts{Pages: 2, Listed: 4, New: 2, Duplicate: 2}, counts)
 	require.Equal(t, []int{0, 1}, r.psp.pagesAsked())
 	require.True(t, r.advance(next))
 
 	// A retry of the activity whose attempt had begun its part.
 	r.env.SetHeartbeatDetails(struct {
 		NextPage int
-		Counts   activities.CatchUpCounts
-	}{NextPage: 1, Counts: activities.CatchUpCounts{Pages: 1, Listed: 2, New: 2}})
+		Counts   catchup.Counts
+	}{NextPage: 1, Counts: catchup.Counts{Pages: 1, Listed: 2, New: 2}})
 	counts, err = r.list(next)
 	require.NoError(t, err)
 	require.Equal(t, []int{0, 1}, r.psp.pagesAsked(), "an attempt that had begun its part: listed again from page 0, judged")
-	require.Equal(t, activities.CatchUpCounts{Pages: 3, Listed: 6, New: 2, Duplicate: 4}, counts, "the heartbeat's counts, and each page listed since")
+	require.Equal(t, catchup.Counts{Pages: 3, Listed: 6, New: 2, Duplicate: 4}, counts, "the heartbeat's counts, and each page listed since")
 }
 
 // A PSP that refuses our request (credentials, a wrong URL) is counted as
@@ -442,17 +443,17 @@ func TestCatchUpStaleRunCannotMoveTheWindow(t *testing.T) {
 	require.True(t, r.advance(b))
 	require.False(t, r.advance(a), "the window moved since a began: a's end is not recorded, although later")
 	require.True(t, r.covered().Equal(b.End))
-	require.False(t, r.advance(activities.CatchUpWindow{CoveredFrom: &b.End, End: b.End.Add(-time.Hour)}), "never backwards")
+	require.False(t, r.advance(catchup.Window{CoveredFrom: &b.End, End: b.End.Add(-time.Hour)}), "never backwards")
 	require.True(t, r.covered().Equal(b.End))
 
 	// An operator's window that starts after the covered end moves
 	// nothing; one that starts at or before it moves it, from the end
 	// BeginManualCatchUp read.
-	after := r.beginManual(activities.CatchUpWindow{Start: b.End.Add(time.Second), End: b.End.Add(time.Hour)})
+	after := r.beginManual(catchup.Window{Start: b.End.Add(time.Second), End: b.End.Add(time.Hour)})
 	require.Nil(t, after.CoveredFrom)
 	require.False(t, r.advance(after), "an operator's window after the covered end moves nothing")
 	require.True(t, r.covered().Equal(b.End))
-	from := r.beginManual(activities.CatchUpWindow{Start: a.Start, End: b.End.Add(time.Hour)})
+	from := r.beginManual(catchup.Window{Start: a.Start, End: b.End.Add(time.Hour)})
 	require.NotNil(t, from.CoveredFrom)
 	require.True(t, from.CoveredFrom.Equal(b.End))
 	require.True(t, r.advance(from), "an operator's window from before the covered end moves it")
@@ -518,7 +519,7 @@ func TestCatchUpListingStoredPIXWritesNothing(t *testing.T) {
 			AmountCents: int64(100 + slices.Index(ids, id)), PSP: "psp-a", Payload: json.RawMessage(`{}`)}})
 		require.NoError(t, err)
 	}
-	_, err := r.store.AdvanceCatchUp(ctx, nil, r.now.Add(-10*time.Minute))
+	_, err := r.store.Advance(ctx, nil, r.now.Add(-10*time.Minute))
 	require.NoError(t, err)
 	counts, err := r.list(r.begin())
 	require.NoError(t, err)
@@ -539,7 +540,7 @@ func TestCatchUpListingStoredPIXWritesNothing(t *testing.T) {
 	for range 2 {
 		counts, err = r.list(r.begin())
 		require.NoError(t, err)
-		require.Equal(t, activities.CatchUpCounts{Pages: 3, Listed: 6, Duplicate: 6}, counts)
+		require.Equal(t, catchup.Counts{Pages: 3, Listed: 6, Duplicate: 6}, counts)
 		require.Equal(t, before, r.rowVersions(), "a listing of stored PIX wrote rows")
 	}
 }

@@ -1,4 +1,4 @@
-package workflows_test
+package catchup_test
 
 import (
 	"context"
@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/config"
@@ -26,6 +25,7 @@ import (
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
@@ -61,7 +61,7 @@ func (p *pspRecordOf) listed(id string) int {
 // runs, is credited, once, however many runs list it again; the Schedule
 // is deleted when the catch-up is turned off.
 func TestPSPCatchUpCreditsAPixNeverNotified(t *testing.T) {
-	store := dbtest.New(t)
+	store := catchup.NewStore(dbtest.New(t))
 	srv := temporaltest.StartT(t)
 	c := srv.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -81,12 +81,12 @@ func TestPSPCatchUpCreditsAPixNeverNotified(t *testing.T) {
 
 	// Every saga as pixd has it, but the catch-up listing the record above.
 	schedules := workflows.ScheduleSync{DataConverter: converter.GetDefaultDataConverter(), Log: log}
-	env := saga.Env{Store: store, Queues: queues, Log: log, Schedules: schedules}
+	env := saga.Env{Store: store.Store, Queues: queues, Log: log, Schedules: schedules}
 	sagas := slices.Clone(registry.All)
 	for i := range sagas {
-		if sagas[i].Name == saga.PSPCatchUp.Name {
+		if sagas[i].Name == catchup.Saga.Name {
 			sagas[i].Deps = func(saga.Env) any {
-				return &activities.CatchUp{Store: store, PSP: record, Overlap: 10 * time.Minute, Lookback: time.Hour, Logger: log}
+				return &catchup.Activities{Store: store, PSP: record, Overlap: 10 * time.Minute, Lookback: time.Hour, Logger: log}
 			}
 		}
 	}
@@ -103,21 +103,21 @@ func TestPSPCatchUpCreditsAPixNeverNotified(t *testing.T) {
 		require.NoError(t, g.Wait())
 	}()
 
-	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, time.Second))
+	require.NoError(t, catchup.EnsureSchedule(ctx, c, schedules, queues, time.Second))
 	require.Eventually(t, func() bool {
 		credit, err := store.GetCredit(ctx, id)
 		return err == nil && credit.Status == pix.StatusDone
 	}, time.Minute, 100*time.Millisecond, "the PIX the PSP never notified is credited by the catch-up")
 	var first time.Time
 	require.Eventually(t, func() bool {
-		until, ok, err := store.CatchUpCoveredUntil(ctx)
+		until, ok, err := store.CoveredUntil(ctx)
 		first = until
 		return err == nil && ok
 	}, time.Minute, 100*time.Millisecond, "the run that stored it records its window")
 	// Later runs list it again (the overlap): a duplicate each time.
 	listed := record.listed(id)
 	require.Eventually(t, func() bool {
-		until, _, err := store.CatchUpCoveredUntil(ctx)
+		until, _, err := store.CoveredUntil(ctx)
 		return err == nil && until.After(first) && record.listed(id) >= listed+2
 	}, time.Minute, 100*time.Millisecond, "the Schedule goes on covering")
 
@@ -129,12 +129,12 @@ func TestPSPCatchUpCreditsAPixNeverNotified(t *testing.T) {
 	require.Equal(t, 1, credited)
 	var pspName string
 	require.NoError(t, store.Pool().QueryRow(ctx, "SELECT psp FROM inbox_messages WHERE end_to_end_id = $1", id).Scan(&pspName))
-	require.Equal(t, activities.CatchUpPSP, pspName)
+	require.Equal(t, catchup.PSPName, pspName)
 
 	// PSP_CATCHUP_INTERVAL=0: the Schedule is gone; asked again, nothing fails.
-	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, 0))
-	_, err = c.ScheduleClient().GetHandle(ctx, workflows.PSPCatchUpScheduleID(queues.Base)).Describe(ctx)
+	require.NoError(t, catchup.EnsureSchedule(ctx, c, schedules, queues, 0))
+	_, err = c.ScheduleClient().GetHandle(ctx, catchup.ScheduleID(queues.Base)).Describe(ctx)
 	var notFound *serviceerror.NotFound
 	require.Truef(t, errors.As(err, &notFound), "the schedule is deleted: %T %v", err, err)
-	require.NoError(t, workflows.EnsurePSPCatchUpSchedule(ctx, c, schedules, queues, 0))
+	require.NoError(t, catchup.EnsureSchedule(ctx, c, schedules, queues, 0))
 }

@@ -1,4 +1,4 @@
-package workflows_test
+package catchup_test
 
 import (
 	"context"
@@ -16,9 +16,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
-	"github.com/pixbank/pix/workflows"
+	"github.com/pixbank/pix/saga/catchup"
 )
 
 // recordCatchUpEnv names the folder TestRecordCatchUpHistories writes the
@@ -28,37 +27,37 @@ import (
 // runs them (the *_whole.json histories were recorded so by the release
 // that listed a window in one part). Unset, the test does nothing:
 //
-//	PIX_RECORD_CATCHUP_HISTORIES=$PWD/workflows/testdata go test -run TestRecordCatchUpHistories ./workflows
+//	PIX_RECORD_CATCHUP_HISTORIES=$PWD/saga/catchup/testdata go test -run TestRecordCatchUpHistories ./saga/catchup
 const recordCatchUpEnv = "PIX_RECORD_CATCHUP_HISTORIES"
 
 // catchUpAnswers are the activities of the catch-up as a recording run
 // sees them: a window of two parts, each listed and advanced.
-type catchUpAnswers struct{ window activities.CatchUpWindow }
+type catchUpAnswers struct{ window catchup.Window }
 
-func (a *catchUpAnswers) BeginCatchUp(context.Context) (activities.CatchUpWindow, error) {
+func (a *catchUpAnswers) BeginCatchUp(context.Context) (catchup.Window, error) {
 	return a.window, nil
 }
 
-func (a *catchUpAnswers) BeginManualCatchUp(_ context.Context, w activities.CatchUpWindow) (activities.CatchUpWindow, error) {
+func (a *catchUpAnswers) BeginManualCatchUp(_ context.Context, w catchup.Window) (catchup.Window, error) {
 	w.CoveredFrom = a.window.CoveredFrom
 	return w, nil
 }
 
-func (a *catchUpAnswers) ListPSPWindow(context.Context, activities.CatchUpWindow) (activities.CatchUpCounts, error) {
-	return activities.CatchUpCounts{Pages: 3, Listed: 5, New: 2, Duplicate: 3}, nil
+func (a *catchUpAnswers) ListPSPWindow(context.Context, catchup.Window) (catchup.Counts, error) {
+	return catchup.Counts{Pages: 3, Listed: 5, New: 2, Duplicate: 3}, nil
 }
 
 // ListPSPPart lists the leading half of each window, and a window of a
 // minute whole.
-func (a *catchUpAnswers) ListPSPPart(_ context.Context, w activities.CatchUpWindow) (activities.CatchUpPart, error) {
+func (a *catchUpAnswers) ListPSPPart(_ context.Context, w catchup.Window) (catchup.Part, error) {
 	through := w.End
 	if w.End.Sub(w.Start) > time.Minute {
 		through = w.Start.Add(w.End.Sub(w.Start) / 2).Truncate(time.Second)
 	}
-	return activities.CatchUpPart{Through: through, Counts: activities.CatchUpCounts{Pages: 2, Listed: 3, New: 1, Duplicate: 2}}, nil
+	return catchup.Part{Through: through, Counts: catchup.Counts{Pages: 2, Listed: 3, New: 1, Duplicate: 2}}, nil
 }
 
-func (a *catchUpAnswers) AdvanceCatchUp(context.Context, activities.CatchUpWindow) (bool, error) {
+func (a *catchUpAnswers) AdvanceCatchUp(context.Context, catchup.Window) (bool, error) {
 	return true, nil
 }
 
@@ -71,18 +70,18 @@ func TestRecordCatchUpHistories(t *testing.T) {
 	c := srv.Client(t)
 	const queue = "pix-catchup-record"
 	covered := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
-	answers := &catchUpAnswers{window: activities.CatchUpWindow{Start: covered.Add(-10 * time.Minute), End: covered.Add(4 * time.Minute), CoveredFrom: &covered}}
+	answers := &catchUpAnswers{window: catchup.Window{Start: covered.Add(-10 * time.Minute), End: covered.Add(4 * time.Minute), CoveredFrom: &covered}}
 	w := sdkworker.New(c, queue, sdkworker.Options{})
-	w.RegisterWorkflowWithOptions(workflows.PSPCatchUp, workflow.RegisterOptions{Name: workflows.PSPCatchUpWorkflowName})
+	w.RegisterWorkflowWithOptions(catchup.Workflow, workflow.RegisterOptions{Name: catchup.WorkflowName})
 	w.RegisterActivityWithOptions(answers, activity.RegisterOptions{SkipInvalidStructFunctions: true})
 	require.NoError(t, w.Start())
 	defer w.Stop()
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	record := func(name string, in workflows.PSPCatchUpInput) {
+	record := func(name string, in catchup.Input) {
 		id := fmt.Sprintf("record-%s-%d", name, time.Now().UnixNano())
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.PSPCatchUpWorkflowName, in)
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, catchup.WorkflowName, in)
 		require.NoError(t, err)
 		require.NoError(t, run.Get(ctx, nil))
 		var events historypb.History
@@ -96,11 +95,11 @@ func TestRecordCatchUpHistories(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".json"), append(b, '\n'), 0o644))
 	}
-	manual := activities.CatchUpWindow{Start: covered.Add(-48 * time.Hour), End: covered.Add(-24 * time.Hour)}
+	manual := catchup.Window{Start: covered.Add(-48 * time.Hour), End: covered.Add(-24 * time.Hour)}
 	for _, r := range []struct {
 		name string
-		in   workflows.PSPCatchUpInput
-	}{{"catchup_scheduled_parts", workflows.PSPCatchUpInput{}}, {"catchup_manual_parts", workflows.PSPCatchUpInput{Window: &manual}}} {
+		in   catchup.Input
+	}{{"catchup_scheduled_parts", catchup.Input{}}, {"catchup_manual_parts", catchup.Input{Window: &manual}}} {
 		record(r.name, r.in)
 	}
 }

@@ -1,4 +1,4 @@
-package activities
+package catchup
 
 import (
 	"cmp"
@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/notification"
@@ -22,11 +23,11 @@ import (
 	"github.com/pixbank/pix/internal/psp"
 )
 
-// CatchUpPSP is the psp of an inbox row the PSP catch-up stored first: no
+// PSPName is the psp of an inbox row the PSP catch-up stored first: no
 // webhook told us of the PIX; we found it in the PSP's own record (GET
 // /pix of the PSP at PSP_URL). `psp = 'catchup'` finds every PIX whose
 // webhook never came. A row a webhook stored first keeps its PSP's name.
-const CatchUpPSP = "catchup"
+const PSPName = "catchup"
 
 // ErrTypePSPListingIncomplete: the PSP's listing of a window can't be
 // taken as complete (fewer distinct PIX than its quantidadeTotalDeItens,
@@ -35,24 +36,24 @@ const CatchUpPSP = "catchup"
 // fails, and the next lists the window again.
 const ErrTypePSPListingIncomplete = "PSPListingIncomplete"
 
-// CatchUpStore is what the PSP catch-up needs of the database: the
+// ActivityStore is what the PSP catch-up needs of the database: the
 // listing's way into the inbox (db.Store.StoreListed: what is stored
 // already is compared, not written), the refund notices'
 // (db.NoteRefundNotices) and its covered window.
-type CatchUpStore interface {
+type ActivityStore interface {
 	StoreListed(ctx context.Context, ns []pix.Notification) ([]db.ListedOutcome, error)
 	db.RefundNoter
-	CatchUpNow(ctx context.Context) (time.Time, error)
-	CatchUpCoveredUntil(ctx context.Context) (until time.Time, ok bool, err error)
-	AdvanceCatchUp(ctx context.Context, from *time.Time, to time.Time) (moved bool, err error)
+	Now(ctx context.Context) (time.Time, error)
+	CoveredUntil(ctx context.Context) (until time.Time, ok bool, err error)
+	Advance(ctx context.Context, from *time.Time, to time.Time) (moved bool, err error)
 }
 
-// CatchUp are the activities of the PSP catch-up (workflows.PSPCatchUp):
+// Activities are the activities of the PSP catch-up (Workflow):
 // the PSP's own record of the PIX it received, listed window by window
 // into the inbox, so that a PIX whose webhook never came is credited all
 // the same.
-type CatchUp struct {
-	Store CatchUpStore
+type Activities struct {
+	Store ActivityStore
 	PSP   psp.ReceivedLister
 	// Overlap is how far before the covered window's end each run starts
 	// listing (PSP_CATCHUP_OVERLAP: a PSP may list a PIX late); Lookback
@@ -64,55 +65,55 @@ type CatchUp struct {
 	// PerPage is paginacao.itensPorPagina (0: psp.MaxReceivedPerPage).
 	PerPage int
 	// PartPages is how many pages one part of a window may take
-	// (ListPSPPart; 0: MaxCatchUpPages).
+	// (ListPSPPart; 0: MaxPages).
 	PartPages int
 	// PageRetryWait is the first wait before a page that got no answer is
-	// asked again, doubling (0: a second); see CatchUpPageTries.
+	// asked again, doubling (0: a second); see PageTries.
 	PageRetryWait time.Duration
 	Logger        *slog.Logger
 	// Metrics counts the PSP's refusals (pix_psp_attention_total); Found
 	// what the catch-up found. nil counts nothing.
 	Metrics *metrics.Worker
-	Found   *metrics.CatchUp
+	Found   *Metrics
 }
 
-// CatchUpWindow is one window of the PSP's record to list: the PIX the PSP
+// Window is one window of the PSP's record to list: the PIX the PSP
 // created from Start to End, both included. CoveredFrom is the covered
 // window's end the run started from (or last recorded), which fences its
 // advance: nil before any window was covered, and for an operator's window
 // (Manual) that starts after the covered end, which then moves nothing.
-type CatchUpWindow struct {
+type Window struct {
 	Start, End  time.Time
 	CoveredFrom *time.Time `json:",omitempty"`
 	Manual      bool       `json:",omitempty"`
 	// PartPages is how many pages its next part may take (0: PartPages,
-	// the full size): the last part's CatchUpPart.NextPartPages.
+	// the full size): the last part's Part.NextPartPages.
 	PartPages int `json:",omitempty"`
 }
 
-// CatchUpPart is what ListPSPPart listed: the leading part of a window,
+// Part is what ListPSPPart listed: the leading part of a window,
 // from its Start to Through (both included), every page of it stored.
-type CatchUpPart struct {
+type Part struct {
 	Through time.Time
-	Counts  CatchUpCounts
+	Counts  Counts
 	// NextPartPages is how many pages the next part may take
-	// (CatchUpWindow.PartPages): smaller after a part some attempt could
+	// (Window.PartPages): smaller after a part some attempt could
 	// not finish, growing back after one listed at once.
 	NextPartPages int `json:",omitempty"`
 }
 
-// CatchUpCounts is what a listing found: Listed PIX, of which New (stored
+// Counts is what a listing found: Listed PIX, of which New (stored
 // first by the catch-up: a webhook that never came), Duplicate (stored
 // already, changed nothing), Mismatched (stored already with other money
 // fields: nothing changed) and Refused (not stored: our decoder refused
 // it); Pages listed. A window listed again from its first page (a listing
 // short of the PSP's quantidadeTotalDeItens) counts each pass.
-type CatchUpCounts struct {
+type Counts struct {
 	Pages, Listed, New, Duplicate, Mismatched, Refused int
 }
 
 // Add adds o's counts to c's.
-func (c *CatchUpCounts) Add(o CatchUpCounts) {
+func (c *Counts) Add(o Counts) {
 	c.Pages += o.Pages
 	c.Listed += o.Listed
 	c.New += o.New
@@ -127,7 +128,7 @@ func (c *CatchUpCounts) Add(o CatchUpCounts) {
 // (a smaller one when this one was begun: see list).
 type catchUpProgress struct {
 	NextPage int
-	Counts   CatchUpCounts
+	Counts   Counts
 	// PartPages is how many pages the part may take (ListPSPPart: halved
 	// at each attempt that did not finish its part).
 	PartPages int `json:",omitempty"`
@@ -145,17 +146,17 @@ func relistPerPage(last int) int {
 	return max(1, last*2/3)
 }
 
-// MaxCatchUpPages is how many pages one part of a window may take
-// (CatchUp.PartPages' default): a window the PSP says holds more is split
+// MaxPages is how many pages one part of a window may take
+// (Activities.PartPages' default): a window the PSP says holds more is split
 // by time (ListPSPPart). At the spec's 1,000 PIX a page, a part is up to
 // a million PIX; at a PSP's 2 a page, 2,000.
-const MaxCatchUpPages = 1000
+const MaxPages = 1000
 
-// minCatchUpPart is the shortest part a window is split into: a PSP may
+// minPart is the shortest part a window is split into: a PSP may
 // cut inicio and fim to the second (psp.ListReceived accepts it), so a
 // part is whole seconds, and a part of one second is listed whole however
 // many pages it takes.
-const minCatchUpPart = time.Second
+const minPart = time.Second
 
 // catchUpRelistings is how many times a listing that saw fewer distinct
 // PIX than the PSP's quantidadeTotalDeItens is listed again from its first
@@ -165,18 +166,18 @@ const catchUpRelistings = 2
 // BeginCatchUp decides the window of a scheduled run: from the covered
 // window's end less the overlap (or, before any window was covered, from
 // the lookback) up to now less the grace, to the second. Now is the
-// database's (CatchUpNow), the one clock of every worker: a worker whose
+// database's (Store.Now), the one clock of every worker: a worker whose
 // clock runs ahead would record a covered end in the future.
-func (a *CatchUp) BeginCatchUp(ctx context.Context) (CatchUpWindow, error) {
-	covered, ok, err := a.Store.CatchUpCoveredUntil(ctx)
+func (a *Activities) BeginCatchUp(ctx context.Context) (Window, error) {
+	covered, ok, err := a.Store.CoveredUntil(ctx)
 	if err != nil {
-		return CatchUpWindow{}, technicalFailure(err)
+		return Window{}, activities.TechnicalFailure(err)
 	}
-	now, err := a.Store.CatchUpNow(ctx)
+	now, err := a.Store.Now(ctx)
 	if err != nil {
-		return CatchUpWindow{}, technicalFailure(err)
+		return Window{}, activities.TechnicalFailure(err)
 	}
-	w := CatchUpWindow{Start: now.Add(-a.Lookback), End: now.Add(-a.Grace)}
+	w := Window{Start: now.Add(-a.Lookback), End: now.Add(-a.Grace)}
 	if ok {
 		a.Found.Covered(covered)
 		w.Start, w.CoveredFrom = covered.Add(-a.Overlap), &covered
@@ -194,7 +195,7 @@ func (a *CatchUp) BeginCatchUp(ctx context.Context) (CatchUpWindow, error) {
 // answer about the window cut to the second), and a part ending at .5
 // listed to its whole second by such a PSP while the next part begins at
 // .5 would leave the half second between listed by neither.
-func WholeSeconds(w CatchUpWindow) CatchUpWindow {
+func WholeSeconds(w Window) Window {
 	w.Start = w.Start.Truncate(time.Second)
 	if end := w.End.Truncate(time.Second); end.Before(w.End) {
 		w.End = end.Add(time.Second)
@@ -208,10 +209,10 @@ func WholeSeconds(w CatchUpWindow) CatchUpWindow {
 // its advance is fenced as a scheduled run's (CoveredFrom, the covered end
 // read now). A window that starts after the covered end, or before any
 // was covered (the lookback would be skipped), moves nothing.
-func (a *CatchUp) BeginManualCatchUp(ctx context.Context, w CatchUpWindow) (CatchUpWindow, error) {
-	covered, ok, err := a.Store.CatchUpCoveredUntil(ctx)
+func (a *Activities) BeginManualCatchUp(ctx context.Context, w Window) (Window, error) {
+	covered, ok, err := a.Store.CoveredUntil(ctx)
 	if err != nil {
-		return CatchUpWindow{}, technicalFailure(err)
+		return Window{}, activities.TechnicalFailure(err)
 	}
 	w = WholeSeconds(w)
 	w.Manual, w.CoveredFrom = true, nil
@@ -226,14 +227,14 @@ func (a *CatchUp) BeginManualCatchUp(ctx context.Context, w CatchUpWindow) (Catc
 // says it holds at most PartPages pages, else a part of it from its Start,
 // cut by time in proportion to the pages the PSP says it holds (and a
 // tenth less, as the PIX are not spread evenly), in whole seconds, asked
-// again until it fits or is a second long (minCatchUpPart). The workflow
+// again until it fits or is a second long (minPart). The workflow
 // records each part's end as covered, then lists the rest: whatever the
 // PSP's page size, its volume or the outage behind, every run moves the
 // covered window forward (a window that could never be listed whole no
 // longer holds it where it is). A part's page 0 that says it is too large
 // is asked, not stored; the part's end is in the heartbeat, with the page,
 // so that a retry resumes the same part.
-func (a *CatchUp) ListPSPPart(ctx context.Context, w CatchUpWindow) (CatchUpPart, error) {
+func (a *Activities) ListPSPPart(ctx context.Context, w Window) (Part, error) {
 	return a.list(ctx, w, true)
 }
 
@@ -241,7 +242,7 @@ func (a *CatchUp) ListPSPPart(ctx context.Context, w CatchUpWindow) (CatchUpPart
 // split; more than PartPages pages fail it): the activity of the runs
 // begun by a release that listed a window in one part, kept so that such a
 // run still open when the workers are upgraded ends as it began.
-func (a *CatchUp) ListPSPWindow(ctx context.Context, w CatchUpWindow) (CatchUpCounts, error) {
+func (a *Activities) ListPSPWindow(ctx context.Context, w Window) (Counts, error) {
 	part, err := a.list(ctx, w, false)
 	return part.Counts, err
 }
@@ -277,7 +278,7 @@ func (a *CatchUp) ListPSPWindow(ctx context.Context, w CatchUpWindow) (CatchUpCo
 // (retried); a refused request (our credentials, a wrong URL) is
 // PSPRequestRefused, counted in pix_psp_attention_total and retried, then
 // the run fails. Either way nothing is advanced: the part is listed again.
-func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchUpPart, error) {
+func (a *Activities) list(ctx context.Context, w Window, split bool) (Part, error) {
 	if split {
 		w = WholeSeconds(w) // as Begin made it; so whatever started the run
 	}
@@ -294,7 +295,7 @@ func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchU
 	if configured <= 0 || configured > psp.MaxReceivedPerPage {
 		configured = psp.MaxReceivedPerPage
 	}
-	full := cmp.Or(a.PartPages, MaxCatchUpPages)
+	full := cmp.Or(a.PartPages, MaxPages)
 	budget := min(full, cmp.Or(progress.PartPages, w.PartPages, full))
 	// An earlier attempt listed pages of its part and did not finish it
 	// (the PSP too slow for one attempt, a worker that died): the pages it
@@ -318,7 +319,7 @@ func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchU
 	progress = catchUpProgress{Counts: progress.Counts, PartPages: budget}
 	if split && part.End.Equal(w.End) {
 		if err := lst.choose(ctx, configured, progress); err != nil {
-			return CatchUpPart{Counts: progress.Counts}, err
+			return Part{Counts: progress.Counts}, err
 		}
 	}
 	if lst.part.End.Before(w.End) {
@@ -334,7 +335,7 @@ func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchU
 		var tooLarge *partTooLarge
 		if errors.As(err, &tooLarge) {
 			if err := lst.choose(ctx, configured, progress); err != nil {
-				return CatchUpPart{Counts: progress.Counts}, err
+				return Part{Counts: progress.Counts}, err
 			}
 			perPage, pass = configured, -1
 			progress = catchUpProgress{Counts: progress.Counts, PartPages: budget, PartEnd: &lst.part.End}
@@ -342,7 +343,7 @@ func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchU
 			continue
 		}
 		if err != nil {
-			return CatchUpPart{Counts: progress.Counts}, err
+			return Part{Counts: progress.Counts}, err
 		}
 		if lst.seen.count() >= total {
 			break
@@ -350,7 +351,7 @@ func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchU
 		if pass == catchUpRelistings {
 			// A retry lists the part again from page 0, and judges again.
 			activity.RecordHeartbeat(ctx, catchUpProgress{Counts: progress.Counts, PartPages: budget, PartEnd: progress.PartEnd}) // from page 0, the configured size
-			return CatchUpPart{Counts: progress.Counts}, pspNeedsAttention(ctx, a.Metrics, log, ErrTypePSPListingIncomplete, 0,
+			return Part{Counts: progress.Counts}, activities.PSPNeedsAttention(ctx, a.Metrics, log, ErrTypePSPListingIncomplete, 0,
 				fmt.Errorf("psp listed %d distinct PIX of the %d it says the window holds, in %d passes", lst.seen.count(), total, pass+1),
 				"the catch-up's window stays where it is and is listed again")
 		}
@@ -369,7 +370,7 @@ func (a *CatchUp) list(ctx context.Context, w CatchUpWindow, split bool) (CatchU
 	if !resumed {
 		next = min(full, 2*budget)
 	}
-	return CatchUpPart{Through: lst.part.End, Counts: c, NextPartPages: next}, nil
+	return Part{Through: lst.part.End, Counts: c, NextPartPages: next}, nil
 }
 
 // partTooLarge: a part's page 0 says it holds more pages than a listing
@@ -381,11 +382,11 @@ func (e *partTooLarge) Error() string { return fmt.Sprintf("the part holds %d pa
 // listing is one listing of a part of a window: the part, and the
 // end_to_end_ids its passes saw.
 type listing struct {
-	a      *CatchUp
+	a      *Activities
 	log    *slog.Logger
 	split  bool
 	budget int // pages a part may take
-	part   CatchUpWindow
+	part   Window
 	seen   listingSeen
 	// first is the part's page 0 at the configured size, when choose asked
 	// it: the listing's first page.
@@ -393,7 +394,7 @@ type listing struct {
 }
 
 // reset starts the listing of part, nothing seen.
-func (l *listing) reset(part CatchUpWindow) {
+func (l *listing) reset(part Window) {
 	l.part, l.seen, l.first = part, listingSeen{ids: map[string]struct{}{}}, nil
 }
 
@@ -401,7 +402,7 @@ func (l *listing) reset(part CatchUpWindow) {
 func (l *listing) partPages() int { return l.budget }
 
 // splittable is whether the part may still be cut.
-func (l *listing) splittable() bool { return l.split && l.part.End.Sub(l.part.Start) > minCatchUpPart }
+func (l *listing) splittable() bool { return l.split && l.part.End.Sub(l.part.Start) > minPart }
 
 // maxPages bounds the pages a PSP may say a part holds past its page 0 (a
 // PSP that keeps answering pages, or whose record grows under the
@@ -448,7 +449,7 @@ func (l *listing) choose(ctx context.Context, perPage int, progress catchUpProgr
 		return err
 	}
 	lo, loPages, hi, hiPages := start, 0, l.part.End, pages
-	for hi.Sub(lo) > minCatchUpPart {
+	for hi.Sub(lo) > minPart {
 		cand := between(lo, loPages, hi, hiPages, budget)
 		pages, readable, err := ask(cand)
 		switch {
@@ -465,11 +466,11 @@ func (l *listing) choose(ctx context.Context, perPage int, progress catchUpProgr
 	}
 	end := lo
 	if !lo.After(start) {
-		end = start.Add(minCatchUpPart) // too large however short: a second, listed whole
+		end = start.Add(minPart) // too large however short: a second, listed whole
 	}
 	l.log.InfoContext(ctx, "psp catch-up: the window holds more pages than one listing takes; listing it part by part",
 		"pages", hiPages, "part_pages", budget, "part_end", end.Format(time.RFC3339))
-	l.reset(CatchUpWindow{Start: start, End: end})
+	l.reset(Window{Start: start, End: end})
 	l.keep(asked[end])
 	return nil
 }
@@ -491,12 +492,12 @@ func (l *listing) keep(page psp.ReceivedPage) {
 func between(lo time.Time, loPages int, hi time.Time, hiPages, budget int) time.Time {
 	f := (0.75*float64(budget) - float64(loPages)) / float64(hiPages-loPages)
 	f = min(max(f, 1.0/8), 7.0/8)
-	cand := lo.Add(time.Duration(f * float64(hi.Sub(lo)))).Truncate(minCatchUpPart)
+	cand := lo.Add(time.Duration(f * float64(hi.Sub(lo)))).Truncate(minPart)
 	if !cand.After(lo) {
-		cand = lo.Add(minCatchUpPart)
+		cand = lo.Add(minPart)
 	}
 	if !cand.Before(hi) {
-		cand = hi.Add(-minCatchUpPart)
+		cand = hi.Add(-minPart)
 	}
 	return cand
 }
@@ -517,9 +518,9 @@ func (l *listing) ask(ctx context.Context, q psp.ReceivedQuery, progress catchUp
 	case err == nil:
 		return got, nil
 	case psp.Classify(err) == psp.AnswerTransient:
-		return got, pspError(err)
+		return got, activities.PSPError(err)
 	}
-	return got, pspRequestRefused(ctx, l.a.Metrics, l.log.With("page", q.Page), err,
+	return got, activities.PSPRequestRefused(ctx, l.a.Metrics, l.log.With("page", q.Page), err,
 		"the catch-up's window stays where it is and is listed again")
 }
 
@@ -586,7 +587,7 @@ func (l *listing) pages(ctx context.Context, perPage int, progress *catchUpProgr
 		case len(got.Items) == 0 && items >= got.TotalItems:
 			return got.TotalItems, nil // past the last PIX, whatever quantidadeDePaginas says
 		case !readable:
-			return 0, pspError(fmt.Errorf("%w: unintelligible answer: GET /pix page %d says %d pages of %d items, asked %d a page",
+			return 0, activities.PSPError(fmt.Errorf("%w: unintelligible answer: GET /pix page %d says %d pages of %d items, asked %d a page",
 				psp.ErrTransient, page, got.Pages, got.TotalItems, perPage))
 		case got.Pages > l.maxPages():
 			progress.NextPage = l.maxPages() // fails above, visibly, at once
@@ -594,7 +595,7 @@ func (l *listing) pages(ctx context.Context, perPage int, progress *catchUpProgr
 			// A PIX never leaves the PSP's record: pages said to be left
 			// after an empty one can't be believed, and can't be listed
 			// for ever.
-			return 0, pspError(fmt.Errorf("%w: unintelligible answer: GET /pix page %d of %d is empty, %d of %d items listed",
+			return 0, activities.PSPError(fmt.Errorf("%w: unintelligible answer: GET /pix page %d of %d is empty, %d of %d items listed",
 				psp.ErrTransient, page, got.Pages, items, got.TotalItems))
 		case progress.NextPage >= got.Pages:
 			return got.TotalItems, nil
@@ -602,18 +603,18 @@ func (l *listing) pages(ctx context.Context, perPage int, progress *catchUpProgr
 	}
 }
 
-// CatchUpPageTries is how many times one attempt asks for a page that gets
+// PageTries is how many times one attempt asks for a page that gets
 // no answer before the attempt fails: a listing resumed by a retry must
 // list the window whole again before it is judged (listPages), so a PSP
 // that blips now and then must cost a page, not the pass.
-const CatchUpPageTries = 4
+const PageTries = 4
 
 // listPage asks the PSP for one page, asking again, after a wait that
-// doubles, while it gets no answer (up to CatchUpPageTries); an answer that
+// doubles, while it gets no answer (up to PageTries); an answer that
 // refuses is returned at once. It heartbeats progress (unchanged: the page
 // is still the next to list) before each wait, so that the listing's
 // heartbeat timeout bounds one ask and one wait, not a page's every try.
-func (a *CatchUp) listPage(ctx context.Context, q psp.ReceivedQuery, progress catchUpProgress) (psp.ReceivedPage, error) {
+func (a *Activities) listPage(ctx context.Context, q psp.ReceivedQuery, progress catchUpProgress) (psp.ReceivedPage, error) {
 	wait := backoff.NewExponentialBackOff()
 	wait.InitialInterval, wait.Multiplier = cmp.Or(a.PageRetryWait, time.Second), 2
 	return backoff.Retry(ctx, func() (psp.ReceivedPage, error) {
@@ -622,7 +623,7 @@ func (a *CatchUp) listPage(ctx context.Context, q psp.ReceivedQuery, progress ca
 			return got, backoff.Permanent(err)
 		}
 		return got, err
-	}, backoff.WithBackOff(wait), backoff.WithMaxTries(CatchUpPageTries), backoff.WithMaxElapsedTime(0),
+	}, backoff.WithBackOff(wait), backoff.WithMaxTries(PageTries), backoff.WithMaxElapsedTime(0),
 		backoff.WithNotify(func(error, time.Duration) { activity.RecordHeartbeat(ctx, progress) }))
 }
 
@@ -631,8 +632,8 @@ func (a *CatchUp) listPage(ctx context.Context, q psp.ReceivedQuery, progress ca
 // those stored nowhere; a PIX stored already is compared, nothing
 // written). A PIX stored with other money fields (a payload mismatch) is
 // logged, counted and left; it holds back none of the others.
-func (a *CatchUp) storePage(ctx context.Context, log *slog.Logger, page int, items []json.RawMessage, seen *listingSeen) (CatchUpCounts, error) {
-	counts := CatchUpCounts{Pages: 1, Listed: len(items)}
+func (a *Activities) storePage(ctx context.Context, log *slog.Logger, page int, items []json.RawMessage, seen *listingSeen) (Counts, error) {
+	counts := Counts{Pages: 1, Listed: len(items)}
 	ns := make([]pix.Notification, 0, len(items))
 	for i, raw := range items {
 		n, err := notification.DecodeAPIPixItem(raw, "pix["+strconv.Itoa(i)+"]")
@@ -640,13 +641,13 @@ func (a *CatchUp) storePage(ctx context.Context, log *slog.Logger, page int, ite
 			id := listedEndToEndID(raw)
 			seen.add(id)
 			counts.Refused++
-			a.Found.Rejected(metrics.CatchUpInvalid)
+			a.Found.Rejected(ReasonInvalid)
 			log.ErrorContext(ctx, "psp catch-up: a PIX the PSP listed is refused by our decoder; not stored, a human must look",
 				"end_to_end_id", id, "page", page, "item", i, "error", err)
 			continue
 		}
 		seen.add(n.EndToEndID)
-		n.PSP, n.Listed = CatchUpPSP, true
+		n.PSP, n.Listed = PSPName, true
 		ns = append(ns, n)
 	}
 	if len(ns) == 0 {
@@ -654,7 +655,7 @@ func (a *CatchUp) storePage(ctx context.Context, log *slog.Logger, page int, ite
 	}
 	outcomes, err := a.Store.StoreListed(ctx, ns)
 	if err != nil {
-		return CatchUpCounts{}, technicalFailure(err)
+		return Counts{}, activities.TechnicalFailure(err)
 	}
 	for i, o := range outcomes {
 		n := ns[i]
@@ -662,7 +663,7 @@ func (a *CatchUp) storePage(ctx context.Context, log *slog.Logger, page int, ite
 		switch {
 		case o.Mismatch():
 			counts.Mismatched++
-			a.Found.Rejected(metrics.CatchUpPayloadMismatch)
+			a.Found.Rejected(ReasonPayloadMismatch)
 			log.ErrorContext(ctx, "psp catch-up: the PSP's record of a PIX differs from the one stored (payload mismatch); never credited twice, a human must look",
 				append(attrs, "differs", o.Differs, "status", o.Status)...)
 		case o.New:
@@ -679,7 +680,7 @@ func (a *CatchUp) storePage(ctx context.Context, log *slog.Logger, page int, ite
 		}
 	}
 	if err := db.NoteRefundNotices(ctx, a.Store, log, ns); err != nil {
-		return CatchUpCounts{}, technicalFailure(err)
+		return Counts{}, activities.TechnicalFailure(err)
 	}
 	return counts, nil
 }
@@ -701,7 +702,7 @@ func listedEndToEndID(raw json.RawMessage) string {
 // w.End, only from w.CoveredFrom (a late run changes nothing: moved is
 // false). An operator's window moves it only when it started at or
 // before the covered end (BeginManualCatchUp set CoveredFrom).
-func (a *CatchUp) AdvanceCatchUp(ctx context.Context, w CatchUpWindow) (moved bool, err error) {
+func (a *Activities) AdvanceCatchUp(ctx context.Context, w Window) (moved bool, err error) {
 	if w.Manual && w.CoveredFrom == nil {
 		return false, nil
 	}
@@ -710,11 +711,11 @@ func (a *CatchUp) AdvanceCatchUp(ctx context.Context, w CatchUpWindow) (moved bo
 		// was never listed: no run of this workflow asks that.
 		err := fmt.Errorf("psp catch-up: a part listed from %s can't cover from %s", w.Start.Format(time.RFC3339), w.CoveredFrom.Format(time.RFC3339))
 		a.Logger.ErrorContext(ctx, "psp catch-up: an advance over a gap refused", "error", err)
-		return false, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTechnicalFailure, err)
+		return false, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrTypeTechnicalFailure, err)
 	}
-	moved, err = a.Store.AdvanceCatchUp(ctx, w.CoveredFrom, w.End)
+	moved, err = a.Store.Advance(ctx, w.CoveredFrom, w.End)
 	if err != nil {
-		return false, technicalFailure(err)
+		return false, activities.TechnicalFailure(err)
 	}
 	if !moved {
 		a.Logger.WarnContext(ctx, "psp catch-up: the covered window moved since this run began; this run's end is not recorded (another run covered it)",

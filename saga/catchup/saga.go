@@ -1,0 +1,38 @@
+package catchup
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/workflows"
+)
+
+// Saga is the PSP catch-up, declared once: listed in saga/registry. The
+// PIX the PSP's record holds that no webhook brought, started by its
+// Schedule. It never ran on the credits' queue: no AlsoOn.
+var Saga = saga.Descriptor{
+	Name:      "psp-catchup",
+	Family:    workflows.Maintenance,
+	Workflows: map[string]any{WorkflowName: Workflow},
+	// AutoUpgrade: a Schedule's run, short and idempotent; pinned to a
+	// build stopped too soon it would hold the Schedule (no overlap) until
+	// that build came back.
+	Versioning: workflow.VersioningBehaviorAutoUpgrade,
+	Settings:   func(lookup func(string) (string, bool)) error { _, err := SettingsFrom(lookup); return err },
+	Deps: func(env saga.Env) any {
+		s := settingsOf(env.Lookup)
+		return &Activities{Store: NewStore(env.Store), PSP: env.PSP, Overlap: s.Overlap, Lookback: s.Lookback,
+			Grace: s.Grace, Logger: env.Log, Metrics: env.Metrics, Found: metricsOf(env)}
+	},
+	Activities: func(deps any) []any { return []any{deps} },
+	Schedule: func(ctx context.Context, c client.Client, env saga.Env) error {
+		return EnsureSchedule(ctx, c, env.Schedules, env.Queues, settingsOf(env.Lookup).Interval)
+	},
+	Collectors: func(env saga.Env) []prometheus.Collector {
+		return metricsOf(env).collectors(settingsOf(env.Lookup).Interval > 0)
+	},
+}
