@@ -48,14 +48,28 @@
 #                           the tables as autovacuum keeps them; 0: ANALYZE
 #                           only, autovacuum then works on the new rows
 #                           through the figures
-#   BENCH_GROWTH_CASES      the cases, of empty,history (default both)
+#   BENCH_GROWTH_CASES      the cases, of empty,history (default both), in
+#                           the order they are measured (each is seeded
+#                           first)
 #   BENCH_GROWTH_RATE, BENCH_GROWTH_STEP  the ingest (default 3000/s, 10s)
 #   BENCH_GROWTH_RETENTION_ROWS  rows of each table past its retention, for
-#                           the retention run (default 50000)
+#                           the retention run (default 100000: as many as
+#                           one run deletes, 100 batches of 1,000)
+#   BENCH_GROWTH_RETENTION_RATE  webhooks/s beside the retention run (default
+#                           1000: below saturation on this machine, so that
+#                           the p99 shows the retention, not the queue)
 #   BENCH_GROWTH_CATCHUP    PIX of the catch-up's window (default 100000)
 #   BENCH_GROWTH_FLAGS      more `pixload growth` flags
-#   BENCH_KEEP_DATABASE     1: the last case's database is kept (default:
-#                           dropped, it holds gigabytes)
+#   BENCH_KEEP_DATABASE     1: the cases' databases (BENCH_DATABASE_empty,
+#                           _history) are kept (default: dropped, they hold
+#                           gigabytes)
+#   BENCH_GROWTH_TEMPLATES  1: each case is seeded once into
+#                           BENCH_DATABASE_<case>_template, kept, and each
+#                           run measures a copy of it (CREATE DATABASE ...
+#                           TEMPLATE, minutes where the seed takes a quarter
+#                           of an hour; the copy's statistics counters start
+#                           at zero, as after the seed's VACUUM). Drop the
+#                           templates when done
 # `make soak` (BENCH_SOAK=N): instead of the benchmark, N webhooks (30%
 # redeliveries, bursts of copies) through the whole pipeline on the
 # PostgreSQL-backed Temporal, the workers crediting meanwhile; then the
@@ -175,33 +189,56 @@ storm() {
 	stop_service "$api"
 }
 
-# growth_case NAME N: one case of the growth figures (see the top): a
-# fresh database with N PIX of history and the fixtures both cases share
-# (the accounts, the rows past their retention, the catch-up's window), a
-# fresh Temporal dev server, the PSP simulator, one API and one worker, and
-# `pixload growth`; the case before's report is the baseline.
-growth_case() {
-	local name=$1 n=$2 dir="$out/growth-$1" seed=(psql -X -q -v ON_ERROR_STOP=1) api worker temporal sim sim_port pg_pid=0
+# growth_seed NAME N: the database of one case of the growth figures (see
+# the top), BENCH_DATABASE_NAME, fresh: migrated, N PIX of history and the
+# fixtures both cases share (the accounts, the rows past their retention,
+# the catch-up's window), vacuumed (or analysed) and checkpointed. Every
+# case is seeded before any is measured, so that the cases' figures are
+# taken one after the other, not an hour of seeding apart.
+growth_seed() {
+	local name=$1 n=$2 dir="$out/growth-$1" db="${BENCH_DATABASE:-pix_bench}_$1" url seed=(psql -X -q -v ON_ERROR_STOP=1)
 	mkdir -p "$dir"
-	export DATABASE_URL TEMPORAL_ADDRESS="127.0.0.1:$dev_port" LOG_LEVEL=warn
-	DATABASE_URL=$(fresh_database "${BENCH_DATABASE:-pix_bench}")
-	"$BIN/pixd" migrate >>"$dir/migrate.log" 2>&1 || die "migrate failed; see $dir/migrate.log"
-	seed+=("$DATABASE_URL" -v accounts="${BENCH_HISTORY_ACCOUNTS:-100000}" -f scripts/history.sql)
-	log "growth $name: seeding $n PIX of history, ${BENCH_GROWTH_RETENTION_ROWS:-50000} past their retention, ${BENCH_GROWTH_CATCHUP:-100000} of the catch-up's window"
+	if [ "${BENCH_GROWTH_TEMPLATES:-0}" = 1 ]; then
+		url=$(ensure_postgres postgres)
+		if [ "$(psql -X -tA "$url" -c "SELECT 1 FROM pg_database WHERE datname = '${db}_template'")" = 1 ]; then
+			log "growth $name: a copy of the seeded ${db}_template"
+			psql -X -q "$url" -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" -c "CREATE DATABASE \"$db\" TEMPLATE \"${db}_template\" STRATEGY FILE_COPY"
+			return
+		fi
+		db=${db}_template
+	fi
+	url=$(fresh_database "$db")
+	DATABASE_URL=$url "$BIN/pixd" migrate >>"$dir/migrate.log" 2>&1 || die "migrate failed; see $dir/migrate.log"
+	seed+=("$url" -v accounts="${BENCH_HISTORY_ACCOUNTS:-100000}" -f scripts/history.sql)
+	log "growth $name: seeding $n PIX of history, ${BENCH_GROWTH_RETENTION_ROWS:-100000} past their retention, ${BENCH_GROWTH_CATCHUP:-100000} of the catch-up's window"
 	local began=$SECONDS
 	if [ "$n" -gt 0 ]; then
 		"${seed[@]}" -v n="$n" -v tag=H >>"$dir/seed.log"
 	fi
-	"${seed[@]}" -v n="${BENCH_GROWTH_RETENTION_ROWS:-50000}" -v tag=R -v lo=1.02 -v hi=1.10 >>"$dir/seed.log"
+	"${seed[@]}" -v n="${BENCH_GROWTH_RETENTION_ROWS:-100000}" -v tag=R -v lo=1.02 -v hi=1.10 >>"$dir/seed.log"
 	"${seed[@]}" -v n="${BENCH_GROWTH_CATCHUP:-100000}" -v tag=C -v source=api_pix -v lo=0.40 -v hi=0.41 >>"$dir/seed.log"
 	local tables="inbox_messages, pix_credits, outbox_events, idempotency_keys, accounts, pix_keys"
 	if [ "${BENCH_HISTORY_VACUUM:-1}" = 1 ]; then
-		psql -X -q "$DATABASE_URL" -c "VACUUM (ANALYZE) $tables"
+		psql -X -q "$url" -c "VACUUM (ANALYZE) $tables"
 	else
-		psql -X -q "$DATABASE_URL" -c "ANALYZE $tables"
+		psql -X -q "$url" -c "ANALYZE $tables"
 	fi
-	log "growth $name: seeded in $((SECONDS - began)) s ($(psql -X -tA "$DATABASE_URL" -c "SELECT pg_size_pretty(pg_database_size(current_database()))"))"
+	# The seed's pages written out now, not by a checkpoint spread over
+	# the first figures (gigabytes of them with history).
+	psql -X -q "$url" -c CHECKPOINT
+	log "growth $name: seeded in $((SECONDS - began)) s ($(psql -X -tA "$url" -c "SELECT pg_size_pretty(pg_database_size(current_database()))"))"
+	if [ "${BENCH_GROWTH_TEMPLATES:-0}" = 1 ]; then
+		growth_seed "$name" "$n" # the first copy
+	fi
+}
 
+# growth_measure NAME: the figures of one case on its database: a fresh
+# Temporal dev server, the PSP simulator, one API and one worker, and
+# `pixload growth`, its report $out/growth-NAME.json (.txt).
+growth_measure() {
+	local name=$1 dir="$out/growth-$1" api worker maintenance temporal sim sim_port pg_pid=0
+	export DATABASE_URL TEMPORAL_ADDRESS="127.0.0.1:$dev_port" LOG_LEVEL=warn
+	DATABASE_URL="$(ensure_postgres postgres | sed 's|/postgres?|/'"${BENCH_DATABASE:-pix_bench}_$name"'?|')"
 	temporal=$(start_dev_temporal "$dev_port" "$dir/temporal" --dynamic-config-value system.forceSearchAttributesCacheRefreshOnRead=false)
 	CHILDREN+=("$temporal")
 	wait_temporal "127.0.0.1:$dev_port"
@@ -212,40 +249,59 @@ growth_case() {
 	# The Schedules are triggered by pixload, never by their clocks: no
 	# retention or reconciliation of their own in the middle of a figure,
 	# no scheduled catch-up (an operator's window is what is measured).
+	local settings=(PSP_URL="http://127.0.0.1:$sim_port" PSP_CATCHUP_INTERVAL=0 RETENTION_INTERVAL=8760h RECONCILE_INTERVAL=8760h)
 	{
 		read -r api
 		read -r worker
-	} < <(PSP_URL="http://127.0.0.1:$sim_port" PSP_CATCHUP_INTERVAL=0 RETENTION_INTERVAL=8760h RECONCILE_INTERVAL=8760h \
-		start_replicas "$dir/" 1 "$api_port" "$metrics_port")
-	CHILDREN+=("$api" "$worker")
+	} < <(export "${settings[@]}" && start_replicas "$dir/" 1 "$api_port" "$metrics_port")
+	# A second worker without dispatchers: the retention runs on it while
+	# webhooks arrive and the first worker is stopped, so that its credits
+	# (the engine's ceiling, far below the arrivals) are no part of that
+	# figure.
+	env "${settings[@]}" DISPATCHER_ENABLED=false WORKER_METRICS_ADDR="127.0.0.1:$((metrics_port + 1))" "$BIN/pixd" worker >>"$dir/worker-2.log" 2>&1 &
+	maintenance=$!
+	CHILDREN+=("$api" "$worker" "$maintenance")
 	wait_ready "http://127.0.0.1:$api_port"
-	[ -z "${BENCH_PG_URL:-}" ] && pg_pid=$(head -n 1 "$(cluster_dir "$DATA/bench-postgres")/postmaster.pid")
-	local baseline=()
-	[ "$name" != empty ] && [ -f "$out/growth-empty.json" ] && baseline=(-baseline "$out/growth-empty.json")
+	# The server's postmaster, whose process tree is its CPU (a server on
+	# this machine, BENCH_PG_URL's too; 0, not reported, when it can't be
+	# read).
+	pg_pid=$(head -n 1 "$(psql -X -tA "$DATABASE_URL" -c 'SHOW data_directory')/postmaster.pid" 2>/dev/null || echo 0)
 	# shellcheck disable=SC2086 # BENCH_GROWTH_FLAGS are words
 	"$BIN/pixload" growth -api "http://127.0.0.1:$api_port" -label "$name" -rate "${BENCH_GROWTH_RATE:-3000}" -step "${BENCH_GROWTH_STEP:-10s}" \
 		-pause-cmd "kill -STOP $worker" -resume-cmd "kill -CONT $worker" -pg-pid "$pg_pid" \
+		-before-retention-cmd "kill $worker; while kill -0 $worker 2>/dev/null; do sleep 0.2; done" \
 		-watch "api=$api,worker=$worker,temporal=$temporal" -psp-control "http://127.0.0.1:$sim_port" -pixctl "$BIN/pixctl" \
-		-drain-timeout "${BENCH_DRAIN_TIMEOUT:-30m}" -json "$out/growth-$name.json" "${baseline[@]}" ${BENCH_GROWTH_FLAGS:-} | tee "$out/growth-$name.txt"
+		-retention-rate "${BENCH_GROWTH_RETENTION_RATE:-1000}" -drain-timeout "${BENCH_DRAIN_TIMEOUT:-30m}" \
+		-json "$out/growth-$name.json" ${BENCH_GROWTH_FLAGS:-} | tee "$out/growth-$name.txt"
 	kill -CONT "$worker" 2>/dev/null || true
-	stop_service "$api" "$worker" "$sim"
-	kill "$temporal" 2>/dev/null || true
+	# The dev server too, and waited for: the next case starts its own on
+	# the same port.
+	stop_service "$api" "$worker" "$maintenance" "$sim" "$temporal"
 }
 
 if wants storm; then
 	storm
 fi
 if wants growth; then
-	for c in $(echo "${BENCH_GROWTH_CASES:-empty,history}" | tr , ' '); do
+	cases=$(echo "${BENCH_GROWTH_CASES:-empty,history}" | tr , ' ')
+	for c in $cases; do
 		case $c in
-		empty) growth_case empty 0 ;;
-		history) growth_case history "${BENCH_HISTORY:-10000000}" ;;
+		empty) growth_seed empty 0 ;;
+		history) growth_seed history "${BENCH_HISTORY:-10000000}" ;;
 		*) die "BENCH_GROWTH_CASES: $c is neither empty nor history" ;;
 		esac
 	done
-	[ -f "$out/growth-history.txt" ] && cp "$out/growth-history.txt" "$out/growth.txt"
+	for c in $cases; do
+		growth_measure "$c"
+	done
+	if [ -f "$out/growth-empty.json" ] && [ -f "$out/growth-history.json" ]; then
+		log "growth: empty tables beside $(printf "%'d" "${BENCH_HISTORY:-10000000}") PIX of history"
+		"$BIN/pixload" growth compare "$out/growth-empty.json" "$out/growth-history.json" | tee "$out/growth.txt"
+	fi
 	if [ "${BENCH_KEEP_DATABASE:-0}" != 1 ]; then
-		psql -X -q "${DATABASE_URL%/*}/postgres" -c "DROP DATABASE IF EXISTS \"${BENCH_DATABASE:-pix_bench}\" WITH (FORCE)"
+		for c in $cases; do
+			psql -X -q "${DATABASE_URL%/*}/postgres" -c "DROP DATABASE IF EXISTS \"${BENCH_DATABASE:-pix_bench}_$c\" WITH (FORCE)"
+		done
 	fi
 fi
 if wants dev || wants dev-2x2; then
