@@ -1,7 +1,9 @@
 // Package sourcecheck owns the checks of the service's own source that the
 // linters don't make (its tests; it has no code): a product function of
 // more than MaxFuncLines lines must say in its doc comment why it is not
-// split (funclen_test.go).
+// split (funclen_test.go); a package does not import against ImportRules'
+// directions, directly or not, unless docs/architecture.md's "Import
+// directions" says why one stays (imports_test.go).
 package sourcecheck
 
 // MaxFuncLines is the most lines a function of the service's module (its

@@ -1,0 +1,175 @@
+package sourcecheck
+
+import (
+	"errors"
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// modulePath is the service's module, as its go.mod names it.
+const modulePath = "github.com/pixbank/pix"
+
+// ImportRules are the directions the service's packages never import in,
+// directly or through another of the module's packages (their product
+// files, as go list -deps follows them): a lower layer does not reach up
+// into what it serves. Each is a package and the package it must not reach,
+// both relative to the module. One that stays is named, with why, in
+// docs/architecture.md's "Import directions" (stayingImports reads it).
+var ImportRules = [][2]string{
+	// The process's configuration is read below what it configures.
+	{"internal/config", "workflows"},
+	// The metrics count what the store did; they don't read it.
+	{"internal/metrics", "db"},
+	// A saga's descriptor is served by the API; it does not build on it.
+	{"saga", "api"},
+}
+
+// importGraph is the module's packages (relative to the module: "db",
+// "saga/scheduled") by the module's packages their product files import,
+// read as go/build reads them (build constraints of this platform, no test
+// files): the graph go list -deps walks, without running the go command.
+func importGraph(t *testing.T) map[string][]string {
+	t.Helper()
+	graph := map[string][]string{}
+	err := filepath.WalkDir(moduleRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != moduleRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor" || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != moduleRoot {
+			return filepath.SkipDir
+		}
+		pkg, err := build.Default.ImportDir(path, 0)
+		if err != nil {
+			var none *build.NoGoError
+			if errors.As(err, &none) {
+				return nil
+			}
+			return err
+		}
+		rel, err := filepath.Rel(moduleRoot, path)
+		if err != nil {
+			return err
+		}
+		var deps []string
+		for _, imp := range pkg.Imports {
+			if dep, ok := strings.CutPrefix(imp, modulePath+"/"); ok {
+				deps = append(deps, dep)
+			}
+		}
+		graph[filepath.ToSlash(rel)] = deps
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return graph
+}
+
+// importChain is a shortest chain of imports from from to to in graph
+// (from first, to last), nil when from does not reach to.
+func importChain(graph map[string][]string, from, to string) []string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if p == to {
+			var chain []string
+			for ; p != ""; p = prev[p] {
+				chain = append(chain, p)
+			}
+			slices.Reverse(chain)
+			return chain
+		}
+		for _, dep := range graph[p] {
+			if _, seen := prev[dep]; !seen {
+				prev[dep] = p
+				queue = append(queue, dep)
+			}
+		}
+	}
+	return nil
+}
+
+// stayingLine is a line of docs/architecture.md's "Import directions"
+// that names a direction which stays: "- `internal/config` → `workflows`
+// stays: why".
+var stayingLine = regexp.MustCompile("^- `([^`]+)` → `([^`]+)` stays:")
+
+// stayingImports are the directions of ImportRules that docs/architecture.md
+// says stay, and why (its section "Import directions").
+func stayingImports(t *testing.T) map[[2]string]bool {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(moduleRoot, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, found := strings.Cut(string(doc), "\n## Import directions\n")
+	if !found {
+		t.Fatal(`docs/architecture.md has no section "## Import directions"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	staying := map[[2]string]bool{}
+	for line := range strings.SplitSeq(section, "\n") {
+		if m := stayingLine.FindStringSubmatch(line); m != nil {
+			staying[[2]string{m[1], m[2]}] = true
+		}
+	}
+	return staying
+}
+
+// No package reaches a package ImportRules keeps it from, unless
+// docs/architecture.md says why that direction stays; and a direction the
+// docs say stays is still there (else the docs are stale) and is a rule's.
+func TestImportDirections(t *testing.T) {
+	graph := importGraph(t)
+	if len(graph) < 30 {
+		t.Fatalf("only %d packages read from %s: the walk missed the module", len(graph), moduleRoot)
+	}
+	staying := stayingImports(t)
+	for _, rule := range ImportRules {
+		from, to := rule[0], rule[1]
+		if _, ok := graph[from]; !ok {
+			t.Errorf("rule %s → %s: no package %s in the module", from, to, from)
+			continue
+		}
+		chain := importChain(graph, from, to)
+		switch {
+		case chain != nil && staying[rule]:
+			t.Logf("stays (docs/architecture.md says why): %s", strings.Join(chain, " → "))
+		case chain != nil:
+			t.Errorf("%s imports %s, which it must not (%s): cut the import, or say in docs/architecture.md's \"Import directions\" why it stays",
+				from, to, strings.Join(chain, " → "))
+		case staying[rule]:
+			t.Errorf("docs/architecture.md says %s → %s stays, but %s no longer reaches %s: drop its line", from, to, from, to)
+		}
+		delete(staying, rule)
+	}
+	for rule := range staying {
+		t.Errorf("docs/architecture.md says %s → %s stays, which is no rule of ImportRules", rule[0], rule[1])
+	}
+}
+
+// The chain is found through another package, and only in its direction.
+func TestImportChain(t *testing.T) {
+	graph := map[string][]string{"a": {"b"}, "b": {"c", "d"}, "c": {"d"}, "d": nil}
+	if got := importChain(graph, "a", "d"); !slices.Equal(got, []string{"a", "b", "d"}) {
+		t.Fatalf("a → d: %v", got)
+	}
+	if got := importChain(graph, "d", "a"); got != nil {
+		t.Fatalf("d → a: %v", got)
+	}
+}
