@@ -8,7 +8,20 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-build_tools
+# The servers the tests start (the Temporal CLI, the NATS server) are built
+# beside the lint: on a new machine their modules' downloads (the network,
+# not the CPUs) overlap the linters' build and the lint's compiling. The
+# tests wait for them.
+log "building the Temporal CLI and the NATS server (beside the lint)"
+servers_log=$(mktemp)
+(
+	build_pinned temporal tools/temporal/go.mod github.com/temporalio/cli/cmd/temporal
+	build_pinned nats-server tools/nats/go.mod github.com/nats-io/nats-server/v2
+) >"$servers_log" 2>&1 &
+servers=$!
+trap 'kill "$servers" 2>/dev/null || true' EXIT
+build_pinned staticcheck tools/lint/go.mod honnef.co/go/tools/cmd/staticcheck
+build_pinned workflowcheck tools/lint/go.mod go.temporal.io/sdk/contrib/tools/workflowcheck
 export TEMPORAL_CLI="$BIN/temporal" NATS_SERVER="$BIN/nats-server"
 if [ -z "${PIX_TEST_DATABASE_URL:-}" ]; then
 	PIX_TEST_DATABASE_URL=$(ensure_postgres test)
@@ -42,6 +55,11 @@ if revision=$(git rev-parse HEAD 2>/dev/null); then
 	esac
 fi
 rm -rf "$(dirname "$pixd_bin")"
+servers_status=0
+wait "$servers" || servers_status=$?
+cat "$servers_log"
+rm -f "$servers_log"
+[ "$servers_status" = 0 ] || die "building the Temporal CLI or the NATS server failed (exit $servers_status)"
 # The deployment files' checks (a Compose CLI to install, deploycheck's
 # module, promtool's build: minutes on a cold cache) run beside the tests,
 # which spend much of their time waiting on servers; their output is
@@ -78,10 +96,24 @@ rm -f "$deploy_log"
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can
 # report "context deadline exceeded" at the deadline with no failing input
 # (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
-# 20000 executions take about 10 s here.
-log "fuzz, ${FUZZTIME:-20000x} per target"
-for target in ./internal/notification:FuzzDecodeNotification ./internal/notification:FuzzDecodeAPIPix ./internal/notification:FuzzStoreWhatTheDecodersAccept ./internal/webhooksig:FuzzVerify; do
-	go test -run='^$' -fuzz="^${target#*:}\$" -fuzztime="${FUZZTIME:-20000x}" "${target%%:*}"
-done
+# 20000 executions take about 10 s here. They run beside the fault suite's
+# smoke version, which spends most of its time waiting on the service's
+# recoveries; their output is printed after it.
+log "fuzz, ${FUZZTIME:-20000x} per target (beside the fault suite's smoke version)"
+fuzz_log=$(mktemp)
+(
+	for target in ./internal/notification:FuzzDecodeNotification ./internal/notification:FuzzDecodeAPIPix ./internal/notification:FuzzStoreWhatTheDecodersAccept ./internal/webhooksig:FuzzVerify; do
+		go test -run='^$' -fuzz="^${target#*:}\$" -fuzztime="${FUZZTIME:-20000x}" "${target%%:*}"
+	done
+) >"$fuzz_log" 2>&1 &
+fuzz=$!
 log "fault suite, smoke version"
-./scripts/faults.sh -smoke
+faults_status=0
+./scripts/faults.sh -smoke || faults_status=$?
+fuzz_status=0
+wait "$fuzz" || fuzz_status=$?
+log "fuzz"
+cat "$fuzz_log"
+rm -f "$fuzz_log"
+[ "$faults_status" = 0 ] && [ "$fuzz_status" = 0 ] ||
+	die "failed: the fault suite's smoke version exit $faults_status, the fuzzing exit $fuzz_status"
