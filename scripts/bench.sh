@@ -113,7 +113,7 @@ use_nats 127.0.0.1:0 # nobody consumes here: any free port
 # dead entries of the queue tables' partial indexes (the inbox's pending
 # rows, the outbox's unpublished events) are never cleaned, so every claim
 # and every relay read walks more of them as a run goes on. The runs before
-# 2026-12-01's last were measured on it (docs/benchmarks.md). The service's
+# 2026-12-01's last were measured on it (their figures are in docs/benchmarks.md's git history). The service's
 # database and Temporal's are both on the benchmark's cluster.
 if [ -n "${BENCH_PG_URL:-}" ]; then
 	export PIX_PG_BASE_URL=${BENCH_PG_URL%/}
