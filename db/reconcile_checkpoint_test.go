@@ -136,9 +136,10 @@ func TestTheBooksAreAppendOnly(t *testing.T) {
 	refused(`UPDATE pix_credits SET account_id = 'acc-1', amount_cents = amount_cents + 1 WHERE end_to_end_id = $1`, e2e)
 	refused(`UPDATE pix_credits SET xact_id = NULL WHERE end_to_end_id = $1`, e2e)
 	refused(`DELETE FROM pix_credits WHERE end_to_end_id = $1`, e2e)
-	// With pix_holds, which refers to both (a TRUNCATE of them alone is
-	// refused for that before their triggers run).
-	refused(`TRUNCATE pix_holds, pix_refund_reversals, pix_refunds, pix_credits`)
+	// CASCADE: with every table that refers to them (pix_holds, a saga's
+	// own: a TRUNCATE of them alone is refused for that, 0A000, before
+	// their triggers run), whichever tables a saga adds.
+	refused(`TRUNCATE pix_refund_reversals, pix_refunds, pix_credits CASCADE`)
 	refused(`DELETE FROM pix_transfers`)
 	_, err := s.Pool().Exec(ctx, `UPDATE pix_credits SET credited_at = credited_at, account_id = account_id WHERE end_to_end_id = $1`, e2e)
 	require.NoError(t, err, "an update that leaves the money as it is")
