@@ -146,7 +146,7 @@ func versioningProblems(t *testing.T, all []saga.Descriptor) []string {
 
 // metricsProblems are what docs/operations.md's metrics table gets wrong
 // of the sagas all: it names every saga's own metrics
-// (saga.Descriptor.Collectors), and pix_dispatch_lag_seconds's row every
+// (saga.Descriptor.Collectors), and pix_dispatch_lag_seconds's rows every
 // kind of durable queue their dispatchers start runs from, and no other.
 func metricsProblems(t *testing.T, e saga.Env, all []saga.Descriptor) []string {
 	var problems []string
@@ -159,7 +159,9 @@ func metricsProblems(t *testing.T, e saga.Env, all []saga.Descriptor) []string {
 			if name == "pix_dispatch_lag_seconds" {
 				_, listed, _ := strings.Cut(row[2], "`kind`")
 				listed, _, _ = strings.Cut(listed, ")")
-				kinds = backticked(listed)
+				// A saga may add a row of its own for its kind: rows
+				// inserted, none edited (TestASagaFirstCommitEditsOnlyItsOwnFiles).
+				kinds = append(kinds, backticked(listed)...)
 			}
 		}
 	}
