@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -249,6 +251,62 @@ var statementPlans = map[string]statementPlan{
 	"transfers.Settle":                  checked(perPIX),
 }
 
+// sagaRoot is the folder of the saga packages, whose statements each
+// package classifies itself (sagaPlans) and whose tables it fills for the
+// plans (planFixture): a new saga adds its own files, and edits none here.
+const sagaRoot = "../../saga"
+
+// allPlans are statementPlans and every saga package's own classes.
+func allPlans(t *testing.T) map[string]statementPlan {
+	t.Helper()
+	own, err := sagaPlans(os.DirFS(sagaRoot))
+	require.NoError(t, err)
+	all := maps.Clone(statementPlans)
+	for name, p := range own {
+		_, twice := all[name]
+		require.False(t, twice, "%s is classified in plans_test.go and by its saga's testdata/plans.txt", name)
+		all[name] = p
+	}
+	return all
+}
+
+// sagaPlans reads the classes a saga package gives its statements, in its
+// testdata/plans.txt: a line per statement, its name in traces and who
+// runs it (per-pix, periodic or on-request); # starts a comment. Only
+// checked statements: one read whole on purpose, or exempt, is classified
+// in statementPlans, with its reason.
+func sagaPlans(fsys fs.FS) (map[string]statementPlan, error) {
+	files, err := fs.Glob(fsys, "*/testdata/plans.txt")
+	if err != nil {
+		return nil, err
+	}
+	runners := map[string]runner{"per-pix": perPIX, "periodic": periodic, "on-request": onRequest}
+	out := map[string]statementPlan{}
+	for _, file := range files {
+		text, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, err
+		}
+		for i, line := range strings.Split(string(text), "\n") {
+			line, _, _ = strings.Cut(line, "#")
+			f := strings.Fields(line)
+			if len(f) == 0 {
+				continue
+			}
+			r, ok := runners[f[len(f)-1]]
+			_, twice := out[f[0]]
+			switch {
+			case len(f) != 2 || !ok:
+				return nil, fmt.Errorf("%s:%d: want a statement's name and per-pix, periodic or on-request, got %q", file, i+1, line)
+			case twice:
+				return nil, fmt.Errorf("%s:%d: %s is classified twice", file, i+1, f[0])
+			}
+			out[f[0]] = checked(r)
+		}
+	}
+	return out, nil
+}
+
 // boundedTables are the tables that do not grow with the PIX, and why: a
 // scan of one is as cheap as an index. Every other table of the schema is
 // growing.
@@ -281,6 +339,7 @@ func TestStatementsAreBoundedByAnIndex(t *testing.T) {
 	for _, s := range statements {
 		bound[s.Name] = true
 	}
+	statementPlans := allPlans(t)
 	for name, p := range statementPlans {
 		require.True(t, bound[name], "statementPlans classifies %s, which no code binds any more: remove it", name)
 		require.True(t, p.why != "" || (len(p.wholeTables) == 0 && !p.notPlanned), "%s: say why", name)
@@ -305,7 +364,7 @@ func TestStatementsAreBoundedByAnIndex(t *testing.T) {
 		t.Run(s.Name, func(t *testing.T) {
 			p, classified := statementPlans[s.Name]
 			if !classified {
-				t.Errorf("%s is not classified: add it to statementPlans (plans_test.go), checked, or exempt with the reason", s.Name)
+				t.Errorf("%s is not classified: add it to statementPlans (plans_test.go), or its saga's testdata/plans.txt, checked, or exempt with the reason", s.Name)
 				p = checked(perPIX)
 			}
 			if p.notPlanned {
@@ -416,6 +475,17 @@ func planFixture(t *testing.T) *pgx.Conn {
 	// One simple-protocol round trip: the whole file in one transaction.
 	_, err = conn.PgConn().Exec(ctx, string(fixture)).ReadAll()
 	require.NoError(t, err, "fill the fixture")
+	// Then each saga package's rows (saga/<name>/testdata/plans_fixture.sql),
+	// in the same session: its tables filled as the core's are, with the
+	// fixture's helpers (pg_temp.acc, pg_temp.e) and rows to refer to.
+	sagaFixtures, err := fs.Glob(os.DirFS(sagaRoot), "*/testdata/plans_fixture.sql")
+	require.NoError(t, err)
+	for _, file := range sagaFixtures {
+		sql, err := os.ReadFile(filepath.Join(sagaRoot, file))
+		require.NoError(t, err)
+		_, err = conn.PgConn().Exec(ctx, string(sql)).ReadAll()
+		require.NoError(t, err, "fill saga/%s", file)
+	}
 	// Vacuumed, as production's tables are (the visibility map prices an
 	// index-only scan), and analysed from a sample that holds every row
 	// (the largest table has 180,000; the default target samples 30,000 at
@@ -620,5 +690,21 @@ func TestWholeReadsOfAPlan(t *testing.T) {
 		var n planNode
 		require.NoError(t, json.Unmarshal([]byte(c.plan), &n), name)
 		require.Equal(t, c.want, f.wholeReads(n, c.whole), name)
+	}
+}
+
+// A saga package's classes are read from its testdata/plans.txt; a line
+// that names no runner, or a statement twice, is refused.
+func TestSagaPlans(t *testing.T) {
+	got, err := sagaPlans(fstest.MapFS{
+		"one/testdata/plans.txt": {Data: []byte("# the one saga\none.Get  on-request\none.Claim periodic # its dispatcher\n\n")},
+		"two/testdata/plans.txt": {Data: []byte("two.Lock per-pix\n")},
+		"two/other.txt":          {Data: []byte("not read")},
+	})
+	require.NoError(t, err)
+	require.Equal(t, map[string]statementPlan{"one.Get": checked(onRequest), "one.Claim": checked(periodic), "two.Lock": checked(perPIX)}, got)
+	for _, bad := range []string{"one.Get sometimes\n", "one.Get\n", "one.Get per-pix\none.Get periodic\n"} {
+		_, err := sagaPlans(fstest.MapFS{"one/testdata/plans.txt": {Data: []byte(bad)}})
+		require.Error(t, err, "%q", bad)
 	}
 }
