@@ -8,6 +8,7 @@ import (
 
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/block"
 	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/saga/scheduled"
 )
@@ -22,6 +23,7 @@ var All = []saga.Descriptor{
 	saga.Maintenance,
 	catchup.Saga,
 	scheduled.Saga,
+	block.Saga,
 }
 
 // CheckSettings checks every saga's own settings (saga.Descriptor.Settings)

@@ -1,0 +1,445 @@
+package block_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/broker/eventschema"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/block"
+)
+
+type fixture struct {
+	t     *testing.T
+	s     *db.Store
+	store *block.Store
+	keys  db.KeyPolicy
+}
+
+func newFixture(t *testing.T) *fixture {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	s := dbtest.New(t)
+	return &fixture{t: t, s: s, store: block.NewStore(s), keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}}
+}
+
+func render(b block.Block) ([]byte, error) { return json.Marshal(b) }
+
+// credit credits a PIX of amount to a new account that had opening.
+func (f *fixture) credit(amount, opening int64) dbtest.Credited {
+	return dbtest.CreditPIX(f.t, f.s, dbtest.PIX{AmountCents: amount, OpeningBalanceCents: opening})
+}
+
+// block asks for a block of amount of the PIX under a fresh key.
+func (f *fixture) block(e2e string, amount int64) (block.Block, error) {
+	ctx := context.Background()
+	res, _, err := f.s.ReserveKey(ctx, "operator-1", uuid.New(), "hash", f.keys)
+	require.NoError(f.t, err)
+	return f.store.Create(ctx, res, block.New{ID: uuid.New(), EndToEndID: e2e, AmountCents: amount,
+		Reason: "suspeita de fraude", RequestedBy: "operator-1"}, render)
+}
+
+func (f *fixture) mustBlock(e2e string, amount int64) block.Block {
+	b, err := f.block(e2e, amount)
+	require.NoError(f.t, err)
+	return b
+}
+
+// spend debits amount of account through the transfer's path (the one
+// debit, which spends the available balance only).
+func (f *fixture) spend(account string, amount int64) (pix.Transfer, error) {
+	ctx := context.Background()
+	res, _, err := f.s.ReserveKey(ctx, "customer-1", uuid.New(), "h", f.keys)
+	require.NoError(f.t, err)
+	return f.s.CreateTransfer(ctx, *res, db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID("12345678", time.Now()),
+		TransferRequest: pix.TransferRequest{AccountID: account, AmountCents: amount, PixKey: "maria@example.com"}},
+		func(t pix.Transfer) ([]byte, error) { return json.Marshal(t) })
+}
+
+// money is the account's balance and held amount.
+func (f *fixture) money(account string) (balance, held int64) {
+	require.NoError(f.t, f.s.Pool().QueryRow(context.Background(),
+		`SELECT balance_cents, held_cents FROM accounts WHERE id = $1`, account).Scan(&balance, &held))
+	return balance, held
+}
+
+func (f *fixture) requireMoney(account string, balance, held int64) {
+	f.t.Helper()
+	b, h := f.money(account)
+	require.Equal(f.t, [2]int64{balance, held}, [2]int64{b, h}, "balance, held of %s", account)
+}
+
+// schemas validate the events against their JSON Schemas.
+var schemas = sync.OnceValues(eventschema.New)
+
+// events are the event types of the block, in order, each payload checked
+// against its type's JSON Schema (what the consumers are promised).
+func (f *fixture) events(id uuid.UUID) []string {
+	v, err := schemas()
+	require.NoError(f.t, err)
+	rs, err := f.s.Pool().Query(context.Background(),
+		`SELECT event_type, payload FROM outbox_events WHERE aggregate_type = 'pix_block' AND aggregate_id = $1 ORDER BY seq`, id.String())
+	require.NoError(f.t, err)
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		var typ string
+		var payload []byte
+		require.NoError(f.t, rs.Scan(&typ, &payload))
+		require.NoError(f.t, v.Payload(typ, payload), "%s: %s", typ, payload)
+		out = append(out, typ)
+	}
+	require.NoError(f.t, rs.Err())
+	return out
+}
+
+// requireBooks: the reconciliation finds nothing (I2, I9, I11), and no
+// account's available balance is negative.
+func (f *fixture) requireBooks() {
+	f.t.Helper()
+	rec, err := f.s.Reconcile(context.Background())
+	require.NoError(f.t, err)
+	require.True(f.t, rec.Balanced(), "%+v", rec)
+}
+
+// expired is the store with a clock past the block's 72 hours.
+func (f *fixture) expired() *block.Store {
+	return f.store.WithClock(func() time.Time { return time.Now().Add(block.Duration + time.Minute) })
+}
+
+// The block holds in the request's transaction: the money is not
+// spendable once Create returns, the created event written with it.
+func TestABlockHoldsAtOnce(t *testing.T) {
+	f := newFixture(t)
+	c := f.credit(10_000, 0)
+	b := f.mustBlock(c.EndToEndID, 6_000)
+	require.Equal(t, block.StatusActive, b.Status)
+	require.Equal(t, c.AccountID, b.AccountID)
+	require.WithinDuration(t, b.CreatedAt.Add(block.Duration), b.ExpiresAt, time.Second)
+	f.requireMoney(c.AccountID, 10_000, 6_000)
+	require.Equal(t, []string{block.EventCreated}, f.events(b.ID))
+	hold, err := f.s.GetHold(context.Background(), b.HoldID)
+	require.NoError(t, err)
+	require.Equal(t, pix.HoldActive, hold.Status)
+	require.Equal(t, "block:"+b.ID.String(), hold.Ref)
+	require.Equal(t, block.HoldKind, hold.Kind)
+
+	// The held money can't be spent, nor held again, nor returned by
+	// another devolução.
+	_, err = f.block(c.EndToEndID, 4_001)
+	require.ErrorIs(t, err, block.ErrExceedsCredit)
+	require.Equal(t, "block_exceeds_credit", pix.KindOf(err).Code)
+	_, err = f.spend(c.AccountID, 4_001)
+	require.ErrorIs(t, err, pix.ErrInsufficientFunds)
+	f.requireBooks()
+}
+
+// What the block refuses changes nothing: no such PIX, more than the
+// PIX's room, more than the account has available.
+func TestABlockRefused(t *testing.T) {
+	f := newFixture(t)
+	c := f.credit(10_000, 0)
+	_, err := f.block(pix.NewEndToEndID("12345678", time.Now()), 100)
+	require.ErrorIs(t, err, pix.ErrPixNotCredited)
+	_, err = f.block(c.EndToEndID, 10_001)
+	require.ErrorIs(t, err, block.ErrExceedsCredit)
+
+	// The customer spent 7,000 of it: 3,000 is available.
+	_, err = f.spend(c.AccountID, 7_000)
+	require.NoError(t, err)
+	_, err = f.block(c.EndToEndID, 3_001)
+	require.ErrorIs(t, err, block.ErrNotAvailable)
+	require.Equal(t, "block_exceeds_available", pix.KindOf(err).Code)
+	f.requireMoney(c.AccountID, 3_000, 0)
+	f.mustBlock(c.EndToEndID, 3_000)
+	f.requireMoney(c.AccountID, 3_000, 3_000)
+	f.requireBooks()
+}
+
+// A lost answer asked again under its key gets the first answer: one
+// block, one hold.
+func TestABlockAskedAgainUnderItsKeyIsOne(t *testing.T) {
+	f := newFixture(t)
+	c := f.credit(10_000, 0)
+	ctx := context.Background()
+	key := uuid.New()
+	res, replay, err := f.s.ReserveKey(ctx, "operator-1", key, "hash", f.keys)
+	require.NoError(t, err)
+	require.Nil(t, replay)
+	b, err := f.store.Create(ctx, res, block.New{ID: uuid.New(), EndToEndID: c.EndToEndID, AmountCents: 1_000,
+		Reason: "x", RequestedBy: "operator-1"}, render)
+	require.NoError(t, err)
+	res, replay, err = f.s.ReserveKey(ctx, "operator-1", key, "hash", f.keys)
+	require.NoError(t, err)
+	require.Nil(t, res)
+	require.Equal(t, 201, replay.StatusCode)
+	var again block.Block
+	require.NoError(t, json.Unmarshal(replay.Body, &again))
+	require.Equal(t, b.ID, again.ID)
+	f.requireMoney(c.AccountID, 10_000, 1_000)
+}
+
+// Release: the money spendable again, once; asked again, the block as it
+// is, nothing written; then a return is refused, and the expiry changes
+// nothing (the fence).
+func TestReleaseOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	b := f.mustBlock(c.EndToEndID, 4_000)
+	out, changed, err := f.store.Release(ctx, b.ID, "operator-2")
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.Equal(t, block.StatusReleased, out.Status)
+	require.Equal(t, block.CauseOperator, *out.EndCause)
+	require.Equal(t, "operator-2", *out.EndedBy)
+	f.requireMoney(c.AccountID, 10_000, 0)
+
+	again, changed, err := f.store.Release(ctx, b.ID, "operator-3")
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Equal(t, out, again)
+	_, _, err = f.store.Return(ctx, b.ID, "operator-2")
+	require.ErrorIs(t, err, block.ErrReleased)
+	late, changed, err := f.expired().Expire(ctx, b.ID)
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Equal(t, out, late)
+	require.Equal(t, []string{block.EventCreated, block.EventReleased}, f.events(b.ID))
+	f.requireMoney(c.AccountID, 10_000, 0)
+	f.requireBooks()
+}
+
+// The expiry releases at the 72 hours, not before.
+func TestExpiryReleasesAtItsTime(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	b := f.mustBlock(c.EndToEndID, 4_000)
+	_, _, err := f.store.Expire(ctx, b.ID)
+	require.ErrorContains(t, err, "not yet")
+	f.requireMoney(c.AccountID, 10_000, 4_000)
+	out, changed, err := f.expired().Expire(ctx, b.ID)
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.Equal(t, block.CauseExpired, *out.EndCause)
+	require.Nil(t, out.EndedBy)
+	f.requireMoney(c.AccountID, 10_000, 0)
+	_, _, err = f.store.Release(ctx, b.ID, "operator-1")
+	require.NoError(t, err)
+	require.Equal(t, []string{block.EventCreated, block.EventReleased}, f.events(b.ID))
+	f.requireBooks()
+}
+
+// A return hands the held money to the devolução saga in one
+// transaction: the devolução debited, the hold captured, the block
+// returning; asked again, the same devolução. Its end ends the block:
+// returned.
+func TestReturnThenReturned(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	b := f.mustBlock(c.EndToEndID, 4_000)
+	out, changed, err := f.store.Return(ctx, b.ID, "operator-2")
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.Equal(t, block.StatusReturning, out.Status)
+	require.NotNil(t, out.RefundID)
+	f.requireMoney(c.AccountID, 6_000, 0)
+	refund, err := f.s.GetRefund(ctx, *out.RefundID)
+	require.NoError(t, err)
+	require.Equal(t, pix.RefundDebited, refund.Status)
+	require.EqualValues(t, 4_000, refund.AmountCents)
+	hold, err := f.s.GetHold(ctx, b.HoldID)
+	require.NoError(t, err)
+	require.Equal(t, pix.HoldCaptured, hold.Status)
+	require.Equal(t, out.RefundID, hold.RefundID)
+
+	again, changed, err := f.store.Return(ctx, b.ID, "operator-3")
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Equal(t, out, again)
+	_, _, err = f.store.Release(ctx, b.ID, "operator-3")
+	require.ErrorIs(t, err, block.ErrReturned)
+	late, changed, err := f.expired().Expire(ctx, b.ID)
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Equal(t, block.StatusReturning, late.Status)
+
+	// The devolução still open: nothing changes.
+	_, changed, err = f.store.Settle(ctx, b.ID)
+	require.NoError(t, err)
+	require.False(t, changed)
+	_, err = f.s.MarkRefundReturned(ctx, refund.ID, "D12345678202612061200abcdefghijk")
+	require.NoError(t, err)
+	done, changed, err := f.store.Settle(ctx, b.ID)
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.Equal(t, block.StatusReturned, done.Status)
+	require.Equal(t, block.CauseReturned, *done.EndCause)
+	_, changed, err = f.store.Settle(ctx, b.ID)
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Equal(t, []string{block.EventCreated, block.EventReturning, block.EventReturned}, f.events(b.ID))
+	f.requireMoney(c.AccountID, 6_000, 0)
+	f.requireBooks()
+}
+
+// A devolução not made (reversed) credits the money back, available: the
+// block ends released, the hold stays captured (never released besides),
+// the money back once.
+func TestAReturnNotMadeReleasesOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	b := f.mustBlock(c.EndToEndID, 4_000)
+	out, _, err := f.store.Return(ctx, b.ID, "operator-2")
+	require.NoError(t, err)
+	_, err = f.s.ReverseRefund(ctx, *out.RefundID, "NAO_REALIZADO", false)
+	require.NoError(t, err)
+	f.requireMoney(c.AccountID, 10_000, 0)
+	done, changed, err := f.store.Settle(ctx, b.ID)
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.Equal(t, block.StatusReleased, done.Status)
+	require.Equal(t, block.CauseReturnNotMade, *done.EndCause)
+	for range 2 {
+		_, changed, err = f.store.Settle(ctx, b.ID)
+		require.NoError(t, err)
+		require.False(t, changed)
+		_, changed, err = f.store.Release(ctx, b.ID, "operator-3")
+		require.NoError(t, err)
+		require.False(t, changed)
+	}
+	hold, err := f.s.GetHold(ctx, b.HoldID)
+	require.NoError(t, err)
+	require.Equal(t, pix.HoldCaptured, hold.Status)
+	f.requireMoney(c.AccountID, 10_000, 0)
+	require.Equal(t, []string{block.EventCreated, block.EventReturning, block.EventReleased}, f.events(b.ID))
+	f.requireBooks()
+}
+
+// A release, a return and the expiry at the same instant, each asked
+// twice (a redelivered request): one winner, the others find its decision
+// (or are refused by it), one event per change, the books exact.
+func TestReleaseReturnAndExpiryAtOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for round := range 8 {
+		c := f.credit(10_000, 0)
+		b := f.mustBlock(c.EndToEndID, 3_000)
+		expired := f.expired()
+		acts := []func() (block.Block, bool, error){
+			func() (block.Block, bool, error) { return f.store.Release(ctx, b.ID, "op-a") },
+			func() (block.Block, bool, error) { return f.store.Return(ctx, b.ID, "op-b") },
+			func() (block.Block, bool, error) { return expired.Expire(ctx, b.ID) },
+		}
+		var mu sync.Mutex
+		var winners []string
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range 2 * len(acts) {
+			act := acts[(i+round)%len(acts)]
+			wg.Go(func() {
+				<-start
+				out, changed, err := act()
+				if err != nil {
+					require.True(t, errors.Is(err, block.ErrReleased) || errors.Is(err, block.ErrReturned), "%v", err)
+					return
+				}
+				if changed {
+					mu.Lock()
+					winners = append(winners, out.Status)
+					mu.Unlock()
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		require.Len(t, winners, 1, "round %d: one decision", round)
+		got, err := f.store.Get(ctx, b.ID)
+		require.NoError(t, err)
+		require.Equal(t, winners[0], got.Status)
+		require.Len(t, f.events(b.ID), 2, "created, and the one change")
+		switch got.Status {
+		case block.StatusReleased:
+			f.requireMoney(c.AccountID, 10_000, 0)
+		case block.StatusReturning:
+			f.requireMoney(c.AccountID, 7_000, 0)
+			var refunds int
+			require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1`, c.EndToEndID).Scan(&refunds))
+			require.Equal(t, 1, refunds, "one devolução")
+		default:
+			t.Fatalf("round %d: block %s", round, got.Status)
+		}
+	}
+	f.requireBooks()
+}
+
+// Two blocks of one PIX asked at once for more than it has: one holds,
+// the other is refused; the books exact.
+func TestTwoBlocksOfOnePIXAtOnce(t *testing.T) {
+	f := newFixture(t)
+	c := f.credit(10_000, 0)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() { _, errs[i] = f.block(c.EndToEndID, 6_000) })
+	}
+	wg.Wait()
+	require.Equal(t, 1, countNil(errs), "%v", errs)
+	for _, err := range errs {
+		if err != nil {
+			require.ErrorIs(t, err, block.ErrExceedsCredit)
+		}
+	}
+	f.requireMoney(c.AccountID, 10_000, 6_000)
+	f.requireBooks()
+}
+
+func countNil(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// The list of a PIX's blocks pages by creation, then id.
+func TestOfPIXPages(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	var ids []uuid.UUID
+	for range 5 {
+		ids = append(ids, f.mustBlock(c.EndToEndID, 100).ID)
+	}
+	var got []uuid.UUID
+	var after *block.ListKey
+	for {
+		page, err := f.store.OfPIX(ctx, c.EndToEndID, after, 2)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		for _, b := range page {
+			got = append(got, b.ID)
+		}
+		k := block.ListKeyOf(page[len(page)-1])
+		after = &k
+	}
+	require.ElementsMatch(t, ids, got)
+	require.Len(t, got, 5)
+}
