@@ -180,7 +180,7 @@ func (s *Store) Create(ctx context.Context, r *db.Reservation, n New, render fun
 			return fmt.Errorf("read credit: %w", err)
 		}
 		hold, _, err := db.Hold(ctx, tx, db.NewHold{Ref: "block:" + n.ID.String(), AccountID: account, EndToEndID: n.EndToEndID,
-			AmountCents: n.AmountCents, Kind: HoldKind, Reason: n.Reason})
+			AmountCents: n.AmountCents, Kind: HoldKind, Reason: holdReason})
 		if err != nil {
 			return holdRefusal(err)
 		}
@@ -204,6 +204,11 @@ func (s *Store) Create(ctx context.Context, r *db.Reservation, n New, render fun
 	s.store.Wake(DueChannel, db.OutboxChannel)
 	return out, nil
 }
+
+// holdReason is the reason of a block's hold: not the operator's, which
+// is shown to operators only (the block's row), while the hold's goes out
+// in pix.hold.created, beside the customer's notice.
+const holdReason = "bloqueio cautelar"
 
 // holdRefusal answers a refusal of db.Hold as the block's own: the core's
 // hold kinds have no HTTP answer, and the account's is worded for a
@@ -311,7 +316,8 @@ const expireEarlyTolerance = time.Minute
 // money leaves the account), and the block returning, with its event.
 // One returning or returned already is returned as it is (a return asked
 // again: one devolução, never two); one released is ErrReleased (a release
-// or the expiry took the lock first). Refusals of the devolução
+// or the expiry took the lock first), as is one past its expires_at (its
+// expiry late). Refusals of the devolução
 // (pix.ErrRefundWindowClosed, pix.ErrAccountClosed) change nothing: the
 // block stays active. It returns whether this call recorded the return.
 func (s *Store) Return(ctx context.Context, id uuid.UUID, by string) (Block, bool, error) {
@@ -321,6 +327,12 @@ func (s *Store) Return(ctx context.Context, id uuid.UUID, by string) (Block, boo
 			return cur, false, nil
 		case StatusReleased:
 			return Block{}, false, fmt.Errorf("%w: it is released (%s)", ErrReleased, deref(cur.EndCause))
+		}
+		// Past its 72 hours the block is its run's to release (late: a
+		// worker down), never to return: the money is the customer's again.
+		if !s.now().Before(cur.ExpiresAt) {
+			return Block{}, false, fmt.Errorf("%w: its 72 hours ended at %s, its release is due", ErrReleased,
+				cur.ExpiresAt.Format(time.RFC3339))
 		}
 		refund, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: cur.HoldID,
 			RefundRequest: pix.RefundRequest{EndToEndID: cur.EndToEndID, AmountCents: cur.AmountCents, Reason: returnReason}}, nil, by)
@@ -349,22 +361,35 @@ const returnReason = "bloqueio cautelar: devolução"
 // ended captured, is not released again). A devolução still open, or a
 // block not returning, changes nothing. It returns whether this call
 // ended it.
+//
+// The devolução is read before the block's transaction, not in it: read
+// through the pool inside, it would want a second connection while the
+// transaction holds one, and as many Settles at once as the pool has
+// connections would wait on each other. Its ended status is final, so
+// the block, locked then, is ended only if it still is returning with it.
 func (s *Store) Settle(ctx context.Context, id uuid.UUID) (Block, bool, error) {
+	cur, err := s.Get(ctx, id)
+	if err != nil || cur.Status != StatusReturning {
+		return cur, false, err
+	}
+	refund, err := s.store.GetRefund(ctx, deref(cur.RefundID))
+	if err != nil {
+		return Block{}, false, db.Classify(fmt.Errorf("read the devolução of block %s: %w", id, err))
+	}
+	var status, cause string
+	switch refund.Status {
+	case pix.RefundReturned:
+		status, cause = StatusReturned, CauseReturned
+	case pix.RefundReversed:
+		status, cause = StatusReleased, CauseReturnNotMade
+	default:
+		return cur, false, nil
+	}
 	return s.end(ctx, id, func(tx pgx.Tx, cur Block) (Block, bool, error) {
-		if cur.Status != StatusReturning {
+		if cur.Status != StatusReturning || deref(cur.RefundID) != refund.ID {
 			return cur, false, nil
 		}
-		refund, err := s.store.GetRefund(ctx, deref(cur.RefundID))
-		if err != nil {
-			return Block{}, false, fmt.Errorf("read the devolução of block %s: %w", id, err)
-		}
-		switch refund.Status {
-		case pix.RefundReturned:
-			return end(ctx, tx, cur, StatusReturned, CauseReturned, nil)
-		case pix.RefundReversed:
-			return end(ctx, tx, cur, StatusReleased, CauseReturnNotMade, nil)
-		}
-		return cur, false, nil
+		return end(ctx, tx, cur, status, cause, nil)
 	})
 }
 

@@ -443,3 +443,98 @@ func TestOfPIXPages(t *testing.T) {
 	require.ElementsMatch(t, ids, got)
 	require.Len(t, got, 5)
 }
+
+// Attack review: the operator's reason is shown to operators only (the
+// block's own events and the customer's view leave it out). The block's
+// hold must not carry it either: pix.hold.created goes through the same
+// outbox as the customer's notice, with the account's id.
+func TestTheReasonStaysOffTheHold(t *testing.T) {
+	f := newFixture(t)
+	c := f.credit(10_000, 0)
+	b := f.mustBlock(c.EndToEndID, 1_000)
+	hold, err := f.s.GetHold(context.Background(), b.HoldID)
+	require.NoError(t, err)
+	require.NotEqual(t, b.Reason, deref(hold.Reason), "the hold's reason")
+	var payloads []string
+	rs, err := f.s.Pool().Query(context.Background(),
+		`SELECT payload::text FROM outbox_events WHERE aggregate_type = 'pix_hold' AND aggregate_id = $1`, b.HoldID.String())
+	require.NoError(t, err)
+	for rs.Next() {
+		var p string
+		require.NoError(t, rs.Scan(&p))
+		payloads = append(payloads, p)
+	}
+	require.NoError(t, rs.Err())
+	require.Len(t, payloads, 1)
+	require.NotContains(t, payloads[0], b.Reason, "pix.hold.created carries the operator's reason")
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Attack review: the 72 hours are the block's whole life. With its run
+// late (a worker down, the expiry not yet taken), a return asked after
+// them must not take money the customer should have back already: it is
+// refused, nothing changed, and the expiry then releases the block.
+func TestNoReturnAfterThe72Hours(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	b := f.mustBlock(c.EndToEndID, 4_000)
+	late := f.expired()
+	_, changed, err := late.Return(ctx, b.ID, "operator-2")
+	require.ErrorIs(t, err, block.ErrReleased)
+	require.False(t, changed)
+	f.requireMoney(c.AccountID, 10_000, 4_000)
+	got, err := f.store.Get(ctx, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, block.StatusActive, got.Status)
+	require.Nil(t, got.RefundID)
+	out, changed, err := late.Expire(ctx, b.ID)
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.Equal(t, block.CauseExpired, *out.EndCause)
+	f.requireMoney(c.AccountID, 10_000, 0)
+	require.Equal(t, []string{block.EventCreated, block.EventReleased}, f.events(b.ID))
+	f.requireBooks()
+}
+
+// Attack review: Settle decides under the block's lock, in a transaction
+// that holds one of the pool's connections. Reading the devolução through
+// the pool meanwhile wants a second: with every connection in such a
+// transaction (as many SettleBlock activities at once as the pool is
+// large) none gets one, and all wait until their deadline. Here the pool
+// has one connection; the deadline only ends a test that would hang.
+func TestSettleNeedsOneConnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	ctx := context.Background()
+	u := dbtest.URL(t)
+	big, err := db.Open(ctx, u, 4)
+	require.NoError(t, err)
+	t.Cleanup(big.Close)
+	f := &fixture{t: t, s: db.NewStore(big), keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}}
+	f.store = block.NewStore(f.s)
+	c := f.credit(10_000, 0)
+	b := f.mustBlock(c.EndToEndID, 4_000)
+	out, _, err := f.store.Return(ctx, b.ID, "operator-2")
+	require.NoError(t, err)
+	_, err = f.s.ReverseRefund(ctx, *out.RefundID, "NAO_REALIZADO", false)
+	require.NoError(t, err)
+
+	one, err := db.Open(ctx, u, 1)
+	require.NoError(t, err)
+	t.Cleanup(one.Close)
+	hang, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	done, changed, err := block.NewStore(db.NewStore(one)).Settle(hang, b.ID)
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.Equal(t, block.CauseReturnNotMade, *done.EndCause)
+	f.requireBooks()
+}
