@@ -13,7 +13,6 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
-	"github.com/pixbank/pix/internal/psp"
 )
 
 // Application error types raised by the credit activities. The types of
@@ -51,14 +50,12 @@ var (
 // transaction; nothing about the PIX itself. Retried.
 const ErrTypeTechnicalFailure = "TechnicalFailure"
 
-// Activities are the credits', the transfers' and the maintenance
-// activities, with what they need.
+// Activities are the credits' and the maintenance activities, with what
+// they need. (The transfer's are its own: saga/transfer.)
 type Activities struct {
 	// Store is the database (*db.Store in production; fakes in the unit
 	// tests).
-	Store Store
-	// PSP sends outgoing transfers.
-	PSP    psp.Client
+	Store  Store
 	Logger *slog.Logger
 	// Metrics counts what the activities did; nil counts nothing.
 	Metrics *metrics.Worker
@@ -68,7 +65,6 @@ type Activities struct {
 // declared beside its activities.
 type Store interface {
 	CreditStore
-	TransferStore
 	MaintenanceStore
 }
 

@@ -14,6 +14,28 @@ import (
 	"github.com/pixbank/pix/internal/psp"
 )
 
+// Application error types of the PSP's answers that every saga calling the
+// PSP shares.
+const (
+	// ErrTypePSPUnavailable: the PSP did not answer (5xx, timeout,
+	// connection), or its token endpoint did not; retried with backoff.
+	ErrTypePSPUnavailable = "PSPUnavailable"
+	// ErrTypePSPRequestRefused: the PSP refused our request itself (401,
+	// 403, 400, 404, 413, ...), or its token endpoint our client
+	// (invalid_client, ...): our credentials or request are wrong. Never
+	// a reason to refund nor to reverse: retried with backoff; after
+	// attentionAttemptsPerRun attempts of a run the run fails visibly, the
+	// saga's row stays open, and the dispatcher's recheck starts another
+	// run.
+	ErrTypePSPRequestRefused = "PSPRequestRefused"
+	// ErrTypeRefundUnconfirmed: a transfer's compensation found the PSP
+	// holding the transfer as pending or settled: not refunded; the run
+	// fails and the next one follows the PSP (saga/transfer). Non-retryable
+	// in the devolução's database policy as well, where it was declared
+	// with the transfer's.
+	ErrTypeRefundUnconfirmed = "RefundUnconfirmed"
+)
+
 // attentionAttemptsPerRun bounds the attempts of one run's PSP step once an
 // answer needs a human's attention (a refused request, a rejection the
 // PSP's status does not confirm): from that attempt on such an answer fails

@@ -1,7 +1,6 @@
 package activities_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
@@ -60,30 +58,6 @@ func tokenFailingPSP(t *testing.T, answer func(http.ResponseWriter)) (*psp.HTTPC
 	c, err := psp.New(psp.Config{BaseURL: srv.URL, Timeout: 2 * time.Second, TokenURL: srv.URL + "/oauth/token", ClientID: "bank", ClientSecret: "secret"})
 	require.NoError(t, err)
 	return c, &apiCalls
-}
-
-// TestTokenFailureNeverMovesATransfer: the submission and the compensation
-// of a transfer whose PSP gives no token are retried (refused: counted,
-// alerting), never a rejection, never refunded.
-func TestTokenFailureNeverMovesATransfer(t *testing.T) {
-	for name, c := range tokenFailures {
-		t.Run(name, func(t *testing.T) {
-			client, apiCalls := tokenFailingPSP(t, c.answer)
-			s, env, tr := transferSetup(t, client)
-			_, err := submit(t, env, tr)
-			require.Equal(t, c.wantType, errorType(t, err), "%v", err)
-			_, err = env.ExecuteActivity(a.RefundTransfer, activities.RefundInput{TransferID: tr.ID, Reason: "x"})
-			require.Equal(t, c.wantType, errorType(t, err), "%v", err)
-
-			got, err := s.GetTransfer(context.Background(), uuid.MustParse(tr.ID))
-			require.NoError(t, err)
-			require.Equal(t, pix.TransferDebited, got.Status, "neither submitted nor refunded")
-			acc, err := s.GetAccount(context.Background(), "acc-1")
-			require.NoError(t, err)
-			require.EqualValues(t, 9_000, acc.BalanceCents, "the debit stands; nothing credited back")
-			require.Zero(t, apiCalls.Load())
-		})
-	}
 }
 
 // TestTokenFailureNeverMovesARefund: the devolução's PUT, its check and its

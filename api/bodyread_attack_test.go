@@ -24,7 +24,7 @@ import (
 func TestAttackSlowBodyLeaksServerAddress(t *testing.T) {
 	router, err := api.NewRouter(api.Deps{
 		Stores: api.StoresOf(dbtest.New(t)), RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		AdminToken: adminToken, Keys: db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: time.Hour}, BankISPB: "12345678",
+		AdminToken: adminToken, Keys: db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: time.Hour},
 		RequireSignatures: false,
 	}, api.AllRoutes)
 	require.NoError(t, err)

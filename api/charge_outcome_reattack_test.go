@@ -70,10 +70,9 @@ func TestReattackOtherAccountChargeOutcomeHidden(t *testing.T) {
 		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		AdminToken: reattackAdminToken,
 		// One customer token, for acc-a, read scope only.
-		Tokens:   fakeTokens{"tok-acc-a": {Subject: "s", Scopes: []string{auth.ScopeRead}, Accounts: []string{"acc-a"}}},
-		Keys:     db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
-		BankISPB: "12345678",
-		Sagas:    sagasOfThisPackage(),
+		Tokens: fakeTokens{"tok-acc-a": {Subject: "s", Scopes: []string{auth.ScopeRead}, Accounts: []string{"acc-a"}}},
+		Keys:   db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
+		Sagas:  sagasOf(nil),
 	}, api.AllRoutes)
 	require.NoError(t, err)
 	srv := httptest.NewServer(router)

@@ -74,10 +74,9 @@ type Deps struct {
 	// their routes, their hooks on received webhooks, their sections of a
 	// credit's view.
 	Sagas []SagaHTTP
-	// Keys is the Idempotency-Key policy of POST /pix; BankISPB starts the
-	// end_to_end_ids of our transfers.
-	Keys     db.KeyPolicy
-	BankISPB string
+	// Keys is the Idempotency-Key policy of every keyed request (POST /pix,
+	// ...).
+	Keys db.KeyPolicy
 
 	// Metrics serves GET /metrics (Prometheus); nil: no route.
 	Metrics http.Handler

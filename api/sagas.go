@@ -19,8 +19,9 @@ import (
 // descriptor builds (saga.Descriptor.HTTP), the same way wherever its
 // handlers live: the router serves what Deps.Sagas hold, in their order,
 // and has no list of its own. The sagas whose handlers are in this package
-// (credit, transfer, devolução) declare theirs with CreditHTTP,
-// TransferHTTP and RefundHTTP (docs/extending.md).
+// (credit, devolução) declare theirs with CreditHTTP and RefundHTTP; the
+// others in their own packages (saga/transfer, saga/scheduled;
+// docs/extending.md).
 
 // SagaHTTP is what a saga serves and adds over HTTP.
 type SagaHTTP struct {

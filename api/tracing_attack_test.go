@@ -108,7 +108,7 @@ func tracedRouter(t *testing.T, console *bytes.Buffer) (http.Handler, *tracing.P
 	require.NoError(t, err)
 	router, err := api.NewRouter(api.Deps{
 		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Tracing: p, BankISPB: "12345678", Sagas: sagasOfThisPackage(),
+		Tracing: p, Sagas: sagasOf(nil),
 	}, api.AllRoutes)
 	require.NoError(t, err)
 	return router, p
@@ -196,7 +196,7 @@ func TestACallerCannotChooseItsClientAddress(t *testing.T) {
 		require.NoError(t, err)
 		router, err := api.NewRouter(api.Deps{
 			RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-			Tracing: p, BankISPB: "12345678", TrustedProxies: tc.proxies,
+			Tracing: p, TrustedProxies: tc.proxies,
 		}, api.AllRoutes)
 		require.NoError(t, err)
 		req := httptest.NewRequest(http.MethodGet, "/accounts/acc-0001", nil) // from 192.0.2.1

@@ -28,6 +28,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/transfer"
 )
 
 // What production passes satisfies what the handlers ask for (*db.Store
@@ -82,7 +83,7 @@ type (
 // with none yet.
 func (fs *fakeStore) stores() api.Stores {
 	return api.Stores{Webhooks: fakeWebhooks{fs}, Credits: fakeCredits{fs}, Accounts: fakeAccounts{fs},
-		Transfers: fakeTransfers{fakeKeys{fs}}, Refunds: newFakeRefunds(fs), Admin: fakeAdmin{fs}, Probe: fakeProbe{fs}}
+		Refunds: newFakeRefunds(fs), Admin: fakeAdmin{fs}, Probe: fakeProbe{fs}}
 }
 
 // call records method; it returns fs.fail. The caller holds fs.mu.
@@ -345,7 +346,10 @@ func (f fakeTemporal) CheckHealth(context.Context, *client.CheckHealthRequest) (
 // dependencies.
 func newUnitServer(t *testing.T, fs *fakeStore, tune ...func(*api.Deps)) *httptest.Server {
 	t.Helper()
-	return newServerOf(t, fs.stores(), append([]func(*api.Deps){func(d *api.Deps) { d.Temporal = fakeTemporal{} }}, tune...)...)
+	return newServerOf(t, fs.stores(), append([]func(*api.Deps){func(d *api.Deps) {
+		d.Temporal = fakeTemporal{}
+		d.Sagas = sagasOf(fakeTransfers{fakeKeys{fs}})
+	}}, tune...)...)
 }
 
 // unitTokens are the bearer tokens of the access-control unit tests.
@@ -424,7 +428,7 @@ func TestUnitTransferRefusals(t *testing.T) {
 	t.Run("content type and size", func(t *testing.T) {
 		r := attackSend(t, http.MethodPost, srv.URL+"/pix", "", uuid.NewString(), "")
 		requireError(t, r, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType)
-		big := `{"account_id":"acc-1","amount_cents":1,"pix_key":"k","description":"` + strings.Repeat("x", api.MaxTransferBodyBytes) + `"}`
+		big := `{"account_id":"acc-1","amount_cents":1,"pix_key":"k","description":"` + strings.Repeat("x", transfer.MaxBodyBytes) + `"}`
 		r = attackSend(t, http.MethodPost, srv.URL+"/pix", "", uuid.NewString(), big)
 		requireError(t, r, http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge)
 		require.Empty(t, fs.called())
@@ -462,7 +466,7 @@ func TestUnitTransferRefusals(t *testing.T) {
 		before := len(fs.called())
 		// ReserveKey succeeds, CreateTransfer fails: the key is released.
 		failing := failAfterReserve{fakeTransfers{fakeKeys{fs}}}
-		srv := newUnitServer(t, fs, func(d *api.Deps) { d.Stores.Transfers = failing })
+		srv := newUnitServer(t, fs, func(d *api.Deps) { d.Sagas = sagasOf(failing) })
 		r := postPix(t, srv.URL, key, transferBody(t, "acc-1", 1))
 		require.Equal(t, http.StatusInternalServerError, r.status, "%v", r.body)
 		require.Equal(t, map[string]any{"error": map[string]any{"code": api.CodeInternal, "message": "internal error"}}, r.body)

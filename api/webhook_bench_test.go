@@ -91,11 +91,10 @@ func benchRouter(tb testing.TB, stores api.Stores, level string, w io.Writer) ht
 		RequireSignatures: true,
 		AdminToken:        "bench-admin-token",
 		Keys:              db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
-		BankISPB:          "12345678",
 		Metrics:           metrics.Handler(registry),
 		Webhooks:          metrics.NewWebhooks(registry),
 		Draining:          func() bool { return false },
-		Sagas:             sagasOfThisPackage(),
+		Sagas:             sagasOf(nil),
 	}
 	router, err := api.NewRouter(deps, api.AllRoutes)
 	if err != nil {

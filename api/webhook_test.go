@@ -17,6 +17,7 @@ import (
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/saga/transfer"
 )
 
 const validID = "E1234567820261129120000000000001"
@@ -30,7 +31,7 @@ const adminToken = "test-admin-token-0123456789"
 // security_test.go); tune changes the dependencies.
 func newServer(t *testing.T, store *db.Store, tune ...func(*api.Deps)) *httptest.Server {
 	t.Helper()
-	return newServerOf(t, api.StoresOf(store), tune...)
+	return newServerOf(t, api.StoresOf(store), append([]func(*api.Deps){func(d *api.Deps) { d.Sagas = sagasOf(transfer.NewStore(store)) }}, tune...)...)
 }
 
 // newServerOf is newServer over each saga's handlers' own store.
@@ -46,8 +47,7 @@ func newServerOf(t *testing.T, stores api.Stores, tune ...func(*api.Deps)) *http
 		AdminToken:         adminToken,
 		OpenCustomerRoutes: true,
 		Keys:               db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
-		BankISPB:           "12345678",
-		Sagas:              sagasOfThisPackage(),
+		Sagas:              sagasOf(nil),
 	}
 	for _, f := range tune {
 		f(&deps)
@@ -59,12 +59,13 @@ func newServerOf(t *testing.T, stores api.Stores, tune ...func(*api.Deps)) *http
 	return srv
 }
 
-// sagasOfThisPackage are the HTTP sides of the sagas whose handlers are in
-// package api (their descriptors declare them: saga.Credit, saga.Transfer,
-// saga.Refund), whose stores are api.Deps.Stores: the fakes' or the
-// database's.
-func sagasOfThisPackage() []api.SagaHTTP {
-	return []api.SagaHTTP{api.CreditHTTP(), api.TransferHTTP(), api.RefundHTTP()}
+// sagasOf are the HTTP sides of the first sagas, those whose stores are
+// api.Deps.Stores (the fakes' or the database's), and the transfer's over
+// transfers (nil: its routes served, never called): the sagas this
+// package's tests run through the router.
+func sagasOf(transfers transfer.RouteStore) []api.SagaHTTP {
+	h := &transfer.Handlers{Store: transfers, BankISPB: "12345678"}
+	return []api.SagaHTTP{api.CreditHTTP(), h.HTTP(), api.RefundHTTP()}
 }
 
 type response struct {

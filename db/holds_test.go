@@ -11,6 +11,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/transfer"
 )
 
 // The money API's tests (db/holds.go, docs/design.md I11): each call's
@@ -186,7 +187,7 @@ func tryDebit(s *db.Store, account string, amount int64) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.CreateTransfer(ctx, *res, newTransfer(account, amount), render)
+	_, err = transfer.NewStore(s).CreateTransfer(ctx, *res, newTransfer(account, amount), render)
 	return err
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/broker/eventschema"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/transfer"
 )
 
 type outboxRow struct {
@@ -68,10 +69,10 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 		require.NoError(t, err)
 	}
 	settled := debit(t, s, "acc-1", 1_000)
-	_, err := s.SettleTransfer(ctx, uuid.MustParse(settled.ID))
+	_, err := transfer.NewStore(s).SettleTransfer(ctx, uuid.MustParse(settled.ID))
 	require.NoError(t, err)
 	refunded := debit(t, s, "acc-1", 2_000)
-	_, err = s.RefundTransfer(ctx, uuid.MustParse(refunded.ID), "receiver account closed")
+	_, err = transfer.NewStore(s).RefundTransfer(ctx, uuid.MustParse(refunded.ID), "receiver account closed")
 	require.NoError(t, err)
 	returned, err := refund(s, credited, 4_000, anyone)
 	require.NoError(t, err)
@@ -165,14 +166,14 @@ func TestFailedCreditAndTransferStepsWriteEvents(t *testing.T) {
 
 	openAccount(t, s, "acc-1", 10_000)
 	settled := debit(t, s, "acc-1", 1_000)
-	_, err = s.SettleTransfer(ctx, uuid.MustParse(settled.ID))
+	_, err = transfer.NewStore(s).SettleTransfer(ctx, uuid.MustParse(settled.ID))
 	require.NoError(t, err)
-	_, err = s.SettleTransfer(ctx, uuid.MustParse(settled.ID))
+	_, err = transfer.NewStore(s).SettleTransfer(ctx, uuid.MustParse(settled.ID))
 	require.NoError(t, err)
 	refunded := debit(t, s, "acc-1", 2_000)
-	_, err = s.RefundTransfer(ctx, uuid.MustParse(refunded.ID), "receiver account closed")
+	_, err = transfer.NewStore(s).RefundTransfer(ctx, uuid.MustParse(refunded.ID), "receiver account closed")
 	require.NoError(t, err)
-	_, err = s.RefundTransfer(ctx, uuid.MustParse(refunded.ID), "receiver account closed")
+	_, err = transfer.NewStore(s).RefundTransfer(ctx, uuid.MustParse(refunded.ID), "receiver account closed")
 	require.NoError(t, err)
 
 	events := outboxRows(t, s)
@@ -195,7 +196,7 @@ func TestFailedCreditAndTransferStepsWriteEvents(t *testing.T) {
 
 func mustTransfer(t *testing.T, s *db.Store, id string) pix.Transfer {
 	t.Helper()
-	tr, err := s.GetTransfer(context.Background(), uuid.MustParse(id))
+	tr, err := transfer.NewStore(s).GetTransfer(context.Background(), uuid.MustParse(id))
 	require.NoError(t, err)
 	return tr
 }

@@ -64,9 +64,9 @@ func TestReceiveRedrivesAsRedriveFailedDoes(t *testing.T) {
 		"Receive's re-drive sets what RedriveFailed's does, no more")
 }
 
-// Every statement that writes an outbox event writes it with the schema
-// version, an aggregate and an event type the package declares, and every
-// event type the package declares is written somewhere.
+// Every statement of this package that writes an outbox event writes it
+// with the schema version, an aggregate and an event type the package
+// declares.
 func TestEventsAreWrittenAsDeclared(t *testing.T) {
 	// traceparent: the trace the relay's publish continues (see outbox.sql).
 	insert := regexp.MustCompile(`INSERT INTO outbox_events \(aggregate_type, aggregate_id, event_type, payload, traceparent\) ` +
@@ -87,24 +87,9 @@ func TestEventsAreWrittenAsDeclared(t *testing.T) {
 			}
 		}
 	}
-	for typ := range EventTypes {
-		require.True(t, written[typ], "no statement writes %s", typ)
-	}
-}
-
-// The statements of transfers.sql that return a transfer return the same
-// columns, in the order scanTransfer reads them.
-func TestTransferStatementsReturnOneColumnList(t *testing.T) {
-	columns := regexp.MustCompile(`SELECT (id::text, end_to_end_id, [^;]*?, refunded_at) FROM`)
-	var first string
-	for name, sql := range map[string]string{"GetTransfer": transferSQL.GetTransfer, "RecordDebited": transferSQL.RecordDebited,
-		"GetTransferByEndToEndID": transferSQL.GetTransferByEndToEndID, "LockTransfer": transferSQL.LockTransfer} {
-		m := columns.FindStringSubmatch(oneLine(sql))
-		require.NotNil(t, m, name)
-		if first == "" {
-			first = m[1]
-		}
-		require.Equal(t, first, m[1], name)
-	}
-	require.Len(t, strings.Split(first, ", "), 13, "scanTransfer reads 13 columns")
+	// Every event type is written somewhere: checked over every saga's
+	// statements where every saga is linked (saga/registry's
+	// TestEventsAreWrittenAsDeclared), a saga of its own package writing
+	// some of this package's (the transfer's settled and refunded).
+	require.NotEmpty(t, written)
 }

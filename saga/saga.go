@@ -194,8 +194,8 @@ func inAPI(http func() api.SagaHTTP) func(Env) (api.SagaHTTP, error) {
 	return func(Env) (api.SagaHTTP, error) { return http(), nil }
 }
 
-// sharedActivities are the credit's, the transfer's and the maintenance's
-// activities, which share one struct of dependencies.
+// sharedActivities are the credit's and the maintenance's activities,
+// which share one struct of dependencies.
 func sharedActivities(env Env) any {
-	return &activities.Activities{Store: env.Store, PSP: env.PSP, Logger: env.Log, Metrics: env.Metrics}
+	return &activities.Activities{Store: env.Store, Logger: env.Log, Metrics: env.Metrics}
 }

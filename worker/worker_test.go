@@ -13,6 +13,7 @@ import (
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/saga/registry"
+	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
 )
@@ -60,7 +61,7 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	// The transfers' family hosts the transfer saga, and other sagas of
 	// outgoing PIX (each pins its own names in its package's tests).
 	transfers := of(workflows.Transfers)
-	require.Contains(t, transfers.workflows, workflows.TransferWorkflowName)
+	require.Contains(t, transfers.workflows, transfer.WorkflowName)
 	transferActivities := []string{"AwaitSettlement", "RefundTransfer", "SettleTransfer", "SubmitTransfer"}
 	require.Subset(t, transfers.activities, transferActivities)
 
@@ -74,7 +75,7 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	// pix-credit before each family had its queue still find a worker
 	// there.
 	credits := of(workflows.Credits)
-	require.Equal(t, []string{workflows.CreditWorkflowName, workflows.ReconcileWorkflowName, workflows.RetentionWorkflowName, workflows.TransferWorkflowName}, credits.workflows)
+	require.Equal(t, []string{workflows.CreditWorkflowName, workflows.ReconcileWorkflowName, workflows.RetentionWorkflowName, transfer.WorkflowName}, credits.workflows)
 	require.Subset(t, credits.activities, append(transferActivities, legacyMaintenance...))
 	// The PSP catch-up never ran on pix-credit: only the maintenance queue has it.
 	for _, name := range catchUp {

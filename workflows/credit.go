@@ -160,7 +160,7 @@ const CreditListingVersion workflow.Version = 2
 func creditListingVersion(ctx workflow.Context, in CreditInput) workflow.Version {
 	switch {
 	case in.ListingVersion == 0:
-		return listingVersion(ctx)
+		return ListingVersion(ctx)
 	case in.ListingVersion > CreditListingVersion:
 		panic(fmt.Sprintf("credit input has listing version %d; this worker knows up to %d", in.ListingVersion, CreditListingVersion))
 	default:
@@ -218,7 +218,7 @@ func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 			Drive:         in.Drive,
 		}).Get(ctx, &res)
 		if err == nil {
-			upsertStatus(ctx, version, pix.StatusDone, AttrAccountID.ValueSet(res.AccountID))
+			UpsertStatus(ctx, version, pix.StatusDone, AttrAccountID.ValueSet(res.AccountID))
 			return CreditOutput{Credited: res.Credited, AccountID: res.AccountID, AmountCents: res.AmountCents, BalanceAfter: res.BalanceAfter}, nil
 		}
 		if isSuperseded(err) {
@@ -266,7 +266,7 @@ func failCredit(ctx workflow.Context, version workflow.Version, in CreditInput, 
 	if marked.Status == pix.StatusSuperseded {
 		return CreditOutput{}, superseded(ctx, in, err)
 	}
-	upsertStatus(ctx, version, marked.Status)
+	UpsertStatus(ctx, version, marked.Status)
 	if marked.Status == pix.StatusDone {
 		// An attempt committed but its success never reached us.
 		workflow.GetLogger(ctx).Info("credit had committed before the failure was recorded", "end_to_end_id", in.EndToEndID)
@@ -330,7 +330,7 @@ func FailureReason(err error) string {
 // returns started=false, which is not an error. A closed run (a failed one
 // being re-driven) is followed by a new run.
 func StartCredit(ctx context.Context, c client.Client, taskQueue string, in CreditInput, listing Listing) (started bool, err error) {
-	return durable.StartOnce(ctx, c, listing.workflow(CreditWorkflowID(in.EndToEndID), taskQueue, CreditWorkflowName), in)
+	return durable.StartOnce(ctx, c, listing.Workflow(CreditWorkflowID(in.EndToEndID), taskQueue, CreditWorkflowName), in)
 }
 
 // CreditSource is the durable start of credits: the pending inbox rows'

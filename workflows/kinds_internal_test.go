@@ -11,20 +11,18 @@ import (
 // non-retryable in every retry policy of the workflows, and that the
 // retried kinds (AccountNotFound, ...) are in none.
 func TestKindsInRetryPolicies(t *testing.T) {
-	s := DefaultTransferSettings()
 	policies := map[string][]string{
 		"credit":       DefaultRetrySettings().creditPolicy().NonRetryableErrorTypes,
 		"mark failed":  markFailedPolicy.NonRetryableErrorTypes,
-		"transfer db":  databasePolicy.NonRetryableErrorTypes,
+		"refund db":    databasePolicy.NonRetryableErrorTypes,
 		"NonRetryable": NonRetryableCreditErrors,
-		"submit":       s.retryPolicy().NonRetryableErrorTypes,
-		"poll":         s.pollPolicy().NonRetryableErrorTypes,
+		"psp calls":    DefaultPSPCalls().RetryPolicy().NonRetryableErrorTypes,
 	}
 	// The kinds of the sagas of this package and the shared ones. A saga
 	// of its own package adds its kinds to pix.Kinds when it is linked
 	// (pix.DeclareKinds), after these policies were built: its activities
 	// alone raise them, and its own test holds its policies to them
-	// (saga/scheduled/kinds_internal_test.go).
+	// (saga/scheduled/kinds_internal_test.go, saga/transfer's).
 	for _, k := range slices.Concat(pix.CreditKinds, pix.TransferKinds, pix.RefundKinds, pix.SharedKinds) {
 		if k.TemporalType == "" {
 			continue
@@ -37,9 +35,6 @@ func TestKindsInRetryPolicies(t *testing.T) {
 	}
 	// The types that are not business kinds stay where they were.
 	if !slices.Contains(databasePolicy.NonRetryableErrorTypes, "RefundUnconfirmed") {
-		t.Error("transfer db policy lost RefundUnconfirmed")
-	}
-	if !slices.Contains(s.pollPolicy().NonRetryableErrorTypes, "PSPTransferUnknown") {
-		t.Error("poll policy lost PSPTransferUnknown")
+		t.Error("refund db policy lost RefundUnconfirmed")
 	}
 }

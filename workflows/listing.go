@@ -55,9 +55,9 @@ type Listing struct {
 	Memo map[string]any
 }
 
-// workflow is what durable.StartOnce starts: workflow name under id, on
+// Workflow is what durable.StartOnce starts: workflow name under id, on
 // taskQueue, listed as l says.
-func (l Listing) workflow(id, taskQueue, name string) durable.Workflow {
+func (l Listing) Workflow(id, taskQueue, name string) durable.Workflow {
 	return durable.Workflow{ID: id, TaskQueue: taskQueue, Name: name, SearchAttributes: l.searchAttributes(), Memo: l.Memo}
 }
 
@@ -93,17 +93,18 @@ func (l Listing) searchAttributes() temporal.SearchAttributes {
 // version (CreditListingVersion), which upserts the same.
 const searchAttributesVersion = 1
 
-// listingVersion reads, once at the start of a run, whether the run upserts
-// its search attributes.
-func listingVersion(ctx workflow.Context) workflow.Version {
+// ListingVersion reads, once at the start of a run, whether the run upserts
+// its search attributes (UpsertStatus): a saga's workflow listed like the
+// credit's (its due row's listing, StartDue) calls it first.
+func ListingVersion(ctx workflow.Context) workflow.Version {
 	return workflow.GetVersion(ctx, "pix-search-attributes", workflow.DefaultVersion, searchAttributesVersion)
 }
 
-// upsertStatus moves the run's PixStatus (and any other attribute given)
+// UpsertStatus moves the run's PixStatus (and any other attribute given)
 // as the PIX moves, on runs of a version that does. A refused upsert is a
 // programming error (an attribute of the wrong type); the money has moved
 // either way, so it is logged, not raised.
-func upsertStatus(ctx workflow.Context, version workflow.Version, status string, more ...temporal.SearchAttributeUpdate) {
+func UpsertStatus(ctx workflow.Context, version workflow.Version, status string, more ...temporal.SearchAttributeUpdate) {
 	if version < searchAttributesVersion {
 		return
 	}
@@ -196,5 +197,5 @@ func missingSearchAttributes(ctx context.Context, c client.Client, namespace str
 // a durable queue (durable.StartOnce), listed as the row says: what a
 // saga's durable source does, a saga of its own package's included.
 func StartDue(ctx context.Context, c client.Client, due durable.Due, id, taskQueue, name string, input any) (started bool, err error) {
-	return durable.StartOnce(ctx, c, listingOf(due).workflow(id, taskQueue, name), input)
+	return durable.StartOnce(ctx, c, listingOf(due).Workflow(id, taskQueue, name), input)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/pix"
-	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -51,28 +50,6 @@ func TestFailedCreditUpsertsFailed(t *testing.T) {
 	env.ExecuteWorkflow(workflows.CreditWorkflowName, input(5))
 
 	require.Error(t, env.GetWorkflowError())
-}
-
-func TestTransferUpsertsEachStep(t *testing.T) {
-	env := newTransferEnv(t)
-	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(pspSays(psp.StatusPending, ""), nil).Once()
-	env.OnActivity(a.AwaitSettlement, mock.Anything, mock.Anything).Return(pspSays(psp.StatusSettled, ""), nil).Once()
-	env.OnActivity(a.SettleTransfer, mock.Anything, ref).Return(nil).Once()
-	env.OnUpsertTypedSearchAttributes(status(pix.TransferSubmitted, "")).Return(nil).Once()
-	env.OnUpsertTypedSearchAttributes(status(pix.TransferSettled, "")).Return(nil).Once()
-
-	_, err := runTransfer(t, env)
-	require.NoError(t, err)
-}
-
-func TestRejectedTransferUpsertsRefunded(t *testing.T) {
-	env := newTransferEnv(t)
-	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(pspSays(psp.StatusRejected, "invalid key"), nil).Once()
-	env.OnActivity(a.RefundTransfer, mock.Anything, mock.Anything).Return(nil).Once()
-	env.OnUpsertTypedSearchAttributes(status(pix.TransferRefunded, "")).Return(nil).Once()
-
-	_, err := runTransfer(t, env)
-	require.NoError(t, err)
 }
 
 func TestDevServerFlagsRegisterEveryAttribute(t *testing.T) {

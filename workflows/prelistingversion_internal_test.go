@@ -23,7 +23,7 @@ func PreListingVersionCreditPix(ctx workflow.Context, in CreditInput) (CreditOut
 		StartToCloseTimeout:    time.Duration(in.Retry.ActivityTimeout),
 		RetryPolicy:            in.Retry.creditPolicy(),
 	})
-	version := listingVersion(ctx)
+	version := ListingVersion(ctx)
 	for round := 1; ; round++ {
 		var res activities.CreditResult
 		err := workflow.ExecuteLocalActivity(creditCtx, a.CreditAccount, activities.CreditInput{
@@ -32,7 +32,7 @@ func PreListingVersionCreditPix(ctx workflow.Context, in CreditInput) (CreditOut
 			Drive:         in.Drive,
 		}).Get(ctx, &res)
 		if err == nil {
-			upsertStatus(ctx, version, pix.StatusDone, AttrAccountID.ValueSet(res.AccountID))
+			UpsertStatus(ctx, version, pix.StatusDone, AttrAccountID.ValueSet(res.AccountID))
 			return CreditOutput{Credited: res.Credited, AccountID: res.AccountID, AmountCents: res.AmountCents, BalanceAfter: res.BalanceAfter}, nil
 		}
 		if isSuperseded(err) {

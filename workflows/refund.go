@@ -63,7 +63,7 @@ type RefundSettings struct {
 // DefaultRefundSettings are the defaults.
 func DefaultRefundSettings() RefundSettings {
 	return RefundSettings{
-		PSPCalls:           defaultPSPCalls,
+		PSPCalls:           DefaultPSPCalls(),
 		PollInitial:        payload.Duration(time.Second),
 		PollMax:            payload.Duration(10 * time.Minute),
 		OutcomeTimeout:     payload.Duration(24 * time.Hour),
@@ -103,17 +103,17 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 	s := in.Settings
 	ref := activities.RefundRef{RefundID: in.RefundID}
 	log := workflow.GetLogger(ctx)
-	pspPolicy := s.retryPolicy(activities.ErrTypePSPRefundUnknown, activities.ErrTypeReversalUnconfirmed)
+	pspPolicy := s.RetryPolicy(activities.ErrTypePSPRefundUnknown, activities.ErrTypeReversalUnconfirmed)
 	pspCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Duration(s.PSPCallTimeout), RetryPolicy: pspPolicy})
 	dbCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: databasePolicy})
-	version := listingVersion(ctx)
+	version := ListingVersion(ctx)
 
 	var st activities.RefundState
 	if err := workflow.ExecuteActivity(pspCtx, refunds.RequestRefund, ref).Get(ctx, &st); err != nil {
 		return RefundOutput{}, refundFailed("request the devolução", err)
 	}
 	if st.AlreadyFinal {
-		upsertStatus(ctx, version, st.Status)
+		UpsertStatus(ctx, version, st.Status)
 		return RefundOutput{Status: st.Status}, nil
 	}
 	notices := workflow.GetSignalChannel(ctx, RefundNoticeSignal)
@@ -131,7 +131,7 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 			if err := workflow.ExecuteActivity(pspCtx, refunds.ReverseRefund, refused).Get(ctx, nil); err != nil {
 				return RefundOutput{}, refundFailed("reverse", err)
 			}
-			upsertStatus(ctx, version, pix.RefundReversed)
+			UpsertStatus(ctx, version, pix.RefundReversed)
 			return RefundOutput{Status: pix.RefundReversed, Reason: st.Reason}, nil
 		}
 		// The PSP notified an outcome after refusing: it holds a record
@@ -140,7 +140,7 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 		st = activities.RefundState{RefundID: in.RefundID, Status: string(psp.RefundInProcessing)}
 	}
 	if st.Status != string(psp.RefundNotDone) {
-		upsertStatus(ctx, version, pix.RefundRequested)
+		UpsertStatus(ctx, version, pix.RefundRequested)
 	}
 
 	// Wait for the outcome: each notice, and each poll time, asks the
@@ -176,7 +176,7 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 		}
 	}
 	if st.AlreadyFinal {
-		upsertStatus(ctx, version, st.Status)
+		UpsertStatus(ctx, version, st.Status)
 		return RefundOutput{Status: st.Status}, nil
 	}
 
@@ -185,13 +185,13 @@ func RefundPix(ctx workflow.Context, in RefundInput) (RefundOutput, error) {
 		if err := workflow.ExecuteActivity(pspCtx, refunds.ReverseRefund, ref).Get(ctx, nil); err != nil {
 			return RefundOutput{}, refundFailed("reverse", err)
 		}
-		upsertStatus(ctx, version, pix.RefundReversed)
+		UpsertStatus(ctx, version, pix.RefundReversed)
 		return RefundOutput{Status: pix.RefundReversed, Reason: st.Reason}, nil
 	}
 	if err := workflow.ExecuteActivity(dbCtx, refunds.MarkRefundReturned, st).Get(ctx, nil); err != nil {
 		return RefundOutput{}, refundFailed("mark returned", err)
 	}
-	upsertStatus(ctx, version, pix.RefundReturned)
+	UpsertStatus(ctx, version, pix.RefundReturned)
 	return RefundOutput{Status: pix.RefundReturned}, nil
 }
 
@@ -236,7 +236,7 @@ func refundFailed(step string, err error) error {
 // (started=false). With a notice, an open run is signalled it, and a run
 // that closed before the signal is followed by a new one at once.
 func StartRefund(ctx context.Context, c client.Client, taskQueue string, in RefundInput, listing Listing, notice *RefundNotice) (started bool, err error) {
-	w := listing.workflow(RefundWorkflowID(in.RefundID), taskQueue, RefundWorkflowName)
+	w := listing.Workflow(RefundWorkflowID(in.RefundID), taskQueue, RefundWorkflowName)
 	started, err = durable.StartOnce(ctx, c, w, in)
 	if err != nil || started || notice == nil {
 		return started, err

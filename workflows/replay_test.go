@@ -25,6 +25,7 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/saga/registry"
+	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -41,8 +42,6 @@ var recordedHistories = []string{
 	"testdata/credit_failed_v1.json",
 	"testdata/credit_done_v2.json",
 	"testdata/credit_failed_v2.json",
-	"testdata/transfer_settled.json",  // submitted, polled until settled, marked settled
-	"testdata/transfer_refunded.json", // rejected by the PSP at submission, refunded
 	// Recorded by the e2e tests that mark them (tooling/e2e/record_test.go):
 	"testdata/refund_returned_polling.json",   // requested, polled until DEVOLVIDO, returned
 	"testdata/refund_returned_on_notice.json", // requested, the PSP's notice signalled, returned
@@ -58,6 +57,10 @@ var recordedHistories = []string{
 	"../saga/catchup/testdata/catchup_manual_whole.json",
 	"../saga/catchup/testdata/catchup_scheduled_parts.json",
 	"../saga/catchup/testdata/catchup_manual_parts.json",
+	// The outgoing transfer (saga/transfer): submitted, polled until
+	// settled, marked settled; rejected by the PSP at submission, refunded.
+	"../saga/transfer/testdata/transfer_settled.json",
+	"../saga/transfer/testdata/transfer_refunded.json",
 }
 
 // replayCodec is the replay tests' key ring, as a worker's
@@ -234,9 +237,9 @@ func writingDurations(t *testing.T, f payload.DurationFormat) {
 // inputTypes are the inputs of the workflows whose recorded histories
 // hold durations, by workflow type.
 var inputTypes = map[string]reflect.Type{
-	workflows.CreditWorkflowName:   reflect.TypeFor[workflows.CreditInput](),
-	workflows.TransferWorkflowName: reflect.TypeFor[workflows.TransferInput](),
-	workflows.RefundWorkflowName:   reflect.TypeFor[workflows.RefundInput](),
+	workflows.CreditWorkflowName: reflect.TypeFor[workflows.CreditInput](),
+	transfer.WorkflowName:        reflect.TypeFor[transfer.Input](),
+	workflows.RefundWorkflowName: reflect.TypeFor[workflows.RefundInput](),
 }
 
 // recordedInput reads a recorded history, its first event's input payload
@@ -353,7 +356,7 @@ func newInputs() map[string]any {
 	cfg := config.Default()
 	return map[string]any{
 		"credit":    workflows.CreditInput{EndToEndID: "E1", Retry: cfg.Retry(), ListingVersion: cfg.CreditInputListingVersion()},
-		"transfer":  workflows.TransferInput{TransferID: "T1", Settings: cfg.Transfer()},
+		"transfer":  transfer.Input{TransferID: "T1", Settings: transfer.DefaultSettings().Run(cfg)},
 		"refund":    workflows.RefundInput{RefundID: "R1", Settings: cfg.Refund()},
 		"retention": activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: payload.Duration(cfg.OutboxRetention), InboxRetention: payload.Duration(cfg.InboxRetention)},
 	}
@@ -388,10 +391,10 @@ func TestANewInputShowsItsDurationsAsText(t *testing.T) {
 	require.Equal(t, "1s", credit["InitialInterval"])
 	require.Equal(t, "30s", credit["MaxInterval"])
 	require.Equal(t, "10s", credit["ActivityTimeout"])
-	transfer := written(t, in["transfer"])["Settings"].(map[string]any)
-	require.Equal(t, "15s", transfer["PSPCallTimeout"], "PSP_TIMEOUT + 5s")
-	require.Equal(t, "200ms", transfer["SettlementPollInitial"])
-	require.Equal(t, "24h0m0s", transfer["SettlementTimeout"])
+	sent := written(t, in["transfer"])["Settings"].(map[string]any)
+	require.Equal(t, "15s", sent["PSPCallTimeout"], "PSP_TIMEOUT + 5s")
+	require.Equal(t, "200ms", sent["SettlementPollInitial"])
+	require.Equal(t, "24h0m0s", sent["SettlementTimeout"])
 	refund := written(t, in["refund"])["Settings"].(map[string]any)
 	require.Equal(t, "10m0s", refund["PollMax"])
 	require.Equal(t, "1m0s", refund["RefusalQuietPeriod"])

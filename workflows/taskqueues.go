@@ -12,7 +12,8 @@ import (
 //
 //   - credits (CreditPix): the queue named by TEMPORAL_TASK_QUEUE itself,
 //     pix-credit by default (the name every credit run has always had);
-//   - transfers (TransferPix): pix-transfer by default;
+//   - transfers (the transfer's PixTransfer, saga/transfer; the scheduled
+//     PIX's): pix-transfer by default;
 //   - maintenance (the retention's, the reconciliation's and the PSP
 //     catch-up's Schedules):
 //     pix-maintenance by default.

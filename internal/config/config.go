@@ -140,19 +140,17 @@ type Config struct {
 	// together): OAuth 2.0 client credentials at PSPOAuthTokenURL ("":
 	// none), the secret inline or in a file read again at each token
 	// request; our client certificate and the PSP's CA for mutual TLS.
-	PSPOAuthTokenURL          string
-	PSPClientID               string
-	PSPClientSecret           string
-	PSPClientSecretFile       string
-	PSPOAuthScopes            []string
-	PSPTLSCertFile            string
-	PSPTLSKeyFile             string
-	PSPCAFile                 string
-	BankISPB                  string
-	IdempotencyLockTimeout    time.Duration
-	IdempotencyKeyTTL         time.Duration
-	TransferSettlementTimeout time.Duration
-	TransferSettlementPollMax time.Duration
+	PSPOAuthTokenURL       string
+	PSPClientID            string
+	PSPClientSecret        string
+	PSPClientSecretFile    string
+	PSPOAuthScopes         []string
+	PSPTLSCertFile         string
+	PSPTLSKeyFile          string
+	PSPCAFile              string
+	BankISPB               string
+	IdempotencyLockTimeout time.Duration
+	IdempotencyKeyTTL      time.Duration
 	// The refund saga's: the cap of its polling of the PSP's record, how
 	// long it waits for an outcome per run, and its quiet period after the
 	// PSP refused a devolução.
@@ -223,7 +221,7 @@ type Config struct {
 // Default returns the configuration with every default.
 func Default() Config {
 	r := workflows.DefaultRetrySettings()
-	t := workflows.DefaultTransferSettings()
+	t := workflows.DefaultPSPCalls()
 	return Config{
 		TemporalCodecWriteFormat: codec.FormatV2,
 		DatabaseURL:              "postgres://postgres@127.0.0.1:5432/pix?sslmode=disable",
@@ -268,18 +266,16 @@ func Default() Config {
 		AuthDevKeyDir:             auth.DevKeyDir,
 		WebhookSignatureTolerance: webhooksig.DefaultTolerance,
 
-		PSPURL:                    "http://127.0.0.1:8090",
-		PSPTimeout:                10 * time.Second,
-		BankISPB:                  "12345678",
-		IdempotencyLockTimeout:    30 * time.Second,
-		IdempotencyKeyTTL:         24 * time.Hour,
-		TransferSettlementTimeout: time.Duration(t.SettlementTimeout),
-		TransferSettlementPollMax: time.Duration(t.SettlementPollMax),
-		RefundPollMax:             time.Duration(workflows.DefaultRefundSettings().PollMax),
-		RefundOutcomeTimeout:      time.Duration(workflows.DefaultRefundSettings().OutcomeTimeout),
-		RefundRefusalQuietPeriod:  time.Duration(workflows.DefaultRefundSettings().RefusalQuietPeriod),
-		PSPRetryInitial:           time.Duration(t.PSPRetryInitial),
-		PSPRetryMax:               time.Duration(t.PSPRetryMax),
+		PSPURL:                   "http://127.0.0.1:8090",
+		PSPTimeout:               10 * time.Second,
+		BankISPB:                 "12345678",
+		IdempotencyLockTimeout:   30 * time.Second,
+		IdempotencyKeyTTL:        24 * time.Hour,
+		RefundPollMax:            time.Duration(workflows.DefaultRefundSettings().PollMax),
+		RefundOutcomeTimeout:     time.Duration(workflows.DefaultRefundSettings().OutcomeTimeout),
+		RefundRefusalQuietPeriod: time.Duration(workflows.DefaultRefundSettings().RefusalQuietPeriod),
+		PSPRetryInitial:          time.Duration(t.PSPRetryInitial),
+		PSPRetryMax:              time.Duration(t.PSPRetryMax),
 
 		OutboxRelayEnabled: true,
 		OutboxBatchSize:    500,
@@ -328,16 +324,16 @@ func (c Config) CreditInputListingVersion() workflow.Version {
 	return 0
 }
 
-// Transfer is the transfer saga's settings the configuration describes.
-func (c Config) Transfer() workflows.TransferSettings {
-	t := workflows.DefaultTransferSettings()
-	// An attempt may take the PSP client's whole timeout, and then some.
-	t.PSPCallTimeout = payload.Duration(c.PSPTimeout + 5*time.Second)
-	t.SettlementTimeout = payload.Duration(c.TransferSettlementTimeout)
-	t.SettlementPollMax = payload.Duration(c.TransferSettlementPollMax)
-	t.PSPRetryInitial = payload.Duration(c.PSPRetryInitial)
-	t.PSPRetryMax = payload.Duration(c.PSPRetryMax)
-	return t
+// PSPCalls are the pace of the sagas' calls to the PSP the configuration
+// describes (PSP_TIMEOUT, PSP_RETRY_*): every saga that calls the PSP
+// paces its calls by them (the transfer's, the devolução's).
+func (c Config) PSPCalls() workflows.PSPCalls {
+	return workflows.PSPCalls{
+		// An attempt may take the PSP client's whole timeout, and then some.
+		PSPCallTimeout:  payload.Duration(c.PSPTimeout + 5*time.Second),
+		PSPRetryInitial: payload.Duration(c.PSPRetryInitial),
+		PSPRetryMax:     payload.Duration(c.PSPRetryMax),
+	}
 }
 
 // Refund is the refund saga's settings: its PSP calls paced like the
@@ -698,14 +694,13 @@ func (r *reader) readEvents(c *Config) {
 }
 
 // readRuns reads the periodic runs' and the sagas' times (retention,
-// reconciliation, transfers, devoluções, the credits' retries) and the
-// tracing settings. (The PSP catch-up's are its own: saga/catchup.)
+// reconciliation, devoluções, the credits' retries) and the tracing
+// settings. (The PSP catch-up's and the transfer's are their own:
+// saga/catchup, saga/transfer.)
 func (r *reader) readRuns(c *Config) {
 	r.dur("INBOX_RETENTION", &c.InboxRetention)
 	r.dur("RETENTION_INTERVAL", &c.RetentionInterval)
 	r.dur("RECONCILE_INTERVAL", &c.ReconcileInterval)
-	r.dur("TRANSFER_SETTLEMENT_TIMEOUT", &c.TransferSettlementTimeout)
-	r.dur("TRANSFER_SETTLEMENT_POLL_MAX", &c.TransferSettlementPollMax)
 	r.dur("REFUND_POLL_MAX", &c.RefundPollMax)
 	r.dur("REFUND_OUTCOME_TIMEOUT", &c.RefundOutcomeTimeout)
 	r.dur("REFUND_REFUSAL_QUIET_PERIOD", &c.RefundRefusalQuietPeriod)

@@ -139,7 +139,6 @@ func (g *GroupCommit) Observe(calls, rows int) {
 type Worker struct {
 	credits     prometheus.Counter
 	failures    *prometheus.CounterVec
-	transfers   *prometheus.CounterVec
 	refunds     *prometheus.CounterVec
 	dispatchLag *prometheus.HistogramVec
 	starts      *prometheus.CounterVec
@@ -164,10 +163,6 @@ func NewWorker(r *prometheus.Registry) *Worker {
 			Name: "pix_credit_failures_total",
 			Help: "Incoming PIX marked failed, by error type.",
 		}, []string{"type"}),
-		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pix_transfers_finished_total",
-			Help: "Outgoing PIX settled or refunded.",
-		}, []string{"outcome"}),
 		refunds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pix_refunds_finished_total",
 			Help: "Devoluções of received PIX returned by the PSP or reversed (the PSP did not make them).",
@@ -208,7 +203,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		Name: "pix_psp_attention_total",
 		Help: "PSP answers that need a human, about a transfer, a devolução or the catch-up's listing, by kind (PSPRequestRefused: our credentials or request; RejectionUnconfirmed, PSPTransferMismatch, RefundUnconfirmed; PSPRefundMismatch, ReversalUnconfirmed; PSPListingIncomplete) and status code; nothing is refunded nor reversed on them; alert on any.",
 	}, []string{"kind", "status_code"})
-	r.MustRegister(w.credits, w.failures, w.transfers, w.refunds, w.dispatchLag, w.starts, w.reconcile, w.behind, w.reconciled, w.schedules, w.chargeMismatches, w.pspAttention)
+	r.MustRegister(w.credits, w.failures, w.refunds, w.dispatchLag, w.starts, w.reconcile, w.behind, w.reconciled, w.schedules, w.chargeMismatches, w.pspAttention)
 	return w
 }
 
@@ -297,20 +292,13 @@ func (w *Worker) RefundFinished(outcome string) {
 	}
 }
 
-// TransferFinished counts one transfer settled or refunded.
-func (w *Worker) TransferFinished(outcome string) {
-	if w != nil {
-		w.transfers.WithLabelValues(outcome).Inc()
-	}
-}
-
 // RegisterDatabaseGauges adds the gauges read from PostgreSQL at each
 // scrape: the outbox's lag (how many events wait for the broker, and for
 // how long the oldest has), the age of the oldest pending inbox row (how
 // long accepted money has waited for its credit), and of the oldest open
-// devolução and transfer (how long money has been out of a balance and with
-// nobody yet). Each is read once per scrape; a failed read is logged and
-// reported as NaN, not as zero.
+// devolução (how long money has been out of a balance and with nobody yet;
+// the transfer's is its own: saga/transfer). Each is read once per scrape;
+// a failed read is logged and reported as NaN, not as zero.
 func RegisterDatabaseGauges(r *prometheus.Registry, store *db.Store, log *slog.Logger) {
 	r.MustRegister(&databaseGauges{
 		store: store,
@@ -326,9 +314,6 @@ func RegisterDatabaseGauges(r *prometheus.Registry, store *db.Store, log *slog.L
 			{prometheus.NewDesc("pix_refund_oldest_open_age_seconds",
 				"Age of the oldest devolução debited and not yet returned or reversed (0 when none is open).", nil, nil),
 				"the oldest open refund", (*db.Store).OldestOpenRefundAge},
-			{prometheus.NewDesc("pix_transfer_oldest_open_age_seconds",
-				"Age of the oldest outgoing transfer debited and not yet settled nor refunded (0 when none is open).", nil, nil),
-				"the oldest open transfer", (*db.Store).OldestOpenTransferAge},
 		},
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/pixbank/pix/internal/broker/eventschema"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/block"
+	"github.com/pixbank/pix/saga/transfer"
 )
 
 type fixture struct {
@@ -61,7 +62,7 @@ func (f *fixture) spend(account string, amount int64) (pix.Transfer, error) {
 	ctx := context.Background()
 	res, _, err := f.s.ReserveKey(ctx, "customer-1", uuid.New(), "h", f.keys)
 	require.NoError(f.t, err)
-	return f.s.CreateTransfer(ctx, *res, db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID("12345678", time.Now()),
+	return transfer.NewStore(f.s).CreateTransfer(ctx, *res, db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID("12345678", time.Now()),
 		TransferRequest: pix.TransferRequest{AccountID: account, AmountCents: amount, PixKey: "maria@example.com"}},
 		func(t pix.Transfer) ([]byte, error) { return json.Marshal(t) })
 }

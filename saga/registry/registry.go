@@ -11,6 +11,7 @@ import (
 	"github.com/pixbank/pix/saga/block"
 	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/saga/scheduled"
+	"github.com/pixbank/pix/saga/transfer"
 )
 
 // All is every saga of the service: the one list a new saga is registered
@@ -18,7 +19,7 @@ import (
 // rather than in package saga, which it imports for saga.Descriptor.
 var All = []saga.Descriptor{
 	saga.Credit,
-	saga.Transfer,
+	transfer.Saga,
 	saga.Refund,
 	saga.Maintenance,
 	catchup.Saga,

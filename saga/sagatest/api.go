@@ -54,12 +54,12 @@ type Options struct {
 	// Callers are the tokens the requests may carry.
 	Callers Callers
 	// Sagas are the HTTP sides served: the saga's, and any it needs beside
-	// it (api.TransferHTTP(), ...).
+	// it (the transfer's, transfer.Handlers.HTTP(), ...).
 	Sagas []api.SagaHTTP
-	// Deps are the rest of the router's dependencies (BankISPB,
-	// Temporal, ...). NewAPI sets what is unset of Stores (the store's),
-	// Keys (a minute's lock, an hour's keep), Logger (discarding), and
-	// sets Tokens and Sagas from the fields above.
+	// Deps are the rest of the router's dependencies (Temporal, ...).
+	// NewAPI sets what is unset of Stores (the store's), Keys (a minute's
+	// lock, an hour's keep), Logger (discarding), and sets Tokens and
+	// Sagas from the fields above.
 	Deps api.Deps
 	// Routes are the route classes served; 0: the customer routes (with
 	// the operator routes).

@@ -31,6 +31,7 @@ import (
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/sagatest"
 	"github.com/pixbank/pix/saga/scheduled"
+	"github.com/pixbank/pix/saga/transfer"
 )
 
 // keysOf counts the Idempotency-Keys a caller holds: what a request left
@@ -156,9 +157,9 @@ func TestAKeyOfAScheduledPixIsNoTransfersAnswer(t *testing.T) {
 	f := newFixture(t)
 	h := &scheduled.Handlers{Store: f.store, Keys: f.s, Temporal: &sagatest.Signals{}, Settings: scheduled.Settings{Hour: 6},
 		Log: sagatest.Discard(), Now: func() time.Time { return now }}
-	a := sagatest.NewAPI(t, f.s, sagatest.Options{Deps: api.Deps{Keys: f.keys, BankISPB: ispb},
+	a := sagatest.NewAPI(t, f.s, sagatest.Options{Deps: api.Deps{Keys: f.keys},
 		Callers: sagatest.Callers{"maria": sagatest.Customer("maria", "acc-maria")},
-		Sagas:   []api.SagaHTTP{api.TransferHTTP(), h.HTTP()}})
+		Sagas:   []api.SagaHTTP{(&transfer.Handlers{Store: transfer.NewStore(f.s), BankISPB: ispb}).HTTP(), h.HTTP()}})
 	f.account("acc-maria", 50_000)
 
 	key := uuid.NewString()
@@ -234,7 +235,7 @@ func TestRunsAndTransfersOfOneAccountAtOnce(t *testing.T) {
 			defer wg.Done()
 			res, _, err := f.s.ReserveKey(ctx, "sub-1", uuid.New(), "hash", f.keys)
 			if err == nil {
-				_, err = f.s.CreateTransfer(ctx, *res, db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID(ispb, time.Now()),
+				_, err = transfer.NewStore(f.s).CreateTransfer(ctx, *res, db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID(ispb, time.Now()),
 					TransferRequest: pix.TransferRequest{AccountID: "acc-1", AmountCents: amount, PixKey: "k"}},
 					func(pix.Transfer) ([]byte, error) { return []byte(`{}`), nil })
 			}

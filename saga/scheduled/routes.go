@@ -17,6 +17,7 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/sagakit"
+	"github.com/pixbank/pix/saga/transfer"
 )
 
 // The customer routes (api/openapi/pix-api/scheduled.yaml):
@@ -106,7 +107,7 @@ func (h *Handlers) decode(body []byte) (request, error) {
 		return request{}, err
 	}
 	var r request
-	if r.TransferRequest, err = api.TransferRequestOf(m); err != nil {
+	if r.TransferRequest, err = transfer.RequestOf(m); err != nil {
 		return r, err
 	}
 	r.ScheduledFor, err = notification.RequiredString(m["scheduled_for"], "scheduled_for")

@@ -17,6 +17,7 @@ import (
 	"github.com/pixbank/pix/internal/durable/rows"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/scheduled"
+	"github.com/pixbank/pix/saga/transfer"
 )
 
 const ispb = "12345678"
@@ -101,12 +102,12 @@ func TestARunDebitsOnceAndHandsOverTheTransfer(t *testing.T) {
 	require.Equal(t, scheduled.StatusExecuted, ran.Status)
 	require.NotNil(t, ran.TransferID)
 	require.EqualValues(t, 5_000, f.balance("acc-1"))
-	transfer, err := f.s.GetTransfer(ctx, *ran.TransferID)
+	made, err := transfer.NewStore(f.s).GetTransfer(ctx, *ran.TransferID)
 	require.NoError(t, err)
-	require.Equal(t, pix.TransferDebited, transfer.Status, "the transfer saga takes it from here")
-	require.Equal(t, *ran.EndToEndID, transfer.EndToEndID)
-	require.EqualValues(t, 15_000, transfer.AmountCents)
-	require.Equal(t, "joao@example.com", transfer.PixKey)
+	require.Equal(t, pix.TransferDebited, made.Status, "the transfer saga takes it from here")
+	require.Equal(t, *ran.EndToEndID, made.EndToEndID)
+	require.EqualValues(t, 15_000, made.AmountCents)
+	require.Equal(t, "joao@example.com", made.PixKey)
 
 	again, concluded, err := f.store.Run(ctx, s.ID, ispb)
 	require.NoError(t, err)

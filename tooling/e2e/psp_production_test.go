@@ -23,7 +23,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/config"
@@ -31,6 +30,7 @@ import (
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/testpki"
 	"github.com/pixbank/pix/saga/catchup"
+	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -510,7 +510,7 @@ func TestProductionPSPTokenRenewedMidSaga(t *testing.T) {
 	r := s.sendPix(uuid.NewString(), "acc-prod-token", 25_000, "slow@example.com")
 	require.Equal(t, http.StatusCreated, r.Status, "%v", r.Body)
 	id := r.Body["id"].(string)
-	tr, err := s.store.GetTransfer(context.Background(), uuid.MustParse(id))
+	tr, err := transfer.NewStore(s.store).GetTransfer(context.Background(), uuid.MustParse(id))
 	require.NoError(t, err)
 	// Submitted, then polled while pending, with the first token.
 	require.Eventually(t, func() bool {
@@ -527,11 +527,11 @@ func TestProductionPSPTokenRenewedMidSaga(t *testing.T) {
 		"status": 401, "outcome": "invalid_token"}), "the expired token was refused once, mid-saga")
 	require.Equal(t, 2, prod.tokensIssued(t), "a second token, fetched after the 401")
 	require.Equal(t, attentionBefore, s.total("pix_psp_attention_total"), "no refusal counted for attention")
-	h := s.history(workflows.TransferWorkflowID(id))
+	h := s.history(transfer.WorkflowID(id))
 	require.Zero(t, countEvents(h, ofType(enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED)), "no activity failed")
 	for _, e := range h {
 		if f := e.GetActivityTaskStartedEventAttributes().GetLastFailure(); f != nil {
-			require.Equal(t, activities.ErrTypeSettlementPending, f.GetApplicationFailureInfo().GetType(),
+			require.Equal(t, transfer.ErrTypeSettlementPending, f.GetApplicationFailureInfo().GetType(),
 				"an attempt failed for another reason than a pending settlement: %s", f.GetMessage())
 		}
 	}

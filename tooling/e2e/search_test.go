@@ -17,6 +17,7 @@ import (
 
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -62,11 +63,11 @@ func TestTemporalSearchFindsEachPix(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, r.Status, "%v", r.Body)
 	lost := pixID()
 	require.Equal(t, http.StatusAccepted, s.post(webhook{lost, missing, 900}).Status)
-	transfer := s.sendPix(uuid.NewString(), account, 1_000, "maria@example.com")
-	require.Equal(t, http.StatusCreated, transfer.Status, "%v", transfer.Body)
+	sent := s.sendPix(uuid.NewString(), account, 1_000, "maria@example.com")
+	require.Equal(t, http.StatusCreated, sent.Status, "%v", sent.Body)
 	s.waitStatus(credited, pix.StatusDone, 30*time.Second)
 	s.waitStatus(lost, pix.StatusFailed, 30*time.Second)
-	s.waitTransfer(transfer.Body["id"].(string), pix.TransferSettled, 30*time.Second)
+	s.waitTransfer(sent.Body["id"].(string), pix.TransferSettled, 30*time.Second)
 
 	// The on-call query: this account's PIX that are done, by end_to_end_id.
 	runs := s.list(fmt.Sprintf("PixAccountId = '%s' AND PixStatus = 'done' AND PixEndToEndId = '%s'", account, credited), 1)
@@ -87,7 +88,7 @@ func TestTemporalSearchFindsEachPix(t *testing.T) {
 	s.list(fmt.Sprintf("PixAccountId = '%s' AND PixStatus = 'pending'", missing), 0)
 
 	// The outgoing PIX moved debited -> submitted -> settled.
-	outgoing := s.list(fmt.Sprintf("WorkflowType = '%s' AND PixAccountId = '%s' AND PixStatus = 'settled'", workflows.TransferWorkflowName, account), 1)
+	outgoing := s.list(fmt.Sprintf("WorkflowType = '%s' AND PixAccountId = '%s' AND PixStatus = 'settled'", transfer.WorkflowName, account), 1)
 	require.EqualValues(t, 1_000, searchAttribute[int64](t, outgoing[0], "PixAmountCents"))
-	require.Equal(t, transfer.Body["end_to_end_id"], searchAttribute[string](t, outgoing[0], "PixEndToEndId"))
+	require.Equal(t, sent.Body["end_to_end_id"], searchAttribute[string](t, outgoing[0], "PixEndToEndId"))
 }

@@ -93,6 +93,9 @@ type stack struct {
 	natsURL string
 	// logs are the service's log lines.
 	logs *syncBuffer
+	// settings are the sagas' own settings the stack set (app.WithSettings;
+	// a test's own, among opts, over them).
+	settings map[string]string
 
 	workerMu   sync.Mutex
 	stopWorker func() // stops the running worker and waits for it
@@ -195,7 +198,7 @@ func startStack(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tun
 	cfg.PSPTimeout = time.Second
 	cfg.PSPRetryInitial = 200 * time.Millisecond
 	cfg.PSPRetryMax = time.Second
-	cfg.TransferSettlementPollMax = 500 * time.Millisecond
+	settings["TRANSFER_SETTLEMENT_POLL_MAX"] = "500ms"
 	cfg.RefundRefusalQuietPeriod = 2 * time.Second
 	cfg.NATSURL = natstest.StartT(t).URL
 	cfg.OutboxPollInterval = 100 * time.Millisecond
@@ -220,7 +223,7 @@ func startStack(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tun
 		}
 		return a.ServeAPI(gctx, ln)
 	})
-	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, pspClock: clock, natsURL: cfg.NATSURL, logs: logs}
+	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, pspClock: clock, natsURL: cfg.NATSURL, logs: logs, settings: settings}
 	s.startWorker()
 	t.Cleanup(func() {
 		// Connections the client dialed but never used would hold the

@@ -19,6 +19,7 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -148,13 +149,22 @@ func TestTransferStartedOnTheCreditsQueueStillCompletes(t *testing.T) {
 	id := r.Body["id"].(string)
 
 	queues := s.cfg.TaskQueues()
-	started, err := workflows.StartTransfer(ctx, s.client(), queues.Credits, workflows.TransferInput{TransferID: id, Settings: s.cfg.Transfer()}, workflows.Listing{})
+	started, err := transfer.Start(ctx, s.client(), queues.Credits, transfer.Input{TransferID: id, Settings: s.transferRun()}, workflows.Listing{})
 	require.NoError(t, err)
 	require.True(t, started)
 	s.waitTransfer(id, pix.TransferSettled, 30*time.Second)
-	exec, err := s.client().DescribeWorkflow(ctx, workflows.TransferWorkflowID(id), "")
+	exec, err := s.client().DescribeWorkflow(ctx, transfer.WorkflowID(id), "")
 	require.NoError(t, err)
 	require.Equal(t, queues.Credits, exec.TaskQueueName, "it ran where it was started")
 	require.EqualValues(t, 9_000, s.balance("acc-1"))
 	s.assertBooksBalance()
+}
+
+// transferRun is the transfer's runs' settings as the stack's worker reads
+// them (its configuration, and the stack's own settings).
+func (s *stack) transferRun() transfer.RunSettings {
+	s.t.Helper()
+	set, err := transfer.SettingsFrom(func(name string) (string, bool) { v, ok := s.settings[name]; return v, ok })
+	require.NoError(s.t, err)
+	return set.Run(s.cfg)
 }

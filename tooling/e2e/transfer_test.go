@@ -12,10 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/pixbank/pix/cmd/pixd/app"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
+	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -32,7 +34,7 @@ func (s *stack) waitTransfer(id, want string, within time.Duration) pix.Transfer
 	var t pix.Transfer
 	require.Eventually(s.t, func() bool {
 		var err error
-		t, err = s.store.GetTransfer(context.Background(), uuid.MustParse(id))
+		t, err = transfer.NewStore(s.store).GetTransfer(context.Background(), uuid.MustParse(id))
 		require.NoError(s.t, err)
 		return t.Status == want
 	}, within, 50*time.Millisecond, "transfer %s did not become %s", id, want)
@@ -126,7 +128,7 @@ func TestWorkerKilledMidSagaFinishesOnce(t *testing.T) {
 	r := s.sendPix(uuid.NewString(), "acc-1", 7_000, "hang@example.com")
 	require.Equal(t, http.StatusCreated, r.Status)
 	id := r.Body["id"].(string)
-	tr, err := s.store.GetTransfer(context.Background(), uuid.MustParse(id))
+	tr, err := transfer.NewStore(s.store).GetTransfer(context.Background(), uuid.MustParse(id))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { _, ok := s.psp.Transfer(tr.EndToEndID); return ok }, 20*time.Second, 20*time.Millisecond,
 		"the submission reached the PSP")
@@ -271,9 +273,8 @@ func (s *stack) schedule(id string) client.ScheduleHandle {
 // refunded, and it settles once the PSP does.
 func TestResubmissionRefusedWithExpiredCredentialsIsNeverRefunded(t *testing.T) {
 	s := newStack(t, shared, func(c *config.Config) {
-		c.TransferSettlementTimeout = time.Second
 		c.DispatchRecheckAfter, c.DispatchRecheckMax = time.Second, time.Second
-	})
+	}, app.WithSettings(map[string]string{"TRANSFER_SETTLEMENT_TIMEOUT": "1s"}))
 	s.openAccount("acc-1", 100_000)
 	const key = "expired-creds@example.com"
 	require.NoError(t, s.psp.SetBehavior(key, pspsim.Behavior{Mode: pspsim.ModeAccept, SettleAfter: 6 * time.Second}))
@@ -306,7 +307,7 @@ func TestLostAnswerThenConflictAsksTheStatus(t *testing.T) {
 	r := s.sendPix(uuid.NewString(), "acc-1", 3_000, key)
 	require.Equal(t, http.StatusCreated, r.Status, "%v", r.Body)
 	id := r.Body["id"].(string)
-	tr, err := s.store.GetTransfer(context.Background(), uuid.MustParse(id))
+	tr, err := transfer.NewStore(s.store).GetTransfer(context.Background(), uuid.MustParse(id))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { _, ok := s.psp.Transfer(tr.EndToEndID); return ok }, 20*time.Second, 10*time.Millisecond)
 	// Before the retry (2 s later): the PSP now treats a resubmission as

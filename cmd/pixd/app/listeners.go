@@ -63,7 +63,6 @@ func (a *App) apiDeps(draining func() bool, tokens api.TokenVerifier) api.Deps {
 		OpenCustomerRoutes: !a.Cfg.AuthRequired,
 		TrustedProxies:     a.Cfg.TrustedProxies,
 		Keys:               db.KeyPolicy{LockFor: a.Cfg.IdempotencyLockTimeout, KeepFor: a.Cfg.IdempotencyKeyTTL},
-		BankISPB:           a.Cfg.BankISPB,
 		Metrics:            metrics.Handler(a.Metrics),
 		Webhooks:           a.webhooks,
 		Draining:           draining,

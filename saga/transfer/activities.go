@@ -1,4 +1,4 @@
-package activities
+package transfer
 
 import (
 	"context"
@@ -9,15 +9,16 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 )
 
-// Application error types of the transfer activities.
+// Application error types of the transfer's activities (the PSP's
+// unanswered and refused calls are every saga's: activities.PSPError,
+// activities.PSPRequestRefused).
 const (
-	// ErrTypePSPUnavailable: the PSP did not answer (5xx, timeout,
-	// connection), or its token endpoint did not; retried with backoff.
-	ErrTypePSPUnavailable = "PSPUnavailable"
 	// ErrTypeSettlementPending: the PSP has not settled the transfer yet;
 	// the retry policy paces the polling.
 	ErrTypeSettlementPending = "SettlementPending"
@@ -25,13 +26,6 @@ const (
 	// The run fails (visible); the dispatcher's recheck starts a new run,
 	// which submits again under the same end_to_end_id.
 	ErrTypePSPTransferUnknown = "PSPTransferUnknown"
-	// ErrTypePSPRequestRefused: the PSP refused our request itself (401,
-	// 403, 400, 404, 413, ...), or its token endpoint our client
-	// (invalid_client, ...): our credentials or request are wrong. Never
-	// a reason to refund: retried with backoff; after
-	// refusedAttemptsPerRun attempts of a run the run fails visibly, the
-	// transfer stays open, and the dispatcher's recheck starts another run.
-	ErrTypePSPRequestRefused = "PSPRequestRefused"
 	// ErrTypeRejectionUnconfirmed: the PSP answered about the transfer (a
 	// rejection, a 409) but its status query finds no record of it:
 	// nothing is refunded on a guess; retried, then the run fails.
@@ -43,7 +37,7 @@ const (
 	// ErrTypeRefundUnconfirmed: the compensation found the PSP holding the
 	// transfer as pending or settled: not refunded; the run fails and the
 	// next one follows the PSP.
-	ErrTypeRefundUnconfirmed = "RefundUnconfirmed"
+	ErrTypeRefundUnconfirmed = activities.ErrTypeRefundUnconfirmed
 )
 
 // Application error types of the transfer's business errors, declared with
@@ -56,8 +50,24 @@ var (
 	ErrTypeTransferFinal = pix.TemporalType(pix.ErrTransferFinal)
 )
 
-// TransferStore is what the transfer activities need of the database.
-type TransferStore interface {
+// Activities are the transfer's activities, with what they need. Their
+// method names are the activities' registered names, recorded in every
+// run's history: never rename one.
+type Activities struct {
+	// Store is the database (*Store in production; fakes in the unit
+	// tests).
+	Store ActivityStore
+	// PSP sends the transfers.
+	PSP    psp.Client
+	Logger *slog.Logger
+	// Metrics counts the PSP's answers that need a human (every saga's);
+	// Finished the transfers settled or refunded. nil counts nothing.
+	Metrics  *metrics.Worker
+	Finished *Metrics
+}
+
+// ActivityStore is what the activities need of the database.
+type ActivityStore interface {
 	GetTransfer(ctx context.Context, id uuid.UUID) (pix.Transfer, error)
 	GetTransferByEndToEndID(ctx context.Context, endToEndID string) (pix.Transfer, error)
 	MarkTransferSubmitted(ctx context.Context, id uuid.UUID) (pix.Transfer, error)
@@ -65,8 +75,8 @@ type TransferStore interface {
 	RefundTransfer(ctx context.Context, id uuid.UUID, reason string) (pix.Transfer, error)
 }
 
-// TransferRef names a transfer.
-type TransferRef struct {
+// Ref names a transfer.
+type Ref struct {
 	TransferID string
 }
 
@@ -92,7 +102,7 @@ func (a *Activities) loadTransfer(ctx context.Context, id string) (pix.Transfer,
 	}
 	t, err := a.Store.GetTransfer(ctx, tid)
 	if err != nil {
-		return pix.Transfer{}, nil, KindError(err)
+		return pix.Transfer{}, nil, activities.KindError(err)
 	}
 	info := activity.GetInfo(ctx)
 	log := a.Logger.With("transfer_id", id, "end_to_end_id", t.EndToEndID, "workflow_id", info.WorkflowExecution.ID, "attempt", info.Attempt)
@@ -117,7 +127,7 @@ func (a *Activities) loadTransfer(ctx context.Context, id string) (pix.Transfer,
 //
 // A status that describes another transfer than ours under our
 // end_to_end_id is never adopted (PSPTransferMismatch).
-func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPResult, error) {
+func (a *Activities) SubmitTransfer(ctx context.Context, in Ref) (PSPResult, error) {
 	t, log, err := a.loadTransfer(ctx, in.TransferID)
 	if err != nil {
 		return PSPResult{}, err
@@ -151,11 +161,11 @@ func (a *Activities) SubmitTransfer(ctx context.Context, in TransferRef) (PSPRes
 	case psp.AnswerRequestRefused, psp.AnswerRefundRefused:
 		return PSPResult{}, a.requestRefused(ctx, log, err)
 	default:
-		return PSPResult{}, PSPError(err)
+		return PSPResult{}, activities.PSPError(err)
 	}
 	if res.Status != psp.StatusRejected {
 		if _, err := a.Store.MarkTransferSubmitted(ctx, uuid.MustParse(t.ID)); err != nil {
-			return PSPResult{}, KindError(err)
+			return PSPResult{}, activities.KindError(err)
 		}
 	}
 	log.InfoContext(ctx, "transfer submitted to the psp", "psp_status", res.Status, "reason", res.Reason)
@@ -183,7 +193,7 @@ func (a *Activities) pspRecord(ctx context.Context, log *slog.Logger, t pix.Tran
 		return psp.Result{}, a.needsAttention(ctx, log, ErrTypeRejectionUnconfirmed, 0,
 			fmt.Errorf("the psp has no record of %s although it answered about it; nothing refunded: %w", t.EndToEndID, err))
 	default:
-		return psp.Result{}, PSPError(err)
+		return psp.Result{}, activities.PSPError(err)
 	}
 }
 
@@ -203,13 +213,13 @@ func (a *Activities) ours(ctx context.Context, log *slog.Logger, t pix.Transfer,
 // requestRefused reports a refused request (credentials, a malformed
 // request): never a rejection; see needsAttention.
 func (a *Activities) requestRefused(ctx context.Context, log *slog.Logger, err error) error {
-	return PSPRequestRefused(ctx, a.Metrics, log, err, transferStaysOpen)
+	return activities.PSPRequestRefused(ctx, a.Metrics, log, err, transferStaysOpen)
 }
 
 // needsAttention: see PSPNeedsAttention. The transfer stays open, nothing
 // settled, nothing refunded.
 func (a *Activities) needsAttention(ctx context.Context, log *slog.Logger, kind string, statusCode int, err error) error {
-	return PSPNeedsAttention(ctx, a.Metrics, log, kind, statusCode, err, transferStaysOpen)
+	return activities.PSPNeedsAttention(ctx, a.Metrics, log, kind, statusCode, err, transferStaysOpen)
 }
 
 // transferStaysOpen is what an answer that needs attention leaves of a
@@ -238,7 +248,7 @@ func (a *Activities) AwaitSettlement(ctx context.Context, in PSPResult) (PSPResu
 	case psp.AnswerRequestRefused, psp.AnswerRefundRefused:
 		return PSPResult{}, a.requestRefused(ctx, log, err)
 	default:
-		return PSPResult{}, PSPError(err)
+		return PSPResult{}, activities.PSPError(err)
 	}
 	if res.Status == psp.StatusPending {
 		return PSPResult{}, temporal.NewApplicationError("not settled yet", ErrTypeSettlementPending)
@@ -254,21 +264,21 @@ func (a *Activities) transferOf(ctx context.Context, in PSPResult) (pix.Transfer
 	}
 	t, err := a.Store.GetTransferByEndToEndID(ctx, in.EndToEndID)
 	if err != nil {
-		return pix.Transfer{}, nil, KindError(err)
+		return pix.Transfer{}, nil, activities.KindError(err)
 	}
 	return a.loadTransfer(ctx, t.ID)
 }
 
 // SettleTransfer marks the transfer settled: final.
-func (a *Activities) SettleTransfer(ctx context.Context, in TransferRef) error {
+func (a *Activities) SettleTransfer(ctx context.Context, in Ref) error {
 	t, log, err := a.loadTransfer(ctx, in.TransferID)
 	if err != nil {
 		return err
 	}
 	if _, err := a.Store.SettleTransfer(ctx, uuid.MustParse(t.ID)); err != nil {
-		return KindError(err)
+		return activities.KindError(err)
 	}
-	a.Metrics.TransferFinished(pix.TransferSettled)
+	a.Finished.Finished(pix.TransferSettled)
 	log.InfoContext(ctx, "transfer settled")
 	return nil
 }
@@ -308,9 +318,9 @@ func (a *Activities) RefundTransfer(ctx context.Context, in RefundInput) error {
 		in.Reason = res.Reason
 	}
 	if _, err := a.Store.RefundTransfer(ctx, uuid.MustParse(t.ID), in.Reason); err != nil {
-		return KindError(err)
+		return activities.KindError(err)
 	}
-	a.Metrics.TransferFinished(pix.TransferRefunded)
+	a.Finished.Finished(pix.TransferRefunded)
 	log.InfoContext(ctx, "transfer refunded", "account_id", t.AccountID, "amount_cents", t.AmountCents, "reason", in.Reason)
 	return nil
 }

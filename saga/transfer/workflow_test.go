@@ -1,4 +1,4 @@
-package workflows_test
+package transfer_test
 
 import (
 	"testing"
@@ -12,68 +12,71 @@ import (
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
-	"github.com/pixbank/pix/workflows"
+	"github.com/pixbank/pix/saga/transfer"
 )
 
-const transferID = "0b6f7c1e-3d5a-4e2b-9c8d-7a6b5c4d3e2f"
+const (
+	transferID = "0b6f7c1e-3d5a-4e2b-9c8d-7a6b5c4d3e2f"
+	e2e        = "E1234567820261129120000000000001"
+)
 
 func newTransferEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(workflows.TransferPix, workflow.RegisterOptions{Name: workflows.TransferWorkflowName})
-	env.RegisterActivity(&activities.Activities{})
+	env.RegisterWorkflowWithOptions(transfer.Workflow, workflow.RegisterOptions{Name: transfer.WorkflowName})
+	env.RegisterActivity(&transfer.Activities{})
 	t.Cleanup(func() { env.AssertExpectations(t) })
 	return env
 }
 
-func runTransfer(t *testing.T, env *testsuite.TestWorkflowEnvironment) (workflows.TransferOutput, error) {
+func runTransfer(t *testing.T, env *testsuite.TestWorkflowEnvironment) (transfer.Output, error) {
 	t.Helper()
-	env.ExecuteWorkflow(workflows.TransferWorkflowName, workflows.TransferInput{TransferID: transferID, Settings: workflows.DefaultTransferSettings()})
+	env.ExecuteWorkflow(transfer.WorkflowName, transfer.Input{TransferID: transferID, Settings: transfer.DefaultRunSettings()})
 	require.True(t, env.IsWorkflowCompleted())
 	if err := env.GetWorkflowError(); err != nil {
-		return workflows.TransferOutput{}, err
+		return transfer.Output{}, err
 	}
-	var out workflows.TransferOutput
+	var out transfer.Output
 	require.NoError(t, env.GetWorkflowResult(&out))
 	return out, nil
 }
 
-var ref = activities.TransferRef{TransferID: transferID}
+var ref = transfer.Ref{TransferID: transferID}
 
-func pspSays(status psp.Status, reason string) activities.PSPResult {
-	return activities.PSPResult{EndToEndID: e2e, Status: string(status), Reason: reason}
+func pspSays(status psp.Status, reason string) transfer.PSPResult {
+	return transfer.PSPResult{EndToEndID: e2e, Status: string(status), Reason: reason}
 }
 
 func TestTransferSettlesAfterPolling(t *testing.T) {
 	env := newTransferEnv(t)
 	transient := temporal.NewApplicationError("psp: 503", activities.ErrTypePSPUnavailable)
-	pending := temporal.NewApplicationError("not settled yet", activities.ErrTypeSettlementPending)
-	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(activities.PSPResult{}, transient).Twice()
+	pending := temporal.NewApplicationError("not settled yet", transfer.ErrTypeSettlementPending)
+	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(transfer.PSPResult{}, transient).Twice()
 	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(pspSays(psp.StatusPending, ""), nil).Once()
-	env.OnActivity(a.AwaitSettlement, mock.Anything, pspSays(psp.StatusPending, "")).Return(activities.PSPResult{}, pending).Times(3)
+	env.OnActivity(a.AwaitSettlement, mock.Anything, pspSays(psp.StatusPending, "")).Return(transfer.PSPResult{}, pending).Times(3)
 	env.OnActivity(a.AwaitSettlement, mock.Anything, pspSays(psp.StatusPending, "")).Return(pspSays(psp.StatusSettled, ""), nil).Once()
 	env.OnActivity(a.SettleTransfer, mock.Anything, ref).Return(nil).Once()
 
 	out, err := runTransfer(t, env)
 	require.NoError(t, err)
-	require.Equal(t, workflows.TransferOutput{Status: pix.TransferSettled}, out)
+	require.Equal(t, transfer.Output{Status: pix.TransferSettled}, out)
 }
 
 func TestTransferRejectedAtSubmissionIsRefunded(t *testing.T) {
 	env := newTransferEnv(t)
 	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(pspSays(psp.StatusRejected, "receiver account closed"), nil).Once()
-	env.OnActivity(a.RefundTransfer, mock.Anything, activities.RefundInput{TransferID: transferID, Reason: "receiver account closed"}).Return(nil).Once()
+	env.OnActivity(a.RefundTransfer, mock.Anything, transfer.RefundInput{TransferID: transferID, Reason: "receiver account closed"}).Return(nil).Once()
 
 	out, err := runTransfer(t, env)
 	require.NoError(t, err)
-	require.Equal(t, workflows.TransferOutput{Status: pix.TransferRefunded, Reason: "receiver account closed"}, out)
+	require.Equal(t, transfer.Output{Status: pix.TransferRefunded, Reason: "receiver account closed"}, out)
 }
 
 func TestTransferRejectedAtSettlementIsRefunded(t *testing.T) {
 	env := newTransferEnv(t)
 	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(pspSays(psp.StatusPending, ""), nil).Once()
 	env.OnActivity(a.AwaitSettlement, mock.Anything, mock.Anything).Return(pspSays(psp.StatusRejected, "fraud suspected"), nil).Once()
-	env.OnActivity(a.RefundTransfer, mock.Anything, activities.RefundInput{TransferID: transferID, Reason: "fraud suspected"}).Return(nil).Once()
+	env.OnActivity(a.RefundTransfer, mock.Anything, transfer.RefundInput{TransferID: transferID, Reason: "fraud suspected"}).Return(nil).Once()
 
 	out, err := runTransfer(t, env)
 	require.NoError(t, err)
@@ -95,7 +98,7 @@ func TestTransferSettledAtOnceSkipsPolling(t *testing.T) {
 func TestTransferAlreadyFinalDoesNothing(t *testing.T) {
 	for _, final := range []string{pix.TransferSettled, pix.TransferRefunded} {
 		env := newTransferEnv(t)
-		env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(activities.PSPResult{EndToEndID: e2e, Status: final, AlreadyFinal: true}, nil).Once()
+		env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(transfer.PSPResult{EndToEndID: e2e, Status: final, AlreadyFinal: true}, nil).Once()
 		out, err := runTransfer(t, env)
 		require.NoError(t, err)
 		require.Equal(t, final, out.Status)
@@ -105,13 +108,13 @@ func TestTransferAlreadyFinalDoesNothing(t *testing.T) {
 func TestTransferContradictionFailsVisibly(t *testing.T) {
 	env := newTransferEnv(t)
 	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(pspSays(psp.StatusSettled, ""), nil).Once()
-	final := temporal.NewNonRetryableApplicationError("transfer is already final: settled by the PSP after it was refunded", activities.ErrTypeTransferFinal, nil)
+	final := temporal.NewNonRetryableApplicationError("transfer is already final: settled by the PSP after it was refunded", transfer.ErrTypeTransferFinal, nil)
 	env.OnActivity(a.SettleTransfer, mock.Anything, ref).Return(final).Once()
 
 	_, err := runTransfer(t, env)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
-	require.Equal(t, workflows.ErrTypeTransferFailed, appErr.Type())
+	require.Equal(t, transfer.ErrTypeFailed, appErr.Type())
 	require.Contains(t, appErr.Message(), "settle: TransferFinal: transfer is already final")
 }
 
@@ -121,13 +124,13 @@ func TestTransferRequestRefusedFailsTheRunWithoutRefund(t *testing.T) {
 	env := newTransferEnv(t)
 	refused := temporal.NewApplicationError("psp refused the request (http 401)", activities.ErrTypePSPRequestRefused)
 	final := temporal.NewNonRetryableApplicationError("psp refused the request (http 401)", activities.ErrTypePSPRequestRefused, nil)
-	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(activities.PSPResult{}, refused).Times(3)
-	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(activities.PSPResult{}, final).Once()
+	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(transfer.PSPResult{}, refused).Times(3)
+	env.OnActivity(a.SubmitTransfer, mock.Anything, ref).Return(transfer.PSPResult{}, final).Once()
 	env.OnActivity(a.RefundTransfer, mock.Anything, mock.Anything).Return(nil).Never()
 
 	_, err := runTransfer(t, env)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
-	require.Equal(t, workflows.ErrTypeTransferFailed, appErr.Type())
+	require.Equal(t, transfer.ErrTypeFailed, appErr.Type())
 	require.Contains(t, appErr.Error(), activities.ErrTypePSPRequestRefused)
 }

@@ -1,19 +1,20 @@
-package saga
+package transfer
 
 import (
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/pixbank/pix/activities"
-	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/workflows"
 )
 
-// The outgoing transfer (workflows/transfer.go), started from the open
-// transfers.
-var Transfer = Descriptor{
+// Saga is the outgoing transfer, declared once: listed in saga/registry.
+// Its runs are started from the open transfers (db.Store.TransferQueue),
+// which POST /pix and the sagas that hand a transfer over
+// (db.RecordTransfer: the scheduled PIX) record.
+var Saga = saga.Descriptor{
 	Name:   "transfer",
 	Family: workflows.Transfers,
 	// Deploy safety: until the release that gave each family a queue, every
@@ -25,20 +26,24 @@ var Transfer = Descriptor{
 	// workflow list --query "TaskQueue = 'pix-credit' AND WorkflowType !=
 	// 'PixCredit' AND ExecutionStatus = 'Running'"`).
 	AlsoOn:    []workflows.Family{workflows.Credits},
-	Workflows: map[string]any{workflows.TransferWorkflowName: workflows.TransferPix},
+	Workflows: map[string]any{WorkflowName: Workflow},
 	// Pinned: a transfer, debited and awaiting the PSP, finishes on the
 	// build it started on (hours at most), activities included, so a
 	// rollback strands none and a change to it needs no GetVersion.
 	Versioning: workflow.VersioningBehaviorPinned,
-	Deps:       sharedActivities,
+	Settings:   func(lookup func(string) (string, bool)) error { _, err := SettingsFrom(lookup); return err },
+	Deps: func(env saga.Env) any {
+		return &Activities{Store: NewStore(env.Store), PSP: env.PSP, Logger: env.Log, Metrics: env.Metrics, Finished: metricsOf(env)}
+	},
 	Activities: func(deps any) []any {
-		a := deps.(*activities.Activities)
+		a := deps.(*Activities)
 		return []any{a.SubmitTransfer, a.AwaitSettlement, a.SettleTransfer, a.RefundTransfer}
 	},
-	Source: func(env Env, taskQueue string) durable.Source {
-		return workflows.TransferSource(env.Store.TransferQueue(), taskQueue, env.Cfg.Transfer())
+	Source: func(env saga.Env, taskQueue string) durable.Source {
+		return Source(env.Store.TransferQueue(), taskQueue, settingsOf(env.Lookup).Run(env.Cfg))
 	},
-	Kinds:  pix.TransferKinds,
-	Events: db.TransferEvents,
-	HTTP:   inAPI(api.TransferHTTP),
+	Kinds:      pix.TransferKinds,
+	Events:     db.TransferEvents,
+	HTTP:       httpOf,
+	Collectors: collectors,
 }

@@ -1,4 +1,4 @@
-package activities_test
+package transfer_test
 
 import (
 	"context"
@@ -20,7 +20,11 @@ import (
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/saga/transfer"
 )
+
+// a names the activities (never called).
+var a *transfer.Activities
 
 // scriptedPSP answers Submit and Status from scripts, one answer per call
 // (the last one repeats), and counts the calls.
@@ -73,7 +77,7 @@ func (p *scriptedPSP) count(kind string) int {
 // transferBooks is what the transfer tests read back: the activities'
 // store, and the accounts.
 type transferBooks interface {
-	activities.Store
+	transfer.ActivityStore
 	GetAccount(ctx context.Context, id string) (pix.Account, error)
 }
 
@@ -87,11 +91,11 @@ func transferSetup(t *testing.T, fake psp.Client) (transferBooks, *testsuite.Tes
 		s := newMemTransfers("acc-1", 10_000, 1_000)
 		var suite testsuite.WorkflowTestSuite
 		env := suite.NewTestActivityEnvironment()
-		env.RegisterActivity(&activities.Activities{Store: s, PSP: fake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+		env.RegisterActivity(&transfer.Activities{Store: s, PSP: fake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 		return s, env, s.t
 	}
 	ctx := context.Background()
-	s := dbtest.New(t)
+	s := transfer.NewStore(dbtest.New(t))
 	_, err := s.CreateAccount(ctx, db.NewAccount{ID: "acc-1", OwnerName: "A", OpeningBalanceCents: 10_000})
 	require.NoError(t, err)
 	res, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: time.Hour})
@@ -102,17 +106,17 @@ func transferSetup(t *testing.T, fake psp.Client) (transferBooks, *testsuite.Tes
 	require.NoError(t, err)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Activities{Store: s, PSP: fake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	env.RegisterActivity(&transfer.Activities{Store: s, PSP: fake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	return s, env, tr
 }
 
-func submit(t *testing.T, env *testsuite.TestActivityEnvironment, tr pix.Transfer) (activities.PSPResult, error) {
+func submit(t *testing.T, env *testsuite.TestActivityEnvironment, tr pix.Transfer) (transfer.PSPResult, error) {
 	t.Helper()
-	val, err := env.ExecuteActivity(a.SubmitTransfer, activities.TransferRef{TransferID: tr.ID})
+	val, err := env.ExecuteActivity(a.SubmitTransfer, transfer.Ref{TransferID: tr.ID})
 	if err != nil {
-		return activities.PSPResult{}, err
+		return transfer.PSPResult{}, err
 	}
-	var res activities.PSPResult
+	var res transfer.PSPResult
 	require.NoError(t, val.Get(&res))
 	return res, nil
 }
@@ -208,7 +212,7 @@ func TestStatusOfAnotherTransferIsNeverAdopted(t *testing.T) {
 			require.Error(t, err, "got a result instead: %+v", res)
 			var appErr *temporal.ApplicationError
 			require.ErrorAs(t, err, &appErr)
-			require.Equal(t, activities.ErrTypePSPTransferMismatch, appErr.Type())
+			require.Equal(t, transfer.ErrTypePSPTransferMismatch, appErr.Type())
 			got, err := s.GetTransfer(context.Background(), uuid.MustParse(tr.ID))
 			require.NoError(t, err)
 			require.Equal(t, pix.TransferDebited, got.Status)
@@ -225,17 +229,17 @@ func TestRefundOnlyOnTheRecordOfARejection(t *testing.T) {
 		errType  string
 	}{
 		{pspAnswer{status: psp.StatusRejected, reason: "receiver account closed"}, true, ""},
-		{pspAnswer{status: psp.StatusSettled}, false, activities.ErrTypeRefundUnconfirmed},
-		{pspAnswer{status: psp.StatusPending}, false, activities.ErrTypeRefundUnconfirmed},
-		{pspAnswer{err: fmt.Errorf("psp status: %w", psp.ErrNotFound)}, false, activities.ErrTypeRejectionUnconfirmed},
-		{pspAnswer{status: psp.StatusRejected, amount: 9_999}, false, activities.ErrTypePSPTransferMismatch},
+		{pspAnswer{status: psp.StatusSettled}, false, transfer.ErrTypeRefundUnconfirmed},
+		{pspAnswer{status: psp.StatusPending}, false, transfer.ErrTypeRefundUnconfirmed},
+		{pspAnswer{err: fmt.Errorf("psp status: %w", psp.ErrNotFound)}, false, transfer.ErrTypeRejectionUnconfirmed},
+		{pspAnswer{status: psp.StatusRejected, amount: 9_999}, false, transfer.ErrTypePSPTransferMismatch},
 		{pspAnswer{err: fmt.Errorf("psp status: %w", psp.ErrTransient)}, false, activities.ErrTypePSPUnavailable},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s %v %d", c.record.status, c.record.err, c.record.amount), func(t *testing.T) {
 			fake := &scriptedPSP{statuses: []pspAnswer{c.record}}
 			s, env, tr := transferSetup(t, fake)
-			_, err := env.ExecuteActivity(a.RefundTransfer, activities.RefundInput{TransferID: tr.ID})
+			_, err := env.ExecuteActivity(a.RefundTransfer, transfer.RefundInput{TransferID: tr.ID})
 			got, gerr := s.GetTransfer(context.Background(), uuid.MustParse(tr.ID))
 			require.NoError(t, gerr)
 			acc, aerr := s.GetAccount(context.Background(), "acc-1")
@@ -272,5 +276,5 @@ func TestFinalOrForeignAnswersToTheSubmissionAreChecked(t *testing.T) {
 	_, err = submit(t, env, tr)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
-	require.Equal(t, activities.ErrTypePSPTransferMismatch, appErr.Type())
+	require.Equal(t, transfer.ErrTypePSPTransferMismatch, appErr.Type())
 }
