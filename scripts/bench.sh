@@ -70,6 +70,10 @@
 #                           of an hour; the copy's statistics counters start
 #                           at zero, as after the seed's VACUUM). Drop the
 #                           templates when done
+#   BENCH_GROWTH_SEEDED     1: the cases' databases (BENCH_DATABASE_<case>)
+#                           are measured as they are, not seeded nor copied:
+#                           a copy of a template made by hand, and changed
+#                           (a setting to compare), never one measured before
 # `make soak` (BENCH_SOAK=N): instead of the benchmark, N webhooks (30%
 # redeliveries, bursts of copies) through the whole pipeline on the
 # PostgreSQL-backed Temporal, the workers crediting meanwhile; then the
@@ -198,6 +202,10 @@ storm() {
 growth_seed() {
 	local name=$1 n=$2 dir="$out/growth-$1" db="${BENCH_DATABASE:-pix_bench}_$1" url seed=(psql -X -q -v ON_ERROR_STOP=1)
 	mkdir -p "$dir"
+	if [ "${BENCH_GROWTH_SEEDED:-0}" = 1 ]; then
+		log "growth $name: $db as it is (BENCH_GROWTH_SEEDED)"
+		return
+	fi
 	if [ "${BENCH_GROWTH_TEMPLATES:-0}" = 1 ]; then
 		url=$(ensure_postgres postgres)
 		if [ "$(psql -X -tA "$url" -c "SELECT 1 FROM pg_database WHERE datname = '${db}_template'")" = 1 ]; then
