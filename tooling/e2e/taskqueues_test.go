@@ -46,6 +46,7 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 		})
 		require.NoError(t, err)
 	}
+	created := time.Now()
 
 	s := newStack(t, shared, func(cfg *config.Config) { cfg.TemporalTaskQueue = base })
 	maintenance := s.cfg.TaskQueues().Maintenance
@@ -55,11 +56,14 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 	for _, id := range ids {
 		handle := c.ScheduleClient().GetHandle(ctx, id)
 		var d *client.ScheduleDescription
+		// A description can show the updated action while its
+		// LastUpdateAt is still the creation's (seen in CI): wait for
+		// both, so the restart below is compared with the update.
 		require.Eventually(t, func() bool {
 			var err error
 			d, err = handle.Describe(ctx)
 			require.NoError(t, err)
-			return d.Schedule.Action.(*client.ScheduleWorkflowAction).TaskQueue == maintenance
+			return d.Schedule.Action.(*client.ScheduleWorkflowAction).TaskQueue == maintenance && d.Info.LastUpdateAt.After(created)
 		}, 30*time.Second, 100*time.Millisecond, "the worker moves %s to %s", id, maintenance)
 		require.Equal(t, intervals[id], d.Schedule.Spec.Intervals[0].Every, "the configured interval replaces the first creation's")
 		descriptions[id] = d
