@@ -214,6 +214,10 @@ func demo(ctx context.Context, c, psp *apiClient, natsURL string, out io.Writer)
 	if err != nil {
 		return err
 	}
+	blocks, err := demoBlock(ctx, c, psp, run, demoBlockWait, say)
+	if err != nil {
+		return err
+	}
 
 	say("\nEvents at a consumer of the broker (as `pixctl events tail` prints them)")
 	ours := map[string]bool{}
@@ -227,9 +231,13 @@ func demo(ctx context.Context, c, psp *apiClient, natsURL string, out io.Writer)
 		ours[a] = true
 	}
 	ours[caughtUp] = true
+	for _, b := range blocks {
+		ours[b] = true
+	}
 	// One per credit (settled or failed), per transfer its debit and its
-	// settlement or refund, the devolução's, and the caught-up credit's.
-	got := events.of(ctx, ours, len(pix)+2*len(transfers)+refundEvents+1, 15*time.Second)
+	// settlement or refund, the devolução's, the caught-up credit's and
+	// the blocks'.
+	got := events.of(ctx, ours, len(pix)+2*len(transfers)+refundEvents+1+demoBlockEvents, 15*time.Second)
 	if len(got) == 0 {
 		say("   none arrived from NATS at %s: is the worker's outbox relay on the same broker (NATS_URL)?", natsURL)
 		if err := events.failure(); err != nil {

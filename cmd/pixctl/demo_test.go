@@ -281,6 +281,15 @@ func TestDemoAgainstTheServiceAsMakeRunRunsIt(t *testing.T) {
 	require.Contains(t, s, caughtUp+" -> R$ 35,00 to acc-0001 status=done: credited by the catch-up")
 	require.Contains(t, s, "pix_psp_catchup_found_total 0 -> 1")
 
+	blocks, err := demoBlock(ctx, c, psp, run, time.Minute, say)
+	require.NoError(t, err, out.String())
+	require.Len(t, blocks, 2)
+	s = out.String()
+	steps := s[strings.Index(s, "\n17. "):]
+	// Held at once, released, then held and returned: the held amount
+	// follows each step, and the returned block ends returned.
+	require.Regexp(t, `(?s)17\. .*held R\$ 30,00.*18\. .*status=released\n.*held R\$ 0,00.*19\. .*status=returning.*status=returned: .*held R\$ 0,00`, steps)
+
 	store := a.Store
 	for e2e, want := range map[string]string{
 		native.EndToEndID: devpki.DemoClientName,
