@@ -3,21 +3,11 @@ package catchup_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
-	sdkworker "go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
-	"google.golang.org/protobuf/encoding/protojson"
-
-	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/saga/catchup"
+	"github.com/pixbank/pix/saga/sagatest"
 )
 
 // recordCatchUpEnv names the folder TestRecordCatchUpHistories writes the
@@ -62,38 +52,16 @@ func (a *catchUpAnswers) AdvanceCatchUp(context.Context, catchup.Window) (bool, 
 }
 
 func TestRecordCatchUpHistories(t *testing.T) {
-	dir := os.Getenv(recordCatchUpEnv)
-	if dir == "" {
-		t.Skip(recordCatchUpEnv + " unset: nothing to record")
-	}
-	srv := temporaltest.StartT(t)
-	c := srv.Client(t)
-	const queue = "pix-catchup-record"
 	covered := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 	answers := &catchUpAnswers{window: catchup.Window{Start: covered.Add(-10 * time.Minute), End: covered.Add(4 * time.Minute), CoveredFrom: &covered}}
-	w := sdkworker.New(c, queue, sdkworker.Options{})
-	w.RegisterWorkflowWithOptions(catchup.Workflow, workflow.RegisterOptions{Name: catchup.WorkflowName})
-	w.RegisterActivityWithOptions(answers, activity.RegisterOptions{SkipInvalidStructFunctions: true})
-	require.NoError(t, w.Start())
-	defer w.Stop()
+	rec := sagatest.NewRecorder(t, recordCatchUpEnv, "pix-catchup-record",
+		sagatest.Workflow{Func: catchup.Workflow, Name: catchup.WorkflowName}, answers)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	record := func(name string, in catchup.Input) {
-		id := fmt.Sprintf("record-%s-%d", name, time.Now().UnixNano())
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, catchup.WorkflowName, in)
-		require.NoError(t, err)
-		require.NoError(t, run.Get(ctx, nil))
-		var events historypb.History
-		it := c.GetWorkflowHistory(ctx, id, run.GetRunID(), false, 0)
-		for it.HasNext() {
-			e, err := it.Next()
-			require.NoError(t, err)
-			events.Events = append(events.Events, e)
-		}
-		b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&events)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".json"), append(b, '\n'), 0o644))
+		run := rec.Start(ctx, fmt.Sprintf("record-%s-%d", name, time.Now().UnixNano()), in)
+		rec.Save(ctx, name, run, nil)
 	}
 	manual := catchup.Window{Start: covered.Add(-48 * time.Hour), End: covered.Add(-24 * time.Hour)}
 	for _, r := range []struct {

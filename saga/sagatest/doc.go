@@ -1,10 +1,16 @@
-// Package sagatest owns what a saga's route tests repeat, written once: the
-// API's router serving the saga's HTTP side (api.SagaHTTP) over
-// PostgreSQL (NewAPI, on a db.Store of db/dbtest), the callers its tokens
-// name with their scopes (Callers, Customer, Reader, Operator), requests
-// and their JSON answers (API.Call, Code, API.Walk through a list's
-// pages), and a recorder of the signals a route sends its runs (Signals,
-// a sagakit.Signaller).
+// Package sagatest owns what a saga's tests repeat, written once. For its
+// routes: the API's router serving the saga's HTTP side (api.SagaHTTP)
+// over PostgreSQL (NewAPI, on a db.Store of db/dbtest), the callers its
+// tokens name with their scopes (Callers, Customer, Reader, Operator),
+// requests and their JSON answers (API.Call, Code, API.Walk through a
+// list's pages), and a recorder of the signals a route sends its runs
+// (Signals, a sagakit.Signaller). For its workflow's recorded histories:
+// their replay on the workflow as it is now, from the package's
+// testdata/*.json, in each form a worker writes durations in
+// (ReplayRecordedHistories), and their recording on a Temporal dev server
+// with the activities the test answers, into the folder an environment
+// variable names (Recorder, RecordEnv); a saga's replay test then says only
+// which workflow and which runs.
 //
 // It is for tests only, like db/dbtest: it builds the router, so it imports
 // package api (which saga/sagakit, the pieces a saga's own code reuses,

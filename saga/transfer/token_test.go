@@ -2,12 +2,7 @@ package transfer_test
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -15,63 +10,27 @@ import (
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/pix"
-	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/psp/psptest"
 	"github.com/pixbank/pix/saga/transfer"
 )
-
-// tokenFailures are the two ways the OAuth 2.0 token endpoint fails a
-// call: it refuses our client (a refused request: counted, retried,
-// alerting) or it is down (unknown: retried). Either way no call reaches
-// the API, and no money may move.
-var tokenFailures = map[string]struct {
-	answer   func(w http.ResponseWriter)
-	wantType string
-}{
-	"refused (invalid_client)": {func(w http.ResponseWriter) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = io.WriteString(w, `{"error":"invalid_client"}`)
-	}, activities.ErrTypePSPRequestRefused},
-	"refused (invalid_scope)": {func(w http.ResponseWriter) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"error":"invalid_scope"}`)
-	}, activities.ErrTypePSPRequestRefused},
-	"down (503)": {func(w http.ResponseWriter) { w.WriteHeader(http.StatusServiceUnavailable) }, activities.ErrTypePSPUnavailable},
-	"down (cut)": {func(http.ResponseWriter) { panic(http.ErrAbortHandler) }, activities.ErrTypePSPUnavailable},
-}
-
-// tokenFailingPSP is a PSP whose token endpoint answers with answer; it
-// counts the calls that reach its API.
-func tokenFailingPSP(t *testing.T, answer func(http.ResponseWriter)) (*psp.HTTPClient, *atomic.Int32) {
-	t.Helper()
-	var apiCalls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/oauth/token" {
-			answer(w)
-			return
-		}
-		apiCalls.Add(1)
-		w.WriteHeader(http.StatusInternalServerError)
-	}))
-	t.Cleanup(srv.Close)
-	c, err := psp.New(psp.Config{BaseURL: srv.URL, Timeout: 2 * time.Second, TokenURL: srv.URL + "/oauth/token", ClientID: "bank", ClientSecret: "secret"})
-	require.NoError(t, err)
-	return c, &apiCalls
-}
 
 // TestTokenFailureNeverMovesATransfer: the submission and the compensation
 // of a transfer whose PSP gives no token are retried (refused: counted,
 // alerting), never a rejection, never refunded.
 func TestTokenFailureNeverMovesATransfer(t *testing.T) {
-	for name, c := range tokenFailures {
-		t.Run(name, func(t *testing.T) {
-			client, apiCalls := tokenFailingPSP(t, c.answer)
-			s, env, tr := transferSetup(t, client)
+	for _, c := range psptest.TokenFailures {
+		t.Run(c.Name, func(t *testing.T) {
+			fake := psptest.NewFakePSP(t)
+			fake.TokenAnswer = c.Answer
+			s, env, tr := transferSetup(t, fake.Client(t))
+			want := activities.ErrTypePSPUnavailable
+			if c.Refused {
+				want = activities.ErrTypePSPRequestRefused
+			}
 			_, err := submit(t, env, tr)
-			require.Equal(t, c.wantType, errorType(t, err), "%v", err)
+			require.Equal(t, want, errorType(t, err), "%v", err)
 			_, err = env.ExecuteActivity(a.RefundTransfer, transfer.RefundInput{TransferID: tr.ID, Reason: "x"})
-			require.Equal(t, c.wantType, errorType(t, err), "%v", err)
+			require.Equal(t, want, errorType(t, err), "%v", err)
 
 			got, err := s.GetTransfer(context.Background(), uuid.MustParse(tr.ID))
 			require.NoError(t, err)
@@ -79,7 +38,7 @@ func TestTokenFailureNeverMovesATransfer(t *testing.T) {
 			acc, err := s.GetAccount(context.Background(), "acc-1")
 			require.NoError(t, err)
 			require.EqualValues(t, 9_000, acc.BalanceCents, "the debit stands; nothing credited back")
-			require.Zero(t, apiCalls.Load())
+			require.Empty(t, fake.SeenCalls(), "no call reached the API")
 		})
 	}
 }
