@@ -1,0 +1,95 @@
+// Package dict owns the bank's side of the Central Bank's DICT API
+// (bacen/pix-dict-api, 1.8.0) as the credited participant of MED, the
+// special return mechanism: the infraction reports and refund requests as
+// the DICT keeps them (InfractionReport, Refund, their statuses and
+// results), the HTTP client that lists, reads, acknowledges and closes
+// them and reads the rate-limit buckets (HTTPClient, built by New from one
+// Config), and the one table that classifies the DICT's answers (Classify).
+// The facts it keeps to are written down in dictspec/dict-api.yaml, which
+// its tests check every request and answer against. The MED saga, the
+// lister's Schedule and the DICT simulator are not here.
+//
+// # Calls
+//
+//	ListInfractionReports, WalkInfractionReports  GET  /infraction-reports/           listInfractionReport
+//	GetInfractionReport                           GET  /infraction-reports/{id}       getInfractionReport
+//	AcknowledgeInfractionReport                   POST /infraction-reports/{id}/acknowledge  (signed)
+//	CloseInfractionReport (AGREED|DISAGREED)      POST /infraction-reports/{id}/close        (signed)
+//	ListRefunds, WalkRefunds                      GET  /refunds/                      listRefund
+//	GetRefund                                     GET  /refunds/{id}                  getRefund
+//	CloseRefund (TOTALLY_ACCEPTED|PARTIALLY_ACCEPTED|REJECTED, RefundTransactionId)
+//	                                              POST /refunds/{id}/close            (signed)
+//	Buckets, Bucket                               GET  /policies/, /policies/{policy} (the policies' own base)
+//
+// The lists have no offset: a page is at most Limit items (200 at most)
+// ordered by LastModified, HasMoreElements says whether more follow, and
+// the next page is asked with ModifiedAfter, which includes its instant.
+// The walks do that and hand each item once; they return the last item's
+// LastModified, from which a lister goes on (less 5 seconds: the
+// specification says the lists may lag the writes by that much).
+//
+// # Transport and signatures
+//
+// Mutual TLS (the bank's client certificate, the DICT's CA). A request
+// that changes something (acknowledge, close) is signed with an enveloped
+// XML Digital Signature by the bank's signing certificate (goxmldsig:
+// SHA-256 with the key's algorithm, RSA for the Pix's certificates;
+// exclusive canonicalization; the certificate in KeyInfo).
+// Every answer must carry the DICT's enveloped signature, by one of the
+// certificates of Config.DICTCertFile: the client reads only what that
+// signature covers. An answer unsigned, signed by another certificate, or
+// changed after its signature is a *SignatureError (ErrUnverifiedAnswer),
+// never accepted, whatever it says; a refusal (a 4xx problem) too. Only an
+// answer that says "later" (429, 5xx, 408, 425), from which nothing is
+// taken, is read without a signature.
+//
+// # Errors
+//
+// Classify puts each outcome in one class:
+//
+//	nil                                    Done
+//	a signed problem, 4xx (not 408/425/429) Refused: definitive; errors.Is names its type
+//	ErrNotSent (an invalid request of ours) Refused, never sent
+//	429 (ErrRateLimited)                   RateLimited: not processed; retry after RetryAfter
+//	5xx, timeout, no answer, an answer
+//	  that is not the operation's          Unknown (ErrUnknownOutcome): read back, then retry
+//	*SignatureError (ErrUnverifiedAnswer)   Unverified: never accepted; as Unknown, and an alert
+//
+// Each problem type of the specification these operations may answer is
+// declared once (ErrNotFound, ErrInfractionReportOperationInvalid,
+// ErrRefundAlreadyBeingProcessedForTransaction, ...): a *ProblemError is
+// its declared problem (errors.Is), matched by the type in full
+// (https://dict.pi.rsfn.net.br/api/v1/error/<Type>); a type not declared
+// is classified by its status alone. What a caller does: NotFound, no such
+// report or request; ...OperationInvalid, the status does not allow the
+// operation: read it back, its status decides (below); Forbidden and
+// RequestSignatureInvalid, our credentials or signature: alert, not
+// retry. A 429's RetryAfter is the answer's Retry-After, or, without one,
+// the time the operation's token bucket takes to refill one token (the
+// specification's policy table: 1.5 s for a list filtered by role, 50 ms
+// for a report's write); a 503's is its Retry-After. Buckets and Bucket
+// read the buckets' state, for a caller that paces a burst.
+//
+// # Lost answers
+//
+// A write whose answer was lost (Unknown or Unverified) may have been
+// done. The specification makes acknowledge and close idempotent (an
+// acknowledge repeated while the report is ACKNOWLEDGED, a close repeated
+// with the same parameters, get the first answer), but not once the
+// report has moved on: then they are ...OperationInvalid. So a caller
+// reads back before it sends again, and the read decides:
+//
+//   - acknowledge: GetInfractionReport. OPEN: send it again. ACKNOWLEDGED:
+//     done. CLOSED or CANCELLED: done, and the report has moved on.
+//   - close: GetInfractionReport. ACKNOWLEDGED: send the same close again.
+//     CLOSED with our AnalysisResult (and details): done. CLOSED with
+//     another result: not ours to redo; an operator's. CANCELLED: its
+//     creator cancelled it; nothing to close.
+//   - CloseRefund: GetRefund. OPEN: send the same closing again. CLOSED
+//     with our AnalysisResult and RefundTransactionId: done. CLOSED
+//     otherwise: an operator's. CANCELLED: the requester cancelled it.
+//
+// A read-back that is itself Unknown, RateLimited or Unverified decides
+// nothing: wait and read again. The client offers the reads; the MED
+// saga, which keeps what it sent, makes the decision.
+package dict

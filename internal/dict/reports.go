@@ -1,0 +1,291 @@
+package dict
+
+import (
+	"context"
+	"encoding/xml"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// MaxLimit is the most a list's page holds (the specification's Limit
+// maximum); DefaultLimit what a page holds when Limit is not sent.
+const (
+	MaxLimit     = 200
+	DefaultLimit = 20
+)
+
+// maxDetails is the most characters AnalysisDetails and
+// RefundAnalysisDetails may hold.
+const maxDetails = 2000
+
+// ReportRole restricts a list to the reports where the bank is one party.
+type ReportRole int
+
+// The roles of a report's list: both (no filter), credited (IsCredited),
+// debited (IsDebited).
+const (
+	EitherParty ReportRole = iota
+	Credited
+	Debited
+)
+
+// ReportQuery is a list of infraction reports' filters (GET
+// /infraction-reports/): the bank's ISPB is always its Participant.
+type ReportQuery struct {
+	// Role: Credited, in MED as the receiver (IsCredited=true).
+	Role ReportRole
+	// Status keeps only the reports of these statuses; none: all.
+	Status []InfractionReportStatus
+	// ModifiedAfter and ModifiedBefore bound LastModified, both included;
+	// a zero time is no bound.
+	ModifiedAfter, ModifiedBefore time.Time
+	// Limit is the page's size, 1 to MaxLimit; 0 does not send it (the
+	// DICT's default, DefaultLimit) for a page, and is MaxLimit for a walk.
+	Limit int
+	// IncludeDetails asks for the reports' details (ReportDetails,
+	// AnalysisDetails).
+	IncludeDetails bool
+	// IncludeIndirectParticipants adds the reports of the bank's indirect
+	// participants.
+	IncludeIndirectParticipants bool
+}
+
+// ReportPage is one page of a list of infraction reports, by LastModified
+// ascending.
+type ReportPage struct {
+	Reports []InfractionReport
+	// HasMoreElements: more reports follow; ask from the last one's
+	// LastModified (WalkInfractionReports does).
+	HasMoreElements bool
+	ResponseTime    time.Time
+}
+
+type reportAnswer struct {
+	ResponseTime     time.Time         `xml:"ResponseTime"`
+	CorrelationID    string            `xml:"CorrelationId"`
+	InfractionReport *InfractionReport `xml:"InfractionReport"`
+}
+
+type reportList struct {
+	ResponseTime      time.Time          `xml:"ResponseTime"`
+	HasMoreElements   *bool              `xml:"HasMoreElements"`
+	InfractionReports []InfractionReport `xml:"InfractionReports>InfractionReport"`
+}
+
+// ListInfractionReports reads one page of the infraction reports the bank
+// is party to (GET /infraction-reports/, listInfractionReport). The lists
+// lag the writes by up to 5 seconds (the specification).
+func (c *HTTPClient) ListInfractionReports(ctx context.Context, q ReportQuery) (ReportPage, error) {
+	query, pol, err := c.reportQuery(q)
+	if err != nil {
+		return ReportPage{}, err
+	}
+	var a reportList
+	err = c.do(ctx, exchange{
+		op: "listInfractionReport", policy: pol, base: c.base,
+		method: http.MethodGet, path: "/infraction-reports/", query: query,
+		answer: "ListInfractionReportsResponse",
+	}, &a)
+	if err != nil {
+		return ReportPage{}, err
+	}
+	if a.HasMoreElements == nil {
+		return ReportPage{}, fmt.Errorf("dict listInfractionReport: %w: no HasMoreElements", ErrUnknownOutcome)
+	}
+	return ReportPage{Reports: a.InfractionReports, HasMoreElements: *a.HasMoreElements, ResponseTime: a.ResponseTime}, nil
+}
+
+// WalkInfractionReports calls fn once on each report of q, from
+// q.ModifiedAfter on, page after page, and returns the LastModified of the
+// last report fn took (q.ModifiedAfter when none): a lister's next
+// ModifiedAfter, less the lists' lag. An error of fn stops the walk.
+func (c *HTTPClient) WalkInfractionReports(ctx context.Context, q ReportQuery, fn func(InfractionReport) error) (time.Time, error) {
+	if q.Limit == 0 {
+		q.Limit = MaxLimit
+	}
+	return walk(q.ModifiedAfter, func(after time.Time) ([]InfractionReport, bool, error) {
+		q.ModifiedAfter = after
+		p, err := c.ListInfractionReports(ctx, q)
+		return p.Reports, p.HasMoreElements, err
+	}, func(r InfractionReport) (string, time.Time) { return r.ID, r.LastModified }, fn)
+}
+
+func (c *HTTPClient) reportQuery(q ReportQuery) (url.Values, policy, error) {
+	v := url.Values{"Participant": {c.participant}}
+	pol := policyReportsListWithoutRole
+	switch q.Role {
+	case EitherParty:
+	case Credited:
+		v.Set("IsCredited", "true")
+		pol = policyReportsListWithRole
+	case Debited:
+		v.Set("IsDebited", "true")
+		pol = policyReportsListWithRole
+	default:
+		return nil, pol, fmt.Errorf("dict listInfractionReport: %w: role %d", ErrNotSent, q.Role)
+	}
+	for _, s := range q.Status {
+		if !slices.Contains([]InfractionReportStatus{ReportOpen, ReportAcknowledged, ReportClosed, ReportCancelled}, s) {
+			return nil, pol, fmt.Errorf("dict listInfractionReport: %w: status %q", ErrNotSent, s)
+		}
+		v.Add("Status", string(s))
+	}
+	if err := listCommon(v, q.ModifiedAfter, q.ModifiedBefore, q.Limit, q.IncludeDetails, q.IncludeIndirectParticipants); err != nil {
+		return nil, pol, fmt.Errorf("dict listInfractionReport: %w", err)
+	}
+	return v, pol, nil
+}
+
+// listCommon adds the filters the two lists share.
+func listCommon(v url.Values, after, before time.Time, limit int, details, indirect bool) error {
+	if limit < 0 || limit > MaxLimit {
+		return fmt.Errorf("%w: limit %d (1 to %d)", ErrNotSent, limit, MaxLimit)
+	}
+	if limit > 0 {
+		v.Set("Limit", strconv.Itoa(limit))
+	}
+	if !after.IsZero() {
+		v.Set("ModifiedAfter", dateTime(after))
+	}
+	if !before.IsZero() {
+		v.Set("ModifiedBefore", dateTime(before))
+	}
+	if details {
+		v.Set("IncludeDetails", "true")
+	}
+	if indirect {
+		v.Set("IncludeIndirectParticipants", "true")
+	}
+	return nil
+}
+
+// dateTime writes t as the specification's date-times: UTC, milliseconds.
+func dateTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// GetInfractionReport reads one infraction report (GET
+// /infraction-reports/{InfractionReportId}, getInfractionReport): what a
+// caller reads back after a lost answer. ErrNotFound when the DICT has
+// none under id.
+func (c *HTTPClient) GetInfractionReport(ctx context.Context, id string) (InfractionReport, error) {
+	return c.reportCall(ctx, "getInfractionReport", policyReportsRead, id, http.MethodGet, "", nil, "GetInfractionReportResponse")
+}
+
+type acknowledgeRequest struct {
+	XMLName            xml.Name `xml:"AcknowledgeInfractionReportRequest"`
+	InfractionReportID string   `xml:"InfractionReportId"`
+	Participant        string   `xml:"Participant"`
+}
+
+// AcknowledgeInfractionReport tells the DICT the bank received the report
+// (POST /infraction-reports/{InfractionReportId}/acknowledge,
+// acknowledgeInfractionReport), signed. The DICT answers a repeated
+// acknowledge as the first while the report is ACKNOWLEDGED; once it is
+// closed or cancelled, InfractionReportOperationInvalid: read it back.
+func (c *HTTPClient) AcknowledgeInfractionReport(ctx context.Context, id string) (InfractionReport, error) {
+	return c.reportCall(ctx, "acknowledgeInfractionReport", policyReportsWrite, id, http.MethodPost, "/acknowledge",
+		acknowledgeRequest{InfractionReportID: id, Participant: c.participant}, "AcknowledgeInfractionReportResponse")
+}
+
+type closeReportRequest struct {
+	XMLName            xml.Name       `xml:"CloseInfractionReportRequest"`
+	InfractionReportID string         `xml:"InfractionReportId"`
+	Participant        string         `xml:"Participant"`
+	AnalysisResult     AnalysisResult `xml:"AnalysisResult"`
+	AnalysisDetails    string         `xml:"AnalysisDetails,omitempty"`
+}
+
+// CloseInfractionReport closes the analysis of an acknowledged report
+// (POST /infraction-reports/{InfractionReportId}/close,
+// closeInfractionReport), signed: AGREED or DISAGREED, with details that
+// may guide the payer (at most 2,000 characters). Sent again with the same
+// result and details, the DICT answers as the first time; otherwise
+// InfractionReportOperationInvalid: read the report back.
+func (c *HTTPClient) CloseInfractionReport(ctx context.Context, id string, result AnalysisResult, details string) (InfractionReport, error) {
+	if !result.Valid() {
+		return InfractionReport{}, fmt.Errorf("dict closeInfractionReport %s: %w: AnalysisResult %q", id, ErrNotSent, result)
+	}
+	if utf8.RuneCountInString(details) > maxDetails {
+		return InfractionReport{}, fmt.Errorf("dict closeInfractionReport %s: %w: AnalysisDetails longer than %d characters", id, ErrNotSent, maxDetails)
+	}
+	return c.reportCall(ctx, "closeInfractionReport", policyReportsWrite, id, http.MethodPost, "/close",
+		closeReportRequest{InfractionReportID: id, Participant: c.participant, AnalysisResult: result, AnalysisDetails: details},
+		"CloseInfractionReportResponse")
+}
+
+// reportCall is a call about one report, whose answer must be about it.
+func (c *HTTPClient) reportCall(ctx context.Context, op string, pol policy, id, method, suffix string, body any, answer string) (InfractionReport, error) {
+	if err := checkID(id); err != nil {
+		return InfractionReport{}, fmt.Errorf("dict %s: %w", op, err)
+	}
+	var a reportAnswer
+	err := c.do(ctx, exchange{
+		op: op, policy: pol, base: c.base, method: method,
+		path: "/infraction-reports/" + id + suffix, requester: body == nil,
+		body: body, answer: answer,
+	}, &a)
+	if err != nil {
+		return InfractionReport{}, err
+	}
+	if a.InfractionReport == nil || a.InfractionReport.ID != id {
+		return InfractionReport{}, fmt.Errorf("dict %s %s: %w: the answer is about another report", op, id, ErrUnknownOutcome)
+	}
+	return *a.InfractionReport, nil
+}
+
+// checkID refuses an id that is not the specification's uuid.
+func checkID(id string) error {
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return fmt.Errorf("%w: id %q is not a uuid", ErrNotSent, id)
+	}
+	return nil
+}
+
+// walk hands fn each item of the pages page returns, from after on, once:
+// the lists have no offset, so the next page is asked from the last
+// item's LastModified, which the DICT includes (ModifiedAfter is >=); the
+// items of that instant already handed are skipped. It returns the
+// LastModified of the last item fn took.
+func walk[T any](after time.Time, page func(after time.Time) ([]T, bool, error), key func(T) (string, time.Time), fn func(T) error) (time.Time, error) {
+	cursor := after
+	seen := map[string]bool{} // ids handed whose LastModified is cursor
+	for {
+		items, more, err := page(cursor)
+		if err != nil {
+			return cursor, err
+		}
+		progressed := false
+		for _, it := range items {
+			id, mod := key(it)
+			switch {
+			case mod.Before(cursor):
+				return cursor, fmt.Errorf("dict list: %w: %s modified %s, before the page's start %s", ErrUnknownOutcome, id, dateTime(mod), dateTime(cursor))
+			case mod.Equal(cursor) && seen[id]:
+				continue
+			}
+			if err := fn(it); err != nil {
+				return cursor, err
+			}
+			if mod.After(cursor) {
+				cursor = mod
+				clear(seen)
+			}
+			seen[id] = true
+			progressed = true
+		}
+		if !more {
+			return cursor, nil
+		}
+		if !progressed {
+			// A whole page modified at one instant, all handed already: the
+			// next page would be the same. Only a larger Limit gets past it.
+			return cursor, fmt.Errorf("dict list: a full page modified at %s, all handed: the walk cannot get past it with limit %d", dateTime(cursor), len(items))
+		}
+	}
+}
