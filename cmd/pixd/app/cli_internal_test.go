@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,4 +181,16 @@ func TestBinaryInEmptyEnvironment(t *testing.T) {
 			require.Contains(t, stderr.String(), "usage: pixd <command>")
 		}
 	}
+}
+
+// A start with a bad setting of the core's (read by Load) and a bad one of
+// a saga's (read in its package) names both, before anything is connected:
+// the operator fixes them in one go.
+func TestAStartNamesTheCoresAndTheSagasBadSettingsAtOnce(t *testing.T) {
+	t.Setenv("DATABASE_MAX_CONNS", "many")
+	t.Setenv("PSP_CATCHUP_GRACE", "soon")
+	err := runRole(context.Background(), "api", "", io.Discard)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "DATABASE_MAX_CONNS")
+	require.Contains(t, err.Error(), "PSP_CATCHUP_GRACE")
 }

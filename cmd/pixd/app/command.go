@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -201,14 +202,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 // runRole loads the configuration and runs the role (migrate: migrate up
 // or status).
 func runRole(ctx context.Context, role, migrate string, out io.Writer) error {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
 	// The sagas' own settings, read in their packages, are checked as
-	// Load's are: before anything is connected (New checks them again for
-	// its other callers).
-	if err := registry.CheckSettings(os.LookupEnv); err != nil {
+	// Load's are, before anything is connected, and told with Load's: one
+	// start names every mistake (New checks them again for its other
+	// callers).
+	cfg, err := config.Load()
+	if err := errors.Join(err, registry.CheckSettings(os.LookupEnv)); err != nil {
 		return err
 	}
 	if role == "worker" || role == "dev" {
