@@ -32,6 +32,11 @@ type Config struct {
 	// Timeout bounds each call; <= 0 is DefaultTimeout. A call may end
 	// sooner by its context.
 	Timeout time.Duration
+	// ResponseTimeSkew is how far an answer's ResponseTime may lie before
+	// the call's sending or after its receipt (the clocks' difference);
+	// <= 0 is DefaultResponseTimeSkew. An answer outside is not accepted
+	// (doc.go, "Transport and signatures").
+	ResponseTimeSkew time.Duration
 
 	// CertFile and KeyFile are the bank's client certificate and key
 	// (PEM) of the mutual TLS the DICT requires.

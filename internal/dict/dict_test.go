@@ -409,7 +409,7 @@ func TestRateLimited(t *testing.T) {
 		{"list without role", "", func() error { _, err := c.ListInfractionReports(ctx, ReportQuery{}); return err }, 6 * time.Second},
 		{"write", "", func() error { _, err := c.CloseInfractionReport(ctx, rep.ID, Agreed, ""); return err }, 50 * time.Millisecond},
 		{"refunds list", "", func() error { _, err := c.ListRefunds(ctx, RefundQuery{}); return err }, 1500 * time.Millisecond},
-		{"retry-after date", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat), func() error { _, err := c.GetRefund(ctx, uuid.NewString()); return err }, time.Hour},
+		{"retry-after date", time.Now().Add(2 * time.Minute).UTC().Format(http.TimeFormat), func() error { _, err := c.GetRefund(ctx, uuid.NewString()); return err }, 2 * time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f.hook = func(*http.Request, []byte) (answer, bool) {
@@ -426,7 +426,7 @@ func TestRateLimited(t *testing.T) {
 				t.Fatalf("429: %v (class %s)", err, Classify(err))
 			}
 			// An HTTP date is read against the clock: within seconds of it.
-			if d > tc.want || d < tc.want-5*time.Second || tc.want < time.Hour && d != tc.want {
+			if d > tc.want || d < tc.want-5*time.Second || !strings.Contains(tc.name, "date") && d != tc.want {
 				t.Errorf("retry after %s, want %s", d, tc.want)
 			}
 		})
@@ -640,6 +640,260 @@ func TestRetryAfterHeader(t *testing.T) {
 	} {
 		if got := retryAfter(in, now); got != want {
 			t.Errorf("Retry-After %q: %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestDetailsWithCarriageReturnsAreSigned: details written on Windows
+// ("\r\n") are sent so that the DICT, whose XML parser reads a line break
+// as "\n" (XML 1.0 §2.11), computes the digest the bank signed; what the
+// DICT keeps, and the read-back shows, is the text with "\n" line breaks,
+// and the same close sent again is the same close.
+func TestDetailsWithCarriageReturnsAreSigned(t *testing.T) {
+	f := newFakeDICT(t)
+	c := f.client(t)
+	ctx := context.Background()
+	const details, kept = "linha 1\r\nlinha 2\rlinha 3", "linha 1\nlinha 2\nlinha 3"
+
+	rep := openReport(f, ReportAcknowledged)
+	closed, err := c.CloseInfractionReport(ctx, rep.ID, Agreed, details)
+	if err != nil || closed.AnalysisDetails != kept {
+		t.Fatalf("close with CR LF details: %+v, %v", closed, err)
+	}
+	read, err := c.GetInfractionReport(ctx, rep.ID)
+	if err != nil || read.AnalysisDetails != kept || read.AnalysisDetails != NormalizeDetails(details) {
+		t.Fatalf("read back: %q, %v; want %q", read.AnalysisDetails, err, kept)
+	}
+	if _, err := c.CloseInfractionReport(ctx, rep.ID, Agreed, details); err != nil {
+		t.Fatalf("the same close again: %v", err)
+	}
+
+	ref := openRefund(f)
+	got, err := c.CloseRefund(ctx, ref.ID, RefundClosing{Result: TotallyAccepted, Details: details, RefundTransactionID: devolucao})
+	if err != nil || got.AnalysisDetails != kept {
+		t.Fatalf("refund close with CR LF details: %+v, %v", got, err)
+	}
+}
+
+// TestSignedRequestsSurviveXMLParsing: whatever a request's text holds, a
+// carriage return included, the bytes sent are the bytes signed, as any
+// XML parser reads them: the signature verifies after a parse.
+func TestSignedRequestsSurviveXMLParsing(t *testing.T) {
+	f := newFakeDICT(t)
+	c := f.client(t)
+	b, err := signedXML(c.sign, acknowledgeRequest{InfractionReportID: "a\r\nb\rc", Participant: bankISPB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "\r") {
+		t.Errorf("a raw carriage return on the wire: %q", b)
+	}
+	el, err := f.verifyBank(b)
+	if err != nil {
+		t.Fatalf("the signature does not survive a parse: %v\n%s", err, b)
+	}
+	if got := el.FindElement("InfractionReportId").Text(); got != "a\r\nb\rc" {
+		t.Errorf("signed text read as %q", got)
+	}
+}
+
+// TestUnsignedLaterAnswersNameNoProblem: an answer that only says "later"
+// (429, 5xx, 408) is taken unsigned, so a gateway may send it: the type
+// it carries is kept for the log, but is never the declared problem; only
+// its class holds.
+func TestUnsignedLaterAnswersNameNoProblem(t *testing.T) {
+	f := newFakeDICT(t)
+	c := f.client(t)
+	ctx := context.Background()
+	rep := openReport(f, ReportAcknowledged)
+	for _, code := range []int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable, http.StatusRequestTimeout} {
+		for _, p := range problems {
+			f.hook = func(*http.Request, []byte) (answer, bool) {
+				a := f.problem(code, p.Name(), "forged")
+				a.sign = signNone
+				return a, true
+			}
+			_, err := c.GetInfractionReport(ctx, rep.ID)
+			var pe *ProblemError
+			if !errors.As(err, &pe) || pe.Type != p.Type() {
+				t.Errorf("unsigned %d %s: %v, type not kept", code, p.Name(), err)
+			}
+			for _, q := range problems {
+				if errors.Is(err, q) && !(q == ErrRateLimited && code == http.StatusTooManyRequests) {
+					t.Errorf("unsigned %d %s is %s", code, p.Name(), q.Name())
+				}
+			}
+			want := Unknown
+			if code == http.StatusTooManyRequests {
+				want = RateLimited
+			}
+			if got := Classify(err); got != want {
+				t.Errorf("unsigned %d %s classified %s, want %s", code, p.Name(), got, want)
+			}
+		}
+	}
+	// Signed, "later" is still "later": 408 and 425 are not refusals
+	// (statuses the document does not give the DICT: sent raw).
+	for _, code := range []int{http.StatusRequestTimeout, http.StatusTooEarly} {
+		f.hook = func(*http.Request, []byte) (answer, bool) {
+			a := f.problem(code, "BadRequest", "try again")
+			a.raw = f.signed(a)
+			return a, true
+		}
+		_, err := c.GetInfractionReport(ctx, rep.ID)
+		if got := Classify(err); got != Unknown || !errors.Is(err, ErrUnknownOutcome) {
+			t.Errorf("signed %d classified %s: %v", code, got, err)
+		}
+	}
+}
+
+// TestRetryAfterIsBounded: a Retry-After far ahead is cut to 5 minutes
+// (the largest a caller waits on the DICT's word), never overflows, and
+// one in the past, negative or zero leaves a 429 to the bucket's refill.
+func TestRetryAfterIsBounded(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	const most = 5 * time.Minute
+	for in, want := range map[string]time.Duration{
+		"300": most, "301": most, "299": 299 * time.Second,
+		"10000000000": most, "9223372036854775807": most, "99999999999999999999": most,
+		"-9223372036854775808": 0, "-1": 0,
+		now.AddDate(1, 0, 0).Format(http.TimeFormat):  most,
+		now.AddDate(-1, 0, 0).Format(http.TimeFormat): 0,
+	} {
+		if got := retryAfter(in, now); got != want {
+			t.Errorf("Retry-After %q: %s, want %s", in, got, want)
+		}
+	}
+
+	f := newFakeDICT(t)
+	c := f.client(t)
+	rep := openReport(f, ReportAcknowledged)
+	for in, want := range map[string]time.Duration{"-5": 50 * time.Millisecond, "10000000000": most, "0": 50 * time.Millisecond} {
+		f.hook = func(*http.Request, []byte) (answer, bool) {
+			a := f.problem(http.StatusTooManyRequests, "RateLimited", "")
+			a.header = http.Header{"Retry-After": {in}}
+			return a, true
+		}
+		_, err := c.CloseInfractionReport(context.Background(), rep.ID, Agreed, "")
+		if d, ok := RetryAfter(err); !ok || d != want {
+			t.Errorf("429 with Retry-After %q: retry after %s, want %s (%v)", in, d, want, err)
+		}
+	}
+}
+
+// TestWalkComparesAtTheCursorsPrecision: a DICT whose LastModified is
+// finer than milliseconds; the walk asks from exactly where it stopped,
+// and hands each item once.
+func TestWalkComparesAtTheCursorsPrecision(t *testing.T) {
+	f := newFakeDICT(t)
+	c := f.client(t)
+	start := f.now
+	base := start.Add(time.Minute)
+	var want []string
+	for _, at := range []time.Duration{123100 * time.Microsecond, 123456 * time.Microsecond, 124 * time.Millisecond} {
+		r := openReport(f, ReportOpen)
+		r.LastModified = base.Add(at)
+		f.addReport(r)
+		want = append(want, r.ID)
+	}
+	var got []string
+	end, err := c.WalkInfractionReports(context.Background(), ReportQuery{Role: Credited, ModifiedAfter: start, Limit: 2}, func(r InfractionReport) error {
+		got = append(got, r.ID)
+		return nil
+	})
+	if err != nil || !slices.Equal(got, want) || !end.Equal(base.Add(124*time.Millisecond)) {
+		t.Fatalf("walk: handed %v, want %v; ended %s; %v", got, want, end, err)
+	}
+}
+
+// TestStaleAnswersAreRefused: an answer genuinely signed by the DICT, but
+// whose ResponseTime is far from the call (a replayed page or read), is
+// not accepted: a verification failure, never done nor refused.
+func TestStaleAnswersAreRefused(t *testing.T) {
+	f := newFakeDICT(t)
+	c := f.client(t)
+	ctx := context.Background()
+	rep := openReport(f, ReportAcknowledged)
+	for _, off := range []time.Duration{-time.Hour, -6 * time.Minute, time.Hour} {
+		f.hook = func(r *http.Request, _ []byte) (answer, bool) {
+			var a answer
+			if strings.HasSuffix(r.URL.Path, "/infraction-reports/") {
+				a = f.model("listInfractionReport", r, nil, nil)
+			} else {
+				a = f.model("getInfractionReport", r, map[string]string{"InfractionReportId": rep.ID}, nil)
+			}
+			a.body.FindElement("ResponseTime").SetText(dateTime(time.Now().Add(off)))
+			return a, true
+		}
+		page, err := c.ListInfractionReports(ctx, ReportQuery{Role: Credited})
+		if !errors.Is(err, ErrUnverifiedAnswer) || Classify(err) != Unverified || len(page.Reports) != 0 {
+			t.Errorf("a page answered %s off: %+v, %v (class %s)", off, page, err, Classify(err))
+		}
+		got, err := c.GetInfractionReport(ctx, rep.ID)
+		if !errors.Is(err, ErrUnverifiedAnswer) || Classify(err) != Unverified || got != (InfractionReport{}) {
+			t.Errorf("a read answered %s off: %+v, %v (class %s)", off, got, err, Classify(err))
+		}
+	}
+	f.hook = nil
+	if _, err := c.GetInfractionReport(ctx, rep.ID); err != nil {
+		t.Fatalf("a fresh answer: %v", err)
+	}
+}
+
+// TestProblemTextIsOneLine: the problem's words go to logs: no line
+// breaks or other control characters of a peer's survive.
+func TestProblemTextIsOneLine(t *testing.T) {
+	f := newFakeDICT(t)
+	c := f.client(t)
+	f.hook = func(*http.Request, []byte) (answer, bool) {
+		a := f.problem(http.StatusServiceUnavailable, "ServiceUnavailable", "down\n2026-12-01 level=info msg=\"forged\"\r\x1b[2J\tok")
+		a.body.FindElement("title").SetText("a\nb")
+		a.sign = signNone
+		return a, true
+	}
+	_, err := c.GetInfractionReport(context.Background(), uuid.NewString())
+	var pe *ProblemError
+	if !errors.As(err, &pe) {
+		t.Fatalf("503: %v", err)
+	}
+	for _, s := range []string{err.Error(), pe.Title, pe.Detail} {
+		if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			t.Errorf("a control character kept: %q", s)
+		}
+	}
+}
+
+// TestResponseTimeSkewIsConfigured: Config.ResponseTimeSkew widens the
+// window (a test bench whose DICT's clock is an hour off, say).
+func TestResponseTimeSkewIsConfigured(t *testing.T) {
+	f := newFakeDICT(t)
+	f.cfg.ResponseTimeSkew = 2 * time.Hour
+	c := f.client(t)
+	rep := openReport(f, ReportOpen)
+	f.hook = func(r *http.Request, _ []byte) (answer, bool) {
+		a := f.model("getInfractionReport", r, map[string]string{"InfractionReportId": rep.ID}, nil)
+		a.body.FindElement("ResponseTime").SetText(dateTime(time.Now().Add(-time.Hour)))
+		return a, true
+	}
+	if _, err := c.GetInfractionReport(context.Background(), rep.ID); err != nil {
+		t.Fatalf("an answer an hour old, skew 2h: %v", err)
+	}
+}
+
+// TestWalkStuckSaysWhatToDo: a full page at one instant, all handed, stops
+// the walk; the error says what gets past it: a larger Limit while there
+// is one, else a walk split by Status.
+func TestWalkStuckSaysWhatToDo(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for n, want := range map[int]string{7: "larger Limit", MaxLimit: "split by Status"} {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = uuid.NewString()
+		}
+		_, err := walk(at, func(time.Time) ([]string, bool, error) { return ids, true, nil },
+			func(id string) (string, time.Time) { return id, at }, func(string) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), want) || n == MaxLimit && strings.Contains(err.Error(), "larger Limit") {
+			t.Errorf("a stuck walk of pages of %d: %v; want it to say %q", n, err, want)
 		}
 	}
 }

@@ -26,7 +26,13 @@
 // the next page is asked with ModifiedAfter, which includes its instant.
 // The walks do that and hand each item once; they return the last item's
 // LastModified, from which a lister goes on (less 5 seconds: the
-// specification says the lists may lag the writes by that much).
+// specification says the lists may lag the writes by that much). The
+// cursor is sent as precisely as the DICT wrote the LastModified
+// (milliseconds in the specification's examples; finer if the DICT's are),
+// since the walk compares the page's items with it as it is. A full page
+// modified at one instant, all handed, cannot be got past (no offset):
+// the walk stops with an error; a larger Limit, or at 200 a walk per
+// Status, gets past it.
 //
 // # Transport and signatures
 //
@@ -34,14 +40,37 @@
 // that changes something (acknowledge, close) is signed with an enveloped
 // XML Digital Signature by the bank's signing certificate (goxmldsig:
 // SHA-256 with the key's algorithm, RSA for the Pix's certificates;
-// exclusive canonicalization; the certificate in KeyInfo).
+// exclusive canonicalization; the certificate in KeyInfo). What is signed
+// is byte for byte what is sent, as an XML parser reads it: the free texts
+// (AnalysisDetails, RefundAnalysisDetails) are sent with "\n" line breaks
+// (NormalizeDetails: "\r\n" and "\r" become "\n", as XML 1.0 §2.11 reads
+// them), and any carriage return left is written &#xD;, never raw, which
+// the DICT's parser would read as a line feed and digest otherwise.
 // Every answer must carry the DICT's enveloped signature, by one of the
 // certificates of Config.DICTCertFile: the client reads only what that
 // signature covers. An answer unsigned, signed by another certificate, or
 // changed after its signature is a *SignatureError (ErrUnverifiedAnswer),
-// never accepted, whatever it says; a refusal (a 4xx problem) too. Only an
-// answer that says "later" (429, 5xx, 408, 425), from which nothing is
-// taken, is read without a signature.
+// never accepted, whatever it says; a refusal (a 4xx problem) too. So is
+// a signed answer whose ResponseTime lies outside the call (before its
+// sending or after its receipt, by more than Config.ResponseTimeSkew,
+// DefaultResponseTimeSkew 5 minutes): an answer of the DICT's replayed
+// from another call, a page or a read since outdated, carries nothing
+// else that ties it to its request. Only an answer that says "later" (429,
+// 5xx, 408, 425), from which nothing is taken, is read without a
+// signature: unsigned, the problem type it carries is kept for the log
+// (ProblemError.Type, "(unsigned)") but is never a declared problem
+// (errors.Is): a gateway can't forge a NotFound or a
+// RequestSignatureInvalid that way; only its class, Unknown or
+// RateLimited, holds. Its Retry-After is cut to [0, MaxRetryAfter] (5
+// minutes); and the DICT's or a gateway's words an error keeps are cut
+// short and stripped of control characters (they go to logs).
+//
+// Two points are not proven against the DICT, and are to be confirmed
+// with the Pix security manual (Manual de Segurança do Pix) before
+// production: the Signature is placed as the root's last child (goxmldsig's
+// enveloped signature), while the specification's examples put it first;
+// and KeyInfo carries the signing certificate (X509Data/X509Certificate),
+// which the DICT is assumed to require.
 //
 // # Errors
 //
@@ -67,7 +96,8 @@
 // retry. A 429's RetryAfter is the answer's Retry-After, or, without one,
 // the time the operation's token bucket takes to refill one token (the
 // specification's policy table: 1.5 s for a list filtered by role, 50 ms
-// for a report's write); a 503's is its Retry-After. Buckets and Bucket
+// for a report's write); a 503's is its Retry-After. A Retry-After is at
+// most MaxRetryAfter; one zero, negative or past is none. Buckets and Bucket
 // read the buckets' state, for a caller that paces a burst.
 //
 // # Lost answers
@@ -82,11 +112,13 @@
 //   - acknowledge: GetInfractionReport. OPEN: send it again. ACKNOWLEDGED:
 //     done. CLOSED or CANCELLED: done, and the report has moved on.
 //   - close: GetInfractionReport. ACKNOWLEDGED: send the same close again.
-//     CLOSED with our AnalysisResult (and details): done. CLOSED with
+//     CLOSED with our AnalysisResult and details (compared as
+//     NormalizeDetails(ours), the text the DICT keeps): done. CLOSED with
 //     another result: not ours to redo; an operator's. CANCELLED: its
 //     creator cancelled it; nothing to close.
 //   - CloseRefund: GetRefund. OPEN: send the same closing again. CLOSED
-//     with our AnalysisResult and RefundTransactionId: done. CLOSED
+//     with our AnalysisResult, RefundTransactionId and details (as
+//     NormalizeDetails(ours)): done. CLOSED
 //     otherwise: an operator's. CANCELLED: the requester cancelled it.
 //
 // A read-back that is itself Unknown, RateLimited or Unverified decides

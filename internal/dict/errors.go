@@ -119,7 +119,8 @@ var (
 	// again (doc.go, "Lost answers"). Retryable.
 	ErrUnknownOutcome = errors.New("dict: outcome unknown")
 	// ErrUnverifiedAnswer means an answer whose signature is missing, is
-	// not by the DICT's certificate, or does not match the answer: it is
+	// not by the DICT's certificate, or does not match the answer, or a
+	// signed answer whose ResponseTime is not the call's (a replay): it is
 	// never accepted, whatever it says. A write's outcome is then unknown
 	// as well; the cause (a DICT certificate not configured, a tampering
 	// peer) is for an operator.
@@ -140,7 +141,8 @@ type ProblemError struct {
 	// Type is the problem's type as sent, in full; "" without a problem.
 	Type string
 	// Problem is the declared problem of Type; nil when Type is none of
-	// them (the status then classifies the error).
+	// them, or the answer is not signed (the status then classifies the
+	// error).
 	Problem       *Problem
 	Title, Detail string
 	CorrelationID string
@@ -157,8 +159,11 @@ type ProblemError struct {
 
 func (e *ProblemError) Error() string {
 	what := e.Type
-	if what == "" {
+	switch {
+	case what == "":
 		what = http.StatusText(e.StatusCode)
+	case !e.Signed:
+		what += " (unsigned)"
 	}
 	msg := fmt.Sprintf("dict %s: http %d %s", e.Operation, e.StatusCode, what)
 	if e.Detail != "" {
@@ -172,11 +177,11 @@ func (e *ProblemError) Error() string {
 	return msg
 }
 
-// Unwrap makes the error its declared problem, ErrRateLimited for any 429,
-// and ErrUnknownOutcome for a 5xx.
+// Unwrap makes the error its declared problem (signed only),
+// ErrRateLimited for any 429, and ErrUnknownOutcome for a 5xx.
 func (e *ProblemError) Unwrap() []error {
 	var errs []error
-	if e.Problem != nil {
+	if e.Problem != nil && e.Signed {
 		errs = append(errs, e.Problem)
 	}
 	if e.StatusCode == http.StatusTooManyRequests && e.Problem != ErrRateLimited {
@@ -273,7 +278,8 @@ func Classify(err error) Class {
 		switch {
 		case pe.StatusCode == http.StatusTooManyRequests:
 			return RateLimited
-		case pe.StatusCode >= 400 && pe.StatusCode < 500 && pe.Signed:
+		case pe.StatusCode >= 400 && pe.StatusCode < 500 && pe.Signed && !later(pe.StatusCode):
+			// A signed 408 or 425 still says only "later".
 			return Refused
 		}
 	}

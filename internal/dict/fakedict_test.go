@@ -498,7 +498,9 @@ func paged[T any](list []T, q map[string][]string) ([]T, bool) {
 
 func (f *fakeDICT) answerRoot(name string) *etree.Element {
 	root := etree.NewElement(name)
-	root.CreateElement("ResponseTime").SetText(dateTime(f.now))
+	// The DICT's clock is the real one (the client holds ResponseTime to
+	// its own); f.now is the model's, for LastModified.
+	root.CreateElement("ResponseTime").SetText(dateTime(time.Now()))
 	root.CreateElement("CorrelationId").SetText("a9f13566e19f5ca51329479a5bae60c5")
 	return root
 }
@@ -530,8 +532,8 @@ func reportElement(parent *etree.Element, r *InfractionReport) {
 	text(e, "Status", string(r.Status))
 	text(e, "DebitedParticipant", r.DebitedParticipant)
 	text(e, "CreditedParticipant", r.CreditedParticipant)
-	text(e, "CreationTime", dateTime(r.CreationTime))
-	text(e, "LastModified", dateTime(r.LastModified))
+	text(e, "CreationTime", instant(r.CreationTime))
+	text(e, "LastModified", instant(r.LastModified))
 	text(e, "AnalysisResult", string(r.AnalysisResult))
 	text(e, "AnalysisDetails", r.AnalysisDetails)
 }
@@ -547,14 +549,18 @@ func refundElement(parent *etree.Element, r *Refund) {
 	text(e, "Status", string(r.Status))
 	text(e, "ContestedParticipant", r.ContestedParticipant)
 	text(e, "RequestingParticipant", r.RequestingParticipant)
-	text(e, "CreationTime", dateTime(r.CreationTime))
-	text(e, "LastModified", dateTime(r.LastModified))
+	text(e, "CreationTime", instant(r.CreationTime))
+	text(e, "LastModified", instant(r.LastModified))
 	text(e, "InfractionReportId", r.InfractionReportID)
 	text(e, "AnalysisResult", string(r.AnalysisResult))
 	text(e, "AnalysisDetails", r.AnalysisDetails)
 	text(e, "RefundRejectionReason", string(r.RefundRejectionReason))
 	text(e, "RefundTransactionId", r.RefundTransactionID)
 }
+
+// instant writes the model's times as precisely as it keeps them: a DICT
+// that sends more than milliseconds must not break the walks.
+func instant(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func policyElement(parent *etree.Element, p policy) {
 	e := parent.CreateElement("Policy")

@@ -77,7 +77,7 @@ func (c *HTTPClient) Buckets(ctx context.Context) (Buckets, error) {
 	err := c.do(ctx, exchange{
 		op: "bucketStates", policy: policyPoliciesList, base: c.policiesBase,
 		method: http.MethodGet, path: "/policies/", requester: true,
-		answer: "ListPoliciesResponse",
+		answer: "ListPoliciesResponse", timeOptional: true,
 	}, &a)
 	if err != nil {
 		return Buckets{}, err
@@ -95,7 +95,7 @@ func (c *HTTPClient) Bucket(ctx context.Context, name string) (Bucket, error) {
 	err := c.do(ctx, exchange{
 		op: "getPolicy", policy: policyPoliciesRead, base: c.policiesBase,
 		method: http.MethodGet, path: "/policies/" + url.PathEscape(name), requester: true,
-		answer: "GetPolicyResponse",
+		answer: "GetPolicyResponse", timeOptional: true,
 	}, &a)
 	if err != nil {
 		return Bucket{}, err

@@ -105,7 +105,8 @@ func (c *HTTPClient) GetRefund(ctx context.Context, id string) (Refund, error) {
 type RefundClosing struct {
 	// Result is RefundAnalysisResult.
 	Result RefundAnalysisResult
-	// Details is RefundAnalysisDetails, at most 2,000 characters.
+	// Details is RefundAnalysisDetails, at most 2,000 characters; sent as
+	// NormalizeDetails(Details).
 	Details string
 	// RejectionReason is RefundRejectionReason, for REJECTED only.
 	RejectionReason RefundRejectionReason
@@ -149,6 +150,7 @@ type closeRefundRequest struct {
 // the same closing, the DICT answers as the first time; otherwise
 // RefundOperationInvalid: read the request back.
 func (c *HTTPClient) CloseRefund(ctx context.Context, id string, r RefundClosing) (Refund, error) {
+	r.Details = NormalizeDetails(r.Details)
 	if err := r.check(); err != nil {
 		return Refund{}, fmt.Errorf("dict closeRefund %s: %w: %w", id, ErrNotSent, err)
 	}

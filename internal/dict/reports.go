@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -24,6 +25,16 @@ const (
 // maxDetails is the most characters AnalysisDetails and
 // RefundAnalysisDetails may hold.
 const maxDetails = 2000
+
+// NormalizeDetails is the text the DICT keeps of AnalysisDetails or
+// RefundAnalysisDetails as the bank writes it: its line breaks are "\n",
+// as every XML parser reads them ("\r\n" and a lone "\r" included, XML
+// 1.0 §2.11). The closes send it so (what is signed is what the DICT
+// reads), and a read-back compares the DICT's details with it, never with
+// the text as written.
+func NormalizeDetails(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+}
 
 // ReportRole restricts a list to the reports where the bank is one party.
 type ReportRole int
@@ -104,7 +115,7 @@ func (c *HTTPClient) ListInfractionReports(ctx context.Context, q ReportQuery) (
 
 // WalkInfractionReports calls fn once on each report of q, from
 // q.ModifiedAfter on, page after page, and returns the LastModified of the
-// last report fn took (q.ModifiedAfter when none): a lister's next
+// last report fn took (q.ModifiedAfter, cut to milliseconds, when none): a lister's next
 // ModifiedAfter, less the lists' lag. An error of fn stops the walk.
 func (c *HTTPClient) WalkInfractionReports(ctx context.Context, q ReportQuery, fn func(InfractionReport) error) (time.Time, error) {
 	if q.Limit == 0 {
@@ -166,8 +177,18 @@ func listCommon(v url.Values, after, before time.Time, limit int, details, indir
 	return nil
 }
 
-// dateTime writes t as the specification's date-times: UTC, milliseconds.
-func dateTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+// dateTime writes t as the specification's date-times: UTC, in
+// milliseconds, or finer when t is: a walk's cursor is a LastModified of
+// the DICT's, sent back as precisely as the DICT wrote it, since the walk
+// compares the page's items with the cursor as it is (a cursor cut to
+// milliseconds would bring back items before it).
+func dateTime(t time.Time) string {
+	t = t.UTC()
+	if t.Nanosecond()%int(time.Millisecond) != 0 {
+		return t.Format(time.RFC3339Nano)
+	}
+	return t.Format("2006-01-02T15:04:05.000Z07:00")
+}
 
 // GetInfractionReport reads one infraction report (GET
 // /infraction-reports/{InfractionReportId}, getInfractionReport): what a
@@ -204,10 +225,11 @@ type closeReportRequest struct {
 // CloseInfractionReport closes the analysis of an acknowledged report
 // (POST /infraction-reports/{InfractionReportId}/close,
 // closeInfractionReport), signed: AGREED or DISAGREED, with details that
-// may guide the payer (at most 2,000 characters). Sent again with the same
+// may guide the payer (at most 2,000 characters, NormalizeDetails'). Sent again with the same
 // result and details, the DICT answers as the first time; otherwise
 // InfractionReportOperationInvalid: read the report back.
 func (c *HTTPClient) CloseInfractionReport(ctx context.Context, id string, result AnalysisResult, details string) (InfractionReport, error) {
+	details = NormalizeDetails(details)
 	if !result.Valid() {
 		return InfractionReport{}, fmt.Errorf("dict closeInfractionReport %s: %w: AnalysisResult %q", id, ErrNotSent, result)
 	}
@@ -253,7 +275,10 @@ func checkID(id string) error {
 // items of that instant already handed are skipped. It returns the
 // LastModified of the last item fn took.
 func walk[T any](after time.Time, page func(after time.Time) ([]T, bool, error), key func(T) (string, time.Time), fn func(T) error) (time.Time, error) {
-	cursor := after
+	// The caller's start is sent in milliseconds (an earlier bound
+	// includes more, never less); from then on the cursor is the DICT's
+	// own LastModified, sent and compared as the DICT wrote it.
+	cursor := after.Truncate(time.Millisecond)
 	seen := map[string]bool{} // ids handed whose LastModified is cursor
 	for {
 		items, more, err := page(cursor)
@@ -284,8 +309,12 @@ func walk[T any](after time.Time, page func(after time.Time) ([]T, bool, error),
 		}
 		if !progressed {
 			// A whole page modified at one instant, all handed already: the
-			// next page would be the same. Only a larger Limit gets past it.
-			return cursor, fmt.Errorf("dict list: a full page modified at %s, all handed: the walk cannot get past it with limit %d", dateTime(cursor), len(items))
+			// next page would be the same, as the lists have no offset.
+			what := fmt.Sprintf("walk again with a larger Limit (up to %d)", MaxLimit)
+			if len(items) >= MaxLimit {
+				what = "walk again split by Status (one walk per status), whose pages hold fewer items of that instant"
+			}
+			return cursor, fmt.Errorf("dict list: a full page of %d items modified at %s, all handed: the walk cannot get past that instant; %s", len(items), dateTime(cursor), what)
 		}
 	}
 }

@@ -39,7 +39,12 @@ func newValidationContext(certs []*x509.Certificate) *dsig.ValidationContext {
 }
 
 // signedXML marshals v (a request whose root is its element) and signs it
-// enveloped: the Signature becomes the root's last child.
+// enveloped: the Signature becomes the root's last child. The bytes it
+// returns are the ones signed as any XML parser reads them: a carriage
+// return in a text is written as the character reference &#xD;, since a
+// raw one is read as a line feed (XML 1.0 §2.11) and the DICT would digest
+// another text than the one signed. (The free texts are normalised before
+// they get here, NormalizeDetails; this holds for any text.)
 func signedXML(sc *dsig.SigningContext, v any) ([]byte, error) {
 	raw, err := xml.Marshal(v)
 	if err != nil {
@@ -54,6 +59,7 @@ func signedXML(sc *dsig.SigningContext, v any) ([]byte, error) {
 		return nil, fmt.Errorf("sign: %w", err)
 	}
 	out := etree.NewDocument()
+	out.WriteSettings.CanonicalText = true
 	out.CreateProcInst("xml", `version="1.0" encoding="UTF-8"`)
 	out.SetRoot(signed)
 	return out.WriteToBytes()
