@@ -6,8 +6,6 @@ import (
 )
 
 // The stores of the unit tier: *db.Store satisfies what the activities
-// need, and so do the tests' in-memory fakes.
-var (
-	_ activities.Store       = (*db.Store)(nil)
-	_ activities.RefundStore = (*db.Store)(nil)
-)
+// need, and so do the tests' in-memory fakes. (The devolução's are its own:
+// saga/refund.)
+var _ activities.Store = (*db.Store)(nil)

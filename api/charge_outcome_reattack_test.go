@@ -17,6 +17,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/auth"
+	"github.com/pixbank/pix/saga/refund"
 )
 
 const reattackAdminToken = "reattack-admin-token-0123456789abcdef"
@@ -72,7 +73,7 @@ func TestReattackOtherAccountChargeOutcomeHidden(t *testing.T) {
 		// One customer token, for acc-a, read scope only.
 		Tokens: fakeTokens{"tok-acc-a": {Subject: "s", Scopes: []string{auth.ScopeRead}, Accounts: []string{"acc-a"}}},
 		Keys:   db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
-		Sagas:  sagasOf(nil),
+		Sagas:  sagasOf(nil, refund.NewStore(store)),
 	}, api.AllRoutes)
 	require.NoError(t, err)
 	srv := httptest.NewServer(router)

@@ -12,8 +12,8 @@ import (
 
 // The interfaces below are what the handlers need of their dependencies,
 // declared here, by their consumer, one small interface per saga's
-// handlers (a saga's own in its file: RefundStore; a saga of its own
-// package declares its store there, saga/transfer's RouteStore): a
+// handlers (a saga of its own package declares its store there:
+// saga/transfer's and saga/refund's RouteStore): a
 // method added to one saga's store grows that saga's fake only. *db.Store
 // and the Temporal SDK's client.Client satisfy them, and tests can give
 // the router fakes that need neither PostgreSQL nor Temporal.
@@ -57,20 +57,19 @@ type ProbeStore interface {
 	OutboxLag(ctx context.Context) (db.OutboxLag, error)
 }
 
-// Stores are the handlers' stores, each saga's handlers their own: a saga
-// adds its field here and in StoresOf.
+// Stores are the stores of the handlers of this package, each their own
+// (a saga of its own package builds its handlers' store from saga.Env).
 type Stores struct {
 	Webhooks WebhookStore
 	Credits  CreditStore
 	Accounts AccountStore
-	Refunds  RefundStore
 	Admin    AdminStore
 	Probe    ProbeStore
 }
 
 // StoresOf gives s, the database, to the handlers of every saga.
 func StoresOf(s *db.Store) Stores {
-	return Stores{Webhooks: s, Credits: s, Accounts: s, Refunds: s, Admin: s, Probe: s}
+	return Stores{Webhooks: s, Credits: s, Accounts: s, Admin: s, Probe: s}
 }
 
 // Temporal is what the handlers ask of Temporal: a workflow's status

@@ -47,9 +47,11 @@ pix_webhooks_rejected_total{code="unsupported_media_type",psp="none"} 1
 `), "pix_webhooks_received_total", "pix_webhook_duplicates_total", "pix_webhooks_rejected_total"))
 	requireAnswered(t, reg, map[string]uint64{"none/2xx": 3, "none/4xx": 2})
 
-	// (The transfer's pix_transfer_oldest_open_age_seconds is its own:
-	// saga/transfer's TestMetricsReadTheOpenTransfers.)
-	for _, name := range []string{"pix_inbox_oldest_pending_age_seconds", "pix_refund_oldest_open_age_seconds"} {
+	// (The transfer's pix_transfer_oldest_open_age_seconds and the
+	// devolução's pix_refund_oldest_open_age_seconds are their own:
+	// saga/transfer's TestMetricsReadTheOpenTransfers, saga/refund's
+	// TestMetricsReadTheOpenRefunds.)
+	for _, name := range []string{"pix_inbox_oldest_pending_age_seconds"} {
 		n, err := testutil.GatherAndCount(reg, name)
 		require.NoError(t, err)
 		require.Equal(t, 1, n, name)

@@ -15,6 +15,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/groupcommit"
+	"github.com/pixbank/pix/saga/refund"
 )
 
 // What a webhook says beyond the money fields never decides whether its
@@ -81,7 +82,7 @@ func TestWebhookInformationalContentJSONBRefusesIsStored(t *testing.T) {
 			if mode == "group commit" {
 				stores.Webhooks = withGroupCommit(t, s)
 			}
-			srv := newServerOf(t, stores)
+			srv := newServerOf(t, stores, func(d *api.Deps) { d.Sagas = sagasOf(nil, refund.NewStore(s)) })
 			payloadMember := func(id, member string) (string, bool) {
 				t.Helper()
 				var v *string

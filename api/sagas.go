@@ -18,10 +18,9 @@ import (
 // A saga's HTTP side is declared by the saga itself, as a SagaHTTP its
 // descriptor builds (saga.Descriptor.HTTP), the same way wherever its
 // handlers live: the router serves what Deps.Sagas hold, in their order,
-// and has no list of its own. The sagas whose handlers are in this package
-// (credit, devolução) declare theirs with CreditHTTP and RefundHTTP; the
-// others in their own packages (saga/transfer, saga/scheduled;
-// docs/extending.md).
+// and has no list of its own. The saga whose handlers are in this package
+// (the credit) declares its own with CreditHTTP; the others in their own
+// packages (saga/transfer, saga/refund, saga/scheduled; docs/extending.md).
 
 // SagaHTTP is what a saga serves and adds over HTTP.
 type SagaHTTP struct {

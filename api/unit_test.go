@@ -79,11 +79,10 @@ type (
 	fakeProbe     struct{ *fakeStore }
 )
 
-// stores are the fakes of every saga's handlers over fs, the refunds'
-// with none yet.
+// stores are the fakes of the handlers of package api over fs.
 func (fs *fakeStore) stores() api.Stores {
 	return api.Stores{Webhooks: fakeWebhooks{fs}, Credits: fakeCredits{fs}, Accounts: fakeAccounts{fs},
-		Refunds: newFakeRefunds(fs), Admin: fakeAdmin{fs}, Probe: fakeProbe{fs}}
+		Admin: fakeAdmin{fs}, Probe: fakeProbe{fs}}
 }
 
 // call records method; it returns fs.fail. The caller holds fs.mu.
@@ -348,7 +347,7 @@ func newUnitServer(t *testing.T, fs *fakeStore, tune ...func(*api.Deps)) *httpte
 	t.Helper()
 	return newServerOf(t, fs.stores(), append([]func(*api.Deps){func(d *api.Deps) {
 		d.Temporal = fakeTemporal{}
-		d.Sagas = sagasOf(fakeTransfers{fakeKeys{fs}})
+		d.Sagas = sagasOf(fakeTransfers{fakeKeys{fs}}, newFakeRefunds(fs))
 	}}, tune...)...)
 }
 
@@ -466,7 +465,7 @@ func TestUnitTransferRefusals(t *testing.T) {
 		before := len(fs.called())
 		// ReserveKey succeeds, CreateTransfer fails: the key is released.
 		failing := failAfterReserve{fakeTransfers{fakeKeys{fs}}}
-		srv := newUnitServer(t, fs, func(d *api.Deps) { d.Sagas = sagasOf(failing) })
+		srv := newUnitServer(t, fs, func(d *api.Deps) { d.Sagas = sagasOf(failing, newFakeRefunds(fs)) })
 		r := postPix(t, srv.URL, key, transferBody(t, "acc-1", 1))
 		require.Equal(t, http.StatusInternalServerError, r.status, "%v", r.body)
 		require.Equal(t, map[string]any{"error": map[string]any{"code": api.CodeInternal, "message": "internal error"}}, r.body)

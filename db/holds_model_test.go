@@ -15,6 +15,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/pix"
+	refundsaga "github.com/pixbank/pix/saga/refund"
 )
 
 // A seeded random history of credits, transfers, holds (of accounts and
@@ -214,7 +215,7 @@ func runMoneyModel(t *testing.T, seed uint64, steps int) (seen map[string]int) {
 			}
 			r := open[pick(len(open))]
 			what = fmt.Sprintf("reverse the devolução %s of %d", r.id, r.amount)
-			_, err = s.ReverseRefund(ctx, r.id, "NAO_REALIZADO", false)
+			_, err = refundsaga.NewStore(s).ReverseRefund(ctx, r.id, "NAO_REALIZADO", false)
 			r.reversed = true
 			m.balance[r.account] += r.amount
 		}

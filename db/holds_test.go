@@ -11,6 +11,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/pix"
+	refundsaga "github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/transfer"
 )
 
@@ -170,7 +171,7 @@ func TestHoldReleaseAndCapture(t *testing.T) {
 
 	// The devolução's own saga goes on as any: reversed, the money comes
 	// back available; the hold stays captured (it ends once).
-	_, err = s.ReverseRefund(ctx, r.ID, "NAO_REALIZADO", false)
+	_, err = refundsaga.NewStore(s).ReverseRefund(ctx, r.ID, "NAO_REALIZADO", false)
 	require.NoError(t, err)
 	requireMoney(t, s, "acc-1", 18_000, 0)
 	got, err = s.GetHold(ctx, uuid.MustParse(blk.ID))
@@ -408,7 +409,7 @@ func TestLostAnswersAskedAgain(t *testing.T) {
 	res, _, err := s.ReserveKey(ctx, "test-caller", key, "h", keys)
 	require.NoError(t, err)
 	nr := db.NewRefund{ID: pix.NewRefundID(), Hold: uuid.MustParse(h2.ID), RefundRequest: pix.RefundRequest{EndToEndID: e2e, AmountCents: 4_000}}
-	r, err := s.CreateRefund(ctx, *res, nr, anyone, renderRefund)
+	r, err := refundsaga.NewStore(s).CreateRefund(ctx, *res, nr, anyone, renderRefund)
 	require.NoError(t, err)
 	_, replay, err := s.ReserveKey(ctx, "test-caller", key, "h", keys)
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/broker/eventschema"
 	"github.com/pixbank/pix/internal/pix"
+	refundsaga "github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/transfer"
 )
 
@@ -76,17 +77,17 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	require.NoError(t, err)
 	returned, err := refund(s, credited, 4_000, anyone)
 	require.NoError(t, err)
-	_, err = s.MarkRefundReturned(ctx, returned.ID, "")
+	_, err = refundsaga.NewStore(s).MarkRefundReturned(ctx, returned.ID, "")
 	require.NoError(t, err, "no rtr_id: null")
 	reversed, err := refund(s, credited, 6_000, anyone)
 	require.NoError(t, err)
-	_, err = s.MarkRefundRequested(ctx, reversed.ID, "D12345678202611291200000000000001")
+	_, err = refundsaga.NewStore(s).MarkRefundRequested(ctx, reversed.ID, "D12345678202611291200000000000001")
 	require.NoError(t, err)
-	_, err = s.ReverseRefund(ctx, reversed.ID, "conta encerrada", false)
+	_, err = refundsaga.NewStore(s).ReverseRefund(ctx, reversed.ID, "conta encerrada", false)
 	require.NoError(t, err)
 	noReason, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", keys)
 	require.NoError(t, err)
-	_, err = s.CreateRefund(ctx, *noReason, db.NewRefund{ID: pix.NewRefundID(),
+	_, err = refundsaga.NewStore(s).CreateRefund(ctx, *noReason, db.NewRefund{ID: pix.NewRefundID(),
 		RefundRequest: pix.RefundRequest{EndToEndID: credited, AmountCents: 1}}, anyone, renderRefund)
 	require.NoError(t, err, "no reason: null")
 	released, _, err := hold(s, db.NewHold{Ref: "judicial:1", AccountID: "acc-1", AmountCents: 500, Kind: "judicial"})

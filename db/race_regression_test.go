@@ -15,7 +15,7 @@ import (
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
-	"github.com/pixbank/pix/workflows"
+	refundsaga "github.com/pixbank/pix/saga/refund"
 )
 
 // A redelivery that waits on a row a concurrent MarkFailed is failing
@@ -72,7 +72,7 @@ func TestNoticeDuringTheStartIsSignalledOnce(t *testing.T) {
 
 	var mu sync.Mutex
 	runOpen, signals := false, 0
-	refunds := workflows.RefundSource(s.RefundQueue(), "unused", workflows.DefaultRefundSettings())
+	refunds := refundsaga.Source(s.RefundQueue(), "unused", refundsaga.DefaultRunSettings())
 	src := durable.Source{
 		Kind:     refunds.Kind,
 		Queue:    refunds.Queue,
@@ -89,7 +89,7 @@ func TestNoticeDuringTheStartIsSignalledOnce(t *testing.T) {
 				return true, err
 			}
 			if _, ok := due.Memo["psp_notice"]; ok {
-				signals++ // StartRefund signals the open run
+				signals++ // refund.Start signals the open run
 			}
 			return false, nil
 		},

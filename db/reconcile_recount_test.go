@@ -14,6 +14,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	refundsaga "github.com/pixbank/pix/saga/refund"
 )
 
 // refusedByTheBooks runs sql and requires the books' triggers (0024,
@@ -163,7 +164,7 @@ func TestTheChecksTrustNothingTheTriggersLetChange(t *testing.T) {
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	first, err := refund(s, e2e, 6_000, anyone)
 	require.NoError(t, err)
-	_, err = s.ReverseRefund(ctx, first.ID, "psp refused", false)
+	_, err = refundsaga.NewStore(s).ReverseRefund(ctx, first.ID, "psp refused", false)
 	require.NoError(t, err)
 	second, err := refund(s, e2e, 6_000, anyone)
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/pix"
+	refundsaga "github.com/pixbank/pix/saga/refund"
 )
 
 // earlierRelease is a database as a release before the migration of
@@ -147,7 +148,7 @@ func TestDatabaseWithoutPSPAskedAtGetsIt(t *testing.T) {
 	applied, err := db.Migrate(ctx, s.Pool())
 	require.NoError(t, err)
 	require.Equal(t, migrationsFrom(t, 12), applied)
-	_, err = s.MarkRefundAsked(ctx, r.ID)
+	_, err = refundsaga.NewStore(s).MarkRefundAsked(ctx, r.ID)
 	require.NoError(t, err, "the saga's first statement runs")
 }
 
@@ -169,7 +170,7 @@ func TestRefundsOpenAtTheUpgradeCountAsAsked(t *testing.T) {
 
 	_, err = db.Migrate(ctx, s.Pool())
 	require.NoError(t, err)
-	first, err := s.MarkRefundAsked(ctx, r.ID)
+	first, err := refundsaga.NewStore(s).MarkRefundAsked(ctx, r.ID)
 	require.NoError(t, err)
 	require.False(t, first, "a refund that existed at the upgrade counts as asked: a refusal of its next PUT needs a human (activities.RequestRefund)")
 }
@@ -203,22 +204,22 @@ func TestRefundsAskedBeforeTheAskCountCountOne(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, migrationsFrom(t, 17), applied)
 
-	_, stands, err := s.StandingRefusal(ctx, refused.ID)
+	_, stands, err := refundsaga.NewStore(s).StandingRefusal(ctx, refused.ID)
 	require.NoError(t, err)
 	require.False(t, stands, "a refusal recorded before asks were counted may have followed another PUT")
-	_, err = s.ReverseRefund(ctx, refused.ID, "refused", true)
+	_, err = refundsaga.NewStore(s).ReverseRefund(ctx, refused.ID, "refused", true)
 	require.ErrorIs(t, err, pix.ErrRefundFinal, "reversed on a refusal that may have followed a second PUT")
 
-	recorded, err := s.MarkRefundRefused(ctx, asked.ID, "PixDevolucaoInvalida")
+	recorded, err := refundsaga.NewStore(s).MarkRefundRefused(ctx, asked.ID, "PixDevolucaoInvalida")
 	require.NoError(t, err)
 	require.True(t, recorded, "one ask known: its refusal is recorded")
-	_, stands, err = s.StandingRefusal(ctx, asked.ID)
+	_, stands, err = refundsaga.NewStore(s).StandingRefusal(ctx, asked.ID)
 	require.NoError(t, err)
 	require.True(t, stands, "one ask known: the refusal stands")
-	first, err := s.MarkRefundAsked(ctx, asked.ID)
+	first, err := refundsaga.NewStore(s).MarkRefundAsked(ctx, asked.ID)
 	require.NoError(t, err)
 	require.False(t, first)
-	_, stands, err = s.StandingRefusal(ctx, asked.ID)
+	_, stands, err = refundsaga.NewStore(s).StandingRefusal(ctx, asked.ID)
 	require.NoError(t, err)
 	require.False(t, stands, "asked again after the refusal")
 	require.EqualValues(t, 10_000-1_000-2_000, balance(t, s, "acc-1"))

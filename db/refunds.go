@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -17,11 +16,19 @@ import (
 	"github.com/pixbank/pix/internal/tracing"
 )
 
-// refundSQL holds the statements of queries/refunds.sql.
+// The devolução is a saga of its own package (saga/refund: its routes,
+// store, workflow and activities). What stays here is what other sagas
+// share of it: the hand-over every saga that returns a PIX makes in its own
+// transaction (RecordRefund, which the cautionary block runs too), due for
+// the devolução's dispatcher at commit (its queue, RefundQueue, and
+// RefundDueChannel); the read of a refund (GetRefund: the block follows
+// its devolução); the outcomes a PSP announced (NoteRefundOutcomes: the
+// API Pix webhook's hook and the PSP catch-up note them); and the
+// reconciliation's check of them. The core's, beside RecordTransfer.
+
+// refundSQL holds the core's statements of queries/refunds.sql.
 var refundSQL struct {
-	CreditAccount, LockCredit, TakenCents, RecordDebited, GetRefund, LockRefund, RefundsOf,
-	MarkRequested, MarkReturned, Reverse, NoteOutcomes,
-	Contradictions, OldestOpenAge, MarkAsked, RefusalStands, MarkRefused, StandingRefusal string
+	LockCredit, TakenCents, RecordDebited, GetRefund, NoteOutcomes, Contradictions string
 }
 
 func init() { bindQueries("refunds.sql", &refundSQL) }
@@ -71,45 +78,6 @@ type NewRefund struct {
 	Hold uuid.UUID
 }
 
-// CreateRefund debits the account that received the PIX, records the refund
-// and its event and records the Idempotency-Key's answer, in one
-// transaction, and wakes the refund dispatchers on commit. mayRefund says
-// whether the caller may act for the account the PIX was credited to;
-// render turns the refund into the answer (201) the key replays.
-// Refusals, with nothing changed: pix.ErrPixNotCredited (no credit, or
-// another customer's: the same answer), and those of RecordRefund;
-// pix.ErrRequestInProgress when the reservation was taken over meanwhile.
-//
-// Whose the PIX is is read first, without a lock: a caller probing another
-// customer's PIX never waits on, nor holds up, its owner's refunds. Then
-// RecordRefund, which takes the locks.
-func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, mayRefund func(accountID string) bool,
-	render func(pix.Refund) ([]byte, error)) (pix.Refund, error) {
-	var out pix.Refund
-	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var account string
-		err := tx.QueryRow(ctx, refundSQL.CreditAccount, nr.EndToEndID).Scan(&account)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return pix.ErrPixNotCredited
-		case err != nil:
-			return fmt.Errorf("read credit: %w", err)
-		case !mayRefund(account):
-			return pix.ErrPixNotCredited // another customer's PIX: as if missing
-		}
-		// A credit's account never changes: what was read is what is locked.
-		if out, err = RecordRefund(ctx, tx, nr, &r.Key, r.Caller); err != nil {
-			return err
-		}
-		return RecordCreated(ctx, tx, r, out, render)
-	})
-	if err != nil {
-		return pix.Refund{}, err
-	}
-	s.Wake(RefundDueChannel, OutboxChannel)
-	return out, nil
-}
-
 // RecordRefund debits and records the devolução nr within tx, with its
 // event: the hand-over to the devolução saga, whose dispatcher starts it
 // once tx commits (wake RefundDueChannel and OutboxChannel then). It is
@@ -120,7 +88,8 @@ func (s *Store) CreateRefund(ctx context.Context, r Reservation, nr NewRefund, m
 // hold (its money leaves with the debit, the hold ends captured, with its
 // event). key is the Idempotency-Key it was asked with (nil: none, a
 // devolução another saga makes) and requestedBy who asked. The caller
-// makes sure the caller may return the PIX (CreateRefund), and that it
+// makes sure the caller may return the PIX (the devolução's store,
+// saga/refund), and that it
 // records the devolução once (its key, its own row): a second call is a
 // second devolução, or a refusal.
 //
@@ -166,7 +135,7 @@ func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, 
 	if err != nil {
 		return pix.Refund{}, err
 	}
-	out, err := scanRefund(tx.QueryRow(ctx, refundSQL.RecordDebited, nr.ID, nr.EndToEndID, account, nr.AmountCents, nr.Reason,
+	out, err := ScanRefund(tx.QueryRow(ctx, refundSQL.RecordDebited, nr.ID, nr.EndToEndID, account, nr.AmountCents, nr.Reason,
 		key, requestedBy, tracing.Traceparent(ctx), debit.BalanceAfterCents, debit.At))
 	if err != nil {
 		return pix.Refund{}, fmt.Errorf("record refund: %w", err)
@@ -179,7 +148,12 @@ func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, 
 	return out, nil
 }
 
-func scanRefund(row pgx.Row) (pix.Refund, error) {
+// ScanRefund reads a refund's columns in the order the refunds' statements
+// return them (this package's, the devolução saga's own: saga/refund): id,
+// end_to_end_id, rtr_id, account_id, amount_cents, reason, status,
+// balance_after_cents, failure_reason, created_at, requested_at,
+// returned_at, reversed_at. No row is pix.ErrRefundNotFound.
+func ScanRefund(row pgx.Row) (pix.Refund, error) {
 	var r pix.Refund
 	err := row.Scan(&r.ID, &r.EndToEndID, &r.RtrID, &r.AccountID, &r.AmountCents, &r.Reason, &r.Status, &r.BalanceAfterCents,
 		&r.FailureReason, &r.CreatedAt, &r.RequestedAt, &r.ReturnedAt, &r.ReversedAt)
@@ -189,146 +163,14 @@ func scanRefund(row pgx.Row) (pix.Refund, error) {
 	return r, err
 }
 
-// GetRefund returns one refund.
+// GetRefund returns one refund: the devolução's saga reads it, and so does
+// another saga that hands a devolução over (saga/block follows its own).
 func (s *Store) GetRefund(ctx context.Context, id string) (pix.Refund, error) {
-	r, err := scanRefund(s.pool.QueryRow(ctx, refundSQL.GetRefund, id))
+	r, err := ScanRefund(s.pool.QueryRow(ctx, refundSQL.GetRefund, id))
 	if err != nil && !errors.Is(err, pix.ErrRefundNotFound) {
 		return pix.Refund{}, Classify(fmt.Errorf("get refund: %w", err))
 	}
 	return r, err
-}
-
-// RefundsOf returns the refunds of one PIX, oldest first.
-func (s *Store) RefundsOf(ctx context.Context, endToEndID string) ([]pix.Refund, error) {
-	rows, err := s.pool.Query(ctx, refundSQL.RefundsOf, endToEndID)
-	if err != nil {
-		return nil, Classify(fmt.Errorf("list refunds: %w", err))
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (pix.Refund, error) { return scanRefund(row) })
-	if err != nil {
-		return nil, Classify(fmt.Errorf("list refunds: %w", err))
-	}
-	if out == nil {
-		out = []pix.Refund{}
-	}
-	return out, nil
-}
-
-// MarkRefundRequested records that the PSP holds the devolução (rtrID, its
-// own end-to-end id, kept from the first answer that gave one). A final
-// refund is left as it is. It returns the refund.
-func (s *Store) MarkRefundRequested(ctx context.Context, id, rtrID string) (pix.Refund, error) {
-	if _, err := s.pool.Exec(ctx, refundSQL.MarkRequested, id, rtrID); err != nil {
-		return pix.Refund{}, Classify(fmt.Errorf("mark refund requested: %w", err))
-	}
-	return s.GetRefund(ctx, id)
-}
-
-// MarkRefundReturned records that the PSP returned the money, with its
-// event: final. A returned refund stays returned; a reversed one is
-// pix.ErrRefundFinal (the PSP contradicts itself: a human must look).
-func (s *Store) MarkRefundReturned(ctx context.Context, id, rtrID string) (pix.Refund, error) {
-	if _, err := s.pool.Exec(ctx, refundSQL.MarkReturned, id, rtrID, tracing.Traceparent(ctx)); err != nil {
-		return pix.Refund{}, Classify(fmt.Errorf("mark refund returned: %w", err))
-	}
-	s.Wake(OutboxChannel)
-	r, err := s.GetRefund(ctx, id)
-	if err == nil && r.Status == pix.RefundReversed {
-		return r, fmt.Errorf("%w: returned by the PSP after it was reversed", pix.ErrRefundFinal)
-	}
-	return r, err
-}
-
-// MarkRefundAsked records that the saga is about to send the devolução to
-// the PSP, in a statement of its own, and reports whether this is the first
-// time: only then can a refusal of this PUT prove that the PSP never took it.
-// Every ask is counted: once a second one was sent, no refusal stands, even
-// one of the first PUT recorded late (MarkRefundRefused). No such refund:
-// false, nothing changed.
-func (s *Store) MarkRefundAsked(ctx context.Context, id string) (first bool, err error) {
-	err = s.pool.QueryRow(ctx, refundSQL.MarkAsked, id).Scan(&first)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return false, nil
-	case err != nil:
-		return false, Classify(fmt.Errorf("mark refund asked: %w", err))
-	}
-	return first, nil
-}
-
-// MarkRefundRefused records that the PSP refused the devolução and holds no
-// record of it (its first refusal and reason kept), only while nothing
-// says the PSP took it (no rtr_id, no notice) and no PUT but the refused
-// one was sent (MarkRefundAsked counted one ask at most): as ReverseRefund
-// checks the refusal under the lock. recorded is false, with nothing
-// changed, otherwise: the refusal no longer proves that the PSP never took
-// the devolução (another attempt's PUT may have made it, its answer lost).
-func (s *Store) MarkRefundRefused(ctx context.Context, id, reason string) (recorded bool, err error) {
-	tag, err := s.pool.Exec(ctx, refundSQL.MarkRefused, id, reason)
-	if err != nil {
-		return false, Classify(fmt.Errorf("mark refund refused: %w", err))
-	}
-	return tag.RowsAffected() == 1, nil
-}
-
-// StandingRefusal returns the PSP's refusal of the devolução that
-// MarkRefundRefused recorded, and whether it still stands (nothing says
-// the PSP took the devolução since, and no other PUT was sent since): then
-// a new run looks at the PSP's record again rather than asking again.
-// pix.ErrRefundNotFound when there is no such refund.
-func (s *Store) StandingRefusal(ctx context.Context, id string) (reason string, stands bool, err error) {
-	err = s.pool.QueryRow(ctx, refundSQL.StandingRefusal, id).Scan(&reason, &stands)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return "", false, pix.ErrRefundNotFound
-	case err != nil:
-		return "", false, Classify(fmt.Errorf("read refund refusal: %w", err))
-	}
-	return reason, stands, nil
-}
-
-// ReverseRefund compensates a devolução the PSP did not make: credits the
-// amount back, records the reversal, marks the refund reversed and writes
-// its event, in one transaction, exactly once (the reversal's primary key
-// is the guard). A reversed refund is returned as it is; a returned one is
-// pix.ErrRefundFinal: money the PSP returned is never credited back here.
-// refused says the reversal stands on the PSP's refusal of the devolução
-// rather than on its record of it: then nothing may say, under the lock,
-// that the PSP ever took it (an rtr_id, a notice), nor that more than one
-// PUT was sent (pix.ErrRefundFinal otherwise, with nothing changed).
-func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bool) (pix.Refund, error) {
-	var out pix.Refund
-	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if out, err = scanRefund(tx.QueryRow(ctx, refundSQL.LockRefund, id)); err != nil {
-			return err
-		}
-		switch out.Status {
-		case pix.RefundReversed:
-			return nil
-		case pix.RefundReturned:
-			return fmt.Errorf("%w: the refund was returned", pix.ErrRefundFinal)
-		}
-		if refused {
-			var stands bool
-			if err := tx.QueryRow(ctx, refundSQL.RefusalStands, id).Scan(&stands); err != nil {
-				return fmt.Errorf("check the refusal: %w", err)
-			}
-			if !stands {
-				return fmt.Errorf("%w: the psp took the devolução after refusing it, or another PUT may have made it; not reversed", pix.ErrRefundFinal)
-			}
-		}
-		if err := tx.QueryRow(ctx, refundSQL.Reverse, id, out.AccountID, out.AmountCents, reason, tracing.Traceparent(ctx)).Scan(&out.ReversedAt); err != nil {
-			return fmt.Errorf("reverse: %w", err)
-		}
-		out.Status, out.FailureReason = pix.RefundReversed, &reason
-		return nil
-	})
-	if err != nil {
-		return pix.Refund{}, err
-	}
-	s.Wake(OutboxChannel)
-	return out, nil
 }
 
 // RefundNotice is an outcome a PSP's webhook announced for a devolução.
@@ -407,10 +249,4 @@ func (s *Store) NoteRefundOutcomes(ctx context.Context, notices []RefundNotice) 
 // refund's status.
 func contradicts(status, notice string) bool {
 	return (status == pix.RefundReturned && notice == "NAO_REALIZADO") || (status == pix.RefundReversed && notice == "DEVOLVIDO")
-}
-
-// OldestOpenRefundAge is how long the oldest open refund has waited for its
-// outcome since its debit; 0 when none is open.
-func (s *Store) OldestOpenRefundAge(ctx context.Context) (time.Duration, error) {
-	return s.age(ctx, refundSQL.OldestOpenAge, "oldest open refund")
 }

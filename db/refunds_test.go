@@ -15,6 +15,7 @@ import (
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/durable/rows"
 	"github.com/pixbank/pix/internal/pix"
+	refundsaga "github.com/pixbank/pix/saga/refund"
 )
 
 func renderRefund(r pix.Refund) ([]byte, error) { return json.Marshal(r) }
@@ -28,7 +29,7 @@ func refund(s *db.Store, e2e string, amount int64, mayRefund func(string) bool) 
 	if err != nil {
 		return pix.Refund{}, err
 	}
-	return s.CreateRefund(ctx, *res, db.NewRefund{ID: pix.NewRefundID(),
+	return refundsaga.NewStore(s).CreateRefund(ctx, *res, db.NewRefund{ID: pix.NewRefundID(),
 		RefundRequest: pix.RefundRequest{EndToEndID: e2e, AmountCents: amount, Reason: "devolução"}}, mayRefund, renderRefund)
 }
 
@@ -39,82 +40,11 @@ func creditPIX(t *testing.T, s *db.Store, n int, account string, amount int64) s
 	return dbtest.CreditPIX(t, s, dbtest.PIX{EndToEndID: e2eID(n), AccountID: account, AmountCents: amount}).EndToEndID
 }
 
-func refundEvents(t *testing.T, s *db.Store, id string) []string {
-	t.Helper()
-	rows, err := s.Pool().Query(context.Background(), `SELECT event_type FROM outbox_events WHERE aggregate_type = 'pix_refund' AND aggregate_id = $1 ORDER BY seq`, id)
-	require.NoError(t, err)
-	var out []string
-	for rows.Next() {
-		var e string
-		require.NoError(t, rows.Scan(&e))
-		out = append(out, e)
-	}
-	require.NoError(t, rows.Err())
-	return out
-}
-
 func requireBalanced(t *testing.T, s *db.Store) {
 	t.Helper()
 	rec, err := s.Reconcile(context.Background())
 	require.NoError(t, err)
 	require.True(t, rec.Balanced(), "%+v", rec)
-}
-
-func TestRefundLife(t *testing.T) {
-	ctx := context.Background()
-	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-
-	first, err := refund(s, e2e, 4_000, anyone)
-	require.NoError(t, err)
-	require.Equal(t, pix.RefundDebited, first.Status)
-	require.EqualValues(t, 6_000, first.BalanceAfterCents)
-	require.Equal(t, e2e, first.EndToEndID)
-	require.Equal(t, "acc-1", first.AccountID)
-	require.Equal(t, []string{db.EventRefundDebited}, refundEvents(t, s, first.ID))
-
-	_, err = refund(s, e2e, 6_001, anyone)
-	require.ErrorIs(t, err, pix.ErrRefundExceedsCredit, "4000 + 6001 > 10000")
-	second, err := refund(s, e2e, 6_000, anyone)
-	require.NoError(t, err, "4000 + 6000 = the credit")
-	require.Zero(t, balance(t, s, "acc-1"))
-	_, err = refund(s, e2e, 1, anyone)
-	require.ErrorIs(t, err, pix.ErrRefundExceedsCredit)
-
-	// The first is returned: final, its event once.
-	requested, err := s.MarkRefundRequested(ctx, first.ID, "D12345678202611291200000000000001")
-	require.NoError(t, err)
-	require.Equal(t, pix.RefundRequested, requested.Status)
-	returned, err := s.MarkRefundReturned(ctx, first.ID, "")
-	require.NoError(t, err)
-	require.Equal(t, pix.RefundReturned, returned.Status)
-	require.Equal(t, "D12345678202611291200000000000001", *returned.RtrID)
-	_, err = s.MarkRefundReturned(ctx, first.ID, "")
-	require.NoError(t, err, "a retry whose first try committed")
-	_, err = s.ReverseRefund(ctx, first.ID, "late contradiction", false)
-	require.ErrorIs(t, err, pix.ErrRefundFinal, "money the PSP returned is never credited back")
-	require.Equal(t, []string{db.EventRefundDebited, db.EventRefundReturned}, refundEvents(t, s, first.ID))
-
-	// The second is not: reversed exactly once, and its room is free again.
-	reversed, err := s.ReverseRefund(ctx, second.ID, "conta encerrada", false)
-	require.NoError(t, err)
-	require.Equal(t, pix.RefundReversed, reversed.Status)
-	again, err := s.ReverseRefund(ctx, second.ID, "conta encerrada", false)
-	require.NoError(t, err)
-	require.Equal(t, pix.RefundReversed, again.Status)
-	require.EqualValues(t, 6_000, balance(t, s, "acc-1"))
-	_, err = s.MarkRefundReturned(ctx, second.ID, "")
-	require.ErrorIs(t, err, pix.ErrRefundFinal)
-	require.Equal(t, []string{db.EventRefundDebited, db.EventRefundReversed}, refundEvents(t, s, second.ID))
-	_, err = refund(s, e2e, 6_000, anyone)
-	require.NoError(t, err, "a reversed refund no longer counts")
-
-	list, err := s.RefundsOf(ctx, e2e)
-	require.NoError(t, err)
-	require.Len(t, list, 3)
-	require.Equal(t, first.ID, list[0].ID)
-	requireBalanced(t, s)
 }
 
 func TestRefundRefusals(t *testing.T) {
@@ -189,7 +119,7 @@ func TestRefundsConcurrently(t *testing.T) {
 	}
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { _, errs[i] = s.ReverseRefund(ctx, reversing.ID, "não realizado", false) })
+		wg.Go(func() { _, errs[i] = refundsaga.NewStore(s).ReverseRefund(ctx, reversing.ID, "não realizado", false) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -211,7 +141,7 @@ func TestNoteRefundOutcomes(t *testing.T) {
 	require.NoError(t, err)
 	closed, err := refund(s, e2e, 1_000, anyone)
 	require.NoError(t, err)
-	_, err = s.MarkRefundReturned(ctx, closed.ID, "")
+	_, err = refundsaga.NewStore(s).MarkRefundReturned(ctx, closed.ID, "")
 	require.NoError(t, err)
 	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET dispatch_due_at = now() + interval '1 hour' WHERE id = $1`, open.ID)
 	require.NoError(t, err)
@@ -270,154 +200,6 @@ func TestRefundWindowCountsFromReceipt(t *testing.T) {
 	require.ErrorIs(t, err, pix.ErrRefundWindowClosed, "credited today, received 91 days ago")
 }
 
-// A reversal on the PSP's refusal stands only while nothing says the PSP
-// took the devolução, checked under the refund's lock: an rtr_id or a
-// notice stops it (nothing changed).
-func TestReversalOnARefusalIsCheckedUnderTheLock(t *testing.T) {
-	ctx := context.Background()
-	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-
-	noticed, err := refund(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
-	first, err := s.MarkRefundAsked(ctx, noticed.ID)
-	require.NoError(t, err)
-	require.True(t, first)
-	again, err := s.MarkRefundAsked(ctx, noticed.ID)
-	require.NoError(t, err)
-	require.False(t, again, "asked once already")
-	_, err = s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: noticed.ID, EndToEndID: e2e, Status: "DEVOLVIDO"}})
-	require.NoError(t, err)
-	_, err = s.ReverseRefund(ctx, noticed.ID, "refused", true)
-	require.ErrorIs(t, err, pix.ErrRefundFinal)
-
-	taken, err := refund(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
-	_, err = s.MarkRefundRequested(ctx, taken.ID, "D12345678202611291200000000000009")
-	require.NoError(t, err)
-	_, err = s.ReverseRefund(ctx, taken.ID, "refused", true)
-	require.ErrorIs(t, err, pix.ErrRefundFinal)
-
-	untouched, err := refund(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
-	reversed, err := s.ReverseRefund(ctx, untouched.ID, "refused", true)
-	require.NoError(t, err)
-	require.Equal(t, pix.RefundReversed, reversed.Status)
-	require.EqualValues(t, 10_000-2_000, balance(t, s, "acc-1"), "only the untouched one came back")
-	requireBalanced(t, s)
-}
-
-// The PSP's refusal is recorded, and stands, only while nothing says the
-// PSP took the devolução (no rtr_id, no notice): the same fence as the
-// reversal's on it. The first refusal's reason is kept.
-func TestRefundRefusalRecordedWhileItStands(t *testing.T) {
-	ctx := context.Background()
-	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-
-	refused, err := refund(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
-	_, stands, err := s.StandingRefusal(ctx, refused.ID)
-	require.NoError(t, err)
-	require.False(t, stands, "no refusal recorded yet")
-	recorded, err := s.MarkRefundRefused(ctx, refused.ID, "PixDevolucaoInvalida: fora do prazo")
-	require.NoError(t, err)
-	require.True(t, recorded)
-	recorded, err = s.MarkRefundRefused(ctx, refused.ID, "another")
-	require.NoError(t, err)
-	require.True(t, recorded)
-	reason, stands, err := s.StandingRefusal(ctx, refused.ID)
-	require.NoError(t, err)
-	require.True(t, stands)
-	require.Equal(t, "PixDevolucaoInvalida: fora do prazo", reason, "the first refusal kept")
-
-	// A notice since: the refusal no longer stands.
-	_, err = s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: refused.ID, EndToEndID: e2e, Status: "DEVOLVIDO"}})
-	require.NoError(t, err)
-	_, stands, err = s.StandingRefusal(ctx, refused.ID)
-	require.NoError(t, err)
-	require.False(t, stands)
-
-	// An rtr_id first: never recorded.
-	taken, err := refund(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
-	_, err = s.MarkRefundRequested(ctx, taken.ID, "D12345678202611291200000000000009")
-	require.NoError(t, err)
-	recorded, err = s.MarkRefundRefused(ctx, taken.ID, "refused")
-	require.NoError(t, err)
-	require.False(t, recorded, "the psp took it: the refusal does not stand")
-	_, stands, err = s.StandingRefusal(ctx, taken.ID)
-	require.NoError(t, err)
-	require.False(t, stands)
-
-	_, _, err = s.StandingRefusal(ctx, pix.NewRefundID())
-	require.ErrorIs(t, err, pix.ErrRefundNotFound)
-}
-
-// Found by an attack review: attempt A spends the first ask, its PUT is
-// refused (400 PixDevolucaoInvalida) and its GET finds no record; before A
-// records the refusal, attempt B (an overlapping retry, or a run started
-// when A's timed out) asks again and hands its PUT to the network, which
-// may make the devolução and lose its answer. A's refusal, recorded late,
-// must not stand: not recorded, not read as standing, never reversed on.
-// A refusal recorded in time stops standing at the next ask too.
-func TestRefusalAfterALaterAskDoesNotStand(t *testing.T) {
-	ctx := context.Background()
-	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-
-	late, err := refund(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
-	first, err := s.MarkRefundAsked(ctx, late.ID) // attempt A, just before its PUT
-	require.NoError(t, err)
-	require.True(t, first)
-	first, err = s.MarkRefundAsked(ctx, late.ID) // attempt B, just before its PUT (answer lost)
-	require.NoError(t, err)
-	require.False(t, first)
-	recorded, err := s.MarkRefundRefused(ctx, late.ID, "PixDevolucaoInvalida") // A, late
-	require.NoError(t, err)
-	require.False(t, recorded, "recorded after a later ask, whose PUT may have made the devolução")
-	_, stands, err := s.StandingRefusal(ctx, late.ID)
-	require.NoError(t, err)
-	require.False(t, stands)
-	_, err = s.ReverseRefund(ctx, late.ID, "refused", true)
-	require.ErrorIs(t, err, pix.ErrRefundFinal)
-	got, err := s.GetRefund(ctx, late.ID)
-	require.NoError(t, err)
-	require.Equal(t, pix.RefundDebited, got.Status, "open, for the PSP's record or a human")
-
-	// Recorded in time, then another ask (a run that read no standing
-	// refusal just before it was recorded): it no longer stands.
-	followed, err := refund(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
-	first, err = s.MarkRefundAsked(ctx, followed.ID)
-	require.NoError(t, err)
-	require.True(t, first)
-	recorded, err = s.MarkRefundRefused(ctx, followed.ID, "PixDevolucaoInvalida")
-	require.NoError(t, err)
-	require.True(t, recorded, "the first PUT's refusal, the only PUT sent")
-	_, stands, err = s.StandingRefusal(ctx, followed.ID)
-	require.NoError(t, err)
-	require.True(t, stands)
-	_, err = s.MarkRefundAsked(ctx, followed.ID)
-	require.NoError(t, err)
-	_, stands, err = s.StandingRefusal(ctx, followed.ID)
-	require.NoError(t, err)
-	require.False(t, stands, "a PUT sent after the refusal may have made the devolução")
-	_, err = s.ReverseRefund(ctx, followed.ID, "refused", true)
-	require.ErrorIs(t, err, pix.ErrRefundFinal)
-
-	require.EqualValues(t, 10_000-2_000, balance(t, s, "acc-1"), "neither reversed")
-	requireBalanced(t, s)
-
-	first, err = s.MarkRefundAsked(ctx, pix.NewRefundID())
-	require.NoError(t, err)
-	require.False(t, first, "no such refund: nothing asked")
-}
-
 // A notice a final refund holds already (the catch-up lists the same PIX
 // at every run for its overlap) writes nothing: the row keeps its version,
 // and no contradiction is reported again; another notice is recorded.
@@ -428,7 +210,7 @@ func TestNoteRefundOutcomesUnchangedWritesNothing(t *testing.T) {
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	closed, err := refund(s, e2e, 1_000, anyone)
 	require.NoError(t, err)
-	_, err = s.MarkRefundReturned(ctx, closed.ID, "")
+	_, err = refundsaga.NewStore(s).MarkRefundReturned(ctx, closed.ID, "")
 	require.NoError(t, err)
 	version := func() (xmin, ctid string) {
 		t.Helper()

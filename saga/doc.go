@@ -8,8 +8,8 @@
 // (cmd/pixd/app) walk it, and a -short test fails when a saga in it lacks
 // a source, a registration or a dependency.
 // The first sagas are declared in a file of their own here (credit.go,
-// refund.go, maintenance.go); the others in a package of their own,
-// saga/<name> (saga/transfer, saga/catchup, saga/scheduled), each listed
+// maintenance.go); the others in a package of their own, saga/<name>
+// (saga/transfer, saga/refund, saga/catchup, saga/scheduled), each listed
 // by one line in saga/registry's All: a new saga is its package and its
 // line.
 //

@@ -345,7 +345,7 @@ func CreditSource(q durable.Queue, taskQueue string, retry RetrySettings, listin
 			return StartCredit(ctx, c, taskQueue, CreditInput{
 				EndToEndID: due.Key, PriorAttempts: due.Attempts, Drive: due.Drive, Retry: retry,
 				ListingVersion: listingVersion,
-			}, listingOf(due))
+			}, ListingOf(due))
 		},
 		LogAttrs: func(due durable.Due) []any { return CreditLogAttrs(due.Key, due.Attempts) },
 		Redrives: true,

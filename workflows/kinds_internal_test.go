@@ -14,7 +14,6 @@ func TestKindsInRetryPolicies(t *testing.T) {
 	policies := map[string][]string{
 		"credit":       DefaultRetrySettings().creditPolicy().NonRetryableErrorTypes,
 		"mark failed":  markFailedPolicy.NonRetryableErrorTypes,
-		"refund db":    databasePolicy.NonRetryableErrorTypes,
 		"NonRetryable": NonRetryableCreditErrors,
 		"psp calls":    DefaultPSPCalls().RetryPolicy().NonRetryableErrorTypes,
 	}
@@ -22,7 +21,7 @@ func TestKindsInRetryPolicies(t *testing.T) {
 	// of its own package adds its kinds to pix.Kinds when it is linked
 	// (pix.DeclareKinds), after these policies were built: its activities
 	// alone raise them, and its own test holds its policies to them
-	// (saga/scheduled/kinds_internal_test.go, saga/transfer's).
+	// (saga/scheduled/kinds_internal_test.go, saga/transfer's, saga/refund's).
 	for _, k := range slices.Concat(pix.CreditKinds, pix.TransferKinds, pix.RefundKinds, pix.SharedKinds) {
 		if k.TemporalType == "" {
 			continue
@@ -32,9 +31,5 @@ func TestKindsInRetryPolicies(t *testing.T) {
 				t.Errorf("%v (%s): listed non-retryable in the %s policy = %v, kind Retryable = %v", k.Err, k.TemporalType, name, got, k.Retryable)
 			}
 		}
-	}
-	// The types that are not business kinds stay where they were.
-	if !slices.Contains(databasePolicy.NonRetryableErrorTypes, "RefundUnconfirmed") {
-		t.Error("refund db policy lost RefundUnconfirmed")
 	}
 }

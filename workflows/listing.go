@@ -61,8 +61,10 @@ func (l Listing) Workflow(id, taskQueue, name string) durable.Workflow {
 	return durable.Workflow{ID: id, TaskQueue: taskQueue, Name: name, SearchAttributes: l.searchAttributes(), Memo: l.Memo}
 }
 
-// listingOf is what a due row's run is listed under.
-func listingOf(due durable.Due) Listing {
+// ListingOf is what a due row's run is listed under (StartDue; a saga
+// whose start does more than start, the devolução's, which signals an open
+// run, lists its run with it).
+func ListingOf(due durable.Due) Listing {
 	l := Listing{EndToEndID: due.EndToEndID, AmountCents: due.AmountCents, Status: due.Status, Memo: due.Memo}
 	if due.AccountID != nil {
 		l.AccountID = *due.AccountID
@@ -197,5 +199,5 @@ func missingSearchAttributes(ctx context.Context, c client.Client, namespace str
 // a durable queue (durable.StartOnce), listed as the row says: what a
 // saga's durable source does, a saga of its own package's included.
 func StartDue(ctx context.Context, c client.Client, due durable.Due, id, taskQueue, name string, input any) (started bool, err error) {
-	return durable.StartOnce(ctx, c, listingOf(due).Workflow(id, taskQueue, name), input)
+	return durable.StartOnce(ctx, c, ListingOf(due).Workflow(id, taskQueue, name), input)
 }

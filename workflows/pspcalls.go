@@ -5,7 +5,6 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 )
@@ -42,15 +41,4 @@ func (p PSPCalls) RetryPolicy(more ...string) *temporal.RetryPolicy {
 		MaximumInterval:        time.Duration(p.PSPRetryMax),
 		NonRetryableErrorTypes: append(pix.NonRetryableTypes(), more...),
 	}
-}
-
-// databasePolicy retries the devolução's own writes until PostgreSQL takes
-// them. The final business kinds (pix.NonRetryableTypes) are not retried
-// in any step of the saga. (It was the transfer's too, whose package keeps
-// its own copy: RefundUnconfirmed is the transfer's compensation's.)
-var databasePolicy = &temporal.RetryPolicy{
-	InitialInterval:        time.Second,
-	BackoffCoefficient:     2,
-	MaximumInterval:        time.Minute,
-	NonRetryableErrorTypes: append(pix.NonRetryableTypes(), activities.ErrTypeRefundUnconfirmed),
 }

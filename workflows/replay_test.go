@@ -24,6 +24,7 @@ import (
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/payload"
+	"github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/workflows"
@@ -42,12 +43,6 @@ var recordedHistories = []string{
 	"testdata/credit_failed_v1.json",
 	"testdata/credit_done_v2.json",
 	"testdata/credit_failed_v2.json",
-	// Recorded by the e2e tests that mark them (tooling/e2e/record_test.go):
-	"testdata/refund_returned_polling.json",   // requested, polled until DEVOLVIDO, returned
-	"testdata/refund_returned_on_notice.json", // requested, the PSP's notice signalled, returned
-	"testdata/refund_reversed_not_done.json",  // requested, NAO_REALIZADO after a while, reversed
-	"testdata/refund_reversed_reject.json",    // NAO_REALIZADO in the PUT's answer, reversed
-	"testdata/refund_refused_reversed.json",   // refused at the PUT, no record after the quiet period, reversed
 	// The sagas of their own packages keep their histories there, replayed
 	// here with every saga's workflows (registry.All). The PSP catch-up
 	// (saga/catchup's TestRecordCatchUpHistories): a scheduled run and an
@@ -61,6 +56,13 @@ var recordedHistories = []string{
 	// settled, marked settled; rejected by the PSP at submission, refunded.
 	"../saga/transfer/testdata/transfer_settled.json",
 	"../saga/transfer/testdata/transfer_refunded.json",
+	// The devolução (saga/refund), recorded by the e2e tests that mark
+	// them (tooling/e2e/record_test.go).
+	"../saga/refund/testdata/refund_returned_polling.json",   // requested, polled until DEVOLVIDO, returned
+	"../saga/refund/testdata/refund_returned_on_notice.json", // requested, the PSP's notice signalled, returned
+	"../saga/refund/testdata/refund_reversed_not_done.json",  // requested, NAO_REALIZADO after a while, reversed
+	"../saga/refund/testdata/refund_reversed_reject.json",    // NAO_REALIZADO in the PUT's answer, reversed
+	"../saga/refund/testdata/refund_refused_reversed.json",   // refused at the PUT, no record after the quiet period, reversed
 }
 
 // replayCodec is the replay tests' key ring, as a worker's
@@ -239,7 +241,7 @@ func writingDurations(t *testing.T, f payload.DurationFormat) {
 var inputTypes = map[string]reflect.Type{
 	workflows.CreditWorkflowName: reflect.TypeFor[workflows.CreditInput](),
 	transfer.WorkflowName:        reflect.TypeFor[transfer.Input](),
-	workflows.RefundWorkflowName: reflect.TypeFor[workflows.RefundInput](),
+	refund.WorkflowName:          reflect.TypeFor[refund.Input](),
 }
 
 // recordedInput reads a recorded history, its first event's input payload
@@ -357,7 +359,7 @@ func newInputs() map[string]any {
 	return map[string]any{
 		"credit":    workflows.CreditInput{EndToEndID: "E1", Retry: cfg.Retry(), ListingVersion: cfg.CreditInputListingVersion()},
 		"transfer":  transfer.Input{TransferID: "T1", Settings: transfer.DefaultSettings().Run(cfg)},
-		"refund":    workflows.RefundInput{RefundID: "R1", Settings: cfg.Refund()},
+		"refund":    refund.Input{RefundID: "R1", Settings: refund.DefaultSettings().Run(cfg)},
 		"retention": activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: payload.Duration(cfg.OutboxRetention), InboxRetention: payload.Duration(cfg.InboxRetention)},
 	}
 }
@@ -395,9 +397,9 @@ func TestANewInputShowsItsDurationsAsText(t *testing.T) {
 	require.Equal(t, "15s", sent["PSPCallTimeout"], "PSP_TIMEOUT + 5s")
 	require.Equal(t, "200ms", sent["SettlementPollInitial"])
 	require.Equal(t, "24h0m0s", sent["SettlementTimeout"])
-	refund := written(t, in["refund"])["Settings"].(map[string]any)
-	require.Equal(t, "10m0s", refund["PollMax"])
-	require.Equal(t, "1m0s", refund["RefusalQuietPeriod"])
+	returned := written(t, in["refund"])["Settings"].(map[string]any)
+	require.Equal(t, "10m0s", returned["PollMax"])
+	require.Equal(t, "1m0s", returned["RefusalQuietPeriod"])
 	retention := written(t, in["retention"])
 	require.Equal(t, "720h0m0s", retention["InboxRetention"])
 	require.Equal(t, "168h0m0s", retention["OutboxRetention"])

@@ -16,7 +16,9 @@ import (
 //     PIX's): pix-transfer by default;
 //   - maintenance (the retention's, the reconciliation's and the PSP
 //     catch-up's Schedules):
-//     pix-maintenance by default.
+//     pix-maintenance by default;
+//   - refunds (the devolução's PixRefund, saga/refund; the cautionary
+//     block's): pix-refund by default.
 //
 // TEMPORAL_TASK_QUEUE is the base every family's queue is derived from
 // (TaskQueue): the credits' queue is the base; another family's is the base
@@ -36,6 +38,8 @@ const (
 	Credits     Family = "credit"
 	Transfers   Family = "transfer"
 	Maintenance Family = "maintenance"
+	// Refunds is two sagas' (saga/refund, saga/block): here, below both.
+	Refunds Family = "refund"
 )
 
 // Families is every family, the credits first: the list a new saga's

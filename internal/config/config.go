@@ -151,14 +151,8 @@ type Config struct {
 	BankISPB               string
 	IdempotencyLockTimeout time.Duration
 	IdempotencyKeyTTL      time.Duration
-	// The refund saga's: the cap of its polling of the PSP's record, how
-	// long it waits for an outcome per run, and its quiet period after the
-	// PSP refused a devolução.
-	RefundPollMax            time.Duration
-	RefundOutcomeTimeout     time.Duration
-	RefundRefusalQuietPeriod time.Duration
-	PSPRetryInitial          time.Duration
-	PSPRetryMax              time.Duration
+	PSPRetryInitial        time.Duration
+	PSPRetryMax            time.Duration
 
 	// The outbox and its broker.
 	// NATSURL names the broker (NATS with JetStream) the outbox relay
@@ -266,16 +260,13 @@ func Default() Config {
 		AuthDevKeyDir:             auth.DevKeyDir,
 		WebhookSignatureTolerance: webhooksig.DefaultTolerance,
 
-		PSPURL:                   "http://127.0.0.1:8090",
-		PSPTimeout:               10 * time.Second,
-		BankISPB:                 "12345678",
-		IdempotencyLockTimeout:   30 * time.Second,
-		IdempotencyKeyTTL:        24 * time.Hour,
-		RefundPollMax:            time.Duration(workflows.DefaultRefundSettings().PollMax),
-		RefundOutcomeTimeout:     time.Duration(workflows.DefaultRefundSettings().OutcomeTimeout),
-		RefundRefusalQuietPeriod: time.Duration(workflows.DefaultRefundSettings().RefusalQuietPeriod),
-		PSPRetryInitial:          time.Duration(t.PSPRetryInitial),
-		PSPRetryMax:              time.Duration(t.PSPRetryMax),
+		PSPURL:                 "http://127.0.0.1:8090",
+		PSPTimeout:             10 * time.Second,
+		BankISPB:               "12345678",
+		IdempotencyLockTimeout: 30 * time.Second,
+		IdempotencyKeyTTL:      24 * time.Hour,
+		PSPRetryInitial:        time.Duration(t.PSPRetryInitial),
+		PSPRetryMax:            time.Duration(t.PSPRetryMax),
 
 		OutboxRelayEnabled: true,
 		OutboxBatchSize:    500,
@@ -334,19 +325,6 @@ func (c Config) PSPCalls() workflows.PSPCalls {
 		PSPRetryInitial: payload.Duration(c.PSPRetryInitial),
 		PSPRetryMax:     payload.Duration(c.PSPRetryMax),
 	}
-}
-
-// Refund is the refund saga's settings: its PSP calls paced like the
-// transfers', the rest the saga's defaults.
-func (c Config) Refund() workflows.RefundSettings {
-	r := workflows.DefaultRefundSettings()
-	r.PSPCallTimeout = payload.Duration(c.PSPTimeout + 5*time.Second)
-	r.PSPRetryInitial = payload.Duration(c.PSPRetryInitial)
-	r.PSPRetryMax = payload.Duration(c.PSPRetryMax)
-	r.PollMax = payload.Duration(c.RefundPollMax)
-	r.OutcomeTimeout = payload.Duration(c.RefundOutcomeTimeout)
-	r.RefusalQuietPeriod = payload.Duration(c.RefundRefusalQuietPeriod)
-	return r
 }
 
 // Load reads the configuration from the environment over the defaults.
@@ -694,16 +672,13 @@ func (r *reader) readEvents(c *Config) {
 }
 
 // readRuns reads the periodic runs' and the sagas' times (retention,
-// reconciliation, devoluções, the credits' retries) and the tracing
-// settings. (The PSP catch-up's and the transfer's are their own:
-// saga/catchup, saga/transfer.)
+// reconciliation, the credits' retries, the PSP calls' pace) and the
+// tracing settings. (The PSP catch-up's, the transfer's and the
+// devolução's are their own: saga/catchup, saga/transfer, saga/refund.)
 func (r *reader) readRuns(c *Config) {
 	r.dur("INBOX_RETENTION", &c.InboxRetention)
 	r.dur("RETENTION_INTERVAL", &c.RetentionInterval)
 	r.dur("RECONCILE_INTERVAL", &c.ReconcileInterval)
-	r.dur("REFUND_POLL_MAX", &c.RefundPollMax)
-	r.dur("REFUND_OUTCOME_TIMEOUT", &c.RefundOutcomeTimeout)
-	r.dur("REFUND_REFUSAL_QUIET_PERIOD", &c.RefundRefusalQuietPeriod)
 	r.dur("PSP_RETRY_INITIAL_INTERVAL", &c.PSPRetryInitial)
 	r.dur("PSP_RETRY_MAX_INTERVAL", &c.PSPRetryMax)
 	r.integer("INBOX_ATTEMPTS_MAX", 1, 1000, func(n int64) { c.InboxAttemptsMax = int32(n) })

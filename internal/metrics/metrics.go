@@ -139,7 +139,6 @@ func (g *GroupCommit) Observe(calls, rows int) {
 type Worker struct {
 	credits     prometheus.Counter
 	failures    *prometheus.CounterVec
-	refunds     *prometheus.CounterVec
 	dispatchLag *prometheus.HistogramVec
 	starts      *prometheus.CounterVec
 	reconcile   *prometheus.GaugeVec
@@ -163,10 +162,6 @@ func NewWorker(r *prometheus.Registry) *Worker {
 			Name: "pix_credit_failures_total",
 			Help: "Incoming PIX marked failed, by error type.",
 		}, []string{"type"}),
-		refunds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pix_refunds_finished_total",
-			Help: "Devoluções of received PIX returned by the PSP or reversed (the PSP did not make them).",
-		}, []string{"outcome"}),
 		dispatchLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "pix_dispatch_lag_seconds",
 			Help: "From the commit of a row (inbox row, transfer) to the first start of its workflow, by kind.",
@@ -203,7 +198,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		Name: "pix_psp_attention_total",
 		Help: "PSP answers that need a human, about a transfer, a devolução or the catch-up's listing, by kind (PSPRequestRefused: our credentials or request; RejectionUnconfirmed, PSPTransferMismatch, RefundUnconfirmed; PSPRefundMismatch, ReversalUnconfirmed; PSPListingIncomplete) and status code; nothing is refunded nor reversed on them; alert on any.",
 	}, []string{"kind", "status_code"})
-	r.MustRegister(w.credits, w.failures, w.refunds, w.dispatchLag, w.starts, w.reconcile, w.behind, w.reconciled, w.schedules, w.chargeMismatches, w.pspAttention)
+	r.MustRegister(w.credits, w.failures, w.dispatchLag, w.starts, w.reconcile, w.behind, w.reconciled, w.schedules, w.chargeMismatches, w.pspAttention)
 	return w
 }
 
@@ -285,20 +280,13 @@ func (w *Worker) PSPNeedsAttention(kind string, statusCode int) {
 	}
 }
 
-// RefundFinished counts one devolução returned or reversed.
-func (w *Worker) RefundFinished(outcome string) {
-	if w != nil {
-		w.refunds.WithLabelValues(outcome).Inc()
-	}
-}
-
 // RegisterDatabaseGauges adds the gauges read from PostgreSQL at each
 // scrape: the outbox's lag (how many events wait for the broker, and for
 // how long the oldest has), the age of the oldest pending inbox row (how
-// long accepted money has waited for its credit), and of the oldest open
-// devolução (how long money has been out of a balance and with nobody yet;
-// the transfer's is its own: saga/transfer). Each is read once per scrape;
-// a failed read is logged and reported as NaN, not as zero.
+// long accepted money has waited for its credit; the transfer's and the
+// devolução's oldest open are their own: saga/transfer, saga/refund). Each
+// is read once per scrape; a failed read is logged and reported as NaN,
+// not as zero.
 func RegisterDatabaseGauges(r *prometheus.Registry, store *db.Store, log *slog.Logger) {
 	r.MustRegister(&databaseGauges{
 		store: store,
@@ -311,9 +299,6 @@ func RegisterDatabaseGauges(r *prometheus.Registry, store *db.Store, log *slog.L
 			{prometheus.NewDesc("pix_inbox_oldest_pending_age_seconds",
 				"Age of the oldest pending inbox row (0 when none is pending).", nil, nil),
 				"the oldest pending inbox row", (*db.Store).OldestPendingAge},
-			{prometheus.NewDesc("pix_refund_oldest_open_age_seconds",
-				"Age of the oldest devolução debited and not yet returned or reversed (0 when none is open).", nil, nil),
-				"the oldest open refund", (*db.Store).OldestOpenRefundAge},
 		},
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/block"
+	refundsaga "github.com/pixbank/pix/saga/refund"
 )
 
 // A seeded random history of blocks on a few PIX (created, some refused),
@@ -166,11 +167,11 @@ func runBlockModel(t *testing.T, seed uint64, steps int) {
 				continue
 			}
 			if rng.IntN(2) == 0 {
-				_, err := f.s.MarkRefundReturned(ctx, mb.refund, "")
+				_, err := refundsaga.NewStore(f.s).MarkRefundReturned(ctx, mb.refund, "")
 				require.NoError(t, err, at)
 				mb.refundEnded = "returned"
 			} else {
-				_, err := f.s.ReverseRefund(ctx, mb.refund, "NAO_REALIZADO", false)
+				_, err := refundsaga.NewStore(f.s).ReverseRefund(ctx, mb.refund, "NAO_REALIZADO", false)
 				require.NoError(t, err, at)
 				mb.refundEnded = "reversed"
 				m.balance[mb.acc] += mb.amount

@@ -16,6 +16,7 @@ import (
 	"github.com/pixbank/pix/internal/broker/eventschema"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/block"
+	refundsaga "github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/transfer"
 )
 
@@ -281,7 +282,7 @@ func TestReturnThenReturned(t *testing.T) {
 	_, changed, err = f.store.Settle(ctx, b.ID)
 	require.NoError(t, err)
 	require.False(t, changed)
-	_, err = f.s.MarkRefundReturned(ctx, refund.ID, "D12345678202612061200abcdefghijk")
+	_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, refund.ID, "D12345678202612061200abcdefghijk")
 	require.NoError(t, err)
 	done, changed, err := f.store.Settle(ctx, b.ID)
 	require.NoError(t, err)
@@ -306,7 +307,7 @@ func TestAReturnNotMadeReleasesOnce(t *testing.T) {
 	b := f.mustBlock(c.EndToEndID, 4_000)
 	out, _, err := f.store.Return(ctx, b.ID, "operator-2")
 	require.NoError(t, err)
-	_, err = f.s.ReverseRefund(ctx, *out.RefundID, "NAO_REALIZADO", false)
+	_, err = refundsaga.NewStore(f.s).ReverseRefund(ctx, *out.RefundID, "NAO_REALIZADO", false)
 	require.NoError(t, err)
 	f.requireMoney(c.AccountID, 10_000, 0)
 	done, changed, err := f.store.Settle(ctx, b.ID)
@@ -525,7 +526,7 @@ func TestSettleNeedsOneConnection(t *testing.T) {
 	b := f.mustBlock(c.EndToEndID, 4_000)
 	out, _, err := f.store.Return(ctx, b.ID, "operator-2")
 	require.NoError(t, err)
-	_, err = f.s.ReverseRefund(ctx, *out.RefundID, "NAO_REALIZADO", false)
+	_, err = refundsaga.NewStore(f.s).ReverseRefund(ctx, *out.RefundID, "NAO_REALIZADO", false)
 	require.NoError(t, err)
 
 	one, err := db.Open(ctx, u, 1)

@@ -12,14 +12,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/internal/payload"
+	"github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/registry"
-	"github.com/pixbank/pix/workflows"
 )
 
 // signalPayloads are the payloads of the signals the sagas receive, which
 // no workflow's or activity's signature names (a cancel of a scheduled
 // PIX carries none).
-var signalPayloads = []any{workflows.RefundNotice{}}
+var signalPayloads = []any{refund.Notice{}}
 
 // No payload of any saga holds a time.Duration, which encoding/json writes
 // as integer nanoseconds and the Temporal UI shows so: every duration an

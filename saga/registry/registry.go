@@ -10,6 +10,7 @@ import (
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/block"
 	"github.com/pixbank/pix/saga/catchup"
+	"github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/scheduled"
 	"github.com/pixbank/pix/saga/transfer"
 )
@@ -20,7 +21,7 @@ import (
 var All = []saga.Descriptor{
 	saga.Credit,
 	transfer.Saga,
-	saga.Refund,
+	refund.Saga,
 	saga.Maintenance,
 	catchup.Saga,
 	scheduled.Saga,

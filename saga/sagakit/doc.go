@@ -11,6 +11,9 @@
 //     cancellation;
 //   - ScrapeGauges: gauges read from PostgreSQL at each scrape, with a
 //     timeout, reporting nothing (and logging why) when the query fails;
+//   - OldestAge: the age of a saga's oldest open row, read at each scrape,
+//     NaN (logged) when the read fails, as the core's ages (the
+//     transfer's, the devolução's);
 //   - One: the one row of a saga's table a statement returns, read by
 //     column name, its absence the saga's not-found error.
 //

@@ -1,14 +1,10 @@
 package transfer
 
 import (
-	"context"
-	"log/slog"
-	"math"
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/sagakit"
 )
 
 // Metrics counts the transfers the saga finished. A nil *Metrics counts
@@ -42,34 +38,11 @@ func newMetrics() *Metrics {
 }
 
 // collectors are the saga's metrics: the counter, and the age of the
-// oldest open transfer read from PostgreSQL at each scrape.
+// oldest open transfer read from PostgreSQL at each scrape: how long money
+// has been out of a balance and with nobody yet (PixTransferOpenTooLong).
 func collectors(env saga.Env) []prometheus.Collector {
-	return []prometheus.Collector{metricsOf(env).finished, &oldestOpen{store: NewStore(env.Store), log: env.Log,
-		desc: prometheus.NewDesc("pix_transfer_oldest_open_age_seconds",
-			"Age of the oldest outgoing transfer debited and not yet settled nor refunded (0 when none is open).", nil, nil)}}
-}
-
-// oldestOpen is pix_transfer_oldest_open_age_seconds: how long money has
-// been out of a balance and with nobody yet (PixTransferOpenTooLong). Read
-// once per scrape, as the service's other "oldest ... age" gauges
-// (metrics.RegisterDatabaseGauges): a failed read is logged and reported
-// as NaN, not as zero.
-type oldestOpen struct {
-	store *Store
-	log   *slog.Logger
-	desc  *prometheus.Desc
-}
-
-func (g *oldestOpen) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
-
-func (g *oldestOpen) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	seconds := math.NaN()
-	if age, err := g.store.OldestOpenTransferAge(ctx); err != nil {
-		g.log.Warn("metrics: could not read the oldest open transfer", "error", err)
-	} else {
-		seconds = age.Seconds()
-	}
-	ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, seconds)
+	return []prometheus.Collector{metricsOf(env).finished, &sagakit.OldestAge{
+		Desc: prometheus.NewDesc("pix_transfer_oldest_open_age_seconds",
+			"Age of the oldest outgoing transfer debited and not yet settled nor refunded (0 when none is open).", nil, nil),
+		What: "the oldest open transfer", Read: NewStore(env.Store).OldestOpenTransferAge, Log: env.Log}}
 }

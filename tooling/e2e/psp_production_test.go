@@ -30,8 +30,8 @@ import (
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/testpki"
 	"github.com/pixbank/pix/saga/catchup"
+	"github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/transfer"
-	"github.com/pixbank/pix/workflows"
 )
 
 // The service with the production settings, end to end, against a PSP
@@ -443,10 +443,10 @@ func TestProductionPSP(t *testing.T) {
 		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
 		id := r.Body["id"].(string)
 		require.EqualValues(t, 700, s.balance("acc-prod-refund"))
-		got := s.waitRefund(id, pix.RefundReversed, time.Duration(s.cfg.Refund().RefusalQuietPeriod)+60*time.Second)
+		got := s.waitRefund(id, pix.RefundReversed, time.Duration(s.refundRun().RefusalQuietPeriod)+60*time.Second)
 		require.NotNil(t, got.FailureReason)
 		require.Contains(t, *got.FailureReason, "PixDevolucaoInvalida")
-		require.Equal(t, workflows.RefundOutput{Status: pix.RefundReversed, Reason: *got.FailureReason}, s.refundOutcome(id))
+		require.Equal(t, refund.Output{Status: pix.RefundReversed, Reason: *got.FailureReason}, s.refundOutcome(id))
 		refused := 0
 		for _, b := range s.psp.RefundBehaviors() {
 			if b.EndToEndID == e2e {

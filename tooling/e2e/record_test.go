@@ -13,11 +13,12 @@ import (
 
 // recordDirEnv names the folder a run of the e2e tests writes the histories
 // of the runs they mark into (recordHistory), for the replay tests of
-// workflows/replay_test.go. Unset, nothing is written. Set, the stacks run
+// workflows/replay_test.go (the devolução's are kept in
+// saga/refund/testdata). Unset, nothing is written. Set, the stacks run
 // without payload encryption, so that the histories are recorded in plain
 // text as those tests expect (they encrypt copies themselves):
 //
-//	cd tooling && PIX_RECORD_HISTORIES=$PWD/../workflows/testdata go test -tags e2e ./e2e -run 'TestRefundReturnedOnThePSPNotice|TestRefundNotMadeIsReversedOnce/not_done'
+//	cd tooling && PIX_RECORD_HISTORIES=$PWD/../saga/refund/testdata go test -tags e2e ./e2e -run 'TestRefundReturnedOnThePSPNotice|TestRefundNotMadeIsReversedOnce/not_done'
 const recordDirEnv = "PIX_RECORD_HISTORIES"
 
 func recordingHistories() bool { return os.Getenv(recordDirEnv) != "" }

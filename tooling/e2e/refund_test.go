@@ -22,7 +22,7 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
-	"github.com/pixbank/pix/workflows"
+	"github.com/pixbank/pix/saga/refund"
 )
 
 // The refund saga (devolução of a received PIX) end to end: the API, the
@@ -216,12 +216,12 @@ func (s *stack) history(workflowID string) []*historypb.HistoryEvent {
 }
 
 // refundOutcome waits for the refund's run to end and returns its output.
-func (s *stack) refundOutcome(id string) workflows.RefundOutput {
+func (s *stack) refundOutcome(id string) refund.Output {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var out workflows.RefundOutput
-	require.NoError(s.t, s.client().GetWorkflow(ctx, workflows.RefundWorkflowID(id), "").Get(ctx, &out))
+	var out refund.Output
+	require.NoError(s.t, s.client().GetWorkflow(ctx, refund.WorkflowID(id), "").Get(ctx, &out))
 	return out
 }
 
@@ -237,7 +237,7 @@ func countEvents(h []*historypb.HistoryEvent, keep func(*historypb.HistoryEvent)
 
 func signalled(e *historypb.HistoryEvent) bool {
 	return e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED &&
-		e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == workflows.RefundNoticeSignal
+		e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == refund.NoticeSignal
 }
 
 func scheduled(activity string) func(*historypb.HistoryEvent) bool {
@@ -296,7 +296,7 @@ func TestRefundReturnedByPolling(t *testing.T) {
 	require.EqualValues(t, 7_500, r.Body["amount_cents"])
 	require.EqualValues(t, 17_500, r.Body["balance_after_cents"])
 	require.Equal(t, "devolução pedida pelo cliente", r.Body["reason"])
-	require.Equal(t, workflows.RefundWorkflowID(id), r.Body["workflow_id"])
+	require.Equal(t, refund.WorkflowID(id), r.Body["workflow_id"])
 	require.True(t, pix.ValidRefundID(id))
 	require.EqualValues(t, 17_500, s.balance("acc-refund-poll"), "debited at once")
 
@@ -324,8 +324,8 @@ func TestRefundReturnedByPolling(t *testing.T) {
 	require.Equal(t, string(psp.RefundReturned), devs[0]["status"])
 	require.Equal(t, *got.RtrID, devs[0]["rtrId"])
 
-	require.Equal(t, workflows.RefundOutput{Status: pix.RefundReturned}, s.refundOutcome(id))
-	h := s.history(workflows.RefundWorkflowID(id))
+	require.Equal(t, refund.Output{Status: pix.RefundReturned}, s.refundOutcome(id))
+	h := s.history(refund.WorkflowID(id))
 	require.Zero(t, countEvents(h, signalled), "no notice: the polling found it")
 	require.Equal(t, 1, countEvents(h, scheduled("RequestRefund")))
 	require.GreaterOrEqual(t, countEvents(h, scheduled("CheckRefund")), 2, "in process at the first poll")
@@ -345,7 +345,7 @@ func TestRefundReturnedByPolling(t *testing.T) {
 	require.Zero(t, n)
 	s.requireRefundEvents(id, pix.RefundReturned)
 	s.assertReconciled()
-	s.recordHistory(workflows.RefundWorkflowID(id), "refund_returned_polling")
+	s.recordHistory(refund.WorkflowID(id), "refund_returned_polling")
 }
 
 // The PSP's signed API Pix webhook (the PIX again, with its devolucoes)
@@ -371,7 +371,7 @@ func TestRefundReturnedOnThePSPNotice(t *testing.T) {
 	rr := s.requestRefund(uuid.NewString(), e2e, 12_000, "", "")
 	require.Equal(t, http.StatusCreated, rr.Status, "%s", rr.Raw)
 	id := rr.Body["id"].(string)
-	wid := workflows.RefundWorkflowID(id)
+	wid := refund.WorkflowID(id)
 	s.waitRefund(id, pix.RefundRequested, 30*time.Second)
 
 	// Two polls (1 s, 2 s) found it in process: the run now waits 4 s
@@ -418,7 +418,7 @@ func TestRefundReturnedOnThePSPNotice(t *testing.T) {
 	require.Equal(t, "DEVOLVIDO", notice)
 	require.NotNil(t, noticedAt)
 
-	require.Equal(t, workflows.RefundOutput{Status: pix.RefundReturned}, s.refundOutcome(id))
+	require.Equal(t, refund.Output{Status: pix.RefundReturned}, s.refundOutcome(id))
 	h := s.history(wid)
 	// The notice woke the run: the signal, then the third timer cancelled
 	// (never fired), then the check that found it returned.
@@ -433,7 +433,7 @@ func TestRefundReturnedOnThePSPNotice(t *testing.T) {
 			require.NotEqual(t, third, e.GetTimerFiredEventAttributes().GetTimerId(), "the third poll's timer fired: the notice did not wake the run")
 		}
 	}
-	require.GreaterOrEqual(t, sig, 0, "the run got a %s signal", workflows.RefundNoticeSignal)
+	require.GreaterOrEqual(t, sig, 0, "the run got a %s signal", refund.NoticeSignal)
 	require.Greater(t, cancelled, sig, "the notice cancelled the wait for the third poll")
 	require.Equal(t, 3, countEvents(h, scheduled("CheckRefund")), "two polls, then one check on the notice")
 	require.Equal(t, 3, countEvents(h, ofType(enumspb.EVENT_TYPE_TIMER_STARTED)))
@@ -443,7 +443,7 @@ func TestRefundReturnedOnThePSPNotice(t *testing.T) {
 	require.Zero(t, n)
 	s.requireRefundEvents(id, pix.RefundReturned)
 	s.assertReconciled()
-	s.recordHistory(workflows.RefundWorkflowID(id), "refund_returned_on_notice")
+	s.recordHistory(refund.WorkflowID(id), "refund_returned_on_notice")
 }
 
 // A devolução the PSP does not make (not_done: after a while in process;
@@ -481,8 +481,8 @@ func TestRefundNotMadeIsReversedOnce(t *testing.T) {
 			// record of it: its acceptance (and rtrId) was recorded first.
 			require.NotNil(t, got.RequestedAt)
 			require.NotNil(t, got.RtrID)
-			require.Equal(t, workflows.RefundOutput{Status: pix.RefundReversed, Reason: reason}, s.refundOutcome(id))
-			s.recordHistory(workflows.RefundWorkflowID(id), "refund_reversed_"+string(mode))
+			require.Equal(t, refund.Output{Status: pix.RefundReversed, Reason: reason}, s.refundOutcome(id))
+			s.recordHistory(refund.WorkflowID(id), "refund_reversed_"+string(mode))
 			require.EqualValues(t, 11_000, s.balance(acct), "the debit credited back exactly")
 			n, cents := s.reversal(id)
 			require.Equal(t, 1, n)
@@ -552,7 +552,7 @@ func TestRefundLostAnswerAndPSPFailuresRequestOnce(t *testing.T) {
 		n, _ := s.reversal(c.id)
 		require.Zero(t, n)
 		s.requireRefundEvents(c.id, pix.RefundReturned)
-		require.Equal(t, workflows.RefundOutput{Status: pix.RefundReturned}, s.refundOutcome(c.id))
+		require.Equal(t, refund.Output{Status: pix.RefundReturned}, s.refundOutcome(c.id))
 	}
 	require.EqualValues(t, 12_000-5_000-2_500, s.balance("acc-refund-flaky"))
 	s.assertReconciled()
@@ -804,7 +804,7 @@ func TestRefundRefusedByThePSPIsReversedOnlyWithoutARecord(t *testing.T) {
 	// A run that found a record after all fails; the next one is started
 	// soon.
 	s := newStack(t, shared, func(c *config.Config) { c.DispatchRecheckAfter, c.DispatchRecheckMax = 2*time.Second, 2*time.Second })
-	quiet := time.Duration(s.cfg.Refund().RefusalQuietPeriod)
+	quiet := time.Duration(s.refundRun().RefusalQuietPeriod)
 	s.openAccount("acc-refund-refused", 0)
 	none := s.creditPix("acc-refund-refused", 6_000)
 	late := s.creditPix("acc-refund-refused", 4_000)
@@ -855,7 +855,7 @@ func TestRefundRefusedByThePSPIsReversedOnlyWithoutARecord(t *testing.T) {
 	require.Equal(t, 1, n)
 	require.EqualValues(t, 6_000, cents)
 	s.requireRefundEvents(ida, pix.RefundReversed)
-	s.recordHistory(workflows.RefundWorkflowID(ida), "refund_refused_reversed")
+	s.recordHistory(refund.WorkflowID(ida), "refund_refused_reversed")
 
 	s.waitRefund(idb, pix.RefundReturned, quiet+60*time.Second)
 	devs := s.simDevolucoes(late)
@@ -867,4 +867,13 @@ func TestRefundRefusedByThePSPIsReversedOnlyWithoutARecord(t *testing.T) {
 
 	require.EqualValues(t, 10_000-1_500, s.balance("acc-refund-refused"))
 	s.assertReconciled()
+}
+
+// refundRun is the devolução's runs' settings as the stack's worker reads
+// them (its configuration, and the stack's own settings).
+func (s *stack) refundRun() refund.RunSettings {
+	s.t.Helper()
+	set, err := refund.SettingsFrom(func(name string) (string, bool) { v, ok := s.settings[name]; return v, ok })
+	require.NoError(s.t, err)
+	return set.Run(s.cfg)
 }

@@ -199,7 +199,7 @@ func startStack(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tun
 	cfg.PSPRetryInitial = 200 * time.Millisecond
 	cfg.PSPRetryMax = time.Second
 	settings["TRANSFER_SETTLEMENT_POLL_MAX"] = "500ms"
-	cfg.RefundRefusalQuietPeriod = 2 * time.Second
+	settings["REFUND_REFUSAL_QUIET_PERIOD"] = "2s"
 	cfg.NATSURL = natstest.StartT(t).URL
 	cfg.OutboxPollInterval = 100 * time.Millisecond
 	if tune != nil {

@@ -1,4 +1,4 @@
-package activities
+package refund
 
 import (
 	"cmp"
@@ -13,13 +13,15 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 )
 
-// Application error types of the refund activities (beside the shared
-// PSPUnavailable and PSPRequestRefused).
+// Application error types of the refund activities (beside every saga's
+// PSPUnavailable and PSPRequestRefused: activities.PSPError,
+// activities.PSPRequestRefused).
 const (
 	// ErrTypePSPRefundUnknown: the PSP knows no devolução it had accepted.
 	// The run fails (visible); the dispatcher's recheck starts a new run,
@@ -38,8 +40,8 @@ const (
 // ErrTypeRefundNotFound: no refund with that id (pix.Kinds).
 var ErrTypeRefundNotFound = pix.TemporalType(pix.ErrRefundNotFound)
 
-// RefundStore is what the refund activities need of the database.
-type RefundStore interface {
+// ActivityStore is what the activities need of the database.
+type ActivityStore interface {
 	GetRefund(ctx context.Context, id string) (pix.Refund, error)
 	MarkRefundRequested(ctx context.Context, id, rtrID string) (pix.Refund, error)
 	MarkRefundReturned(ctx context.Context, id, rtrID string) (pix.Refund, error)
@@ -49,38 +51,43 @@ type RefundStore interface {
 	StandingRefusal(ctx context.Context, id string) (reason string, stands bool, err error)
 }
 
-// Refunds are the activities of the refund saga (devolução), with what
-// they need.
-type Refunds struct {
-	Store RefundStore
+// Activities are the devolução's activities, with what they need. Each
+// exported method is an activity, registered under its name, recorded in
+// every run's history: never rename one, nor export another method.
+type Activities struct {
+	// Store is the database (*Store in production; fakes in the unit
+	// tests).
+	Store ActivityStore
 	PSP   psp.RefundClient
 	// Logger gets one line per decision; Metrics counts the answers that
-	// need attention (nil counts nothing).
-	Logger  *slog.Logger
-	Metrics *metrics.Worker
+	// need attention (every saga's), Finished the devoluções returned or
+	// reversed. nil counts nothing.
+	Logger   *slog.Logger
+	Metrics  *metrics.Worker
+	Finished *Metrics
 }
 
-// RefundRef names a refund. To ReverseRefund, PSPRefused says that the
-// PSP refused the devolução itself (RefundRefusedByPSP), with Reason.
-type RefundRef struct {
+// Ref names a refund. To ReverseRefund, PSPRefused says that the
+// PSP refused the devolução itself (RefusedByPSP), with Reason.
+type Ref struct {
 	RefundID   string
 	PSPRefused bool   `json:",omitempty"`
 	Reason     string `json:",omitempty"`
 }
 
-// RefundRefusedByPSP is RefundState.Status when the PSP refused the
+// RefusedByPSP is State.Status when the PSP refused the
 // devolução itself (the spec's 400 PixDevolucaoInvalida to the first PUT of
 // the refund that ever reached it: psp.AnswerRefundRefused) and holds no
 // record of it: nothing was made. The saga reverses the debit after a
 // quiet period, once a second look still finds no record. The refusal is
 // recorded (MarkRefundRefused): a later run, while it stands, goes
 // straight to that second look.
-const RefundRefusedByPSP = "RECUSADA"
+const RefusedByPSP = "RECUSADA"
 
-// RefundState is where the PSP says a devolução stands (Status is a
+// State is where the PSP says a devolução stands (Status is a
 // psp.RefundStatus), or, with AlreadyFinal, where our record says it ended
 // (Status is pix.RefundReturned or pix.RefundReversed).
-type RefundState struct {
+type State struct {
 	RefundID     string
 	Status       string
 	RtrID        string
@@ -91,10 +98,10 @@ type RefundState struct {
 // refundStaysOpen is what an answer that needs attention leaves of a refund.
 const refundStaysOpen = "the refund stays open, its debit never reversed on this answer"
 
-func (a *Refunds) load(ctx context.Context, id string) (pix.Refund, *slog.Logger, error) {
+func (a *Activities) load(ctx context.Context, id string) (pix.Refund, *slog.Logger, error) {
 	r, err := a.Store.GetRefund(ctx, id)
 	if err != nil {
-		return pix.Refund{}, nil, KindError(err)
+		return pix.Refund{}, nil, activities.KindError(err)
 	}
 	info := activity.GetInfo(ctx)
 	log := a.Logger.With("refund_id", id, "end_to_end_id", r.EndToEndID, "workflow_id", info.WorkflowExecution.ID, "attempt", info.Attempt)
@@ -121,30 +128,30 @@ func pspRefund(r pix.Refund) psp.RefundRequest {
 //     already used): our devolução there is followed as accepted; no
 //     record is RECUSADA only when this PUT is the first of the refund
 //     that ever reached the PSP (see neverAccepted; recorded, see
-//     RefundRefusedByPSP), else the refusal needs a human (counted,
+//     RefusedByPSP), else the refusal needs a human (counted,
 //     retried, never reversed);
 //   - a refused request (credentials, the token endpoint refusing our
 //     client, a malformed request, a 409: our id is another devolução's):
 //     PSPRequestRefused, counted, retried, never a reason to reverse;
 //   - no answer (the token endpoint down too): PSPUnavailable, retried.
-func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState, error) {
+func (a *Activities) RequestRefund(ctx context.Context, in Ref) (State, error) {
 	r, log, err := a.load(ctx, in.RefundID)
 	if err != nil {
-		return RefundState{}, err
+		return State{}, err
 	}
 	if r.Final() {
-		return RefundState{RefundID: r.ID, Status: r.Status, AlreadyFinal: true}, nil
+		return State{RefundID: r.ID, Status: r.Status, AlreadyFinal: true}, nil
 	}
 	reason, refused, err := a.Store.StandingRefusal(ctx, r.ID)
 	if err != nil {
-		return RefundState{}, KindError(err)
+		return State{}, activities.KindError(err)
 	}
 	if refused {
 		// An earlier run (or attempt) decided RECUSADA and failed before
 		// its second look ended: a new PUT would be refused again and,
 		// no longer the first ask, never reversed. Straight to the look.
 		log.WarnContext(ctx, "the psp refused the devolução before and nothing says it took it since: looking at its record again, not asking again", "reason", reason)
-		return RefundState{RefundID: r.ID, Status: RefundRefusedByPSP, Reason: reason}, nil
+		return State{RefundID: r.ID, Status: RefusedByPSP, Reason: reason}, nil
 	}
 	// The ask is recorded, committed, just before the PUT is handed to the
 	// network with its token: once any PUT may have reached the PSP, a
@@ -164,23 +171,23 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 	})
 	res, err := a.PSP.RequestRefund(sendCtx, pspRefund(r))
 	if askErr != nil {
-		return RefundState{}, KindError(askErr)
+		return State{}, activities.KindError(askErr)
 	}
 	refusal := err
 	switch psp.Classify(err) {
 	case psp.AnswerResult:
 		if err := a.ours(ctx, log, r, res); err != nil {
-			return RefundState{}, err
+			return State{}, err
 		}
 		// The PSP holds it: recorded at once (with its rtrId), before any
 		// confirmation that may fail and lose it.
 		if _, err := a.Store.MarkRefundRequested(ctx, r.ID, res.RtrID); err != nil {
-			return RefundState{}, KindError(err)
+			return State{}, activities.KindError(err)
 		}
 		if res.Status.Final() {
 			log.WarnContext(ctx, "psp answered the devolução with a final status; confirming with its record", "psp_status", res.Status)
 			if res, err = a.record(ctx, log, r); err != nil {
-				return RefundState{}, err
+				return State{}, err
 			}
 		}
 	case psp.AnswerRefundRefused:
@@ -189,20 +196,20 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 		// decides, never the refusal alone.
 		var found bool
 		if res, found, err = a.recordIfAny(ctx, log, r); err != nil {
-			return RefundState{}, err
+			return State{}, err
 		}
 		if !found {
 			return a.refusedWithoutRecord(ctx, log, r, refusal, firstAsk)
 		}
 		log.InfoContext(ctx, "psp refused the PUT but holds our devolução (an earlier PUT made it): its record is followed", "error", refusal)
 	case psp.AnswerRequestRefused, psp.AnswerAlreadySubmitted:
-		return RefundState{}, PSPRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
+		return State{}, activities.PSPRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
 	default:
-		return RefundState{}, PSPError(err)
+		return State{}, activities.PSPError(err)
 	}
 	if res.Status != psp.RefundNotDone {
 		if _, err := a.Store.MarkRefundRequested(ctx, r.ID, res.RtrID); err != nil {
-			return RefundState{}, KindError(err)
+			return State{}, activities.KindError(err)
 		}
 	}
 	log.InfoContext(ctx, "devolução requested at the psp", "psp_status", res.Status, "rtr_id", res.RtrID)
@@ -216,16 +223,16 @@ func (a *Refunds) RequestRefund(ctx context.Context, in RefundRef) (RefundState,
 // MarkRefundRefused); else the refusal proves nothing and the refund stays
 // open: counted, retried, never reversed on this answer, for a human to
 // look.
-func (a *Refunds) refusedWithoutRecord(ctx context.Context, log *slog.Logger, r pix.Refund, refusal error, firstAsk bool) (RefundState, error) {
+func (a *Activities) refusedWithoutRecord(ctx context.Context, log *slog.Logger, r pix.Refund, refusal error, firstAsk bool) (State, error) {
 	if !firstAsk || !neverAccepted(r) {
 		// A PUT may have reached the PSP before: its record may yet
 		// appear. Never reversed on this answer; a human looks.
-		return RefundState{}, PSPRequestRefused(ctx, a.Metrics, log, refusal, refundStaysOpen)
+		return State{}, activities.PSPRequestRefused(ctx, a.Metrics, log, refusal, refundStaysOpen)
 	}
 	reason := refusalReason(refusal)
 	recorded, err := a.Store.MarkRefundRefused(ctx, r.ID, reason)
 	if err != nil {
-		return RefundState{}, KindError(err)
+		return State{}, activities.KindError(err)
 	}
 	if !recorded {
 		// Since this PUT, another attempt or run asked again (its
@@ -234,21 +241,21 @@ func (a *Refunds) refusedWithoutRecord(ctx context.Context, log *slog.Logger, r 
 		// refusal proves nothing, as for a PUT that was not the
 		// first. Never reversed on this answer; the next attempt
 		// asks the PSP's record again; a human looks.
-		return RefundState{}, PSPRequestRefused(ctx, a.Metrics, log,
+		return State{}, activities.PSPRequestRefused(ctx, a.Metrics, log,
 			fmt.Errorf("the refusal no longer stands (another PUT was sent since, or the psp took the devolução): %w", refusal), refundStaysOpen)
 	}
 	log.WarnContext(ctx, "psp refused the devolução and holds no record of it", "error", refusal)
-	return RefundState{RefundID: r.ID, Status: RefundRefusedByPSP, Reason: reason}, nil
+	return State{RefundID: r.ID, Status: RefusedByPSP, Reason: reason}, nil
 }
 
-func state(id string, res psp.RefundResult) RefundState {
-	return RefundState{RefundID: id, Status: string(res.Status), RtrID: res.RtrID, Reason: res.Reason}
+func state(id string, res psp.RefundResult) State {
+	return State{RefundID: id, Status: string(res.Status), RtrID: res.RtrID, Reason: res.Reason}
 }
 
 // record asks the PSP's record of r's devolução (GET), the record that
 // decides. A record that is not r's, no record, or a refused query need
 // attention; no answer is retried. None of them ever reverses.
-func (a *Refunds) record(ctx context.Context, log *slog.Logger, r pix.Refund) (psp.RefundResult, error) {
+func (a *Activities) record(ctx context.Context, log *slog.Logger, r pix.Refund) (psp.RefundResult, error) {
 	res, found, err := a.recordIfAny(ctx, log, r)
 	if err == nil && !found {
 		err = temporal.NewNonRetryableApplicationError(
@@ -259,7 +266,7 @@ func (a *Refunds) record(ctx context.Context, log *slog.Logger, r pix.Refund) (p
 
 // recordIfAny is record, with found=false (and no error) when the PSP
 // answers that it has no such devolução.
-func (a *Refunds) recordIfAny(ctx context.Context, log *slog.Logger, r pix.Refund) (res psp.RefundResult, found bool, err error) {
+func (a *Activities) recordIfAny(ctx context.Context, log *slog.Logger, r pix.Refund) (res psp.RefundResult, found bool, err error) {
 	res, err = a.PSP.RefundStatus(ctx, r.EndToEndID, r.ID)
 	switch psp.Classify(err) {
 	case psp.AnswerResult:
@@ -267,9 +274,9 @@ func (a *Refunds) recordIfAny(ctx context.Context, log *slog.Logger, r pix.Refun
 	case psp.AnswerNotFound:
 		return psp.RefundResult{}, false, nil
 	case psp.AnswerRequestRefused, psp.AnswerAlreadySubmitted, psp.AnswerRefundRefused:
-		return psp.RefundResult{}, false, PSPRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
+		return psp.RefundResult{}, false, activities.PSPRequestRefused(ctx, a.Metrics, log, err, refundStaysOpen)
 	default:
-		return psp.RefundResult{}, false, PSPError(err)
+		return psp.RefundResult{}, false, activities.PSPError(err)
 	}
 }
 
@@ -312,42 +319,42 @@ func boundedReason(s string) string {
 
 // ours checks that a PSP answer is about r itself: another amount under
 // our id is another devolução's, never acted on.
-func (a *Refunds) ours(ctx context.Context, log *slog.Logger, r pix.Refund, res psp.RefundResult) error {
+func (a *Activities) ours(ctx context.Context, log *slog.Logger, r pix.Refund, res psp.RefundResult) error {
 	if res.Matches(pspRefund(r)) && res.EndToEndID == r.EndToEndID {
 		return nil
 	}
-	return PSPNeedsAttention(ctx, a.Metrics, log, ErrTypePSPRefundMismatch, 0,
+	return activities.PSPNeedsAttention(ctx, a.Metrics, log, ErrTypePSPRefundMismatch, 0,
 		fmt.Errorf("the psp's devolução %s of %s is another one (amount %d)", res.ID, res.EndToEndID, res.AmountCents), refundStaysOpen)
 }
 
 // CheckRefund asks the PSP where a requested devolução stands: in process,
 // returned or not made (the PSP's own record: definitive). The saga calls
 // it when a notice arrives and at its polling times.
-func (a *Refunds) CheckRefund(ctx context.Context, in RefundRef) (RefundState, error) {
+func (a *Activities) CheckRefund(ctx context.Context, in Ref) (State, error) {
 	r, log, err := a.load(ctx, in.RefundID)
 	if err != nil {
-		return RefundState{}, err
+		return State{}, err
 	}
 	if r.Final() {
-		return RefundState{RefundID: r.ID, Status: r.Status, AlreadyFinal: true}, nil
+		return State{RefundID: r.ID, Status: r.Status, AlreadyFinal: true}, nil
 	}
 	res, err := a.record(ctx, log, r)
 	if err != nil {
-		return RefundState{}, err
+		return State{}, err
 	}
 	return state(r.ID, res), nil
 }
 
 // MarkRefundReturned records that the PSP returned the money: final.
-func (a *Refunds) MarkRefundReturned(ctx context.Context, in RefundState) error {
+func (a *Activities) MarkRefundReturned(ctx context.Context, in State) error {
 	_, log, err := a.load(ctx, in.RefundID)
 	if err != nil {
 		return err
 	}
 	if _, err := a.Store.MarkRefundReturned(ctx, in.RefundID, in.RtrID); err != nil {
-		return KindError(err)
+		return activities.KindError(err)
 	}
-	a.Metrics.RefundFinished(pix.RefundReturned)
+	a.Finished.Finished(pix.RefundReturned)
 	log.InfoContext(ctx, "refund returned by the psp", "rtr_id", in.RtrID)
 	return nil
 }
@@ -359,7 +366,7 @@ func (a *Refunds) MarkRefundReturned(ctx context.Context, in RefundState) error 
 // (in.PSPRefused), it still holds no record of it. A record that says in
 // process or returned fails the run (ReversalUnconfirmed): nothing is
 // credited back, the refund stays open, and the next run follows the PSP.
-func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
+func (a *Activities) ReverseRefund(ctx context.Context, in Ref) error {
 	r, log, err := a.load(ctx, in.RefundID)
 	if err != nil {
 		return err
@@ -391,7 +398,7 @@ func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
 		// lock (no rtr_id) stops a late attempt of a reversal on the
 		// refusal that got its 404 before the record appeared.
 		if _, err := a.Store.MarkRefundRequested(ctx, r.ID, res.RtrID); err != nil {
-			return KindError(err)
+			return activities.KindError(err)
 		}
 		a.Metrics.PSPNeedsAttention(ErrTypeReversalUnconfirmed, 0)
 		log.ErrorContext(ctx, "reversal not confirmed: the psp does not hold the devolução as not made; nothing credited back", "psp_status", res.Status)
@@ -403,11 +410,11 @@ func (a *Refunds) ReverseRefund(ctx context.Context, in RefundRef) error {
 
 // reverse credits r back; refused: on the PSP's refusal, which the store
 // checks still stands under the refund's lock.
-func (a *Refunds) reverse(ctx context.Context, log *slog.Logger, r pix.Refund, reason string, refused bool) error {
+func (a *Activities) reverse(ctx context.Context, log *slog.Logger, r pix.Refund, reason string, refused bool) error {
 	if _, err := a.Store.ReverseRefund(ctx, r.ID, reason, refused); err != nil {
-		return KindError(err)
+		return activities.KindError(err)
 	}
-	a.Metrics.RefundFinished(pix.RefundReversed)
+	a.Finished.Finished(pix.RefundReversed)
 	log.InfoContext(ctx, "refund reversed: the psp did not make the devolução", "account_id", r.AccountID, "amount_cents", r.AmountCents, "reason", reason)
 	return nil
 }

@@ -1,4 +1,4 @@
-package workflows_test
+package refund_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/mocks"
 
+	"github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -18,16 +19,16 @@ import (
 // run open long is minutes away.
 func TestNoticeForARunThatClosedMeanwhileStartsTheNextRun(t *testing.T) {
 	c := &mocks.Client{}
-	in := workflows.RefundInput{RefundID: "R1", Settings: workflows.DefaultRefundSettings()}
-	id := workflows.RefundWorkflowID(in.RefundID)
-	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.RefundWorkflowName, in).
+	in := refund.Input{RefundID: "R1", Settings: refund.DefaultRunSettings()}
+	id := refund.WorkflowID(in.RefundID)
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, refund.WorkflowName, in).
 		Return(nil, serviceerror.NewWorkflowExecutionAlreadyStarted("open", "", "")).Once()
-	c.On("SignalWorkflow", mock.Anything, id, "", workflows.RefundNoticeSignal, workflows.RefundNotice{Status: "NAO_REALIZADO"}).
+	c.On("SignalWorkflow", mock.Anything, id, "", refund.NoticeSignal, refund.Notice{Status: "NAO_REALIZADO"}).
 		Return(serviceerror.NewNotFound("closed")).Once()
-	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.RefundWorkflowName, in).
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, refund.WorkflowName, in).
 		Return(&mocks.WorkflowRun{}, nil).Once()
 
-	started, err := workflows.StartRefund(context.Background(), c, "pix-refund", in, workflows.Listing{}, &workflows.RefundNotice{Status: "NAO_REALIZADO"})
+	started, err := refund.Start(context.Background(), c, "pix-refund", in, workflows.Listing{}, &refund.Notice{Status: "NAO_REALIZADO"})
 	require.NoError(t, err)
 	require.True(t, started, "the next run began")
 	c.AssertExpectations(t)

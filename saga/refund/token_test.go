@@ -1,4 +1,4 @@
-package activities_test
+package refund_test
 
 import (
 	"io"
@@ -13,6 +13,7 @@ import (
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp/psptest"
+	"github.com/pixbank/pix/saga/refund"
 )
 
 // TestTokenFailureNeverMovesARefund: the devolução's PUT, its check and its
@@ -32,12 +33,12 @@ func TestTokenFailureNeverMovesARefund(t *testing.T) {
 			registry := metrics.New()
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
-			r := &activities.Refunds{Store: store, PSP: fake.Client(t), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: metrics.NewWorker(registry)}
+			r := &refund.Activities{Store: store, PSP: fake.Client(t), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: metrics.NewWorker(registry)}
 			env.RegisterActivity(r)
 
 			_, err := env.ExecuteActivity(r.RequestRefund, unitRef)
 			require.Equal(t, want, errorType(t, err), "%v", err)
-			for _, refusal := range []activities.RefundRef{unitRef, {RefundID: unitRefundID, PSPRefused: true, Reason: "x"}} {
+			for _, refusal := range []refund.Ref{unitRef, {RefundID: unitRefundID, PSPRefused: true, Reason: "x"}} {
 				_, err = env.ExecuteActivity(r.ReverseRefund, refusal)
 				require.Equal(t, want, errorType(t, err), "%v", err)
 			}

@@ -1,4 +1,4 @@
-package activities_test
+package refund_test
 
 import (
 	"io"
@@ -15,6 +15,7 @@ import (
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/saga/refund"
 )
 
 // Found by the fourth attack review: only the PSP's own refusal of a
@@ -67,7 +68,7 @@ func TestOnlyThePSPsOwnCodeIsABusinessRefusal(t *testing.T) {
 				AmountCents: 2_500, Status: pix.RefundDebited}}
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
-			a := &activities.Refunds{Store: store, PSP: psp.NewHTTPClient(srv.URL, 2*time.Second), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+			a := &refund.Activities{Store: store, PSP: psp.NewHTTPClient(srv.URL, 2*time.Second), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 			env.RegisterActivity(a)
 
 			v, err := env.ExecuteActivity(a.RequestRefund, unitRef)
@@ -78,9 +79,9 @@ func TestOnlyThePSPsOwnCodeIsABusinessRefusal(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			var st activities.RefundState
+			var st refund.State
 			require.NoError(t, v.Get(&st))
-			require.Equal(t, activities.RefundRefusedByPSP, st.Status)
+			require.Equal(t, refund.RefusedByPSP, st.Status)
 			require.Contains(t, st.Reason, "PixDevolucaoInvalida")
 			require.Contains(t, st.Reason, "fora do prazo")
 		})
@@ -122,7 +123,7 @@ func TestRefusalOfARetriedPUTFollowsTheRecord(t *testing.T) {
 			store.asked = true // the first PUT reached the PSP; its answer was lost
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
-			a := &activities.Refunds{Store: store, PSP: psp.NewHTTPClient(srv.URL, 2*time.Second), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+			a := &refund.Activities{Store: store, PSP: psp.NewHTTPClient(srv.URL, 2*time.Second), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 			env.RegisterActivity(a)
 
 			v, err := env.ExecuteActivity(a.RequestRefund, unitRef)
@@ -133,7 +134,7 @@ func TestRefusalOfARetriedPUTFollowsTheRecord(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			var st activities.RefundState
+			var st refund.State
 			require.NoError(t, v.Get(&st))
 			require.Equal(t, string(psp.RefundInProcessing), st.Status)
 			require.Equal(t, rtrID, st.RtrID)
@@ -155,9 +156,9 @@ func TestRefusalOfARetriedPUTFollowsTheRecord(t *testing.T) {
 // once, as RequestRefund does, and the late reversal changes nothing.
 func TestReversalThatFindsARecordRecordsIt(t *testing.T) {
 	store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundInProcessing}}})
-	refusedRef := activities.RefundRef{RefundID: unitRefundID, PSPRefused: true, Reason: "fora do prazo"}
-	_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, refusedRef)
-	require.Equal(t, activities.ErrTypeReversalUnconfirmed, errorType(t, err))
+	refusedRef := refund.Ref{RefundID: unitRefundID, PSPRefused: true, Reason: "fora do prazo"}
+	_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, refusedRef)
+	require.Equal(t, refund.ErrTypeReversalUnconfirmed, errorType(t, err))
 	require.Equal(t, pix.RefundRequested, store.r.Status, "the PSP's record is recorded")
 	require.NotNil(t, store.r.RtrID)
 

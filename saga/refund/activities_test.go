@@ -1,4 +1,4 @@
-package activities_test
+package refund_test
 
 import (
 	"context"
@@ -17,12 +17,21 @@ import (
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/saga/refund"
 )
 
 // The refund activities' decisions, over an in-memory store and a scripted
 // PSP: no PostgreSQL, no Temporal server (the unit tier).
 
-// memRefunds is an in-memory activities.RefundStore of one refund.
+// The stores: the saga's Store satisfies what the activities and the
+// routes need, and so does this in-memory fake what the activities need.
+var (
+	_ refund.ActivityStore = (*refund.Store)(nil)
+	_ refund.RouteStore    = (*refund.Store)(nil)
+	_ refund.ActivityStore = (*memRefunds)(nil)
+)
+
+// memRefunds is an in-memory refund.ActivityStore of one refund.
 type memRefunds struct {
 	mu       sync.Mutex
 	r        pix.Refund
@@ -190,11 +199,11 @@ func refundUnit(t *testing.T, status string, pspFake psp.RefundClient) (*memRefu
 		AmountCents: 2_500, Status: status}}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Refunds{Store: store, PSP: pspFake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	env.RegisterActivity(&refund.Activities{Store: store, PSP: pspFake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	return store, env
 }
 
-var unitRef = activities.RefundRef{RefundID: unitRefundID}
+var unitRef = refund.Ref{RefundID: unitRefundID}
 
 func errorType(t *testing.T, err error) string {
 	t.Helper()
@@ -207,9 +216,9 @@ func TestRequestRefundDecisions(t *testing.T) {
 	t.Run("in process is recorded as requested", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{status: psp.RefundInProcessing}}}
 		store, env := refundUnit(t, pix.RefundDebited, fake)
-		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st activities.RefundState
+		var st refund.State
 		require.NoError(t, v.Get(&st))
 		require.Equal(t, string(psp.RefundInProcessing), st.Status)
 		require.Equal(t, pix.RefundRequested, store.r.Status)
@@ -218,9 +227,9 @@ func TestRequestRefundDecisions(t *testing.T) {
 	t.Run("a final answer is confirmed by the record", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{status: psp.RefundNotDone, reason: "x"}}, gets: []refundAnswer{{status: psp.RefundInProcessing}}}
 		store, env := refundUnit(t, pix.RefundDebited, fake)
-		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st activities.RefundState
+		var st refund.State
 		require.NoError(t, v.Get(&st))
 		require.Equal(t, string(psp.RefundInProcessing), st.Status, "the record says in process: nothing to reverse")
 		require.Equal(t, 1, fake.count("get"))
@@ -229,9 +238,9 @@ func TestRequestRefundDecisions(t *testing.T) {
 	t.Run("a confirmed refusal is left to the reversal", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{status: psp.RefundNotDone}}, gets: []refundAnswer{{status: psp.RefundNotDone, reason: "conta encerrada"}}}
 		store, env := refundUnit(t, pix.RefundDebited, fake)
-		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st activities.RefundState
+		var st refund.State
 		require.NoError(t, v.Get(&st))
 		require.Equal(t, string(psp.RefundNotDone), st.Status)
 		require.Equal(t, "conta encerrada", st.Reason)
@@ -244,11 +253,11 @@ func TestRequestRefundDecisions(t *testing.T) {
 		"no answer":           {refundAnswer{err: fmt.Errorf("%w: http 503", psp.ErrTransient)}, activities.ErrTypePSPUnavailable},
 		"credentials refused": {refundAnswer{err: &psp.RequestError{StatusCode: 401, Message: "unauthorized"}}, activities.ErrTypePSPRequestRefused},
 		"our id is another's": {refundAnswer{err: &psp.RequestError{StatusCode: 409, Code: psp.CodeRefundIDReused}}, activities.ErrTypePSPRequestRefused},
-		"another amount":      {refundAnswer{status: psp.RefundInProcessing, amount: 99}, activities.ErrTypePSPRefundMismatch},
+		"another amount":      {refundAnswer{status: psp.RefundInProcessing, amount: 99}, refund.ErrTypePSPRefundMismatch},
 	} {
 		t.Run(name, func(t *testing.T) {
 			store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{puts: []refundAnswer{c.answer}})
-			_, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+			_, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 			require.Equal(t, c.want, errorType(t, err))
 			require.Empty(t, store.calls, "nothing recorded, nothing reversed")
 		})
@@ -256,9 +265,9 @@ func TestRequestRefundDecisions(t *testing.T) {
 	t.Run("a final refund asks nothing", func(t *testing.T) {
 		fake := &scriptedRefundPSP{}
 		_, env := refundUnit(t, pix.RefundReturned, fake)
-		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st activities.RefundState
+		var st refund.State
 		require.NoError(t, v.Get(&st))
 		require.True(t, st.AlreadyFinal)
 		require.Zero(t, fake.count("put"))
@@ -269,7 +278,7 @@ func TestRequestRefundDecisions(t *testing.T) {
 func TestReverseRefundDecisions(t *testing.T) {
 	t.Run("not made: reversed", func(t *testing.T) {
 		store, env := refundUnit(t, pix.RefundRequested, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundNotDone, reason: "conta encerrada"}}})
-		_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, unitRef)
+		_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, unitRef)
 		require.NoError(t, err)
 		require.Equal(t, 1, store.reversed)
 		require.Equal(t, "conta encerrada", *store.r.FailureReason)
@@ -278,16 +287,16 @@ func TestReverseRefundDecisions(t *testing.T) {
 		answer refundAnswer
 		want   string
 	}{
-		"in process":     {refundAnswer{status: psp.RefundInProcessing}, activities.ErrTypeReversalUnconfirmed},
-		"returned":       {refundAnswer{status: psp.RefundReturned}, activities.ErrTypeReversalUnconfirmed},
-		"no record":      {refundAnswer{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}, activities.ErrTypePSPRefundUnknown},
+		"in process":     {refundAnswer{status: psp.RefundInProcessing}, refund.ErrTypeReversalUnconfirmed},
+		"returned":       {refundAnswer{status: psp.RefundReturned}, refund.ErrTypeReversalUnconfirmed},
+		"no record":      {refundAnswer{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}, refund.ErrTypePSPRefundUnknown},
 		"no answer":      {refundAnswer{err: fmt.Errorf("%w: timeout", psp.ErrTransient)}, activities.ErrTypePSPUnavailable},
-		"another amount": {refundAnswer{status: psp.RefundNotDone, amount: 1}, activities.ErrTypePSPRefundMismatch},
+		"another amount": {refundAnswer{status: psp.RefundNotDone, amount: 1}, refund.ErrTypePSPRefundMismatch},
 		"refused query":  {refundAnswer{err: &psp.RequestError{StatusCode: 403}}, activities.ErrTypePSPRequestRefused},
 	} {
 		t.Run(name, func(t *testing.T) {
 			store, env := refundUnit(t, pix.RefundRequested, &scriptedRefundPSP{gets: []refundAnswer{c.answer}})
-			_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, unitRef)
+			_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, unitRef)
 			require.Equal(t, c.want, errorType(t, err))
 			require.Zero(t, store.reversed, "never reversed on a guess")
 		})
@@ -295,14 +304,14 @@ func TestReverseRefundDecisions(t *testing.T) {
 	t.Run("reversed already: a retry asks nothing", func(t *testing.T) {
 		fake := &scriptedRefundPSP{}
 		store, env := refundUnit(t, pix.RefundReversed, fake)
-		_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, unitRef)
+		_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, unitRef)
 		require.NoError(t, err)
 		require.Zero(t, fake.count("get"))
 		require.Empty(t, store.calls)
 	})
 	t.Run("returned: final, never credited back", func(t *testing.T) {
 		store, env := refundUnit(t, pix.RefundReturned, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundNotDone}}})
-		_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, unitRef)
+		_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, unitRef)
 		require.Equal(t, pix.TemporalType(pix.ErrRefundFinal), errorType(t, err))
 		require.Zero(t, store.reversed)
 	})
@@ -310,9 +319,9 @@ func TestReverseRefundDecisions(t *testing.T) {
 
 func TestCheckRefundReportsTheRecord(t *testing.T) {
 	_, env := refundUnit(t, pix.RefundRequested, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundReturned}}})
-	v, err := env.ExecuteActivity((&activities.Refunds{}).CheckRefund, unitRef)
+	v, err := env.ExecuteActivity((&refund.Activities{}).CheckRefund, unitRef)
 	require.NoError(t, err)
-	var st activities.RefundState
+	var st refund.State
 	require.NoError(t, v.Get(&st))
 	require.Equal(t, string(psp.RefundReturned), st.Status)
 }
@@ -326,20 +335,20 @@ func TestRequestRefundBusinessRefusal(t *testing.T) {
 	t.Run("no record: refused by the psp", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
 		store, env := refundUnit(t, pix.RefundDebited, fake)
-		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st activities.RefundState
+		var st refund.State
 		require.NoError(t, v.Get(&st))
-		require.Equal(t, activities.RefundRefusedByPSP, st.Status)
+		require.Equal(t, refund.RefusedByPSP, st.Status)
 		require.Equal(t, "the psp refused the devolução (http 400 PixDevolucaoInvalida): Devolução inválida: fora do prazo", st.Reason)
 		require.Empty(t, store.calls, "nothing recorded, nothing reversed yet")
 	})
 	t.Run("a record: followed", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{status: psp.RefundReturned}}}
 		store, env := refundUnit(t, pix.RefundDebited, fake)
-		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st activities.RefundState
+		var st refund.State
 		require.NoError(t, v.Get(&st))
 		require.Equal(t, string(psp.RefundReturned), st.Status)
 		require.Equal(t, pix.RefundRequested, store.r.Status)
@@ -348,7 +357,7 @@ func TestRequestRefundBusinessRefusal(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
 		store, env := refundUnit(t, pix.RefundDebited, fake)
 		store.asked = true
-		_, got := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		_, got := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 		require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, got))
 		require.Equal(t, 1, fake.count("get"), "the record is asked")
 		require.Zero(t, store.reversed)
@@ -358,9 +367,9 @@ func TestRequestRefundBusinessRefusal(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{status: psp.RefundInProcessing}}}
 		store, env := refundUnit(t, pix.RefundDebited, fake)
 		store.asked = true
-		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st activities.RefundState
+		var st refund.State
 		require.NoError(t, v.Get(&st))
 		require.Equal(t, string(psp.RefundInProcessing), st.Status)
 		require.Equal(t, pix.RefundRequested, store.r.Status)
@@ -368,8 +377,8 @@ func TestRequestRefundBusinessRefusal(t *testing.T) {
 	t.Run("another devolução in the record: never acted on", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{status: psp.RefundInProcessing, amount: 1}}}
 		store, env := refundUnit(t, pix.RefundDebited, fake)
-		_, got := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
-		require.Equal(t, activities.ErrTypePSPRefundMismatch, errorType(t, got))
+		_, got := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
+		require.Equal(t, refund.ErrTypePSPRefundMismatch, errorType(t, got))
 		require.Empty(t, store.calls)
 	})
 	for name, err := range map[string]error{
@@ -383,7 +392,7 @@ func TestRequestRefundBusinessRefusal(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			fake := &scriptedRefundPSP{puts: []refundAnswer{{err: err}}}
 			store, env := refundUnit(t, pix.RefundDebited, fake)
-			_, got := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+			_, got := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 			require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, got))
 			require.Zero(t, fake.count("get"))
 			require.Empty(t, store.calls)
@@ -392,24 +401,24 @@ func TestRequestRefundBusinessRefusal(t *testing.T) {
 }
 
 func TestReverseRefundRefusedByThePSP(t *testing.T) {
-	refusedRef := activities.RefundRef{RefundID: unitRefundID, PSPRefused: true, Reason: "fora do prazo\u202e\u0000"}
+	refusedRef := refund.Ref{RefundID: unitRefundID, PSPRefused: true, Reason: "fora do prazo\u202e\u0000"}
 	t.Run("still no record: reversed", func(t *testing.T) {
 		store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}})
-		_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, refusedRef)
+		_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, refusedRef)
 		require.NoError(t, err)
 		require.Equal(t, 1, store.reversed)
 		require.Equal(t, "fora do prazo", *store.r.FailureReason, "the psp's text, printable")
 	})
 	t.Run("a record showed up: followed, not reversed", func(t *testing.T) {
 		store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundInProcessing}}})
-		_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, refusedRef)
-		require.Equal(t, activities.ErrTypeReversalUnconfirmed, errorType(t, err))
+		_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, refusedRef)
+		require.Equal(t, refund.ErrTypeReversalUnconfirmed, errorType(t, err))
 		require.Zero(t, store.reversed)
 	})
 	t.Run("without the refusal, no record is never a reversal", func(t *testing.T) {
 		store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}})
-		_, err := env.ExecuteActivity((&activities.Refunds{}).ReverseRefund, unitRef)
-		require.Equal(t, activities.ErrTypePSPRefundUnknown, errorType(t, err))
+		_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, unitRef)
+		require.Equal(t, refund.ErrTypePSPRefundUnknown, errorType(t, err))
 		require.Zero(t, store.reversed)
 	})
 }
@@ -438,7 +447,7 @@ func TestRefusalAfterAnAcceptanceNeedsAHuman(t *testing.T) {
 				rtr := "D12345678202611291200abcdef12345"
 				store.r.RtrID = &rtr
 			}
-			_, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+			_, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 			require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
 			require.Equal(t, c.gets, fake.count("get"), "no record leads nowhere: a human must look")
 			require.Empty(t, store.calls)
@@ -455,8 +464,8 @@ func TestRefusalOnALaterRunNeedsAHuman(t *testing.T) {
 	// Run 1: DEVOLVIDO with an rtrId, then the confirming GET lags (404).
 	fake := &scriptedRefundPSP{puts: []refundAnswer{{status: psp.RefundReturned}}, gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
 	store, env := refundUnit(t, pix.RefundDebited, fake)
-	_, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
-	require.Equal(t, activities.ErrTypePSPRefundUnknown, errorType(t, err))
+	_, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
+	require.Equal(t, refund.ErrTypePSPRefundUnknown, errorType(t, err))
 	require.NotNil(t, store.r.RtrID, "the PSP's rtrId is kept")
 	require.Equal(t, pix.RefundRequested, store.r.Status)
 
@@ -466,14 +475,14 @@ func TestRefusalOnALaterRunNeedsAHuman(t *testing.T) {
 		gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
 	var suite testsuite.WorkflowTestSuite
 	env2 := suite.NewTestActivityEnvironment()
-	env2.RegisterActivity(&activities.Refunds{Store: store, PSP: fake2, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	_, err = env2.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+	env2.RegisterActivity(&refund.Activities{Store: store, PSP: fake2, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	_, err = env2.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 	require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
 	require.Zero(t, store.reversed)
 
 	// Even a row that looks untouched was asked before: the marker says so.
 	store.r.Status, store.r.RtrID = pix.RefundDebited, nil
-	_, err = env2.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+	_, err = env2.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 	require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
 	require.Zero(t, store.reversed, "no record, asked before: never RECUSADA")
 }
@@ -513,7 +522,7 @@ func TestRefusalAfterALaterAskIsNeverReversed(t *testing.T) {
 		}}
 		var suite testsuite.WorkflowTestSuite
 		env := suite.NewTestActivityEnvironment()
-		a := &activities.Refunds{Store: store, PSP: pspFake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+		a := &refund.Activities{Store: store, PSP: pspFake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 		env.RegisterActivity(a)
 
 		_, err := env.ExecuteActivity(a.RequestRefund, unitRef)
@@ -528,15 +537,15 @@ func TestRefusalAfterALaterAskIsNeverReversed(t *testing.T) {
 	t.Run("asked again after the refusal is recorded", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{err: notFound}}}
 		store, env := refundUnit(t, pix.RefundDebited, fake)
-		v, err := env.ExecuteActivity((&activities.Refunds{}).RequestRefund, unitRef)
+		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st activities.RefundState
+		var st refund.State
 		require.NoError(t, v.Get(&st))
-		require.Equal(t, activities.RefundRefusedByPSP, st.Status)
+		require.Equal(t, refund.RefusedByPSP, st.Status)
 
 		_, _ = store.MarkRefundAsked(context.Background(), unitRefundID) // attempt B
-		_, err = env.ExecuteActivity((&activities.Refunds{}).ReverseRefund,
-			activities.RefundRef{RefundID: unitRefundID, PSPRefused: true, Reason: st.Reason})
+		_, err = env.ExecuteActivity((&refund.Activities{}).ReverseRefund,
+			refund.Ref{RefundID: unitRefundID, PSPRefused: true, Reason: st.Reason})
 		require.Equal(t, pix.TemporalType(pix.ErrRefundFinal), errorType(t, err))
 		require.Zero(t, store.reversed)
 	})

@@ -1,4 +1,4 @@
-package activities_test
+package refund_test
 
 // The refund saga against a token endpoint that refuses us (a wrong client
 // secret, credentials revoked for a while): no money moves on it, and once
@@ -21,7 +21,7 @@ import (
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
-	"github.com/pixbank/pix/workflows"
+	"github.com/pixbank/pix/saga/refund"
 )
 
 // refusingPSP refuses every devolução (400 PixDevolucaoInvalida: its valor
@@ -80,7 +80,7 @@ func TestTokenFailureSpendsNoFirstAsk(t *testing.T) {
 	store := debitedRefund()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	r := &activities.Refunds{Store: store, PSP: client, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	r := &refund.Activities{Store: store, PSP: client, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	env.RegisterActivity(r)
 
 	_, err := env.ExecuteActivity(r.RequestRefund, unitRef)
@@ -92,9 +92,9 @@ func TestTokenFailureSpendsNoFirstAsk(t *testing.T) {
 	v, err := env.ExecuteActivity(r.RequestRefund, unitRef)
 	require.EqualValues(t, 1, puts.Load(), "the first PUT ever")
 	require.NoError(t, err, "the PSP refused the first PUT it ever got and holds no record: RECUSADA expected, got %v", err)
-	var st activities.RefundState
+	var st refund.State
 	require.NoError(t, v.Get(&st))
-	require.Equal(t, activities.RefundRefusedByPSP, st.Status)
+	require.Equal(t, refund.RefusedByPSP, st.Status)
 }
 
 // The acceptance of issue 27, through the saga itself: a wrong client
@@ -107,12 +107,12 @@ func TestTokenRefusedOnTheFirstAttemptThenRefusalIsReversed(t *testing.T) {
 	store := debitedRefund()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(workflows.RefundPix, workflow.RegisterOptions{Name: workflows.RefundWorkflowName})
-	env.RegisterActivity(&activities.Refunds{Store: store, PSP: client, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	env.ExecuteWorkflow(workflows.RefundWorkflowName, workflows.RefundInput{RefundID: unitRefundID, Settings: workflows.DefaultRefundSettings()})
+	env.RegisterWorkflowWithOptions(refund.Workflow, workflow.RegisterOptions{Name: refund.WorkflowName})
+	env.RegisterActivity(&refund.Activities{Store: store, PSP: client, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	env.ExecuteWorkflow(refund.WorkflowName, refund.Input{RefundID: unitRefundID, Settings: refund.DefaultRunSettings()})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var out workflows.RefundOutput
+	var out refund.Output
 	require.NoError(t, env.GetWorkflowResult(&out))
 	require.Equal(t, pix.RefundReversed, out.Status)
 	require.EqualValues(t, 1, puts.Load())
@@ -131,28 +131,28 @@ func TestRefusalOutlivesAFailedReversal(t *testing.T) {
 	store := debitedRefund()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	r := &activities.Refunds{Store: store, PSP: client, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	r := &refund.Activities{Store: store, PSP: client, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	env.RegisterActivity(r)
 
 	v, err := env.ExecuteActivity(r.RequestRefund, unitRef)
 	require.NoError(t, err)
-	var st activities.RefundState
+	var st refund.State
 	require.NoError(t, v.Get(&st))
-	require.Equal(t, activities.RefundRefusedByPSP, st.Status)
+	require.Equal(t, refund.RefusedByPSP, st.Status)
 
 	tokenOK.Store(false) // during the quiet period the token endpoint refuses us: the run fails at its 8th attempt
-	_, err = env.ExecuteActivity(r.ReverseRefund, activities.RefundRef{RefundID: unitRefundID, PSPRefused: true, Reason: st.Reason})
+	_, err = env.ExecuteActivity(r.ReverseRefund, refund.Ref{RefundID: unitRefundID, PSPRefused: true, Reason: st.Reason})
 	require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
 	require.Zero(t, store.reversed)
 
 	tokenOK.Store(true) // the next run (dispatcher's recheck)
 	v, err = env.ExecuteActivity(r.RequestRefund, unitRef)
 	require.NoError(t, err, "the PSP still refuses and holds no record; the next run can never reverse: %v", err)
-	var again activities.RefundState
+	var again refund.State
 	require.NoError(t, v.Get(&again))
 	require.Equal(t, st, again, "the recorded refusal, with its reason")
 	require.EqualValues(t, 1, puts.Load(), "not asked again")
-	_, err = env.ExecuteActivity(r.ReverseRefund, activities.RefundRef{RefundID: unitRefundID, PSPRefused: true, Reason: again.Reason})
+	_, err = env.ExecuteActivity(r.ReverseRefund, refund.Ref{RefundID: unitRefundID, PSPRefused: true, Reason: again.Reason})
 	require.NoError(t, err)
 	require.Equal(t, 1, store.reversed)
 

@@ -1,5 +1,0 @@
-package api
-
-// DecodeRefundRequestForTest exposes the refund body's validation to the
-// package's external tests.
-var DecodeRefundRequestForTest = decodeRefundRequest
