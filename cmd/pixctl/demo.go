@@ -219,34 +219,14 @@ func demo(ctx context.Context, c, psp *apiClient, natsURL string, out io.Writer)
 		return err
 	}
 
-	say("\nEvents at a consumer of the broker (as `pixctl events tail` prints them)")
-	ours := map[string]bool{}
-	for _, w := range pix {
-		ours[w.EndToEndID] = true
-	}
+	ids := append(append([]string{caughtUp}, refundAggregates...), blocks...)
 	for _, t := range transfers {
-		ours[t.ID] = true
-	}
-	for _, a := range refundAggregates {
-		ours[a] = true
-	}
-	ours[caughtUp] = true
-	for _, b := range blocks {
-		ours[b] = true
+		ids = append(ids, t.ID)
 	}
 	// One per credit (settled or failed), per transfer its debit and its
 	// settlement or refund, the devolução's, the caught-up credit's and
 	// the blocks'.
-	got := events.of(ctx, ours, len(pix)+2*len(transfers)+refundEvents+1+demoBlockEvents, 15*time.Second)
-	if len(got) == 0 {
-		say("   none arrived from NATS at %s: is the worker's outbox relay on the same broker (NATS_URL)?", natsURL)
-		if err := events.failure(); err != nil {
-			say("   %v", err)
-		}
-	}
-	for _, e := range got {
-		say("   %-22s %s", e.Type, e.AggregateID)
-	}
+	demoEvents(ctx, events, pix, ids, len(pix)+2*len(transfers)+refundEvents+1+demoBlockEvents, natsURL, say)
 
 	say("\nBalances")
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
@@ -409,5 +389,28 @@ func pollUntil(ctx context.Context, within, every time.Duration, what string, ch
 			return ctx.Err()
 		case <-time.After(every):
 		}
+	}
+}
+
+// demoEvents prints the events of the demo's aggregates (its PIX's and
+// ids) a consumer of the broker received, waiting for want of them.
+func demoEvents(ctx context.Context, events *eventCollector, pix []webhook, ids []string, want int, natsURL string, say func(string, ...any)) {
+	say("\nEvents at a consumer of the broker (as `pixctl events tail` prints them)")
+	ours := map[string]bool{}
+	for _, w := range pix {
+		ours[w.EndToEndID] = true
+	}
+	for _, id := range ids {
+		ours[id] = true
+	}
+	got := events.of(ctx, ours, want, 15*time.Second)
+	if len(got) == 0 {
+		say("   none arrived from NATS at %s: is the worker's outbox relay on the same broker (NATS_URL)?", natsURL)
+		if err := events.failure(); err != nil {
+			say("   %v", err)
+		}
+	}
+	for _, e := range got {
+		say("   %-22s %s", e.Type, e.AggregateID)
 	}
 }

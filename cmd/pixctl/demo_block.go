@@ -98,27 +98,9 @@ func demoBlock(ctx context.Context, c, psp *apiClient, run string, within time.D
 		return nil, err
 	}
 	say("   its devolução %s: the block ends when the devolução does; waiting (at most %s)...", deref(returning.RefundID), within)
-	var last pixBlock
-	err = pollUntil(ctx, within, 500*time.Millisecond, "block "+second.ID+" returned", func() (int, error) {
-		var b struct {
-			apiError
-			pixBlock
-		}
-		status, err := operator.call(ctx, http.MethodGet, blocksPath(e2e)+"/"+url.PathEscape(second.ID), nil, &b)
-		if err == nil {
-			err = check(status, b.apiError, "show block "+second.ID)
-		}
-		if err != nil {
-			return 0, err
-		}
-		last = b.pixBlock
-		if last.Status == "returning" {
-			return 1, nil
-		}
-		return 0, nil
-	})
+	last, err := awaitBlockEnd(ctx, operator, e2e, second.ID, within)
 	if err != nil {
-		return nil, fmt.Errorf("%w: see its run in the Temporal UI: %s", err, last.TemporalUIURL)
+		return nil, err
 	}
 	if last.Status != "returned" {
 		return nil, fmt.Errorf("block %s ended %s (%s), not returned: its devolução %s was not made; see %s",
@@ -131,3 +113,31 @@ func demoBlock(ctx context.Context, c, psp *apiClient, run string, within time.D
 	return []string{first.ID, second.ID}, nil
 }
 
+// awaitBlockEnd waits, for at most within, for a returning block to end
+// (returned, or released when its devolução was not made), and answers it
+// as it ended.
+func awaitBlockEnd(ctx context.Context, operator *apiClient, e2e, id string, within time.Duration) (pixBlock, error) {
+	var last pixBlock
+	err := pollUntil(ctx, within, 500*time.Millisecond, "block "+id+" returning", func() (int, error) {
+		var b struct {
+			apiError
+			pixBlock
+		}
+		status, err := operator.call(ctx, http.MethodGet, blocksPath(e2e)+"/"+url.PathEscape(id), nil, &b)
+		if err == nil {
+			err = check(status, b.apiError, "show block "+id)
+		}
+		if err != nil {
+			return 0, err
+		}
+		last = b.pixBlock
+		if last.Status == "returning" {
+			return 1, nil
+		}
+		return 0, nil
+	})
+	if err != nil {
+		return last, fmt.Errorf("%w: see its run in the Temporal UI: %s", err, last.TemporalUIURL)
+	}
+	return last, nil
+}
