@@ -15,19 +15,40 @@ import (
 type RetentionInput struct {
 	BatchSize int
 	// MaxBatches bounds one run per table; the next scheduled run takes the
-	// rest.
+	// rest. A run also stops a minute before its activity's deadline
+	// (deadlineMargin), whatever it has left.
 	MaxBatches int
+	// BatchPause is the wait before each batch after the first: the run
+	// takes its rows at a pace the webhooks' ingest beside it does not
+	// feel (a batch of 1,000 takes about 10 ms; docs/benchmarks.md,
+	// Growth). 0: none.
+	BatchPause payload.Duration `json:",omitempty"`
 	// OutboxRetention is how long published events are kept.
 	OutboxRetention payload.Duration
 	// InboxRetention is how long done inbox rows are kept.
 	InboxRetention payload.Duration
 }
 
-// inBatches runs deleteBatch until a batch comes back short or MaxBatches
-// ran, heartbeating the running total.
+// deadlineMargin: a run takes no batch less than this before its
+// activity's deadline, so that it returns its count rather than time out
+// (the next run takes the rest).
+const deadlineMargin = time.Minute
+
+// inBatches runs deleteBatch until a batch comes back short, MaxBatches
+// ran or the activity's deadline is near, BatchPause between batches,
+// heartbeating the running total.
 func inBatches(ctx context.Context, in RetentionInput, deleteBatch func() (int64, error)) (int64, error) {
 	var total int64
-	for range in.MaxBatches {
+	deadline := activity.GetInfo(ctx).Deadline
+	for i := range in.MaxBatches {
+		if i > 0 {
+			if !deadline.IsZero() && time.Until(deadline) < deadlineMargin {
+				break
+			}
+			if err := pause(ctx, time.Duration(in.BatchPause)); err != nil {
+				return total, TechnicalFailure(err)
+			}
+		}
 		n, err := deleteBatch()
 		total += n
 		if err != nil {
@@ -39,6 +60,21 @@ func inBatches(ctx context.Context, in RetentionInput, deleteBatch func() (int64
 		}
 	}
 	return total, nil
+}
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // DeleteExpiredIdempotencyKeys deletes expired idempotency keys in small

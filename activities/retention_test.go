@@ -55,3 +55,27 @@ func TestRetentionDeletesInBatches(t *testing.T) {
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_credits`).Scan(&credits))
 	require.Equal(t, 7, credits, "the credits stay: the guard against a second credit")
 }
+
+// The retention waits BatchPause before each batch after the first (its
+// pace beside the ingest), and none after the short batch that ends it.
+func TestRetentionPausesBetweenBatches(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&activities.Activities{Store: s, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	// Three expired keys, batches of one: three full batches and a short
+	// (empty) fourth, so three pauses.
+	_, err := s.Pool().Exec(ctx, `INSERT INTO idempotency_keys (key, request_hash, status_code, response_body, expires_at)
+		SELECT gen_random_uuid(), 'h', 201, '{}', now() - interval '1 hour' FROM generate_series(1, 3)`)
+	require.NoError(t, err)
+	const pause = 200 * time.Millisecond
+	began := time.Now()
+	val, err := env.ExecuteActivity(a.DeleteExpiredIdempotencyKeys,
+		activities.RetentionInput{BatchSize: 1, MaxBatches: 10, BatchPause: payload.Duration(pause)})
+	require.NoError(t, err)
+	var n int64
+	require.NoError(t, val.Get(&n))
+	require.EqualValues(t, 3, n)
+	require.GreaterOrEqual(t, time.Since(began), 3*pause, "a pause before each batch after the first")
+}

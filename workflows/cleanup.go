@@ -27,8 +27,12 @@ func RetentionScheduleID(base string) string { return "pix-retention:" + base }
 // retention, and inbox rows done longer ago than theirs (the credits stay),
 // each in small batches.
 func Retention(ctx workflow.Context, in activities.RetentionInput) error {
+	// 30 minutes a run: the retention takes its batches RETENTION_BATCH_PAUSE
+	// apart and stops a minute before this deadline (activities.inBatches),
+	// so that an hourly run keeps up with 1,000 PIX/s (3.6 million rows a
+	// table an hour; docs/benchmarks.md, Growth).
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute,
+		StartToCloseTimeout: 30 * time.Minute,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5},
 	})

@@ -20,10 +20,10 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/payload"
+	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/saga/transfer"
@@ -360,7 +360,7 @@ func newInputs() map[string]any {
 		"credit":    workflows.CreditInput{EndToEndID: "E1", Retry: cfg.Retry(), ListingVersion: cfg.CreditInputListingVersion()},
 		"transfer":  transfer.Input{TransferID: "T1", Settings: transfer.DefaultSettings().Run(cfg)},
 		"refund":    refund.Input{RefundID: "R1", Settings: refund.DefaultSettings().Run(cfg)},
-		"retention": activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: payload.Duration(cfg.OutboxRetention), InboxRetention: payload.Duration(cfg.InboxRetention)},
+		"retention": saga.Retention(cfg),
 	}
 }
 

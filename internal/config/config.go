@@ -171,6 +171,9 @@ type Config struct {
 	NATSStreamMaxBytes int64
 	InboxRetention     time.Duration
 	RetentionInterval  time.Duration
+	// RetentionBatchPause is RETENTION_BATCH_PAUSE: the retention's wait
+	// between batches of 1,000 rows (0: none).
+	RetentionBatchPause time.Duration
 	// ReconcileInterval is how often the reconciliation Schedule checks the books.
 	ReconcileInterval time.Duration
 
@@ -268,16 +271,17 @@ func Default() Config {
 		PSPRetryInitial:        time.Duration(t.PSPRetryInitial),
 		PSPRetryMax:            time.Duration(t.PSPRetryMax),
 
-		OutboxRelayEnabled: true,
-		OutboxBatchSize:    500,
-		OutboxPollInterval: 500 * time.Millisecond,
-		OutboxGatherWindow: 50 * time.Millisecond,
-		OutboxRetention:    7 * 24 * time.Hour,
-		NATSStreamMaxAge:   2 * 7 * 24 * time.Hour,
-		NATSStreamMaxBytes: 1 << 30,
-		InboxRetention:     30 * 24 * time.Hour,
-		RetentionInterval:  time.Hour,
-		ReconcileInterval:  15 * time.Minute,
+		OutboxRelayEnabled:  true,
+		OutboxBatchSize:     500,
+		OutboxPollInterval:  500 * time.Millisecond,
+		OutboxGatherWindow:  50 * time.Millisecond,
+		OutboxRetention:     7 * 24 * time.Hour,
+		NATSStreamMaxAge:    2 * 7 * 24 * time.Hour,
+		NATSStreamMaxBytes:  1 << 30,
+		InboxRetention:      30 * 24 * time.Hour,
+		RetentionInterval:   time.Hour,
+		RetentionBatchPause: 100 * time.Millisecond,
+		ReconcileInterval:   15 * time.Minute,
 
 		InboxAttemptsMax:      r.MaxAttempts,
 		InboxRetryInitial:     time.Duration(r.InitialInterval),
@@ -678,6 +682,7 @@ func (r *reader) readEvents(c *Config) {
 func (r *reader) readRuns(c *Config) {
 	r.dur("INBOX_RETENTION", &c.InboxRetention)
 	r.dur("RETENTION_INTERVAL", &c.RetentionInterval)
+	r.waitDur("RETENTION_BATCH_PAUSE", "100ms", time.Second, &c.RetentionBatchPause)
 	r.dur("RECONCILE_INTERVAL", &c.ReconcileInterval)
 	r.dur("PSP_RETRY_INITIAL_INTERVAL", &c.PSPRetryInitial)
 	r.dur("PSP_RETRY_MAX_INTERVAL", &c.PSPRetryMax)

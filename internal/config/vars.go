@@ -91,7 +91,7 @@ var Variables = func() []Variable {
 		"PSP_RETRY_INITIAL_INTERVAL", "PSP_RETRY_MAX_INTERVAL",
 		"NATS_URL", "NATS_STREAM_MAX_AGE", "NATS_STREAM_MAX_BYTES",
 		"OUTBOX_RELAY_ENABLED", "OUTBOX_BATCH_SIZE", "OUTBOX_POLL_INTERVAL", "OUTBOX_GATHER_WINDOW", "OUTBOX_RETENTION",
-		"INBOX_RETENTION", "RETENTION_INTERVAL", "RECONCILE_INTERVAL",
+		"INBOX_RETENTION", "RETENTION_INTERVAL", "RETENTION_BATCH_PAUSE", "RECONCILE_INTERVAL",
 		// Read by the sagas in their packages (saga.Descriptor.Settings),
 		// not by Load: the PSP catch-up's (saga/catchup), the transfer's
 		// (saga/transfer), the devolução's (saga/refund).
