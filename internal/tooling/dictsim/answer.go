@@ -170,10 +170,16 @@ func (s *Simulator) encode(a Answer) ([]byte, error) {
 		sc = s.foreign
 	}
 	if a.Sign != SignNone {
-		var err error
-		if root, err = sc.SignEnveloped(root); err != nil {
+		// The Signature is the root's first child, where every example of
+		// the specification puts it (goxmldsig's SignEnveloped appends
+		// it). It matters to a goxmldsig verifier: it stops looking for the
+		// Signature after 1,000 elements, so a page of more than about 65
+		// reports whose Signature comes last cannot be verified at all.
+		sig, err := sc.ConstructSignature(root, true)
+		if err != nil {
 			return nil, fmt.Errorf("sign: %w", err)
 		}
+		root.InsertChildAt(0, sig)
 	}
 	doc := etree.NewDocument()
 	// A carriage return in a text is written &#xD;, as the client writes

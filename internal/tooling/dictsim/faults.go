@@ -28,11 +28,12 @@ type faults struct {
 }
 
 // LoseAnswers loses the answers of the next n writes (acknowledge,
-// close, closeRefund) that reach the simulator's model: each is done as
-// asked (or refused, as it would be), and its answer never reaches the
-// client, how says in which way (LossCut, LossGatewayTimeout). A client
-// reads back before it sends again (dict's doc.go, "Lost answers"). 0
-// stops losing them.
+// close, closeRefund) the simulator processes (not those an outage or an
+// empty bucket turns away, nor those an answer hook answers without the
+// model): each is done as asked (or refused, as it would be), and its
+// answer never reaches the client, how says in which way (LossCut,
+// LossGatewayTimeout). A client reads back before it sends again (dict's
+// doc.go, "Lost answers"). 0 stops losing them.
 func (s *Simulator) LoseAnswers(n int, how Loss) error {
 	if n < 0 || n > 0 && !how.valid() {
 		return fmt.Errorf("%w: lose %d answers %q: want a count and %s or %s", ErrInvalid, n, how, LossCut, LossGatewayTimeout)

@@ -96,13 +96,10 @@ func (a Answer) problemName() string {
 		return ""
 	}
 	if t := a.Body.SelectElement("type"); t != nil {
-		return strings.TrimPrefix(t.Text(), ProblemTypePrefix)
+		return strings.TrimPrefix(t.Text(), dict.ProblemTypePrefix)
 	}
 	return ""
 }
-
-// ProblemTypePrefix begins every problem type of the DICT.
-const ProblemTypePrefix = dict.ProblemTypePrefix
 
 // admit checks what every request must be before it is answered (see
 // Handler), and fills x's participant and signed fields; refused: the

@@ -274,7 +274,8 @@ type Exchange struct {
 	fields map[string]string
 }
 
-// participantOf is the participant registered under ispb.
+// participantOf is the participant registered under ispb (the
+// participants are set once, by New: read without the lock).
 func (s *Simulator) participantOf(ispb string) (Participant, bool) {
 	p, ok := s.participants[ispb]
 	return p, ok
