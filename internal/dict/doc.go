@@ -6,8 +6,9 @@
 // them and reads the rate-limit buckets (HTTPClient, built by New from one
 // Config), and the one table that classifies the DICT's answers (Classify).
 // The facts it keeps to are written down in dictspec/dict-api.yaml, which
-// its tests check every request and answer against. The MED saga, the
-// lister's Schedule and the DICT simulator are not here.
+// its tests check every request and answer against, served by the DICT
+// simulator (internal/tooling/dictsim). The MED saga and the lister's
+// Schedule are not here.
 //
 // # Calls
 //
@@ -70,7 +71,13 @@
 // production: the Signature is placed as the root's last child (goxmldsig's
 // enveloped signature), while the specification's examples put it first;
 // and KeyInfo carries the signing certificate (X509Data/X509Certificate),
-// which the DICT is assumed to require.
+// which the DICT is assumed to require. The place matters in the answers:
+// goxmldsig's verifier gives up looking for the Signature after 1,000
+// elements, so an answer whose Signature comes last is unverifiable beyond
+// about 65 reports a page (ErrUnverifiedAnswer, every time). Placed first,
+// as in the examples (and by the DICT simulator), a page of 200 is read
+// (TestAFullPageIsVerified); a DICT that places it last would need the
+// walks' Limit down to 50.
 //
 // # Errors
 //

@@ -6,7 +6,8 @@
 // dev-pki and demo; testpki for the tests), a Temporal dev server
 // (temporaltest) and a NATS server (natstest) for the tests, each the
 // pinned binary in .bin started as a process, the log lines a test reads
-// (logtest), the PSP simulator (pspsim: cmd/pspsim, and pixctl's tests).
+// (logtest), the PSP simulator (pspsim: cmd/pspsim, and pixctl's tests),
+// the DICT simulator (dictsim: the DICT client's tests, MED's).
 //
 // The rest of the tooling is a module of its own, tooling/ at the
 // repository's root (github.com/pixbank/pix/tooling): the load generator
