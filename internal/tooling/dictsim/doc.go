@@ -12,9 +12,10 @@
 //
 // XML bodies in the specification's element names, every answer signed by
 // the DICT's certificate (an enveloped XML Digital Signature, goxmldsig,
-// as the client's), every write (acknowledge, close, closeRefund) verified
-// against its participant's signing certificates: unsigned or wrongly
-// signed, 400 RequestSignatureInvalid. Problems are RFC 7807 in
+// as the client's; the Signature the root's first child, as in the
+// specification's examples), every write (acknowledge, close,
+// closeRefund) verified against its participant's signing certificates:
+// unsigned or wrongly signed, 400 RequestSignatureInvalid. Problems are RFC 7807 in
 // application/problem+xml, of type
 // https://dict.pi.rsfn.net.br/api/v1/error/<Type>, the types the client
 // declares. Every request is checked against dict-api.yaml (one that
