@@ -1,0 +1,67 @@
+-- The MED saga's statements, bound by its store (db.BindQueries). A
+-- statement that returns a report returns its row (*), which the store
+-- reads by column name (Report in store.go).
+
+-- name: CreditOf
+-- The PIX's credit, if we made it: whose, how much, when. Read without a
+-- lock (a credit never changes); db.Hold locks the credit and the account.
+SELECT account_id, amount_cents, credited_at FROM pix_credits WHERE end_to_end_id = $1
+
+-- name: Insert
+-- A report received for the first time: $1 id, $2 end_to_end_id,
+-- $3 account_id, $4 amount_cents, $5 credited_at (all three NULL: not
+-- ours), $6 reporter, $7 infraction_type, $8 reported_by,
+-- $9 report_details, $10 dict_status, $11 dict_modified_at,
+-- $12 reported_at, $13 status, $14 end_cause, $15 analysis_due_at,
+-- $16 return_until, $17 traceparent. Due at once for its dispatcher when
+-- open. A report received already (two intakes at once) inserts nothing
+-- (no row): the caller locks it and updates it.
+INSERT INTO pix_med_reports (id, end_to_end_id, account_id, amount_cents, credited_at, reporter, infraction_type,
+                             reported_by, report_details, dict_status, dict_modified_at, reported_at, status, end_cause,
+                             analysis_due_at, return_until, traceparent, ended_at, dispatch_due_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+        CASE WHEN $13 = 'ended' THEN now() END,
+        CASE WHEN $13 NOT IN ('ended', 'not_ours') THEN now() END)
+ON CONFLICT (id) DO NOTHING
+RETURNING *
+
+-- name: Get
+SELECT * FROM pix_med_reports WHERE id = $1
+
+-- name: Lock
+-- The row, locked for a decision: whoever takes the lock first decides,
+-- the others see its decision. Taken before any lock of the core (credit,
+-- hold, account).
+SELECT * FROM pix_med_reports WHERE id = $1 FOR UPDATE
+
+-- name: Save
+-- Writes a decision made on the row locked at generation $2: every field
+-- that changes, the generation bumped. A row no longer at $2 is left as
+-- it is (no row): the fence. The queue entry closes when the report ends.
+UPDATE pix_med_reports SET
+    report_details = $3, dict_status = $4, dict_modified_at = $5, status = $6, end_cause = $7,
+    analysis_result = $8, analysis_details = $9, analysed_by = $10, analysed_at = $11,
+    acknowledged_at = $12, closed_at = $13, hold_id = $14, holds = $15, held_cents = $16,
+    refund_request_id = $17, refund_request_cents = $18, refund_request_status = $19,
+    refund_closed_at = $20, refund_closed_rtr_id = $21, refund_id = $22, returned_cents = $23, returns = $24,
+    first_rtr_id = $25, refund_request_due_at = $26, dict_problem = $27,
+    gen = gen + 1, updated_at = now(),
+    ended_at = CASE WHEN $6 = 'ended' THEN COALESCE(ended_at, now()) END,
+    dispatch_due_at = CASE WHEN $6 IN ('ended', 'not_ours') THEN NULL ELSE COALESCE(dispatch_due_at, now()) END
+WHERE id = $1 AND gen = $2
+RETURNING *
+
+-- name: OfPIX
+-- A PIX's reports, oldest first, at most $2. Read from pix_med_reports_pix_idx.
+SELECT * FROM pix_med_reports WHERE end_to_end_id = $1 ORDER BY created_at, id LIMIT $2
+
+-- name: Open
+-- The gauges: the open reports, those awaiting their analysis past
+-- analysis_due_at less $1 (the alert's margin before the 7 days), the
+-- centavos held, the reports not ours. From pix_med_reports_open_idx but
+-- the last count (not ours: few, and read from the due index's complement).
+SELECT count(*),
+       count(*) FILTER (WHERE status IN ('received', 'held', 'acknowledged') AND analysis_due_at < now() + $1::interval),
+       COALESCE(sum(held_cents), 0),
+       count(*) FILTER (WHERE dict_problem IS NOT NULL)
+FROM pix_med_reports WHERE dispatch_due_at IS NOT NULL

@@ -1,0 +1,96 @@
+package med
+
+import (
+	"time"
+
+	"github.com/pixbank/pix/internal/dict"
+)
+
+// Step is what the run does next with a report, as Next reads it.
+type Step string
+
+// The steps of the run. Each acts on the report as read (its generation):
+// an activity's transition fenced by it, or a wait on the report's timer.
+const (
+	StepDone          Step = "done"
+	StepHold          Step = "hold"
+	StepAcknowledge   Step = "acknowledge"
+	StepAwaitAnalysis Step = "await_analysis"
+	StepCloseReport   Step = "close_report"
+	StepCancel        Step = "cancel"
+	StepAwaitRequest  Step = "await_request"
+	StepExpireRequest Step = "expire_request"
+	StepReturn        Step = "return"
+	StepSettle        Step = "settle"
+	StepCloseRefund   Step = "close_refund"
+	StepFinish        Step = "finish"
+)
+
+// Next is the step the report r calls for at now. It decides nothing the
+// store would not: each transition checks again under the row's lock.
+func Next(r Report, now time.Time) Step {
+	if !r.Open() {
+		return StepDone
+	}
+	if r.Cancelled() && cancellable(r) {
+		return StepCancel
+	}
+	switch r.Status {
+	case StatusReceived:
+		return StepHold
+	case StatusHeld:
+		return StepAcknowledge
+	case StatusAcknowledged:
+		return StepAwaitAnalysis
+	case StatusAnalysed:
+		return StepCloseReport
+	case StatusAwaitingRequest:
+		switch {
+		case r.RequestOpen():
+			return StepReturn
+		case !now.Before(r.RequestDueAt.Add(-earlyTolerance)):
+			return StepExpireRequest
+		}
+		return StepAwaitRequest
+	case StatusReturning:
+		return StepSettle
+	}
+	return nextInParts(r, now)
+}
+
+// nextInParts is the step of a report returned in part, or that had
+// nothing to return when its request came (awaiting_credit).
+func nextInParts(r Report, now time.Time) Step {
+	requestCancelled := RequestCancelled(r)
+	switch {
+	case r.RefundClosedAt == nil && !requestCancelled && (r.Returns > 0 || !now.Before(*r.ReturnUntil)):
+		// The request is answered with the first part's rtrId, or, at the
+		// 90 days with nothing returned, rejected.
+		return StepCloseRefund
+	case r.ReturnedCents >= r.Target() || requestCancelled || !now.Before(r.ReturnUntil.Add(-earlyTolerance)):
+		return StepFinish
+	}
+	return StepReturn
+}
+
+// RequestCancelled says whether the payer's participant cancelled its
+// refund request.
+func RequestCancelled(r Report) bool {
+	return deref(r.RefundRequestState) == string(dict.RefundCancelled)
+}
+
+// Closing is how the saga closes the report's refund request at the DICT:
+// TOTALLY_ACCEPTED when all is returned, PARTIALLY_ACCEPTED with the first
+// part's rtrId otherwise, REJECTED (NO_BALANCE) when nothing could be
+// returned within the 90 days.
+func Closing(r Report) dict.RefundClosing {
+	switch {
+	case r.Returns == 0 || r.FirstRtrID == nil:
+		return dict.RefundClosing{Result: dict.Rejected, RejectionReason: dict.RejectionNoBalance,
+			Details: "sem saldo para devolução no prazo"}
+	case r.ReturnedCents >= r.Target():
+		return dict.RefundClosing{Result: dict.TotallyAccepted, RefundTransactionID: *r.FirstRtrID}
+	}
+	return dict.RefundClosing{Result: dict.PartiallyAccepted, RefundTransactionID: *r.FirstRtrID,
+		Details: "devolução parcial: o restante é devolvido conforme houver saldo"}
+}

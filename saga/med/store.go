@@ -1,0 +1,390 @@
+package med
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/tracing"
+	"github.com/pixbank/pix/saga/sagakit"
+)
+
+// The statuses of OUR saga of a report (Report.Status), in the order it
+// goes through them; not_ours and ended are final.
+const (
+	StatusReceived        = "received"
+	StatusHeld            = "held"
+	StatusAcknowledged    = "acknowledged"
+	StatusAnalysed        = "analysed"
+	StatusAwaitingRequest = "awaiting_refund_request"
+	StatusReturning       = "returning"
+	// StatusAwaitingCredit: a part was returned, or nothing was held when
+	// the request came: what is left is returned as the account's credits
+	// arrive, until the amount or ReturnWindow.
+	StatusAwaitingCredit = "awaiting_credit"
+	StatusEnded          = "ended"
+	StatusNotOurs        = "not_ours"
+)
+
+// How a report ended (Report.EndCause).
+const (
+	EndReleased       = "released"
+	EndReturned       = "returned"
+	EndReturnedInPart = "returned_in_part"
+	EndCancelled      = "cancelled"
+)
+
+// The deadlines of MED (docs/med.md, "The saga"), each from the DICT
+// operating manual: the analysis within 7 calendar days of the report, the
+// payer's participant's refund request within 72 hours of our close, the
+// returns in parts until 90 days after the PIX.
+const (
+	AnalysisWindow = 7 * 24 * time.Hour
+	RequestWindow  = 72 * time.Hour
+	ReturnWindow   = 90 * 24 * time.Hour
+)
+
+// HoldKind is the kind of a report's holds (db.NewHold.Kind).
+const HoldKind = "med"
+
+// DueChannel is the notification channel that says reports are due for
+// dispatch (their saga's run to start).
+const DueChannel = "pix_med_due"
+
+// The saga's refusals.
+var (
+	// ErrNotFound: no report with the id.
+	ErrNotFound = errors.New("infraction report not found")
+	// ErrAnalysed: the report was analysed already, with another result or
+	// details: an analysis is made once.
+	ErrAnalysed = errors.New("infraction report analysed already")
+	// ErrNotAnalysable: the report is past its analysis (ended, not ours,
+	// or closed at the DICT).
+	ErrNotAnalysable = errors.New("infraction report can't be analysed")
+	// ErrReportMismatch: an intake names a known report with another PIX.
+	ErrReportMismatch = errors.New("infraction report does not match the one received")
+)
+
+//go:embed med.sql
+var queryFiles embed.FS
+
+// medSQL holds the statements of med.sql.
+var medSQL struct{ CreditOf, Insert, Get, Lock, Save, OfPIX, Open string }
+
+func init() { db.BindQueries(queryFiles, "med.sql", &medSQL) }
+
+// queue is the reports whose run must be going: the open ones.
+var queue = db.DeclareQueue(db.QueueSpec{
+	Name: "med", Table: "pix_med_reports", Key: "id", KeyType: "uuid", Channel: DueChannel,
+	Open:     "m.dispatch_due_at IS NOT NULL",
+	Attempts: "0",
+	Drive:    "1",
+	Listing: db.Listing{
+		EndToEndID: "m.end_to_end_id", AccountID: "m.account_id", AmountCents: "m.amount_cents",
+		Status: "m.status", PSP: "NULL::text",
+		Memo: "jsonb_strip_nulls(jsonb_build_object('analysis_due_at', m.analysis_due_at, " +
+			"'refund_request_due_at', m.refund_request_due_at, 'refund_id', m.refund_id))",
+		Since: "m.created_at", Traceparent: "m.traceparent",
+	},
+})
+
+// Report is an infraction report and our saga's state of it, a
+// pix_med_reports row read by column name.
+type Report struct {
+	ID             uuid.UUID  `db:"id" json:"id"`
+	EndToEndID     string     `db:"end_to_end_id" json:"end_to_end_id"`
+	AccountID      *string    `db:"account_id" json:"account_id"`
+	AmountCents    *int64     `db:"amount_cents" json:"amount_cents"`
+	CreditedAt     *time.Time `db:"credited_at" json:"credited_at"`
+	Reporter       string     `db:"reporter" json:"reporter"`
+	InfractionType string     `db:"infraction_type" json:"infraction_type"`
+	ReportedBy     string     `db:"reported_by" json:"reported_by"`
+	// ReportDetails is the reporter's free text: operators only.
+	ReportDetails      string     `db:"report_details" json:"report_details"`
+	DICTStatus         string     `db:"dict_status" json:"dict_status"`
+	DICTModifiedAt     time.Time  `db:"dict_modified_at" json:"dict_modified_at"`
+	ReportedAt         time.Time  `db:"reported_at" json:"reported_at"`
+	Status             string     `db:"status" json:"status"`
+	EndCause           *string    `db:"end_cause" json:"end_cause"`
+	AnalysisResult     *string    `db:"analysis_result" json:"analysis_result"`
+	AnalysisDetails    *string    `db:"analysis_details" json:"analysis_details"`
+	AnalysedBy         *string    `db:"analysed_by" json:"analysed_by"`
+	AnalysedAt         *time.Time `db:"analysed_at" json:"analysed_at"`
+	AcknowledgedAt     *time.Time `db:"acknowledged_at" json:"acknowledged_at"`
+	ClosedAt           *time.Time `db:"closed_at" json:"closed_at"`
+	HoldID             *uuid.UUID `db:"hold_id" json:"hold_id"`
+	Holds              int        `db:"holds" json:"holds"`
+	HeldCents          int64      `db:"held_cents" json:"held_cents"`
+	RefundRequestID    *uuid.UUID `db:"refund_request_id" json:"refund_request_id"`
+	RefundRequestCents *int64     `db:"refund_request_cents" json:"refund_request_cents"`
+	RefundRequestState *string    `db:"refund_request_status" json:"refund_request_status"`
+	RefundClosedAt     *time.Time `db:"refund_closed_at" json:"refund_closed_at"`
+	RefundClosedRtrID  *string    `db:"refund_closed_rtr_id" json:"refund_closed_rtr_id"`
+	RefundID           *string    `db:"refund_id" json:"refund_id"`
+	ReturnedCents      int64      `db:"returned_cents" json:"returned_cents"`
+	Returns            int        `db:"returns" json:"returns"`
+	FirstRtrID         *string    `db:"first_rtr_id" json:"first_rtr_id"`
+	AnalysisDueAt      time.Time  `db:"analysis_due_at" json:"analysis_due_at"`
+	RequestDueAt       *time.Time `db:"refund_request_due_at" json:"refund_request_due_at"`
+	ReturnUntil        *time.Time `db:"return_until" json:"return_until"`
+	DICTProblem        *string    `db:"dict_problem" json:"dict_problem"`
+	// Gen is the row's generation: every change bumps it, and a change
+	// decided on another generation changes nothing (the fence).
+	Gen           int64      `db:"gen" json:"gen"`
+	Traceparent   *string    `db:"traceparent" json:"-"`
+	CreatedAt     time.Time  `db:"created_at" json:"created_at"`
+	UpdatedAt     time.Time  `db:"updated_at" json:"updated_at"`
+	EndedAt       *time.Time `db:"ended_at" json:"ended_at"`
+	DispatchDueAt *time.Time `db:"dispatch_due_at" json:"-"`
+	DispatchedAt  *time.Time `db:"dispatched_at" json:"-"`
+}
+
+// Open reports whether the report's saga still has something to do.
+func (r Report) Open() bool { return r.Status != StatusEnded && r.Status != StatusNotOurs }
+
+// Target is what the report returns at most: the refund request's amount,
+// never more than the PIX's (0 before a request).
+func (r Report) Target() int64 {
+	if r.RefundRequestCents == nil || r.AmountCents == nil {
+		return 0
+	}
+	return min(*r.RefundRequestCents, *r.AmountCents)
+}
+
+// RequestOpen reports whether the payer's participant's refund request is
+// open at the DICT (to be answered by a return).
+func (r Report) RequestOpen() bool {
+	return r.RefundRequestID != nil && deref(r.RefundRequestState) == string(dict.RefundOpen)
+}
+
+// Cancelled reports whether the reporter cancelled the report at the DICT.
+func (r Report) Cancelled() bool { return r.DICTStatus == string(dict.ReportCancelled) }
+
+func one(rs pgx.Rows, err error) (Report, error) { return sagakit.One[Report](rs, err, ErrNotFound) }
+
+// Store is the saga's store, over the service's (db's exported core).
+type Store struct {
+	store *db.Store
+	// now is the clock the deadlines are checked by (time.Now).
+	now func() time.Time
+}
+
+// NewStore returns the saga's store over s.
+func NewStore(s *db.Store) *Store { return &Store{store: s, now: time.Now} }
+
+// WithClock is the store with another clock for the deadlines' checks.
+func (s *Store) WithClock(now func() time.Time) *Store { return &Store{store: s.store, now: now} }
+
+// Queue is the reports whose run must be going, for the saga's dispatcher.
+func (s *Store) Queue() db.DueQueue { return s.store.DueQueue(queue) }
+
+// Get returns one report; ErrNotFound when there is none.
+func (s *Store) Get(ctx context.Context, id uuid.UUID) (Report, error) {
+	out, err := one(s.store.Pool().Query(ctx, medSQL.Get, id))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return Report{}, db.Classify(fmt.Errorf("get infraction report: %w", err))
+	}
+	return out, err
+}
+
+// OfPIX returns a PIX's reports, oldest first, at most limit.
+func (s *Store) OfPIX(ctx context.Context, endToEndID string, limit int) ([]Report, error) {
+	rs, err := s.store.Pool().Query(ctx, medSQL.OfPIX, endToEndID, limit)
+	if err != nil {
+		return nil, db.Classify(fmt.Errorf("list infraction reports: %w", err))
+	}
+	out, err := pgx.CollectRows(rs, pgx.RowToStructByName[Report])
+	return out, db.Classify(err)
+}
+
+// Intake is THE one door of an infraction report into the saga: the DICT's
+// lister and the PSP's webhook both hand what they received here.
+// Idempotent on the report's id: a report received again as it was is
+// absorbed (changed false); one the DICT modified since (its status, its
+// LastModified: cancelled by its reporter, closed) is updated and its run
+// woken. A report about a PIX we did not credit is recorded as not_ours
+// (visible, counted) and starts nothing; one about a PIX we credited is
+// due for its saga's durable start at once (its run holds the money).
+// Two intakes of one report at once end as one row: the second finds the
+// first's (the insert's conflict) and updates it under its lock.
+func (s *Store) Intake(ctx context.Context, in dict.InfractionReport) (Report, bool, error) {
+	id, err := uuid.Parse(in.ID)
+	if err != nil {
+		return Report{}, false, pix.Invalid("id", "must be the DICT's uuid")
+	}
+	if !pix.ValidEndToEndID(in.TransactionID) {
+		return Report{}, false, pix.Invalid("transaction_id", "must be the PIX's end-to-end id")
+	}
+	var out Report
+	var changed, created bool
+	err = db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
+		out, created, err = s.insert(ctx, tx, id, in)
+		if err != nil || created {
+			changed = created
+			return err
+		}
+		out, changed, err = intakeAgain(ctx, tx, id, in)
+		return err
+	})
+	if err != nil {
+		return Report{}, false, db.Classify(err)
+	}
+	if created {
+		intakeTotal.WithLabelValues(out.Status).Inc()
+	}
+	if changed {
+		s.store.Wake(DueChannel)
+	}
+	return out, changed, nil
+}
+
+// insert records a report received the first time; created false (and no
+// row) when it was received before.
+func (s *Store) insert(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.InfractionReport) (Report, bool, error) {
+	var account *string
+	var amount *int64
+	var credited *time.Time
+	err := tx.QueryRow(ctx, medSQL.CreditOf, in.TransactionID).Scan(&account, &amount, &credited)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return Report{}, false, fmt.Errorf("read credit: %w", err)
+	}
+	status, cause := StatusReceived, (*string)(nil)
+	var until *time.Time
+	switch {
+	case account == nil:
+		status = StatusNotOurs
+	case in.Status == dict.ReportCancelled:
+		// Cancelled before we saw it: nothing to hold.
+		status, cause = StatusEnded, ptr(EndCancelled)
+	}
+	if credited != nil {
+		until = ptr(credited.Add(ReturnWindow))
+	}
+	rs, err := tx.Query(ctx, medSQL.Insert, id, in.TransactionID, account, amount, credited, in.DebitedParticipant,
+		string(in.InfractionType), string(in.ReportedBy), in.ReportDetails, string(in.Status), in.LastModified,
+		in.CreationTime, status, cause, in.CreationTime.Add(AnalysisWindow), until, tracing.Traceparent(ctx))
+	out, err := one(rs, err)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Report{}, false, nil
+	case err != nil:
+		return Report{}, false, fmt.Errorf("record infraction report %s: %w", id, err)
+	}
+	return out, true, nil
+}
+
+// intakeAgain updates a report received before with what the DICT says
+// now, when the DICT modified it since (a later LastModified); otherwise
+// it is absorbed.
+func intakeAgain(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.InfractionReport) (Report, bool, error) {
+	cur, err := one(tx.Query(ctx, medSQL.Lock, id))
+	if err != nil {
+		return Report{}, false, fmt.Errorf("lock infraction report %s: %w", id, err)
+	}
+	if cur.EndToEndID != in.TransactionID {
+		return Report{}, false, fmt.Errorf("%w: report %s is of PIX %s, not %s", ErrReportMismatch, id, cur.EndToEndID, in.TransactionID)
+	}
+	if !laterThan(in.LastModified, cur.DICTModifiedAt) {
+		return cur, false, nil
+	}
+	next := cur
+	next.DICTStatus, next.DICTModifiedAt, next.ReportDetails = string(in.Status), in.LastModified, in.ReportDetails
+	return save(ctx, tx, cur, next)
+}
+
+// IntakeRefund is the door of the payer's participant's refund request
+// (the DICT's Refund) into the saga of the report it names: recorded (its
+// id, amount and status), the run woken. Idempotent: the same request
+// again, as it was, is absorbed; its status moved (cancelled by its
+// requester, closed) is updated. ErrNotFound: the report is not received
+// yet (the lister hands it again).
+func (s *Store) IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool, error) {
+	id, err := uuid.Parse(in.InfractionReportID)
+	if err != nil {
+		return Report{}, false, pix.Invalid("infraction_report_id", "must be the DICT's uuid")
+	}
+	requestID, err := uuid.Parse(in.ID)
+	if err != nil {
+		return Report{}, false, pix.Invalid("id", "must be the DICT's uuid")
+	}
+	if in.RefundAmount <= 0 {
+		return Report{}, false, pix.Invalid("refund_amount", "must be positive")
+	}
+	out, changed, err := s.decide(ctx, id, -1, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if cur.EndToEndID != in.TransactionID {
+			return Report{}, false, fmt.Errorf("%w: report %s is of PIX %s, the refund request's %s", ErrReportMismatch, id, cur.EndToEndID, in.TransactionID)
+		}
+		if cur.RefundRequestID != nil && *cur.RefundRequestID != requestID && cur.RequestOpen() {
+			return Report{}, false, fmt.Errorf("%w: report %s has the open refund request %s, not %s", ErrReportMismatch, id, *cur.RefundRequestID, requestID)
+		}
+		if cur.RefundRequestID != nil && *cur.RefundRequestID == requestID && deref(cur.RefundRequestState) == string(in.Status) {
+			return cur, false, nil
+		}
+		next := cur
+		next.RefundRequestID, next.RefundRequestCents, next.RefundRequestState = &requestID, ptr(int64(in.RefundAmount)), ptr(string(in.Status))
+		return save(ctx, tx, cur, next)
+	})
+	return out, changed, err
+}
+
+// decide runs fn on the report id locked, in one transaction, when it is
+// still at generation gen (-1: whatever its generation); at another, it
+// returns the report as it is, unchanged (a late or retried actor: the
+// fence). After a change it wakes the report's dispatcher and the outbox.
+func (s *Store) decide(ctx context.Context, id uuid.UUID, gen int64, fn func(tx pgx.Tx, cur Report) (Report, bool, error)) (out Report, changed bool, err error) {
+	err = db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
+		cur, err := one(tx.Query(ctx, medSQL.Lock, id))
+		if err != nil {
+			return err
+		}
+		if gen >= 0 && cur.Gen != gen {
+			out, changed = cur, false
+			return nil
+		}
+		out, changed, err = fn(tx, cur)
+		return err
+	})
+	if err != nil {
+		return Report{}, false, db.Classify(err)
+	}
+	if changed {
+		s.store.Wake(DueChannel, db.OutboxChannel)
+	}
+	return out, changed, nil
+}
+
+// save writes next, decided on cur (locked), fenced by cur's generation.
+func save(ctx context.Context, tx pgx.Tx, cur, next Report) (Report, bool, error) {
+	n := next
+	out, err := one(tx.Query(ctx, medSQL.Save, cur.ID, cur.Gen, n.ReportDetails, n.DICTStatus, n.DICTModifiedAt, n.Status,
+		n.EndCause, n.AnalysisResult, n.AnalysisDetails, n.AnalysedBy, n.AnalysedAt, n.AcknowledgedAt, n.ClosedAt, n.HoldID,
+		n.Holds, n.HeldCents, n.RefundRequestID, n.RefundRequestCents, n.RefundRequestState, n.RefundClosedAt,
+		n.RefundClosedRtrID, n.RefundID, n.ReturnedCents, n.Returns, n.FirstRtrID, n.RequestDueAt, n.DICTProblem))
+	if err != nil {
+		// Under the row's lock the generation can't have moved: no row is
+		// a fault, not a decision.
+		return Report{}, false, fmt.Errorf("save infraction report %s (gen %d, %s -> %s): %w", cur.ID, cur.Gen, cur.Status, n.Status, err)
+	}
+	return out, true, nil
+}
+
+// laterThan says whether the DICT's modification time t is later than
+// the one recorded, as PostgreSQL keeps it (microseconds).
+func laterThan(t, recorded time.Time) bool { return t.Truncate(time.Microsecond).After(recorded) }
+
+func ptr[T any](v T) *T { return &v }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

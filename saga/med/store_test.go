@@ -1,0 +1,544 @@
+package med_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/pix"
+	refundsaga "github.com/pixbank/pix/saga/refund"
+	"github.com/pixbank/pix/saga/med"
+	"github.com/pixbank/pix/saga/transfer"
+)
+
+type fixture struct {
+	t     *testing.T
+	s     *db.Store
+	store *med.Store
+}
+
+func newFixture(t *testing.T) *fixture {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	s := dbtest.New(t)
+	return &fixture{t: t, s: s, store: med.NewStore(s)}
+}
+
+// credit credits a PIX of amount to a new account that had opening.
+func (f *fixture) credit(amount, opening int64) dbtest.Credited {
+	return dbtest.CreditPIX(f.t, f.s, dbtest.PIX{AmountCents: amount, OpeningBalanceCents: opening})
+}
+
+// creditMore credits another PIX of amount to account (a later credit).
+func (f *fixture) creditMore(account string, amount int64) {
+	ctx := context.Background()
+	e2e := pix.NewEndToEndID("12345678", time.Now())
+	payload, err := json.Marshal(map[string]any{"end_to_end_id": e2e, "account_id": account, "amount_cents": amount})
+	require.NoError(f.t, err)
+	_, err = f.s.Receive(ctx, pix.Notification{EndToEndID: e2e, AccountID: account, AmountCents: amount, Payload: payload})
+	require.NoError(f.t, err)
+	out, err := f.s.Credit(ctx, e2e, 1, 1)
+	require.NoError(f.t, err)
+	require.True(f.t, out.Credited)
+}
+
+// spend debits amount of account through the transfer's path (the one
+// debit, which spends the available balance only).
+func (f *fixture) spend(account string, amount int64) error {
+	ctx := context.Background()
+	res, _, err := f.s.ReserveKey(ctx, "customer-1", uuid.New(), "h", db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour})
+	require.NoError(f.t, err)
+	_, err = transfer.NewStore(f.s).CreateTransfer(ctx, *res, db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID("12345678", time.Now()),
+		TransferRequest: pix.TransferRequest{AccountID: account, AmountCents: amount, PixKey: "maria@example.com"}},
+		func(t pix.Transfer) ([]byte, error) { return json.Marshal(t) })
+	return err
+}
+
+func (f *fixture) requireMoney(account string, balance, held int64) {
+	f.t.Helper()
+	var b, h int64
+	require.NoError(f.t, f.s.Pool().QueryRow(context.Background(),
+		`SELECT balance_cents, held_cents FROM accounts WHERE id = $1`, account).Scan(&b, &h))
+	require.Equal(f.t, [2]int64{balance, held}, [2]int64{b, h}, "balance, held of %s", account)
+}
+
+// requireBooks: the reconciliation finds nothing (I2, I9, I11).
+func (f *fixture) requireBooks() {
+	f.t.Helper()
+	rec, err := f.s.Reconcile(context.Background())
+	require.NoError(f.t, err)
+	require.True(f.t, rec.Balanced(), "%+v", rec)
+}
+
+// report is the DICT's report of a PIX, as the lister or the webhook hand it.
+func report(e2e string, status dict.InfractionReportStatus, modified time.Time) dict.InfractionReport {
+	return dict.InfractionReport{ID: uuid.NewString(), TransactionID: e2e, InfractionType: dict.InfractionFraud,
+		ReportedBy: dict.ReportedByDebited, ReportDetails: "golpe do falso parente", Status: status,
+		DebitedParticipant: "99999999", CreditedParticipant: "12345678",
+		CreationTime: modified, LastModified: modified}
+}
+
+func (f *fixture) intake(in dict.InfractionReport) med.Report {
+	f.t.Helper()
+	r, changed, err := f.store.Intake(context.Background(), in)
+	require.NoError(f.t, err)
+	require.True(f.t, changed)
+	return r
+}
+
+func (f *fixture) step(r med.Report, changed bool, err error) med.Report {
+	f.t.Helper()
+	require.NoError(f.t, err)
+	require.True(f.t, changed, "report %s at %s gen %d: no change", r.ID, r.Status, r.Gen)
+	return r
+}
+
+// held is a report of a PIX of amount (the account had opening) taken
+// through intake, hold and acknowledgement.
+func (f *fixture) held(amount, opening int64) (dbtest.Credited, med.Report) {
+	ctx := context.Background()
+	c := f.credit(amount, opening)
+	in := report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour))
+	r := f.intake(in)
+	r = f.step(f.store.Hold(ctx, r))
+	in.Status, in.LastModified = dict.ReportAcknowledged, in.LastModified.Add(time.Minute)
+	return c, f.step(f.store.Acknowledged(ctx, r, in))
+}
+
+// agreed is a held report analysed AGREED and closed at the DICT.
+func (f *fixture) agreed(amount, opening int64) (dbtest.Credited, med.Report) {
+	ctx := context.Background()
+	c, r := f.held(amount, opening)
+	f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "fraude confirmada", "operator-1"))
+	r, err := f.store.Get(ctx, r.ID)
+	require.NoError(f.t, err)
+	return c, f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
+}
+
+// request is the payer's participant's refund request of amount for r.
+func request(r med.Report, amount int64, status dict.RefundStatus) dict.Refund {
+	return dict.Refund{ID: uuid.NewString(), TransactionID: r.EndToEndID, RefundReason: dict.RefundFraud,
+		RefundAmount: dict.Amount(amount), Status: status, InfractionReportID: r.ID.String()}
+}
+
+// A report of a PIX we credited is recorded received and due for its run;
+// the same report again is absorbed; modified at the DICT since, it is
+// updated (and its run woken).
+func TestIntakeIsIdempotentAndTakesModifications(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	in := report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour))
+	r := f.intake(in)
+	require.Equal(t, med.StatusReceived, r.Status)
+	require.Equal(t, c.AccountID, *r.AccountID)
+	require.EqualValues(t, 10_000, *r.AmountCents)
+	require.NotNil(t, r.DispatchDueAt)
+	require.WithinDuration(t, in.CreationTime.Add(med.AnalysisWindow), r.AnalysisDueAt, time.Millisecond)
+	require.WithinDuration(t, r.CreditedAt.Add(med.ReturnWindow), *r.ReturnUntil, time.Millisecond)
+	f.requireMoney(c.AccountID, 10_000, 0) // the run holds, not the intake
+
+	again, changed, err := f.store.Intake(ctx, in)
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Equal(t, r.Gen, again.Gen)
+
+	in.Status, in.LastModified = dict.ReportCancelled, in.LastModified.Add(time.Minute)
+	cancelled, changed, err := f.store.Intake(ctx, in)
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.True(t, cancelled.Cancelled())
+	require.Greater(t, cancelled.Gen, r.Gen)
+
+	// An older copy (a lister's page that lagged) changes nothing back.
+	in.Status, in.LastModified = dict.ReportOpen, in.LastModified.Add(-30*time.Second)
+	late, changed, err := f.store.Intake(ctx, in)
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.True(t, late.Cancelled())
+
+	// The same id for another PIX is refused.
+	in.TransactionID = pix.NewEndToEndID("12345678", time.Now())
+	_, _, err = f.store.Intake(ctx, in)
+	require.ErrorIs(t, err, med.ErrReportMismatch)
+}
+
+// A report of a PIX we did not credit is recorded, visibly, as not ours:
+// nothing held, no run.
+func TestAReportNotOursStartsNothing(t *testing.T) {
+	f := newFixture(t)
+	r := f.intake(report(pix.NewEndToEndID("87654321", time.Now()), dict.ReportOpen, time.Now()))
+	require.Equal(t, med.StatusNotOurs, r.Status)
+	require.Nil(t, r.AccountID)
+	require.Nil(t, r.DispatchDueAt)
+	out, changed, err := f.store.Hold(context.Background(), r)
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Equal(t, med.StatusNotOurs, out.Status)
+}
+
+// Two intakes of one report at once, each twice: one row, made once.
+func TestTwoIntakesAtOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for range 5 {
+		c := f.credit(10_000, 0)
+		in := report(c.EndToEndID, dict.ReportOpen, time.Now())
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		changes := 0
+		start := make(chan struct{})
+		for range 4 {
+			wg.Go(func() {
+				<-start
+				_, changed, err := f.store.Intake(ctx, in)
+				require.NoError(t, err)
+				if changed {
+					mu.Lock()
+					changes++
+					mu.Unlock()
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		require.Equal(t, 1, changes)
+		var rows int
+		require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_med_reports WHERE end_to_end_id = $1`, c.EndToEndID).Scan(&rows))
+		require.Equal(t, 1, rows)
+	}
+}
+
+// The hold takes what the account has if less than the PIX; nothing
+// available holds nothing, visibly. A hold asked again (a retried
+// activity, at the generation it read) holds nothing more.
+func TestHoldTakesWhatIsAvailableOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	require.NoError(t, f.spend(c.AccountID, 6_000))
+	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now()))
+	h := f.step(f.store.Hold(ctx, r))
+	require.EqualValues(t, 4_000, h.HeldCents)
+	require.Equal(t, 1, h.Holds)
+	again, changed, err := f.store.Hold(ctx, r)
+	require.NoError(t, err)
+	require.False(t, changed, "a retry at the old generation")
+	require.Equal(t, h, again)
+	f.requireMoney(c.AccountID, 4_000, 4_000)
+
+	c2 := f.credit(5_000, 0)
+	require.NoError(t, f.spend(c2.AccountID, 5_000))
+	r2 := f.intake(report(c2.EndToEndID, dict.ReportOpen, time.Now()))
+	h2 := f.step(f.store.Hold(ctx, r2))
+	require.Equal(t, med.StatusHeld, h2.Status)
+	require.Nil(t, h2.HoldID)
+	require.Zero(t, h2.HeldCents)
+	f.requireBooks()
+}
+
+// DISAGREED: the close releases the hold and ends the report; the close
+// recorded again (a lost answer, the activity retried) changes nothing.
+func TestDisagreedReleases(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.held(10_000, 0)
+	f.requireMoney(c.AccountID, 10_000, 10_000)
+	a := f.step(f.store.Analyse(ctx, r.ID, dict.Disagreed, "cliente comprovou a venda", "operator-1"))
+	require.Equal(t, med.StatusAnalysed, a.Status)
+	_, changed, err := f.store.Analyse(ctx, r.ID, dict.Disagreed, "cliente comprovou a venda", "operator-2")
+	require.NoError(t, err)
+	require.False(t, changed)
+	_, _, err = f.store.Analyse(ctx, r.ID, dict.Agreed, "mudei de ideia", "operator-2")
+	require.ErrorIs(t, err, med.ErrAnalysed)
+
+	done := f.step(f.store.Closed(ctx, a, dict.InfractionReport{}))
+	require.Equal(t, med.StatusEnded, done.Status)
+	require.Equal(t, med.EndReleased, *done.EndCause)
+	require.Nil(t, done.DispatchDueAt)
+	_, changed, err = f.store.Closed(ctx, a, dict.InfractionReport{})
+	require.NoError(t, err)
+	require.False(t, changed)
+	f.requireMoney(c.AccountID, 10_000, 0)
+	f.requireBooks()
+}
+
+// An analysis that came before the acknowledgement: the report goes from
+// held straight to analysed.
+func TestAnalysisBeforeTheAcknowledgement(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now()))
+	f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "", "operator-1"))
+	r, err := f.store.Get(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, med.StatusReceived, r.Status)
+	r = f.step(f.store.Hold(ctx, r))
+	r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
+	require.Equal(t, med.StatusAnalysed, r.Status)
+}
+
+// AGREED and no refund request within 72 hours: released at its time, not
+// before.
+func TestNoRequestWithin72HoursReleases(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.agreed(10_000, 0)
+	require.Equal(t, med.StatusAwaitingRequest, r.Status)
+	require.WithinDuration(t, r.ClosedAt.Add(med.RequestWindow), *r.RequestDueAt, time.Millisecond)
+	_, _, err := f.store.ExpireRequest(ctx, r)
+	require.Error(t, err, "before its time")
+	late := f.store.WithClock(func() time.Time { return time.Now().Add(med.RequestWindow + time.Minute) })
+	done := f.step(late.ExpireRequest(ctx, r))
+	require.Equal(t, med.EndReleased, *done.EndCause)
+	f.requireMoney(c.AccountID, 10_000, 0)
+	f.requireBooks()
+}
+
+// The reporter's cancel and our close at once: whichever the lock serves
+// first, the report ends once, its hold released once; a cancel after
+// the close still releases while no return has begun.
+func TestCloseAndCancelAtOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for round := range 6 {
+		c, r := f.held(10_000, 0)
+		a := f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "", "operator-1"))
+		in := report(c.EndToEndID, dict.ReportCancelled, time.Now())
+		in.ID = r.ID.String()
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		wg.Go(func() {
+			<-start
+			_, _, err := f.store.Closed(ctx, a, dict.InfractionReport{})
+			require.NoError(t, err)
+		})
+		wg.Go(func() {
+			<-start
+			_, _, err := f.store.Intake(ctx, in)
+			require.NoError(t, err)
+		})
+		close(start)
+		wg.Wait()
+		cur, err := f.store.Get(ctx, r.ID)
+		require.NoError(t, err)
+		require.True(t, cur.Cancelled(), "round %d", round)
+		// The run reads it and cancels (a retried cancel changes nothing).
+		done := f.step(f.store.Cancel(ctx, cur))
+		require.Equal(t, med.EndCancelled, *done.EndCause)
+		_, changed, err := f.store.Cancel(ctx, cur)
+		require.NoError(t, err)
+		require.False(t, changed)
+		f.requireMoney(c.AccountID, 10_000, 0)
+	}
+	f.requireBooks()
+}
+
+// The request arriving as its 72 hours end: the release and the return at
+// once, each twice; one wins, the hold ends once (released, or captured
+// by the one devolução).
+func TestReleaseAndCaptureAtOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	late := f.store.WithClock(func() time.Time { return time.Now().Add(med.RequestWindow + time.Minute) })
+	for round := range 6 {
+		c, r := f.agreed(10_000, 0)
+		// The request's intake raced the expiry's read: both decide on r's
+		// generation, or the request's.
+		withRequest := f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+		acts := []func() (med.Report, bool, error){
+			func() (med.Report, bool, error) { return late.ExpireRequest(ctx, r) },
+			func() (med.Report, bool, error) { return f.store.Return(ctx, withRequest) },
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range 4 {
+			act := acts[(i+round)%2]
+			wg.Go(func() {
+				<-start
+				_, _, err := act()
+				require.NoError(t, err)
+			})
+		}
+		close(start)
+		wg.Wait()
+		cur, err := f.store.Get(ctx, r.ID)
+		require.NoError(t, err)
+		require.Equal(t, med.StatusReturning, cur.Status, "the expiry read the report before the request: stale")
+		f.requireMoney(c.AccountID, 0, 0)
+		var refunds int
+		require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1`, c.EndToEndID).Scan(&refunds))
+		require.Equal(t, 1, refunds, "one devolução")
+	}
+	f.requireBooks()
+}
+
+// An expiry decided on the report before the request's intake finds its
+// generation moved and changes nothing; the expiry on the new generation
+// with an open request changes nothing either.
+func TestAStaleExpiryChangesNothing(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	late := f.store.WithClock(func() time.Time { return time.Now().Add(med.RequestWindow + time.Minute) })
+	c, r := f.agreed(10_000, 0)
+	withRequest := f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+	for _, at := range []med.Report{r, withRequest} {
+		out, changed, err := late.ExpireRequest(ctx, at)
+		require.NoError(t, err)
+		require.False(t, changed)
+		require.Equal(t, med.StatusAwaitingRequest, out.Status)
+	}
+	f.requireMoney(c.AccountID, 10_000, 10_000)
+}
+
+// The whole return of what was held: the devolução captures the hold, the
+// report waits for it, then closes TOTALLY; a retried Return or Settle
+// changes nothing.
+func TestReturnAll(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.agreed(10_000, 0)
+	req := request(r, 10_000, dict.RefundOpen)
+	r = f.step(f.store.IntakeRefund(ctx, req))
+	_, changed, err := f.store.IntakeRefund(ctx, req)
+	require.NoError(t, err)
+	require.False(t, changed, "the same request again")
+	ret := f.step(f.store.Return(ctx, r))
+	require.Equal(t, med.StatusReturning, ret.Status)
+	_, changed, err = f.store.Return(ctx, r)
+	require.NoError(t, err)
+	require.False(t, changed)
+	f.requireMoney(c.AccountID, 0, 0)
+	out, changed, err := f.store.Settle(ctx, ret)
+	require.NoError(t, err)
+	require.False(t, changed, "the devolução still open")
+	require.Equal(t, ret, out)
+	_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *ret.RefundID, "D12345678202612061200abcdefghijk")
+	require.NoError(t, err)
+	s := f.step(f.store.Settle(ctx, ret))
+	require.Equal(t, med.StatusAwaitingCredit, s.Status)
+	require.EqualValues(t, 10_000, s.ReturnedCents)
+	require.Equal(t, "D12345678202612061200abcdefghijk", *s.FirstRtrID)
+	_, changed, err = f.store.Settle(ctx, ret)
+	require.NoError(t, err)
+	require.False(t, changed)
+	_, changed, err = f.store.Finish(ctx, s)
+	require.NoError(t, err)
+	require.False(t, changed, "not before the request's close at the DICT")
+	closed := f.step(f.store.RefundClosed(ctx, s, *s.FirstRtrID))
+	done := f.step(f.store.Finish(ctx, closed))
+	require.Equal(t, med.EndReturned, *done.EndCause)
+	f.requireMoney(c.AccountID, 0, 0)
+	f.requireBooks()
+}
+
+// The account had less than the PIX: the part held is returned, then the
+// account's later credits are held and returned in parts, until the
+// amount; a devolução not made is held and returned again.
+func TestReturnInParts(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	require.NoError(t, f.spend(c.AccountID, 7_000))
+	in := report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour))
+	r := f.intake(in)
+	r = f.step(f.store.Hold(ctx, r))
+	r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
+	f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "", "operator-1"))
+	r, err := f.store.Get(ctx, r.ID)
+	require.NoError(t, err)
+	r = f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
+	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+	refunds := refundsaga.NewStore(f.s)
+
+	r = f.step(f.store.Return(ctx, r))
+	require.EqualValues(t, 3_000, r.HeldCents)
+	_, err = refunds.MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200aaaaaaaaaaa")
+	require.NoError(t, err)
+	r = f.step(f.store.Settle(ctx, r))
+	r = f.step(f.store.RefundClosed(ctx, r, *r.FirstRtrID))
+	// Nothing arrived: nothing changes, nothing ends before the 90 days.
+	for _, step := range []func(context.Context, med.Report) (med.Report, bool, error){f.store.Return, f.store.Finish} {
+		_, changed, err := step(ctx, r)
+		require.NoError(t, err)
+		require.False(t, changed)
+	}
+	f.creditMore(c.AccountID, 4_000)
+	r = f.step(f.store.Return(ctx, r))
+	require.EqualValues(t, 4_000, r.HeldCents)
+	_, err = refunds.ReverseRefund(ctx, *r.RefundID, "NAO_REALIZADO", false)
+	require.NoError(t, err)
+	r = f.step(f.store.Settle(ctx, r))
+	require.EqualValues(t, 3_000, r.ReturnedCents, "a devolução not made returned nothing")
+	f.creditMore(c.AccountID, 5_000)
+	r = f.step(f.store.Return(ctx, r))
+	require.EqualValues(t, 7_000, r.HeldCents, "what is left, no more")
+	f.requireMoney(c.AccountID, 2_000, 0)
+	_, err = refunds.MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200bbbbbbbbbbb")
+	require.NoError(t, err)
+	r = f.step(f.store.Settle(ctx, r))
+	require.EqualValues(t, 10_000, r.ReturnedCents)
+	require.Equal(t, 2, r.Returns)
+	done := f.step(f.store.Finish(ctx, r))
+	require.Equal(t, med.EndReturned, *done.EndCause)
+	f.requireMoney(c.AccountID, 2_000, 0)
+	f.requireBooks()
+}
+
+// At the 90 days, what is held is released and the report ends returned
+// in part.
+func TestReturnsEndAt90Days(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	require.NoError(t, f.spend(c.AccountID, 7_000))
+	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour)))
+	r = f.step(f.store.Hold(ctx, r))
+	r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
+	f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "", "operator-1"))
+	r, err := f.store.Get(ctx, r.ID)
+	require.NoError(t, err)
+	r = f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
+	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+	r = f.step(f.store.Return(ctx, r))
+	_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200aaaaaaaaaaa")
+	require.NoError(t, err)
+	r = f.step(f.store.Settle(ctx, r))
+	r = f.step(f.store.RefundClosed(ctx, r, *r.FirstRtrID))
+	after := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(time.Minute) })
+	_, changed, err := after.Return(ctx, r)
+	require.NoError(t, err)
+	require.False(t, changed, "no return after the 90 days")
+	done := f.step(after.Finish(ctx, r))
+	require.Equal(t, med.EndReturnedInPart, *done.EndCause)
+	require.EqualValues(t, 3_000, done.ReturnedCents)
+	f.requireBooks()
+}
+
+// A transition decided on a generation the report has moved past changes
+// nothing, even where it would still apply: the run reads the report and
+// decides again (the fence).
+func TestADecisionOnAnOldGenerationChangesNothing(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now()))
+	now := f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "", "operator-1"))
+	out, changed, err := f.store.Hold(ctx, r)
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Equal(t, now, out)
+	f.requireMoney(c.AccountID, 10_000, 0)
+	f.step(f.store.Hold(ctx, now))
+	f.requireMoney(c.AccountID, 10_000, 10_000)
+}

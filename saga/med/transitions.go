@@ -1,0 +1,363 @@
+package med
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// The saga's transitions. Each is decided on the report as the run read it
+// (at: its generation), under the report's row lock, then the core's
+// locks in their order (credit, hold, account): a report that moved since
+// (another actor, an intake, the same activity's earlier attempt whose
+// answer was lost) is returned as it is, nothing changed, and the run
+// decides again on what it reads. Each returns the report after, and
+// whether this call changed it.
+
+// Hold holds the PIX's amount, or what the account has available if less
+// (db.Hold, UpTo: the hold says how much), for a report just received.
+// Nothing available holds nothing (the report is held at 0, visibly):
+// MED's rule is to hold what the account has.
+func (s *Store) Hold(ctx context.Context, at Report) (Report, bool, error) {
+	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if cur.Status != StatusReceived {
+			return cur, false, nil
+		}
+		next := cur
+		next.Status = StatusHeld
+		if err := holdMore(ctx, tx, &next, *cur.AmountCents); err != nil {
+			return Report{}, false, err
+		}
+		return save(ctx, tx, cur, next)
+	})
+}
+
+// holdMore holds up to amount of the report's PIX for next, with the next
+// ref (med:<id>:<n>): nothing available holds nothing and is no error.
+func holdMore(ctx context.Context, tx pgx.Tx, next *Report, amount int64) error {
+	hold, _, err := db.Hold(ctx, tx, db.NewHold{Ref: fmt.Sprintf("med:%s:%d", next.ID, next.Holds+1), AccountID: *next.AccountID,
+		EndToEndID: next.EndToEndID, AmountCents: amount, UpTo: true, Kind: HoldKind, Reason: holdReason})
+	switch {
+	case errors.Is(err, pix.ErrInsufficientFunds), errors.Is(err, pix.ErrHoldExceedsCredit):
+		return nil
+	case err != nil:
+		return fmt.Errorf("hold for infraction report %s: %w", next.ID, err)
+	}
+	id, err := uuid.Parse(hold.ID)
+	if err != nil {
+		return fmt.Errorf("hold %q of infraction report %s: %w", hold.ID, next.ID, err)
+	}
+	next.Holds++
+	next.HoldID, next.HeldCents = &id, hold.AmountCents
+	return nil
+}
+
+// holdReason is the reason of a report's holds, which goes out in
+// pix.hold.created (the customer's notice): not the reporter's details.
+const holdReason = "MED: notificação de infração"
+
+// Acknowledged records the DICT's acknowledgement (or a DICT status past
+// it, read back): a held report becomes acknowledged, or analysed when
+// its analysis came first.
+func (s *Store) Acknowledged(ctx context.Context, at Report, seen dict.InfractionReport) (Report, bool, error) {
+	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if cur.Status != StatusHeld {
+			return cur, false, nil
+		}
+		next := withDICT(cur, seen)
+		next.Status, next.AcknowledgedAt, next.DICTProblem = StatusAcknowledged, ptr(s.now()), nil
+		if cur.AnalysisResult != nil {
+			next.Status = StatusAnalysed
+		}
+		return save(ctx, tx, cur, next)
+	})
+}
+
+// withDICT is r with the DICT's status of the report as seen in an answer,
+// when it is later than the one recorded.
+func withDICT(r Report, seen dict.InfractionReport) Report {
+	if seen.Status != "" && laterThan(seen.LastModified, r.DICTModifiedAt) {
+		r.DICTStatus, r.DICTModifiedAt = string(seen.Status), seen.LastModified
+	}
+	return r
+}
+
+// Analyse records an operator's analysis (by): the result and its details,
+// which the saga sends in its close to the DICT. Once: the same analysis
+// again is returned as it is (a request repeated), another is ErrAnalysed;
+// a report ended, not ours, or past its close is ErrNotAnalysable. Not
+// fenced by a generation: the operator decides on the report's id.
+func (s *Store) Analyse(ctx context.Context, id uuid.UUID, result dict.AnalysisResult, details, by string) (Report, bool, error) {
+	if !result.Valid() {
+		return Report{}, false, pix.Invalid("result", "must be AGREED or DISAGREED")
+	}
+	details = dict.NormalizeDetails(details)
+	return s.decide(ctx, id, -1, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if cur.AnalysisResult != nil {
+			if *cur.AnalysisResult == string(result) && deref(cur.AnalysisDetails) == details {
+				return cur, false, nil
+			}
+			return Report{}, false, fmt.Errorf("%w: %s by %s", ErrAnalysed, *cur.AnalysisResult, deref(cur.AnalysedBy))
+		}
+		switch cur.Status {
+		case StatusReceived, StatusHeld, StatusAcknowledged:
+		default:
+			return Report{}, false, fmt.Errorf("%w: it is %s", ErrNotAnalysable, cur.Status)
+		}
+		if cur.Cancelled() {
+			return Report{}, false, fmt.Errorf("%w: its reporter cancelled it", ErrNotAnalysable)
+		}
+		next := cur
+		next.AnalysisResult, next.AnalysisDetails, next.AnalysedBy, next.AnalysedAt = ptr(string(result)), &details, &by, ptr(s.now())
+		if cur.Status == StatusAcknowledged {
+			next.Status = StatusAnalysed
+		}
+		return save(ctx, tx, cur, next)
+	})
+}
+
+// Closed records the DICT's close of the analysed report (or a CLOSED read
+// back with our result): DISAGREED releases its hold and ends it; AGREED
+// waits RequestWindow for the payer's participant's refund request.
+func (s *Store) Closed(ctx context.Context, at Report, seen dict.InfractionReport) (Report, bool, error) {
+	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if cur.Status != StatusAnalysed {
+			return cur, false, nil
+		}
+		next := withDICT(cur, seen)
+		now := s.now()
+		next.ClosedAt, next.DICTProblem = &now, nil
+		if *cur.AnalysisResult == string(dict.Disagreed) {
+			return end(ctx, tx, cur, next, EndReleased)
+		}
+		next.Status, next.RequestDueAt = StatusAwaitingRequest, ptr(now.Add(RequestWindow))
+		return save(ctx, tx, cur, next)
+	})
+}
+
+// Cancel ends a report its reporter cancelled at the DICT, its hold
+// released: before any return only (a devolução recorded goes on: the
+// money left with it).
+func (s *Store) Cancel(ctx context.Context, at Report) (Report, bool, error) {
+	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if !cur.Cancelled() || !cancellable(cur) {
+			return cur, false, nil
+		}
+		return end(ctx, tx, cur, cur, EndCancelled)
+	})
+}
+
+// cancellable says whether a cancel at the DICT still ends the report: no
+// return begun.
+func cancellable(r Report) bool {
+	switch r.Status {
+	case StatusReceived, StatusHeld, StatusAcknowledged, StatusAnalysed, StatusAwaitingRequest:
+		return true
+	}
+	return false
+}
+
+// ExpireRequest releases an agreed report whose refund request did not
+// come within its 72 hours. One asked before its time changes nothing and
+// is an error (a clock far off: the run asks again).
+func (s *Store) ExpireRequest(ctx context.Context, at Report) (Report, bool, error) {
+	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if cur.Status != StatusAwaitingRequest || cur.RequestOpen() {
+			return cur, false, nil
+		}
+		if early := cur.RequestDueAt.Sub(s.now()); early > earlyTolerance {
+			return Report{}, false, fmt.Errorf("report %s: its refund request is due until %s, %s from now: not yet",
+				cur.ID, cur.RequestDueAt.Format(time.RFC3339), early.Round(time.Second))
+		}
+		return end(ctx, tx, cur, cur, EndReleased)
+	})
+}
+
+// earlyTolerance is how far before a deadline a transition still takes it:
+// the worker's clock and Temporal's timer may differ a little from the
+// database's.
+const earlyTolerance = time.Minute
+
+// Return hands what the report holds to the devolução saga: in one
+// transaction under the report's lock, a devolução of the PIX recorded
+// with its debit, capturing the report's hold (db.RecordRefund), of what
+// is left to return (the request's amount less what was returned). A hold
+// larger than that is released and the exact amount held anew; nothing
+// held is held now, up to what is left (a part that arrived since). With
+// nothing available the report waits for the account's next credits
+// (awaiting_credit). Acts on an open refund request (awaiting_refund_request),
+// or on one being returned in parts before ReturnWindow ends.
+func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
+	out, changed, err := s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		switch {
+		case cur.Status == StatusAwaitingRequest && cur.RequestOpen():
+		case cur.Status == StatusAwaitingCredit && s.now().Before(*cur.ReturnUntil) && cur.ReturnedCents < cur.Target() &&
+			!RequestCancelled(cur):
+		default:
+			return cur, false, nil
+		}
+		next := cur
+		next.Status = StatusAwaitingCredit
+		left := cur.Target() - cur.ReturnedCents
+		if next.HoldID != nil && next.HeldCents > left {
+			if err := releaseHold(ctx, tx, &next, "med: held more than is returned"); err != nil {
+				return Report{}, false, err
+			}
+		}
+		if next.HoldID == nil {
+			if err := holdMore(ctx, tx, &next, left); err != nil {
+				return Report{}, false, err
+			}
+		}
+		if next.HoldID == nil {
+			if cur.Status == StatusAwaitingCredit {
+				return cur, false, nil // nothing arrived: nothing changes
+			}
+			return save(ctx, tx, cur, next)
+		}
+		refund, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: *next.HoldID,
+			RefundRequest: pix.RefundRequest{EndToEndID: cur.EndToEndID, AmountCents: next.HeldCents, Reason: returnReason}}, nil, "med:"+cur.ID.String())
+		if err != nil {
+			return Report{}, false, fmt.Errorf("return infraction report %s: %w", cur.ID, err)
+		}
+		next.Status, next.RefundID = StatusReturning, &refund.ID
+		return save(ctx, tx, cur, next)
+	})
+	if changed && out.Status == StatusReturning {
+		s.store.Wake(db.RefundDueChannel)
+	}
+	return out, changed, err
+}
+
+// returnReason is the reason of a report's devoluções (their descricao at
+// the PSP).
+const returnReason = "MED: devolução"
+
+// Settle records the end of the report's devolução: returned, its amount
+// counts (the first's rtrId kept for the DICT's close), the report waits
+// for its close at the DICT and what is left (awaiting_credit); not made
+// (reversed: the money credited back, available), the report waits as
+// awaiting_credit to hold and return it again. A devolução still open
+// changes nothing. The devolução is read before the report's transaction
+// (its ended status is final), as saga/block's Settle does.
+func (s *Store) Settle(ctx context.Context, at Report) (Report, bool, error) {
+	if at.Status != StatusReturning || at.RefundID == nil {
+		return at, false, nil
+	}
+	refund, err := s.store.GetRefund(ctx, *at.RefundID)
+	if err != nil {
+		return Report{}, false, db.Classify(fmt.Errorf("read the devolução of infraction report %s: %w", at.ID, err))
+	}
+	if refund.Status != pix.RefundReturned && refund.Status != pix.RefundReversed {
+		return at, false, nil
+	}
+	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if cur.Status != StatusReturning || deref(cur.RefundID) != refund.ID {
+			return cur, false, nil
+		}
+		next := cur
+		next.Status, next.RefundID, next.HoldID, next.HeldCents = StatusAwaitingCredit, nil, nil, 0
+		if refund.Status == pix.RefundReturned {
+			next.ReturnedCents += refund.AmountCents
+			next.Returns++
+			if next.FirstRtrID == nil {
+				next.FirstRtrID = refund.RtrID
+			}
+		}
+		return save(ctx, tx, cur, next)
+	})
+}
+
+// RefundClosed records our close of the refund request at the DICT (or a
+// CLOSED read back with our closing).
+func (s *Store) RefundClosed(ctx context.Context, at Report, rtrID string) (Report, bool, error) {
+	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if cur.RefundClosedAt != nil || cur.RefundRequestID == nil {
+			return cur, false, nil
+		}
+		next := cur
+		next.RefundClosedAt, next.RefundRequestState, next.DICTProblem = ptr(s.now()), ptr(string(dict.RefundClosed)), nil
+		if rtrID != "" {
+			next.RefundClosedRtrID = &rtrID
+		}
+		return save(ctx, tx, cur, next)
+	})
+}
+
+// Finish ends a report being returned in parts once its request is closed
+// at the DICT and the amount is returned, or ReturnWindow has ended, or at
+// once when the payer's participant cancelled its request: what
+// is still held released, the report returned, returned_in_part, or
+// released (nothing returned).
+func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
+	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		cancelled := RequestCancelled(cur)
+		if cur.Status != StatusAwaitingCredit || (cur.RefundClosedAt == nil && !cancelled) {
+			return cur, false, nil
+		}
+		cause := EndReturned
+		if cur.ReturnedCents < cur.Target() {
+			if !cancelled && s.now().Before(cur.ReturnUntil.Add(-earlyTolerance)) {
+				return cur, false, nil
+			}
+			cause = EndReturnedInPart
+			if cur.ReturnedCents == 0 {
+				cause = EndReleased
+			}
+		}
+		return end(ctx, tx, cur, cur, cause)
+	})
+}
+
+// NoteProblem records, visibly, why the saga stopped at the DICT (a
+// refusal, an answer not verified): the run waits for an operator, or a
+// new intake, before it asks again.
+func (s *Store) NoteProblem(ctx context.Context, at Report, problem string) (Report, bool, error) {
+	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if len(problem) > 500 {
+			problem = problem[:500]
+		}
+		if deref(cur.DICTProblem) == problem {
+			return cur, false, nil
+		}
+		next := cur
+		next.DICTProblem = &problem
+		return save(ctx, tx, cur, next)
+	})
+}
+
+// end ends the locked report cur as next with cause, releasing what it
+// still holds.
+func end(ctx context.Context, tx pgx.Tx, cur, next Report, cause string) (Report, bool, error) {
+	if next.HoldID != nil {
+		if err := releaseHold(ctx, tx, &next, "med "+cause); err != nil {
+			return Report{}, false, err
+		}
+	}
+	next.Status, next.EndCause = StatusEnded, &cause
+	return save(ctx, tx, cur, next)
+}
+
+// releaseHold releases next's hold. Its holds end under the report's lock
+// only (a release here, a capture by its devolução, recorded with the
+// report's returning), so it is active: a hold found ended is a fault, not
+// a decision.
+func releaseHold(ctx context.Context, tx pgx.Tx, next *Report, reason string) error {
+	hold, released, err := db.Release(ctx, tx, *next.HoldID, reason)
+	if err != nil {
+		return fmt.Errorf("release the hold of infraction report %s: %w", next.ID, err)
+	}
+	if !released {
+		return fmt.Errorf("infraction report %s holds %s, which is %s: not released", next.ID, hold.ID, hold.Status)
+	}
+	next.HoldID, next.HeldCents = nil, 0
+	return nil
+}
