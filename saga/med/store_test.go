@@ -542,3 +542,23 @@ func TestADecisionOnAnOldGenerationChangesNothing(t *testing.T) {
 	f.step(f.store.Hold(ctx, now))
 	f.requireMoney(c.AccountID, 10_000, 10_000)
 }
+
+// A report its reporter cancelled is not returned, even with a refund
+// request open: its run cancels it, the hold released.
+func TestACancelledReportIsNotReturned(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.agreed(10_000, 0)
+	f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+	in := report(c.EndToEndID, dict.ReportCancelled, time.Now().Add(time.Minute))
+	in.ID = r.ID.String()
+	cur := f.intake(in)
+	require.Equal(t, med.StepCancel, med.Next(cur, time.Now()))
+	_, changed, err := f.store.Return(ctx, cur)
+	require.NoError(t, err)
+	require.False(t, changed)
+	done := f.step(f.store.Cancel(ctx, cur))
+	require.Equal(t, med.EndCancelled, *done.EndCause)
+	f.requireMoney(c.AccountID, 10_000, 0)
+	f.requireBooks()
+}

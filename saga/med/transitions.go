@@ -198,7 +198,7 @@ const earlyTolerance = time.Minute
 func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 	out, changed, err := s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		switch {
-		case cur.Status == StatusAwaitingRequest && cur.RequestOpen():
+		case cur.Status == StatusAwaitingRequest && cur.RequestOpen() && !cur.Cancelled():
 		case cur.Status == StatusAwaitingCredit && s.now().Before(*cur.ReturnUntil) && cur.ReturnedCents < cur.Target() &&
 			!RequestCancelled(cur):
 		default:
