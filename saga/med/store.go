@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -220,8 +221,8 @@ func (s *Store) Intake(ctx context.Context, in dict.InfractionReport) (Report, b
 	if err != nil {
 		return Report{}, false, pix.Invalid("id", "must be the DICT's uuid")
 	}
-	if !pix.ValidEndToEndID(in.TransactionID) {
-		return Report{}, false, pix.Invalid("transaction_id", "must be the PIX's end-to-end id")
+	if err := validReport(in); err != nil {
+		return Report{}, false, err
 	}
 	var out Report
 	var changed, created bool
@@ -244,6 +245,29 @@ func (s *Store) Intake(ctx context.Context, in dict.InfractionReport) (Report, b
 		s.store.Wake(DueChannel)
 	}
 	return out, changed, nil
+}
+
+// validReport refuses a report the table can't hold, before anything is
+// read: the DICT sends every field the table requires.
+func validReport(in dict.InfractionReport) error {
+	switch {
+	case !pix.ValidEndToEndID(in.TransactionID):
+		return pix.Invalid("transaction_id", "must be the PIX's end-to-end id")
+	case len(in.DebitedParticipant) < 1 || len(in.DebitedParticipant) > 8:
+		return pix.Invalid("debited_participant", "must be the reporter's ISPB")
+	case len(in.InfractionType) < 1 || len(in.InfractionType) > 40:
+		return pix.Invalid("infraction_type", "is required")
+	case len(in.ReportedBy) < 1 || len(in.ReportedBy) > 40:
+		return pix.Invalid("reported_by", "is required")
+	case utf8.RuneCountInString(in.ReportDetails) > 2000:
+		return pix.Invalid("report_details", "must be at most 2000 characters")
+	case in.Status != dict.ReportOpen && in.Status != dict.ReportAcknowledged && in.Status != dict.ReportClosed &&
+		in.Status != dict.ReportCancelled:
+		return pix.Invalid("status", "must be one of the DICT's")
+	case in.CreationTime.IsZero() || in.LastModified.IsZero():
+		return pix.Invalid("creation_time", "and last_modified are required")
+	}
+	return nil
 }
 
 // insert records a report received the first time; created false (and no

@@ -562,3 +562,17 @@ func TestACancelledReportIsNotReturned(t *testing.T) {
 	f.requireMoney(c.AccountID, 10_000, 0)
 	f.requireBooks()
 }
+
+// A report missing what the DICT always sends is refused before anything
+// is read or written (a validation error, not a constraint's).
+func TestAMalformedReportIsRefused(t *testing.T) {
+	f := newFixture(t)
+	c := f.credit(10_000, 0)
+	in := report(c.EndToEndID, dict.ReportOpen, time.Now())
+	in.InfractionType = ""
+	_, _, err := f.store.Intake(context.Background(), in)
+	var invalid *pix.ValidationError
+	require.ErrorAs(t, err, &invalid)
+	_, err = f.store.Get(context.Background(), uuid.MustParse(in.ID))
+	require.ErrorIs(t, err, med.ErrNotFound)
+}

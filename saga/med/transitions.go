@@ -81,6 +81,19 @@ func (s *Store) Acknowledged(ctx context.Context, at Report, seen dict.Infractio
 	})
 }
 
+// Seen records the DICT's status of the report as read back by the run
+// (a cancel its reporter made), when later than the one recorded: the run
+// then decides on it. Fenced by at's generation, as every transition.
+func (s *Store) Seen(ctx context.Context, at Report, seen dict.InfractionReport) (Report, bool, error) {
+	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		next := withDICT(cur, seen)
+		if next.DICTStatus == cur.DICTStatus && next.DICTModifiedAt.Equal(cur.DICTModifiedAt) {
+			return cur, false, nil
+		}
+		return save(ctx, tx, cur, next)
+	})
+}
+
 // withDICT is r with the DICT's status of the report as seen in an answer,
 // when it is later than the one recorded.
 func withDICT(r Report, seen dict.InfractionReport) Report {

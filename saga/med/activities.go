@@ -1,0 +1,291 @@
+package med
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/dict"
+)
+
+// DICT is what the saga needs of the DICT (internal/dict.HTTPClient has
+// it): the reads it reads back with, and the writes it sends.
+type DICT interface {
+	GetInfractionReport(ctx context.Context, id string) (dict.InfractionReport, error)
+	AcknowledgeInfractionReport(ctx context.Context, id string) (dict.InfractionReport, error)
+	CloseInfractionReport(ctx context.Context, id string, result dict.AnalysisResult, details string) (dict.InfractionReport, error)
+	GetRefund(ctx context.Context, id string) (dict.Refund, error)
+	CloseRefund(ctx context.Context, id string, r dict.RefundClosing) (dict.Refund, error)
+}
+
+// Activities are the saga's activities, with their dependencies.
+type Activities struct {
+	Store *Store
+	DICT  DICT
+	Log   *slog.Logger
+}
+
+// StoppedType is the Temporal type of a DICT step the saga stopped at: the
+// DICT refused it, or its answer could not be verified. The report says
+// why (Report.DICTProblem); the run waits for a signal, or
+// ProblemRetryAfter, before it reads back and tries again. Never retried
+// by Temporal, never guessed past.
+const StoppedType = "MEDDICTStopped"
+
+// RateLimitedType is the Temporal type of a DICT call answered 429: retried
+// after the DICT's Retry-After (NextRetryDelay).
+const RateLimitedType = "MEDDICTRateLimited"
+
+// retried says whether the activity is on an attempt after its first: one
+// whose answer may have been lost, which reads the DICT back before it
+// sends again.
+var retried = func(ctx context.Context) bool { return activity.GetInfo(ctx).Attempt > 1 }
+
+// LoadReport reads the report.
+func (a *Activities) LoadReport(ctx context.Context, id string) (Report, error) {
+	key, err := parseID(id)
+	if err != nil {
+		return Report{}, err
+	}
+	r, err := a.Store.Get(ctx, key)
+	return r, activities.KindError(err)
+}
+
+// HoldReport holds the PIX's amount for a report just received (Store.Hold).
+func (a *Activities) HoldReport(ctx context.Context, at Report) (Report, error) {
+	return a.change(ctx, at, "infraction report held", a.Store.Hold)
+}
+
+// CancelReport ends a report its reporter cancelled (Store.Cancel).
+func (a *Activities) CancelReport(ctx context.Context, at Report) (Report, error) {
+	return a.change(ctx, at, "infraction report cancelled by its reporter", a.Store.Cancel)
+}
+
+// ExpireRequest releases an agreed report whose refund request did not come
+// within 72 hours (Store.ExpireRequest).
+func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, error) {
+	return a.change(ctx, at, "no refund request within 72 hours: released", a.Store.ExpireRequest)
+}
+
+// ReturnReport returns what the report holds through the devolução saga
+// (Store.Return).
+func (a *Activities) ReturnReport(ctx context.Context, at Report) (Report, error) {
+	return a.change(ctx, at, "infraction report returning", a.Store.Return)
+}
+
+// SettleReport records the end of the report's devolução (Store.Settle).
+func (a *Activities) SettleReport(ctx context.Context, at Report) (Report, error) {
+	return a.change(ctx, at, "devolução of infraction report ended", a.Store.Settle)
+}
+
+// FinishReport ends a report returned in parts (Store.Finish).
+func (a *Activities) FinishReport(ctx context.Context, at Report) (Report, error) {
+	return a.change(ctx, at, "infraction report ended", a.Store.Finish)
+}
+
+// AcknowledgeReport acknowledges the report at the DICT, then records it
+// (Store.Acknowledged). A report the DICT has past OPEN already (the intake
+// saw it) is recorded without a call; an attempt after one whose answer
+// was lost reads the report back first, and sends only while it is OPEN.
+func (a *Activities) AcknowledgeReport(ctx context.Context, at Report) (Report, error) {
+	cur, moved, err := a.current(ctx, at)
+	if err != nil || moved {
+		return cur, err
+	}
+	seen := dict.InfractionReport{}
+	if cur.DICTStatus == string(dict.ReportOpen) {
+		if retried(ctx) {
+			if seen, err = a.DICT.GetInfractionReport(ctx, cur.ID.String()); err != nil {
+				return Report{}, a.dictFailed(ctx, cur, "read back the infraction report", err)
+			}
+		}
+		if seen.Status == "" || seen.Status == dict.ReportOpen {
+			seen, err = a.DICT.AcknowledgeInfractionReport(ctx, cur.ID.String())
+			if errors.Is(err, dict.ErrInfractionReportOperationInvalid) {
+				// The report moved on (closed, cancelled): its status read back decides.
+				seen, err = a.DICT.GetInfractionReport(ctx, cur.ID.String())
+				if err == nil && seen.Status == dict.ReportOpen {
+					return Report{}, a.stop(ctx, cur, "the DICT refused the acknowledgement of an OPEN report")
+				}
+			}
+			if err != nil {
+				return Report{}, a.dictFailed(ctx, cur, "acknowledge the infraction report", err)
+			}
+		}
+	}
+	return a.change(ctx, cur, "infraction report acknowledged at the DICT", func(ctx context.Context, at Report) (Report, bool, error) {
+		return a.Store.Acknowledged(ctx, at, seen)
+	})
+}
+
+// CloseReport closes the analysed report at the DICT with the operator's
+// analysis, then records it (Store.Closed). An attempt after a lost answer,
+// or a close the DICT refused as invalid for the report's status, reads the
+// report back: ACKNOWLEDGED, send it again; CLOSED with our analysis,
+// done; CLOSED otherwise, or OPEN, stop visibly (an operator's); CANCELLED,
+// record it (the run cancels).
+func (a *Activities) CloseReport(ctx context.Context, at Report) (Report, error) {
+	cur, moved, err := a.current(ctx, at)
+	if err != nil || moved {
+		return cur, err
+	}
+	result, details := dict.AnalysisResult(*cur.AnalysisResult), deref(cur.AnalysisDetails)
+	var seen dict.InfractionReport
+	readBack := retried(ctx) || cur.DICTStatus != string(dict.ReportAcknowledged)
+	for range 2 {
+		if readBack {
+			if seen, err = a.DICT.GetInfractionReport(ctx, cur.ID.String()); err != nil {
+				return Report{}, a.dictFailed(ctx, cur, "read back the infraction report", err)
+			}
+			switch {
+			case seen.Status == dict.ReportCancelled:
+				return a.seen(ctx, cur, seen)
+			case seen.Status == dict.ReportClosed && seen.AnalysisResult == result && seen.AnalysisDetails == dict.NormalizeDetails(details):
+				return a.closed(ctx, cur, seen)
+			case seen.Status != dict.ReportAcknowledged:
+				return Report{}, a.stop(ctx, cur, fmt.Sprintf("the DICT has the report %s (%s), not as we analysed it (%s): an operator's",
+					seen.Status, seen.AnalysisResult, result))
+			}
+		}
+		seen, err = a.DICT.CloseInfractionReport(ctx, cur.ID.String(), result, details)
+		if errors.Is(err, dict.ErrInfractionReportOperationInvalid) && !readBack {
+			readBack = true
+			continue
+		}
+		if err != nil {
+			return Report{}, a.dictFailed(ctx, cur, "close the infraction report", err)
+		}
+		return a.closed(ctx, cur, seen)
+	}
+	return Report{}, a.stop(ctx, cur, "the DICT refused the close as invalid for the report's status, read back ACKNOWLEDGED")
+}
+
+func (a *Activities) closed(ctx context.Context, cur Report, seen dict.InfractionReport) (Report, error) {
+	return a.change(ctx, cur, "infraction report closed at the DICT", func(ctx context.Context, at Report) (Report, bool, error) {
+		return a.Store.Closed(ctx, at, seen)
+	})
+}
+
+// seen records the DICT's status of the report read back (a cancel).
+func (a *Activities) seen(ctx context.Context, cur Report, seen dict.InfractionReport) (Report, error) {
+	return a.change(ctx, cur, "infraction report read back from the DICT", func(ctx context.Context, at Report) (Report, bool, error) {
+		return a.Store.Seen(ctx, at, seen)
+	})
+}
+
+// CloseRefundRequest closes the payer's participant's refund request at the
+// DICT as Closing says, then records it (Store.RefundClosed). An attempt
+// after a lost answer, or a close refused as invalid for the request's
+// status, reads the request back: OPEN, send it again; CLOSED with our
+// closing, done; CLOSED otherwise, stop visibly; CANCELLED, record it.
+func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report, error) {
+	cur, moved, err := a.current(ctx, at)
+	if err != nil || moved {
+		return cur, err
+	}
+	closing := Closing(cur)
+	id := cur.RefundRequestID.String()
+	var seen dict.Refund
+	readBack := retried(ctx)
+	for range 2 {
+		if readBack {
+			if seen, err = a.DICT.GetRefund(ctx, id); err != nil {
+				return Report{}, a.dictFailed(ctx, cur, "read back the refund request", err)
+			}
+			switch {
+			case seen.Status == dict.RefundCancelled:
+				r, _, err := a.Store.IntakeRefund(ctx, seen)
+				return r, activities.KindError(err)
+			case seen.Status == dict.RefundClosed && seen.AnalysisResult == closing.Result &&
+				seen.RefundTransactionID == closing.RefundTransactionID && seen.AnalysisDetails == dict.NormalizeDetails(closing.Details):
+				return a.refundClosed(ctx, cur, closing)
+			case seen.Status != dict.RefundOpen:
+				return Report{}, a.stop(ctx, cur, fmt.Sprintf("the DICT has the refund request %s (%s), not as we close it (%s): an operator's",
+					seen.Status, seen.AnalysisResult, closing.Result))
+			}
+		}
+		_, err = a.DICT.CloseRefund(ctx, id, closing)
+		if errors.Is(err, dict.ErrRefundOperationInvalid) && !readBack {
+			readBack = true
+			continue
+		}
+		if err != nil {
+			return Report{}, a.dictFailed(ctx, cur, "close the refund request", err)
+		}
+		return a.refundClosed(ctx, cur, closing)
+	}
+	return Report{}, a.stop(ctx, cur, "the DICT refused the refund request's close as invalid for its status, read back OPEN")
+}
+
+func (a *Activities) refundClosed(ctx context.Context, cur Report, closing dict.RefundClosing) (Report, error) {
+	return a.change(ctx, cur, "refund request closed at the DICT", func(ctx context.Context, at Report) (Report, bool, error) {
+		return a.Store.RefundClosed(ctx, at, closing.RefundTransactionID)
+	})
+}
+
+// current reads the report again before a call to the DICT: moved is true
+// when it is no longer at at's generation (another actor decided since;
+// nothing is sent, the run decides again on it).
+func (a *Activities) current(ctx context.Context, at Report) (Report, bool, error) {
+	cur, err := a.Store.Get(ctx, at.ID)
+	if err != nil {
+		return Report{}, false, activities.KindError(err)
+	}
+	return cur, cur.Gen != at.Gen, nil
+}
+
+// dictFailed answers a failed DICT call as its class says (dict.Classify):
+// rate limited, retried after the DICT's Retry-After; outcome unknown,
+// retried (the next attempt reads back first); refused or not verified,
+// the report notes why and the run stops there (StoppedType).
+func (a *Activities) dictFailed(ctx context.Context, cur Report, what string, err error) error {
+	switch dict.Classify(err) {
+	case dict.RateLimited:
+		wait, _ := dict.RetryAfter(err)
+		return temporal.NewApplicationErrorWithOptions(what+": rate limited", RateLimitedType,
+			temporal.ApplicationErrorOptions{NextRetryDelay: wait, Cause: err})
+	case dict.Refused, dict.Unverified:
+		return a.stop(ctx, cur, fmt.Sprintf("%s: %v", what, err))
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// stop notes problem on the report and returns the run's StoppedType.
+func (a *Activities) stop(ctx context.Context, cur Report, problem string) error {
+	dictStoppedTotal.Inc()
+	a.Log.WarnContext(ctx, "MED saga stopped at the DICT", append(attrsOf(cur), "problem", problem)...)
+	if _, _, err := a.Store.NoteProblem(ctx, cur, problem); err != nil {
+		return activities.KindError(err)
+	}
+	return temporal.NewNonRetryableApplicationError(problem, StoppedType, nil)
+}
+
+// change runs one of the store's transitions on at, logging what it changed.
+func (a *Activities) change(ctx context.Context, at Report, done string, decide func(context.Context, Report) (Report, bool, error)) (Report, error) {
+	r, changed, err := decide(ctx, at)
+	if err != nil {
+		return Report{}, activities.KindError(err)
+	}
+	if changed {
+		if r.Status == StatusEnded {
+			endedTotal.WithLabelValues(deref(r.EndCause)).Inc()
+		}
+		a.Log.InfoContext(ctx, done, attrsOf(r)...)
+	}
+	return r, nil
+}
+
+// attrsOf are a report's log attributes (no reporter's details).
+func attrsOf(r Report) []any {
+	attrs := []any{"report_id", r.ID, "workflow_id", WorkflowID(r.ID.String()), "end_to_end_id", r.EndToEndID,
+		"status", r.Status, "gen", r.Gen, "held_cents", r.HeldCents, "returned_cents", r.ReturnedCents}
+	if r.RefundID != nil {
+		attrs = append(attrs, "refund_id", *r.RefundID)
+	}
+	return attrs
+}

@@ -1,0 +1,305 @@
+package med_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/saga/med"
+	refundsaga "github.com/pixbank/pix/saga/refund"
+)
+
+// fakeDICT keeps one report and its refund requests as the DICT would,
+// and can lose the answer of its next write (done, then "unknown"), refuse
+// its next call, or rate-limit it.
+type fakeDICT struct {
+	mu      sync.Mutex
+	report  dict.InfractionReport
+	refunds map[string]dict.Refund
+	// sent counts the writes the DICT did, by operation.
+	sent map[string]int
+	// loseNext loses the answer of the next write; refuseNext answers the
+	// next call with it; limitNext answers the next call 429.
+	loseNext   bool
+	refuseNext error
+	limitNext  time.Duration
+}
+
+func newFakeDICT(r med.Report) *fakeDICT {
+	return &fakeDICT{report: dict.InfractionReport{ID: r.ID.String(), TransactionID: r.EndToEndID, Status: dict.ReportOpen,
+		LastModified: time.Now()}, refunds: map[string]dict.Refund{}, sent: map[string]int{}}
+}
+
+var errLost = fmt.Errorf("dict: answer lost: %w", dict.ErrUnknownOutcome)
+
+func (d *fakeDICT) answer(op string, write bool) error {
+	switch {
+	case d.limitNext > 0:
+		wait := d.limitNext
+		d.limitNext = 0
+		return &dict.ProblemError{Operation: op, StatusCode: http.StatusTooManyRequests, RetryAfter: wait}
+	case d.refuseNext != nil:
+		err := d.refuseNext
+		d.refuseNext = nil
+		return err
+	}
+	return nil
+}
+
+// wrote records a write the DICT did, and loses its answer when told to.
+func (d *fakeDICT) wrote(op string) error {
+	d.sent[op]++
+	d.report.LastModified = time.Now()
+	if d.loseNext {
+		d.loseNext = false
+		return errLost
+	}
+	return nil
+}
+
+func (d *fakeDICT) GetInfractionReport(_ context.Context, _ string) (dict.InfractionReport, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.report, d.answer("getInfractionReport", false)
+}
+
+func (d *fakeDICT) AcknowledgeInfractionReport(_ context.Context, _ string) (dict.InfractionReport, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.answer("acknowledgeInfractionReport", true); err != nil {
+		return dict.InfractionReport{}, err
+	}
+	if d.report.Status != dict.ReportOpen && d.report.Status != dict.ReportAcknowledged {
+		return dict.InfractionReport{}, invalid(dict.ErrInfractionReportOperationInvalid)
+	}
+	d.report.Status = dict.ReportAcknowledged
+	return d.report, d.wrote("acknowledge")
+}
+
+func (d *fakeDICT) CloseInfractionReport(_ context.Context, _ string, result dict.AnalysisResult, details string) (dict.InfractionReport, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.answer("closeInfractionReport", true); err != nil {
+		return dict.InfractionReport{}, err
+	}
+	if d.report.Status == dict.ReportClosed && d.report.AnalysisResult == result && d.report.AnalysisDetails == dict.NormalizeDetails(details) {
+		d.sent["close"]++ // the same close again: the first answer (the specification's idempotence)
+		return d.report, nil
+	}
+	if d.report.Status != dict.ReportAcknowledged {
+		return dict.InfractionReport{}, invalid(dict.ErrInfractionReportOperationInvalid)
+	}
+	d.report.Status, d.report.AnalysisResult, d.report.AnalysisDetails = dict.ReportClosed, result, dict.NormalizeDetails(details)
+	return d.report, d.wrote("close")
+}
+
+func (d *fakeDICT) GetRefund(_ context.Context, id string) (dict.Refund, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.refunds[id], d.answer("getRefund", false)
+}
+
+func (d *fakeDICT) CloseRefund(_ context.Context, id string, c dict.RefundClosing) (dict.Refund, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.answer("closeRefund", true); err != nil {
+		return dict.Refund{}, err
+	}
+	r := d.refunds[id]
+	if r.Status != dict.RefundOpen {
+		return dict.Refund{}, invalid(dict.ErrRefundOperationInvalid)
+	}
+	r.Status, r.AnalysisResult, r.RefundTransactionID, r.AnalysisDetails = dict.RefundClosed, c.Result, c.RefundTransactionID, dict.NormalizeDetails(c.Details)
+	d.refunds[id] = r
+	return r, d.wrote("closeRefund")
+}
+
+// invalid is the DICT's signed refusal of an operation its object's status
+// does not allow.
+func invalid(p *dict.Problem) error {
+	return &dict.ProblemError{StatusCode: http.StatusBadRequest, Type: p.Type(), Problem: p, Signed: true}
+}
+
+type activityRun struct {
+	f    *fixture
+	dict *fakeDICT
+	acts *med.Activities
+	env  *testsuite.TestActivityEnvironment
+}
+
+func newActivityRun(t *testing.T, f *fixture, r med.Report) *activityRun {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	d := newFakeDICT(r)
+	acts := &med.Activities{Store: f.store, DICT: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	env.RegisterActivity(acts)
+	med.SetRetried(false)
+	t.Cleanup(func() { med.SetRetried(false) })
+	return &activityRun{f: f, dict: d, acts: acts, env: env}
+}
+
+// run runs the activity fn on r, as a first attempt or a retry.
+func (a *activityRun) run(fn any, r med.Report, retry bool) (med.Report, error) {
+	med.SetRetried(retry)
+	v, err := a.env.ExecuteActivity(fn, r)
+	if err != nil {
+		return med.Report{}, err
+	}
+	var out med.Report
+	require.NoError(a.f.t, v.Get(&out))
+	return out, nil
+}
+
+func (a *activityRun) current(id med.Report) med.Report {
+	r, err := a.f.store.Get(context.Background(), id.ID)
+	require.NoError(a.f.t, err)
+	return r
+}
+
+// An acknowledgement whose answer was lost: the retry reads the report
+// back, finds it ACKNOWLEDGED, and records it without sending again.
+func TestALostAcknowledgementIsReadBack(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour)))
+	r = f.step(f.store.Hold(ctx, r))
+	a := newActivityRun(t, f, r)
+	a.dict.loseNext = true
+	_, err := a.run(a.acts.AcknowledgeReport, r, false)
+	require.Error(t, err)
+	require.Equal(t, med.StatusHeld, a.current(r).Status, "nothing recorded on an unknown outcome")
+	out, err := a.run(a.acts.AcknowledgeReport, r, true)
+	require.NoError(t, err)
+	require.Equal(t, med.StatusAcknowledged, out.Status)
+	require.Equal(t, 1, a.dict.sent["acknowledge"], "acknowledged once")
+	// A late retry at the old generation sends nothing.
+	again, err := a.run(a.acts.AcknowledgeReport, r, true)
+	require.NoError(t, err)
+	require.Equal(t, out.Gen, again.Gen)
+	require.Equal(t, 1, a.dict.sent["acknowledge"])
+}
+
+// analysed is a report acknowledged and analysed as result, with the
+// activities and the DICT that acknowledged it.
+func analysed(t *testing.T, f *fixture, result dict.AnalysisResult) (*activityRun, med.Report) {
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour)))
+	r = f.step(f.store.Hold(ctx, r))
+	a := newActivityRun(t, f, r)
+	r, err := a.run(a.acts.AcknowledgeReport, r, false)
+	require.NoError(t, err)
+	f.step(f.store.Analyse(ctx, r.ID, result, "análise\r\nconcluída", "operator-1"))
+	return a, a.current(r)
+}
+
+// A close whose answer was lost: the retry reads back CLOSED with our
+// analysis and records it, sending nothing again.
+func TestALostCloseIsReadBack(t *testing.T) {
+	f := newFixture(t)
+	a, r := analysed(t, f, dict.Agreed)
+	a.dict.loseNext = true
+	_, err := a.run(a.acts.CloseReport, r, false)
+	require.Error(t, err)
+	require.Equal(t, med.StatusAnalysed, a.current(r).Status)
+	out, err := a.run(a.acts.CloseReport, r, true)
+	require.NoError(t, err)
+	require.Equal(t, med.StatusAwaitingRequest, out.Status)
+	require.Equal(t, 1, a.dict.sent["close"])
+}
+
+// A close read back CANCELLED (its reporter cancelled it meanwhile): the
+// cancel is recorded, nothing sent; the run then cancels.
+func TestACloseReadBackCancelled(t *testing.T) {
+	f := newFixture(t)
+	a, r := analysed(t, f, dict.Agreed)
+	a.dict.report.Status, a.dict.report.LastModified = dict.ReportCancelled, time.Now().Add(time.Minute)
+	out, err := a.run(a.acts.CloseReport, r, false)
+	require.NoError(t, err)
+	require.True(t, out.Cancelled())
+	require.Equal(t, med.StepCancel, med.Next(out, time.Now()))
+	require.Zero(t, a.dict.sent["close"])
+}
+
+// A close read back CLOSED with another result is not ours to redo: the
+// run stops, visibly.
+func TestACloseReadBackOtherwiseStops(t *testing.T) {
+	f := newFixture(t)
+	a, r := analysed(t, f, dict.Agreed)
+	a.dict.report.Status, a.dict.report.AnalysisResult = dict.ReportClosed, dict.Disagreed
+	_, err := a.run(a.acts.CloseReport, r, true)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, med.StoppedType, app.Type())
+	require.NotNil(t, a.current(r).DICTProblem)
+	require.Equal(t, med.StatusAnalysed, a.current(r).Status)
+}
+
+// A refusal of the DICT (signed) stops the run visibly, never retried;
+// a 429 is retried after the DICT's Retry-After.
+func TestRefusedStopsAndRateLimitedWaits(t *testing.T) {
+	f := newFixture(t)
+	a, r := analysed(t, f, dict.Disagreed)
+	a.dict.limitNext = 7 * time.Second
+	_, err := a.run(a.acts.CloseReport, r, false)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, med.RateLimitedType, app.Type())
+	require.Equal(t, 7*time.Second, app.NextRetryDelay())
+	require.False(t, app.NonRetryable())
+	require.Nil(t, a.current(r).DICTProblem)
+
+	a.dict.refuseNext = &dict.ProblemError{StatusCode: http.StatusForbidden, Type: dict.ErrForbidden.Type(), Problem: dict.ErrForbidden, Signed: true}
+	_, err = a.run(a.acts.CloseReport, r, false)
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, med.StoppedType, app.Type())
+	require.Contains(t, *a.current(r).DICTProblem, "Forbidden")
+	require.Zero(t, a.dict.sent["close"])
+
+	// Tried again (after ProblemRetryAfter), it closes, and the problem is
+	// cleared.
+	out, err := a.run(a.acts.CloseReport, a.current(r), true)
+	require.NoError(t, err)
+	require.Equal(t, med.StatusEnded, out.Status)
+	require.Nil(t, out.DICTProblem)
+}
+
+// A refund request's close whose answer was lost: read back CLOSED with
+// our closing (TOTALLY_ACCEPTED, the devolução's rtrId), recorded, sent once.
+func TestALostRefundCloseIsReadBack(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a, r := analysed(t, f, dict.Agreed)
+	r, err := a.run(a.acts.CloseReport, r, false)
+	require.NoError(t, err)
+	req := request(r, 10_000, dict.RefundOpen)
+	a.dict.refunds[req.ID] = req
+	r = f.step(f.store.IntakeRefund(ctx, req))
+	r = f.step(f.store.Return(ctx, r))
+	_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200abcdefghijk")
+	require.NoError(t, err)
+	r = f.step(f.store.Settle(ctx, r))
+	require.Equal(t, med.StepCloseRefund, med.Next(r, time.Now()))
+	a.dict.loseNext = true
+	_, err = a.run(a.acts.CloseRefundRequest, r, false)
+	require.Error(t, err)
+	require.Nil(t, a.current(r).RefundClosedAt)
+	out, err := a.run(a.acts.CloseRefundRequest, r, true)
+	require.NoError(t, err)
+	require.NotNil(t, out.RefundClosedAt)
+	require.Equal(t, "D12345678202612061200abcdefghijk", *out.RefundClosedRtrID)
+	require.Equal(t, 1, a.dict.sent["closeRefund"])
+	require.Equal(t, dict.TotallyAccepted, a.dict.refunds[req.ID].AnalysisResult)
+	require.Equal(t, med.StepFinish, med.Next(out, time.Now()))
+}

@@ -1,0 +1,202 @@
+package med
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/durable"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/sagakit"
+	"github.com/pixbank/pix/workflows"
+)
+
+// WorkflowName is the saga's workflow type, recorded in every run's
+// history: never change it.
+const WorkflowName = "PixMED"
+
+// ChangedSignal wakes a run after its report changed outside it (an
+// intake, an operator's analysis; sent after the commit): the run reads
+// the report and goes on as it says. A signal without a change changes
+// nothing.
+const ChangedSignal = "changed"
+
+// WorkflowID is the id of the saga's run of report id.
+func WorkflowID(id string) string { return "pix-med:" + id }
+
+// Input starts the saga of one report.
+type Input struct {
+	ID string
+}
+
+// The run's waits besides the report's deadlines.
+const (
+	// AnalysisReread: while the analysis is awaited the run reads the
+	// report at least this often (a signal lost); the 7 days drive a
+	// gauge and an alert, never a decision of the run.
+	AnalysisReread = 24 * time.Hour
+	// CreditPoll: a report returned in part tries to hold and return what
+	// is left at least this often (and at each signal), until the 90 days.
+	CreditPoll = time.Hour
+	// ProblemRetryAfter: a run stopped at the DICT (StoppedType) tries the
+	// step again, reading back first, after this or at a signal.
+	ProblemRetryAfter = 6 * time.Hour
+	// SettleFirst, SettleEvery: the wait for a devolução, read after
+	// SettleFirst then at twice the interval before, at most SettleEvery.
+	SettleFirst = 10 * time.Second
+	SettleEvery = 30 * time.Minute
+	// maxTurns is how many steps one run takes before it continues as new:
+	// its history stays bounded over the 90 days.
+	maxTurns = 500
+)
+
+// activityOptions retry the database and the DICT until they answer (a
+// rate limit after the DICT's Retry-After); a report that does not exist,
+// or a DICT step refused, ends the attempts.
+func activityOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        5 * time.Minute,
+			NonRetryableErrorTypes: append(slices.Clone(pix.NonRetryableTypes()), StoppedType),
+		},
+	}
+}
+
+// Workflow is the saga of one infraction report: it reads the report and
+// does what it calls for (Next), one step at a time, each an activity
+// fenced by the report's generation, or a wait on a durable timer a
+// signal wakes (the analysis, the refund request's 72 hours, the credits
+// of a return in parts until the 90 days). It ends when the report ends;
+// its result is the report as it ended.
+//
+// Length: one switch over the steps, each a line or two; split, the loop's
+// shared state (the report, the devolução's wait) would be passed around.
+func Workflow(ctx workflow.Context, in Input) (Report, error) {
+	ctx = workflow.WithActivityOptions(ctx, activityOptions())
+	var a *Activities
+	var r Report
+	load := func(ctx workflow.Context) error {
+		return workflow.ExecuteActivity(ctx, a.LoadReport, in.ID).Get(ctx, &r)
+	}
+	act := func(fn any) error { return workflow.ExecuteActivity(ctx, fn, r).Get(ctx, &r) }
+	// wait sleeps until deadline, or until a signal finds the report, read
+	// again, changed (another generation).
+	wait := func(deadline time.Time) error {
+		gen := r.Gen
+		timer := sagakit.Timer{Signals: []string{ChangedSignal}, Reread: load,
+			Until: func() (time.Time, bool) { return deadline, r.Gen == gen }}
+		if err := timer.Sleep(ctx); err != nil {
+			return err
+		}
+		return load(ctx)
+	}
+	if err := load(ctx); err != nil {
+		return r, err
+	}
+	settleWait := SettleFirst
+	for turn := 0; ; turn++ {
+		if turn == maxTurns {
+			return r, workflow.NewContinueAsNewError(ctx, WorkflowName, in)
+		}
+		now := workflow.Now(ctx)
+		step := Next(r, now)
+		if step != StepSettle {
+			settleWait = SettleFirst
+		}
+		before := r.Gen
+		var err error
+		switch step {
+		case StepDone:
+			return r, nil
+		case StepHold:
+			err = act(a.HoldReport)
+		case StepAcknowledge:
+			err = act(a.AcknowledgeReport)
+		case StepAwaitAnalysis:
+			err = wait(now.Add(AnalysisReread))
+		case StepCloseReport:
+			err = act(a.CloseReport)
+		case StepCancel:
+			err = act(a.CancelReport)
+		case StepAwaitRequest:
+			err = wait(r.RequestDueAt.Add(time.Second))
+		case StepExpireRequest:
+			err = act(a.ExpireRequest)
+		case StepReturn:
+			if err = act(a.ReturnReport); err == nil && r.Gen == before {
+				// Nothing arrived to return: wait for the next credit's try.
+				err = wait(minTime(now.Add(CreditPoll), r.ReturnUntil.Add(time.Second)))
+			}
+		case StepSettle:
+			if err = workflow.Sleep(ctx, settleWait); err == nil {
+				err = act(a.SettleReport)
+			}
+			settleWait = min(2*settleWait, SettleEvery)
+		case StepCloseRefund:
+			err = act(a.CloseRefundRequest)
+		case StepFinish:
+			err = act(a.FinishReport)
+		default:
+			return r, fmt.Errorf("report %s: step %q has no action", in.ID, step)
+		}
+		if stopped(err) {
+			// The report notes why (a new generation): read it, then wait
+			// for a signal of a change or the time to try again.
+			if err = load(ctx); err == nil {
+				err = wait(workflow.Now(ctx).Add(ProblemRetryAfter))
+			}
+		}
+		if err != nil {
+			return r, err
+		}
+	}
+}
+
+// stopped says whether err is a DICT step the saga stopped at.
+func stopped(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == StoppedType
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// Source is the durable start of the saga: a run for each open report,
+// started at its intake, and again if lost.
+func Source(q durable.Queue, taskQueue string) durable.Source {
+	return durable.Source{
+		Kind:  "med",
+		Queue: q,
+		Start: func(ctx context.Context, c client.Client, due durable.Due) (bool, error) {
+			return workflows.StartDue(ctx, c, due, WorkflowID(due.Key), taskQueue, WorkflowName, Input{ID: due.Key})
+		},
+		LogAttrs: func(due durable.Due) []any {
+			return []any{"report_id", due.Key, "workflow_id", WorkflowID(due.Key)}
+		},
+	}
+}
+
+// parseID reads a run's report id: one that is no UUID names no report
+// (final).
+func parseID(id string) (uuid.UUID, error) {
+	key, err := uuid.Parse(id)
+	if err != nil {
+		return uuid.Nil, activities.KindError(fmt.Errorf("%w: %q is no report id", ErrNotFound, id))
+	}
+	return key, nil
+}

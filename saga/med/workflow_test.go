@@ -1,0 +1,362 @@
+package med_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/saga/med"
+)
+
+// start is the test clock's start: the runs below sleep days of it.
+var start = time.Date(2026, 12, 6, 13, 0, 0, 0, time.UTC)
+
+// stub stands for the saga's activities on the test clock: one report in
+// memory, each activity the store's transition in short (the store's own
+// are tested on PostgreSQL), every call recorded with its time.
+type stub struct {
+	mu    sync.Mutex
+	env   *testsuite.TestWorkflowEnvironment
+	r     med.Report
+	calls []call
+	// credits is what arrives for a return in parts, per try (0: nothing).
+	credits []int64
+	// stopClose makes CloseReport stop at the DICT this many times.
+	stopClose int
+}
+
+type call struct {
+	name string
+	at   time.Time
+}
+
+func (s *stub) record(name string) { s.calls = append(s.calls, call{name, s.env.Now().UTC()}) }
+
+func (s *stub) called(name string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []time.Time
+	for _, c := range s.calls {
+		if c.name == name {
+			out = append(out, c.at)
+		}
+	}
+	return out
+}
+
+// change applies fn to the report when at is its generation, bumping it.
+func (s *stub) change(name string, at med.Report, fn func(r *med.Report) bool) med.Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record(name)
+	if at.Gen == s.r.Gen && fn(&s.r) {
+		s.r.Gen++
+	}
+	return s.r
+}
+
+// set changes the report from outside the run (an intake, an operator),
+// then signals the run, as the store's callers do after their commit.
+func (s *stub) set(fn func(r *med.Report)) {
+	s.mu.Lock()
+	fn(&s.r)
+	s.r.Gen++
+	s.mu.Unlock()
+	s.env.SignalWorkflow(med.ChangedSignal, nil)
+}
+
+func (s *stub) LoadReport(_ context.Context, _ string) (med.Report, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record("LoadReport")
+	return s.r, nil
+}
+
+func (s *stub) HoldReport(_ context.Context, at med.Report) (med.Report, error) {
+	return s.change("HoldReport", at, func(r *med.Report) bool {
+		r.Status, r.HeldCents, r.Holds = med.StatusHeld, *r.AmountCents, 1
+		return true
+	}), nil
+}
+
+func (s *stub) AcknowledgeReport(_ context.Context, at med.Report) (med.Report, error) {
+	return s.change("AcknowledgeReport", at, func(r *med.Report) bool {
+		r.Status, r.DICTStatus = med.StatusAcknowledged, string(dict.ReportAcknowledged)
+		if r.AnalysisResult != nil {
+			r.Status = med.StatusAnalysed
+		}
+		return true
+	}), nil
+}
+
+func (s *stub) CloseReport(_ context.Context, at med.Report) (med.Report, error) {
+	s.mu.Lock()
+	if s.stopClose > 0 {
+		s.stopClose--
+		s.record("CloseReport")
+		s.r.Gen++ // the problem noted
+		s.mu.Unlock()
+		return med.Report{}, temporal.NewNonRetryableApplicationError("refused", med.StoppedType, nil)
+	}
+	s.mu.Unlock()
+	return s.change("CloseReport", at, func(r *med.Report) bool {
+		now := s.env.Now()
+		r.ClosedAt = &now
+		if *r.AnalysisResult == string(dict.Disagreed) {
+			r.Status, r.EndCause, r.HeldCents = med.StatusEnded, ptr(med.EndReleased), 0
+			return true
+		}
+		r.Status, r.RequestDueAt = med.StatusAwaitingRequest, ptr(now.Add(med.RequestWindow))
+		return true
+	}), nil
+}
+
+func (s *stub) CancelReport(_ context.Context, at med.Report) (med.Report, error) {
+	return s.change("CancelReport", at, func(r *med.Report) bool {
+		r.Status, r.EndCause, r.HeldCents = med.StatusEnded, ptr(med.EndCancelled), 0
+		return true
+	}), nil
+}
+
+func (s *stub) ExpireRequest(_ context.Context, at med.Report) (med.Report, error) {
+	return s.change("ExpireRequest", at, func(r *med.Report) bool {
+		r.Status, r.EndCause, r.HeldCents = med.StatusEnded, ptr(med.EndReleased), 0
+		return true
+	}), nil
+}
+
+func (s *stub) ReturnReport(_ context.Context, at med.Report) (med.Report, error) {
+	return s.change("ReturnReport", at, func(r *med.Report) bool {
+		if r.HeldCents == 0 && len(s.credits) > 0 {
+			r.HeldCents, s.credits = min(s.credits[0], r.Target()-r.ReturnedCents), s.credits[1:]
+		}
+		if r.HeldCents == 0 {
+			changed := r.Status != med.StatusAwaitingCredit
+			r.Status = med.StatusAwaitingCredit
+			return changed
+		}
+		r.Status, r.RefundID = med.StatusReturning, ptr(uuid.NewString())
+		return true
+	}), nil
+}
+
+func (s *stub) SettleReport(_ context.Context, at med.Report) (med.Report, error) {
+	return s.change("SettleReport", at, func(r *med.Report) bool {
+		r.Status, r.RefundID = med.StatusAwaitingCredit, nil
+		r.ReturnedCents += r.HeldCents
+		r.HeldCents = 0
+		r.Returns++
+		if r.FirstRtrID == nil {
+			r.FirstRtrID = ptr("D12345678202612061300abcdefghijk")
+		}
+		return true
+	}), nil
+}
+
+func (s *stub) CloseRefundRequest(_ context.Context, at med.Report) (med.Report, error) {
+	return s.change("CloseRefundRequest", at, func(r *med.Report) bool {
+		now := s.env.Now()
+		r.RefundClosedAt = &now
+		return true
+	}), nil
+}
+
+func (s *stub) FinishReport(_ context.Context, at med.Report) (med.Report, error) {
+	return s.change("FinishReport", at, func(r *med.Report) bool {
+		r.Status, r.EndCause = med.StatusEnded, ptr(med.EndReturned)
+		if r.ReturnedCents < r.Target() {
+			r.EndCause = ptr(med.EndReturnedInPart)
+		}
+		return true
+	}), nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// received is a report of a PIX of 10,000 credited a day before start,
+// reported at start.
+func received() med.Report {
+	credited := start.Add(-24 * time.Hour)
+	return med.Report{ID: uuid.New(), EndToEndID: "E12345678202612051300abcdefghijk", AccountID: ptr("acc-1"),
+		AmountCents: ptr(int64(10_000)), CreditedAt: &credited, DICTStatus: string(dict.ReportOpen),
+		ReportedAt: start, Status: med.StatusReceived, AnalysisDueAt: start.Add(med.AnalysisWindow),
+		ReturnUntil: ptr(credited.Add(med.ReturnWindow)), Gen: 1}
+}
+
+func newRun(t *testing.T, r med.Report) (*testsuite.TestWorkflowEnvironment, *stub) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetStartTime(start)
+	env.RegisterWorkflowWithOptions(med.Workflow, workflow.RegisterOptions{Name: med.WorkflowName})
+	s := &stub{env: env, r: r}
+	env.RegisterActivity(s)
+	return env, s
+}
+
+func analyse(s *stub, result dict.AnalysisResult) {
+	s.set(func(r *med.Report) {
+		r.AnalysisResult, r.AnalysisDetails = ptr(string(result)), ptr("")
+		if r.Status == med.StatusAcknowledged {
+			r.Status = med.StatusAnalysed
+		}
+	})
+}
+
+func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) med.Report {
+	t.Helper()
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var out med.Report
+	require.NoError(t, env.GetWorkflowResult(&out))
+	return out
+}
+
+// The run holds and acknowledges at once, then waits for the operator's
+// analysis past the 7 days without deciding anything alone; the analysis
+// (DISAGREED) wakes it, and it closes and ends released.
+func TestTheAnalysisIsAwaitedPastSevenDays(t *testing.T) {
+	env, s := newRun(t, received())
+	analysedAt := start.Add(med.AnalysisWindow + 36*time.Hour)
+	env.RegisterDelayedCallback(func() { analyse(s, dict.Disagreed) }, analysedAt.Sub(start))
+
+	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: s.r.ID.String()})
+
+	out := result(t, env)
+	require.Equal(t, med.EndReleased, *out.EndCause)
+	require.Equal(t, []time.Time{start}, s.called("HoldReport"))
+	require.Equal(t, []time.Time{start}, s.called("AcknowledgeReport"))
+	closes := s.called("CloseReport")
+	require.Len(t, closes, 1)
+	require.False(t, closes[0].Before(analysedAt), "closed at %s, before the analysis", closes[0])
+	require.Empty(t, s.called("ExpireRequest"))
+}
+
+// AGREED and no refund request: released by the run at the 72 hours after
+// the close, not before.
+func TestNoRequestReleasesAt72Hours(t *testing.T) {
+	r := received()
+	r.AnalysisResult, r.AnalysisDetails = ptr(string(dict.Agreed)), ptr("")
+	env, s := newRun(t, r)
+
+	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: r.ID.String()})
+
+	out := result(t, env)
+	require.Equal(t, med.EndReleased, *out.EndCause)
+	expired := s.called("ExpireRequest")
+	require.Len(t, expired, 1)
+	require.False(t, expired[0].Before(out.RequestDueAt.Add(-time.Minute)), "released at %s, due %s", expired[0], out.RequestDueAt)
+	require.Less(t, expired[0].Sub(*out.RequestDueAt), time.Minute)
+	require.Empty(t, s.called("ReturnReport"))
+}
+
+// A refund request within the 72 hours: the run returns at once, follows
+// the devolução to its end, closes the request, and ends returned.
+func TestARequestIsReturnedAtOnce(t *testing.T) {
+	r := received()
+	r.AnalysisResult, r.AnalysisDetails = ptr(string(dict.Agreed)), ptr("")
+	env, s := newRun(t, r)
+	requestAt := 30 * time.Hour
+	env.RegisterDelayedCallback(func() {
+		s.set(func(r *med.Report) {
+			r.RefundRequestID, r.RefundRequestCents, r.RefundRequestState = ptr(uuid.New()), ptr(int64(10_000)), ptr(string(dict.RefundOpen))
+		})
+	}, requestAt)
+
+	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: r.ID.String()})
+
+	out := result(t, env)
+	require.Equal(t, med.EndReturned, *out.EndCause)
+	returns := s.called("ReturnReport")
+	require.Len(t, returns, 1)
+	require.Less(t, returns[0].Sub(start.Add(requestAt)), time.Minute, "returned at once")
+	require.Len(t, s.called("CloseRefundRequest"), 1)
+	require.Empty(t, s.called("ExpireRequest"))
+}
+
+// Returned in part: what is left is held and returned as credits arrive;
+// nothing more arriving, the run ends at the 90 days after the PIX,
+// returned in part, continuing as new on the way (its history bounded).
+func TestReturnsInPartsEndAt90Days(t *testing.T) {
+	r := received()
+	r.Status, r.DICTStatus = med.StatusAwaitingCredit, string(dict.ReportClosed)
+	r.AnalysisResult = ptr(string(dict.Agreed))
+	r.RefundRequestID, r.RefundRequestCents, r.RefundRequestState = ptr(uuid.New()), ptr(int64(10_000)), ptr(string(dict.RefundOpen))
+	r.ReturnedCents, r.Returns, r.FirstRtrID = 3_000, 1, ptr("D12345678202612061300abcdefghijk")
+	r.RefundClosedAt = ptr(start)
+	// The 90 days end a few days from the start: the run's turns stay
+	// under one history.
+	r.ReturnUntil = ptr(start.Add(3 * 24 * time.Hour))
+	env, s := newRun(t, r)
+	s.credits = []int64{0, 0, 2_000, 0, 1_000}
+
+	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: r.ID.String()})
+
+	out := result(t, env)
+	require.Equal(t, med.EndReturnedInPart, *out.EndCause)
+	require.EqualValues(t, 6_000, out.ReturnedCents)
+	finish := s.called("FinishReport")
+	require.Len(t, finish, 1)
+	require.False(t, finish[0].Before(r.ReturnUntil.Add(-time.Minute)), "ended at %s, before the 90 days", finish[0])
+	tries := s.called("ReturnReport")
+	for i := 1; i < len(tries); i++ {
+		require.LessOrEqual(t, tries[i].Sub(tries[i-1]), med.CreditPoll+time.Minute, "a try at least every CreditPoll")
+	}
+}
+
+// Ninety days of waiting for credits are more turns than one history
+// takes: the run continues as new.
+func TestAReturnInPartsContinuesAsNew(t *testing.T) {
+	r := received()
+	r.Status, r.AnalysisResult = med.StatusAwaitingCredit, ptr(string(dict.Agreed))
+	r.RefundRequestID, r.RefundRequestCents, r.RefundRequestState = ptr(uuid.New()), ptr(int64(10_000)), ptr(string(dict.RefundOpen))
+	r.ReturnedCents, r.Returns, r.FirstRtrID, r.RefundClosedAt = 3_000, 1, ptr("D12345678202612061300abcdefghijk"), ptr(start)
+	env, _ := newRun(t, r)
+
+	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: r.ID.String()})
+
+	require.True(t, env.IsWorkflowCompleted())
+	var cont *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &cont)
+}
+
+// A close the DICT refused stops the run visibly: it waits, and tries
+// again (reading back first) after ProblemRetryAfter, never at once.
+func TestAStoppedCloseWaits(t *testing.T) {
+	r := received()
+	r.AnalysisResult, r.AnalysisDetails = ptr(string(dict.Disagreed)), ptr("")
+	env, s := newRun(t, r)
+	s.stopClose = 1
+
+	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: r.ID.String()})
+
+	out := result(t, env)
+	require.Equal(t, med.EndReleased, *out.EndCause)
+	closes := s.called("CloseReport")
+	require.Len(t, closes, 2)
+	require.GreaterOrEqual(t, closes[1].Sub(closes[0]), med.ProblemRetryAfter)
+}
+
+// The reporter's cancel wakes the run while it awaits the analysis: it
+// cancels, the hold released.
+func TestACancelWakesTheRun(t *testing.T) {
+	env, s := newRun(t, received())
+	env.RegisterDelayedCallback(func() {
+		s.set(func(r *med.Report) { r.DICTStatus = string(dict.ReportCancelled) })
+	}, 2*time.Hour)
+
+	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: s.r.ID.String()})
+
+	out := result(t, env)
+	require.Equal(t, med.EndCancelled, *out.EndCause)
+	cancels := s.called("CancelReport")
+	require.Len(t, cancels, 1)
+	require.Less(t, cancels[0].Sub(start.Add(2*time.Hour)), time.Minute)
+}
