@@ -79,9 +79,6 @@ func activityOptions() workflow.ActivityOptions {
 // signal wakes (the analysis, the refund request's 72 hours, the credits
 // of a return in parts until the 90 days). It ends when the report ends;
 // its result is the report as it ended.
-//
-// Length: one switch over the steps, each a line or two; split, the loop's
-// shared state (the report, the devolução's wait) would be passed around.
 func Workflow(ctx workflow.Context, in Input) (Report, error) {
 	ctx = workflow.WithActivityOptions(ctx, activityOptions())
 	var a *Activities
