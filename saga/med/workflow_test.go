@@ -23,9 +23,15 @@ var start = time.Date(2026, 12, 6, 13, 0, 0, 0, time.UTC)
 // memory, each activity the store's transition in short (the store's own
 // are tested on PostgreSQL), every call recorded with its time.
 type stub struct {
-	mu    sync.Mutex
-	env   *testsuite.TestWorkflowEnvironment
-	r     med.Report
+	mu  sync.Mutex
+	env *testsuite.TestWorkflowEnvironment
+	// now is the clock the calls are recorded by (the test clock's, or the
+	// recording server's: time.Now).
+	now func() time.Time
+	// requestWindow is how long an AGREED close waits for the request
+	// (med.RequestWindow, shorter on the recording server).
+	requestWindow time.Duration
+	r             med.Report
 	calls []call
 	// credits is what arrives for a return in parts, per try (0: nothing).
 	credits []int64
@@ -38,7 +44,7 @@ type call struct {
 	at   time.Time
 }
 
-func (s *stub) record(name string) { s.calls = append(s.calls, call{name, s.env.Now().UTC()}) }
+func (s *stub) record(name string) { s.calls = append(s.calls, call{name, s.now().UTC()}) }
 
 func (s *stub) called(name string) []time.Time {
 	s.mu.Lock()
@@ -70,7 +76,9 @@ func (s *stub) set(fn func(r *med.Report)) {
 	fn(&s.r)
 	s.r.Gen++
 	s.mu.Unlock()
-	s.env.SignalWorkflow(med.ChangedSignal, nil)
+	if s.env != nil {
+		s.env.SignalWorkflow(med.ChangedSignal, nil)
+	}
 }
 
 func (s *stub) LoadReport(_ context.Context, _ string) (med.Report, error) {
@@ -108,13 +116,13 @@ func (s *stub) CloseReport(_ context.Context, at med.Report) (med.Report, error)
 	}
 	s.mu.Unlock()
 	return s.change("CloseReport", at, func(r *med.Report) bool {
-		now := s.env.Now()
+		now := s.now()
 		r.ClosedAt = &now
 		if *r.AnalysisResult == string(dict.Disagreed) {
 			r.Status, r.EndCause, r.HeldCents = med.StatusEnded, ptr(med.EndReleased), 0
 			return true
 		}
-		r.Status, r.RequestDueAt = med.StatusAwaitingRequest, ptr(now.Add(med.RequestWindow))
+		r.Status, r.RequestDueAt = med.StatusAwaitingRequest, ptr(now.Add(s.requestWindow))
 		return true
 	}), nil
 }
@@ -163,7 +171,7 @@ func (s *stub) SettleReport(_ context.Context, at med.Report) (med.Report, error
 
 func (s *stub) CloseRefundRequest(_ context.Context, at med.Report) (med.Report, error) {
 	return s.change("CloseRefundRequest", at, func(r *med.Report) bool {
-		now := s.env.Now()
+		now := s.now()
 		r.RefundClosedAt = &now
 		return true
 	}), nil
@@ -196,7 +204,7 @@ func newRun(t *testing.T, r med.Report) (*testsuite.TestWorkflowEnvironment, *st
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetStartTime(start)
 	env.RegisterWorkflowWithOptions(med.Workflow, workflow.RegisterOptions{Name: med.WorkflowName})
-	s := &stub{env: env, r: r}
+	s := &stub{env: env, now: env.Now, requestWindow: med.RequestWindow, r: r}
 	env.RegisterActivity(s)
 	return env, s
 }

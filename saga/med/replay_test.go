@@ -1,0 +1,80 @@
+package med_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/saga/med"
+	"github.com/pixbank/pix/saga/sagatest"
+)
+
+// recorded is the workflow the recorded histories are of.
+var recorded = sagatest.Workflow{Func: med.Workflow, Name: med.WorkflowName}
+
+// The runs of the saga recorded on a Temporal server (testdata) replay on
+// the workflow as it is now: the saga's runs last up to 90 days, beyond
+// any release, and move to the current build (AutoUpgrade), so a change
+// that would break the runs open in production fails here.
+func TestReplayRecordedHistories(t *testing.T) {
+	sagatest.ReplayRecordedHistories(t, recorded, 4,
+		"disagreed, no request within its window, analysed by a signal and returned, returns in parts ended at their window")
+}
+
+// TestRecordHistories records the saga's histories on a Temporal dev
+// server, when PIX_RECORD_HISTORIES (sagatest.RecordEnv) names a folder,
+// with the windows cut to seconds (the stub's): a report DISAGREED, one
+// AGREED whose request does not come, one whose analysis and request come
+// by signal and are returned, one returned in parts whose window ends.
+//
+//	PIX_RECORD_HISTORIES=$PWD/saga/med/testdata go test ./saga/med -run TestRecordHistories
+func TestRecordHistories(t *testing.T) {
+	s := &stub{now: time.Now, requestWindow: 2 * time.Second}
+	rec := sagatest.NewRecorder(t, sagatest.RecordEnv, "pix-med-record", recorded, s)
+	ctx := context.Background()
+	run := func(name string, r med.Report, signal func(r *med.Report)) {
+		s.mu.Lock()
+		s.r, s.calls, s.credits = r, nil, nil
+		s.mu.Unlock()
+		wf := rec.Start(ctx, med.WorkflowID(r.ID.String()), med.Input{ID: r.ID.String()})
+		if signal != nil {
+			time.Sleep(time.Second)
+			s.set(signal)
+			require.NoError(t, rec.Client.SignalWorkflow(ctx, wf.GetID(), "", med.ChangedSignal, nil))
+		}
+		var out med.Report
+		rec.Save(ctx, name, wf, &out)
+		t.Logf("%s: %s (%s), recorded", name, out.Status, *out.EndCause)
+	}
+	fresh := func() med.Report {
+		r := received()
+		r.ID = uuid.New()
+		return r
+	}
+	disagreed := fresh()
+	disagreed.AnalysisResult, disagreed.AnalysisDetails = ptr(string(dict.Disagreed)), ptr("")
+	run("med_disagreed", disagreed, nil)
+
+	agreed := fresh()
+	agreed.AnalysisResult, agreed.AnalysisDetails = ptr(string(dict.Agreed)), ptr("")
+	run("med_no_request", agreed, nil)
+
+	run("med_returned", fresh(), func(r *med.Report) {
+		r.AnalysisResult, r.AnalysisDetails = ptr(string(dict.Agreed)), ptr("")
+		if r.Status == med.StatusAcknowledged {
+			r.Status = med.StatusAnalysed
+		}
+		r.RefundRequestID, r.RefundRequestCents, r.RefundRequestState = ptr(uuid.New()), ptr(int64(10_000)), ptr(string(dict.RefundOpen))
+	})
+
+	parts := fresh()
+	parts.Status, parts.AnalysisResult = med.StatusAwaitingCredit, ptr(string(dict.Agreed))
+	parts.RefundRequestID, parts.RefundRequestCents, parts.RefundRequestState = ptr(uuid.New()), ptr(int64(10_000)), ptr(string(dict.RefundOpen))
+	parts.ReturnedCents, parts.Returns, parts.FirstRtrID, parts.RefundClosedAt = 3_000, 1, ptr("D12345678202612061300abcdefghijk"), ptr(time.Now())
+	parts.ReturnUntil = ptr(time.Now().Add(3 * time.Second))
+	run("med_in_parts", parts, nil)
+}
