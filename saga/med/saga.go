@@ -19,6 +19,6 @@ var Kinds = pix.DeclareKinds(
 		Message: "the infraction report is past its analysis (ended, cancelled, not ours, or closed)"},
 	&pix.Kind{Err: ErrReportMismatch, Refusal: true,
 		Status: http.StatusConflict, Code: "med_report_mismatch",
-		Message: "the infraction report names another PIX than the one received with its id",
+		Message:      "the infraction report names another PIX than the one received with its id",
 		TemporalType: "MEDReportMismatch"},
 )

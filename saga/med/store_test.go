@@ -14,8 +14,8 @@ import (
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/internal/pix"
-	refundsaga "github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/med"
+	refundsaga "github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/transfer"
 )
 

@@ -32,7 +32,7 @@ type stub struct {
 	// (med.RequestWindow, shorter on the recording server).
 	requestWindow time.Duration
 	r             med.Report
-	calls []call
+	calls         []call
 	// credits is what arrives for a return in parts, per try (0: nothing).
 	credits []int64
 	// stopClose makes CloseReport stop at the DICT this many times.
