@@ -109,32 +109,48 @@ func withDICT(r Report, seen dict.InfractionReport) Report {
 // a report ended, not ours, or past its close is ErrNotAnalysable. Not
 // fenced by a generation: the operator decides on the report's id.
 func (s *Store) Analyse(ctx context.Context, id uuid.UUID, result dict.AnalysisResult, details, by string) (Report, bool, error) {
+	return s.AnalyseKeyed(ctx, nil, id, result, details, by, nil)
+}
+
+// AnalyseKeyed is Analyse recording the Idempotency-Key's answer (r, 201,
+// render's body of the report after) in the same transaction; r nil: none.
+func (s *Store) AnalyseKeyed(ctx context.Context, r *db.Reservation, id uuid.UUID, result dict.AnalysisResult, details, by string,
+	render func(Report) ([]byte, error)) (Report, bool, error) {
 	if !result.Valid() {
 		return Report{}, false, pix.Invalid("result", "must be AGREED or DISAGREED")
 	}
 	details = dict.NormalizeDetails(details)
 	return s.decide(ctx, id, -1, func(tx pgx.Tx, cur Report) (Report, bool, error) {
-		if cur.AnalysisResult != nil {
-			if *cur.AnalysisResult == string(result) && deref(cur.AnalysisDetails) == details {
-				return cur, false, nil
-			}
-			return Report{}, false, fmt.Errorf("%w: %s by %s", ErrAnalysed, *cur.AnalysisResult, deref(cur.AnalysedBy))
+		out, changed, err := analyse(ctx, tx, cur, result, details, by, s.now())
+		if err != nil || r == nil {
+			return out, changed, err
 		}
-		switch cur.Status {
-		case StatusReceived, StatusHeld, StatusAcknowledged:
-		default:
-			return Report{}, false, fmt.Errorf("%w: it is %s", ErrNotAnalysable, cur.Status)
-		}
-		if cur.Cancelled() {
-			return Report{}, false, fmt.Errorf("%w: its reporter cancelled it", ErrNotAnalysable)
-		}
-		next := cur
-		next.AnalysisResult, next.AnalysisDetails, next.AnalysedBy, next.AnalysedAt = ptr(string(result)), &details, &by, ptr(s.now())
-		if cur.Status == StatusAcknowledged {
-			next.Status = StatusAnalysed
-		}
-		return save(ctx, tx, cur, next)
+		return out, changed, db.RecordCreated(ctx, tx, *r, out, render)
 	})
+}
+
+// analyse decides an analysis on the locked report cur.
+func analyse(ctx context.Context, tx pgx.Tx, cur Report, result dict.AnalysisResult, details, by string, now time.Time) (Report, bool, error) {
+	if cur.AnalysisResult != nil {
+		if *cur.AnalysisResult == string(result) && deref(cur.AnalysisDetails) == details {
+			return cur, false, nil
+		}
+		return Report{}, false, fmt.Errorf("%w: %s by %s", ErrAnalysed, *cur.AnalysisResult, deref(cur.AnalysedBy))
+	}
+	switch cur.Status {
+	case StatusReceived, StatusHeld, StatusAcknowledged:
+	default:
+		return Report{}, false, fmt.Errorf("%w: it is %s", ErrNotAnalysable, cur.Status)
+	}
+	if cur.Cancelled() {
+		return Report{}, false, fmt.Errorf("%w: its reporter cancelled it", ErrNotAnalysable)
+	}
+	next := cur
+	next.AnalysisResult, next.AnalysisDetails, next.AnalysedBy, next.AnalysedAt = ptr(string(result)), &details, &by, &now
+	if cur.Status == StatusAcknowledged {
+		next.Status = StatusAnalysed
+	}
+	return save(ctx, tx, cur, next)
 }
 
 // Closed records the DICT's close of the analysed report (or a CLOSED read

@@ -1,0 +1,215 @@
+package med
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/pixbank/pix/api"
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/auth"
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/notification"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/sagakit"
+)
+
+// The operator routes (api/openapi/pix-api/med.yaml), scope pix:admin
+// (ADMIN_TOKEN, or a JWT with pix:admin); a customer's token is refused
+// (403) before a handler runs:
+//
+//	GET  /pix/med/reports/{id}            the report and its saga's state
+//	POST /pix/med/reports/{id}/analysis   Idempotency-Key: the operator's analysis (AGREED|DISAGREED, details)
+//
+// and the med section of a credit's view (GET /pix/credits/{id}: its
+// customer sees what is held and returned, not the reporter's words).
+
+// MaxBodyBytes bounds the body of POST .../analysis.
+const MaxBodyBytes = 8 << 10
+
+// MaxDetailsLength is the longest analysis the DICT takes
+// (AnalysisDetails).
+const MaxDetailsLength = 2000
+
+// analysisFields are the members of POST .../analysis.
+var analysisFields = []string{"result", "details"}
+
+// RouteStore is what the routes need of the database.
+type RouteStore interface {
+	Get(ctx context.Context, id uuid.UUID) (Report, error)
+	OfPIX(ctx context.Context, endToEndID string, limit int) ([]Report, error)
+	AnalyseKeyed(ctx context.Context, r *db.Reservation, id uuid.UUID, result dict.AnalysisResult, details, by string,
+		render func(Report) ([]byte, error)) (Report, bool, error)
+}
+
+// Handlers serve the saga's routes.
+type Handlers struct {
+	Store    RouteStore
+	Keys     api.KeyStore
+	Temporal sagakit.Signaller
+	Log      *slog.Logger
+}
+
+// HTTP is the saga's HTTP side: its routes, each under its scope, and its
+// section of a credit's view.
+func (h *Handlers) HTTP() api.SagaHTTP {
+	const report = "/pix/med/reports/:id"
+	return api.SagaHTTP{
+		Routes: []api.Route{
+			{Method: http.MethodGet, Path: report, Scope: auth.ScopeAdmin, Handle: h.get},
+			{Method: http.MethodPost, Path: report + "/analysis", Scope: auth.ScopeAdmin, Handle: h.analyse},
+		},
+		CreditSection: api.CreditSection{Name: "med", Of: h.section},
+	}
+}
+
+// view is a report as the operator routes answer it.
+type view struct {
+	Report
+	WorkflowID    string `json:"workflow_id"`
+	TemporalUIURL string `json:"temporal_ui_url"`
+}
+
+func viewOf(k api.Kit, r Report) view {
+	id := WorkflowID(r.ID.String())
+	return view{Report: r, WorkflowID: id, TemporalUIURL: k.WorkflowURL(id)}
+}
+
+// customerView is a report as its PIX's customer sees it, in the credit's
+// view: what is held and returned, and how it ended; not the reporter's
+// words, the analysis, nor the operators' names.
+type customerView struct {
+	ID            uuid.UUID `json:"id"`
+	Status        string    `json:"status"`
+	EndCause      *string   `json:"end_cause"`
+	HeldCents     int64     `json:"held_cents"`
+	ReturnedCents int64     `json:"returned_cents"`
+	CreatedAt     string    `json:"created_at"`
+}
+
+func customerViewOf(r Report) customerView {
+	return customerView{ID: r.ID, Status: r.Status, EndCause: r.EndCause, HeldCents: r.HeldCents, ReturnedCents: r.ReturnedCents,
+		CreatedAt: r.CreatedAt.Format("2006-01-02T15:04:05.999999Z07:00")}
+}
+
+// analysis is a decoded POST .../analysis.
+type analysis struct {
+	Result  dict.AnalysisResult
+	Details string
+}
+
+// decodeAnalysis validates a POST .../analysis body: AGREED or DISAGREED,
+// and details of at most 2,000 characters ("" allowed).
+func decodeAnalysis(body []byte) (analysis, error) {
+	m, err := api.DecodeRequest(body, "analysis", analysisFields...)
+	if err != nil {
+		return analysis{}, err
+	}
+	result, err := notification.RequiredString(m["result"], "result")
+	if err != nil {
+		return analysis{}, err
+	}
+	a := analysis{Result: dict.AnalysisResult(result)}
+	if !a.Result.Valid() {
+		return analysis{}, pix.Invalid("result", "must be AGREED or DISAGREED")
+	}
+	if raw, ok := m["details"]; ok {
+		if err := json.Unmarshal(raw, &a.Details); err != nil {
+			return analysis{}, pix.Invalid("details", "must be a string")
+		}
+	}
+	if utf8.RuneCountInString(a.Details) > MaxDetailsLength {
+		return analysis{}, pix.Invalid("details", "must be at most %d characters", MaxDetailsLength)
+	}
+	return a, nil
+}
+
+// reportID reads the route's report id.
+func reportID(c *gin.Context) (uuid.UUID, error) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return uuid.Nil, pix.Invalid("id", "must be an infraction report id (a UUID)")
+	}
+	return id, nil
+}
+
+// get is GET /pix/med/reports/{id}.
+func (h *Handlers) get(k api.Kit, c *gin.Context) {
+	id, err := reportID(c)
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	r, err := h.Store.Get(c.Request.Context(), id)
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	k.NamePIX(c, r.EndToEndID)
+	c.JSON(http.StatusOK, viewOf(k, r))
+}
+
+// analyse is POST /pix/med/reports/{id}/analysis behind the
+// Idempotency-Key layer (the operator's keys): the analysis recorded (201;
+// the same analysis again, the report as it is), then the report's run
+// woken, which closes the report at the DICT. 422 med_report_analysed for
+// another analysis, med_report_not_analysable past it.
+func (h *Handlers) analyse(k api.Kit, c *gin.Context) {
+	id, err := reportID(c)
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	caller := k.Caller(c)
+	api.ServeKeyed(k, c, api.KeyedOperation[analysis]{
+		What:    "med analysis",
+		Done:    "infraction report analysed",
+		Keys:    h.Keys,
+		MaxBody: MaxBodyBytes,
+		Hash:    api.OperationHash("pix-med-analysis", id.String()),
+		Decode:  decodeAnalysis,
+		Run: func(ctx context.Context, res db.Reservation, a analysis) ([]byte, string, []any, error) {
+			var answer []byte
+			r, changed, err := h.Store.AnalyseKeyed(ctx, &res, id, a.Result, a.Details, caller.Subject, func(r Report) ([]byte, error) {
+				v, err := json.Marshal(viewOf(k, r))
+				answer = v
+				return v, err
+			})
+			if err == nil && changed {
+				sagakit.Wake(ctx, h.Temporal, h.Log, WorkflowID(id.String()), ChangedSignal,
+					"infraction report analysed, its run not woken: it reads the report within a day", "report_id", id)
+			}
+			return answer, r.EndToEndID, append(attrsOf(r), "result", a.Result), err
+		},
+	})
+}
+
+// sectionLimit bounds the reports a credit's view shows.
+const sectionLimit = api.DefaultPageLimit
+
+// section is the med member of a credit's view, left out when the PIX has
+// no report: an operator sees them whole, the PIX's customer what is held
+// and returned.
+func (h *Handlers) section(k api.Kit, c *gin.Context, credit pix.Credit) (any, bool, error) {
+	found, err := h.Store.OfPIX(c.Request.Context(), credit.EndToEndID, sectionLimit)
+	if err != nil || len(found) == 0 {
+		return nil, false, err
+	}
+	if k.Caller(c).HasScope(auth.ScopeAdmin) {
+		views := make([]view, 0, len(found))
+		for _, r := range found {
+			views = append(views, viewOf(k, r))
+		}
+		return views, true, nil
+	}
+	views := make([]customerView, 0, len(found))
+	for _, r := range found {
+		views = append(views, customerViewOf(r))
+	}
+	return views, true, nil
+}

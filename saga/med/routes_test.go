@@ -1,0 +1,97 @@
+package med_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/pixbank/pix/api"
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/saga/med"
+	"github.com/pixbank/pix/saga/sagatest"
+)
+
+// noRuns is a Temporal that has no run of any workflow (the credit's
+// view asks for its run's status).
+type noRuns struct{}
+
+func (noRuns) DescribeWorkflow(context.Context, string, string) (*client.WorkflowExecutionDescription, error) {
+	return nil, serviceerror.NewNotFound("no run")
+}
+
+func (noRuns) CheckHealth(context.Context, *client.CheckHealthRequest) (*client.CheckHealthResponse, error) {
+	return &client.CheckHealthResponse{}, nil
+}
+
+// The operator's routes over PostgreSQL: a report read, its analysis
+// recorded under an Idempotency-Key (replayed, its run woken once), another
+// analysis refused; a customer's token refused before anything; the
+// credit's view shows the report, to its customer without the reporter's
+// words nor the analysis.
+func TestTheRoutes(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sig := &sagatest.Signals{}
+	h := &med.Handlers{Store: f.store, Keys: f.s, Temporal: sig, Log: sagatest.Discard()}
+	c := f.credit(10_000, 0)
+	a := sagatest.NewAPI(t, f.s, sagatest.Options{
+		Sagas: []api.SagaHTTP{api.CreditHTTP(), h.HTTP()},
+		Deps:  api.Deps{Keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}, Temporal: noRuns{}},
+		Callers: sagatest.Callers{
+			"ops":      sagatest.Operator("ops-1"),
+			"customer": sagatest.Customer("cust", c.AccountID),
+		}})
+	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now()))
+	f.step(f.store.Hold(ctx, r))
+	base := "/pix/med/reports/" + r.ID.String()
+
+	status, got := a.Call(http.MethodGet, base, "ops", "", nil)
+	require.Equal(t, http.StatusOK, status, "%v", got)
+	require.Equal(t, "held", got["status"])
+	require.Equal(t, "pix-med:"+r.ID.String(), got["workflow_id"])
+	require.Equal(t, "golpe do falso parente", got["report_details"])
+	status, missing := a.Call(http.MethodGet, "/pix/med/reports/"+uuid.NewString(), "ops", "", nil)
+	require.Equal(t, http.StatusNotFound, status)
+	require.Equal(t, "med_report_not_found", sagatest.Code(missing))
+
+	key := uuid.NewString()
+	body := map[string]any{"result": "AGREED", "details": "fraude confirmada"}
+	status, analysed := a.Call(http.MethodPost, base+"/analysis", "ops", key, body)
+	require.Equal(t, http.StatusCreated, status, "%v", analysed)
+	require.Equal(t, "AGREED", analysed["analysis_result"])
+	require.Equal(t, "ops-1", analysed["analysed_by"])
+	status, again := a.Call(http.MethodPost, base+"/analysis", "ops", key, body)
+	require.Equal(t, http.StatusCreated, status)
+	require.Equal(t, analysed, again, "the key's answer")
+	require.Equal(t, []string{"pix-med:" + r.ID.String() + " changed"}, sig.Sent())
+
+	status, conflict := a.Call(http.MethodPost, base+"/analysis", "ops", uuid.NewString(), map[string]any{"result": "DISAGREED"})
+	require.Equal(t, http.StatusUnprocessableEntity, status, "%v", conflict)
+	require.Equal(t, "med_report_analysed", sagatest.Code(conflict))
+	status, invalid := a.Call(http.MethodPost, base+"/analysis", "ops", uuid.NewString(), map[string]any{"result": "MAYBE"})
+	require.Equal(t, http.StatusUnprocessableEntity, status)
+	require.Equal(t, "invalid_request", sagatest.Code(invalid))
+
+	for _, route := range []struct{ method, path string }{{http.MethodGet, base}, {http.MethodPost, base + "/analysis"}} {
+		status, refused := a.Call(route.method, route.path, "customer", uuid.NewString(), body)
+		require.Equal(t, http.StatusForbidden, status, "%s %s", route.method, route.path)
+		require.Equal(t, "insufficient_scope", sagatest.Code(refused))
+	}
+
+	status, view := a.Call(http.MethodGet, "/pix/credits/"+c.EndToEndID, "customer", "", nil)
+	require.Equal(t, http.StatusOK, status, "%v", view)
+	seen := view["med"].([]any)[0].(map[string]any)
+	require.EqualValues(t, 10_000, seen["held_cents"])
+	require.NotContains(t, seen, "report_details")
+	require.NotContains(t, seen, "analysis_details")
+	status, view = a.Call(http.MethodGet, "/admin/pix/credits/"+c.EndToEndID, "ops", "", nil)
+	require.Equal(t, http.StatusOK, status, "%v", view)
+	require.Equal(t, "golpe do falso parente", view["med"].([]any)[0].(map[string]any)["report_details"])
+}
