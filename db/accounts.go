@@ -157,19 +157,25 @@ func (a lockedAccount) available() int64 { return a.balance - a.held }
 // change only under this lock. pix.ErrAccountNotFound and
 // pix.ErrAccountClosed are refusals: nothing was changed.
 func lockAccount(ctx context.Context, tx pgx.Tx, accountID string) (lockedAccount, error) {
-	var status string
-	var a lockedAccount
-	err := tx.QueryRow(ctx, accountSQL.LockForDebit, accountID).Scan(&status, &a.balance, &a.held)
+	a, status, err := lockAccountOfAnyStatus(ctx, tx, accountID)
+	if err == nil && status != pix.AccountActive {
+		err = fmt.Errorf("%w: %s", pix.ErrAccountClosed, accountID)
+	}
+	return a, err
+}
+
+// lockAccountOfAnyStatus is the one debit lock (LockForDebit) and what it
+// read, whatever the account's status (a hold of a closed account is
+// released: lockHoldAndAccount). pix.ErrAccountNotFound: no such account.
+func lockAccountOfAnyStatus(ctx context.Context, tx pgx.Tx, accountID string) (a lockedAccount, status string, err error) {
+	err = tx.QueryRow(ctx, accountSQL.LockForDebit, accountID).Scan(&status, &a.balance, &a.held)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return a, fmt.Errorf("%w: %s", pix.ErrAccountNotFound, accountID)
+		return a, "", fmt.Errorf("%w: %s", pix.ErrAccountNotFound, accountID)
 	}
 	if err != nil {
-		return a, fmt.Errorf("lock account: %w", err)
+		return a, "", fmt.Errorf("lock account: %w", err)
 	}
-	if status != pix.AccountActive {
-		return a, fmt.Errorf("%w: %s", pix.ErrAccountClosed, accountID)
-	}
-	return a, nil
+	return a, status, nil
 }
 
 // LockAccountForDebit locks the account (FOR UPDATE, until tx ends) and

@@ -25,12 +25,26 @@ import (
 // written). Each call takes the caller's transaction and writes its event
 // in it; the caller wakes OutboxChannel after the commit.
 //
+// A hold may fill from later credits (NewHold.FillFromCredits: a MED):
+// it holds what is available when it is made, possibly nothing, and each
+// PIX credited to its account afterwards adds what it lacks, as far as
+// the credit goes, in the credit's transaction (Store.Credit, fillHolds),
+// until it holds what it fills to; the credit itself is unchanged.
+//
 // Lock order, as every money transaction's: a PIX's credit (a hold of a
-// PIX, a devolução), then a hold (a release, a capture), then the
-// account.
+// PIX, a devolução) or an inbox row (a credit), then the account, then a
+// hold (a release, a capture; the holds a credit fills). Every change of
+// an account's holds (a hold made, released, captured or filled) is made
+// under the account's lock, so a hold's row is only ever waited for by a
+// transaction that holds its account's lock already: two of them never
+// wait for each other in a cycle (a release that locked the hold first
+// would, with a credit filling it). So a release and a capture read the
+// hold first, unlocked (its account never changes, and a hold that ended
+// stays ended), lock its account, then the hold, and decide on the hold
+// as it is then (lockHoldAndAccount).
 
 // holdSQL holds the statements of queries/holds.sql.
-var holdSQL struct{ ByRef, Get, LockHold, Hold, Release, Capture string }
+var holdSQL struct{ ByRef, Get, LockHold, Hold, Release, Capture, Fill string }
 
 func init() { bindQueries("holds.sql", &holdSQL) }
 
@@ -41,6 +55,7 @@ const (
 	EventHoldCreated  = "pix.hold.created"
 	EventHoldReleased = "pix.hold.released"
 	EventHoldCaptured = "pix.hold.captured"
+	EventHoldFilled   = "pix.hold.filled"
 )
 
 // HoldEvents are the holds' event types, each with its aggregate type:
@@ -49,6 +64,7 @@ var HoldEvents = map[string]string{
 	EventHoldCreated:  AggregateHold,
 	EventHoldReleased: AggregateHold,
 	EventHoldCaptured: AggregateHold,
+	EventHoldFilled:   AggregateHold,
 }
 
 // NewHold is a hold asked for.
@@ -72,6 +88,17 @@ type NewHold struct {
 	// less: the hold says how much it holds.
 	AmountCents int64
 	UpTo        bool
+	// FillFromCredits (with UpTo only) makes a hold that fills from later
+	// credits: it fills to AmountCents, or to what the PIX has left to
+	// hold if less (pix.Hold.FillToCents, reserved of the PIX at once: no
+	// devolução or other hold of the PIX takes it); it holds what is
+	// available now, possibly nothing (no pix.ErrInsufficientFunds), and
+	// each PIX credited to the account afterwards adds what the hold lacks,
+	// as far as the credit goes, in the credit's transaction, with its
+	// event (pix.hold.filled), until it is full or ends. The holds of an
+	// account that fill take a credit in the order they were made. A
+	// release or a capture ends the filling with the hold.
+	FillFromCredits bool
 	// Kind says what holds it ("cautionary_block", "med": lowercase
 	// letters, digits and underscores, at most 40); Reason, at most 140
 	// characters, why ("": not said).
@@ -91,6 +118,8 @@ func (h NewHold) validate() error {
 		return pix.Invalid("end_to_end_id", "must be 32 letters or digits starting with E")
 	case h.AmountCents < 1:
 		return pix.Invalid("amount_cents", "must be at least 1")
+	case h.FillFromCredits && !h.UpTo:
+		return pix.Invalid("fill_from_credits", "needs up_to: a hold that fills holds less than asked until it is full")
 	case !pix.ValidHoldKind(h.Kind):
 		return pix.Invalid("kind", "must be lowercase letters, digits and underscores, starting with a letter, at most 40")
 	}
@@ -109,7 +138,8 @@ func validReason(field, reason string) error {
 // same fields.
 func (n NewHold) is(h pix.Hold) bool {
 	return h.AccountID == n.AccountID && deref(h.EndToEndID) == n.EndToEndID && h.Kind == n.Kind &&
-		deref(h.Reason) == n.Reason && h.AskedCents == n.AmountCents && h.UpTo == n.UpTo
+		deref(h.Reason) == n.Reason && h.AskedCents == n.AmountCents && h.UpTo == n.UpTo &&
+		(h.FillToCents != nil) == n.FillFromCredits
 }
 
 func deref(s *string) string {
@@ -127,7 +157,8 @@ func deref(s *string) string {
 //
 // Refusals, with nothing changed: a pix.ValidationError; pix.ErrAccountNotFound,
 // pix.ErrAccountClosed; pix.ErrInsufficientFunds (the available balance
-// does not cover it; with UpTo, nothing is available); for a PIX,
+// does not cover it; with UpTo, nothing is available; never with
+// FillFromCredits, which may start with nothing); for a PIX,
 // pix.ErrPixNotCredited (no credit of it to the account) and
 // pix.ErrHoldExceedsCredit (its active holds and devoluções would exceed
 // its credit; with UpTo, it has nothing left to hold).
@@ -152,7 +183,7 @@ func Hold(ctx context.Context, tx pgx.Tx, h NewHold) (hold pix.Hold, created boo
 	if err != nil {
 		return pix.Hold{}, false, err
 	}
-	amount, err := holdable(h, a.available(), room)
+	amount, fillTo, err := holdable(h, a.available(), room)
 	if err != nil {
 		return pix.Hold{}, false, err
 	}
@@ -161,7 +192,7 @@ func Hold(ctx context.Context, tx pgx.Tx, h NewHold) (hold pix.Hold, created boo
 		end2end = &h.EndToEndID
 	}
 	hold, err = scanHold(tx.QueryRow(ctx, holdSQL.Hold, uuid.New(), h.Ref, h.AccountID, end2end, h.Kind, h.Reason,
-		h.AmountCents, h.UpTo, amount, tracing.Traceparent(ctx)))
+		h.AmountCents, h.UpTo, amount, tracing.Traceparent(ctx), fillTo))
 	if errors.Is(err, pix.ErrHoldNotFound) {
 		// Another call took the ref after ours looked, and committed: its
 		// hold is the ref's.
@@ -193,22 +224,29 @@ func holdOfRef(ctx context.Context, tx pgx.Tx, h NewHold) (pix.Hold, bool, error
 }
 
 // holdable is how much h holds: all it asks, or with UpTo what the
-// available balance and the PIX's room (-1: no PIX) leave, if less.
-func holdable(h NewHold, available, room int64) (int64, error) {
-	amount := h.AmountCents
+// available balance and the PIX's room (-1: no PIX) leave, if less; and,
+// with FillFromCredits, what it fills to (nil: it does not fill): what it
+// asks, or the PIX's room if less.
+func holdable(h NewHold, available, room int64) (amount int64, fillTo *int64, err error) {
+	amount = h.AmountCents
+	if h.UpTo && room >= 0 {
+		amount = min(amount, room)
+	}
+	if h.FillFromCredits {
+		target := amount
+		fillTo = &target
+	}
 	if h.UpTo {
 		amount = min(amount, available)
-		if room >= 0 {
-			amount = min(amount, room)
-		}
 	}
 	switch {
 	case room >= 0 && amount > room, room == 0:
-		return 0, fmt.Errorf("%w: the PIX has %d left to hold, asked %d", pix.ErrHoldExceedsCredit, room, h.AmountCents)
+		return 0, nil, fmt.Errorf("%w: the PIX has %d left to hold, asked %d", pix.ErrHoldExceedsCredit, room, h.AmountCents)
+	case h.FillFromCredits: // it may start with nothing: later credits fill it
 	case amount > available, amount < 1:
-		return 0, fmt.Errorf("%w: available %d, hold %d", pix.ErrInsufficientFunds, available, h.AmountCents)
+		return 0, nil, fmt.Errorf("%w: available %d, hold %d", pix.ErrInsufficientFunds, available, h.AmountCents)
 	}
-	return amount, nil
+	return amount, fillTo, nil
 }
 
 // pixCredit locks the PIX's credit (LockCredit: the holds and devoluções
@@ -265,12 +303,14 @@ func creditLeft(ctx context.Context, tx pgx.Tx, endToEndID string, credited int6
 // retry whose first try committed), or captured (the devolução it was
 // held for took it first: the fence, which the hold's Status says).
 // reason says why ("": not said; at most 140 characters). pix.ErrHoldNotFound: no such hold.
-// Locks: the hold, then its account.
+// A hold that fills from later credits is released with what it holds
+// (possibly nothing), and fills no more.
+// Locks: its account, then the hold (lockHoldAndAccount).
 func Release(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason string) (hold pix.Hold, released bool, err error) {
 	if err := validReason("reason", reason); err != nil {
 		return pix.Hold{}, false, err
 	}
-	if hold, err = lockHold(ctx, tx, id); err != nil || !hold.Active() {
+	if hold, err = lockHoldAndAccount(ctx, tx, id); err != nil || !hold.Active() {
 		return hold, false, err
 	}
 	if hold, err = scanHold(tx.QueryRow(ctx, holdSQL.Release, id, reason, tracing.Traceparent(ctx))); err != nil {
@@ -279,19 +319,34 @@ func Release(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason string) (hold 
 	return hold, true, nil
 }
 
-// lockHold locks the hold id until tx ends: it ends once, under this lock.
-func lockHold(ctx context.Context, tx pgx.Tx, id uuid.UUID) (pix.Hold, error) {
-	hold, err := scanHold(tx.QueryRow(ctx, holdSQL.LockHold, id))
-	if errors.Is(err, pix.ErrHoldNotFound) {
+// lockHoldAndAccount locks the hold id and its account until tx ends, in
+// the lock order (the account, then the hold), and returns the hold as it
+// is under both: it ends once, and changes only, under them. A hold that
+// ended is returned as it is, nothing locked: it never becomes active
+// again. pix.ErrHoldNotFound: no such hold.
+func lockHoldAndAccount(ctx context.Context, tx pgx.Tx, id uuid.UUID) (pix.Hold, error) {
+	// Read first, unlocked, for its account (which never changes): a hold
+	// locked before its account would wait in a cycle with a credit that
+	// fills it (the account locked, then the hold).
+	hold, err := scanHold(tx.QueryRow(ctx, holdSQL.Get, id))
+	switch {
+	case errors.Is(err, pix.ErrHoldNotFound):
 		return pix.Hold{}, fmt.Errorf("%w: %s", pix.ErrHoldNotFound, id)
+	case err != nil:
+		return pix.Hold{}, fmt.Errorf("read hold: %w", err)
+	case !hold.Active():
+		return hold, nil
 	}
-	if err != nil {
+	if _, _, err := lockAccountOfAnyStatus(ctx, tx, hold.AccountID); err != nil {
+		return pix.Hold{}, err
+	}
+	if hold, err = scanHold(tx.QueryRow(ctx, holdSQL.LockHold, id)); err != nil {
 		return pix.Hold{}, fmt.Errorf("lock hold: %w", err)
 	}
 	return hold, nil
 }
 
-// capture ends the hold, locked active (lockHold), as captured by the
+// capture ends the hold, locked active (lockHoldAndAccount), as captured by the
 // devolução refundID, whose debit in tx (at) took the hold's money out of
 // the account's held with the balance (debitAccount's capturedCents).
 // Only RecordRefund calls it, right after that debit.
@@ -306,12 +361,30 @@ func capture(ctx context.Context, tx pgx.Tx, id uuid.UUID, refundID string, debi
 // return them; no row is pix.ErrHoldNotFound.
 func scanHold(row pgx.Row) (pix.Hold, error) {
 	var h pix.Hold
-	err := row.Scan(&h.ID, &h.Ref, &h.AccountID, &h.EndToEndID, &h.Kind, &h.Reason, &h.AskedCents, &h.UpTo, &h.AmountCents,
-		&h.Status, &h.RefundID, &h.EndReason, &h.CreatedAt, &h.EndedAt)
+	err := row.Scan(&h.ID, &h.Ref, &h.AccountID, &h.EndToEndID, &h.Kind, &h.Reason, &h.AskedCents, &h.UpTo, &h.FillToCents,
+		&h.AmountCents, &h.Status, &h.RefundID, &h.EndReason, &h.CreatedAt, &h.EndedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return pix.Hold{}, pix.ErrHoldNotFound
 	}
 	return h, err
+}
+
+// fillHolds fills the holds of the account still filling (FillFromCredits)
+// with the PIX endToEndID just credited to it (amountCents), in tx, the
+// credit's, under the account's lock the credit holds (Store.Credit, when
+// its statement found such a hold): each hold, in the order they were
+// made, takes what it lacks of what the credit and the holds before it
+// left, with its event and its pix_hold_fills row; the account's held
+// grows by what was filled, its balance is the credit's. It returns what
+// was filled in all. Only the credit that recorded the PIX calls it, once
+// (a credit run again finds its PIX credited and fills nothing), and the
+// fills' primary key refuses a second fill of a hold by one PIX.
+func fillHolds(ctx context.Context, tx pgx.Tx, endToEndID, accountID string, amountCents int64) (int64, error) {
+	var filled int64
+	if err := tx.QueryRow(ctx, holdSQL.Fill, endToEndID, accountID, amountCents, tracing.Traceparent(ctx)).Scan(&filled); err != nil {
+		return 0, fmt.Errorf("fill holds: %w", err)
+	}
+	return filled, nil
 }
 
 // GetHold returns one hold.

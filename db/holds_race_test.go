@@ -3,6 +3,8 @@ package db_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -249,4 +251,328 @@ func TestManyHoldsAndDebitsAtOnce(t *testing.T) {
 	a := account(t, s, "acc-1")
 	require.Zero(t, a.AvailableCents)
 	requireBooks(t, s)
+}
+
+// pausedCredit receives the PIX e2eID(n) of amount to account and credits
+// it (Store.Credit, in a goroutine), paused once it holds the account's
+// lock: a trigger makes its pix_credits insert, in its Credit statement,
+// wait for an advisory lock the test holds. It returns once the credit
+// waits there. resume lets it go and returns its outcome and how many
+// times its transaction ran (a sequence: nextval outlives a rollback): 1,
+// unless a deadlock or a serialization failure made it run again.
+func pausedCredit(t *testing.T, s *db.Store, n int, account string, amount int64) (resume func() (db.CreditOutcome, int64, error)) {
+	t.Helper()
+	ctx := context.Background()
+	key := 1 + rand.Int64N(1<<62) // the test database is shared: a key of this test's own
+	holder, err := s.Pool().Acquire(ctx)
+	require.NoError(t, err)
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, key)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, fmt.Sprintf(`
+		CREATE SEQUENCE credit_tries;
+		CREATE FUNCTION pause_credit() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM nextval('credit_tries'); PERFORM pg_advisory_xact_lock_shared(%d); RETURN NEW; END $$;
+		CREATE TRIGGER pause_credit BEFORE INSERT ON pix_credits FOR EACH ROW EXECUTE FUNCTION pause_credit();`, key))
+	require.NoError(t, err)
+	n1 := note(e2eID(n), account, amount)
+	_, err = s.Receive(ctx, n1)
+	require.NoError(t, err)
+	type result struct {
+		out db.CreditOutcome
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := s.Credit(ctx, n1.EndToEndID, 1, 1)
+		done <- result{out, err}
+	}()
+	require.Eventually(t, func() bool {
+		var waits bool
+		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND ((classid::bigint << 32) | objid::bigint) = $1)`, key).Scan(&waits))
+		return waits
+	}, 10*time.Second, 2*time.Millisecond, "the credit never reached its insert")
+	return func() (db.CreditOutcome, int64, error) {
+		_, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key)
+		require.NoError(t, err)
+		holder.Release()
+		r := <-done
+		var tries int64
+		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT last_value FROM credit_tries`).Scan(&tries))
+		_, err = s.Pool().Exec(ctx, `DROP TRIGGER pause_credit ON pix_credits`)
+		require.NoError(t, err)
+		return r.out, tries, r.err
+	}
+}
+
+// whileWaiting runs call in a transaction of its own, tried once (a
+// deadlock is its error, not retried), on a connection of its own, and
+// returns once it waits for a lock; wait returns its error.
+func whileWaiting(t *testing.T, s *db.Store, call moneyCall) (wait func() error) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := s.Pool().Acquire(ctx)
+	require.NoError(t, err)
+	var pid uint32
+	require.NoError(t, conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
+	done := make(chan error, 1)
+	go func() {
+		done <- pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return call(ctx, tx) })
+	}()
+	require.Eventually(t, func() bool {
+		var waits bool
+		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT cardinality(pg_blocking_pids($1)) > 0`, pid).Scan(&waits))
+		return waits
+	}, 10*time.Second, 2*time.Millisecond, "the call never waited for a lock")
+	return func() error {
+		defer conn.Release()
+		return <-done
+	}
+}
+
+// A credit that fills a hold, and a release of that hold at once: the
+// credit holds the account's lock when the release comes. The release
+// waits for the account before it locks the hold (the lock order), so the
+// credit fills the hold, commits, and the release then releases what the
+// hold holds; a release that locked the hold first would wait in a cycle
+// with the credit's fill (a deadlock: one of them aborted, and run again).
+func TestRaceACreditFillingAHoldAndItsRelease(t *testing.T) {
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	reported := creditPIX(t, s, 1, "acc-1", 10_000)
+	debit(t, s, "acc-1", 9_000)
+	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
+	require.NoError(t, err)
+	id := uuid.MustParse(h.ID)
+
+	resume := pausedCredit(t, s, 2, "acc-1", 4_000)
+	var released bool
+	wait := whileWaiting(t, s, releaseCall(&id, &released))
+	out, tries, err := resume()
+	require.NoError(t, err)
+	require.True(t, out.Credited)
+	require.NoError(t, wait(), "the release: no deadlock")
+	require.EqualValues(t, 1, tries, "the credit ran once: no deadlock, no retry")
+	require.True(t, released)
+	requireHold(t, s, h.ID, 5_000, 10_000, pix.HoldReleased) // filled by the credit, then released
+	requireMoney(t, s, "acc-1", 5_000, 0)
+	requireBooks(t, s)
+}
+
+// A credit that fills a hold, and a devolução capturing that hold at
+// once: the capture decides on the hold as the credit left it (the
+// account's lock, then the hold's), so the amount it asked, the hold's
+// before the fill, is no longer the hold's: refused, nothing changed;
+// asked again with the hold's amount, it captures it.
+func TestRaceACreditFillingAHoldAndItsCapture(t *testing.T) {
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	reported := creditPIX(t, s, 1, "acc-1", 10_000)
+	debit(t, s, "acc-1", 9_000)
+	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
+	require.NoError(t, err)
+	id := uuid.MustParse(h.ID)
+
+	resume := pausedCredit(t, s, 2, "acc-1", 4_000)
+	wait := whileWaiting(t, s, refundCall(reported, 1_000, &id))
+	_, tries, err := resume()
+	require.NoError(t, err)
+	require.ErrorIs(t, wait(), pix.ErrHoldNotCapturable, "the hold holds 5,000 now")
+	require.EqualValues(t, 1, tries, "the credit ran once: no deadlock, no retry")
+	requireHold(t, s, h.ID, 5_000, 10_000, pix.HoldActive)
+	_, err = captureRefund(s, reported, 5_000, id)
+	require.NoError(t, err)
+	requireMoney(t, s, "acc-1", 0, 0)
+	requireBooks(t, s)
+}
+
+// A hold that fills and a credit to its account at once, in both orders:
+// a credit committed before the hold is money the hold takes as available;
+// one after it fills it. Either way the hold holds the same.
+func TestRaceAFillingHoldAndACredit(t *testing.T) {
+	setUp := func(t *testing.T) (*db.Store, string) {
+		s := dbtest.New(t)
+		openAccount(t, s, "acc-1", 0)
+		reported := creditPIX(t, s, 1, "acc-1", 10_000)
+		debit(t, s, "acc-1", 10_000)
+		return s, reported
+	}
+	t.Run("the credit first", func(t *testing.T) {
+		s, reported := setUp(t)
+		resume := pausedCredit(t, s, 2, "acc-1", 4_000)
+		var h pix.Hold
+		wait := whileWaiting(t, s, holdCall(med("med:1", "acc-1", reported, 10_000), &h))
+		_, tries, err := resume()
+		require.NoError(t, err)
+		require.NoError(t, wait())
+		require.EqualValues(t, 1, tries)
+		requireHold(t, s, h.ID, 4_000, 10_000, pix.HoldActive)
+		require.Empty(t, fillsOf(t, s, h.ID), "the credit came before the hold: available when it was made")
+		requireMoney(t, s, "acc-1", 4_000, 4_000)
+		requireBooks(t, s)
+	})
+	t.Run("the hold first", func(t *testing.T) {
+		s, reported := setUp(t)
+		ctx := context.Background()
+		tx, err := s.Pool().Begin(ctx)
+		require.NoError(t, err)
+		h, _, err := db.Hold(ctx, tx, med("med:1", "acc-1", reported, 10_000))
+		require.NoError(t, err)
+		require.Zero(t, h.AmountCents)
+		var pid uint32
+		require.NoError(t, tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
+		n := note(e2eID(2), "acc-1", 4_000)
+		_, err = s.Receive(ctx, n)
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Credit(ctx, n.EndToEndID, 1, 1)
+			done <- err
+		}()
+		require.Eventually(t, func() bool {
+			var blocked bool
+			require.NoError(t, s.Pool().QueryRow(ctx,
+				`SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`, pid).Scan(&blocked))
+			return blocked
+		}, 10*time.Second, 2*time.Millisecond, "the credit never waited for the hold's transaction")
+		require.NoError(t, tx.Commit(ctx))
+		require.NoError(t, <-done)
+		requireHold(t, s, h.ID, 4_000, 10_000, pix.HoldActive)
+		require.Equal(t, map[string]int64{n.EndToEndID: 4_000}, fillsOf(t, s, h.ID), "the credit after the hold fills it")
+		requireMoney(t, s, "acc-1", 4_000, 4_000)
+		requireBooks(t, s)
+	})
+}
+
+// Credits, holds that fill, releases, captures and debits of two accounts
+// at once, free-running: every call succeeds or is a refusal the money API
+// names, no transaction meets a deadlock (each is tried once: one would
+// be its error; a credit's tries are counted), and the books are exact
+// after: held is the sum of the active holds, each hold holds what it was
+// made with and what its fills added, never more than it fills to, and
+// no credit gave more than it brought.
+func TestFillingHoldsUnderConcurrentCreditsReleasesAndCaptures(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	accounts := []string{"acc-1", "acc-2"}
+	reported := map[string][]string{}
+	n := 0
+	for _, a := range accounts {
+		openAccount(t, s, a, 0)
+		for range 4 {
+			n++
+			reported[a] = append(reported[a], creditPIX(t, s, n, a, 10_000))
+		}
+		debit(t, s, a, 36_000)
+	}
+	_, err := s.Pool().Exec(ctx, `
+		CREATE SEQUENCE credit_tries;
+		CREATE FUNCTION count_credit() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM nextval('credit_tries'); RETURN NEW; END $$;
+		CREATE TRIGGER count_credit BEFORE INSERT ON pix_credits FOR EACH ROW EXECUTE FUNCTION count_credit();`)
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	var holds []pix.Hold
+	credits := 0
+	refusals := map[string]int{}
+	once := func(call moneyCall) error { // tried once: a deadlock is an error here
+		return db.InTxForTest(ctx, s, 1, func(tx pgx.Tx) error { return call(ctx, tx) })
+	}
+	someHold := func(rnd *rand.Rand) (pix.Hold, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(holds) == 0 {
+			return pix.Hold{}, false
+		}
+		return holds[rnd.IntN(len(holds))], true
+	}
+	const workers, steps = 6, 30
+	errs := make(chan error, workers*steps)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(w), 37))
+			for range steps {
+				account := accounts[rnd.IntN(len(accounts))]
+				var err error
+				switch k := rnd.IntN(10); {
+				case k < 4: // a PIX received
+					mu.Lock()
+					n++
+					id := n
+					credits++
+					mu.Unlock()
+					note := note(e2eID(id), account, 1+rnd.Int64N(3_000))
+					if _, err = s.Receive(ctx, note); err == nil {
+						_, err = s.Credit(ctx, note.EndToEndID, 1, 1)
+					}
+				case k < 6: // a MED's hold
+					var h pix.Hold
+					err = once(holdCall(med(uuid.NewString(), account, reported[account][rnd.IntN(4)], 1+rnd.Int64N(5_000)), &h))
+					if err == nil {
+						mu.Lock()
+						holds = append(holds, h)
+						mu.Unlock()
+					}
+				case k < 7: // its release (once: a hold that ended is returned as it is)
+					if h, ok := someHold(rnd); ok {
+						err = once(func(ctx context.Context, tx pgx.Tx) error {
+							_, _, err := db.Release(ctx, tx, uuid.MustParse(h.ID), "DISAGREED")
+							return err
+						})
+					}
+				case k < 9: // its capture, of what it held when read
+					if h, ok := someHold(rnd); ok {
+						id := uuid.MustParse(h.ID)
+						if h, err = s.GetHold(ctx, id); err == nil {
+							err = once(refundCall(*h.EndToEndID, h.AmountCents, &id))
+						}
+					}
+				default: // a PIX sent
+					err = tryDebit(s, account, 1+rnd.Int64N(2_000))
+				}
+				for _, refusal := range []error{pix.ErrHoldExceedsCredit, pix.ErrHoldNotCapturable, pix.ErrHoldEnded, pix.ErrInsufficientFunds} {
+					if errors.Is(err, refusal) {
+						mu.Lock()
+						refusals[refusal.Error()]++
+						mu.Unlock()
+						err = nil
+					}
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a call failed: %v", err)
+	}
+	var tries int64
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT last_value FROM credit_tries`).Scan(&tries))
+	require.EqualValues(t, credits, tries, "each credit's transaction ran once: no deadlock, no serialization failure")
+	t.Logf("%d credits, %d holds; refusals: %v", credits, len(holds), refusals)
+
+	requireBooks(t, s)
+	var wrong, fills, filledEvents int
+	require.NoError(t, s.Pool().QueryRow(ctx, `
+		SELECT count(*) FROM pix_holds h
+		WHERE h.amount_cents <> (SELECT (e.payload->>'amount_cents')::bigint FROM outbox_events e
+		                         WHERE e.aggregate_id = h.id::text AND e.event_type = 'pix.hold.created')
+		                      + (SELECT COALESCE(sum(f.amount_cents), 0) FROM pix_hold_fills f WHERE f.hold_id = h.id)
+		   OR h.amount_cents > h.fill_to_cents`).Scan(&wrong))
+	require.Zero(t, wrong, "a hold that holds other than it was made with and filled")
+	require.NoError(t, s.Pool().QueryRow(ctx, `
+		SELECT count(*) FROM pix_credits c
+		WHERE c.amount_cents < (SELECT COALESCE(sum(f.amount_cents), 0) FROM pix_hold_fills f WHERE f.end_to_end_id = c.end_to_end_id)`).Scan(&wrong))
+	require.Zero(t, wrong, "a credit that filled more than it brought")
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM pix_hold_fills),
+		(SELECT count(*) FROM outbox_events WHERE event_type = 'pix.hold.filled')`).Scan(&fills, &filledEvents))
+	t.Logf("%d fills", fills)
+	require.Positive(t, fills, "no credit filled a hold: the history proves nothing of the fills")
+	require.Equal(t, fills, filledEvents, "one event per fill")
+	outboxRows(t, s) // each event as its schema says
 }

@@ -229,7 +229,9 @@ const (
 func legacyDrive(drive int) int { return max(drive, 1) }
 
 // Credit credits the account of a pending inbox row, records the pix_credits
-// row and marks the inbox row done, all in one transaction (invariants I1-I3).
+// row and marks the inbox row done, all in one transaction (invariants I1-I3);
+// the holds of the account that fill from its credits (NewHold.FillFromCredits)
+// take what they lack of it in the same transaction, the credit unchanged.
 // drive is the drive the caller's run belongs to (0: a run started before
 // drives were numbered, taken as drive 1); attempt is the processing attempt
 // number to record (kept as the maximum seen). Running it again after it
@@ -311,24 +313,7 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 			return pix.ErrBalanceOverflow
 		}
 		out.BalanceAfter = balance + out.AmountCents
-		// The balance, the credit, its event, the inbox row and the charge
-		// its PIX names, in one statement.
-		var recorded int
-		var chargeOutcome *string
-		err = tx.QueryRow(ctx, creditSQL.Credit,
-			endToEndID, out.AccountID, out.BalanceAfter, out.AmountCents, attempt, txid, tracing.Traceparent(ctx)).Scan(&recorded, &chargeOutcome)
-		if err != nil {
-			return fmt.Errorf("credit: %w", err)
-		}
-		if recorded != 1 {
-			// The locks make this impossible; if it happens, commit nothing.
-			return fmt.Errorf("credit: %d credit rows recorded, want 1", recorded)
-		}
-		if chargeOutcome != nil {
-			out.ChargeOutcome = *chargeOutcome
-		}
-		out.Credited = true
-		return nil
+		return recordCredit(ctx, tx, endToEndID, attempt, txid, &out)
 	})
 	if err != nil {
 		return CreditOutcome{}, err
@@ -337,6 +322,37 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 		s.Wake(OutboxChannel)
 	}
 	return out, nil
+}
+
+// recordCredit makes the credit Credit decided on, its account locked and
+// checked, out its account, amount and balance after: the balance, the
+// credit, its event, the inbox row and the charge its PIX names, in one
+// statement, which also says whether a hold of the account fills from its
+// credits (a MED): then the credit fills it (fillHolds), in the same
+// transaction.
+func recordCredit(ctx context.Context, tx pgx.Tx, endToEndID string, attempt int, txid *string, out *CreditOutcome) error {
+	var recorded int
+	var chargeOutcome *string
+	var fills bool
+	err := tx.QueryRow(ctx, creditSQL.Credit, endToEndID, out.AccountID, out.BalanceAfter, out.AmountCents, attempt, txid,
+		tracing.Traceparent(ctx)).Scan(&recorded, &chargeOutcome, &fills)
+	if err != nil {
+		return fmt.Errorf("credit: %w", err)
+	}
+	if recorded != 1 {
+		// The locks make this impossible; if it happens, commit nothing.
+		return fmt.Errorf("credit: %d credit rows recorded, want 1", recorded)
+	}
+	if fills {
+		if _, err := fillHolds(ctx, tx, endToEndID, out.AccountID, out.AmountCents); err != nil {
+			return err
+		}
+	}
+	if chargeOutcome != nil {
+		out.ChargeOutcome = *chargeOutcome
+	}
+	out.Credited = true
+	return nil
 }
 
 // RecordAttemptFailure leaves the attempt count and the error on a pending

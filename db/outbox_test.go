@@ -56,7 +56,7 @@ func outboxRows(t *testing.T, s *db.Store) []outboxRow {
 // Every event type, written by the statement that makes its change, matches
 // its JSON Schema: a credit's to an account and an API Pix one's to an
 // unknown key failing, a transfer settled and one refunded, a devolução
-// returned and one reversed.
+// returned and one reversed, holds released, captured and filled.
 func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
@@ -98,6 +98,10 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	require.NoError(t, err)
 	_, err = captureRefund(s, credited, 700, uuid.MustParse(captured.ID))
 	require.NoError(t, err)
+	openAccount(t, s, "acc-2", 0)
+	_, _, err = hold(s, db.NewHold{Ref: "judicial:2", AccountID: "acc-2", AmountCents: 500, UpTo: true, FillFromCredits: true, Kind: "judicial"})
+	require.NoError(t, err, "nothing available: a hold of 0 that fills")
+	creditPIX(t, s, 5, "acc-2", 300)
 
 	written := map[string]int{}
 	for _, e := range outboxRows(t, s) { // each checked against its schema

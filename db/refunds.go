@@ -98,9 +98,10 @@ type NewRefund struct {
 // pix.ErrAccountClosed, pix.ErrInsufficientFunds; with nr.Hold,
 // pix.ErrHoldNotFound, pix.ErrHoldEnded (released, or captured already),
 // pix.ErrHoldNotCapturable (of another PIX, or of none, or of another
-// amount).
+// amount, or holding nothing yet: a hold that fills from later credits is
+// captured with what it holds, then, and fills no more).
 //
-// Locks, in the one order: the credit, the hold, the account.
+// Locks, in the one order: the credit, the account, the hold.
 func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, requestedBy string) (pix.Refund, error) {
 	account, credited, open, err := pixCredit(ctx, tx, nr.EndToEndID)
 	if err != nil {
@@ -111,12 +112,14 @@ func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, 
 	}
 	var captured int64
 	if nr.Hold != uuid.Nil {
-		hold, err := lockHold(ctx, tx, nr.Hold)
+		hold, err := lockHoldAndAccount(ctx, tx, nr.Hold)
 		switch {
 		case err != nil:
 			return pix.Refund{}, err
 		case !hold.Active():
 			return pix.Refund{}, fmt.Errorf("%w: hold %s is %s", pix.ErrHoldEnded, hold.ID, hold.Status)
+		case hold.AmountCents == 0:
+			return pix.Refund{}, fmt.Errorf("%w: hold %s holds nothing yet (it fills from later credits)", pix.ErrHoldNotCapturable, hold.ID)
 		case deref(hold.EndToEndID) != nr.EndToEndID || hold.AmountCents != nr.AmountCents:
 			return pix.Refund{}, fmt.Errorf("%w: hold %s holds %d of PIX %q; the devolução returns %d of %s", pix.ErrHoldNotCapturable,
 				hold.ID, hold.AmountCents, deref(hold.EndToEndID), nr.AmountCents, nr.EndToEndID)

@@ -148,7 +148,8 @@ var statementPlans = map[string]statementPlan{
 
 	"holds.ByRef":    checked(perPIX),
 	"holds.Capture":  checked(perPIX),
-	"holds.Get":      checked(onRequest),
+	"holds.Fill":     checked(perPIX), // a credit to an account with a hold filling
+	"holds.Get":      checked(perPIX), // a release's and a capture's first read
 	"holds.Hold":     checked(perPIX),
 	"holds.LockHold": checked(perPIX),
 	"holds.Release":  checked(perPIX),

@@ -152,6 +152,18 @@ WHERE end_to_end_id = $1
 -- ChargeConcluded) in one statement. The credit's time is
 -- clock_timestamp(), not now(): the moment of the credit, after the
 -- locks were obtained, not the transaction's start.
+--
+-- It also says whether the account has a hold still filling from its
+-- credits (db.NewHold.FillFromCredits): then the credit fills it, with
+-- the holds' Fill statement, in the same transaction. The probe is one
+-- descent of pix_holds_filling_idx (0035), a partial index of the holds
+-- filling now, almost always empty: the cost of filling holds to every
+-- credit of an account without one, with no round trip of its own (the
+-- Fill is a second statement only for an account that has one). The
+-- statement starts after LockAccountForCredit took the account's lock,
+-- under which every hold is made and ended: its snapshot sees every hold
+-- of the account as it is, and a hold made after it is made after the
+-- credit's commit.
 -- $1 end_to_end_id, $2 account_id, $3 balance after, $4 amount_cents,
 -- $5 attempt, $6 txid, $7 the event's traceparent.
 WITH charge_before AS (
@@ -192,7 +204,8 @@ UPDATE inbox_messages
 SET status = 'done', account_id = $2, attempts = GREATEST(attempts, $5), dispatch_due_at = NULL,
     processed_at = (SELECT credited_at FROM credit)
 WHERE end_to_end_id = $1
-RETURNING (SELECT count(*) FROM credit), (SELECT value FROM outcome)
+RETURNING (SELECT count(*) FROM credit), (SELECT value FROM outcome),
+    EXISTS (SELECT 1 FROM pix_holds h WHERE h.account_id = $2 AND h.status = 'active' AND h.amount_cents < h.fill_to_cents)
 
 -- name: RecordAttemptFailure
 -- The attempt count and the error, on a pending row of the caller's drive

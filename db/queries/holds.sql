@@ -1,26 +1,26 @@
 -- Holds (db/holds.go): money of an account set aside (I11). A statement
 -- that returns a hold returns its columns in the order scanHold reads them:
 -- id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents,
--- up_to, amount_cents, status, refund_id, end_reason, created_at,
--- ended_at. Every hold event's payload has hold_id, ref, account_id,
+-- up_to, fill_to_cents, amount_cents, status, refund_id, end_reason,
+-- created_at, ended_at. Every hold event's payload has hold_id, ref, account_id,
 -- end_to_end_id, kind, amount_cents and the account's held and available
 -- balance after it.
 
 -- name: ByRef
 -- The hold of a ref, if any: the same ref again is the same hold.
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, amount_cents, status, refund_id,
-       end_reason, created_at, ended_at
+SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
+       refund_id, end_reason, created_at, ended_at
 FROM pix_holds WHERE ref = $1
 
 -- name: Get
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, amount_cents, status, refund_id,
-       end_reason, created_at, ended_at
+SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
+       refund_id, end_reason, created_at, ended_at
 FROM pix_holds WHERE id = $1
 
 -- name: LockHold
 -- A hold, locked: it ends once, under this lock (released or captured).
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, amount_cents, status, refund_id,
-       end_reason, created_at, ended_at
+SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
+       refund_id, end_reason, created_at, ended_at
 FROM pix_holds WHERE id = $1
 FOR UPDATE
 
@@ -32,11 +32,12 @@ FOR UPDATE
 -- returns no row: the caller reads the ref's hold. $1 id, $2 ref,
 -- $3 account_id, $4 end_to_end_id (NULL: none), $5 kind, $6 reason
 -- ('': none), $7 asked_cents, $8 up_to, $9 amount_cents, $10 the
--- traceparent of the event.
+-- traceparent of the event, $11 fill_to_cents (NULL: a hold that does not
+-- fill from later credits).
 WITH hold AS (
     INSERT INTO pix_holds (id, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, amount_cents,
-                           created_at, traceparent)
-    VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, $8, $9, clock_timestamp(), $10)
+                           created_at, traceparent, fill_to_cents)
+    VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, $8, $9, clock_timestamp(), $10, $11)
     ON CONFLICT (ref) DO NOTHING
     RETURNING *),
 held AS (
@@ -50,10 +51,10 @@ event AS (
                               'end_to_end_id', h.end_to_end_id, 'kind', h.kind, 'amount_cents', h.amount_cents,
                               'held_after_cents', a.held_cents, 'available_after_cents', a.available_cents,
                               'reason', h.reason, 'asked_cents', h.asked_cents, 'up_to', h.up_to,
-                              'created_at', h.created_at), $10
+                              'fill_to_cents', h.fill_to_cents, 'created_at', h.created_at), $10
     FROM hold h CROSS JOIN held a)
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, amount_cents, status, refund_id,
-       end_reason, created_at, ended_at
+SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
+       refund_id, end_reason, created_at, ended_at
 FROM hold
 
 -- name: Release
@@ -76,8 +77,8 @@ event AS (
                               'held_after_cents', a.held_cents, 'available_after_cents', a.available_cents,
                               'reason', r.end_reason, 'released_at', r.ended_at), $3
     FROM released r CROSS JOIN held a)
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, amount_cents, status, refund_id,
-       end_reason, created_at, ended_at
+SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
+       refund_id, end_reason, created_at, ended_at
 FROM released
 
 -- name: Capture
@@ -98,6 +99,61 @@ event AS (
                               'held_after_cents', a.held_cents, 'available_after_cents', a.balance_cents - a.held_cents,
                               'refund_id', c.refund_id, 'captured_at', c.ended_at), $4
     FROM captured c JOIN accounts a ON a.id = c.account_id)
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, amount_cents, status, refund_id,
-       end_reason, created_at, ended_at
+SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
+       refund_id, end_reason, created_at, ended_at
 FROM captured
+
+-- name: Fill
+-- The fills of a credit just made (db.Store.Credit, when its Credit
+-- statement found a hold of the account still filling): in one statement,
+-- each hold of the account still filling, in the order they were made
+-- (created_at, id), takes what it lacks of what the credit brought and the
+-- holds before it left (so the first is filled first, and the credit's
+-- amount is never given twice); each fill adds to the hold, to the
+-- account's held amount, to pix_hold_fills (one row per hold and credit:
+-- its primary key refuses a second) and writes its event, whose held and
+-- available are the account's just after that fill. Runs under the
+-- account's lock, taken by the credit before its statements (every change
+-- of an account's holds takes it first: docs/design.md, "Lock order"), in
+-- a statement that starts after it: it sees every hold as it is. Nothing
+-- else changes: the credit's balance and event are the Credit statement's.
+-- $1 the credit's end_to_end_id, $2 account_id, $3 the credit's
+-- amount_cents, $4 the traceparent of the events. Returns what was filled
+-- in all.
+WITH filling AS (
+    SELECT id, fill_to_cents - amount_cents AS lacking,
+           (sum(fill_to_cents - amount_cents) OVER (ORDER BY created_at, id) - (fill_to_cents - amount_cents))::bigint AS before
+    FROM pix_holds
+    WHERE account_id = $2 AND status = 'active' AND amount_cents < fill_to_cents),
+fill AS (
+    SELECT id, LEAST(lacking, $3 - before) AS cents FROM filling WHERE before < $3),
+filled AS (
+    UPDATE pix_holds h SET amount_cents = h.amount_cents + f.cents
+    FROM fill f WHERE h.id = f.id AND h.status = 'active'
+    RETURNING h.*, f.cents),
+-- What the fills after each one added: its event's held and available
+-- are the account's after it, before the next.
+progress AS (
+    SELECT f.*, COALESCE(sum(f.cents) OVER (ORDER BY f.created_at, f.id ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING),
+                         0)::bigint AS later
+    FROM filled f),
+held AS (
+    UPDATE accounts a SET held_cents = a.held_cents + t.cents, updated_at = clock_timestamp()
+    FROM (SELECT sum(cents)::bigint AS cents FROM filled) t
+    WHERE a.id = $2 AND t.cents > 0
+    RETURNING a.held_cents, a.balance_cents, a.updated_at),
+record AS (
+    INSERT INTO pix_hold_fills (hold_id, end_to_end_id, amount_cents, amount_after_cents, filled_at)
+    SELECT f.id, $1, f.cents, f.amount_cents, a.updated_at FROM filled f CROSS JOIN held a),
+event AS (
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
+    SELECT 'pix_hold', p.id::text, 'pix.hold.filled',
+           jsonb_build_object('schema_version', 1, 'hold_id', p.id, 'ref', p.ref, 'account_id', p.account_id,
+                              'end_to_end_id', p.end_to_end_id, 'kind', p.kind, 'credit_end_to_end_id', $1,
+                              'filled_cents', p.cents, 'amount_cents', p.amount_cents, 'fill_to_cents', p.fill_to_cents,
+                              'held_after_cents', a.held_cents - p.later,
+                              'available_after_cents', a.balance_cents - a.held_cents + p.later,
+                              'filled_at', a.updated_at), $4
+    FROM progress p CROSS JOIN held a
+    ORDER BY p.created_at, p.id)
+SELECT COALESCE(sum(cents), 0)::bigint FROM filled

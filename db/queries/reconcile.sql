@@ -57,7 +57,7 @@ ORDER BY a.id
 -- name: UnbalancedHolds
 -- The accounts whose held amount is not the sum of their active holds
 -- (I11). Holds are not movements: held changes with the holds, under the
--- account's lock, in the transaction that starts or ends one, so this
+-- account's lock, in the transaction that starts, fills or ends one, so this
 -- snapshot sees both as they are and every run compares them whole. Every
 -- account is compared; the active holds come from their partial index,
 -- the live edge of the holds.
@@ -157,8 +157,9 @@ SELECT (SELECT count(*) FROM part), (SELECT max(end_to_end_id) FROM part),
              WHERE (SELECT count(*) FROM pix_credits c WHERE c.end_to_end_id = p.end_to_end_id) = 0 ORDER BY 1)
 
 -- name: OverCredit
--- PIX whose devoluções (all but the reversed) and active holds sum to more
--- than their credit (I9, I11): the PIX of the devoluções written from the
+-- PIX whose devoluções (all but the reversed) and active holds (a hold
+-- that fills from later credits by what it fills to: TakenCents) sum to
+-- more than their credit (I9, I11): the PIX of the devoluções written from the
 -- last run's snapshot xmin $1 on (NULL: none, the first run), those of the
 -- devoluções of the accounts recounted in full ($3), those with an active
 -- hold, and those the last run found ($2). A devolução's amount and PIX
@@ -177,7 +178,8 @@ SELECT p.end_to_end_id FROM unnest(ARRAY(
     UNION
     SELECT unnest($2::text[]))) AS p(end_to_end_id)
 WHERE (SELECT COALESCE(sum(r.amount_cents), 0) FROM pix_refunds r WHERE r.end_to_end_id = p.end_to_end_id AND r.status <> 'reversed')
-    + (SELECT COALESCE(sum(h.amount_cents), 0) FROM pix_holds h WHERE h.end_to_end_id = p.end_to_end_id AND h.status = 'active')
+    + (SELECT COALESCE(sum(COALESCE(h.fill_to_cents, h.amount_cents)), 0) FROM pix_holds h
+       WHERE h.end_to_end_id = p.end_to_end_id AND h.status = 'active')
     > (SELECT c.amount_cents FROM pix_credits c WHERE c.end_to_end_id = p.end_to_end_id)
 ORDER BY 1
 

@@ -22,11 +22,14 @@ FOR UPDATE
 -- name: TakenCents
 -- What of the PIX's credit is taken: its refunds (all but the reversed)
 -- and its active holds (I11), but the hold $2 (the one a devolução
--- captures; NULL: none). Read after LockCredit, in a statement of its
--- own: its snapshot then sees every refund and hold committed by whoever
--- held the lock before. $1 end_to_end_id.
+-- captures; NULL: none). A hold that fills from later credits takes what
+-- it fills to, not only what it holds yet: the rest is reserved for its
+-- fills (0035), which are made under the account's lock, not the
+-- credit's. Read after LockCredit, in a statement of its own: its
+-- snapshot then sees every refund and hold committed by whoever held the
+-- lock before. $1 end_to_end_id.
 SELECT ((SELECT COALESCE(sum(amount_cents), 0) FROM pix_refunds WHERE end_to_end_id = $1 AND status <> 'reversed')
-      + (SELECT COALESCE(sum(amount_cents), 0) FROM pix_holds
+      + (SELECT COALESCE(sum(COALESCE(fill_to_cents, amount_cents)), 0) FROM pix_holds
          WHERE end_to_end_id = $1 AND status = 'active' AND id IS DISTINCT FROM $2::uuid))::bigint
 
 -- name: RecordDebited

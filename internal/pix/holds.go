@@ -33,8 +33,14 @@ type Hold struct {
 	Reason     *string `json:"reason"`
 	// AskedCents is what was asked; AmountCents what is held: less when
 	// UpTo was asked and less was available.
-	AskedCents  int64  `json:"asked_cents"`
-	UpTo        bool   `json:"up_to"`
+	AskedCents int64 `json:"asked_cents"`
+	UpTo       bool  `json:"up_to"`
+	// FillToCents is, for a hold that fills from later credits
+	// (db.NewHold.FillFromCredits), what it fills to: what was asked, or
+	// what its PIX had left to hold when it was made, if less. Until
+	// AmountCents reaches it, each PIX credited to the account adds to the
+	// hold. nil: a hold that does not fill.
+	FillToCents *int64 `json:"fill_to_cents"`
 	AmountCents int64  `json:"amount_cents"`
 	Status      string `json:"status"`
 	// RefundID is the devolução that captured it.
@@ -47,6 +53,13 @@ type Hold struct {
 
 // Active reports whether the hold still sets its money aside.
 func (h Hold) Active() bool { return h.Status == HoldActive }
+
+// Filling reports whether the next PIX credited to the hold's account
+// adds to it: it is active, fills from credits, and holds less than it
+// fills to.
+func (h Hold) Filling() bool {
+	return h.Active() && h.FillToCents != nil && h.AmountCents < *h.FillToCents
+}
 
 // MaxHoldRefLength is the most characters a hold's ref has.
 const MaxHoldRefLength = 200
@@ -63,7 +76,7 @@ func ValidHoldKind(kind string) bool { return holdKindPattern.MatchString(kind) 
 // the account is ErrPixNotCredited, as a devolução.
 var (
 	// ErrHoldRefReused: a hold with this ref exists with other fields
-	// (account, PIX, kind, reason, amount or up-to): the same ref is
+	// (account, PIX, kind, reason, amount, up-to or fill): the same ref is
 	// the same hold, never another.
 	ErrHoldRefReused = errors.New("hold ref reused with other fields")
 	// ErrHoldNotFound: no hold with that id.
@@ -75,7 +88,8 @@ var (
 	// devoluções (all but the reversed) would exceed its credit.
 	ErrHoldExceedsCredit = errors.New("holds and refunds would exceed the credit")
 	// ErrHoldNotCapturable: the devolução can't capture the hold: the hold
-	// is of another PIX (or of none), or of another amount.
+	// is of another PIX (or of none), or of another amount, or holds
+	// nothing yet (a hold filling from later credits).
 	ErrHoldNotCapturable = errors.New("hold is not the devolução's to capture")
 )
 

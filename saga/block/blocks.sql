@@ -33,7 +33,7 @@ SELECT * FROM pix_blocks WHERE id = $1
 -- name: Lock
 -- The row, locked for a decision (release, return, expiry, the end of its
 -- devolução): whichever takes the lock first decides, the others see its
--- decision. Taken before any lock of the core (credit, hold, account).
+-- decision. Taken before any lock of the core (credit, account, hold).
 SELECT * FROM pix_blocks WHERE id = $1 FOR UPDATE
 
 -- name: OfPIX

@@ -15,7 +15,7 @@
 // request's transaction with the block's row and its event: it is not
 // spendable before the answer. Every change is decided under the block's
 // row lock, on the status read under it (the fence), then the core's
-// locks in their order (credit, hold, account): a release, a return and
+// locks in their order (credit, account, hold): a release, a return and
 // the expiry at once end with one winner, the others finding its decision
 // and changing nothing. A return records the devolução that captures the
 // hold (db.RecordRefund) in the same transaction and the block waits, as

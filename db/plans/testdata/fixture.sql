@@ -151,6 +151,21 @@ SELECT md5('hold' || i)::uuid, 'block:' || i, pg_temp.acc(i * 9), pg_temp.e(i * 
        CASE WHEN i <= 19800 THEN now() - (20000 - i) * interval '10 minutes' + interval '1 hour' END
 FROM generate_series(1, 20000) i;
 
+-- 2,000 holds of MED (0035), filling from later credits: 20 still
+-- filling (5 of them holding nothing yet), the rest full, a tenth of them
+-- still active; each fill recorded (pix_hold_fills), two credits a hold.
+INSERT INTO pix_holds (id, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents,
+                       status, end_reason, created_at, ended_at)
+SELECT md5('med' || i)::uuid, 'med:' || i, pg_temp.acc(i * 11), pg_temp.e(i * 11), 'med', NULL, 10000, true, 10000,
+       CASE WHEN i > 1995 THEN 0 WHEN i > 1980 THEN 4000 ELSE 10000 END,
+       CASE WHEN i > 1980 OR i % 20 = 0 THEN 'active' ELSE 'released' END,
+       NULL, now() - (2000 - i) * interval '1 hour',
+       CASE WHEN i <= 1980 AND i % 20 <> 0 THEN now() - (2000 - i) * interval '1 hour' + interval '30 minutes' END
+FROM generate_series(1, 2000) i;
+INSERT INTO pix_hold_fills (hold_id, end_to_end_id, amount_cents, amount_after_cents, filled_at)
+SELECT md5('med' || i)::uuid, pg_temp.e(i * 11 + k), 2000 * k, 2000 * k + 2000, now() - (2000 - i) * interval '1 hour'
+FROM generate_series(1, 1995) i, generate_series(1, 2) k;
+
 UPDATE accounts a SET held_cents = h.cents
 FROM (SELECT account_id, sum(amount_cents) AS cents FROM pix_holds WHERE status = 'active' GROUP BY account_id) h
 WHERE a.id = h.account_id;
