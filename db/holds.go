@@ -319,6 +319,32 @@ func Release(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason string) (hold 
 	return hold, true, nil
 }
 
+// LockHold locks the hold id until tx ends, with what comes before it in
+// the lock order (its PIX's credit, when it is of a PIX, then its account),
+// and returns it as it is under the locks: until tx ends, nothing changes
+// it but tx, and no credit fills it. A saga that returns what a hold that
+// fills holds reads it so, then records the devolução of exactly that
+// amount in the same tx (RecordRefund with NewRefund.Hold, which takes
+// the same locks again): read without the locks, a credit may fill it
+// between, and the capture is pix.ErrHoldNotCapturable. A hold that ended
+// is returned as it is. pix.ErrHoldNotFound: no such hold.
+func LockHold(ctx context.Context, tx pgx.Tx, id uuid.UUID) (pix.Hold, error) {
+	hold, err := scanHold(tx.QueryRow(ctx, holdSQL.Get, id))
+	switch {
+	case errors.Is(err, pix.ErrHoldNotFound):
+		return pix.Hold{}, fmt.Errorf("%w: %s", pix.ErrHoldNotFound, id)
+	case err != nil:
+		return pix.Hold{}, fmt.Errorf("read hold: %w", err)
+	case !hold.Active():
+		return hold, nil
+	case hold.EndToEndID != nil:
+		if _, _, _, err := pixCredit(ctx, tx, *hold.EndToEndID); err != nil {
+			return pix.Hold{}, err
+		}
+	}
+	return lockHoldAndAccount(ctx, tx, id)
+}
+
 // lockHoldAndAccount locks the hold id and its account until tx ends, in
 // the lock order (the account, then the hold), and returns the hold as it
 // is under both: it ends once, and changes only, under them. A hold that

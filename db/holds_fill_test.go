@@ -256,15 +256,20 @@ func TestCaptureAPartThenANewFillingHold(t *testing.T) {
 	_, err = captureRefund(s, reported, 10_000, uuid.MustParse(h.ID))
 	require.ErrorIs(t, err, pix.ErrHoldNotCapturable, "what it holds, not what it fills to")
 
-	// Returned in parts: what is held now, and a new hold that fills for
-	// the rest, in one transaction (no devolução takes the rest between).
+	// Returned in parts: what is held now (read under the hold's locks:
+	// no credit fills it meanwhile), and a new hold that fills for the
+	// rest, in one transaction (no devolução takes the rest between).
 	var next pix.Hold
 	err = db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
-		if _, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: uuid.MustParse(h.ID),
-			RefundRequest: pix.RefundRequest{EndToEndID: reported, AmountCents: 4_000, Reason: "MED"}}, nil, "med"); err != nil {
+		held, err := db.LockHold(ctx, tx, uuid.MustParse(h.ID))
+		if err != nil {
 			return err
 		}
-		next, _, err = db.Hold(ctx, tx, med("med:1:part:2", "acc-1", reported, 6_000))
+		if _, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: uuid.MustParse(h.ID),
+			RefundRequest: pix.RefundRequest{EndToEndID: reported, AmountCents: held.AmountCents, Reason: "MED"}}, nil, "med"); err != nil {
+			return err
+		}
+		next, _, err = db.Hold(ctx, tx, med("med:1:part:2", "acc-1", reported, *held.FillToCents-held.AmountCents))
 		return err
 	})
 	require.NoError(t, err)

@@ -576,3 +576,51 @@ func TestFillingHoldsUnderConcurrentCreditsReleasesAndCaptures(t *testing.T) {
 	require.Equal(t, fills, filledEvents, "one event per fill")
 	outboxRows(t, s) // each event as its schema says
 }
+
+// A return in parts (the hold that fills read under its locks, captured,
+// and the next hold that fills for the rest, in one transaction) and a
+// credit to the account at once: the credit waits for the return, then
+// fills the next hold; the captured one took exactly what it held.
+func TestRaceAReturnInPartsAndACredit(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	reported := creditPIX(t, s, 1, "acc-1", 10_000)
+	debit(t, s, "acc-1", 7_000)
+	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
+	require.NoError(t, err)
+
+	tx, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	held, err := db.LockHold(ctx, tx, uuid.MustParse(h.ID))
+	require.NoError(t, err)
+	var pid uint32
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
+	n := note(e2eID(2), "acc-1", 5_000)
+	_, err = s.Receive(ctx, n)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Credit(ctx, n.EndToEndID, 1, 1)
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		var blocked bool
+		require.NoError(t, s.Pool().QueryRow(ctx,
+			`SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`, pid).Scan(&blocked))
+		return blocked
+	}, 10*time.Second, 2*time.Millisecond, "the credit never waited for the return")
+	_, err = db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: uuid.MustParse(h.ID),
+		RefundRequest: pix.RefundRequest{EndToEndID: reported, AmountCents: held.AmountCents}}, nil, "med")
+	require.NoError(t, err)
+	next, _, err := db.Hold(ctx, tx, med("med:1:part:2", "acc-1", reported, 10_000-held.AmountCents))
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	require.NoError(t, <-done)
+
+	requireHold(t, s, h.ID, 3_000, 10_000, pix.HoldCaptured)
+	requireHold(t, s, next.ID, 5_000, 7_000, pix.HoldActive)
+	requireMoney(t, s, "acc-1", 5_000, 5_000)
+	requireBooks(t, s)
+}
