@@ -459,11 +459,16 @@ func TestFillingHoldsUnderConcurrentCreditsReleasesAndCaptures(t *testing.T) {
 	n := 0
 	for _, a := range accounts {
 		openAccount(t, s, a, 0)
-		for range 4 {
+		for range 5 {
 			n++
 			reported[a] = append(reported[a], creditPIX(t, s, n, a, 10_000))
 		}
-		debit(t, s, a, 36_000)
+		debit(t, s, a, 50_000)
+		// The first hold of each account that fills, which nothing ends:
+		// the first credits fill it.
+		h, _, err := hold(s, med("med:first:"+a, a, reported[a][4], 10_000))
+		require.NoError(t, err)
+		require.Zero(t, h.AmountCents)
 	}
 	_, err := s.Pool().Exec(ctx, `
 		CREATE SEQUENCE credit_tries;
