@@ -401,7 +401,6 @@ func TestStatementsAreBoundedByAnIndex(t *testing.T) {
 // binds, and why.
 var unlinked = map[string]string{
 	"db/internal/sagaexample/queries.sql": "the toy saga of package db's tests (db/internal/sagaexample), in no binary",
-	"saga/med/med.sql":                    "the MED saga's (issue 37), built a step at a time: its statements are classified here once saga/registry lists it",
 }
 
 // namedInFiles is the name in traces (BindQueries: the file's base name, a

@@ -65,3 +65,10 @@ SELECT count(*),
        COALESCE(sum(held_cents), 0),
        count(*) FILTER (WHERE dict_problem IS NOT NULL)
 FROM pix_med_reports WHERE dispatch_due_at IS NOT NULL
+
+-- name: Event
+-- The report's event (pix.med.changed) in the transaction of its change:
+-- $1 report id, $2 payload (eventOf in store.go, the one shape), $3
+-- traceparent.
+INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
+SELECT 'pix_med_report', $1::text, 'pix.med.changed', $2::jsonb, $3

@@ -1,6 +1,14 @@
 package med
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/sagakit"
+)
 
 // intakeTotal counts the reports received for the first time in this
 // process, by the status they were recorded in: received (a PIX we
@@ -23,3 +31,33 @@ var dictStoppedTotal = prometheus.NewCounter(prometheus.CounterOpts{
 	Name: "pix_med_dict_stopped_total",
 	Help: "MED saga steps stopped at the DICT: refused, or the answer's signature not verified.",
 })
+
+// AnalysisAlertBefore is how long before its 7 days a report still
+// awaiting its analysis counts as due soon (pix_med_analysis_due_soon).
+const AnalysisAlertBefore = 24 * time.Hour
+
+// collectors are the saga's metrics: the counters, and the gauges read
+// from PostgreSQL at each scrape.
+func collectors(env saga.Env) []prometheus.Collector {
+	store := NewStore(env.Store)
+	gauges := []sagakit.Gauge[OpenCounts]{
+		{Desc: prometheus.NewDesc("pix_med_reports_open",
+			"Open MED infraction reports (ours, not ended).", nil, nil),
+			Value: func(c OpenCounts) float64 { return float64(c.Open) }},
+		{Desc: prometheus.NewDesc("pix_med_analysis_due_soon",
+			"MED reports awaiting their analysis within 24 hours of their 7 days, or past them.", nil, nil),
+			Value: func(c OpenCounts) float64 { return float64(c.AnalysisDueSoon) }},
+		{Desc: prometheus.NewDesc("pix_med_held_cents",
+			"Centavos held by the open MED reports.", nil, nil),
+			Value: func(c OpenCounts) float64 { return float64(c.HeldCents) }},
+		{Desc: prometheus.NewDesc("pix_med_dict_problems",
+			"Open MED reports whose saga stopped at the DICT (refused, or an answer not verified).", nil, nil),
+			Value: func(c OpenCounts) float64 { return float64(c.DICTProblems) }},
+	}
+	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, &sagakit.ScrapeGauges[OpenCounts]{
+		What:   "med gauges",
+		Query:  func(ctx context.Context) (OpenCounts, error) { return store.Open(ctx, AnalysisAlertBefore) },
+		Gauges: gauges,
+		Log:    env.Log,
+	}}
+}

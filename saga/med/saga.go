@@ -1,9 +1,18 @@
 package med
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/api"
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/workflows"
 )
 
 // Kinds are the saga's business errors, added to pix.Kinds.
@@ -17,8 +26,64 @@ var Kinds = pix.DeclareKinds(
 	&pix.Kind{Err: ErrNotAnalysable, Refusal: true,
 		Status: http.StatusUnprocessableEntity, Code: "med_report_not_analysable",
 		Message: "the infraction report is past its analysis (ended, cancelled, not ours, or closed)"},
-	&pix.Kind{Err: ErrReportMismatch, Refusal: true,
-		Status: http.StatusConflict, Code: "med_report_mismatch",
-		Message:      "the infraction report names another PIX than the one received with its id",
-		TemporalType: "MEDReportMismatch"},
+	// No route answers it: only an intake meets it (the lister's, the
+	// webhook's), whose caller logs it.
+	&pix.Kind{Err: ErrReportMismatch, Refusal: true, TemporalType: "MEDReportMismatch"},
 )
+
+// Saga is MED as the credited participant, declared once: listed in
+// saga/registry.
+var Saga = saga.Descriptor{
+	Name: "med",
+	// A report holds a PIX received and hands its return to the devolução
+	// saga: its runs are on the devoluções' queue, as the block's.
+	Family:    workflows.Refunds,
+	Workflows: map[string]any{WorkflowName: Workflow},
+	// AutoUpgrade: a run lasts up to 90 days after the PIX, beyond any
+	// release's drain; its changes replay the recorded histories
+	// (replay_test.go).
+	Versioning: workflow.VersioningBehaviorAutoUpgrade,
+	Deps: func(env saga.Env) any {
+		return &Activities{Store: NewStore(env.Store), DICT: notConfigured{}, Log: env.Log}
+	},
+	Activities: func(deps any) []any { return []any{deps.(*Activities)} },
+	Source: func(env saga.Env, taskQueue string) durable.Source {
+		return Source(NewStore(env.Store).Queue(), taskQueue)
+	},
+	Kinds:  Kinds,
+	Events: Events,
+	HTTP: func(env saga.Env) (api.SagaHTTP, error) {
+		h := &Handlers{Store: NewStore(env.Store), Keys: env.Store, Temporal: env.Temporal, Log: env.Log}
+		return h.HTTP(), nil
+	},
+	Collectors: collectors,
+}
+
+// notConfigured is the DICT of a service that has no DICT client
+// configured yet (its settings come with the DICT's lister, docs/med.md):
+// every call is refused unsent, so a report's run holds its money and
+// stops, visibly (Report.DICTProblem), at its first DICT step; none is
+// guessed past.
+type notConfigured struct{}
+
+var errNotConfigured = fmt.Errorf("%w: no DICT client configured", dict.ErrNotSent)
+
+func (notConfigured) GetInfractionReport(context.Context, string) (dict.InfractionReport, error) {
+	return dict.InfractionReport{}, errNotConfigured
+}
+
+func (notConfigured) AcknowledgeInfractionReport(context.Context, string) (dict.InfractionReport, error) {
+	return dict.InfractionReport{}, errNotConfigured
+}
+
+func (notConfigured) CloseInfractionReport(context.Context, string, dict.AnalysisResult, string) (dict.InfractionReport, error) {
+	return dict.InfractionReport{}, errNotConfigured
+}
+
+func (notConfigured) GetRefund(context.Context, string) (dict.Refund, error) {
+	return dict.Refund{}, errNotConfigured
+}
+
+func (notConfigured) CloseRefund(context.Context, string, dict.RefundClosing) (dict.Refund, error) {
+	return dict.Refund{}, errNotConfigured
+}

@@ -3,6 +3,7 @@ package med
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -78,7 +79,7 @@ var (
 var queryFiles embed.FS
 
 // medSQL holds the statements of med.sql.
-var medSQL struct{ CreditOf, Insert, Get, Lock, Save, OfPIX, Open string }
+var medSQL struct{ CreditOf, Insert, Get, Lock, Save, OfPIX, Open, Event string }
 
 func init() { db.BindQueries(queryFiles, "med.sql", &medSQL) }
 
@@ -302,7 +303,52 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.Inf
 	case err != nil:
 		return Report{}, false, fmt.Errorf("record infraction report %s: %w", id, err)
 	}
+	if out.Status != StatusNotOurs {
+		if err := writeEvent(ctx, tx, out); err != nil {
+			return Report{}, false, err
+		}
+	}
 	return out, true, nil
+}
+
+// Event types of the saga: one, of the aggregate pix_med_report (the
+// report's id), written at its intake (ours) and at each change of its
+// status (internal/broker/schemas/pix.med.changed.json).
+const (
+	EventChanged = "pix.med.changed"
+	Aggregate    = "pix_med_report"
+)
+
+// Events are the saga's event types, added to db.EventTypes.
+var Events = db.DeclareEvents(map[string]string{EventChanged: Aggregate})
+
+// event is the payload of pix.med.changed: what the customer's notice
+// and a consumer need, never the reporter's words nor the analysis.
+type event struct {
+	SchemaVersion int       `json:"schema_version"`
+	ReportID      uuid.UUID `json:"report_id"`
+	EndToEndID    string    `json:"end_to_end_id"`
+	AccountID     string    `json:"account_id"`
+	Status        string    `json:"status"`
+	EndCause      *string   `json:"end_cause"`
+	HeldCents     int64     `json:"held_cents"`
+	ReturnedCents int64     `json:"returned_cents"`
+	RefundID      *string   `json:"refund_id"`
+	At            time.Time `json:"at"`
+}
+
+// writeEvent writes r's pix.med.changed in tx.
+func writeEvent(ctx context.Context, tx pgx.Tx, r Report) error {
+	payload, err := json.Marshal(event{SchemaVersion: 1, ReportID: r.ID, EndToEndID: r.EndToEndID, AccountID: deref(r.AccountID),
+		Status: r.Status, EndCause: r.EndCause, HeldCents: r.HeldCents, ReturnedCents: r.ReturnedCents, RefundID: r.RefundID,
+		At: r.UpdatedAt})
+	if err != nil {
+		return fmt.Errorf("event of infraction report %s: %w", r.ID, err)
+	}
+	if _, err := tx.Exec(ctx, medSQL.Event, r.ID, payload, tracing.Traceparent(ctx)); err != nil {
+		return fmt.Errorf("event of infraction report %s: %w", r.ID, err)
+	}
+	return nil
 }
 
 // intakeAgain updates a report received before with what the DICT says
@@ -397,12 +443,31 @@ func save(ctx context.Context, tx pgx.Tx, cur, next Report) (Report, bool, error
 		// a fault, not a decision.
 		return Report{}, false, fmt.Errorf("save infraction report %s (gen %d, %s -> %s): %w", cur.ID, cur.Gen, cur.Status, n.Status, err)
 	}
+	if out.Status != cur.Status {
+		if err := writeEvent(ctx, tx, out); err != nil {
+			return Report{}, false, err
+		}
+	}
 	return out, true, nil
 }
 
 // laterThan says whether the DICT's modification time t is later than
 // the one recorded, as PostgreSQL keeps it (microseconds).
 func laterThan(t, recorded time.Time) bool { return t.Truncate(time.Microsecond).After(recorded) }
+
+// OpenCounts are the gauges' counts (Store.Open).
+type OpenCounts struct {
+	Open, AnalysisDueSoon, HeldCents, DICTProblems int64
+}
+
+// Open reads the gauges: the open reports, those awaiting their analysis
+// within before of its 7 days (or past them), the centavos held, those
+// stopped at the DICT.
+func (s *Store) Open(ctx context.Context, before time.Duration) (OpenCounts, error) {
+	var c OpenCounts
+	err := s.store.Pool().QueryRow(ctx, medSQL.Open, before).Scan(&c.Open, &c.AnalysisDueSoon, &c.HeldCents, &c.DICTProblems)
+	return c, db.Classify(err)
+}
 
 func ptr[T any](v T) *T { return &v }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/broker/eventschema"
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/med"
@@ -575,4 +576,49 @@ func TestAMalformedReportIsRefused(t *testing.T) {
 	require.ErrorAs(t, err, &invalid)
 	_, err = f.store.Get(context.Background(), uuid.MustParse(in.ID))
 	require.ErrorIs(t, err, med.ErrNotFound)
+}
+
+// The report's events, each payload checked against its JSON Schema: one
+// at its intake and one per change of its status, never the reporter's
+// words.
+func TestEventsFollowTheStatus(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.agreed(10_000, 0)
+	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+	r = f.step(f.store.Return(ctx, r))
+	v, err := eventschema.New()
+	require.NoError(t, err)
+	rs, err := f.s.Pool().Query(ctx, `SELECT event_type, payload FROM outbox_events WHERE aggregate_type = 'pix_med_report' AND aggregate_id = $1 ORDER BY seq`, r.ID.String())
+	require.NoError(t, err)
+	defer rs.Close()
+	var statuses []string
+	for rs.Next() {
+		var typ string
+		var payload []byte
+		require.NoError(t, rs.Scan(&typ, &payload))
+		require.NoError(t, v.Payload(typ, payload), "%s: %s", typ, payload)
+		require.NotContains(t, string(payload), "falso parente")
+		var p struct{ Status string }
+		require.NoError(t, json.Unmarshal(payload, &p))
+		statuses = append(statuses, p.Status)
+	}
+	require.NoError(t, rs.Err())
+	require.Equal(t, []string{med.StatusReceived, med.StatusHeld, med.StatusAcknowledged, med.StatusAnalysed,
+		med.StatusAwaitingRequest, med.StatusReturning}, statuses)
+	f.requireMoney(c.AccountID, 0, 0)
+}
+
+// The gauges read what is open, held, due soon and stopped at the DICT.
+func TestTheGauges(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, r := f.held(10_000, 0)
+	f.step(f.store.NoteProblem(ctx, r, "refused"))
+	got, err := f.store.Open(ctx, 8*24*time.Hour)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, got.Open, int64(1))
+	require.GreaterOrEqual(t, got.AnalysisDueSoon, int64(1))
+	require.GreaterOrEqual(t, got.HeldCents, int64(10_000))
+	require.GreaterOrEqual(t, got.DICTProblems, int64(1))
 }

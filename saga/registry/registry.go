@@ -10,6 +10,7 @@ import (
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/block"
 	"github.com/pixbank/pix/saga/catchup"
+	"github.com/pixbank/pix/saga/med"
 	"github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/scheduled"
 	"github.com/pixbank/pix/saga/transfer"
@@ -26,6 +27,7 @@ var All = []saga.Descriptor{
 	catchup.Saga,
 	scheduled.Saga,
 	block.Saga,
+	med.Saga,
 }
 
 // CheckSettings checks every saga's own settings (saga.Descriptor.Settings)
