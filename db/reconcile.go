@@ -60,6 +60,17 @@ type ReconcileProgress struct {
 	// holds the checkpoint back (idle_in_transaction_session_timeout
 	// bounds a forgotten one: docs/operations.md).
 	XminAge int64 `json:"xmin_age"`
+	// RecountRoundSeconds: how long the round under way of the rotating
+	// recount of accounts in full had gone at this run (0: this run
+	// recounted every account); LastRecountRoundSeconds: how long the last
+	// whole round took, from the run that began it to the run that
+	// finished it (0: within one run, or none timed yet). Every account
+	// is recounted in full once a round, so a balance or a movement
+	// changed past the books' guards is found within about a round; with
+	// a run's budget constant (ReconcileLimits), a round grows with the
+	// books' history (docs/operations.md, "The reconciliation's rotation").
+	RecountRoundSeconds     float64 `json:"recount_round_seconds"`
+	LastRecountRoundSeconds float64 `json:"last_recount_round_seconds"`
 }
 
 // Balanced reports whether nothing was found.
@@ -76,10 +87,12 @@ func (r Reconciliation) Complete() bool {
 }
 
 // ReconcileLimits bound what one run reads of the books' history, so that
-// a run's cost stays bounded whatever their size: after migration 0024 (or
-// a reset) the history is counted part by part, over as many runs as it
-// takes, and in steady state every account is recounted in full within
-// about (movements / RecountMovements) + 1 runs.
+// a run's cost stays the same whatever their size: after migration 0024
+// (or a reset) the history is counted part by part, over as many runs as
+// it takes, and in steady state every account is recounted in full within
+// about (movements / RecountMovements) + 1 runs: a round of the rotation,
+// which grows with the history (Progress.RecountRoundSeconds says how
+// long it takes).
 type ReconcileLimits struct {
 	// RecountMovements: the movements a run's recount of accounts in full
 	// reads, at most, but for its last batch, read whole (an account is
@@ -94,10 +107,23 @@ type ReconcileLimits struct {
 	DoneRows int
 }
 
-// DefaultReconcileLimits are the limits of Reconcile: a run's recount
-// reads about as many movements as a first run read in a second here at
-// half a million accounts (docs/design.md, "The reconciliation").
-var DefaultReconcileLimits = ReconcileLimits{RecountMovements: 1_000_000, RecountAccounts: 50_000, DoneRows: 200_000}
+// DefaultReconcileLimits are the limits of Reconcile unless the store is
+// given others (RECONCILE_RECOUNT_MOVEMENTS, RECONCILE_RECOUNT_ACCOUNTS,
+// RECONCILE_DONE_ROWS): a run's recount reads 200,000 movements, as many
+// as the growth benchmark's empty tables hold, and its done rows' check
+// as many rows, so that a run costs the same on those as on any larger
+// books (docs/benchmarks.md, "Growth"); a million made a run 4x slower
+// with 10 million PIX of history than on them. What a smaller budget
+// costs instead is a longer rotation: 134 million movements take a week
+// of 15-minute runs.
+var DefaultReconcileLimits = ReconcileLimits{RecountMovements: 200_000, RecountAccounts: 50_000, DoneRows: 200_000}
+
+// SetReconcileLimits sets the limits of s's Reconcile (the settings'), once,
+// before the store is shared.
+func (s *Store) SetReconcileLimits(lim ReconcileLimits) { s.reconcileLimits = lim }
+
+// ReconcileLimits are the limits of s's Reconcile.
+func (s *Store) ReconcileLimits() ReconcileLimits { return s.reconcileLimits }
 
 // reconcileSQL holds the statements of queries/reconcile.sql: the
 // reconciliation, from its checkpoint.
@@ -109,7 +135,8 @@ var reconcileSQL struct {
 func init() { bindQueries("reconcile.sql", &reconcileSQL) }
 
 // Reconcile checks the books, from the checkpoint the last run left
-// (docs/design.md, "The reconciliation"), within DefaultReconcileLimits:
+// (docs/design.md, "The reconciliation"), within the store's limits
+// (DefaultReconcileLimits unless SetReconcileLimits):
 // every counted account's balance against its opening balance, its settled
 // sum and its movements since; a slice of the accounts recounted in full
 // (those whose history is not counted yet first, then in turn); every
@@ -124,7 +151,7 @@ func init() { bindQueries("reconcile.sql", &reconcileSQL) }
 // checkpoint); a run that finds nothing new writes nothing. It reports;
 // it never fixes money.
 func (s *Store) Reconcile(ctx context.Context) (Reconciliation, error) {
-	return s.ReconcileWithin(ctx, DefaultReconcileLimits)
+	return s.ReconcileWithin(ctx, s.reconcileLimits)
 }
 
 // ReconcileWithin is Reconcile within lim.

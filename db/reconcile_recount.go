@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -15,9 +16,10 @@ import (
 // migration 0024, a reset, a new account), then the next accounts in id
 // order from where the last run's rotation stopped, while its limits last,
 // and always one account of the rotation: every account is recounted
-// within about movements / RecountMovements + 1 runs, and a settled sum
-// or a settled movement changed past the guard or the append-only trigger
-// is found by then, and by every run after it.
+// within about movements / RecountMovements + 1 runs (a round of the
+// rotation, timed in the checkpoint), and a settled sum or a settled
+// movement changed past the guard or the append-only trigger is found by
+// then, and by every run after it.
 
 // maxBatch bounds how many accounts one Recount reads.
 const maxBatch = 1024
@@ -39,11 +41,15 @@ func (run *reconcileRun) recountAccounts(ctx context.Context) error {
 // rotate recounts the next accounts in id order from where the last run's
 // rotation stopped, around to the first when it reaches the last, while the
 // limits last, and at least one; the checkpoint keeps where it stopped
-// (unchanged when it went the whole way round).
+// (unchanged when it went the whole way round), and the round's times.
 func (run *reconcileRun) rotate(ctx context.Context) error {
 	start := run.was.recountAfter
 	after, until := start, (*string)(nil)
 	wrapped, first := false, true
+	turn := roundMidway
+	if start == nil {
+		turn = roundBegun
+	}
 	for first || run.budgetLeft() {
 		ids, err := listStrings(ctx, run.tx, reconcileSQL.Accounts, after, until, run.batchSize())
 		if err != nil {
@@ -51,10 +57,10 @@ func (run *reconcileRun) rotate(ctx context.Context) error {
 		}
 		if len(ids) == 0 {
 			if wrapped || start == nil {
-				after = start // the whole way round
+				after, turn = start, roundWhole // the whole way round
 				break
 			}
-			wrapped, after, until = true, nil, start
+			wrapped, after, until, turn = true, nil, start, roundTurned
 			continue
 		}
 		todo := make([]string, 0, len(ids))
@@ -69,7 +75,61 @@ func (run *reconcileRun) rotate(ctx context.Context) error {
 		after, first = &ids[len(ids)-1], false
 	}
 	run.next.recountAfter = after
+	run.timeRound(turn)
 	return nil
+}
+
+// roundTurn is what a run's rotation did of its round.
+type roundTurn int
+
+const (
+	// roundMidway: it went on with the round under way.
+	roundMidway roundTurn = iota
+	// roundBegun: it began a round at the first account (the first run,
+	// or the first after a reset).
+	roundBegun
+	// roundTurned: it finished the round under way at the last account
+	// and began the next at the first.
+	roundTurned
+	// roundWhole: it went the whole way round: every account recounted.
+	roundWhole
+)
+
+// timeRound times the rotation's rounds by the runs' clock (migration
+// 0036) into the checkpoint and the run's progress: a round runs from the
+// run that began it at the first account to the run that reached the
+// last. A run that went the whole way round leaves no round under way,
+// and writes nothing for it when the run before did the same (I12).
+func (run *reconcileRun) timeRound(turn roundTurn) {
+	next, now := &run.next, run.now
+	switch turn {
+	case roundWhole:
+		within := time.Duration(0)
+		next.roundBegan, next.lastRound = nil, &within
+	case roundTurned:
+		next.lastRound = nil // began when no run recorded: not timed
+		if began := run.was.roundBegan; began != nil {
+			took := now.Sub(*began)
+			next.lastRound = &took
+		}
+		next.roundBegan = &now
+	case roundBegun:
+		next.roundBegan = &now
+	default:
+		if next.roundBegan == nil {
+			// A round whose beginning no run recorded (it began in a run
+			// that went the whole way round, or before 0036): timed from
+			// here, short by at most a run's interval.
+			next.roundBegan = &now
+		}
+	}
+	p := &run.r.Progress
+	if next.roundBegan != nil {
+		p.RecountRoundSeconds = now.Sub(*next.roundBegan).Seconds()
+	}
+	if next.lastRound != nil {
+		p.LastRecountRoundSeconds = next.lastRound.Seconds()
+	}
 }
 
 // budgetLeft says whether the run may recount more accounts.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -14,14 +15,21 @@ type reconcileCheckpoint struct {
 	settledBefore, recountAfter, doneRecountAfter *string
 	doneHistoryChecked                            bool
 	doneWithoutCredit, refundsOverCredit          []string
+	// roundBegan, lastRound time the accounts' rotation (0036): when the
+	// round under way began (nil: none spans runs), how long the last
+	// whole round took (nil: none timed yet).
+	roundBegan *time.Time
+	lastRound  *time.Duration
 }
 
 // equal says whether c and o are the same row.
 func (c reconcileCheckpoint) equal(o reconcileCheckpoint) bool {
 	same := func(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+	sameTime := (c.roundBegan == nil) == (o.roundBegan == nil) && (c.roundBegan == nil || c.roundBegan.Equal(*o.roundBegan))
+	sameRound := (c.lastRound == nil) == (o.lastRound == nil) && (c.lastRound == nil || *c.lastRound == *o.lastRound)
 	return same(c.settledBefore, o.settledBefore) && same(c.recountAfter, o.recountAfter) &&
 		same(c.doneRecountAfter, o.doneRecountAfter) && c.doneHistoryChecked == o.doneHistoryChecked && slices.Equal(c.doneWithoutCredit, o.doneWithoutCredit) &&
-		slices.Equal(c.refundsOverCredit, o.refundsOverCredit)
+		slices.Equal(c.refundsOverCredit, o.refundsOverCredit) && sameTime && sameRound
 }
 
 // recountedAccount is what the recount of one account in full found.
@@ -39,9 +47,11 @@ type reconcileRun struct {
 	tx  pgx.Tx
 	lim ReconcileLimits
 	// xmin is the run's snapshot xmin X; was and next the checkpoint as
-	// the run found it and as it leaves it.
+	// the run found it and as it leaves it; now the run's time, the
+	// database's clock.
 	xmin      string
 	was, next reconcileCheckpoint
+	now       time.Time
 	// settle: the movements of [was.settledBefore, xmin) are added to the
 	// settled sums (there are some, and sums to add them to).
 	settle bool
@@ -67,7 +77,7 @@ func startRun(ctx context.Context, tx pgx.Tx, lim ReconcileLimits) (*reconcileRu
 	}
 	was := &run.was
 	if err := tx.QueryRow(ctx, reconcileSQL.Checkpoint).Scan(&was.settledBefore, &was.recountAfter, &was.doneRecountAfter,
-		&was.doneHistoryChecked, &was.doneWithoutCredit, &was.refundsOverCredit); err != nil {
+		&was.doneHistoryChecked, &was.doneWithoutCredit, &was.refundsOverCredit, &was.roundBegan, &was.lastRound, &run.now); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	run.next = run.was
@@ -237,7 +247,7 @@ func (run *reconcileRun) write(ctx context.Context) error {
 	if moved {
 		n := run.next
 		if _, err := run.tx.Exec(ctx, reconcileSQL.Advance, n.settledBefore, n.recountAfter, n.doneRecountAfter, n.doneHistoryChecked,
-			n.doneWithoutCredit, n.refundsOverCredit); err != nil {
+			n.doneWithoutCredit, n.refundsOverCredit, n.roundBegan, n.lastRound); err != nil {
 			return fmt.Errorf("advance: %w", err)
 		}
 	}

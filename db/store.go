@@ -11,10 +11,14 @@ import (
 type Store struct {
 	pool  *pgxpool.Pool
 	waker *waker
+	// reconcileLimits bound a run of Reconcile.
+	reconcileLimits ReconcileLimits
 }
 
 // NewStore returns a Store over pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, waker: newWaker()} }
+func NewStore(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, waker: newWaker(), reconcileLimits: DefaultReconcileLimits}
+}
 
 // Pool exposes the pool for health checks and test helpers.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

@@ -28,8 +28,10 @@ FROM pg_current_snapshot() AS s
 
 -- name: Checkpoint
 -- The checkpoint (runs are serialised by Lock: no FOR UPDATE, which would
--- take a transaction id, a write, at every run).
-SELECT settled_before, recount_after, done_recount_after, done_history_checked, done_without_credit, refunds_over_credit
+-- take a transaction id, a write, at every run), and the run's time by the
+-- database's clock, which times the rotating recount's rounds (0036).
+SELECT settled_before, recount_after, done_recount_after, done_history_checked, done_without_credit, refunds_over_credit,
+    recount_round_began, recount_last_round, now()
 FROM reconcile_checkpoint
 
 -- name: Guard
@@ -186,7 +188,9 @@ ORDER BY 1
 -- name: Advance
 -- Moves the checkpoint (written only when a value changed): settled up to
 -- $1, the rotating recounts of the accounts at $2 and of the done rows at
--- $3 ($4: its first round is over), and the differences found ($5, $6) to
--- check again.
+-- $3 ($4: its first round is over), the differences found ($5, $6) to
+-- check again, and the accounts' rotation's round: when the one under way
+-- began ($7) and how long the last one took ($8).
 UPDATE reconcile_checkpoint SET settled_before = $1, recount_after = $2, done_recount_after = $3,
-    done_history_checked = $4, done_without_credit = $5, refunds_over_credit = $6
+    done_history_checked = $4, done_without_credit = $5, refunds_over_credit = $6,
+    recount_round_began = $7, recount_last_round = $8

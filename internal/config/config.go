@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/payload"
@@ -176,6 +177,11 @@ type Config struct {
 	RetentionBatchPause time.Duration
 	// ReconcileInterval is how often the reconciliation Schedule checks the books.
 	ReconcileInterval time.Duration
+	// ReconcileLimits bound what a reconciliation run (the Schedule's,
+	// GET /admin/reconcile's) reads of the books' history:
+	// RECONCILE_RECOUNT_MOVEMENTS, RECONCILE_RECOUNT_ACCOUNTS,
+	// RECONCILE_DONE_ROWS (db.DefaultReconcileLimits unset).
+	ReconcileLimits db.ReconcileLimits
 
 	// CreditListingInInput is CREDIT_LISTING_IN_INPUT: the dispatcher names
 	// the credit's listing version in its input (no version marker: the
@@ -282,6 +288,7 @@ func Default() Config {
 		RetentionInterval:   time.Hour,
 		RetentionBatchPause: 100 * time.Millisecond,
 		ReconcileInterval:   15 * time.Minute,
+		ReconcileLimits:     db.DefaultReconcileLimits,
 
 		InboxAttemptsMax:      r.MaxAttempts,
 		InboxRetryInitial:     time.Duration(r.InitialInterval),
@@ -684,6 +691,9 @@ func (r *reader) readRuns(c *Config) {
 	r.dur("RETENTION_INTERVAL", &c.RetentionInterval)
 	r.waitDur("RETENTION_BATCH_PAUSE", "100ms", time.Second, &c.RetentionBatchPause)
 	r.dur("RECONCILE_INTERVAL", &c.ReconcileInterval)
+	r.integer("RECONCILE_RECOUNT_MOVEMENTS", 1, 1_000_000_000, func(n int64) { c.ReconcileLimits.RecountMovements = n })
+	r.integer("RECONCILE_RECOUNT_ACCOUNTS", 1, 1_000_000, func(n int64) { c.ReconcileLimits.RecountAccounts = int(n) })
+	r.integer("RECONCILE_DONE_ROWS", 1, 100_000_000, func(n int64) { c.ReconcileLimits.DoneRows = int(n) })
 	r.dur("PSP_RETRY_INITIAL_INTERVAL", &c.PSPRetryInitial)
 	r.dur("PSP_RETRY_MAX_INTERVAL", &c.PSPRetryMax)
 	r.integer("INBOX_ATTEMPTS_MAX", 1, 1000, func(n int64) { c.InboxAttemptsMax = int32(n) })

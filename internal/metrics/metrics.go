@@ -143,6 +143,7 @@ type Worker struct {
 	starts      *prometheus.CounterVec
 	reconcile   *prometheus.GaugeVec
 	behind      *prometheus.GaugeVec
+	round       *prometheus.GaugeVec
 	reconciled  prometheus.Gauge
 	schedules   prometheus.Gauge
 	// chargeMismatches and pspRefusals count what needs a human's look
@@ -181,6 +182,10 @@ func NewWorker(r *prometheus.Registry) *Worker {
 			Name: "pix_reconcile_behind",
 			Help: "What the last reconciliation left unchecked and how far behind its checkpoint is, by what: unchecked_accounts (accounts whose history is not counted yet, after migration 0024 or a reset: not compared), done_history_pending (1 while done rows from before 0031 are not all checked), live_movements (movements read above the checkpoint: it grows while a transaction holds the snapshots' xmin back), xmin_age (transaction ids from the run's snapshot xmin to its xmax: the oldest running transaction's age).",
 		}, []string{"what"}),
+		round: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pix_reconcile_recount_round_seconds",
+			Help: "The last reconciliation's rotating recount of accounts in full, which goes round every account at a constant budget of movements a run (RECONCILE_RECOUNT_MOVEMENTS): by round, current (how long the round under way had gone at that run; 0: the run recounted every account) and last (how long the last whole round took; 0: within one run, or none timed yet). A balance changed past the books' guards is found within about a round; the round grows with the books' history.",
+		}, []string{"round"}),
 		reconciled: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pix_reconcile_last_run_timestamp_seconds",
 			Help: "When the last reconciliation finished (Unix time); alert when it grows old.",
@@ -198,7 +203,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		Name: "pix_psp_attention_total",
 		Help: "PSP answers that need a human, about a transfer, a devolução or the catch-up's listing, by kind (PSPRequestRefused: our credentials or request; RejectionUnconfirmed, PSPTransferMismatch, RefundUnconfirmed; PSPRefundMismatch, ReversalUnconfirmed; PSPListingIncomplete) and status code; nothing is refunded nor reversed on them; alert on any.",
 	}, []string{"kind", "status_code"})
-	r.MustRegister(w.credits, w.failures, w.dispatchLag, w.starts, w.reconcile, w.behind, w.reconciled, w.schedules, w.chargeMismatches, w.pspAttention)
+	r.MustRegister(w.credits, w.failures, w.dispatchLag, w.starts, w.reconcile, w.behind, w.round, w.reconciled, w.schedules, w.chargeMismatches, w.pspAttention)
 	return w
 }
 
@@ -218,6 +223,8 @@ func (w *Worker) Reconciled(r db.Reconciliation) {
 	w.behind.WithLabelValues("done_history_pending").Set(map[bool]float64{true: 1}[p.DoneHistoryPending])
 	w.behind.WithLabelValues("live_movements").Set(float64(p.LiveMovements))
 	w.behind.WithLabelValues("xmin_age").Set(float64(p.XminAge))
+	w.round.WithLabelValues("current").Set(p.RecountRoundSeconds)
+	w.round.WithLabelValues("last").Set(p.LastRecountRoundSeconds)
 	w.reconciled.SetToCurrentTime()
 }
 

@@ -190,7 +190,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		stopTracing()
 		return nil, fmt.Errorf("temporal client: %w", err)
 	}
-	a := &App{Cfg: cfg, Log: log, Store: db.NewStore(pool), Temporal: tc, Metrics: promRegistry, lookup: o.lookup(), process: saga.NewProcess(),
+	store := db.NewStore(pool)
+	store.SetReconcileLimits(cfg.ReconcileLimits)
+	a := &App{Cfg: cfg, Log: log, Store: store, Temporal: tc, Metrics: promRegistry, lookup: o.lookup(), process: saga.NewProcess(),
 		payloadCodec: payloadCodec, dataConverter: dataConverter, tracing: traces, ownTracing: ownTracing, psp: pspClient}
 	if err := a.wire(); err != nil {
 		a.Close()

@@ -47,12 +47,15 @@ import (
 //
 // The figures, in the order they are measured:
 //  1. the reconciliation's first two runs (the Schedule triggered: the
-//     first settles the books, both read every done inbox row);
+//     first settles the books, both read every done inbox row), then as
+//     many as it takes to count the whole history (at most -count-runs),
+//     so that the steady runs below are a rotation's, each its budget;
 //  2. webhook ingest at -rate for -step, -repeat times, the workers paused
 //     (the acknowledgement path alone, as make bench's sweep);
 //  3. the credits per second over the drain of that backlog;
 //  4. the reconciliation's next runs: the one after the drain (its PIX new
-//     to it), the figure, and -repeat - 1 with nothing new;
+//     to it), the figure, and -repeat - 1 with nothing new (with
+//     -skip-ingest, -repeat runs with nothing new: their median);
 //  5. the catch-up of one window of -catchup PIX, listed from the PSP
 //     simulator through `pixctl psp catchup`, -repeat times;
 //  6. the retention run (the Schedule triggered) with webhooks arriving
@@ -79,13 +82,16 @@ type growthReport struct {
 	// Tables are the service's tables as the run found them.
 	Tables []tableSize `json:"tables"`
 
-	ReconcileFirst  *timedRun        `json:"reconcile_first,omitempty"`
-	ReconcileSecond *timedRun        `json:"reconcile_second,omitempty"`
-	Ingest          []growthIngest   `json:"ingest"`
-	Drain           *growthDrain     `json:"drain,omitempty"`
-	ReconcileSteady []timedRun       `json:"reconcile_steady"`
-	CatchUp         []growthCatchUp  `json:"catch_up"`
-	Retention       *growthRetention `json:"retention,omitempty"`
+	ReconcileFirst  *timedRun      `json:"reconcile_first,omitempty"`
+	ReconcileSecond *timedRun      `json:"reconcile_second,omitempty"`
+	Ingest          []growthIngest `json:"ingest"`
+	Drain           *growthDrain   `json:"drain,omitempty"`
+	ReconcileSteady []timedRun     `json:"reconcile_steady"`
+	// ReconcileCount is the runs after the first two that counted the
+	// rest of the history.
+	ReconcileCount *countedRuns     `json:"reconcile_count,omitempty"`
+	CatchUp        []growthCatchUp  `json:"catch_up"`
+	Retention      *growthRetention `json:"retention,omitempty"`
 	// Figures are the figures of the side-by-side table (figures()), by
 	// key: what `pixload growth compare` reads.
 	Figures    map[string]float64 `json:"figures"`
@@ -101,11 +107,23 @@ type tableSize struct {
 }
 
 // timedRun is one run of a maintenance workflow: its activities' span
-// (first started to last completed) and the load average then.
+// (first started to last completed) and the load average then; for a
+// reconciliation, what its rotating recount read.
 type timedRun struct {
-	WorkflowID string  `json:"workflow_id"`
-	Seconds    float64 `json:"seconds"`
-	Load       string  `json:"load_average"`
+	WorkflowID         string  `json:"workflow_id"`
+	Seconds            float64 `json:"seconds"`
+	Load               string  `json:"load_average"`
+	RecountedAccounts  int     `json:"recounted_accounts,omitempty"`
+	RecountedMovements int64   `json:"recounted_movements,omitempty"`
+}
+
+// countedRuns is the reconciliation's runs that counted the history after
+// the first two: how many, their time together, and whether the last was
+// complete (every account counted, every done row checked).
+type countedRuns struct {
+	Runs     int     `json:"runs"`
+	Seconds  float64 `json:"seconds"`
+	Complete bool    `json:"complete"`
 }
 
 // growthIngest is one step of webhooks at the ingest rate.
@@ -193,6 +211,8 @@ type growthFlags struct {
 	signingKey                              []byte
 	watch                                   []load.Process
 	skipCatchUp, skipRetention, skipDrain   bool
+	skipIngest                              bool
+	countRuns                               int
 }
 
 func parseGrowthFlags(args []string) (growthFlags, error) {
@@ -223,10 +243,12 @@ func parseGrowthFlags(args []string) (growthFlags, error) {
 	fs.BoolVar(&f.skipRetention, "skip-retention", false, "no retention figure")
 	fs.BoolVar(&f.skipCatchUp, "skip-catchup", false, "no catch-up figure")
 	fs.BoolVar(&f.skipDrain, "skip-drain", false, "no ingest, drain or steady reconciliation figures")
+	fs.BoolVar(&f.skipIngest, "skip-ingest", false, "no ingest or drain figures; the -repeat steady reconciliations still run, with nothing new")
+	fs.IntVar(&f.countRuns, "count-runs", 200, "reconciliation runs, at most, after the first two, until one has counted the whole history (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
-	if f.rate <= 0 || f.step <= 0 || f.repeat < 1 || f.retentionStep <= 0 || f.retentionBaseline < 1 {
+	if f.rate <= 0 || f.step <= 0 || f.repeat < 1 || f.retentionStep <= 0 || f.retentionBaseline < 1 || f.countRuns < 0 {
 		return f, errors.New("pixload growth: -rate, -step, -retention-step must be positive, -repeat and -retention-baseline-steps at least 1")
 	}
 	if f.retentionRate <= 0 {
@@ -306,18 +328,24 @@ func growth(ctx context.Context, args []string, out io.Writer) error {
 	// The first run reads every done inbox row and settles the books; the
 	// second still reads every done row (no run bounds them yet): the
 	// checkpoint is then as the Schedule keeps it.
-	if err := g.reconcile(ctx, "first"); err != nil {
+	if _, err := g.reconcile(ctx, "first"); err != nil {
 		return err
 	}
-	if err := g.reconcile(ctx, "second"); err != nil {
+	r, err := g.reconcile(ctx, "second")
+	if err != nil {
+		return err
+	}
+	if err := g.countHistory(ctx, r); err != nil {
 		return err
 	}
 	if !f.skipDrain {
-		if err := g.ingestAndDrain(ctx); err != nil {
-			return err
+		if !f.skipIngest {
+			if err := g.ingestAndDrain(ctx); err != nil {
+				return err
+			}
 		}
 		for range f.repeat {
-			if err := g.reconcile(ctx, "steady"); err != nil {
+			if _, err := g.reconcile(ctx, "steady"); err != nil {
 				return err
 			}
 		}
@@ -463,25 +491,47 @@ func (g *growthRun) ingestAndDrain(ctx context.Context) error {
 }
 
 // reconcile is one run of the reconciliation's Schedule, timed.
-func (g *growthRun) reconcile(ctx context.Context, which string) error {
+func (g *growthRun) reconcile(ctx context.Context, which string) (db.Reconciliation, error) {
 	g.say("reconciliation (%s run) ...", which)
 	var r db.Reconciliation
 	run, err := g.scheduledRun(ctx, workflows.ReconcileScheduleID(g.cfg.TaskQueues().Base), &r)
 	if err != nil {
-		return err
+		return r, err
 	}
 	if !r.Balanced() {
 		g.rep.Violations = append(g.rep.Violations, fmt.Sprintf("the reconciliation found differences: %+v", r))
 	}
-	g.say("  %.3f s (%s); load %s", run.Seconds, run.WorkflowID, run.Load)
+	run.RecountedAccounts, run.RecountedMovements = r.Progress.RecountedAccounts, r.Progress.RecountedMovements
+	g.say("  %.3f s (%s): %d accounts (%d movements) recounted, %d unchecked, the done rows' first round over: %v; load %s", run.Seconds, run.WorkflowID,
+		run.RecountedAccounts, run.RecountedMovements, r.Progress.UncheckedAccounts, !r.Progress.DoneHistoryPending, run.Load)
 	switch which {
 	case "first":
 		g.rep.ReconcileFirst = &run
 	case "second":
 		g.rep.ReconcileSecond = &run
+	case "count":
 	default:
 		g.rep.ReconcileSteady = append(g.rep.ReconcileSteady, run)
 	}
+	return r, nil
+}
+
+// countHistory runs the reconciliation after last until a run has counted
+// the whole history (its budgets a run: docs/operations.md, "The
+// reconciliation's rotation"), at most -count-runs runs.
+func (g *growthRun) countHistory(ctx context.Context, last db.Reconciliation) error {
+	c := &countedRuns{Complete: last.Complete()}
+	for ; !c.Complete && c.Runs < g.f.countRuns; c.Runs++ {
+		began := time.Now()
+		r, err := g.reconcile(ctx, "count")
+		if err != nil {
+			return err
+		}
+		c.Seconds += time.Since(began).Seconds()
+		c.Complete = r.Complete()
+	}
+	g.rep.ReconcileCount = c
+	g.say("  the history counted in %d more runs (%.0f s): complete %v", c.Runs, c.Seconds, c.Complete)
 	return nil
 }
 
@@ -991,12 +1041,21 @@ func (r *growthReport) figures() map[string]float64 {
 		out["credits"], out["pg_credit"] = r.Drain.CreditsPerSec, r.Drain.PostgresMicros
 	}
 	// The run after the drain (its PIX new to it), then one with nothing
-	// new.
-	if len(r.ReconcileSteady) > 0 {
+	// new; without a drain, the median of the runs (nothing new to any).
+	if r.Drain != nil && len(r.ReconcileSteady) > 0 {
 		out["reconcile"] = r.ReconcileSteady[0].Seconds
 	}
-	if len(r.ReconcileSteady) > 1 {
+	if r.Drain != nil && len(r.ReconcileSteady) > 1 {
 		out["reconcile_idle"] = r.ReconcileSteady[1].Seconds
+	}
+	if r.Drain == nil && len(r.ReconcileSteady) > 0 {
+		out["reconcile_steady"] = median(r.ReconcileSteady, func(t timedRun) float64 { return t.Seconds })
+	}
+	if len(r.ReconcileSteady) > 0 {
+		out["recounted"] = median(r.ReconcileSteady, func(t timedRun) float64 { return float64(t.RecountedMovements) })
+	}
+	if r.ReconcileCount != nil {
+		out["reconcile_count"] = float64(r.ReconcileCount.Runs)
 	}
 	if r.ReconcileFirst != nil {
 		out["reconcile_first"] = r.ReconcileFirst.Seconds
@@ -1052,6 +1111,9 @@ func printGrowth(w io.Writer, base, rep *growthReport) {
 		{key: "pg_credit", name: "  PostgreSQL CPU per credit", unit: "µs"},
 		{key: "reconcile", name: "reconciliation, the run after the drain", unit: "s", target: "≤ 1.10×", check: within},
 		{key: "reconcile_idle", name: "  the next, nothing new", unit: "s"},
+		{key: "reconcile_steady", name: "reconciliation, a steady run, nothing new (median)", unit: "s", target: "≤ 1.10×", check: within},
+		{key: "recounted", name: "  movements recounted a steady run (median)", unit: ""},
+		{key: "reconcile_count", name: "  runs after the first two that counted the history", unit: ""},
 		{key: "reconcile_first", name: "  the first run (settles the books)", unit: "s"},
 		{key: "catchup", name: "catch-up of the window", unit: "s", target: "≤ 1.10×, < 60 s",
 			check: func(h, ratio float64) bool { return ratio <= growthTargetRatio && h < catchUpMaxSeconds }},
