@@ -2,9 +2,11 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/pixbank/pix/internal/payload"
 )
@@ -16,7 +18,8 @@ type RetentionInput struct {
 	BatchSize int
 	// MaxBatches bounds one run per table; the next scheduled run takes the
 	// rest. A run also stops a minute before its activity's deadline
-	// (deadlineMargin), whatever it has left.
+	// (RetentionDeadlineMargin), whatever it has left, and when its
+	// worker stops. Both at least 1.
 	MaxBatches int
 	// BatchPause is the wait before each batch after the first: the run
 	// takes its rows at a pace the webhooks' ingest beside it does not
@@ -29,24 +32,55 @@ type RetentionInput struct {
 	InboxRetention payload.Duration
 }
 
-// deadlineMargin: a run takes no batch less than this before its
+// RetentionDeadlineMargin: a run takes no batch less than this before its
 // activity's deadline, so that it returns its count rather than time out
 // (the next run takes the rest).
-const deadlineMargin = time.Minute
+const RetentionDeadlineMargin = time.Minute
+
+// ErrTypeRetentionInputInvalid is the type of the error of a retention
+// run whose input bounds nothing (a batch size or a number of batches
+// below 1): not retried, since no attempt could do better; the Schedule's
+// argument is saga.Retention's.
+const ErrTypeRetentionInputInvalid = "RetentionInputInvalid"
 
 // inBatches runs deleteBatch until a batch comes back short, MaxBatches
-// ran or the activity's deadline is near, BatchPause between batches,
-// heartbeating the running total.
+// ran, the activity's deadline is near or the worker stops, BatchPause
+// between batches, heartbeating the running total.
 func inBatches(ctx context.Context, in RetentionInput, deleteBatch func() (int64, error)) (int64, error) {
+	return batchRun{
+		deadline:  activity.GetInfo(ctx).Deadline,
+		stop:      activity.GetWorkerStopChannel(ctx),
+		heartbeat: func(total int64) { activity.RecordHeartbeat(ctx, total) },
+	}.run(ctx, in, deleteBatch)
+}
+
+// batchRun is what ends a run of batches besides its input: the
+// activity's deadline (zero: none), the worker's stop, and where the
+// running total is told.
+type batchRun struct {
+	deadline  time.Time
+	stop      <-chan struct{}
+	heartbeat func(total int64)
+}
+
+// run deletes in batches (inBatches) and returns what it deleted. A run
+// that stops early, for its deadline, the worker's stop or ctx ending,
+// returns what it did so far without an error: the next scheduled run
+// takes the rest.
+func (b batchRun) run(ctx context.Context, in RetentionInput, deleteBatch func() (int64, error)) (int64, error) {
+	if in.BatchSize < 1 || in.MaxBatches < 1 {
+		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"retention: BatchSize %d and MaxBatches %d must both be at least 1: with them a run would delete nothing, or never stop", in.BatchSize, in.MaxBatches),
+			ErrTypeRetentionInputInvalid, nil)
+	}
 	var total int64
-	deadline := activity.GetInfo(ctx).Deadline
 	for i := range in.MaxBatches {
 		if i > 0 {
-			if !deadline.IsZero() && time.Until(deadline) < deadlineMargin {
+			if !b.deadline.IsZero() && time.Until(b.deadline) < RetentionDeadlineMargin {
 				break
 			}
-			if err := pause(ctx, time.Duration(in.BatchPause)); err != nil {
-				return total, TechnicalFailure(err)
+			if !b.pause(ctx, time.Duration(in.BatchPause)) {
+				break
 			}
 		}
 		n, err := deleteBatch()
@@ -54,7 +88,7 @@ func inBatches(ctx context.Context, in RetentionInput, deleteBatch func() (int64
 		if err != nil {
 			return total, TechnicalFailure(err)
 		}
-		activity.RecordHeartbeat(ctx, total)
+		b.heartbeat(total)
 		if n < int64(in.BatchSize) {
 			break
 		}
@@ -62,18 +96,29 @@ func inBatches(ctx context.Context, in RetentionInput, deleteBatch func() (int64
 	return total, nil
 }
 
-// pause waits d, or until ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
+// pause waits d, and says whether the run goes on: false when the worker
+// stops or ctx ends first, or had already (a run without a pause still
+// ends between two batches).
+func (b batchRun) pause(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-b.stop:
+		return false
+	case <-ctx.Done():
+		return false
+	default:
+	}
 	if d <= 0 {
-		return nil
+		return true
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
+	case <-b.stop:
+		return false
 	case <-ctx.Done():
-		return ctx.Err()
+		return false
 	case <-t.C:
-		return nil
+		return true
 	}
 }
 

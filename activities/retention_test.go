@@ -3,6 +3,7 @@ package activities_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/pixbank/pix/activities"
@@ -78,4 +80,47 @@ func TestRetentionPausesBetweenBatches(t *testing.T) {
 	require.NoError(t, val.Get(&n))
 	require.EqualValues(t, 3, n)
 	require.GreaterOrEqual(t, time.Since(began), 3*pause, "a pause before each batch after the first")
+}
+
+// A worker that stops ends its retention run's pause: the run returns the
+// rows it deleted so far (here the first batch of one, of three expired
+// keys), as a success, rather than wait out a 30 s pause (and be retried
+// elsewhere once its heartbeat times out). A run that waited would delete
+// all three.
+func TestRetentionEndsWhenItsWorkerStops(t *testing.T) {
+	ctx := context.Background()
+	s := dbtest.New(t)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&activities.Activities{Store: s, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	stop := make(chan struct{})
+	env.SetWorkerStopChannel(stop)
+	_, err := s.Pool().Exec(ctx, `INSERT INTO idempotency_keys (key, request_hash, status_code, response_body, expires_at)
+		SELECT gen_random_uuid(), 'h', 201, '{}', now() - interval '1 hour' FROM generate_series(1, 3)`)
+	require.NoError(t, err)
+	time.AfterFunc(500*time.Millisecond, func() { close(stop) })
+	val, err := env.ExecuteActivity(a.DeleteExpiredIdempotencyKeys,
+		activities.RetentionInput{BatchSize: 1, MaxBatches: 10, BatchPause: payload.Duration(30 * time.Second)})
+	require.NoError(t, err)
+	var n int64
+	require.NoError(t, val.Get(&n))
+	require.EqualValues(t, 1, n, "the first batch, then the stop")
+	var left int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM idempotency_keys`).Scan(&left))
+	require.Equal(t, 2, left, "the next run takes the rest")
+}
+
+// An input that bounds nothing fails the activity as final
+// (RetentionInputInvalid), deleting nothing.
+func TestRetentionRefusesABatchOfNoRows(t *testing.T) {
+	s := dbtest.New(t)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&activities.Activities{Store: s, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	_, err := env.ExecuteActivity(a.DeleteDoneInboxRows, activities.RetentionInput{BatchSize: 0, MaxBatches: 10,
+		InboxRetention: payload.Duration(30 * 24 * time.Hour)})
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%v", err)
+	require.Equal(t, activities.ErrTypeRetentionInputInvalid, appErr.Type())
+	require.True(t, appErr.NonRetryable())
 }

@@ -22,17 +22,22 @@ const RetentionWorkflowName = "PixRetention"
 // ID has always been made: an existing schedule keeps its ID).
 func RetentionScheduleID(base string) string { return "pix-retention:" + base }
 
+// RetentionRunTimeout is a retention run's activities' deadline
+// (StartToClose): each stops a minute before it
+// (activities.RetentionDeadlineMargin), so that an hourly run keeps up
+// with 1,000 PIX/s (3.6 million rows a table an hour; docs/benchmarks.md,
+// Growth).
+const RetentionRunTimeout = 30 * time.Minute
+
 // Retention deletes what the service no longer needs to keep: expired
 // idempotency keys, outbox events published longer ago than their
 // retention, and inbox rows done longer ago than theirs (the credits stay),
 // each in small batches.
 func Retention(ctx workflow.Context, in activities.RetentionInput) error {
-	// 30 minutes a run: the retention takes its batches RETENTION_BATCH_PAUSE
-	// apart and stops a minute before this deadline (activities.inBatches),
-	// so that an hourly run keeps up with 1,000 PIX/s (3.6 million rows a
-	// table an hour; docs/benchmarks.md, Growth).
+	// The retention takes its batches RETENTION_BATCH_PAUSE apart and stops
+	// a minute before this deadline (activities.inBatches).
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Minute,
+		StartToCloseTimeout: RetentionRunTimeout,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5},
 	})

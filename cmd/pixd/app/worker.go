@@ -20,6 +20,7 @@ import (
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/outbox"
+	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
@@ -147,6 +148,7 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 	if !ready {
 		return err // nil: stopped while starting
 	}
+	saga.WarnIfRetentionFallsBehind(a.Cfg, a.Log)
 	a.Log.Info("worker running", "task_queues", queues.All(), "temporal_address", a.Cfg.TemporalAddress,
 		"dispatcher", a.Cfg.DispatcherEnabled, "psp_url", a.Cfg.PSPURL,
 		"deployment", opts.Version.DeploymentName, "build_id", opts.Version.BuildID)

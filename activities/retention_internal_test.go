@@ -1,0 +1,101 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/pixbank/pix/internal/payload"
+)
+
+// fullBatches is a table that always has a full batch more: a run ends
+// only by its own bounds. calls counts the batches; first runs at the
+// first.
+func fullBatches(size int, calls *int, first func()) func() (int64, error) {
+	return func() (int64, error) {
+		*calls++
+		if *calls == 1 && first != nil {
+			first()
+		}
+		return int64(size), nil
+	}
+}
+
+func noHeartbeat(int64) {}
+
+// An input that bounds nothing (a batch of no rows would never come back
+// short; no batch at all deletes nothing) is refused before any batch, as
+// final: no attempt could do better.
+func TestARetentionRunRefusesAnInputThatBoundsNothing(t *testing.T) {
+	for _, in := range []RetentionInput{{BatchSize: 0, MaxBatches: 10}, {BatchSize: -1, MaxBatches: 10}, {BatchSize: 1000, MaxBatches: 0}} {
+		calls := 0
+		n, err := batchRun{heartbeat: noHeartbeat}.run(context.Background(), in, fullBatches(in.BatchSize, &calls, nil))
+		require.Zero(t, n)
+		require.Zero(t, calls, "no batch ran")
+		var appErr *temporal.ApplicationError
+		require.True(t, errors.As(err, &appErr), "%v", err)
+		require.Equal(t, ErrTypeRetentionInputInvalid, appErr.Type())
+		require.True(t, appErr.NonRetryable())
+		require.ErrorContains(t, err, "must both be at least 1")
+	}
+}
+
+// The pause between batches ends when the worker stops and when the
+// activity's context ends: the run returns what it deleted so far, with no
+// error (the next run takes the rest), rather than wait out its pause (and
+// the heartbeat timeout) and be retried elsewhere. The pause is 30 s: a
+// run that waited it out would take a second batch.
+func TestARetentionRunStopsItsPauseWhenTheWorkerStopsOrItsContextEnds(t *testing.T) {
+	in := RetentionInput{BatchSize: 10, MaxBatches: 2, BatchPause: payload.Duration(30 * time.Second)}
+	t.Run("the worker stops", func(t *testing.T) {
+		stop := make(chan struct{})
+		calls := 0
+		n, err := batchRun{stop: stop, heartbeat: noHeartbeat}.run(context.Background(), in,
+			fullBatches(in.BatchSize, &calls, func() { time.AfterFunc(100*time.Millisecond, func() { close(stop) }) }))
+		require.NoError(t, err)
+		require.EqualValues(t, 10, n, "the first batch's rows")
+		require.Equal(t, 1, calls)
+	})
+	t.Run("its context ends", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		calls := 0
+		n, err := batchRun{heartbeat: noHeartbeat}.run(ctx, in,
+			fullBatches(in.BatchSize, &calls, func() { time.AfterFunc(100*time.Millisecond, cancel) }))
+		require.NoError(t, err)
+		require.EqualValues(t, 10, n)
+		require.Equal(t, 1, calls)
+	})
+	t.Run("with no pause", func(t *testing.T) {
+		stop := make(chan struct{})
+		calls := 0
+		n, err := batchRun{stop: stop, heartbeat: noHeartbeat}.run(context.Background(),
+			RetentionInput{BatchSize: 10, MaxBatches: 1_000_000}, fullBatches(10, &calls, func() { close(stop) }))
+		require.NoError(t, err)
+		require.EqualValues(t, 10, n, "a run without a pause ends between two batches too")
+	})
+}
+
+// A run stops RetentionDeadlineMargin before its activity's deadline,
+// whatever it has left, and returns its count: here a deadline a margin
+// and 300 ms away, batches 50 ms apart, and more batches than the time
+// holds (2,000: 100 s), so a run that ignored it would end after the
+// deadline.
+func TestARetentionRunStopsBeforeItsDeadline(t *testing.T) {
+	deadline := time.Now().Add(RetentionDeadlineMargin + 300*time.Millisecond)
+	in := RetentionInput{BatchSize: 10, MaxBatches: 2_000, BatchPause: payload.Duration(50 * time.Millisecond)}
+	calls := 0
+	var told int64
+	n, err := batchRun{deadline: deadline, heartbeat: func(total int64) { told = total }}.run(context.Background(), in,
+		fullBatches(in.BatchSize, &calls, nil))
+	require.NoError(t, err)
+	require.True(t, time.Now().Before(deadline), "the run returned before its deadline")
+	require.GreaterOrEqual(t, calls, 1)
+	require.Less(t, calls, in.MaxBatches, "it stopped for its deadline, not its batches")
+	require.EqualValues(t, int64(calls*in.BatchSize), n, "what it deleted")
+	require.Equal(t, n, told, "heartbeat with the running total")
+}
