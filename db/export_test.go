@@ -83,10 +83,3 @@ func ReceiveGroupForTest(ctx context.Context, s *Store, calls []*ReceiveCallForT
 
 // ReceiverQueued is how many deliveries wait for r's writers.
 func ReceiverQueued(r *Receiver) int { return r.group.Queued() }
-
-// FillHoldsForTest is the fill of the holds of account that fill from
-// its credits by the credit of endToEndID (amountCents), as Store.Credit
-// runs it in the credit's transaction.
-func FillHoldsForTest(ctx context.Context, tx pgx.Tx, endToEndID, account string, amountCents int64) (int64, error) {
-	return fillHolds(ctx, tx, endToEndID, account, amountCents)
-}

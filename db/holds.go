@@ -28,7 +28,7 @@ import (
 // A hold may fill from later credits (NewHold.FillFromCredits: a MED):
 // it holds what is available when it is made, possibly nothing, and each
 // PIX credited to its account afterwards adds what it lacks, as far as
-// the credit goes, in the credit's transaction (Store.Credit, fillHolds),
+// the credit goes, in the credit's transaction (Store.Credit, FillHolds),
 // until it holds what it fills to; the credit itself is unchanged.
 //
 // Lock order, as every money transaction's: a PIX's credit (a hold of a
@@ -44,7 +44,7 @@ import (
 // as it is then (lockHoldAndAccount).
 
 // holdSQL holds the statements of queries/holds.sql.
-var holdSQL struct{ ByRef, Get, LockHold, Hold, Release, Capture, Fill string }
+var holdSQL struct{ AccountFilling, ByRef, Get, LockHold, Hold, Release, Capture, Fill string }
 
 func init() { bindQueries("holds.sql", &holdSQL) }
 
@@ -183,7 +183,21 @@ func Hold(ctx context.Context, tx pgx.Tx, h NewHold) (hold pix.Hold, created boo
 	if err != nil {
 		return pix.Hold{}, false, err
 	}
-	amount, fillTo, err := holdable(h, a.available(), room)
+	available := a.available()
+	if h.FillFromCredits {
+		// Holds that fill take money strictly oldest first: while an older
+		// one of the account still lacks, a new one takes nothing of what
+		// is available (the older would have had it, had it come after it),
+		// and fills after it.
+		var older bool
+		if err := tx.QueryRow(ctx, holdSQL.AccountFilling, h.AccountID).Scan(&older); err != nil {
+			return pix.Hold{}, false, fmt.Errorf("holds filling: %w", err)
+		}
+		if older {
+			available = 0
+		}
+	}
+	amount, fillTo, err := holdable(h, available, room)
 	if err != nil {
 		return pix.Hold{}, false, err
 	}
@@ -395,20 +409,42 @@ func scanHold(row pgx.Row) (pix.Hold, error) {
 	return h, err
 }
 
-// fillHolds fills the holds of the account still filling (FillFromCredits)
-// with the PIX endToEndID just credited to it (amountCents), in tx, the
-// credit's, under the account's lock the credit holds (Store.Credit, when
-// its statement found such a hold): each hold, in the order they were
-// made, takes what it lacks of what the credit and the holds before it
-// left, with its event and its pix_hold_fills row; the account's held
-// grows by what was filled, its balance is the credit's. It returns what
-// was filled in all. Only the credit that recorded the PIX calls it, once
-// (a credit run again finds its PIX credited and fills nothing), and the
-// fills' primary key refuses a second fill of a hold by one PIX.
-func fillHolds(ctx context.Context, tx pgx.Tx, endToEndID, accountID string, amountCents int64) (int64, error) {
+// FillSource is money that came back to an account and fills its holds
+// that fill (NewHold.FillFromCredits; docs/design.md, I11): every inflow
+// fills, not only a PIX credited, or money a MED waits for would be
+// spendable again once a transfer out of it is refunded. Kind is one of
+// FillByCredit, FillByTransferRefund, FillByRefundReversal; ID names the
+// source (the PIX's end_to_end_id, the transfer's id, the refund's id).
+// A hold fills once per source (pix_hold_fills' primary key).
+type FillSource struct {
+	Kind string
+	ID   string
+}
+
+// The inflows that fill holds (pix_hold_fills.source_kind).
+const (
+	FillByCredit         = "credit"          // a PIX credited (Store.Credit)
+	FillByTransferRefund = "transfer_refund" // a rejected transfer refunded (saga/transfer)
+	FillByRefundReversal = "refund_reversal" // a devolução not made, reversed (saga/refund)
+)
+
+// FillHolds fills the holds of the account still filling
+// (NewHold.FillFromCredits) with addedCents just come back to it from
+// source, in tx, the inflow's own transaction, after it raised the
+// balance and so under the account's row lock it holds (the lock order
+// stays: the inflow's row, the account, the holds): each hold, in the
+// order they were made, takes what it lacks of what the inflow and the
+// holds before it left, with its pix.hold.filled event and its
+// pix_hold_fills row; the account's held grows by what was filled, its
+// balance is the inflow's. It returns what was filled in all. The inflow
+// calls it once, in the transaction that makes it (an inflow run again
+// finds itself made and fills nothing), and the fills' primary key (hold,
+// source) refuses a second fill of a hold by one source.
+func FillHolds(ctx context.Context, tx pgx.Tx, accountID string, addedCents int64, source FillSource) (int64, error) {
 	var filled int64
-	if err := tx.QueryRow(ctx, holdSQL.Fill, endToEndID, accountID, amountCents, tracing.Traceparent(ctx)).Scan(&filled); err != nil {
-		return 0, fmt.Errorf("fill holds: %w", err)
+	err := tx.QueryRow(ctx, holdSQL.Fill, source.Kind, source.ID, accountID, addedCents, tracing.Traceparent(ctx)).Scan(&filled)
+	if err != nil {
+		return 0, fmt.Errorf("fill holds from %s %s: %w", source.Kind, source.ID, err)
 	}
 	return filled, nil
 }

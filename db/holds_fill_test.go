@@ -39,7 +39,7 @@ func requireHold(t *testing.T, s *db.Store, id string, amount, fillTo int64, sta
 // credit.
 func fillsOf(t *testing.T, s *db.Store, id string) map[string]int64 {
 	t.Helper()
-	rows, err := s.Pool().Query(context.Background(), `SELECT end_to_end_id, amount_cents FROM pix_hold_fills WHERE hold_id = $1`, id)
+	rows, err := s.Pool().Query(context.Background(), `SELECT source_id, amount_cents FROM pix_hold_fills WHERE hold_id = $1 AND source_kind = 'credit'`, id)
 	require.NoError(t, err)
 	out := map[string]int64{}
 	var e2e string
@@ -97,9 +97,9 @@ func TestAFillingHoldFillsToWhatItAsksThenStops(t *testing.T) {
 	fills := filledEvents(t, s)
 	require.Len(t, fills, 2)
 	for i, want := range []map[string]any{
-		{"credit_end_to_end_id": second.EndToEndID, "filled_cents": 4_000.0, "amount_cents": 7_000.0, "fill_to_cents": 10_000.0,
+		{"source_kind": "credit", "source_id": second.EndToEndID, "filled_cents": 4_000.0, "amount_cents": 7_000.0, "fill_to_cents": 10_000.0,
 			"held_after_cents": 7_000.0, "available_after_cents": 0.0, "end_to_end_id": reported, "kind": "med", "ref": "med:1"},
-		{"credit_end_to_end_id": third, "filled_cents": 3_000.0, "amount_cents": 10_000.0, "fill_to_cents": 10_000.0,
+		{"source_kind": "credit", "source_id": third, "filled_cents": 3_000.0, "amount_cents": 10_000.0, "fill_to_cents": 10_000.0,
 			"held_after_cents": 10_000.0, "available_after_cents": 2_000.0, "end_to_end_id": reported, "kind": "med", "ref": "med:1"},
 	} {
 		for k, v := range want {
@@ -158,6 +158,47 @@ func TestFillingHoldsFillInTheOrderTheyWereMade(t *testing.T) {
 	requireBooks(t, s)
 }
 
+// Holds that fill take money strictly oldest first: money spendable
+// again while an older hold still lacks (a block released: not money
+// come back, it fills nothing) is not taken by a newer hold that fills,
+// which would else hold the older one's due; the next credit fills the
+// older first.
+func TestANewFillingHoldWaitsForTheOlder(t *testing.T) {
+	s := dbtest.New(t)
+	openAccount(t, s, "acc-1", 0)
+	a := creditPIX(t, s, 1, "acc-1", 5_000)
+	b := creditPIX(t, s, 2, "acc-1", 5_000)
+	block, _, err := hold(s, db.NewHold{Ref: "block:1", AccountID: "acc-1", AmountCents: 10_000, Kind: "cautionary_block"})
+	require.NoError(t, err)
+	older, _, err := hold(s, med("med:a", "acc-1", a, 5_000))
+	require.NoError(t, err)
+	require.Zero(t, older.AmountCents)
+	_, _, err = release(s, block.ID, "operator")
+	require.NoError(t, err)
+	requireMoney(t, s, "acc-1", 10_000, 0)
+
+	newer, _, err := hold(s, med("med:b", "acc-1", b, 5_000))
+	require.NoError(t, err)
+	require.Zero(t, newer.AmountCents, "the older hold still lacks: the newer takes nothing available")
+	requireMoney(t, s, "acc-1", 10_000, 0)
+
+	creditPIX(t, s, 3, "acc-1", 6_000)
+	requireHold(t, s, older.ID, 5_000, 5_000, pix.HoldActive)
+	requireHold(t, s, newer.ID, 1_000, 5_000, pix.HoldActive)
+	requireMoney(t, s, "acc-1", 16_000, 6_000)
+
+	// Once no older hold lacks (med:a full, med:b released), a new one
+	// takes what is available at once.
+	_, _, err = release(s, newer.ID, "not a fraud")
+	require.NoError(t, err)
+	third, _, err := hold(s, db.NewHold{Ref: "judicial:1", AccountID: "acc-1", AmountCents: 1_000, UpTo: true, FillFromCredits: true,
+		Kind: "judicial"})
+	require.NoError(t, err)
+	require.EqualValues(t, 1_000, third.AmountCents)
+	requireMoney(t, s, "acc-1", 16_000, 6_000)
+	requireBooks(t, s)
+}
+
 // A credit run again (its activity retried after its commit, a
 // redelivery) fills nothing again; the fills' primary key refuses a
 // second fill of a hold by one PIX, whoever asks.
@@ -194,7 +235,7 @@ func TestACreditRunAgainFillsNothingAgain(t *testing.T) {
 		if _, err := tx.Exec(ctx, `UPDATE accounts SET balance_cents = balance_cents + 3000 WHERE id = 'acc-1'`); err != nil {
 			return err
 		}
-		_, err := db.FillHoldsForTest(ctx, tx, n.EndToEndID, "acc-1", 3_000)
+		_, err := db.FillHolds(ctx, tx, "acc-1", 3_000, db.FillSource{Kind: db.FillByCredit, ID: n.EndToEndID})
 		return err
 	})
 	require.ErrorContains(t, err, "pix_hold_fills_pkey")

@@ -22,9 +22,11 @@ import (
 // of PIX, whole, up to and filling from later credits, refs reused),
 // releases, captures, devoluções and their reversals, each step checked
 // against a model that says what the money API must answer and what every
-// account and hold must then be (I2, I9, I11): each credit fills the
-// holds of its account that fill, in the order they were made; the
-// reconciliation every 25 steps and at the end.
+// account and hold must then be (I2, I9, I11): each credit and each
+// reversal (money back) fills the holds of its account that fill, in the
+// order they were made, and a new hold that fills takes nothing available
+// while an older one lacks; the reconciliation every 25 steps and at the
+// end.
 // PIX_HOLD_MODEL_SEED runs one seed of your choice (a failure prints its
 // seed and step).
 
@@ -62,6 +64,16 @@ func (m *moneyModel) fill(account string, cents int64) int64 {
 	}
 	m.held[account] += cents - left
 	return cents - left
+}
+
+// filling says whether a hold of account still fills (active, lacking).
+func (m *moneyModel) filling(account string) bool {
+	for _, h := range m.holds {
+		if h.asked.AccountID == account && h.status == pix.HoldActive && h.amount < h.fillTo {
+			return true
+		}
+	}
+	return false
 }
 
 type modelPIX struct {
@@ -255,6 +267,7 @@ func runMoneyModel(t *testing.T, seed uint64, steps int) (seen map[string]int) {
 			_, err = refundsaga.NewStore(s).ReverseRefund(ctx, r.id, "NAO_REALIZADO", false)
 			r.reversed = true
 			m.balance[r.account] += r.amount
+			m.fill(r.account, r.amount) // money back fills as a credit does (FillHolds)
 		}
 		if want == nil {
 			require.NoError(t, err, "step %d, seed %d: %s", step, seed, what)
@@ -327,6 +340,9 @@ func (m *moneyModel) holdStep(s *db.Store, rnd *rand.Rand) (op, what string, err
 	what = fmt.Sprintf("hold %+v (room %d, available %d)", asked, room, m.available(asked.AccountID))
 	got, created, err := hold(s, asked)
 	available := m.available(asked.AccountID)
+	if asked.FillFromCredits && m.filling(asked.AccountID) {
+		available = 0 // holds that fill take money oldest first
+	}
 	amount := asked.AmountCents
 	if asked.UpTo && room >= 0 {
 		amount = min(amount, room)

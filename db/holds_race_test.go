@@ -572,7 +572,7 @@ func TestFillingHoldsUnderConcurrentCreditsReleasesAndCaptures(t *testing.T) {
 	require.Zero(t, wrong, "a hold that holds other than it was made with and filled")
 	require.NoError(t, s.Pool().QueryRow(ctx, `
 		SELECT count(*) FROM pix_credits c
-		WHERE c.amount_cents < (SELECT COALESCE(sum(f.amount_cents), 0) FROM pix_hold_fills f WHERE f.end_to_end_id = c.end_to_end_id)`).Scan(&wrong))
+		WHERE c.amount_cents < (SELECT COALESCE(sum(f.amount_cents), 0) FROM pix_hold_fills f WHERE f.source_kind = 'credit' AND f.source_id = c.end_to_end_id)`).Scan(&wrong))
 	require.Zero(t, wrong, "a credit that filled more than it brought")
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM pix_hold_fills),
 		(SELECT count(*) FROM outbox_events WHERE event_type = 'pix.hold.filled')`).Scan(&fills, &filledEvents))

@@ -328,7 +328,7 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 // checked, out its account, amount and balance after: the balance, the
 // credit, its event, the inbox row and the charge its PIX names, in one
 // statement, which also says whether a hold of the account fills from its
-// credits (a MED): then the credit fills it (fillHolds), in the same
+// credits (a MED): then the credit fills it (FillHolds), in the same
 // transaction.
 func recordCredit(ctx context.Context, tx pgx.Tx, endToEndID string, attempt int, txid *string, out *CreditOutcome) error {
 	var recorded int
@@ -344,7 +344,7 @@ func recordCredit(ctx context.Context, tx pgx.Tx, endToEndID string, attempt int
 		return fmt.Errorf("credit: %d credit rows recorded, want 1", recorded)
 	}
 	if fills {
-		if _, err := fillHolds(ctx, tx, endToEndID, out.AccountID, out.AmountCents); err != nil {
+		if _, err := FillHolds(ctx, tx, out.AccountID, out.AmountCents, FillSource{Kind: FillByCredit, ID: endToEndID}); err != nil {
 			return err
 		}
 	}

@@ -76,6 +76,13 @@ type NewRefund struct {
 	// other debit may spend, leaves the account with this devolução's
 	// debit, and the hold ends captured, in the same transaction.
 	Hold uuid.UUID
+	// CaptureAll (with Hold) returns whatever the hold holds when it is
+	// locked (AmountCents is set to it; what the caller put there is not
+	// read): a hold that fills (a MED) may grow under the caller between
+	// its read and the capture, which a devolução of a fixed amount would
+	// then be refused (pix.ErrHoldNotCapturable). A hold of 0 is refused
+	// all the same.
+	CaptureAll bool
 }
 
 // RecordRefund debits and records the devolução nr within tx, with its
@@ -99,7 +106,8 @@ type NewRefund struct {
 // pix.ErrHoldNotFound, pix.ErrHoldEnded (released, or captured already),
 // pix.ErrHoldNotCapturable (of another PIX, or of none, or of another
 // amount, or holding nothing yet: a hold that fills from later credits is
-// captured with what it holds, then, and fills no more).
+// captured with what it holds, then, and fills no more; nr.CaptureAll
+// returns what it holds under the locks, whatever the caller read).
 //
 // Locks, in the one order: the credit, the account, the hold.
 func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, requestedBy string) (pix.Refund, error) {
@@ -111,6 +119,9 @@ func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, 
 		return pix.Refund{}, pix.ErrRefundWindowClosed
 	}
 	var captured int64
+	if nr.CaptureAll && nr.Hold == uuid.Nil {
+		return pix.Refund{}, errors.New("record refund: CaptureAll without a Hold")
+	}
 	if nr.Hold != uuid.Nil {
 		hold, err := lockHoldAndAccount(ctx, tx, nr.Hold)
 		switch {
@@ -120,6 +131,10 @@ func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, 
 			return pix.Refund{}, fmt.Errorf("%w: hold %s is %s", pix.ErrHoldEnded, hold.ID, hold.Status)
 		case hold.AmountCents == 0:
 			return pix.Refund{}, fmt.Errorf("%w: hold %s holds nothing yet (it fills from later credits)", pix.ErrHoldNotCapturable, hold.ID)
+		case nr.CaptureAll:
+			nr.AmountCents = hold.AmountCents // what it holds under its locks: nothing fills it before the commit
+		}
+		switch {
 		case deref(hold.EndToEndID) != nr.EndToEndID || hold.AmountCents != nr.AmountCents:
 			return pix.Refund{}, fmt.Errorf("%w: hold %s holds %d of PIX %q; the devolução returns %d of %s", pix.ErrHoldNotCapturable,
 				hold.ID, hold.AmountCents, deref(hold.EndToEndID), nr.AmountCents, nr.EndToEndID)

@@ -20,7 +20,7 @@
 -- release before this one touches it, so each step is a short transaction
 -- with a lock timeout, as 0030 (the file runs again from the start if one
 -- fails: every statement can run twice). From this release on every
--- credit reads pix_holds (the probe below): a later migration that locks
+-- credit reads pix_holds (the probe, 0037): a later migration that locks
 -- it ACCESS EXCLUSIVE holds up the credits, and is written as one on
 -- accounts is (docs/extending.md, "A column on busy tables").
 -- +goose StatementBegin
@@ -48,31 +48,39 @@ ALTER TABLE pix_holds VALIDATE CONSTRAINT pix_holds_amount_within_asked;
 ALTER TABLE pix_holds VALIDATE CONSTRAINT pix_holds_fills_up_to;
 COMMIT;
 -- +goose StatementEnd
+-- What each inflow added to each hold: the audit of the fills, and their
+-- net. A hold fills from every money that comes back to its account
+-- (docs/design.md, I11): a PIX credited (source_kind 'credit', source_id
+-- its end_to_end_id), a rejected transfer refunded ('transfer_refund',
+-- the transfer's id), a devolução reversed ('refund_reversal', the
+-- refund's id); one fill per hold and source (the source is made once,
+-- and its fills with it, in its transaction: db.FillHolds; a second would
+-- fail the transaction, not fill twice). amount_after_cents is the hold's
+-- amount after the fill. Not a movement of the balance (the inflow is; a
+-- fill moves none), like the holds: the reconciliation compares
+-- held_cents with the active holds.
+--
+-- A table of its own transaction (docs/extending.md, "A column on busy
+-- tables"), with no foreign key to the sources: a reference to
+-- pix_credits would take its SHARE ROW EXCLUSIVE lock, which stalls every
+-- credit while it waits, and there is no one table of the sources to
+-- reference; the row is written in its source's own transaction, which
+-- makes the source. The key to pix_holds locks only pix_holds, which no
+-- credit writes before this release.
 -- +goose StatementBegin
 BEGIN;
 SET LOCAL lock_timeout = '5s';
--- The credit's probe (queries/credits.sql Credit): an account's holds
--- still filling, in the order they fill (created_at, id). A hold leaves
--- the index when it is full or ends, so the index holds only the holds
--- filling now (a MED waiting for money): for an account without one, the
--- probe is one descent of an almost empty index.
-CREATE INDEX IF NOT EXISTS pix_holds_filling_idx ON pix_holds (account_id, created_at, id)
-    WHERE status = 'active' AND amount_cents < fill_to_cents;
--- What each credit added to each hold: the audit of the fills, and their
--- net (one fill per hold and credit: the credit is made once, and a fill
--- with it, db.Store.Credit; a second would fail the transaction, not fill
--- twice). amount_after_cents is the hold's amount after the fill. Not a
--- movement of the balance (the credit is; a fill moves none), like the
--- holds: the reconciliation compares held_cents with the active holds.
 CREATE TABLE IF NOT EXISTS pix_hold_fills (
     hold_id            uuid        NOT NULL REFERENCES pix_holds (id),
-    end_to_end_id      text        NOT NULL REFERENCES pix_credits (end_to_end_id),
+    source_kind        text        NOT NULL CHECK (source_kind IN ('credit', 'transfer_refund', 'refund_reversal')),
+    source_id          text        NOT NULL,
     amount_cents       bigint      NOT NULL CHECK (amount_cents > 0),
     amount_after_cents bigint      NOT NULL CHECK (amount_after_cents >= amount_cents),
     filled_at          timestamptz NOT NULL,
-    PRIMARY KEY (hold_id, end_to_end_id)
+    PRIMARY KEY (hold_id, source_kind, source_id)
 );
--- The fills of a credit (what a PIX received went to).
-CREATE INDEX IF NOT EXISTS pix_hold_fills_pix_idx ON pix_hold_fills (end_to_end_id);
+-- The fills of a source (what a PIX received, a refund, a reversal went
+-- to). Built with the table, empty and new, which nothing else writes yet.
+CREATE INDEX IF NOT EXISTS pix_hold_fills_source_idx ON pix_hold_fills (source_kind, source_id);
 COMMIT;
 -- +goose StatementEnd

@@ -146,13 +146,14 @@ var statementPlans = map[string]statementPlan{
 	"credits.ResetLockTimeout": exempt(perPIX, "a session setting, no table: RESET can't be prepared, nor planned"),
 	"credits.SetLockTimeout":   checked(perPIX),
 
-	"holds.ByRef":    checked(perPIX),
-	"holds.Capture":  checked(perPIX),
-	"holds.Fill":     checked(perPIX), // a credit to an account with a hold filling
-	"holds.Get":      checked(perPIX), // a release's and a capture's first read
-	"holds.Hold":     checked(perPIX),
-	"holds.LockHold": checked(perPIX),
-	"holds.Release":  checked(perPIX),
+	"holds.AccountFilling": checked(perPIX), // a new hold that fills
+	"holds.ByRef":          checked(perPIX),
+	"holds.Capture":        checked(perPIX),
+	"holds.Fill":           checked(perPIX), // a credit to an account with a hold filling
+	"holds.Get":            checked(perPIX), // a release's and a capture's first read
+	"holds.Hold":           checked(perPIX),
+	"holds.LockHold":       checked(perPIX),
+	"holds.Release":        checked(perPIX),
 
 	"idempotency.ReadKey":        checked(perPIX),
 	"idempotency.RecordResponse": checked(perPIX),

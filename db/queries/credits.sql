@@ -156,7 +156,7 @@ WHERE end_to_end_id = $1
 -- It also says whether the account has a hold still filling from its
 -- credits (db.NewHold.FillFromCredits): then the credit fills it, with
 -- the holds' Fill statement, in the same transaction. The probe is one
--- descent of pix_holds_filling_idx (0035), a partial index of the holds
+-- descent of pix_holds_filling_idx (0037), a partial index of the holds
 -- filling now, almost always empty: the cost of filling holds to every
 -- credit of an account without one, with no round trip of its own (the
 -- Fill is a second statement only for an account that has one). The

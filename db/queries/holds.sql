@@ -24,6 +24,13 @@ SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_t
 FROM pix_holds WHERE id = $1
 FOR UPDATE
 
+-- name: AccountFilling
+-- Whether the account $1 has a hold still filling (db.Hold of a new hold
+-- that fills, under the account's lock: one probe of
+-- pix_holds_filling_idx). Holds that fill take money strictly oldest
+-- first: a new one takes nothing available while an older one lacks.
+SELECT EXISTS (SELECT 1 FROM pix_holds WHERE account_id = $1 AND status = 'active' AND amount_cents < fill_to_cents)
+
 -- name: Hold
 -- A new hold, its account's held amount and its event, in one statement,
 -- on an account locked and checked already (LockForDebit; a hold of a PIX
@@ -104,29 +111,31 @@ SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_t
 FROM captured
 
 -- name: Fill
--- The fills of a credit just made (db.Store.Credit, when its Credit
--- statement found a hold of the account still filling): in one statement,
--- each hold of the account still filling, in the order they were made
--- (created_at, id), takes what it lacks of what the credit brought and the
--- holds before it left (so the first is filled first, and the credit's
--- amount is never given twice); each fill adds to the hold, to the
--- account's held amount, to pix_hold_fills (one row per hold and credit:
--- its primary key refuses a second) and writes its event, whose held and
--- available are the account's just after that fill. Runs under the
--- account's lock, taken by the credit before its statements (every change
--- of an account's holds takes it first: docs/design.md, "Lock order"), in
--- a statement that starts after it: it sees every hold as it is. Nothing
--- else changes: the credit's balance and event are the Credit statement's.
--- $1 the credit's end_to_end_id, $2 account_id, $3 the credit's
--- amount_cents, $4 the traceparent of the events. Returns what was filled
--- in all.
+-- The fills of money just come back to an account (db.FillHolds: a PIX
+-- credited, a transfer refunded, a devolução reversed, in its own
+-- transaction, after it raised the balance): in one statement, each hold
+-- of the account still filling, in the order they were made (created_at,
+-- id), takes what it lacks of what the inflow brought and the holds
+-- before it left (so the first is filled first, and the inflow is never
+-- given twice); each fill adds to the hold, to the account's held amount,
+-- to pix_hold_fills (one row per hold and source: its primary key refuses
+-- a second) and writes its event, whose held and available are the
+-- account's just after that fill. Runs under the account's lock, taken by
+-- the inflow before this statement (every change of an account's holds
+-- takes it first: docs/design.md, "Lock order"), in a statement that
+-- starts after it: it sees every hold as it is. Nothing else changes: the
+-- balance and its event are the inflow's. $1 the source's kind ('credit',
+-- 'transfer_refund', 'refund_reversal'), $2 its id (the PIX's
+-- end_to_end_id, the transfer's id, the refund's id), $3 account_id,
+-- $4 the amount come back, $5 the traceparent of the events. Returns
+-- what was filled in all.
 WITH filling AS (
     SELECT id, fill_to_cents - amount_cents AS lacking,
            (sum(fill_to_cents - amount_cents) OVER (ORDER BY created_at, id) - (fill_to_cents - amount_cents))::bigint AS before
     FROM pix_holds
-    WHERE account_id = $2 AND status = 'active' AND amount_cents < fill_to_cents),
+    WHERE account_id = $3 AND status = 'active' AND amount_cents < fill_to_cents),
 fill AS (
-    SELECT id, LEAST(lacking, $3 - before) AS cents FROM filling WHERE before < $3),
+    SELECT id, LEAST(lacking, $4 - before) AS cents FROM filling WHERE before < $4),
 filled AS (
     UPDATE pix_holds h SET amount_cents = h.amount_cents + f.cents
     FROM fill f WHERE h.id = f.id AND h.status = 'active'
@@ -140,20 +149,20 @@ progress AS (
 held AS (
     UPDATE accounts a SET held_cents = a.held_cents + t.cents, updated_at = clock_timestamp()
     FROM (SELECT sum(cents)::bigint AS cents FROM filled) t
-    WHERE a.id = $2 AND t.cents > 0
+    WHERE a.id = $3 AND t.cents > 0
     RETURNING a.held_cents, a.balance_cents, a.updated_at),
 record AS (
-    INSERT INTO pix_hold_fills (hold_id, end_to_end_id, amount_cents, amount_after_cents, filled_at)
-    SELECT f.id, $1, f.cents, f.amount_cents, a.updated_at FROM filled f CROSS JOIN held a),
+    INSERT INTO pix_hold_fills (hold_id, source_kind, source_id, amount_cents, amount_after_cents, filled_at)
+    SELECT f.id, $1, $2, f.cents, f.amount_cents, a.updated_at FROM filled f CROSS JOIN held a),
 event AS (
     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_hold', p.id::text, 'pix.hold.filled',
            jsonb_build_object('schema_version', 1, 'hold_id', p.id, 'ref', p.ref, 'account_id', p.account_id,
-                              'end_to_end_id', p.end_to_end_id, 'kind', p.kind, 'credit_end_to_end_id', $1,
+                              'end_to_end_id', p.end_to_end_id, 'kind', p.kind, 'source_kind', $1::text, 'source_id', $2::text,
                               'filled_cents', p.cents, 'amount_cents', p.amount_cents, 'fill_to_cents', p.fill_to_cents,
                               'held_after_cents', a.held_cents - p.later,
                               'available_after_cents', a.balance_cents - a.held_cents + p.later,
-                              'filled_at', a.updated_at), $4
+                              'filled_at', a.updated_at), $5
     FROM progress p CROSS JOIN held a
     ORDER BY p.created_at, p.id)
 SELECT COALESCE(sum(cents), 0)::bigint FROM filled

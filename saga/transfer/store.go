@@ -109,7 +109,8 @@ func (s *Store) updateTransfer(ctx context.Context, id uuid.UUID, update string,
 
 // RefundTransfer compensates a transfer the PSP rejected: credits the
 // amount back, records the refund, marks the transfer refunded and writes
-// its event, in one transaction, exactly once (the refund's primary key is
+// its event, and fills the account's holds that fill with the money back
+// (db.FillHolds), in one transaction, exactly once (the refund's primary key is
 // the guard). A refunded transfer is returned as it is; a settled one is
 // pix.ErrTransferFinal: money that reached the receiver is never refunded
 // here.
@@ -131,6 +132,13 @@ func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string)
 		err = tx.QueryRow(ctx, transferSQL.Refund, id, out.AccountID, out.AmountCents, reason, tracing.Traceparent(ctx)).Scan(&now)
 		if err != nil {
 			return fmt.Errorf("refund: %w", err)
+		}
+		// The money back fills the account's holds that fill (a MED waiting
+		// for it: docs/design.md, I11), under the account lock the refund
+		// just took.
+		if _, err := db.FillHolds(ctx, tx, out.AccountID, out.AmountCents,
+			db.FillSource{Kind: db.FillByTransferRefund, ID: id.String()}); err != nil {
+			return err
 		}
 		out.Status, out.FailureReason, out.RefundedAt = pix.TransferRefunded, &reason, &now
 		return nil

@@ -162,8 +162,8 @@ SELECT md5('med' || i)::uuid, 'med:' || i, pg_temp.acc(i * 11), pg_temp.e(i * 11
        NULL, now() - (2000 - i) * interval '1 hour',
        CASE WHEN i <= 1980 AND i % 20 <> 0 THEN now() - (2000 - i) * interval '1 hour' + interval '30 minutes' END
 FROM generate_series(1, 2000) i;
-INSERT INTO pix_hold_fills (hold_id, end_to_end_id, amount_cents, amount_after_cents, filled_at)
-SELECT md5('med' || i)::uuid, pg_temp.e(i * 11 + k), 2000 * k, 2000 * k + 2000, now() - (2000 - i) * interval '1 hour'
+INSERT INTO pix_hold_fills (hold_id, source_kind, source_id, amount_cents, amount_after_cents, filled_at)
+SELECT md5('med' || i)::uuid, 'credit', pg_temp.e(i * 11 + k), 2000 * k, 2000 * k + 2000, now() - (2000 - i) * interval '1 hour'
 FROM generate_series(1, 1995) i, generate_series(1, 2) k;
 
 UPDATE accounts a SET held_cents = h.cents
