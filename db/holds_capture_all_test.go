@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -63,16 +64,30 @@ func TestRaceACaptureOfAllAndACreditThatWouldFillIt(t *testing.T) {
 	require.NoError(t, err)
 	id := uuid.MustParse(h.ID)
 
-	var refund pix.Refund
+	ctx := context.Background()
 	n := note(e2eID(2), "acc-1", 4_000)
-	_, err = s.Receive(context.Background(), n)
+	_, err = s.Receive(ctx, n)
 	require.NoError(t, err)
-	err1, err2 := race(t, s, captureAllCall(reported, id, &refund), func(ctx context.Context, _ pgx.Tx) error {
+	tx1, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx1.Rollback(ctx) }() // a failure below must not hold the pool's close
+	var refund pix.Refund
+	require.NoError(t, captureAllCall(reported, id, &refund)(ctx, tx1))
+	var pid uint32
+	require.NoError(t, tx1.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
+	done := make(chan error, 1)
+	go func() {
 		_, err := s.Credit(ctx, n.EndToEndID, 1, 1)
-		return err
-	})
-	require.NoError(t, err1)
-	require.NoError(t, err2)
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		var waits bool
+		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`,
+			pid).Scan(&waits))
+		return waits
+	}, 10*time.Second, 2*time.Millisecond, "the credit never waited for the capture's locks")
+	require.NoError(t, tx1.Commit(ctx))
+	require.NoError(t, <-done)
 	require.EqualValues(t, 1_000, refund.AmountCents)
 	requireHold(t, s, h.ID, 1_000, 10_000, pix.HoldCaptured)
 	requireMoney(t, s, "acc-1", 4_000, 0)

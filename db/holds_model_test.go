@@ -131,7 +131,7 @@ func TestMoneyAPIAgainstAModel(t *testing.T) {
 		runMoneyModel(t, seed, 400)
 		return
 	}
-	for _, seed := range []uint64{2, 4} {
+	for _, seed := range []uint64{2, 3} { // histories that meet every outcome below
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
 			seen := runMoneyModel(t, seed, 400)
 			// A history that never met an outcome proves nothing of it.
