@@ -17,6 +17,7 @@ import (
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/saga/sagakit"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -73,6 +74,18 @@ func Kept[T any](p *Process, key any, build func() T) T {
 	p.kept[key] = v
 	return v
 }
+
+// FinishedOf is env's process's counter of a saga's runs ended, by
+// outcome (sagakit.Finished), named name: built once per process (Kept),
+// what the saga's activities count into (its Deps) and its Collectors
+// register.
+func FinishedOf(env Env, name, help string) *sagakit.Finished {
+	return Kept(env.Process, finishedKey(name), func() *sagakit.Finished { return sagakit.NewFinished(name, help) })
+}
+
+// finishedKey keeps a FinishedOf counter by its name, which Prometheus
+// holds unique in a registry.
+type finishedKey string
 
 // PSP is what the sagas' activities ask of the PSP.
 type PSP interface {

@@ -25,6 +25,7 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/saga/catchup"
+	"github.com/pixbank/pix/saga/sagatest"
 )
 
 // The PSP catch-up's activities against PostgreSQL, with a PSP whose
@@ -246,21 +247,7 @@ func (r *catchUpRig) row(id string) (pspName string, cents int64, deliveries int
 
 func (r *catchUpRig) counter(name, label, value string) float64 {
 	r.t.Helper()
-	families, err := r.registry.Gather()
-	require.NoError(r.t, err)
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return sagatest.Value(r.t, r.registry, name, label, value)
 }
 
 func catchUpID(n int) string { return fmt.Sprintf("E%031d", 7_000_000+n) }

@@ -17,6 +17,7 @@ import (
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/saga/sagakit"
 )
 
 // Application error types of the refund activities (beside every saga's
@@ -64,7 +65,7 @@ type Activities struct {
 	// reversed. nil counts nothing.
 	Logger   *slog.Logger
 	Metrics  *metrics.Worker
-	Finished *Metrics
+	Finished *sagakit.Finished
 }
 
 // Ref names a refund. To ReverseRefund, PSPRefused says that the
@@ -354,7 +355,7 @@ func (a *Activities) MarkRefundReturned(ctx context.Context, in State) error {
 	if _, err := a.Store.MarkRefundReturned(ctx, in.RefundID, in.RtrID); err != nil {
 		return activities.KindError(err)
 	}
-	a.Finished.Finished(pix.RefundReturned)
+	a.Finished.Count(pix.RefundReturned)
 	log.InfoContext(ctx, "refund returned by the psp", "rtr_id", in.RtrID)
 	return nil
 }
@@ -414,7 +415,7 @@ func (a *Activities) reverse(ctx context.Context, log *slog.Logger, r pix.Refund
 	if _, err := a.Store.ReverseRefund(ctx, r.ID, reason, refused); err != nil {
 		return activities.KindError(err)
 	}
-	a.Finished.Finished(pix.RefundReversed)
+	a.Finished.Count(pix.RefundReversed)
 	log.InfoContext(ctx, "refund reversed: the psp did not make the devolução", "account_id", r.AccountID, "amount_cents", r.AmountCents, "reason", reason)
 	return nil
 }

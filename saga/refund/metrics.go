@@ -7,34 +7,10 @@ import (
 	"github.com/pixbank/pix/saga/sagakit"
 )
 
-// Metrics counts the devoluções the saga finished. A nil *Metrics counts
-// nothing. Activities run at least once: a retried activity whose first
-// run's answer was lost counts twice.
-type Metrics struct {
-	finished *prometheus.CounterVec
-}
-
-// Finished counts one devolução returned or reversed (its status).
-func (m *Metrics) Finished(outcome string) {
-	if m != nil {
-		m.finished.WithLabelValues(outcome).Inc()
-	}
-}
-
-// metricsKey keeps the devolução's metrics in a saga.Process.
-type metricsKey struct{}
-
-// metricsOf are env's process's metrics: what the descriptor's activities
-// count into, and its Collectors register (once per process, on its
-// registry).
-func metricsOf(env saga.Env) *Metrics { return saga.Kept(env.Process, metricsKey{}, newMetrics) }
-
-// newMetrics are the devolução's metrics, registered nowhere yet.
-func newMetrics() *Metrics {
-	return &Metrics{finished: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "pix_refunds_finished_total",
-		Help: "Devoluções of received PIX returned by the PSP or reversed (the PSP did not make them).",
-	}, []string{"outcome"})}
+// finishedOf counts the devoluções returned or reversed, in env's process.
+func finishedOf(env saga.Env) *sagakit.Finished {
+	return saga.FinishedOf(env, "pix_refunds_finished_total",
+		"Devoluções of received PIX returned by the PSP or reversed (the PSP did not make them).")
 }
 
 // collectors are the saga's metrics: the counter, and the age of the
@@ -42,7 +18,7 @@ func newMetrics() *Metrics {
 // money has been out of a balance and with nobody yet
 // (PixRefundOpenTooLong).
 func collectors(env saga.Env) []prometheus.Collector {
-	return []prometheus.Collector{metricsOf(env).finished, &sagakit.OldestAge{
+	return []prometheus.Collector{finishedOf(env), &sagakit.OldestAge{
 		Desc: prometheus.NewDesc("pix_refund_oldest_open_age_seconds",
 			"Age of the oldest devolução debited and not yet returned or reversed (0 when none is open).", nil, nil),
 		What: "the oldest open refund", Read: NewStore(env.Store).OldestOpenRefundAge, Log: env.Log}}

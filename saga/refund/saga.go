@@ -25,7 +25,7 @@ var Saga = saga.Descriptor{
 	Versioning: workflow.VersioningBehaviorPinned,
 	Settings:   func(lookup func(string) (string, bool)) error { _, err := SettingsFrom(lookup); return err },
 	Deps: func(env saga.Env) any {
-		return &Activities{Store: NewStore(env.Store), PSP: env.PSP, Logger: env.Log, Metrics: env.Metrics, Finished: metricsOf(env)}
+		return &Activities{Store: NewStore(env.Store), PSP: env.PSP, Logger: env.Log, Metrics: env.Metrics, Finished: finishedOf(env)}
 	},
 	// The struct itself: each of its exported methods is an activity.
 	Activities: func(deps any) []any { return []any{deps} },

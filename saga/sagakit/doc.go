@@ -14,6 +14,8 @@
 //   - OldestAge: the age of a saga's oldest open row, read at each scrape,
 //     NaN (logged) when the read fails, as the core's ages (the
 //     transfer's, the devolução's);
+//   - Finished: the counter of a saga's runs ended, by outcome, which its
+//     activities count into (saga.FinishedOf keeps one per process);
 //   - One: the one row of a saga's table a statement returns, read by
 //     column name, its absence the saga's not-found error.
 //

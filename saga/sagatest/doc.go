@@ -10,7 +10,9 @@
 // (ReplayRecordedHistories), and their recording on a Temporal dev server
 // with the activities the test answers, into the folder an environment
 // variable names (Recorder, RecordEnv); a saga's replay test then says only
-// which workflow and which runs.
+// which workflow and which runs. For its metrics: its Collectors
+// registered as pixd registers them (Registry) and a metric's value read
+// back by name and labels at a scrape (Value).
 //
 // It is for tests only, like db/dbtest: it builds the router, so it imports
 // package api (which saga/sagakit, the pieces a saga's own code reuses,

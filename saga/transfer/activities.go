@@ -13,6 +13,7 @@ import (
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/saga/sagakit"
 )
 
 // Application error types of the transfer's activities (the PSP's
@@ -63,7 +64,7 @@ type Activities struct {
 	// Metrics counts the PSP's answers that need a human (every saga's);
 	// Finished the transfers settled or refunded. nil counts nothing.
 	Metrics  *metrics.Worker
-	Finished *Metrics
+	Finished *sagakit.Finished
 }
 
 // ActivityStore is what the activities need of the database.
@@ -278,7 +279,7 @@ func (a *Activities) SettleTransfer(ctx context.Context, in Ref) error {
 	if _, err := a.Store.SettleTransfer(ctx, uuid.MustParse(t.ID)); err != nil {
 		return activities.KindError(err)
 	}
-	a.Finished.Finished(pix.TransferSettled)
+	a.Finished.Count(pix.TransferSettled)
 	log.InfoContext(ctx, "transfer settled")
 	return nil
 }
@@ -320,7 +321,7 @@ func (a *Activities) RefundTransfer(ctx context.Context, in RefundInput) error {
 	if _, err := a.Store.RefundTransfer(ctx, uuid.MustParse(t.ID), in.Reason); err != nil {
 		return activities.KindError(err)
 	}
-	a.Finished.Finished(pix.TransferRefunded)
+	a.Finished.Count(pix.TransferRefunded)
 	log.InfoContext(ctx, "transfer refunded", "account_id", t.AccountID, "amount_cents", t.AmountCents, "reason", in.Reason)
 	return nil
 }
