@@ -147,16 +147,11 @@ func newPool(t *testing.T, s *temporaltest.Server, queues workflows.TaskQueues, 
 	reg := prometheus.NewRegistry()
 	return &pool{
 		c: &counted{Client: s.Client(t), writes: writes},
-		env: saga.Env{Cfg: cfg, Queues: queues, Log: logger, Metrics: metrics.NewWorker(reg), Lookup: lookupIn(vars),
+		env: saga.Env{Cfg: cfg, Queues: queues, Log: logger, Metrics: metrics.NewWorker(reg), Lookup: config.LookupIn(vars),
 			Schedules: workflows.ScheduleSync{DataConverter: converter.GetDefaultDataConverter(), Log: logger}},
 		log:     log,
 		metrics: reg,
 	}
-}
-
-// lookupIn reads the environment vars (nil: none set).
-func lookupIn(vars map[string]string) func(string) (string, bool) {
-	return func(name string) (string, bool) { v, ok := vars[name]; return v, ok }
 }
 
 // differing is the pool's pix_schedules_differing.

@@ -231,7 +231,7 @@ func TestDemoAgainstTheServiceAsMakeRunRunsIt(t *testing.T) {
 		"OUTBOX_RELAY_ENABLED":   "false",
 		"SHUTDOWN_READYZ_DELAY":  "0s",
 	}
-	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := settings[k]; return v, ok })
+	cfg, err := config.FromLookup(config.LookupIn(settings))
 	require.NoError(t, err)
 	a, err := app.New(ctx, cfg, logging.New(io.Discard, "error"), app.WithSettings(settings)) // the sagas' own, as pixd reads them too
 	require.NoError(t, err)

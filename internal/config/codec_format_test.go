@@ -18,7 +18,7 @@ func TestCodecWriteFormat(t *testing.T) {
 	keys := "k1=" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", codec.KeySize)))
 	written := func(env map[string]string) string {
 		t.Helper()
-		c, err := config.FromLookup(lookup(env))
+		c, err := config.FromLookup(config.LookupIn(env))
 		require.NoError(t, err)
 		out, err := c.PayloadCodec().Encode([]*commonpb.Payload{{Data: []byte("x")}})
 		require.NoError(t, err)
@@ -26,10 +26,10 @@ func TestCodecWriteFormat(t *testing.T) {
 	}
 	require.Equal(t, codec.EncodingEncrypted, written(map[string]string{"TEMPORAL_CODEC_KEYS": keys}))
 	require.Equal(t, codec.EncodingEncryptedV1, written(map[string]string{"TEMPORAL_CODEC_KEYS": keys, "TEMPORAL_CODEC_WRITE_FORMAT": "v1"}))
-	_, err := config.FromLookup(lookup(map[string]string{"TEMPORAL_CODEC_KEYS": keys, "TEMPORAL_CODEC_WRITE_FORMAT": "v3"}))
+	_, err := config.FromLookup(config.LookupIn(map[string]string{"TEMPORAL_CODEC_KEYS": keys, "TEMPORAL_CODEC_WRITE_FORMAT": "v3"}))
 	require.ErrorContains(t, err, "TEMPORAL_CODEC_WRITE_FORMAT")
 
-	c, err := config.FromLookup(lookup(nil))
+	c, err := config.FromLookup(config.LookupIn(nil))
 	require.NoError(t, err)
 	require.Nil(t, c.PayloadCodec(), "no keys: plain payloads")
 }

@@ -16,7 +16,7 @@ func TestAttackPlainHTTPJWKSURLOffLoopback(t *testing.T) {
 		"http://localhost@attacker.example/jwks.json",
 		"http://127.0.0.1@10.9.8.7/jwks.json",
 	} {
-		if _, err := config.FromLookup(lookup(map[string]string{"AUTH_JWKS_URL": url})); err == nil {
+		if _, err := config.FromLookup(config.LookupIn(map[string]string{"AUTH_JWKS_URL": url})); err == nil {
 			t.Errorf("AUTH_JWKS_URL=%s accepted: plain http to a host that is not loopback", url)
 		}
 	}

@@ -15,12 +15,8 @@ import (
 	"github.com/pixbank/pix/workflows"
 )
 
-func lookup(env map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-}
-
 func TestDefaults(t *testing.T) {
-	c, err := config.FromLookup(lookup(nil))
+	c, err := config.FromLookup(config.LookupIn(nil))
 	require.NoError(t, err)
 	require.Equal(t, config.Default(), c)
 	require.EqualValues(t, 5, c.InboxAttemptsMax)
@@ -30,7 +26,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestOverrides(t *testing.T) {
-	c, err := config.FromLookup(lookup(map[string]string{
+	c, err := config.FromLookup(config.LookupIn(map[string]string{
 		"DATABASE_URL":                    "postgres://x@db:5432/pix",
 		"TEMPORAL_ADDRESS":                "temporal:7233",
 		"INBOX_ATTEMPTS_MAX":              "7",
@@ -69,17 +65,17 @@ func TestInvalidValuesAreErrors(t *testing.T) {
 		"TLS_CERT_FILE":                   "/only/the/cert.pem",
 		"TLS_CLIENT_CA_FILE":              "/ca.pem",
 	} {
-		_, err := config.FromLookup(lookup(map[string]string{name: value}))
+		_, err := config.FromLookup(config.LookupIn(map[string]string{name: value}))
 		require.ErrorContains(t, err, name, "%s=%q", name, value)
 	}
-	_, err := config.FromLookup(lookup(map[string]string{"INBOX_RETRY_MAX_INTERVAL": "100ms"}))
+	_, err := config.FromLookup(config.LookupIn(map[string]string{"INBOX_RETRY_MAX_INTERVAL": "100ms"}))
 	require.ErrorContains(t, err, "max interval", "a max interval below the initial one")
-	_, err = config.FromLookup(lookup(map[string]string{"DISPATCH_RECHECK_AFTER": "20m", "DISPATCH_RECHECK_MAX": "10m"}))
+	_, err = config.FromLookup(config.LookupIn(map[string]string{"DISPATCH_RECHECK_AFTER": "20m", "DISPATCH_RECHECK_MAX": "10m"}))
 	require.ErrorContains(t, err, "DISPATCH_RECHECK_MAX", "a longest wait below the first")
-	c, err := config.FromLookup(lookup(map[string]string{"DISPATCH_RECHECK_AFTER": "15s", "DISPATCH_RECHECK_MAX": "15s"}))
+	c, err := config.FromLookup(config.LookupIn(map[string]string{"DISPATCH_RECHECK_AFTER": "15s", "DISPATCH_RECHECK_MAX": "15s"}))
 	require.NoError(t, err, "equal: every recheck waits DISPATCH_RECHECK_AFTER")
 	require.Equal(t, 15*time.Second, c.DispatchRecheckMax)
-	c, err = config.FromLookup(lookup(map[string]string{"DISPATCH_RECHECK_AFTER": "20m"}))
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"DISPATCH_RECHECK_AFTER": "20m"}))
 	require.NoError(t, err, "an AFTER above the default maximum, set before the maximum existed, still starts")
 	require.Equal(t, 20*time.Minute, c.DispatchRecheckMax)
 }
@@ -88,36 +84,36 @@ func TestInvalidValuesAreErrors(t *testing.T) {
 // alone, and nothing below 1 (a run with no budget would still recount an
 // account a run: a setting of 0 is a mistake, not "off").
 func TestReconcileLimits(t *testing.T) {
-	c, err := config.FromLookup(lookup(nil))
+	c, err := config.FromLookup(config.LookupIn(nil))
 	require.NoError(t, err)
 	require.Equal(t, db.DefaultReconcileLimits, c.ReconcileLimits)
 	require.EqualValues(t, 200_000, c.ReconcileLimits.RecountMovements, "a run reads what the growth benchmark's empty tables hold")
-	c, err = config.FromLookup(lookup(map[string]string{"RECONCILE_RECOUNT_MOVEMENTS": "1000000"}))
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"RECONCILE_RECOUNT_MOVEMENTS": "1000000"}))
 	require.NoError(t, err)
 	require.Equal(t, db.ReconcileLimits{RecountMovements: 1_000_000, RecountAccounts: db.DefaultReconcileLimits.RecountAccounts,
 		DoneRows: db.DefaultReconcileLimits.DoneRows}, c.ReconcileLimits)
-	c, err = config.FromLookup(lookup(map[string]string{"RECONCILE_RECOUNT_ACCOUNTS": "10", "RECONCILE_DONE_ROWS": "20"}))
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"RECONCILE_RECOUNT_ACCOUNTS": "10", "RECONCILE_DONE_ROWS": "20"}))
 	require.NoError(t, err)
 	require.Equal(t, db.ReconcileLimits{RecountMovements: db.DefaultReconcileLimits.RecountMovements, RecountAccounts: 10, DoneRows: 20},
 		c.ReconcileLimits)
 	for _, name := range []string{"RECONCILE_RECOUNT_MOVEMENTS", "RECONCILE_RECOUNT_ACCOUNTS", "RECONCILE_DONE_ROWS"} {
 		for _, bad := range []string{"0", "-5", "many", "1e6"} {
-			_, err := config.FromLookup(lookup(map[string]string{name: bad}))
+			_, err := config.FromLookup(config.LookupIn(map[string]string{name: bad}))
 			require.ErrorContains(t, err, name, "%s=%s", name, bad)
 		}
 	}
-	_, err = config.FromLookup(lookup(map[string]string{"RECONCILE_RECOUNT_MOVEMENTS": "1000000001"}))
+	_, err = config.FromLookup(config.LookupIn(map[string]string{"RECONCILE_RECOUNT_MOVEMENTS": "1000000001"}))
 	require.ErrorContains(t, err, "RECONCILE_RECOUNT_MOVEMENTS")
 }
 
 func TestOutboxGatherWindow(t *testing.T) {
-	c, err := config.FromLookup(lookup(nil))
+	c, err := config.FromLookup(config.LookupIn(nil))
 	require.NoError(t, err)
 	require.Equal(t, 50*time.Millisecond, c.OutboxGatherWindow)
-	c, err = config.FromLookup(lookup(map[string]string{"OUTBOX_GATHER_WINDOW": "0"}))
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"OUTBOX_GATHER_WINDOW": "0"}))
 	require.NoError(t, err, "0: every notification relayed at once")
 	require.Zero(t, c.OutboxGatherWindow)
-	c, err = config.FromLookup(lookup(map[string]string{"OUTBOX_POLL_INTERVAL": "40ms"}))
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"OUTBOX_POLL_INTERVAL": "40ms"}))
 	require.NoError(t, err, "a short poll interval set before the window existed still starts")
 	require.Equal(t, 20*time.Millisecond, c.OutboxGatherWindow)
 	for _, bad := range []map[string]string{
@@ -126,10 +122,10 @@ func TestOutboxGatherWindow(t *testing.T) {
 		{"OUTBOX_GATHER_WINDOW": "2s", "OUTBOX_POLL_INTERVAL": "5s"},
 		{"OUTBOX_GATHER_WINDOW": "500ms"},
 	} {
-		_, err := config.FromLookup(lookup(bad))
+		_, err := config.FromLookup(config.LookupIn(bad))
 		require.ErrorContains(t, err, "OUTBOX_GATHER_WINDOW", "%v", bad)
 	}
-	_, err = config.FromLookup(lookup(map[string]string{"OUTBOX_GATHER_WINDOW": "soon", "OUTBOX_POLL_INTERVAL": "40ms"}))
+	_, err = config.FromLookup(config.LookupIn(map[string]string{"OUTBOX_GATHER_WINDOW": "soon", "OUTBOX_POLL_INTERVAL": "40ms"}))
 	require.NotContains(t, err.Error(), "shorter than", "a window that did not parse is not compared")
 }
 
@@ -144,7 +140,7 @@ func TestWaitsThatMayBeZero(t *testing.T) {
 		{"SHUTDOWN_READYZ_DELAY", "0", 0},
 		{"SHUTDOWN_READYZ_DELAY", "10m", 10 * time.Minute},
 	} {
-		c, err := config.FromLookup(lookup(map[string]string{ok.name: ok.value}))
+		c, err := config.FromLookup(config.LookupIn(map[string]string{ok.name: ok.value}))
 		require.NoError(t, err, "%s=%s", ok.name, ok.value)
 		got := map[string]time.Duration{"WEBHOOK_GROUP_WINDOW": c.WebhookGroupWindow, "SHUTDOWN_READYZ_DELAY": c.ShutdownReadyzDelay}[ok.name]
 		require.Equal(t, ok.want, got, "%s=%s", ok.name, ok.value)
@@ -155,18 +151,18 @@ func TestWaitsThatMayBeZero(t *testing.T) {
 		{"SHUTDOWN_READYZ_DELAY", "-1s"},
 		{"SHUTDOWN_READYZ_DELAY", "later"},
 	} {
-		_, err := config.FromLookup(lookup(map[string]string{bad[0]: bad[1]}))
+		_, err := config.FromLookup(config.LookupIn(map[string]string{bad[0]: bad[1]}))
 		require.ErrorContains(t, err, bad[0], "%s=%s", bad[0], bad[1])
 	}
 }
 
 func TestWebhookSecurity(t *testing.T) {
-	c, err := config.FromLookup(lookup(map[string]string{"AUTH_REQUIRED": "false"}))
+	c, err := config.FromLookup(config.LookupIn(map[string]string{"AUTH_REQUIRED": "false"}))
 	require.NoError(t, err)
 	require.True(t, c.WebhookSignaturesRequired, "signatures are required unless turned off")
 	require.ErrorContains(t, c.CheckAPI(), "WEBHOOK_SECRETS is empty", "the API refuses to start unable to verify anything")
 
-	c, err = config.FromLookup(lookup(map[string]string{
+	c, err = config.FromLookup(config.LookupIn(map[string]string{
 		"WEBHOOK_SECRETS":    "psp-a=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw;psp-b=whsec_AjbDemPJbUu0YFbwdkYEmVXCaacwpptbG8pBQFko594=",
 		"ADMIN_TOKEN":        "0123456789abcdef",
 		"TLS_CERT_FILE":      "/etc/pix/tls.pem",
@@ -179,17 +175,17 @@ func TestWebhookSecurity(t *testing.T) {
 	require.Len(t, c.WebhookSecrets, 2)
 	require.Equal(t, "psp-b", c.WebhookSecrets[1].PSP)
 
-	c, err = config.FromLookup(lookup(map[string]string{"WEBHOOK_SIGNATURES_REQUIRED": "false", "AUTH_REQUIRED": "false"}))
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"WEBHOOK_SIGNATURES_REQUIRED": "false", "AUTH_REQUIRED": "false"}))
 	require.NoError(t, err)
 	require.NoError(t, c.CheckAPI(), "explicitly unsigned (development)")
 
-	_, err = config.FromLookup(lookup(map[string]string{"WEBHOOK_SECRETS": "psp-a=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "ADMIN_TOKEN": "short"}))
+	_, err = config.FromLookup(config.LookupIn(map[string]string{"WEBHOOK_SECRETS": "psp-a=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "ADMIN_TOKEN": "short"}))
 	require.NotContains(t, err.Error(), "MfKQ9r8", "errors never show key material")
 }
 
 func TestCustomerAuthSettings(t *testing.T) {
 	dev := map[string]string{"WEBHOOK_SIGNATURES_REQUIRED": "false"}
-	c, err := config.FromLookup(lookup(dev))
+	c, err := config.FromLookup(config.LookupIn(dev))
 	require.NoError(t, err)
 	require.True(t, c.AuthRequired, "authentication is required unless turned off")
 	require.ErrorContains(t, c.CheckAPI(), "AUTH_ISSUER", "the API refuses to start unable to verify a token")
@@ -198,7 +194,7 @@ func TestCustomerAuthSettings(t *testing.T) {
 	jwks := filepath.Join(dir, "jwks.json")
 	adminFile := filepath.Join(dir, "admin-token")
 	require.NoError(t, os.WriteFile(adminFile, []byte("0123456789abcdef-from-a-file\n"), 0o600))
-	c, err = config.FromLookup(lookup(map[string]string{
+	c, err = config.FromLookup(config.LookupIn(map[string]string{
 		"WEBHOOK_SIGNATURES_REQUIRED": "false",
 		"AUTH_ISSUER":                 "https://id.bank.example",
 		"AUTH_AUDIENCE":               "pix-api",
@@ -222,7 +218,7 @@ func TestCustomerAuthSettings(t *testing.T) {
 		"empty auth issuer":      {"AUTH_ISSUER": ""},
 		"auth required not bool": {"AUTH_REQUIRED": "maybe"},
 	} {
-		_, err := config.FromLookup(lookup(env))
+		_, err := config.FromLookup(config.LookupIn(env))
 		require.Error(t, err, name)
 	}
 }
@@ -231,12 +227,12 @@ func TestCustomerAuthSettings(t *testing.T) {
 // key the newest; without them, payloads are not encrypted.
 func TestTemporalCodecSettings(t *testing.T) {
 	const k1, k2 = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", "AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI="
-	c, err := config.FromLookup(lookup(nil))
+	c, err := config.FromLookup(config.LookupIn(nil))
 	require.NoError(t, err)
 	require.Nil(t, c.TemporalCodecKeys, "not encrypted unless configured")
 	require.Empty(t, c.CodecCORSOrigins)
 
-	c, err = config.FromLookup(lookup(map[string]string{
+	c, err = config.FromLookup(config.LookupIn(map[string]string{
 		"TEMPORAL_CODEC_KEYS":         "2024-01=" + k1 + ",2025-01=" + k2,
 		"TEMPORAL_CODEC_CORS_ORIGINS": "http://127.0.0.1:8233, https://temporal.bank.example",
 	}))
@@ -248,7 +244,7 @@ func TestTemporalCodecSettings(t *testing.T) {
 	// From a file (a Docker or Kubernetes secret), trailing newline and all.
 	file := filepath.Join(t.TempDir(), "codec-keys")
 	require.NoError(t, os.WriteFile(file, []byte("k1="+k1+"\n"), 0o600))
-	c, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_CODEC_KEYS_FILE": file}))
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"TEMPORAL_CODEC_KEYS_FILE": file}))
 	require.NoError(t, err)
 	require.Equal(t, "k1", c.TemporalCodecKeys.NewestID())
 
@@ -265,7 +261,7 @@ func TestTemporalCodecSettings(t *testing.T) {
 		"origin scheme":   {"TEMPORAL_CODEC_CORS_ORIGINS": "127.0.0.1:8233"},
 		"origin wildcard": {"TEMPORAL_CODEC_CORS_ORIGINS": "*"},
 	} {
-		_, err := config.FromLookup(lookup(env))
+		_, err := config.FromLookup(config.LookupIn(env))
 		require.Error(t, err, name)
 		require.Contains(t, err.Error(), "TEMPORAL_CODEC_", name)
 		require.NotContains(t, err.Error(), "AQEBAQEB", "%s: errors never show key material", name)
@@ -277,43 +273,43 @@ func TestTemporalCodecSettings(t *testing.T) {
 // default twice it), never under the broker's duplicate window; MaxBytes a
 // size.
 func TestEventStreamLimits(t *testing.T) {
-	c, err := config.FromLookup(lookup(nil))
+	c, err := config.FromLookup(config.LookupIn(nil))
 	require.NoError(t, err)
 	require.Equal(t, 2*c.OutboxRetention, c.NATSStreamMaxAge)
 	require.Equal(t, broker.DefaultStreamLimits, broker.StreamLimits{MaxAge: c.NATSStreamMaxAge, MaxBytes: c.NATSStreamMaxBytes},
 		"a reader creates the stream with the configuration's defaults")
 
-	c, err = config.FromLookup(lookup(map[string]string{"OUTBOX_RETENTION": "720h"}))
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"OUTBOX_RETENTION": "720h"}))
 	require.NoError(t, err)
 	require.Equal(t, 1440*time.Hour, c.NATSStreamMaxAge, "unset: twice the retention")
-	c, err = config.FromLookup(lookup(map[string]string{"OUTBOX_RETENTION": "1m"}))
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"OUTBOX_RETENTION": "1m"}))
 	require.NoError(t, err)
 	require.Equal(t, broker.DuplicateWindow, c.NATSStreamMaxAge, "never under the duplicate window")
 
-	c, err = config.FromLookup(lookup(map[string]string{"OUTBOX_RETENTION": "72h", "NATS_STREAM_MAX_AGE": "72h", "NATS_STREAM_MAX_BYTES": "512MiB"}))
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"OUTBOX_RETENTION": "72h", "NATS_STREAM_MAX_AGE": "72h", "NATS_STREAM_MAX_BYTES": "512MiB"}))
 	require.NoError(t, err)
 	require.Equal(t, 72*time.Hour, c.NATSStreamMaxAge, "as long as the retention will do")
 	require.EqualValues(t, 512<<20, c.NATSStreamMaxBytes)
 	for v, want := range map[string]int64{"1073741824": 1 << 30, "8GiB": 8 << 30, "2048KiB": 2 << 20, "1TiB": 1 << 40} {
-		c, err = config.FromLookup(lookup(map[string]string{"NATS_STREAM_MAX_BYTES": v}))
+		c, err = config.FromLookup(config.LookupIn(map[string]string{"NATS_STREAM_MAX_BYTES": v}))
 		require.NoError(t, err, v)
 		require.Equal(t, want, c.NATSStreamMaxBytes, v)
 	}
 
 	// A stream that would drop events the outbox still keeps is refused at
 	// start, saying why.
-	_, err = config.FromLookup(lookup(map[string]string{"NATS_STREAM_MAX_AGE": "24h"}))
+	_, err = config.FromLookup(config.LookupIn(map[string]string{"NATS_STREAM_MAX_AGE": "24h"}))
 	require.ErrorContains(t, err, "NATS_STREAM_MAX_AGE: 24h0m0s is shorter than OUTBOX_RETENTION (168h0m0s)")
-	_, err = config.FromLookup(lookup(map[string]string{"OUTBOX_RETENTION": "1m", "NATS_STREAM_MAX_AGE": (broker.DuplicateWindow - time.Second).String()}))
+	_, err = config.FromLookup(config.LookupIn(map[string]string{"OUTBOX_RETENTION": "1m", "NATS_STREAM_MAX_AGE": (broker.DuplicateWindow - time.Second).String()}))
 	require.ErrorContains(t, err, "shorter than the broker's duplicate window")
-	_, err = config.FromLookup(lookup(map[string]string{"OUTBOX_RETENTION": "1m", "NATS_STREAM_MAX_AGE": broker.DuplicateWindow.String()}))
+	_, err = config.FromLookup(config.LookupIn(map[string]string{"OUTBOX_RETENTION": "1m", "NATS_STREAM_MAX_AGE": broker.DuplicateWindow.String()}))
 	require.NoError(t, err)
 	for _, v := range []string{"", "soon", "-1h", "0s"} {
-		_, err = config.FromLookup(lookup(map[string]string{"NATS_STREAM_MAX_AGE": v}))
+		_, err = config.FromLookup(config.LookupIn(map[string]string{"NATS_STREAM_MAX_AGE": v}))
 		require.ErrorContains(t, err, "NATS_STREAM_MAX_AGE", "%q", v)
 	}
 	for _, v := range []string{"", "512", "lots", "-1", "1.5GiB", "1GB", "99999999999TiB"} {
-		_, err = config.FromLookup(lookup(map[string]string{"NATS_STREAM_MAX_BYTES": v}))
+		_, err = config.FromLookup(config.LookupIn(map[string]string{"NATS_STREAM_MAX_BYTES": v}))
 		require.ErrorContains(t, err, "NATS_STREAM_MAX_BYTES", "%q", v)
 	}
 }
@@ -322,13 +318,13 @@ func TestEventStreamLimits(t *testing.T) {
 // rolling upgrade from (or a rollback to) a release whose workers don't
 // read it, the dispatcher names none and the run asks workflow.GetVersion.
 func TestCreditListingInInput(t *testing.T) {
-	c, err := config.FromLookup(lookup(nil))
+	c, err := config.FromLookup(config.LookupIn(nil))
 	require.NoError(t, err)
 	require.Equal(t, workflows.CreditListingVersion, c.CreditInputListingVersion())
-	c, err = config.FromLookup(lookup(map[string]string{"CREDIT_LISTING_IN_INPUT": "false"}))
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"CREDIT_LISTING_IN_INPUT": "false"}))
 	require.NoError(t, err)
 	require.Zero(t, c.CreditInputListingVersion())
-	_, err = config.FromLookup(lookup(map[string]string{"CREDIT_LISTING_IN_INPUT": "sometimes"}))
+	_, err = config.FromLookup(config.LookupIn(map[string]string{"CREDIT_LISTING_IN_INPUT": "sometimes"}))
 	require.Error(t, err)
 }
 
@@ -337,15 +333,15 @@ func TestCreditListingInInput(t *testing.T) {
 // when set so, once no such release may read them; anything else stops
 // the process.
 func TestDurationWriteFormat(t *testing.T) {
-	c, err := config.FromLookup(lookup(nil))
+	c, err := config.FromLookup(config.LookupIn(nil))
 	require.NoError(t, err)
 	require.Equal(t, payload.DurationsNanoseconds, c.DurationWriteFormat)
 	for _, f := range []payload.DurationFormat{payload.DurationsText, payload.DurationsNanoseconds} {
-		c, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_DURATION_WRITE_FORMAT": string(f)}))
+		c, err = config.FromLookup(config.LookupIn(map[string]string{"TEMPORAL_DURATION_WRITE_FORMAT": string(f)}))
 		require.NoError(t, err)
 		require.Equal(t, f, c.DurationWriteFormat)
 	}
-	_, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_DURATION_WRITE_FORMAT": "seconds"}))
+	_, err = config.FromLookup(config.LookupIn(map[string]string{"TEMPORAL_DURATION_WRITE_FORMAT": "seconds"}))
 	require.ErrorContains(t, err, "TEMPORAL_DURATION_WRITE_FORMAT")
 }
 
@@ -353,19 +349,19 @@ func TestDurationWriteFormat(t *testing.T) {
 // none is current; a task queue base from which two bases could derive one
 // queue is refused at load (workflows.CheckTaskQueueBase).
 func TestWorkerVersioningAndTheTaskQueueBase(t *testing.T) {
-	c, err := config.FromLookup(lookup(nil))
+	c, err := config.FromLookup(config.LookupIn(nil))
 	require.NoError(t, err)
 	require.True(t, c.WorkerVersioning)
 	require.Equal(t, "first", c.WorkerPromote)
-	c, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_WORKER_VERSIONING": "false", "TEMPORAL_WORKER_PROMOTE": "always",
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"TEMPORAL_WORKER_VERSIONING": "false", "TEMPORAL_WORKER_PROMOTE": "always",
 		"TEMPORAL_TASK_QUEUE": "acme-credit-staging"}))
 	require.NoError(t, err)
 	require.False(t, c.WorkerVersioning)
 	require.Equal(t, "always", c.WorkerPromote)
-	_, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_WORKER_PROMOTE": "sometimes"}))
+	_, err = config.FromLookup(config.LookupIn(map[string]string{"TEMPORAL_WORKER_PROMOTE": "sometimes"}))
 	require.ErrorContains(t, err, "TEMPORAL_WORKER_PROMOTE")
 	for _, base := range []string{"myq", "myq-transfer", "pix-credit-refund", "pix.credit"} {
-		_, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_TASK_QUEUE": base}))
+		_, err = config.FromLookup(config.LookupIn(map[string]string{"TEMPORAL_TASK_QUEUE": base}))
 		require.ErrorContains(t, err, "TEMPORAL_TASK_QUEUE", base)
 	}
 }

@@ -16,11 +16,11 @@ func TestDatabaseURLFromFile(t *testing.T) {
 	const url = "postgres://pix:s3cret@postgresql:5432/pix?sslmode=disable"
 	file := filepath.Join(t.TempDir(), "database_url")
 	require.NoError(t, os.WriteFile(file, []byte(url+"\n"), 0o600))
-	c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL_FILE": file}))
+	c, err := config.FromLookup(config.LookupIn(map[string]string{"DATABASE_URL_FILE": file}))
 	require.NoError(t, err)
 	require.Equal(t, url, c.DatabaseURL, "the file's trailing newline is not part of the URL")
 
-	c, err = config.FromLookup(lookup(map[string]string{"DATABASE_URL": url}))
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"DATABASE_URL": url}))
 	require.NoError(t, err)
 	require.Equal(t, url, c.DatabaseURL, "the variable itself still works")
 
@@ -29,7 +29,7 @@ func TestDatabaseURLFromFile(t *testing.T) {
 		"empty":        {"DATABASE_URL": ""},
 		"missing file": {"DATABASE_URL_FILE": filepath.Join(t.TempDir(), "nope")},
 	} {
-		_, err := config.FromLookup(lookup(env))
+		_, err := config.FromLookup(config.LookupIn(env))
 		require.Error(t, err, name)
 		require.ErrorContains(t, err, "DATABASE_URL", name)
 	}

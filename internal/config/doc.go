@@ -3,7 +3,9 @@
 // be parsed is an error, never a silent fallback to the default. Variables
 // (vars.go) declares every variable pixd reads, once, with the roles that
 // use it: pixd's help lists them from there, and a test holds Load and
-// docs/configuration.md to it.
+// docs/configuration.md to it. A saga reads its own settings in its
+// package, through the same reader (Settings; SagaSettings, its defaults
+// and its reads declared once, checked at pixd's start and read after).
 //
 // The reading is ours, not github.com/caarlos0/env's (v11.4.2, measured on
 // the rules the tests pin): with envDefault a variable set to "" silently

@@ -24,7 +24,7 @@ func TestPSPClientSettings(t *testing.T) {
 	secretFile := testpki.WriteFile(t, dir, "secret", []byte("file-secret\n"))
 	const secret = "inline-Secret-value"
 
-	c, err := config.FromLookup(lookup(nil))
+	c, err := config.FromLookup(config.LookupIn(nil))
 	require.NoError(t, err)
 	require.Equal(t, psp.Config{BaseURL: "http://127.0.0.1:8090", Timeout: c.PSPTimeout}, c.PSP(), "no token, no certificate: a simulator")
 	require.False(t, c.PSP().Authenticated())
@@ -39,7 +39,7 @@ func TestPSPClientSettings(t *testing.T) {
 		"PSP_TLS_KEY_FILE":    keyFile,
 		"PSP_CA_FILE":         caFile,
 	}
-	c, err = config.FromLookup(lookup(full))
+	c, err = config.FromLookup(config.LookupIn(full))
 	require.NoError(t, err)
 	require.Equal(t, psp.Config{BaseURL: "https://psp.example/api/v2", Timeout: c.PSPTimeout,
 		TokenURL: "https://psp.example/oauth/token", ClientID: "bank", ClientSecret: secret, Scopes: []string{"pix.read", "pix.write"},
@@ -50,7 +50,7 @@ func TestPSPClientSettings(t *testing.T) {
 	// From a file: its path is kept, for the client to read at each token
 	// request; never its content.
 	withFile := pspEnvWith(full, map[string]string{"PSP_CLIENT_SECRET": "", "PSP_CLIENT_SECRET_FILE": secretFile})
-	c, err = config.FromLookup(lookup(withFile))
+	c, err = config.FromLookup(config.LookupIn(withFile))
 	require.NoError(t, err)
 	require.Equal(t, secretFile, c.PSP().ClientSecretFile)
 	require.Empty(t, c.PSP().ClientSecret)
@@ -70,7 +70,7 @@ func TestPSPClientSettings(t *testing.T) {
 		"api over plain http":           pspEnvWith(full, map[string]string{"PSP_URL": "http://psp.example/api/v2"}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := config.FromLookup(lookup(env))
+			_, err := config.FromLookup(config.LookupIn(env))
 			require.Error(t, err)
 			require.Contains(t, err.Error(), "PSP_")
 			require.NotContains(t, err.Error(), secret)

@@ -12,7 +12,7 @@ import (
 func TestTemporalGRPCHeaders(t *testing.T) {
 	environ := []string{"TEMPORAL_GRPC_META_X_TENANT=pix", "PATH=/usr/bin"}
 	env := map[string]string{"TEMPORAL_GRPC_META_X_TENANT": "pix", "PATH": "/usr/bin"}
-	c, err := load(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, func() []string { return environ })
+	c, err := load(LookupIn(env), func() []string { return environ })
 	require.NoError(t, err)
 	opts, err := c.TemporalClientOptions()
 	require.NoError(t, err)

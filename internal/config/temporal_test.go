@@ -15,7 +15,7 @@ import (
 
 func temporalOptions(t *testing.T, env map[string]string) (config.Config, client.Options) {
 	t.Helper()
-	c, err := config.FromLookup(lookup(env))
+	c, err := config.FromLookup(config.LookupIn(env))
 	require.NoError(t, err)
 	opts, err := c.TemporalClientOptions()
 	require.NoError(t, err)
@@ -57,7 +57,7 @@ func TestTemporalCloudAPIKey(t *testing.T) {
 	require.Nil(t, opts.ConnectionOptions.TLS.RootCAs, "the system's roots verify Temporal Cloud")
 	require.False(t, opts.ConnectionOptions.TLS.InsecureSkipVerify)
 
-	_, err := config.FromLookup(lookup(map[string]string{"TEMPORAL_API_KEY": "cloud-api-key", "TEMPORAL_TLS": "false"}))
+	_, err := config.FromLookup(config.LookupIn(map[string]string{"TEMPORAL_API_KEY": "cloud-api-key", "TEMPORAL_TLS": "false"}))
 	require.ErrorContains(t, err, "in clear")
 }
 
@@ -71,9 +71,9 @@ func TestTemporalAPIKeyFile(t *testing.T) {
 	require.NotNil(t, opts.Credentials)
 	require.NotNil(t, opts.ConnectionOptions.TLS)
 
-	_, err := config.FromLookup(lookup(map[string]string{"TEMPORAL_API_KEY_FILE": path, "TEMPORAL_API_KEY": "inline"}))
+	_, err := config.FromLookup(config.LookupIn(map[string]string{"TEMPORAL_API_KEY_FILE": path, "TEMPORAL_API_KEY": "inline"}))
 	require.ErrorContains(t, err, "set one, not both")
-	_, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_API_KEY": ""}))
+	_, err = config.FromLookup(config.LookupIn(map[string]string{"TEMPORAL_API_KEY": ""}))
 	require.ErrorContains(t, err, "TEMPORAL_API_KEY: must not be empty")
 }
 
@@ -115,7 +115,7 @@ func TestTemporalMutualTLS(t *testing.T) {
 				broken[k] = v
 			}
 		}
-		_, err := config.FromLookup(lookup(broken))
+		_, err := config.FromLookup(config.LookupIn(broken))
 		require.ErrorContains(t, err, "TEMPORAL_TLS", name)
 	}
 }
@@ -124,7 +124,7 @@ func TestTemporalMutualTLS(t *testing.T) {
 // as it was.
 func TestTemporalTLSBooleansAreChecked(t *testing.T) {
 	for _, name := range []string{"TEMPORAL_TLS", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"} {
-		_, err := config.FromLookup(lookup(map[string]string{name: "yes"}))
+		_, err := config.FromLookup(config.LookupIn(map[string]string{name: "yes"}))
 		require.ErrorContains(t, err, name+`: "yes" is not true or false`)
 	}
 	_, opts := temporalOptions(t, map[string]string{"TEMPORAL_TLS": "TRUE"})
@@ -157,11 +157,11 @@ api_key = "key-from-profile"
 	require.NotNil(t, opts.Credentials)
 	require.NotNil(t, opts.ConnectionOptions.TLS)
 
-	_, err := config.FromLookup(lookup(map[string]string{"TEMPORAL_CONFIG_FILE": file, "TEMPORAL_PROFILE": "staging"}))
+	_, err := config.FromLookup(config.LookupIn(map[string]string{"TEMPORAL_CONFIG_FILE": file, "TEMPORAL_PROFILE": "staging"}))
 	require.ErrorContains(t, err, "staging")
 
 	typo := testpki.WriteFile(t, dir, "typo.toml", []byte("[profile.default]\naddres = \"x:7233\"\n"))
-	_, err = config.FromLookup(lookup(map[string]string{"TEMPORAL_CONFIG_FILE": typo}))
+	_, err = config.FromLookup(config.LookupIn(map[string]string{"TEMPORAL_CONFIG_FILE": typo}))
 	require.ErrorContains(t, err, "addres")
 }
 

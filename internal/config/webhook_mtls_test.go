@@ -18,7 +18,7 @@ func TestWebhookMTLSPSPs(t *testing.T) {
 		"TLS_CLIENT_CA_FILE": "/etc/pix/psp-ca.pem",
 		"AUTH_REQUIRED":      "false",
 	}
-	c, err := config.FromLookup(lookup(mtls))
+	c, err := config.FromLookup(config.LookupIn(mtls))
 	require.NoError(t, err)
 	require.Equal(t, []string{"psp-a", "psp-b"}, c.WebhookMTLSPSPs.PSPs())
 	require.True(t, c.WebhookSignaturesRequired)
@@ -36,15 +36,15 @@ func TestWebhookMTLSPSPs(t *testing.T) {
 			env[k] = v
 		}
 		env["WEBHOOK_MTLS_PSPS"] = bad.value
-		_, err := config.FromLookup(lookup(env))
+		_, err := config.FromLookup(config.LookupIn(env))
 		require.ErrorContains(t, err, "WEBHOOK_MTLS_PSPS: ", bad.value)
 		require.ErrorContains(t, err, bad.says, bad.value)
 	}
 
-	_, err = config.FromLookup(lookup(map[string]string{"WEBHOOK_MTLS_PSPS": "psp-a=cn1", "AUTH_REQUIRED": "false"}))
+	_, err = config.FromLookup(config.LookupIn(map[string]string{"WEBHOOK_MTLS_PSPS": "psp-a=cn1", "AUTH_REQUIRED": "false"}))
 	require.ErrorContains(t, err, "WEBHOOK_MTLS_PSPS: a client certificate is verified against TLS_CLIENT_CA_FILE")
 
-	c, err = config.FromLookup(lookup(map[string]string{"WEBHOOK_MTLS_PSPS": "", "AUTH_REQUIRED": "false"}))
+	c, err = config.FromLookup(config.LookupIn(map[string]string{"WEBHOOK_MTLS_PSPS": "", "AUTH_REQUIRED": "false"}))
 	require.NoError(t, err)
 	require.False(t, c.WebhookMTLSPSPs.Listed())
 	require.ErrorContains(t, c.CheckAPI(), "WEBHOOK_MTLS_PSPS lists no PSP", "signatures required with neither secrets nor certificates")

@@ -14,13 +14,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tracing"
 )
-
-func lookup(env map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-}
 
 func TestSettingsAreOffUnlessAnExporterIsAskedFor(t *testing.T) {
 	for _, env := range []map[string]string{
@@ -30,7 +27,7 @@ func TestSettingsAreOffUnlessAnExporterIsAskedFor(t *testing.T) {
 		{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"},
 		{"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"},
 	} {
-		s, err := tracing.SettingsFrom(lookup(env))
+		s, err := tracing.SettingsFrom(config.LookupIn(env))
 		require.NoError(t, err, env)
 		require.False(t, s.Enabled(), env)
 		require.Equal(t, tracing.Settings{}, s, "off is the zero Settings, as config.Default has it")
@@ -52,14 +49,14 @@ func TestSettingsName(t *testing.T) {
 		{map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"},
 			tracing.Settings{Exporter: "zipkin"}},
 	} {
-		s, err := tracing.SettingsFrom(lookup(tc.env))
+		s, err := tracing.SettingsFrom(config.LookupIn(tc.env))
 		require.NoError(t, err, tc.env)
 		require.Equal(t, tc.want, s, tc.env)
 	}
 }
 
 func TestSettingsRefuseAPropagatorAutopropDoesNotKnow(t *testing.T) {
-	_, err := tracing.SettingsFrom(lookup(map[string]string{"OTEL_TRACES_EXPORTER": "console", "OTEL_PROPAGATORS": "tracecontext,w3c"}))
+	_, err := tracing.SettingsFrom(config.LookupIn(map[string]string{"OTEL_TRACES_EXPORTER": "console", "OTEL_PROPAGATORS": "tracecontext,w3c"}))
 	require.ErrorContains(t, err, "OTEL_PROPAGATORS")
 }
 
@@ -179,7 +176,7 @@ func TestLinkCallerLinksWhatOTELPropagatorsReads(t *testing.T) {
 		if tc.propagators != "" {
 			env["OTEL_PROPAGATORS"] = tc.propagators
 		}
-		s, err := tracing.SettingsFrom(lookup(env))
+		s, err := tracing.SettingsFrom(config.LookupIn(env))
 		require.NoError(t, err)
 		recorder := tracetest.NewSpanRecorder()
 		p := tracing.NewProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recorder)), "pixd-test", s)

@@ -22,17 +22,17 @@ var Saga = saga.Descriptor{
 	// build stopped too soon it would hold the Schedule (no overlap) until
 	// that build came back.
 	Versioning: workflow.VersioningBehaviorAutoUpgrade,
-	Settings:   func(lookup func(string) (string, bool)) error { _, err := SettingsFrom(lookup); return err },
+	Settings:   settings.Check,
 	Deps: func(env saga.Env) any {
-		s := settingsOf(env.Lookup)
+		s := settings.Of(env.Lookup)
 		return &Activities{Store: NewStore(env.Store), PSP: env.PSP, Overlap: s.Overlap, Lookback: s.Lookback,
 			Grace: s.Grace, Logger: env.Log, Metrics: env.Metrics, Found: metricsOf(env)}
 	},
 	Activities: func(deps any) []any { return []any{deps} },
 	Schedule: func(ctx context.Context, c client.Client, env saga.Env) error {
-		return EnsureSchedule(ctx, c, env.Schedules, env.Queues, settingsOf(env.Lookup).Interval)
+		return EnsureSchedule(ctx, c, env.Schedules, env.Queues, settings.Of(env.Lookup).Interval)
 	},
 	Collectors: func(env saga.Env) []prometheus.Collector {
-		return metricsOf(env).collectors(settingsOf(env.Lookup).Interval > 0)
+		return metricsOf(env).collectors(settings.Of(env.Lookup).Interval > 0)
 	},
 }

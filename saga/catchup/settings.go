@@ -26,37 +26,23 @@ func DefaultSettings() Settings {
 	return Settings{Interval: time.Minute, Overlap: 10 * time.Minute, Lookback: 24 * time.Hour, Grace: time.Minute}
 }
 
+// settings reads the saga's settings, each variable over its default.
+var settings = config.SagaSettings[Settings]{What: "psp catch-up", Defaults: DefaultSettings,
+	Read: func(r *config.Settings, s *Settings) {
+		r.Wait("PSP_CATCHUP_INTERVAL", "1m", 0, &s.Interval)
+		r.Wait("PSP_CATCHUP_OVERLAP", "10m", 0, &s.Overlap)
+		r.Wait("PSP_CATCHUP_LOOKBACK", "24h", 0, &s.Lookback)
+		if r.Wait("PSP_CATCHUP_GRACE", "1m", 0, &s.Grace) {
+			if s.Grace > 0 && s.Grace >= s.Overlap {
+				r.Fail(fmt.Errorf("PSP_CATCHUP_GRACE: %s is not less than PSP_CATCHUP_OVERLAP (%s)", s.Grace, s.Overlap))
+			}
+		} else {
+			// Unset, it stays within a short PSP_CATCHUP_OVERLAP: a deployment
+			// that set only that one keeps starting.
+			s.Grace = min(s.Grace, s.Overlap/2)
+		}
+	}}
+
 // SettingsFrom reads the settings through lookup (os.LookupEnv): a value
 // set that does not read is an error, never the default.
-func SettingsFrom(lookup func(string) (string, bool)) (Settings, error) {
-	s := DefaultSettings()
-	r := config.NewSettings(lookup)
-	r.Wait("PSP_CATCHUP_INTERVAL", "1m", 0, &s.Interval)
-	r.Wait("PSP_CATCHUP_OVERLAP", "10m", 0, &s.Overlap)
-	r.Wait("PSP_CATCHUP_LOOKBACK", "24h", 0, &s.Lookback)
-	if r.Wait("PSP_CATCHUP_GRACE", "1m", 0, &s.Grace) {
-		if s.Grace > 0 && s.Grace >= s.Overlap {
-			r.Fail(fmt.Errorf("PSP_CATCHUP_GRACE: %s is not less than PSP_CATCHUP_OVERLAP (%s)", s.Grace, s.Overlap))
-		}
-	} else {
-		// Unset, it stays within a short PSP_CATCHUP_OVERLAP: a deployment
-		// that set only that one keeps starting.
-		s.Grace = min(s.Grace, s.Overlap/2)
-	}
-	return s, r.Err()
-}
-
-// settingsOf are the settings lookup reads (saga.Env.Lookup), which pixd
-// checked at its start (Saga.Settings, through registry.CheckSettings): a
-// mistake here is wiring that skipped the check. A nil lookup (a test's
-// Env) reads the defaults.
-func settingsOf(lookup func(string) (string, bool)) Settings {
-	if lookup == nil {
-		return DefaultSettings()
-	}
-	s, err := SettingsFrom(lookup)
-	if err != nil {
-		panic(fmt.Sprintf("psp catch-up settings read unchecked: %v", err))
-	}
-	return s
-}
+func SettingsFrom(lookup func(string) (string, bool)) (Settings, error) { return settings.From(lookup) }

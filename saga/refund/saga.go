@@ -23,14 +23,14 @@ var Saga = saga.Descriptor{
 	// that sends them (psp_asks), so one build sends them all; its run is
 	// bounded (the outcome's wait, a day by default).
 	Versioning: workflow.VersioningBehaviorPinned,
-	Settings:   func(lookup func(string) (string, bool)) error { _, err := SettingsFrom(lookup); return err },
+	Settings:   settings.Check,
 	Deps: func(env saga.Env) any {
 		return &Activities{Store: NewStore(env.Store), PSP: env.PSP, Logger: env.Log, Metrics: env.Metrics, Finished: finishedOf(env)}
 	},
 	// The struct itself: each of its exported methods is an activity.
 	Activities: func(deps any) []any { return []any{deps} },
 	Source: func(env saga.Env, taskQueue string) durable.Source {
-		return Source(env.Store.RefundQueue(), taskQueue, settingsOf(env.Lookup).Run(env.Cfg))
+		return Source(env.Store.RefundQueue(), taskQueue, settings.Of(env.Lookup).Run(env.Cfg))
 	},
 	Kinds:      pix.RefundKinds,
 	Events:     db.RefundEvents,

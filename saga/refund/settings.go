@@ -1,7 +1,6 @@
 package refund
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/pixbank/pix/internal/config"
@@ -27,31 +26,17 @@ func DefaultSettings() Settings {
 		RefusalQuietPeriod: time.Duration(d.RefusalQuietPeriod)}
 }
 
+// settings reads the saga's settings, each variable over its default.
+var settings = config.SagaSettings[Settings]{What: "refund", Defaults: DefaultSettings,
+	Read: func(r *config.Settings, s *Settings) {
+		r.Duration("REFUND_POLL_MAX", &s.PollMax)
+		r.Duration("REFUND_OUTCOME_TIMEOUT", &s.OutcomeTimeout)
+		r.Duration("REFUND_REFUSAL_QUIET_PERIOD", &s.RefusalQuietPeriod)
+	}}
+
 // SettingsFrom reads the settings through lookup (os.LookupEnv): a value
 // set that does not read is an error, never the default.
-func SettingsFrom(lookup func(string) (string, bool)) (Settings, error) {
-	s := DefaultSettings()
-	r := config.NewSettings(lookup)
-	r.Duration("REFUND_POLL_MAX", &s.PollMax)
-	r.Duration("REFUND_OUTCOME_TIMEOUT", &s.OutcomeTimeout)
-	r.Duration("REFUND_REFUSAL_QUIET_PERIOD", &s.RefusalQuietPeriod)
-	return s, r.Err()
-}
-
-// settingsOf are the settings lookup reads (saga.Env.Lookup), which pixd
-// checked at its start (Saga.Settings, through registry.CheckSettings): a
-// mistake here is wiring that skipped the check. A nil lookup (a test's
-// Env) reads the defaults.
-func settingsOf(lookup func(string) (string, bool)) Settings {
-	if lookup == nil {
-		return DefaultSettings()
-	}
-	s, err := SettingsFrom(lookup)
-	if err != nil {
-		panic(fmt.Sprintf("refund settings read unchecked: %v", err))
-	}
-	return s
-}
+func SettingsFrom(lookup func(string) (string, bool)) (Settings, error) { return settings.From(lookup) }
 
 // Run are the runs' settings (each run's input) from s and the pace of
 // the PSP's calls the process's configuration sets (config.PSPCalls).

@@ -224,7 +224,7 @@ func TestSagasReadOnlyDeclaredVariables(t *testing.T) {
 	}
 
 	wrong := map[string]string{"PSP_CATCHUP_OVERLAP": "never"}
-	err := registry.CheckSettings(func(name string) (string, bool) { v, ok := wrong[name]; return v, ok })
+	err := registry.CheckSettings(config.LookupIn(wrong))
 	require.EqualError(t, err, `configuration: PSP_CATCHUP_OVERLAP: "never" is not a duration of 0 or more, such as 10m (0: no wait)`)
 	require.NoError(t, registry.CheckSettings(func(string) (string, bool) { return "", false }))
 }

@@ -12,7 +12,8 @@
 // variable names (Recorder, RecordEnv); a saga's replay test then says only
 // which workflow and which runs. For its metrics: its Collectors
 // registered as pixd registers them (Registry) and a metric's value read
-// back by name and labels at a scrape (Value).
+// back by name and labels at a scrape (Value). For its settings: the
+// environments they are read from and what each reads (RequireSettings).
 //
 // It is for tests only, like db/dbtest: it builds the router, so it imports
 // package api (which saga/sagakit, the pieces a saga's own code reuses,

@@ -6,13 +6,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/scheduled"
 )
-
-func lookup(env map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-}
 
 // The date is São Paulo's: today or later, at most a year ahead; it runs
 // at the configured hour there.
@@ -21,7 +18,7 @@ func TestTheDateIsSaoPaulos(t *testing.T) {
 	require.NoError(t, err)
 	// 02:30 UTC on 2 Dec is still 1 Dec (23:30) in São Paulo (UTC-3).
 	now := time.Date(2026, 12, 2, 2, 30, 0, 0, time.UTC)
-	s, err := scheduled.SettingsFrom(lookup(nil))
+	s, err := scheduled.SettingsFrom(config.LookupIn(nil))
 	require.NoError(t, err)
 
 	at, err := s.RunAt("2026-12-01", now)
@@ -43,25 +40,25 @@ func TestTheDateIsSaoPaulos(t *testing.T) {
 		require.ErrorAs(t, err, new(*pix.ValidationError), bad)
 	}
 
-	s, err = scheduled.SettingsFrom(lookup(map[string]string{scheduled.HourSetting: "9"}))
+	s, err = scheduled.SettingsFrom(config.LookupIn(map[string]string{scheduled.HourSetting: "9"}))
 	require.NoError(t, err)
 	at, err = s.RunAt("2026-12-24", now)
 	require.NoError(t, err)
 	require.Equal(t, time.Date(2026, 12, 24, 12, 0, 0, 0, time.UTC), at.UTC(), "09:00 in São Paulo")
 
-	s, err = scheduled.SettingsFrom(lookup(map[string]string{scheduled.MaxPendingSetting: "7"}))
+	s, err = scheduled.SettingsFrom(config.LookupIn(map[string]string{scheduled.MaxPendingSetting: "7"}))
 	require.NoError(t, err)
 	require.Equal(t, 7, s.MaxPending)
-	s, err = scheduled.SettingsFrom(lookup(nil))
+	s, err = scheduled.SettingsFrom(config.LookupIn(nil))
 	require.NoError(t, err)
 	require.Equal(t, scheduled.DefaultMaxPending, s.MaxPending)
 	for _, bad := range []string{"0", "-1", "many", "100001"} {
-		_, err := scheduled.SettingsFrom(lookup(map[string]string{scheduled.MaxPendingSetting: bad}))
+		_, err := scheduled.SettingsFrom(config.LookupIn(map[string]string{scheduled.MaxPendingSetting: bad}))
 		require.ErrorContains(t, err, scheduled.MaxPendingSetting, bad)
 	}
 
 	for _, bad := range []string{"24", "-1", "nine", "9.5"} {
-		_, err := scheduled.SettingsFrom(lookup(map[string]string{scheduled.HourSetting: bad}))
+		_, err := scheduled.SettingsFrom(config.LookupIn(map[string]string{scheduled.HourSetting: bad}))
 		require.ErrorContains(t, err, scheduled.HourSetting, bad)
 	}
 }

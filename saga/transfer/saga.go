@@ -31,7 +31,7 @@ var Saga = saga.Descriptor{
 	// build it started on (hours at most), activities included, so a
 	// rollback strands none and a change to it needs no GetVersion.
 	Versioning: workflow.VersioningBehaviorPinned,
-	Settings:   func(lookup func(string) (string, bool)) error { _, err := SettingsFrom(lookup); return err },
+	Settings:   settings.Check,
 	Deps: func(env saga.Env) any {
 		return &Activities{Store: NewStore(env.Store), PSP: env.PSP, Logger: env.Log, Metrics: env.Metrics, Finished: finishedOf(env)}
 	},
@@ -40,7 +40,7 @@ var Saga = saga.Descriptor{
 		return []any{a.SubmitTransfer, a.AwaitSettlement, a.SettleTransfer, a.RefundTransfer}
 	},
 	Source: func(env saga.Env, taskQueue string) durable.Source {
-		return Source(env.Store.TransferQueue(), taskQueue, settingsOf(env.Lookup).Run(env.Cfg))
+		return Source(env.Store.TransferQueue(), taskQueue, settings.Of(env.Lookup).Run(env.Cfg))
 	},
 	Kinds:      pix.TransferKinds,
 	Events:     db.TransferEvents,

@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/pixbank/pix/internal/config"
@@ -25,30 +24,16 @@ func DefaultSettings() Settings {
 	return Settings{SettlementTimeout: time.Duration(d.SettlementTimeout), SettlementPollMax: time.Duration(d.SettlementPollMax)}
 }
 
+// settings reads the saga's settings, each variable over its default.
+var settings = config.SagaSettings[Settings]{What: "transfer", Defaults: DefaultSettings,
+	Read: func(r *config.Settings, s *Settings) {
+		r.Duration("TRANSFER_SETTLEMENT_TIMEOUT", &s.SettlementTimeout)
+		r.Duration("TRANSFER_SETTLEMENT_POLL_MAX", &s.SettlementPollMax)
+	}}
+
 // SettingsFrom reads the settings through lookup (os.LookupEnv): a value
 // set that does not read is an error, never the default.
-func SettingsFrom(lookup func(string) (string, bool)) (Settings, error) {
-	s := DefaultSettings()
-	r := config.NewSettings(lookup)
-	r.Duration("TRANSFER_SETTLEMENT_TIMEOUT", &s.SettlementTimeout)
-	r.Duration("TRANSFER_SETTLEMENT_POLL_MAX", &s.SettlementPollMax)
-	return s, r.Err()
-}
-
-// settingsOf are the settings lookup reads (saga.Env.Lookup), which pixd
-// checked at its start (Saga.Settings, through registry.CheckSettings): a
-// mistake here is wiring that skipped the check. A nil lookup (a test's
-// Env) reads the defaults.
-func settingsOf(lookup func(string) (string, bool)) Settings {
-	if lookup == nil {
-		return DefaultSettings()
-	}
-	s, err := SettingsFrom(lookup)
-	if err != nil {
-		panic(fmt.Sprintf("transfer settings read unchecked: %v", err))
-	}
-	return s
-}
+func SettingsFrom(lookup func(string) (string, bool)) (Settings, error) { return settings.From(lookup) }
 
 // Run are the runs' settings (each run's input) from s and the pace of
 // the PSP's calls the process's configuration sets (config.PSPCalls).

@@ -141,7 +141,7 @@ func (p *productionPSP) start(t *testing.T, cfg *config.Config, settings map[str
 		}
 	})
 
-	prod, err := config.FromLookup(lookupIn(map[string]string{
+	prod, err := config.FromLookup(config.LookupIn(map[string]string{
 		"PSP_URL":                     pspURL + prodAPIBasePath,
 		"PSP_OAUTH_TOKEN_URL":         pspURL + pspsim.TokenPath,
 		"PSP_CLIENT_ID":               prodClientID,
@@ -169,10 +169,6 @@ func (p *productionPSP) start(t *testing.T, cfg *config.Config, settings map[str
 	// at once by newProductionStack, never on its own).
 	settings["PSP_CATCHUP_INTERVAL"] = "1h"
 	return sim
-}
-
-func lookupIn(m map[string]string) func(string) (string, bool) {
-	return func(name string) (string, bool) { v, ok := m[name]; return v, ok }
 }
 
 // keyPair is a certificate for name the authority issues, with its key.

@@ -878,7 +878,7 @@ func TestRefundRefusedByThePSPIsReversedOnlyWithoutARecord(t *testing.T) {
 // them (its configuration, and the stack's own settings).
 func (s *stack) refundRun() refund.RunSettings {
 	s.t.Helper()
-	set, err := refund.SettingsFrom(func(name string) (string, bool) { v, ok := s.settings[name]; return v, ok })
+	set, err := refund.SettingsFrom(config.LookupIn(s.settings))
 	require.NoError(s.t, err)
 	return set.Run(s.cfg)
 }

@@ -168,7 +168,7 @@ func TestTransferStartedOnTheCreditsQueueStillCompletes(t *testing.T) {
 // them (its configuration, and the stack's own settings).
 func (s *stack) transferRun() transfer.RunSettings {
 	s.t.Helper()
-	set, err := transfer.SettingsFrom(func(name string) (string, bool) { v, ok := s.settings[name]; return v, ok })
+	set, err := transfer.SettingsFrom(config.LookupIn(s.settings))
 	require.NoError(s.t, err)
 	return set.Run(s.cfg)
 }

@@ -92,7 +92,7 @@ func (o options) lookup() func(string) (string, bool) {
 	if o.settings == nil {
 		return os.LookupEnv
 	}
-	return func(name string) (string, bool) { v, ok := o.settings[name]; return v, ok }
+	return config.LookupIn(o.settings)
 }
 
 // WithTracing traces into p, which the caller owns, instead of the

@@ -78,9 +78,9 @@ func TestTLSOnTheWebhookListenerAlone(t *testing.T) {
 // plain HTTP: refused at load.
 func TestTLSListenersWebhooksNeedsItsListener(t *testing.T) {
 	env := map[string]string{"TLS_LISTENERS": "webhooks", "TLS_CERT_FILE": "c.pem", "TLS_KEY_FILE": "k.pem"}
-	_, err := config.FromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	_, err := config.FromLookup(config.LookupIn(env))
 	require.ErrorContains(t, err, "TLS_LISTENERS=webhooks")
 	env["TLS_LISTENERS"] = "some"
-	_, err = config.FromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	_, err = config.FromLookup(config.LookupIn(env))
 	require.ErrorContains(t, err, "want all (the default) or webhooks")
 }
