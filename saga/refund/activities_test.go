@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/psp/psptest"
 	"github.com/pixbank/pix/saga/refund"
+	"github.com/pixbank/pix/saga/sagatest"
 )
 
 // The refund activities' decisions, over an in-memory store and a scripted
@@ -133,9 +134,8 @@ func (m *memRefunds) ReverseRefund(_ context.Context, _ string, reason string, r
 // scriptedRefundPSP answers PUT and GET from scripts (the last answer
 // repeats) and counts the calls.
 type scriptedRefundPSP struct {
-	mu         sync.Mutex
+	psptest.Calls
 	puts, gets []refundAnswer
-	calls      map[string]int
 }
 
 type refundAnswer struct {
@@ -146,19 +146,12 @@ type refundAnswer struct {
 }
 
 func (p *scriptedRefundPSP) next(kind string, script []refundAnswer, r psp.RefundRequest) (psp.RefundResult, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.calls == nil {
-		p.calls = map[string]int{}
+	a, err := psptest.Next(&p.Calls, kind, script)
+	if err == nil {
+		err = a.err
 	}
-	n := p.calls[kind]
-	p.calls[kind]++
-	if len(script) == 0 {
-		return psp.RefundResult{}, fmt.Errorf("%w: no %s scripted", psp.ErrTransient, kind)
-	}
-	a := script[min(n, len(script)-1)]
-	if a.err != nil {
-		return psp.RefundResult{}, a.err
+	if err != nil {
+		return psp.RefundResult{}, err
 	}
 	amount := r.AmountCents
 	if a.amount != 0 {
@@ -185,63 +178,69 @@ func (p *scriptedRefundPSP) RefundStatus(_ context.Context, e2e, id string) (psp
 	return p.next("get", p.gets, psp.RefundRequest{EndToEndID: e2e, ID: id, AmountCents: 2_500})
 }
 
-func (p *scriptedRefundPSP) count(kind string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.calls[kind]
-}
-
 const unitRefundID = "0123456789abcdef0123456789abcdef"
 
-func refundUnit(t *testing.T, status string, pspFake psp.RefundClient) (*memRefunds, *testsuite.TestActivityEnvironment) {
-	t.Helper()
-	store := &memRefunds{r: pix.Refund{ID: unitRefundID, EndToEndID: "E1234567820261129120000000000001", AccountID: "acc-1",
+// unitRefund is the refund of the unit tests, of 2,500, in status.
+func unitRefund(status string) *memRefunds {
+	return &memRefunds{r: pix.Refund{ID: unitRefundID, EndToEndID: "E1234567820261129120000000000001", AccountID: "acc-1",
 		AmountCents: 2_500, Status: status}}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&refund.Activities{Store: store, PSP: pspFake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+}
+
+// unitActivities are the activities over store and pspFake, registered on
+// an activity environment of their own.
+func unitActivities(store refund.ActivityStore, pspFake psp.RefundClient) (*refund.Activities, *testsuite.TestActivityEnvironment) {
+	a := &refund.Activities{Store: store, PSP: pspFake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	return a, sagatest.Activities(a)
+}
+
+// refundUnit is the unit refund in status, and the activities over it and
+// pspFake.
+func refundUnit(status string, pspFake psp.RefundClient) (*memRefunds, *testsuite.TestActivityEnvironment) {
+	store := unitRefund(status)
+	_, env := unitActivities(store, pspFake)
 	return store, env
 }
 
 var unitRef = refund.Ref{RefundID: unitRefundID}
 
-func errorType(t *testing.T, err error) string {
+// act names the activities (never called).
+var act *refund.Activities
+
+// failsWith runs activity on ref, the unit refund in status, against
+// pspFake, and requires its failure of type want; the store, for the test
+// to check what did not move.
+func failsWith(t *testing.T, want string, activity any, ref refund.Ref, status string, pspFake psp.RefundClient) *memRefunds {
 	t.Helper()
-	var appErr *temporal.ApplicationError
-	require.ErrorAs(t, err, &appErr)
-	return appErr.Type()
+	store, env := refundUnit(status, pspFake)
+	_, err := env.ExecuteActivity(activity, ref)
+	require.Equal(t, want, sagatest.ErrorType(t, err))
+	return store
 }
 
 func TestRequestRefundDecisions(t *testing.T) {
 	t.Run("in process is recorded as requested", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{status: psp.RefundInProcessing}}}
-		store, env := refundUnit(t, pix.RefundDebited, fake)
-		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
+		store, env := refundUnit(pix.RefundDebited, fake)
+		st, err := sagatest.Run[refund.State](t, env, act.RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st refund.State
-		require.NoError(t, v.Get(&st))
 		require.Equal(t, string(psp.RefundInProcessing), st.Status)
 		require.Equal(t, pix.RefundRequested, store.r.Status)
 		require.Equal(t, "D12345678202611291200abcdef12345", *store.r.RtrID)
 	})
 	t.Run("a final answer is confirmed by the record", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{status: psp.RefundNotDone, reason: "x"}}, gets: []refundAnswer{{status: psp.RefundInProcessing}}}
-		store, env := refundUnit(t, pix.RefundDebited, fake)
-		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
+		store, env := refundUnit(pix.RefundDebited, fake)
+		st, err := sagatest.Run[refund.State](t, env, act.RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st refund.State
-		require.NoError(t, v.Get(&st))
 		require.Equal(t, string(psp.RefundInProcessing), st.Status, "the record says in process: nothing to reverse")
-		require.Equal(t, 1, fake.count("get"))
+		require.Equal(t, 1, fake.Count("get"))
 		require.Equal(t, pix.RefundRequested, store.r.Status)
 	})
 	t.Run("a confirmed refusal is left to the reversal", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{status: psp.RefundNotDone}}, gets: []refundAnswer{{status: psp.RefundNotDone, reason: "conta encerrada"}}}
-		store, env := refundUnit(t, pix.RefundDebited, fake)
-		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
+		store, env := refundUnit(pix.RefundDebited, fake)
+		st, err := sagatest.Run[refund.State](t, env, act.RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st refund.State
-		require.NoError(t, v.Get(&st))
 		require.Equal(t, string(psp.RefundNotDone), st.Status)
 		require.Equal(t, "conta encerrada", st.Reason)
 		require.Equal(t, []string{"requested"}, store.calls, "the PSP holds a record of it (kept with its rtrId); not reversed here")
@@ -256,29 +255,25 @@ func TestRequestRefundDecisions(t *testing.T) {
 		"another amount":      {refundAnswer{status: psp.RefundInProcessing, amount: 99}, refund.ErrTypePSPRefundMismatch},
 	} {
 		t.Run(name, func(t *testing.T) {
-			store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{puts: []refundAnswer{c.answer}})
-			_, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
-			require.Equal(t, c.want, errorType(t, err))
+			store := failsWith(t, c.want, act.RequestRefund, unitRef, pix.RefundDebited, &scriptedRefundPSP{puts: []refundAnswer{c.answer}})
 			require.Empty(t, store.calls, "nothing recorded, nothing reversed")
 		})
 	}
 	t.Run("a final refund asks nothing", func(t *testing.T) {
 		fake := &scriptedRefundPSP{}
-		_, env := refundUnit(t, pix.RefundReturned, fake)
-		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
+		_, env := refundUnit(pix.RefundReturned, fake)
+		st, err := sagatest.Run[refund.State](t, env, act.RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st refund.State
-		require.NoError(t, v.Get(&st))
 		require.True(t, st.AlreadyFinal)
-		require.Zero(t, fake.count("put"))
+		require.Zero(t, fake.Count("put"))
 	})
 }
 
 // The reversal moves money only on the PSP's own record of NAO_REALIZADO.
 func TestReverseRefundDecisions(t *testing.T) {
 	t.Run("not made: reversed", func(t *testing.T) {
-		store, env := refundUnit(t, pix.RefundRequested, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundNotDone, reason: "conta encerrada"}}})
-		_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, unitRef)
+		store, env := refundUnit(pix.RefundRequested, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundNotDone, reason: "conta encerrada"}}})
+		_, err := env.ExecuteActivity(act.ReverseRefund, unitRef)
 		require.NoError(t, err)
 		require.Equal(t, 1, store.reversed)
 		require.Equal(t, "conta encerrada", *store.r.FailureReason)
@@ -295,34 +290,28 @@ func TestReverseRefundDecisions(t *testing.T) {
 		"refused query":  {refundAnswer{err: &psp.RequestError{StatusCode: 403}}, activities.ErrTypePSPRequestRefused},
 	} {
 		t.Run(name, func(t *testing.T) {
-			store, env := refundUnit(t, pix.RefundRequested, &scriptedRefundPSP{gets: []refundAnswer{c.answer}})
-			_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, unitRef)
-			require.Equal(t, c.want, errorType(t, err))
+			store := failsWith(t, c.want, act.ReverseRefund, unitRef, pix.RefundRequested, &scriptedRefundPSP{gets: []refundAnswer{c.answer}})
 			require.Zero(t, store.reversed, "never reversed on a guess")
 		})
 	}
 	t.Run("reversed already: a retry asks nothing", func(t *testing.T) {
 		fake := &scriptedRefundPSP{}
-		store, env := refundUnit(t, pix.RefundReversed, fake)
-		_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, unitRef)
+		store, env := refundUnit(pix.RefundReversed, fake)
+		_, err := env.ExecuteActivity(act.ReverseRefund, unitRef)
 		require.NoError(t, err)
-		require.Zero(t, fake.count("get"))
+		require.Zero(t, fake.Count("get"))
 		require.Empty(t, store.calls)
 	})
 	t.Run("returned: final, never credited back", func(t *testing.T) {
-		store, env := refundUnit(t, pix.RefundReturned, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundNotDone}}})
-		_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, unitRef)
-		require.Equal(t, pix.TemporalType(pix.ErrRefundFinal), errorType(t, err))
+		store := failsWith(t, pix.TemporalType(pix.ErrRefundFinal), act.ReverseRefund, unitRef, pix.RefundReturned, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundNotDone}}})
 		require.Zero(t, store.reversed)
 	})
 }
 
 func TestCheckRefundReportsTheRecord(t *testing.T) {
-	_, env := refundUnit(t, pix.RefundRequested, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundReturned}}})
-	v, err := env.ExecuteActivity((&refund.Activities{}).CheckRefund, unitRef)
+	_, env := refundUnit(pix.RefundRequested, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundReturned}}})
+	st, err := sagatest.Run[refund.State](t, env, act.CheckRefund, unitRef)
 	require.NoError(t, err)
-	var st refund.State
-	require.NoError(t, v.Get(&st))
 	require.Equal(t, string(psp.RefundReturned), st.Status)
 }
 
@@ -334,51 +323,43 @@ func TestRequestRefundBusinessRefusal(t *testing.T) {
 	invalid := &psp.RequestError{StatusCode: 400, Type: psp.ProblemPixDevolucaoInvalida, Message: "Devolução inválida: fora do prazo"}
 	t.Run("no record: refused by the psp", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
-		store, env := refundUnit(t, pix.RefundDebited, fake)
-		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
+		store, env := refundUnit(pix.RefundDebited, fake)
+		st, err := sagatest.Run[refund.State](t, env, act.RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st refund.State
-		require.NoError(t, v.Get(&st))
 		require.Equal(t, refund.RefusedByPSP, st.Status)
 		require.Equal(t, "the psp refused the devolução (http 400 PixDevolucaoInvalida): Devolução inválida: fora do prazo", st.Reason)
 		require.Empty(t, store.calls, "nothing recorded, nothing reversed yet")
 	})
 	t.Run("a record: followed", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{status: psp.RefundReturned}}}
-		store, env := refundUnit(t, pix.RefundDebited, fake)
-		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
+		store, env := refundUnit(pix.RefundDebited, fake)
+		st, err := sagatest.Run[refund.State](t, env, act.RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st refund.State
-		require.NoError(t, v.Get(&st))
 		require.Equal(t, string(psp.RefundReturned), st.Status)
 		require.Equal(t, pix.RefundRequested, store.r.Status)
 	})
 	t.Run("asked before (an earlier run's PUT, or one before the upgrade), no record: a human looks", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
-		store, env := refundUnit(t, pix.RefundDebited, fake)
+		store, env := refundUnit(pix.RefundDebited, fake)
 		store.asked = true
-		_, got := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
-		require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, got))
-		require.Equal(t, 1, fake.count("get"), "the record is asked")
+		_, got := env.ExecuteActivity(act.RequestRefund, unitRef)
+		require.Equal(t, activities.ErrTypePSPRequestRefused, sagatest.ErrorType(t, got))
+		require.Equal(t, 1, fake.Count("get"), "the record is asked")
 		require.Zero(t, store.reversed)
 		require.Empty(t, store.calls)
 	})
 	t.Run("asked before, our devolução in the record (the first PUT made it, its answer lost): followed", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{status: psp.RefundInProcessing}}}
-		store, env := refundUnit(t, pix.RefundDebited, fake)
+		store, env := refundUnit(pix.RefundDebited, fake)
 		store.asked = true
-		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
+		st, err := sagatest.Run[refund.State](t, env, act.RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st refund.State
-		require.NoError(t, v.Get(&st))
 		require.Equal(t, string(psp.RefundInProcessing), st.Status)
 		require.Equal(t, pix.RefundRequested, store.r.Status)
 	})
 	t.Run("another devolução in the record: never acted on", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{status: psp.RefundInProcessing, amount: 1}}}
-		store, env := refundUnit(t, pix.RefundDebited, fake)
-		_, got := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
-		require.Equal(t, refund.ErrTypePSPRefundMismatch, errorType(t, got))
+		store := failsWith(t, refund.ErrTypePSPRefundMismatch, act.RequestRefund, unitRef, pix.RefundDebited, fake)
 		require.Empty(t, store.calls)
 	})
 	for name, err := range map[string]error{
@@ -391,10 +372,8 @@ func TestRequestRefundBusinessRefusal(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			fake := &scriptedRefundPSP{puts: []refundAnswer{{err: err}}}
-			store, env := refundUnit(t, pix.RefundDebited, fake)
-			_, got := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
-			require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, got))
-			require.Zero(t, fake.count("get"))
+			store := failsWith(t, activities.ErrTypePSPRequestRefused, act.RequestRefund, unitRef, pix.RefundDebited, fake)
+			require.Zero(t, fake.Count("get"))
 			require.Empty(t, store.calls)
 		})
 	}
@@ -403,22 +382,18 @@ func TestRequestRefundBusinessRefusal(t *testing.T) {
 func TestReverseRefundRefusedByThePSP(t *testing.T) {
 	refusedRef := refund.Ref{RefundID: unitRefundID, PSPRefused: true, Reason: "fora do prazo\u202e\u0000"}
 	t.Run("still no record: reversed", func(t *testing.T) {
-		store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}})
-		_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, refusedRef)
+		store, env := refundUnit(pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}})
+		_, err := env.ExecuteActivity(act.ReverseRefund, refusedRef)
 		require.NoError(t, err)
 		require.Equal(t, 1, store.reversed)
 		require.Equal(t, "fora do prazo", *store.r.FailureReason, "the psp's text, printable")
 	})
 	t.Run("a record showed up: followed, not reversed", func(t *testing.T) {
-		store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundInProcessing}}})
-		_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, refusedRef)
-		require.Equal(t, refund.ErrTypeReversalUnconfirmed, errorType(t, err))
+		store := failsWith(t, refund.ErrTypeReversalUnconfirmed, act.ReverseRefund, refusedRef, pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundInProcessing}}})
 		require.Zero(t, store.reversed)
 	})
 	t.Run("without the refusal, no record is never a reversal", func(t *testing.T) {
-		store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}})
-		_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, unitRef)
-		require.Equal(t, refund.ErrTypePSPRefundUnknown, errorType(t, err))
+		store := failsWith(t, refund.ErrTypePSPRefundUnknown, act.ReverseRefund, unitRef, pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}})
 		require.Zero(t, store.reversed)
 	})
 }
@@ -442,14 +417,14 @@ func TestRefusalAfterAnAcceptanceNeedsAHuman(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			fake := &scriptedRefundPSP{puts: []refundAnswer{{err: c.err}}, gets: []refundAnswer{{err: notFound}}}
-			store, env := refundUnit(t, c.status, fake)
+			store, env := refundUnit(c.status, fake)
 			if c.rtrID {
 				rtr := "D12345678202611291200abcdef12345"
 				store.r.RtrID = &rtr
 			}
-			_, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
-			require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
-			require.Equal(t, c.gets, fake.count("get"), "no record leads nowhere: a human must look")
+			_, err := env.ExecuteActivity(act.RequestRefund, unitRef)
+			require.Equal(t, activities.ErrTypePSPRequestRefused, sagatest.ErrorType(t, err))
+			require.Equal(t, c.gets, fake.Count("get"), "no record leads nowhere: a human must look")
 			require.Empty(t, store.calls)
 		})
 	}
@@ -463,9 +438,7 @@ func TestRefusalAfterAnAcceptanceNeedsAHuman(t *testing.T) {
 func TestRefusalOnALaterRunNeedsAHuman(t *testing.T) {
 	// Run 1: DEVOLVIDO with an rtrId, then the confirming GET lags (404).
 	fake := &scriptedRefundPSP{puts: []refundAnswer{{status: psp.RefundReturned}}, gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
-	store, env := refundUnit(t, pix.RefundDebited, fake)
-	_, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
-	require.Equal(t, refund.ErrTypePSPRefundUnknown, errorType(t, err))
+	store := failsWith(t, refund.ErrTypePSPRefundUnknown, act.RequestRefund, unitRef, pix.RefundDebited, fake)
 	require.NotNil(t, store.r.RtrID, "the PSP's rtrId is kept")
 	require.Equal(t, pix.RefundRequested, store.r.Status)
 
@@ -473,17 +446,15 @@ func TestRefusalOnALaterRunNeedsAHuman(t *testing.T) {
 	// PSP's code, no record: still a human's, never a reversal.
 	fake2 := &scriptedRefundPSP{puts: []refundAnswer{{err: &psp.RequestError{StatusCode: 400, Type: psp.ProblemPixDevolucaoInvalida}}},
 		gets: []refundAnswer{{err: fmt.Errorf("psp: %w", psp.ErrNotFound)}}}
-	var suite testsuite.WorkflowTestSuite
-	env2 := suite.NewTestActivityEnvironment()
-	env2.RegisterActivity(&refund.Activities{Store: store, PSP: fake2, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	_, err = env2.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
-	require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
+	_, env2 := unitActivities(store, fake2)
+	_, err := env2.ExecuteActivity(act.RequestRefund, unitRef)
+	require.Equal(t, activities.ErrTypePSPRequestRefused, sagatest.ErrorType(t, err))
 	require.Zero(t, store.reversed)
 
 	// Even a row that looks untouched was asked before: the marker says so.
 	store.r.Status, store.r.RtrID = pix.RefundDebited, nil
-	_, err = env2.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
-	require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
+	_, err = env2.ExecuteActivity(act.RequestRefund, unitRef)
+	require.Equal(t, activities.ErrTypePSPRequestRefused, sagatest.ErrorType(t, err))
 	require.Zero(t, store.reversed, "no record, asked before: never RECUSADA")
 }
 
@@ -512,7 +483,7 @@ func TestRefusalAfterALaterAskIsNeverReversed(t *testing.T) {
 	notFound := fmt.Errorf("psp: %w", psp.ErrNotFound)
 	t.Run("asked again before the refusal is recorded", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{err: notFound}}}
-		store := debitedRefund()
+		store := unitRefund(pix.RefundDebited)
 		askedAgain := false
 		pspFake := lateRefusalPSP{fake, func() {
 			if !askedAgain { // attempt B, just before its PUT
@@ -520,33 +491,28 @@ func TestRefusalAfterALaterAskIsNeverReversed(t *testing.T) {
 				_, _ = store.MarkRefundAsked(context.Background(), unitRefundID)
 			}
 		}}
-		var suite testsuite.WorkflowTestSuite
-		env := suite.NewTestActivityEnvironment()
-		a := &refund.Activities{Store: store, PSP: pspFake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-		env.RegisterActivity(a)
+		a, env := unitActivities(store, pspFake)
 
 		_, err := env.ExecuteActivity(a.RequestRefund, unitRef)
-		require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err), "the late refusal is no refusal of the devolução")
+		require.Equal(t, activities.ErrTypePSPRequestRefused, sagatest.ErrorType(t, err), "the late refusal is no refusal of the devolução")
 		require.Nil(t, store.refusal, "not recorded")
 		_, err = env.ExecuteActivity(a.RequestRefund, unitRef)
-		require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err), "the next run asks again: not the first ask")
-		require.Equal(t, 2, fake.count("put"))
+		require.Equal(t, activities.ErrTypePSPRequestRefused, sagatest.ErrorType(t, err), "the next run asks again: not the first ask")
+		require.Equal(t, 2, fake.Count("put"))
 		require.Zero(t, store.reversed)
 		require.Equal(t, pix.RefundDebited, store.r.Status, "open")
 	})
 	t.Run("asked again after the refusal is recorded", func(t *testing.T) {
 		fake := &scriptedRefundPSP{puts: []refundAnswer{{err: invalid}}, gets: []refundAnswer{{err: notFound}}}
-		store, env := refundUnit(t, pix.RefundDebited, fake)
-		v, err := env.ExecuteActivity((&refund.Activities{}).RequestRefund, unitRef)
+		store, env := refundUnit(pix.RefundDebited, fake)
+		st, err := sagatest.Run[refund.State](t, env, act.RequestRefund, unitRef)
 		require.NoError(t, err)
-		var st refund.State
-		require.NoError(t, v.Get(&st))
 		require.Equal(t, refund.RefusedByPSP, st.Status)
 
 		_, _ = store.MarkRefundAsked(context.Background(), unitRefundID) // attempt B
-		_, err = env.ExecuteActivity((&refund.Activities{}).ReverseRefund,
+		_, err = env.ExecuteActivity(act.ReverseRefund,
 			refund.Ref{RefundID: unitRefundID, PSPRefused: true, Reason: st.Reason})
-		require.Equal(t, pix.TemporalType(pix.ErrRefundFinal), errorType(t, err))
+		require.Equal(t, pix.TemporalType(pix.ErrRefundFinal), sagatest.ErrorType(t, err))
 		require.Zero(t, store.reversed)
 	})
 }

@@ -2,7 +2,6 @@ package refund_test
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,12 +9,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/saga/refund"
+	"github.com/pixbank/pix/saga/sagatest"
 )
 
 // Found by the fourth attack review: only the PSP's own refusal of a
@@ -64,23 +63,17 @@ func TestOnlyThePSPsOwnCodeIsABusinessRefusal(t *testing.T) {
 				_, _ = io.WriteString(w, c.get)
 			}))
 			defer srv.Close()
-			store := &memRefunds{r: pix.Refund{ID: unitRefundID, EndToEndID: "E1234567820261129120000000000001", AccountID: "acc-1",
-				AmountCents: 2_500, Status: pix.RefundDebited}}
-			var suite testsuite.WorkflowTestSuite
-			env := suite.NewTestActivityEnvironment()
-			a := &refund.Activities{Store: store, PSP: psp.NewHTTPClient(srv.URL, 2*time.Second), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-			env.RegisterActivity(a)
+			store := unitRefund(pix.RefundDebited)
+			a, env := unitActivities(store, psp.NewHTTPClient(srv.URL, 2*time.Second))
 
-			v, err := env.ExecuteActivity(a.RequestRefund, unitRef)
+			st, err := sagatest.Run[refund.State](t, env, a.RequestRefund, unitRef)
 			if !c.refusal {
-				require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err), "%s", strings.TrimSpace(c.body))
+				require.Equal(t, activities.ErrTypePSPRequestRefused, sagatest.ErrorType(t, err), "%s", strings.TrimSpace(c.body))
 				require.Zero(t, store.reversed)
 				require.Equal(t, pix.RefundDebited, store.r.Status)
 				return
 			}
 			require.NoError(t, err)
-			var st refund.State
-			require.NoError(t, v.Get(&st))
 			require.Equal(t, refund.RefusedByPSP, st.Status)
 			require.Contains(t, st.Reason, "PixDevolucaoInvalida")
 			require.Contains(t, st.Reason, "fora do prazo")
@@ -121,21 +114,16 @@ func TestRefusalOfARetriedPUTFollowsTheRecord(t *testing.T) {
 			defer srv.Close()
 			store := &memRefunds{r: pix.Refund{ID: unitRefundID, EndToEndID: e2e, AccountID: "acc-1", AmountCents: 2_500, Status: pix.RefundDebited}}
 			store.asked = true // the first PUT reached the PSP; its answer was lost
-			var suite testsuite.WorkflowTestSuite
-			env := suite.NewTestActivityEnvironment()
-			a := &refund.Activities{Store: store, PSP: psp.NewHTTPClient(srv.URL, 2*time.Second), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-			env.RegisterActivity(a)
+			a, env := unitActivities(store, psp.NewHTTPClient(srv.URL, 2*time.Second))
 
-			v, err := env.ExecuteActivity(a.RequestRefund, unitRef)
+			st, err := sagatest.Run[refund.State](t, env, a.RequestRefund, unitRef)
 			if !held {
-				require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
+				require.Equal(t, activities.ErrTypePSPRequestRefused, sagatest.ErrorType(t, err))
 				require.Equal(t, pix.RefundDebited, store.r.Status)
 				require.Zero(t, store.reversed)
 				return
 			}
 			require.NoError(t, err)
-			var st refund.State
-			require.NoError(t, v.Get(&st))
 			require.Equal(t, string(psp.RefundInProcessing), st.Status)
 			require.Equal(t, rtrID, st.RtrID)
 			require.Equal(t, pix.RefundRequested, store.r.Status, "followed as accepted")
@@ -155,10 +143,10 @@ func TestRefusalOfARetriedPUTFollowsTheRecord(t *testing.T) {
 // the PSP held the devolução in process. The record is now recorded at
 // once, as RequestRefund does, and the late reversal changes nothing.
 func TestReversalThatFindsARecordRecordsIt(t *testing.T) {
-	store, env := refundUnit(t, pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundInProcessing}}})
+	store, env := refundUnit(pix.RefundDebited, &scriptedRefundPSP{gets: []refundAnswer{{status: psp.RefundInProcessing}}})
 	refusedRef := refund.Ref{RefundID: unitRefundID, PSPRefused: true, Reason: "fora do prazo"}
-	_, err := env.ExecuteActivity((&refund.Activities{}).ReverseRefund, refusedRef)
-	require.Equal(t, refund.ErrTypeReversalUnconfirmed, errorType(t, err))
+	_, err := env.ExecuteActivity(act.ReverseRefund, refusedRef)
+	require.Equal(t, refund.ErrTypeReversalUnconfirmed, sagatest.ErrorType(t, err))
 	require.Equal(t, pix.RefundRequested, store.r.Status, "the PSP's record is recorded")
 	require.NotNil(t, store.r.RtrID)
 

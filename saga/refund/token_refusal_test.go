@@ -22,6 +22,7 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/saga/refund"
+	"github.com/pixbank/pix/saga/sagatest"
 )
 
 // refusingPSP refuses every devolução (400 PixDevolucaoInvalida: its valor
@@ -63,11 +64,6 @@ func refusingPSP(t *testing.T, tokenOK func() bool) (*psp.HTTPClient, *atomic.In
 	return c, &puts
 }
 
-func debitedRefund() *memRefunds {
-	return &memRefunds{r: pix.Refund{ID: unitRefundID, EndToEndID: "E1234567820261129120000000000001", AccountID: "acc-1",
-		AmountCents: 2_500, Status: pix.RefundDebited}}
-}
-
 // The refund's first ask (MarkRefundAsked) is spent only by a PUT that may
 // reach the PSP: a token endpoint refusing us (a wrong secret, an
 // unreadable PSP_CLIENT_SECRET_FILE) or down sent nothing. It used to be
@@ -77,23 +73,18 @@ func debitedRefund() *memRefunds {
 func TestTokenFailureSpendsNoFirstAsk(t *testing.T) {
 	var tokenOK atomic.Bool
 	client, puts := refusingPSP(t, tokenOK.Load)
-	store := debitedRefund()
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	r := &refund.Activities{Store: store, PSP: client, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	env.RegisterActivity(r)
+	store := unitRefund(pix.RefundDebited)
+	r, env := unitActivities(store, client)
 
 	_, err := env.ExecuteActivity(r.RequestRefund, unitRef)
-	require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
+	require.Equal(t, activities.ErrTypePSPRequestRefused, sagatest.ErrorType(t, err))
 	require.Zero(t, puts.Load(), "no PUT reached the PSP: the token endpoint refused us")
 	require.False(t, store.asked, "nothing sent: the first ask is not spent")
 
 	tokenOK.Store(true) // the operator fixes the secret
-	v, err := env.ExecuteActivity(r.RequestRefund, unitRef)
+	st, err := sagatest.Run[refund.State](t, env, r.RequestRefund, unitRef)
 	require.EqualValues(t, 1, puts.Load(), "the first PUT ever")
 	require.NoError(t, err, "the PSP refused the first PUT it ever got and holds no record: RECUSADA expected, got %v", err)
-	var st refund.State
-	require.NoError(t, v.Get(&st))
 	require.Equal(t, refund.RefusedByPSP, st.Status)
 }
 
@@ -104,7 +95,7 @@ func TestTokenFailureSpendsNoFirstAsk(t *testing.T) {
 func TestTokenRefusedOnTheFirstAttemptThenRefusalIsReversed(t *testing.T) {
 	var tokenRequests atomic.Int32
 	client, puts := refusingPSP(t, func() bool { return tokenRequests.Add(1) > 1 })
-	store := debitedRefund()
+	store := unitRefund(pix.RefundDebited)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(refund.Workflow, workflow.RegisterOptions{Name: refund.WorkflowName})
@@ -128,28 +119,21 @@ func TestRefusalOutlivesAFailedReversal(t *testing.T) {
 	var tokenOK atomic.Bool
 	tokenOK.Store(true)
 	client, puts := refusingPSP(t, tokenOK.Load)
-	store := debitedRefund()
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	r := &refund.Activities{Store: store, PSP: client, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	env.RegisterActivity(r)
+	store := unitRefund(pix.RefundDebited)
+	r, env := unitActivities(store, client)
 
-	v, err := env.ExecuteActivity(r.RequestRefund, unitRef)
+	st, err := sagatest.Run[refund.State](t, env, r.RequestRefund, unitRef)
 	require.NoError(t, err)
-	var st refund.State
-	require.NoError(t, v.Get(&st))
 	require.Equal(t, refund.RefusedByPSP, st.Status)
 
 	tokenOK.Store(false) // during the quiet period the token endpoint refuses us: the run fails at its 8th attempt
 	_, err = env.ExecuteActivity(r.ReverseRefund, refund.Ref{RefundID: unitRefundID, PSPRefused: true, Reason: st.Reason})
-	require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err))
+	require.Equal(t, activities.ErrTypePSPRequestRefused, sagatest.ErrorType(t, err))
 	require.Zero(t, store.reversed)
 
 	tokenOK.Store(true) // the next run (dispatcher's recheck)
-	v, err = env.ExecuteActivity(r.RequestRefund, unitRef)
+	again, err := sagatest.Run[refund.State](t, env, r.RequestRefund, unitRef)
 	require.NoError(t, err, "the PSP still refuses and holds no record; the next run can never reverse: %v", err)
-	var again refund.State
-	require.NoError(t, v.Get(&again))
 	require.Equal(t, st, again, "the recorded refusal, with its reason")
 	require.EqualValues(t, 1, puts.Load(), "not asked again")
 	_, err = env.ExecuteActivity(r.ReverseRefund, refund.Ref{RefundID: unitRefundID, PSPRefused: true, Reason: again.Reason})
@@ -158,12 +142,12 @@ func TestRefusalOutlivesAFailedReversal(t *testing.T) {
 
 	// A notice of the devolução since: the refusal no longer stands, and a
 	// new run asks the PSP again (never reversed on it).
-	store2 := debitedRefund()
+	store2 := unitRefund(pix.RefundDebited)
 	r.Store = store2
 	_, err = env.ExecuteActivity(r.RequestRefund, unitRef)
 	require.NoError(t, err)
 	store2.noticed = true
 	_, err = env.ExecuteActivity(r.RequestRefund, unitRef)
-	require.Equal(t, activities.ErrTypePSPRequestRefused, errorType(t, err), "asked again, refused, not the first ask: a human looks")
+	require.Equal(t, activities.ErrTypePSPRequestRefused, sagatest.ErrorType(t, err), "asked again, refused, not the first ask: a human looks")
 	require.EqualValues(t, 3, puts.Load())
 }

@@ -14,8 +14,13 @@
 // registered as pixd registers them (Registry) and a metric's value read
 // back by name and labels at a scrape (Value). For its settings: the
 // environments they are read from and what each reads (RequireSettings).
+// For its activities: an activity environment with them registered
+// (Activities), an activity's result decoded (Run) or its error's type
+// (ErrorType), and each way the PSP's token endpoint fails a call, with
+// the error type it must end in (EachTokenFailure).
 //
 // It is for tests only, like db/dbtest: it builds the router, so it imports
 // package api (which saga/sagakit, the pieces a saga's own code reuses,
-// does not), and no saga's package.
+// does not), package activities for the PSP's error types, and no saga's
+// package.
 package sagatest

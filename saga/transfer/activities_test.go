@@ -2,24 +2,20 @@ package transfer_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/pixbank/pix/activities"
-	"github.com/pixbank/pix/db"
-	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/psp/psptest"
+	"github.com/pixbank/pix/saga/sagatest"
 	"github.com/pixbank/pix/saga/transfer"
 )
 
@@ -29,10 +25,9 @@ var a *transfer.Activities
 // scriptedPSP answers Submit and Status from scripts, one answer per call
 // (the last one repeats), and counts the calls.
 type scriptedPSP struct {
-	mu       sync.Mutex
+	psptest.Calls
 	submits  []pspAnswer
 	statuses []pspAnswer
-	calls    map[string]int
 }
 
 type pspAnswer struct {
@@ -43,19 +38,12 @@ type pspAnswer struct {
 }
 
 func (p *scriptedPSP) next(kind string, script []pspAnswer, e2e string) (psp.Result, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.calls == nil {
-		p.calls = map[string]int{}
+	a, err := psptest.Next(&p.Calls, kind, script)
+	if err == nil {
+		err = a.err
 	}
-	n := p.calls[kind]
-	p.calls[kind]++
-	if len(script) == 0 {
-		return psp.Result{}, fmt.Errorf("%w: no %s scripted", psp.ErrTransient, kind)
-	}
-	a := script[min(n, len(script)-1)]
-	if a.err != nil {
-		return psp.Result{}, a.err
+	if err != nil {
+		return psp.Result{}, err
 	}
 	return psp.Result{EndToEndID: e2e, Status: a.status, Reason: a.reason, AmountCents: a.amount}, nil
 }
@@ -66,12 +54,6 @@ func (p *scriptedPSP) Submit(_ context.Context, t psp.Transfer) (psp.Result, err
 
 func (p *scriptedPSP) Status(_ context.Context, e2e string) (psp.Result, error) {
 	return p.next("status", p.statuses, e2e)
-}
-
-func (p *scriptedPSP) count(kind string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.calls[kind]
 }
 
 // transferBooks is what the transfer tests read back: the activities'
@@ -87,38 +69,41 @@ type transferBooks interface {
 // decisions are tested without a database too.
 func transferSetup(t *testing.T, fake psp.Client) (transferBooks, *testsuite.TestActivityEnvironment, pix.Transfer) {
 	t.Helper()
+	var books transferBooks
+	var tr pix.Transfer
 	if testing.Short() {
-		s := newMemTransfers("acc-1", 10_000, 1_000)
-		var suite testsuite.WorkflowTestSuite
-		env := suite.NewTestActivityEnvironment()
-		env.RegisterActivity(&transfer.Activities{Store: s, PSP: fake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-		return s, env, s.t
+		m := newMemTransfers("acc-1", 10_000, 1_000)
+		books, tr = m, m.t
+	} else {
+		s := newStore(t)
+		openAccount(t, s, "acc-1", 10_000)
+		books, tr = s, debit(t, s, "acc-1", 1_000)
 	}
-	ctx := context.Background()
-	s := transfer.NewStore(dbtest.New(t))
-	_, err := s.CreateAccount(ctx, db.NewAccount{ID: "acc-1", OwnerName: "A", OpeningBalanceCents: 10_000})
-	require.NoError(t, err)
-	res, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: time.Hour})
-	require.NoError(t, err)
-	tr, err := s.CreateTransfer(ctx, *res, db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID("12345678", time.Now()),
-		TransferRequest: pix.TransferRequest{AccountID: "acc-1", AmountCents: 1_000, PixKey: "maria@example.com"}},
-		func(pix.Transfer) ([]byte, error) { return []byte(`{}`), nil })
-	require.NoError(t, err)
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&transfer.Activities{Store: s, PSP: fake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	return s, env, tr
+	return books, sagatest.Activities(&transfer.Activities{Store: books, PSP: fake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}), tr
 }
 
 func submit(t *testing.T, env *testsuite.TestActivityEnvironment, tr pix.Transfer) (transfer.PSPResult, error) {
 	t.Helper()
-	val, err := env.ExecuteActivity(a.SubmitTransfer, transfer.Ref{TransferID: tr.ID})
-	if err != nil {
-		return transfer.PSPResult{}, err
-	}
-	var res transfer.PSPResult
-	require.NoError(t, val.Get(&res))
-	return res, nil
+	return sagatest.Run[transfer.PSPResult](t, env, a.SubmitTransfer, transfer.Ref{TransferID: tr.ID})
+}
+
+// submitFails submits the transfer to fake: no result (that the workflow
+// would act on), an error of type want, the transfer still debited.
+func submitFails(t *testing.T, fake *scriptedPSP, want string) {
+	t.Helper()
+	s, env, tr := transferSetup(t, fake)
+	res, err := submit(t, env, tr)
+	require.Error(t, err, "got a result instead: %+v", res)
+	require.Equal(t, want, sagatest.ErrorType(t, err))
+	require.Equal(t, pix.TransferDebited, statusOf(t, s, tr))
+}
+
+// statusOf is tr's status as the store holds it.
+func statusOf(t *testing.T, s transferBooks, tr pix.Transfer) string {
+	t.Helper()
+	got, err := s.GetTransfer(context.Background(), uuid.MustParse(tr.ID))
+	require.NoError(t, err)
+	return got.Status
 }
 
 // Defect 1: a resubmission refused for a reason about our request or our
@@ -132,16 +117,7 @@ func TestRefusedRequestIsNeverARejection(t *testing.T) {
 	}
 	for name, refusal := range refusals {
 		t.Run(name, func(t *testing.T) {
-			fake := &scriptedPSP{submits: []pspAnswer{{err: refusal}}}
-			s, env, tr := transferSetup(t, fake)
-			res, err := submit(t, env, tr)
-			require.Error(t, err, "got a result instead: %+v", res)
-			var appErr *temporal.ApplicationError
-			require.True(t, errors.As(err, &appErr), "%v", err)
-			require.Equal(t, "PSPRequestRefused", appErr.Type())
-			got, err := s.GetTransfer(context.Background(), uuid.MustParse(tr.ID))
-			require.NoError(t, err)
-			require.Equal(t, pix.TransferDebited, got.Status)
+			submitFails(t, &scriptedPSP{submits: []pspAnswer{{err: refusal}}}, activities.ErrTypePSPRequestRefused)
 		})
 	}
 }
@@ -157,10 +133,8 @@ func TestDuplicateSubmissionAsksTheStatus(t *testing.T) {
 	res, err := submit(t, env, tr)
 	require.NoError(t, err)
 	require.Equal(t, string(psp.StatusSettled), res.Status)
-	require.Equal(t, 1, fake.count("status"))
-	got, err := s.GetTransfer(context.Background(), uuid.MustParse(tr.ID))
-	require.NoError(t, err)
-	require.Equal(t, pix.TransferSubmitted, got.Status)
+	require.Equal(t, 1, fake.Count("status"))
+	require.Equal(t, pix.TransferSubmitted, statusOf(t, s, tr))
 }
 
 // A rejection is confirmed by the PSP's status before the workflow may
@@ -192,7 +166,7 @@ func TestRejectionIsConfirmedByTheStatus(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, c.want, res.Status)
-			require.Equal(t, 1, fake.count("status"))
+			require.Equal(t, 1, fake.Count("status"))
 		})
 	}
 }
@@ -203,19 +177,10 @@ func TestRejectionIsConfirmedByTheStatus(t *testing.T) {
 func TestStatusOfAnotherTransferIsNeverAdopted(t *testing.T) {
 	for _, status := range []psp.Status{psp.StatusSettled, psp.StatusRejected} {
 		t.Run(string(status), func(t *testing.T) {
-			fake := &scriptedPSP{
+			submitFails(t, &scriptedPSP{
 				submits:  []pspAnswer{{err: &psp.RequestError{StatusCode: 409, Code: "duplicate_transfer"}}},
 				statuses: []pspAnswer{{status: status, amount: 5_000}},
-			}
-			s, env, tr := transferSetup(t, fake)
-			res, err := submit(t, env, tr)
-			require.Error(t, err, "got a result instead: %+v", res)
-			var appErr *temporal.ApplicationError
-			require.ErrorAs(t, err, &appErr)
-			require.Equal(t, transfer.ErrTypePSPTransferMismatch, appErr.Type())
-			got, err := s.GetTransfer(context.Background(), uuid.MustParse(tr.ID))
-			require.NoError(t, err)
-			require.Equal(t, pix.TransferDebited, got.Status)
+			}, transfer.ErrTypePSPTransferMismatch)
 		})
 	}
 }
@@ -251,9 +216,7 @@ func TestRefundOnlyOnTheRecordOfARejection(t *testing.T) {
 				require.EqualValues(t, 10_000, acc.BalanceCents)
 				return
 			}
-			var appErr *temporal.ApplicationError
-			require.ErrorAs(t, err, &appErr)
-			require.Equal(t, c.errType, appErr.Type())
+			require.Equal(t, c.errType, sagatest.ErrorType(t, err))
 			require.Equal(t, pix.TransferDebited, got.Status)
 			require.EqualValues(t, 9_000, acc.BalanceCents, "nothing refunded")
 		})
@@ -269,12 +232,10 @@ func TestFinalOrForeignAnswersToTheSubmissionAreChecked(t *testing.T) {
 	res, err := submit(t, env, tr)
 	require.NoError(t, err)
 	require.Equal(t, string(psp.StatusPending), res.Status, "the record decides")
-	require.Equal(t, 1, fake.count("status"))
+	require.Equal(t, 1, fake.Count("status"))
 
 	foreign := &scriptedPSP{submits: []pspAnswer{{status: psp.StatusSettled, amount: 77}}}
 	_, env, tr = transferSetup(t, foreign)
 	_, err = submit(t, env, tr)
-	var appErr *temporal.ApplicationError
-	require.ErrorAs(t, err, &appErr)
-	require.Equal(t, transfer.ErrTypePSPTransferMismatch, appErr.Type())
+	require.Equal(t, transfer.ErrTypePSPTransferMismatch, sagatest.ErrorType(t, err))
 }
