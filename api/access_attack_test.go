@@ -67,9 +67,9 @@ func TestAttackAccessControlHolds(t *testing.T) {
 		"tok-admin":   {Subject: "ops", Scopes: []string{auth.ScopeAdmin}},
 	}
 	srv := newServer(t, store, func(d *api.Deps) { d.OpenCustomerRoutes = false; d.Tokens = tokens })
-	openAccount(t, store, "acc-a", 100_000)
-	openAccount(t, store, "acc-b", 100_000)
-	openAccount(t, store, "ACC-A", 100_000) // a case variant of A's account, someone else's
+	dbtest.OpenAccount(t, store, "acc-a", 100_000)
+	dbtest.OpenAccount(t, store, "acc-b", 100_000)
+	dbtest.OpenAccount(t, store, "ACC-A", 100_000) // a case variant of A's account, someone else's
 
 	// B uses key K; A, sending the same key, never gets B's answer.
 	k := uuid.NewString()
@@ -100,7 +100,7 @@ func TestAttackAccessControlHolds(t *testing.T) {
 		r = attackSend(t, http.MethodGet, srv.URL+"/accounts/"+strings.ReplaceAll(acc, " ", "%20"), "tok-a", "", "")
 		require.Equal(t, http.StatusNotFound, r.status, "%q: %s", acc, r.raw)
 	}
-	require.EqualValues(t, 100_000, accountBalance(t, store, "ACC-A"))
+	require.EqualValues(t, 100_000, dbtest.Balance(t, store, "ACC-A"))
 
 	// A replay with a token that no longer grants the account: refused, not replayed.
 	k3 := uuid.NewString()
@@ -111,7 +111,7 @@ func TestAttackAccessControlHolds(t *testing.T) {
 	require.NotContains(t, r.raw, "balance_after_cents")
 
 	// The same key, same caller, at the same instant: one debit.
-	before := accountBalance(t, store, "acc-a")
+	before := dbtest.Balance(t, store, "acc-a")
 	k4, body4 := uuid.NewString(), transferBody(t, "acc-a", 500)
 	var wg sync.WaitGroup
 	statuses := make([]int, 16)
@@ -126,7 +126,7 @@ func TestAttackAccessControlHolds(t *testing.T) {
 	for _, s := range statuses {
 		require.Contains(t, []int{http.StatusCreated, http.StatusConflict}, s)
 	}
-	require.EqualValues(t, before-500, accountBalance(t, store, "acc-a"))
+	require.EqualValues(t, before-500, dbtest.Balance(t, store, "acc-a"))
 
 	// Reads of B's resources by A look missing.
 	var tr map[string]any

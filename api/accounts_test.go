@@ -19,7 +19,7 @@ func TestAccountShowsWhatIsHeld(t *testing.T) {
 	ctx := context.Background()
 	store := dbtest.New(t)
 	srv := newServer(t, store)
-	openAccount(t, store, "acc-1", 10_000)
+	dbtest.OpenAccount(t, store, "acc-1", 10_000)
 	err := db.InTx(ctx, store.Pool(), func(tx pgx.Tx) error {
 		_, _, err := db.Hold(ctx, tx, db.NewHold{Ref: "judicial:1", AccountID: "acc-1", AmountCents: 2_500, Kind: "judicial"})
 		return err

@@ -14,7 +14,7 @@ func TestAdminFailedListRetryAndReconcile(t *testing.T) {
 	ctx := context.Background()
 	store := dbtest.New(t)
 	srv := newServer(t, store)
-	openAccount(t, store, "acc-1", 1_000)
+	dbtest.OpenAccount(t, store, "acc-1", 1_000)
 	for i, id := range []string{"E1234567820261129120000000000011", "E1234567820261129120000000000012", "E1234567820261129120000000000013"} {
 		account := "acc-late"
 		if i == 2 {
@@ -49,7 +49,7 @@ func TestAdminFailedListRetryAndReconcile(t *testing.T) {
 	r = do(t, http.MethodGet, srv.URL+"/admin/reconcile", "", "")
 	require.Equal(t, false, r.body["balanced"])
 	require.Equal(t, []any{"acc-1"}, r.body["report"].(map[string]any)["unbalanced_accounts"])
-	require.EqualValues(t, 1_001, accountBalance(t, store, "acc-1"), "reconcile never fixes money")
+	require.EqualValues(t, 1_001, dbtest.Balance(t, store, "acc-1"), "reconcile never fixes money")
 
 	require.Equal(t, http.StatusUnauthorized, doWith(t, http.DefaultClient, http.MethodGet, srv.URL+"/admin/reconcile", http.Header{}, "").status)
 }

@@ -51,23 +51,10 @@ func transferBody(t *testing.T, account string, amount int64) string {
 	return string(b)
 }
 
-func openAccount(t *testing.T, store *db.Store, id string, opening int64) {
-	t.Helper()
-	_, err := store.CreateAccount(context.Background(), db.NewAccount{ID: id, OwnerName: "Owner", OpeningBalanceCents: opening})
-	require.NoError(t, err)
-}
-
-func accountBalance(t *testing.T, store *db.Store, id string) int64 {
-	t.Helper()
-	a, err := store.GetAccount(context.Background(), id)
-	require.NoError(t, err)
-	return a.BalanceCents
-}
-
 func TestTransferIsDebitedOnceAndReplayed(t *testing.T) {
 	store := dbtest.New(t)
 	srv := newServer(t, store)
-	openAccount(t, store, "acc-1", 100_000)
+	dbtest.OpenAccount(t, store, "acc-1", 100_000)
 	key := uuid.NewString()
 	body := transferBody(t, "acc-1", 15_000)
 
@@ -90,7 +77,7 @@ func TestTransferIsDebitedOnceAndReplayed(t *testing.T) {
 		require.True(t, again.replay)
 		require.Equal(t, first.body, again.body, "the answer of the first execution")
 	}
-	require.EqualValues(t, 85_000, accountBalance(t, store, "acc-1"), "debited once")
+	require.EqualValues(t, 85_000, dbtest.Balance(t, store, "acc-1"), "debited once")
 
 	reused := postPix(t, srv.URL, key, transferBody(t, "acc-1", 15_001))
 	require.Equal(t, http.StatusUnprocessableEntity, reused.status)
@@ -140,7 +127,7 @@ func requireRefusalReplayed(t *testing.T, url, body, code string) {
 func TestTransferRefusalsAreRecordedAndReplayed(t *testing.T) {
 	store := dbtest.New(t)
 	srv := newServer(t, store)
-	openAccount(t, store, "acc-1", 1_000)
+	dbtest.OpenAccount(t, store, "acc-1", 1_000)
 	cases := []struct {
 		name, body, code string
 	}{
@@ -157,20 +144,20 @@ func TestTransferRefusalsAreRecordedAndReplayed(t *testing.T) {
 	// runs the transfer.
 	_, err := store.Pool().Exec(context.Background(), `UPDATE accounts SET balance_cents = 5000, opening_balance_cents = 5000 WHERE id = 'acc-1'`)
 	require.NoError(t, err)
-	require.EqualValues(t, 5_000, accountBalance(t, store, "acc-1"))
+	require.EqualValues(t, 5_000, dbtest.Balance(t, store, "acc-1"))
 
 	for _, k := range badIdempotencyKeys {
 		r := postPix(t, srv.URL, k.key, transferBody(t, "acc-1", 1))
 		require.Equal(t, http.StatusBadRequest, r.status, k.name)
 		require.Equal(t, k.code, r.body["error"].(map[string]any)["code"], k.name)
 	}
-	require.EqualValues(t, 5_000, accountBalance(t, store, "acc-1"))
+	require.EqualValues(t, 5_000, dbtest.Balance(t, store, "acc-1"))
 }
 
 func TestConcurrentCopiesDebitOnce(t *testing.T) {
 	store := dbtest.New(t)
 	srv := newServer(t, store)
-	openAccount(t, store, "acc-1", 1_000_000)
+	dbtest.OpenAccount(t, store, "acc-1", 1_000_000)
 	key := uuid.NewString()
 	body := transferBody(t, "acc-1", 15_000)
 
@@ -207,7 +194,7 @@ func TestConcurrentCopiesDebitOnce(t *testing.T) {
 	require.Equal(t, 1, created, "one execution")
 	require.Equal(t, 50, created+replays+inProgress)
 	require.Len(t, ids, 1, "every replay names the same transfer")
-	require.EqualValues(t, 1_000_000-15_000, accountBalance(t, store, "acc-1"), "one debit")
+	require.EqualValues(t, 1_000_000-15_000, dbtest.Balance(t, store, "acc-1"), "one debit")
 	t.Logf("50 copies: 1 created, %d replays, %d in progress", replays, inProgress)
 }
 
@@ -215,7 +202,7 @@ func TestTechnicalFailureFreesTheKey(t *testing.T) {
 	ctx := context.Background()
 	store := dbtest.New(t)
 	srv := newServer(t, store)
-	openAccount(t, store, "acc-1", 100_000)
+	dbtest.OpenAccount(t, store, "acc-1", 100_000)
 	// A fault in the middle of the transfer's transaction.
 	_, err := store.Pool().Exec(ctx, `
 		CREATE FUNCTION fail_insert() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -227,7 +214,7 @@ func TestTechnicalFailureFreesTheKey(t *testing.T) {
 
 	r := postPix(t, srv.URL, key, body)
 	require.Equal(t, http.StatusInternalServerError, r.status, "%v", r.body)
-	require.EqualValues(t, 100_000, accountBalance(t, store, "acc-1"), "nothing committed")
+	require.EqualValues(t, 100_000, dbtest.Balance(t, store, "acc-1"), "nothing committed")
 	var keys int
 	require.NoError(t, store.Pool().QueryRow(ctx, `SELECT count(*) FROM idempotency_keys`).Scan(&keys))
 	require.Zero(t, keys, "the key was freed")
@@ -237,14 +224,14 @@ func TestTechnicalFailureFreesTheKey(t *testing.T) {
 	r = postPix(t, srv.URL, key, body)
 	require.Equal(t, http.StatusCreated, r.status, "the retry runs afresh")
 	require.False(t, r.replay)
-	require.EqualValues(t, 85_000, accountBalance(t, store, "acc-1"))
+	require.EqualValues(t, 85_000, dbtest.Balance(t, store, "acc-1"))
 }
 
 func TestStaleReservationIsTakenOver(t *testing.T) {
 	ctx := context.Background()
 	store := dbtest.New(t)
 	srv := newServer(t, store)
-	openAccount(t, store, "acc-1", 100_000)
+	dbtest.OpenAccount(t, store, "acc-1", 100_000)
 	key := uuid.New()
 	body := transferBody(t, "acc-1", 15_000)
 	// A holder that reserved the key and died: its lock lapses.
@@ -257,5 +244,5 @@ func TestStaleReservationIsTakenOver(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	r = postPix(t, srv.URL, key.String(), body)
 	require.Equal(t, http.StatusCreated, r.status, "%v", r.body)
-	require.EqualValues(t, 85_000, accountBalance(t, store, "acc-1"))
+	require.EqualValues(t, 85_000, dbtest.Balance(t, store, "acc-1"))
 }

@@ -21,8 +21,8 @@ func apiPixNote(id, key, txid string, amount int64) pix.Notification {
 func TestAPIPixCreditResolvesTheKeyFirstThenTheCharge(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-key", 0)
-	openAccount(t, s, "acc-charge", 0)
+	dbtest.OpenAccount(t, s, "acc-key", 0)
+	dbtest.OpenAccount(t, s, "acc-charge", 0)
 	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "maria@example.com", KeyType: "email", AccountID: "acc-key"})
 	require.NoError(t, err)
 	_, err = s.CreateCharge(ctx, db.NewCharge{TxID: "txcharge0000000000000000001", AccountID: "acc-charge", AmountExpectedCents: 500})
@@ -50,8 +50,8 @@ func TestAPIPixCreditResolvesTheKeyFirstThenTheCharge(t *testing.T) {
 	status, err = s.ChargeStatus(ctx, "txcharge0000000000000000001")
 	require.NoError(t, err)
 	require.Equal(t, "CONCLUIDA", status, "the charge's own account, the amount it expects")
-	require.EqualValues(t, 100, balance(t, s, "acc-key"))
-	require.EqualValues(t, 500, balance(t, s, "acc-charge"))
+	require.EqualValues(t, 100, dbtest.Balance(t, s, "acc-key"))
+	require.EqualValues(t, 500, dbtest.Balance(t, s, "acc-charge"))
 
 	c, err := s.GetCredit(ctx, byCharge.EndToEndID)
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func TestAPIPixCreditResolvesTheKeyFirstThenTheCharge(t *testing.T) {
 func TestAPIPixUnknownKeyFailsUntilTheKeyExists(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	n := apiPixNote(e2eID(1), "+5511999990000", "", 2500)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -89,13 +89,13 @@ func TestAPIPixUnknownKeyFailsUntilTheKeyExists(t *testing.T) {
 	out, err := s.Credit(ctx, n.EndToEndID, 1, 2)
 	require.NoError(t, err)
 	require.True(t, out.Credited)
-	require.EqualValues(t, 2500, balance(t, s, "acc-1"))
+	require.EqualValues(t, 2500, dbtest.Balance(t, s, "acc-1"))
 }
 
 func TestAPIPixRefundNoticeIsRecordedAndNeverCreditsAgain(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "k1", KeyType: "evp", AccountID: "acc-1"})
 	require.NoError(t, err)
 	n := apiPixNote(e2eID(1), "k1", "", 11000)
@@ -117,7 +117,7 @@ func TestAPIPixRefundNoticeIsRecordedAndNeverCreditsAgain(t *testing.T) {
 	out, err := s.Credit(ctx, n.EndToEndID, 1, 2)
 	require.NoError(t, err)
 	require.False(t, out.Credited)
-	require.EqualValues(t, 11000, balance(t, s, "acc-1"))
+	require.EqualValues(t, 11000, dbtest.Balance(t, s, "acc-1"))
 }
 
 func TestAPIPixRedeliveryWithAnotherRecipientIsAMismatch(t *testing.T) {

@@ -18,8 +18,8 @@ import (
 func TestChargeIsConcludedOnlyByItsOwnerAndItsAmount(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-key", 0)
-	openAccount(t, s, "acc-charge", 0)
+	dbtest.OpenAccount(t, s, "acc-key", 0)
+	dbtest.OpenAccount(t, s, "acc-charge", 0)
 	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "maria@example.com", KeyType: "email", AccountID: "acc-key"})
 	require.NoError(t, err)
 	const txid = "txcharge0000000000000000001"
@@ -62,6 +62,6 @@ func TestChargeIsConcludedOnlyByItsOwnerAndItsAmount(t *testing.T) {
 		}
 		require.Equal(t, want, status, "case %d", i)
 	}
-	require.EqualValues(t, 100_000, balance(t, s, "acc-key"))
-	require.EqualValues(t, 200_001, balance(t, s, "acc-charge"))
+	require.EqualValues(t, 100_000, dbtest.Balance(t, s, "acc-key"))
+	require.EqualValues(t, 200_001, dbtest.Balance(t, s, "acc-charge"))
 }

@@ -126,7 +126,7 @@ func TestLegacyRunIsFencedAsTheFirstDrive(t *testing.T) {
 func TestMarkFailedSeesACreditThatCommittedWhileItWaited(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	n := note(e2eID(3), "acc-1", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -166,7 +166,7 @@ func TestMarkFailedSeesACreditThatCommittedWhileItWaited(t *testing.T) {
 func TestRetentionRacingARedeliveryDoesNotResurrectThePix(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	n := note(e2eID(4), "acc-1", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -274,8 +274,8 @@ func TestOverlappingBatchesDoNotDeadlock(t *testing.T) {
 func TestDeadlockIsUnavailableNotInternal(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-a", 0)
-	openAccount(t, s, "acc-b", 0)
+	dbtest.OpenAccount(t, s, "acc-a", 0)
+	dbtest.OpenAccount(t, s, "acc-b", 0)
 	// Two transactions that lock the two accounts in opposite orders
 	// through the store's own transaction helper.
 	var wg sync.WaitGroup

@@ -31,7 +31,7 @@ func captureAllCall(e2e string, id uuid.UUID, out *pix.Refund) moneyCall {
 // (TestRaceACreditFillingAHoldAndItsCapture).
 func TestRaceACreditFillingAHoldAndACaptureOfAll(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	reported := creditPIX(t, s, 1, "acc-1", 10_000)
 	debit(t, s, "acc-1", 9_000)
 	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
@@ -49,7 +49,7 @@ func TestRaceACreditFillingAHoldAndACaptureOfAll(t *testing.T) {
 	require.EqualValues(t, 5_000, refund.AmountCents, "what the hold held after the fill")
 	requireHold(t, s, h.ID, 5_000, 10_000, pix.HoldCaptured)
 	requireMoney(t, s, "acc-1", 0, 0)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // The other order: the capture of all holds the locks first; the credit
@@ -57,7 +57,7 @@ func TestRaceACreditFillingAHoldAndACaptureOfAll(t *testing.T) {
 // available.
 func TestRaceACaptureOfAllAndACreditThatWouldFillIt(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	reported := creditPIX(t, s, 1, "acc-1", 10_000)
 	debit(t, s, "acc-1", 9_000)
 	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
@@ -91,14 +91,14 @@ func TestRaceACaptureOfAllAndACreditThatWouldFillIt(t *testing.T) {
 	require.EqualValues(t, 1_000, refund.AmountCents)
 	requireHold(t, s, h.ID, 1_000, 10_000, pix.HoldCaptured)
 	requireMoney(t, s, "acc-1", 4_000, 0)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // A capture of all of a hold that holds nothing yet is refused, as any
 // capture of 0; CaptureAll without a hold is a caller's mistake.
 func TestCaptureAllOfNothingIsRefused(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	reported := creditPIX(t, s, 1, "acc-1", 10_000)
 	debit(t, s, "acc-1", 10_000)
 	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
@@ -114,5 +114,5 @@ func TestCaptureAllOfNothingIsRefused(t *testing.T) {
 	})
 	require.ErrorContains(t, err, "CaptureAll without a Hold")
 	requireHold(t, s, h.ID, 0, 10_000, pix.HoldActive)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }

@@ -67,7 +67,7 @@ func filledEvents(t *testing.T, s *db.Store) []outboxRow {
 
 func TestAFillingHoldFillsToWhatItAsksThenStops(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	reported := creditPIX(t, s, 1, "acc-1", 10_000)
 	debit(t, s, "acc-1", 7_000) // the customer spent most of it
 
@@ -93,7 +93,7 @@ func TestAFillingHoldFillsToWhatItAsksThenStops(t *testing.T) {
 	requireMoney(t, s, "acc-1", 13_000, 10_000)
 	require.Equal(t, map[string]int64{second.EndToEndID: 4_000, third: 3_000}, fillsOf(t, s, h.ID))
 
-	require.Equal(t, []string{db.EventHoldCreated, db.EventHoldFilled, db.EventHoldFilled}, eventsOf(t, s, db.AggregateHold, h.ID))
+	require.Equal(t, []string{db.EventHoldCreated, db.EventHoldFilled, db.EventHoldFilled}, dbtest.Events(t, s, db.AggregateHold, h.ID))
 	fills := filledEvents(t, s)
 	require.Len(t, fills, 2)
 	for i, want := range []map[string]any{
@@ -113,14 +113,14 @@ func TestAFillingHoldFillsToWhatItAsksThenStops(t *testing.T) {
 			require.EqualValues(t, 12_000, e.Payload["balance_after_cents"])
 		}
 	}
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // Several holds of an account that fill take a credit in the order they
 // were made: the first all it lacks, the next what is left.
 func TestFillingHoldsFillInTheOrderTheyWereMade(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	a := creditPIX(t, s, 1, "acc-1", 5_000)
 	b := creditPIX(t, s, 2, "acc-1", 5_000)
 	debit(t, s, "acc-1", 10_000)
@@ -155,7 +155,7 @@ func TestFillingHoldsFillInTheOrderTheyWereMade(t *testing.T) {
 	requireHold(t, s, second.ID, 5_000, 5_000, pix.HoldActive)
 	requireHold(t, s, third.ID, 1_000, 1_000, pix.HoldActive)
 	requireMoney(t, s, "acc-1", 12_000, 11_000)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // Holds that fill take money strictly oldest first: money spendable
@@ -165,7 +165,7 @@ func TestFillingHoldsFillInTheOrderTheyWereMade(t *testing.T) {
 // older first.
 func TestANewFillingHoldWaitsForTheOlder(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	a := creditPIX(t, s, 1, "acc-1", 5_000)
 	b := creditPIX(t, s, 2, "acc-1", 5_000)
 	block, _, err := hold(s, db.NewHold{Ref: "block:1", AccountID: "acc-1", AmountCents: 10_000, Kind: "cautionary_block"})
@@ -196,7 +196,7 @@ func TestANewFillingHoldWaitsForTheOlder(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1_000, third.AmountCents)
 	requireMoney(t, s, "acc-1", 16_000, 6_000)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // A credit run again (its activity retried after its commit, a
@@ -205,7 +205,7 @@ func TestANewFillingHoldWaitsForTheOlder(t *testing.T) {
 func TestACreditRunAgainFillsNothingAgain(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	reported := creditPIX(t, s, 1, "acc-1", 10_000)
 	debit(t, s, "acc-1", 10_000)
 	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
@@ -240,14 +240,14 @@ func TestACreditRunAgainFillsNothingAgain(t *testing.T) {
 	})
 	require.ErrorContains(t, err, "pix_hold_fills_pkey")
 	requireHold(t, s, h.ID, 3_000, 10_000, pix.HoldActive)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // A release ends the filling with the hold: released with what it holds
 // (nothing, too), and the next credits are the customer's.
 func TestAReleaseStopsTheFilling(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	reported := creditPIX(t, s, 1, "acc-1", 10_000)
 	debit(t, s, "acc-1", 10_000)
 	empty, _, err := hold(s, med("med:empty", "acc-1", reported, 4_000))
@@ -270,8 +270,8 @@ func TestAReleaseStopsTheFilling(t *testing.T) {
 	requireHold(t, s, h.ID, 2_500, 10_000, pix.HoldReleased)
 	requireMoney(t, s, "acc-1", 6_500, 0)
 	require.Len(t, filledEvents(t, s), 1)
-	require.Equal(t, []string{db.EventHoldCreated, db.EventHoldReleased}, eventsOf(t, s, db.AggregateHold, empty.ID))
-	requireBooks(t, s)
+	require.Equal(t, []string{db.EventHoldCreated, db.EventHoldReleased}, dbtest.Events(t, s, db.AggregateHold, empty.ID))
+	dbtest.RequireBooks(t, s)
 }
 
 // The MED's return in parts: capture what is held, and open the next
@@ -281,7 +281,7 @@ func TestAReleaseStopsTheFilling(t *testing.T) {
 func TestCaptureAPartThenANewFillingHold(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	reported := creditPIX(t, s, 1, "acc-1", 10_000)
 	debit(t, s, "acc-1", 6_000)
 	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
@@ -290,7 +290,7 @@ func TestCaptureAPartThenANewFillingHold(t *testing.T) {
 
 	// The rest of the PIX is the MED's: not the customer's to return, nor
 	// another hold's.
-	_, err = refund(s, reported, 1, anyone)
+	_, err = refund(t, s, reported, 1, anyone)
 	require.ErrorIs(t, err, pix.ErrRefundExceedsCredit)
 	_, _, err = hold(s, block("block:1", "acc-1", reported, 1))
 	require.ErrorIs(t, err, pix.ErrHoldExceedsCredit)
@@ -333,16 +333,16 @@ func TestCaptureAPartThenANewFillingHold(t *testing.T) {
 	require.NoError(t, err)
 	requireMoney(t, s, "acc-1", 1_500, 0)
 	// The PIX is returned whole, in two parts: nothing of it is left.
-	_, err = refund(s, reported, 1, anyone)
+	_, err = refund(t, s, reported, 1, anyone)
 	require.ErrorIs(t, err, pix.ErrRefundExceedsCredit)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // A filling hold is asked for with UpTo, is the same hold when asked again
 // the same way, and another request under its ref is refused.
 func TestFillingHoldRequests(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 1_000)
+	dbtest.OpenAccount(t, s, "acc-1", 1_000)
 	reported := creditPIX(t, s, 1, "acc-1", 10_000)
 	whole := med("med:1", "acc-1", reported, 10_000)
 	whole.UpTo = false
@@ -371,5 +371,5 @@ func TestFillingHoldRequests(t *testing.T) {
 	require.ErrorIs(t, err, pix.ErrHoldExceedsCredit, "the PIX has nothing left to hold")
 	_, _, err = release(s, blocked.ID, "")
 	require.NoError(t, err)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }

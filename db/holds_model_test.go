@@ -157,7 +157,7 @@ func runMoneyModel(t *testing.T, seed uint64, steps int) (seen map[string]int) {
 	accounts := []string{"acc-0", "acc-1", "acc-2"}
 	m := &moneyModel{balance: map[string]int64{}, held: map[string]int64{}}
 	for i, a := range accounts {
-		openAccount(t, s, a, int64(i)*10_000)
+		dbtest.OpenAccount(t, s, a, int64(i)*10_000)
 		m.balance[a] = int64(i) * 10_000
 	}
 	pick := func(n int) int { return rnd.IntN(n) }
@@ -241,7 +241,7 @@ func runMoneyModel(t *testing.T, seed uint64, steps int) (seen map[string]int) {
 			cents := amount(p.credit)
 			what = fmt.Sprintf("devolução of %d of %s (%d credited, %d left)", cents, p.e2e, p.credit, m.left(p.e2e, nil))
 			var r pix.Refund
-			r, err = refund(s, p.e2e, cents, anyone)
+			r, err = refund(t, s, p.e2e, cents, anyone)
 			switch {
 			case cents > m.left(p.e2e, nil):
 				want = pix.ErrRefundExceedsCredit
@@ -278,10 +278,10 @@ func runMoneyModel(t *testing.T, seed uint64, steps int) (seen map[string]int) {
 		}
 		m.check(t, s, fmt.Sprintf("after step %d, seed %d: %s", step, seed, what))
 		if step%25 == 24 {
-			requireBooks(t, s)
+			dbtest.RequireBooks(t, s)
 		}
 	}
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 	t.Logf("seed %d, %d steps: %v", seed, steps, seen)
 	return seen
 }

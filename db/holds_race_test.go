@@ -118,14 +118,14 @@ func releaseCall(id *uuid.UUID, released *bool) moneyCall {
 // second is refused.
 func TestRaceTwoHoldsOnTheLastMoney(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 10_000)
+	dbtest.OpenAccount(t, s, "acc-1", 10_000)
 	var a, b pix.Hold
 	err1, err2 := race(t, s, holdCall(block("a", "acc-1", "", 10_000), &a),
 		holdCall(db.NewHold{Ref: "b", AccountID: "acc-1", AmountCents: 10_000, UpTo: true, Kind: "med"}, &b))
 	require.NoError(t, err1)
 	require.ErrorIs(t, err2, pix.ErrInsufficientFunds, "up to, with nothing left")
 	requireMoney(t, s, "acc-1", 10_000, 10_000)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // A hold and a transfer's debit at once on the last money, in both
@@ -133,23 +133,23 @@ func TestRaceTwoHoldsOnTheLastMoney(t *testing.T) {
 func TestRaceAHoldAndADebit(t *testing.T) {
 	t.Run("the hold first", func(t *testing.T) {
 		s := dbtest.New(t)
-		openAccount(t, s, "acc-1", 10_000)
+		dbtest.OpenAccount(t, s, "acc-1", 10_000)
 		var h pix.Hold
 		err1, err2 := race(t, s, holdCall(block("a", "acc-1", "", 6_000), &h), transferCall("acc-1", 6_000))
 		require.NoError(t, err1)
 		require.ErrorIs(t, err2, pix.ErrInsufficientFunds)
 		requireMoney(t, s, "acc-1", 10_000, 6_000)
-		requireBooks(t, s)
+		dbtest.RequireBooks(t, s)
 	})
 	t.Run("the debit first", func(t *testing.T) {
 		s := dbtest.New(t)
-		openAccount(t, s, "acc-1", 10_000)
+		dbtest.OpenAccount(t, s, "acc-1", 10_000)
 		var h pix.Hold
 		err1, err2 := race(t, s, transferCall("acc-1", 6_000), holdCall(block("a", "acc-1", "", 6_000), &h))
 		require.NoError(t, err1)
 		require.ErrorIs(t, err2, pix.ErrInsufficientFunds)
 		requireMoney(t, s, "acc-1", 4_000, 0)
-		requireBooks(t, s)
+		dbtest.RequireBooks(t, s)
 	})
 }
 
@@ -158,7 +158,7 @@ func TestRaceAHoldAndADebit(t *testing.T) {
 func TestRaceAReleaseAndACapture(t *testing.T) {
 	setUp := func(t *testing.T) (*db.Store, string, uuid.UUID) {
 		s := dbtest.New(t)
-		openAccount(t, s, "acc-1", 0)
+		dbtest.OpenAccount(t, s, "acc-1", 0)
 		e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 		h, _, err := hold(s, block("block:1", "acc-1", e2e, 4_000))
 		require.NoError(t, err)
@@ -172,7 +172,7 @@ func TestRaceAReleaseAndACapture(t *testing.T) {
 		require.True(t, released)
 		require.ErrorIs(t, err2, pix.ErrHoldEnded, "a released hold is not captured")
 		requireMoney(t, s, "acc-1", 10_000, 0)
-		requireBooks(t, s)
+		dbtest.RequireBooks(t, s)
 	})
 	t.Run("the capture first", func(t *testing.T) {
 		s, e2e, id := setUp(t)
@@ -185,7 +185,7 @@ func TestRaceAReleaseAndACapture(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, pix.HoldCaptured, h.Status)
 		requireMoney(t, s, "acc-1", 6_000, 0)
-		requireBooks(t, s)
+		dbtest.RequireBooks(t, s)
 	})
 }
 
@@ -195,7 +195,7 @@ func TestRaceAReleaseAndACapture(t *testing.T) {
 func TestRaceADevolucaoAndAHoldOfOnePIX(t *testing.T) {
 	setUp := func(t *testing.T) (*db.Store, string) {
 		s := dbtest.New(t)
-		openAccount(t, s, "acc-1", 50_000)
+		dbtest.OpenAccount(t, s, "acc-1", 50_000)
 		return s, creditPIX(t, s, 1, "acc-1", 10_000)
 	}
 	t.Run("the devolução first", func(t *testing.T) {
@@ -205,7 +205,7 @@ func TestRaceADevolucaoAndAHoldOfOnePIX(t *testing.T) {
 		require.NoError(t, err1)
 		require.ErrorIs(t, err2, pix.ErrHoldExceedsCredit)
 		requireMoney(t, s, "acc-1", 54_000, 0)
-		requireBooks(t, s)
+		dbtest.RequireBooks(t, s)
 	})
 	t.Run("the hold first", func(t *testing.T) {
 		s, e2e := setUp(t)
@@ -214,7 +214,7 @@ func TestRaceADevolucaoAndAHoldOfOnePIX(t *testing.T) {
 		require.NoError(t, err1)
 		require.ErrorIs(t, err2, pix.ErrRefundExceedsCredit, "the held part of the PIX is not the customer's to return")
 		requireMoney(t, s, "acc-1", 60_000, 6_000)
-		requireBooks(t, s)
+		dbtest.RequireBooks(t, s)
 	})
 }
 
@@ -223,7 +223,7 @@ func TestRaceADevolucaoAndAHoldOfOnePIX(t *testing.T) {
 func TestManyHoldsAndDebitsAtOnce(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 5_000)
+	dbtest.OpenAccount(t, s, "acc-1", 5_000)
 	const n = 10
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -250,7 +250,7 @@ func TestManyHoldsAndDebitsAtOnce(t *testing.T) {
 	require.Equal(t, 5, won)
 	a := account(t, s, "acc-1")
 	require.Zero(t, a.AvailableCents)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // pausedCredit receives the PIX e2eID(n) of amount to account and credits
@@ -338,7 +338,7 @@ func whileWaiting(t *testing.T, s *db.Store, call moneyCall) (wait func() error)
 // with the credit's fill (a deadlock: one of them aborted, and run again).
 func TestRaceACreditFillingAHoldAndItsRelease(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	reported := creditPIX(t, s, 1, "acc-1", 10_000)
 	debit(t, s, "acc-1", 9_000)
 	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
@@ -356,7 +356,7 @@ func TestRaceACreditFillingAHoldAndItsRelease(t *testing.T) {
 	require.True(t, released)
 	requireHold(t, s, h.ID, 5_000, 10_000, pix.HoldReleased) // filled by the credit, then released
 	requireMoney(t, s, "acc-1", 5_000, 0)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // A credit that fills a hold, and a devolução capturing that hold at
@@ -366,7 +366,7 @@ func TestRaceACreditFillingAHoldAndItsRelease(t *testing.T) {
 // asked again with the hold's amount, it captures it.
 func TestRaceACreditFillingAHoldAndItsCapture(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	reported := creditPIX(t, s, 1, "acc-1", 10_000)
 	debit(t, s, "acc-1", 9_000)
 	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
@@ -383,7 +383,7 @@ func TestRaceACreditFillingAHoldAndItsCapture(t *testing.T) {
 	_, err = captureRefund(s, reported, 5_000, id)
 	require.NoError(t, err)
 	requireMoney(t, s, "acc-1", 0, 0)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // A hold that fills and a credit to its account at once, in both orders:
@@ -392,7 +392,7 @@ func TestRaceACreditFillingAHoldAndItsCapture(t *testing.T) {
 func TestRaceAFillingHoldAndACredit(t *testing.T) {
 	setUp := func(t *testing.T) (*db.Store, string) {
 		s := dbtest.New(t)
-		openAccount(t, s, "acc-1", 0)
+		dbtest.OpenAccount(t, s, "acc-1", 0)
 		reported := creditPIX(t, s, 1, "acc-1", 10_000)
 		debit(t, s, "acc-1", 10_000)
 		return s, reported
@@ -409,7 +409,7 @@ func TestRaceAFillingHoldAndACredit(t *testing.T) {
 		requireHold(t, s, h.ID, 4_000, 10_000, pix.HoldActive)
 		require.Empty(t, fillsOf(t, s, h.ID), "the credit came before the hold: available when it was made")
 		requireMoney(t, s, "acc-1", 4_000, 4_000)
-		requireBooks(t, s)
+		dbtest.RequireBooks(t, s)
 	})
 	t.Run("the hold first", func(t *testing.T) {
 		s, reported := setUp(t)
@@ -440,7 +440,7 @@ func TestRaceAFillingHoldAndACredit(t *testing.T) {
 		requireHold(t, s, h.ID, 4_000, 10_000, pix.HoldActive)
 		require.Equal(t, map[string]int64{n.EndToEndID: 4_000}, fillsOf(t, s, h.ID), "the credit after the hold fills it")
 		requireMoney(t, s, "acc-1", 4_000, 4_000)
-		requireBooks(t, s)
+		dbtest.RequireBooks(t, s)
 	})
 }
 
@@ -458,7 +458,7 @@ func TestFillingHoldsUnderConcurrentCreditsReleasesAndCaptures(t *testing.T) {
 	reported := map[string][]string{}
 	n := 0
 	for _, a := range accounts {
-		openAccount(t, s, a, 0)
+		dbtest.OpenAccount(t, s, a, 0)
 		for range 5 {
 			n++
 			reported[a] = append(reported[a], creditPIX(t, s, n, a, 10_000))
@@ -561,7 +561,7 @@ func TestFillingHoldsUnderConcurrentCreditsReleasesAndCaptures(t *testing.T) {
 	require.EqualValues(t, credits, tries, "each credit's transaction ran once: no deadlock, no serialization failure")
 	t.Logf("%d credits, %d holds; refusals: %v", credits, len(holds), refusals)
 
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 	var wrong, fills, filledEvents int
 	require.NoError(t, s.Pool().QueryRow(ctx, `
 		SELECT count(*) FROM pix_holds h
@@ -589,7 +589,7 @@ func TestFillingHoldsUnderConcurrentCreditsReleasesAndCaptures(t *testing.T) {
 func TestRaceAReturnInPartsAndACredit(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	reported := creditPIX(t, s, 1, "acc-1", 10_000)
 	debit(t, s, "acc-1", 7_000)
 	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
@@ -627,5 +627,5 @@ func TestRaceAReturnInPartsAndACredit(t *testing.T) {
 	requireHold(t, s, h.ID, 3_000, 10_000, pix.HoldCaptured)
 	requireHold(t, s, next.ID, 5_000, 7_000, pix.HoldActive)
 	requireMoney(t, s, "acc-1", 5_000, 5_000)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }

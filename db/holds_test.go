@@ -67,43 +67,11 @@ func requireMoney(t *testing.T, s *db.Store, id string, balance, held int64) {
 		"%s: balance, held, available", id)
 }
 
-// requireBooks checks what I2, I9 and I11 say at a commit: the
-// reconciliation balances (every balance its opening plus its movements,
-// every held amount its active holds), no available balance is negative,
-// and no PIX's devoluções (but the reversed) and active holds (a hold
-// that fills from later credits by what it fills to) add up to more than
-// its credit.
-func requireBooks(t *testing.T, s *db.Store) {
-	t.Helper()
-	ctx := context.Background()
-	requireBalanced(t, s)
-	var negative, over int
-	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM accounts WHERE balance_cents - held_cents < 0 OR held_cents < 0`).Scan(&negative))
-	require.Zero(t, negative, "an account with a negative available balance")
-	require.NoError(t, s.Pool().QueryRow(ctx, `
-		SELECT count(*) FROM pix_credits c
-		WHERE c.amount_cents < (SELECT COALESCE(sum(amount_cents), 0) FROM pix_refunds r WHERE r.end_to_end_id = c.end_to_end_id AND r.status <> 'reversed')
-		                     + (SELECT COALESCE(sum(COALESCE(fill_to_cents, amount_cents)), 0) FROM pix_holds h
-		                        WHERE h.end_to_end_id = c.end_to_end_id AND h.status = 'active')`).Scan(&over))
-	require.Zero(t, over, "a PIX whose devoluções and holds exceed its credit")
-}
-
 func countHolds(t *testing.T, s *db.Store) int {
 	t.Helper()
 	var n int
 	require.NoError(t, s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pix_holds`).Scan(&n))
 	return n
-}
-
-// eventsOf is the event types of one aggregate, in order.
-func eventsOf(t *testing.T, s *db.Store, aggregate, id string) []string {
-	t.Helper()
-	rows, err := s.Pool().Query(context.Background(),
-		`SELECT event_type FROM outbox_events WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY seq`, aggregate, id)
-	require.NoError(t, err)
-	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	return types
 }
 
 func block(ref, account, e2e string, amount int64) db.NewHold {
@@ -113,7 +81,7 @@ func block(ref, account, e2e string, amount int64) db.NewHold {
 func TestHoldReleaseAndCapture(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 10_000)
+	dbtest.OpenAccount(t, s, "acc-1", 10_000)
 	e2e := creditPIX(t, s, 1, "acc-1", 8_000)
 	requireMoney(t, s, "acc-1", 18_000, 0)
 
@@ -140,7 +108,7 @@ func TestHoldReleaseAndCapture(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "released already: nothing changed")
 	require.Equal(t, released, again)
-	require.Equal(t, []string{db.EventHoldCreated, db.EventHoldReleased}, eventsOf(t, s, db.AggregateHold, acc.ID))
+	require.Equal(t, []string{db.EventHoldCreated, db.EventHoldReleased}, dbtest.Events(t, s, db.AggregateHold, acc.ID))
 
 	// A hold of the PIX, captured by its devolução: the held money leaves
 	// with the debit, in one transaction.
@@ -159,8 +127,8 @@ func TestHoldReleaseAndCapture(t *testing.T) {
 	require.Equal(t, pix.HoldCaptured, got.Status)
 	require.Equal(t, r.ID, *got.RefundID)
 	require.True(t, r.CreatedAt.Equal(*got.EndedAt), "captured at the devolução's debit")
-	require.Equal(t, []string{db.EventHoldCreated, db.EventHoldCaptured}, eventsOf(t, s, db.AggregateHold, blk.ID))
-	require.Equal(t, []string{db.EventRefundDebited}, eventsOf(t, s, db.AggregateRefund, r.ID))
+	require.Equal(t, []string{db.EventHoldCreated, db.EventHoldCaptured}, dbtest.Events(t, s, db.AggregateHold, blk.ID))
+	require.Equal(t, []string{db.EventRefundDebited}, dbtest.Events(t, s, db.AggregateRefund, r.ID))
 
 	// The timer that would have released it finds it captured: nothing
 	// changes, and it says so.
@@ -169,7 +137,7 @@ func TestHoldReleaseAndCapture(t *testing.T) {
 	require.False(t, ok)
 	require.Equal(t, pix.HoldCaptured, late.Status)
 	requireMoney(t, s, "acc-1", 13_000, 0)
-	require.Equal(t, []string{db.EventHoldCreated, db.EventHoldCaptured}, eventsOf(t, s, db.AggregateHold, blk.ID))
+	require.Equal(t, []string{db.EventHoldCreated, db.EventHoldCaptured}, dbtest.Events(t, s, db.AggregateHold, blk.ID))
 
 	// The devolução's own saga goes on as any: reversed, the money comes
 	// back available; the hold stays captured (it ends once).
@@ -179,14 +147,14 @@ func TestHoldReleaseAndCapture(t *testing.T) {
 	got, err = s.GetHold(ctx, uuid.MustParse(blk.ID))
 	require.NoError(t, err)
 	require.Equal(t, pix.HoldCaptured, got.Status)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // tryDebit runs one transfer under a fresh key: the debit path every
 // outgoing PIX takes.
 func tryDebit(s *db.Store, account string, amount int64) error {
 	ctx := context.Background()
-	res, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", keys)
+	res, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", dbtest.Keys)
 	if err != nil {
 		return err
 	}
@@ -196,7 +164,7 @@ func tryDebit(s *db.Store, account string, amount int64) error {
 
 func TestHoldUpTo(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	debit(t, s, "acc-1", 7_000)
 
@@ -225,15 +193,15 @@ func TestHoldUpTo(t *testing.T) {
 	_, _, err = hold(s, db.NewHold{Ref: "other:2", AccountID: "acc-1", AmountCents: 5_000, UpTo: true, Kind: "judicial"})
 	require.ErrorIs(t, err, pix.ErrInsufficientFunds)
 	requireMoney(t, s, "acc-1", 12_000, 12_000)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 func TestHoldRefusals(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 1_000)
-	openAccount(t, s, "acc-2", 50_000)
-	openAccount(t, s, "acc-closed", 50_000)
+	dbtest.OpenAccount(t, s, "acc-1", 1_000)
+	dbtest.OpenAccount(t, s, "acc-2", 50_000)
+	dbtest.OpenAccount(t, s, "acc-closed", 50_000)
 	require.NoError(t, s.CloseAccount(ctx, "acc-closed"))
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 
@@ -271,13 +239,13 @@ func TestHoldRefusals(t *testing.T) {
 	require.Zero(t, countHolds(t, s), "a refusal holds nothing")
 
 	// The PIX's devoluções and holds share its credit.
-	_, err := refund(s, e2e, 4_000, anyone)
+	_, err := refund(t, s, e2e, 4_000, anyone)
 	require.NoError(t, err)
 	_, _, err = hold(s, block("r7", "acc-1", e2e, 6_001))
 	require.ErrorIs(t, err, pix.ErrHoldExceedsCredit, "4,000 returned already")
 	first, _, err := hold(s, block("r8", "acc-1", e2e, 6_000))
 	require.NoError(t, err)
-	_, err = refund(s, e2e, 1, anyone)
+	_, err = refund(t, s, e2e, 1, anyone)
 	require.ErrorIs(t, err, pix.ErrRefundExceedsCredit, "the rest of the PIX is held: no devolução spends it")
 
 	// Release and capture refusals.
@@ -304,7 +272,7 @@ func TestHoldRefusals(t *testing.T) {
 	require.NoError(t, err)
 	_, err = captureRefund(s, e2e, 3_000, uuid.MustParse(second.ID))
 	require.ErrorIs(t, err, pix.ErrHoldEnded, "a hold is captured once")
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // Every debit path checks the available balance under the one debit lock:
@@ -312,13 +280,13 @@ func TestHoldRefusals(t *testing.T) {
 // covers them (the scheduled PIX's is in saga/scheduled).
 func TestEveryDebitSparesHeldMoney(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	_, _, err := hold(s, block("judicial:1", "acc-1", "", 9_000))
 	require.NoError(t, err)
 
 	require.ErrorIs(t, tryDebit(s, "acc-1", 1_001), pix.ErrInsufficientFunds)
-	_, err = refund(s, e2e, 1_001, anyone)
+	_, err = refund(t, s, e2e, 1_001, anyone)
 	require.ErrorIs(t, err, pix.ErrInsufficientFunds, "the PIX is not held, but the account's money is")
 	_, err = captureRefund(s, e2e, 1_001, uuid.Nil)
 	require.ErrorIs(t, err, pix.ErrInsufficientFunds)
@@ -329,13 +297,13 @@ func TestEveryDebitSparesHeldMoney(t *testing.T) {
 	require.ErrorIs(t, err, pix.ErrInsufficientFunds)
 	require.NoError(t, tryDebit(s, "acc-1", 1_000), "the available balance, to the centavo")
 	requireMoney(t, s, "acc-1", 9_000, 9_000)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 func TestHoldIsIdempotentOnItsRef(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
-	openAccount(t, s, "acc-2", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-2", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	asked := db.NewHold{Ref: "block:7", AccountID: "acc-1", EndToEndID: e2e, AmountCents: 20_000, UpTo: true, Kind: "cautionary_block", Reason: "r"}
 	first, created, err := hold(s, asked)
@@ -353,7 +321,7 @@ func TestHoldIsIdempotentOnItsRef(t *testing.T) {
 		require.Equal(t, first, again)
 	}
 	requireMoney(t, s, "acc-1", 20_000, 10_000)
-	require.Equal(t, []string{db.EventHoldCreated}, eventsOf(t, s, db.AggregateHold, first.ID))
+	require.Equal(t, []string{db.EventHoldCreated}, dbtest.Events(t, s, db.AggregateHold, first.ID))
 
 	// The same ref with any other field is a refusal.
 	for name, change := range map[string]func(*db.NewHold){
@@ -378,7 +346,7 @@ func TestHoldIsIdempotentOnItsRef(t *testing.T) {
 	require.Equal(t, pix.HoldReleased, ended.Status, "the ref's hold, as it is: not a new one")
 	requireMoney(t, s, "acc-1", 20_000, 0)
 	require.Equal(t, 1, countHolds(t, s))
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // A call whose commit's answer was lost, asked again: a release, and a
@@ -387,7 +355,7 @@ func TestHoldIsIdempotentOnItsRef(t *testing.T) {
 func TestLostAnswersAskedAgain(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	h, _, err := hold(s, block("block:1", "acc-1", e2e, 4_000))
 	require.NoError(t, err)
@@ -401,19 +369,19 @@ func TestLostAnswersAskedAgain(t *testing.T) {
 	require.False(t, released)
 	require.Equal(t, pix.HoldReleased, again.Status)
 	requireMoney(t, s, "acc-1", 10_000, 0)
-	require.Equal(t, []string{db.EventHoldCreated, db.EventHoldReleased}, eventsOf(t, s, db.AggregateHold, h.ID))
+	require.Equal(t, []string{db.EventHoldCreated, db.EventHoldReleased}, dbtest.Events(t, s, db.AggregateHold, h.ID))
 
 	// A devolução that captures a hold, behind the Idempotency-Key layer:
 	// its retry replays the answer; the hold is captured once.
 	h2, _, err := hold(s, block("block:2", "acc-1", e2e, 4_000))
 	require.NoError(t, err)
 	key := uuid.New()
-	res, _, err := s.ReserveKey(ctx, "test-caller", key, "h", keys)
+	res, _, err := s.ReserveKey(ctx, "test-caller", key, "h", dbtest.Keys)
 	require.NoError(t, err)
 	nr := db.NewRefund{ID: pix.NewRefundID(), Hold: uuid.MustParse(h2.ID), RefundRequest: pix.RefundRequest{EndToEndID: e2e, AmountCents: 4_000}}
 	r, err := refundsaga.NewStore(s).CreateRefund(ctx, *res, nr, anyone, renderRefund)
 	require.NoError(t, err)
-	_, replay, err := s.ReserveKey(ctx, "test-caller", key, "h", keys)
+	_, replay, err := s.ReserveKey(ctx, "test-caller", key, "h", dbtest.Keys)
 	require.NoError(t, err)
 	require.NotNil(t, replay, "the key's answer, replayed")
 	require.Contains(t, string(replay.Body), r.ID)
@@ -422,7 +390,7 @@ func TestLostAnswersAskedAgain(t *testing.T) {
 	_, err = captureRefund(s, e2e, 4_000, uuid.MustParse(h2.ID))
 	require.ErrorIs(t, err, pix.ErrHoldEnded)
 	requireMoney(t, s, "acc-1", 6_000, 0)
-	requireBooks(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // Holds are checked by the reconciliation: an account whose held amount
@@ -431,11 +399,11 @@ func TestLostAnswersAskedAgain(t *testing.T) {
 func TestReconcileReportsHeldThatIsNotItsHolds(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 10_000)
-	openAccount(t, s, "acc-2", 10_000)
+	dbtest.OpenAccount(t, s, "acc-1", 10_000)
+	dbtest.OpenAccount(t, s, "acc-2", 10_000)
 	_, _, err := hold(s, block("block:1", "acc-1", "", 2_000))
 	require.NoError(t, err)
-	requireBalanced(t, s)
+	dbtest.RequireBooks(t, s)
 
 	_, err = s.Pool().Exec(ctx, `UPDATE accounts SET held_cents = held_cents + 1 WHERE id = 'acc-1'`)
 	require.NoError(t, err)
@@ -450,16 +418,16 @@ func TestReconcileReportsHeldThatIsNotItsHolds(t *testing.T) {
 	}
 	_, err = s.Pool().Exec(ctx, `UPDATE accounts SET held_cents = CASE id WHEN 'acc-1' THEN 2000 ELSE 0 END`)
 	require.NoError(t, err)
-	requireBalanced(t, s)
+	dbtest.RequireBooks(t, s)
 
 	// A PIX whose holds and devoluções exceed its credit is reported too
 	// (the holds written behind the API's back).
 	e2e := creditPIX(t, s, 1, "acc-2", 1_000)
-	_, err = refund(s, e2e, 300, anyone)
+	_, err = refund(t, s, e2e, 300, anyone)
 	require.NoError(t, err)
 	h, _, err := hold(s, block("block:2", "acc-2", e2e, 700))
 	require.NoError(t, err)
-	requireBalanced(t, s)
+	dbtest.RequireBooks(t, s)
 	_, err = s.Pool().Exec(ctx, `UPDATE pix_holds SET amount_cents = 701, asked_cents = 701 WHERE id = $1`, h.ID)
 	require.NoError(t, err)
 	_, err = s.Pool().Exec(ctx, `UPDATE accounts SET held_cents = held_cents + 1 WHERE id = 'acc-2'`)

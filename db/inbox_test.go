@@ -24,20 +24,6 @@ func note(id, account string, amount int64) pix.Notification {
 
 func e2eID(n int) string { return fmt.Sprintf("E12345678202611291200%011d", n) }
 
-func openAccount(t *testing.T, s *db.Store, id string, opening int64) {
-	t.Helper()
-	created, err := s.CreateAccount(context.Background(), db.NewAccount{ID: id, OwnerName: "Owner " + id, OpeningBalanceCents: opening})
-	require.NoError(t, err)
-	require.True(t, created)
-}
-
-func balance(t *testing.T, s *db.Store, id string) int64 {
-	t.Helper()
-	acc, err := s.GetAccount(context.Background(), id)
-	require.NoError(t, err)
-	return acc.BalanceCents
-}
-
 // creditThenCleanUp receives and credits n (dbtest.CreditPIX), then
 // deletes its inbox row as the retention job would: only the pix_credits
 // row remains.
@@ -128,7 +114,7 @@ func TestReceiveConcurrentCopiesMakeOneRow(t *testing.T) {
 func TestCreditIsOnceAndIdempotent(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 1000)
+	dbtest.OpenAccount(t, s, "acc-1", 1000)
 	n := note(e2eID(2), "acc-1", 250)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -142,7 +128,7 @@ func TestCreditIsOnceAndIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, out.Credited)
 	require.EqualValues(t, 1250, out.BalanceAfter)
-	require.EqualValues(t, 1250, balance(t, s, "acc-1"))
+	require.EqualValues(t, 1250, dbtest.Balance(t, s, "acc-1"))
 
 	c, err := s.GetCredit(ctx, n.EndToEndID)
 	require.NoError(t, err)
@@ -154,7 +140,7 @@ func TestCreditIsOnceAndIdempotent(t *testing.T) {
 	r, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	require.Equal(t, pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusDone, Duplicate: true, Attempts: 1}, r)
-	require.EqualValues(t, 1250, balance(t, s, "acc-1"))
+	require.EqualValues(t, 1250, dbtest.Balance(t, s, "acc-1"))
 }
 
 func TestCreditUnknownAccountChangesNothingButTheAttempt(t *testing.T) {
@@ -179,14 +165,14 @@ func TestCreditUnknownAccountChangesNothingButTheAttempt(t *testing.T) {
 func TestCreditClosedAccountIsRefused(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-closed", 10)
+	dbtest.OpenAccount(t, s, "acc-closed", 10)
 	require.NoError(t, s.CloseAccount(ctx, "acc-closed"))
 	n := note(e2eID(4), "acc-closed", 250)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.ErrorIs(t, err, pix.ErrAccountClosed)
-	require.EqualValues(t, 10, balance(t, s, "acc-closed"))
+	require.EqualValues(t, 10, dbtest.Balance(t, s, "acc-closed"))
 }
 
 func TestMarkFailedThenRedrive(t *testing.T) {
@@ -204,7 +190,7 @@ func TestMarkFailedThenRedrive(t *testing.T) {
 	_, err = s.Credit(ctx, n.EndToEndID, 1, 6)
 	require.ErrorIs(t, err, pix.ErrNotPending, "a failed row is credited only after a re-drive")
 
-	openAccount(t, s, "acc-late", 0)
+	dbtest.OpenAccount(t, s, "acc-late", 0)
 	attempts, err := s.Redrive(ctx, n.EndToEndID)
 	require.NoError(t, err)
 	require.Equal(t, 5, attempts)
@@ -221,7 +207,7 @@ func TestMarkFailedThenRedrive(t *testing.T) {
 	marked, err = s.MarkFailed(ctx, n.EndToEndID, 1, 7, "late failure")
 	require.NoError(t, err)
 	require.Equal(t, pix.StatusDone, marked.Status, "done is never overwritten by failed")
-	require.EqualValues(t, 300, balance(t, s, "acc-late"))
+	require.EqualValues(t, 300, dbtest.Balance(t, s, "acc-late"))
 }
 
 // Redrive and RedriveFailed are one statement: Redrive names one PIX and
@@ -230,7 +216,7 @@ func TestMarkFailedThenRedrive(t *testing.T) {
 func TestRedriveOneOrAnAccountsFailedPIX(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-r1", 0)
+	dbtest.OpenAccount(t, s, "acc-r1", 0)
 	fail := func(n pix.Notification, attempts int) {
 		t.Helper()
 		_, err := s.Receive(ctx, n)
@@ -299,14 +285,14 @@ func TestRedeliveryRedrivesFailedRow(t *testing.T) {
 	require.Equal(t, pix.Receipt{EndToEndID: n.EndToEndID, Status: pix.StatusPending, Duplicate: true, Redriven: true, Attempts: 5}, r)
 	due, err := s.InboxQueue().Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, []claimState{{Key: n.EndToEndID, Attempts: 5}}, claimStates(due))
+	require.Equal(t, []dbtest.ClaimState{{Key: n.EndToEndID, Attempts: 5}}, dbtest.ClaimStates(due))
 	require.False(t, due[0].FirstStart(), "a re-drive's start is not the first: no dispatch lag")
 }
 
 func TestRedeliveryAfterInboxRowWasCleanedUpIsADuplicate(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	n := note(e2eID(8), "acc-1", 500)
 	creditThenCleanUp(t, s, n)
 	c, err := s.GetCredit(ctx, n.EndToEndID)
@@ -322,7 +308,7 @@ func TestRedeliveryAfterInboxRowWasCleanedUpIsADuplicate(t *testing.T) {
 	var rows int
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM inbox_messages`).Scan(&rows))
 	require.Zero(t, rows, "no new row: nothing to credit again")
-	require.EqualValues(t, 500, balance(t, s, "acc-1"))
+	require.EqualValues(t, 500, dbtest.Balance(t, s, "acc-1"))
 }
 
 func TestClaimDueLeasesRows(t *testing.T) {
@@ -358,13 +344,13 @@ func TestClaimDueLeasesRows(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	rechecked, err := s.InboxQueue().Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, []claimState{{Key: retaken[0].Key, Dispatched: true}}, claimStates(rechecked))
+	require.Equal(t, []dbtest.ClaimState{{Key: retaken[0].Key, Dispatched: true}}, dbtest.ClaimStates(rechecked))
 
 	require.NoError(t, s.InboxQueue().DeferDispatch(ctx, first[:1], time.Millisecond))
 	time.Sleep(5 * time.Millisecond)
 	again, err := s.InboxQueue().Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, []claimState{{Key: first[0].Key}}, claimStates(again))
+	require.Equal(t, []dbtest.ClaimState{{Key: first[0].Key}}, dbtest.ClaimStates(again))
 }
 
 func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
@@ -413,7 +399,7 @@ func TestNotifyDueWakesListeners(t *testing.T) {
 func TestEarlierCreditWithAnotherAmountIsRefused(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	n := note(e2eID(9), "acc-1", 500)
 	creditThenCleanUp(t, s, n)
 
@@ -430,7 +416,7 @@ func TestEarlierCreditWithAnotherAmountIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
-	require.EqualValues(t, 500, balance(t, s, "acc-1"))
+	require.EqualValues(t, 500, dbtest.Balance(t, s, "acc-1"))
 	c, err := s.GetCredit(ctx, n.EndToEndID)
 	require.NoError(t, err)
 	require.Equal(t, pix.StatusPending, c.Status, "the refused credit changed nothing")
@@ -439,7 +425,7 @@ func TestEarlierCreditWithAnotherAmountIsRefused(t *testing.T) {
 func TestCreditTimesAreTheCreditsOwn(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	n := note(e2eID(10), "acc-1", 1)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -457,7 +443,7 @@ func TestCreditTimesAreTheCreditsOwn(t *testing.T) {
 func TestRetentionDeletesOldDoneRowsOnly(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	for i := range 3 {
 		n := note(e2eID(100+i), "acc-1", 100)
 		_, err := s.Receive(ctx, n)
@@ -500,22 +486,7 @@ func TestRetentionDeletesOldDoneRowsOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, r.Duplicate)
 	require.Equal(t, pix.StatusDone, r.Status)
-	require.EqualValues(t, 400, balance(t, s, "acc-1"))
-}
-
-// claimState is what a claim says about the dispatch of a row.
-type claimState struct {
-	Key        string
-	Attempts   int
-	Dispatched bool
-}
-
-func claimStates(due []rows.Due) []claimState {
-	out := make([]claimState, 0, len(due))
-	for _, d := range due {
-		out = append(out, claimState{d.Key, d.Attempts, d.Dispatched})
-	}
-	return out
+	require.EqualValues(t, 400, dbtest.Balance(t, s, "acc-1"))
 }
 
 // A claimed inbox row carries what its run is listed under in the Temporal

@@ -26,8 +26,8 @@ func apiPix(id, chave string, amount int64) pix.Notification {
 func TestAPixIsJudgedTheSameWhateverItsFormatAndStatus(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
-	openAccount(t, s, "acc-2", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-2", 0)
 	for key, account := range map[string]string{"one@example.com": "acc-1", "two@example.com": "acc-2"} {
 		_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: key, KeyType: "email", AccountID: account})
 		require.NoError(t, err)
@@ -95,7 +95,7 @@ func TestAPixIsJudgedTheSameWhateverItsFormatAndStatus(t *testing.T) {
 func TestAPageListingOneIDTwiceWithOtherAmountsIsVisible(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "one@example.com", KeyType: "email", AccountID: "acc-1"})
 	require.NoError(t, err)
 	const n = 1000
@@ -123,7 +123,7 @@ func TestAPageListingOneIDTwiceWithOtherAmountsIsVisible(t *testing.T) {
 func TestAnotherTxidIsAMismatchOnceTheRowIsCleanedUp(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "one@example.com", KeyType: "email", AccountID: "acc-1"})
 	require.NoError(t, err)
 	id := e2eID(3)

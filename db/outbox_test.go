@@ -60,7 +60,7 @@ func outboxRows(t *testing.T, s *db.Store) []outboxRow {
 func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 100_000)
+	dbtest.OpenAccount(t, s, "acc-1", 100_000)
 	credited := creditPIX(t, s, 1, "acc-1", 20_000)
 	for i, n := range []pix.Notification{note(e2eID(2), "acc-none", 100), apiPixNote(e2eID(3), "+5511999990000", "", 2500),
 		apiPixNote(e2eID(4), "", "nosuchcharge", 100)} {
@@ -75,19 +75,17 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	refunded := debit(t, s, "acc-1", 2_000)
 	_, err = transfer.NewStore(s).RefundTransfer(ctx, uuid.MustParse(refunded.ID), "receiver account closed")
 	require.NoError(t, err)
-	returned, err := refund(s, credited, 4_000, anyone)
+	returned, err := refund(t, s, credited, 4_000, anyone)
 	require.NoError(t, err)
 	_, err = refundsaga.NewStore(s).MarkRefundReturned(ctx, returned.ID, "")
 	require.NoError(t, err, "no rtr_id: null")
-	reversed, err := refund(s, credited, 6_000, anyone)
+	reversed, err := refund(t, s, credited, 6_000, anyone)
 	require.NoError(t, err)
 	_, err = refundsaga.NewStore(s).MarkRefundRequested(ctx, reversed.ID, "D12345678202611291200000000000001")
 	require.NoError(t, err)
 	_, err = refundsaga.NewStore(s).ReverseRefund(ctx, reversed.ID, "conta encerrada", false)
 	require.NoError(t, err)
-	noReason, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", keys)
-	require.NoError(t, err)
-	_, err = refundsaga.NewStore(s).CreateRefund(ctx, *noReason, db.NewRefund{ID: pix.NewRefundID(),
+	_, err = refundsaga.NewStore(s).CreateRefund(ctx, *dbtest.Reserve(t, s, "test-caller"), db.NewRefund{ID: pix.NewRefundID(),
 		RefundRequest: pix.RefundRequest{EndToEndID: credited, AmountCents: 1}}, anyone, renderRefund)
 	require.NoError(t, err, "no reason: null")
 	released, _, err := hold(s, db.NewHold{Ref: "judicial:1", AccountID: "acc-1", AmountCents: 500, Kind: "judicial"})
@@ -98,7 +96,7 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	require.NoError(t, err)
 	_, err = captureRefund(s, credited, 700, uuid.MustParse(captured.ID))
 	require.NoError(t, err)
-	openAccount(t, s, "acc-2", 0)
+	dbtest.OpenAccount(t, s, "acc-2", 0)
 	_, _, err = hold(s, db.NewHold{Ref: "judicial:2", AccountID: "acc-2", AmountCents: 500, UpTo: true, FillFromCredits: true, Kind: "judicial"})
 	require.NoError(t, err, "nothing available: a hold of 0 that fills")
 	creditPIX(t, s, 5, "acc-2", 300)
@@ -116,7 +114,7 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 func TestCreditWritesItsEventInItsTransaction(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 100)
+	dbtest.OpenAccount(t, s, "acc-1", 100)
 	n := note(e2eID(1), "acc-1", 15000)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -142,7 +140,7 @@ func TestCreditWritesItsEventInItsTransaction(t *testing.T) {
 func TestRolledBackCreditWritesNoEvent(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	n := note(e2eID(1), "acc-1", 100)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -155,7 +153,7 @@ func TestRolledBackCreditWritesNoEvent(t *testing.T) {
 	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.ErrorContains(t, err, "injected failure")
 	require.Empty(t, outboxRows(t, s))
-	require.EqualValues(t, 0, balance(t, s, "acc-1"))
+	require.EqualValues(t, 0, dbtest.Balance(t, s, "acc-1"))
 }
 
 func TestFailedCreditAndTransferStepsWriteEvents(t *testing.T) {
@@ -169,7 +167,7 @@ func TestFailedCreditAndTransferStepsWriteEvents(t *testing.T) {
 	_, err = s.MarkFailed(ctx, n.EndToEndID, 1, 5, "again")
 	require.NoError(t, err)
 
-	openAccount(t, s, "acc-1", 10_000)
+	dbtest.OpenAccount(t, s, "acc-1", 10_000)
 	settled := debit(t, s, "acc-1", 1_000)
 	_, err = transfer.NewStore(s).SettleTransfer(ctx, uuid.MustParse(settled.ID))
 	require.NoError(t, err)

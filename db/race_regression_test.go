@@ -25,7 +25,7 @@ import (
 func TestRedeliveryRacingAFailureReportsTheRedrive(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	id := e2eID(1)
 	_, err := s.Receive(ctx, note(id, "acc-1", 100))
 	require.NoError(t, err)
@@ -65,9 +65,9 @@ func TestRedeliveryRacingAFailureReportsTheRedrive(t *testing.T) {
 func TestNoticeDuringTheStartIsSignalledOnce(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-	r, err := refund(s, e2e, 4_000, anyone)
+	r, err := refund(t, s, e2e, 4_000, anyone)
 	require.NoError(t, err)
 
 	var mu sync.Mutex

@@ -164,7 +164,7 @@ func TestRedriveAndCreditedBeforeInAGroup(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.MarkFailed(ctx, f.EndToEndID, 1, 5, "AccountNotFound")
 	require.NoError(t, err)
-	openAccount(t, s, "acc-2", 0)
+	dbtest.OpenAccount(t, s, "acc-2", 0)
 	c := note(e2eID(2), "acc-2", 300)
 	_, err = s.Receive(ctx, c)
 	require.NoError(t, err)

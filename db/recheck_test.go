@@ -21,9 +21,9 @@ import (
 func TestRechecksWaitAsLongAsTheRunHasBeenOpen(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 100_000)
+	dbtest.OpenAccount(t, s, "acc-1", 100_000)
 	credited := creditPIX(t, s, 1, "acc-1", 10_000)
-	_, err := refund(s, credited, 1_000, anyone)
+	_, err := refund(t, s, credited, 1_000, anyone)
 	require.NoError(t, err)
 	debit(t, s, "acc-1", 500)
 	_, err = s.Receive(ctx, note(e2eID(2), "acc-1", 100))

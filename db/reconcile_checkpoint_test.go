@@ -65,8 +65,8 @@ func TestReconcileChecksFromItsCheckpoint(t *testing.T) {
 		_, err := s.Pool().Exec(ctx, sql, args...)
 		require.NoError(t, err)
 	}
-	openAccount(t, s, "acc-1", 100_000)
-	openAccount(t, s, "acc-2", 100_000)
+	dbtest.OpenAccount(t, s, "acc-1", 100_000)
+	dbtest.OpenAccount(t, s, "acc-2", 100_000)
 	// A credit from before 0024 (no xact_id), its balance with it: the first
 	// run settles it, and no later run counts it again.
 	exec(`UPDATE accounts SET balance_cents = balance_cents + 700 WHERE id = 'acc-2'`)
@@ -119,7 +119,7 @@ func TestReconcileChecksFromItsCheckpoint(t *testing.T) {
 func TestReconcileSeesWhatALongTransactionCommitsLate(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 100_000)
+	dbtest.OpenAccount(t, s, "acc-1", 100_000)
 	creditPIX(t, s, 1, "acc-1", 1_000)
 	_, err := s.Receive(ctx, note(e2eID(2), "acc-1", 2_000))
 	require.NoError(t, err)
@@ -159,7 +159,7 @@ func TestReconcileSeesWhatALongTransactionCommitsLate(t *testing.T) {
 func TestTheBooksAreAppendOnly(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 100_000)
+	dbtest.OpenAccount(t, s, "acc-1", 100_000)
 	e2e := creditPIX(t, s, 1, "acc-1", 1_000)
 	refused := func(sql string, args ...any) {
 		t.Helper()

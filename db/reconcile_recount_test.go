@@ -88,7 +88,7 @@ func TestReconcileRecountFindsWhatWasWrittenPastTheGuards(t *testing.T) {
 	const accounts = 6
 	var credits []string
 	for i := 1; i <= accounts; i++ {
-		openAccount(t, s, fmt.Sprintf("acc-%d", i), 100_000)
+		dbtest.OpenAccount(t, s, fmt.Sprintf("acc-%d", i), 100_000)
 		credits = append(credits, creditPIX(t, s, i, fmt.Sprintf("acc-%d", i), 1_000))
 	}
 	run := func() db.Reconciliation { return reconcileWithin(t, s, oneAccountARun) }
@@ -159,14 +159,14 @@ func mapKeys(m map[string]int) []string {
 func TestTheChecksTrustNothingTheTriggersLetChange(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
-	openAccount(t, s, "acc-2", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-2", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-	first, err := refund(s, e2e, 6_000, anyone)
+	first, err := refund(t, s, e2e, 6_000, anyone)
 	require.NoError(t, err)
 	_, err = refundsaga.NewStore(s).ReverseRefund(ctx, first.ID, "psp refused", false)
 	require.NoError(t, err)
-	second, err := refund(s, e2e, 6_000, anyone)
+	second, err := refund(t, s, e2e, 6_000, anyone)
 	require.NoError(t, err)
 	moved := creditPIX(t, s, 2, "acc-2", 3_000)
 	for n := 3; n <= 5; n++ {
@@ -214,7 +214,7 @@ func TestTheChecksTrustNothingTheTriggersLetChange(t *testing.T) {
 func TestReconcileReadsTheDoneRowsByTransaction(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 100_000)
+	dbtest.OpenAccount(t, s, "acc-1", 100_000)
 	credited := creditPIX(t, s, 1, "acc-1", 1_000)
 	for n := 2; n <= 3; n++ {
 		_, err := s.Receive(ctx, note(e2eID(n), "acc-1", 2_000))
@@ -326,8 +326,8 @@ func TestReconcileCountsTheHistoryPartByPart(t *testing.T) {
 // rotation stopped: its progress.)
 func TestReconcileThatFindsNothingNewWritesNothing(t *testing.T) {
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 100_000)
-	openAccount(t, s, "acc-2", 100_000)
+	dbtest.OpenAccount(t, s, "acc-1", 100_000)
+	dbtest.OpenAccount(t, s, "acc-2", 100_000)
 	creditPIX(t, s, 1, "acc-1", 1_000)
 	creditPIX(t, s, 2, "acc-2", 2_000)
 	for range 3 {
@@ -360,7 +360,7 @@ func TestConcurrentRunsTakeTurns(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
 	for _, a := range []string{"acc-1", "acc-2", "acc-3"} {
-		openAccount(t, s, a, 100_000)
+		dbtest.OpenAccount(t, s, a, 100_000)
 	}
 	stop := make(chan struct{})
 	var writer sync.WaitGroup

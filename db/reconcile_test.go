@@ -16,7 +16,7 @@ func TestReconcileFindsEachDifference(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
 	for _, id := range []string{"acc-1", "acc-2", "acc-3"} {
-		openAccount(t, s, id, 100_000)
+		dbtest.OpenAccount(t, s, id, 100_000)
 	}
 	creditPIX(t, s, 1, "acc-1", 1_000) // in order
 	exec := func(sql string, args ...any) {
@@ -40,7 +40,7 @@ func TestReconcileFindsEachDifference(t *testing.T) {
 	// a devolução written past the check (a movement is never changed:
 	// 0024's trigger), without its debit.
 	over := creditPIX(t, s, 5, "acc-3", 10_000)
-	_, err = refund(s, over, 6_000, anyone)
+	_, err = refund(t, s, over, 6_000, anyone)
 	require.NoError(t, err)
 	exec(`INSERT INTO pix_refunds (id, end_to_end_id, account_id, amount_cents, status, balance_after_cents, dispatch_due_at)
 		VALUES ('D0000000000000000000000000000099', $1, 'acc-3', 14000, 'debited', 0, now())`, over)

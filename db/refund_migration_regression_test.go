@@ -138,9 +138,9 @@ func migrationsFrom(t *testing.T, version int64) []string {
 func TestDatabaseWithoutPSPAskedAtGetsIt(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-	r, err := refund(s, e2e, 1_000, anyone)
+	r, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	// The schema 0011 as first committed left.
 	s = earlierRelease(t, s, 12)
@@ -160,9 +160,9 @@ func TestDatabaseWithoutPSPAskedAtGetsIt(t *testing.T) {
 func TestRefundsOpenAtTheUpgradeCountAsAsked(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-	r, err := refund(s, e2e, 1_000, anyone)
+	r, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET dispatched_at = now() - interval '1 hour' WHERE id = $1`, r.ID)
 	require.NoError(t, err)
@@ -186,11 +186,11 @@ func TestRefundsOpenAtTheUpgradeCountAsAsked(t *testing.T) {
 func TestRefundsAskedBeforeTheAskCountCountOne(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-	asked, err := refund(s, e2e, 1_000, anyone)
+	asked, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
-	refused, err := refund(s, e2e, 2_000, anyone)
+	refused, err := refund(t, s, e2e, 2_000, anyone)
 	require.NoError(t, err)
 	s = earlierRelease(t, s, 17)
 	// As the release before 0017 recorded them: the first refund's first
@@ -222,5 +222,5 @@ func TestRefundsAskedBeforeTheAskCountCountOne(t *testing.T) {
 	_, stands, err = refundsaga.NewStore(s).StandingRefusal(ctx, asked.ID)
 	require.NoError(t, err)
 	require.False(t, stands, "asked again after the refusal")
-	require.EqualValues(t, 10_000-1_000-2_000, balance(t, s, "acc-1"))
+	require.EqualValues(t, 10_000-1_000-2_000, dbtest.Balance(t, s, "acc-1"))
 }

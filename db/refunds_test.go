@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db"
@@ -23,13 +22,9 @@ func renderRefund(r pix.Refund) ([]byte, error) { return json.Marshal(r) }
 func anyone(string) bool { return true }
 
 // refund runs one refund of the PIX under a fresh key.
-func refund(s *db.Store, e2e string, amount int64, mayRefund func(string) bool) (pix.Refund, error) {
-	ctx := context.Background()
-	res, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", keys)
-	if err != nil {
-		return pix.Refund{}, err
-	}
-	return refundsaga.NewStore(s).CreateRefund(ctx, *res, db.NewRefund{ID: pix.NewRefundID(),
+func refund(t *testing.T, s *db.Store, e2e string, amount int64, mayRefund func(string) bool) (pix.Refund, error) {
+	t.Helper()
+	return refundsaga.NewStore(s).CreateRefund(context.Background(), *dbtest.Reserve(t, s, "test-caller"), db.NewRefund{ID: pix.NewRefundID(),
 		RefundRequest: pix.RefundRequest{EndToEndID: e2e, AmountCents: amount, Reason: "devolução"}}, mayRefund, renderRefund)
 }
 
@@ -40,46 +35,39 @@ func creditPIX(t *testing.T, s *db.Store, n int, account string, amount int64) s
 	return dbtest.CreditPIX(t, s, dbtest.PIX{EndToEndID: e2eID(n), AccountID: account, AmountCents: amount}).EndToEndID
 }
 
-func requireBalanced(t *testing.T, s *db.Store) {
-	t.Helper()
-	rec, err := s.Reconcile(context.Background())
-	require.NoError(t, err)
-	require.True(t, rec.Balanced(), "%+v", rec)
-}
-
 func TestRefundRefusals(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
-	openAccount(t, s, "acc-2", 50_000)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-2", 50_000)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 
-	_, err := refund(s, e2eID(99), 100, anyone)
+	_, err := refund(t, s, e2eID(99), 100, anyone)
 	require.ErrorIs(t, err, pix.ErrPixNotCredited, "no credit")
-	_, err = refund(s, e2e, 100, func(account string) bool { return account == "acc-2" })
+	_, err = refund(t, s, e2e, 100, func(account string) bool { return account == "acc-2" })
 	require.ErrorIs(t, err, pix.ErrPixNotCredited, "another customer's PIX answers like a missing one")
 
 	// Spent: the balance no longer covers it.
 	debit(t, s, "acc-1", 9_500)
-	_, err = refund(s, e2e, 600, anyone)
+	_, err = refund(t, s, e2e, 600, anyone)
 	require.ErrorIs(t, err, pix.ErrInsufficientFunds)
 
 	// Pending in the inbox, not credited yet.
 	_, err = s.Receive(ctx, note(e2eID(2), "acc-2", 100))
 	require.NoError(t, err)
-	_, err = refund(s, e2eID(2), 100, anyone)
+	_, err = refund(t, s, e2eID(2), 100, anyone)
 	require.ErrorIs(t, err, pix.ErrPixNotCredited)
 
 	// Past the window.
 	_, err = s.Pool().Exec(ctx, `UPDATE pix_credits SET credited_at = now() - interval '90 days 1 minute', received_at = now() - interval '90 days 1 minute' WHERE end_to_end_id = $1`, e2e)
 	require.NoError(t, err)
-	_, err = refund(s, e2e, 100, anyone)
+	_, err = refund(t, s, e2e, 100, anyone)
 	require.ErrorIs(t, err, pix.ErrRefundWindowClosed)
 
 	var n int
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_refunds`).Scan(&n))
 	require.Zero(t, n, "a refusal changes nothing")
-	requireBalanced(t, s)
+	dbtest.RequireBooks(t, s)
 }
 
 // Two of everything at once: refunds of one PIX never sum past its credit,
@@ -87,7 +75,7 @@ func TestRefundRefusals(t *testing.T) {
 func TestRefundsConcurrently(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 1_000_000)
+	dbtest.OpenAccount(t, s, "acc-1", 1_000_000)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 
 	const n = 12
@@ -95,7 +83,7 @@ func TestRefundsConcurrently(t *testing.T) {
 	results := make([]error, n)
 	refunds := make([]pix.Refund, n)
 	for i := range n {
-		wg.Go(func() { refunds[i], results[i] = refund(s, e2e, 2_000, anyone) })
+		wg.Go(func() { refunds[i], results[i] = refund(t, s, e2e, 2_000, anyone) })
 	}
 	wg.Wait()
 	ok := 0
@@ -128,18 +116,18 @@ func TestRefundsConcurrently(t *testing.T) {
 	var reversals int
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_refund_reversals`).Scan(&reversals))
 	require.Equal(t, 1, reversals)
-	require.EqualValues(t, 1_000_000+10_000-4*2_000, balance(t, s, "acc-1"))
-	requireBalanced(t, s)
+	require.EqualValues(t, 1_000_000+10_000-4*2_000, dbtest.Balance(t, s, "acc-1"))
+	dbtest.RequireBooks(t, s)
 }
 
 func TestNoteRefundOutcomes(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-	open, err := refund(s, e2e, 1_000, anyone)
+	open, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
-	closed, err := refund(s, e2e, 1_000, anyone)
+	closed, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	_, err = refundsaga.NewStore(s).MarkRefundReturned(ctx, closed.ID, "")
 	require.NoError(t, err)
@@ -192,11 +180,11 @@ func TestNoteRefundOutcomes(t *testing.T) {
 func TestRefundWindowCountsFromReceipt(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	_, err := s.Pool().Exec(ctx, `UPDATE pix_credits SET received_at = now() - interval '91 days' WHERE end_to_end_id = $1`, e2e)
 	require.NoError(t, err)
-	_, err = refund(s, e2e, 100, anyone)
+	_, err = refund(t, s, e2e, 100, anyone)
 	require.ErrorIs(t, err, pix.ErrRefundWindowClosed, "credited today, received 91 days ago")
 }
 
@@ -206,9 +194,9 @@ func TestRefundWindowCountsFromReceipt(t *testing.T) {
 func TestNoteRefundOutcomesUnchangedWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-	closed, err := refund(s, e2e, 1_000, anyone)
+	closed, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	_, err = refundsaga.NewStore(s).MarkRefundReturned(ctx, closed.ID, "")
 	require.NoError(t, err)
@@ -242,9 +230,9 @@ func TestNoteRefundOutcomesUnchangedWritesNothing(t *testing.T) {
 func TestOpenRefundNoticeListedAgainIsCountedOnce(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-	open, err := refund(s, e2e, 1_000, anyone)
+	open, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	for range 3 { // three catch-up runs list the PIX within their overlap
 		_, err := s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: open.ID, EndToEndID: e2e, Status: "DEVOLVIDO"}})

@@ -19,7 +19,7 @@ import (
 func TestCommitsAskToWakeTheirChannels(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	db.PendingWakes(s)
 
 	_, err := s.Receive(ctx, note(e2eID(1), "acc-1", 100))
@@ -48,7 +48,7 @@ func TestWakerNotifiesListeners(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the LISTEN is in place
 	go func() { _ = s.RunWaker(ctx, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()
 
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
 	_, err := s.Receive(ctx, note(e2eID(1), "acc-1", 100))
 	require.NoError(t, err)
 	_, err = s.Credit(ctx, e2eID(1), 1, 1)
@@ -69,7 +69,7 @@ func TestWakerFlushesOnTheWayOut(t *testing.T) {
 	go func() { _ = s.Listen(ctx, db.TransferDueChannel, func() { woken <- struct{}{} }) }()
 	time.Sleep(200 * time.Millisecond) // the LISTEN is in place
 
-	openAccount(t, s, "acc-1", 1_000)
+	dbtest.OpenAccount(t, s, "acc-1", 1_000)
 	debit(t, s, "acc-1", 10) // asks to wake; no waker runs yet
 	wakerCtx, stop := context.WithCancel(context.Background())
 	stop() // stopped before it ever ran: only its way out sends

@@ -3,5 +3,8 @@
 // dropped when the test ends, so that tests and packages never see each
 // other's rows nor what earlier runs left; and the fixtures every package's
 // tests share: CreditPIX, an account (with its Pix key) credited a PIX
-// through the credit's own path.
+// through the credit's own path; OpenAccount and Balance; RequireBooks,
+// the books as I2, I9 and I11 hold them; Events, an aggregate's outbox
+// events; ClaimStates, what a queue's claim says of each row; Reserve, a
+// fresh Idempotency-Key (Keys).
 package dbtest

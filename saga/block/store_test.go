@@ -32,7 +32,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Skip("needs PostgreSQL")
 	}
 	s := dbtest.New(t)
-	return &fixture{t: t, s: s, store: block.NewStore(s), keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}}
+	return &fixture{t: t, s: s, store: block.NewStore(s), keys: dbtest.Keys}
 }
 
 func render(b block.Block) ([]byte, error) { return json.Marshal(b) }
@@ -45,8 +45,7 @@ func (f *fixture) credit(amount, opening int64) dbtest.Credited {
 // block asks for a block of amount of the PIX under a fresh key.
 func (f *fixture) block(e2e string, amount int64) (block.Block, error) {
 	ctx := context.Background()
-	res, _, err := f.s.ReserveKey(ctx, "operator-1", uuid.New(), "hash", f.keys)
-	require.NoError(f.t, err)
+	res := dbtest.Reserve(f.t, f.s, "operator-1")
 	return f.store.Create(ctx, res, block.New{ID: uuid.New(), EndToEndID: e2e, AmountCents: amount,
 		Reason: "suspeita de fraude", RequestedBy: "operator-1"}, render)
 }
@@ -57,12 +56,44 @@ func (f *fixture) mustBlock(e2e string, amount int64) block.Block {
 	return b
 }
 
+// blocked credits a PIX of 10,000 to a new account and blocks amount of
+// it.
+func (f *fixture) blocked(amount int64) (dbtest.Credited, block.Block) {
+	c := f.credit(10_000, 0)
+	return c, f.mustBlock(c.EndToEndID, amount)
+}
+
+// changed requires an action on a block (Release, Return, Expire, Settle)
+// to succeed and change it: the block it left.
+func (f *fixture) changed(b block.Block, changed bool, err error) block.Block {
+	f.t.Helper()
+	require.NoError(f.t, err)
+	require.True(f.t, changed, "the block changed")
+	return b
+}
+
+// unchanged requires an action on a block to succeed and change nothing
+// (asked again, or too late): the block as it is.
+func (f *fixture) unchanged(b block.Block, changed bool, err error) block.Block {
+	f.t.Helper()
+	require.NoError(f.t, err)
+	require.False(f.t, changed, "the block unchanged")
+	return b
+}
+
+// hold is the block's hold.
+func (f *fixture) hold(b block.Block) pix.Hold {
+	f.t.Helper()
+	hold, err := f.s.GetHold(context.Background(), b.HoldID)
+	require.NoError(f.t, err)
+	return hold
+}
+
 // spend debits amount of account through the transfer's path (the one
 // debit, which spends the available balance only).
 func (f *fixture) spend(account string, amount int64) (pix.Transfer, error) {
 	ctx := context.Background()
-	res, _, err := f.s.ReserveKey(ctx, "customer-1", uuid.New(), "h", f.keys)
-	require.NoError(f.t, err)
+	res := dbtest.Reserve(f.t, f.s, "customer-1")
 	return transfer.NewStore(f.s).CreateTransfer(ctx, *res, db.NewTransfer{ID: uuid.New(), EndToEndID: pix.NewEndToEndID("12345678", time.Now()),
 		TransferRequest: pix.TransferRequest{AccountID: account, AmountCents: amount, PixKey: "maria@example.com"}},
 		func(t pix.Transfer) ([]byte, error) { return json.Marshal(t) })
@@ -89,29 +120,18 @@ var schemas = sync.OnceValues(eventschema.New)
 func (f *fixture) events(id uuid.UUID) []string {
 	v, err := schemas()
 	require.NoError(f.t, err)
-	rs, err := f.s.Pool().Query(context.Background(),
-		`SELECT event_type, payload FROM outbox_events WHERE aggregate_type = 'pix_block' AND aggregate_id = $1 ORDER BY seq`, id.String())
-	require.NoError(f.t, err)
-	defer rs.Close()
 	var out []string
-	for rs.Next() {
-		var typ string
-		var payload []byte
-		require.NoError(f.t, rs.Scan(&typ, &payload))
-		require.NoError(f.t, v.Payload(typ, payload), "%s: %s", typ, payload)
-		out = append(out, typ)
+	for _, e := range dbtest.OutboxEvents(f.t, f.s, "pix_block", id.String()) {
+		require.NoError(f.t, v.Payload(e.Type, e.Payload), "%s: %s", e.Type, e.Payload)
+		out = append(out, e.Type)
 	}
-	require.NoError(f.t, rs.Err())
 	return out
 }
 
-// requireBooks: the reconciliation finds nothing (I2, I9, I11), and no
-// account's available balance is negative.
+// requireBooks: the books as I2, I9 and I11 hold them (dbtest.RequireBooks).
 func (f *fixture) requireBooks() {
 	f.t.Helper()
-	rec, err := f.s.Reconcile(context.Background())
-	require.NoError(f.t, err)
-	require.True(f.t, rec.Balanced(), "%+v", rec)
+	dbtest.RequireBooks(f.t, f.s)
 }
 
 // expired is the store with a clock past the block's 72 hours.
@@ -123,22 +143,20 @@ func (f *fixture) expired() *block.Store {
 // spendable once Create returns, the created event written with it.
 func TestABlockHoldsAtOnce(t *testing.T) {
 	f := newFixture(t)
-	c := f.credit(10_000, 0)
-	b := f.mustBlock(c.EndToEndID, 6_000)
+	c, b := f.blocked(6_000)
 	require.Equal(t, block.StatusActive, b.Status)
 	require.Equal(t, c.AccountID, b.AccountID)
 	require.WithinDuration(t, b.CreatedAt.Add(block.Duration), b.ExpiresAt, time.Second)
 	f.requireMoney(c.AccountID, 10_000, 6_000)
 	require.Equal(t, []string{block.EventCreated}, f.events(b.ID))
-	hold, err := f.s.GetHold(context.Background(), b.HoldID)
-	require.NoError(t, err)
+	hold := f.hold(b)
 	require.Equal(t, pix.HoldActive, hold.Status)
 	require.Equal(t, "block:"+b.ID.String(), hold.Ref)
 	require.Equal(t, block.HoldKind, hold.Kind)
 
 	// The held money can't be spent, nor held again, nor returned by
 	// another devolução.
-	_, err = f.block(c.EndToEndID, 4_001)
+	_, err := f.block(c.EndToEndID, 4_001)
 	require.ErrorIs(t, err, block.ErrExceedsCredit)
 	require.Equal(t, "block_exceeds_credit", pix.KindOf(err).Code)
 	_, err = f.spend(c.AccountID, 4_001)
@@ -197,25 +215,18 @@ func TestABlockAskedAgainUnderItsKeyIsOne(t *testing.T) {
 func TestReleaseOnce(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	c := f.credit(10_000, 0)
-	b := f.mustBlock(c.EndToEndID, 4_000)
-	out, changed, err := f.store.Release(ctx, b.ID, "operator-2")
-	require.NoError(t, err)
-	require.True(t, changed)
+	c, b := f.blocked(4_000)
+	out := f.changed(f.store.Release(ctx, b.ID, "operator-2"))
 	require.Equal(t, block.StatusReleased, out.Status)
 	require.Equal(t, block.CauseOperator, *out.EndCause)
 	require.Equal(t, "operator-2", *out.EndedBy)
 	f.requireMoney(c.AccountID, 10_000, 0)
 
-	again, changed, err := f.store.Release(ctx, b.ID, "operator-3")
-	require.NoError(t, err)
-	require.False(t, changed)
+	again := f.unchanged(f.store.Release(ctx, b.ID, "operator-3"))
 	require.Equal(t, out, again)
-	_, _, err = f.store.Return(ctx, b.ID, "operator-2")
+	_, _, err := f.store.Return(ctx, b.ID, "operator-2")
 	require.ErrorIs(t, err, block.ErrReleased)
-	late, changed, err := f.expired().Expire(ctx, b.ID)
-	require.NoError(t, err)
-	require.False(t, changed)
+	late := f.unchanged(f.expired().Expire(ctx, b.ID))
 	require.Equal(t, out, late)
 	require.Equal(t, []string{block.EventCreated, block.EventReleased}, f.events(b.ID))
 	f.requireMoney(c.AccountID, 10_000, 0)
@@ -226,14 +237,11 @@ func TestReleaseOnce(t *testing.T) {
 func TestExpiryReleasesAtItsTime(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	c := f.credit(10_000, 0)
-	b := f.mustBlock(c.EndToEndID, 4_000)
+	c, b := f.blocked(4_000)
 	_, _, err := f.store.Expire(ctx, b.ID)
 	require.ErrorContains(t, err, "not yet")
 	f.requireMoney(c.AccountID, 10_000, 4_000)
-	out, changed, err := f.expired().Expire(ctx, b.ID)
-	require.NoError(t, err)
-	require.True(t, changed)
+	out := f.changed(f.expired().Expire(ctx, b.ID))
 	require.Equal(t, block.CauseExpired, *out.EndCause)
 	require.Nil(t, out.EndedBy)
 	f.requireMoney(c.AccountID, 10_000, 0)
@@ -250,11 +258,8 @@ func TestExpiryReleasesAtItsTime(t *testing.T) {
 func TestReturnThenReturned(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	c := f.credit(10_000, 0)
-	b := f.mustBlock(c.EndToEndID, 4_000)
-	out, changed, err := f.store.Return(ctx, b.ID, "operator-2")
-	require.NoError(t, err)
-	require.True(t, changed)
+	c, b := f.blocked(4_000)
+	out := f.changed(f.store.Return(ctx, b.ID, "operator-2"))
 	require.Equal(t, block.StatusReturning, out.Status)
 	require.NotNil(t, out.RefundID)
 	f.requireMoney(c.AccountID, 6_000, 0)
@@ -262,36 +267,25 @@ func TestReturnThenReturned(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, pix.RefundDebited, refund.Status)
 	require.EqualValues(t, 4_000, refund.AmountCents)
-	hold, err := f.s.GetHold(ctx, b.HoldID)
-	require.NoError(t, err)
+	hold := f.hold(b)
 	require.Equal(t, pix.HoldCaptured, hold.Status)
 	require.Equal(t, out.RefundID, hold.RefundID)
 
-	again, changed, err := f.store.Return(ctx, b.ID, "operator-3")
-	require.NoError(t, err)
-	require.False(t, changed)
+	again := f.unchanged(f.store.Return(ctx, b.ID, "operator-3"))
 	require.Equal(t, out, again)
 	_, _, err = f.store.Release(ctx, b.ID, "operator-3")
 	require.ErrorIs(t, err, block.ErrReturned)
-	late, changed, err := f.expired().Expire(ctx, b.ID)
-	require.NoError(t, err)
-	require.False(t, changed)
+	late := f.unchanged(f.expired().Expire(ctx, b.ID))
 	require.Equal(t, block.StatusReturning, late.Status)
 
 	// The devolução still open: nothing changes.
-	_, changed, err = f.store.Settle(ctx, b.ID)
-	require.NoError(t, err)
-	require.False(t, changed)
+	f.unchanged(f.store.Settle(ctx, b.ID))
 	_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, refund.ID, "D12345678202612061200abcdefghijk")
 	require.NoError(t, err)
-	done, changed, err := f.store.Settle(ctx, b.ID)
-	require.NoError(t, err)
-	require.True(t, changed)
+	done := f.changed(f.store.Settle(ctx, b.ID))
 	require.Equal(t, block.StatusReturned, done.Status)
 	require.Equal(t, block.CauseReturned, *done.EndCause)
-	_, changed, err = f.store.Settle(ctx, b.ID)
-	require.NoError(t, err)
-	require.False(t, changed)
+	f.unchanged(f.store.Settle(ctx, b.ID))
 	require.Equal(t, []string{block.EventCreated, block.EventReturning, block.EventReturned}, f.events(b.ID))
 	f.requireMoney(c.AccountID, 6_000, 0)
 	f.requireBooks()
@@ -303,28 +297,20 @@ func TestReturnThenReturned(t *testing.T) {
 func TestAReturnNotMadeReleasesOnce(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	c := f.credit(10_000, 0)
-	b := f.mustBlock(c.EndToEndID, 4_000)
+	c, b := f.blocked(4_000)
 	out, _, err := f.store.Return(ctx, b.ID, "operator-2")
 	require.NoError(t, err)
 	_, err = refundsaga.NewStore(f.s).ReverseRefund(ctx, *out.RefundID, "NAO_REALIZADO", false)
 	require.NoError(t, err)
 	f.requireMoney(c.AccountID, 10_000, 0)
-	done, changed, err := f.store.Settle(ctx, b.ID)
-	require.NoError(t, err)
-	require.True(t, changed)
+	done := f.changed(f.store.Settle(ctx, b.ID))
 	require.Equal(t, block.StatusReleased, done.Status)
 	require.Equal(t, block.CauseReturnNotMade, *done.EndCause)
 	for range 2 {
-		_, changed, err = f.store.Settle(ctx, b.ID)
-		require.NoError(t, err)
-		require.False(t, changed)
-		_, changed, err = f.store.Release(ctx, b.ID, "operator-3")
-		require.NoError(t, err)
-		require.False(t, changed)
+		f.unchanged(f.store.Settle(ctx, b.ID))
+		f.unchanged(f.store.Release(ctx, b.ID, "operator-3"))
 	}
-	hold, err := f.s.GetHold(ctx, b.HoldID)
-	require.NoError(t, err)
+	hold := f.hold(b)
 	require.Equal(t, pix.HoldCaptured, hold.Status)
 	f.requireMoney(c.AccountID, 10_000, 0)
 	require.Equal(t, []string{block.EventCreated, block.EventReturning, block.EventReleased}, f.events(b.ID))
@@ -338,8 +324,7 @@ func TestReleaseReturnAndExpiryAtOnce(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	for round := range 8 {
-		c := f.credit(10_000, 0)
-		b := f.mustBlock(c.EndToEndID, 3_000)
+		c, b := f.blocked(3_000)
 		expired := f.expired()
 		acts := []func() (block.Block, bool, error){
 			func() (block.Block, bool, error) { return f.store.Release(ctx, b.ID, "op-a") },
@@ -452,10 +437,8 @@ func TestOfPIXPages(t *testing.T) {
 // outbox as the customer's notice, with the account's id.
 func TestTheReasonStaysOffTheHold(t *testing.T) {
 	f := newFixture(t)
-	c := f.credit(10_000, 0)
-	b := f.mustBlock(c.EndToEndID, 1_000)
-	hold, err := f.s.GetHold(context.Background(), b.HoldID)
-	require.NoError(t, err)
+	_, b := f.blocked(1_000)
+	hold := f.hold(b)
 	require.NotEqual(t, b.Reason, deref(hold.Reason), "the hold's reason")
 	var payloads []string
 	rs, err := f.s.Pool().Query(context.Background(),
@@ -485,8 +468,7 @@ func deref(s *string) string {
 func TestNoReturnAfterThe72Hours(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	c := f.credit(10_000, 0)
-	b := f.mustBlock(c.EndToEndID, 4_000)
+	c, b := f.blocked(4_000)
 	late := f.expired()
 	_, changed, err := late.Return(ctx, b.ID, "operator-2")
 	require.ErrorIs(t, err, block.ErrReleased)
@@ -496,9 +478,7 @@ func TestNoReturnAfterThe72Hours(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, block.StatusActive, got.Status)
 	require.Nil(t, got.RefundID)
-	out, changed, err := late.Expire(ctx, b.ID)
-	require.NoError(t, err)
-	require.True(t, changed)
+	out := f.changed(late.Expire(ctx, b.ID))
 	require.Equal(t, block.CauseExpired, *out.EndCause)
 	f.requireMoney(c.AccountID, 10_000, 0)
 	require.Equal(t, []string{block.EventCreated, block.EventReleased}, f.events(b.ID))
@@ -520,10 +500,9 @@ func TestSettleNeedsOneConnection(t *testing.T) {
 	big, err := db.Open(ctx, u, 4)
 	require.NoError(t, err)
 	t.Cleanup(big.Close)
-	f := &fixture{t: t, s: db.NewStore(big), keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}}
+	f := &fixture{t: t, s: db.NewStore(big), keys: dbtest.Keys}
 	f.store = block.NewStore(f.s)
-	c := f.credit(10_000, 0)
-	b := f.mustBlock(c.EndToEndID, 4_000)
+	_, b := f.blocked(4_000)
 	out, _, err := f.store.Return(ctx, b.ID, "operator-2")
 	require.NoError(t, err)
 	_, err = refundsaga.NewStore(f.s).ReverseRefund(ctx, *out.RefundID, "NAO_REALIZADO", false)
@@ -534,9 +513,7 @@ func TestSettleNeedsOneConnection(t *testing.T) {
 	t.Cleanup(one.Close)
 	hang, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	done, changed, err := block.NewStore(db.NewStore(one)).Settle(hang, b.ID)
-	require.NoError(t, err)
-	require.True(t, changed)
+	done := f.changed(block.NewStore(db.NewStore(one)).Settle(hang, b.ID))
 	require.Equal(t, block.CauseReturnNotMade, *done.EndCause)
 	f.requireBooks()
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/refund"
@@ -23,9 +24,9 @@ func TestMetricsReadTheOpenRefunds(t *testing.T) {
 	reg := sagatest.Registry(t, refund.Saga.Collectors(env))
 	const age = "pix_refund_oldest_open_age_seconds"
 	require.Zero(t, sagatest.Value(t, reg, age), "no devolução open")
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s.Store, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-	_, err := returnPIX(s, e2e, 1_000, anyone)
+	_, err := returnPIX(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	require.Positive(t, sagatest.Value(t, reg, age), "one open")
 

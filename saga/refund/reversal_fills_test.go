@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/db/dbtest"
 )
 
 // A devolução reversed brings its money back to the account, and a MED
@@ -19,11 +20,11 @@ import (
 func TestReversalFillsTheMEDHold(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	openAccount(t, s, "acc-1", 0)
+	dbtest.OpenAccount(t, s.Store, "acc-1", 0)
 	returned := creditPIX(t, s, 1, "acc-1", 10_000)
 	reported := creditPIX(t, s, 2, "acc-1", 5_000)
 
-	devolucao, err := returnPIX(s, returned, 10_000, anyone)
+	devolucao, err := returnPIX(t, s, returned, 10_000, anyone)
 	require.NoError(t, err)
 	var med db.NewHold
 	require.NoError(t, db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
@@ -59,5 +60,5 @@ func TestReversalFillsTheMEDHold(t *testing.T) {
 		holdID, devolucao.ID).Scan(&events))
 	require.Equal(t, 1, fills)
 	require.Equal(t, 1, events)
-	requireBalanced(t, s)
+	dbtest.RequireBooks(t, s.Store)
 }

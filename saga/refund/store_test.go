@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db"
@@ -19,8 +17,6 @@ import (
 // The saga's store against PostgreSQL: its own statements (the reversal,
 // the refusal and its fence, the outcome), over the core's hand-over.
 
-var keys = db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour}
-
 func renderRefund(r pix.Refund) ([]byte, error) { return json.Marshal(r) }
 
 func anyone(string) bool { return true }
@@ -30,28 +26,53 @@ func newStore(t *testing.T) *refund.Store { return refund.NewStore(dbtest.New(t)
 
 // returnPIX runs one devolução of the PIX under a fresh key, as POST
 // /pix/credits/{id}/refunds does.
-func returnPIX(s *refund.Store, e2e string, amount int64, mayRefund func(string) bool) (pix.Refund, error) {
-	ctx := context.Background()
-	res, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", keys)
-	if err != nil {
-		return pix.Refund{}, err
-	}
-	return s.CreateRefund(ctx, *res, db.NewRefund{ID: pix.NewRefundID(),
+func returnPIX(t *testing.T, s *refund.Store, e2e string, amount int64, mayRefund func(string) bool) (pix.Refund, error) {
+	t.Helper()
+	return s.CreateRefund(context.Background(), *dbtest.Reserve(t, s.Store, "test-caller"), db.NewRefund{ID: pix.NewRefundID(),
 		RefundRequest: pix.RefundRequest{EndToEndID: e2e, AmountCents: amount, Reason: "devolução"}}, mayRefund, renderRefund)
 }
 
-func openAccount(t *testing.T, s *refund.Store, id string, opening int64) {
+// creditedStore is the saga's store over a schema of the test's own, with
+// acc-1 (opened empty) credited 10,000 by a PIX: its end_to_end_id.
+func creditedStore(t *testing.T) (*refund.Store, string) {
 	t.Helper()
-	created, err := s.CreateAccount(context.Background(), db.NewAccount{ID: id, OwnerName: "Owner " + id, OpeningBalanceCents: opening})
-	require.NoError(t, err)
-	require.True(t, created)
+	s := newStore(t)
+	dbtest.OpenAccount(t, s.Store, "acc-1", 0)
+	return s, creditPIX(t, s, 1, "acc-1", 10_000)
 }
 
-func balance(t *testing.T, s *refund.Store, id string) int64 {
+// mustReturn runs one devolução of amount of the PIX (returnPIX), which
+// must be debited.
+func mustReturn(t *testing.T, s *refund.Store, e2e string, amount int64) pix.Refund {
 	t.Helper()
-	acc, err := s.GetAccount(context.Background(), id)
+	r, err := returnPIX(t, s, e2e, amount, anyone)
 	require.NoError(t, err)
-	return acc.BalanceCents
+	return r
+}
+
+// ask marks the refund asked of the PSP (a PUT about to be sent): whether
+// it was the first ask.
+func ask(t *testing.T, s *refund.Store, id string) bool {
+	t.Helper()
+	first, err := s.MarkRefundAsked(context.Background(), id)
+	require.NoError(t, err)
+	return first
+}
+
+// refuse records the PSP's refusal of the refund: whether it was recorded.
+func refuse(t *testing.T, s *refund.Store, id, reason string) bool {
+	t.Helper()
+	recorded, err := s.MarkRefundRefused(context.Background(), id, reason)
+	require.NoError(t, err)
+	return recorded
+}
+
+// standing is whether a refusal of the PSP's stands on the refund.
+func standing(t *testing.T, s *refund.Store, id string) bool {
+	t.Helper()
+	_, stands, err := s.StandingRefusal(context.Background(), id)
+	require.NoError(t, err)
+	return stands
 }
 
 // creditPIX credits amount to account under the n-th end_to_end_id,
@@ -62,47 +83,23 @@ func creditPIX(t *testing.T, s *refund.Store, n int, account string, amount int6
 		AmountCents: amount}).EndToEndID
 }
 
-func refundEvents(t *testing.T, s *refund.Store, id string) []string {
-	t.Helper()
-	rows, err := s.Pool().Query(context.Background(), `SELECT event_type FROM outbox_events WHERE aggregate_type = 'pix_refund' AND aggregate_id = $1 ORDER BY seq`, id)
-	require.NoError(t, err)
-	var out []string
-	for rows.Next() {
-		var e string
-		require.NoError(t, rows.Scan(&e))
-		out = append(out, e)
-	}
-	require.NoError(t, rows.Err())
-	return out
-}
-
-func requireBalanced(t *testing.T, s *refund.Store) {
-	t.Helper()
-	rec, err := s.Reconcile(context.Background())
-	require.NoError(t, err)
-	require.True(t, rec.Balanced(), "%+v", rec)
-}
-
 func TestRefundLife(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	openAccount(t, s, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	s, e2e := creditedStore(t)
 
-	first, err := returnPIX(s, e2e, 4_000, anyone)
-	require.NoError(t, err)
+	first := mustReturn(t, s, e2e, 4_000)
 	require.Equal(t, pix.RefundDebited, first.Status)
 	require.EqualValues(t, 6_000, first.BalanceAfterCents)
 	require.Equal(t, e2e, first.EndToEndID)
 	require.Equal(t, "acc-1", first.AccountID)
-	require.Equal(t, []string{db.EventRefundDebited}, refundEvents(t, s, first.ID))
+	require.Equal(t, []string{db.EventRefundDebited}, dbtest.Events(t, s.Store, "pix_refund", first.ID))
 
-	_, err = returnPIX(s, e2e, 6_001, anyone)
+	_, err := returnPIX(t, s, e2e, 6_001, anyone)
 	require.ErrorIs(t, err, pix.ErrRefundExceedsCredit, "4000 + 6001 > 10000")
-	second, err := returnPIX(s, e2e, 6_000, anyone)
+	second, err := returnPIX(t, s, e2e, 6_000, anyone)
 	require.NoError(t, err, "4000 + 6000 = the credit")
-	require.Zero(t, balance(t, s, "acc-1"))
-	_, err = returnPIX(s, e2e, 1, anyone)
+	require.Zero(t, dbtest.Balance(t, s.Store, "acc-1"))
+	_, err = returnPIX(t, s, e2e, 1, anyone)
 	require.ErrorIs(t, err, pix.ErrRefundExceedsCredit)
 
 	// The first is returned: final, its event once.
@@ -117,7 +114,7 @@ func TestRefundLife(t *testing.T) {
 	require.NoError(t, err, "a retry whose first try committed")
 	_, err = s.ReverseRefund(ctx, first.ID, "late contradiction", false)
 	require.ErrorIs(t, err, pix.ErrRefundFinal, "money the PSP returned is never credited back")
-	require.Equal(t, []string{db.EventRefundDebited, db.EventRefundReturned}, refundEvents(t, s, first.ID))
+	require.Equal(t, []string{db.EventRefundDebited, db.EventRefundReturned}, dbtest.Events(t, s.Store, "pix_refund", first.ID))
 
 	// The second is not: reversed exactly once, and its room is free again.
 	reversed, err := s.ReverseRefund(ctx, second.ID, "conta encerrada", false)
@@ -126,18 +123,18 @@ func TestRefundLife(t *testing.T) {
 	again, err := s.ReverseRefund(ctx, second.ID, "conta encerrada", false)
 	require.NoError(t, err)
 	require.Equal(t, pix.RefundReversed, again.Status)
-	require.EqualValues(t, 6_000, balance(t, s, "acc-1"))
+	require.EqualValues(t, 6_000, dbtest.Balance(t, s.Store, "acc-1"))
 	_, err = s.MarkRefundReturned(ctx, second.ID, "")
 	require.ErrorIs(t, err, pix.ErrRefundFinal)
-	require.Equal(t, []string{db.EventRefundDebited, db.EventRefundReversed}, refundEvents(t, s, second.ID))
-	_, err = returnPIX(s, e2e, 6_000, anyone)
+	require.Equal(t, []string{db.EventRefundDebited, db.EventRefundReversed}, dbtest.Events(t, s.Store, "pix_refund", second.ID))
+	_, err = returnPIX(t, s, e2e, 6_000, anyone)
 	require.NoError(t, err, "a reversed refund no longer counts")
 
 	list, err := s.RefundsOf(ctx, e2e)
 	require.NoError(t, err)
 	require.Len(t, list, 3)
 	require.Equal(t, first.ID, list[0].ID)
-	requireBalanced(t, s)
+	dbtest.RequireBooks(t, s.Store)
 }
 
 // A reversal on the PSP's refusal stands only while nothing says the PSP
@@ -145,37 +142,28 @@ func TestRefundLife(t *testing.T) {
 // notice stops it (nothing changed).
 func TestReversalOnARefusalIsCheckedUnderTheLock(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	openAccount(t, s, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	s, e2e := creditedStore(t)
 
-	noticed, err := returnPIX(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
-	first, err := s.MarkRefundAsked(ctx, noticed.ID)
-	require.NoError(t, err)
-	require.True(t, first)
-	again, err := s.MarkRefundAsked(ctx, noticed.ID)
-	require.NoError(t, err)
-	require.False(t, again, "asked once already")
-	_, err = s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: noticed.ID, EndToEndID: e2e, Status: "DEVOLVIDO"}})
+	noticed := mustReturn(t, s, e2e, 1_000)
+	require.True(t, ask(t, s, noticed.ID))
+	require.False(t, ask(t, s, noticed.ID), "asked once already")
+	_, err := s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: noticed.ID, EndToEndID: e2e, Status: "DEVOLVIDO"}})
 	require.NoError(t, err)
 	_, err = s.ReverseRefund(ctx, noticed.ID, "refused", true)
 	require.ErrorIs(t, err, pix.ErrRefundFinal)
 
-	taken, err := returnPIX(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
+	taken := mustReturn(t, s, e2e, 1_000)
 	_, err = s.MarkRefundRequested(ctx, taken.ID, "D12345678202611291200000000000009")
 	require.NoError(t, err)
 	_, err = s.ReverseRefund(ctx, taken.ID, "refused", true)
 	require.ErrorIs(t, err, pix.ErrRefundFinal)
 
-	untouched, err := returnPIX(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
+	untouched := mustReturn(t, s, e2e, 1_000)
 	reversed, err := s.ReverseRefund(ctx, untouched.ID, "refused", true)
 	require.NoError(t, err)
 	require.Equal(t, pix.RefundReversed, reversed.Status)
-	require.EqualValues(t, 10_000-2_000, balance(t, s, "acc-1"), "only the untouched one came back")
-	requireBalanced(t, s)
+	require.EqualValues(t, 10_000-2_000, dbtest.Balance(t, s.Store, "acc-1"), "only the untouched one came back")
+	dbtest.RequireBooks(t, s.Store)
 }
 
 // The PSP's refusal is recorded, and stands, only while nothing says the
@@ -183,21 +171,12 @@ func TestReversalOnARefusalIsCheckedUnderTheLock(t *testing.T) {
 // reversal's on it. The first refusal's reason is kept.
 func TestRefundRefusalRecordedWhileItStands(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	openAccount(t, s, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	s, e2e := creditedStore(t)
 
-	refused, err := returnPIX(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
-	_, stands, err := s.StandingRefusal(ctx, refused.ID)
-	require.NoError(t, err)
-	require.False(t, stands, "no refusal recorded yet")
-	recorded, err := s.MarkRefundRefused(ctx, refused.ID, "PixDevolucaoInvalida: fora do prazo")
-	require.NoError(t, err)
-	require.True(t, recorded)
-	recorded, err = s.MarkRefundRefused(ctx, refused.ID, "another")
-	require.NoError(t, err)
-	require.True(t, recorded)
+	refused := mustReturn(t, s, e2e, 1_000)
+	require.False(t, standing(t, s, refused.ID), "no refusal recorded yet")
+	require.True(t, refuse(t, s, refused.ID, "PixDevolucaoInvalida: fora do prazo"))
+	require.True(t, refuse(t, s, refused.ID, "another"))
 	reason, stands, err := s.StandingRefusal(ctx, refused.ID)
 	require.NoError(t, err)
 	require.True(t, stands)
@@ -206,21 +185,14 @@ func TestRefundRefusalRecordedWhileItStands(t *testing.T) {
 	// A notice since: the refusal no longer stands.
 	_, err = s.NoteRefundOutcomes(ctx, []db.RefundNotice{{ID: refused.ID, EndToEndID: e2e, Status: "DEVOLVIDO"}})
 	require.NoError(t, err)
-	_, stands, err = s.StandingRefusal(ctx, refused.ID)
-	require.NoError(t, err)
-	require.False(t, stands)
+	require.False(t, standing(t, s, refused.ID))
 
 	// An rtr_id first: never recorded.
-	taken, err := returnPIX(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
+	taken := mustReturn(t, s, e2e, 1_000)
 	_, err = s.MarkRefundRequested(ctx, taken.ID, "D12345678202611291200000000000009")
 	require.NoError(t, err)
-	recorded, err = s.MarkRefundRefused(ctx, taken.ID, "refused")
-	require.NoError(t, err)
-	require.False(t, recorded, "the psp took it: the refusal does not stand")
-	_, stands, err = s.StandingRefusal(ctx, taken.ID)
-	require.NoError(t, err)
-	require.False(t, stands)
+	require.False(t, refuse(t, s, taken.ID, "refused"), "the psp took it: the refusal does not stand")
+	require.False(t, standing(t, s, taken.ID))
 
 	_, _, err = s.StandingRefusal(ctx, pix.NewRefundID())
 	require.ErrorIs(t, err, pix.ErrRefundNotFound)
@@ -235,25 +207,14 @@ func TestRefundRefusalRecordedWhileItStands(t *testing.T) {
 // A refusal recorded in time stops standing at the next ask too.
 func TestRefusalAfterALaterAskDoesNotStand(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	openAccount(t, s, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	s, e2e := creditedStore(t)
 
-	late, err := returnPIX(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
-	first, err := s.MarkRefundAsked(ctx, late.ID) // attempt A, just before its PUT
-	require.NoError(t, err)
-	require.True(t, first)
-	first, err = s.MarkRefundAsked(ctx, late.ID) // attempt B, just before its PUT (answer lost)
-	require.NoError(t, err)
-	require.False(t, first)
-	recorded, err := s.MarkRefundRefused(ctx, late.ID, "PixDevolucaoInvalida") // A, late
-	require.NoError(t, err)
-	require.False(t, recorded, "recorded after a later ask, whose PUT may have made the devolução")
-	_, stands, err := s.StandingRefusal(ctx, late.ID)
-	require.NoError(t, err)
-	require.False(t, stands)
-	_, err = s.ReverseRefund(ctx, late.ID, "refused", true)
+	late := mustReturn(t, s, e2e, 1_000)
+	require.True(t, ask(t, s, late.ID), "attempt A, just before its PUT")
+	require.False(t, ask(t, s, late.ID), "attempt B, just before its PUT (answer lost)")
+	require.False(t, refuse(t, s, late.ID, "PixDevolucaoInvalida"), "recorded after a later ask, whose PUT may have made the devolução") // attempt A, late
+	require.False(t, standing(t, s, late.ID))
+	_, err := s.ReverseRefund(ctx, late.ID, "refused", true)
 	require.ErrorIs(t, err, pix.ErrRefundFinal)
 	got, err := s.GetRefund(ctx, late.ID)
 	require.NoError(t, err)
@@ -261,29 +222,18 @@ func TestRefusalAfterALaterAskDoesNotStand(t *testing.T) {
 
 	// Recorded in time, then another ask (a run that read no standing
 	// refusal just before it was recorded): it no longer stands.
-	followed, err := returnPIX(s, e2e, 1_000, anyone)
-	require.NoError(t, err)
-	first, err = s.MarkRefundAsked(ctx, followed.ID)
-	require.NoError(t, err)
-	require.True(t, first)
-	recorded, err = s.MarkRefundRefused(ctx, followed.ID, "PixDevolucaoInvalida")
-	require.NoError(t, err)
-	require.True(t, recorded, "the first PUT's refusal, the only PUT sent")
-	_, stands, err = s.StandingRefusal(ctx, followed.ID)
-	require.NoError(t, err)
-	require.True(t, stands)
+	followed := mustReturn(t, s, e2e, 1_000)
+	require.True(t, ask(t, s, followed.ID))
+	require.True(t, refuse(t, s, followed.ID, "PixDevolucaoInvalida"), "the first PUT's refusal, the only PUT sent")
+	require.True(t, standing(t, s, followed.ID))
 	_, err = s.MarkRefundAsked(ctx, followed.ID)
 	require.NoError(t, err)
-	_, stands, err = s.StandingRefusal(ctx, followed.ID)
-	require.NoError(t, err)
-	require.False(t, stands, "a PUT sent after the refusal may have made the devolução")
+	require.False(t, standing(t, s, followed.ID), "a PUT sent after the refusal may have made the devolução")
 	_, err = s.ReverseRefund(ctx, followed.ID, "refused", true)
 	require.ErrorIs(t, err, pix.ErrRefundFinal)
 
-	require.EqualValues(t, 10_000-2_000, balance(t, s, "acc-1"), "neither reversed")
-	requireBalanced(t, s)
+	require.EqualValues(t, 10_000-2_000, dbtest.Balance(t, s.Store, "acc-1"), "neither reversed")
+	dbtest.RequireBooks(t, s.Store)
 
-	first, err = s.MarkRefundAsked(ctx, pix.NewRefundID())
-	require.NoError(t, err)
-	require.False(t, first, "no such refund: nothing asked")
+	require.False(t, ask(t, s, pix.NewRefundID()), "no such refund: nothing asked")
 }

@@ -35,7 +35,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Skip("needs PostgreSQL")
 	}
 	s := dbtest.New(t)
-	return &fixture{t: t, s: s, store: scheduled.NewStore(s), keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour},
+	return &fixture{t: t, s: s, store: scheduled.NewStore(s), keys: dbtest.Keys,
 		render: func(s scheduled.Scheduled) ([]byte, error) { return json.Marshal(s) }}
 }
 
@@ -53,8 +53,7 @@ func (f *fixture) balance(id string) int64 {
 // schedule records a scheduled PIX of amount from account, due at runAt.
 func (f *fixture) schedule(account string, amount int64, runAt time.Time) scheduled.Scheduled {
 	ctx := context.Background()
-	res, _, err := f.s.ReserveKey(ctx, "sub-1", uuid.New(), "hash", f.keys)
-	require.NoError(f.t, err)
+	res := dbtest.Reserve(f.t, f.s, "sub-1")
 	out, err := f.store.Create(ctx, *res, scheduled.New{ID: uuid.New(),
 		TransferRequest: pix.TransferRequest{AccountID: account, AmountCents: amount, PixKey: "joao@example.com", Description: "aluguel"},
 		ScheduledFor:    runAt.Format(time.DateOnly), RunAt: runAt}, f.render)
@@ -63,26 +62,21 @@ func (f *fixture) schedule(account string, amount int64, runAt time.Time) schedu
 }
 
 func (f *fixture) events(aggregateID string) []map[string]any {
-	rs, err := f.s.Pool().Query(context.Background(),
-		`SELECT event_type, payload FROM outbox_events WHERE aggregate_type = 'pix_scheduled' AND aggregate_id = $1 ORDER BY seq`, aggregateID)
-	require.NoError(f.t, err)
-	defer rs.Close()
 	var out []map[string]any
-	for rs.Next() {
-		var typ string
+	for _, e := range dbtest.OutboxEvents(f.t, f.s, "pix_scheduled", aggregateID) {
 		var payload map[string]any
-		require.NoError(f.t, rs.Scan(&typ, &payload))
-		payload["event_type"] = typ
+		require.NoError(f.t, json.Unmarshal(e.Payload, &payload))
+		payload["event_type"] = e.Type
 		out = append(out, payload)
 	}
-	require.NoError(f.t, rs.Err())
 	return out
 }
 
+// booksBalance: the books as I2, I9 and I11 hold them
+// (dbtest.RequireBooks).
 func (f *fixture) booksBalance() {
-	r, err := f.s.Reconcile(context.Background())
-	require.NoError(f.t, err)
-	require.True(f.t, r.Balanced(), "%+v", r)
+	f.t.Helper()
+	dbtest.RequireBooks(f.t, f.s)
 }
 
 // Scheduling debits nothing; on its date the run debits and hands the
@@ -298,9 +292,8 @@ func TestTheQueueDoesNotRecheckASleepingRunBeforeItsTime(t *testing.T) {
 func TestCreationRefusesAMissingAccount(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	res, _, err := f.s.ReserveKey(ctx, "sub-1", uuid.New(), "hash", f.keys)
-	require.NoError(t, err)
-	_, err = f.store.Create(ctx, *res, scheduled.New{ID: uuid.New(),
+	res := dbtest.Reserve(t, f.s, "sub-1")
+	_, err := f.store.Create(ctx, *res, scheduled.New{ID: uuid.New(),
 		TransferRequest: pix.TransferRequest{AccountID: "nobody", AmountCents: 1, PixKey: "k"},
 		ScheduledFor:    time.Now().Format(time.DateOnly), RunAt: time.Now()}, f.render)
 	require.ErrorIs(t, err, pix.ErrAccountNotFound)
@@ -332,9 +325,8 @@ func TestAnAccountHoldsAtMostItsLimit(t *testing.T) {
 	f.account("acc-1", 20_000)
 	limited := f.store.WithMaxPending(3)
 	create := func() error {
-		res, _, err := f.s.ReserveKey(ctx, "sub-1", uuid.New(), "hash", f.keys)
-		require.NoError(t, err)
-		_, err = limited.Create(ctx, *res, scheduled.New{ID: uuid.New(),
+		res := dbtest.Reserve(t, f.s, "sub-1")
+		_, err := limited.Create(ctx, *res, scheduled.New{ID: uuid.New(),
 			TransferRequest: pix.TransferRequest{AccountID: "acc-1", AmountCents: 100, PixKey: "k"},
 			ScheduledFor:    time.Now().Format(time.DateOnly), RunAt: time.Now().AddDate(0, 0, 1)}, f.render)
 		return err

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/psp/psptest"
@@ -76,7 +77,7 @@ func transferSetup(t *testing.T, fake psp.Client) (transferBooks, *testsuite.Tes
 		books, tr = m, m.t
 	} else {
 		s := newStore(t)
-		openAccount(t, s, "acc-1", 10_000)
+		dbtest.OpenAccount(t, s.Store, "acc-1", 10_000)
 		books, tr = s, debit(t, s, "acc-1", 1_000)
 	}
 	return books, sagatest.Activities(&transfer.Activities{Store: books, PSP: fake, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}), tr

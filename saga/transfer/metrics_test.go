@@ -25,7 +25,7 @@ func TestMetricsReadTheOpenTransfers(t *testing.T) {
 	const age = "pix_transfer_oldest_open_age_seconds"
 	require.Zero(t, sagatest.Value(t, reg, age), "no transfer open")
 	s := transfer.NewStore(store)
-	openAccount(t, s, "acc-1", 10_000)
+	dbtest.OpenAccount(t, s.Store, "acc-1", 10_000)
 	debit(t, s, "acc-1", 1_000)
 	require.Positive(t, sagatest.Value(t, reg, age), "one open")
 

@@ -29,7 +29,7 @@ func TestTransferRefundFillsTheMEDHold(t *testing.T) {
 	p := dbtest.CreditPIX(t, ds, dbtest.PIX{AccountID: "acc-1", AmountCents: 10_000})
 
 	tr := debit(t, s, "acc-1", 10_000) // the fraudster moves it out
-	require.EqualValues(t, 0, balance(t, s, "acc-1"))
+	require.EqualValues(t, 0, dbtest.Balance(t, s.Store, "acc-1"))
 
 	var h pix.Hold
 	require.NoError(t, db.InTx(ctx, ds.Pool(), func(tx pgx.Tx) error {

@@ -14,12 +14,9 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
-	"github.com/pixbank/pix/internal/durable/rows"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/transfer"
 )
-
-var keys = db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour}
 
 func render(t pix.Transfer) ([]byte, error) { return json.Marshal(t) }
 
@@ -31,51 +28,29 @@ func newTransfer(account string, amount int64) db.NewTransfer {
 // newStore is the transfer's store over a schema of the test's own.
 func newStore(t *testing.T) *transfer.Store { return transfer.NewStore(dbtest.New(t)) }
 
+// debitedStore is the transfer's store over a schema of the test's own,
+// with acc-1 (opened with 10,000) debited one transfer of 2,500.
+func debitedStore(t *testing.T) (*transfer.Store, pix.Transfer) {
+	t.Helper()
+	s := newStore(t)
+	dbtest.OpenAccount(t, s.Store, "acc-1", 10_000)
+	return s, debit(t, s, "acc-1", 2_500)
+}
+
 // debit runs one transfer under a fresh key.
 func debit(t *testing.T, s *transfer.Store, account string, amount int64) pix.Transfer {
 	t.Helper()
-	ctx := context.Background()
-	res, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", keys)
-	require.NoError(t, err)
-	tr, err := s.CreateTransfer(ctx, *res, newTransfer(account, amount), render)
+	tr, err := s.CreateTransfer(context.Background(), *dbtest.Reserve(t, s.Store, "test-caller"), newTransfer(account, amount), render)
 	require.NoError(t, err)
 	return tr
-}
-
-func openAccount(t *testing.T, s *transfer.Store, id string, opening int64) {
-	t.Helper()
-	created, err := s.CreateAccount(context.Background(), db.NewAccount{ID: id, OwnerName: "Owner " + id, OpeningBalanceCents: opening})
-	require.NoError(t, err)
-	require.True(t, created)
-}
-
-func balance(t *testing.T, s *transfer.Store, id string) int64 {
-	t.Helper()
-	acc, err := s.GetAccount(context.Background(), id)
-	require.NoError(t, err)
-	return acc.BalanceCents
-}
-
-type claimState struct {
-	Key        string
-	Attempts   int
-	Dispatched bool
-}
-
-func claimStates(due []rows.Due) []claimState {
-	out := make([]claimState, 0, len(due))
-	for _, d := range due {
-		out = append(out, claimState{d.Key, d.Attempts, d.Dispatched})
-	}
-	return out
 }
 
 func TestCreateTransferRefusalsChangeNothing(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	openAccount(t, s, "acc-1", 1_000)
+	dbtest.OpenAccount(t, s.Store, "acc-1", 1_000)
 	require.NoError(t, s.CloseAccount(ctx, "acc-1"))
-	openAccount(t, s, "acc-2", 1_000)
+	dbtest.OpenAccount(t, s.Store, "acc-2", 1_000)
 	for _, tc := range []struct {
 		account string
 		amount  int64
@@ -85,12 +60,10 @@ func TestCreateTransferRefusalsChangeNothing(t *testing.T) {
 		{"acc-none", 1, pix.ErrAccountNotFound},
 		{"acc-1", 1, pix.ErrAccountClosed},
 	} {
-		res, _, err := s.ReserveKey(ctx, "test-caller", uuid.New(), "h", keys)
-		require.NoError(t, err)
-		_, err = s.CreateTransfer(ctx, *res, newTransfer(tc.account, tc.amount), render)
+		_, err := s.CreateTransfer(ctx, *dbtest.Reserve(t, s.Store, "test-caller"), newTransfer(tc.account, tc.amount), render)
 		require.ErrorIs(t, err, tc.want)
 	}
-	require.EqualValues(t, 1_000, balance(t, s, "acc-2"))
+	require.EqualValues(t, 1_000, dbtest.Balance(t, s.Store, "acc-2"))
 	var transfers int
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_transfers`).Scan(&transfers))
 	require.Zero(t, transfers)
@@ -98,14 +71,12 @@ func TestCreateTransferRefusalsChangeNothing(t *testing.T) {
 
 func TestRefundHappensExactlyOnce(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	openAccount(t, s, "acc-1", 10_000)
-	tr := debit(t, s, "acc-1", 2_500)
+	s, tr := debitedStore(t)
 	id := uuid.MustParse(tr.ID)
 
 	due, err := s.TransferQueue().Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, []claimState{{Key: tr.ID}}, claimStates(due), "a new transfer is due for its saga")
+	require.Equal(t, []dbtest.ClaimState{{Key: tr.ID}}, dbtest.ClaimStates(due), "a new transfer is due for its saga")
 	require.Equal(t, tr.EndToEndID, due[0].EndToEndID)
 	require.Equal(t, "acc-1", *due[0].AccountID)
 	require.EqualValues(t, 2_500, due[0].AmountCents)
@@ -127,7 +98,7 @@ func TestRefundHappensExactlyOnce(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.EqualValues(t, 10_000, balance(t, s, "acc-1"), "the balance is restored exactly, once")
+	require.EqualValues(t, 10_000, dbtest.Balance(t, s.Store, "acc-1"), "the balance is restored exactly, once")
 	var refunds int
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_transfer_refunds WHERE transfer_id = $1`, id).Scan(&refunds))
 	require.Equal(t, 1, refunds)
@@ -146,16 +117,14 @@ func TestRefundHappensExactlyOnce(t *testing.T) {
 
 func TestSettledTransferIsNeverRefunded(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	openAccount(t, s, "acc-1", 10_000)
-	tr := debit(t, s, "acc-1", 2_500)
+	s, tr := debitedStore(t)
 	id := uuid.MustParse(tr.ID)
 	settled, err := s.SettleTransfer(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, pix.TransferSettled, settled.Status)
 	_, err = s.RefundTransfer(ctx, id, "late rejection")
 	require.ErrorIs(t, err, pix.ErrTransferFinal)
-	require.EqualValues(t, 7_500, balance(t, s, "acc-1"))
+	require.EqualValues(t, 7_500, dbtest.Balance(t, s.Store, "acc-1"))
 	again, err := s.SettleTransfer(ctx, id)
 	require.NoError(t, err, "settling twice is a no-op")
 	require.Equal(t, settled.SettledAt, again.SettledAt)
@@ -167,7 +136,7 @@ func TestSettledTransferIsNeverRefunded(t *testing.T) {
 func TestOldestOpenTransferAge(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	openAccount(t, s, "acc-1", 10_000)
+	dbtest.OpenAccount(t, s.Store, "acc-1", 10_000)
 	age, err := s.OldestOpenTransferAge(ctx)
 	require.NoError(t, err)
 	require.Zero(t, age, "no transfer")
