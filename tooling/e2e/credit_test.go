@@ -279,7 +279,7 @@ func TestTemporalDownWhileWebhooksArrive(t *testing.T) {
 func TestWorkerStartedBeforeTemporal(t *testing.T) {
 	srv := temporaltest.StartT(t)
 	srv.Stop()
-	s := newStack(t, srv, nil)
+	s := startStackUnpromoted(t, srv, nil, nil) // nothing promotes its build until Temporal is back
 	s.openAccount("acc-1", 0)
 	id := pixID()
 	require.Equal(t, http.StatusAccepted, s.post(webhook{id, "acc-1", 42}).Status)

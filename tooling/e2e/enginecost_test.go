@@ -21,11 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pixbank/pix/internal/config"
@@ -47,7 +45,6 @@ import (
 func TestCreditIsOneWorkflowTask(t *testing.T) {
 	s := newStack(t, shared, nil)
 	require.True(t, s.cfg.WorkerVersioning, "the stack's workers are versioned, as pixd's are by default")
-	s.waitCurrentBuild() // its workers poll: a start finds them
 	account := "acc-shape-" + randomSuffix()
 	s.openAccount(account, 0)
 	id := pixID()
@@ -170,7 +167,6 @@ func TestEngineCostPerCredit(t *testing.T) {
 	versioned := newStack(t, srv, nil)
 	unversioned := newStack(t, srv, func(c *config.Config) { c.WorkerVersioning = false })
 	require.True(t, versioned.cfg.WorkerVersioning)
-	versioned.waitCurrentBuild()
 	engine, err := load.StartEngine(versioned.client(), randomSuffix())
 	require.NoError(t, err)
 	defer engine.Stop()
@@ -212,21 +208,6 @@ func TestEngineCostPerCredit(t *testing.T) {
 	t.Logf("credit ÷ no-op: unversioned %.0f%%, versioned %.0f%%; versioned ÷ unversioned: no-op %.0f%%, credit %.0f%%",
 		100*costs[2].rate()/costs[0].rate(), 100*costs[3].rate()/costs[1].rate(),
 		100*costs[1].rate()/costs[0].rate(), 100*costs[3].rate()/costs[2].rate())
-}
-
-// waitCurrentBuild waits until the versioned stack's build is its
-// deployment's current version: promoted as its worker started
-// (TEMPORAL_WORKER_PROMOTE=first), which Temporal takes once the worker
-// polls.
-func (s *stack) waitCurrentBuild() {
-	s.t.Helper()
-	v := worker.ThisBuild(s.cfg.TaskQueues())
-	require.EventuallyWithT(s.t, func(c *assert.CollectT) {
-		d, err := s.client().WorkerDeploymentClient().GetHandle(v.DeploymentName).Describe(context.Background(), client.WorkerDeploymentDescribeOptions{})
-		require.NoError(c, err)
-		require.NotNil(c, d.Info.RoutingConfig.CurrentVersion)
-		require.Equal(c, v, *d.Info.RoutingConfig.CurrentVersion)
-	}, time.Minute, 100*time.Millisecond, "the stack's build is promoted as its worker starts")
 }
 
 // costShape is one kind of run TestEngineCostPerCredit measures: run

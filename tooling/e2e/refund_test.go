@@ -804,11 +804,6 @@ func TestRefundRefusedByThePSPIsReversedOnlyWithoutARecord(t *testing.T) {
 	// A run that found a record after all fails; the next one is started
 	// soon.
 	s := newStack(t, shared, func(c *config.Config) { c.DispatchRecheckAfter, c.DispatchRecheckMax = 2*time.Second, 2*time.Second })
-	// The devolução is pinned: its dispatcher starts it only on the current
-	// build. On a loaded dev server the promotion took more than the 30 s
-	// below (CI: two promotion attempts timed out), so the refusals are
-	// waited for from the promotion on.
-	s.waitCurrentBuild()
 	quiet := time.Duration(s.refundRun().RefusalQuietPeriod)
 	s.openAccount("acc-refund-refused", 0)
 	none := s.creditPix("acc-refund-refused", 6_000)

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -39,6 +40,7 @@ import (
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/internal/webhooksig"
+	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -146,7 +148,8 @@ func randomSuffix() string {
 }
 
 // newStack runs the service for one test on srv, with fast retries that
-// tune may change, built with opts (app.WithTracing, say).
+// tune may change, built with opts (app.WithTracing, say). It returns once
+// the worker's build is current (waitCurrentBuild).
 func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config), opts ...app.Option) *stack {
 	t.Helper()
 	return startStack(t, srv, nil, tune, opts...)
@@ -155,6 +158,16 @@ func newStack(t *testing.T, srv *temporaltest.Server, tune func(*config.Config),
 // startStack is newStack; with prod, the PSP simulator and the service run
 // with the production settings prod describes (see newProductionStack).
 func startStack(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tune func(*config.Config), opts ...app.Option) *stack {
+	t.Helper()
+	s := startStackUnpromoted(t, srv, prod, tune, opts...)
+	s.waitCurrentBuild()
+	return s
+}
+
+// startStackUnpromoted is startStack without the wait for the worker's
+// build to be current: for a test that starts the stack while its
+// Temporal server is down, when nothing can promote the build yet.
+func startStackUnpromoted(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tune func(*config.Config), opts ...app.Option) *stack {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DatabaseURL = dbtest.URL(t)
@@ -261,6 +274,29 @@ func (s *stack) startWorker() {
 		cancel()
 		require.NoError(s.t, <-done)
 	}
+}
+
+// waitCurrentBuild waits, when the stack's workers are versioned (the
+// default, as pixd's), until its build is its deployment's current
+// version: promoted as its worker started (TEMPORAL_WORKER_PROMOTE=first),
+// which Temporal takes once the worker polls. Until then a pinned saga's
+// dispatcher (the transfer's, the devolução's, the block's) starts no run,
+// and a start finds no worker to take it eagerly: on a loaded dev server
+// the promotion took more than a test's 30 s wait for a saga's outcome
+// (CI: two promotion attempts timed out), so every stack waits for it
+// before its test begins.
+func (s *stack) waitCurrentBuild() {
+	s.t.Helper()
+	if !s.cfg.WorkerVersioning {
+		return
+	}
+	v := worker.ThisBuild(s.cfg.TaskQueues())
+	require.EventuallyWithT(s.t, func(c *assert.CollectT) {
+		d, err := s.client().WorkerDeploymentClient().GetHandle(v.DeploymentName).Describe(context.Background(), client.WorkerDeploymentDescribeOptions{})
+		require.NoError(c, err)
+		require.NotNil(c, d.Info.RoutingConfig.CurrentVersion)
+		require.Equal(c, v, *d.Info.RoutingConfig.CurrentVersion)
+	}, 2*time.Minute, 100*time.Millisecond, "the stack's build is promoted as its worker starts")
 }
 
 // killWorker stops the stack's worker: its running activities get
