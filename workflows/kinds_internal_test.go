@@ -22,14 +22,7 @@ func TestKindsInRetryPolicies(t *testing.T) {
 	// (pix.DeclareKinds), after these policies were built: its activities
 	// alone raise them, and its own test holds its policies to them
 	// (saga/scheduled/kinds_internal_test.go, saga/transfer's, saga/refund's).
-	for _, k := range slices.Concat(pix.CreditKinds, pix.TransferKinds, pix.RefundKinds, pix.SharedKinds) {
-		if k.TemporalType == "" {
-			continue
-		}
-		for name, types := range policies {
-			if got := slices.Contains(types, k.TemporalType); got == k.Retryable {
-				t.Errorf("%v (%s): listed non-retryable in the %s policy = %v, kind Retryable = %v", k.Err, k.TemporalType, name, got, k.Retryable)
-			}
-		}
+	if err := pix.CheckRetryPolicies(slices.Concat(pix.CreditKinds, pix.TransferKinds, pix.RefundKinds, pix.SharedKinds), policies); err != nil {
+		t.Error(err)
 	}
 }

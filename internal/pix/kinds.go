@@ -2,6 +2,8 @@ package pix
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 )
@@ -119,6 +121,28 @@ func TemporalType(sentinel error) string {
 		return k.TemporalType
 	}
 	return ""
+}
+
+// CheckRetryPolicies holds retry policies (by name, their non-retryable
+// error types) to kinds: every final kind (a TemporalType, not Retryable)
+// is listed non-retryable in each, and no retried kind in any. The
+// workflows' tests and each saga's hold their policies to it: a policy
+// built before a saga's package declared its kinds (DeclareKinds) misses
+// them.
+func CheckRetryPolicies(kinds []*Kind, policies map[string][]string) error {
+	var errs []error
+	for _, k := range kinds {
+		if k.TemporalType == "" {
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(policies)) {
+			if got := slices.Contains(policies[name], k.TemporalType); got == k.Retryable {
+				errs = append(errs, fmt.Errorf("%v (%s): listed non-retryable in the %s policy = %v, kind Retryable = %v",
+					k.Err, k.TemporalType, name, got, k.Retryable))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // NonRetryableTypes are the ApplicationError types of the final kinds (a

@@ -1,6 +1,7 @@
 package pix_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -110,5 +111,23 @@ func TestTemporalTypesPinned(t *testing.T) {
 		if k.TemporalType != w.typ || k.Retryable != w.retryable {
 			t.Errorf("%v: type %q retryable %v, want %q %v", k.Err, k.TemporalType, k.Retryable, w.typ, w.retryable)
 		}
+	}
+}
+
+// A policy that misses a final kind, or lists a retried one, is named with
+// the kind; one that lists every final kind and no retried one passes.
+func TestCheckRetryPolicies(t *testing.T) {
+	final := &pix.Kind{Err: errors.New("final"), TemporalType: "Final"}
+	retried := &pix.Kind{Err: errors.New("retried"), TemporalType: "Retried", Retryable: true}
+	untyped := &pix.Kind{Err: errors.New("untyped")}
+	kinds := []*pix.Kind{final, retried, untyped}
+	if err := pix.CheckRetryPolicies(kinds, map[string][]string{"a": {"Final"}, "b": {"Other", "Final"}}); err != nil {
+		t.Fatal(err)
+	}
+	err := pix.CheckRetryPolicies(kinds, map[string][]string{"a": {}, "b": {"Final", "Retried"}})
+	want := "final (Final): listed non-retryable in the a policy = false, kind Retryable = false\n" +
+		"retried (Retried): listed non-retryable in the b policy = true, kind Retryable = true"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
 	}
 }

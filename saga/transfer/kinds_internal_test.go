@@ -18,15 +18,8 @@ func TestKindsInRetryPolicies(t *testing.T) {
 		"submit":      s.RetryPolicy().NonRetryableErrorTypes,
 		"poll":        s.pollPolicy().NonRetryableErrorTypes,
 	}
-	for _, k := range pix.Kinds {
-		if k.TemporalType == "" {
-			continue
-		}
-		for name, types := range policies {
-			if got := slices.Contains(types, k.TemporalType); got == k.Retryable {
-				t.Errorf("%v (%s): listed non-retryable in the %s policy = %v, kind Retryable = %v", k.Err, k.TemporalType, name, got, k.Retryable)
-			}
-		}
+	if err := pix.CheckRetryPolicies(pix.Kinds, policies); err != nil {
+		t.Error(err)
 	}
 	// The types that are not business kinds stay where they were.
 	if !slices.Contains(databasePolicy.NonRetryableErrorTypes, "RefundUnconfirmed") {
