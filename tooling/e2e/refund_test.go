@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/saga/refund"
+	"github.com/pixbank/pix/workflows"
 )
 
 // The refund saga (devolução of a received PIX) end to end: the API, the
@@ -101,13 +103,18 @@ func (s *stack) creditPix(acct string, amount int64) string {
 func (s *stack) waitRefund(id, want string, within time.Duration) pix.Refund {
 	s.t.Helper()
 	var r pix.Refund
-	require.Eventually(s.t, func() bool {
+	s.awaitSaga(refundSaga(id), within, fmt.Sprintf("refund %s did not become %s", id, want), func() bool {
 		var err error
 		r, err = s.store.GetRefund(context.Background(), id)
 		require.NoError(s.t, err)
 		return r.Status == want
-	}, within, 20*time.Millisecond, "refund %s did not become %s", id, want)
+	})
 	return r
+}
+
+// refundSaga is the saga of the refund id, as explainSaga reads it.
+func refundSaga(id string) sagaRun {
+	return sagaRun{WorkflowID: refund.WorkflowID(id), Family: workflows.Refunds, Row: `SELECT to_jsonb(r)::text FROM pix_refunds r WHERE id = $1`, Key: id}
 }
 
 func (s *stack) refundStatus(id string) string {
@@ -377,7 +384,7 @@ func TestRefundReturnedOnThePSPNotice(t *testing.T) {
 	// Two polls (1 s, 2 s) found it in process: the run now waits 4 s
 	// (the third timer) before it polls again.
 	var third string
-	require.Eventually(t, func() bool {
+	s.awaitSaga(refundSaga(id), 30*time.Second, "the run polls twice and waits for the third time", func() bool {
 		var timers []string
 		for _, e := range s.history(wid) {
 			if e.GetEventType() == enumspb.EVENT_TYPE_TIMER_STARTED {
@@ -389,7 +396,7 @@ func TestRefundReturnedOnThePSPNotice(t *testing.T) {
 			return true
 		}
 		return false
-	}, 30*time.Second, 20*time.Millisecond, "the run polls twice and waits for the third time")
+	})
 	require.Equal(t, pix.RefundRequested, s.refundStatus(id))
 
 	// Now the PSP makes it, and tells: the PIX as it was delivered, with
@@ -573,14 +580,14 @@ func TestRefundRefusedByThePSPStaysOpen(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
 	id := r.Body["id"].(string)
 	// The PSP sees the request and refuses it, again and again.
-	require.Eventually(t, func() bool {
+	s.awaitSaga(refundSaga(id), 30*time.Second, "the run asks the PSP again after each refusal", func() bool {
 		for _, b := range s.psp.RefundBehaviors() {
 			if b.EndToEndID == e2e && b.Requests >= 3 {
 				return true
 			}
 		}
 		return false
-	}, 30*time.Second, 50*time.Millisecond, "the run asks the PSP again after each refusal")
+	})
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
 		require.Equal(t, pix.RefundDebited, s.refundStatus(id), "open while the PSP refuses")

@@ -25,6 +25,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"golang.org/x/sync/errgroup"
@@ -277,14 +280,20 @@ func (s *stack) startWorker() {
 }
 
 // waitCurrentBuild waits, when the stack's workers are versioned (the
-// default, as pixd's), until its build is its deployment's current
-// version: promoted as its worker started (TEMPORAL_WORKER_PROMOTE=first),
-// which Temporal takes once the worker polls. Until then a pinned saga's
-// dispatcher (the transfer's, the devolução's, the block's) starts no run,
-// and a start finds no worker to take it eagerly: on a loaded dev server
-// the promotion took more than a test's 30 s wait for a saga's outcome
-// (CI: two promotion attempts timed out), so every stack waits for it
-// before its test begins.
+// default, as pixd's), until its build takes every family's new runs: its
+// deployment's current version, promoted as its worker started
+// (TEMPORAL_WORKER_PROMOTE=first), which Temporal takes once the worker
+// polls, and the version each family's task queue routes new tasks to,
+// workflow and activity tasks alike. Until then a pinned saga's dispatcher
+// (the transfer's, the devolução's, the block's) starts no run, and a
+// start finds no worker to take it eagerly: on a loaded dev server the
+// promotion took more than a test's 30 s wait for a saga's outcome (CI:
+// two promotion attempts timed out), so every stack waits for it before
+// its test begins. The routing comes apart from the promotion: a task
+// queue learns it once it is registered in the version, when the
+// version's first poll of it arrives, one queue after another, and the
+// promotion needs only the version to exist; on a loaded machine the
+// refunds' queue still routed to no build 30 s after the promotion.
 func (s *stack) waitCurrentBuild() {
 	s.t.Helper()
 	if !s.cfg.WorkerVersioning {
@@ -297,6 +306,21 @@ func (s *stack) waitCurrentBuild() {
 		require.NotNil(c, d.Info.RoutingConfig.CurrentVersion)
 		require.Equal(c, v, *d.Info.RoutingConfig.CurrentVersion)
 	}, 2*time.Minute, 100*time.Millisecond, "the stack's build is promoted as its worker starts")
+	require.EventuallyWithT(s.t, func(c *assert.CollectT) {
+		for _, q := range s.cfg.TaskQueues().All() {
+			for _, kind := range []enumspb.TaskQueueType{enumspb.TASK_QUEUE_TYPE_WORKFLOW, enumspb.TASK_QUEUE_TYPE_ACTIVITY} {
+				d, err := s.client().WorkflowService().DescribeTaskQueue(context.Background(), &workflowservice.DescribeTaskQueueRequest{
+					Namespace: s.cfg.TemporalNamespace, TaskQueue: &taskqueuepb.TaskQueue{Name: q, Kind: enumspb.TASK_QUEUE_KIND_NORMAL}, TaskQueueType: kind,
+				})
+				if !assert.NoError(c, err) {
+					return
+				}
+				current := d.GetVersioningInfo().GetCurrentDeploymentVersion()
+				assert.True(c, current.GetDeploymentName() == v.DeploymentName && current.GetBuildId() == v.BuildID,
+					"%s (%s) routes new runs to the build: its current version is %v", q, kind, current)
+			}
+		}
+	}, 2*time.Minute, 100*time.Millisecond, "each family's task queue routes to the stack's build: registered in its version as the worker polls it")
 }
 
 // killWorker stops the stack's worker: its running activities get

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -32,13 +33,18 @@ func (s *stack) sendPix(key, account string, amount int64, pixKey string) reply 
 func (s *stack) waitTransfer(id, want string, within time.Duration) pix.Transfer {
 	s.t.Helper()
 	var t pix.Transfer
-	require.Eventually(s.t, func() bool {
+	s.awaitSaga(transferSaga(id), within, fmt.Sprintf("transfer %s did not become %s", id, want), func() bool {
 		var err error
 		t, err = transfer.NewStore(s.store).GetTransfer(context.Background(), uuid.MustParse(id))
 		require.NoError(s.t, err)
 		return t.Status == want
-	}, within, 50*time.Millisecond, "transfer %s did not become %s", id, want)
+	})
 	return t
+}
+
+// transferSaga is the saga of the transfer id, as explainSaga reads it.
+func transferSaga(id string) sagaRun {
+	return sagaRun{WorkflowID: transfer.WorkflowID(id), Family: workflows.Transfers, Row: `SELECT to_jsonb(t)::text FROM pix_transfers t WHERE id = $1::uuid`, Key: id}
 }
 
 func (s *stack) refunds(id string) int {
@@ -130,8 +136,7 @@ func TestWorkerKilledMidSagaFinishesOnce(t *testing.T) {
 	id := r.Body["id"].(string)
 	tr, err := transfer.NewStore(s.store).GetTransfer(context.Background(), uuid.MustParse(id))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, ok := s.psp.Transfer(tr.EndToEndID); return ok }, 20*time.Second, 20*time.Millisecond,
-		"the submission reached the PSP")
+	s.awaitSaga(transferSaga(id), 20*time.Second, "the submission reached the PSP", func() bool { _, ok := s.psp.Transfer(tr.EndToEndID); return ok })
 
 	s.killWorker()
 	require.Equal(t, pix.TransferDebited, s.waitTransfer(id, pix.TransferDebited, time.Second).Status)
@@ -309,7 +314,7 @@ func TestLostAnswerThenConflictAsksTheStatus(t *testing.T) {
 	id := r.Body["id"].(string)
 	tr, err := transfer.NewStore(s.store).GetTransfer(context.Background(), uuid.MustParse(id))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, ok := s.psp.Transfer(tr.EndToEndID); return ok }, 20*time.Second, 10*time.Millisecond)
+	s.awaitSaga(transferSaga(id), 20*time.Second, "the submission reached the PSP", func() bool { _, ok := s.psp.Transfer(tr.EndToEndID); return ok })
 	// Before the retry (2 s later): the PSP now treats a resubmission as
 	// an error.
 	require.NoError(t, s.psp.SetBehavior(key, pspsim.Behavior{Mode: pspsim.ModeDuplicateConflict}))
