@@ -26,6 +26,18 @@ type Options struct {
 	// MaxConcurrentActivities bounds the activities running at once in each
 	// family's worker (0: SDK default).
 	MaxConcurrentActivities int
+	// WorkflowTaskPollers is how many workflow task polls each family's
+	// worker keeps open (0: the SDK's default, 2). Half of them wait on
+	// the worker's sticky queue, the others on the family's task queue,
+	// whose partitions (4 by default) each hold their own tasks: with
+	// fewer normal polls than partitions, a task can land in a partition
+	// no poll waits on, and Temporal's matching forwards it to another
+	// partition's poll only while the backlogs are young (under 5 s). A
+	// pinned saga's first task always goes through matching (its start is
+	// not eager: StartsOnTheCurrentBuild); with one normal poll, a
+	// devolução's waited there more than 30 s (docs/scaling.md, "Several
+	// task queue partitions").
+	WorkflowTaskPollers int
 	// Version, when set, makes every family's worker a version of a
 	// Temporal Worker Deployment (Worker Versioning): Temporal then sends
 	// each run's tasks to the build the run is on (its saga's Versioning:
@@ -67,6 +79,7 @@ func New(c client.Client, sagas []saga.Descriptor, env saga.Env, opts Options) [
 		w := sdkworker.New(c, q, sdkworker.Options{
 			WorkerStopTimeout:                  opts.StopTimeout,
 			MaxConcurrentActivityExecutionSize: opts.MaxConcurrentActivities,
+			MaxConcurrentWorkflowTaskPollers:   opts.WorkflowTaskPollers,
 			DeploymentOptions: sdkworker.DeploymentOptions{
 				UseVersioning: opts.Version != sdkworker.WorkerDeploymentVersion{},
 				Version:       opts.Version,

@@ -100,6 +100,11 @@ type Config struct {
 	DispatchRecheckMax    time.Duration
 	DispatchRetryMaxDelay time.Duration
 
+	// WorkerWorkflowTaskPollers is each family's worker's workflow task
+	// polls (worker.Options.WorkflowTaskPollers): two for each of its task
+	// queue's partitions, half of them on the worker's sticky queue.
+	WorkerWorkflowTaskPollers int
+
 	// PSP-facing authenticity (see docs/webhooks.md, "Webhook security").
 	WebhookSecrets            []webhooksig.Secret
 	WebhookSignaturesRequired bool
@@ -262,6 +267,9 @@ func Default() Config {
 		DispatchRecheckAfter:  2 * time.Minute,
 		DispatchRecheckMax:    16 * time.Minute,
 		DispatchRetryMaxDelay: 10 * time.Second,
+
+		// Two for each partition of a task queue's default 4.
+		WorkerWorkflowTaskPollers: 8,
 
 		WebhookSignaturesRequired: true,
 		AuthRequired:              true,
@@ -554,6 +562,8 @@ func (r *reader) readWorker(c *Config) {
 		c.WorkerMetricsAddr = v // "" turns it off
 	}
 	r.integer("WORKER_MAX_CONCURRENT_ACTIVITIES", 0, 10000, func(n int64) { c.WorkerMaxActivities = int(n) })
+	// The SDK refuses 1: a sticky and a normal poll at least.
+	r.integer("WORKER_WORKFLOW_TASK_POLLERS", 2, 1000, func(n int64) { c.WorkerWorkflowTaskPollers = int(n) })
 	r.boolean("TEMPORAL_WORKER_VERSIONING", &c.WorkerVersioning)
 	r.str("TEMPORAL_WORKER_PROMOTE", &c.WorkerPromote)
 	r.str("LOG_LEVEL", &c.LogLevel)

@@ -140,6 +140,30 @@ func (s *stack) pollerMetrics(queue string) string {
 	return b.String()
 }
 
+// numPollers is how many polls of pollerType (workflow_task: the normal
+// queue's, workflow_sticky_task, activity_task) the stack's worker of
+// queue has open (the SDK's temporal_num_pollers).
+func (s *stack) numPollers(queue, pollerType string) float64 {
+	s.t.Helper()
+	families, err := s.app.Metrics.Gather()
+	require.NoError(s.t, err)
+	for _, f := range families {
+		if f.GetName() != "temporal_num_pollers" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["task_queue"] == queue && labels["poller_type"] == pollerType {
+				return sampleValue(m)
+			}
+		}
+	}
+	return 0
+}
+
 // protoOrErr is m as indented JSON, or err.
 func protoOrErr(m proto.Message, err error) string {
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
@@ -22,6 +23,25 @@ import (
 	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/workflows"
 )
+
+// Each family's worker keeps WORKER_WORKFLOW_TASK_POLLERS workflow task
+// polls open, half of them on the family's task queue: one at least for
+// each of the queue's partitions, so that a pinned saga's first task,
+// which always goes through matching, finds a poll wherever it lands
+// (worker.Options.WorkflowTaskPollers). With the SDK's default, 2 (one
+// normal), a devolução's first task waited more than 30 s in a partition
+// no poll reached (TestRefundNotMadeIsReversedOnce on a loaded machine).
+func TestEachFamilyPollsEveryPartitionOfItsQueue(t *testing.T) {
+	s := newStack(t, shared, nil)
+	for _, f := range workflows.Families {
+		queue := s.cfg.TaskQueues().Of(f)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			normal, sticky := s.numPollers(queue, "workflow_task"), s.numPollers(queue, "workflow_sticky_task")
+			assert.Equal(c, float64(s.cfg.WorkerWorkflowTaskPollers), normal+sticky, "every poll open while idle")
+			assert.GreaterOrEqual(c, normal, float64(devServerPartitions), "a poll of the normal queue for each partition")
+		}, 30*time.Second, 100*time.Millisecond, "the %s's worker polls %s", f, queue)
+	}
+}
 
 // Before each workflow family had a task queue of its own, the worker
 // created the retention's and the reconciliation's Schedules starting their

@@ -122,6 +122,7 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 	opts := worker.Options{
 		StopTimeout:             a.Cfg.WorkerStopTimeout,
 		MaxConcurrentActivities: a.Cfg.WorkerMaxActivities,
+		WorkflowTaskPollers:     a.Cfg.WorkerWorkflowTaskPollers,
 	}
 	if a.Cfg.WorkerVersioning {
 		opts.Version = worker.ThisBuild(queues)
