@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
+	"github.com/beevik/etree"
 	"github.com/google/uuid"
 
 	"github.com/pixbank/pix/internal/dict"
@@ -104,27 +104,21 @@ func (s *Simulator) CancelRefund(id string) (dict.Refund, error) {
 
 // Refund is the refund request id as the simulator holds it.
 func (s *Simulator) Refund(id string) (dict.Refund, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f, ok := s.refunds[id]
-	if !ok {
-		return dict.Refund{}, false
-	}
-	return f.Refund, true
+	return heldOne(s, s.refunds, id, (*refund).value)
 }
 
 // Refunds are every refund request the simulator holds, by LastModified.
 func (s *Simulator) Refunds() []dict.Refund {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]dict.Refund, 0, len(s.refunds))
-	for _, f := range byLastModified(s.refunds, refundKey) {
-		out = append(out, f.Refund)
-	}
-	return out
+	return heldAll(s, s.refunds, (*refund).value)
 }
 
-func refundKey(f *refund) (string, time.Time) { return f.ID, f.LastModified }
+func (f *refund) value() dict.Refund { return f.Refund }
+
+func (f *refund) key() (string, time.Time) { return f.ID, f.LastModified }
+
+func (f *refund) element(parent *etree.Element, details bool) {
+	refundElement(parent, &f.Refund, details)
+}
 
 func (f *refund) isParty(ispb string) bool {
 	return f.RequestingParticipant == ispb || f.ContestedParticipant == ispb
@@ -133,7 +127,7 @@ func (f *refund) isParty(ispb string) bool {
 func (s *Simulator) listRefunds(x *Exchange, now time.Time) Answer {
 	q := x.Request.URL.Query()
 	var list []*refund
-	for _, f := range byLastModified(s.refunds, refundKey) {
+	for _, f := range byLastModified(s.refunds) {
 		party := f.ContestedParticipant
 		if q.Get("ParticipantRole") == string(dict.RoleRequesting) {
 			party = f.RequestingParticipant
@@ -142,33 +136,13 @@ func (s *Simulator) listRefunds(x *Exchange, now time.Time) Answer {
 			list = append(list, f)
 		}
 	}
-	page, more := paged(list, q)
-	root := answerRoot("ListRefundsResponse")
-	root.CreateElement("HasMoreElements").SetText(strconv.FormatBool(more))
-	if len(page) > 0 {
-		wrap := root.CreateElement("Refunds")
-		for _, f := range page {
-			refundElement(wrap, &f.Refund, q.Get("IncludeDetails") == "true")
-		}
-	}
-	return Answer{Status: http.StatusOK, Body: root}
+	return listAnswer("ListRefundsResponse", "Refunds", list, q)
 }
 
 // refundOf is the refund request of the request's path, when its
 // participant is a party of it: one of others' looks like none.
 func (s *Simulator) refundOf(x *Exchange) (*refund, *Answer) {
-	f, ok := s.refunds[x.params["RefundId"]]
-	if !ok || !f.isParty(x.Participant) {
-		a := problem(http.StatusNotFound, dict.ErrNotFound, "no such refund request")
-		return nil, &a
-	}
-	return f, nil
-}
-
-func refundAnswer(name string, f *refund) Answer {
-	root := answerRoot(name)
-	refundElement(root, &f.Refund, true)
-	return Answer{Status: http.StatusOK, Body: root}
+	return partyOf(s.refunds, x, "RefundId", "refund request")
 }
 
 func (s *Simulator) getRefund(x *Exchange, _ time.Time) Answer {
@@ -176,7 +150,7 @@ func (s *Simulator) getRefund(x *Exchange, _ time.Time) Answer {
 	if refused != nil {
 		return *refused
 	}
-	return refundAnswer("GetRefundResponse", f)
+	return itemAnswer("GetRefundResponse", f)
 }
 
 func (s *Simulator) closeRefund(x *Exchange, now time.Time) Answer {
@@ -208,5 +182,5 @@ func (s *Simulator) closeRefund(x *Exchange, now time.Time) Answer {
 		return problem(http.StatusBadRequest, dict.ErrRefundOperationInvalid, "the refund request is "+string(f.Status)+
 			" (a close needs it OPEN, or closed with the same parameters)")
 	}
-	return refundAnswer("CloseRefundResponse", f)
+	return itemAnswer("CloseRefundResponse", f)
 }

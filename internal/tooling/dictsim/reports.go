@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
+	"github.com/beevik/etree"
 	"github.com/google/uuid"
 
 	"github.com/pixbank/pix/internal/dict"
@@ -137,27 +136,21 @@ func (s *Simulator) CancelReport(id string) (dict.InfractionReport, error) {
 
 // Report is the report id as the simulator holds it.
 func (s *Simulator) Report(id string) (dict.InfractionReport, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.reports[id]
-	if !ok {
-		return dict.InfractionReport{}, false
-	}
-	return r.InfractionReport, true
+	return heldOne(s, s.reports, id, (*report).value)
 }
 
 // Reports are every report the simulator holds, by LastModified.
 func (s *Simulator) Reports() []dict.InfractionReport {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]dict.InfractionReport, 0, len(s.reports))
-	for _, r := range byLastModified(s.reports, reportKey) {
-		out = append(out, r.InfractionReport)
-	}
-	return out
+	return heldAll(s, s.reports, (*report).value)
 }
 
-func reportKey(r *report) (string, time.Time) { return r.ID, r.LastModified }
+func (r *report) value() dict.InfractionReport { return r.InfractionReport }
+
+func (r *report) key() (string, time.Time) { return r.ID, r.LastModified }
+
+func (r *report) element(parent *etree.Element, details bool) {
+	reportElement(parent, &r.InfractionReport, details)
+}
 
 // isParty reports whether ispb is one of r's participants.
 func (r *report) isParty(ispb string) bool {
@@ -178,7 +171,7 @@ func (s *Simulator) listReports(x *Exchange, now time.Time) Answer {
 	p := x.Participant
 	credited, debited := q.Get("IsCredited") == "true", q.Get("IsDebited") == "true"
 	var list []*report
-	for _, r := range byLastModified(s.reports, reportKey) {
+	for _, r := range byLastModified(s.reports) {
 		// IsCredited and IsDebited both: either role, as the lists read
 		// their role filters.
 		role := r.isParty(p)
@@ -189,34 +182,13 @@ func (s *Simulator) listReports(x *Exchange, now time.Time) Answer {
 			list = append(list, r)
 		}
 	}
-	page, more := paged(list, q)
-	root := answerRoot("ListInfractionReportsResponse")
-	root.CreateElement("HasMoreElements").SetText(strconv.FormatBool(more))
-	if len(page) > 0 {
-		wrap := root.CreateElement("InfractionReports")
-		for _, r := range page {
-			reportElement(wrap, &r.InfractionReport, q.Get("IncludeDetails") == "true")
-		}
-	}
-	return Answer{Status: http.StatusOK, Body: root}
+	return listAnswer("ListInfractionReportsResponse", "InfractionReports", list, q)
 }
 
 // reportOf is the report of the request's path, when its participant is
 // a party of it: a report of others' looks like none.
 func (s *Simulator) reportOf(x *Exchange) (*report, *Answer) {
-	r, ok := s.reports[x.params["InfractionReportId"]]
-	if !ok || !r.isParty(x.Participant) {
-		a := problem(http.StatusNotFound, dict.ErrNotFound, "no such infraction report")
-		return nil, &a
-	}
-	return r, nil
-}
-
-// reportAnswer is the answer name about r.
-func reportAnswer(name string, r *report) Answer {
-	root := answerRoot(name)
-	reportElement(root, &r.InfractionReport, true)
-	return Answer{Status: http.StatusOK, Body: root}
+	return partyOf(s.reports, x, "InfractionReportId", "infraction report")
 }
 
 func (s *Simulator) getReport(x *Exchange, _ time.Time) Answer {
@@ -224,7 +196,7 @@ func (s *Simulator) getReport(x *Exchange, _ time.Time) Answer {
 	if refused != nil {
 		return *refused
 	}
-	return reportAnswer("GetInfractionReportResponse", r)
+	return itemAnswer("GetInfractionReportResponse", r)
 }
 
 // reportWrite is the report of an acknowledge or a close, when the
@@ -258,7 +230,7 @@ func (s *Simulator) acknowledgeReport(x *Exchange, now time.Time) Answer {
 	default:
 		return problem(http.StatusBadRequest, dict.ErrInfractionReportOperationInvalid, "the report is "+string(r.Status))
 	}
-	return reportAnswer("AcknowledgeInfractionReportResponse", r)
+	return itemAnswer("AcknowledgeInfractionReportResponse", r)
 }
 
 func (s *Simulator) closeReport(x *Exchange, now time.Time) Answer {
@@ -276,57 +248,5 @@ func (s *Simulator) closeReport(x *Exchange, now time.Time) Answer {
 		return problem(http.StatusBadRequest, dict.ErrInfractionReportOperationInvalid, "the report is "+string(r.Status)+
 			" (a close needs it ACKNOWLEDGED, or closed with the same parameters)")
 	}
-	return reportAnswer("CloseInfractionReportResponse", r)
-}
-
-// byLastModified are m's values by LastModified, then id: the lists'
-// order, made stable for equal instants.
-func byLastModified[T any](m map[string]T, key func(T) (string, time.Time)) []T {
-	out := make([]T, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	slices.SortFunc(out, func(a, b T) int {
-		ia, ta := key(a)
-		ib, tb := key(b)
-		return cmp.Or(ta.Compare(tb), cmp.Compare(ia, ib))
-	})
-	return out
-}
-
-// hasStatus applies a list's Status filter (none: every status).
-func hasStatus(q url.Values, status string) bool {
-	return len(q["Status"]) == 0 || slices.Contains(q["Status"], status)
-}
-
-// listed applies a list's ModifiedAfter and ModifiedBefore (both
-// included) and the lists' lag (Options.ListLag) to mod.
-func (s *Simulator) listed(mod time.Time, q url.Values, now time.Time) bool {
-	if s.listLag > 0 && mod.After(now.Add(-s.listLag)) {
-		return false
-	}
-	if a := q.Get("ModifiedAfter"); a != "" {
-		if t, err := time.Parse(time.RFC3339Nano, a); err == nil && mod.Before(t) {
-			return false
-		}
-	}
-	if b := q.Get("ModifiedBefore"); b != "" {
-		if t, err := time.Parse(time.RFC3339Nano, b); err == nil && mod.After(t) {
-			return false
-		}
-	}
-	return true
-}
-
-// paged cuts list to the query's Limit (dict.DefaultLimit without one),
-// and says whether more follow.
-func paged[T any](list []T, q url.Values) ([]T, bool) {
-	limit := dict.DefaultLimit
-	if v, err := strconv.Atoi(q.Get("Limit")); err == nil {
-		limit = v
-	}
-	if len(list) > limit {
-		return list[:limit], true
-	}
-	return list, false
+	return itemAnswer("CloseInfractionReportResponse", r)
 }
