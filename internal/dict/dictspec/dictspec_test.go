@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 const signature = `<ds:Signature xmlns:ds="http://www.w3.org/2000/09/xmldsig#"><ds:SignedInfo/></ds:Signature>`
@@ -91,5 +92,37 @@ func TestCheckResponse(t *testing.T) {
 	problem := []byte(`<problem xmlns="urn:ietf:rfc:7807"><type>https://dict.pi.rsfn.net.br/api/v1/error/RateLimited</type><title>Rate limited</title><status>429</status></problem>`)
 	if err := spec.CheckResponse(r, 429, http.Header{"Content-Type": {"application/problem+xml"}}, problem); err != nil {
 		t.Errorf("an unsigned 429: %v", err)
+	}
+}
+
+// TestParseDateTime: RFC 3339's date-time, neither more (time.Parse's
+// comma and 24-hour offsets) nor less (its lower case "t" and "z").
+func TestParseDateTime(t *testing.T) {
+	for v, want := range map[string]string{
+		"2026-12-01T10:00:00Z":              "2026-12-01T10:00:00Z",
+		"2026-12-01T10:00:00.123Z":          "2026-12-01T10:00:00.123Z",
+		"2026-12-01T07:00:00-03:00":         "2026-12-01T10:00:00Z",
+		"2026-12-01t10:00:00z":              "2026-12-01T10:00:00Z",
+		"2026-12-01T10:00:00.123456789123Z": "2026-12-01T10:00:00.123456789Z",
+		"2026-12-01T10:00:00,5Z":            "",
+		"2026-12-01T10:00:00+24:00":         "",
+		"2026-12-01T10:00:00+03:60":         "",
+		"2026-12-01T10:00:00+0300":          "",
+		"2026-12-01T10:00Z":                 "",
+		"2026-12-01":                        "",
+		"2026-12-01 10:00:00Z":              "",
+		"2026-02-30T10:00:00Z":              "",
+		"2026-12-01T24:00:00Z":              "",
+		"2026-12-31T23:59:60Z":              "", // a leap second: see doc.go
+		"2026-12-01T10:00:00Z\n":            "",
+		" 2026-12-01T10:00:00Z":             "",
+	} {
+		got, err := ParseDateTime(v)
+		switch {
+		case want == "" && err == nil:
+			t.Errorf("%q: taken as %v", v, got)
+		case want != "" && (err != nil || got.UTC().Format(time.RFC3339Nano) != want):
+			t.Errorf("%q: %v, %v; want %s", v, got, err, want)
+		}
 	}
 }

@@ -15,5 +15,31 @@
 // described by OpenAPI, which general validators do not read, and the
 // facts above are what a client or a simulator gets wrong.
 //
+// # Where the document is not the specification's text
+//
+// The document is stricter than the specification, or reads it, in a few
+// places; each is marked x-spec-deviation in dict-api.yaml, so that a
+// refusal of the check or the simulator there is known for a guess, not a
+// fact of the DICT:
+//
+//   - the lists' Limit: the specification gives it a default (20) and a
+//     maximum (200), no minimum; the document adds minimum 1, so a Limit of
+//     0 or below is refused 400 BadRequest (the bank's client never sends
+//     one);
+//   - the writes' domain problems (InfractionReportOperationInvalid,
+//     RefundOperationInvalid): the specification names them but lists no
+//     status for them; the document reads them as 400, the status of every
+//     refusal the specification shows.
+//
+// Beyond the document's words, what the check refuses for a malformed
+// request (400 BadRequest, "Requisição com formato inválido", the
+// specification's problem for it, documented 400 of both lists) follows
+// RFC 3339 for the date-times (ParseDateTime: a comma before the fraction
+// or an offset of 24 hours is refused, though time.Parse takes both; a
+// lower case "t" or "z" is taken) with one exception: a leap second (:60)
+// is refused, as Go's time cannot hold it. The specification says nothing
+// of a ModifiedAfter later than ModifiedBefore: it is not refused (an
+// empty page).
+//
 // Test support: the service never imports it; the simulator does.
 package dictspec

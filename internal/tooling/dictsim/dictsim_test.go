@@ -759,6 +759,90 @@ func TestRequestsAreCheckedAgainstTheDocument(t *testing.T) {
 	}
 }
 
+// TestListQueriesAreRefusedAsTheSpecSays: a list query the specification
+// does not take (a date that is not RFC 3339's date-time, a Limit out of
+// the document's range or not a number, a refund list without its
+// required ParticipantRole or with a role it does not name) is answered
+// 400 with the specification's problem for a malformed request,
+// BadRequest, as RFC 7807 in XML, and told once (the refusal itself keeps
+// to the document: a list documents its 400). A date RFC 3339 takes that
+// time.Parse does not (lower case "t" and "z") filters the list.
+func TestListQueriesAreRefusedAsTheSpecSays(t *testing.T) {
+	var mu sync.Mutex
+	var told []error
+	ts := dictsim.NewTestServer(t, dictsim.Options{Now: frozen, OnViolation: func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, err)
+	}})
+	hc := httpsClient(t, ts.Config)
+	get := func(t *testing.T, query string) (int, string, string) {
+		t.Helper()
+		resp, err := hc.Get(ts.Config.BaseURL + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+	reports := "/infraction-reports/?Participant=" + dictsim.TestBank
+	refunds := "/refunds/?Participant=" + dictsim.TestBank
+	for _, tc := range []struct{ name, query, param string }{
+		{"a date without its time", reports + "&ModifiedAfter=2026-12-01", "ModifiedAfter"},
+		{"a date that is no date", reports + "&ModifiedBefore=yesterday", "ModifiedBefore"},
+		{"a comma before the fraction", reports + "&ModifiedAfter=2026-12-01T10:00:00,5Z", "ModifiedAfter"},
+		{"an offset of 24 hours", refunds + "&ParticipantRole=CONTESTED&ModifiedBefore=2026-12-01T10:00:00%2B24:00", "ModifiedBefore"},
+		{"an offset without its colon", reports + "&ModifiedAfter=2026-12-01T10:00:00%2B0300", "ModifiedAfter"},
+		{"a day that is not", refunds + "&ParticipantRole=CONTESTED&ModifiedAfter=2026-02-30T10:00:00Z", "ModifiedAfter"},
+		{"a Limit beyond 200", reports + "&Limit=201", "Limit"},
+		{"a Limit of 0", refunds + "&ParticipantRole=CONTESTED&Limit=0", "Limit"},
+		{"a Limit that is no number", reports + "&Limit=all", "Limit"},
+		{"refunds without ParticipantRole", refunds, "ParticipantRole"},
+		{"refunds with an unknown ParticipantRole", refunds + "&ParticipantRole=PAYER", "ParticipantRole"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			told = nil
+			mu.Unlock()
+			status, ct, body := get(t, tc.query)
+			if status != http.StatusBadRequest || ct != "application/problem+xml" ||
+				!strings.Contains(body, "<type>"+dictspec.ProblemTypeBase+"BadRequest</type>") ||
+				!strings.Contains(body, "<status>400</status>") || !strings.Contains(body, tc.param) {
+				t.Errorf("%d %s %s", status, ct, body)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(told) != 1 || !strings.Contains(told[0].Error(), "query parameter "+tc.param) {
+				t.Errorf("told %v", told)
+			}
+		})
+	}
+
+	for i := range 3 {
+		if _, err := ts.Advance(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		report(t, ts, i)
+	}
+	mu.Lock()
+	told = nil
+	mu.Unlock()
+	// The reports are at 10:00:10, 10:00:20 and 10:00:30.
+	status, _, body := get(t, reports+"&ModifiedAfter=2026-12-01t10:00:15z&ModifiedBefore=2026-12-01T07:00:25-03:00")
+	if status != http.StatusOK || strings.Count(body, "<InfractionReport>") != 1 || !strings.Contains(body, e2e(1)) {
+		t.Errorf("a window in lower case and in another offset: %d %s", status, body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 0 {
+		t.Errorf("told %v", told)
+	}
+}
+
 // TestAnswersAreCheckedAgainstTheDocument: an answer of the simulator that
 // breaks dict-api.yaml is told (so the tests that drive it fail on its
 // defects); one a hook sends unchecked or not signed by the DICT is not.

@@ -60,7 +60,13 @@
 // LastModified ascending (then by id), and hold Limit items (20 without
 // one; the document allows 1 to 200), HasMoreElements saying whether more
 // follow; with Options.ListLag they lag the writes, as the specification
-// says the DICT's may by up to 5 seconds.
+// says the DICT's may by up to 5 seconds. A list query the document does
+// not take is 400 BadRequest, the specification's problem for a malformed
+// request, before anything is listed: a ModifiedAfter or ModifiedBefore
+// that is not RFC 3339's date-time (dictspec.ParseDateTime), a Limit out
+// of 1 to 200 or not a number (the 1 is the document's, not the
+// specification's: see dictspec's doc), a refund list without its required
+// ParticipantRole or with another role.
 //
 // Rate limits: a token bucket per participant and policy, each request
 // taking a token, refilled at the policy's rate (the document's x-policies,

@@ -115,8 +115,9 @@ func (s *Simulator) admit(x *Exchange) (Answer, bool) {
 		s.violation(fmt.Errorf("dict simulator request: %w", err))
 		a := problem(http.StatusBadRequest, dict.ErrBadRequest, err.Error())
 		// A read's documented answers have no 400: the request broke the
-		// document first, which is what is told.
-		a.Unchecked = true
+		// document first, which is what is told. A list's and a write's
+		// have, and the refusal is checked as any answer.
+		a.Unchecked = x.op.Responses["400"] == nil
 		return a, true
 	}
 	if x.op.Signed {

@@ -11,6 +11,7 @@ import (
 	"github.com/beevik/etree"
 
 	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/dict/dictspec"
 )
 
 // held is what the simulator holds, reads and lists the same way: an
@@ -108,18 +109,19 @@ func hasStatus(q url.Values, status string) bool {
 }
 
 // listed applies a list's ModifiedAfter and ModifiedBefore (both
-// included) and the lists' lag (Options.ListLag) to mod.
+// included) and the lists' lag (Options.ListLag) to mod. A date that is
+// not RFC 3339's never gets here: admit refused it (400 BadRequest).
 func (s *Simulator) listed(mod time.Time, q url.Values, now time.Time) bool {
 	if s.listLag > 0 && mod.After(now.Add(-s.listLag)) {
 		return false
 	}
 	if a := q.Get("ModifiedAfter"); a != "" {
-		if t, err := time.Parse(time.RFC3339Nano, a); err == nil && mod.Before(t) {
+		if t, err := dictspec.ParseDateTime(a); err == nil && mod.Before(t) {
 			return false
 		}
 	}
 	if b := q.Get("ModifiedBefore"); b != "" {
-		if t, err := time.Parse(time.RFC3339Nano, b); err == nil && mod.After(t) {
+		if t, err := dictspec.ParseDateTime(b); err == nil && mod.After(t) {
 			return false
 		}
 	}
