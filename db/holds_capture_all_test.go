@@ -3,7 +3,6 @@ package db_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -30,12 +29,7 @@ func captureAllCall(e2e string, id uuid.UUID, out *pix.Refund) moneyCall {
 // devolução of the amount read before (1,000) is refused
 // (TestRaceACreditFillingAHoldAndItsCapture).
 func TestRaceACreditFillingAHoldAndACaptureOfAll(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
-	reported := creditPIX(t, s, 1, "acc-1", 10_000)
-	debit(t, s, "acc-1", 9_000)
-	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
-	require.NoError(t, err)
+	s, reported, h := heldPIX(t, 9_000)
 	require.EqualValues(t, 1_000, h.AmountCents)
 	id := uuid.MustParse(h.ID)
 
@@ -56,36 +50,16 @@ func TestRaceACreditFillingAHoldAndACaptureOfAll(t *testing.T) {
 // waits, and finds the hold captured: it fills nothing, its money is
 // available.
 func TestRaceACaptureOfAllAndACreditThatWouldFillIt(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
-	reported := creditPIX(t, s, 1, "acc-1", 10_000)
-	debit(t, s, "acc-1", 9_000)
-	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
-	require.NoError(t, err)
+	s, reported, h := heldPIX(t, 9_000)
 	id := uuid.MustParse(h.ID)
 
 	ctx := context.Background()
-	n := note(e2eID(2), "acc-1", 4_000)
-	_, err = s.Receive(ctx, n)
-	require.NoError(t, err)
 	tx1, err := s.Pool().Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx1.Rollback(ctx) }() // a failure below must not hold the pool's close
 	var refund pix.Refund
 	require.NoError(t, captureAllCall(reported, id, &refund)(ctx, tx1))
-	var pid uint32
-	require.NoError(t, tx1.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Credit(ctx, n.EndToEndID, 1, 1)
-		done <- err
-	}()
-	require.Eventually(t, func() bool {
-		var waits bool
-		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`,
-			pid).Scan(&waits))
-		return waits
-	}, 10*time.Second, 2*time.Millisecond, "the credit never waited for the capture's locks")
+	_, done := creditBehind(t, s, tx1, 2, "acc-1", 4_000, "the capture's locks")
 	require.NoError(t, tx1.Commit(ctx))
 	require.NoError(t, <-done)
 	require.EqualValues(t, 1_000, refund.AmountCents)
@@ -97,15 +71,10 @@ func TestRaceACaptureOfAllAndACreditThatWouldFillIt(t *testing.T) {
 // A capture of all of a hold that holds nothing yet is refused, as any
 // capture of 0; CaptureAll without a hold is a caller's mistake.
 func TestCaptureAllOfNothingIsRefused(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
-	reported := creditPIX(t, s, 1, "acc-1", 10_000)
-	debit(t, s, "acc-1", 10_000)
-	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
-	require.NoError(t, err)
+	s, reported, h := heldPIX(t, 10_000)
 	require.Zero(t, h.AmountCents)
 	var refund pix.Refund
-	err = db.InTx(context.Background(), s.Pool(), func(tx pgx.Tx) error {
+	err := db.InTx(context.Background(), s.Pool(), func(tx pgx.Tx) error {
 		return captureAllCall(reported, uuid.MustParse(h.ID), &refund)(context.Background(), tx)
 	})
 	require.ErrorIs(t, err, pix.ErrHoldNotCapturable)

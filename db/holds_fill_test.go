@@ -25,6 +25,32 @@ func med(ref, account, e2e string, amount int64) db.NewHold {
 		Kind: "med", Reason: "notificação de infração"}
 }
 
+// spentPIX is a store whose account acc-1, opened empty, received the
+// PIX e2eID(1) of 10,000 (the one the holds are about) and spent spent of
+// it (0: nothing).
+func spentPIX(t *testing.T, spent int64) (s *db.Store, reported string) {
+	t.Helper()
+	s = dbtest.New(t)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
+	reported = creditPIX(t, s, 1, "acc-1", 10_000)
+	if spent > 0 {
+		debit(t, s, "acc-1", spent)
+	}
+	return s, reported
+}
+
+// heldPIX is spentPIX with the MED's hold of the PIX made, med:1, up to
+// its 10,000 and filling from later credits: a new hold, of what the
+// account had left.
+func heldPIX(t *testing.T, spent int64) (s *db.Store, reported string, h pix.Hold) {
+	t.Helper()
+	s, reported = spentPIX(t, spent)
+	h, created, err := hold(s, med("med:1", "acc-1", reported, 10_000))
+	require.NoError(t, err)
+	require.True(t, created)
+	return s, reported, h
+}
+
 // requireHold checks what a hold holds and what it fills to.
 func requireHold(t *testing.T, s *db.Store, id string, amount, fillTo int64, status string) {
 	t.Helper()
@@ -66,14 +92,7 @@ func filledEvents(t *testing.T, s *db.Store) []outboxRow {
 }
 
 func TestAFillingHoldFillsToWhatItAsksThenStops(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
-	reported := creditPIX(t, s, 1, "acc-1", 10_000)
-	debit(t, s, "acc-1", 7_000) // the customer spent most of it
-
-	h, created, err := hold(s, med("med:1", "acc-1", reported, 10_000))
-	require.NoError(t, err)
-	require.True(t, created)
+	s, reported, h := heldPIX(t, 7_000) // the customer spent most of it
 	require.True(t, h.Filling())
 	requireHold(t, s, h.ID, 3_000, 10_000, pix.HoldActive) // what the account had
 	requireMoney(t, s, "acc-1", 3_000, 3_000)
@@ -204,15 +223,10 @@ func TestANewFillingHoldWaitsForTheOlder(t *testing.T) {
 // second fill of a hold by one PIX, whoever asks.
 func TestACreditRunAgainFillsNothingAgain(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
-	reported := creditPIX(t, s, 1, "acc-1", 10_000)
-	debit(t, s, "acc-1", 10_000)
-	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
-	require.NoError(t, err)
+	s, _, h := heldPIX(t, 10_000)
 
 	n := note(e2eID(2), "acc-1", 3_000)
-	_, err = s.Receive(ctx, n)
+	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	out, err := s.Credit(ctx, n.EndToEndID, 1, 1)
 	require.NoError(t, err)
@@ -246,10 +260,7 @@ func TestACreditRunAgainFillsNothingAgain(t *testing.T) {
 // A release ends the filling with the hold: released with what it holds
 // (nothing, too), and the next credits are the customer's.
 func TestAReleaseStopsTheFilling(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
-	reported := creditPIX(t, s, 1, "acc-1", 10_000)
-	debit(t, s, "acc-1", 10_000)
+	s, reported := spentPIX(t, 10_000)
 	empty, _, err := hold(s, med("med:empty", "acc-1", reported, 4_000))
 	require.NoError(t, err)
 	released, ok, err := release(s, empty.ID, "DISAGREED")
@@ -280,17 +291,12 @@ func TestAReleaseStopsTheFilling(t *testing.T) {
 // of the PIX takes it). A hold of nothing can't be captured.
 func TestCaptureAPartThenANewFillingHold(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
-	reported := creditPIX(t, s, 1, "acc-1", 10_000)
-	debit(t, s, "acc-1", 6_000)
-	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
-	require.NoError(t, err)
+	s, reported, h := heldPIX(t, 6_000)
 	requireHold(t, s, h.ID, 4_000, 10_000, pix.HoldActive)
 
 	// The rest of the PIX is the MED's: not the customer's to return, nor
 	// another hold's.
-	_, err = refund(t, s, reported, 1, anyone)
+	_, err := refund(t, s, reported, 1, anyone)
 	require.ErrorIs(t, err, pix.ErrRefundExceedsCredit)
 	_, _, err = hold(s, block("block:1", "acc-1", reported, 1))
 	require.ErrorIs(t, err, pix.ErrHoldExceedsCredit)

@@ -157,9 +157,7 @@ func TestRaceAHoldAndADebit(t *testing.T) {
 // ends once, as the first says.
 func TestRaceAReleaseAndACapture(t *testing.T) {
 	setUp := func(t *testing.T) (*db.Store, string, uuid.UUID) {
-		s := dbtest.New(t)
-		dbtest.OpenAccount(t, s, "acc-1", 0)
-		e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+		s, e2e := spentPIX(t, 0)
 		h, _, err := hold(s, block("block:1", "acc-1", e2e, 4_000))
 		require.NoError(t, err)
 		return s, e2e, uuid.MustParse(h.ID)
@@ -305,6 +303,32 @@ func pausedCredit(t *testing.T, s *db.Store, n int, account string, amount int64
 	}
 }
 
+// creditBehind receives the PIX e2eID(n) of amount to account and starts
+// its credit (Store.Credit, in a goroutine), and returns once the credit
+// waits for a lock tx holds (what: what that is, if it never does); done
+// is the credit's error.
+func creditBehind(t *testing.T, s *db.Store, tx pgx.Tx, n int, account string, amount int64, what string) (e2e string, done <-chan error) {
+	t.Helper()
+	ctx := context.Background()
+	var pid uint32
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
+	pixNote := note(e2eID(n), account, amount)
+	_, err := s.Receive(ctx, pixNote)
+	require.NoError(t, err)
+	out := make(chan error, 1)
+	go func() {
+		_, err := s.Credit(ctx, pixNote.EndToEndID, 1, 1)
+		out <- err
+	}()
+	require.Eventually(t, func() bool {
+		var blocked bool
+		require.NoError(t, s.Pool().QueryRow(ctx,
+			`SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`, pid).Scan(&blocked))
+		return blocked
+	}, 10*time.Second, 2*time.Millisecond, "the credit never waited for "+what)
+	return pixNote.EndToEndID, out
+}
+
 // whileWaiting runs call in a transaction of its own, tried once (a
 // deadlock is its error, not retried), on a connection of its own, and
 // returns once it waits for a lock; wait returns its error.
@@ -337,12 +361,7 @@ func whileWaiting(t *testing.T, s *db.Store, call moneyCall) (wait func() error)
 // hold holds; a release that locked the hold first would wait in a cycle
 // with the credit's fill (a deadlock: one of them aborted, and run again).
 func TestRaceACreditFillingAHoldAndItsRelease(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
-	reported := creditPIX(t, s, 1, "acc-1", 10_000)
-	debit(t, s, "acc-1", 9_000)
-	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
-	require.NoError(t, err)
+	s, _, h := heldPIX(t, 9_000)
 	id := uuid.MustParse(h.ID)
 
 	resume := pausedCredit(t, s, 2, "acc-1", 4_000)
@@ -365,12 +384,7 @@ func TestRaceACreditFillingAHoldAndItsRelease(t *testing.T) {
 // before the fill, is no longer the hold's: refused, nothing changed;
 // asked again with the hold's amount, it captures it.
 func TestRaceACreditFillingAHoldAndItsCapture(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
-	reported := creditPIX(t, s, 1, "acc-1", 10_000)
-	debit(t, s, "acc-1", 9_000)
-	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
-	require.NoError(t, err)
+	s, reported, h := heldPIX(t, 9_000)
 	id := uuid.MustParse(h.ID)
 
 	resume := pausedCredit(t, s, 2, "acc-1", 4_000)
@@ -390,15 +404,8 @@ func TestRaceACreditFillingAHoldAndItsCapture(t *testing.T) {
 // a credit committed before the hold is money the hold takes as available;
 // one after it fills it. Either way the hold holds the same.
 func TestRaceAFillingHoldAndACredit(t *testing.T) {
-	setUp := func(t *testing.T) (*db.Store, string) {
-		s := dbtest.New(t)
-		dbtest.OpenAccount(t, s, "acc-1", 0)
-		reported := creditPIX(t, s, 1, "acc-1", 10_000)
-		debit(t, s, "acc-1", 10_000)
-		return s, reported
-	}
 	t.Run("the credit first", func(t *testing.T) {
-		s, reported := setUp(t)
+		s, reported := spentPIX(t, 10_000)
 		resume := pausedCredit(t, s, 2, "acc-1", 4_000)
 		var h pix.Hold
 		wait := whileWaiting(t, s, holdCall(med("med:1", "acc-1", reported, 10_000), &h))
@@ -412,33 +419,18 @@ func TestRaceAFillingHoldAndACredit(t *testing.T) {
 		dbtest.RequireBooks(t, s)
 	})
 	t.Run("the hold first", func(t *testing.T) {
-		s, reported := setUp(t)
+		s, reported := spentPIX(t, 10_000)
 		ctx := context.Background()
 		tx, err := s.Pool().Begin(ctx)
 		require.NoError(t, err)
 		h, _, err := db.Hold(ctx, tx, med("med:1", "acc-1", reported, 10_000))
 		require.NoError(t, err)
 		require.Zero(t, h.AmountCents)
-		var pid uint32
-		require.NoError(t, tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
-		n := note(e2eID(2), "acc-1", 4_000)
-		_, err = s.Receive(ctx, n)
-		require.NoError(t, err)
-		done := make(chan error, 1)
-		go func() {
-			_, err := s.Credit(ctx, n.EndToEndID, 1, 1)
-			done <- err
-		}()
-		require.Eventually(t, func() bool {
-			var blocked bool
-			require.NoError(t, s.Pool().QueryRow(ctx,
-				`SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`, pid).Scan(&blocked))
-			return blocked
-		}, 10*time.Second, 2*time.Millisecond, "the credit never waited for the hold's transaction")
+		credited, done := creditBehind(t, s, tx, 2, "acc-1", 4_000, "the hold's transaction")
 		require.NoError(t, tx.Commit(ctx))
 		require.NoError(t, <-done)
 		requireHold(t, s, h.ID, 4_000, 10_000, pix.HoldActive)
-		require.Equal(t, map[string]int64{n.EndToEndID: 4_000}, fillsOf(t, s, h.ID), "the credit after the hold fills it")
+		require.Equal(t, map[string]int64{credited: 4_000}, fillsOf(t, s, h.ID), "the credit after the hold fills it")
 		requireMoney(t, s, "acc-1", 4_000, 4_000)
 		dbtest.RequireBooks(t, s)
 	})
@@ -588,34 +580,14 @@ func TestFillingHoldsUnderConcurrentCreditsReleasesAndCaptures(t *testing.T) {
 // fills the next hold; the captured one took exactly what it held.
 func TestRaceAReturnInPartsAndACredit(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
-	reported := creditPIX(t, s, 1, "acc-1", 10_000)
-	debit(t, s, "acc-1", 7_000)
-	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
-	require.NoError(t, err)
+	s, reported, h := heldPIX(t, 7_000)
 
 	tx, err := s.Pool().Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
 	held, err := db.LockHold(ctx, tx, uuid.MustParse(h.ID))
 	require.NoError(t, err)
-	var pid uint32
-	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
-	n := note(e2eID(2), "acc-1", 5_000)
-	_, err = s.Receive(ctx, n)
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Credit(ctx, n.EndToEndID, 1, 1)
-		done <- err
-	}()
-	require.Eventually(t, func() bool {
-		var blocked bool
-		require.NoError(t, s.Pool().QueryRow(ctx,
-			`SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`, pid).Scan(&blocked))
-		return blocked
-	}, 10*time.Second, 2*time.Millisecond, "the credit never waited for the return")
+	_, done := creditBehind(t, s, tx, 2, "acc-1", 5_000, "the return")
 	_, err = db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: uuid.MustParse(h.ID),
 		RefundRequest: pix.RefundRequest{EndToEndID: reported, AmountCents: held.AmountCents}}, nil, "med")
 	require.NoError(t, err)

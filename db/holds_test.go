@@ -163,10 +163,7 @@ func tryDebit(s *db.Store, account string, amount int64) error {
 }
 
 func TestHoldUpTo(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
-	debit(t, s, "acc-1", 7_000)
+	s, e2e := spentPIX(t, 7_000)
 
 	// MED: hold up to the PIX's amount, or what the account has if less.
 	med := db.NewHold{Ref: "med:1", AccountID: "acc-1", EndToEndID: e2e, AmountCents: 10_000, UpTo: true, Kind: "med"}
@@ -354,9 +351,7 @@ func TestHoldIsIdempotentOnItsRef(t *testing.T) {
 // answer; the capture is not made twice).
 func TestLostAnswersAskedAgain(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	s, e2e := spentPIX(t, 0)
 	h, _, err := hold(s, block("block:1", "acc-1", e2e, 4_000))
 	require.NoError(t, err)
 
