@@ -732,16 +732,31 @@ func TestListsFilterAndPage(t *testing.T) {
 	}
 }
 
-// TestRequestsAreCheckedAgainstTheDocument: a request that breaks
-// dict-api.yaml is refused 400 BadRequest and told; the check can fail.
-func TestRequestsAreCheckedAgainstTheDocument(t *testing.T) {
+// toldServer is a test server whose violations of the document are
+// collected instead of failing the test: violations returns those told
+// since its last call.
+func toldServer(t *testing.T, opts dictsim.Options) (ts *dictsim.TestServer, violations func() []error) {
+	t.Helper()
 	var mu sync.Mutex
 	var told []error
-	ts := dictsim.NewTestServer(t, dictsim.Options{OnViolation: func(err error) {
+	opts.OnViolation = func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		told = append(told, err)
-	}})
+	}
+	return dictsim.NewTestServer(t, opts), func() []error {
+		mu.Lock()
+		defer mu.Unlock()
+		out := told
+		told = nil
+		return out
+	}
+}
+
+// TestRequestsAreCheckedAgainstTheDocument: a request that breaks
+// dict-api.yaml is refused 400 BadRequest and told; the check can fail.
+func TestRequestsAreCheckedAgainstTheDocument(t *testing.T) {
+	ts, violations := toldServer(t, dictsim.Options{})
 	hc := httpsClient(t, ts.Config)
 	resp, err := hc.Get(ts.Config.BaseURL + "/infraction-reports/?Participant=" + dictsim.TestBank + "&Limit=201&Offset=20")
 	if err != nil {
@@ -752,9 +767,7 @@ func TestRequestsAreCheckedAgainstTheDocument(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), dict.ErrBadRequest.Type()) {
 		t.Errorf("a list beyond the document: %d %s", resp.StatusCode, b)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(told) != 1 || !strings.Contains(told[0].Error(), "Limit") || !strings.Contains(told[0].Error(), "Offset") {
+	if told := violations(); len(told) != 1 || !strings.Contains(told[0].Error(), "Limit") || !strings.Contains(told[0].Error(), "Offset") {
 		t.Errorf("told %v", told)
 	}
 }
@@ -768,13 +781,7 @@ func TestRequestsAreCheckedAgainstTheDocument(t *testing.T) {
 // to the document: a list documents its 400). A date RFC 3339 takes that
 // time.Parse does not (lower case "t" and "z") filters the list.
 func TestListQueriesAreRefusedAsTheSpecSays(t *testing.T) {
-	var mu sync.Mutex
-	var told []error
-	ts := dictsim.NewTestServer(t, dictsim.Options{Now: frozen, OnViolation: func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		told = append(told, err)
-	}})
+	ts, violations := toldServer(t, dictsim.Options{Now: frozen})
 	hc := httpsClient(t, ts.Config)
 	get := func(t *testing.T, query string) (int, string, string) {
 		t.Helper()
@@ -805,18 +812,14 @@ func TestListQueriesAreRefusedAsTheSpecSays(t *testing.T) {
 		{"refunds with an unknown ParticipantRole", refunds + "&ParticipantRole=PAYER", "ParticipantRole"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mu.Lock()
-			told = nil
-			mu.Unlock()
+			violations() // those of the cases before
 			status, ct, body := get(t, tc.query)
 			if status != http.StatusBadRequest || ct != "application/problem+xml" ||
 				!strings.Contains(body, "<type>"+dictspec.ProblemTypeBase+"BadRequest</type>") ||
 				!strings.Contains(body, "<status>400</status>") || !strings.Contains(body, tc.param) {
 				t.Errorf("%d %s %s", status, ct, body)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(told) != 1 || !strings.Contains(told[0].Error(), "query parameter "+tc.param) {
+			if told := violations(); len(told) != 1 || !strings.Contains(told[0].Error(), "query parameter "+tc.param) {
 				t.Errorf("told %v", told)
 			}
 		})
@@ -828,17 +831,13 @@ func TestListQueriesAreRefusedAsTheSpecSays(t *testing.T) {
 		}
 		report(t, ts, i)
 	}
-	mu.Lock()
-	told = nil
-	mu.Unlock()
+	violations()
 	// The reports are at 10:00:10, 10:00:20 and 10:00:30.
 	status, _, body := get(t, reports+"&ModifiedAfter=2026-12-01t10:00:15z&ModifiedBefore=2026-12-01T07:00:25-03:00")
 	if status != http.StatusOK || strings.Count(body, "<InfractionReport>") != 1 || !strings.Contains(body, e2e(1)) {
 		t.Errorf("a window in lower case and in another offset: %d %s", status, body)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(told) != 0 {
+	if told := violations(); len(told) != 0 {
 		t.Errorf("told %v", told)
 	}
 }
@@ -847,13 +846,7 @@ func TestListQueriesAreRefusedAsTheSpecSays(t *testing.T) {
 // breaks dict-api.yaml is told (so the tests that drive it fail on its
 // defects); one a hook sends unchecked or not signed by the DICT is not.
 func TestAnswersAreCheckedAgainstTheDocument(t *testing.T) {
-	var mu sync.Mutex
-	var told []error
-	ts := dictsim.NewTestServer(t, dictsim.Options{OnViolation: func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		told = append(told, err)
-	}})
+	ts, violations := toldServer(t, dictsim.Options{})
 	c := client(t, ts.Config)
 	rep := report(t, ts, 1)
 	for _, mode := range []string{"checked", "unchecked", "unsigned"} {
@@ -868,9 +861,7 @@ func TestAnswersAreCheckedAgainstTheDocument(t *testing.T) {
 		})
 		_, _ = c.GetInfractionReport(context.Background(), rep.ID)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(told) != 1 || !strings.Contains(told[0].Error(), "OPENED") {
+	if told := violations(); len(told) != 1 || !strings.Contains(told[0].Error(), "OPENED") {
 		t.Errorf("told %v", told)
 	}
 }
