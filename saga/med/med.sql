@@ -30,8 +30,9 @@ SELECT * FROM pix_med_reports WHERE id = $1
 
 -- name: Lock
 -- The row, locked for a decision: whoever takes the lock first decides,
--- the others see its decision. Taken before any lock of the core (credit,
--- hold, account).
+-- the others see its decision. Taken before any lock of the core, which
+-- come after it in their one order (a PIX's credit or an inbox row, the
+-- account, the hold).
 SELECT * FROM pix_med_reports WHERE id = $1 FOR UPDATE
 
 -- name: Save

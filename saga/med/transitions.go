@@ -16,10 +16,11 @@ import (
 
 // The saga's transitions. Each is decided on the report as the run read it
 // (at: its generation), under the report's row lock, then the core's
-// locks in their order (credit, hold, account): a report that moved since
-// (another actor, an intake, the same activity's earlier attempt whose
-// answer was lost) is returned as it is, nothing changed, and the run
-// decides again on what it reads. Each returns the report after, and
+// locks in their one order (a PIX's credit or an inbox row, the account,
+// the hold: db/holds.go): a report that moved since (another actor, an
+// intake, the same activity's earlier attempt whose answer was lost) is
+// returned as it is, nothing changed, and the run decides again on what
+// it reads. Each returns the report after, and
 // whether this call changed it.
 
 // Hold holds the PIX's amount, or what the account has available if less

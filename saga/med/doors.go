@@ -1,0 +1,49 @@
+package med
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/saga/sagakit"
+)
+
+// Doors are the saga's doors as its receivers call them (the DICT's
+// lister, the PSP's webhook): the store's intake, then, once it committed
+// a change, the report's run signalled (ChangedSignal), as the analysis
+// route does. The durable start only starts a run that is not open: an
+// open run waiting on its timer (the 72 hours of a refund request, the
+// day's re-read of an analysis awaited) would see a request or a cancel
+// only at its deadline. A run that does not exist is not signalled (no
+// error): the durable start is the net, and a run reads its report at its
+// start.
+type Doors struct {
+	Store    *Store
+	Temporal sagakit.Signaller
+	Log      *slog.Logger
+}
+
+// Intake is Store.Intake, the run woken after a change.
+func (d *Doors) Intake(ctx context.Context, in dict.InfractionReport) (Report, bool, error) {
+	r, changed, err := d.Store.Intake(ctx, in)
+	d.wake(ctx, r, changed && err == nil)
+	return r, changed, err
+}
+
+// IntakeRefund is Store.IntakeRefund, the run woken after a change.
+func (d *Doors) IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool, error) {
+	r, changed, err := d.Store.IntakeRefund(ctx, in)
+	d.wake(ctx, r, changed && err == nil)
+	return r, changed, err
+}
+
+// wake signals r's run when the intake changed r (committed already).
+func (d *Doors) wake(ctx context.Context, r Report, changed bool) {
+	if !changed || !r.Open() {
+		// Nothing to read again, or no run to tell: a report not ours
+		// has none, an ended one's run ended with it.
+		return
+	}
+	sagakit.Wake(ctx, d.Temporal, d.Log, WorkflowID(r.ID.String()), ChangedSignal,
+		"infraction report changed, its run not woken: it reads the report at its next deadline", "report_id", r.ID)
+}
