@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/pixbank/pix/activities"
@@ -40,11 +39,6 @@ const StoppedType = "MEDDICTStopped"
 // RateLimitedType is the Temporal type of a DICT call answered 429: retried
 // after the DICT's Retry-After (NextRetryDelay).
 const RateLimitedType = "MEDDICTRateLimited"
-
-// retried says whether the activity is on an attempt after its first: one
-// whose answer may have been lost, which reads the DICT back before it
-// sends again.
-var retried = func(ctx context.Context) bool { return activity.GetInfo(ctx).Attempt > 1 }
 
 // LoadReport reads the report.
 func (a *Activities) LoadReport(ctx context.Context, id string) (Report, error) {
@@ -90,8 +84,9 @@ func (a *Activities) FinishReport(ctx context.Context, at Report) (Report, error
 
 // AcknowledgeReport acknowledges the report at the DICT, then records it
 // (Store.Acknowledged). A report the DICT has past OPEN already (the intake
-// saw it) is recorded without a call; an attempt after one whose answer
-// was lost reads the report back first, and sends only while it is OPEN.
+// saw it) is recorded without a call; one whose acknowledgement was marked
+// sent before (Store.MarkSent: an answer lost, whatever the attempt or the
+// run that finds it) is read back first, and sent only while it is OPEN.
 func (a *Activities) AcknowledgeReport(ctx context.Context, at Report) (Report, error) {
 	cur, moved, err := a.current(ctx, at)
 	if err != nil || moved {
@@ -99,12 +94,15 @@ func (a *Activities) AcknowledgeReport(ctx context.Context, at Report) (Report, 
 	}
 	seen := dict.InfractionReport{}
 	if cur.DICTStatus == string(dict.ReportOpen) {
-		if retried(ctx) {
+		if cur.Sent(WriteAcknowledge) {
 			if seen, err = a.DICT.GetInfractionReport(ctx, cur.ID.String()); err != nil {
 				return Report{}, a.dictFailed(ctx, cur, "read back the infraction report", err)
 			}
 		}
 		if seen.Status == "" || seen.Status == dict.ReportOpen {
+			if cur, moved, err = a.markSent(ctx, cur, WriteAcknowledge); err != nil || moved {
+				return cur, err
+			}
 			seen, err = a.DICT.AcknowledgeInfractionReport(ctx, cur.ID.String())
 			if errors.Is(err, dict.ErrInfractionReportOperationInvalid) {
 				// The report moved on (closed, cancelled): its status read back decides.
@@ -124,9 +122,10 @@ func (a *Activities) AcknowledgeReport(ctx context.Context, at Report) (Report, 
 }
 
 // CloseReport closes the analysed report at the DICT with the operator's
-// analysis, then records it (Store.Closed). An attempt after a lost answer,
-// or a close the DICT refused as invalid for the report's status, reads the
-// report back: ACKNOWLEDGED, send it again; CLOSED with our analysis,
+// analysis, then records it (Store.Closed). A close marked sent before
+// (Store.MarkSent: a lost answer, whatever the attempt or the run that
+// finds it), or a close the DICT refused as invalid for the report's
+// status, reads the report back: ACKNOWLEDGED, send it again; CLOSED with our analysis,
 // done; CLOSED otherwise, or OPEN, stop visibly (an operator's); CANCELLED,
 // record it (the run cancels).
 func (a *Activities) CloseReport(ctx context.Context, at Report) (Report, error) {
@@ -136,7 +135,7 @@ func (a *Activities) CloseReport(ctx context.Context, at Report) (Report, error)
 	}
 	result, details := dict.AnalysisResult(*cur.AnalysisResult), deref(cur.AnalysisDetails)
 	var seen dict.InfractionReport
-	readBack := retried(ctx) || cur.DICTStatus != string(dict.ReportAcknowledged)
+	readBack := cur.Sent(WriteClose) || cur.DICTStatus != string(dict.ReportAcknowledged)
 	for range 2 {
 		if readBack {
 			if seen, err = a.DICT.GetInfractionReport(ctx, cur.ID.String()); err != nil {
@@ -151,6 +150,9 @@ func (a *Activities) CloseReport(ctx context.Context, at Report) (Report, error)
 				return Report{}, a.stop(ctx, cur, fmt.Sprintf("the DICT has the report %s (%s), not as we analysed it (%s): an operator's",
 					seen.Status, seen.AnalysisResult, result))
 			}
+		}
+		if cur, moved, err = a.markSent(ctx, cur, WriteClose); err != nil || moved {
+			return cur, err
 		}
 		seen, err = a.DICT.CloseInfractionReport(ctx, cur.ID.String(), result, details)
 		if errors.Is(err, dict.ErrInfractionReportOperationInvalid) && !readBack {
@@ -179,9 +181,10 @@ func (a *Activities) seen(ctx context.Context, cur Report, seen dict.InfractionR
 }
 
 // CloseRefundRequest closes the payer's participant's refund request at the
-// DICT as Closing says, then records it (Store.RefundClosed). An attempt
-// after a lost answer, or a close refused as invalid for the request's
-// status, reads the request back: OPEN, send it again; CLOSED with our
+// DICT as Closing says, then records it (Store.RefundClosed). A close
+// marked sent before (a lost answer, whatever the attempt or the run), or
+// a close refused as invalid for the request's status, reads the request
+// back: OPEN, send it again; CLOSED with our
 // closing, done; CLOSED otherwise, stop visibly; CANCELLED, record it.
 func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report, error) {
 	cur, moved, err := a.current(ctx, at)
@@ -191,7 +194,7 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 	closing := Closing(cur)
 	id := cur.RefundRequestID.String()
 	var seen dict.Refund
-	readBack := retried(ctx)
+	readBack := cur.Sent(WriteRefundClose)
 	for range 2 {
 		if readBack {
 			if seen, err = a.DICT.GetRefund(ctx, id); err != nil {
@@ -208,6 +211,9 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 				return Report{}, a.stop(ctx, cur, fmt.Sprintf("the DICT has the refund request %s (%s), not as we close it (%s): an operator's",
 					seen.Status, seen.AnalysisResult, closing.Result))
 			}
+		}
+		if cur, moved, err = a.markSent(ctx, cur, WriteRefundClose); err != nil || moved {
+			return cur, err
 		}
 		_, err = a.DICT.CloseRefund(ctx, id, closing)
 		if errors.Is(err, dict.ErrRefundOperationInvalid) && !readBack {
@@ -239,9 +245,24 @@ func (a *Activities) current(ctx context.Context, at Report) (Report, bool, erro
 	return cur, cur.Gen != at.Gen, nil
 }
 
+// markSent marks the write w on cur before it is sent (Store.MarkSent),
+// unless marked already: moved is true when the report moved since cur
+// (nothing is sent, the run decides again on it).
+func (a *Activities) markSent(ctx context.Context, cur Report, w Write) (Report, bool, error) {
+	if cur.Sent(w) {
+		return cur, false, nil
+	}
+	out, _, err := a.Store.MarkSent(ctx, cur, w)
+	if err != nil {
+		return Report{}, false, activities.KindError(err)
+	}
+	return out, out.Gen != cur.Gen, nil
+}
+
 // dictFailed answers a failed DICT call as its class says (dict.Classify):
 // rate limited, retried after the DICT's Retry-After; outcome unknown,
-// retried (the next attempt reads back first); refused or not verified,
+// retried (the write was marked sent: the next attempt, or run, reads
+// back first); refused or not verified,
 // the report notes why and the run stops there (StoppedType).
 func (a *Activities) dictFailed(ctx context.Context, cur Report, what string, err error) error {
 	switch dict.Classify(err) {

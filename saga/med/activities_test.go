@@ -33,6 +33,8 @@ type fakeDICT struct {
 	loseNext   bool
 	refuseNext error
 	limitNext  time.Duration
+	// ops are the calls made, in order.
+	ops []string
 }
 
 func newFakeDICT(r med.Report) *fakeDICT {
@@ -43,6 +45,7 @@ func newFakeDICT(r med.Report) *fakeDICT {
 var errLost = fmt.Errorf("dict: answer lost: %w", dict.ErrUnknownOutcome)
 
 func (d *fakeDICT) answer(op string, write bool) error {
+	d.ops = append(d.ops, op)
 	switch {
 	case d.limitNext > 0:
 		wait := d.limitNext
@@ -143,14 +146,12 @@ func newActivityRun(t *testing.T, f *fixture, r med.Report) *activityRun {
 	d := newFakeDICT(r)
 	acts := &med.Activities{Store: f.store, DICT: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	env.RegisterActivity(acts)
-	med.SetRetried(false)
-	t.Cleanup(func() { med.SetRetried(false) })
 	return &activityRun{f: f, dict: d, acts: acts, env: env}
 }
 
-// run runs the activity fn on r, as a first attempt or a retry.
-func (a *activityRun) run(fn any, r med.Report, retry bool) (med.Report, error) {
-	med.SetRetried(retry)
+// run runs the activity fn on r (a first attempt: what reads the DICT back
+// is what the report shows, not the attempt).
+func (a *activityRun) run(fn any, r med.Report) (med.Report, error) {
 	v, err := a.env.ExecuteActivity(fn, r)
 	if err != nil {
 		return med.Report{}, err
@@ -176,15 +177,15 @@ func TestALostAcknowledgementIsReadBack(t *testing.T) {
 	r = f.step(f.store.Hold(ctx, r))
 	a := newActivityRun(t, f, r)
 	a.dict.loseNext = true
-	_, err := a.run(a.acts.AcknowledgeReport, r, false)
+	_, err := a.run(a.acts.AcknowledgeReport, r)
 	require.Error(t, err)
 	require.Equal(t, med.StatusHeld, a.current(r).Status, "nothing recorded on an unknown outcome")
-	out, err := a.run(a.acts.AcknowledgeReport, r, true)
+	out, err := a.run(a.acts.AcknowledgeReport, r)
 	require.NoError(t, err)
 	require.Equal(t, med.StatusAcknowledged, out.Status)
 	require.Equal(t, 1, a.dict.sent["acknowledge"], "acknowledged once")
 	// A late retry at the old generation sends nothing.
-	again, err := a.run(a.acts.AcknowledgeReport, r, true)
+	again, err := a.run(a.acts.AcknowledgeReport, r)
 	require.NoError(t, err)
 	require.Equal(t, out.Gen, again.Gen)
 	require.Equal(t, 1, a.dict.sent["acknowledge"])
@@ -198,7 +199,7 @@ func analysed(t *testing.T, f *fixture, result dict.AnalysisResult) (*activityRu
 	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour)))
 	r = f.step(f.store.Hold(ctx, r))
 	a := newActivityRun(t, f, r)
-	r, err := a.run(a.acts.AcknowledgeReport, r, false)
+	r, err := a.run(a.acts.AcknowledgeReport, r)
 	require.NoError(t, err)
 	f.step(f.store.Analyse(ctx, r.ID, result, "análise\r\nconcluída", "operator-1"))
 	return a, a.current(r)
@@ -210,10 +211,10 @@ func TestALostCloseIsReadBack(t *testing.T) {
 	f := newFixture(t)
 	a, r := analysed(t, f, dict.Agreed)
 	a.dict.loseNext = true
-	_, err := a.run(a.acts.CloseReport, r, false)
+	_, err := a.run(a.acts.CloseReport, r)
 	require.Error(t, err)
 	require.Equal(t, med.StatusAnalysed, a.current(r).Status)
-	out, err := a.run(a.acts.CloseReport, r, true)
+	out, err := a.run(a.acts.CloseReport, r)
 	require.NoError(t, err)
 	require.Equal(t, med.StatusAwaitingRequest, out.Status)
 	require.Equal(t, 1, a.dict.sent["close"])
@@ -225,7 +226,7 @@ func TestACloseReadBackCancelled(t *testing.T) {
 	f := newFixture(t)
 	a, r := analysed(t, f, dict.Agreed)
 	a.dict.report.Status, a.dict.report.LastModified = dict.ReportCancelled, time.Now().Add(time.Minute)
-	out, err := a.run(a.acts.CloseReport, r, false)
+	out, err := a.run(a.acts.CloseReport, r)
 	require.NoError(t, err)
 	require.True(t, out.Cancelled())
 	require.Equal(t, med.StepCancel, med.Next(out, time.Now()))
@@ -238,7 +239,7 @@ func TestACloseReadBackOtherwiseStops(t *testing.T) {
 	f := newFixture(t)
 	a, r := analysed(t, f, dict.Agreed)
 	a.dict.report.Status, a.dict.report.AnalysisResult = dict.ReportClosed, dict.Disagreed
-	_, err := a.run(a.acts.CloseReport, r, true)
+	_, err := a.run(a.acts.CloseReport, r)
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	require.Equal(t, med.StoppedType, app.Type())
@@ -252,7 +253,7 @@ func TestRefusedStopsAndRateLimitedWaits(t *testing.T) {
 	f := newFixture(t)
 	a, r := analysed(t, f, dict.Disagreed)
 	a.dict.limitNext = 7 * time.Second
-	_, err := a.run(a.acts.CloseReport, r, false)
+	_, err := a.run(a.acts.CloseReport, r)
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	require.Equal(t, med.RateLimitedType, app.Type())
@@ -261,7 +262,7 @@ func TestRefusedStopsAndRateLimitedWaits(t *testing.T) {
 	require.Nil(t, a.current(r).DICTProblem)
 
 	a.dict.refuseNext = &dict.ProblemError{StatusCode: http.StatusForbidden, Type: dict.ErrForbidden.Type(), Problem: dict.ErrForbidden, Signed: true}
-	_, err = a.run(a.acts.CloseReport, r, false)
+	_, err = a.run(a.acts.CloseReport, r)
 	require.ErrorAs(t, err, &app)
 	require.Equal(t, med.StoppedType, app.Type())
 	require.Contains(t, *a.current(r).DICTProblem, "Forbidden")
@@ -269,7 +270,7 @@ func TestRefusedStopsAndRateLimitedWaits(t *testing.T) {
 
 	// Tried again (after ProblemRetryAfter), it closes, and the problem is
 	// cleared.
-	out, err := a.run(a.acts.CloseReport, a.current(r), true)
+	out, err := a.run(a.acts.CloseReport, a.current(r))
 	require.NoError(t, err)
 	require.Equal(t, med.StatusEnded, out.Status)
 	require.Nil(t, out.DICTProblem)
@@ -281,7 +282,7 @@ func TestALostRefundCloseIsReadBack(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	a, r := analysed(t, f, dict.Agreed)
-	r, err := a.run(a.acts.CloseReport, r, false)
+	r, err := a.run(a.acts.CloseReport, r)
 	require.NoError(t, err)
 	req := request(r, 10_000, dict.RefundOpen)
 	a.dict.refunds[req.ID] = req
@@ -292,14 +293,74 @@ func TestALostRefundCloseIsReadBack(t *testing.T) {
 	r = f.step(f.store.Settle(ctx, r))
 	require.Equal(t, med.StepCloseRefund, med.Next(r, time.Now()))
 	a.dict.loseNext = true
-	_, err = a.run(a.acts.CloseRefundRequest, r, false)
+	_, err = a.run(a.acts.CloseRefundRequest, r)
 	require.Error(t, err)
 	require.Nil(t, a.current(r).RefundClosedAt)
-	out, err := a.run(a.acts.CloseRefundRequest, r, true)
+	out, err := a.run(a.acts.CloseRefundRequest, r)
 	require.NoError(t, err)
 	require.NotNil(t, out.RefundClosedAt)
 	require.Equal(t, "D12345678202612061200abcdefghijk", *out.RefundClosedRtrID)
 	require.Equal(t, 1, a.dict.sent["closeRefund"])
 	require.Equal(t, dict.TotallyAccepted, a.dict.refunds[req.ID].AnalysisResult)
 	require.Equal(t, med.StepFinish, med.Next(out, time.Now()))
+}
+
+// opsSince are the calls made after the first n.
+func (d *fakeDICT) opsSince(n int) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.ops[n:]...)
+}
+
+// A write whose answer was lost is read back before it is sent again by
+// whoever finds it marked sent, whatever its attempt: here each time a
+// first attempt, as after a worker's stop or in a new run (the retry's
+// attempt number is not what tells).
+func TestAWriteMarkedSentIsReadBackWhateverTheAttempt(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour)))
+	r = f.step(f.store.Hold(ctx, r))
+	a := newActivityRun(t, f, r)
+
+	a.dict.loseNext = true
+	_, err := a.run(a.acts.AcknowledgeReport, r)
+	require.Error(t, err)
+	require.NotNil(t, a.current(r).AcknowledgeSentAt, "marked before it was sent")
+	n := len(a.dict.opsSince(0))
+	r, err = a.run(a.acts.AcknowledgeReport, a.current(r))
+	require.NoError(t, err)
+	require.Equal(t, med.StatusAcknowledged, r.Status)
+	require.Equal(t, []string{"getInfractionReport"}, a.dict.opsSince(n), "read back, not sent again")
+	require.Equal(t, 1, a.dict.sent["acknowledge"])
+
+	f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "fraude", "operator-1"))
+	r = a.current(r)
+	a.dict.loseNext = true
+	_, err = a.run(a.acts.CloseReport, r)
+	require.Error(t, err)
+	n = len(a.dict.opsSince(0))
+	r, err = a.run(a.acts.CloseReport, a.current(r))
+	require.NoError(t, err)
+	require.Equal(t, med.StatusAwaitingRequest, r.Status)
+	require.Equal(t, []string{"getInfractionReport"}, a.dict.opsSince(n), "read back, not sent again")
+	require.Equal(t, 1, a.dict.sent["close"])
+
+	req := request(r, 10_000, dict.RefundOpen)
+	a.dict.refunds[req.ID] = req
+	r = f.step(f.store.IntakeRefund(ctx, req))
+	r = f.step(f.store.Return(ctx, r))
+	_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200abcdefghijk")
+	require.NoError(t, err)
+	r = f.step(f.store.Settle(ctx, r))
+	a.dict.loseNext = true
+	_, err = a.run(a.acts.CloseRefundRequest, r)
+	require.Error(t, err)
+	n = len(a.dict.opsSince(0))
+	r, err = a.run(a.acts.CloseRefundRequest, a.current(r))
+	require.NoError(t, err)
+	require.NotNil(t, r.RefundClosedAt)
+	require.Equal(t, []string{"getRefund"}, a.dict.opsSince(n), "read back, not sent again")
+	require.Equal(t, 1, a.dict.sent["closeRefund"])
 }

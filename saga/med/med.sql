@@ -52,6 +52,23 @@ UPDATE pix_med_reports SET
 WHERE id = $1 AND gen = $2
 RETURNING *
 
+-- name: MarkSent
+-- Marks the DICT write $3 (acknowledge, close, refund_close) as about to be
+-- sent, on the row locked at generation $2 (the caller's decide): from now
+-- on it may have been done, and is read back before it is sent again. Not
+-- a decision: the generation stays (a retry of the activity, with the
+-- report it was given, is still at it). A mark set already stays as it was
+-- (no row: nothing changed).
+UPDATE pix_med_reports SET
+    acknowledge_sent_at = CASE WHEN $3 = 'acknowledge' THEN now() ELSE acknowledge_sent_at END,
+    close_sent_at = CASE WHEN $3 = 'close' THEN now() ELSE close_sent_at END,
+    refund_close_sent_at = CASE WHEN $3 = 'refund_close' THEN now() ELSE refund_close_sent_at END,
+    updated_at = now()
+WHERE id = $1 AND gen = $2
+  AND CASE $3 WHEN 'acknowledge' THEN acknowledge_sent_at WHEN 'close' THEN close_sent_at
+              WHEN 'refund_close' THEN refund_close_sent_at END IS NULL
+RETURNING *
+
 -- name: OfPIX
 -- A PIX's reports, oldest first, at most $2. Read from pix_med_reports_pix_idx.
 SELECT * FROM pix_med_reports WHERE end_to_end_id = $1 ORDER BY created_at, id LIMIT $2

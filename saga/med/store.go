@@ -79,7 +79,7 @@ var (
 var queryFiles embed.FS
 
 // medSQL holds the statements of med.sql.
-var medSQL struct{ CreditOf, Insert, Get, Lock, Save, OfPIX, Open, Event string }
+var medSQL struct{ CreditOf, Insert, Get, Lock, Save, MarkSent, OfPIX, Open, Event string }
 
 func init() { db.BindQueries(queryFiles, "med.sql", &medSQL) }
 
@@ -138,6 +138,12 @@ type Report struct {
 	RequestDueAt       *time.Time `db:"refund_request_due_at" json:"refund_request_due_at"`
 	ReturnUntil        *time.Time `db:"return_until" json:"return_until"`
 	DICTProblem        *string    `db:"dict_problem" json:"dict_problem"`
+	// AcknowledgeSentAt, CloseSentAt, RefundCloseSentAt: when the write
+	// was first about to be sent to the DICT (Store.MarkSent); set, it may
+	// have been done, and is read back before it is sent again.
+	AcknowledgeSentAt *time.Time `db:"acknowledge_sent_at" json:"acknowledge_sent_at"`
+	CloseSentAt       *time.Time `db:"close_sent_at" json:"close_sent_at"`
+	RefundCloseSentAt *time.Time `db:"refund_close_sent_at" json:"refund_close_sent_at"`
 	// Gen is the row's generation: every change bumps it, and a change
 	// decided on another generation changes nothing (the fence).
 	Gen           int64      `db:"gen" json:"gen"`

@@ -347,6 +347,45 @@ func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
 	})
 }
 
+// The DICT writes the saga marks before it sends them (Store.MarkSent).
+type Write string
+
+const (
+	WriteAcknowledge Write = "acknowledge"
+	WriteClose       Write = "close"
+	WriteRefundClose Write = "refund_close"
+)
+
+// MarkSent records, before the write w is sent to the DICT, that it may be
+// done from now on: whoever finds the mark (a retry, a run after a worker
+// stopped, a new run) reads the DICT back before it sends w again, whatever
+// its attempt. Fenced by at's generation, which it keeps (not a decision:
+// nothing the run decides on changes); a mark set already changes nothing.
+func (s *Store) MarkSent(ctx context.Context, at Report, w Write) (Report, bool, error) {
+	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		out, err := one(tx.Query(ctx, medSQL.MarkSent, cur.ID, cur.Gen, string(w)))
+		if errors.Is(err, ErrNotFound) {
+			return cur, false, nil // marked already
+		}
+		if err != nil {
+			return Report{}, false, fmt.Errorf("mark the DICT's %s of infraction report %s: %w", w, cur.ID, err)
+		}
+		return out, true, nil
+	})
+}
+
+// Sent says whether r shows the write w as possibly done (marked before it
+// was sent).
+func (r Report) Sent(w Write) bool {
+	switch w {
+	case WriteAcknowledge:
+		return r.AcknowledgeSentAt != nil
+	case WriteClose:
+		return r.CloseSentAt != nil
+	}
+	return r.RefundCloseSentAt != nil
+}
+
 // NoteProblem records, visibly, why the saga stopped at the DICT (a
 // refusal, an answer not verified): the run waits for an operator, or a
 // new intake, before it asks again.
