@@ -143,6 +143,9 @@ type Descriptor struct {
 	// the saga reads none, or reads them where an error can stop the start
 	// (HTTP).
 	Settings func(lookup func(string) (string, bool)) error
+	// Help is what pixd help says of the saga's settings beyond their
+	// names (a choice a deployment must make: MED's DICT); "": nothing.
+	Help string
 	// Deps builds the struct of the saga's activities' dependencies from
 	// env. Every pointer, interface, func or map field of it is set.
 	Deps func(env Env) any

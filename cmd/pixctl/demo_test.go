@@ -230,6 +230,7 @@ func TestDemoAgainstTheServiceAsMakeRunRunsIt(t *testing.T) {
 		"DISPATCH_POLL_INTERVAL": "100ms",
 		"OUTBOX_RELAY_ENABLED":   "false",
 		"SHUTDOWN_READYZ_DELAY":  "0s",
+		"MED_DICT_DISABLED":      "true",
 	}
 	cfg, err := config.FromLookup(config.LookupIn(settings))
 	require.NoError(t, err)

@@ -50,7 +50,7 @@ func runServiceWithPSP(t *testing.T, adminToken string, issuer devauth.Settings,
 	cfg.DispatchPollInterval = 100 * time.Millisecond
 	cfg.ShutdownReadyzDelay = 0
 	cfg.OutboxRelayEnabled = false
-	a, err := app.New(context.Background(), cfg, logging.New(io.Discard, "error"))
+	a, err := app.New(context.Background(), cfg, logging.New(io.Discard, "error"), app.WithSettings(map[string]string{"MED_DICT_DISABLED": "true"}))
 	require.NoError(t, err)
 	require.NoError(t, a.Migrate(context.Background()))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -68,7 +68,7 @@ func runWorkerOf(t *testing.T, pspURL string) (func(string) string, *db.Store) {
 	cfg.TemporalAddress = temporaltest.StartT(t).Address
 	cfg.DispatchPollInterval = 100 * time.Millisecond
 	cfg.OutboxRelayEnabled = false
-	onlyAsked := app.WithSettings(map[string]string{"PSP_CATCHUP_INTERVAL": "0"}) // only the window pixctl asks for
+	onlyAsked := app.WithSettings(map[string]string{"PSP_CATCHUP_INTERVAL": "0", "MED_DICT_DISABLED": "true"}) // only the window pixctl asks for
 	a, err := app.New(context.Background(), cfg, logging.New(io.Discard, "error"), onlyAsked)
 	require.NoError(t, err)
 	require.NoError(t, a.Migrate(context.Background()))

@@ -27,6 +27,12 @@ func LookupIn(env map[string]string) func(string) (string, bool) {
 // Lookup is the variable name's value, and whether it is set.
 func (s *Settings) Lookup(name string) (string, bool) { return s.r.lookup(name) }
 
+// Str reads a string that must not be empty into dst, when name is set.
+func (s *Settings) Str(name string, dst *string) { s.r.str(name, dst) }
+
+// Bool reads true or false into dst, when name is set.
+func (s *Settings) Bool(name string, dst *bool) { s.r.boolean(name, dst) }
+
 // Duration reads a positive duration into dst, when name is set.
 func (s *Settings) Duration(name string, dst *time.Duration) { s.r.dur(name, dst) }
 

@@ -94,10 +94,14 @@ var Variables = func() []Variable {
 		"INBOX_RETENTION", "RETENTION_INTERVAL", "RETENTION_BATCH_PAUSE", "RECONCILE_INTERVAL",
 		// Read by the sagas in their packages (saga.Descriptor.Settings),
 		// not by Load: the PSP catch-up's (saga/catchup), the transfer's
-		// (saga/transfer), the devolução's (saga/refund).
+		// (saga/transfer), the devolução's (saga/refund), MED's (saga/med).
 		"PSP_CATCHUP_INTERVAL", "PSP_CATCHUP_OVERLAP", "PSP_CATCHUP_LOOKBACK", "PSP_CATCHUP_GRACE",
 		"TRANSFER_SETTLEMENT_TIMEOUT", "TRANSFER_SETTLEMENT_POLL_MAX",
-		"REFUND_POLL_MAX", "REFUND_OUTCOME_TIMEOUT", "REFUND_REFUSAL_QUIET_PERIOD")
+		"REFUND_POLL_MAX", "REFUND_OUTCOME_TIMEOUT", "REFUND_REFUSAL_QUIET_PERIOD",
+		// MED's DICT client and its lister (saga/med).
+		"MED_DICT_DISABLED", "MED_DICT_URL", "MED_DICT_POLICIES_URL", "MED_DICT_CERT_FILE", "MED_DICT_KEY_FILE",
+		"MED_DICT_CA_FILE", "MED_DICT_SIGNING_CERT_FILE", "MED_DICT_SIGNING_KEY_FILE", "MED_DICT_VERIFY_CERT_FILE",
+		"MED_DICT_TIMEOUT")
 	// The reconciliation's limits: its Schedule's runs and GET
 	// /admin/reconcile's.
 	add(api|worker, "RECONCILE_RECOUNT_MOVEMENTS", "RECONCILE_RECOUNT_ACCOUNTS", "RECONCILE_DONE_ROWS")

@@ -43,8 +43,17 @@ var Saga = saga.Descriptor{
 	// release's drain; its changes replay the recorded histories
 	// (replay_test.go).
 	Versioning: workflow.VersioningBehaviorAutoUpgrade,
+	Settings:   CheckSettings,
+	Help: "MED reaches the DICT with MED_DICT_URL, MED_DICT_CERT_FILE and MED_DICT_KEY_FILE (mutual TLS), " +
+		"MED_DICT_VERIFY_CERT_FILE (the DICT's signing certificate) and BANK_ISPB; or runs without it, said with " +
+		"MED_DICT_DISABLED=true (its reports then stop at their first DICT step, and nothing lists the DICT). " +
+		"pixd with neither does not start.",
 	Deps: func(env saga.Env) any {
-		return &Activities{Store: NewStore(env.Store), DICT: notConfigured{}, Log: env.Log}
+		var d DICT = notConfigured{}
+		if c := dictOf(env); c != nil {
+			d = c
+		}
+		return &Activities{Store: NewStore(env.Store), DICT: d, Log: env.Log}
 	},
 	Activities: func(deps any) []any { return []any{deps.(*Activities)} },
 	Source: func(env saga.Env, taskQueue string) durable.Source {
@@ -59,14 +68,13 @@ var Saga = saga.Descriptor{
 	Collectors: collectors,
 }
 
-// notConfigured is the DICT of a service that has no DICT client
-// configured yet (its settings come with the DICT's lister, docs/med.md):
-// every call is refused unsent, so a report's run holds its money and
+// notConfigured is the DICT of a service that runs MED without the DICT
+// (MED_DICT_DISABLED=true, Settings): every call is refused unsent, so a report's run holds its money and
 // stops, visibly (Report.DICTProblem), at its first DICT step; none is
 // guessed past.
 type notConfigured struct{}
 
-var errNotConfigured = fmt.Errorf("%w: no DICT client configured", dict.ErrNotSent)
+var errNotConfigured = fmt.Errorf("%w: no DICT client configured (MED_DICT_DISABLED=true)", dict.ErrNotSent)
 
 func (notConfigured) GetInfractionReport(context.Context, string) (dict.InfractionReport, error) {
 	return dict.InfractionReport{}, errNotConfigured

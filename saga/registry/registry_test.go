@@ -202,8 +202,11 @@ func TestEveryKindAndEventIsASagas(t *testing.T) {
 // Every variable a saga reads in its own package (saga.Descriptor.Settings)
 // is declared in config.Variables, which pixd's help lists and
 // docs/configuration.md documents (config's own test holds them to it),
-// and registry.CheckSettings names a wrong one as config.Load does.
+// and registry.CheckSettings names a wrong one as config.Load does. Each
+// saga's defaults pass but for the choices a deployment must make
+// (chosen): MED's DICT, configured or disabled, never left to a default.
 func TestSagasReadOnlyDeclaredVariables(t *testing.T) {
+	chosen := map[string]string{"MED_DICT_DISABLED": "true"}
 	declared := map[string]bool{}
 	for _, v := range config.Variables {
 		declared[v.Name] = true
@@ -215,7 +218,8 @@ func TestSagasReadOnlyDeclaredVariables(t *testing.T) {
 		}
 		require.NoError(t, d.Settings(func(name string) (string, bool) {
 			read[name] = d.Name
-			return "", false
+			v, ok := chosen[name]
+			return v, ok
 		}), "%s: its defaults", d.Name)
 	}
 	require.NotEmpty(t, read, "no saga reads a setting")
@@ -223,8 +227,10 @@ func TestSagasReadOnlyDeclaredVariables(t *testing.T) {
 		require.True(t, declared[name], "%s reads %s, which config.Variables does not declare (pixd help and docs/configuration.md list it from there)", saga, name)
 	}
 
-	wrong := map[string]string{"PSP_CATCHUP_OVERLAP": "never"}
+	wrong := map[string]string{"PSP_CATCHUP_OVERLAP": "never", "MED_DICT_DISABLED": "true"}
 	err := registry.CheckSettings(config.LookupIn(wrong))
 	require.EqualError(t, err, `configuration: PSP_CATCHUP_OVERLAP: "never" is not a duration of 0 or more, such as 10m (0: no wait)`)
-	require.NoError(t, registry.CheckSettings(func(string) (string, bool) { return "", false }))
+	require.NoError(t, registry.CheckSettings(config.LookupIn(chosen)))
+	require.ErrorContains(t, registry.CheckSettings(func(string) (string, bool) { return "", false }),
+		"configuration: MED_DICT_URL: not set")
 }

@@ -216,6 +216,7 @@ func startStackUnpromoted(t *testing.T, srv *temporaltest.Server, prod *producti
 	cfg.PSPRetryMax = time.Second
 	settings["TRANSFER_SETTLEMENT_POLL_MAX"] = "500ms"
 	settings["REFUND_REFUSAL_QUIET_PERIOD"] = "2s"
+	settings["MED_DICT_DISABLED"] = "true" // no DICT in the stacks yet
 	cfg.NATSURL = natstest.StartT(t).URL
 	cfg.OutboxPollInterval = 100 * time.Millisecond
 	if tune != nil {

@@ -87,8 +87,20 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %s:\n", r)
 		wrap(w, "    ", byRoles[r])
 	}
+	sagaHelp(w)
 	fmt.Fprintln(w)
 	cli.PrintStatuses(w)
+}
+
+// sagaHelp prints what the sagas say of their settings (saga.Descriptor.Help).
+func sagaHelp(w io.Writer) {
+	for _, d := range registry.All {
+		if d.Help == "" {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s:\n", d.Name)
+		wrap(w, "  ", strings.Fields(d.Help))
+	}
 }
 
 // help prints a command's usage.
