@@ -144,6 +144,8 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		"PSP_CATCHUP_GRACE=" + pspCatchUpGrace.String(),
 		// The default, said here because the burst case's bound counts it.
 		"PSP_CATCHUP_OVERLAP=" + pspCatchUpOverlap.String(),
+		// MED without the DICT: the stack has none.
+		"MED_DICT_DISABLED=true",
 	}
 	env = append(env, cred.env(st.psp.apiURL)...)
 	env = append(env, issuer.APIEnv()...)
