@@ -20,6 +20,10 @@ func (a *Activities) ReconcileBooks(ctx context.Context) (db.Reconciliation, err
 		return db.Reconciliation{}, TechnicalFailure(err)
 	}
 	a.Metrics.Reconciled(r)
+	if !r.Fenced() {
+		a.Logger.ErrorContext(ctx, "reconciliation: A FENCE OF THE BOOKS IS DOWN; what it refuses may happen unseen until the rotating recount comes round, see docs/runbooks.md \"PixReconcileFenceDown\"",
+			"fences_down", r.FencesDown)
+	}
 	switch {
 	case r.Balanced() && r.Complete():
 		a.Logger.InfoContext(ctx, "reconciliation: the books balance", "progress", r.Progress)
@@ -28,7 +32,7 @@ func (a *Activities) ReconcileBooks(ctx context.Context) (db.Reconciliation, err
 			"progress", r.Progress)
 	default:
 		a.Logger.ErrorContext(ctx, "reconciliation: THE BOOKS DO NOT BALANCE; money is not fixed automatically, see docs/operations.md \"On call\"",
-			"unbalanced_accounts", r.UnbalancedAccounts, "unbalanced_holds", r.UnbalancedHolds, "done_without_credit", r.DoneWithoutCredit, "credit_without_done", r.CreditWithoutDone)
+			"unbalanced_accounts", r.UnbalancedAccounts, "unbalanced_holds", r.UnbalancedHolds, "done_without_credit", r.DoneWithoutCredit, "credit_without_done", r.CreditWithoutDone, "settled_mismatch", r.SettledMismatch)
 	}
 	return r, nil
 }

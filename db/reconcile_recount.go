@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,9 +25,25 @@ import (
 // maxBatch bounds how many accounts one Recount reads.
 const maxBatch = 1024
 
-// recountAccounts recounts the run's slice of accounts in full.
+// recountAccounts recounts the run's slice of accounts in full: first the
+// accounts the last run found wrong (0039), whatever the budget, so that a
+// difference is found again at every run until mended (a settled sum is
+// no longer put right, and one that agrees with a balance changed with it
+// flags nothing by itself); their movements are counted apart
+// (RecountedAgainMovements), not in the rotation's budget: a cost only
+// while differences stand, which page someone.
 func (run *reconcileRun) recountAccounts(ctx context.Context) error {
+	p := &run.r.Progress
+	for again := run.was.recountAgain; len(again) > 0; {
+		n := min(maxBatch, len(again))
+		if err := run.recount(ctx, again[:n]); err != nil {
+			return err
+		}
+		again = again[n:]
+	}
+	run.again, p.RecountedAgainMovements, p.RecountedMovements = len(run.recounted), p.RecountedMovements, 0
 	for _, ids := range [][]string{run.flagged, run.uncounted} {
+		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { _, done := run.recounted[id]; return done })
 		for len(ids) > 0 && run.budgetLeft() {
 			n := min(run.batchSize(), len(ids))
 			if err := run.recount(ctx, ids[:n]); err != nil {
@@ -134,7 +151,7 @@ func (run *reconcileRun) timeRound(turn roundTurn) {
 
 // budgetLeft says whether the run may recount more accounts.
 func (run *reconcileRun) budgetLeft() bool {
-	return run.r.Progress.RecountedMovements < run.lim.RecountMovements && len(run.recounted) < run.lim.RecountAccounts
+	return run.r.Progress.RecountedMovements < run.lim.RecountMovements && len(run.recounted)-run.again < run.lim.RecountAccounts
 }
 
 // batchSize is how many accounts the next batch recounts: one first (the
@@ -143,7 +160,7 @@ func (run *reconcileRun) budgetLeft() bool {
 // and never more than the run recounted before (a batch of accounts
 // larger than the mean goes at most that far beyond the budget).
 func (run *reconcileRun) batchSize() int {
-	done := int64(len(run.recounted))
+	done := int64(len(run.recounted) - run.again)
 	if done == 0 {
 		return 1
 	}

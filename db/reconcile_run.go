@@ -15,6 +15,9 @@ type reconcileCheckpoint struct {
 	settledBefore, recountAfter, doneRecountAfter *string
 	doneHistoryChecked                            bool
 	doneWithoutCredit, refundsOverCredit          []string
+	// recountAgain: the accounts the run found wrong (0039), recounted in
+	// full first by the next.
+	recountAgain []string
 	// roundBegan, lastRound time the accounts' rotation (0036): when the
 	// round under way began (nil: none spans runs), how long the last
 	// whole round took (nil: none timed yet).
@@ -29,7 +32,7 @@ func (c reconcileCheckpoint) equal(o reconcileCheckpoint) bool {
 	sameRound := (c.lastRound == nil) == (o.lastRound == nil) && (c.lastRound == nil || *c.lastRound == *o.lastRound)
 	return same(c.settledBefore, o.settledBefore) && same(c.recountAfter, o.recountAfter) &&
 		same(c.doneRecountAfter, o.doneRecountAfter) && c.doneHistoryChecked == o.doneHistoryChecked && slices.Equal(c.doneWithoutCredit, o.doneWithoutCredit) &&
-		slices.Equal(c.refundsOverCredit, o.refundsOverCredit) && sameTime && sameRound
+		slices.Equal(c.refundsOverCredit, o.refundsOverCredit) && slices.Equal(c.recountAgain, o.recountAgain) && sameTime && sameRound
 }
 
 // recountedAccount is what the recount of one account in full found.
@@ -60,7 +63,10 @@ type reconcileRun struct {
 	// as many as a run may recount.
 	flagged, uncounted []string
 	recounted          map[string]recountedAccount
-	r                  Reconciliation
+	// again: how many of recounted are the last run's findings, recounted
+	// again outside the budget (recountAgain).
+	again int
+	r     Reconciliation
 }
 
 // startRun begins a run in tx: one at a time, its snapshot taken after the
@@ -77,12 +83,13 @@ func startRun(ctx context.Context, tx pgx.Tx, lim ReconcileLimits) (*reconcileRu
 	}
 	was := &run.was
 	if err := tx.QueryRow(ctx, reconcileSQL.Checkpoint).Scan(&was.settledBefore, &was.recountAfter, &was.doneRecountAfter,
-		&was.doneHistoryChecked, &was.doneWithoutCredit, &was.refundsOverCredit, &was.roundBegan, &was.lastRound, &run.now); err != nil {
+		&was.doneHistoryChecked, &was.doneWithoutCredit, &was.refundsOverCredit, &was.roundBegan, &was.lastRound, &was.recountAgain, &run.now); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	run.next = run.was
 	var anyNew bool
-	if err := tx.QueryRow(ctx, reconcileSQL.New, was.settledBefore, run.xmin).Scan(&run.r.Progress.LiveMovements, &anyNew); err != nil {
+	var err error
+	if err = tx.QueryRow(ctx, reconcileSQL.New, was.settledBefore, run.xmin).Scan(&run.r.Progress.LiveMovements, &anyNew); err != nil {
 		return nil, fmt.Errorf("what is new: %w", err)
 	}
 	// With nothing new below xmin, the checkpoint stays where it is: the
@@ -91,8 +98,35 @@ func startRun(ctx context.Context, tx pgx.Tx, lim ReconcileLimits) (*reconcileRu
 		run.next.settledBefore = &run.xmin
 	}
 	run.settle = was.settledBefore != nil && anyNew
+	if run.r.FencesDown, err = listStrings(ctx, tx, reconcileSQL.Fences); err != nil {
+		return nil, fmt.Errorf("fences: %w", err)
+	}
+	var movements, accounts int64
+	if err := tx.QueryRow(ctx, reconcileSQL.History).Scan(&movements, &accounts); err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	run.r.Progress.ExpectedRecountRoundSeconds = lim.expectedRound(movements, accounts).Seconds()
 	return run, nil
 }
+
+// expectedRound is how long a round of the rotating recount takes at lim
+// on books of movements and accounts: as many runs as the larger of the
+// two budgets needs, and the run the round ends in, one Interval each.
+func (lim ReconcileLimits) expectedRound(movements, accounts int64) time.Duration {
+	runs := 1.0
+	if lim.RecountMovements > 0 && lim.RecountAccounts > 0 {
+		runs += max(float64(movements)/float64(lim.RecountMovements), float64(accounts)/float64(lim.RecountAccounts))
+	}
+	interval := lim.Interval
+	if interval <= 0 {
+		interval = defaultReconcileInterval
+	}
+	return time.Duration(runs * float64(interval))
+}
+
+// defaultReconcileInterval is the Schedule's interval unless
+// RECONCILE_INTERVAL says otherwise (config's default).
+const defaultReconcileInterval = 15 * time.Minute
 
 // check runs every check of the run, the recount of accounts in full and
 // the part of the done rows, into run.r.
@@ -131,6 +165,10 @@ func (run *reconcileRun) check(ctx context.Context) error {
 	}
 	run.judgeBalances()
 	run.next.doneWithoutCredit, run.next.refundsOverCredit = r.DoneWithoutCredit, r.RefundsOverCredit
+	run.next.recountAgain = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(r.UnbalancedAccounts), r.SettledMismatch...))))
+	if run.next.recountAgain == nil {
+		run.next.recountAgain = []string{} // the column's NOT NULL
+	}
 	return nil
 }
 
@@ -164,11 +202,15 @@ func (run *reconcileRun) compareBalances(ctx context.Context) error {
 
 // judgeBalances is the run's list of unbalanced accounts: those recounted
 // in full that are, and those the comparison flagged that the run had no
-// budget left to recount. An account not counted yet and not recounted
-// stays unchecked: never judged on part of its movements.
+// budget left to recount; and of the accounts recounted whose history was
+// counted before, those whose settled sum (with what this run settles) is
+// not their movements below the run's xmin: a settled movement or the
+// settled sum changed past the fences, reported, never put right. An
+// account not counted yet and not recounted stays unchecked: never judged
+// on part of its movements.
 func (run *reconcileRun) judgeBalances() {
 	r := &run.r
-	r.UnbalancedAccounts = []string{}
+	r.UnbalancedAccounts, r.SettledMismatch = []string{}, []string{}
 	for _, id := range run.flagged {
 		if _, ok := run.recounted[id]; !ok {
 			r.UnbalancedAccounts = append(r.UnbalancedAccounts, id)
@@ -180,9 +222,18 @@ func (run *reconcileRun) judgeBalances() {
 		}
 		if a.settled == nil {
 			r.Progress.UncheckedAccounts--
+			continue
+		}
+		settled := *a.settled
+		if run.settle {
+			settled += a.fresh
+		}
+		if settled != a.below {
+			r.SettledMismatch = append(r.SettledMismatch, id)
 		}
 	}
 	slices.Sort(r.UnbalancedAccounts)
+	slices.Sort(r.SettledMismatch)
 	r.Progress.RecountedAccounts = len(run.recounted)
 }
 
@@ -212,18 +263,14 @@ func (run *reconcileRun) recountDone(ctx context.Context) error {
 }
 
 // write writes what the run changed, and nothing when it changed nothing
-// (I12): the movements settled, the settled sums the recount put right or
-// counted first, and the checkpoint.
+// (I12): the movements settled (before the checkpoint moves: 0039's fence
+// settles from the checkpoint as it stands), the settled sums of the
+// accounts counted first, and the checkpoint.
 func (run *reconcileRun) write(ctx context.Context) error {
 	var ids []string
 	var sums []int64
 	for id, a := range run.recounted {
-		have := a.settled
-		if have != nil && run.settle {
-			sum := *have + a.fresh
-			have = &sum
-		}
-		if have == nil || *have != a.below {
+		if a.settled == nil {
 			ids, sums = append(ids, id), append(sums, a.below)
 		}
 	}
@@ -247,7 +294,7 @@ func (run *reconcileRun) write(ctx context.Context) error {
 	if moved {
 		n := run.next
 		if _, err := run.tx.Exec(ctx, reconcileSQL.Advance, n.settledBefore, n.recountAfter, n.doneRecountAfter, n.doneHistoryChecked,
-			n.doneWithoutCredit, n.refundsOverCredit, n.roundBegan, n.lastRound); err != nil {
+			n.doneWithoutCredit, n.refundsOverCredit, n.roundBegan, n.lastRound, n.recountAgain); err != nil {
 			return fmt.Errorf("advance: %w", err)
 		}
 	}

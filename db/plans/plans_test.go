@@ -200,7 +200,9 @@ var statementPlans = map[string]statementPlan{
 	"reconcile.Checkpoint":        checked(periodic),
 	"reconcile.DoneRecount":       withArgs(periodic, args("'E0000000000000000000000000150000'", "200000"), args("NULL", "200000")),
 	"reconcile.DoneWithoutCredit": withArgs(periodic, args("pg_snapshot_xmin(pg_current_snapshot())", "'{E0000000000000000000000000180160}'")),
+	"reconcile.Fences":            checked(periodic), // the catalog's triggers of the books
 	"reconcile.Guard":             checked(periodic),
+	"reconcile.History":           checked(periodic), // the catalog's estimates of the books' size
 	"reconcile.Lock":              exempt(periodic, "a table lock, no rows: LOCK can't be planned"),
 	"reconcile.New":               withArgs(periodic, args("pg_snapshot_xmin(pg_current_snapshot())", "pg_current_xact_id()")),
 	"reconcile.OverCredit": withArgs(periodic, args("pg_snapshot_xmin(pg_current_snapshot())", "'{E0000000000000000000000000180160}'",

@@ -31,7 +31,7 @@ FROM pg_current_snapshot() AS s
 -- take a transaction id, a write, at every run), and the run's time by the
 -- database's clock, which times the rotating recount's rounds (0036).
 SELECT settled_before, recount_after, done_recount_after, done_history_checked, done_without_credit, refunds_over_credit,
-    recount_round_began, recount_last_round, now()
+    recount_round_began, recount_last_round, recount_again, now()
 FROM reconcile_checkpoint
 
 -- name: Guard
@@ -123,12 +123,65 @@ WHERE a.id = ANY ($1::text[])
 ORDER BY a.id
 
 -- name: SetSettled
--- The settled sums of the accounts recounted whose sum is not what their
--- movements say ($1 the accounts, $2 their sums below this run's xmin):
--- counted for the first time, or put right (written past the guard).
+-- The settled sums of the accounts recounted whose history was not counted
+-- yet ($1 the accounts, $2 their sums below this run's xmin). A sum is
+-- never rewritten: one that disagrees with its account's movements is
+-- reported (settled_mismatch), and 0039's fence refuses any change of a
+-- sum but the run's settling.
 INSERT INTO reconcile_settled (account_id, settled_cents)
 SELECT * FROM unnest($1::text[], $2::bigint[])
-ON CONFLICT (account_id) DO UPDATE SET settled_cents = EXCLUDED.settled_cents
+ON CONFLICT (account_id) DO NOTHING
+
+-- name: Fences
+-- The fences of the books that are not in force: every trigger the
+-- reconciliation's trust stands on, missing, disabled (ALTER TABLE ...
+-- DISABLE TRIGGER; tgenabled 'D') or firing on a replica only ('R'), or
+-- calling another function than its own. Expected: on every table of the
+-- books (the view account_movements, whatever saga added it) its
+-- append-only and no-delete triggers (0024); the guards (0024) and fences
+-- (0039) of the settled sums and the checkpoint; the stamp of the done
+-- rows' transaction (0031). One read of the catalog, a few dozen rows.
+WITH books AS (
+    SELECT DISTINCT d.refobjid::regclass AS tbl FROM pg_rewrite r
+    JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass
+    JOIN pg_class c ON c.oid = d.refobjid AND c.relkind = 'r'
+    WHERE r.ev_class = to_regclass('account_movements') AND d.refobjid <> r.ev_class),
+expected (tbl, tgname, fn) AS (
+    SELECT tbl, (SELECT relname FROM pg_class WHERE oid = tbl)::text || suffix, 'refuse_movement_change'
+    FROM books CROSS JOIN (VALUES ('_append_only'), ('_no_delete')) AS s (suffix)
+    UNION ALL
+    SELECT to_regclass(t), g, f FROM (VALUES
+        ('reconcile_checkpoint', 'reconcile_checkpoint_guard', 'reconcile_guard'),
+        ('reconcile_checkpoint', 'reconcile_checkpoint_fence', 'reconcile_checkpoint_fence'),
+        ('reconcile_settled', 'reconcile_settled_guard', 'reconcile_guard'),
+        ('reconcile_settled', 'reconcile_settled_fence', 'reconcile_settled_fence'),
+        ('reconcile_settled', 'reconcile_settled_no_delete', 'reconcile_settled_fence'),
+        ('inbox_messages', 'inbox_messages_done_xact_insert', 'stamp_done_xact'),
+        ('inbox_messages', 'inbox_messages_done_xact_update', 'stamp_done_xact')) AS v (t, g, f))
+SELECT e.tgname || CASE
+    WHEN t.oid IS NULL THEN ': missing'
+    WHEN t.tgenabled = 'D' THEN ': disabled'
+    WHEN t.tgenabled = 'R' THEN ': fires on a replica only'
+    ELSE ': calls ' || p.proname || ', not ' || e.fn END
+FROM expected e
+LEFT JOIN pg_trigger t ON t.tgrelid = e.tbl AND t.tgname = e.tgname
+LEFT JOIN pg_proc p ON p.oid = t.tgfoid
+WHERE t.oid IS NULL OR t.tgenabled NOT IN ('O', 'A') OR p.proname <> e.fn
+ORDER BY 1
+
+-- name: History
+-- The books' size, as the planner's statistics estimate it (pg_class's
+-- reltuples, kept by autovacuum and ANALYZE; -1 before either: none): the
+-- movements of every table of the books and the accounts, for the round
+-- the rotating recount needs at its budget. Read from the catalog: a count
+-- of the history would read it whole.
+SELECT COALESCE(sum(greatest(c.reltuples, 0)) FILTER (WHERE c.oid <> to_regclass('accounts')), 0)::bigint,
+       COALESCE(sum(greatest(c.reltuples, 0)) FILTER (WHERE c.oid = to_regclass('accounts')), 0)::bigint
+FROM pg_class c
+WHERE c.oid = to_regclass('accounts') OR c.oid IN (
+    SELECT d.refobjid FROM pg_rewrite r
+    JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass
+    WHERE r.ev_class = to_regclass('account_movements') AND d.refobjid <> r.ev_class)
 
 -- name: DoneWithoutCredit
 -- Inbox rows done with no pix_credits row (I3): those made done from the
@@ -190,7 +243,8 @@ ORDER BY 1
 -- $1, the rotating recounts of the accounts at $2 and of the done rows at
 -- $3 ($4: its first round is over), the differences found ($5, $6) to
 -- check again, and the accounts' rotation's round: when the one under way
--- began ($7) and how long the last one took ($8).
+-- began ($7) and how long the last one took ($8), and the accounts found
+-- wrong, which the next run recounts in full first ($9, 0039).
 UPDATE reconcile_checkpoint SET settled_before = $1, recount_after = $2, done_recount_after = $3,
     done_history_checked = $4, done_without_credit = $5, refunds_over_credit = $6,
-    recount_round_began = $7, recount_last_round = $8
+    recount_round_began = $7, recount_last_round = $8, recount_again = $9

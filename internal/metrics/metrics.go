@@ -144,6 +144,8 @@ type Worker struct {
 	reconcile   *prometheus.GaugeVec
 	behind      *prometheus.GaugeVec
 	round       *prometheus.GaugeVec
+	expected    prometheus.Gauge
+	fencesDown  prometheus.Gauge
 	reconciled  prometheus.Gauge
 	schedules   prometheus.Gauge
 	// chargeMismatches and pspRefusals count what needs a human's look
@@ -176,7 +178,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		}, []string{"kind", "outcome"}),
 		reconcile: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pix_reconcile_differences",
-			Help: "What the last reconciliation found wrong, by kind (unbalanced_accounts, unbalanced_holds, done_without_credit, credit_without_done, refunds_over_credit, refund_contradictions); anything but 0 needs a human.",
+			Help: "What the last reconciliation found wrong, by kind (unbalanced_accounts, unbalanced_holds, done_without_credit, credit_without_done, refunds_over_credit, refund_contradictions, settled_mismatch: a settled sum not its account's movements, changed past the database's fences); anything but 0 needs a human.",
 		}, []string{"kind"}),
 		behind: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pix_reconcile_behind",
@@ -186,6 +188,14 @@ func NewWorker(r *prometheus.Registry) *Worker {
 			Name: "pix_reconcile_recount_round_seconds",
 			Help: "The last reconciliation's rotating recount of accounts in full, which goes round every account at a constant budget of movements a run (RECONCILE_RECOUNT_MOVEMENTS): by round, current (how long the round under way had gone at that run; 0: the run recounted every account) and last (how long the last whole round took; 0: within one run, or none timed yet). A balance changed past the books' guards is found within about a round; the round grows with the books' history.",
 		}, []string{"round"}),
+		expected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pix_reconcile_recount_expected_round_seconds",
+			Help: "How long a round of the last reconciliation's rotating recount takes at its budget on books of their size: (the larger of movements / RECONCILE_RECOUNT_MOVEMENTS and accounts / RECONCILE_RECOUNT_ACCOUNTS, from the planner's estimates, + 1) x RECONCILE_INTERVAL. It grows with the books; a round under way well past it is a rotation that does not progress at its budget.",
+		}),
+		fencesDown: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pix_reconcile_fences_down",
+			Help: "The database's fences of the books (append-only triggers of the movements, the settled sums' and the checkpoint's guards and fences, the done rows' stamp) that the last reconciliation found missing, disabled or calling another function; anything but 0 needs a human.",
+		}),
 		reconciled: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pix_reconcile_last_run_timestamp_seconds",
 			Help: "When the last reconciliation finished (Unix time); alert when it grows old.",
@@ -203,7 +213,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		Name: "pix_psp_attention_total",
 		Help: "PSP answers that need a human, about a transfer, a devolução or the catch-up's listing, by kind (PSPRequestRefused: our credentials or request; RejectionUnconfirmed, PSPTransferMismatch, RefundUnconfirmed; PSPRefundMismatch, ReversalUnconfirmed; PSPListingIncomplete) and status code; nothing is refunded nor reversed on them; alert on any.",
 	}, []string{"kind", "status_code"})
-	r.MustRegister(w.credits, w.failures, w.dispatchLag, w.starts, w.reconcile, w.behind, w.round, w.reconciled, w.schedules, w.chargeMismatches, w.pspAttention)
+	r.MustRegister(w.credits, w.failures, w.dispatchLag, w.starts, w.reconcile, w.behind, w.round, w.expected, w.fencesDown, w.reconciled, w.schedules, w.chargeMismatches, w.pspAttention)
 	return w
 }
 
@@ -218,6 +228,8 @@ func (w *Worker) Reconciled(r db.Reconciliation) {
 	w.reconcile.WithLabelValues("credit_without_done").Set(float64(len(r.CreditWithoutDone)))
 	w.reconcile.WithLabelValues("refunds_over_credit").Set(float64(len(r.RefundsOverCredit)))
 	w.reconcile.WithLabelValues("refund_contradictions").Set(float64(len(r.RefundContradictions)))
+	w.reconcile.WithLabelValues("settled_mismatch").Set(float64(len(r.SettledMismatch)))
+	w.fencesDown.Set(float64(len(r.FencesDown)))
 	p := r.Progress
 	w.behind.WithLabelValues("unchecked_accounts").Set(float64(p.UncheckedAccounts))
 	w.behind.WithLabelValues("done_history_pending").Set(map[bool]float64{true: 1}[p.DoneHistoryPending])
@@ -225,6 +237,7 @@ func (w *Worker) Reconciled(r db.Reconciliation) {
 	w.behind.WithLabelValues("xmin_age").Set(float64(p.XminAge))
 	w.round.WithLabelValues("current").Set(p.RecountRoundSeconds)
 	w.round.WithLabelValues("last").Set(p.LastRecountRoundSeconds)
+	w.expected.Set(p.ExpectedRecountRoundSeconds)
 	w.reconciled.SetToCurrentTime()
 }
 
