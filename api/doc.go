@@ -3,7 +3,8 @@
 // status codes and the JSON error envelope {"error":{"code","message"}};
 // and it serves its contract, the OpenAPI documents of api/openapi, under
 // /openapi/. Every route has a class, which its scope picks, and a caller:
-// a saga's HTTP side (SagaHTTP: its routes under their scopes, its hook on
+// a saga's HTTP side (SagaHTTP: its routes under their scopes, its own
+// PSP webhooks behind the PSP webhooks' authentication, its hook on
 // received webhooks, its section of a credit's view) is served like the
 // router's own, through the same checks (sagas.go).
 package api

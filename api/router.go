@@ -149,6 +149,9 @@ func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 		webhooks.POST("/pix", h.authenticWebhook(MaxWebhookBytes), h.receiveWebhook)
 		// The API Pix PSP appends /pix to the URL the bank registers.
 		webhooks.POST("/api-pix/pix", h.authenticWebhook(notification.MaxAPIPixBodyBytes), h.receiveAPIPixWebhook)
+		if err := h.serveWebhooks(webhooks, d.Sagas); err != nil {
+			return nil, err
+		}
 		if err := serveContract(r, openapi.Webhooks); err != nil {
 			return nil, err
 		}

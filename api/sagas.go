@@ -31,6 +31,11 @@ type SagaHTTP struct {
 	// the error (the PSP delivers again; the inbox absorbs the copy and the
 	// hook runs again), so it must be idempotent. nil: none.
 	Received func(k Kit, ctx context.Context, ns []pix.Notification) error
+	// Webhooks are the saga's own PSP-facing routes, each served as POST
+	// /webhooks<Path> behind exactly the checks of the PSP webhooks (the
+	// client certificate, then the signature: requireClientCert,
+	// authenticWebhook) and counted with them; nil: none.
+	Webhooks []WebhookRoute
 	// CreditSection is the saga's member of a credit's view; zero: none.
 	CreditSection CreditSection
 }
@@ -48,6 +53,17 @@ type Route struct {
 	// (Kit.Caller).
 	Scope string
 	// Handle serves the request, once its caller is authorized.
+	Handle func(k Kit, c *gin.Context)
+}
+
+// WebhookRoute is one PSP-facing route of a saga: a notice the PSP posts.
+type WebhookRoute struct {
+	// Path is the route's path under /webhooks ("/med/infraction-reports").
+	Path string
+	// MaxBytes bounds the body (413 payload_too_large beyond).
+	MaxBytes int64
+	// Handle serves the webhook once its sender is authenticated and its
+	// body read (Kit.WebhookBody; Kit.WebhookPSP names its PSP).
 	Handle func(k Kit, c *gin.Context)
 }
 
@@ -83,6 +99,15 @@ func (k Kit) Fail(c *gin.Context, err error) { abortWithError(c, k.h.Logger, err
 
 // NamePIX names the PIX the request is about in its log line.
 func (k Kit) NamePIX(c *gin.Context, endToEndID string) { c.Set(ctxEndToEndID, endToEndID) }
+
+// WebhookBody is the body of a saga's webhook (WebhookRoute), read and
+// authenticated before its handler runs.
+func (k Kit) WebhookBody(c *gin.Context) []byte { return c.MustGet(ctxBody).([]byte) }
+
+// WebhookPSP is the PSP that sent a saga's webhook, as its signature or
+// client certificate identified it ("" for none: development, signatures
+// not required).
+func (k Kit) WebhookPSP(c *gin.Context) string { return c.GetString(ctxPSP) }
 
 // WorkflowURL is the Temporal UI's page of the workflow id.
 func (k Kit) WorkflowURL(workflowID string) string { return k.h.workflowURL(workflowID) }
@@ -140,6 +165,29 @@ func (h *handlers) serveRoutes(r gin.IRoutes, routes []Route) (err error) {
 		}
 		serve := at.Handle
 		r.Handle(at.Method, at.Path, check, func(c *gin.Context) { serve(k, c) })
+	}
+	return nil
+}
+
+// serveWebhooks registers the sagas' webhooks on the /webhooks group r,
+// each behind the PSP webhooks' authentication of its body. A route gin
+// can't take is an error, not a panic.
+func (h *handlers) serveWebhooks(r gin.IRoutes, sagas []SagaHTTP) (err error) {
+	k := Kit{h}
+	var at WebhookRoute
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("webhook %s: %v", at.Path, p)
+		}
+	}()
+	for _, s := range sagas {
+		for _, at = range s.Webhooks {
+			if at.Handle == nil || at.MaxBytes <= 0 {
+				return fmt.Errorf("webhook %s: a webhook has a handler and a body limit", at.Path)
+			}
+			serve := at.Handle
+			r.POST(at.Path, h.authenticWebhook(at.MaxBytes), func(c *gin.Context) { serve(k, c) })
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -337,4 +338,67 @@ func TestNewRouterRefusesASagaItCannotServe(t *testing.T) {
 			require.ErrorContains(t, err, c.want)
 		})
 	}
+}
+
+// sagaWebhookPath is the route of sagaWebhookInto.
+const sagaWebhookPath = "/webhooks/saga/notice"
+
+// sagaWebhookInto is a saga's webhook that stores what it is sent in fs's
+// inbox as a PIX of validID from its PSP (Kit.WebhookPSP), answering 202:
+// the webhooks' authentication tests hold it to what they hold the
+// router's own webhooks to.
+func sagaWebhookInto(fs *fakeStore) api.SagaHTTP {
+	return api.SagaHTTP{Webhooks: []api.WebhookRoute{{Path: "/saga/notice", MaxBytes: 1 << 10, Handle: func(k api.Kit, c *gin.Context) {
+		n := pix.Notification{EndToEndID: validID, AccountID: "acc-1", AmountCents: 1, PSP: k.WebhookPSP(c), Payload: k.WebhookBody(c)}
+		if _, err := (fakeWebhooks{fs}).Receive(c.Request.Context(), n); err != nil {
+			k.Fail(c, err)
+			return
+		}
+		c.JSON(http.StatusAccepted, gin.H{"received": len(k.WebhookBody(c))})
+	}}}}
+}
+
+// A saga's webhook is served under /webhooks behind the PSP webhooks'
+// checks (the signature here; the client certificate in
+// TestUnitWebhookMutualTLSMatrix): refused unsigned before its handler
+// runs, its body limit kept, its content type checked after the
+// credentials; a webhook the router can't take stops its build.
+func TestASagasWebhookIsAuthenticatedAsThePSPWebhooks(t *testing.T) {
+	fs := newFakeStore()
+	srv := newUnitServer(t, fs, withSignatures(true), func(d *api.Deps) { d.Sagas = append(d.Sagas, sagaWebhookInto(fs)) })
+	url := srv.URL + sagaWebhookPath
+	body := `{"hello":"world"}`
+	r := doWith(t, http.DefaultClient, http.MethodPost, url, http.Header{"Content-Type": {"application/json"}}, body)
+	requireCode(t, r, http.StatusUnauthorized, api.CodeSignatureMissing)
+	r = doWith(t, http.DefaultClient, http.MethodPost, url, signed(body, "msg_1", time.Now(), []byte("a forger's key")), body)
+	requireCode(t, r, http.StatusUnauthorized, api.CodeSignatureInvalid)
+	textPlain := signed(body, "msg_1", time.Now(), pspAKey)
+	textPlain.Set("Content-Type", "text/plain")
+	r = doWith(t, http.DefaultClient, http.MethodPost, url, textPlain, body)
+	requireCode(t, r, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType)
+	large := `{"x":"` + strings.Repeat("a", 2<<10) + `"}`
+	r = doWith(t, http.DefaultClient, http.MethodPost, url, signed(large, "msg_1", time.Now(), pspAKey), large)
+	requireCode(t, r, http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge)
+	require.Empty(t, fs.inbox, "nothing refused reached the handler")
+
+	r = doWith(t, http.DefaultClient, http.MethodPost, url, signed(body, "msg_1", time.Now(), pspAKey), body)
+	require.Equal(t, http.StatusAccepted, r.status, "%v", r.body)
+	require.Equal(t, "psp-a", fs.inbox[validID].PSP, "the handler is told the PSP its signature names")
+
+	for name, w := range map[string]api.WebhookRoute{
+		"no handler":     {Path: "/saga/x", MaxBytes: 1},
+		"no body limit":  {Path: "/saga/x", Handle: func(api.Kit, *gin.Context) {}},
+		"a route it has": {Path: "/pix", MaxBytes: 1, Handle: func(api.Kit, *gin.Context) {}},
+	} {
+		_, err := api.NewRouter(api.Deps{Sagas: []api.SagaHTTP{{Webhooks: []api.WebhookRoute{w}}}}, api.WebhookRoutes)
+		require.ErrorContains(t, err, "webhook /", name)
+	}
+}
+
+// requireCode checks an answer's status and error code.
+func requireCode(t *testing.T, r response, status int, code string) {
+	t.Helper()
+	require.Equal(t, status, r.status, "%v", r.body)
+	got, _ := errorOf(t, r)
+	require.Equal(t, code, got)
 }

@@ -22,7 +22,7 @@ import (
 // Webhooks authenticated by mutual TLS (WEBHOOK_MTLS_PSPS): the API Pix
 // sends its webhooks unsigned, its client certificate the credential. Every
 // pairing of certificate, signature and WEBHOOK_SIGNATURES_REQUIRED, on both
-// routes: a listed certificate of a PSP without a secret is enough, and
+// routes and on a saga's own webhook (api.WebhookRoute): a listed certificate of a PSP without a secret is enough, and
 // names the PSP; a PSP with a secret must sign too, with its own; a
 // certificate not listed, or none, is refused; nothing refused is stored.
 
@@ -114,12 +114,13 @@ func TestUnitWebhookMutualTLSMatrix(t *testing.T) {
 			{"", "unsigned", refused(api.CodeClientCertRequired)},
 			{"", "signed by psp-c", refused(api.CodeClientCertRequired)},
 		} {
-			for _, route := range []string{"/webhooks/pix", apiPixPath} {
+			for _, route := range []string{"/webhooks/pix", apiPixPath, sagaWebhookPath} {
 				name := fmt.Sprintf("required=%v/cert=%s/%s%s", required, tc.cert, tc.signature, route)
 				t.Run(name, func(t *testing.T) {
 					fs := newFakeStore()
 					srv := newMTLSServer(t, fs, pki, func(d *api.Deps) {
 						d.CertPSPs, d.Signatures, d.RequireSignatures = certPSPs, secrets, required
+						d.Sagas = append(d.Sagas, sagaWebhookInto(fs))
 					})
 					body := nativeWebhookBody(t, "payer", `{"name":"Maria"}`)
 					if route == apiPixPath {

@@ -1,5 +1,6 @@
 // Package openapi owns the service's OpenAPI 3.1 contract: the YAML
-// documents of the PSP-facing webhooks (webhooks.yaml) and of the customer,
+// documents of the PSP-facing webhooks (webhooks.yaml, the base, and
+// webhooks/*.yaml, a fragment per saga with webhooks of its own) and of the customer,
 // admin, codec and operations routes (pix-api.yaml, the base: info, servers,
 // tags and the components sagas share; and pix-api/*.yaml, one fragment of
 // paths and components per saga, merged into the base when the document is

@@ -23,7 +23,7 @@ const (
 // Names are every document's name.
 var Names = []string{Webhooks, PixAPI}
 
-//go:embed webhooks.yaml pix-api.yaml pix-api/*.yaml
+//go:embed webhooks.yaml webhooks/*.yaml pix-api.yaml pix-api/*.yaml
 var sources embed.FS
 
 // assembled are the documents' YAML, each assembled once from its files.

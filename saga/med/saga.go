@@ -26,9 +26,11 @@ var Kinds = pix.DeclareKinds(
 	&pix.Kind{Err: ErrNotAnalysable, Refusal: true,
 		Status: http.StatusUnprocessableEntity, Code: "med_report_not_analysable",
 		Message: "the infraction report is past its analysis (ended, cancelled, not ours, or closed)"},
-	// No route answers it: only an intake meets it (the lister's, the
-	// webhook's), whose caller logs it.
-	&pix.Kind{Err: ErrReportMismatch, Refusal: true, TemporalType: "MEDReportMismatch"},
+	// Met at an intake: the lister logs it; the PSP's notice is answered
+	// it (webhook.go).
+	&pix.Kind{Err: ErrReportMismatch, Refusal: true, Status: http.StatusUnprocessableEntity, Code: "med_report_mismatch",
+		Message:      "the notice names an infraction report received with another PIX, or a refund request beside the open one; nothing was changed",
+		TemporalType: "MEDReportMismatch"},
 )
 
 // Saga is MED as the credited participant, declared once: listed in
@@ -63,7 +65,10 @@ var Saga = saga.Descriptor{
 	Events: Events,
 	HTTP: func(env saga.Env) (api.SagaHTTP, error) {
 		h := &Handlers{Store: NewStore(env.Store), Keys: env.Store, Temporal: env.Temporal, Log: env.Log}
-		return h.HTTP(), nil
+		out := h.HTTP()
+		doors := &Doors{Store: NewStore(env.Store), Temporal: env.Temporal, Log: env.Log}
+		out.Webhooks = (&Notices{Store: doors, Log: env.Log}).Webhooks()
+		return out, nil
 	},
 	Collectors: collectors,
 }

@@ -1,0 +1,320 @@
+package med
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/pixbank/pix/api"
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/notification"
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// The PSP's MED notices (api/openapi/webhooks/med.yaml; docs/med.md "A
+// bank behind a PSP"): a bank that is not a DICT participant of its own
+// hears of infraction reports and refund requests from its PSP, which
+// posts them in the DICT's own vocabulary, as JSON:
+//
+//	POST /webhooks/med/infraction-reports   {"InfractionReport": {...}}  the DICT's InfractionReport
+//	POST /webhooks/med/refunds              {"Refund": {...}}            the DICT's Refund
+//
+// authenticated exactly as the PSP's PIX webhooks (api.WebhookRoute: the
+// client certificate, the Standard Webhooks signature), answered 202 once
+// the notice is committed, and handed to the saga's one door (Doors:
+// Intake, IntakeRefund), where the DICT's lister hands what it lists: a notice
+// received from both is one report, a redelivery is absorbed.
+
+// MaxNoticeBytes bounds a notice's body: a report's or a request's
+// elements, their free texts of at most 2,000 characters each.
+const MaxNoticeBytes = 32 << 10
+
+// NoticeStore is what the notices need: the saga's doors (Doors, which
+// wake the report's run after a change).
+type NoticeStore interface {
+	Intake(ctx context.Context, in dict.InfractionReport) (Report, bool, error)
+	IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool, error)
+}
+
+// Notices serve the PSP's MED notices.
+type Notices struct {
+	Store NoticeStore
+	Log   *slog.Logger
+}
+
+// Webhooks are the notices' routes, under /webhooks.
+func (n *Notices) Webhooks() []api.WebhookRoute {
+	return []api.WebhookRoute{
+		{Path: "/med/infraction-reports", MaxBytes: MaxNoticeBytes, Handle: n.report},
+		{Path: "/med/refunds", MaxBytes: MaxNoticeBytes, Handle: n.refund},
+	}
+}
+
+// noticeReceipt is the answer to a notice: the report (or the request) it
+// is about, the status of our saga of the report, and whether the notice
+// changed nothing (received before as it is).
+type noticeReceipt struct {
+	ID                 string `json:"id"`
+	InfractionReportID string `json:"infraction_report_id,omitempty"`
+	Status             string `json:"status"`
+	Duplicate          bool   `json:"duplicate"`
+}
+
+// report is POST /webhooks/med/infraction-reports.
+func (n *Notices) report(k api.Kit, c *gin.Context) {
+	in, err := decodeReportNotice(k.WebhookBody(c))
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	k.NamePIX(c, in.TransactionID)
+	attrs := []any{"report_id", in.ID, "end_to_end_id", in.TransactionID, "dict_status", in.Status, "psp", k.WebhookPSP(c)}
+	r, changed, err := n.Store.Intake(ctx, in)
+	if err != nil {
+		n.refused(ctx, "med infraction report notice refused", err, attrs)
+		k.Fail(c, err)
+		return
+	}
+	n.Log.InfoContext(ctx, "med infraction report notice received", append(attrs, "status", r.Status, "duplicate", !changed)...)
+	c.JSON(http.StatusAccepted, noticeReceipt{ID: r.ID.String(), Status: r.Status, Duplicate: !changed})
+}
+
+// refund is POST /webhooks/med/refunds.
+func (n *Notices) refund(k api.Kit, c *gin.Context) {
+	in, err := decodeRefundNotice(k.WebhookBody(c))
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	k.NamePIX(c, in.TransactionID)
+	attrs := []any{"refund_request_id", in.ID, "report_id", in.InfractionReportID, "end_to_end_id", in.TransactionID,
+		"refund_status", in.Status, "psp", k.WebhookPSP(c)}
+	r, changed, err := n.Store.IntakeRefund(ctx, in)
+	if err != nil {
+		n.refused(ctx, "med refund request notice refused", err, attrs)
+		k.Fail(c, err)
+		return
+	}
+	n.Log.InfoContext(ctx, "med refund request notice received", append(attrs, "status", r.Status, "duplicate", !changed)...)
+	c.JSON(http.StatusAccepted, noticeReceipt{ID: in.ID, InfractionReportID: r.ID.String(), Status: r.Status, Duplicate: !changed})
+}
+
+// refused logs a notice the saga's door refused (a report that does not
+// match the one received, a request of a report not received yet); a
+// fault is logged where it is answered.
+func (n *Notices) refused(ctx context.Context, msg string, err error, attrs []any) {
+	if pix.IsRefusal(err) {
+		n.Log.WarnContext(ctx, msg, append(attrs, "error", err)...)
+	}
+}
+
+// ispbPattern is the DICT's ISPB: eight digits.
+var ispbPattern = regexp.MustCompile(`^[0-9]{8}$`)
+
+// notice reads a notice's body: one JSON object (notification.CheckJSON's
+// rules) whose member element (InfractionReport, Refund) is the DICT's
+// element, returned by its members' exact names. Other members (the
+// DICT's ResponseTime, CorrelationId, a PSP's own) are accepted and not
+// read, as the DICT's answers may grow.
+func notice(body []byte, element string) (map[string]json.RawMessage, error) {
+	if err := notification.CheckJSON(body); err != nil {
+		return nil, err
+	}
+	top, err := notification.DecodeObject(body, "body")
+	if err != nil {
+		return nil, err
+	}
+	if !notification.Present(top[element]) {
+		return nil, pix.Invalid(element, "is required: the notice carries the DICT's %s", element)
+	}
+	return notification.DecodeObject(top[element], element)
+}
+
+// fields reads a DICT element's members by their names, refusals naming
+// them with the element's name ("InfractionReport.Id"); the first refusal
+// is kept (err) and the members read after it are not used.
+type fields struct {
+	element string
+	m       map[string]json.RawMessage
+	err     error
+}
+
+func (f *fields) name(member string) string { return f.element + "." + member }
+
+// refuse keeps err if it is the first.
+func (f *fields) refuse(err error) {
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+// optional is a string member that may be absent or null ("").
+func (f *fields) optional(member string) string {
+	if !notification.Present(f.m[member]) {
+		return ""
+	}
+	s, err := notification.RequiredString(f.m[member], f.name(member))
+	f.refuse(err)
+	return s
+}
+
+// required is a string member that must be present and not empty.
+func (f *fields) required(member string) string {
+	s, err := notification.RequiredString(f.m[member], f.name(member))
+	if err == nil && s == "" {
+		err = pix.Invalid(f.name(member), "must not be empty")
+	}
+	f.refuse(err)
+	return s
+}
+
+// check refuses member's value unless ok.
+func (f *fields) check(ok bool, member, format string, args ...any) {
+	if !ok {
+		f.refuse(pix.Invalid(f.name(member), format, args...))
+	}
+}
+
+// id is a member that must be the DICT's id (a UUID).
+func (f *fields) id(member string) string {
+	s := f.required(member)
+	_, err := uuid.Parse(s)
+	f.check(err == nil && len(s) == 36, member, "must be the DICT's id, a UUID")
+	return s
+}
+
+// ispb is a member that must be an ISPB.
+func (f *fields) ispb(member string) string {
+	s := f.required(member)
+	f.check(ispbPattern.MatchString(s), member, "must be an ISPB, eight digits")
+	return s
+}
+
+// endToEndID is a member that must be a PIX's end-to-end id.
+func (f *fields) endToEndID(member string) string {
+	s := f.required(member)
+	f.check(pix.ValidEndToEndID(s), member, "must be the PIX's EndToEndId")
+	return s
+}
+
+// text is an optional free text of at most 2,000 characters (the DICT's
+// ReportDetails, AnalysisDetails, RefundDetails).
+func (f *fields) text(member string) string {
+	s := f.optional(member)
+	f.check(utf8.RuneCountInString(s) <= MaxDetailsLength, member, "must be at most %d characters", MaxDetailsLength)
+	return s
+}
+
+// oneOf is a required member that must be one of values (the DICT's
+// enumeration the saga acts on).
+func (f *fields) oneOf(member string, values ...string) string {
+	s := f.required(member)
+	f.check(slices.Contains(values, s), member, "must be one of the DICT's: %s", strings.Join(values, ", "))
+	return s
+}
+
+// time is a required RFC 3339 timestamp.
+func (f *fields) time(member string) time.Time {
+	t, err := notification.Timestamp(f.m[member], f.name(member))
+	f.refuse(err)
+	return t
+}
+
+// decodeReportNotice reads POST /webhooks/med/infraction-reports: the
+// DICT's InfractionReport, its required elements as the DICT requires
+// them. InfractionType and ReportedBy are kept as sent, as from the
+// DICT (its enumerations may grow); Status must be one the saga knows.
+func decodeReportNotice(body []byte) (dict.InfractionReport, error) {
+	m, err := notice(body, "InfractionReport")
+	if err != nil {
+		return dict.InfractionReport{}, err
+	}
+	f := &fields{element: "InfractionReport", m: m}
+	r := dict.InfractionReport{
+		ID:             f.id("Id"),
+		TransactionID:  f.endToEndID("TransactionId"),
+		InfractionType: dict.InfractionType(f.required("InfractionType")),
+		ReportedBy:     dict.ReportedBy(f.required("ReportedBy")),
+		Status: dict.InfractionReportStatus(f.oneOf("Status", string(dict.ReportOpen), string(dict.ReportAcknowledged),
+			string(dict.ReportClosed), string(dict.ReportCancelled))),
+		DebitedParticipant:  f.ispb("DebitedParticipant"),
+		CreditedParticipant: f.ispb("CreditedParticipant"),
+		CreationTime:        f.time("CreationTime"),
+		LastModified:        f.time("LastModified"),
+		ReportDetails:       f.text("ReportDetails"),
+		TransactionType:     f.optional("TransactionType"),
+		TransactionResult:   f.optional("TransactionResult"),
+		AnalysisResult:      dict.AnalysisResult(f.optional("AnalysisResult")),
+		AnalysisDetails:     f.text("AnalysisDetails"),
+	}
+	f.check(r.AnalysisResult == "" || r.AnalysisResult.Valid(), "AnalysisResult", "must be AGREED or DISAGREED")
+	if f.err != nil {
+		return dict.InfractionReport{}, f.err
+	}
+	return r, nil
+}
+
+// decodeRefundNotice reads POST /webhooks/med/refunds: the DICT's Refund,
+// its required elements as the DICT requires them, and its
+// InfractionReportId, which the DICT's schema leaves optional but MED's
+// requests carry, as the saga finds the report by it. RefundAmount is the
+// DICT's number of reais, read exactly (dict.Amount), never through a
+// float.
+func decodeRefundNotice(body []byte) (dict.Refund, error) {
+	m, err := notice(body, "Refund")
+	if err != nil {
+		return dict.Refund{}, err
+	}
+	f := &fields{element: "Refund", m: m}
+	r := dict.Refund{
+		ID:                 f.id("Id"),
+		InfractionReportID: f.id("InfractionReportId"),
+		TransactionID:      f.endToEndID("TransactionId"),
+		RefundReason:       dict.RefundReason(f.required("RefundReason")),
+		RefundAmount:       f.amount("RefundAmount"),
+		Status: dict.RefundStatus(f.oneOf("Status", string(dict.RefundOpen), string(dict.RefundClosed),
+			string(dict.RefundCancelled))),
+		RequestingParticipant: f.ispb("RequestingParticipant"),
+		ContestedParticipant:  f.ispb("ContestedParticipant"),
+		CreationTime:          f.time("CreationTime"),
+		LastModified:          f.time("LastModified"),
+		RefundDetails:         f.text("RefundDetails"),
+		AnalysisResult:        dict.RefundAnalysisResult(f.optional("AnalysisResult")),
+		AnalysisDetails:       f.text("AnalysisDetails"),
+		RefundRejectionReason: dict.RefundRejectionReason(f.optional("RefundRejectionReason")),
+		RefundTransactionID:   f.optional("RefundTransactionId"),
+	}
+	if f.err != nil {
+		return dict.Refund{}, f.err
+	}
+	return r, nil
+}
+
+// amount reads the DICT's RefundAmount, a JSON number of reais with at
+// most two decimals, into centavos: from 1 centavo to the largest PIX.
+func (f *fields) amount(member string) dict.Amount {
+	raw := f.m[member]
+	if !notification.Present(raw) {
+		f.refuse(pix.Invalid(f.name(member), "is required"))
+		return 0
+	}
+	var number json.Number
+	var a dict.Amount
+	if raw[0] == '"' || json.Unmarshal(raw, &number) != nil || a.UnmarshalText([]byte(number)) != nil {
+		f.refuse(pix.Invalid(f.name(member), "must be a number of reais with at most two decimals, such as 150.00"))
+		return 0
+	}
+	f.check(a >= 1 && int64(a) <= pix.MaxAmountCents, member, "must be from 0.01 to the largest PIX")
+	return a
+}
