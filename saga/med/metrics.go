@@ -54,7 +54,7 @@ func collectors(env saga.Env) []prometheus.Collector {
 			"Open MED reports whose saga stopped at the DICT (refused, or an answer not verified).", nil, nil),
 			Value: func(c OpenCounts) float64 { return float64(c.DICTProblems) }},
 	}
-	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, &sagakit.ScrapeGauges[OpenCounts]{
+	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, dictSignatureRefusedTotal, ageGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
 		What:   "med gauges",
 		Query:  func(ctx context.Context) (OpenCounts, error) { return store.Open(ctx, AnalysisAlertBefore) },
 		Gauges: gauges,

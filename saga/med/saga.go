@@ -53,7 +53,7 @@ var Saga = saga.Descriptor{
 	Deps: func(env saga.Env) any {
 		var d DICT = notConfigured{}
 		if c := dictOf(env); c != nil {
-			d = c
+			d = signatureCounted{c}
 		}
 		return &Activities{Store: NewStore(env.Store), DICT: d, Log: env.Log}
 	},

@@ -1,0 +1,123 @@
+package med
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/sagakit"
+)
+
+// The on-call's view of MED beside metrics.go's (docs/operations.md,
+// "Metrics"; the alerts of deploy/prometheus/rules/med.yml): the open
+// reports by age, the refund requests left unanswered, the returns under
+// way, and the DICT's refusals of our requests' signature.
+
+//go:embed med_gauges.sql
+var gaugeFiles embed.FS
+
+// gaugesSQL holds the statements of med_gauges.sql.
+var gaugesSQL struct{ Ages string }
+
+func init() { db.BindQueries(gaugeFiles, "med_gauges.sql", &gaugesSQL) }
+
+// UnansweredAfter is how long a refund request open at the DICT may sit
+// on a report where nothing changed before it counts as unanswered
+// (pix_med_refund_requests_unanswered, PixMEDRefundRequestUnanswered):
+// the saga returns at once and closes the request after the devolução
+// ends, minutes at the PSP's pace.
+const UnansweredAfter = time.Hour
+
+// reportAges are the age label's values of pix_med_reports_open_by_age,
+// AgeCounts.ByAge's order: since the DICT created the report, against its
+// 7 days of analysis.
+var reportAges = [4]string{"under_24h", "24h_to_6d", "6d_to_7d", "over_7d"}
+
+// AgeCounts are the on-call's gauges' counts (Store.Ages).
+type AgeCounts struct {
+	ByAge                           [4]int64
+	Unanswered, Returning, Returned int64
+}
+
+// Ages reads the on-call's gauges; a request counts as unanswered after
+// unansweredAfter of nothing changing on its report.
+func (s *Store) Ages(ctx context.Context, unansweredAfter time.Duration) (AgeCounts, error) {
+	var c AgeCounts
+	err := s.store.Pool().QueryRow(ctx, gaugesSQL.Ages, unansweredAfter).Scan(&c.ByAge[0], &c.ByAge[1], &c.ByAge[2], &c.ByAge[3],
+		&c.Unanswered, &c.Returning, &c.Returned)
+	return c, db.Classify(err)
+}
+
+// ageGauges are the gauges of Store.Ages, read at each scrape.
+func ageGauges(env saga.Env) prometheus.Collector {
+	store := NewStore(env.Store)
+	gauges := []sagakit.Gauge[AgeCounts]{
+		{Desc: prometheus.NewDesc("pix_med_refund_requests_unanswered",
+			"Open MED reports whose refund request is open at the DICT, not answered, and nothing changed on them for an hour (PixMEDRefundRequestUnanswered).", nil, nil),
+			Value: func(c AgeCounts) float64 { return float64(c.Unanswered) }},
+		{Desc: prometheus.NewDesc("pix_med_reports_returning",
+			"Open MED reports whose devolução is under way.", nil, nil),
+			Value: func(c AgeCounts) float64 { return float64(c.Returning) }},
+		{Desc: prometheus.NewDesc("pix_med_returned_cents",
+			"Centavos the open MED reports returned so far (the ended ones' count in pix_med_reports_ended_total).", nil, nil),
+			Value: func(c AgeCounts) float64 { return float64(c.Returned) }},
+	}
+	for i, age := range reportAges {
+		gauges = append(gauges, sagakit.Gauge[AgeCounts]{
+			Desc: prometheus.NewDesc("pix_med_reports_open_by_age",
+				"Open MED reports by age since the DICT created them, against their 7 days of analysis.",
+				nil, prometheus.Labels{"age": age}),
+			Value: func(c AgeCounts) float64 { return float64(c.ByAge[i]) }})
+	}
+	return &sagakit.ScrapeGauges[AgeCounts]{
+		What:   "med age gauges",
+		Query:  func(ctx context.Context) (AgeCounts, error) { return store.Ages(ctx, UnansweredAfter) },
+		Gauges: gauges,
+		Log:    env.Log,
+	}
+}
+
+// dictSignatureRefusedTotal counts the DICT's refusals of our requests'
+// signature (the problem RequestSignatureInvalid): our signing
+// certificate, key or canonicalisation no longer what the DICT accepts.
+// Every write the saga sends is refused then (PixMEDDICTRefusesOurSignature).
+var dictSignatureRefusedTotal = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "pix_med_dict_signature_refused_total",
+	Help: "MED writes the DICT refused for their signature (RequestSignatureInvalid): our signing certificate or key is not the DICT's (PixMEDDICTRefusesOurSignature).",
+})
+
+// signatureCounted is a DICT whose refusals of our signed writes'
+// signature are counted (dictSignatureRefusedTotal); its reads are
+// unsigned, never refused so.
+type signatureCounted struct{ DICT }
+
+// countSignature counts err if the DICT refused our signature.
+func countSignature(err error) {
+	if errors.Is(err, dict.ErrRequestSignatureInvalid) {
+		dictSignatureRefusedTotal.Inc()
+	}
+}
+
+func (d signatureCounted) AcknowledgeInfractionReport(ctx context.Context, id string) (dict.InfractionReport, error) {
+	r, err := d.DICT.AcknowledgeInfractionReport(ctx, id)
+	countSignature(err)
+	return r, err
+}
+
+func (d signatureCounted) CloseInfractionReport(ctx context.Context, id string, result dict.AnalysisResult, details string) (dict.InfractionReport, error) {
+	r, err := d.DICT.CloseInfractionReport(ctx, id, result, details)
+	countSignature(err)
+	return r, err
+}
+
+func (d signatureCounted) CloseRefund(ctx context.Context, id string, c dict.RefundClosing) (dict.Refund, error) {
+	r, err := d.DICT.CloseRefund(ctx, id, c)
+	countSignature(err)
+	return r, err
+}
