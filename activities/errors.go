@@ -83,8 +83,12 @@ func PSPError(err error) error {
 
 // KindError turns a store error into a Temporal application error: a
 // business error of its kind's type (pix.Kinds), non-retryable unless the
-// kind is retried; anything else is a technical failure.
+// kind is retried; anything else is a technical failure. No error is none
+// (a store's answer returned as it is: `return r, KindError(err)`).
 func KindError(err error) error {
+	if err == nil {
+		return nil
+	}
 	k := pix.KindOf(err)
 	switch {
 	case k == nil || k.TemporalType == "":

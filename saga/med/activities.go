@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -19,6 +20,7 @@ type DICT interface {
 	AcknowledgeInfractionReport(ctx context.Context, id string) (dict.InfractionReport, error)
 	CloseInfractionReport(ctx context.Context, id string, result dict.AnalysisResult, details string) (dict.InfractionReport, error)
 	GetRefund(ctx context.Context, id string) (dict.Refund, error)
+	WalkRefunds(ctx context.Context, q dict.RefundQuery, fn func(dict.Refund) error) (time.Time, error)
 	CloseRefund(ctx context.Context, id string, r dict.RefundClosing) (dict.Refund, error)
 }
 
@@ -61,9 +63,38 @@ func (a *Activities) CancelReport(ctx context.Context, at Report) (Report, error
 }
 
 // ExpireRequest releases an agreed report whose refund request did not come
-// within 72 hours (Store.ExpireRequest).
+// within 72 hours (Store.ExpireRequest), once the DICT read back says so:
+// its list of the OPEN refund requests modified since our close, read
+// from ListLag after the request's time (the lists lag the writes), shows
+// none of the report. One it shows is taken in (Store.IntakeRefund) and
+// the run returns it: a request made in time but not listed yet by the
+// lister is never released on our table's word.
 func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, error) {
-	return a.change(ctx, at, "no refund request within 72 hours: released", a.Store.ExpireRequest)
+	cur, moved, err := a.current(ctx, at)
+	if err != nil || moved || cur.Status != StatusAwaitingRequest || cur.RequestOpen() {
+		return cur, err
+	}
+	listedFrom := a.Store.now()
+	var open []dict.Refund
+	_, err = a.DICT.WalkRefunds(ctx, dict.RefundQuery{Status: []dict.RefundStatus{dict.RefundOpen},
+		ModifiedAfter: cur.ClosedAt.Add(-time.Hour)}, func(r dict.Refund) error {
+		if r.InfractionReportID == cur.ID.String() && r.Status == dict.RefundOpen {
+			open = append(open, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return Report{}, a.dictFailed(ctx, cur, "list the refund requests", err)
+	}
+	if len(open) > 0 {
+		a.Log.WarnContext(ctx, "refund request found at the DICT at its report's expiry, not taken in before: returned",
+			append(attrsOf(cur), "refund_request_id", open[0].ID)...)
+		r, _, err := a.Store.IntakeRefund(ctx, open[0])
+		return r, activities.KindError(err)
+	}
+	return a.change(ctx, cur, "no refund request within 72 hours: released", func(ctx context.Context, at Report) (Report, bool, error) {
+		return a.Store.ExpireRequest(ctx, at, listedFrom)
+	})
 }
 
 // ReturnReport returns what the report holds through the devolução saga

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -110,6 +111,23 @@ func (d *fakeDICT) GetRefund(_ context.Context, id string) (dict.Refund, error) 
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.refunds[id], d.answer("getRefund", false)
+}
+
+func (d *fakeDICT) WalkRefunds(_ context.Context, q dict.RefundQuery, fn func(dict.Refund) error) (time.Time, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.answer("listRefund", false); err != nil {
+		return time.Time{}, err
+	}
+	for _, r := range d.refunds {
+		if len(q.Status) > 0 && !slices.Contains(q.Status, r.Status) {
+			continue
+		}
+		if err := fn(r); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return time.Now(), nil
 }
 
 func (d *fakeDICT) CloseRefund(_ context.Context, id string, c dict.RefundClosing) (dict.Refund, error) {
@@ -363,4 +381,52 @@ func TestAWriteMarkedSentIsReadBackWhateverTheAttempt(t *testing.T) {
 	require.NotNil(t, r.RefundClosedAt)
 	require.Equal(t, []string{"getRefund"}, a.dict.opsSince(n), "read back, not sent again")
 	require.Equal(t, 1, a.dict.sent["closeRefund"])
+}
+
+// The expiry of the 72 hours reads the DICT back: a request made in time
+// but not taken in yet (the lister lags) is found, taken, and returned,
+// never released on our table's word; with none listed, released; a list
+// read before the request's time plus ListLag proves nothing.
+func TestTheExpiryReadsTheDICTBack(t *testing.T) {
+	f := newFixture(t)
+	a, r := analysed(t, f, dict.Agreed)
+	r, err := a.run(a.acts.CloseReport, r)
+	require.NoError(t, err)
+	req := request(r, 10_000, dict.RefundOpen)
+	a.dict.refunds[req.ID] = req
+	a.acts.Store = f.store.WithClock(func() time.Time { return r.RequestDueAt.Add(med.ListLag + time.Second) })
+	out, err := a.run(a.acts.ExpireRequest, r)
+	require.NoError(t, err)
+	require.Equal(t, med.StatusAwaitingRequest, out.Status, "not released")
+	require.True(t, out.RequestOpen())
+	require.Equal(t, req.ID, out.RefundRequestID.String())
+	require.Equal(t, med.StepReturn, med.Next(out, time.Now()))
+	f.requireMoney(*r.AccountID, 10_000, 10_000)
+
+	// None listed: released, but not on a list read too early.
+	a2, r2 := analysed(t, f, dict.Agreed)
+	r2, err = a2.run(a2.acts.CloseReport, r2)
+	require.NoError(t, err)
+	a2.acts.Store = f.store.WithClock(func() time.Time { return r2.RequestDueAt.Add(med.ListLag - time.Second) })
+	_, err = a2.run(a2.acts.ExpireRequest, r2)
+	require.Error(t, err, "listed before the request's time and the lists' lag")
+	a2.acts.Store = f.store.WithClock(func() time.Time { return r2.RequestDueAt.Add(med.ListLag) })
+	done, err := a2.run(a2.acts.ExpireRequest, r2)
+	require.NoError(t, err)
+	require.Equal(t, med.EndReleased, *done.EndCause)
+	require.Contains(t, a2.dict.ops, "listRefund")
+}
+
+// LoadReport answers the report (a store's nil error is no failure: the
+// run's first step read it as a technical failure, retried for ever).
+func TestLoadReportAnswersTheReport(t *testing.T) {
+	f := newFixture(t)
+	c := f.credit(10_000, 0)
+	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now()))
+	a := newActivityRun(t, f, r)
+	v, err := a.env.ExecuteActivity(a.acts.LoadReport, r.ID.String())
+	require.NoError(t, err)
+	var out med.Report
+	require.NoError(t, v.Get(&out))
+	require.Equal(t, r.ID, out.ID)
 }

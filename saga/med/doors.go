@@ -30,9 +30,21 @@ func (d *Doors) Intake(ctx context.Context, in dict.InfractionReport) (Report, b
 	return r, changed, err
 }
 
-// IntakeRefund is Store.IntakeRefund, the run woken after a change.
+// IntakeRefund is Store.IntakeRefund, the run woken after a change. A
+// request its report takes again after it ended is logged (WARN: a new run
+// returns it); one no report answers, ERROR (on-call's:
+// PixMEDRefundRequestNotTaken).
 func (d *Doors) IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool, error) {
-	r, changed, err := d.Store.IntakeRefund(ctx, in)
+	r, changed, outcome, err := d.Store.intakeRefund(ctx, in)
+	attrs := append(attrsOf(r), "refund_request_id", in.ID, "refund_request_status", in.Status,
+		"refund_amount_cents", int64(in.RefundAmount))
+	switch {
+	case err != nil:
+	case outcome == RequestReopened:
+		d.Log.WarnContext(ctx, "refund request after its report ended: the report takes it again", attrs...)
+	case outcome == RequestUnanswered:
+		d.Log.ErrorContext(ctx, "refund request no report answers: recorded in pix_med_refund_requests, on-call's", attrs...)
+	}
 	d.wake(ctx, r, changed && err == nil)
 	return r, changed, err
 }

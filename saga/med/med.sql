@@ -45,7 +45,7 @@ UPDATE pix_med_reports SET
     acknowledged_at = $12, closed_at = $13, hold_id = $14, holds = $15, held_cents = $16,
     refund_request_id = $17, refund_request_cents = $18, refund_request_status = $19,
     refund_closed_at = $20, refund_closed_rtr_id = $21, refund_id = $22, returned_cents = $23, returns = $24,
-    first_rtr_id = $25, refund_request_due_at = $26, dict_problem = $27,
+    first_rtr_id = $25, refund_request_due_at = $26, dict_problem = $27, return_refused = $28,
     gen = gen + 1, updated_at = now(),
     ended_at = CASE WHEN $6 = 'ended' THEN COALESCE(ended_at, now()) END,
     dispatch_due_at = CASE WHEN $6 IN ('ended', 'not_ours') THEN NULL ELSE COALESCE(dispatch_due_at, now()) END
@@ -69,6 +69,15 @@ WHERE id = $1 AND gen = $2
               WHEN 'refund_close' THEN refund_close_sent_at END IS NULL
 RETURNING *
 
+-- name: Unanswered
+-- A refund request its report does not answer (IntakeRefund), by its own
+-- id: $1 id, $2 report, $3 amount, $4 the DICT's status, $5 why. Again,
+-- its status only, when it moved (no row: nothing changed).
+INSERT INTO pix_med_refund_requests (id, report_id, amount_cents, dict_status, why)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (id) DO UPDATE SET dict_status = EXCLUDED.dict_status, updated_at = now()
+    WHERE pix_med_refund_requests.dict_status <> EXCLUDED.dict_status
+
 -- name: OfPIX
 -- A PIX's reports, oldest first, at most $2. Read from pix_med_reports_pix_idx.
 SELECT * FROM pix_med_reports WHERE end_to_end_id = $1 ORDER BY created_at, id LIMIT $2
@@ -76,12 +85,14 @@ SELECT * FROM pix_med_reports WHERE end_to_end_id = $1 ORDER BY created_at, id L
 -- name: Open
 -- The gauges: the open reports, those awaiting their analysis past
 -- analysis_due_at less $1 (the alert's margin before the 7 days), the
--- centavos held, the reports not ours. From pix_med_reports_open_idx but
--- the last count (not ours: few, and read from the due index's complement).
+-- centavos held, those stopped at the DICT (from pix_med_reports_open_idx),
+-- and the refund requests no report answers, OPEN at the DICT (few: from
+-- pix_med_refund_requests_open_idx).
 SELECT count(*),
        count(*) FILTER (WHERE status IN ('received', 'held', 'acknowledged') AND analysis_due_at < now() + $1::interval),
        COALESCE(sum(held_cents), 0),
-       count(*) FILTER (WHERE dict_problem IS NOT NULL)
+       count(*) FILTER (WHERE dict_problem IS NOT NULL),
+       (SELECT count(*) FROM pix_med_refund_requests WHERE dict_status = 'OPEN')
 FROM pix_med_reports WHERE dispatch_due_at IS NOT NULL
 
 -- name: Event

@@ -32,6 +32,23 @@ var dictStoppedTotal = prometheus.NewCounter(prometheus.CounterOpts{
 	Help: "MED saga steps stopped at the DICT: refused, or the answer's signature not verified.",
 })
 
+// returnsRefusedTotal counts the reports whose devolução was refused for
+// good (ReturnRefusal), by refusal: a business outcome, paged
+// (PixMEDReturnRefused).
+var returnsRefusedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "pix_med_returns_refused_total",
+	Help: "MED reports whose devolução was refused for good, by refusal (refund_window_closed, account_closed).",
+}, []string{"refusal"})
+
+// lateRequestsTotal counts the refund requests that came when their report
+// could not answer them as its own (IntakeRefund): reopened (an ended
+// report takes it again) or unanswered (recorded in
+// pix_med_refund_requests, paged while OPEN: PixMEDRefundRequestNotTaken).
+var lateRequestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "pix_med_refund_requests_late_total",
+	Help: "MED refund requests its report could not answer as its own: reopened (an ended report takes it again) or unanswered.",
+}, []string{"outcome"})
+
 // AnalysisAlertBefore is how long before its 7 days a report still
 // awaiting its analysis counts as due soon (pix_med_analysis_due_soon).
 const AnalysisAlertBefore = 24 * time.Hour
@@ -53,8 +70,11 @@ func collectors(env saga.Env) []prometheus.Collector {
 		{Desc: prometheus.NewDesc("pix_med_dict_problems",
 			"Open MED reports whose saga stopped at the DICT (refused, or an answer not verified).", nil, nil),
 			Value: func(c OpenCounts) float64 { return float64(c.DICTProblems) }},
+		{Desc: prometheus.NewDesc("pix_med_refund_requests_not_taken",
+			"MED refund requests OPEN at the DICT that no report takes (came after it ended, or a second one): on-call's.", nil, nil),
+			Value: func(c OpenCounts) float64 { return float64(c.Unanswered) }},
 	}
-	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, dictSignatureRefusedTotal, ageGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
+	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, dictSignatureRefusedTotal, returnsRefusedTotal, lateRequestsTotal, ageGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
 		What:   "med gauges",
 		Query:  func(ctx context.Context) (OpenCounts, error) { return store.Open(ctx, AnalysisAlertBefore) },
 		Gauges: gauges,

@@ -63,11 +63,12 @@ func Next(r Report, now time.Time) Step {
 func nextInParts(r Report, now time.Time) Step {
 	requestCancelled := RequestCancelled(r)
 	switch {
-	case r.RefundClosedAt == nil && !requestCancelled && (r.Returns > 0 || !now.Before(*r.ReturnUntil)):
+	case r.RefundClosedAt == nil && !requestCancelled && (r.Returns > 0 || !now.Before(*r.ReturnUntil) || r.ReturnRefused != nil):
 		// The request is answered with the first part's rtrId, or, at the
-		// 90 days with nothing returned, rejected.
+		// 90 days with nothing returned (or the return refused), rejected.
 		return StepCloseRefund
-	case r.ReturnedCents >= r.Target() || requestCancelled || !now.Before(r.ReturnUntil.Add(-earlyTolerance)):
+	case r.ReturnedCents >= r.Target() || requestCancelled || r.ReturnRefused != nil ||
+		!now.Before(r.ReturnUntil.Add(-earlyTolerance)):
 		return StepFinish
 	}
 	return StepReturn
@@ -81,10 +82,17 @@ func RequestCancelled(r Report) bool {
 
 // Closing is how the saga closes the report's refund request at the DICT:
 // TOTALLY_ACCEPTED when all is returned, PARTIALLY_ACCEPTED with the first
-// part's rtrId otherwise, REJECTED (NO_BALANCE) when nothing could be
-// returned within the 90 days.
+// part's rtrId otherwise, REJECTED when nothing could be returned: NO_BALANCE
+// within the 90 days, CANNOT_REFUND when the devolução was refused for good
+// (its window closed), ACCOUNT_CLOSURE when the account closed.
 func Closing(r Report) dict.RefundClosing {
 	switch {
+	case (r.Returns == 0 || r.FirstRtrID == nil) && deref(r.ReturnRefused) == "account_closed":
+		return dict.RefundClosing{Result: dict.Rejected, RejectionReason: dict.RejectionAccountClosure,
+			Details: "conta encerrada"}
+	case (r.Returns == 0 || r.FirstRtrID == nil) && r.ReturnRefused != nil:
+		return dict.RefundClosing{Result: dict.Rejected, RejectionReason: dict.RejectionCannotRefund,
+			Details: "prazo de devolução da transação encerrado"}
 	case r.Returns == 0 || r.FirstRtrID == nil:
 		return dict.RefundClosing{Result: dict.Rejected, RejectionReason: dict.RejectionNoBalance,
 			Details: "sem saldo para devolução no prazo"}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -95,6 +96,10 @@ func (notConfigured) CloseInfractionReport(context.Context, string, dict.Analysi
 
 func (notConfigured) GetRefund(context.Context, string) (dict.Refund, error) {
 	return dict.Refund{}, errNotConfigured
+}
+
+func (notConfigured) WalkRefunds(context.Context, dict.RefundQuery, func(dict.Refund) error) (time.Time, error) {
+	return time.Time{}, errNotConfigured
 }
 
 func (notConfigured) CloseRefund(context.Context, string, dict.RefundClosing) (dict.Refund, error) {

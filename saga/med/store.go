@@ -79,7 +79,9 @@ var (
 var queryFiles embed.FS
 
 // medSQL holds the statements of med.sql.
-var medSQL struct{ CreditOf, Insert, Get, Lock, Save, MarkSent, OfPIX, Open, Event string }
+var medSQL struct {
+	CreditOf, Insert, Get, Lock, Save, MarkSent, Unanswered, OfPIX, Open, Event string
+}
 
 func init() { db.BindQueries(queryFiles, "med.sql", &medSQL) }
 
@@ -144,6 +146,9 @@ type Report struct {
 	AcknowledgeSentAt *time.Time `db:"acknowledge_sent_at" json:"acknowledge_sent_at"`
 	CloseSentAt       *time.Time `db:"close_sent_at" json:"close_sent_at"`
 	RefundCloseSentAt *time.Time `db:"refund_close_sent_at" json:"refund_close_sent_at"`
+	// ReturnRefused: the devolução was refused for good (ReturnRefusal):
+	// the request is closed as it stands and the report ended.
+	ReturnRefused *string `db:"return_refused" json:"return_refused"`
 	// Gen is the row's generation: every change bumps it, and a change
 	// decided on another generation changes nothing (the fence).
 	Gen           int64      `db:"gen" json:"gen"`
@@ -380,35 +385,108 @@ func intakeAgain(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.Infractio
 // (the DICT's Refund) into the saga of the report it names: recorded (its
 // id, amount and status), the run woken. Idempotent: the same request
 // again, as it was, is absorbed; its status moved (cancelled by its
-// requester, closed) is updated. ErrNotFound: the report is not received
-// yet (the lister hands it again).
+// requester, closed) is updated, never its amount. ErrNotFound: the report
+// is not received yet (the lister hands it again).
+//
+// A report answers one request, keyed by its id: another never writes over
+// it (the returns of the first would count against the second's amount).
+// A request the report can't answer is recorded by its own id in
+// pix_med_refund_requests, visibly, for on-call (RequestUnanswered): one
+// that came after the report ended, unless the report can take it again
+// (RequestReopened: agreed, released at its 72 hours with nothing
+// returned, its PIX still within its 90 days; the report waits for its
+// return again and its run is started anew), or another request of a
+// report that answered one.
 func (s *Store) IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool, error) {
+	r, changed, _, err := s.intakeRefund(ctx, in)
+	return r, changed, err
+}
+
+// What an intake of a refund request did besides recording it on its
+// report ("").
+const (
+	RequestReopened   = "reopened"
+	RequestUnanswered = "unanswered"
+)
+
+// intakeRefund is IntakeRefund, saying what it did besides (outcome).
+func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, changed bool, outcome string, err error) {
 	id, err := uuid.Parse(in.InfractionReportID)
 	if err != nil {
-		return Report{}, false, pix.Invalid("infraction_report_id", "must be the DICT's uuid")
+		return Report{}, false, "", pix.Invalid("infraction_report_id", "must be the DICT's uuid")
 	}
 	requestID, err := uuid.Parse(in.ID)
 	if err != nil {
-		return Report{}, false, pix.Invalid("id", "must be the DICT's uuid")
+		return Report{}, false, "", pix.Invalid("id", "must be the DICT's uuid")
 	}
 	if in.RefundAmount <= 0 {
-		return Report{}, false, pix.Invalid("refund_amount", "must be positive")
+		return Report{}, false, "", pix.Invalid("refund_amount", "must be positive")
 	}
-	out, changed, err := s.decide(ctx, id, -1, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+	out, changed, err = s.decide(ctx, id, -1, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		outcome = ""
 		if cur.EndToEndID != in.TransactionID {
 			return Report{}, false, fmt.Errorf("%w: report %s is of PIX %s, the refund request's %s", ErrReportMismatch, id, cur.EndToEndID, in.TransactionID)
 		}
-		if cur.RefundRequestID != nil && *cur.RefundRequestID != requestID && cur.RequestOpen() {
+		next := cur
+		switch {
+		case cur.RefundRequestID != nil && *cur.RefundRequestID == requestID:
+			// The report's own request: its status, never its amount.
+			if deref(cur.RefundRequestState) == string(in.Status) {
+				return cur, false, nil
+			}
+			next.RefundRequestState = ptr(string(in.Status))
+			return save(ctx, tx, cur, next)
+		case cur.RequestOpen():
 			return Report{}, false, fmt.Errorf("%w: report %s has the open refund request %s, not %s", ErrReportMismatch, id, *cur.RefundRequestID, requestID)
-		}
-		if cur.RefundRequestID != nil && *cur.RefundRequestID == requestID && deref(cur.RefundRequestState) == string(in.Status) {
+		case takesRequest(cur):
+			if cur.RefundRequestID != nil {
+				// Cancelled by its requester, nothing returned: kept by its own id.
+				if _, err := tx.Exec(ctx, medSQL.Unanswered, *cur.RefundRequestID, cur.ID, *cur.RefundRequestCents,
+					deref(cur.RefundRequestState), "replaced"); err != nil {
+					return Report{}, false, fmt.Errorf("keep refund request %s of report %s: %w", *cur.RefundRequestID, cur.ID, err)
+				}
+			}
+		case in.Status == dict.RefundOpen && reopenable(cur, s.now()):
+			next.Status, next.EndCause, outcome = StatusAwaitingRequest, nil, RequestReopened
+		default:
+			why := "another_request"
+			if cur.Status == StatusEnded || cur.Status == StatusNotOurs {
+				why = "report_ended"
+			}
+			rs, err := tx.Exec(ctx, medSQL.Unanswered, requestID, cur.ID, int64(in.RefundAmount), string(in.Status), why)
+			if err != nil {
+				return Report{}, false, fmt.Errorf("record refund request %s of report %s: %w", requestID, cur.ID, err)
+			}
+			if rs.RowsAffected() > 0 {
+				outcome = RequestUnanswered
+			}
 			return cur, false, nil
 		}
-		next := cur
 		next.RefundRequestID, next.RefundRequestCents, next.RefundRequestState = &requestID, ptr(int64(in.RefundAmount)), ptr(string(in.Status))
 		return save(ctx, tx, cur, next)
 	})
-	return out, changed, err
+	if err == nil && outcome != "" {
+		lateRequestsTotal.WithLabelValues(outcome).Inc()
+	}
+	return out, changed, outcome, err
+}
+
+// takesRequest says whether the report cur takes a refund request as the
+// one it answers: agreed and waiting for it, none taken yet but one its
+// requester cancelled before anything was returned.
+func takesRequest(cur Report) bool {
+	return cur.Status == StatusAwaitingRequest && cur.ReturnedCents == 0 && cur.Returns == 0 && cur.RefundID == nil &&
+		(cur.RefundRequestID == nil || RequestCancelled(cur))
+}
+
+// reopenable says whether an ended report takes again a refund request
+// that came after it ended: agreed and closed, released with nothing
+// returned and no request taken (its 72 hours passed), its PIX still
+// within the 90 days of its returns.
+func reopenable(cur Report, now time.Time) bool {
+	return cur.Status == StatusEnded && deref(cur.EndCause) == EndReleased && deref(cur.AnalysisResult) == string(dict.Agreed) &&
+		cur.ClosedAt != nil && cur.RefundRequestID == nil && cur.ReturnedCents == 0 && cur.Returns == 0 &&
+		cur.ReturnUntil != nil && now.Before(*cur.ReturnUntil)
 }
 
 // decide runs fn on the report id locked, in one transaction, when it is
@@ -443,7 +521,7 @@ func save(ctx context.Context, tx pgx.Tx, cur, next Report) (Report, bool, error
 	out, err := one(tx.Query(ctx, medSQL.Save, cur.ID, cur.Gen, n.ReportDetails, n.DICTStatus, n.DICTModifiedAt, n.Status,
 		n.EndCause, n.AnalysisResult, n.AnalysisDetails, n.AnalysedBy, n.AnalysedAt, n.AcknowledgedAt, n.ClosedAt, n.HoldID,
 		n.Holds, n.HeldCents, n.RefundRequestID, n.RefundRequestCents, n.RefundRequestState, n.RefundClosedAt,
-		n.RefundClosedRtrID, n.RefundID, n.ReturnedCents, n.Returns, n.FirstRtrID, n.RequestDueAt, n.DICTProblem))
+		n.RefundClosedRtrID, n.RefundID, n.ReturnedCents, n.Returns, n.FirstRtrID, n.RequestDueAt, n.DICTProblem, n.ReturnRefused))
 	if err != nil {
 		// Under the row's lock the generation can't have moved: no row is
 		// a fault, not a decision.
@@ -463,15 +541,15 @@ func laterThan(t, recorded time.Time) bool { return t.Truncate(time.Microsecond)
 
 // OpenCounts are the gauges' counts (Store.Open).
 type OpenCounts struct {
-	Open, AnalysisDueSoon, HeldCents, DICTProblems int64
+	Open, AnalysisDueSoon, HeldCents, DICTProblems, Unanswered int64
 }
 
 // Open reads the gauges: the open reports, those awaiting their analysis
 // within before of its 7 days (or past them), the centavos held, those
-// stopped at the DICT.
+// stopped at the DICT, the refund requests unanswered and OPEN at the DICT.
 func (s *Store) Open(ctx context.Context, before time.Duration) (OpenCounts, error) {
 	var c OpenCounts
-	err := s.store.Pool().QueryRow(ctx, medSQL.Open, before).Scan(&c.Open, &c.AnalysisDueSoon, &c.HeldCents, &c.DICTProblems)
+	err := s.store.Pool().QueryRow(ctx, medSQL.Open, before).Scan(&c.Open, &c.AnalysisDueSoon, &c.HeldCents, &c.DICTProblems, &c.Unanswered)
 	return c, db.Classify(err)
 }
 

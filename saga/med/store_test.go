@@ -297,10 +297,9 @@ func TestNoRequestWithin72HoursReleases(t *testing.T) {
 	c, r := f.agreed(10_000, 0)
 	require.Equal(t, med.StatusAwaitingRequest, r.Status)
 	require.WithinDuration(t, r.ClosedAt.Add(med.RequestWindow), *r.RequestDueAt, time.Millisecond)
-	_, _, err := f.store.ExpireRequest(ctx, r)
+	_, _, err := f.store.ExpireRequest(ctx, r, time.Now())
 	require.Error(t, err, "before its time")
-	late := f.store.WithClock(func() time.Time { return time.Now().Add(med.RequestWindow + time.Minute) })
-	done := f.step(late.ExpireRequest(ctx, r))
+	done := f.step(f.store.ExpireRequest(ctx, r, r.RequestDueAt.Add(med.ListLag)))
 	require.Equal(t, med.EndReleased, *done.EndCause)
 	f.requireMoney(c.AccountID, 10_000, 0)
 	f.requireBooks()
@@ -358,7 +357,9 @@ func TestReleaseAndCaptureAtOnce(t *testing.T) {
 		// generation, or the request's.
 		withRequest := f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
 		acts := []func() (med.Report, bool, error){
-			func() (med.Report, bool, error) { return late.ExpireRequest(ctx, r) },
+			func() (med.Report, bool, error) {
+				return late.ExpireRequest(ctx, r, time.Now().Add(med.RequestWindow+time.Minute))
+			},
 			func() (med.Report, bool, error) { return f.store.Return(ctx, withRequest) },
 		}
 		var wg sync.WaitGroup
@@ -394,7 +395,7 @@ func TestAStaleExpiryChangesNothing(t *testing.T) {
 	c, r := f.agreed(10_000, 0)
 	withRequest := f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
 	for _, at := range []med.Report{r, withRequest} {
-		out, changed, err := late.ExpireRequest(ctx, at)
+		out, changed, err := late.ExpireRequest(ctx, at, time.Now().Add(med.RequestWindow+time.Minute))
 		require.NoError(t, err)
 		require.False(t, changed)
 		require.Equal(t, med.StatusAwaitingRequest, out.Status)
@@ -621,4 +622,107 @@ func TestTheGauges(t *testing.T) {
 	require.GreaterOrEqual(t, got.AnalysisDueSoon, int64(1))
 	require.GreaterOrEqual(t, got.HeldCents, int64(10_000))
 	require.GreaterOrEqual(t, got.DICTProblems, int64(1))
+}
+
+// A refund request that comes after its report was released at its 72
+// hours (listed late) is never stored OPEN on the ended report: the report
+// takes it again when its money can still be returned (its run started
+// anew, the return made), and otherwise (a report DISAGREED, returned) it
+// is recorded by its own id, unanswered and counted for on-call, the
+// report unchanged.
+func TestALateRequestIsReopenedOrPaged(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.agreed(10_000, 0)
+	r = f.step(f.store.ExpireRequest(ctx, r, r.RequestDueAt.Add(med.ListLag)))
+	require.Equal(t, med.StatusEnded, r.Status)
+	f.requireMoney(c.AccountID, 10_000, 0)
+	reopened := f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+	require.Equal(t, med.StatusAwaitingRequest, reopened.Status)
+	require.Nil(t, reopened.EndCause)
+	require.NotNil(t, reopened.DispatchDueAt, "due for a new run")
+	require.Equal(t, med.StepReturn, med.Next(reopened, time.Now()))
+	ret := f.step(f.store.Return(ctx, reopened))
+	require.Equal(t, med.StatusReturning, ret.Status)
+	f.requireMoney(c.AccountID, 0, 0)
+
+	_, disagreed := f.held(10_000, 0)
+	f.step(f.store.Analyse(ctx, disagreed.ID, dict.Disagreed, "", "operator-1"))
+	disagreed, err := f.store.Get(ctx, disagreed.ID)
+	require.NoError(t, err)
+	disagreed = f.step(f.store.Closed(ctx, disagreed, dict.InfractionReport{}))
+	require.Equal(t, med.StatusEnded, disagreed.Status)
+	before, err := f.store.Open(ctx, time.Hour)
+	require.NoError(t, err)
+	out, changed, err := f.store.IntakeRefund(ctx, request(disagreed, 10_000, dict.RefundOpen))
+	require.NoError(t, err)
+	require.False(t, changed, "the ended report is not changed")
+	require.Nil(t, out.RefundRequestID, "never stored OPEN on the ended report")
+	require.Equal(t, med.StatusEnded, out.Status)
+	after, err := f.store.Open(ctx, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, before.Unanswered+1, after.Unanswered, "counted for on-call")
+	f.requireBooks()
+}
+
+// A second refund request of a report whose first was closed in part never
+// writes over the first: the report keeps the first's id and amount (its
+// returns count against it), the second is recorded by its own id.
+func TestASecondRequestNeverRewritesTheFirst(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, r := f.agreed(10_000, 0)
+	first := request(r, 10_000, dict.RefundOpen)
+	r = f.step(f.store.IntakeRefund(ctx, first))
+	r = f.step(f.store.Return(ctx, r))
+	_, err := refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200abcdefghijk")
+	require.NoError(t, err)
+	r = f.step(f.store.Settle(ctx, r))
+	r = f.step(f.store.RefundClosed(ctx, r, "D12345678202612061200abcdefghijk"))
+
+	second := request(r, 3_000, dict.RefundOpen)
+	out, changed, err := f.store.IntakeRefund(ctx, second)
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Equal(t, first.ID, out.RefundRequestID.String(), "the report answers its first request")
+	require.EqualValues(t, 10_000, *out.RefundRequestCents)
+	require.EqualValues(t, 10_000, out.ReturnedCents)
+	var amount int64
+	var why string
+	require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT amount_cents, why FROM pix_med_refund_requests WHERE id = $1`,
+		second.ID).Scan(&amount, &why))
+	require.Equal(t, int64(3_000), amount)
+	require.Equal(t, "another_request", why)
+}
+
+// A return refused for good (the PIX's devolução window closed) is a
+// business outcome, not a failure of the run: recorded, the request closed
+// REJECTED, the report ended and its hold released, never retried.
+func TestAReturnPastItsWindowIsAnOutcome(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.agreed(10_000, 0)
+	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+	_, err := f.s.Pool().Exec(ctx, `UPDATE pix_credits SET credited_at = credited_at - interval '91 days',
+		received_at = received_at - interval '91 days' WHERE end_to_end_id = $1`, c.EndToEndID)
+	require.NoError(t, err)
+	out, changed, err := f.store.Return(ctx, r)
+	require.NoError(t, err, "not a failure of the run")
+	require.True(t, changed)
+	require.Equal(t, "refund_window_closed", *out.ReturnRefused)
+	require.Equal(t, med.StatusAwaitingCredit, out.Status)
+	f.requireMoney(c.AccountID, 10_000, 10_000)
+	require.Equal(t, med.StepCloseRefund, med.Next(out, time.Now()))
+	require.Equal(t, dict.Rejected, med.Closing(out).Result)
+	require.Equal(t, dict.RejectionCannotRefund, med.Closing(out).RejectionReason)
+	again, changed, err := f.store.Return(ctx, out)
+	require.NoError(t, err)
+	require.False(t, changed, "never tried again")
+	out = f.step(f.store.RefundClosed(ctx, again, ""))
+	require.Equal(t, med.StepFinish, med.Next(out, time.Now()))
+	out = f.step(f.store.Finish(ctx, out))
+	require.Equal(t, med.StatusEnded, out.Status)
+	require.Equal(t, med.EndReleased, *out.EndCause)
+	f.requireMoney(c.AccountID, 10_000, 0)
+	f.requireBooks()
 }

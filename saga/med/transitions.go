@@ -196,20 +196,29 @@ func cancellable(r Report) bool {
 }
 
 // ExpireRequest releases an agreed report whose refund request did not
-// come within its 72 hours. One asked before its time changes nothing and
-// is an error (a clock far off: the run asks again).
-func (s *Store) ExpireRequest(ctx context.Context, at Report) (Report, bool, error) {
+// come within its 72 hours, as the DICT's list of refund requests read from
+// listedFrom (on our clock) showed none for it (Activities.ExpireRequest).
+// A list read before the request's time plus ListLag (the DICT's lists lag
+// its writes) proves nothing: it changes nothing and is an error (the run
+// reads again).
+func (s *Store) ExpireRequest(ctx context.Context, at Report, listedFrom time.Time) (Report, bool, error) {
 	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		if cur.Status != StatusAwaitingRequest || cur.RequestOpen() {
 			return cur, false, nil
 		}
-		if early := cur.RequestDueAt.Sub(s.now()); early > earlyTolerance {
-			return Report{}, false, fmt.Errorf("report %s: its refund request is due until %s, %s from now: not yet",
-				cur.ID, cur.RequestDueAt.Format(time.RFC3339), early.Round(time.Second))
+		if from := cur.RequestDueAt.Add(ListLag); listedFrom.Before(from) {
+			return Report{}, false, fmt.Errorf("report %s: its refund request is due until %s, the DICT listed from %s: not yet",
+				cur.ID, cur.RequestDueAt.Format(time.RFC3339), listedFrom.Format(time.RFC3339))
 		}
 		return end(ctx, tx, cur, cur, EndReleased)
 	})
 }
+
+// ListLag is how long after a request's time the DICT's list must be read
+// to show every request made within it: the lists lag the writes by up to
+// 5 seconds (the specification's listRefund), and our clock may differ a
+// little from the DICT's.
+const ListLag = 15 * time.Second
 
 // earlyTolerance is how far before a deadline a transition still takes it:
 // the worker's clock and Temporal's timer may differ a little from the
@@ -230,7 +239,7 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 		switch {
 		case cur.Status == StatusAwaitingRequest && cur.RequestOpen() && !cur.Cancelled():
 		case cur.Status == StatusAwaitingCredit && s.now().Before(*cur.ReturnUntil) && cur.ReturnedCents < cur.Target() &&
-			!RequestCancelled(cur):
+			!RequestCancelled(cur) && cur.ReturnRefused == nil:
 		default:
 			return cur, false, nil
 		}
@@ -261,8 +270,47 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 		next.Status, next.RefundID = StatusReturning, &refund.ID
 		return save(ctx, tx, cur, next)
 	})
+	if refusal := ReturnRefusal(err); refusal != "" {
+		// Rolled back (nothing held nor released by it): recorded on its own.
+		return s.refuseReturn(ctx, at, refusal)
+	}
 	if changed && out.Status == StatusReturning {
 		s.store.Wake(db.RefundDueChannel)
+	}
+	return out, changed, err
+}
+
+// ReturnRefusal is the refusal of a devolução that no later try changes
+// ("": none, or not final): the PIX's 90-day devolução window closed, or its
+// account closed. A business outcome of the report (Report.ReturnRefused),
+// never a failure of its run, which the durable start would start again
+// into the same refusal.
+func ReturnRefusal(err error) string {
+	switch {
+	case errors.Is(err, pix.ErrRefundWindowClosed):
+		return "refund_window_closed"
+	case errors.Is(err, pix.ErrAccountClosed):
+		return "account_closed"
+	}
+	return ""
+}
+
+// refuseReturn records that the report's return was refused for good
+// (refusal): it waits, as awaiting_credit, for its refund request's close
+// at the DICT with what was returned (REJECTED when nothing), then ends,
+// what it still holds released. Visible: the report's return_refused,
+// pix_med_returns_refused_total, PixMEDReturnRefused.
+func (s *Store) refuseReturn(ctx context.Context, at Report, refusal string) (Report, bool, error) {
+	out, changed, err := s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if cur.ReturnRefused != nil {
+			return cur, false, nil
+		}
+		next := cur
+		next.Status, next.ReturnRefused = StatusAwaitingCredit, &refusal
+		return save(ctx, tx, cur, next)
+	})
+	if changed {
+		returnsRefusedTotal.WithLabelValues(refusal).Inc()
 	}
 	return out, changed, err
 }
@@ -323,8 +371,9 @@ func (s *Store) RefundClosed(ctx context.Context, at Report, rtrID string) (Repo
 }
 
 // Finish ends a report being returned in parts once its request is closed
-// at the DICT and the amount is returned, or ReturnWindow has ended, or at
-// once when the payer's participant cancelled its request: what
+// at the DICT and the amount is returned, or ReturnWindow has ended, or
+// its return was refused for good (ReturnRefusal), or at once when the
+// payer's participant cancelled its request: what
 // is still held released, the report returned, returned_in_part, or
 // released (nothing returned).
 func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
@@ -335,7 +384,7 @@ func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
 		}
 		cause := EndReturned
 		if cur.ReturnedCents < cur.Target() {
-			if !cancelled && s.now().Before(cur.ReturnUntil.Add(-earlyTolerance)) {
+			if !cancelled && cur.ReturnRefused == nil && s.now().Before(cur.ReturnUntil.Add(-earlyTolerance)) {
 				return cur, false, nil
 			}
 			cause = EndReturnedInPart

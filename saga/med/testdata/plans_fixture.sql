@@ -19,3 +19,10 @@ SELECT md5('med' || i)::uuid, pg_temp.e(i * 9),
        CASE WHEN i % 100 <> 0 AND i <= 19800 THEN now() - (20000 - i) * interval '10 minutes' + interval '1 hour' END,
        CASE WHEN i % 100 <> 0 AND i > 19800 THEN now() END, CASE WHEN i % 100 <> 0 AND i > 19800 THEN now() END
 FROM generate_series(1, 20000) i;
+
+-- The refund requests no report answers (pix_med_refund_requests): one per
+-- 50th report, closed at the DICT but the last few.
+INSERT INTO pix_med_refund_requests (id, report_id, amount_cents, dict_status, why)
+SELECT md5('med-request' || i)::uuid, md5('med' || i)::uuid, 100,
+       CASE WHEN i > 19900 THEN 'OPEN' ELSE 'CLOSED' END, 'report_ended'
+FROM generate_series(50, 20000, 50) i;
