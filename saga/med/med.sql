@@ -78,6 +78,17 @@ VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (id) DO UPDATE SET dict_status = EXCLUDED.dict_status, updated_at = now()
     WHERE pix_med_refund_requests.dict_status <> EXCLUDED.dict_status
 
+-- name: Ours
+-- A report recorded not_ours whose PIX was credited since ($3 account_id,
+-- $4 amount_cents, $5 credited_at, $6 return_until), on the row locked at
+-- generation $2: received, due for its run at once. A cancel the DICT sent
+-- meanwhile is the run's to read (it cancels before it holds).
+UPDATE pix_med_reports SET
+    account_id = $3, amount_cents = $4, credited_at = $5, return_until = $6, status = 'received',
+    dispatch_due_at = now(), gen = gen + 1, updated_at = now()
+WHERE id = $1 AND gen = $2 AND status = 'not_ours'
+RETURNING *
+
 -- name: OfPIX
 -- A PIX's reports, oldest first, at most $2. Read from pix_med_reports_pix_idx.
 SELECT * FROM pix_med_reports WHERE end_to_end_id = $1 ORDER BY created_at, id LIMIT $2

@@ -80,7 +80,7 @@ var queryFiles embed.FS
 
 // medSQL holds the statements of med.sql.
 var medSQL struct {
-	CreditOf, Insert, Get, Lock, Save, MarkSent, Unanswered, OfPIX, Open, Event string
+	CreditOf, Insert, Get, Lock, Save, MarkSent, Unanswered, Ours, OfPIX, Open, Event string
 }
 
 func init() { db.BindQueries(queryFiles, "med.sql", &medSQL) }
@@ -373,12 +373,43 @@ func intakeAgain(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.Infractio
 	if cur.EndToEndID != in.TransactionID {
 		return Report{}, false, fmt.Errorf("%w: report %s is of PIX %s, not %s", ErrReportMismatch, id, cur.EndToEndID, in.TransactionID)
 	}
-	if !laterThan(in.LastModified, cur.DICTModifiedAt) {
-		return cur, false, nil
+	ours, err := recheckOurs(ctx, tx, cur)
+	if err != nil {
+		return Report{}, false, err
 	}
+	if !laterThan(in.LastModified, cur.DICTModifiedAt) {
+		return ours, ours.Gen != cur.Gen, nil
+	}
+	cur = ours
 	next := cur
 	next.DICTStatus, next.DICTModifiedAt, next.ReportDetails = string(in.Status), in.LastModified, in.ReportDetails
 	return save(ctx, tx, cur, next)
+}
+
+// recheckOurs looks again, at each intake of a report recorded not_ours,
+// for the PIX's credit (the report can come before the credit: a PIX
+// received at the PSP and credited after the payer's participant reported
+// it): credited now, the report becomes ours, received, due for its run
+// (which holds the money), with its event; not credited, it stays as it is.
+func recheckOurs(ctx context.Context, tx pgx.Tx, cur Report) (Report, error) {
+	if cur.Status != StatusNotOurs {
+		return cur, nil
+	}
+	var account *string
+	var amount *int64
+	var credited *time.Time
+	err := tx.QueryRow(ctx, medSQL.CreditOf, cur.EndToEndID).Scan(&account, &amount, &credited)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows) || (err == nil && account == nil):
+		return cur, nil
+	case err != nil:
+		return Report{}, fmt.Errorf("read credit: %w", err)
+	}
+	out, err := one(tx.Query(ctx, medSQL.Ours, cur.ID, cur.Gen, account, amount, credited, credited.Add(ReturnWindow)))
+	if err != nil {
+		return Report{}, fmt.Errorf("infraction report %s, its PIX credited since: %w", cur.ID, err)
+	}
+	return out, writeEvent(ctx, tx, out)
 }
 
 // IntakeRefund is the door of the payer's participant's refund request

@@ -726,3 +726,33 @@ func TestAReturnPastItsWindowIsAnOutcome(t *testing.T) {
 	f.requireMoney(c.AccountID, 10_000, 0)
 	f.requireBooks()
 }
+
+// A report that came before its PIX's credit is recorded not ours; once
+// the PIX is credited, the report's next intake (the lister's, the PSP's
+// redelivery), even unchanged at the DICT, finds the credit: the report is
+// ours, received, due for its run.
+func TestANotOursReportIsRecheckedAtItsNextIntake(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	e2e := pix.NewEndToEndID("12345678", time.Now())
+	in := report(e2e, dict.ReportOpen, time.Now().Add(-time.Hour))
+	r := f.intake(in)
+	require.Equal(t, med.StatusNotOurs, r.Status)
+	again, changed, err := f.store.Intake(ctx, in)
+	require.NoError(t, err)
+	require.False(t, changed, "still not credited")
+	require.Equal(t, med.StatusNotOurs, again.Status)
+
+	c := dbtest.CreditPIX(t, f.s, dbtest.PIX{EndToEndID: e2e, AmountCents: 7_000})
+	ours, changed, err := f.store.Intake(ctx, in)
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.Equal(t, med.StatusReceived, ours.Status)
+	require.Equal(t, c.AccountID, *ours.AccountID)
+	require.EqualValues(t, 7_000, *ours.AmountCents)
+	require.NotNil(t, ours.DispatchDueAt, "due for its run")
+	require.WithinDuration(t, ours.CreditedAt.Add(med.ReturnWindow), *ours.ReturnUntil, time.Millisecond)
+	held := f.step(f.store.Hold(ctx, ours))
+	require.EqualValues(t, 7_000, held.HeldCents)
+	f.requireBooks()
+}
