@@ -139,7 +139,7 @@ func (a *Activities) AcknowledgeReport(ctx context.Context, at Report) (Report, 
 				// The report moved on (closed, cancelled): its status read back decides.
 				seen, err = a.DICT.GetInfractionReport(ctx, cur.ID.String())
 				if err == nil && seen.Status == dict.ReportOpen {
-					return Report{}, a.stop(ctx, cur, "the DICT refused the acknowledgement of an OPEN report")
+					return Report{}, a.stop(ctx, cur, ProblemInvalidStatus, "the DICT refused the acknowledgement of an OPEN report")
 				}
 			}
 			if err != nil {
@@ -178,7 +178,7 @@ func (a *Activities) CloseReport(ctx context.Context, at Report) (Report, error)
 			case seen.Status == dict.ReportClosed && seen.AnalysisResult == result && seen.AnalysisDetails == dict.NormalizeDetails(details):
 				return a.closed(ctx, cur, seen)
 			case seen.Status != dict.ReportAcknowledged:
-				return Report{}, a.stop(ctx, cur, fmt.Sprintf("the DICT has the report %s (%s), not as we analysed it (%s): an operator's",
+				return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the DICT has the report %s (%s), not as we analysed it (%s): an operator's",
 					seen.Status, seen.AnalysisResult, result))
 			}
 		}
@@ -195,7 +195,7 @@ func (a *Activities) CloseReport(ctx context.Context, at Report) (Report, error)
 		}
 		return a.closed(ctx, cur, seen)
 	}
-	return Report{}, a.stop(ctx, cur, "the DICT refused the close as invalid for the report's status, read back ACKNOWLEDGED")
+	return Report{}, a.stop(ctx, cur, ProblemInvalidStatus, "the DICT refused the close as invalid for the report's status, read back ACKNOWLEDGED")
 }
 
 func (a *Activities) closed(ctx context.Context, cur Report, seen dict.InfractionReport) (Report, error) {
@@ -239,7 +239,7 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 				seen.RefundTransactionID == closing.RefundTransactionID && seen.AnalysisDetails == dict.NormalizeDetails(closing.Details):
 				return a.refundClosed(ctx, cur, closing)
 			case seen.Status != dict.RefundOpen:
-				return Report{}, a.stop(ctx, cur, fmt.Sprintf("the DICT has the refund request %s (%s), not as we close it (%s): an operator's",
+				return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the DICT has the refund request %s (%s), not as we close it (%s): an operator's",
 					seen.Status, seen.AnalysisResult, closing.Result))
 			}
 		}
@@ -256,7 +256,7 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 		}
 		return a.refundClosed(ctx, cur, closing)
 	}
-	return Report{}, a.stop(ctx, cur, "the DICT refused the refund request's close as invalid for its status, read back OPEN")
+	return Report{}, a.stop(ctx, cur, ProblemInvalidStatus, "the DICT refused the refund request's close as invalid for its status, read back OPEN")
 }
 
 func (a *Activities) refundClosed(ctx context.Context, cur Report, closing dict.RefundClosing) (Report, error) {
@@ -301,16 +301,30 @@ func (a *Activities) dictFailed(ctx context.Context, cur Report, what string, er
 		wait, _ := dict.RetryAfter(err)
 		return temporal.NewApplicationErrorWithOptions(what+": rate limited", RateLimitedType,
 			temporal.ApplicationErrorOptions{NextRetryDelay: wait, Cause: err})
-	case dict.Refused, dict.Unverified:
-		return a.stop(ctx, cur, fmt.Sprintf("%s: %v", what, err))
+	case dict.Refused:
+		return a.stop(ctx, cur, ProblemRefused, fmt.Sprintf("%s: %v", what, err))
+	case dict.Unverified:
+		return a.stop(ctx, cur, ProblemUnverified, fmt.Sprintf("%s: %v", what, err))
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// stop notes problem on the report and returns the run's StoppedType.
-func (a *Activities) stop(ctx context.Context, cur Report, problem string) error {
+// The codes of why the saga stopped at the DICT: what the operator view
+// shows of Report.DICTProblem (its first word), whose text (the DICT's own
+// words, in its problem's detail) it keeps for the log and the database.
+const (
+	ProblemRefused       = "dict_refused"        // the DICT refused the call (or it was not sent)
+	ProblemUnverified    = "dict_unverified"     // the answer's signature was not verified
+	ProblemNotAsOurs     = "dict_not_as_ours"    // read back, the DICT has it another way: an operator's
+	ProblemInvalidStatus = "dict_invalid_status" // refused as invalid for a status that allows it
+)
+
+// stop notes problem on the report, after its code, and returns the run's
+// StoppedType.
+func (a *Activities) stop(ctx context.Context, cur Report, code, problem string) error {
 	dictStoppedTotal.Inc()
-	a.Log.WarnContext(ctx, "MED saga stopped at the DICT", append(attrsOf(cur), "problem", problem)...)
+	a.Log.WarnContext(ctx, "MED saga stopped at the DICT", append(attrsOf(cur), "problem_code", code, "problem", problem)...)
+	problem = code + ": " + problem
 	if _, _, err := a.Store.NoteProblem(ctx, cur, problem); err != nil {
 		return activities.KindError(err)
 	}

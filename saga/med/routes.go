@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
@@ -68,16 +69,31 @@ func (h *Handlers) HTTP() api.SagaHTTP {
 	}
 }
 
-// view is a report as the operator routes answer it.
+// view is a report as the operator routes answer it: neither the
+// reporter's free text nor the DICT's problem text in clear (both are the
+// DICT's or its participants' words, and may carry a payer's data): the
+// first as its length, the second as its code (ProblemRefused, ...); the
+// database and the saga's log keep them.
 type view struct {
 	Report
-	WorkflowID    string `json:"workflow_id"`
-	TemporalUIURL string `json:"temporal_ui_url"`
+	// ReportDetails and DICTProblem, never set, hide the report's fields
+	// of the same names (a field of the view's own depth wins).
+	ReportDetails      *string `json:"report_details,omitempty"`
+	DICTProblem        *string `json:"dict_problem,omitempty"`
+	ReportDetailsChars int     `json:"report_details_chars"`
+	DICTProblemCode    *string `json:"dict_problem_code"`
+	WorkflowID         string  `json:"workflow_id"`
+	TemporalUIURL      string  `json:"temporal_ui_url"`
 }
 
 func viewOf(k api.Kit, r Report) view {
 	id := WorkflowID(r.ID.String())
-	return view{Report: r, WorkflowID: id, TemporalUIURL: k.WorkflowURL(id)}
+	v := view{Report: r, ReportDetailsChars: utf8.RuneCountInString(r.ReportDetails), WorkflowID: id, TemporalUIURL: k.WorkflowURL(id)}
+	if r.DICTProblem != nil {
+		code, _, _ := strings.Cut(*r.DICTProblem, ":")
+		v.DICTProblemCode = &code
+	}
+	return v
 }
 
 // customerView is a report as its PIX's customer sees it, in the credit's

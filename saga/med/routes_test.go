@@ -2,6 +2,7 @@ package med_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/saga/med"
 	"github.com/pixbank/pix/saga/sagatest"
@@ -56,7 +58,9 @@ func TestTheRoutes(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "%v", got)
 	require.Equal(t, "held", got["status"])
 	require.Equal(t, "pix-med:"+r.ID.String(), got["workflow_id"])
-	require.Equal(t, "golpe do falso parente", got["report_details"])
+	require.NotContains(t, got, "report_details", "the reporter's words are not answered in clear")
+	require.EqualValues(t, len([]rune("golpe do falso parente")), got["report_details_chars"])
+	require.Nil(t, got["dict_problem_code"])
 	status, missing := a.Call(http.MethodGet, "/pix/med/reports/"+uuid.NewString(), "ops", "", nil)
 	require.Equal(t, http.StatusNotFound, status)
 	require.Equal(t, "med_report_not_found", sagatest.Code(missing))
@@ -93,5 +97,37 @@ func TestTheRoutes(t *testing.T) {
 	require.NotContains(t, seen, "analysis_details")
 	status, view = a.Call(http.MethodGet, "/admin/pix/credits/"+c.EndToEndID, "ops", "", nil)
 	require.Equal(t, http.StatusOK, status, "%v", view)
-	require.Equal(t, "golpe do falso parente", view["med"].([]any)[0].(map[string]any)["report_details"])
+	require.NotContains(t, view["med"].([]any)[0].(map[string]any), "report_details")
+}
+
+// The operator view answers neither the reporter's words nor the DICT's
+// problem text in clear: their length, and the problem's code. With
+// ADMIN_TOKEN, the analysis is recorded by the api layer's subject of
+// that token (auth.AdminToken), never empty.
+func TestTheOperatorViewKeepsTheDICTsWordsOut(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	h := &med.Handlers{Store: f.store, Keys: f.s, Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}
+	c := f.credit(10_000, 0)
+	a := sagatest.NewAPI(t, f.s, sagatest.Options{
+		Sagas: []api.SagaHTTP{api.CreditHTTP(), h.HTTP()},
+		Deps:  api.Deps{Temporal: noRuns{}, AdminToken: "admin-secret"}})
+	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now()))
+	r = f.step(f.store.Hold(ctx, r))
+	f.step(f.store.NoteProblem(ctx, r, med.ProblemRefused+": acknowledge: dict: Forbidden: CPF 123.456.789-00 do pagador"))
+	base := "/pix/med/reports/" + r.ID.String()
+	status, got := a.Call(http.MethodGet, base, "admin-secret", "", nil)
+	require.Equal(t, http.StatusOK, status, "%v", got)
+	require.NotContains(t, got, "report_details")
+	require.NotContains(t, got, "dict_problem")
+	require.Equal(t, med.ProblemRefused, got["dict_problem_code"])
+	raw, err := json.Marshal(got)
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "falso parente")
+	require.NotContains(t, string(raw), "123.456.789-00")
+
+	status, analysed := a.Call(http.MethodPost, base+"/analysis", "admin-secret", uuid.NewString(),
+		map[string]any{"result": "DISAGREED"})
+	require.Equal(t, http.StatusCreated, status, "%v", analysed)
+	require.Equal(t, auth.AdminToken.Subject, analysed["analysed_by"])
 }

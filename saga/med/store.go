@@ -111,7 +111,8 @@ type Report struct {
 	Reporter       string     `db:"reporter" json:"reporter"`
 	InfractionType string     `db:"infraction_type" json:"infraction_type"`
 	ReportedBy     string     `db:"reported_by" json:"reported_by"`
-	// ReportDetails is the reporter's free text: operators only.
+	// ReportDetails is the reporter's free text: never answered in clear
+	// (the operator view says how long it is).
 	ReportDetails      string     `db:"report_details" json:"report_details"`
 	DICTStatus         string     `db:"dict_status" json:"dict_status"`
 	DICTModifiedAt     time.Time  `db:"dict_modified_at" json:"dict_modified_at"`
@@ -143,9 +144,9 @@ type Report struct {
 	// AcknowledgeSentAt, CloseSentAt, RefundCloseSentAt: when the write
 	// was first about to be sent to the DICT (Store.MarkSent); set, it may
 	// have been done, and is read back before it is sent again.
-	AcknowledgeSentAt *time.Time `db:"acknowledge_sent_at" json:"acknowledge_sent_at"`
-	CloseSentAt       *time.Time `db:"close_sent_at" json:"close_sent_at"`
-	RefundCloseSentAt *time.Time `db:"refund_close_sent_at" json:"refund_close_sent_at"`
+	AcknowledgeSentAt *time.Time `db:"acknowledge_sent_at" json:"-"`
+	CloseSentAt       *time.Time `db:"close_sent_at" json:"-"`
+	RefundCloseSentAt *time.Time `db:"refund_close_sent_at" json:"-"`
 	// ReturnRefused: the devolução was refused for good (ReturnRefusal):
 	// the request is closed as it stands and the report ended.
 	ReturnRefused *string `db:"return_refused" json:"return_refused"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -441,7 +442,7 @@ func (r Report) Sent(w Write) bool {
 func (s *Store) NoteProblem(ctx context.Context, at Report, problem string) (Report, bool, error) {
 	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		if len(problem) > 500 {
-			problem = problem[:500]
+			problem = strings.ToValidUTF8(problem[:500], "")
 		}
 		if deref(cur.DICTProblem) == problem {
 			return cur, false, nil
