@@ -99,6 +99,7 @@ if [ -z "${PSP_URL:-}" ]; then
 		PSP_SIM_TLS_CLIENT_CA_FILE="$pki/ca.pem" \
 		PSP_SIM_OAUTH_CLIENT_ID="$PSP_CLIENT_ID" PSP_SIM_OAUTH_CLIENT_SECRET_FILE="$PSP_CLIENT_SECRET_FILE" \
 		PSP_SIM_WEBHOOK_URL="https://$WEBHOOK_HTTP_ADDR/webhooks/api-pix/pix" \
+		PSP_SIM_MED_WEBHOOK_URL="https://$WEBHOOK_HTTP_ADDR/webhooks/med" \
 		PSP_SIM_WEBHOOK_TLS_CERT_FILE="$pki/psp-client.pem" PSP_SIM_WEBHOOK_TLS_KEY_FILE="$pki/psp-client-key.pem" \
 		PSP_SIM_WEBHOOK_CA_FILE="$pki/ca.pem" \
 		"$BIN/pspsim" >"$DATA/pspsim.log" 2>&1 &

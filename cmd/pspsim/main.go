@@ -45,6 +45,12 @@
 //	                      registered (PUT /webhook/{chave}), and the
 //	                      outcomes of their devoluções, are delivered there
 //	                      (default: none)
+//	PSP_SIM_MED_WEBHOOK_URL  the base of the bank's MED notices, for
+//	                      example http://127.0.0.1:8080/webhooks/med: the
+//	                      infraction reports and refund requests of POST
+//	                      /sim/med/... are noticed at /infraction-reports
+//	                      and /refunds under it, signed and over TLS as the
+//	                      webhooks (default: none)
 //	PSP_SIM_WEBHOOK_SECRET       the key the webhooks are signed with:
 //	                             whsec_<base64>, or the bank's
 //	                             WEBHOOK_SECRETS value (its first key);
@@ -121,7 +127,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	log.Info("psp simulator listening", "addr", ln.Addr().String(), "tls", opts.TLS != nil,
 		"mutual_tls", opts.TLS != nil && opts.TLS.ClientAuth == tls.RequireAndVerifyClientCert, "oauth", opts.OAuth != nil,
-		"api_base_path", opts.APIBasePath, "control_addr", controlAddr, "webhook_url", opts.WebhookURL,
+		"api_base_path", opts.APIBasePath, "control_addr", controlAddr, "webhook_url", opts.WebhookURL, "med_webhook_url", opts.MEDWebhookURL,
 		"webhooks_signed", opts.WebhookSecret != "", "webhook_client_certificate", opts.WebhookTLS != nil && len(opts.WebhookTLS.Certificates) > 0)
 	if controlLn == nil {
 		return sim.Serve(ctx, ln)
@@ -142,6 +148,7 @@ func run(ctx context.Context, args []string) error {
 func options(getenv func(string) string) (pspsim.Options, error) {
 	opts := pspsim.Options{
 		WebhookURL:       getenv("PSP_SIM_WEBHOOK_URL"),
+		MEDWebhookURL:    getenv("PSP_SIM_MED_WEBHOOK_URL"),
 		APIBasePath:      getenv("PSP_SIM_API_BASE_PATH"),
 		WebhooksTxidOnly: getenv("PSP_SIM_WEBHOOKS_TXID_ONLY") == "true",
 		RefundsNeedPix:   getenv("PSP_SIM_REFUNDS_NEED_PIX") == "true",

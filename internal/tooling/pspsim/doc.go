@@ -97,6 +97,22 @@
 // always the newest state of a PIX, and retries a failed delivery with a
 // backoff capped at 5 s, 30 times.
 //
+// # MED through the PSP
+//
+// With Options.MEDWebhookURL it notices the bank of MED infraction
+// reports and refund requests as a PSP does for a bank behind it: the
+// DICT's InfractionReport and Refund as JSON, at /infraction-reports and
+// /refunds under the URL, signed and over TLS as the webhooks, one
+// attempt in the control request that caused it (its answer says how it
+// went). The control routes POST /sim/med/reports (a report about a PIX,
+// ACKNOWLEDGED by the PSP unless asked OPEN) and .../{id}/close,
+// /cancel, /refund (only of a report closed AGREED), /refund/close and
+// /notify (a redelivery) stand for the DICT and the PSP's own channel
+// (med.go). A devolução asked while a refund request is open on its PIX
+// is answered with the natureza of a return within MED (MED_FRAUDE, or
+// MED_OPERACIONAL for an operational flaw), as the API Pix's Devolucao
+// says the SPI sets it; a request still takes ORIGINAL or RETIRADA only.
+//
 // # PSP-wide faults
 //
 // For the fault suite, as the behaviours: the token endpoint down for a

@@ -93,6 +93,9 @@ func (s *Simulator) apiRoutes() []apiRoute {
 //	PUT    /sim/list-page-size          list at most so many PIX a page of GET /pix, {"max":2}
 //	DELETE /sim/list-page-size          as many as asked again
 //	GET    /sim/faults                  the PSP-wide faults in force
+//	POST   /sim/med/reports             a MED infraction report about a PIX, noticed to the bank (med.go)
+//	GET    /sim/med/reports/{id}        it, and its refund request
+//	POST   /sim/med/reports/{id}/...    close, cancel, refund, refund/close, notify (med.go)
 //
 //	GET    /healthz                     200
 //
@@ -125,6 +128,7 @@ func (s *Simulator) controlRoutes(mux *http.ServeMux) {
 	s.refundBehaviorRoutes().register(mux)
 	s.webhookBehaviorRoutes().register(mux)
 	mux.HandleFunc("POST /sim/pix", s.handlePostPix)
+	s.medRoutes(mux)
 	s.faultRoutes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -32,12 +32,16 @@ type devolucao struct {
 	id          string
 	rtrID       string
 	amountCents int64
-	nature      string
-	description string
-	requestedAt time.Time
-	resolveAt   time.Time
-	final       psp.RefundStatus
-	reason      string
+	// nature is the natureza asked (ORIGINAL or RETIRADA, what a request
+	// may carry), answered the natureza the answers show: the one asked,
+	// or a MED return's (medNature) when the devolução answers a MED
+	// refund request open on its PIX.
+	nature, answered string
+	description      string
+	requestedAt      time.Time
+	resolveAt        time.Time
+	final            psp.RefundStatus
+	reason           string
 }
 
 // status is where d stands at now, and when it was settled (DEVOLVIDO).
@@ -156,7 +160,7 @@ func (s *Simulator) refundView(d *devolucao) RefundView {
 		ID:          d.id,
 		RtrID:       d.rtrID,
 		AmountCents: d.amountCents,
-		Nature:      d.nature,
+		Nature:      d.answered,
 		Description: d.description,
 		Status:      st,
 		RequestedAt: d.requestedAt,
@@ -345,6 +349,7 @@ func (s *Simulator) newRefund(in refundIn, b RefundBehavior) *devolucao {
 		rtrID:       newRtrID(now),
 		amountCents: in.amountCents,
 		nature:      in.nature,
+		answered:    s.medNature(in.endToEndID, in.nature),
 		description: in.description,
 		requestedAt: now,
 		resolveAt:   now.Add(cmp.Or(b.SettleAfter, s.settleAfter)),

@@ -44,6 +44,13 @@ type Options struct {
 	// the API Pix protects its callback with, and the bank's CA (RootCAs).
 	// nil: no client certificate, the system's roots.
 	WebhookTLS *tls.Config
+	// MEDWebhookURL is the bank's base of the PSP's MED notices (for
+	// example "http://127.0.0.1:8080/webhooks/med"): the infraction
+	// reports and refund requests of POST /sim/med/... are noticed at
+	// /infraction-reports and /refunds under it, signed (WebhookSecret)
+	// and over TLS (WebhookTLS) as the PIX webhooks (med.go). "" notices
+	// nothing.
+	MEDWebhookURL string
 	// WebhooksTxidOnly notifies only the PIX with a txid, as the API Pix
 	// says ("Somente Pix associados a um txid serão notificados"); the
 	// others are only in GET /pix.
@@ -104,8 +111,12 @@ type Simulator struct {
 	webhookBehaviors registry[WebhookBehavior]
 	// dropWebhooksUntil ends DropWebhooks's period (Options.Now).
 	dropWebhooksUntil time.Time
+	// medReports are the MED infraction reports opened through the
+	// control routes, by id (med.go).
+	medReports map[string]*medReport
 
 	webhookURL       string
+	medWebhookURL    string
 	webhookKey       []byte
 	webhookTLS       *tls.Config
 	webhooksTxidOnly bool
@@ -186,8 +197,10 @@ func New(opts Options) *Simulator {
 		refundReceived: make(map[refundKey]int),
 		pixes:          make(map[string]*receivedPix),
 		webhooks:       make(map[string]webhookRegistration),
+		medReports:     make(map[string]*medReport),
 
 		webhookURL:       opts.WebhookURL,
+		medWebhookURL:    opts.MEDWebhookURL,
 		webhookTLS:       opts.WebhookTLS,
 		webhooksTxidOnly: opts.WebhooksTxidOnly,
 		refundsNeedPix:   opts.RefundsNeedPix,
@@ -199,6 +212,9 @@ func New(opts Options) *Simulator {
 	s.webhookBehaviors = newRegistry(&s.mu, WebhookBehavior{Mode: WebhookModeDeliver}, checkChave)
 	if s.webhookURL != "" {
 		s.configErr = checkWebhookURL(s.webhookURL)
+	}
+	if s.medWebhookURL != "" {
+		s.configErr = errors.Join(s.configErr, checkWebhookURL(s.medWebhookURL))
 	}
 	if key, err := ParseWebhookSecret(opts.WebhookSecret); err != nil {
 		s.configErr = errors.Join(s.configErr, err)

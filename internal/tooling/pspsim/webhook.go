@@ -291,17 +291,7 @@ type webhookMessage struct {
 // update state, never during a delivery, so requests are never held up by
 // a slow bank.
 func (s *Simulator) deliverWebhooks(ctx context.Context) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if s.webhookTLS != nil {
-		tr.TLSClientConfig = s.webhookTLS.Clone()
-	}
-	hc := &http.Client{
-		Transport: tr,
-		Timeout:   webhookTimeout,
-		// The bank's webhook route does not redirect; following one would
-		// send the notification to an address nobody configured.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	hc := s.webhookClient()
 	defer hc.CloseIdleConnections()
 	tick := time.NewTicker(webhookTick)
 	defer tick.Stop()
@@ -323,6 +313,22 @@ func (s *Simulator) deliverWebhooks(ctx context.Context) {
 			}
 			s.webhookDone(m, err)
 		}
+	}
+}
+
+// webhookClient is the client of the deliveries to the bank (the PIX
+// webhooks, the MED notices): over Options.WebhookTLS, never redirected.
+func (s *Simulator) webhookClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if s.webhookTLS != nil {
+		tr.TLSClientConfig = s.webhookTLS.Clone()
+	}
+	return &http.Client{
+		Transport: tr,
+		Timeout:   webhookTimeout,
+		// The bank's webhook route does not redirect; following one would
+		// send the notification to an address nobody configured.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
 
