@@ -18,6 +18,9 @@ type reconcileCheckpoint struct {
 	// recountAgain: the accounts the run found wrong (0039), recounted in
 	// full first by the next.
 	recountAgain []string
+	// fencesSeen: the digest of the fences the run read (0041; nil: none
+	// yet).
+	fencesSeen *string
 	// roundBegan, lastRound time the accounts' rotation (0036): when the
 	// round under way began (nil: none spans runs), how long the last
 	// whole round took (nil: none timed yet).
@@ -32,7 +35,8 @@ func (c reconcileCheckpoint) equal(o reconcileCheckpoint) bool {
 	sameRound := (c.lastRound == nil) == (o.lastRound == nil) && (c.lastRound == nil || *c.lastRound == *o.lastRound)
 	return same(c.settledBefore, o.settledBefore) && same(c.recountAfter, o.recountAfter) &&
 		same(c.doneRecountAfter, o.doneRecountAfter) && c.doneHistoryChecked == o.doneHistoryChecked && slices.Equal(c.doneWithoutCredit, o.doneWithoutCredit) &&
-		slices.Equal(c.refundsOverCredit, o.refundsOverCredit) && slices.Equal(c.recountAgain, o.recountAgain) && sameTime && sameRound
+		slices.Equal(c.refundsOverCredit, o.refundsOverCredit) && slices.Equal(c.recountAgain, o.recountAgain) && sameTime && sameRound &&
+		same(c.fencesSeen, o.fencesSeen)
 }
 
 // recountedAccount is what the recount of one account in full found.
@@ -83,13 +87,12 @@ func startRun(ctx context.Context, tx pgx.Tx, lim ReconcileLimits) (*reconcileRu
 	}
 	was := &run.was
 	if err := tx.QueryRow(ctx, reconcileSQL.Checkpoint).Scan(&was.settledBefore, &was.recountAfter, &was.doneRecountAfter,
-		&was.doneHistoryChecked, &was.doneWithoutCredit, &was.refundsOverCredit, &was.roundBegan, &was.lastRound, &was.recountAgain, &run.now); err != nil {
+		&was.doneHistoryChecked, &was.doneWithoutCredit, &was.refundsOverCredit, &was.roundBegan, &was.lastRound, &was.recountAgain, &was.fencesSeen, &run.now); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	run.next = run.was
 	var anyNew bool
-	var err error
-	if err = tx.QueryRow(ctx, reconcileSQL.New, was.settledBefore, run.xmin).Scan(&run.r.Progress.LiveMovements, &anyNew); err != nil {
+	if err := tx.QueryRow(ctx, reconcileSQL.New, was.settledBefore, run.xmin).Scan(&run.r.Progress.LiveMovements, &anyNew); err != nil {
 		return nil, fmt.Errorf("what is new: %w", err)
 	}
 	// With nothing new below xmin, the checkpoint stays where it is: the
@@ -98,8 +101,8 @@ func startRun(ctx context.Context, tx pgx.Tx, lim ReconcileLimits) (*reconcileRu
 		run.next.settledBefore = &run.xmin
 	}
 	run.settle = was.settledBefore != nil && anyNew
-	if run.r.FencesDown, err = listStrings(ctx, tx, reconcileSQL.Fences); err != nil {
-		return nil, fmt.Errorf("fences: %w", err)
+	if err := run.readFences(ctx); err != nil {
+		return nil, err
 	}
 	var movements, accounts int64
 	if err := tx.QueryRow(ctx, reconcileSQL.History).Scan(&movements, &accounts); err != nil {
@@ -107,6 +110,29 @@ func startRun(ctx context.Context, tx pgx.Tx, lim ReconcileLimits) (*reconcileRu
 	}
 	run.r.Progress.ExpectedRecountRoundSeconds = lim.expectedRound(movements, accounts).Seconds()
 	return run, nil
+}
+
+// fencesChanged is what a run reports when the fences' rows were written
+// since the last run, whatever their state now.
+const fencesChanged = "changed since the last run: a trigger of the books or its function was written (disabled and enabled again, replaced, or a migration)"
+
+// readFences reads which fences of the books are not in force, and
+// whether any was written since the last run read them (0041): reported
+// once, by the first run that reads the change, which keeps the new
+// digest.
+func (run *reconcileRun) readFences(ctx context.Context) error {
+	var seen string
+	if err := run.tx.QueryRow(ctx, reconcileSQL.Fences).Scan(&run.r.FencesDown, &seen); err != nil {
+		return Classify(fmt.Errorf("fences: %w", err))
+	}
+	if run.r.FencesDown == nil {
+		run.r.FencesDown = []string{}
+	}
+	if was := run.was.fencesSeen; was != nil && *was != seen {
+		run.r.FencesDown = append(run.r.FencesDown, fencesChanged)
+	}
+	run.next.fencesSeen = &seen
+	return nil
 }
 
 // expectedRound is how long a round of the rotating recount takes at lim
@@ -294,7 +320,7 @@ func (run *reconcileRun) write(ctx context.Context) error {
 	if moved {
 		n := run.next
 		if _, err := run.tx.Exec(ctx, reconcileSQL.Advance, n.settledBefore, n.recountAfter, n.doneRecountAfter, n.doneHistoryChecked,
-			n.doneWithoutCredit, n.refundsOverCredit, n.roundBegan, n.lastRound, n.recountAgain); err != nil {
+			n.doneWithoutCredit, n.refundsOverCredit, n.roundBegan, n.lastRound, n.recountAgain, n.fencesSeen); err != nil {
 			return fmt.Errorf("advance: %w", err)
 		}
 	}

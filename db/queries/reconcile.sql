@@ -31,7 +31,7 @@ FROM pg_current_snapshot() AS s
 -- take a transaction id, a write, at every run), and the run's time by the
 -- database's clock, which times the rotating recount's rounds (0036).
 SELECT settled_before, recount_after, done_recount_after, done_history_checked, done_without_credit, refunds_over_credit,
-    recount_round_began, recount_last_round, recount_again, now()
+    recount_round_began, recount_last_round, recount_again, fences_seen, now()
 FROM reconcile_checkpoint
 
 -- name: Guard
@@ -140,7 +140,10 @@ ON CONFLICT (account_id) DO NOTHING
 -- books (the view account_movements, whatever saga added it) its
 -- append-only and no-delete triggers (0024); the guards (0024) and fences
 -- (0039) of the settled sums and the checkpoint; the stamp of the done
--- rows' transaction (0031). One read of the catalog, a few dozen rows.
+-- rows' transaction (0031). And a digest of their rows of pg_trigger and
+-- of their functions' of pg_proc (xmin, state, definition, source): any
+-- write of one since the last run (disabled and enabled again, replaced)
+-- changes it (0041). One read of the catalog, a few dozen rows.
 WITH books AS (
     SELECT DISTINCT d.refobjid::regclass AS tbl FROM pg_rewrite r
     JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass
@@ -157,17 +160,21 @@ expected (tbl, tgname, fn) AS (
         ('reconcile_settled', 'reconcile_settled_fence', 'reconcile_settled_fence'),
         ('reconcile_settled', 'reconcile_settled_no_delete', 'reconcile_settled_fence'),
         ('inbox_messages', 'inbox_messages_done_xact_insert', 'stamp_done_xact'),
-        ('inbox_messages', 'inbox_messages_done_xact_update', 'stamp_done_xact')) AS v (t, g, f))
-SELECT e.tgname || CASE
-    WHEN t.oid IS NULL THEN ': missing'
-    WHEN t.tgenabled = 'D' THEN ': disabled'
-    WHEN t.tgenabled = 'R' THEN ': fires on a replica only'
-    ELSE ': calls ' || p.proname || ', not ' || e.fn END
-FROM expected e
-LEFT JOIN pg_trigger t ON t.tgrelid = e.tbl AND t.tgname = e.tgname
-LEFT JOIN pg_proc p ON p.oid = t.tgfoid
-WHERE t.oid IS NULL OR t.tgenabled NOT IN ('O', 'A') OR p.proname <> e.fn
-ORDER BY 1
+        ('inbox_messages', 'inbox_messages_done_xact_update', 'stamp_done_xact')) AS v (t, g, f)),
+fences AS (
+    SELECT e.tgname, e.fn, t.oid, t.tgenabled, p.proname,
+           concat_ws('|', e.tgname, t.oid, t.xmin, t.tgenabled, pg_get_triggerdef(t.oid), p.oid, p.xmin, md5(p.prosrc)) AS seen
+    FROM expected e
+    LEFT JOIN pg_trigger t ON t.tgrelid = e.tbl AND t.tgname = e.tgname
+    LEFT JOIN pg_proc p ON p.oid = t.tgfoid)
+SELECT ARRAY(SELECT tgname || CASE
+                 WHEN oid IS NULL THEN ': missing'
+                 WHEN tgenabled = 'D' THEN ': disabled'
+                 WHEN tgenabled = 'R' THEN ': fires on a replica only'
+                 ELSE ': calls ' || proname || ', not ' || fn END
+             FROM fences WHERE oid IS NULL OR tgenabled NOT IN ('O', 'A') OR proname <> fn ORDER BY 1),
+       md5(string_agg(seen, ',' ORDER BY seen))
+FROM fences
 
 -- name: History
 -- The books' size, as the planner's statistics estimate it (pg_class's
@@ -244,7 +251,8 @@ ORDER BY 1
 -- $3 ($4: its first round is over), the differences found ($5, $6) to
 -- check again, and the accounts' rotation's round: when the one under way
 -- began ($7) and how long the last one took ($8), and the accounts found
--- wrong, which the next run recounts in full first ($9, 0039).
+-- wrong, which the next run recounts in full first ($9, 0039), and the
+-- digest of the fences it read ($10, 0041).
 UPDATE reconcile_checkpoint SET settled_before = $1, recount_after = $2, done_recount_after = $3,
     done_history_checked = $4, done_without_credit = $5, refunds_over_credit = $6,
-    recount_round_began = $7, recount_last_round = $8, recount_again = $9
+    recount_round_began = $7, recount_last_round = $8, recount_again = $9, fences_seen = $10

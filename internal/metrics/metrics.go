@@ -194,7 +194,7 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		}),
 		fencesDown: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pix_reconcile_fences_down",
-			Help: "The database's fences of the books (append-only triggers of the movements, the settled sums' and the checkpoint's guards and fences, the done rows' stamp) that the last reconciliation found missing, disabled or calling another function; anything but 0 needs a human.",
+			Help: "The database's fences of the books (append-only triggers of the movements, the settled sums' and the checkpoint's guards and fences, the done rows' stamp) that the last reconciliation found missing, disabled or calling another function, and 1 more when their catalog rows were written since the run before (disabled and enabled again, replaced; a migration); anything but 0 needs a human.",
 		}),
 		reconciled: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pix_reconcile_last_run_timestamp_seconds",
