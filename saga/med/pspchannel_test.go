@@ -63,7 +63,15 @@ func TestThePSPSimulatorDrivesMEDThroughThePSPChannel(t *testing.T) {
 	status, early := control(t, psp.URL, "/sim/med/reports/"+id+"/refund", map[string]any{})
 	require.Equal(t, http.StatusConflict, status, "no refund request before the report is closed AGREED: %v", early)
 
-	// The bank's analysis, closed through the PSP's channel, noticed back.
+	// The bank's saga holds, takes the PSP's acknowledgement and the
+	// operator's analysis, and closes (the steps med's own tests drive);
+	// the close made through the PSP's channel comes back as its notice.
+	r = f.step(f.store.Hold(ctx, r))
+	r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{Status: dict.ReportAcknowledged}))
+	f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "fraude confirmada", "operator-1"))
+	r, err = f.store.Get(ctx, r.ID)
+	require.NoError(t, err)
+	f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
 	status, closed := control(t, psp.URL, "/sim/med/reports/"+id+"/close", map[string]any{"result": "AGREED"})
 	require.Equal(t, http.StatusOK, status, "%v", closed)
 	require.Equal(t, "delivered", closed["delivery"])
