@@ -126,27 +126,50 @@ on_exit_stop_children() {
 log() { printf '\033[1m==> [%4ss] %s\033[0m\n' "$SECONDS" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# build_pinned NAME MODFILE PKG builds PKG into .bin/NAME from the pinned
-# module file MODFILE (under tools/, so that tools' dependencies never meet
-# the service's), unless the binary is newer than MODFILE. The Go build cache
-# makes a rebuild cheap.
+# build_pinned NAME MODFILE PKG [FLAG...] builds PKG into .bin/NAME from the
+# pinned module file MODFILE (under tools/, so that tools' dependencies never
+# meet the service's), unless the binary is newer than MODFILE; FLAGs go to
+# go build. The Go build cache makes a rebuild cheap.
 build_pinned() {
 	local name=$1 modfile=$2 pkg=$3
+	shift 3
 	mkdir -p "$BIN"
 	[ -x "$BIN/$name" ] && [ "$BIN/$name" -nt "$ROOT/$modfile" ] && return 0
 	log "building $name (pinned in $modfile)"
-	(cd "$ROOT" && go build -modfile="$modfile" -o "$BIN/$name" "$pkg")
+	(cd "$ROOT" && go build -modfile="$modfile" "$@" -o "$BIN/$name" "$pkg")
 }
 
-# build_tools builds the tools every run and test needs (the first build of
-# the Temporal CLI takes about three minutes): the Temporal CLI and the NATS
-# server, which the tests start (TEMPORAL_CLI, NATS_SERVER) and make run
-# too, and the linters.
-build_tools() {
-	build_pinned temporal tools/temporal/go.mod github.com/temporalio/cli/cmd/temporal
+# NO_DEBUG_INFO: go build's flags for a tool nobody debugs: no DWARF from the
+# compiler (-dwarf=false) nor in the binary (-s -w), which makes the cold
+# build cheaper (docs/architecture.md#tests); a panic's trace still names its
+# lines. std= compiles the standard library as every other build does, so it
+# still comes from the build cache.
+NO_DEBUG_INFO=(-gcflags=all=-dwarf=false -gcflags=std= "-ldflags=-s -w")
+
+# build_temporal_cli: the pinned Temporal CLI (the tests' and make run's dev
+# server), the longest of the tools' cold builds. Optimised: the tests run it.
+build_temporal_cli() {
+	build_pinned temporal tools/temporal/go.mod github.com/temporalio/cli/cmd/temporal "${NO_DEBUG_INFO[@]}"
+}
+
+# build_nats_server: the pinned NATS server (the outbox's broker).
+build_nats_server() {
 	build_pinned nats-server tools/nats/go.mod github.com/nats-io/nats-server/v2
+}
+
+# build_linters: staticcheck and workflowcheck, pinned in tools/lint.
+build_linters() {
 	build_pinned staticcheck tools/lint/go.mod honnef.co/go/tools/cmd/staticcheck
 	build_pinned workflowcheck tools/lint/go.mod go.temporal.io/sdk/contrib/tools/workflowcheck
+}
+
+# build_tools builds the tools every run and test needs: the Temporal CLI and
+# the NATS server, which the tests start (TEMPORAL_CLI, NATS_SERVER) and make
+# run too, and the linters.
+build_tools() {
+	build_temporal_cli
+	build_nats_server
+	build_linters
 }
 
 # check_deploy_files validates the deployment files: docker-compose.yml with

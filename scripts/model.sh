@@ -17,8 +17,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-build_pinned temporal tools/temporal/go.mod github.com/temporalio/cli/cmd/temporal
-build_pinned nats-server tools/nats/go.mod github.com/nats-io/nats-server/v2
+build_temporal_cli
+build_nats_server
 export TEMPORAL_CLI="$BIN/temporal" NATS_SERVER="$BIN/nats-server"
 if [ -z "${PIX_TEST_DATABASE_URL:-}" ]; then
 	PIX_TEST_DATABASE_URL=$(ensure_postgres test)

@@ -15,13 +15,12 @@ cd "$ROOT"
 log "building the Temporal CLI and the NATS server (beside the lint)"
 servers_log=$(mktemp)
 (
-	build_pinned temporal tools/temporal/go.mod github.com/temporalio/cli/cmd/temporal
-	build_pinned nats-server tools/nats/go.mod github.com/nats-io/nats-server/v2
+	build_temporal_cli
+	build_nats_server
 ) >"$servers_log" 2>&1 &
 servers=$!
 trap 'kill "$servers" 2>/dev/null || true' EXIT
-build_pinned staticcheck tools/lint/go.mod honnef.co/go/tools/cmd/staticcheck
-build_pinned workflowcheck tools/lint/go.mod go.temporal.io/sdk/contrib/tools/workflowcheck
+build_linters
 export TEMPORAL_CLI="$BIN/temporal" NATS_SERVER="$BIN/nats-server"
 if [ -z "${PIX_TEST_DATABASE_URL:-}" ]; then
 	PIX_TEST_DATABASE_URL=$(ensure_postgres test)
@@ -75,14 +74,16 @@ deploy=$!
 # The two modules' tests side by side, each with half the CPUs (-p): one
 # `go test ./...` ran all the packages so before the tooling had a module of
 # its own, and the e2e package, the longest, still starts at once. The
-# service's output is printed when it ends.
+# service's output is printed when it ends. -vet=off: the go vet above ran
+# all its analyzers (go test's are some of them) on these packages with these
+# flags, and go test's would type-check every package once more.
 half=$((($(nproc) + 1) / 2))
 log "go test, the service's module and the tooling's side by side (-p $half each)"
 service_log=$(mktemp)
-go test -p "$half" -count=1 -race -timeout 15m -tags e2e "$@" ./... >"$service_log" 2>&1 &
+go test -p "$half" -count=1 -race -vet=off -timeout 15m -tags e2e "$@" ./... >"$service_log" 2>&1 &
 service=$!
 tooling_status=0
-(cd tooling && go test -p "$half" -count=1 -race -timeout 15m -tags e2e "$@" ./...) || tooling_status=$?
+(cd tooling && go test -p "$half" -count=1 -race -vet=off -timeout 15m -tags e2e "$@" ./...) || tooling_status=$?
 service_status=0
 wait "$service" || service_status=$?
 log "go test, the service's module"
@@ -102,12 +103,13 @@ rm -f "$deploy_log"
 # (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
 # 20000 executions take about 10 s here. They run beside the fault suite's
 # smoke version, which spends most of its time waiting on the service's
-# recoveries; their output is printed after it.
+# recoveries; their output is printed after it. -vet=off as above: go vet
+# has checked these packages.
 log "fuzz, ${FUZZTIME:-20000x} per target (beside the fault suite's smoke version)"
 fuzz_log=$(mktemp)
 (
 	for target in ./internal/notification:FuzzDecodeNotification ./internal/notification:FuzzDecodeAPIPix ./internal/notification:FuzzStoreWhatTheDecodersAccept ./internal/webhooksig:FuzzVerify; do
-		go test -run='^$' -fuzz="^${target#*:}\$" -fuzztime="${FUZZTIME:-20000x}" "${target%%:*}"
+		go test -run='^$' -vet=off -fuzz="^${target#*:}\$" -fuzztime="${FUZZTIME:-20000x}" "${target%%:*}"
 	done
 ) >"$fuzz_log" 2>&1 &
 fuzz=$!
