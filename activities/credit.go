@@ -75,12 +75,9 @@ type CreditStore interface {
 	MarkFailed(ctx context.Context, endToEndID string, drive, attempts int, reason string) (db.MarkFailedOutcome, error)
 }
 
-// MaintenanceStore is what the retention and reconciliation activities
-// need of the database.
+// MaintenanceStore is what the reconciliation's activity needs of the
+// database. (The retention's store is saga/retention's.)
 type MaintenanceStore interface {
-	DeleteExpiredKeys(ctx context.Context, limit int) (int64, error)
-	DeletePublishedEvents(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
-	DeleteDoneInboxRows(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
 	Reconcile(ctx context.Context) (db.Reconciliation, error)
 }
 

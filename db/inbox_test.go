@@ -15,6 +15,7 @@ import (
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/durable/rows"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/retention"
 )
 
 func note(id, account string, amount int64) pix.Notification {
@@ -468,10 +469,10 @@ func TestRetentionDeletesOldDoneRowsOnly(t *testing.T) {
 		WHERE end_to_end_id <> $1`, recent.EndToEndID)
 	require.NoError(t, err)
 
-	n, err := s.DeleteDoneInboxRows(ctx, 30*24*time.Hour, 2)
+	n, err := retention.NewStore(s).DeleteDoneInboxRows(ctx, 30*24*time.Hour, 2)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n, "in batches")
-	n, err = s.DeleteDoneInboxRows(ctx, 30*24*time.Hour, 2)
+	n, err = retention.NewStore(s).DeleteDoneInboxRows(ctx, 30*24*time.Hour, 2)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	var left []string

@@ -12,6 +12,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/saga/transfer"
 )
 
@@ -151,10 +152,10 @@ func TestIdempotencyKeyReleaseAndExpiry(t *testing.T) {
 	_, err = s.Pool().Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = ANY($1)`, expired)
 	require.NoError(t, err)
 
-	n, err := s.DeleteExpiredKeys(ctx, 2)
+	n, err := retention.NewStore(s).DeleteExpiredKeys(ctx, 2)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n)
-	n, err = s.DeleteExpiredKeys(ctx, 2)
+	n, err = retention.NewStore(s).DeleteExpiredKeys(ctx, 2)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	var left int

@@ -17,10 +17,10 @@ import (
 // out of the core's folders (issue 36, item 3), not added as a new saga:
 // their first commit edits the files they left, by design.
 var movedIntoPackages = map[string]string{
-	"catchup":     "moved from activities/, workflows/, db/ and internal/metrics",
-	"transfer":    "moved from api/, activities/, workflows/ and db/",
-	"refund":      "moved from api/, activities/, workflows/ and db/",
-	"maintenance": "moved from activities/, workflows/ and db/",
+	"catchup":   "moved from activities/, workflows/, db/ and internal/metrics",
+	"transfer":  "moved from api/, activities/, workflows/ and db/",
+	"refund":    "moved from api/, activities/, workflows/ and db/",
+	"retention": "moved from activities/, workflows/, db/, saga/maintenance.go and internal/config",
 }
 
 // addedOnly are the folders where a saga adds files of its own that are

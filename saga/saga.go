@@ -183,6 +183,11 @@ type Descriptor struct {
 	// Collectors are the saga's own Prometheus metrics, built from env
 	// once per process and registered on its registry; nil: none.
 	Collectors func(env Env) []prometheus.Collector
+	// Started runs once in a worker process, when it has started (its
+	// Schedules set up): what the saga says of its settings then, such as
+	// a WARN that they work but fall short (registry.Started). nil:
+	// nothing.
+	Started func(env Env)
 }
 
 // Register registers the saga's workflows and activities on r, the
@@ -210,7 +215,7 @@ func inAPI(http func() api.SagaHTTP) func(Env) (api.SagaHTTP, error) {
 	return func(Env) (api.SagaHTTP, error) { return http(), nil }
 }
 
-// sharedActivities are the credit's and the maintenance's activities,
+// sharedActivities are the credit's and the reconciliation's activities,
 // which share one struct of dependencies.
 func sharedActivities(env Env) any {
 	return &activities.Activities{Store: env.Store, Logger: env.Log, Metrics: env.Metrics}

@@ -16,7 +16,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/payload"
@@ -25,6 +24,7 @@ import (
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/saga/registry"
+	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
 )
@@ -50,7 +50,7 @@ func TestTwoPoolsOfOneBuildWriteTheSchedulesOnce(t *testing.T) {
 	require.NoError(t, worker.SetCurrentVersion(ctx, s.Client(t), v))
 
 	var writes atomic.Int64
-	a := newPool(t, s, queues, &writes, func(*config.Config) {}, nil)
+	a := newPool(t, s, queues, &writes, nil)
 	a.c.refuse.Store(2) // Temporal refuses pool A's first two writes: asked again
 	a.keep(t, v)
 	require.Eventually(t, func() bool { return writes.Load() == 3 }, 30*time.Second, 10*time.Millisecond,
@@ -58,7 +58,7 @@ func TestTwoPoolsOfOneBuildWriteTheSchedulesOnce(t *testing.T) {
 	require.Equal(t, 2, a.log.Count("schedules: could not bring them to the configuration; asked again"))
 
 	// Pool B, the same build: INBOX_RETENTION=168h and the catch-up off.
-	b := newPool(t, s, queues, &writes, func(cfg *config.Config) { cfg.InboxRetention = 168 * time.Hour }, map[string]string{"PSP_CATCHUP_INTERVAL": "0"})
+	b := newPool(t, s, queues, &writes, map[string]string{"INBOX_RETENTION": "168h", "PSP_CATCHUP_INTERVAL": "0"})
 	b.keep(t, v)
 	require.Eventually(t, func() bool { return writes.Load() >= 5 }, 30*time.Second, 10*time.Millisecond,
 		"pool B brings the retention to its INBOX_RETENTION and deletes the catch-up")
@@ -73,7 +73,7 @@ func TestTwoPoolsOfOneBuildWriteTheSchedulesOnce(t *testing.T) {
 	said := a.log.Count(warning)
 	require.NotZero(t, said)
 	require.Contains(t, a.log.String(), fmt.Sprintf(`"differences":[{"schedule_id":%q,"differs":["arguments"]},{"schedule_id":%q,"differs":["missing"]}]`,
-		workflows.RetentionScheduleID(queues.Base), catchup.ScheduleID(queues.Base)))
+		retention.ScheduleID(queues.Base), catchup.ScheduleID(queues.Base)))
 	require.EqualValues(t, 2, a.differing(t))
 	a.waitAsked(t, 10)
 	require.Equal(t, said, a.log.Count(warning), "said when it appeared or changed, not at every interval")
@@ -99,8 +99,8 @@ func TestOnlyTheCurrentBuildKeepsTheSchedules(t *testing.T) {
 	require.NoError(t, worker.SetCurrentVersion(ctx, c, va))
 
 	var writes atomic.Int64
-	a := newPool(t, s, queues, &writes, func(*config.Config) {}, nil)
-	b := newPool(t, s, queues, &writes, func(cfg *config.Config) { cfg.InboxRetention = 168 * time.Hour }, nil)
+	a := newPool(t, s, queues, &writes, nil)
+	b := newPool(t, s, queues, &writes, map[string]string{"INBOX_RETENTION": "168h"})
 	a.keep(t, va)
 	b.keep(t, vb)
 	require.Eventually(t, func() bool { return writes.Load() == 3 }, 30*time.Second, 10*time.Millisecond, "the current build creates them")
@@ -137,11 +137,10 @@ type pool struct {
 	metrics *prometheus.Registry
 }
 
-// newPool is a pool of workers whose configuration tune changed, and whose
+// newPool is a pool of workers of the default configuration whose
 // environment holds vars (the sagas' own settings).
-func newPool(t *testing.T, s *temporaltest.Server, queues workflows.TaskQueues, writes *atomic.Int64, tune func(*config.Config), vars map[string]string) *pool {
+func newPool(t *testing.T, s *temporaltest.Server, queues workflows.TaskQueues, writes *atomic.Int64, vars map[string]string) *pool {
 	cfg := config.Default()
-	tune(&cfg)
 	log := &logtest.Lines{}
 	logger := log.Logger()
 	reg := prometheus.NewRegistry()
@@ -190,11 +189,11 @@ func (p *pool) waitAsked(t *testing.T, n int64) {
 }
 
 // retentionOf reads the retention periods the retention Schedule holds.
-func retentionOf(t *testing.T, c client.Client, queues workflows.TaskQueues) activities.RetentionInput {
+func retentionOf(t *testing.T, c client.Client, queues workflows.TaskQueues) retention.Input {
 	t.Helper()
-	d, err := c.ScheduleClient().GetHandle(context.Background(), workflows.RetentionScheduleID(queues.Base)).Describe(context.Background())
+	d, err := c.ScheduleClient().GetHandle(context.Background(), retention.ScheduleID(queues.Base)).Describe(context.Background())
 	require.NoError(t, err)
-	var in activities.RetentionInput
+	var in retention.Input
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(d.Schedule.Action.(*client.ScheduleWorkflowAction).Args[0].(*commonpb.Payload), &in))
 	return in
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/saga/registry"
+	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
@@ -66,7 +67,7 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	require.Subset(t, transfers.activities, transferActivities)
 
 	maintenance := of(workflows.Maintenance)
-	require.Equal(t, []string{catchup.WorkflowName, workflows.ReconcileWorkflowName, workflows.RetentionWorkflowName}, maintenance.workflows)
+	require.Equal(t, []string{catchup.WorkflowName, workflows.ReconcileWorkflowName, retention.WorkflowName}, maintenance.workflows)
 	catchUp := []string{"AdvanceCatchUp", "BeginCatchUp", "BeginManualCatchUp", "ListPSPPart", "ListPSPWindow"}
 	legacyMaintenance := []string{"DeleteDoneInboxRows", "DeleteExpiredIdempotencyKeys", "DeletePublishedEvents", "ReconcileBooks"}
 	require.ElementsMatch(t, append(catchUp, legacyMaintenance...), maintenance.activities)
@@ -75,7 +76,7 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	// pix-credit before each family had its queue still find a worker
 	// there.
 	credits := of(workflows.Credits)
-	require.Equal(t, []string{workflows.CreditWorkflowName, workflows.ReconcileWorkflowName, workflows.RetentionWorkflowName, transfer.WorkflowName}, credits.workflows)
+	require.Equal(t, []string{workflows.CreditWorkflowName, workflows.ReconcileWorkflowName, retention.WorkflowName, transfer.WorkflowName}, credits.workflows)
 	require.Subset(t, credits.activities, append(transferActivities, legacyMaintenance...))
 	// The PSP catch-up never ran on pix-credit: only the maintenance queue has it.
 	for _, name := range catchUp {

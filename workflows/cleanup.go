@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,52 +13,12 @@ import (
 	"github.com/pixbank/pix/db"
 )
 
-// RetentionWorkflowName is the registered name of Retention.
-const RetentionWorkflowName = "PixRetention"
-
-// RetentionScheduleID is the Temporal Schedule that runs the retention of
-// the workers of one TEMPORAL_TASK_QUEUE base (the credits' queue, as the
-// ID has always been made: an existing schedule keeps its ID).
-func RetentionScheduleID(base string) string { return "pix-retention:" + base }
-
-// RetentionRunTimeout is a retention run's activities' deadline
-// (StartToClose): each stops a minute before it
-// (activities.RetentionDeadlineMargin), so that an hourly run keeps up
-// with 1,000 PIX/s (3.6 million rows a table an hour; docs/benchmarks.md,
-// Growth).
-const RetentionRunTimeout = 30 * time.Minute
-
-// Retention deletes what the service no longer needs to keep: expired
-// idempotency keys, outbox events published longer ago than their
-// retention, and inbox rows done longer ago than theirs (the credits stay),
-// each in small batches.
-func Retention(ctx workflow.Context, in activities.RetentionInput) error {
-	// The retention takes its batches RETENTION_BATCH_PAUSE apart and stops
-	// a minute before this deadline (activities.inBatches).
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: RetentionRunTimeout,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5},
-	})
-	keys := workflow.ExecuteActivity(ctx, a.DeleteExpiredIdempotencyKeys, in)
-	events := workflow.ExecuteActivity(ctx, a.DeletePublishedEvents, in)
-	inbox := workflow.ExecuteActivity(ctx, a.DeleteDoneInboxRows, in)
-	return errors.Join(keys.Get(ctx, nil), events.Get(ctx, nil), inbox.Get(ctx, nil))
-}
-
-// EnsureRetentionSchedule brings the retention's Temporal Schedule to the
-// configuration (every interval, with in: the retention periods), its
-// runs on the maintenance queue: created if missing, updated if it
-// differs, an operator's pause kept (ensureSchedule).
-func EnsureRetentionSchedule(ctx context.Context, c client.Client, s ScheduleSync, queues TaskQueues, every time.Duration, in activities.RetentionInput) error {
-	return s.Ensure(ctx, c, ScheduleConfig{ID: RetentionScheduleID(queues.Base), TaskQueue: queues.Maintenance, Every: every, Workflow: RetentionWorkflowName, Args: []any{in}})
-}
-
 // ReconcileWorkflowName is the registered name of Reconcile.
 const ReconcileWorkflowName = "PixReconcile"
 
 // ReconcileScheduleID is the Temporal Schedule that reconciles the books
-// for the workers of one TEMPORAL_TASK_QUEUE base (as RetentionScheduleID).
+// for the workers of one TEMPORAL_TASK_QUEUE base (the credits' queue, as
+// the ID has always been made: an existing schedule keeps its ID).
 func ReconcileScheduleID(base string) string { return "pix-reconcile:" + base }
 
 // Reconcile checks the books (ReconcileBooks publishes the metric and logs
@@ -85,7 +44,8 @@ func Reconcile(ctx workflow.Context) (db.Reconciliation, error) {
 
 // EnsureReconcileSchedule brings the reconciliation's Temporal Schedule
 // to the configuration (every interval), its runs on the maintenance
-// queue, as EnsureRetentionSchedule.
+// queue: created if missing, updated if it differs, an operator's pause
+// kept (ScheduleSync).
 func EnsureReconcileSchedule(ctx context.Context, c client.Client, s ScheduleSync, queues TaskQueues, every time.Duration) error {
 	return s.Ensure(ctx, c, ScheduleConfig{ID: ReconcileScheduleID(queues.Base), TaskQueue: queues.Maintenance, Every: every, Workflow: ReconcileWorkflowName})
 }

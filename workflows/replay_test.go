@@ -23,9 +23,9 @@ import (
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/payload"
-	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/registry"
+	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/workflows"
 )
@@ -360,7 +360,7 @@ func newInputs() map[string]any {
 		"credit":    workflows.CreditInput{EndToEndID: "E1", Retry: cfg.Retry(), ListingVersion: cfg.CreditInputListingVersion()},
 		"transfer":  transfer.Input{TransferID: "T1", Settings: transfer.DefaultSettings().Run(cfg)},
 		"refund":    refund.Input{RefundID: "R1", Settings: refund.DefaultSettings().Run(cfg)},
-		"retention": saga.Retention(cfg),
+		"retention": retention.NewInput(retention.DefaultSettings(), cfg.OutboxRetention),
 	}
 }
 

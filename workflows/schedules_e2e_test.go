@@ -15,12 +15,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/tooling/logtest"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/saga/catchup"
+	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -59,18 +59,18 @@ func newScheduleTest(t *testing.T, prefix string) scheduleTest {
 func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 	st := newScheduleTest(t, "pix-credit-sched")
 	ctx, c, converters, logs, schedules, queues := st.ctx, st.c, st.converters, st.logs, st.schedules, st.queues
-	id := workflows.RetentionScheduleID(queues.Base)
+	id := retention.ScheduleID(queues.Base)
 	handle := c.ScheduleClient().GetHandle(ctx, id)
 
-	first := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: payload.Duration(168 * time.Hour), InboxRetention: payload.Duration(720 * time.Hour)}
-	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, time.Hour, first))
+	first := retention.Input{BatchSize: 1000, MaxBatches: 100, OutboxRetention: payload.Duration(168 * time.Hour), InboxRetention: payload.Duration(720 * time.Hour)}
+	require.NoError(t, retention.EnsureSchedule(ctx, c, schedules, queues, time.Hour, first))
 	require.Equal(t, 1, logs.Count("schedule created"))
 	require.NoError(t, handle.Pause(ctx, client.SchedulePauseOptions{Note: "paused by on-call: incident 42"}))
 	paused, err := handle.Describe(ctx)
 	require.NoError(t, err)
 
 	// The next start, same configuration: nothing written.
-	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, time.Hour, first))
+	require.NoError(t, retention.EnsureSchedule(ctx, c, schedules, queues, time.Hour, first))
 	again, err := handle.Describe(ctx)
 	require.NoError(t, err)
 	require.Equal(t, paused.Info.LastUpdateAt, again.Info.LastUpdateAt, "a Schedule as configured is not updated")
@@ -79,12 +79,12 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 	// A start with INBOX_RETENTION=168h, the interval unchanged.
 	changed := first
 	changed.InboxRetention = payload.Duration(168 * time.Hour)
-	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, time.Hour, changed))
+	require.NoError(t, retention.EnsureSchedule(ctx, c, schedules, queues, time.Hour, changed))
 	d, err := handle.Describe(ctx)
 	require.NoError(t, err)
 	action := d.Schedule.Action.(*client.ScheduleWorkflowAction)
 	require.Len(t, action.Args, 1)
-	var stored activities.RetentionInput
+	var stored retention.Input
 	require.NoError(t, converters.DataConverter.FromPayload(action.Args[0].(*commonpb.Payload), &stored))
 	require.Equal(t, changed, stored, "the running Schedule holds the new retention")
 	require.Equal(t, queues.Maintenance, action.TaskQueue)
@@ -94,7 +94,7 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 	require.Contains(t, logs.String(), `"changed":["arguments"]`)
 
 	// Then RETENTION_INTERVAL=30m.
-	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, 30*time.Minute, changed))
+	require.NoError(t, retention.EnsureSchedule(ctx, c, schedules, queues, 30*time.Minute, changed))
 	d, err = handle.Describe(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []client.ScheduleIntervalSpec{{Every: 30 * time.Minute}}, d.Schedule.Spec.Intervals)
@@ -109,7 +109,7 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 		in.Description.Schedule.Spec = &client.ScheduleSpec{CronExpressions: []string{"0 3 * * *"}}
 		return &client.ScheduleUpdate{Schedule: &in.Description.Schedule}, nil
 	}}))
-	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, 30*time.Minute, changed))
+	require.NoError(t, retention.EnsureSchedule(ctx, c, schedules, queues, 30*time.Minute, changed))
 	d, err = handle.Describe(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []client.ScheduleIntervalSpec{{Every: 30 * time.Minute}}, d.Schedule.Spec.Intervals)
@@ -123,14 +123,14 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 	var found []workflows.ScheduleDifference
 	check := schedules
 	check.Differs = func(d workflows.ScheduleDifference) { found = append(found, d) }
-	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, check, queues, time.Hour, first))
+	require.NoError(t, retention.EnsureSchedule(ctx, c, check, queues, time.Hour, first))
 	require.Equal(t, []workflows.ScheduleDifference{{ID: id, Differs: []string{"interval", "arguments"}}}, found)
 	unchanged, err := handle.Describe(ctx)
 	require.NoError(t, err)
 	require.Equal(t, d.Info.LastUpdateAt, unchanged.Info.LastUpdateAt, "a check writes nothing")
 	require.Equal(t, []client.ScheduleIntervalSpec{{Every: 30 * time.Minute}}, unchanged.Schedule.Spec.Intervals)
 	found = nil
-	require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, check, queues, 30*time.Minute, changed))
+	require.NoError(t, retention.EnsureSchedule(ctx, c, check, queues, 30*time.Minute, changed))
 	require.Empty(t, found, "as configured")
 	catchUp := c.ScheduleClient().GetHandle(ctx, catchup.ScheduleID(queues.Base))
 	require.NoError(t, catchup.EnsureSchedule(ctx, c, check, queues, time.Minute))
@@ -166,8 +166,8 @@ func TestSchedulesAreBroughtToTheConfiguration(t *testing.T) {
 func TestTheSchedulesArgumentsFollowTheDurationFormat(t *testing.T) {
 	st := newScheduleTest(t, "pix-credit-durations")
 	ctx, c, converters, logs, schedules, queues := st.ctx, st.c, st.converters, st.logs, st.schedules, st.queues
-	handle := c.ScheduleClient().GetHandle(ctx, workflows.RetentionScheduleID(queues.Base))
-	in := activities.RetentionInput{BatchSize: 1000, MaxBatches: 100, OutboxRetention: payload.Duration(168 * time.Hour), InboxRetention: payload.Duration(720 * time.Hour)}
+	handle := c.ScheduleClient().GetHandle(ctx, retention.ScheduleID(queues.Base))
+	in := retention.Input{BatchSize: 1000, MaxBatches: 100, OutboxRetention: payload.Duration(168 * time.Hour), InboxRetention: payload.Duration(720 * time.Hour)}
 	// stored is the Schedule's argument as the UI shows it, decrypted.
 	stored := func() map[string]any {
 		d, err := handle.Describe(ctx)
@@ -181,7 +181,7 @@ func TestTheSchedulesArgumentsFollowTheDurationFormat(t *testing.T) {
 	ensure := func(f payload.DurationFormat) {
 		previous := payload.WriteDurations(f)
 		defer payload.WriteDurations(previous)
-		require.NoError(t, workflows.EnsureRetentionSchedule(ctx, c, schedules, queues, time.Hour, in))
+		require.NoError(t, retention.EnsureSchedule(ctx, c, schedules, queues, time.Hour, in))
 	}
 
 	ensure(payload.DurationsNanoseconds)

@@ -175,11 +175,6 @@ type Config struct {
 	// broker.StreamLimits and docs/events.md.
 	NATSStreamMaxAge   time.Duration
 	NATSStreamMaxBytes int64
-	InboxRetention     time.Duration
-	RetentionInterval  time.Duration
-	// RetentionBatchPause is RETENTION_BATCH_PAUSE: the retention's wait
-	// between batches of 1,000 rows (0: none).
-	RetentionBatchPause time.Duration
 	// ReconcileInterval is how often the reconciliation Schedule checks the books.
 	ReconcileInterval time.Duration
 	// ReconcileLimits bound what a reconciliation run (the Schedule's,
@@ -285,18 +280,15 @@ func Default() Config {
 		PSPRetryInitial:        time.Duration(t.PSPRetryInitial),
 		PSPRetryMax:            time.Duration(t.PSPRetryMax),
 
-		OutboxRelayEnabled:  true,
-		OutboxBatchSize:     500,
-		OutboxPollInterval:  500 * time.Millisecond,
-		OutboxGatherWindow:  50 * time.Millisecond,
-		OutboxRetention:     7 * 24 * time.Hour,
-		NATSStreamMaxAge:    2 * 7 * 24 * time.Hour,
-		NATSStreamMaxBytes:  1 << 30,
-		InboxRetention:      30 * 24 * time.Hour,
-		RetentionInterval:   time.Hour,
-		RetentionBatchPause: 100 * time.Millisecond,
-		ReconcileInterval:   15 * time.Minute,
-		ReconcileLimits:     db.DefaultReconcileLimits,
+		OutboxRelayEnabled: true,
+		OutboxBatchSize:    500,
+		OutboxPollInterval: 500 * time.Millisecond,
+		OutboxGatherWindow: 50 * time.Millisecond,
+		OutboxRetention:    7 * 24 * time.Hour,
+		NATSStreamMaxAge:   2 * 7 * 24 * time.Hour,
+		NATSStreamMaxBytes: 1 << 30,
+		ReconcileInterval:  15 * time.Minute,
+		ReconcileLimits:    db.DefaultReconcileLimits,
 
 		InboxAttemptsMax:      r.MaxAttempts,
 		InboxRetryInitial:     time.Duration(r.InitialInterval),
@@ -692,14 +684,12 @@ func (r *reader) readEvents(c *Config) {
 	}
 }
 
-// readRuns reads the periodic runs' and the sagas' times (retention,
+// readRuns reads the periodic runs' and the sagas' times (the
 // reconciliation, the credits' retries, the PSP calls' pace) and the
-// tracing settings. (The PSP catch-up's, the transfer's and the
-// devolução's are their own: saga/catchup, saga/transfer, saga/refund.)
+// tracing settings. (The retention's, the PSP catch-up's, the transfer's
+// and the devolução's are their own: saga/retention, saga/catchup,
+// saga/transfer, saga/refund.)
 func (r *reader) readRuns(c *Config) {
-	r.dur("INBOX_RETENTION", &c.InboxRetention)
-	r.dur("RETENTION_INTERVAL", &c.RetentionInterval)
-	r.waitDur("RETENTION_BATCH_PAUSE", "100ms", time.Second, &c.RetentionBatchPause)
 	r.dur("RECONCILE_INTERVAL", &c.ReconcileInterval)
 	r.integer("RECONCILE_RECOUNT_MOVEMENTS", 1, 1_000_000_000, func(n int64) { c.ReconcileLimits.RecountMovements = n })
 	r.integer("RECONCILE_RECOUNT_ACCOUNTS", 1, 1_000_000, func(n int64) { c.ReconcileLimits.RecountAccounts = int(n) })

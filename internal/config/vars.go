@@ -91,10 +91,12 @@ var Variables = func() []Variable {
 		"PSP_RETRY_INITIAL_INTERVAL", "PSP_RETRY_MAX_INTERVAL",
 		"NATS_URL", "NATS_STREAM_MAX_AGE", "NATS_STREAM_MAX_BYTES",
 		"OUTBOX_RELAY_ENABLED", "OUTBOX_BATCH_SIZE", "OUTBOX_POLL_INTERVAL", "OUTBOX_GATHER_WINDOW", "OUTBOX_RETENTION",
-		"INBOX_RETENTION", "RETENTION_INTERVAL", "RETENTION_BATCH_PAUSE", "RECONCILE_INTERVAL",
+		"RECONCILE_INTERVAL",
 		// Read by the sagas in their packages (saga.Descriptor.Settings),
-		// not by Load: the PSP catch-up's (saga/catchup), the transfer's
-		// (saga/transfer), the devolução's (saga/refund), MED's (saga/med).
+		// not by Load: the retention's (saga/retention), the PSP
+		// catch-up's (saga/catchup), the transfer's (saga/transfer), the
+		// devolução's (saga/refund), MED's (saga/med).
+		"INBOX_RETENTION", "RETENTION_INTERVAL", "RETENTION_BATCH_PAUSE",
 		"PSP_CATCHUP_INTERVAL", "PSP_CATCHUP_OVERLAP", "PSP_CATCHUP_LOOKBACK", "PSP_CATCHUP_GRACE",
 		"TRANSFER_SETTLEMENT_TIMEOUT", "TRANSFER_SETTLEMENT_POLL_MAX",
 		"REFUND_POLL_MAX", "REFUND_OUTCOME_TIMEOUT", "REFUND_REFUSAL_QUIET_PERIOD",

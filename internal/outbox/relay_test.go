@@ -20,6 +20,7 @@ import (
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/outbox"
 	"github.com/pixbank/pix/internal/tooling/natstest"
+	"github.com/pixbank/pix/saga/retention"
 )
 
 var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
@@ -205,10 +206,10 @@ func TestPublishedEventsAreDeletedAfterRetention(t *testing.T) {
 	_, err = s.Pool().Exec(ctx, `UPDATE outbox_events SET published_at = now() - interval '1 day' WHERE aggregate_id = 'agg-0003'`)
 	require.NoError(t, err)
 
-	deleted, err := s.DeletePublishedEvents(ctx, 7*24*time.Hour, 2)
+	deleted, err := retention.NewStore(s).DeletePublishedEvents(ctx, 7*24*time.Hour, 2)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, deleted, "in batches")
-	deleted, err = s.DeletePublishedEvents(ctx, 7*24*time.Hour, 2)
+	deleted, err = retention.NewStore(s).DeletePublishedEvents(ctx, 7*24*time.Hour, 2)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, deleted)
 	var left int

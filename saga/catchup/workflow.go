@@ -17,7 +17,7 @@ import (
 const WorkflowName = "PixPSPCatchUp"
 
 // ScheduleID is the Temporal Schedule that runs the PSP catch-up
-// of the workers of one TEMPORAL_TASK_QUEUE base (as workflows.RetentionScheduleID):
+// of the workers of one TEMPORAL_TASK_QUEUE base (as retention.ScheduleID):
 // pix-psp-catchup:pix-credit by default.
 func ScheduleID(base string) string { return "pix-psp-catchup:" + base }
 

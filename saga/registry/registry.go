@@ -12,6 +12,7 @@ import (
 	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/saga/med"
 	"github.com/pixbank/pix/saga/refund"
+	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/saga/scheduled"
 	"github.com/pixbank/pix/saga/transfer"
 )
@@ -24,6 +25,7 @@ var All = []saga.Descriptor{
 	transfer.Saga,
 	refund.Saga,
 	saga.Maintenance,
+	retention.Saga,
 	catchup.Saga,
 	scheduled.Saga,
 	block.Saga,
@@ -82,4 +84,14 @@ func RegisterMetrics(r prometheus.Registerer, env saga.Env) error {
 		}
 	}
 	return nil
+}
+
+// Started runs every saga's Started (saga.Descriptor.Started) with env:
+// a worker process calls it once, when it has started.
+func Started(env saga.Env) {
+	for _, d := range All {
+		if d.Started != nil {
+			d.Started(env)
+		}
+	}
 }

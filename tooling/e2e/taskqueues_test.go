@@ -15,11 +15,12 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/cmd/pixd/app"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/workflows"
 )
@@ -53,11 +54,11 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 	ctx := context.Background()
 	base := "pix-credit-" + randomSuffix()
 	c := shared.Client(t, func(o *client.Options) { codec.NewConverters(codec.New(e2eCodecKeys)).ApplyTo(o) })
-	ids := []string{workflows.RetentionScheduleID(base), workflows.ReconcileScheduleID(base)}
-	for i, name := range []string{workflows.RetentionWorkflowName, workflows.ReconcileWorkflowName} {
+	ids := []string{retention.ScheduleID(base), workflows.ReconcileScheduleID(base)}
+	for i, name := range []string{retention.WorkflowName, workflows.ReconcileWorkflowName} {
 		var args []any
-		if name == workflows.RetentionWorkflowName {
-			args = []any{activities.RetentionInput{BatchSize: 10, MaxBatches: 1, OutboxRetention: payload.Duration(time.Hour), InboxRetention: payload.Duration(time.Hour)}}
+		if name == retention.WorkflowName {
+			args = []any{retention.Input{BatchSize: 10, MaxBatches: 1, OutboxRetention: payload.Duration(time.Hour), InboxRetention: payload.Duration(time.Hour)}}
 		}
 		_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 			ID:     ids[i],
@@ -71,7 +72,8 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 	s := newStack(t, shared, func(cfg *config.Config) { cfg.TemporalTaskQueue = base })
 	maintenance := s.cfg.TaskQueues().Maintenance
 	require.Equal(t, strings.Replace(base, "credit", "maintenance", 1), maintenance)
-	intervals := map[string]time.Duration{ids[0]: s.cfg.RetentionInterval, ids[1]: s.cfg.ReconcileInterval}
+	kept := retention.DefaultSettings() // the stack sets none of the retention's
+	intervals := map[string]time.Duration{ids[0]: kept.Interval, ids[1]: s.cfg.ReconcileInterval}
 	descriptions := map[string]*client.ScheduleDescription{}
 	for _, id := range ids {
 		handle := c.ScheduleClient().GetHandle(ctx, id)
@@ -88,7 +90,7 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 		require.Equal(t, intervals[id], d.Schedule.Spec.Intervals[0].Every, "the configured interval replaces the first creation's")
 		descriptions[id] = d
 	}
-	require.Equal(t, payload.Duration(s.cfg.InboxRetention), retentionOf(t, c, base).InboxRetention)
+	require.Equal(t, payload.Duration(kept.InboxRetention), retentionOf(t, c, base).InboxRetention)
 
 	// The worker restarts, its configuration unchanged: nothing to write.
 	s.killWorker()
@@ -121,8 +123,9 @@ func TestAChangedInboxRetentionReachesTheScheduleAfterARestart(t *testing.T) {
 	ctx := context.Background()
 	base := "pix-credit-" + randomSuffix()
 	c := shared.Client(t, func(o *client.Options) { codec.NewConverters(codec.New(e2eCodecKeys)).ApplyTo(o) })
-	before := newStack(t, shared, func(cfg *config.Config) { cfg.TemporalTaskQueue = base; cfg.InboxRetention = 720 * time.Hour })
-	handle := c.ScheduleClient().GetHandle(ctx, workflows.RetentionScheduleID(base))
+	onBase := func(cfg *config.Config) { cfg.TemporalTaskQueue = base }
+	before := newStack(t, shared, onBase, app.WithSettings(map[string]string{"INBOX_RETENTION": "720h"}))
+	handle := c.ScheduleClient().GetHandle(ctx, retention.ScheduleID(base))
 	require.Eventually(t, func() bool {
 		_, err := handle.Describe(ctx)
 		return err == nil
@@ -131,7 +134,7 @@ func TestAChangedInboxRetentionReachesTheScheduleAfterARestart(t *testing.T) {
 	require.NoError(t, handle.Pause(ctx, client.SchedulePauseOptions{Note: "on-call: paused during the incident"}))
 	before.killWorker()
 
-	after := newStack(t, shared, func(cfg *config.Config) { cfg.TemporalTaskQueue = base; cfg.InboxRetention = 168 * time.Hour })
+	after := newStack(t, shared, onBase, app.WithSettings(map[string]string{"INBOX_RETENTION": "168h"}))
 	after.waitLog("schedule brought to the configuration", 1)
 	require.Equal(t, payload.Duration(168*time.Hour), retentionOf(t, c, base).InboxRetention, "the restarted worker brought the Schedule to INBOX_RETENTION")
 	d, err := handle.Describe(ctx)
@@ -150,13 +153,13 @@ func (s *stack) waitLog(msg string, n int) {
 
 // retentionOf reads the retention periods the running retention Schedule
 // of base starts its runs with.
-func retentionOf(t *testing.T, c client.Client, base string) activities.RetentionInput {
+func retentionOf(t *testing.T, c client.Client, base string) retention.Input {
 	t.Helper()
-	d, err := c.ScheduleClient().GetHandle(context.Background(), workflows.RetentionScheduleID(base)).Describe(context.Background())
+	d, err := c.ScheduleClient().GetHandle(context.Background(), retention.ScheduleID(base)).Describe(context.Background())
 	require.NoError(t, err)
 	args := d.Schedule.Action.(*client.ScheduleWorkflowAction).Args
 	require.Len(t, args, 1)
-	var in activities.RetentionInput
+	var in retention.Input
 	require.NoError(t, codec.NewConverters(codec.New(e2eCodecKeys)).DataConverter.FromPayload(args[0].(*commonpb.Payload), &in))
 	return in
 }

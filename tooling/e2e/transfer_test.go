@@ -18,6 +18,7 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
+	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/workflows"
 )
@@ -196,7 +197,7 @@ func TestRetentionSchedule(t *testing.T) {
 	_, err = s.store.Pool().Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 minute' WHERE key = ANY($1::uuid[])`, expired)
 	require.NoError(t, err)
 
-	require.NoError(t, s.schedule(workflows.RetentionScheduleID(s.cfg.TemporalTaskQueue)).Trigger(ctx, client.ScheduleTriggerOptions{}))
+	require.NoError(t, s.schedule(retention.ScheduleID(s.cfg.TemporalTaskQueue)).Trigger(ctx, client.ScheduleTriggerOptions{}))
 
 	require.Eventually(t, func() bool {
 		var n int

@@ -20,7 +20,6 @@ import (
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/outbox"
-	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
@@ -149,7 +148,7 @@ func (a *App) runTemporalWorker(ctx context.Context) error {
 	if !ready {
 		return err // nil: stopped while starting
 	}
-	saga.WarnIfRetentionFallsBehind(a.Cfg, a.Log)
+	registry.Started(env)
 	a.Log.Info("worker running", "task_queues", queues.All(), "temporal_address", a.Cfg.TemporalAddress,
 		"dispatcher", a.Cfg.DispatcherEnabled, "psp_url", a.Cfg.PSPURL,
 		"deployment", opts.Version.DeploymentName, "build_id", opts.Version.BuildID)

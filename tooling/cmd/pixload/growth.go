@@ -30,6 +30,7 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/webhooksig"
+	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/tooling/load"
 	"github.com/pixbank/pix/workflows"
 )
@@ -798,7 +799,7 @@ func (g *growthRun) retention(ctx context.Context) error {
 		return err
 	}
 	go func() {
-		run, err := g.scheduledRun(ctx, workflows.RetentionScheduleID(g.cfg.TaskQueues().Base), nil)
+		run, err := g.scheduledRun(ctx, retention.ScheduleID(g.cfg.TaskQueues().Base), nil)
 		done <- outcome{run, err}
 	}()
 	duringHist := hdrhistogram.New(1, 60_000_000, 3)
@@ -851,14 +852,18 @@ func (g *growthRun) retention(ctx context.Context) error {
 }
 
 // dueForRetention counts the rows the retention deletes, by table, as its
-// statements choose them (db/queries/maintenance.sql) with the service's
-// windows.
+// statements choose them (saga/retention/maintenance.sql) with the
+// service's windows (INBOX_RETENTION, the retention's own; OUTBOX_RETENTION).
 func dueForRetention(ctx context.Context, pool *pgxpool.Pool, cfg config.Config) (map[string]int64, error) {
+	kept, err := retention.SettingsFrom(os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
 	var inbox, events, keys int64
-	err := pool.QueryRow(ctx, `SELECT
+	err = pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM inbox_messages WHERE status = 'done' AND processed_at < now() - $1::interval),
 		(SELECT count(*) FROM outbox_events WHERE published_at < now() - $2::interval),
-		(SELECT count(*) FROM idempotency_keys WHERE expires_at <= now())`, cfg.InboxRetention, cfg.OutboxRetention).Scan(&inbox, &events, &keys)
+		(SELECT count(*) FROM idempotency_keys WHERE expires_at <= now())`, kept.InboxRetention, cfg.OutboxRetention).Scan(&inbox, &events, &keys)
 	if err != nil {
 		return nil, fmt.Errorf("rows due for the retention: %w", err)
 	}

@@ -1,4 +1,4 @@
-package activities
+package retention
 
 import (
 	"context"
@@ -31,14 +31,14 @@ func noHeartbeat(int64) {}
 // short; no batch at all deletes nothing) is refused before any batch, as
 // final: no attempt could do better.
 func TestARetentionRunRefusesAnInputThatBoundsNothing(t *testing.T) {
-	for _, in := range []RetentionInput{{BatchSize: 0, MaxBatches: 10}, {BatchSize: -1, MaxBatches: 10}, {BatchSize: 1000, MaxBatches: 0}} {
+	for _, in := range []Input{{BatchSize: 0, MaxBatches: 10}, {BatchSize: -1, MaxBatches: 10}, {BatchSize: 1000, MaxBatches: 0}} {
 		calls := 0
 		n, err := batchRun{heartbeat: noHeartbeat}.run(context.Background(), in, fullBatches(in.BatchSize, &calls, nil))
 		require.Zero(t, n)
 		require.Zero(t, calls, "no batch ran")
 		var appErr *temporal.ApplicationError
 		require.True(t, errors.As(err, &appErr), "%v", err)
-		require.Equal(t, ErrTypeRetentionInputInvalid, appErr.Type())
+		require.Equal(t, ErrTypeInputInvalid, appErr.Type())
 		require.True(t, appErr.NonRetryable())
 		require.ErrorContains(t, err, "must both be at least 1")
 	}
@@ -50,7 +50,7 @@ func TestARetentionRunRefusesAnInputThatBoundsNothing(t *testing.T) {
 // the heartbeat timeout) and be retried elsewhere. The pause is 30 s: a
 // run that waited it out would take a second batch.
 func TestARetentionRunStopsItsPauseWhenTheWorkerStopsOrItsContextEnds(t *testing.T) {
-	in := RetentionInput{BatchSize: 10, MaxBatches: 2, BatchPause: payload.Duration(30 * time.Second)}
+	in := Input{BatchSize: 10, MaxBatches: 2, BatchPause: payload.Duration(30 * time.Second)}
 	t.Run("the worker stops", func(t *testing.T) {
 		stop := make(chan struct{})
 		calls := 0
@@ -74,20 +74,20 @@ func TestARetentionRunStopsItsPauseWhenTheWorkerStopsOrItsContextEnds(t *testing
 		stop := make(chan struct{})
 		calls := 0
 		n, err := batchRun{stop: stop, heartbeat: noHeartbeat}.run(context.Background(),
-			RetentionInput{BatchSize: 10, MaxBatches: 1_000_000}, fullBatches(10, &calls, func() { close(stop) }))
+			Input{BatchSize: 10, MaxBatches: 1_000_000}, fullBatches(10, &calls, func() { close(stop) }))
 		require.NoError(t, err)
 		require.EqualValues(t, 10, n, "a run without a pause ends between two batches too")
 	})
 }
 
-// A run stops RetentionDeadlineMargin before its activity's deadline,
+// A run stops DeadlineMargin before its activity's deadline,
 // whatever it has left, and returns its count: here a deadline a margin
 // and 300 ms away, batches 50 ms apart, and more batches than the time
 // holds (2,000: 100 s), so a run that ignored it would end after the
 // deadline.
 func TestARetentionRunStopsBeforeItsDeadline(t *testing.T) {
-	deadline := time.Now().Add(RetentionDeadlineMargin + 300*time.Millisecond)
-	in := RetentionInput{BatchSize: 10, MaxBatches: 2_000, BatchPause: payload.Duration(50 * time.Millisecond)}
+	deadline := time.Now().Add(DeadlineMargin + 300*time.Millisecond)
+	in := Input{BatchSize: 10, MaxBatches: 2_000, BatchPause: payload.Duration(50 * time.Millisecond)}
 	calls := 0
 	var told int64
 	n, err := batchRun{deadline: deadline, heartbeat: func(total int64) { told = total }}.run(context.Background(), in,

@@ -1,24 +1,27 @@
-package activities
+package retention
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/payload"
 )
 
-// RetentionInput bounds one run of the retention: the retention
-// Schedule's argument, so its durations are payload.Durations, as the UI
-// should show them.
-type RetentionInput struct {
+// Input bounds one run of the retention: the retention Schedule's
+// argument, so its durations are payload.Durations, as the UI should show
+// them. Its fields are the payload's: never rename one (the Schedules
+// written by earlier builds hold them).
+type Input struct {
 	BatchSize int
 	// MaxBatches bounds one run per table; the next scheduled run takes the
 	// rest. A run also stops a minute before its activity's deadline
-	// (RetentionDeadlineMargin), whatever it has left, and when its
+	// (DeadlineMargin), whatever it has left, and when its
 	// worker stops. Both at least 1.
 	MaxBatches int
 	// BatchPause is the wait before each batch after the first: the run
@@ -32,21 +35,28 @@ type RetentionInput struct {
 	InboxRetention payload.Duration
 }
 
-// RetentionDeadlineMargin: a run takes no batch less than this before its
+// DeadlineMargin: a run takes no batch less than this before its
 // activity's deadline, so that it returns its count rather than time out
 // (the next run takes the rest).
-const RetentionDeadlineMargin = time.Minute
+const DeadlineMargin = time.Minute
 
-// ErrTypeRetentionInputInvalid is the type of the error of a retention
-// run whose input bounds nothing (a batch size or a number of batches
-// below 1): not retried, since no attempt could do better; the Schedule's
-// argument is saga.Retention's.
-const ErrTypeRetentionInputInvalid = "RetentionInputInvalid"
+// ErrTypeInputInvalid is the type of the error of a retention run whose
+// input bounds nothing (a batch size or a number of batches below 1): not
+// retried, since no attempt could do better; the Schedule's argument is
+// NewInput's.
+const ErrTypeInputInvalid = "RetentionInputInvalid"
+
+// Activities are the retention's activities and their dependencies. Their
+// method names are the activities' recorded names: never rename one.
+type Activities struct {
+	Store  *Store
+	Logger *slog.Logger
+}
 
 // inBatches runs deleteBatch until a batch comes back short, MaxBatches
 // ran, the activity's deadline is near or the worker stops, BatchPause
 // between batches, heartbeating the running total.
-func inBatches(ctx context.Context, in RetentionInput, deleteBatch func() (int64, error)) (int64, error) {
+func inBatches(ctx context.Context, in Input, deleteBatch func() (int64, error)) (int64, error) {
 	return batchRun{
 		deadline:  activity.GetInfo(ctx).Deadline,
 		stop:      activity.GetWorkerStopChannel(ctx),
@@ -67,16 +77,16 @@ type batchRun struct {
 // that stops early, for its deadline, the worker's stop or ctx ending,
 // returns what it did so far without an error: the next scheduled run
 // takes the rest.
-func (b batchRun) run(ctx context.Context, in RetentionInput, deleteBatch func() (int64, error)) (int64, error) {
+func (b batchRun) run(ctx context.Context, in Input, deleteBatch func() (int64, error)) (int64, error) {
 	if in.BatchSize < 1 || in.MaxBatches < 1 {
 		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"retention: BatchSize %d and MaxBatches %d must both be at least 1: with them a run would delete nothing, or never stop", in.BatchSize, in.MaxBatches),
-			ErrTypeRetentionInputInvalid, nil)
+			ErrTypeInputInvalid, nil)
 	}
 	var total int64
 	for i := range in.MaxBatches {
 		if i > 0 {
-			if !b.deadline.IsZero() && time.Until(b.deadline) < RetentionDeadlineMargin {
+			if !b.deadline.IsZero() && time.Until(b.deadline) < DeadlineMargin {
 				break
 			}
 			if !b.pause(ctx, time.Duration(in.BatchPause)) {
@@ -86,7 +96,7 @@ func (b batchRun) run(ctx context.Context, in RetentionInput, deleteBatch func()
 		n, err := deleteBatch()
 		total += n
 		if err != nil {
-			return total, TechnicalFailure(err)
+			return total, activities.TechnicalFailure(err)
 		}
 		b.heartbeat(total)
 		if n < int64(in.BatchSize) {
@@ -124,7 +134,7 @@ func (b batchRun) pause(ctx context.Context, d time.Duration) bool {
 
 // DeleteExpiredIdempotencyKeys deletes expired idempotency keys in small
 // batches (short transactions, no long lock) and returns how many.
-func (a *Activities) DeleteExpiredIdempotencyKeys(ctx context.Context, in RetentionInput) (int64, error) {
+func (a *Activities) DeleteExpiredIdempotencyKeys(ctx context.Context, in Input) (int64, error) {
 	n, err := inBatches(ctx, in, func() (int64, error) { return a.Store.DeleteExpiredKeys(ctx, in.BatchSize) })
 	a.Logger.InfoContext(ctx, "expired idempotency keys deleted", "deleted", n)
 	return n, err
@@ -132,7 +142,7 @@ func (a *Activities) DeleteExpiredIdempotencyKeys(ctx context.Context, in Retent
 
 // DeletePublishedEvents deletes outbox events published longer ago than the
 // retention, in small batches, and returns how many.
-func (a *Activities) DeletePublishedEvents(ctx context.Context, in RetentionInput) (int64, error) {
+func (a *Activities) DeletePublishedEvents(ctx context.Context, in Input) (int64, error) {
 	n, err := inBatches(ctx, in, func() (int64, error) {
 		return a.Store.DeletePublishedEvents(ctx, time.Duration(in.OutboxRetention), in.BatchSize)
 	})
@@ -142,7 +152,7 @@ func (a *Activities) DeletePublishedEvents(ctx context.Context, in RetentionInpu
 
 // DeleteDoneInboxRows deletes inbox rows done longer ago than the retention,
 // in small batches, and returns how many. The credits stay.
-func (a *Activities) DeleteDoneInboxRows(ctx context.Context, in RetentionInput) (int64, error) {
+func (a *Activities) DeleteDoneInboxRows(ctx context.Context, in Input) (int64, error) {
 	n, err := inBatches(ctx, in, func() (int64, error) {
 		return a.Store.DeleteDoneInboxRows(ctx, time.Duration(in.InboxRetention), in.BatchSize)
 	})

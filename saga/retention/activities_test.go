@@ -1,4 +1,4 @@
-package activities_test
+package retention_test
 
 import (
 	"context"
@@ -14,12 +14,15 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/retention"
 )
+
+// a references the activities for ExecuteActivity; never dereferenced.
+var a *retention.Activities
 
 // The retention deletes old done inbox rows in batches of BatchSize, up to
 // MaxBatches per run (the next run takes the rest), and keeps the credits.
@@ -41,8 +44,8 @@ func TestRetentionDeletesInBatches(t *testing.T) {
 
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Activities{Store: s, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	in := activities.RetentionInput{BatchSize: 2, MaxBatches: 3, InboxRetention: payload.Duration(30 * 24 * time.Hour)}
+	env.RegisterActivity(&retention.Activities{Store: retention.NewStore(s), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	in := retention.Input{BatchSize: 2, MaxBatches: 3, InboxRetention: payload.Duration(30 * 24 * time.Hour)}
 	deleted := func() int64 {
 		val, err := env.ExecuteActivity(a.DeleteDoneInboxRows, in)
 		require.NoError(t, err)
@@ -65,7 +68,7 @@ func TestRetentionPausesBetweenBatches(t *testing.T) {
 	s := dbtest.New(t)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Activities{Store: s, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	env.RegisterActivity(&retention.Activities{Store: retention.NewStore(s), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	// Three expired keys, batches of one: three full batches and a short
 	// (empty) fourth, so three pauses.
 	_, err := s.Pool().Exec(ctx, `INSERT INTO idempotency_keys (key, request_hash, status_code, response_body, expires_at)
@@ -74,7 +77,7 @@ func TestRetentionPausesBetweenBatches(t *testing.T) {
 	const pause = 200 * time.Millisecond
 	began := time.Now()
 	val, err := env.ExecuteActivity(a.DeleteExpiredIdempotencyKeys,
-		activities.RetentionInput{BatchSize: 1, MaxBatches: 10, BatchPause: payload.Duration(pause)})
+		retention.Input{BatchSize: 1, MaxBatches: 10, BatchPause: payload.Duration(pause)})
 	require.NoError(t, err)
 	var n int64
 	require.NoError(t, val.Get(&n))
@@ -92,7 +95,7 @@ func TestRetentionEndsWhenItsWorkerStops(t *testing.T) {
 	s := dbtest.New(t)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Activities{Store: s, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	env.RegisterActivity(&retention.Activities{Store: retention.NewStore(s), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	stop := make(chan struct{})
 	env.SetWorkerStopChannel(stop)
 	_, err := s.Pool().Exec(ctx, `INSERT INTO idempotency_keys (key, request_hash, status_code, response_body, expires_at)
@@ -100,7 +103,7 @@ func TestRetentionEndsWhenItsWorkerStops(t *testing.T) {
 	require.NoError(t, err)
 	time.AfterFunc(500*time.Millisecond, func() { close(stop) })
 	val, err := env.ExecuteActivity(a.DeleteExpiredIdempotencyKeys,
-		activities.RetentionInput{BatchSize: 1, MaxBatches: 10, BatchPause: payload.Duration(30 * time.Second)})
+		retention.Input{BatchSize: 1, MaxBatches: 10, BatchPause: payload.Duration(30 * time.Second)})
 	require.NoError(t, err)
 	var n int64
 	require.NoError(t, val.Get(&n))
@@ -116,11 +119,11 @@ func TestRetentionRefusesABatchOfNoRows(t *testing.T) {
 	s := dbtest.New(t)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Activities{Store: s, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	_, err := env.ExecuteActivity(a.DeleteDoneInboxRows, activities.RetentionInput{BatchSize: 0, MaxBatches: 10,
+	env.RegisterActivity(&retention.Activities{Store: retention.NewStore(s), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	_, err := env.ExecuteActivity(a.DeleteDoneInboxRows, retention.Input{BatchSize: 0, MaxBatches: 10,
 		InboxRetention: payload.Duration(30 * 24 * time.Hour)})
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "%v", err)
-	require.Equal(t, activities.ErrTypeRetentionInputInvalid, appErr.Type())
+	require.Equal(t, retention.ErrTypeInputInvalid, appErr.Type())
 	require.True(t, appErr.NonRetryable())
 }
