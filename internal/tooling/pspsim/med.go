@@ -3,14 +3,14 @@ package pspsim
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/pixbank/pix/internal/psp"
 )
@@ -140,16 +140,6 @@ func later(now, prev time.Time) time.Time {
 	return prev.Add(time.Millisecond)
 }
 
-// newUUID returns a random UUID (version 4), the DICT's ids.
-func newUUID() string {
-	b := make([]byte, 16)
-	// crypto/rand.Read never returns an error.
-	_, _ = rand.Read(b)
-	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
-	h := hex.EncodeToString(b)
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
 func (s *Simulator) medRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /sim/med/reports", s.handleOpenReport)
 	mux.HandleFunc("GET /sim/med/reports/{id}", s.handleGetReport)
@@ -185,7 +175,7 @@ func (s *Simulator) handleOpenReport(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	now := s.now()
-	rep := &medReport{id: newUUID(), endToEndID: body.EndToEndID, infractionType: cmp.Or(body.InfractionType, "FRAUD"),
+	rep := &medReport{id: uuid.NewString(), endToEndID: body.EndToEndID, infractionType: cmp.Or(body.InfractionType, "FRAUD"),
 		details: body.Details, status: status, created: now, modified: now}
 	s.medReports[rep.id] = rep
 	s.mu.Unlock()
@@ -279,7 +269,7 @@ func (s *Simulator) handleOpenRefund(w http.ResponseWriter, r *http.Request) {
 		case amount <= 0 || amount > psp.MaxValorCents:
 			return "amount_cents is required (the PSP did not receive the PIX) and at most the largest PIX"
 		}
-		rep.refund = &medRefund{id: newUUID(), reason: reason, status: "OPEN", details: body.Details, amountCents: amount,
+		rep.refund = &medRefund{id: uuid.NewString(), reason: reason, status: "OPEN", details: body.Details, amountCents: amount,
 			created: now, modified: now}
 		return ""
 	})
