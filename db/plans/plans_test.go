@@ -316,6 +316,7 @@ func sagaPlans(fsys fs.FS) (map[string]statementPlan, error) {
 // growing.
 var boundedTables = map[string]string{
 	"psp_catchup":          "one row: the catch-up's covered end",
+	"covered_windows":      "a row per scheduled lister: its covered end",
 	"reconcile_checkpoint": "one row: the reconciliation's checkpoint",
 	"goose_db_version":     "one row per migration",
 	"migration_checksums":  "one row per migration",

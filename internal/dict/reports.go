@@ -22,6 +22,10 @@ const (
 	DefaultLimit = 20
 )
 
+// ListLag is how long the lists may lag the writes (the specification): a
+// report modified at t may be listed only from t+ListLag on.
+const ListLag = 5 * time.Second
+
 // maxDetails is the most characters AnalysisDetails and
 // RefundAnalysisDetails may hold.
 const maxDetails = 2000

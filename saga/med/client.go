@@ -1,25 +1,53 @@
 package med
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/covered"
 )
+
+// Deps are the saga's activities' dependencies (Saga.Deps): the report's
+// saga's, and its DICT lister's, each registered as its own struct of
+// activities; embedded, so that Deps' methods are every activity of the
+// saga.
+type Deps struct {
+	*Activities
+	*Lister
+}
+
+// depsOf builds the saga's dependencies from env: both call the DICT as the
+// settings configure it (dictOf).
+func depsOf(env saga.Env) any {
+	s := settings.Of(env.Lookup)
+	var d DICT = notConfigured{}
+	var l DICTLister = notConfigured{}
+	if c := dictOf(env, s); c != nil {
+		d, l = signatureCounted{c}, c
+	}
+	store := NewStore(env.Store)
+	return &Deps{
+		Activities: &Activities{Store: store, DICT: d, Log: env.Log},
+		Lister: &Lister{Covered: covered.NewStore(env.Store, ListerName), DICT: l, Window: s.List, Log: env.Log,
+			Doors: &Doors{Store: store, Temporal: env.Temporal, Log: env.Log}},
+	}
+}
 
 // dictKey keeps the process's one DICT client (saga.Kept): the saga's
 // steps and its lister share its connections.
 type dictKey struct{}
 
-// dictOf is the DICT the saga's activities call, as env's settings
-// configure it, built once per process: the DICT client (dict.HTTPClient),
-// or, with no MED_DICT_URL, notConfigured, which refuses every call
-// unsent: MED_DICT_DISABLED=true, which pixd's start requires then and
-// which the worker says at its start (WARN), or a test's Env that sets
-// nothing. The settings were checked at start (CheckSettings): a client
-// that can't be built here is wiring that skipped the check, and panics.
-func dictOf(env saga.Env) *dict.HTTPClient {
-	s := settings.Of(env.Lookup)
+// dictOf is the DICT client (dict.HTTPClient) the settings s configure,
+// built once per process; nil with no MED_DICT_URL: MED_DICT_DISABLED=true,
+// which pixd's start requires then and which the worker says at its start
+// (WARN), or a test's Env that sets nothing; the saga then calls
+// notConfigured, which refuses every call unsent. The settings were
+// checked at start (CheckSettings): a client that can't be built here is
+// wiring that skipped the check, and panics.
+func dictOf(env saga.Env, s Settings) *dict.HTTPClient {
 	if s.DICT.BaseURL == "" {
 		if s.Disabled && env.Log != nil {
 			env.Log.Warn("med: MED_DICT_DISABLED=true: no DICT client; an infraction report's run holds its money and stops at its first DICT step, and nothing lists the DICT's reports")
@@ -33,4 +61,11 @@ func dictOf(env saga.Env) *dict.HTTPClient {
 		}
 		return c
 	})
+}
+
+// The list of the DICT that is not configured: refused unsent, as its
+// other calls (its Schedule is deleted, so only a run begun before calls).
+
+func (notConfigured) WalkInfractionReports(context.Context, dict.ReportQuery, func(dict.InfractionReport) error) (time.Time, error) {
+	return time.Time{}, errNotConfigured
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/api"
@@ -41,7 +42,7 @@ var Saga = saga.Descriptor{
 	// A report holds a PIX received and hands its return to the devolução
 	// saga: its runs are on the devoluções' queue, as the block's.
 	Family:    workflows.Refunds,
-	Workflows: map[string]any{WorkflowName: Workflow},
+	Workflows: map[string]any{WorkflowName: Workflow, ListerWorkflowName: ListerWorkflow},
 	// AutoUpgrade: a run lasts up to 90 days after the PIX, beyond any
 	// release's drain; its changes replay the recorded histories
 	// (replay_test.go).
@@ -51,14 +52,11 @@ var Saga = saga.Descriptor{
 		"MED_DICT_VERIFY_CERT_FILE (the DICT's signing certificate) and BANK_ISPB; or runs without it, said with " +
 		"MED_DICT_DISABLED=true (its reports then stop at their first DICT step, and nothing lists the DICT). " +
 		"pixd with neither does not start.",
-	Deps: func(env saga.Env) any {
-		var d DICT = notConfigured{}
-		if c := dictOf(env); c != nil {
-			d = signatureCounted{c}
-		}
-		return &Activities{Store: NewStore(env.Store), DICT: d, Log: env.Log}
+	Deps:       depsOf,
+	Activities: func(deps any) []any { d := deps.(*Deps); return []any{d.Activities, d.Lister} },
+	Schedule: func(ctx context.Context, c client.Client, env saga.Env) error {
+		return EnsureListerSchedule(ctx, c, env.Schedules, env.Queues, settings.Of(env.Lookup))
 	},
-	Activities: func(deps any) []any { return []any{deps.(*Activities)} },
 	Source: func(env saga.Env, taskQueue string) durable.Source {
 		return Source(NewStore(env.Store).Queue(), taskQueue)
 	},

@@ -3,13 +3,16 @@ package med
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/saga/covered"
 )
 
 // Settings are the saga's own (docs/configuration.md, "MED and the
-// DICT"), read from the environment (SettingsFrom): the DICT client's.
+// DICT"), read from the environment (SettingsFrom): the DICT client's, and
+// its lister's Schedule.
 // Either the DICT is configured (MED_DICT_URL and
 // its certificates) or MED runs without it, said explicitly
 // (MED_DICT_DISABLED=true): neither is a mistake pixd refuses at start,
@@ -25,13 +28,25 @@ type Settings struct {
 	// MED_DICT_SIGNING_KEY_FILE, MED_DICT_VERIFY_CERT_FILE (the DICT's
 	// signing certificates), MED_DICT_TIMEOUT; its Participant is BANK_ISPB.
 	DICT dict.Config
+	// ListInterval is how often the lister's Schedule lists the DICT's
+	// reports and refund requests into the saga's doors
+	// (MED_DICT_LIST_INTERVAL; 0, or MED_DICT_DISABLED=true: the Schedule
+	// deleted). List is its window (covered.Settings): MED_DICT_LIST_OVERLAP,
+	// MED_DICT_LIST_LOOKBACK, MED_DICT_LIST_GRACE (at least dict.ListLag, the
+	// lists' lag behind the writes; less than the overlap).
+	ListInterval time.Duration
+	List         covered.Settings
 }
 
 // DefaultSettings are the settings of an environment that sets none: no
 // DICT (which pixd's start refuses unless MED_DICT_DISABLED=true says so:
 // Check).
 func DefaultSettings() Settings {
-	return Settings{DICT: dict.Config{Participant: config.Default().BankISPB, Timeout: dict.DefaultTimeout}}
+	return Settings{
+		DICT:         dict.Config{Participant: config.Default().BankISPB, Timeout: dict.DefaultTimeout},
+		ListInterval: time.Minute,
+		List:         covered.Settings{Overlap: 2 * time.Minute, Lookback: AnalysisWindow, Grace: 10 * time.Second},
+	}
 }
 
 // dictVariables are the variables of the DICT client's files and
@@ -64,6 +79,16 @@ var settings = config.SagaSettings[Settings]{What: "med", Defaults: DefaultSetti
 		}
 		r.Str("BANK_ISPB", &s.DICT.Participant)
 		r.Duration("MED_DICT_TIMEOUT", &s.DICT.Timeout)
+		r.Wait("MED_DICT_LIST_INTERVAL", "1m", 0, &s.ListInterval)
+		r.Wait("MED_DICT_LIST_OVERLAP", "2m", 0, &s.List.Overlap)
+		r.Wait("MED_DICT_LIST_LOOKBACK", "168h", 0, &s.List.Lookback)
+		r.Wait("MED_DICT_LIST_GRACE", "10s", 0, &s.List.Grace)
+		switch {
+		case s.List.Grace < dict.ListLag:
+			r.Fail(fmt.Errorf("MED_DICT_LIST_GRACE: %s is less than the %s the DICT's lists may lag its writes", s.List.Grace, dict.ListLag))
+		case s.List.Grace >= s.List.Overlap:
+			r.Fail(fmt.Errorf("MED_DICT_LIST_GRACE: %s is not less than MED_DICT_LIST_OVERLAP (%s)", s.List.Grace, s.List.Overlap))
+		}
 		if s.Disabled && len(set) > 0 {
 			r.Fail(fmt.Errorf("MED_DICT_DISABLED=true with %v set: MED either reaches the DICT or runs without it; unset one", set))
 		}

@@ -29,6 +29,10 @@ func TestSettings(t *testing.T) {
 		{Env: map[string]string{"MED_DICT_URL": "https://dict.example:16422/api/v1", "BANK_ISPB": "87654321",
 			"MED_DICT_CERT_FILE": "c.pem", "MED_DICT_KEY_FILE": "k.pem", "MED_DICT_VERIFY_CERT_FILE": "dict.pem", "MED_DICT_TIMEOUT": "3s"},
 			Want: configured},
+		{Env: map[string]string{"MED_DICT_DISABLED": "true", "MED_DICT_LIST_GRACE": "1s"},
+			Err: "MED_DICT_LIST_GRACE: 1s is less than the 5s the DICT's lists may lag its writes"},
+		{Env: map[string]string{"MED_DICT_DISABLED": "true", "MED_DICT_LIST_GRACE": "2m"},
+			Err: "MED_DICT_LIST_GRACE: 2m0s is not less than MED_DICT_LIST_OVERLAP (2m0s)"},
 		{Env: map[string]string{"MED_DICT_DISABLED": "true", "MED_DICT_TIMEOUT": "-1s"}, Err: `MED_DICT_TIMEOUT: "-1s" is not a positive duration such as 500ms or 2m`},
 	})
 }
