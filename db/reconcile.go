@@ -117,8 +117,9 @@ func (r Reconciliation) Complete() bool {
 // (or a reset) the history is counted part by part, over as many runs as
 // it takes, and in steady state every account is recounted in full within
 // about (movements / RecountMovements) + 1 runs: a round of the rotation,
-// which grows with the history (Progress.RecountRoundSeconds says how
-// long it takes).
+// the audit under the database's fences, which grows with the history
+// (Progress.RecountRoundSeconds says how long it takes,
+// ExpectedRecountRoundSeconds how long it should at these limits).
 type ReconcileLimits struct {
 	// RecountMovements: the movements a run's recount of accounts in full
 	// reads, at most, but for its last batch, read whole (an account is
@@ -174,9 +175,10 @@ func init() { bindQueries("reconcile.sql", &reconcileSQL) }
 // since (and a rotating part of them all), and every pending or failed
 // one, against the credits; the devoluções since, those of the accounts
 // recounted, and the active holds, against their PIX's credit; the
-// contradicted devoluções; and the differences the last run found, again.
-// Its cost follows the accounts, what is new and its limits, never the
-// books' history. One REPEATABLE READ transaction, one run at a time (a
+// contradicted devoluções; the differences the last run found, again; and
+// the database's fences of the books (their triggers) in force and
+// unchanged since the last run. Its cost follows the accounts, what is new
+// and its limits, never the books' history. One REPEATABLE READ transaction, one run at a time (a
 // run waits for the one before to commit, then starts from its
 // checkpoint); a run that finds nothing new writes nothing. It reports;
 // it never fixes money.

@@ -10,17 +10,20 @@ import (
 )
 
 // The recount of accounts in full (docs/design.md, "The reconciliation"):
-// each run recounts, through the account indexes, the accounts the
-// comparison with the settled sums flagged (so that only a difference of
-// the books is reported, never one of a settled sum written past the
-// guard), then the accounts whose history is not counted yet (after
-// migration 0024, a reset, a new account), then the next accounts in id
-// order from where the last run's rotation stopped, while its limits last,
-// and always one account of the rotation: every account is recounted
-// within about movements / RecountMovements + 1 runs (a round of the
-// rotation, timed in the checkpoint), and a settled sum or a settled
-// movement changed past the guard or the append-only trigger is found by
-// then, and by every run after it.
+// each run recounts, through the account indexes, the accounts the last
+// run found wrong (outside its budget), the accounts the comparison with
+// the settled sums flagged (so that an account is reported unbalanced
+// only on its whole history, and a settled sum that is not its movements
+// as settled_mismatch), then the accounts whose history is not counted
+// yet (after migration 0024, a reset, a new account), then the next
+// accounts in id order from where the last run's rotation stopped, while
+// its limits last, and always one account of the rotation: every account
+// is recounted within about movements / RecountMovements + 1 runs (a round
+// of the rotation, timed in the checkpoint). The round is the audit, not
+// the guarantee: the database refuses a change of a settled movement or
+// sum (0024, 0039) and every run checks those fences; what was written
+// past them with its balance kept consistent is found when its account's
+// turn comes, and by every run after it.
 
 // maxBatch bounds how many accounts one Recount reads.
 const maxBatch = 1024

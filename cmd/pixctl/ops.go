@@ -333,6 +333,8 @@ func reconcile(ctx context.Context, c *apiClient, asJSON bool, out io.Writer) er
 			CreditWithoutDone    []string `json:"credit_without_done"`
 			RefundsOverCredit    []string `json:"refunds_over_credit"`
 			RefundContradictions []string `json:"refund_contradictions"`
+			SettledMismatch      []string `json:"settled_mismatch"`
+			FencesDown           []string `json:"fences_down"`
 			Progress             struct {
 				UncheckedAccounts  int  `json:"unchecked_accounts"`
 				DoneHistoryPending bool `json:"done_history_pending"`
@@ -350,6 +352,13 @@ func reconcile(ctx context.Context, c *apiClient, asJSON bool, out io.Writer) er
 			return err
 		}
 		return errUnbalanced
+	}
+	if len(v.Report.FencesDown) > 0 {
+		// Beside the books, balanced or not: what the database no longer
+		// refuses (docs/runbooks.md, PixReconcileFenceDown).
+		fmt.Fprintf(out, "FENCES OF THE BOOKS DOWN: %v\n", v.Report.FencesDown)
+	}
+	switch {
 	case *v.Balanced && (v.Report.Progress.UncheckedAccounts > 0 || v.Report.Progress.DoneHistoryPending):
 		fmt.Fprintf(out, "no difference in what was checked; not checked yet, their history being counted part by part at every run (after migration 0024 or a reset): %d accounts; the done inbox rows from before 0031: %s\n",
 			v.Report.Progress.UncheckedAccounts, map[bool]string{true: "not all yet", false: "all checked"}[v.Report.Progress.DoneHistoryPending])
@@ -366,6 +375,9 @@ func reconcile(ctx context.Context, c *apiClient, asJSON bool, out io.Writer) er
 	if len(v.Report.RefundsOverCredit) > 0 || len(v.Report.RefundContradictions) > 0 {
 		fmt.Fprintf(out, "PIX refunded or held beyond their credit: %v\nfinal refunds the PSP's notice contradicts: %v\n",
 			v.Report.RefundsOverCredit, v.Report.RefundContradictions)
+	}
+	if len(v.Report.SettledMismatch) > 0 {
+		fmt.Fprintf(out, "accounts whose settled sum is not their movements (the history written past its fences): %v\n", v.Report.SettledMismatch)
 	}
 	return errUnbalanced
 }
