@@ -242,8 +242,13 @@ func TestHoldTakesWhatIsAvailableOnce(t *testing.T) {
 	r2 := f.intake(report(c2.EndToEndID, dict.ReportOpen, time.Now()))
 	h2 := f.step(f.store.Hold(ctx, r2))
 	require.Equal(t, med.StatusHeld, h2.Status)
-	require.Nil(t, h2.HoldID)
+	require.NotNil(t, h2.HoldID, "a hold that fills, holding nothing yet")
 	require.Zero(t, h2.HeldCents)
+	// The account's next credit fills it in the credit's own transaction:
+	// none of it is spendable, whenever the run comes.
+	f.creditMore(c2.AccountID, 2_000)
+	f.requireMoney(c2.AccountID, 2_000, 2_000)
+	require.ErrorIs(t, f.spend(c2.AccountID, 1), pix.ErrInsufficientFunds)
 	f.requireBooks()
 }
 
@@ -444,9 +449,12 @@ func TestReturnAll(t *testing.T) {
 	f.requireBooks()
 }
 
-// The account had less than the PIX: the part held is returned, then the
-// account's later credits are held and returned in parts, until the
-// amount; a devolução not made is held and returned again.
+// The account had less than the PIX: the part held is returned, the next
+// hold taken in the capture's transaction, which the account's later
+// inflows fill in their own transactions (never spendable between two
+// tries of the run), each part returned as it is held, until the amount; a
+// devolução not made comes back into the next hold, and what it does not
+// fit is held and returned again.
 func TestReturnInParts(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -455,6 +463,7 @@ func TestReturnInParts(t *testing.T) {
 	in := report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour))
 	r := f.intake(in)
 	r = f.step(f.store.Hold(ctx, r))
+	require.EqualValues(t, 3_000, r.HeldCents)
 	r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
 	f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "", "operator-1"))
 	r, err := f.store.Get(ctx, r.ID)
@@ -462,9 +471,17 @@ func TestReturnInParts(t *testing.T) {
 	r = f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
 	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
 	refunds := refundsaga.NewStore(f.s)
+	returning := func(r med.Report) int64 {
+		t.Helper()
+		refund, err := f.s.GetRefund(ctx, *r.RefundID)
+		require.NoError(t, err)
+		return refund.AmountCents
+	}
 
 	r = f.step(f.store.Return(ctx, r))
-	require.EqualValues(t, 3_000, r.HeldCents)
+	require.EqualValues(t, 3_000, returning(r))
+	require.NotNil(t, r.HoldID, "the next hold, taken with the capture")
+	require.Zero(t, r.HeldCents)
 	_, err = refunds.MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200aaaaaaaaaaa")
 	require.NoError(t, err)
 	r = f.step(f.store.Settle(ctx, r))
@@ -476,21 +493,32 @@ func TestReturnInParts(t *testing.T) {
 		require.False(t, changed)
 	}
 	f.creditMore(c.AccountID, 4_000)
+	f.requireMoney(c.AccountID, 4_000, 4_000)
+	require.ErrorIs(t, f.spend(c.AccountID, 1), pix.ErrInsufficientFunds, "held in the credit's transaction")
 	r = f.step(f.store.Return(ctx, r))
-	require.EqualValues(t, 4_000, r.HeldCents)
+	require.EqualValues(t, 4_000, returning(r))
 	_, err = refunds.ReverseRefund(ctx, *r.RefundID, "NAO_REALIZADO", false)
 	require.NoError(t, err)
 	r = f.step(f.store.Settle(ctx, r))
 	require.EqualValues(t, 3_000, r.ReturnedCents, "a devolução not made returned nothing")
+	require.EqualValues(t, 3_000, r.HeldCents, "the reversal filled the next hold")
+	f.requireMoney(c.AccountID, 4_000, 3_000)
 	f.creditMore(c.AccountID, 5_000)
 	r = f.step(f.store.Return(ctx, r))
-	require.EqualValues(t, 7_000, r.HeldCents, "what is left, no more")
-	f.requireMoney(c.AccountID, 2_000, 0)
+	require.EqualValues(t, 3_000, returning(r))
+	require.EqualValues(t, 4_000, r.HeldCents, "the rest held with the capture")
+	f.requireMoney(c.AccountID, 6_000, 4_000)
 	_, err = refunds.MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200bbbbbbbbbbb")
 	require.NoError(t, err)
 	r = f.step(f.store.Settle(ctx, r))
+	r = f.step(f.store.Return(ctx, r))
+	require.EqualValues(t, 4_000, returning(r))
+	require.Nil(t, r.HoldID, "the whole amount: no next hold")
+	_, err = refunds.MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200ccccccccccc")
+	require.NoError(t, err)
+	r = f.step(f.store.Settle(ctx, r))
 	require.EqualValues(t, 10_000, r.ReturnedCents)
-	require.Equal(t, 2, r.Returns)
+	require.Equal(t, 3, r.Returns)
 	done := f.step(f.store.Finish(ctx, r))
 	require.Equal(t, med.EndReturned, *done.EndCause)
 	f.requireMoney(c.AccountID, 2_000, 0)

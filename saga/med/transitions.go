@@ -43,10 +43,14 @@ func (s *Store) Hold(ctx context.Context, at Report) (Report, bool, error) {
 }
 
 // holdMore holds up to amount of the report's PIX for next, with the next
-// ref (med:<id>:<n>): nothing available holds nothing and is no error.
+// ref (med:<id>:<n>): a hold that fills from the account's later inflows
+// (db.NewHold.FillFromCredits: each credit, refund or reversal fills it in
+// its own transaction, so none of it is spendable between two tries of
+// the run), holding what is available now, possibly nothing. The PIX with
+// nothing left to hold holds nothing and is no error.
 func holdMore(ctx context.Context, tx pgx.Tx, next *Report, amount int64) error {
 	hold, _, err := db.Hold(ctx, tx, db.NewHold{Ref: fmt.Sprintf("med:%s:%d", next.ID, next.Holds+1), AccountID: *next.AccountID,
-		EndToEndID: next.EndToEndID, AmountCents: amount, UpTo: true, Kind: HoldKind, Reason: holdReason})
+		EndToEndID: next.EndToEndID, AmountCents: amount, UpTo: true, FillFromCredits: true, Kind: HoldKind, Reason: holdReason})
 	switch {
 	case errors.Is(err, pix.ErrInsufficientFunds), errors.Is(err, pix.ErrHoldExceedsCredit):
 		return nil
@@ -247,9 +251,21 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 		next := cur
 		next.Status = StatusAwaitingCredit
 		left := cur.Target() - cur.ReturnedCents
-		if next.HoldID != nil && next.HeldCents > left {
-			if err := releaseHold(ctx, tx, &next, "med: held more than is returned"); err != nil {
-				return Report{}, false, err
+		if next.HoldID != nil {
+			// What it holds now, under its locks (the credit, the account,
+			// the hold): no inflow fills it before the capture below.
+			hold, err := db.LockHold(ctx, tx, *next.HoldID)
+			if err != nil {
+				return Report{}, false, fmt.Errorf("hold of infraction report %s: %w", cur.ID, err)
+			}
+			next.HeldCents = hold.AmountCents
+			if hold.FillToCents == nil || *hold.FillToCents > left || hold.AmountCents > left {
+				// Held (or filling) for more than is returned, or a hold
+				// that does not fill (made before they did): released, and
+				// the exact amount held anew, filling.
+				if err := releaseHold(ctx, tx, &next, "med: held for other than is returned"); err != nil {
+					return Report{}, false, err
+				}
 			}
 		}
 		if next.HoldID == nil {
@@ -257,18 +273,27 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 				return Report{}, false, err
 			}
 		}
-		if next.HoldID == nil {
-			if cur.Status == StatusAwaitingCredit {
+		if next.HoldID == nil || next.HeldCents == 0 {
+			// Nothing held yet: the hold fills as money comes in.
+			if cur.Status == StatusAwaitingCredit && deref(uuidString(next.HoldID)) == deref(uuidString(cur.HoldID)) {
 				return cur, false, nil // nothing arrived: nothing changes
 			}
 			return save(ctx, tx, cur, next)
 		}
-		refund, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: *next.HoldID,
+		// CaptureAll: what the hold holds under the capture's locks.
+		refund, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: *next.HoldID, CaptureAll: true,
 			RefundRequest: pix.RefundRequest{EndToEndID: cur.EndToEndID, AmountCents: next.HeldCents, Reason: returnReason}}, nil, "med:"+cur.ID.String())
 		if err != nil {
 			return Report{}, false, fmt.Errorf("return infraction report %s: %w", cur.ID, err)
 		}
-		next.Status, next.RefundID = StatusReturning, &refund.ID
+		next.Status, next.RefundID, next.HoldID, next.HeldCents = StatusReturning, &refund.ID, nil, 0
+		if rest := left - refund.AmountCents; rest > 0 {
+			// A part: the next hold, in the capture's transaction, so that
+			// the account's next inflows fill it at once.
+			if err := holdMore(ctx, tx, &next, rest); err != nil {
+				return Report{}, false, err
+			}
+		}
 		return save(ctx, tx, cur, next)
 	})
 	if refusal := ReturnRefusal(err); refusal != "" {
@@ -343,7 +368,16 @@ func (s *Store) Settle(ctx context.Context, at Report) (Report, bool, error) {
 			return cur, false, nil
 		}
 		next := cur
-		next.Status, next.RefundID, next.HoldID, next.HeldCents = StatusAwaitingCredit, nil, nil, 0
+		next.Status, next.RefundID = StatusAwaitingCredit, nil
+		if next.HoldID != nil {
+			// The next hold, taken with the capture, has filled since (a
+			// reversed devolução fills it too: its money came back).
+			hold, err := s.store.GetHold(ctx, *next.HoldID)
+			if err != nil {
+				return Report{}, false, fmt.Errorf("hold of infraction report %s: %w", cur.ID, err)
+			}
+			next.HeldCents = hold.AmountCents
+		}
 		if refund.Status == pix.RefundReturned {
 			next.ReturnedCents += refund.AmountCents
 			next.Returns++
@@ -479,4 +513,12 @@ func releaseHold(ctx context.Context, tx pgx.Tx, next *Report, reason string) er
 	}
 	next.HoldID, next.HeldCents = nil, 0
 	return nil
+}
+
+// uuidString is id as a string, nil for none.
+func uuidString(id *uuid.UUID) *string {
+	if id == nil {
+		return nil
+	}
+	return ptr(id.String())
 }

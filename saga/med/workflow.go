@@ -43,8 +43,11 @@ const (
 	// report at least this often (a signal lost); the 7 days drive a
 	// gauge and an alert, never a decision of the run.
 	AnalysisReread = 24 * time.Hour
-	// CreditPoll: a report returned in part tries to hold and return what
-	// is left at least this often (and at each signal), until the 90 days.
+	// CreditPoll: a report returned in part returns what its hold holds at
+	// least this often (and at each signal), until the 90 days. The hold
+	// fills from the account's inflows in their own transactions
+	// (db.NewHold.FillFromCredits): nothing is spendable between two tries,
+	// the poll only sets the pace of the parts.
 	CreditPoll = time.Hour
 	// ProblemRetryAfter: a run stopped at the DICT (StoppedType) tries the
 	// step again, reading back first, after this or at a signal.
