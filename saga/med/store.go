@@ -131,16 +131,19 @@ type Report struct {
 	RefundRequestID    *uuid.UUID `db:"refund_request_id" json:"refund_request_id"`
 	RefundRequestCents *int64     `db:"refund_request_cents" json:"refund_request_cents"`
 	RefundRequestState *string    `db:"refund_request_status" json:"refund_request_status"`
-	RefundClosedAt     *time.Time `db:"refund_closed_at" json:"refund_closed_at"`
-	RefundClosedRtrID  *string    `db:"refund_closed_rtr_id" json:"refund_closed_rtr_id"`
-	RefundID           *string    `db:"refund_id" json:"refund_id"`
-	ReturnedCents      int64      `db:"returned_cents" json:"returned_cents"`
-	Returns            int        `db:"returns" json:"returns"`
-	FirstRtrID         *string    `db:"first_rtr_id" json:"first_rtr_id"`
-	AnalysisDueAt      time.Time  `db:"analysis_due_at" json:"analysis_due_at"`
-	RequestDueAt       *time.Time `db:"refund_request_due_at" json:"refund_request_due_at"`
-	ReturnUntil        *time.Time `db:"return_until" json:"return_until"`
-	DICTProblem        *string    `db:"dict_problem" json:"dict_problem"`
+	// RefundRequestModifiedAt is the DICT's LastModified of the request as
+	// recorded: its status moves only on a copy modified later.
+	RefundRequestModifiedAt *time.Time `db:"refund_request_modified_at" json:"-"`
+	RefundClosedAt          *time.Time `db:"refund_closed_at" json:"refund_closed_at"`
+	RefundClosedRtrID       *string    `db:"refund_closed_rtr_id" json:"refund_closed_rtr_id"`
+	RefundID                *string    `db:"refund_id" json:"refund_id"`
+	ReturnedCents           int64      `db:"returned_cents" json:"returned_cents"`
+	Returns                 int        `db:"returns" json:"returns"`
+	FirstRtrID              *string    `db:"first_rtr_id" json:"first_rtr_id"`
+	AnalysisDueAt           time.Time  `db:"analysis_due_at" json:"analysis_due_at"`
+	RequestDueAt            *time.Time `db:"refund_request_due_at" json:"refund_request_due_at"`
+	ReturnUntil             *time.Time `db:"return_until" json:"return_until"`
+	DICTProblem             *string    `db:"dict_problem" json:"dict_problem"`
 	// AcknowledgeSentAt, CloseSentAt, RefundCloseSentAt: when the write
 	// was first about to be sent to the DICT (Store.MarkSent); set, it may
 	// have been done, and is read back before it is sent again.
@@ -462,11 +465,13 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 		next := cur
 		switch {
 		case cur.RefundRequestID != nil && *cur.RefundRequestID == requestID:
-			// The report's own request: its status, never its amount.
-			if deref(cur.RefundRequestState) == string(in.Status) {
+			// The report's own request: its status, never its amount, and
+			// only from a copy the DICT modified later (notices come again
+			// and in any order: an old OPEN copy never opens it again).
+			if !requestMoves(deref(cur.RefundRequestState), cur.RefundRequestModifiedAt, in) {
 				return cur, false, nil
 			}
-			next.RefundRequestState = ptr(string(in.Status))
+			next.RefundRequestState, next.RefundRequestModifiedAt = ptr(string(in.Status)), ptr(in.LastModified)
 			return save(ctx, tx, cur, next)
 		case cur.RequestOpen():
 			return Report{}, false, fmt.Errorf("%w: report %s has the open refund request %s, not %s", ErrReportMismatch, id, *cur.RefundRequestID, requestID)
@@ -474,7 +479,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			if cur.RefundRequestID != nil {
 				// Cancelled by its requester, nothing returned: kept by its own id.
 				if _, err := tx.Exec(ctx, medSQL.Unanswered, *cur.RefundRequestID, cur.ID, *cur.RefundRequestCents,
-					deref(cur.RefundRequestState), "replaced"); err != nil {
+					deref(cur.RefundRequestState), "replaced", cur.RefundRequestModifiedAt); err != nil {
 					return Report{}, false, fmt.Errorf("keep refund request %s of report %s: %w", *cur.RefundRequestID, cur.ID, err)
 				}
 			}
@@ -485,7 +490,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			if cur.Status == StatusEnded || cur.Status == StatusNotOurs {
 				why = "report_ended"
 			}
-			rs, err := tx.Exec(ctx, medSQL.Unanswered, requestID, cur.ID, int64(in.RefundAmount), string(in.Status), why)
+			rs, err := tx.Exec(ctx, medSQL.Unanswered, requestID, cur.ID, int64(in.RefundAmount), string(in.Status), why, in.LastModified)
 			if err != nil {
 				return Report{}, false, fmt.Errorf("record refund request %s of report %s: %w", requestID, cur.ID, err)
 			}
@@ -495,12 +500,30 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			return cur, false, nil
 		}
 		next.RefundRequestID, next.RefundRequestCents, next.RefundRequestState = &requestID, ptr(int64(in.RefundAmount)), ptr(string(in.Status))
+		next.RefundRequestModifiedAt = ptr(in.LastModified)
 		return save(ctx, tx, cur, next)
 	})
 	if err == nil && outcome != "" {
 		lateRequestsTotal.WithLabelValues(outcome).Inc()
 	}
 	return out, changed, outcome, err
+}
+
+// requestMoves says whether the copy in of a refund request moves the
+// status recorded (state, modified at the DICT at modified; nil: recorded
+// before the saga kept it): a copy modified later with another status,
+// never out of CLOSED or CANCELLED (final at the DICT). The same rule as
+// Unanswered's (med.sql) for the requests a report does not answer.
+func requestMoves(state string, modified *time.Time, in dict.Refund) bool {
+	switch {
+	case state == string(in.Status):
+		return false
+	case state == string(dict.RefundClosed) || state == string(dict.RefundCancelled):
+		return false
+	case modified != nil && !laterThan(in.LastModified, *modified):
+		return false
+	}
+	return true
 }
 
 // takesRequest says whether the report cur takes a refund request as the
@@ -553,7 +576,8 @@ func save(ctx context.Context, tx pgx.Tx, cur, next Report) (Report, bool, error
 	out, err := one(tx.Query(ctx, medSQL.Save, cur.ID, cur.Gen, n.ReportDetails, n.DICTStatus, n.DICTModifiedAt, n.Status,
 		n.EndCause, n.AnalysisResult, n.AnalysisDetails, n.AnalysedBy, n.AnalysedAt, n.AcknowledgedAt, n.ClosedAt, n.HoldID,
 		n.Holds, n.HeldCents, n.RefundRequestID, n.RefundRequestCents, n.RefundRequestState, n.RefundClosedAt,
-		n.RefundClosedRtrID, n.RefundID, n.ReturnedCents, n.Returns, n.FirstRtrID, n.RequestDueAt, n.DICTProblem, n.ReturnRefused))
+		n.RefundClosedRtrID, n.RefundID, n.ReturnedCents, n.Returns, n.FirstRtrID, n.RequestDueAt, n.DICTProblem, n.ReturnRefused,
+		n.RefundRequestModifiedAt))
 	if err != nil {
 		// Under the row's lock the generation can't have moved: no row is
 		// a fault, not a decision.
