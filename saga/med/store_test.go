@@ -784,3 +784,57 @@ func TestANotOursReportIsRecheckedAtItsNextIntake(t *testing.T) {
 	require.EqualValues(t, 7_000, held.HeldCents)
 	f.requireBooks()
 }
+
+// A return in parts and the account's credits at once: whichever the
+// locks serve first, every centavo credited is held by the report's next
+// hold or returned by its devolução, none is available to spend, and the
+// books are exact.
+func TestAReturnInPartsRacesTheCredits(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for range 4 {
+		c := f.credit(10_000, 0)
+		require.NoError(t, f.spend(c.AccountID, 7_000))
+		r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour)))
+		r = f.step(f.store.Hold(ctx, r))
+		r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
+		f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "", "operator-1"))
+		r, err := f.store.Get(ctx, r.ID)
+		require.NoError(t, err)
+		r = f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
+		r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+		r = f.step(f.store.Return(ctx, r))
+		_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200aaaaaaaaaaa")
+		require.NoError(t, err)
+		r = f.step(f.store.Settle(ctx, r))
+
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range 5 {
+			wg.Go(func() {
+				<-start
+				if i < 3 {
+					f.creditMore(c.AccountID, 2_000)
+					return
+				}
+				_, _, err := f.store.Return(ctx, r)
+				require.NoError(t, err)
+			})
+		}
+		close(start)
+		wg.Wait()
+		cur, err := f.store.Get(ctx, r.ID)
+		require.NoError(t, err)
+		var returning int64
+		if cur.RefundID != nil {
+			refund, err := f.s.GetRefund(ctx, *cur.RefundID)
+			require.NoError(t, err)
+			returning = refund.AmountCents
+		}
+		hold, err := f.s.GetHold(ctx, *cur.HoldID)
+		require.NoError(t, err)
+		require.EqualValues(t, 6_000, returning+hold.AmountCents, "every centavo credited held or returned")
+		f.requireMoney(c.AccountID, 6_000-returning, hold.AmountCents)
+	}
+	f.requireBooks()
+}
