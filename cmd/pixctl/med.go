@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/google/uuid"
+)
+
+// MED's commands (saga/med), registered here as a group of their own: a
+// saga's commands are its own file. Every one is an operator's (the
+// report's routes are of scope pix:admin).
+func init() {
+	groups = append(groups, &group{name: "med", summary: "MED infraction reports about PIX received: show, close the analysis",
+		commands: []*command{medShowCommand, medCloseCommand}})
+}
+
+// medReport is an infraction report as the operator's routes answer it.
+type medReport struct {
+	ID             string  `json:"id"`
+	EndToEndID     string  `json:"end_to_end_id"`
+	AccountID      *string `json:"account_id"`
+	AmountCents    *int64  `json:"amount_cents"`
+	Status         string  `json:"status"`
+	EndCause       *string `json:"end_cause"`
+	DICTStatus     string  `json:"dict_status"`
+	AnalysisResult *string `json:"analysis_result"`
+	AnalysisDueAt  string  `json:"analysis_due_at"`
+	HeldCents      int64   `json:"held_cents"`
+	ReturnedCents  int64   `json:"returned_cents"`
+	DICTProblem    *string `json:"dict_problem_code"`
+	TemporalUIURL  string  `json:"temporal_ui_url"`
+}
+
+func medReportPath(id string) string { return "/pix/med/reports/" + url.PathEscape(id) }
+
+var medShowCommand = &command{
+	name: "med show", args: "[flags] <report id>",
+	summary: "one infraction report: its PIX, status, held and returned, deadline, workflow link",
+	about: `Prints one infraction report (GET /pix/med/reports/{id}) as an operator:
+its PIX and account, our saga's status and why it ended, the DICT's status,
+the analysis and its deadline (7 days from the report), what is held and
+returned, the DICT problem it stopped at if any, and its run in the
+Temporal UI. -o json prints the answer whole.
+`,
+	problem:  "no such report (med_report_not_found)",
+	settings: adminSettings, output: true,
+	define: func(fs *flag.FlagSet) runner {
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("name one report: its id")
+			}
+			c, err := operatorClient(inv)
+			if err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			status, err := c.call(ctx, http.MethodGet, medReportPath(args[0]), nil, &raw)
+			if err != nil {
+				return err
+			}
+			return printMEDAnswer(inv, status, raw, "show med report "+args[0], false)
+		}
+	},
+}
+
+// medKeySpace is the UUID namespace of pixctl med close's keys.
+var medKeySpace = uuid.MustParse("6b1f3c2a-9d4e-4f5a-8c7b-2e1d0a9f8b7c")
+
+var medCloseCommand = &command{
+	name: "med close", args: "-details TEXT [-key UUID] [flags] <report id> agreed|disagreed",
+	summary: "close a report's analysis: agreed (held for the refund request) or disagreed (released)",
+	about: `Records the operator's analysis of an infraction report (POST
+/pix/med/reports/{id}/analysis) within its 7 days: agreed (the saga closes the
+report AGREED at the DICT and waits 72 hours for the payer's refund request,
+the money held) or disagreed (closed DISAGREED, the hold released). -details
+is sent to the DICT with the close (at most 2,000 characters: what may guide
+the payer's institution, never the customer's data).
+
+The Idempotency-Key (-key; by default one derived from the report, the
+result and the details) is printed before the request goes: after a lost
+answer run the same command again, and the API answers what it did. Another
+analysis of a report analysed already is refused (med_report_analysed).
+`,
+	problem:  "the report was analysed otherwise (med_report_analysed), is past its analysis (med_report_not_analysable), or no such report",
+	settings: adminSettings, output: true,
+	define: func(fs *flag.FlagSet) runner {
+		details := fs.String("details", "", "the analysis' details sent to the DICT, at most 2,000 characters (required)")
+		key := fs.String("key", "", "the Idempotency-Key, a UUID (default: derived from the report, the result and -details)")
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			if len(args) != 2 {
+				return usageErrorf("name one report and the result: <report id> agreed|disagreed")
+			}
+			result := strings.ToUpper(args[1])
+			switch {
+			case result != "AGREED" && result != "DISAGREED":
+				return usageErrorf("the result is agreed or disagreed, not %q", args[1])
+			case *details == "":
+				return usageErrorf("-details: say what the analysis found")
+			}
+			c, err := operatorClient(inv)
+			if err != nil {
+				return err
+			}
+			k := *key
+			if k == "" {
+				k = uuid.NewSHA1(medKeySpace, []byte(args[0]+"\x00"+result+"\x00"+*details)).String()
+			}
+			fmt.Fprintf(inv.errOut, "Idempotency-Key %s: after a lost answer run the same command again (or pass -key %s): the analysis is recorded once\n", k, k)
+			var raw json.RawMessage
+			status, h, err := c.callWith(ctx, http.MethodPost, medReportPath(args[0])+"/analysis", http.Header{"Idempotency-Key": {k}},
+				map[string]any{"result": result, "details": *details}, &raw)
+			if err != nil {
+				return fmt.Errorf("%w (the analysis may have been recorded: ask again with Idempotency-Key %s)", err, k)
+			}
+			return printMEDAnswer(inv, status, raw, "close med report "+args[0], h.Get("X-Idempotent-Replay") == "true")
+		}
+	},
+}
+
+// printMEDAnswer checks an answer about one report and prints it.
+func printMEDAnswer(inv *invocation, status int, raw json.RawMessage, what string, replay bool) error {
+	var e apiError
+	_ = json.Unmarshal(raw, &e)
+	if err := check(status, e, what); err != nil {
+		return err
+	}
+	if inv.json {
+		return printJSON(inv.out, raw)
+	}
+	var r medReport
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return unavailable(fmt.Errorf("%s: decode answer: %w", what, err))
+	}
+	if err := printMEDReport(inv.out, r); err != nil {
+		return err
+	}
+	if replay {
+		_, err := fmt.Fprintln(inv.out, "(the key's first answer: the analysis recorded once)")
+		return err
+	}
+	return nil
+}
+
+// printMEDReport prints one report as a row of a table.
+func printMEDReport(out io.Writer, r medReport) error {
+	or := func(s *string) string {
+		if s == nil {
+			return "-"
+		}
+		return *s
+	}
+	amount := "-"
+	if r.AmountCents != nil {
+		amount = brl(*r.AmountCents)
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tPIX\tACCOUNT\tAMOUNT\tSTATUS\tCAUSE\tDICT\tANALYSIS\tDUE\tHELD\tRETURNED\tPROBLEM\tWORKFLOW")
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.EndToEndID, or(r.AccountID), amount, r.Status,
+		or(r.EndCause), r.DICTStatus, or(r.AnalysisResult), r.AnalysisDueAt, brl(r.HeldCents), brl(r.ReturnedCents), or(r.DICTProblem), r.TemporalUIURL)
+	return w.Flush()
+}

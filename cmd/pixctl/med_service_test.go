@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/cli"
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/saga/med"
+)
+
+// MED's commands against the running service (MED without the DICT): a
+// report of a PIX received, shown; its analysis closed by pixctl once,
+// the same command again answering the same, another analysis refused; a
+// report nobody has, refused.
+func TestMEDAgainstTheService(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const token = "pixctl-test-admin-token"
+	issuer := newDevIssuer(t)
+	base, store, pspURL := runServiceWithSimulator(t, token, issuer)
+
+	const account, key = "acc-med", "med@example.com"
+	_, err := store.CreateAccount(ctx, db.NewAccount{ID: account, OwnerName: "Maria"})
+	require.NoError(t, err)
+	_, err = store.CreatePixKey(ctx, db.NewPixKey{Key: key, KeyType: "email", AccountID: account})
+	require.NoError(t, err)
+	dev, err := openDevTokens(envOf(issuer))
+	require.NoError(t, err)
+	c := &apiClient{base: base, adminToken: token, dev: dev}
+	e2e := demoID(fmt.Sprintf("%014d", time.Now().UnixMilli()%1e14), 8)
+	_, err = demoReceiveThroughPSP(ctx, c, &apiClient{base: pspURL}, e2e, map[string]any{
+		"endToEndId": e2e, "valor": "100.00", "horario": time.Now().UTC().Format(time.RFC3339), "chave": key,
+	}, 30*time.Second, func(string, ...any) {})
+	require.NoError(t, err)
+	now := time.Now()
+	in := dict.InfractionReport{ID: uuid.NewString(), TransactionID: e2e, InfractionType: dict.InfractionFraud,
+		ReportedBy: dict.ReportedByDebited, ReportDetails: "golpe do falso parente", Status: dict.ReportOpen,
+		DebitedParticipant: "99999999", CreditedParticipant: "12345678", CreationTime: now, LastModified: now}
+	_, changed, err := med.NewStore(store).Intake(ctx, in)
+	require.NoError(t, err)
+	require.True(t, changed)
+	getenv := envOf(issuer, "PIX_API_URL", base, "ADMIN_TOKEN", token)
+
+	r := pixctl(t, getenv, "med", "show", "-o", "json", in.ID)
+	r.requireStatus(t, cli.ExitOK)
+	var shown medReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown), r.stdout)
+	require.Equal(t, e2e, shown.EndToEndID)
+	require.Nil(t, shown.AnalysisResult)
+	r = pixctl(t, getenv, "med", "show", in.ID)
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, e2e)
+
+	r = pixctl(t, getenv, "med", "close", in.ID, "agreed", "--details", "conta de passagem")
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "AGREED")
+	require.Contains(t, r.stderr, "Idempotency-Key")
+	r = pixctl(t, getenv, "med", "close", in.ID, "agreed", "--details", "conta de passagem")
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "(the key's first answer", "the same command after a lost answer: recorded once")
+	r = pixctl(t, getenv, "med", "close", in.ID, "disagreed", "--details", "engano")
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "med_report_analysed")
+
+	r = pixctl(t, getenv, "med", "show", uuid.NewString())
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "med_report_not_found")
+	r = pixctl(t, getenv, "med", "close", in.ID, "maybe", "--details", "x")
+	r.requireStatus(t, cli.ExitUsage)
+}
