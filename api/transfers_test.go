@@ -142,8 +142,7 @@ func TestTransferRefusalsAreRecordedAndReplayed(t *testing.T) {
 	}
 	// Funds arrive; the refused key still answers its refusal, a new key
 	// runs the transfer.
-	_, err := store.Pool().Exec(context.Background(), `UPDATE accounts SET balance_cents = 5000, opening_balance_cents = 5000 WHERE id = 'acc-1'`)
-	require.NoError(t, err)
+	dbtest.CreditPIX(t, store, dbtest.PIX{AccountID: "acc-1", AmountCents: 4_000})
 	require.EqualValues(t, 5_000, dbtest.Balance(t, store, "acc-1"))
 
 	for _, k := range badIdempotencyKeys {

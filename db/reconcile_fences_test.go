@@ -164,6 +164,10 @@ func TestTheSettledSumsOnlyAdvanceWithTheirCheckpoint(t *testing.T) {
 	creditPIX(t, s, 3, "acc-1", 300)
 
 	refusedByTheBooks(t, s, `DELETE FROM reconcile_settled WHERE account_id = 'acc-1'`)
+	// Nor is money made by an opening balance changed with its balance,
+	// which no recount could see (0044).
+	refusedByTheBooks(t, s, `UPDATE accounts SET opening_balance_cents = opening_balance_cents + 500,
+		balance_cents = balance_cents + 500 WHERE id = 'acc-1'`)
 	asTheRun(t, s, pgx.RepeatableRead, func(tx pgx.Tx) {
 		refusedIn(t, tx, `DELETE FROM reconcile_settled WHERE account_id = 'acc-1'`)
 		refusedIn(t, tx, `UPDATE reconcile_settled SET settled_cents = settled_cents - 100 WHERE account_id = 'acc-1'`)

@@ -140,8 +140,9 @@ ON CONFLICT (account_id) DO NOTHING
 -- books (the view account_movements, whatever saga added it) its
 -- append-only and no-delete triggers (0024); the guards (0024) and fences
 -- (0039) of the settled sums and the checkpoint; the stamp of the done
--- rows' transaction (0031). And a digest of their rows of pg_trigger and
--- of their functions' of pg_proc (xmin, state, definition, source): any
+-- rows' transaction (0031); the accounts' fixed opening balance (0044).
+-- And a digest of their rows of pg_trigger and of their functions' of
+-- pg_proc (xmin, state, definition, source): any
 -- write of one since the last run (disabled and enabled again, replaced)
 -- changes it (0041). One read of the catalog, a few dozen rows.
 WITH books AS (
@@ -160,7 +161,8 @@ expected (tbl, tgname, fn) AS (
         ('reconcile_settled', 'reconcile_settled_fence', 'reconcile_settled_fence'),
         ('reconcile_settled', 'reconcile_settled_no_delete', 'reconcile_settled_fence'),
         ('inbox_messages', 'inbox_messages_done_xact_insert', 'stamp_done_xact'),
-        ('inbox_messages', 'inbox_messages_done_xact_update', 'stamp_done_xact')) AS v (t, g, f)),
+        ('inbox_messages', 'inbox_messages_done_xact_update', 'stamp_done_xact'),
+        ('accounts', 'accounts_opening_fixed', 'refuse_opening_change')) AS v (t, g, f)),
 fences AS (
     SELECT e.tgname, e.fn, t.oid, t.tgenabled, p.proname,
            concat_ws('|', e.tgname, t.oid, t.xmin, t.tgenabled, pg_get_triggerdef(t.oid), p.oid, p.xmin, md5(p.prosrc)) AS seen
