@@ -102,15 +102,19 @@ SELECT * FROM pix_med_reports WHERE end_to_end_id = $1 ORDER BY created_at, id L
 -- name: Open
 -- The gauges: the open reports, those awaiting their analysis past
 -- analysis_due_at less $1 (the alert's margin before the 7 days), the
--- centavos held, those stopped at the DICT (from pix_med_reports_open_idx),
--- and the refund requests no report answers, OPEN at the DICT (few: from
+-- centavos held (what each report's hold holds now: it fills from the
+-- account's inflows, its row's held_cents is what it held when last
+-- decided on; one lookup of pix_holds' key per open report), those
+-- stopped at the DICT (from pix_med_reports_open_idx), and the refund
+-- requests no report answers, OPEN at the DICT (few: from
 -- pix_med_refund_requests_open_idx).
 SELECT count(*),
-       count(*) FILTER (WHERE status IN ('received', 'held', 'acknowledged') AND analysis_due_at < now() + $1::interval),
-       COALESCE(sum(held_cents), 0),
-       count(*) FILTER (WHERE dict_problem IS NOT NULL),
+       count(*) FILTER (WHERE m.status IN ('received', 'held', 'acknowledged') AND m.analysis_due_at < now() + $1::interval),
+       COALESCE(sum((SELECT h.amount_cents FROM pix_holds h WHERE h.id = m.hold_id AND h.status = 'active')), 0),
+       count(*) FILTER (WHERE m.dict_problem IS NOT NULL),
        (SELECT count(*) FROM pix_med_refund_requests WHERE dict_status = 'OPEN')
-FROM pix_med_reports WHERE dispatch_due_at IS NOT NULL
+FROM pix_med_reports m
+WHERE m.dispatch_due_at IS NOT NULL
 
 -- name: Event
 -- The report's event (pix.med.changed) in the transaction of its change:

@@ -203,23 +203,53 @@ func (s *Store) WithClock(now func() time.Time) *Store { return &Store{store: s.
 // Queue is the reports whose run must be going, for the saga's dispatcher.
 func (s *Store) Queue() db.DueQueue { return s.store.DueQueue(queue) }
 
-// Get returns one report; ErrNotFound when there is none.
+// Get returns one report, what its hold holds now (heldNow); ErrNotFound
+// when there is none.
 func (s *Store) Get(ctx context.Context, id uuid.UUID) (Report, error) {
 	out, err := one(s.store.Pool().Query(ctx, medSQL.Get, id))
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return Report{}, db.Classify(fmt.Errorf("get infraction report: %w", err))
 	}
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	return s.heldNow(ctx, out)
 }
 
-// OfPIX returns a PIX's reports, oldest first, at most limit.
+// heldNow is r with HeldCents what its hold holds now: the hold fills from
+// the account's inflows in their transactions, and the row says what it
+// held when the saga last decided on it.
+func (s *Store) heldNow(ctx context.Context, r Report) (Report, error) {
+	if r.HoldID == nil {
+		return r, nil
+	}
+	hold, err := s.store.GetHold(ctx, *r.HoldID)
+	if err != nil {
+		return Report{}, db.Classify(fmt.Errorf("hold of infraction report %s: %w", r.ID, err))
+	}
+	if hold.Active() {
+		r.HeldCents = hold.AmountCents
+	}
+	return r, nil
+}
+
+// OfPIX returns a PIX's reports, oldest first, at most limit, each with what
+// its hold holds now.
 func (s *Store) OfPIX(ctx context.Context, endToEndID string, limit int) ([]Report, error) {
 	rs, err := s.store.Pool().Query(ctx, medSQL.OfPIX, endToEndID, limit)
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list infraction reports: %w", err))
 	}
 	out, err := pgx.CollectRows(rs, pgx.RowToStructByName[Report])
-	return out, db.Classify(err)
+	if err != nil {
+		return nil, db.Classify(err)
+	}
+	for i := range out {
+		if out[i], err = s.heldNow(ctx, out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Intake is THE one door of an infraction report into the saga: the DICT's

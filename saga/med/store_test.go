@@ -249,6 +249,9 @@ func TestHoldTakesWhatIsAvailableOnce(t *testing.T) {
 	f.creditMore(c2.AccountID, 2_000)
 	f.requireMoney(c2.AccountID, 2_000, 2_000)
 	require.ErrorIs(t, f.spend(c2.AccountID, 1), pix.ErrInsufficientFunds)
+	seen, err := f.store.Get(ctx, r2.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 2_000, seen.HeldCents, "what the hold holds now, as the customer's view says")
 	f.requireBooks()
 }
 
