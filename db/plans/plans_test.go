@@ -118,11 +118,6 @@ var statementPlans = map[string]statementPlan{
 	"accounts.GetAccount":    checked(onRequest),
 	"accounts.LockForDebit":  checked(perPIX),
 
-	"catchup.AdvanceCovered": checked(periodic),
-	"catchup.CoveredUntil":   checked(periodic),
-	"catchup.Now":            checked(periodic),
-	"catchup.StartCovering":  checked(periodic),
-
 	"credits.ClaimDue":               checked(periodic),
 	"credits.Credit":                 checked(perPIX),
 	"credits.CreditDone":             checked(perPIX),
@@ -315,7 +310,7 @@ func sagaPlans(fsys fs.FS) (map[string]statementPlan, error) {
 // scan of one is as cheap as an index. Every other table of the schema is
 // growing.
 var boundedTables = map[string]string{
-	"psp_catchup":          "one row: the catch-up's covered end",
+	"psp_catchup":          "one row: the catch-up's covered end before 0045",
 	"covered_windows":      "a row per scheduled lister: its covered end",
 	"reconcile_checkpoint": "one row: the reconciliation's checkpoint",
 	"goose_db_version":     "one row per migration",

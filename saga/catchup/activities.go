@@ -21,6 +21,7 @@ import (
 	"github.com/pixbank/pix/internal/notification"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/saga/covered"
 )
 
 // PSPName is the psp of an inbox row the PSP catch-up stored first: no
@@ -169,23 +170,16 @@ const catchUpRelistings = 2
 // database's (Store.Now), the one clock of every worker: a worker whose
 // clock runs ahead would record a covered end in the future.
 func (a *Activities) BeginCatchUp(ctx context.Context) (Window, error) {
-	covered, ok, err := a.Store.CoveredUntil(ctx)
-	if err != nil {
-		return Window{}, activities.TechnicalFailure(err)
-	}
-	now, err := a.Store.Now(ctx)
-	if err != nil {
-		return Window{}, activities.TechnicalFailure(err)
-	}
-	w := Window{Start: now.Add(-a.Lookback), End: now.Add(-a.Grace)}
-	if ok {
-		a.Found.Covered(covered)
-		w.Start, w.CoveredFrom = covered.Add(-a.Overlap), &covered
-	}
 	// Whole seconds, the window never longer at its end than the clock
 	// says: see WholeSeconds.
-	w.Start, w.End = w.Start.Truncate(time.Second), w.End.Truncate(time.Second)
-	return w, nil
+	w, err := covered.Begin(ctx, a.Store, covered.Settings{Overlap: a.Overlap, Lookback: a.Lookback, Grace: a.Grace}, time.Second)
+	if err != nil {
+		return Window{}, activities.TechnicalFailure(err)
+	}
+	if w.CoveredFrom != nil {
+		a.Found.Covered(*w.CoveredFrom)
+	}
+	return Window{Start: w.Start, End: w.End, CoveredFrom: w.CoveredFrom}, nil
 }
 
 // WholeSeconds is w widened to whole seconds (its start down, its end up).
@@ -706,10 +700,10 @@ func (a *Activities) AdvanceCatchUp(ctx context.Context, w Window) (moved bool, 
 	if w.Manual && w.CoveredFrom == nil {
 		return false, nil
 	}
-	if w.CoveredFrom != nil && w.Start.After(*w.CoveredFrom) {
+	if err := covered.CheckPart(w.Start, w.CoveredFrom); err != nil {
 		// A part that starts after the covered end would move it over what
 		// was never listed: no run of this workflow asks that.
-		err := fmt.Errorf("psp catch-up: a part listed from %s can't cover from %s", w.Start.Format(time.RFC3339), w.CoveredFrom.Format(time.RFC3339))
+		err = fmt.Errorf("psp catch-up: %w", err)
 		a.Logger.ErrorContext(ctx, "psp catch-up: an advance over a gap refused", "error", err)
 		return false, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrTypeTechnicalFailure, err)
 	}

@@ -1,6 +1,6 @@
 // Package covered owns the covered windows of the scheduled listers of
-// another party's record (the DICT's infraction reports and refund
-// requests, saga/med's lister): how far each has taken in what the other
+// another party's record (the PSP's GET /pix, saga/catchup; the DICT's
+// infraction reports and refund requests, saga/med's lister): how far each has taken in what the other
 // side recorded, a row per lister in covered_windows (db/migrations 0042),
 // by the lister's name. It is the one mechanism of a lister's window: the
 // window a run lists (Begin: from the covered end less an overlap, or a
@@ -8,6 +8,5 @@
 // covered end's advance (Store.Advance), which moves only forwards, only
 // from the value the run started from, and never past the database's
 // clock (I7: a stale actor changes nothing); a part that starts after the
-// covered end never covers the gap (CheckPart). The PSP catch-up
-// (saga/catchup) keeps the same rules over its own table (psp_catchup).
+// covered end never covers the gap (CheckPart).
 package covered

@@ -502,11 +502,11 @@ func (f flagged) verdicts() []string {
 	return v
 }
 
-// catchUpCovered reads the catch-up's covered end (psp_catchup's
-// covered_until) and the database's now, the clock its windows are cut
+// catchUpCovered reads the catch-up's covered end (covered_windows'
+// psp-catchup) and the database's now, the clock its windows are cut
 // by.
 func catchUpCovered(ctx context.Context, r *caseRun) (covered, now time.Time, err error) {
-	if err := r.st.pool.QueryRow(ctx, `SELECT covered_until, now() FROM psp_catchup`).Scan(&covered, &now); err != nil {
+	if err := r.st.pool.QueryRow(ctx, `SELECT covered_until, now() FROM covered_windows WHERE name = 'psp-catchup'`).Scan(&covered, &now); err != nil {
 		return time.Time{}, time.Time{}, fmt.Errorf("the catch-up's covered window: %w", err)
 	}
 	return covered, now, nil
