@@ -176,7 +176,7 @@ func (c *HTTPClient) refundCall(ctx context.Context, op string, pol policy, id, 
 	if err != nil {
 		return Refund{}, err
 	}
-	if a.Refund == nil || a.Refund.ID != id {
+	if a.Refund == nil || !SameID(a.Refund.ID, id) {
 		return Refund{}, fmt.Errorf("dict %s %s: %w: the answer is about another refund request", op, id, ErrUnknownOutcome)
 	}
 	return *a.Refund, nil

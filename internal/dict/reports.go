@@ -259,13 +259,22 @@ func (c *HTTPClient) reportCall(ctx context.Context, op string, pol policy, id, 
 	if err != nil {
 		return InfractionReport{}, err
 	}
-	if a.InfractionReport == nil || a.InfractionReport.ID != id {
+	if a.InfractionReport == nil || !SameID(a.InfractionReport.ID, id) {
 		return InfractionReport{}, fmt.Errorf("dict %s %s: %w: the answer is about another report", op, id, ErrUnknownOutcome)
 	}
 	return *a.InfractionReport, nil
 }
 
 // checkID refuses an id that is not the specification's uuid.
+// SameID says whether two of the DICT's ids name the same report or
+// request: as UUIDs, whatever their letters' case (the DICT may answer an
+// id in capitals); ids that are not UUIDs are never the same.
+func SameID(a, b string) bool {
+	x, errA := uuid.Parse(a)
+	y, errB := uuid.Parse(b)
+	return errA == nil && errB == nil && x == y
+}
+
 func checkID(id string) error {
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		return fmt.Errorf("%w: id %q is not a uuid", ErrNotSent, id)

@@ -78,7 +78,7 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 	var open []dict.Refund
 	_, err = a.DICT.WalkRefunds(ctx, dict.RefundQuery{Status: []dict.RefundStatus{dict.RefundOpen},
 		ModifiedAfter: cur.ClosedAt.Add(-time.Hour)}, func(r dict.Refund) error {
-		if r.InfractionReportID == cur.ID.String() && r.Status == dict.RefundOpen {
+		if dict.SameID(r.InfractionReportID, cur.ID.String()) && r.Status == dict.RefundOpen {
 			open = append(open, r)
 		}
 		return nil

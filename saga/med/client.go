@@ -28,12 +28,24 @@ func depsOf(env saga.Env) any {
 	if c := dictOf(env, s); c != nil {
 		d, l = signatureCounted{c}, c
 	}
-	store := NewStore(env.Store)
+	store := storeOf(env, s)
 	return &Deps{
 		Activities: &Activities{Store: store, DICT: d, Log: env.Log},
 		Lister: &Lister{Covered: covered.NewStore(env.Store, ListerName), DICT: l, Window: s.List, Log: env.Log,
 			Doors: &Doors{Store: store, Temporal: env.Temporal, Log: env.Log}},
 	}
+}
+
+// storeOf is the saga's store as the settings s configure it: with the
+// DICT (MED_DICT_URL), a report is analysed only when it names BANK_ISPB
+// the credited participant; behind a PSP its reports name the PSP's, which
+// the bank does not configure, and only ReportedBy and InfractionType are
+// checked (Store.toAnalyse).
+func storeOf(env saga.Env, s Settings) *Store {
+	if s.DICT.BaseURL == "" {
+		return NewStore(env.Store)
+	}
+	return NewStore(env.Store).WithParticipant(s.DICT.Participant)
 }
 
 // dictKey keeps the process's one DICT client (saga.Kept): the saga's

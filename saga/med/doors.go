@@ -33,7 +33,9 @@ func (d *Doors) Intake(ctx context.Context, in dict.InfractionReport) (Report, b
 // IntakeRefund is Store.IntakeRefund, the run woken after a change. A
 // request its report takes again after it ended is logged (WARN: a new run
 // returns it); one no report answers, ERROR (on-call's:
-// PixMEDRefundRequestNotTaken).
+// PixMEDRefundRequestNotTaken). Its bool says the notice recorded
+// something: its report changed, or the request kept on its own recorded
+// (its first delivery, or its status moved), which is no duplicate.
 func (d *Doors) IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool, error) {
 	r, changed, outcome, err := d.Store.intakeRefund(ctx, in)
 	attrs := append(attrsOf(r), "refund_request_id", in.ID, "refund_request_status", in.Status,
@@ -46,7 +48,7 @@ func (d *Doors) IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool,
 		d.Log.ErrorContext(ctx, "refund request no report answers: recorded in pix_med_refund_requests, on-call's", attrs...)
 	}
 	d.wake(ctx, r, changed && err == nil)
-	return r, changed, err
+	return r, changed || outcome == RequestUnanswered, err
 }
 
 // wake signals r's run when the intake changed r (committed already).

@@ -84,6 +84,11 @@ ON CONFLICT (id) DO UPDATE SET dict_status = EXCLUDED.dict_status, dict_modified
       AND (pix_med_refund_requests.dict_modified_at IS NULL
            OR date_trunc('microseconds', EXCLUDED.dict_modified_at) > pix_med_refund_requests.dict_modified_at)
 
+-- name: Taken
+-- A refund request kept on its own ($1) that its report $2 takes as the one
+-- it answers (IntakeRefund): no longer on-call's.
+DELETE FROM pix_med_refund_requests WHERE id = $1 AND report_id = $2
+
 -- name: Ours
 -- A report recorded not_ours whose PIX was credited since ($3 account_id,
 -- $4 amount_cents, $5 credited_at, $6 return_until), on the row locked at

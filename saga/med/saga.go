@@ -65,7 +65,7 @@ var Saga = saga.Descriptor{
 	HTTP: func(env saga.Env) (api.SagaHTTP, error) {
 		h := &Handlers{Store: NewStore(env.Store), Keys: env.Store, Temporal: env.Temporal, Log: env.Log}
 		out := h.HTTP()
-		doors := &Doors{Store: NewStore(env.Store), Temporal: env.Temporal, Log: env.Log}
+		doors := &Doors{Store: storeOf(env, settings.Of(env.Lookup)), Temporal: env.Temporal, Log: env.Log}
 		out.Webhooks = (&Notices{Store: doors, Log: env.Log}).Webhooks()
 		return out, nil
 	},

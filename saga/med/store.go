@@ -80,7 +80,7 @@ var queryFiles embed.FS
 
 // medSQL holds the statements of med.sql.
 var medSQL struct {
-	CreditOf, Insert, Get, Lock, Save, MarkSent, Unanswered, Ours, OfPIX, Open, Event string
+	CreditOf, Insert, Get, Lock, Save, MarkSent, Unanswered, Taken, Ours, OfPIX, Open, Event string
 }
 
 func init() { db.BindQueries(queryFiles, "med.sql", &medSQL) }
@@ -192,13 +192,44 @@ type Store struct {
 	store *db.Store
 	// now is the clock the deadlines are checked by (time.Now).
 	now func() time.Time
+	// participant is our ISPB as the DICT's reports name the credited
+	// participant ("": not checked; a bank behind a PSP, whose reports
+	// name the PSP's).
+	participant string
 }
 
 // NewStore returns the saga's store over s.
 func NewStore(s *db.Store) *Store { return &Store{store: s, now: time.Now} }
 
 // WithClock is the store with another clock for the deadlines' checks.
-func (s *Store) WithClock(now func() time.Time) *Store { return &Store{store: s.store, now: now} }
+func (s *Store) WithClock(now func() time.Time) *Store {
+	return &Store{store: s.store, now: now, participant: s.participant}
+}
+
+// WithParticipant is the store that analyses only the reports whose
+// credited participant is ispb (toAnalyse).
+func (s *Store) WithParticipant(ispb string) *Store {
+	return &Store{store: s.store, now: s.now, participant: ispb}
+}
+
+// toAnalyse says whether a report is ours to hold and analyse: made by the
+// payer's participant (ReportedBy DEBITED_PARTICIPANT) against us as the
+// credited participant (when the store knows our ISPB), of a fraud
+// (FRAUD) or an operational flaw whose refund it asks (REFUND_REQUEST). A
+// report our own side made (CREDITED_PARTICIPANT), or a REFUND_CANCELLED
+// (the cancel of a refund, nothing to hold), is recorded not_ours: visible,
+// counted, holding nothing.
+func (s *Store) toAnalyse(in dict.InfractionReport) bool {
+	switch {
+	case in.ReportedBy != dict.ReportedByDebited:
+		return false
+	case in.InfractionType != dict.InfractionFraud && in.InfractionType != dict.InfractionRefundRequest:
+		return false
+	case s.participant != "" && in.CreditedParticipant != s.participant:
+		return false
+	}
+	return true
+}
 
 // Queue is the reports whose run must be going, for the saga's dispatcher.
 func (s *Store) Queue() db.DueQueue { return s.store.DueQueue(queue) }
@@ -278,7 +309,7 @@ func (s *Store) Intake(ctx context.Context, in dict.InfractionReport) (Report, b
 			changed = created
 			return err
 		}
-		out, changed, err = intakeAgain(ctx, tx, id, in)
+		out, changed, err = intakeAgain(ctx, tx, id, in, s.toAnalyse(in))
 		return err
 	})
 	if err != nil {
@@ -325,6 +356,10 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.Inf
 	err := tx.QueryRow(ctx, medSQL.CreditOf, in.TransactionID).Scan(&account, &amount, &credited)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return Report{}, false, fmt.Errorf("read credit: %w", err)
+	}
+	if !s.toAnalyse(in) {
+		// Not ours to analyse: recorded as a report of a PIX not ours.
+		account, amount, credited = nil, nil, nil
 	}
 	status, cause := StatusReceived, (*string)(nil)
 	var until *time.Time
@@ -399,7 +434,7 @@ func writeEvent(ctx context.Context, tx pgx.Tx, r Report) error {
 // intakeAgain updates a report received before with what the DICT says
 // now, when the DICT modified it since (a later LastModified); otherwise
 // it is absorbed.
-func intakeAgain(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.InfractionReport) (Report, bool, error) {
+func intakeAgain(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.InfractionReport, analyse bool) (Report, bool, error) {
 	cur, err := one(tx.Query(ctx, medSQL.Lock, id))
 	if err != nil {
 		return Report{}, false, fmt.Errorf("lock infraction report %s: %w", id, err)
@@ -407,7 +442,10 @@ func intakeAgain(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.Infractio
 	if cur.EndToEndID != in.TransactionID {
 		return Report{}, false, fmt.Errorf("%w: report %s is of PIX %s, not %s", ErrReportMismatch, id, cur.EndToEndID, in.TransactionID)
 	}
-	ours, err := recheckOurs(ctx, tx, cur)
+	ours := cur
+	if analyse {
+		ours, err = recheckOurs(ctx, tx, cur)
+	}
 	if err != nil {
 		return Report{}, false, err
 	}
@@ -425,6 +463,7 @@ func intakeAgain(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.Infractio
 // received at the PSP and credited after the payer's participant reported
 // it): credited now, the report becomes ours, received, due for its run
 // (which holds the money), with its event; not credited, it stays as it is.
+// A report not ours to analyse (Store.toAnalyse) is not looked at again.
 func recheckOurs(ctx context.Context, tx pgx.Tx, cur Report) (Report, error) {
 	if cur.Status != StatusNotOurs {
 		return cur, nil
@@ -531,6 +570,11 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 		}
 		next.RefundRequestID, next.RefundRequestCents, next.RefundRequestState = &requestID, ptr(int64(in.RefundAmount)), ptr(string(in.Status))
 		next.RefundRequestModifiedAt = ptr(in.LastModified)
+		// Kept on its own before (before this report could take it): the
+		// report answers it now, it is on-call's no longer.
+		if _, err := tx.Exec(ctx, medSQL.Taken, requestID, cur.ID); err != nil {
+			return Report{}, false, fmt.Errorf("refund request %s taken by report %s: %w", requestID, cur.ID, err)
+		}
 		return save(ctx, tx, cur, next)
 	})
 	if err == nil && outcome != "" {
@@ -557,10 +601,17 @@ func requestMoves(state string, modified *time.Time, in dict.Refund) bool {
 }
 
 // takesRequest says whether the report cur takes a refund request as the
-// one it answers: agreed and waiting for it, none taken yet but one its
-// requester cancelled before anything was returned.
+// one it answers: open and not past waiting for it (a request can reach us
+// before our close is recorded: the close's answer lost and retried, the
+// DICT's notice first; Return acts only once the report awaits it), none
+// taken yet but one its requester cancelled before anything was returned.
 func takesRequest(cur Report) bool {
-	return cur.Status == StatusAwaitingRequest && cur.ReturnedCents == 0 && cur.Returns == 0 && cur.RefundID == nil &&
+	switch cur.Status {
+	case StatusReceived, StatusHeld, StatusAcknowledged, StatusAnalysed, StatusAwaitingRequest:
+	default:
+		return false
+	}
+	return cur.ReturnedCents == 0 && cur.Returns == 0 && cur.RefundID == nil &&
 		(cur.RefundRequestID == nil || RequestCancelled(cur))
 }
 
