@@ -29,6 +29,13 @@ type Activities struct {
 	Store *Store
 	DICT  DICT
 	Log   *slog.Logger
+	// BehindPSP: MED runs without the DICT (MED_DICT_DISABLED=true), its
+	// reports and requests the PSP's notices: nothing can be read back
+	// from the DICT, so the close of a report is the PSP's notice CLOSED
+	// with our analysis, the 72 hours' expiry our own record, and the
+	// close of a refund request our return's outcome (docs/med.md, "A
+	// bank behind a PSP").
+	BehindPSP bool
 }
 
 // StoppedType is the Temporal type of a DICT step the saga stopped at: the
@@ -75,6 +82,13 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 		return cur, err
 	}
 	listedFrom := a.Store.now()
+	if a.BehindPSP {
+		// No DICT to list: released on our own record of the PSP's
+		// notices (a request noticed late reopens the report: IntakeRefund).
+		return a.change(ctx, cur, "no refund request noticed within 72 hours: released", func(ctx context.Context, at Report) (Report, bool, error) {
+			return a.Store.ExpireRequest(ctx, at, listedFrom)
+		})
+	}
 	var open []dict.Refund
 	_, err = a.DICT.WalkRefunds(ctx, dict.RefundQuery{Status: []dict.RefundStatus{dict.RefundOpen},
 		ModifiedAfter: cur.ClosedAt.Add(-time.Hour)}, func(r dict.Refund) error {
@@ -165,6 +179,15 @@ func (a *Activities) CloseReport(ctx context.Context, at Report) (Report, error)
 		return cur, err
 	}
 	result, details := dict.AnalysisResult(*cur.AnalysisResult), deref(cur.AnalysisDetails)
+	if a.BehindPSP && cur.DICTStatus == string(dict.ReportClosed) {
+		// The PSP closed it at the DICT and noticed it CLOSED: nothing to
+		// read back (the DICT is the PSP's); ours when its result is.
+		if deref(cur.DICTAnalysisResult) != string(result) {
+			return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the PSP noticed the report CLOSED (%s), not as we analysed it (%s): an operator's",
+				deref(cur.DICTAnalysisResult), result))
+		}
+		return a.closed(ctx, cur, dict.InfractionReport{})
+	}
 	var seen dict.InfractionReport
 	readBack := cur.Sent(WriteClose) || cur.DICTStatus != string(dict.ReportAcknowledged)
 	for range 2 {
@@ -223,6 +246,11 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 		return cur, err
 	}
 	closing := Closing(cur)
+	if a.BehindPSP {
+		// The PSP answers the request at the DICT from our devolução (its
+		// rtrId, the MED natureza): recorded from our return's outcome.
+		return a.refundClosed(ctx, cur, closing)
+	}
 	id := cur.RefundRequestID.String()
 	var seen dict.Refund
 	readBack := cur.Sent(WriteRefundClose)

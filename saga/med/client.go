@@ -30,7 +30,7 @@ func depsOf(env saga.Env) any {
 	}
 	store := storeOf(env, s)
 	return &Deps{
-		Activities: &Activities{Store: store, DICT: d, Log: env.Log},
+		Activities: &Activities{Store: store, DICT: d, Log: env.Log, BehindPSP: s.Disabled},
 		Lister: &Lister{Covered: covered.NewStore(env.Store, ListerName), DICT: l, Window: s.List, Log: env.Log,
 			Doors: &Doors{Store: store, Temporal: env.Temporal, Log: env.Log}},
 	}
@@ -62,7 +62,7 @@ type dictKey struct{}
 func dictOf(env saga.Env, s Settings) *dict.HTTPClient {
 	if s.DICT.BaseURL == "" {
 		if s.Disabled && env.Log != nil {
-			env.Log.Warn("med: MED_DICT_DISABLED=true: no DICT client; an infraction report's run holds its money and stops at its first DICT step, and nothing lists the DICT's reports")
+			env.Log.Warn("med: MED_DICT_DISABLED=true: no DICT client; an infraction report's run holds its money and goes on the PSP's notices (stopping where only the DICT could answer), and nothing lists the DICT's reports")
 		}
 		return nil
 	}

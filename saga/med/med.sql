@@ -13,13 +13,13 @@ SELECT account_id, amount_cents, credited_at FROM pix_credits WHERE end_to_end_i
 -- ours), $6 reporter, $7 infraction_type, $8 reported_by,
 -- $9 report_details, $10 dict_status, $11 dict_modified_at,
 -- $12 reported_at, $13 status, $14 end_cause, $15 analysis_due_at,
--- $16 return_until, $17 traceparent. Due at once for its dispatcher when
+-- $16 return_until, $17 traceparent, $18 dict_analysis_result. Due at once for its dispatcher when
 -- open. A report received already (two intakes at once) inserts nothing
 -- (no row): the caller locks it and updates it.
 INSERT INTO pix_med_reports (id, end_to_end_id, account_id, amount_cents, credited_at, reporter, infraction_type,
                              reported_by, report_details, dict_status, dict_modified_at, reported_at, status, end_cause,
-                             analysis_due_at, return_until, traceparent, ended_at, dispatch_due_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                             analysis_due_at, return_until, traceparent, dict_analysis_result, ended_at, dispatch_due_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
         CASE WHEN $13 = 'ended' THEN now() END,
         CASE WHEN $13 NOT IN ('ended', 'not_ours') THEN now() END)
 ON CONFLICT (id) DO NOTHING
@@ -46,7 +46,7 @@ UPDATE pix_med_reports SET
     refund_request_id = $17, refund_request_cents = $18, refund_request_status = $19,
     refund_closed_at = $20, refund_closed_rtr_id = $21, refund_id = $22, returned_cents = $23, returns = $24,
     first_rtr_id = $25, refund_request_due_at = $26, dict_problem = $27, return_refused = $28,
-    refund_request_modified_at = $29,
+    refund_request_modified_at = $29, dict_analysis_result = $30,
     gen = gen + 1, updated_at = now(),
     ended_at = CASE WHEN $6 = 'ended' THEN COALESCE(ended_at, now()) END,
     dispatch_due_at = CASE WHEN $6 IN ('ended', 'not_ours') THEN NULL ELSE COALESCE(dispatch_due_at, now()) END

@@ -50,7 +50,7 @@ var Saga = saga.Descriptor{
 	Settings:   CheckSettings,
 	Help: "MED reaches the DICT with MED_DICT_URL, MED_DICT_CERT_FILE and MED_DICT_KEY_FILE (mutual TLS), " +
 		"MED_DICT_VERIFY_CERT_FILE (the DICT's signing certificate) and BANK_ISPB; or runs without it, said with " +
-		"MED_DICT_DISABLED=true (its reports then stop at their first DICT step, and nothing lists the DICT). " +
+		"MED_DICT_DISABLED=true (its reports then go on the PSP's notices, stopping where only the DICT could answer, and nothing lists the DICT). " +
 		"pixd with neither does not start.",
 	Deps:       depsOf,
 	Activities: func(deps any) []any { d := deps.(*Deps); return []any{d.Activities, d.Lister} },

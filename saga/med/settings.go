@@ -19,8 +19,9 @@ import (
 // never a silent fallback.
 type Settings struct {
 	// Disabled: MED runs without the DICT (MED_DICT_DISABLED=true): a
-	// report's run holds its money and stops at its first DICT step
-	// (Report.DICTProblem), and nothing lists the DICT.
+	// report's run holds its money and goes on the PSP's notices
+	// (Activities.BehindPSP), stopping visibly (Report.DICTProblem) where
+	// only the DICT could answer, and nothing lists the DICT.
 	Disabled bool
 	// DICT is the client's configuration: MED_DICT_URL,
 	// MED_DICT_POLICIES_URL, MED_DICT_CERT_FILE, MED_DICT_KEY_FILE,

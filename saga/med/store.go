@@ -113,9 +113,13 @@ type Report struct {
 	ReportedBy     string     `db:"reported_by" json:"reported_by"`
 	// ReportDetails is the reporter's free text: never answered in clear
 	// (the operator view says how long it is).
-	ReportDetails      string     `db:"report_details" json:"report_details"`
-	DICTStatus         string     `db:"dict_status" json:"dict_status"`
-	DICTModifiedAt     time.Time  `db:"dict_modified_at" json:"dict_modified_at"`
+	ReportDetails  string    `db:"report_details" json:"report_details"`
+	DICTStatus     string    `db:"dict_status" json:"dict_status"`
+	DICTModifiedAt time.Time `db:"dict_modified_at" json:"dict_modified_at"`
+	// DICTAnalysisResult is the AnalysisResult of the DICT's latest notice
+	// of the report (nil: none said): a bank behind a PSP records its
+	// close from it (Activities.CloseReport).
+	DICTAnalysisResult *string    `db:"dict_analysis_result" json:"-"`
 	ReportedAt         time.Time  `db:"reported_at" json:"reported_at"`
 	Status             string     `db:"status" json:"status"`
 	EndCause           *string    `db:"end_cause" json:"end_cause"`
@@ -375,7 +379,7 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.Inf
 	}
 	rs, err := tx.Query(ctx, medSQL.Insert, id, in.TransactionID, account, amount, credited, in.DebitedParticipant,
 		string(in.InfractionType), string(in.ReportedBy), in.ReportDetails, string(in.Status), in.LastModified,
-		in.CreationTime, status, cause, in.CreationTime.Add(AnalysisWindow), until, tracing.Traceparent(ctx))
+		in.CreationTime, status, cause, in.CreationTime.Add(AnalysisWindow), until, tracing.Traceparent(ctx), analysisOf(in))
 	out, err := one(rs, err)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -455,7 +459,17 @@ func intakeAgain(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.Infractio
 	cur = ours
 	next := cur
 	next.DICTStatus, next.DICTModifiedAt, next.ReportDetails = string(in.Status), in.LastModified, in.ReportDetails
+	next.DICTAnalysisResult = analysisOf(in)
 	return save(ctx, tx, cur, next)
+}
+
+// analysisOf is the report's AnalysisResult as the DICT's notice says it
+// (nil: none).
+func analysisOf(in dict.InfractionReport) *string {
+	if in.AnalysisResult == "" {
+		return nil
+	}
+	return ptr(string(in.AnalysisResult))
 }
 
 // recheckOurs looks again, at each intake of a report recorded not_ours,
@@ -658,7 +672,7 @@ func save(ctx context.Context, tx pgx.Tx, cur, next Report) (Report, bool, error
 		n.EndCause, n.AnalysisResult, n.AnalysisDetails, n.AnalysedBy, n.AnalysedAt, n.AcknowledgedAt, n.ClosedAt, n.HoldID,
 		n.Holds, n.HeldCents, n.RefundRequestID, n.RefundRequestCents, n.RefundRequestState, n.RefundClosedAt,
 		n.RefundClosedRtrID, n.RefundID, n.ReturnedCents, n.Returns, n.FirstRtrID, n.RequestDueAt, n.DICTProblem, n.ReturnRefused,
-		n.RefundRequestModifiedAt))
+		n.RefundRequestModifiedAt, n.DICTAnalysisResult))
 	if err != nil {
 		// Under the row's lock the generation can't have moved: no row is
 		// a fault, not a decision.
