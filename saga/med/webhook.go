@@ -18,6 +18,7 @@ import (
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/internal/notification"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/rfc3339"
 )
 
 // The PSP's MED notices (api/openapi/webhooks/med.yaml; docs/med.md "A
@@ -224,17 +225,50 @@ func (f *fields) oneOf(member string, values ...string) string {
 	return s
 }
 
-// time is a required RFC 3339 timestamp.
+// time is a required timestamp, strictly RFC 3339's date-time as the
+// DICT's specification has it (rfc3339.Parse).
 func (f *fields) time(member string) time.Time {
-	t, err := notification.Timestamp(f.m[member], f.name(member))
-	f.refuse(err)
+	s, err := notification.RequiredString(f.m[member], f.name(member))
+	if err != nil {
+		f.refuse(err)
+		return time.Time{}
+	}
+	t, err := rfc3339.Parse(s)
+	f.check(err == nil, member, "must be an RFC 3339 date-time such as 2026-11-29T12:00:00.000Z")
 	return t
 }
 
+// MaxClockAhead is how far in the future a notice's LastModified may be
+// (the PSP's clock and ours differ a little): a later one would stand
+// above every true modification of the report (which an older copy must
+// not overwrite), and is refused.
+const MaxClockAhead = 5 * time.Minute
+
+// modified is the LastModified member: a timestamp at most MaxClockAhead
+// ahead of now.
+func (f *fields) modified(member string, now time.Time) time.Time {
+	t := f.time(member)
+	f.check(!t.After(now.Add(MaxClockAhead)), member, "must not be in the future")
+	return t
+}
+
+// optionalOneOf is an optional member that, present, must be one of
+// values (the specification's enumeration).
+func (f *fields) optionalOneOf(member string, values ...string) string {
+	s := f.optional(member)
+	f.check(s == "" || slices.Contains(values, s), member, "must be one of the DICT's: %s", strings.Join(values, ", "))
+	return s
+}
+
+// rtrIDPattern is the DICT's RefundTransactionId: the devolução's
+// EndToEndId, 32 word characters.
+var rtrIDPattern = regexp.MustCompile(`^\w{32}$`)
+
 // decodeReportNotice reads POST /webhooks/med/infraction-reports: the
 // DICT's InfractionReport, its required elements as the DICT requires
-// them. InfractionType and ReportedBy are kept as sent, as from the
-// DICT (its enumerations may grow); Status must be one the saga knows.
+// them. InfractionType is kept as sent (the intake analyses only the ones
+// it knows: Store.toAnalyse); ReportedBy and Status must be the DICT's;
+// LastModified at most MaxClockAhead in the future.
 func decodeReportNotice(body []byte) (dict.InfractionReport, error) {
 	m, err := notice(body, "InfractionReport")
 	if err != nil {
@@ -245,13 +279,13 @@ func decodeReportNotice(body []byte) (dict.InfractionReport, error) {
 		ID:             f.id("Id"),
 		TransactionID:  f.endToEndID("TransactionId"),
 		InfractionType: dict.InfractionType(f.required("InfractionType")),
-		ReportedBy:     dict.ReportedBy(f.required("ReportedBy")),
+		ReportedBy:     dict.ReportedBy(f.oneOf("ReportedBy", string(dict.ReportedByDebited), string(dict.ReportedByCredited))),
 		Status: dict.InfractionReportStatus(f.oneOf("Status", string(dict.ReportOpen), string(dict.ReportAcknowledged),
 			string(dict.ReportClosed), string(dict.ReportCancelled))),
 		DebitedParticipant:  f.ispb("DebitedParticipant"),
 		CreditedParticipant: f.ispb("CreditedParticipant"),
 		CreationTime:        f.time("CreationTime"),
-		LastModified:        f.time("LastModified"),
+		LastModified:        f.modified("LastModified", time.Now()),
 		ReportDetails:       f.text("ReportDetails"),
 		TransactionType:     f.optional("TransactionType"),
 		TransactionResult:   f.optional("TransactionResult"),
@@ -281,20 +315,25 @@ func decodeRefundNotice(body []byte) (dict.Refund, error) {
 		ID:                 f.id("Id"),
 		InfractionReportID: f.id("InfractionReportId"),
 		TransactionID:      f.endToEndID("TransactionId"),
-		RefundReason:       dict.RefundReason(f.required("RefundReason")),
-		RefundAmount:       f.amount("RefundAmount"),
+		RefundReason: dict.RefundReason(f.oneOf("RefundReason", string(dict.RefundFraud), string(dict.RefundOperationalFlaw),
+			string(dict.RefundReasonCancelled))),
+		RefundAmount: f.amount("RefundAmount"),
 		Status: dict.RefundStatus(f.oneOf("Status", string(dict.RefundOpen), string(dict.RefundClosed),
 			string(dict.RefundCancelled))),
 		RequestingParticipant: f.ispb("RequestingParticipant"),
 		ContestedParticipant:  f.ispb("ContestedParticipant"),
 		CreationTime:          f.time("CreationTime"),
-		LastModified:          f.time("LastModified"),
+		LastModified:          f.modified("LastModified", time.Now()),
 		RefundDetails:         f.text("RefundDetails"),
-		AnalysisResult:        dict.RefundAnalysisResult(f.optional("AnalysisResult")),
-		AnalysisDetails:       f.text("AnalysisDetails"),
-		RefundRejectionReason: dict.RefundRejectionReason(f.optional("RefundRejectionReason")),
-		RefundTransactionID:   f.optional("RefundTransactionId"),
+		AnalysisResult: dict.RefundAnalysisResult(f.optionalOneOf("AnalysisResult", string(dict.TotallyAccepted),
+			string(dict.PartiallyAccepted), string(dict.Rejected))),
+		AnalysisDetails: f.text("AnalysisDetails"),
+		RefundRejectionReason: dict.RefundRejectionReason(f.optionalOneOf("RefundRejectionReason", string(dict.RejectionNoBalance),
+			string(dict.RejectionAccountClosure), string(dict.RejectionCannotRefund), string(dict.RejectionOther))),
+		RefundTransactionID: f.optional("RefundTransactionId"),
 	}
+	f.check(r.RefundTransactionID == "" || rtrIDPattern.MatchString(r.RefundTransactionID), "RefundTransactionId",
+		"must be the devolução's EndToEndId, 32 letters or digits")
 	if f.err != nil {
 		return dict.Refund{}, f.err
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/beevik/etree"
 	"github.com/goccy/go-yaml"
 	"github.com/google/uuid"
+
+	"github.com/pixbank/pix/internal/rfc3339"
 )
 
 // Document is dict-api.yaml.
@@ -454,26 +456,7 @@ func (s *Spec) checkValue(sch *Schema, v string) error {
 	return nil
 }
 
-// dateTimePattern is RFC 3339's date-time (section 5.6), OpenAPI's format
-// date-time: "T" and "Z" in either case (its note), the fraction after a
-// point, the offset as ±hh:mm.
-var dateTimePattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-](\d{2}):(\d{2}))$`)
-
 // ParseDateTime reads v as RFC 3339's date-time, the document's format
-// date-time (ModifiedAfter, ModifiedBefore, every instant of an answer).
-// It is stricter than time.Parse's RFC3339, which also takes a comma
-// before the fraction and an offset of 24 hours or more, neither of them
-// RFC 3339's; and it takes the lower case "t" and "z" RFC 3339 allows,
-// which time.Parse does not. A leap second (:60) is refused: Go's time
-// cannot hold it (see doc.go).
-func ParseDateTime(v string) (time.Time, error) {
-	m := dateTimePattern.FindStringSubmatch(v)
-	if m == nil || m[3] != "" && (m[3] > "23" || m[4] > "59") {
-		return time.Time{}, fmt.Errorf("%q is not a date-time (RFC 3339)", v)
-	}
-	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(v))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is not a date-time (RFC 3339): %w", v, err)
-	}
-	return t, nil
-}
+// date-time (ModifiedAfter, ModifiedBefore, every instant of an answer):
+// rfc3339.Parse, which the product's readers of the DICT's notices share.
+func ParseDateTime(v string) (time.Time, error) { return rfc3339.Parse(v) }
