@@ -29,21 +29,7 @@ import (
 func earlierRelease(t *testing.T, s *db.Store, version int64) *db.Store {
 	t.Helper()
 	ctx := context.Background()
-	all, err := db.Migrations()
-	require.NoError(t, err)
-	below := fstest.MapFS{}
-	for _, m := range all {
-		if m.Version < version {
-			below[m.Name] = &fstest.MapFile{Data: []byte(m.SQL)}
-		}
-	}
-	require.NotEmpty(t, below, "no migration below %d", version)
-	pool, err := db.Open(ctx, dbtest.EmptyURL(t), 4)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	_, err = db.MigrateFS(ctx, pool, below)
-	require.NoError(t, err)
-
+	pool := migratedBelow(t, version)
 	var from, to string
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT current_schema()`).Scan(&from))
 	require.NoError(t, pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&to))
@@ -76,6 +62,29 @@ func earlierRelease(t *testing.T, s *db.Store, version int64) *db.Store {
 		require.NoError(t, err, "set %s past the rows", q.Sequence)
 	}
 	return db.NewStore(pool)
+}
+
+// migratedBelow is a schema of its own, empty, built by the embedded
+// migrations below version, in order (db.MigrateFS, with the runner's
+// records of them): a database as the release before version left it.
+func migratedBelow(t *testing.T, version int64) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	all, err := db.Migrations()
+	require.NoError(t, err)
+	below := fstest.MapFS{}
+	for _, m := range all {
+		if m.Version < version {
+			below[m.Name] = &fstest.MapFile{Data: []byte(m.SQL)}
+		}
+	}
+	require.NotEmpty(t, below, "no migration below %d", version)
+	pool, err := db.Open(ctx, dbtest.EmptyURL(t), 4)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = db.MigrateFS(ctx, pool, below)
+	require.NoError(t, err)
+	return pool
 }
 
 // tablesParentsFirst are the tables of schema, but the migration runner's
