@@ -61,3 +61,8 @@ func (d *Doors) wake(ctx context.Context, r Report, changed bool) {
 	sagakit.Wake(ctx, d.Temporal, d.Log, WorkflowID(r.ID.String()), ChangedSignal,
 		"infraction report changed, its run not woken: it reads the report at its next deadline", "report_id", r.ID)
 }
+
+// CreditPSP is Store.CreditPSP.
+func (d *Doors) CreditPSP(ctx context.Context, endToEndID string) (string, error) {
+	return d.Store.CreditPSP(ctx, endToEndID)
+}

@@ -7,6 +7,11 @@
 -- lock (a credit never changes); db.Hold locks the credit and the account.
 SELECT account_id, amount_cents, credited_at FROM pix_credits WHERE end_to_end_id = $1
 
+-- name: CreditPSP
+-- The PSP whose signature authenticated the PIX's first delivery ('': none
+-- recorded, or no such PIX): the one PSP whose MED notices may hold it.
+SELECT COALESCE((SELECT psp FROM inbox_messages WHERE end_to_end_id = $1), '')
+
 -- name: Insert
 -- A report received for the first time: $1 id, $2 end_to_end_id,
 -- $3 account_id, $4 amount_cents, $5 credited_at (all three NULL: not

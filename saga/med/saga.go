@@ -28,6 +28,8 @@ var Kinds = pix.DeclareKinds(
 	&pix.Kind{Err: ErrNotAnalysable, Refusal: true,
 		Status: http.StatusUnprocessableEntity, Code: "med_report_not_analysable",
 		Message: "the infraction report is past its analysis (ended, cancelled, not ours, or closed)"},
+	&pix.Kind{Err: ErrWrongPSP, Refusal: true, Status: http.StatusForbidden, Code: "med_notice_wrong_psp",
+		Message: "the notice's PSP did not deliver this PIX; nothing was changed"},
 	// Met at an intake: the lister logs it; the PSP's notice is answered
 	// it (webhook.go).
 	&pix.Kind{Err: ErrReportMismatch, Refusal: true, Status: http.StatusUnprocessableEntity, Code: "med_report_mismatch",

@@ -71,6 +71,9 @@ var (
 	// ErrNotAnalysable: the report is past its analysis (ended, not ours,
 	// or closed at the DICT).
 	ErrNotAnalysable = errors.New("infraction report can't be analysed")
+	// ErrWrongPSP: a PSP's notice about a PIX another PSP delivered to us:
+	// a PSP may not hold the funds of a PIX received through another.
+	ErrWrongPSP = errors.New("MED notice from a PSP that did not deliver the PIX")
 	// ErrReportMismatch: an intake names a known report with another PIX.
 	ErrReportMismatch = errors.New("infraction report does not match the one received")
 )
@@ -80,7 +83,7 @@ var queryFiles embed.FS
 
 // medSQL holds the statements of med.sql.
 var medSQL struct {
-	CreditOf, Insert, Get, Lock, Save, MarkSent, Unanswered, Taken, Ours, OfPIX, Open, Event string
+	CreditOf, CreditPSP, Insert, Get, Lock, Save, MarkSent, Unanswered, Taken, Ours, OfPIX, Open, Event string
 }
 
 func init() { db.BindQueries(queryFiles, "med.sql", &medSQL) }
@@ -266,6 +269,14 @@ func (s *Store) heldNow(ctx context.Context, r Report) (Report, error) {
 		r.HeldCents = hold.AmountCents
 	}
 	return r, nil
+}
+
+// CreditPSP returns the PSP that delivered the PIX endToEndID to us (its
+// signature's, on the inbox row; "": none recorded, or no such PIX).
+func (s *Store) CreditPSP(ctx context.Context, endToEndID string) (string, error) {
+	var psp string
+	err := s.store.Pool().QueryRow(ctx, medSQL.CreditPSP, endToEndID).Scan(&psp)
+	return psp, db.Classify(err)
 }
 
 // OfPIX returns a PIX's reports, oldest first, at most limit, each with what

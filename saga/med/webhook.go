@@ -3,6 +3,7 @@ package med
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -44,6 +45,7 @@ const MaxNoticeBytes = 32 << 10
 type NoticeStore interface {
 	Intake(ctx context.Context, in dict.InfractionReport) (Report, bool, error)
 	IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool, error)
+	CreditPSP(ctx context.Context, endToEndID string) (string, error)
 }
 
 // Notices serve the PSP's MED notices.
@@ -80,7 +82,10 @@ func (n *Notices) report(k api.Kit, c *gin.Context) {
 	ctx := c.Request.Context()
 	k.NamePIX(c, in.TransactionID)
 	attrs := []any{"report_id", in.ID, "end_to_end_id", in.TransactionID, "dict_status", in.Status, "psp", k.WebhookPSP(c)}
-	r, changed, err := n.Store.Intake(ctx, in)
+	r, changed, err := Report{}, false, n.samePSP(ctx, k.WebhookPSP(c), in.TransactionID)
+	if err == nil {
+		r, changed, err = n.Store.Intake(ctx, in)
+	}
 	if err != nil {
 		n.refused(ctx, "med infraction report notice refused", err, attrs)
 		k.Fail(c, err)
@@ -101,7 +106,10 @@ func (n *Notices) refund(k api.Kit, c *gin.Context) {
 	k.NamePIX(c, in.TransactionID)
 	attrs := []any{"refund_request_id", in.ID, "report_id", in.InfractionReportID, "end_to_end_id", in.TransactionID,
 		"refund_status", in.Status, "psp", k.WebhookPSP(c)}
-	r, changed, err := n.Store.IntakeRefund(ctx, in)
+	r, changed, err := Report{}, false, n.samePSP(ctx, k.WebhookPSP(c), in.TransactionID)
+	if err == nil {
+		r, changed, err = n.Store.IntakeRefund(ctx, in)
+	}
 	if err != nil {
 		n.refused(ctx, "med refund request notice refused", err, attrs)
 		k.Fail(c, err)
@@ -109,6 +117,24 @@ func (n *Notices) refund(k api.Kit, c *gin.Context) {
 	}
 	n.Log.InfoContext(ctx, "med refund request notice received", append(attrs, "status", r.Status, "duplicate", !changed)...)
 	c.JSON(http.StatusAccepted, noticeReceipt{ID: in.ID, InfractionReportID: r.ID.String(), Status: r.Status, Duplicate: !changed})
+}
+
+// samePSP refuses (ErrWrongPSP) a notice about a PIX another PSP delivered
+// to us: a PSP may not hold the funds of a PIX received through another.
+// Unknown either way (signatures not required, the PIX not ours) it is the
+// intake's to decide.
+func (n *Notices) samePSP(ctx context.Context, psp, endToEndID string) error {
+	if psp == "" {
+		return nil
+	}
+	delivered, err := n.Store.CreditPSP(ctx, endToEndID)
+	if err != nil {
+		return err
+	}
+	if delivered != "" && delivered != psp {
+		return fmt.Errorf("%w: PIX %s came through %s, the notice through %s", ErrWrongPSP, endToEndID, delivered, psp)
+	}
+	return nil
 }
 
 // refused logs a notice the saga's door refused (a report that does not
