@@ -67,8 +67,13 @@ var Saga = saga.Descriptor{
 	HTTP: func(env saga.Env) (api.SagaHTTP, error) {
 		h := &Handlers{Store: NewStore(env.Store), Keys: env.Store, Temporal: env.Temporal, Log: env.Log}
 		out := h.HTTP()
-		doors := &Doors{Store: storeOf(env, settings.Of(env.Lookup)), Temporal: env.Temporal, Log: env.Log}
-		out.Webhooks = (&Notices{Store: doors, Log: env.Log}).Webhooks()
+		s := settings.Of(env.Lookup)
+		doors := &Doors{Store: storeOf(env, s), Temporal: env.Temporal, Log: env.Log}
+		notices := &Notices{Store: doors, Log: env.Log}
+		if s.DICT.BaseURL != "" {
+			notices.Reports = signatureCounted{dictOf(env, s)}
+		}
+		out.Webhooks = notices.Webhooks()
 		return out, nil
 	},
 	Collectors: collectors,

@@ -52,6 +52,12 @@ type NoticeStore interface {
 type Notices struct {
 	Store NoticeStore
 	Log   *slog.Logger
+	// Reports, when MED reaches the DICT (nil behind a PSP), confirms a
+	// notice that a report was CANCELLED before it is taken: a cancel
+	// releases the hold, and the DICT, not a notice, says it happened.
+	Reports interface {
+		GetInfractionReport(ctx context.Context, id string) (dict.InfractionReport, error)
+	}
 }
 
 // Webhooks are the notices' routes, under /webhooks.
@@ -83,6 +89,9 @@ func (n *Notices) report(k api.Kit, c *gin.Context) {
 	k.NamePIX(c, in.TransactionID)
 	attrs := []any{"report_id", in.ID, "end_to_end_id", in.TransactionID, "dict_status", in.Status, "psp", k.WebhookPSP(c)}
 	r, changed, err := Report{}, false, n.samePSP(ctx, k.WebhookPSP(c), in.TransactionID)
+	if err == nil {
+		in, err = n.confirmCancel(ctx, in)
+	}
 	if err == nil {
 		r, changed, err = n.Store.Intake(ctx, in)
 	}
@@ -117,6 +126,22 @@ func (n *Notices) refund(k api.Kit, c *gin.Context) {
 	}
 	n.Log.InfoContext(ctx, "med refund request notice received", append(attrs, "status", r.Status, "duplicate", !changed)...)
 	c.JSON(http.StatusAccepted, noticeReceipt{ID: in.ID, InfractionReportID: r.ID.String(), Status: r.Status, Duplicate: !changed})
+}
+
+// confirmCancel reads a report noticed CANCELLED back from the DICT, when
+// MED reaches it, and takes the DICT's copy instead (as the lister would):
+// a notice alone never releases a hold. A DICT that does not answer fails
+// the notice (the PSP delivers it again); its copy about another PIX is
+// the intake's mismatch.
+func (n *Notices) confirmCancel(ctx context.Context, in dict.InfractionReport) (dict.InfractionReport, error) {
+	if n.Reports == nil || in.Status != dict.ReportCancelled {
+		return in, nil
+	}
+	seen, err := n.Reports.GetInfractionReport(ctx, in.ID)
+	if err != nil {
+		return dict.InfractionReport{}, fmt.Errorf("confirm the cancel of infraction report %s at the DICT: %w", in.ID, err)
+	}
+	return seen, nil
 }
 
 // samePSP refuses (ErrWrongPSP) a notice about a PIX another PSP delivered

@@ -36,3 +36,32 @@ func TestAPSPNoticesOnlyThePIXItDelivered(t *testing.T) {
 	status, got = post(t, a, reportsPath, reportNotice(in), pspKey)
 	require.Equal(t, http.StatusAccepted, status, "%v", got)
 }
+
+// With the DICT, a notice that a report was CANCELLED is read back from
+// the DICT before it is taken: the DICT's copy (still ACKNOWLEDGED) is
+// recorded, and the hold stays; a DICT that confirms it cancels it.
+func TestACancelNoticeIsConfirmedAtTheDICT(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.held(10_000, 0)
+	d := newFakeDICT(r)
+	a := f.noticesWith(&sagatest.Signals{}, d)
+	in := report(c.EndToEndID, dict.ReportCancelled, time.Now())
+	in.ID = r.ID.String()
+	d.report = in
+	d.report.Status, d.report.LastModified = dict.ReportAcknowledged, in.LastModified.Add(-time.Second)
+	status, got := post(t, a, reportsPath, reportNotice(in), pspKey)
+	require.Equal(t, http.StatusAccepted, status, "%v", got)
+	r, err := f.store.Get(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, string(dict.ReportAcknowledged), r.DICTStatus, "the DICT's word, not the notice's")
+	require.False(t, r.Cancelled())
+	require.Contains(t, d.ops, "getInfractionReport")
+
+	d.report.Status, d.report.LastModified = dict.ReportCancelled, in.LastModified.Add(time.Second)
+	status, got = post(t, a, reportsPath, reportNotice(in), pspKey)
+	require.Equal(t, http.StatusAccepted, status, "%v", got)
+	r, err = f.store.Get(ctx, r.ID)
+	require.NoError(t, err)
+	require.True(t, r.Cancelled(), "confirmed at the DICT")
+}

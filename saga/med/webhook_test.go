@@ -27,7 +27,16 @@ var pspKey = []byte("the psp's med notices key, 32 b.")
 // store, signatures required, as pixd serves them with
 // WEBHOOK_SIGNATURES_REQUIRED.
 func (f *fixture) notices(sig *sagatest.Signals) *sagatest.API {
+	return f.noticesWith(sig, nil)
+}
+
+// noticesWith are notices that confirm a cancel with reports (MED with
+// the DICT; nil: behind a PSP).
+func (f *fixture) noticesWith(sig *sagatest.Signals, reports med.DICT) *sagatest.API {
 	n := &med.Notices{Store: &med.Doors{Store: f.store, Temporal: sig, Log: sagatest.Discard()}, Log: sagatest.Discard()}
+	if reports != nil {
+		n.Reports = reports
+	}
 	return sagatest.NewAPI(f.t, f.s, sagatest.Options{
 		Sagas:  []api.SagaHTTP{{Webhooks: n.Webhooks()}},
 		Routes: api.WebhookRoutes,
