@@ -74,6 +74,9 @@ func collectors(env saga.Env) []prometheus.Collector {
 			"MED refund requests OPEN at the DICT that no report takes (came after it ended, or a second one): on-call's.", nil, nil),
 			Value: func(c OpenCounts) float64 { return float64(c.Unanswered) }},
 	}
+	for _, r := range returnRefusals {
+		returnsRefusedTotal.WithLabelValues(r.name)
+	}
 	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, dictSignatureRefusedTotal, returnsRefusedTotal, lateRequestsTotal, ageGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
 		What:   "med gauges",
 		Query:  func(ctx context.Context) (OpenCounts, error) { return store.Open(ctx, AnalysisAlertBefore) },

@@ -312,13 +312,24 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 // never a failure of its run, which the durable start would start again
 // into the same refusal.
 func ReturnRefusal(err error) string {
-	switch {
-	case errors.Is(err, pix.ErrRefundWindowClosed):
-		return "refund_window_closed"
-	case errors.Is(err, pix.ErrAccountClosed):
-		return "account_closed"
+	for _, r := range returnRefusals {
+		if errors.Is(err, r.err) {
+			return r.name
+		}
 	}
 	return ""
+}
+
+// returnRefusals are the final refusals of a devolução, by their name in
+// Report.ReturnRefused and pix_med_returns_refused_total's refusal label
+// (each series exported from the start, at 0, so that the alert and the
+// dashboard watch a metric that exists before the first refusal).
+var returnRefusals = []struct {
+	name string
+	err  error
+}{
+	{"refund_window_closed", pix.ErrRefundWindowClosed},
+	{"account_closed", pix.ErrAccountClosed},
 }
 
 // refuseReturn records that the report's return was refused for good
