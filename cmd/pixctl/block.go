@@ -94,7 +94,7 @@ twice. A second block of the same amount and reason takes a new -key.
 			if err != nil {
 				return fmt.Errorf("%w (the block may have been made: ask again with Idempotency-Key %s)", err, k)
 			}
-			return printBlockAnswer(inv, status, raw, "block "+args[0], h.Get("X-Idempotent-Replay") == "true")
+			return printOne(inv, status, raw, "block "+args[0], replayNote(h, "(the key's first answer: nothing held again)"), printBlock)
 		}
 	},
 }
@@ -182,33 +182,9 @@ func oneBlock(method, suffix, what string) func(fs *flag.FlagSet) runner {
 			if err != nil {
 				return err
 			}
-			return printBlockAnswer(inv, status, raw, what+" "+args[1], false)
+			return printOne(inv, status, raw, what+" "+args[1], "", printBlock)
 		}
 	}
-}
-
-// printBlockAnswer checks an answer about one block and prints it.
-func printBlockAnswer(inv *invocation, status int, raw json.RawMessage, what string, replay bool) error {
-	var e apiError
-	_ = json.Unmarshal(raw, &e)
-	if err := check(status, e, what); err != nil {
-		return err
-	}
-	if inv.json {
-		return printJSON(inv.out, raw)
-	}
-	var b pixBlock
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return unavailable(fmt.Errorf("%s: decode answer: %w", what, err))
-	}
-	if err := printBlock(inv.out, b); err != nil {
-		return err
-	}
-	if replay {
-		_, err := fmt.Fprintln(inv.out, "(the key's first answer: nothing held again)")
-		return err
-	}
-	return nil
 }
 
 // blockHeader heads the table of blocks; blockLine is a row of it.

@@ -66,7 +66,7 @@ Temporal UI. -o json prints the answer whole.
 			if err != nil {
 				return err
 			}
-			return printMEDAnswer(inv, status, raw, "show med report "+args[0], false)
+			return printOne(inv, status, raw, "show med report "+args[0], "", printMEDReport)
 		}
 	},
 }
@@ -120,33 +120,9 @@ analysis of a report analysed already is refused (med_report_analysed).
 			if err != nil {
 				return fmt.Errorf("%w (the analysis may have been recorded: ask again with Idempotency-Key %s)", err, k)
 			}
-			return printMEDAnswer(inv, status, raw, "close med report "+args[0], h.Get("X-Idempotent-Replay") == "true")
+			return printOne(inv, status, raw, "close med report "+args[0], replayNote(h, "(the key's first answer: the analysis recorded once)"), printMEDReport)
 		}
 	},
-}
-
-// printMEDAnswer checks an answer about one report and prints it.
-func printMEDAnswer(inv *invocation, status int, raw json.RawMessage, what string, replay bool) error {
-	var e apiError
-	_ = json.Unmarshal(raw, &e)
-	if err := check(status, e, what); err != nil {
-		return err
-	}
-	if inv.json {
-		return printJSON(inv.out, raw)
-	}
-	var r medReport
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return unavailable(fmt.Errorf("%s: decode answer: %w", what, err))
-	}
-	if err := printMEDReport(inv.out, r); err != nil {
-		return err
-	}
-	if replay {
-		_, err := fmt.Fprintln(inv.out, "(the key's first answer: the analysis recorded once)")
-		return err
-	}
-	return nil
 }
 
 // printMEDReport prints one report as a row of a table.

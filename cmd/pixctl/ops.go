@@ -82,6 +82,41 @@ func (c *apiClient) ask(ctx context.Context, method, path, what string, v any) (
 	return raw, nil
 }
 
+// printOne checks an answer about one item (what names the request in
+// errors) and prints it: as it came with -o json, otherwise decoded and
+// printed by print, then note when there is one (replayNote).
+func printOne[T any](inv *invocation, status int, raw json.RawMessage, what, note string, print func(io.Writer, T) error) error {
+	var e apiError
+	_ = json.Unmarshal(raw, &e)
+	if err := check(status, e, what); err != nil {
+		return err
+	}
+	if inv.json {
+		return printJSON(inv.out, raw)
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return unavailable(fmt.Errorf("%s: decode answer: %w", what, err))
+	}
+	if err := print(inv.out, v); err != nil {
+		return err
+	}
+	if note == "" {
+		return nil
+	}
+	_, err := fmt.Fprintln(inv.out, note)
+	return err
+}
+
+// replayNote is note when the answer is an Idempotency-Key's first answer
+// replayed, and "" otherwise.
+func replayNote(h http.Header, note string) string {
+	if h.Get("X-Idempotent-Replay") == "true" {
+		return note
+	}
+	return ""
+}
+
 // printJSON prints an answer as one line of JSON.
 func printJSON(out io.Writer, raw []byte) error {
 	var b bytes.Buffer
