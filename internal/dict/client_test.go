@@ -905,3 +905,72 @@ func TestAFullPageIsVerified(t *testing.T) {
 		t.Fatalf("a walk of pages of %d: %d handed, %v", dict.MaxLimit, n, err)
 	}
 }
+
+// TestAWalkGetsPastAnInstantOfMoreThanAPage: the lists have no offset, so
+// a walk paged by LastModified meets a full page of one instant again and
+// again. More reports modified at one instant than a page holds (400, of
+// three statuses) are walked one status at a time, and the walk goes on
+// after the instant: every report handed once, those after it too. More
+// of one status at one instant than a page holds can't be reached by any
+// query of the specification: the walk stops, ErrInstantTooFull.
+func TestAWalkGetsPastAnInstantOfMoreThanAPage(t *testing.T) {
+	ts := newDICT(t, dictsim.Options{Now: frozen})
+	c := newClient(t, ts.Config)
+	ctx := context.Background()
+	want := map[string]bool{}
+	for i := range 400 {
+		status := dict.ReportOpen
+		if i%2 == 1 {
+			status = dict.ReportAcknowledged
+		}
+		r := openReport(t, ts, c, status)
+		if i%5 == 0 {
+			if _, err := ts.CancelReport(r.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want[r.ID] = true
+	}
+	if _, err := ts.Advance(time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		want[openReport(t, ts, c, dict.ReportOpen).ID] = true
+	}
+	got := map[string]int{}
+	end, err := c.WalkInfractionReports(ctx, dict.ReportQuery{Role: dict.Credited, ModifiedAfter: frozen()}, func(r dict.InfractionReport) error {
+		got[r.ID]++
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a walk over 400 reports of one instant: %v", err)
+	}
+	for id, n := range got {
+		if n != 1 || !want[id] {
+			t.Errorf("report %s handed %d times (wanted: %v)", id, n, want[id])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d reports handed, %d wanted", len(got), len(want))
+	}
+	if !end.Equal(frozen().Add(time.Millisecond)) {
+		t.Errorf("the walk ended at %s, the last report's instant is %s", end, frozen().Add(time.Millisecond))
+	}
+	// Bounded by ModifiedBefore at the full instant: the walk ends there.
+	clear(got)
+	if _, err := c.WalkInfractionReports(ctx, dict.ReportQuery{Role: dict.Credited, ModifiedAfter: frozen(), ModifiedBefore: frozen()},
+		func(r dict.InfractionReport) error { got[r.ID]++; return nil }); err != nil || len(got) != 400 {
+		t.Fatalf("a walk of the full instant alone: %d handed, %v", len(got), err)
+	}
+
+	ts = newDICT(t, dictsim.Options{Now: frozen})
+	c = newClient(t, ts.Config)
+	for range dict.MaxLimit + 1 {
+		openReport(t, ts, c, dict.ReportOpen)
+	}
+	n := 0
+	_, err = c.WalkInfractionReports(ctx, dict.ReportQuery{Role: dict.Credited}, func(dict.InfractionReport) error { n++; return nil })
+	if !errors.Is(err, dict.ErrInstantTooFull) {
+		t.Fatalf("a walk over %d OPEN reports of one instant: %d handed, %v; want ErrInstantTooFull", dict.MaxLimit+1, n, err)
+	}
+}

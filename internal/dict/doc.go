@@ -31,9 +31,11 @@
 // cursor is sent as precisely as the DICT wrote the LastModified
 // (milliseconds in the specification's examples; finer if the DICT's are),
 // since the walk compares the page's items with it as it is. A full page
-// modified at one instant, all handed, cannot be got past (no offset):
-// the walk stops with an error; a larger Limit, or at 200 a walk per
-// Status, gets past it.
+// modified at one instant, all handed, would come back the same (no
+// offset): the walk lists that instant alone, one Status at a time at
+// Limit 200, and goes on a nanosecond after it; more than 200 items of one
+// status at one instant can't be reached by any query the specification
+// offers, and the walk stops there (ErrInstantTooFull).
 //
 // # Transport and signatures
 //

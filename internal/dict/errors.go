@@ -129,6 +129,12 @@ var (
 	// invalid (an id that is not a uuid, an unknown enumeration value):
 	// a bug of the caller's, never retried.
 	ErrNotSent = errors.New("dict: request not sent")
+	// ErrInstantTooFull is a walk that cannot get past one instant: more
+	// items of one Status modified at that instant than a page holds
+	// (MaxLimit). The lists have no offset, so nothing the specification
+	// offers reaches the rest; the walk stops there (the same walk stops at
+	// the same place until the DICT's items change): an operator's matter.
+	ErrInstantTooFull = errors.New("dict list: more items of one status modified at one instant than a page holds")
 )
 
 // ProblemError is an answer of the DICT that is an error: its HTTP

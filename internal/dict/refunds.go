@@ -88,11 +88,26 @@ func (c *HTTPClient) WalkRefunds(ctx context.Context, q RefundQuery, fn func(Ref
 	if q.Limit == 0 {
 		q.Limit = MaxLimit
 	}
-	return walk(q.ModifiedAfter, func(after time.Time) ([]Refund, bool, error) {
-		q.ModifiedAfter = after
-		p, err := c.ListRefunds(ctx, q)
-		return p.Refunds, p.HasMoreElements, err
-	}, func(r Refund) (string, time.Time) { return r.ID, r.LastModified }, fn)
+	statuses := q.Status
+	if len(statuses) == 0 {
+		statuses = []RefundStatus{RefundOpen, RefundClosed, RefundCancelled}
+	}
+	return walk(q.ModifiedAfter, listing[Refund]{
+		page: func(after time.Time) ([]Refund, bool, error) {
+			q.ModifiedAfter = after
+			p, err := c.ListRefunds(ctx, q)
+			return p.Refunds, p.HasMoreElements, err
+		},
+		instant: func(at time.Time, status string) ([]Refund, bool, error) {
+			one := q
+			one.ModifiedAfter, one.ModifiedBefore, one.Status, one.Limit = at, at, []RefundStatus{RefundStatus(status)}, MaxLimit
+			p, err := c.ListRefunds(ctx, one)
+			return p.Refunds, p.HasMoreElements, err
+		},
+		statuses: names(statuses),
+		before:   q.ModifiedBefore,
+		key:      func(r Refund) (string, time.Time) { return r.ID, r.LastModified },
+	}, fn)
 }
 
 // GetRefund reads one refund request (GET /refunds/{RefundId},

@@ -118,18 +118,34 @@ func (c *HTTPClient) ListInfractionReports(ctx context.Context, q ReportQuery) (
 }
 
 // WalkInfractionReports calls fn once on each report of q, from
-// q.ModifiedAfter on, page after page, and returns the LastModified of the
+// q.ModifiedAfter on, page after page (an instant of more reports than a
+// page holds walked one Status at a time: walk), and returns the LastModified of the
 // last report fn took (q.ModifiedAfter, cut to milliseconds, when none): a lister's next
 // ModifiedAfter, less the lists' lag. An error of fn stops the walk.
 func (c *HTTPClient) WalkInfractionReports(ctx context.Context, q ReportQuery, fn func(InfractionReport) error) (time.Time, error) {
 	if q.Limit == 0 {
 		q.Limit = MaxLimit
 	}
-	return walk(q.ModifiedAfter, func(after time.Time) ([]InfractionReport, bool, error) {
-		q.ModifiedAfter = after
-		p, err := c.ListInfractionReports(ctx, q)
-		return p.Reports, p.HasMoreElements, err
-	}, func(r InfractionReport) (string, time.Time) { return r.ID, r.LastModified }, fn)
+	statuses := q.Status
+	if len(statuses) == 0 {
+		statuses = []InfractionReportStatus{ReportOpen, ReportAcknowledged, ReportClosed, ReportCancelled}
+	}
+	return walk(q.ModifiedAfter, listing[InfractionReport]{
+		page: func(after time.Time) ([]InfractionReport, bool, error) {
+			q.ModifiedAfter = after
+			p, err := c.ListInfractionReports(ctx, q)
+			return p.Reports, p.HasMoreElements, err
+		},
+		instant: func(at time.Time, status string) ([]InfractionReport, bool, error) {
+			one := q
+			one.ModifiedAfter, one.ModifiedBefore, one.Status, one.Limit = at, at, []InfractionReportStatus{InfractionReportStatus(status)}, MaxLimit
+			p, err := c.ListInfractionReports(ctx, one)
+			return p.Reports, p.HasMoreElements, err
+		},
+		statuses: names(statuses),
+		before:   q.ModifiedBefore,
+		key:      func(r InfractionReport) (string, time.Time) { return r.ID, r.LastModified },
+	}, fn)
 }
 
 func (c *HTTPClient) reportQuery(q ReportQuery) (url.Values, policy, error) {
@@ -282,52 +298,108 @@ func checkID(id string) error {
 	return nil
 }
 
-// walk hands fn each item of the pages page returns, from after on, once:
-// the lists have no offset, so the next page is asked from the last
-// item's LastModified, which the DICT includes (ModifiedAfter is >=); the
-// items of that instant already handed are skipped. It returns the
+// listing is what walk reads of one list: its pages from an instant on
+// (page: the caller's query from after), and the pages of one instant
+// alone, of one status (instant: ModifiedAfter and ModifiedBefore at,
+// Status status, Limit MaxLimit), for each of statuses (the caller's
+// Status filter, or every status of the list). before is the caller's
+// ModifiedBefore (zero: none).
+type listing[T any] struct {
+	page     func(after time.Time) ([]T, bool, error)
+	instant  func(at time.Time, status string) ([]T, bool, error)
+	statuses []string
+	before   time.Time
+	key      func(T) (string, time.Time)
+}
+
+// walk hands fn each item of l's pages, from after on, once: the lists
+// have no offset, so the next page is asked from the last item's
+// LastModified, which the DICT includes (ModifiedAfter is >=); the items
+// of that instant already handed are skipped. A full page whose items
+// were all handed (more items of one instant than a page holds) would
+// come back the same: that instant is walked alone, one status at a time
+// (each status' items of the instant fit a page, or the walk stops:
+// ErrInstantTooFull), and the walk goes on from just after it (a
+// nanosecond later: nothing the DICT writes lies between). It returns the
 // LastModified of the last item fn took.
-func walk[T any](after time.Time, page func(after time.Time) ([]T, bool, error), key func(T) (string, time.Time), fn func(T) error) (time.Time, error) {
+func walk[T any](after time.Time, l listing[T], fn func(T) error) (time.Time, error) {
 	// The caller's start is sent in milliseconds (an earlier bound
 	// includes more, never less); from then on the cursor is the DICT's
 	// own LastModified, sent and compared as the DICT wrote it.
 	cursor := after.Truncate(time.Millisecond)
+	last := cursor
 	seen := map[string]bool{} // ids handed whose LastModified is cursor
+	hand := func(it T) error {
+		id, mod := l.key(it)
+		if mod.Equal(cursor) && seen[id] {
+			return nil
+		}
+		if err := fn(it); err != nil {
+			return err
+		}
+		if mod.After(cursor) {
+			cursor = mod
+			clear(seen)
+		}
+		seen[id], last = true, mod
+		return nil
+	}
 	for {
-		items, more, err := page(cursor)
+		items, more, err := l.page(cursor)
 		if err != nil {
-			return cursor, err
+			return last, err
 		}
 		progressed := false
 		for _, it := range items {
-			id, mod := key(it)
-			switch {
-			case mod.Before(cursor):
-				return cursor, fmt.Errorf("dict list: %w: %s modified %s, before the page's start %s", ErrUnknownOutcome, id, dateTime(mod), dateTime(cursor))
-			case mod.Equal(cursor) && seen[id]:
-				continue
+			id, mod := l.key(it)
+			if mod.Before(cursor) {
+				return last, fmt.Errorf("dict list: %w: %s modified %s, before the page's start %s", ErrUnknownOutcome, id, dateTime(mod), dateTime(cursor))
 			}
-			if err := fn(it); err != nil {
-				return cursor, err
+			progressed = progressed || !(mod.Equal(cursor) && seen[id])
+			if err := hand(it); err != nil {
+				return last, err
 			}
-			if mod.After(cursor) {
-				cursor = mod
-				clear(seen)
-			}
-			seen[id] = true
-			progressed = true
 		}
 		if !more {
-			return cursor, nil
+			return last, nil
 		}
-		if !progressed {
-			// A whole page modified at one instant, all handed already: the
-			// next page would be the same, as the lists have no offset.
-			what := fmt.Sprintf("walk again with a larger Limit (up to %d)", MaxLimit)
-			if len(items) >= MaxLimit {
-				what = "walk again split by Status (one walk per status), whose pages hold fewer items of that instant"
+		if progressed {
+			continue
+		}
+		// A whole page modified at the cursor's instant, all handed
+		// already: the next page would be the same.
+		at := cursor
+		for _, status := range l.statuses {
+			items, more, err := l.instant(at, status)
+			if err != nil {
+				return last, err
 			}
-			return cursor, fmt.Errorf("dict list: a full page of %d items modified at %s, all handed: the walk cannot get past that instant; %s", len(items), dateTime(cursor), what)
+			for _, it := range items {
+				id, mod := l.key(it)
+				if !mod.Equal(at) {
+					return last, fmt.Errorf("dict list: %w: %s modified %s, outside the instant %s asked", ErrUnknownOutcome, id, dateTime(mod), dateTime(at))
+				}
+				if err := hand(it); err != nil {
+					return last, err
+				}
+			}
+			if more {
+				return last, fmt.Errorf("%w: more than %d items %s modified at %s", ErrInstantTooFull, len(items), status, dateTime(at))
+			}
+		}
+		cursor = at.Add(time.Nanosecond)
+		clear(seen)
+		if !l.before.IsZero() && cursor.After(l.before) {
+			return last, nil
 		}
 	}
+}
+
+// names are statuses as the lists' Status parameter writes them.
+func names[S ~string](statuses []S) []string {
+	out := make([]string, len(statuses))
+	for i, s := range statuses {
+		out[i] = string(s)
+	}
+	return out
 }

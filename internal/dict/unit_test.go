@@ -5,11 +5,8 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/pixbank/pix/internal/dict/dictspec"
 )
@@ -105,24 +102,6 @@ func TestRetryAfterIsBounded(t *testing.T) {
 	} {
 		if got := retryAfter(in, now); got != want {
 			t.Errorf("Retry-After %q: %s, want %s", in, got, want)
-		}
-	}
-}
-
-// TestWalkStuckSaysWhatToDo: a full page at one instant, all handed, stops
-// the walk; the error says what gets past it: a larger Limit while there
-// is one, else a walk split by Status.
-func TestWalkStuckSaysWhatToDo(t *testing.T) {
-	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	for n, want := range map[int]string{7: "larger Limit", MaxLimit: "split by Status"} {
-		ids := make([]string, n)
-		for i := range ids {
-			ids[i] = uuid.NewString()
-		}
-		_, err := walk(at, func(time.Time) ([]string, bool, error) { return ids, true, nil },
-			func(id string) (string, time.Time) { return id, at }, func(string) error { return nil })
-		if err == nil || !strings.Contains(err.Error(), want) || n == MaxLimit && strings.Contains(err.Error(), "larger Limit") {
-			t.Errorf("a stuck walk of pages of %d: %v; want it to say %q", n, err, want)
 		}
 	}
 }
