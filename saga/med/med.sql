@@ -89,6 +89,13 @@ ON CONFLICT (id) DO UPDATE SET dict_status = EXCLUDED.dict_status, dict_modified
       AND (pix_med_refund_requests.dict_modified_at IS NULL
            OR date_trunc('microseconds', EXCLUDED.dict_modified_at) > pix_med_refund_requests.dict_modified_at)
 
+-- name: Kept
+-- The refund request $1 of report $2 as kept on its own (its status, the
+-- DICT's LastModified of it), locked after its report's row (the one
+-- order): the report about to take it reads whether the DICT cancelled it
+-- meanwhile (keptCopy in store.go). No row: never kept. By its primary key.
+SELECT dict_status, dict_modified_at FROM pix_med_refund_requests WHERE id = $1 AND report_id = $2 FOR UPDATE
+
 -- name: Taken
 -- A refund request kept on its own ($1) that its report $2 takes as the one
 -- it answers (IntakeRefund): no longer on-call's.

@@ -83,7 +83,7 @@ var queryFiles embed.FS
 
 // medSQL holds the statements of med.sql.
 var medSQL struct {
-	CreditOf, CreditPSP, Insert, Get, Lock, Save, MarkSent, Unanswered, Taken, Ours, OfPIX, Open, Event string
+	CreditOf, CreditPSP, Insert, Get, Lock, Save, MarkSent, Unanswered, Kept, Taken, Ours, OfPIX, Open, Event string
 }
 
 func init() { db.BindQueries(queryFiles, "med.sql", &medSQL) }
@@ -525,7 +525,10 @@ func recheckOurs(ctx context.Context, tx pgx.Tx, cur Report) (Report, error) {
 // (RequestReopened: agreed, released at its 72 hours with nothing
 // returned, its PIX still within its 90 days; the report waits for its
 // return again and its run is started anew), or another request of a
-// report that answered one.
+// report that answers one (open or answered: kept, never refused, so that
+// nothing the DICT sent is lost). A request kept before its report could
+// take it (not ours yet) follows the DICT there (requestMoves) and is
+// taken only while OPEN: one cancelled meanwhile is never taken.
 func (s *Store) IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool, error) {
 	r, changed, _, err := s.intakeRefund(ctx, in)
 	return r, changed, err
@@ -551,6 +554,20 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 	if in.RefundAmount <= 0 {
 		return Report{}, false, "", pix.Invalid("refund_amount", "must be positive")
 	}
+	// keep records the request in by its own id, for on-call, its report
+	// cur unchanged (why: why its report does not answer it); again, its
+	// status moves as requestMoves says (Unanswered). A first record or a
+	// move is the outcome RequestUnanswered.
+	keep := func(tx pgx.Tx, cur Report, why string) (Report, bool, error) {
+		rs, err := tx.Exec(ctx, medSQL.Unanswered, requestID, cur.ID, int64(in.RefundAmount), string(in.Status), why, in.LastModified)
+		if err != nil {
+			return Report{}, false, fmt.Errorf("record refund request %s of report %s: %w", requestID, cur.ID, err)
+		}
+		if rs.RowsAffected() > 0 {
+			outcome = RequestUnanswered
+		}
+		return cur, false, nil
+	}
 	out, changed, err = s.decide(ctx, id, -1, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		outcome = ""
 		if cur.EndToEndID != in.TransactionID {
@@ -567,9 +584,21 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			}
 			next.RefundRequestState, next.RefundRequestModifiedAt = ptr(string(in.Status)), ptr(in.LastModified)
 			return save(ctx, tx, cur, next)
-		case cur.RequestOpen():
-			return Report{}, false, fmt.Errorf("%w: report %s has the open refund request %s, not %s", ErrReportMismatch, id, *cur.RefundRequestID, requestID)
-		case takesRequest(cur):
+		case takesRequest(cur) || (in.Status == dict.RefundOpen && reopenable(cur, s.now())):
+			state, modified, kept, err := keptCopy(ctx, tx, requestID, cur.ID, in)
+			if err != nil {
+				return Report{}, false, err
+			}
+			if kept && state != string(dict.RefundOpen) {
+				// Kept on its own before its report could take it (not
+				// ours yet), and cancelled or closed at the DICT since: it
+				// follows the DICT's word where it is kept, never taken,
+				// nothing returned on it.
+				return keep(tx, cur, "report_ended")
+			}
+			if !takesRequest(cur) {
+				next.Status, next.EndCause, outcome = StatusAwaitingRequest, nil, RequestReopened
+			}
 			if cur.RefundRequestID != nil {
 				// Cancelled by its requester, nothing returned: kept by its own id.
 				if _, err := tx.Exec(ctx, medSQL.Unanswered, *cur.RefundRequestID, cur.ID, *cur.RefundRequestCents,
@@ -577,24 +606,17 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 					return Report{}, false, fmt.Errorf("keep refund request %s of report %s: %w", *cur.RefundRequestID, cur.ID, err)
 				}
 			}
-		case in.Status == dict.RefundOpen && reopenable(cur, s.now()):
-			next.Status, next.EndCause, outcome = StatusAwaitingRequest, nil, RequestReopened
+			next.RefundRequestState, next.RefundRequestModifiedAt = &state, &modified
+		case cur.Status == StatusEnded || cur.Status == StatusNotOurs:
+			return keep(tx, cur, "report_ended")
 		default:
-			why := "another_request"
-			if cur.Status == StatusEnded || cur.Status == StatusNotOurs {
-				why = "report_ended"
-			}
-			rs, err := tx.Exec(ctx, medSQL.Unanswered, requestID, cur.ID, int64(in.RefundAmount), string(in.Status), why, in.LastModified)
-			if err != nil {
-				return Report{}, false, fmt.Errorf("record refund request %s of report %s: %w", requestID, cur.ID, err)
-			}
-			if rs.RowsAffected() > 0 {
-				outcome = RequestUnanswered
-			}
-			return cur, false, nil
+			// Another request of a report that answers one (open, or
+			// answered already): never written over the first, whose
+			// returns would count against its amount; kept by its own id,
+			// on-call's, nothing the DICT sent lost.
+			return keep(tx, cur, "another_request")
 		}
-		next.RefundRequestID, next.RefundRequestCents, next.RefundRequestState = &requestID, ptr(int64(in.RefundAmount)), ptr(string(in.Status))
-		next.RefundRequestModifiedAt = ptr(in.LastModified)
+		next.RefundRequestID, next.RefundRequestCents = &requestID, ptr(int64(in.RefundAmount))
 		// Kept on its own before (before this report could take it): the
 		// report answers it now, it is on-call's no longer.
 		if _, err := tx.Exec(ctx, medSQL.Taken, requestID, cur.ID); err != nil {
@@ -606,6 +628,29 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 		lateRequestsTotal.WithLabelValues(outcome).Inc()
 	}
 	return out, changed, outcome, err
+}
+
+// keptCopy is the refund request requestID as the report reportID takes
+// it (state, modified at the DICT): the copy in, or, when the request was
+// kept on its own before (kept: its report could not take it then, e.g.
+// not ours yet), the kept row's status moved by in as requestMoves says,
+// the row locked (after the report's, the one order). A kept request
+// cancelled at the DICT since stays CANCELLED whatever OPEN copy comes
+// later: never taken, nothing returned on it.
+func keptCopy(ctx context.Context, tx pgx.Tx, requestID, reportID uuid.UUID, in dict.Refund) (state string, modified time.Time, kept bool, err error) {
+	var keptModified *time.Time
+	err = tx.QueryRow(ctx, medSQL.Kept, requestID, reportID).Scan(&state, &keptModified)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return string(in.Status), in.LastModified, false, nil
+	case err != nil:
+		return "", time.Time{}, false, fmt.Errorf("refund request %s kept on its own: %w", requestID, err)
+	case requestMoves(state, keptModified, in):
+		return string(in.Status), in.LastModified, true, nil
+	case keptModified != nil && keptModified.After(in.LastModified):
+		return state, *keptModified, true, nil
+	}
+	return state, in.LastModified, true, nil
 }
 
 // requestMoves says whether the copy in of a refund request moves the
