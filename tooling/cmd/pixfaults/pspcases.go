@@ -58,7 +58,9 @@ var pspTokenUsable = psp.TokenSentFor(pspTokenLifetime)
 // call can have reached the PSP: from when the last token fetched before
 // it was no longer used (pspTokenUsable after start; at start when the
 // tokens were revoked) and the calls that had one have ended (PSP_TIMEOUT,
-// 3 s, and a second).
+// 3 s, and a second). start and end must bound the outage from within (no
+// token could be issued from start to end: see tokenOutage), or a call
+// that legitimately got a token before it or after it is counted in it.
 func noTokenWindow(start, end time.Time, revoked bool) (from, to time.Time) {
 	from = start.Add(4 * time.Second)
 	if !revoked {
@@ -74,20 +76,48 @@ func noTokenWindow(start, end time.Time, revoked bool) (from, to time.Time) {
 // reversed on it (checkTransfers, checkRefunds); all completes after.
 func tokenEndpointDown(ctx context.Context, r *caseRun) (time.Time, string, error) {
 	logFrom := logSize(r.st.worker)
-	down := time.Now()
-	fault := pspsim.TokenEndpointFault{Mode: pspsim.TokenEndpointUnavailable, For: pspsim.Duration(r.s.tokenDown)}
-	if err := r.st.psp.send(ctx, http.MethodPut, "/sim/token-endpoint", fault, http.StatusNoContent, nil); err != nil {
+	out, err := takeTokenEndpointDown(ctx, r.st.psp, r.s.tokenDown)
+	if err != nil {
 		return time.Now(), "", err
 	}
-	time.Sleep(r.s.tokenDown)
-	if err := r.st.psp.send(ctx, http.MethodDelete, "/sim/token-endpoint", nil, http.StatusNoContent, nil); err != nil {
-		return time.Now(), "", err
-	}
-	healed := time.Now()
 	r.facts["PSP calls without a token (endpoint down)"] = countLog(r.st.worker, logFrom, "psp token endpoint unavailable")
-	r.noTokenFrom, r.noTokenTo = noTokenWindow(down, healed, false)
-	return healed, fmt.Sprintf("%d PSP calls failed for want of a token (the worker's log); tokens of %s, used %s each",
+	r.noTokenFrom, r.noTokenTo = noTokenWindow(out.down, out.back, false)
+	return out.healed, fmt.Sprintf("%d PSP calls failed for want of a token (the worker's log); tokens of %s, used %s each",
 		r.facts["PSP calls without a token (endpoint down)"], pspTokenLifetime, pspTokenUsable), nil
+}
+
+// tokenOutage is an outage of the simulator's token endpoint as the suite
+// can tell it by its own clock: the simulator issued no token from down to
+// back (it took the endpoint down at some moment of the request that asked
+// it to, so a token may have been issued until that request's answer; and
+// it may have brought the endpoint back as soon as back), and healed is
+// when the suite had brought it back.
+type tokenOutage struct {
+	down, back, healed time.Time
+}
+
+// takeTokenEndpointDown takes the simulator's token endpoint down for d
+// (PUT /sim/token-endpoint, 503 temporarily_unavailable) and back. The
+// simulator ends the outage on its own d after it took it down (the
+// fault's For: a suite that dies does not leave it down), which may be
+// before the DELETE that ends it here is even sent (always, on a busy
+// machine by much): a token asked for then is issued, and the transfer it
+// authorises made, before that DELETE's answer. So back is d after the PUT
+// was sent, the earliest the simulator's own end can be, never the
+// DELETE's answer.
+func takeTokenEndpointDown(ctx context.Context, p *pspServer, d time.Duration) (tokenOutage, error) {
+	asked := time.Now()
+	fault := pspsim.TokenEndpointFault{Mode: pspsim.TokenEndpointUnavailable, For: pspsim.Duration(d)}
+	if err := p.send(ctx, http.MethodPut, "/sim/token-endpoint", fault, http.StatusNoContent, nil); err != nil {
+		return tokenOutage{}, err
+	}
+	down := time.Now()
+	time.Sleep(d)
+	back := asked.Add(d)
+	if err := p.send(ctx, http.MethodDelete, "/sim/token-endpoint", nil, http.StatusNoContent, nil); err != nil {
+		return tokenOutage{}, err
+	}
+	return tokenOutage{down: down, back: back, healed: time.Now()}, nil
 }
 
 // wrongClientSecret rotates our client's secret at the simulator, its
@@ -177,7 +207,7 @@ func heldBackCheck(facts ...string) func(context.Context, *caseRun, *outcome) []
 // only after it, moved lists those the PSP made in the no-token window.
 func heldBack(ctx context.Context, r *caseRun) (held map[string]int, moved map[string][]string, err error) {
 	held, moved = map[string]int{}, map[string][]string{}
-	in := func(t time.Time) bool { return !t.Before(r.noTokenFrom) && t.Before(r.noTokenTo) }
+	in := r.withoutToken
 	transfers, err := transfersOf(ctx, r.st.pool, r.sess.RunID())
 	if err != nil {
 		return nil, nil, err
@@ -224,6 +254,12 @@ func heldBack(ctx context.Context, r *caseRun) (held map[string]int, moved map[s
 		}
 	}
 	return held, moved, nil
+}
+
+// withoutToken reports whether the PSP made something at t, in a token
+// case's window in which no call could have a token.
+func (r *caseRun) withoutToken(t time.Time) bool {
+	return !t.Before(r.noTokenFrom) && t.Before(r.noTokenTo)
 }
 
 // The PIX the simulator is told it received (POST /sim/pix) in the

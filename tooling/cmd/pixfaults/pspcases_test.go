@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/tooling/pspsim"
+)
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestTokenCaseCountsOnlyWhatNoTokenCouldAuthorise runs case 21's fault,
+// tokenEndpointDown, against the simulator with OAuth, and the PSP client
+// as the worker uses it. The case once failed with "1 transfers created
+// at the PSP while no token could be had": the simulator ends the outage
+// on its own tokenDown after it took the endpoint down, before the case's
+// DELETE is sent; a transfer sent with a token issued in between was made
+// before the DELETE's answer, which the case took for the heal. Here the
+// DELETE is held back (as a busy machine's scheduler holds a process) while
+// a token is fetched and a transfer sent: the case must not count it. A
+// client with a token fetched just before the outage sends transfers all
+// through it: what the PSP made of them falls outside the window (before:
+// its token's last use; after: the heal), and some failed for want of a
+// token; the window is not empty, and whatever the PSP makes in it is
+// counted.
+func TestTokenCaseCountsOnlyWhatNoTokenCouldAuthorise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the token outage lasts 12 s")
+	}
+	const clientID, secret = "pix-bank", "s3cret"
+	sim := pspsim.New(pspsim.Options{OAuth: &pspsim.OAuthOptions{Clients: map[string]string{clientID: secret}, TokenLifetime: pspTokenLifetime}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- sim.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		<-served
+	})
+	base := "http://" + ln.Addr().String()
+	newClient := func() *psp.HTTPClient {
+		c, err := psp.New(psp.Config{BaseURL: base, Timeout: 3 * time.Second, TokenURL: base + pspsim.TokenPath,
+			ClientID: clientID, ClientSecret: secret})
+		require.NoError(t, err)
+		return c
+	}
+	var mu sync.Mutex
+	n := 0
+	submit := func(c *psp.HTTPClient) (string, error) {
+		mu.Lock()
+		n++
+		e2e := fmt.Sprintf("E12345678202612061200%011d", n)
+		mu.Unlock()
+		_, err := c.Submit(t.Context(), psp.Transfer{EndToEndID: e2e, AccountID: "acc-1", AmountCents: 100, PixKey: "k@test"})
+		return e2e, err
+	}
+
+	// The DELETE that ends the outage waits until a token was fetched
+	// (the simulator ended the outage already) and a transfer sent.
+	var afterHeal string
+	held := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method == http.MethodDelete && req.URL.Path == "/sim/token-endpoint" {
+			e2e, err := submit(newClient())
+			if err != nil {
+				return nil, fmt.Errorf("a transfer sent once the simulator ended the outage: %w", err)
+			}
+			afterHeal = e2e
+		}
+		return http.DefaultTransport.RoundTrip(req)
+	})
+	p := &pspServer{sim: sim, url: base, apiURL: base, client: &http.Client{Timeout: 10 * time.Second, Transport: held}}
+	r := &caseRun{st: &stack{psp: p, worker: &process{name: "worker", logDir: t.TempDir()}}, s: settings{tokenDown: 12 * time.Second},
+		facts: map[string]int{}}
+
+	// A client with a token fetched before the outage sends a transfer
+	// every 100 ms through it (each waits for a token, up to its timeout,
+	// when it has none).
+	early := newClient()
+	_, err = submit(early)
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	var sent, refused int
+	sending := make(chan struct{})
+	go func() {
+		defer close(sending)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			_, err := submit(early)
+			var tokenErr *psp.TokenError
+			switch {
+			case err == nil:
+				sent++
+			case errors.As(err, &tokenErr):
+				refused++
+			default:
+				t.Errorf("a transfer with the early token: %v", err)
+			}
+		}
+	}()
+	_, _, err = tokenEndpointDown(t.Context(), r)
+	close(stop)
+	<-sending
+	require.NoError(t, err)
+
+	require.NotEmpty(t, afterHeal)
+	made, _, err := p.transfers(t.Context())
+	require.NoError(t, err)
+	require.Contains(t, made, afterHeal)
+	require.False(t, r.withoutToken(made[afterHeal].CreatedAt),
+		"a transfer sent with a token the simulator issued after it ended the outage (%s) counted in the window without a token (%s to %s)",
+		made[afterHeal].CreatedAt.Format(time.StampMilli), r.noTokenFrom.Format(time.StampMilli), r.noTokenTo.Format(time.StampMilli))
+	for e2e, v := range made {
+		require.False(t, r.withoutToken(v.CreatedAt), "transfer %s made at %s, in the window without a token (%s to %s)",
+			e2e, v.CreatedAt.Format(time.StampMilli), r.noTokenFrom.Format(time.StampMilli), r.noTokenTo.Format(time.StampMilli))
+	}
+	require.Positive(t, sent, "no transfer sent with the early token")
+	require.Positive(t, refused, "no transfer failed for want of a token: the fault did not bite")
+	// The window is what the outage leaves after the last early token's
+	// use (10 s), and what the PSP makes in it is counted.
+	require.Greater(t, r.noTokenTo.Sub(r.noTokenFrom), time.Second)
+	require.True(t, r.withoutToken(r.noTokenFrom))
+	require.True(t, r.withoutToken(r.noTokenTo.Add(-time.Millisecond)))
+}
