@@ -31,7 +31,7 @@ func depsOf(env saga.Env) any {
 	store := storeOf(env, s)
 	return &Deps{
 		Activities: &Activities{Store: store, DICT: d, Log: env.Log, BehindPSP: s.Disabled},
-		Lister: &Lister{Covered: covered.NewStore(env.Store, ListerName), DICT: l, Window: s.List, Log: env.Log,
+		Lister: &Lister{Covered: covered.NewStore(env.Store, ListerName), DICT: l, Window: s.List, Log: env.Log, Quarantine: store,
 			Doors: &Doors{Store: store, Temporal: env.Temporal, Log: env.Log}},
 	}
 }

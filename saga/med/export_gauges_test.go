@@ -5,3 +5,10 @@ package med
 var SignatureRefusals = dictSignatureRefusedTotal
 
 func CountSignatureRefusals(d DICT) DICT { return signatureCounted{d} }
+
+// QuarantinedItems and ListFailures are the lister's counters of the items
+// quarantined and the lists failed for good.
+var (
+	QuarantinedItems = quarantinedTotal
+	ListFailures     = listFailedTotal
+)

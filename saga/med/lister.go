@@ -13,6 +13,7 @@ import (
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/covered"
 )
 
@@ -21,8 +22,17 @@ const ListerName = "dict-med"
 
 // ListedType is the Temporal type of a list the DICT refused (our
 // credentials, our signature, a query it does not take): the run fails,
-// not retried; the next run of the Schedule lists from the covered end.
+// not retried, counted (pix_med_dict_list_failed_total{reason="refused"},
+// PixMEDDICTListFailed); the next run of the Schedule lists from the
+// covered end.
 const ListedType = "MEDDICTListRefused"
+
+// ListStuckType is the Temporal type of a list that can't get past an
+// instant (dict.ErrInstantTooFull: more items of one status modified at
+// one instant than a page holds): the run fails, not retried, counted
+// (pix_med_dict_list_failed_total{reason="instant_too_full"},
+// PixMEDDICTListFailed).
+const ListStuckType = "MEDDICTListStuck"
 
 // DICTLister is what the lister needs of the DICT (dict.HTTPClient has it):
 // the two lists, walked page by page, and the read of a report a refund
@@ -46,6 +56,12 @@ type Intaker interface {
 	IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool, error)
 }
 
+// Quarantine records the listed items the doors refuse for good
+// (Store.Quarantine).
+type Quarantine interface {
+	Quarantine(ctx context.Context, q Quarantined) (first bool, err error)
+}
+
 // Lister is the activities of the DICT's lister (ListerWorkflow): the
 // infraction reports where we are the credited participant and the refund
 // requests we are contested in, modified within a window, handed to the
@@ -54,6 +70,9 @@ type Lister struct {
 	Covered ListerStore
 	DICT    DICTLister
 	Doors   Intaker
+	// Quarantine records an item the doors refuse for good, which the
+	// window then moves past.
+	Quarantine Quarantine
 	// Window is the lister's window (MED_DICT_LIST_*).
 	Window covered.Settings
 	// PartItems bounds what one part takes of each list before it is cut
@@ -122,7 +141,10 @@ var errPartFull = errors.New("med lister: the part is full")
 // once (the doors are idempotent on the id); a retry goes on from the last
 // instant its heartbeat holds, handing that instant again. A 429 is waited
 // out (the DICT's Retry-After), a lost or unverified answer retried by
-// Temporal, a refusal fails the run (ListedType).
+// Temporal, a refusal fails the run (ListedType), and so does an instant
+// no query reaches the end of (ListStuckType). An item the doors refuse
+// for good is quarantined and the walk goes on; any other failure of
+// theirs fails the attempt, retried.
 func (l *Lister) ListDICTPart(ctx context.Context, w covered.Window) (ListPart, error) {
 	var p listProgress
 	if activity.HasHeartbeatDetails(ctx) {
@@ -207,8 +229,14 @@ func (l *Lister) walk(ctx context.Context, start time.Time, p *listProgress) err
 				return err
 			}
 		case dict.Classify(err) == dict.Refused:
+			listFailedTotal.WithLabelValues(listRefused).Inc()
 			l.Log.ErrorContext(ctx, "med lister: the DICT refused a list; the covered window stays, the next run lists it again", "error", err)
 			return temporal.NewNonRetryableApplicationError(err.Error(), ListedType, err)
+		case errors.Is(err, dict.ErrInstantTooFull):
+			listFailedTotal.WithLabelValues(listInstantTooFull).Inc()
+			l.Log.ErrorContext(ctx, "med lister: the list can't get past an instant of more items of one status than a page holds; "+
+				"the covered window stays before it, a human must look", "error", err)
+			return temporal.NewNonRetryableApplicationError(err.Error(), ListStuckType, err)
 		default:
 			// No answer, one not verified, or the store's failure: Temporal
 			// retries the attempt, which goes on from the heartbeat's cursor.
@@ -230,32 +258,29 @@ func sleep(ctx context.Context, d time.Duration, beat func()) error {
 	}
 }
 
-// intake hands a listed report to the saga's door. A report that
-// contradicts the one received (ErrReportMismatch) is logged and left: it
-// holds back none of the others.
+// intake hands a listed report to the saga's door. A report the door
+// refuses for good (pix.IsRefusal: it contradicts the one received, the
+// table can't hold it) is quarantined: it holds back none of the others.
 func (l *Lister) intake(ctx context.Context, r dict.InfractionReport) error {
 	_, _, err := l.Doors.Intake(ctx, r)
-	switch {
-	case errors.Is(err, ErrReportMismatch):
-		l.Log.ErrorContext(ctx, "med lister: the DICT's report contradicts the one received; left, a human must look", "report_id", r.ID, "error", err)
-		return nil
-	case err != nil:
-		return activities.KindError(err)
+	if pix.IsRefusal(err) {
+		return l.quarantine(ctx, Quarantined{Kind: QuarantinedReport, ID: r.ID, LastModified: r.LastModified, Reason: refusalCode(err)}, err)
 	}
-	return nil
+	return activities.KindError(err)
 }
 
 // intakeRefund hands a listed refund request to the saga's door. Its report
 // not received yet (modified before the first window, or listed later):
-// the report is read and taken in first.
+// the report is read and taken in first. A request the door refuses for
+// good, or whose report the DICT refuses to read, is quarantined.
 func (l *Lister) intakeRefund(ctx context.Context, r dict.Refund) error {
+	held := Quarantined{Kind: QuarantinedRefund, ID: r.ID, LastModified: r.LastModified}
 	_, _, err := l.Doors.IntakeRefund(ctx, r)
 	if errors.Is(err, ErrNotFound) {
 		rep, gerr := l.DICT.GetInfractionReport(ctx, r.InfractionReportID)
 		if dict.Classify(gerr) == dict.Refused {
-			l.Log.ErrorContext(ctx, "med lister: the DICT refuses the report a refund request names; the request is left, a human must look",
-				"refund_id", r.ID, "report_id", r.InfractionReportID, "error", gerr)
-			return nil
+			held.Reason = "dict_refused"
+			return l.quarantine(ctx, held, fmt.Errorf("read the report %s the refund request names: %w", r.InfractionReportID, gerr))
 		}
 		if gerr != nil {
 			return fmt.Errorf("med lister: read the report %s of refund request %s: %w", r.InfractionReportID, r.ID, gerr)
@@ -265,13 +290,41 @@ func (l *Lister) intakeRefund(ctx context.Context, r dict.Refund) error {
 		}
 		_, _, err = l.Doors.IntakeRefund(ctx, r)
 	}
-	switch {
-	case errors.Is(err, ErrReportMismatch):
-		l.Log.ErrorContext(ctx, "med lister: the DICT's refund request contradicts the one received; left, a human must look", "refund_id", r.ID, "error", err)
-		return nil
-	case err != nil:
-		return activities.KindError(err)
+	if pix.IsRefusal(err) {
+		held.Reason = refusalCode(err)
+		return l.quarantine(ctx, held, err)
 	}
+	return activities.KindError(err)
+}
+
+// refusalCode is the code a refusal of the doors is recorded with: its
+// kind's (med_report_mismatch, ...), or invalid_request and the member
+// refused; never its text.
+func refusalCode(err error) string {
+	var invalid *pix.ValidationError
+	switch k := pix.KindOf(err); {
+	case k != nil:
+		return k.Code
+	case errors.As(err, &invalid):
+		return "invalid_request:" + invalid.Field
+	}
+	return "refused"
+}
+
+// quarantine records an item the doors refused for good (why), counts it
+// the first time (pix_med_dict_items_quarantined_total,
+// PixMEDDICTItemQuarantined), and lets the walk go on past it. Its record
+// failing fails the attempt (retried): never an item dropped unrecorded.
+func (l *Lister) quarantine(ctx context.Context, q Quarantined, why error) error {
+	first, err := l.Quarantine.Quarantine(ctx, q)
+	if err != nil {
+		return activities.TechnicalFailure(err)
+	}
+	if first {
+		quarantinedTotal.WithLabelValues(q.Kind).Inc()
+	}
+	l.Log.ErrorContext(ctx, "med lister: the saga's doors refuse a listed item for good; quarantined (pix_med_quarantine), the window moves past it, a human must look",
+		"kind", q.Kind, "dict_id", q.ID, "last_modified", q.LastModified.Format(time.RFC3339Nano), "reason", q.Reason, "first", first, "error", why)
 	return nil
 }
 

@@ -2,17 +2,22 @@ package med_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tooling/dictsim"
 	"github.com/pixbank/pix/saga/covered"
 	"github.com/pixbank/pix/saga/med"
@@ -27,9 +32,19 @@ type countingDoors struct {
 	mu      sync.Mutex
 	changed map[string]int
 	handed  int
+	// refuse are the reports the doors answer with an error of their own,
+	// by id (a test's poison or failure).
+	refuse map[string]error
 }
 
 func (d *countingDoors) Intake(ctx context.Context, in dict.InfractionReport) (med.Report, bool, error) {
+	d.mu.Lock()
+	refused := d.refuse[in.ID]
+	d.mu.Unlock()
+	if refused != nil {
+		d.count(in.ID, false, refused)
+		return med.Report{}, false, refused
+	}
 	r, changed, err := d.doors.Intake(ctx, in)
 	d.count(in.ID, changed, err)
 	return r, changed, err
@@ -67,7 +82,7 @@ func newListerFixture(t *testing.T, opts dictsim.Options) *listerFixture {
 	c, err := dict.New(ts.Config)
 	require.NoError(t, err)
 	doors := &countingDoors{doors: &med.Doors{Store: f.store, Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}, changed: map[string]int{}}
-	l := &med.Lister{Covered: covered.NewStore(f.s, med.ListerName), DICT: c, Doors: doors, Log: sagatest.Discard(),
+	l := &med.Lister{Covered: covered.NewStore(f.s, med.ListerName), DICT: c, Doors: doors, Quarantine: f.store, Log: sagatest.Discard(),
 		Window: covered.Settings{Overlap: 2 * time.Minute, Lookback: time.Hour, Grace: 0}, RateLimitWait: 50 * time.Millisecond}
 	return &listerFixture{fixture: f, ts: ts, client: c, doors: doors, lister: l, env: sagatest.Activities(l)}
 }
@@ -209,4 +224,97 @@ func TestTheCoveredEndReachesNowLessTheOverlap(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, f.doors.changed, "seed %d", seed)
 	}
+}
+
+// A poison item, one the doors refuse for good (here a report the table
+// can't hold), is quarantined: recorded once, with the refusal's code and
+// no text of the DICT's, counted once though the overlap lists it again,
+// and the window moves past it, the reports after it taken in. A failure
+// of the doors that may clear (PostgreSQL unavailable) still fails the
+// attempt, the covered end kept before the item, nothing quarantined.
+func TestAPoisonItemIsQuarantinedAndTheWindowMovesPastIt(t *testing.T) {
+	f := newListerFixture(t, dictsim.Options{})
+	ctx := context.Background()
+	counted := med.QuarantinedItems.WithLabelValues(med.QuarantinedReport)
+	before := testutil.ToFloat64(counted)
+	r1, poison, r3 := f.open(), f.open(), f.open()
+	f.doors.refuse = map[string]error{poison.ID: pix.Invalid("report_details", "must be at most 2000 characters")}
+	until, err := f.run()
+	require.NoError(t, err, "a poison item fails no run")
+	require.False(t, until.Before(r3.LastModified.Truncate(time.Microsecond)), "covered past the poison: %s", until)
+	_, err = f.run() // the overlap lists the poison again
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{r1.ID: 1, r3.ID: 1}, f.doors.changed)
+	type row struct{ Kind, ID, Reason string }
+	quarantined := func() []row {
+		rows, err := f.s.Pool().Query(ctx, "SELECT kind, dict_id, reason FROM pix_med_quarantine ORDER BY dict_id")
+		require.NoError(t, err)
+		var out []row
+		for rows.Next() {
+			var r row
+			require.NoError(t, rows.Scan(&r.Kind, &r.ID, &r.Reason))
+			out = append(out, r)
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	require.Equal(t, []row{{med.QuarantinedReport, poison.ID, "invalid_request:report_details"}}, quarantined())
+	require.Equal(t, 1.0, testutil.ToFloat64(counted)-before, "counted once, though listed twice")
+
+	r4 := f.open()
+	f.doors.refuse = map[string]error{r4.ID: fmt.Errorf("record infraction report: %w", pix.ErrUnavailable)}
+	covered, _, err := f.lister.Covered.CoveredUntil(ctx)
+	require.NoError(t, err)
+	_, err = f.run()
+	require.Error(t, err, "a failure that may clear is retried, never quarantined")
+	after, _, err := f.lister.Covered.CoveredUntil(ctx)
+	require.NoError(t, err)
+	require.True(t, after.Before(r4.LastModified), "covered until %s, before the report that failed (%s)", after, r4.LastModified)
+	require.True(t, !after.Before(covered))
+	require.Len(t, quarantined(), 1)
+	delete(f.doors.refuse, r4.ID)
+	_, err = f.run()
+	require.NoError(t, err)
+	require.Equal(t, 1, f.doors.changed[r4.ID])
+}
+
+// stuckDICT is a DICT whose list of reports can't get past an instant.
+type stuckDICT struct{ *dict.HTTPClient }
+
+func (stuckDICT) WalkInfractionReports(context.Context, dict.ReportQuery, func(dict.InfractionReport) error) (time.Time, error) {
+	return time.Time{}, fmt.Errorf("%w: more than 200 items OPEN", dict.ErrInstantTooFull)
+}
+
+// A list the DICT refuses (4xx), or one that can't get past an instant,
+// fails the run for good and is counted (PixMEDDICTListFailed): never
+// silent; the covered end stays.
+func TestAListThatFailsForGoodIsCounted(t *testing.T) {
+	f := newListerFixture(t, dictsim.Options{})
+	f.open()
+	refused, stuck := med.ListFailures.WithLabelValues("refused"), med.ListFailures.WithLabelValues("instant_too_full")
+	r0, s0 := testutil.ToFloat64(refused), testutil.ToFloat64(stuck)
+	f.ts.SetAnswerHook(func(x *dictsim.Exchange, model func() dictsim.Answer) dictsim.Answer {
+		if x.Op == "listInfractionReport" {
+			return dictsim.ProblemAnswer(http.StatusForbidden, "Forbidden", "")
+		}
+		return model()
+	})
+	_, err := f.run()
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, med.ListedType, app.Type())
+	require.True(t, app.NonRetryable())
+	require.Equal(t, 1.0, testutil.ToFloat64(refused)-r0)
+
+	f.ts.SetAnswerHook(nil)
+	f.lister.DICT = stuckDICT{f.client}
+	f.env = sagatest.Activities(f.lister)
+	_, err = f.run()
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, med.ListStuckType, app.Type())
+	require.True(t, app.NonRetryable())
+	require.Equal(t, 1.0, testutil.ToFloat64(stuck)-s0)
+	_, ok, err := f.lister.Covered.CoveredUntil(context.Background())
+	require.NoError(t, err)
+	require.False(t, ok, "nothing covered")
 }

@@ -139,3 +139,12 @@ WHERE m.dispatch_due_at IS NOT NULL
 -- traceparent.
 INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
 SELECT 'pix_med_report', $1::text, 'pix.med.changed', $2::jsonb, $3
+
+-- name: Quarantine
+-- An item of the DICT's lists the doors refused for good (lister.go): $1
+-- kind (report, refund), $2 its DICT id, $3 its LastModified, $4 the
+-- refusal's code. Listed again (the next run's overlap) it is the same
+-- row, its last_listed_at moved; first is true only the first time.
+INSERT INTO pix_med_quarantine (kind, dict_id, dict_modified_at, reason) VALUES ($1, $2, $3, $4)
+ON CONFLICT (kind, dict_id, dict_modified_at) DO UPDATE SET last_listed_at = now(), reason = EXCLUDED.reason
+RETURNING (xmax = 0) AS first

@@ -49,6 +49,30 @@ var lateRequestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "MED refund requests its report could not answer as its own: reopened (an ended report takes it again) or unanswered.",
 }, []string{"outcome"})
 
+// quarantinedTotal counts the items of the DICT's lists the doors refused
+// for good, by kind (report, refund), each once at its LastModified: the
+// lister recorded it in pix_med_quarantine and moved past it
+// (PixMEDDICTItemQuarantined).
+var quarantinedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "pix_med_dict_items_quarantined_total",
+	Help: "Items of the DICT's lists (reports, refund requests) the MED saga's doors refused for good: recorded in pix_med_quarantine, the lister's window moved past them (PixMEDDICTItemQuarantined).",
+}, []string{"kind"})
+
+// listFailedTotal counts the lister's runs failed for good by a list
+// (PixMEDDICTListFailed): refused (the DICT's 4xx: our credentials, our
+// query) or instant_too_full (dict.ErrInstantTooFull). The covered end
+// stays; the next run lists from it.
+var listFailedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "pix_med_dict_list_failed_total",
+	Help: "MED DICT lister runs failed for good by a list, by reason (refused: the DICT answered 4xx; instant_too_full: more items of one status at one instant than a page holds) (PixMEDDICTListFailed).",
+}, []string{"reason"})
+
+// The reasons of listFailedTotal.
+const (
+	listRefused        = "refused"
+	listInstantTooFull = "instant_too_full"
+)
+
 // AnalysisAlertBefore is how long before its 7 days a report still
 // awaiting its analysis counts as due soon (pix_med_analysis_due_soon).
 const AnalysisAlertBefore = 24 * time.Hour
@@ -77,10 +101,17 @@ func collectors(env saga.Env) []prometheus.Collector {
 	for _, r := range returnRefusals {
 		returnsRefusedTotal.WithLabelValues(r.name)
 	}
-	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, dictSignatureRefusedTotal, returnsRefusedTotal, lateRequestsTotal, ageGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
-		What:   "med gauges",
-		Query:  func(ctx context.Context) (OpenCounts, error) { return store.Open(ctx, AnalysisAlertBefore) },
-		Gauges: gauges,
-		Log:    env.Log,
-	}}
+	for _, kind := range []string{QuarantinedReport, QuarantinedRefund} {
+		quarantinedTotal.WithLabelValues(kind)
+	}
+	for _, reason := range []string{listRefused, listInstantTooFull} {
+		listFailedTotal.WithLabelValues(reason)
+	}
+	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, dictSignatureRefusedTotal, returnsRefusedTotal, lateRequestsTotal,
+		quarantinedTotal, listFailedTotal, ageGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
+			What:   "med gauges",
+			Query:  func(ctx context.Context) (OpenCounts, error) { return store.Open(ctx, AnalysisAlertBefore) },
+			Gauges: gauges,
+			Log:    env.Log,
+		}}
 }

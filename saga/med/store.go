@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -83,7 +84,7 @@ var queryFiles embed.FS
 
 // medSQL holds the statements of med.sql.
 var medSQL struct {
-	CreditOf, CreditPSP, Insert, Get, Lock, Save, MarkSent, Unanswered, Kept, Taken, Ours, OfPIX, Open, Event string
+	CreditOf, CreditPSP, Insert, Get, Lock, Save, MarkSent, Unanswered, Kept, Taken, Ours, OfPIX, Open, Event, Quarantine string
 }
 
 func init() { db.BindQueries(queryFiles, "med.sql", &medSQL) }
@@ -767,4 +768,41 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// Quarantined is an item of the DICT's lists the doors refused for good
+// (the lister's): its kind (QuarantinedReport, QuarantinedRefund), its DICT
+// id, its LastModified and the refusal's code, never the DICT's texts.
+type Quarantined struct {
+	Kind, ID     string
+	LastModified time.Time
+	Reason       string
+}
+
+// The kinds of Quarantined.
+const (
+	QuarantinedReport = "report"
+	QuarantinedRefund = "refund"
+)
+
+// maxQuarantinedID bounds the id a quarantined item is recorded with (an
+// item refused may carry anything as its id): the DICT's are uuids.
+const maxQuarantinedID = 64
+
+// Quarantine records q (pix_med_quarantine); first is true the first time
+// this item, at this LastModified, is recorded.
+func (s *Store) Quarantine(ctx context.Context, q Quarantined) (first bool, err error) {
+	id := q.ID
+	if u, err := uuid.Parse(id); err == nil {
+		id = u.String()
+	} else if id = strconv.QuoteToASCII(id); len(id) > maxQuarantinedID {
+		// Not the DICT's uuid: quoted (PostgreSQL's text takes no NUL nor
+		// invalid UTF-8), cut.
+		id = id[:maxQuarantinedID]
+	}
+	err = s.store.Pool().QueryRow(ctx, medSQL.Quarantine, q.Kind, id, q.LastModified, q.Reason).Scan(&first)
+	if err != nil {
+		return false, db.Classify(fmt.Errorf("quarantine %s %s: %w", q.Kind, id, err))
+	}
+	return first, nil
 }
