@@ -17,7 +17,7 @@ var queryFiles embed.FS
 
 // coveredSQL holds the statements of covered.sql.
 var coveredSQL struct {
-	Now, CoveredUntil, StartCovering, AdvanceCovered string
+	Now, CoveredUntil, StartCovering, AdvanceCovered, Behind string
 }
 
 func init() { db.BindQueries(queryFiles, "covered.sql", &coveredSQL) }
@@ -55,6 +55,21 @@ func (s *Store) CoveredUntil(ctx context.Context) (until time.Time, ok bool, err
 		return time.Time{}, false, db.Classify(fmt.Errorf("read the covered window of %s: %w", s.name, err))
 	}
 	return until, true, nil
+}
+
+// Behind is how far the covered end is behind the database's clock now:
+// the lister's lag, as a gauge reads it at each scrape. ok is false when no
+// window was ever covered.
+func (s *Store) Behind(ctx context.Context) (behind time.Duration, ok bool, err error) {
+	var seconds float64
+	err = s.store.Pool().QueryRow(ctx, coveredSQL.Behind, s.name).Scan(&seconds)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, db.Classify(fmt.Errorf("read how far %s is behind: %w", s.name, err))
+	}
+	return time.Duration(seconds * float64(time.Second)), true, nil
 }
 
 // Advance records that the lister covered its window up to to, once all of

@@ -30,3 +30,8 @@ RETURNING covered_until
 UPDATE covered_windows SET covered_until = $3, updated_at = CASE WHEN covered_until = $3 THEN updated_at ELSE now() END
 WHERE name = $1 AND ((covered_until = $2 AND $3 > covered_until AND $3 <= now()) OR covered_until = $3)
 RETURNING covered_until
+
+-- name: Behind
+-- How far the covered end is behind the database's clock, in seconds (a
+-- lister's lag, read at each scrape); no row: none covered yet.
+SELECT extract(epoch FROM now() - covered_until)::float8 FROM covered_windows WHERE name = $1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +12,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/covered"
 	"github.com/pixbank/pix/saga/sagakit"
 )
 
@@ -120,4 +122,55 @@ func (d signatureCounted) CloseRefund(ctx context.Context, id string, c dict.Ref
 	r, err := d.DICT.CloseRefund(ctx, id, c)
 	countSignature(err)
 	return r, err
+}
+
+// ListerBehindIntervals is how many of its intervals (MED_DICT_LIST_INTERVAL)
+// the lister's covered end may be behind now before it pages
+// (PixMEDDICTListerBehind, deploy/prometheus/rules/med.yml: at least 10
+// minutes): a run covers up to now less the grace (less than the overlap),
+// every interval.
+const ListerBehindIntervals = 5
+
+// listerLag is what the lister's gauges read: how far its covered end is
+// behind the database's clock (covered: false before any window was
+// covered), and its interval (0: no Schedule lists the DICT).
+type listerLag struct {
+	Behind   time.Duration
+	Covered  bool
+	Interval time.Duration
+}
+
+// listerGauges are the lister's lag, read from PostgreSQL at each scrape
+// (covered.Store.Behind), and its interval, which the alert compares it to:
+// +Inf behind before any window was covered (a lister that never covered
+// one is as far behind as can be), an interval of 0 when no Schedule lists
+// the DICT (MED without it, MED_DICT_LIST_INTERVAL=0), which no alert
+// reads as late.
+func listerGauges(env saga.Env, st Settings) prometheus.Collector {
+	store := covered.NewStore(env.Store, ListerName)
+	interval := st.ListInterval
+	if st.listerOff() != "" {
+		interval = 0
+	}
+	return &sagakit.ScrapeGauges[listerLag]{
+		What: "med lister gauges",
+		Query: func(ctx context.Context) (listerLag, error) {
+			behind, ok, err := store.Behind(ctx)
+			return listerLag{Behind: behind, Covered: ok, Interval: interval}, err
+		},
+		Gauges: []sagakit.Gauge[listerLag]{
+			{Desc: prometheus.NewDesc("pix_med_dict_lister_behind_seconds",
+				"How far the MED DICT lister's covered end is behind the database's clock now (+Inf before any window was covered): every report and refund request modified before it was taken in (PixMEDDICTListerBehind).", nil, nil),
+				Value: func(l listerLag) float64 {
+					if !l.Covered {
+						return math.Inf(1)
+					}
+					return l.Behind.Seconds()
+				}},
+			{Desc: prometheus.NewDesc("pix_med_dict_lister_interval_seconds",
+				"The MED DICT lister's Schedule interval (MED_DICT_LIST_INTERVAL); 0 when no Schedule lists the DICT (MED_DICT_DISABLED=true, or the interval 0).", nil, nil),
+				Value: func(l listerLag) float64 { return l.Interval.Seconds() }},
+		},
+		Log: env.Log,
+	}
 }

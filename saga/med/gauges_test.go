@@ -3,6 +3,7 @@ package med_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/covered"
 	"github.com/pixbank/pix/saga/med"
 	"github.com/pixbank/pix/saga/sagatest"
 )
@@ -84,4 +86,33 @@ func TestTheDICTsRefusalsOfOurSignatureAreCounted(t *testing.T) {
 	_, err = d.AcknowledgeInfractionReport(context.Background(), "r")
 	require.ErrorIs(t, err, dict.ErrInfractionReportOperationInvalid)
 	require.Equal(t, before+2, sagatest.Value(t, reg, "pix_med_dict_signature_refused_total"))
+}
+
+// The lister's lag, read from PostgreSQL at each scrape: +Inf before any
+// window was covered, then how far the covered end is behind the
+// database's clock; its interval beside it, which the alert compares it
+// to, 0 when no Schedule lists the DICT.
+func TestTheListersLagIsReadAtEachScrape(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	env := saga.Env{Store: f.s, Log: sagatest.Discard(), Process: saga.NewProcess(), Lookup: func(k string) (string, bool) {
+		v, ok := map[string]string{"MED_DICT_URL": "https://dict.example:16422/api/v1", "MED_DICT_LIST_INTERVAL": "2m"}[k]
+		return v, ok
+	}}
+	reg := sagatest.Registry(t, med.Saga.Collectors(env))
+	require.True(t, math.IsInf(sagatest.Value(t, reg, "pix_med_dict_lister_behind_seconds"), 1), "none covered yet")
+	require.Equal(t, 120.0, sagatest.Value(t, reg, "pix_med_dict_lister_interval_seconds"))
+
+	store := covered.NewStore(f.s, med.ListerName)
+	now, err := store.Now(ctx)
+	require.NoError(t, err)
+	moved, err := store.Advance(ctx, nil, now.Add(-time.Hour))
+	require.NoError(t, err)
+	require.True(t, moved)
+	behind := sagatest.Value(t, reg, "pix_med_dict_lister_behind_seconds")
+	require.InDelta(t, 3600, behind, 60, "an hour behind: %v", behind)
+
+	off := sagatest.Registry(t, med.Saga.Collectors(saga.Env{Store: f.s, Log: sagatest.Discard(), Process: saga.NewProcess()}))
+	require.Zero(t, sagatest.Value(t, off, "pix_med_dict_lister_interval_seconds"), "MED without the DICT lists nothing")
+	require.InDelta(t, 3600, sagatest.Value(t, off, "pix_med_dict_lister_behind_seconds"), 60)
 }

@@ -121,12 +121,21 @@ func ListerWorkflow(ctx workflow.Context, in ListerInput) (ListerResult, error) 
 // goes on from there.
 func EnsureListerSchedule(ctx context.Context, c client.Client, s workflows.ScheduleSync, queues workflows.TaskQueues, st Settings) error {
 	id := ListerScheduleID(queues.Base)
-	switch {
-	case st.DICT.BaseURL == "":
-		return s.Remove(ctx, c, id, "MED_DICT_DISABLED=true")
-	case st.ListInterval <= 0:
-		return s.Remove(ctx, c, id, "MED_DICT_LIST_INTERVAL=0")
+	if off := st.listerOff(); off != "" {
+		return s.Remove(ctx, c, id, off)
 	}
 	return s.Ensure(ctx, c, workflows.ScheduleConfig{ID: id, TaskQueue: queues.Of(workflows.Refunds), Every: st.ListInterval,
 		Workflow: ListerWorkflowName, Args: []any{ListerInput{}}})
+}
+
+// listerOff says why st schedule no lister ("": they do): MED without the
+// DICT, or an interval of 0.
+func (st Settings) listerOff() string {
+	switch {
+	case st.DICT.BaseURL == "":
+		return "MED_DICT_DISABLED=true"
+	case st.ListInterval <= 0:
+		return "MED_DICT_LIST_INTERVAL=0"
+	}
+	return ""
 }

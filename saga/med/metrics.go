@@ -108,7 +108,7 @@ func collectors(env saga.Env) []prometheus.Collector {
 		listFailedTotal.WithLabelValues(reason)
 	}
 	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, dictSignatureRefusedTotal, returnsRefusedTotal, lateRequestsTotal,
-		quarantinedTotal, listFailedTotal, ageGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
+		quarantinedTotal, listFailedTotal, ageGauges(env), listerGauges(env, settings.Of(env.Lookup)), &sagakit.ScrapeGauges[OpenCounts]{
 			What:   "med gauges",
 			Query:  func(ctx context.Context) (OpenCounts, error) { return store.Open(ctx, AnalysisAlertBefore) },
 			Gauges: gauges,
