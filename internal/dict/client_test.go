@@ -974,3 +974,36 @@ func TestAWalkGetsPastAnInstantOfMoreThanAPage(t *testing.T) {
 		t.Fatalf("a walk over %d OPEN reports of one instant: %d handed, %v; want ErrInstantTooFull", dict.MaxLimit+1, n, err)
 	}
 }
+
+// TestARefundWalkGetsPastAnInstantOfMoreThanAPage: the refund requests'
+// walk does the same, by their own statuses (OPEN, CANCELLED here), its
+// ParticipantRole kept in the instant's lists.
+func TestARefundWalkGetsPastAnInstantOfMoreThanAPage(t *testing.T) {
+	ts := newDICT(t, dictsim.Options{Now: frozen})
+	c := newClient(t, ts.Config)
+	want := map[string]bool{}
+	for i := range dict.MaxLimit + 30 {
+		r := openRefund(t, ts, c)
+		if i%3 == 0 {
+			if _, err := ts.CancelRefund(r.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want[r.ID] = true
+	}
+	got := map[string]int{}
+	if _, err := c.WalkRefunds(context.Background(), dict.RefundQuery{ModifiedAfter: frozen()}, func(r dict.Refund) error {
+		got[r.ID]++
+		return nil
+	}); err != nil {
+		t.Fatalf("a walk over %d refund requests of one instant: %v", len(want), err)
+	}
+	for id, n := range got {
+		if n != 1 || !want[id] {
+			t.Errorf("refund request %s handed %d times (wanted: %v)", id, n, want[id])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d refund requests handed, %d wanted", len(got), len(want))
+	}
+}
