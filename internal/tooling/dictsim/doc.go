@@ -6,7 +6,9 @@
 // the refund requests (list, get, close) and the rate-limit policies (list,
 // get). It is the bank's DICT in the tests of the DICT client and, later,
 // of the MED saga: NewTestServer serves it over mutual TLS with
-// certificates made for the test and hands back the bank's dict.Config.
+// certificates made for the test and hands back the bank's dict.Config;
+// NewServer does the same for a program (the fault suite), its
+// certificates in a directory it is given.
 //
 // # What it speaks
 //

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log"
 	"math/big"
@@ -32,12 +33,13 @@ const (
 	TestPayer = "99999010"
 )
 
-// TestServer is a simulator served for a test over mutual TLS, as the
-// DICT is: an httptest TLS server that requires a client certificate of
-// its CA, with certificates made for the test (in t.TempDir()) for the
-// server, the DICT's signature, the bank and the payer (each participant's
-// TLS certificate signs its requests too), and a foreign certificate
-// nobody trusts.
+// TestServer is a simulator served over mutual TLS, as the DICT is: a TLS
+// server that requires a client certificate of its CA, with certificates
+// made for it (in a directory of files) for the server, the DICT's
+// signature, the bank and the payer (each participant's TLS certificate
+// signs its requests too), and a foreign certificate nobody trusts.
+// NewTestServer serves one for a test; NewServer for a program (the fault
+// suite), which closes it.
 type TestServer struct {
 	*Simulator
 	Server *httptest.Server
@@ -51,34 +53,60 @@ type TestServer struct {
 	ForeignCertFile, ForeignKeyFile string
 }
 
-// NewTestServer serves a new simulator for t, closed when t ends. opts
-// are the simulator's; its Signer, Foreign and the two participants'
-// certificates are the test's (Participants given are kept as well), and
-// OnViolation, when nil, fails t: every request the client sends and
-// every answer the simulator gives is checked against dict-api.yaml.
+// NewTestServer serves a new simulator for t, closed when t ends, its
+// certificates in t.TempDir(). opts are NewServer's; OnViolation, when
+// nil, fails t: every request the client sends and every answer the
+// simulator gives is checked against dict-api.yaml.
 func NewTestServer(t testing.TB, opts Options) *TestServer {
 	t.Helper()
-	dir := t.TempDir()
-	ca := newTestCA(t, "rsfn-ca")
-	foreignCA := newTestCA(t, "foreign-ca")
-	serverTLS := ca.issue(t, dir, "dict-tls")
-	signer := ca.issue(t, dir, "dict-signer")
-	bank := ca.issue(t, dir, "bank")
-	payer := ca.issue(t, dir, "payer")
-	foreign := foreignCA.issue(t, dir, "foreign")
-	caFile := writePEM(t, dir, "rsfn-ca.crt", "CERTIFICATE", ca.cert.Raw)
+	if opts.OnViolation == nil {
+		opts.OnViolation = func(err error) { t.Errorf("%v", err) }
+	}
+	srv, err := NewServer(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Server.Close)
+	return srv
+}
+
+// NewServer serves a new simulator on a loopback port until its Server is
+// closed, with its certificates and keys written into dir. opts are the
+// simulator's; its Signer, Foreign and the two participants' certificates
+// are made here (Participants given are kept as well).
+func NewServer(dir string, opts Options) (*TestServer, error) {
+	ca, err := newTestCA("rsfn-ca")
+	if err != nil {
+		return nil, err
+	}
+	foreignCA, err := newTestCA("foreign-ca")
+	if err != nil {
+		return nil, err
+	}
+	pairs := map[string]testKeyPair{}
+	for _, name := range []string{"dict-tls", "dict-signer", "bank", "payer"} {
+		if pairs[name], err = ca.issue(dir, name); err != nil {
+			return nil, err
+		}
+	}
+	foreign, err := foreignCA.issue(dir, "foreign")
+	if err != nil {
+		return nil, err
+	}
+	caFile, err := writePEM(dir, "rsfn-ca.crt", "CERTIFICATE", ca.cert.Raw)
+	if err != nil {
+		return nil, err
+	}
+	serverTLS, signer, bank, payer := pairs["dict-tls"], pairs["dict-signer"], pairs["bank"], pairs["payer"]
 
 	opts.Signer = Signer{Key: signer.key, Certificate: signer.cert}
 	opts.Foreign = &Signer{Key: foreign.key, Certificate: foreign.cert}
 	opts.Participants = append(opts.Participants,
 		Participant{ISPB: TestBank, TLSCertificates: []*x509.Certificate{bank.cert}, SigningCertificates: []*x509.Certificate{bank.cert}},
 		Participant{ISPB: TestPayer, TLSCertificates: []*x509.Certificate{payer.cert}, SigningCertificates: []*x509.Certificate{payer.cert}})
-	if opts.OnViolation == nil {
-		opts.OnViolation = func(err error) { t.Errorf("%v", err) }
-	}
 	sim, err := New(opts)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	srv := httptest.NewUnstartedServer(sim.Handler())
 	pool := x509.NewCertPool()
@@ -93,7 +121,6 @@ func NewTestServer(t testing.TB, opts Options) *TestServer {
 	// not news.
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
-	t.Cleanup(srv.Close)
 	config := func(ispb string, kp testKeyPair) dict.Config {
 		return dict.Config{
 			BaseURL: srv.URL + sim.basePath, Participant: ispb, Timeout: 5 * time.Second,
@@ -104,7 +131,7 @@ func NewTestServer(t testing.TB, opts Options) *TestServer {
 		Simulator: sim, Server: srv,
 		Config: config(TestBank, bank), PayerConfig: config(TestPayer, payer),
 		ForeignCertFile: foreign.certFile, ForeignKeyFile: foreign.keyFile,
-	}
+	}, nil
 }
 
 // testKeyPair is a certificate and its key, in PEM files too.
@@ -120,17 +147,16 @@ type testKeyPair struct {
 var testKeys sync.Map
 
 // testKey is the key named name: RSA, as the Pix's certificates are.
-func testKey(t testing.TB, name string) crypto.Signer {
-	t.Helper()
+func testKey(name string) (crypto.Signer, error) {
 	if k, ok := testKeys.Load(name); ok {
-		return k.(crypto.Signer)
+		return k.(crypto.Signer), nil
 	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("the key of %s: %w", name, err)
 	}
 	k, _ := testKeys.LoadOrStore(name, key)
-	return k.(crypto.Signer)
+	return k.(crypto.Signer), nil
 }
 
 // testCA is a test's certificate authority (ECDSA: fast to make).
@@ -139,24 +165,23 @@ type testCA struct {
 	key  crypto.Signer
 }
 
-func newTestCA(t testing.TB, name string) testCA {
-	t.Helper()
+func newTestCA(name string) (testCA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return testCA{}, fmt.Errorf("the key of %s: %w", name, err)
 	}
 	tmpl := certificateTemplate(name)
 	tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
 	tmpl.KeyUsage |= x509.KeyUsageCertSign
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
-		t.Fatal(err)
+		return testCA{}, fmt.Errorf("the certificate of %s: %w", name, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatal(err)
+		return testCA{}, fmt.Errorf("the certificate of %s: %w", name, err)
 	}
-	return testCA{cert, key}
+	return testCA{cert, key}, nil
 }
 
 // certificateTemplate is a certificate for name, valid for a day from an
@@ -177,35 +202,39 @@ func certificateTemplate(name string) *x509.Certificate {
 
 // issue makes name's certificate, signed by ca, on name's RSA key, and
 // writes both into dir.
-func (ca testCA) issue(t testing.TB, dir, name string) testKeyPair {
-	t.Helper()
-	key := testKey(t, name)
+func (ca testCA) issue(dir, name string) (testKeyPair, error) {
+	key, err := testKey(name)
+	if err != nil {
+		return testKeyPair{}, err
+	}
 	der, err := x509.CreateCertificate(rand.Reader, certificateTemplate(name), ca.cert, key.Public(), ca.key)
 	if err != nil {
-		t.Fatal(err)
+		return testKeyPair{}, fmt.Errorf("the certificate of %s: %w", name, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatal(err)
+		return testKeyPair{}, fmt.Errorf("the certificate of %s: %w", name, err)
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		t.Fatal(err)
+		return testKeyPair{}, fmt.Errorf("the key of %s: %w", name, err)
 	}
-	return testKeyPair{
-		cert: cert, key: key,
-		certFile: writePEM(t, dir, name+".crt", "CERTIFICATE", der),
-		keyFile:  writePEM(t, dir, name+".key", "PRIVATE KEY", keyDER),
+	kp := testKeyPair{cert: cert, key: key}
+	if kp.certFile, err = writePEM(dir, name+".crt", "CERTIFICATE", der); err != nil {
+		return testKeyPair{}, err
 	}
+	if kp.keyFile, err = writePEM(dir, name+".key", "PRIVATE KEY", keyDER); err != nil {
+		return testKeyPair{}, err
+	}
+	return kp, nil
 }
 
 // writePEM writes one PEM block into dir/name, readable by its owner
 // only, and returns its path.
-func writePEM(t testing.TB, dir, name, typ string, der []byte) string {
-	t.Helper()
+func writePEM(dir, name, typ string, der []byte) (string, error) {
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
+		return "", fmt.Errorf("write %s: %w", name, err)
 	}
-	return path
+	return path, nil
 }

@@ -60,6 +60,8 @@ type caseRun struct {
 	dropStart, dropEnd time.Time
 	// burst is the catch-up burst case's (catchUpBurst).
 	burst burstTimes
+	// dictOutage is the MED case's (dictOutage).
+	dictOutage *dictOutageRun
 }
 
 func cases(s settings) []faultCase {
@@ -135,7 +137,7 @@ func cases(s settings) []faultCase {
 				}
 				return problems
 			}},
-	}, slices.Concat(outgoingCases(s), refundCases(s), pspAuthCases(s))...)
+	}, slices.Concat(outgoingCases(s), refundCases(s), pspAuthCases(s), medCases(s))...)
 }
 
 // gracefulStop stops the API and the worker with SIGTERM at the same

@@ -76,8 +76,8 @@ func catchUpBurst(ctx context.Context, r *caseRun) (healed time.Time, note strin
 		return time.Now(), "", err
 	}
 	b := &r.burst
-	if b.coveredBefore, b.behindBefore, err = waitCovered(ctx, r); err != nil {
-		return time.Now(), "", err
+	if b.coveredBefore, b.behindBefore, err = waitCovered(ctx, r, catchUpWindow, time.Minute); err != nil {
+		return time.Now(), "", fmt.Errorf("before the burst: %w", err)
 	}
 	b.began = time.Now()
 	if r.simPix, err = postBurst(ctx, r); err != nil {
@@ -104,18 +104,18 @@ func catchUpBurst(ctx context.Context, r *caseRun) (healed time.Time, note strin
 		len(r.simPix), took.Round(100*time.Millisecond), float64(len(r.simPix))/took.Seconds(), burstPageSize, b.pages), nil
 }
 
-// waitCovered waits until the catch-up has covered a window (its first
-// run after the worker's first start takes a few seconds: a case run alone
-// may begin before it), up to a minute, and returns its covered end and
-// how far behind the database's now it is.
-func waitCovered(ctx context.Context, r *caseRun) (covered time.Time, behind time.Duration, err error) {
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
-		covered, now, err := catchUpCovered(ctx, r)
+// waitCovered waits until the lister of window (covered_windows' name)
+// has covered a window (its first run after the worker's first start takes
+// a few seconds: a case run alone may begin before it), up to within, and
+// returns its covered end and how far behind the database's now it is.
+func waitCovered(ctx context.Context, r *caseRun, window string, within time.Duration) (covered time.Time, behind time.Duration, err error) {
+	for deadline := time.Now().Add(within); ; time.Sleep(500 * time.Millisecond) {
+		covered, now, err := coveredEnd(ctx, r, window)
 		switch {
 		case err == nil:
 			return covered, now.Sub(covered), nil
 		case !errors.Is(err, pgx.ErrNoRows) || !time.Now().Before(deadline):
-			return time.Time{}, 0, fmt.Errorf("before the burst: %w", err)
+			return time.Time{}, 0, err
 		}
 	}
 }

@@ -10,9 +10,10 @@
 // 21-23 fault the PSP's security and its own record: its OAuth 2.0 token
 // endpoint down, its webhooks dropped (the catch-up must credit their
 // PIX), our client secret wrong then right; case 24 a burst of 3,000 PIX
-// the catch-up alone can credit, from a PSP that lists 2 a page. The
-// worker meets the simulator as a real PSP (OAuth 2.0, mutual TLS), in
-// every case. After
+// the catch-up alone can credit, from a PSP that lists 2 a page; case 25
+// the DICT down while MED's infraction reports arrive. The worker meets
+// the simulator as a real PSP (OAuth 2.0, mutual TLS), and the DICT
+// simulator as the DICT (mutual TLS, signatures both ways), in every case. After
 // each case the invariants are checked in the database, against the PSP's
 // records and against what a durable JetStream consumer received, and the
 // recovery time is reported: from the moment the fault was healed to the
@@ -70,12 +71,16 @@ type settings struct {
 	refundDrain time.Duration
 	// The PSP security cases': how long the token endpoint is down, the
 	// webhooks dropped, our client secret wrong.
-	tokenDown       time.Duration
-	webhookDrop     time.Duration
-	secretWrongFor  time.Duration
-	smoke           bool
-	only            string
-	pgStop, pgStart string
+	tokenDown      time.Duration
+	webhookDrop    time.Duration
+	secretWrongFor time.Duration
+	// The MED case's: how long the DICT is down, and how long after it
+	// every report must be acknowledged (the saga's retries back off to
+	// 32 s, the lister's too).
+	dictDown, dictRecovery time.Duration
+	smoke                  bool
+	only                   string
+	pgStop, pgStart        string
 	// signingKey signs the load's webhooks (the first secret of
 	// WEBHOOK_SECRETS, which the API under test reads too).
 	signingKey []byte
@@ -86,7 +91,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		postgresDown: 10 * time.Second, lockFor: 20 * time.Second, copies: 1000, accounts: 50, drainTimeout: 5 * time.Minute,
 		transferRate: 5, pspDown: 30 * time.Second, natsDown: 30 * time.Second, faultFor: 15 * time.Second,
 		settleSlow: 10 * time.Second, backlogFor: 5 * time.Second, transferDrain: 5 * time.Minute, eventDrain: 2 * time.Minute,
-		refundRate: 5, refundDrain: 5 * time.Minute, tokenDown: 30 * time.Second, webhookDrop: 2 * time.Minute, secretWrongFor: 20 * time.Second}
+		refundRate: 5, refundDrain: 5 * time.Minute, tokenDown: 30 * time.Second, webhookDrop: 2 * time.Minute, secretWrongFor: 20 * time.Second,
+		dictDown: 30 * time.Second, dictRecovery: time.Minute}
 	fs := flag.NewFlagSet("pixfaults", flag.ContinueOnError)
 	smoke := fs.Bool("smoke", false, "short, correctness-only version (CI)")
 	dir := fs.String("dir", ".data/faults", "working directory for logs and state")

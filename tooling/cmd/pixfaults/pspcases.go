@@ -542,8 +542,21 @@ func (f flagged) verdicts() []string {
 // psp-catchup) and the database's now, the clock its windows are cut
 // by.
 func catchUpCovered(ctx context.Context, r *caseRun) (covered, now time.Time, err error) {
-	if err := r.st.pool.QueryRow(ctx, `SELECT covered_until, now() FROM covered_windows WHERE name = 'psp-catchup'`).Scan(&covered, &now); err != nil {
-		return time.Time{}, time.Time{}, fmt.Errorf("the catch-up's covered window: %w", err)
+	return coveredEnd(ctx, r, catchUpWindow)
+}
+
+// The covered windows (covered_windows' names) of the scheduled listers:
+// the PSP catch-up's and the MED DICT lister's.
+const (
+	catchUpWindow = "psp-catchup"
+	dictMEDWindow = "dict-med"
+)
+
+// coveredEnd reads the covered end of the lister's window name, and the
+// database's now; pgx.ErrNoRows before its first run covered one.
+func coveredEnd(ctx context.Context, r *caseRun, name string) (covered, now time.Time, err error) {
+	if err := r.st.pool.QueryRow(ctx, `SELECT covered_until, now() FROM covered_windows WHERE name = $1`, name).Scan(&covered, &now); err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("the covered window %s: %w", name, err)
 	}
 	return covered, now, nil
 }

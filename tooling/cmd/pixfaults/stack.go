@@ -8,14 +8,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
+	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/internal/tooling/devauth"
 	"github.com/pixbank/pix/internal/tooling/devpki"
+	"github.com/pixbank/pix/internal/tooling/dictsim"
 	"github.com/pixbank/pix/internal/tooling/natstest"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 )
@@ -48,8 +51,13 @@ type stack struct {
 	workerMetricsURL string
 	pool             *pgxpool.Pool
 	psp              *pspServer
-	nats             *natstest.Server
-	events           *eventLog
+	dict             *dictsim.TestServer
+	// dictBroken are the DICT simulator's findings against dict-api.yaml
+	// (a request of ours, or an answer of its own, that breaks it).
+	dictMu     sync.Mutex
+	dictBroken []string
+	nats       *natstest.Server
+	events     *eventLog
 	// issuer mints the bearer tokens of the customer routes, which the API
 	// requires (a development issuer of the suite's own, in dir/auth); nil
 	// when the stack is a test's stand-in: no token is sent.
@@ -85,6 +93,18 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		return nil, err
 	}
 	if st.psp, err = newPSPServer(dir, cred); err != nil {
+		return nil, err
+	}
+	dictDir := filepath.Join(dir, "dict")
+	if err := os.MkdirAll(dictDir, 0o700); err != nil {
+		st.close()
+		return nil, err
+	}
+	// The simulator's own check of every request and answer against
+	// dict-api.yaml is logged: a violation is a defect the MED case
+	// reports (dictViolations).
+	if st.dict, err = dictsim.NewServer(dictDir, dictsim.Options{ListLag: dict.ListLag, OnViolation: st.dictViolation}); err != nil {
+		st.close()
 		return nil, err
 	}
 	if st.nats, err = natstest.Start(filepath.Join(dir, "nats")); err != nil {
@@ -144,8 +164,21 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		"PSP_CATCHUP_GRACE=" + pspCatchUpGrace.String(),
 		// The default, said here because the burst case's bound counts it.
 		"PSP_CATCHUP_OVERLAP=" + pspCatchUpOverlap.String(),
-		// MED without the DICT: the stack has none.
-		"MED_DICT_DISABLED=true",
+		// MED with the DICT, as production: the simulator's address, the
+		// bank's certificate of its mutual TLS (which signs the writes
+		// too), its CA and the DICT's signing certificate; listed often,
+		// the lists' lag as the grace. (scripts/lib.sh's development
+		// default, MED_DICT_DISABLED=true, said false over it.)
+		"MED_DICT_DISABLED=false",
+		"MED_DICT_URL=" + st.dict.Config.BaseURL,
+		"MED_DICT_CERT_FILE=" + st.dict.Config.CertFile,
+		"MED_DICT_KEY_FILE=" + st.dict.Config.KeyFile,
+		"MED_DICT_CA_FILE=" + st.dict.Config.CAFile,
+		"MED_DICT_VERIFY_CERT_FILE=" + st.dict.Config.DICTCertFile,
+		"BANK_ISPB=" + dictsim.TestBank,
+		"MED_DICT_LIST_INTERVAL=" + dictListInterval.String(),
+		"MED_DICT_LIST_GRACE=" + dict.ListLag.String(),
+		"MED_DICT_LIST_OVERLAP=1m",
 	}
 	env = append(env, cred.env(st.psp.apiURL)...)
 	env = append(env, issuer.APIEnv()...)
@@ -202,6 +235,23 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 	return st, nil
 }
 
+// dictViolation keeps a finding of the DICT simulator against
+// dict-api.yaml.
+func (st *stack) dictViolation(err error) {
+	st.dictMu.Lock()
+	defer st.dictMu.Unlock()
+	st.dictBroken = append(st.dictBroken, err.Error())
+}
+
+// dictViolations are the DICT simulator's findings since the last call.
+func (st *stack) dictViolations() []string {
+	st.dictMu.Lock()
+	defer st.dictMu.Unlock()
+	out := st.dictBroken
+	st.dictBroken = nil
+	return out
+}
+
 // The stack's PSP security: our client id at the simulator; its tokens'
 // lifetime, short, so that tokens are renewed all through every case (the
 // PSP client renews one half-way through so short a lifetime, and sends it
@@ -217,6 +267,9 @@ const (
 	pspCatchUpGrace    = 2 * time.Second
 	pspCatchUpOverlap  = 10 * time.Minute
 	pspWebhooksPSP     = "pspsim"
+	// dictListInterval is the MED lister's period (MED_DICT_LIST_INTERVAL):
+	// a report is taken in within it and the lists' 5 s lag.
+	dictListInterval = 2 * time.Second
 )
 
 // stablePorts are n distinct free ports (temporaltest.StablePort), for
@@ -294,6 +347,9 @@ func (st *stack) close() {
 	}
 	if st.psp != nil {
 		st.psp.close()
+	}
+	if st.dict != nil {
+		st.dict.Server.Close()
 	}
 	if st.pool != nil {
 		st.pool.Close()
