@@ -103,8 +103,7 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 	if len(open) > 0 {
 		a.Log.WarnContext(ctx, "refund request found at the DICT at its report's expiry, not taken in before: returned",
 			append(attrsOf(cur), "refund_request_id", open[0].ID)...)
-		r, _, err := a.Store.IntakeRefund(ctx, open[0])
-		return r, activities.KindError(err)
+		return a.takeRefund(ctx, cur, open[0])
 	}
 	return a.change(ctx, cur, "no refund request within 72 hours: released", func(ctx context.Context, at Report) (Report, bool, error) {
 		return a.Store.ExpireRequest(ctx, at, listedFrom)
@@ -229,9 +228,37 @@ func (a *Activities) closed(ctx context.Context, cur Report, seen dict.Infractio
 
 // seen records the DICT's status of the report read back (a cancel).
 func (a *Activities) seen(ctx context.Context, cur Report, seen dict.InfractionReport) (Report, error) {
-	return a.change(ctx, cur, "infraction report read back from the DICT", func(ctx context.Context, at Report) (Report, bool, error) {
+	r, err := a.change(ctx, cur, "infraction report read back from the DICT", func(ctx context.Context, at Report) (Report, bool, error) {
 		return a.Store.Seen(ctx, at, seen)
 	})
+	if err != nil {
+		return Report{}, err
+	}
+	return r, a.untaken(ctx, cur, r, fmt.Sprintf("the infraction report %s (modified %s)", seen.Status, seen.LastModified.Format(time.RFC3339Nano)))
+}
+
+// takeRefund takes the DICT's copy of a refund request read back
+// (IntakeRefund).
+func (a *Activities) takeRefund(ctx context.Context, cur Report, seen dict.Refund) (Report, error) {
+	r, _, err := a.Store.IntakeRefund(ctx, seen)
+	if err != nil {
+		return Report{}, activities.KindError(err)
+	}
+	return r, a.untaken(ctx, cur, r, fmt.Sprintf("the refund request %s %s (modified %s)", seen.ID, seen.Status,
+		seen.LastModified.Format(time.RFC3339Nano)))
+}
+
+// untaken stops the run visibly when what the DICT answered on a read
+// back left the report as it was (after, at cur's generation): the run
+// would decide the same step again at once and read the DICT again, in a
+// loop. Stopped, it tries again after a signal or ProblemRetryAfter
+// (pix_med_dict_problems, pix_med_dict_stopped_total), never spinning.
+func (a *Activities) untaken(ctx context.Context, cur, after Report, what string) error {
+	if after.Gen != cur.Gen {
+		return nil
+	}
+	return a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("read back, the DICT has %s, which the report (DICT status %s, modified %s) does not take: an operator's",
+		what, cur.DICTStatus, cur.DICTModifiedAt.Format(time.RFC3339Nano)))
 }
 
 // CloseRefundRequest closes the payer's participant's refund request at the
@@ -247,9 +274,7 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 	}
 	closing := Closing(cur)
 	if a.BehindPSP {
-		// The PSP answers the request at the DICT from our devolução (its
-		// rtrId, the MED natureza): recorded from our return's outcome.
-		return a.refundClosed(ctx, cur, closing)
+		return a.refundClosedAtThePSP(ctx, cur, closing)
 	}
 	id := cur.RefundRequestID.String()
 	var seen dict.Refund
@@ -261,8 +286,7 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 			}
 			switch {
 			case seen.Status == dict.RefundCancelled:
-				r, _, err := a.Store.IntakeRefund(ctx, seen)
-				return r, activities.KindError(err)
+				return a.takeRefund(ctx, cur, seen)
 			case seen.Status == dict.RefundClosed && seen.AnalysisResult == closing.Result &&
 				seen.RefundTransactionID == closing.RefundTransactionID && seen.AnalysisDetails == dict.NormalizeDetails(closing.Details):
 				return a.refundClosed(ctx, cur, closing)
@@ -285,6 +309,31 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 		return a.refundClosed(ctx, cur, closing)
 	}
 	return Report{}, a.stop(ctx, cur, ProblemInvalidStatus, "the DICT refused the refund request's close as invalid for its status, read back OPEN")
+}
+
+// refundClosedAtThePSP records the close of the request of a bank behind
+// a PSP. Accepted, the PSP answers the request at the DICT from our
+// devolução (its rtrId, the MED natureza): recorded from our return's
+// outcome. Rejected, there is no devolução for the PSP to answer from and
+// no standard call to send it by: as the analysis' close (docs/med.md, "A
+// bank behind a PSP"), the operator closes it through the PSP's own
+// channel and the step stops visibly until the PSP's notice of the
+// request CLOSED, which is the close when REJECTED, an operator's when
+// not.
+func (a *Activities) refundClosedAtThePSP(ctx context.Context, cur Report, closing dict.RefundClosing) (Report, error) {
+	if closing.Result != dict.Rejected {
+		return a.refundClosed(ctx, cur, closing)
+	}
+	noticed := deref(cur.RefundRequestDICTResult)
+	switch {
+	case deref(cur.RefundRequestState) == string(dict.RefundClosed) && noticed == string(dict.Rejected):
+		return a.refundClosed(ctx, cur, closing)
+	case deref(cur.RefundRequestState) == string(dict.RefundClosed):
+		return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the PSP noticed the refund request CLOSED (%s), not as we close it (%s): an operator's",
+			noticed, closing.Result))
+	}
+	return Report{}, a.stop(ctx, cur, ProblemRefused, fmt.Sprintf("no DICT client configured (MED_DICT_DISABLED=true): close the refund request %s "+
+		"%s (%s) through the PSP's channel; its notice CLOSED records it", deref(uuidString(cur.RefundRequestID)), closing.Result, closing.RejectionReason))
 }
 
 func (a *Activities) refundClosed(ctx context.Context, cur Report, closing dict.RefundClosing) (Report, error) {

@@ -110,7 +110,14 @@ func (d *fakeDICT) CloseInfractionReport(_ context.Context, _ string, result dic
 func (d *fakeDICT) GetRefund(_ context.Context, id string) (dict.Refund, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.refunds[id], d.answer("getRefund", false)
+	r, ok := d.refunds[id]
+	if err := d.answer("getRefund", false); err != nil {
+		return dict.Refund{}, err
+	}
+	if !ok {
+		return dict.Refund{}, notFound()
+	}
+	return r, nil
 }
 
 func (d *fakeDICT) WalkRefunds(_ context.Context, q dict.RefundQuery, fn func(dict.Refund) error) (time.Time, error) {
@@ -143,6 +150,11 @@ func (d *fakeDICT) CloseRefund(_ context.Context, id string, c dict.RefundClosin
 	r.Status, r.AnalysisResult, r.RefundTransactionID, r.AnalysisDetails = dict.RefundClosed, c.Result, c.RefundTransactionID, dict.NormalizeDetails(c.Details)
 	d.refunds[id] = r
 	return r, d.wrote("closeRefund")
+}
+
+// notFound is the DICT's signed answer that it has no such object (for us).
+func notFound() error {
+	return &dict.ProblemError{StatusCode: http.StatusNotFound, Type: dict.ErrNotFound.Type(), Problem: dict.ErrNotFound, Signed: true}
 }
 
 // invalid is the DICT's signed refusal of an operation its object's status

@@ -70,3 +70,64 @@ func TestBehindAPSPTheClosedNoticeIsTheClose(t *testing.T) {
 	require.Contains(t, *r.DICTProblem, med.ProblemNotAsOurs)
 	require.Empty(t, a.dict.ops, "no DICT call")
 }
+
+// Behind a PSP, a refund request we reject (nothing returned) has no
+// devolução for the PSP to answer it from: its close stops visibly (the
+// operator's cue to close it REJECTED through the PSP's channel), nothing
+// recorded as closed, until the PSP's notice CLOSED REJECTED, which is
+// recorded as the close; a notice CLOSED with another result stops, an
+// operator's.
+func TestBehindAPSPARejectedRequestIsClosedByThePSPsNotice(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	// rejected is a report behind a PSP whose request finds nothing to
+	// return: closed REJECTED.
+	rejected := func() (*activityRun, med.Report, dict.Refund) {
+		c := f.credit(10_000, 0)
+		require.NoError(t, f.spend(c.AccountID, 10_000))
+		r := f.intake(report(c.EndToEndID, dict.ReportAcknowledged, time.Now().Add(-time.Hour)))
+		r = f.step(f.store.Hold(ctx, r))
+		a := newActivityRun(t, f, r)
+		a.acts.BehindPSP = true
+		r, err := a.run(a.acts.AcknowledgeReport, r)
+		require.NoError(t, err)
+		f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "fraude", "op"))
+		r = f.step(f.store.Closed(ctx, a.current(r), dict.InfractionReport{}))
+		req := request(r, 10_000, dict.RefundOpen)
+		req.LastModified = time.Now()
+		r = f.step(f.store.IntakeRefund(ctx, req))
+		r = f.step(f.store.Return(ctx, r))
+		require.Equal(t, med.StatusAwaitingCredit, r.Status)
+		require.Zero(t, r.Returns)
+		require.Equal(t, dict.Rejected, med.Closing(r).Result)
+		return a, r, req
+	}
+	// noticed is the PSP's notice of req CLOSED with result.
+	noticed := func(req dict.Refund, result dict.RefundAnalysisResult) dict.Refund {
+		req.Status, req.AnalysisResult, req.LastModified = dict.RefundClosed, result, time.Now()
+		return req
+	}
+
+	a, r, req := rejected()
+	_, err := a.run(a.acts.CloseRefundRequest, r)
+	require.Error(t, err, "stopped: the operator closes it at the PSP")
+	r = a.current(r)
+	require.Nil(t, r.RefundClosedAt, "not recorded closed before the PSP says so")
+	require.NotNil(t, r.DICTProblem)
+	require.Contains(t, *r.DICTProblem, med.ProblemRefused)
+	require.Contains(t, *r.DICTProblem, "REJECTED")
+	r = f.step(f.store.IntakeRefund(ctx, noticed(req, dict.Rejected)))
+	out, err := a.run(a.acts.CloseRefundRequest, r)
+	require.NoError(t, err, "the PSP's notice CLOSED REJECTED is the close")
+	require.NotNil(t, out.RefundClosedAt)
+	require.Equal(t, med.StepFinish, med.Next(out, *out.ReturnUntil), "at its 90 days, when a REJECTED close is due")
+	require.Empty(t, a.dict.ops, "no DICT call")
+
+	a, r, req = rejected()
+	r = f.step(f.store.IntakeRefund(ctx, noticed(req, dict.TotallyAccepted)))
+	_, err = a.run(a.acts.CloseRefundRequest, r)
+	require.Error(t, err)
+	r = a.current(r)
+	require.Nil(t, r.RefundClosedAt)
+	require.Contains(t, *r.DICTProblem, med.ProblemNotAsOurs)
+}

@@ -51,7 +51,7 @@ UPDATE pix_med_reports SET
     refund_request_id = $17, refund_request_cents = $18, refund_request_status = $19,
     refund_closed_at = $20, refund_closed_rtr_id = $21, refund_id = $22, returned_cents = $23, returns = $24,
     first_rtr_id = $25, refund_request_due_at = $26, dict_problem = $27, return_refused = $28,
-    refund_request_modified_at = $29, dict_analysis_result = $30,
+    refund_request_modified_at = $29, dict_analysis_result = $30, refund_request_dict_result = $31,
     gen = gen + 1, updated_at = now(),
     ended_at = CASE WHEN $6 = 'ended' THEN COALESCE(ended_at, now()) END,
     dispatch_due_at = CASE WHEN $6 IN ('ended', 'not_ours') THEN NULL ELSE COALESCE(dispatch_due_at, now()) END
@@ -78,16 +78,14 @@ RETURNING *
 -- name: Unanswered
 -- A refund request its report does not answer (IntakeRefund), by its own
 -- id: $1 id, $2 report, $3 amount, $4 the DICT's status, $5 why, $6 the
--- DICT's LastModified of it. Again, its status only, when it moved: from a
--- copy modified later, never out of CLOSED or CANCELLED (requestMoves in
--- store.go; no row: nothing changed).
+-- DICT's LastModified of it. Again, its status only, when it moved: out of
+-- OPEN only, by the DICT's order of the statuses, not by LastModified
+-- (requestMoves in store.go; no row: nothing changed).
 INSERT INTO pix_med_refund_requests (id, report_id, amount_cents, dict_status, why, dict_modified_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (id) DO UPDATE SET dict_status = EXCLUDED.dict_status, dict_modified_at = EXCLUDED.dict_modified_at,
                                updated_at = now()
     WHERE pix_med_refund_requests.dict_status = 'OPEN' AND EXCLUDED.dict_status <> 'OPEN'
-      AND (pix_med_refund_requests.dict_modified_at IS NULL
-           OR date_trunc('microseconds', EXCLUDED.dict_modified_at) > pix_med_refund_requests.dict_modified_at)
 
 -- name: Kept
 -- The refund request $1 of report $2 as kept on its own (its status, the

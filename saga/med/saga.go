@@ -35,6 +35,8 @@ var Kinds = pix.DeclareKinds(
 	&pix.Kind{Err: ErrReportMismatch, Refusal: true, Status: http.StatusUnprocessableEntity, Code: "med_report_mismatch",
 		Message:      "the notice names an infraction report received with another PIX, or a refund request beside the open one; nothing was changed",
 		TemporalType: "MEDReportMismatch"},
+	&pix.Kind{Err: ErrNotAtDICT, Refusal: true, Status: http.StatusUnprocessableEntity, Code: "med_notice_not_at_dict",
+		Message: "the DICT has no such infraction report or refund request; nothing was changed"},
 )
 
 // Saga is MED as the credited participant, declared once: listed in
@@ -71,7 +73,7 @@ var Saga = saga.Descriptor{
 		doors := &Doors{Store: storeOf(env, s), Temporal: env.Temporal, Log: env.Log}
 		notices := &Notices{Store: doors, Log: env.Log}
 		if s.DICT.BaseURL != "" {
-			notices.Reports = signatureCounted{dictOf(env, s)}
+			notices.DICT = signatureCounted{dictOf(env, s)}
 		}
 		out.Webhooks = notices.Webhooks()
 		return out, nil

@@ -77,6 +77,9 @@ var (
 	ErrWrongPSP = errors.New("MED notice from a PSP that did not deliver the PIX")
 	// ErrReportMismatch: an intake names a known report with another PIX.
 	ErrReportMismatch = errors.New("infraction report does not match the one received")
+	// ErrNotAtDICT: with the DICT, a PSP's notice of a report or refund
+	// request the DICT does not have: nothing is taken on a notice's word.
+	ErrNotAtDICT = errors.New("MED notice of what the DICT does not have")
 )
 
 //go:embed med.sql
@@ -142,6 +145,11 @@ type Report struct {
 	// RefundRequestModifiedAt is the DICT's LastModified of the request as
 	// recorded: its status moves only on a copy modified later.
 	RefundRequestModifiedAt *time.Time `db:"refund_request_modified_at" json:"-"`
+	// RefundRequestDICTResult is the AnalysisResult of the DICT's latest
+	// copy of the request as taken (nil: none said): a bank behind a PSP
+	// records its REJECTED close from the PSP's notice
+	// (Activities.CloseRefundRequest).
+	RefundRequestDICTResult *string    `db:"refund_request_dict_result" json:"-"`
 	RefundClosedAt          *time.Time `db:"refund_closed_at" json:"refund_closed_at"`
 	RefundClosedRtrID       *string    `db:"refund_closed_rtr_id" json:"refund_closed_rtr_id"`
 	RefundID                *string    `db:"refund_id" json:"refund_id"`
@@ -465,7 +473,7 @@ func intakeAgain(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.Infractio
 	if err != nil {
 		return Report{}, false, err
 	}
-	if !laterThan(in.LastModified, cur.DICTModifiedAt) {
+	if !newerReport(in, cur) {
 		return ours, ours.Gen != cur.Gen, nil
 	}
 	cur = ours
@@ -473,6 +481,36 @@ func intakeAgain(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.Infractio
 	next.DICTStatus, next.DICTModifiedAt, next.ReportDetails = string(in.Status), in.LastModified, in.ReportDetails
 	next.DICTAnalysisResult = analysisOf(in)
 	return save(ctx, tx, cur, next)
+}
+
+// newerReport says whether the DICT's copy in of a report is later than
+// what r records of it. A report only moves forwards through the DICT's
+// statuses (reportOrder), so a copy at a later status is later whatever
+// its LastModified says: a LastModified ahead of the real one (the DICT's
+// clock up to MaxClockAhead ahead of ours when a notice was checked, a
+// forged or mistaken notice) must never fence out the DICT's next change,
+// a cancel or a close, which would then read back as "not newer" forever.
+// At the same status, a copy modified later (its details) is later.
+func newerReport(in dict.InfractionReport, r Report) bool {
+	got, recorded := reportOrder(in.Status), reportOrder(dict.InfractionReportStatus(r.DICTStatus))
+	return got > recorded || (got == recorded && laterThan(in.LastModified, r.DICTModifiedAt))
+}
+
+// reportOrder is the place of a report's status in the order the DICT
+// moves it: OPEN, ACKNOWLEDGED, CLOSED, and CANCELLED, which its reporter
+// may do at any time and which nothing follows (0: none known).
+func reportOrder(s dict.InfractionReportStatus) int {
+	switch s {
+	case dict.ReportOpen:
+		return 1
+	case dict.ReportAcknowledged:
+		return 2
+	case dict.ReportClosed:
+		return 3
+	case dict.ReportCancelled:
+		return 4
+	}
+	return 0
 }
 
 // analysisOf is the report's AnalysisResult as the DICT's notice says it
@@ -578,12 +616,13 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 		switch {
 		case cur.RefundRequestID != nil && *cur.RefundRequestID == requestID:
 			// The report's own request: its status, never its amount, and
-			// only from a copy the DICT modified later (notices come again
-			// and in any order: an old OPEN copy never opens it again).
-			if !requestMoves(deref(cur.RefundRequestState), cur.RefundRequestModifiedAt, in) {
+			// only forwards (notices come again and in any order: an old
+			// OPEN copy never opens it again).
+			if !requestMoves(deref(cur.RefundRequestState), in) {
 				return cur, false, nil
 			}
 			next.RefundRequestState, next.RefundRequestModifiedAt = ptr(string(in.Status)), ptr(in.LastModified)
+			next.RefundRequestDICTResult = refundResultOf(in)
 			return save(ctx, tx, cur, next)
 		case takesRequest(cur) || (in.Status == dict.RefundOpen && reopenable(cur, s.now())):
 			state, modified, kept, err := keptCopy(ctx, tx, requestID, cur.ID, in)
@@ -618,6 +657,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			return keep(tx, cur, "another_request")
 		}
 		next.RefundRequestID, next.RefundRequestCents = &requestID, ptr(int64(in.RefundAmount))
+		next.RefundRequestDICTResult = refundResultOf(in)
 		// Kept on its own before (before this report could take it): the
 		// report answers it now, it is on-call's no longer.
 		if _, err := tx.Exec(ctx, medSQL.Taken, requestID, cur.ID); err != nil {
@@ -646,7 +686,7 @@ func keptCopy(ctx context.Context, tx pgx.Tx, requestID, reportID uuid.UUID, in 
 		return string(in.Status), in.LastModified, false, nil
 	case err != nil:
 		return "", time.Time{}, false, fmt.Errorf("refund request %s kept on its own: %w", requestID, err)
-	case requestMoves(state, keptModified, in):
+	case requestMoves(state, in):
 		return string(in.Status), in.LastModified, true, nil
 	case keptModified != nil && keptModified.After(in.LastModified):
 		return state, *keptModified, true, nil
@@ -654,21 +694,27 @@ func keptCopy(ctx context.Context, tx pgx.Tx, requestID, reportID uuid.UUID, in 
 	return state, in.LastModified, true, nil
 }
 
-// requestMoves says whether the copy in of a refund request moves the
-// status recorded (state, modified at the DICT at modified; nil: recorded
-// before the saga kept it): a copy modified later with another status,
-// never out of CLOSED or CANCELLED (final at the DICT). The same rule as
-// Unanswered's (med.sql) for the requests a report does not answer.
-func requestMoves(state string, modified *time.Time, in dict.Refund) bool {
-	switch {
-	case state == string(in.Status):
-		return false
-	case state == string(dict.RefundClosed) || state == string(dict.RefundCancelled):
-		return false
-	case modified != nil && !laterThan(in.LastModified, *modified):
-		return false
+// refundResultOf is the request's AnalysisResult as the DICT's copy says
+// it (nil: none).
+func refundResultOf(in dict.Refund) *string {
+	if in.AnalysisResult == "" {
+		return nil
 	}
-	return true
+	return ptr(string(in.AnalysisResult))
+}
+
+// requestMoves says whether the copy in of a refund request moves the
+// status recorded (state): from OPEN to another status only, never out of
+// CLOSED or CANCELLED (final at the DICT). By the DICT's order of the
+// statuses, not by LastModified: a request is OPEN, then closed or
+// cancelled once, so a copy of another status than an OPEN recorded is
+// later, and an OPEN copy is never later than a final one, whatever their
+// times say (a LastModified recorded ahead of the real one, the DICT's
+// clock or a forged notice, would fence the requester's cancel out). The
+// same rule as Unanswered's (med.sql) for the requests a report does not
+// answer.
+func requestMoves(state string, in dict.Refund) bool {
+	return state != string(in.Status) && state != string(dict.RefundClosed) && state != string(dict.RefundCancelled)
 }
 
 // takesRequest says whether the report cur takes a refund request as the
@@ -729,7 +775,7 @@ func save(ctx context.Context, tx pgx.Tx, cur, next Report) (Report, bool, error
 		n.EndCause, n.AnalysisResult, n.AnalysisDetails, n.AnalysedBy, n.AnalysedAt, n.AcknowledgedAt, n.ClosedAt, n.HoldID,
 		n.Holds, n.HeldCents, n.RefundRequestID, n.RefundRequestCents, n.RefundRequestState, n.RefundClosedAt,
 		n.RefundClosedRtrID, n.RefundID, n.ReturnedCents, n.Returns, n.FirstRtrID, n.RequestDueAt, n.DICTProblem, n.ReturnRefused,
-		n.RefundRequestModifiedAt, n.DICTAnalysisResult))
+		n.RefundRequestModifiedAt, n.DICTAnalysisResult, n.RefundRequestDICTResult))
 	if err != nil {
 		// Under the row's lock the generation can't have moved: no row is
 		// a fault, not a decision.

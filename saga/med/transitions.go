@@ -101,9 +101,9 @@ func (s *Store) Seen(ctx context.Context, at Report, seen dict.InfractionReport)
 }
 
 // withDICT is r with the DICT's status of the report as seen in an answer,
-// when it is later than the one recorded.
+// when it is later than the one recorded (newerReport).
 func withDICT(r Report, seen dict.InfractionReport) Report {
-	if seen.Status != "" && laterThan(seen.LastModified, r.DICTModifiedAt) {
+	if seen.Status != "" && newerReport(seen, r) {
 		r.DICTStatus, r.DICTModifiedAt = string(seen.Status), seen.LastModified
 	}
 	return r

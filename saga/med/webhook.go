@@ -3,6 +3,7 @@ package med
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -52,12 +53,20 @@ type NoticeStore interface {
 type Notices struct {
 	Store NoticeStore
 	Log   *slog.Logger
-	// Reports, when MED reaches the DICT (nil behind a PSP), confirms a
-	// notice that a report was CANCELLED before it is taken: a cancel
-	// releases the hold, and the DICT, not a notice, says it happened.
-	Reports interface {
-		GetInfractionReport(ctx context.Context, id string) (dict.InfractionReport, error)
-	}
+	// DICT, when MED reaches the DICT (nil behind a PSP), is the authority
+	// on every notice: a notice only names what to read there
+	// (getInfractionReport, getRefund), and the DICT's copy is what is
+	// taken, never the notice's content. A hold, a release and a return
+	// all follow from what the intake records, so a forged or mistaken
+	// notice must move nothing the DICT does not say.
+	DICT NoticeDICT
+}
+
+// NoticeDICT is what the notices read at the DICT to confirm them
+// (dict.HTTPClient has it).
+type NoticeDICT interface {
+	GetInfractionReport(ctx context.Context, id string) (dict.InfractionReport, error)
+	GetRefund(ctx context.Context, id string) (dict.Refund, error)
 }
 
 // Webhooks are the notices' routes, under /webhooks.
@@ -90,7 +99,7 @@ func (n *Notices) report(k api.Kit, c *gin.Context) {
 	attrs := []any{"report_id", in.ID, "end_to_end_id", in.TransactionID, "dict_status", in.Status, "psp", k.WebhookPSP(c)}
 	r, changed, err := Report{}, false, n.samePSP(ctx, k.WebhookPSP(c), in.TransactionID)
 	if err == nil {
-		in, err = n.confirmCancel(ctx, in)
+		in, err = n.confirmReport(ctx, in)
 	}
 	if err == nil {
 		r, changed, err = n.Store.Intake(ctx, in)
@@ -117,6 +126,9 @@ func (n *Notices) refund(k api.Kit, c *gin.Context) {
 		"refund_status", in.Status, "psp", k.WebhookPSP(c)}
 	r, changed, err := Report{}, false, n.samePSP(ctx, k.WebhookPSP(c), in.TransactionID)
 	if err == nil {
+		in, err = n.confirmRefund(ctx, in)
+	}
+	if err == nil {
 		r, changed, err = n.Store.IntakeRefund(ctx, in)
 	}
 	if err != nil {
@@ -128,20 +140,62 @@ func (n *Notices) refund(k api.Kit, c *gin.Context) {
 	c.JSON(http.StatusAccepted, noticeReceipt{ID: in.ID, InfractionReportID: r.ID.String(), Status: r.Status, Duplicate: !changed})
 }
 
-// confirmCancel reads a report noticed CANCELLED back from the DICT, when
-// MED reaches it, and takes the DICT's copy instead (as the lister would):
-// a notice alone never releases a hold. A DICT that does not answer fails
-// the notice (the PSP delivers it again); its copy about another PIX is
-// the intake's mismatch.
-func (n *Notices) confirmCancel(ctx context.Context, in dict.InfractionReport) (dict.InfractionReport, error) {
-	if n.Reports == nil || in.Status != dict.ReportCancelled {
+// confirmReport reads a noticed report back from the DICT, when MED
+// reaches it, and returns the DICT's copy to be taken instead (as the
+// lister would): the notice is a wake-up, the DICT says what happened. A
+// report the DICT does not have (for us) is ErrNotAtDICT, nothing
+// recorded; its copy about another PIX than the notice's,
+// ErrReportMismatch (the PSP checked by samePSP is the notice's PIX's); a
+// DICT that does not answer fails the notice (the PSP delivers it again).
+func (n *Notices) confirmReport(ctx context.Context, in dict.InfractionReport) (dict.InfractionReport, error) {
+	if n.DICT == nil {
 		return in, nil
 	}
-	seen, err := n.Reports.GetInfractionReport(ctx, in.ID)
+	seen, err := n.DICT.GetInfractionReport(ctx, in.ID)
 	if err != nil {
-		return dict.InfractionReport{}, fmt.Errorf("confirm the cancel of infraction report %s at the DICT: %w", in.ID, err)
+		return dict.InfractionReport{}, n.unconfirmed(fmt.Sprintf("infraction report %s", in.ID), err)
+	}
+	if seen.TransactionID != in.TransactionID {
+		return dict.InfractionReport{}, fmt.Errorf("%w: the DICT has report %s of PIX %s, the notice says %s",
+			ErrReportMismatch, in.ID, seen.TransactionID, in.TransactionID)
 	}
 	return seen, nil
+}
+
+// confirmRefund is confirmReport for a refund request (getRefund): its
+// status and amount are the DICT's, and a request the DICT does not have
+// returns nothing. Its report is the notice's only when the DICT's copy
+// does not name one (the DICT's schema leaves InfractionReportId
+// optional): the intake still refuses a report of another PIX.
+func (n *Notices) confirmRefund(ctx context.Context, in dict.Refund) (dict.Refund, error) {
+	if n.DICT == nil {
+		return in, nil
+	}
+	seen, err := n.DICT.GetRefund(ctx, in.ID)
+	if err != nil {
+		return dict.Refund{}, n.unconfirmed(fmt.Sprintf("refund request %s", in.ID), err)
+	}
+	switch {
+	case seen.TransactionID != in.TransactionID:
+		return dict.Refund{}, fmt.Errorf("%w: the DICT has refund request %s of PIX %s, the notice says %s",
+			ErrReportMismatch, in.ID, seen.TransactionID, in.TransactionID)
+	case seen.InfractionReportID == "":
+		seen.InfractionReportID = in.InfractionReportID
+	case !dict.SameID(seen.InfractionReportID, in.InfractionReportID):
+		return dict.Refund{}, fmt.Errorf("%w: the DICT has refund request %s of report %s, the notice says %s",
+			ErrReportMismatch, in.ID, seen.InfractionReportID, in.InfractionReportID)
+	}
+	return seen, nil
+}
+
+// unconfirmed is the error of a notice the DICT did not confirm: what
+// the DICT does not have (a signed NotFound) is ErrNotAtDICT, a refusal;
+// anything else fails the notice, to be delivered again.
+func (n *Notices) unconfirmed(what string, err error) error {
+	if errors.Is(err, dict.ErrNotFound) { // signed only (dict.ProblemError.Unwrap)
+		return fmt.Errorf("%w: %s: %v", ErrNotAtDICT, what, err)
+	}
+	return fmt.Errorf("confirm the notice of %s at the DICT: %w", what, err)
 }
 
 // samePSP refuses (ErrWrongPSP) a notice about a PIX another PSP delivered

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/saga/med"
 	"github.com/pixbank/pix/saga/sagatest"
 )
 
@@ -64,4 +65,53 @@ func TestACancelNoticeIsConfirmedAtTheDICT(t *testing.T) {
 	r, err = f.store.Get(ctx, r.ID)
 	require.NoError(t, err)
 	require.True(t, r.Cancelled(), "confirmed at the DICT")
+}
+
+// With the DICT, a PSP's notice is a wake-up, never the DICT's word: a
+// refund request noticed that the DICT does not have is refused 422
+// med_notice_not_at_dict and returns nothing (the report takes no request,
+// its return does nothing, the money stays held); a report noticed that
+// the DICT does not have holds nothing; a request the DICT has is taken as
+// the DICT has it (its amount), not as noticed.
+func TestWithTheDICTANoticeMovesNoMoneyTheDICTDoesNotConfirm(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.agreed(10_000, 0)
+	d := newFakeDICT(r)
+	a := f.noticesWith(&sagatest.Signals{}, d)
+
+	forged := request(r, 10_000, dict.RefundOpen)
+	status, got := post(t, a, refundsPath, refundNotice(forged), pspKey)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "%v", got)
+	require.Equal(t, "med_notice_not_at_dict", sagatest.Code(got))
+	require.Contains(t, d.ops, "getRefund")
+	r, err := f.store.Get(ctx, r.ID)
+	require.NoError(t, err)
+	require.Nil(t, r.RefundRequestID, "no request taken on the notice's word")
+	out, changed, err := f.store.Return(ctx, r)
+	require.NoError(t, err)
+	require.False(t, changed, "nothing to return")
+	require.Equal(t, med.StatusAwaitingRequest, out.Status)
+	f.requireMoney(c.AccountID, 10_000, 10_000)
+
+	other := f.credit(7_000, 0)
+	d.refuseNext = notFound()
+	status, got = post(t, a, reportsPath, reportNotice(report(other.EndToEndID, dict.ReportOpen, time.Now())), pspKey)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "%v", got)
+	require.Equal(t, "med_notice_not_at_dict", sagatest.Code(got))
+	found, err := f.store.OfPIX(ctx, other.EndToEndID, 10)
+	require.NoError(t, err)
+	require.Empty(t, found, "no report, no hold")
+
+	real := request(r, 4_000, dict.RefundOpen)
+	real.LastModified = time.Now()
+	d.refunds[real.ID] = real
+	noticed := real
+	noticed.RefundAmount = 10_000
+	status, got = post(t, a, refundsPath, refundNotice(noticed), pspKey)
+	require.Equal(t, http.StatusAccepted, status, "%v", got)
+	r, err = f.store.Get(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, real.ID, r.RefundRequestID.String())
+	require.EqualValues(t, 4_000, *r.RefundRequestCents, "the DICT's amount, not the notice's")
 }

@@ -30,12 +30,12 @@ func (f *fixture) notices(sig *sagatest.Signals) *sagatest.API {
 	return f.noticesWith(sig, nil)
 }
 
-// noticesWith are notices that confirm a cancel with reports (MED with
-// the DICT; nil: behind a PSP).
-func (f *fixture) noticesWith(sig *sagatest.Signals, reports med.DICT) *sagatest.API {
+// noticesWith are notices confirmed at the DICT d (MED with the DICT;
+// nil: behind a PSP).
+func (f *fixture) noticesWith(sig *sagatest.Signals, d med.NoticeDICT) *sagatest.API {
 	n := &med.Notices{Store: &med.Doors{Store: f.store, Temporal: sig, Log: sagatest.Discard()}, Log: sagatest.Discard()}
-	if reports != nil {
-		n.Reports = reports
+	if d != nil {
+		n.DICT = d
 	}
 	return sagatest.NewAPI(f.t, f.s, sagatest.Options{
 		Sagas:  []api.SagaHTTP{{Webhooks: n.Webhooks()}},
