@@ -36,6 +36,13 @@ type Activities struct {
 	// close of a refund request our return's outcome (docs/med.md, "A
 	// bank behind a PSP").
 	BehindPSP bool
+	// Covered is the DICT lister's covered window (covered.Store, name
+	// ListerName; nil: none): every refund request modified until its end
+	// was handed to the saga's doors, so the 72 hours' expiry need not
+	// list the DICT for a report whose deadline it covers.
+	Covered interface {
+		CoveredUntil(ctx context.Context) (until time.Time, ok bool, err error)
+	}
 }
 
 // StoppedType is the Temporal type of a DICT step the saga stopped at: the
@@ -70,28 +77,52 @@ func (a *Activities) CancelReport(ctx context.Context, at Report) (Report, error
 }
 
 // ExpireRequest releases an agreed report whose refund request did not come
-// within 72 hours (Store.ExpireRequest), once the DICT read back says so:
-// its list of the OPEN refund requests modified since our close, read
-// from ListLag after the request's time (the lists lag the writes), shows
-// none of the report. One it shows is taken in (Store.IntakeRefund) and
-// the run returns it: a request made in time but not listed yet by the
-// lister is never released on our table's word.
+// within 72 hours (Store.ExpireRequest), once the DICT says so, at a cost
+// bounded per report. The specification has no read of a report's refund
+// requests (listRefund filters by participant, role, status and time only,
+// an InfractionReport names none), so: when the DICT's lister has covered
+// the deadline (ExpiryCovered after it), every request made in time was
+// handed to the saga's doors already, and our record is the DICT's word,
+// with no call; otherwise (the lister behind, or off) the DICT's list of
+// the OPEN refund requests modified from the DICT's close (RequestsFrom)
+// is read (a lister that runs but is not past the deadline yet is waited
+// for instead: ListerLive), from ListLag after the request's time (the lists lag the
+// writes). One the list shows is taken in (Store.IntakeRefund) and the run
+// returns it: a request made in time but not listed yet by the lister is
+// never released on our table's word.
 func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, error) {
 	cur, moved, err := a.current(ctx, at)
 	if err != nil || moved || cur.Status != StatusAwaitingRequest || cur.RequestOpen() {
 		return cur, err
 	}
 	listedFrom := a.Store.now()
-	if a.BehindPSP {
-		// No DICT to list: released on our own record of the PSP's
-		// notices (a request noticed late reopens the report: IntakeRefund).
-		return a.change(ctx, cur, "no refund request noticed within 72 hours: released", func(ctx context.Context, at Report) (Report, bool, error) {
+	release := func(done string) (Report, error) {
+		return a.change(ctx, cur, done, func(ctx context.Context, at Report) (Report, bool, error) {
 			return a.Store.ExpireRequest(ctx, at, listedFrom)
 		})
 	}
+	if a.BehindPSP {
+		// No DICT to list: released on our own record of the PSP's
+		// notices (a request noticed late reopens the report: IntakeRefund).
+		return release("no refund request noticed within 72 hours: released")
+	}
+	if a.Covered != nil {
+		until, ok, err := a.Covered.CoveredUntil(ctx)
+		switch {
+		case err != nil:
+			return Report{}, activities.KindError(err)
+		case ok && !until.Before(cur.RequestDueAt.Add(ExpiryCovered)):
+			return release("no refund request within 72 hours, the DICT's lister past its deadline: released")
+		case ok && until.After(listedFrom.Add(-ListerLive)):
+			// The lister runs and covers the deadline within minutes:
+			// retried (Temporal's backoff) rather than listed.
+			return Report{}, fmt.Errorf("report %s: the DICT's lister covered until %s, its refund request deadline needs %s: not yet",
+				cur.ID, until.Format(time.RFC3339), cur.RequestDueAt.Add(ExpiryCovered).Format(time.RFC3339))
+		}
+	}
 	var open []dict.Refund
 	_, err = a.DICT.WalkRefunds(ctx, dict.RefundQuery{Status: []dict.RefundStatus{dict.RefundOpen},
-		ModifiedAfter: cur.ClosedAt.Add(-time.Hour)}, func(r dict.Refund) error {
+		ModifiedAfter: RequestsFrom(cur)}, func(r dict.Refund) error {
 		if dict.SameID(r.InfractionReportID, cur.ID.String()) && r.Status == dict.RefundOpen {
 			open = append(open, r)
 		}
@@ -105,9 +136,37 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 			append(attrsOf(cur), "refund_request_id", open[0].ID)...)
 		return a.takeRefund(ctx, cur, open[0])
 	}
-	return a.change(ctx, cur, "no refund request within 72 hours: released", func(ctx context.Context, at Report) (Report, bool, error) {
-		return a.Store.ExpireRequest(ctx, at, listedFrom)
-	})
+	return release("no refund request within 72 hours: released")
+}
+
+// ExpiryCovered is how far past a report's refund request deadline (on
+// our clock) the DICT's lister must have covered for the expiry to take
+// our record as the DICT's: the lists' lag (ListLag) and the DICT's clock
+// ahead of ours by up to what the client accepts of an answer's time
+// (dict.DefaultResponseTimeSkew), so that a request the DICT stamped at its
+// own deadline was listed.
+const ExpiryCovered = ListLag + dict.DefaultResponseTimeSkew
+
+// ListerLive: a covered end within this of now says the DICT's lister
+// runs (every MED_DICT_LIST_INTERVAL, a minute by default): the expiry
+// waits for it to cover the deadline; an older one (the lister off,
+// behind, or failing) and the expiry lists the DICT itself.
+const ListerLive = 10 * time.Minute
+
+// RequestsFrom is where the expiry lists a report's refund requests from:
+// the DICT takes a request only on a report CLOSED, which it was after we
+// marked our close sent (CloseSentAt, before the call), so every request
+// of the report was modified after that instant on the DICT's clock, which
+// the client holds to within dict.DefaultResponseTimeSkew of ours (it
+// refuses an answer whose time lies further). Not the DICT's LastModified
+// of the report: the DICT may modify a closed report again, later than a
+// request. A close recorded without the mark (none in this saga's DICT
+// path; a row from before it) lists from an hour before our close.
+func RequestsFrom(r Report) time.Time {
+	if r.CloseSentAt != nil {
+		return r.CloseSentAt.Add(-dict.DefaultResponseTimeSkew)
+	}
+	return r.ClosedAt.Add(-time.Hour)
 }
 
 // ReturnReport returns what the report holds through the devolução saga

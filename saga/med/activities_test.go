@@ -36,6 +36,8 @@ type fakeDICT struct {
 	limitNext  time.Duration
 	// ops are the calls made, in order.
 	ops []string
+	// refundQuery is the last listRefund's query.
+	refundQuery dict.RefundQuery
 }
 
 func newFakeDICT(r med.Report) *fakeDICT {
@@ -123,6 +125,7 @@ func (d *fakeDICT) GetRefund(_ context.Context, id string) (dict.Refund, error) 
 func (d *fakeDICT) WalkRefunds(_ context.Context, q dict.RefundQuery, fn func(dict.Refund) error) (time.Time, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.refundQuery = q
 	if err := d.answer("listRefund", false); err != nil {
 		return time.Time{}, err
 	}

@@ -29,9 +29,10 @@ func depsOf(env saga.Env) any {
 		d, l = signatureCounted{c}, c
 	}
 	store := storeOf(env, s)
+	listed := covered.NewStore(env.Store, ListerName)
 	return &Deps{
-		Activities: &Activities{Store: store, DICT: d, Log: env.Log, BehindPSP: s.Disabled},
-		Lister: &Lister{Covered: covered.NewStore(env.Store, ListerName), DICT: l, Window: s.List, Log: env.Log, Quarantine: store,
+		Activities: &Activities{Store: store, DICT: d, Log: env.Log, BehindPSP: s.Disabled, Covered: listed},
+		Lister: &Lister{Covered: listed, DICT: l, Window: s.List, Log: env.Log, Quarantine: store,
 			Doors: &Doors{Store: store, Temporal: env.Temporal, Log: env.Log}},
 	}
 }
