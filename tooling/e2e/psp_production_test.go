@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -26,10 +27,14 @@ import (
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/tooling/dictsim"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/testpki"
 	"github.com/pixbank/pix/saga/catchup"
+	"github.com/pixbank/pix/saga/med"
 	"github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/transfer"
 )
@@ -57,7 +62,9 @@ const (
 // authorities (the PSP's, which issues the simulator's server certificate
 // and its webhooks' client certificate; the bank's, which issues our PSP
 // client certificate and our webhook listener's), the simulator served
-// over mutual TLS with OAuth 2.0, and the service's webhook listener.
+// over mutual TLS with OAuth 2.0, the service's webhook listener, and MED
+// with the DICT: the DICT simulator over mutual TLS, every write of ours
+// signed and every answer of its signed (dictsim.NewTestServer).
 type productionPSP struct {
 	// tokenLifetime is the simulator's tokens' (0: pspsim's default).
 	tokenLifetime time.Duration
@@ -70,6 +77,8 @@ type productionPSP struct {
 	webhooksURL string
 	// simLog holds the simulator's request lines (JSON), one per request.
 	simLog *syncBuffer
+	// dict is the DICT the worker's MED saga and lister reach.
+	dict *dictsim.TestServer
 }
 
 // newProductionStack runs the service with the production settings of
@@ -168,6 +177,22 @@ func (p *productionPSP) start(t *testing.T, cfg *config.Config, settings map[str
 	// The catch-up's Schedule exists, its runs are the test's (paused
 	// at once by newProductionStack, never on its own).
 	settings["PSP_CATCHUP_INTERVAL"] = "1h"
+
+	// MED with the DICT, as production configures it (BANK_ISPB is the
+	// simulator's bank, the default's): the bank's certificate of the
+	// mutual TLS signs the writes too, the DICT's signing certificate
+	// verifies the answers; its lists lag 5 s, as the specification allows,
+	// and are listed every second.
+	p.dict = dictsim.NewTestServer(t, dictsim.Options{ListLag: dict.ListLag})
+	dc := p.dict.Config
+	require.Equal(t, dictsim.TestBank, cfg.BankISPB)
+	delete(settings, "MED_DICT_DISABLED")
+	maps.Copy(settings, map[string]string{
+		"MED_DICT_URL": dc.BaseURL, "MED_DICT_CERT_FILE": dc.CertFile, "MED_DICT_KEY_FILE": dc.KeyFile,
+		"MED_DICT_CA_FILE": dc.CAFile, "MED_DICT_VERIFY_CERT_FILE": dc.DICTCertFile,
+		"MED_DICT_LIST_INTERVAL": "1s", "MED_DICT_LIST_GRACE": dict.ListLag.String(), "MED_DICT_LIST_OVERLAP": "1m",
+	})
+	require.NoError(t, med.CheckSettings(config.LookupIn(settings)), "MED's production settings")
 	return sim
 }
 
@@ -459,6 +484,94 @@ func TestProductionPSP(t *testing.T) {
 		s.requireRefundEvents(id, pix.RefundReversed)
 		require.Zero(t, s.heldRefunds(e2e))
 		s.assertReconciled()
+	})
+
+	// MED end to end with the production settings: the payer's
+	// participant reports at the DICT a PIX we credited (the PSP's
+	// webhook, over mutual TLS); the lister finds it (listInfractionReport,
+	// mutual TLS, the DICT's answers signed), the saga holds the PIX's
+	// amount and acknowledges (a signed write: the simulator refuses an
+	// unsigned or wrongly signed one, 400 RequestSignatureInvalid, and our
+	// client any answer the DICT did not sign), an operator agrees, the
+	// saga closes the report AGREED; the payer's participant asks the
+	// money back, the saga returns it through the devolução saga at the
+	// PSP (OAuth 2.0 over mutual TLS) and closes the request
+	// TOTALLY_ACCEPTED with the devolução's rtrId. The books end where
+	// they began, the hold captured by the devolução.
+	t.Run("MED report agreed, returned through the devolução, closed at the DICT", func(t *testing.T) {
+		s.openAccount("acc-prod-med", 1_000)
+		e2e := pixID()
+		s.receive(map[string]any{"endToEndId": e2e, "txid": s.chargeOf("acc-prod-med", 5_000), "chave": s.keyOf("acc-prod-med"),
+			"valor": "50.00", "horario": horarioAgo(time.Second)})
+		s.waitCredited(e2e)
+		at, err := prod.dict.OpenReport(dictsim.NewReport{EndToEndID: e2e, Amount: 5_000, Debited: dictsim.TestPayer,
+			Credited: dictsim.TestBank, Details: "golpe do falso parente"})
+		require.NoError(t, err)
+		reports := med.NewStore(s.store)
+		id := uuid.MustParse(at.ID)
+		ours := func() med.Report {
+			r, err := reports.Get(ctx, id)
+			require.NoError(t, err)
+			return r
+		}
+		waitOurs := func(status string, within time.Duration) med.Report {
+			t.Helper()
+			require.Eventually(t, func() bool {
+				r, err := reports.Get(ctx, id)
+				return err == nil && r.Status == status
+			}, within, 100*time.Millisecond, "report %s never %s in our books", id, status)
+			return ours()
+		}
+
+		// Listed within the lists' lag and the lister's interval, held,
+		// acknowledged at the DICT.
+		r := waitOurs("acknowledged", time.Minute)
+		at, _ = prod.dict.Report(at.ID)
+		require.Equal(t, dict.ReportAcknowledged, at.Status)
+		require.EqualValues(t, 5_000, r.HeldCents, "the PIX's amount held")
+		account, err := s.store.GetAccount(ctx, "acc-prod-med")
+		require.NoError(t, err)
+		require.EqualValues(t, [3]int64{6_000, 5_000, 1_000}, [3]int64{account.BalanceCents, account.HeldCents, account.AvailableCents},
+			"balance, held, available")
+
+		res := s.call(http.MethodPost, "/pix/med/reports/"+at.ID+"/analysis", http.Header{"Idempotency-Key": {uuid.NewString()}},
+			map[string]any{"result": "AGREED", "details": "conta usada para receber golpes"}, e2eAdminToken)
+		require.Equal(t, http.StatusCreated, res.Status, "%s", res.Raw)
+		r = waitOurs("awaiting_refund_request", time.Minute)
+		at, _ = prod.dict.Report(at.ID)
+		require.Equal(t, dict.ReportClosed, at.Status)
+		require.Equal(t, dict.Agreed, at.AnalysisResult)
+		require.EqualValues(t, 5_000, r.HeldCents, "still held until the request")
+
+		request, err := prod.dict.OpenRefund(dictsim.NewRefund{InfractionReportID: at.ID})
+		require.NoError(t, err)
+		r = waitOurs("ended", 2*time.Minute)
+		require.Equal(t, "returned", *r.EndCause)
+		devolucoes := s.psp.Refunds(e2e)
+		require.Len(t, devolucoes, 1, "one devolução at the PSP")
+		d := devolucoes[0]
+		s.waitRefund(d.ID, pix.RefundReturned, 30*time.Second)
+		require.EqualValues(t, 5_000, d.AmountCents)
+		require.Equal(t, psp.RefundReturned, d.Status)
+		require.NotEmpty(t, d.RtrID)
+
+		request, ok := prod.dict.Refund(request.ID)
+		require.True(t, ok)
+		require.Equal(t, dict.RefundClosed, request.Status)
+		require.Equal(t, dict.TotallyAccepted, request.AnalysisResult)
+		require.Equal(t, d.RtrID, request.RefundTransactionID, "the request closed with the devolução's rtrId")
+		require.EqualValues(t, 5_000, r.ReturnedCents)
+		require.Equal(t, d.RtrID, *r.RefundClosedRtrID)
+		calls := prod.dict.Calls()
+		require.Equal(t, 1, calls["closeInfractionReport"], "one close of the report")
+		require.Equal(t, 1, calls["closeRefund"], "one close of the request")
+
+		account, err = s.store.GetAccount(ctx, "acc-prod-med")
+		require.NoError(t, err)
+		require.EqualValues(t, [3]int64{1_000, 0, 1_000}, [3]int64{account.BalanceCents, account.HeldCents, account.AvailableCents},
+			"the PIX returned, the hold captured by the devolução: balance, held, available")
+		s.assertReconciled()
+		s.assertBooksBalance()
 	})
 
 	// A certificate the trusted CA issued, for a PSP that is not listed:

@@ -202,6 +202,7 @@ func startStackUnpromoted(t *testing.T, srv *temporaltest.Server, prod *producti
 	// variables would set them: the tests' own, whatever the environment
 	// of the test process holds.
 	settings := map[string]string{}
+	settings["MED_DICT_DISABLED"] = "true" // no DICT but the production stack's (productionPSP.start)
 	var sim *pspsim.Simulator
 	if prod == nil {
 		sim = pspsim.New(pspsim.Options{DefaultSettleAfter: 200 * time.Millisecond, Now: clock.now})
@@ -216,7 +217,6 @@ func startStackUnpromoted(t *testing.T, srv *temporaltest.Server, prod *producti
 	cfg.PSPRetryMax = time.Second
 	settings["TRANSFER_SETTLEMENT_POLL_MAX"] = "500ms"
 	settings["REFUND_REFUSAL_QUIET_PERIOD"] = "2s"
-	settings["MED_DICT_DISABLED"] = "true" // no DICT in the stacks yet
 	cfg.NATSURL = natstest.StartT(t).URL
 	cfg.OutboxPollInterval = 100 * time.Millisecond
 	if tune != nil {
