@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/google/uuid"
 )
@@ -203,9 +201,4 @@ func blockLine(b pixBlock) string {
 }
 
 // printBlock prints one block as a row of the table.
-func printBlock(out io.Writer, b pixBlock) error {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, blockHeader)
-	fmt.Fprintln(w, blockLine(b))
-	return w.Flush()
-}
+var printBlock = tableRow(blockHeader, blockLine)

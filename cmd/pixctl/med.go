@@ -18,8 +18,8 @@ import (
 // saga's commands are its own file. Every one is an operator's (the
 // report's routes are of scope pix:admin).
 func init() {
-	groups = append(groups, &group{name: "med", summary: "MED infraction reports about PIX received: show, close the analysis",
-		commands: []*command{medShowCommand, medCloseCommand}})
+	groups = append(groups, &group{name: "med", summary: "MED infraction reports about PIX received: show, close the analysis, the refund requests no report answers",
+		commands: []*command{medShowCommand, medCloseCommand, medRequestsCommand}})
 }
 
 // medReport is an infraction report as the operator's routes answer it.
@@ -142,4 +142,67 @@ func printMEDReport(out io.Writer, r medReport) error {
 	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.EndToEndID, or(r.AccountID), amount, r.Status,
 		or(r.EndCause), r.DICTStatus, or(r.AnalysisResult), r.AnalysisDueAt, brl(r.HeldCents), brl(r.ReturnedCents), or(r.DICTProblem), r.TemporalUIURL)
 	return w.Flush()
+}
+
+// medKeptRequest is a refund request no report answers, as the operator's
+// routes answer it (GET /pix/med/refund-requests).
+type medKeptRequest struct {
+	ID             string  `json:"id"`
+	ReportID       string  `json:"report_id"`
+	AmountCents    int64   `json:"amount_cents"`
+	DICTStatus     string  `json:"dict_status"`
+	Why            string  `json:"why"`
+	DICTModifiedAt *string `json:"dict_modified_at"`
+	CreatedAt      string  `json:"created_at"`
+}
+
+const medRequestsPath = "/pix/med/refund-requests"
+
+var medRequestsCommand = &command{
+	name: "med requests", args: "[-limit N] [-cursor C] [flags] [<refund request id>]",
+	summary: "the MED refund requests no report answers (on-call's while OPEN), or one of them",
+	about: `Prints the MED refund requests the saga keeps on their own (GET
+/pix/med/refund-requests) as an operator, oldest first: no report answers
+them (their report ended, answers another request, or took another in
+their place), and PixMEDRefundRequestNotTaken pages while one is OPEN at
+the DICT (docs/runbooks.md). Every page is read, -limit rows at a time.
+With an id, that one request (GET /pix/med/refund-requests/{id}). -o json
+prints the answers as they came.
+`,
+	problem:  "no such request kept on its own (med_refund_request_not_found)",
+	settings: adminSettings, output: true,
+	define: func(fs *flag.FlagSet) runner {
+		pages := definePageFlags(fs)
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf("name at most one refund request: its id")
+			}
+			c, err := operatorClient(inv)
+			if err != nil {
+				return err
+			}
+			if len(args) == 0 {
+				return listRows(ctx, c, inv, medRequestsPath, url.Values{}, pages, "list med refund requests", "refund_requests",
+					medRequestHeader, medRequestLine)
+			}
+			var raw json.RawMessage
+			status, err := c.call(ctx, http.MethodGet, medRequestsPath+"/"+url.PathEscape(args[0]), nil, &raw)
+			if err != nil {
+				return err
+			}
+			return printOne(inv, status, raw, "show med refund request "+args[0], "", tableRow(medRequestHeader, medRequestLine))
+		}
+	},
+}
+
+// medRequestHeader heads the table of kept refund requests;
+// medRequestLine is a row of it.
+const medRequestHeader = "ID\tREPORT\tAMOUNT\tDICT\tWHY\tDICT MODIFIED\tSINCE"
+
+func medRequestLine(q medKeptRequest) string {
+	modified := "-"
+	if q.DICTModifiedAt != nil {
+		modified = *q.DICTModifiedAt
+	}
+	return strings.Join([]string{q.ID, q.ReportID, brl(q.AmountCents), q.DICTStatus, q.Why, modified, q.CreatedAt}, "\t")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/pixbank/pix/internal/cli"
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/saga/med"
+	"github.com/pixbank/pix/saga/sagatest"
 )
 
 // MED's commands against the running service (MED without the DICT): a
@@ -44,7 +45,7 @@ func TestMEDAgainstTheService(t *testing.T) {
 	in := dict.InfractionReport{ID: uuid.NewString(), TransactionID: e2e, InfractionType: dict.InfractionFraud,
 		ReportedBy: dict.ReportedByDebited, ReportDetails: "golpe do falso parente", Status: dict.ReportOpen,
 		DebitedParticipant: "99999999", CreditedParticipant: "12345678", CreationTime: now, LastModified: now}
-	_, changed, err := med.NewStore(store).Intake(ctx, in)
+	_, changed, err := (&med.Doors{Store: med.NewStore(store), Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}).Intake(ctx, in)
 	require.NoError(t, err)
 	require.True(t, changed)
 	getenv := envOf(issuer, "PIX_API_URL", base, "ADMIN_TOKEN", token)
@@ -75,4 +76,32 @@ func TestMEDAgainstTheService(t *testing.T) {
 	require.Contains(t, r.stderr, "med_report_not_found")
 	r = pixctl(t, getenv, "med", "close", in.ID, "maybe", "--details", "x")
 	r.requireStatus(t, cli.ExitUsage)
+
+	// A second refund request of the report is kept on its own: listed
+	// (every page read, one row a page), shown, another id refused.
+	refund := func(amount dict.Amount) dict.Refund {
+		return dict.Refund{ID: uuid.NewString(), TransactionID: e2e, RefundReason: dict.RefundFraud, RefundAmount: amount,
+			Status: dict.RefundOpen, InfractionReportID: in.ID, CreationTime: now, LastModified: now}
+	}
+	doors := &med.Doors{Store: med.NewStore(store), Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}
+	first, second := refund(10_000), refund(5_000)
+	for _, q := range []dict.Refund{first, second} {
+		_, _, err = doors.IntakeRefund(ctx, q)
+		require.NoError(t, err)
+	}
+	r = pixctl(t, getenv, "med", "requests", "-limit", "1")
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "WHY")
+	require.Contains(t, r.stdout, second.ID)
+	require.Contains(t, r.stdout, "another_request")
+	require.NotContains(t, r.stdout, first.ID, "the report answers it")
+	r = pixctl(t, getenv, "med", "requests", "-o", "json", second.ID)
+	r.requireStatus(t, cli.ExitOK)
+	var kept medKeptRequest
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &kept), r.stdout)
+	require.Equal(t, in.ID, kept.ReportID)
+	require.EqualValues(t, 5_000, kept.AmountCents)
+	r = pixctl(t, getenv, "med", "requests", first.ID)
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "med_refund_request_not_found")
 }

@@ -108,6 +108,17 @@ func printOne[T any](inv *invocation, status int, raw json.RawMessage, what, not
 	return err
 }
 
+// tableRow is the printer of one item as its list's table prints it (for
+// printOne): the list's header, then line's row of it, aligned.
+func tableRow[T any](header string, line func(T) string) func(io.Writer, T) error {
+	return func(out io.Writer, v T) error {
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, header)
+		fmt.Fprintln(w, line(v))
+		return w.Flush()
+	}
+}
+
 // replayNote is note when the answer is an Idempotency-Key's first answer
 // replayed, and "" otherwise.
 func replayNote(h http.Header, note string) string {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"text/tabwriter"
 )
 
 // The scheduled PIX's commands (saga/scheduled), registered here as a
@@ -152,9 +150,4 @@ func scheduledLine(s scheduledPix) string {
 }
 
 // printScheduled prints one scheduled PIX as a row of the table.
-func printScheduled(out io.Writer, s scheduledPix) error {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, scheduledHeader)
-	fmt.Fprintln(w, scheduledLine(s))
-	return w.Flush()
-}
+var printScheduled = tableRow(scheduledHeader, scheduledLine)

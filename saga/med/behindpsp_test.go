@@ -31,7 +31,7 @@ func TestBehindAPSPTheClosedNoticeIsTheClose(t *testing.T) {
 		require.Equal(t, med.StatusAcknowledged, r.Status)
 		f.step(f.store.Analyse(ctx, r.ID, ours, "fraude", "op"))
 		in.Status, in.LastModified, in.AnalysisResult = dict.ReportClosed, in.LastModified.Add(time.Minute), noticed
-		_, changed, err := f.store.Intake(ctx, in)
+		_, changed, err := doorsOf(f.store).Intake(ctx, in)
 		require.NoError(t, err)
 		require.True(t, changed)
 		return a, a.current(r)

@@ -23,9 +23,10 @@ type Doors struct {
 	Log      *slog.Logger
 }
 
-// Intake is Store.Intake, the run woken after a change.
+// Intake is the one door of an infraction report (Store.intake), the run
+// woken after a change.
 func (d *Doors) Intake(ctx context.Context, in dict.InfractionReport) (Report, bool, error) {
-	r, changed, err := d.Store.Intake(ctx, in)
+	r, changed, err := d.Store.intake(ctx, in)
 	d.wake(ctx, r, changed && err == nil)
 	return r, changed, err
 }

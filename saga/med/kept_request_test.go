@@ -44,7 +44,7 @@ func (f *fixture) notOursYet(t0 time.Time) (in dict.InfractionReport, r med.Repo
 	require.Equal(f.t, [2]string{"OPEN", "report_ended"}, [2]string{status, why})
 	return in, r, open, func() med.Report {
 		dbtest.CreditPIX(f.t, f.s, dbtest.PIX{EndToEndID: e2e, AmountCents: 5_000})
-		ours, _, err := f.store.Intake(ctx, in)
+		ours, _, err := doorsOf(f.store).Intake(ctx, in)
 		require.NoError(f.t, err)
 		require.Equal(f.t, med.StatusReceived, ours.Status)
 		return ours
@@ -168,5 +168,94 @@ func TestASecondRequestAndTheTakeAtOnce(t *testing.T) {
 		after, err := f.store.Open(ctx, time.Hour)
 		require.NoError(t, err)
 		require.Equal(t, before.Unanswered+1, after.Unanswered, "paged: PixMEDRefundRequestNotTaken")
+	}
+}
+
+// A refund request its report took before its close (the DICT's notice
+// first) and still OPEN when the report ends without returning it, closed
+// DISAGREED or cancelled by its reporter, is never left behind on the
+// ended report: kept by its own id with why, counted for on-call while
+// OPEN at the DICT, and it follows the DICT's later moves there.
+func TestARequestTakenBeforeAnEndThatReturnsNothingIsKept(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, r := f.held(10_000, 0)
+	before, err := f.store.Open(ctx, time.Hour)
+	require.NoError(t, err)
+	req := request(r, 10_000, dict.RefundOpen)
+	req.LastModified = time.Now().Add(-time.Minute)
+	r = f.step(f.store.IntakeRefund(ctx, req))
+	require.Equal(t, req.ID, r.RefundRequestID.String(), "taken before the close")
+	f.step(f.store.Analyse(ctx, r.ID, dict.Disagreed, "", "operator-1"))
+	r, err = f.store.Get(ctx, r.ID)
+	require.NoError(t, err)
+	r = f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
+	require.Equal(t, med.StatusEnded, r.Status)
+	require.Nil(t, r.RefundRequestID, "not left OPEN on the ended report")
+	status, why := f.keptStatus(req.ID)
+	require.Equal(t, [2]string{"OPEN", "report_disagreed"}, [2]string{status, why})
+	after, err := f.store.Open(ctx, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, before.Unanswered+1, after.Unanswered, "paged: PixMEDRefundRequestNotTaken")
+
+	// The DICT's cancel of it (or on-call's REJECTED close, listed) is
+	// followed where it is kept: the page clears.
+	req.Status, req.LastModified = dict.RefundCancelled, req.LastModified.Add(30*time.Second)
+	_, _, err = f.store.IntakeRefund(ctx, req)
+	require.NoError(t, err)
+	status, _ = f.keptStatus(req.ID)
+	require.Equal(t, "CANCELLED", status)
+	after, err = f.store.Open(ctx, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, before.Unanswered, after.Unanswered)
+
+	// Agreed, its request taken, then cancelled by its reporter.
+	_, agreed := f.agreed(10_000, 0)
+	req = request(agreed, 10_000, dict.RefundOpen)
+	agreed = f.step(f.store.IntakeRefund(ctx, req))
+	in := report(agreed.EndToEndID, dict.ReportCancelled, time.Now())
+	in.ID = agreed.ID.String()
+	agreed, _, err = doorsOf(f.store).Intake(ctx, in)
+	require.NoError(t, err)
+	agreed = f.step(f.store.Cancel(ctx, agreed))
+	require.Equal(t, med.EndCancelled, *agreed.EndCause)
+	require.Nil(t, agreed.RefundRequestID)
+	status, why = f.keptStatus(req.ID)
+	require.Equal(t, [2]string{"OPEN", "report_cancelled"}, [2]string{status, why})
+	f.requireBooks()
+}
+
+// The close DISAGREED and a refund request at once: whichever the report's
+// lock serves first, the request ends kept by its own id, OPEN, counted
+// for on-call, never on the ended report.
+func TestACloseDisagreedAndARequestAtOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for range 6 {
+		_, r := f.held(10_000, 0)
+		f.step(f.store.Analyse(ctx, r.ID, dict.Disagreed, "", "operator-1"))
+		r, err := f.store.Get(ctx, r.ID)
+		require.NoError(t, err)
+		req := request(r, 10_000, dict.RefundOpen)
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		wg.Add(2)
+		go func() { defer wg.Done(); _, _, errs[0] = f.store.Closed(ctx, r, dict.InfractionReport{}) }()
+		go func() { defer wg.Done(); _, _, errs[1] = f.store.IntakeRefund(ctx, req) }()
+		wg.Wait()
+		require.NoError(t, errs[0])
+		require.NoError(t, errs[1])
+		if got, err := f.store.Get(ctx, r.ID); err == nil && got.Status != med.StatusEnded {
+			// The request took the lock first: the close was decided on
+			// an older generation; the run decides again.
+			_, _, err = f.store.Closed(ctx, got, dict.InfractionReport{})
+			require.NoError(t, err)
+		}
+		got, err := f.store.Get(ctx, r.ID)
+		require.NoError(t, err)
+		require.Equal(t, med.StatusEnded, got.Status)
+		require.Nil(t, got.RefundRequestID)
+		status, _ := f.keptStatus(req.ID)
+		require.Equal(t, "OPEN", status)
 	}
 }

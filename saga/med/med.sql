@@ -146,3 +146,15 @@ SELECT 'pix_med_report', $1::text, 'pix.med.changed', $2::jsonb, $3
 INSERT INTO pix_med_quarantine (kind, dict_id, dict_modified_at, reason) VALUES ($1, $2, $3, $4)
 ON CONFLICT (kind, dict_id, dict_modified_at) DO UPDATE SET last_listed_at = now(), reason = EXCLUDED.reason
 RETURNING (xmax = 0) AS first
+
+-- name: KeptList
+-- A page of the refund requests kept on their own, oldest first: $1, $2
+-- the sort key of the last row of the page before (NULL, NULL: from the
+-- first), $3 at most. Read from pix_med_refund_requests_created_idx.
+SELECT * FROM pix_med_refund_requests
+WHERE (created_at, id) > (COALESCE($1::timestamptz, '-infinity'), COALESCE($2::uuid, '00000000-0000-0000-0000-000000000000'))
+ORDER BY created_at, id LIMIT $3
+
+-- name: KeptGet
+-- One refund request kept on its own, by its primary key.
+SELECT * FROM pix_med_refund_requests WHERE id = $1

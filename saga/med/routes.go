@@ -26,6 +26,8 @@ import (
 //
 //	GET  /pix/med/reports/{id}            the report and its saga's state
 //	POST /pix/med/reports/{id}/analysis   Idempotency-Key: the operator's analysis (AGREED|DISAGREED, details)
+//	GET  /pix/med/refund-requests         the refund requests kept on their own (no report answers them), oldest first, paged
+//	GET  /pix/med/refund-requests/{id}    one of them
 //
 // and the med section of a credit's view (GET /pix/credits/{id}: its
 // customer sees what is held and returned, not the reporter's words).
@@ -46,6 +48,8 @@ type RouteStore interface {
 	OfPIX(ctx context.Context, endToEndID string, limit int) ([]Report, error)
 	AnalyseKeyed(ctx context.Context, r *db.Reservation, id uuid.UUID, result dict.AnalysisResult, details, by string,
 		render func(Report) ([]byte, error)) (Report, bool, error)
+	KeptRequests(ctx context.Context, after *KeptKey, limit int) ([]KeptRequest, error)
+	KeptRequest(ctx context.Context, id uuid.UUID) (KeptRequest, error)
 }
 
 // Handlers serve the saga's routes.
@@ -59,11 +63,13 @@ type Handlers struct {
 // HTTP is the saga's HTTP side: its routes, each under its scope, and its
 // section of a credit's view.
 func (h *Handlers) HTTP() api.SagaHTTP {
-	const report = "/pix/med/reports/:id"
+	const report, requests = "/pix/med/reports/:id", "/pix/med/refund-requests"
 	return api.SagaHTTP{
 		Routes: []api.Route{
 			{Method: http.MethodGet, Path: report, Scope: auth.ScopeAdmin, Handle: h.get},
 			{Method: http.MethodPost, Path: report + "/analysis", Scope: auth.ScopeAdmin, Handle: h.analyse},
+			{Method: http.MethodGet, Path: requests, Scope: auth.ScopeAdmin, Handle: h.listKept},
+			{Method: http.MethodGet, Path: requests + "/:id", Scope: auth.ScopeAdmin, Handle: h.getKept},
 		},
 		CreditSection: api.CreditSection{Name: "med", Of: h.section},
 	}
@@ -168,6 +174,41 @@ func (h *Handlers) get(k api.Kit, c *gin.Context) {
 	}
 	k.NamePIX(c, r.EndToEndID)
 	c.JSON(http.StatusOK, viewOf(k, r))
+}
+
+// listKept is GET /pix/med/refund-requests[?limit=…][&cursor=…]: the
+// refund requests kept on their own (no report answers them: on-call's
+// while OPEN at the DICT, PixMEDRefundRequestNotTaken), oldest first, a
+// page at a time (api.PageOf). They carry no free text of the DICT's.
+func (h *Handlers) listKept(k api.Kit, c *gin.Context) {
+	p, err := api.PageOf[KeptKey](c)
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	found, err := h.Store.KeptRequests(c.Request.Context(), p.After, p.Fetch())
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	api.AnswerPage(k, c, "refund_requests", p, found, KeptKeyOf)
+}
+
+// getKept is GET /pix/med/refund-requests/{id}: one request kept on its
+// own; 404 med_refund_request_not_found for any other id (a request its
+// report answers is shown with the report).
+func (h *Handlers) getKept(k api.Kit, c *gin.Context) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		k.Fail(c, pix.Invalid("id", "must be a refund request id (a UUID)"))
+		return
+	}
+	q, err := h.Store.KeptRequest(c.Request.Context(), id)
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, q)
 }
 
 // analyse is POST /pix/med/reports/{id}/analysis behind the

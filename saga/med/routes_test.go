@@ -131,3 +131,80 @@ func TestTheOperatorViewKeepsTheDICTsWordsOut(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, "%v", analysed)
 	require.Equal(t, auth.AdminToken.Subject, analysed["analysed_by"])
 }
+
+// The refund requests kept on their own, to operators only: listed oldest
+// first a page at a time (every one reached by the cursor), one read by
+// its id (404 for a request its report answers, and any other id); a
+// customer's token refused (403) before anything.
+func TestTheKeptRequestsRoutes(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	h := &med.Handlers{Store: f.store, Keys: f.s, Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}
+	c := f.credit(10_000, 0)
+	a := sagatest.NewAPI(t, f.s, sagatest.Options{
+		Sagas: []api.SagaHTTP{api.CreditHTTP(), h.HTTP()},
+		Deps:  api.Deps{Keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}, Temporal: noRuns{}},
+		Callers: sagatest.Callers{
+			"ops":      sagatest.Operator("ops-1"),
+			"customer": sagatest.Customer("cust", c.AccountID),
+		}})
+	_, r := f.agreed(10_000, 0)
+	taken := request(r, 10_000, dict.RefundOpen)
+	f.step(f.store.IntakeRefund(ctx, taken))
+	kept := map[string]bool{}
+	for _, amount := range []int64{1_000, 2_000, 3_000} {
+		q := request(r, amount, dict.RefundOpen)
+		_, _, err := f.store.IntakeRefund(ctx, q)
+		require.NoError(t, err)
+		kept[q.ID] = true
+	}
+
+	seen := map[string]bool{}
+	path := "/pix/med/refund-requests?limit=1"
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 100, "the cursor goes on for ever")
+		status, got := a.Call(http.MethodGet, path, "ops", "", nil)
+		require.Equal(t, http.StatusOK, status, "%v", got)
+		for _, row := range got["refund_requests"].([]any) {
+			q := row.(map[string]any)
+			seen[q["id"].(string)] = true
+			if kept[q["id"].(string)] {
+				require.Equal(t, r.ID.String(), q["report_id"])
+				require.Equal(t, "OPEN", q["dict_status"])
+				require.Equal(t, "another_request", q["why"])
+			}
+		}
+		if got["next_cursor"] == nil {
+			break
+		}
+		path = "/pix/med/refund-requests?limit=1&cursor=" + got["next_cursor"].(string)
+	}
+	for id := range kept {
+		require.True(t, seen[id], "kept request %s not listed", id)
+	}
+	require.False(t, seen[taken.ID], "the request its report answers is the report's")
+
+	for id := range kept {
+		status, got := a.Call(http.MethodGet, "/pix/med/refund-requests/"+id, "ops", "", nil)
+		require.Equal(t, http.StatusOK, status, "%v", got)
+		require.Equal(t, id, got["id"])
+		require.Contains(t, []any{1_000.0, 2_000.0, 3_000.0}, got["amount_cents"])
+	}
+	for _, id := range []string{taken.ID, uuid.NewString()} {
+		status, got := a.Call(http.MethodGet, "/pix/med/refund-requests/"+id, "ops", "", nil)
+		require.Equal(t, http.StatusNotFound, status, "%v", got)
+		require.Equal(t, "med_refund_request_not_found", sagatest.Code(got))
+	}
+	status, got := a.Call(http.MethodGet, "/pix/med/refund-requests/not-a-uuid", "ops", "", nil)
+	require.Equal(t, http.StatusBadRequest, status, "%v", got)
+
+	var one string
+	for id := range kept {
+		one = id
+	}
+	for _, path := range []string{"/pix/med/refund-requests", "/pix/med/refund-requests/" + one} {
+		status, refused := a.Call(http.MethodGet, path, "customer", "", nil)
+		require.Equal(t, http.StatusForbidden, status, path)
+		require.Equal(t, "insufficient_scope", sagatest.Code(refused))
+	}
+}

@@ -22,6 +22,9 @@ var Kinds = pix.DeclareKinds(
 	&pix.Kind{Err: ErrNotFound, Refusal: true,
 		Status: http.StatusNotFound, Code: "med_report_not_found", Message: "no infraction report with this id",
 		TemporalType: "MEDReportNotFound"},
+	&pix.Kind{Err: ErrRequestNotFound, Refusal: true,
+		Status: http.StatusNotFound, Code: "med_refund_request_not_found",
+		Message: "no refund request kept on its own with this id (one its report answers is the report's)"},
 	&pix.Kind{Err: ErrAnalysed, Refusal: true,
 		Status: http.StatusUnprocessableEntity, Code: "med_report_analysed",
 		Message: "the infraction report was analysed already, with another result or details"},
@@ -33,7 +36,7 @@ var Kinds = pix.DeclareKinds(
 	// Met at an intake: the lister logs it; the PSP's notice is answered
 	// it (webhook.go).
 	&pix.Kind{Err: ErrReportMismatch, Refusal: true, Status: http.StatusUnprocessableEntity, Code: "med_report_mismatch",
-		Message:      "the notice names an infraction report received with another PIX, or a refund request beside the open one; nothing was changed",
+		Message:      "the notice names an infraction report received with another PIX; nothing was changed",
 		TemporalType: "MEDReportMismatch"},
 	&pix.Kind{Err: ErrNotAtDICT, Refusal: true, Status: http.StatusUnprocessableEntity, Code: "med_notice_not_at_dict",
 		Message: "the DICT has no such infraction report or refund request; nothing was changed"},

@@ -87,7 +87,7 @@ var queryFiles embed.FS
 
 // medSQL holds the statements of med.sql.
 var medSQL struct {
-	CreditOf, CreditPSP, Insert, Get, Lock, Save, MarkSent, Unanswered, Kept, Taken, Ours, OfPIX, Open, Event, Quarantine string
+	CreditOf, CreditPSP, Insert, Get, Lock, Save, MarkSent, Unanswered, Kept, KeptList, KeptGet, Taken, Ours, OfPIX, Open, Event, Quarantine string
 }
 
 func init() { db.BindQueries(queryFiles, "med.sql", &medSQL) }
@@ -307,8 +307,9 @@ func (s *Store) OfPIX(ctx context.Context, endToEndID string, limit int) ([]Repo
 	return out, nil
 }
 
-// Intake is THE one door of an infraction report into the saga: the DICT's
-// lister and the PSP's webhook both hand what they received here.
+// intake is THE one door of an infraction report into the saga, behind
+// Doors.Intake (which wakes the run): the DICT's lister and the PSP's
+// webhook both hand what they received there.
 // Idempotent on the report's id: a report received again as it was is
 // absorbed (changed false); one the DICT modified since (its status, its
 // LastModified: cancelled by its reporter, closed) is updated and its run
@@ -317,7 +318,7 @@ func (s *Store) OfPIX(ctx context.Context, endToEndID string, limit int) ([]Repo
 // due for its saga's durable start at once (its run holds the money).
 // Two intakes of one report at once end as one row: the second finds the
 // first's (the insert's conflict) and updates it under its lock.
-func (s *Store) Intake(ctx context.Context, in dict.InfractionReport) (Report, bool, error) {
+func (s *Store) intake(ctx context.Context, in dict.InfractionReport) (Report, bool, error) {
 	id, err := uuid.Parse(in.ID)
 	if err != nil {
 		return Report{}, false, pix.Invalid("id", "must be the DICT's uuid")

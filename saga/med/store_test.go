@@ -17,6 +17,7 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/med"
 	refundsaga "github.com/pixbank/pix/saga/refund"
+	"github.com/pixbank/pix/saga/sagatest"
 	"github.com/pixbank/pix/saga/transfer"
 )
 
@@ -80,6 +81,12 @@ func (f *fixture) requireBooks() {
 	require.True(f.t, rec.Balanced(), "%+v", rec)
 }
 
+// doorsOf is the saga's doors over s, as its receivers call them (the
+// intake is theirs only), its runs' signals recorded.
+func doorsOf(s *med.Store) *med.Doors {
+	return &med.Doors{Store: s, Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}
+}
+
 // report is the DICT's report of a PIX, as the lister or the webhook hand it.
 func report(e2e string, status dict.InfractionReportStatus, modified time.Time) dict.InfractionReport {
 	return dict.InfractionReport{ID: uuid.NewString(), TransactionID: e2e, InfractionType: dict.InfractionFraud,
@@ -90,7 +97,7 @@ func report(e2e string, status dict.InfractionReportStatus, modified time.Time) 
 
 func (f *fixture) intake(in dict.InfractionReport) med.Report {
 	f.t.Helper()
-	r, changed, err := f.store.Intake(context.Background(), in)
+	r, changed, err := doorsOf(f.store).Intake(context.Background(), in)
 	require.NoError(f.t, err)
 	require.True(f.t, changed)
 	return r
@@ -148,13 +155,13 @@ func TestIntakeIsIdempotentAndTakesModifications(t *testing.T) {
 	require.WithinDuration(t, r.CreditedAt.Add(med.ReturnWindow), *r.ReturnUntil, time.Millisecond)
 	f.requireMoney(c.AccountID, 10_000, 0) // the run holds, not the intake
 
-	again, changed, err := f.store.Intake(ctx, in)
+	again, changed, err := doorsOf(f.store).Intake(ctx, in)
 	require.NoError(t, err)
 	require.False(t, changed)
 	require.Equal(t, r.Gen, again.Gen)
 
 	in.Status, in.LastModified = dict.ReportCancelled, in.LastModified.Add(time.Minute)
-	cancelled, changed, err := f.store.Intake(ctx, in)
+	cancelled, changed, err := doorsOf(f.store).Intake(ctx, in)
 	require.NoError(t, err)
 	require.True(t, changed)
 	require.True(t, cancelled.Cancelled())
@@ -162,14 +169,14 @@ func TestIntakeIsIdempotentAndTakesModifications(t *testing.T) {
 
 	// An older copy (a lister's page that lagged) changes nothing back.
 	in.Status, in.LastModified = dict.ReportOpen, in.LastModified.Add(-30*time.Second)
-	late, changed, err := f.store.Intake(ctx, in)
+	late, changed, err := doorsOf(f.store).Intake(ctx, in)
 	require.NoError(t, err)
 	require.False(t, changed)
 	require.True(t, late.Cancelled())
 
 	// The same id for another PIX is refused.
 	in.TransactionID = pix.NewEndToEndID("12345678", time.Now())
-	_, _, err = f.store.Intake(ctx, in)
+	_, _, err = doorsOf(f.store).Intake(ctx, in)
 	require.ErrorIs(t, err, med.ErrReportMismatch)
 }
 
@@ -201,7 +208,7 @@ func TestTwoIntakesAtOnce(t *testing.T) {
 		for range 4 {
 			wg.Go(func() {
 				<-start
-				_, changed, err := f.store.Intake(ctx, in)
+				_, changed, err := doorsOf(f.store).Intake(ctx, in)
 				require.NoError(t, err)
 				if changed {
 					mu.Lock()
@@ -333,7 +340,7 @@ func TestCloseAndCancelAtOnce(t *testing.T) {
 		})
 		wg.Go(func() {
 			<-start
-			_, _, err := f.store.Intake(ctx, in)
+			_, _, err := doorsOf(f.store).Intake(ctx, in)
 			require.NoError(t, err)
 		})
 		close(start)
@@ -603,7 +610,7 @@ func TestAMalformedReportIsRefused(t *testing.T) {
 	c := f.credit(10_000, 0)
 	in := report(c.EndToEndID, dict.ReportOpen, time.Now())
 	in.InfractionType = ""
-	_, _, err := f.store.Intake(context.Background(), in)
+	_, _, err := doorsOf(f.store).Intake(context.Background(), in)
 	var invalid *pix.ValidationError
 	require.ErrorAs(t, err, &invalid)
 	_, err = f.store.Get(context.Background(), uuid.MustParse(in.ID))
@@ -769,13 +776,13 @@ func TestANotOursReportIsRecheckedAtItsNextIntake(t *testing.T) {
 	in := report(e2e, dict.ReportOpen, time.Now().Add(-time.Hour))
 	r := f.intake(in)
 	require.Equal(t, med.StatusNotOurs, r.Status)
-	again, changed, err := f.store.Intake(ctx, in)
+	again, changed, err := doorsOf(f.store).Intake(ctx, in)
 	require.NoError(t, err)
 	require.False(t, changed, "still not credited")
 	require.Equal(t, med.StatusNotOurs, again.Status)
 
 	c := dbtest.CreditPIX(t, f.s, dbtest.PIX{EndToEndID: e2e, AmountCents: 7_000})
-	ours, changed, err := f.store.Intake(ctx, in)
+	ours, changed, err := doorsOf(f.store).Intake(ctx, in)
 	require.NoError(t, err)
 	require.True(t, changed)
 	require.Equal(t, med.StatusReceived, ours.Status)

@@ -31,7 +31,7 @@ func TestOnlyAReportAgainstUsIsHeld(t *testing.T) {
 		c := f.credit(10_000, 0)
 		in := report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour))
 		change(&in)
-		r, changed, err := store.Intake(ctx, in)
+		r, changed, err := doorsOf(store).Intake(ctx, in)
 		require.NoError(t, err, name)
 		require.True(t, changed, name)
 		require.Equal(t, med.StatusNotOurs, r.Status, name)
@@ -39,7 +39,7 @@ func TestOnlyAReportAgainstUsIsHeld(t *testing.T) {
 		require.NoError(t, err, name)
 		require.Zero(t, r.HeldCents, "%s: held our customer's money", name)
 		in.Status, in.LastModified = dict.ReportAcknowledged, in.LastModified.Add(time.Minute)
-		r, _, err = store.Intake(ctx, in)
+		r, _, err = doorsOf(store).Intake(ctx, in)
 		require.NoError(t, err, name)
 		require.Equal(t, med.StatusNotOurs, r.Status, "%s: made ours at its next intake", name)
 		f.requireMoney(c.AccountID, 10_000, 0)
@@ -48,7 +48,7 @@ func TestOnlyAReportAgainstUsIsHeld(t *testing.T) {
 	for _, kind := range []dict.InfractionType{dict.InfractionFraud, dict.InfractionRefundRequest} {
 		in := report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour))
 		in.InfractionType = kind
-		r, _, err := store.Intake(ctx, in)
+		r, _, err := doorsOf(store).Intake(ctx, in)
 		require.NoError(t, err)
 		require.Equal(t, med.StatusReceived, r.Status, kind)
 	}

@@ -501,6 +501,11 @@ func (s *Store) NoteProblem(ctx context.Context, at Report, problem string) (Rep
 // end ends the locked report cur as next with cause, releasing what it
 // still holds.
 func end(ctx context.Context, tx pgx.Tx, cur, next Report, cause string) (Report, bool, error) {
+	if next.RequestOpen() && next.RefundClosedAt == nil {
+		if err := keepUnanswered(ctx, tx, &next, cause); err != nil {
+			return Report{}, false, err
+		}
+	}
 	if next.HoldID != nil {
 		if err := releaseHold(ctx, tx, &next, "med "+cause); err != nil {
 			return Report{}, false, err
@@ -508,6 +513,31 @@ func end(ctx context.Context, tx pgx.Tx, cur, next Report, cause string) (Report
 	}
 	next.Status, next.EndCause = StatusEnded, &cause
 	return save(ctx, tx, cur, next)
+}
+
+// keepUnanswered moves the refund request next took before its close, OPEN
+// at the DICT and unanswered, to pix_med_refund_requests as the report
+// ends with cause without returning it (DISAGREED: report_disagreed; its
+// reporter cancelled it: report_cancelled): kept by its own id, visible,
+// counted by pix_med_refund_requests_not_taken while OPEN at the DICT
+// (PixMEDRefundRequestNotTaken: on-call answers it, REJECTED at the DICT
+// when we disagreed), its later moves followed there (IntakeRefund: the
+// report ended, it keeps it). Never left on the ended report, whose run
+// answers nothing more.
+func keepUnanswered(ctx context.Context, tx pgx.Tx, next *Report, cause string) error {
+	why := "report_ended"
+	switch {
+	case cause == EndCancelled:
+		why = "report_cancelled"
+	case deref(next.AnalysisResult) == string(dict.Disagreed):
+		why = "report_disagreed"
+	}
+	if _, err := tx.Exec(ctx, medSQL.Unanswered, *next.RefundRequestID, next.ID, *next.RefundRequestCents,
+		deref(next.RefundRequestState), why, next.RefundRequestModifiedAt); err != nil {
+		return fmt.Errorf("keep refund request %s of infraction report %s, ended %s: %w", *next.RefundRequestID, next.ID, cause, err)
+	}
+	next.RefundRequestID, next.RefundRequestCents, next.RefundRequestState, next.RefundRequestModifiedAt = nil, nil, nil, nil
+	return nil
 }
 
 // releaseHold releases next's hold. Its holds end under the report's lock

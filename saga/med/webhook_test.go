@@ -150,7 +150,7 @@ func TestPSPNoticesReachTheOneDoor(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, status, "%v", got)
 	require.Equal(t, true, got["duplicate"], "a redelivery is absorbed")
 	// The DICT's lister lists the same report: the same door, the same row.
-	_, changed, err := f.store.Intake(ctx, in)
+	_, changed, err := doorsOf(f.store).Intake(ctx, in)
 	require.NoError(t, err)
 	require.False(t, changed, "the lister's copy of the PSP's notice changes nothing")
 	require.Equal(t, 1, rows())
