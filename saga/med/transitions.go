@@ -537,6 +537,7 @@ func keepUnanswered(ctx context.Context, tx pgx.Tx, next *Report, cause string) 
 		return fmt.Errorf("keep refund request %s of infraction report %s, ended %s: %w", *next.RefundRequestID, next.ID, cause, err)
 	}
 	next.RefundRequestID, next.RefundRequestCents, next.RefundRequestState, next.RefundRequestModifiedAt = nil, nil, nil, nil
+	next.RefundRequestDICTResult = nil
 	return nil
 }
 
