@@ -1,7 +1,7 @@
 # The two commands of the README are `make run` and `make test`.
 .PHONY: run test demo events build image compose-build compose-config compose-secrets bench soak faults model
 
-run: ## run everything locally: PostgreSQL, Temporal dev server with UI, migrations, demo accounts, API and worker
+run: ## run everything locally: PostgreSQL, Temporal dev server with UI, migrations, demo accounts, API and worker, the PSP and DICT simulators
 	./scripts/run.sh
 
 test: ## every check and test, as CI runs them
@@ -17,6 +17,7 @@ build:
 	go build -buildvcs=auto -o .bin/pixd ./cmd/pixd
 	go build -buildvcs=auto -o .bin/pixctl ./cmd/pixctl
 	go build -buildvcs=auto -o .bin/pspsim ./cmd/pspsim
+	go build -buildvcs=auto -o .bin/dictsim ./cmd/dictsim
 
 # The build's identity from git (docs/cli.md, "Build identity"), for the
 # targets that build images; each is kept when set, so a release names its

@@ -96,6 +96,7 @@ metrics_port=${BENCH_WORKER_METRICS_PORT:-$((api_port + 100))}
 dev_port=${BENCH_TEMPORAL_DEV_PORT:-7433}
 
 use_dev_credentials
+use_med_without_dict
 build_tools
 # Built before anything is measured (the first build takes minutes): the
 # PostgreSQL-backed server's start is then only waited for.

@@ -11,6 +11,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 use_dev_credentials
+use_med_without_dict
 # The service's bearer tokens are pixfaults' own: it sets up a development
 # issuer in its run directory and gives the API its AUTH_* settings.
 # No use_nats: the broker is pixfaults' own, whose NATS_URL it gives the

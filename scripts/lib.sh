@@ -50,9 +50,13 @@ use_dev_credentials() {
 	export ADMIN_TOKEN="${ADMIN_TOKEN:-dev-admin-token-not-for-production}"
 	use_dev_issuer
 	use_dev_codec_keys
-	# MED runs without the DICT (there is no DICT simulator binary to run):
-	# its reports stop at their first DICT step (docs/med.md). A DICT of the
-	# caller's (MED_DICT_URL and its certificates) is used as set.
+}
+
+# use_med_without_dict: MED runs without the DICT (MED_DICT_DISABLED=true),
+# its reports stopping at their first DICT step (docs/med.md), for the
+# scripts that start no DICT simulator (make run starts one: use_dictsim);
+# a DICT of the caller's (MED_DICT_URL and its certificates) is used as set.
+use_med_without_dict() {
 	[ -n "${MED_DICT_URL:-}" ] || export MED_DICT_DISABLED="${MED_DICT_DISABLED:-true}"
 }
 

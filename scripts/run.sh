@@ -8,8 +8,10 @@
 # here), the
 # migrations, the demo accounts, and the API and the worker in one process
 # (`pixd dev`), whose customer routes take the bearer tokens of a development
-# issuer kept in .data/auth (`.bin/pixctl token` mints them). Ctrl-C stops
-# what it started.
+# issuer kept in .data/auth (`.bin/pixctl token` mints them), and the DICT
+# simulator MED calls, over mutual TLS with signed XML both ways (unless
+# MED_DICT_URL names a DICT, or MED_DICT_DISABLED=true runs MED without
+# one). Ctrl-C stops what it started.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -17,9 +19,10 @@ mkdir -p "$DATA"
 
 use_dev_credentials
 build_tools
-log "building pixd and pspsim"
+log "building pixd, pspsim and dictsim"
 go build -buildvcs=auto -o "$BIN/pixd" ./cmd/pixd
 go build -buildvcs=auto -o "$BIN/pspsim" ./cmd/pspsim
+go build -buildvcs=auto -o "$BIN/dictsim" ./cmd/dictsim
 
 if [ -z "${DATABASE_URL:-}" ]; then
 	DATABASE_URL=$(ensure_postgres pix)
@@ -106,6 +109,39 @@ if [ -z "${PSP_URL:-}" ]; then
 	CHILDREN+=($!)
 fi
 
+# MED's DICT: the simulator (cmd/dictsim), unless MED_DICT_URL names a DICT
+# already (its settings are the caller's) or MED_DICT_DISABLED=true runs MED
+# without one. The simulator is the DICT as pixd meets it in production:
+# its API over mutual TLS (the bank's client certificate, the one it
+# presents to the PSP, names it: BANK_ISPB), every answer signed by the
+# DICT's certificate, which pixd verifies (MED_DICT_VERIFY_CERT_FILE), every
+# write signed by the bank's and verified there. Its control routes, on a
+# plain listener of their own, open the reports and refund requests make
+# demo plays (as the payer's participant, 99999010). The certificates are
+# the development PKI's (.data/pki, pixctl dev-pki). MED lists the DICT
+# every 5 s (MED_DICT_LIST_INTERVAL; production: 1m), so that a report
+# opened there is taken within seconds.
+dict_control_url=""
+if [ -z "${MED_DICT_URL:-}" ] && [ "${MED_DICT_DISABLED:-}" != true ]; then
+	use_dev_pki
+	export DICT_SIM_ADDR="${DICT_SIM_ADDR:-127.0.0.1:8092}"
+	export DICT_SIM_CONTROL_ADDR="${DICT_SIM_CONTROL_ADDR:-127.0.0.1:8093}"
+	dict_control_url="http://$DICT_SIM_CONTROL_ADDR"
+	export BANK_ISPB="${BANK_ISPB:-12345678}"
+	export MED_DICT_URL="https://$DICT_SIM_ADDR/api/v1"
+	export MED_DICT_CERT_FILE="$DEV_PKI/bank-client.pem" MED_DICT_KEY_FILE="$DEV_PKI/bank-client-key.pem"
+	export MED_DICT_CA_FILE="$DEV_PKI/ca.pem" MED_DICT_VERIFY_CERT_FILE="$DEV_PKI/dict-signer.pem"
+	export MED_DICT_LIST_INTERVAL="${MED_DICT_LIST_INTERVAL:-5s}"
+	log "starting the DICT simulator at $MED_DICT_URL (mutual TLS, signed XML; control: $dict_control_url; log: .data/dictsim.log)"
+	DICT_SIM_TLS_CERT_FILE="$DEV_PKI/dict-server.pem" DICT_SIM_TLS_KEY_FILE="$DEV_PKI/dict-server-key.pem" \
+		DICT_SIM_TLS_CLIENT_CA_FILE="$DEV_PKI/ca.pem" \
+		DICT_SIM_SIGNING_CERT_FILE="$DEV_PKI/dict-signer.pem" DICT_SIM_SIGNING_KEY_FILE="$DEV_PKI/dict-signer-key.pem" \
+		DICT_SIM_PARTICIPANTS="$BANK_ISPB=$DEV_PKI/bank-client.pem;99999010=$DEV_PKI/dict-payer.pem" \
+		"$BIN/dictsim" >"$DATA/dictsim.log" 2>&1 &
+	CHILDREN+=($!)
+fi
+use_med_without_dict
+
 if temporal_up "$TEMPORAL_ADDRESS"; then
 	log "using the Temporal server already at $TEMPORAL_ADDRESS"
 else
@@ -135,6 +171,14 @@ else
 	webhooks_line="http://${WEBHOOK_HTTP_ADDR:-$HTTP_ADDR}   (POST /webhooks/api-pix/pix, POST /webhooks/pix; signed with WEBHOOK_SECRETS=$WEBHOOK_SECRETS)"
 	psp_lines="$PSP_URL   (PSP_URL: yours; no simulator started)"
 fi
+if [ -n "$dict_control_url" ]; then
+	med_line="$MED_DICT_URL   (the DICT simulator: mutual TLS, signed XML; listed every $MED_DICT_LIST_INTERVAL;
+                   control $dict_control_url: POST /sim/infraction-reports, POST /sim/refunds, ...)"
+elif [ -n "${MED_DICT_URL:-}" ]; then
+	med_line="$MED_DICT_URL   (MED_DICT_URL: yours; no simulator started)"
+else
+	med_line="without the DICT (MED_DICT_DISABLED=true): reports stop at their first DICT step"
+fi
 cat >&2 <<MSG
 
   PIX API        http://$HTTP_ADDR   (GET /readyz, POST /pix, GET /accounts/{id}, /admin/..., /codec, /metrics)
@@ -144,6 +188,7 @@ cat >&2 <<MSG
                    curl -H "Authorization: Bearer \$TOKEN" http://$HTTP_ADDR/accounts/acc-0001
   Admin          Authorization: Bearer $ADMIN_TOKEN   (or a token of scope pix:admin)
   PSP            $psp_lines
+  MED            $med_line
   NATS           $NATS_URL   (make events: pixctl events tail)
   Temporal UI    $TEMPORAL_UI_URL
   Database       $DATABASE_URL

@@ -82,6 +82,11 @@ var (
 		usage: "the client certificate (PEM) presented to an https:// -webhook-url, listed in its WEBHOOK_MTLS_PSPS as that PSP's"}
 	webhookKeySetting = setting{flag: "webhook-key", env: "PIX_WEBHOOK_KEY_FILE", def: filepath.Join(devPKIDirSetting.def, devpki.DemoClientKeyFile),
 		usage: "the key (PEM) of -webhook-cert"}
+	dictControlURLSetting = setting{flag: "dict-control-url", env: "DICT_SIM_CONTROL_URL", def: "http://127.0.0.1:8093",
+		usage: "the DICT simulator's control routes (POST /sim/infraction-reports, POST /sim/refunds), which the demo's MED part\n" +
+			"drives (DICT_SIM_CONTROL_ADDR, as make run has it); none answering there skips that part"}
+	bankISPBSetting = setting{flag: "bank-ispb", env: "BANK_ISPB", def: "12345678",
+		usage: "the bank's ISPB, the credited participant of the demo's infraction report (pixd's BANK_ISPB)"}
 	webhookCASetting = setting{flag: "webhook-ca", env: "PIX_WEBHOOK_CA_FILE", def: filepath.Join(devPKIDirSetting.def, devpki.CAFile),
 		usage: "the CA (PEM) of an https:// -webhook-url's server certificate"}
 )
@@ -95,8 +100,11 @@ to an unknown account; outgoing PIX: a lost response retried, a refusal
 replayed, a transfer the PSP rejects, refunded; a PIX received through the
 PSP partly returned (a devolução), and a devolução beyond its credit
 refused; a PIX the PSP never notifies, credited by the catch-up from the
-PSP's own record. It waits for each to end and prints statuses, the events
-a consumer of the broker received, and balances.
+PSP's own record; a cautionary block released, another returned; MED with
+the DICT simulator (-dict-control-url): an infraction report held,
+acknowledged, agreed and returned in two parts, the second filled by a later
+credit. It waits for each to end and prints statuses, the events a consumer
+of the broker received, and balances.
 
 Its webhooks go to the webhook listener (-webhook-url), signed with the
 first secret of $WEBHOOK_SECRETS (as the PSP it belongs to), and over
@@ -107,7 +115,7 @@ issuer mints ($PIX_TOKEN is not used); the admin calls carry the admin token.
 `,
 	problem: "a PIX, a transfer or the devolução did not end as the scenario expects within its wait, or the API refused a request",
 	settings: []setting{apiURLSetting, adminTokenSetting, pspControlURLSetting, webhookURLSetting, webhookCertSetting, webhookKeySetting,
-		webhookCASetting, natsURLSetting, devKeyDirSetting},
+		webhookCASetting, natsURLSetting, devKeyDirSetting, dictControlURLSetting, bankISPBSetting},
 	define: func(*flag.FlagSet) runner {
 		return func(ctx context.Context, inv *invocation, args []string) error {
 			if len(args) > 0 {
@@ -124,7 +132,8 @@ issuer mints ($PIX_TOKEN is not used); the admin calls carry the admin token.
 				inv.get(webhookCertSetting), inv.get(webhookKeySetting), inv.get(webhookCASetting)); err != nil {
 				return usageError(err)
 			}
-			return demo(ctx, c, &apiClient{base: strings.TrimRight(inv.get(pspControlURLSetting), "/")}, inv.get(natsURLSetting), inv.out)
+			return demo(ctx, c, &apiClient{base: strings.TrimRight(inv.get(pspControlURLSetting), "/")},
+				&apiClient{base: strings.TrimRight(inv.get(dictControlURLSetting), "/")}, inv.get(bankISPBSetting), inv.get(natsURLSetting), inv.out)
 		}
 	},
 }
@@ -163,7 +172,7 @@ func webhookClient(base string, signingKey []byte, certFile, keyFile, caFile str
 	return &apiClient{base: strings.TrimRight(base, "/"), signingKey: signingKey, http: http.Client{Transport: transport}}, nil
 }
 
-func demo(ctx context.Context, c, psp *apiClient, natsURL string, out io.Writer) error {
+func demo(ctx context.Context, c, psp, dict *apiClient, bankISPB, natsURL string, out io.Writer) error {
 	// E + ISPB (8) + 14 digits unique to this run + a 9-digit sequence = 32.
 	run := fmt.Sprintf("%014d", time.Now().UnixMilli()%1e14)
 	accounts := []string{"acc-0001", "acc-0002", "acc-0003", "acc-0004"}
@@ -219,14 +228,23 @@ func demo(ctx context.Context, c, psp *apiClient, natsURL string, out io.Writer)
 		return err
 	}
 
-	ids := append(append([]string{caughtUp}, refundAggregates...), blocks...)
+	medAggregates, _, err := demoMED(ctx, c, psp, dict, bankISPB, run, demoMEDWait, say)
+	if err != nil {
+		return err
+	}
+
+	ids := append(append(append([]string{caughtUp}, refundAggregates...), blocks...), medAggregates...)
 	for _, t := range transfers {
 		ids = append(ids, t.ID)
 	}
 	// One per credit (settled or failed), per transfer its debit and its
 	// settlement or refund, the devolução's, the caught-up credit's and
-	// the blocks'.
-	demoEvents(ctx, events, pix, ids, len(pix)+2*len(transfers)+refundEvents+1+demoBlockEvents, natsURL, say)
+	// the blocks', MED's.
+	want := len(pix) + 2*len(transfers) + refundEvents + 1 + demoBlockEvents
+	if len(medAggregates) > 0 {
+		want += demoMEDEvents
+	}
+	demoEvents(ctx, events, pix, ids, want, natsURL, say)
 
 	say("\nBalances")
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)

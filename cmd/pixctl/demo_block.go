@@ -36,19 +36,8 @@ func demoBlock(ctx context.Context, c, psp *apiClient, run string, within time.D
 		return nil, err
 	}
 	operator := c.asOperator()
-	maria := c.as(demoRefundAccount)
-	balance := func() error {
-		var a account
-		status, err := maria.call(ctx, http.MethodGet, "/accounts/"+demoRefundAccount, nil, &a)
-		if err == nil && status != http.StatusOK {
-			err = fmt.Errorf("read account %s: HTTP %d", demoRefundAccount, status)
-		}
-		if err != nil {
-			return err
-		}
-		say("   GET /accounts/%s -> balance %s, held %s, available %s", demoRefundAccount, brl(a.BalanceCents), brl(a.HeldCents), brl(a.AvailableCents))
-		return nil
-	}
+	readBalance := demoBalance(ctx, c, demoRefundAccount, say)
+	balance := func() error { _, err := readBalance(); return err }
 	// act posts to one block (or creates one: id ""), as the operator.
 	act := func(id, action string, body any, what string) (pixBlock, error) {
 		path, header := blocksPath(e2e), http.Header{}
@@ -140,4 +129,22 @@ func awaitBlockEnd(ctx context.Context, operator *apiClient, e2e, id string, wit
 		return last, fmt.Errorf("%w: see its run in the Temporal UI: %s", err, last.TemporalUIURL)
 	}
 	return last, nil
+}
+
+// demoBalance is a reading of the account's books by its customer, printed
+// (balance, held, available) and answered.
+func demoBalance(ctx context.Context, c *apiClient, accountID string, say func(string, ...any)) func() (account, error) {
+	customer := c.as(accountID)
+	return func() (account, error) {
+		var a account
+		status, err := customer.call(ctx, http.MethodGet, "/accounts/"+accountID, nil, &a)
+		if err == nil && status != http.StatusOK {
+			err = fmt.Errorf("read account %s: HTTP %d", accountID, status)
+		}
+		if err != nil {
+			return account{}, err
+		}
+		say("   GET /accounts/%s -> balance %s, held %s, available %s", accountID, brl(a.BalanceCents), brl(a.HeldCents), brl(a.AvailableCents))
+		return a, nil
+	}
 }

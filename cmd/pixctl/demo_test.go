@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -27,6 +28,7 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/tooling/devpki"
+	"github.com/pixbank/pix/internal/tooling/dictsim"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/internal/webhooksig"
@@ -155,7 +157,9 @@ func TestCatchUpFound(t *testing.T) {
 // the PSPs that have a secret. The demo's own PIX come signed and with its
 // certificate (psp dev-psp); the devolução's PIX through the simulator's
 // unsigned webhook (psp pspsim); the PIX the simulator never notifies,
-// through the catch-up (psp catchup).
+// through the catch-up (psp catchup). MED reaches the DICT simulator as
+// make run serves it (cmd/dictsim: mutual TLS, signed XML both ways, the
+// same PKI), and the demo's report is returned in two parts.
 func TestDemoAgainstTheServiceAsMakeRunRunsIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -200,6 +204,7 @@ func TestDemoAgainstTheServiceAsMakeRunRunsIt(t *testing.T) {
 	t.Cleanup(func() { stopSim(); require.NoError(t, <-simDone) })
 	control := httptest.NewServer(sim.ControlHandler())
 	t.Cleanup(control.Close)
+	dictURL, dictControl := serveDevDICT(t, pki)
 
 	// make run's settings (scripts/run.sh), on the test's own ports,
 	// database and Temporal server; the catch-up every second.
@@ -230,7 +235,14 @@ func TestDemoAgainstTheServiceAsMakeRunRunsIt(t *testing.T) {
 		"DISPATCH_POLL_INTERVAL": "100ms",
 		"OUTBOX_RELAY_ENABLED":   "false",
 		"SHUTDOWN_READYZ_DELAY":  "0s",
-		"MED_DICT_DISABLED":      "true",
+		// MED as make run has it, the lister every second.
+		"BANK_ISPB":                 dictsim.TestBank,
+		"MED_DICT_URL":              dictURL,
+		"MED_DICT_CERT_FILE":        file(devpki.BankClientCertFile),
+		"MED_DICT_KEY_FILE":         file(devpki.BankClientKeyFile),
+		"MED_DICT_CA_FILE":          file(devpki.CAFile),
+		"MED_DICT_VERIFY_CERT_FILE": file(devpki.DICTSignerCertFile),
+		"MED_DICT_LIST_INTERVAL":    "1s",
 	}
 	cfg, err := config.FromLookup(config.LookupIn(settings))
 	require.NoError(t, err)
@@ -291,6 +303,19 @@ func TestDemoAgainstTheServiceAsMakeRunRunsIt(t *testing.T) {
 	// follows each step, and the returned block ends returned.
 	require.Regexp(t, `(?s)17\. .*held R\$ 30,00.*18\. .*status=released\n.*held R\$ 0,00.*19\. .*status=returning.*status=returned: .*held R\$ 0,00`, steps)
 
+	aggregates, reportID, err := demoMED(ctx, c, psp, &apiClient{base: dictControl}, dictsim.TestBank, run, time.Minute, say)
+	require.NoError(t, err, out.String())
+	require.Len(t, aggregates, 3)
+	require.NotEmpty(t, reportID)
+	s = out.String()
+	steps = s[strings.Index(s, "\n20. "):]
+	// R$ 40,00 held of the R$ 100,00 reported, all returned: the first
+	// part at once, the second filled by the later credit.
+	require.Regexp(t, `(?s)21\. .*status=acknowledged dict=ACKNOWLEDGED held R\$ 40,00 .*held R\$ 40,00, available R\$ 0,00`+
+		`.*22\. .*status=awaiting_refund_request dict=CLOSED`+
+		`.*24\. .*held R\$ 60,00, available R\$ 15,00.*status=ended dict=CLOSED held R\$ 0,00 returned R\$ 100,00 \(returned\)`+
+		`.*at the DICT: refund request \S+ CLOSED .*held R\$ 0,00, available R\$ 15,00`, steps)
+
 	store := a.Store
 	for e2e, want := range map[string]string{
 		native.EndToEndID: devpki.DemoClientName,
@@ -309,4 +334,43 @@ func inboxPSP(t *testing.T, store *db.Store, e2e string) string {
 	require.NoError(t, store.Pool().QueryRow(context.Background(), `SELECT psp FROM inbox_messages WHERE end_to_end_id = $1`, e2e).Scan(&psp))
 	require.NotNil(t, psp, e2e)
 	return *psp
+}
+
+// serveDevDICT serves the DICT simulator as make run does (cmd/dictsim,
+// dictsim.NewServed) with the development PKI in pki: its API over mutual
+// TLS, the bank (dictsim.TestBank) by its client certificate at the PSP,
+// the payer by dict-payer.pem. It answers the API's base URL and the
+// control routes' URL.
+func serveDevDICT(t *testing.T, pki string) (apiURL, controlURL string) {
+	t.Helper()
+	file := func(name string) string { return filepath.Join(pki, name) }
+	server, err := tls.LoadX509KeyPair(file(devpki.DICTServerCertFile), file(devpki.DICTServerKeyFile))
+	require.NoError(t, err)
+	signer, err := tls.LoadX509KeyPair(file(devpki.DICTSignerCertFile), file(devpki.DICTSignerKeyFile))
+	require.NoError(t, err)
+	leaf := func(name string) *x509.Certificate {
+		pair, err := tls.LoadX509KeyPair(file(name), file(strings.TrimSuffix(name, ".pem")+"-key.pem"))
+		require.NoError(t, err)
+		return pair.Leaf
+	}
+	caPEM, err := os.ReadFile(file(devpki.CAFile))
+	require.NoError(t, err)
+	ca := x509.NewCertPool()
+	require.True(t, ca.AppendCertsFromPEM(caPEM))
+	sim, tlsConfig, err := dictsim.NewServed(dictsim.Options{OnViolation: func(err error) { t.Errorf("%v", err) }}, dictsim.Credentials{
+		Server: server, ClientCAs: ca,
+		Signer: dictsim.Signer{Key: signer.PrivateKey.(crypto.Signer), Certificate: signer.Leaf},
+		Participants: []dictsim.Participant{
+			dictsim.ParticipantOf(dictsim.TestBank, leaf(devpki.BankClientCertFile)),
+			dictsim.ParticipantOf(demoMEDPayerISPB, leaf(devpki.DICTPayerCertFile)),
+		},
+	})
+	require.NoError(t, err)
+	api := httptest.NewUnstartedServer(sim.Handler())
+	api.TLS = tlsConfig
+	api.StartTLS()
+	t.Cleanup(api.Close)
+	control := httptest.NewServer(sim.ControlHandler())
+	t.Cleanup(control.Close)
+	return api.URL + dictsim.DefaultBasePath, control.URL
 }

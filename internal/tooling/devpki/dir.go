@@ -31,6 +31,17 @@ const (
 	DemoClientCertFile, DemoClientKeyFile = "demo-client.pem", "demo-client-key.pem"
 	// The bank's OAuth 2.0 client secret at the PSP (PSP_CLIENT_SECRET_FILE).
 	ClientSecretFile = "psp-client-secret"
+	// The DICT simulator's HTTPS server (cmd/dictsim), and the certificate
+	// its answers are signed by (MED_DICT_VERIFY_CERT_FILE). The bank's
+	// certificate at the DICT is its client certificate at the PSP
+	// (BankClientCertFile), which signs its requests too.
+	DICTServerCertFile, DICTServerKeyFile = "dict-server.pem", "dict-server-key.pem"
+	DICTSignerCertFile, DICTSignerKeyFile = "dict-signer.pem", "dict-signer-key.pem"
+	// The payer's participant at the DICT simulator: the one that opens
+	// the infraction reports and refund requests of make demo (through the
+	// simulator's control routes, which need no certificate; the simulator
+	// knows each participant by its certificate).
+	DICTPayerCertFile, DICTPayerKeyFile = "dict-payer.pem", "dict-payer-key.pem"
 )
 
 // Names in the development certificates. The two client certificates
@@ -50,7 +61,7 @@ const (
 const dirValidity = 365 * 24 * time.Hour
 
 // EnsureDir makes, in dir, whatever of the development PKI is missing or
-// expires within a day: the authority, the five certificates and the
+// expires within a day: the authority, the eight certificates (the PSP simulator's and the DICT simulator's) and the
 // client secret, each file readable by its owner only. What is there and
 // valid (issued by the authority to the name it must carry, its key
 // beside it) is kept, so that a running simulator and service keep
@@ -73,6 +84,10 @@ func EnsureDir(dir string) error {
 		{WebhookServerCertFile, WebhookServerKeyFile, "pix-webhooks", x509.ExtKeyUsageServerAuth},
 		{PSPClientCertFile, PSPClientKeyFile, PSPClientName, x509.ExtKeyUsageClientAuth},
 		{DemoClientCertFile, DemoClientKeyFile, DemoClientName, x509.ExtKeyUsageClientAuth},
+		{DICTServerCertFile, DICTServerKeyFile, "dictsim", x509.ExtKeyUsageServerAuth},
+		// A signing certificate is used in no TLS handshake; its key signs XML.
+		{DICTSignerCertFile, DICTSignerKeyFile, "dict-signer", x509.ExtKeyUsageAny},
+		{DICTPayerCertFile, DICTPayerKeyFile, "dict-payer", x509.ExtKeyUsageClientAuth},
 	} {
 		if !fresh && issued(ca, filepath.Join(dir, c.cert), filepath.Join(dir, c.key), c.name) {
 			continue

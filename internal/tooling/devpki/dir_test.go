@@ -35,6 +35,9 @@ func TestEnsureDirMakesThenKeeps(t *testing.T) {
 		{devpki.WebhookServerCertFile, devpki.WebhookServerKeyFile, "pix-webhooks", x509.ExtKeyUsageServerAuth},
 		{devpki.PSPClientCertFile, devpki.PSPClientKeyFile, devpki.PSPClientName, x509.ExtKeyUsageClientAuth},
 		{devpki.DemoClientCertFile, devpki.DemoClientKeyFile, devpki.DemoClientName, x509.ExtKeyUsageClientAuth},
+		{devpki.DICTServerCertFile, devpki.DICTServerKeyFile, "dictsim", x509.ExtKeyUsageServerAuth},
+		{devpki.DICTSignerCertFile, devpki.DICTSignerKeyFile, "dict-signer", x509.ExtKeyUsageAny},
+		{devpki.DICTPayerCertFile, devpki.DICTPayerKeyFile, "dict-payer", x509.ExtKeyUsageClientAuth},
 	} {
 		pair, err := tls.X509KeyPair(read(c.cert), read(c.key))
 		require.NoError(t, err, c.cert)

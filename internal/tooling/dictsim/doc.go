@@ -8,7 +8,9 @@
 // of the MED saga: NewTestServer serves it over mutual TLS with
 // certificates made for the test and hands back the bank's dict.Config;
 // NewServer does the same for a program (the fault suite), its
-// certificates in a directory it is given.
+// certificates in a directory it is given; cmd/dictsim serves it for make
+// run, with the development PKI's (NewServed, the one constructor of all
+// three).
 //
 // # What it speaks
 //
@@ -104,5 +106,8 @@
 // answer.
 //
 // It keeps everything in memory, without bound: it is for development and
-// tests. It has no binary yet: the tests serve it (NewTestServer).
+// tests. NewServed is how it is served as the DICT is (mutual TLS, its
+// answers signed): by the tests (NewTestServer, with certificates made for
+// the test), by the fault suite (NewServer) and by its binary (cmd/dictsim, which make run starts with the
+// development PKI's).
 package dictsim

@@ -70,8 +70,8 @@ func NewTestServer(t testing.TB, opts Options) *TestServer {
 	return srv
 }
 
-// NewServer serves a new simulator on a loopback port until its Server is
-// closed, with its certificates and keys written into dir. opts are the
+// NewServer serves a new simulator (NewServed) on a loopback port until
+// its Server is closed, with its certificates and keys written into dir. opts are the
 // simulator's; its Signer, Foreign and the two participants' certificates
 // are made here (Participants given are kept as well).
 func NewServer(dir string, opts Options) (*TestServer, error) {
@@ -99,24 +99,20 @@ func NewServer(dir string, opts Options) (*TestServer, error) {
 	}
 	serverTLS, signer, bank, payer := pairs["dict-tls"], pairs["dict-signer"], pairs["bank"], pairs["payer"]
 
-	opts.Signer = Signer{Key: signer.key, Certificate: signer.cert}
 	opts.Foreign = &Signer{Key: foreign.key, Certificate: foreign.cert}
-	opts.Participants = append(opts.Participants,
-		Participant{ISPB: TestBank, TLSCertificates: []*x509.Certificate{bank.cert}, SigningCertificates: []*x509.Certificate{bank.cert}},
-		Participant{ISPB: TestPayer, TLSCertificates: []*x509.Certificate{payer.cert}, SigningCertificates: []*x509.Certificate{payer.cert}})
-	sim, err := New(opts)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	sim, tlsConfig, err := NewServed(opts, Credentials{
+		Server:       tls.Certificate{Certificate: [][]byte{serverTLS.cert.Raw}, PrivateKey: serverTLS.key, Leaf: serverTLS.cert},
+		ClientCAs:    pool,
+		Signer:       Signer{Key: signer.key, Certificate: signer.cert},
+		Participants: []Participant{ParticipantOf(TestBank, bank.cert), ParticipantOf(TestPayer, payer.cert)},
+	})
 	if err != nil {
 		return nil, err
 	}
 	srv := httptest.NewUnstartedServer(sim.Handler())
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
-	srv.TLS = &tls.Config{
-		Certificates: []tls.Certificate{{Certificate: [][]byte{serverTLS.cert.Raw}, PrivateKey: serverTLS.key, Leaf: serverTLS.cert}},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool,
-		MinVersion:   tls.VersionTLS12,
-	}
+	srv.TLS = tlsConfig
 	// A refused handshake (a stranger's certificate) is a test's point,
 	// not news.
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
