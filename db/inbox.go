@@ -249,7 +249,8 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 		var status string
 		var rowDrive int
 		var pixKey, txid, account *string
-		err := tx.QueryRow(ctx, creditSQL.LockForCredit, endToEndID).Scan(&out.AmountCents, &status, &rowDrive, &pixKey, &txid, &account)
+		var psp *string
+		err := tx.QueryRow(ctx, creditSQL.LockForCredit, endToEndID).Scan(&out.AmountCents, &status, &rowDrive, &pixKey, &txid, &account, &psp)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return pix.ErrCreditNotFound
 		}
@@ -313,7 +314,7 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 			return pix.ErrBalanceOverflow
 		}
 		out.BalanceAfter = balance + out.AmountCents
-		return recordCredit(ctx, tx, endToEndID, attempt, txid, &out)
+		return recordCredit(ctx, tx, endToEndID, attempt, txid, s.deliveredBy(psp), &out)
 	})
 	if err != nil {
 		return CreditOutcome{}, err
@@ -324,18 +325,46 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 	return out, nil
 }
 
+// SetCatchUpPSP names the PSP the catch-up lists (PSP_NAME: its name in
+// WEBHOOK_SECRETS or WEBHOOK_MTLS_PSPS), recorded as the PSP that delivered
+// a PIX the catch-up stored first (deliveredBy). Set before the store is
+// used; "" (unset): such a credit records no PSP.
+func (s *Store) SetCatchUpPSP(name string) { s.catchUpPSP = name }
+
+// CatchUpPSP is the name SetCatchUpPSP set ("": none).
+func (s *Store) CatchUpPSP() string { return s.catchUpPSP }
+
+// deliveredBy is the PSP a credit records as the one that delivered its
+// PIX (pix_credits.psp, which outlives the inbox row: the PSP whose MED
+// notices may hold it), from its inbox row's psp: the PSP's name; "" for
+// a delivery not signed (NULL on the inbox row: signatures not required);
+// for a PIX the catch-up stored first, the PSP it lists, nil (unknown:
+// NULL, as a credit from before 0050) when none is named.
+func (s *Store) deliveredBy(inboxPSP *string) *string {
+	switch {
+	case inboxPSP == nil:
+		return new(string)
+	case *inboxPSP != pix.CatchUpPSP:
+		return inboxPSP
+	case s.catchUpPSP == "":
+		return nil
+	}
+	name := s.catchUpPSP
+	return &name
+}
+
 // recordCredit makes the credit Credit decided on, its account locked and
 // checked, out its account, amount and balance after: the balance, the
-// credit, its event, the inbox row and the charge its PIX names, in one
-// statement, which also says whether a hold of the account fills from its
-// credits (a MED): then the credit fills it (FillHolds), in the same
-// transaction.
-func recordCredit(ctx context.Context, tx pgx.Tx, endToEndID string, attempt int, txid *string, out *CreditOutcome) error {
+// credit (with psp, the PSP that delivered the PIX), its event, the inbox
+// row and the charge its PIX names, in one statement, which also says
+// whether a hold of the account fills from its credits (a MED): then the
+// credit fills it (FillHolds), in the same transaction.
+func recordCredit(ctx context.Context, tx pgx.Tx, endToEndID string, attempt int, txid, psp *string, out *CreditOutcome) error {
 	var recorded int
 	var chargeOutcome *string
 	var fills bool
 	err := tx.QueryRow(ctx, creditSQL.Credit, endToEndID, out.AccountID, out.BalanceAfter, out.AmountCents, attempt, txid,
-		tracing.Traceparent(ctx)).Scan(&recorded, &chargeOutcome, &fills)
+		tracing.Traceparent(ctx), psp).Scan(&recorded, &chargeOutcome, &fills)
 	if err != nil {
 		return fmt.Errorf("credit: %w", err)
 	}

@@ -13,6 +13,8 @@ type Store struct {
 	waker *waker
 	// reconcileLimits bound a run of Reconcile.
 	reconcileLimits ReconcileLimits
+	// catchUpPSP is the PSP the catch-up lists (SetCatchUpPSP).
+	catchUpPSP string
 }
 
 // NewStore returns a Store over pool.

@@ -87,6 +87,9 @@ if [ -z "${PSP_URL:-}" ]; then
 	# which posts unsigned, and the demo's PSP (the first of
 	# WEBHOOK_SECRETS, whose secret it signs with), which must pass both.
 	export WEBHOOK_MTLS_PSPS="pspsim=pspsim;${WEBHOOK_SECRETS%%=*}=dev-psp"
+	# The PSP at PSP_URL is the simulator: a PIX its catch-up finds is its,
+	# and its MED notices about it are taken.
+	export PSP_NAME="${PSP_NAME:-pspsim}"
 	# The catch-up lists the simulator's record every 10 s rather than every
 	# minute, so that make demo's PIX that is never notified is credited
 	# within seconds. (A Schedule an earlier run made keeps its interval:

@@ -119,7 +119,7 @@ ORDER BY l.end_to_end_id COLLATE "C"
 -- else resolved through the Pix key, else through the charge's txid
 -- (API Pix format).
 SELECT m.amount_cents, m.status, m.drive, m.pix_key, m.txid,
-       COALESCE(m.account_id, CASE WHEN m.pix_key IS NOT NULL THEN k.account_id ELSE c.account_id END)
+       COALESCE(m.account_id, CASE WHEN m.pix_key IS NOT NULL THEN k.account_id ELSE c.account_id END), m.psp
 FROM inbox_messages m
 LEFT JOIN pix_keys k ON k.key = m.pix_key
 LEFT JOIN pix_charges c ON c.txid = m.txid
@@ -165,7 +165,8 @@ WHERE end_to_end_id = $1
 -- of the account as it is, and a hold made after it is made after the
 -- credit's commit.
 -- $1 end_to_end_id, $2 account_id, $3 balance after, $4 amount_cents,
--- $5 attempt, $6 txid, $7 the event's traceparent.
+-- $5 attempt, $6 txid, $7 the event's traceparent, $8 the PSP that
+-- delivered the PIX (db.Store.deliveredBy; NULL: unknown).
 WITH charge_before AS (
     SELECT account_id, amount_expected_cents, status FROM pix_charges WHERE txid = $6),
 charge AS (
@@ -189,9 +190,9 @@ balance AS (
     WHERE id = $2
     RETURNING updated_at),
 credit AS (
-    INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at, charge_txid, charge_outcome, received_at)
+    INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at, charge_txid, charge_outcome, received_at, psp)
     SELECT $1, $2, $4, $3, updated_at, $6, (SELECT value FROM outcome),
-           (SELECT received_at FROM inbox_messages WHERE end_to_end_id = $1) FROM balance
+           (SELECT received_at FROM inbox_messages WHERE end_to_end_id = $1), $8::text FROM balance
     RETURNING end_to_end_id, account_id, amount_cents, balance_after_cents, credited_at),
 event AS (
     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)

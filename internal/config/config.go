@@ -142,6 +142,11 @@ type Config struct {
 	// Outgoing transfers.
 	PSPURL     string
 	PSPTimeout time.Duration
+	// PSPName is the name of the PSP at PSPURL in WEBHOOK_SECRETS or
+	// WEBHOOK_MTLS_PSPS (PSP_NAME): the PSP that delivered a PIX the
+	// catch-up found in its record, whose MED notices may hold it; "":
+	// not known, such a PIX's notices are not taken (docs/med.md).
+	PSPName string
 	// The PSP client's authentication (PSP puts the client's settings
 	// together): OAuth 2.0 client credentials at PSPOAuthTokenURL ("":
 	// none), the secret inline or in a file read again at each token
@@ -631,6 +636,12 @@ func (r *reader) readAccess(c *Config) {
 // Idempotency-Key layer's times.
 func (r *reader) readPSP(c *Config) {
 	r.str("PSP_URL", &c.PSPURL)
+	r.str("PSP_NAME", &c.PSPName)
+	if c.PSPName != "" {
+		if err := webhooksig.CheckPSPName(c.PSPName); err != nil {
+			r.fail(fmt.Errorf("PSP_NAME: %w", err))
+		}
+	}
 	r.dur("PSP_TIMEOUT", &c.PSPTimeout)
 	r.str("PSP_OAUTH_TOKEN_URL", &c.PSPOAuthTokenURL)
 	r.str("PSP_CLIENT_ID", &c.PSPClientID)

@@ -77,7 +77,8 @@ type Notification struct {
 	PixKey    string
 	TxID      string
 	// PSP is the name of the PSP whose signature authenticated the request,
-	// "" when it was not signed.
+	// "" when it was not signed; CatchUpPSP for a PIX the PSP catch-up
+	// stored first.
 	PSP string
 	// RefundNotice is the PSP's devolucoes of the PIX when the delivery
 	// carried any: recorded, never credited.
@@ -89,6 +90,14 @@ type Notification struct {
 	// delivery (each run lists the same PIX again for its overlap).
 	Listed bool
 }
+
+// CatchUpPSP is the psp of an inbox row the PSP catch-up stored first: no
+// webhook told us of the PIX; we found it in the PSP's own record (GET
+// /pix of the PSP at PSP_URL). `psp = 'catchup'` finds every PIX whose
+// webhook never came. A row a webhook stored first keeps its PSP's name.
+// Its credit records the name of the PSP the catch-up lists (PSP_NAME)
+// instead: the PSP whose MED notices may hold it (db.Store.SetCatchUpPSP).
+const CatchUpPSP = "catchup"
 
 // Receipt is what the inbox answers for a delivery.
 type Receipt struct {

@@ -52,7 +52,7 @@ func ParseCertPSPs(s string) (CertPSPs, error) {
 			return CertPSPs{}, fmt.Errorf("entry %d: want psp=identity[,identity...], found no '='", pos)
 		}
 		name = strings.TrimSpace(name)
-		if err := checkPSPName(name); err != nil {
+		if err := CheckPSPName(name); err != nil {
 			return CertPSPs{}, fmt.Errorf("entry %d: %w", pos, err)
 		}
 		if slices.Contains(c.psps, name) {

@@ -94,7 +94,7 @@ func ParseSecrets(s string) ([]Secret, error) {
 			return nil, fmt.Errorf("webhook secrets entry %d: want psp=secret[,secret...], found no '='", pos)
 		}
 		name = strings.TrimSpace(name)
-		if err := checkPSPName(name); err != nil {
+		if err := CheckPSPName(name); err != nil {
 			// The name is not echoed: a misplaced secret could be in it.
 			return nil, fmt.Errorf("webhook secrets entry %d: %w", pos, err)
 		}
@@ -116,7 +116,9 @@ func ParseSecrets(s string) ([]Secret, error) {
 	return out, nil
 }
 
-func checkPSPName(name string) error {
+// CheckPSPName says whether name is a PSP's name as WEBHOOK_SECRETS and
+// WEBHOOK_MTLS_PSPS take it: 1-64 characters of [A-Za-z0-9_.-].
+func CheckPSPName(name string) error {
 	if name == "" || len(name) > maxPSPNameLen {
 		return fmt.Errorf("psp name must be 1-%d characters long", maxPSPNameLen)
 	}

@@ -24,11 +24,9 @@ import (
 	"github.com/pixbank/pix/saga/covered"
 )
 
-// PSPName is the psp of an inbox row the PSP catch-up stored first: no
-// webhook told us of the PIX; we found it in the PSP's own record (GET
-// /pix of the PSP at PSP_URL). `psp = 'catchup'` finds every PIX whose
-// webhook never came. A row a webhook stored first keeps its PSP's name.
-const PSPName = "catchup"
+// PSPName is the psp of an inbox row the PSP catch-up stored first
+// (pix.CatchUpPSP, which the credit reads).
+const PSPName = pix.CatchUpPSP
 
 // ErrTypePSPListingIncomplete: the PSP's listing of a window can't be
 // taken as complete (fewer distinct PIX than its quantidadeTotalDeItens,
