@@ -8,9 +8,15 @@
 SELECT account_id, amount_cents, credited_at FROM pix_credits WHERE end_to_end_id = $1
 
 -- name: CreditPSP
--- The PSP whose signature authenticated the PIX's first delivery ('': none
--- recorded, or no such PIX): the one PSP whose MED notices may hold it.
-SELECT COALESCE((SELECT psp FROM inbox_messages WHERE end_to_end_id = $1), '')
+-- The PSP that delivered the PIX, the one PSP whose MED notices may hold
+-- it: whether it was credited, the PSP its credit recorded (NULL: not
+-- credited, or credited before 0050, or with the PSP unknown), whether its
+-- inbox row is there (the retention deletes it) and its psp ('': delivered
+-- unsigned). Each by its primary key.
+SELECT c.end_to_end_id IS NOT NULL, c.psp, m.end_to_end_id IS NOT NULL, COALESCE(m.psp, '')
+FROM (VALUES ($1::text)) AS k (id)
+LEFT JOIN pix_credits c ON c.end_to_end_id = k.id
+LEFT JOIN inbox_messages m ON m.end_to_end_id = k.id
 
 -- name: Insert
 -- A report received for the first time: $1 id, $2 end_to_end_id,

@@ -33,6 +33,9 @@ var Kinds = pix.DeclareKinds(
 		Message: "the infraction report is past its analysis (ended, cancelled, not ours, or closed)"},
 	&pix.Kind{Err: ErrWrongPSP, Refusal: true, Status: http.StatusForbidden, Code: "med_notice_wrong_psp",
 		Message: "the notice's PSP did not deliver this PIX; nothing was changed"},
+	// Not a refusal: ours to put right; the PSP delivers the notice again.
+	&pix.Kind{Err: ErrPSPUnknown, Status: http.StatusServiceUnavailable, Code: "med_notice_psp_unknown",
+		Message: "the PSP that delivered this PIX is not on record here yet; nothing was changed: deliver the notice again later"},
 	// Met at an intake: the lister logs it; the PSP's notice is answered
 	// it (webhook.go).
 	&pix.Kind{Err: ErrReportMismatch, Refusal: true, Status: http.StatusUnprocessableEntity, Code: "med_report_mismatch",

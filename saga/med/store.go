@@ -75,6 +75,10 @@ var (
 	// ErrWrongPSP: a PSP's notice about a PIX another PSP delivered to us:
 	// a PSP may not hold the funds of a PIX received through another.
 	ErrWrongPSP = errors.New("MED notice from a PSP that did not deliver the PIX")
+	// ErrPSPUnknown: a PSP's notice about a PIX of ours whose delivering
+	// PSP is not on record (CreditPSP): not a refusal of the PSP, a gap of
+	// ours; the notice is answered 503 and delivered again.
+	ErrPSPUnknown = errors.New("the PSP that delivered the PIX is not on record")
 	// ErrReportMismatch: an intake names a known report with another PIX.
 	ErrReportMismatch = errors.New("infraction report does not match the one received")
 	// ErrNotAtDICT: with the DICT, a PSP's notice of a report or refund
@@ -280,12 +284,31 @@ func (s *Store) heldNow(ctx context.Context, r Report) (Report, error) {
 	return r, nil
 }
 
-// CreditPSP returns the PSP that delivered the PIX endToEndID to us (its
-// signature's, on the inbox row; "": none recorded, or no such PIX).
+// CreditPSP returns the PSP that delivered the PIX endToEndID to us: the
+// one its credit recorded (pix_credits.psp, which outlives the inbox row),
+// else, for a PIX not credited yet or credited before the credit recorded
+// it, its inbox row's (a row the catch-up stored: the PSP it lists,
+// db.Store.CatchUpPSP); "": delivered unsigned (signatures not required),
+// or no such PIX. ErrPSPUnknown: the PIX is ours and neither says.
 func (s *Store) CreditPSP(ctx context.Context, endToEndID string) (string, error) {
-	var psp string
-	err := s.store.Pool().QueryRow(ctx, medSQL.CreditPSP, endToEndID).Scan(&psp)
-	return psp, db.Classify(err)
+	var credited, inInbox bool
+	var recorded *string
+	var inbox string
+	err := s.store.Pool().QueryRow(ctx, medSQL.CreditPSP, endToEndID).Scan(&credited, &recorded, &inInbox, &inbox)
+	if err != nil {
+		return "", db.Classify(fmt.Errorf("the PSP of PIX %s: %w", endToEndID, err))
+	}
+	switch {
+	case recorded != nil:
+		return *recorded, nil
+	case inInbox && inbox != pix.CatchUpPSP:
+		return inbox, nil
+	case inInbox && s.store.CatchUpPSP() != "":
+		return s.store.CatchUpPSP(), nil
+	case inInbox || credited:
+		return "", fmt.Errorf("%w: PIX %s", ErrPSPUnknown, endToEndID)
+	}
+	return "", nil
 }
 
 // OfPIX returns a PIX's reports, oldest first, at most limit, each with what

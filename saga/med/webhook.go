@@ -201,12 +201,21 @@ func (n *Notices) unconfirmed(what string, err error) error {
 // samePSP refuses (ErrWrongPSP) a notice about a PIX another PSP delivered
 // to us: a PSP may not hold the funds of a PIX received through another.
 // Unknown either way (signatures not required, the PIX not ours) it is the
-// intake's to decide.
+// intake's to decide. A PIX of ours whose PSP is not on record
+// (ErrPSPUnknown: a credit from before the credit recorded it, its inbox
+// row deleted by the retention) is not taken on any PSP's word: the notice
+// is answered 503, which the PSP delivers again, and logged for an
+// operator, who records the PSP (docs/med.md).
 func (n *Notices) samePSP(ctx context.Context, psp, endToEndID string) error {
 	if psp == "" {
 		return nil
 	}
 	delivered, err := n.Store.CreditPSP(ctx, endToEndID)
+	if errors.Is(err, ErrPSPUnknown) {
+		n.Log.ErrorContext(ctx, "med notice not taken: the PSP that delivered its PIX is not on record; "+
+			"the PSP delivers it again: record the PSP on the credit (docs/med.md, A bank behind a PSP)",
+			"end_to_end_id", endToEndID, "psp", psp, "error", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -13,17 +13,18 @@ import (
 	"github.com/pixbank/pix/saga/sagatest"
 )
 
-// A PSP's notice about a PIX another PSP delivered to us is refused 403
-// med_notice_wrong_psp, nothing recorded: a PSP may not hold the funds of
-// a PIX received through another. The PSP that delivered it is heard.
+// A PSP's notice about a PIX another PSP delivered to us (its credit's
+// psp) is refused 403 med_notice_wrong_psp, nothing recorded: a PSP may
+// not hold the funds of a PIX received through another. The PSP that
+// delivered it is heard.
 func TestAPSPNoticesOnlyThePIXItDelivered(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	a := f.notices(&sagatest.Signals{})
 	c := f.credit(10_000, 0)
-	tag, err := f.s.Pool().Exec(ctx, `UPDATE inbox_messages SET psp = 'psp-2' WHERE end_to_end_id = $1`, c.EndToEndID)
+	tag, err := f.s.Pool().Exec(ctx, `UPDATE pix_credits SET psp = 'psp-2' WHERE end_to_end_id = $1`, c.EndToEndID)
 	require.NoError(t, err)
-	require.EqualValues(t, 1, tag.RowsAffected(), "the PIX's inbox row")
+	require.EqualValues(t, 1, tag.RowsAffected(), "the PIX's credit")
 	in := report(c.EndToEndID, dict.ReportOpen, time.Now())
 	status, got := post(t, a, reportsPath, reportNotice(in), pspKey) // signed by psp-1
 	require.Equal(t, http.StatusForbidden, status, "%v", got)
@@ -32,7 +33,7 @@ func TestAPSPNoticesOnlyThePIXItDelivered(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, found)
 
-	_, err = f.s.Pool().Exec(ctx, `UPDATE inbox_messages SET psp = 'psp-1' WHERE end_to_end_id = $1`, c.EndToEndID)
+	_, err = f.s.Pool().Exec(ctx, `UPDATE pix_credits SET psp = 'psp-1' WHERE end_to_end_id = $1`, c.EndToEndID)
 	require.NoError(t, err)
 	status, got = post(t, a, reportsPath, reportNotice(in), pspKey)
 	require.Equal(t, http.StatusAccepted, status, "%v", got)

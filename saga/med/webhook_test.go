@@ -23,6 +23,10 @@ import (
 // pspKey is the PSP's webhook signing key of these tests.
 var pspKey = []byte("the psp's med notices key, 32 b.")
 
+// otherPSPKey is the key of psp-2, another PSP the bank receives PIX
+// through.
+var otherPSPKey = []byte("another psp's med notices key..")
+
 // notices serves the saga's PSP notices (its webhooks only) over f's
 // store, signatures required, as pixd serves them with
 // WEBHOOK_SIGNATURES_REQUIRED.
@@ -41,7 +45,7 @@ func (f *fixture) noticesWith(sig *sagatest.Signals, d med.NoticeDICT) *sagatest
 		Sagas:  []api.SagaHTTP{{Webhooks: n.Webhooks()}},
 		Routes: api.WebhookRoutes,
 		Deps: api.Deps{RequireSignatures: true,
-			Signatures: webhooksig.NewVerifier([]webhooksig.Secret{{PSP: "psp-1", Key: pspKey}}, 0, nil)},
+			Signatures: webhooksig.NewVerifier([]webhooksig.Secret{{PSP: "psp-1", Key: pspKey}, {PSP: "psp-2", Key: otherPSPKey}}, 0, nil)},
 	})
 }
 
