@@ -259,3 +259,45 @@ func TestACloseDisagreedAndARequestAtOnce(t *testing.T) {
 		require.Equal(t, "OPEN", status)
 	}
 }
+
+// A copy of a refund request kept on its own under one report, naming
+// another report of the same PIX (a copy the DICT never sent as such, or
+// a mistake of the requester's), changes nothing of the kept row: it is
+// decided under the other report's lock, not the one it is kept under.
+func TestACopyNamingAnotherReportOfThePIXLeavesAKeptRequestAlone(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.agreed(10_000, 0)
+	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+	second := request(r, 4_000, dict.RefundOpen)
+	second.LastModified = time.Now().Add(-time.Minute)
+	_, _, err := f.store.IntakeRefund(ctx, second)
+	require.NoError(t, err)
+	status, why := f.keptStatus(second.ID)
+	require.Equal(t, [2]string{"OPEN", "another_request"}, [2]string{status, why})
+
+	other := f.intake(report(c.EndToEndID, dict.ReportCancelled, time.Now().Add(-time.Hour)))
+	require.NotEqual(t, r.ID, other.ID)
+	require.Equal(t, med.StatusEnded, other.Status)
+	elsewhere := second
+	elsewhere.InfractionReportID, elsewhere.Status, elsewhere.LastModified = other.ID.String(), dict.RefundCancelled, time.Now()
+	_, _, err = f.store.IntakeRefund(ctx, elsewhere)
+	require.NoError(t, err)
+	status, why = f.keptStatus(second.ID)
+	require.Equal(t, [2]string{"OPEN", "another_request"}, [2]string{status, why}, "kept under report %s", r.ID)
+}
+
+// A refund request without its infraction report (OPERATIONAL_FLAW: the
+// specification does not require one) is no MED request: its door refuses
+// it for good (pix.IsRefusal), which the DICT's lister quarantines and
+// walks past (TestAPoisonItemIsQuarantinedAndTheWindowMovesPastIt), never
+// retried from the same cursor.
+func TestARefundRequestWithoutItsReportIsRefusedForGood(t *testing.T) {
+	f := newFixture(t)
+	_, r := f.agreed(10_000, 0)
+	in := request(r, 1_000, dict.RefundOpen)
+	in.InfractionReportID, in.RefundReason, in.LastModified = "", dict.RefundReason("OPERATIONAL_FLAW"), time.Now()
+	_, _, err := f.store.IntakeRefund(context.Background(), in)
+	require.Error(t, err)
+	require.True(t, pix.IsRefusal(err), "%v", err)
+}

@@ -86,12 +86,16 @@ RETURNING *
 -- id: $1 id, $2 report, $3 amount, $4 the DICT's status, $5 why, $6 the
 -- DICT's LastModified of it. Again, its status only, when it moved: out of
 -- OPEN only, by the DICT's order of the statuses, not by LastModified
--- (requestMoves in store.go; no row: nothing changed).
+-- (requestMoves in store.go; no row: nothing changed), and only by a copy
+-- naming the report it is kept under: the caller holds that report's lock,
+-- not another's (a copy naming another report of the same PIX changes
+-- nothing).
 INSERT INTO pix_med_refund_requests (id, report_id, amount_cents, dict_status, why, dict_modified_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (id) DO UPDATE SET dict_status = EXCLUDED.dict_status, dict_modified_at = EXCLUDED.dict_modified_at,
                                updated_at = now()
-    WHERE pix_med_refund_requests.dict_status = 'OPEN' AND EXCLUDED.dict_status <> 'OPEN'
+    WHERE pix_med_refund_requests.report_id = EXCLUDED.report_id
+      AND pix_med_refund_requests.dict_status = 'OPEN' AND EXCLUDED.dict_status <> 'OPEN'
 
 -- name: Kept
 -- The refund request $1 of report $2 as kept on its own (its status, the

@@ -648,7 +648,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			next.RefundRequestState, next.RefundRequestModifiedAt = ptr(string(in.Status)), ptr(in.LastModified)
 			next.RefundRequestDICTResult = refundResultOf(in)
 			return save(ctx, tx, cur, next)
-		case takesRequest(cur) || (in.Status == dict.RefundOpen && reopenable(cur, s.now())):
+		case takesRequest(cur, s.now()) || (in.Status == dict.RefundOpen && reopenable(cur, s.now())):
 			state, modified, kept, err := keptCopy(ctx, tx, requestID, cur.ID, in)
 			if err != nil {
 				return Report{}, false, err
@@ -660,8 +660,13 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 				// nothing returned on it.
 				return keep(tx, cur, "report_ended")
 			}
-			if !takesRequest(cur) {
+			switch {
+			case !takesRequest(cur, s.now()):
 				next.Status, next.EndCause, outcome = StatusAwaitingRequest, nil, RequestReopened
+			case cur.Status == StatusAwaitingCredit:
+				// Its cancelled request had nothing returned: the next one
+				// is returned from the start, as a first one is.
+				next.Status = StatusAwaitingRequest
 			}
 			if cur.RefundRequestID != nil {
 				// Cancelled by its requester, nothing returned: kept by its own id.
@@ -745,25 +750,36 @@ func requestMoves(state string, in dict.Refund) bool {
 // one it answers: open and not past waiting for it (a request can reach us
 // before our close is recorded: the close's answer lost and retried, the
 // DICT's notice first; Return acts only once the report awaits it), none
-// taken yet but one its requester cancelled before anything was returned.
-func takesRequest(cur Report) bool {
+// taken yet but one its requester cancelled before anything was returned;
+// or awaiting credit for a request cancelled since with nothing returned
+// on it (docs/med.md: the next request replaces it), the 90 days not over
+// and its return not refused for good (now: the store's clock).
+func takesRequest(cur Report, now time.Time) bool {
 	switch cur.Status {
 	case StatusReceived, StatusHeld, StatusAcknowledged, StatusAnalysed, StatusAwaitingRequest:
+	case StatusAwaitingCredit:
+		if !RequestCancelled(cur) || cur.ReturnRefused != nil || cur.ReturnUntil == nil || !now.Before(*cur.ReturnUntil) {
+			return false
+		}
 	default:
 		return false
 	}
-	return cur.ReturnedCents == 0 && cur.Returns == 0 && cur.RefundID == nil &&
-		(cur.RefundRequestID == nil || RequestCancelled(cur))
+	return nothingReturned(cur) && (cur.RefundRequestID == nil || RequestCancelled(cur))
 }
 
 // reopenable says whether an ended report takes again a refund request
 // that came after it ended: agreed and closed, released with nothing
-// returned and no request taken (its 72 hours passed), its PIX still
-// within the 90 days of its returns.
+// returned and no request taken (its 72 hours passed) or only one its
+// requester cancelled, its PIX still within the 90 days of its returns.
 func reopenable(cur Report, now time.Time) bool {
 	return cur.Status == StatusEnded && deref(cur.EndCause) == EndReleased && deref(cur.AnalysisResult) == string(dict.Agreed) &&
-		cur.ClosedAt != nil && cur.RefundRequestID == nil && cur.ReturnedCents == 0 && cur.Returns == 0 &&
+		cur.ClosedAt != nil && (cur.RefundRequestID == nil || RequestCancelled(cur)) && nothingReturned(cur) &&
 		cur.ReturnUntil != nil && now.Before(*cur.ReturnUntil)
+}
+
+// nothingReturned says whether no devolução was ever made for cur.
+func nothingReturned(cur Report) bool {
+	return cur.ReturnedCents == 0 && cur.Returns == 0 && cur.RefundID == nil
 }
 
 // decide runs fn on the report id locked, in one transaction, when it is

@@ -116,3 +116,31 @@ func TestWithTheDICTANoticeMovesNoMoneyTheDICTDoesNotConfirm(t *testing.T) {
 	require.Equal(t, real.ID, r.RefundRequestID.String())
 	require.EqualValues(t, 4_000, *r.RefundRequestCents, "the DICT's amount, not the notice's")
 }
+
+// With the DICT, a PSP's notice that cancels a refund request the DICT
+// still has OPEN (forged, or mistaken) is read back and changes nothing:
+// the report's request stays OPEN as the DICT has it, and a later copy
+// from the DICT's list still finds it open.
+func TestWithTheDICTACancelNoticeOfAnOpenRequestLeavesItOpen(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, r := f.agreed(10_000, 0)
+	d := newFakeDICT(r)
+	a := f.noticesWith(&sagatest.Signals{}, d)
+	open := request(r, 10_000, dict.RefundOpen)
+	open.LastModified = time.Now().Add(-time.Minute)
+	d.refunds[open.ID] = open
+	r = f.step(f.store.IntakeRefund(ctx, open))
+	require.True(t, r.RequestOpen())
+
+	forged := open
+	forged.Status = dict.RefundCancelled
+	n := with(refundNotice(forged), "Refund", "LastModified", time.Now().Add(4*time.Minute).UTC().Format(time.RFC3339Nano))
+	status, body := post(t, a, refundsPath, n, pspKey)
+	require.Equal(t, http.StatusAccepted, status, "%v", body)
+	require.Contains(t, d.ops, "getRefund")
+	r, err := f.store.Get(ctx, r.ID)
+	require.NoError(t, err)
+	require.True(t, r.RequestOpen(), "cancelled on a PSP's word")
+	require.Equal(t, med.StepReturn, med.Next(r, time.Now()))
+}
