@@ -35,8 +35,8 @@ type stub struct {
 	calls         []call
 	// credits is what arrives for a return in parts, per try (0: nothing).
 	credits []int64
-	// stopClose makes CloseReport stop at the DICT this many times.
-	stopClose int
+	// stops makes the activity named stop at the DICT this many times.
+	stops map[string]int
 }
 
 type call struct {
@@ -105,16 +105,24 @@ func (s *stub) AcknowledgeReport(_ context.Context, at med.Report) (med.Report, 
 	}), nil
 }
 
-func (s *stub) CloseReport(_ context.Context, at med.Report) (med.Report, error) {
+// stop stops the activity name at the DICT while stops says so: the
+// problem noted (a new generation), the run's error StoppedType.
+func (s *stub) stop(name string) error {
 	s.mu.Lock()
-	if s.stopClose > 0 {
-		s.stopClose--
-		s.record("CloseReport")
-		s.r.Gen++ // the problem noted
-		s.mu.Unlock()
-		return med.Report{}, temporal.NewNonRetryableApplicationError("refused", med.StoppedType, nil)
+	defer s.mu.Unlock()
+	if s.stops[name] == 0 {
+		return nil
 	}
-	s.mu.Unlock()
+	s.stops[name]--
+	s.record(name)
+	s.r.Gen++
+	return temporal.NewNonRetryableApplicationError("refused", med.StoppedType, nil)
+}
+
+func (s *stub) CloseReport(_ context.Context, at med.Report) (med.Report, error) {
+	if err := s.stop("CloseReport"); err != nil {
+		return med.Report{}, err
+	}
 	return s.change("CloseReport", at, func(r *med.Report) bool {
 		now := s.now()
 		r.ClosedAt = &now
@@ -135,6 +143,9 @@ func (s *stub) CancelReport(_ context.Context, at med.Report) (med.Report, error
 }
 
 func (s *stub) ExpireRequest(_ context.Context, at med.Report) (med.Report, error) {
+	if err := s.stop("ExpireRequest"); err != nil {
+		return med.Report{}, err
+	}
 	return s.change("ExpireRequest", at, func(r *med.Report) bool {
 		r.Status, r.EndCause, r.HeldCents = med.StatusEnded, ptr(med.EndReleased), 0
 		return true
@@ -265,6 +276,27 @@ func TestNoRequestReleasesAt72Hours(t *testing.T) {
 	require.Empty(t, s.called("ReturnReport"))
 }
 
+// An expiry at the 72 hours that stops at the DICT (its read back found
+// an OPEN request the report can't take: dict_not_as_ours) waits for a
+// signal or ProblemRetryAfter before it lists again, never at once: no
+// hot loop of DICT lists.
+func TestAStoppedExpiryWaits(t *testing.T) {
+	r := received()
+	r.AnalysisResult, r.AnalysisDetails = ptr(string(dict.Agreed)), ptr("")
+	env, s := newRun(t, r)
+	s.stops = map[string]int{"ExpireRequest": 2}
+
+	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: r.ID.String()})
+
+	out := result(t, env)
+	require.Equal(t, med.EndReleased, *out.EndCause)
+	expired := s.called("ExpireRequest")
+	require.Len(t, expired, 3)
+	for i := 1; i < len(expired); i++ {
+		require.GreaterOrEqual(t, expired[i].Sub(expired[i-1]), med.ProblemRetryAfter, "try %d", i)
+	}
+}
+
 // A refund request within the 72 hours: the run returns at once, follows
 // the devolução to its end, closes the request, and ends returned.
 func TestARequestIsReturnedAtOnce(t *testing.T) {
@@ -341,7 +373,7 @@ func TestAStoppedCloseWaits(t *testing.T) {
 	r := received()
 	r.AnalysisResult, r.AnalysisDetails = ptr(string(dict.Disagreed)), ptr("")
 	env, s := newRun(t, r)
-	s.stopClose = 1
+	s.stops = map[string]int{"CloseReport": 1}
 
 	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: r.ID.String()})
 
