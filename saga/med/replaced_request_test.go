@@ -58,6 +58,17 @@ func TestARequestAfterOneCancelledWithNothingReturnedReplacesIt(t *testing.T) {
 		cancelled := *r.RefundRequestID
 		second := request(r, 10_000, dict.RefundOpen)
 		second.LastModified = t0.Add(2 * time.Minute)
+		if !finishFirst {
+			// A copy of another request cancelled already replaces
+			// nothing: kept on its own, the report still ends on the cancel.
+			gone := request(r, 10_000, dict.RefundCancelled)
+			gone.LastModified = t0.Add(90 * time.Second)
+			_, changed, err := f.store.IntakeRefund(ctx, gone)
+			require.NoError(t, err)
+			require.False(t, changed)
+			status, _ := f.keptStatus(gone.ID)
+			require.Equal(t, "CANCELLED", status)
+		}
 		if finishFirst {
 			ended := f.step(f.store.Finish(ctx, r))
 			require.Equal(t, med.EndReleased, *ended.EndCause)

@@ -648,7 +648,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			next.RefundRequestState, next.RefundRequestModifiedAt = ptr(string(in.Status)), ptr(in.LastModified)
 			next.RefundRequestDICTResult = refundResultOf(in)
 			return save(ctx, tx, cur, next)
-		case takesRequest(cur, s.now()) || (in.Status == dict.RefundOpen && reopenable(cur, s.now())):
+		case takesRequest(cur, in, s.now()) || (in.Status == dict.RefundOpen && reopenable(cur, s.now())):
 			state, modified, kept, err := keptCopy(ctx, tx, requestID, cur.ID, in)
 			if err != nil {
 				return Report{}, false, err
@@ -661,7 +661,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 				return keep(tx, cur, "report_ended")
 			}
 			switch {
-			case !takesRequest(cur, s.now()):
+			case !takesRequest(cur, in, s.now()):
 				next.Status, next.EndCause, outcome = StatusAwaitingRequest, nil, RequestReopened
 			case cur.Status == StatusAwaitingCredit:
 				// Its cancelled request had nothing returned: the next one
@@ -752,13 +752,16 @@ func requestMoves(state string, in dict.Refund) bool {
 // DICT's notice first; Return acts only once the report awaits it), none
 // taken yet but one its requester cancelled before anything was returned;
 // or awaiting credit for a request cancelled since with nothing returned
-// on it (docs/med.md: the next request replaces it), the 90 days not over
-// and its return not refused for good (now: the store's clock).
-func takesRequest(cur Report, now time.Time) bool {
+// on it, when in is OPEN (docs/med.md: the next request replaces it; a
+// copy cancelled already leaves the report to end on the cancel), the 90
+// days not over and its return not refused for good (now: the store's
+// clock).
+func takesRequest(cur Report, in dict.Refund, now time.Time) bool {
 	switch cur.Status {
 	case StatusReceived, StatusHeld, StatusAcknowledged, StatusAnalysed, StatusAwaitingRequest:
 	case StatusAwaitingCredit:
-		if !RequestCancelled(cur) || cur.ReturnRefused != nil || cur.ReturnUntil == nil || !now.Before(*cur.ReturnUntil) {
+		if in.Status != dict.RefundOpen || !RequestCancelled(cur) || cur.ReturnRefused != nil ||
+			cur.ReturnUntil == nil || !now.Before(*cur.ReturnUntil) {
 			return false
 		}
 	default:
