@@ -22,8 +22,11 @@ import (
 // money leaves the account with that devolução's debit, in its
 // transaction; there is no capture of its own, so that neither a capture
 // without its debit nor a debit of held money without its capture can be
-// written). Each call takes the caller's transaction and writes its event
-// in it; the caller wakes OutboxChannel after the commit.
+// written; a hold that fills may be captured in part and kept,
+// NewRefund.KeepHold, and shrunk in place, Shrink, so that its holder never
+// releases money it still needs to hold it anew). Each call takes the
+// caller's transaction and writes its event in it; the caller wakes
+// OutboxChannel after the commit.
 //
 // A hold may fill from later credits (NewHold.FillFromCredits: a MED):
 // it holds what is available when it is made, possibly nothing, and each
@@ -44,7 +47,9 @@ import (
 // as it is then (lockHoldAndAccount).
 
 // holdSQL holds the statements of queries/holds.sql.
-var holdSQL struct{ AccountFilling, ByRef, Get, LockHold, Hold, Release, Capture, Fill string }
+var holdSQL struct {
+	AccountFilling, ByRef, Get, LockHold, Hold, Release, Capture, Fill, Shrink, CapturePart, Restore string
+}
 
 func init() { bindQueries("holds.sql", &holdSQL) }
 
@@ -56,6 +61,12 @@ const (
 	EventHoldReleased = "pix.hold.released"
 	EventHoldCaptured = "pix.hold.captured"
 	EventHoldFilled   = "pix.hold.filled"
+	// A hold shrunk in place (Shrink), captured in part and kept
+	// (NewRefund.KeepHold), given back a part whose devolução was
+	// reversed (RestoreHold).
+	EventHoldShrunk       = "pix.hold.shrunk"
+	EventHoldPartCaptured = "pix.hold.part_captured"
+	EventHoldRestored     = "pix.hold.restored"
 )
 
 // HoldEvents are the holds' event types, each with its aggregate type:
@@ -65,6 +76,10 @@ var HoldEvents = map[string]string{
 	EventHoldReleased: AggregateHold,
 	EventHoldCaptured: AggregateHold,
 	EventHoldFilled:   AggregateHold,
+
+	EventHoldShrunk:       AggregateHold,
+	EventHoldPartCaptured: AggregateHold,
+	EventHoldRestored:     AggregateHold,
 }
 
 // NewHold is a hold asked for.
@@ -395,6 +410,78 @@ func capture(ctx context.Context, tx pgx.Tx, id uuid.UUID, refundID string, debi
 		return fmt.Errorf("capture hold %s: %w", id, err)
 	}
 	return nil
+}
+
+// capturePart captures part of the hold that fills, locked active
+// (lockHoldAndAccount), by the devolução refundID, whose debit in tx took
+// part out of the account's held with the balance, and keeps it active:
+// it holds and fills to part less, and the part is recorded for the
+// devolução's reversal (RestoreHold). Only RecordRefund calls it, right
+// after that debit (NewRefund.KeepHold).
+func capturePart(ctx context.Context, tx pgx.Tx, id uuid.UUID, refundID string, part int64, debit AccountDebit) error {
+	if _, err := scanHold(tx.QueryRow(ctx, holdSQL.CapturePart, id, refundID, part, debit.At, tracing.Traceparent(ctx))); err != nil {
+		return fmt.Errorf("capture %d of hold %s: %w", part, id, err)
+	}
+	return nil
+}
+
+// Shrink shrinks the active hold id in place, within tx, to hold and fill
+// to at most toCents (a hold that does not fill stays one), with its event
+// (pix.hold.shrunk): what it held beyond is spendable again, the rest never
+// stops being held (a release and a hold anew would make it available
+// between the two, or for good when the new hold takes less: a hold that
+// fills takes nothing while an older one lacks). It returns the hold as it
+// is after the call and whether this call shrank it. Idempotent and fenced
+// by the hold as it is under its locks: a hold within toCents already (a
+// retry whose first try committed) or ended is returned as it is, nothing
+// changed and no event written. reason says why ("": not said; at most
+// 140 characters). pix.ErrHoldNotFound: no such hold; a
+// pix.ValidationError: toCents below 0, or below 1 for a hold that does
+// not fill, or a hold of a whole amount (not NewHold.UpTo): release it.
+// Locks: its account, then the hold (lockHoldAndAccount), as Release.
+func Shrink(ctx context.Context, tx pgx.Tx, id uuid.UUID, toCents int64, reason string) (hold pix.Hold, shrunk bool, err error) {
+	if err := validReason("reason", reason); err != nil {
+		return pix.Hold{}, false, err
+	}
+	if toCents < 0 {
+		return pix.Hold{}, false, pix.Invalid("to_cents", "must be at least 0")
+	}
+	if hold, err = lockHoldAndAccount(ctx, tx, id); err != nil || !hold.Active() {
+		return hold, false, err
+	}
+	switch {
+	case !hold.UpTo:
+		return pix.Hold{}, false, pix.Invalid("hold", "holds a whole amount (not up to): release it")
+	case hold.FillToCents == nil && toCents < 1:
+		return pix.Hold{}, false, pix.Invalid("to_cents", "must be at least 1 for a hold that does not fill: release it")
+	}
+	if hold.AmountCents <= toCents && (hold.FillToCents == nil || *hold.FillToCents <= toCents) {
+		return hold, false, nil
+	}
+	if hold, err = scanHold(tx.QueryRow(ctx, holdSQL.Shrink, id, toCents, reason, tracing.Traceparent(ctx))); err != nil {
+		return pix.Hold{}, false, fmt.Errorf("shrink hold: %w", err)
+	}
+	return hold, true, nil
+}
+
+// RestoreHold gives the money of the devolução refundID, reversed in tx,
+// back to the hold it captured a part of and kept (NewRefund.KeepHold),
+// when that hold is still active: the hold holds and fills to the part
+// more, the account's held grows by it, with its event
+// (pix.hold.restored). So the money a MED must keep held, captured for a
+// devolução that was not made, is held again in the reversal's own
+// transaction, never available. It returns what it restored (0: the
+// devolução captured no part of a kept hold, or that hold ended); once per
+// devolução (the part's restored_at: a second call restores nothing). The
+// reversal calls it after it credited the money back, under the account's
+// lock it took (the lock order: the account, then the hold), and before
+// FillHolds with what it did not restore.
+func RestoreHold(ctx context.Context, tx pgx.Tx, refundID string) (int64, error) {
+	var restored int64
+	if err := tx.QueryRow(ctx, holdSQL.Restore, refundID, tracing.Traceparent(ctx)).Scan(&restored); err != nil {
+		return 0, fmt.Errorf("restore the hold of devolução %s: %w", refundID, err)
+	}
+	return restored, nil
 }
 
 // scanHold reads a hold's columns in the order holds.sql's statements

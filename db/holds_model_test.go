@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -20,7 +21,9 @@ import (
 
 // A seeded random history of credits, transfers, holds (of accounts and
 // of PIX, whole, up to and filling from later credits, refs reused),
-// releases, captures, devoluções and their reversals, each step checked
+// releases, shrinks, captures (whole, and of a part with the hold kept),
+// devoluções and their reversals (a kept hold's part given back to it
+// first), each step checked
 // against a model that says what the money API must answer and what every
 // account and hold must then be (I2, I9, I11): each credit and each
 // reversal (money back) fills the holds of its account that fill, in the
@@ -34,9 +37,10 @@ type modelHold struct {
 	id     uuid.UUID
 	asked  db.NewHold
 	amount int64
-	// fillTo is what a hold that fills from later credits fills to (0: it
-	// does not fill).
+	// fillTo is what a hold that fills from later credits fills to (fills;
+	// 0 for one that does not, or that was captured in part down to 0).
 	fillTo int64
+	fills  bool
 	status string
 }
 
@@ -87,6 +91,9 @@ type modelRefund struct {
 	amount   int64
 	account  string
 	reversed bool
+	// kept is the hold it captured a part of and kept (NewRefund.KeepHold;
+	// nil: none), which its reversal gives the part back to while active.
+	kept *modelHold
 }
 
 type moneyModel struct {
@@ -131,7 +138,7 @@ func TestMoneyAPIAgainstAModel(t *testing.T) {
 		runMoneyModel(t, seed, 400)
 		return
 	}
-	for _, seed := range []uint64{2, 3} { // histories that meet every outcome below
+	for _, seed := range []uint64{2, 4} { // histories that meet every outcome below
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
 			seen := runMoneyModel(t, seed, 400)
 			// A history that never met an outcome proves nothing of it.
@@ -141,7 +148,8 @@ func TestMoneyAPIAgainstAModel(t *testing.T) {
 				"hold: " + pix.ErrHoldRefReused.Error(), "hold: " + pix.ErrPixNotCredited.Error(), "release",
 				"capture", "capture: " + pix.ErrHoldEnded.Error(), "capture: " + pix.ErrHoldNotCapturable.Error(),
 				"devolução", "devolução: " + pix.ErrRefundExceedsCredit.Error(), "devolução: " + pix.ErrInsufficientFunds.Error(),
-				"reversal"} {
+				"reversal", "shrink", "shrink of nothing", "shrink: invalid", "capture of a part",
+				"capture of a part: " + pix.ErrHoldNotCapturable.Error(), "reversal into its hold"} {
 				require.Positive(t, seen[outcome], "seed %d: no step was %q", seed, outcome)
 			}
 		})
@@ -207,6 +215,31 @@ func runMoneyModel(t *testing.T, seed uint64, steps int) (seen map[string]int) {
 				}
 				require.Equal(t, h.status, got.Status, "step %d, seed %d: %s", step, seed, what)
 			}
+		case n < 72 && len(m.holds) > 0: // a hold shrunk in place
+			op, what, err = m.shrinkStep(s, rnd)
+		case n < 80 && len(m.holds) > 0 && pick(3) == 0: // a part captured, the hold kept
+			op = "capture of a part"
+			h := m.someFillingHold(rnd)
+			cents, e2e := 1+rnd.Int64N(h.amount+1), h.asked.EndToEndID
+			if e2e == "" {
+				e2e = m.pix[pick(len(m.pix))].e2e
+			}
+			what = fmt.Sprintf("capture %d of %s (%s, %d filling to %d of %q) by a devolução of %s, kept", cents, h.asked.Ref, h.status,
+				h.amount, h.fillTo, h.asked.EndToEndID, e2e)
+			var r pix.Refund
+			r, err = capturePart(s, e2e, cents, h.id.String())
+			switch {
+			case h.status != pix.HoldActive:
+				want = pix.ErrHoldEnded
+			case h.amount == 0 || !h.fills || cents > h.amount || h.asked.EndToEndID != e2e:
+				want = pix.ErrHoldNotCapturable
+			default:
+				h.amount -= cents
+				h.fillTo -= cents
+				m.balance[h.asked.AccountID] -= cents
+				m.held[h.asked.AccountID] -= cents
+				m.refunds = append(m.refunds, &modelRefund{id: r.ID, e2e: h.asked.EndToEndID, amount: cents, account: h.asked.AccountID, kept: h})
+			}
 		case n < 80 && len(m.holds) > 0: // a devolução that captures a hold
 			op = "capture"
 			h := m.someHold(rnd, true)
@@ -263,11 +296,25 @@ func runMoneyModel(t *testing.T, seed uint64, steps int) (seen map[string]int) {
 				continue
 			}
 			r := open[pick(len(open))]
+			for _, o := range open {
+				if o.kept != nil && o.kept.status == pix.HoldActive && pick(2) == 0 {
+					r = o // a kept hold's part, often: its reversal is the one that differs
+				}
+			}
 			what = fmt.Sprintf("reverse the devolução %s of %d", r.id, r.amount)
 			_, err = refundsaga.NewStore(s).ReverseRefund(ctx, r.id, "NAO_REALIZADO", false)
 			r.reversed = true
 			m.balance[r.account] += r.amount
-			m.fill(r.account, r.amount) // money back fills as a credit does (FillHolds)
+			back := r.amount
+			if h := r.kept; h != nil && h.status == pix.HoldActive {
+				// The part goes back to the hold it was captured of first.
+				op = "reversal into its hold"
+				h.amount += r.amount
+				h.fillTo += r.amount
+				m.held[r.account] += r.amount
+				back = 0
+			}
+			m.fill(r.account, back) // money back fills as a credit does (FillHolds)
 		}
 		if want == nil {
 			require.NoError(t, err, "step %d, seed %d: %s", step, seed, what)
@@ -299,6 +346,21 @@ func (m *moneyModel) someHold(rnd *rand.Rand, ofPIX bool) *modelHold {
 		return active[rnd.IntN(len(active))]
 	}
 	return m.holds[rnd.IntN(len(m.holds))]
+}
+
+// someFillingHold is a hold that fills, active and holding something,
+// three times out of four when there is one, else any hold.
+func (m *moneyModel) someFillingHold(rnd *rand.Rand) *modelHold {
+	var filling []*modelHold
+	for _, h := range m.holds {
+		if h.status == pix.HoldActive && h.fills && h.amount > 0 && h.asked.EndToEndID != "" {
+			filling = append(filling, h)
+		}
+	}
+	if len(filling) > 0 && rnd.IntN(4) > 0 {
+		return filling[rnd.IntN(len(filling))]
+	}
+	return m.someHold(rnd, true)
 }
 
 // holdStep asks for a hold: a new one (of an account or of a PIX, whole or
@@ -369,7 +431,7 @@ func (m *moneyModel) holdStep(s *db.Store, rnd *rand.Rand) (op, what string, err
 		}
 		if err == nil {
 			m.holds = append(m.holds, &modelHold{id: uuid.MustParse(got.ID), asked: asked, amount: amount, fillTo: fillTo,
-				status: pix.HoldActive})
+				fills: asked.FillFromCredits, status: pix.HoldActive})
 			m.held[asked.AccountID] += amount
 			if asked.FillFromCredits {
 				op = "hold that fills"
@@ -387,7 +449,8 @@ func (m *moneyModel) check(t *testing.T, s *db.Store, when string) {
 		require.Equal(t, [3]int64{balance, m.held[id], balance - m.held[id]},
 			[3]int64{a.BalanceCents, a.HeldCents, a.AvailableCents}, "%s: %s's balance, held, available", when, id)
 	}
-	rows, err := s.Pool().Query(context.Background(), `SELECT id, status || ' ' || amount_cents FROM pix_holds`)
+	rows, err := s.Pool().Query(context.Background(),
+		`SELECT id, status || ' ' || amount_cents || ' ' || COALESCE(fill_to_cents::text, '-') FROM pix_holds`)
 	require.NoError(t, err)
 	got := map[uuid.UUID]string{}
 	var id uuid.UUID
@@ -399,7 +462,44 @@ func (m *moneyModel) check(t *testing.T, s *db.Store, when string) {
 	require.NoError(t, err)
 	want := map[uuid.UUID]string{}
 	for _, h := range m.holds {
-		want[h.id] = fmt.Sprintf("%s %d", h.status, h.amount)
+		fillTo := "-"
+		if h.fills {
+			fillTo = strconv.FormatInt(h.fillTo, 10)
+		}
+		want[h.id] = fmt.Sprintf("%s %d %s", h.status, h.amount, fillTo)
 	}
 	require.Equal(t, want, got, "%s: the holds", when)
+}
+
+// shrinkStep shrinks a hold in place (db.Shrink) to at most an amount
+// around what it holds: "shrink" when it changed, "shrink of nothing" when
+// it was within it or ended; a ValidationError for a hold of a whole
+// amount, or one that does not fill shrunk to 0.
+func (m *moneyModel) shrinkStep(s *db.Store, rnd *rand.Rand) (op, what string, err error) {
+	h := m.someHold(rnd, false)
+	to := rnd.Int64N(max(h.amount, h.fillTo) + 2)
+	what = fmt.Sprintf("shrink %s (%s, %d filling to %d) to %d", h.asked.Ref, h.status, h.amount, h.fillTo, to)
+	got, shrunk, err := shrink(s, h.id.String(), to)
+	within := h.amount <= to && (!h.fills || h.fillTo <= to)
+	switch {
+	case h.status != pix.HoldActive || (within && h.asked.UpTo && (h.fills || to > 0)):
+		if err == nil && shrunk {
+			err = fmt.Errorf("shrunk %s, the model: nothing to shrink", got.ID)
+		}
+		return "shrink of nothing", what, err
+	case !h.asked.UpTo || (!h.fills && to < 1):
+		if errors.As(err, new(*pix.ValidationError)) {
+			return "shrink: invalid", what, nil
+		}
+		return "shrink: invalid", what, fmt.Errorf("the model: refused; got %v (shrunk %v)", err, shrunk)
+	}
+	if err == nil && !shrunk {
+		err = fmt.Errorf("not shrunk %s, the model: shrunk", got.ID)
+	}
+	if err == nil {
+		m.held[h.asked.AccountID] -= h.amount - min(h.amount, to)
+		h.amount = min(h.amount, to)
+		h.fillTo = min(h.fillTo, to)
+	}
+	return "shrink", what, err
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db"
@@ -56,7 +57,8 @@ func outboxRows(t *testing.T, s *db.Store) []outboxRow {
 // Every event type, written by the statement that makes its change, matches
 // its JSON Schema: a credit's to an account and an API Pix one's to an
 // unknown key failing, a transfer settled and one refunded, a devolução
-// returned and one reversed, holds released, captured and filled.
+// returned and one reversed, holds released, captured and filled, shrunk,
+// captured in part and given a part back.
 func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
@@ -95,6 +97,17 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	captured, _, err := hold(s, block("block:1", "acc-1", credited, 700))
 	require.NoError(t, err)
 	_, err = captureRefund(s, credited, 700, uuid.MustParse(captured.ID))
+	require.NoError(t, err)
+	kept, _, err := hold(s, med("med:1", "acc-1", credited, 2_000))
+	require.NoError(t, err)
+	err = db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
+		_, _, err := db.Shrink(ctx, tx, uuid.MustParse(kept.ID), 1_500, "")
+		return err
+	})
+	require.NoError(t, err, "no reason: null")
+	part, err := capturePart(s, credited, 1_000, kept.ID)
+	require.NoError(t, err)
+	_, err = refundsaga.NewStore(s).ReverseRefund(ctx, part.ID, "NAO_REALIZADO", false)
 	require.NoError(t, err)
 	dbtest.OpenAccount(t, s, "acc-2", 0)
 	_, _, err = hold(s, db.NewHold{Ref: "judicial:2", AccountID: "acc-2", AmountCents: 500, UpTo: true, FillFromCredits: true, Kind: "judicial"})

@@ -83,6 +83,15 @@ type NewRefund struct {
 	// then be refused (pix.ErrHoldNotCapturable). A hold of 0 is refused
 	// all the same.
 	CaptureAll bool
+	// KeepHold (with Hold, a hold that fills) captures a part: the
+	// devolução returns AmountCents (with CaptureAll, all it holds), at
+	// most what the hold holds, and the hold stays active, holding and
+	// filling to that much less (pix.hold.part_captured), possibly
+	// nothing, until its holder releases it; if the devolução is reversed
+	// while the hold is active, its money goes back into the hold in the
+	// reversal's transaction (RestoreHold), held, never available. A MED
+	// returned in parts keeps one hold from its first part to its end.
+	KeepHold bool
 }
 
 // RecordRefund debits and records the devolução nr within tx, with its
@@ -93,7 +102,7 @@ type NewRefund struct {
 // its other devoluções (all but the reversed) and the PIX's active holds
 // (I11) leave, and never spends held money; with nr.Hold it captures that
 // hold (its money leaves with the debit, the hold ends captured, with its
-// event). key is the Idempotency-Key it was asked with (nil: none, a
+// event), or with nr.KeepHold a part of it, the hold kept active. key is the Idempotency-Key it was asked with (nil: none, a
 // devolução another saga makes) and requestedBy who asked. The caller
 // makes sure the caller may return the PIX (the devolução's store,
 // saga/refund), and that it
@@ -105,7 +114,8 @@ type NewRefund struct {
 // pix.ErrAccountClosed, pix.ErrInsufficientFunds; with nr.Hold,
 // pix.ErrHoldNotFound, pix.ErrHoldEnded (released, or captured already),
 // pix.ErrHoldNotCapturable (of another PIX, or of none, or of another
-// amount, or holding nothing yet: a hold that fills from later credits is
+// amount: with KeepHold, more than it holds, or a hold that does not
+// fill; or holding nothing yet: a hold that fills from later credits is
 // captured with what it holds, then, and fills no more; nr.CaptureAll
 // returns what it holds under the locks, whatever the caller read).
 //
@@ -122,6 +132,9 @@ func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, 
 	if nr.CaptureAll && nr.Hold == uuid.Nil {
 		return pix.Refund{}, errors.New("record refund: CaptureAll without a Hold")
 	}
+	if nr.KeepHold && nr.Hold == uuid.Nil {
+		return pix.Refund{}, errors.New("record refund: KeepHold without a Hold")
+	}
 	if nr.Hold != uuid.Nil {
 		hold, err := lockHoldAndAccount(ctx, tx, nr.Hold)
 		switch {
@@ -135,11 +148,14 @@ func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, 
 			nr.AmountCents = hold.AmountCents // what it holds under its locks: nothing fills it before the commit
 		}
 		switch {
-		case deref(hold.EndToEndID) != nr.EndToEndID || hold.AmountCents != nr.AmountCents:
+		case nr.KeepHold && hold.FillToCents == nil:
+			return pix.Refund{}, fmt.Errorf("%w: hold %s does not fill: it is captured whole", pix.ErrHoldNotCapturable, hold.ID)
+		case deref(hold.EndToEndID) != nr.EndToEndID || nr.AmountCents < 1 || hold.AmountCents < nr.AmountCents ||
+			(!nr.KeepHold && hold.AmountCents != nr.AmountCents):
 			return pix.Refund{}, fmt.Errorf("%w: hold %s holds %d of PIX %q; the devolução returns %d of %s", pix.ErrHoldNotCapturable,
 				hold.ID, hold.AmountCents, deref(hold.EndToEndID), nr.AmountCents, nr.EndToEndID)
 		}
-		captured = hold.AmountCents
+		captured = nr.AmountCents
 	}
 	left, err := creditLeft(ctx, tx, nr.EndToEndID, credited, nr.Hold)
 	if err != nil {
@@ -158,7 +174,12 @@ func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, 
 	if err != nil {
 		return pix.Refund{}, fmt.Errorf("record refund: %w", err)
 	}
-	if captured > 0 {
+	switch {
+	case captured > 0 && nr.KeepHold:
+		if err := capturePart(ctx, tx, nr.Hold, out.ID, captured, debit); err != nil {
+			return pix.Refund{}, err
+		}
+	case captured > 0:
 		if err := capture(ctx, tx, nr.Hold, out.ID, debit); err != nil {
 			return pix.Refund{}, err
 		}

@@ -149,6 +149,9 @@ var statementPlans = map[string]statementPlan{
 	"holds.Hold":           checked(perPIX),
 	"holds.LockHold":       checked(perPIX),
 	"holds.Release":        checked(perPIX),
+	"holds.Shrink":         checked(perPIX), // a MED's return of less than it holds
+	"holds.CapturePart":    checked(perPIX), // a MED's return, its hold kept
+	"holds.Restore":        checked(perPIX), // a devolução's reversal: pix_hold_parts' key
 
 	"idempotency.ReadKey":        checked(perPIX),
 	"idempotency.RecordResponse": checked(perPIX),

@@ -166,3 +166,98 @@ event AS (
     FROM progress p CROSS JOIN held a
     ORDER BY p.created_at, p.id)
 SELECT COALESCE(sum(cents), 0)::bigint FROM filled
+
+-- name: Shrink
+-- Shrinks a hold locked active (LockHold) in place to hold, and fill to,
+-- at most $2 (db.Shrink): what it holds beyond leaves its account's held
+-- (spendable again), with its event, in one statement; a hold that does
+-- not fill stays one. A hold within $2 already changes nothing and returns
+-- no row (a retry). $1 id, $2 the most it keeps, $3 why ('': not said),
+-- $4 the traceparent of the event.
+WITH before AS (
+    SELECT id, amount_cents FROM pix_holds WHERE id = $1),
+shrunk AS (
+    UPDATE pix_holds h SET amount_cents = LEAST(h.amount_cents, $2),
+                           fill_to_cents = CASE WHEN h.fill_to_cents IS NULL THEN NULL ELSE LEAST(h.fill_to_cents, $2) END
+    FROM before b
+    WHERE h.id = b.id AND h.status = 'active' AND (h.amount_cents > $2 OR h.fill_to_cents > $2)
+    RETURNING h.*, b.amount_cents - h.amount_cents AS released_cents, clock_timestamp() AS shrunk_at),
+held AS (
+    UPDATE accounts a SET held_cents = a.held_cents - s.released_cents, updated_at = s.shrunk_at
+    FROM shrunk s WHERE a.id = s.account_id
+    RETURNING a.held_cents, a.balance_cents - a.held_cents AS available_cents),
+event AS (
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
+    SELECT 'pix_hold', s.id::text, 'pix.hold.shrunk',
+           jsonb_build_object('schema_version', 1, 'hold_id', s.id, 'ref', s.ref, 'account_id', s.account_id,
+                              'end_to_end_id', s.end_to_end_id, 'kind', s.kind, 'amount_cents', s.amount_cents,
+                              'fill_to_cents', s.fill_to_cents, 'released_cents', s.released_cents,
+                              'held_after_cents', a.held_cents, 'available_after_cents', a.available_cents,
+                              'reason', NULLIF($3, ''), 'shrunk_at', s.shrunk_at), $4
+    FROM shrunk s CROSS JOIN held a)
+SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
+       refund_id, end_reason, created_at, ended_at
+FROM shrunk
+
+-- name: CapturePart
+-- Captures $3 of a hold that fills, locked active (LockHold), by the
+-- devolução $2, recorded in this transaction with its debit, which took
+-- $3 out of the account's held with the balance (accounts.Debit's $3),
+-- and keeps it active (db.NewRefund.KeepHold): it holds and fills to $3
+-- less, and the part is recorded (pix_hold_parts) for the devolução's
+-- reversal to give back (Restore); with its event. $1 id, $2 refund id,
+-- $3 the part, $4 the debit's time, $5 the traceparent of the event.
+WITH part AS (
+    INSERT INTO pix_hold_parts (refund_id, hold_id, amount_cents, captured_at)
+    VALUES ($2, $1, $3, $4)
+    RETURNING *),
+kept AS (
+    UPDATE pix_holds h SET amount_cents = h.amount_cents - p.amount_cents, fill_to_cents = h.fill_to_cents - p.amount_cents
+    FROM part p WHERE h.id = p.hold_id AND h.status = 'active' AND h.fill_to_cents IS NOT NULL
+    RETURNING h.*, p.amount_cents AS captured_cents, p.refund_id AS part_refund_id, p.captured_at),
+event AS (
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
+    SELECT 'pix_hold', k.id::text, 'pix.hold.part_captured',
+           jsonb_build_object('schema_version', 1, 'hold_id', k.id, 'ref', k.ref, 'account_id', k.account_id,
+                              'end_to_end_id', k.end_to_end_id, 'kind', k.kind, 'captured_cents', k.captured_cents,
+                              'amount_cents', k.amount_cents, 'fill_to_cents', k.fill_to_cents,
+                              'held_after_cents', a.held_cents, 'available_after_cents', a.balance_cents - a.held_cents,
+                              'refund_id', k.part_refund_id, 'captured_at', k.captured_at), $5
+    FROM kept k JOIN accounts a ON a.id = k.account_id)
+SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
+       refund_id, end_reason, created_at, ended_at
+FROM kept
+
+-- name: Restore
+-- Gives the part the devolução $1 captured of a hold kept active
+-- (CapturePart) back to that hold, once, in the transaction of the
+-- devolução's reversal, after it credited the money back (under the
+-- account's lock it took: the lock order stays, the account then the
+-- hold): the hold holds and fills to the part more, its account's held
+-- grows by it (the money back is held, not available), the part is marked
+-- restored (restored_at: a second call restores nothing), with its event.
+-- A hold that ended meanwhile takes nothing back. $1 refund id, $2 the
+-- traceparent of the event. Returns what was restored.
+WITH part AS (
+    UPDATE pix_hold_parts p SET restored_at = clock_timestamp()
+    FROM pix_holds h
+    WHERE p.refund_id = $1 AND p.restored_at IS NULL AND h.id = p.hold_id AND h.status = 'active'
+    RETURNING p.*),
+restored AS (
+    UPDATE pix_holds h SET amount_cents = h.amount_cents + p.amount_cents, fill_to_cents = h.fill_to_cents + p.amount_cents
+    FROM part p WHERE h.id = p.hold_id AND h.status = 'active'
+    RETURNING h.*, p.amount_cents AS restored_cents, p.refund_id AS part_refund_id, p.restored_at),
+held AS (
+    UPDATE accounts a SET held_cents = a.held_cents + r.restored_cents, updated_at = r.restored_at
+    FROM restored r WHERE a.id = r.account_id
+    RETURNING a.held_cents, a.balance_cents - a.held_cents AS available_cents),
+event AS (
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
+    SELECT 'pix_hold', r.id::text, 'pix.hold.restored',
+           jsonb_build_object('schema_version', 1, 'hold_id', r.id, 'ref', r.ref, 'account_id', r.account_id,
+                              'end_to_end_id', r.end_to_end_id, 'kind', r.kind, 'restored_cents', r.restored_cents,
+                              'amount_cents', r.amount_cents, 'fill_to_cents', r.fill_to_cents,
+                              'held_after_cents', a.held_cents, 'available_after_cents', a.available_cents,
+                              'refund_id', r.part_refund_id, 'restored_at', r.restored_at), $2
+    FROM restored r CROSS JOIN held a)
+SELECT COALESCE(sum(restored_cents), 0)::bigint FROM restored

@@ -3,11 +3,13 @@ package med_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db"
@@ -463,8 +465,8 @@ func TestReturnAll(t *testing.T) {
 // hold taken in the capture's transaction, which the account's later
 // inflows fill in their own transactions (never spendable between two
 // tries of the run), each part returned as it is held, until the amount; a
-// devolução not made comes back into the next hold, and what it does not
-// fit is held and returned again.
+// devolução not made comes back into the report's hold, held in the
+// reversal's transaction, and is returned again.
 func TestReturnInParts(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -490,7 +492,7 @@ func TestReturnInParts(t *testing.T) {
 
 	r = f.step(f.store.Return(ctx, r))
 	require.EqualValues(t, 3_000, returning(r))
-	require.NotNil(t, r.HoldID, "the next hold, taken with the capture")
+	require.NotNil(t, r.HoldID, "the hold, kept by the capture")
 	require.Zero(t, r.HeldCents)
 	_, err = refunds.MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200aaaaaaaaaaa")
 	require.NoError(t, err)
@@ -509,26 +511,21 @@ func TestReturnInParts(t *testing.T) {
 	require.EqualValues(t, 4_000, returning(r))
 	_, err = refunds.ReverseRefund(ctx, *r.RefundID, "NAO_REALIZADO", false)
 	require.NoError(t, err)
+	f.requireMoney(c.AccountID, 4_000, 4_000)
 	r = f.step(f.store.Settle(ctx, r))
 	require.EqualValues(t, 3_000, r.ReturnedCents, "a devolução not made returned nothing")
-	require.EqualValues(t, 3_000, r.HeldCents, "the reversal filled the next hold")
-	f.requireMoney(c.AccountID, 4_000, 3_000)
+	require.EqualValues(t, 4_000, r.HeldCents, "the reversal held its money again in the report's hold")
 	f.creditMore(c.AccountID, 5_000)
+	f.requireMoney(c.AccountID, 9_000, 7_000)
 	r = f.step(f.store.Return(ctx, r))
-	require.EqualValues(t, 3_000, returning(r))
-	require.EqualValues(t, 4_000, r.HeldCents, "the rest held with the capture")
-	f.requireMoney(c.AccountID, 6_000, 4_000)
+	require.EqualValues(t, 7_000, returning(r))
+	require.NotNil(t, r.HoldID, "one hold, kept to the end")
+	f.requireMoney(c.AccountID, 2_000, 0)
 	_, err = refunds.MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200bbbbbbbbbbb")
 	require.NoError(t, err)
 	r = f.step(f.store.Settle(ctx, r))
-	r = f.step(f.store.Return(ctx, r))
-	require.EqualValues(t, 4_000, returning(r))
-	require.Nil(t, r.HoldID, "the whole amount: no next hold")
-	_, err = refunds.MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200ccccccccccc")
-	require.NoError(t, err)
-	r = f.step(f.store.Settle(ctx, r))
 	require.EqualValues(t, 10_000, r.ReturnedCents)
-	require.Equal(t, 3, r.Returns)
+	require.Equal(t, 2, r.Returns)
 	done := f.step(f.store.Finish(ctx, r))
 	require.Equal(t, med.EndReturned, *done.EndCause)
 	f.requireMoney(c.AccountID, 2_000, 0)
@@ -846,5 +843,90 @@ func TestAReturnInPartsRacesTheCredits(t *testing.T) {
 		require.EqualValues(t, 6_000, returning+hold.AmountCents, "every centavo credited held or returned")
 		f.requireMoney(c.AccountID, 6_000-returning, hold.AmountCents)
 	}
+	f.requireBooks()
+}
+
+// A request of less than the report holds (issue 37, the third review's
+// High): the hold is shrunk in place to the request and that part
+// captured, never released and held anew. A hold that fills made after the
+// report's and still lacking (another MED of the account) would make a hold
+// made anew take nothing: the money released would be available for good.
+// Debits racing the return never find the money to return available
+// (available = balance - held >= 0, held = the active holds).
+func TestAReturnOfLessThanHeldNeverFreesIt(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for round := range 4 {
+		c, r := f.agreed(10_000, 0)
+		require.EqualValues(t, 10_000, r.HeldCents)
+		err := db.InTx(ctx, f.s.Pool(), func(tx pgx.Tx) error {
+			_, _, err := db.Hold(ctx, tx, db.NewHold{Ref: fmt.Sprintf("another-med:%d", round), AccountID: c.AccountID,
+				AmountCents: 5_000, UpTo: true, FillFromCredits: true, Kind: med.HoldKind})
+			return err
+		})
+		require.NoError(t, err)
+		r = f.step(f.store.IntakeRefund(ctx, request(r, 6_000, dict.RefundOpen)))
+
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range 6 {
+			wg.Go(func() {
+				<-start
+				if i%2 == 0 {
+					_, _, err := f.store.Return(ctx, r)
+					require.NoError(t, err)
+					return
+				}
+				require.ErrorIs(t, f.spend(c.AccountID, 4_001), pix.ErrInsufficientFunds, "the money to return is never available")
+			})
+		}
+		close(start)
+		wg.Wait()
+		cur, err := f.store.Get(ctx, r.ID)
+		require.NoError(t, err)
+		require.Equal(t, med.StatusReturning, cur.Status)
+		refund, err := f.s.GetRefund(ctx, *cur.RefundID)
+		require.NoError(t, err)
+		require.EqualValues(t, 6_000, refund.AmountCents, "the request's amount, captured of the hold")
+		require.Equal(t, *r.HoldID, *cur.HoldID, "the same hold, shrunk in place")
+		f.requireMoney(c.AccountID, 4_000, 0)
+		require.NoError(t, f.spend(c.AccountID, 4_000), "what was held beyond the request is the customer's again")
+	}
+	f.requireBooks()
+}
+
+// A devolução that returned all the report held, not made (reversed by the
+// PSP: issue 37, the third review's Medium): its money comes back into the
+// report's hold in the reversal's own transaction, held, never available,
+// and the report, agreed, returns it again.
+func TestAReversalAfterAFullCaptureHoldsTheMoneyAgain(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.agreed(10_000, 0)
+	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+	r = f.step(f.store.Return(ctx, r))
+	f.requireMoney(c.AccountID, 0, 0)
+	refunds := refundsaga.NewStore(f.s)
+	_, err := refunds.ReverseRefund(ctx, *r.RefundID, "NAO_REALIZADO", false)
+	require.NoError(t, err)
+	_, err = refunds.ReverseRefund(ctx, *r.RefundID, "NAO_REALIZADO", false)
+	require.NoError(t, err, "a reversal run again")
+	f.requireMoney(c.AccountID, 10_000, 10_000)
+	require.ErrorIs(t, f.spend(c.AccountID, 1), pix.ErrInsufficientFunds, "held before the report's run sees the reversal")
+	r = f.step(f.store.Settle(ctx, r))
+	require.Equal(t, med.StatusAwaitingCredit, r.Status)
+	require.EqualValues(t, 0, r.ReturnedCents)
+	require.EqualValues(t, 10_000, r.HeldCents)
+	r = f.step(f.store.Return(ctx, r))
+	require.Equal(t, med.StatusReturning, r.Status)
+	f.requireMoney(c.AccountID, 0, 0)
+	_, err = refunds.MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200ddddddddddd")
+	require.NoError(t, err)
+	r = f.step(f.store.Settle(ctx, r))
+	require.EqualValues(t, 10_000, r.ReturnedCents)
+	r = f.step(f.store.RefundClosed(ctx, r, *r.FirstRtrID))
+	done := f.step(f.store.Finish(ctx, r))
+	require.Equal(t, med.EndReturned, *done.EndCause)
+	f.requireMoney(c.AccountID, 0, 0)
 	f.requireBooks()
 }

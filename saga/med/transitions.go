@@ -232,13 +232,19 @@ const earlyTolerance = time.Minute
 
 // Return hands what the report holds to the devolução saga: in one
 // transaction under the report's lock, a devolução of the PIX recorded
-// with its debit, capturing the report's hold (db.RecordRefund), of what
-// is left to return (the request's amount less what was returned). A hold
-// larger than that is released and the exact amount held anew; nothing
-// held is held now, up to what is left (a part that arrived since). With
-// nothing available the report waits for the account's next credits
-// (awaiting_credit). Acts on an open refund request (awaiting_refund_request),
-// or on one being returned in parts before ReturnWindow ends.
+// with its debit, capturing what the report's hold holds (db.RecordRefund,
+// CaptureAll), of what is left to return (the request's amount less what
+// was returned). The hold is kept (KeepHold): it fills on for the rest, and
+// a devolução not made gives its money back to it (db.RestoreHold). A hold
+// holding or filling to more than that is shrunk in place first
+// (db.Shrink): the money to return is never released and held anew, which
+// would make it available between the two, or for good when the new hold
+// took less (a hold that fills takes nothing while an older one lacks).
+// Nothing held is held now, up to what is left (a part that arrived since).
+// With nothing available the report waits for the account's next credits
+// (awaiting_credit). Acts on an open refund request
+// (awaiting_refund_request), or on one being returned in parts before
+// ReturnWindow ends.
 func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 	out, changed, err := s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		switch {
@@ -251,6 +257,7 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 		next := cur
 		next.Status = StatusAwaitingCredit
 		left := cur.Target() - cur.ReturnedCents
+		keep := true // the hold fills: kept after the capture
 		if next.HoldID != nil {
 			// What it holds now, under its locks (the credit, the account,
 			// the hold): no inflow fills it before the capture below.
@@ -258,15 +265,14 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 			if err != nil {
 				return Report{}, false, fmt.Errorf("hold of infraction report %s: %w", cur.ID, err)
 			}
-			next.HeldCents = hold.AmountCents
-			if hold.FillToCents == nil || *hold.FillToCents > left || hold.AmountCents > left {
-				// Held (or filling) for more than is returned, or a hold
-				// that does not fill (made before they did): released, and
-				// the exact amount held anew, filling.
-				if err := releaseHold(ctx, tx, &next, "med: held for other than is returned"); err != nil {
-					return Report{}, false, err
-				}
+			if !hold.Active() {
+				// Its holds end under the report's lock only.
+				return Report{}, false, fmt.Errorf("infraction report %s holds %s, which is %s", cur.ID, hold.ID, hold.Status)
 			}
+			if hold, _, err = db.Shrink(ctx, tx, *next.HoldID, left, "med: held for more than is returned"); err != nil {
+				return Report{}, false, fmt.Errorf("shrink the hold of infraction report %s: %w", cur.ID, err)
+			}
+			next.HeldCents, keep = hold.AmountCents, hold.FillToCents != nil
 		}
 		if next.HoldID == nil {
 			if err := holdMore(ctx, tx, &next, left); err != nil {
@@ -275,23 +281,29 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 		}
 		if next.HoldID == nil || next.HeldCents == 0 {
 			// Nothing held yet: the hold fills as money comes in.
-			if cur.Status == StatusAwaitingCredit && deref(uuidString(next.HoldID)) == deref(uuidString(cur.HoldID)) {
+			if cur.Status == StatusAwaitingCredit && deref(uuidString(next.HoldID)) == deref(uuidString(cur.HoldID)) &&
+				next.HeldCents == cur.HeldCents {
 				return cur, false, nil // nothing arrived: nothing changes
 			}
 			return save(ctx, tx, cur, next)
 		}
 		// CaptureAll: what the hold holds under the capture's locks.
-		refund, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: *next.HoldID, CaptureAll: true,
+		refund, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: *next.HoldID, CaptureAll: true, KeepHold: keep,
 			RefundRequest: pix.RefundRequest{EndToEndID: cur.EndToEndID, AmountCents: next.HeldCents, Reason: returnReason}}, nil, "med:"+cur.ID.String())
 		if err != nil {
 			return Report{}, false, fmt.Errorf("return infraction report %s: %w", cur.ID, err)
 		}
-		next.Status, next.RefundID, next.HoldID, next.HeldCents = StatusReturning, &refund.ID, nil, 0
-		if rest := left - refund.AmountCents; rest > 0 {
-			// A part: the next hold, in the capture's transaction, so that
-			// the account's next inflows fill it at once.
-			if err := holdMore(ctx, tx, &next, rest); err != nil {
-				return Report{}, false, err
+		next.Status, next.RefundID, next.HeldCents = StatusReturning, &refund.ID, 0
+		if !keep {
+			// A hold that does not fill (made before they did) ends
+			// captured: the rest, a part, is held by the next hold, filling,
+			// in the capture's transaction, so that the account's next
+			// inflows fill it at once.
+			next.HoldID = nil
+			if rest := left - refund.AmountCents; rest > 0 {
+				if err := holdMore(ctx, tx, &next, rest); err != nil {
+					return Report{}, false, err
+				}
 			}
 		}
 		return save(ctx, tx, cur, next)

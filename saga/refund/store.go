@@ -166,8 +166,9 @@ func (s *Store) StandingRefusal(ctx context.Context, id string) (reason string, 
 
 // ReverseRefund compensates a devolução the PSP did not make: credits the
 // amount back, records the reversal, marks the refund reversed and writes
-// its event, and fills the account's holds that fill with the money back
-// (db.FillHolds), in one transaction, exactly once (the reversal's primary key
+// its event, gives the money back to the hold the devolução captured a part
+// of and kept (db.RestoreHold) and fills the account's holds that fill with
+// what is left (db.FillHolds), in one transaction, exactly once (the reversal's primary key
 // is the guard). A reversed refund is returned as it is; a returned one is
 // pix.ErrRefundFinal: money the PSP returned is never credited back here.
 // refused says the reversal stands on the PSP's refusal of the devolução
@@ -199,12 +200,19 @@ func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bo
 		if err := tx.QueryRow(ctx, refundSQL.Reverse, id, out.AccountID, out.AmountCents, reason, tracing.Traceparent(ctx)).Scan(&out.ReversedAt); err != nil {
 			return fmt.Errorf("reverse: %w", err)
 		}
-		// The money back fills the account's holds that fill (a MED waiting
-		// for it: docs/design.md, I11), under the account lock the reversal
+		// The money back goes first to the hold the devolução captured a
+		// part of and kept (a MED's: db.RestoreHold), held again; what is
+		// left fills the account's holds that fill (a MED waiting for it:
+		// docs/design.md, I11); both under the account lock the reversal
 		// just took.
-		if _, err := db.FillHolds(ctx, tx, out.AccountID, out.AmountCents,
-			db.FillSource{Kind: db.FillByRefundReversal, ID: id}); err != nil {
+		restored, err := db.RestoreHold(ctx, tx, id)
+		if err != nil {
 			return err
+		}
+		if back := out.AmountCents - restored; back > 0 {
+			if _, err := db.FillHolds(ctx, tx, out.AccountID, back, db.FillSource{Kind: db.FillByRefundReversal, ID: id}); err != nil {
+				return err
+			}
 		}
 		out.Status, out.FailureReason = pix.RefundReversed, &reason
 		return nil

@@ -165,6 +165,12 @@ FROM generate_series(1, 2000) i;
 INSERT INTO pix_hold_fills (hold_id, source_kind, source_id, amount_cents, amount_after_cents, filled_at)
 SELECT md5('med' || i)::uuid, 'credit', pg_temp.e(i * 11 + k), 2000 * k, 2000 * k + 2000, now() - (2000 - i) * interval '1 hour'
 FROM generate_series(1, 1995) i, generate_series(1, 2) k;
+-- The parts captured of those holds, kept (a MED returned in parts, 0051):
+-- one per devolução, a few of them reversed and given back.
+INSERT INTO pix_hold_parts (refund_id, hold_id, amount_cents, captured_at, restored_at)
+SELECT 'MEDPART' || i, md5('med' || i)::uuid, 1000, now() - (2000 - i) * interval '1 hour',
+       CASE WHEN i % 50 = 0 THEN now() - (2000 - i) * interval '1 hour' + interval '10 minutes' END
+FROM generate_series(1, 1995) i;
 
 UPDATE accounts a SET held_cents = h.cents
 FROM (SELECT account_id, sum(amount_cents) AS cents FROM pix_holds WHERE status = 'active' GROUP BY account_id) h
