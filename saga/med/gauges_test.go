@@ -116,3 +116,25 @@ func TestTheListersLagIsReadAtEachScrape(t *testing.T) {
 	require.Zero(t, sagatest.Value(t, off, "pix_med_dict_lister_interval_seconds"), "MED without the DICT lists nothing")
 	require.InDelta(t, 3600, sagatest.Value(t, off, "pix_med_dict_lister_behind_seconds"), 60)
 }
+
+// The 7 days are the DICT's close, not our analysis (issue 37, the third
+// review's Low/Medium): a report analysed whose close is not done at the
+// DICT (stopped there, or not sent yet) is still due, until it is closed.
+func TestAnAnalysedReportNotClosedIsStillDue(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(1_000, 0)
+	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-(6*24*time.Hour + time.Hour))))
+	r = f.step(f.store.Hold(ctx, r))
+	r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
+	r = f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "fraude confirmada", "operator-1"))
+	require.Equal(t, med.StatusAnalysed, r.Status)
+	r = f.step(f.store.NoteProblem(ctx, r, "close refused"))
+	got, err := f.store.Open(ctx, med.AnalysisAlertBefore)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, got.AnalysisDueSoon, "analysed, not closed at the DICT")
+	f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
+	got, err = f.store.Open(ctx, med.AnalysisAlertBefore)
+	require.NoError(t, err)
+	require.Zero(t, got.AnalysisDueSoon, "closed at the DICT")
+}

@@ -125,8 +125,11 @@ RETURNING *
 SELECT * FROM pix_med_reports WHERE end_to_end_id = $1 ORDER BY created_at, id LIMIT $2
 
 -- name: Open
--- The gauges: the open reports, those awaiting their analysis past
--- analysis_due_at less $1 (the alert's margin before the 7 days), the
+-- The gauges: the open reports, those not closed at the DICT past
+-- analysis_due_at less $1 (the alert's margin before the 7 days: the
+-- deadline is the DICT's close, not our analysis, so a report analysed and
+-- not closed yet, its close stopped or not sent, counts; one the DICT has
+-- closed or cancelled does not), the
 -- centavos held (what each report's hold holds now: it fills from the
 -- account's inflows, its row's held_cents is what it held when last
 -- decided on; one lookup of pix_holds' key per open report), those
@@ -134,7 +137,8 @@ SELECT * FROM pix_med_reports WHERE end_to_end_id = $1 ORDER BY created_at, id L
 -- requests no report answers, OPEN at the DICT (few: from
 -- pix_med_refund_requests_open_idx).
 SELECT count(*),
-       count(*) FILTER (WHERE m.status IN ('received', 'held', 'acknowledged') AND m.analysis_due_at < now() + $1::interval),
+       count(*) FILTER (WHERE m.status IN ('received', 'held', 'acknowledged', 'analysed')
+                          AND m.dict_status NOT IN ('CLOSED', 'CANCELLED') AND m.analysis_due_at < now() + $1::interval),
        COALESCE(sum((SELECT h.amount_cents FROM pix_holds h WHERE h.id = m.hold_id AND h.status = 'active')), 0),
        count(*) FILTER (WHERE m.dict_problem IS NOT NULL),
        (SELECT count(*) FROM pix_med_refund_requests WHERE dict_status = 'OPEN')

@@ -73,8 +73,9 @@ const (
 	listInstantTooFull = "instant_too_full"
 )
 
-// AnalysisAlertBefore is how long before its 7 days a report still
-// awaiting its analysis counts as due soon (pix_med_analysis_due_soon).
+// AnalysisAlertBefore is how long before its 7 days a report not closed at
+// the DICT yet (awaiting its analysis, or analysed and its close not done)
+// counts as due soon (pix_med_analysis_due_soon).
 const AnalysisAlertBefore = 24 * time.Hour
 
 // collectors are the saga's metrics: the counters, and the gauges read
@@ -86,7 +87,7 @@ func collectors(env saga.Env) []prometheus.Collector {
 			"Open MED infraction reports (ours, not ended).", nil, nil),
 			Value: func(c OpenCounts) float64 { return float64(c.Open) }},
 		{Desc: prometheus.NewDesc("pix_med_analysis_due_soon",
-			"MED reports awaiting their analysis within 24 hours of their 7 days, or past them.", nil, nil),
+			"MED reports not closed at the DICT (awaiting their analysis, or analysed and their close not done) within 24 hours of their 7 days, or past them.", nil, nil),
 			Value: func(c OpenCounts) float64 { return float64(c.AnalysisDueSoon) }},
 		{Desc: prometheus.NewDesc("pix_med_held_cents",
 			"Centavos held by the open MED reports.", nil, nil),

@@ -841,8 +841,9 @@ type OpenCounts struct {
 	Open, AnalysisDueSoon, HeldCents, DICTProblems, Unanswered int64
 }
 
-// Open reads the gauges: the open reports, those awaiting their analysis
-// within before of its 7 days (or past them), the centavos held, those
+// Open reads the gauges: the open reports, those not closed at the DICT
+// (awaiting their analysis, or analysed and their close not done) within
+// before of its 7 days (or past them), the centavos held, those
 // stopped at the DICT, the refund requests unanswered and OPEN at the DICT.
 func (s *Store) Open(ctx context.Context, before time.Duration) (OpenCounts, error) {
 	var c OpenCounts
