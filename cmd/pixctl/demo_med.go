@@ -155,7 +155,7 @@ func demoMED(ctx context.Context, c, psp, dict *apiClient, bankISPB, run string,
 		return nil, reportID, err
 	}
 	sayMEDReport(say, r)
-	say("   a devolução of the R$ 40,00 held is on its way; a hold of the R$ 60,00 left is taken, filling from what comes in")
+	say("   a devolução of the R$ 40,00 held is on its way; the hold is kept, filling from what comes in for the R$ 60,00 left")
 	if _, err := balance(); err != nil {
 		return nil, reportID, err
 	}
