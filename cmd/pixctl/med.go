@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/google/uuid"
 )
@@ -18,8 +16,8 @@ import (
 // saga's commands are its own file. Every one is an operator's (the
 // report's routes are of scope pix:admin).
 func init() {
-	groups = append(groups, &group{name: "med", summary: "MED infraction reports about PIX received: show, close the analysis, the refund requests no report answers",
-		commands: []*command{medShowCommand, medCloseCommand, medRequestsCommand}})
+	groups = append(groups, &group{name: "med", summary: "MED infraction reports about PIX received: list, show, close the analysis, the refund requests no report answers",
+		commands: []*command{medListCommand, medShowCommand, medCloseCommand, medRequestsCommand}})
 }
 
 // medReport is an infraction report as the operator's routes answer it.
@@ -125,24 +123,44 @@ analysis of a report analysed already is refused (med_report_analysed).
 	},
 }
 
-// printMEDReport prints one report as a row of a table.
-func printMEDReport(out io.Writer, r medReport) error {
-	or := func(s *string) string {
-		if s == nil {
-			return "-"
+var medListCommand = &command{
+	name: "med list", args: "[-limit N] [-cursor C] [flags]",
+	summary: "every infraction report, oldest first",
+	about: `Prints every infraction report the bank received (GET /pix/med/reports) as
+an operator, oldest first, as med show prints one. Every page of the list is
+read, -limit rows at a time; -o json prints each page's answer, one a line.
+`,
+	settings: adminSettings, output: true,
+	define: func(fs *flag.FlagSet) runner {
+		pages := definePageFlags(fs)
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unexpected argument %q", args[0])
+			}
+			c, err := operatorClient(inv)
+			if err != nil {
+				return err
+			}
+			return listRows(ctx, c, inv, "/pix/med/reports", url.Values{}, pages, "list med reports", "reports", medHeader, medLine)
 		}
-		return *s
-	}
+	},
+}
+
+// medHeader heads the table of reports; medLine is a row of it.
+const medHeader = "ID\tPIX\tACCOUNT\tAMOUNT\tSTATUS\tCAUSE\tDICT\tANALYSIS\tDUE\tHELD\tRETURNED\tPROBLEM\tWORKFLOW"
+
+func medLine(r medReport) string {
 	amount := "-"
 	if r.AmountCents != nil {
 		amount = brl(*r.AmountCents)
 	}
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tPIX\tACCOUNT\tAMOUNT\tSTATUS\tCAUSE\tDICT\tANALYSIS\tDUE\tHELD\tRETURNED\tPROBLEM\tWORKFLOW")
-	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.EndToEndID, or(r.AccountID), amount, r.Status,
-		or(r.EndCause), r.DICTStatus, or(r.AnalysisResult), r.AnalysisDueAt, brl(r.HeldCents), brl(r.ReturnedCents), or(r.DICTProblem), r.TemporalUIURL)
-	return w.Flush()
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", r.ID, r.EndToEndID, deref(r.AccountID), amount, r.Status,
+		deref(r.EndCause), r.DICTStatus, deref(r.AnalysisResult), r.AnalysisDueAt, brl(r.HeldCents), brl(r.ReturnedCents), deref(r.DICTProblem),
+		r.TemporalUIURL)
 }
+
+// printMEDReport prints one report as a row of a table.
+var printMEDReport = tableRow(medHeader, medLine)
 
 // medKeptRequest is a refund request no report answers, as the operator's
 // routes answer it (GET /pix/med/refund-requests).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 // MED's commands against the running service (MED without the DICT): a
 // report of a PIX received, shown; its analysis closed by pixctl once,
 // the same command again answering the same, another analysis refused; a
-// report nobody has, refused.
+// report nobody has, refused; the list of every report, page by page.
 func TestMEDAgainstTheService(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -70,6 +71,31 @@ func TestMEDAgainstTheService(t *testing.T) {
 	r = pixctl(t, getenv, "med", "close", in.ID, "disagreed", "--details", "engano")
 	r.requireStatus(t, cli.ExitProblem)
 	require.Contains(t, r.stderr, "med_report_analysed")
+
+	// The list: every report, oldest first, every page read (-limit 1:
+	// one a page), another PIX's report (not ours: none credited) second.
+	other := in
+	other.ID, other.TransactionID = uuid.NewString(), demoID(fmt.Sprintf("%014d", time.Now().UnixMilli()%1e14), 9)
+	other.CreationTime, other.LastModified = time.Now(), time.Now()
+	_, _, err = (&med.Doors{Store: med.NewStore(store), Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}).Intake(ctx, other)
+	require.NoError(t, err)
+	r = pixctl(t, getenv, "med", "list", "-limit", "1")
+	r.requireStatus(t, cli.ExitOK)
+	require.Regexp(t, `(?s)^ID\s+PIX\s.*\n`+in.ID+`\s+`+e2e+`\s.*AGREED.*\n`+other.ID+`\s+`+other.TransactionID+`\s.*not_ours`, r.stdout)
+	r = pixctl(t, getenv, "med", "list", "-limit", "1", "-o", "json")
+	r.requireStatus(t, cli.ExitOK)
+	pages := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, pages, 2, "a page a line: %s", r.stdout)
+	var last struct {
+		Reports    []medReport `json:"reports"`
+		NextCursor *string     `json:"next_cursor"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(pages[1]), &last))
+	require.Len(t, last.Reports, 1)
+	require.Equal(t, other.ID, last.Reports[0].ID)
+	require.Nil(t, last.NextCursor)
+	r = pixctl(t, getenv, "med", "list", "unexpected")
+	r.requireStatus(t, cli.ExitUsage)
 
 	r = pixctl(t, getenv, "med", "show", uuid.NewString())
 	r.requireStatus(t, cli.ExitProblem)

@@ -124,6 +124,14 @@ RETURNING *
 -- A PIX's reports, oldest first, at most $2. Read from pix_med_reports_pix_idx.
 SELECT * FROM pix_med_reports WHERE end_to_end_id = $1 ORDER BY created_at, id LIMIT $2
 
+-- name: List
+-- A page of every report, oldest first (the operators' list): $1, $2 the
+-- sort key of the last row of the page before (NULL, NULL: from the
+-- first), $3 at most. Read from pix_med_reports_list_idx.
+SELECT * FROM pix_med_reports
+WHERE (created_at, id) > (COALESCE($1::timestamptz, '-infinity'), COALESCE($2::uuid, '00000000-0000-0000-0000-000000000000'))
+ORDER BY created_at, id LIMIT $3
+
 -- name: Open
 -- The gauges: the open reports, those not closed at the DICT past
 -- analysis_due_at less $1 (the alert's margin before the 7 days: the

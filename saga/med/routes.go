@@ -24,6 +24,7 @@ import (
 // (ADMIN_TOKEN, or a JWT with pix:admin); a customer's token is refused
 // (403) before a handler runs:
 //
+//	GET  /pix/med/reports                 every report, oldest first, a page at a time
 //	GET  /pix/med/reports/{id}            the report and its saga's state
 //	POST /pix/med/reports/{id}/analysis   Idempotency-Key: the operator's analysis (AGREED|DISAGREED, details)
 //	GET  /pix/med/refund-requests         the refund requests kept on their own (no report answers them), oldest first, paged
@@ -46,6 +47,7 @@ var analysisFields = []string{"result", "details"}
 type RouteStore interface {
 	Get(ctx context.Context, id uuid.UUID) (Report, error)
 	OfPIX(ctx context.Context, endToEndID string, limit int) ([]Report, error)
+	List(ctx context.Context, after *ListKey, limit int) ([]Report, error)
 	AnalyseKeyed(ctx context.Context, r *db.Reservation, id uuid.UUID, result dict.AnalysisResult, details, by string,
 		render func(Report) ([]byte, error)) (Report, bool, error)
 	KeptRequests(ctx context.Context, after *KeptKey, limit int) ([]KeptRequest, error)
@@ -66,6 +68,7 @@ func (h *Handlers) HTTP() api.SagaHTTP {
 	const report, requests = "/pix/med/reports/:id", "/pix/med/refund-requests"
 	return api.SagaHTTP{
 		Routes: []api.Route{
+			{Method: http.MethodGet, Path: "/pix/med/reports", Scope: auth.ScopeAdmin, Handle: h.list},
 			{Method: http.MethodGet, Path: report, Scope: auth.ScopeAdmin, Handle: h.get},
 			{Method: http.MethodPost, Path: report + "/analysis", Scope: auth.ScopeAdmin, Handle: h.analyse},
 			{Method: http.MethodGet, Path: requests, Scope: auth.ScopeAdmin, Handle: h.listKept},
@@ -174,6 +177,26 @@ func (h *Handlers) get(k api.Kit, c *gin.Context) {
 	}
 	k.NamePIX(c, r.EndToEndID)
 	c.JSON(http.StatusOK, viewOf(k, r))
+}
+
+// list is GET /pix/med/reports[?limit=…][&cursor=…]: every report,
+// oldest first, a page at a time (api.PageOf).
+func (h *Handlers) list(k api.Kit, c *gin.Context) {
+	p, err := api.PageOf[ListKey](c)
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	found, err := h.Store.List(c.Request.Context(), p.After, p.Fetch())
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	views := make([]view, 0, len(found))
+	for _, r := range found {
+		views = append(views, viewOf(k, r))
+	}
+	api.AnswerPage(k, c, "reports", p, views, func(v view) ListKey { return ListKeyOf(v.Report) })
 }
 
 // listKept is GET /pix/med/refund-requests[?limit=…][&cursor=…]: the

@@ -91,7 +91,7 @@ var queryFiles embed.FS
 
 // medSQL holds the statements of med.sql.
 var medSQL struct {
-	CreditOf, CreditPSP, Insert, Get, Lock, Save, MarkSent, Unanswered, Kept, KeptList, KeptGet, Taken, Ours, OfPIX, Open, Event, Quarantine string
+	CreditOf, CreditPSP, Insert, Get, Lock, Save, MarkSent, Unanswered, Kept, KeptList, KeptGet, Taken, Ours, OfPIX, List, Open, Event, Quarantine string
 }
 
 func init() { db.BindQueries(queryFiles, "med.sql", &medSQL) }
@@ -321,6 +321,43 @@ func (s *Store) OfPIX(ctx context.Context, endToEndID string, limit int) ([]Repo
 	out, err := pgx.CollectRows(rs, pgx.RowToStructByName[Report])
 	if err != nil {
 		return nil, db.Classify(err)
+	}
+	for i := range out {
+		if out[i], err = s.heldNow(ctx, out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ListKey is the sort key of the list of every report: by creation,
+// then id. A page's cursor holds its last row's.
+type ListKey struct {
+	CreatedAt time.Time `json:"created_at"`
+	ID        uuid.UUID `json:"id"`
+}
+
+// Valid says whether k is a key of the list.
+func (k ListKey) Valid() bool { return !k.CreatedAt.IsZero() && k.ID != uuid.Nil }
+
+// ListKeyOf is the sort key of r in the list.
+func ListKeyOf(r Report) ListKey { return ListKey{CreatedAt: r.CreatedAt, ID: r.ID} }
+
+// List returns every report, oldest first, at most limit, those after the
+// key after (nil: from the first), each with what its hold holds now.
+func (s *Store) List(ctx context.Context, after *ListKey, limit int) ([]Report, error) {
+	var at *time.Time
+	var id *uuid.UUID
+	if after != nil {
+		at, id = &after.CreatedAt, &after.ID
+	}
+	rs, err := s.store.Pool().Query(ctx, medSQL.List, at, id, limit)
+	if err != nil {
+		return nil, db.Classify(fmt.Errorf("list infraction reports: %w", err))
+	}
+	out, err := pgx.CollectRows(rs, pgx.RowToStructByName[Report])
+	if err != nil {
+		return nil, db.Classify(fmt.Errorf("list infraction reports: %w", err))
 	}
 	for i := range out {
 		if out[i], err = s.heldNow(ctx, out[i]); err != nil {
