@@ -48,7 +48,7 @@ import (
 
 // holdSQL holds the statements of queries/holds.sql.
 var holdSQL struct {
-	AccountFilling, ByRef, Get, LockHold, Hold, Release, Capture, Fill, Shrink, CapturePart, Restore string
+	AccountFilling, ByRef, Get, GetMany, LockHold, Hold, Release, Capture, Fill, Shrink, CapturePart, Restore string
 }
 
 func init() { bindQueries("holds.sql", &holdSQL) }
@@ -494,6 +494,31 @@ func scanHold(row pgx.Row) (pix.Hold, error) {
 		return pix.Hold{}, pix.ErrHoldNotFound
 	}
 	return h, err
+}
+
+// GetHolds returns the holds of ids, by id (pix.Hold.ID), in one read: a
+// list's holds without a read per row. A hold not there is not in the map.
+func (s *Store) GetHolds(ctx context.Context, ids []uuid.UUID) (map[string]pix.Hold, error) {
+	out := make(map[string]pix.Hold, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rs, err := s.pool.Query(ctx, holdSQL.GetMany, ids)
+	if err != nil {
+		return nil, Classify(fmt.Errorf("get holds: %w", err))
+	}
+	defer rs.Close()
+	for rs.Next() {
+		h, err := scanHold(rs)
+		if err != nil {
+			return nil, Classify(fmt.Errorf("get holds: %w", err))
+		}
+		out[h.ID] = h
+	}
+	if err := rs.Err(); err != nil {
+		return nil, Classify(fmt.Errorf("get holds: %w", err))
+	}
+	return out, nil
 }
 
 // FillSource is money that came back to an account and fills its holds

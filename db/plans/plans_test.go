@@ -144,8 +144,9 @@ var statementPlans = map[string]statementPlan{
 	"holds.AccountFilling": checked(perPIX), // a new hold that fills
 	"holds.ByRef":          checked(perPIX),
 	"holds.Capture":        checked(perPIX),
-	"holds.Fill":           checked(perPIX), // a credit to an account with a hold filling
-	"holds.Get":            checked(perPIX), // a release's and a capture's first read
+	"holds.Fill":           checked(perPIX),    // a credit to an account with a hold filling
+	"holds.Get":            checked(perPIX),    // a release's and a capture's first read
+	"holds.GetMany":        checked(onRequest), // MED reports' holds at once (med.Store.Get, OfPIX, List)
 	"holds.Hold":           checked(perPIX),
 	"holds.LockHold":       checked(perPIX),
 	"holds.Release":        checked(perPIX),

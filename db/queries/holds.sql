@@ -17,6 +17,13 @@ SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_t
        refund_id, end_reason, created_at, ended_at
 FROM pix_holds WHERE id = $1
 
+-- name: GetMany
+-- Holds by their primary keys, $1 an array (a page of MED reports' holds
+-- at once, not one read per row).
+SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
+       refund_id, end_reason, created_at, ended_at
+FROM pix_holds WHERE id = ANY($1::uuid[])
+
 -- name: LockHold
 -- A hold, locked: it ends once, under this lock (released or captured).
 SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,

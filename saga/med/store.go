@@ -264,24 +264,45 @@ func (s *Store) Get(ctx context.Context, id uuid.UUID) (Report, error) {
 	if err != nil {
 		return out, err
 	}
-	return s.heldNow(ctx, out)
+	held := []Report{out}
+	if err := s.heldNow(ctx, held); err != nil {
+		return Report{}, err
+	}
+	return held[0], nil
 }
 
-// heldNow is r with HeldCents what its hold holds now: the hold fills from
-// the account's inflows in their transactions, and the row says what it
-// held when the saga last decided on it.
-func (s *Store) heldNow(ctx context.Context, r Report) (Report, error) {
-	if r.HoldID == nil {
-		return r, nil
+// heldNow sets each report's HeldCents to what its hold holds now: the
+// hold fills from the account's inflows in their transactions, and the row
+// says what it held when the saga last decided on it. Every hold is read
+// at once (db.Store.GetHolds): a page of reports costs one read of holds,
+// not one per report.
+func (s *Store) heldNow(ctx context.Context, rs []Report) error {
+	ids := make([]uuid.UUID, 0, len(rs))
+	for _, r := range rs {
+		if r.HoldID != nil {
+			ids = append(ids, *r.HoldID)
+		}
 	}
-	hold, err := s.store.GetHold(ctx, *r.HoldID)
+	if len(ids) == 0 {
+		return nil
+	}
+	holds, err := s.store.GetHolds(ctx, ids)
 	if err != nil {
-		return Report{}, db.Classify(fmt.Errorf("hold of infraction report %s: %w", r.ID, err))
+		return fmt.Errorf("holds of %d infraction reports: %w", len(rs), err)
 	}
-	if hold.Active() {
-		r.HeldCents = hold.AmountCents
+	for i, r := range rs {
+		if r.HoldID == nil {
+			continue
+		}
+		hold, ok := holds[r.HoldID.String()]
+		if !ok {
+			return db.Classify(fmt.Errorf("hold of infraction report %s: %w", r.ID, pix.ErrHoldNotFound))
+		}
+		if hold.Active() {
+			rs[i].HeldCents = hold.AmountCents
+		}
 	}
-	return r, nil
+	return nil
 }
 
 // CreditPSP returns the PSP that delivered the PIX endToEndID to us: the
@@ -322,10 +343,8 @@ func (s *Store) OfPIX(ctx context.Context, endToEndID string, limit int) ([]Repo
 	if err != nil {
 		return nil, db.Classify(err)
 	}
-	for i := range out {
-		if out[i], err = s.heldNow(ctx, out[i]); err != nil {
-			return nil, err
-		}
+	if err := s.heldNow(ctx, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -359,10 +378,8 @@ func (s *Store) List(ctx context.Context, after *ListKey, limit int) ([]Report, 
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list infraction reports: %w", err))
 	}
-	for i := range out {
-		if out[i], err = s.heldNow(ctx, out[i]); err != nil {
-			return nil, err
-		}
+	if err := s.heldNow(ctx, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
