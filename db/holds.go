@@ -325,16 +325,18 @@ func creditLeft(ctx context.Context, tx pgx.Tx, endToEndID string, credited int6
 	return credited - taken, nil
 }
 
-// Release ends the active hold id within tx as released (its money is
-// spendable again), with its event, and returns the hold as it is after
-// the call and whether this call released it. A hold that ended already
-// is returned as it is, nothing changed and no event written: released (a
-// retry whose first try committed), or captured (the devolução it was
-// held for took it first: the fence, which the hold's Status says).
-// reason says why ("": not said; at most 140 characters). pix.ErrHoldNotFound: no such hold.
-// A hold that fills from later credits is released with what it holds
-// (possibly nothing), and fills no more.
-// Locks: its account, then the hold (lockHoldAndAccount).
+// Release ends the active hold id within tx as released, with its event,
+// and returns the hold as it is after the call and whether this call
+// released it. Its money first fills the account's other holds that still
+// lack (fillFromFreed), and what they leave is spendable again. A hold
+// that ended already is returned as it is, nothing changed and no event
+// written: released (a retry whose first try committed), or captured (the
+// devolução it was held for took it first: the fence, which the hold's
+// Status says). reason says why ("": not said; at most 140 characters).
+// pix.ErrHoldNotFound: no such hold. A hold that fills from later credits
+// is released with what it holds (possibly nothing), and fills no more.
+// Locks: its account, then the hold (lockHoldAndAccount), then the
+// account's holds that fill (FillHolds).
 func Release(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason string) (hold pix.Hold, released bool, err error) {
 	if err := validReason("reason", reason); err != nil {
 		return pix.Hold{}, false, err
@@ -345,7 +347,27 @@ func Release(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason string) (hold 
 	if hold, err = scanHold(tx.QueryRow(ctx, holdSQL.Release, id, reason, tracing.Traceparent(ctx))); err != nil {
 		return pix.Hold{}, false, fmt.Errorf("release hold: %w", err)
 	}
+	if err := fillFromFreed(ctx, tx, hold.AccountID, hold.AmountCents, FillSource{Kind: FillByHoldRelease, ID: hold.ID}); err != nil {
+		return pix.Hold{}, false, err
+	}
 	return hold, true, nil
+}
+
+// fillFromFreed gives the money a hold of accountID just stopped holding
+// in tx (freedCents, out of the account's held: a release, a shrink) to the
+// account's other holds that still lack, oldest first (FillHolds), before
+// any of it is spendable: a hold that fills takes nothing available while
+// an older one lacks (Hold), so money that a younger hold, released or
+// shrunk, gives back would otherwise be spent while a MED's hold that was
+// made before the money came back still lacks it. Under the account's lock
+// the caller took (lockHoldAndAccount): the lock order stays the account,
+// then the holds.
+func fillFromFreed(ctx context.Context, tx pgx.Tx, accountID string, freedCents int64, source FillSource) error {
+	if freedCents <= 0 {
+		return nil
+	}
+	_, err := FillHolds(ctx, tx, accountID, freedCents, source)
+	return err
 }
 
 // LockHold locks the hold id until tx ends, with what comes before it in
@@ -427,8 +449,9 @@ func capturePart(ctx context.Context, tx pgx.Tx, id uuid.UUID, refundID string, 
 
 // Shrink shrinks the active hold id in place, within tx, to hold and fill
 // to at most toCents (a hold that does not fill stays one), with its event
-// (pix.hold.shrunk): what it held beyond is spendable again, the rest never
-// stops being held (a release and a hold anew would make it available
+// (pix.hold.shrunk): what it held beyond first fills the account's other
+// holds that still lack (fillFromFreed), what they leave is spendable
+// again; the rest never stops being held (a release and a hold anew would make it available
 // between the two, or for good when the new hold takes less: a hold that
 // fills takes nothing while an older one lacks). It returns the hold as it
 // is after the call and whether this call shrank it. Idempotent and fenced
@@ -438,7 +461,8 @@ func capturePart(ctx context.Context, tx pgx.Tx, id uuid.UUID, refundID string, 
 // 140 characters). pix.ErrHoldNotFound: no such hold; a
 // pix.ValidationError: toCents below 0, or below 1 for a hold that does
 // not fill, or a hold of a whole amount (not NewHold.UpTo): release it.
-// Locks: its account, then the hold (lockHoldAndAccount), as Release.
+// Locks: its account, then the hold (lockHoldAndAccount), then the
+// account's holds that fill, as Release.
 func Shrink(ctx context.Context, tx pgx.Tx, id uuid.UUID, toCents int64, reason string) (hold pix.Hold, shrunk bool, err error) {
 	if err := validReason("reason", reason); err != nil {
 		return pix.Hold{}, false, err
@@ -458,8 +482,13 @@ func Shrink(ctx context.Context, tx pgx.Tx, id uuid.UUID, toCents int64, reason 
 	if hold.AmountCents <= toCents && (hold.FillToCents == nil || *hold.FillToCents <= toCents) {
 		return hold, false, nil
 	}
-	if hold, err = scanHold(tx.QueryRow(ctx, holdSQL.Shrink, id, toCents, reason, tracing.Traceparent(ctx))); err != nil {
+	var freed int64
+	var event string // the pix.hold.shrunk event's id: a hold may shrink more than once
+	if hold, err = scanHold(tx.QueryRow(ctx, holdSQL.Shrink, id, toCents, reason, tracing.Traceparent(ctx)), &freed, &event); err != nil {
 		return pix.Hold{}, false, fmt.Errorf("shrink hold: %w", err)
+	}
+	if err := fillFromFreed(ctx, tx, hold.AccountID, freed, FillSource{Kind: FillByHoldShrink, ID: event}); err != nil {
+		return pix.Hold{}, false, err
 	}
 	return hold, true, nil
 }
@@ -485,11 +514,12 @@ func RestoreHold(ctx context.Context, tx pgx.Tx, refundID string) (int64, error)
 }
 
 // scanHold reads a hold's columns in the order holds.sql's statements
-// return them; no row is pix.ErrHoldNotFound.
-func scanHold(row pgx.Row) (pix.Hold, error) {
+// return them, then the columns a statement returns after them into more;
+// no row is pix.ErrHoldNotFound.
+func scanHold(row pgx.Row, more ...any) (pix.Hold, error) {
 	var h pix.Hold
-	err := row.Scan(&h.ID, &h.Ref, &h.AccountID, &h.EndToEndID, &h.Kind, &h.Reason, &h.AskedCents, &h.UpTo, &h.FillToCents,
-		&h.AmountCents, &h.Status, &h.RefundID, &h.EndReason, &h.CreatedAt, &h.EndedAt)
+	err := row.Scan(append([]any{&h.ID, &h.Ref, &h.AccountID, &h.EndToEndID, &h.Kind, &h.Reason, &h.AskedCents, &h.UpTo, &h.FillToCents,
+		&h.AmountCents, &h.Status, &h.RefundID, &h.EndReason, &h.CreatedAt, &h.EndedAt}, more...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return pix.Hold{}, pix.ErrHoldNotFound
 	}
@@ -524,10 +554,13 @@ func (s *Store) GetHolds(ctx context.Context, ids []uuid.UUID) (map[string]pix.H
 // FillSource is money that came back to an account and fills its holds
 // that fill (NewHold.FillFromCredits; docs/design.md, I11): every inflow
 // fills, not only a PIX credited, or money a MED waits for would be
-// spendable again once a transfer out of it is refunded. Kind is one of
-// FillByCredit, FillByTransferRefund, FillByRefundReversal; ID names the
-// source (the PIX's end_to_end_id, the transfer's id, the refund's id).
-// A hold fills once per source (pix_hold_fills' primary key).
+// spendable again once a transfer out of it is refunded; nor only money
+// come in: money another hold stops holding fills them too
+// (fillFromFreed). Kind is one of FillByCredit, FillByTransferRefund,
+// FillByRefundReversal, FillByHoldRelease, FillByHoldShrink; ID names the
+// source (the PIX's end_to_end_id, the transfer's id, the refund's id, the
+// released hold's id, the shrink's event id). A hold fills once per source
+// (pix_hold_fills' primary key).
 type FillSource struct {
 	Kind string
 	ID   string
@@ -538,6 +571,11 @@ const (
 	FillByCredit         = "credit"          // a PIX credited (Store.Credit)
 	FillByTransferRefund = "transfer_refund" // a rejected transfer refunded (saga/transfer)
 	FillByRefundReversal = "refund_reversal" // a devolução not made, reversed (saga/refund)
+	// Money another hold of the account stopped holding (fillFromFreed):
+	// released (ID the hold's), shrunk in place (ID its pix.hold.shrunk
+	// event's).
+	FillByHoldRelease = "hold_release"
+	FillByHoldShrink  = "hold_shrink"
 )
 
 // FillHolds fills the holds of the account still filling

@@ -177,11 +177,11 @@ func TestFillingHoldsFillInTheOrderTheyWereMade(t *testing.T) {
 	dbtest.RequireBooks(t, s)
 }
 
-// Holds that fill take money strictly oldest first: money spendable
-// again while an older hold still lacks (a block released: not money
-// come back, it fills nothing) is not taken by a newer hold that fills,
-// which would else hold the older one's due; the next credit fills the
-// older first.
+// Holds that fill take money strictly oldest first: a block released fills
+// the older, then the newer (db.Release gives what it frees to the holds
+// that lack); money available while an older hold still lacks (no call
+// leaves that any more) is not taken by a newer hold that fills, which
+// would else hold the older one's due.
 func TestANewFillingHoldWaitsForTheOlder(t *testing.T) {
 	s := dbtest.New(t)
 	dbtest.OpenAccount(t, s, "acc-1", 0)
@@ -192,19 +192,20 @@ func TestANewFillingHoldWaitsForTheOlder(t *testing.T) {
 	older, _, err := hold(s, med("med:a", "acc-1", a, 5_000))
 	require.NoError(t, err)
 	require.Zero(t, older.AmountCents)
-	_, _, err = release(s, block.ID, "operator")
-	require.NoError(t, err)
-	requireMoney(t, s, "acc-1", 10_000, 0)
-
 	newer, _, err := hold(s, med("med:b", "acc-1", b, 5_000))
 	require.NoError(t, err)
-	require.Zero(t, newer.AmountCents, "the older hold still lacks: the newer takes nothing available")
-	requireMoney(t, s, "acc-1", 10_000, 0)
+	require.Zero(t, newer.AmountCents, "nothing available")
+
+	// The block's money, released, fills the older first (db.Release
+	// fills the holds that lack), then the newer; none is spendable.
+	_, _, err = release(s, block.ID, "operator")
+	require.NoError(t, err)
+	requireHold(t, s, older.ID, 5_000, 5_000, pix.HoldActive)
+	requireHold(t, s, newer.ID, 5_000, 5_000, pix.HoldActive)
+	requireMoney(t, s, "acc-1", 10_000, 10_000)
 
 	creditPIX(t, s, 3, "acc-1", 6_000)
-	requireHold(t, s, older.ID, 5_000, 5_000, pix.HoldActive)
-	requireHold(t, s, newer.ID, 1_000, 5_000, pix.HoldActive)
-	requireMoney(t, s, "acc-1", 16_000, 6_000)
+	requireMoney(t, s, "acc-1", 16_000, 10_000)
 
 	// Once no older hold lacks (med:a full, med:b released), a new one
 	// takes what is available at once.
@@ -215,6 +216,20 @@ func TestANewFillingHoldWaitsForTheOlder(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1_000, third.AmountCents)
 	requireMoney(t, s, "acc-1", 16_000, 6_000)
+	dbtest.RequireBooks(t, s)
+
+	// The guard itself: an older hold that lacks while money is available
+	// (a state no call leaves any more: every inflow, release and shrink
+	// fills it first; written here as a hold made before 0053 would leave
+	// it) makes a new hold take nothing available.
+	_, err = s.Pool().Exec(context.Background(), `WITH emptied AS (
+		    UPDATE pix_holds SET amount_cents = 0 WHERE id = $1 RETURNING account_id)
+		UPDATE accounts SET held_cents = held_cents - 1000 WHERE id = (SELECT account_id FROM emptied)`, third.ID)
+	require.NoError(t, err)
+	fourth, _, err := hold(s, db.NewHold{Ref: "judicial:2", AccountID: "acc-1", AmountCents: 1_000, UpTo: true, FillFromCredits: true,
+		Kind: "judicial"})
+	require.NoError(t, err)
+	require.Zero(t, fourth.AmountCents, "the older hold still lacks: the newer takes nothing available")
 	dbtest.RequireBooks(t, s)
 }
 
@@ -377,5 +392,97 @@ func TestFillingHoldRequests(t *testing.T) {
 	require.ErrorIs(t, err, pix.ErrHoldExceedsCredit, "the PIX has nothing left to hold")
 	_, _, err = release(s, blocked.ID, "")
 	require.NoError(t, err)
+	dbtest.RequireBooks(t, s)
+}
+
+// fillsFrom is what each source of kind added to the hold id
+// (pix_hold_fills), by source id.
+func fillsFrom(t *testing.T, s *db.Store, id, kind string) map[string]int64 {
+	t.Helper()
+	rows, err := s.Pool().Query(context.Background(),
+		`SELECT source_id, amount_cents FROM pix_hold_fills WHERE hold_id = $1 AND source_kind = $2`, id, kind)
+	require.NoError(t, err)
+	out := map[string]int64{}
+	var source string
+	var cents int64
+	_, err = pgx.ForEachRow(rows, []any{&source, &cents}, func() error {
+		out[source] = cents
+		return nil
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// A hold released gives its money first to the account's holds that still
+// lack, in the release's transaction (issue 37, the attack review's High):
+// a cautionary block released while a MED's hold, made after it, lacks
+// what the block held; the money would have filled the MED's hold had it
+// come in then, and spent instead it is gone from what the MED must return.
+// What the holds that lack leave is the customer's.
+func TestAReleasedHoldsMoneyFillsTheHoldsThatLackBeforeItIsSpendable(t *testing.T) {
+	s, reported := spentPIX(t, 0)
+	blocked, _, err := hold(s, block("block:1", "acc-1", "", 7_000))
+	require.NoError(t, err)
+	h, _, err := hold(s, med("med:1", "acc-1", reported, 5_000))
+	require.NoError(t, err)
+	requireHold(t, s, h.ID, 3_000, 5_000, pix.HoldActive) // all that was available: it lacks 2,000
+	requireMoney(t, s, "acc-1", 10_000, 10_000)
+
+	_, released, err := release(s, blocked.ID, "DISAGREED")
+	require.NoError(t, err)
+	require.True(t, released)
+	requireHold(t, s, h.ID, 5_000, 5_000, pix.HoldActive)
+	requireMoney(t, s, "acc-1", 10_000, 5_000)
+	require.Equal(t, map[string]int64{blocked.ID: 2_000}, fillsFrom(t, s, h.ID, db.FillByHoldRelease))
+	fills := filledEvents(t, s)
+	require.Len(t, fills, 1)
+	for k, v := range map[string]any{"source_kind": db.FillByHoldRelease, "source_id": blocked.ID, "filled_cents": 2_000.0,
+		"amount_cents": 5_000.0, "held_after_cents": 5_000.0, "available_after_cents": 5_000.0} {
+		require.Equal(t, v, fills[0].Payload[k], k)
+	}
+	require.ErrorIs(t, tryDebit(s, "acc-1", 5_001), pix.ErrInsufficientFunds, "the MED's hold keeps what it took")
+	require.NoError(t, tryDebit(s, "acc-1", 5_000), "what no hold lacks is spendable again")
+
+	_, released, err = release(s, blocked.ID, "DISAGREED")
+	require.NoError(t, err)
+	require.False(t, released, "a release run again")
+	requireHold(t, s, h.ID, 5_000, 5_000, pix.HoldActive)
+	dbtest.RequireBooks(t, s)
+}
+
+// A hold shrunk in place (db.Shrink: a MED returning less than it held)
+// gives what it held beyond first to the account's holds that still lack,
+// in the shrink's transaction (issue 37, the attack review's High): each
+// shrink is a source of its own (its event), so the same hold shrunk again
+// fills the same lacking hold again.
+func TestAShrunkHoldsMoneyFillsTheHoldsThatLackBeforeItIsSpendable(t *testing.T) {
+	s, reported := spentPIX(t, 0)
+	first, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
+	require.NoError(t, err)
+	second, _, err := hold(s, db.NewHold{Ref: "med:2", AccountID: "acc-1", AmountCents: 5_000, UpTo: true, FillFromCredits: true, Kind: "med"})
+	require.NoError(t, err)
+	requireHold(t, s, second.ID, 0, 5_000, pix.HoldActive)
+
+	for _, step := range []struct {
+		to, second, held int64
+	}{{8_000, 2_000, 10_000}, {6_000, 4_000, 10_000}, {0, 5_000, 5_000}} {
+		_, shrunk, err := shrink(s, first.ID, step.to)
+		require.NoError(t, err)
+		require.True(t, shrunk)
+		requireHold(t, s, first.ID, step.to, step.to, pix.HoldActive)
+		requireHold(t, s, second.ID, step.second, 5_000, pix.HoldActive)
+		requireMoney(t, s, "acc-1", 10_000, step.held)
+		require.ErrorIs(t, tryDebit(s, "acc-1", 10_000-step.held+1), pix.ErrInsufficientFunds, "shrunk to %d", step.to)
+	}
+	fills := fillsFrom(t, s, second.ID, db.FillByHoldShrink)
+	require.Len(t, fills, 3, "three shrinks, three sources")
+	var shrinks []string
+	for _, e := range outboxRows(t, s) {
+		if e.Type == db.EventHoldShrunk {
+			shrinks = append(shrinks, e.ID)
+		}
+	}
+	require.Len(t, shrinks, 3)
+	require.Equal(t, map[string]int64{shrinks[0]: 2_000, shrinks[1]: 2_000, shrinks[2]: 1_000}, fills, "each by its pix.hold.shrunk event")
 	dbtest.RequireBooks(t, s)
 }

@@ -138,7 +138,7 @@ func TestMoneyAPIAgainstAModel(t *testing.T) {
 		runMoneyModel(t, seed, 400)
 		return
 	}
-	for _, seed := range []uint64{2, 4} { // histories that meet every outcome below
+	for _, seed := range []uint64{30, 39} { // histories that meet every outcome below
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
 			seen := runMoneyModel(t, seed, 400)
 			// A history that never met an outcome proves nothing of it.
@@ -149,7 +149,8 @@ func TestMoneyAPIAgainstAModel(t *testing.T) {
 				"capture", "capture: " + pix.ErrHoldEnded.Error(), "capture: " + pix.ErrHoldNotCapturable.Error(),
 				"devolução", "devolução: " + pix.ErrRefundExceedsCredit.Error(), "devolução: " + pix.ErrInsufficientFunds.Error(),
 				"reversal", "shrink", "shrink of nothing", "shrink: invalid", "capture of a part",
-				"capture of a part: " + pix.ErrHoldNotCapturable.Error(), "reversal into its hold"} {
+				"capture of a part: " + pix.ErrHoldNotCapturable.Error(), "reversal into its hold",
+				"release that fills", "shrink that fills"} {
 				require.Positive(t, seen[outcome], "seed %d: no step was %q", seed, outcome)
 			}
 		})
@@ -212,6 +213,9 @@ func runMoneyModel(t *testing.T, seed uint64, steps int) (seen map[string]int) {
 				if released {
 					h.status = pix.HoldReleased
 					m.held[h.asked.AccountID] -= h.amount
+					if m.fill(h.asked.AccountID, h.amount) > 0 { // first to the holds that lack
+						op = "release that fills"
+					}
 				}
 				require.Equal(t, h.status, got.Status, "step %d, seed %d: %s", step, seed, what)
 			}
@@ -497,9 +501,13 @@ func (m *moneyModel) shrinkStep(s *db.Store, rnd *rand.Rand) (op, what string, e
 		err = fmt.Errorf("not shrunk %s, the model: shrunk", got.ID)
 	}
 	if err == nil {
-		m.held[h.asked.AccountID] -= h.amount - min(h.amount, to)
+		freed := h.amount - min(h.amount, to)
+		m.held[h.asked.AccountID] -= freed
 		h.amount = min(h.amount, to)
 		h.fillTo = min(h.fillTo, to)
+		if m.fill(h.asked.AccountID, freed) > 0 { // first to the holds that lack
+			return "shrink that fills", what, nil
+		}
 	}
 	return "shrink", what, err
 }

@@ -56,7 +56,8 @@ func eventsOf(t *testing.T, s *db.Store, typ string) []map[string]any {
 func TestShrinkKeepsWhatItKeepsHeld(t *testing.T) {
 	s, _, h := heldPIX(t, 0)
 	// A hold that fills made after it, lacking: a hold made anew now would
-	// take nothing available (the older lacks first).
+	// take nothing available (the older lacks first); what the shrink frees
+	// fills it first.
 	other, _, err := hold(s, med("other", "acc-1", "", 5_000))
 	require.NoError(t, err)
 	requireHold(t, s, other.ID, 0, 5_000, pix.HoldActive)
@@ -67,8 +68,9 @@ func TestShrinkKeepsWhatItKeepsHeld(t *testing.T) {
 	require.True(t, shrunk)
 	require.Equal(t, h.ID, out.ID, "in place: the same hold")
 	requireHold(t, s, h.ID, 6_000, 6_000, pix.HoldActive)
-	requireMoney(t, s, "acc-1", 10_000, 6_000)
-	require.ErrorIs(t, tryDebit(s, "acc-1", 4_001), pix.ErrInsufficientFunds, "what it keeps stays held")
+	requireHold(t, s, other.ID, 4_000, 5_000, pix.HoldActive)
+	requireMoney(t, s, "acc-1", 10_000, 10_000)
+	require.ErrorIs(t, tryDebit(s, "acc-1", 1), pix.ErrInsufficientFunds, "what it keeps stays held, what it freed fills the other")
 
 	// Asked again (a retry whose first answer was lost): nothing changes,
 	// no second event.
@@ -85,12 +87,13 @@ func TestShrinkKeepsWhatItKeepsHeld(t *testing.T) {
 	require.EqualValues(t, 6_000, ev[0]["held_after_cents"])
 	require.EqualValues(t, 4_000, ev[0]["available_after_cents"])
 
-	// A hold that fills only fills to less: nothing released.
+	// A hold that fills shrunk below what it holds: the rest, no hold
+	// lacking, is spendable.
 	_, shrunk, err = shrink(s, other.ID, 3_000)
 	require.NoError(t, err)
 	require.True(t, shrunk)
-	requireHold(t, s, other.ID, 0, 3_000, pix.HoldActive)
-	requireMoney(t, s, "acc-1", 10_000, 6_000)
+	requireHold(t, s, other.ID, 3_000, 3_000, pix.HoldActive)
+	requireMoney(t, s, "acc-1", 10_000, 9_000)
 
 	// A hold that does not fill is shrunk, not to nothing (a release); a
 	// hold of a whole amount is not shrunk (a release).
@@ -104,7 +107,7 @@ func TestShrinkKeepsWhatItKeepsHeld(t *testing.T) {
 	require.True(t, shrunk)
 	require.Equal(t, int64(400), out.AmountCents)
 	require.Nil(t, out.FillToCents, "it still does not fill")
-	b, _, err := hold(s, block("block:1", "acc-1", "", 1_000))
+	b, _, err := hold(s, block("block:1", "acc-1", "", 500))
 	require.NoError(t, err)
 	_, _, err = shrink(s, b.ID, 400)
 	require.ErrorAs(t, err, &invalid)
@@ -170,16 +173,20 @@ func TestAPartCapturedKeepsTheHoldAndItsReversalHoldsItAgain(t *testing.T) {
 	}))
 
 	// A part whose hold ended before its reversal: the money back fills
-	// the account's holds that fill, as any reversal's.
+	// the account's holds that fill, as any reversal's (and the released
+	// hold's 8,000 filled the one that lacks first).
 	_, _, err = release(s, h.ID, "ended")
 	require.NoError(t, err)
+	requireHold(t, s, other.ID, 8_000, 50_000, pix.HoldActive)
 	_, err = refundsaga.NewStore(s).ReverseRefund(ctx, r1.ID, "NAO_REALIZADO", false)
 	require.NoError(t, err)
-	requireHold(t, s, other.ID, 1_000, 50_000, pix.HoldActive)
-	requireMoney(t, s, "acc-1", 9_000, 1_000)
+	requireHold(t, s, other.ID, 9_000, 50_000, pix.HoldActive)
+	requireMoney(t, s, "acc-1", 9_000, 9_000)
 	dbtest.RequireBooks(t, s)
 
 	// A hold that does not fill is captured whole only.
+	_, _, err = release(s, other.ID, "")
+	require.NoError(t, err)
 	b, _, err := hold(s, block("block:1", "acc-1", "", 100))
 	require.NoError(t, err)
 	_, err = capturePart(s, reported, 100, b.ID)

@@ -20,8 +20,8 @@ import (
 )
 
 type outboxRow struct {
-	AggregateType, AggregateID, Type string
-	Payload                          map[string]any
+	ID, AggregateType, AggregateID, Type string
+	Payload                              map[string]any
 }
 
 // events validates events against their JSON Schemas (docs/events.md).
@@ -46,7 +46,7 @@ func outboxRows(t *testing.T, s *db.Store) []outboxRow {
 		message, err := json.Marshal(e)
 		require.NoError(t, err)
 		require.NoError(t, v.Message(message), "%s", message)
-		r := outboxRow{AggregateType: e.AggregateType, AggregateID: e.AggregateID, Type: e.Type}
+		r := outboxRow{ID: e.ID, AggregateType: e.AggregateType, AggregateID: e.AggregateID, Type: e.Type}
 		require.NoError(t, json.Unmarshal(payload, &r.Payload))
 		out = append(out, r)
 	}

@@ -73,7 +73,8 @@ FROM hold
 
 -- name: Release
 -- Ends a hold locked active (LockHold) as released: its amount leaves its
--- account's held (spendable again), with its event, in one statement.
+-- account's held, with its event, in one statement (db.Release then gives
+-- it to the account's holds that still lack, Fill).
 -- $1 id, $2 why ('': not said), $3 the traceparent of the event.
 WITH released AS (
     UPDATE pix_holds SET status = 'released', end_reason = NULLIF($2, ''), ended_at = clock_timestamp()
@@ -176,11 +177,13 @@ SELECT COALESCE(sum(cents), 0)::bigint FROM filled
 
 -- name: Shrink
 -- Shrinks a hold locked active (LockHold) in place to hold, and fill to,
--- at most $2 (db.Shrink): what it holds beyond leaves its account's held
--- (spendable again), with its event, in one statement; a hold that does
--- not fill stays one. A hold within $2 already changes nothing and returns
--- no row (a retry). $1 id, $2 the most it keeps, $3 why ('': not said),
--- $4 the traceparent of the event.
+-- at most $2 (db.Shrink): what it holds beyond leaves its account's held,
+-- with its event, in one statement; a hold that does not fill stays one.
+-- Returns the hold, then what left the held (which db.Shrink gives to the
+-- account's holds that still lack, Fill) and the event's id (that fill's
+-- source). A hold within $2 already changes nothing and returns no row (a
+-- retry). $1 id, $2 the most it keeps, $3 why ('': not said), $4 the
+-- traceparent of the event.
 WITH before AS (
     SELECT id, amount_cents FROM pix_holds WHERE id = $1),
 shrunk AS (
@@ -201,10 +204,11 @@ event AS (
                               'fill_to_cents', s.fill_to_cents, 'released_cents', s.released_cents,
                               'held_after_cents', a.held_cents, 'available_after_cents', a.available_cents,
                               'reason', NULLIF($3, ''), 'shrunk_at', s.shrunk_at), $4
-    FROM shrunk s CROSS JOIN held a)
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
-       refund_id, end_reason, created_at, ended_at
-FROM shrunk
+    FROM shrunk s CROSS JOIN held a
+    RETURNING id)
+SELECT s.id::text, s.ref, s.account_id, s.end_to_end_id, s.kind, s.reason, s.asked_cents, s.up_to, s.fill_to_cents,
+       s.amount_cents, s.status, s.refund_id, s.end_reason, s.created_at, s.ended_at, s.released_cents, e.id::text
+FROM shrunk s CROSS JOIN event e
 
 -- name: CapturePart
 -- Captures $3 of a hold that fills, locked active (LockHold), by the
