@@ -852,19 +852,26 @@ func TestAReturnInPartsRacesTheCredits(t *testing.T) {
 // report's and still lacking (another MED of the account) would make a hold
 // made anew take nothing: the money released would be available for good.
 // Debits racing the return never find the money to return available
-// (available = balance - held >= 0, held = the active holds).
+// (available = balance - held >= 0, held = the active holds). What the
+// report held beyond the request goes to that other hold, which lacks it
+// (issue 37, attack review B, HIGH1): it is the customer's only when no
+// hold of the account lacks it
+// (TestWhatAReturnHeldBeyondTheRequestIsTheCustomersWhenNoHoldLacksIt).
 func TestAReturnOfLessThanHeldNeverFreesIt(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	for round := range 4 {
 		c, r := f.agreed(10_000, 0)
 		require.EqualValues(t, 10_000, r.HeldCents)
+		var other pix.Hold
 		err := db.InTx(ctx, f.s.Pool(), func(tx pgx.Tx) error {
-			_, _, err := db.Hold(ctx, tx, db.NewHold{Ref: fmt.Sprintf("another-med:%d", round), AccountID: c.AccountID,
+			var err error
+			other, _, err = db.Hold(ctx, tx, db.NewHold{Ref: fmt.Sprintf("another-med:%d", round), AccountID: c.AccountID,
 				AmountCents: 5_000, UpTo: true, FillFromCredits: true, Kind: med.HoldKind})
 			return err
 		})
 		require.NoError(t, err)
+		require.Zero(t, other.AmountCents, "the report's hold, older, holds all there is")
 		r = f.step(f.store.IntakeRefund(ctx, request(r, 6_000, dict.RefundOpen)))
 
 		var wg sync.WaitGroup
@@ -889,9 +896,55 @@ func TestAReturnOfLessThanHeldNeverFreesIt(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 6_000, refund.AmountCents, "the request's amount, captured of the hold")
 		require.Equal(t, *r.HoldID, *cur.HoldID, "the same hold, shrunk in place")
-		f.requireMoney(c.AccountID, 4_000, 0)
-		require.NoError(t, f.spend(c.AccountID, 4_000), "what was held beyond the request is the customer's again")
+		f.requireMoney(c.AccountID, 4_000, 4_000)
+		other, err = f.s.GetHold(ctx, uuid.MustParse(other.ID))
+		require.NoError(t, err)
+		require.EqualValues(t, 4_000, other.AmountCents, "what was held beyond the request fills the other MED's hold, which lacks it")
+		require.ErrorIs(t, f.spend(c.AccountID, 1), pix.ErrInsufficientFunds)
 	}
+	f.requireBooks()
+}
+
+// A request of less than the report holds, with no other hold of the
+// account lacking: what was held beyond the request is the customer's
+// again, at once.
+func TestWhatAReturnHeldBeyondTheRequestIsTheCustomersWhenNoHoldLacksIt(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.agreed(10_000, 0)
+	r = f.step(f.store.IntakeRefund(ctx, request(r, 6_000, dict.RefundOpen)))
+	r = f.step(f.store.Return(ctx, r))
+	require.Equal(t, med.StatusReturning, r.Status)
+	f.requireMoney(c.AccountID, 4_000, 0)
+	require.NoError(t, f.spend(c.AccountID, 4_000))
+	f.requireBooks()
+}
+
+// Two reports of one account: the second's hold, made after the first's
+// took all there was, lacks 5,000; the first's request is of 6,000 of the
+// 10,000 it holds. Its return shrinks its hold in place, and the 4,000
+// beyond go to the second's hold, not to the available balance (issue 37,
+// attack review B, HIGH1: db.Shrink fills the holds that lack).
+func TestWhatAReturnHeldBeyondTheRequestFillsAnotherReportsHoldThatLacksIt(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, first := f.agreed(10_000, 0)
+	var second pix.Hold
+	require.NoError(t, db.InTx(ctx, f.s.Pool(), func(tx pgx.Tx) error {
+		var err error
+		second, _, err = db.Hold(ctx, tx, db.NewHold{Ref: "another-med:1", AccountID: c.AccountID,
+			AmountCents: 5_000, UpTo: true, FillFromCredits: true, Kind: med.HoldKind})
+		return err
+	}))
+	require.Zero(t, second.AmountCents, "the first report's hold, older, holds all there is")
+	first = f.step(f.store.IntakeRefund(ctx, request(first, 6_000, dict.RefundOpen)))
+	first = f.step(f.store.Return(ctx, first))
+	require.Equal(t, med.StatusReturning, first.Status)
+	require.ErrorIs(t, f.spend(c.AccountID, 1), pix.ErrInsufficientFunds, "the 4,000 beyond the request are the second hold's")
+	f.requireMoney(c.AccountID, 4_000, 4_000)
+	second, err := f.s.GetHold(ctx, uuid.MustParse(second.ID))
+	require.NoError(t, err)
+	require.EqualValues(t, 4_000, second.AmountCents)
 	f.requireBooks()
 }
 
