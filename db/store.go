@@ -15,6 +15,9 @@ type Store struct {
 	reconcileLimits ReconcileLimits
 	// catchUpPSP is the PSP the catch-up lists (SetCatchUpPSP).
 	catchUpPSP string
+	// solePSP is the one PSP that delivers PIX here, when only one is
+	// configured (SetSolePSP).
+	solePSP string
 }
 
 // NewStore returns a Store over pool.

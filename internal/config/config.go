@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -954,6 +955,33 @@ func (c Config) checkPSP() []error {
 		return []error{fmt.Errorf("PSP client (PSP_URL, PSP_OAUTH_TOKEN_URL, PSP_CLIENT_*, PSP_TLS_CERT_FILE, PSP_TLS_KEY_FILE, PSP_CA_FILE): %w", err)}
 	}
 	return nil
+}
+
+// WebhookPSPs are the PSPs whose webhooks are authenticated here: the
+// names of WEBHOOK_SECRETS, then those of WEBHOOK_MTLS_PSPS not among them,
+// each once, in the order listed.
+func (c Config) WebhookPSPs() []string {
+	var out []string
+	for _, s := range c.WebhookSecrets {
+		if !slices.Contains(out, s.PSP) {
+			out = append(out, s.PSP)
+		}
+	}
+	for _, p := range c.WebhookMTLSPSPs.PSPs() {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// SolePSP is the one PSP whose webhooks are authenticated here, when
+// exactly one is (WebhookPSPs); "": several, or none.
+func (c Config) SolePSP() string {
+	if psps := c.WebhookPSPs(); len(psps) == 1 {
+		return psps[0]
+	}
+	return ""
 }
 
 // CheckWorker reports what the worker process needs beyond what Load

@@ -12,6 +12,7 @@ import (
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/payload"
+	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -363,5 +364,30 @@ func TestWorkerVersioningAndTheTaskQueueBase(t *testing.T) {
 	for _, base := range []string{"myq", "myq-transfer", "pix-credit-refund", "pix.credit"} {
 		_, err = config.FromLookup(config.LookupIn(map[string]string{"TEMPORAL_TASK_QUEUE": base}))
 		require.ErrorContains(t, err, "TEMPORAL_TASK_QUEUE", base)
+	}
+}
+
+// The PSPs whose webhooks are authenticated, each once: WEBHOOK_SECRETS',
+// then WEBHOOK_MTLS_PSPS'; the sole one only when there is exactly one.
+func TestTheWebhooksPSPsAndTheSoleOne(t *testing.T) {
+	for _, tc := range []struct {
+		secrets, certs string
+		psps           []string
+		sole           string
+	}{
+		{"", "", nil, ""},
+		{"psp-a=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "", []string{"psp-a"}, "psp-a"},
+		{"psp-a=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "psp-a=psp-a.example", []string{"psp-a"}, "psp-a"},
+		{"", "psp-b=psp-b.example", []string{"psp-b"}, "psp-b"},
+		{"psp-a=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "psp-b=psp-b.example;psp-a=a.example", []string{"psp-a", "psp-b"}, ""},
+	} {
+		var c config.Config
+		var err error
+		c.WebhookSecrets, err = webhooksig.ParseSecrets(tc.secrets)
+		require.NoError(t, err)
+		c.WebhookMTLSPSPs, err = webhooksig.ParseCertPSPs(tc.certs)
+		require.NoError(t, err)
+		require.Equal(t, tc.psps, c.WebhookPSPs(), "%q %q", tc.secrets, tc.certs)
+		require.Equal(t, tc.sole, c.SolePSP(), "%q %q", tc.secrets, tc.certs)
 	}
 }

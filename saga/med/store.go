@@ -310,7 +310,14 @@ func (s *Store) heldNow(ctx context.Context, rs []Report) error {
 // else, for a PIX not credited yet or credited before the credit recorded
 // it, its inbox row's (a row the catch-up stored: the PSP it lists,
 // db.Store.CatchUpPSP); "": delivered unsigned (signatures not required),
-// or no such PIX. ErrPSPUnknown: the PIX is ours and neither says.
+// or no such PIX. When neither says (a credit from before 0050 whose inbox
+// row the retention deleted, a PIX the catch-up found while PSP_NAME was
+// unset), it is the one PSP configured, when only one is
+// (db.Store.SolePSP): a bank whose webhooks only that PSP can authenticate
+// received every PIX of ours through it (the catch-up lists that PSP's
+// record too, PSP_URL), so no other PSP's notice can hold it either way.
+// ErrPSPUnknown: the PIX is ours, neither says, and several PSPs are
+// configured: which one delivered it is not guessed.
 func (s *Store) CreditPSP(ctx context.Context, endToEndID string) (string, error) {
 	var credited, inInbox bool
 	var recorded *string
@@ -326,6 +333,8 @@ func (s *Store) CreditPSP(ctx context.Context, endToEndID string) (string, error
 		return inbox, nil
 	case inInbox && s.store.CatchUpPSP() != "":
 		return s.store.CatchUpPSP(), nil
+	case (inInbox || credited) && s.store.SolePSP() != "":
+		return s.store.SolePSP(), nil
 	case inInbox || credited:
 		return "", fmt.Errorf("%w: PIX %s", ErrPSPUnknown, endToEndID)
 	}

@@ -156,7 +156,8 @@ func TestThePSPFenceOutlivesTheInboxRow(t *testing.T) {
 
 // A PIX of ours whose PSP is not on record (a catch-up PIX credited while
 // PSP_NAME was unset; a credit from before 0050 once its inbox row is
-// gone) is held on no PSP's word: the notice is answered 503
+// gone), with several PSPs configured (db.Store.SolePSP unset), is held on
+// no PSP's word: the notice is answered 503
 // med_notice_psp_unknown, which the PSP delivers again, nothing recorded;
 // once an operator records the PSP, its redelivery is taken. (Before: a
 // catch-up PIX's notices were refused 403 for good, and an old credit's,
@@ -184,5 +185,36 @@ func TestANoticeAboutAPIXWhosePSPIsNotOnRecordIsDeliveredAgain(t *testing.T) {
 		require.NoError(t, err)
 		status, code = noticeFrom(t, a, e2e, pspKey)
 		require.Equal(t, http.StatusAccepted, status, code)
+	}
+}
+
+// With one PSP configured (db.Store.SolePSP: WEBHOOK_SECRETS and
+// WEBHOOK_MTLS_PSPS name no other), a PIX of ours whose PSP is not on
+// record is that PSP's: every PIX of such a bank came through it (issue 37,
+// attack review B, MED3: a credit from before 0050 whose inbox row is gone
+// would answer its notices 503 for up to 60 days, and without the DICT the
+// PSP's notice is the only source of the report). Another PSP's notice is
+// refused as for a PIX it did not deliver.
+func TestWithOnePSPConfiguredAPIXWhosePSPIsNotOnRecordIsThatPSPs(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.s.SetSolePSP("psp-1")
+	a := f.notices(&sagatest.Signals{})
+	listed := f.creditListed() // PSP_NAME unset
+	require.Nil(t, f.creditPSP(listed))
+	old := f.creditFrom("psp-1")
+	_, err := f.s.Pool().Exec(ctx, `UPDATE pix_credits SET psp = NULL WHERE end_to_end_id = $1`, old) // as before 0050
+	require.NoError(t, err)
+	f.retire(old)
+
+	for _, e2e := range []string{listed, old} {
+		status, code := noticeFrom(t, a, e2e, otherPSPKey)
+		require.Equal(t, http.StatusForbidden, status, code)
+		require.Equal(t, "med_notice_wrong_psp", code)
+		status, code = noticeFrom(t, a, e2e, pspKey)
+		require.Equal(t, http.StatusAccepted, status, code)
+		found, err := f.store.OfPIX(ctx, e2e, 10)
+		require.NoError(t, err)
+		require.Len(t, found, 1, "the sole PSP's report is taken")
 	}
 }
