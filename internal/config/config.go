@@ -984,10 +984,30 @@ func (c Config) SolePSP() string {
 	return ""
 }
 
+// checkPSPName refuses a PSP_NAME the API and the worker would record or
+// read wrongly. The catch-up (at PSP_URL) records PSP_NAME on every PIX it
+// found first as the PSP that delivered it, and MED's fence takes a notice
+// about a PIX only from that PSP (saga/med, CreditPSP): a PSP_NAME that is
+// none of the PSPs the webhooks authenticate (WebhookPSPs: a typo) would
+// have the true PSP's notices refused 403 for good. Unset, with one PSP,
+// is that PSP (SolePSP; docs/med.md). Checked only where the PSPs are
+// configured: a process that sees none can't tell.
+func (c Config) checkPSPName() error {
+	if psps := c.WebhookPSPs(); c.PSPName != "" && len(psps) > 0 && !slices.Contains(psps, c.PSPName) {
+		return fmt.Errorf("configuration: PSP_NAME %q is none of the PSPs of WEBHOOK_SECRETS and WEBHOOK_MTLS_PSPS (%s): "+
+			"name the PSP at PSP_URL as they name it; the PIX the catch-up finds are recorded as delivered by it, and its MED notices about them are taken",
+			c.PSPName, strings.Join(psps, ", "))
+	}
+	return nil
+}
+
 // CheckWorker reports what the worker process needs beyond what Load
 // checks: its outbox relay publishes the events to the broker at NATS_URL,
 // and the service runs none of its own (make run starts one).
 func (c Config) CheckWorker() error {
+	if err := c.checkPSPName(); err != nil {
+		return err
+	}
 	if c.OutboxRelayEnabled && c.NATSURL == "" {
 		return errors.New("configuration: the outbox relay (OUTBOX_RELAY_ENABLED, on by default) publishes the events to NATS, " +
 			"and NATS_URL is unset: set it to a NATS server with JetStream (nats://host:4222), or OUTBOX_RELAY_ENABLED=false for a worker without the relay")
@@ -999,6 +1019,9 @@ func (c Config) CheckWorker() error {
 // (a worker needs no webhook secret): webhooks authenticated with neither
 // a secret nor a listed client certificate configured would all be refused.
 func (c Config) CheckAPI() error {
+	if err := c.checkPSPName(); err != nil {
+		return err
+	}
 	if c.WebhookSignaturesRequired && len(c.WebhookSecrets) == 0 && !c.WebhookMTLSPSPs.Listed() {
 		return errors.New("configuration: WEBHOOK_SIGNATURES_REQUIRED is true but WEBHOOK_SECRETS is empty and WEBHOOK_MTLS_PSPS lists no PSP: " +
 			"set the PSPs' secrets (psp=whsec_...) or their client certificates' names (psp=cn), or WEBHOOK_SIGNATURES_REQUIRED=false outside production")

@@ -391,3 +391,29 @@ func TestTheWebhooksPSPsAndTheSoleOne(t *testing.T) {
 		require.Equal(t, tc.sole, c.SolePSP(), "%q %q", tc.secrets, tc.certs)
 	}
 }
+
+// PSP_NAME names the PSP at PSP_URL, as WEBHOOK_SECRETS or
+// WEBHOOK_MTLS_PSPS name it: the catch-up records it on every PIX it found
+// first, and MED's fence takes notices about such a PIX from it alone
+// (issue 37, attack review B, MED2). A name that is none of them (a typo)
+// would have the true PSP's notices refused 403 for good: the API and the
+// worker refuse to start.
+func TestAPSPNameThatIsNoConfiguredPSPIsRefusedAtTheStart(t *testing.T) {
+	env := map[string]string{
+		"WEBHOOK_SECRETS": "real-psp=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+		"PSP_URL":         "https://psp.example/api/v2",
+		"AUTH_REQUIRED":   "false",
+		"NATS_URL":        "nats://127.0.0.1:4222",
+		"PSP_NAME":        "reel-psp",
+	}
+	c, err := config.FromLookup(config.LookupIn(env))
+	require.NoError(t, err)
+	require.ErrorContains(t, c.CheckAPI(), `PSP_NAME "reel-psp" is none of the PSPs of WEBHOOK_SECRETS and WEBHOOK_MTLS_PSPS (real-psp)`)
+	require.ErrorContains(t, c.CheckWorker(), `PSP_NAME "reel-psp"`)
+
+	env["PSP_NAME"] = "real-psp"
+	c, err = config.FromLookup(config.LookupIn(env))
+	require.NoError(t, err)
+	require.NoError(t, c.CheckAPI())
+	require.NoError(t, c.CheckWorker())
+}
