@@ -64,47 +64,15 @@ func demoMED(ctx context.Context, c, psp, dict *apiClient, bankISPB, run string,
 	if _, err := demoReceiveThroughPSP(ctx, c, psp, e2e, received, within, say); err != nil {
 		return nil, "", err
 	}
-	before, err := balance()
+	t, err := demoMEDMoveOn(ctx, c, balance, say)
 	if err != nil {
-		return nil, "", err
-	}
-	if before.AvailableCents <= demoMEDLeftCents {
-		return nil, "", fmt.Errorf("account %s has %s available, not more than the %s the demo leaves it", demoRefundAccount,
-			brl(before.AvailableCents), brl(demoMEDLeftCents))
-	}
-	var t transfer
-	status, _, err := c.as(demoRefundAccount).callWith(ctx, http.MethodPost, "/pix", http.Header{"Idempotency-Key": {newKey()}},
-		map[string]any{"account_id": demoRefundAccount, "amount_cents": before.AvailableCents - demoMEDLeftCents,
-			"pix_key": "joao@example.com", "description": "pixctl demo: MED"}, &t)
-	if err == nil && t.Error != nil {
-		err = fmt.Errorf("send %s from %s: HTTP %d %s", brl(before.AvailableCents-demoMEDLeftCents), demoRefundAccount, status, t.Error.Code)
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	say("   POST /pix -> %d transfer %s %s status=%s", status, t.ID, brl(before.AvailableCents-demoMEDLeftCents), t.Status)
-	if _, err := balance(); err != nil {
 		return nil, "", err
 	}
 
 	say("21. The payer's bank reports the PIX as a fraud at the DICT: an infraction report of R$ 100,00")
-	var opened struct {
-		apiError
-		Report struct {
-			ID string `json:"ID"`
-		} `json:"infraction_report"`
-	}
-	status, err = dict.call(ctx, http.MethodPost, "/sim/infraction-reports", map[string]any{
-		"end_to_end_id": e2e, "amount_cents": demoMEDPIXCents, "debited": demoMEDPayerISPB, "credited": bankISPB,
-		"details": "pixctl demo: the payer says it was a scam"}, &opened)
-	if err == nil {
-		err = check(status, opened.apiError, "open an infraction report at the DICT simulator")
-	}
-	if err != nil {
+	if reportID, err = demoMEDOpenReport(ctx, dict, e2e, bankISPB, say); err != nil {
 		return nil, "", err
 	}
-	reportID = opened.Report.ID
-	say("   POST %s/sim/infraction-reports -> %d report %s", dict.base, status, reportID)
 	say("   MED lists the DICT, holds what the account has (the hold filling from what comes in) and acknowledges the report; waiting...")
 	r, err := awaitMEDReport(ctx, operator, reportID, within, "acknowledged", func(r medReport) bool { return r.DICTStatus == "ACKNOWLEDGED" })
 	if err != nil {
@@ -116,16 +84,7 @@ func demoMED(ctx context.Context, c, psp, dict *apiClient, bankISPB, run string,
 	}
 
 	say("22. The operator agrees: pixctl med close %s agreed -details '...' (POST /pix/med/reports/{id}/analysis)", reportID)
-	var analysed struct {
-		apiError
-		medReport
-	}
-	status, _, err = operator.callWith(ctx, http.MethodPost, medReportPath(reportID)+"/analysis", http.Header{"Idempotency-Key": {newKey()}},
-		map[string]any{"result": "AGREED", "details": "pixctl demo: the receiver's account shows the scam's pattern"}, &analysed)
-	if err == nil {
-		err = check(status, analysed.apiError, "close med report "+reportID)
-	}
-	if err != nil {
+	if err := demoMEDAgree(ctx, operator, reportID); err != nil {
 		return nil, reportID, err
 	}
 	if r, err = awaitMEDReport(ctx, operator, reportID, within, "closed AGREED at the DICT",
@@ -135,21 +94,10 @@ func demoMED(ctx context.Context, c, psp, dict *apiClient, bankISPB, run string,
 	sayMEDReport(say, r)
 
 	say("23. The payer's bank requests the refund of the R$ 100,00: the R$ 40,00 held is returned at once (the first part)")
-	var refund struct {
-		apiError
-		Refund struct {
-			ID string `json:"ID"`
-		} `json:"refund"`
-	}
-	status, err = dict.call(ctx, http.MethodPost, "/sim/refunds", map[string]any{
-		"infraction_report_id": reportID, "amount_cents": demoMEDPIXCents}, &refund)
-	if err == nil {
-		err = check(status, refund.apiError, "open a refund request at the DICT simulator")
-	}
+	refundID, err := demoMEDRequestRefund(ctx, dict, reportID, say)
 	if err != nil {
 		return nil, reportID, err
 	}
-	say("   POST %s/sim/refunds -> %d refund request %s", dict.base, status, refund.Refund.ID)
 	if r, err = awaitMEDReport(ctx, operator, reportID, within, "its first part returning",
 		func(r medReport) bool { return r.Status == "returning" || r.ReturnedCents > 0 }); err != nil {
 		return nil, reportID, err
@@ -181,6 +129,108 @@ func demoMED(ctx context.Context, c, psp, dict *apiClient, bankISPB, run string,
 		return nil, reportID, fmt.Errorf("report %s ended %s with %s returned, not returned in full: see %s", reportID,
 			deref(r.EndCause), brl(r.ReturnedCents), r.TemporalUIURL)
 	}
+	if err := demoMEDSayRefund(ctx, dict, refundID, say); err != nil {
+		return nil, reportID, err
+	}
+	if _, err := balance(); err != nil {
+		return nil, reportID, err
+	}
+	return []string{e2e, credit, t.ID}, reportID, nil
+}
+
+// demoMEDMoveOn is step 20's second half: Maria sends on all her account
+// has but demoMEDLeftCents (a fraud's money moves on), so that the report's
+// hold takes less than the PIX and fills from what comes in.
+func demoMEDMoveOn(ctx context.Context, c *apiClient, balance func() (account, error), say func(string, ...any)) (transfer, error) {
+	before, err := balance()
+	if err != nil {
+		return transfer{}, err
+	}
+	if before.AvailableCents <= demoMEDLeftCents {
+		return transfer{}, fmt.Errorf("account %s has %s available, not more than the %s the demo leaves it", demoRefundAccount,
+			brl(before.AvailableCents), brl(demoMEDLeftCents))
+	}
+	var t transfer
+	status, _, err := c.as(demoRefundAccount).callWith(ctx, http.MethodPost, "/pix", http.Header{"Idempotency-Key": {newKey()}},
+		map[string]any{"account_id": demoRefundAccount, "amount_cents": before.AvailableCents - demoMEDLeftCents,
+			"pix_key": "joao@example.com", "description": "pixctl demo: MED"}, &t)
+	if err == nil && t.Error != nil {
+		err = fmt.Errorf("send %s from %s: HTTP %d %s", brl(before.AvailableCents-demoMEDLeftCents), demoRefundAccount, status, t.Error.Code)
+	}
+	if err != nil {
+		return transfer{}, err
+	}
+	say("   POST /pix -> %d transfer %s %s status=%s", status, t.ID, brl(before.AvailableCents-demoMEDLeftCents), t.Status)
+	if _, err := balance(); err != nil {
+		return transfer{}, err
+	}
+	return t, nil
+}
+
+// demoMEDOpenReport is step 21's report: the payer's bank opens an
+// infraction report at the DICT simulator about the PIX e2e.
+func demoMEDOpenReport(ctx context.Context, dict *apiClient, e2e, bankISPB string, say func(string, ...any)) (string, error) {
+	var opened struct {
+		apiError
+		Report struct {
+			ID string `json:"ID"`
+		} `json:"infraction_report"`
+	}
+	status, err := dict.call(ctx, http.MethodPost, "/sim/infraction-reports", map[string]any{
+		"end_to_end_id": e2e, "amount_cents": demoMEDPIXCents, "debited": demoMEDPayerISPB, "credited": bankISPB,
+		"details": "pixctl demo: the payer says it was a scam"}, &opened)
+	if err == nil {
+		err = check(status, opened.apiError, "open an infraction report at the DICT simulator")
+	}
+	if err != nil {
+		return "", err
+	}
+	say("   POST %s/sim/infraction-reports -> %d report %s", dict.base, status, opened.Report.ID)
+	return opened.Report.ID, nil
+}
+
+// demoMEDAgree is step 22's analysis: the operator closes the report
+// AGREED through the route pixctl med close uses.
+func demoMEDAgree(ctx context.Context, operator *apiClient, reportID string) error {
+	var analysed struct {
+		apiError
+		medReport
+	}
+	status, _, err := operator.callWith(ctx, http.MethodPost, medReportPath(reportID)+"/analysis", http.Header{"Idempotency-Key": {newKey()}},
+		map[string]any{"result": "AGREED", "details": "pixctl demo: the receiver's account shows the scam's pattern"}, &analysed)
+	if err == nil {
+		err = check(status, analysed.apiError, "close med report "+reportID)
+	}
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// demoMEDRequestRefund is step 23's request: the payer's bank requests at
+// the DICT simulator the refund of the whole PIX the report is about.
+func demoMEDRequestRefund(ctx context.Context, dict *apiClient, reportID string, say func(string, ...any)) (string, error) {
+	var refund struct {
+		apiError
+		Refund struct {
+			ID string `json:"ID"`
+		} `json:"refund"`
+	}
+	status, err := dict.call(ctx, http.MethodPost, "/sim/refunds", map[string]any{
+		"infraction_report_id": reportID, "amount_cents": demoMEDPIXCents}, &refund)
+	if err == nil {
+		err = check(status, refund.apiError, "open a refund request at the DICT simulator")
+	}
+	if err != nil {
+		return "", err
+	}
+	say("   POST %s/sim/refunds -> %d refund request %s", dict.base, status, refund.Refund.ID)
+	return refund.Refund.ID, nil
+}
+
+// demoMEDSayRefund reads the refund request id back at the DICT simulator
+// and prints how it was closed (its result and RefundTransactionId).
+func demoMEDSayRefund(ctx context.Context, dict *apiClient, id string, say func(string, ...any)) error {
 	var closed struct {
 		apiError
 		Refund struct {
@@ -189,18 +239,16 @@ func demoMED(ctx context.Context, c, psp, dict *apiClient, bankISPB, run string,
 			RefundTransactionID string `json:"RefundTransactionID"`
 		} `json:"refund"`
 	}
-	if status, err = dict.call(ctx, http.MethodGet, "/sim/refunds/"+refund.Refund.ID, nil, &closed); err == nil {
+	status, err := dict.call(ctx, http.MethodGet, "/sim/refunds/"+id, nil, &closed)
+	if err == nil {
 		err = check(status, closed.apiError, "read the refund request at the DICT simulator")
 	}
 	if err != nil {
-		return nil, reportID, err
+		return err
 	}
-	say("   at the DICT: refund request %s %s %s, RefundTransactionId %s", refund.Refund.ID, closed.Refund.Status,
+	say("   at the DICT: refund request %s %s %s, RefundTransactionId %s", id, closed.Refund.Status,
 		closed.Refund.AnalysisResult, closed.Refund.RefundTransactionID)
-	if _, err := balance(); err != nil {
-		return nil, reportID, err
-	}
-	return []string{e2e, credit, t.ID}, reportID, nil
+	return nil
 }
 
 // sayMEDReport prints the state of a report the demo follows.
