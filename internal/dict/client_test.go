@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/beevik/etree"
 	"github.com/google/uuid"
 
 	"github.com/pixbank/pix/internal/dict"
@@ -708,6 +709,15 @@ func TestSignedRequestsSurviveXMLParsing(t *testing.T) {
 	}
 	if got := el.FindElement("InfractionReportId").Text(); got != "a\r\nb\rc" {
 		t.Errorf("signed text read as %q", got)
+	}
+	// The Signature is the root's first child, as in every example of the
+	// specification (CloseRefundRequest.xml and the others).
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(b); err != nil {
+		t.Fatal(err)
+	}
+	if kids := doc.Root().ChildElements(); len(kids) == 0 || kids[0].Tag != "Signature" {
+		t.Errorf("the Signature is not the root's first child:\n%s", b)
 	}
 }
 

@@ -68,12 +68,12 @@
 // minutes); and the DICT's or a gateway's words an error keeps are cut
 // short and stripped of control characters (they go to logs).
 //
-// Two points are not proven against the DICT, and are to be confirmed
-// with the Pix security manual (Manual de Segurança do Pix) before
-// production: the Signature is placed as the root's last child (goxmldsig's
-// enveloped signature), while the specification's examples put it first;
-// and KeyInfo carries the signing certificate (X509Data/X509Certificate),
-// which the DICT is assumed to require. The place matters in the answers:
+// The Signature of a request is the root's first child, where every
+// example of the specification puts it. One point is not proven against
+// the DICT, and is to be confirmed with the Pix security manual (Manual de
+// Segurança do Pix) before production: KeyInfo carries the signing
+// certificate (X509Data/X509Certificate), which the DICT is assumed to
+// require. The Signature's place matters in the answers:
 // goxmldsig's verifier gives up looking for the Signature after 1,000
 // elements, so an answer whose Signature comes last is unverifiable beyond
 // about 65 reports a page (ErrUnverifiedAnswer, every time). Placed first,

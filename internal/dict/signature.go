@@ -39,7 +39,11 @@ func newValidationContext(certs []*x509.Certificate) *dsig.ValidationContext {
 }
 
 // signedXML marshals v (a request whose root is its element) and signs it
-// enveloped: the Signature becomes the root's last child. The bytes it
+// enveloped, the Signature the root's first child, where every example of
+// the specification puts it (goxmldsig's SignEnveloped would append it;
+// the enveloped-signature transform takes it out before the digest, so
+// its place changes nothing signed, only what a strict reader at the DICT
+// expects to find first). The bytes it
 // returns are the ones signed as any XML parser reads them: a carriage
 // return in a text is written as the character reference &#xD;, since a
 // raw one is read as a line feed (XML 1.0 §2.11) and the DICT would digest
@@ -54,10 +58,12 @@ func signedXML(sc *dsig.SigningContext, v any) ([]byte, error) {
 	if err := doc.ReadFromBytes(raw); err != nil {
 		return nil, fmt.Errorf("encode: %w", err)
 	}
-	signed, err := sc.SignEnveloped(doc.Root())
+	signed := doc.Root()
+	sig, err := sc.ConstructSignature(signed, true)
 	if err != nil {
 		return nil, fmt.Errorf("sign: %w", err)
 	}
+	signed.InsertChildAt(0, sig)
 	out := etree.NewDocument()
 	out.WriteSettings.CanonicalText = true
 	out.CreateProcInst("xml", `version="1.0" encoding="UTF-8"`)
