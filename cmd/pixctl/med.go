@@ -172,6 +172,11 @@ type medKeptRequest struct {
 	Why            string  `json:"why"`
 	DICTModifiedAt *string `json:"dict_modified_at"`
 	CreatedAt      string  `json:"created_at"`
+	// Our close at the DICT (report_disagreed, report_cancelled: closed
+	// REJECTED by the report's run), or why it could not be made.
+	CloseResult     *string `json:"close_result"`
+	RejectionReason *string `json:"rejection_reason"`
+	CloseProblem    *string `json:"close_problem"`
 }
 
 const medRequestsPath = "/pix/med/refund-requests"
@@ -183,7 +188,9 @@ var medRequestsCommand = &command{
 /pix/med/refund-requests) as an operator, oldest first: no report answers
 them (their report ended, answers another request, or took another in
 their place), and PixMEDRefundRequestNotTaken pages while one is OPEN at
-the DICT (docs/runbooks.md). Every page is read, -limit rows at a time.
+the DICT (docs/runbooks.md). OUR CLOSE: one whose report ended DISAGREED
+or cancelled is closed REJECTED (OTHER) by the report's run, or says why
+it could not be ("not closed: dict_refused"). Every page is read, -limit rows at a time.
 With an id, that one request (GET /pix/med/refund-requests/{id}). -o json
 prints the answers as they came.
 `,
@@ -215,12 +222,27 @@ prints the answers as they came.
 
 // medRequestHeader heads the table of kept refund requests;
 // medRequestLine is a row of it.
-const medRequestHeader = "ID\tREPORT\tAMOUNT\tDICT\tWHY\tDICT MODIFIED\tSINCE"
+const medRequestHeader = "ID\tREPORT\tAMOUNT\tDICT\tWHY\tOUR CLOSE\tDICT MODIFIED\tSINCE"
 
 func medRequestLine(q medKeptRequest) string {
 	modified := "-"
 	if q.DICTModifiedAt != nil {
 		modified = *q.DICTModifiedAt
 	}
-	return strings.Join([]string{q.ID, q.ReportID, brl(q.AmountCents), q.DICTStatus, q.Why, modified, q.CreatedAt}, "\t")
+	return strings.Join([]string{q.ID, q.ReportID, brl(q.AmountCents), q.DICTStatus, q.Why, ourClose(q), modified, q.CreatedAt}, "\t")
+}
+
+// ourClose is what the saga did of q at the DICT: REJECTED (its reason),
+// the code of why it could not close it ("not closed: dict_refused"), or
+// "-".
+func ourClose(q medKeptRequest) string {
+	switch {
+	case q.CloseResult != nil && q.RejectionReason != nil:
+		return *q.CloseResult + " (" + *q.RejectionReason + ")"
+	case q.CloseResult != nil:
+		return *q.CloseResult
+	case q.CloseProblem != nil:
+		return "not closed: " + *q.CloseProblem
+	}
+	return "-"
 }

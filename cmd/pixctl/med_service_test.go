@@ -130,4 +130,17 @@ func TestMEDAgainstTheService(t *testing.T) {
 	r = pixctl(t, getenv, "med", "requests", first.ID)
 	r.requireStatus(t, cli.ExitProblem)
 	require.Contains(t, r.stderr, "med_refund_request_not_found")
+
+	// Closed REJECTED at the DICT by a report's run (as one kept when its
+	// report ended DISAGREED is): the row says so (OUR CLOSE).
+	ms := med.NewStore(store)
+	q, err := ms.KeptRequest(ctx, uuid.MustParse(second.ID))
+	require.NoError(t, err)
+	_, closed, err := ms.KeptClosed(ctx, q, med.KeptClosing(q), time.Time{})
+	require.NoError(t, err)
+	require.True(t, closed)
+	r = pixctl(t, getenv, "med", "requests", second.ID)
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "OUR CLOSE")
+	require.Contains(t, r.stdout, "REJECTED (OTHER)")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/pix"
 )
 
 // DICT is what the saga needs of the DICT (internal/dict.HTTPClient has
@@ -297,14 +298,42 @@ func (a *Activities) seen(ctx context.Context, cur Report, seen dict.InfractionR
 }
 
 // takeRefund takes the DICT's copy of a refund request read back
-// (IntakeRefund).
+// (IntakeRefund). One the door refuses for good (pix.IsRefusal: it names
+// the report with another PIX, med_report_mismatch) is quarantined as the
+// lister quarantines it (pix_med_quarantine, counted once,
+// PixMEDDICTItemQuarantined) and stops the run visibly (dict_not_as_ours,
+// PixMEDDICTStopped), the hold kept: a refusal returned as the activity's
+// failure would fail the run, which the durable start starts again and
+// again, each run failing the same way (issue 37).
 func (a *Activities) takeRefund(ctx context.Context, cur Report, seen dict.Refund) (Report, error) {
 	r, _, err := a.Store.IntakeRefund(ctx, seen)
+	if pix.IsRefusal(err) {
+		return Report{}, a.refusedTake(ctx, cur, seen, err)
+	}
 	if err != nil {
 		return Report{}, activities.KindError(err)
 	}
 	return r, a.untaken(ctx, cur, r, fmt.Sprintf("the refund request %s %s (modified %s)", seen.ID, seen.Status,
 		seen.LastModified.Format(time.RFC3339Nano)))
+}
+
+// refusedTake quarantines a refund request read back from the DICT that
+// the door refused for good (why) and stops the run at its step: it tries
+// again after a signal or ProblemRetryAfter, the item recorded and counted
+// once (at its LastModified), never a failed run started again.
+func (a *Activities) refusedTake(ctx context.Context, cur Report, seen dict.Refund, why error) error {
+	q := Quarantined{Kind: QuarantinedRefund, ID: seen.ID, LastModified: seen.LastModified, Reason: refusalCode(why)}
+	first, err := a.Store.Quarantine(ctx, q)
+	if err != nil {
+		return activities.KindError(err)
+	}
+	if first {
+		quarantinedTotal.WithLabelValues(q.Kind).Inc()
+	}
+	a.Log.ErrorContext(ctx, "MED saga: a refund request read back from the DICT is refused by the doors for good; quarantined (pix_med_quarantine), the run stopped, a human must look",
+		append(attrsOf(cur), "dict_id", q.ID, "last_modified", q.LastModified, "reason", q.Reason, "first", first, "error", why)...)
+	return a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("read back, the DICT has the refund request %s, which the doors refuse (%s): quarantined, an operator's",
+		seen.ID, q.Reason))
 }
 
 // untaken stops the run visibly when what the DICT answered on a read

@@ -151,6 +151,7 @@ func (d *fakeDICT) CloseRefund(_ context.Context, id string, c dict.RefundClosin
 		return dict.Refund{}, invalid(dict.ErrRefundOperationInvalid)
 	}
 	r.Status, r.AnalysisResult, r.RefundTransactionID, r.AnalysisDetails = dict.RefundClosed, c.Result, c.RefundTransactionID, dict.NormalizeDetails(c.Details)
+	r.RefundRejectionReason, r.LastModified = c.RejectionReason, time.Now()
 	d.refunds[id] = r
 	return r, d.wrote("closeRefund")
 }

@@ -18,7 +18,9 @@
 // Its tables (pix_med_reports, db/migrations 0034, 0038, 0040) hold the
 // report as the DICT sent it and OUR saga's state of it, and
 // (pix_med_refund_requests) the refund requests no report answers, each
-// by its own id, for on-call; every change is decided under
+// by its own id, for on-call (one kept as its report ended DISAGREED or
+// cancelled is closed REJECTED at the DICT by the report's run as it ends:
+// keptclose.go); every change is decided under
 // the report's row lock on the generation the run read (Report.Gen, the
 // fence): a late activity, a retry after a lost answer, an intake at the
 // same time change nothing but what the first decided. The DICT is reached

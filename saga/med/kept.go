@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/dict"
 )
 
 // ErrRequestNotFound: no refund request kept on its own with the id.
@@ -30,6 +31,17 @@ type KeptRequest struct {
 	DICTModifiedAt *time.Time `db:"dict_modified_at" json:"dict_modified_at"`
 	CreatedAt      time.Time  `db:"created_at" json:"created_at"`
 	UpdatedAt      time.Time  `db:"updated_at" json:"updated_at"`
+	// Our close of it at the DICT (keptclose.go: its report ended
+	// DISAGREED or cancelled, its run closes it REJECTED): marked before it
+	// is sent (CloseSentAt, read back before it is sent again), recorded
+	// once answered (ClosedAt, CloseResult, RejectionReason), or why it
+	// could not be made (CloseProblem: a code, dict_refused, ...; never
+	// the DICT's text), the request then still OPEN and paging.
+	CloseSentAt     *time.Time `db:"close_sent_at" json:"-"`
+	ClosedAt        *time.Time `db:"closed_at" json:"closed_at"`
+	CloseResult     *string    `db:"close_result" json:"close_result"`
+	RejectionReason *string    `db:"rejection_reason" json:"rejection_reason"`
+	CloseProblem    *string    `db:"close_problem" json:"close_problem"`
 }
 
 // KeptKey is the sort key of the list of kept requests: by creation, then
@@ -80,4 +92,72 @@ func (s *Store) KeptRequest(ctx context.Context, id uuid.UUID) (KeptRequest, err
 		return KeptRequest{}, db.Classify(fmt.Errorf("get kept refund request: %w", err))
 	}
 	return out, nil
+}
+
+// keptRow runs one statement of the kept requests' that returns the row:
+// ok is false when none did (it moved: the fence).
+func (s *Store) keptRow(ctx context.Context, what, query string, args ...any) (KeptRequest, bool, error) {
+	rs, err := s.store.Pool().Query(ctx, query, args...)
+	if err != nil {
+		return KeptRequest{}, false, db.Classify(fmt.Errorf("%s: %w", what, err))
+	}
+	out, err := pgx.CollectExactlyOneRow(rs, pgx.RowToStructByName[KeptRequest])
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return KeptRequest{}, false, nil
+	case err != nil:
+		return KeptRequest{}, false, db.Classify(fmt.Errorf("%s: %w", what, err))
+	}
+	return out, true, nil
+}
+
+// KeptToClose returns the refund requests of the report id kept on their
+// own because it ended without returning them (report_disagreed,
+// report_cancelled) and OPEN at the DICT: what its run closes REJECTED as
+// it ends (Activities.CloseKeptRequests).
+func (s *Store) KeptToClose(ctx context.Context, id uuid.UUID) ([]KeptRequest, error) {
+	rs, err := s.store.Pool().Query(ctx, medSQL.KeptToClose, id)
+	if err != nil {
+		return nil, db.Classify(fmt.Errorf("kept refund requests of report %s to close: %w", id, err))
+	}
+	out, err := pgx.CollectRows(rs, pgx.RowToStructByName[KeptRequest])
+	if err != nil {
+		return nil, db.Classify(fmt.Errorf("kept refund requests of report %s to close: %w", id, err))
+	}
+	return out, nil
+}
+
+// MarkKeptSent marks the close of the kept request q as about to be sent
+// (read back before it is sent again, whatever the attempt or the run
+// that finds it). ok is false when q moved since it was read (CANCELLED or
+// CLOSED at the DICT, closed by us): nothing is sent.
+func (s *Store) MarkKeptSent(ctx context.Context, q KeptRequest) (KeptRequest, bool, error) {
+	return s.keptRow(ctx, "mark the close of kept refund request "+q.ID.String(), medSQL.KeptMarkSent, q.ID)
+}
+
+// KeptClosed records our close of the kept request q as closing says,
+// answered by the DICT (or read back so), modified at the DICT at
+// modified (zero: not said). Once: ok is false when closed by us already,
+// or cancelled at the DICT (a late actor changes nothing).
+func (s *Store) KeptClosed(ctx context.Context, q KeptRequest, closing dict.RefundClosing, modified time.Time) (KeptRequest, bool, error) {
+	var at *time.Time
+	if !modified.IsZero() {
+		at = &modified
+	}
+	return s.keptRow(ctx, "record the close of kept refund request "+q.ID.String(), medSQL.KeptClosed, q.ID,
+		string(closing.Result), string(closing.RejectionReason), at)
+}
+
+// KeptSeen records the kept request q as the DICT's copy read back says it
+// moved otherwise than by our close (CANCELLED by its requester, or
+// CLOSED another way: problem ProblemNotAsOurs), out of OPEN only.
+func (s *Store) KeptSeen(ctx context.Context, q KeptRequest, seen dict.Refund, problem *string) (KeptRequest, bool, error) {
+	return s.keptRow(ctx, "record kept refund request "+q.ID.String()+" as read back", medSQL.KeptSeen, q.ID,
+		string(seen.Status), seen.LastModified, problem)
+}
+
+// KeptProblem records why the close of the kept request q could not be
+// made (code: ProblemRefused, ...), while it is OPEN and not closed by us.
+func (s *Store) KeptProblem(ctx context.Context, q KeptRequest, code string) (KeptRequest, bool, error) {
+	return s.keptRow(ctx, "record the close problem of kept refund request "+q.ID.String(), medSQL.KeptProblem, q.ID, code)
 }

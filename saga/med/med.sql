@@ -180,3 +180,52 @@ ORDER BY created_at, id LIMIT $3
 -- name: KeptGet
 -- One refund request kept on its own, by its primary key.
 SELECT * FROM pix_med_refund_requests WHERE id = $1
+
+-- name: KeptToClose
+-- The refund requests of report $1 kept on their own because it ended
+-- without returning them (DISAGREED, cancelled by its reporter) and OPEN
+-- at the DICT: its run closes them REJECTED as it ends (keptclose.go).
+-- From pix_med_refund_requests_open_idx.
+SELECT * FROM pix_med_refund_requests
+WHERE report_id = $1 AND dict_status = 'OPEN' AND why IN ('report_disagreed', 'report_cancelled')
+ORDER BY created_at, id
+
+-- name: KeptMarkSent
+-- Marks the close of the kept refund request $1 as about to be sent: from
+-- now on it may have been done, and is read back before it is sent again.
+-- Only while OPEN and not closed by us (no row: it moved, nothing is sent).
+-- By its primary key.
+UPDATE pix_med_refund_requests SET close_sent_at = COALESCE(close_sent_at, now()), updated_at = now()
+WHERE id = $1 AND dict_status = 'OPEN' AND closed_at IS NULL
+RETURNING *
+
+-- name: KeptClosed
+-- Our close of the kept refund request $1, answered (or read back) as we
+-- sent it: $2 result, $3 rejection reason, $4 the DICT's LastModified of
+-- it (NULL: not said). Once: a request closed by us already, or CANCELLED
+-- at the DICT, is left as it is (no row). A row the lister moved to CLOSED
+-- first (our close, listed) still records that the close was ours. By its
+-- primary key.
+UPDATE pix_med_refund_requests
+SET dict_status = 'CLOSED', closed_at = now(), close_result = $2, rejection_reason = $3, close_problem = NULL,
+    dict_modified_at = GREATEST(dict_modified_at, $4), updated_at = now()
+WHERE id = $1 AND closed_at IS NULL AND dict_status <> 'CANCELLED'
+RETURNING *
+
+-- name: KeptSeen
+-- The kept refund request $1 read back moved at the DICT otherwise than by
+-- our close ($2 CANCELLED by its requester, or CLOSED another way: $4
+-- dict_not_as_ours): its status, as the intake's copy would move it, out of
+-- OPEN only ($3 the DICT's LastModified). No row: moved already. By its
+-- primary key.
+UPDATE pix_med_refund_requests SET dict_status = $2, dict_modified_at = $3, close_problem = $4, updated_at = now()
+WHERE id = $1 AND dict_status = 'OPEN'
+RETURNING *
+
+-- name: KeptProblem
+-- Why the close of the kept refund request $1 could not be made ($2, a
+-- code), while it is OPEN and not closed by us (no row: it moved). By its
+-- primary key.
+UPDATE pix_med_refund_requests SET close_problem = $2, updated_at = now()
+WHERE id = $1 AND dict_status = 'OPEN' AND closed_at IS NULL
+RETURNING *

@@ -108,8 +108,11 @@ func collectors(env saga.Env) []prometheus.Collector {
 	for _, reason := range []string{listRefused, listInstantTooFull} {
 		listFailedTotal.WithLabelValues(reason)
 	}
+	for _, outcome := range []string{keptRejected, keptMoved, keptNotClosed} {
+		keptClosedTotal.WithLabelValues(outcome)
+	}
 	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, dictSignatureRefusedTotal, returnsRefusedTotal, lateRequestsTotal,
-		quarantinedTotal, listFailedTotal, ageGauges(env), listerGauges(env, settings.Of(env.Lookup)), &sagakit.ScrapeGauges[OpenCounts]{
+		quarantinedTotal, listFailedTotal, keptClosedTotal, ageGauges(env), listerGauges(env, settings.Of(env.Lookup)), &sagakit.ScrapeGauges[OpenCounts]{
 			What:   "med gauges",
 			Query:  func(ctx context.Context) (OpenCounts, error) { return store.Open(ctx, AnalysisAlertBefore) },
 			Gauges: gauges,

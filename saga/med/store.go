@@ -92,6 +92,7 @@ var queryFiles embed.FS
 // medSQL holds the statements of med.sql.
 var medSQL struct {
 	CreditOf, CreditPSP, Insert, Get, Lock, Save, MarkSent, Unanswered, Kept, KeptList, KeptGet, Taken, Ours, OfPIX, List, Open, Event, Quarantine string
+	KeptToClose, KeptMarkSent, KeptClosed, KeptSeen, KeptProblem                                                                                   string
 }
 
 func init() { db.BindQueries(queryFiles, "med.sql", &medSQL) }

@@ -532,9 +532,10 @@ func end(ctx context.Context, tx pgx.Tx, cur, next Report, cause string) (Report
 // ends with cause without returning it (DISAGREED: report_disagreed; its
 // reporter cancelled it: report_cancelled): kept by its own id, visible,
 // counted by pix_med_refund_requests_not_taken while OPEN at the DICT
-// (PixMEDRefundRequestNotTaken: on-call answers it, REJECTED at the DICT
-// when we disagreed), its later moves followed there (IntakeRefund: the
-// report ended, it keeps it). Never left on the ended report, whose run
+// (PixMEDRefundRequestNotTaken), its later moves followed there
+// (IntakeRefund: the report ended, it keeps it). The report's run closes
+// it REJECTED at the DICT as it ends (CloseKeptRequests, keptclose.go);
+// the page stays only when that close can't be made. Never left on the ended report, whose run
 // answers nothing more.
 func keepUnanswered(ctx context.Context, tx pgx.Tx, next *Report, cause string) error {
 	why := "report_ended"

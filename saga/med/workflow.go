@@ -29,6 +29,11 @@ const WorkflowName = "PixMED"
 // nothing.
 const ChangedSignal = "changed"
 
+// closeKeptChange is the change id of the close of the kept requests at
+// the run's end (workflow.GetVersion): the histories recorded before it
+// end without it.
+const closeKeptChange = "close-kept-requests"
+
 // WorkflowID is the id of the saga's run of report id.
 func WorkflowID(id string) string { return "pix-med:" + id }
 
@@ -118,6 +123,14 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 		var err error
 		switch step {
 		case StepDone:
+			// Ended DISAGREED or cancelled: the refund requests it kept
+			// unanswered are closed REJECTED at the DICT (keptclose.go).
+			// Versioned: a run that ended before it replays without it.
+			if EndsWithKeptRequests(r) && workflow.GetVersion(ctx, closeKeptChange, workflow.DefaultVersion, 1) == 1 {
+				if err := workflow.ExecuteActivity(ctx, a.CloseKeptRequests, r).Get(ctx, nil); err != nil {
+					return r, err
+				}
+			}
 			return r, nil
 		case StepHold:
 			err = act(a.HoldReport)

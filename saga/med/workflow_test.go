@@ -188,6 +188,15 @@ func (s *stub) CloseRefundRequest(_ context.Context, at med.Report) (med.Report,
 	}), nil
 }
 
+// CloseKeptRequests stands for the close of the requests a report kept as
+// it ended (the store's and the DICT's, tested in kept_close_test.go).
+func (s *stub) CloseKeptRequests(_ context.Context, _ med.Report) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record("CloseKeptRequests")
+	return nil
+}
+
 func (s *stub) FinishReport(_ context.Context, at med.Report) (med.Report, error) {
 	return s.change("FinishReport", at, func(r *med.Report) bool {
 		r.Status, r.EndCause = med.StatusEnded, ptr(med.EndReturned)
@@ -256,6 +265,8 @@ func TestTheAnalysisIsAwaitedPastSevenDays(t *testing.T) {
 	require.Len(t, closes, 1)
 	require.False(t, closes[0].Before(analysedAt), "closed at %s, before the analysis", closes[0])
 	require.Empty(t, s.called("ExpireRequest"))
+	// Ended DISAGREED: the requests it kept are closed as it ends, once.
+	require.Len(t, s.called("CloseKeptRequests"), 1)
 }
 
 // AGREED and no refund request: released by the run at the 72 hours after
@@ -274,6 +285,7 @@ func TestNoRequestReleasesAt72Hours(t *testing.T) {
 	require.False(t, expired[0].Before(out.RequestDueAt.Add(-time.Minute)), "released at %s, due %s", expired[0], out.RequestDueAt)
 	require.Less(t, expired[0].Sub(*out.RequestDueAt), time.Minute)
 	require.Empty(t, s.called("ReturnReport"))
+	require.Empty(t, s.called("CloseKeptRequests"), "released at its 72 hours: nothing kept to close")
 }
 
 // An expiry at the 72 hours that stops at the DICT (its read back found
