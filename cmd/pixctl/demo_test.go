@@ -230,6 +230,9 @@ func TestDemoAgainstTheServiceAsMakeRunRunsIt(t *testing.T) {
 		"TLS_KEY_FILE":           file(devpki.WebhookServerKeyFile),
 		"TLS_CLIENT_CA_FILE":     file(devpki.CAFile),
 		"WEBHOOK_MTLS_PSPS":      devpki.PSPClientName + "=" + devpki.PSPClientName + ";" + devpki.DemoClientName + "=" + devpki.DemoClientName,
+		// The PSP at PSP_URL, the simulator (make run's default): with two
+		// PSPs configured PSP_NAME is required.
+		"PSP_NAME":               devpki.PSPClientName,
 		"PSP_CATCHUP_INTERVAL":   "1s",
 		"PSP_CATCHUP_GRACE":      "1s",
 		"DISPATCH_POLL_INTERVAL": "100ms",

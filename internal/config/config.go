@@ -990,15 +990,38 @@ func (c Config) SolePSP() string {
 // about a PIX only from that PSP (saga/med, CreditPSP): a PSP_NAME that is
 // none of the PSPs the webhooks authenticate (WebhookPSPs: a typo) would
 // have the true PSP's notices refused 403 for good. Unset, with one PSP,
-// is that PSP (SolePSP; docs/med.md). Checked only where the PSPs are
+// is that PSP (SolePSP; docs/med.md). Unset with several PSPs is refused
+// too (issue 37): the catch-up's credits would record no PSP, and every
+// MED notice about them would be answered 503 med_notice_psp_unknown for
+// good, until an operator recorded each one's PSP by hand. Required even
+// with PSP_CATCHUP_INTERVAL=0: an operator's window (pixctl psp catchup)
+// runs the catch-up with its Schedule off. Checked only where the PSPs are
 // configured: a process that sees none can't tell.
 func (c Config) checkPSPName() error {
-	if psps := c.WebhookPSPs(); c.PSPName != "" && len(psps) > 0 && !slices.Contains(psps, c.PSPName) {
+	psps := c.WebhookPSPs()
+	switch {
+	case c.PSPName == "" && len(psps) > 1:
+		return fmt.Errorf("configuration: PSP_NAME is unset and WEBHOOK_SECRETS and WEBHOOK_MTLS_PSPS name several PSPs (%s): "+
+			"set PSP_NAME to the name of the PSP at PSP_URL among them; the PIX the catch-up finds are recorded as delivered by it, "+
+			"and without it their MED notices are refused (503 med_notice_psp_unknown) for good",
+			strings.Join(psps, ", "))
+	case c.PSPName != "" && len(psps) > 0 && !slices.Contains(psps, c.PSPName):
 		return fmt.Errorf("configuration: PSP_NAME %q is none of the PSPs of WEBHOOK_SECRETS and WEBHOOK_MTLS_PSPS (%s): "+
 			"name the PSP at PSP_URL as they name it; the PIX the catch-up finds are recorded as delivered by it, and its MED notices about them are taken",
 			c.PSPName, strings.Join(psps, ", "))
 	}
 	return nil
+}
+
+// CatchUpPSP is the PSP a PIX the catch-up found first is recorded as
+// delivered by (db.Store.SetCatchUpPSP): PSP_NAME, or unset, the one PSP
+// configured (SolePSP), so that the credit names it even after a second
+// PSP is added; "": neither (a process that sees no PSP configured).
+func (c Config) CatchUpPSP() string {
+	if c.PSPName != "" {
+		return c.PSPName
+	}
+	return c.SolePSP()
 }
 
 // CheckWorker reports what the worker process needs beyond what Load

@@ -170,6 +170,7 @@ func TestWebhookSecurity(t *testing.T) {
 		"TLS_KEY_FILE":       "/etc/pix/tls-key.pem",
 		"TLS_CLIENT_CA_FILE": "/etc/pix/psp-ca.pem",
 		"AUTH_REQUIRED":      "false",
+		"PSP_NAME":           "psp-b", // several PSPs: the catch-up's is named
 	}))
 	require.NoError(t, err)
 	require.NoError(t, c.CheckAPI())
@@ -416,4 +417,43 @@ func TestAPSPNameThatIsNoConfiguredPSPIsRefusedAtTheStart(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.CheckAPI())
 	require.NoError(t, c.CheckWorker())
+}
+
+// Several PSPs configured and PSP_NAME unset: the PIX the catch-up finds
+// would be credited with no PSP on record, and every MED notice about them
+// answered 503 med_notice_psp_unknown for good (issue 37). The API and the
+// worker refuse to start, naming the variable and the PSPs. With one PSP,
+// unset is that PSP (CatchUpPSP), recorded on the catch-up's credits.
+func TestPSPNameIsRequiredWithSeveralPSPs(t *testing.T) {
+	env := map[string]string{
+		"WEBHOOK_SECRETS":    "psp-a=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+		"WEBHOOK_MTLS_PSPS":  "psp-b=psp-b.example",
+		"TLS_CERT_FILE":      "/etc/pix/tls.pem",
+		"TLS_KEY_FILE":       "/etc/pix/tls-key.pem",
+		"TLS_CLIENT_CA_FILE": "/etc/pix/psp-ca.pem",
+		"PSP_URL":            "https://psp.example/api/v2",
+		"AUTH_REQUIRED":      "false",
+		"NATS_URL":           "nats://127.0.0.1:4222",
+	}
+	c, err := config.FromLookup(config.LookupIn(env))
+	require.NoError(t, err)
+	require.ErrorContains(t, c.CheckAPI(), "PSP_NAME is unset and WEBHOOK_SECRETS and WEBHOOK_MTLS_PSPS name several PSPs (psp-a, psp-b)")
+	require.ErrorContains(t, c.CheckWorker(), "PSP_NAME is unset")
+	require.Empty(t, c.CatchUpPSP())
+
+	env["PSP_NAME"] = "psp-b"
+	c, err = config.FromLookup(config.LookupIn(env))
+	require.NoError(t, err)
+	require.NoError(t, c.CheckAPI())
+	require.NoError(t, c.CheckWorker())
+	require.Equal(t, "psp-b", c.CatchUpPSP())
+
+	// One PSP: PSP_NAME unset is that PSP's.
+	delete(env, "PSP_NAME")
+	delete(env, "WEBHOOK_MTLS_PSPS")
+	c, err = config.FromLookup(config.LookupIn(env))
+	require.NoError(t, err)
+	require.NoError(t, c.CheckAPI())
+	require.NoError(t, c.CheckWorker())
+	require.Equal(t, "psp-a", c.CatchUpPSP(), "the sole PSP is the catch-up's")
 }

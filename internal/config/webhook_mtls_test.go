@@ -17,6 +17,7 @@ func TestWebhookMTLSPSPs(t *testing.T) {
 		"TLS_KEY_FILE":       "/etc/pix/tls-key.pem",
 		"TLS_CLIENT_CA_FILE": "/etc/pix/psp-ca.pem",
 		"AUTH_REQUIRED":      "false",
+		"PSP_NAME":           "psp-a", // several PSPs: the catch-up's is named
 	}
 	c, err := config.FromLookup(config.LookupIn(mtls))
 	require.NoError(t, err)

@@ -160,18 +160,21 @@ func (p *productionPSP) start(t *testing.T, cfg *config.Config, settings map[str
 		"PSP_CA_FILE":                 pspCAFile,
 		"WEBHOOK_SIGNATURES_REQUIRED": "true",
 		"WEBHOOK_MTLS_PSPS":           prodPSPName + "=" + prodWebhookCN,
-		"WEBHOOK_HTTP_ADDR":           p.webhooks.Addr().String(),
-		"TLS_LISTENERS":               "webhooks",
-		"TLS_CERT_FILE":               testpki.WriteFile(t, dir, "webhooks.pem", listenerCert),
-		"TLS_KEY_FILE":                testpki.WriteFile(t, dir, "webhooks-key.pem", listenerKey),
-		"TLS_CLIENT_CA_FILE":          pspCAFile,
+		// The PSP at PSP_URL by its name there: with the stack's signing
+		// PSP beside it, two PSPs are configured and PSP_NAME is required.
+		"PSP_NAME":           prodPSPName,
+		"WEBHOOK_HTTP_ADDR":  p.webhooks.Addr().String(),
+		"TLS_LISTENERS":      "webhooks",
+		"TLS_CERT_FILE":      testpki.WriteFile(t, dir, "webhooks.pem", listenerCert),
+		"TLS_KEY_FILE":       testpki.WriteFile(t, dir, "webhooks-key.pem", listenerKey),
+		"TLS_CLIENT_CA_FILE": pspCAFile,
 	}))
 	require.NoError(t, err, "the production settings")
 	require.True(t, prod.PSP().Authenticated())
 	cfg.PSPURL, cfg.PSPOAuthTokenURL, cfg.PSPClientID = prod.PSPURL, prod.PSPOAuthTokenURL, prod.PSPClientID
 	cfg.PSPClientSecret, cfg.PSPClientSecretFile, cfg.PSPOAuthScopes = prod.PSPClientSecret, prod.PSPClientSecretFile, prod.PSPOAuthScopes
 	cfg.PSPTLSCertFile, cfg.PSPTLSKeyFile, cfg.PSPCAFile = prod.PSPTLSCertFile, prod.PSPTLSKeyFile, prod.PSPCAFile
-	cfg.WebhookSignaturesRequired, cfg.WebhookMTLSPSPs = prod.WebhookSignaturesRequired, prod.WebhookMTLSPSPs
+	cfg.WebhookSignaturesRequired, cfg.WebhookMTLSPSPs, cfg.PSPName = prod.WebhookSignaturesRequired, prod.WebhookMTLSPSPs, prod.PSPName
 	cfg.WebhookHTTPAddr, cfg.TLSWebhooksOnly = prod.WebhookHTTPAddr, prod.TLSWebhooksOnly
 	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile = prod.TLSCertFile, prod.TLSKeyFile, prod.TLSClientCAFile
 	// The catch-up's Schedule exists, its runs are the test's (paused

@@ -194,7 +194,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	reconcileLimits := cfg.ReconcileLimits
 	reconcileLimits.Interval = cfg.ReconcileInterval // what the expected round is told in
 	store.SetReconcileLimits(reconcileLimits)
-	store.SetCatchUpPSP(cfg.PSPName)
+	store.SetCatchUpPSP(cfg.CatchUpPSP())
 	store.SetSolePSP(cfg.SolePSP())
 	a := &App{Cfg: cfg, Log: log, Store: store, Temporal: tc, Metrics: promRegistry, lookup: o.lookup(), process: saga.NewProcess(),
 		payloadCodec: payloadCodec, dataConverter: dataConverter, tracing: traces, ownTracing: ownTracing, psp: pspClient}

@@ -151,6 +151,7 @@ func TestAPIPixWebhooksAuthenticatedByMutualTLSAlone(t *testing.T) {
 		psps, err := webhooksig.ParseCertPSPs("psp-a=webhooks.psp-a.example;psp-b=psp-b.example")
 		require.NoError(t, err)
 		cfg.WebhookMTLSPSPs = psps
+		cfg.PSPName = "psp-a" // two PSPs: the catch-up's is named
 	})
 	spec, err := os.ReadFile("../../../api/testdata/api_pix_spec_example.json")
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/pixbank/pix/internal/tooling/dictsim"
 	"github.com/pixbank/pix/internal/tooling/natstest"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
+	"github.com/pixbank/pix/internal/webhooksig"
 )
 
 // stack is the service under test: a Temporal dev server, the API and the
@@ -179,6 +180,14 @@ func startStack(ctx context.Context, dir string) (*stack, error) {
 		"MED_DICT_LIST_INTERVAL=" + dictListInterval.String(),
 		"MED_DICT_LIST_GRACE=" + dict.ListLag.String(),
 		"MED_DICT_LIST_OVERLAP=1m",
+	}
+	// The PSP at PSP_URL, the simulator, by its name in WEBHOOK_SECRETS
+	// (the secret its webhooks are signed with): the psp-webhooks API
+	// knows it by a second name too (pspWebhooksPSP), and with two PSPs
+	// configured PSP_NAME is required (internal/config: the catch-up's
+	// credits name their PSP, whose MED notices are then taken).
+	if secrets, err := webhooksig.ParseSecrets(os.Getenv("WEBHOOK_SECRETS")); err == nil && len(secrets) > 0 {
+		env = append(env, "PSP_NAME="+secrets[0].PSP)
 	}
 	env = append(env, cred.env(st.psp.apiURL)...)
 	env = append(env, issuer.APIEnv()...)
