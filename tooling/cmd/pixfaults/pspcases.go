@@ -155,15 +155,26 @@ func wrongClientSecret(ctx context.Context, r *caseRun) (time.Time, string, erro
 	if err := os.WriteFile(tmp, []byte(rotated+"\n"), 0o600); err != nil {
 		return time.Now(), "", err
 	}
-	if err := os.Rename(tmp, cred.secretFile); err != nil {
+	// The window ends before the rename, not after it: from the rename on,
+	// the worker's next token request reads the right secret, and the
+	// transfer its token authorises may be made before this process, on a
+	// busy machine, gets to read the clock again. healed, after it, is the
+	// recovery's reference.
+	right := time.Now()
+	if err := replaceFile(tmp, cred.secretFile); err != nil {
 		return time.Now(), "", err
 	}
 	healed := time.Now()
-	r.noTokenFrom, r.noTokenTo = noTokenWindow(wrong, healed, true)
+	r.noTokenFrom, r.noTokenTo = noTokenWindow(wrong, right, true)
 	return healed, fmt.Sprintf("secret wrong %s: %d token requests refused (the worker's log), pix_psp_attention_total{kind=%q} +%d",
 		r.s.secretWrongFor, r.facts["token requests refused (wrong secret)"], activities.ErrTypePSPRequestRefused,
 		r.facts["PSPRequestRefused counted"]), nil
 }
+
+// replaceFile replaces a file whole (os.Rename). A variable: a test runs
+// what the worker may do between the wrong-secret case's rename and its
+// next step.
+var replaceFile = os.Rename
 
 // heldBackCheck is the token cases' own check, after the common ones
 // (every transfer and refund as the PSP's record says; none refunded or

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -134,6 +137,137 @@ func TestTokenCaseCountsOnlyWhatNoTokenCouldAuthorise(t *testing.T) {
 	require.Positive(t, refused, "no transfer failed for want of a token: the fault did not bite")
 	// The window is what the outage leaves after the last early token's
 	// use (10 s), and what the PSP makes in it is counted.
+	require.Greater(t, r.noTokenTo.Sub(r.noTokenFrom), time.Second)
+	require.True(t, r.withoutToken(r.noTokenFrom))
+	require.True(t, r.withoutToken(r.noTokenTo.Add(-time.Millisecond)))
+}
+
+// TestSecretCaseCountsOnlyWhatTheWrongSecretCouldNotAuthorise runs case
+// 23's fault, wrongClientSecret, against the simulator with OAuth and the
+// PSP client as the worker uses it, its secret in a file it reads at each
+// token request. The case took the moment after it replaced the secret
+// file for the end of the window without a token: between the rename and
+// that moment (a busy machine's scheduler holds a process as long as it
+// likes) the worker's next token request reads the right secret, and the
+// transfer its token authorises is made, and counted as made without a
+// token. Here that happens in every run: the rename is followed at once
+// by a token fetched with the file's secret and a transfer sent, before
+// the case reads the clock again; the case must not count it. A client
+// sending all through the rotation has its calls refused while the secret
+// is wrong, none of what the PSP made of them falls in the window, and the
+// window is not empty.
+func TestSecretCaseCountsOnlyWhatTheWrongSecretCouldNotAuthorise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the secret is wrong for 6 s")
+	}
+	const clientID, secret = "pix-bank", "s3cret"
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "client-secret")
+	require.NoError(t, os.WriteFile(secretFile, []byte(secret+"\n"), 0o600))
+	sim := pspsim.New(pspsim.Options{OAuth: &pspsim.OAuthOptions{Clients: map[string]string{clientID: secret}, TokenLifetime: pspTokenLifetime}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- sim.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		<-served
+	})
+	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	}))
+	t.Cleanup(metrics.Close)
+	base := "http://" + ln.Addr().String()
+	newClient := func() *psp.HTTPClient {
+		c, err := psp.New(psp.Config{BaseURL: base, Timeout: 3 * time.Second, TokenURL: base + pspsim.TokenPath,
+			ClientID: clientID, ClientSecretFile: secretFile})
+		require.NoError(t, err)
+		return c
+	}
+	var mu sync.Mutex
+	n := 0
+	submit := func(c *psp.HTTPClient) (string, error) {
+		mu.Lock()
+		n++
+		e2e := fmt.Sprintf("E12345678202612061300%011d", n)
+		mu.Unlock()
+		_, err := c.Submit(t.Context(), psp.Transfer{EndToEndID: e2e, AccountID: "acc-1", AmountCents: 100, PixKey: "k@test"})
+		return e2e, err
+	}
+
+	// The rename, and at once what the worker may do before the case goes
+	// on: a token fetched with the file's secret, and a transfer sent.
+	var afterRename string
+	replace := replaceFile
+	t.Cleanup(func() { replaceFile = replace })
+	replaceFile = func(from, to string) error {
+		if err := replace(from, to); err != nil {
+			return err
+		}
+		e2e, err := submit(newClient())
+		if err != nil {
+			return fmt.Errorf("a transfer sent once the right secret was in the file: %w", err)
+		}
+		afterRename = e2e
+		return nil
+	}
+	p := &pspServer{sim: sim, url: base, apiURL: base, client: &http.Client{Timeout: 10 * time.Second},
+		cred: &pspCredentials{clientID: clientID, secretFile: secretFile}}
+	r := &caseRun{st: &stack{psp: p, worker: &process{name: "worker", logDir: dir}, workerMetricsURL: metrics.URL},
+		s: settings{secretWrongFor: 6 * time.Second}, facts: map[string]int{}}
+
+	// A client with a token fetched before the rotation sends a transfer
+	// every 100 ms through it, and after.
+	early := newClient()
+	_, err = submit(early)
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	var sent, refused int
+	sending := make(chan struct{})
+	go func() {
+		defer close(sending)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			_, err := submit(early)
+			var tokenErr *psp.TokenError
+			switch {
+			case err == nil:
+				sent++
+			case errors.As(err, &tokenErr) && !tokenErr.Transient:
+				refused++
+			default:
+				t.Errorf("a transfer through the rotation: %v", err)
+			}
+		}
+	}()
+	_, _, err = wrongClientSecret(t.Context(), r)
+	// A second more with the right secret in the file: its calls go
+	// through again.
+	time.Sleep(time.Second)
+	close(stop)
+	<-sending
+	require.NoError(t, err)
+
+	require.NotEmpty(t, afterRename)
+	made, _, err := p.transfers(t.Context())
+	require.NoError(t, err)
+	require.Contains(t, made, afterRename)
+	require.False(t, r.withoutToken(made[afterRename].CreatedAt),
+		"a transfer sent with a token the right secret got, once it was in the file (%s), counted in the window without a token (%s to %s)",
+		made[afterRename].CreatedAt.Format(time.StampMilli), r.noTokenFrom.Format(time.StampMilli), r.noTokenTo.Format(time.StampMilli))
+	for e2e, v := range made {
+		require.False(t, r.withoutToken(v.CreatedAt), "transfer %s made at %s, in the window without a token (%s to %s)",
+			e2e, v.CreatedAt.Format(time.StampMilli), r.noTokenFrom.Format(time.StampMilli), r.noTokenTo.Format(time.StampMilli))
+	}
+	require.Positive(t, sent, "no transfer sent once the right secret was in the file")
+	require.Positive(t, refused, "no transfer refused for the wrong secret: the fault did not bite")
+	// The window is what the wrong secret leaves after the calls in
+	// flight ended (4 s), and what the PSP makes in it is counted.
 	require.Greater(t, r.noTokenTo.Sub(r.noTokenFrom), time.Second)
 	require.True(t, r.withoutToken(r.noTokenFrom))
 	require.True(t, r.withoutToken(r.noTokenTo.Add(-time.Millisecond)))
