@@ -74,6 +74,10 @@ type settings struct {
 	tokenDown      time.Duration
 	webhookDrop    time.Duration
 	secretWrongFor time.Duration
+	// tokenHitWait is how much longer than tokenDown the token endpoint
+	// stays down while no call has failed for want of a token yet (a
+	// loaded machine's worker calls the PSP late; see tokenEndpointDown).
+	tokenHitWait time.Duration
 	// The MED case's: how long the DICT is down, and how long after it
 	// every report must be acknowledged (the saga's retries back off to
 	// 32 s, the lister's too).
@@ -92,7 +96,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		transferRate: 5, pspDown: 30 * time.Second, natsDown: 30 * time.Second, faultFor: 15 * time.Second,
 		settleSlow: 10 * time.Second, backlogFor: 5 * time.Second, transferDrain: 5 * time.Minute, eventDrain: 2 * time.Minute,
 		refundRate: 5, refundDrain: 5 * time.Minute, tokenDown: 30 * time.Second, webhookDrop: 2 * time.Minute, secretWrongFor: 20 * time.Second,
-		dictDown: 30 * time.Second, dictRecovery: time.Minute}
+		tokenHitWait: time.Minute, dictDown: 30 * time.Second, dictRecovery: time.Minute}
 	fs := flag.NewFlagSet("pixfaults", flag.ContinueOnError)
 	smoke := fs.Bool("smoke", false, "short, correctness-only version (CI)")
 	dir := fs.String("dir", ".data/faults", "working directory for logs and state")

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -39,7 +41,7 @@ import (
 func pspAuthCases(s settings) []faultCase {
 	return []faultCase{
 		{name: fmt.Sprintf("the PSP's token endpoint down %s during transfers and devoluções", s.tokenDown), outgoing: true, refunds: true,
-			inject: tokenEndpointDown, check: heldBackCheck("PSP calls without a token (endpoint down)")},
+			inject: tokenEndpointDown, check: heldBackCheck(tokenCalls[0].fact, tokenCalls[1].fact)},
 		{name: fmt.Sprintf("the PSP's webhooks dropped for %s; the catch-up credits their PIX", s.webhookDrop),
 			setup: simPixKeysSetup, inject: webhooksDropped, check: webhooksDroppedCheck},
 		{name: "a wrong client secret (the PSP rotated it), then the right one, during transfers and devoluções", outgoing: true, refunds: true,
@@ -74,16 +76,77 @@ func noTokenWindow(start, end time.Time, revoked bool) (from, to time.Time) {
 // arrive: the tokens expire within it, so the sagas' calls need a new one
 // and get none. Nothing may reach the PSP then, and nothing be refunded or
 // reversed on it (checkTransfers, checkRefunds); all completes after.
+//
+// An outage no call met proves nothing, and on a loaded machine the
+// worker's next PSP call may come after s.tokenDown (a load average of 30
+// on 2 cores: its first call 13.5 s into the smoke run's 20 s outage, the
+// sagas' activities that long in the Temporal dev server's dispatch; later
+// still, and the case failed "the fault did not happen"). Nor does an
+// outage only the devoluções met prove anything of the transfers (a
+// product that refunds a transfer on a token failure passed so), or the
+// reverse. So the endpoint stays down past s.tokenDown until the worker's
+// log shows a transfer call and a devolução call that failed for want of
+// a token inside the window without one (see noTokenWindow: that window's
+// check then judges calls of both), s.tokenHitWait at most: a worker that
+// never makes one of them still fails the case.
 func tokenEndpointDown(ctx context.Context, r *caseRun) (time.Time, string, error) {
 	logFrom := logSize(r.st.worker)
-	out, err := takeTokenEndpointDown(ctx, r.st.psp, r.s.tokenDown)
+	met := func(down time.Time) bool {
+		from, _ := noTokenWindow(down, down, false)
+		for _, c := range tokenCalls {
+			if countLogSince(r.st.worker, logFrom, c.match, from) == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	out, err := takeTokenEndpointDown(ctx, r.st.psp, r.s.tokenDown, r.s.tokenDown+r.s.tokenHitWait, met)
 	if err != nil {
 		return time.Now(), "", err
 	}
-	r.facts["PSP calls without a token (endpoint down)"] = countLog(r.st.worker, logFrom, "psp token endpoint unavailable")
+	var counts []string
+	for _, c := range tokenCalls {
+		r.facts[c.fact] = countLogSince(r.st.worker, logFrom, c.match, time.Time{})
+		counts = append(counts, fmt.Sprintf("%d %s", r.facts[c.fact], c.what))
+	}
 	r.noTokenFrom, r.noTokenTo = noTokenWindow(out.down, out.back, false)
-	return out.healed, fmt.Sprintf("%d PSP calls failed for want of a token (the worker's log); tokens of %s, used %s each",
-		r.facts["PSP calls without a token (endpoint down)"], pspTokenLifetime, pspTokenUsable), nil
+	note := fmt.Sprintf("PSP calls failed for want of a token (the worker's log): %s; tokens of %s, used %s each",
+		strings.Join(counts, ", "), pspTokenLifetime, pspTokenUsable)
+	if d := out.back.Sub(out.down); d > r.s.tokenDown+time.Second {
+		note += fmt.Sprintf("; the endpoint kept down %s, until calls of both met the outage", d.Round(100*time.Millisecond))
+	}
+	return out.healed, note, nil
+}
+
+// tokenCalls are the worker's PSP calls that failed for want of a token
+// while the token endpoint was down, by kind, as its log says (the
+// activity's error: the PSP client's words, then psp.TokenError's), and
+// the case's facts that count them.
+var tokenCalls = []struct {
+	fact, what string
+	match      func(line string) bool
+}{
+	{fact: "transfer calls without a token (endpoint down)", what: "transfer calls",
+		match: tokenFailure("psp submit ", "psp status ")},
+	{fact: "devolução calls without a token (endpoint down)", what: "devolução calls",
+		match: tokenFailure("psp refund ")},
+}
+
+// tokenFailure matches a log line of a PSP call, one of calls (the PSP
+// client's words), that failed for want of a token: the token endpoint
+// unavailable.
+func tokenFailure(calls ...string) func(string) bool {
+	return func(line string) bool {
+		if !strings.Contains(line, "psp token endpoint unavailable") {
+			return false
+		}
+		for _, c := range calls {
+			if strings.Contains(line, c) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // tokenOutage is an outage of the simulator's token endpoint as the suite
@@ -96,24 +159,33 @@ type tokenOutage struct {
 	down, back, healed time.Time
 }
 
-// takeTokenEndpointDown takes the simulator's token endpoint down for d
-// (PUT /sim/token-endpoint, 503 temporarily_unavailable) and back. The
-// simulator ends the outage on its own d after it took it down (the
+// takeTokenEndpointDown takes the simulator's token endpoint down (PUT
+// /sim/token-endpoint, 503 temporarily_unavailable) for least, then until
+// met(down) (polled) or most, whichever comes first, and back (DELETE).
+// The simulator ends the outage on its own most after it took it down (the
 // fault's For: a suite that dies does not leave it down), which may be
-// before the DELETE that ends it here is even sent (always, on a busy
-// machine by much): a token asked for then is issued, and the transfer it
-// authorises made, before that DELETE's answer. So back is d after the PUT
-// was sent, the earliest the simulator's own end can be, never the
-// DELETE's answer.
-func takeTokenEndpointDown(ctx context.Context, p *pspServer, d time.Duration) (tokenOutage, error) {
+// before the DELETE is even sent; and the DELETE brings it back at some
+// moment between its send and its answer: a token asked for then is
+// issued, and the transfer it authorises made, before that answer. So
+// back is the earliest the endpoint can be up again, the DELETE's send or
+// most after the PUT was sent, never the DELETE's answer.
+func takeTokenEndpointDown(ctx context.Context, p *pspServer, least, most time.Duration, met func(down time.Time) bool) (tokenOutage, error) {
+	most = max(most, least)
 	asked := time.Now()
-	fault := pspsim.TokenEndpointFault{Mode: pspsim.TokenEndpointUnavailable, For: pspsim.Duration(d)}
+	fault := pspsim.TokenEndpointFault{Mode: pspsim.TokenEndpointUnavailable, For: pspsim.Duration(most)}
 	if err := p.send(ctx, http.MethodPut, "/sim/token-endpoint", fault, http.StatusNoContent, nil); err != nil {
 		return tokenOutage{}, err
 	}
 	down := time.Now()
-	time.Sleep(d)
-	back := asked.Add(d)
+	end := asked.Add(most)
+	time.Sleep(least)
+	for !met(down) && time.Now().Before(end) && ctx.Err() == nil {
+		time.Sleep(min(250*time.Millisecond, time.Until(end)))
+	}
+	back := time.Now()
+	if end.Before(back) {
+		back = end
+	}
 	if err := p.send(ctx, http.MethodDelete, "/sim/token-endpoint", nil, http.StatusNoContent, nil); err != nil {
 		return tokenOutage{}, err
 	}
@@ -609,15 +681,39 @@ func logSize(p *process) int64 {
 // countLog counts the lines of p's log from offset from on that contain
 // what.
 func countLog(p *process, from int64, what string) int {
-	b, err := os.ReadFile(filepath.Join(p.logDir, p.name+".log"))
-	if err != nil || int64(len(b)) < from {
+	return countLogSince(p, from, func(line string) bool { return strings.Contains(line, what) }, time.Time{})
+}
+
+// countLogSince counts the lines of p's log from offset from on that
+// match and were logged at since or after (their slog "time"). It reads
+// the log from the offset only: a case polls it.
+func countLogSince(p *process, from int64, match func(line string) bool, since time.Time) int {
+	f, err := os.Open(filepath.Join(p.logDir, p.name+".log"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return 0
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
 		return 0
 	}
 	n := 0
-	for line := range strings.Lines(string(b[from:])) {
-		if strings.Contains(line, what) {
-			n++
+	for line := range strings.Lines(string(b)) {
+		if !match(line) {
+			continue
 		}
+		if !since.IsZero() {
+			var l struct {
+				Time time.Time `json:"time"`
+			}
+			if json.Unmarshal([]byte(line), &l) != nil || l.Time.Before(since) {
+				continue
+			}
+		}
+		n++
 	}
 	return n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -271,4 +272,151 @@ func TestSecretCaseCountsOnlyWhatTheWrongSecretCouldNotAuthorise(t *testing.T) {
 	require.Greater(t, r.noTokenTo.Sub(r.noTokenFrom), time.Second)
 	require.True(t, r.withoutToken(r.noTokenFrom))
 	require.True(t, r.withoutToken(r.noTokenTo.Add(-time.Millisecond)))
+}
+
+// TestTokenCaseKeepsTheOutageUntilCallsMeetIt runs case 21's fault,
+// tokenEndpointDown, with a worker whose PSP calls come late, as on a
+// loaded machine (the case failed "the fault did not happen" when none
+// came within the outage): the endpoint must stay down past s.tokenDown
+// until a transfer call and a devolução call failed for want of a token
+// inside the window without one (the worker's log says so), then come
+// back at once; a call that failed before that window does not end it,
+// nor do transfer calls alone (a product that refunds a transfer on a
+// token failure passed the case when only devoluções met the outage).
+// The window ends when the DELETE is sent: a transfer made once the
+// DELETE brought the endpoint back, before its answer, is not counted.
+// With no call at all, the outage ends at s.tokenDown + s.tokenHitWait
+// and the case fails: the fault did not happen.
+func TestTokenCaseKeepsTheOutageUntilCallsMeetIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the token outage lasts 12 s")
+	}
+	const clientID, secret = "pix-bank", "s3cret"
+	setup := func(t *testing.T, tokenDown, hitWait time.Duration) (r *caseRun, newClient func() *psp.HTTPClient, submit func(*psp.HTTPClient) (string, error), logCall func(error), afterHeal *string) {
+		sim := pspsim.New(pspsim.Options{OAuth: &pspsim.OAuthOptions{Clients: map[string]string{clientID: secret}, TokenLifetime: pspTokenLifetime}})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- sim.Serve(ctx, ln) }()
+		t.Cleanup(func() {
+			cancel()
+			<-served
+		})
+		base := "http://" + ln.Addr().String()
+		newClient = func() *psp.HTTPClient {
+			c, err := psp.New(psp.Config{BaseURL: base, Timeout: 3 * time.Second, TokenURL: base + pspsim.TokenPath,
+				ClientID: clientID, ClientSecret: secret})
+			require.NoError(t, err)
+			return c
+		}
+		var mu sync.Mutex
+		n := 0
+		submit = func(c *psp.HTTPClient) (string, error) {
+			mu.Lock()
+			n++
+			e2e := fmt.Sprintf("E12345678202612061400%011d", n)
+			mu.Unlock()
+			_, err := c.Submit(t.Context(), psp.Transfer{EndToEndID: e2e, AccountID: "acc-1", AmountCents: 100, PixKey: "k@test"})
+			return e2e, err
+		}
+		// The worker's log: a failed call's error, as its activity logs it.
+		dir := t.TempDir()
+		f, err := os.OpenFile(filepath.Join(dir, "worker.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		require.NoError(t, err)
+		t.Cleanup(func() { f.Close() })
+		log := slog.New(slog.NewJSONHandler(f, nil))
+		logCall = func(err error) { log.Error("Activity error.", "ActivityType", "SubmitTransfer", "Error", err.Error()) }
+		// Once the DELETE brought the endpoint back, before its answer, a
+		// token is fetched and a transfer sent.
+		afterHeal = new(string)
+		held := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			res, err := http.DefaultTransport.RoundTrip(req)
+			if err == nil && req.Method == http.MethodDelete && req.URL.Path == "/sim/token-endpoint" {
+				e2e, err := submit(newClient())
+				if err != nil {
+					res.Body.Close()
+					return nil, fmt.Errorf("a transfer sent once the DELETE brought the endpoint back: %w", err)
+				}
+				*afterHeal = e2e
+			}
+			return res, err
+		})
+		p := &pspServer{sim: sim, url: base, apiURL: base, client: &http.Client{Timeout: 10 * time.Second, Transport: held}}
+		r = &caseRun{st: &stack{psp: p, worker: &process{name: "worker", logDir: dir}},
+			s: settings{tokenDown: tokenDown, tokenHitWait: hitWait}, facts: map[string]int{}}
+		return r, newClient, submit, logCall, afterHeal
+	}
+
+	t.Run("late calls", func(t *testing.T) {
+		r, newClient, submit, logCall, afterHeal := setup(t, 2*time.Second, 30*time.Second)
+		// A transfer call half a second in, before the window without a
+		// token (none of the endpoint's tokens yet: it fails at once); one
+		// 2 s into that window (12 s in), long after s.tokenDown; a
+		// devolução call 1.5 s later.
+		began := time.Now()
+		type call struct {
+			at  time.Time
+			err error
+		}
+		calls := make(chan call, 3)
+		go func() {
+			for i, at := range []time.Duration{500 * time.Millisecond, pspTokenUsable + 6*time.Second, pspTokenUsable + 7500*time.Millisecond} {
+				time.Sleep(time.Until(began.Add(at)))
+				c := call{at: time.Now()}
+				if i < 2 {
+					_, c.err = submit(newClient())
+				} else {
+					_, c.err = newClient().RequestRefund(t.Context(), psp.RefundRequest{EndToEndID: "E1234567820261206140000000000099",
+						ID: "d1", AmountCents: 100})
+				}
+				if c.err != nil {
+					logCall(c.err)
+				}
+				calls <- c
+			}
+		}()
+		healed, note, err := tokenEndpointDown(t.Context(), r)
+		require.NoError(t, err)
+		early, late, refund := <-calls, <-calls, <-calls
+		var tokenErr *psp.TokenError
+		require.ErrorAs(t, early.err, &tokenErr)
+		require.ErrorAs(t, late.err, &tokenErr,
+			"a transfer call %s into an outage of %s that no call had met inside its window went through: the endpoint was not kept down",
+			late.at.Sub(began).Round(time.Millisecond), r.s.tokenDown)
+		require.True(t, tokenErr.Transient)
+		require.ErrorAs(t, refund.err, &tokenErr,
+			"a devolução call %s into the outage, after a transfer call met it but none of its own, went through: the endpoint was not kept down",
+			refund.at.Sub(began).Round(time.Millisecond))
+		require.True(t, tokenErr.Transient)
+		require.Equal(t, 2, r.facts[tokenCalls[0].fact])
+		require.Equal(t, 1, r.facts[tokenCalls[1].fact])
+		require.Less(t, healed.Sub(refund.at), 5*time.Second, "the outage went on after calls of both met it")
+		require.Contains(t, note, "until calls of both met the outage")
+		// The late calls are in the window without a token, which ends
+		// when the DELETE was sent: the transfer made once it brought the
+		// endpoint back is not counted.
+		require.True(t, r.withoutToken(late.at))
+		require.True(t, r.withoutToken(refund.at))
+		require.NotEmpty(t, *afterHeal)
+		made, _, err := r.st.psp.transfers(t.Context())
+		require.NoError(t, err)
+		require.Contains(t, made, *afterHeal)
+		for e2e, v := range made {
+			require.False(t, r.withoutToken(v.CreatedAt), "transfer %s made at %s, in the window without a token (%s to %s)",
+				e2e, v.CreatedAt.Format(time.StampMilli), r.noTokenFrom.Format(time.StampMilli), r.noTokenTo.Format(time.StampMilli))
+		}
+	})
+
+	t.Run("no call", func(t *testing.T) {
+		r, _, _, _, _ := setup(t, time.Second, 2*time.Second)
+		began := time.Now()
+		healed, _, err := tokenEndpointDown(t.Context(), r)
+		require.NoError(t, err)
+		took := healed.Sub(began)
+		require.GreaterOrEqual(t, took, 3*time.Second, "the outage ended before s.tokenDown + s.tokenHitWait")
+		require.Less(t, took, 8*time.Second, "the outage went on past s.tokenDown + s.tokenHitWait")
+		require.Equal(t, []string{"the fault did not happen: no " + tokenCalls[0].fact, "the fault did not happen: no " + tokenCalls[1].fact},
+			needFacts(tokenCalls[0].fact, tokenCalls[1].fact)(t.Context(), r, nil))
+	})
 }
