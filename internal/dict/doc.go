@@ -37,6 +37,17 @@
 // status at one instant can't be reached by any query the specification
 // offers, and the walk stops there (ErrInstantTooFull).
 //
+// A page's signature is verified over the whole answer, then each item is
+// decoded on its own (items.go): an item that is not the specification's
+// (an element required and missing, an enumeration's value it does not
+// have, a date-time or an amount that can't be read) fails no other. The
+// page answers it apart (ReportPage.Malformed, RefundPage.Malformed); a
+// walk hands it in its place to the query's Malformed (its Id and
+// LastModified as far as they can be read; where the walk met it when its
+// LastModified can't be), or, without one, stops there (ErrMalformedItem).
+// An answer whose signature does not verify still fails whole: nothing
+// unverified is read.
+//
 // # Transport and signatures
 //
 // Mutual TLS (the bank's client certificate, the DICT's CA). A request

@@ -26,12 +26,18 @@ type RefundQuery struct {
 	Limit                         int
 	IncludeDetails                bool
 	IncludeIndirectParticipants   bool
+	// Malformed is as in ReportQuery: each refund request of a verified
+	// page that is not the specification's, in its place in the list.
+	Malformed func(MalformedItem) error
 }
 
 // RefundPage is one page of a list of refund requests, by LastModified
 // ascending.
 type RefundPage struct {
-	Refunds         []Refund
+	Refunds []Refund
+	// Malformed are the page's refund requests that are not the
+	// specification's, the others read (Refunds).
+	Malformed       []MalformedItem
 	HasMoreElements bool
 	ResponseTime    time.Time
 }
@@ -45,28 +51,43 @@ type refundAnswer struct {
 type refundList struct {
 	ResponseTime    time.Time `xml:"ResponseTime"`
 	HasMoreElements *bool     `xml:"HasMoreElements"`
-	Refunds         []Refund  `xml:"Refunds>Refund"`
+	Refunds         []rawItem `xml:"Refunds>Refund"`
 }
 
 // ListRefunds reads one page of the refund requests the bank is party to
 // in q.Role (GET /refunds/, listRefund). The lists lag the writes by up to
-// 5 seconds.
+// 5 seconds. A request of the page that is not the specification's is in
+// Malformed, the others read.
 func (c *HTTPClient) ListRefunds(ctx context.Context, q RefundQuery) (RefundPage, error) {
+	items, p, err := c.listRefunds(ctx, q)
+	for _, it := range items {
+		if it.bad != nil {
+			p.Malformed = append(p.Malformed, *it.bad)
+		} else {
+			p.Refunds = append(p.Refunds, it.item)
+		}
+	}
+	return p, err
+}
+
+// listRefunds reads one page, its requests each decoded on its own, in the
+// page's order.
+func (c *HTTPClient) listRefunds(ctx context.Context, q RefundQuery) ([]listed[Refund], RefundPage, error) {
 	if q.Role == "" {
 		q.Role = RoleContested
 	}
 	if q.Role != RoleContested && q.Role != RoleRequesting {
-		return RefundPage{}, fmt.Errorf("dict listRefund: %w: ParticipantRole %q", ErrNotSent, q.Role)
+		return nil, RefundPage{}, fmt.Errorf("dict listRefund: %w: ParticipantRole %q", ErrNotSent, q.Role)
 	}
 	v := url.Values{"Participant": {c.participant}, "ParticipantRole": {string(q.Role)}}
 	for _, s := range q.Status {
 		if !slices.Contains([]RefundStatus{RefundOpen, RefundClosed, RefundCancelled}, s) {
-			return RefundPage{}, fmt.Errorf("dict listRefund: %w: status %q", ErrNotSent, s)
+			return nil, RefundPage{}, fmt.Errorf("dict listRefund: %w: status %q", ErrNotSent, s)
 		}
 		v.Add("Status", string(s))
 	}
 	if err := listCommon(v, q.ModifiedAfter, q.ModifiedBefore, q.Limit, q.IncludeDetails, q.IncludeIndirectParticipants); err != nil {
-		return RefundPage{}, fmt.Errorf("dict listRefund: %w", err)
+		return nil, RefundPage{}, fmt.Errorf("dict listRefund: %w", err)
 	}
 	var a refundList
 	err := c.do(ctx, exchange{
@@ -75,12 +96,13 @@ func (c *HTTPClient) ListRefunds(ctx context.Context, q RefundQuery) (RefundPage
 		answer: "ListRefundsResponse",
 	}, &a)
 	if err != nil {
-		return RefundPage{}, err
+		return nil, RefundPage{}, err
 	}
 	if a.HasMoreElements == nil {
-		return RefundPage{}, fmt.Errorf("dict listRefund: %w: no HasMoreElements", ErrUnknownOutcome)
+		return nil, RefundPage{}, fmt.Errorf("dict listRefund: %w: no HasMoreElements", ErrUnknownOutcome)
 	}
-	return RefundPage{Refunds: a.Refunds, HasMoreElements: *a.HasMoreElements, ResponseTime: a.ResponseTime}, nil
+	items := decodeItems[Refund]("listRefund", refundSpec, a.Refunds, q.ModifiedAfter)
+	return items, RefundPage{HasMoreElements: *a.HasMoreElements, ResponseTime: a.ResponseTime}, nil
 }
 
 // WalkRefunds is WalkInfractionReports for refund requests.
@@ -93,20 +115,21 @@ func (c *HTTPClient) WalkRefunds(ctx context.Context, q RefundQuery, fn func(Ref
 		statuses = []RefundStatus{RefundOpen, RefundClosed, RefundCancelled}
 	}
 	return walk(q.ModifiedAfter, listing[Refund]{
-		page: func(after time.Time) ([]Refund, bool, error) {
+		page: func(after time.Time) ([]listed[Refund], bool, error) {
 			q.ModifiedAfter = after
-			p, err := c.ListRefunds(ctx, q)
-			return p.Refunds, p.HasMoreElements, err
+			items, p, err := c.listRefunds(ctx, q)
+			return items, p.HasMoreElements, err
 		},
-		instant: func(at time.Time, status string) ([]Refund, bool, error) {
+		instant: func(at time.Time, status string) ([]listed[Refund], bool, error) {
 			one := q
 			one.ModifiedAfter, one.ModifiedBefore, one.Status, one.Limit = at, at, []RefundStatus{RefundStatus(status)}, MaxLimit
-			p, err := c.ListRefunds(ctx, one)
-			return p.Refunds, p.HasMoreElements, err
+			items, p, err := c.listRefunds(ctx, one)
+			return items, p.HasMoreElements, err
 		},
-		statuses: names(statuses),
-		before:   q.ModifiedBefore,
-		key:      func(r Refund) (string, time.Time) { return r.ID, r.LastModified },
+		statuses:  names(statuses),
+		before:    q.ModifiedBefore,
+		key:       func(r Refund) (string, time.Time) { return r.ID, r.LastModified },
+		malformed: q.Malformed,
 	}, fn)
 }
 

@@ -70,12 +70,21 @@ type ReportQuery struct {
 	// IncludeIndirectParticipants adds the reports of the bank's indirect
 	// participants.
 	IncludeIndirectParticipants bool
+	// Malformed takes, in a walk, each report of a verified page that is
+	// not the specification's (MalformedItem), in its place in the list:
+	// the walk goes on past it unless Malformed fails. nil: the walk stops
+	// at it (an error that is a MalformedItem, ErrMalformedItem).
+	Malformed func(MalformedItem) error
 }
 
 // ReportPage is one page of a list of infraction reports, by LastModified
 // ascending.
 type ReportPage struct {
 	Reports []InfractionReport
+	// Malformed are the page's reports that are not the specification's,
+	// the others read (Reports): each is decoded on its own, the page's
+	// signature verified over all of them.
+	Malformed []MalformedItem
 	// HasMoreElements: more reports follow; ask from the last one's
 	// LastModified (WalkInfractionReports does).
 	HasMoreElements bool
@@ -89,18 +98,33 @@ type reportAnswer struct {
 }
 
 type reportList struct {
-	ResponseTime      time.Time          `xml:"ResponseTime"`
-	HasMoreElements   *bool              `xml:"HasMoreElements"`
-	InfractionReports []InfractionReport `xml:"InfractionReports>InfractionReport"`
+	ResponseTime      time.Time `xml:"ResponseTime"`
+	HasMoreElements   *bool     `xml:"HasMoreElements"`
+	InfractionReports []rawItem `xml:"InfractionReports>InfractionReport"`
 }
 
 // ListInfractionReports reads one page of the infraction reports the bank
 // is party to (GET /infraction-reports/, listInfractionReport). The lists
-// lag the writes by up to 5 seconds (the specification).
+// lag the writes by up to 5 seconds (the specification). A report of the
+// page that is not the specification's is in Malformed, the others read.
 func (c *HTTPClient) ListInfractionReports(ctx context.Context, q ReportQuery) (ReportPage, error) {
+	items, p, err := c.listReports(ctx, q)
+	for _, it := range items {
+		if it.bad != nil {
+			p.Malformed = append(p.Malformed, *it.bad)
+		} else {
+			p.Reports = append(p.Reports, it.item)
+		}
+	}
+	return p, err
+}
+
+// listReports reads one page, its reports each decoded on its own, in the
+// page's order.
+func (c *HTTPClient) listReports(ctx context.Context, q ReportQuery) ([]listed[InfractionReport], ReportPage, error) {
 	query, pol, err := c.reportQuery(q)
 	if err != nil {
-		return ReportPage{}, err
+		return nil, ReportPage{}, err
 	}
 	var a reportList
 	err = c.do(ctx, exchange{
@@ -109,12 +133,13 @@ func (c *HTTPClient) ListInfractionReports(ctx context.Context, q ReportQuery) (
 		answer: "ListInfractionReportsResponse",
 	}, &a)
 	if err != nil {
-		return ReportPage{}, err
+		return nil, ReportPage{}, err
 	}
 	if a.HasMoreElements == nil {
-		return ReportPage{}, fmt.Errorf("dict listInfractionReport: %w: no HasMoreElements", ErrUnknownOutcome)
+		return nil, ReportPage{}, fmt.Errorf("dict listInfractionReport: %w: no HasMoreElements", ErrUnknownOutcome)
 	}
-	return ReportPage{Reports: a.InfractionReports, HasMoreElements: *a.HasMoreElements, ResponseTime: a.ResponseTime}, nil
+	items := decodeItems[InfractionReport]("listInfractionReport", reportSpec, a.InfractionReports, q.ModifiedAfter)
+	return items, ReportPage{HasMoreElements: *a.HasMoreElements, ResponseTime: a.ResponseTime}, nil
 }
 
 // WalkInfractionReports calls fn once on each report of q, from
@@ -131,20 +156,21 @@ func (c *HTTPClient) WalkInfractionReports(ctx context.Context, q ReportQuery, f
 		statuses = []InfractionReportStatus{ReportOpen, ReportAcknowledged, ReportClosed, ReportCancelled}
 	}
 	return walk(q.ModifiedAfter, listing[InfractionReport]{
-		page: func(after time.Time) ([]InfractionReport, bool, error) {
+		page: func(after time.Time) ([]listed[InfractionReport], bool, error) {
 			q.ModifiedAfter = after
-			p, err := c.ListInfractionReports(ctx, q)
-			return p.Reports, p.HasMoreElements, err
+			items, p, err := c.listReports(ctx, q)
+			return items, p.HasMoreElements, err
 		},
-		instant: func(at time.Time, status string) ([]InfractionReport, bool, error) {
+		instant: func(at time.Time, status string) ([]listed[InfractionReport], bool, error) {
 			one := q
 			one.ModifiedAfter, one.ModifiedBefore, one.Status, one.Limit = at, at, []InfractionReportStatus{InfractionReportStatus(status)}, MaxLimit
-			p, err := c.ListInfractionReports(ctx, one)
-			return p.Reports, p.HasMoreElements, err
+			items, p, err := c.listReports(ctx, one)
+			return items, p.HasMoreElements, err
 		},
-		statuses: names(statuses),
-		before:   q.ModifiedBefore,
-		key:      func(r InfractionReport) (string, time.Time) { return r.ID, r.LastModified },
+		statuses:  names(statuses),
+		before:    q.ModifiedBefore,
+		key:       func(r InfractionReport) (string, time.Time) { return r.ID, r.LastModified },
+		malformed: q.Malformed,
 	}, fn)
 }
 
@@ -303,13 +329,15 @@ func checkID(id string) error {
 // alone, of one status (instant: ModifiedAfter and ModifiedBefore at,
 // Status status, Limit MaxLimit), for each of statuses (the caller's
 // Status filter, or every status of the list). before is the caller's
-// ModifiedBefore (zero: none).
+// ModifiedBefore (zero: none); malformed the caller's taker of the items
+// that are not the specification's (nil: none).
 type listing[T any] struct {
-	page     func(after time.Time) ([]T, bool, error)
-	instant  func(at time.Time, status string) ([]T, bool, error)
-	statuses []string
-	before   time.Time
-	key      func(T) (string, time.Time)
+	page      func(after time.Time) ([]listed[T], bool, error)
+	instant   func(at time.Time, status string) ([]listed[T], bool, error)
+	statuses  []string
+	before    time.Time
+	key       func(T) (string, time.Time)
+	malformed func(MalformedItem) error
 }
 
 // walk hands fn each item of l's pages, from after on, once: the lists
@@ -320,28 +348,70 @@ type listing[T any] struct {
 // come back the same: that instant is walked alone, one status at a time
 // (each status' items of the instant fit a page, or the walk stops:
 // ErrInstantTooFull), and the walk goes on from just after it (a
-// nanosecond later: nothing the DICT writes lies between). It returns the
-// LastModified of the last item fn took.
+// nanosecond later: nothing the DICT writes lies between). An item that
+// is not the specification's is handed to l.malformed in its place (its
+// LastModified, or where the walk is when that can't be read: never past
+// it), or stops the walk when there is none. It returns the LastModified
+// of the last item fn took.
+//
+// Length: the walk's cursor, its instant's seen items and the instant
+// walked alone are one state; split, each part would carry all of it.
 func walk[T any](after time.Time, l listing[T], fn func(T) error) (time.Time, error) {
 	// The caller's start is sent in milliseconds (an earlier bound
 	// includes more, never less); from then on the cursor is the DICT's
 	// own LastModified, sent and compared as the DICT wrote it.
 	cursor := after.Truncate(time.Millisecond)
 	last := cursor
-	seen := map[string]bool{} // ids handed whose LastModified is cursor
-	hand := func(it T) error {
-		id, mod := l.key(it)
-		if mod.Equal(cursor) && seen[id] {
+	seen := map[string]bool{} // items handed whose LastModified is cursor
+	// unplacedSeen are the malformed items handed whose LastModified
+	// can't be read, handed once in the walk wherever they come again.
+	unplacedSeen := map[string]bool{}
+	// placed is an item's key and LastModified; a malformed item whose
+	// LastModified can't be read is placed where the walk is (unplaced).
+	placed := func(it listed[T]) (key string, mod time.Time, unplaced bool) {
+		if it.bad == nil {
+			id, mod := l.key(it.item)
+			return "id:" + id, mod, false
+		}
+		if it.bad.LastModified.IsZero() {
+			it.bad.At = cursor
+			return it.bad.key, cursor, true
+		}
+		return it.bad.key, it.bad.LastModified, false
+	}
+	handed := func(it listed[T]) bool {
+		key, mod, unplaced := placed(it)
+		return unplacedSeen[key] || (!unplaced && mod.Equal(cursor) && seen[key])
+	}
+	hand := func(it listed[T]) error {
+		if handed(it) {
 			return nil
 		}
-		if err := fn(it); err != nil {
+		key, mod, unplaced := placed(it)
+		var err error
+		switch {
+		case it.bad == nil:
+			err = fn(it.item)
+		case l.malformed == nil:
+			err = *it.bad
+		default:
+			err = l.malformed(*it.bad)
+		}
+		if err != nil {
 			return err
 		}
 		if mod.After(cursor) {
 			cursor = mod
 			clear(seen)
 		}
-		seen[id], last = true, mod
+		if unplaced {
+			unplacedSeen[key] = true
+			return nil
+		}
+		seen[key] = true
+		if it.bad == nil {
+			last = mod
+		}
 		return nil
 	}
 	for {
@@ -349,13 +419,14 @@ func walk[T any](after time.Time, l listing[T], fn func(T) error) (time.Time, er
 		if err != nil {
 			return last, err
 		}
-		progressed := false
+		progressed, placedAny := false, false
 		for _, it := range items {
-			id, mod := l.key(it)
+			key, mod, unplaced := placed(it)
 			if mod.Before(cursor) {
-				return last, fmt.Errorf("dict list: %w: %s modified %s, before the page's start %s", ErrUnknownOutcome, id, dateTime(mod), dateTime(cursor))
+				return last, fmt.Errorf("dict list: %w: %s modified %s, before the page's start %s", ErrUnknownOutcome, bounded(key), dateTime(mod), dateTime(cursor))
 			}
-			progressed = progressed || !(mod.Equal(cursor) && seen[id])
+			placedAny = placedAny || !unplaced
+			progressed = progressed || !handed(it)
 			if err := hand(it); err != nil {
 				return last, err
 			}
@@ -366,6 +437,13 @@ func walk[T any](after time.Time, l listing[T], fn func(T) error) (time.Time, er
 		if progressed {
 			continue
 		}
+		if !placedAny {
+			// A full page of items handed already whose LastModified
+			// can't be read: where they are is unknown, so no instant can
+			// be walked past them. The walk stops (and its lister with it,
+			// seen lagging) rather than guess.
+			return last, fmt.Errorf("dict list: %w: a full page at %s handed already, none of it with a LastModified", ErrUnknownOutcome, dateTime(cursor))
+		}
 		// A whole page modified at the cursor's instant, all handed
 		// already: the next page would be the same.
 		at := cursor
@@ -375,9 +453,9 @@ func walk[T any](after time.Time, l listing[T], fn func(T) error) (time.Time, er
 				return last, err
 			}
 			for _, it := range items {
-				id, mod := l.key(it)
+				key, mod, _ := placed(it)
 				if !mod.Equal(at) {
-					return last, fmt.Errorf("dict list: %w: %s modified %s, outside the instant %s asked", ErrUnknownOutcome, id, dateTime(mod), dateTime(at))
+					return last, fmt.Errorf("dict list: %w: %s modified %s, outside the instant %s asked", ErrUnknownOutcome, bounded(key), dateTime(mod), dateTime(at))
 				}
 				if err := hand(it); err != nil {
 					return last, err
