@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,8 +17,8 @@ import (
 // saga's commands are its own file. Every one is an operator's (the
 // report's routes are of scope pix:admin).
 func init() {
-	groups = append(groups, &group{name: "med", summary: "MED infraction reports about PIX received: list, show, close the analysis, the refund requests no report answers",
-		commands: []*command{medListCommand, medShowCommand, medCloseCommand, medRequestsCommand}})
+	groups = append(groups, &group{name: "med", summary: "MED infraction reports about PIX received: list, show, close the analysis, the refund requests no report answers, the DICT lister's quarantine",
+		commands: []*command{medListCommand, medShowCommand, medCloseCommand, medRequestsCommand, medQuarantineCommand}})
 }
 
 // medReport is an infraction report as the operator's routes answer it.
@@ -245,4 +246,87 @@ func ourClose(q medKeptRequest) string {
 		return "not closed: " + *q.CloseProblem
 	}
 	return "-"
+}
+
+// medQuarantined is an item of the DICT's lists the lister quarantined, as
+// the operator's routes answer it (GET /pix/med/quarantine).
+type medQuarantined struct {
+	Kind           string `json:"kind"`
+	DICTID         string `json:"dict_id"`
+	DICTModifiedAt string `json:"dict_modified_at"`
+	Reason         string `json:"reason"`
+	FirstListedAt  string `json:"first_listed_at"`
+	LastListedAt   string `json:"last_listed_at"`
+}
+
+// medCleared is the answer of a clear (DELETE /pix/med/quarantine/{kind}/{id}).
+type medCleared struct {
+	Kind    string   `json:"kind"`
+	DICTID  string   `json:"dict_id"`
+	Cleared []string `json:"cleared"`
+}
+
+const medQuarantinePath = "/pix/med/quarantine"
+
+var medQuarantineCommand = &command{
+	name: "med quarantine", args: "[-limit N] [-cursor C] [-through T] [flags] [list | clear <kind> <dict id>]",
+	summary: "the items of the DICT's lists the MED lister quarantined (PixMEDDICTItemQuarantined), or clear one decided by hand",
+	about: `Lists the items of the DICT's lists the MED lister could not take in and
+nothing cleared yet (GET /pix/med/quarantine), as an operator: refused for
+good by the saga's doors, or not the specification's (dict_malformed:<element>).
+PixMEDDICTItemQuarantined pages while one is (docs/runbooks.md). A later
+listing that takes the item in clears it by itself. Every page is read,
+-limit rows at a time.
+
+clear <kind> <dict id> clears one once decided by hand at the DICT (DELETE
+/pix/med/quarantine/{kind}/{id}): kind is report or refund, the id as
+listed; -through T (RFC 3339, the DICT MODIFIED you decided) clears only
+its copies modified then or before, so that one quarantined since stays.
+-o json prints the answers as they came.
+`,
+	problem:  "no such quarantined item (med_quarantine_not_found)",
+	settings: adminSettings, output: true,
+	define: func(fs *flag.FlagSet) runner {
+		pages := definePageFlags(fs)
+		through := fs.String("through", "", "clear: only the copies modified at or before this date-time (RFC 3339)")
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			c, err := operatorClient(inv)
+			if err != nil {
+				return err
+			}
+			switch {
+			case len(args) == 0 || (len(args) == 1 && args[0] == "list"):
+				return listRows(ctx, c, inv, medQuarantinePath, url.Values{}, pages, "list the med quarantine", "items",
+					medQuarantineHeader, medQuarantineLine)
+			case args[0] == "clear" && len(args) == 3:
+			default:
+				return usageErrorf("list, or clear <kind> <dict id>")
+			}
+			kind := args[1]
+			if kind != "report" && kind != "refund" {
+				return usageErrorf("the kind is report or refund, not %q", kind)
+			}
+			path := medQuarantinePath + "/" + url.PathEscape(kind) + "/" + url.PathEscape(args[2])
+			if *through != "" {
+				path += "?" + url.Values{"through": {*through}}.Encode()
+			}
+			var raw json.RawMessage
+			status, err := c.call(ctx, http.MethodDelete, path, nil, &raw)
+			if err != nil {
+				return err
+			}
+			return printOne(inv, status, raw, "clear the med quarantine of "+kind+" "+args[2], "", func(w io.Writer, r medCleared) error {
+				_, err := fmt.Fprintf(w, "cleared %s %s: %d copies (modified %s)\n", r.Kind, r.DICTID, len(r.Cleared), strings.Join(r.Cleared, ", "))
+				return err
+			})
+		}
+	},
+}
+
+// medQuarantineHeader heads the table of quarantined items;
+// medQuarantineLine is a row of it.
+const medQuarantineHeader = "KIND\tDICT ID\tDICT MODIFIED\tREASON\tFIRST LISTED\tLAST LISTED"
+
+func medQuarantineLine(q medQuarantined) string {
+	return strings.Join([]string{q.Kind, q.DICTID, q.DICTModifiedAt, q.Reason, q.FirstListedAt, q.LastListedAt}, "\t")
 }

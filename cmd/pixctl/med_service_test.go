@@ -143,4 +143,26 @@ func TestMEDAgainstTheService(t *testing.T) {
 	r.requireStatus(t, cli.ExitOK)
 	require.Contains(t, r.stdout, "OUR CLOSE")
 	require.Contains(t, r.stdout, "REJECTED (OTHER)")
+
+	// The lister's quarantine: listed, one cleared by hand through the
+	// LastModified decided (the newer copy stays), then all; cleared
+	// again, refused.
+	held := uuid.NewString()
+	for _, at := range []time.Time{now.Add(-time.Minute), now} {
+		_, err = med.NewStore(store).Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedReport, ID: held, LastModified: at, Reason: "dict_malformed:Status"})
+		require.NoError(t, err)
+	}
+	r = pixctl(t, getenv, "med", "quarantine", "-limit", "1")
+	r.requireStatus(t, cli.ExitOK)
+	require.Regexp(t, `(?s)^KIND\s+DICT ID\s.*\nreport\s+`+held+`\s.*dict_malformed:Status.*\nreport\s+`+held+`\s`, r.stdout)
+	r = pixctl(t, getenv, "med", "quarantine", "-through", now.Add(-time.Minute).UTC().Format(time.RFC3339Nano), "clear", "report", held)
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "1 copies")
+	r = pixctl(t, getenv, "med", "quarantine", "clear", "report", held)
+	r.requireStatus(t, cli.ExitOK)
+	r = pixctl(t, getenv, "med", "quarantine", "clear", "report", held)
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "med_quarantine_not_found")
+	r = pixctl(t, getenv, "med", "quarantine", "clear", "block", held)
+	r.requireStatus(t, cli.ExitUsage)
 }

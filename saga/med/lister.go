@@ -56,10 +56,12 @@ type Intaker interface {
 	IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool, error)
 }
 
-// Quarantine records the listed items the doors refuse for good
-// (Store.Quarantine).
+// Quarantine records the listed items the doors refuse for good, or that
+// are not the specification's (Store.Quarantine), and clears an item's
+// once a later listing takes it in (Store.ClearQuarantined).
 type Quarantine interface {
 	Quarantine(ctx context.Context, q Quarantined) (first bool, err error)
+	ClearQuarantined(ctx context.Context, kind, id string, through time.Time) (cleared int64, err error)
 }
 
 // Lister is the activities of the DICT's lister (ListerWorkflow): the
@@ -70,8 +72,9 @@ type Lister struct {
 	Covered ListerStore
 	DICT    DICTLister
 	Doors   Intaker
-	// Quarantine records an item the doors refuse for good, which the
-	// window then moves past.
+	// Quarantine records an item the doors refuse for good, or one of a
+	// verified page that is not the specification's, which the window
+	// then moves past; and clears it once a later listing takes it in.
 	Quarantine Quarantine
 	// Window is the lister's window (MED_DICT_LIST_*).
 	Window covered.Settings
@@ -143,8 +146,9 @@ var errPartFull = errors.New("med lister: the part is full")
 // out (the DICT's Retry-After), a lost or unverified answer retried by
 // Temporal, a refusal fails the run (ListedType), and so does an instant
 // no query reaches the end of (ListStuckType). An item the doors refuse
-// for good is quarantined and the walk goes on; any other failure of
-// theirs fails the attempt, retried.
+// for good, or one of a verified page that is not the specification's
+// (dict.MalformedItem), is quarantined in its place and the walk goes on;
+// any other failure of the doors fails the attempt, retried.
 func (l *Lister) ListDICTPart(ctx context.Context, w covered.Window) (ListPart, error) {
 	var p listProgress
 	if activity.HasHeartbeatDetails(ctx) {
@@ -194,15 +198,22 @@ func (l *Lister) walk(ctx context.Context, start time.Time, p *listProgress) err
 			activity.RecordHeartbeat(ctx, *p)
 			return nil
 		}
+		// malformed quarantines an item that is not the specification's
+		// in its place: its LastModified, or where the walk met it.
+		malformed := func(kind string) func(dict.MalformedItem) error {
+			return func(m dict.MalformedItem) error {
+				return take(cmp.Or(m.LastModified, m.At), func() error { return l.malformed(ctx, kind, m) })
+			}
+		}
 		var err error
 		if p.Stage == 0 {
 			_, err = l.DICT.WalkInfractionReports(ctx, dict.ReportQuery{Role: dict.Credited, ModifiedAfter: from, ModifiedBefore: p.PartEnd,
-				IncludeDetails: true}, func(r dict.InfractionReport) error {
+				IncludeDetails: true, Malformed: malformed(QuarantinedReport)}, func(r dict.InfractionReport) error {
 				return take(r.LastModified, func() error { return l.intake(ctx, r) })
 			})
 		} else {
 			_, err = l.DICT.WalkRefunds(ctx, dict.RefundQuery{Role: dict.RoleContested, ModifiedAfter: from, ModifiedBefore: p.PartEnd,
-				IncludeDetails: true}, func(r dict.Refund) error {
+				IncludeDetails: true, Malformed: malformed(QuarantinedRefund)}, func(r dict.Refund) error {
 				return take(r.LastModified, func() error { return l.intakeRefund(ctx, r) })
 			})
 		}
@@ -261,12 +272,16 @@ func sleep(ctx context.Context, d time.Duration, beat func()) error {
 // intake hands a listed report to the saga's door. A report the door
 // refuses for good (pix.IsRefusal: it contradicts the one received, the
 // table can't hold it) is quarantined: it holds back none of the others.
+// One taken in clears its quarantine of this copy or an earlier one.
 func (l *Lister) intake(ctx context.Context, r dict.InfractionReport) error {
 	_, _, err := l.Doors.Intake(ctx, r)
 	if pix.IsRefusal(err) {
 		return l.quarantine(ctx, Quarantined{Kind: QuarantinedReport, ID: r.ID, LastModified: r.LastModified, Reason: refusalCode(err)}, err)
 	}
-	return activities.KindError(err)
+	if err != nil {
+		return activities.KindError(err)
+	}
+	return l.taken(ctx, QuarantinedReport, r.ID, r.LastModified)
 }
 
 // intakeRefund hands a listed refund request to the saga's door. Its report
@@ -294,7 +309,44 @@ func (l *Lister) intakeRefund(ctx context.Context, r dict.Refund) error {
 		held.Reason = refusalCode(err)
 		return l.quarantine(ctx, held, err)
 	}
-	return activities.KindError(err)
+	if err != nil {
+		return activities.KindError(err)
+	}
+	return l.taken(ctx, QuarantinedRefund, r.ID, r.LastModified)
+}
+
+// taken clears the quarantine of an item the doors just took in (the DICT
+// fixed it, or our code was): its rows of this copy or an earlier one
+// only (Store.ClearQuarantined), so that a lister late with an older copy
+// never clears a newer one's. Once no row is left, the gauge behind
+// PixMEDDICTItemQuarantined reads none and the alert stops. A clear that
+// fails fails the attempt (retried): the intake is idempotent.
+func (l *Lister) taken(ctx context.Context, kind, id string, mod time.Time) error {
+	cleared, err := l.Quarantine.ClearQuarantined(ctx, kind, id, mod)
+	if err != nil {
+		return activities.TechnicalFailure(err)
+	}
+	if cleared > 0 {
+		l.Log.WarnContext(ctx, "med lister: a quarantined item of the DICT's lists is taken in now; its quarantine is cleared",
+			"kind", kind, "dict_id", id, "last_modified", mod.Format(time.RFC3339Nano), "cleared", cleared)
+	}
+	return nil
+}
+
+// malformed quarantines an item of a verified page that is not the
+// specification's (dict.MalformedItem): its id and LastModified as far as
+// they can be read (where the walk met it when its LastModified can't),
+// the element at fault as its code (dict_malformed:Status), never the
+// DICT's text (the log line has it).
+func (l *Lister) malformed(ctx context.Context, kind string, m dict.MalformedItem) error {
+	reason := "dict_malformed"
+	if m.Field != "" {
+		reason += ":" + m.Field
+	}
+	if m.LastModified.IsZero() && m.Field != "LastModified" {
+		reason += "+LastModified"
+	}
+	return l.quarantine(ctx, Quarantined{Kind: kind, ID: m.ID, LastModified: cmp.Or(m.LastModified, m.At), Reason: reason}, m)
 }
 
 // refusalCode is the code a refusal of the doors is recorded with: its
@@ -311,7 +363,8 @@ func refusalCode(err error) string {
 	return "refused"
 }
 
-// quarantine records an item the doors refused for good (why), counts it
+// quarantine records an item the doors refused for good, or one not the
+// specification's (why), counts it
 // the first time (pix_med_dict_items_quarantined_total,
 // PixMEDDICTItemQuarantined), and lets the walk go on past it. Its record
 // failing fails the attempt (retried): never an item dropped unrecorded.
@@ -323,7 +376,7 @@ func (l *Lister) quarantine(ctx context.Context, q Quarantined, why error) error
 	if first {
 		quarantinedTotal.WithLabelValues(q.Kind).Inc()
 	}
-	l.Log.ErrorContext(ctx, "med lister: the saga's doors refuse a listed item for good; quarantined (pix_med_quarantine), the window moves past it, a human must look",
+	l.Log.ErrorContext(ctx, "med lister: a listed item can't be taken in; quarantined (pix_med_quarantine), the window moves past it, a human must look",
 		"kind", q.Kind, "dict_id", q.ID, "last_modified", q.LastModified.Format(time.RFC3339Nano), "reason", q.Reason, "first", first, "error", why)
 	return nil
 }

@@ -262,7 +262,8 @@ func TestAPoisonItemIsQuarantinedAndTheWindowMovesPastIt(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(counted)-before, "counted once, though listed twice")
 
 	r4 := f.open()
-	f.doors.refuse = map[string]error{r4.ID: fmt.Errorf("record infraction report: %w", pix.ErrUnavailable)}
+	// (The poison still refused: taken in, its quarantine would clear.)
+	f.doors.refuse = map[string]error{poison.ID: f.doors.refuse[poison.ID], r4.ID: fmt.Errorf("record infraction report: %w", pix.ErrUnavailable)}
 	covered, _, err := f.lister.Covered.CoveredUntil(ctx)
 	require.NoError(t, err)
 	_, err = f.run()

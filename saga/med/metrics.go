@@ -112,7 +112,7 @@ func collectors(env saga.Env) []prometheus.Collector {
 		keptClosedTotal.WithLabelValues(outcome)
 	}
 	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, dictSignatureRefusedTotal, returnsRefusedTotal, lateRequestsTotal,
-		quarantinedTotal, listFailedTotal, keptClosedTotal, ageGauges(env), listerGauges(env, settings.Of(env.Lookup)), &sagakit.ScrapeGauges[OpenCounts]{
+		quarantinedTotal, listFailedTotal, keptClosedTotal, ageGauges(env), listerGauges(env, settings.Of(env.Lookup)), quarantineGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
 			What:   "med gauges",
 			Query:  func(ctx context.Context) (OpenCounts, error) { return store.Open(ctx, AnalysisAlertBefore) },
 			Gauges: gauges,

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
@@ -29,6 +30,8 @@ import (
 //	POST /pix/med/reports/{id}/analysis   Idempotency-Key: the operator's analysis (AGREED|DISAGREED, details)
 //	GET  /pix/med/refund-requests         the refund requests kept on their own (no report answers them), oldest first, paged
 //	GET  /pix/med/refund-requests/{id}    one of them
+//	GET  /pix/med/quarantine              the items of the DICT's lists the lister quarantined, not cleared, paged
+//	DELETE /pix/med/quarantine/{kind}/{id}  an operator's clear of one, decided by hand (?through=: its copies up to that LastModified)
 //
 // and the med section of a credit's view (GET /pix/credits/{id}: its
 // customer sees what is held and returned, not the reporter's words).
@@ -52,6 +55,8 @@ type RouteStore interface {
 		render func(Report) ([]byte, error)) (Report, bool, error)
 	KeptRequests(ctx context.Context, after *KeptKey, limit int) ([]KeptRequest, error)
 	KeptRequest(ctx context.Context, id uuid.UUID) (KeptRequest, error)
+	QuarantinedItems(ctx context.Context, after *QuarantineKey, limit int) ([]QuarantinedItem, error)
+	ResolveQuarantined(ctx context.Context, kind, id string, through *time.Time) ([]time.Time, error)
 }
 
 // Handlers serve the saga's routes.
@@ -73,6 +78,8 @@ func (h *Handlers) HTTP() api.SagaHTTP {
 			{Method: http.MethodPost, Path: report + "/analysis", Scope: auth.ScopeAdmin, Handle: h.analyse},
 			{Method: http.MethodGet, Path: requests, Scope: auth.ScopeAdmin, Handle: h.listKept},
 			{Method: http.MethodGet, Path: requests + "/:id", Scope: auth.ScopeAdmin, Handle: h.getKept},
+			{Method: http.MethodGet, Path: "/pix/med/quarantine", Scope: auth.ScopeAdmin, Handle: h.listQuarantine},
+			{Method: http.MethodDelete, Path: "/pix/med/quarantine/:kind/:id", Scope: auth.ScopeAdmin, Handle: h.resolveQuarantine},
 		},
 		CreditSection: api.CreditSection{Name: "med", Of: h.section},
 	}
@@ -292,4 +299,58 @@ func (h *Handlers) section(k api.Kit, c *gin.Context, credit pix.Credit) (any, b
 		views = append(views, customerViewOf(r))
 	}
 	return views, true, nil
+}
+
+// listQuarantine is GET /pix/med/quarantine[?limit=…][&cursor=…]: the
+// items of the DICT's lists the lister quarantined and nothing cleared
+// yet (PixMEDDICTItemQuarantined pages while one is), by kind, DICT id and
+// LastModified, a page at a time (api.PageOf). The code of why, never the
+// DICT's texts.
+func (h *Handlers) listQuarantine(k api.Kit, c *gin.Context) {
+	p, err := api.PageOf[QuarantineKey](c)
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	found, err := h.Store.QuarantinedItems(c.Request.Context(), p.After, p.Fetch())
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	api.AnswerPage(k, c, "items", p, found, QuarantineKeyOf)
+}
+
+// resolveQuarantine is DELETE /pix/med/quarantine/{kind}/{id}[?through=…]:
+// an operator's clear of a quarantined item once decided by hand at the
+// DICT, logged with who cleared it. through (RFC 3339) clears only its
+// copies modified then or before, so that one quarantined after the
+// operator looked stays; without it, all of them. 404
+// med_quarantine_not_found when none was cleared.
+func (h *Handlers) resolveQuarantine(k api.Kit, c *gin.Context) {
+	kind, id := c.Param("kind"), c.Param("id")
+	if kind != QuarantinedReport && kind != QuarantinedRefund {
+		k.Fail(c, pix.Invalid("kind", "must be report or refund"))
+		return
+	}
+	if id == "" || len(id) > maxQuarantinedID {
+		k.Fail(c, pix.Invalid("id", "must be the dict_id as listed (at most %d characters)", maxQuarantinedID))
+		return
+	}
+	var through *time.Time
+	if v, ok := c.GetQuery("through"); ok {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			k.Fail(c, pix.Invalid("through", "must be a date-time (RFC 3339)"))
+			return
+		}
+		through = &t
+	}
+	ctx := c.Request.Context()
+	cleared, err := h.Store.ResolveQuarantined(ctx, kind, id, through)
+	if err != nil {
+		k.Fail(c, err)
+		return
+	}
+	h.Log.WarnContext(ctx, "med quarantine cleared by an operator", "kind", kind, "dict_id", id, "cleared", len(cleared), "by", k.Caller(c).Subject)
+	c.JSON(http.StatusOK, gin.H{"kind": kind, "dict_id": id, "cleared": cleared})
 }

@@ -43,6 +43,8 @@ var Kinds = pix.DeclareKinds(
 		TemporalType: "MEDReportMismatch"},
 	&pix.Kind{Err: ErrNotAtDICT, Refusal: true, Status: http.StatusUnprocessableEntity, Code: "med_notice_not_at_dict",
 		Message: "the DICT has no such infraction report or refund request; nothing was changed"},
+	&pix.Kind{Err: ErrQuarantineNotFound, Refusal: true, Status: http.StatusNotFound, Code: "med_quarantine_not_found",
+		Message: "no quarantined item of the DICT's lists with this kind and id (through the LastModified given)"},
 )
 
 // Saga is MED as the credited participant, declared once: listed in

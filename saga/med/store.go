@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -946,14 +945,7 @@ const maxQuarantinedID = 64
 // Quarantine records q (pix_med_quarantine); first is true the first time
 // this item, at this LastModified, is recorded.
 func (s *Store) Quarantine(ctx context.Context, q Quarantined) (first bool, err error) {
-	id := q.ID
-	if u, err := uuid.Parse(id); err == nil {
-		id = u.String()
-	} else if id = strconv.QuoteToASCII(id); len(id) > maxQuarantinedID {
-		// Not the DICT's uuid: quoted (PostgreSQL's text takes no NUL nor
-		// invalid UTF-8), cut.
-		id = id[:maxQuarantinedID]
-	}
+	id := quarantinedID(q.ID)
 	err = s.store.Pool().QueryRow(ctx, medSQL.Quarantine, q.Kind, id, q.LastModified, q.Reason).Scan(&first)
 	if err != nil {
 		return false, db.Classify(fmt.Errorf("quarantine %s %s: %w", q.Kind, id, err))

@@ -26,3 +26,10 @@ INSERT INTO pix_med_refund_requests (id, report_id, amount_cents, dict_status, w
 SELECT md5('med-request' || i)::uuid, md5('med' || i)::uuid, 100,
        CASE WHEN i > 19900 THEN 'OPEN' ELSE 'CLOSED' END, 'report_ended'
 FROM generate_series(50, 20000, 50) i;
+
+-- The quarantine of the DICT's lists (pix_med_quarantine): a row per 10th
+-- report, as if none were ever cleared.
+INSERT INTO pix_med_quarantine (kind, dict_id, dict_modified_at, reason)
+SELECT CASE WHEN i % 20 = 0 THEN 'refund' ELSE 'report' END, md5('med' || i)::uuid::text,
+       now() - (20000 - i) * interval '10 minutes', 'dict_malformed:Status'
+FROM generate_series(10, 20000, 10) i;

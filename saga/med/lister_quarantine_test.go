@@ -1,0 +1,259 @@
+package med_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/beevik/etree"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/api"
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/tooling/dictsim"
+	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/med"
+	"github.com/pixbank/pix/saga/sagatest"
+)
+
+// spoilListed makes the simulator's lists carry the item (an element
+// named item) whose Id is id changed as change says, signed by the DICT
+// all the same (not checked against the document: it breaks it on
+// purpose); nil change lists it as it is again.
+func (f *listerFixture) spoilListed(item, id string, change func(*etree.Element)) {
+	if change == nil {
+		f.ts.SetAnswerHook(nil)
+		return
+	}
+	f.ts.SetAnswerHook(func(x *dictsim.Exchange, model func() dictsim.Answer) dictsim.Answer {
+		a := model()
+		if x.Op != "listInfractionReport" && x.Op != "listRefund" {
+			return a
+		}
+		for _, e := range a.Body.FindElements("//" + item) {
+			if el := e.SelectElement("Id"); el != nil && el.Text() == id {
+				change(e)
+				a.Unchecked = true
+			}
+		}
+		return a
+	})
+}
+
+type quarantineRow struct {
+	Kind, ID, Reason string
+	Modified         time.Time
+}
+
+func (f *listerFixture) quarantined() []quarantineRow {
+	f.t.Helper()
+	rows, err := f.s.Pool().Query(context.Background(), "SELECT kind, dict_id, reason, dict_modified_at FROM pix_med_quarantine ORDER BY kind, dict_id, dict_modified_at")
+	require.NoError(f.t, err)
+	var out []quarantineRow
+	for rows.Next() {
+		var r quarantineRow
+		require.NoError(f.t, rows.Scan(&r.Kind, &r.ID, &r.Reason, &r.Modified))
+		r.Modified = r.Modified.UTC()
+		out = append(out, r)
+	}
+	require.NoError(f.t, rows.Err())
+	return out
+}
+
+// An item of a verified page that is not the specification's (a report's
+// Status the specification does not have, a refund request's amount that
+// can't be read) is quarantined in its place, its id, LastModified and the
+// element at fault recorded, counted, and the gauge behind
+// PixMEDDICTItemQuarantined reads it; the walk goes on, the items after it
+// taken in and the window covered past it. (Before, the page failed whole:
+// the lister stalled on it, every later report waiting.) Listed again as
+// it was (the overlap), it is the same row. Once the DICT lists it right
+// (our code fixed, or the DICT), the next listing takes it in and clears
+// its quarantine; the gauge reads none and the alert stops.
+func TestAMalformedItemIsQuarantinedUntilAListingTakesItIn(t *testing.T) {
+	f := newListerFixture(t, dictsim.Options{})
+	ctx := context.Background()
+	env := saga.Env{Store: f.s, Log: sagatest.Discard(), Process: saga.NewProcess()}
+	reg := sagatest.Registry(t, med.Saga.Collectors(env))
+	counted := med.QuarantinedItems.WithLabelValues(med.QuarantinedReport)
+	before := testutil.ToFloat64(counted)
+	r1, bad, r3 := f.open(), f.open(), f.open()
+	f.spoilListed("InfractionReport", bad.ID, func(e *etree.Element) { e.SelectElement("Status").SetText("SUSPENDED") })
+	until, err := f.run()
+	require.NoError(t, err, "a malformed item fails no run")
+	require.False(t, until.Before(r3.LastModified.Truncate(time.Microsecond)), "covered past the malformed item: %s", until)
+	_, err = f.run() // the overlap lists it again
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{r1.ID: 1, r3.ID: 1}, f.doors.changed)
+	require.Equal(t, []quarantineRow{{med.QuarantinedReport, bad.ID, "dict_malformed:Status", bad.LastModified.Truncate(time.Microsecond).UTC()}},
+		f.quarantined())
+	require.Equal(t, 1.0, testutil.ToFloat64(counted)-before, "counted once, though listed twice")
+	require.Equal(t, 1.0, sagatest.Value(t, reg, "pix_med_dict_items_quarantined", "kind", med.QuarantinedReport))
+	require.Zero(t, sagatest.Value(t, reg, "pix_med_dict_items_quarantined", "kind", med.QuarantinedRefund))
+
+	f.spoilListed("", "", nil)
+	_, err = f.run() // within the overlap: the same copy, listed right
+	require.NoError(t, err)
+	require.Equal(t, 1, f.doors.changed[bad.ID], "taken in")
+	got, err := f.store.Get(ctx, uuid.MustParse(bad.ID))
+	require.NoError(t, err)
+	require.Equal(t, med.StatusReceived, got.Status)
+	require.Empty(t, f.quarantined(), "cleared by the listing that took it in")
+	require.Zero(t, sagatest.Value(t, reg, "pix_med_dict_items_quarantined", "kind", med.QuarantinedReport), "the alert's gauge reads none")
+
+	// A refund request whose amount can't be read: quarantined as a
+	// refund; the DICT modifies it since (cancelled), listed right: taken
+	// in, cleared.
+	_, err = f.client.AcknowledgeInfractionReport(ctx, r1.ID)
+	require.NoError(t, err)
+	_, err = f.client.CloseInfractionReport(ctx, r1.ID, dict.Agreed, "")
+	require.NoError(t, err)
+	ref, err := f.ts.OpenRefund(dictsim.NewRefund{InfractionReportID: r1.ID, Amount: 5_000})
+	require.NoError(t, err)
+	time.Sleep(time.Until(ref.LastModified.Add(time.Millisecond)))
+	f.spoilListed("Refund", ref.ID, func(e *etree.Element) { e.SelectElement("RefundAmount").SetText("50.001") })
+	_, err = f.run()
+	require.NoError(t, err)
+	require.Equal(t, []quarantineRow{{med.QuarantinedRefund, ref.ID, "dict_malformed:RefundAmount", ref.LastModified.Truncate(time.Microsecond).UTC()}},
+		f.quarantined())
+	require.Equal(t, 1.0, sagatest.Value(t, reg, "pix_med_dict_items_quarantined", "kind", med.QuarantinedRefund))
+	f.spoilListed("", "", nil)
+	cancelled, err := f.ts.CancelRefund(ref.ID)
+	require.NoError(t, err)
+	time.Sleep(time.Until(cancelled.LastModified.Add(time.Millisecond)))
+	_, err = f.run()
+	require.NoError(t, err)
+	require.Empty(t, f.quarantined(), "the DICT's newer copy taken in clears the older one's quarantine")
+}
+
+// A malformed item whose LastModified can't be read is quarantined where
+// the walk met it (the instant of the item before it, which it is at or
+// after), never dropped; the items after it are taken in.
+func TestAMalformedItemWithoutLastModifiedIsQuarantinedWhereMet(t *testing.T) {
+	f := newListerFixture(t, dictsim.Options{})
+	r1, bad, r3 := f.open(), f.open(), f.open()
+	f.spoilListed("InfractionReport", bad.ID, func(e *etree.Element) { e.RemoveChild(e.SelectElement("LastModified")) })
+	_, err := f.run()
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{r1.ID: 1, r3.ID: 1}, f.doors.changed)
+	rows := f.quarantined()
+	require.Len(t, rows, 1)
+	require.Equal(t, bad.ID, rows[0].ID)
+	require.Equal(t, "dict_malformed:LastModified", rows[0].Reason)
+	require.False(t, rows[0].Modified.After(bad.LastModified), "placed at or before the item: %s", rows[0].Modified)
+	require.False(t, rows[0].Modified.Before(r1.LastModified.Truncate(time.Microsecond)), "placed after the item before it: %s", rows[0].Modified)
+}
+
+// A late clear (a lister that took in an older copy of an item) never
+// erases the quarantine of a newer copy: only rows of that copy or an
+// earlier one go.
+func TestALateClearLeavesANewerQuarantine(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	id := uuid.NewString()
+	t1 := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
+	t2 := t1.Add(time.Second)
+	first, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedReport, ID: id, LastModified: t1, Reason: "dict_malformed:Status"})
+	require.NoError(t, err)
+	require.True(t, first)
+	_, err = f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedReport, ID: id, LastModified: t2, Reason: "med_report_mismatch"})
+	require.NoError(t, err)
+
+	cleared, err := f.store.ClearQuarantined(ctx, med.QuarantinedReport, id, t1)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, cleared, "the older copy's")
+	items, err := f.store.QuarantinedItems(ctx, nil, 10)
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	require.True(t, items[0].DICTModifiedAt.Equal(t2), "the newer copy's quarantine stays")
+
+	cleared, err = f.store.ClearQuarantined(ctx, med.QuarantinedRefund, id, t2)
+	require.NoError(t, err)
+	require.Zero(t, cleared, "another kind's clear")
+	cleared, err = f.store.ClearQuarantined(ctx, med.QuarantinedReport, id, t2)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, cleared)
+}
+
+// The quarantine's operator routes: every quarantined item listed a page
+// at a time (every one reached by the cursor); an operator's clear of an
+// item decided by hand, through a LastModified (a copy quarantined after
+// stays) or all of them, 404 once none is left; a customer's token
+// refused (403) before anything.
+func TestTheQuarantineRoutes(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	h := &med.Handlers{Store: f.store, Keys: f.s, Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}
+	c := f.credit(10_000, 0)
+	a := sagatest.NewAPI(t, f.s, sagatest.Options{
+		Sagas: []api.SagaHTTP{api.CreditHTTP(), h.HTTP()},
+		Deps:  api.Deps{Keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}, Temporal: noRuns{}},
+		Callers: sagatest.Callers{
+			"ops":      sagatest.Operator("ops-1"),
+			"customer": sagatest.Customer("cust", c.AccountID),
+		}})
+	id := uuid.NewString()
+	t1 := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+	t2 := t1.Add(time.Second)
+	for _, q := range []med.Quarantined{
+		{Kind: med.QuarantinedReport, ID: id, LastModified: t1, Reason: "dict_malformed:Status"},
+		{Kind: med.QuarantinedReport, ID: id, LastModified: t2, Reason: "dict_malformed:Status"},
+		{Kind: med.QuarantinedRefund, ID: "", LastModified: t1, Reason: "dict_malformed:Id"},
+	} {
+		_, err := f.store.Quarantine(ctx, q)
+		require.NoError(t, err)
+	}
+
+	var seen []string
+	path := "/pix/med/quarantine?limit=1"
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 10, "the cursor goes on for ever")
+		status, got := a.Call(http.MethodGet, path, "ops", "", nil)
+		require.Equal(t, http.StatusOK, status, "%v", got)
+		for _, row := range got["items"].([]any) {
+			q := row.(map[string]any)
+			seen = append(seen, q["kind"].(string)+" "+q["dict_id"].(string)+" "+q["dict_modified_at"].(string)+" "+q["reason"].(string))
+		}
+		if got["next_cursor"] == nil {
+			break
+		}
+		path = "/pix/med/quarantine?limit=1&cursor=" + got["next_cursor"].(string)
+	}
+	require.Equal(t, []string{
+		"refund \"\" " + t1.Format(time.RFC3339Nano) + " dict_malformed:Id",
+		"report " + id + " " + t1.Format(time.RFC3339Nano) + " dict_malformed:Status",
+		"report " + id + " " + t2.Format(time.RFC3339Nano) + " dict_malformed:Status",
+	}, seen)
+
+	status, got := a.Call(http.MethodDelete, "/pix/med/quarantine/report/"+id+"?through="+t1.Format(time.RFC3339Nano), "ops", "", nil)
+	require.Equal(t, http.StatusOK, status, "%v", got)
+	require.Len(t, got["cleared"], 1, "through t1: the newer copy stays")
+	items, err := f.store.QuarantinedItems(ctx, nil, 10)
+	require.NoError(t, err)
+	require.Len(t, items, 2)
+	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/report/"+id, "ops", "", nil)
+	require.Equal(t, http.StatusOK, status, "%v", got)
+	require.Len(t, got["cleared"], 1)
+	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/report/"+id, "ops", "", nil)
+	require.Equal(t, http.StatusNotFound, status, "%v", got)
+	require.Equal(t, "med_quarantine_not_found", sagatest.Code(got))
+	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/report/"+url.PathEscape(`""`), "ops", "", nil)
+	require.Equal(t, http.StatusNotFound, status, "another kind's: %v", got)
+	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/refund/"+url.PathEscape(`""`), "ops", "", nil)
+	require.Equal(t, http.StatusOK, status, "an item without an id, by its dict_id as listed: %v", got)
+	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/block/"+id, "ops", "", nil)
+	require.Equal(t, http.StatusBadRequest, status, "%v", got)
+	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/report/"+id+"?through=yesterday", "ops", "", nil)
+	require.Equal(t, http.StatusBadRequest, status, "%v", got)
+
+	for _, call := range [][2]string{{http.MethodGet, "/pix/med/quarantine"}, {http.MethodDelete, "/pix/med/quarantine/report/" + id}} {
+		status, refused := a.Call(call[0], call[1], "customer", "", nil)
+		require.Equal(t, http.StatusForbidden, status, call[1])
+		require.Equal(t, "insufficient_scope", sagatest.Code(refused))
+	}
+}

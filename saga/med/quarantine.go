@@ -1,0 +1,160 @@
+package med
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/saga"
+	"github.com/pixbank/pix/saga/sagakit"
+)
+
+// The quarantine of the DICT's lists (pix_med_quarantine): what the lister
+// could not take in (Lister.quarantine), until a later listing takes the
+// item in (Store.ClearQuarantined) or an operator clears it by hand
+// (Store.ResolveQuarantined: pixctl med quarantine clear). While a row is
+// there, the gauge pix_med_dict_items_quarantined counts it and
+// PixMEDDICTItemQuarantined pages; once cleared, the alert stops.
+
+//go:embed quarantine.sql
+var quarantineFiles embed.FS
+
+// quarantineSQL holds the statements of quarantine.sql.
+var quarantineSQL struct{ Clear, List, Resolve, Count string }
+
+func init() { db.BindQueries(quarantineFiles, "quarantine.sql", &quarantineSQL) }
+
+// ErrQuarantineNotFound: no quarantined item of the kind and id (through
+// the LastModified given).
+var ErrQuarantineNotFound = errors.New("no quarantined item of the DICT's lists with this kind and id")
+
+// quarantinedID is the id an item is quarantined under: the DICT's uuid
+// in its canonical form, or (an item refused may carry anything as its
+// id) its id quoted (PostgreSQL's text takes no NUL nor invalid UTF-8),
+// cut to maxQuarantinedID.
+func quarantinedID(id string) string {
+	if u, err := uuid.Parse(id); err == nil {
+		return u.String()
+	}
+	if id = strconv.QuoteToASCII(id); len(id) > maxQuarantinedID {
+		id = id[:maxQuarantinedID]
+	}
+	return id
+}
+
+// ClearQuarantined clears the quarantine of an item the lister has taken
+// in: its rows of the copy modified at through or before it, never a
+// newer copy's (a lister late with an older copy clears nothing of what
+// was quarantined since). cleared is how many rows went.
+func (s *Store) ClearQuarantined(ctx context.Context, kind, id string, through time.Time) (cleared int64, err error) {
+	tag, err := s.store.Pool().Exec(ctx, quarantineSQL.Clear, kind, quarantinedID(id), through)
+	if err != nil {
+		return 0, db.Classify(fmt.Errorf("clear the quarantine of %s %s: %w", kind, id, err))
+	}
+	return tag.RowsAffected(), nil
+}
+
+// QuarantinedItem is a row of pix_med_quarantine as the operator route
+// answers it: the item's kind, DICT id, LastModified (where the lister met
+// it when it had none readable) and the code of why, never the DICT's
+// texts.
+type QuarantinedItem struct {
+	Kind           string    `db:"kind" json:"kind"`
+	DICTID         string    `db:"dict_id" json:"dict_id"`
+	DICTModifiedAt time.Time `db:"dict_modified_at" json:"dict_modified_at"`
+	Reason         string    `db:"reason" json:"reason"`
+	FirstListedAt  time.Time `db:"first_listed_at" json:"first_listed_at"`
+	LastListedAt   time.Time `db:"last_listed_at" json:"last_listed_at"`
+}
+
+// QuarantineKey is the sort key of the list of quarantined items (the
+// table's primary key). A page's cursor holds its last row's.
+type QuarantineKey struct {
+	Kind           string    `json:"kind"`
+	DICTID         string    `json:"dict_id"`
+	DICTModifiedAt time.Time `json:"dict_modified_at"`
+}
+
+// Valid says whether k is a key of the list.
+func (k QuarantineKey) Valid() bool {
+	return (k.Kind == QuarantinedReport || k.Kind == QuarantinedRefund) && k.DICTID != "" && !k.DICTModifiedAt.IsZero()
+}
+
+// QuarantineKeyOf is the sort key of q in the list.
+func QuarantineKeyOf(q QuarantinedItem) QuarantineKey {
+	return QuarantineKey{Kind: q.Kind, DICTID: q.DICTID, DICTModifiedAt: q.DICTModifiedAt}
+}
+
+// QuarantinedItems returns the quarantined items by kind, id and
+// LastModified, at most limit, those after the key after (nil: from the
+// first).
+func (s *Store) QuarantinedItems(ctx context.Context, after *QuarantineKey, limit int) ([]QuarantinedItem, error) {
+	var kind, id *string
+	var at *time.Time
+	if after != nil {
+		kind, id, at = &after.Kind, &after.DICTID, &after.DICTModifiedAt
+	}
+	rs, err := s.store.Pool().Query(ctx, quarantineSQL.List, kind, id, at, limit)
+	if err != nil {
+		return nil, db.Classify(fmt.Errorf("list the quarantine: %w", err))
+	}
+	out, err := pgx.CollectRows(rs, pgx.RowToStructByName[QuarantinedItem])
+	if err != nil {
+		return nil, db.Classify(fmt.Errorf("list the quarantine: %w", err))
+	}
+	return out, nil
+}
+
+// ResolveQuarantined is an operator's clear of an item decided by hand:
+// its rows (id as listed) modified at through or before (nil: all of
+// them), so that a copy quarantined after the operator looked stays.
+// ErrQuarantineNotFound when none went; else the LastModified of each.
+func (s *Store) ResolveQuarantined(ctx context.Context, kind, id string, through *time.Time) ([]time.Time, error) {
+	rs, err := s.store.Pool().Query(ctx, quarantineSQL.Resolve, kind, id, through)
+	if err != nil {
+		return nil, db.Classify(fmt.Errorf("resolve the quarantine of %s %s: %w", kind, id, err))
+	}
+	cleared, err := pgx.CollectRows(rs, pgx.RowTo[time.Time])
+	if err != nil {
+		return nil, db.Classify(fmt.Errorf("resolve the quarantine of %s %s: %w", kind, id, err))
+	}
+	if len(cleared) == 0 {
+		return nil, ErrQuarantineNotFound
+	}
+	return cleared, nil
+}
+
+// quarantineCounts are the items quarantined and not cleared, by kind.
+type quarantineCounts struct{ Reports, Refunds int64 }
+
+// quarantineGauges are the items quarantined and not cleared, by kind,
+// read at each scrape (PixMEDDICTItemQuarantined pages while one is).
+func quarantineGauges(env saga.Env) prometheus.Collector {
+	pool := env.Store
+	desc := func(kind string) *prometheus.Desc {
+		return prometheus.NewDesc("pix_med_dict_items_quarantined",
+			"Items of the DICT's lists the MED lister quarantined and no later listing nor operator cleared yet, by kind (pix_med_quarantine; PixMEDDICTItemQuarantined).",
+			nil, prometheus.Labels{"kind": kind})
+	}
+	return &sagakit.ScrapeGauges[quarantineCounts]{
+		What: "med quarantine gauges",
+		Query: func(ctx context.Context) (quarantineCounts, error) {
+			var c quarantineCounts
+			err := pool.Pool().QueryRow(ctx, quarantineSQL.Count).Scan(&c.Reports, &c.Refunds)
+			return c, db.Classify(err)
+		},
+		Gauges: []sagakit.Gauge[quarantineCounts]{
+			{Desc: desc(QuarantinedReport), Value: func(c quarantineCounts) float64 { return float64(c.Reports) }},
+			{Desc: desc(QuarantinedRefund), Value: func(c quarantineCounts) float64 { return float64(c.Refunds) }},
+		},
+		Log: env.Log,
+	}
+}
