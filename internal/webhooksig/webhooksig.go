@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pixbank/pix/internal/pix"
 )
 
 // DefaultTolerance is how far webhook-timestamp may be from the current time,
@@ -116,9 +118,17 @@ func ParseSecrets(s string) ([]Secret, error) {
 	return out, nil
 }
 
-// CheckPSPName says whether name is a PSP's name as WEBHOOK_SECRETS and
-// WEBHOOK_MTLS_PSPS take it: 1-64 characters of [A-Za-z0-9_.-].
+// CheckPSPName says whether name is a PSP's name as WEBHOOK_SECRETS,
+// WEBHOOK_MTLS_PSPS and PSP_NAME take it: 1-64 characters of
+// [A-Za-z0-9_.-], and not pix.CatchUpPSP in any case. That name is the
+// inbox's marker for a PIX the catch-up found first (db/inbox.go,
+// saga/med's CreditPSP): a PSP so named would have every PIX its signed
+// webhook delivered taken for a catch-up find, credited as PSP_NAME's,
+// whose MED notices would then hold it and its own be refused.
 func CheckPSPName(name string) error {
+	if strings.EqualFold(name, pix.CatchUpPSP) {
+		return fmt.Errorf("psp name %q is reserved: it marks the PIX the catch-up found; name the PSP otherwise", name)
+	}
 	if name == "" || len(name) > maxPSPNameLen {
 		return fmt.Errorf("psp name must be 1-%d characters long", maxPSPNameLen)
 	}
