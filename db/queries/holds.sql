@@ -4,7 +4,9 @@
 -- up_to, fill_to_cents, amount_cents, status, refund_id, end_reason,
 -- created_at, ended_at. Every hold event's payload has hold_id, ref, account_id,
 -- end_to_end_id, kind, amount_cents and the account's held and available
--- balance after it.
+-- balance after it: pix_hold_event (migration 0055) builds them, from the
+-- hold's row as the statement left it (its CTE returns it as hold_row) and
+-- the account's held and balance after, with the event's own keys.
 
 -- name: ByRef
 -- The hold of a ref, if any: the same ref again is the same hold.
@@ -53,19 +55,17 @@ WITH hold AS (
                            created_at, traceparent, fill_to_cents)
     VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, $8, $9, clock_timestamp(), $10, $11)
     ON CONFLICT (ref) DO NOTHING
-    RETURNING *),
+    RETURNING *, pix_holds AS hold_row),
 held AS (
     UPDATE accounts a SET held_cents = a.held_cents + h.amount_cents, updated_at = h.created_at
     FROM hold h WHERE a.id = h.account_id
-    RETURNING a.held_cents, a.balance_cents - a.held_cents AS available_cents),
+    RETURNING a.held_cents, a.balance_cents),
 event AS (
     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_hold', h.id::text, 'pix.hold.created',
-           jsonb_build_object('schema_version', 1, 'hold_id', h.id, 'ref', h.ref, 'account_id', h.account_id,
-                              'end_to_end_id', h.end_to_end_id, 'kind', h.kind, 'amount_cents', h.amount_cents,
-                              'held_after_cents', a.held_cents, 'available_after_cents', a.available_cents,
-                              'reason', h.reason, 'asked_cents', h.asked_cents, 'up_to', h.up_to,
-                              'fill_to_cents', h.fill_to_cents, 'created_at', h.created_at), $10
+           pix_hold_event(h.hold_row, a.held_cents, a.balance_cents,
+                          jsonb_build_object('reason', h.reason, 'asked_cents', h.asked_cents, 'up_to', h.up_to,
+                                             'fill_to_cents', h.fill_to_cents, 'created_at', h.created_at)), $10
     FROM hold h CROSS JOIN held a)
 SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
        refund_id, end_reason, created_at, ended_at
@@ -79,18 +79,16 @@ FROM hold
 WITH released AS (
     UPDATE pix_holds SET status = 'released', end_reason = NULLIF($2, ''), ended_at = clock_timestamp()
     WHERE id = $1 AND status = 'active'
-    RETURNING *),
+    RETURNING *, pix_holds AS hold_row),
 held AS (
     UPDATE accounts a SET held_cents = a.held_cents - r.amount_cents, updated_at = r.ended_at
     FROM released r WHERE a.id = r.account_id
-    RETURNING a.held_cents, a.balance_cents - a.held_cents AS available_cents),
+    RETURNING a.held_cents, a.balance_cents),
 event AS (
     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_hold', r.id::text, 'pix.hold.released',
-           jsonb_build_object('schema_version', 1, 'hold_id', r.id, 'ref', r.ref, 'account_id', r.account_id,
-                              'end_to_end_id', r.end_to_end_id, 'kind', r.kind, 'amount_cents', r.amount_cents,
-                              'held_after_cents', a.held_cents, 'available_after_cents', a.available_cents,
-                              'reason', r.end_reason, 'released_at', r.ended_at), $3
+           pix_hold_event(r.hold_row, a.held_cents, a.balance_cents,
+                          jsonb_build_object('reason', r.end_reason, 'released_at', r.ended_at)), $3
     FROM released r CROSS JOIN held a)
 SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
        refund_id, end_reason, created_at, ended_at
@@ -105,14 +103,12 @@ FROM released
 WITH captured AS (
     UPDATE pix_holds SET status = 'captured', refund_id = $2, ended_at = $3
     WHERE id = $1 AND status = 'active'
-    RETURNING *),
+    RETURNING *, pix_holds AS hold_row),
 event AS (
     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_hold', c.id::text, 'pix.hold.captured',
-           jsonb_build_object('schema_version', 1, 'hold_id', c.id, 'ref', c.ref, 'account_id', c.account_id,
-                              'end_to_end_id', c.end_to_end_id, 'kind', c.kind, 'amount_cents', c.amount_cents,
-                              'held_after_cents', a.held_cents, 'available_after_cents', a.balance_cents - a.held_cents,
-                              'refund_id', c.refund_id, 'captured_at', c.ended_at), $4
+           pix_hold_event(c.hold_row, a.held_cents, a.balance_cents,
+                          jsonb_build_object('refund_id', c.refund_id, 'captured_at', c.ended_at)), $4
     FROM captured c JOIN accounts a ON a.id = c.account_id)
 SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
        refund_id, end_reason, created_at, ended_at
@@ -147,7 +143,7 @@ fill AS (
 filled AS (
     UPDATE pix_holds h SET amount_cents = h.amount_cents + f.cents
     FROM fill f WHERE h.id = f.id AND h.status = 'active'
-    RETURNING h.*, f.cents),
+    RETURNING h.*, h AS hold_row, f.cents),
 -- What the fills after each one added: its event's held and available
 -- are the account's after it, before the next.
 progress AS (
@@ -165,12 +161,9 @@ record AS (
 event AS (
     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_hold', p.id::text, 'pix.hold.filled',
-           jsonb_build_object('schema_version', 1, 'hold_id', p.id, 'ref', p.ref, 'account_id', p.account_id,
-                              'end_to_end_id', p.end_to_end_id, 'kind', p.kind, 'source_kind', $1::text, 'source_id', $2::text,
-                              'filled_cents', p.cents, 'amount_cents', p.amount_cents, 'fill_to_cents', p.fill_to_cents,
-                              'held_after_cents', a.held_cents - p.later,
-                              'available_after_cents', a.balance_cents - a.held_cents + p.later,
-                              'filled_at', a.updated_at), $5
+           pix_hold_event(p.hold_row, a.held_cents - p.later, a.balance_cents,
+                          jsonb_build_object('source_kind', $1::text, 'source_id', $2::text, 'filled_cents', p.cents,
+                                             'fill_to_cents', p.fill_to_cents, 'filled_at', a.updated_at)), $5
     FROM progress p CROSS JOIN held a
     ORDER BY p.created_at, p.id)
 SELECT COALESCE(sum(cents), 0)::bigint FROM filled
@@ -191,19 +184,17 @@ shrunk AS (
                            fill_to_cents = CASE WHEN h.fill_to_cents IS NULL THEN NULL ELSE LEAST(h.fill_to_cents, $2) END
     FROM before b
     WHERE h.id = b.id AND h.status = 'active' AND (h.amount_cents > $2 OR h.fill_to_cents > $2)
-    RETURNING h.*, b.amount_cents - h.amount_cents AS released_cents, clock_timestamp() AS shrunk_at),
+    RETURNING h.*, h AS hold_row, b.amount_cents - h.amount_cents AS released_cents, clock_timestamp() AS shrunk_at),
 held AS (
     UPDATE accounts a SET held_cents = a.held_cents - s.released_cents, updated_at = s.shrunk_at
     FROM shrunk s WHERE a.id = s.account_id
-    RETURNING a.held_cents, a.balance_cents - a.held_cents AS available_cents),
+    RETURNING a.held_cents, a.balance_cents),
 event AS (
     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_hold', s.id::text, 'pix.hold.shrunk',
-           jsonb_build_object('schema_version', 1, 'hold_id', s.id, 'ref', s.ref, 'account_id', s.account_id,
-                              'end_to_end_id', s.end_to_end_id, 'kind', s.kind, 'amount_cents', s.amount_cents,
-                              'fill_to_cents', s.fill_to_cents, 'released_cents', s.released_cents,
-                              'held_after_cents', a.held_cents, 'available_after_cents', a.available_cents,
-                              'reason', NULLIF($3, ''), 'shrunk_at', s.shrunk_at), $4
+           pix_hold_event(s.hold_row, a.held_cents, a.balance_cents,
+                          jsonb_build_object('fill_to_cents', s.fill_to_cents, 'released_cents', s.released_cents,
+                                             'reason', NULLIF($3, ''), 'shrunk_at', s.shrunk_at)), $4
     FROM shrunk s CROSS JOIN held a
     RETURNING id)
 SELECT s.id::text, s.ref, s.account_id, s.end_to_end_id, s.kind, s.reason, s.asked_cents, s.up_to, s.fill_to_cents,
@@ -225,15 +216,13 @@ WITH part AS (
 kept AS (
     UPDATE pix_holds h SET amount_cents = h.amount_cents - p.amount_cents, fill_to_cents = h.fill_to_cents - p.amount_cents
     FROM part p WHERE h.id = p.hold_id AND h.status = 'active' AND h.fill_to_cents IS NOT NULL
-    RETURNING h.*, p.amount_cents AS captured_cents, p.refund_id AS part_refund_id, p.captured_at),
+    RETURNING h.*, h AS hold_row, p.amount_cents AS captured_cents, p.refund_id AS part_refund_id, p.captured_at),
 event AS (
     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_hold', k.id::text, 'pix.hold.part_captured',
-           jsonb_build_object('schema_version', 1, 'hold_id', k.id, 'ref', k.ref, 'account_id', k.account_id,
-                              'end_to_end_id', k.end_to_end_id, 'kind', k.kind, 'captured_cents', k.captured_cents,
-                              'amount_cents', k.amount_cents, 'fill_to_cents', k.fill_to_cents,
-                              'held_after_cents', a.held_cents, 'available_after_cents', a.balance_cents - a.held_cents,
-                              'refund_id', k.part_refund_id, 'captured_at', k.captured_at), $5
+           pix_hold_event(k.hold_row, a.held_cents, a.balance_cents,
+                          jsonb_build_object('captured_cents', k.captured_cents, 'fill_to_cents', k.fill_to_cents,
+                                             'refund_id', k.part_refund_id, 'captured_at', k.captured_at)), $5
     FROM kept k JOIN accounts a ON a.id = k.account_id)
 SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
        refund_id, end_reason, created_at, ended_at
@@ -257,18 +246,16 @@ WITH part AS (
 restored AS (
     UPDATE pix_holds h SET amount_cents = h.amount_cents + p.amount_cents, fill_to_cents = h.fill_to_cents + p.amount_cents
     FROM part p WHERE h.id = p.hold_id AND h.status = 'active'
-    RETURNING h.*, p.amount_cents AS restored_cents, p.refund_id AS part_refund_id, p.restored_at),
+    RETURNING h.*, h AS hold_row, p.amount_cents AS restored_cents, p.refund_id AS part_refund_id, p.restored_at),
 held AS (
     UPDATE accounts a SET held_cents = a.held_cents + r.restored_cents, updated_at = r.restored_at
     FROM restored r WHERE a.id = r.account_id
-    RETURNING a.held_cents, a.balance_cents - a.held_cents AS available_cents),
+    RETURNING a.held_cents, a.balance_cents),
 event AS (
     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_hold', r.id::text, 'pix.hold.restored',
-           jsonb_build_object('schema_version', 1, 'hold_id', r.id, 'ref', r.ref, 'account_id', r.account_id,
-                              'end_to_end_id', r.end_to_end_id, 'kind', r.kind, 'restored_cents', r.restored_cents,
-                              'amount_cents', r.amount_cents, 'fill_to_cents', r.fill_to_cents,
-                              'held_after_cents', a.held_cents, 'available_after_cents', a.available_cents,
-                              'refund_id', r.part_refund_id, 'restored_at', r.restored_at), $2
+           pix_hold_event(r.hold_row, a.held_cents, a.balance_cents,
+                          jsonb_build_object('restored_cents', r.restored_cents, 'fill_to_cents', r.fill_to_cents,
+                                             'refund_id', r.part_refund_id, 'restored_at', r.restored_at)), $2
     FROM restored r CROSS JOIN held a)
 SELECT COALESCE(sum(restored_cents), 0)::bigint FROM restored
