@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
@@ -81,18 +80,10 @@ twice. A second block of the same amount and reason takes a new -key.
 			if err != nil {
 				return err
 			}
-			k := *key
-			if k == "" {
-				k = uuid.NewSHA1(blockKeySpace, []byte(args[0]+"\x00"+strconv.FormatInt(*amount, 10)+"\x00"+*reason)).String()
-			}
-			fmt.Fprintf(inv.errOut, "Idempotency-Key %s: after a lost answer run the same command again (or pass -key %s): nothing is held twice\n", k, k)
-			var raw json.RawMessage
-			status, h, err := c.callWith(ctx, http.MethodPost, blocksPath(args[0]), http.Header{"Idempotency-Key": {k}},
-				map[string]any{"amount_cents": *amount, "reason": *reason}, &raw)
-			if err != nil {
-				return fmt.Errorf("%w (the block may have been made: ask again with Idempotency-Key %s)", err, k)
-			}
-			return printOne(inv, status, raw, "block "+args[0], replayNote(h, "(the key's first answer: nothing held again)"), printBlock)
+			return keyedPost[pixBlock]{key: *key, space: blockKeySpace, parts: []string{args[0], strconv.FormatInt(*amount, 10), *reason},
+				once: "nothing is held twice", path: blocksPath(args[0]), body: map[string]any{"amount_cents": *amount, "reason": *reason},
+				made: "the block may have been made", what: "block " + args[0], replayed: "(the key's first answer: nothing held again)",
+				print: printBlock}.post(ctx, c, inv)
 		}
 	},
 }
@@ -175,12 +166,7 @@ func oneBlock(method, suffix, what string) func(fs *flag.FlagSet) runner {
 			if err != nil {
 				return err
 			}
-			var raw json.RawMessage
-			status, err := c.call(ctx, method, blocksPath(args[0])+"/"+url.PathEscape(args[1])+suffix, nil, &raw)
-			if err != nil {
-				return err
-			}
-			return printOne(inv, status, raw, what+" "+args[1], "", printBlock)
+			return callAndPrint(ctx, c, inv, method, blocksPath(args[0])+"/"+url.PathEscape(args[1])+suffix, what+" "+args[1], printBlock)
 		}
 	}
 }

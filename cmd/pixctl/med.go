@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -60,12 +59,7 @@ Temporal UI. -o json prints the answer whole.
 			if err != nil {
 				return err
 			}
-			var raw json.RawMessage
-			status, err := c.call(ctx, http.MethodGet, medReportPath(args[0]), nil, &raw)
-			if err != nil {
-				return err
-			}
-			return printOne(inv, status, raw, "show med report "+args[0], "", printMEDReport)
+			return callAndPrint(ctx, c, inv, http.MethodGet, medReportPath(args[0]), "show med report "+args[0], printMEDReport)
 		}
 	},
 }
@@ -108,18 +102,11 @@ analysis of a report analysed already is refused (med_report_analysed).
 			if err != nil {
 				return err
 			}
-			k := *key
-			if k == "" {
-				k = uuid.NewSHA1(medKeySpace, []byte(args[0]+"\x00"+result+"\x00"+*details)).String()
-			}
-			fmt.Fprintf(inv.errOut, "Idempotency-Key %s: after a lost answer run the same command again (or pass -key %s): the analysis is recorded once\n", k, k)
-			var raw json.RawMessage
-			status, h, err := c.callWith(ctx, http.MethodPost, medReportPath(args[0])+"/analysis", http.Header{"Idempotency-Key": {k}},
-				map[string]any{"result": result, "details": *details}, &raw)
-			if err != nil {
-				return fmt.Errorf("%w (the analysis may have been recorded: ask again with Idempotency-Key %s)", err, k)
-			}
-			return printOne(inv, status, raw, "close med report "+args[0], replayNote(h, "(the key's first answer: the analysis recorded once)"), printMEDReport)
+			return keyedPost[medReport]{key: *key, space: medKeySpace, parts: []string{args[0], result, *details},
+				once: "the analysis is recorded once", path: medReportPath(args[0]) + "/analysis",
+				body: map[string]any{"result": result, "details": *details}, made: "the analysis may have been recorded",
+				what: "close med report " + args[0], replayed: "(the key's first answer: the analysis recorded once)",
+				print: printMEDReport}.post(ctx, c, inv)
 		}
 	},
 }
@@ -211,12 +198,8 @@ prints the answers as they came.
 				return listRows(ctx, c, inv, medRequestsPath, url.Values{}, pages, "list med refund requests", "refund_requests",
 					medRequestHeader, medRequestLine)
 			}
-			var raw json.RawMessage
-			status, err := c.call(ctx, http.MethodGet, medRequestsPath+"/"+url.PathEscape(args[0]), nil, &raw)
-			if err != nil {
-				return err
-			}
-			return printOne(inv, status, raw, "show med refund request "+args[0], "", tableRow(medRequestHeader, medRequestLine))
+			return callAndPrint(ctx, c, inv, http.MethodGet, medRequestsPath+"/"+url.PathEscape(args[0]), "show med refund request "+args[0],
+				tableRow(medRequestHeader, medRequestLine))
 		}
 	},
 }
@@ -310,12 +293,7 @@ its copies modified then or before, so that one quarantined since stays.
 			if *through != "" {
 				path += "?" + url.Values{"through": {*through}}.Encode()
 			}
-			var raw json.RawMessage
-			status, err := c.call(ctx, http.MethodDelete, path, nil, &raw)
-			if err != nil {
-				return err
-			}
-			return printOne(inv, status, raw, "clear the med quarantine of "+kind+" "+args[2], "", func(w io.Writer, r medCleared) error {
+			return callAndPrint(ctx, c, inv, http.MethodDelete, path, "clear the med quarantine of "+kind+" "+args[2], func(w io.Writer, r medCleared) error {
 				_, err := fmt.Fprintf(w, "cleared %s %s: %d copies (modified %s)\n", r.Kind, r.DICTID, len(r.Cleared), strings.Join(r.Cleared, ", "))
 				return err
 			})

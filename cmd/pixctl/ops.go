@@ -10,7 +10,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"text/tabwriter"
+
+	"github.com/google/uuid"
 
 	"github.com/pixbank/pix/internal/cli"
 )
@@ -106,6 +109,51 @@ func printOne[T any](inv *invocation, status int, raw json.RawMessage, what, not
 	}
 	_, err := fmt.Fprintln(inv.out, note)
 	return err
+}
+
+// callAndPrint asks method on path (without a body) and prints the answer
+// about one item as printOne does (what names the request in errors).
+func callAndPrint[T any](ctx context.Context, c *apiClient, inv *invocation, method, path, what string, print func(io.Writer, T) error) error {
+	var raw json.RawMessage
+	status, err := c.call(ctx, method, path, nil, &raw)
+	if err != nil {
+		return err
+	}
+	return printOne(inv, status, raw, what, "", print)
+}
+
+// keyedPost is an operator's POST under an Idempotency-Key whose answer is
+// one item (pixctl block create, med close).
+type keyedPost[T any] struct {
+	key   string    // the -key flag: "" derives one
+	space uuid.UUID // the command's namespace of derived keys
+	parts []string  // what the derived key is of: the same command again, the same key
+	once  string    // what the key makes happen once, as told with it: "nothing is held twice"
+	path  string
+	body  map[string]any
+	made  string // what a lost answer may hide: "the block may have been made"
+	what  string // names the request in errors
+	// replayed is printed after the item when the answer is the key's
+	// first answer replayed.
+	replayed string
+	print    func(io.Writer, T) error
+}
+
+// post tells the key on errOut before the request goes (after a lost
+// answer, the same command asks again under it, never under a new one),
+// posts and prints the answer.
+func (p keyedPost[T]) post(ctx context.Context, c *apiClient, inv *invocation) error {
+	k := p.key
+	if k == "" {
+		k = uuid.NewSHA1(p.space, []byte(strings.Join(p.parts, "\x00"))).String()
+	}
+	fmt.Fprintf(inv.errOut, "Idempotency-Key %s: after a lost answer run the same command again (or pass -key %s): %s\n", k, k, p.once)
+	var raw json.RawMessage
+	status, h, err := c.callWith(ctx, http.MethodPost, p.path, http.Header{"Idempotency-Key": {k}}, p.body, &raw)
+	if err != nil {
+		return fmt.Errorf("%w (%s: ask again with Idempotency-Key %s)", err, p.made, k)
+	}
+	return printOne(inv, status, raw, p.what, replayNote(h, p.replayed), p.print)
 }
 
 // tableRow is the printer of one item as its list's table prints it (for
