@@ -148,6 +148,11 @@ type Config struct {
 	// catch-up found in its record, whose MED notices may hold it; "":
 	// not known, such a PIX's notices are not taken (docs/med.md).
 	PSPName string
+	// PSPNames are the PSPs' names as WEBHOOK_SECRETS and WEBHOOK_MTLS_PSPS
+	// name them (PSP_NAMES), for a process that has neither: the worker,
+	// which records PSP_NAME on the catch-up's credits, checks it against
+	// them; the API, which has them, checks they are the same.
+	PSPNames []string
 	// The PSP client's authentication (PSP puts the client's settings
 	// together): OAuth 2.0 client credentials at PSPOAuthTokenURL ("":
 	// none), the secret inline or in a file read again at each token
@@ -643,6 +648,14 @@ func (r *reader) readPSP(c *Config) {
 			r.fail(fmt.Errorf("PSP_NAME: %w", err))
 		}
 	}
+	if v, ok := r.lookup("PSP_NAMES"); ok {
+		c.PSPNames = list(v)
+		for _, name := range c.PSPNames {
+			if err := webhooksig.CheckPSPName(name); err != nil {
+				r.fail(fmt.Errorf("PSP_NAMES: %q: %w", name, err))
+			}
+		}
+	}
 	r.dur("PSP_TIMEOUT", &c.PSPTimeout)
 	r.str("PSP_OAUTH_TOKEN_URL", &c.PSPOAuthTokenURL)
 	r.str("PSP_CLIENT_ID", &c.PSPClientID)
@@ -975,10 +988,20 @@ func (c Config) WebhookPSPs() []string {
 	return out
 }
 
-// SolePSP is the one PSP whose webhooks are authenticated here, when
-// exactly one is (WebhookPSPs); "": several, or none.
+// psps are the PSPs the bank takes webhooks from as this process knows
+// them: those it authenticates (WebhookPSPs), or, in a process that
+// authenticates none (the worker), PSP_NAMES.
+func (c Config) psps() []string {
+	if psps := c.WebhookPSPs(); len(psps) > 0 {
+		return psps
+	}
+	return c.PSPNames
+}
+
+// SolePSP is the one PSP whose webhooks are taken, when exactly one is
+// (WebhookPSPs, or PSP_NAMES where there are none); "": several, or none.
 func (c Config) SolePSP() string {
-	if psps := c.WebhookPSPs(); len(psps) == 1 {
+	if psps := c.psps(); len(psps) == 1 {
 		return psps[0]
 	}
 	return ""
@@ -995,11 +1018,25 @@ func (c Config) SolePSP() string {
 // MED notice about them would be answered 503 med_notice_psp_unknown for
 // good, until an operator recorded each one's PSP by hand. Required even
 // with PSP_CATCHUP_INTERVAL=0: an operator's window (pixctl psp catchup)
-// runs the catch-up with its Schedule off. Checked only where the PSPs are
-// configured: a process that sees none can't tell.
+// runs the catch-up with its Schedule off. A process that authenticates
+// no PSP (the worker) knows them by PSP_NAMES; one that does checks
+// PSP_NAMES, when set, names the same PSPs, so that the list the worker
+// checks against is the API's. PSP_NAME set where neither is known is
+// refused (attack review B): the worker records it on the catch-up's
+// credits, and a typo there went unchecked.
 func (c Config) checkPSPName() error {
-	psps := c.WebhookPSPs()
+	psps := c.psps()
+	if webhook := c.WebhookPSPs(); len(webhook) > 0 && len(c.PSPNames) > 0 && !samePSPs(webhook, c.PSPNames) {
+		return fmt.Errorf("configuration: PSP_NAMES (%s) is not the PSPs of WEBHOOK_SECRETS and WEBHOOK_MTLS_PSPS (%s): "+
+			"the worker checks PSP_NAME against PSP_NAMES; list the same PSPs in both",
+			strings.Join(c.PSPNames, ", "), strings.Join(webhook, ", "))
+	}
 	switch {
+	case c.PSPName != "" && len(psps) == 0:
+		return fmt.Errorf("configuration: PSP_NAME %q is set and no PSP is known here to check it against: "+
+			"set PSP_NAMES to the PSPs' names as the API's WEBHOOK_SECRETS and WEBHOOK_MTLS_PSPS name them "+
+			"(the worker records PSP_NAME on the PIX the catch-up finds, and a name that is none of them has their MED notices refused for good)",
+			c.PSPName)
 	case c.PSPName == "" && len(psps) > 1:
 		return fmt.Errorf("configuration: PSP_NAME is unset and WEBHOOK_SECRETS and WEBHOOK_MTLS_PSPS name several PSPs (%s): "+
 			"set PSP_NAME to the name of the PSP at PSP_URL among them; the PIX the catch-up finds are recorded as delivered by it, "+
@@ -1011,6 +1048,21 @@ func (c Config) checkPSPName() error {
 			c.PSPName, strings.Join(psps, ", "))
 	}
 	return nil
+}
+
+// samePSPs says whether a and b name the same PSPs, in any order.
+func samePSPs(a, b []string) bool {
+	for _, name := range a {
+		if !slices.Contains(b, name) {
+			return false
+		}
+	}
+	for _, name := range b {
+		if !slices.Contains(a, name) {
+			return false
+		}
+	}
+	return true
 }
 
 // CatchUpPSP is the PSP a PIX the catch-up found first is recorded as

@@ -108,7 +108,7 @@ var Variables = func() []Variable {
 	// /admin/reconcile's.
 	add(api|worker, "RECONCILE_RECOUNT_MOVEMENTS", "RECONCILE_RECOUNT_ACCOUNTS", "RECONCILE_DONE_ROWS")
 	// The PSP client: the sagas' calls, and the API's webhook registration.
-	add(api|worker, "PSP_URL", "PSP_NAME", "PSP_TIMEOUT", "PSP_OAUTH_TOKEN_URL", "PSP_CLIENT_ID", "PSP_CLIENT_SECRET",
+	add(api|worker, "PSP_URL", "PSP_NAME", "PSP_NAMES", "PSP_TIMEOUT", "PSP_OAUTH_TOKEN_URL", "PSP_CLIENT_ID", "PSP_CLIENT_SECRET",
 		"PSP_CLIENT_SECRET_FILE", "PSP_OAUTH_SCOPES", "PSP_TLS_CERT_FILE", "PSP_TLS_KEY_FILE", "PSP_CA_FILE",
 		"BANK_ISPB")
 	// Tracing: the standard OTEL_* variables (docs/tracing.md).
