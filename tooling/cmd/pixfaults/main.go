@@ -75,8 +75,9 @@ type settings struct {
 	webhookDrop    time.Duration
 	secretWrongFor time.Duration
 	// tokenHitWait is how much longer than tokenDown the token endpoint
-	// stays down while no call has failed for want of a token yet (a
-	// loaded machine's worker calls the PSP late; see tokenEndpointDown).
+	// stays down, and than secretWrongFor the secret stays wrong, while
+	// no call of a kind has failed for want of a token yet (a loaded
+	// machine's worker calls the PSP late; see keepFault).
 	tokenHitWait time.Duration
 	// The MED case's: how long the DICT is down, and how long after it
 	// every report must be acknowledged (the saga's retries back off to

@@ -41,11 +41,11 @@ import (
 func pspAuthCases(s settings) []faultCase {
 	return []faultCase{
 		{name: fmt.Sprintf("the PSP's token endpoint down %s during transfers and devoluções", s.tokenDown), outgoing: true, refunds: true,
-			inject: tokenEndpointDown, check: heldBackCheck(tokenCalls[0].fact, tokenCalls[1].fact)},
+			inject: tokenEndpointDown, check: heldBackCheck(tokenCalls.facts()...)},
 		{name: fmt.Sprintf("the PSP's webhooks dropped for %s; the catch-up credits their PIX", s.webhookDrop),
 			setup: simPixKeysSetup, inject: webhooksDropped, check: webhooksDroppedCheck},
 		{name: "a wrong client secret (the PSP rotated it), then the right one, during transfers and devoluções", outgoing: true, refunds: true,
-			inject: wrongClientSecret, check: heldBackCheck("token requests refused (wrong secret)", "PSPRequestRefused counted")},
+			inject: wrongClientSecret, check: heldBackCheck(append(secretCalls.facts(), "PSPRequestRefused counted")...)},
 		{name: fmt.Sprintf("a burst of %d PIX at the PSP, which lists %d a page of GET /pix and drops its webhooks; the catch-up credits them all", burstPIX, burstPageSize),
 			setup: simPixKeysSetup, inject: catchUpBurst, check: catchUpBurstCheck},
 	}
@@ -93,51 +93,93 @@ func tokenEndpointDown(ctx context.Context, r *caseRun) (time.Time, string, erro
 	logFrom := logSize(r.st.worker)
 	met := func(down time.Time) bool {
 		from, _ := noTokenWindow(down, down, false)
-		for _, c := range tokenCalls {
-			if countLogSince(r.st.worker, logFrom, c.match, from) == 0 {
-				return false
-			}
-		}
-		return true
+		return tokenCalls.met(r.st.worker, logFrom, from)
 	}
 	out, err := takeTokenEndpointDown(ctx, r.st.psp, r.s.tokenDown, r.s.tokenDown+r.s.tokenHitWait, met)
 	if err != nil {
 		return time.Now(), "", err
 	}
-	var counts []string
-	for _, c := range tokenCalls {
-		r.facts[c.fact] = countLogSince(r.st.worker, logFrom, c.match, time.Time{})
-		counts = append(counts, fmt.Sprintf("%d %s", r.facts[c.fact], c.what))
-	}
 	r.noTokenFrom, r.noTokenTo = noTokenWindow(out.down, out.back, false)
 	note := fmt.Sprintf("PSP calls failed for want of a token (the worker's log): %s; tokens of %s, used %s each",
-		strings.Join(counts, ", "), pspTokenLifetime, pspTokenUsable)
+		tokenCalls.record(r, logFrom), pspTokenLifetime, pspTokenUsable)
 	if d := out.back.Sub(out.down); d > r.s.tokenDown+time.Second {
 		note += fmt.Sprintf("; the endpoint kept down %s, until calls of both met the outage", d.Round(100*time.Millisecond))
 	}
 	return out.healed, note, nil
 }
 
-// tokenCalls are the worker's PSP calls that failed for want of a token
-// while the token endpoint was down, by kind, as its log says (the
+// faultCalls are the worker's PSP calls a token case's fault made fail,
+// by kind (a transfer call, a devolução call), as its log says (the
 // activity's error: the PSP client's words, then psp.TokenError's), and
-// the case's facts that count them.
-var tokenCalls = []struct {
+// the case's facts that count them, one per kind, each required: a fault
+// only one kind of call met proves nothing of the other.
+type faultCalls []struct {
 	fact, what string
 	match      func(line string) bool
-}{
-	{fact: "transfer calls without a token (endpoint down)", what: "transfer calls",
-		match: tokenFailure("psp submit ", "psp status ")},
-	{fact: "devolução calls without a token (endpoint down)", what: "devolução calls",
-		match: tokenFailure("psp refund ")},
 }
 
+// facts are the calls' facts, for the case's check.
+func (c faultCalls) facts() []string {
+	var v []string
+	for _, k := range c {
+		v = append(v, k.fact)
+	}
+	return v
+}
+
+// met says whether p's log, from offset logFrom on, shows a failed call
+// of each kind logged at since or after: the fault met calls of both.
+func (c faultCalls) met(p *process, logFrom int64, since time.Time) bool {
+	for _, k := range c {
+		if countLogSince(p, logFrom, k.match, since) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// record counts each kind's failed calls in the worker's log from offset
+// logFrom on into r.facts, and says them.
+func (c faultCalls) record(r *caseRun, logFrom int64) string {
+	var counts []string
+	for _, k := range c {
+		r.facts[k.fact] = countLogSince(r.st.worker, logFrom, k.match, time.Time{})
+		counts = append(counts, fmt.Sprintf("%d %s", r.facts[k.fact], k.what))
+	}
+	return strings.Join(counts, ", ")
+}
+
+// tokenCalls are case 21's: the calls that failed for want of a token
+// while the token endpoint was down.
+var tokenCalls = faultCalls{
+	{fact: "transfer calls without a token (endpoint down)", what: "transfer calls",
+		match: tokenFailure(tokenUnavailable, "psp submit ", "psp status ")},
+	{fact: "devolução calls without a token (endpoint down)", what: "devolução calls",
+		match: tokenFailure(tokenUnavailable, "psp refund ")},
+}
+
+// secretCalls are case 23's: the calls refused a token while our client's
+// secret was wrong (401 invalid_client).
+var secretCalls = faultCalls{
+	{fact: "transfer calls refused a token (wrong secret)", what: "transfer calls",
+		match: tokenFailure(tokenRefused, "psp submit ", "psp status ")},
+	{fact: "devolução calls refused a token (wrong secret)", what: "devolução calls",
+		match: tokenFailure(tokenRefused, "psp refund ")},
+}
+
+// The PSP client's words (psp.TokenError) for a token it could not get:
+// the endpoint down, or our client refused.
+const (
+	tokenUnavailable = "psp token endpoint unavailable"
+	tokenRefused     = "psp token endpoint refused our client"
+)
+
 // tokenFailure matches a log line of a PSP call, one of calls (the PSP
-// client's words), that failed for want of a token: the token endpoint
-// unavailable.
-func tokenFailure(calls ...string) func(string) bool {
+// client's words), that failed for want of a token, why (tokenUnavailable
+// or tokenRefused).
+func tokenFailure(why string, calls ...string) func(string) bool {
 	return func(line string) bool {
-		if !strings.Contains(line, "psp token endpoint unavailable") {
+		if !strings.Contains(line, why) {
 			return false
 		}
 		for _, c := range calls {
@@ -147,6 +189,23 @@ func tokenFailure(calls ...string) func(string) bool {
 		}
 		return false
 	}
+}
+
+// keepFault keeps a token case's fault in place for least, then until
+// met() (polled every 250 ms) or end, whichever comes first, and returns
+// when it stopped waiting, never after end. An outage no call met proves
+// nothing, and on a loaded machine the worker's next PSP call may come
+// after least (see tokenEndpointDown); end bounds the wait, so that a
+// worker that never makes such a call still fails the case.
+func keepFault(ctx context.Context, least time.Duration, end time.Time, met func() bool) time.Time {
+	time.Sleep(least)
+	for !met() && time.Now().Before(end) && ctx.Err() == nil {
+		time.Sleep(min(250*time.Millisecond, time.Until(end)))
+	}
+	if now := time.Now(); now.Before(end) {
+		return now
+	}
+	return end
 }
 
 // tokenOutage is an outage of the simulator's token endpoint as the suite
@@ -177,15 +236,7 @@ func takeTokenEndpointDown(ctx context.Context, p *pspServer, least, most time.D
 		return tokenOutage{}, err
 	}
 	down := time.Now()
-	end := asked.Add(most)
-	time.Sleep(least)
-	for !met(down) && time.Now().Before(end) && ctx.Err() == nil {
-		time.Sleep(min(250*time.Millisecond, time.Until(end)))
-	}
-	back := time.Now()
-	if end.Before(back) {
-		back = end
-	}
+	back := keepFault(ctx, least, asked.Add(most), func() bool { return met(down) })
 	if err := p.send(ctx, http.MethodDelete, "/sim/token-endpoint", nil, http.StatusNoContent, nil); err != nil {
 		return tokenOutage{}, err
 	}
@@ -199,6 +250,13 @@ func takeTokenEndpointDown(ctx context.Context, p *pspServer, least, most time.D
 // Nothing may move; the refusals are counted in pix_psp_attention_total.
 // Then the right secret is written to the file, which pixd reads at its
 // next token request: everything completes.
+//
+// As case 21's outage (tokenEndpointDown), a wrong secret no call met
+// proves nothing, and a loaded machine's worker may call the PSP after
+// the smoke run's 8 s: the secret stays wrong past s.secretWrongFor until
+// the worker's log shows a transfer call and a devolução call refused a
+// token inside the window without one (noTokenWindow), s.tokenHitWait at
+// most: a worker that never makes one of them still fails the case.
 func wrongClientSecret(ctx context.Context, r *caseRun) (time.Time, string, error) {
 	cred := r.st.psp.cred
 	attentionBefore, err := pspAttention(ctx, r.st.workerMetricsURL)
@@ -214,12 +272,14 @@ func wrongClientSecret(ctx context.Context, r *caseRun) (time.Time, string, erro
 		return time.Now(), "", err
 	}
 	wrong := time.Now()
-	time.Sleep(r.s.secretWrongFor)
+	metFrom, _ := noTokenWindow(wrong, wrong, true)
+	keepFault(ctx, r.s.secretWrongFor, wrong.Add(r.s.secretWrongFor+r.s.tokenHitWait),
+		func() bool { return secretCalls.met(r.st.worker, logFrom, metFrom) })
 	attentionAfter, err := pspAttention(ctx, r.st.workerMetricsURL)
 	if err != nil {
 		return time.Now(), "", err
 	}
-	r.facts["token requests refused (wrong secret)"] = countLog(r.st.worker, logFrom, "psp token endpoint refused our client")
+	calls := secretCalls.record(r, logFrom)
 	r.facts["PSPRequestRefused counted"] = int(attentionAfter - attentionBefore)
 	// The right secret, as an operator puts it: a file replaced whole, so
 	// that pixd never reads half of it.
@@ -238,9 +298,12 @@ func wrongClientSecret(ctx context.Context, r *caseRun) (time.Time, string, erro
 	}
 	healed := time.Now()
 	r.noTokenFrom, r.noTokenTo = noTokenWindow(wrong, right, true)
-	return healed, fmt.Sprintf("secret wrong %s: %d token requests refused (the worker's log), pix_psp_attention_total{kind=%q} +%d",
-		r.s.secretWrongFor, r.facts["token requests refused (wrong secret)"], activities.ErrTypePSPRequestRefused,
-		r.facts["PSPRequestRefused counted"]), nil
+	note := fmt.Sprintf("secret wrong %s: PSP calls refused a token (the worker's log): %s; pix_psp_attention_total{kind=%q} +%d",
+		r.s.secretWrongFor, calls, activities.ErrTypePSPRequestRefused, r.facts["PSPRequestRefused counted"])
+	if d := right.Sub(wrong); d > r.s.secretWrongFor+time.Second {
+		note += fmt.Sprintf("; the secret kept wrong %s, until calls of both met it", d.Round(100*time.Millisecond))
+	}
+	return healed, note, nil
 }
 
 // replaceFile replaces a file whole (os.Rename). A variable: a test runs
@@ -676,12 +739,6 @@ func logSize(p *process) int64 {
 		return 0
 	}
 	return fi.Size()
-}
-
-// countLog counts the lines of p's log from offset from on that contain
-// what.
-func countLog(p *process, from int64, what string) int {
-	return countLogSince(p, from, func(line string) bool { return strings.Contains(line, what) }, time.Time{})
 }
 
 // countLogSince counts the lines of p's log from offset from on that

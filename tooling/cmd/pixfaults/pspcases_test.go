@@ -420,3 +420,123 @@ func TestTokenCaseKeepsTheOutageUntilCallsMeetIt(t *testing.T) {
 			needFacts(tokenCalls[0].fact, tokenCalls[1].fact)(t.Context(), r, nil))
 	})
 }
+
+// TestSecretCaseKeepsTheWrongSecretUntilCallsMeetIt runs case 23's fault,
+// wrongClientSecret, with a worker whose PSP calls come late, as on a
+// loaded machine (as case 21's, TestTokenCaseKeepsTheOutageUntilCallsMeetIt):
+// the secret file must hold the wrong secret past s.secretWrongFor until
+// a transfer call and a devolução call were refused a token inside the
+// window without one (the worker's log says so), then get the right one
+// at once; a call refused before that window does not end it, nor do
+// transfer calls alone. The window still ends at the clock read before
+// the rename. With no call at all, the secret is right again at
+// s.secretWrongFor + s.tokenHitWait and the case fails: the fault did not
+// happen, for either kind.
+func TestSecretCaseKeepsTheWrongSecretUntilCallsMeetIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the secret is wrong for 7.5 s")
+	}
+	const clientID, secret = "pix-bank", "s3cret"
+	setup := func(t *testing.T, wrongFor, hitWait time.Duration) (r *caseRun, newClient func() *psp.HTTPClient, logCall func(error)) {
+		dir := t.TempDir()
+		secretFile := filepath.Join(dir, "client-secret")
+		require.NoError(t, os.WriteFile(secretFile, []byte(secret+"\n"), 0o600))
+		sim := pspsim.New(pspsim.Options{OAuth: &pspsim.OAuthOptions{Clients: map[string]string{clientID: secret}, TokenLifetime: pspTokenLifetime}})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- sim.Serve(ctx, ln) }()
+		t.Cleanup(func() {
+			cancel()
+			<-served
+		})
+		metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		}))
+		t.Cleanup(metrics.Close)
+		base := "http://" + ln.Addr().String()
+		newClient = func() *psp.HTTPClient {
+			c, err := psp.New(psp.Config{BaseURL: base, Timeout: 3 * time.Second, TokenURL: base + pspsim.TokenPath,
+				ClientID: clientID, ClientSecretFile: secretFile})
+			require.NoError(t, err)
+			return c
+		}
+		// The worker's log: a failed call's error, as its activity logs it.
+		f, err := os.OpenFile(filepath.Join(dir, "worker.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		require.NoError(t, err)
+		t.Cleanup(func() { f.Close() })
+		log := slog.New(slog.NewJSONHandler(f, nil))
+		logCall = func(err error) { log.Error("Activity error.", "ActivityType", "SubmitTransfer", "Error", err.Error()) }
+		p := &pspServer{sim: sim, url: base, apiURL: base, client: &http.Client{Timeout: 10 * time.Second},
+			cred: &pspCredentials{clientID: clientID, secretFile: secretFile}}
+		r = &caseRun{st: &stack{psp: p, worker: &process{name: "worker", logDir: dir}, workerMetricsURL: metrics.URL},
+			s: settings{secretWrongFor: wrongFor, tokenHitWait: hitWait}, facts: map[string]int{}}
+		return r, newClient, logCall
+	}
+
+	t.Run("late calls", func(t *testing.T) {
+		r, newClient, logCall := setup(t, 2*time.Second, 30*time.Second)
+		// A transfer call half a second in, before the window without a
+		// token (it begins 4 s in); one 6 s in, long after
+		// s.secretWrongFor; a devolução call 1.5 s later.
+		began := time.Now()
+		type call struct {
+			at  time.Time
+			err error
+		}
+		calls := make(chan call, 3)
+		go func() {
+			for i, at := range []time.Duration{500 * time.Millisecond, 6 * time.Second, 7500 * time.Millisecond} {
+				time.Sleep(time.Until(began.Add(at)))
+				c := call{at: time.Now()}
+				if i < 2 {
+					_, c.err = newClient().Submit(t.Context(), psp.Transfer{EndToEndID: fmt.Sprintf("E12345678202612061500%011d", i),
+						AccountID: "acc-1", AmountCents: 100, PixKey: "k@test"})
+				} else {
+					_, c.err = newClient().RequestRefund(t.Context(), psp.RefundRequest{EndToEndID: "E1234567820261206150000000000099",
+						ID: "d1", AmountCents: 100})
+				}
+				if c.err != nil {
+					logCall(c.err)
+				}
+				calls <- c
+			}
+		}()
+		healed, note, err := wrongClientSecret(t.Context(), r)
+		require.NoError(t, err)
+		early, late, refund := <-calls, <-calls, <-calls
+		var tokenErr *psp.TokenError
+		require.ErrorAs(t, early.err, &tokenErr)
+		require.ErrorAs(t, late.err, &tokenErr,
+			"a transfer call %s after a rotation of %s that no call had met inside its window went through: the secret was not kept wrong",
+			late.at.Sub(began).Round(time.Millisecond), r.s.secretWrongFor)
+		require.False(t, tokenErr.Transient)
+		require.ErrorAs(t, refund.err, &tokenErr,
+			"a devolução call %s after the rotation, after a transfer call met it but none of its own, went through: the secret was not kept wrong",
+			refund.at.Sub(began).Round(time.Millisecond))
+		require.False(t, tokenErr.Transient)
+		require.Equal(t, 2, r.facts[secretCalls[0].fact])
+		require.Equal(t, 1, r.facts[secretCalls[1].fact])
+		require.Less(t, healed.Sub(refund.at), 5*time.Second, "the secret stayed wrong after calls of both met it")
+		require.Contains(t, note, "until calls of both met it")
+		require.True(t, r.withoutToken(late.at))
+		require.True(t, r.withoutToken(refund.at))
+		// The right secret is in the file: a call goes through.
+		_, err = newClient().Submit(t.Context(), psp.Transfer{EndToEndID: "E1234567820261206150000000000098",
+			AccountID: "acc-1", AmountCents: 100, PixKey: "k@test"})
+		require.NoError(t, err)
+	})
+
+	t.Run("no call", func(t *testing.T) {
+		r, _, _ := setup(t, time.Second, 2*time.Second)
+		began := time.Now()
+		healed, _, err := wrongClientSecret(t.Context(), r)
+		require.NoError(t, err)
+		took := healed.Sub(began)
+		require.GreaterOrEqual(t, took, 3*time.Second, "the secret was right again before s.secretWrongFor + s.tokenHitWait")
+		require.Less(t, took, 8*time.Second, "the secret stayed wrong past s.secretWrongFor + s.tokenHitWait")
+		require.Equal(t, []string{"the fault did not happen: no " + secretCalls[0].fact, "the fault did not happen: no " + secretCalls[1].fact},
+			needFacts(secretCalls.facts()...)(t.Context(), r, nil))
+	})
+}
