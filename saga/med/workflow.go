@@ -24,15 +24,21 @@ import (
 const WorkflowName = "PixMED"
 
 // ChangedSignal wakes a run after its report changed outside it (an
-// intake, an operator's analysis; sent after the commit): the run reads
-// the report and goes on as it says. A signal without a change changes
-// nothing.
+// intake, an operator's analysis; sent after the commit), or after an
+// inflow of its account filled its hold (FillsWake, after the inflow's
+// commit): the run reads the report and goes on as it says. A signal
+// without a change changes nothing.
 const ChangedSignal = "changed"
 
 // closeKeptChange is the change id of the close of the kept requests at
 // the run's end (workflow.GetVersion): the histories recorded before it
 // end without it.
 const closeKeptChange = "close-kept-requests"
+
+// fillWakeVersion is the change id of the wait for credits that a fill of
+// the report's hold ends (waitHeld): the runs recorded before it (and
+// their replays) wait for the report's generation only.
+const fillWakeVersion = "pix-med-fill-wake"
 
 // WorkflowID is the id of the saga's run of report id.
 func WorkflowID(id string) string { return "pix-med:" + id }
@@ -49,10 +55,10 @@ const (
 	// gauge and an alert, never a decision of the run.
 	AnalysisReread = 24 * time.Hour
 	// CreditPoll: a report returned in part returns what its hold holds at
-	// least this often (and at each signal), until the 90 days. The hold
-	// fills from the account's inflows in their own transactions
-	// (db.NewHold.FillFromCredits): nothing is spendable between two tries,
-	// the poll only sets the pace of the parts.
+	// once when a fill wakes it (FillsWake), and at least this often, until
+	// the 90 days: the backstop of a wake lost. The hold fills from the
+	// account's inflows in their own transactions
+	// (db.NewHold.FillFromCredits): nothing is spendable between two tries.
 	CreditPoll = time.Hour
 	// ProblemRetryAfter: a run stopped at the DICT (StoppedType) tries the
 	// step again, reading back first, after this or at a signal.
@@ -85,7 +91,8 @@ func activityOptions() workflow.ActivityOptions {
 // does what it calls for (Next), one step at a time, each an activity
 // fenced by the report's generation, or a wait on a durable timer a
 // signal wakes (the analysis, the refund request's 72 hours, the credits
-// of a return in parts until the 90 days). It ends when the report ends;
+// of a return in parts until the 90 days, which a fill of the report's hold
+// wakes: FillsWake). It ends when the report ends;
 // its result is the report as it ended.
 func Workflow(ctx workflow.Context, in Input) (Report, error) {
 	ctx = workflow.WithActivityOptions(ctx, activityOptions())
@@ -101,6 +108,22 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 		gen := r.Gen
 		timer := sagakit.Timer{Signals: []string{ChangedSignal}, Reread: load,
 			Until: func() (time.Time, bool) { return deadline, r.Gen == gen }}
+		if err := timer.Sleep(ctx); err != nil {
+			return err
+		}
+		return load(ctx)
+	}
+	// waitHeld is wait, for credits: a signal that finds the report's hold
+	// holding other than it did (a fill, FillsWake) ends it too, so that
+	// the part is returned at once. A signal that finds the hold as it was
+	// (a duplicate, a late one) waits on.
+	waitHeld := func(deadline time.Time) error {
+		if workflow.GetVersion(ctx, fillWakeVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			return wait(deadline)
+		}
+		gen, held := r.Gen, r.HeldCents
+		timer := sagakit.Timer{Signals: []string{ChangedSignal}, Reread: load,
+			Until: func() (time.Time, bool) { return deadline, r.Gen == gen && r.HeldCents == held }}
 		if err := timer.Sleep(ctx); err != nil {
 			return err
 		}
@@ -148,8 +171,9 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 			err = act(a.ExpireRequest)
 		case StepReturn:
 			if err = act(a.ReturnReport); err == nil && r.Gen == before {
-				// Nothing arrived to return: wait for the next credit's try.
-				err = wait(minTime(now.Add(CreditPoll), r.ReturnUntil.Add(time.Second)))
+				// Nothing arrived to return: wait for a fill's wake, or the
+				// next look.
+				err = waitHeld(minTime(now.Add(CreditPoll), r.ReturnUntil.Add(time.Second)))
 			}
 		case StepSettle:
 			if err = workflow.Sleep(ctx, settleWait); err == nil {
