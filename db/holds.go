@@ -589,14 +589,27 @@ const (
 // balance is the inflow's. It returns what was filled in all. The inflow
 // calls it once, in the transaction that makes it (an inflow run again
 // finds itself made and fills nothing), and the fills' primary key (hold,
-// source) refuses a second fill of a hold by one source.
+// source) refuses a second fill of a hold by one source. The holds it
+// filled are noted in ctx's Fills (CollectFills), for the wake-ups the
+// inflow sends after its commit (Store.HoldsFilled).
 func FillHolds(ctx context.Context, tx pgx.Tx, accountID string, addedCents int64, source FillSource) (int64, error) {
-	var filled int64
-	err := tx.QueryRow(ctx, holdSQL.Fill, source.Kind, source.ID, accountID, addedCents, tracing.Traceparent(ctx)).Scan(&filled)
+	rows, err := tx.Query(ctx, holdSQL.Fill, source.Kind, source.ID, accountID, addedCents, tracing.Traceparent(ctx))
 	if err != nil {
 		return 0, fmt.Errorf("fill holds from %s %s: %w", source.Kind, source.ID, err)
 	}
-	return filled, nil
+	filled, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (FilledHold, error) {
+		h := FilledHold{AccountID: accountID, Source: source}
+		return h, row.Scan(&h.ID, &h.Ref, &h.Kind, &h.FilledCents)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("fill holds from %s %s: %w", source.Kind, source.ID, err)
+	}
+	fillsOf(ctx).add(filled)
+	var total int64
+	for _, h := range filled {
+		total += h.FilledCents
+	}
+	return total, nil
 }
 
 // GetHold returns one hold.

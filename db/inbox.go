@@ -243,8 +243,10 @@ func legacyDrive(drive int) int { return max(drive, 1) }
 func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt int) (CreditOutcome, error) {
 	drive = legacyDrive(drive)
 	var out CreditOutcome
+	ctx, fills := CollectFills(ctx)
 	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		out = CreditOutcome{} // a try after a deadlock starts afresh
+		fills.Reset()
 		// The row, locked, and its account.
 		var status string
 		var rowDrive int
@@ -322,6 +324,8 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 	if out.Credited {
 		s.Wake(OutboxChannel)
 	}
+	// The holds the credit filled (a MED's), told after the commit.
+	s.HoldsFilled(ctx, fills)
 	return out, nil
 }
 

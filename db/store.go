@@ -18,11 +18,14 @@ type Store struct {
 	// solePSP is the one PSP that delivers PIX here, when only one is
 	// configured (SetSolePSP).
 	solePSP string
+	// fillsHooks are told of the holds a committed transaction filled
+	// (OnHoldsFilled, HoldsFilled).
+	fillsHooks *fillsHooks
 }
 
 // NewStore returns a Store over pool.
 func NewStore(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, waker: newWaker(), reconcileLimits: DefaultReconcileLimits}
+	return &Store{pool: pool, waker: newWaker(), fillsHooks: &fillsHooks{}, reconcileLimits: DefaultReconcileLimits}
 }
 
 // Pool exposes the pool for health checks and test helpers.

@@ -183,6 +183,15 @@ type Descriptor struct {
 	// Collectors are the saga's own Prometheus metrics, built from env
 	// once per process and registered on its registry; nil: none.
 	Collectors func(env Env) []prometheus.Collector
+	// HoldsFilled builds the saga's hook on the holds an inflow filled (a
+	// hold of its own that fills, db.NewHold.FillFromCredits: a PIX
+	// credited, a transfer refunded, a devolução reversed, another hold
+	// released or shrunk), which the store calls after the inflow's commit
+	// with every hold it filled (db.Store.HoldsFilled; registry.WatchFills
+	// sets the hooks up in every process): the saga wakes its runs waiting
+	// for the money, and keeps a look of its own as the backstop of a
+	// wake-up lost. It never fails the inflow. nil: none.
+	HoldsFilled func(env Env) db.FillsHook
 	// Started runs once in a worker process, when it has started (its
 	// Schedules set up): what the saga says of its settings then, such as
 	// a WARN that they work but fall short (registry.Started). nil:

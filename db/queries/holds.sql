@@ -132,7 +132,8 @@ FROM captured
 -- 'transfer_refund', 'refund_reversal'), $2 its id (the PIX's
 -- end_to_end_id, the transfer's id, the refund's id), $3 account_id,
 -- $4 the amount come back, $5 the traceparent of the events. Returns
--- what was filled in all.
+-- each hold filled (its id, ref, kind) and what it was filled by, in the
+-- order they were made: none when nothing filled.
 WITH filling AS (
     SELECT id, fill_to_cents - amount_cents AS lacking,
            (sum(fill_to_cents - amount_cents) OVER (ORDER BY created_at, id) - (fill_to_cents - amount_cents))::bigint AS before
@@ -166,7 +167,7 @@ event AS (
                                              'fill_to_cents', p.fill_to_cents, 'filled_at', a.updated_at)), $5
     FROM progress p CROSS JOIN held a
     ORDER BY p.created_at, p.id)
-SELECT COALESCE(sum(cents), 0)::bigint FROM filled
+SELECT id::text, ref, kind, cents FROM filled ORDER BY created_at, id
 
 -- name: Shrink
 -- Shrinks a hold locked active (LockHold) in place to hold, and fill to,

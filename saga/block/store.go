@@ -396,7 +396,11 @@ func (s *Store) Settle(ctx context.Context, id uuid.UUID) (Block, bool, error) {
 // end runs decide on the block id locked, in one transaction, and wakes
 // the outbox after a change.
 func (s *Store) end(ctx context.Context, id uuid.UUID, decide func(tx pgx.Tx, cur Block) (Block, bool, error)) (out Block, changed bool, err error) {
+	// A hold released fills the account's holds that lack (a MED's): told
+	// after the commit.
+	ctx, fills := db.CollectFills(ctx)
 	err = db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
+		fills.Reset()
 		cur, err := one(tx.Query(ctx, blockSQL.Lock, id))
 		if err != nil {
 			return err
@@ -410,6 +414,7 @@ func (s *Store) end(ctx context.Context, id uuid.UUID, decide func(tx pgx.Tx, cu
 	if changed {
 		s.store.Wake(db.OutboxChannel)
 	}
+	s.store.HoldsFilled(ctx, fills)
 	return out, changed, nil
 }
 

@@ -12,8 +12,10 @@
 // refund request within 72 hours, cancelled by the reporter) or returns
 // the held money through the devolução saga (db.RecordRefund capturing
 // what the hold holds), in parts as the account's inflows fill the next
-// hold, until the amount or 90 days after the PIX, and closes the refund
-// request at the DICT with the devolução's rtrId.
+// hold (each fill waking the run after the inflow's commit, FillsWake; the
+// run's hourly look the backstop), until the amount or 90 days after the
+// PIX, and closes the refund request at the DICT with the devolução's
+// rtrId.
 //
 // Its tables (pix_med_reports, db/migrations 0034, 0038, 0040) hold the
 // report as the DICT sent it and OUR saga's state of it, and

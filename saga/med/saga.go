@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/api"
+	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
@@ -87,6 +88,8 @@ var Saga = saga.Descriptor{
 		return out, nil
 	},
 	Collectors: collectors,
+	// A fill of a report's hold wakes its run, after the inflow's commit.
+	HoldsFilled: func(env saga.Env) db.FillsHook { return FillsWake(env.Temporal, env.Log) },
 }
 
 // notConfigured is the DICT of a service that runs MED without the DICT

@@ -853,7 +853,11 @@ func nothingReturned(cur Report) bool {
 // returns the report as it is, unchanged (a late or retried actor: the
 // fence). After a change it wakes the report's dispatcher and the outbox.
 func (s *Store) decide(ctx context.Context, id uuid.UUID, gen int64, fn func(tx pgx.Tx, cur Report) (Report, bool, error)) (out Report, changed bool, err error) {
+	// A hold of the report released or shrunk fills the account's other
+	// holds that lack (another report's): told after the commit.
+	ctx, fills := db.CollectFills(ctx)
 	err = db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
+		fills.Reset()
 		cur, err := one(tx.Query(ctx, medSQL.Lock, id))
 		if err != nil {
 			return err
@@ -871,6 +875,7 @@ func (s *Store) decide(ctx context.Context, id uuid.UUID, gen int64, fn func(tx 
 	if changed {
 		s.store.Wake(DueChannel, db.OutboxChannel)
 	}
+	s.store.HoldsFilled(ctx, fills)
 	return out, changed, nil
 }
 

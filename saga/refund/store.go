@@ -177,7 +177,9 @@ func (s *Store) StandingRefusal(ctx context.Context, id string) (reason string, 
 // PUT was sent (pix.ErrRefundFinal otherwise, with nothing changed).
 func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bool) (pix.Refund, error) {
 	var out pix.Refund
+	ctx, fills := db.CollectFills(ctx)
 	err := db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
+		fills.Reset()
 		var err error
 		if out, err = db.ScanRefund(tx.QueryRow(ctx, refundSQL.LockRefund, id)); err != nil {
 			return err
@@ -221,6 +223,8 @@ func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bo
 		return pix.Refund{}, err
 	}
 	s.Wake(db.OutboxChannel)
+	// The holds the money back filled (a MED's), told after the commit.
+	s.HoldsFilled(ctx, fills)
 	return out, nil
 }
 

@@ -86,6 +86,19 @@ func RegisterMetrics(r prometheus.Registerer, env saga.Env) error {
 	return nil
 }
 
+// WatchFills sets every saga's hook on the holds an inflow filled
+// (saga.Descriptor.HoldsFilled) on env's store, which calls them after the
+// inflow's commit (db.Store.HoldsFilled). Call it once per process, before
+// the store is used: every process that credits, refunds or releases
+// (the workers, the API) wakes the sagas alike.
+func WatchFills(env saga.Env) {
+	for _, d := range All {
+		if d.HoldsFilled != nil {
+			env.Store.OnHoldsFilled(d.HoldsFilled(env))
+		}
+	}
+}
+
 // Started runs every saga's Started (saga.Descriptor.Started) with env:
 // a worker process calls it once, when it has started.
 func Started(env saga.Env) {

@@ -116,7 +116,9 @@ func (s *Store) updateTransfer(ctx context.Context, id uuid.UUID, update string,
 // here.
 func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string) (pix.Transfer, error) {
 	var out pix.Transfer
+	ctx, fills := db.CollectFills(ctx)
 	err := db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
+		fills.Reset()
 		var err error
 		out, err = db.ScanTransfer(tx.QueryRow(ctx, transferSQL.LockTransfer, id))
 		if err != nil {
@@ -147,6 +149,8 @@ func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string)
 		return pix.Transfer{}, err
 	}
 	s.Wake(db.OutboxChannel)
+	// The holds the money back filled (a MED's), told after the commit.
+	s.HoldsFilled(ctx, fills)
 	return out, nil
 }
 

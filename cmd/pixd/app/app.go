@@ -255,6 +255,7 @@ func (a *App) wire() error {
 	if err := registry.RegisterMetrics(a.Metrics, env); err != nil {
 		return err
 	}
+	registry.WatchFills(env)
 	var err error
 	a.sagas, err = registry.HTTP(env)
 	return err
