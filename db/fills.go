@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"sync"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // The wake-ups of the holds an inflow filled (issue 37). A hold that fills
@@ -32,28 +34,29 @@ type Fills struct {
 	holds []FilledHold
 }
 
-type fillsKey struct{}
-
-// fillsHooks are a store's FillsHooks.
-type fillsHooks struct {
-	mu    sync.Mutex
-	hooks []FillsHook
+// fillsTx is a transaction whose fills are noted (CollectFills).
+type fillsTx struct {
+	pgx.Tx
+	fills *Fills
 }
 
-// CollectFills returns ctx noting the holds FillHolds fills under it in
-// the Fills returned: the caller hands them to Store.HoldsFilled after its
-// transaction committed, and resets them (Reset) at the start of each of
-// its transaction's attempts (InTx runs a collided one again).
-func CollectFills(ctx context.Context) (context.Context, *Fills) {
+// CollectFills returns tx noting, in the Fills returned, the holds
+// FillHolds fills in it, whoever calls it there (a credit, a refund, a
+// Release or a Shrink): the caller hands them to Store.HoldsFilled after
+// the transaction committed. Call it in each attempt of the transaction
+// (InTx's fn): what an attempt rolled back noted goes with it.
+func CollectFills(tx pgx.Tx) (pgx.Tx, *Fills) {
 	f := &Fills{}
-	return context.WithValue(ctx, fillsKey{}, f), f
+	return fillsTx{Tx: tx, fills: f}, f
 }
 
-// fillsOf is ctx's Fills, nil when nobody collects them (a nil Fills notes
+// fillsIn is tx's Fills, nil when nobody collects them (a nil Fills notes
 // nothing).
-func fillsOf(ctx context.Context) *Fills {
-	f, _ := ctx.Value(fillsKey{}).(*Fills)
-	return f
+func fillsIn(tx pgx.Tx) *Fills {
+	if c, ok := tx.(fillsTx); ok {
+		return c.fills
+	}
+	return nil
 }
 
 func (f *Fills) add(holds []FilledHold) {
@@ -65,14 +68,10 @@ func (f *Fills) add(holds []FilledHold) {
 	f.holds = append(f.holds, holds...)
 }
 
-// Reset forgets what an attempt rolled back noted.
-func (f *Fills) Reset() {
-	if f == nil {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.holds = nil
+// fillsHooks are a store's FillsHooks.
+type fillsHooks struct {
+	mu    sync.Mutex
+	hooks []FillsHook
 }
 
 // Holds are the holds filled, in the order they were.

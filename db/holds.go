@@ -590,7 +590,7 @@ const (
 // calls it once, in the transaction that makes it (an inflow run again
 // finds itself made and fills nothing), and the fills' primary key (hold,
 // source) refuses a second fill of a hold by one source. The holds it
-// filled are noted in ctx's Fills (CollectFills), for the wake-ups the
+// filled are noted in tx's Fills (CollectFills), for the wake-ups the
 // inflow sends after its commit (Store.HoldsFilled).
 func FillHolds(ctx context.Context, tx pgx.Tx, accountID string, addedCents int64, source FillSource) (int64, error) {
 	rows, err := tx.Query(ctx, holdSQL.Fill, source.Kind, source.ID, accountID, addedCents, tracing.Traceparent(ctx))
@@ -604,7 +604,7 @@ func FillHolds(ctx context.Context, tx pgx.Tx, accountID string, addedCents int6
 	if err != nil {
 		return 0, fmt.Errorf("fill holds from %s %s: %w", source.Kind, source.ID, err)
 	}
-	fillsOf(ctx).add(filled)
+	fillsIn(tx).add(filled)
 	var total int64
 	for _, h := range filled {
 		total += h.FilledCents

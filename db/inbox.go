@@ -243,10 +243,10 @@ func legacyDrive(drive int) int { return max(drive, 1) }
 func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt int) (CreditOutcome, error) {
 	drive = legacyDrive(drive)
 	var out CreditOutcome
-	ctx, fills := CollectFills(ctx)
+	var fills *Fills
 	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		out = CreditOutcome{} // a try after a deadlock starts afresh
-		fills.Reset()
+		tx, fills = CollectFills(tx)
 		// The row, locked, and its account.
 		var status string
 		var rowDrive int

@@ -398,9 +398,9 @@ func (s *Store) Settle(ctx context.Context, id uuid.UUID) (Block, bool, error) {
 func (s *Store) end(ctx context.Context, id uuid.UUID, decide func(tx pgx.Tx, cur Block) (Block, bool, error)) (out Block, changed bool, err error) {
 	// A hold released fills the account's holds that lack (a MED's): told
 	// after the commit.
-	ctx, fills := db.CollectFills(ctx)
+	var fills *db.Fills
 	err = db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
-		fills.Reset()
+		tx, fills = db.CollectFills(tx)
 		cur, err := one(tx.Query(ctx, blockSQL.Lock, id))
 		if err != nil {
 			return err

@@ -855,9 +855,9 @@ func nothingReturned(cur Report) bool {
 func (s *Store) decide(ctx context.Context, id uuid.UUID, gen int64, fn func(tx pgx.Tx, cur Report) (Report, bool, error)) (out Report, changed bool, err error) {
 	// A hold of the report released or shrunk fills the account's other
 	// holds that lack (another report's): told after the commit.
-	ctx, fills := db.CollectFills(ctx)
+	var fills *db.Fills
 	err = db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
-		fills.Reset()
+		tx, fills = db.CollectFills(tx)
 		cur, err := one(tx.Query(ctx, medSQL.Lock, id))
 		if err != nil {
 			return err

@@ -177,9 +177,9 @@ func (s *Store) StandingRefusal(ctx context.Context, id string) (reason string, 
 // PUT was sent (pix.ErrRefundFinal otherwise, with nothing changed).
 func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bool) (pix.Refund, error) {
 	var out pix.Refund
-	ctx, fills := db.CollectFills(ctx)
+	var fills *db.Fills
 	err := db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
-		fills.Reset()
+		tx, fills = db.CollectFills(tx)
 		var err error
 		if out, err = db.ScanRefund(tx.QueryRow(ctx, refundSQL.LockRefund, id)); err != nil {
 			return err

@@ -116,9 +116,9 @@ func (s *Store) updateTransfer(ctx context.Context, id uuid.UUID, update string,
 // here.
 func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string) (pix.Transfer, error) {
 	var out pix.Transfer
-	ctx, fills := db.CollectFills(ctx)
+	var fills *db.Fills
 	err := db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
-		fills.Reset()
+		tx, fills = db.CollectFills(tx)
 		var err error
 		out, err = db.ScanTransfer(tx.QueryRow(ctx, transferSQL.LockTransfer, id))
 		if err != nil {
