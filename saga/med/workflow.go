@@ -36,7 +36,7 @@ const ChangedSignal = "changed"
 const closeKeptChange = "close-kept-requests"
 
 // fillWakeVersion is the change id of the wait for credits that a fill of
-// the report's hold ends (waitHeld): the runs recorded before it (and
+// the report's hold ends (waitForCredits): the runs recorded before it (and
 // their replays) wait for the report's generation only.
 const fillWakeVersion = "pix-med-fill-wake"
 
@@ -113,22 +113,6 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 		}
 		return load(ctx)
 	}
-	// waitHeld is wait, for credits: a signal that finds the report's hold
-	// holding other than it did (a fill, FillsWake) ends it too, so that
-	// the part is returned at once. A signal that finds the hold as it was
-	// (a duplicate, a late one) waits on.
-	waitHeld := func(deadline time.Time) error {
-		if workflow.GetVersion(ctx, fillWakeVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-			return wait(deadline)
-		}
-		gen, held := r.Gen, r.HeldCents
-		timer := sagakit.Timer{Signals: []string{ChangedSignal}, Reread: load,
-			Until: func() (time.Time, bool) { return deadline, r.Gen == gen && r.HeldCents == held }}
-		if err := timer.Sleep(ctx); err != nil {
-			return err
-		}
-		return load(ctx)
-	}
 	if err := load(ctx); err != nil {
 		return r, err
 	}
@@ -173,7 +157,7 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 			if err = act(a.ReturnReport); err == nil && r.Gen == before {
 				// Nothing arrived to return: wait for a fill's wake, or the
 				// next look.
-				err = waitHeld(minTime(now.Add(CreditPoll), r.ReturnUntil.Add(time.Second)))
+				err = waitForCredits(ctx, &r, load, wait, minTime(now.Add(CreditPoll), r.ReturnUntil.Add(time.Second)))
 			}
 		case StepSettle:
 			if err = workflow.Sleep(ctx, settleWait); err == nil {
@@ -198,6 +182,26 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 			return r, err
 		}
 	}
+}
+
+// waitForCredits is the run's wait (wait) for credits of a return in
+// parts, until deadline: a signal that finds the report's hold holding
+// other than it did (a fill, FillsWake) ends it too, so that the part is
+// returned at once; one that finds the hold as it was and the report at
+// its generation (a duplicate, a late one) waits on. *r is the report as
+// the run last read it (load reads it again). The runs recorded before
+// fillWakeVersion wait for the generation only.
+func waitForCredits(ctx workflow.Context, r *Report, load func(workflow.Context) error, wait func(time.Time) error, deadline time.Time) error {
+	if workflow.GetVersion(ctx, fillWakeVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return wait(deadline)
+	}
+	gen, held := r.Gen, r.HeldCents
+	timer := sagakit.Timer{Signals: []string{ChangedSignal}, Reread: load,
+		Until: func() (time.Time, bool) { return deadline, r.Gen == gen && r.HeldCents == held }}
+	if err := timer.Sleep(ctx); err != nil {
+		return err
+	}
+	return load(ctx)
 }
 
 // stopped says whether err is a DICT step the saga stopped at.
