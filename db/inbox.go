@@ -338,14 +338,6 @@ func (s *Store) SetCatchUpPSP(name string) { s.catchUpPSP = name }
 // CatchUpPSP is the name SetCatchUpPSP set ("": none).
 func (s *Store) CatchUpPSP() string { return s.catchUpPSP }
 
-// SetSolePSP names the one PSP configured to deliver PIX here
-// (WEBHOOK_SECRETS and WEBHOOK_MTLS_PSPS name no other: config.SolePSP),
-// "" when several are (or none). Set before the store is used.
-func (s *Store) SetSolePSP(name string) { s.solePSP = name }
-
-// SolePSP is the name SetSolePSP set ("": several PSPs, or none).
-func (s *Store) SolePSP() string { return s.solePSP }
-
 // deliveredBy is the PSP a credit records as the one that delivered its
 // PIX (pix_credits.psp, which outlives the inbox row: the PSP whose MED
 // notices may hold it), from its inbox row's psp: the PSP's name; "" for

@@ -15,9 +15,6 @@ type Store struct {
 	reconcileLimits ReconcileLimits
 	// catchUpPSP is the PSP the catch-up lists (SetCatchUpPSP).
 	catchUpPSP string
-	// solePSP is the one PSP that delivers PIX here, when only one is
-	// configured (SetSolePSP).
-	solePSP string
 	// fillsHooks are told of the holds a committed transaction filled
 	// (OnHoldsFilled, HoldsFilled).
 	fillsHooks *fillsHooks

@@ -307,17 +307,16 @@ func (s *Store) heldNow(ctx context.Context, rs []Report) error {
 
 // CreditPSP returns the PSP that delivered the PIX endToEndID to us: the
 // one its credit recorded (pix_credits.psp, which outlives the inbox row),
-// else, for a PIX not credited yet or credited before the credit recorded
-// it, its inbox row's (a row the catch-up stored: the PSP it lists,
-// db.Store.CatchUpPSP); "": delivered unsigned (signatures not required),
-// or no such PIX. When neither says (a credit from before 0050 whose inbox
-// row the retention deleted, a PIX the catch-up found while PSP_NAME was
-// unset), it is the one PSP configured, when only one is
-// (db.Store.SolePSP): a bank whose webhooks only that PSP can authenticate
-// received every PIX of ours through it (the catch-up lists that PSP's
-// record too, PSP_URL), so no other PSP's notice can hold it either way.
-// ErrPSPUnknown: the PIX is ours, neither says, and several PSPs are
-// configured: which one delivered it is not guessed.
+// else, for a PIX not credited yet, its inbox row's (a row the catch-up
+// stored: the PSP it lists, db.Store.CatchUpPSP, which its credit will
+// record); "": delivered unsigned (signatures not required), or no such
+// PIX. ErrPSPUnknown: the PIX is ours and credited with no PSP on record
+// (a credit from before 0050, a catch-up credit made while PSP_NAME was
+// unset). Its PSP is never inferred from the configuration of the process
+// the notice reaches (attack review B, LOW-2: API processes split by PSP
+// each see a sole PSP, and after a move from one PSP to another the old
+// PIX would become the new one's, which could then hold funds of a PIX it
+// did not deliver): it is recorded, once, by the backfill of docs/med.md.
 func (s *Store) CreditPSP(ctx context.Context, endToEndID string) (string, error) {
 	var credited, inInbox bool
 	var recorded *string
@@ -331,10 +330,8 @@ func (s *Store) CreditPSP(ctx context.Context, endToEndID string) (string, error
 		return *recorded, nil
 	case inInbox && inbox != pix.CatchUpPSP:
 		return inbox, nil
-	case inInbox && s.store.CatchUpPSP() != "":
+	case inInbox && !credited && s.store.CatchUpPSP() != "":
 		return s.store.CatchUpPSP(), nil
-	case (inInbox || credited) && s.store.SolePSP() != "":
-		return s.store.SolePSP(), nil
 	case inInbox || credited:
 		return "", fmt.Errorf("%w: PIX %s", ErrPSPUnknown, endToEndID)
 	}

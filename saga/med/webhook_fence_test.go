@@ -188,33 +188,43 @@ func TestANoticeAboutAPIXWhosePSPIsNotOnRecordIsDeliveredAgain(t *testing.T) {
 	}
 }
 
-// With one PSP configured (db.Store.SolePSP: WEBHOOK_SECRETS and
-// WEBHOOK_MTLS_PSPS name no other), a PIX of ours whose PSP is not on
-// record is that PSP's: every PIX of such a bank came through it (issue 37,
-// attack review B, MED3: a credit from before 0050 whose inbox row is gone
-// would answer its notices 503 for up to 60 days, and without the DICT the
-// PSP's notice is the only source of the report). Another PSP's notice is
-// refused as for a PIX it did not deliver.
-func TestWithOnePSPConfiguredAPIXWhosePSPIsNotOnRecordIsThatPSPs(t *testing.T) {
+// A PIX of ours credited with no PSP on record is held on no PSP's word,
+// even with one PSP configured (attack review B, LOW-2): the PSP was
+// inferred from the configuration of the process the notice reached, so
+// with API processes split by PSP each saw a sole PSP, and after a move
+// from one PSP to another the old PIX became the new one's. The notice is
+// answered 503 med_notice_psp_unknown until the backfill of docs/med.md
+// records the PSP, and then taken from that PSP only. Before the fix, the
+// first notice was taken (202).
+func TestAPIXWhosePSPIsNotOnRecordIsNoConfiguredPSPs(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.s.SetSolePSP("psp-1")
 	a := f.notices(&sagatest.Signals{})
-	listed := f.creditListed() // PSP_NAME unset
+	listed := f.creditListed() // credited while PSP_NAME was unset
 	require.Nil(t, f.creditPSP(listed))
+	f.s.SetCatchUpPSP("psp-1") // one PSP configured now, and named
 	old := f.creditFrom("psp-1")
 	_, err := f.s.Pool().Exec(ctx, `UPDATE pix_credits SET psp = NULL WHERE end_to_end_id = $1`, old) // as before 0050
 	require.NoError(t, err)
 	f.retire(old)
 
 	for _, e2e := range []string{listed, old} {
-		status, code := noticeFrom(t, a, e2e, otherPSPKey)
+		status, code := noticeFrom(t, a, e2e, pspKey)
+		require.Equal(t, http.StatusServiceUnavailable, status, code)
+		require.Equal(t, "med_notice_psp_unknown", code)
+		found, err := f.store.OfPIX(ctx, e2e, 10)
+		require.NoError(t, err)
+		require.Empty(t, found, "nothing recorded")
+
+		_, err = f.s.Pool().Exec(ctx, `UPDATE pix_credits SET psp = 'psp-1' WHERE end_to_end_id = $1 AND psp IS NULL`, e2e) // the backfill
+		require.NoError(t, err)
+		status, code = noticeFrom(t, a, e2e, otherPSPKey)
 		require.Equal(t, http.StatusForbidden, status, code)
 		require.Equal(t, "med_notice_wrong_psp", code)
 		status, code = noticeFrom(t, a, e2e, pspKey)
 		require.Equal(t, http.StatusAccepted, status, code)
-		found, err := f.store.OfPIX(ctx, e2e, 10)
+		found, err = f.store.OfPIX(ctx, e2e, 10)
 		require.NoError(t, err)
-		require.Len(t, found, 1, "the sole PSP's report is taken")
+		require.Len(t, found, 1, "the recorded PSP's report is taken")
 	}
 }

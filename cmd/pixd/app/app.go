@@ -195,7 +195,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	reconcileLimits.Interval = cfg.ReconcileInterval // what the expected round is told in
 	store.SetReconcileLimits(reconcileLimits)
 	store.SetCatchUpPSP(cfg.CatchUpPSP())
-	store.SetSolePSP(cfg.SolePSP())
 	a := &App{Cfg: cfg, Log: log, Store: store, Temporal: tc, Metrics: promRegistry, lookup: o.lookup(), process: saga.NewProcess(),
 		payloadCodec: payloadCodec, dataConverter: dataConverter, tracing: traces, ownTracing: ownTracing, psp: pspClient}
 	if err := a.wire(); err != nil {
