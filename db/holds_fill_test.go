@@ -440,6 +440,18 @@ func TestAReleasedHoldsMoneyFillsTheHoldsThatLackBeforeItIsSpendable(t *testing.
 		"amount_cents": 5_000.0, "held_after_cents": 5_000.0, "available_after_cents": 5_000.0} {
 		require.Equal(t, v, fills[0].Payload[k], k)
 	}
+	// The pix.hold.released event's figures are the account's right after
+	// the release, before the fill that follows (its schema says so: attack
+	// review B, LOW-3); the fill's are the account's after the whole change.
+	var releasedEvents []outboxRow
+	for _, e := range outboxRows(t, s) {
+		if e.Type == db.EventHoldReleased {
+			releasedEvents = append(releasedEvents, e)
+		}
+	}
+	require.Len(t, releasedEvents, 1)
+	require.Equal(t, 3_000.0, releasedEvents[0].Payload["held_after_cents"])
+	require.Equal(t, 7_000.0, releasedEvents[0].Payload["available_after_cents"])
 	require.ErrorIs(t, tryDebit(s, "acc-1", 5_001), pix.ErrInsufficientFunds, "the MED's hold keeps what it took")
 	require.NoError(t, tryDebit(s, "acc-1", 5_000), "what no hold lacks is spendable again")
 
