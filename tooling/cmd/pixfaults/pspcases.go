@@ -102,9 +102,7 @@ func tokenEndpointDown(ctx context.Context, r *caseRun) (time.Time, string, erro
 	r.noTokenFrom, r.noTokenTo = noTokenWindow(out.down, out.back, false)
 	note := fmt.Sprintf("PSP calls failed for want of a token (the worker's log): %s; tokens of %s, used %s each",
 		tokenCalls.record(r, logFrom), pspTokenLifetime, pspTokenUsable)
-	if d := out.back.Sub(out.down); d > r.s.tokenDown+time.Second {
-		note += fmt.Sprintf("; the endpoint kept down %s, until calls of both met the outage", d.Round(100*time.Millisecond))
-	}
+	note += keptNote("the endpoint kept down", out.back.Sub(out.down), r.s.tokenDown, out.met)
 	return out.healed, note, nil
 }
 
@@ -193,19 +191,35 @@ func tokenFailure(why string, calls ...string) func(string) bool {
 
 // keepFault keeps a token case's fault in place for least, then until
 // met() (polled every 250 ms) or end, whichever comes first, and returns
-// when it stopped waiting, never after end. An outage no call met proves
+// when it stopped waiting, never after end, and whether met() held. An outage no call met proves
 // nothing, and on a loaded machine the worker's next PSP call may come
 // after least (see tokenEndpointDown); end bounds the wait, so that a
 // worker that never makes such a call still fails the case.
-func keepFault(ctx context.Context, least time.Duration, end time.Time, met func() bool) time.Time {
+func keepFault(ctx context.Context, least time.Duration, end time.Time, met func() bool) (time.Time, bool) {
 	time.Sleep(least)
-	for !met() && time.Now().Before(end) && ctx.Err() == nil {
+	ok := met()
+	for !ok && time.Now().Before(end) && ctx.Err() == nil {
 		time.Sleep(min(250*time.Millisecond, time.Until(end)))
+		ok = met()
 	}
 	if now := time.Now(); now.Before(end) {
-		return now
+		return now, ok
 	}
-	return end
+	return end, ok
+}
+
+// keptNote says, for a case's note, how long a fault was kept past its
+// set time (kept, of set) and why: calls of both kinds met it, or the
+// bound came first (the case then fails: the fault did not happen).
+func keptNote(what string, kept, set time.Duration, met bool) string {
+	if kept <= set+time.Second {
+		return ""
+	}
+	why := "until calls of both met it"
+	if !met {
+		why = "its bound: calls of both had not met it"
+	}
+	return fmt.Sprintf("; %s %s, %s", what, kept.Round(100*time.Millisecond), why)
 }
 
 // tokenOutage is an outage of the simulator's token endpoint as the suite
@@ -216,6 +230,8 @@ func keepFault(ctx context.Context, least time.Duration, end time.Time, met func
 // when the suite had brought it back.
 type tokenOutage struct {
 	down, back, healed time.Time
+	// met: calls met the outage before its bound (see keepFault).
+	met bool
 }
 
 // takeTokenEndpointDown takes the simulator's token endpoint down (PUT
@@ -236,11 +252,11 @@ func takeTokenEndpointDown(ctx context.Context, p *pspServer, least, most time.D
 		return tokenOutage{}, err
 	}
 	down := time.Now()
-	back := keepFault(ctx, least, asked.Add(most), func() bool { return met(down) })
+	back, ok := keepFault(ctx, least, asked.Add(most), func() bool { return met(down) })
 	if err := p.send(ctx, http.MethodDelete, "/sim/token-endpoint", nil, http.StatusNoContent, nil); err != nil {
 		return tokenOutage{}, err
 	}
-	return tokenOutage{down: down, back: back, healed: time.Now()}, nil
+	return tokenOutage{down: down, back: back, healed: time.Now(), met: ok}, nil
 }
 
 // wrongClientSecret rotates our client's secret at the simulator, its
@@ -273,7 +289,7 @@ func wrongClientSecret(ctx context.Context, r *caseRun) (time.Time, string, erro
 	}
 	wrong := time.Now()
 	metFrom, _ := noTokenWindow(wrong, wrong, true)
-	keepFault(ctx, r.s.secretWrongFor, wrong.Add(r.s.secretWrongFor+r.s.tokenHitWait),
+	_, met := keepFault(ctx, r.s.secretWrongFor, wrong.Add(r.s.secretWrongFor+r.s.tokenHitWait),
 		func() bool { return secretCalls.met(r.st.worker, logFrom, metFrom) })
 	attentionAfter, err := pspAttention(ctx, r.st.workerMetricsURL)
 	if err != nil {
@@ -300,9 +316,7 @@ func wrongClientSecret(ctx context.Context, r *caseRun) (time.Time, string, erro
 	r.noTokenFrom, r.noTokenTo = noTokenWindow(wrong, right, true)
 	note := fmt.Sprintf("secret wrong %s: PSP calls refused a token (the worker's log): %s; pix_psp_attention_total{kind=%q} +%d",
 		r.s.secretWrongFor, calls, activities.ErrTypePSPRequestRefused, r.facts["PSPRequestRefused counted"])
-	if d := right.Sub(wrong); d > r.s.secretWrongFor+time.Second {
-		note += fmt.Sprintf("; the secret kept wrong %s, until calls of both met it", d.Round(100*time.Millisecond))
-	}
+	note += keptNote("the secret kept wrong", right.Sub(wrong), r.s.secretWrongFor, met)
 	return healed, note, nil
 }
 

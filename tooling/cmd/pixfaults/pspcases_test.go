@@ -392,7 +392,8 @@ func TestTokenCaseKeepsTheOutageUntilCallsMeetIt(t *testing.T) {
 		require.Equal(t, 2, r.facts[tokenCalls[0].fact])
 		require.Equal(t, 1, r.facts[tokenCalls[1].fact])
 		require.Less(t, healed.Sub(refund.at), 5*time.Second, "the outage went on after calls of both met it")
-		require.Contains(t, note, "until calls of both met the outage")
+		require.Contains(t, note, "the endpoint kept down")
+		require.Contains(t, note, "until calls of both met it")
 		// The late calls are in the window without a token, which ends
 		// when the DELETE was sent: the transfer made once it brought the
 		// endpoint back is not counted.
@@ -411,11 +412,12 @@ func TestTokenCaseKeepsTheOutageUntilCallsMeetIt(t *testing.T) {
 	t.Run("no call", func(t *testing.T) {
 		r, _, _, _, _ := setup(t, time.Second, 2*time.Second)
 		began := time.Now()
-		healed, _, err := tokenEndpointDown(t.Context(), r)
+		healed, note, err := tokenEndpointDown(t.Context(), r)
 		require.NoError(t, err)
 		took := healed.Sub(began)
 		require.GreaterOrEqual(t, took, 3*time.Second, "the outage ended before s.tokenDown + s.tokenHitWait")
 		require.Less(t, took, 8*time.Second, "the outage went on past s.tokenDown + s.tokenHitWait")
+		require.Contains(t, note, "its bound: calls of both had not met it")
 		require.Equal(t, []string{"the fault did not happen: no " + tokenCalls[0].fact, "the fault did not happen: no " + tokenCalls[1].fact},
 			needFacts(tokenCalls[0].fact, tokenCalls[1].fact)(t.Context(), r, nil))
 	})
@@ -519,6 +521,7 @@ func TestSecretCaseKeepsTheWrongSecretUntilCallsMeetIt(t *testing.T) {
 		require.Equal(t, 2, r.facts[secretCalls[0].fact])
 		require.Equal(t, 1, r.facts[secretCalls[1].fact])
 		require.Less(t, healed.Sub(refund.at), 5*time.Second, "the secret stayed wrong after calls of both met it")
+		require.Contains(t, note, "the secret kept wrong")
 		require.Contains(t, note, "until calls of both met it")
 		require.True(t, r.withoutToken(late.at))
 		require.True(t, r.withoutToken(refund.at))
@@ -531,11 +534,12 @@ func TestSecretCaseKeepsTheWrongSecretUntilCallsMeetIt(t *testing.T) {
 	t.Run("no call", func(t *testing.T) {
 		r, _, _ := setup(t, time.Second, 2*time.Second)
 		began := time.Now()
-		healed, _, err := wrongClientSecret(t.Context(), r)
+		healed, note, err := wrongClientSecret(t.Context(), r)
 		require.NoError(t, err)
 		took := healed.Sub(began)
 		require.GreaterOrEqual(t, took, 3*time.Second, "the secret was right again before s.secretWrongFor + s.tokenHitWait")
 		require.Less(t, took, 8*time.Second, "the secret stayed wrong past s.secretWrongFor + s.tokenHitWait")
+		require.Contains(t, note, "its bound: calls of both had not met it")
 		require.Equal(t, []string{"the fault did not happen: no " + secretCalls[0].fact, "the fault did not happen: no " + secretCalls[1].fact},
 			needFacts(secretCalls.facts()...)(t.Context(), r, nil))
 	})
