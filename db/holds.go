@@ -36,7 +36,10 @@ import (
 //
 // Lock order, as every money transaction's: a PIX's credit (a hold of a
 // PIX, a devolução) or an inbox row (a credit), then the account, then a
-// hold (a release, a capture; the holds a credit fills). Every change of
+// hold (a release, a capture; the holds a credit fills), then the holds it
+// raises and fills (a release or a shrink: the holds of its PIX it raises,
+// RaiseFillTo, then the account's holds that fill, FillHolds; all are the
+// account's, so under its lock no two of these wait for each other). Every change of
 // an account's holds (a hold made, released, captured or filled) is made
 // under the account's lock, so a hold's row is only ever waited for by a
 // transaction that holds its account's lock already: two of them never
@@ -48,7 +51,7 @@ import (
 
 // holdSQL holds the statements of queries/holds.sql.
 var holdSQL struct {
-	AccountFilling, ByRef, Get, GetMany, LockHold, Hold, Release, Capture, Fill, Shrink, CapturePart, Restore string
+	AccountFilling, ByRef, Get, GetMany, LockHold, Hold, Release, Capture, Fill, Shrink, CapturePart, Restore, RaiseFillTo string
 }
 
 func init() { bindQueries("holds.sql", &holdSQL) }
@@ -67,6 +70,9 @@ const (
 	EventHoldShrunk       = "pix.hold.shrunk"
 	EventHoldPartCaptured = "pix.hold.part_captured"
 	EventHoldRestored     = "pix.hold.restored"
+	// What a hold that fills fills to raised, its PIX's room back
+	// (RaiseFillTo).
+	EventHoldFillRaised = "pix.hold.fill_raised"
 )
 
 // HoldEvents are the holds' event types, each with its aggregate type:
@@ -80,6 +86,7 @@ var HoldEvents = map[string]string{
 	EventHoldShrunk:       AggregateHold,
 	EventHoldPartCaptured: AggregateHold,
 	EventHoldRestored:     AggregateHold,
+	EventHoldFillRaised:   AggregateHold,
 }
 
 // NewHold is a hold asked for.
@@ -105,8 +112,12 @@ type NewHold struct {
 	UpTo        bool
 	// FillFromCredits (with UpTo only) makes a hold that fills from later
 	// credits: it fills to AmountCents, or to what the PIX has left to
-	// hold if less (pix.Hold.FillToCents, reserved of the PIX at once: no
-	// devolução or other hold of the PIX takes it); it holds what is
+	// hold if less, possibly nothing (pix.Hold.FillToCents, reserved of the
+	// PIX at once: no devolução or other hold of the PIX takes it); what
+	// the PIX's room cut short is raised as the PIX gets room back (a hold
+	// of it released or shrunk, a devolução of it reversed: RaiseFillTo),
+	// so that a MED made while a block of its PIX holds part of it fills to
+	// what it asked once the block ends; it holds what is
 	// available now, possibly nothing (no pix.ErrInsufficientFunds), and
 	// each PIX credited to the account afterwards adds what the hold lacks,
 	// as far as the credit goes, in the credit's transaction, with its
@@ -176,7 +187,9 @@ func deref(s *string) string {
 // FillFromCredits, which may start with nothing); for a PIX,
 // pix.ErrPixNotCredited (no credit of it to the account) and
 // pix.ErrHoldExceedsCredit (its active holds and devoluções would exceed
-// its credit; with UpTo, it has nothing left to hold).
+// its credit; with UpTo, it has nothing left to hold; never with
+// FillFromCredits, which then fills to nothing until the PIX gets room
+// back).
 //
 // Locks: for a PIX, its credit first (as a devolução: the holds and
 // devoluções of one PIX are decided one at a time), then the account (the
@@ -212,7 +225,7 @@ func Hold(ctx context.Context, tx pgx.Tx, h NewHold) (hold pix.Hold, created boo
 			available = 0
 		}
 	}
-	amount, fillTo, err := holdable(h, available, room)
+	amount, fillTo, short, err := holdable(h, available, room)
 	if err != nil {
 		return pix.Hold{}, false, err
 	}
@@ -221,7 +234,7 @@ func Hold(ctx context.Context, tx pgx.Tx, h NewHold) (hold pix.Hold, created boo
 		end2end = &h.EndToEndID
 	}
 	hold, err = scanHold(tx.QueryRow(ctx, holdSQL.Hold, uuid.New(), h.Ref, h.AccountID, end2end, h.Kind, h.Reason,
-		h.AmountCents, h.UpTo, amount, tracing.Traceparent(ctx), fillTo))
+		h.AmountCents, h.UpTo, amount, tracing.Traceparent(ctx), fillTo, short))
 	if errors.Is(err, pix.ErrHoldNotFound) {
 		// Another call took the ref after ours looked, and committed: its
 		// hold is the ref's.
@@ -255,27 +268,29 @@ func holdOfRef(ctx context.Context, tx pgx.Tx, h NewHold) (pix.Hold, bool, error
 // holdable is how much h holds: all it asks, or with UpTo what the
 // available balance and the PIX's room (-1: no PIX) leave, if less; and,
 // with FillFromCredits, what it fills to (nil: it does not fill): what it
-// asks, or the PIX's room if less.
-func holdable(h NewHold, available, room int64) (amount int64, fillTo *int64, err error) {
+// asks, or the PIX's room if less (possibly 0: the PIX wholly taken, by a
+// block of it, say), and what the room cut short of what it asks (short:
+// raised as the PIX gets room back, RaiseFillTo).
+func holdable(h NewHold, available, room int64) (amount int64, fillTo *int64, short int64, err error) {
 	amount = h.AmountCents
 	if h.UpTo && room >= 0 {
 		amount = min(amount, room)
 	}
 	if h.FillFromCredits {
 		target := amount
-		fillTo = &target
+		fillTo, short = &target, h.AmountCents-target
 	}
 	if h.UpTo {
 		amount = min(amount, available)
 	}
 	switch {
-	case room >= 0 && amount > room, room == 0:
-		return 0, nil, fmt.Errorf("%w: the PIX has %d left to hold, asked %d", pix.ErrHoldExceedsCredit, room, h.AmountCents)
+	case room >= 0 && amount > room, room == 0 && !h.FillFromCredits:
+		return 0, nil, 0, fmt.Errorf("%w: the PIX has %d left to hold, asked %d", pix.ErrHoldExceedsCredit, room, h.AmountCents)
 	case h.FillFromCredits: // it may start with nothing: later credits fill it
 	case amount > available, amount < 1:
-		return 0, nil, fmt.Errorf("%w: available %d, hold %d", pix.ErrInsufficientFunds, available, h.AmountCents)
+		return 0, nil, 0, fmt.Errorf("%w: available %d, hold %d", pix.ErrInsufficientFunds, available, h.AmountCents)
 	}
-	return amount, fillTo, nil
+	return amount, fillTo, short, nil
 }
 
 // pixCredit locks the PIX's credit (LockCredit: the holds and devoluções
@@ -335,8 +350,10 @@ func creditLeft(ctx context.Context, tx pgx.Tx, endToEndID string, credited int6
 // Status says). reason says why ("": not said; at most 140 characters).
 // pix.ErrHoldNotFound: no such hold. A hold that fills from later credits
 // is released with what it holds (possibly nothing), and fills no more.
+// What it took of its PIX first raises what the PIX's other holds that
+// fill were cut short of (RaiseFillTo), so that its money then fills them.
 // Locks: its account, then the hold (lockHoldAndAccount), then the
-// account's holds that fill (FillHolds).
+// account's holds that fill, of its PIX first (RaiseFillTo, FillHolds).
 func Release(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason string) (hold pix.Hold, released bool, err error) {
 	if err := validReason("reason", reason); err != nil {
 		return pix.Hold{}, false, err
@@ -346,6 +363,9 @@ func Release(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason string) (hold 
 	}
 	if hold, err = scanHold(tx.QueryRow(ctx, holdSQL.Release, id, reason, tracing.Traceparent(ctx))); err != nil {
 		return pix.Hold{}, false, fmt.Errorf("release hold: %w", err)
+	}
+	if err := raiseFrom(ctx, tx, hold, reserved(hold), FillSource{Kind: FillByHoldRelease, ID: hold.ID}); err != nil {
+		return pix.Hold{}, false, err
 	}
 	if err := fillFromFreed(ctx, tx, hold.AccountID, hold.AmountCents, FillSource{Kind: FillByHoldRelease, ID: hold.ID}); err != nil {
 		return pix.Hold{}, false, err
@@ -461,6 +481,10 @@ func capturePart(ctx context.Context, tx pgx.Tx, id uuid.UUID, refundID string, 
 // 140 characters). pix.ErrHoldNotFound: no such hold; a
 // pix.ValidationError: toCents below 0, or below 1 for a hold that does
 // not fill, or a hold of a whole amount (not NewHold.UpTo): release it.
+// What it stops taking of its PIX raises the PIX's other holds that fill
+// first (RaiseFillTo), as a release. What it may be raised to itself is at
+// most toCents too (a hold within toCents whose fill_to_cents could be
+// raised past it is shrunk: no money moves, its event says so).
 // Locks: its account, then the hold (lockHoldAndAccount), then the
 // account's holds that fill, as Release.
 func Shrink(ctx context.Context, tx pgx.Tx, id uuid.UUID, toCents int64, reason string) (hold pix.Hold, shrunk bool, err error) {
@@ -479,13 +503,18 @@ func Shrink(ctx context.Context, tx pgx.Tx, id uuid.UUID, toCents int64, reason 
 	case hold.FillToCents == nil && toCents < 1:
 		return pix.Hold{}, false, pix.Invalid("to_cents", "must be at least 1 for a hold that does not fill: release it")
 	}
-	if hold.AmountCents <= toCents && (hold.FillToCents == nil || *hold.FillToCents <= toCents) {
-		return hold, false, nil
-	}
+	before := hold
 	var freed int64
 	var event string // the pix.hold.shrunk event's id: a hold may shrink more than once
-	if hold, err = scanHold(tx.QueryRow(ctx, holdSQL.Shrink, id, toCents, reason, tracing.Traceparent(ctx)), &freed, &event); err != nil {
+	hold, err = scanHold(tx.QueryRow(ctx, holdSQL.Shrink, id, toCents, reason, tracing.Traceparent(ctx)), &freed, &event)
+	switch {
+	case errors.Is(err, pix.ErrHoldNotFound):
+		return before, false, nil // within toCents already: nothing to shrink
+	case err != nil:
 		return pix.Hold{}, false, fmt.Errorf("shrink hold: %w", err)
+	}
+	if err := raiseFrom(ctx, tx, hold, reserved(before)-reserved(hold), FillSource{Kind: FillByHoldShrink, ID: event}); err != nil {
+		return pix.Hold{}, false, err
 	}
 	if err := fillFromFreed(ctx, tx, hold.AccountID, freed, FillSource{Kind: FillByHoldShrink, ID: event}); err != nil {
 		return pix.Hold{}, false, err
@@ -577,6 +606,56 @@ const (
 	FillByHoldRelease = "hold_release"
 	FillByHoldShrink  = "hold_shrink"
 )
+
+// reserved is what the hold, active, takes of its PIX's credit (TakenCents):
+// what it fills to, for a hold that fills, else what it holds.
+func reserved(h pix.Hold) int64 {
+	if h.FillToCents != nil {
+		return *h.FillToCents
+	}
+	return h.AmountCents
+}
+
+// RaiseFillTo gives roomCents of the PIX endToEndID just freed in tx (a
+// hold of it released or shrunk, a devolução of it reversed) back to the
+// PIX's active holds that fill but except (uuid.Nil: none), which the PIX's
+// room cut short of what they fill to (fill_short_cents: a MED made while
+// a block of its PIX, or a devolução of it, took part of it), in the
+// order they were made, with a pix.hold.fill_raised event each: they fill
+// to more, and the money freed (fillFromFreed, FillHolds, after this call)
+// and later inflows fill them. It returns what was raised in all. The
+// caller holds the account's lock (the lock order: the account, then the
+// holds) and calls it before the freed money fills anything. No lock of
+// the PIX's credit is needed: the room moves from what freed it to the
+// holds raised, in one transaction, and no other can take it meanwhile
+// (until the commit it is the freeing hold's or devolução's).
+func RaiseFillTo(ctx context.Context, tx pgx.Tx, endToEndID string, except uuid.UUID, roomCents int64, source FillSource) (int64, error) {
+	if endToEndID == "" || roomCents <= 0 {
+		return 0, nil
+	}
+	var exceptID *uuid.UUID
+	if except != uuid.Nil {
+		exceptID = &except
+	}
+	var raised int64
+	err := tx.QueryRow(ctx, holdSQL.RaiseFillTo, endToEndID, roomCents, exceptID, source.Kind, source.ID,
+		tracing.Traceparent(ctx)).Scan(&raised)
+	if err != nil {
+		return 0, fmt.Errorf("raise the holds of %s from %s %s: %w", endToEndID, source.Kind, source.ID, err)
+	}
+	return raised, nil
+}
+
+// raiseFrom is RaiseFillTo of the room the hold h, of a PIX or not, just
+// gave back to its PIX.
+func raiseFrom(ctx context.Context, tx pgx.Tx, h pix.Hold, roomCents int64, source FillSource) error {
+	id, err := uuid.Parse(h.ID)
+	if err != nil {
+		return fmt.Errorf("hold %q: %w", h.ID, err)
+	}
+	_, err = RaiseFillTo(ctx, tx, deref(h.EndToEndID), id, roomCents, source)
+	return err
+}
 
 // FillHolds fills the holds of the account still filling
 // (NewHold.FillFromCredits) with addedCents just come back to it from

@@ -49,11 +49,13 @@ SELECT EXISTS (SELECT 1 FROM pix_holds WHERE account_id = $1 AND status = 'activ
 -- $3 account_id, $4 end_to_end_id (NULL: none), $5 kind, $6 reason
 -- ('': none), $7 asked_cents, $8 up_to, $9 amount_cents, $10 the
 -- traceparent of the event, $11 fill_to_cents (NULL: a hold that does not
--- fill from later credits).
+-- fill from later credits), $12 fill_short_cents (what the PIX's room cut
+-- short of what it fills to: RaiseFillTo raises it when the PIX gets room
+-- back; 0 for a hold that does not fill).
 WITH hold AS (
     INSERT INTO pix_holds (id, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, amount_cents,
-                           created_at, traceparent, fill_to_cents)
-    VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, $8, $9, clock_timestamp(), $10, $11)
+                           created_at, traceparent, fill_to_cents, fill_short_cents)
+    VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, $8, $9, clock_timestamp(), $10, $11, $12)
     ON CONFLICT (ref) DO NOTHING
     RETURNING *, pix_holds AS hold_row),
 held AS (
@@ -173,6 +175,9 @@ SELECT id::text, ref, kind, cents FROM filled ORDER BY created_at, id
 -- Shrinks a hold locked active (LockHold) in place to hold, and fill to,
 -- at most $2 (db.Shrink): what it holds beyond leaves its account's held,
 -- with its event, in one statement; a hold that does not fill stays one.
+-- What it may be raised to (fill_to_cents + fill_short_cents: RaiseFillTo)
+-- is at most $2 too, so that a hold shrunk to what its holder still needs
+-- is never raised past it.
 -- Returns the hold, then what left the held (which db.Shrink gives to the
 -- account's holds that still lack, Fill) and the event's id (that fill's
 -- source). A hold within $2 already changes nothing and returns no row (a
@@ -182,9 +187,12 @@ WITH before AS (
     SELECT id, amount_cents FROM pix_holds WHERE id = $1),
 shrunk AS (
     UPDATE pix_holds h SET amount_cents = LEAST(h.amount_cents, $2),
-                           fill_to_cents = CASE WHEN h.fill_to_cents IS NULL THEN NULL ELSE LEAST(h.fill_to_cents, $2) END
+                           fill_to_cents = CASE WHEN h.fill_to_cents IS NULL THEN NULL ELSE LEAST(h.fill_to_cents, $2) END,
+                           fill_short_cents = CASE WHEN h.fill_to_cents IS NULL THEN 0
+                                                   ELSE LEAST(h.fill_to_cents + h.fill_short_cents, $2) - LEAST(h.fill_to_cents, $2) END
     FROM before b
-    WHERE h.id = b.id AND h.status = 'active' AND (h.amount_cents > $2 OR h.fill_to_cents > $2)
+    WHERE h.id = b.id AND h.status = 'active'
+      AND (h.amount_cents > $2 OR h.fill_to_cents > $2 OR h.fill_to_cents + h.fill_short_cents > $2)
     RETURNING h.*, h AS hold_row, b.amount_cents - h.amount_cents AS released_cents, clock_timestamp() AS shrunk_at),
 held AS (
     UPDATE accounts a SET held_cents = a.held_cents - s.released_cents, updated_at = s.shrunk_at
@@ -260,3 +268,44 @@ event AS (
                                              'refund_id', r.part_refund_id, 'restored_at', r.restored_at)), $2
     FROM restored r CROSS JOIN held a)
 SELECT COALESCE(sum(restored_cents), 0)::bigint FROM restored
+
+-- name: RaiseFillTo
+-- Raises what the active holds of the PIX $1 that fill, but the hold $3
+-- (NULL: none), fill to, by what the PIX's room cut short of it
+-- (fill_short_cents), with the room $2 the PIX just got back (db.Release,
+-- db.Shrink: what the hold of it reserved, TakenCents; a devolução of it
+-- reversed: what its hold's RestoreHold did not take back): each, in the
+-- order they were made, takes what it is short of what the room and the
+-- holds before it left, with its event. So a MED's hold made while a block
+-- or a devolução of its PIX took part of it fills again to what it asked,
+-- once that part is free. The room moves from what freed it to the holds
+-- raised, in the freeing transaction: the PIX's devoluções and active
+-- holds never take more than its credit, without its credit's lock (no
+-- other transaction can take room the freeing hold or devolução still
+-- has). Under the account's lock, taken by the caller before (every hold of
+-- a PIX is its account's; the lock order stays the account, then the
+-- holds), before the freed money fills anything (Fill): the holds raised
+-- take it in their turn. Nothing held changes. $4 the source's kind
+-- ('hold_release', 'hold_shrink', 'refund_reversal'), $5 its id, $6 the
+-- traceparent of the events. Returns what was raised in all.
+WITH short AS (
+    SELECT id, fill_short_cents AS short,
+           (sum(fill_short_cents) OVER (ORDER BY created_at, id) - fill_short_cents)::bigint AS before
+    FROM pix_holds
+    WHERE end_to_end_id = $1 AND status = 'active' AND fill_short_cents > 0 AND id IS DISTINCT FROM $3::uuid),
+raise AS (
+    SELECT id, LEAST(short, $2 - before) AS cents FROM short WHERE before < $2),
+raised AS (
+    UPDATE pix_holds h SET fill_to_cents = h.fill_to_cents + r.cents, fill_short_cents = h.fill_short_cents - r.cents
+    FROM raise r WHERE h.id = r.id AND h.status = 'active'
+    RETURNING h.*, h AS hold_row, r.cents, clock_timestamp() AS raised_at),
+event AS (
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
+    SELECT 'pix_hold', r.id::text, 'pix.hold.fill_raised',
+           pix_hold_event(r.hold_row, a.held_cents, a.balance_cents,
+                          jsonb_build_object('fill_to_cents', r.fill_to_cents, 'raised_cents', r.cents,
+                                             'fill_short_cents', r.fill_short_cents, 'source_kind', $4::text,
+                                             'source_id', $5::text, 'raised_at', r.raised_at)), $6
+    FROM raised r JOIN accounts a ON a.id = r.account_id
+    ORDER BY r.created_at, r.id)
+SELECT COALESCE(sum(cents), 0)::bigint FROM raised

@@ -46,8 +46,12 @@ func (s *Store) Hold(ctx context.Context, at Report) (Report, bool, error) {
 // ref (med:<id>:<n>): a hold that fills from the account's later inflows
 // (db.NewHold.FillFromCredits: each credit, refund or reversal fills it in
 // its own transaction, so none of it is spendable between two tries of
-// the run), holding what is available now, possibly nothing. The PIX with
-// nothing left to hold holds nothing and is no error.
+// the run), holding what is available now, possibly nothing. A PIX that
+// something else takes part of (a cautionary block of it, a devolução of
+// it pending) gets a hold filling to what it has left, possibly nothing,
+// raised as that part is freed (db.RaiseFillTo: the block released, the
+// devolução reversed), so the report always has its hold; the refusals
+// below are not expected of such a hold and are taken as nothing held.
 func holdMore(ctx context.Context, tx pgx.Tx, next *Report, amount int64) error {
 	hold, _, err := db.Hold(ctx, tx, db.NewHold{Ref: fmt.Sprintf("med:%s:%d", next.ID, next.Holds+1), AccountID: *next.AccountID,
 		EndToEndID: next.EndToEndID, AmountCents: amount, UpTo: true, FillFromCredits: true, Kind: HoldKind, Reason: holdReason})

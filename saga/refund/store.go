@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pixbank/pix/db"
@@ -212,6 +213,13 @@ func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bo
 			return err
 		}
 		if back := out.AmountCents - restored; back > 0 {
+			// What its PIX got back first raises the PIX's holds that fill
+			// whose room it took (a MED made while it was pending), so
+			// that the money back fills them.
+			if _, err := db.RaiseFillTo(ctx, tx, out.EndToEndID, uuid.Nil, back,
+				db.FillSource{Kind: db.FillByRefundReversal, ID: id}); err != nil {
+				return err
+			}
 			if _, err := db.FillHolds(ctx, tx, out.AccountID, back, db.FillSource{Kind: db.FillByRefundReversal, ID: id}); err != nil {
 				return err
 			}
