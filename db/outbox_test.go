@@ -58,7 +58,7 @@ func outboxRows(t *testing.T, s *db.Store) []outboxRow {
 // its JSON Schema: a credit's to an account and an API Pix one's to an
 // unknown key failing, a transfer settled and one refunded, a devolução
 // returned and one reversed, holds released, captured and filled, shrunk,
-// captured in part and given a part back.
+// captured in part and given a part back, one cut short raised.
 func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
@@ -108,6 +108,13 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	part, err := capturePart(s, credited, 1_000, kept.ID)
 	require.NoError(t, err)
 	_, err = refundsaga.NewStore(s).ReverseRefund(ctx, part.ID, "NAO_REALIZADO", false)
+	require.NoError(t, err)
+	cut := creditPIX(t, s, 6, "acc-1", 1_000) // a MED cut short by a block of its PIX, raised when the block ends
+	blocked, _, err := hold(s, block("block:2", "acc-1", cut, 600))
+	require.NoError(t, err)
+	_, _, err = hold(s, med("med:2", "acc-1", cut, 1_000))
+	require.NoError(t, err)
+	_, _, err = release(s, blocked.ID, "")
 	require.NoError(t, err)
 	dbtest.OpenAccount(t, s, "acc-2", 0)
 	_, _, err = hold(s, db.NewHold{Ref: "judicial:2", AccountID: "acc-2", AmountCents: 500, UpTo: true, FillFromCredits: true, Kind: "judicial"})
