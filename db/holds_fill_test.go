@@ -388,10 +388,19 @@ func TestFillingHoldRequests(t *testing.T) {
 	notFilling.FillFromCredits = false
 	_, _, err = hold(s, notFilling)
 	require.ErrorIs(t, err, pix.ErrHoldRefReused)
-	_, _, err = hold(s, med("med:2", "acc-1", reported, 1))
-	require.ErrorIs(t, err, pix.ErrHoldExceedsCredit, "the PIX has nothing left to hold")
+	// The PIX has nothing left to hold: another hold that fills is made
+	// all the same, filling to nothing until the PIX gets room back
+	// (RaiseFillTo).
+	second, created, err := hold(s, med("med:2", "acc-1", reported, 1))
+	require.NoError(t, err)
+	require.True(t, created)
+	requireHold(t, s, second.ID, 0, 0, pix.HoldActive)
 	_, _, err = release(s, blocked.ID, "")
 	require.NoError(t, err)
+	// The block's room goes to the holds of its PIX cut short, oldest
+	// first: med:1 takes all of it, and the block's money fills it.
+	requireHold(t, s, h.ID, 10_000, 10_000, pix.HoldActive)
+	requireHold(t, s, second.ID, 0, 0, pix.HoldActive)
 	dbtest.RequireBooks(t, s)
 }
 
