@@ -14,10 +14,16 @@
 -- one at a time (db.RecordRefund, db.Hold). Whose it is, its amount, and
 -- whether it can still be returned: the window counts from when the PIX
 -- was first received (credited_at for credits recorded before received_at
--- was kept). $1 end_to_end_id, $2 the refund window.
+-- was kept). $1 end_to_end_id, $2 the refund window. FOR NO KEY UPDATE,
+-- not FOR UPDATE: it serializes the same, but lets a transaction that
+-- updates a hold of the PIX twice (raised, then filled: db.Release under
+-- its account's lock) take the foreign key's FOR KEY SHARE of this row,
+-- which the second update of a row it wrote checks again; FOR UPDATE made
+-- it wait for a holder of this lock that waits for the account: a
+-- deadlock.
 SELECT account_id, amount_cents, COALESCE(received_at, credited_at) + $2::interval > now()
 FROM pix_credits WHERE end_to_end_id = $1
-FOR UPDATE
+FOR NO KEY UPDATE
 
 -- name: TakenCents
 -- What of the PIX's credit is taken: its refunds (all but the reversed)
