@@ -144,7 +144,8 @@ var statementPlans = map[string]statementPlan{
 	// The MED lister's quarantine holds only the items not cleared yet (a
 	// later listing that takes one in clears it, an operator too): its
 	// gauge counts them whole at each scrape.
-	"quarantine.Count": readsWhole(periodic, "the gauge of the MED items quarantined and not cleared, a handful paged until cleared", "pix_med_quarantine"),
+	"quarantine.RefundsFrom": readsWhole(perPIX, "a MED report's expiry reads the refund requests quarantined and not cleared, a handful paged until cleared", "pix_med_quarantine"),
+	"quarantine.Count":       readsWhole(periodic, "the gauge of the MED items quarantined and not cleared, a handful paged until cleared", "pix_med_quarantine"),
 
 	"holds.AccountFilling": checked(perPIX), // a new hold that fills
 	"holds.ByRef":          checked(perPIX),

@@ -90,7 +90,12 @@ func (a *Activities) CancelReport(ctx context.Context, at Report) (Report, error
 // for instead: ListerLive), from ListLag after the request's time (the lists lag the
 // writes). One the list shows is taken in (Store.IntakeRefund) and the run
 // returns it: a request made in time but not listed yet by the lister is
-// never released on our table's word.
+// never released on our table's word. Nor is one quarantined (the lister
+// covered past it, malformed or refused): while a refund request
+// quarantined and not cleared could be the report's
+// (Store.RefundQuarantinedFrom), the covered window is not trusted, the
+// DICT is listed, and with none taken in the run stops visibly
+// (quarantinedRefund) rather than release on a guess.
 func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, error) {
 	cur, moved, err := a.current(ctx, at)
 	if err != nil || moved || cur.Status != StatusAwaitingRequest || cur.RequestOpen() {
@@ -107,7 +112,15 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 		// notices (a request noticed late reopens the report: IntakeRefund).
 		return release("no refund request noticed within 72 hours: released")
 	}
-	if a.Covered != nil {
+	// A refund request quarantined (malformed, or refused by the doors)
+	// that could be this report's is not an absent one: the lister moved
+	// its covered window past it, so the covered shortcut is not taken;
+	// the DICT is listed, and with none taken in the run stops visibly.
+	_, _, held, err := a.Store.RefundQuarantinedFrom(ctx, RequestsFrom(cur))
+	if err != nil {
+		return Report{}, activities.KindError(err)
+	}
+	if a.Covered != nil && !held {
 		until, ok, err := a.Covered.CoveredUntil(ctx)
 		switch {
 		case err != nil:
@@ -123,7 +136,9 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 	}
 	var open []dict.Refund
 	_, err = a.DICT.WalkRefunds(ctx, dict.RefundQuery{Status: []dict.RefundStatus{dict.RefundOpen},
-		ModifiedAfter: RequestsFrom(cur)}, func(r dict.Refund) error {
+		ModifiedAfter: RequestsFrom(cur), Malformed: func(m dict.MalformedItem) error {
+			return a.quarantineMalformed(ctx, cur, m)
+		}}, func(r dict.Refund) error {
 		if dict.SameID(r.InfractionReportID, cur.ID.String()) && r.Status == dict.RefundOpen {
 			open = append(open, r)
 		}
@@ -137,7 +152,48 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 			append(attrsOf(cur), "refund_request_id", open[0].ID)...)
 		return a.takeRefund(ctx, cur, open[0])
 	}
+	if err := a.quarantinedRefund(ctx, cur); err != nil {
+		return Report{}, err
+	}
 	return release("no refund request within 72 hours: released")
+}
+
+// quarantinedRefund stops the expiry visibly (dict_not_as_ours,
+// PixMEDDICTStopped; the item's own PixMEDDICTItemQuarantined) while a
+// refund request quarantined and not cleared could be the report's
+// (Store.RefundQuarantinedFrom): its request may be OPEN at the DICT, and
+// the hold is never released on a guess. It tries again after a signal
+// (once an operator decided the item and cleared its quarantine) or
+// ProblemRetryAfter.
+func (a *Activities) quarantinedRefund(ctx context.Context, cur Report) error {
+	id, reason, held, err := a.Store.RefundQuarantinedFrom(ctx, RequestsFrom(cur))
+	if err != nil {
+		return activities.KindError(err)
+	}
+	if !held {
+		return nil
+	}
+	return a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the refund request %s is quarantined (%s) and may be this report's, OPEN at the DICT: "+
+		"not released; decide it, clear its quarantine (pixctl med quarantine clear), then signal", id, reason))
+}
+
+// quarantineMalformed records a refund request the expiry's own listing
+// met that is not the specification's (dict.MalformedItem) as the lister
+// does (malformedQuarantine), and lets the walk go on: once the walk is
+// done, the row stops the expiry (quarantinedRefund), never a silent
+// retry that waits for the lister to cover the deadline past it.
+func (a *Activities) quarantineMalformed(ctx context.Context, cur Report, m dict.MalformedItem) error {
+	q := malformedQuarantine(QuarantinedRefund, m)
+	first, err := a.Store.Quarantine(ctx, q)
+	if err != nil {
+		return activities.TechnicalFailure(err)
+	}
+	if first {
+		quarantinedTotal.WithLabelValues(q.Kind).Inc()
+	}
+	a.Log.ErrorContext(ctx, "MED saga: a refund request listed at the report's expiry is not the specification's; quarantined (pix_med_quarantine), a human must look",
+		append(attrsOf(cur), "dict_id", q.ID, "last_modified", q.LastModified, "reason", q.Reason, "first", first, "error", m)...)
+	return nil
 }
 
 // ExpiryCovered is how far past a report's refund request deadline (on

@@ -38,6 +38,9 @@ type fakeDICT struct {
 	ops []string
 	// refundQuery is the last listRefund's query.
 	refundQuery dict.RefundQuery
+	// malformedRefunds are refund requests listed that are not the
+	// specification's: handed to the query's Malformed, or the walk stops.
+	malformedRefunds []dict.MalformedItem
 }
 
 func newFakeDICT(r med.Report) *fakeDICT {
@@ -128,6 +131,14 @@ func (d *fakeDICT) WalkRefunds(_ context.Context, q dict.RefundQuery, fn func(di
 	d.refundQuery = q
 	if err := d.answer("listRefund", false); err != nil {
 		return time.Time{}, err
+	}
+	for _, m := range d.malformedRefunds {
+		if q.Malformed == nil {
+			return time.Time{}, m
+		}
+		if err := q.Malformed(m); err != nil {
+			return time.Time{}, err
+		}
 	}
 	for _, r := range d.refunds {
 		if len(q.Status) > 0 && !slices.Contains(q.Status, r.Status) {

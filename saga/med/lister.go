@@ -339,6 +339,15 @@ func (l *Lister) taken(ctx context.Context, kind, id string, mod time.Time) erro
 // the element at fault as its code (dict_malformed:Status), never the
 // DICT's text (the log line has it).
 func (l *Lister) malformed(ctx context.Context, kind string, m dict.MalformedItem) error {
+	return l.quarantine(ctx, malformedQuarantine(kind, m), m)
+}
+
+// malformedQuarantine is the quarantine row of a malformed item: one
+// whose LastModified can't be read has a reason ending in LastModified
+// (dict_malformed:Status+LastModified), which the lister's take-in of
+// another copy never clears (quarantine.sql Clear) and the expiry takes
+// as possibly any report's (RefundsFrom).
+func malformedQuarantine(kind string, m dict.MalformedItem) Quarantined {
 	reason := "dict_malformed"
 	if m.Field != "" {
 		reason += ":" + m.Field
@@ -346,7 +355,7 @@ func (l *Lister) malformed(ctx context.Context, kind string, m dict.MalformedIte
 	if m.LastModified.IsZero() && m.Field != "LastModified" {
 		reason += "+LastModified"
 	}
-	return l.quarantine(ctx, Quarantined{Kind: kind, ID: m.ID, LastModified: cmp.Or(m.LastModified, m.At), Reason: reason}, m)
+	return Quarantined{Kind: kind, ID: m.ID, LastModified: cmp.Or(m.LastModified, m.At), Reason: reason}
 }
 
 // refusalCode is the code a refusal of the doors is recorded with: its

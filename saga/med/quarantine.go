@@ -28,7 +28,7 @@ import (
 var quarantineFiles embed.FS
 
 // quarantineSQL holds the statements of quarantine.sql.
-var quarantineSQL struct{ Clear, List, Resolve, Count string }
+var quarantineSQL struct{ Clear, List, Resolve, Count, RefundsFrom string }
 
 func init() { db.BindQueries(quarantineFiles, "quarantine.sql", &quarantineSQL) }
 
@@ -60,6 +60,22 @@ func (s *Store) ClearQuarantined(ctx context.Context, kind, id string, through t
 		return 0, db.Classify(fmt.Errorf("clear the quarantine of %s %s: %w", kind, id, err))
 	}
 	return tag.RowsAffected(), nil
+}
+
+// RefundQuarantinedFrom returns a refund request quarantined and not
+// cleared that could be the request of a report whose requests are
+// modified from from (at or after it, or of a LastModified unread): its
+// DICT id and reason; ok false when there is none. The expiry never
+// releases while there is one (Activities.ExpireRequest).
+func (s *Store) RefundQuarantinedFrom(ctx context.Context, from time.Time) (id, reason string, ok bool, err error) {
+	err = s.store.Pool().QueryRow(ctx, quarantineSQL.RefundsFrom, from).Scan(&id, &reason)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, db.Classify(fmt.Errorf("read the quarantined refund requests from %s: %w", from.Format(time.RFC3339Nano), err))
+	}
+	return id, reason, true, nil
 }
 
 // QuarantinedItem is a row of pix_med_quarantine as the operator route

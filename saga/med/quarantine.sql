@@ -7,8 +7,24 @@
 -- accepted the copy listed): $1 kind, $2 its DICT id (as Quarantine records
 -- it), $3 the copy's LastModified. Only the rows of that copy or an earlier
 -- one: a lister late with an older copy never clears the quarantine of a
--- newer one. From the primary key.
+-- newer one. Never a row of an item whose LastModified could not be read
+-- (its reason dict_malformed...LastModified: recorded where the walk met
+-- it, at or before its real instant, so a copy modified after that row's
+-- instant may still be older than the malformed one): an operator's only
+-- (Resolve). From the primary key.
 DELETE FROM pix_med_quarantine WHERE kind = $1 AND dict_id = $2 AND dict_modified_at <= $3
+AND reason NOT LIKE 'dict\_malformed%LastModified'
+
+-- name: RefundsFrom
+-- The refund requests quarantined and not cleared that could be a
+-- report's request, which the 72 h expiry never releases past
+-- (Activities.ExpireRequest): each modified at or after $1 (the report's
+-- RequestsFrom), and each whose LastModified could not be read (recorded
+-- where the walk met it, its real instant unknown). Its reason only when
+-- there is one. The table holds only the items not cleared (a handful).
+SELECT dict_id, reason FROM pix_med_quarantine
+WHERE kind = 'refund' AND (dict_modified_at >= $1 OR reason LIKE 'dict\_malformed%LastModified')
+ORDER BY dict_modified_at LIMIT 1
 
 -- name: List
 -- A page of the quarantined items in the primary key's order: $1, $2, $3

@@ -1,0 +1,173 @@
+package med_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/med"
+)
+
+// requireStoppedHeld asserts the expiry stopped visibly (StoppedType,
+// dict_problem noted) with the report's hold kept, not released.
+func requireStoppedHeld(t *testing.T, a *activityRun, r med.Report, err error) {
+	t.Helper()
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(err, &app) && app.Type() == med.StoppedType, "stopped: %v", err)
+	cur := a.current(r)
+	require.NotEqual(t, med.StatusEnded, cur.Status, "released (end cause %v)", derefS(cur.EndCause))
+	require.NotNil(t, cur.HoldID, "the hold kept")
+	require.NotNil(t, cur.DICTProblem, "the stop is visible")
+	require.Contains(t, *cur.DICTProblem, med.ProblemNotAsOurs)
+}
+
+func derefS(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+// A refund request the lister quarantined as malformed (its covered
+// window moved past it) is not an absent one: the expiry neither takes
+// the covered shortcut nor releases; it stops visibly, the hold kept,
+// until an operator clears the quarantine. Cleared, it releases.
+// (Attack review r1 HIGH-1: released on the covered window before.)
+func TestTheExpiryDoesNotReleasePastAQuarantinedRefundRequest(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a, r := analysed(t, f, dict.Agreed)
+	r, err := a.run(a.acts.CloseReport, r)
+	require.NoError(t, err)
+	due := *r.RequestDueAt
+
+	// The payer's PSP opens a refund request in time; the DICT lists it
+	// with an amount our decoder can't read: the lister quarantined it
+	// and covers past it (the DICT's walk hands it as malformed).
+	req := request(r, 10_000, dict.RefundOpen)
+	req.LastModified = due.Add(-time.Hour)
+	a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: req.ID, LastModified: req.LastModified,
+		At: req.LastModified, Field: "RefundAmount"}}
+	first, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: req.ID,
+		LastModified: req.LastModified, Reason: "dict_malformed:RefundAmount"})
+	require.NoError(t, err)
+	require.True(t, first)
+
+	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ExpiryCovered) })
+	a.acts.Covered = coveredAt{until: due.Add(med.ExpiryCovered)}
+	_, err = a.run(a.acts.ExpireRequest, a.current(r))
+	requireStoppedHeld(t, a, r, err)
+
+	// The operator decided it at the DICT and cleared it: released.
+	a.dict.malformedRefunds = nil
+	_, err = f.store.ResolveQuarantined(ctx, med.QuarantinedRefund, req.ID, nil)
+	require.NoError(t, err)
+	out, err := a.run(a.acts.ExpireRequest, a.current(r))
+	require.NoError(t, err)
+	require.Equal(t, med.StatusEnded, out.Status)
+	require.Equal(t, med.EndReleased, derefS(out.EndCause))
+}
+
+// A quarantined refund request whose LastModified could not be read (its
+// row at where the walk met it, maybe before the report's close) may be
+// any report's: the expiry stops on it too.
+func TestTheExpiryDoesNotReleasePastAnUnplacedQuarantinedRefund(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a, r := analysed(t, f, dict.Agreed)
+	r, err := a.run(a.acts.CloseReport, r)
+	require.NoError(t, err)
+	due := *r.RequestDueAt
+	_, err = f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: "5e0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f",
+		LastModified: med.RequestsFrom(r).Add(-time.Hour), Reason: "dict_malformed:Status+LastModified"})
+	require.NoError(t, err)
+	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ExpiryCovered) })
+	a.acts.Covered = coveredAt{until: due.Add(med.ExpiryCovered)}
+	_, err = a.run(a.acts.ExpireRequest, a.current(r))
+	requireStoppedHeld(t, a, r, err)
+}
+
+// The expiry's own listing meeting a malformed refund request quarantines
+// it and stops visibly, never a silent retry that waits for the lister
+// to cover the deadline past it.
+func TestTheExpirysOwnListingQuarantinesAMalformedRequestAndStops(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a, r := analysed(t, f, dict.Agreed)
+	r, err := a.run(a.acts.CloseReport, r)
+	require.NoError(t, err)
+	due := *r.RequestDueAt
+	id := "7a0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f"
+	a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: id, LastModified: due.Add(-time.Minute),
+		At: due.Add(-time.Minute), Field: "RefundAmount"}}
+	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ListLag + time.Second) })
+	_, err = a.run(a.acts.ExpireRequest, a.current(r))
+	requireStoppedHeld(t, a, r, err)
+	items, err := f.store.QuarantinedItems(ctx, nil, 10)
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	require.Equal(t, id, items[0].DICTID)
+	require.Equal(t, "dict_malformed:RefundAmount", items[0].Reason)
+}
+
+// A take-in refused at the expiry's own listing (med_report_mismatch,
+// quarantined) stops the run; when it tries again after
+// ProblemRetryAfter, the lister having covered the deadline, it stops
+// again rather than releasing on the covered window. (Attack review r1
+// HIGH-1b: the stop lasted 6 hours.)
+func TestARefusedTakeAtTheExpiryStopsPastTheListersCover(t *testing.T) {
+	f := newFixture(t)
+	a, r := analysed(t, f, dict.Agreed)
+	r, err := a.run(a.acts.CloseReport, r)
+	require.NoError(t, err)
+	other := request(r, 10_000, dict.RefundOpen)
+	other.TransactionID = pix.NewEndToEndID("99999010", time.Now())
+	other.LastModified = time.Now()
+	a.dict.refunds[other.ID] = other
+	due := *r.RequestDueAt
+	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ListLag + time.Second) })
+	_, err = a.run(a.acts.ExpireRequest, a.current(r))
+	requireStoppedHeld(t, a, r, err)
+
+	// 6 h later (ProblemRetryAfter), the lister covers the deadline.
+	later := due.Add(med.ProblemRetryAfter)
+	a.acts.Store = f.store.WithClock(func() time.Time { return later })
+	a.acts.Covered = coveredAt{until: later.Add(-time.Minute)}
+	_, err = a.run(a.acts.ExpireRequest, a.current(r))
+	requireStoppedHeld(t, a, r, err)
+}
+
+// The lister's take-in of a copy never clears the quarantine of a
+// malformed copy whose LastModified could not be read (recorded where the
+// walk met it, at or before its real instant): only an operator does.
+// (Attack review r1 MED-2.)
+func TestAnUnplacedQuarantineIsNotClearedByATakeIn(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	at := time.Now().Add(-time.Hour).Truncate(time.Microsecond) // where the walk met the malformed copy
+	id := "6f1c2b0e-7a43-4c55-9d0e-3f1b2c3d4e5f"
+	for _, reason := range []string{"dict_malformed:Status+LastModified", "dict_malformed:LastModified"} {
+		_, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: id, LastModified: at, Reason: reason})
+		require.NoError(t, err)
+		// A late ListDICTPart attempt takes in a good copy modified at+1s,
+		// read before the DICT's newer (malformed) one.
+		cleared, err := f.store.ClearQuarantined(ctx, med.QuarantinedRefund, id, at.Add(time.Second))
+		require.NoError(t, err)
+		require.Zero(t, cleared, "%s: an unplaced quarantine cleared by a copy that may be older than it", reason)
+		got, err := f.store.ResolveQuarantined(ctx, med.QuarantinedRefund, id, nil)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+	}
+	// A placed one is cleared by its copy or a later one.
+	_, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: id, LastModified: at, Reason: "dict_malformed:RefundAmount"})
+	require.NoError(t, err)
+	cleared, err := f.store.ClearQuarantined(ctx, med.QuarantinedRefund, id, at)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, cleared)
+}
