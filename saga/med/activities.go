@@ -447,6 +447,9 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 			readBack = true
 			continue
 		}
+		if errors.Is(err, dict.ErrRefundOperationInvalid) {
+			break // refused as invalid again, read back OPEN: dict_invalid_status below
+		}
 		if err != nil {
 			return Report{}, a.dictFailed(ctx, cur, "close the refund request", err)
 		}

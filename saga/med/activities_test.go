@@ -41,6 +41,10 @@ type fakeDICT struct {
 	// malformedRefunds are refund requests listed that are not the
 	// specification's: handed to the query's Malformed, or the walk stops.
 	malformedRefunds []dict.MalformedItem
+	// invalidCloses answers that many closes of an OPEN refund request
+	// RefundOperationInvalid (a DICT that refuses the close for a status
+	// that allows it).
+	invalidCloses int
 }
 
 func newFakeDICT(r med.Report) *fakeDICT {
@@ -158,7 +162,8 @@ func (d *fakeDICT) CloseRefund(_ context.Context, id string, c dict.RefundClosin
 		return dict.Refund{}, err
 	}
 	r := d.refunds[id]
-	if r.Status != dict.RefundOpen {
+	if r.Status != dict.RefundOpen || d.invalidCloses > 0 {
+		d.invalidCloses--
 		return dict.Refund{}, invalid(dict.ErrRefundOperationInvalid)
 	}
 	r.Status, r.AnalysisResult, r.RefundTransactionID, r.AnalysisDetails = dict.RefundClosed, c.Result, c.RefundTransactionID, dict.NormalizeDetails(c.Details)

@@ -131,6 +131,9 @@ func (a *Activities) closeKept(ctx context.Context, q KeptRequest) error {
 			readBack = true
 			continue
 		}
+		if errors.Is(err, dict.ErrRefundOperationInvalid) {
+			break // refused as invalid again, read back OPEN: dict_invalid_status below
+		}
 		if err != nil {
 			return a.keptFailed(ctx, q, "close the kept refund request", err)
 		}
