@@ -336,6 +336,12 @@ func (h *Handlers) resolveQuarantine(k api.Kit, c *gin.Context) {
 		k.Fail(c, pix.Invalid("id", "must be the dict_id as listed (at most %d characters)", maxQuarantinedID))
 		return
 	}
+	if u, err := uuid.Parse(id); err == nil {
+		// The lister records a uuid in its canonical form
+		// (quarantinedID): one given in capitals or braces is that one.
+		// Any other id is matched as listed (quoted), never quoted again.
+		id = u.String()
+	}
 	var through *time.Time
 	if v, ok := c.GetQuery("through"); ok {
 		t, err := time.Parse(time.RFC3339Nano, v)
