@@ -21,21 +21,24 @@ import (
 // a hold the report no longer waits on changes nothing. One lost (Temporal
 // away, the process gone after the commit) is logged: the money stays
 // held, and the run's next look, within CreditPoll, returns it. The inflow
-// never waits longer than sagakit.WakeTimeout per report, and never fails.
+// never waits longer than sagakit.WakeAllTimeout for all its reports
+// together (sent at once, sagakit.WakeAll), and never fails.
 func FillsWake(temporal sagakit.Signaller, log *slog.Logger) db.FillsHook {
 	return func(ctx context.Context, filled []db.FilledHold) {
 		woken := map[uuid.UUID]bool{}
+		var wakes []sagakit.AWake
 		for _, h := range filled {
 			id, ok := reportOfHold(h)
 			if !ok || woken[id] {
 				continue
 			}
 			woken[id] = true
-			sagakit.Wake(ctx, temporal, log, WorkflowID(id.String()), ChangedSignal,
-				"infraction report's hold filled, its run not woken: it returns the part at its next look",
+			wakes = append(wakes, sagakit.AWake{WorkflowID: WorkflowID(id.String()), Attrs: []any{
 				"report_id", id, "hold_id", h.ID, "account_id", h.AccountID, "filled_cents", h.FilledCents,
-				"fill_source_kind", h.Source.Kind)
+				"fill_source_kind", h.Source.Kind}})
 		}
+		sagakit.WakeAll(ctx, temporal, log, ChangedSignal,
+			"infraction report's hold filled, its run not woken: it returns the part at its next look", wakes)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -51,5 +52,58 @@ func Wake(ctx context.Context, s Signaller, log *slog.Logger, workflowID, signal
 	defer cancel()
 	if _, err := Signal(ctx, s, workflowID, signal, nil); err != nil {
 		log.WarnContext(ctx, lost, slices.Concat(attrs, []any{"workflow_id", workflowID, "error", err})...)
+	}
+}
+
+// WakeAllTimeout bounds all the wakes of one commit together (WakeAll):
+// the request that committed waits no longer, however many runs it tells.
+const WakeAllTimeout = 2 * time.Second
+
+// WakeAllAtOnce bounds the wakes WakeAll sends at once.
+const WakeAllAtOnce = 8
+
+// AWake is one run WakeAll tells: its workflow id, and the attrs its lost
+// line carries.
+type AWake struct {
+	WorkflowID string
+	Attrs      []any
+}
+
+// WakeAll signals each run of wakes, as Wake does, but concurrently (at
+// most WakeAllAtOnce at once) and within one deadline, WakeAllTimeout, for
+// them all: a commit that tells N runs (a credit filling the holds of
+// several reports) waits WakeAllTimeout at most whatever N, not WakeTimeout
+// per run one after another (past the activity's StartToClose, when
+// Temporal does not answer). A wake not sent by the deadline is logged as
+// lost, like a failed one: the run reads its state at its next look. Every
+// goroutine started ends before WakeAll returns (the Signaller returns when
+// its context ends).
+func WakeAll(ctx context.Context, s Signaller, log *slog.Logger, signal, lost string, wakes []AWake) {
+	if len(wakes) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), WakeAllTimeout)
+	defer cancel()
+	slots := make(chan struct{}, WakeAllAtOnce)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, w := range wakes {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if err := ctx.Err(); err != nil {
+			// Past the deadline (a slot freed as it passed may win the
+			// select): not tried.
+			log.WarnContext(ctx, lost, slices.Concat(w.Attrs, []any{"workflow_id", w.WorkflowID, "error", err})...)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if _, err := Signal(ctx, s, w.WorkflowID, signal, nil); err != nil {
+				log.WarnContext(ctx, lost, slices.Concat(w.Attrs, []any{"workflow_id", w.WorkflowID, "error", err})...)
+			}
+		}()
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
@@ -74,4 +77,53 @@ func TestWakeOutlivesTheRequestAndLogsAFailure(t *testing.T) {
 	require.Equal(t, "1", line["block_id"])
 	require.Equal(t, "pix-block:1", line["workflow_id"])
 	require.Contains(t, line["error"], "connection refused")
+}
+
+// hanging is Temporal unreachable (packets dropped): a signal returns only
+// when its context ends. It counts the signals in flight, and the most at
+// once.
+type hanging struct {
+	mu               sync.Mutex
+	tried, now, most int
+}
+
+func (h *hanging) SignalWorkflow(ctx context.Context, _, _, _ string, _ any) error {
+	h.mu.Lock()
+	h.tried++
+	h.now++
+	h.most = max(h.most, h.now)
+	h.mu.Unlock()
+	<-ctx.Done()
+	h.mu.Lock()
+	h.now--
+	h.mu.Unlock()
+	return ctx.Err()
+}
+
+// The wakes of one commit share one deadline and go at once, bounded: 20
+// runs to tell with Temporal unreachable cost the commit WakeAllTimeout,
+// not 20 × WakeTimeout; every wake is either tried or, once the deadline
+// passed, logged lost, and no signal is still in flight when WakeAll
+// returns.
+func TestWakeAllWaitsOneBoundedDeadlineForAllItsRuns(t *testing.T) {
+	var logged bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logged, nil))
+	s := &hanging{}
+	var wakes []sagakit.AWake
+	for i := range 20 {
+		wakes = append(wakes, sagakit.AWake{WorkflowID: fmt.Sprint("pix-med:", i), Attrs: []any{"report_id", i}})
+	}
+	started := time.Now()
+	sagakit.WakeAll(context.Background(), s, log, "changed", "report changed, its run not woken", wakes)
+	took := time.Since(started)
+
+	require.GreaterOrEqual(t, took, sagakit.WakeAllTimeout)
+	require.Less(t, took, sagakit.WakeAllTimeout+time.Second, "one deadline for all, not one per run")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, sagakit.WakeAllAtOnce, s.most, "at most WakeAllAtOnce at once")
+	require.Zero(t, s.now, "no signal outlives WakeAll")
+	lines := bytes.Split(bytes.TrimSpace(logged.Bytes()), []byte("\n"))
+	require.Len(t, lines, 20, "each wake not sent is logged lost: %s", logged.String())
+	require.Equal(t, sagakit.WakeAllAtOnce, s.tried, "none tried after the deadline")
 }
