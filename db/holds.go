@@ -48,6 +48,15 @@ import (
 // hold first, unlocked (its account never changes, and a hold that ended
 // stays ended), lock its account, then the hold, and decide on the hold
 // as it is then (lockHoldAndAccount).
+//
+// A PIX's room (what its credit less its devoluções and active holds
+// leaves: creditLeft) is read after both its credit's lock and its
+// account's, never between them: the credit's lock orders the holds and
+// devoluções of the PIX, but a release, a shrink or a devolução's reversal
+// frees room under the account's lock alone (and gives it to the PIX's
+// holds that fill there and then: RaiseFillTo), so only under the account's
+// lock is the room read one that no such commit can make stale (Hold,
+// RecordRefund).
 
 // holdSQL holds the statements of queries/holds.sql.
 var holdSQL struct {
@@ -193,7 +202,8 @@ func deref(s *string) string {
 //
 // Locks: for a PIX, its credit first (as a devolução: the holds and
 // devoluções of one PIX are decided one at a time), then the account (the
-// one debit lock, under which every debit checks what is held).
+// one debit lock, under which every debit checks what is held), then the
+// PIX's room is read (creditLeft).
 func Hold(ctx context.Context, tx pgx.Tx, h NewHold) (hold pix.Hold, created bool, err error) {
 	if err := h.validate(); err != nil {
 		return pix.Hold{}, false, err
@@ -201,15 +211,25 @@ func Hold(ctx context.Context, tx pgx.Tx, h NewHold) (hold pix.Hold, created boo
 	if hold, found, err := holdOfRef(ctx, tx, h); found || err != nil {
 		return hold, false, err
 	}
-	room := int64(-1) // what the PIX has left to hold; -1: no PIX
+	var credited int64
 	if h.EndToEndID != "" {
-		if room, err = pixRoom(ctx, tx, h.EndToEndID, h.AccountID); err != nil {
+		if credited, err = creditOf(ctx, tx, h.EndToEndID, h.AccountID); err != nil {
 			return pix.Hold{}, false, err
 		}
 	}
 	a, err := lockAccount(ctx, tx, h.AccountID)
 	if err != nil {
 		return pix.Hold{}, false, err
+	}
+	room := int64(-1) // what the PIX has left to hold; -1: no PIX
+	if h.EndToEndID != "" {
+		// Read under the account's lock, not before it: a release of a hold
+		// of the PIX (or a devolução's reversal) takes only the account's
+		// lock and gives the room it frees to the PIX's holds that exist
+		// (RaiseFillTo); read before, this hold would miss it for good.
+		if room, err = creditLeft(ctx, tx, h.EndToEndID, credited, uuid.Nil); err != nil {
+			return pix.Hold{}, false, err
+		}
 	}
 	available := a.available()
 	if h.FillFromCredits {
@@ -308,11 +328,9 @@ func pixCredit(ctx context.Context, tx pgx.Tx, endToEndID string) (account strin
 	return account, credited, open, nil
 }
 
-// pixRoom locks the PIX's credit (pixCredit) and returns what of it is not
-// taken: its credit less its devoluções (all but the reversed) and its
-// active holds (creditLeft; a release that commits meanwhile only frees
-// more). A PIX not credited to account is pix.ErrPixNotCredited.
-func pixRoom(ctx context.Context, tx pgx.Tx, endToEndID, account string) (int64, error) {
+// creditOf locks the PIX's credit (pixCredit) and returns its amount. A PIX
+// not credited to account is pix.ErrPixNotCredited.
+func creditOf(ctx context.Context, tx pgx.Tx, endToEndID, account string) (int64, error) {
 	owner, credited, _, err := pixCredit(ctx, tx, endToEndID)
 	if err != nil {
 		return 0, err
@@ -320,14 +338,22 @@ func pixRoom(ctx context.Context, tx pgx.Tx, endToEndID, account string) (int64,
 	if owner != account {
 		return 0, fmt.Errorf("%w: %s was credited to another account", pix.ErrPixNotCredited, endToEndID)
 	}
-	return creditLeft(ctx, tx, endToEndID, credited, uuid.Nil)
+	return credited, nil
 }
 
 // creditLeft is what of a PIX credited credited, its credit locked
-// already (pixCredit), its devoluções (all but the reversed) and its active
-// holds but except (the hold a devolução captures; uuid.Nil: none) leave.
-// Read in a statement of its own after the lock: its snapshot then sees
-// every devolução and hold committed by whoever held the lock before.
+// already (pixCredit) and its account too (the room read, last in the lock
+// order), its devoluções (all but the reversed) and its active holds but
+// except (the hold a devolução captures; uuid.Nil: none) leave. Read in a
+// statement of its own after both locks: its snapshot then sees every
+// devolução and hold committed by whoever held the credit's lock before,
+// and every release, shrink or reversal of the PIX's (which take the
+// account's lock only, and give the room they free to the PIX's holds that
+// fill then: RaiseFillTo) committed before; one that commits later waits
+// for this transaction and then sees what it made. Read before the
+// account's lock, a release committing between would free room that
+// neither it (the hold not made yet) nor the caller (its stale read) gives
+// to the new hold.
 func creditLeft(ctx context.Context, tx pgx.Tx, endToEndID string, credited int64, except uuid.UUID) (int64, error) {
 	var exceptID *uuid.UUID
 	if except != uuid.Nil {

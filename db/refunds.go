@@ -119,7 +119,8 @@ type NewRefund struct {
 // captured with what it holds, then, and fills no more; nr.CaptureAll
 // returns what it holds under the locks, whatever the caller read).
 //
-// Locks, in the one order: the credit, the account, the hold.
+// Locks, in the one order: the credit, the account, the hold; then the
+// PIX's room is read (creditLeft: after the account's lock).
 func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, requestedBy string) (pix.Refund, error) {
 	account, credited, open, err := pixCredit(ctx, tx, nr.EndToEndID)
 	if err != nil {
@@ -156,6 +157,12 @@ func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, 
 				hold.ID, hold.AmountCents, deref(hold.EndToEndID), nr.AmountCents, nr.EndToEndID)
 		}
 		captured = nr.AmountCents
+	} else if _, _, err := lockAccountOfAnyStatus(ctx, tx, account); err != nil {
+		// The account's lock before the PIX's room is read (creditLeft): a
+		// release of a hold of the PIX committing between would otherwise
+		// leave this devolução refused for room that was free. Its status
+		// is checked by the debit's lock (debitAccount), under this one.
+		return pix.Refund{}, err
 	}
 	left, err := creditLeft(ctx, tx, nr.EndToEndID, credited, nr.Hold)
 	if err != nil {
