@@ -235,3 +235,36 @@ func TestAKeptRequestIsClosedAtTheDICTSimulator(t *testing.T) {
 	require.Equal(t, "OTHER", *q.RejectionReason)
 	require.Equal(t, dict.NormalizeDetails(med.KeptClosing(q).Details), seen.AnalysisDetails)
 }
+
+// A kept request's close whose answer was lost, then listed CLOSED as we
+// closed it by the lister before the run's retry (which no longer finds
+// it OPEN), is recorded as our close all the same; a CLOSED copy closed
+// otherwise is not. (Attack review r1 LOW-b: closed_at, close_result and
+// rejection_reason were never recorded.)
+func TestAKeptCloseListedBeforeTheRetryIsRecordedOurs(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a, r, req := disagreedWithRequest(t, f)
+	a.dict.loseNext = true
+	require.Error(t, a.closeKept(r), "the answer lost: retried")
+	_, _, err := f.store.IntakeRefund(ctx, a.dict.refunds[req.ID])
+	require.NoError(t, err)
+	require.NoError(t, a.closeKept(r))
+	q := f.kept(req.ID)
+	require.Equal(t, "CLOSED", q.DICTStatus)
+	require.NotNil(t, q.ClosedAt, "our close recorded")
+	require.Equal(t, "REJECTED", *q.CloseResult)
+	require.Equal(t, "OTHER", *q.RejectionReason)
+	require.Nil(t, q.CloseProblem)
+
+	a2, _, req2 := disagreedWithRequest(t, f)
+	other := a2.dict.refunds[req2.ID]
+	other.Status, other.AnalysisResult, other.LastModified = dict.RefundClosed, dict.TotallyAccepted, time.Now()
+	_, _, err = f.store.MarkKeptSent(ctx, f.kept(req2.ID))
+	require.NoError(t, err)
+	_, _, err = f.store.IntakeRefund(ctx, other)
+	require.NoError(t, err)
+	q2 := f.kept(req2.ID)
+	require.Equal(t, "CLOSED", q2.DICTStatus)
+	require.Nil(t, q2.ClosedAt, "closed otherwise: not ours")
+}

@@ -89,11 +89,25 @@ RETURNING *
 -- (requestMoves in store.go; no row: nothing changed), and only by a copy
 -- naming the report it is kept under: the caller holds that report's lock,
 -- not another's (a copy naming another report of the same PIX changes
--- nothing).
+-- nothing). A copy CLOSED as our close of a kept request sends it ($7:
+-- the copy is our close of one kept report_disagreed, $8 of one kept
+-- report_cancelled, KeptClosing; $9 its result, $10 its rejection reason),
+-- met with our close marked sent and not recorded (its answer lost), also
+-- records that close as ours (as KeptClosed): the run's retry no longer
+-- finds it OPEN (KeptToClose), so nothing else would.
 INSERT INTO pix_med_refund_requests (id, report_id, amount_cents, dict_status, why, dict_modified_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (id) DO UPDATE SET dict_status = EXCLUDED.dict_status, dict_modified_at = EXCLUDED.dict_modified_at,
-                               updated_at = now()
+                               updated_at = now(),
+    (closed_at, close_result, rejection_reason, close_problem) = (
+        SELECT CASE WHEN o THEN now() ELSE pix_med_refund_requests.closed_at END,
+               CASE WHEN o THEN $9::text ELSE pix_med_refund_requests.close_result END,
+               CASE WHEN o THEN $10::text ELSE pix_med_refund_requests.rejection_reason END,
+               CASE WHEN o THEN NULL ELSE pix_med_refund_requests.close_problem END
+        FROM (SELECT pix_med_refund_requests.close_sent_at IS NOT NULL AND pix_med_refund_requests.closed_at IS NULL
+                     AND EXCLUDED.dict_status = 'CLOSED'
+                     AND ((pix_med_refund_requests.why = 'report_disagreed' AND $7::bool)
+                       OR (pix_med_refund_requests.why = 'report_cancelled' AND $8::bool)) AS o) ours)
     WHERE pix_med_refund_requests.report_id = EXCLUDED.report_id
       AND pix_med_refund_requests.dict_status = 'OPEN' AND EXCLUDED.dict_status <> 'OPEN'
 

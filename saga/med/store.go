@@ -682,7 +682,9 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 	// status moves as requestMoves says (Unanswered). A first record or a
 	// move is the outcome RequestUnanswered.
 	keep := func(tx pgx.Tx, cur Report, why string) (Report, bool, error) {
-		rs, err := tx.Exec(ctx, medSQL.Unanswered, requestID, cur.ID, int64(in.RefundAmount), string(in.Status), why, in.LastModified)
+		disagreed, cancelled := ourKeptClose(in, "report_disagreed"), ourKeptClose(in, "report_cancelled")
+		rs, err := tx.Exec(ctx, medSQL.Unanswered, requestID, cur.ID, int64(in.RefundAmount), string(in.Status), why, in.LastModified,
+			disagreed, cancelled, string(dict.Rejected), string(dict.RejectionOther))
 		if err != nil {
 			return Report{}, false, fmt.Errorf("record refund request %s of report %s: %w", requestID, cur.ID, err)
 		}
@@ -731,7 +733,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			if cur.RefundRequestID != nil {
 				// Cancelled by its requester, nothing returned: kept by its own id.
 				if _, err := tx.Exec(ctx, medSQL.Unanswered, *cur.RefundRequestID, cur.ID, *cur.RefundRequestCents,
-					deref(cur.RefundRequestState), "replaced", cur.RefundRequestModifiedAt); err != nil {
+					deref(cur.RefundRequestState), "replaced", cur.RefundRequestModifiedAt, false, false, "", ""); err != nil {
 					return Report{}, false, fmt.Errorf("keep refund request %s of report %s: %w", *cur.RefundRequestID, cur.ID, err)
 				}
 			}
@@ -953,4 +955,13 @@ func (s *Store) Quarantine(ctx context.Context, q Quarantined) (first bool, err 
 		return false, db.Classify(fmt.Errorf("quarantine %s %s: %w", q.Kind, id, err))
 	}
 	return first, nil
+}
+
+// ourKeptClose says whether the DICT's copy in is CLOSED as the run closes
+// a request kept with why (KeptClosing): the lister's copy of our close,
+// whose answer was lost, records it as ours (medSQL.Unanswered).
+func ourKeptClose(in dict.Refund, why string) bool {
+	c := KeptClosing(KeptRequest{Why: why})
+	return in.Status == dict.RefundClosed && in.AnalysisResult == c.Result && in.RefundRejectionReason == c.RejectionReason &&
+		in.AnalysisDetails == dict.NormalizeDetails(c.Details)
 }

@@ -550,7 +550,7 @@ func keepUnanswered(ctx context.Context, tx pgx.Tx, next *Report, cause string) 
 		why = "report_disagreed"
 	}
 	if _, err := tx.Exec(ctx, medSQL.Unanswered, *next.RefundRequestID, next.ID, *next.RefundRequestCents,
-		deref(next.RefundRequestState), why, next.RefundRequestModifiedAt); err != nil {
+		deref(next.RefundRequestState), why, next.RefundRequestModifiedAt, false, false, "", ""); err != nil {
 		return fmt.Errorf("keep refund request %s of infraction report %s, ended %s: %w", *next.RefundRequestID, next.ID, cause, err)
 	}
 	next.RefundRequestID, next.RefundRequestCents, next.RefundRequestState, next.RefundRequestModifiedAt = nil, nil, nil, nil
