@@ -307,12 +307,12 @@ func (s *Store) heldNow(ctx context.Context, rs []Report) error {
 
 // CreditPSP returns the PSP that delivered the PIX endToEndID to us: the
 // one its credit recorded (pix_credits.psp, which outlives the inbox row),
-// else, for a PIX not credited yet, its inbox row's (a row the catch-up
-// stored: the PSP it lists, db.Store.CatchUpPSP, which its credit will
-// record); "": delivered unsigned (signatures not required), or no such
-// PIX. ErrPSPUnknown: the PIX is ours and credited with no PSP on record
-// (a credit from before 0050, a catch-up credit made while PSP_NAME was
-// unset). Its PSP is never inferred from the configuration of the process
+// else, for a PIX not credited yet, its inbox row's; "": delivered
+// unsigned (signatures not required), or no such PIX. ErrPSPUnknown: the
+// PIX is ours with no PSP on record: credited with none (a credit from
+// before 0050, a catch-up credit made while PSP_NAME was unset), or stored
+// by the catch-up and not credited yet (the PSP it lists is the worker's
+// setting, which its credit records; attack review r2, MED-2). Its PSP is never inferred from the configuration of the process
 // the notice reaches (attack review B, LOW-2: API processes split by PSP
 // each see a sole PSP, and after a move from one PSP to another the old
 // PIX would become the new one's, which could then hold funds of a PIX it
@@ -330,9 +330,12 @@ func (s *Store) CreditPSP(ctx context.Context, endToEndID string) (string, error
 		return *recorded, nil
 	case inInbox && inbox != pix.CatchUpPSP:
 		return inbox, nil
-	case inInbox && !credited && s.store.CatchUpPSP() != "":
-		return s.store.CatchUpPSP(), nil
 	case inInbox || credited:
+		// A PIX the catch-up stored ('catchup'), not credited yet (or
+		// its credit failed), has no PSP on record: the one the worker's
+		// catch-up lists is a setting of that process, not this one's
+		// (an API process split by PSP sees its own sole PSP). Once
+		// credited, pix_credits.psp decides.
 		return "", fmt.Errorf("%w: PIX %s", ErrPSPUnknown, endToEndID)
 	}
 	return "", nil

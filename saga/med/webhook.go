@@ -203,7 +203,8 @@ func (n *Notices) unconfirmed(what string, err error) error {
 // Unknown either way (signatures not required, the PIX not ours) it is the
 // intake's to decide. A PIX of ours whose PSP is not on record
 // (ErrPSPUnknown: a credit from before the credit recorded it, its inbox
-// row deleted by the retention) is not taken on any PSP's word: the notice
+// row deleted by the retention; a PIX the catch-up stored, not credited
+// yet) is not taken on any PSP's word: the notice
 // is answered 503, which the PSP delivers again, and logged for an
 // operator, who records the PSP (docs/med.md).
 func (n *Notices) samePSP(ctx context.Context, psp, endToEndID string) error {
