@@ -116,15 +116,23 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 	// that could be this report's is not an absent one: the lister moved
 	// its covered window past it, so the covered shortcut is not taken;
 	// the DICT is listed, and with none taken in the run stops visibly.
-	_, _, held, err := a.Store.RefundQuarantinedFrom(ctx, RequestsFrom(cur))
-	if err != nil {
-		return Report{}, activities.KindError(err)
-	}
-	if a.Covered != nil && !held {
+	// The cover is read before the quarantine: the lister commits a
+	// part's quarantines (ListDICTPart) before it advances the cover past
+	// them (AdvanceDICTList), so a cover read past the deadline means
+	// every row it moved past is visible to the read after it; read the
+	// other way round, a part committed between the two reads would be
+	// released past.
+	if a.Covered != nil {
 		until, ok, err := a.Covered.CoveredUntil(ctx)
+		var held bool
+		if err == nil {
+			_, _, held, err = a.Store.RefundQuarantinedFrom(ctx, RequestsFrom(cur))
+		}
 		switch {
 		case err != nil:
 			return Report{}, activities.KindError(err)
+		case held:
+			// Listed below, then stopped (quarantinedRefund).
 		case ok && !until.Before(cur.RequestDueAt.Add(ExpiryCovered)):
 			return release("no refund request within 72 hours, the DICT's lister past its deadline: released")
 		case ok && until.After(listedFrom.Add(-ListerLive)):

@@ -171,3 +171,40 @@ func TestAnUnplacedQuarantineIsNotClearedByATakeIn(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, cleared)
 }
+
+// coveredAfterQuarantine is the lister committing between the expiry's
+// reads: its ListDICTPart quarantines a malformed refund request of the
+// report (OPEN at the DICT), then its AdvanceDICTList moves the covered
+// window past the deadline. Read quarantine first, cover second, the
+// expiry would see no quarantine and a cover past the deadline.
+type coveredAfterQuarantine struct {
+	until time.Time
+	do    func()
+}
+
+func (c coveredAfterQuarantine) CoveredUntil(context.Context) (time.Time, bool, error) {
+	c.do()
+	return c.until, true, nil
+}
+
+// TestTheExpiryDoesNotReleasePastAQuarantineCommittedWithTheCover: the
+// expiry reads the lister's cover before the quarantine, so a quarantine
+// the lister committed before advancing its cover is seen, and the run
+// stops with the hold kept instead of releasing on a guess.
+func TestTheExpiryDoesNotReleasePastAQuarantineCommittedWithTheCover(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a, r := analysed(t, f, dict.Agreed)
+	r, err := a.run(a.acts.CloseReport, r)
+	require.NoError(t, err)
+	due := *r.RequestDueAt
+	id := "8b0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f"
+	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ExpiryCovered) })
+	a.acts.Covered = coveredAfterQuarantine{until: due.Add(med.ExpiryCovered), do: func() {
+		_, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: id,
+			LastModified: due.Add(-time.Hour), Reason: "dict_malformed:RefundAmount"})
+		require.NoError(t, err)
+	}}
+	_, err = a.run(a.acts.ExpireRequest, a.current(r))
+	requireStoppedHeld(t, a, r, err)
+}
