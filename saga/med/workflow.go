@@ -40,6 +40,16 @@ const closeKeptChange = "close-kept-requests"
 // their replays) wait for the report's generation only.
 const fillWakeVersion = "pix-med-fill-wake"
 
+// boundedWakeChange is the change id of the waits' bounded wakes: a burst
+// of ChangedSignals (fill wake-ups, thousands for an account of many small
+// credits) costs one reread, and each reread counts toward maxTurns, the
+// run continuing as new when they are spent or when Temporal suggests it
+// (its history long): unbounded, the wakes of one wait grew the history to
+// Temporal's limit and the run was terminated, money held (issue 37,
+// attack review r2 MED-3). The runs recorded before it reread at each
+// signal and count turns only.
+const boundedWakeChange = "pix-med-bounded-wake"
+
 // WorkflowID is the id of the saga's run of report id.
 func WorkflowID(id string) string { return "pix-med:" + id }
 
@@ -102,11 +112,22 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 		return workflow.ExecuteActivity(ctx, a.LoadReport, in.ID).Get(ctx, &r)
 	}
 	act := func(fn any) error { return workflow.ExecuteActivity(ctx, fn, r).Get(ctx, &r) }
+	turn := 0
+	// bounded: the waits drain a burst of signals into one reread and count
+	// each reread as a turn (boundedWakeChange); woken is the timers' budget.
+	bounded := workflow.GetVersion(ctx, boundedWakeChange, workflow.DefaultVersion, 1) == 1
+	var woken func() bool
+	if bounded {
+		woken = func() bool {
+			turn++
+			return !continueAsNew(ctx, turn)
+		}
+	}
 	// wait sleeps until deadline, or until a signal finds the report, read
 	// again, changed (another generation).
 	wait := func(deadline time.Time) error {
 		gen := r.Gen
-		timer := sagakit.Timer{Signals: []string{ChangedSignal}, Reread: load,
+		timer := sagakit.Timer{Signals: []string{ChangedSignal}, Reread: load, Drain: bounded, Woken: woken,
 			Until: func() (time.Time, bool) { return deadline, r.Gen == gen }}
 		if err := timer.Sleep(ctx); err != nil {
 			return err
@@ -117,8 +138,8 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 		return r, err
 	}
 	settleWait := SettleFirst
-	for turn := 0; ; turn++ {
-		if turn == maxTurns {
+	for ; ; turn++ {
+		if turn >= maxTurns || (bounded && continueAsNew(ctx, turn)) {
 			return r, workflow.NewContinueAsNewError(ctx, WorkflowName, in)
 		}
 		now := workflow.Now(ctx)
@@ -157,7 +178,7 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 			if err = act(a.ReturnReport); err == nil && r.Gen == before {
 				// Nothing arrived to return: wait for a fill's wake, or the
 				// next look.
-				err = waitForCredits(ctx, &r, load, wait, minTime(now.Add(CreditPoll), r.ReturnUntil.Add(time.Second)))
+				err = waitForCredits(ctx, &r, load, wait, woken, minTime(now.Add(CreditPoll), r.ReturnUntil.Add(time.Second)))
 			}
 		case StepSettle:
 			if err = workflow.Sleep(ctx, settleWait); err == nil {
@@ -191,17 +212,24 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 // its generation (a duplicate, a late one) waits on. *r is the report as
 // the run last read it (load reads it again). The runs recorded before
 // fillWakeVersion wait for the generation only.
-func waitForCredits(ctx workflow.Context, r *Report, load func(workflow.Context) error, wait func(time.Time) error, deadline time.Time) error {
+func waitForCredits(ctx workflow.Context, r *Report, load func(workflow.Context) error, wait func(time.Time) error, woken func() bool, deadline time.Time) error {
 	if workflow.GetVersion(ctx, fillWakeVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return wait(deadline)
 	}
 	gen, held := r.Gen, r.HeldCents
-	timer := sagakit.Timer{Signals: []string{ChangedSignal}, Reread: load,
+	timer := sagakit.Timer{Signals: []string{ChangedSignal}, Reread: load, Drain: woken != nil, Woken: woken,
 		Until: func() (time.Time, bool) { return deadline, r.Gen == gen && r.HeldCents == held }}
 	if err := timer.Sleep(ctx); err != nil {
 		return err
 	}
 	return load(ctx)
+}
+
+// continueAsNew says whether a run bounded (boundedWakeChange) at turn
+// (its steps and rereads) continues as new: its turns spent, or Temporal
+// suggesting it (the history long or large).
+func continueAsNew(ctx workflow.Context, turn int) bool {
+	return turn >= maxTurns || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
 }
 
 // stopped says whether err is a DICT step the saga stopped at.

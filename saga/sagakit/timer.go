@@ -26,6 +26,15 @@ type Timer struct {
 	// Reread reads the state again after a signal (an activity): Until
 	// answers from what it read.
 	Reread func(ctx workflow.Context) error
+	// Drain (opt-in) makes a wake receive every signal already pending on
+	// Signals before the one Reread: a burst of signals costs one Reread,
+	// not one each. Off, each signal is a wake (the histories recorded so,
+	// saga/scheduled's, replay on it).
+	Drain bool
+	// Woken (opt-in), when set, is asked at each wake before Reread: false
+	// ends Sleep (nil) without Reread, the run's budget of wakes spent; the
+	// caller reads its state and continues as new. Nil: no budget.
+	Woken func() bool
 }
 
 // Sleep waits as the run's state says: until the deadline, or, woken by a
@@ -65,6 +74,15 @@ func (t Timer) Sleep(ctx workflow.Context) error {
 			return nil
 		}
 		stopTimer()
+		if t.Drain {
+			for _, ch := range channels {
+				for ch.ReceiveAsync(nil) {
+				}
+			}
+		}
+		if t.Woken != nil && !t.Woken() {
+			return nil
+		}
 		if err := t.Reread(ctx); err != nil {
 			return err
 		}
