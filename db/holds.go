@@ -60,7 +60,7 @@ import (
 
 // holdSQL holds the statements of queries/holds.sql.
 var holdSQL struct {
-	AccountFilling, ByRef, Get, GetMany, LockHold, Hold, Release, Capture, Fill, Shrink, CapturePart, Restore, RaiseFillTo string
+	AccountFilling, ByRef, Get, GetMany, LockHold, Hold, Release, Capture, Fill, Shrink, MakeFilling, CapturePart, Restore, RaiseFillTo string
 }
 
 func init() { bindQueries("holds.sql", &holdSQL) }
@@ -82,6 +82,9 @@ const (
 	// What a hold that fills fills to raised, its PIX's room back
 	// (RaiseFillTo).
 	EventHoldFillRaised = "pix.hold.fill_raised"
+	// A hold that did not fill (made before holds filled) made one that
+	// fills (MakeFilling).
+	EventHoldMadeFilling = "pix.hold.made_filling"
 )
 
 // HoldEvents are the holds' event types, each with its aggregate type:
@@ -96,6 +99,7 @@ var HoldEvents = map[string]string{
 	EventHoldPartCaptured: AggregateHold,
 	EventHoldRestored:     AggregateHold,
 	EventHoldFillRaised:   AggregateHold,
+	EventHoldMadeFilling:  AggregateHold,
 }
 
 // NewHold is a hold asked for.
@@ -544,6 +548,57 @@ func Shrink(ctx context.Context, tx pgx.Tx, id uuid.UUID, toCents int64, reason 
 	}
 	if err := fillFromFreed(ctx, tx, hold.AccountID, freed, FillSource{Kind: FillByHoldShrink, ID: event}); err != nil {
 		return pix.Hold{}, false, err
+	}
+	return hold, true, nil
+}
+
+// MakeFilling makes the active hold id, within tx, which does not fill (a
+// MED's made before holds filled: pix_holds.fill_to_cents NULL, migration
+// 0035), one that fills to needCents (its holder's need; at most what it
+// asked, at least what it holds), as far as its PIX's room goes (what the
+// room leaves out is its fill_short_cents, raised as the PIX gets room
+// back: RaiseFillTo), with its event (pix.hold.made_filling). It holds
+// what it held: nothing is available or held that was not, and the
+// account's later inflows fill it. So its holder captures a part of it and
+// keeps it (NewRefund.KeepHold), and a devolução of that part not made
+// gives its money back into it (RestoreHold), held in the reversal's
+// transaction: captured whole, a hold that does not fill ends, and the
+// money of a devolução reversed would come back available (issue 37,
+// attack review LOW5). It returns the hold as it is after the call and
+// whether this call changed it: a hold that fills already, or ended, is
+// returned as it is (a retry). reason says why ("": not said; at most 140
+// characters). pix.ErrHoldNotFound: no such hold; a pix.ValidationError: a
+// hold of a whole amount (not NewHold.UpTo).
+// Locks: its PIX's credit, its account, then the hold (LockHold); then the
+// PIX's room is read (creditLeft), as Hold.
+func MakeFilling(ctx context.Context, tx pgx.Tx, id uuid.UUID, needCents int64, reason string) (hold pix.Hold, made bool, err error) {
+	if err := validReason("reason", reason); err != nil {
+		return pix.Hold{}, false, err
+	}
+	if hold, err = LockHold(ctx, tx, id); err != nil || !hold.Active() || hold.FillToCents != nil {
+		return hold, false, err
+	}
+	if !hold.UpTo {
+		return pix.Hold{}, false, pix.Invalid("hold", "holds a whole amount (not up to): it does not fill")
+	}
+	fillTo := min(max(needCents, hold.AmountCents), hold.AskedCents)
+	var short int64
+	if hold.EndToEndID != nil {
+		_, credited, _, err := pixCredit(ctx, tx, *hold.EndToEndID) // locked already by LockHold: its amount
+		if err != nil {
+			return pix.Hold{}, false, err
+		}
+		room, err := creditLeft(ctx, tx, *hold.EndToEndID, credited, id)
+		if err != nil {
+			return pix.Hold{}, false, err
+		}
+		target := fillTo
+		fillTo = max(hold.AmountCents, min(target, room))
+		short = target - fillTo
+	}
+	hold, err = scanHold(tx.QueryRow(ctx, holdSQL.MakeFilling, id, fillTo, short, reason, tracing.Traceparent(ctx)))
+	if err != nil {
+		return pix.Hold{}, false, fmt.Errorf("make hold %s fill: %w", id, err)
 	}
 	return hold, true, nil
 }

@@ -225,3 +225,65 @@ func TestRaceAShrinkAndADebit(t *testing.T) {
 		dbtest.RequireBooks(t, s)
 	})
 }
+
+// legacyHold makes h, of a PIX, the shape of a MED's hold made before holds
+// filled (between the report's store and the fills, issue 37: fill_to_cents
+// NULL, nothing short), in SQL: db.Hold makes no such MED any more.
+func legacyHold(t *testing.T, s *db.Store, h pix.Hold) {
+	t.Helper()
+	tag, err := s.Pool().Exec(context.Background(),
+		`UPDATE pix_holds SET fill_to_cents = NULL, fill_short_cents = 0 WHERE id = $1 AND amount_cents > 0`, h.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+}
+
+// A MED's hold that does not fill (made before holds filled: issue 37,
+// attack review LOW5), made one that fills to what its holder still needs
+// (db.MakeFilling), is captured in part and kept; the devolução not made
+// gives its money back into it, held, never available. Captured whole, as
+// a hold that does not fill was, it ended, and the reversal's money came
+// back available. Books exact throughout: balance = opening + movements,
+// held = the active holds, available = balance - held >= 0.
+func TestALegacyHoldMadeFillingIsRestoredHeld(t *testing.T) {
+	ctx := context.Background()
+	s, reported := spentPIX(t, 7_000) // 3,000 left of the PIX's 10,000
+	h, _, err := hold(s, db.NewHold{Ref: "med:1", AccountID: "acc-1", EndToEndID: reported, AmountCents: 10_000, UpTo: true,
+		Kind: "med", Reason: "notificação de infração"})
+	require.NoError(t, err)
+	require.EqualValues(t, 3_000, h.AmountCents)
+	legacyHold(t, s, h)
+	makeFilling := func() (out pix.Hold, made bool) {
+		require.NoError(t, db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
+			out, made, err = db.MakeFilling(ctx, tx, uuid.MustParse(h.ID), 10_000, "med: returned in parts")
+			return err
+		}))
+		return out, made
+	}
+	made, changed := makeFilling()
+	require.True(t, changed)
+	require.EqualValues(t, 3_000, made.AmountCents, "it holds what it held")
+	require.EqualValues(t, 10_000, *made.FillToCents, "the PIX's room: all of it")
+	requireMoney(t, s, "acc-1", 3_000, 3_000)
+	again, changed := makeFilling()
+	require.False(t, changed, "a hold that fills already")
+	require.Equal(t, made, again)
+	require.Len(t, eventsOf(t, s, db.EventHoldMadeFilling), 1)
+
+	part, err := capturePart(s, reported, 0, h.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 3_000, part.AmountCents)
+	requireMoney(t, s, "acc-1", 0, 0)
+	_, err = refundsaga.NewStore(s).ReverseRefund(ctx, part.ID, "NAO_REALIZADO", false)
+	require.NoError(t, err)
+	requireMoney(t, s, "acc-1", 3_000, 3_000)
+	kept, err := s.GetHold(ctx, uuid.MustParse(h.ID))
+	require.NoError(t, err)
+	require.Equal(t, pix.HoldActive, kept.Status)
+	require.EqualValues(t, 3_000, kept.AmountCents)
+	require.EqualValues(t, 10_000, *kept.FillToCents)
+	creditPIX(t, s, 2, "acc-1", 2_000)
+	requireMoney(t, s, "acc-1", 5_000, 5_000) // the later credit fills it
+	rec, err := s.Reconcile(ctx)
+	require.NoError(t, err)
+	require.True(t, rec.Balanced(), "%+v", rec)
+}

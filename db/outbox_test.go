@@ -58,7 +58,8 @@ func outboxRows(t *testing.T, s *db.Store) []outboxRow {
 // its JSON Schema: a credit's to an account and an API Pix one's to an
 // unknown key failing, a transfer settled and one refunded, a devolução
 // returned and one reversed, holds released, captured and filled, shrunk,
-// captured in part and given a part back, one cut short raised.
+// captured in part and given a part back, one cut short raised, one that
+// did not fill made one that fills.
 func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
@@ -116,6 +117,14 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = release(s, blocked.ID, "")
 	require.NoError(t, err)
+	old := creditPIX(t, s, 7, "acc-1", 400) // a MED's hold made before holds filled, made one that fills
+	legacy, _, err := hold(s, db.NewHold{Ref: "med:3", AccountID: "acc-1", EndToEndID: old, AmountCents: 400, UpTo: true, Kind: "med"})
+	require.NoError(t, err)
+	err = db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
+		_, _, err := db.MakeFilling(ctx, tx, uuid.MustParse(legacy.ID), 400, "")
+		return err
+	})
+	require.NoError(t, err, "no reason: null")
 	dbtest.OpenAccount(t, s, "acc-2", 0)
 	_, _, err = hold(s, db.NewHold{Ref: "judicial:2", AccountID: "acc-2", AmountCents: 500, UpTo: true, FillFromCredits: true, Kind: "judicial"})
 	require.NoError(t, err, "nothing available: a hold of 0 that fills")

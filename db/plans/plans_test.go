@@ -158,6 +158,7 @@ var statementPlans = map[string]statementPlan{
 	"holds.Release":        checked(perPIX),
 	"holds.Shrink":         checked(perPIX), // a MED's return of less than it holds
 	"holds.CapturePart":    checked(perPIX), // a MED's return, its hold kept
+	"holds.MakeFilling":    checked(perPIX), // a MED's return of a hold made before holds filled
 	"holds.Restore":        checked(perPIX), // a devolução's reversal: pix_hold_parts' key
 	"holds.RaiseFillTo":    checked(perPIX), // a release, shrink or reversal of a PIX's: pix_holds_active_pix_idx
 

@@ -210,6 +210,29 @@ SELECT s.id::text, s.ref, s.account_id, s.end_to_end_id, s.kind, s.reason, s.ask
        s.amount_cents, s.status, s.refund_id, s.end_reason, s.created_at, s.ended_at, s.released_cents, e.id::text
 FROM shrunk s CROSS JOIN event e
 
+-- name: MakeFilling
+-- Makes a hold locked active (LockHold) that does not fill (fill_to_cents
+-- NULL: made before holds filled) one that fills (db.MakeFilling): it
+-- fills to $2 and is cut short of its holder's need by $3 (what its PIX's
+-- room leaves out: RaiseFillTo raises it), holding what it held; with its
+-- event. A hold that fills already, or ended, changes nothing and returns
+-- no row. $1 id, $2 fill_to_cents, $3 fill_short_cents, $4 why ('': not
+-- said), $5 the traceparent of the event.
+WITH made AS (
+    UPDATE pix_holds SET fill_to_cents = $2, fill_short_cents = $3
+    WHERE id = $1 AND status = 'active' AND fill_to_cents IS NULL AND up_to
+    RETURNING *, pix_holds AS hold_row, clock_timestamp() AS made_at),
+event AS (
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
+    SELECT 'pix_hold', m.id::text, 'pix.hold.made_filling',
+           pix_hold_event(m.hold_row, a.held_cents, a.balance_cents,
+                          jsonb_build_object('fill_to_cents', m.fill_to_cents, 'fill_short_cents', m.fill_short_cents,
+                                             'reason', NULLIF($4, ''), 'made_at', m.made_at)), $5
+    FROM made m JOIN accounts a ON a.id = m.account_id)
+SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
+       refund_id, end_reason, created_at, ended_at
+FROM made
+
 -- name: CapturePart
 -- Captures $3 of a hold that fills, locked active (LockHold), by the
 -- devolução $2, recorded in this transaction with its debit, which took

@@ -983,3 +983,57 @@ func TestAReversalAfterAFullCaptureHoldsTheMoneyAgain(t *testing.T) {
 	f.requireMoney(c.AccountID, 0, 0)
 	f.requireBooks()
 }
+
+// A report whose hold was made before holds filled (between the report's
+// store and the fills, issue 37: fill_to_cents NULL; its shape made here in
+// SQL), returned whole and in part: the devolução not made gives its money
+// back held, in the reversal's transaction, never available (attack review
+// LOW5). The return makes the hold one that fills (db.MakeFilling) and
+// keeps it: captured whole, it ended, and the reversal's money came back
+// spendable.
+func TestAReversalAfterALegacyHoldsCaptureHoldsTheMoneyAgain(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		spent, held int64
+	}{
+		{name: "whole", spent: 0, held: 10_000},
+		{name: "a part", spent: 7_000, held: 3_000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			cr := f.credit(10_000, 0)
+			if c.spent > 0 {
+				require.NoError(t, f.spend(cr.AccountID, c.spent))
+			}
+			r := f.intake(report(cr.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour)))
+			r = f.step(f.store.Hold(ctx, r))
+			require.EqualValues(t, c.held, r.HeldCents)
+			tag, err := f.s.Pool().Exec(ctx, `UPDATE pix_holds SET fill_to_cents = NULL, fill_short_cents = 0 WHERE id = $1`, *r.HoldID)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, tag.RowsAffected())
+			r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
+			f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "", "operator-1"))
+			r, err = f.store.Get(ctx, r.ID)
+			require.NoError(t, err)
+			r = f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
+			r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+			r = f.step(f.store.Return(ctx, r))
+			require.Equal(t, med.StatusReturning, r.Status)
+			f.requireMoney(cr.AccountID, 0, 0)
+			_, err = refundsaga.NewStore(f.s).ReverseRefund(ctx, *r.RefundID, "NAO_REALIZADO", false)
+			require.NoError(t, err)
+			f.requireMoney(cr.AccountID, c.held, c.held)
+			require.ErrorIs(t, f.spend(cr.AccountID, 1), pix.ErrInsufficientFunds, "held in the reversal's transaction")
+			r = f.step(f.store.Settle(ctx, r))
+			require.EqualValues(t, c.held, r.HeldCents, "in the report's hold")
+			f.creditMore(cr.AccountID, 5_000)
+			want := min(c.held+5_000, 10_000)
+			f.requireMoney(cr.AccountID, c.held+5_000, want)
+			r = f.step(f.store.Return(ctx, r))
+			require.Equal(t, med.StatusReturning, r.Status)
+			f.requireMoney(cr.AccountID, c.held+5_000-want, 0)
+			f.requireBooks()
+		})
+	}
+}

@@ -244,6 +244,8 @@ const earlyTolerance = time.Minute
 // (db.Shrink): the money to return is never released and held anew, which
 // would make it available between the two, or for good when the new hold
 // took less (a hold that fills takes nothing while an older one lacks).
+// A hold made before holds filled is made one that fills first
+// (db.MakeFilling), so that it is kept and restored the same way.
 // Nothing held is held now, up to what is left (a part that arrived since).
 // With nothing available the report waits for the account's next credits
 // (awaiting_credit). Acts on an open refund request
@@ -261,7 +263,6 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 		next := cur
 		next.Status = StatusAwaitingCredit
 		left := cur.Target() - cur.ReturnedCents
-		keep := true // the hold fills: kept after the capture
 		if next.HoldID != nil {
 			// What it holds now, under its locks (the credit, the account,
 			// the hold): no inflow fills it before the capture below.
@@ -276,7 +277,17 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 			if hold, _, err = db.Shrink(ctx, tx, *next.HoldID, left, "med: held for more than is returned"); err != nil {
 				return Report{}, false, fmt.Errorf("shrink the hold of infraction report %s: %w", cur.ID, err)
 			}
-			next.HeldCents, keep = hold.AmountCents, hold.FillToCents != nil
+			if hold.FillToCents == nil {
+				// Made before holds filled: made one that fills to what is
+				// left, in place, so that it is kept after the capture and
+				// a devolução not made gives its money back into it, held
+				// (captured whole, it would end, and that money would come
+				// back available: issue 37, attack review LOW5).
+				if hold, _, err = db.MakeFilling(ctx, tx, *next.HoldID, left, "med: returned in parts"); err != nil {
+					return Report{}, false, fmt.Errorf("make the hold of infraction report %s fill: %w", cur.ID, err)
+				}
+			}
+			next.HeldCents = hold.AmountCents
 		}
 		if next.HoldID == nil {
 			if err := holdMore(ctx, tx, &next, left); err != nil {
@@ -292,24 +303,12 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 			return save(ctx, tx, cur, next)
 		}
 		// CaptureAll: what the hold holds under the capture's locks.
-		refund, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: *next.HoldID, CaptureAll: true, KeepHold: keep,
+		refund, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: *next.HoldID, CaptureAll: true, KeepHold: true,
 			RefundRequest: pix.RefundRequest{EndToEndID: cur.EndToEndID, AmountCents: next.HeldCents, Reason: returnReason}}, nil, "med:"+cur.ID.String())
 		if err != nil {
 			return Report{}, false, fmt.Errorf("return infraction report %s: %w", cur.ID, err)
 		}
 		next.Status, next.RefundID, next.HeldCents = StatusReturning, &refund.ID, 0
-		if !keep {
-			// A hold that does not fill (made before they did) ends
-			// captured: the rest, a part, is held by the next hold, filling,
-			// in the capture's transaction, so that the account's next
-			// inflows fill it at once.
-			next.HoldID = nil
-			if rest := left - refund.AmountCents; rest > 0 {
-				if err := holdMore(ctx, tx, &next, rest); err != nil {
-					return Report{}, false, err
-				}
-			}
-		}
 		return save(ctx, tx, cur, next)
 	})
 	if refusal := ReturnRefusal(err); refusal != "" {
