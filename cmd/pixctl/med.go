@@ -252,7 +252,7 @@ type medCleared struct {
 const medQuarantinePath = "/pix/med/quarantine"
 
 var medQuarantineCommand = &command{
-	name: "med quarantine", args: "[-limit N] [-cursor C] [-through T] [flags] [list | clear <kind> <dict id>]",
+	name: "med quarantine", args: "[-limit N] [-cursor C] [-through T] [flags] [list | -through T clear <kind> <dict id>]",
 	summary: "the items of the DICT's lists the MED lister quarantined (PixMEDDICTItemQuarantined), or clear one decided by hand",
 	about: `Lists the items of the DICT's lists the MED lister could not take in and
 nothing cleared yet (GET /pix/med/quarantine), as an operator: refused for
@@ -261,17 +261,18 @@ PixMEDDICTItemQuarantined pages while one is (docs/runbooks.md). A later
 listing that takes the item in clears it by itself. Every page is read,
 -limit rows at a time.
 
-clear <kind> <dict id> clears one once decided by hand at the DICT (DELETE
-/pix/med/quarantine/{kind}/{id}): kind is report or refund, the id as
-listed; -through T (RFC 3339, the DICT MODIFIED you decided) clears only
-its copies modified then or before, so that one quarantined since stays.
+-through T clear <kind> <dict id> clears one once decided by hand at the
+DICT (DELETE /pix/med/quarantine/{kind}/{id}): kind is report or refund,
+the id as listed; -through T (required: the DICT MODIFIED of the copy you
+decided, as listed) clears that copy and the earlier ones, never one
+quarantined since, which stays and holds the 72 hours' expiry back.
 -o json prints the answers as they came.
 `,
 	problem:  "no such quarantined item (med_quarantine_not_found)",
 	settings: adminSettings, output: true,
 	define: func(fs *flag.FlagSet) runner {
 		pages := definePageFlags(fs)
-		through := fs.String("through", "", "clear: only the copies modified at or before this date-time (RFC 3339)")
+		through := fs.String("through", "", "clear (required): the DICT MODIFIED of the copy decided, as listed (RFC 3339)")
 		return func(ctx context.Context, inv *invocation, args []string) error {
 			c, err := operatorClient(inv)
 			if err != nil {
@@ -289,10 +290,10 @@ its copies modified then or before, so that one quarantined since stays.
 			if kind != "report" && kind != "refund" {
 				return usageErrorf("the kind is report or refund, not %q", kind)
 			}
-			path := medQuarantinePath + "/" + url.PathEscape(kind) + "/" + url.PathEscape(args[2])
-			if *through != "" {
-				path += "?" + url.Values{"through": {*through}}.Encode()
+			if *through == "" {
+				return usageErrorf("clear takes -through: the DICT MODIFIED of the copy you decided, as listed")
 			}
+			path := medQuarantinePath + "/" + url.PathEscape(kind) + "/" + url.PathEscape(args[2]) + "?" + url.Values{"through": {*through}}.Encode()
 			return callAndPrint(ctx, c, inv, http.MethodDelete, path, "clear the med quarantine of "+kind+" "+args[2], func(w io.Writer, r medCleared) error {
 				_, err := fmt.Fprintf(w, "cleared %s %s: %d copies (modified %s)\n", r.Kind, r.DICTID, len(r.Cleared), strings.Join(r.Cleared, ", "))
 				return err

@@ -145,8 +145,9 @@ func TestMEDAgainstTheService(t *testing.T) {
 	require.Contains(t, r.stdout, "REJECTED (OTHER)")
 
 	// The lister's quarantine: listed, one cleared by hand through the
-	// LastModified decided (the newer copy stays), then all; cleared
-	// again, refused.
+	// LastModified decided (the newer copy stays), then the newer one;
+	// cleared again, refused; a clear without the copy decided, a usage
+	// error.
 	held := uuid.NewString()
 	for _, at := range []time.Time{now.Add(-time.Minute), now} {
 		_, err = med.NewStore(store).Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedReport, ID: held, LastModified: at, Reason: "dict_malformed:Status"})
@@ -159,10 +160,12 @@ func TestMEDAgainstTheService(t *testing.T) {
 	r.requireStatus(t, cli.ExitOK)
 	require.Contains(t, r.stdout, "1 copies")
 	r = pixctl(t, getenv, "med", "quarantine", "clear", "report", held)
+	r.requireStatus(t, cli.ExitUsage)
+	r = pixctl(t, getenv, "med", "quarantine", "-through", now.UTC().Format(time.RFC3339Nano), "clear", "report", held)
 	r.requireStatus(t, cli.ExitOK)
-	r = pixctl(t, getenv, "med", "quarantine", "clear", "report", held)
+	r = pixctl(t, getenv, "med", "quarantine", "-through", now.UTC().Format(time.RFC3339Nano), "clear", "report", held)
 	r.requireStatus(t, cli.ExitProblem)
 	require.Contains(t, r.stderr, "med_quarantine_not_found")
-	r = pixctl(t, getenv, "med", "quarantine", "clear", "block", held)
+	r = pixctl(t, getenv, "med", "quarantine", "-through", now.UTC().Format(time.RFC3339Nano), "clear", "block", held)
 	r.requireStatus(t, cli.ExitUsage)
 }

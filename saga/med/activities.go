@@ -93,9 +93,14 @@ func (a *Activities) CancelReport(ctx context.Context, at Report) (Report, error
 // never released on our table's word. Nor is one quarantined (the lister
 // covered past it, malformed or refused): while a refund request
 // quarantined and not cleared could be the report's
-// (Store.RefundQuarantinedFrom), the covered window is not trusted, the
-// DICT is listed, and with none taken in the run stops visibly
-// (quarantinedRefund) rather than release on a guess.
+// (Store.RefundQuarantinedFrom), the covered window is not trusted and the
+// DICT is listed. That listing of every OPEN request modified since the
+// report's close is the DICT's word on the report, whatever the
+// quarantine holds: one of the report's is taken in (refused by the doors:
+// quarantined, stopped), one not the specification's may be the report's
+// and stops the run visibly (malformedRefund), never released on a guess;
+// a row the listing did not meet so (another report's request, or one
+// no longer OPEN) holds back no release.
 func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, error) {
 	cur, moved, err := a.current(ctx, at)
 	if err != nil || moved || cur.Status != StatusAwaitingRequest || cur.RequestOpen() {
@@ -115,7 +120,7 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 	// A refund request quarantined (malformed, or refused by the doors)
 	// that could be this report's is not an absent one: the lister moved
 	// its covered window past it, so the covered shortcut is not taken;
-	// the DICT is listed, and with none taken in the run stops visibly.
+	// the DICT is listed, and its listing decides.
 	// The cover is read before the quarantine: the lister commits a
 	// part's quarantines (ListDICTPart) before it advances the cover past
 	// them (AdvanceDICTList), so a cover read past the deadline means
@@ -132,7 +137,7 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 		case err != nil:
 			return Report{}, activities.KindError(err)
 		case held:
-			// Listed below, then stopped (quarantinedRefund).
+			// Listed below: the listing decides (malformedRefund).
 		case ok && !until.Before(cur.RequestDueAt.Add(ExpiryCovered)):
 			return release("no refund request within 72 hours, the DICT's lister past its deadline: released")
 		case ok && until.After(listedFrom.Add(-ListerLive)):
@@ -143,9 +148,12 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 		}
 	}
 	var open []dict.Refund
+	var malformed []Quarantined
 	_, err = a.DICT.WalkRefunds(ctx, dict.RefundQuery{Status: []dict.RefundStatus{dict.RefundOpen},
 		ModifiedAfter: RequestsFrom(cur), Malformed: func(m dict.MalformedItem) error {
-			return a.quarantineMalformed(ctx, cur, m)
+			q, err := a.quarantineMalformed(ctx, cur, m)
+			malformed = append(malformed, q)
+			return err
 		}}, func(r dict.Refund) error {
 		if dict.SameID(r.InfractionReportID, cur.ID.String()) && r.Status == dict.RefundOpen {
 			open = append(open, r)
@@ -160,48 +168,42 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 			append(attrsOf(cur), "refund_request_id", open[0].ID)...)
 		return a.takeRefund(ctx, cur, open[0])
 	}
-	if err := a.quarantinedRefund(ctx, cur); err != nil {
-		return Report{}, err
+	if len(malformed) > 0 {
+		return Report{}, a.malformedRefund(ctx, cur, malformed[0])
 	}
 	return release("no refund request within 72 hours: released")
 }
 
-// quarantinedRefund stops the expiry visibly (dict_not_as_ours,
-// PixMEDDICTStopped; the item's own PixMEDDICTItemQuarantined) while a
-// refund request quarantined and not cleared could be the report's
-// (Store.RefundQuarantinedFrom): its request may be OPEN at the DICT, and
-// the hold is never released on a guess. It tries again after a signal
-// (once an operator decided the item and cleared its quarantine) or
-// ProblemRetryAfter.
-func (a *Activities) quarantinedRefund(ctx context.Context, cur Report) error {
-	id, reason, held, err := a.Store.RefundQuarantinedFrom(ctx, RequestsFrom(cur))
-	if err != nil {
-		return activities.KindError(err)
-	}
-	if !held {
-		return nil
-	}
-	return a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the refund request %s is quarantined (%s) and may be this report's, OPEN at the DICT: "+
-		"not released; decide it, clear its quarantine (pixctl med quarantine clear), then signal", id, reason))
+// malformedRefund stops the expiry visibly (dict_not_as_ours,
+// PixMEDDICTStopped; the item's own PixMEDDICTItemQuarantined) on q, a
+// refund request its own listing met OPEN and modified since the report's
+// close that is not the specification's (quarantined: quarantineMalformed):
+// it may be the report's request, and the hold is never released on a
+// guess. It lists again after a signal or ProblemRetryAfter, and stops
+// again while the DICT lists that item so; an operator's clear of its
+// quarantine does not settle it, the DICT's copy read whole does.
+func (a *Activities) malformedRefund(ctx context.Context, cur Report, q Quarantined) error {
+	return a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the refund request %s is quarantined (%s): listed OPEN at the DICT since the report's close, "+
+		"not the specification's, it may be this report's: not released; decide it at the DICT (pixctl med quarantine), then signal", q.ID, q.Reason))
 }
 
 // quarantineMalformed records a refund request the expiry's own listing
 // met that is not the specification's (dict.MalformedItem) as the lister
 // does (malformedQuarantine), and lets the walk go on: once the walk is
-// done, the row stops the expiry (quarantinedRefund), never a silent
+// done, the item stops the expiry (malformedRefund), never a silent
 // retry that waits for the lister to cover the deadline past it.
-func (a *Activities) quarantineMalformed(ctx context.Context, cur Report, m dict.MalformedItem) error {
+func (a *Activities) quarantineMalformed(ctx context.Context, cur Report, m dict.MalformedItem) (Quarantined, error) {
 	q := malformedQuarantine(QuarantinedRefund, m)
 	first, err := a.Store.Quarantine(ctx, q)
 	if err != nil {
-		return activities.TechnicalFailure(err)
+		return q, activities.TechnicalFailure(err)
 	}
 	if first {
 		quarantinedTotal.WithLabelValues(q.Kind).Inc()
 	}
 	a.Log.ErrorContext(ctx, "MED saga: a refund request listed at the report's expiry is not the specification's; quarantined (pix_med_quarantine), a human must look",
 		append(attrsOf(cur), "dict_id", q.ID, "last_modified", q.LastModified, "reason", q.Reason, "first", first, "error", m)...)
-	return nil
+	return q, nil
 }
 
 // ExpiryCovered is how far past a report's refund request deadline (on

@@ -27,6 +27,22 @@ func requireStoppedHeld(t *testing.T, a *activityRun, r med.Report, err error) {
 	require.Contains(t, *cur.DICTProblem, med.ProblemNotAsOurs)
 }
 
+// closedAgreed is a report analysed AGREED and closed at the DICT, its
+// refund request awaited, with the activities that closed it.
+func closedAgreed(t *testing.T, f *fixture) (*activityRun, med.Report) {
+	a, r := analysed(t, f, dict.Agreed)
+	r, err := a.run(a.acts.CloseReport, r)
+	require.NoError(t, err)
+	return a, a.current(r)
+}
+
+// coveredPast puts the expiry at the instant the DICT's lister covers
+// due past (ExpiryCovered), its cover there.
+func coveredPast(a *activityRun, due time.Time) {
+	a.acts.Store = a.f.store.WithClock(func() time.Time { return due.Add(med.ExpiryCovered) })
+	a.acts.Covered = coveredAt{until: due.Add(med.ExpiryCovered)}
+}
+
 func derefS(s *string) string {
 	if s == nil {
 		return "<nil>"
@@ -42,9 +58,7 @@ func derefS(s *string) string {
 func TestTheExpiryDoesNotReleasePastAQuarantinedRefundRequest(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	a, r := analysed(t, f, dict.Agreed)
-	r, err := a.run(a.acts.CloseReport, r)
-	require.NoError(t, err)
+	a, r := closedAgreed(t, f)
 	due := *r.RequestDueAt
 
 	// The payer's PSP opens a refund request in time; the DICT lists it
@@ -59,14 +73,13 @@ func TestTheExpiryDoesNotReleasePastAQuarantinedRefundRequest(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, first)
 
-	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ExpiryCovered) })
-	a.acts.Covered = coveredAt{until: due.Add(med.ExpiryCovered)}
+	coveredPast(a, due)
 	_, err = a.run(a.acts.ExpireRequest, a.current(r))
 	requireStoppedHeld(t, a, r, err)
 
 	// The operator decided it at the DICT and cleared it: released.
 	a.dict.malformedRefunds = nil
-	_, err = f.store.ResolveQuarantined(ctx, med.QuarantinedRefund, req.ID, nil)
+	_, err = f.store.ResolveQuarantined(ctx, med.QuarantinedRefund, req.ID, req.LastModified)
 	require.NoError(t, err)
 	out, err := a.run(a.acts.ExpireRequest, a.current(r))
 	require.NoError(t, err)
@@ -76,19 +89,19 @@ func TestTheExpiryDoesNotReleasePastAQuarantinedRefundRequest(t *testing.T) {
 
 // A quarantined refund request whose LastModified could not be read (its
 // row at where the walk met it, maybe before the report's close) may be
-// any report's: the expiry stops on it too.
+// any report's: the expiry does not trust the lister's cover past it, and
+// its own listing, meeting it still OPEN and malformed, stops on it.
 func TestTheExpiryDoesNotReleasePastAnUnplacedQuarantinedRefund(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	a, r := analysed(t, f, dict.Agreed)
-	r, err := a.run(a.acts.CloseReport, r)
-	require.NoError(t, err)
+	a, r := closedAgreed(t, f)
 	due := *r.RequestDueAt
-	_, err = f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: "5e0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f",
-		LastModified: med.RequestsFrom(r).Add(-time.Hour), Reason: "dict_malformed:Status+LastModified"})
+	id, at := "5e0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f", med.RequestsFrom(r).Add(-time.Hour)
+	_, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: id,
+		LastModified: at, Reason: "dict_malformed:Status+LastModified"})
 	require.NoError(t, err)
-	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ExpiryCovered) })
-	a.acts.Covered = coveredAt{until: due.Add(med.ExpiryCovered)}
+	a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: id, At: at, Field: "Status"}}
+	coveredPast(a, due)
 	_, err = a.run(a.acts.ExpireRequest, a.current(r))
 	requireStoppedHeld(t, a, r, err)
 }
@@ -99,15 +112,13 @@ func TestTheExpiryDoesNotReleasePastAnUnplacedQuarantinedRefund(t *testing.T) {
 func TestTheExpirysOwnListingQuarantinesAMalformedRequestAndStops(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	a, r := analysed(t, f, dict.Agreed)
-	r, err := a.run(a.acts.CloseReport, r)
-	require.NoError(t, err)
+	a, r := closedAgreed(t, f)
 	due := *r.RequestDueAt
 	id := "7a0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f"
 	a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: id, LastModified: due.Add(-time.Minute),
 		At: due.Add(-time.Minute), Field: "RefundAmount"}}
 	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ListLag + time.Second) })
-	_, err = a.run(a.acts.ExpireRequest, a.current(r))
+	_, err := a.run(a.acts.ExpireRequest, a.current(r))
 	requireStoppedHeld(t, a, r, err)
 	items, err := f.store.QuarantinedItems(ctx, nil, 10)
 	require.NoError(t, err)
@@ -123,16 +134,14 @@ func TestTheExpirysOwnListingQuarantinesAMalformedRequestAndStops(t *testing.T) 
 // HIGH-1b: the stop lasted 6 hours.)
 func TestARefusedTakeAtTheExpiryStopsPastTheListersCover(t *testing.T) {
 	f := newFixture(t)
-	a, r := analysed(t, f, dict.Agreed)
-	r, err := a.run(a.acts.CloseReport, r)
-	require.NoError(t, err)
+	a, r := closedAgreed(t, f)
 	other := request(r, 10_000, dict.RefundOpen)
 	other.TransactionID = pix.NewEndToEndID("99999010", time.Now())
 	other.LastModified = time.Now()
 	a.dict.refunds[other.ID] = other
 	due := *r.RequestDueAt
 	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ListLag + time.Second) })
-	_, err = a.run(a.acts.ExpireRequest, a.current(r))
+	_, err := a.run(a.acts.ExpireRequest, a.current(r))
 	requireStoppedHeld(t, a, r, err)
 
 	// 6 h later (ProblemRetryAfter), the lister covers the deadline.
@@ -160,7 +169,7 @@ func TestAnUnplacedQuarantineIsNotClearedByATakeIn(t *testing.T) {
 		cleared, err := f.store.ClearQuarantined(ctx, med.QuarantinedRefund, id, at.Add(time.Second))
 		require.NoError(t, err)
 		require.Zero(t, cleared, "%s: an unplaced quarantine cleared by a copy that may be older than it", reason)
-		got, err := f.store.ResolveQuarantined(ctx, med.QuarantinedRefund, id, nil)
+		got, err := f.store.ResolveQuarantined(ctx, med.QuarantinedRefund, id, at)
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 	}
@@ -194,17 +203,20 @@ func (c coveredAfterQuarantine) CoveredUntil(context.Context) (time.Time, bool, 
 func TestTheExpiryDoesNotReleasePastAQuarantineCommittedWithTheCover(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	a, r := analysed(t, f, dict.Agreed)
-	r, err := a.run(a.acts.CloseReport, r)
-	require.NoError(t, err)
+	a, r := closedAgreed(t, f)
 	due := *r.RequestDueAt
 	id := "8b0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f"
+	// The request stays OPEN and malformed at the DICT: the expiry's
+	// listing meets it (read quarantine first, cover second, the expiry
+	// would not list at all).
+	a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: id, LastModified: due.Add(-time.Hour),
+		At: due.Add(-time.Hour), Field: "RefundAmount"}}
 	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ExpiryCovered) })
 	a.acts.Covered = coveredAfterQuarantine{until: due.Add(med.ExpiryCovered), do: func() {
 		_, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: id,
 			LastModified: due.Add(-time.Hour), Reason: "dict_malformed:RefundAmount"})
 		require.NoError(t, err)
 	}}
-	_, err = a.run(a.acts.ExpireRequest, a.current(r))
+	_, err := a.run(a.acts.ExpireRequest, a.current(r))
 	requireStoppedHeld(t, a, r, err)
 }

@@ -183,9 +183,9 @@ func TestALateClearLeavesANewerQuarantine(t *testing.T) {
 
 // The quarantine's operator routes: every quarantined item listed a page
 // at a time (every one reached by the cursor); an operator's clear of an
-// item decided by hand, through a LastModified (a copy quarantined after
-// stays) or all of them, 404 once none is left; a customer's token
-// refused (403) before anything.
+// item decided by hand, through the LastModified of the copy decided (a
+// copy quarantined after stays; none given, 400), 404 once that copy is
+// gone; a customer's token refused (403) before anything.
 func TestTheQuarantineRoutes(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -237,20 +237,23 @@ func TestTheQuarantineRoutes(t *testing.T) {
 	items, err := f.store.QuarantinedItems(ctx, nil, 10)
 	require.NoError(t, err)
 	require.Len(t, items, 2)
-	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/report/"+id, "ops", "", nil)
+	at1, at2 := "?through="+t1.Format(time.RFC3339Nano), "?through="+t2.Format(time.RFC3339Nano)
+	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/report/"+id+at2, "ops", "", nil)
 	require.Equal(t, http.StatusOK, status, "%v", got)
 	require.Len(t, got["cleared"], 1)
-	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/report/"+id, "ops", "", nil)
+	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/report/"+id+at2, "ops", "", nil)
 	require.Equal(t, http.StatusNotFound, status, "%v", got)
 	require.Equal(t, "med_quarantine_not_found", sagatest.Code(got))
-	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/report/"+url.PathEscape(`""`), "ops", "", nil)
+	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/report/"+url.PathEscape(`""`)+at1, "ops", "", nil)
 	require.Equal(t, http.StatusNotFound, status, "another kind's: %v", got)
-	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/refund/"+url.PathEscape(`""`), "ops", "", nil)
+	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/refund/"+url.PathEscape(`""`)+at1, "ops", "", nil)
 	require.Equal(t, http.StatusOK, status, "an item without an id, by its dict_id as listed: %v", got)
-	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/block/"+id, "ops", "", nil)
+	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/block/"+id+at1, "ops", "", nil)
 	require.Equal(t, http.StatusBadRequest, status, "%v", got)
 	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/report/"+id+"?through=yesterday", "ops", "", nil)
 	require.Equal(t, http.StatusBadRequest, status, "%v", got)
+	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/report/"+id, "ops", "", nil)
+	require.Equal(t, http.StatusBadRequest, status, "no copy decided: %v", got)
 
 	// A uuid given in another case (or braces) is the one quarantined in
 	// its canonical form (quarantinedID), as the lister records it.
@@ -258,7 +261,7 @@ func TestTheQuarantineRoutes(t *testing.T) {
 	id2 := uuid.NewString()
 	_, err = f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: id2, LastModified: t1, Reason: "dict_malformed:Status"})
 	require.NoError(t, err)
-	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/refund/"+strings.ToUpper(id2), "ops", "", nil)
+	status, got = a.Call(http.MethodDelete, "/pix/med/quarantine/refund/"+strings.ToUpper(id2)+at1, "ops", "", nil)
 	require.Equal(t, http.StatusOK, status, "a uuid in capitals: %v", got)
 	require.Equal(t, id2, got["dict_id"])
 

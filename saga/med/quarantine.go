@@ -32,9 +32,9 @@ var quarantineSQL struct{ Clear, List, Resolve, Count, RefundsFrom string }
 
 func init() { db.BindQueries(quarantineFiles, "quarantine.sql", &quarantineSQL) }
 
-// ErrQuarantineNotFound: no quarantined item of the kind and id (through
-// the LastModified given).
-var ErrQuarantineNotFound = errors.New("no quarantined item of the DICT's lists with this kind and id")
+// ErrQuarantineNotFound: no quarantined copy of the kind, id and
+// LastModified given.
+var ErrQuarantineNotFound = errors.New("no quarantined item of the DICT's lists with this kind, id and LastModified")
 
 // quarantinedID is the id an item is quarantined under: the DICT's uuid
 // in its canonical form, or (an item refused may carry anything as its
@@ -130,10 +130,14 @@ func (s *Store) QuarantinedItems(ctx context.Context, after *QuarantineKey, limi
 }
 
 // ResolveQuarantined is an operator's clear of an item decided by hand:
-// its rows (id as listed) modified at through or before (nil: all of
-// them), so that a copy quarantined after the operator looked stays.
-// ErrQuarantineNotFound when none went; else the LastModified of each.
-func (s *Store) ResolveQuarantined(ctx context.Context, kind, id string, through *time.Time) ([]time.Time, error) {
+// its copy (id as listed) of LastModified through, the one the operator
+// read and decided, and the earlier copies whose LastModified was read
+// (quarantine.sql Resolve), so that a copy quarantined after the operator
+// looked stays and holds the 72 h expiry back (attack review r4 MED-1: a
+// clear of every copy released past a newer one). ErrQuarantineNotFound
+// when no copy of that LastModified is quarantined; else the LastModified
+// of each row cleared.
+func (s *Store) ResolveQuarantined(ctx context.Context, kind, id string, through time.Time) ([]time.Time, error) {
 	rs, err := s.store.Pool().Query(ctx, quarantineSQL.Resolve, kind, id, through)
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("resolve the quarantine of %s %s: %w", kind, id, err))

@@ -36,9 +36,16 @@ ORDER BY kind, dict_id, dict_modified_at LIMIT $4
 
 -- name: Resolve
 -- An operator's clear of an item's quarantine, once decided by hand: $1
--- kind, $2 its DICT id as listed, $3 the latest LastModified decided (NULL:
--- every one). The LastModified of each row cleared. From the primary key.
-DELETE FROM pix_med_quarantine WHERE kind = $1 AND dict_id = $2 AND dict_modified_at <= COALESCE($3::timestamptz, 'infinity')
+-- kind, $2 its DICT id as listed, $3 the LastModified of the copy decided,
+-- as listed. Only when that copy is quarantined, and only it and the
+-- placed copies before it: never a copy quarantined after the operator
+-- looked (a newer LastModified), nor one whose LastModified could not be
+-- read (dict_malformed...LastModified: recorded where the walk met it, it
+-- may be newer than the copy decided) unless it is the one named. The
+-- LastModified of each row cleared. From the primary key.
+DELETE FROM pix_med_quarantine WHERE kind = $1 AND dict_id = $2 AND dict_modified_at <= $3
+AND (dict_modified_at = $3 OR reason NOT LIKE 'dict\_malformed%LastModified')
+AND EXISTS (SELECT 1 FROM pix_med_quarantine WHERE kind = $1 AND dict_id = $2 AND dict_modified_at = $3)
 RETURNING dict_modified_at
 
 -- name: Count

@@ -31,7 +31,7 @@ import (
 //	GET  /pix/med/refund-requests         the refund requests kept on their own (no report answers them), oldest first, paged
 //	GET  /pix/med/refund-requests/{id}    one of them
 //	GET  /pix/med/quarantine              the items of the DICT's lists the lister quarantined, not cleared, paged
-//	DELETE /pix/med/quarantine/{kind}/{id}  an operator's clear of one, decided by hand (?through=: its copies up to that LastModified)
+//	DELETE /pix/med/quarantine/{kind}/{id}  an operator's clear of one, decided by hand (?through=: the LastModified decided, and earlier copies)
 //
 // and the med section of a credit's view (GET /pix/credits/{id}: its
 // customer sees what is held and returned, not the reporter's words).
@@ -56,7 +56,7 @@ type RouteStore interface {
 	KeptRequests(ctx context.Context, after *KeptKey, limit int) ([]KeptRequest, error)
 	KeptRequest(ctx context.Context, id uuid.UUID) (KeptRequest, error)
 	QuarantinedItems(ctx context.Context, after *QuarantineKey, limit int) ([]QuarantinedItem, error)
-	ResolveQuarantined(ctx context.Context, kind, id string, through *time.Time) ([]time.Time, error)
+	ResolveQuarantined(ctx context.Context, kind, id string, through time.Time) ([]time.Time, error)
 }
 
 // Handlers serve the saga's routes.
@@ -320,12 +320,14 @@ func (h *Handlers) listQuarantine(k api.Kit, c *gin.Context) {
 	api.AnswerPage(k, c, "items", p, found, QuarantineKeyOf)
 }
 
-// resolveQuarantine is DELETE /pix/med/quarantine/{kind}/{id}[?through=…]:
+// resolveQuarantine is DELETE /pix/med/quarantine/{kind}/{id}?through=…:
 // an operator's clear of a quarantined item once decided by hand at the
-// DICT, logged with who cleared it. through (RFC 3339) clears only its
-// copies modified then or before, so that one quarantined after the
-// operator looked stays; without it, all of them. 404
-// med_quarantine_not_found when none was cleared.
+// DICT, logged with who cleared it. through (RFC 3339, required) is the
+// dict_modified_at of the copy decided, as listed: that copy and the
+// earlier ones go (Store.ResolveQuarantined), never one quarantined after
+// the operator looked, which would let the 72 h expiry release past a
+// copy nobody decided (attack review r4 MED-1). 404
+// med_quarantine_not_found when no copy of that LastModified is there.
 func (h *Handlers) resolveQuarantine(k api.Kit, c *gin.Context) {
 	kind, id := c.Param("kind"), c.Param("id")
 	if kind != QuarantinedReport && kind != QuarantinedRefund {
@@ -342,14 +344,10 @@ func (h *Handlers) resolveQuarantine(k api.Kit, c *gin.Context) {
 		// Any other id is matched as listed (quoted), never quoted again.
 		id = u.String()
 	}
-	var through *time.Time
-	if v, ok := c.GetQuery("through"); ok {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			k.Fail(c, pix.Invalid("through", "must be a date-time (RFC 3339)"))
-			return
-		}
-		through = &t
+	through, err := time.Parse(time.RFC3339Nano, c.Query("through"))
+	if err != nil {
+		k.Fail(c, pix.Invalid("through", "must be the dict_modified_at decided, as listed (RFC 3339)"))
+		return
 	}
 	ctx := c.Request.Context()
 	cleared, err := h.Store.ResolveQuarantined(ctx, kind, id, through)

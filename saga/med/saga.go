@@ -45,7 +45,7 @@ var Kinds = pix.DeclareKinds(
 	&pix.Kind{Err: ErrNotAtDICT, Refusal: true, Status: http.StatusUnprocessableEntity, Code: "med_notice_not_at_dict",
 		Message: "the DICT has no such infraction report or refund request; nothing was changed"},
 	&pix.Kind{Err: ErrQuarantineNotFound, Refusal: true, Status: http.StatusNotFound, Code: "med_quarantine_not_found",
-		Message: "no quarantined item of the DICT's lists with this kind and id (through the LastModified given)"},
+		Message: "no quarantined item of the DICT's lists with this kind and id modified at the date-time given (through)"},
 )
 
 // Saga is MED as the credited participant, declared once: listed in
