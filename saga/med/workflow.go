@@ -50,12 +50,27 @@ const fillWakeVersion = "pix-med-fill-wake"
 // signal and count turns only.
 const boundedWakeChange = "pix-med-bounded-wake"
 
+// stoppedWaitChange is the change id of the stopped step's wait carried
+// across continue-as-new (Input.RetryAt): a wake that found the run's
+// turns spent ended that wait at once and the next run tried the step
+// stopped at the DICT at its start, not ProblemRetryAfter after its stop
+// (attack review r4 LOW-1). The runs recorded before it continue as new
+// with the report's id only.
+const stoppedWaitChange = "pix-med-stopped-wait-carried"
+
 // WorkflowID is the id of the saga's run of report id.
 func WorkflowID(id string) string { return "pix-med:" + id }
 
 // Input starts the saga of one report.
 type Input struct {
 	ID string
+	// RetryAt, RetryGen: the run before continued as new during the wait
+	// of a step stopped at the DICT, its turns spent (stoppedWaitChange):
+	// this run waits on until RetryAt unless the report moved from
+	// generation RetryGen, before it tries the step again. Zero (an input
+	// from before them, or no such wait): none, the step is tried at once.
+	RetryAt  time.Time `json:",omitzero"`
+	RetryGen int64     `json:",omitempty"`
 }
 
 // The run's waits besides the report's deadlines.
@@ -123,24 +138,18 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 			return !continueAsNew(ctx, turn)
 		}
 	}
-	// wait sleeps until deadline, or until a signal finds the report, read
-	// again, changed (another generation).
-	wait := func(deadline time.Time) error {
-		gen := r.Gen
-		timer := sagakit.Timer{Signals: []string{ChangedSignal}, Reread: load, Drain: bounded, Woken: woken,
-			Until: func() (time.Time, bool) { return deadline, r.Gen == gen }}
-		if err := timer.Sleep(ctx); err != nil {
-			return err
-		}
-		return load(ctx)
-	}
+	w := newWaits(ctx, in, &r, load, bounded, woken)
+	wait := w.wait
 	if err := load(ctx); err != nil {
+		return r, err
+	}
+	if err := w.resume(in); err != nil {
 		return r, err
 	}
 	settleWait := SettleFirst
 	for ; ; turn++ {
 		if turn >= maxTurns || (bounded && continueAsNew(ctx, turn)) {
-			return r, workflow.NewContinueAsNewError(ctx, WorkflowName, in)
+			return r, workflow.NewContinueAsNewError(ctx, WorkflowName, w.next)
 		}
 		now := workflow.Now(ctx)
 		step := Next(r, now)
@@ -196,13 +205,73 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 			// The report notes why (a new generation): read it, then wait
 			// for a signal of a change or the time to try again.
 			if err = load(ctx); err == nil {
-				err = wait(workflow.Now(ctx).Add(ProblemRetryAfter))
+				err = w.stopped(workflow.Now(ctx).Add(ProblemRetryAfter))
 			}
 		}
 		if err != nil {
 			return r, err
 		}
 	}
+}
+
+// waits are a run's waits on its report (r, as the run last read it;
+// load reads it again): bounded and woken as boundedWakeChange says, and
+// the wait of a step stopped at the DICT carried across continue-as-new
+// (carry, stoppedWaitChange: next is the next run's input).
+type waits struct {
+	ctx     workflow.Context
+	r       *Report
+	load    func(workflow.Context) error
+	bounded bool
+	woken   func() bool
+	carry   bool
+	next    Input
+}
+
+func newWaits(ctx workflow.Context, in Input, r *Report, load func(workflow.Context) error, bounded bool, woken func() bool) *waits {
+	w := &waits{ctx: ctx, r: r, load: load, bounded: bounded, woken: woken, next: in,
+		carry: workflow.GetVersion(ctx, stoppedWaitChange, workflow.DefaultVersion, 1) == 1}
+	if w.carry {
+		w.next = Input{ID: in.ID}
+	}
+	return w
+}
+
+// wait sleeps until deadline, or until a signal finds the report, read
+// again, changed (another generation).
+func (w *waits) wait(deadline time.Time) error {
+	gen := w.r.Gen
+	timer := sagakit.Timer{Signals: []string{ChangedSignal}, Reread: w.load, Drain: w.bounded, Woken: w.woken,
+		Until: func() (time.Time, bool) { return deadline, w.r.Gen == gen }}
+	if err := timer.Sleep(w.ctx); err != nil {
+		return err
+	}
+	return w.load(w.ctx)
+}
+
+// stopped is the wait of a step stopped at the DICT until deadline: one
+// the run's turns ended early (the report unchanged, the deadline ahead:
+// the run continues as new next) goes on in the next run (w.next, when
+// carried), never ended by the budget.
+func (w *waits) stopped(deadline time.Time) error {
+	gen := w.r.Gen
+	if err := w.wait(deadline); err != nil {
+		return err
+	}
+	if w.carry && w.r.Gen == gen && workflow.Now(w.ctx).Before(deadline) {
+		w.next.RetryAt, w.next.RetryGen = deadline, gen
+	}
+	return nil
+}
+
+// resume goes on, at the run's start, with the stopped wait the run
+// before carried (in), while the report is at the generation it stopped
+// at; any change since and the step is tried at once.
+func (w *waits) resume(in Input) error {
+	if !w.carry || in.RetryAt.IsZero() || w.r.Gen != in.RetryGen {
+		return nil
+	}
+	return w.stopped(in.RetryAt)
 }
 
 // waitForCredits is the run's wait (wait) for credits of a return in
