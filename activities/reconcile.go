@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/metrics"
 )
 
 // ErrTypeBooksUnbalanced is the type of the error a reconciliation run
@@ -19,7 +20,7 @@ func (a *Activities) ReconcileBooks(ctx context.Context) (db.Reconciliation, err
 	if err != nil {
 		return db.Reconciliation{}, TechnicalFailure(err)
 	}
-	a.Metrics.Reconciled(r)
+	a.Metrics.Reconciled(reconcileGauges(r))
 	if !r.Fenced() {
 		a.Logger.ErrorContext(ctx, "reconciliation: A FENCE OF THE BOOKS IS DOWN; what it refuses may happen unseen until the rotating recount comes round, see docs/runbooks.md \"PixReconcileFenceDown\"",
 			"fences_down", r.FencesDown)
@@ -35,4 +36,26 @@ func (a *Activities) ReconcileBooks(ctx context.Context) (db.Reconciliation, err
 			"unbalanced_accounts", r.UnbalancedAccounts, "unbalanced_holds", r.UnbalancedHolds, "done_without_credit", r.DoneWithoutCredit, "credit_without_done", r.CreditWithoutDone, "settled_mismatch", r.SettledMismatch)
 	}
 	return r, nil
+}
+
+// reconcileGauges is what the reconciliation's gauges show of r.
+func reconcileGauges(r db.Reconciliation) metrics.Reconciliation {
+	p := r.Progress
+	return metrics.Reconciliation{
+		UnbalancedAccounts:          len(r.UnbalancedAccounts),
+		UnbalancedHolds:             len(r.UnbalancedHolds),
+		DoneWithoutCredit:           len(r.DoneWithoutCredit),
+		CreditWithoutDone:           len(r.CreditWithoutDone),
+		RefundsOverCredit:           len(r.RefundsOverCredit),
+		RefundContradictions:        len(r.RefundContradictions),
+		SettledMismatch:             len(r.SettledMismatch),
+		FencesDown:                  len(r.FencesDown),
+		UncheckedAccounts:           p.UncheckedAccounts,
+		DoneHistoryPending:          p.DoneHistoryPending,
+		LiveMovements:               p.LiveMovements,
+		XminAge:                     p.XminAge,
+		RecountRoundSeconds:         p.RecountRoundSeconds,
+		LastRecountRoundSeconds:     p.LastRecountRoundSeconds,
+		ExpectedRecountRoundSeconds: p.ExpectedRecountRoundSeconds,
+	}
 }

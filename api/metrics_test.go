@@ -1,8 +1,6 @@
 package api_test
 
 import (
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,7 +19,6 @@ func TestWebhookCountersMove(t *testing.T) {
 	store := dbtest.New(t)
 	reg := metrics.New()
 	counters := metrics.NewWebhooks(reg)
-	metrics.RegisterDatabaseGauges(reg, store, quietLogger())
 	srv := newServer(t, store, func(d *api.Deps) { d.Webhooks = counters })
 	url := srv.URL + "/webhooks/pix"
 	body := `{"end_to_end_id":"` + validID + `","account_id":"acc-1","amount_cents":100}`
@@ -46,16 +43,6 @@ pix_webhooks_rejected_total{code="invalid_request",psp="none"} 1
 pix_webhooks_rejected_total{code="unsupported_media_type",psp="none"} 1
 `), "pix_webhooks_received_total", "pix_webhook_duplicates_total", "pix_webhooks_rejected_total"))
 	requireAnswered(t, reg, map[string]uint64{"none/2xx": 3, "none/4xx": 2})
-
-	// (The transfer's pix_transfer_oldest_open_age_seconds and the
-	// devolução's pix_refund_oldest_open_age_seconds are their own:
-	// saga/transfer's TestMetricsReadTheOpenTransfers, saga/refund's
-	// TestMetricsReadTheOpenRefunds.)
-	for _, name := range []string{"pix_inbox_oldest_pending_age_seconds"} {
-		n, err := testutil.GatherAndCount(reg, name)
-		require.NoError(t, err)
-		require.Equal(t, 1, n, name)
-	}
 }
 
 // Webhook answers are counted by the PSP their signature identified, and
@@ -111,5 +98,3 @@ func requireAnswered(t *testing.T, reg *prometheus.Registry, want map[string]uin
 	}
 	require.Equal(t, want, got)
 }
-
-func quietLogger() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }

@@ -1,6 +1,8 @@
 // Package metrics owns the service's Prometheus metrics: the registry each
 // process serves on GET /metrics, the gauges computed at scrape time from
-// PostgreSQL (the outbox's lag), and the Temporal SDK's metrics handler,
+// PostgreSQL (the outbox's lag, read through Database: the package imports
+// no store, nor the reconciliation's result, which it takes as its own
+// Reconciliation), and the Temporal SDK's metrics handler,
 // the SDK's OpenTelemetry one exporting into that same registry (one
 // stack: no second metrics library beside client_golang and
 // OpenTelemetry's).

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/buildinfo"
 )
 
@@ -217,27 +216,40 @@ func NewWorker(r *prometheus.Registry) *Worker {
 	return w
 }
 
+// Reconciliation is what the reconciliation's gauges show of a run: the
+// differences of each kind it found, the fences of the books it found
+// down, and what it left unchecked (db.Reconciliation and its Progress,
+// which activities.ReconcileBooks counts into it: the metrics read no
+// store).
+type Reconciliation struct {
+	UnbalancedAccounts, UnbalancedHolds, DoneWithoutCredit, CreditWithoutDone int
+	RefundsOverCredit, RefundContradictions, SettledMismatch, FencesDown      int
+	UncheckedAccounts                                                         int
+	DoneHistoryPending                                                        bool
+	LiveMovements, XminAge                                                    int64
+	RecountRoundSeconds, LastRecountRoundSeconds, ExpectedRecountRoundSeconds float64
+}
+
 // Reconciled publishes what a reconciliation found.
-func (w *Worker) Reconciled(r db.Reconciliation) {
+func (w *Worker) Reconciled(r Reconciliation) {
 	if w == nil {
 		return
 	}
-	w.reconcile.WithLabelValues("unbalanced_accounts").Set(float64(len(r.UnbalancedAccounts)))
-	w.reconcile.WithLabelValues("unbalanced_holds").Set(float64(len(r.UnbalancedHolds)))
-	w.reconcile.WithLabelValues("done_without_credit").Set(float64(len(r.DoneWithoutCredit)))
-	w.reconcile.WithLabelValues("credit_without_done").Set(float64(len(r.CreditWithoutDone)))
-	w.reconcile.WithLabelValues("refunds_over_credit").Set(float64(len(r.RefundsOverCredit)))
-	w.reconcile.WithLabelValues("refund_contradictions").Set(float64(len(r.RefundContradictions)))
-	w.reconcile.WithLabelValues("settled_mismatch").Set(float64(len(r.SettledMismatch)))
-	w.fencesDown.Set(float64(len(r.FencesDown)))
-	p := r.Progress
-	w.behind.WithLabelValues("unchecked_accounts").Set(float64(p.UncheckedAccounts))
-	w.behind.WithLabelValues("done_history_pending").Set(map[bool]float64{true: 1}[p.DoneHistoryPending])
-	w.behind.WithLabelValues("live_movements").Set(float64(p.LiveMovements))
-	w.behind.WithLabelValues("xmin_age").Set(float64(p.XminAge))
-	w.round.WithLabelValues("current").Set(p.RecountRoundSeconds)
-	w.round.WithLabelValues("last").Set(p.LastRecountRoundSeconds)
-	w.expected.Set(p.ExpectedRecountRoundSeconds)
+	w.reconcile.WithLabelValues("unbalanced_accounts").Set(float64(r.UnbalancedAccounts))
+	w.reconcile.WithLabelValues("unbalanced_holds").Set(float64(r.UnbalancedHolds))
+	w.reconcile.WithLabelValues("done_without_credit").Set(float64(r.DoneWithoutCredit))
+	w.reconcile.WithLabelValues("credit_without_done").Set(float64(r.CreditWithoutDone))
+	w.reconcile.WithLabelValues("refunds_over_credit").Set(float64(r.RefundsOverCredit))
+	w.reconcile.WithLabelValues("refund_contradictions").Set(float64(r.RefundContradictions))
+	w.reconcile.WithLabelValues("settled_mismatch").Set(float64(r.SettledMismatch))
+	w.fencesDown.Set(float64(r.FencesDown))
+	w.behind.WithLabelValues("unchecked_accounts").Set(float64(r.UncheckedAccounts))
+	w.behind.WithLabelValues("done_history_pending").Set(map[bool]float64{true: 1}[r.DoneHistoryPending])
+	w.behind.WithLabelValues("live_movements").Set(float64(r.LiveMovements))
+	w.behind.WithLabelValues("xmin_age").Set(float64(r.XminAge))
+	w.round.WithLabelValues("current").Set(r.RecountRoundSeconds)
+	w.round.WithLabelValues("last").Set(r.LastRecountRoundSeconds)
+	w.expected.Set(r.ExpectedRecountRoundSeconds)
 	w.reconciled.SetToCurrentTime()
 }
 
@@ -300,6 +312,18 @@ func (w *Worker) PSPNeedsAttention(kind string, statusCode int) {
 	}
 }
 
+// Database is what the core's gauges read from PostgreSQL at each scrape,
+// declared here, by its reader, so that the metrics import no store
+// (cmd/pixd/app gives *db.Store's reads).
+type Database struct {
+	// OutboxLag is how many events wait for the broker, and the age of the
+	// oldest in seconds (0 when none waits): db.Store.OutboxLag.
+	OutboxLag func(ctx context.Context) (unpublished int64, oldestAge float64, err error)
+	// OldestPendingAge is the age of the oldest pending inbox row (0 when
+	// none is pending): db.Store.OldestPendingAge.
+	OldestPendingAge func(ctx context.Context) (time.Duration, error)
+}
+
 // RegisterDatabaseGauges adds the gauges read from PostgreSQL at each
 // scrape: the outbox's lag (how many events wait for the broker, and for
 // how long the oldest has), the age of the oldest pending inbox row (how
@@ -307,10 +331,10 @@ func (w *Worker) PSPNeedsAttention(kind string, statusCode int) {
 // devolução's oldest open are their own: saga/transfer, saga/refund). Each
 // is read once per scrape; a failed read is logged and reported as NaN,
 // not as zero.
-func RegisterDatabaseGauges(r *prometheus.Registry, store *db.Store, log *slog.Logger) {
+func RegisterDatabaseGauges(r *prometheus.Registry, d Database, log *slog.Logger) {
 	r.MustRegister(&databaseGauges{
-		store: store,
-		log:   log,
+		db:  d,
+		log: log,
 		outboxEvents: prometheus.NewDesc("pix_outbox_unpublished_events",
 			"Events committed but not yet acknowledged by the broker.", nil, nil),
 		outboxAge: prometheus.NewDesc("pix_outbox_oldest_unpublished_age_seconds",
@@ -318,7 +342,7 @@ func RegisterDatabaseGauges(r *prometheus.Registry, store *db.Store, log *slog.L
 		ages: []ageGauge{
 			{prometheus.NewDesc("pix_inbox_oldest_pending_age_seconds",
 				"Age of the oldest pending inbox row (0 when none is pending).", nil, nil),
-				"the oldest pending inbox row", (*db.Store).OldestPendingAge},
+				"the oldest pending inbox row", d.OldestPendingAge},
 		},
 	})
 }
@@ -328,12 +352,12 @@ func RegisterDatabaseGauges(r *prometheus.Registry, store *db.Store, log *slog.L
 type ageGauge struct {
 	desc *prometheus.Desc
 	what string
-	read func(*db.Store, context.Context) (time.Duration, error)
+	read func(context.Context) (time.Duration, error)
 }
 
 // databaseGauges is the collector of RegisterDatabaseGauges.
 type databaseGauges struct {
-	store                   *db.Store
+	db                      Database
 	log                     *slog.Logger
 	outboxEvents, outboxAge *prometheus.Desc
 	ages                    []ageGauge
@@ -351,16 +375,16 @@ func (g *databaseGauges) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	unpublished, outboxAge := math.NaN(), math.NaN()
-	if lag, err := g.store.OutboxLag(ctx); err != nil {
+	if events, age, err := g.db.OutboxLag(ctx); err != nil {
 		g.log.Warn("metrics: could not read the outbox lag", "error", err)
 	} else {
-		unpublished, outboxAge = float64(lag.Unpublished), lag.OldestAge
+		unpublished, outboxAge = float64(events), age
 	}
 	ch <- prometheus.MustNewConstMetric(g.outboxEvents, prometheus.GaugeValue, unpublished)
 	ch <- prometheus.MustNewConstMetric(g.outboxAge, prometheus.GaugeValue, outboxAge)
 	for _, a := range g.ages {
 		seconds := math.NaN()
-		if age, err := a.read(g.store, ctx); err != nil {
+		if age, err := a.read(ctx); err != nil {
 			g.log.Warn("metrics: could not read "+a.what, "error", err)
 		} else {
 			seconds = age.Seconds()

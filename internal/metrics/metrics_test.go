@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/metrics"
 )
@@ -19,7 +20,7 @@ func TestOutboxLagIsExposedAndMoves(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
 	r := metrics.New()
-	metrics.RegisterDatabaseGauges(r, s, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	metrics.RegisterDatabaseGauges(r, readsOf(s), slog.New(slog.NewJSONHandler(io.Discard, nil)))
 
 	require.NoError(t, testutil.GatherAndCompare(r, strings.NewReader(`
 # HELP pix_outbox_unpublished_events Events committed but not yet acknowledged by the broker.
@@ -43,4 +44,22 @@ pix_outbox_unpublished_events 3
 	body := rec.Body.String()
 	require.Contains(t, body, "pix_outbox_oldest_unpublished_age_seconds 9", "about 90 seconds")
 	require.Contains(t, body, "go_goroutines")
+	// (The transfer's pix_transfer_oldest_open_age_seconds and the
+	// devolução's pix_refund_oldest_open_age_seconds are their own:
+	// saga/transfer's TestMetricsReadTheOpenTransfers, saga/refund's
+	// TestMetricsReadTheOpenRefunds.)
+	n, err := testutil.GatherAndCount(r, "pix_inbox_oldest_pending_age_seconds")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
+
+// readsOf is what the gauges read of s, as cmd/pixd/app gives it.
+func readsOf(s *db.Store) metrics.Database {
+	return metrics.Database{
+		OutboxLag: func(ctx context.Context) (int64, float64, error) {
+			lag, err := s.OutboxLag(ctx)
+			return lag.Unpublished, lag.OldestAge, err
+		},
+		OldestPendingAge: s.OldestPendingAge,
+	}
 }

@@ -243,7 +243,13 @@ func (a *App) wire() error {
 	if err := registry.CheckSettings(a.lookup); err != nil {
 		return err
 	}
-	metrics.RegisterDatabaseGauges(a.Metrics, a.Store, a.Log)
+	metrics.RegisterDatabaseGauges(a.Metrics, metrics.Database{
+		OutboxLag: func(ctx context.Context) (int64, float64, error) {
+			lag, err := a.Store.OutboxLag(ctx)
+			return lag.Unpublished, lag.OldestAge, err
+		},
+		OldestPendingAge: a.Store.OldestPendingAge,
+	}, a.Log)
 	a.webhooks = metrics.NewWebhooks(a.Metrics)
 	a.groupCommit = metrics.NewGroupCommit(a.Metrics)
 	a.workerMetrics = metrics.NewWorker(a.Metrics)
