@@ -10,6 +10,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -17,7 +18,7 @@ import (
 // inbox.
 var Credit = Descriptor{
 	Name:      "credit",
-	Family:    workflows.Credits,
+	Family:    runconf.Credits,
 	Workflows: map[string]any{workflows.CreditWorkflowName: workflows.CreditPix},
 	// AutoUpgrade: a credit lasts seconds and is the money-in path, so it
 	// never waits for a build a rolling restart has stopped; its changes
@@ -32,7 +33,7 @@ var Credit = Descriptor{
 		}
 	},
 	Source: func(env Env, taskQueue string) durable.Source {
-		return workflows.CreditSource(env.Store.InboxQueue(), taskQueue, env.Cfg.Retry(), env.Cfg.CreditInputListingVersion())
+		return workflows.CreditSource(env.Store.InboxQueue(), taskQueue, env.Cfg.Retry(), workflows.CreditInputListingVersion(env.Cfg.CreditListingInInput))
 	},
 	// The core's: the credit's own, and the money API's (holds), which
 	// every saga uses.

@@ -15,7 +15,14 @@
 //
 // It sits above workflows, activities, db and api (it wires them: a
 // saga's HTTP side is an api.SagaHTTP) and below worker and cmd/pixd/app
-// (which run what it declares): it never imports those two.
+// (which run what it declares): it never imports those two. What the
+// configuration and the workflows share of a saga's run (its Family, the
+// task queues, the PSP calls' pace) is internal/runconf's, below both.
+// The saga packages (this one and each saga/<name>) import api: the one
+// upward direction that stays. docs/architecture.md's "Import directions"
+// says why, and internal/sourcecheck's TestImportDirections holds the code
+// to it (api never imports a saga package; saga/sagakit and saga/covered
+// import no api at all).
 //
 // The error kinds and the event types are the exception to "walk All":
 // their registries stay below this package, pix.Kinds in internal/pix and

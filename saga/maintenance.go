@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/activities"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -14,12 +15,12 @@ import (
 // Schedule. (The retention, which shared this descriptor, is saga/retention.)
 var Maintenance = Descriptor{
 	Name:   "maintenance",
-	Family: workflows.Maintenance,
+	Family: runconf.Maintenance,
 	// Deploy safety, as the transfer's: a reconciliation run started by a
 	// Schedule not yet moved to the maintenance queue
 	// (EnsureReconcileSchedule moves it at the worker's start) runs on
 	// pix-credit. Remove with the transfer's.
-	AlsoOn: []workflows.Family{workflows.Credits},
+	AlsoOn: []runconf.Family{runconf.Credits},
 	Workflows: map[string]any{
 		workflows.ReconcileWorkflowName: workflows.Reconcile,
 	},

@@ -17,6 +17,7 @@ import (
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga/sagakit"
 	"github.com/pixbank/pix/workflows"
 )
@@ -31,7 +32,7 @@ type Env struct {
 	Cfg config.Config
 	// Queues are the families' task queues (Cfg.TaskQueues() in pixd; a
 	// test isolates its runs with a base of its own).
-	Queues workflows.TaskQueues
+	Queues runconf.TaskQueues
 	Log    *slog.Logger
 	// Metrics counts what the activities and dispatchers did.
 	Metrics *metrics.Worker
@@ -112,11 +113,11 @@ type Descriptor struct {
 	Name string
 	// Family is the saga's family: its workflows and activities are
 	// registered on that family's worker, which polls Queues.Of(Family).
-	Family workflows.Family
+	Family runconf.Family
 	// AlsoOn are families whose workers register the saga as well, for
 	// deploy safety: runs started on a queue before the saga's family had
 	// one of its own still find a worker there.
-	AlsoOn []workflows.Family
+	AlsoOn []runconf.Family
 	// Workflows are the saga's workflow functions by their registered
 	// name. The names are recorded in every run's history: never change
 	// one (the replay tests and worker_test.go pin them).

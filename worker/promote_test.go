@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/worker"
-	"github.com/pixbank/pix/workflows"
 )
 
 // A rollback to a release before versioning (docs/operations.md: its
@@ -29,7 +29,7 @@ func TestPromoteFirstKeepsARollbackToUnversioned(t *testing.T) {
 	c := s.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-r%d", rand.Uint64()))
+	queues := runconf.TaskQueuesFor(fmt.Sprintf("pix-credit-r%d", rand.Uint64()))
 	v := worker.Version(queues, "build-v")
 	startBuild(t, c, queues, sagaOnBuildA, worker.Options{Version: v})
 	require.NoError(t, worker.Promote(ctx, c, v, worker.PromoteFirst, slog.New(slog.DiscardHandler)))
@@ -54,7 +54,7 @@ func TestPromoteFirstKeepsAnOperatorsRamp(t *testing.T) {
 	c := s.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-p%d", rand.Uint64()))
+	queues := runconf.TaskQueuesFor(fmt.Sprintf("pix-credit-p%d", rand.Uint64()))
 	v := worker.Version(queues, "build-v")
 	startBuild(t, c, queues, sagaOnBuildA, worker.Options{Version: v})
 	h := c.WorkerDeploymentClient().GetHandle(v.DeploymentName)

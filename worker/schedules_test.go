@@ -19,6 +19,7 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/payload"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/internal/tooling/logtest"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/saga"
@@ -44,7 +45,7 @@ func TestTwoPoolsOfOneBuildWriteTheSchedulesOnce(t *testing.T) {
 	s := temporaltest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-p%d", rand.Uint64()))
+	queues := runconf.TaskQueuesFor(fmt.Sprintf("pix-credit-p%d", rand.Uint64()))
 	v := worker.Version(queues, "build-a")
 	startBuild(t, s.Client(t), queues, sagaOnBuildA, worker.Options{Version: v})
 	require.NoError(t, worker.SetCurrentVersion(ctx, s.Client(t), v))
@@ -92,7 +93,7 @@ func TestOnlyTheCurrentBuildKeepsTheSchedules(t *testing.T) {
 	c := s.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-k%d", rand.Uint64()))
+	queues := runconf.TaskQueuesFor(fmt.Sprintf("pix-credit-k%d", rand.Uint64()))
 	va, vb := worker.Version(queues, "build-a"), worker.Version(queues, "build-b")
 	startBuild(t, c, queues, sagaOnBuildA, worker.Options{Version: va})
 	startBuild(t, c, queues, sagaOnBuildB, worker.Options{Version: vb})
@@ -139,7 +140,7 @@ type pool struct {
 
 // newPool is a pool of workers of the default configuration whose
 // environment holds vars (the sagas' own settings).
-func newPool(t *testing.T, s *temporaltest.Server, queues workflows.TaskQueues, writes *atomic.Int64, vars map[string]string) *pool {
+func newPool(t *testing.T, s *temporaltest.Server, queues runconf.TaskQueues, writes *atomic.Int64, vars map[string]string) *pool {
 	cfg := config.Default()
 	log := &logtest.Lines{}
 	logger := log.Logger()
@@ -189,7 +190,7 @@ func (p *pool) waitAsked(t *testing.T, n int64) {
 }
 
 // retentionOf reads the retention periods the retention Schedule holds.
-func retentionOf(t *testing.T, c client.Client, queues workflows.TaskQueues) retention.Input {
+func retentionOf(t *testing.T, c client.Client, queues runconf.TaskQueues) retention.Input {
 	t.Helper()
 	d, err := c.ScheduleClient().GetHandle(context.Background(), retention.ScheduleID(queues.Base)).Describe(context.Background())
 	require.NoError(t, err)

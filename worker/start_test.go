@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/worker"
-	"github.com/pixbank/pix/workflows"
 )
 
 // Build B is current; build A, draining, still runs its dispatchers. An
@@ -28,7 +28,7 @@ func TestAPinnedSagaStartedByADrainingBuildRunsOnTheCurrentOne(t *testing.T) {
 	onA, onB := s.Client(t), s.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-e%d", rand.Uint64()))
+	queues := runconf.TaskQueuesFor(fmt.Sprintf("pix-credit-e%d", rand.Uint64()))
 	a, b := worker.Version(queues, "build-a"), worker.Version(queues, "build-b")
 	startBuild(t, onA, queues, sagaOnBuildA, worker.Options{Version: a})
 	require.NoError(t, worker.Promote(ctx, onA, a, worker.PromoteFirst, slog.New(slog.DiscardHandler)))

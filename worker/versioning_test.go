@@ -14,11 +14,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/worker"
-	"github.com/pixbank/pix/workflows"
 )
 
 // The saga of the two builds below, by its recorded name: one
@@ -50,9 +50,9 @@ func sagaOnBuildB(ctx workflow.Context) (string, error) {
 func buildSagas(fn any) []saga.Descriptor {
 	none := func(saga.Env) any { return nil }
 	noActivities := func(any) []any { return nil }
-	sagas := []saga.Descriptor{{Name: "two-build", Family: workflows.Credits, Versioning: workflow.VersioningBehaviorPinned,
+	sagas := []saga.Descriptor{{Name: "two-build", Family: runconf.Credits, Versioning: workflow.VersioningBehaviorPinned,
 		Workflows: map[string]any{twoBuildSaga: fn}, Deps: none, Activities: noActivities}}
-	for _, f := range workflows.Families[1:] {
+	for _, f := range runconf.Families[1:] {
 		sagas = append(sagas, saga.Descriptor{Name: string(f), Family: f, Versioning: workflow.VersioningBehaviorAutoUpgrade,
 			Workflows: map[string]any{"Idle" + string(f): func(workflow.Context) error { return nil }}, Deps: none, Activities: noActivities})
 	}
@@ -61,7 +61,7 @@ func buildSagas(fn any) []saga.Descriptor {
 
 // startBuild runs a build's workers (worker.New, worker.Run, as pixd
 // worker does) until the returned stop is called (or the test ends).
-func startBuild(t *testing.T, c client.Client, queues workflows.TaskQueues, fn any, opts worker.Options) (stop func()) {
+func startBuild(t *testing.T, c client.Client, queues runconf.TaskQueues, fn any, opts worker.Options) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ws := worker.New(c, buildSagas(fn), saga.Env{Queues: queues}, opts)
@@ -82,7 +82,7 @@ func startBuild(t *testing.T, c client.Client, queues workflows.TaskQueues, fn a
 // runOn starts a run of the two-build saga (no eager start: Temporal
 // routes it, to the current version) and waits until its first workflow
 // task ran, on a build it returns ("" for an unversioned worker).
-func runOn(t *testing.T, c client.Client, queues workflows.TaskQueues, id string) (client.WorkflowRun, string) {
+func runOn(t *testing.T, c client.Client, queues runconf.TaskQueues, id string) (client.WorkflowRun, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -115,7 +115,7 @@ func TestAnUpgradeAndItsRollbackStrandNothing(t *testing.T) {
 	c := s.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-v%d", rand.Uint64()))
+	queues := runconf.TaskQueuesFor(fmt.Sprintf("pix-credit-v%d", rand.Uint64()))
 	a, b := worker.Version(queues, "build-a"), worker.Version(queues, "build-b")
 
 	// Build A alone: the first build of the deployment, promoted as
@@ -168,7 +168,7 @@ func TestWithoutVersioningTheChangeBreaksTheOldRuns(t *testing.T) {
 	c := s.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-u%d", rand.Uint64()))
+	queues := runconf.TaskQueuesFor(fmt.Sprintf("pix-credit-u%d", rand.Uint64()))
 
 	stopA := startBuild(t, c, queues, sagaOnBuildA, worker.Options{})
 	run, build := runOn(t, c, queues, "begun-on-a")
@@ -198,11 +198,11 @@ func TestEverySagaRegistersOnVersionedWorkers(t *testing.T) {
 	c, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
 	require.NoError(t, err)
 	defer c.Close()
-	queues := workflows.TaskQueuesFor(workflows.CreditTaskQueue)
+	queues := runconf.TaskQueuesFor(runconf.CreditTaskQueue)
 	require.NotPanics(t, func() {
 		ws := worker.New(c, registry.All, saga.Env{Queues: queues}, worker.Options{Version: worker.ThisBuild(queues)})
-		require.Len(t, ws, len(workflows.Families))
+		require.Len(t, ws, len(runconf.Families))
 	})
-	require.Equal(t, workflows.CreditTaskQueue, worker.ThisBuild(queues).DeploymentName)
+	require.Equal(t, runconf.CreditTaskQueue, worker.ThisBuild(queues).DeploymentName)
 	require.NotEmpty(t, worker.ThisBuild(queues).BuildID)
 }

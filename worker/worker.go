@@ -14,8 +14,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pixbank/pix/internal/buildinfo"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga"
-	"github.com/pixbank/pix/workflows"
 )
 
 // Options tune the workers.
@@ -52,29 +52,29 @@ type Options struct {
 // family (its queues are released and switched together, one
 // set-current-version per release), and the build id the binary's
 // version (internal/buildinfo), so two different builds never share one.
-func Version(queues workflows.TaskQueues, buildID string) sdkworker.WorkerDeploymentVersion {
+func Version(queues runconf.TaskQueues, buildID string) sdkworker.WorkerDeploymentVersion {
 	return sdkworker.WorkerDeploymentVersion{DeploymentName: queues.Base, BuildID: buildID}
 }
 
 // ThisBuild is the version of this binary's workers under queues.
-func ThisBuild(queues workflows.TaskQueues) sdkworker.WorkerDeploymentVersion {
+func ThisBuild(queues runconf.TaskQueues) sdkworker.WorkerDeploymentVersion {
 	return Version(queues, buildinfo.Read().Version)
 }
 
 // Worker is the Temporal worker of one family, polling its queue.
 type Worker struct {
-	Family    workflows.Family
+	Family    runconf.Family
 	TaskQueue string
 	sdkworker.Worker
 }
 
-// New builds one worker per family (workflows.Families), each on its
+// New builds one worker per family (runconf.Families), each on its
 // family's queue (env.Queues) with what the family's sagas register
 // (RegisterFamily), all on client c: a dispatcher sharing c starts its runs
 // eagerly on the family's worker. pixd passes registry.All.
 func New(c client.Client, sagas []saga.Descriptor, env saga.Env, opts Options) []Worker {
-	ws := make([]Worker, 0, len(workflows.Families))
-	for _, f := range workflows.Families {
+	ws := make([]Worker, 0, len(runconf.Families))
+	for _, f := range runconf.Families {
 		q := env.Queues.Of(f)
 		w := sdkworker.New(c, q, sdkworker.Options{
 			WorkerStopTimeout:                  opts.StopTimeout,
@@ -100,7 +100,7 @@ type Registry = saga.Registry
 // f (saga.Descriptor.AlsoOn: for now the credits' worker also runs the
 // transfers' and the maintenance's, for deploy safety). A family without
 // a saga is a wiring mistake: it panics.
-func RegisterFamily(w Registry, sagas []saga.Descriptor, env saga.Env, f workflows.Family) {
+func RegisterFamily(w Registry, sagas []saga.Descriptor, env saga.Env, f runconf.Family) {
 	registered := false
 	for _, d := range sagas {
 		if d.Family == f {

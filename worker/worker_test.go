@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/saga/registry"
@@ -55,18 +56,18 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	// Every saga's struct of activities, built from nothing (nothing is
 	// called).
 	var env saga.Env
-	of := func(f workflows.Family) *names {
+	of := func(f runconf.Family) *names {
 		return registered(func(r worker.Registry) { worker.RegisterFamily(r, registry.All, env, f) })
 	}
 
 	// The transfers' family hosts the transfer saga, and other sagas of
 	// outgoing PIX (each pins its own names in its package's tests).
-	transfers := of(workflows.Transfers)
+	transfers := of(runconf.Transfers)
 	require.Contains(t, transfers.workflows, transfer.WorkflowName)
 	transferActivities := []string{"AwaitSettlement", "RefundTransfer", "SettleTransfer", "SubmitTransfer"}
 	require.Subset(t, transfers.activities, transferActivities)
 
-	maintenance := of(workflows.Maintenance)
+	maintenance := of(runconf.Maintenance)
 	require.Equal(t, []string{catchup.WorkflowName, workflows.ReconcileWorkflowName, retention.WorkflowName}, maintenance.workflows)
 	catchUp := []string{"AdvanceCatchUp", "BeginCatchUp", "BeginManualCatchUp", "ListPSPPart", "ListPSPWindow"}
 	legacyMaintenance := []string{"DeleteDoneInboxRows", "DeleteExpiredIdempotencyKeys", "DeletePublishedEvents", "ReconcileBooks"}
@@ -75,7 +76,7 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	// Deploy safety: transfers, retention and reconciliation runs begun on
 	// pix-credit before each family had its queue still find a worker
 	// there.
-	credits := of(workflows.Credits)
+	credits := of(runconf.Credits)
 	require.Equal(t, []string{workflows.CreditWorkflowName, workflows.ReconcileWorkflowName, retention.WorkflowName, transfer.WorkflowName}, credits.workflows)
 	require.Subset(t, credits.activities, append(transferActivities, legacyMaintenance...))
 	// The PSP catch-up never ran on pix-credit: only the maintenance queue has it.
@@ -95,10 +96,10 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 		}
 	}
 	var families []string
-	for _, f := range workflows.Families {
+	for _, f := range runconf.Families {
 		r := of(f)
 		require.NotEmpty(t, r.workflows, "family %s registers no workflow", f)
-		if f != workflows.Credits {
+		if f != runconf.Credits {
 			families = append(families, r.activities...)
 		}
 	}

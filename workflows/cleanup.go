@@ -11,6 +11,7 @@ import (
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/runconf"
 )
 
 // ReconcileWorkflowName is the registered name of Reconcile.
@@ -46,6 +47,6 @@ func Reconcile(ctx workflow.Context) (db.Reconciliation, error) {
 // to the configuration (every interval), its runs on the maintenance
 // queue: created if missing, updated if it differs, an operator's pause
 // kept (ScheduleSync).
-func EnsureReconcileSchedule(ctx context.Context, c client.Client, s ScheduleSync, queues TaskQueues, every time.Duration) error {
+func EnsureReconcileSchedule(ctx context.Context, c client.Client, s ScheduleSync, queues runconf.TaskQueues, every time.Duration) error {
 	return s.Ensure(ctx, c, ScheduleConfig{ID: ReconcileScheduleID(queues.Base), TaskQueue: queues.Maintenance, Every: every, Workflow: ReconcileWorkflowName})
 }

@@ -13,14 +13,9 @@ import (
 
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/durable"
-	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/runconf"
 )
-
-// CreditTaskQueue is the default task queue of the credit workflow and its
-// activities, and the default base of the other families' queues
-// (TEMPORAL_TASK_QUEUE; see taskqueues.go).
-const CreditTaskQueue = "pix-credit"
 
 // CreditWorkflowName is the registered name of CreditPix.
 const CreditWorkflowName = "PixCredit"
@@ -44,51 +39,9 @@ func CreditLogAttrs(endToEndID string, attempt int) []any {
 // (its kind is Retryable): an account may be in the middle of being opened.
 var NonRetryableCreditErrors = pix.NonRetryableTypes()
 
-// RetrySettings shape the credit activity's retries. They travel in the
-// workflow input so that each run's policy is in its history (its
-// durations as the UI should show them: payload.Duration).
-type RetrySettings struct {
-	// MaxAttempts is INBOX_ATTEMPTS_MAX: attempts of one run before it fails.
-	MaxAttempts        int32
-	InitialInterval    payload.Duration
-	BackoffCoefficient float64
-	MaxInterval        payload.Duration
-	// ActivityTimeout bounds one attempt (StartToClose). An attempt stuck on
-	// a lock is cut off and retried.
-	ActivityTimeout payload.Duration
-}
-
-// DefaultRetrySettings are the defaults of the configuration.
-func DefaultRetrySettings() RetrySettings {
-	return RetrySettings{
-		MaxAttempts:        5,
-		InitialInterval:    payload.Duration(time.Second),
-		BackoffCoefficient: 2,
-		MaxInterval:        payload.Duration(30 * time.Second),
-		ActivityTimeout:    payload.Duration(10 * time.Second),
-	}
-}
-
-// Validate refuses settings that would make a run retry forever or never.
-func (r RetrySettings) Validate() error {
-	switch {
-	case r.MaxAttempts < 1:
-		return errors.New("max attempts must be at least 1")
-	case r.InitialInterval <= 0:
-		return errors.New("initial interval must be positive")
-	case r.BackoffCoefficient < 1:
-		return errors.New("backoff coefficient must be at least 1")
-	case r.MaxInterval < r.InitialInterval:
-		return errors.New("max interval must be at least the initial interval")
-	case r.ActivityTimeout <= 0:
-		return errors.New("activity timeout must be positive")
-	}
-	return nil
-}
-
-// roundBudget is how long one round of attempts can take: every attempt to
-// its timeout, and every backoff between them.
-func (r RetrySettings) roundBudget() time.Duration {
+// roundBudget is how long one round of attempts of r can take: every
+// attempt to its timeout, and every backoff between them.
+func roundBudget(r runconf.RetrySettings) time.Duration {
 	total := time.Duration(r.MaxAttempts) * time.Duration(r.ActivityTimeout)
 	interval := time.Duration(r.InitialInterval)
 	for i := int32(1); i < r.MaxAttempts; i++ {
@@ -103,8 +56,8 @@ func (r RetrySettings) roundBudget() time.Duration {
 	return total
 }
 
-// creditPolicy is the retry policy of the credit activity.
-func (r RetrySettings) creditPolicy() *temporal.RetryPolicy {
+// creditPolicy is the retry policy of the credit activity under r.
+func creditPolicy(r runconf.RetrySettings) *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{
 		InitialInterval:        time.Duration(r.InitialInterval),
 		BackoffCoefficient:     r.BackoffCoefficient,
@@ -132,7 +85,7 @@ type CreditInput struct {
 	// Drive is the inbox row's drive at dispatch: the run's writes are
 	// fenced by it (0 in histories from before drives were numbered).
 	Drive int
-	Retry RetrySettings
+	Retry runconf.RetrySettings
 	// ListingVersion is the run's shape in the Temporal UI, chosen by the
 	// dispatcher that started it (CreditListingVersion) and recorded in the
 	// history with the input: the run was started with its search
@@ -150,6 +103,17 @@ type CreditInput struct {
 // commands a credit had beyond a no-op workflow's (docs/benchmarks.md,
 // "What a credit costs the engine").
 const CreditListingVersion workflow.Version = 2
+
+// CreditInputListingVersion is the listing version a dispatcher puts in a
+// credit's input: CreditListingVersion, or 0 (none: the run asks
+// workflow.GetVersion) when inInput is false (CREDIT_LISTING_IN_INPUT=false,
+// config.Config.CreditListingInInput).
+func CreditInputListingVersion(inInput bool) workflow.Version {
+	if inInput {
+		return CreditListingVersion
+	}
+	return 0
+}
 
 // creditListingVersion is the run's listing version. Runs whose input
 // names one follow it: no version marker. Runs started before inputs named
@@ -205,9 +169,9 @@ const roundsPerRun = 50
 func CreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 	creditCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		// Without it, a local activity's attempts share one StartToClose.
-		ScheduleToCloseTimeout: 2 * in.Retry.roundBudget(),
+		ScheduleToCloseTimeout: 2 * roundBudget(in.Retry),
 		StartToCloseTimeout:    time.Duration(in.Retry.ActivityTimeout),
-		RetryPolicy:            in.Retry.creditPolicy(),
+		RetryPolicy:            creditPolicy(in.Retry),
 	})
 	version := creditListingVersion(ctx, in)
 	for round := 1; ; round++ {
@@ -337,7 +301,7 @@ func StartCredit(ctx context.Context, c client.Client, taskQueue string, in Cred
 // credit workflows, with listingVersion in their inputs (CreditListingVersion,
 // or 0 while workers of releases that do not read it may take a run:
 // CREDIT_LISTING_IN_INPUT).
-func CreditSource(q durable.Queue, taskQueue string, retry RetrySettings, listingVersion workflow.Version) durable.Source {
+func CreditSource(q durable.Queue, taskQueue string, retry runconf.RetrySettings, listingVersion workflow.Version) durable.Source {
 	return durable.Source{
 		Kind:  "inbox",
 		Queue: q,

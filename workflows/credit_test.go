@@ -15,6 +15,7 @@ import (
 	"github.com/pixbank/pix/activities"
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -32,7 +33,7 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 }
 
 func input(maxAttempts int32) workflows.CreditInput {
-	r := workflows.DefaultRetrySettings()
+	r := runconf.DefaultRetrySettings()
 	r.MaxAttempts = maxAttempts
 	return workflows.CreditInput{EndToEndID: e2e, PriorAttempts: 2, Retry: r}
 }
@@ -150,11 +151,11 @@ func TestCreditLongOutageContinuesAsNew(t *testing.T) {
 }
 
 func TestRetrySettingsValidate(t *testing.T) {
-	require.NoError(t, workflows.DefaultRetrySettings().Validate())
-	bad := workflows.DefaultRetrySettings()
+	require.NoError(t, runconf.DefaultRetrySettings().Validate())
+	bad := runconf.DefaultRetrySettings()
 	bad.MaxAttempts = 0
 	require.Error(t, bad.Validate())
-	bad = workflows.DefaultRetrySettings()
+	bad = runconf.DefaultRetrySettings()
 	bad.MaxInterval = payload.Duration(time.Millisecond)
 	require.Error(t, bad.Validate())
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/runconf"
 )
 
 // TestKindsInRetryPolicies checks that every final business kind is
@@ -12,10 +13,10 @@ import (
 // retried kinds (AccountNotFound, ...) are in none.
 func TestKindsInRetryPolicies(t *testing.T) {
 	policies := map[string][]string{
-		"credit":       DefaultRetrySettings().creditPolicy().NonRetryableErrorTypes,
+		"credit":       creditPolicy(runconf.DefaultRetrySettings()).NonRetryableErrorTypes,
 		"mark failed":  markFailedPolicy.NonRetryableErrorTypes,
 		"NonRetryable": NonRetryableCreditErrors,
-		"psp calls":    DefaultPSPCalls().RetryPolicy().NonRetryableErrorTypes,
+		"psp calls":    runconf.DefaultPSPCalls().RetryPolicy().NonRetryableErrorTypes,
 	}
 	// The kinds of the sagas of this package and the shared ones. A saga
 	// of its own package adds its kinds to pix.Kinds when it is linked

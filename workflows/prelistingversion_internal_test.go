@@ -19,9 +19,9 @@ import (
 func PreListingVersionCreditPix(ctx workflow.Context, in CreditInput) (CreditOutput, error) {
 	creditCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		// Without it, a local activity's attempts share one StartToClose.
-		ScheduleToCloseTimeout: 2 * in.Retry.roundBudget(),
+		ScheduleToCloseTimeout: 2 * roundBudget(in.Retry),
 		StartToCloseTimeout:    time.Duration(in.Retry.ActivityTimeout),
-		RetryPolicy:            in.Retry.creditPolicy(),
+		RetryPolicy:            creditPolicy(in.Retry),
 	})
 	version := ListingVersion(ctx)
 	for round := 1; ; round++ {

@@ -357,7 +357,7 @@ func marshalAs(t *testing.T, v any, f payload.DurationFormat) []byte {
 func newInputs() map[string]any {
 	cfg := config.Default()
 	return map[string]any{
-		"credit":    workflows.CreditInput{EndToEndID: "E1", Retry: cfg.Retry(), ListingVersion: cfg.CreditInputListingVersion()},
+		"credit":    workflows.CreditInput{EndToEndID: "E1", Retry: cfg.Retry(), ListingVersion: workflows.CreditInputListingVersion(cfg.CreditListingInInput)},
 		"transfer":  transfer.Input{TransferID: "T1", Settings: transfer.DefaultSettings().Run(cfg)},
 		"refund":    refund.Input{RefundID: "R1", Settings: refund.DefaultSettings().Run(cfg)},
 		"retention": retention.NewInput(retention.DefaultSettings(), cfg.OutboxRetention),

@@ -21,6 +21,7 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/workflows"
 )
@@ -62,11 +63,11 @@ func TestARollingUpgradeListsACreditDone(t *testing.T) {
 	c := srv.Client(t)
 	cfg := config.Default()
 	cfg.CreditListingInInput = false // CREDIT_LISTING_IN_INPUT=false: the upgrade's setting
-	for _, version := range []workflow.Version{cfg.CreditInputListingVersion()} {
+	for _, version := range []workflow.Version{workflows.CreditInputListingVersion(cfg.CreditListingInInput)} {
 		t.Run(fmt.Sprintf("ListingVersion=%d", version), func(t *testing.T) {
 			tq := fmt.Sprintf("rollout-%d-%d", version, time.Now().UnixNano())
 			id := fmt.Sprintf("E%031d", time.Now().UnixNano()%1e15*10+int64(version))
-			retry := workflows.RetrySettings{MaxAttempts: 1, InitialInterval: payload.Duration(100 * time.Millisecond), BackoffCoefficient: 2,
+			retry := runconf.RetrySettings{MaxAttempts: 1, InitialInterval: payload.Duration(100 * time.Millisecond), BackoffCoefficient: 2,
 				MaxInterval: payload.Duration(2 * time.Second), ActivityTimeout: payload.Duration(5 * time.Second)}
 
 			// The new worker; the database is down.
@@ -143,11 +144,11 @@ func TestARollingUpgradeListsACreditFailed(t *testing.T) {
 	c := srv.Client(t)
 	cfg := config.Default()
 	cfg.CreditListingInInput = false // CREDIT_LISTING_IN_INPUT=false: the upgrade's setting
-	for _, version := range []workflow.Version{cfg.CreditInputListingVersion()} {
+	for _, version := range []workflow.Version{workflows.CreditInputListingVersion(cfg.CreditListingInInput)} {
 		t.Run(fmt.Sprintf("ListingVersion=%d", version), func(t *testing.T) {
 			tq := fmt.Sprintf("rolloutf-%d-%d", version, time.Now().UnixNano())
 			id := fmt.Sprintf("E%031d", time.Now().UnixNano()%1e15*10+int64(version))
-			retry := workflows.RetrySettings{MaxAttempts: 1, InitialInterval: payload.Duration(100 * time.Millisecond), BackoffCoefficient: 2,
+			retry := runconf.RetrySettings{MaxAttempts: 1, InitialInterval: payload.Duration(100 * time.Millisecond), BackoffCoefficient: 2,
 				MaxInterval: payload.Duration(2 * time.Second), ActivityTimeout: payload.Duration(5 * time.Second)}
 
 			// The new worker runs the workflow and its local activity only:

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/payload"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/internal/tooling/logtest"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/saga/catchup"
@@ -34,7 +35,7 @@ type scheduleTest struct {
 	converters codec.Converters
 	logs       *logtest.Lines
 	schedules  workflows.ScheduleSync
-	queues     workflows.TaskQueues
+	queues     runconf.TaskQueues
 }
 
 func newScheduleTest(t *testing.T, prefix string) scheduleTest {
@@ -48,7 +49,7 @@ func newScheduleTest(t *testing.T, prefix string) scheduleTest {
 	logs := &logtest.Lines{}
 	return scheduleTest{ctx: ctx, c: srv.Client(t, converters.ApplyTo), converters: converters, logs: logs,
 		schedules: workflows.ScheduleSync{DataConverter: converters.DataConverter, Log: logs.Logger()},
-		queues:    workflows.TaskQueuesFor(fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()))}
+		queues:    runconf.TaskQueuesFor(fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()))}
 }
 
 // A worker starting brings the retention's Schedule to the configuration:

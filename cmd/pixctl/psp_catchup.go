@@ -16,8 +16,8 @@ import (
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga/catchup"
-	"github.com/pixbank/pix/workflows"
 )
 
 // The settings of the commands that talk to Temporal, as pixd reads them
@@ -146,7 +146,7 @@ func coveredSaid(r catchup.Result) string {
 var errCatchUpUnstored = errors.New("the PSP listed PIX that were not stored")
 
 // pspCatchUp runs the catch-up of one window and prints what it found.
-func pspCatchUp(ctx context.Context, c client.Client, queues workflows.TaskQueues, start, end time.Time, wait time.Duration, asJSON bool, out io.Writer) error {
+func pspCatchUp(ctx context.Context, c client.Client, queues runconf.TaskQueues, start, end time.Time, wait time.Duration, asJSON bool, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	run, err := catchup.StartWindow(ctx, c, queues, start, end)

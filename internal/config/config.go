@@ -13,7 +13,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
@@ -21,9 +20,9 @@ import (
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/internal/tracing"
 	"github.com/pixbank/pix/internal/webhooksig"
-	"github.com/pixbank/pix/workflows"
 )
 
 // Config is the whole configuration. FromLookup names the variable of each field;
@@ -234,8 +233,8 @@ type Config struct {
 
 // Default returns the configuration with every default.
 func Default() Config {
-	r := workflows.DefaultRetrySettings()
-	t := workflows.DefaultPSPCalls()
+	r := runconf.DefaultRetrySettings()
+	t := runconf.DefaultPSPCalls()
 	return Config{
 		TemporalCodecWriteFormat: codec.FormatV2,
 		DatabaseURL:              "postgres://postgres@127.0.0.1:5432/pix?sslmode=disable",
@@ -243,7 +242,7 @@ func Default() Config {
 
 		TemporalAddress:   "127.0.0.1:7233",
 		TemporalNamespace: "default",
-		TemporalTaskQueue: workflows.CreditTaskQueue,
+		TemporalTaskQueue: runconf.CreditTaskQueue,
 		TemporalUIURL:     "http://127.0.0.1:8233",
 
 		HTTPAddr:              "127.0.0.1:8080",
@@ -310,15 +309,15 @@ func Default() Config {
 }
 
 // TaskQueues is each workflow family's task queue, derived from
-// TEMPORAL_TASK_QUEUE (workflows.TaskQueuesFor): by default pix-credit,
+// TEMPORAL_TASK_QUEUE (runconf.TaskQueuesFor): by default pix-credit,
 // pix-transfer and pix-maintenance.
-func (c Config) TaskQueues() workflows.TaskQueues {
-	return workflows.TaskQueuesFor(c.TemporalTaskQueue)
+func (c Config) TaskQueues() runconf.TaskQueues {
+	return runconf.TaskQueuesFor(c.TemporalTaskQueue)
 }
 
 // Retry is the credit retry policy the configuration describes.
-func (c Config) Retry() workflows.RetrySettings {
-	return workflows.RetrySettings{
+func (c Config) Retry() runconf.RetrySettings {
+	return runconf.RetrySettings{
 		MaxAttempts:        c.InboxAttemptsMax,
 		InitialInterval:    payload.Duration(c.InboxRetryInitial),
 		BackoffCoefficient: c.InboxRetryBackoff,
@@ -327,21 +326,11 @@ func (c Config) Retry() workflows.RetrySettings {
 	}
 }
 
-// CreditInputListingVersion is the listing version the dispatcher puts in
-// a credit's input: workflows.CreditListingVersion, or 0 (none: the run
-// asks workflow.GetVersion) with CREDIT_LISTING_IN_INPUT=false.
-func (c Config) CreditInputListingVersion() workflow.Version {
-	if c.CreditListingInInput {
-		return workflows.CreditListingVersion
-	}
-	return 0
-}
-
 // PSPCalls are the pace of the sagas' calls to the PSP the configuration
 // describes (PSP_TIMEOUT, PSP_RETRY_*): every saga that calls the PSP
 // paces its calls by them (the transfer's, the devolução's).
-func (c Config) PSPCalls() workflows.PSPCalls {
-	return workflows.PSPCalls{
+func (c Config) PSPCalls() runconf.PSPCalls {
+	return runconf.PSPCalls{
 		// An attempt may take the PSP client's whole timeout, and then some.
 		PSPCallTimeout:  payload.Duration(c.PSPTimeout + 5*time.Second),
 		PSPRetryInitial: payload.Duration(c.PSPRetryInitial),
@@ -509,7 +498,7 @@ func (r *reader) readStores(c *Config, environ func() []string) {
 		c.TemporalConnection.APIKey = v
 	}
 	r.str("TEMPORAL_TASK_QUEUE", &c.TemporalTaskQueue)
-	if err := workflows.CheckTaskQueueBase(c.TemporalTaskQueue); err != nil {
+	if err := runconf.CheckTaskQueueBase(c.TemporalTaskQueue); err != nil {
 		r.fail(fmt.Errorf("TEMPORAL_TASK_QUEUE: %w", err))
 	}
 	r.str("TEMPORAL_UI_URL", &c.TemporalUIURL)

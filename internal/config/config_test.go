@@ -12,6 +12,7 @@ import (
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/payload"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/internal/webhooksig"
 	"github.com/pixbank/pix/workflows"
 )
@@ -22,7 +23,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, config.Default(), c)
 	require.EqualValues(t, 5, c.InboxAttemptsMax)
 	require.Equal(t, "pix-credit", c.TemporalTaskQueue)
-	require.Equal(t, workflows.TaskQueues{Base: "pix-credit", Credits: "pix-credit", Transfers: "pix-transfer", Maintenance: "pix-maintenance"}, c.TaskQueues())
+	require.Equal(t, runconf.TaskQueues{Base: "pix-credit", Credits: "pix-credit", Transfers: "pix-transfer", Maintenance: "pix-maintenance"}, c.TaskQueues())
 	require.Equal(t, "default", c.TemporalNamespace)
 }
 
@@ -322,10 +323,10 @@ func TestEventStreamLimits(t *testing.T) {
 func TestCreditListingInInput(t *testing.T) {
 	c, err := config.FromLookup(config.LookupIn(nil))
 	require.NoError(t, err)
-	require.Equal(t, workflows.CreditListingVersion, c.CreditInputListingVersion())
+	require.Equal(t, workflows.CreditListingVersion, workflows.CreditInputListingVersion(c.CreditListingInInput))
 	c, err = config.FromLookup(config.LookupIn(map[string]string{"CREDIT_LISTING_IN_INPUT": "false"}))
 	require.NoError(t, err)
-	require.Zero(t, c.CreditInputListingVersion())
+	require.Zero(t, workflows.CreditInputListingVersion(c.CreditListingInInput))
 	_, err = config.FromLookup(config.LookupIn(map[string]string{"CREDIT_LISTING_IN_INPUT": "sometimes"}))
 	require.Error(t, err)
 }
@@ -349,7 +350,7 @@ func TestDurationWriteFormat(t *testing.T) {
 
 // The workers are versioned by default, and promote their build only when
 // none is current; a task queue base from which two bases could derive one
-// queue is refused at load (workflows.CheckTaskQueueBase).
+// queue is refused at load (runconf.CheckTaskQueueBase).
 func TestWorkerVersioningAndTheTaskQueueBase(t *testing.T) {
 	c, err := config.FromLookup(config.LookupIn(nil))
 	require.NoError(t, err)

@@ -6,6 +6,9 @@
 // docs/configuration.md to it. A saga reads its own settings in its
 // package, through the same reader (Settings; SagaSettings, its defaults
 // and its reads declared once, checked at pixd's start and read after).
+// It does not import what it configures: the workflows' settings it builds
+// (TaskQueues, Retry, PSPCalls) are internal/runconf's types, below both
+// (docs/architecture.md, "Import directions").
 //
 // The reading is ours, not github.com/caarlos0/env's (v11.4.2, measured on
 // the rules the tests pin): with envDefault a variable set to "" silently

@@ -8,7 +8,7 @@ import (
 
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/payload"
-	"github.com/pixbank/pix/workflows"
+	"github.com/pixbank/pix/internal/runconf"
 )
 
 // The pace of the sagas' calls to the PSP (the transfer's, the
@@ -17,7 +17,7 @@ import (
 func TestPSPCalls(t *testing.T) {
 	cfg := config.Default()
 	cfg.PSPTimeout, cfg.PSPRetryInitial, cfg.PSPRetryMax = 3*time.Second, 200*time.Millisecond, 3*time.Second
-	require.Equal(t, workflows.PSPCalls{PSPCallTimeout: payload.Duration(8 * time.Second),
+	require.Equal(t, runconf.PSPCalls{PSPCallTimeout: payload.Duration(8 * time.Second),
 		PSPRetryInitial: payload.Duration(200 * time.Millisecond), PSPRetryMax: payload.Duration(3 * time.Second)}, cfg.PSPCalls())
 }
 

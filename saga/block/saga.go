@@ -9,8 +9,8 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga"
-	"github.com/pixbank/pix/workflows"
 )
 
 // The saga's business refusals, declared once with their answers (Kinds).
@@ -71,7 +71,7 @@ var Saga = saga.Descriptor{
 	Name: "block",
 	// A block holds a PIX received and hands its return to the devolução
 	// saga: its runs are on the devoluções' queue.
-	Family:    workflows.Refunds,
+	Family:    runconf.Refunds,
 	Workflows: map[string]any{WorkflowName: Workflow},
 	// AutoUpgrade: a run sleeps 72 hours, beyond a release's drain; its
 	// changes replay the histories before them.

@@ -23,6 +23,7 @@ import (
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/catchup"
@@ -67,7 +68,7 @@ func TestPSPCatchUpCreditsAPixNeverNotified(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	queues := workflows.TaskQueuesFor(fmt.Sprintf("pix-credit-catchup%d", time.Now().UnixNano()))
+	queues := runconf.TaskQueuesFor(fmt.Sprintf("pix-credit-catchup%d", time.Now().UnixNano()))
 
 	_, err := store.CreateAccount(ctx, db.NewAccount{ID: "acc-never-notified", OwnerName: "N", OpeningBalanceCents: 1000})
 	require.NoError(t, err)
@@ -94,8 +95,8 @@ func TestPSPCatchUpCreditsAPixNeverNotified(t *testing.T) {
 	var g errgroup.Group
 	g.Go(func() error { return worker.Run(runCtx, worker.New(c, sagas, env, worker.Options{})...) })
 	g.Go(func() error { return store.RunWaker(runCtx, log) })
-	credits := durable.New(store, workflows.CreditSource(store.InboxQueue(), queues.Credits, workflows.DefaultRetrySettings(),
-		config.Default().CreditInputListingVersion()), c, durable.Options{PollInterval: time.Second, BatchSize: 10, Concurrency: 2,
+	credits := durable.New(store, workflows.CreditSource(store.InboxQueue(), queues.Credits, runconf.DefaultRetrySettings(),
+		workflows.CreditInputListingVersion(config.Default().CreditListingInInput)), c, durable.Options{PollInterval: time.Second, BatchSize: 10, Concurrency: 2,
 		RecheckAfter: time.Minute, RecheckMax: time.Minute, RetryMaxDelay: time.Second}, log)
 	g.Go(func() error { return credits.Run(runCtx) })
 	defer func() {

@@ -7,8 +7,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga"
-	"github.com/pixbank/pix/workflows"
 )
 
 // Saga is the PSP catch-up, declared once: listed in saga/registry. The
@@ -16,7 +16,7 @@ import (
 // Schedule. It never ran on the credits' queue: no AlsoOn.
 var Saga = saga.Descriptor{
 	Name:      "psp-catchup",
-	Family:    workflows.Maintenance,
+	Family:    runconf.Maintenance,
 	Workflows: map[string]any{WorkflowName: Workflow},
 	// AutoUpgrade: a Schedule's run, short and idempotent; pinned to a
 	// build stopped too soon it would hold the Schedule (no overlap) until

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -188,7 +189,7 @@ func pspCatchUpWhole(ctx, short, listing workflow.Context, in Input) (Result, er
 // configured interval, by the first worker that starts with the catch-up
 // on. Its covered window stays in PostgreSQL: turned on again, it goes on
 // from there. The runs already started are not stopped.
-func EnsureSchedule(ctx context.Context, c client.Client, s workflows.ScheduleSync, queues workflows.TaskQueues, every time.Duration) error {
+func EnsureSchedule(ctx context.Context, c client.Client, s workflows.ScheduleSync, queues runconf.TaskQueues, every time.Duration) error {
 	id := ScheduleID(queues.Base)
 	if every <= 0 {
 		return s.Remove(ctx, c, id, "PSP_CATCHUP_INTERVAL=0")
@@ -201,7 +202,7 @@ func EnsureSchedule(ctx context.Context, c client.Client, s workflows.ScheduleSy
 // maintenance queue, under its own workflow ID
 // (WindowWorkflowID), or joins the run of the same window that
 // is open already; the caller waits for its result.
-func StartWindow(ctx context.Context, c client.Client, queues workflows.TaskQueues, start, end time.Time) (client.WorkflowRun, error) {
+func StartWindow(ctx context.Context, c client.Client, queues runconf.TaskQueues, start, end time.Time) (client.WorkflowRun, error) {
 	w := WholeSeconds(Window{Start: start, End: end, Manual: true})
 	start, end = w.Start, w.End // its ID names the window listed
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga/covered"
 	"github.com/pixbank/pix/workflows"
 )
@@ -119,12 +120,12 @@ func ListerWorkflow(ctx workflow.Context, in ListerInput) (ListerResult, error) 
 // DICT (MED_DICT_DISABLED=true, or no MED_DICT_URL) or an interval of 0
 // deletes it; its covered window stays in PostgreSQL: turned on again, it
 // goes on from there.
-func EnsureListerSchedule(ctx context.Context, c client.Client, s workflows.ScheduleSync, queues workflows.TaskQueues, st Settings) error {
+func EnsureListerSchedule(ctx context.Context, c client.Client, s workflows.ScheduleSync, queues runconf.TaskQueues, st Settings) error {
 	id := ListerScheduleID(queues.Base)
 	if off := st.listerOff(); off != "" {
 		return s.Remove(ctx, c, id, off)
 	}
-	return s.Ensure(ctx, c, workflows.ScheduleConfig{ID: id, TaskQueue: queues.Of(workflows.Refunds), Every: st.ListInterval,
+	return s.Ensure(ctx, c, workflows.ScheduleConfig{ID: id, TaskQueue: queues.Of(runconf.Refunds), Every: st.ListInterval,
 		Workflow: ListerWorkflowName, Args: []any{ListerInput{}}})
 }
 

@@ -14,8 +14,8 @@ import (
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga"
-	"github.com/pixbank/pix/workflows"
 )
 
 // Kinds are the saga's business errors, added to pix.Kinds.
@@ -54,7 +54,7 @@ var Saga = saga.Descriptor{
 	Name: "med",
 	// A report holds a PIX received and hands its return to the devolução
 	// saga: its runs are on the devoluções' queue, as the block's.
-	Family:    workflows.Refunds,
+	Family:    runconf.Refunds,
 	Workflows: map[string]any{WorkflowName: Workflow, ListerWorkflowName: ListerWorkflow},
 	// AutoUpgrade: a run lasts up to 90 days after the PIX, beyond any
 	// release's drain; its changes replay the recorded histories

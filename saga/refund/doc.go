@@ -17,7 +17,7 @@
 // a PSP announced (db.NoteRefundNotices, which the PSP catch-up runs too).
 // Its business errors (pix.RefundKinds) and event types (db.RefundEvents)
 // stay below it too, with the code that raises or writes them, and so does
-// its family (workflows.Refunds), which the block shares.
+// its family (runconf.Refunds), which the block shares.
 //
 // The saga is compensated, not rolled back: a devolução the PSP's own
 // record says was not made is reversed exactly once (the reversal row is

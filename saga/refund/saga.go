@@ -6,8 +6,8 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga"
-	"github.com/pixbank/pix/workflows"
 )
 
 // Saga is the devolução of a received PIX, declared once: listed in
@@ -17,7 +17,7 @@ import (
 // record, and the PSP's notices of their outcome are signalled to them.
 var Saga = saga.Descriptor{
 	Name:      "refund",
-	Family:    workflows.Refunds,
+	Family:    runconf.Refunds,
 	Workflows: map[string]any{WorkflowName: Workflow},
 	// Pinned, as the transfer: a devolução's PUTs are counted by the build
 	// that sends them (psp_asks), so one build sends them all; its run is

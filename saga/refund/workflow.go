@@ -17,6 +17,7 @@ import (
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -44,7 +45,7 @@ func WorkflowID(refundID string) string { return "pix-refund:" + refundID }
 type RunSettings struct {
 	// PSPCalls pace the calls to the PSP (unlimited attempts: the account
 	// is debited, the devolução must be made or reversed).
-	workflows.PSPCalls
+	runconf.PSPCalls
 	// PollInitial and PollMax pace the checks of the PSP's record while no
 	// notice arrives (doubling); OutcomeTimeout bounds the run's wait,
 	// after which it fails visibly and the dispatcher's recheck starts
@@ -62,7 +63,7 @@ type RunSettings struct {
 // none.
 func DefaultRunSettings() RunSettings {
 	return RunSettings{
-		PSPCalls:           workflows.DefaultPSPCalls(),
+		PSPCalls:           runconf.DefaultPSPCalls(),
 		PollInitial:        payload.Duration(time.Second),
 		PollMax:            payload.Duration(10 * time.Minute),
 		OutcomeTimeout:     payload.Duration(24 * time.Hour),

@@ -17,9 +17,9 @@ import (
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/registry"
-	"github.com/pixbank/pix/workflows"
 )
 
 // env is an Env with every dependency set, built offline: no PostgreSQL
@@ -99,9 +99,9 @@ func TestEveryDescriptorIsWired(t *testing.T) {
 		require.NotEmpty(t, d.Name, "a saga without a name (family %q)", d.Family)
 		require.False(t, names[d.Name], "two sagas named %q", d.Name)
 		names[d.Name] = true
-		require.Contains(t, workflows.Families, d.Family, "%s: its family has no worker (workflows.Families)", d.Name)
+		require.Contains(t, runconf.Families, d.Family, "%s: its family has no worker (runconf.Families)", d.Name)
 		for _, f := range d.AlsoOn {
-			require.Contains(t, workflows.Families, f, "%s: also on a family with no worker", d.Name)
+			require.Contains(t, runconf.Families, f, "%s: also on a family with no worker", d.Name)
 			require.NotEqual(t, d.Family, f, "%s: also on its own family", d.Name)
 		}
 
@@ -141,7 +141,7 @@ func TestEveryDescriptorIsWired(t *testing.T) {
 		require.Empty(t, nilFields(deps), "%s: a nil dependency of its activities", d.Name)
 	}
 
-	for _, f := range workflows.Families {
+	for _, f := range runconf.Families {
 		require.True(t, slices.ContainsFunc(registry.All, func(d saga.Descriptor) bool { return d.Family == f }),
 			"family %q has no saga in registry.All: its worker would register nothing", f)
 	}

@@ -6,8 +6,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga"
-	"github.com/pixbank/pix/workflows"
 )
 
 // Saga is the retention, declared once: listed in saga/registry. Its runs
@@ -15,11 +15,11 @@ import (
 // what it deleted).
 var Saga = saga.Descriptor{
 	Name:   "retention",
-	Family: workflows.Maintenance,
+	Family: runconf.Maintenance,
 	// Deploy safety, as the transfer's: a run started by a Schedule not yet
 	// moved to the maintenance queue (EnsureSchedule moves it at the
 	// worker's start) runs on pix-credit. Remove with the transfer's.
-	AlsoOn:    []workflows.Family{workflows.Credits},
+	AlsoOn:    []runconf.Family{runconf.Credits},
 	Workflows: map[string]any{WorkflowName: Workflow},
 	// AutoUpgrade, as the PSP catch-up: a Schedule's runs, short and
 	// idempotent, never held by a stopped build.

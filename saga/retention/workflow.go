@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -52,6 +53,6 @@ func Workflow(ctx workflow.Context, in Input) error {
 // configuration (every interval, with in: the retention periods), its
 // runs on the maintenance queue: created if missing, updated if it
 // differs, an operator's pause kept (workflows.ScheduleSync).
-func EnsureSchedule(ctx context.Context, c client.Client, s workflows.ScheduleSync, queues workflows.TaskQueues, every time.Duration, in Input) error {
+func EnsureSchedule(ctx context.Context, c client.Client, s workflows.ScheduleSync, queues runconf.TaskQueues, every time.Duration, in Input) error {
 	return s.Ensure(ctx, c, workflows.ScheduleConfig{ID: ScheduleID(queues.Base), TaskQueue: queues.Maintenance, Every: every, Workflow: WorkflowName, Args: []any{in}})
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga"
-	"github.com/pixbank/pix/workflows"
 )
 
 // The saga's business refusals, declared once with their answers (Kinds).
@@ -55,7 +55,7 @@ var Saga = saga.Descriptor{
 	Name: "scheduled",
 	// The scheduled PIX is an outgoing PIX: its runs sleep on the
 	// transfers' queue and hand over to the transfer saga there.
-	Family:    workflows.Transfers,
+	Family:    runconf.Transfers,
 	Workflows: map[string]any{WorkflowName: Workflow},
 	// AutoUpgrade: a run sleeps until its date, beyond any release's
 	// drain; its changes replay the histories before them (replay_test.go).

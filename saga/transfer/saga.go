@@ -6,8 +6,8 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga"
-	"github.com/pixbank/pix/workflows"
 )
 
 // Saga is the outgoing transfer, declared once: listed in saga/registry.
@@ -16,7 +16,7 @@ import (
 // (db.RecordTransfer: the scheduled PIX) record.
 var Saga = saga.Descriptor{
 	Name:   "transfer",
-	Family: workflows.Transfers,
+	Family: runconf.Transfers,
 	// Deploy safety: until the release that gave each family a queue, every
 	// family ran on the credits' queue (pix-credit). Transfer runs started
 	// before it go on there, their activities scheduled on the same queue:
@@ -25,7 +25,7 @@ var Saga = saga.Descriptor{
 	// open (a transfer's saga lasts hours at most; check with `temporal
 	// workflow list --query "TaskQueue = 'pix-credit' AND WorkflowType !=
 	// 'PixCredit' AND ExecutionStatus = 'Running'"`).
-	AlsoOn:    []workflows.Family{workflows.Credits},
+	AlsoOn:    []runconf.Family{runconf.Credits},
 	Workflows: map[string]any{WorkflowName: Workflow},
 	// Pinned: a transfer, debited and awaiting the PSP, finishes on the
 	// build it started on (hours at most), activities included, so a

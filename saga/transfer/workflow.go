@@ -13,6 +13,7 @@ import (
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/workflows"
 )
 
@@ -36,7 +37,7 @@ func WorkflowID(transferID string) string { return "pix-transfer:" + transferID 
 type RunSettings struct {
 	// PSPCalls pace the submission (unlimited attempts: the transfer is
 	// debited, it must go out or come back).
-	workflows.PSPCalls
+	runconf.PSPCalls
 	// SettlementPollInitial and SettlementPollMax pace the polling of a
 	// pending transfer; SettlementTimeout bounds the wait, after which the
 	// run fails visibly and the dispatcher's recheck starts another.
@@ -49,7 +50,7 @@ type RunSettings struct {
 // none.
 func DefaultRunSettings() RunSettings {
 	return RunSettings{
-		PSPCalls:              workflows.DefaultPSPCalls(),
+		PSPCalls:              runconf.DefaultPSPCalls(),
 		SettlementPollInitial: payload.Duration(200 * time.Millisecond),
 		SettlementPollMax:     payload.Duration(10 * time.Second),
 		SettlementTimeout:     payload.Duration(24 * time.Hour),

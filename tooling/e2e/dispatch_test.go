@@ -84,7 +84,7 @@ func TestTwoDispatchersStartEachWorkflowOnce(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{}, 2)
 	for range 2 {
-		src := workflows.CreditSource(s.store.InboxQueue(), s.cfg.TaskQueues().Credits, s.cfg.Retry(), s.cfg.CreditInputListingVersion())
+		src := workflows.CreditSource(s.store.InboxQueue(), s.cfg.TaskQueues().Credits, s.cfg.Retry(), workflows.CreditInputListingVersion(s.cfg.CreditListingInInput))
 		d := durable.New(s.store, src, s.client(), durable.Options{
 			PollInterval: 50 * time.Millisecond,
 			BatchSize:    7, Concurrency: 4, RecheckAfter: time.Hour, RetryMaxDelay: time.Second,

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/worker"
-	"github.com/pixbank/pix/workflows"
 )
 
 // A wait for a saga's row that runs out says why: where its run stood (not
@@ -31,7 +31,7 @@ import (
 // returning it as text, its $1 Key) reads it.
 type sagaRun struct {
 	WorkflowID string
-	Family     workflows.Family
+	Family     runconf.Family
 	Row, Key   string
 }
 

@@ -22,9 +22,9 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/saga/refund"
-	"github.com/pixbank/pix/workflows"
 )
 
 // The refund saga (devolução of a received PIX) end to end: the API, the
@@ -114,7 +114,7 @@ func (s *stack) waitRefund(id, want string, within time.Duration) pix.Refund {
 
 // refundSaga is the saga of the refund id, as explainSaga reads it.
 func refundSaga(id string) sagaRun {
-	return sagaRun{WorkflowID: refund.WorkflowID(id), Family: workflows.Refunds, Row: `SELECT to_jsonb(r)::text FROM pix_refunds r WHERE id = $1`, Key: id}
+	return sagaRun{WorkflowID: refund.WorkflowID(id), Family: runconf.Refunds, Row: `SELECT to_jsonb(r)::text FROM pix_refunds r WHERE id = $1`, Key: id}
 }
 
 func (s *stack) refundStatus(id string) string {

@@ -20,6 +20,7 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/workflows"
@@ -34,7 +35,7 @@ import (
 // no poll reached (TestRefundNotMadeIsReversedOnce on a loaded machine).
 func TestEachFamilyPollsEveryPartitionOfItsQueue(t *testing.T) {
 	s := newStack(t, shared, nil)
-	for _, f := range workflows.Families {
+	for _, f := range runconf.Families {
 		queue := s.cfg.TaskQueues().Of(f)
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			normal, sticky := s.numPollers(queue, "workflow_task"), s.numPollers(queue, "workflow_sticky_task")

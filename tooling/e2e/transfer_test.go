@@ -16,6 +16,7 @@ import (
 	"github.com/pixbank/pix/cmd/pixd/app"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/saga/retention"
@@ -45,7 +46,7 @@ func (s *stack) waitTransfer(id, want string, within time.Duration) pix.Transfer
 
 // transferSaga is the saga of the transfer id, as explainSaga reads it.
 func transferSaga(id string) sagaRun {
-	return sagaRun{WorkflowID: transfer.WorkflowID(id), Family: workflows.Transfers, Row: `SELECT to_jsonb(t)::text FROM pix_transfers t WHERE id = $1::uuid`, Key: id}
+	return sagaRun{WorkflowID: transfer.WorkflowID(id), Family: runconf.Transfers, Row: `SELECT to_jsonb(t)::text FROM pix_transfers t WHERE id = $1::uuid`, Key: id}
 }
 
 func (s *stack) refunds(id string) int {

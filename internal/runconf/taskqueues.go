@@ -1,4 +1,4 @@
-package workflows
+package runconf
 
 import (
 	"fmt"
@@ -29,6 +29,11 @@ import (
 // applies), and a test isolates all of its queues by choosing a base of
 // its own. (A base without "credit", refused since, gave the base
 // followed by "-" and the family's name: myq gave myq-transfer.)
+
+// CreditTaskQueue is the default task queue of the credit workflow and its
+// activities, and the default base of the other families' queues
+// (TEMPORAL_TASK_QUEUE; see above).
+const CreditTaskQueue = "pix-credit"
 
 // Family names a family of workflows that share a task queue.
 type Family string

@@ -1,11 +1,11 @@
-package workflows_test
+package runconf_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/workflows"
+	"github.com/pixbank/pix/internal/runconf"
 )
 
 // Each family's queue is derived from TEMPORAL_TASK_QUEUE as documented in
@@ -13,18 +13,18 @@ import (
 func TestTaskQueuesAreDerivedFromTheBase(t *testing.T) {
 	for _, tc := range []struct {
 		base string
-		want workflows.TaskQueues
+		want runconf.TaskQueues
 	}{
-		{workflows.CreditTaskQueue, workflows.TaskQueues{Base: "pix-credit", Credits: "pix-credit", Transfers: "pix-transfer", Maintenance: "pix-maintenance"}},
-		{"pix-credit-0a1b2c", workflows.TaskQueues{Base: "pix-credit-0a1b2c", Credits: "pix-credit-0a1b2c", Transfers: "pix-transfer-0a1b2c", Maintenance: "pix-maintenance-0a1b2c"}},
-		{"credit-acme", workflows.TaskQueues{Base: "credit-acme", Credits: "credit-acme", Transfers: "transfer-acme", Maintenance: "maintenance-acme"}},
+		{runconf.CreditTaskQueue, runconf.TaskQueues{Base: "pix-credit", Credits: "pix-credit", Transfers: "pix-transfer", Maintenance: "pix-maintenance"}},
+		{"pix-credit-0a1b2c", runconf.TaskQueues{Base: "pix-credit-0a1b2c", Credits: "pix-credit-0a1b2c", Transfers: "pix-transfer-0a1b2c", Maintenance: "pix-maintenance-0a1b2c"}},
+		{"credit-acme", runconf.TaskQueues{Base: "credit-acme", Credits: "credit-acme", Transfers: "transfer-acme", Maintenance: "maintenance-acme"}},
 	} {
 		t.Run(tc.base, func(t *testing.T) {
-			got := workflows.TaskQueuesFor(tc.base)
+			got := runconf.TaskQueuesFor(tc.base)
 			require.Equal(t, tc.want, got)
 			seen := map[string]bool{}
-			for i, f := range workflows.Families {
-				q := workflows.TaskQueue(tc.base, f)
+			for i, f := range runconf.Families {
+				q := runconf.TaskQueue(tc.base, f)
 				require.Equal(t, got.All()[i], q)
 				require.Equal(t, q, got.Of(f))
 				require.False(t, seen[q], "queue %s is given to two families", q)
@@ -32,7 +32,7 @@ func TestTaskQueuesAreDerivedFromTheBase(t *testing.T) {
 			}
 		})
 	}
-	require.Equal(t, "pix-credit", workflows.TaskQueue(workflows.CreditTaskQueue, workflows.Credits), "in-flight credits keep their queue")
+	require.Equal(t, "pix-credit", runconf.TaskQueue(runconf.CreditTaskQueue, runconf.Credits), "in-flight credits keep their queue")
 }
 
 // A base from which two bases could derive one queue is refused (the
@@ -40,8 +40,8 @@ func TestTaskQueuesAreDerivedFromTheBase(t *testing.T) {
 // myq gave myq-transfer, the credits' queue of base myq-transfer, and base
 // x-credit gives x-transfer as base x did.
 func TestATaskQueueBaseThatCouldCollideIsRefused(t *testing.T) {
-	for _, base := range []string{workflows.CreditTaskQueue, "pix-credit-0a1b2c", "credit-acme", "acme-credit-eu-west"} {
-		require.NoError(t, workflows.CheckTaskQueueBase(base), base)
+	for _, base := range []string{runconf.CreditTaskQueue, "pix-credit-0a1b2c", "credit-acme", "acme-credit-eu-west"} {
+		require.NoError(t, runconf.CheckTaskQueueBase(base), base)
 	}
 	for base, why := range map[string]string{
 		"myq":                "exactly once",
@@ -55,7 +55,7 @@ func TestATaskQueueBaseThatCouldCollideIsRefused(t *testing.T) {
 		"pix.credit":         `"."`,
 		"pix:credit":         `":"`,
 	} {
-		err := workflows.CheckTaskQueueBase(base)
+		err := runconf.CheckTaskQueueBase(base)
 		require.Error(t, err, base)
 		require.Contains(t, err.Error(), why, base)
 	}
@@ -72,10 +72,10 @@ func TestATaskQueueBaseThatCouldCollideIsRefused(t *testing.T) {
 		}
 	}
 	for _, base := range bases {
-		if workflows.CheckTaskQueueBase(base) != nil {
+		if runconf.CheckTaskQueueBase(base) != nil {
 			continue
 		}
-		for _, q := range workflows.TaskQueuesFor(base).All() {
+		for _, q := range runconf.TaskQueuesFor(base).All() {
 			if prev, ok := owner[q]; ok && prev != base {
 				t.Fatalf("queue %s derived from bases %s and %s", q, prev, base)
 			}
