@@ -27,53 +27,78 @@ func BaseURL() string {
 var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
 
 // URL creates a fresh, migrated schema for t and returns a connection URL
-// whose search_path is that schema. The schema is dropped at cleanup.
+// whose search_path is that schema. The schema lives in a database of its
+// own, a copy of the migrated template (template.go): the same catalog
+// the migrations make, without running them for each test. The database is
+// dropped at cleanup.
 func URL(t testing.TB) string {
 	t.Helper()
-	u := EmptyURL(t)
+	skipInShort(t)
 	ctx := context.Background()
-	pool, err := db.Open(ctx, u, 2)
+	template, err := migratedTemplate(ctx)
+	require.NoError(t, err, "the migrated template database on %s", BaseURL())
+	name := schemaName(t)
+	u, err := copyTemplate(ctx, template, name)
+	require.NoError(t, err, "copy the migrated template database %s", template)
+	t.Cleanup(func() {
+		testDatabases.CompareAndDelete(t, u)
+		if err := dropDatabase(context.Background(), name); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	testDatabases.LoadOrStore(t, u)
+	su, err := db.SchemaURL(u, name)
 	require.NoError(t, err)
-	defer pool.Close()
-	_, err = db.Migrate(ctx, pool)
-	require.NoError(t, err, "migrate schema %s", u)
-	return u
+	return su
 }
 
 // EmptyURL creates a fresh schema for t, not migrated, and returns a
 // connection URL whose search_path is that schema: where the migrations
-// run, their bookkeeping tables included. The schema is dropped at cleanup.
+// run, their bookkeeping tables included. The schema is made in the
+// database of t's first URL, if it has one (so that a test may copy rows
+// from its migrated schema into this one), else in the test database; it
+// is dropped at cleanup.
 func EmptyURL(t testing.TB) string {
 	t.Helper()
 	skipInShort(t)
 	ctx := context.Background()
+	schema := schemaName(t)
+	where, inTestDatabase := BaseURL(), false
+	if u, ok := testDatabases.Load(t); ok {
+		where, inTestDatabase = u.(string), true
+	}
+	admin, err := pgx.Connect(ctx, where)
+	require.NoError(t, err, "connect to the test database %s", where)
+	_, err = admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
+	require.NoError(t, err)
+	require.NoError(t, admin.Close(ctx))
+	if !inTestDatabase { // else dropped with its database
+		t.Cleanup(func() {
+			ctx := context.Background()
+			admin, err := pgx.Connect(ctx, where)
+			if err != nil {
+				t.Errorf("drop schema %s: %v", schema, err)
+				return
+			}
+			defer admin.Close(ctx)
+			if _, err := admin.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+				t.Errorf("drop schema %s: %v", schema, err)
+			}
+		})
+	}
+	u, err := db.SchemaURL(where, schema)
+	require.NoError(t, err)
+	return u
+}
+
+// schemaName is a new name for a schema (or database) of t: t_, its
+// name's first 40 letters, digits and underscores, and a random suffix.
+func schemaName(t testing.TB) string {
 	name := unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "_")
 	if len(name) > 40 {
 		name = name[:40]
 	}
-	schema := "t_" + name + "_" + randomHex(4)
-
-	admin, err := pgx.Connect(ctx, BaseURL())
-	require.NoError(t, err, "connect to the test database %s", BaseURL())
-	_, err = admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
-	require.NoError(t, err)
-	require.NoError(t, admin.Close(ctx))
-	t.Cleanup(func() {
-		ctx := context.Background()
-		admin, err := pgx.Connect(ctx, BaseURL())
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-
-	u, err := db.SchemaURL(BaseURL(), schema)
-	require.NoError(t, err)
-	return u
+	return "t_" + name + "_" + randomHex(4)
 }
 
 // New returns a Store on a fresh schema for t; the pool closes at cleanup
