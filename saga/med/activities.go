@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/pixbank/pix/activities"
@@ -147,31 +148,93 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 				cur.ID, until.Format(time.RFC3339), cur.RequestDueAt.Add(ExpiryCovered).Format(time.RFC3339))
 		}
 	}
-	var open []dict.Refund
-	var malformed []Quarantined
-	_, err = a.DICT.WalkRefunds(ctx, dict.RefundQuery{Status: []dict.RefundStatus{dict.RefundOpen},
+	// Listed by us, a listing finding none releases only from where the
+	// lister's cover would (Store.ExpireRequest's fence: ExpiryCovered):
+	// a request the DICT took in time on its own clock, behind ours by up
+	// to its skew, may not be listed before; earlier, the release is a
+	// "not yet" and the run lists again.
+	l, err := a.listRequests(ctx, cur)
+	if err != nil {
+		return Report{}, err
+	}
+	if len(l.open) > 0 {
+		a.Log.WarnContext(ctx, "refund request found at the DICT at its report's expiry, not taken in before: returned",
+			append(attrsOf(cur), "refund_request_id", l.open[0].ID)...)
+		return a.takeRefund(ctx, cur, l.open[0])
+	}
+	if len(l.malformed) > 0 {
+		return Report{}, a.malformedRefund(ctx, cur, l.malformed[0])
+	}
+	for _, r := range l.onItsPIX {
+		theirs, err := a.anothersRequest(ctx, cur, r)
+		if err != nil {
+			return Report{}, err
+		}
+		if !theirs {
+			return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the refund request %s is OPEN at the DICT on this report's PIX and names report %q, not this one: "+
+				"it may be this report's: not released; decide it at the DICT, then signal", r.ID, r.InfractionReportID))
+		}
+	}
+	return release("no refund request within 72 hours: released")
+}
+
+// expiryListing is what the expiry's own listing of the OPEN refund
+// requests modified since a report's close met: the report's own (open),
+// the items not the specification's (malformed, quarantined), and the
+// well-formed ones on the report's PIX (TransactionId its EndToEndId) that
+// do not name it (onItsPIX): the InfractionReportId is optional in a
+// refund request, and one naming no report, or another, on the report's
+// PIX may be its request all the same.
+type expiryListing struct {
+	open      []dict.Refund
+	malformed []Quarantined
+	onItsPIX  []dict.Refund
+}
+
+// listRequests lists the DICT's OPEN refund requests modified from the
+// report's close (RequestsFrom) for the expiry (expiryListing).
+func (a *Activities) listRequests(ctx context.Context, cur Report) (expiryListing, error) {
+	var l expiryListing
+	_, err := a.DICT.WalkRefunds(ctx, dict.RefundQuery{Status: []dict.RefundStatus{dict.RefundOpen},
 		ModifiedAfter: RequestsFrom(cur), Malformed: func(m dict.MalformedItem) error {
 			q, err := a.quarantineMalformed(ctx, cur, m)
-			malformed = append(malformed, q)
+			l.malformed = append(l.malformed, q)
 			return err
 		}}, func(r dict.Refund) error {
-		if dict.SameID(r.InfractionReportID, cur.ID.String()) && r.Status == dict.RefundOpen {
-			open = append(open, r)
+		switch {
+		case r.Status != dict.RefundOpen:
+		case dict.SameID(r.InfractionReportID, cur.ID.String()):
+			l.open = append(l.open, r)
+		case r.TransactionID == cur.EndToEndID:
+			l.onItsPIX = append(l.onItsPIX, r)
 		}
 		return nil
 	})
 	if err != nil {
-		return Report{}, a.dictFailed(ctx, cur, "list the refund requests", err)
+		return expiryListing{}, a.dictFailed(ctx, cur, "list the refund requests", err)
 	}
-	if len(open) > 0 {
-		a.Log.WarnContext(ctx, "refund request found at the DICT at its report's expiry, not taken in before: returned",
-			append(attrsOf(cur), "refund_request_id", open[0].ID)...)
-		return a.takeRefund(ctx, cur, open[0])
+	return l, nil
+}
+
+// anothersRequest says whether r, an OPEN refund request on cur's PIX that
+// does not name cur, is settled as another report's: it names another of
+// our reports on the same PIX, which took it in as its own request. Any
+// other (no report named, one we do not have, one on another PIX, or one
+// that has not taken it) may be cur's, and holds back its release.
+func (a *Activities) anothersRequest(ctx context.Context, cur Report, r dict.Refund) (bool, error) {
+	id, err := uuid.Parse(r.InfractionReportID)
+	if err != nil {
+		return false, nil
 	}
-	if len(malformed) > 0 {
-		return Report{}, a.malformedRefund(ctx, cur, malformed[0])
+	other, err := a.Store.Get(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, activities.KindError(err)
 	}
-	return release("no refund request within 72 hours: released")
+	return other.ID != cur.ID && other.EndToEndID == cur.EndToEndID &&
+		other.RefundRequestID != nil && dict.SameID(r.ID, other.RefundRequestID.String()), nil
 }
 
 // malformedRefund stops the expiry visibly (dict_not_as_ours,

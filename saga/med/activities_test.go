@@ -418,7 +418,8 @@ func TestAWriteMarkedSentIsReadBackWhateverTheAttempt(t *testing.T) {
 // The expiry of the 72 hours reads the DICT back: a request made in time
 // but not taken in yet (the lister lags) is found, taken, and returned,
 // never released on our table's word; with none listed, released; a list
-// read before the request's time plus ListLag proves nothing.
+// read before the request's time plus ExpiryCovered (the lists' lag and
+// the DICT's clock skew) proves nothing.
 func TestTheExpiryReadsTheDICTBack(t *testing.T) {
 	f := newFixture(t)
 	a, r := analysed(t, f, dict.Agreed)
@@ -439,10 +440,11 @@ func TestTheExpiryReadsTheDICTBack(t *testing.T) {
 	a2, r2 := analysed(t, f, dict.Agreed)
 	r2, err = a2.run(a2.acts.CloseReport, r2)
 	require.NoError(t, err)
-	a2.acts.Store = f.store.WithClock(func() time.Time { return r2.RequestDueAt.Add(med.ListLag - time.Second) })
+	a2.acts.Store = f.store.WithClock(func() time.Time { return r2.RequestDueAt.Add(med.ExpiryCovered - time.Second) })
 	_, err = a2.run(a2.acts.ExpireRequest, r2)
-	require.Error(t, err, "listed before the request's time and the lists' lag")
-	a2.acts.Store = f.store.WithClock(func() time.Time { return r2.RequestDueAt.Add(med.ListLag) })
+	require.Error(t, err, "listed before the request's time, the lists' lag and the DICT's clock skew")
+	require.Equal(t, med.StatusAwaitingRequest, a2.current(r2).Status)
+	a2.acts.Store = f.store.WithClock(func() time.Time { return r2.RequestDueAt.Add(med.ExpiryCovered) })
 	done, err := a2.run(a2.acts.ExpireRequest, r2)
 	require.NoError(t, err)
 	require.Equal(t, med.EndReleased, *done.EndCause)

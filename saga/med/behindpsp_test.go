@@ -52,7 +52,7 @@ func TestBehindAPSPTheClosedNoticeIsTheClose(t *testing.T) {
 	a, r = analysedAndNoticed(dict.Agreed, dict.Agreed)
 	r, err = a.run(a.acts.CloseReport, r)
 	require.NoError(t, err)
-	a.acts.Store = f.store.WithClock(func() time.Time { return r.RequestDueAt.Add(time.Minute) })
+	a.acts.Store = f.store.WithClock(func() time.Time { return r.RequestDueAt.Add(med.ExpiryCovered) })
 	r, err = a.run(a.acts.ExpireRequest, r)
 	require.NoError(t, err)
 	require.Equal(t, med.StatusEnded, r.Status)

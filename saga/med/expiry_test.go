@@ -38,6 +38,7 @@ func TestTheExpiryCostsNoListWhenTheListerCoveredIt(t *testing.T) {
 	require.NotContains(t, a.dict.ops, "listRefund")
 	require.Equal(t, med.StatusAwaitingRequest, a.current(r).Status)
 
+	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ExpiryCovered) })
 	a.acts.Covered = coveredAt{until: due.Add(-time.Hour)}
 	_, err = a.run(a.acts.ExpireRequest, r)
 	require.NoError(t, err)

@@ -21,7 +21,7 @@ func TestTheExpiryFindsTheRequestWhateverTheIDsCase(t *testing.T) {
 	req := request(r, 10_000, dict.RefundOpen)
 	req.InfractionReportID = strings.ToUpper(req.InfractionReportID)
 	a.dict.refunds[req.ID] = req
-	a.acts.Store = f.store.WithClock(func() time.Time { return r.RequestDueAt.Add(time.Minute) })
+	a.acts.Store = f.store.WithClock(func() time.Time { return r.RequestDueAt.Add(med.ExpiryCovered) })
 	out, err := a.run(a.acts.ExpireRequest, r)
 	require.NoError(t, err)
 	require.NotEqual(t, med.StatusEnded, out.Status, "released while its request is OPEN")

@@ -170,7 +170,7 @@ func TestARefusedTakeAtTheExpiryStopsOnce(t *testing.T) {
 	other.TransactionID = pix.NewEndToEndID("99999010", time.Now())
 	other.LastModified = time.Now()
 	a.dict.refunds[other.ID] = other
-	a.acts.Store = f.store.WithClock(func() time.Time { return r.RequestDueAt.Add(med.ListLag + time.Second) })
+	a.acts.Store = f.store.WithClock(func() time.Time { return r.RequestDueAt.Add(med.ExpiryCovered) })
 	for try := range 2 {
 		_, err = a.run(a.acts.ExpireRequest, a.current(r))
 		var app *temporal.ApplicationError

@@ -207,17 +207,19 @@ func cancellable(r Report) bool {
 // ExpireRequest releases an agreed report whose refund request did not
 // come within its 72 hours, as the DICT's list of refund requests read from
 // listedFrom (on our clock) showed none for it (Activities.ExpireRequest).
-// A list read before the request's time plus ListLag (the DICT's lists lag
-// its writes) proves nothing: it changes nothing and is an error (the run
-// reads again).
+// A list read before the request's time plus ExpiryCovered (the DICT's
+// lists lag its writes, and its clock may be behind ours) proves nothing:
+// it changes nothing and is an error (the run reads again). Every path of
+// the expiry (the lister's cover, its own listing, the PSP's notices) is
+// fenced here.
 func (s *Store) ExpireRequest(ctx context.Context, at Report, listedFrom time.Time) (Report, bool, error) {
 	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		if cur.Status != StatusAwaitingRequest || cur.RequestOpen() {
 			return cur, false, nil
 		}
-		if from := cur.RequestDueAt.Add(ListLag); listedFrom.Before(from) {
-			return Report{}, false, fmt.Errorf("report %s: its refund request is due until %s, the DICT listed from %s: not yet",
-				cur.ID, cur.RequestDueAt.Format(time.RFC3339), listedFrom.Format(time.RFC3339))
+		if from := cur.RequestDueAt.Add(ExpiryCovered); listedFrom.Before(from) {
+			return Report{}, false, fmt.Errorf("report %s: its refund request is due until %s, listed from %s, decided from %s: not yet",
+				cur.ID, cur.RequestDueAt.Format(time.RFC3339), listedFrom.Format(time.RFC3339), from.Format(time.RFC3339))
 		}
 		return end(ctx, tx, cur, cur, EndReleased)
 	})
