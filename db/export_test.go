@@ -10,11 +10,15 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 )
 
-// InTxForTest runs fn as the store's transactions run, with attempts tries
-// on a deadlock or serialization failure.
+// InTxForTest runs fn as the store's transactions run (Store.InTx), with
+// attempts tries on a deadlock or serialization failure.
 func InTxForTest(ctx context.Context, s *Store, attempts int, fn func(tx pgx.Tx) error) error {
-	return inTxAttempts(ctx, s.pool, attempts, fn)
+	return s.inTx(ctx, attempts, fn)
 }
+
+// NotingFills is tx, begun and ended by a test by hand, as a transaction of
+// Store.InTx: the holds filled in it are noted (and told nobody).
+func NotingFills(tx pgx.Tx) pgx.Tx { return storeTx{Tx: tx, after: &afterCommit{}} }
 
 // PendingWakes empties and returns the channels the store's commits asked
 // to wake since the last call (its waker not running).

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -11,13 +12,13 @@ import (
 // The wake-ups of the holds an inflow filled (issue 37). A hold that fills
 // (NewHold.FillFromCredits: a MED's) is filled in the inflow's own
 // transaction (FillHolds); its holder, a saga waiting for the money, learns
-// of it after that transaction committed: the inflow's caller collects the
-// holds its transaction filled (CollectFills, which FillHolds notes them
-// in) and, once committed, hands them to the hooks the sagas declared
-// (Store.HoldsFilled, Store.OnHoldsFilled). A wake-up is never part of the
-// inflow: it is sent after the commit, its failure is the hook's to log,
-// and one lost (the process gone between the commit and the hook) only
-// delays the holder to its own next look, the money held meanwhile.
+// of it after that transaction committed: the inflow runs in the store's
+// transaction (Store.InTx), which notes the holds FillHolds filled in it
+// and, once committed, hands them to the hooks the sagas declared
+// (Store.OnHoldsFilled). A wake-up is never part of the inflow: it is sent
+// after the commit, its failure is the hook's to log, and one lost (the
+// process gone between the commit and the hook) only delays the holder to
+// its own next look, the money held meanwhile.
 
 // FilledHold is a hold an inflow filled, as the hooks are told of it.
 type FilledHold struct {
@@ -28,44 +29,87 @@ type FilledHold struct {
 	Source      FillSource
 }
 
-// Fills are the holds the fills of one transaction filled (CollectFills).
-type Fills struct {
+// afterCommit is what a transaction of Store.InTx noted for after its
+// commit: the holds its fills filled, the channels to wake.
+type afterCommit struct {
 	mu    sync.Mutex
 	holds []FilledHold
+	wakes []string
 }
 
-// fillsTx is a transaction whose fills are noted (CollectFills).
-type fillsTx struct {
+// storeTx is a transaction of Store.InTx.
+type storeTx struct {
 	pgx.Tx
-	fills *Fills
+	after *afterCommit
 }
 
-// CollectFills returns tx noting, in the Fills returned, the holds
-// FillHolds fills in it, whoever calls it there (a credit, a refund, a
-// Release or a Shrink): the caller hands them to Store.HoldsFilled after
-// the transaction committed. Call it in each attempt of the transaction
-// (InTx's fn): what an attempt rolled back noted goes with it.
-func CollectFills(tx pgx.Tx) (pgx.Tx, *Fills) {
-	f := &Fills{}
-	return fillsTx{Tx: tx, fills: f}, f
+// errFillsNotNoted refuses a fill in a transaction that is not the
+// store's (Store.InTx): its holders would never be woken.
+var errFillsNotNoted = errors.New("db: holds filled outside Store.InTx: their wake-ups would be lost")
+
+// InTx runs fn in one transaction, as the package's InTx does (retried
+// after a collision, fn run again from the start, errors classified), and
+// once it committed wakes the channels fn asked for (WakeOnCommit), then
+// hands the holds its fills filled (FillHolds, whoever calls it in fn: a
+// credit, a refund or a reversal, a Release, a Shrink) to the hooks
+// (OnHoldsFilled); rolled back, it wakes and tells nothing. Each attempt
+// notes afresh: what an attempt rolled back noted goes with it.
+//
+// It is the one transaction holds fill in, so that a path that fills holds
+// cannot forget its wake-ups: FillHolds refuses (errFillsNotNoted) a
+// transaction it did not begin, which fails that path's first test rather
+// than leaving its holders asleep until their next look. The hooks are
+// told after the caller's wakes, as they are the slow part (a hook may
+// wait for Temporal, sagakit.WakeAllTimeout at most): a relay or a
+// dispatcher is not kept waiting for them.
+func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return s.inTx(ctx, txAttempts, fn)
 }
 
-// fillsIn is tx's Fills, nil when nobody collects them (a nil Fills notes
-// nothing).
-func fillsIn(tx pgx.Tx) *Fills {
-	if c, ok := tx.(fillsTx); ok {
-		return c.fills
+// inTx is InTx with attempts tries.
+func (s *Store) inTx(ctx context.Context, attempts int, fn func(tx pgx.Tx) error) error {
+	var after *afterCommit
+	err := inTxAttempts(ctx, s.pool, attempts, func(tx pgx.Tx) error {
+		after = &afterCommit{}
+		return fn(storeTx{Tx: tx, after: after})
+	})
+	if err != nil {
+		return err
+	}
+	if len(after.wakes) > 0 {
+		s.Wake(after.wakes...)
+	}
+	s.holdsFilled(ctx, after.holds)
+	return nil
+}
+
+// WakeOnCommit asks Store.InTx, whose transaction tx is, to wake channels
+// (Store.Wake) once tx committed, before the hooks are told of the holds
+// tx filled; a rollback wakes nothing. Outside Store.InTx it panics: a
+// transaction of another asks the store to wake after its own commit.
+func WakeOnCommit(tx pgx.Tx, channels ...string) {
+	a := noted(tx)
+	if a == nil {
+		panic("db: WakeOnCommit outside Store.InTx")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.wakes = append(a.wakes, channels...)
+}
+
+// noted is what tx notes for after its commit, nil when tx is not of
+// Store.InTx.
+func noted(tx pgx.Tx) *afterCommit {
+	if c, ok := tx.(storeTx); ok {
+		return c.after
 	}
 	return nil
 }
 
-func (f *Fills) add(holds []FilledHold) {
-	if f == nil || len(holds) == 0 {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.holds = append(f.holds, holds...)
+func (a *afterCommit) add(holds []FilledHold) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.holds = append(a.holds, holds...)
 }
 
 // fillsHooks are a store's FillsHooks.
@@ -74,35 +118,25 @@ type fillsHooks struct {
 	hooks []FillsHook
 }
 
-// Holds are the holds filled, in the order they were.
-func (f *Fills) Holds() []FilledHold {
-	if f == nil {
-		return nil
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.holds)
-}
-
 // FillsHook is told of the holds a committed transaction filled. It must
 // not fail the inflow (it returns nothing: its failures are its to log)
 // and should be brief: the inflow's caller waits for it.
 type FillsHook func(ctx context.Context, filled []FilledHold)
 
-// OnHoldsFilled adds hook to those HoldsFilled calls (the sagas' hooks,
-// saga.Descriptor.HoldsFilled, set once at the process's start, before the
-// store is used).
+// OnHoldsFilled adds hook to those told of the holds a transaction of
+// Store.InTx filled (the sagas' hooks, saga.Descriptor.HoldsFilled, set
+// once at the process's start, before the store is used).
 func (s *Store) OnHoldsFilled(hook FillsHook) {
 	s.fillsHooks.mu.Lock()
 	defer s.fillsHooks.mu.Unlock()
 	s.fillsHooks.hooks = append(s.fillsHooks.hooks, hook)
 }
 
-// HoldsFilled hands the holds f noted to every hook, after the transaction
-// that filled them committed (never before: a holder woken early reads the
-// hold unfilled and sleeps on). Nothing filled: no call.
-func (s *Store) HoldsFilled(ctx context.Context, f *Fills) {
-	filled := f.Holds()
+// holdsFilled hands the holds filled, in the order they were, to every
+// hook, after the transaction that filled them committed (never before: a
+// holder woken early reads the hold unfilled and sleeps on). Nothing
+// filled: no call.
+func (s *Store) holdsFilled(ctx context.Context, filled []FilledHold) {
 	if len(filled) == 0 {
 		return
 	}

@@ -750,9 +750,13 @@ func raiseFrom(ctx context.Context, tx pgx.Tx, h pix.Hold, roomCents int64, sour
 // calls it once, in the transaction that makes it (an inflow run again
 // finds itself made and fills nothing), and the fills' primary key (hold,
 // source) refuses a second fill of a hold by one source. The holds it
-// filled are noted in tx's Fills (CollectFills), for the wake-ups the
-// inflow sends after its commit (Store.HoldsFilled).
+// filled are noted for the wake-ups Store.InTx sends after the commit: tx
+// must be one of its (errFillsNotNoted otherwise).
 func FillHolds(ctx context.Context, tx pgx.Tx, accountID string, addedCents int64, source FillSource) (int64, error) {
+	after := noted(tx)
+	if after == nil {
+		return 0, fmt.Errorf("fill holds from %s %s: %w", source.Kind, source.ID, errFillsNotNoted)
+	}
 	rows, err := tx.Query(ctx, holdSQL.Fill, source.Kind, source.ID, accountID, addedCents, tracing.Traceparent(ctx))
 	if err != nil {
 		return 0, fmt.Errorf("fill holds from %s %s: %w", source.Kind, source.ID, err)
@@ -764,7 +768,7 @@ func FillHolds(ctx context.Context, tx pgx.Tx, accountID string, addedCents int6
 	if err != nil {
 		return 0, fmt.Errorf("fill holds from %s %s: %w", source.Kind, source.ID, err)
 	}
-	fillsIn(tx).add(filled)
+	after.add(filled)
 	var total int64
 	for _, h := range filled {
 		total += h.FilledCents

@@ -51,6 +51,19 @@ func heldPIX(t *testing.T, spent int64) (s *db.Store, reported string, h pix.Hol
 	return s, reported, h
 }
 
+// blockedAndLacking is spentPIX with a block of 7,000 of the account (of
+// no PIX), then the MED's hold of the PIX, med:1, up to 5,000 and filling
+// from later credits: it holds the 3,000 left, and lacks 2,000.
+func blockedAndLacking(t *testing.T) (s *db.Store, blocked, lacking pix.Hold) {
+	t.Helper()
+	s, reported := spentPIX(t, 0)
+	blocked, _, err := hold(s, block("block:1", "acc-1", "", 7_000))
+	require.NoError(t, err)
+	lacking, _, err = hold(s, med("med:1", "acc-1", reported, 5_000))
+	require.NoError(t, err)
+	return s, blocked, lacking
+}
+
 // requireHold checks what a hold holds and what it fills to.
 func requireHold(t *testing.T, s *db.Store, id string, amount, fillTo int64, status string) {
 	t.Helper()
@@ -260,7 +273,7 @@ func TestACreditRunAgainFillsNothingAgain(t *testing.T) {
 
 	// The fill itself, asked again with the same credit (the balance made
 	// to cover it, in the same transaction): refused, nothing changed.
-	err = db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
+	err = s.InTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `UPDATE accounts SET balance_cents = balance_cents + 3000 WHERE id = 'acc-1'`); err != nil {
 			return err
 		}
@@ -429,11 +442,7 @@ func fillsFrom(t *testing.T, s *db.Store, id, kind string) map[string]int64 {
 // come in then, and spent instead it is gone from what the MED must return.
 // What the holds that lack leave is the customer's.
 func TestAReleasedHoldsMoneyFillsTheHoldsThatLackBeforeItIsSpendable(t *testing.T) {
-	s, reported := spentPIX(t, 0)
-	blocked, _, err := hold(s, block("block:1", "acc-1", "", 7_000))
-	require.NoError(t, err)
-	h, _, err := hold(s, med("med:1", "acc-1", reported, 5_000))
-	require.NoError(t, err)
+	s, blocked, h := blockedAndLacking(t)
 	requireHold(t, s, h.ID, 3_000, 5_000, pix.HoldActive) // all that was available: it lacks 2,000
 	requireMoney(t, s, "acc-1", 10_000, 10_000)
 

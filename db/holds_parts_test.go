@@ -21,7 +21,7 @@ import (
 
 // shrink runs db.Shrink in a transaction of its own.
 func shrink(s *db.Store, id string, to int64) (out pix.Hold, shrunk bool, err error) {
-	err = db.InTx(context.Background(), s.Pool(), func(tx pgx.Tx) error {
+	err = s.InTx(context.Background(), func(tx pgx.Tx) error {
 		out, shrunk, err = db.Shrink(context.Background(), tx, uuid.MustParse(id), to, "held for more than is returned")
 		return err
 	})

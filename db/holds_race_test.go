@@ -38,7 +38,7 @@ func race(t *testing.T, s *db.Store, first, second moneyCall) (err1, err2 error)
 	ctx := context.Background()
 	tx1, err := s.Pool().Begin(ctx)
 	require.NoError(t, err)
-	err1 = first(ctx, tx1)
+	err1 = first(ctx, db.NotingFills(tx1))
 	conn, err := s.Pool().Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()
@@ -46,7 +46,7 @@ func race(t *testing.T, s *db.Store, first, second moneyCall) (err1, err2 error)
 	require.NoError(t, conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
 	done := make(chan error, 1)
 	go func() {
-		done <- pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return second(ctx, tx) })
+		done <- pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return second(ctx, db.NotingFills(tx)) })
 	}()
 	ended, waited := false, false
 	for deadline := time.Now().Add(10 * time.Second); !ended && !waited; {
@@ -341,7 +341,7 @@ func whileWaiting(t *testing.T, s *db.Store, call moneyCall) (wait func() error)
 	require.NoError(t, conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
 	done := make(chan error, 1)
 	go func() {
-		done <- pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return call(ctx, tx) })
+		done <- pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return call(ctx, db.NotingFills(tx)) })
 	}()
 	require.Eventually(t, func() bool {
 		var waits bool

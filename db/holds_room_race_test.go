@@ -34,7 +34,7 @@ func TestAMEDHoldMadeWhileItsPIXsBlockIsReleasedFillsToAllThePIX(t *testing.T) {
 	defer rel.Rollback(ctx) //nolint:errcheck
 	var relPID int
 	require.NoError(t, rel.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&relPID))
-	_, released, err := db.Release(ctx, rel, uuid.MustParse(blocked.ID), "block 72h")
+	_, released, err := db.Release(ctx, db.NotingFills(rel), uuid.MustParse(blocked.ID), "block 72h")
 	require.NoError(t, err)
 	require.True(t, released)
 
@@ -83,7 +83,7 @@ func TestADevolucaoAskedWhileItsPIXsBlockIsReleasedIsDecidedOnTheRoomFreed(t *te
 	defer rel.Rollback(ctx) //nolint:errcheck
 	var relPID int
 	require.NoError(t, rel.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&relPID))
-	_, released, err := db.Release(ctx, rel, uuid.MustParse(blocked.ID), "block 72h")
+	_, released, err := db.Release(ctx, db.NotingFills(rel), uuid.MustParse(blocked.ID), "block 72h")
 	require.NoError(t, err)
 	require.True(t, released)
 

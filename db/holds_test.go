@@ -32,7 +32,7 @@ func hold(s *db.Store, h db.NewHold) (out pix.Hold, created bool, err error) {
 
 // release runs db.Release in a transaction of its own.
 func release(s *db.Store, id string, reason string) (out pix.Hold, released bool, err error) {
-	err = db.InTx(context.Background(), s.Pool(), func(tx pgx.Tx) error {
+	err = s.InTx(context.Background(), func(tx pgx.Tx) error {
 		out, released, err = db.Release(context.Background(), tx, uuid.MustParse(id), reason)
 		return err
 	})

@@ -243,10 +243,10 @@ func legacyDrive(drive int) int { return max(drive, 1) }
 func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt int) (CreditOutcome, error) {
 	drive = legacyDrive(drive)
 	var out CreditOutcome
-	var fills *Fills
-	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	// The holds the credit fills (a MED's) are told after the commit
+	// (Store.InTx), after the outbox's wake.
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		out = CreditOutcome{} // a try after a deadlock starts afresh
-		tx, fills = CollectFills(tx)
 		// The row, locked, and its account.
 		var status string
 		var rowDrive int
@@ -316,16 +316,17 @@ func (s *Store) Credit(ctx context.Context, endToEndID string, drive, attempt in
 			return pix.ErrBalanceOverflow
 		}
 		out.BalanceAfter = balance + out.AmountCents
-		return recordCredit(ctx, tx, endToEndID, attempt, txid, s.deliveredBy(psp), &out)
+		if err := recordCredit(ctx, tx, endToEndID, attempt, txid, s.deliveredBy(psp), &out); err != nil {
+			return err
+		}
+		if out.Credited {
+			WakeOnCommit(tx, OutboxChannel)
+		}
+		return nil
 	})
 	if err != nil {
 		return CreditOutcome{}, err
 	}
-	if out.Credited {
-		s.Wake(OutboxChannel)
-	}
-	// The holds the credit filled (a MED's), told after the commit.
-	s.HoldsFilled(ctx, fills)
 	return out, nil
 }
 

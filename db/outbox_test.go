@@ -101,7 +101,7 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	require.NoError(t, err)
 	kept, _, err := hold(s, med("med:1", "acc-1", credited, 2_000))
 	require.NoError(t, err)
-	err = db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
+	err = s.InTx(ctx, func(tx pgx.Tx) error {
 		_, _, err := db.Shrink(ctx, tx, uuid.MustParse(kept.ID), 1_500, "")
 		return err
 	})

@@ -188,7 +188,7 @@ type Descriptor struct {
 	// hold of its own that fills, db.NewHold.FillFromCredits: a PIX
 	// credited, a transfer refunded, a devolução reversed, another hold
 	// released or shrunk), which the store calls after the inflow's commit
-	// with every hold it filled (db.Store.HoldsFilled; registry.WatchFills
+	// with every hold it filled (db.Store.InTx; registry.WatchFills
 	// sets the hooks up in every process): the saga wakes its runs waiting
 	// for the money, and keeps a look of its own as the backstop of a
 	// wake-up lost. It never fails the inflow. nil: none.

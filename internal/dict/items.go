@@ -199,6 +199,20 @@ type listed[T any] struct {
 	bad  *MalformedItem
 }
 
+// split parts a page's items, in their order, into those read and those
+// that are not the specification's (a page's Reports or Refunds, and its
+// Malformed); none: nil.
+func split[T any](items []listed[T]) (read []T, malformed []MalformedItem) {
+	for _, it := range items {
+		if it.bad != nil {
+			malformed = append(malformed, *it.bad)
+		} else {
+			read = append(read, it.item)
+		}
+	}
+	return read, malformed
+}
+
 // decodeItems decodes each of raws on its own (decodeItem), at the page's
 // start after.
 func decodeItems[T any](op string, s itemSpec, raws []rawItem, after time.Time) []listed[T] {

@@ -60,13 +60,7 @@ type refundList struct {
 // Malformed, the others read.
 func (c *HTTPClient) ListRefunds(ctx context.Context, q RefundQuery) (RefundPage, error) {
 	items, p, err := c.listRefunds(ctx, q)
-	for _, it := range items {
-		if it.bad != nil {
-			p.Malformed = append(p.Malformed, *it.bad)
-		} else {
-			p.Refunds = append(p.Refunds, it.item)
-		}
-	}
+	p.Refunds, p.Malformed = split(items)
 	return p, err
 }
 

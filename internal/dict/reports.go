@@ -109,13 +109,7 @@ type reportList struct {
 // page that is not the specification's is in Malformed, the others read.
 func (c *HTTPClient) ListInfractionReports(ctx context.Context, q ReportQuery) (ReportPage, error) {
 	items, p, err := c.listReports(ctx, q)
-	for _, it := range items {
-		if it.bad != nil {
-			p.Malformed = append(p.Malformed, *it.bad)
-		} else {
-			p.Reports = append(p.Reports, it.item)
-		}
-	}
+	p.Reports, p.Malformed = split(items)
 	return p, err
 }
 

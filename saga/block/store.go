@@ -397,24 +397,21 @@ func (s *Store) Settle(ctx context.Context, id uuid.UUID) (Block, bool, error) {
 // the outbox after a change.
 func (s *Store) end(ctx context.Context, id uuid.UUID, decide func(tx pgx.Tx, cur Block) (Block, bool, error)) (out Block, changed bool, err error) {
 	// A hold released fills the account's holds that lack (a MED's): told
-	// after the commit.
-	var fills *db.Fills
-	err = db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
-		tx, fills = db.CollectFills(tx)
+	// after the commit (db.Store.InTx), after the outbox's wake.
+	err = s.store.InTx(ctx, func(tx pgx.Tx) error {
 		cur, err := one(tx.Query(ctx, blockSQL.Lock, id))
 		if err != nil {
 			return err
 		}
 		out, changed, err = decide(tx, cur)
+		if err == nil && changed {
+			db.WakeOnCommit(tx, db.OutboxChannel)
+		}
 		return err
 	})
 	if err != nil {
 		return Block{}, false, db.Classify(err)
 	}
-	if changed {
-		s.store.Wake(db.OutboxChannel)
-	}
-	s.store.HoldsFilled(ctx, fills)
 	return out, changed, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db"
@@ -515,5 +516,41 @@ func TestSettleNeedsOneConnection(t *testing.T) {
 	defer cancel()
 	done := f.changed(block.NewStore(db.NewStore(one)).Settle(hang, b.ID))
 	require.Equal(t, block.CauseReturnNotMade, *done.EndCause)
+	f.requireBooks()
+}
+
+// A release that fills another hold of the account (a MED's that lacks)
+// tells the store's hooks after its commit (db.Store.InTx), once: asked
+// again, it releases, fills and tells nothing.
+func TestAReleaseThatFillsAHoldTellsTheHooksAfterItsCommit(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, b := f.blocked(4_000)
+	var med pix.Hold
+	require.NoError(t, f.s.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		med, _, err = db.Hold(ctx, tx, db.NewHold{Ref: "med:1", AccountID: c.AccountID, EndToEndID: c.EndToEndID,
+			AmountCents: 10_000, UpTo: true, FillFromCredits: true, Kind: "med"})
+		return err
+	}))
+	require.Less(t, med.AmountCents, int64(10_000), "the block holds part of the PIX: the MED's hold lacks it")
+	var told [][]db.FilledHold
+	var committed []int64 // what the hold told of holds then, read on a connection of its own
+	f.s.OnHoldsFilled(func(ctx context.Context, filled []db.FilledHold) {
+		told = append(told, filled)
+		h, err := f.s.GetHold(ctx, uuid.MustParse(filled[0].ID))
+		require.NoError(t, err)
+		committed = append(committed, h.AmountCents)
+	})
+
+	f.changed(f.store.Release(ctx, b.ID, "operator-2"))
+	require.Len(t, told, 1)
+	require.Len(t, told[0], 1)
+	require.Equal(t, med.ID, told[0][0].ID)
+	require.Equal(t, db.FillSource{Kind: db.FillByHoldRelease, ID: b.HoldID.String()}, told[0][0].Source)
+	require.Equal(t, []int64{med.AmountCents + told[0][0].FilledCents}, committed, "told after the commit")
+
+	f.unchanged(f.store.Release(ctx, b.ID, "operator-3"))
+	require.Len(t, told, 1)
 	f.requireBooks()
 }

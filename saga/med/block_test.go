@@ -41,7 +41,7 @@ func (f *fixture) blockPIX(account, e2e string, cents int64) pix.Hold {
 // releaseBlock ends the block blk as its 72 hours do.
 func (f *fixture) releaseBlock(blk pix.Hold) {
 	f.t.Helper()
-	require.NoError(f.t, db.InTx(context.Background(), f.s.Pool(), func(tx pgx.Tx) error {
+	require.NoError(f.t, f.s.InTx(context.Background(), func(tx pgx.Tx) error {
 		_, _, err := db.Release(context.Background(), tx, uuid.MustParse(blk.ID), "block expired")
 		return err
 	}))

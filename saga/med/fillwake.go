@@ -12,7 +12,7 @@ import (
 )
 
 // FillsWake is the saga's hook on the holds an inflow filled
-// (saga.Descriptor.HoldsFilled, db.Store.HoldsFilled), called after the
+// (saga.Descriptor.HoldsFilled, db.Store.InTx), called after the
 // inflow's commit: each report whose hold (kind med, ref
 // med:<report>:<n>) was filled has its run woken (ChangedSignal), so that
 // a run waiting for credits in a return in parts returns the part at once

@@ -856,10 +856,9 @@ func nothingReturned(cur Report) bool {
 // fence). After a change it wakes the report's dispatcher and the outbox.
 func (s *Store) decide(ctx context.Context, id uuid.UUID, gen int64, fn func(tx pgx.Tx, cur Report) (Report, bool, error)) (out Report, changed bool, err error) {
 	// A hold of the report released or shrunk fills the account's other
-	// holds that lack (another report's): told after the commit.
-	var fills *db.Fills
-	err = db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
-		tx, fills = db.CollectFills(tx)
+	// holds that lack (another report's): told after the commit
+	// (db.Store.InTx), after the wakes.
+	err = s.store.InTx(ctx, func(tx pgx.Tx) error {
 		cur, err := one(tx.Query(ctx, medSQL.Lock, id))
 		if err != nil {
 			return err
@@ -869,15 +868,14 @@ func (s *Store) decide(ctx context.Context, id uuid.UUID, gen int64, fn func(tx 
 			return nil
 		}
 		out, changed, err = fn(tx, cur)
+		if err == nil && changed {
+			db.WakeOnCommit(tx, DueChannel, db.OutboxChannel)
+		}
 		return err
 	})
 	if err != nil {
 		return Report{}, false, db.Classify(err)
 	}
-	if changed {
-		s.store.Wake(DueChannel, db.OutboxChannel)
-	}
-	s.store.HoldsFilled(ctx, fills)
 	return out, changed, nil
 }
 

@@ -40,6 +40,8 @@ func TestReversalFillsTheMEDHold(t *testing.T) {
 		return err
 	}))
 
+	var told [][]db.FilledHold // the hooks, told after the commit (db.Store.InTx)
+	s.OnHoldsFilled(func(_ context.Context, filled []db.FilledHold) { told = append(told, filled) })
 	for range 2 { // the second is a retry whose first try committed
 		_, err = s.ReverseRefund(ctx, devolucao.ID, "conta encerrada", false)
 		require.NoError(t, err)
@@ -60,5 +62,7 @@ func TestReversalFillsTheMEDHold(t *testing.T) {
 		holdID, devolucao.ID).Scan(&events))
 	require.Equal(t, 1, fills)
 	require.Equal(t, 1, events)
+	require.Equal(t, [][]db.FilledHold{{{ID: holdID, Ref: "med:1", Kind: "med", AccountID: "acc-1", FilledCents: 5_000,
+		Source: db.FillSource{Kind: db.FillByRefundReversal, ID: devolucao.ID}}}}, told, "told once, the retry filling nothing")
 	dbtest.RequireBooks(t, s.Store)
 }

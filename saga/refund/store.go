@@ -178,9 +178,10 @@ func (s *Store) StandingRefusal(ctx context.Context, id string) (reason string, 
 // PUT was sent (pix.ErrRefundFinal otherwise, with nothing changed).
 func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bool) (pix.Refund, error) {
 	var out pix.Refund
-	var fills *db.Fills
-	err := db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
-		tx, fills = db.CollectFills(tx)
+	// The holds the money back fills (a MED's) are told after the commit
+	// (db.Store.InTx), after the outbox's wake.
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		db.WakeOnCommit(tx, db.OutboxChannel)
 		var err error
 		if out, err = db.ScanRefund(tx.QueryRow(ctx, refundSQL.LockRefund, id)); err != nil {
 			return err
@@ -230,9 +231,6 @@ func (s *Store) ReverseRefund(ctx context.Context, id, reason string, refused bo
 	if err != nil {
 		return pix.Refund{}, err
 	}
-	s.Wake(db.OutboxChannel)
-	// The holds the money back filled (a MED's), told after the commit.
-	s.HoldsFilled(ctx, fills)
 	return out, nil
 }
 

@@ -88,7 +88,7 @@ func RegisterMetrics(r prometheus.Registerer, env saga.Env) error {
 
 // WatchFills sets every saga's hook on the holds an inflow filled
 // (saga.Descriptor.HoldsFilled) on env's store, which calls them after the
-// inflow's commit (db.Store.HoldsFilled). Call it once per process, before
+// inflow's commit (db.Store.InTx). Call it once per process, before
 // the store is used: every process that credits, refunds or releases
 // (the workers, the API) wakes the sagas alike.
 func WatchFills(env saga.Env) {

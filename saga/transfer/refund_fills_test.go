@@ -39,9 +39,13 @@ func TestTransferRefundFillsTheMEDHold(t *testing.T) {
 		return err
 	}))
 	require.EqualValues(t, 0, h.AmountCents)
+	var told [][]db.FilledHold // the hooks, told after the commit (db.Store.InTx)
+	ds.OnHoldsFilled(func(_ context.Context, filled []db.FilledHold) { told = append(told, filled) })
 
 	_, err := s.RefundTransfer(ctx, uuid.MustParse(tr.ID), "receiver rejected")
 	require.NoError(t, err)
+	require.Equal(t, [][]db.FilledHold{{{ID: h.ID, Ref: "med:1", Kind: "med", AccountID: "acc-1", FilledCents: 10_000,
+		Source: db.FillSource{Kind: db.FillByTransferRefund, ID: tr.ID}}}}, told)
 
 	got, err := ds.GetHold(ctx, uuid.MustParse(h.ID))
 	require.NoError(t, err)
@@ -61,6 +65,7 @@ func TestTransferRefundFillsTheMEDHold(t *testing.T) {
 	require.NoError(t, ds.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox_events
 		WHERE aggregate_id = $1 AND event_type = 'pix.hold.filled' AND payload->>'source_id' = $2`, h.ID, tr.ID).Scan(&events))
 	require.Equal(t, 1, fills, "the refund fills the hold once")
+	require.Len(t, told, 1, "the refund run again fills, and tells, nothing")
 	require.Equal(t, tr.ID, source)
 	require.Equal(t, 1, events)
 	got, err = ds.GetHold(ctx, uuid.MustParse(h.ID))

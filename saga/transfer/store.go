@@ -116,9 +116,10 @@ func (s *Store) updateTransfer(ctx context.Context, id uuid.UUID, update string,
 // here.
 func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string) (pix.Transfer, error) {
 	var out pix.Transfer
-	var fills *db.Fills
-	err := db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
-		tx, fills = db.CollectFills(tx)
+	// The holds the money back fills (a MED's) are told after the commit
+	// (db.Store.InTx), after the outbox's wake.
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		db.WakeOnCommit(tx, db.OutboxChannel)
 		var err error
 		out, err = db.ScanTransfer(tx.QueryRow(ctx, transferSQL.LockTransfer, id))
 		if err != nil {
@@ -148,9 +149,6 @@ func (s *Store) RefundTransfer(ctx context.Context, id uuid.UUID, reason string)
 	if err != nil {
 		return pix.Transfer{}, err
 	}
-	s.Wake(db.OutboxChannel)
-	// The holds the money back filled (a MED's), told after the commit.
-	s.HoldsFilled(ctx, fills)
 	return out, nil
 }
 
