@@ -45,6 +45,9 @@
 // walk hands it in its place to the query's Malformed (its Id and
 // LastModified as far as they can be read; where the walk met it when its
 // LastModified can't be), or, without one, stops there (ErrMalformedItem).
+// The report or refund request of a single answer (getInfractionReport,
+// getRefund, a write's) is checked the same way (decodeAnswer): one that is
+// not the specification's fails the call with its MalformedItem.
 // An answer whose signature does not verify still fails whole: nothing
 // unverified is read.
 //
@@ -103,6 +106,8 @@
 //	5xx, timeout, no answer, an answer
 //	  that is not the operation's          Unknown (ErrUnknownOutcome): read back, then retry
 //	*SignatureError (ErrUnverifiedAnswer)   Unverified: never accepted; as Unknown, and an alert
+//	MalformedItem (ErrMalformedItem)       Malformed: a verified report or refund request not
+//	                                         the specification's; never decided on, an operator's
 //
 // Each problem type of the specification these operations may answer is
 // declared once (ErrNotFound, ErrInfractionReportOperationInvalid,

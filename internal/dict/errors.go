@@ -247,6 +247,12 @@ const (
 	// Unverified: an answer whose signature is missing or wrong: never
 	// accepted. Outcome unknown, as Unknown; and an operator's matter.
 	Unverified
+	// Malformed: an answer verified whose report or refund request is not
+	// the specification's (ErrMalformedItem: a required element missing, a
+	// value its enumeration does not have, ...), or a walk stopped at such
+	// an item: never decided on. Outcome unknown, as Unknown; and an
+	// operator's matter, as Unverified.
+	Malformed
 )
 
 func (c Class) String() string {
@@ -261,13 +267,17 @@ func (c Class) String() string {
 		return "unknown"
 	case Unverified:
 		return "unverified"
+	case Malformed:
+		return "malformed"
 	}
 	return "class(" + fmt.Sprint(int(c)) + ")"
 }
 
 // Retryable reports whether sending the same request again is the answer
 // to c (after a read-back, for a write whose outcome is unknown).
-func (c Class) Retryable() bool { return c == RateLimited || c == Unknown || c == Unverified }
+func (c Class) Retryable() bool {
+	return c == RateLimited || c == Unknown || c == Unverified || c == Malformed
+}
 
 // Classify says what an error of this package means. An error that is none
 // of its own (a cancelled context) says nothing about the DICT: Unknown.
@@ -278,6 +288,8 @@ func Classify(err error) Class {
 		return Done
 	case errors.Is(err, ErrUnverifiedAnswer):
 		return Unverified
+	case errors.Is(err, ErrMalformedItem):
+		return Malformed
 	case errors.Is(err, ErrNotSent):
 		return Refused
 	case errors.As(err, &pe):

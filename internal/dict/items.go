@@ -15,8 +15,12 @@ import (
 // ErrMalformedItem is an item of a list's page, under the page's verified
 // signature, that is not the specification's (MalformedItem): a walk whose
 // query takes no MalformedItem (ReportQuery.Malformed, RefundQuery.Malformed)
-// stops at it with this error.
-var ErrMalformedItem = errors.New("dict: a listed item is not the specification's")
+// stops at it with this error. So is the report or refund request of a
+// single answer (getInfractionReport, getRefund, and the writes' answers),
+// checked as a list's items are (decodeAnswer): the call fails with it
+// (Classify: Malformed), nothing decided on a copy the client could not
+// read as the specification writes it.
+var ErrMalformedItem = errors.New("dict: an item is not the specification's")
 
 // MalformedItem is an item of a list's page that does not decode as the
 // specification writes it (an element required and missing, an
@@ -34,7 +38,7 @@ type MalformedItem struct {
 	ID string
 	// LastModified is the item's LastModified, zero when it can't be
 	// read; At is where the walk met it then: the item is at or after
-	// At (the lists are in LastModified order).
+	// At (the lists are in LastModified order); zero for a single answer's.
 	LastModified, At time.Time
 	// Field is the element at fault (Status, RefundAmount, ...; "" when
 	// the item can't be read at all), Reason what is wrong with it: its
@@ -49,8 +53,11 @@ type MalformedItem struct {
 // Error says what is wrong with the item.
 func (m MalformedItem) Error() string {
 	at := "LastModified unreadable, listed at or after " + dateTime(m.At)
-	if !m.LastModified.IsZero() {
+	switch {
+	case !m.LastModified.IsZero():
 		at = "modified " + dateTime(m.LastModified)
+	case m.At.IsZero():
+		at = "LastModified unreadable"
 	}
 	return fmt.Sprintf("dict %s: %s: item %q (%s): %s: %s", m.Op, ErrMalformedItem, bounded(m.ID), at, m.Field, m.Reason)
 }
@@ -145,6 +152,17 @@ func decodeItem[T any](op string, s itemSpec, raw rawItem, at time.Time) (T, *Ma
 	if err := xml.Unmarshal(wrapped, &out); err != nil {
 		bad.Reason = bounded(err.Error())
 		return out, bad
+	}
+	return out, nil
+}
+
+// decodeAnswer decodes raw, the report or refund request of op's single
+// answer (a read's, a write's), as a list's items are (decodeItem, s): one
+// that is not the specification's is its MalformedItem as the error.
+func decodeAnswer[T any](op string, s itemSpec, raw rawItem) (T, error) {
+	out, bad := decodeItem[T](op, s, raw, time.Time{})
+	if bad != nil {
+		return out, *bad
 	}
 	return out, nil
 }

@@ -18,9 +18,14 @@ import (
 // by the DICT all the same (and not checked against the document: it
 // breaks it on purpose); sign signs it otherwise.
 func spoil(ts *dictsim.TestServer, item, id string, sign dictsim.SignMode, change func(e *etree.Element)) {
+	spoilAnswers(ts, []string{"listInfractionReport", "listRefund"}, item, id, sign, change)
+}
+
+// spoilAnswers is spoil for the answers of ops.
+func spoilAnswers(ts *dictsim.TestServer, ops []string, item, id string, sign dictsim.SignMode, change func(e *etree.Element)) {
 	hook(ts, func(x *dictsim.Exchange, model func() dictsim.Answer) dictsim.Answer {
 		a := model()
-		if x.Op != "listInfractionReport" && x.Op != "listRefund" {
+		if !slices.Contains(ops, x.Op) {
 			return a
 		}
 		for _, e := range a.Body.FindElements("//" + item) {
@@ -112,7 +117,7 @@ func TestAMalformedReportIsReportedAndTheWalkGoesOn(t *testing.T) {
 			_, err = c.WalkInfractionReports(ctx, dict.ReportQuery{Role: dict.Credited, ModifiedAfter: start},
 				func(r dict.InfractionReport) error { got = append(got, r.ID); return nil })
 			var mi dict.MalformedItem
-			if !errors.Is(err, dict.ErrMalformedItem) || !errors.As(err, &mi) || mi.ID != bad.ID || dict.Classify(err) != dict.Unknown {
+			if !errors.Is(err, dict.ErrMalformedItem) || !errors.As(err, &mi) || mi.ID != bad.ID || dict.Classify(err) != dict.Malformed {
 				t.Errorf("a walk that takes no malformed item: %v (class %s), want it stopped at %s", err, dict.Classify(err), bad.ID)
 			}
 		})
@@ -171,5 +176,60 @@ func TestAMalformedRefundIsReportedAndTheWalkGoesOn(t *testing.T) {
 				t.Errorf("malformed: %+v, want refund request %s, field %s", malformed, bad.ID, tc.field)
 			}
 		})
+	}
+}
+
+// TestAMalformedSingleAnswerIsRefusedAsTheListsItems: the report or refund
+// request of a single answer (getInfractionReport, getRefund, and a
+// write's) is checked as a list's items are (required elements,
+// enumerations, uuids, date-times, amounts): one that is not the
+// specification's fails the call (ErrMalformedItem, a MalformedItem of the
+// call's operation; dict.Malformed), never a copy with an element empty
+// or a value no enumeration has, which the saga would decide on.
+func TestAMalformedSingleAnswerIsRefusedAsTheListsItems(t *testing.T) {
+	ts := newDICT(t, dictsim.Options{Now: frozen})
+	c := newClient(t, ts.Config)
+	ctx := context.Background()
+	ref := openRefund(t, ts, c)
+	rep := openReport(t, ts, c, dict.ReportOpen)
+	for _, tc := range []struct {
+		name, op, item, id, field string
+		change                    func(*etree.Element)
+		call                      func() error
+	}{
+		{"a report's unknown status", "getInfractionReport", "InfractionReport", rep.ID, "Status", setText("Status", "SUSPENDED"),
+			func() error { _, err := c.GetInfractionReport(ctx, rep.ID); return err }},
+		{"a report's missing status", "getInfractionReport", "InfractionReport", rep.ID, "Status", drop("Status"),
+			func() error { _, err := c.GetInfractionReport(ctx, rep.ID); return err }},
+		{"a report's unknown reporter", "getInfractionReport", "InfractionReport", rep.ID, "ReportedBy", setText("ReportedBy", "SOMEONE"),
+			func() error { _, err := c.GetInfractionReport(ctx, rep.ID); return err }},
+		{"an acknowledge's answer", "acknowledgeInfractionReport", "InfractionReport", rep.ID, "CreditedParticipant", drop("CreditedParticipant"),
+			func() error { _, err := c.AcknowledgeInfractionReport(ctx, rep.ID); return err }},
+		{"a refund's unknown status", "getRefund", "Refund", ref.ID, "Status", setText("Status", "PENDING"),
+			func() error { _, err := c.GetRefund(ctx, ref.ID); return err }},
+		{"a refund's missing amount", "getRefund", "Refund", ref.ID, "RefundAmount", drop("RefundAmount"),
+			func() error { _, err := c.GetRefund(ctx, ref.ID); return err }},
+		{"a refund's unknown rejection", "getRefund", "Refund", ref.ID, "RefundRejectionReason",
+			func(e *etree.Element) { e.CreateElement("RefundRejectionReason").SetText("REGRET") },
+			func() error { _, err := c.GetRefund(ctx, ref.ID); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spoilAnswers(ts, []string{tc.op}, tc.item, tc.id, dictsim.SignDICT, tc.change)
+			err := tc.call()
+			var mi dict.MalformedItem
+			if !errors.Is(err, dict.ErrMalformedItem) || !errors.As(err, &mi) || dict.Classify(err) != dict.Malformed {
+				t.Fatalf("%s: %v (class %s), want a malformed item", tc.op, err, dict.Classify(err))
+			}
+			if mi.Op != tc.op || mi.ID != tc.id || mi.Field != tc.field {
+				t.Errorf("malformed %+v: want %s of %s, field %s", mi, tc.op, tc.id, tc.field)
+			}
+		})
+	}
+	hook(ts, nil)
+	if _, err := c.GetInfractionReport(ctx, rep.ID); err != nil {
+		t.Errorf("the report as the specification writes it: %v", err)
+	}
+	if _, err := c.GetRefund(ctx, ref.ID); err != nil {
+		t.Errorf("the refund request as the specification writes it: %v", err)
 	}
 }

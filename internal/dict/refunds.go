@@ -45,7 +45,7 @@ type RefundPage struct {
 type refundAnswer struct {
 	ResponseTime  time.Time `xml:"ResponseTime"`
 	CorrelationID string    `xml:"CorrelationId"`
-	Refund        *Refund   `xml:"Refund"`
+	Refund        *rawItem  `xml:"Refund"`
 }
 
 type refundList struct {
@@ -208,8 +208,15 @@ func (c *HTTPClient) refundCall(ctx context.Context, op string, pol policy, id, 
 	if err != nil {
 		return Refund{}, err
 	}
-	if a.Refund == nil || !SameID(a.Refund.ID, id) {
+	if a.Refund == nil {
+		return Refund{}, fmt.Errorf("dict %s %s: %w: the answer has no refund request", op, id, ErrUnknownOutcome)
+	}
+	ref, err := decodeAnswer[Refund](op, refundSpec, *a.Refund)
+	if err != nil {
+		return Refund{}, err
+	}
+	if !SameID(ref.ID, id) {
 		return Refund{}, fmt.Errorf("dict %s %s: %w: the answer is about another refund request", op, id, ErrUnknownOutcome)
 	}
-	return *a.Refund, nil
+	return ref, nil
 }

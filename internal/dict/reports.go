@@ -92,9 +92,9 @@ type ReportPage struct {
 }
 
 type reportAnswer struct {
-	ResponseTime     time.Time         `xml:"ResponseTime"`
-	CorrelationID    string            `xml:"CorrelationId"`
-	InfractionReport *InfractionReport `xml:"InfractionReport"`
+	ResponseTime     time.Time `xml:"ResponseTime"`
+	CorrelationID    string    `xml:"CorrelationId"`
+	InfractionReport *rawItem  `xml:"InfractionReport"`
 }
 
 type reportList struct {
@@ -295,10 +295,17 @@ func (c *HTTPClient) reportCall(ctx context.Context, op string, pol policy, id, 
 	if err != nil {
 		return InfractionReport{}, err
 	}
-	if a.InfractionReport == nil || !SameID(a.InfractionReport.ID, id) {
+	if a.InfractionReport == nil {
+		return InfractionReport{}, fmt.Errorf("dict %s %s: %w: the answer has no report", op, id, ErrUnknownOutcome)
+	}
+	rep, err := decodeAnswer[InfractionReport](op, reportSpec, *a.InfractionReport)
+	if err != nil {
+		return InfractionReport{}, err
+	}
+	if !SameID(rep.ID, id) {
 		return InfractionReport{}, fmt.Errorf("dict %s %s: %w: the answer is about another report", op, id, ErrUnknownOutcome)
 	}
-	return *a.InfractionReport, nil
+	return rep, nil
 }
 
 // checkID refuses an id that is not the specification's uuid.

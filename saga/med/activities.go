@@ -590,8 +590,9 @@ func (a *Activities) markSent(ctx context.Context, cur Report, w Write) (Report,
 // dictFailed answers a failed DICT call as its class says (dict.Classify):
 // rate limited, retried after the DICT's Retry-After; outcome unknown,
 // retried (the write was marked sent: the next attempt, or run, reads
-// back first); refused or not verified,
-// the report notes why and the run stops there (StoppedType).
+// back first); refused, not verified, or a report or request that is not
+// the specification's (dict.Malformed: never decided on, never released or
+// returned on), the report notes why and the run stops there (StoppedType).
 func (a *Activities) dictFailed(ctx context.Context, cur Report, what string, err error) error {
 	switch dict.Classify(err) {
 	case dict.RateLimited:
@@ -602,6 +603,8 @@ func (a *Activities) dictFailed(ctx context.Context, cur Report, what string, er
 		return a.stop(ctx, cur, ProblemRefused, fmt.Sprintf("%s: %v", what, err))
 	case dict.Unverified:
 		return a.stop(ctx, cur, ProblemUnverified, fmt.Sprintf("%s: %v", what, err))
+	case dict.Malformed:
+		return a.stop(ctx, cur, ProblemMalformed, fmt.Sprintf("%s: %v", what, err))
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
@@ -614,6 +617,7 @@ const (
 	ProblemUnverified    = "dict_unverified"     // the answer's signature was not verified
 	ProblemNotAsOurs     = "dict_not_as_ours"    // read back, the DICT has it another way: an operator's
 	ProblemInvalidStatus = "dict_invalid_status" // refused as invalid for a status that allows it
+	ProblemMalformed     = "dict_malformed"      // its report or request answered not as the specification writes it
 )
 
 // stop notes problem on the report, after its code, and returns the run's

@@ -464,3 +464,71 @@ func TestLoadReportAnswersTheReport(t *testing.T) {
 	require.NoError(t, v.Get(&out))
 	require.Equal(t, r.ID, out.ID)
 }
+
+// A read-back the client could not read as the specification writes it
+// (dict.MalformedItem of a single answer: a Status it does not have, an
+// element required and missing) stops the run visibly (dict_malformed),
+// nothing decided on it: the report's close and the refund request's close
+// stay to do, the hold held, nothing released or returned. Before, it was
+// an unknown outcome, retried without a word (or, with the typed decoding,
+// a copy with a Status no enumeration has decided on).
+func TestAMalformedReadBackStopsVisibly(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	requireStopped := func(a *activityRun, r med.Report, err error) {
+		t.Helper()
+		var app *temporal.ApplicationError
+		require.ErrorAs(t, err, &app)
+		require.Equal(t, med.StoppedType, app.Type())
+		cur := a.current(r)
+		require.NotNil(t, cur.DICTProblem)
+		require.Contains(t, *cur.DICTProblem, med.ProblemMalformed)
+	}
+	a, r := analysed(t, f, dict.Agreed)
+	a.dict.loseNext = true
+	_, err := a.run(a.acts.CloseReport, r)
+	require.Error(t, err)
+	a.dict.refuseNext = dict.MalformedItem{Op: "getInfractionReport", ID: r.ID.String(), Field: "Status", Reason: `"SUSPENDED" is none of the statuses`}
+	_, err = a.run(a.acts.CloseReport, a.current(r))
+	requireStopped(a, r, err)
+	require.Equal(t, med.StatusAnalysed, a.current(r).Status, "not closed on a copy it could not read")
+	require.EqualValues(t, 10_000, a.current(r).HeldCents)
+	r, err = a.run(a.acts.CloseReport, a.current(r))
+	require.NoError(t, err, "read back again, as the specification writes it")
+	require.Equal(t, med.StatusAwaitingRequest, r.Status)
+	require.Nil(t, r.DICTProblem)
+
+	req := request(r, 10_000, dict.RefundOpen)
+	a.dict.refunds[req.ID] = req
+	r = f.step(f.store.IntakeRefund(ctx, req))
+	r = f.step(f.store.Return(ctx, r))
+	_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200abcdefghijk")
+	require.NoError(t, err)
+	r = f.step(f.store.Settle(ctx, r))
+	a.dict.loseNext = true
+	_, err = a.run(a.acts.CloseRefundRequest, r)
+	require.Error(t, err)
+	a.dict.refuseNext = dict.MalformedItem{Op: "getRefund", ID: req.ID, Field: "RefundAmount", Reason: "required, missing"}
+	_, err = a.run(a.acts.CloseRefundRequest, a.current(r))
+	requireStopped(a, r, err)
+	require.Nil(t, a.current(r).RefundClosedAt, "not recorded closed on a copy it could not read")
+	require.Equal(t, 1, a.dict.sent["closeRefund"])
+}
+
+// A kept request's close whose read-back is malformed records
+// dict_malformed (migration 0057 takes the code), the request left OPEN
+// and paging, nothing sent again on a copy the client could not read.
+func TestAKeptCloseReadBackMalformedIsRecorded(t *testing.T) {
+	f := newFixture(t)
+	a, r, req := disagreedWithRequest(t, f)
+	a.dict.loseNext = true
+	require.Error(t, a.closeKept(r))
+	a.dict.refuseNext = dict.MalformedItem{Op: "getRefund", ID: req.ID, Field: "Status", Reason: `"PENDING" is none of the statuses`}
+	require.NoError(t, a.closeKept(r))
+	q := f.kept(req.ID)
+	require.Equal(t, "OPEN", q.DICTStatus)
+	require.Nil(t, q.ClosedAt)
+	require.NotNil(t, q.CloseProblem)
+	require.Equal(t, med.ProblemMalformed, *q.CloseProblem)
+	require.Equal(t, 1, a.dict.sent["closeRefund"])
+}

@@ -145,8 +145,9 @@ func (a *Activities) closeKept(ctx context.Context, q KeptRequest) error {
 
 // keptFailed answers a failed DICT call on q as its class says
 // (dict.Classify): rate limited, retried after the DICT's Retry-After;
-// outcome unknown, retried (marked sent: read back first); refused or not
-// verified, recorded (keptStop), the request left OPEN and paging.
+// outcome unknown, retried (marked sent: read back first); refused, not
+// verified or malformed (dict.Malformed), recorded (keptStop), the request
+// left OPEN and paging.
 func (a *Activities) keptFailed(ctx context.Context, q KeptRequest, what string, err error) error {
 	switch dict.Classify(err) {
 	case dict.RateLimited:
@@ -158,6 +159,9 @@ func (a *Activities) keptFailed(ctx context.Context, q KeptRequest, what string,
 		return nil
 	case dict.Unverified:
 		a.keptStop(ctx, q, ProblemUnverified, fmt.Sprintf("%s: %v", what, err))
+		return nil
+	case dict.Malformed:
+		a.keptStop(ctx, q, ProblemMalformed, fmt.Sprintf("%s: %v", what, err))
 		return nil
 	}
 	return fmt.Errorf("%s %s: %w", what, q.ID, err)

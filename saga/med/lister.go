@@ -287,14 +287,21 @@ func (l *Lister) intake(ctx context.Context, r dict.InfractionReport) error {
 // intakeRefund hands a listed refund request to the saga's door. Its report
 // not received yet (modified before the first window, or listed later):
 // the report is read and taken in first. A request the door refuses for
-// good, or whose report the DICT refuses to read, is quarantined.
+// good, or whose report the DICT refuses to read or answers not as the
+// specification writes it, is quarantined.
 func (l *Lister) intakeRefund(ctx context.Context, r dict.Refund) error {
 	held := Quarantined{Kind: QuarantinedRefund, ID: r.ID, LastModified: r.LastModified}
 	_, _, err := l.Doors.IntakeRefund(ctx, r)
 	if errors.Is(err, ErrNotFound) {
 		rep, gerr := l.DICT.GetInfractionReport(ctx, r.InfractionReportID)
-		if dict.Classify(gerr) == dict.Refused {
+		switch dict.Classify(gerr) {
+		case dict.Refused:
 			held.Reason = "dict_refused"
+			return l.quarantine(ctx, held, fmt.Errorf("read the report %s the refund request names: %w", r.InfractionReportID, gerr))
+		case dict.Malformed:
+			// The report read is not the specification's: the request is
+			// held visibly, never taken in on a report that can't be read.
+			held.Reason = "dict_malformed:InfractionReport"
 			return l.quarantine(ctx, held, fmt.Errorf("read the report %s the refund request names: %w", r.InfractionReportID, gerr))
 		}
 		if gerr != nil {
