@@ -79,7 +79,9 @@ func (h *Handlers) HTTP() api.SagaHTTP {
 			{Method: http.MethodGet, Path: requests, Scope: auth.ScopeAdmin, Handle: h.listKept},
 			{Method: http.MethodGet, Path: requests + "/:id", Scope: auth.ScopeAdmin, Handle: h.getKept},
 			{Method: http.MethodGet, Path: "/pix/med/quarantine", Scope: auth.ScopeAdmin, Handle: h.listQuarantine},
-			{Method: http.MethodDelete, Path: "/pix/med/quarantine/:kind/:id", Scope: auth.ScopeAdmin, Handle: h.resolveQuarantine},
+			// *id: the rest of the path, so that an id with a '/' (as
+			// listed, sent escaped %2F or not) is one id, not a 404.
+			{Method: http.MethodDelete, Path: "/pix/med/quarantine/:kind/*id", Scope: auth.ScopeAdmin, Handle: h.resolveQuarantine},
 		},
 		CreditSection: api.CreditSection{Name: "med", Of: h.section},
 	}
@@ -328,8 +330,11 @@ func (h *Handlers) listQuarantine(k api.Kit, c *gin.Context) {
 // the operator looked, which would let the 72 h expiry release past a
 // copy nobody decided (attack review r4 MED-1). 404
 // med_quarantine_not_found when no copy of that LastModified is there.
+// The id is the rest of the path (a catch-all): an id the DICT wrote
+// with a '/' in it (its dict_id as listed, sent percent-encoded as a path
+// segment is, %2F) is one id.
 func (h *Handlers) resolveQuarantine(k api.Kit, c *gin.Context) {
-	kind, id := c.Param("kind"), c.Param("id")
+	kind, id := c.Param("kind"), strings.TrimPrefix(c.Param("id"), "/")
 	if kind != QuarantinedReport && kind != QuarantinedRefund {
 		k.Fail(c, pix.Invalid("kind", "must be report or refund"))
 		return

@@ -106,11 +106,15 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 }
 
 // ginPathToOpenAPI writes gin's /pix/credits/:end_to_end_id as
-// /pix/credits/{end_to_end_id}.
+// /pix/credits/{end_to_end_id}, and a catch-all's last segment
+// (/pix/med/quarantine/:kind/*id) as a parameter too: its value is one
+// path parameter, a '/' in it sent percent-encoded.
 func ginPathToOpenAPI(path string) string {
 	parts := strings.Split(path, "/")
 	for i, p := range parts {
 		if name, ok := strings.CutPrefix(p, ":"); ok {
+			parts[i] = "{" + name + "}"
+		} else if name, ok := strings.CutPrefix(p, "*"); ok && i == len(parts)-1 {
 			parts[i] = "{" + name + "}"
 		}
 	}
