@@ -47,7 +47,8 @@ func KeptClosing(q KeptRequest) dict.RefundClosing {
 }
 
 // keptClosedTotal counts the kept requests' closes by outcome: rejected
-// (closed REJECTED by us), moved (the DICT had it CANCELLED or CLOSED
+// (closed REJECTED by us: recorded by the run, or by the lister's copy of
+// our close whose answer was lost, intakeRefund; once), moved (the DICT had it CANCELLED or CLOSED
 // otherwise: nothing sent), not_closed (refused, not verified, or refused
 // as invalid for an OPEN request: close_problem recorded, the request
 // still OPEN and paging, PixMEDRefundRequestNotTaken).

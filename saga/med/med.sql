@@ -94,7 +94,9 @@ RETURNING *
 -- report_cancelled, KeptClosing; $9 its result, $10 its rejection reason),
 -- met with our close marked sent and not recorded (its answer lost), also
 -- records that close as ours (as KeptClosed): the run's retry no longer
--- finds it OPEN (KeptToClose), so nothing else would.
+-- finds it OPEN (KeptToClose), so nothing else would. Returns whether this
+-- statement recorded that close (closed_at set now: counted once, the
+-- run's KeptClosed then finding it recorded); no row: nothing changed.
 INSERT INTO pix_med_refund_requests (id, report_id, amount_cents, dict_status, why, dict_modified_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (id) DO UPDATE SET dict_status = EXCLUDED.dict_status, dict_modified_at = EXCLUDED.dict_modified_at,
@@ -110,6 +112,7 @@ ON CONFLICT (id) DO UPDATE SET dict_status = EXCLUDED.dict_status, dict_modified
                        OR (pix_med_refund_requests.why = 'report_cancelled' AND $8::bool)) AS o) ours)
     WHERE pix_med_refund_requests.report_id = EXCLUDED.report_id
       AND pix_med_refund_requests.dict_status = 'OPEN' AND EXCLUDED.dict_status <> 'OPEN'
+RETURNING COALESCE(closed_at = now(), false)
 
 -- name: Kept
 -- The refund request $1 of report $2 as kept on its own (its status, the

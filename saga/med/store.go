@@ -681,23 +681,22 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 		return Report{}, false, "", pix.Invalid("refund_amount", "must be positive")
 	}
 	// keep records the request in by its own id, for on-call, its report
-	// cur unchanged (why: why its report does not answer it); again, its
-	// status moves as requestMoves says (Unanswered). A first record or a
-	// move is the outcome RequestUnanswered.
+	// cur unchanged (keepRequest); a first record or a move is the outcome
+	// RequestUnanswered, our close recorded from it counted after the
+	// commit (closedOurs).
+	var closedOurs bool
 	keep := func(tx pgx.Tx, cur Report, why string) (Report, bool, error) {
-		disagreed, cancelled := ourKeptClose(in, "report_disagreed"), ourKeptClose(in, "report_cancelled")
-		rs, err := tx.Exec(ctx, medSQL.Unanswered, requestID, cur.ID, int64(in.RefundAmount), string(in.Status), why, in.LastModified,
-			disagreed, cancelled, string(dict.Rejected), string(dict.RejectionOther))
+		moved, ours, err := keepRequest(ctx, tx, in, requestID, cur.ID, why)
 		if err != nil {
-			return Report{}, false, fmt.Errorf("record refund request %s of report %s: %w", requestID, cur.ID, err)
+			return Report{}, false, err
 		}
-		if rs.RowsAffected() > 0 {
-			outcome = RequestUnanswered
+		if moved {
+			outcome, closedOurs = RequestUnanswered, ours
 		}
 		return cur, false, nil
 	}
 	out, changed, err = s.decide(ctx, id, -1, func(tx pgx.Tx, cur Report) (Report, bool, error) {
-		outcome = ""
+		outcome, closedOurs = "", false
 		if cur.EndToEndID != in.TransactionID {
 			return Report{}, false, fmt.Errorf("%w: report %s is of PIX %s, the refund request's %s", ErrReportMismatch, id, cur.EndToEndID, in.TransactionID)
 		}
@@ -762,7 +761,30 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 	if err == nil && outcome != "" {
 		lateRequestsTotal.WithLabelValues(outcome).Inc()
 	}
+	if err == nil && closedOurs {
+		keptClosedTotal.WithLabelValues(keptRejected).Inc()
+	}
 	return out, changed, outcome, err
+}
+
+// keepRequest records the refund request in (requestID) by its own id, for
+// on-call, kept under the report reportID (why: why the report does not
+// answer it); again, its status moves as requestMoves says (Unanswered):
+// moved says it was recorded or moved. A move that records our close of a
+// kept request (its answer lost, listed CLOSED before the run's retry)
+// says so (ours): counted as the run's close would be, once, the run's
+// KeptClosed then finding it recorded and counting nothing.
+func keepRequest(ctx context.Context, tx pgx.Tx, in dict.Refund, requestID, reportID uuid.UUID, why string) (moved, ours bool, err error) {
+	disagreed, cancelled := ourKeptClose(in, "report_disagreed"), ourKeptClose(in, "report_cancelled")
+	err = tx.QueryRow(ctx, medSQL.Unanswered, requestID, reportID, int64(in.RefundAmount), string(in.Status), why, in.LastModified,
+		disagreed, cancelled, string(dict.Rejected), string(dict.RejectionOther)).Scan(&ours)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, false, nil // nothing moved
+	case err != nil:
+		return false, false, fmt.Errorf("record refund request %s of report %s: %w", requestID, reportID, err)
+	}
+	return true, ours, nil
 }
 
 // keptCopy is the refund request requestID as the report reportID takes

@@ -1,0 +1,4 @@
+package med
+
+// KeptClosed is the counter of the kept requests' closes by outcome.
+var KeptClosed = keptClosedTotal
