@@ -558,8 +558,12 @@ func Shrink(ctx context.Context, tx pgx.Tx, id uuid.UUID, toCents int64, reason 
 // asked, at least what it holds), as far as its PIX's room goes (what the
 // room leaves out is its fill_short_cents, raised as the PIX gets room
 // back: RaiseFillTo), with its event (pix.hold.made_filling). It holds
-// what it held: nothing is available or held that was not, and the
-// account's later inflows fill it. So its holder captures a part of it and
+// what it held, and takes what is available up to what it fills to, with
+// its fill (pix.hold.filled, source hold_made_filling): the money that came
+// in since it was made, which a hold that filled would have taken; none
+// while another hold of the account still lacks (as Hold: holds that fill
+// take money oldest first, and an older one would have had it). The
+// account's later inflows fill it on. So its holder captures a part of it and
 // keeps it (NewRefund.KeepHold), and a devolução of that part not made
 // gives its money back into it (RestoreHold), held in the reversal's
 // transaction: captured whole, a hold that does not fill ends, and the
@@ -581,6 +585,11 @@ func MakeFilling(ctx context.Context, tx pgx.Tx, id uuid.UUID, needCents int64, 
 	if !hold.UpTo {
 		return pix.Hold{}, false, pix.Invalid("hold", "holds a whole amount (not up to): it does not fill")
 	}
+	// Before it fills: whether another hold of the account lacks.
+	var others bool
+	if err := tx.QueryRow(ctx, holdSQL.AccountFilling, hold.AccountID).Scan(&others); err != nil {
+		return pix.Hold{}, false, fmt.Errorf("holds filling: %w", err)
+	}
 	fillTo := min(max(needCents, hold.AmountCents), hold.AskedCents)
 	var short int64
 	if hold.EndToEndID != nil {
@@ -600,7 +609,32 @@ func MakeFilling(ctx context.Context, tx pgx.Tx, id uuid.UUID, needCents int64, 
 	if err != nil {
 		return pix.Hold{}, false, fmt.Errorf("make hold %s fill: %w", id, err)
 	}
-	return hold, true, nil
+	if others {
+		return hold, true, nil
+	}
+	hold, err = fillMadeFilling(ctx, tx, hold)
+	return hold, err == nil, err
+}
+
+// fillMadeFilling fills the hold just made one that fills (MakeFilling),
+// the only one of its account that lacks, with what the account has
+// available, up to what it lacks (FillHolds, source hold_made_filling),
+// under the account's lock LockHold took, and returns it as it is after.
+func fillMadeFilling(ctx context.Context, tx pgx.Tx, hold pix.Hold) (pix.Hold, error) {
+	a, _, err := lockAccountOfAnyStatus(ctx, tx, hold.AccountID)
+	if err != nil {
+		return pix.Hold{}, err
+	}
+	take := min(a.available(), *hold.FillToCents-hold.AmountCents)
+	if take <= 0 {
+		return hold, nil
+	}
+	filled, err := FillHolds(ctx, tx, hold.AccountID, take, FillSource{Kind: FillByMadeFilling, ID: hold.ID})
+	if err != nil {
+		return pix.Hold{}, err
+	}
+	hold.AmountCents += filled
+	return hold, nil
 }
 
 // RestoreHold gives the money of the devolução refundID, reversed in tx,
@@ -667,9 +701,10 @@ func (s *Store) GetHolds(ctx context.Context, ids []uuid.UUID) (map[string]pix.H
 // spendable again once a transfer out of it is refunded; nor only money
 // come in: money another hold stops holding fills them too
 // (fillFromFreed). Kind is one of FillByCredit, FillByTransferRefund,
-// FillByRefundReversal, FillByHoldRelease, FillByHoldShrink; ID names the
-// source (the PIX's end_to_end_id, the transfer's id, the refund's id, the
-// released hold's id, the shrink's event id). A hold fills once per source
+// FillByRefundReversal, FillByHoldRelease, FillByHoldShrink,
+// FillByMadeFilling; ID names the source (the PIX's end_to_end_id, the
+// transfer's id, the refund's id, the released hold's id, the shrink's
+// event id, the hold made filling's id). A hold fills once per source
 // (pix_hold_fills' primary key).
 type FillSource struct {
 	Kind string
@@ -686,6 +721,10 @@ const (
 	// event's).
 	FillByHoldRelease = "hold_release"
 	FillByHoldShrink  = "hold_shrink"
+	// Money available when a hold that did not fill is made one that
+	// fills (MakeFilling; ID the hold's): what came in since it was made,
+	// which it would have taken had it filled.
+	FillByMadeFilling = "hold_made_filling"
 )
 
 // reserved is what the hold, active, takes of its PIX's credit (TakenCents):

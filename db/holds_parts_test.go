@@ -287,3 +287,54 @@ func TestALegacyHoldMadeFillingIsRestoredHeld(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rec.Balanced(), "%+v", rec)
 }
+
+// A hold that does not fill, made one that fills (db.MakeFilling), takes
+// what the account has available up to what it fills to: the money that
+// came in since it was made, which a hold that filled would have taken
+// (attack review r5 MED-3; before, it stayed available, spendable), with
+// its pix.hold.filled (source hold_made_filling) and its pix_hold_fills
+// row; no more than its holder's need.
+func TestALegacyHoldMadeFillingTakesTheMoneyCameInSince(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		need, want int64
+	}{
+		{name: "all it lacks", need: 10_000, want: 8_000},
+		{name: "up to its need", need: 4_000, want: 4_000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, reported := spentPIX(t, 7_000)
+			h, _, err := hold(s, db.NewHold{Ref: "med:1", AccountID: "acc-1", EndToEndID: reported, AmountCents: 10_000, UpTo: true,
+				Kind: "med", Reason: "notificação de infração"})
+			require.NoError(t, err)
+			require.EqualValues(t, 3_000, h.AmountCents)
+			legacyHold(t, s, h)
+			creditPIX(t, s, 2, "acc-1", 5_000) // not filled into the hold that does not fill
+			requireMoney(t, s, "acc-1", 8_000, 3_000)
+			var made pix.Hold
+			require.NoError(t, s.InTx(ctx, func(tx pgx.Tx) error { // a fill's wake-ups noted
+				made, _, err = db.MakeFilling(ctx, tx, uuid.MustParse(h.ID), c.need, "med: returned in parts")
+				return err
+			}))
+			require.EqualValues(t, c.want, made.AmountCents)
+			require.EqualValues(t, c.need, *made.FillToCents)
+			requireMoney(t, s, "acc-1", 8_000, c.want)
+			kept, err := s.GetHold(ctx, uuid.MustParse(h.ID))
+			require.NoError(t, err)
+			require.EqualValues(t, c.want, kept.AmountCents)
+			filled := eventsOf(t, s, db.EventHoldFilled)
+			require.Len(t, filled, 1)
+			require.Equal(t, db.FillByMadeFilling, filled[0]["source_kind"])
+			require.Equal(t, h.ID, filled[0]["source_id"])
+			require.EqualValues(t, c.want-3_000, filled[0]["filled_cents"])
+			var n int
+			require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_hold_fills WHERE hold_id = $1 AND source_kind = $2`,
+				h.ID, db.FillByMadeFilling).Scan(&n))
+			require.Equal(t, 1, n)
+			rec, err := s.Reconcile(ctx)
+			require.NoError(t, err)
+			require.True(t, rec.Balanced(), "%+v", rec)
+		})
+	}
+}

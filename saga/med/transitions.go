@@ -247,7 +247,9 @@ const earlyTolerance = time.Minute
 // would make it available between the two, or for good when the new hold
 // took less (a hold that fills takes nothing while an older one lacks).
 // A hold made before holds filled is made one that fills first
-// (db.MakeFilling), so that it is kept and restored the same way.
+// (db.MakeFilling), so that it is kept and restored the same way; it takes
+// then what the account has available up to what is left (the money come
+// in since it was made), as a hold that filled would have.
 // Nothing held is held now, up to what is left (a part that arrived since).
 // With nothing available the report waits for the account's next credits
 // (awaiting_credit). Acts on an open refund request
