@@ -436,106 +436,114 @@ func TestRaceAFillingHoldAndACredit(t *testing.T) {
 	})
 }
 
-// Credits, holds that fill, releases, captures and debits of two accounts
-// at once, free-running: every call succeeds or is a refusal the money API
-// names, no transaction meets a deadlock (each is tried once: one would
-// be its error; a credit's tries are counted), and the books are exact
-// after: held is the sum of the active holds, each hold holds what it was
-// made with and what its fills added, never more than it fills to, and
-// no credit gave more than it brought.
-func TestFillingHoldsUnderConcurrentCreditsReleasesAndCaptures(t *testing.T) {
-	ctx := context.Background()
-	s := dbtest.New(t)
-	accounts := []string{"acc-1", "acc-2"}
-	reported := map[string][]string{}
-	n := 0
+// holdHistory is a free-running history of money calls on the books of
+// accounts, each of which, opened empty, received PIX of 10,000 (reported,
+// the ones the holds are about) and spent some: workers run steps calls
+// each at once, each call drawn by a seeded rand, each money call tried
+// once (a deadlock or a serialization failure is its error), each credit's
+// transaction counted (credit_tries: Store.Credit runs one again after a
+// deadlock).
+type holdHistory struct {
+	s        *db.Store
+	reported map[string][]string
+	mu       sync.Mutex
+	n        int // the PIX received so far: e2eID(n)
+	holds    []pix.Hold
+	credits  int
+	refusals map[string]int
+}
+
+func newHoldHistory(t *testing.T, accounts []string, pixes int, spent int64) *holdHistory {
+	t.Helper()
+	h := &holdHistory{s: dbtest.New(t), reported: map[string][]string{}, refusals: map[string]int{}}
 	for _, a := range accounts {
-		dbtest.OpenAccount(t, s, a, 0)
-		for range 5 {
-			n++
-			reported[a] = append(reported[a], creditPIX(t, s, n, a, 10_000))
+		dbtest.OpenAccount(t, h.s, a, 0)
+		for range pixes {
+			h.n++
+			h.reported[a] = append(h.reported[a], creditPIX(t, h.s, h.n, a, 10_000))
 		}
-		debit(t, s, a, 50_000)
-		// The first hold of each account that fills, which nothing ends:
-		// the first credits fill it.
-		h, _, err := hold(s, med("med:first:"+a, a, reported[a][4], 10_000))
-		require.NoError(t, err)
-		require.Zero(t, h.AmountCents)
+		debit(t, h.s, a, spent)
 	}
-	_, err := s.Pool().Exec(ctx, `
+	_, err := h.s.Pool().Exec(context.Background(), `
 		CREATE SEQUENCE credit_tries;
 		CREATE FUNCTION count_credit() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN PERFORM nextval('credit_tries'); RETURN NEW; END $$;
 		CREATE TRIGGER count_credit BEFORE INSERT ON pix_credits FOR EACH ROW EXECUTE FUNCTION count_credit();`)
 	require.NoError(t, err)
+	return h
+}
 
-	var mu sync.Mutex
-	var holds []pix.Hold
-	credits := 0
-	refusals := map[string]int{}
-	once := func(call moneyCall) error { // tried once: a deadlock is an error here
-		return db.InTxForTest(ctx, s, 1, func(tx pgx.Tx) error { return call(ctx, tx) })
+// once runs call in a transaction of its own, tried once: a deadlock is
+// its error here.
+func (h *holdHistory) once(ctx context.Context, call moneyCall) error {
+	return db.InTxForTest(ctx, h.s, 1, func(tx pgx.Tx) error { return call(ctx, tx) })
+}
+
+// credit receives a new PIX of 1 to most to account and credits it.
+func (h *holdHistory) credit(ctx context.Context, rnd *rand.Rand, account string, most int64) error {
+	h.mu.Lock()
+	h.n++
+	id := h.n
+	h.credits++
+	h.mu.Unlock()
+	nt := note(e2eID(id), account, 1+rnd.Int64N(most))
+	_, err := h.s.Receive(ctx, nt)
+	if err == nil {
+		_, err = h.s.Credit(ctx, nt.EndToEndID, 1, 1)
 	}
-	someHold := func(rnd *rand.Rand) (pix.Hold, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(holds) == 0 {
-			return pix.Hold{}, false
-		}
-		return holds[rnd.IntN(len(holds))], true
+	return err
+}
+
+// hold makes a hold (once), and keeps it for the steps that end holds.
+func (h *holdHistory) hold(ctx context.Context, nh db.NewHold) error {
+	var made pix.Hold
+	err := h.once(ctx, holdCall(nh, &made))
+	if err == nil {
+		h.mu.Lock()
+		h.holds = append(h.holds, made)
+		h.mu.Unlock()
 	}
-	const workers, steps = 6, 30
+	return err
+}
+
+// someHold is one of the holds made so far, if any.
+func (h *holdHistory) someHold(rnd *rand.Rand) (pix.Hold, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.holds) == 0 {
+		return pix.Hold{}, false
+	}
+	return h.holds[rnd.IntN(len(h.holds))], true
+}
+
+// run runs the history: each of workers runs steps calls of step, its
+// rand seeded with its number and seed; an error that is one of refusals
+// (or a *pix.ValidationError, when invalid) is a refusal, counted; any
+// other fails the test. Then each credit's transaction must have run once: no
+// deadlock, no serialization failure.
+func (h *holdHistory) run(t *testing.T, workers, steps int, seed uint64, invalid bool, refusals []error, step func(rnd *rand.Rand) error) {
+	t.Helper()
 	errs := make(chan error, workers*steps)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			rnd := rand.New(rand.NewPCG(uint64(w), 37))
+			rnd := rand.New(rand.NewPCG(uint64(w), seed))
 			for range steps {
-				account := accounts[rnd.IntN(len(accounts))]
-				var err error
-				switch k := rnd.IntN(10); {
-				case k < 4: // a PIX received
-					mu.Lock()
-					n++
-					id := n
-					credits++
-					mu.Unlock()
-					note := note(e2eID(id), account, 1+rnd.Int64N(3_000))
-					if _, err = s.Receive(ctx, note); err == nil {
-						_, err = s.Credit(ctx, note.EndToEndID, 1, 1)
-					}
-				case k < 6: // a MED's hold
-					var h pix.Hold
-					err = once(holdCall(med(uuid.NewString(), account, reported[account][rnd.IntN(4)], 1+rnd.Int64N(5_000)), &h))
-					if err == nil {
-						mu.Lock()
-						holds = append(holds, h)
-						mu.Unlock()
-					}
-				case k < 7: // its release (once: a hold that ended is returned as it is)
-					if h, ok := someHold(rnd); ok {
-						err = once(func(ctx context.Context, tx pgx.Tx) error {
-							_, _, err := db.Release(ctx, tx, uuid.MustParse(h.ID), "DISAGREED")
-							return err
-						})
-					}
-				case k < 9: // its capture, of what it held when read
-					if h, ok := someHold(rnd); ok {
-						id := uuid.MustParse(h.ID)
-						if h, err = s.GetHold(ctx, id); err == nil {
-							err = once(refundCall(*h.EndToEndID, h.AmountCents, &id))
-						}
-					}
-				default: // a PIX sent
-					err = tryDebit(s, account, 1+rnd.Int64N(2_000))
-				}
-				for _, refusal := range []error{pix.ErrHoldExceedsCredit, pix.ErrHoldNotCapturable, pix.ErrHoldEnded, pix.ErrInsufficientFunds} {
-					if errors.Is(err, refusal) {
-						mu.Lock()
-						refusals[refusal.Error()]++
-						mu.Unlock()
+				err := step(rnd)
+				var v *pix.ValidationError
+				for _, r := range refusals {
+					if errors.Is(err, r) {
+						h.mu.Lock()
+						h.refusals[r.Error()]++
+						h.mu.Unlock()
 						err = nil
 					}
+				}
+				if invalid && errors.As(err, &v) {
+					h.mu.Lock()
+					h.refusals["invalid"]++
+					h.mu.Unlock()
+					err = nil
 				}
 				if err != nil {
 					errs <- err
@@ -549,29 +557,189 @@ func TestFillingHoldsUnderConcurrentCreditsReleasesAndCaptures(t *testing.T) {
 		t.Errorf("a call failed: %v", err)
 	}
 	var tries int64
-	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT last_value FROM credit_tries`).Scan(&tries))
-	require.EqualValues(t, credits, tries, "each credit's transaction ran once: no deadlock, no serialization failure")
-	t.Logf("%d credits, %d holds; refusals: %v", credits, len(holds), refusals)
+	require.NoError(t, h.s.Pool().QueryRow(context.Background(), `SELECT last_value FROM credit_tries`).Scan(&tries))
+	require.EqualValues(t, h.credits, tries, "each credit's transaction ran once: no deadlock, no serialization failure")
+	t.Logf("%d credits, %d holds; refusals: %v", h.credits, len(h.holds), h.refusals)
+	dbtest.RequireBooks(t, h.s)
+}
 
-	dbtest.RequireBooks(t, s)
-	var wrong, fills, filledEvents int
-	require.NoError(t, s.Pool().QueryRow(ctx, `
-		SELECT count(*) FROM pix_holds h
-		WHERE h.amount_cents <> (SELECT (e.payload->>'amount_cents')::bigint FROM outbox_events e
-		                         WHERE e.aggregate_id = h.id::text AND e.event_type = 'pix.hold.created')
-		                      + (SELECT COALESCE(sum(f.amount_cents), 0) FROM pix_hold_fills f WHERE f.hold_id = h.id)
-		   OR h.amount_cents > h.fill_to_cents`).Scan(&wrong))
-	require.Zero(t, wrong, "a hold that holds other than it was made with and filled")
-	require.NoError(t, s.Pool().QueryRow(ctx, `
-		SELECT count(*) FROM pix_credits c
-		WHERE c.amount_cents < (SELECT COALESCE(sum(f.amount_cents), 0) FROM pix_hold_fills f WHERE f.source_kind = 'credit' AND f.source_id = c.end_to_end_id)`).Scan(&wrong))
-	require.Zero(t, wrong, "a credit that filled more than it brought")
-	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM pix_hold_fills),
-		(SELECT count(*) FROM outbox_events WHERE event_type = 'pix.hold.filled')`).Scan(&fills, &filledEvents))
-	t.Logf("%d fills", fills)
-	require.Positive(t, fills, "no credit filled a hold: the history proves nothing of the fills")
-	require.Equal(t, fills, filledEvents, "one event per fill")
-	outboxRows(t, s) // each event as its schema says
+// TestHoldHistoriesUnderConcurrency runs free-running histories of the
+// money API's calls on holds (holdHistory): every call succeeds or is a
+// refusal the money API names, no transaction meets a deadlock or a
+// serialization failure, the books are exact after, and none of what a
+// history's wrongs (a query each, counting what must not be) finds is.
+//
+//   - fills: credits, holds that fill, releases, captures and debits of
+//     two accounts: each hold holds what it was made with and what its
+//     fills added, never more than it fills to, and no credit gave more
+//     than it brought.
+//   - raises: releases and shrinks that raise the MEDs of their PIX
+//     (RaiseFillTo) and fill (fillFromFreed), credits that fill, new holds
+//     (blocks of the reported PIX and of none, MEDs), and debits on ONE
+//     account: no released hold or shrink filled more than it freed; no
+//     PIX's holds and devoluções take more than its credit; no hold lacks
+//     while money is available (issue 37, attack review B).
+func TestHoldHistoriesUnderConcurrency(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		accounts []string
+		// Each account's PIX credited at the start, and what it spends
+		// then (little available: the MEDs' holds lack).
+		pixes          int
+		spent          int64
+		workers, steps int
+		seed           uint64
+		invalid        bool
+		refusals       []error
+		prepare        func(t *testing.T, h *holdHistory)
+		step           func(h *holdHistory, rnd *rand.Rand, account string) error
+		wrongs         map[string]string
+		check          func(t *testing.T, h *holdHistory)
+	}{
+		{
+			name: "fills", accounts: []string{"acc-1", "acc-2"}, pixes: 5, spent: 50_000, workers: 6, steps: 30, seed: 37,
+			refusals: []error{pix.ErrHoldExceedsCredit, pix.ErrHoldNotCapturable, pix.ErrHoldEnded, pix.ErrInsufficientFunds},
+			prepare: func(t *testing.T, h *holdHistory) {
+				// The first hold of each account that fills, which nothing
+				// ends: the first credits fill it.
+				for _, a := range []string{"acc-1", "acc-2"} {
+					first, _, err := hold(h.s, med("med:first:"+a, a, h.reported[a][4], 10_000))
+					require.NoError(t, err)
+					require.Zero(t, first.AmountCents)
+				}
+			},
+			step: func(h *holdHistory, rnd *rand.Rand, account string) error {
+				switch k := rnd.IntN(10); {
+				case k < 4: // a PIX received
+					return h.credit(ctx, rnd, account, 3_000)
+				case k < 6: // a MED's hold
+					return h.hold(ctx, med(uuid.NewString(), account, h.reported[account][rnd.IntN(4)], 1+rnd.Int64N(5_000)))
+				case k < 7: // its release (once: a hold that ended is returned as it is)
+					if held, ok := h.someHold(rnd); ok {
+						return h.once(ctx, func(ctx context.Context, tx pgx.Tx) error {
+							_, _, err := db.Release(ctx, tx, uuid.MustParse(held.ID), "DISAGREED")
+							return err
+						})
+					}
+				case k < 9: // its capture, of what it held when read
+					if held, ok := h.someHold(rnd); ok {
+						id := uuid.MustParse(held.ID)
+						held, err := h.s.GetHold(ctx, id)
+						if err != nil {
+							return err
+						}
+						return h.once(ctx, refundCall(*held.EndToEndID, held.AmountCents, &id))
+					}
+				default: // a PIX sent
+					return tryDebit(h.s, account, 1+rnd.Int64N(2_000))
+				}
+				return nil
+			},
+			wrongs: map[string]string{
+				"a hold that holds other than it was made with and filled": `
+					SELECT count(*) FROM pix_holds h
+					WHERE h.amount_cents <> (SELECT (e.payload->>'amount_cents')::bigint FROM outbox_events e
+					                         WHERE e.aggregate_id = h.id::text AND e.event_type = 'pix.hold.created')
+					                      + (SELECT COALESCE(sum(f.amount_cents), 0) FROM pix_hold_fills f WHERE f.hold_id = h.id)
+					   OR h.amount_cents > h.fill_to_cents`,
+				"a credit that filled more than it brought": `
+					SELECT count(*) FROM pix_credits c
+					WHERE c.amount_cents < (SELECT COALESCE(sum(f.amount_cents), 0) FROM pix_hold_fills f WHERE f.source_kind = 'credit' AND f.source_id = c.end_to_end_id)`,
+			},
+			check: func(t *testing.T, h *holdHistory) {
+				var fills, filledEvents int
+				require.NoError(t, h.s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM pix_hold_fills),
+					(SELECT count(*) FROM outbox_events WHERE event_type = 'pix.hold.filled')`).Scan(&fills, &filledEvents))
+				t.Logf("%d fills", fills)
+				require.Positive(t, fills, "no credit filled a hold: the history proves nothing of the fills")
+				require.Equal(t, fills, filledEvents, "one event per fill")
+				outboxRows(t, h.s) // each event as its schema says
+			},
+		},
+		{
+			name: "raises", accounts: []string{"acc-1"}, pixes: 6, spent: 55_000, workers: 6, steps: 40, seed: 53, invalid: true,
+			refusals: []error{pix.ErrHoldExceedsCredit, pix.ErrInsufficientFunds},
+			step: func(h *holdHistory, rnd *rand.Rand, account string) error {
+				reported := h.reported[account]
+				switch k := rnd.IntN(12); {
+				case k < 2:
+					return h.credit(ctx, rnd, account, 1_500)
+				case k < 5:
+					nh := med(uuid.NewString(), account, reported[rnd.IntN(len(reported))], 1+rnd.Int64N(6_000))
+					if rnd.IntN(3) == 0 {
+						nh = db.NewHold{Ref: uuid.NewString(), AccountID: account, AmountCents: 1 + rnd.Int64N(3_000), UpTo: true, Kind: "cautionary_block"}
+						if rnd.IntN(2) == 0 { // a block of a reported PIX: its MEDs are cut short, and raised when it ends
+							nh.EndToEndID = reported[rnd.IntN(len(reported))]
+						}
+					}
+					return h.hold(ctx, nh)
+				case k < 7:
+					if held, ok := h.someHold(rnd); ok {
+						return h.once(ctx, func(ctx context.Context, tx pgx.Tx) error {
+							_, _, err := db.Release(ctx, tx, uuid.MustParse(held.ID), "x")
+							return err
+						})
+					}
+				case k < 10:
+					if held, ok := h.someHold(rnd); ok {
+						return h.once(ctx, func(ctx context.Context, tx pgx.Tx) error {
+							_, _, err := db.Shrink(ctx, tx, uuid.MustParse(held.ID), rnd.Int64N(3_000)+1, "x")
+							return err
+						})
+					}
+				default:
+					return tryDebit(h.s, account, 1+rnd.Int64N(3_000))
+				}
+				return nil
+			},
+			wrongs: map[string]string{
+				"a release that filled more than it freed": `
+					SELECT count(*) FROM pix_holds r
+					WHERE r.status = 'released' AND r.amount_cents < (SELECT COALESCE(sum(f.amount_cents), 0) FROM pix_hold_fills f
+					      WHERE f.source_kind = 'hold_release' AND f.source_id = r.id::text)`,
+				"a shrink that filled more than it freed": `
+					SELECT count(*) FROM outbox_events e
+					WHERE e.event_type = 'pix.hold.shrunk' AND (e.payload->>'released_cents')::bigint < (SELECT COALESCE(sum(f.amount_cents), 0)
+					      FROM pix_hold_fills f WHERE f.source_kind = 'hold_shrink' AND f.source_id = e.id::text)`,
+				"a hold that lacks while money is available": `
+					SELECT count(*) FROM pix_holds h WHERE h.status = 'active' AND h.amount_cents < h.fill_to_cents
+					AND EXISTS (SELECT 1 FROM accounts a WHERE a.id = h.account_id AND a.balance_cents - a.held_cents > 0)`,
+				"a PIX whose holds and devoluções take more than its credit": `
+					SELECT count(*) FROM pix_credits c
+					WHERE c.amount_cents < (SELECT COALESCE(sum(COALESCE(h.fill_to_cents, h.amount_cents)), 0) FROM pix_holds h
+					                        WHERE h.end_to_end_id = c.end_to_end_id AND h.status = 'active')
+					                     + (SELECT COALESCE(sum(r.amount_cents), 0) FROM pix_refunds r
+					                        WHERE r.end_to_end_id = c.end_to_end_id AND r.status <> 'reversed')`,
+			},
+			check: func(t *testing.T, h *holdHistory) {
+				var fills, raised int
+				require.NoError(t, h.s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM pix_hold_fills WHERE source_kind IN ('hold_release','hold_shrink')),
+					(SELECT count(*) FROM outbox_events WHERE event_type = 'pix.hold.fill_raised')`).Scan(&fills, &raised))
+				t.Logf("%d fills from freed money, %d raises", fills, raised)
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHoldHistory(t, tc.accounts, tc.pixes, tc.spent)
+			if tc.prepare != nil {
+				tc.prepare(t, h)
+			}
+			h.run(t, tc.workers, tc.steps, tc.seed, tc.invalid, tc.refusals, func(rnd *rand.Rand) error {
+				account := tc.accounts[0]
+				if len(tc.accounts) > 1 {
+					account = tc.accounts[rnd.IntN(len(tc.accounts))]
+				}
+				return tc.step(h, rnd, account)
+			})
+			for why, query := range tc.wrongs {
+				var wrong int
+				require.NoError(t, h.s.Pool().QueryRow(ctx, query).Scan(&wrong))
+				require.Zero(t, wrong, why)
+			}
+			tc.check(t, h)
+		})
+	}
 }
 
 // A return in parts (the hold that fills read under its locks, captured,

@@ -50,135 +50,15 @@ func derefS(s *string) string {
 	return *s
 }
 
-// A refund request the lister quarantined as malformed (its covered
-// window moved past it) is not an absent one: the expiry neither takes
-// the covered shortcut nor releases; it stops visibly, the hold kept,
-// until an operator clears the quarantine. Cleared, it releases.
-// (Attack review r1 HIGH-1: released on the covered window before.)
-func TestTheExpiryDoesNotReleasePastAQuarantinedRefundRequest(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	a, r := closedAgreed(t, f)
-	due := *r.RequestDueAt
-
-	// The payer's PSP opens a refund request in time; the DICT lists it
-	// with an amount our decoder can't read: the lister quarantined it
-	// and covers past it (the DICT's walk hands it as malformed).
-	req := request(r, 10_000, dict.RefundOpen)
-	req.LastModified = due.Add(-time.Hour)
-	a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: req.ID, LastModified: req.LastModified,
-		At: req.LastModified, Field: "RefundAmount"}}
-	first, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: req.ID,
-		LastModified: req.LastModified, Reason: "dict_malformed:RefundAmount"})
-	require.NoError(t, err)
-	require.True(t, first)
-
-	coveredPast(a, due)
-	_, err = a.run(a.acts.ExpireRequest, a.current(r))
-	requireStoppedHeld(t, a, r, err)
-
-	// The operator decided it at the DICT and cleared it: released.
-	a.dict.malformedRefunds = nil
-	_, err = f.store.ResolveQuarantined(ctx, med.QuarantinedRefund, req.ID, req.LastModified)
-	require.NoError(t, err)
-	out, err := a.run(a.acts.ExpireRequest, a.current(r))
-	require.NoError(t, err)
-	require.Equal(t, med.StatusEnded, out.Status)
-	require.Equal(t, med.EndReleased, derefS(out.EndCause))
-}
-
-// A quarantined refund request whose LastModified could not be read (its
-// row at where the walk met it, maybe before the report's close) may be
-// any report's: the expiry does not trust the lister's cover past it, and
-// its own listing, meeting it still OPEN and malformed, stops on it.
-func TestTheExpiryDoesNotReleasePastAnUnplacedQuarantinedRefund(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	a, r := closedAgreed(t, f)
-	due := *r.RequestDueAt
-	id, at := "5e0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f", med.RequestsFrom(r).Add(-time.Hour)
-	_, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: id,
-		LastModified: at, Reason: "dict_malformed:Status+LastModified"})
-	require.NoError(t, err)
-	a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: id, At: at, Field: "Status"}}
-	coveredPast(a, due)
-	_, err = a.run(a.acts.ExpireRequest, a.current(r))
-	requireStoppedHeld(t, a, r, err)
-}
-
-// The expiry's own listing meeting a malformed refund request quarantines
-// it and stops visibly, never a silent retry that waits for the lister
-// to cover the deadline past it.
-func TestTheExpirysOwnListingQuarantinesAMalformedRequestAndStops(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	a, r := closedAgreed(t, f)
-	due := *r.RequestDueAt
-	id := "7a0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f"
-	a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: id, LastModified: due.Add(-time.Minute),
-		At: due.Add(-time.Minute), Field: "RefundAmount"}}
-	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ListLag + time.Second) })
-	_, err := a.run(a.acts.ExpireRequest, a.current(r))
-	requireStoppedHeld(t, a, r, err)
-	items, err := f.store.QuarantinedItems(ctx, nil, 10)
-	require.NoError(t, err)
-	require.Len(t, items, 1)
-	require.Equal(t, id, items[0].DICTID)
-	require.Equal(t, "dict_malformed:RefundAmount", items[0].Reason)
-}
-
-// A take-in refused at the expiry's own listing (med_report_mismatch,
-// quarantined) stops the run; when it tries again after
-// ProblemRetryAfter, the lister having covered the deadline, it stops
-// again rather than releasing on the covered window. (Attack review r1
-// HIGH-1b: the stop lasted 6 hours.)
-func TestARefusedTakeAtTheExpiryStopsPastTheListersCover(t *testing.T) {
-	f := newFixture(t)
-	a, r := closedAgreed(t, f)
+// requestOfAnotherPIX makes the DICT list a refund request, open, that
+// names r with another PIX, and returns it: the door refuses its take-in
+// for good (med_report_mismatch, quarantined).
+func requestOfAnotherPIX(a *activityRun, r med.Report) dict.Refund {
 	other := request(r, 10_000, dict.RefundOpen)
 	other.TransactionID = pix.NewEndToEndID("99999010", time.Now())
 	other.LastModified = time.Now()
 	a.dict.refunds[other.ID] = other
-	due := *r.RequestDueAt
-	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ListLag + time.Second) })
-	_, err := a.run(a.acts.ExpireRequest, a.current(r))
-	requireStoppedHeld(t, a, r, err)
-
-	// 6 h later (ProblemRetryAfter), the lister covers the deadline.
-	later := due.Add(med.ProblemRetryAfter)
-	a.acts.Store = f.store.WithClock(func() time.Time { return later })
-	a.acts.Covered = coveredAt{until: later.Add(-time.Minute)}
-	_, err = a.run(a.acts.ExpireRequest, a.current(r))
-	requireStoppedHeld(t, a, r, err)
-}
-
-// The lister's take-in of a copy never clears the quarantine of a
-// malformed copy whose LastModified could not be read (recorded where the
-// walk met it, at or before its real instant): only an operator does.
-// (Attack review r1 MED-2.)
-func TestAnUnplacedQuarantineIsNotClearedByATakeIn(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	at := time.Now().Add(-time.Hour).Truncate(time.Microsecond) // where the walk met the malformed copy
-	id := "6f1c2b0e-7a43-4c55-9d0e-3f1b2c3d4e5f"
-	for _, reason := range []string{"dict_malformed:Status+LastModified", "dict_malformed:LastModified"} {
-		_, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: id, LastModified: at, Reason: reason})
-		require.NoError(t, err)
-		// A late ListDICTPart attempt takes in a good copy modified at+1s,
-		// read before the DICT's newer (malformed) one.
-		cleared, err := f.store.ClearQuarantined(ctx, med.QuarantinedRefund, id, at.Add(time.Second))
-		require.NoError(t, err)
-		require.Zero(t, cleared, "%s: an unplaced quarantine cleared by a copy that may be older than it", reason)
-		got, err := f.store.ResolveQuarantined(ctx, med.QuarantinedRefund, id, at)
-		require.NoError(t, err)
-		require.Len(t, got, 1)
-	}
-	// A placed one is cleared by its copy or a later one.
-	_, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: id, LastModified: at, Reason: "dict_malformed:RefundAmount"})
-	require.NoError(t, err)
-	cleared, err := f.store.ClearQuarantined(ctx, med.QuarantinedRefund, id, at)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, cleared)
+	return other
 }
 
 // coveredAfterQuarantine is the lister committing between the expiry's
@@ -196,27 +76,134 @@ func (c coveredAfterQuarantine) CoveredUntil(context.Context) (time.Time, bool, 
 	return c.until, true, nil
 }
 
-// TestTheExpiryDoesNotReleasePastAQuarantineCommittedWithTheCover: the
-// expiry reads the lister's cover before the quarantine, so a quarantine
-// the lister committed before advancing its cover is seen, and the run
-// stops with the hold kept instead of releasing on a guess.
-func TestTheExpiryDoesNotReleasePastAQuarantineCommittedWithTheCover(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	a, r := closedAgreed(t, f)
-	due := *r.RequestDueAt
-	id := "8b0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f"
-	// The request stays OPEN and malformed at the DICT: the expiry's
-	// listing meets it (read quarantine first, cover second, the expiry
-	// would not list at all).
-	a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: id, LastModified: due.Add(-time.Hour),
-		At: due.Add(-time.Hour), Field: "RefundAmount"}}
-	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ExpiryCovered) })
-	a.acts.Covered = coveredAfterQuarantine{until: due.Add(med.ExpiryCovered), do: func() {
-		_, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: id,
-			LastModified: due.Add(-time.Hour), Reason: "dict_malformed:RefundAmount"})
-		require.NoError(t, err)
-	}}
-	_, err := a.run(a.acts.ExpireRequest, a.current(r))
-	requireStoppedHeld(t, a, r, err)
+// TestTheExpiryStopsOnWhatItCannotReadAsAbsent: a report agreed and
+// closed (analysed, CloseReport) reaches its refund request deadline
+// while a refund request of it may exist that could not be taken in: the
+// expiry neither takes the lister's covered shortcut nor releases on a
+// guess; it stops visibly, the hold kept (requireStoppedHeld).
+func TestTheExpiryStopsOnWhatItCannotReadAsAbsent(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// at: the expiry's clock, past the deadline.
+		at time.Duration
+		// before sets the DICT, the quarantine and the lister's cover;
+		// after goes on once the expiry stopped.
+		before, after func(t *testing.T, f *fixture, a *activityRun, r med.Report, due time.Time)
+	}{
+		{
+			// A refund request the lister quarantined as malformed (its
+			// covered window moved past it) is not an absent one; until an
+			// operator clears the quarantine. Cleared, it releases. (Attack
+			// review r1 HIGH-1: released on the covered window before.)
+			name: "a quarantined refund request", at: med.ExpiryCovered,
+			before: func(t *testing.T, f *fixture, a *activityRun, r med.Report, due time.Time) {
+				// The payer's PSP opens a refund request in time; the DICT
+				// lists it with an amount our decoder can't read: the lister
+				// quarantined it and covers past it (the DICT's walk hands it
+				// as malformed).
+				req := request(r, 10_000, dict.RefundOpen)
+				req.LastModified = due.Add(-time.Hour)
+				a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: req.ID, LastModified: req.LastModified,
+					At: req.LastModified, Field: "RefundAmount"}}
+				first, err := f.store.Quarantine(t.Context(), med.Quarantined{Kind: med.QuarantinedRefund, ID: req.ID,
+					LastModified: req.LastModified, Reason: "dict_malformed:RefundAmount"})
+				require.NoError(t, err)
+				require.True(t, first)
+				coveredPast(a, due)
+			},
+			after: func(t *testing.T, f *fixture, a *activityRun, r med.Report, _ time.Time) {
+				// The operator decided it at the DICT and cleared it: released.
+				req := a.dict.malformedRefunds[0]
+				a.dict.malformedRefunds = nil
+				_, err := f.store.ResolveQuarantined(t.Context(), med.QuarantinedRefund, req.ID, req.LastModified)
+				require.NoError(t, err)
+				out, err := a.run(a.acts.ExpireRequest, a.current(r))
+				require.NoError(t, err)
+				require.Equal(t, med.StatusEnded, out.Status)
+				require.Equal(t, med.EndReleased, derefS(out.EndCause))
+			},
+		},
+		{
+			// Its LastModified could not be read (its row at where the walk
+			// met it, maybe before the report's close): it may be any
+			// report's: the expiry does not trust the lister's cover past
+			// it, and its own listing, meeting it still OPEN and malformed,
+			// stops on it.
+			name: "an unplaced quarantined refund request", at: med.ExpiryCovered,
+			before: func(t *testing.T, f *fixture, a *activityRun, r med.Report, due time.Time) {
+				id, at := "5e0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f", med.RequestsFrom(r).Add(-time.Hour)
+				_, err := f.store.Quarantine(t.Context(), med.Quarantined{Kind: med.QuarantinedRefund, ID: id,
+					LastModified: at, Reason: "dict_malformed:Status+LastModified"})
+				require.NoError(t, err)
+				a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: id, At: at, Field: "Status"}}
+				coveredPast(a, due)
+			},
+		},
+		{
+			// The expiry's own listing meets a malformed refund request: it
+			// quarantines it and stops, never a silent retry that waits for
+			// the lister to cover the deadline past it.
+			name: "a malformed request its own listing meets", at: med.ListLag + time.Second,
+			before: func(_ *testing.T, _ *fixture, a *activityRun, _ med.Report, due time.Time) {
+				a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: "7a0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f",
+					LastModified: due.Add(-time.Minute), At: due.Add(-time.Minute), Field: "RefundAmount"}}
+			},
+			after: func(t *testing.T, f *fixture, _ *activityRun, _ med.Report, _ time.Time) {
+				items, err := f.store.QuarantinedItems(t.Context(), nil, 10)
+				require.NoError(t, err)
+				require.Len(t, items, 1)
+				require.Equal(t, "7a0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f", items[0].DICTID)
+				require.Equal(t, "dict_malformed:RefundAmount", items[0].Reason)
+			},
+		},
+		{
+			// A take-in refused at its own listing (med_report_mismatch,
+			// quarantined): when it tries again after ProblemRetryAfter,
+			// the lister having covered the deadline, it stops again rather
+			// than releasing on the covered window. (Attack review r1
+			// HIGH-1b: the stop lasted 6 hours.)
+			name: "a take-in refused at its own listing, then the lister's cover", at: med.ListLag + time.Second,
+			before: func(_ *testing.T, _ *fixture, a *activityRun, r med.Report, _ time.Time) { requestOfAnotherPIX(a, r) },
+			after: func(t *testing.T, f *fixture, a *activityRun, r med.Report, due time.Time) {
+				// 6 h later (ProblemRetryAfter), the lister covers the deadline.
+				later := due.Add(med.ProblemRetryAfter)
+				a.acts.Store = f.store.WithClock(func() time.Time { return later })
+				a.acts.Covered = coveredAt{until: later.Add(-time.Minute)}
+				_, err := a.run(a.acts.ExpireRequest, a.current(r))
+				requireStoppedHeld(t, a, r, err)
+			},
+		},
+		{
+			// The expiry reads the lister's cover before the quarantine, so
+			// a quarantine the lister committed before advancing its cover
+			// is seen (coveredAfterQuarantine). The request stays OPEN and
+			// malformed at the DICT: the expiry's listing meets it (read
+			// quarantine first, cover second, the expiry would not list at
+			// all).
+			name: "a quarantine committed with the cover", at: med.ExpiryCovered,
+			before: func(t *testing.T, f *fixture, a *activityRun, _ med.Report, due time.Time) {
+				id := "8b0f9c1a-7a43-4c55-9d0e-3f1b2c3d4e5f"
+				a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: id, LastModified: due.Add(-time.Hour),
+					At: due.Add(-time.Hour), Field: "RefundAmount"}}
+				a.acts.Covered = coveredAfterQuarantine{until: due.Add(med.ExpiryCovered), do: func() {
+					_, err := f.store.Quarantine(t.Context(), med.Quarantined{Kind: med.QuarantinedRefund, ID: id,
+						LastModified: due.Add(-time.Hour), Reason: "dict_malformed:RefundAmount"})
+					require.NoError(t, err)
+				}}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			a, r := closedAgreed(t, f)
+			due := *r.RequestDueAt
+			tc.before(t, f, a, r, due)
+			a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(tc.at) })
+			_, err := a.run(a.acts.ExpireRequest, a.current(r))
+			requireStoppedHeld(t, a, r, err)
+			if tc.after != nil {
+				tc.after(t, f, a, r, due)
+			}
+		})
+	}
 }

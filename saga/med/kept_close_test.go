@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/pixbank/pix/internal/dict"
-	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/tooling/dictsim"
 	"github.com/pixbank/pix/saga/med"
 	"github.com/pixbank/pix/saga/sagatest"
@@ -166,10 +165,7 @@ func TestARefusedTakeAtTheExpiryStopsOnce(t *testing.T) {
 	a, r := analysed(t, f, dict.Agreed)
 	r, err := a.run(a.acts.CloseReport, r)
 	require.NoError(t, err)
-	other := request(r, 10_000, dict.RefundOpen)
-	other.TransactionID = pix.NewEndToEndID("99999010", time.Now())
-	other.LastModified = time.Now()
-	a.dict.refunds[other.ID] = other
+	other := requestOfAnotherPIX(a, r)
 	a.acts.Store = f.store.WithClock(func() time.Time { return r.RequestDueAt.Add(med.ExpiryCovered) })
 	for try := range 2 {
 		_, err = a.run(a.acts.ExpireRequest, a.current(r))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/saga/med"
@@ -32,6 +33,43 @@ func (noRuns) CheckHealth(context.Context, *client.CheckHealthRequest) (*client.
 	return &client.CheckHealthResponse{}, nil
 }
 
+// operatorAPI serves the saga's operator routes and the credit's view over
+// f's store, Temporal's signals sent to sig, to an operator ("ops", subject
+// ops-1) and to the customer ("customer") of the PIX of 10,000 it credits,
+// which it returns.
+func (f *fixture) operatorAPI(sig *sagatest.Signals) (*sagatest.API, dbtest.Credited) {
+	h := &med.Handlers{Store: f.store, Keys: f.s, Temporal: sig, Log: sagatest.Discard()}
+	c := f.credit(10_000, 0)
+	return sagatest.NewAPI(f.t, f.s, sagatest.Options{
+		Sagas: []api.SagaHTTP{api.CreditHTTP(), h.HTTP()},
+		Deps:  api.Deps{Keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}, Temporal: noRuns{}},
+		Callers: sagatest.Callers{
+			"ops":      sagatest.Operator("ops-1"),
+			"customer": sagatest.Customer("cust", c.AccountID),
+		}}), c
+}
+
+// listPages lists the operator route path a row a page (limit=1), each
+// page's rows under field, following the cursor to the end (most pages at
+// the most), and returns the rows.
+func listPages(t *testing.T, a *sagatest.API, path, field string, most int) []map[string]any {
+	t.Helper()
+	var rows []map[string]any
+	next := path + "?limit=1"
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, most, "the cursor goes on for ever")
+		status, got := a.Call(http.MethodGet, next, "ops", "", nil)
+		require.Equal(t, http.StatusOK, status, "%v", got)
+		for _, row := range got[field].([]any) {
+			rows = append(rows, row.(map[string]any))
+		}
+		if got["next_cursor"] == nil {
+			return rows
+		}
+		next = path + "?limit=1&cursor=" + got["next_cursor"].(string)
+	}
+}
+
 // The operator's routes over PostgreSQL: a report read, its analysis
 // recorded under an Idempotency-Key (replayed, its run woken once), another
 // analysis refused; a customer's token refused before anything; the
@@ -41,15 +79,7 @@ func TestTheRoutes(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	sig := &sagatest.Signals{}
-	h := &med.Handlers{Store: f.store, Keys: f.s, Temporal: sig, Log: sagatest.Discard()}
-	c := f.credit(10_000, 0)
-	a := sagatest.NewAPI(t, f.s, sagatest.Options{
-		Sagas: []api.SagaHTTP{api.CreditHTTP(), h.HTTP()},
-		Deps:  api.Deps{Keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}, Temporal: noRuns{}},
-		Callers: sagatest.Callers{
-			"ops":      sagatest.Operator("ops-1"),
-			"customer": sagatest.Customer("cust", c.AccountID),
-		}})
+	a, c := f.operatorAPI(sig)
 	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now()))
 	f.step(f.store.Hold(ctx, r))
 	base := "/pix/med/reports/" + r.ID.String()
@@ -139,15 +169,7 @@ func TestTheOperatorViewKeepsTheDICTsWordsOut(t *testing.T) {
 func TestTheKeptRequestsRoutes(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	h := &med.Handlers{Store: f.store, Keys: f.s, Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}
-	c := f.credit(10_000, 0)
-	a := sagatest.NewAPI(t, f.s, sagatest.Options{
-		Sagas: []api.SagaHTTP{api.CreditHTTP(), h.HTTP()},
-		Deps:  api.Deps{Keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}, Temporal: noRuns{}},
-		Callers: sagatest.Callers{
-			"ops":      sagatest.Operator("ops-1"),
-			"customer": sagatest.Customer("cust", c.AccountID),
-		}})
+	a, _ := f.operatorAPI(&sagatest.Signals{})
 	_, r := f.agreed(10_000, 0)
 	taken := request(r, 10_000, dict.RefundOpen)
 	f.step(f.store.IntakeRefund(ctx, taken))
@@ -160,24 +182,13 @@ func TestTheKeptRequestsRoutes(t *testing.T) {
 	}
 
 	seen := map[string]bool{}
-	path := "/pix/med/refund-requests?limit=1"
-	for pages := 0; ; pages++ {
-		require.Less(t, pages, 100, "the cursor goes on for ever")
-		status, got := a.Call(http.MethodGet, path, "ops", "", nil)
-		require.Equal(t, http.StatusOK, status, "%v", got)
-		for _, row := range got["refund_requests"].([]any) {
-			q := row.(map[string]any)
-			seen[q["id"].(string)] = true
-			if kept[q["id"].(string)] {
-				require.Equal(t, r.ID.String(), q["report_id"])
-				require.Equal(t, "OPEN", q["dict_status"])
-				require.Equal(t, "another_request", q["why"])
-			}
+	for _, q := range listPages(t, a, "/pix/med/refund-requests", "refund_requests", 100) {
+		seen[q["id"].(string)] = true
+		if kept[q["id"].(string)] {
+			require.Equal(t, r.ID.String(), q["report_id"])
+			require.Equal(t, "OPEN", q["dict_status"])
+			require.Equal(t, "another_request", q["why"])
 		}
-		if got["next_cursor"] == nil {
-			break
-		}
-		path = "/pix/med/refund-requests?limit=1&cursor=" + got["next_cursor"].(string)
 	}
 	for id := range kept {
 		require.True(t, seen[id], "kept request %s not listed", id)
