@@ -621,15 +621,37 @@ const (
 )
 
 // stop notes problem on the report, after its code, and returns the run's
-// StoppedType.
+// StoppedType, its details the generation the report notes it at
+// (StopNote): the run waits on the report at that generation only. A
+// note fenced out (the report moved since cur: another actor decided, an
+// intake of its refund request, say) stops nothing: the step was decided
+// on a report that is no more, so a retryable error, neither counted nor
+// logged as a stop, has the activity's retry read the report again
+// (current: moved) and the run decide again on it; stopped, the run would
+// wait ProblemRetryAfter on a change it already read, no dict_problem
+// saying why (attack review r6 MED-1).
 func (a *Activities) stop(ctx context.Context, cur Report, code, problem string) error {
-	dictStoppedTotal.Inc()
-	a.Log.WarnContext(ctx, "MED saga stopped at the DICT", append(attrsOf(cur), "problem_code", code, "problem", problem)...)
-	problem = code + ": " + problem
-	if _, _, err := a.Store.NoteProblem(ctx, cur, problem); err != nil {
+	noted, changed, err := a.Store.NoteProblem(ctx, cur, code+": "+problem)
+	if err != nil {
 		return activities.KindError(err)
 	}
-	return temporal.NewNonRetryableApplicationError(problem, StoppedType, nil)
+	if !changed && noted.Gen != cur.Gen {
+		a.Log.InfoContext(ctx, "MED saga: the report moved as its step stopped at the DICT; decided again on it",
+			append(attrsOf(noted), "stopped_at_gen", cur.Gen, "problem_code", code, "problem", problem)...)
+		return fmt.Errorf("report %s moved from generation %d to %d as its step stopped at the DICT (%s): decided again on it",
+			cur.ID, cur.Gen, noted.Gen, code)
+	}
+	dictStoppedTotal.Inc()
+	a.Log.WarnContext(ctx, "MED saga stopped at the DICT", append(attrsOf(noted), "problem_code", code, "problem", problem)...)
+	return temporal.NewNonRetryableApplicationError(code+": "+problem, StoppedType, nil, StopNote{Gen: noted.Gen})
+}
+
+// StopNote is the details of a StoppedType error: Gen, the report's
+// generation that notes the stop (dict_problem). The run waits
+// ProblemRetryAfter on the report only at that generation; read at
+// another (moved since the note), it decides again at once.
+type StopNote struct {
+	Gen int64
 }
 
 // change runs one of the store's transitions on at, logging what it changed.

@@ -58,6 +58,13 @@ const boundedWakeChange = "pix-med-bounded-wake"
 // with the report's id only.
 const stoppedWaitChange = "pix-med-stopped-wait-carried"
 
+// stopNotedChange is the change id of the decision, after a step stopped
+// at the DICT, to wait only on the report at the generation that notes the
+// stop (StopNote, waits.afterStop): a report moved since is decided on at
+// once. The runs recorded before it wait ProblemRetryAfter on whatever
+// generation they read.
+const stopNotedChange = "pix-med-stop-noted-gen"
+
 // WorkflowID is the id of the saga's run of report id.
 func WorkflowID(id string) string { return "pix-med:" + id }
 
@@ -202,11 +209,7 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 			return r, fmt.Errorf("report %s: step %q has no action", in.ID, step)
 		}
 		if stopped(err) {
-			// The report notes why (a new generation): read it, then wait
-			// for a signal of a change or the time to try again.
-			if err = load(ctx); err == nil {
-				err = w.stopped(workflow.Now(ctx).Add(ProblemRetryAfter))
-			}
+			err = w.afterStop(err)
 		}
 		if err != nil {
 			return r, err
@@ -262,6 +265,36 @@ func (w *waits) stopped(deadline time.Time) error {
 		w.next.RetryAt, w.next.RetryGen = deadline, gen
 	}
 	return nil
+}
+
+// afterStop is the run's wait after a step stopped at the DICT (stop, the
+// step's error): the report notes why (a new generation); read again, the
+// run waits for a signal of a change or the time to try again. Read at
+// another generation than the one that notes the stop (StopNote: it moved
+// since, and the signal of that move was before this read, which the wait
+// would take for nothing new), it waits for nothing and the run decides
+// again at once (stopNotedChange; attack review r6 MED-1).
+func (w *waits) afterStop(stop error) error {
+	if err := w.load(w.ctx); err != nil {
+		return err
+	}
+	if movedSinceStop(w.ctx, stop, w.r.Gen) {
+		return nil
+	}
+	return w.stopped(workflow.Now(w.ctx).Add(ProblemRetryAfter))
+}
+
+// movedSinceStop says whether the report, read at generation gen after its
+// step stopped (stop), moved since the stop was noted (StopNote). A stop
+// without the note (an activity of a build before it) and a run recorded
+// before stopNotedChange wait as before.
+func movedSinceStop(ctx workflow.Context, stop error, gen int64) bool {
+	var app *temporal.ApplicationError
+	var note StopNote
+	if !errors.As(stop, &app) || !app.HasDetails() || app.Details(&note) != nil || note.Gen == gen {
+		return false
+	}
+	return workflow.GetVersion(ctx, stopNotedChange, workflow.DefaultVersion, 1) == 1
 }
 
 // resume goes on, at the run's start, with the stopped wait the run

@@ -37,6 +37,9 @@ type stub struct {
 	credits []int64
 	// stops makes the activity named stop at the DICT this many times.
 	stops map[string]int
+	// moved, when set, changes the report from outside the run (set) once,
+	// just after a stop is noted.
+	moved func(r *med.Report)
 }
 
 type call struct {
@@ -106,17 +109,25 @@ func (s *stub) AcknowledgeReport(_ context.Context, at med.Report) (med.Report, 
 }
 
 // stop stops the activity name at the DICT while stops says so: the
-// problem noted (a new generation), the run's error StoppedType.
+// problem noted (a new generation), the run's error StoppedType with the
+// generation that notes it (med.StopNote); then moved runs, a change by
+// another actor (it signals the run) before the run reads the report.
 func (s *stub) stop(name string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.stops[name] == 0 {
+		s.mu.Unlock()
 		return nil
 	}
 	s.stops[name]--
 	s.record(name)
 	s.r.Gen++
-	return temporal.NewNonRetryableApplicationError("refused", med.StoppedType, nil)
+	noted := s.r.Gen
+	s.mu.Unlock()
+	if s.moved != nil {
+		s.set(s.moved)
+		s.moved = nil
+	}
+	return temporal.NewNonRetryableApplicationError("refused", med.StoppedType, nil, med.StopNote{Gen: noted})
 }
 
 func (s *stub) CloseReport(_ context.Context, at med.Report) (med.Report, error) {
