@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/pixbank/pix/activities"
@@ -218,11 +217,14 @@ func (a *Activities) listRequests(ctx context.Context, cur Report) (expiryListin
 
 // anothersRequest says whether r, an OPEN refund request on cur's PIX that
 // does not name cur, is settled as another report's: it names another of
-// our reports on the same PIX, which took it in as its own request. Any
-// other (no report named, one we do not have, one on another PIX, or one
-// that has not taken it) may be cur's, and holds back its release.
+// our reports on the same PIX, under which the doors put it (requestReport,
+// requestFits: taken as its own, or kept there, that report answering
+// another request or ended), as the lister's cover finds it (attack review
+// r6 LOW-1: the two paths decided differently). Any other (no report
+// named, one we do not have, or one on another PIX) may be cur's, and
+// holds back its release.
 func (a *Activities) anothersRequest(ctx context.Context, cur Report, r dict.Refund) (bool, error) {
-	id, err := uuid.Parse(r.InfractionReportID)
+	id, err := requestReport(r)
 	if err != nil {
 		return false, nil
 	}
@@ -233,8 +235,7 @@ func (a *Activities) anothersRequest(ctx context.Context, cur Report, r dict.Ref
 	case err != nil:
 		return false, activities.KindError(err)
 	}
-	return other.ID != cur.ID && other.EndToEndID == cur.EndToEndID &&
-		other.RefundRequestID != nil && dict.SameID(r.ID, other.RefundRequestID.String()), nil
+	return other.ID != cur.ID && requestFits(other, r) == nil, nil
 }
 
 // malformedRefund stops the expiry visibly (dict_not_as_ours,

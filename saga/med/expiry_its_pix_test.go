@@ -2,6 +2,8 @@ package med_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,24 +40,83 @@ func TestTheExpiryStopsOnAnOpenRequestOfItsPIXNotNamingIt(t *testing.T) {
 }
 
 // A refund request OPEN on the report's PIX that names another of our
-// reports on the same PIX, which took it in as its own, is that report's:
-// it holds back no release.
-func TestTheExpiryReleasesPastARequestAnotherReportOfItsPIXTook(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	a, r := closedAgreed(t, f)
-	other := f.intake(report(r.EndToEndID, dict.ReportOpen, time.Now()))
-	req := openOnItsPIX(t, f, a, r, other.ID.String(), "dict_refused")
-	tag, err := f.s.Pool().Exec(ctx, `UPDATE pix_med_reports SET refund_request_id = $2, refund_request_cents = 10000,
-		refund_request_status = 'OPEN' WHERE id = $1`, other.ID, req.ID)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, tag.RowsAffected())
+// reports on the same PIX is that report's (its InfractionReportId
+// identifies the report of a fraud refund; the doors put it there, taken
+// as its own or kept under it: answering another request, or ended): it
+// holds back no release of this one, and the expiry decides so on both of
+// its paths, the lister's cover (the doors put it under the other report)
+// and its own listing (taken when a refund row is quarantined since the
+// report's close, here an unrelated one). Attack review r6 LOW-1: the own
+// listing stopped (dict_not_as_ours) on a request kept under the other
+// report, the cover released.
+func TestTheExpiryDecidesTheSameOnBothPathsOnAnotherReportsRequest(t *testing.T) {
+	// other makes R2, another report of r's PIX, which takes (or keeps,
+	// why) the refund request q that names it.
+	for name, other := range map[string]func(t *testing.T, f *fixture, a *activityRun, r2 med.Report, in dict.InfractionReport) (why string){
+		"taken as its own": func(*testing.T, *fixture, *activityRun, med.Report, dict.InfractionReport) string { return "" },
+		"kept, it answers another": func(t *testing.T, f *fixture, a *activityRun, r2 med.Report, _ dict.InfractionReport) string {
+			q0 := request(r2, 10_000, dict.RefundOpen)
+			q0.LastModified = time.Now().Add(-time.Hour)
+			a.dict.refunds[q0.ID] = q0
+			_, changed, err := doorsOf(f.store).IntakeRefund(context.Background(), q0)
+			require.NoError(t, err)
+			require.True(t, changed)
+			return "another_request"
+		},
+		"kept, it ended": func(t *testing.T, f *fixture, _ *activityRun, _ med.Report, in dict.InfractionReport) string {
+			ctx := context.Background()
+			in.Status, in.LastModified = dict.ReportCancelled, in.LastModified.Add(time.Minute) // its reporter's cancel
+			r2, _, err := doorsOf(f.store).Intake(ctx, in)
+			require.NoError(t, err)
+			require.Equal(t, med.StatusEnded, f.step(f.store.Cancel(ctx, r2)).Status)
+			return "report_ended"
+		},
+	} {
+		for _, ownListing := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, own listing %v", name, ownListing), func(t *testing.T) {
+				f := newFixture(t)
+				ctx := context.Background()
+				a, r := closedAgreed(t, f)
+				in2 := report(r.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour))
+				r2 := f.intake(in2)
+				why := other(t, f, a, r2, in2)
+				q := request(r2, 10_000, dict.RefundOpen)
+				q.LastModified = med.RequestsFrom(r).Add(time.Minute)
+				a.dict.refunds[q.ID] = q
+				_, _, err := doorsOf(f.store).IntakeRefund(ctx, q) // the lister's
+				require.NoError(t, err)
+				requireRequestPlaced(t, f, q.ID, a.current(r2), why)
+				if ownListing {
+					_, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: uuid.NewString(),
+						LastModified: med.RequestsFrom(r).Add(time.Minute), Reason: "med_report_mismatch"})
+					require.NoError(t, err)
+				}
+				coveredPast(a, *r.RequestDueAt)
+				out, err := a.run(a.acts.ExpireRequest, a.current(r))
+				require.NoError(t, err, "dict_problem: %s", derefS(a.current(r).DICTProblem))
+				require.Equal(t, med.StatusEnded, out.Status)
+				require.Equal(t, med.EndReleased, *out.EndCause)
+				require.Equal(t, ownListing, slices.Contains(a.dict.ops, "listRefund"), "the path: listed %v", a.dict.ops)
+			})
+		}
+	}
+}
 
-	coveredPast(a, *r.RequestDueAt)
-	out, err := a.run(a.acts.ExpireRequest, a.current(r))
-	require.NoError(t, err)
-	require.Equal(t, med.StatusEnded, out.Status)
-	require.Equal(t, med.EndReleased, *out.EndCause)
+// requireRequestPlaced asserts the doors put the refund request id under
+// r2: taken as its own (why ""), or kept under it for why.
+func requireRequestPlaced(t *testing.T, f *fixture, id string, r2 med.Report, why string) {
+	t.Helper()
+	if why == "" {
+		require.NotNil(t, r2.RefundRequestID)
+		require.Equal(t, id, r2.RefundRequestID.String())
+		return
+	}
+	var report uuid.UUID
+	var kept string
+	require.NoError(t, f.s.Pool().QueryRow(context.Background(),
+		`SELECT report_id, why FROM pix_med_refund_requests WHERE id = $1`, id).Scan(&report, &kept))
+	require.Equal(t, r2.ID, report)
+	require.Equal(t, why, kept)
 }
 
 // openOnItsPIX puts a refund request OPEN at the DICT on r's PIX naming

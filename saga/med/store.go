@@ -669,9 +669,9 @@ const (
 
 // intakeRefund is IntakeRefund, saying what it did besides (outcome).
 func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, changed bool, outcome string, err error) {
-	id, err := uuid.Parse(in.InfractionReportID)
+	id, err := requestReport(in)
 	if err != nil {
-		return Report{}, false, "", pix.Invalid("infraction_report_id", "must be the DICT's uuid")
+		return Report{}, false, "", err
 	}
 	requestID, err := uuid.Parse(in.ID)
 	if err != nil {
@@ -697,8 +697,8 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 	}
 	out, changed, err = s.decide(ctx, id, -1, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		outcome, closedOurs = "", false
-		if cur.EndToEndID != in.TransactionID {
-			return Report{}, false, fmt.Errorf("%w: report %s is of PIX %s, the refund request's %s", ErrReportMismatch, id, cur.EndToEndID, in.TransactionID)
+		if err := requestFits(cur, in); err != nil {
+			return Report{}, false, err
 		}
 		next := cur
 		switch {
@@ -765,6 +765,29 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 		keptClosedTotal.WithLabelValues(keptRejected).Inc()
 	}
 	return out, changed, outcome, err
+}
+
+// requestReport is the report the refund request in is placed under: the
+// one its InfractionReportId names (it identifies the report of a fraud
+// refund), which takes it as its own or keeps it (intakeRefund), never
+// another report, whatever its PIX's other reports. The expiry's own
+// listing decides a request of the report's PIX by the same placement
+// (Activities.anothersRequest), as the lister's cover does.
+func requestReport(in dict.Refund) (uuid.UUID, error) {
+	id, err := uuid.Parse(in.InfractionReportID)
+	if err != nil {
+		return uuid.Nil, pix.Invalid("infraction_report_id", "must be the DICT's uuid")
+	}
+	return id, nil
+}
+
+// requestFits refuses for good (ErrReportMismatch) the refund request in
+// under the report cur it names when they are of different PIX.
+func requestFits(cur Report, in dict.Refund) error {
+	if cur.EndToEndID != in.TransactionID {
+		return fmt.Errorf("%w: report %s is of PIX %s, the refund request's %s", ErrReportMismatch, cur.ID, cur.EndToEndID, in.TransactionID)
+	}
+	return nil
 }
 
 // keepRequest records the refund request in (requestID) by its own id, for
