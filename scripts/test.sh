@@ -2,8 +2,8 @@
 # The test command (README, `make test`, .ci/run): formatting, vet,
 # staticcheck, workflowcheck, the deployment files (check_deploy_files),
 # every test against the real PostgreSQL and real Temporal dev servers that
-# the tests start themselves, then the smoke version of the fault suite
-# (correctness only, no timing asserted).
+# the tests start themselves, the smoke version of the fault suite beside
+# them (correctness only, no timing asserted), then the fuzz targets.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -39,10 +39,6 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' 
 for mod in . tooling; do
 	log "go vet ($mod)"
 	(cd "$mod" && GOFLAGS=-race go vet -tags e2e ./...)
-	log "staticcheck ($mod)"
-	(cd "$mod" && GOFLAGS=-race "$BIN/staticcheck" -tags e2e ./...)
-	log "workflowcheck ($mod)"
-	(cd "$mod" && GOFLAGS=-race "$BIN/workflowcheck" ./...)
 done
 # The binary as built from this checkout (make build, make run): help with
 # no configuration at all, and the version naming the checkout's revision.
@@ -63,14 +59,42 @@ wait "$servers" || servers_status=$?
 cat "$servers_log"
 rm -f "$servers_log"
 [ "$servers_status" = 0 ] || die "building the Temporal CLI or the NATS server failed (exit $servers_status)"
-# The deployment files' checks (a Compose CLI to install, deploycheck's
-# module, promtool's build: minutes on a cold cache) run beside the tests,
-# which spend much of their time waiting on servers; their output is
-# printed after the tests'.
-log "deployment files: docker-compose.yml, deploy/prometheus, Dockerfile (beside the tests)"
-deploy_log=$(mktemp)
-check_deploy_files >"$deploy_log" 2>&1 &
-deploy=$!
+
+# What runs beside the tests, each into a log printed when the tests end:
+# - the fault suite's smoke version (21 cases on a stack of its own): its
+#   cases mostly wait on the service's recoveries, and its faults are timed,
+#   so it keeps the machine's priority and what runs beside it yields
+#   (nice): the tests, whose timeouts are generous, take the CPU it leaves;
+# - staticcheck and workflowcheck of both modules (after go vet, which
+#   compiled what they load: the tests' packages, from the build cache);
+# - the deployment files' checks (a Compose CLI to install, deploycheck's
+#   module, promtool's build: minutes on a cold cache).
+# docs/architecture.md#tests has the measurements behind this order.
+BESIDE=()
+beside() { # beside NAME CMD...: run CMD in the background, logged for report_beside
+	local name=$1
+	shift
+	log "$name (beside the tests)"
+	"$@" >"$beside_dir/$name.log" 2>&1 &
+	BESIDE+=("$name:$!")
+}
+beside_dir=$(mktemp -d)
+trap 'kill "$servers" 2>/dev/null || true; for b in "${BESIDE[@]}"; do kill "${b#*:}" 2>/dev/null || true; done' EXIT
+beside faults ./scripts/faults.sh -smoke
+# yield: the calling (sub)shell and what it starts yield the CPU to the fault
+# suite (nice 5).
+yield() { renice -n 5 -p "$BASHPID" >/dev/null; }
+static_checks() {
+	yield
+	for mod in . tooling; do
+		log "staticcheck ($mod)"
+		(cd "$mod" && GOFLAGS=-race "$BIN/staticcheck" -tags e2e ./...)
+		log "workflowcheck ($mod)"
+		(cd "$mod" && GOFLAGS=-race "$BIN/workflowcheck" ./...)
+	done
+}
+beside static static_checks
+beside deploy eval 'yield; check_deploy_files'
 # The two modules' tests side by side, each with half the CPUs (-p): one
 # `go test ./...` ran all the packages so before the tooling had a module of
 # its own, and the e2e package, the longest, still starts at once. The
@@ -78,48 +102,39 @@ deploy=$!
 # all its analyzers (go test's are some of them) on these packages with these
 # flags, and go test's would type-check every package once more.
 half=$((($(nproc) + 1) / 2))
-log "go test, the service's module and the tooling's side by side (-p $half each)"
+log "go test, the service's module and the tooling's side by side (-p $half each, nice 5)"
 service_log=$(mktemp)
-go test -p "$half" -count=1 -race -vet=off -timeout 15m -tags e2e "$@" ./... >"$service_log" 2>&1 &
+nice -n 5 go test -p "$half" -count=1 -race -vet=off -timeout 15m -tags e2e "$@" ./... >"$service_log" 2>&1 &
 service=$!
 tooling_status=0
-(cd tooling && go test -p "$half" -count=1 -race -vet=off -timeout 15m -tags e2e "$@" ./...) || tooling_status=$?
+(cd tooling && nice -n 5 go test -p "$half" -count=1 -race -vet=off -timeout 15m -tags e2e "$@" ./...) || tooling_status=$?
 service_status=0
 wait "$service" || service_status=$?
 log "go test, the service's module"
 cat "$service_log"
 rm -f "$service_log"
-deploy_status=0
-wait "$deploy" || deploy_status=$?
-log "deployment files: docker-compose.yml, deploy/prometheus, Dockerfile"
-cat "$deploy_log"
-rm -f "$deploy_log"
-[ "$service_status" = 0 ] && [ "$tooling_status" = 0 ] && [ "$deploy_status" = 0 ] ||
-	die "failed: go test of the service's module exit $service_status, of the tooling's exit $tooling_status; the deployment files exit $deploy_status"
 # Each fuzz target briefly, beyond its committed seed corpus (which the run
 # above replays): go test fuzzes one target of one package at a time.
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can
 # report "context deadline exceeded" at the deadline with no failing input
 # (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
-# 20000 executions take about 10 s here. They run beside the fault suite's
-# smoke version, which spends most of its time waiting on the service's
-# recoveries; their output is printed after it. -vet=off as above: go vet
-# has checked these packages.
-log "fuzz, ${FUZZTIME:-20000x} per target (beside the fault suite's smoke version)"
-fuzz_log=$(mktemp)
-(
-	for target in ./internal/notification:FuzzDecodeNotification ./internal/notification:FuzzDecodeAPIPix ./internal/notification:FuzzStoreWhatTheDecodersAccept ./internal/webhooksig:FuzzVerify; do
-		go test -run='^$' -vet=off -fuzz="^${target#*:}\$" -fuzztime="${FUZZTIME:-20000x}" "${target%%:*}"
-	done
-) >"$fuzz_log" 2>&1 &
-fuzz=$!
-log "fault suite, smoke version"
-faults_status=0
-./scripts/faults.sh -smoke || faults_status=$?
+# 20000 executions take about 10 s here. After the tests (fuzzing takes
+# every CPU), beside what remains of the fault suite. -vet=off as above.
+log "fuzz, ${FUZZTIME:-20000x} per target"
 fuzz_status=0
-wait "$fuzz" || fuzz_status=$?
-log "fuzz"
-cat "$fuzz_log"
-rm -f "$fuzz_log"
-[ "$faults_status" = 0 ] && [ "$fuzz_status" = 0 ] ||
-	die "failed: the fault suite's smoke version exit $faults_status, the fuzzing exit $fuzz_status"
+for target in ./internal/notification:FuzzDecodeNotification ./internal/notification:FuzzDecodeAPIPix ./internal/notification:FuzzStoreWhatTheDecodersAccept ./internal/webhooksig:FuzzVerify; do
+	nice -n 5 go test -run='^$' -vet=off -fuzz="^${target#*:}\$" -fuzztime="${FUZZTIME:-20000x}" "${target%%:*}" || fuzz_status=$?
+done
+failed=()
+for b in "${BESIDE[@]}"; do
+	status=0
+	wait "${b#*:}" || status=$?
+	log "${b%%:*} (ran beside the tests): exit $status"
+	cat "$beside_dir/${b%%:*}.log"
+	[ "$status" = 0 ] || failed+=("${b%%:*} exit $status")
+done
+rm -rf "$beside_dir"
+[ "$service_status" = 0 ] || failed+=("go test of the service's module exit $service_status")
+[ "$tooling_status" = 0 ] || failed+=("go test of the tooling's module exit $tooling_status")
+[ "$fuzz_status" = 0 ] || failed+=("fuzzing exit $fuzz_status")
+[ ${#failed[@]} = 0 ] || die "failed: ${failed[*]}"
