@@ -82,8 +82,8 @@ beside_dir=$(mktemp -d)
 trap 'kill "$servers" 2>/dev/null || true; for b in "${BESIDE[@]}"; do kill "${b#*:}" 2>/dev/null || true; done' EXIT
 beside faults ./scripts/faults.sh -smoke
 # yield: the calling (sub)shell and what it starts yield the CPU to the fault
-# suite (nice 5).
-yield() { renice -n 5 -p "$BASHPID" >/dev/null; }
+# suite (nice 10).
+yield() { renice -n 10 -p "$BASHPID" >/dev/null; }
 static_checks() {
 	yield
 	for mod in . tooling; do
@@ -102,12 +102,12 @@ beside deploy eval 'yield; check_deploy_files'
 # all its analyzers (go test's are some of them) on these packages with these
 # flags, and go test's would type-check every package once more.
 half=$((($(nproc) + 1) / 2))
-log "go test, the service's module and the tooling's side by side (-p $half each, nice 5)"
+log "go test, the service's module and the tooling's side by side (-p $half each, nice 10)"
 service_log=$(mktemp)
-nice -n 5 go test -p "$half" -count=1 -race -vet=off -timeout 15m -tags e2e "$@" ./... >"$service_log" 2>&1 &
+nice -n 10 go test -p "$half" -count=1 -race -vet=off -timeout 15m -tags e2e "$@" ./... >"$service_log" 2>&1 &
 service=$!
 tooling_status=0
-(cd tooling && nice -n 5 go test -p "$half" -count=1 -race -vet=off -timeout 15m -tags e2e "$@" ./...) || tooling_status=$?
+(cd tooling && nice -n 10 go test -p "$half" -count=1 -race -vet=off -timeout 15m -tags e2e "$@" ./...) || tooling_status=$?
 service_status=0
 wait "$service" || service_status=$?
 log "go test, the service's module"
@@ -123,7 +123,7 @@ rm -f "$service_log"
 log "fuzz, ${FUZZTIME:-20000x} per target"
 fuzz_status=0
 for target in ./internal/notification:FuzzDecodeNotification ./internal/notification:FuzzDecodeAPIPix ./internal/notification:FuzzStoreWhatTheDecodersAccept ./internal/webhooksig:FuzzVerify; do
-	nice -n 5 go test -run='^$' -vet=off -fuzz="^${target#*:}\$" -fuzztime="${FUZZTIME:-20000x}" "${target%%:*}" || fuzz_status=$?
+	nice -n 10 go test -run='^$' -vet=off -fuzz="^${target#*:}\$" -fuzztime="${FUZZTIME:-20000x}" "${target%%:*}" || fuzz_status=$?
 done
 failed=()
 for b in "${BESIDE[@]}"; do

@@ -167,7 +167,7 @@ func dictOutage(ctx context.Context, r *caseRun) (time.Time, string, error) {
 			break
 		}
 		if time.Now().After(deadline) {
-			return time.Now(), "", fmt.Errorf("the fault did not happen: no acknowledge reached the DICT within %s of the first reports", medIntakeWithin)
+			return time.Now(), "", fmt.Errorf("%w: no acknowledge reached the DICT within %s of the first reports", errFaultMissed, medIntakeWithin)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -370,11 +370,11 @@ func dictOutageCheck(ctx context.Context, r *caseRun, o *outcome) []string {
 	v = append(v, r.st.dictViolations()...)
 	switch {
 	case refused == 0:
-		v = append(v, "the fault did not happen: no acknowledge was answered 503")
+		v = append(v, missed("no acknowledge was answered 503"))
 	case m.heldAtHeal == 0:
-		v = append(v, "the fault did not happen: no report was held, unacknowledged, when the DICT came back")
+		v = append(v, missed("no report was held, unacknowledged, when the DICT came back"))
 	case during == 0:
-		v = append(v, "the fault did not happen: no report arrived while the DICT was down")
+		v = append(v, missed("no report arrived while the DICT was down"))
 	}
 	o.note = fmt.Sprintf("DICT down %s: %d reports (%d arrived during the outage), %d acknowledges answered 503, %d held unacknowledged at the heal; every report acknowledged once %s after it, each holding its PIX",
 		up.Sub(down).Round(time.Second), len(m.reports), during, refused, m.heldAtHeal, m.recovered.Round(100*time.Millisecond))

@@ -350,7 +350,7 @@ func heldBackCheck(facts ...string) func(context.Context, *caseRun, *outcome) []
 					r.noTokenFrom.Format(time.TimeOnly), r.noTokenTo.Format(time.TimeOnly), abbreviate(n, 3)))
 			}
 			if held[what] == 0 {
-				v = append(v, fmt.Sprintf("the fault did not happen: no %s held back until the heal", what))
+				v = append(v, missed(fmt.Sprintf("no %s held back until the heal", what)))
 			}
 		}
 		if o.transfers.open > 0 {
@@ -642,7 +642,7 @@ func webhooksDroppedCheck(ctx context.Context, r *caseRun, o *outcome) []string 
 		}
 	}
 	if caughtUp == 0 {
-		v = append(v, "the fault did not happen: no PIX first found by the catch-up")
+		v = append(v, missed("no PIX first found by the catch-up"))
 	}
 	if notified == 0 {
 		v = append(v, fmt.Sprintf("no PIX came by its webhook over mutual TLS (psp %q)", pspWebhooksPSP))
