@@ -244,11 +244,12 @@ func (a *Activities) anothersRequest(ctx context.Context, cur Report, r dict.Ref
 // close that is not the specification's (quarantined: quarantineMalformed):
 // it may be the report's request, and the hold is never released on a
 // guess. It lists again after a signal or ProblemRetryAfter, and stops
-// again while the DICT lists that item so; an operator's clear of its
-// quarantine does not settle it, the DICT's copy read whole does.
+// again while the DICT lists that item so: an operator's clear of its
+// quarantine does not settle it, the DICT's copy read whole does; the
+// clear wakes the run (NoteProblemOn), which lists again at once.
 func (a *Activities) malformedRefund(ctx context.Context, cur Report, q Quarantined) error {
-	return a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the refund request %s is quarantined (%s): listed OPEN at the DICT since the report's close, "+
-		"not the specification's, it may be this report's: not released; decide it at the DICT (pixctl med quarantine), then signal", q.ID, q.Reason))
+	return a.stopOn(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the refund request %s is quarantined (%s): listed OPEN at the DICT since the report's close, "+
+		"not the specification's, it may be this report's: not released; decide it at the DICT, then clear it (pixctl med quarantine clear: the run tries again)", q.ID, q.Reason), &q)
 }
 
 // quarantineMalformed records a refund request the expiry's own listing
@@ -462,8 +463,8 @@ func (a *Activities) refusedTake(ctx context.Context, cur Report, seen dict.Refu
 	}
 	a.Log.ErrorContext(ctx, "MED saga: a refund request read back from the DICT is refused by the doors for good; quarantined (pix_med_quarantine), the run stopped, a human must look",
 		append(attrsOf(cur), "dict_id", q.ID, "last_modified", q.LastModified, "reason", q.Reason, "first", first, "error", why)...)
-	return a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("read back, the DICT has the refund request %s, which the doors refuse (%s): quarantined, an operator's",
-		seen.ID, q.Reason))
+	return a.stopOn(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("read back, the DICT has the refund request %s, which the doors refuse (%s): quarantined, an operator's",
+		seen.ID, q.Reason), &q)
 }
 
 // untaken stops the run visibly when what the DICT answered on a read
@@ -632,7 +633,20 @@ const (
 // wait ProblemRetryAfter on a change it already read, no dict_problem
 // saying why (attack review r6 MED-1).
 func (a *Activities) stop(ctx context.Context, cur Report, code, problem string) error {
-	noted, changed, err := a.Store.NoteProblem(ctx, cur, code+": "+problem)
+	return a.stopOn(ctx, cur, code, problem, nil)
+}
+
+// stopOn is stop on the quarantined item q (nil: none), which the
+// problem names: a clear of q's quarantine wakes the run (NoteProblemOn).
+func (a *Activities) stopOn(ctx context.Context, cur Report, code, problem string, q *Quarantined) error {
+	var noted Report
+	var changed bool
+	var err error
+	if q != nil {
+		noted, changed, err = a.Store.NoteProblemOn(ctx, cur, code+": "+problem, *q)
+	} else {
+		noted, changed, err = a.Store.NoteProblem(ctx, cur, code+": "+problem)
+	}
 	if err != nil {
 		return activities.KindError(err)
 	}

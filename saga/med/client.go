@@ -30,10 +30,10 @@ func depsOf(env saga.Env) any {
 	}
 	store := storeOf(env, s)
 	listed := covered.NewStore(env.Store, ListerName)
+	doors := &Doors{Store: store, Temporal: env.Temporal, Log: env.Log}
 	return &Deps{
 		Activities: &Activities{Store: store, DICT: d, Log: env.Log, BehindPSP: s.Disabled, Covered: listed},
-		Lister: &Lister{Covered: listed, DICT: l, Window: s.List, Log: env.Log, Quarantine: store,
-			Doors: &Doors{Store: store, Temporal: env.Temporal, Log: env.Log}},
+		Lister:     &Lister{Covered: listed, DICT: l, Window: s.List, Log: env.Log, Quarantine: doors, Doors: doors},
 	}
 }
 

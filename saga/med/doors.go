@@ -3,6 +3,7 @@ package med
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/saga/sagakit"
@@ -61,6 +62,24 @@ func (d *Doors) wake(ctx context.Context, r Report, changed bool) {
 	}
 	sagakit.Wake(ctx, d.Temporal, d.Log, WorkflowID(r.ID.String()), ChangedSignal,
 		"infraction report changed, its run not woken: it reads the report at its next deadline", "report_id", r.ID)
+}
+
+// Quarantine is Store.Quarantine: the lister's record of an item its
+// doors refuse (Lister.Quarantine).
+func (d *Doors) Quarantine(ctx context.Context, q Quarantined) (bool, error) {
+	return d.Store.Quarantine(ctx, q)
+}
+
+// ClearQuarantined is Store.ClearQuarantined, the lister's clear of an
+// item taken in, the runs stopped on a copy it cleared signalled after
+// its commit (wakeStopped). cleared is how many rows went.
+func (d *Doors) ClearQuarantined(ctx context.Context, kind, id string, through time.Time) (cleared int64, err error) {
+	c, err := d.Store.ClearQuarantined(ctx, kind, id, through)
+	if err != nil {
+		return 0, err
+	}
+	wakeStopped(ctx, d.Temporal, d.Log, kind, id, c)
+	return int64(len(c.Rows)), nil
 }
 
 // CreditPSP is Store.CreditPSP.

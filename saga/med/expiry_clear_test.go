@@ -82,7 +82,7 @@ func TestAnOperatorsClearLeavesTheCopiesQuarantinedSinceAndTheExpiryStops(t *tes
 	// The unplaced copy is cleared when named.
 	cleared, err := f.store.ResolveQuarantined(ctx, med.QuarantinedRefund, id, t0)
 	require.NoError(t, err)
-	require.Len(t, cleared, 1)
+	require.Len(t, cleared.Rows, 1)
 }
 
 // A refund request of another report quarantined by the lister (the

@@ -58,7 +58,8 @@ type Intaker interface {
 
 // Quarantine records the listed items the doors refuse for good, or that
 // are not the specification's (Store.Quarantine), and clears an item's
-// once a later listing takes it in (Store.ClearQuarantined).
+// once a later listing takes it in, waking the runs stopped on it
+// (Doors.ClearQuarantined).
 type Quarantine interface {
 	Quarantine(ctx context.Context, q Quarantined) (first bool, err error)
 	ClearQuarantined(ctx context.Context, kind, id string, through time.Time) (cleared int64, err error)

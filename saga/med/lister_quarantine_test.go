@@ -216,7 +216,7 @@ func TestWhatATakeInClearsOfTheQuarantine(t *testing.T) {
 			for _, c := range tc.clears {
 				cleared, err := f.store.ClearQuarantined(ctx, c.kind, id, c.through)
 				require.NoError(t, err)
-				require.Equal(t, c.cleared, cleared, c.why)
+				require.Len(t, cleared.Rows, int(c.cleared), c.why)
 				items, err := f.store.QuarantinedItems(ctx, nil, 100)
 				require.NoError(t, err)
 				var left []time.Time

@@ -82,7 +82,7 @@ func newListerFixture(t *testing.T, opts dictsim.Options) *listerFixture {
 	c, err := dict.New(ts.Config)
 	require.NoError(t, err)
 	doors := &countingDoors{doors: &med.Doors{Store: f.store, Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}, changed: map[string]int{}}
-	l := &med.Lister{Covered: covered.NewStore(f.s, med.ListerName), DICT: c, Doors: doors, Quarantine: f.store, Log: sagatest.Discard(),
+	l := &med.Lister{Covered: covered.NewStore(f.s, med.ListerName), DICT: c, Doors: doors, Quarantine: doors.doors, Log: sagatest.Discard(),
 		Window: covered.Settings{Overlap: 2 * time.Minute, Lookback: time.Hour, Grace: 0}, RateLimitWait: 50 * time.Millisecond}
 	return &listerFixture{fixture: f, ts: ts, client: c, doors: doors, lister: l, env: sagatest.Activities(l)}
 }

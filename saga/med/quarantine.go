@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -28,7 +29,7 @@ import (
 var quarantineFiles embed.FS
 
 // quarantineSQL holds the statements of quarantine.sql.
-var quarantineSQL struct{ Clear, List, Resolve, Count, RefundsFrom string }
+var quarantineSQL struct{ Clear, Stop, Wake, List, Resolve, Count, RefundsFrom string }
 
 func init() { db.BindQueries(quarantineFiles, "quarantine.sql", &quarantineSQL) }
 
@@ -50,16 +51,66 @@ func quarantinedID(id string) string {
 	return id
 }
 
+// QuarantineCleared is what a clear of the quarantine did: the
+// LastModified of each row cleared (Rows), and the open reports whose runs
+// had stopped at the DICT on one of those copies (Woken: NoteProblemOn,
+// the report unmoved since), their generation bumped in the clear's
+// transaction so that the run's stopped wait ends (waits.stopped) rather
+// than at its retry time: what stopped them is gone. Signalled after the
+// commit (wakeStopped); a signal lost is the run's next look, which finds
+// the generation moved.
+type QuarantineCleared struct {
+	Rows  []time.Time
+	Woken []uuid.UUID
+}
+
 // ClearQuarantined clears the quarantine of an item the lister has taken
 // in: its rows of the copy modified at through or before it, never a
 // newer copy's (a lister late with an older copy clears nothing of what
-// was quarantined since). cleared is how many rows went.
-func (s *Store) ClearQuarantined(ctx context.Context, kind, id string, through time.Time) (cleared int64, err error) {
-	tag, err := s.store.Pool().Exec(ctx, quarantineSQL.Clear, kind, quarantinedID(id), through)
+// was quarantined since), and wakes the runs stopped on those rows
+// (QuarantineCleared). The lister's is Doors.ClearQuarantined, which
+// signals them.
+func (s *Store) ClearQuarantined(ctx context.Context, kind, id string, through time.Time) (QuarantineCleared, error) {
+	return s.clearQuarantine(ctx, "clear", quarantineSQL.Clear, kind, quarantinedID(id), through)
+}
+
+// clearQuarantine runs the clear stmt (Clear, Resolve) of kind and id
+// (as recorded) through through, then, in its transaction, bumps the
+// generation of the reports stopped on a row it cleared (Wake).
+func (s *Store) clearQuarantine(ctx context.Context, what, stmt, kind, id string, through time.Time) (QuarantineCleared, error) {
+	var out QuarantineCleared
+	err := s.store.InTx(ctx, func(tx pgx.Tx) error {
+		rs, err := tx.Query(ctx, stmt, kind, id, through)
+		if err != nil {
+			return err
+		}
+		if out.Rows, err = pgx.CollectRows(rs, pgx.RowTo[time.Time]); err != nil || len(out.Rows) == 0 {
+			return err
+		}
+		rs, err = tx.Query(ctx, quarantineSQL.Wake, kind, id, out.Rows)
+		if err != nil {
+			return err
+		}
+		out.Woken, err = pgx.CollectRows(rs, pgx.RowTo[uuid.UUID])
+		return err
+	})
 	if err != nil {
-		return 0, db.Classify(fmt.Errorf("clear the quarantine of %s %s: %w", kind, id, err))
+		return QuarantineCleared{}, db.Classify(fmt.Errorf("%s the quarantine of %s %s: %w", what, kind, id, err))
 	}
-	return tag.RowsAffected(), nil
+	return out, nil
+}
+
+// wakeStopped signals the runs a clear of the quarantine woke (c.Woken),
+// after its commit: each reads its report, finds the generation moved and
+// tries its step again. One lost is logged; the generation still ends the
+// wait at the run's next look (its retry time at the latest).
+func wakeStopped(ctx context.Context, temporal sagakit.Signaller, log *slog.Logger, kind, id string, c QuarantineCleared) {
+	wakes := make([]sagakit.AWake, 0, len(c.Woken))
+	for _, r := range c.Woken {
+		wakes = append(wakes, sagakit.AWake{WorkflowID: WorkflowID(r.String()), Attrs: []any{"report_id", r, "kind", kind, "dict_id", id}})
+	}
+	sagakit.WakeAll(ctx, temporal, log, ChangedSignal,
+		"quarantine cleared, the run stopped on it not woken: it tries its step again at its next look", wakes)
 }
 
 // RefundQuarantinedFrom returns a refund request quarantined and not
@@ -136,20 +187,14 @@ func (s *Store) QuarantinedItems(ctx context.Context, after *QuarantineKey, limi
 // looked stays and holds the 72 h expiry back (attack review r4 MED-1: a
 // clear of every copy released past a newer one). ErrQuarantineNotFound
 // when no copy of that LastModified is quarantined; else the LastModified
-// of each row cleared.
-func (s *Store) ResolveQuarantined(ctx context.Context, kind, id string, through time.Time) ([]time.Time, error) {
-	rs, err := s.store.Pool().Query(ctx, quarantineSQL.Resolve, kind, id, through)
-	if err != nil {
-		return nil, db.Classify(fmt.Errorf("resolve the quarantine of %s %s: %w", kind, id, err))
+// of each row cleared and the runs stopped on them, woken
+// (QuarantineCleared: the route signals them).
+func (s *Store) ResolveQuarantined(ctx context.Context, kind, id string, through time.Time) (QuarantineCleared, error) {
+	out, err := s.clearQuarantine(ctx, "resolve", quarantineSQL.Resolve, kind, id, through)
+	if err == nil && len(out.Rows) == 0 {
+		return QuarantineCleared{}, ErrQuarantineNotFound
 	}
-	cleared, err := pgx.CollectRows(rs, pgx.RowTo[time.Time])
-	if err != nil {
-		return nil, db.Classify(fmt.Errorf("resolve the quarantine of %s %s: %w", kind, id, err))
-	}
-	if len(cleared) == 0 {
-		return nil, ErrQuarantineNotFound
-	}
-	return cleared, nil
+	return out, err
 }
 
 // quarantineCounts are the items quarantined and not cleared, by kind.

@@ -11,9 +11,39 @@
 -- (its reason dict_malformed...LastModified: recorded where the walk met
 -- it, at or before its real instant, so a copy modified after that row's
 -- instant may still be older than the malformed one): an operator's only
--- (Resolve). From the primary key.
+-- (Resolve). The LastModified of each row cleared (Wake). From the
+-- primary key.
 DELETE FROM pix_med_quarantine WHERE kind = $1 AND dict_id = $2 AND dict_modified_at <= $3
 AND reason NOT LIKE 'dict\_malformed%LastModified'
+RETURNING dict_modified_at
+
+-- name: Stop
+-- A report's run stopped at the DICT on the quarantined item $2 kind, $3
+-- DICT id (as Quarantine records it), $4 LastModified: $1 the report, $5
+-- its generation once the stop was noted (pix_med_quarantine_stops,
+-- migration 0059). A report's later stop on another item (or another copy)
+-- replaces it. From the primary key.
+INSERT INTO pix_med_quarantine_stops (report_id, kind, dict_id, dict_modified_at, gen) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (report_id) DO UPDATE SET kind = EXCLUDED.kind, dict_id = EXCLUDED.dict_id,
+    dict_modified_at = EXCLUDED.dict_modified_at, gen = EXCLUDED.gen
+
+-- name: Wake
+-- In the transaction of a clear (Clear, Resolve) of $1 kind, $2 DICT id,
+-- the copies of LastModified $3 (each row cleared): the open reports whose
+-- runs stopped on one of those copies and nothing moved since (still at the
+-- generation their stop left: a report that moved on has a run deciding
+-- on it already) have their generation bumped, which ends the run's
+-- stopped wait (workflow.go, waits.stopped); their ids, for the signal
+-- after the commit. A run stopped on a newer copy than those cleared is
+-- not among them. Their stop rows stay, stale (one per report, replaced at
+-- its next stop): deleted here they would be locked with the reports,
+-- against NoteProblem's order (the report first, then its stop). The
+-- stops from the item's index, the reports from their primary key.
+UPDATE pix_med_reports r SET gen = r.gen + 1, updated_at = now()
+FROM pix_med_quarantine_stops s
+WHERE s.kind = $1 AND s.dict_id = $2 AND s.dict_modified_at = ANY ($3::timestamptz[])
+  AND r.id = s.report_id AND r.gen = s.gen AND r.status NOT IN ('ended', 'not_ours')
+RETURNING r.id
 
 -- name: RefundsFrom
 -- The refund requests quarantined and not cleared that could be a

@@ -56,7 +56,7 @@ type RouteStore interface {
 	KeptRequests(ctx context.Context, after *KeptKey, limit int) ([]KeptRequest, error)
 	KeptRequest(ctx context.Context, id uuid.UUID) (KeptRequest, error)
 	QuarantinedItems(ctx context.Context, after *QuarantineKey, limit int) ([]QuarantinedItem, error)
-	ResolveQuarantined(ctx context.Context, kind, id string, through time.Time) ([]time.Time, error)
+	ResolveQuarantined(ctx context.Context, kind, id string, through time.Time) (QuarantineCleared, error)
 }
 
 // Handlers serve the saga's routes.
@@ -328,7 +328,9 @@ func (h *Handlers) listQuarantine(k api.Kit, c *gin.Context) {
 // dict_modified_at of the copy decided, as listed: that copy and the
 // earlier ones go (Store.ResolveQuarantined), never one quarantined after
 // the operator looked, which would let the 72 h expiry release past a
-// copy nobody decided (attack review r4 MED-1). 404
+// copy nobody decided (attack review r4 MED-1). The runs stopped at the
+// DICT on a copy cleared are woken (QuarantineCleared), signalled after
+// the commit. 404
 // med_quarantine_not_found when no copy of that LastModified is there.
 // The id is the rest of the path (a catch-all): an id the DICT wrote
 // with a '/' in it (its dict_id as listed, sent percent-encoded as a path
@@ -360,6 +362,8 @@ func (h *Handlers) resolveQuarantine(k api.Kit, c *gin.Context) {
 		k.Fail(c, err)
 		return
 	}
-	h.Log.WarnContext(ctx, "med quarantine cleared by an operator", "kind", kind, "dict_id", id, "cleared", len(cleared), "by", k.Caller(c).Subject)
-	c.JSON(http.StatusOK, gin.H{"kind": kind, "dict_id": id, "cleared": cleared})
+	h.Log.WarnContext(ctx, "med quarantine cleared by an operator", "kind", kind, "dict_id", id, "cleared", len(cleared.Rows),
+		"runs_woken", len(cleared.Woken), "by", k.Caller(c).Subject)
+	wakeStopped(ctx, h.Temporal, h.Log, kind, id, cleared)
+	c.JSON(http.StatusOK, gin.H{"kind": kind, "dict_id": id, "cleared": cleared.Rows})
 }

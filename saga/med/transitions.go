@@ -504,16 +504,39 @@ func (r Report) Sent(w Write) bool {
 // refusal, an answer not verified): the run waits for an operator, or a
 // new intake, before it asks again.
 func (s *Store) NoteProblem(ctx context.Context, at Report, problem string) (Report, bool, error) {
+	return s.noteProblem(ctx, at, problem, nil)
+}
+
+// NoteProblemOn is NoteProblem of a stop on the quarantined item q (its
+// problem names it): recorded with the report's generation
+// (pix_med_quarantine_stops), so that a clear of that copy's quarantine
+// wakes the run (QuarantineCleared), and a clear of another copy does not.
+// Recorded even when the problem's text is as it was: a stop on a newer
+// copy of the same item says the same.
+func (s *Store) NoteProblemOn(ctx context.Context, at Report, problem string, q Quarantined) (Report, bool, error) {
+	return s.noteProblem(ctx, at, problem, &q)
+}
+
+func (s *Store) noteProblem(ctx context.Context, at Report, problem string, on *Quarantined) (Report, bool, error) {
 	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		if len(problem) > 500 {
 			problem = strings.ToValidUTF8(problem[:500], "")
 		}
-		if deref(cur.DICTProblem) == problem {
-			return cur, false, nil
+		out, changed := cur, false
+		if deref(cur.DICTProblem) != problem {
+			next := cur
+			next.DICTProblem = &problem
+			var err error
+			if out, changed, err = save(ctx, tx, cur, next); err != nil {
+				return Report{}, false, err
+			}
 		}
-		next := cur
-		next.DICTProblem = &problem
-		return save(ctx, tx, cur, next)
+		if on != nil {
+			if _, err := tx.Exec(ctx, quarantineSQL.Stop, out.ID, on.Kind, quarantinedID(on.ID), on.LastModified, out.Gen); err != nil {
+				return Report{}, false, fmt.Errorf("record infraction report %s stopped on %s %s: %w", out.ID, on.Kind, on.ID, err)
+			}
+		}
+		return out, changed, nil
 	})
 }
 

@@ -37,3 +37,9 @@ INSERT INTO pix_med_quarantine (kind, dict_id, dict_modified_at, reason)
 SELECT CASE WHEN i % 20 = 0 THEN 'refund' ELSE 'report' END, md5('med' || i)::uuid::text,
        now() - (20000 - i) * interval '10 minutes', 'dict_malformed:Status'
 FROM generate_series(10, 20000, 10) i;
+
+-- The runs stopped on a quarantined item (pix_med_quarantine_stops): a
+-- row per 20th report, stale or not, as if none were ever replaced.
+INSERT INTO pix_med_quarantine_stops (report_id, kind, dict_id, dict_modified_at, gen)
+SELECT md5('med' || i)::uuid, 'refund', md5('med-request' || i)::uuid::text, now() - (20000 - i) * interval '10 minutes', 1
+FROM generate_series(20, 20000, 20) i;
