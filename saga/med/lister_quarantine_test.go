@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +43,21 @@ func (f *listerFixture) spoilListed(item, id string, change func(*etree.Element)
 		}
 		return a
 	})
+}
+
+// refundOpened closes rep AGREED at the DICT and opens its refund
+// request there (R$ 50,00), past whose millisecond it returns (as open).
+func (f *listerFixture) refundOpened(rep dict.InfractionReport) dict.Refund {
+	f.t.Helper()
+	ctx := context.Background()
+	_, err := f.client.AcknowledgeInfractionReport(ctx, rep.ID)
+	require.NoError(f.t, err)
+	_, err = f.client.CloseInfractionReport(ctx, rep.ID, dict.Agreed, "")
+	require.NoError(f.t, err)
+	ref, err := f.ts.OpenRefund(dictsim.NewRefund{InfractionReportID: rep.ID, Amount: 5_000})
+	require.NoError(f.t, err)
+	time.Sleep(time.Until(ref.LastModified.Add(time.Millisecond)))
+	return ref
 }
 
 type quarantineRow struct {
@@ -108,13 +124,7 @@ func TestAMalformedItemIsQuarantinedUntilAListingTakesItIn(t *testing.T) {
 	// A refund request whose amount can't be read: quarantined as a
 	// refund; the DICT modifies it since (cancelled), listed right: taken
 	// in, cleared.
-	_, err = f.client.AcknowledgeInfractionReport(ctx, r1.ID)
-	require.NoError(t, err)
-	_, err = f.client.CloseInfractionReport(ctx, r1.ID, dict.Agreed, "")
-	require.NoError(t, err)
-	ref, err := f.ts.OpenRefund(dictsim.NewRefund{InfractionReportID: r1.ID, Amount: 5_000})
-	require.NoError(t, err)
-	time.Sleep(time.Until(ref.LastModified.Add(time.Millisecond)))
+	ref := f.refundOpened(r1)
 	f.spoilListed("Refund", ref.ID, func(e *etree.Element) { e.SelectElement("RefundAmount").SetText("50.001") })
 	_, err = f.run()
 	require.NoError(t, err)
@@ -304,4 +314,58 @@ func TestTheQuarantineRoutes(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, status, call[1])
 		require.Equal(t, "insufficient_scope", sagatest.Code(refused))
 	}
+}
+
+// A refund request whose report the lister has not taken in (not listed
+// to it: here, hidden from its lists) is taken in after the report, read
+// by GetInfractionReport; a report read that is not the specification's
+// (its Status one no enumeration has) is no report to take the request
+// on: the request is quarantined (dict_malformed:InfractionReport), the
+// report not received, the walk goes on. Once the DICT answers the report
+// right, the overlap's listing of the same request takes both in and
+// clears the quarantine. (1e35cdd: the lister's quarantine of a
+// malformed read, untested before.)
+func TestARefundRequestWhoseReportReadsMalformedIsQuarantined(t *testing.T) {
+	f := newListerFixture(t, dictsim.Options{})
+	ctx := context.Background()
+	rep := f.open()
+	ref := f.refundOpened(rep)
+	var malformed atomic.Bool
+	malformed.Store(true)
+	var reads atomic.Int32
+	f.ts.SetAnswerHook(func(x *dictsim.Exchange, model func() dictsim.Answer) dictsim.Answer {
+		a := model()
+		switch x.Op {
+		case "listInfractionReport":
+			for _, e := range a.Body.FindElements("//InfractionReport") {
+				if el := e.SelectElement("Id"); el != nil && el.Text() == rep.ID {
+					e.Parent().RemoveChild(e)
+				}
+			}
+		case "getInfractionReport":
+			reads.Add(1)
+			if st := a.Body.FindElement("//Status"); st != nil && malformed.Load() {
+				st.SetText("SUSPENDED")
+				a.Unchecked = true
+			}
+		}
+		return a
+	})
+
+	_, err := f.run()
+	require.NoError(t, err, "a malformed read fails no run")
+	require.Positive(t, reads.Load(), "the report read, not listed")
+	require.Equal(t, []quarantineRow{{med.QuarantinedRefund, ref.ID, "dict_malformed:InfractionReport", ref.LastModified.Truncate(time.Microsecond).UTC()}},
+		f.quarantined())
+	_, err = f.store.Get(ctx, uuid.MustParse(rep.ID))
+	require.ErrorIs(t, err, med.ErrNotFound, "no report taken in on a read not the specification's")
+
+	malformed.Store(false)
+	_, err = f.run() // within the overlap: the same request, its report read right
+	require.NoError(t, err)
+	got, err := f.store.Get(ctx, uuid.MustParse(rep.ID))
+	require.NoError(t, err)
+	require.NotNil(t, got.RefundRequestID)
+	require.Equal(t, ref.ID, got.RefundRequestID.String())
+	require.Empty(t, f.quarantined(), "cleared by the listing that took it in")
 }
