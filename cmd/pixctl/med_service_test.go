@@ -168,4 +168,20 @@ func TestMEDAgainstTheService(t *testing.T) {
 	require.Contains(t, r.stderr, "med_quarantine_not_found")
 	r = pixctl(t, getenv, "med", "quarantine", "-through", now.UTC().Format(time.RFC3339Nano), "clear", "block", held)
 	r.requireStatus(t, cli.ExitUsage)
+
+	// An id the DICT wrote with a '/' in it (no uuid: listed quoted, as
+	// the lister records it) is cleared by its dict_id as listed: pixctl
+	// sends it percent-encoded, one id (the route's catch-all), whatever
+	// else it holds (a dot segment, a trailing '/', a '%', a '?', a '#').
+	for _, id := range []string{"a/b", "x/../y/", "c%2Fd?e#f"} {
+		_, err = med.NewStore(store).Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: id, LastModified: now, Reason: "dict_malformed:Id"})
+		require.NoError(t, err)
+		listed := fmt.Sprintf("%q", id)
+		r = pixctl(t, getenv, "med", "quarantine", "-through", now.UTC().Format(time.RFC3339Nano), "clear", "refund", listed)
+		r.requireStatus(t, cli.ExitOK)
+		require.Contains(t, r.stdout, "cleared refund "+listed+": 1 copies", "%s", r.stderr)
+	}
+	r = pixctl(t, getenv, "med", "quarantine")
+	r.requireStatus(t, cli.ExitOK)
+	require.NotContains(t, r.stdout, "refund ")
 }
