@@ -108,7 +108,7 @@ func (s *Store) Receive(ctx context.Context, n pix.Notification) (pix.Receipt, e
 // receive is Receive on q (the pool, or a group commit writer's
 // connection), with the traceparent of the request it serves, and without
 // the wake.
-func (s *Store) receive(ctx context.Context, q querier, n pix.Notification, traceparent *string) (pix.Receipt, error) {
+func (s *Store) receive(ctx context.Context, q Querier, n pix.Notification, traceparent *string) (pix.Receipt, error) {
 	r, stored, err := scanReceipt(q.QueryRow(ctx, creditSQL.Receive, receiveArgs(n, traceparent)...), n)
 	if err != nil || stored {
 		return r, err

@@ -231,7 +231,7 @@ func samePIX(n pix.Notification, r storedPIX) string {
 // credited PIX delivered again under another chave or txid is a mismatch
 // while its row is kept, as it is while pending: never a silent duplicate.
 // q is the pool, or the group commit's transaction.
-func creditedBefore(ctx context.Context, q querier, n pix.Notification) (pix.Receipt, error) {
+func creditedBefore(ctx context.Context, q Querier, n pix.Notification) (pix.Receipt, error) {
 	n.Source = cmp.Or(n.Source, pix.SourceNative)
 	_, r, err := scanStored(q.QueryRow(ctx, listedSQL.Stored, []string{n.EndToEndID}, []string{n.PixKey}, []string{n.TxID}))
 	if err != nil {

@@ -33,7 +33,8 @@ func (s *Store) Ping(ctx context.Context) error {
 	return Classify(s.pool.Ping(ctx))
 }
 
-// querier is what the pool and a transaction have in common.
-type querier interface {
+// Querier is what the pool and a transaction have in common: a statement
+// of one row.
+type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }

@@ -109,6 +109,11 @@ const (
 // statementPlans classifies every bound statement, by its name in traces
 // ("queries." is the statements of saga/scheduled/queries.sql).
 var statementPlans = map[string]statementPlan{
+	// The database's clock (db.Now), no table: read in the transaction of
+	// each deadline's decision (a block's expiry and return, a MED's
+	// deadlines) and by the listers' runs (their covered windows).
+	"clock.Now": checked(perPIX),
+
 	"accounts.ChargeStatus":  checked(onRequest),
 	"accounts.CloseAccount":  checked(onRequest),
 	"accounts.CreateAccount": checked(onRequest),

@@ -17,7 +17,7 @@ var queryFiles embed.FS
 
 // coveredSQL holds the statements of covered.sql.
 var coveredSQL struct {
-	Now, CoveredUntil, StartCovering, AdvanceCovered, Behind string
+	CoveredUntil, StartCovering, AdvanceCovered, Behind string
 }
 
 func init() { db.BindQueries(queryFiles, "covered.sql", &coveredSQL) }
@@ -36,11 +36,8 @@ func NewStore(s *db.Store, name string) *Store { return &Store{store: s, name: n
 // that runs ahead would skip what the other side records meanwhile.
 // Advance refuses an end past this clock.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
-	var now time.Time
-	if err := s.store.Pool().QueryRow(ctx, coveredSQL.Now).Scan(&now); err != nil {
-		return time.Time{}, db.Classify(fmt.Errorf("read the database's clock: %w", err))
-	}
-	return now, nil
+	now, err := db.Now(ctx, s.store.Pool())
+	return now, db.Classify(err)
 }
 
 // CoveredUntil is the end of the last window the lister covered: all it

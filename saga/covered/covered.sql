@@ -1,11 +1,6 @@
 -- The covered windows of the scheduled listers (covered.go; the table is
--- db/migrations/0042_covered_windows.sql), each by its name ($1).
-
--- name: Now
--- The database's clock: every worker's window ends by this one clock,
--- never by its own (a worker whose clock runs ahead would record a covered
--- end in the future and skip what the other side records meanwhile).
-SELECT now()
+-- db/migrations/0042_covered_windows.sql), each by its name ($1). Their
+-- clock is the database's (db.Now, db/queries/clock.sql).
 
 -- name: CoveredUntil
 -- The end of the last window the lister covered; no row: none yet.
