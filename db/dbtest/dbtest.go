@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	neturl "net/url"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -107,6 +110,35 @@ func New(t testing.TB) *db.Store {
 	t.Helper()
 	u := URL(t)
 	pool, err := db.Open(context.Background(), u, 10)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return db.NewStore(pool)
+}
+
+// NewClockBehind is New whose database's clock runs behind the process's
+// by behind: in every statement of the Store's sessions, now() is
+// PostgreSQL's less behind (a function now() in a schema its search_path
+// names before pg_catalog; column defaults, bound to PostgreSQL's when
+// their table was made, keep its own). It stands for a worker whose clock
+// runs ahead of the database's (NTP broken): the process's clock can't be
+// moved, and the code under test may read it anywhere.
+func NewClockBehind(t testing.TB, behind time.Duration) *db.Store {
+	t.Helper()
+	u := URL(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, u)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, admin.Close(ctx)) }()
+	_, err = admin.Exec(ctx, fmt.Sprintf(`CREATE SCHEMA clock_behind;
+CREATE FUNCTION clock_behind.now() RETURNS timestamptz LANGUAGE sql STABLE
+AS $$ SELECT pg_catalog.now() - interval '%d microseconds' $$`, behind.Microseconds()))
+	require.NoError(t, err)
+	parsed, err := neturl.Parse(u)
+	require.NoError(t, err)
+	schema := parsed.Query().Get("search_path")
+	u, err = db.SchemaURL(u, schema+",clock_behind,pg_catalog")
+	require.NoError(t, err)
+	pool, err := db.Open(ctx, u, 10)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return db.NewStore(pool)

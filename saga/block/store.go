@@ -137,15 +137,21 @@ func one(rs pgx.Rows, err error) (Block, error) {
 // Store is the saga's store, over the service's (db's exported core).
 type Store struct {
 	store *db.Store
-	// now is the clock the expiry is checked by (time.Now).
-	now func() time.Time
+	// now is the clock the 72 hours are checked by (Expire, Return), read
+	// in the deciding transaction: the database's (db.Now), the one
+	// expires_at was written by (its hold's created_at, now(), plus 72
+	// hours), never the worker's, which may run ahead.
+	now db.Clock
 }
 
 // NewStore returns the saga's store over s.
-func NewStore(s *db.Store) *Store { return &Store{store: s, now: time.Now} }
+func NewStore(s *db.Store) *Store { return &Store{store: s, now: db.Now} }
 
-// WithClock is the store with another clock for the expiry's check.
-func (s *Store) WithClock(now func() time.Time) *Store { return &Store{store: s.store, now: now} }
+// WithClock is the store with another clock for the 72 hours' checks (a
+// test's), in place of the database's.
+func (s *Store) WithClock(now func() time.Time) *Store {
+	return &Store{store: s.store, now: db.ClockOf(now)}
+}
 
 // Queue is the blocks whose run must be going, for the saga's dispatcher.
 func (s *Store) Queue() db.DueQueue { return s.store.DueQueue(queue) }
@@ -290,14 +296,19 @@ func (s *Store) Release(ctx context.Context, id uuid.UUID, by string) (Block, bo
 // Expire releases an active block whose 72 hours are over, as its saga's
 // timer asks: as Release, the block ending expired. A block that ended or
 // is returning is returned as it is, nothing changed (a release or a
-// return took the lock first: the fence). One asked before its time (a
-// clock far off) changes nothing and is an error: the run asks again.
+// return took the lock first: the fence). One asked before its time by the
+// database's clock (the run's timer early, or started by hand) changes
+// nothing and is an error: the run asks again.
 func (s *Store) Expire(ctx context.Context, id uuid.UUID) (Block, bool, error) {
 	return s.end(ctx, id, func(tx pgx.Tx, cur Block) (Block, bool, error) {
 		if cur.Status != StatusActive {
 			return cur, false, nil
 		}
-		if early := cur.ExpiresAt.Sub(s.now()); early > expireEarlyTolerance {
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return Block{}, false, err
+		}
+		if early := cur.ExpiresAt.Sub(now); early > expireEarlyTolerance {
 			return Block{}, false, fmt.Errorf("block %s expires at %s, %s from now: not yet", id,
 				cur.ExpiresAt.Format(time.RFC3339), early.Round(time.Second))
 		}
@@ -306,8 +317,8 @@ func (s *Store) Expire(ctx context.Context, id uuid.UUID) (Block, bool, error) {
 }
 
 // expireEarlyTolerance is how far before its expires_at Expire still
-// releases a block: the worker's clock and Temporal's timer may differ a
-// little from the database's.
+// releases a block: Temporal's timer, which asks it, may fire a little
+// before the database's clock, which decides, reaches it.
 const expireEarlyTolerance = time.Minute
 
 // Return hands an active block's amount to the devolução saga: in one
@@ -330,7 +341,11 @@ func (s *Store) Return(ctx context.Context, id uuid.UUID, by string) (Block, boo
 		}
 		// Past its 72 hours the block is its run's to release (late: a
 		// worker down), never to return: the money is the customer's again.
-		if !s.now().Before(cur.ExpiresAt) {
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return Block{}, false, err
+		}
+		if !now.Before(cur.ExpiresAt) {
 			return Block{}, false, fmt.Errorf("%w: its 72 hours ended at %s, its release is due", ErrReleased,
 				cur.ExpiresAt.Format(time.RFC3339))
 		}

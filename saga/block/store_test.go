@@ -486,6 +486,45 @@ func TestNoReturnAfterThe72Hours(t *testing.T) {
 	f.requireBooks()
 }
 
+// The 72 hours are the database's: expires_at is written by its clock
+// (the hold's created_at, now()), so the expiry and a return decide by it
+// too, never by the worker's. Here the worker's clock runs an hour ahead
+// of the database's (dbtest.NewClockBehind); a block with 10 minutes left
+// by the database's clock is 50 minutes past by the worker's: the expiry
+// must not release it, and a return must be taken.
+func TestTheDatabasesClockDecidesTheBlocksHours(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	s := dbtest.NewClockBehind(t, time.Hour)
+	f := &fixture{t: t, s: s, store: block.NewStore(s), keys: dbtest.Keys}
+	ctx := context.Background()
+	c, b := f.blocked(4_000)
+	f.expiresIn(b, 10*time.Minute)
+	_, _, err := f.store.Expire(ctx, b.ID)
+	require.ErrorContains(t, err, "not yet")
+	f.requireMoney(c.AccountID, 10_000, 4_000)
+
+	// The worker's own clock would have released it: the clocks differ.
+	worker := f.store.WithClock(time.Now)
+	other := f.mustBlock(c.EndToEndID, 1_000)
+	f.expiresIn(other, 10*time.Minute)
+	f.changed(worker.Expire(ctx, other.ID))
+	f.requireMoney(c.AccountID, 10_000, 4_000)
+
+	out := f.changed(f.store.Return(ctx, b.ID, "operator-2"))
+	require.Equal(t, block.StatusReturning, out.Status)
+	f.requireMoney(c.AccountID, 6_000, 0)
+	f.requireBooks()
+}
+
+// expiresIn moves the block's expires_at to in after the database's now().
+func (f *fixture) expiresIn(b block.Block, in time.Duration) {
+	f.t.Helper()
+	_, err := f.s.Pool().Exec(context.Background(), `UPDATE pix_blocks SET expires_at = now() + $2::interval WHERE id = $1`, b.ID, in)
+	require.NoError(f.t, err)
+}
+
 // Attack review: Settle decides under the block's lock, in a transaction
 // that holds one of the pool's connections. Reading the devolução through
 // the pool meanwhile wants a second: with every connection in such a
