@@ -229,7 +229,7 @@ func waitCredited(ctx context.Context, r *caseRun, n int, within time.Duration) 
 			return out[:n], nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d PIX credited on different accounts after %s, want %d", len(out), within, n)
+			return nil, fmt.Errorf("%w: %d PIX credited on different accounts after %s, want %d", errFaultMissed, len(out), within, n)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
