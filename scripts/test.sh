@@ -104,10 +104,10 @@ beside deploy eval 'yield; check_deploy_files'
 half=$((($(nproc) + 1) / 2))
 log "go test, the service's module and the tooling's side by side (-p $half each, nice 10)"
 service_log=$(mktemp)
-nice -n 10 go test -p "$half" -count=1 -race -vet=off -timeout 15m -tags e2e "$@" ./... >"$service_log" 2>&1 &
+nice -n 10 go test -p "$half" -count=1 -race -vet=off -timeout 25m -tags e2e "$@" ./... >"$service_log" 2>&1 &
 service=$!
 tooling_status=0
-(cd tooling && nice -n 10 go test -p "$half" -count=1 -race -vet=off -timeout 15m -tags e2e "$@" ./...) || tooling_status=$?
+(cd tooling && nice -n 10 go test -p "$half" -count=1 -race -vet=off -timeout 25m -tags e2e "$@" ./...) || tooling_status=$?
 service_status=0
 wait "$service" || service_status=$?
 log "go test, the service's module"

@@ -241,7 +241,10 @@ func SetCurrentVersion(ctx context.Context, c client.Client, v sdkworker.WorkerD
 	h := c.WorkerDeploymentClient().GetHandle(v.DeploymentName)
 	for {
 		_, err := h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: v.BuildID})
-		if err == nil || !versionUnknownYet(err) {
+		// A Temporal that did not answer this time (its deployment
+		// workflow slow on a busy server: the call's own deadline) is
+		// asked again too, until ctx ends.
+		if err == nil || !versionUnknownYet(err) && !(transient(err) && ctx.Err() == nil) {
 			return err
 		}
 		select {

@@ -3,7 +3,6 @@ package load
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
+	pixworker "github.com/pixbank/pix/worker"
 )
 
 // Ingest is what an ingest ceiling measured.
@@ -220,26 +219,14 @@ func (e *Engine) StartVersioned(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Temporal knows a version from its pollers only: asked again until
-	// they polled.
-	h := e.client.WorkerDeploymentClient().GetHandle(v.DeploymentName)
-	for {
-		_, err := h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: v.BuildID})
-		if err == nil {
-			e.versioned = ve
-			return nil
-		}
-		var notFound *serviceerror.NotFound
-		var stale *serviceerror.FailedPrecondition
-		if !errors.As(err, &notFound) && !errors.As(err, &stale) || ctx.Err() != nil {
-			ve.Stop()
-			return fmt.Errorf("versioned engine worker: make %s:%s current: %w", v.DeploymentName, v.BuildID, err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
+	// Temporal knows a version from its pollers only: the service's own
+	// loop asks again until they polled (or Temporal answers).
+	if err := pixworker.SetCurrentVersion(ctx, e.client, v); err != nil {
+		ve.Stop()
+		return fmt.Errorf("versioned engine worker: %w", err)
 	}
+	e.versioned = ve
+	return nil
 }
 
 func startEngine(c client.Client, tq string, deployment worker.DeploymentOptions) (*Engine, error) {
