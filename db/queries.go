@@ -10,12 +10,17 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"text/template"
 
 	"github.com/exaring/otelpgx"
 )
 
 // queryFiles hold the package's SQL, one file per saga or mechanism: each
 // statement starts with a line "-- name: Name" and runs to the next one.
+// A file is a text/template, executed before it is split (composeNamed):
+// a piece of SQL several of its statements share is written once, as a
+// {{define}} block, and each statement includes it with {{template}}
+// (holds.sql's holdEvent).
 //
 //go:embed queries/*.sql
 var queryFiles embed.FS
@@ -34,7 +39,40 @@ func readNamed(files fs.FS, file string) map[string]string {
 	if err != nil {
 		panic(fmt.Sprintf("db: %v", err))
 	}
-	return splitNamed(file, string(body))
+	composed, err := composeNamed(file, string(body))
+	if err != nil {
+		panic(fmt.Sprintf("db: %v", err))
+	}
+	return splitNamed(file, composed)
+}
+
+// composeNamed is body (the text of file) with its shared pieces
+// included: body executed as a text/template, in which args "Key" "value"
+// ... makes the argument of a {{template}} (a map). A file with no
+// template actions comes out as it is.
+func composeNamed(file, body string) (string, error) {
+	t, err := template.New(file).Option("missingkey=error").Funcs(template.FuncMap{"args": templateArgs}).Parse(body)
+	if err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	if err := t.Execute(&out, nil); err != nil {
+		return "", err
+	}
+	return out.String(), nil
+}
+
+// templateArgs is the map of the pairs key, value of kv: a shared piece's
+// arguments.
+func templateArgs(kv ...string) (map[string]string, error) {
+	if len(kv)%2 != 0 {
+		return nil, fmt.Errorf("args: %d strings, not pairs", len(kv))
+	}
+	out := make(map[string]string, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out, nil
 }
 
 // splitNamed is the statements of body (the text of file) by name.

@@ -7,6 +7,22 @@
 -- balance after it: pix_hold_event (migration 0055) builds them, from the
 -- hold's row as the statement left it (its CTE returns it as hold_row) and
 -- the account's held and balance after, with the event's own keys.
+--
+-- Each statement writes its events with the one fragment holdEvent
+-- below (composed by the query reader, db/queries.go): its CTE hold_events
+-- has a row per event, in the columns holdEvent reads (hold_row, the
+-- account's held_cents and balance_cents after it, and extra, the event's
+-- own keys); holdEvent writes them as events of type .Type with the
+-- traceparent .Traceparent, in the order the holds were made (created_at,
+-- id: a Fill's or a RaiseFillTo's events in the order they took the
+-- money), and returns their ids.
+{{define "holdEvent"}}event AS (
+    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
+    SELECT 'pix_hold', (e.hold_row).id::text, '{{.Type}}',
+           pix_hold_event(e.hold_row, e.held_cents, e.balance_cents, e.extra), {{.Traceparent}}
+    FROM hold_events e
+    ORDER BY (e.hold_row).created_at, (e.hold_row).id
+    RETURNING id){{end}}
 
 -- name: ByRef
 -- The hold of a ref, if any: the same ref again is the same hold.
@@ -62,13 +78,12 @@ held AS (
     UPDATE accounts a SET held_cents = a.held_cents + h.amount_cents, updated_at = h.created_at
     FROM hold h WHERE a.id = h.account_id
     RETURNING a.held_cents, a.balance_cents),
-event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
-    SELECT 'pix_hold', h.id::text, 'pix.hold.created',
-           pix_hold_event(h.hold_row, a.held_cents, a.balance_cents,
-                          jsonb_build_object('reason', h.reason, 'asked_cents', h.asked_cents, 'up_to', h.up_to,
-                                             'fill_to_cents', h.fill_to_cents, 'created_at', h.created_at)), $10
-    FROM hold h CROSS JOIN held a)
+hold_events AS (
+    SELECT h.hold_row, a.held_cents, a.balance_cents,
+           jsonb_build_object('reason', h.reason, 'asked_cents', h.asked_cents, 'up_to', h.up_to,
+                              'fill_to_cents', h.fill_to_cents, 'created_at', h.created_at) AS extra
+    FROM hold h CROSS JOIN held a),
+{{template "holdEvent" args "Type" "pix.hold.created" "Traceparent" "$10"}}
 SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
        refund_id, end_reason, created_at, ended_at
 FROM hold
@@ -86,12 +101,11 @@ held AS (
     UPDATE accounts a SET held_cents = a.held_cents - r.amount_cents, updated_at = r.ended_at
     FROM released r WHERE a.id = r.account_id
     RETURNING a.held_cents, a.balance_cents),
-event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
-    SELECT 'pix_hold', r.id::text, 'pix.hold.released',
-           pix_hold_event(r.hold_row, a.held_cents, a.balance_cents,
-                          jsonb_build_object('reason', r.end_reason, 'released_at', r.ended_at)), $3
-    FROM released r CROSS JOIN held a)
+hold_events AS (
+    SELECT r.hold_row, a.held_cents, a.balance_cents,
+           jsonb_build_object('reason', r.end_reason, 'released_at', r.ended_at) AS extra
+    FROM released r CROSS JOIN held a),
+{{template "holdEvent" args "Type" "pix.hold.released" "Traceparent" "$3"}}
 SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
        refund_id, end_reason, created_at, ended_at
 FROM released
@@ -106,12 +120,11 @@ WITH captured AS (
     UPDATE pix_holds SET status = 'captured', refund_id = $2, ended_at = $3
     WHERE id = $1 AND status = 'active'
     RETURNING *, pix_holds AS hold_row),
-event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
-    SELECT 'pix_hold', c.id::text, 'pix.hold.captured',
-           pix_hold_event(c.hold_row, a.held_cents, a.balance_cents,
-                          jsonb_build_object('refund_id', c.refund_id, 'captured_at', c.ended_at)), $4
-    FROM captured c JOIN accounts a ON a.id = c.account_id)
+hold_events AS (
+    SELECT c.hold_row, a.held_cents, a.balance_cents,
+           jsonb_build_object('refund_id', c.refund_id, 'captured_at', c.ended_at) AS extra
+    FROM captured c JOIN accounts a ON a.id = c.account_id),
+{{template "holdEvent" args "Type" "pix.hold.captured" "Traceparent" "$4"}}
 SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
        refund_id, end_reason, created_at, ended_at
 FROM captured
@@ -161,14 +174,12 @@ held AS (
 record AS (
     INSERT INTO pix_hold_fills (hold_id, source_kind, source_id, amount_cents, amount_after_cents, filled_at)
     SELECT f.id, $1, $2, f.cents, f.amount_cents, a.updated_at FROM filled f CROSS JOIN held a),
-event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
-    SELECT 'pix_hold', p.id::text, 'pix.hold.filled',
-           pix_hold_event(p.hold_row, a.held_cents - p.later, a.balance_cents,
-                          jsonb_build_object('source_kind', $1::text, 'source_id', $2::text, 'filled_cents', p.cents,
-                                             'fill_to_cents', p.fill_to_cents, 'filled_at', a.updated_at)), $5
-    FROM progress p CROSS JOIN held a
-    ORDER BY p.created_at, p.id)
+hold_events AS (
+    SELECT p.hold_row, a.held_cents - p.later AS held_cents, a.balance_cents,
+           jsonb_build_object('source_kind', $1::text, 'source_id', $2::text, 'filled_cents', p.cents,
+                              'fill_to_cents', p.fill_to_cents, 'filled_at', a.updated_at) AS extra
+    FROM progress p CROSS JOIN held a),
+{{template "holdEvent" args "Type" "pix.hold.filled" "Traceparent" "$5"}}
 SELECT id::text, ref, kind, cents FROM filled ORDER BY created_at, id
 
 -- name: Shrink
@@ -198,14 +209,12 @@ held AS (
     UPDATE accounts a SET held_cents = a.held_cents - s.released_cents, updated_at = s.shrunk_at
     FROM shrunk s WHERE a.id = s.account_id
     RETURNING a.held_cents, a.balance_cents),
-event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
-    SELECT 'pix_hold', s.id::text, 'pix.hold.shrunk',
-           pix_hold_event(s.hold_row, a.held_cents, a.balance_cents,
-                          jsonb_build_object('fill_to_cents', s.fill_to_cents, 'released_cents', s.released_cents,
-                                             'reason', NULLIF($3, ''), 'shrunk_at', s.shrunk_at)), $4
-    FROM shrunk s CROSS JOIN held a
-    RETURNING id)
+hold_events AS (
+    SELECT s.hold_row, a.held_cents, a.balance_cents,
+           jsonb_build_object('fill_to_cents', s.fill_to_cents, 'released_cents', s.released_cents,
+                              'reason', NULLIF($3, ''), 'shrunk_at', s.shrunk_at) AS extra
+    FROM shrunk s CROSS JOIN held a),
+{{template "holdEvent" args "Type" "pix.hold.shrunk" "Traceparent" "$4"}}
 SELECT s.id::text, s.ref, s.account_id, s.end_to_end_id, s.kind, s.reason, s.asked_cents, s.up_to, s.fill_to_cents,
        s.amount_cents, s.status, s.refund_id, s.end_reason, s.created_at, s.ended_at, s.released_cents, e.id::text
 FROM shrunk s CROSS JOIN event e
@@ -222,13 +231,12 @@ WITH made AS (
     UPDATE pix_holds SET fill_to_cents = $2, fill_short_cents = $3
     WHERE id = $1 AND status = 'active' AND fill_to_cents IS NULL AND up_to
     RETURNING *, pix_holds AS hold_row, clock_timestamp() AS made_at),
-event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
-    SELECT 'pix_hold', m.id::text, 'pix.hold.made_filling',
-           pix_hold_event(m.hold_row, a.held_cents, a.balance_cents,
-                          jsonb_build_object('fill_to_cents', m.fill_to_cents, 'fill_short_cents', m.fill_short_cents,
-                                             'reason', NULLIF($4, ''), 'made_at', m.made_at)), $5
-    FROM made m JOIN accounts a ON a.id = m.account_id)
+hold_events AS (
+    SELECT m.hold_row, a.held_cents, a.balance_cents,
+           jsonb_build_object('fill_to_cents', m.fill_to_cents, 'fill_short_cents', m.fill_short_cents,
+                              'reason', NULLIF($4, ''), 'made_at', m.made_at) AS extra
+    FROM made m JOIN accounts a ON a.id = m.account_id),
+{{template "holdEvent" args "Type" "pix.hold.made_filling" "Traceparent" "$5"}}
 SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
        refund_id, end_reason, created_at, ended_at
 FROM made
@@ -249,13 +257,12 @@ kept AS (
     UPDATE pix_holds h SET amount_cents = h.amount_cents - p.amount_cents, fill_to_cents = h.fill_to_cents - p.amount_cents
     FROM part p WHERE h.id = p.hold_id AND h.status = 'active' AND h.fill_to_cents IS NOT NULL
     RETURNING h.*, h AS hold_row, p.amount_cents AS captured_cents, p.refund_id AS part_refund_id, p.captured_at),
-event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
-    SELECT 'pix_hold', k.id::text, 'pix.hold.part_captured',
-           pix_hold_event(k.hold_row, a.held_cents, a.balance_cents,
-                          jsonb_build_object('captured_cents', k.captured_cents, 'fill_to_cents', k.fill_to_cents,
-                                             'refund_id', k.part_refund_id, 'captured_at', k.captured_at)), $5
-    FROM kept k JOIN accounts a ON a.id = k.account_id)
+hold_events AS (
+    SELECT k.hold_row, a.held_cents, a.balance_cents,
+           jsonb_build_object('captured_cents', k.captured_cents, 'fill_to_cents', k.fill_to_cents,
+                              'refund_id', k.part_refund_id, 'captured_at', k.captured_at) AS extra
+    FROM kept k JOIN accounts a ON a.id = k.account_id),
+{{template "holdEvent" args "Type" "pix.hold.part_captured" "Traceparent" "$5"}}
 SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
        refund_id, end_reason, created_at, ended_at
 FROM kept
@@ -283,13 +290,12 @@ held AS (
     UPDATE accounts a SET held_cents = a.held_cents + r.restored_cents, updated_at = r.restored_at
     FROM restored r WHERE a.id = r.account_id
     RETURNING a.held_cents, a.balance_cents),
-event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
-    SELECT 'pix_hold', r.id::text, 'pix.hold.restored',
-           pix_hold_event(r.hold_row, a.held_cents, a.balance_cents,
-                          jsonb_build_object('restored_cents', r.restored_cents, 'fill_to_cents', r.fill_to_cents,
-                                             'refund_id', r.part_refund_id, 'restored_at', r.restored_at)), $2
-    FROM restored r CROSS JOIN held a)
+hold_events AS (
+    SELECT r.hold_row, a.held_cents, a.balance_cents,
+           jsonb_build_object('restored_cents', r.restored_cents, 'fill_to_cents', r.fill_to_cents,
+                              'refund_id', r.part_refund_id, 'restored_at', r.restored_at) AS extra
+    FROM restored r CROSS JOIN held a),
+{{template "holdEvent" args "Type" "pix.hold.restored" "Traceparent" "$2"}}
 SELECT COALESCE(sum(restored_cents), 0)::bigint FROM restored
 
 -- name: RaiseFillTo
@@ -322,13 +328,11 @@ raised AS (
     UPDATE pix_holds h SET fill_to_cents = h.fill_to_cents + r.cents, fill_short_cents = h.fill_short_cents - r.cents
     FROM raise r WHERE h.id = r.id AND h.status = 'active'
     RETURNING h.*, h AS hold_row, r.cents, clock_timestamp() AS raised_at),
-event AS (
-    INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
-    SELECT 'pix_hold', r.id::text, 'pix.hold.fill_raised',
-           pix_hold_event(r.hold_row, a.held_cents, a.balance_cents,
-                          jsonb_build_object('fill_to_cents', r.fill_to_cents, 'raised_cents', r.cents,
-                                             'fill_short_cents', r.fill_short_cents, 'source_kind', $4::text,
-                                             'source_id', $5::text, 'raised_at', r.raised_at)), $6
-    FROM raised r JOIN accounts a ON a.id = r.account_id
-    ORDER BY r.created_at, r.id)
+hold_events AS (
+    SELECT r.hold_row, a.held_cents, a.balance_cents,
+           jsonb_build_object('fill_to_cents', r.fill_to_cents, 'raised_cents', r.cents,
+                              'fill_short_cents', r.fill_short_cents, 'source_kind', $4::text,
+                              'source_id', $5::text, 'raised_at', r.raised_at) AS extra
+    FROM raised r JOIN accounts a ON a.id = r.account_id),
+{{template "holdEvent" args "Type" "pix.hold.fill_raised" "Traceparent" "$6"}}
 SELECT COALESCE(sum(cents), 0)::bigint FROM raised
