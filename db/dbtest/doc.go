@@ -2,7 +2,9 @@
 // database of its own, a copy of a template database the migrations ran
 // into once: template.go) or left empty (for the migrations' own tests), and
 // dropped when the test ends, so that tests and packages never see each
-// other's rows nor what earlier runs left; and the fixtures every package's
+// other's rows nor what earlier runs left (a template of other
+// migrations is dropped once no test process uses it and it is a day old:
+// template.go says how "in use" is known); and the fixtures every package's
 // tests share: CreditPIX, an account (with its Pix key) credited a PIX
 // through the credit's own path; OpenAccount and Balance; RequireBooks,
 // the books as I2, I9 and I11 hold them; Events, an aggregate's outbox
