@@ -20,8 +20,7 @@ func apiPixNote(id, key, txid string, amount int64) pix.Notification {
 
 func TestAPIPixCreditResolvesTheKeyFirstThenTheCharge(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-key", 0)
+	s := dbtest.NewWithAccount(t, "acc-key", 0)
 	dbtest.OpenAccount(t, s, "acc-charge", 0)
 	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "maria@example.com", KeyType: "email", AccountID: "acc-key"})
 	require.NoError(t, err)
@@ -63,8 +62,7 @@ func TestAPIPixCreditResolvesTheKeyFirstThenTheCharge(t *testing.T) {
 
 func TestAPIPixUnknownKeyFailsUntilTheKeyExists(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	n := apiPixNote(e2eID(1), "+5511999990000", "", 2500)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -94,8 +92,7 @@ func TestAPIPixUnknownKeyFailsUntilTheKeyExists(t *testing.T) {
 
 func TestAPIPixRefundNoticeIsRecordedAndNeverCreditsAgain(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "k1", KeyType: "evp", AccountID: "acc-1"})
 	require.NoError(t, err)
 	n := apiPixNote(e2eID(1), "k1", "", 11000)

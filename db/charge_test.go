@@ -17,8 +17,7 @@ import (
 // with the credit.
 func TestChargeIsConcludedOnlyByItsOwnerAndItsAmount(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-key", 0)
+	s := dbtest.NewWithAccount(t, "acc-key", 0)
 	dbtest.OpenAccount(t, s, "acc-charge", 0)
 	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "maria@example.com", KeyType: "email", AccountID: "acc-key"})
 	require.NoError(t, err)

@@ -28,8 +28,7 @@ func creditPSP(t *testing.T, s *db.Store, e2e string) *string {
 // lists (SetCatchUpPSP), NULL (unknown) when none is named.
 func TestACreditRecordsThePSPThatDeliveredItsPIX(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "one@example.com", KeyType: "email", AccountID: "acc-1"})
 	require.NoError(t, err)
 	credit := func(n pix.Notification) string {

@@ -42,6 +42,55 @@ func waitBlocked(t *testing.T, pool *pgxpool.Pool, sessions int) {
 	}
 }
 
+// outcome is what a call run in the background (inBackground) returned.
+type outcome[T any] struct {
+	val T
+	err error
+}
+
+// inBackground runs call in a goroutine and returns where its outcome
+// comes: a test then makes it wait for a lock (waitBlocked) before it lets
+// it go.
+func inBackground[T any](call func() (T, error)) <-chan outcome[T] {
+	done := make(chan outcome[T], 1)
+	go func() {
+		v, err := call()
+		done <- outcome[T]{v, err}
+	}()
+	return done
+}
+
+// atOnce runs call(0) to call(n-1), each in a goroutine of its own, and
+// returns wait, which waits for them all and returns their errors in that
+// order.
+func atOnce(n int, call func(i int) error) (wait func() []error) {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = call(i) })
+	}
+	return func() []error {
+		wg.Wait()
+		return errs
+	}
+}
+
+// winners is how many of errs are nil; every other must be refusal.
+func winners(t *testing.T, errs []error, refusal error) int {
+	t.Helper()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case errors.Is(err, refusal):
+		default:
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	return won
+}
+
 func failedEvents(t *testing.T, s *db.Store, id string) int {
 	t.Helper()
 	var n int
@@ -125,8 +174,7 @@ func TestLegacyRunIsFencedAsTheFirstDrive(t *testing.T) {
 // pending it read in its statement's snapshot.
 func TestMarkFailedSeesACreditThatCommittedWhileItWaited(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	n := note(e2eID(3), "acc-1", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -144,20 +192,14 @@ func TestMarkFailedSeesACreditThatCommittedWhileItWaited(t *testing.T) {
 	_, err = tx.Exec(ctx, `UPDATE inbox_messages SET status = 'done', dispatch_due_at = NULL, processed_at = now() WHERE end_to_end_id = $1`, n.EndToEndID)
 	require.NoError(t, err)
 
-	type result struct {
-		out db.MarkFailedOutcome
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := s.MarkFailed(ctx, n.EndToEndID, 1, 5, "Timeout: attempt exceeded its StartToClose timeout")
-		done <- result{out, err}
-	}()
+	done := inBackground(func() (db.MarkFailedOutcome, error) {
+		return s.MarkFailed(ctx, n.EndToEndID, 1, 5, "Timeout: attempt exceeded its StartToClose timeout")
+	})
 	waitBlocked(t, s.Pool(), 1)
 	require.NoError(t, tx.Commit(ctx))
 	got := <-done
 	require.NoError(t, got.err)
-	require.Equal(t, pix.StatusDone, got.out.Status)
+	require.Equal(t, pix.StatusDone, got.val.Status)
 	require.Zero(t, failedEvents(t, s, n.EndToEndID))
 }
 
@@ -165,8 +207,7 @@ func TestMarkFailedSeesACreditThatCommittedWhileItWaited(t *testing.T) {
 // runs. The redelivery must not bring the PIX back as pending.
 func TestRetentionRacingARedeliveryDoesNotResurrectThePix(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	n := note(e2eID(4), "acc-1", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -179,21 +220,13 @@ func TestRetentionRacingARedeliveryDoesNotResurrectThePix(t *testing.T) {
 	_, err = tx.Exec(ctx, `DELETE FROM inbox_messages WHERE end_to_end_id = $1`, n.EndToEndID)
 	require.NoError(t, err)
 
-	type result struct {
-		r   pix.Receipt
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := s.Receive(ctx, n)
-		done <- result{r, err}
-	}()
+	done := inBackground(func() (pix.Receipt, error) { return s.Receive(ctx, n) })
 	waitBlocked(t, s.Pool(), 1)
 	require.NoError(t, tx.Commit(ctx))
 	got := <-done
 	require.NoError(t, got.err)
-	require.True(t, got.r.Duplicate)
-	require.Equal(t, pix.StatusDone, got.r.Status)
+	require.True(t, got.val.Duplicate)
+	require.Equal(t, pix.StatusDone, got.val.Status)
 
 	var pending int
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM inbox_messages WHERE status = 'pending'`).Scan(&pending))
@@ -254,14 +287,14 @@ func TestOverlappingBatchesDoNotDeadlock(t *testing.T) {
 	_, err = tx.Exec(ctx, `SELECT 1 FROM inbox_messages WHERE end_to_end_id = ANY($1) FOR UPDATE`, []string{x.EndToEndID, y.EndToEndID})
 	require.NoError(t, err)
 
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, batch := range [][]pix.Notification{{x, y}, {y, x}} {
-		wg.Go(func() { _, errs[i] = s.ReceiveBatch(ctx, batch) })
-	}
+	batches := [][]pix.Notification{{x, y}, {y, x}}
+	wait := atOnce(len(batches), func(i int) error {
+		_, err := s.ReceiveBatch(ctx, batches[i])
+		return err
+	})
 	waitBlocked(t, s.Pool(), 2)
 	require.NoError(t, tx.Commit(ctx))
-	wg.Wait()
+	errs := wait()
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	c, err := s.GetCredit(ctx, x.EndToEndID)
@@ -273,29 +306,24 @@ func TestOverlappingBatchesDoNotDeadlock(t *testing.T) {
 // is "retry later" (503), never an internal error.
 func TestDeadlockIsUnavailableNotInternal(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-a", 0)
+	s := dbtest.NewWithAccount(t, "acc-a", 0)
 	dbtest.OpenAccount(t, s, "acc-b", 0)
 	// Two transactions that lock the two accounts in opposite orders
 	// through the store's own transaction helper.
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
 	var barrier sync.WaitGroup
 	barrier.Add(2)
-	for i, order := range [][2]string{{"acc-a", "acc-b"}, {"acc-b", "acc-a"}} {
-		wg.Go(func() {
-			errs[i] = db.InTxForTest(ctx, s, 1, func(tx pgx.Tx) error {
-				if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, order[0]); err != nil {
-					return err
-				}
-				barrier.Done()
-				barrier.Wait()
-				_, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, order[1])
+	orders := [][2]string{{"acc-a", "acc-b"}, {"acc-b", "acc-a"}}
+	errs := atOnce(len(orders), func(i int) error {
+		return db.InTxForTest(ctx, s, 1, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, orders[i][0]); err != nil {
 				return err
-			})
+			}
+			barrier.Done()
+			barrier.Wait()
+			_, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, orders[i][1])
+			return err
 		})
-	}
-	wg.Wait()
+	})()
 	failed := 0
 	for _, err := range errs {
 		if err != nil {

@@ -151,8 +151,7 @@ func TestAFillingHoldFillsToWhatItAsksThenStops(t *testing.T) {
 // Several holds of an account that fill take a credit in the order they
 // were made: the first all it lacks, the next what is left.
 func TestFillingHoldsFillInTheOrderTheyWereMade(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	a := creditPIX(t, s, 1, "acc-1", 5_000)
 	b := creditPIX(t, s, 2, "acc-1", 5_000)
 	debit(t, s, "acc-1", 10_000)
@@ -196,8 +195,7 @@ func TestFillingHoldsFillInTheOrderTheyWereMade(t *testing.T) {
 // leaves that any more) is not taken by a newer hold that fills, which
 // would else hold the older one's due.
 func TestANewFillingHoldWaitsForTheOlder(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	a := creditPIX(t, s, 1, "acc-1", 5_000)
 	b := creditPIX(t, s, 2, "acc-1", 5_000)
 	block, _, err := hold(s, db.NewHold{Ref: "block:1", AccountID: "acc-1", AmountCents: 10_000, Kind: "cautionary_block"})
@@ -375,8 +373,7 @@ func TestCaptureAPartThenANewFillingHold(t *testing.T) {
 // A filling hold is asked for with UpTo, is the same hold when asked again
 // the same way, and another request under its ref is refused.
 func TestFillingHoldRequests(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 1_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 1_000)
 	reported := creditPIX(t, s, 1, "acc-1", 10_000)
 	whole := med("med:1", "acc-1", reported, 10_000)
 	whole.UpTo = false

@@ -117,8 +117,7 @@ func releaseCall(id *uuid.UUID, released *bool) moneyCall {
 // Two holds at once on the last available money: the first holds it, the
 // second is refused.
 func TestRaceTwoHoldsOnTheLastMoney(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 10_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 10_000)
 	var a, b pix.Hold
 	err1, err2 := race(t, s, holdCall(block("a", "acc-1", "", 10_000), &a),
 		holdCall(db.NewHold{Ref: "b", AccountID: "acc-1", AmountCents: 10_000, UpTo: true, Kind: "med"}, &b))
@@ -132,8 +131,7 @@ func TestRaceTwoHoldsOnTheLastMoney(t *testing.T) {
 // orders: one of them wins.
 func TestRaceAHoldAndADebit(t *testing.T) {
 	t.Run("the hold first", func(t *testing.T) {
-		s := dbtest.New(t)
-		dbtest.OpenAccount(t, s, "acc-1", 10_000)
+		s := dbtest.NewWithAccount(t, "acc-1", 10_000)
 		var h pix.Hold
 		err1, err2 := race(t, s, holdCall(block("a", "acc-1", "", 6_000), &h), transferCall("acc-1", 6_000))
 		require.NoError(t, err1)
@@ -142,8 +140,7 @@ func TestRaceAHoldAndADebit(t *testing.T) {
 		dbtest.RequireBooks(t, s)
 	})
 	t.Run("the debit first", func(t *testing.T) {
-		s := dbtest.New(t)
-		dbtest.OpenAccount(t, s, "acc-1", 10_000)
+		s := dbtest.NewWithAccount(t, "acc-1", 10_000)
 		var h pix.Hold
 		err1, err2 := race(t, s, transferCall("acc-1", 6_000), holdCall(block("a", "acc-1", "", 6_000), &h))
 		require.NoError(t, err1)
@@ -192,8 +189,7 @@ func TestRaceAReleaseAndACapture(t *testing.T) {
 // (the account could pay both).
 func TestRaceADevolucaoAndAHoldOfOnePIX(t *testing.T) {
 	setUp := func(t *testing.T) (*db.Store, string) {
-		s := dbtest.New(t)
-		dbtest.OpenAccount(t, s, "acc-1", 50_000)
+		s := dbtest.NewWithAccount(t, "acc-1", 50_000)
 		return s, creditPIX(t, s, 1, "acc-1", 10_000)
 	}
 	t.Run("the devolução first", func(t *testing.T) {
@@ -220,32 +216,15 @@ func TestRaceADevolucaoAndAHoldOfOnePIX(t *testing.T) {
 // half of them: exactly half win, whichever they are.
 func TestManyHoldsAndDebitsAtOnce(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 5_000)
-	const n = 10
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
+	s := dbtest.NewWithAccount(t, "acc-1", 5_000)
+	errs := atOnce(10, func(i int) error {
 		call := transferCall("acc-1", 1_000)
 		if i%2 == 0 {
 			call = holdCall(block("block:"+string(rune('a'+i)), "acc-1", "", 1_000), new(pix.Hold))
 		}
-		wg.Go(func() {
-			errs[i] = db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error { return call(ctx, tx) })
-		})
-	}
-	wg.Wait()
-	won := 0
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			won++
-		case errors.Is(err, pix.ErrInsufficientFunds):
-		default:
-			t.Fatalf("call %d: %v", i, err)
-		}
-	}
-	require.Equal(t, 5, won)
+		return db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error { return call(ctx, tx) })
+	})()
+	require.Equal(t, 5, winners(t, errs, pix.ErrInsufficientFunds))
 	a := account(t, s, "acc-1")
 	require.Zero(t, a.AvailableCents)
 	dbtest.RequireBooks(t, s)
@@ -275,15 +254,7 @@ func pausedCredit(t *testing.T, s *db.Store, n int, account string, amount int64
 	n1 := note(e2eID(n), account, amount)
 	_, err = s.Receive(ctx, n1)
 	require.NoError(t, err)
-	type result struct {
-		out db.CreditOutcome
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := s.Credit(ctx, n1.EndToEndID, 1, 1)
-		done <- result{out, err}
-	}()
+	done := inBackground(func() (db.CreditOutcome, error) { return s.Credit(ctx, n1.EndToEndID, 1, 1) })
 	require.Eventually(t, func() bool {
 		var waits bool
 		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
@@ -299,7 +270,7 @@ func pausedCredit(t *testing.T, s *db.Store, n int, account string, amount int64
 		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT last_value FROM credit_tries`).Scan(&tries))
 		_, err = s.Pool().Exec(ctx, `DROP TRIGGER pause_credit ON pix_credits`)
 		require.NoError(t, err)
-		return r.out, tries, r.err
+		return r.val, tries, r.err
 	}
 }
 

@@ -80,8 +80,7 @@ func block(ref, account, e2e string, amount int64) db.NewHold {
 
 func TestHoldReleaseAndCapture(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 10_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 10_000)
 	e2e := creditPIX(t, s, 1, "acc-1", 8_000)
 	requireMoney(t, s, "acc-1", 18_000, 0)
 
@@ -195,8 +194,7 @@ func TestHoldUpTo(t *testing.T) {
 
 func TestHoldRefusals(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 1_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 1_000)
 	dbtest.OpenAccount(t, s, "acc-2", 50_000)
 	dbtest.OpenAccount(t, s, "acc-closed", 50_000)
 	require.NoError(t, s.CloseAccount(ctx, "acc-closed"))
@@ -276,8 +274,7 @@ func TestHoldRefusals(t *testing.T) {
 // a transfer and a devolução refused on held money, although the balance
 // covers them (the scheduled PIX's is in saga/scheduled).
 func TestEveryDebitSparesHeldMoney(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	_, _, err := hold(s, block("judicial:1", "acc-1", "", 9_000))
 	require.NoError(t, err)
@@ -298,8 +295,7 @@ func TestEveryDebitSparesHeldMoney(t *testing.T) {
 }
 
 func TestHoldIsIdempotentOnItsRef(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	dbtest.OpenAccount(t, s, "acc-2", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	asked := db.NewHold{Ref: "block:7", AccountID: "acc-1", EndToEndID: e2e, AmountCents: 20_000, UpTo: true, Kind: "cautionary_block", Reason: "r"}
@@ -393,8 +389,7 @@ func TestLostAnswersAskedAgain(t *testing.T) {
 // PIX whose active holds and devoluções exceed its credit.
 func TestReconcileReportsHeldThatIsNotItsHolds(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 10_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 10_000)
 	dbtest.OpenAccount(t, s, "acc-2", 10_000)
 	_, _, err := hold(s, block("block:1", "acc-1", "", 2_000))
 	require.NoError(t, err)

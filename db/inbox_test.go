@@ -114,8 +114,7 @@ func TestReceiveConcurrentCopiesMakeOneRow(t *testing.T) {
 
 func TestCreditIsOnceAndIdempotent(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 1000)
+	s := dbtest.NewWithAccount(t, "acc-1", 1000)
 	n := note(e2eID(2), "acc-1", 250)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -165,8 +164,7 @@ func TestCreditUnknownAccountChangesNothingButTheAttempt(t *testing.T) {
 
 func TestCreditClosedAccountIsRefused(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-closed", 10)
+	s := dbtest.NewWithAccount(t, "acc-closed", 10)
 	require.NoError(t, s.CloseAccount(ctx, "acc-closed"))
 	n := note(e2eID(4), "acc-closed", 250)
 	_, err := s.Receive(ctx, n)
@@ -216,8 +214,7 @@ func TestMarkFailedThenRedrive(t *testing.T) {
 // account, and only those.
 func TestRedriveOneOrAnAccountsFailedPIX(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-r1", 0)
+	s := dbtest.NewWithAccount(t, "acc-r1", 0)
 	fail := func(n pix.Notification, attempts int) {
 		t.Helper()
 		_, err := s.Receive(ctx, n)
@@ -292,8 +289,7 @@ func TestRedeliveryRedrivesFailedRow(t *testing.T) {
 
 func TestRedeliveryAfterInboxRowWasCleanedUpIsADuplicate(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	n := note(e2eID(8), "acc-1", 500)
 	creditThenCleanUp(t, s, n)
 	c, err := s.GetCredit(ctx, n.EndToEndID)
@@ -399,8 +395,7 @@ func TestNotifyDueWakesListeners(t *testing.T) {
 // different account or amount under that id is refused.
 func TestEarlierCreditWithAnotherAmountIsRefused(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	n := note(e2eID(9), "acc-1", 500)
 	creditThenCleanUp(t, s, n)
 
@@ -425,8 +420,7 @@ func TestEarlierCreditWithAnotherAmountIsRefused(t *testing.T) {
 
 func TestCreditTimesAreTheCreditsOwn(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	n := note(e2eID(10), "acc-1", 1)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -443,8 +437,7 @@ func TestCreditTimesAreTheCreditsOwn(t *testing.T) {
 
 func TestRetentionDeletesOldDoneRowsOnly(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	for i := range 3 {
 		n := note(e2eID(100+i), "acc-1", 100)
 		_, err := s.Receive(ctx, n)

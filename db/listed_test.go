@@ -25,8 +25,7 @@ func apiPix(id, chave string, amount int64) pix.Notification {
 // silent duplicate.
 func TestAPixIsJudgedTheSameWhateverItsFormatAndStatus(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	dbtest.OpenAccount(t, s, "acc-2", 0)
 	for key, account := range map[string]string{"one@example.com": "acc-1", "two@example.com": "acc-2"} {
 		_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: key, KeyType: "email", AccountID: account})
@@ -94,8 +93,7 @@ func TestAPixIsJudgedTheSameWhateverItsFormatAndStatus(t *testing.T) {
 // either copy, and the other was then compared with itself.)
 func TestAPageListingOneIDTwiceWithOtherAmountsIsVisible(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "one@example.com", KeyType: "email", AccountID: "acc-1"})
 	require.NoError(t, err)
 	const n = 1000
@@ -122,8 +120,7 @@ func TestAPageListingOneIDTwiceWithOtherAmountsIsVisible(t *testing.T) {
 // saying the PIX paid another charge. (Found by an attack review.)
 func TestAnotherTxidIsAMismatchOnceTheRowIsCleanedUp(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "one@example.com", KeyType: "email", AccountID: "acc-1"})
 	require.NoError(t, err)
 	id := e2eID(3)

@@ -62,8 +62,7 @@ func outboxRows(t *testing.T, s *db.Store) []outboxRow {
 // did not fill made one that fills.
 func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 100_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
 	credited := creditPIX(t, s, 1, "acc-1", 20_000)
 	for i, n := range []pix.Notification{note(e2eID(2), "acc-none", 100), apiPixNote(e2eID(3), "+5511999990000", "", 2500),
 		apiPixNote(e2eID(4), "", "nosuchcharge", 100)} {
@@ -142,8 +141,7 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 
 func TestCreditWritesItsEventInItsTransaction(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 100)
+	s := dbtest.NewWithAccount(t, "acc-1", 100)
 	n := note(e2eID(1), "acc-1", 15000)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -168,8 +166,7 @@ func TestCreditWritesItsEventInItsTransaction(t *testing.T) {
 
 func TestRolledBackCreditWritesNoEvent(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	n := note(e2eID(1), "acc-1", 100)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)

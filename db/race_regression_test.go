@@ -24,8 +24,7 @@ import (
 // said "not re-driven", and no wake was asked).
 func TestRedeliveryRacingAFailureReportsTheRedrive(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	id := e2eID(1)
 	_, err := s.Receive(ctx, note(id, "acc-1", 100))
 	require.NoError(t, err)
@@ -64,8 +63,7 @@ func TestRedeliveryRacingAFailureReportsTheRedrive(t *testing.T) {
 // dispatched_at stayed empty, and each round signalled again).
 func TestNoticeDuringTheStartIsSignalledOnce(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	r, err := refund(t, s, e2e, 4_000, anyone)
 	require.NoError(t, err)

@@ -20,8 +20,7 @@ import (
 // once the setup gives it a due row.
 func TestRechecksWaitAsLongAsTheRunHasBeenOpen(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 100_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
 	credited := creditPIX(t, s, 1, "acc-1", 10_000)
 	_, err := refund(t, s, credited, 1_000, anyone)
 	require.NoError(t, err)

@@ -118,8 +118,7 @@ func TestReconcileChecksFromItsCheckpoint(t *testing.T) {
 // row, and would never sum its movement.
 func TestReconcileSeesWhatALongTransactionCommitsLate(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 100_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
 	creditPIX(t, s, 1, "acc-1", 1_000)
 	_, err := s.Receive(ctx, note(e2eID(2), "acc-1", 2_000))
 	require.NoError(t, err)
@@ -158,8 +157,7 @@ func TestReconcileSeesWhatALongTransactionCommitsLate(t *testing.T) {
 // deleted; its other columns may change (a devolução's status).
 func TestTheBooksAreAppendOnly(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 100_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
 	e2e := creditPIX(t, s, 1, "acc-1", 1_000)
 	refused := func(sql string, args ...any) {
 		t.Helper()

@@ -25,8 +25,7 @@ import (
 // run that follows (0041).
 func TestReconcileReportsAFenceDown(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 100_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
 	creditPIX(t, s, 1, "acc-1", 1_000)
 	exec := func(sql string) {
 		t.Helper()
@@ -154,8 +153,7 @@ const settleBy = `UPDATE reconcile_settled s SET settled_cents = s.settled_cents
 // snapshot xmin. The runs themselves settle through the fence.
 func TestTheSettledSumsOnlyAdvanceWithTheirCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 100_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
 	dbtest.OpenAccount(t, s, "acc-2", 100_000)
 	creditPIX(t, s, 1, "acc-1", 1_000)
 	creditPIX(t, s, 2, "acc-2", 2_000)

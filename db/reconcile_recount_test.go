@@ -183,8 +183,7 @@ func mapKeys(m map[string]int) []string {
 // under another key when the done rows' check comes to its done row (I3).
 func TestTheChecksTrustNothingTheTriggersLetChange(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	dbtest.OpenAccount(t, s, "acc-2", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	first, err := refund(t, s, e2e, 6_000, anyone)
@@ -238,8 +237,7 @@ func TestTheChecksTrustNothingTheTriggersLetChange(t *testing.T) {
 // a script wrote are all read by the next run.
 func TestReconcileReadsTheDoneRowsByTransaction(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 100_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
 	credited := creditPIX(t, s, 1, "acc-1", 1_000)
 	for n := 2; n <= 3; n++ {
 		_, err := s.Receive(ctx, note(e2eID(n), "acc-1", 2_000))
@@ -350,8 +348,7 @@ func TestReconcileCountsTheHistoryPartByPart(t *testing.T) {
 // (With more accounts than one run recounts, a run writes where its
 // rotation stopped: its progress.)
 func TestReconcileThatFindsNothingNewWritesNothing(t *testing.T) {
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 100_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
 	dbtest.OpenAccount(t, s, "acc-2", 100_000)
 	creditPIX(t, s, 1, "acc-1", 1_000)
 	creditPIX(t, s, 2, "acc-2", 2_000)

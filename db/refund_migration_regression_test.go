@@ -146,8 +146,7 @@ func migrationsFrom(t *testing.T, version int64) []string {
 // in 0012: such a database gets it.
 func TestDatabaseWithoutPSPAskedAtGetsIt(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	r, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
@@ -168,8 +167,7 @@ func TestDatabaseWithoutPSPAskedAtGetsIt(t *testing.T) {
 // the PSP may have made. 0012 counts every refund there was as asked.
 func TestRefundsOpenAtTheUpgradeCountAsAsked(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	r, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
@@ -194,8 +192,7 @@ func TestRefundsOpenAtTheUpgradeCountAsAsked(t *testing.T) {
 // third attack review).
 func TestRefundsAskedBeforeTheAskCountCountOne(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	asked, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)

@@ -3,8 +3,6 @@ package db_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,8 +35,7 @@ func creditPIX(t *testing.T, s *db.Store, n int, account string, amount int64) s
 
 func TestRefundRefusals(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	dbtest.OpenAccount(t, s, "acc-2", 50_000)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 
@@ -74,29 +71,16 @@ func TestRefundRefusals(t *testing.T) {
 // and a refund is reversed once.
 func TestRefundsConcurrently(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 1_000_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 1_000_000)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 
 	const n = 12
-	var wg sync.WaitGroup
-	results := make([]error, n)
 	refunds := make([]pix.Refund, n)
-	for i := range n {
-		wg.Go(func() { refunds[i], results[i] = refund(t, s, e2e, 2_000, anyone) })
-	}
-	wg.Wait()
-	ok := 0
-	for i, err := range results {
-		switch {
-		case err == nil:
-			ok++
-		case errors.Is(err, pix.ErrRefundExceedsCredit):
-		default:
-			t.Fatalf("refund %d: %v", i, err)
-		}
-	}
-	require.Equal(t, 5, ok, "5 x 2000 = the credit")
+	results := atOnce(n, func(i int) (err error) {
+		refunds[i], err = refund(t, s, e2e, 2_000, anyone)
+		return err
+	})()
+	require.Equal(t, 5, winners(t, results, pix.ErrRefundExceedsCredit), "5 x 2000 = the credit")
 
 	var reversing pix.Refund
 	for _, r := range refunds {
@@ -105,11 +89,10 @@ func TestRefundsConcurrently(t *testing.T) {
 			break
 		}
 	}
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() { _, errs[i] = refundsaga.NewStore(s).ReverseRefund(ctx, reversing.ID, "não realizado", false) })
-	}
-	wg.Wait()
+	errs := atOnce(n, func(int) error {
+		_, err := refundsaga.NewStore(s).ReverseRefund(ctx, reversing.ID, "não realizado", false)
+		return err
+	})()
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
@@ -122,8 +105,7 @@ func TestRefundsConcurrently(t *testing.T) {
 
 func TestNoteRefundOutcomes(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	open, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
@@ -179,8 +161,7 @@ func TestNoteRefundOutcomes(t *testing.T) {
 // (a failed PIX re-driven days later).
 func TestRefundWindowCountsFromReceipt(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	_, err := s.Pool().Exec(ctx, `UPDATE pix_credits SET received_at = now() - interval '91 days' WHERE end_to_end_id = $1`, e2e)
 	require.NoError(t, err)
@@ -193,8 +174,7 @@ func TestRefundWindowCountsFromReceipt(t *testing.T) {
 // and no contradiction is reported again; another notice is recorded.
 func TestNoteRefundOutcomesUnchangedWritesNothing(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	closed, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
@@ -229,8 +209,7 @@ func TestNoteRefundOutcomesUnchangedWritesNothing(t *testing.T) {
 // found by an attack review).
 func TestOpenRefundNoticeListedAgainIsCountedOnce(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
 	open, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)

@@ -36,8 +36,7 @@ func debit(t *testing.T, s *db.Store, account string, amount int64) pix.Transfer
 
 func TestIdempotencyKeyLife(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 10_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 10_000)
 	key := uuid.New()
 
 	res, replay, err := s.ReserveKey(ctx, "test-caller", key, "hash-a", dbtest.Keys)
@@ -71,8 +70,7 @@ func TestIdempotencyKeyLife(t *testing.T) {
 
 func TestIdempotencyKeysBelongToTheirCaller(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 10_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 10_000)
 	key := uuid.New()
 
 	alice, _, err := s.ReserveKey(ctx, "alice", key, "hash-a", dbtest.Keys)
@@ -102,8 +100,7 @@ func TestIdempotencyKeysBelongToTheirCaller(t *testing.T) {
 
 func TestIdempotencyKeyTakeoverFencesTheDeadHolder(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 10_000)
+	s := dbtest.NewWithAccount(t, "acc-1", 10_000)
 	key := uuid.New()
 	short := db.KeyPolicy{LockFor: 50 * time.Millisecond, KeepFor: time.Hour}
 

@@ -18,8 +18,7 @@ import (
 // wakes wait in its pending set.)
 func TestCommitsAskToWakeTheirChannels(t *testing.T) {
 	ctx := context.Background()
-	s := dbtest.New(t)
-	dbtest.OpenAccount(t, s, "acc-1", 0)
+	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	db.PendingWakes(s)
 
 	_, err := s.Receive(ctx, note(e2eID(1), "acc-1", 100))

@@ -144,6 +144,15 @@ AS $$ SELECT pg_catalog.now() - interval '%d microseconds' $$`, behind.Microseco
 	return db.NewStore(pool)
 }
 
+// NewWithAccount is New with account id opened with opening as its
+// balance (OpenAccount): most tests' first lines.
+func NewWithAccount(t testing.TB, id string, opening int64) *db.Store {
+	t.Helper()
+	s := New(t)
+	OpenAccount(t, s, id, opening)
+	return s
+}
+
 // randomHex is n random bytes in hex (crypto/rand.Read never fails).
 func randomHex(n int) string {
 	b := make([]byte, n)
