@@ -1,8 +1,6 @@
 -- Holds (db/holds.go): money of an account set aside (I11). A statement
 -- that returns a hold returns its columns in the order scanHold reads them:
--- id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents,
--- up_to, fill_to_cents, amount_cents, status, refund_id, end_reason,
--- created_at, ended_at. Every hold event's payload has hold_id, ref, account_id,
+-- the fragment holdColumns below. Every hold event's payload has hold_id, ref, account_id,
 -- end_to_end_id, kind, amount_cents and the account's held and available
 -- balance after it: pix_hold_event (migration 0055) builds them, from the
 -- hold's row as the statement left it (its CTE returns it as hold_row) and
@@ -16,6 +14,8 @@
 -- traceparent .Traceparent, in the order the holds were made (created_at,
 -- id: a Fill's or a RaiseFillTo's events in the order they took the
 -- money), and returns their ids.
+{{define "holdColumns"}}id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
+       refund_id, end_reason, created_at, ended_at{{end}}
 {{define "holdEvent"}}event AS (
     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_hold', (e.hold_row).id::text, '{{.Type}}',
@@ -26,26 +26,22 @@
 
 -- name: ByRef
 -- The hold of a ref, if any: the same ref again is the same hold.
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
-       refund_id, end_reason, created_at, ended_at
+SELECT {{template "holdColumns"}}
 FROM pix_holds WHERE ref = $1
 
 -- name: Get
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
-       refund_id, end_reason, created_at, ended_at
+SELECT {{template "holdColumns"}}
 FROM pix_holds WHERE id = $1
 
 -- name: GetMany
 -- Holds by their primary keys, $1 an array (a page of MED reports' holds
 -- at once, not one read per row).
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
-       refund_id, end_reason, created_at, ended_at
+SELECT {{template "holdColumns"}}
 FROM pix_holds WHERE id = ANY($1::uuid[])
 
 -- name: LockHold
 -- A hold, locked: it ends once, under this lock (released or captured).
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
-       refund_id, end_reason, created_at, ended_at
+SELECT {{template "holdColumns"}}
 FROM pix_holds WHERE id = $1
 FOR UPDATE
 
@@ -84,8 +80,7 @@ hold_events AS (
                               'fill_to_cents', h.fill_to_cents, 'created_at', h.created_at) AS extra
     FROM hold h CROSS JOIN held a),
 {{template "holdEvent" args "Type" "pix.hold.created" "Traceparent" "$10"}}
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
-       refund_id, end_reason, created_at, ended_at
+SELECT {{template "holdColumns"}}
 FROM hold
 
 -- name: Release
@@ -106,8 +101,7 @@ hold_events AS (
            jsonb_build_object('reason', r.end_reason, 'released_at', r.ended_at) AS extra
     FROM released r CROSS JOIN held a),
 {{template "holdEvent" args "Type" "pix.hold.released" "Traceparent" "$3"}}
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
-       refund_id, end_reason, created_at, ended_at
+SELECT {{template "holdColumns"}}
 FROM released
 
 -- name: Capture
@@ -125,8 +119,7 @@ hold_events AS (
            jsonb_build_object('refund_id', c.refund_id, 'captured_at', c.ended_at) AS extra
     FROM captured c JOIN accounts a ON a.id = c.account_id),
 {{template "holdEvent" args "Type" "pix.hold.captured" "Traceparent" "$4"}}
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
-       refund_id, end_reason, created_at, ended_at
+SELECT {{template "holdColumns"}}
 FROM captured
 
 -- name: Fill
@@ -237,8 +230,7 @@ hold_events AS (
                               'reason', NULLIF($4, ''), 'made_at', m.made_at) AS extra
     FROM made m JOIN accounts a ON a.id = m.account_id),
 {{template "holdEvent" args "Type" "pix.hold.made_filling" "Traceparent" "$5"}}
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
-       refund_id, end_reason, created_at, ended_at
+SELECT {{template "holdColumns"}}
 FROM made
 
 -- name: CapturePart
@@ -263,8 +255,7 @@ hold_events AS (
                               'refund_id', k.part_refund_id, 'captured_at', k.captured_at) AS extra
     FROM kept k JOIN accounts a ON a.id = k.account_id),
 {{template "holdEvent" args "Type" "pix.hold.part_captured" "Traceparent" "$5"}}
-SELECT id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
-       refund_id, end_reason, created_at, ended_at
+SELECT {{template "holdColumns"}}
 FROM kept
 
 -- name: Restore
