@@ -25,6 +25,8 @@ type PIX struct {
 	OpeningBalanceCents int64
 	// AmountCents is the amount credited; 0: 10_000 (R$ 100,00).
 	AmountCents int64
+	// PSP is the PSP whose webhook delivered it; "": none said (one PSP).
+	PSP string
 }
 
 // Credited is the PIX CreditPIX credited: what a test of a saga that acts
@@ -66,7 +68,7 @@ func CreditPIX(t testing.TB, s *db.Store, p PIX) Credited {
 
 	payload, err := json.Marshal(map[string]any{"end_to_end_id": p.EndToEndID, "account_id": p.AccountID, "amount_cents": p.AmountCents})
 	require.NoError(t, err)
-	receipt, err := s.Receive(ctx, pix.Notification{EndToEndID: p.EndToEndID, AccountID: p.AccountID, AmountCents: p.AmountCents, Payload: payload})
+	receipt, err := s.Receive(ctx, pix.Notification{EndToEndID: p.EndToEndID, AccountID: p.AccountID, AmountCents: p.AmountCents, PSP: p.PSP, Payload: payload})
 	require.NoError(t, err)
 	require.False(t, receipt.Duplicate, "PIX %s was received before: CreditPIX credits a new one", p.EndToEndID)
 	out, err := s.Credit(ctx, p.EndToEndID, 1, 1)

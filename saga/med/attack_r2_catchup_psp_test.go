@@ -2,17 +2,11 @@ package med_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"testing"
-	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/db"
-	"github.com/pixbank/pix/db/dbtest"
-	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/sagatest"
 )
 
@@ -26,14 +20,7 @@ import (
 func TestACatchUpPIXNotCreditedYetHasNoPSPOnRecord(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	account := "acc-" + uuid.NewString()[:8]
-	dbtest.OpenAccount(t, f.s, account, 0)
-	_, err := f.s.CreatePixKey(ctx, db.NewPixKey{Key: account + "@example.com", KeyType: "email", AccountID: account})
-	require.NoError(t, err)
-	e2e := pix.NewEndToEndID("12345678", time.Now())
-	_, err = f.s.StoreListed(ctx, []pix.Notification{{EndToEndID: e2e, Source: pix.SourceAPIPix, PixKey: account + "@example.com",
-		AmountCents: 10_000, PSP: pix.CatchUpPSP, Listed: true, Payload: json.RawMessage(`{}`)}})
-	require.NoError(t, err)
+	e2e := f.storeListed()
 	f.s.SetCatchUpPSP("psp-2") // the API process of psp-2: its sole PSP
 
 	a := f.notices(&sagatest.Signals{})

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/api"
-	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/saga/med"
 	"github.com/pixbank/pix/saga/sagatest"
@@ -34,11 +33,7 @@ func TestAnOperatorsClearLeavesTheCopiesQuarantinedSinceAndTheExpiryStops(t *tes
 	cur := a.current(r)
 	due := *cur.RequestDueAt
 	from := med.RequestsFrom(cur)
-	h := &med.Handlers{Store: f.store, Keys: f.s, Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}
-	ops := sagatest.NewAPI(t, f.s, sagatest.Options{
-		Sagas:   []api.SagaHTTP{api.CreditHTTP(), h.HTTP()},
-		Deps:    api.Deps{Keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}, Temporal: noRuns{}},
-		Callers: sagatest.Callers{"ops": sagatest.Operator("ops-1")}})
+	ops := f.routes(&sagatest.Signals{}, api.Deps{Keys: operatorKeys}, sagatest.Callers{"ops": sagatest.Operator("ops-1")})
 
 	id := uuid.NewString()
 	t1 := from.Add(-2 * time.Hour) // the copy the operator read and decided: not this report's

@@ -2,7 +2,6 @@ package med_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/internal/dict"
-	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/block"
 	"github.com/pixbank/pix/saga/med"
 	refundsaga "github.com/pixbank/pix/saga/refund"
@@ -179,21 +177,6 @@ func TestAFailedWakeDoesNotFailTheCredit(t *testing.T) {
 	f.requireBooks()
 }
 
-// creditE2E credits another PIX of amount to account, and returns its
-// end_to_end_id.
-func (f *fixture) creditE2E(account string, amount int64) string {
-	ctx := context.Background()
-	e2e := pix.NewEndToEndID("12345678", time.Now())
-	payload, err := json.Marshal(map[string]any{"end_to_end_id": e2e, "account_id": account, "amount_cents": amount})
-	require.NoError(f.t, err)
-	_, err = f.s.Receive(ctx, pix.Notification{EndToEndID: e2e, AccountID: account, AmountCents: amount, Payload: payload})
-	require.NoError(f.t, err)
-	out, err := f.s.Credit(ctx, e2e, 1, 1)
-	require.NoError(f.t, err)
-	require.True(f.t, out.Credited)
-	return e2e
-}
-
 // A hold released (a cautionary block's, here) fills the account's holds
 // that lack in the release's transaction: the report whose hold it filled
 // is woken after that commit too (fill source hold_release).
@@ -203,7 +186,7 @@ func TestABlockReleasedThatFillsTheHoldWakesTheReportsRun(t *testing.T) {
 	sig := &sagatest.Signals{}
 	f.s.OnHoldsFilled(med.FillsWake(sig, sagatest.Discard()))
 	c := f.credit(10_000, 0)
-	other := f.creditE2E(c.AccountID, 5_000)
+	other := f.creditMore(c.AccountID, 5_000)
 	blocks := block.NewStore(f.s)
 	b, err := blocks.Create(ctx, nil, block.New{ID: uuid.New(), EndToEndID: other, AmountCents: 5_000, Reason: "suspeita", RequestedBy: "operator-1"},
 		func(block.Block) ([]byte, error) { return nil, nil })

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/api"
-	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/saga/med"
 	"github.com/pixbank/pix/saga/sagatest"
 )
@@ -25,15 +24,7 @@ import (
 func TestAQuarantinedIDWithASlashIsCleared(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	h := &med.Handlers{Store: f.store, Keys: f.s, Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}
-	c := f.credit(10_000, 0)
-	a := sagatest.NewAPI(t, f.s, sagatest.Options{
-		Sagas: []api.SagaHTTP{api.CreditHTTP(), h.HTTP()},
-		Deps:  api.Deps{Keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}, Temporal: noRuns{}},
-		Callers: sagatest.Callers{
-			"ops":      sagatest.Operator("ops-1"),
-			"customer": sagatest.Customer("cust", c.AccountID),
-		}})
+	a, _ := f.operatorAPI(&sagatest.Signals{})
 	at := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
 	for _, id := range []string{"a/b", "x/../y/"} {
 		_, err := f.store.Quarantine(ctx, med.Quarantined{Kind: med.QuarantinedRefund, ID: id, LastModified: at, Reason: "dict_malformed:Id"})
@@ -106,11 +97,7 @@ func TestAnOperatorsClearWakesTheRunStoppedOnIt(t *testing.T) {
 	at := copies(t, f, id)
 	require.Len(t, at, 1)
 	signals := &sagatest.Signals{}
-	h := &med.Handlers{Store: f.store, Keys: f.s, Temporal: signals, Log: sagatest.Discard()}
-	calls := sagatest.NewAPI(t, f.s, sagatest.Options{
-		Sagas:   []api.SagaHTTP{h.HTTP()},
-		Deps:    api.Deps{Keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}, Temporal: noRuns{}},
-		Callers: sagatest.Callers{"ops": sagatest.Operator("ops-1")}})
+	calls := f.routes(signals, api.Deps{Keys: operatorKeys}, sagatest.Callers{"ops": sagatest.Operator("ops-1")})
 
 	status, got := calls.Call(http.MethodDelete, "/pix/med/quarantine/refund/"+url.PathEscape(id)+
 		"?through="+url.QueryEscape(at[0].Format(time.RFC3339Nano)), "ops", "", nil)

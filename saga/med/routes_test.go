@@ -38,15 +38,25 @@ func (noRuns) CheckHealth(context.Context, *client.CheckHealthRequest) (*client.
 // ops-1) and to the customer ("customer") of the PIX of 10,000 it credits,
 // which it returns.
 func (f *fixture) operatorAPI(sig *sagatest.Signals) (*sagatest.API, dbtest.Credited) {
-	h := &med.Handlers{Store: f.store, Keys: f.s, Temporal: sig, Log: sagatest.Discard()}
 	c := f.credit(10_000, 0)
+	return f.routes(sig, api.Deps{Keys: operatorKeys}, sagatest.Callers{
+		"ops":      sagatest.Operator("ops-1"),
+		"customer": sagatest.Customer("cust", c.AccountID),
+	}), c
+}
+
+// operatorKeys is the Idempotency-Key policy of the operator's routes
+// under test.
+var operatorKeys = db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}
+
+// routes serves the saga's routes and the credit's view over f's store,
+// Temporal's signals sent to sig (no run started: noRuns), with deps, to
+// callers.
+func (f *fixture) routes(sig *sagatest.Signals, deps api.Deps, callers sagatest.Callers) *sagatest.API {
+	h := &med.Handlers{Store: f.store, Keys: f.s, Temporal: sig, Log: sagatest.Discard()}
+	deps.Temporal = noRuns{}
 	return sagatest.NewAPI(f.t, f.s, sagatest.Options{
-		Sagas: []api.SagaHTTP{api.CreditHTTP(), h.HTTP()},
-		Deps:  api.Deps{Keys: db.KeyPolicy{LockFor: time.Minute, KeepFor: time.Hour}, Temporal: noRuns{}},
-		Callers: sagatest.Callers{
-			"ops":      sagatest.Operator("ops-1"),
-			"customer": sagatest.Customer("cust", c.AccountID),
-		}}), c
+		Sagas: []api.SagaHTTP{api.CreditHTTP(), h.HTTP()}, Deps: deps, Callers: callers})
 }
 
 // listPages lists the operator route path a row a page (limit=1), each
@@ -137,11 +147,8 @@ func TestTheRoutes(t *testing.T) {
 func TestTheOperatorViewKeepsTheDICTsWordsOut(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	h := &med.Handlers{Store: f.store, Keys: f.s, Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}
 	c := f.credit(10_000, 0)
-	a := sagatest.NewAPI(t, f.s, sagatest.Options{
-		Sagas: []api.SagaHTTP{api.CreditHTTP(), h.HTTP()},
-		Deps:  api.Deps{Temporal: noRuns{}, AdminToken: "admin-secret"}})
+	a := f.routes(&sagatest.Signals{}, api.Deps{AdminToken: "admin-secret"}, nil)
 	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now()))
 	r = f.step(f.store.Hold(ctx, r))
 	f.step(f.store.NoteProblem(ctx, r, med.ProblemRefused+": acknowledge: dict: Forbidden: CPF 123.456.789-00 do pagador"))

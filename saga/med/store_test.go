@@ -42,17 +42,11 @@ func (f *fixture) credit(amount, opening int64) dbtest.Credited {
 	return dbtest.CreditPIX(f.t, f.s, dbtest.PIX{AmountCents: amount, OpeningBalanceCents: opening})
 }
 
-// creditMore credits another PIX of amount to account (a later credit).
-func (f *fixture) creditMore(account string, amount int64) {
-	ctx := context.Background()
-	e2e := pix.NewEndToEndID("12345678", time.Now())
-	payload, err := json.Marshal(map[string]any{"end_to_end_id": e2e, "account_id": account, "amount_cents": amount})
-	require.NoError(f.t, err)
-	_, err = f.s.Receive(ctx, pix.Notification{EndToEndID: e2e, AccountID: account, AmountCents: amount, Payload: payload})
-	require.NoError(f.t, err)
-	out, err := f.s.Credit(ctx, e2e, 1, 1)
-	require.NoError(f.t, err)
-	require.True(f.t, out.Credited)
+// creditMore credits another PIX of amount to account (a later credit)
+// and returns its end_to_end_id.
+func (f *fixture) creditMore(account string, amount int64) string {
+	f.t.Helper()
+	return dbtest.CreditPIX(f.t, f.s, dbtest.PIX{AccountID: account, AmountCents: amount}).EndToEndID
 }
 
 // spend debits amount of account through the transfer's path (the one

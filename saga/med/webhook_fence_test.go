@@ -26,6 +26,18 @@ const inboxRetention = 30 * 24 * time.Hour
 // path with the catch-up's psp, then credited.
 func (f *fixture) creditListed() string {
 	f.t.Helper()
+	e2e := f.storeListed()
+	credited, err := f.s.Credit(context.Background(), e2e, 1, 1)
+	require.NoError(f.t, err)
+	require.True(f.t, credited.Credited)
+	return e2e
+}
+
+// storeListed stores a PIX of 10_000 centavos to a new account (with its
+// Pix key) as the PSP catch-up does when it finds it first in the PSP's
+// record, not credited yet; it returns its end_to_end_id.
+func (f *fixture) storeListed() string {
+	f.t.Helper()
 	ctx := context.Background()
 	account := "acc-" + uuid.NewString()[:8]
 	dbtest.OpenAccount(f.t, f.s, account, 0)
@@ -36,27 +48,13 @@ func (f *fixture) creditListed() string {
 		AmountCents: 10_000, PSP: pix.CatchUpPSP, Listed: true, Payload: json.RawMessage(`{}`)}})
 	require.NoError(f.t, err)
 	require.True(f.t, out[0].New, "stored first by the catch-up")
-	credited, err := f.s.Credit(ctx, e2e, 1, 1)
-	require.NoError(f.t, err)
-	require.True(f.t, credited.Credited)
 	return e2e
 }
 
 // creditFrom credits a PIX of 10_000 centavos delivered by psp's webhook.
 func (f *fixture) creditFrom(psp string) string {
 	f.t.Helper()
-	ctx := context.Background()
-	account := "acc-" + uuid.NewString()[:8]
-	dbtest.OpenAccount(f.t, f.s, account, 0)
-	e2e := pix.NewEndToEndID("12345678", time.Now())
-	payload, err := json.Marshal(map[string]any{"end_to_end_id": e2e, "account_id": account, "amount_cents": 10_000})
-	require.NoError(f.t, err)
-	_, err = f.s.Receive(ctx, pix.Notification{EndToEndID: e2e, AccountID: account, AmountCents: 10_000, PSP: psp, Payload: payload})
-	require.NoError(f.t, err)
-	credited, err := f.s.Credit(ctx, e2e, 1, 1)
-	require.NoError(f.t, err)
-	require.True(f.t, credited.Credited)
-	return e2e
+	return dbtest.CreditPIX(f.t, f.s, dbtest.PIX{PSP: psp}).EndToEndID
 }
 
 // retire has the inbox retention delete the PIX's inbox row, as it does
