@@ -45,7 +45,7 @@ func TestRefundsAgainstTheService(t *testing.T) {
 	var out bytes.Buffer
 	say := func(format string, args ...any) { fmt.Fprintf(&out, format+"\n", args...) }
 	run := fmt.Sprintf("%014d", time.Now().UnixMilli()%1e14)
-	aggregates, events, err := demoRefund(ctx, c, psp, run, 30*time.Second, &out, say)
+	aggregates, events, err := demoRefund(ctx, c, psp, run, 2*time.Minute, &out, say)
 	require.NoError(t, err, out.String())
 	require.Equal(t, 3, events)
 	e2e, id := aggregates[0], aggregates[1]

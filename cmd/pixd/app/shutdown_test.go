@@ -43,7 +43,7 @@ func TestReadyzTurns503BeforeTheServerStops(t *testing.T) {
 		res.Body.Close()
 		return res.StatusCode
 	}
-	require.Eventually(t, func() bool { return status("/healthz") == http.StatusOK }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return status("/healthz") == http.StatusOK }, time.Minute, 20*time.Millisecond)
 	// Temporal is unreachable here, so /readyz is 503 already; what
 	// matters is that the draining answer comes while the server serves.
 
