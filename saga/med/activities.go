@@ -30,6 +30,10 @@ type Activities struct {
 	Store *Store
 	DICT  DICT
 	Log   *slog.Logger
+	// Doors takes in a refund request of another report the expiry's own
+	// listing meets (anothersRequest), waking that report's run after a
+	// change, as the lister's intake does (nil: Store, no run woken).
+	Doors Intaker
 	// BehindPSP: MED runs without the DICT (MED_DICT_DISABLED=true), its
 	// reports and requests the PSP's notices: nothing can be read back
 	// from the DICT, so the close of a report is the PSP's notice CLOSED
@@ -217,25 +221,41 @@ func (a *Activities) listRequests(ctx context.Context, cur Report) (expiryListin
 
 // anothersRequest says whether r, an OPEN refund request on cur's PIX that
 // does not name cur, is settled as another report's: it names another of
-// our reports on the same PIX, under which the doors put it (requestReport,
-// requestFits: taken as its own, or kept there, that report answering
-// another request or ended), as the lister's cover finds it (attack review
-// r6 LOW-1: the two paths decided differently). Any other (no report
-// named, one we do not have, or one on another PIX) may be cur's, and
-// holds back its release.
+// our reports, and the doors put it there (requestReport: taken as its
+// own, or kept under it, that report answering another request or ended),
+// as the lister's cover finds it (attack review r6 LOW-1: the two paths
+// decided differently). The listing puts it through the doors itself
+// (intaker: the other report's run woken if it changed), never decides on
+// a placement nobody made (attack review r7: no lister, the request was
+// recorded nowhere, never answered, never closed by the other's end); one
+// the doors refuse for good is quarantined and stops the run
+// (refusedTake). Any other (no report named, or one we do not have) may
+// be cur's, and holds back its release.
 func (a *Activities) anothersRequest(ctx context.Context, cur Report, r dict.Refund) (bool, error) {
-	id, err := requestReport(r)
-	if err != nil {
+	if _, err := requestReport(r); err != nil {
 		return false, nil
 	}
-	other, err := a.Store.Get(ctx, id)
+	placed, _, err := a.intaker().IntakeRefund(ctx, r)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return false, nil
+	case pix.IsRefusal(err):
+		return false, a.refusedTake(ctx, cur, r, err)
 	case err != nil:
 		return false, activities.KindError(err)
 	}
-	return other.ID != cur.ID && requestFits(other, r) == nil, nil
+	return placed.ID != cur.ID, nil
+}
+
+// intaker is the saga's doors (Doors: a report's run woken after its
+// change), or the bare store when none is configured.
+func (a *Activities) intaker() interface {
+	IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool, error)
+} {
+	if a.Doors != nil {
+		return a.Doors
+	}
+	return a.Store
 }
 
 // malformedRefund stops the expiry visibly (dict_not_as_ours,

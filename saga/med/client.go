@@ -32,7 +32,7 @@ func depsOf(env saga.Env) any {
 	listed := covered.NewStore(env.Store, ListerName)
 	doors := &Doors{Store: store, Temporal: env.Temporal, Log: env.Log}
 	return &Deps{
-		Activities: &Activities{Store: store, DICT: d, Log: env.Log, BehindPSP: s.Disabled, Covered: listed},
+		Activities: &Activities{Store: store, DICT: d, Doors: doors, Log: env.Log, BehindPSP: s.Disabled, Covered: listed},
 		Lister:     &Lister{Covered: listed, DICT: l, Window: s.List, Log: env.Log, Quarantine: doors, Doors: doors},
 	}
 }

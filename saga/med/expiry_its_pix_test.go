@@ -12,6 +12,7 @@ import (
 
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/saga/med"
+	"github.com/pixbank/pix/saga/sagatest"
 )
 
 // A well-formed refund request OPEN at the DICT on the report's PIX
@@ -163,4 +164,51 @@ func TestTheExpirysOwnListingWaitsForTheDICTsClockSkew(t *testing.T) {
 	out, err := a.run(a.acts.ExpireRequest, a.current(r))
 	require.NoError(t, err)
 	require.Equal(t, med.EndReleased, *out.EndCause)
+}
+
+// With no lister's cover (MED_DICT_LIST_INTERVAL=0), the expiry's own
+// listing meets a refund request Q on the report's PIX naming R2, another
+// of our reports on it, that nothing took in: it puts Q through the doors
+// (kept under R2, answering another request; or taken as R2's own, R2's
+// run woken) and releases on that placement. Attack review r7: it
+// released on a placement nobody made, Q recorded nowhere (no kept row,
+// no page, never closed when R2 ends). Seen failing on 04e6d40's code.
+func TestTheExpirysOwnListingPutsAnotherReportsRequestThroughTheDoors(t *testing.T) {
+	for name, answering := range map[string]bool{"kept, it answers another": true, "taken as its own": false} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			a, r := closedAgreed(t, f)
+			in2 := report(r.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour))
+			r2 := f.intake(in2)
+			why := ""
+			if answering {
+				q0 := request(r2, 10_000, dict.RefundOpen)
+				q0.LastModified = time.Now().Add(-time.Hour)
+				a.dict.refunds[q0.ID] = q0
+				_, changed, err := doorsOf(f.store).IntakeRefund(ctx, q0)
+				require.NoError(t, err)
+				require.True(t, changed)
+				why = "another_request"
+			}
+			q := request(a.current(r2), 10_000, dict.RefundOpen) // never taken in: no lister
+			q.LastModified = med.RequestsFrom(r).Add(time.Minute)
+			a.dict.refunds[q.ID] = q
+
+			due := *r.RequestDueAt
+			a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ExpiryCovered) })
+			a.acts.Covered = nil
+			sig := &sagatest.Signals{}
+			a.acts.Doors = &med.Doors{Store: a.acts.Store, Temporal: sig, Log: sagatest.Discard()}
+			out, err := a.run(a.acts.ExpireRequest, a.current(r))
+			require.NoError(t, err, "dict_problem: %s", derefS(a.current(r).DICTProblem))
+			require.Equal(t, med.EndReleased, *out.EndCause)
+			requireRequestPlaced(t, f, q.ID, a.current(r2), why)
+			if answering {
+				require.Empty(t, sig.Sent(), "R2 unchanged: nothing to wake")
+			} else {
+				require.Equal(t, []string{med.WorkflowID(r2.ID.String()) + " " + med.ChangedSignal}, sig.Sent(), "R2 took Q: its run woken")
+			}
+		})
+	}
 }
