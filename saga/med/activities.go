@@ -110,7 +110,10 @@ func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, erro
 	if err != nil || moved || cur.Status != StatusAwaitingRequest || cur.RequestOpen() {
 		return cur, err
 	}
-	listedFrom := a.Store.now()
+	listedFrom, err := a.Store.clock(ctx)
+	if err != nil {
+		return Report{}, err
+	}
 	release := func(done string) (Report, error) {
 		return a.change(ctx, cur, done, func(ctx context.Context, at Report) (Report, bool, error) {
 			return a.Store.ExpireRequest(ctx, at, listedFrom)

@@ -210,8 +210,11 @@ func one(rs pgx.Rows, err error) (Report, error) { return sagakit.One[Report](rs
 // Store is the saga's store, over the service's (db's exported core).
 type Store struct {
 	store *db.Store
-	// now is the clock the deadlines are checked by (time.Now).
-	now func() time.Time
+	// now is the clock the deadlines are checked by, read in the deciding
+	// transaction: the database's (db.Now), the one they were written by
+	// (closed_at, and so refund_request_due_at, is its now()), never the
+	// worker's, which may run ahead.
+	now db.Clock
 	// participant is our ISPB as the DICT's reports name the credited
 	// participant ("": not checked; a bank behind a PSP, whose reports
 	// name the PSP's).
@@ -219,11 +222,18 @@ type Store struct {
 }
 
 // NewStore returns the saga's store over s.
-func NewStore(s *db.Store) *Store { return &Store{store: s, now: time.Now} }
+func NewStore(s *db.Store) *Store { return &Store{store: s, now: db.Now} }
 
-// WithClock is the store with another clock for the deadlines' checks.
+// WithClock is the store with another clock for the deadlines' checks (a
+// test's), in place of the database's.
 func (s *Store) WithClock(now func() time.Time) *Store {
-	return &Store{store: s.store, now: now, participant: s.participant}
+	return &Store{store: s.store, now: db.ClockOf(now), participant: s.participant}
+}
+
+// clock is the store's clock read outside a transaction: through the pool.
+func (s *Store) clock(ctx context.Context) (time.Time, error) {
+	now, err := s.now(ctx, s.store.Pool())
+	return now, db.Classify(err)
 }
 
 // WithParticipant is the store that analyses only the reports whose
@@ -669,16 +679,9 @@ const (
 
 // intakeRefund is IntakeRefund, saying what it did besides (outcome).
 func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, changed bool, outcome string, err error) {
-	id, err := requestReport(in)
+	id, requestID, err := requestIDs(in)
 	if err != nil {
 		return Report{}, false, "", err
-	}
-	requestID, err := uuid.Parse(in.ID)
-	if err != nil {
-		return Report{}, false, "", pix.Invalid("id", "must be the DICT's uuid")
-	}
-	if in.RefundAmount <= 0 {
-		return Report{}, false, "", pix.Invalid("refund_amount", "must be positive")
 	}
 	// keep records the request in by its own id, for on-call, its report
 	// cur unchanged (keepRequest); a first record or a move is the outcome
@@ -697,6 +700,10 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 	}
 	out, changed, err = s.decide(ctx, id, -1, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		outcome, closedOurs = "", false
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return Report{}, false, err
+		}
 		if err := requestFits(cur, in); err != nil {
 			return Report{}, false, err
 		}
@@ -712,7 +719,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			next.RefundRequestState, next.RefundRequestModifiedAt = ptr(string(in.Status)), ptr(in.LastModified)
 			next.RefundRequestDICTResult = refundResultOf(in)
 			return save(ctx, tx, cur, next)
-		case takesRequest(cur, in, s.now()) || (in.Status == dict.RefundOpen && reopenable(cur, s.now())):
+		case takesRequest(cur, in, now) || (in.Status == dict.RefundOpen && reopenable(cur, now)):
 			state, modified, kept, err := keptCopy(ctx, tx, requestID, cur.ID, in)
 			if err != nil {
 				return Report{}, false, err
@@ -725,7 +732,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 				return keep(tx, cur, "report_ended")
 			}
 			switch {
-			case !takesRequest(cur, in, s.now()):
+			case !takesRequest(cur, in, now):
 				next.Status, next.EndCause, outcome = StatusAwaitingRequest, nil, RequestReopened
 			case cur.Status == StatusAwaitingCredit:
 				// Its cancelled request had nothing returned: the next one
@@ -765,6 +772,22 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 		keptClosedTotal.WithLabelValues(keptRejected).Inc()
 	}
 	return out, changed, outcome, err
+}
+
+// requestIDs are the report the refund request in is placed under
+// (requestReport) and its own id; a request without them, or of no
+// amount, is refused.
+func requestIDs(in dict.Refund) (report, request uuid.UUID, err error) {
+	if report, err = requestReport(in); err != nil {
+		return uuid.Nil, uuid.Nil, err
+	}
+	if request, err = uuid.Parse(in.ID); err != nil {
+		return uuid.Nil, uuid.Nil, pix.Invalid("id", "must be the DICT's uuid")
+	}
+	if in.RefundAmount <= 0 {
+		return uuid.Nil, uuid.Nil, pix.Invalid("refund_amount", "must be positive")
+	}
+	return report, request, nil
 }
 
 // requestReport is the report the refund request in is placed under: the

@@ -526,11 +526,11 @@ func TestReturnInParts(t *testing.T) {
 	f.requireBooks()
 }
 
-// At the 90 days, what is held is released and the report ends returned
-// in part.
-func TestReturnsEndAt90Days(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
+// returnedInPart is a report whose refund request of 10,000 had 3,000
+// returned (the account spent 7,000 of its PIX first) and was closed:
+// awaiting credit until its 90 days.
+func (f *fixture) returnedInPart() med.Report {
+	t, ctx := f.t, context.Background()
 	c := f.credit(10_000, 0)
 	require.NoError(t, f.spend(c.AccountID, 7_000))
 	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour)))
@@ -546,6 +546,15 @@ func TestReturnsEndAt90Days(t *testing.T) {
 	require.NoError(t, err)
 	r = f.step(f.store.Settle(ctx, r))
 	r = f.step(f.store.RefundClosed(ctx, r, *r.FirstRtrID))
+	return r
+}
+
+// At the 90 days, what is held is released and the report ends returned
+// in part.
+func TestReturnsEndAt90Days(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	r := f.returnedInPart()
 	after := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(time.Minute) })
 	_, changed, err := after.Return(ctx, r)
 	require.NoError(t, err)
@@ -553,6 +562,34 @@ func TestReturnsEndAt90Days(t *testing.T) {
 	done := f.step(after.Finish(ctx, r))
 	require.Equal(t, med.EndReturnedInPart, *done.EndCause)
 	require.EqualValues(t, 3_000, done.ReturnedCents)
+	f.requireBooks()
+}
+
+// The MED's deadlines are the database's: they are decided by its clock,
+// read in the deciding transaction, never by the worker's. Here the
+// worker's clock runs an hour ahead of the database's
+// (dbtest.NewClockBehind); a report returned in part whose 90 days end in
+// 10 minutes by the database's clock, 50 minutes past by the worker's, is
+// not finished yet.
+func TestTheDatabasesClockDecidesTheMEDsDeadlines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	s := dbtest.NewClockBehind(t, time.Hour)
+	f := &fixture{t: t, s: s, store: med.NewStore(s)}
+	ctx := context.Background()
+	r := f.returnedInPart()
+	_, err := s.Pool().Exec(ctx, `UPDATE pix_med_reports SET return_until = now() + interval '10 minutes' WHERE id = $1`, r.ID)
+	require.NoError(t, err)
+
+	out, changed, err := f.store.Finish(ctx, r)
+	require.NoError(t, err)
+	require.False(t, changed, "finished at %s, before its 90 days", out.Status)
+	require.Equal(t, med.StatusAwaitingCredit, out.Status)
+
+	// The worker's own clock would have finished it: the clocks differ.
+	done := f.step(f.store.WithClock(time.Now).Finish(ctx, r))
+	require.Equal(t, med.EndReturnedInPart, *done.EndCause)
 	f.requireBooks()
 }
 

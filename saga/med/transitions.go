@@ -82,8 +82,12 @@ func (s *Store) Acknowledged(ctx context.Context, at Report, seen dict.Infractio
 		if cur.Status != StatusHeld {
 			return cur, false, nil
 		}
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return Report{}, false, err
+		}
 		next := withDICT(cur, seen)
-		next.Status, next.AcknowledgedAt, next.DICTProblem = StatusAcknowledged, ptr(s.now()), nil
+		next.Status, next.AcknowledgedAt, next.DICTProblem = StatusAcknowledged, &now, nil
 		if cur.AnalysisResult != nil {
 			next.Status = StatusAnalysed
 		}
@@ -131,7 +135,11 @@ func (s *Store) AnalyseKeyed(ctx context.Context, r *db.Reservation, id uuid.UUI
 	}
 	details = dict.NormalizeDetails(details)
 	return s.decide(ctx, id, -1, func(tx pgx.Tx, cur Report) (Report, bool, error) {
-		out, changed, err := analyse(ctx, tx, cur, result, details, by, s.now())
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return Report{}, false, err
+		}
+		out, changed, err := analyse(ctx, tx, cur, result, details, by, now)
 		if err != nil || r == nil {
 			return out, changed, err
 		}
@@ -171,8 +179,11 @@ func (s *Store) Closed(ctx context.Context, at Report, seen dict.InfractionRepor
 		if cur.Status != StatusAnalysed {
 			return cur, false, nil
 		}
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return Report{}, false, err
+		}
 		next := withDICT(cur, seen)
-		now := s.now()
 		next.ClosedAt, next.DICTProblem = &now, nil
 		if *cur.AnalysisResult == string(dict.Disagreed) {
 			return end(ctx, tx, cur, next, EndReleased)
@@ -232,8 +243,8 @@ func (s *Store) ExpireRequest(ctx context.Context, at Report, listedFrom time.Ti
 const ListLag = 15 * time.Second
 
 // earlyTolerance is how far before a deadline a transition still takes it:
-// the worker's clock and Temporal's timer may differ a little from the
-// database's.
+// Temporal's timer, which asks it, may fire a little before the database's
+// clock, which decides (Store.now), reaches it.
 const earlyTolerance = time.Minute
 
 // Return hands what the report holds to the devolução saga: in one
@@ -257,9 +268,13 @@ const earlyTolerance = time.Minute
 // ReturnWindow ends.
 func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 	out, changed, err := s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return Report{}, false, err
+		}
 		switch {
 		case cur.Status == StatusAwaitingRequest && cur.RequestOpen() && !cur.Cancelled():
-		case cur.Status == StatusAwaitingCredit && s.now().Before(*cur.ReturnUntil) && cur.ReturnedCents < cur.Target() &&
+		case cur.Status == StatusAwaitingCredit && now.Before(*cur.ReturnUntil) && cur.ReturnedCents < cur.Target() &&
 			!RequestCancelled(cur) && cur.ReturnRefused == nil:
 		default:
 			return cur, false, nil
@@ -426,8 +441,12 @@ func (s *Store) RefundClosed(ctx context.Context, at Report, rtrID string) (Repo
 		if cur.RefundClosedAt != nil || cur.RefundRequestID == nil {
 			return cur, false, nil
 		}
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return Report{}, false, err
+		}
 		next := cur
-		next.RefundClosedAt, next.RefundRequestState, next.DICTProblem = ptr(s.now()), ptr(string(dict.RefundClosed)), nil
+		next.RefundClosedAt, next.RefundRequestState, next.DICTProblem = &now, ptr(string(dict.RefundClosed)), nil
 		if rtrID != "" {
 			next.RefundClosedRtrID = &rtrID
 		}
@@ -449,8 +468,14 @@ func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
 		}
 		cause := EndReturned
 		if cur.ReturnedCents < cur.Target() {
-			if !cancelled && cur.ReturnRefused == nil && s.now().Before(cur.ReturnUntil.Add(-earlyTolerance)) {
-				return cur, false, nil
+			if !cancelled && cur.ReturnRefused == nil {
+				now, err := s.now(ctx, tx)
+				if err != nil {
+					return Report{}, false, err
+				}
+				if now.Before(cur.ReturnUntil.Add(-earlyTolerance)) {
+					return cur, false, nil
+				}
 			}
 			cause = EndReturnedInPart
 			if cur.ReturnedCents == 0 {
