@@ -266,13 +266,16 @@ func (a *Activities) intaker() interface {
 // refund request its own listing met OPEN and modified since the report's
 // close that is not the specification's (quarantined: quarantineMalformed):
 // it may be the report's request, and the hold is never released on a
-// guess. It lists again after a signal or ProblemRetryAfter, and stops
-// again while the DICT lists that item so: an operator's clear of its
-// quarantine does not settle it, the DICT's copy read whole does; the
-// clear wakes the run (NoteProblemOn), which lists again at once.
+// guess. It tries again after a signal or ProblemRetryAfter. An
+// operator's clear of the item's quarantine says the copy is no request a
+// report of ours must take, and wakes the run (NoteProblemOn), which tries
+// its step again at once: with the lister's cover past the deadline and no
+// other row held, it releases on the cover without listing the DICT (the
+// clear settles it, docs/runbooks.md); otherwise it lists again and stops
+// again while the DICT lists that item so (attack review r7 LOW-3).
 func (a *Activities) malformedRefund(ctx context.Context, cur Report, q Quarantined) error {
 	return a.stopOn(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the refund request %s is quarantined (%s): listed OPEN at the DICT since the report's close, "+
-		"not the specification's, it may be this report's: not released; decide it at the DICT, then clear it (pixctl med quarantine clear: the run tries again)", q.ID, q.Reason), &q)
+		"not the specification's, it may be this report's: not released; decide it at the DICT, then clear it only once decided no request of this report (pixctl med quarantine clear: the run tries again, and releases on the lister's cover past the deadline without listing the DICT)", q.ID, q.Reason), &q)
 }
 
 // quarantineMalformed records a refund request the expiry's own listing
