@@ -275,7 +275,7 @@ func (a *Activities) intaker() interface {
 // again while the DICT lists that item so (attack review r7 LOW-3).
 func (a *Activities) malformedRefund(ctx context.Context, cur Report, q Quarantined) error {
 	return a.stopOn(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the refund request %s is quarantined (%s): listed OPEN at the DICT since the report's close, "+
-		"not the specification's, it may be this report's: not released; decide it at the DICT, then clear it only once decided no request of this report (pixctl med quarantine clear: the run tries again, and releases on the lister's cover past the deadline without listing the DICT)", q.ID, q.Reason), &q)
+		"not the specification's, it may be this report's: not released; decide it at the DICT, then clear it once decided not this report's (pixctl med quarantine clear: the run tries again; on the lister's cover past the deadline it releases without listing the DICT)", q.ID, q.Reason), &q)
 }
 
 // quarantineMalformed records a refund request the expiry's own listing
@@ -672,6 +672,11 @@ func (a *Activities) stopOn(ctx context.Context, cur Report, code, problem strin
 		noted, changed, err = a.Store.NoteProblemOn(ctx, cur, code+": "+problem, *q)
 	} else {
 		noted, changed, err = a.Store.NoteProblem(ctx, cur, code+": "+problem)
+	}
+	if errors.Is(err, ErrStopCleared) {
+		a.Log.InfoContext(ctx, "MED saga: the quarantined copy its step stopped on was cleared meanwhile; decided again",
+			append(attrsOf(cur), "problem_code", code, "dict_id", q.ID)...)
+		return fmt.Errorf("report %s, its step stopped at the DICT (%s): %w", cur.ID, code, err)
 	}
 	if err != nil {
 		return activities.KindError(err)

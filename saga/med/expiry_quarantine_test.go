@@ -207,3 +207,59 @@ func TestTheExpiryStopsOnWhatItCannotReadAsAbsent(t *testing.T) {
 		})
 	}
 }
+
+// clearingDICT is the fake DICT whose listing, once the expiry has
+// quarantined a malformed item (its Malformed callback returned), has an
+// operator clear that copy (Store.ResolveQuarantined, the route's) before
+// the walk ends: the operator alerted by the quarantine, the walk's other
+// pages still to come.
+type clearingDICT struct {
+	*fakeDICT
+	clear func(dict.MalformedItem)
+}
+
+func (d clearingDICT) WalkRefunds(ctx context.Context, q dict.RefundQuery, fn func(dict.Refund) error) (time.Time, error) {
+	inner := q.Malformed
+	q.Malformed = func(m dict.MalformedItem) error {
+		err := inner(m)
+		d.clear(m)
+		return err
+	}
+	return d.fakeDICT.WalkRefunds(ctx, q, fn)
+}
+
+// A clear of the copy C the expiry's own listing quarantined, committed
+// before the step's stop on C is recorded, found no stop to wake: the stop
+// is not recorded (ErrStopCleared), the step is decided again at once,
+// never stopped with no clear left to wake it before ProblemRetryAfter
+// (attack review r7 LOW-1). Seen failing on the old code (stopped on C).
+func TestAClearBetweenTheQuarantineAndTheStopDecidesTheStepAgain(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a, r := closedAgreed(t, f)
+	due := *r.RequestDueAt
+	id := "7e0c6a0e-0000-4000-8000-000000000007"
+	t2 := med.RequestsFrom(r).Add(time.Minute)
+	a.dict.malformedRefunds = []dict.MalformedItem{{Op: "listRefund", ID: id, LastModified: t2, At: t2, Field: "RefundAmount"}}
+	var woken []int
+	a.acts.DICT = clearingDICT{fakeDICT: a.dict, clear: func(m dict.MalformedItem) {
+		c, err := f.store.ResolveQuarantined(ctx, med.QuarantinedRefund, id, m.LastModified)
+		require.NoError(t, err)
+		require.Len(t, c.Rows, 1)
+		woken = append(woken, len(c.Woken))
+	}}
+	a.acts.Store = f.store.WithClock(func() time.Time { return due.Add(med.ExpiryCovered) })
+	a.acts.Covered = nil
+	_, err := a.run(a.acts.ExpireRequest, a.current(r))
+	require.Equal(t, []int{0}, woken, "the clear found no stop to wake")
+	require.ErrorContains(t, err, med.ErrStopCleared.Error())
+	var app *temporal.ApplicationError
+	require.False(t, errors.As(err, &app) && app.Type() == med.StoppedType, "stopped on a copy cleared: %v", err)
+	now := a.current(r)
+	require.Nil(t, now.DICTProblem)
+	require.Equal(t, r.Gen, now.Gen)
+
+	a.acts.DICT = a.dict // no clear now: the step, decided again, stops on the copy the DICT still lists
+	_, err = a.run(a.acts.ExpireRequest, a.current(r))
+	requireStoppedHeld(t, a, r, err)
+}

@@ -29,7 +29,7 @@ import (
 var quarantineFiles embed.FS
 
 // quarantineSQL holds the statements of quarantine.sql.
-var quarantineSQL struct{ Clear, Stop, Wake, List, Resolve, Count, RefundsFrom string }
+var quarantineSQL struct{ Clear, Held, Stop, Wake, List, Resolve, Count, RefundsFrom string }
 
 func init() { db.BindQueries(quarantineFiles, "quarantine.sql", &quarantineSQL) }
 

@@ -27,6 +27,17 @@ INSERT INTO pix_med_quarantine_stops (report_id, kind, dict_id, dict_modified_at
 ON CONFLICT (report_id) DO UPDATE SET kind = EXCLUDED.kind, dict_id = EXCLUDED.dict_id,
     dict_modified_at = EXCLUDED.dict_modified_at, gen = EXCLUDED.gen
 
+-- name: Held
+-- In the transaction of a report's stop on the quarantined copy $1 kind,
+-- $2 DICT id (as Quarantine records it), $3 LastModified
+-- (Store.NoteProblemOn): the copy is still quarantined, kept so until the
+-- stop commits. A clear (Clear, Resolve) committed before finds no row:
+-- the stop is not recorded, the step is decided again. One after waits
+-- for the stop's commit, and its Wake then finds the stop. From the
+-- primary key.
+SELECT 1 FROM pix_med_quarantine WHERE kind = $1 AND dict_id = $2 AND dict_modified_at = $3
+FOR KEY SHARE
+
 -- name: Wake
 -- In the transaction of a clear (Clear, Resolve) of $1 kind, $2 DICT id,
 -- the copies of LastModified $3 (each row cleared): the open reports whose

@@ -537,13 +537,33 @@ func (s *Store) NoteProblem(ctx context.Context, at Report, problem string) (Rep
 // (pix_med_quarantine_stops), so that a clear of that copy's quarantine
 // wakes the run (QuarantineCleared), and a clear of another copy does not.
 // Recorded even when the problem's text is as it was: a stop on a newer
-// copy of the same item says the same.
+// copy of the same item says the same. A copy cleared since the step met
+// it (its row gone: a clear committed between the quarantine and this
+// stop, which found no stop to wake) records nothing: ErrStopCleared, the
+// step decided again at once rather than stopped with no clear left to
+// wake it (attack review r7 LOW-1). The copy's row is kept (Held) until
+// the stop commits, so a clear after it finds the stop (Wake).
 func (s *Store) NoteProblemOn(ctx context.Context, at Report, problem string, q Quarantined) (Report, bool, error) {
 	return s.noteProblem(ctx, at, problem, &q)
 }
 
+// ErrStopCleared: the quarantined copy a step stopped on was cleared
+// before the stop was recorded (NoteProblemOn); the step is decided again.
+var ErrStopCleared = errors.New("the quarantined copy the step stopped on was cleared before the stop was recorded")
+
 func (s *Store) noteProblem(ctx context.Context, at Report, problem string, on *Quarantined) (Report, bool, error) {
 	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if on != nil {
+			var held int
+			err := tx.QueryRow(ctx, quarantineSQL.Held, on.Kind, quarantinedID(on.ID), on.LastModified).Scan(&held)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return Report{}, false, fmt.Errorf("infraction report %s, %s %s (modified %s): %w", cur.ID, on.Kind, on.ID,
+					on.LastModified.Format(time.RFC3339Nano), ErrStopCleared)
+			}
+			if err != nil {
+				return Report{}, false, fmt.Errorf("read the quarantine of %s %s: %w", on.Kind, on.ID, err)
+			}
+		}
 		if len(problem) > 500 {
 			problem = strings.ToValidUTF8(problem[:500], "")
 		}
