@@ -50,8 +50,8 @@ var (
 // transaction; nothing about the PIX itself. Retried.
 const ErrTypeTechnicalFailure = "TechnicalFailure"
 
-// Activities are the credits' and the maintenance activities, with what
-// they need. (The transfer's are its own: saga/transfer.)
+// Activities are the credits' activities, with what they need. (The
+// other sagas' are their own: saga/transfer, saga/reconcile, ...)
 type Activities struct {
 	// Store is the database (*db.Store in production; fakes in the unit
 	// tests).
@@ -61,11 +61,9 @@ type Activities struct {
 	Metrics *metrics.Worker
 }
 
-// Store is what these activities need of the database: each saga's part is
-// declared beside its activities.
+// Store is what these activities need of the database.
 type Store interface {
 	CreditStore
-	MaintenanceStore
 }
 
 // CreditStore is what the credit activities need of the database.
@@ -73,12 +71,6 @@ type CreditStore interface {
 	Credit(ctx context.Context, endToEndID string, drive, attempt int) (db.CreditOutcome, error)
 	RecordAttemptFailure(ctx context.Context, endToEndID string, drive, attempt int, reason string) error
 	MarkFailed(ctx context.Context, endToEndID string, drive, attempts int, reason string) (db.MarkFailedOutcome, error)
-}
-
-// MaintenanceStore is what the reconciliation's activity needs of the
-// database. (The retention's store is saga/retention's.)
-type MaintenanceStore interface {
-	Reconcile(ctx context.Context) (db.Reconciliation, error)
 }
 
 // CreditInput names the PIX to credit. PriorAttempts is the row's attempt

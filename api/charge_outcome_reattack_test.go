@@ -73,7 +73,7 @@ func TestReattackOtherAccountChargeOutcomeHidden(t *testing.T) {
 		// One customer token, for acc-a, read scope only.
 		Tokens: fakeTokens{"tok-acc-a": {Subject: "s", Scopes: []string{auth.ScopeRead}, Accounts: []string{"acc-a"}}},
 		Keys:   db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
-		Sagas:  sagasOf(nil, refund.NewStore(store)),
+		Sagas:  sagasOf(nil, refund.NewStore(store), nil),
 	}, api.AllRoutes)
 	require.NoError(t, err)
 	srv := httptest.NewServer(router)

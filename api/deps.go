@@ -48,7 +48,6 @@ type AdminStore interface {
 	Redrive(ctx context.Context, endToEndID string) (attempts int, err error)
 	RedriveFailed(ctx context.Context, accountID string) ([]db.Redriven, error)
 	FailedCredits(ctx context.Context, accountID string, after *db.FailedKey, limit int) ([]pix.Credit, error)
-	Reconcile(ctx context.Context) (db.Reconciliation, error)
 }
 
 // ProbeStore answers /readyz.

@@ -82,7 +82,7 @@ func TestWebhookInformationalContentJSONBRefusesIsStored(t *testing.T) {
 			if mode == "group commit" {
 				stores.Webhooks = withGroupCommit(t, s)
 			}
-			srv := newServerOf(t, stores, func(d *api.Deps) { d.Sagas = sagasOf(nil, refund.NewStore(s)) })
+			srv := newServerOf(t, stores, func(d *api.Deps) { d.Sagas = sagasOf(nil, refund.NewStore(s), nil) })
 			payloadMember := func(id, member string) (string, bool) {
 				t.Helper()
 				var v *string

@@ -227,7 +227,7 @@ func TestUnitRefundKeyCoversThePIX(t *testing.T) {
 func TestUnitWebhookNotesRefundOutcomes(t *testing.T) {
 	fs := newFakeStore()
 	refunds := newFakeRefunds(fs)
-	srv := newUnitServer(t, fs, func(d *api.Deps) { d.Sagas = sagasOf(fakeTransfers{fakeKeys{fs}}, refunds) })
+	srv := newUnitServer(t, fs, func(d *api.Deps) { d.Sagas = sagasOf(fakeTransfers{fakeKeys{fs}}, refunds, fakeAdmin{fs}) })
 	second := "E1234567820261129120000000000002"
 	third := "E1234567820261129120000000000003"
 	body := batch(

@@ -187,10 +187,10 @@ func NewRouter(d Deps, routes Routes) (http.Handler, error) {
 	return r, nil
 }
 
-// coreRoutes are the routes no saga owns: the accounts and the books.
+// coreRoutes are the routes no saga owns: the accounts. (The books' check,
+// GET /admin/reconcile, is saga/reconcile's.)
 var coreRoutes = []Route{
 	{http.MethodGet, "/accounts/:id", auth.ScopeRead, handle((*handlers).getAccount)},
-	{http.MethodGet, "/admin/reconcile", auth.ScopeAdmin, handle((*handlers).reconcile)},
 }
 
 // AuthorizeAdmin says why r may not call an admin route (ADMIN_TOKEN, or
@@ -388,21 +388,6 @@ func (h *handlers) recoverPanics(c *gin.Context) {
 		}
 	}()
 	c.Next()
-}
-
-// reconcile is GET /admin/reconcile: the books' own check. A difference is
-// logged as an error and reported; money is never fixed here.
-func (h *handlers) reconcile(c *gin.Context) {
-	r, err := h.Stores.Admin.Reconcile(c.Request.Context())
-	if err != nil {
-		abortWithError(c, h.Logger, err)
-		return
-	}
-	if !r.Balanced() {
-		h.Logger.Error("reconciliation found differences", "unbalanced_accounts", r.UnbalancedAccounts, "unbalanced_holds", r.UnbalancedHolds,
-			"done_without_credit", r.DoneWithoutCredit, "credit_without_done", r.CreditWithoutDone)
-	}
-	c.JSON(http.StatusOK, gin.H{"balanced": r.Balanced(), "report": r})
 }
 
 // stored counts a stored notification.

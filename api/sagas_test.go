@@ -326,11 +326,11 @@ func TestNewRouterRefusesASagaItCannotServe(t *testing.T) {
 		"no handler": {[]api.SagaHTTP{{Routes: []api.Route{{Method: http.MethodGet, Path: "/x", Scope: auth.ScopeRead}}}}, "no handler"},
 		"a route the router has": {[]api.SagaHTTP{{Routes: []api.Route{{Method: http.MethodGet, Path: "/accounts/:id", Scope: auth.ScopeAdmin, Handle: ok}}}},
 			"route GET /accounts/:id"},
-		"a route another saga has": {append(sagasOf(nil, nil), api.SagaHTTP{Routes: []api.Route{
+		"a route another saga has": {append(sagasOf(nil, nil, nil), api.SagaHTTP{Routes: []api.Route{
 			{Method: http.MethodPost, Path: "/pix", Scope: auth.ScopeWrite, Handle: ok}}}), "route POST /pix"},
 		"a section named like a member of the view": {[]api.SagaHTTP{section("status")}, `credit section "status"`},
 		"a section named like the credit's charge":  {[]api.SagaHTTP{section("charge")}, `credit section "charge"`},
-		"two sections of one name":                  {append(sagasOf(nil, nil), section("refunds")), `credit section "refunds"`},
+		"two sections of one name":                  {append(sagasOf(nil, nil, nil), section("refunds")), `credit section "refunds"`},
 		"a section without a name":                  {[]api.SagaHTTP{section("")}, "a section has a name"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -108,7 +108,7 @@ func tracedRouter(t *testing.T, console *bytes.Buffer) (http.Handler, *tracing.P
 	require.NoError(t, err)
 	router, err := api.NewRouter(api.Deps{
 		RequestTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Tracing: p, Sagas: sagasOf(nil, nil),
+		Tracing: p, Sagas: sagasOf(nil, nil, nil),
 	}, api.AllRoutes)
 	require.NoError(t, err)
 	return router, p

@@ -28,6 +28,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/reconcile"
 	"github.com/pixbank/pix/saga/transfer"
 )
 
@@ -297,13 +298,14 @@ func (fs fakeAdmin) FailedCredits(_ context.Context, accountID string, _ *db.Fai
 	return []pix.Credit{}, nil
 }
 
-func (fs fakeAdmin) Reconcile(context.Context) (db.Reconciliation, error) {
+// Reconcile is the reconciliation's route's store (saga/reconcile).
+func (fs fakeAdmin) Reconcile(context.Context) (reconcile.Reconciliation, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if err := fs.call("Reconcile"); err != nil {
-		return db.Reconciliation{}, err
+		return reconcile.Reconciliation{}, err
 	}
-	return db.Reconciliation{}, nil
+	return reconcile.Reconciliation{}, nil
 }
 
 func (fs fakeProbe) Ping(context.Context) error {
@@ -347,7 +349,7 @@ func newUnitServer(t *testing.T, fs *fakeStore, tune ...func(*api.Deps)) *httpte
 	t.Helper()
 	return newServerOf(t, fs.stores(), append([]func(*api.Deps){func(d *api.Deps) {
 		d.Temporal = fakeTemporal{}
-		d.Sagas = sagasOf(fakeTransfers{fakeKeys{fs}}, newFakeRefunds(fs))
+		d.Sagas = sagasOf(fakeTransfers{fakeKeys{fs}}, newFakeRefunds(fs), fakeAdmin{fs})
 	}}, tune...)...)
 }
 
@@ -465,7 +467,7 @@ func TestUnitTransferRefusals(t *testing.T) {
 		before := len(fs.called())
 		// ReserveKey succeeds, CreateTransfer fails: the key is released.
 		failing := failAfterReserve{fakeTransfers{fakeKeys{fs}}}
-		srv := newUnitServer(t, fs, func(d *api.Deps) { d.Sagas = sagasOf(failing, newFakeRefunds(fs)) })
+		srv := newUnitServer(t, fs, func(d *api.Deps) { d.Sagas = sagasOf(failing, newFakeRefunds(fs), fakeAdmin{fs}) })
 		r := postPix(t, srv.URL, key, transferBody(t, "acc-1", 1))
 		require.Equal(t, http.StatusInternalServerError, r.status, "%v", r.body)
 		require.Equal(t, map[string]any{"error": map[string]any{"code": api.CodeInternal, "message": "internal error"}}, r.body)

@@ -94,7 +94,7 @@ func benchRouter(tb testing.TB, stores api.Stores, level string, w io.Writer) ht
 		Metrics:           metrics.Handler(registry),
 		Webhooks:          metrics.NewWebhooks(registry),
 		Draining:          func() bool { return false },
-		Sagas:             sagasOf(nil, nil),
+		Sagas:             sagasOf(nil, nil, nil),
 	}
 	router, err := api.NewRouter(deps, api.AllRoutes)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/saga/reconcile"
 	"github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/transfer"
 )
@@ -32,7 +33,9 @@ const adminToken = "test-admin-token-0123456789"
 // security_test.go); tune changes the dependencies.
 func newServer(t *testing.T, store *db.Store, tune ...func(*api.Deps)) *httptest.Server {
 	t.Helper()
-	return newServerOf(t, api.StoresOf(store), append([]func(*api.Deps){func(d *api.Deps) { d.Sagas = sagasOf(transfer.NewStore(store), refund.NewStore(store)) }}, tune...)...)
+	return newServerOf(t, api.StoresOf(store), append([]func(*api.Deps){func(d *api.Deps) {
+		d.Sagas = sagasOf(transfer.NewStore(store), refund.NewStore(store), reconcile.NewStore(store))
+	}}, tune...)...)
 }
 
 // newServerOf is newServer over each saga's handlers' own store.
@@ -48,7 +51,7 @@ func newServerOf(t *testing.T, stores api.Stores, tune ...func(*api.Deps)) *http
 		AdminToken:         adminToken,
 		OpenCustomerRoutes: true,
 		Keys:               db.KeyPolicy{LockFor: 30 * time.Second, KeepFor: 24 * time.Hour},
-		Sagas:              sagasOf(nil, nil),
+		Sagas:              sagasOf(nil, nil, nil),
 	}
 	for _, f := range tune {
 		f(&deps)
@@ -62,12 +65,14 @@ func newServerOf(t *testing.T, stores api.Stores, tune ...func(*api.Deps)) *http
 
 // sagasOf are the HTTP sides of the credit, whose store is
 // api.Deps.Stores (the fakes' or the database's), the transfer's over
-// transfers and the devolução's over refunds (nil: its routes served,
-// never called): the sagas this package's tests run through the router.
-func sagasOf(transfers transfer.RouteStore, refunds refund.RouteStore) []api.SagaHTTP {
+// transfers, the devolução's over refunds and the reconciliation's over
+// books (nil: its routes served, never called): the sagas this package's
+// tests run through the router.
+func sagasOf(transfers transfer.RouteStore, refunds refund.RouteStore, books reconcile.RouteStore) []api.SagaHTTP {
 	t := &transfer.Handlers{Store: transfers, BankISPB: "12345678"}
 	r := &refund.Handlers{Store: refunds, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	return []api.SagaHTTP{api.CreditHTTP(), t.HTTP(), r.HTTP()}
+	b := &reconcile.Handlers{Store: books, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	return []api.SagaHTTP{api.CreditHTTP(), t.HTTP(), r.HTTP(), b.HTTP()}
 }
 
 type response struct {

@@ -111,39 +111,6 @@ func (s *Store) ChargeStatus(ctx context.Context, txid string) (string, error) {
 	return status, nil
 }
 
-// UnbalancedAccounts returns the accounts (of those whose id starts with
-// idPrefix; "" for all) whose balance is not what their movements say:
-// opening balance + the sum of its movements (the view account_movements,
-// to which every saga that moves money adds its tables; invariant I2),
-// each recounted in full as the reconciliation's recount does.
-func (s *Store) UnbalancedAccounts(ctx context.Context, idPrefix string) ([]string, error) {
-	var out []string
-	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		out = []string{}
-		ids, err := listStrings(ctx, tx, reconcileSQL.AccountsOfPrefix, idPrefix)
-		if err != nil || len(ids) == 0 {
-			return err
-		}
-		rows, err := tx.Query(ctx, reconcileSQL.Recount, ids, nil, nil)
-		if err != nil {
-			return fmt.Errorf("recount: %w", err)
-		}
-		var id string
-		var balanced bool
-		_, err = pgx.ForEachRow(rows, []any{&id, &balanced, nil, nil, nil, nil}, func() error {
-			if !balanced {
-				out = append(out, id)
-			}
-			return nil
-		})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("check balances: %w", err)
-	}
-	return out, nil
-}
-
 // lockedAccount is an account as the one debit lock found it.
 type lockedAccount struct {
 	balance, held int64

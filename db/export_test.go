@@ -87,7 +87,3 @@ func ReceiveGroupForTest(ctx context.Context, s *Store, calls []*ReceiveCallForT
 
 // ReceiverQueued is how many deliveries wait for r's writers.
 func ReceiverQueued(r *Receiver) int { return r.group.Queued() }
-
-// FencesChanged is what a run reports when the fences of the books were
-// written since the last run (0041).
-const FencesChanged = fencesChanged

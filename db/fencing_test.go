@@ -20,6 +20,7 @@ import (
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/durable/rows"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/reconcile"
 )
 
 // waitBlocked waits until a session of the pool is waiting for a lock
@@ -231,7 +232,7 @@ func TestRetentionRacingARedeliveryDoesNotResurrectThePix(t *testing.T) {
 	var pending int
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM inbox_messages WHERE status = 'pending'`).Scan(&pending))
 	require.Zero(t, pending, "no pending row for a credited PIX")
-	rec, err := s.Reconcile(ctx)
+	rec, err := reconcile.NewStore(s).Reconcile(ctx)
 	require.NoError(t, err)
 	require.True(t, rec.Balanced(), "%+v", rec)
 }

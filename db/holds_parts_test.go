@@ -11,6 +11,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/reconcile"
 	refundsaga "github.com/pixbank/pix/saga/refund"
 )
 
@@ -283,7 +284,7 @@ func TestALegacyHoldMadeFillingIsRestoredHeld(t *testing.T) {
 	require.EqualValues(t, 10_000, *kept.FillToCents)
 	creditPIX(t, s, 2, "acc-1", 2_000)
 	requireMoney(t, s, "acc-1", 5_000, 5_000) // the later credit fills it
-	rec, err := s.Reconcile(ctx)
+	rec, err := reconcile.NewStore(s).Reconcile(ctx)
 	require.NoError(t, err)
 	require.True(t, rec.Balanced(), "%+v", rec)
 }
@@ -332,7 +333,7 @@ func TestALegacyHoldMadeFillingTakesTheMoneyCameInSince(t *testing.T) {
 			require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_hold_fills WHERE hold_id = $1 AND source_kind = $2`,
 				h.ID, db.FillByMadeFilling).Scan(&n))
 			require.Equal(t, 1, n)
-			rec, err := s.Reconcile(ctx)
+			rec, err := reconcile.NewStore(s).Reconcile(ctx)
 			require.NoError(t, err)
 			require.True(t, rec.Balanced(), "%+v", rec)
 		})

@@ -11,6 +11,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/reconcile"
 	refundsaga "github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/transfer"
 )
@@ -400,7 +401,7 @@ func TestReconcileReportsHeldThatIsNotItsHolds(t *testing.T) {
 	_, err = s.Pool().Exec(ctx, `UPDATE accounts SET held_cents = 5 WHERE id = 'acc-2'`)
 	require.NoError(t, err)
 	for range 2 { // found at every run until mended
-		rec, err := s.Reconcile(ctx)
+		rec, err := reconcile.NewStore(s).Reconcile(ctx)
 		require.NoError(t, err)
 		require.False(t, rec.Balanced())
 		require.Equal(t, []string{"acc-1", "acc-2"}, rec.UnbalancedHolds)
@@ -422,7 +423,7 @@ func TestReconcileReportsHeldThatIsNotItsHolds(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Pool().Exec(ctx, `UPDATE accounts SET held_cents = held_cents + 1 WHERE id = 'acc-2'`)
 	require.NoError(t, err)
-	rec, err := s.Reconcile(ctx)
+	rec, err := reconcile.NewStore(s).Reconcile(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{e2e}, rec.RefundsOverCredit, "300 returned and 701 held of 1,000")
 	require.Empty(t, rec.UnbalancedHolds)

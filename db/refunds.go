@@ -23,12 +23,13 @@ import (
 // the devolução's dispatcher at commit (its queue, RefundQueue, and
 // RefundDueChannel); the read of a refund (GetRefund: the block follows
 // its devolução); the outcomes a PSP announced (NoteRefundOutcomes: the
-// API Pix webhook's hook and the PSP catch-up note them); and the
-// reconciliation's check of them. The core's, beside RecordTransfer.
+// API Pix webhook's hook and the PSP catch-up note them). The core's,
+// beside RecordTransfer. (The reconciliation's check of them is
+// saga/reconcile's.)
 
 // refundSQL holds the core's statements of queries/refunds.sql.
 var refundSQL struct {
-	LockCredit, TakenCents, RecordDebited, GetRefund, NoteOutcomes, Contradictions string
+	LockCredit, TakenCents, RecordDebited, GetRefund, NoteOutcomes string
 }
 
 func init() { bindQueries("refunds.sql", &refundSQL) }

@@ -12,6 +12,7 @@ import (
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/durable/rows"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/reconcile"
 	refundsaga "github.com/pixbank/pix/saga/refund"
 )
 
@@ -127,7 +128,7 @@ func TestNoteRefundOutcomes(t *testing.T) {
 	require.Equal(t, []string{open.ID}, noted.Open)
 	require.Equal(t, []db.RefundNotice{{ID: closed.ID, EndToEndID: e2e, Status: "NAO_REALIZADO"}}, noted.Contradicted,
 		"returned, then the PSP says not made: reported")
-	rec, err := s.Reconcile(ctx)
+	rec, err := reconcile.NewStore(s).Reconcile(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{closed.ID}, rec.RefundContradictions)
 	require.False(t, rec.Balanced())

@@ -11,8 +11,6 @@ import (
 type Store struct {
 	pool  *pgxpool.Pool
 	waker *waker
-	// reconcileLimits bound a run of Reconcile.
-	reconcileLimits ReconcileLimits
 	// catchUpPSP is the PSP the catch-up lists (SetCatchUpPSP).
 	catchUpPSP string
 	// fillsHooks are told of the holds a committed transaction filled
@@ -22,7 +20,7 @@ type Store struct {
 
 // NewStore returns a Store over pool.
 func NewStore(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, waker: newWaker(), fillsHooks: &fillsHooks{}, reconcileLimits: DefaultReconcileLimits}
+	return &Store{pool: pool, waker: newWaker(), fillsHooks: &fillsHooks{}}
 }
 
 // Pool exposes the pool for health checks and test helpers.

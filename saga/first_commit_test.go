@@ -21,6 +21,7 @@ var movedIntoPackages = map[string]string{
 	"transfer":  "moved from api/, activities/, workflows/ and db/",
 	"refund":    "moved from api/, activities/, workflows/ and db/",
 	"retention": "moved from activities/, workflows/, db/, saga/maintenance.go and internal/config",
+	"reconcile": "moved from api/, activities/, workflows/, db/, saga/maintenance.go, internal/config and internal/metrics",
 }
 
 // addedOnly are the folders where a saga adds files of its own that are

@@ -225,8 +225,7 @@ func inAPI(http func() api.SagaHTTP) func(Env) (api.SagaHTTP, error) {
 	return func(Env) (api.SagaHTTP, error) { return http(), nil }
 }
 
-// sharedActivities are the credit's and the reconciliation's activities,
-// which share one struct of dependencies.
+// sharedActivities are the credit's activities' dependencies.
 func sharedActivities(env Env) any {
 	return &activities.Activities{Store: env.Store, Logger: env.Log, Metrics: env.Metrics}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/catchup"
+	"github.com/pixbank/pix/saga/reconcile"
 	"github.com/pixbank/pix/saga/registry"
 	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/saga/transfer"
@@ -68,7 +69,7 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	require.Subset(t, transfers.activities, transferActivities)
 
 	maintenance := of(runconf.Maintenance)
-	require.Equal(t, []string{catchup.WorkflowName, workflows.ReconcileWorkflowName, retention.WorkflowName}, maintenance.workflows)
+	require.Equal(t, []string{catchup.WorkflowName, reconcile.WorkflowName, retention.WorkflowName}, maintenance.workflows)
 	catchUp := []string{"AdvanceCatchUp", "BeginCatchUp", "BeginManualCatchUp", "ListPSPPart", "ListPSPWindow"}
 	legacyMaintenance := []string{"DeleteDoneInboxRows", "DeleteExpiredIdempotencyKeys", "DeletePublishedEvents", "ReconcileBooks"}
 	require.ElementsMatch(t, append(catchUp, legacyMaintenance...), maintenance.activities)
@@ -77,7 +78,7 @@ func TestEachFamilyRegistersItsWorkflowsAndActivities(t *testing.T) {
 	// pix-credit before each family had its queue still find a worker
 	// there.
 	credits := of(runconf.Credits)
-	require.Equal(t, []string{workflows.CreditWorkflowName, workflows.ReconcileWorkflowName, retention.WorkflowName, transfer.WorkflowName}, credits.workflows)
+	require.Equal(t, []string{workflows.CreditWorkflowName, reconcile.WorkflowName, retention.WorkflowName, transfer.WorkflowName}, credits.workflows)
 	require.Subset(t, credits.activities, append(transferActivities, legacyMaintenance...))
 	// The PSP catch-up never ran on pix-credit: only the maintenance queue has it.
 	for _, name := range catchUp {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/cli"
+	reconcilesaga "github.com/pixbank/pix/saga/reconcile"
 )
 
 // The cautionary block's commands against the running service (the API
@@ -105,7 +106,7 @@ func TestBlocksAgainstTheService(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, res.StatusCode, path)
 	}
 
-	books, err := store.Reconcile(ctx)
+	books, err := reconcilesaga.NewStore(store).Reconcile(ctx)
 	require.NoError(t, err)
 	require.True(t, books.Balanced(), "%+v", books)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/cli"
+	reconcilesaga "github.com/pixbank/pix/saga/reconcile"
 )
 
 // A scheduled PIX against the running service (the API and the worker on
@@ -86,7 +87,7 @@ func TestScheduledPixAgainstTheService(t *testing.T) {
 	a, err := store.GetAccount(ctx, account)
 	require.NoError(t, err)
 	require.EqualValues(t, 50_000-15_000, a.BalanceCents, "the one that ran debited once; the cancelled one nothing")
-	books, err := store.Reconcile(ctx)
+	books, err := reconcilesaga.NewStore(store).Reconcile(ctx)
 	require.NoError(t, err)
 	require.True(t, books.Balanced(), "%+v", books)
 }

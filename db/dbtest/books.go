@@ -12,6 +12,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/durable/rows"
+	"github.com/pixbank/pix/saga/reconcile"
 )
 
 // OpenAccount opens account id with opening as its balance; it must be
@@ -36,11 +37,13 @@ func Balance(t testing.TB, s *db.Store, id string) int64 {
 // plus its movements, every held amount its active holds), no available
 // balance is negative, and no PIX's devoluções (but the reversed) and
 // active holds (a hold that fills from later credits by what it fills to)
-// add up to more than its credit.
+// add up to more than its credit. The reconciliation is saga/reconcile's
+// (its run is the check of the books), which this package imports: no
+// package that saga/reconcile builds on has internal tests using dbtest.
 func RequireBooks(t testing.TB, s *db.Store) {
 	t.Helper()
 	ctx := context.Background()
-	rec, err := s.Reconcile(ctx)
+	rec, err := reconcile.NewStore(s).Reconcile(ctx)
 	require.NoError(t, err)
 	require.True(t, rec.Balanced(), "%+v", rec)
 	var negative, over int

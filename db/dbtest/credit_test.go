@@ -9,6 +9,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/saga/reconcile"
 )
 
 // CreditPIX leaves a PIX as the credit's path does: the inbox row done,
@@ -47,7 +48,7 @@ func TestCreditPIXCreditsThroughTheCreditsPath(t *testing.T) {
 	account, err := s.GetAccount(ctx, "acc-1")
 	require.NoError(t, err)
 	require.EqualValues(t, 3_500, account.BalanceCents)
-	r, err := s.Reconcile(ctx)
+	r, err := reconcile.NewStore(s).Reconcile(ctx)
 	require.NoError(t, err)
 	require.True(t, r.Balanced(), "%+v", r)
 }

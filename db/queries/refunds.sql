@@ -3,9 +3,9 @@
 -- after the PIX's credit is locked and what is left of it read: LockCredit,
 -- TakenCents), the read another saga shares (GetRefund: the cautionary
 -- block follows its devolução), the outcomes a PSP announced (NoteOutcomes:
--- the API Pix webhook and the PSP catch-up note them) and the
--- reconciliation's (Contradictions). The devolução's own statements are its
--- saga's: saga/refund/refunds.sql. A statement that returns a refund
+-- the API Pix webhook and the PSP catch-up note them). The devolução's own
+-- statements are its saga's: saga/refund/refunds.sql; the reconciliation's
+-- check of them is saga/reconcile's (refunds.sql there). A statement that returns a refund
 -- returns its columns in the order db.ScanRefund reads them.
 -- $-parameters are named in the comment above each statement.
 
@@ -94,10 +94,3 @@ SET psp_notice = locked.status, noticed_at = now(),
 FROM locked
 WHERE r.id = locked.id
 RETURNING r.id, r.end_to_end_id, r.status
-
--- name: Contradictions
--- For the reconciliation: final refunds whose latest PSP notice says
--- otherwise than their status.
-SELECT id FROM pix_refunds
-WHERE (status = 'returned' AND psp_notice = 'NAO_REALIZADO') OR (status = 'reversed' AND psp_notice = 'DEVOLVIDO')
-ORDER BY id

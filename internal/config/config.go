@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 
-	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/codec"
 	"github.com/pixbank/pix/internal/payload"
@@ -185,13 +184,6 @@ type Config struct {
 	// broker.StreamLimits and docs/events.md.
 	NATSStreamMaxAge   time.Duration
 	NATSStreamMaxBytes int64
-	// ReconcileInterval is how often the reconciliation Schedule checks the books.
-	ReconcileInterval time.Duration
-	// ReconcileLimits bound what a reconciliation run (the Schedule's,
-	// GET /admin/reconcile's) reads of the books' history:
-	// RECONCILE_RECOUNT_MOVEMENTS, RECONCILE_RECOUNT_ACCOUNTS,
-	// RECONCILE_DONE_ROWS (db.DefaultReconcileLimits unset).
-	ReconcileLimits db.ReconcileLimits
 
 	// CreditListingInInput is CREDIT_LISTING_IN_INPUT: the dispatcher names
 	// the credit's listing version in its input (no version marker: the
@@ -297,8 +289,6 @@ func Default() Config {
 		OutboxRetention:    7 * 24 * time.Hour,
 		NATSStreamMaxAge:   2 * 7 * 24 * time.Hour,
 		NATSStreamMaxBytes: 1 << 30,
-		ReconcileInterval:  15 * time.Minute,
-		ReconcileLimits:    db.DefaultReconcileLimits,
 
 		InboxAttemptsMax:      r.MaxAttempts,
 		InboxRetryInitial:     time.Duration(r.InitialInterval),
@@ -698,16 +688,12 @@ func (r *reader) readEvents(c *Config) {
 	}
 }
 
-// readRuns reads the periodic runs' and the sagas' times (the
-// reconciliation, the credits' retries, the PSP calls' pace) and the
-// tracing settings. (The retention's, the PSP catch-up's, the transfer's
-// and the devolução's are their own: saga/retention, saga/catchup,
-// saga/transfer, saga/refund.)
+// readRuns reads the sagas' times (the credits' retries, the PSP calls'
+// pace) and the tracing settings. (The reconciliation's, the retention's,
+// the PSP catch-up's, the transfer's and the devolução's are their own:
+// saga/reconcile, saga/retention, saga/catchup, saga/transfer,
+// saga/refund.)
 func (r *reader) readRuns(c *Config) {
-	r.dur("RECONCILE_INTERVAL", &c.ReconcileInterval)
-	r.integer("RECONCILE_RECOUNT_MOVEMENTS", 1, 1_000_000_000, func(n int64) { c.ReconcileLimits.RecountMovements = n })
-	r.integer("RECONCILE_RECOUNT_ACCOUNTS", 1, 1_000_000, func(n int64) { c.ReconcileLimits.RecountAccounts = int(n) })
-	r.integer("RECONCILE_DONE_ROWS", 1, 100_000_000, func(n int64) { c.ReconcileLimits.DoneRows = int(n) })
 	r.dur("PSP_RETRY_INITIAL_INTERVAL", &c.PSPRetryInitial)
 	r.dur("PSP_RETRY_MAX_INTERVAL", &c.PSPRetryMax)
 	r.integer("INBOX_ATTEMPTS_MAX", 1, 1000, func(n int64) { c.InboxAttemptsMax = int32(n) })

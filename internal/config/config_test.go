@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/broker"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/payload"
@@ -80,32 +79,6 @@ func TestInvalidValuesAreErrors(t *testing.T) {
 	c, err = config.FromLookup(config.LookupIn(map[string]string{"DISPATCH_RECHECK_AFTER": "20m"}))
 	require.NoError(t, err, "an AFTER above the default maximum, set before the maximum existed, still starts")
 	require.Equal(t, 20*time.Minute, c.DispatchRecheckMax)
-}
-
-// The reconciliation's limits: the store's defaults unset, each set
-// alone, and nothing below 1 (a run with no budget would still recount an
-// account a run: a setting of 0 is a mistake, not "off").
-func TestReconcileLimits(t *testing.T) {
-	c, err := config.FromLookup(config.LookupIn(nil))
-	require.NoError(t, err)
-	require.Equal(t, db.DefaultReconcileLimits, c.ReconcileLimits)
-	require.EqualValues(t, 200_000, c.ReconcileLimits.RecountMovements, "a run reads what the growth benchmark's empty tables hold")
-	c, err = config.FromLookup(config.LookupIn(map[string]string{"RECONCILE_RECOUNT_MOVEMENTS": "1000000"}))
-	require.NoError(t, err)
-	require.Equal(t, db.ReconcileLimits{RecountMovements: 1_000_000, RecountAccounts: db.DefaultReconcileLimits.RecountAccounts,
-		DoneRows: db.DefaultReconcileLimits.DoneRows}, c.ReconcileLimits)
-	c, err = config.FromLookup(config.LookupIn(map[string]string{"RECONCILE_RECOUNT_ACCOUNTS": "10", "RECONCILE_DONE_ROWS": "20"}))
-	require.NoError(t, err)
-	require.Equal(t, db.ReconcileLimits{RecountMovements: db.DefaultReconcileLimits.RecountMovements, RecountAccounts: 10, DoneRows: 20},
-		c.ReconcileLimits)
-	for _, name := range []string{"RECONCILE_RECOUNT_MOVEMENTS", "RECONCILE_RECOUNT_ACCOUNTS", "RECONCILE_DONE_ROWS"} {
-		for _, bad := range []string{"0", "-5", "many", "1e6"} {
-			_, err := config.FromLookup(config.LookupIn(map[string]string{name: bad}))
-			require.ErrorContains(t, err, name, "%s=%s", name, bad)
-		}
-	}
-	_, err = config.FromLookup(config.LookupIn(map[string]string{"RECONCILE_RECOUNT_MOVEMENTS": "1000000001"}))
-	require.ErrorContains(t, err, "RECONCILE_RECOUNT_MOVEMENTS")
 }
 
 func TestOutboxGatherWindow(t *testing.T) {

@@ -43,6 +43,12 @@ func (s *Settings) Wait(name, example string, limit time.Duration, dst *time.Dur
 	return s.r.waitDur(name, example, limit, dst)
 }
 
+// Integer reads a whole number from min to max, when name is set, and
+// hands it to set.
+func (s *Settings) Integer(name string, min, max int64, set func(int64)) {
+	s.r.integer(name, min, max, set)
+}
+
 // Fail records what is wrong with a setting.
 func (s *Settings) Fail(err error) { s.r.fail(err) }
 

@@ -91,11 +91,12 @@ var Variables = func() []Variable {
 		"PSP_RETRY_INITIAL_INTERVAL", "PSP_RETRY_MAX_INTERVAL",
 		"NATS_URL", "NATS_STREAM_MAX_AGE", "NATS_STREAM_MAX_BYTES",
 		"OUTBOX_RELAY_ENABLED", "OUTBOX_BATCH_SIZE", "OUTBOX_POLL_INTERVAL", "OUTBOX_GATHER_WINDOW", "OUTBOX_RETENTION",
-		"RECONCILE_INTERVAL",
 		// Read by the sagas in their packages (saga.Descriptor.Settings),
-		// not by Load: the retention's (saga/retention), the PSP
+		// not by Load: the reconciliation's (saga/reconcile), the
+		// retention's (saga/retention), the PSP
 		// catch-up's (saga/catchup), the transfer's (saga/transfer), the
 		// devolução's (saga/refund), MED's (saga/med).
+		"RECONCILE_INTERVAL",
 		"INBOX_RETENTION", "RETENTION_INTERVAL", "RETENTION_BATCH_PAUSE",
 		"PSP_CATCHUP_INTERVAL", "PSP_CATCHUP_OVERLAP", "PSP_CATCHUP_LOOKBACK", "PSP_CATCHUP_GRACE",
 		"TRANSFER_SETTLEMENT_TIMEOUT", "TRANSFER_SETTLEMENT_POLL_MAX",
@@ -105,7 +106,7 @@ var Variables = func() []Variable {
 		"MED_DICT_CA_FILE", "MED_DICT_SIGNING_CERT_FILE", "MED_DICT_SIGNING_KEY_FILE", "MED_DICT_VERIFY_CERT_FILE",
 		"MED_DICT_TIMEOUT", "MED_DICT_LIST_INTERVAL", "MED_DICT_LIST_OVERLAP", "MED_DICT_LIST_LOOKBACK", "MED_DICT_LIST_GRACE")
 	// The reconciliation's limits: its Schedule's runs and GET
-	// /admin/reconcile's.
+	// /admin/reconcile's (read by saga/reconcile, not by Load).
 	add(api|worker, "RECONCILE_RECOUNT_MOVEMENTS", "RECONCILE_RECOUNT_ACCOUNTS", "RECONCILE_DONE_ROWS")
 	// The PSP client: the sagas' calls, and the API's webhook registration.
 	add(api|worker, "PSP_URL", "PSP_NAME", "PSP_NAMES", "PSP_TIMEOUT", "PSP_OAUTH_TOKEN_URL", "PSP_CLIENT_ID", "PSP_CLIENT_SECRET",

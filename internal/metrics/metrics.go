@@ -140,12 +140,6 @@ type Worker struct {
 	failures    *prometheus.CounterVec
 	dispatchLag *prometheus.HistogramVec
 	starts      *prometheus.CounterVec
-	reconcile   *prometheus.GaugeVec
-	behind      *prometheus.GaugeVec
-	round       *prometheus.GaugeVec
-	expected    prometheus.Gauge
-	fencesDown  prometheus.Gauge
-	reconciled  prometheus.Gauge
 	schedules   prometheus.Gauge
 	// chargeMismatches and pspRefusals count what needs a human's look
 	// although no money went wrong.
@@ -175,30 +169,6 @@ func NewWorker(r *prometheus.Registry) *Worker {
 			Name: "pix_dispatch_starts_total",
 			Help: "Workflow starts the dispatchers issued, by kind and outcome (new: the first run of a row's drive began; restarted: a recheck found the run gone and began another, or a refund notice arrived as its run ended; open: its run was open already, a recheck; closing: a run open that the row has no record of starting, tried again less and less often; failed: retried after a backoff). open per new is the rechecks' churn; restarted is a run lost or given up; failed rising is Temporal refusing or away.",
 		}, []string{"kind", "outcome"}),
-		reconcile: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "pix_reconcile_differences",
-			Help: "What the last reconciliation found wrong, by kind (unbalanced_accounts, unbalanced_holds, done_without_credit, credit_without_done, refunds_over_credit, refund_contradictions, settled_mismatch: a settled sum not its account's movements, changed past the database's fences); anything but 0 needs a human.",
-		}, []string{"kind"}),
-		behind: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "pix_reconcile_behind",
-			Help: "What the last reconciliation left unchecked and how far behind its checkpoint is, by what: unchecked_accounts (accounts whose history is not counted yet, after migration 0024 or a reset: not compared), done_history_pending (1 while done rows from before 0031 are not all checked), live_movements (movements read above the checkpoint: it grows while a transaction holds the snapshots' xmin back), xmin_age (transaction ids from the run's snapshot xmin to its xmax: the oldest running transaction's age).",
-		}, []string{"what"}),
-		round: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "pix_reconcile_recount_round_seconds",
-			Help: "The last reconciliation's rotating recount of accounts in full, which goes round every account at a constant budget of movements a run (RECONCILE_RECOUNT_MOVEMENTS): by round, current (how long the round under way had gone at that run; 0: the run recounted every account) and last (how long the last whole round took; 0: within one run, or none timed yet). A balance changed past the books' guards is found within about a round; the round grows with the books' history.",
-		}, []string{"round"}),
-		expected: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "pix_reconcile_recount_expected_round_seconds",
-			Help: "How long a round of the last reconciliation's rotating recount takes at its budget on books of their size: (the larger of movements / RECONCILE_RECOUNT_MOVEMENTS and accounts / RECONCILE_RECOUNT_ACCOUNTS, from the planner's estimates, + 1) x RECONCILE_INTERVAL. It grows with the books; a round under way well past it is a rotation that does not progress at its budget.",
-		}),
-		fencesDown: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "pix_reconcile_fences_down",
-			Help: "The database's fences of the books (append-only triggers of the movements, the settled sums' and the checkpoint's guards and fences, the done rows' stamp) that the last reconciliation found missing, disabled or calling another function, and 1 more when their catalog rows were written since the run before (disabled and enabled again, replaced; a migration); anything but 0 needs a human.",
-		}),
-		reconciled: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "pix_reconcile_last_run_timestamp_seconds",
-			Help: "When the last reconciliation finished (Unix time); alert when it grows old.",
-		}),
 	}
 	w.schedules = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "pix_schedules_differing",
@@ -212,45 +182,8 @@ func NewWorker(r *prometheus.Registry) *Worker {
 		Name: "pix_psp_attention_total",
 		Help: "PSP answers that need a human, about a transfer, a devolução or the catch-up's listing, by kind (PSPRequestRefused: our credentials or request; RejectionUnconfirmed, PSPTransferMismatch, RefundUnconfirmed; PSPRefundMismatch, ReversalUnconfirmed; PSPListingIncomplete) and status code; nothing is refunded nor reversed on them; alert on any.",
 	}, []string{"kind", "status_code"})
-	r.MustRegister(w.credits, w.failures, w.dispatchLag, w.starts, w.reconcile, w.behind, w.round, w.expected, w.fencesDown, w.reconciled, w.schedules, w.chargeMismatches, w.pspAttention)
+	r.MustRegister(w.credits, w.failures, w.dispatchLag, w.starts, w.schedules, w.chargeMismatches, w.pspAttention)
 	return w
-}
-
-// Reconciliation is what the reconciliation's gauges show of a run: the
-// differences of each kind it found, the fences of the books it found
-// down, and what it left unchecked (db.Reconciliation and its Progress,
-// which activities.ReconcileBooks counts into it: the metrics read no
-// store).
-type Reconciliation struct {
-	UnbalancedAccounts, UnbalancedHolds, DoneWithoutCredit, CreditWithoutDone int
-	RefundsOverCredit, RefundContradictions, SettledMismatch, FencesDown      int
-	UncheckedAccounts                                                         int
-	DoneHistoryPending                                                        bool
-	LiveMovements, XminAge                                                    int64
-	RecountRoundSeconds, LastRecountRoundSeconds, ExpectedRecountRoundSeconds float64
-}
-
-// Reconciled publishes what a reconciliation found.
-func (w *Worker) Reconciled(r Reconciliation) {
-	if w == nil {
-		return
-	}
-	w.reconcile.WithLabelValues("unbalanced_accounts").Set(float64(r.UnbalancedAccounts))
-	w.reconcile.WithLabelValues("unbalanced_holds").Set(float64(r.UnbalancedHolds))
-	w.reconcile.WithLabelValues("done_without_credit").Set(float64(r.DoneWithoutCredit))
-	w.reconcile.WithLabelValues("credit_without_done").Set(float64(r.CreditWithoutDone))
-	w.reconcile.WithLabelValues("refunds_over_credit").Set(float64(r.RefundsOverCredit))
-	w.reconcile.WithLabelValues("refund_contradictions").Set(float64(r.RefundContradictions))
-	w.reconcile.WithLabelValues("settled_mismatch").Set(float64(r.SettledMismatch))
-	w.fencesDown.Set(float64(r.FencesDown))
-	w.behind.WithLabelValues("unchecked_accounts").Set(float64(r.UncheckedAccounts))
-	w.behind.WithLabelValues("done_history_pending").Set(map[bool]float64{true: 1}[r.DoneHistoryPending])
-	w.behind.WithLabelValues("live_movements").Set(float64(r.LiveMovements))
-	w.behind.WithLabelValues("xmin_age").Set(float64(r.XminAge))
-	w.round.WithLabelValues("current").Set(r.RecountRoundSeconds)
-	w.round.WithLabelValues("last").Set(r.LastRecountRoundSeconds)
-	w.expected.Set(r.ExpectedRecountRoundSeconds)
-	w.reconciled.SetToCurrentTime()
 }
 
 // SchedulesDiffering publishes how many of the service's Schedules differ

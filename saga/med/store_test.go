@@ -18,6 +18,7 @@ import (
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/med"
+	"github.com/pixbank/pix/saga/reconcile"
 	refundsaga "github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/sagatest"
 	"github.com/pixbank/pix/saga/transfer"
@@ -72,7 +73,7 @@ func (f *fixture) requireMoney(account string, balance, held int64) {
 // requireBooks: the reconciliation finds nothing (I2, I9, I11).
 func (f *fixture) requireBooks() {
 	f.t.Helper()
-	rec, err := f.s.Reconcile(context.Background())
+	rec, err := reconcile.NewStore(f.s).Reconcile(context.Background())
 	require.NoError(f.t, err)
 	require.True(f.t, rec.Balanced(), "%+v", rec)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/pixbank/pix/saga/block"
 	"github.com/pixbank/pix/saga/catchup"
 	"github.com/pixbank/pix/saga/med"
+	"github.com/pixbank/pix/saga/reconcile"
 	"github.com/pixbank/pix/saga/refund"
 	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/saga/scheduled"
@@ -24,7 +25,7 @@ var All = []saga.Descriptor{
 	saga.Credit,
 	transfer.Saga,
 	refund.Saga,
-	saga.Maintenance,
+	reconcile.Saga,
 	retention.Saga,
 	catchup.Saga,
 	scheduled.Saga,

@@ -24,6 +24,7 @@ import (
 	"github.com/pixbank/pix/internal/psp"
 	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/saga/reconcile"
 	"github.com/pixbank/pix/saga/refund"
 )
 
@@ -187,9 +188,9 @@ func (s *stack) heldRefunds(e2e string) int64 {
 func (s *stack) assertReconciled() {
 	s.t.Helper()
 	s.assertBooksBalance()
-	rec, err := s.store.Reconcile(context.Background())
+	rec, err := reconcile.NewStore(s.store).Reconcile(context.Background())
 	require.NoError(s.t, err)
-	require.True(s.t, rec.Balanced(), "db.Store.Reconcile: %+v", rec)
+	require.True(s.t, rec.Balanced(), "reconcile.Store.Reconcile: %+v", rec)
 }
 
 // simDevolucoes lists the PSP simulator's devoluções of a PIX over its HTTP

@@ -43,6 +43,7 @@ import (
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
 	"github.com/pixbank/pix/internal/webhooksig"
+	"github.com/pixbank/pix/saga/reconcile"
 	"github.com/pixbank/pix/worker"
 	"github.com/pixbank/pix/workflows"
 )
@@ -483,7 +484,7 @@ func (s *stack) assertBooksBalance() {
 		  (SELECT count(*) FROM inbox_messages m WHERE m.status = 'done' AND NOT EXISTS (SELECT 1 FROM pix_credits c WHERE c.end_to_end_id = m.end_to_end_id)),
 		  (SELECT count(*) FROM pix_credits c JOIN inbox_messages m USING (end_to_end_id) WHERE m.status <> 'done')`).
 		Scan(&doneWithoutCredit, &creditWithoutDone))
-	unbalanced, err := s.store.UnbalancedAccounts(ctx, "")
+	unbalanced, err := reconcile.NewStore(s.store).UnbalancedAccounts(ctx, "")
 	require.NoError(s.t, err)
 	require.Empty(s.t, unbalanced, "accounts whose balance is not opening + credits - transfers + refunds")
 	require.Zero(s.t, doneWithoutCredit, "done inbox rows without a credit")

@@ -21,6 +21,7 @@ import (
 	"github.com/pixbank/pix/internal/payload"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/runconf"
+	"github.com/pixbank/pix/saga/reconcile"
 	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/saga/transfer"
 	"github.com/pixbank/pix/workflows"
@@ -55,8 +56,8 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 	ctx := context.Background()
 	base := "pix-credit-" + randomSuffix()
 	c := shared.Client(t, func(o *client.Options) { codec.NewConverters(codec.New(e2eCodecKeys)).ApplyTo(o) })
-	ids := []string{retention.ScheduleID(base), workflows.ReconcileScheduleID(base)}
-	for i, name := range []string{retention.WorkflowName, workflows.ReconcileWorkflowName} {
+	ids := []string{retention.ScheduleID(base), reconcile.ScheduleID(base)}
+	for i, name := range []string{retention.WorkflowName, reconcile.WorkflowName} {
 		var args []any
 		if name == retention.WorkflowName {
 			args = []any{retention.Input{BatchSize: 10, MaxBatches: 1, OutboxRetention: payload.Duration(time.Hour), InboxRetention: payload.Duration(time.Hour)}}
@@ -73,8 +74,8 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 	s := newStack(t, shared, func(cfg *config.Config) { cfg.TemporalTaskQueue = base })
 	maintenance := s.cfg.TaskQueues().Maintenance
 	require.Equal(t, strings.Replace(base, "credit", "maintenance", 1), maintenance)
-	kept := retention.DefaultSettings() // the stack sets none of the retention's
-	intervals := map[string]time.Duration{ids[0]: kept.Interval, ids[1]: s.cfg.ReconcileInterval}
+	kept := retention.DefaultSettings() // the stack sets none of the retention's, nor of the reconciliation's
+	intervals := map[string]time.Duration{ids[0]: kept.Interval, ids[1]: reconcile.DefaultSettings().Interval}
 	descriptions := map[string]*client.ScheduleDescription{}
 	for _, id := range ids {
 		handle := c.ScheduleClient().GetHandle(ctx, id)
@@ -109,7 +110,7 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 
 	// The moved reconciliation runs, on the maintenance queue.
 	require.NoError(t, s.reconcileNow())
-	desc, err := c.ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID(base)).Describe(ctx)
+	desc, err := c.ScheduleClient().GetHandle(ctx, reconcile.ScheduleID(base)).Describe(ctx)
 	require.NoError(t, err)
 	run := desc.Info.RecentActions[len(desc.Info.RecentActions)-1].StartWorkflowResult
 	exec, err := c.DescribeWorkflow(ctx, run.WorkflowID, run.FirstExecutionRunID)

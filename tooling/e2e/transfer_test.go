@@ -19,9 +19,9 @@ import (
 	"github.com/pixbank/pix/internal/runconf"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
 	"github.com/pixbank/pix/internal/tooling/temporaltest"
+	"github.com/pixbank/pix/saga/reconcile"
 	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/saga/transfer"
-	"github.com/pixbank/pix/workflows"
 )
 
 // sendPix posts a transfer under an Idempotency-Key and returns the answer.
@@ -247,7 +247,7 @@ func TestReconcileScheduleReportsACorruptedBalance(t *testing.T) {
 func (s *stack) reconcileNow() error {
 	s.t.Helper()
 	ctx := context.Background()
-	handle := s.schedule(workflows.ReconcileScheduleID(s.cfg.TemporalTaskQueue))
+	handle := s.schedule(reconcile.ScheduleID(s.cfg.TemporalTaskQueue))
 	before := s.metric("pix_reconcile_last_run_timestamp_seconds")
 	require.NoError(s.t, handle.Trigger(ctx, client.ScheduleTriggerOptions{}))
 	require.Eventually(s.t, func() bool { return s.metric("pix_reconcile_last_run_timestamp_seconds") > before },

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/saga/reconcile"
 )
 
 // OpenAccounts opens the run's accounts, each with an opening balance.
@@ -125,7 +126,7 @@ func Check(ctx context.Context, pool *pgxpool.Pool, s *Session) (Invariants, err
 	if err != nil {
 		return v, fmt.Errorf("check invariants: %w", err)
 	}
-	unbalanced, err := db.NewStore(pool).UnbalancedAccounts(ctx, accountPrefix)
+	unbalanced, err := reconcile.NewStore(db.NewStore(pool)).UnbalancedAccounts(ctx, accountPrefix)
 	if err != nil {
 		return v, fmt.Errorf("check invariants: %w", err)
 	}

@@ -191,9 +191,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		return nil, fmt.Errorf("temporal client: %w", err)
 	}
 	store := db.NewStore(pool)
-	reconcileLimits := cfg.ReconcileLimits
-	reconcileLimits.Interval = cfg.ReconcileInterval // what the expected round is told in
-	store.SetReconcileLimits(reconcileLimits)
 	store.SetCatchUpPSP(cfg.CatchUpPSP())
 	a := &App{Cfg: cfg, Log: log, Store: store, Temporal: tc, Metrics: promRegistry, lookup: o.lookup(), process: saga.NewProcess(),
 		payloadCodec: payloadCodec, dataConverter: dataConverter, tracing: traces, ownTracing: ownTracing, psp: pspClient}

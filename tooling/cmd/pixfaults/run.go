@@ -11,6 +11,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/tooling/pspsim"
+	"github.com/pixbank/pix/saga/reconcile"
 	"github.com/pixbank/pix/tooling/load"
 )
 
@@ -327,7 +328,7 @@ func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
 	}
 	// The books of every account, not only this case's: a transfer of an
 	// earlier case may have ended during this one.
-	if rec, err := db.NewStore(st.pool).Reconcile(ctx); err != nil {
+	if rec, err := reconcile.NewStore(db.NewStore(st.pool)).Reconcile(ctx); err != nil {
 		o.err = err
 		return o
 	} else if !rec.Balanced() {

@@ -30,9 +30,9 @@ import (
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/logging"
 	"github.com/pixbank/pix/internal/webhooksig"
+	"github.com/pixbank/pix/saga/reconcile"
 	"github.com/pixbank/pix/saga/retention"
 	"github.com/pixbank/pix/tooling/load"
-	"github.com/pixbank/pix/workflows"
 )
 
 // `pixload growth` measures what the service's work costs on the tables as
@@ -492,10 +492,10 @@ func (g *growthRun) ingestAndDrain(ctx context.Context) error {
 }
 
 // reconcile is one run of the reconciliation's Schedule, timed.
-func (g *growthRun) reconcile(ctx context.Context, which string) (db.Reconciliation, error) {
+func (g *growthRun) reconcile(ctx context.Context, which string) (reconcile.Reconciliation, error) {
 	g.say("reconciliation (%s run) ...", which)
-	var r db.Reconciliation
-	run, err := g.scheduledRun(ctx, workflows.ReconcileScheduleID(g.cfg.TaskQueues().Base), &r)
+	var r reconcile.Reconciliation
+	run, err := g.scheduledRun(ctx, reconcile.ScheduleID(g.cfg.TaskQueues().Base), &r)
 	if err != nil {
 		return r, err
 	}
@@ -520,7 +520,7 @@ func (g *growthRun) reconcile(ctx context.Context, which string) (db.Reconciliat
 // countHistory runs the reconciliation after last until a run has counted
 // the whole history (its budgets a run: docs/operations.md, "The
 // reconciliation's rotation"), at most -count-runs runs.
-func (g *growthRun) countHistory(ctx context.Context, last db.Reconciliation) error {
+func (g *growthRun) countHistory(ctx context.Context, last reconcile.Reconciliation) error {
 	c := &countedRuns{Complete: last.Complete()}
 	for ; !c.Complete && c.Runs < g.f.countRuns; c.Runs++ {
 		began := time.Now()

@@ -1,4 +1,4 @@
-package db_test
+package reconcile_test
 
 import (
 	"context"
@@ -11,12 +11,13 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/saga/reconcile"
 )
 
 // reconcileOK runs the reconciliation and returns what it found.
-func reconcileOK(t *testing.T, s *db.Store) db.Reconciliation {
+func reconcileOK(t *testing.T, s *db.Store) reconcile.Reconciliation {
 	t.Helper()
-	r, err := s.Reconcile(context.Background())
+	r, err := reconcile.NewStore(s).Reconcile(context.Background())
 	require.NoError(t, err)
 	return r
 }
@@ -26,7 +27,7 @@ func reconcileOK(t *testing.T, s *db.Store) db.Reconciliation {
 // transaction of another test (another schema, another database of the
 // server) that began before this test's movements holds them back from
 // settling until it ends. Bounded: a minute.
-func reconcileSettled(t *testing.T, s *db.Store) db.Reconciliation {
+func reconcileSettled(t *testing.T, s *db.Store) reconcile.Reconciliation {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -42,7 +43,7 @@ func reconcileSettled(t *testing.T, s *db.Store) db.Reconciliation {
 // reconcileFinding runs the reconciliation until found says a run found
 // what the test made (held back as reconcileSettled's movements are), a
 // minute at most, and returns that run.
-func reconcileFinding(t *testing.T, s *db.Store, found func(db.Reconciliation) bool) db.Reconciliation {
+func reconcileFinding(t *testing.T, s *db.Store, found func(reconcile.Reconciliation) bool) reconcile.Reconciliation {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -99,7 +100,7 @@ func TestReconcileChecksFromItsCheckpoint(t *testing.T) {
 	_, err := s.Receive(ctx, note(e2eID(4), "acc-1", 4_000))
 	require.NoError(t, err)
 	exec(`UPDATE inbox_messages SET status = 'done', dispatch_due_at = NULL, processed_at = clock_timestamp() WHERE end_to_end_id = $1`, e2eID(4))
-	r := reconcileFinding(t, s, func(r db.Reconciliation) bool { return len(r.DoneWithoutCredit) > 0 })
+	r := reconcileFinding(t, s, func(r reconcile.Reconciliation) bool { return len(r.DoneWithoutCredit) > 0 })
 	require.Equal(t, []string{e2eID(4)}, r.DoneWithoutCredit)
 	for range 2 {
 		require.Equal(t, []string{e2eID(4)}, reconcileOK(t, s).DoneWithoutCredit)

@@ -1,13 +1,14 @@
-package db
+package reconcile
 
 import (
 	"context"
+	"embed"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/db"
 )
 
 // Reconciliation is what the books say about themselves: every list empty
@@ -40,13 +41,13 @@ type Reconciliation struct {
 	FencesDown []string `json:"fences_down"`
 	// Progress: what this run did not check yet, what it read of the
 	// history, and how far behind its checkpoint is.
-	Progress ReconcileProgress `json:"progress"`
+	Progress Progress `json:"progress"`
 }
 
-// ReconcileProgress is what a run of the reconciliation left unchecked,
+// Progress is what a run of the reconciliation left unchecked,
 // what it read of the history, and how far behind its checkpoint is
 // (docs/design.md, "The reconciliation").
-type ReconcileProgress struct {
+type Progress struct {
 	// UncheckedAccounts: accounts whose history no run has counted yet
 	// (after migration 0024, a reset, or a new account), so not compared
 	// by this run; each run counts some, within its limits. Never
@@ -82,13 +83,13 @@ type ReconcileProgress struct {
 	// finished it (0: within one run, or none timed yet). Every account
 	// is recounted in full once a round, so a balance or a movement
 	// changed past the books' guards is found within about a round; with
-	// a run's budget constant (ReconcileLimits), a round grows with the
+	// a run's budget constant (Limits), a round grows with the
 	// books' history (docs/operations.md, "The reconciliation's rotation").
 	RecountRoundSeconds     float64 `json:"recount_round_seconds"`
 	LastRecountRoundSeconds float64 `json:"last_recount_round_seconds"`
 	// ExpectedRecountRoundSeconds: how long a round of the rotation takes
 	// at the run's budget on books of this size (the planner's estimate of
-	// the movements and accounts, ReconcileLimits.Interval a run): the
+	// the movements and accounts, Limits.Interval a run): the
 	// larger of movements / RecountMovements and accounts /
 	// RecountAccounts, in runs, plus the one a round ends in. A round
 	// under way well past it is a rotation that does not progress at its
@@ -112,7 +113,7 @@ func (r Reconciliation) Complete() bool {
 	return r.Progress.UncheckedAccounts == 0 && !r.Progress.DoneHistoryPending
 }
 
-// ReconcileLimits bound what one run reads of the books' history, so that
+// Limits bound what one run reads of the books' history, so that
 // a run's cost stays the same whatever their size: after migration 0024
 // (or a reset) the history is counted part by part, over as many runs as
 // it takes, and in steady state every account is recounted in full within
@@ -120,7 +121,7 @@ func (r Reconciliation) Complete() bool {
 // the audit under the database's fences, which grows with the history
 // (Progress.RecountRoundSeconds says how long it takes,
 // ExpectedRecountRoundSeconds how long it should at these limits).
-type ReconcileLimits struct {
+type Limits struct {
 	// RecountMovements: the movements a run's recount of accounts in full
 	// reads, at most, but for its last batch, read whole (an account is
 	// always recounted whole, in the run's snapshot), and for the one
@@ -138,8 +139,8 @@ type ReconcileLimits struct {
 	Interval time.Duration
 }
 
-// DefaultReconcileLimits are the limits of Reconcile unless the store is
-// given others (RECONCILE_RECOUNT_MOVEMENTS, RECONCILE_RECOUNT_ACCOUNTS,
+// DefaultLimits are the limits of Reconcile unless the store is given
+// others (RECONCILE_RECOUNT_MOVEMENTS, RECONCILE_RECOUNT_ACCOUNTS,
 // RECONCILE_DONE_ROWS): a run's recount reads 200,000 movements, as many
 // as the growth benchmark's empty tables hold, and its done rows' check
 // as many rows, so that a run costs the same on those as on any larger
@@ -147,27 +148,53 @@ type ReconcileLimits struct {
 // with 10 million PIX of history than on them. What a smaller budget
 // costs instead is a longer rotation: 134 million movements take a week
 // of 15-minute runs.
-var DefaultReconcileLimits = ReconcileLimits{RecountMovements: 200_000, RecountAccounts: 50_000, DoneRows: 200_000}
+var DefaultLimits = Limits{RecountMovements: 200_000, RecountAccounts: 50_000, DoneRows: 200_000}
 
-// SetReconcileLimits sets the limits of s's Reconcile (the settings'), once,
-// before the store is shared.
-func (s *Store) SetReconcileLimits(lim ReconcileLimits) { s.reconcileLimits = lim }
+//go:embed reconcile.sql maintenance.sql refunds.sql
+var queryFiles embed.FS
 
-// ReconcileLimits are the limits of s's Reconcile.
-func (s *Store) ReconcileLimits() ReconcileLimits { return s.reconcileLimits }
+// reconcileSQL holds the statements of reconcile.sql: the reconciliation,
+// from its checkpoint. maintenanceSQL and refundSQL hold its checks of the
+// inbox's live edge and of the devoluções' notices, each file's name kept
+// from db/queries, where they were, so that traces name them as before
+// (maintenance.CreditWithoutDone, refunds.Contradictions).
+var (
+	reconcileSQL struct {
+		RepeatableRead, Lock, Snapshot, Checkpoint, Guard, Unbalanced, UnbalancedHolds, New, Settle, Accounts, AccountsOfPrefix,
+		Recount, SetSettled, Fences, History, DoneWithoutCredit, DoneRecount, OverCredit, Advance string
+	}
+	maintenanceSQL struct{ CreditWithoutDone string }
+	refundSQL      struct{ Contradictions string }
+)
 
-// reconcileSQL holds the statements of queries/reconcile.sql: the
-// reconciliation, from its checkpoint.
-var reconcileSQL struct {
-	RepeatableRead, Lock, Snapshot, Checkpoint, Guard, Unbalanced, UnbalancedHolds, New, Settle, Accounts, AccountsOfPrefix,
-	Recount, SetSettled, Fences, History, DoneWithoutCredit, DoneRecount, OverCredit, Advance string
+func init() {
+	db.BindQueries(queryFiles, "reconcile.sql", &reconcileSQL)
+	db.BindQueries(queryFiles, "maintenance.sql", &maintenanceSQL)
+	db.BindQueries(queryFiles, "refunds.sql", &refundSQL)
 }
 
-func init() { bindQueries("reconcile.sql", &reconcileSQL) }
+// Store is the reconciliation's store: the core's books, read by its own
+// statements, and its checkpoint (reconcile_checkpoint, reconcile_settled:
+// migrations 0024 on), within its limits.
+type Store struct {
+	*db.Store
+	limits Limits
+}
+
+// NewStore returns the reconciliation's store over s, within
+// DefaultLimits.
+func NewStore(s *db.Store) *Store { return &Store{Store: s, limits: DefaultLimits} }
+
+// WithLimits is the store over the same database within lim (the
+// settings': Settings.Limits).
+func (s *Store) WithLimits(lim Limits) *Store { return &Store{Store: s.Store, limits: lim} }
+
+// Limits are the limits of s's Reconcile.
+func (s *Store) Limits() Limits { return s.limits }
 
 // Reconcile checks the books, from the checkpoint the last run left
 // (docs/design.md, "The reconciliation"), within the store's limits
-// (DefaultReconcileLimits unless SetReconcileLimits):
+// (DefaultLimits unless WithLimits):
 // every counted account's balance against its opening balance, its settled
 // sum and its movements since; a slice of the accounts recounted in full
 // (those whose history is not counted yet first, then in turn); every
@@ -183,13 +210,13 @@ func init() { bindQueries("reconcile.sql", &reconcileSQL) }
 // checkpoint); a run that finds nothing new writes nothing. It reports;
 // it never fixes money.
 func (s *Store) Reconcile(ctx context.Context) (Reconciliation, error) {
-	return s.ReconcileWithin(ctx, s.reconcileLimits)
+	return s.ReconcileWithin(ctx, s.limits)
 }
 
 // ReconcileWithin is Reconcile within lim.
-func (s *Store) ReconcileWithin(ctx context.Context, lim ReconcileLimits) (Reconciliation, error) {
+func (s *Store) ReconcileWithin(ctx context.Context, lim Limits) (Reconciliation, error) {
 	var r Reconciliation
-	err := InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
 		run, err := startRun(ctx, tx, lim)
 		if err != nil {
 			return fmt.Errorf("reconcile: %w", err)
@@ -215,11 +242,11 @@ type rowsQuerier interface {
 func listStrings(ctx context.Context, q rowsQuerier, query string, args ...any) ([]string, error) {
 	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
-		return nil, Classify(fmt.Errorf("query: %w", err))
+		return nil, db.Classify(fmt.Errorf("query: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, Classify(fmt.Errorf("query: %w", err))
+		return nil, db.Classify(fmt.Errorf("query: %w", err))
 	}
 	if out == nil {
 		out = []string{}
@@ -227,79 +254,36 @@ func listStrings(ctx context.Context, q rowsQuerier, query string, args ...any) 
 	return out, nil
 }
 
-// FailedKey is the sort key of the list of failed PIX (FailedCredits):
-// newest first by the time they failed, then end_to_end_id. A page's
-// cursor holds its last row's.
-type FailedKey struct {
-	FailedAt   time.Time `json:"failed_at"`
-	EndToEndID string    `json:"end_to_end_id"`
-}
-
-// Valid says whether k is a key of the list: a failed PIX's.
-func (k FailedKey) Valid() bool { return !k.FailedAt.IsZero() && pix.ValidEndToEndID(k.EndToEndID) }
-
-// FailedKeyOf is the sort key of a failed PIX of the list (its
-// processed_at is when it failed).
-func FailedKeyOf(c pix.Credit) FailedKey {
-	k := FailedKey{EndToEndID: c.EndToEndID}
-	if c.ProcessedAt != nil {
-		k.FailedAt = c.ProcessedAt.UTC()
-	}
-	return k
-}
-
-// FailedCredits lists up to limit failed PIX, newest first, of one account
-// ("" for all), those after the key after in that order (nil: from the
-// newest): a page of the list, read from an index whatever its depth.
-func (s *Store) FailedCredits(ctx context.Context, accountID string, after *FailedKey, limit int) ([]pix.Credit, error) {
-	var at *time.Time
-	var id *string
-	if after != nil {
-		at, id = &after.FailedAt, &after.EndToEndID
-	}
-	var rows pgx.Rows
-	var err error
-	if accountID == "" {
-		rows, err = s.pool.Query(ctx, creditSQL.FailedCredits, at, id, limit)
-	} else {
-		rows, err = s.pool.Query(ctx, creditSQL.FailedCreditsOfAccount, accountID, at, id, limit)
-	}
-	if err != nil {
-		return nil, Classify(fmt.Errorf("list failed credits: %w", err))
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (pix.Credit, error) {
-		var c pix.Credit
-		err := row.Scan(&c.EndToEndID, &c.Source, &c.AccountID, &c.PixKey, &c.TxID, &c.AmountCents, &c.Status, &c.Attempts,
-			&c.LastError, &c.Deliveries, &c.ReceivedAt, &c.ProcessedAt, &c.CreditedAt)
-		return c, err
+// UnbalancedAccounts returns the accounts (of those whose id starts with
+// idPrefix; "" for all) whose balance is not what their movements say:
+// opening balance + the sum of its movements (the view account_movements,
+// to which every saga that moves money adds its tables; invariant I2),
+// each recounted in full as the reconciliation's recount does: the load
+// tool's books (tooling/load), whatever the checkpoint.
+func (s *Store) UnbalancedAccounts(ctx context.Context, idPrefix string) ([]string, error) {
+	var out []string
+	err := db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
+		out = []string{}
+		ids, err := listStrings(ctx, tx, reconcileSQL.AccountsOfPrefix, idPrefix)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		rows, err := tx.Query(ctx, reconcileSQL.Recount, ids, nil, nil)
+		if err != nil {
+			return fmt.Errorf("recount: %w", err)
+		}
+		var id string
+		var balanced bool
+		_, err = pgx.ForEachRow(rows, []any{&id, &balanced, nil, nil, nil, nil}, func() error {
+			if !balanced {
+				out = append(out, id)
+			}
+			return nil
+		})
+		return err
 	})
 	if err != nil {
-		return nil, Classify(fmt.Errorf("list failed credits: %w", err))
-	}
-	if out == nil {
-		out = []pix.Credit{}
-	}
-	return out, nil
-}
-
-// Redriven is one PIX put back to pending, with the attempts it has had.
-type Redriven struct {
-	EndToEndID string
-	Attempts   int
-}
-
-// RedriveFailed puts every failed PIX of one account back to pending in a
-// new drive, due at once, and returns them in end_to_end_id byte order.
-func (s *Store) RedriveFailed(ctx context.Context, accountID string) ([]Redriven, error) {
-	rows, err := s.redrive(ctx, nil, accountID)
-	if err != nil {
-		return nil, err
-	}
-	out := []Redriven{} // as pgx.CollectRows answers: empty, not nil
-	for _, r := range rows {
-		if r.redriven {
-			out = append(out, r.Redriven)
-		}
+		return nil, fmt.Errorf("check balances: %w", err)
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package db_test
+package reconcile_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/saga/reconcile"
 )
 
 // The reconciliation finds each kind of difference it checks for: its
@@ -45,7 +46,7 @@ func TestReconcileFindsEachDifference(t *testing.T) {
 	exec(`INSERT INTO pix_refunds (id, end_to_end_id, account_id, amount_cents, status, balance_after_cents, dispatch_due_at)
 		VALUES ('D0000000000000000000000000000099', $1, 'acc-3', 14000, 'debited', 0, now())`, over)
 
-	rec, err := s.Reconcile(ctx)
+	rec, err := reconcile.NewStore(s).Reconcile(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{e2eID(2)}, rec.DoneWithoutCredit)
 	require.Equal(t, []string{e2eID(3), e2eID(4)}, rec.CreditWithoutDone)

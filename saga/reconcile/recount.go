@@ -1,4 +1,4 @@
-package db
+package reconcile
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pixbank/pix/db"
 )
 
 // The recount of accounts in full (docs/design.md, "The reconciliation"):
@@ -179,7 +181,7 @@ func (run *reconcileRun) recount(ctx context.Context, ids []string) error {
 	}
 	rows, err := run.tx.Query(ctx, reconcileSQL.Recount, ids, run.xmin, run.was.settledBefore)
 	if err != nil {
-		return Classify(fmt.Errorf("recount: %w", err))
+		return db.Classify(fmt.Errorf("recount: %w", err))
 	}
 	var id string
 	var a recountedAccount
@@ -191,7 +193,7 @@ func (run *reconcileRun) recount(ctx context.Context, ids []string) error {
 		return nil
 	})
 	if err != nil {
-		return Classify(fmt.Errorf("recount: %w", err))
+		return db.Classify(fmt.Errorf("recount: %w", err))
 	}
 	return nil
 }

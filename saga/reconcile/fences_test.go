@@ -1,4 +1,4 @@
-package db_test
+package reconcile_test
 
 import (
 	"context"
@@ -13,10 +13,11 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/saga/reconcile"
 )
 
 // Every run says which of the database's fences of the books is not in
-// force (queries/reconcile.sql, Fences): a trigger disabled, firing on a
+// force (reconcile.sql, Fences): a trigger disabled, firing on a
 // replica only, dropped, or calling another function; on every table of
 // the books, one a saga adds to account_movements included. The books may
 // still balance: a fence down is reported beside the differences. And a
@@ -73,14 +74,14 @@ func TestReconcileReportsAFenceDown(t *testing.T) {
 			exec(sql)
 		}
 		r := reconcileOK(t, s)
-		require.Equal(t, append(c.want, db.FencesChanged), r.FencesDown, c.name)
+		require.Equal(t, append(c.want, reconcile.FencesChanged), r.FencesDown, c.name)
 		require.False(t, r.Fenced(), c.name)
 		require.Equal(t, c.stillBalanced, r.Balanced(), c.name)
 		require.Equal(t, c.want, reconcileOK(t, s).FencesDown, "%s, at the next run", c.name)
 		for _, sql := range c.up {
 			exec(sql)
 		}
-		require.Equal(t, []string{db.FencesChanged}, reconcileOK(t, s).FencesDown, "%s, put back", c.name)
+		require.Equal(t, []string{reconcile.FencesChanged}, reconcileOK(t, s).FencesDown, "%s, put back", c.name)
 		require.Equal(t, []string{}, reconcileOK(t, s).FencesDown, "%s, put back, at the next run", c.name)
 	}
 
@@ -89,11 +90,11 @@ func TestReconcileReportsAFenceDown(t *testing.T) {
 	exec(`ALTER TABLE pix_credits DISABLE TRIGGER pix_credits_append_only`)
 	exec(`UPDATE pix_credits SET amount_cents = amount_cents WHERE account_id = 'acc-1'`)
 	exec(`ALTER TABLE pix_credits ENABLE TRIGGER pix_credits_append_only`)
-	require.Equal(t, []string{db.FencesChanged}, reconcileOK(t, s).FencesDown, "a fence toggled between two runs")
+	require.Equal(t, []string{reconcile.FencesChanged}, reconcileOK(t, s).FencesDown, "a fence toggled between two runs")
 	require.Equal(t, []string{}, reconcileOK(t, s).FencesDown)
 	// A function of a fence replaced by one that lets everything through.
 	exec(`CREATE OR REPLACE FUNCTION refuse_movement_change() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`)
-	require.Equal(t, []string{db.FencesChanged}, reconcileOK(t, s).FencesDown, "a fence's function replaced")
+	require.Equal(t, []string{reconcile.FencesChanged}, reconcileOK(t, s).FencesDown, "a fence's function replaced")
 
 	// A table a saga adds to the books without its triggers: both missing.
 	var view string
@@ -103,7 +104,7 @@ func TestReconcileReportsAFenceDown(t *testing.T) {
 	exec(`CREATE OR REPLACE VIEW account_movements (account_id, amount_cents, kind, ref, xact_id) AS ` +
 		strings.TrimSuffix(strings.TrimSpace(view), ";") +
 		` UNION ALL SELECT account_id, amount_cents, 'pix_other', id, xact_id FROM pix_other_movements`)
-	require.Equal(t, []string{"pix_other_movements_append_only: missing", "pix_other_movements_no_delete: missing", db.FencesChanged},
+	require.Equal(t, []string{"pix_other_movements_append_only: missing", "pix_other_movements_no_delete: missing", reconcile.FencesChanged},
 		reconcileOK(t, s).FencesDown)
 }
 
@@ -136,7 +137,7 @@ func refusedIn(t *testing.T, tx pgx.Tx, sql string, args ...any) {
 	require.NoError(t, err)
 }
 
-// settleBy is the run's Settle (queries/reconcile.sql) with $1 more
+// settleBy is the run's Settle (reconcile.sql) with $1 more
 // centavos in each sum: the movements from the checkpoint to this
 // snapshot's xmin, each account's added to its settled sum.
 const settleBy = `UPDATE reconcile_settled s SET settled_cents = s.settled_cents + n.cents + $1

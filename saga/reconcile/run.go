@@ -1,4 +1,4 @@
-package db
+package reconcile
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pixbank/pix/db"
 )
 
 // reconcileCheckpoint is reconcile_checkpoint's row (migration 0024).
@@ -52,7 +54,7 @@ type recountedAccount struct {
 // reconcileRun is one run of the reconciliation, in its transaction.
 type reconcileRun struct {
 	tx  pgx.Tx
-	lim ReconcileLimits
+	lim Limits
 	// xmin is the run's snapshot xmin X; was and next the checkpoint as
 	// the run found it and as it leaves it; now the run's time, the
 	// database's clock.
@@ -75,7 +77,7 @@ type reconcileRun struct {
 
 // startRun begins a run in tx: one at a time, its snapshot taken after the
 // run before it committed, the checkpoint read, what is new found.
-func startRun(ctx context.Context, tx pgx.Tx, lim ReconcileLimits) (*reconcileRun, error) {
+func startRun(ctx context.Context, tx pgx.Tx, lim Limits) (*reconcileRun, error) {
 	run := &reconcileRun{tx: tx, lim: lim, recounted: map[string]recountedAccount{}}
 	for _, statement := range []string{reconcileSQL.RepeatableRead, reconcileSQL.Lock} {
 		if _, err := tx.Exec(ctx, statement); err != nil {
@@ -123,7 +125,7 @@ const fencesChanged = "changed since the last run: a trigger of the books or its
 func (run *reconcileRun) readFences(ctx context.Context) error {
 	var seen string
 	if err := run.tx.QueryRow(ctx, reconcileSQL.Fences).Scan(&run.r.FencesDown, &seen); err != nil {
-		return Classify(fmt.Errorf("fences: %w", err))
+		return db.Classify(fmt.Errorf("fences: %w", err))
 	}
 	if run.r.FencesDown == nil {
 		run.r.FencesDown = []string{}
@@ -138,21 +140,21 @@ func (run *reconcileRun) readFences(ctx context.Context) error {
 // expectedRound is how long a round of the rotating recount takes at lim
 // on books of movements and accounts: as many runs as the larger of the
 // two budgets needs, and the run the round ends in, one Interval each.
-func (lim ReconcileLimits) expectedRound(movements, accounts int64) time.Duration {
+func (lim Limits) expectedRound(movements, accounts int64) time.Duration {
 	runs := 1.0
 	if lim.RecountMovements > 0 && lim.RecountAccounts > 0 {
 		runs += max(float64(movements)/float64(lim.RecountMovements), float64(accounts)/float64(lim.RecountAccounts))
 	}
 	interval := lim.Interval
 	if interval <= 0 {
-		interval = defaultReconcileInterval
+		interval = defaultInterval
 	}
 	return time.Duration(runs * float64(interval))
 }
 
-// defaultReconcileInterval is the Schedule's interval unless
+// defaultInterval is the Schedule's interval unless
 // RECONCILE_INTERVAL says otherwise (config's default).
-const defaultReconcileInterval = 15 * time.Minute
+const defaultInterval = 15 * time.Minute
 
 // check runs every check of the run, the recount of accounts in full and
 // the part of the done rows, into run.r.
@@ -204,7 +206,7 @@ func (run *reconcileRun) check(ctx context.Context) error {
 func (run *reconcileRun) compareBalances(ctx context.Context) error {
 	rows, err := run.tx.Query(ctx, reconcileSQL.Unbalanced, run.was.settledBefore)
 	if err != nil {
-		return Classify(fmt.Errorf("compare balances: %w", err))
+		return db.Classify(fmt.Errorf("compare balances: %w", err))
 	}
 	var id string
 	var uncounted bool
@@ -221,7 +223,7 @@ func (run *reconcileRun) compareBalances(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return Classify(fmt.Errorf("compare balances: %w", err))
+		return db.Classify(fmt.Errorf("compare balances: %w", err))
 	}
 	return nil
 }
@@ -272,7 +274,7 @@ func (run *reconcileRun) recountDone(ctx context.Context) error {
 	var last *string
 	var found []string
 	if err := run.tx.QueryRow(ctx, reconcileSQL.DoneRecount, next.doneRecountAfter, run.lim.DoneRows).Scan(&read, &last, &found); err != nil {
-		return Classify(fmt.Errorf("done rows: %w", err))
+		return db.Classify(fmt.Errorf("done rows: %w", err))
 	}
 	if read < run.lim.DoneRows { // the last part: the next run starts a round again
 		next.doneRecountAfter, next.doneHistoryChecked = nil, true

@@ -1,4 +1,4 @@
-package db_test
+package reconcile_test
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/saga/reconcile"
 )
 
 // history writes the books' history as scripts/history.sql does (past the
@@ -46,7 +47,7 @@ func history(t *testing.T, s *db.Store, accounts, perAccount, big, extra int) ([
 // sum, which no run puts right) as soon as it is reported.
 func TestReconcileRunReadsItsBudgetWhateverTheHistory(t *testing.T) {
 	const budget = 60
-	lim := db.ReconcileLimits{RecountMovements: budget, RecountAccounts: 1_000, DoneRows: 1_000}
+	lim := reconcile.Limits{RecountMovements: budget, RecountAccounts: 1_000, DoneRows: 1_000}
 	for _, c := range []struct {
 		name                             string
 		accounts, perAccount, big, extra int
@@ -60,7 +61,7 @@ func TestReconcileRunReadsItsBudgetWhateverTheHistory(t *testing.T) {
 			accounts, movements := history(t, s, c.accounts, c.perAccount, c.big, c.extra)
 			largest := int64(c.perAccount + c.extra)
 			require.Greater(t, movements, int64(budget))
-			run := func() db.Reconciliation {
+			run := func() reconcile.Reconciliation {
 				t.Helper()
 				r := reconcileWithin(t, s, lim)
 				read := r.Progress.RecountedMovements
@@ -117,13 +118,13 @@ func TestReconcileTimesTheRotationsRounds(t *testing.T) {
 	s := dbtest.New(t)
 	const accounts = 6
 	history(t, s, accounts, 1, 0, 0)
-	run := func() db.Reconciliation { return reconcileWithin(t, s, oneAccountARun) }
+	run := func() reconcile.Reconciliation { return reconcileWithin(t, s, oneAccountARun) }
 	for i := 0; !run().Complete(); i++ {
 		require.Less(t, i, accounts+1)
 	}
 	const week = 7 * 24 * time.Hour
 	pastTheTriggers(t, s, `UPDATE reconcile_checkpoint SET recount_round_began = now() - interval '8 days', recount_last_round = NULL`)
-	var r db.Reconciliation
+	var r reconcile.Reconciliation
 	turned := 0
 	for i := 1; i <= accounts+1 && turned == 0; i++ {
 		r = run()
@@ -145,7 +146,7 @@ func TestReconcileTimesTheRotationsRounds(t *testing.T) {
 	require.Greater(t, r.Progress.LastRecountRoundSeconds, 0.0, "a round of several runs took some time")
 	require.Less(t, r.Progress.LastRecountRoundSeconds, time.Hour.Seconds())
 
-	r = reconcileWithin(t, s, db.DefaultReconcileLimits)
+	r = reconcileWithin(t, s, reconcile.DefaultLimits)
 	require.Equal(t, accounts, r.Progress.RecountedAccounts, "every account recounted by one run")
 	require.Zero(t, r.Progress.RecountRoundSeconds, "no round under way")
 	require.Zero(t, r.Progress.LastRecountRoundSeconds, "the last round took one run")

@@ -1,4 +1,4 @@
--- The reconciliation (db/reconcile.go): the books checked from a checkpoint
+-- The reconciliation (store.go, run.go, recount.go): the books checked from a checkpoint
 -- (migrations 0024, 0031; docs/design.md, "The reconciliation"). One run is
 -- one REPEATABLE READ transaction, one run at a time: every check reads the
 -- same snapshot, and the checkpoint moves in the same commit. Each check

@@ -1,4 +1,4 @@
-package activities
+package reconcile
 
 import (
 	"net/http/httptest"
@@ -8,24 +8,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/metrics"
 )
 
 // The reconciliation's gauges show each list of a run's result by its
-// length, under its own label, and its progress as it is: reconcileGauges
-// hands metrics.Worker.Reconciled what it read of db.Reconciliation itself.
+// length, under its own label, and its progress as it is, on the
+// process's registry (metrics.New), as when they were the worker's.
 func TestReconcileGaugesShowTheRunsFindings(t *testing.T) {
 	ids := func(n int) []string { return make([]string, n) }
-	r := db.Reconciliation{
+	r := Reconciliation{
 		UnbalancedAccounts: ids(1), UnbalancedHolds: ids(2), DoneWithoutCredit: ids(3), CreditWithoutDone: ids(4),
 		RefundsOverCredit: ids(5), RefundContradictions: ids(6), SettledMismatch: ids(7), FencesDown: ids(8),
-		Progress: db.ReconcileProgress{UncheckedAccounts: 9, DoneHistoryPending: true, LiveMovements: 10, XminAge: 11,
+		Progress: Progress{UncheckedAccounts: 9, DoneHistoryPending: true, LiveMovements: 10, XminAge: 11,
 			RecountRoundSeconds: 12.5, LastRecountRoundSeconds: 13.5, ExpectedRecountRoundSeconds: 14.5},
 	}
 	reg := metrics.New()
-	w := metrics.NewWorker(reg)
-	w.Reconciled(reconcileGauges(r))
+	m := newMetrics()
+	reg.MustRegister(m.collectors()...)
+	m.Reconciled(r)
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP pix_reconcile_differences What the last reconciliation found wrong, by kind (unbalanced_accounts, unbalanced_holds, done_without_credit, credit_without_done, refunds_over_credit, refund_contradictions, settled_mismatch: a settled sum not its account's movements, changed past the database's fences); anything but 0 needs a human.
 # TYPE pix_reconcile_differences gauge

@@ -1,6 +1,8 @@
 -- The reconciliation's check of the inbox's live edge (CreditWithoutDone).
 -- Its other checks, from its checkpoint, are in reconcile.sql; the
--- devoluções' in refunds.sql. (The retention's deletes are its own:
+-- devoluções' in refunds.sql. The file's name is kept from
+-- db/queries/maintenance.sql, where it was, so that traces still say
+-- maintenance.CreditWithoutDone. (The retention's deletes are its own:
 -- saga/retention/maintenance.sql.)
 
 -- name: CreditWithoutDone

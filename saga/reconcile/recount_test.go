@@ -1,4 +1,4 @@
-package db_test
+package reconcile_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/saga/reconcile"
 	refundsaga "github.com/pixbank/pix/saga/refund"
 )
 
@@ -49,9 +50,9 @@ func pastTheTriggers(t *testing.T, s *db.Store, statements ...string) {
 }
 
 // reconcileWithin runs the reconciliation within lim.
-func reconcileWithin(t *testing.T, s *db.Store, lim db.ReconcileLimits) db.Reconciliation {
+func reconcileWithin(t *testing.T, s *db.Store, lim reconcile.Limits) reconcile.Reconciliation {
 	t.Helper()
-	r, err := s.ReconcileWithin(context.Background(), lim)
+	r, err := reconcile.NewStore(s).ReconcileWithin(context.Background(), lim)
 	require.NoError(t, err)
 	return r
 }
@@ -74,7 +75,7 @@ const settledWrong = `SELECT count(*) FROM reconcile_settled r
 // oneAccountARun recounts one account in full a run (its one movement is
 // the budget), besides those the comparison flags: every account within
 // as many runs as there are accounts.
-var oneAccountARun = db.ReconcileLimits{RecountMovements: 1, RecountAccounts: 1_000, DoneRows: 1_000}
+var oneAccountARun = reconcile.Limits{RecountMovements: 1, RecountAccounts: 1_000, DoneRows: 1_000}
 
 // The settled sums are trusted only until the rotating recount comes
 // round: a balance changed with its account's settled sum past the guard,
@@ -95,7 +96,7 @@ func TestReconcileRecountFindsWhatWasWrittenPastTheGuards(t *testing.T) {
 		dbtest.OpenAccount(t, s, fmt.Sprintf("acc-%d", i), 100_000)
 		credits = append(credits, creditPIX(t, s, i, fmt.Sprintf("acc-%d", i), 1_000))
 	}
-	run := func() db.Reconciliation { return reconcileWithin(t, s, oneAccountARun) }
+	run := func() reconcile.Reconciliation { return reconcileWithin(t, s, oneAccountARun) }
 	for range accounts + 1 {
 		require.True(t, run().Balanced())
 	}
@@ -121,7 +122,7 @@ func TestReconcileRecountFindsWhatWasWrittenPastTheGuards(t *testing.T) {
 		`UPDATE pix_credits SET amount_cents = 100 WHERE end_to_end_id = '`+credits[4]+`'`,
 		// acc-4's settled sum alone.
 		`UPDATE reconcile_settled SET settled_cents = settled_cents - 7 WHERE account_id = 'acc-4'`)
-	full, err := s.UnbalancedAccounts(context.Background(), "")
+	full, err := reconcile.NewStore(s).UnbalancedAccounts(context.Background(), "")
 	require.NoError(t, err)
 	require.Equal(t, []string{"acc-2", "acc-5"}, full, "the books are wrong in two accounts")
 
@@ -197,8 +198,8 @@ func TestTheChecksTrustNothingTheTriggersLetChange(t *testing.T) {
 		creditPIX(t, s, n, "acc-2", 100)
 	}
 	// One account and one done row a run.
-	lim := db.ReconcileLimits{RecountMovements: 1, RecountAccounts: 1_000, DoneRows: 1}
-	run := func() db.Reconciliation { return reconcileWithin(t, s, lim) }
+	lim := reconcile.Limits{RecountMovements: 1, RecountAccounts: 1_000, DoneRows: 1}
+	run := func() reconcile.Reconciliation { return reconcileWithin(t, s, lim) }
 	for range 6 {
 		require.True(t, run().Balanced())
 	}
@@ -245,7 +246,7 @@ func TestReconcileReadsTheDoneRowsByTransaction(t *testing.T) {
 	}
 	// The done rows' rotating check reads one row a run, and has gone
 	// round once: only the reading by transaction finds the rows below.
-	lim := db.ReconcileLimits{RecountMovements: 1_000, RecountAccounts: 1_000, DoneRows: 1}
+	lim := reconcile.Limits{RecountMovements: 1_000, RecountAccounts: 1_000, DoneRows: 1}
 	for range 3 {
 		require.True(t, reconcileWithin(t, s, lim).Balanced())
 	}
@@ -296,12 +297,12 @@ func TestReconcileCountsTheHistoryPartByPart(t *testing.T) {
 			SELECT e2e, account_id, 100, '{}'::jsonb, 'done', now() FROM h
 			UNION ALL SELECT 'E12345678202611291200' || lpad('9999', 11, '0'), 'acc-04', 100, '{}', 'done', now()`)
 	lost := "E12345678202611291200" + fmt.Sprintf("%011d", 9999)
-	lim := db.ReconcileLimits{RecountMovements: 10, RecountAccounts: 1_000, DoneRows: 8}
+	lim := reconcile.Limits{RecountMovements: 10, RecountAccounts: 1_000, DoneRows: 8}
 
 	counted := func(id string) bool {
 		return queryInt64(t, s, `SELECT count(*) FROM reconcile_settled WHERE account_id = $1`, id) == 1
 	}
-	var r db.Reconciliation
+	var r reconcile.Reconciliation
 	runs := 0
 	for n := 100; ; n++ {
 		runs++
@@ -405,7 +406,7 @@ func TestConcurrentRunsTakeTurns(t *testing.T) {
 		go func() {
 			defer runs.Done()
 			for range 10 {
-				r, err := s.Reconcile(ctx)
+				r, err := reconcile.NewStore(s).Reconcile(ctx)
 				if err == nil && !r.Balanced() {
 					err = fmt.Errorf("a run found differences in balanced books: %+v", r)
 				}
