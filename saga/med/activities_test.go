@@ -17,7 +17,6 @@ import (
 
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/saga/med"
-	refundsaga "github.com/pixbank/pix/saga/refund"
 )
 
 // fakeDICT keeps one report and its refund requests as the DICT would,
@@ -330,17 +329,12 @@ func TestRefusedStopsAndRateLimitedWaits(t *testing.T) {
 // our closing (TOTALLY_ACCEPTED, the devolução's rtrId), recorded, sent once.
 func TestALostRefundCloseIsReadBack(t *testing.T) {
 	f := newFixture(t)
-	ctx := context.Background()
 	a, r := analysed(t, f, dict.Agreed)
 	r, err := a.run(a.acts.CloseReport, r)
 	require.NoError(t, err)
 	req := request(r, 10_000, dict.RefundOpen)
 	a.dict.refunds[req.ID] = req
-	r = f.step(f.store.IntakeRefund(ctx, req))
-	r = f.step(f.store.Return(ctx, r))
-	_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200abcdefghijk")
-	require.NoError(t, err)
-	r = f.step(f.store.Settle(ctx, r))
+	r = f.returnedAndSettled(req, "D12345678202612061200abcdefghijk")
 	require.Equal(t, med.StepCloseRefund, med.Next(r, time.Now()))
 	a.dict.loseNext = true
 	_, err = a.run(a.acts.CloseRefundRequest, r)
@@ -399,11 +393,7 @@ func TestAWriteMarkedSentIsReadBackWhateverTheAttempt(t *testing.T) {
 
 	req := request(r, 10_000, dict.RefundOpen)
 	a.dict.refunds[req.ID] = req
-	r = f.step(f.store.IntakeRefund(ctx, req))
-	r = f.step(f.store.Return(ctx, r))
-	_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200abcdefghijk")
-	require.NoError(t, err)
-	r = f.step(f.store.Settle(ctx, r))
+	r = f.returnedAndSettled(req, "D12345678202612061200abcdefghijk")
 	a.dict.loseNext = true
 	_, err = a.run(a.acts.CloseRefundRequest, r)
 	require.Error(t, err)
@@ -474,7 +464,6 @@ func TestLoadReportAnswersTheReport(t *testing.T) {
 // a copy with a Status no enumeration has decided on).
 func TestAMalformedReadBackStopsVisibly(t *testing.T) {
 	f := newFixture(t)
-	ctx := context.Background()
 	requireStopped := func(a *activityRun, r med.Report, err error) {
 		t.Helper()
 		var app *temporal.ApplicationError
@@ -500,11 +489,7 @@ func TestAMalformedReadBackStopsVisibly(t *testing.T) {
 
 	req := request(r, 10_000, dict.RefundOpen)
 	a.dict.refunds[req.ID] = req
-	r = f.step(f.store.IntakeRefund(ctx, req))
-	r = f.step(f.store.Return(ctx, r))
-	_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200abcdefghijk")
-	require.NoError(t, err)
-	r = f.step(f.store.Settle(ctx, r))
+	r = f.returnedAndSettled(req, "D12345678202612061200abcdefghijk")
 	a.dict.loseNext = true
 	_, err = a.run(a.acts.CloseRefundRequest, r)
 	require.Error(t, err)

@@ -1,7 +1,6 @@
 package med_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/saga/med"
-	refundsaga "github.com/pixbank/pix/saga/refund"
 )
 
 // A kept request's close refused as invalid for its status, read back
@@ -35,18 +33,13 @@ func TestAKeptCloseRefusedInvalidTwiceIsInvalidStatus(t *testing.T) {
 // with dict_invalid_status.
 func TestARefundCloseRefusedInvalidTwiceStopsInvalidStatus(t *testing.T) {
 	f := newFixture(t)
-	ctx := context.Background()
 	a, r := analysed(t, f, dict.Agreed)
 	r, err := a.run(a.acts.CloseReport, r)
 	require.NoError(t, err)
 	req := request(r, 10_000, dict.RefundOpen)
 	req.LastModified = time.Now()
 	a.dict.refunds[req.ID] = req
-	r = f.step(f.store.IntakeRefund(ctx, req))
-	r = f.step(f.store.Return(ctx, r))
-	_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200abcdefghijk")
-	require.NoError(t, err)
-	r = f.step(f.store.Settle(ctx, r))
+	r = f.returnedAndSettled(req, "D12345678202612061200abcdefghijk")
 	a.dict.invalidCloses = 2
 	_, err = a.run(a.acts.CloseRefundRequest, r)
 	var app *temporal.ApplicationError

@@ -527,6 +527,18 @@ func TestReturnInParts(t *testing.T) {
 	f.requireBooks()
 }
 
+// returnedAndSettled takes the refund request req in, returns it through
+// the devolução saga, has the PSP return that devolução (its rtrId rtr)
+// and settles the report: its return recorded, the request's close next.
+func (f *fixture) returnedAndSettled(req dict.Refund, rtr string) med.Report {
+	t, ctx := f.t, context.Background()
+	r := f.step(f.store.IntakeRefund(ctx, req))
+	r = f.step(f.store.Return(ctx, r))
+	_, err := refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, rtr)
+	require.NoError(t, err)
+	return f.step(f.store.Settle(ctx, r))
+}
+
 // returnedInPart is a report whose refund request of 10,000 had 3,000
 // returned (the account spent 7,000 of its PIX first) and was closed:
 // awaiting credit until its 90 days.
@@ -541,11 +553,7 @@ func (f *fixture) returnedInPart() med.Report {
 	r, err := f.store.Get(ctx, r.ID)
 	require.NoError(t, err)
 	r = f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
-	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
-	r = f.step(f.store.Return(ctx, r))
-	_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200aaaaaaaaaaa")
-	require.NoError(t, err)
-	r = f.step(f.store.Settle(ctx, r))
+	r = f.returnedAndSettled(request(r, 10_000, dict.RefundOpen), "D12345678202612061200aaaaaaaaaaa")
 	r = f.step(f.store.RefundClosed(ctx, r, *r.FirstRtrID))
 	return r
 }
@@ -740,11 +748,7 @@ func TestASecondRequestNeverRewritesTheFirst(t *testing.T) {
 	ctx := context.Background()
 	_, r := f.agreed(10_000, 0)
 	first := request(r, 10_000, dict.RefundOpen)
-	r = f.step(f.store.IntakeRefund(ctx, first))
-	r = f.step(f.store.Return(ctx, r))
-	_, err := refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200abcdefghijk")
-	require.NoError(t, err)
-	r = f.step(f.store.Settle(ctx, r))
+	r = f.returnedAndSettled(first, "D12345678202612061200abcdefghijk")
 	r = f.step(f.store.RefundClosed(ctx, r, "D12345678202612061200abcdefghijk"))
 
 	second := request(r, 3_000, dict.RefundOpen)
@@ -841,11 +845,7 @@ func TestAReturnInPartsRacesTheCredits(t *testing.T) {
 		r, err := f.store.Get(ctx, r.ID)
 		require.NoError(t, err)
 		r = f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
-		r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
-		r = f.step(f.store.Return(ctx, r))
-		_, err = refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200aaaaaaaaaaa")
-		require.NoError(t, err)
-		r = f.step(f.store.Settle(ctx, r))
+		r = f.returnedAndSettled(request(r, 10_000, dict.RefundOpen), "D12345678202612061200aaaaaaaaaaa")
 
 		var wg sync.WaitGroup
 		start := make(chan struct{})
