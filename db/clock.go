@@ -11,9 +11,13 @@ var clockSQL struct{ Now string }
 
 func init() { bindQueries("clock.sql", &clockSQL) }
 
-// Now is the database's clock, read through q: in a transaction, its
-// start (PostgreSQL's now()), the instant its writes are stamped with;
-// through the pool, the statement's. Deadlines are written by this clock
+// Now is the database's clock, read through q: the start of its own
+// statement (PostgreSQL's statement_timestamp()), in a transaction or
+// through the pool. Not the transaction's start (now(), the instant its
+// writes are stamped with): a deadline is decided under a lock the
+// transaction may have waited for, and read after it, the clock is after
+// the wait (a block whose 72 hours ended while its return waited for the
+// lock is not returned). Deadlines are written by this clock
 // (a block's expires_at is its hold's created_at plus 72 hours), so they
 // are decided by it too, in the deciding transaction: never by the
 // worker's clock, which may run ahead (NTP broken) and pass them early.

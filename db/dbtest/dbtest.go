@@ -116,9 +116,10 @@ func New(t testing.TB) *db.Store {
 }
 
 // NewClockBehind is New whose database's clock runs behind the process's
-// by behind: in every statement of the Store's sessions, now() is
-// PostgreSQL's less behind (a function now() in a schema its search_path
-// names before pg_catalog; column defaults, bound to PostgreSQL's when
+// by behind: in every statement of the Store's sessions, now() and
+// statement_timestamp() (db.Now's) are PostgreSQL's less behind (functions
+// of those names in a schema its search_path names before pg_catalog;
+// column defaults, bound to PostgreSQL's when
 // their table was made, keep its own). It stands for a worker whose clock
 // runs ahead of the database's (NTP broken): the process's clock can't be
 // moved, and the code under test may read it anywhere.
@@ -131,7 +132,9 @@ func NewClockBehind(t testing.TB, behind time.Duration) *db.Store {
 	defer func() { require.NoError(t, admin.Close(ctx)) }()
 	_, err = admin.Exec(ctx, fmt.Sprintf(`CREATE SCHEMA clock_behind;
 CREATE FUNCTION clock_behind.now() RETURNS timestamptz LANGUAGE sql STABLE
-AS $$ SELECT pg_catalog.now() - interval '%d microseconds' $$`, behind.Microseconds()))
+AS $$ SELECT pg_catalog.now() - interval '%[1]d microseconds' $$;
+CREATE FUNCTION clock_behind.statement_timestamp() RETURNS timestamptz LANGUAGE sql STABLE
+AS $$ SELECT pg_catalog.statement_timestamp() - interval '%[1]d microseconds' $$`, behind.Microseconds()))
 	require.NoError(t, err)
 	parsed, err := neturl.Parse(u)
 	require.NoError(t, err)

@@ -518,6 +518,46 @@ func TestTheDatabasesClockDecidesTheBlocksHours(t *testing.T) {
 	f.requireBooks()
 }
 
+// Attack review (issue 37, LOW-2): a return's transaction that waits for
+// the block's lock while its 72 hours end decides after the wait, by the
+// clock after it. db.Now read now(), the transaction's start, from before
+// the wait: the return was taken past expires_at (the money the
+// customer's again handed to a devolução). Here an operator's session
+// holds the block's lock while its expires_at passes.
+func TestAReturnThatWaitedForTheLockPastTheHoursIsRefused(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, b := f.blocked(4_000)
+	f.expiresIn(b, 500*time.Millisecond)
+	holder, err := f.s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback(ctx) }()
+	_, err = holder.Exec(ctx, `SELECT 1 FROM pix_blocks WHERE id = $1 FOR UPDATE`, b.ID)
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := f.store.Return(ctx, b.ID, "operator-2")
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		var waits bool
+		require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`,
+			holder.Conn().PgConn().PID()).Scan(&waits))
+		return waits
+	}, 10*time.Second, 2*time.Millisecond, "the return never waited for the block's lock")
+	var passed bool
+	require.Eventually(t, func() bool {
+		require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT expires_at < now() FROM pix_blocks WHERE id = $1`, b.ID).Scan(&passed))
+		return passed
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, holder.Commit(ctx))
+
+	require.ErrorIs(t, <-done, block.ErrReleased)
+	f.requireMoney(c.AccountID, 10_000, 4_000)
+	f.requireBooks()
+}
+
 // expiresIn moves the block's expires_at to in after the database's now().
 func (f *fixture) expiresIn(b block.Block, in time.Duration) {
 	f.t.Helper()

@@ -211,9 +211,9 @@ func one(rs pgx.Rows, err error) (Report, error) { return sagakit.One[Report](rs
 type Store struct {
 	store *db.Store
 	// now is the clock the deadlines are checked by, read in the deciding
-	// transaction: the database's (db.Now), the one they were written by
-	// (closed_at, and so refund_request_due_at, is its now()), never the
-	// worker's, which may run ahead.
+	// transaction after the report's lock: the database's (db.Now), the
+	// one they were written by (closed_at, and so refund_request_due_at,
+	// is db.Now's), never the worker's, which may run ahead.
 	now db.Clock
 	// participant is our ISPB as the DICT's reports name the credited
 	// participant ("": not checked; a bank behind a PSP, whose reports
