@@ -171,3 +171,16 @@ func skipInShort(t testing.TB) {
 		t.Skip("integration tier: needs PostgreSQL (run without -short)")
 	}
 }
+
+// WaitBlockedBy waits (10 s at most) until a session waits for a lock
+// that the session of backend pid holds (pg_blocking_pids): a test that
+// steps two transactions by hand orders them so, not by sleeping.
+func WaitBlockedBy(t testing.TB, s *db.Store, pid uint32) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var waits bool
+		require.NoError(t, s.Pool().QueryRow(context.Background(),
+			`SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`, pid).Scan(&waits))
+		return waits
+	}, 10*time.Second, 2*time.Millisecond, "no session waited for a lock of backend %d", pid)
+}

@@ -540,12 +540,7 @@ func TestAReturnThatWaitedForTheLockPastTheHoursIsRefused(t *testing.T) {
 		_, _, err := f.store.Return(ctx, b.ID, "operator-2")
 		done <- err
 	}()
-	require.Eventually(t, func() bool {
-		var waits bool
-		require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`,
-			holder.Conn().PgConn().PID()).Scan(&waits))
-		return waits
-	}, 10*time.Second, 2*time.Millisecond, "the return never waited for the block's lock")
+	dbtest.WaitBlockedBy(t, f.s, holder.Conn().PgConn().PID())
 	var passed bool
 	require.Eventually(t, func() bool {
 		require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT expires_at < now() FROM pix_blocks WHERE id = $1`, b.ID).Scan(&passed))

@@ -76,7 +76,10 @@ func (s *Store) ClearQuarantined(ctx context.Context, kind, id string, through t
 
 // clearQuarantine runs the clear stmt (Clear, Resolve) of kind and id
 // (as recorded) through through, then, in its transaction, bumps the
-// generation of the reports stopped on a row it cleared (Wake).
+// generation of the reports stopped on a row it cleared (Wake). Lock
+// order (quarantine.sql): the rows it deletes first, then the reports, in
+// id order; a stop (NoteProblemOn) takes its copy's row before its
+// report's too, so a stop and a clear at once never deadlock.
 func (s *Store) clearQuarantine(ctx context.Context, what, stmt, kind, id string, through time.Time) (QuarantineCleared, error) {
 	var out QuarantineCleared
 	err := s.store.InTx(ctx, func(tx pgx.Tx) error {

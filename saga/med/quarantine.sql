@@ -1,6 +1,15 @@
 -- The items of the DICT's lists the lister quarantined (pix_med_quarantine,
 -- migration 0047; lister.go, quarantine.go): cleared when a later listing
 -- takes the item in, or by an operator.
+--
+-- Lock order, one for every transaction here: a quarantined copy's row
+-- (pix_med_quarantine) first, then the reports (pix_med_reports, by id),
+-- then a report's stop row, then the core's locks (med.sql Lock). A stop
+-- (Store.NoteProblemOn) takes its copy's row (Held) before its report's
+-- (decideAfter); a clear (Clear, Resolve) deletes its rows, then locks
+-- the reports it wakes in id order (Wake). The stop once took the report
+-- first: a stop and a clear at once deadlocked (40P01, retried by InTx;
+-- attack review issue 37 LOW-1).
 
 -- name: Clear
 -- The quarantine of an item the lister has just taken in (its doors
@@ -30,30 +39,40 @@ ON CONFLICT (report_id) DO UPDATE SET kind = EXCLUDED.kind, dict_id = EXCLUDED.d
 -- name: Held
 -- In the transaction of a report's stop on the quarantined copy $1 kind,
 -- $2 DICT id (as Quarantine records it), $3 LastModified
--- (Store.NoteProblemOn): the copy is still quarantined, kept so until the
--- stop commits. A clear (Clear, Resolve) committed before finds no row:
--- the stop is not recorded, the step is decided again. One after waits
--- for the stop's commit, and its Wake then finds the stop. From the
--- primary key.
+-- (Store.NoteProblemOn), before the report's lock (the lock order): the
+-- copy is still quarantined, kept so until the stop commits. A clear
+-- (Clear, Resolve) committed before finds no row: the stop is not
+-- recorded, the step is decided again. One uncommitted is waited for,
+-- the report not yet locked, so its Wake locks the report freely, and no
+-- row is found after. One after waits for the stop's commit, and its Wake
+-- then finds the stop. From the primary key.
 SELECT 1 FROM pix_med_quarantine WHERE kind = $1 AND dict_id = $2 AND dict_modified_at = $3
 FOR KEY SHARE
 
 -- name: Wake
 -- In the transaction of a clear (Clear, Resolve) of $1 kind, $2 DICT id,
--- the copies of LastModified $3 (each row cleared): the open reports whose
--- runs stopped on one of those copies and nothing moved since (still at the
--- generation their stop left: a report that moved on has a run deciding
--- on it already) have their generation bumped, which ends the run's
--- stopped wait (workflow.go, waits.stopped); their ids, for the signal
--- after the commit. A run stopped on a newer copy than those cleared is
--- not among them. Their stop rows stay, stale (one per report, replaced at
--- its next stop): deleted here they would be locked with the reports,
--- against NoteProblem's order (the report first, then its stop). The
--- stops from the item's index, the reports from their primary key.
+-- after its delete of the copies of LastModified $3 (each row cleared):
+-- the open reports whose runs stopped on one of those copies and nothing
+-- moved since (still at the generation their stop left: a report that
+-- moved on has a run deciding on it already) have their generation
+-- bumped, which ends the run's stopped wait (workflow.go, waits.stopped);
+-- their ids, for the signal after the commit. A run stopped on a newer
+-- copy than those cleared is not among them. The reports are locked in
+-- id order (stopped), after the copies' rows (the lock order above): a
+-- stop on a copy deleted here waits at Held without its report's lock,
+-- and one that got Held first committed before the delete. Their stop
+-- rows stay, stale (one per report, replaced at its next stop), read and
+-- never locked here. The stops from the item's index, the reports from
+-- their primary key.
+WITH stopped AS (
+    SELECT r.id FROM pix_med_reports r JOIN pix_med_quarantine_stops s ON r.id = s.report_id
+    WHERE s.kind = $1 AND s.dict_id = $2 AND s.dict_modified_at = ANY ($3::timestamptz[])
+      AND r.gen = s.gen AND r.status NOT IN ('ended', 'not_ours')
+    ORDER BY r.id
+    FOR UPDATE OF r)
 UPDATE pix_med_reports r SET gen = r.gen + 1, updated_at = now()
-FROM pix_med_quarantine_stops s
-WHERE s.kind = $1 AND s.dict_id = $2 AND s.dict_modified_at = ANY ($3::timestamptz[])
-  AND r.id = s.report_id AND r.gen = s.gen AND r.status NOT IN ('ended', 'not_ours')
+FROM stopped
+WHERE r.id = stopped.id
 RETURNING r.id
 
 -- name: RefundsFrom

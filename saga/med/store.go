@@ -923,10 +923,23 @@ func nothingReturned(cur Report) bool {
 // returns the report as it is, unchanged (a late or retried actor: the
 // fence). After a change it wakes the report's dispatcher and the outbox.
 func (s *Store) decide(ctx context.Context, id uuid.UUID, gen int64, fn func(tx pgx.Tx, cur Report) (Report, bool, error)) (out Report, changed bool, err error) {
+	return s.decideAfter(ctx, id, gen, nil, fn)
+}
+
+// decideAfter is decide with first (when not nil) run in its transaction
+// before the report's lock: the locks that come before the report's in
+// the one order (a quarantined copy's row, NoteProblemOn: quarantine.sql).
+func (s *Store) decideAfter(ctx context.Context, id uuid.UUID, gen int64, first func(tx pgx.Tx) error,
+	fn func(tx pgx.Tx, cur Report) (Report, bool, error)) (out Report, changed bool, err error) {
 	// A hold of the report released or shrunk fills the account's other
 	// holds that lack (another report's): told after the commit
 	// (db.Store.InTx), after the wakes.
 	err = s.store.InTx(ctx, func(tx pgx.Tx) error {
+		if first != nil {
+			if err := first(tx); err != nil {
+				return err
+			}
+		}
 		cur, err := one(tx.Query(ctx, medSQL.Lock, id))
 		if err != nil {
 			return err

@@ -18,7 +18,8 @@ import (
 // The saga's transitions. Each is decided on the report as the run read it
 // (at: its generation), under the report's row lock, then the core's
 // locks in their one order (a PIX's credit or an inbox row, the account,
-// the hold: db/holds.go): a report that moved since (another actor, an
+// the hold: db/holds.go); a stop on a quarantined copy takes that copy's
+// row before the report's (NoteProblemOn, quarantine.sql): a report that moved since (another actor, an
 // intake, the same activity's earlier attempt whose answer was lost) is
 // returned as it is, nothing changed, and the run decides again on what
 // it reads. Each returns the report after, and
@@ -543,6 +544,12 @@ func (s *Store) NoteProblem(ctx context.Context, at Report, problem string) (Rep
 // step decided again at once rather than stopped with no clear left to
 // wake it (attack review r7 LOW-1). The copy's row is kept (Held) until
 // the stop commits, so a clear after it finds the stop (Wake).
+//
+// Lock order (quarantine.sql): the copy's row (Held) is taken before the
+// report's, as a clear takes it (its delete) before the reports it wakes.
+// Taken after the report's, a stop and a clear at once deadlocked (the
+// stop holding the report, waiting for the row the clear deleted; the
+// clear waiting for the report): attack review issue 37 LOW-1.
 func (s *Store) NoteProblemOn(ctx context.Context, at Report, problem string, q Quarantined) (Report, bool, error) {
 	return s.noteProblem(ctx, at, problem, &q)
 }
@@ -552,17 +559,23 @@ func (s *Store) NoteProblemOn(ctx context.Context, at Report, problem string, q 
 var ErrStopCleared = errors.New("the quarantined copy the step stopped on was cleared before the stop was recorded")
 
 func (s *Store) noteProblem(ctx context.Context, at Report, problem string, on *Quarantined) (Report, bool, error) {
-	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
-		if on != nil {
-			var held int
-			err := tx.QueryRow(ctx, quarantineSQL.Held, on.Kind, quarantinedID(on.ID), on.LastModified).Scan(&held)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return Report{}, false, fmt.Errorf("infraction report %s, %s %s (modified %s): %w", cur.ID, on.Kind, on.ID,
-					on.LastModified.Format(time.RFC3339Nano), ErrStopCleared)
+	var first func(pgx.Tx) error
+	held := false
+	if on != nil {
+		// The copy's row, before the report's lock (the lock order).
+		first = func(tx pgx.Tx) error {
+			var row int
+			err := tx.QueryRow(ctx, quarantineSQL.Held, on.Kind, quarantinedID(on.ID), on.LastModified).Scan(&row)
+			if held = err == nil; err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("read the quarantine of %s %s: %w", on.Kind, on.ID, err)
 			}
-			if err != nil {
-				return Report{}, false, fmt.Errorf("read the quarantine of %s %s: %w", on.Kind, on.ID, err)
-			}
+			return nil
+		}
+	}
+	return s.decideAfter(ctx, at.ID, at.Gen, first, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if on != nil && !held {
+			return Report{}, false, fmt.Errorf("infraction report %s, %s %s (modified %s): %w", cur.ID, on.Kind, on.ID,
+				on.LastModified.Format(time.RFC3339Nano), ErrStopCleared)
 		}
 		if len(problem) > 500 {
 			problem = strings.ToValidUTF8(problem[:500], "")
