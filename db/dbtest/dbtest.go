@@ -122,7 +122,8 @@ func New(t testing.TB) *db.Store {
 // column defaults, bound to PostgreSQL's when
 // their table was made, keep its own). It stands for a worker whose clock
 // runs ahead of the database's (NTP broken): the process's clock can't be
-// moved, and the code under test may read it anywhere.
+// moved, and the code under test may read it anywhere. A negative behind
+// puts the database's clock ahead (a worker whose clock runs behind).
 func NewClockBehind(t testing.TB, behind time.Duration) *db.Store {
 	t.Helper()
 	u := URL(t)

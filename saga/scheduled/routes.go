@@ -43,6 +43,8 @@ type RouteStore interface {
 	Get(ctx context.Context, id uuid.UUID) (Scheduled, error)
 	List(ctx context.Context, accountID, status string, after *ListKey, limit int) ([]Scheduled, error)
 	Cancel(ctx context.Context, id uuid.UUID) (Scheduled, bool, error)
+	// Clock is the clock run_at is decided by (the database's, Store.Clock).
+	Clock(ctx context.Context) (time.Time, error)
 }
 
 // Handlers serve the saga's routes.
@@ -52,7 +54,9 @@ type Handlers struct {
 	Temporal sagakit.Signaller
 	Settings Settings
 	Log      *slog.Logger
-	// Now is the clock the dates are checked by (time.Now).
+	// Now, when set, is the clock the dates are checked by (a test's);
+	// nil: the store's, the database's (Store.Clock), the one the run
+	// decides run_at by, never the API's own.
 	Now func() time.Time
 }
 
@@ -63,7 +67,7 @@ func httpOf(env saga.Env) (api.SagaHTTP, error) {
 	if err != nil {
 		return api.SagaHTTP{}, err
 	}
-	h := &Handlers{Store: NewStore(env.Store).WithMaxPending(settings.MaxPending), Keys: env.Store, Temporal: env.Temporal, Settings: settings, Log: env.Log, Now: time.Now}
+	h := &Handlers{Store: NewStore(env.Store).WithMaxPending(settings.MaxPending), Keys: env.Store, Temporal: env.Temporal, Settings: settings, Log: env.Log}
 	return h.HTTP(), nil
 }
 
@@ -132,7 +136,11 @@ func (h *Handlers) create(k api.Kit, c *gin.Context) {
 		},
 		Run: func(ctx context.Context, res db.Reservation, req request) ([]byte, string, []any, error) {
 			// A date refused is a refusal, recorded on the key as decode's.
-			runAt, err := h.Settings.RunAt(req.ScheduledFor, h.Now())
+			now, err := h.now(ctx)
+			if err != nil {
+				return nil, "", nil, err
+			}
+			runAt, err := h.Settings.RunAt(req.ScheduledFor, now)
 			if err != nil {
 				return nil, "", nil, err
 			}
@@ -148,6 +156,15 @@ func (h *Handlers) create(k api.Kit, c *gin.Context) {
 				"run_at", created.RunAt}, err
 		},
 	})
+}
+
+// now is the clock the dates are checked by: Now when set, else the
+// store's (the database's).
+func (h *Handlers) now(ctx context.Context) (time.Time, error) {
+	if h.Now != nil {
+		return h.Now(), nil
+	}
+	return h.Store.Clock(ctx)
 }
 
 // own reads the scheduled PIX of the route's id, one of the caller's

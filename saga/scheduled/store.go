@@ -127,15 +127,39 @@ type Store struct {
 	// maxPending is the most scheduled PIX still to run one account may
 	// hold.
 	maxPending int
+	// now is the clock run_at is decided by, on both sides: the date a
+	// request may name (Clock, the API's) and whether the run is due
+	// (Run, the worker's, read in its transaction). The database's
+	// (db.Now), as the block's and MED's deadlines: the API's and the
+	// worker's own clocks may disagree (one whose clock is ahead runs a
+	// scheduled PIX early, one behind holds it late).
+	now db.Clock
 }
 
 // NewStore returns the saga's store over s, an account holding at most
 // DefaultMaxPending scheduled PIX still to run.
-func NewStore(s *db.Store) *Store { return &Store{store: s, maxPending: DefaultMaxPending} }
+func NewStore(s *db.Store) *Store {
+	return &Store{store: s, maxPending: DefaultMaxPending, now: db.Now}
+}
 
 // WithMaxPending is the store with another limit of scheduled PIX still to
 // run per account.
-func (s *Store) WithMaxPending(n int) *Store { return &Store{store: s.store, maxPending: n} }
+func (s *Store) WithMaxPending(n int) *Store {
+	return &Store{store: s.store, maxPending: n, now: s.now}
+}
+
+// WithClock is the store with another clock for run_at (a test's), in
+// place of the database's.
+func (s *Store) WithClock(now func() time.Time) *Store {
+	return &Store{store: s.store, maxPending: s.maxPending, now: db.ClockOf(now)}
+}
+
+// Clock is the clock run_at is decided by (the database's), read through
+// the pool: the routes check a request's date by it.
+func (s *Store) Clock(ctx context.Context) (time.Time, error) {
+	now, err := s.now(ctx, s.store.Pool())
+	return now, db.Classify(err)
+}
 
 // Queue is the scheduled PIX whose run must be going, for the saga's
 // dispatcher.
@@ -291,7 +315,14 @@ func (s *Store) Run(ctx context.Context, id uuid.UUID, bankISPB string) (out Sch
 			out, concluded = cur, false
 			return nil
 		}
-		if early := time.Until(cur.RunAt); early > runEarlyTolerance {
+		// By the database's clock, read after the row's lock (db.Now),
+		// never the worker's own: a worker whose clock runs ahead would
+		// run it early, one behind would hold it late.
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if early := cur.RunAt.Sub(now); early > runEarlyTolerance {
 			// Only the run's timer says when: a run asked early (a
 			// clock far off, a run started by hand) debits nothing and
 			// is asked again.
@@ -337,8 +368,8 @@ func (s *Store) Run(ctx context.Context, id uuid.UUID, bankISPB string) (out Sch
 }
 
 // runEarlyTolerance is how far before its run_at Run still runs a
-// scheduled PIX: the worker's clock and Temporal's timer may differ a
-// little from the clock that set run_at.
+// scheduled PIX: Temporal's timer, which asks it, may fire a little
+// before the database's clock, which decides, reaches run_at.
 const runEarlyTolerance = time.Minute
 
 // conclude concludes the locked row, still scheduled, as status.

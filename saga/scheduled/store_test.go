@@ -34,7 +34,11 @@ func newFixture(t *testing.T) *fixture {
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
-	s := dbtest.New(t)
+	return fixtureOn(t, dbtest.New(t))
+}
+
+// fixtureOn is the fixture over s (a test's database: dbtest.NewClockBehind).
+func fixtureOn(t *testing.T, s *db.Store) *fixture {
 	return &fixture{t: t, s: s, store: scheduled.NewStore(s), keys: dbtest.Keys,
 		render: func(s scheduled.Scheduled) ([]byte, error) { return json.Marshal(s) }}
 }
