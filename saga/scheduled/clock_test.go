@@ -85,3 +85,42 @@ func TestTheRoutesCheckTheDateByTheDatabasesClock(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, "%v", body)
 	require.Equal(t, yesterday, body["scheduled_for"])
 }
+
+// Issue 37, attack review r9 MED-1: Run took a scheduled PIX up to a
+// minute before its run_at by the database's clock. With
+// PIX_SCHEDULED_HOUR at its default 0, run_at is 00:00 São Paulo of the
+// date, so that minute is the day before: the PIX debited before its
+// date, or failed for good for a balance the date would have covered.
+// Run never decides before run_at; "not yet" is retried. Seen failing on
+// the old Run (executed 45 seconds before midnight of its date).
+func TestAScheduledPixNeverRunsOnTheDayBeforeItsDate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	ctx := context.Background()
+	f := fixtureOn(t, dbtest.New(t))
+	sp, err := time.LoadLocation("America/Sao_Paulo")
+	require.NoError(t, err)
+	date := time.Now().In(sp).AddDate(0, 0, 2).Format(time.DateOnly)
+	runAt, err := scheduled.Settings{}.RunAt(date, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, "00:00:00", runAt.In(sp).Format(time.TimeOnly))
+	f.account("acc-1", 20_000)
+	p := f.schedule("acc-1", 15_000, runAt)
+	require.Equal(t, date, p.ScheduledFor)
+	for _, early := range []time.Duration{45 * time.Second, time.Millisecond} {
+		at := runAt.Add(-early)
+		_, _, err := f.store.WithClock(func() time.Time { return at }).Run(ctx, p.ID, ispb)
+		require.ErrorContains(t, err, "not yet", "decided at %s São Paulo, the day before its date %s", at.In(sp).Format(time.DateTime), date)
+		got, err := f.store.Get(ctx, p.ID)
+		require.NoError(t, err)
+		require.Equal(t, scheduled.StatusScheduled, got.Status)
+		require.Equal(t, int64(20_000), f.balance("acc-1"))
+	}
+	out, concluded, err := f.store.WithClock(func() time.Time { return runAt }).Run(ctx, p.ID, ispb)
+	require.NoError(t, err)
+	require.True(t, concluded)
+	require.Equal(t, scheduled.StatusExecuted, out.Status, "at 00:00 of its date")
+	require.Equal(t, int64(5_000), f.balance("acc-1"))
+	f.booksBalance()
+}

@@ -322,11 +322,19 @@ func (s *Store) Run(ctx context.Context, id uuid.UUID, bankISPB string) (out Sch
 		if err != nil {
 			return err
 		}
-		if early := cur.RunAt.Sub(now); early > runEarlyTolerance {
-			// Only the run's timer says when: a run asked early (a
-			// clock far off, a run started by hand) debits nothing and
-			// is asked again.
-			return fmt.Errorf("scheduled pix %s runs at %s, %s from now: not yet", id, cur.RunAt.Format(time.RFC3339), early.Round(time.Second))
+		if now.Before(cur.RunAt) {
+			// Never before run_at by the database's clock, not by a
+			// second: run_at is 00:00 São Paulo of the date by default
+			// (PIX_SCHEDULED_HOUR), and a minute early is the day
+			// before, the PIX debited before its date or failed for
+			// good for a balance the date would have covered. A run
+			// asked early (Temporal's timer firing before the
+			// database's clock reaches run_at, a run started by hand)
+			// debits nothing and is an error, retried (the activity's
+			// policy: 1 s doubling to 1 min, without end), so it runs
+			// within a minute of run_at; one still not run 15 minutes
+			// after is PixScheduledOverdue.
+			return fmt.Errorf("scheduled pix %s runs at %s, %s from now: not yet", id, cur.RunAt.Format(time.RFC3339Nano), cur.RunAt.Sub(now))
 		}
 		req := pix.TransferRequest{AccountID: cur.AccountID, AmountCents: cur.AmountCents, PixKey: cur.PixKey}
 		if cur.Description != nil {
@@ -366,11 +374,6 @@ func (s *Store) Run(ctx context.Context, id uuid.UUID, bankISPB string) (out Sch
 	}
 	return out, concluded, nil
 }
-
-// runEarlyTolerance is how far before its run_at Run still runs a
-// scheduled PIX: Temporal's timer, which asks it, may fire a little
-// before the database's clock, which decides, reaches run_at.
-const runEarlyTolerance = time.Minute
 
 // conclude concludes the locked row, still scheduled, as status.
 func conclude(ctx context.Context, tx pgx.Tx, id uuid.UUID, status string, reason *string, transferID *uuid.UUID, endToEndID *string) (Scheduled, error) {
