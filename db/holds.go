@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -319,17 +320,18 @@ func holdable(h NewHold, available, room int64) (amount int64, fillTo *int64, sh
 
 // pixCredit locks the PIX's credit (LockCredit: the holds and devoluções
 // of one PIX are decided one at a time, in that order before the account)
-// and returns whose it is, its amount and whether its refund window is
-// open. No credit is pix.ErrPixNotCredited.
-func pixCredit(ctx context.Context, tx pgx.Tx, endToEndID string) (account string, credited int64, open bool, err error) {
-	err = tx.QueryRow(ctx, refundSQL.LockCredit, endToEndID, pix.RefundWindow).Scan(&account, &credited, &open)
+// and returns whose it is, its amount and when its refund window closes
+// (decided by the caller after its last lock: LockCredit). No credit is
+// pix.ErrPixNotCredited.
+func pixCredit(ctx context.Context, tx pgx.Tx, endToEndID string) (account string, credited int64, closes time.Time, err error) {
+	err = tx.QueryRow(ctx, refundSQL.LockCredit, endToEndID, pix.RefundWindow).Scan(&account, &credited, &closes)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return "", 0, false, pix.ErrPixNotCredited
+		return "", 0, time.Time{}, pix.ErrPixNotCredited
 	case err != nil:
-		return "", 0, false, fmt.Errorf("lock credit: %w", err)
+		return "", 0, time.Time{}, fmt.Errorf("lock credit: %w", err)
 	}
-	return account, credited, open, nil
+	return account, credited, closes, nil
 }
 
 // creditOf locks the PIX's credit (pixCredit) and returns its amount. A PIX
@@ -817,7 +819,16 @@ func FillHolds(ctx context.Context, tx pgx.Tx, accountID string, addedCents int6
 
 // GetHold returns one hold.
 func (s *Store) GetHold(ctx context.Context, id uuid.UUID) (pix.Hold, error) {
-	h, err := scanHold(s.pool.QueryRow(ctx, holdSQL.Get, id))
+	return ReadHold(ctx, s.pool, id)
+}
+
+// ReadHold reads one hold through q, not locking it: through a caller's
+// transaction (a saga's, under its own row's lock), which must not ask the
+// pool for a second connection while it holds one (as many such callers
+// at once as the pool has connections would wait on each other), or
+// through the pool (GetHold).
+func ReadHold(ctx context.Context, q Querier, id uuid.UUID) (pix.Hold, error) {
+	h, err := scanHold(q.QueryRow(ctx, holdSQL.Get, id))
 	if err != nil && !errors.Is(err, pix.ErrHoldNotFound) {
 		return pix.Hold{}, Classify(fmt.Errorf("get hold: %w", err))
 	}

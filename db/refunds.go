@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -121,14 +122,13 @@ type NewRefund struct {
 // returns what it holds under the locks, whatever the caller read).
 //
 // Locks, in the one order: the credit, the account, the hold; then the
-// PIX's room is read (creditLeft: after the account's lock).
+// refund window is decided (by the database's clock after them: a window
+// that closed while it waited is closed) and the PIX's room read
+// (creditLeft: after the account's lock).
 func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, requestedBy string) (pix.Refund, error) {
-	account, credited, open, err := pixCredit(ctx, tx, nr.EndToEndID)
+	account, credited, closes, err := pixCredit(ctx, tx, nr.EndToEndID)
 	if err != nil {
 		return pix.Refund{}, err
-	}
-	if !open {
-		return pix.Refund{}, pix.ErrRefundWindowClosed
 	}
 	var captured int64
 	if nr.CaptureAll && nr.Hold == uuid.Nil {
@@ -164,6 +164,16 @@ func RecordRefund(ctx context.Context, tx pgx.Tx, nr NewRefund, key *uuid.UUID, 
 		// leave this devolução refused for room that was free. Its status
 		// is checked by the debit's lock (debitAccount), under this one.
 		return pix.Refund{}, err
+	}
+	// The 90 days, by the database's clock read after the last lock (the
+	// credit's, the account's, the hold's): a window that closed while
+	// this transaction waited for one of them is closed (LockCredit).
+	now, err := Now(ctx, tx)
+	if err != nil {
+		return pix.Refund{}, err
+	}
+	if !now.Before(closes) {
+		return pix.Refund{}, fmt.Errorf("%w: it closed at %s", pix.ErrRefundWindowClosed, closes.Format(time.RFC3339))
 	}
 	left, err := creditLeft(ctx, tx, nr.EndToEndID, credited, nr.Hold)
 	if err != nil {

@@ -12,16 +12,26 @@
 -- name: LockCredit
 -- The PIX's credit, locked: the refunds and holds of one PIX are decided
 -- one at a time (db.RecordRefund, db.Hold). Whose it is, its amount, and
--- whether it can still be returned: the window counts from when the PIX
--- was first received (credited_at for credits recorded before received_at
--- was kept). $1 end_to_end_id, $2 the refund window. FOR NO KEY UPDATE,
+-- when its refund window closes: the window counts from when the PIX was
+-- first received (credited_at for credits recorded before received_at was
+-- kept). Only when it closes, never whether it is open: this statement may
+-- wait for the lock, and any clock read in it is read before that wait.
+-- now() is the transaction's start, statement_timestamp() this
+-- statement's, and even clock_timestamp() in the select list is evaluated
+-- by the scan, under the lock's wait (PostgreSQL re-evaluates it after the
+-- wait only when the holder updated the row; one that only locked it, as
+-- another devolução of the PIX does, leaves the value read before). A
+-- window that closed during the wait would be taken as open. The caller
+-- compares it with the database's clock read in a statement after its
+-- last lock (db.RecordRefund: db.Now after the credit, the account and
+-- the hold). $1 end_to_end_id, $2 the refund window. FOR NO KEY UPDATE,
 -- not FOR UPDATE: it serializes the same, but lets a transaction that
 -- updates a hold of the PIX twice (raised, then filled: db.Release under
 -- its account's lock) take the foreign key's FOR KEY SHARE of this row,
 -- which the second update of a row it wrote checks again; FOR UPDATE made
 -- it wait for a holder of this lock that waits for the account: a
 -- deadlock.
-SELECT account_id, amount_cents, COALESCE(received_at, credited_at) + $2::interval > now()
+SELECT account_id, amount_cents, COALESCE(received_at, credited_at) + $2::interval
 FROM pix_credits WHERE end_to_end_id = $1
 FOR NO KEY UPDATE
 

@@ -339,15 +339,8 @@ func (s *Store) Return(ctx context.Context, id uuid.UUID, by string) (Block, boo
 		case StatusReleased:
 			return Block{}, false, fmt.Errorf("%w: it is released (%s)", ErrReleased, deref(cur.EndCause))
 		}
-		// Past its 72 hours the block is its run's to release (late: a
-		// worker down), never to return: the money is the customer's again.
-		now, err := s.now(ctx, tx)
-		if err != nil {
+		if err := s.beforeExpiry(ctx, tx, cur); err != nil {
 			return Block{}, false, err
-		}
-		if !now.Before(cur.ExpiresAt) {
-			return Block{}, false, fmt.Errorf("%w: its 72 hours ended at %s, its release is due", ErrReleased,
-				cur.ExpiresAt.Format(time.RFC3339))
 		}
 		refund, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: cur.HoldID,
 			RefundRequest: pix.RefundRequest{EndToEndID: cur.EndToEndID, AmountCents: cur.AmountCents, Reason: returnReason}}, nil, by)
@@ -358,12 +351,34 @@ func (s *Store) Return(ctx context.Context, id uuid.UUID, by string) (Block, boo
 		if err != nil {
 			return Block{}, false, fmt.Errorf("mark block returning: %w", err)
 		}
+		// Again after the last lock (RecordRefund waited for the PIX's
+		// credit, the account, the hold): 72 hours that ended during those
+		// waits refuse the return as they would have before them.
+		if err := s.beforeExpiry(ctx, tx, cur); err != nil {
+			return Block{}, false, err
+		}
 		return out, true, nil
 	})
 	if changed {
 		s.store.Wake(db.RefundDueChannel)
 	}
 	return out, changed, err
+}
+
+// beforeExpiry refuses the return of the locked block cur past its 72
+// hours (ErrReleased): past them the block is its run's to release (late:
+// a worker down), never to return, the money the customer's again. By the
+// database's clock read now (s.now), in tx after every lock taken so far,
+// so a return checks it after its last lock too.
+func (s *Store) beforeExpiry(ctx context.Context, tx pgx.Tx, cur Block) error {
+	now, err := s.now(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if !now.Before(cur.ExpiresAt) {
+		return fmt.Errorf("%w: its 72 hours ended at %s, its release is due", ErrReleased, cur.ExpiresAt.Format(time.RFC3339))
+	}
+	return nil
 }
 
 // returnReason is the reason of a block's devolução (its descricao at the

@@ -526,29 +526,11 @@ func TestTheDatabasesClockDecidesTheBlocksHours(t *testing.T) {
 // holds the block's lock while its expires_at passes.
 func TestAReturnThatWaitedForTheLockPastTheHoursIsRefused(t *testing.T) {
 	f := newFixture(t)
-	ctx := context.Background()
 	c, b := f.blocked(4_000)
 	f.expiresIn(b, 500*time.Millisecond)
-	holder, err := f.s.Pool().Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = holder.Rollback(ctx) }()
-	_, err = holder.Exec(ctx, `SELECT 1 FROM pix_blocks WHERE id = $1 FOR UPDATE`, b.ID)
-	require.NoError(t, err)
-
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := f.store.Return(ctx, b.ID, "operator-2")
-		done <- err
-	}()
-	dbtest.WaitBlockedBy(t, f.s, holder.Conn().PgConn().PID())
-	var passed bool
-	require.Eventually(t, func() bool {
-		require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT expires_at < now() FROM pix_blocks WHERE id = $1`, b.ID).Scan(&passed))
-		return passed
-	}, 10*time.Second, 10*time.Millisecond)
-	require.NoError(t, holder.Commit(ctx))
-
-	require.ErrorIs(t, <-done, block.ErrReleased)
+	err := f.returnWhileLocked(b, `SELECT 1 FROM pix_blocks WHERE id = $1 FOR UPDATE`, b.ID,
+		`SELECT expires_at < clock_timestamp() FROM pix_blocks WHERE id = $1`, b.ID)
+	require.ErrorIs(t, err, block.ErrReleased)
 	f.requireMoney(c.AccountID, 10_000, 4_000)
 	f.requireBooks()
 }

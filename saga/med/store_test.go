@@ -531,12 +531,18 @@ func TestReturnInParts(t *testing.T) {
 // the devolução saga, has the PSP return that devolução (its rtrId rtr)
 // and settles the report: its return recorded, the request's close next.
 func (f *fixture) returnedAndSettled(req dict.Refund, rtr string) med.Report {
+	return f.step(f.store.Settle(context.Background(), f.returnedByPSP(req, rtr)))
+}
+
+// returnedByPSP is returnedAndSettled but the Settle: the report
+// returning, its devolução returned by the PSP.
+func (f *fixture) returnedByPSP(req dict.Refund, rtr string) med.Report {
 	t, ctx := f.t, context.Background()
 	r := f.step(f.store.IntakeRefund(ctx, req))
 	r = f.step(f.store.Return(ctx, r))
 	_, err := refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, rtr)
 	require.NoError(t, err)
-	return f.step(f.store.Settle(ctx, r))
+	return r
 }
 
 // returnedInPart is a report whose refund request of 10,000 had 3,000

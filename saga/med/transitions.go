@@ -320,6 +320,9 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 				next.HeldCents == cur.HeldCents {
 				return cur, false, nil // nothing arrived: nothing changes
 			}
+			if err := s.beforeReturnUntil(ctx, tx, cur); err != nil {
+				return Report{}, false, err
+			}
 			return save(ctx, tx, cur, next)
 		}
 		// CaptureAll: what the hold holds under the capture's locks.
@@ -328,9 +331,18 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 		if err != nil {
 			return Report{}, false, fmt.Errorf("return infraction report %s: %w", cur.ID, err)
 		}
+		if err := s.beforeReturnUntil(ctx, tx, cur); err != nil {
+			return Report{}, false, err
+		}
 		next.Status, next.RefundID, next.HeldCents = StatusReturning, &refund.ID, 0
 		return save(ctx, tx, cur, next)
 	})
+	if errors.Is(err, errReturnWindowEnded) {
+		// Rolled back: the report as it is, nothing changed, as when the
+		// window was seen ended at the start.
+		cur, err := s.Get(ctx, at.ID)
+		return cur, false, err
+	}
 	if refusal := ReturnRefusal(err); refusal != "" {
 		// Rolled back (nothing held nor released by it): recorded on its own.
 		return s.refuseReturn(ctx, at, refusal)
@@ -340,6 +352,31 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 	}
 	return out, changed, err
 }
+
+// beforeReturnUntil checks again, after the last lock Return takes (the
+// PIX's credit, the account, the hold: db.LockHold, db.Hold,
+// db.RecordRefund), that a report returned in parts (awaiting_credit) is
+// still within its ReturnUntil, by the database's clock read now: one that
+// ended while the transaction waited for those locks is
+// errReturnWindowEnded, rolled back, the same "nothing changes" as one
+// seen ended before them.
+func (s *Store) beforeReturnUntil(ctx context.Context, tx pgx.Tx, cur Report) error {
+	if cur.Status != StatusAwaitingCredit {
+		return nil
+	}
+	now, err := s.now(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if cur.ReturnUntil == nil || !now.Before(*cur.ReturnUntil) {
+		return fmt.Errorf("%w: report %s, at %s", errReturnWindowEnded, cur.ID, now.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// errReturnWindowEnded: a report's ReturnUntil ended during its Return's
+// lock waits (beforeReturnUntil); Return answers it as nothing changed.
+var errReturnWindowEnded = errors.New("the report's return window ended")
 
 // ReturnRefusal is the refusal of a devolução that no later try changes
 // ("": none, or not final): the PIX's 90-day devolução window closed, or its
@@ -417,8 +454,11 @@ func (s *Store) Settle(ctx context.Context, at Report) (Report, bool, error) {
 		next.Status, next.RefundID = StatusAwaitingCredit, nil
 		if next.HoldID != nil {
 			// The next hold, taken with the capture, has filled since (a
-			// reversed devolução fills it too: its money came back).
-			hold, err := s.store.GetHold(ctx, *next.HoldID)
+			// reversed devolução fills it too: its money came back). Read
+			// through the transaction, never the pool: a second connection
+			// asked for under the report's lock waits on the pool, which
+			// as many Settles at once as it has connections exhaust.
+			hold, err := db.ReadHold(ctx, tx, *next.HoldID)
 			if err != nil {
 				return Report{}, false, fmt.Errorf("hold of infraction report %s: %w", cur.ID, err)
 			}
