@@ -210,19 +210,51 @@ check_deploy_files() {
 # tools/promtool (the compose image's Prometheus), over the rules: `check
 # rules` (syntax, PromQL, templates, duplicates) and `test rules`, the unit
 # tests of deploy/prometheus/tests (a firing and a quiet case per alert,
-# the SLIs' recording rules; tools/deploycheck checks none is missing). Its
-# first build is one of the longest of the tools' (Prometheus's service
-# discovery pulls in the Kubernetes and cloud clients, which the rules never
-# use), so it is compiled without optimisations (-N -l) nor debug
-# information: promtool runs here for seconds. Debian's promtool is
-# no substitute: bookworm's is Prometheus 2.42, not the compose image's 3.5,
-# and a test here fails under it (2.42 computes 21.33% where the test, and
-# 3.5, expect 20%: Prometheus 3 changed which samples a range selector takes).
+# the SLIs' recording rules; tools/deploycheck checks none is missing). It
+# is built by build_promtool. Debian's promtool is no substitute:
+# bookworm's is Prometheus 2.42, not the compose image's 3.5, and a test
+# here fails under it (2.42 computes 21.33% where the test, and 3.5, expect
+# 20%: Prometheus 3 changed which samples a range selector takes).
 check_prometheus_rules() {
-	build_pinned promtool tools/promtool/go.mod github.com/prometheus/prometheus/cmd/promtool \
-		"-gcflags=all=-N -l -dwarf=false" -gcflags=std= "-ldflags=-s -w"
+	build_promtool
 	(cd "$ROOT/deploy/prometheus" && "$BIN/promtool" check rules rules/*.yml &&
 		"$BIN/promtool" test rules tests/*.yml)
+}
+
+# build_promtool builds .bin/promtool from the pinned Prometheus source
+# without its service-discovery plugins. Prometheus links every plugin
+# (plugins/plugins.go: the Kubernetes client, the cloud SDKs) and promtool
+# names the Kubernetes one for `check config`; rules never use them, and
+# they were most of promtool's cold build (docs/architecture.md#tests).
+# Prometheus has no build tag for them and go build's -overlay may not
+# replace files of the module cache, so the pinned module is copied to
+# $BIN/promtool-src, its plugins/plugins.go emptied (plugins/minimum.go,
+# the file and HTTP discovery, stays) and the Kubernetes case taken out of
+# promtool's main.go, and built through a copy of tools/promtool/go.mod
+# that replaces the module with the copy. The edits are checked: a new
+# Prometheus whose files no longer match fails here, not silently. Compiled
+# without optimisations (-N -l) nor debug information: promtool runs here
+# for seconds.
+build_promtool() {
+	local modfile="$ROOT/tools/promtool/go.mod" src="$BIN/promtool-src" mod
+	[ -x "$BIN/promtool" ] && [ "$BIN/promtool" -nt "$modfile" ] && [ "$BIN/promtool" -nt "${BASH_SOURCE[0]}" ] && return 0
+	log "building promtool (pinned in tools/promtool/go.mod, without the service-discovery plugins)"
+	mod=$(cd "$ROOT/tools/promtool" && go mod download -json github.com/prometheus/prometheus | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -d "$mod" ] || die "promtool: the pinned Prometheus module was not downloaded"
+	rm -rf "$src"
+	mkdir -p "$src"
+	cp -R "$mod/." "$src/prometheus"
+	chmod -R u+w "$src/prometheus"
+	printf '// Emptied by scripts/lib.sh build_promtool: no service-discovery plugin.\npackage plugins\n' >"$src/prometheus/plugins/plugins.go"
+	local main="$src/prometheus/cmd/promtool/main.go"
+	sed -i -e '/"github.com\/prometheus\/prometheus\/discovery\/kubernetes"/d' \
+		-e '/^\t\t\tcase \*kubernetes\.SDConfig:$/,/^\t\t\t\t}$/d' "$main"
+	! grep -q kubernetes "$main" || die "promtool: $main still names Kubernetes after the edit (a new Prometheus?)"
+	cp "$modfile" "$src/go.mod"
+	cp "$ROOT/tools/promtool/go.sum" "$src/go.sum"
+	printf '\nreplace github.com/prometheus/prometheus => ./prometheus\n' >>"$src/go.mod"
+	(cd "$src" && go build -modfile=go.mod "-gcflags=all=-N -l -dwarf=false" -gcflags=std= "-ldflags=-s -w" \
+		-o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool)
 }
 
 # temporal_up ADDRESS: does a Temporal server answer there?
