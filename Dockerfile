@@ -27,7 +27,8 @@ ARG SOURCE=https://github.com/pixbank/pix
 
 FROM golang:1.26.8-bookworm AS build
 WORKDIR /src
-ENV CGO_ENABLED=0 GOFLAGS=-trimpath
+# -tags: scripts/lib.sh's GO_TAGS (gin without MessagePack).
+ENV CGO_ENABLED=0 GOFLAGS="-trimpath -tags=nomsgpack"
 COPY go.mod go.sum ./
 RUN go mod download
 COPY activities ./activities

@@ -5,6 +5,17 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/.bin"
 DATA="$ROOT/.data"
 
+# GO_TAGS are the build tags of every build, test and check of the service
+# (the Makefile and the Dockerfile set the same): nomsgpack builds gin
+# without its MessagePack codec (github.com/ugorji/go/codec), which no
+# handler reaches (they decode JSON themselves, never by the request's
+# Content-Type) and which was one of the longest packages to compile (about
+# 40 CPU-seconds under -race, 30 without, on a new machine:
+# docs/architecture.md#tests). A command that names its own -tags names
+# these too ("e2e,$GO_TAGS"): its -tags replaces GOFLAGS'.
+GO_TAGS=nomsgpack
+export GOFLAGS="-tags=$GO_TAGS${GOFLAGS:+ $GOFLAGS}"
+
 # CHILDREN are the background processes a script started; on_exit_stop_children
 # makes the script stop them (and wait for them) however it ends.
 CHILDREN=()

@@ -29,4 +29,4 @@ export PIX_MODEL_SEED="${PIX_MODEL_SEED:-$(date +%s%N)}"
 export PIX_MODEL_BUDGET="${PIX_MODEL_BUDGET:-9m}"
 log "model-based histories: PIX_MODEL_SEED=$PIX_MODEL_SEED PIX_MODEL_OPS=$PIX_MODEL_OPS PIX_MODEL_BUDGET=$PIX_MODEL_BUDGET"
 cd tooling
-go test -count=1 -timeout "${PIX_MODEL_TIMEOUT:-15m}" -run '^TestModelRandomHistories$' -v -tags e2e "$@" ./e2e
+go test -count=1 -timeout "${PIX_MODEL_TIMEOUT:-15m}" -run '^TestModelRandomHistories$' -v -tags "e2e,$GO_TAGS" "$@" ./e2e

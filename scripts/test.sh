@@ -38,7 +38,7 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' 
 # on a new machine).
 for mod in . tooling; do
 	log "go vet ($mod)"
-	(cd "$mod" && GOFLAGS=-race go vet -tags e2e ./...)
+	(cd "$mod" && GOFLAGS="$GOFLAGS -race" go vet -tags "e2e,$GO_TAGS" ./...)
 done
 # The binary as built from this checkout (make build, make run): help with
 # no configuration at all, and the version naming the checkout's revision.
@@ -88,9 +88,9 @@ static_checks() {
 	yield
 	for mod in . tooling; do
 		log "staticcheck ($mod)"
-		(cd "$mod" && GOFLAGS=-race "$BIN/staticcheck" -tags e2e ./...)
+		(cd "$mod" && GOFLAGS="$GOFLAGS -race" "$BIN/staticcheck" -tags "e2e,$GO_TAGS" ./...)
 		log "workflowcheck ($mod)"
-		(cd "$mod" && GOFLAGS=-race "$BIN/workflowcheck" ./...)
+		(cd "$mod" && GOFLAGS="$GOFLAGS -race" "$BIN/workflowcheck" ./...)
 	done
 }
 beside static static_checks
@@ -104,10 +104,10 @@ beside deploy eval 'yield; check_deploy_files'
 half=$((($(nproc) + 1) / 2))
 log "go test, the service's module and the tooling's side by side (-p $half each, nice 10)"
 service_log=$(mktemp)
-nice -n 10 go test -p "$half" -count=1 -race -vet=off -timeout 25m -tags e2e "$@" ./... >"$service_log" 2>&1 &
+nice -n 10 go test -p "$half" -count=1 -race -vet=off -timeout 25m -tags "e2e,$GO_TAGS" "$@" ./... >"$service_log" 2>&1 &
 service=$!
 tooling_status=0
-(cd tooling && nice -n 10 go test -p "$half" -count=1 -race -vet=off -timeout 25m -tags e2e "$@" ./...) || tooling_status=$?
+(cd tooling && nice -n 10 go test -p "$half" -count=1 -race -vet=off -timeout 25m -tags "e2e,$GO_TAGS" "$@" ./...) || tooling_status=$?
 service_status=0
 wait "$service" || service_status=$?
 log "go test, the service's module"
