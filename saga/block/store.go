@@ -308,18 +308,20 @@ func (s *Store) Expire(ctx context.Context, id uuid.UUID) (Block, bool, error) {
 		if err != nil {
 			return Block{}, false, err
 		}
-		if early := cur.ExpiresAt.Sub(now); early > expireEarlyTolerance {
+		if now.Before(cur.ExpiresAt) {
+			// Never before expires_at by the database's clock, not by a
+			// second: the held money is released on a deadline passed.
+			// Asked early (Temporal's timer firing before the database's
+			// clock reaches expires_at, a run started by hand), it
+			// releases nothing and is an error, retried (the activity's
+			// policy: 1 s doubling to 1 min, without end), so the block
+			// is released within a minute of expires_at.
 			return Block{}, false, fmt.Errorf("block %s expires at %s, %s from now: not yet", id,
-				cur.ExpiresAt.Format(time.RFC3339), early.Round(time.Second))
+				cur.ExpiresAt.Format(time.RFC3339Nano), cur.ExpiresAt.Sub(now))
 		}
 		return release(ctx, tx, cur, CauseExpired, nil)
 	})
 }
-
-// expireEarlyTolerance is how far before its expires_at Expire still
-// releases a block: Temporal's timer, which asks it, may fire a little
-// before the database's clock, which decides, reaches it.
-const expireEarlyTolerance = time.Minute
 
 // Return hands an active block's amount to the devolução saga: in one
 // transaction under the block's lock, the devolução of the PIX recorded

@@ -610,3 +610,29 @@ func TestAReleaseThatFillsAHoldTellsTheHooksAfterItsCommit(t *testing.T) {
 	require.Len(t, told, 1)
 	f.requireBooks()
 }
+
+// Issue 37 (the pattern of attack review r9 MED-1): Expire released a
+// block up to a minute before its expires_at by the database's clock
+// (Temporal's timer firing a little early): the held money released on a
+// deadline not passed. It never releases before expires_at, not by a
+// second: "not yet", nothing changed, retried. Seen failing on the old
+// Expire (released 20 seconds before its 72 hours).
+func TestAnExpiryNeverReleasesBeforeItsTime(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, b := f.blocked(4_000)
+	f.expiresIn(b, 20*time.Second)
+	_, changed, err := f.store.Expire(ctx, b.ID)
+	require.ErrorContains(t, err, "not yet")
+	require.False(t, changed)
+	got, err := f.store.Get(ctx, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, block.StatusActive, got.Status)
+	f.requireMoney(c.AccountID, 10_000, 4_000)
+
+	f.expiresIn(b, -time.Millisecond)
+	out := f.changed(f.store.Expire(ctx, b.ID))
+	require.Equal(t, block.StatusReleased, out.Status)
+	f.requireMoney(c.AccountID, 10_000, 0)
+	f.requireBooks()
+}

@@ -493,12 +493,15 @@ func TestReturnInParts(t *testing.T) {
 	require.NoError(t, err)
 	r = f.step(f.store.Settle(ctx, r))
 	r = f.step(f.store.RefundClosed(ctx, r, *r.FirstRtrID))
-	// Nothing arrived: nothing changes, nothing ends before the 90 days.
-	for _, step := range []func(context.Context, med.Report) (med.Report, bool, error){f.store.Return, f.store.Finish} {
-		_, changed, err := step(ctx, r)
-		require.NoError(t, err)
-		require.False(t, changed)
-	}
+	// Nothing arrived: nothing changes, nothing ends before the 90 days
+	// (a finish asked before them is a "not yet").
+	_, changed, err := f.store.Return(ctx, r)
+	require.NoError(t, err)
+	require.False(t, changed)
+	_, changed, err = f.store.Finish(ctx, r)
+	require.ErrorContains(t, err, "not yet")
+	require.False(t, changed)
+	require.Equal(t, r.Gen, f.get(r).Gen)
 	f.creditMore(c.AccountID, 4_000)
 	f.requireMoney(c.AccountID, 4_000, 4_000)
 	require.ErrorIs(t, f.spend(c.AccountID, 1), pix.ErrInsufficientFunds, "held in the credit's transaction")
@@ -597,10 +600,10 @@ func TestTheDatabasesClockDecidesTheMEDsDeadlines(t *testing.T) {
 	_, err := s.Pool().Exec(ctx, `UPDATE pix_med_reports SET return_until = now() + interval '10 minutes' WHERE id = $1`, r.ID)
 	require.NoError(t, err)
 
-	out, changed, err := f.store.Finish(ctx, r)
-	require.NoError(t, err)
-	require.False(t, changed, "finished at %s, before its 90 days", out.Status)
-	require.Equal(t, med.StatusAwaitingCredit, out.Status)
+	_, changed, err := f.store.Finish(ctx, r)
+	require.ErrorContains(t, err, "not yet")
+	require.False(t, changed, "finished before its 90 days")
+	require.Equal(t, med.StatusAwaitingCredit, f.get(r).Status)
 
 	// The worker's own clock would have finished it: the clocks differ.
 	done := f.step(f.store.WithClock(time.Now).Finish(ctx, r))
@@ -1059,4 +1062,40 @@ func TestAReversalAfterALegacyHoldsCaptureHoldsTheMoneyAgain(t *testing.T) {
 			f.requireBooks()
 		})
 	}
+}
+
+// Issue 37 (the pattern of attack review r9 MED-1): Finish ended a report
+// returned in part up to a minute before its return_until by the
+// database's clock (Temporal's timer firing a little early), releasing
+// what it held on a deadline not passed. It never ends before
+// return_until, not by a second: "not yet", nothing changed, retried.
+// Seen failing on the old Finish (ended 20 seconds before its 90 days).
+func TestTheMEDNeverEndsBeforeItsReturnUntil(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	r := f.returnedInPart()
+	_, err := f.s.Pool().Exec(ctx, `UPDATE pix_med_reports SET return_until = now() + interval '20 seconds' WHERE id = $1`, r.ID)
+	require.NoError(t, err)
+	before := f.get(r)
+	_, changed, err := f.store.Finish(ctx, r)
+	require.ErrorContains(t, err, "not yet")
+	require.False(t, changed)
+	after := f.get(r)
+	require.Equal(t, med.StatusAwaitingCredit, after.Status)
+	require.Equal(t, before.Gen, after.Gen)
+	require.Equal(t, before.HeldCents, after.HeldCents)
+
+	_, err = f.s.Pool().Exec(ctx, `UPDATE pix_med_reports SET return_until = now() - interval '1 millisecond' WHERE id = $1`, r.ID)
+	require.NoError(t, err)
+	done := f.step(f.store.Finish(ctx, r))
+	require.Equal(t, med.EndReturnedInPart, *done.EndCause)
+	f.requireBooks()
+}
+
+// get reads the report r again.
+func (f *fixture) get(r med.Report) med.Report {
+	f.t.Helper()
+	out, err := f.store.Get(context.Background(), r.ID)
+	require.NoError(f.t, err)
+	return out
 }

@@ -243,9 +243,12 @@ func (s *Store) ExpireRequest(ctx context.Context, at Report, listedFrom time.Ti
 // little from the DICT's.
 const ListLag = 15 * time.Second
 
-// earlyTolerance is how far before a deadline a transition still takes it:
-// Temporal's timer, which asks it, may fire a little before the database's
-// clock, which decides (Store.now), reaches it.
+// earlyTolerance is how far before a deadline, by the run's clock
+// (Temporal's), the run asks for its transition (Next). It decides
+// nothing: the transition checks the deadline by the database's clock
+// (Store.now) under the row's lock, and asked before it changes nothing
+// and is a "not yet" the activity retries. Kept in Next so that the runs
+// recorded with it replay.
 const earlyTolerance = time.Minute
 
 // Return hands what the report holds to the devolução saga: in one
@@ -514,8 +517,13 @@ func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
 				if err != nil {
 					return Report{}, false, err
 				}
-				if now.Before(cur.ReturnUntil.Add(-earlyTolerance)) {
-					return cur, false, nil
+				if now.Before(*cur.ReturnUntil) {
+					// Never before return_until by the database's clock,
+					// not by a second (the held money released on a
+					// deadline not passed): changes nothing and is an
+					// error, retried by the activity (without end).
+					return Report{}, false, fmt.Errorf("report %s returns until %s, %s from now: not yet",
+						cur.ID, cur.ReturnUntil.Format(time.RFC3339Nano), cur.ReturnUntil.Sub(now))
 				}
 			}
 			cause = EndReturnedInPart
