@@ -27,6 +27,7 @@ import (
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/internal/auth"
 	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/pix"
 )
 
 // securityFixture is a stack whose issuer holds two keys (the e2e issuer's
@@ -73,6 +74,12 @@ func newSecurityFixture(t *testing.T) *securityFixture {
 	require.Equal(t, http.StatusAccepted, s.post(webhook{f.victimCredit, "acc-victim", 1_000}).Status)
 	s.waitStatus(f.ownCredit, "done", 30*time.Second)
 	s.waitStatus(f.victimCredit, "done", 30*time.Second)
+	// The transfers' sagas settle after their 201 and write their events
+	// then: settled before the matrix, so that no case's "changes nothing"
+	// sees a saga's late write (an outbox event counted during the first
+	// case, seen under load).
+	s.waitTransfer(f.ownTransfer, pix.TransferSettled, 30*time.Second)
+	s.waitTransfer(f.victimTransfer, pix.TransferSettled, 30*time.Second)
 	return f
 }
 
