@@ -52,7 +52,7 @@ func TestScheduledPixAgainstTheService(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, err := c.read(ctx, "/pix/scheduled/"+now.ID, "show", &ran)
 		return err == nil && ran.Status != "scheduled"
-	}, 30*time.Second, 100*time.Millisecond, "the scheduled PIX for today runs")
+	}, 2*time.Minute, 100*time.Millisecond, "the scheduled PIX for today runs") // a bound on a hang: 9.9 s alone, over 30 s once at a full cold run's load
 	require.Equal(t, "executed", ran.Status)
 	require.NotNil(t, ran.TransferID)
 	var transfer struct {
