@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db/dbtest"
@@ -65,6 +66,74 @@ func TestAReturnWhoseDaysEndWhileItWaitsForTheCreditChangesNothing(t *testing.T)
 	require.NoError(t, err)
 	require.EqualValues(t, 2_000, r.HeldCents)
 
+	got, changed, err := f.returnWhileLocked(r)
+	require.NoError(t, err)
+	require.False(t, changed, "returned at %s, after its 90 days", got.Status)
+	require.Equal(t, med.StatusAwaitingCredit, got.Status)
+	require.Nil(t, got.RefundID)
+	f.requireMoney(account, 2_000, 2_000)
+	f.requireBooks()
+}
+
+// Attack review r10 LOW-1: a return in parts whose 90 days end while it
+// waits for the PIX's credit was refused by the PIX's devolução window
+// (db.RecordRefund's pix.ErrRefundWindowClosed), which with real times
+// closes first (received_at + 90 days, received_at <= credited_at, and
+// return_until = credited_at + 90 days): return_refused recorded, the
+// request to be closed REJECTED CANNOT_REFUND, PixMEDReturnRefused fired,
+// where the deadline's own path changes nothing (the report ends at its
+// return_until, NO_BALANCE when nothing was returned). The deadline is
+// checked first. Seen failing on the old Return (return_refused
+// refund_window_closed). The times are real ones: the PIX received half a
+// second before its credit, both 2 s short of 90 days when the Return
+// starts, and the database's clock passes both during its wait.
+func TestAReturnWhoseDaysAndWindowEndWhileItWaitsIsNoRefusal(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.agreedAfterSpending(10_000)
+	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+	r = f.step(f.store.Return(ctx, r))
+	require.Equal(t, med.StatusAwaitingCredit, r.Status)
+	require.Zero(t, r.Returns, "nothing to return yet")
+	f.creditMore(c.AccountID, 2_000) // fills the hold: a return would capture it
+
+	var credited time.Time
+	require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT clock_timestamp() - $1::interval + interval '2 seconds'`,
+		med.ReturnWindow).Scan(&credited))
+	_, err := f.s.Pool().Exec(ctx, `UPDATE pix_credits SET received_at = $2::timestamptz - interval '500 milliseconds', credited_at = $2
+		WHERE end_to_end_id = $1`, c.EndToEndID, credited)
+	require.NoError(t, err)
+	_, err = f.s.Pool().Exec(ctx, `UPDATE pix_med_reports SET credited_at = $2, return_until = $3 WHERE id = $1`,
+		r.ID, credited, credited.Add(med.ReturnWindow))
+	require.NoError(t, err)
+	r, err = f.store.Get(ctx, r.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 2_000, r.HeldCents)
+	refused := testutil.ToFloat64(med.ReturnsRefused.WithLabelValues("refund_window_closed"))
+
+	got, changed, err := f.returnWhileLocked(r)
+	require.NoError(t, err)
+	if got.ReturnRefused != nil {
+		t.Fatalf("refused at its deadline: return_refused %s, its request to be closed %s %s", *got.ReturnRefused,
+			med.Closing(got).Result, med.Closing(got).RejectionReason)
+	}
+	require.False(t, changed)
+	require.Equal(t, med.StatusAwaitingCredit, got.Status)
+	require.Nil(t, got.RefundID)
+	require.Equal(t, refused, testutil.ToFloat64(med.ReturnsRefused.WithLabelValues("refund_window_closed")), "PixMEDReturnRefused's counter")
+	require.Equal(t, med.StepCloseRefund, med.Next(got, time.Now()))
+	require.Equal(t, dict.RejectionNoBalance, med.Closing(got).RejectionReason, "the deadline's close, not CANNOT_REFUND")
+	f.requireMoney(c.AccountID, 2_000, 2_000)
+	f.requireBooks()
+}
+
+// returnWhileLocked runs the report's Return while another transaction
+// holds the PIX's credit (as another devolução or hold of the PIX does),
+// waits until the Return waits for it (past its check of return_until
+// before the locks), then until the report's return_until has passed by
+// the database's clock, and lets it go on: what the Return answered.
+func (f *fixture) returnWhileLocked(r med.Report) (med.Report, bool, error) {
+	t, ctx := f.t, context.Background()
 	holder, err := f.s.Pool().Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = holder.Rollback(ctx) }()
@@ -88,10 +157,5 @@ func TestAReturnWhoseDaysEndWhileItWaitsForTheCreditChangesNothing(t *testing.T)
 	}, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, holder.Commit(ctx))
 	got := <-done
-	require.NoError(t, got.err)
-	require.False(t, got.changed, "returned at %s, after its 90 days", got.r.Status)
-	require.Equal(t, med.StatusAwaitingCredit, got.r.Status)
-	require.Nil(t, got.r.RefundID)
-	f.requireMoney(account, 2_000, 2_000)
-	f.requireBooks()
+	return got.r, got.changed, got.err
 }

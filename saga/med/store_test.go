@@ -552,19 +552,27 @@ func (f *fixture) returnedByPSP(req dict.Refund, rtr string) med.Report {
 // returned (the account spent 7,000 of its PIX first) and was closed:
 // awaiting credit until its 90 days.
 func (f *fixture) returnedInPart() med.Report {
+	ctx := context.Background()
+	_, r := f.agreedAfterSpending(7_000)
+	r = f.returnedAndSettled(request(r, 10_000, dict.RefundOpen), "D12345678202612061200aaaaaaaaaaa")
+	r = f.step(f.store.RefundClosed(ctx, r, *r.FirstRtrID))
+	return r
+}
+
+// agreedAfterSpending is a report of a PIX of 10,000 (to an account that
+// had nothing else) of which the account spent spent before the report
+// came: held (what was left), acknowledged, analysed AGREED and closed.
+func (f *fixture) agreedAfterSpending(spent int64) (dbtest.Credited, med.Report) {
 	t, ctx := f.t, context.Background()
 	c := f.credit(10_000, 0)
-	require.NoError(t, f.spend(c.AccountID, 7_000))
+	require.NoError(t, f.spend(c.AccountID, spent))
 	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour)))
 	r = f.step(f.store.Hold(ctx, r))
 	r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
 	f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "", "operator-1"))
 	r, err := f.store.Get(ctx, r.ID)
 	require.NoError(t, err)
-	r = f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
-	r = f.returnedAndSettled(request(r, 10_000, dict.RefundOpen), "D12345678202612061200aaaaaaaaaaa")
-	r = f.step(f.store.RefundClosed(ctx, r, *r.FirstRtrID))
-	return r
+	return c, f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
 }
 
 // At the 90 days, what is held is released and the report ends returned

@@ -331,6 +331,18 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 		// CaptureAll: what the hold holds under the capture's locks.
 		refund, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: *next.HoldID, CaptureAll: true, KeepHold: true,
 			RefundRequest: pix.RefundRequest{EndToEndID: cur.EndToEndID, AmountCents: next.HeldCents, Reason: returnReason}}, nil, "med:"+cur.ID.String())
+		if errors.Is(err, pix.ErrRefundWindowClosed) {
+			// The PIX's window (received_at + 90 days) closes no later
+			// than the report's (return_until: credited_at + 90 days): 90
+			// days that ended while this waited for the locks are met as
+			// that refusal first. The deadline answers first, as nothing
+			// changed (its end at return_until closes the request), not a
+			// refusal recorded (attack review r10 LOW-1). A refusal that
+			// is no SQL error: the transaction reads on.
+			if err := s.beforeReturnUntil(ctx, tx, cur); err != nil {
+				return Report{}, false, err
+			}
+		}
 		if err != nil {
 			return Report{}, false, fmt.Errorf("return infraction report %s: %w", cur.ID, err)
 		}
@@ -362,7 +374,8 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 // still within its ReturnUntil, by the database's clock read now: one that
 // ended while the transaction waited for those locks is
 // errReturnWindowEnded, rolled back, the same "nothing changes" as one
-// seen ended before them.
+// seen ended before them. Checked too before the PIX's devolução window's
+// refusal is recorded, which such a wait meets first (Return).
 func (s *Store) beforeReturnUntil(ctx context.Context, tx pgx.Tx, cur Report) error {
 	if cur.Status != StatusAwaitingCredit {
 		return nil
