@@ -2,6 +2,7 @@ package block_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -74,6 +75,28 @@ func TestTheRefundWindowIsDecidedAfterTheCreditsLockWait(t *testing.T) {
 		c.EndToEndID, pix.RefundWindow)
 	require.ErrorIs(t, err, pix.ErrRefundWindowClosed)
 	f.requireUnchanged(c, b) // a refused devolução changes nothing
+}
+
+// Attack review r10 LOW-2: a return whose block's 72 hours and PIX's
+// 90-day devolução window both end while it waits for the credit was
+// answered the devolução's refusal (pix.ErrRefundWindowClosed, 422),
+// checked in db.RecordRefund before the block's 72 hours were checked
+// again: a block past its 72 hours is the expiry's, released (409
+// block_released), as every other late return is answered. Seen failing on
+// the old Return (refund window closed).
+func TestAReturnWhoseHoursAndWindowEndWhileItWaitsIsReleased(t *testing.T) {
+	f := newFixture(t)
+	c, b := f.blocked(4_000)
+	_, err := f.s.Pool().Exec(context.Background(), `UPDATE pix_credits SET received_at = now() - $2::interval + interval '1400 milliseconds',
+		credited_at = now() - $2::interval + interval '1500 milliseconds' WHERE end_to_end_id = $1`, c.EndToEndID, pix.RefundWindow)
+	require.NoError(t, err)
+	f.expiresIn(b, 1500*time.Millisecond)
+	err = f.returnWhileLocked(b, lockCredit, c.EndToEndID, `SELECT COALESCE(received_at, credited_at) + $2::interval < clock_timestamp()
+		AND (SELECT expires_at FROM pix_blocks WHERE id = $3) < clock_timestamp() FROM pix_credits WHERE end_to_end_id = $1`,
+		c.EndToEndID, pix.RefundWindow, b.ID)
+	require.ErrorIs(t, err, block.ErrReleased)
+	require.Equal(t, http.StatusConflict, pix.KindOf(err).Status)
+	f.requireUnchanged(c, b) // its run releases it, expired
 }
 
 // requireUnchanged requires the block b of 4,000 of the PIX c still

@@ -330,9 +330,11 @@ func (s *Store) Expire(ctx context.Context, id uuid.UUID) (Block, bool, error) {
 // One returning or returned already is returned as it is (a return asked
 // again: one devolução, never two); one released is ErrReleased (a release
 // or the expiry took the lock first), as is one past its expires_at (its
-// expiry late). Refusals of the devolução
-// (pix.ErrRefundWindowClosed, pix.ErrAccountClosed) change nothing: the
-// block stays active. It returns whether this call recorded the return.
+// expiry late), by the database's clock before the locks and after the
+// last, before a refusal of the devolução is answered. Refusals of the
+// devolução (pix.ErrRefundWindowClosed, pix.ErrAccountClosed) change
+// nothing: the block stays active. It returns whether this call recorded
+// the return.
 func (s *Store) Return(ctx context.Context, id uuid.UUID, by string) (Block, bool, error) {
 	out, changed, err := s.end(ctx, id, func(tx pgx.Tx, cur Block) (Block, bool, error) {
 		switch cur.Status {
@@ -346,6 +348,17 @@ func (s *Store) Return(ctx context.Context, id uuid.UUID, by string) (Block, boo
 		}
 		refund, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: cur.HoldID,
 			RefundRequest: pix.RefundRequest{EndToEndID: cur.EndToEndID, AmountCents: cur.AmountCents, Reason: returnReason}}, nil, by)
+		if k := pix.KindOf(err); k != nil && k.Refusal {
+			// A refusal of the devolução decided after the same lock waits
+			// (the PIX's 90-day window ends during them too) answers only
+			// for a block still within its 72 hours: one past them is the
+			// expiry's, ErrReleased (409), as any late return (attack
+			// review r10 LOW-2). A refusal is no SQL error: the
+			// transaction reads on.
+			if err := s.beforeExpiry(ctx, tx, cur); err != nil {
+				return Block{}, false, err
+			}
+		}
 		if err != nil {
 			return Block{}, false, fmt.Errorf("return block %s: %w", id, err)
 		}
