@@ -161,10 +161,85 @@ build_pinned() {
 # still comes from the build cache.
 NO_DEBUG_INFO=(-gcflags=all=-dwarf=false -gcflags=std= "-ldflags=-s -w")
 
-# build_temporal_cli: the pinned Temporal CLI (the tests' and make run's dev
-# server), the longest of the tools' cold builds. Optimised: the tests run it.
+# build_temporal_cli: .bin/temporal, the pinned Temporal CLI (the tests' and
+# make run's dev server), the longest of the tools' cold builds, built
+# without the server's back ends that a dev server never runs. The server
+# links its Google Cloud Storage and S3 archivers (the archival provider
+# names them; the dev server archives nothing), whose SDKs pulled in gRPC's
+# xDS stack and aws-sdk-go, and AWS request signing for Elasticsearch
+# visibility (the dev server's is SQLite): about a fifth of the cold build
+# (docs/architecture.md#tests). As for promtool (build_promtool), the pinned
+# go.temporal.io/server is copied to $BIN/temporal-src/server, the provider's
+# two cases taken out, both archivers' packages deleted (whatever else
+# imported them would fail to compile) and the signing client replaced by
+# one that refuses to be enabled; built through a copy of
+# tools/temporal/go.mod that replaces the module with the copy. Each edit is
+# checked, and so is the result (no such package left in the CLI's
+# dependencies): a new server whose files differ fails here, not silently.
+# Optimised: the tests run it. Rebuilt when the go.mod or this file changes.
 build_temporal_cli() {
-	build_pinned temporal tools/temporal/go.mod github.com/temporalio/cli/cmd/temporal "${NO_DEBUG_INFO[@]}"
+	local modfile="$ROOT/tools/temporal/go.mod" src="$BIN/temporal-src" mod
+	[ -x "$BIN/temporal" ] && [ "$BIN/temporal" -nt "$modfile" ] && [ "$BIN/temporal" -nt "${BASH_SOURCE[0]}" ] && return 0
+	log "building temporal (pinned in tools/temporal/go.mod, without the cloud archivers)"
+	mod=$(cd "$ROOT/tools/temporal" && go mod download -json go.temporal.io/server | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -d "$mod" ] || die "temporal: the pinned Temporal server module was not downloaded"
+	rm -rf "$src"
+	mkdir -p "$src"
+	cp -R "$mod/." "$src/server"
+	chmod -R u+w "$src/server"
+	strip_temporal_archivers "$src/server"
+	strip_temporal_es_signing "$src/server"
+	cp "$modfile" "$src/go.mod"
+	cp "$ROOT/tools/temporal/go.sum" "$src/go.sum"
+	printf '\nreplace go.temporal.io/server => ./server\n' >>"$src/go.mod"
+	local cli=github.com/temporalio/cli/cmd/temporal left
+	left=$(cd "$src" && go list -modfile=go.mod -deps "$cli" |
+		grep -E '^(github\.com/aws/aws-sdk-go|cloud\.google\.com/go/storage|google\.golang\.org/grpc/xds)(/|$)') &&
+		die "temporal: the CLI still links $(echo "$left" | head -n 1) after the edits (a new server?)"
+	(cd "$src" && go build -modfile=go.mod "${NO_DEBUG_INFO[@]}" -o "$BIN/temporal" "$cli")
+}
+
+# strip_temporal_archivers DIR: the Temporal server copy in DIR without its
+# Google Cloud Storage (gcloud) and S3 (s3store) archivers: the archival
+# provider's cases for them taken out and their packages deleted. An
+# archival URI of theirs is then an unknown scheme, as any other.
+strip_temporal_archivers() {
+	local provider="$1/common/archiver/provider/provider.go"
+	[ "$(grep -cE $'^\tcase (gcloud|s3store)\\.URIScheme:$' "$provider")" = 4 ] ||
+		die "temporal: $provider does not have the four archiver cases expected (a new server?)"
+	# Each case runs from its line to the call that makes its archiver. The
+	# history cases leave two blank lines after filestore's; one goes (gofmt).
+	sed -i -e '/^\t"go\.temporal\.io\/server\/common\/archiver\/\(gcloud\|s3store\)"$/d' \
+		-e '/^\tcase \(gcloud\|s3store\)\.URIScheme:$/,/^\t\t[a-zA-Z]*, err = \(gcloud\|s3store\)\.New[A-Za-z]*(.*)$/d' "$provider"
+	sed -i -e '/^\t\thistoryArchiver, err = filestore\.NewHistoryArchiver(.*)$/{n;/^$/d;}' "$provider"
+	! grep -qE 'gcloud|s3store' "$provider" || die "temporal: $provider still names gcloud or s3store after the edit (a new server?)"
+	rm -r "$1/common/archiver/gcloud" "$1/common/archiver/s3store"
+}
+
+# strip_temporal_es_signing DIR: the Temporal server copy in DIR without AWS
+# request signing for Elasticsearch (the last user of aws-sdk-go once the S3
+# archiver is gone): NewAwsHttpClient refuses a configuration that enables it.
+strip_temporal_es_signing() {
+	local aws="$1/common/persistence/visibility/store/elasticsearch/client/aws.go"
+	grep -qx 'func NewAwsHttpClient(config ESAWSRequestSigningConfig) (\*http.Client, error) {' "$aws" ||
+		die "temporal: $aws does not define NewAwsHttpClient as expected (a new server?)"
+	cat >"$aws" <<'EOF'
+// Replaced by pix's scripts/lib.sh (build_temporal_cli): a dev server
+// signs no Elasticsearch request, and aws-sdk-go is not linked.
+package client
+
+import (
+	"errors"
+	"net/http"
+)
+
+func NewAwsHttpClient(config ESAWSRequestSigningConfig) (*http.Client, error) {
+	if !config.Enabled {
+		return nil, nil
+	}
+	return nil, errors.New("AWS request signing for Elasticsearch is not built into this Temporal CLI")
+}
+EOF
 }
 
 # build_nats_server: the pinned NATS server (the outbox's broker).
