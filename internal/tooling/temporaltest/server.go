@@ -245,14 +245,38 @@ func StablePort() (int, error) {
 	return 0, fmt.Errorf("no free port from 20000 to 31999 on loopback: %w", err)
 }
 
-// FreePort returns a TCP port free on loopback right now.
+// FreePort returns a TCP port free on loopback right now, which the kernel
+// then keeps from its own choices for a minute (TIME_WAIT's): a dev server
+// binds its history, matching and worker services on ports it has the
+// kernel choose (the CLI's GetFreePort, reserved the same way), and a port
+// given back as soon as it was chosen could be one of them, in this
+// server or in another test's, and the second to bind it fails (a
+// restarted server's history service panicked so). A connection that
+// the listening side closes first leaves the port in TIME_WAIT: port 0
+// and outgoing connections skip it, and a listener with SO_REUSEADDR (Go
+// sets it) may still bind it.
 func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	port := ln.Addr().(*net.TCPAddr).Port
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return 0, fmt.Errorf("reserve port %d: %w", port, err)
+	}
+	defer c.Close()
+	accepted, err := ln.Accept()
+	if err != nil {
+		return 0, fmt.Errorf("reserve port %d: %w", port, err)
+	}
+	// Closed before the dialing side (deferred): this side's socket, on the
+	// port, is the one left in TIME_WAIT.
+	if err := accepted.Close(); err != nil {
+		return 0, fmt.Errorf("reserve port %d: %w", port, err)
+	}
+	return port, nil
 }
 
 // quiet drops the SDK's logs while dialing.
