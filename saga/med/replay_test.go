@@ -21,15 +21,17 @@ var recorded = sagatest.Workflow{Func: med.Workflow, Name: med.WorkflowName}
 // any release, and move to the current build (AutoUpgrade), so a change
 // that would break the runs open in production fails here.
 func TestReplayRecordedHistories(t *testing.T) {
-	sagatest.ReplayRecordedHistories(t, recorded, 4,
-		"disagreed, no request within its window, analysed by a signal and returned, returns in parts ended at their window")
+	sagatest.ReplayRecordedHistories(t, recorded, 5,
+		"disagreed, no request within its window, analysed by a signal and returned, returns in parts ended at their window "+
+			"(recorded before returnToDeadlineChange: Finish asked in its last minute), a part filled in the last minute returned")
 }
 
 // TestRecordHistories records the saga's histories on a Temporal dev
 // server, when PIX_RECORD_HISTORIES (sagatest.RecordEnv) names a folder,
 // with the windows cut to seconds (the stub's): a report DISAGREED, one
 // AGREED whose request does not come, one whose analysis and request come
-// by signal and are returned, one returned in parts whose window ends.
+// by signal and are returned, one returned in parts whose window ends, one
+// whose hold fills in its last minute.
 //
 //	PIX_RECORD_HISTORIES=$PWD/saga/med/testdata go test ./saga/med -run TestRecordHistories
 func TestRecordHistories(t *testing.T) {
@@ -77,4 +79,11 @@ func TestRecordHistories(t *testing.T) {
 	parts.ReturnedCents, parts.Returns, parts.FirstRtrID, parts.RefundClosedAt = 3_000, 1, ptr("D12345678202612061300abcdefghijk"), ptr(time.Now())
 	parts.ReturnUntil = ptr(time.Now().Add(3 * time.Second))
 	run("med_in_parts", parts, nil)
+
+	// In its last minute a credit fills the hold: returned, the return
+	// tried on until return_until (returnToDeadlineChange).
+	last := parts
+	last.ID, last.Gen = uuid.New(), 1
+	last.ReturnUntil = ptr(time.Now().Add(3 * time.Second))
+	run("med_in_parts_last_minute", last, func(r *med.Report) { r.HeldCents = 2_000 })
 }

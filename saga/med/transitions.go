@@ -248,7 +248,8 @@ const ListLag = 15 * time.Second
 // nothing: the transition checks the deadline by the database's clock
 // (Store.now) under the row's lock, and asked before it changes nothing
 // and is a "not yet" the activity retries. Kept in Next so that the runs
-// recorded with it replay.
+// recorded with it replay; the run no longer finishes a return in parts
+// early by it (nextStep, returnToDeadlineChange).
 const earlyTolerance = time.Minute
 
 // Return hands what the report holds to the devolução saga: in one

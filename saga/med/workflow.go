@@ -159,7 +159,7 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 			return r, workflow.NewContinueAsNewError(ctx, WorkflowName, w.next)
 		}
 		now := workflow.Now(ctx)
-		step := Next(r, now)
+		step := nextStep(ctx, r, now)
 		if step != StepSettle {
 			settleWait = SettleFirst
 		}
@@ -215,6 +215,29 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 			return r, err
 		}
 	}
+}
+
+// returnToDeadlineChange is the change id of the returns in parts tried
+// on until return_until by the run's clock (nextStep): Next asks Finish up
+// to earlyTolerance before it, and a part that filled in that minute was
+// released by the Finish at return_until, not returned. The runs recorded
+// before it ask Finish then.
+const returnToDeadlineChange = "pix-med-return-to-deadline"
+
+// nextStep is the run's step for r at now: Next's, but a return in parts
+// is tried on (StepReturn, then the wait for credits until return_until
+// plus a second) where Next asks Finish only by its early tolerance, the
+// 90 days not ended by the run's clock (returnToDeadlineChange). Finish
+// still decides by the database's clock: a run whose clock runs ahead of
+// it is answered "not yet" and retried, as before.
+func nextStep(ctx workflow.Context, r Report, now time.Time) Step {
+	step := Next(r, now)
+	if step == StepFinish && r.Status == StatusAwaitingCredit && r.ReturnUntil != nil && now.Before(*r.ReturnUntil) &&
+		Next(r, now.Add(-earlyTolerance)) == StepReturn &&
+		workflow.GetVersion(ctx, returnToDeadlineChange, workflow.DefaultVersion, 1) == 1 {
+		return StepReturn
+	}
+	return step
 }
 
 // waits are a run's waits on its report (r, as the run last read it;

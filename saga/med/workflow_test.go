@@ -374,6 +374,33 @@ func TestReturnsInPartsEndAt90Days(t *testing.T) {
 	}
 }
 
+// A part that fills in the last minute of the 90 days is returned, not
+// released: the run tries the return on until return_until by its clock
+// (Next's early tolerance asked Finish a minute early, and the Finish at
+// return_until released what filled meanwhile). Seen failing on the old
+// run (Finish asked at once, 30 s before return_until, 3,000 returned).
+func TestAPartThatFillsInTheLastMinuteIsReturned(t *testing.T) {
+	r := received()
+	r.Status, r.DICTStatus = med.StatusAwaitingCredit, string(dict.ReportClosed)
+	r.AnalysisResult = ptr(string(dict.Agreed))
+	r.RefundRequestID, r.RefundRequestCents, r.RefundRequestState = ptr(uuid.New()), ptr(int64(10_000)), ptr(string(dict.RefundOpen))
+	r.ReturnedCents, r.Returns, r.FirstRtrID, r.RefundClosedAt = 3_000, 1, ptr("D12345678202612061300abcdefghijk"), ptr(start)
+	r.ReturnUntil = ptr(start.Add(30 * time.Second))
+	env, s := newRun(t, r)
+	env.RegisterDelayedCallback(func() {
+		s.set(func(r *med.Report) { r.HeldCents = 2_000 }) // a credit fills the hold (FillsWake)
+	}, 10*time.Second)
+
+	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: r.ID.String()})
+
+	out := result(t, env)
+	finish := s.called("FinishReport")
+	require.Len(t, finish, 1)
+	require.False(t, finish[0].Before(*r.ReturnUntil), "Finish asked at %s, before return_until %s", finish[0], *r.ReturnUntil)
+	require.EqualValues(t, 5_000, out.ReturnedCents, "the part filled in the last minute returned")
+	require.Equal(t, med.EndReturnedInPart, *out.EndCause)
+}
+
 // Ninety days of waiting for credits are more turns than one history
 // takes: the run continues as new.
 func TestAReturnInPartsContinuesAsNew(t *testing.T) {
