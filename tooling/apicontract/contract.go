@@ -2,7 +2,6 @@ package apicontract
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -11,17 +10,10 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/pb33f/libopenapi"
-	validator "github.com/pb33f/libopenapi-validator"
-	"github.com/pb33f/libopenapi-validator/config"
-	vErrors "github.com/pb33f/libopenapi-validator/errors"
-	"github.com/pb33f/libopenapi-validator/router"
-	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
-
 	"github.com/pixbank/pix/api/openapi"
+	"github.com/pixbank/pix/tooling/oas"
 )
 
 // Exchange is one request to the service and the answer it got.
@@ -57,12 +49,10 @@ type Contract struct {
 
 // Document is one OpenAPI document of api/openapi.
 type Document struct {
-	Name      string
-	Source    []byte
-	Model     *v3.Document
-	doc       libopenapi.Document
-	validator validator.Validator
-	router    router.Router
+	Name   string
+	Source []byte
+	Model  *oas.Document
+	auth   oas.Authenticate
 }
 
 // Load parses and indexes every document of api/openapi. A document that
@@ -70,7 +60,7 @@ type Document struct {
 func Load(opts Options) (*Contract, error) {
 	c := &Contract{}
 	for _, name := range openapi.Names {
-		d, err := loadDocument(name, openapi.YAML(name), opts)
+		d, err := NewDocument(name, openapi.YAML(name), opts)
 		if err != nil {
 			return nil, err
 		}
@@ -79,50 +69,22 @@ func Load(opts Options) (*Contract, error) {
 	return c, nil
 }
 
-func loadDocument(name string, source []byte, opts Options) (*Document, error) {
-	doc, model, err := Parse(name, source)
+// NewDocument parses the OpenAPI document name from source, to check
+// exchanges as opts say. A document that is not OpenAPI 3.1 or holds a
+// $ref that resolves to nothing is an error; the errors start with name.
+func NewDocument(name string, source []byte, opts Options) (*Document, error) {
+	model, err := oas.Parse(name, source)
 	if err != nil {
 		return nil, err
 	}
-	v, errs := validator.NewValidator(doc, config.WithFormatAssertions(), config.WithAuthenticationFunc(authenticate(opts)))
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s: %w", name, errors.Join(errs...))
-	}
-	return &Document{Name: name, Source: source, Model: model, doc: doc, validator: v,
-		router: router.NewRouter(model, router.WithPathOnlyMatching())}, nil
-}
-
-// Parse parses and indexes the OpenAPI document name from source, and
-// builds its model. A document that is not OpenAPI 3.1 or holds a $ref
-// that resolves to nothing is an error; the errors start with name.
-func Parse(name string, source []byte) (libopenapi.Document, *v3.Document, error) {
-	doc, err := libopenapi.NewDocument(source)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if v := doc.GetVersion(); !strings.HasPrefix(v, "3.1.") {
-		return nil, nil, fmt.Errorf("%s: openapi %q, want 3.1.x", name, v)
-	}
-	built, err := doc.BuildV3Model()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
-	}
-	var unresolved []error
-	unresolved = append(unresolved, built.Index.GetReferenceIndexErrors()...)
-	for _, e := range built.Index.GetResolver().GetResolvingErrors() {
-		unresolved = append(unresolved, e)
-	}
-	if len(unresolved) > 0 {
-		return nil, nil, fmt.Errorf("%s: references that resolve to nothing: %w", name, errors.Join(unresolved...))
-	}
-	return doc, &built.Model, nil
+	return &Document{Name: name, Source: source, Model: model, auth: authenticate(opts)}, nil
 }
 
 // Validate checks the document against the OpenAPI 3.1 specification's
 // own schema.
 func (d *Document) Validate() error {
-	if ok, errs := d.validator.ValidateDocument(); !ok {
-		return fmt.Errorf("%s is not a valid OpenAPI document: %s", d.Name, Describe(errs))
+	if err := d.Model.Validate(); err != nil {
+		return fmt.Errorf("%s is not a valid OpenAPI document: %w", d.Name, err)
 	}
 	return nil
 }
@@ -145,15 +107,16 @@ type Result struct {
 // say the router answers it: 404 not_found, 405 method_not_allowed.
 func (c *Contract) Check(ex Exchange) Result {
 	for _, d := range c.Documents {
-		route, err := d.router.FindRoute(ex.request())
-		if err != nil || route.Operation == nil {
+		req := ex.request()
+		route := d.Model.FindRoute(ex.Method, req.URL.EscapedPath())
+		if route == nil || route.Operation == nil {
 			continue
 		}
-		res := Result{Document: d.Name, Operation: ex.Method + " " + route.Path}
-		if ok, errs := d.validator.ValidateHttpResponse(ex.request(), ex.response()); !ok {
+		res := Result{Document: d.Name, Operation: ex.Method + " " + route.Path.Path}
+		if errs := d.Model.ValidateResponse(route, ex.Status, ex.ResponseHeader, ex.ResponseBody); len(errs) > 0 {
 			res.Problems = append(res.Problems, "the answer is not what the document says: "+Describe(errs))
 		}
-		if ok, errs := d.validator.ValidateHttpRequestSync(ex.request()); !ok && ex.Status < 400 {
+		if errs := d.Model.ValidateRequest(route, req, ex.RequestBody, d.auth); len(errs) > 0 && ex.Status < 400 {
 			res.Problems = append(res.Problems, fmt.Sprintf("the document refuses the request (%s), but the service answered %d",
 				Describe(errs), ex.Status))
 		}
@@ -205,35 +168,13 @@ func (ex Exchange) request() *http.Request {
 	return r
 }
 
-func (ex Exchange) response() *http.Response {
-	return &http.Response{
-		StatusCode: ex.Status, Status: strconv.Itoa(ex.Status) + " " + http.StatusText(ex.Status),
-		Header: ex.ResponseHeader.Clone(), Body: readCloser{bytes.NewReader(ex.ResponseBody)},
-		ContentLength: int64(len(ex.ResponseBody)),
-	}
-}
-
-type readCloser struct{ *bytes.Reader }
-
-func (readCloser) Close() error { return nil }
-
-// Describe renders validation errors on one line each, most specific
-// first: the failing fields and why.
-func Describe(errs []*vErrors.ValidationError) string {
-	var parts []string
+// Describe renders validation errors on one line each, sorted: what
+// departs and, for a value, where in it (a JSON pointer), why, and the
+// schema keyword that refused it.
+func Describe(errs []*oas.Error) string {
+	parts := make([]string, 0, len(errs))
 	for _, e := range errs {
-		s := e.Message
-		if e.Reason != "" && e.Reason != e.Message {
-			s += ": " + e.Reason
-		}
-		for _, f := range e.SchemaValidationErrors {
-			where := f.FieldPath
-			if where == "" {
-				where = f.KeywordLocation
-			}
-			s += fmt.Sprintf("; %s %s", where, f.Reason)
-		}
-		parts = append(parts, s)
+		parts = append(parts, e.Error())
 	}
 	slices.Sort(parts)
 	return strings.Join(slices.Compact(parts), " | ")
@@ -244,17 +185,16 @@ func Describe(errs []*vErrors.ValidationError) string {
 // the scopes the operation lists in its scope claim (the token is read,
 // not verified: whether the service accepts it is the service's test);
 // for the admin token, the token itself.
-func authenticate(opts Options) config.AuthenticationFunc {
-	return func(_ context.Context, in *config.AuthenticationInput) error {
-		scheme := in.SecurityScheme
+func authenticate(opts Options) oas.Authenticate {
+	return func(r *http.Request, scheme *oas.SecurityScheme, scopes []string) error {
 		switch strings.ToLower(scheme.Type) {
 		case "apikey":
-			if scheme.In != "header" || in.Request.Header.Get(scheme.Name) == "" {
-				return fmt.Errorf("no %s header", scheme.Name)
+			if scheme.In != "header" || r.Header.Get(scheme.ParamName) == "" {
+				return fmt.Errorf("no %s header", scheme.ParamName)
 			}
 			return nil
 		case "http":
-			token, ok := strings.CutPrefix(in.Request.Header.Get("Authorization"), "Bearer ")
+			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !strings.EqualFold(scheme.Scheme, "bearer") || !ok || strings.TrimSpace(token) == "" {
 				return errors.New("no bearer token")
 			}
@@ -268,14 +208,14 @@ func authenticate(opts Options) config.AuthenticationFunc {
 			if err != nil {
 				return err
 			}
-			for _, want := range in.Scopes {
+			for _, want := range scopes {
 				if !slices.Contains(granted, want) {
 					return fmt.Errorf("the token does not grant %s", want)
 				}
 			}
 			return nil
 		case "mutualtls":
-			if in.Request.TLS == nil || len(in.Request.TLS.VerifiedChains) == 0 {
+			if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
 				return errors.New("no verified client certificate")
 			}
 			return nil

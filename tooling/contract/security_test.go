@@ -40,11 +40,8 @@ const (
 func securityOf(op apicontract.Operation) map[string][]string {
 	schemes := map[string][]string{}
 	for _, req := range op.Op.Security {
-		if req.Requirements == nil {
-			continue
-		}
-		for scheme, scopes := range req.Requirements.FromOldest() {
-			schemes[scheme] = append(schemes[scheme], scopes...)
+		for _, s := range req {
+			schemes[s.Scheme] = append(schemes[s.Scheme], s.Scopes...)
 		}
 	}
 	return schemes

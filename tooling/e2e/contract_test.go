@@ -100,9 +100,9 @@ func reportContractCoverage(w io.Writer) {
 	var unseen []string
 	for _, d := range c.Documents {
 		for _, op := range d.Operations() {
-			for status := range op.Op.Responses.Codes.KeysFromOldest() {
-				if contractCoverage.seen[op.String()+" "+status] == 0 {
-					unseen = append(unseen, op.String()+" "+status)
+			for _, res := range op.Op.Responses {
+				if contractCoverage.seen[op.String()+" "+res.Status] == 0 {
+					unseen = append(unseen, op.String()+" "+res.Status)
 				}
 			}
 		}

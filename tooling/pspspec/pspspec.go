@@ -6,21 +6,15 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 
-	validator "github.com/pb33f/libopenapi-validator"
-	"github.com/pb33f/libopenapi-validator/config"
-	"github.com/pb33f/libopenapi-validator/router"
-	"github.com/pb33f/libopenapi-validator/schema_validation"
-	"github.com/pb33f/libopenapi/datamodel/high/base"
-	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pixbank/pix/tooling/apicontract"
+	"github.com/pixbank/pix/tooling/oas"
 )
 
 // Document is api-pix.yaml.
@@ -50,47 +44,35 @@ type Options struct {
 }
 
 // Spec is the document, ready to check exchanges. It is safe for
-// concurrent use.
+// concurrent use (oas.Document compiles each schema once, under its lock).
 type Spec struct {
-	basePath  string
-	model     *v3.Document
-	validator validator.Validator
-	router    router.Router
-	webhook   *base.Schema
-	schemas   schema_validation.SchemaValidator
-	// mu serialises the validator, whose caches are not documented as
-	// safe for concurrent use.
-	mu sync.Mutex
+	basePath string
+	doc      *oas.Document
+	// auth meets the security schemes; nil: Options.Unauthenticated.
+	auth    oas.Authenticate
+	webhook *oas.Schema
 }
 
 // New parses the document. An error is a defect of the document.
 func New(opts Options) (*Spec, error) {
-	doc, model, err := apicontract.Parse("pspspec", Document)
+	doc, err := oas.Parse("pspspec", Document)
 	if err != nil {
 		return nil, err
 	}
-	vopts := []config.Option{config.WithFormatAssertions()}
-	if opts.Unauthenticated {
-		vopts = append(vopts, config.WithoutSecurityValidation())
-	} else {
-		vopts = append(vopts, config.WithAuthenticationFunc(bearerPresent))
+	var webhook *oas.Schema
+	for _, s := range doc.Schemas {
+		if s.Name == "PixWebhook" {
+			webhook = s
+		}
 	}
-	v, errs := validator.NewValidator(doc, vopts...)
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("pspspec: %w", errors.Join(errs...))
-	}
-	webhook, ok := model.Components.Schemas.Get("PixWebhook")
-	if !ok {
+	if webhook == nil {
 		return nil, errors.New("pspspec: the document has no PixWebhook schema")
 	}
-	return &Spec{
-		basePath:  strings.TrimRight(opts.BasePath, "/"),
-		model:     model,
-		validator: v,
-		router:    router.NewRouter(model, router.WithPathOnlyMatching()),
-		webhook:   webhook.Schema(),
-		schemas:   schema_validation.NewSchemaValidator(config.WithFormatAssertions()),
-	}, nil
+	s := &Spec{basePath: strings.TrimRight(opts.BasePath, "/"), doc: doc, webhook: webhook}
+	if !opts.Unauthenticated {
+		s.auth = bearerPresent
+	}
+	return s, nil
 }
 
 // root is the Spec at the root, authenticated, of the package-level
@@ -136,13 +118,11 @@ func (s *Spec) ValidateRequest(r *http.Request, body []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.route(req); err != nil {
+	rt, err := s.route(req)
+	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	ok, errs := s.validator.ValidateHttpRequestSync(req)
-	s.mu.Unlock()
-	if !ok {
+	if errs := s.doc.ValidateRequest(rt, req, body, s.auth); len(errs) > 0 {
 		return fmt.Errorf("%s %s: the request is not what the document says: %s", r.Method, r.URL.Path, apicontract.Describe(errs))
 	}
 	return nil
@@ -156,21 +136,11 @@ func (s *Spec) ValidateResponse(r *http.Request, status int, header http.Header,
 	if err != nil {
 		return err
 	}
-	if _, err := s.route(req); err != nil {
+	rt, err := s.route(req)
+	if err != nil {
 		return err
 	}
-	resp := &http.Response{
-		StatusCode: status, Status: strconv.Itoa(status) + " " + http.StatusText(status),
-		Header: header.Clone(), Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
-		Request: req,
-	}
-	if resp.Header == nil {
-		resp.Header = http.Header{}
-	}
-	s.mu.Lock()
-	ok, errs := s.validator.ValidateHttpResponse(req, resp)
-	s.mu.Unlock()
-	if !ok {
+	if errs := s.doc.ValidateResponse(rt, status, header, body); len(errs) > 0 {
 		return fmt.Errorf("%s %s → %d: the answer is not what the document says: %s", r.Method, r.URL.Path, status, apicontract.Describe(errs))
 	}
 	return nil
@@ -179,11 +149,12 @@ func (s *Spec) ValidateResponse(r *http.Request, status int, header http.Header,
 // ValidateWebhook checks the body of a webhook the PSP posts to
 // {webhookUrl}/pix (the callback of PUT /webhook/{chave}): {"pix":[Pix]}.
 func (s *Spec) ValidateWebhook(body []byte) error {
-	s.mu.Lock()
-	ok, errs := s.schemas.ValidateSchemaBytes(s.webhook, body)
-	s.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("webhook body is not what the document says: %s", apicontract.Describe(errs))
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("webhook body is not JSON: %w", err)
+	}
+	if err := s.doc.ValidateValue(s.webhook, v, "webhook body"); err != nil {
+		return fmt.Errorf("webhook body is not what the document says: %w", err)
 	}
 	return nil
 }
@@ -216,18 +187,15 @@ func (o Operation) String() string { return o.Method + " " + o.Path }
 // Operations are the document's operations, in its order.
 func (s *Spec) Operations() []Operation {
 	var ops []Operation
-	for path, item := range s.model.Paths.PathItems.FromOldest() {
-		for method, op := range item.GetOperations().FromOldest() {
-			o := Operation{Method: strings.ToUpper(method), Path: path}
+	for _, item := range s.doc.Paths {
+		for _, op := range item.Operations {
+			o := Operation{Method: op.Method, Path: item.Path}
 			for _, req := range op.Security {
-				for _, scopes := range req.Requirements.FromOldest() {
-					o.Scopes = append(o.Scopes, scopes...)
+				for _, scheme := range req {
+					o.Scopes = append(o.Scopes, scheme.Scopes...)
 				}
 			}
-			if ext, ok := op.Extensions.Get(ExtensionKey); ok {
-				var v bool
-				o.Extension = ext.Decode(&v) == nil && v
-			}
+			o.Extension, _ = op.Extensions[ExtensionKey].(bool)
 			ops = append(ops, o)
 		}
 	}
@@ -259,9 +227,9 @@ func (s *Spec) rebase(r *http.Request, body []byte) (*http.Request, error) {
 }
 
 // route finds req's documented operation.
-func (s *Spec) route(req *http.Request) (*router.Route, error) {
-	rt, err := s.router.FindRoute(req)
-	if err != nil || rt == nil || rt.Operation == nil {
+func (s *Spec) route(req *http.Request) (*oas.Route, error) {
+	rt := s.doc.FindRoute(req.Method, req.URL.EscapedPath())
+	if rt == nil || rt.Operation == nil {
 		return nil, fmt.Errorf("%s %s: no such operation in the document", req.Method, req.URL.Path)
 	}
 	return rt, nil
@@ -269,11 +237,11 @@ func (s *Spec) route(req *http.Request) (*router.Route, error) {
 
 // bearerPresent meets the OAuth2 scheme with an Authorization: Bearer
 // header: the token is opaque, its scopes the PSP's to check.
-func bearerPresent(_ context.Context, in *config.AuthenticationInput) error {
-	if !strings.EqualFold(in.SecurityScheme.Type, "oauth2") {
-		return fmt.Errorf("scheme type %s is not checked", in.SecurityScheme.Type)
+func bearerPresent(r *http.Request, scheme *oas.SecurityScheme, _ []string) error {
+	if !strings.EqualFold(scheme.Type, "oauth2") {
+		return fmt.Errorf("scheme type %s is not checked", scheme.Type)
 	}
-	token, ok := strings.CutPrefix(in.Request.Header.Get("Authorization"), "Bearer ")
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || strings.TrimSpace(token) == "" {
 		return errors.New("no bearer token")
 	}

@@ -8,11 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pb33f/libopenapi"
-	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/tooling/apicontract"
+	"github.com/pixbank/pix/tooling/oas"
 	"github.com/pixbank/pix/tooling/pspspec"
 )
 
@@ -276,10 +274,7 @@ func TestOperationsCarryTheSpecificationsScopes(t *testing.T) {
 
 func TestTheDocumentIsValidOpenAPI(t *testing.T) {
 	t.Parallel()
-	doc, err := libopenapi.NewDocument(pspspec.Document)
+	doc, err := oas.Parse("api-pix", pspspec.Document)
 	require.NoError(t, err)
-	v, errs := validator.NewValidator(doc)
-	require.Empty(t, errs)
-	ok, verrs := v.ValidateDocument()
-	require.True(t, ok, "%s", apicontract.Describe(verrs))
+	require.NoError(t, doc.Validate())
 }
