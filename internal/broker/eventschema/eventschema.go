@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pb33f/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pixbank/pix/internal/broker"
 )
