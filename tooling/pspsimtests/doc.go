@@ -1,7 +1,7 @@
 // Package pspsimtests holds the tests of the PSP simulator
 // (internal/tooling/pspsim), and nothing else. They check every answer the
 // simulator gives, and every webhook it sends, against the API Pix's
-// OpenAPI document (tooling/pspspec), whose validator (libopenapi) is the
-// tooling module's: the service's go.mod, where the simulator is, does not
-// list it.
+// OpenAPI document (tooling/pspspec), whose checks (tooling/oas) are the
+// tooling module's: the service's module, where the simulator is, does not
+// hold them.
 package pspsimtests
