@@ -267,7 +267,7 @@ build_tools() {
 # `docker-compose`; under CI, as root, Debian's docker-compose is installed
 # when neither is), and always in-process with tools/deploycheck (the same
 # loading by compose-go, the project's rules for the compose file, the
-# Prometheus rules through Prometheus's own parser, the Dockerfile against
+# Prometheus rules' fields and each alert's demands, the Dockerfile against
 # what the build compiles), whose own tests prove each check fails on a
 # broken file. deploycheck is a module of its own: its first build takes
 # about a minute, then the Go build cache makes it cheap.

@@ -140,19 +140,23 @@ func rulesErrors(t *testing.T, oldNew ...string) []error {
 	return checkRules(filepath.Dir(path))
 }
 
-// The rules as Prometheus parses them (promtool check rules), and the
-// project's demands of each alert.
+// The rules' fields as Prometheus reads them, and the project's demands of
+// each alert. Their PromQL and templates are promtool's (`promtool check
+// rules`, check_prometheus_rules), not checked here.
 func TestRules(t *testing.T) {
+	const outboxFor = "        expr: max(pix_outbox_oldest_unpublished_age_seconds) > 60\n        for: 2m\n"
 	for _, c := range []struct {
 		name    string
 		oldNew  []string
 		message string
 	}{
-		{"a PromQL expression that doesn't parse", []string{"max(pix_inbox_oldest_pending_age_seconds) > 300", "max(pix_inbox_oldest_pending_age_seconds > 300"}, "PixCreditsWaiting"},
-		{"a function PromQL lacks", []string{"increase(pix_credit_failures_total[1h])", "increas(pix_credit_failures_total[1h])"}, "increas"},
 		{"a typo'd field", []string{"        for: 2m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"An event", "        fro: 2m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"An event"}, "fro"},
-		{"a template that doesn't parse", []string{"{{ $value | humanizeDuration }} for its credit", "{{ $value | humanizeDurashun }} for its credit"}, "humanizeDurashun"},
-		{"an alert without for", []string{"        expr: max(pix_outbox_oldest_unpublished_age_seconds) > 60\n        for: 2m\n", "        expr: max(pix_outbox_oldest_unpublished_age_seconds) > 60\n"}, "alert PixOutboxStalled: no `for`"},
+		{"an alert without for", []string{outboxFor, "        expr: max(pix_outbox_oldest_unpublished_age_seconds) > 60\n"}, "alert PixOutboxStalled: no `for`"},
+		{"an alert with for: 0s", []string{outboxFor, strings.Replace(outboxFor, "2m", "0s", 1)}, "alert PixOutboxStalled: no `for`"},
+		{"a for Prometheus does not read", []string{outboxFor, strings.Replace(outboxFor, "2m", "2 minutes", 1)}, `not a valid duration string: "2 minutes"`},
+		{"a for without its unit", []string{outboxFor, strings.Replace(outboxFor, "2m", "120", 1)}, `not a valid duration string: "120"`},
+		{"a file that is no YAML", []string{"  - name: pix\n    rules:\n", "  - name: pix\n   rules:\n"}, "pix.yml: yaml: line"},
+		{"a rule that is no mapping", []string{"  - name: pix\n    rules:\n", "  - name: pix\n    rules:\n      - PixOops\n"}, "pix.yml: yaml: unmarshal errors"},
 		{"an alert without severity", []string{"        for: 20m\n        labels:\n          severity: warning\n", "        for: 20m\n        labels:\n          team: pix\n"}, `alert PixReconcileNotRunning: label severity ""`},
 		{"a severity nobody routes", []string{"          severity: critical", "          severity: page"}, `label severity "page"`},
 		{"an alert without description", []string{"          description: >-\n            Prometheus has not reached", "          descripton: >-\n            Prometheus has not reached"}, "alert PixProcessDown: no description annotation"},

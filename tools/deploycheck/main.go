@@ -11,9 +11,9 @@
 //     observability backend;
 //   - the versions of Temporal, NATS and PostgreSQL, declared once in .env:
 //     the compose file's images and the tests' go.mod pins are at them;
-//   - the Prometheus rules (deploy/prometheus/rules), parsed by Prometheus's
-//     own rule parser, as `promtool check rules` does (PromQL included),
-//     each alert with a `for`, a severity, a summary, a description and a
+//   - the Prometheus rules (deploy/prometheus/rules), read with the fields
+//     of Prometheus's rule format and no other (their PromQL and templates
+//     are `promtool check rules`'s, run next by make test), each alert with a `for`, a severity, a summary, a description and a
 //     runbook_url to its own section of docs/runbooks.md (one section per
 //     alert, none of an alert that is gone, each with its symptom, impact,
 //     query, fix and verification), each alert with a firing and a quiet
@@ -25,8 +25,8 @@
 //     from copied into the build (and not kept out by .dockerignore), the
 //     production image with pixd and pixctl and without the PSP simulator.
 //
-// It is a module of its own (tools/deploycheck): compose-go and Prometheus
-// never enter the service's go.mod.
+// It is a module of its own (tools/deploycheck): compose-go never enters
+// the service's go.mod.
 package main
 
 import (

@@ -12,7 +12,6 @@ import (
 	"unicode"
 
 	"github.com/compose-spec/compose-go/v2/types"
-	"github.com/prometheus/prometheus/model/rulefmt"
 	"gopkg.in/yaml.v3"
 )
 
@@ -47,9 +46,9 @@ func anchor(heading string) string {
 	return b.String()
 }
 
-// checkRules parses every rules file in dir as Prometheus loads it (unknown
-// fields refused, every expression parsed as PromQL, every template
-// parsed), then checks that each alert says how long it must hold, how
+// checkRules reads every rules file in dir (parseRuleFile: unknown fields
+// refused, as Prometheus loads it; promtool parses the expressions and the
+// templates), then checks that each alert says how long it must hold, how
 // severe it is, what it means, and where its runbook is (runbook_url, the
 // conventional annotation, to its own section of docs/runbooks.md).
 func checkRules(dir string) []error {
@@ -59,9 +58,9 @@ func checkRules(dir string) []error {
 	}
 	var errs []error
 	for _, file := range files {
-		groups, parseErrs := rulefmt.ParseFile(file, false)
-		if len(parseErrs) > 0 {
-			errs = append(errs, parseErrs...)
+		groups, err := parseRuleFile(file)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		alerts := 0
@@ -165,8 +164,8 @@ func ruleNames(dir string) (alerts, records map[string]string, files []string) {
 	alerts, records = map[string]string{}, map[string]string{}
 	files, _ = filepath.Glob(filepath.Join(dir, "*.yml"))
 	for _, file := range files {
-		groups, errs := rulefmt.ParseFile(file, false)
-		if len(errs) > 0 {
+		groups, err := parseRuleFile(file)
+		if err != nil {
 			continue
 		}
 		for _, g := range groups.Groups {

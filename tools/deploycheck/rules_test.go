@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // brokenRules copies the rules, their unit tests and docs/runbooks.md into
@@ -93,6 +94,8 @@ func TestRunbooksAndRuleTests(t *testing.T) {
 			`tests "PixCreditsWaiting", no alert of its rule_files`},
 		{"a recording rule nobody queries", webhookTests, []string{"      - {expr: 'round(pix:webhook_ack_slow:ratio_rate3d", "      - {expr: 'round(pix:webhook_ack_slow:ratio_rate2h"},
 			"recording rule pix:webhook_ack_slow:ratio_rate3d is queried by no promql_expr_test"},
+		{"a rules file that is no YAML: reported, not skipped", rules, []string{"  - name: pix\n    rules:\n", "  - name: pix\n   rules:\n"},
+			"pix.yml: yaml: line"},
 		{"a rules file no test loads", pixTests, []string{"  - ../rules/pix.yml\n", "  - ../rules/scheduled.yml\n"},
 			"pix.yml: no unit-test file of"},
 	} {
@@ -114,6 +117,25 @@ func TestAnchor(t *testing.T) {
 	} {
 		if got := anchor(heading); got != want {
 			t.Errorf("anchor(%q) = %q, want %q", heading, got, want)
+		}
+	}
+}
+
+// Durations as Prometheus reads them (model.ParseDuration): units from the
+// largest down, each once, whole numbers, "0" alone without a unit.
+func TestParsePromDuration(t *testing.T) {
+	for s, want := range map[string]time.Duration{
+		"0": 0, "0s": 0, "2m": 2 * time.Minute, "1h30m": 90 * time.Minute, "5ms": 5 * time.Millisecond, "1m5ms": time.Minute + 5*time.Millisecond,
+		"1y2w3d4h5m6s7ms": 365*24*time.Hour + 17*24*time.Hour + 4*time.Hour + 5*time.Minute + 6*time.Second + 7*time.Millisecond,
+		"090s":            90 * time.Second, "292y": 292 * 365 * 24 * time.Hour,
+	} {
+		if got, err := parsePromDuration(s); err != nil || time.Duration(got) != want {
+			t.Errorf("parsePromDuration(%q) = %v, %v; want %v", s, time.Duration(got), err, want)
+		}
+	}
+	for _, s := range []string{"", "1", "120", "1.5m", "30m1h", "1m1m", "-1m", "1M", "1 m", "m", "2 minutes", "1h ", "293y", "99999999999999999999s"} {
+		if got, err := parsePromDuration(s); err == nil {
+			t.Errorf("parsePromDuration(%q) = %v, want an error", s, time.Duration(got))
 		}
 	}
 }
