@@ -13,8 +13,9 @@ demo: ## replay the demo scenario against a running `make run`
 events: ## print the service's events as they reach the broker (pixctl events tail)
 	go run ./cmd/pixctl events tail
 
-# GOFLAGS' build tags: scripts/lib.sh's GO_TAGS (gin without MessagePack).
-export GOFLAGS := -tags=nomsgpack $(GOFLAGS)
+# GOFLAGS' build tags: scripts/lib.sh's GO_TAGS (gin without MessagePack),
+# added once: not again to a GOFLAGS that has them (lib.sh does the same).
+export GOFLAGS := $(strip $(if $(filter -tags=nomsgpack,$(GOFLAGS)),,-tags=nomsgpack) $(GOFLAGS))
 
 build:
 	go build -buildvcs=auto -o .bin/pixd ./cmd/pixd

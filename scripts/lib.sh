@@ -12,9 +12,13 @@ DATA="$ROOT/.data"
 # Content-Type) and which was one of the longest packages to compile (about
 # 40 CPU-seconds under -race, 30 without, on a new machine:
 # docs/architecture.md#tests). A command that names its own -tags names
-# these too ("e2e,$GO_TAGS"): its -tags replaces GOFLAGS'.
+# these too ("e2e,$GO_TAGS"): its -tags replaces GOFLAGS'. Added once: make
+# test exports them already (the Makefile), as may a caller's GOFLAGS.
 GO_TAGS=nomsgpack
-export GOFLAGS="-tags=$GO_TAGS${GOFLAGS:+ $GOFLAGS}"
+case " ${GOFLAGS:-} " in
+*" -tags=$GO_TAGS "*) export GOFLAGS ;;
+*) export GOFLAGS="-tags=$GO_TAGS${GOFLAGS:+ $GOFLAGS}" ;;
+esac
 
 # CHILDREN are the background processes a script started; on_exit_stop_children
 # makes the script stop them (and wait for them) however it ends.

@@ -93,7 +93,7 @@ func args(a ...string) []string { return a }
 // migrationOnly is why the migration runner's statements are not planned.
 const migrationOnly = "the migration runner's bookkeeping, at start only, on its own tables (one row per migration)"
 
-// The reconciliation (db/reconcile.go, the pix-reconcile Schedule every
+// The reconciliation (saga/reconcile, the pix-reconcile Schedule every
 // RECONCILE_INTERVAL) checks every account's balance: it reads the accounts
 // whole on purpose, every movement, inbox row and devolução since its
 // checkpoint through an index, and the history in bounded parts (accounts

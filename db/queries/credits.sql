@@ -1,6 +1,7 @@
--- The credits of received PIX (the inbox): db/inbox.go and db/reconcile.go
--- run these. The retention of done inbox rows and the inbox's checks in the
--- reconciliation are in maintenance.sql.
+-- The credits of received PIX (the inbox), run by package db (inbox.go,
+-- receive_group.go, failed.go). The retention of done inbox rows is in
+-- saga/retention/maintenance.sql, the inbox's checks in the reconciliation
+-- in saga/reconcile.
 
 -- name: Receive
 -- Stores one delivery of a notification, in one statement: a first
