@@ -28,9 +28,9 @@ func TestAPIPixCreditResolvesTheKeyFirstThenTheCharge(t *testing.T) {
 	require.NoError(t, err)
 
 	// Key and txid: the key decides.
-	both := apiPixNote(e2eID(1), "maria@example.com", "txcharge0000000000000000001", 100)
+	both := apiPixNote(dbtest.E2EID(1), "maria@example.com", "txcharge0000000000000000001", 100)
 	// Only the txid: the charge decides, and is concluded by the credit.
-	byCharge := apiPixNote(e2eID(2), "", "txcharge0000000000000000001", 500)
+	byCharge := apiPixNote(dbtest.E2EID(2), "", "txcharge0000000000000000001", 500)
 	_, err = s.ReceiveBatch(ctx, []pix.Notification{both, byCharge})
 	require.NoError(t, err)
 
@@ -63,7 +63,7 @@ func TestAPIPixCreditResolvesTheKeyFirstThenTheCharge(t *testing.T) {
 func TestAPIPixUnknownKeyFailsUntilTheKeyExists(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	n := apiPixNote(e2eID(1), "+5511999990000", "", 2500)
+	n := apiPixNote(dbtest.E2EID(1), "+5511999990000", "", 2500)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 
@@ -76,7 +76,7 @@ func TestAPIPixUnknownKeyFailsUntilTheKeyExists(t *testing.T) {
 	require.ErrorContains(t, err, "+5511999990000")
 
 	// A txid-only PIX with no such charge.
-	m := apiPixNote(e2eID(2), "", "nosuchcharge", 100)
+	m := apiPixNote(dbtest.E2EID(2), "", "nosuchcharge", 100)
 	_, err = s.Receive(ctx, m)
 	require.NoError(t, err)
 	_, err = s.Credit(ctx, m.EndToEndID, 1, 1)
@@ -95,7 +95,7 @@ func TestAPIPixRefundNoticeIsRecordedAndNeverCreditsAgain(t *testing.T) {
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "k1", KeyType: "evp", AccountID: "acc-1"})
 	require.NoError(t, err)
-	n := apiPixNote(e2eID(1), "k1", "", 11000)
+	n := apiPixNote(dbtest.E2EID(1), "k1", "", 11000)
 	_, err = s.Receive(ctx, n)
 	require.NoError(t, err)
 	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
@@ -120,14 +120,14 @@ func TestAPIPixRefundNoticeIsRecordedAndNeverCreditsAgain(t *testing.T) {
 func TestAPIPixRedeliveryWithAnotherRecipientIsAMismatch(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	n := apiPixNote(e2eID(1), "k1", "tx1", 100)
+	n := apiPixNote(dbtest.E2EID(1), "k1", "tx1", 100)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	for _, other := range []pix.Notification{
-		apiPixNote(e2eID(1), "k2", "tx1", 100),
-		apiPixNote(e2eID(1), "k1", "", 100),
-		apiPixNote(e2eID(1), "k1", "tx1", 101),
-		note(e2eID(1), "acc-1", 100), // the same id in the native format
+		apiPixNote(dbtest.E2EID(1), "k2", "tx1", 100),
+		apiPixNote(dbtest.E2EID(1), "k1", "", 100),
+		apiPixNote(dbtest.E2EID(1), "k1", "tx1", 101),
+		dbtest.Notice(dbtest.E2EID(1), "acc-1", 100), // the same id in the native format
 	} {
 		_, err := s.Receive(ctx, other)
 		require.ErrorIs(t, err, pix.ErrPayloadMismatch, "%+v", other)
@@ -140,12 +140,12 @@ func TestAPIPixRedeliveryWithAnotherRecipientIsAMismatch(t *testing.T) {
 func TestReceiveBatchIsAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	first := apiPixNote(e2eID(1), "k1", "", 100)
+	first := apiPixNote(dbtest.E2EID(1), "k1", "", 100)
 	_, err := s.Receive(ctx, first)
 	require.NoError(t, err)
 
-	fresh := apiPixNote(e2eID(2), "k1", "", 200)
-	mismatch := apiPixNote(e2eID(1), "k1", "", 999)
+	fresh := apiPixNote(dbtest.E2EID(2), "k1", "", 200)
+	mismatch := apiPixNote(dbtest.E2EID(1), "k1", "", 999)
 	_, err = s.ReceiveBatch(ctx, []pix.Notification{fresh, mismatch})
 	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
 	var item *pix.ItemError

@@ -31,13 +31,13 @@ func TestChargeIsConcludedOnlyByItsOwnerAndItsAmount(t *testing.T) {
 		outcome string
 	}{
 		// Credited through the key to another account than the charge's.
-		{apiPixNote(e2eID(1), "maria@example.com", txid, 100_000), "acc-key", db.ChargeOtherAccount},
+		{apiPixNote(dbtest.E2EID(1), "maria@example.com", txid, 100_000), "acc-key", db.ChargeOtherAccount},
 		// The charge's account, but one centavo for a 1,000.00 charge.
-		{apiPixNote(e2eID(2), "", txid, 1), "acc-charge", db.ChargeAmountMismatch},
+		{apiPixNote(dbtest.E2EID(2), "", txid, 1), "acc-charge", db.ChargeAmountMismatch},
 		// The right account and amount: concluded.
-		{apiPixNote(e2eID(3), "", txid, 100_000), "acc-charge", db.ChargeConcluded},
+		{apiPixNote(dbtest.E2EID(3), "", txid, 100_000), "acc-charge", db.ChargeConcluded},
 		// Paid again: credited, the charge was no longer open.
-		{apiPixNote(e2eID(4), "", txid, 100_000), "acc-charge", db.ChargeNotOpen},
+		{apiPixNote(dbtest.E2EID(4), "", txid, 100_000), "acc-charge", db.ChargeNotOpen},
 	}
 	for i, c := range cases {
 		_, err := s.Receive(ctx, c.n)

@@ -34,7 +34,7 @@ func TestANumberBeyondFloat64DoesNotBlockTheInboxDispatch(t *testing.T) {
 			s := dbtest.New(t)
 			// Nine good PIX received first, then the poisoned one.
 			for i := 1; i <= 9; i++ {
-				_, err := s.Receive(ctx, note(fmt.Sprintf("E12345678202612011200000000GOOD%d", i), "acc-1", 100))
+				_, err := s.Receive(ctx, dbtest.Notice(fmt.Sprintf("E12345678202612011200000000GOOD%d", i), "acc-1", 100))
 				require.NoError(t, err)
 			}
 			var ns []pix.Notification

@@ -107,7 +107,7 @@ func failedEvents(t *testing.T, s *db.Store, id string) int {
 func TestRetriedMarkFailedDoesNotUndoARedrive(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	n := note(e2eID(1), "acc-missing", 300)
+	n := dbtest.Notice(dbtest.E2EID(1), "acc-missing", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	claimed, err := s.InboxQueue().Claim(ctx, 1, time.Minute)
@@ -134,7 +134,7 @@ func TestRetriedMarkFailedDoesNotUndoARedrive(t *testing.T) {
 	require.Equal(t, 1, failedEvents(t, s, n.EndToEndID), "one failed event for the one failure")
 
 	// The same retry before any re-drive is told its own outcome again.
-	n2 := note(e2eID(2), "acc-missing", 300)
+	n2 := dbtest.Notice(dbtest.E2EID(2), "acc-missing", 300)
 	_, err = s.Receive(ctx, n2)
 	require.NoError(t, err)
 	for i := range 2 {
@@ -151,7 +151,7 @@ func TestRetriedMarkFailedDoesNotUndoARedrive(t *testing.T) {
 func TestLegacyRunIsFencedAsTheFirstDrive(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	n := note(e2eID(9), "acc-missing", 300)
+	n := dbtest.Notice(dbtest.E2EID(9), "acc-missing", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	marked, err := s.MarkFailed(ctx, n.EndToEndID, 0, 5, "AccountNotFound")
@@ -176,7 +176,7 @@ func TestLegacyRunIsFencedAsTheFirstDrive(t *testing.T) {
 func TestMarkFailedSeesACreditThatCommittedWhileItWaited(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	n := note(e2eID(3), "acc-1", 300)
+	n := dbtest.Notice(dbtest.E2EID(3), "acc-1", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 
@@ -209,7 +209,7 @@ func TestMarkFailedSeesACreditThatCommittedWhileItWaited(t *testing.T) {
 func TestRetentionRacingARedeliveryDoesNotResurrectThePix(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	n := note(e2eID(4), "acc-1", 300)
+	n := dbtest.Notice(dbtest.E2EID(4), "acc-1", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
@@ -243,7 +243,7 @@ func TestRetentionRacingARedeliveryDoesNotResurrectThePix(t *testing.T) {
 func TestLateDispatcherDoesNotDelayARedrive(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	n := note(e2eID(5), "acc-missing", 300)
+	n := dbtest.Notice(dbtest.E2EID(5), "acc-missing", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	claimed, err := s.InboxQueue().Claim(ctx, 1, time.Minute)
@@ -276,8 +276,8 @@ func TestLateDispatcherDoesNotDelayARedrive(t *testing.T) {
 func TestOverlappingBatchesDoNotDeadlock(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	x := apiPixNote(e2eID(10), "maria@example.com", "", 100)
-	y := apiPixNote(e2eID(11), "maria@example.com", "", 200)
+	x := apiPixNote(dbtest.E2EID(10), "maria@example.com", "", 100)
+	y := apiPixNote(dbtest.E2EID(11), "maria@example.com", "", 200)
 	_, err := s.ReceiveBatch(ctx, []pix.Notification{x, y})
 	require.NoError(t, err)
 

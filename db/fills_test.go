@@ -42,15 +42,15 @@ func TestACreditTellsTheHooksOfTheHoldsItFilledAfterItsCommit(t *testing.T) {
 	s, _, h := heldPIX(t, 7_000) // holds 3,000, lacks 7,000
 	told := watchFills(t, s)
 
-	second := creditPIX(t, s, 2, "acc-1", 4_000)
+	second := dbtest.CreditNth(t, s, 2, "acc-1", 4_000)
 
 	require.Equal(t, [][]db.FilledHold{{{ID: h.ID, Ref: "med:1", Kind: "med", AccountID: "acc-1", FilledCents: 4_000,
 		Source: db.FillSource{Kind: db.FillByCredit, ID: second}}}}, told.calls)
 	require.Equal(t, []int64{7_000}, told.committed, "told after the commit: the fill is there for whoever reads it")
 
 	// Full: the next credits fill nothing, and tell nothing.
-	creditPIX(t, s, 3, "acc-1", 5_000)
-	creditPIX(t, s, 4, "acc-1", 1_000)
+	dbtest.CreditNth(t, s, 3, "acc-1", 5_000)
+	dbtest.CreditNth(t, s, 4, "acc-1", 1_000)
 	require.Len(t, told.calls, 2)
 	require.EqualValues(t, 3_000, told.calls[1][0].FilledCents)
 	dbtest.RequireBooks(t, s)

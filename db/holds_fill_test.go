@@ -26,13 +26,13 @@ func med(ref, account, e2e string, amount int64) db.NewHold {
 }
 
 // spentPIX is a store whose account acc-1, opened empty, received the
-// PIX e2eID(1) of 10,000 (the one the holds are about) and spent spent of
+// PIX dbtest.E2EID(1) of 10,000 (the one the holds are about) and spent spent of
 // it (0: nothing).
 func spentPIX(t *testing.T, spent int64) (s *db.Store, reported string) {
 	t.Helper()
 	s = dbtest.New(t)
 	dbtest.OpenAccount(t, s, "acc-1", 0)
-	reported = creditPIX(t, s, 1, "acc-1", 10_000)
+	reported = dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	if spent > 0 {
 		debit(t, s, "acc-1", spent)
 	}
@@ -111,16 +111,16 @@ func TestAFillingHoldFillsToWhatItAsksThenStops(t *testing.T) {
 	requireMoney(t, s, "acc-1", 3_000, 3_000)
 
 	// The next credits go to the hold, the credit itself unchanged.
-	second := dbtest.CreditPIX(t, s, dbtest.PIX{EndToEndID: e2eID(2), AccountID: "acc-1", AmountCents: 4_000})
+	second := dbtest.CreditPIX(t, s, dbtest.PIX{EndToEndID: dbtest.E2EID(2), AccountID: "acc-1", AmountCents: 4_000})
 	require.EqualValues(t, 7_000, second.BalanceAfterCents)
 	requireHold(t, s, h.ID, 7_000, 10_000, pix.HoldActive)
 	requireMoney(t, s, "acc-1", 7_000, 7_000)
-	third := creditPIX(t, s, 3, "acc-1", 5_000)
+	third := dbtest.CreditNth(t, s, 3, "acc-1", 5_000)
 	requireHold(t, s, h.ID, 10_000, 10_000, pix.HoldActive) // full: 3,000 of the 5,000
 	requireMoney(t, s, "acc-1", 12_000, 10_000)
 
 	// Full: it fills no more.
-	creditPIX(t, s, 4, "acc-1", 1_000)
+	dbtest.CreditNth(t, s, 4, "acc-1", 1_000)
 	requireHold(t, s, h.ID, 10_000, 10_000, pix.HoldActive)
 	requireMoney(t, s, "acc-1", 13_000, 10_000)
 	require.Equal(t, map[string]int64{second.EndToEndID: 4_000, third: 3_000}, fillsOf(t, s, h.ID))
@@ -152,8 +152,8 @@ func TestAFillingHoldFillsToWhatItAsksThenStops(t *testing.T) {
 // were made: the first all it lacks, the next what is left.
 func TestFillingHoldsFillInTheOrderTheyWereMade(t *testing.T) {
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	a := creditPIX(t, s, 1, "acc-1", 5_000)
-	b := creditPIX(t, s, 2, "acc-1", 5_000)
+	a := dbtest.CreditNth(t, s, 1, "acc-1", 5_000)
+	b := dbtest.CreditNth(t, s, 2, "acc-1", 5_000)
 	debit(t, s, "acc-1", 10_000)
 	first, _, err := hold(s, med("med:a", "acc-1", a, 5_000))
 	require.NoError(t, err)
@@ -168,7 +168,7 @@ func TestFillingHoldsFillInTheOrderTheyWereMade(t *testing.T) {
 	}
 	requireMoney(t, s, "acc-1", 0, 0)
 
-	creditPIX(t, s, 3, "acc-1", 7_000)
+	dbtest.CreditNth(t, s, 3, "acc-1", 7_000)
 	requireHold(t, s, first.ID, 5_000, 5_000, pix.HoldActive)
 	requireHold(t, s, second.ID, 2_000, 5_000, pix.HoldActive)
 	requireHold(t, s, third.ID, 0, 1_000, pix.HoldActive)
@@ -182,7 +182,7 @@ func TestFillingHoldsFillInTheOrderTheyWereMade(t *testing.T) {
 	require.EqualValues(t, 7_000, fills[1].Payload["held_after_cents"])
 	require.EqualValues(t, 0, fills[1].Payload["available_after_cents"])
 
-	creditPIX(t, s, 4, "acc-1", 5_000)
+	dbtest.CreditNth(t, s, 4, "acc-1", 5_000)
 	requireHold(t, s, second.ID, 5_000, 5_000, pix.HoldActive)
 	requireHold(t, s, third.ID, 1_000, 1_000, pix.HoldActive)
 	requireMoney(t, s, "acc-1", 12_000, 11_000)
@@ -196,8 +196,8 @@ func TestFillingHoldsFillInTheOrderTheyWereMade(t *testing.T) {
 // would else hold the older one's due.
 func TestANewFillingHoldWaitsForTheOlder(t *testing.T) {
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	a := creditPIX(t, s, 1, "acc-1", 5_000)
-	b := creditPIX(t, s, 2, "acc-1", 5_000)
+	a := dbtest.CreditNth(t, s, 1, "acc-1", 5_000)
+	b := dbtest.CreditNth(t, s, 2, "acc-1", 5_000)
 	block, _, err := hold(s, db.NewHold{Ref: "block:1", AccountID: "acc-1", AmountCents: 10_000, Kind: "cautionary_block"})
 	require.NoError(t, err)
 	older, _, err := hold(s, med("med:a", "acc-1", a, 5_000))
@@ -215,7 +215,7 @@ func TestANewFillingHoldWaitsForTheOlder(t *testing.T) {
 	requireHold(t, s, newer.ID, 5_000, 5_000, pix.HoldActive)
 	requireMoney(t, s, "acc-1", 10_000, 10_000)
 
-	creditPIX(t, s, 3, "acc-1", 6_000)
+	dbtest.CreditNth(t, s, 3, "acc-1", 6_000)
 	requireMoney(t, s, "acc-1", 16_000, 10_000)
 
 	// Once no older hold lacks (med:a full, med:b released), a new one
@@ -251,7 +251,7 @@ func TestACreditRunAgainFillsNothingAgain(t *testing.T) {
 	ctx := context.Background()
 	s, _, h := heldPIX(t, 10_000)
 
-	n := note(e2eID(2), "acc-1", 3_000)
+	n := dbtest.Notice(dbtest.E2EID(2), "acc-1", 3_000)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	out, err := s.Credit(ctx, n.EndToEndID, 1, 1)
@@ -297,13 +297,13 @@ func TestAReleaseStopsTheFilling(t *testing.T) {
 
 	h, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
 	require.NoError(t, err)
-	creditPIX(t, s, 2, "acc-1", 2_500)
+	dbtest.CreditNth(t, s, 2, "acc-1", 2_500)
 	requireHold(t, s, h.ID, 2_500, 10_000, pix.HoldActive)
 	_, ok, err = release(s, h.ID, "DISAGREED")
 	require.NoError(t, err)
 	require.True(t, ok)
 	requireMoney(t, s, "acc-1", 2_500, 0)
-	creditPIX(t, s, 3, "acc-1", 4_000)
+	dbtest.CreditNth(t, s, 3, "acc-1", 4_000)
 	requireHold(t, s, h.ID, 2_500, 10_000, pix.HoldReleased)
 	requireMoney(t, s, "acc-1", 6_500, 0)
 	require.Len(t, filledEvents(t, s), 1)
@@ -355,10 +355,10 @@ func TestCaptureAPartThenANewFillingHold(t *testing.T) {
 	require.ErrorIs(t, err, pix.ErrHoldNotCapturable, "a hold of nothing")
 
 	// A captured hold fills no more; the new one does.
-	creditPIX(t, s, 2, "acc-1", 2_500)
+	dbtest.CreditNth(t, s, 2, "acc-1", 2_500)
 	requireHold(t, s, h.ID, 4_000, 10_000, pix.HoldCaptured)
 	requireHold(t, s, next.ID, 2_500, 6_000, pix.HoldActive)
-	creditPIX(t, s, 3, "acc-1", 5_000)
+	dbtest.CreditNth(t, s, 3, "acc-1", 5_000)
 	requireHold(t, s, next.ID, 6_000, 6_000, pix.HoldActive)
 	requireMoney(t, s, "acc-1", 7_500, 6_000)
 	_, err = captureRefund(s, reported, 6_000, uuid.MustParse(next.ID))
@@ -374,7 +374,7 @@ func TestCaptureAPartThenANewFillingHold(t *testing.T) {
 // the same way, and another request under its ref is refused.
 func TestFillingHoldRequests(t *testing.T) {
 	s := dbtest.NewWithAccount(t, "acc-1", 1_000)
-	reported := creditPIX(t, s, 1, "acc-1", 10_000)
+	reported := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	whole := med("med:1", "acc-1", reported, 10_000)
 	whole.UpTo = false
 	_, _, err := hold(s, whole)

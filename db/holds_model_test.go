@@ -217,7 +217,7 @@ func runMoneyModel(t *testing.T, seed uint64, steps int) (seen map[string]int) {
 			account, cents := accounts[pick(len(accounts))], amount(8_000)
 			pixes++
 			what = fmt.Sprintf("credit %d to %s", cents, account)
-			e2e := creditPIX(t, s, pixes, account, cents)
+			e2e := dbtest.CreditNth(t, s, pixes, account, cents)
 			m.pix = append(m.pix, modelPIX{e2e: e2e, account: account, credit: cents})
 			m.balance[account] += cents
 			if m.fill(account, cents) > 0 {

@@ -150,7 +150,7 @@ func TestAPartCapturedKeepsTheHoldAndItsReversalHoldsItAgain(t *testing.T) {
 	// hold's devolução returned.
 	other, _, err := hold(s, med("other", "acc-1", "", 50_000))
 	require.NoError(t, err)
-	creditPIX(t, s, 2, "acc-1", 3_000)
+	dbtest.CreditNth(t, s, 2, "acc-1", 3_000)
 	requireHold(t, s, h.ID, 3_000, 4_000, pix.HoldActive)
 
 	// The devolução of 5,000 not made: its money is held again by the
@@ -282,7 +282,7 @@ func TestALegacyHoldMadeFillingIsRestoredHeld(t *testing.T) {
 	require.Equal(t, pix.HoldActive, kept.Status)
 	require.EqualValues(t, 3_000, kept.AmountCents)
 	require.EqualValues(t, 10_000, *kept.FillToCents)
-	creditPIX(t, s, 2, "acc-1", 2_000)
+	dbtest.CreditNth(t, s, 2, "acc-1", 2_000)
 	requireMoney(t, s, "acc-1", 5_000, 5_000) // the later credit fills it
 	rec, err := reconcile.NewStore(s).Reconcile(ctx)
 	require.NoError(t, err)
@@ -311,7 +311,7 @@ func TestALegacyHoldMadeFillingTakesTheMoneyCameInSince(t *testing.T) {
 			require.NoError(t, err)
 			require.EqualValues(t, 3_000, h.AmountCents)
 			legacyHold(t, s, h)
-			creditPIX(t, s, 2, "acc-1", 5_000) // not filled into the hold that does not fill
+			dbtest.CreditNth(t, s, 2, "acc-1", 5_000) // not filled into the hold that does not fill
 			requireMoney(t, s, "acc-1", 8_000, 3_000)
 			var made pix.Hold
 			require.NoError(t, s.InTx(ctx, func(tx pgx.Tx) error { // a fill's wake-ups noted

@@ -190,7 +190,7 @@ func TestRaceAReleaseAndACapture(t *testing.T) {
 func TestRaceADevolucaoAndAHoldOfOnePIX(t *testing.T) {
 	setUp := func(t *testing.T) (*db.Store, string) {
 		s := dbtest.NewWithAccount(t, "acc-1", 50_000)
-		return s, creditPIX(t, s, 1, "acc-1", 10_000)
+		return s, dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	}
 	t.Run("the devolução first", func(t *testing.T) {
 		s, e2e := setUp(t)
@@ -230,7 +230,7 @@ func TestManyHoldsAndDebitsAtOnce(t *testing.T) {
 	dbtest.RequireBooks(t, s)
 }
 
-// pausedCredit receives the PIX e2eID(n) of amount to account and credits
+// pausedCredit receives the PIX dbtest.E2EID(n) of amount to account and credits
 // it (Store.Credit, in a goroutine), paused once it holds the account's
 // lock: a trigger makes its pix_credits insert, in its Credit statement,
 // wait for an advisory lock the test holds. It returns once the credit
@@ -251,7 +251,7 @@ func pausedCredit(t *testing.T, s *db.Store, n int, account string, amount int64
 		BEGIN PERFORM nextval('credit_tries'); PERFORM pg_advisory_xact_lock_shared(%d); RETURN NEW; END $$;
 		CREATE TRIGGER pause_credit BEFORE INSERT ON pix_credits FOR EACH ROW EXECUTE FUNCTION pause_credit();`, key))
 	require.NoError(t, err)
-	n1 := note(e2eID(n), account, amount)
+	n1 := dbtest.Notice(dbtest.E2EID(n), account, amount)
 	_, err = s.Receive(ctx, n1)
 	require.NoError(t, err)
 	done := inBackground(func() (db.CreditOutcome, error) { return s.Credit(ctx, n1.EndToEndID, 1, 1) })
@@ -274,7 +274,7 @@ func pausedCredit(t *testing.T, s *db.Store, n int, account string, amount int64
 	}
 }
 
-// creditBehind receives the PIX e2eID(n) of amount to account and starts
+// creditBehind receives the PIX dbtest.E2EID(n) of amount to account and starts
 // its credit (Store.Credit, in a goroutine), and returns once the credit
 // waits for a lock tx holds (what: what that is, if it never does); done
 // is the credit's error.
@@ -283,7 +283,7 @@ func creditBehind(t *testing.T, s *db.Store, tx pgx.Tx, n int, account string, a
 	ctx := context.Background()
 	var pid uint32
 	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
-	pixNote := note(e2eID(n), account, amount)
+	pixNote := dbtest.Notice(dbtest.E2EID(n), account, amount)
 	_, err := s.Receive(ctx, pixNote)
 	require.NoError(t, err)
 	out := make(chan error, 1)
@@ -418,7 +418,7 @@ type holdHistory struct {
 	s        *db.Store
 	reported map[string][]string
 	mu       sync.Mutex
-	n        int // the PIX received so far: e2eID(n)
+	n        int // the PIX received so far: dbtest.E2EID(n)
 	holds    []pix.Hold
 	credits  int
 	refusals map[string]int
@@ -431,7 +431,7 @@ func newHoldHistory(t *testing.T, accounts []string, pixes int, spent int64) *ho
 		dbtest.OpenAccount(t, h.s, a, 0)
 		for range pixes {
 			h.n++
-			h.reported[a] = append(h.reported[a], creditPIX(t, h.s, h.n, a, 10_000))
+			h.reported[a] = append(h.reported[a], dbtest.CreditNth(t, h.s, h.n, a, 10_000))
 		}
 		debit(t, h.s, a, spent)
 	}
@@ -457,7 +457,7 @@ func (h *holdHistory) credit(ctx context.Context, rnd *rand.Rand, account string
 	id := h.n
 	h.credits++
 	h.mu.Unlock()
-	nt := note(e2eID(id), account, 1+rnd.Int64N(most))
+	nt := dbtest.Notice(dbtest.E2EID(id), account, 1+rnd.Int64N(most))
 	_, err := h.s.Receive(ctx, nt)
 	if err == nil {
 		_, err = h.s.Credit(ctx, nt.EndToEndID, 1, 1)

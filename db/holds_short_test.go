@@ -163,7 +163,7 @@ func TestAMEDCutShortIsRaisedWhenItsPIXGetsRoomBack(t *testing.T) {
 				tc.more(t, s, h, freed)
 			}
 			if tc.later > 0 {
-				creditPIX(t, s, 2, "acc-1", tc.later)
+				dbtest.CreditNth(t, s, 2, "acc-1", tc.later)
 				requireHold(t, s, h.ID, 10_000, 10_000, pix.HoldActive)
 				requireMoney(t, s, "acc-1", tc.laterMoney[0], tc.laterMoney[1])
 				require.NoError(t, tryDebit(s, "acc-1", tc.laterMoney[0]-tc.laterMoney[1]))

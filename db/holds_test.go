@@ -82,7 +82,7 @@ func block(ref, account, e2e string, amount int64) db.NewHold {
 func TestHoldReleaseAndCapture(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 10_000)
-	e2e := creditPIX(t, s, 1, "acc-1", 8_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 8_000)
 	requireMoney(t, s, "acc-1", 18_000, 0)
 
 	// A hold of the account's money, for no PIX: not spendable.
@@ -176,7 +176,7 @@ func TestHoldUpTo(t *testing.T) {
 	requireMoney(t, s, "acc-1", 3_000, 3_000)
 
 	// The account's next credit: held up to what the PIX has left.
-	creditPIX(t, s, 2, "acc-1", 9_000)
+	dbtest.CreditNth(t, s, 2, "acc-1", 9_000)
 	next, _, err := hold(s, db.NewHold{Ref: "med:1:credit:2", AccountID: "acc-1", EndToEndID: e2e, AmountCents: 9_000, UpTo: true, Kind: "med"})
 	require.NoError(t, err)
 	require.EqualValues(t, 7_000, next.AmountCents, "the PIX's 10,000 less the 3,000 held")
@@ -199,7 +199,7 @@ func TestHoldRefusals(t *testing.T) {
 	dbtest.OpenAccount(t, s, "acc-2", 50_000)
 	dbtest.OpenAccount(t, s, "acc-closed", 50_000)
 	require.NoError(t, s.CloseAccount(ctx, "acc-closed"))
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 
 	for name, h := range map[string]db.NewHold{
 		"no ref":         {AccountID: "acc-1", AmountCents: 1, Kind: "med"},
@@ -223,9 +223,9 @@ func TestHoldRefusals(t *testing.T) {
 		{"an unknown account", block("r1", "acc-none", "", 1), pix.ErrAccountNotFound},
 		{"a closed account", block("r2", "acc-closed", "", 1), pix.ErrAccountClosed},
 		{"beyond the available balance", block("r3", "acc-1", "", 11_001), pix.ErrInsufficientFunds},
-		{"a PIX never credited", block("r4", "acc-1", e2eID(99), 1), pix.ErrPixNotCredited},
+		{"a PIX never credited", block("r4", "acc-1", dbtest.E2EID(99), 1), pix.ErrPixNotCredited},
 		{"another account's PIX", block("r5", "acc-2", e2e, 1), pix.ErrPixNotCredited},
-		{"beyond the PIX's credit", block("r6", "acc-2", creditPIX(t, s, 2, "acc-2", 500), 501), pix.ErrHoldExceedsCredit},
+		{"beyond the PIX's credit", block("r6", "acc-2", dbtest.CreditNth(t, s, 2, "acc-2", 500), 501), pix.ErrHoldExceedsCredit},
 	}
 	for _, c := range refusals {
 		_, _, err := hold(s, c.hold)
@@ -251,7 +251,7 @@ func TestHoldRefusals(t *testing.T) {
 	require.ErrorIs(t, err, pix.ErrHoldNotFound)
 	_, err = captureRefund(s, e2e, 5_999, uuid.MustParse(first.ID))
 	require.ErrorIs(t, err, pix.ErrHoldNotCapturable, "a devolução of another amount than the hold")
-	other := creditPIX(t, s, 3, "acc-1", 6_000)
+	other := dbtest.CreditNth(t, s, 3, "acc-1", 6_000)
 	_, err = captureRefund(s, other, 6_000, uuid.MustParse(first.ID))
 	require.ErrorIs(t, err, pix.ErrHoldNotCapturable, "a devolução of another PIX")
 	accountHold, _, err := hold(s, block("r9", "acc-1", "", 100))
@@ -276,7 +276,7 @@ func TestHoldRefusals(t *testing.T) {
 // covers them (the scheduled PIX's is in saga/scheduled).
 func TestEveryDebitSparesHeldMoney(t *testing.T) {
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	_, _, err := hold(s, block("judicial:1", "acc-1", "", 9_000))
 	require.NoError(t, err)
 
@@ -298,7 +298,7 @@ func TestEveryDebitSparesHeldMoney(t *testing.T) {
 func TestHoldIsIdempotentOnItsRef(t *testing.T) {
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	dbtest.OpenAccount(t, s, "acc-2", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	asked := db.NewHold{Ref: "block:7", AccountID: "acc-1", EndToEndID: e2e, AmountCents: 20_000, UpTo: true, Kind: "cautionary_block", Reason: "r"}
 	first, created, err := hold(s, asked)
 	require.NoError(t, err)
@@ -307,7 +307,7 @@ func TestHoldIsIdempotentOnItsRef(t *testing.T) {
 
 	// The answer was lost: the same call again is the same hold, nothing
 	// changed, even though the account can now hold more.
-	creditPIX(t, s, 2, "acc-1", 10_000)
+	dbtest.CreditNth(t, s, 2, "acc-1", 10_000)
 	for range 2 {
 		again, created, err := hold(s, asked)
 		require.NoError(t, err)
@@ -413,7 +413,7 @@ func TestReconcileReportsHeldThatIsNotItsHolds(t *testing.T) {
 
 	// A PIX whose holds and devoluções exceed its credit is reported too
 	// (the holds written behind the API's back).
-	e2e := creditPIX(t, s, 1, "acc-2", 1_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-2", 1_000)
 	_, err = refund(t, s, e2e, 300, anyone)
 	require.NoError(t, err)
 	h, _, err := hold(s, block("block:2", "acc-2", e2e, 700))

@@ -3,7 +3,6 @@ package db_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -18,13 +17,6 @@ import (
 	"github.com/pixbank/pix/saga/retention"
 )
 
-func note(id, account string, amount int64) pix.Notification {
-	payload, _ := json.Marshal(map[string]any{"end_to_end_id": id, "account_id": account, "amount_cents": amount})
-	return pix.Notification{EndToEndID: id, AccountID: account, AmountCents: amount, Payload: payload}
-}
-
-func e2eID(n int) string { return fmt.Sprintf("E12345678202611291200%011d", n) }
-
 // creditThenCleanUp receives and credits n (dbtest.CreditPIX), then
 // deletes its inbox row as the retention job would: only the pix_credits
 // row remains.
@@ -38,7 +30,7 @@ func creditThenCleanUp(t *testing.T, s *db.Store, n pix.Notification) {
 func TestReceiveFirstDeliveryThenDuplicates(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	n := note(e2eID(1), "acc-1", 15000)
+	n := dbtest.Notice(dbtest.E2EID(1), "acc-1", 15000)
 
 	r, err := s.Receive(ctx, n)
 	require.NoError(t, err)
@@ -60,13 +52,13 @@ func TestReceiveFirstDeliveryThenDuplicates(t *testing.T) {
 func TestReceiveMismatchChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	n := note(e2eID(1), "acc-1", 15000)
+	n := dbtest.Notice(dbtest.E2EID(1), "acc-1", 15000)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 
-	_, err = s.Receive(ctx, note(n.EndToEndID, "acc-1", 15001))
+	_, err = s.Receive(ctx, dbtest.Notice(n.EndToEndID, "acc-1", 15001))
 	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
-	_, err = s.Receive(ctx, note(n.EndToEndID, "acc-2", 15000))
+	_, err = s.Receive(ctx, dbtest.Notice(n.EndToEndID, "acc-2", 15000))
 	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
 
 	c, err := s.GetCredit(ctx, n.EndToEndID)
@@ -79,7 +71,7 @@ func TestReceiveMismatchChangesNothing(t *testing.T) {
 func TestReceiveConcurrentCopiesMakeOneRow(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	n := note(e2eID(7), "acc-1", 100)
+	n := dbtest.Notice(dbtest.E2EID(7), "acc-1", 100)
 	const copies = 50
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -115,7 +107,7 @@ func TestReceiveConcurrentCopiesMakeOneRow(t *testing.T) {
 func TestCreditIsOnceAndIdempotent(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 1000)
-	n := note(e2eID(2), "acc-1", 250)
+	n := dbtest.Notice(dbtest.E2EID(2), "acc-1", 250)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 
@@ -146,7 +138,7 @@ func TestCreditIsOnceAndIdempotent(t *testing.T) {
 func TestCreditUnknownAccountChangesNothingButTheAttempt(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	n := note(e2eID(3), "acc-missing", 250)
+	n := dbtest.Notice(dbtest.E2EID(3), "acc-missing", 250)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 
@@ -166,7 +158,7 @@ func TestCreditClosedAccountIsRefused(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-closed", 10)
 	require.NoError(t, s.CloseAccount(ctx, "acc-closed"))
-	n := note(e2eID(4), "acc-closed", 250)
+	n := dbtest.Notice(dbtest.E2EID(4), "acc-closed", 250)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
@@ -177,7 +169,7 @@ func TestCreditClosedAccountIsRefused(t *testing.T) {
 func TestMarkFailedThenRedrive(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	n := note(e2eID(5), "acc-late", 300)
+	n := dbtest.Notice(dbtest.E2EID(5), "acc-late", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	_, err = s.Redrive(ctx, n.EndToEndID)
@@ -222,20 +214,20 @@ func TestRedriveOneOrAnAccountsFailedPIX(t *testing.T) {
 		_, err = s.MarkFailed(ctx, n.EndToEndID, 1, attempts, "broken")
 		require.NoError(t, err)
 	}
-	a2, a1, other := note(e2eID(32), "acc-r1", 100), note(e2eID(31), "acc-r1", 100), note(e2eID(33), "acc-r2", 100)
+	a2, a1, other := dbtest.Notice(dbtest.E2EID(32), "acc-r1", 100), dbtest.Notice(dbtest.E2EID(31), "acc-r1", 100), dbtest.Notice(dbtest.E2EID(33), "acc-r2", 100)
 	fail(a2, 2)
 	fail(a1, 1)
 	fail(other, 3)
-	pending := note(e2eID(34), "acc-r1", 100)
+	pending := dbtest.Notice(dbtest.E2EID(34), "acc-r1", 100)
 	_, err := s.Receive(ctx, pending)
 	require.NoError(t, err)
-	done := note(e2eID(35), "acc-r1", 100)
+	done := dbtest.Notice(dbtest.E2EID(35), "acc-r1", 100)
 	_, err = s.Receive(ctx, done)
 	require.NoError(t, err)
 	_, err = s.Credit(ctx, done.EndToEndID, 1, 1)
 	require.NoError(t, err)
 
-	_, err = s.Redrive(ctx, e2eID(36))
+	_, err = s.Redrive(ctx, dbtest.E2EID(36))
 	require.ErrorIs(t, err, pix.ErrCreditNotFound)
 	_, err = s.Redrive(ctx, pending.EndToEndID)
 	require.ErrorIs(t, err, pix.ErrNotFailed)
@@ -272,7 +264,7 @@ func TestRedriveOneOrAnAccountsFailedPIX(t *testing.T) {
 func TestRedeliveryRedrivesFailedRow(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	n := note(e2eID(6), "acc-x", 300)
+	n := dbtest.Notice(dbtest.E2EID(6), "acc-x", 300)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	_, err = s.MarkFailed(ctx, n.EndToEndID, 1, 5, "AccountNotFound")
@@ -290,7 +282,7 @@ func TestRedeliveryRedrivesFailedRow(t *testing.T) {
 func TestRedeliveryAfterInboxRowWasCleanedUpIsADuplicate(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	n := note(e2eID(8), "acc-1", 500)
+	n := dbtest.Notice(dbtest.E2EID(8), "acc-1", 500)
 	creditThenCleanUp(t, s, n)
 	c, err := s.GetCredit(ctx, n.EndToEndID)
 	require.NoError(t, err, "the credit is still reported after the inbox row is gone")
@@ -312,7 +304,7 @@ func TestClaimDueLeasesRows(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
 	for i := range 3 {
-		_, err := s.Receive(ctx, note(e2eID(100+i), "acc-1", 1))
+		_, err := s.Receive(ctx, dbtest.Notice(dbtest.E2EID(100+i), "acc-1", 1))
 		require.NoError(t, err)
 	}
 	first, err := s.InboxQueue().Claim(ctx, 2, time.Minute)
@@ -326,7 +318,7 @@ func TestClaimDueLeasesRows(t *testing.T) {
 	require.Empty(t, none)
 
 	// A claimer that died: its rows come due again when the lease ends.
-	_, err = s.Receive(ctx, note(e2eID(200), "acc-1", 1))
+	_, err = s.Receive(ctx, dbtest.Notice(dbtest.E2EID(200), "acc-1", 1))
 	require.NoError(t, err)
 	orphan, err := s.InboxQueue().Claim(ctx, 10, 10*time.Millisecond)
 	require.NoError(t, err)
@@ -357,7 +349,7 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	require.NoError(t, err)
 	defer pool.Close()
 	s := db.NewStore(pool)
-	_, err = s.Receive(ctx, note(e2eID(9), "acc-1", 1))
+	_, err = s.Receive(ctx, dbtest.Notice(dbtest.E2EID(9), "acc-1", 1))
 	require.ErrorIs(t, err, pix.ErrUnavailable)
 	require.ErrorIs(t, s.Ping(ctx), pix.ErrUnavailable)
 }
@@ -396,13 +388,13 @@ func TestNotifyDueWakesListeners(t *testing.T) {
 func TestEarlierCreditWithAnotherAmountIsRefused(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	n := note(e2eID(9), "acc-1", 500)
+	n := dbtest.Notice(dbtest.E2EID(9), "acc-1", 500)
 	creditThenCleanUp(t, s, n)
 
 	// At the door: another amount, or another account, after the cleanup.
-	_, err := s.Receive(ctx, note(n.EndToEndID, "acc-1", 501))
+	_, err := s.Receive(ctx, dbtest.Notice(n.EndToEndID, "acc-1", 501))
 	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
-	_, err = s.Receive(ctx, note(n.EndToEndID, "acc-2", 500))
+	_, err = s.Receive(ctx, dbtest.Notice(n.EndToEndID, "acc-2", 500))
 	require.ErrorIs(t, err, pix.ErrPayloadMismatch)
 
 	// And in the credit itself, for a row that got in some other way.
@@ -421,7 +413,7 @@ func TestEarlierCreditWithAnotherAmountIsRefused(t *testing.T) {
 func TestCreditTimesAreTheCreditsOwn(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	n := note(e2eID(10), "acc-1", 1)
+	n := dbtest.Notice(dbtest.E2EID(10), "acc-1", 1)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
@@ -439,23 +431,23 @@ func TestRetentionDeletesOldDoneRowsOnly(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	for i := range 3 {
-		n := note(e2eID(100+i), "acc-1", 100)
+		n := dbtest.Notice(dbtest.E2EID(100+i), "acc-1", 100)
 		_, err := s.Receive(ctx, n)
 		require.NoError(t, err)
 		_, err = s.Credit(ctx, n.EndToEndID, 1, 1)
 		require.NoError(t, err)
 	}
-	recent := note(e2eID(200), "acc-1", 100)
+	recent := dbtest.Notice(dbtest.E2EID(200), "acc-1", 100)
 	_, err := s.Receive(ctx, recent)
 	require.NoError(t, err)
 	_, err = s.Credit(ctx, recent.EndToEndID, 1, 1)
 	require.NoError(t, err)
-	failed := note(e2eID(300), "acc-none", 100)
+	failed := dbtest.Notice(dbtest.E2EID(300), "acc-none", 100)
 	_, err = s.Receive(ctx, failed)
 	require.NoError(t, err)
 	_, err = s.MarkFailed(ctx, failed.EndToEndID, 1, 5, "AccountNotFound")
 	require.NoError(t, err)
-	pending := note(e2eID(400), "acc-1", 100)
+	pending := dbtest.Notice(dbtest.E2EID(400), "acc-1", 100)
 	_, err = s.Receive(ctx, pending)
 	require.NoError(t, err)
 	_, err = s.Pool().Exec(ctx, `UPDATE inbox_messages SET processed_at = now() - interval '31 days', received_at = now() - interval '31 days'
@@ -476,7 +468,7 @@ func TestRetentionDeletesOldDoneRowsOnly(t *testing.T) {
 	require.Equal(t, []string{pix.StatusDone, pix.StatusFailed, pix.StatusPending}, left, "the recent done row, the failed and the pending ones stay")
 
 	// A PSP redelivery of a cleaned-up PIX: a duplicate, no second credit.
-	r, err := s.Receive(ctx, note(e2eID(100), "acc-1", 100))
+	r, err := s.Receive(ctx, dbtest.Notice(dbtest.E2EID(100), "acc-1", 100))
 	require.NoError(t, err)
 	require.True(t, r.Duplicate)
 	require.Equal(t, pix.StatusDone, r.Status)
@@ -488,7 +480,7 @@ func TestRetentionDeletesOldDoneRowsOnly(t *testing.T) {
 func TestClaimCarriesTheListing(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	n := note(e2eID(777), "acc-9", 4_200)
+	n := dbtest.Notice(dbtest.E2EID(777), "acc-9", 4_200)
 	n.PSP = "psp-a"
 	n.Payload = json.RawMessage(`{"payer":{"name":"Joana Dias","ispb":"12345678"}}`)
 	_, err := s.Receive(ctx, n)

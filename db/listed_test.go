@@ -31,20 +31,20 @@ func TestAPixIsJudgedTheSameWhateverItsFormatAndStatus(t *testing.T) {
 		_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: key, KeyType: "email", AccountID: account})
 		require.NoError(t, err)
 	}
-	byKey, byAccount := e2eID(1), e2eID(2)
+	byKey, byAccount := dbtest.E2EID(1), dbtest.E2EID(2)
 	_, err := s.ReceiveBatch(ctx, []pix.Notification{apiPix(byKey, "one@example.com", 500)})
 	require.NoError(t, err)
-	_, err = s.Receive(ctx, note(byAccount, "acc-1", 700))
+	_, err = s.Receive(ctx, dbtest.Notice(byAccount, "acc-1", 700))
 	require.NoError(t, err)
 
 	judge := func(status string) {
 		t.Helper()
 		// A native webhook of the PIX stored from its key: its account.
-		r, err := s.Receive(ctx, note(byKey, "acc-1", 500))
+		r, err := s.Receive(ctx, dbtest.Notice(byKey, "acc-1", 500))
 		require.NoError(t, err, "row %s: the same PIX, told in our format", status)
 		require.True(t, r.Duplicate)
 		require.Equal(t, status, r.Status)
-		_, err = s.Receive(ctx, note(byKey, "acc-2", 500))
+		_, err = s.Receive(ctx, dbtest.Notice(byKey, "acc-2", 500))
 		require.ErrorIs(t, err, pix.ErrPayloadMismatch, "row %s: another account", status)
 		// An API Pix webhook of the PIX stored from our format.
 		r, err = s.Receive(ctx, apiPix(byAccount, "one@example.com", 700))
@@ -99,9 +99,9 @@ func TestAPageListingOneIDTwiceWithOtherAmountsIsVisible(t *testing.T) {
 	const n = 1000
 	ns := make([]pix.Notification, n)
 	for i := range ns {
-		ns[i] = apiPix(e2eID(10000+((i+1)*7919)%n), "one@example.com", 100)
+		ns[i] = apiPix(dbtest.E2EID(10000+((i+1)*7919)%n), "one@example.com", 100)
 	}
-	dup := e2eID(1)
+	dup := dbtest.E2EID(1)
 	ns[9] = apiPix(dup, "one@example.com", 100)
 	ns[899] = apiPix(dup, "one@example.com", 999_999)
 	out, err := s.StoreListed(ctx, ns)
@@ -123,7 +123,7 @@ func TestAnotherTxidIsAMismatchOnceTheRowIsCleanedUp(t *testing.T) {
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	_, err := s.CreatePixKey(ctx, db.NewPixKey{Key: "one@example.com", KeyType: "email", AccountID: "acc-1"})
 	require.NoError(t, err)
-	id := e2eID(3)
+	id := dbtest.E2EID(3)
 	first := apiPix(id, "one@example.com", 500)
 	first.TxID = "charge1"
 	_, err = s.ReceiveBatch(ctx, []pix.Notification{first})

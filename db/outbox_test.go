@@ -63,9 +63,9 @@ func outboxRows(t *testing.T, s *db.Store) []outboxRow {
 func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
-	credited := creditPIX(t, s, 1, "acc-1", 20_000)
-	for i, n := range []pix.Notification{note(e2eID(2), "acc-none", 100), apiPixNote(e2eID(3), "+5511999990000", "", 2500),
-		apiPixNote(e2eID(4), "", "nosuchcharge", 100)} {
+	credited := dbtest.CreditNth(t, s, 1, "acc-1", 20_000)
+	for i, n := range []pix.Notification{dbtest.Notice(dbtest.E2EID(2), "acc-none", 100), apiPixNote(dbtest.E2EID(3), "+5511999990000", "", 2500),
+		apiPixNote(dbtest.E2EID(4), "", "nosuchcharge", 100)} {
 		_, err := s.Receive(ctx, n)
 		require.NoError(t, err)
 		_, err = s.MarkFailed(ctx, n.EndToEndID, 1, i+1, "not creditable")
@@ -109,14 +109,14 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	require.NoError(t, err)
 	_, err = refundsaga.NewStore(s).ReverseRefund(ctx, part.ID, "NAO_REALIZADO", false)
 	require.NoError(t, err)
-	cut := creditPIX(t, s, 6, "acc-1", 1_000) // a MED cut short by a block of its PIX, raised when the block ends
+	cut := dbtest.CreditNth(t, s, 6, "acc-1", 1_000) // a MED cut short by a block of its PIX, raised when the block ends
 	blocked, _, err := hold(s, block("block:2", "acc-1", cut, 600))
 	require.NoError(t, err)
 	_, _, err = hold(s, med("med:2", "acc-1", cut, 1_000))
 	require.NoError(t, err)
 	_, _, err = release(s, blocked.ID, "")
 	require.NoError(t, err)
-	old := creditPIX(t, s, 7, "acc-1", 400) // a MED's hold made before holds filled, made one that fills
+	old := dbtest.CreditNth(t, s, 7, "acc-1", 400) // a MED's hold made before holds filled, made one that fills
 	legacy, _, err := hold(s, db.NewHold{Ref: "med:3", AccountID: "acc-1", EndToEndID: old, AmountCents: 400, UpTo: true, Kind: "med"})
 	require.NoError(t, err)
 	err = db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
@@ -127,7 +127,7 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 	dbtest.OpenAccount(t, s, "acc-2", 0)
 	_, _, err = hold(s, db.NewHold{Ref: "judicial:2", AccountID: "acc-2", AmountCents: 500, UpTo: true, FillFromCredits: true, Kind: "judicial"})
 	require.NoError(t, err, "nothing available: a hold of 0 that fills")
-	creditPIX(t, s, 5, "acc-2", 300)
+	dbtest.CreditNth(t, s, 5, "acc-2", 300)
 
 	written := map[string]int{}
 	for _, e := range outboxRows(t, s) { // each checked against its schema
@@ -142,7 +142,7 @@ func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
 func TestCreditWritesItsEventInItsTransaction(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 100)
-	n := note(e2eID(1), "acc-1", 15000)
+	n := dbtest.Notice(dbtest.E2EID(1), "acc-1", 15000)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	require.Empty(t, outboxRows(t, s), "receiving moves no money")
@@ -167,7 +167,7 @@ func TestCreditWritesItsEventInItsTransaction(t *testing.T) {
 func TestRolledBackCreditWritesNoEvent(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	n := note(e2eID(1), "acc-1", 100)
+	n := dbtest.Notice(dbtest.E2EID(1), "acc-1", 100)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	// The credit's statement fails after its event was inserted.
@@ -185,7 +185,7 @@ func TestRolledBackCreditWritesNoEvent(t *testing.T) {
 func TestFailedCreditAndTransferStepsWriteEvents(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	n := note(e2eID(1), "acc-none", 100)
+	n := dbtest.Notice(dbtest.E2EID(1), "acc-none", 100)
 	_, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	_, err = s.MarkFailed(ctx, n.EndToEndID, 1, 5, "AccountNotFound: account not found: acc-none")

@@ -49,12 +49,12 @@ func TestReceiveStoresPayloadsJSONBRefusesAsSent(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
 	next := 0
-	id := func() string { next++; return e2eID(next) }
+	id := func() string { next++; return dbtest.E2EID(next) }
 	for _, tc := range unstorablePayloads {
 		t.Run(tc.name, func(t *testing.T) {
 			// Receive, then its redelivery: a duplicate, compared on the
 			// money fields; another amount is the mismatch it always was.
-			n := withPayload(note(id(), "acc-1", 100), tc.payload, "")
+			n := withPayload(dbtest.Notice(id(), "acc-1", 100), tc.payload, "")
 			r, err := s.Receive(ctx, n)
 			require.NoError(t, err)
 			require.False(t, r.Duplicate)
@@ -80,7 +80,7 @@ func TestReceiveStoresPayloadsJSONBRefusesAsSent(t *testing.T) {
 
 			// The group commit: one group of a good webhook, a bad one and
 			// a batch holding both.
-			goodNative, badNative := note(id(), "acc-1", 100), withPayload(note(id(), "acc-1", 100), tc.payload, "")
+			goodNative, badNative := dbtest.Notice(id(), "acc-1", 100), withPayload(dbtest.Notice(id(), "acc-1", 100), tc.payload, "")
 			good3 := apiPixNote(id(), "k@example.com", "", 100)
 			bad3 := withPayload(apiPixNote(id(), "k@example.com", "", 100), tc.payload, tc.payload)
 			calls := []*db.ReceiveCallForTest{

@@ -25,8 +25,8 @@ import (
 func TestRedeliveryRacingAFailureReportsTheRedrive(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	id := e2eID(1)
-	_, err := s.Receive(ctx, note(id, "acc-1", 100))
+	id := dbtest.E2EID(1)
+	_, err := s.Receive(ctx, dbtest.Notice(id, "acc-1", 100))
 	require.NoError(t, err)
 	db.PendingWakes(s)
 
@@ -40,7 +40,7 @@ func TestRedeliveryRacingAFailureReportsTheRedrive(t *testing.T) {
 		err      error
 	}
 	wg.Go(func() {
-		r, err := s.Receive(ctx, note(id, "acc-1", 100))
+		r, err := s.Receive(ctx, dbtest.Notice(id, "acc-1", 100))
 		receipt.redriven, receipt.err = r.Redriven, err
 	})
 	waitBlocked(t, s.Pool(), 1) // the redelivery's snapshot is taken; it waits on the row
@@ -64,7 +64,7 @@ func TestRedeliveryRacingAFailureReportsTheRedrive(t *testing.T) {
 func TestNoticeDuringTheStartIsSignalledOnce(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	r, err := refund(t, s, e2e, 4_000, anyone)
 	require.NoError(t, err)
 

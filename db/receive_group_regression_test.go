@@ -24,7 +24,7 @@ import (
 func TestSingleItemAPIPixMismatchKeepsItsItemError(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	x := e2eID(1)
+	x := dbtest.E2EID(1)
 	_, err := s.ReceiveBatch(ctx, []pix.Notification{apiPixNote(x, "k@example.com", "", 500)})
 	require.NoError(t, err)
 
@@ -37,12 +37,12 @@ func TestSingleItemAPIPixMismatchKeepsItsItemError(t *testing.T) {
 func TestSingleItemAPIPixMismatchInAGroupKeepsItsItemError(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	x := e2eID(1)
+	x := dbtest.E2EID(1)
 	_, err := s.ReceiveBatch(ctx, []pix.Notification{apiPixNote(x, "k@example.com", "", 500)})
 	require.NoError(t, err)
 	calls := []*db.ReceiveCallForTest{
 		{Notifications: []pix.Notification{apiPixNote(x, "k@example.com", "", 999)}, Batch: true},
-		{Notifications: []pix.Notification{note(e2eID(2), "acc-1", 100)}},
+		{Notifications: []pix.Notification{dbtest.Notice(dbtest.E2EID(2), "acc-1", 100)}},
 	}
 	db.ReceiveGroupForTest(ctx, s, calls)
 	require.ErrorIs(t, calls[0].Err, pix.ErrPayloadMismatch)
@@ -61,9 +61,9 @@ func TestSingleItemAPIPixMismatchInAGroupKeepsItsItemError(t *testing.T) {
 func TestALockedRowNeverFailsItsGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := dbtest.New(t)
-	w, x, y := e2eID(1), e2eID(2), e2eID(3)
+	w, x, y := dbtest.E2EID(1), dbtest.E2EID(2), dbtest.E2EID(3)
 	for _, id := range []string{w, x} {
-		_, err := s.Receive(ctx, note(id, "acc-1", 100))
+		_, err := s.Receive(ctx, dbtest.Notice(id, "acc-1", 100))
 		require.NoError(t, err)
 	}
 	r, err := db.NewReceiver(s, groupcommit.Options{Writers: 1, MaxRows: 64, QueueRows: 4096, WriteTimeout: 1500 * time.Millisecond})
@@ -86,7 +86,7 @@ func TestALockedRowNeverFailsItsGroup(t *testing.T) {
 	defer releaseX()
 
 	wDone := make(chan error, 1)
-	go func() { _, err := r.Receive(ctx, note(w, "acc-1", 100)); wDone <- err }()
+	go func() { _, err := r.Receive(ctx, dbtest.Notice(w, "acc-1", 100)); wDone <- err }()
 	require.Eventually(t, func() bool {
 		var n int
 		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n))
@@ -94,9 +94,9 @@ func TestALockedRowNeverFailsItsGroup(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond)
 
 	xDone, yDone := make(chan error, 1), make(chan error, 1)
-	go func() { _, err := r.Receive(ctx, note(x, "acc-1", 100)); xDone <- err }() // a redelivery of the locked row
+	go func() { _, err := r.Receive(ctx, dbtest.Notice(x, "acc-1", 100)); xDone <- err }() // a redelivery of the locked row
 	require.Eventually(t, func() bool { return db.ReceiverQueued(r) == 1 }, 5*time.Second, time.Millisecond)
-	go func() { _, err := r.Receive(ctx, note(y, "acc-2", 700)); yDone <- err }() // an unrelated new PIX
+	go func() { _, err := r.Receive(ctx, dbtest.Notice(y, "acc-2", 700)); yDone <- err }() // an unrelated new PIX
 	require.Eventually(t, func() bool { return db.ReceiverQueued(r) == 2 }, 5*time.Second, time.Millisecond)
 	releaseW() // the writer now takes x and y together
 	require.NoError(t, <-wDone)
@@ -128,14 +128,14 @@ CREATE TRIGGER count_receive_statements BEFORE INSERT ON inbox_messages FOR EACH
 	const good, refused = 32, 16
 	var calls []*db.ReceiveCallForTest
 	for i := range refused {
-		old := e2eID(1000 + i)
+		old := dbtest.E2EID(1000 + i)
 		_, err := s.ReceiveBatch(ctx, []pix.Notification{apiPixNote(old, "k@example.com", "", 500)})
 		require.NoError(t, err)
 		calls = append(calls, &db.ReceiveCallForTest{Batch: true, Notifications: []pix.Notification{
-			apiPixNote(e2eID(2000+i), "k@example.com", "", 100), apiPixNote(old, "k@example.com", "", 999)}})
+			apiPixNote(dbtest.E2EID(2000+i), "k@example.com", "", 100), apiPixNote(old, "k@example.com", "", 999)}})
 	}
 	for i := range good {
-		calls = append(calls, &db.ReceiveCallForTest{Notifications: []pix.Notification{note(e2eID(i), "acc-1", 100)}})
+		calls = append(calls, &db.ReceiveCallForTest{Notifications: []pix.Notification{dbtest.Notice(dbtest.E2EID(i), "acc-1", 100)}})
 	}
 	var before int64
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT COALESCE((SELECT last_value FROM receive_statements WHERE is_called), 0)`).Scan(&before))
@@ -159,13 +159,13 @@ CREATE TRIGGER count_receive_statements BEFORE INSERT ON inbox_messages FOR EACH
 func TestRedriveAndCreditedBeforeInAGroup(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	f := note(e2eID(1), "acc-1", 100)
+	f := dbtest.Notice(dbtest.E2EID(1), "acc-1", 100)
 	_, err := s.Receive(ctx, f)
 	require.NoError(t, err)
 	_, err = s.MarkFailed(ctx, f.EndToEndID, 1, 5, "AccountNotFound")
 	require.NoError(t, err)
 	dbtest.OpenAccount(t, s, "acc-2", 0)
-	c := note(e2eID(2), "acc-2", 300)
+	c := dbtest.Notice(dbtest.E2EID(2), "acc-2", 300)
 	_, err = s.Receive(ctx, c)
 	require.NoError(t, err)
 	_, err = s.Credit(ctx, c.EndToEndID, 1, 1)

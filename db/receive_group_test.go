@@ -50,16 +50,16 @@ func inboxRows(t *testing.T, s *db.Store) map[string]inboxRow {
 func TestAGroupAnswersEachCallAsAlone(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	x, y, z, w := e2eID(1), e2eID(2), e2eID(3), e2eID(4)
-	invalid := note(z, "", -5)
+	x, y, z, w := dbtest.E2EID(1), dbtest.E2EID(2), dbtest.E2EID(3), dbtest.E2EID(4)
+	invalid := dbtest.Notice(z, "", -5)
 	invalid.Source = pix.SourceAPIPix
 	invalid.PixKey = "k@example.com"
 	calls := []*db.ReceiveCallForTest{
-		{Notifications: []pix.Notification{note(x, "acc-1", 1_000)}},                                       // new
-		{Notifications: []pix.Notification{note(x, "acc-1", 1_000)}},                                       // its copy
-		{Notifications: []pix.Notification{note(x, "acc-1", 2_000)}},                                       // a mismatch
+		{Notifications: []pix.Notification{dbtest.Notice(x, "acc-1", 1_000)}},                              // new
+		{Notifications: []pix.Notification{dbtest.Notice(x, "acc-1", 1_000)}},                              // its copy
+		{Notifications: []pix.Notification{dbtest.Notice(x, "acc-1", 2_000)}},                              // a mismatch
 		{Notifications: []pix.Notification{apiPixNote(y, "k@example.com", "", 700), invalid}, Batch: true}, // fails at its second item
-		{Notifications: []pix.Notification{note(w, "acc-2", 300)}},                                         // new
+		{Notifications: []pix.Notification{dbtest.Notice(w, "acc-2", 300)}},                                // new
 	}
 	db.ReceiveGroupForTest(ctx, s, calls)
 
@@ -90,12 +90,12 @@ func TestAGroupAnswersEachCallAsAlone(t *testing.T) {
 func TestAGroupTakesOutARefusedBatch(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.New(t)
-	x, y, w := e2eID(1), e2eID(2), e2eID(3)
+	x, y, w := dbtest.E2EID(1), dbtest.E2EID(2), dbtest.E2EID(3)
 	_, err := s.Receive(ctx, apiPixNote(x, "k@example.com", "", 500))
 	require.NoError(t, err)
 	calls := []*db.ReceiveCallForTest{
 		{Notifications: []pix.Notification{apiPixNote(y, "k@example.com", "", 100), apiPixNote(x, "k@example.com", "", 999)}, Batch: true},
-		{Notifications: []pix.Notification{note(w, "acc-2", 300)}},
+		{Notifications: []pix.Notification{dbtest.Notice(w, "acc-2", 300)}},
 		{Notifications: []pix.Notification{apiPixNote(y, "k@example.com", "", 100)}, Batch: true}, // y again, from another request
 	}
 	db.ReceiveGroupForTest(ctx, s, calls)
@@ -141,9 +141,9 @@ func TestReceiverUnderConcurrency(t *testing.T) {
 	// sent only for them, so that it is one whatever the order.
 	before := map[string]bool{}
 	for id := 0; id < 2*ids; id += 2 {
-		n := note(e2eID(id), "acc-1", amount(id))
+		n := dbtest.Notice(dbtest.E2EID(id), "acc-1", amount(id))
 		if id >= ids {
-			n = apiPixNote(e2eID(id), "k@example.com", "", amount(id))
+			n = apiPixNote(dbtest.E2EID(id), "k@example.com", "", amount(id))
 		}
 		_, err := s.Receive(ctx, n)
 		require.NoError(t, err)
@@ -161,12 +161,12 @@ func TestReceiverUnderConcurrency(t *testing.T) {
 		id := rng.IntN(ids)
 		switch k := rng.IntN(10); {
 		case k < 5: // a native delivery (a copy once its id was taken)
-			reqs[i] = &request{ns: []pix.Notification{note(e2eID(id), "acc-1", amount(id))}}
+			reqs[i] = &request{ns: []pix.Notification{dbtest.Notice(dbtest.E2EID(id), "acc-1", amount(id))}}
 		case k < 6: // a mismatch of a PIX received before
 			id -= id % 2
-			reqs[i] = &request{ns: []pix.Notification{note(e2eID(id), "acc-1", amount(id)+1)}}
+			reqs[i] = &request{ns: []pix.Notification{dbtest.Notice(dbtest.E2EID(id), "acc-1", amount(id)+1)}}
 		case k < 7: // a delivery that fails its statement
-			reqs[i] = &request{ns: []pix.Notification{note(e2eID(id), "acc-1", -1)}}
+			reqs[i] = &request{ns: []pix.Notification{dbtest.Notice(dbtest.E2EID(id), "acc-1", -1)}}
 		default: // an API Pix request of 1 to 4 ids (other ids: apiPix ones)
 			var ns []pix.Notification
 			for range 1 + rng.IntN(4) {
@@ -176,7 +176,7 @@ func TestReceiverUnderConcurrency(t *testing.T) {
 					j -= j % 2
 					a = amount(j) + 1 // a mismatch: the whole request refused
 				}
-				ns = append(ns, apiPixNote(e2eID(j), "k@example.com", "", a))
+				ns = append(ns, apiPixNote(dbtest.E2EID(j), "k@example.com", "", a))
 			}
 			reqs[i] = &request{ns: ns, batch: true}
 		}
@@ -279,7 +279,7 @@ func TestReceiverShedsWhenItsQueueIsFull(t *testing.T) {
 	// acquires that waited can't tell: it counts those that succeeded, this
 	// test's own among them. Waiting on it let the fourth delivery in
 	// before the writer took the first, on a slow machine.)
-	go func() { _, err := r.Receive(ctx, note(e2eID(1), "acc-1", 100)); answers <- err }()
+	go func() { _, err := r.Receive(ctx, dbtest.Notice(dbtest.E2EID(1), "acc-1", 100)); answers <- err }()
 	require.Eventually(t, func() bool { return db.ReceiverQueued(r) == 1 }, 10*time.Second, time.Millisecond, "the first delivery is queued")
 	ran := make(chan error, 1)
 	go func() { ran <- r.Run(ctx) }()
@@ -290,10 +290,10 @@ func TestReceiverShedsWhenItsQueueIsFull(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return db.ReceiverQueued(r) == 0 }, 10*time.Second, time.Millisecond, "the writer took it")
 	for i := 2; i <= 3; i++ { // the queue's two rows
-		go func() { _, err := r.Receive(ctx, note(e2eID(i), "acc-1", 100)); answers <- err }()
+		go func() { _, err := r.Receive(ctx, dbtest.Notice(dbtest.E2EID(i), "acc-1", 100)); answers <- err }()
 	}
 	require.Eventually(t, func() bool { return db.ReceiverQueued(r) == 2 }, 10*time.Second, time.Millisecond)
-	_, err = r.Receive(ctx, note(e2eID(4), "acc-1", 100))
+	_, err = r.Receive(ctx, dbtest.Notice(dbtest.E2EID(4), "acc-1", 100))
 	require.ErrorIs(t, err, pix.ErrUnavailable, "the fourth delivery is shed: 503")
 	require.ErrorIs(t, err, groupcommit.ErrQueueFull, "%v (queued now: %d)", err, db.ReceiverQueued(r))
 

@@ -21,11 +21,11 @@ import (
 func TestRechecksWaitAsLongAsTheRunHasBeenOpen(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
-	credited := creditPIX(t, s, 1, "acc-1", 10_000)
+	credited := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	_, err := refund(t, s, credited, 1_000, anyone)
 	require.NoError(t, err)
 	debit(t, s, "acc-1", 500)
-	_, err = s.Receive(ctx, note(e2eID(2), "acc-1", 100))
+	_, err = s.Receive(ctx, dbtest.Notice(dbtest.E2EID(2), "acc-1", 100))
 	require.NoError(t, err)
 
 	recheck := rows.Recheck{After: 2 * time.Minute, Max: 16 * time.Minute}

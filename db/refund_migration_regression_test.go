@@ -147,7 +147,7 @@ func migrationsFrom(t *testing.T, version int64) []string {
 func TestDatabaseWithoutPSPAskedAtGetsIt(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	r, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	// The schema 0011 as first committed left.
@@ -168,7 +168,7 @@ func TestDatabaseWithoutPSPAskedAtGetsIt(t *testing.T) {
 func TestRefundsOpenAtTheUpgradeCountAsAsked(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	r, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET dispatched_at = now() - interval '1 hour' WHERE id = $1`, r.ID)
@@ -193,7 +193,7 @@ func TestRefundsOpenAtTheUpgradeCountAsAsked(t *testing.T) {
 func TestRefundsAskedBeforeTheAskCountCountOne(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	asked, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	refused, err := refund(t, s, e2e, 2_000, anyone)

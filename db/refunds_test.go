@@ -27,20 +27,13 @@ func refund(t *testing.T, s *db.Store, e2e string, amount int64, mayRefund func(
 		RefundRequest: pix.RefundRequest{EndToEndID: e2e, AmountCents: amount, Reason: "devolução"}}, mayRefund, renderRefund)
 }
 
-// creditPIX credits amount to account under e2eID(n), through the
-// credit's path (dbtest.CreditPIX).
-func creditPIX(t *testing.T, s *db.Store, n int, account string, amount int64) string {
-	t.Helper()
-	return dbtest.CreditPIX(t, s, dbtest.PIX{EndToEndID: e2eID(n), AccountID: account, AmountCents: amount}).EndToEndID
-}
-
 func TestRefundRefusals(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	dbtest.OpenAccount(t, s, "acc-2", 50_000)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 
-	_, err := refund(t, s, e2eID(99), 100, anyone)
+	_, err := refund(t, s, dbtest.E2EID(99), 100, anyone)
 	require.ErrorIs(t, err, pix.ErrPixNotCredited, "no credit")
 	_, err = refund(t, s, e2e, 100, func(account string) bool { return account == "acc-2" })
 	require.ErrorIs(t, err, pix.ErrPixNotCredited, "another customer's PIX answers like a missing one")
@@ -51,9 +44,9 @@ func TestRefundRefusals(t *testing.T) {
 	require.ErrorIs(t, err, pix.ErrInsufficientFunds)
 
 	// Pending in the inbox, not credited yet.
-	_, err = s.Receive(ctx, note(e2eID(2), "acc-2", 100))
+	_, err = s.Receive(ctx, dbtest.Notice(dbtest.E2EID(2), "acc-2", 100))
 	require.NoError(t, err)
-	_, err = refund(t, s, e2eID(2), 100, anyone)
+	_, err = refund(t, s, dbtest.E2EID(2), 100, anyone)
 	require.ErrorIs(t, err, pix.ErrPixNotCredited)
 
 	// Past the window.
@@ -73,7 +66,7 @@ func TestRefundRefusals(t *testing.T) {
 func TestRefundsConcurrently(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 1_000_000)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 
 	const n = 12
 	refunds := make([]pix.Refund, n)
@@ -107,7 +100,7 @@ func TestRefundsConcurrently(t *testing.T) {
 func TestNoteRefundOutcomes(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	open, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	closed, err := refund(t, s, e2e, 1_000, anyone)
@@ -120,9 +113,9 @@ func TestNoteRefundOutcomes(t *testing.T) {
 	noted, err := s.NoteRefundOutcomes(ctx, []db.RefundNotice{
 		{ID: open.ID, EndToEndID: e2e, Status: "DEVOLVIDO"},
 		{ID: open.ID, EndToEndID: e2e, Status: "DEVOLVIDO"},
-		{ID: closed.ID, EndToEndID: e2e, Status: "NAO_REALIZADO"},    // final already
-		{ID: open.ID + "x", EndToEndID: e2e, Status: "DEVOLVIDO"},    // no such refund
-		{ID: open.ID, EndToEndID: e2eID(2), Status: "NAO_REALIZADO"}, // another PIX's id
+		{ID: closed.ID, EndToEndID: e2e, Status: "NAO_REALIZADO"},           // final already
+		{ID: open.ID + "x", EndToEndID: e2e, Status: "DEVOLVIDO"},           // no such refund
+		{ID: open.ID, EndToEndID: dbtest.E2EID(2), Status: "NAO_REALIZADO"}, // another PIX's id
 	})
 	require.NoError(t, err)
 	require.Equal(t, []string{open.ID}, noted.Open)
@@ -163,7 +156,7 @@ func TestNoteRefundOutcomes(t *testing.T) {
 func TestRefundWindowCountsFromReceipt(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	_, err := s.Pool().Exec(ctx, `UPDATE pix_credits SET received_at = now() - interval '91 days' WHERE end_to_end_id = $1`, e2e)
 	require.NoError(t, err)
 	_, err = refund(t, s, e2e, 100, anyone)
@@ -176,7 +169,7 @@ func TestRefundWindowCountsFromReceipt(t *testing.T) {
 func TestNoteRefundOutcomesUnchangedWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	closed, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	_, err = refundsaga.NewStore(s).MarkRefundReturned(ctx, closed.ID, "")
@@ -211,7 +204,7 @@ func TestNoteRefundOutcomesUnchangedWritesNothing(t *testing.T) {
 func TestOpenRefundNoticeListedAgainIsCountedOnce(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	open, err := refund(t, s, e2e, 1_000, anyone)
 	require.NoError(t, err)
 	for range 3 { // three catch-up runs list the PIX within their overlap

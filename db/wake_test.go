@@ -21,15 +21,15 @@ func TestCommitsAskToWakeTheirChannels(t *testing.T) {
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	db.PendingWakes(s)
 
-	_, err := s.Receive(ctx, note(e2eID(1), "acc-1", 100))
+	_, err := s.Receive(ctx, dbtest.Notice(dbtest.E2EID(1), "acc-1", 100))
 	require.NoError(t, err)
 	require.Equal(t, []string{db.DueChannel}, db.PendingWakes(s), "a new PIX wakes the dispatchers")
 
-	_, err = s.Receive(ctx, note(e2eID(1), "acc-1", 100))
+	_, err = s.Receive(ctx, dbtest.Notice(dbtest.E2EID(1), "acc-1", 100))
 	require.NoError(t, err)
 	require.Empty(t, db.PendingWakes(s), "a redelivery wakes nobody")
 
-	_, err = s.Credit(ctx, e2eID(1), 1, 1)
+	_, err = s.Credit(ctx, dbtest.E2EID(1), 1, 1)
 	require.NoError(t, err)
 	require.Equal(t, []string{db.OutboxChannel}, db.PendingWakes(s), "a credit's event wakes the relays")
 
@@ -48,9 +48,9 @@ func TestWakerNotifiesListeners(t *testing.T) {
 	go func() { _ = s.RunWaker(ctx, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()
 
 	dbtest.OpenAccount(t, s, "acc-1", 0)
-	_, err := s.Receive(ctx, note(e2eID(1), "acc-1", 100))
+	_, err := s.Receive(ctx, dbtest.Notice(dbtest.E2EID(1), "acc-1", 100))
 	require.NoError(t, err)
-	_, err = s.Credit(ctx, e2eID(1), 1, 1)
+	_, err = s.Credit(ctx, dbtest.E2EID(1), 1, 1)
 	require.NoError(t, err)
 	select {
 	case <-woken:

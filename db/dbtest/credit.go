@@ -3,6 +3,7 @@ package dbtest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -66,13 +67,31 @@ func CreditPIX(t testing.TB, s *db.Store, p PIX) Credited {
 	_, err = s.CreatePixKey(ctx, db.NewPixKey{Key: key, KeyType: "email", AccountID: p.AccountID})
 	require.NoError(t, err)
 
-	payload, err := json.Marshal(map[string]any{"end_to_end_id": p.EndToEndID, "account_id": p.AccountID, "amount_cents": p.AmountCents})
-	require.NoError(t, err)
-	receipt, err := s.Receive(ctx, pix.Notification{EndToEndID: p.EndToEndID, AccountID: p.AccountID, AmountCents: p.AmountCents, PSP: p.PSP, Payload: payload})
+	n := Notice(p.EndToEndID, p.AccountID, p.AmountCents)
+	n.PSP = p.PSP
+	receipt, err := s.Receive(ctx, n)
 	require.NoError(t, err)
 	require.False(t, receipt.Duplicate, "PIX %s was received before: CreditPIX credits a new one", p.EndToEndID)
 	out, err := s.Credit(ctx, p.EndToEndID, 1, 1)
 	require.NoError(t, err, "credit PIX %s to %s", p.EndToEndID, p.AccountID)
 	require.True(t, out.Credited, "PIX %s was not credited", p.EndToEndID)
 	return Credited{EndToEndID: p.EndToEndID, AccountID: p.AccountID, Key: key, AmountCents: p.AmountCents, BalanceAfterCents: out.BalanceAfter}
+}
+
+// E2EID is the n-th PIX's end_to_end_id of a test: the same on every run,
+// so that a test names the PIX it credited, or one nobody credited.
+func E2EID(n int) string { return fmt.Sprintf("E12345678202611291200%011d", n) }
+
+// Notice is the PSP's notification of a PIX of amount to account, its
+// payload the fields a webhook's body carries.
+func Notice(id, account string, amount int64) pix.Notification {
+	payload, _ := json.Marshal(map[string]any{"end_to_end_id": id, "account_id": account, "amount_cents": amount})
+	return pix.Notification{EndToEndID: id, AccountID: account, AmountCents: amount, Payload: payload}
+}
+
+// CreditNth credits amount to account under E2EID(n) (CreditPIX) and
+// returns that end_to_end_id.
+func CreditNth(t testing.TB, s *db.Store, n int, account string, amount int64) string {
+	t.Helper()
+	return CreditPIX(t, s, PIX{EndToEndID: E2EID(n), AccountID: account, AmountCents: amount}).EndToEndID
 }

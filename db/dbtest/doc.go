@@ -6,7 +6,8 @@
 // migrations is dropped once no test process uses it and it is a day old:
 // template.go says how "in use" is known); and the fixtures every package's
 // tests share: CreditPIX, an account (with its Pix key) credited a PIX
-// through the credit's own path; OpenAccount (NewWithAccount: New with
+// through the credit's own path (CreditNth: the n-th PIX, E2EID(n); Notice,
+// a PSP's notification); OpenAccount (NewWithAccount: New with
 // one) and Balance; RequireBooks,
 // the books as I2, I9 and I11 hold them; Events, an aggregate's outbox
 // events; ClaimStates, what a queue's claim says of each row; Reserve, a

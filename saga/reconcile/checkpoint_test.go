@@ -72,13 +72,13 @@ func TestReconcileChecksFromItsCheckpoint(t *testing.T) {
 	// run settles it, and no later run counts it again.
 	exec(`UPDATE accounts SET balance_cents = balance_cents + 700 WHERE id = 'acc-2'`)
 	exec(`INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents, xact_id)
-		VALUES ($1, 'acc-2', 700, 100700, NULL)`, e2eID(90))
-	creditPIX(t, s, 1, "acc-1", 1_000)
+		VALUES ($1, 'acc-2', 700, 100700, NULL)`, dbtest.E2EID(90))
+	dbtest.CreditNth(t, s, 1, "acc-1", 1_000)
 	for i := range 3 {
 		require.True(t, reconcileOK(t, s).Balanced(), "run %d", i+1)
 	}
-	creditPIX(t, s, 2, "acc-1", 2_000)
-	creditPIX(t, s, 3, "acc-2", 3_000)
+	dbtest.CreditNth(t, s, 2, "acc-1", 2_000)
+	dbtest.CreditNth(t, s, 3, "acc-2", 3_000)
 	require.True(t, reconcileSettled(t, s).Balanced(), "the new credits against the settled sums")
 
 	var settled int64
@@ -97,18 +97,18 @@ func TestReconcileChecksFromItsCheckpoint(t *testing.T) {
 	// A row made done without its credit after the runs before: found by
 	// the next, and by every run after it while it is so (the next ones
 	// read only the rows done since, and the differences found).
-	_, err := s.Receive(ctx, note(e2eID(4), "acc-1", 4_000))
+	_, err := s.Receive(ctx, dbtest.Notice(dbtest.E2EID(4), "acc-1", 4_000))
 	require.NoError(t, err)
-	exec(`UPDATE inbox_messages SET status = 'done', dispatch_due_at = NULL, processed_at = clock_timestamp() WHERE end_to_end_id = $1`, e2eID(4))
+	exec(`UPDATE inbox_messages SET status = 'done', dispatch_due_at = NULL, processed_at = clock_timestamp() WHERE end_to_end_id = $1`, dbtest.E2EID(4))
 	r := reconcileFinding(t, s, func(r reconcile.Reconciliation) bool { return len(r.DoneWithoutCredit) > 0 })
-	require.Equal(t, []string{e2eID(4)}, r.DoneWithoutCredit)
+	require.Equal(t, []string{dbtest.E2EID(4)}, r.DoneWithoutCredit)
 	for range 2 {
-		require.Equal(t, []string{e2eID(4)}, reconcileOK(t, s).DoneWithoutCredit)
+		require.Equal(t, []string{dbtest.E2EID(4)}, reconcileOK(t, s).DoneWithoutCredit)
 	}
 	var doneXact *string
-	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT done_xact::text FROM inbox_messages WHERE end_to_end_id = $1`, e2eID(4)).Scan(&doneXact))
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT done_xact::text FROM inbox_messages WHERE end_to_end_id = $1`, dbtest.E2EID(4)).Scan(&doneXact))
 	require.NotNil(t, doneXact, "a row made done carries the transaction that made it done, from which the runs read the done rows")
-	exec(`DELETE FROM inbox_messages WHERE end_to_end_id = $1`, e2eID(4)) // as the retention would
+	exec(`DELETE FROM inbox_messages WHERE end_to_end_id = $1`, dbtest.E2EID(4)) // as the retention would
 	require.True(t, reconcileOK(t, s).Balanced())
 }
 
@@ -120,8 +120,8 @@ func TestReconcileChecksFromItsCheckpoint(t *testing.T) {
 func TestReconcileSeesWhatALongTransactionCommitsLate(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
-	creditPIX(t, s, 1, "acc-1", 1_000)
-	_, err := s.Receive(ctx, note(e2eID(2), "acc-1", 2_000))
+	dbtest.CreditNth(t, s, 1, "acc-1", 1_000)
+	_, err := s.Receive(ctx, dbtest.Notice(dbtest.E2EID(2), "acc-1", 2_000))
 	require.NoError(t, err)
 	for range 3 {
 		require.True(t, reconcileOK(t, s).Balanced())
@@ -135,9 +135,9 @@ func TestReconcileSeesWhatALongTransactionCommitsLate(t *testing.T) {
 	defer tx.Rollback(context.Background()) //nolint:errcheck // committed below
 	_, err = tx.Exec(ctx, `UPDATE accounts SET balance_cents = balance_cents + 500 WHERE id = 'acc-1'`)
 	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents) VALUES ($1, 'acc-1', 500, 0)`, e2eID(3))
+	_, err = tx.Exec(ctx, `INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents) VALUES ($1, 'acc-1', 500, 0)`, dbtest.E2EID(3))
 	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `UPDATE inbox_messages SET status = 'done', dispatch_due_at = NULL, processed_at = clock_timestamp() WHERE end_to_end_id = $1`, e2eID(2))
+	_, err = tx.Exec(ctx, `UPDATE inbox_messages SET status = 'done', dispatch_due_at = NULL, processed_at = clock_timestamp() WHERE end_to_end_id = $1`, dbtest.E2EID(2))
 	require.NoError(t, err)
 
 	for range 2 { // runs that don't see it, and move their checkpoint
@@ -147,10 +147,10 @@ func TestReconcileSeesWhatALongTransactionCommitsLate(t *testing.T) {
 
 	r := reconcileOK(t, s)
 	require.Empty(t, r.UnbalancedAccounts, "the late credit is summed with its balance")
-	require.Equal(t, []string{e2eID(2)}, r.DoneWithoutCredit, "the late done row is read")
+	require.Equal(t, []string{dbtest.E2EID(2)}, r.DoneWithoutCredit, "the late done row is read")
 	r = reconcileOK(t, s)
 	require.Empty(t, r.UnbalancedAccounts, "and summed once")
-	require.Equal(t, []string{e2eID(2)}, r.DoneWithoutCredit)
+	require.Equal(t, []string{dbtest.E2EID(2)}, r.DoneWithoutCredit)
 }
 
 // The books are append-only, as the checkpoint's settled sums need: a
@@ -159,7 +159,7 @@ func TestReconcileSeesWhatALongTransactionCommitsLate(t *testing.T) {
 func TestTheBooksAreAppendOnly(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
-	e2e := creditPIX(t, s, 1, "acc-1", 1_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 1_000)
 	refused := func(sql string, args ...any) {
 		t.Helper()
 		_, err := s.Pool().Exec(ctx, sql, args...)

@@ -27,7 +27,7 @@ import (
 func TestReconcileReportsAFenceDown(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
-	creditPIX(t, s, 1, "acc-1", 1_000)
+	dbtest.CreditNth(t, s, 1, "acc-1", 1_000)
 	exec := func(sql string) {
 		t.Helper()
 		_, err := s.Pool().Exec(ctx, sql)
@@ -156,11 +156,11 @@ func TestTheSettledSumsOnlyAdvanceWithTheirCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
 	dbtest.OpenAccount(t, s, "acc-2", 100_000)
-	creditPIX(t, s, 1, "acc-1", 1_000)
-	creditPIX(t, s, 2, "acc-2", 2_000)
+	dbtest.CreditNth(t, s, 1, "acc-1", 1_000)
+	dbtest.CreditNth(t, s, 2, "acc-2", 2_000)
 	reconcileOK(t, s) // counts both accounts
 	require.True(t, reconcileSettled(t, s).Balanced())
-	creditPIX(t, s, 3, "acc-1", 300)
+	dbtest.CreditNth(t, s, 3, "acc-1", 300)
 
 	refusedByTheBooks(t, s, `DELETE FROM reconcile_settled WHERE account_id = 'acc-1'`)
 	// Nor is money made by an opening balance changed with its balance,

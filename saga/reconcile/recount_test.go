@@ -94,7 +94,7 @@ func TestReconcileRecountFindsWhatWasWrittenPastTheGuards(t *testing.T) {
 	var credits []string
 	for i := 1; i <= accounts; i++ {
 		dbtest.OpenAccount(t, s, fmt.Sprintf("acc-%d", i), 100_000)
-		credits = append(credits, creditPIX(t, s, i, fmt.Sprintf("acc-%d", i), 1_000))
+		credits = append(credits, dbtest.CreditNth(t, s, i, fmt.Sprintf("acc-%d", i), 1_000))
 	}
 	run := func() reconcile.Reconciliation { return reconcileWithin(t, s, oneAccountARun) }
 	for range accounts + 1 {
@@ -186,16 +186,16 @@ func TestTheChecksTrustNothingTheTriggersLetChange(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	dbtest.OpenAccount(t, s, "acc-2", 0)
-	e2e := creditPIX(t, s, 1, "acc-1", 10_000)
+	e2e := dbtest.CreditNth(t, s, 1, "acc-1", 10_000)
 	first, err := refund(t, s, e2e, 6_000, anyone)
 	require.NoError(t, err)
 	_, err = refundsaga.NewStore(s).ReverseRefund(ctx, first.ID, "psp refused", false)
 	require.NoError(t, err)
 	second, err := refund(t, s, e2e, 6_000, anyone)
 	require.NoError(t, err)
-	moved := creditPIX(t, s, 2, "acc-2", 3_000)
+	moved := dbtest.CreditNth(t, s, 2, "acc-2", 3_000)
 	for n := 3; n <= 5; n++ {
-		creditPIX(t, s, n, "acc-2", 100)
+		dbtest.CreditNth(t, s, n, "acc-2", 100)
 	}
 	// One account and one done row a run.
 	lim := reconcile.Limits{RecountMovements: 1, RecountAccounts: 1_000, DoneRows: 1}
@@ -206,13 +206,13 @@ func TestTheChecksTrustNothingTheTriggersLetChange(t *testing.T) {
 
 	refusedByTheBooks(t, s, `UPDATE pix_refunds SET status = 'returned' WHERE id = $1`, first.ID)
 	refusedByTheBooks(t, s, `UPDATE pix_refunds SET status = 'debited', dispatch_due_at = now() WHERE id = $1`, first.ID)
-	refusedByTheBooks(t, s, `UPDATE pix_refunds SET end_to_end_id = $2 WHERE id = $1`, second.ID, e2eID(98))
-	refusedByTheBooks(t, s, `UPDATE pix_credits SET end_to_end_id = $2 WHERE end_to_end_id = $1`, moved, e2eID(99))
+	refusedByTheBooks(t, s, `UPDATE pix_refunds SET end_to_end_id = $2 WHERE id = $1`, second.ID, dbtest.E2EID(98))
+	refusedByTheBooks(t, s, `UPDATE pix_credits SET end_to_end_id = $2 WHERE end_to_end_id = $1`, moved, dbtest.E2EID(99))
 	_, err = s.Pool().Exec(ctx, `UPDATE pix_refunds SET status = 'reversed' WHERE id = $1`, first.ID)
 	require.NoError(t, err, "reversed to reversed changes nothing")
 
 	pastTheTriggers(t, s, `UPDATE pix_refunds SET status = 'returned' WHERE id = '`+first.ID+`'`,
-		`UPDATE pix_credits SET end_to_end_id = '`+e2eID(99)+`' WHERE end_to_end_id = '`+moved+`'`)
+		`UPDATE pix_credits SET end_to_end_id = '`+dbtest.E2EID(99)+`' WHERE end_to_end_id = '`+moved+`'`)
 	over, doneWithout := 0, 0
 	for i := 1; i <= 6 && (over == 0 || doneWithout == 0); i++ {
 		r := run()
@@ -239,9 +239,9 @@ func TestTheChecksTrustNothingTheTriggersLetChange(t *testing.T) {
 func TestReconcileReadsTheDoneRowsByTransaction(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
-	credited := creditPIX(t, s, 1, "acc-1", 1_000)
+	credited := dbtest.CreditNth(t, s, 1, "acc-1", 1_000)
 	for n := 2; n <= 3; n++ {
-		_, err := s.Receive(ctx, note(e2eID(n), "acc-1", 2_000))
+		_, err := s.Receive(ctx, dbtest.Notice(dbtest.E2EID(n), "acc-1", 2_000))
 		require.NoError(t, err)
 	}
 	// The done rows' rotating check reads one row a run, and has gone
@@ -256,18 +256,18 @@ func TestReconcileReadsTheDoneRowsByTransaction(t *testing.T) {
 		require.NoError(t, err)
 	}
 	exec(`UPDATE inbox_messages SET status = 'done', dispatch_due_at = NULL, processed_at = clock_timestamp() - interval '1 hour'
-		WHERE end_to_end_id = $1`, e2eID(2))
-	require.Equal(t, []string{e2eID(2)}, reconcileWithin(t, s, lim).DoneWithoutCredit)
+		WHERE end_to_end_id = $1`, dbtest.E2EID(2))
+	require.Equal(t, []string{dbtest.E2EID(2)}, reconcileWithin(t, s, lim).DoneWithoutCredit)
 
 	exec(`UPDATE inbox_messages SET status = 'done', dispatch_due_at = NULL, processed_at = now(), done_xact = '1'
-		WHERE end_to_end_id = $1`, e2eID(3))
+		WHERE end_to_end_id = $1`, dbtest.E2EID(3))
 	var stamped string
-	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT done_xact::text FROM inbox_messages WHERE end_to_end_id = $1`, e2eID(3)).Scan(&stamped))
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT done_xact::text FROM inbox_messages WHERE end_to_end_id = $1`, dbtest.E2EID(3)).Scan(&stamped))
 	require.NotEqual(t, "1", stamped, "the trigger stamps the transaction that made it done, whatever was written")
-	require.Equal(t, []string{e2eID(2), e2eID(3)}, reconcileWithin(t, s, lim).DoneWithoutCredit)
+	require.Equal(t, []string{dbtest.E2EID(2), dbtest.E2EID(3)}, reconcileWithin(t, s, lim).DoneWithoutCredit)
 
-	exec(`UPDATE inbox_messages SET end_to_end_id = $2 WHERE end_to_end_id = $1`, credited, e2eID(77))
-	require.Equal(t, []string{e2eID(2), e2eID(3), e2eID(77)}, reconcileWithin(t, s, lim).DoneWithoutCredit)
+	exec(`UPDATE inbox_messages SET end_to_end_id = $2 WHERE end_to_end_id = $1`, credited, dbtest.E2EID(77))
+	require.Equal(t, []string{dbtest.E2EID(2), dbtest.E2EID(3), dbtest.E2EID(77)}, reconcileWithin(t, s, lim).DoneWithoutCredit)
 }
 
 // The first run after migration 0024 (or after reconcile_reset) reads the
@@ -307,7 +307,7 @@ func TestReconcileCountsTheHistoryPartByPart(t *testing.T) {
 	for n := 100; ; n++ {
 		runs++
 		require.LessOrEqual(t, runs, 20, "the history is counted within its bound")
-		creditPIX(t, s, n, fmt.Sprintf("acc-%02d", 1+n%accounts), 10) // the books move on meanwhile
+		dbtest.CreditNth(t, s, n, fmt.Sprintf("acc-%02d", 1+n%accounts), 10) // the books move on meanwhile
 		wasCounted := counted("acc-17")
 		r = reconcileWithin(t, s, lim)
 		t.Logf("run %d: %d accounts (%d movements) recounted, %d unchecked, done rows' first round over: %v; unbalanced %v, done without credit %v",
@@ -351,8 +351,8 @@ func TestReconcileCountsTheHistoryPartByPart(t *testing.T) {
 func TestReconcileThatFindsNothingNewWritesNothing(t *testing.T) {
 	s := dbtest.NewWithAccount(t, "acc-1", 100_000)
 	dbtest.OpenAccount(t, s, "acc-2", 100_000)
-	creditPIX(t, s, 1, "acc-1", 1_000)
-	creditPIX(t, s, 2, "acc-2", 2_000)
+	dbtest.CreditNth(t, s, 1, "acc-1", 1_000)
+	dbtest.CreditNth(t, s, 2, "acc-2", 2_000)
 	for range 3 {
 		require.True(t, reconcileOK(t, s).Balanced())
 	}
@@ -370,7 +370,7 @@ func TestReconcileThatFindsNothingNewWritesNothing(t *testing.T) {
 		require.Equal(t, 2, r.Progress.RecountedAccounts, "every account recounted, and found right")
 	}
 	require.Equal(t, before, versions(), "idle runs rewrote the checkpoint or a settled sum")
-	creditPIX(t, s, 3, "acc-1", 1)
+	dbtest.CreditNth(t, s, 3, "acc-1", 1)
 	reconcileSettled(t, s)
 	require.NotEqual(t, before, versions(), "a run that settles something writes it")
 }
@@ -396,7 +396,7 @@ func TestConcurrentRunsTakeTurns(t *testing.T) {
 				return
 			default:
 			}
-			creditPIX(t, s, n, []string{"acc-1", "acc-2", "acc-3"}[n%3], int64(n))
+			dbtest.CreditNth(t, s, n, []string{"acc-1", "acc-2", "acc-3"}[n%3], int64(n))
 		}
 	}()
 	var runs sync.WaitGroup
