@@ -90,11 +90,7 @@ func TestAReturnWhoseDaysEndWhileItWaitsForTheCreditChangesNothing(t *testing.T)
 func TestAReturnWhoseDaysAndWindowEndWhileItWaitsIsNoRefusal(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	c, r := f.agreedAfterSpending(10_000)
-	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
-	r = f.step(f.store.Return(ctx, r))
-	require.Equal(t, med.StatusAwaitingCredit, r.Status)
-	require.Zero(t, r.Returns, "nothing to return yet")
+	c, r := f.awaitingFirstPart()
 	f.creditMore(c.AccountID, 2_000) // fills the hold: a return would capture it
 
 	var credited time.Time
@@ -109,22 +105,95 @@ func TestAReturnWhoseDaysAndWindowEndWhileItWaitsIsNoRefusal(t *testing.T) {
 	r, err = f.store.Get(ctx, r.ID)
 	require.NoError(t, err)
 	require.EqualValues(t, 2_000, r.HeldCents)
-	refused := testutil.ToFloat64(med.ReturnsRefused.WithLabelValues("refund_window_closed"))
+	f.requireNoRefusalAfterTheDays(r, "refund_window_closed", nil)
+	f.requireMoney(c.AccountID, 2_000, 2_000)
+	f.requireBooks()
+}
 
-	got, changed, err := f.returnWhileLocked(r)
+// Attack review r11 LOW-1: the other final refusal of a devolução, the
+// account closed (pix.ErrAccountClosed, from the debit's lock of the
+// account), met after 90 days that ended while the Return waited for the
+// PIX's credit, was recorded as the return's refusal (return_refused
+// account_closed, the request to be closed REJECTED ACCOUNT_CLOSURE, where
+// the deadline closes it NO_BALANCE). Any declared refusal now answers
+// only within return_until, checked first, as the PIX's window's does.
+// Seen failing on the old Return (return_refused account_closed).
+func TestAnAccountClosedAfterTheDaysEndedWhileAReturnWaitsIsNoRefusal(t *testing.T) {
+	f := newFixture(t)
+	c, r := f.awaitingFirstPart()
+	f.creditMore(c.AccountID, 2_000) // fills the hold: a return would capture it
+	r = f.endingSoon(r)
+	require.EqualValues(t, 2_000, r.HeldCents)
+
+	f.requireNoRefusalAfterTheDays(r, "account_closed", func() {
+		require.NoError(t, f.s.CloseAccount(context.Background(), c.AccountID))
+	})
+}
+
+// The same through the hold a Return makes for a report that holds
+// nothing (holdMore: db.Hold refuses the closed account). Seen failing on
+// the old Return (return_refused account_closed).
+func TestAnAccountClosedAfterTheDaysEndedWhileAReturnHoldsIsNoRefusal(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.awaitingFirstPart()
+	// A report without a hold (the Return holds anew: db.Hold locks the
+	// PIX's credit, then the account).
+	_, err := f.s.Pool().Exec(ctx, `UPDATE pix_med_reports SET hold_id = NULL, held_cents = 0 WHERE id = $1`, r.ID)
+	require.NoError(t, err)
+	r = f.endingSoon(r)
+	require.Nil(t, r.HoldID)
+
+	f.requireNoRefusalAfterTheDays(r, "account_closed", func() {
+		require.NoError(t, f.s.CloseAccount(context.Background(), c.AccountID))
+	})
+}
+
+// awaitingFirstPart is a report AGREED of a PIX of 10,000 whose account
+// spent it all before the report: its request taken, nothing returned, it
+// waits for credits (awaiting_credit), its hold filling and holding nothing.
+func (f *fixture) awaitingFirstPart() (dbtest.Credited, med.Report) {
+	ctx := context.Background()
+	c, r := f.agreedAfterSpending(10_000)
+	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+	r = f.step(f.store.Return(ctx, r))
+	require.Equal(f.t, med.StatusAwaitingCredit, r.Status)
+	require.Zero(f.t, r.Returns, "nothing to return yet")
+	return c, r
+}
+
+// endingSoon is r with its return_until 700 ms from now, by the
+// database's clock.
+func (f *fixture) endingSoon(r med.Report) med.Report {
+	ctx := context.Background()
+	_, err := f.s.Pool().Exec(ctx, `UPDATE pix_med_reports SET return_until = now() + interval '700 milliseconds' WHERE id = $1`, r.ID)
+	require.NoError(f.t, err)
+	r, err = f.store.Get(ctx, r.ID)
+	require.NoError(f.t, err)
+	return r
+}
+
+// requireNoRefusalAfterTheDays runs r's Return while its PIX's credit is
+// locked, runs then (nil: nothing) after return_until has passed, then lets
+// the Return go on: nothing changes, no refusal recorded (refusal's series
+// of PixMEDReturnRefused's counter unchanged), and the request is to be
+// closed as the deadline closes it (REJECTED NO_BALANCE: nothing returned).
+func (f *fixture) requireNoRefusalAfterTheDays(r med.Report, refusal string, then func()) {
+	t := f.t
+	refused := testutil.ToFloat64(med.ReturnsRefused.WithLabelValues(refusal))
+	got, changed, err := f.returnWhileLockedThen(r, then)
 	require.NoError(t, err)
 	if got.ReturnRefused != nil {
-		t.Fatalf("refused at its deadline: return_refused %s, its request to be closed %s %s", *got.ReturnRefused,
+		t.Fatalf("refused at or after its deadline: return_refused %s, its request to be closed %s %s", *got.ReturnRefused,
 			med.Closing(got).Result, med.Closing(got).RejectionReason)
 	}
 	require.False(t, changed)
 	require.Equal(t, med.StatusAwaitingCredit, got.Status)
+	require.Equal(t, r.Gen, got.Gen)
 	require.Nil(t, got.RefundID)
-	require.Equal(t, refused, testutil.ToFloat64(med.ReturnsRefused.WithLabelValues("refund_window_closed")), "PixMEDReturnRefused's counter")
+	require.Equal(t, refused, testutil.ToFloat64(med.ReturnsRefused.WithLabelValues(refusal)), "PixMEDReturnRefused's counter")
 	require.Equal(t, med.StepCloseRefund, med.Next(got, time.Now()))
-	require.Equal(t, dict.RejectionNoBalance, med.Closing(got).RejectionReason, "the deadline's close, not CANNOT_REFUND")
-	f.requireMoney(c.AccountID, 2_000, 2_000)
-	f.requireBooks()
+	require.Equal(t, dict.RejectionNoBalance, med.Closing(got).RejectionReason, "the deadline's close")
 }
 
 // returnWhileLocked runs the report's Return while another transaction
@@ -133,6 +202,13 @@ func TestAReturnWhoseDaysAndWindowEndWhileItWaitsIsNoRefusal(t *testing.T) {
 // before the locks), then until the report's return_until has passed by
 // the database's clock, and lets it go on: what the Return answered.
 func (f *fixture) returnWhileLocked(r med.Report) (med.Report, bool, error) {
+	return f.returnWhileLockedThen(r, nil)
+}
+
+// returnWhileLockedThen is returnWhileLocked running then (nil: nothing)
+// after return_until has passed, before the credit is let go: what happens
+// after the 90 days while the Return waits.
+func (f *fixture) returnWhileLockedThen(r med.Report, then func()) (med.Report, bool, error) {
 	t, ctx := f.t, context.Background()
 	holder, err := f.s.Pool().Begin(ctx)
 	require.NoError(t, err)
@@ -155,6 +231,9 @@ func (f *fixture) returnWhileLocked(r med.Report) (med.Report, bool, error) {
 		require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT return_until < clock_timestamp() FROM pix_med_reports WHERE id = $1`, r.ID).Scan(&passed))
 		return passed
 	}, 10*time.Second, 10*time.Millisecond)
+	if then != nil {
+		then()
+	}
 	require.NoError(t, holder.Commit(ctx))
 	got := <-done
 	return got.r, got.changed, got.err

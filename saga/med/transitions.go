@@ -315,7 +315,7 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 		}
 		if next.HoldID == nil {
 			if err := holdMore(ctx, tx, &next, left); err != nil {
-				return Report{}, false, err
+				return Report{}, false, s.refusedWithin(ctx, tx, cur, err)
 			}
 		}
 		if next.HoldID == nil || next.HeldCents == 0 {
@@ -332,20 +332,8 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 		// CaptureAll: what the hold holds under the capture's locks.
 		refund, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(), Hold: *next.HoldID, CaptureAll: true, KeepHold: true,
 			RefundRequest: pix.RefundRequest{EndToEndID: cur.EndToEndID, AmountCents: next.HeldCents, Reason: returnReason}}, nil, "med:"+cur.ID.String())
-		if errors.Is(err, pix.ErrRefundWindowClosed) {
-			// The PIX's window (received_at + 90 days) closes no later
-			// than the report's (return_until: credited_at + 90 days): 90
-			// days that ended while this waited for the locks are met as
-			// that refusal first. The deadline answers first, as nothing
-			// changed (its end at return_until closes the request), not a
-			// refusal recorded (attack review r10 LOW-1). A refusal that
-			// is no SQL error: the transaction reads on.
-			if err := s.beforeReturnUntil(ctx, tx, cur); err != nil {
-				return Report{}, false, err
-			}
-		}
 		if err != nil {
-			return Report{}, false, fmt.Errorf("return infraction report %s: %w", cur.ID, err)
+			return Report{}, false, s.refusedWithin(ctx, tx, cur, fmt.Errorf("return infraction report %s: %w", cur.ID, err))
 		}
 		if err := s.beforeReturnUntil(ctx, tx, cur); err != nil {
 			return Report{}, false, err
@@ -375,8 +363,8 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 // still within its ReturnUntil, by the database's clock read now: one that
 // ended while the transaction waited for those locks is
 // errReturnWindowEnded, rolled back, the same "nothing changes" as one
-// seen ended before them. Checked too before the PIX's devolução window's
-// refusal is recorded, which such a wait meets first (Return).
+// seen ended before them. Checked too before a final refusal of the
+// devolução is recorded (refusedWithin), which such a wait may meet first.
 func (s *Store) beforeReturnUntil(ctx context.Context, tx pgx.Tx, cur Report) error {
 	if cur.Status != StatusAwaitingCredit {
 		return nil
@@ -389,6 +377,28 @@ func (s *Store) beforeReturnUntil(ctx context.Context, tx pgx.Tx, cur Report) er
 		return fmt.Errorf("%w: report %s, at %s", errReturnWindowEnded, cur.ID, now.Format(time.RFC3339Nano))
 	}
 	return nil
+}
+
+// refusedWithin is err, met by Return after its locks, unless it is a
+// final refusal of the devolução (ReturnRefusal: the PIX's window closed,
+// its account closed) and the report's return_until ended while Return
+// waited for those locks: then errReturnWindowEnded, nothing changed, as
+// when the deadline is seen ended before them (its end at return_until
+// closes the request, NO_BALANCE when nothing was returned), not a refusal
+// recorded (REJECTED CANNOT_REFUND or ACCOUNT_CLOSURE): the PIX's window
+// (received_at + 90 days) closes no later than return_until, so such a
+// wait meets its refusal first, and an account closed after the 90 days
+// changes nothing either (attack reviews r10 LOW-1, r11 LOW-1; saga/block's
+// Return does the same for its 72 hours). A refusal is no SQL error: the
+// transaction reads on.
+func (s *Store) refusedWithin(ctx context.Context, tx pgx.Tx, cur Report, err error) error {
+	if ReturnRefusal(err) == "" {
+		return err
+	}
+	if ended := s.beforeReturnUntil(ctx, tx, cur); ended != nil {
+		return ended
+	}
+	return err
 }
 
 // errReturnWindowEnded: a report's ReturnUntil ended during its Return's
