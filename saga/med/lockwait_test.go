@@ -86,7 +86,9 @@ func TestAReturnWhoseDaysEndWhileItWaitsForTheCreditChangesNothing(t *testing.T)
 // checked first. Seen failing on the old Return (return_refused
 // refund_window_closed). The times are real ones: the PIX received half a
 // second before its credit, both 2 s short of 90 days when the Return
-// starts, and the database's clock passes both during its wait.
+// starts, and the database's clock passes both during its wait (a report
+// taken before attack review r11 LOW-2: since, return_until is the
+// window's close itself).
 func TestAReturnWhoseDaysAndWindowEndWhileItWaitsIsNoRefusal(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()

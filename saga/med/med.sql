@@ -3,9 +3,15 @@
 -- reads by column name (Report in store.go).
 
 -- name: CreditOf
--- The PIX's credit, if we made it: whose, how much, when. Read without a
--- lock (a credit never changes); db.Hold locks the credit and the account.
-SELECT account_id, amount_cents, credited_at FROM pix_credits WHERE end_to_end_id = $1
+-- The PIX's credit, if we made it: whose, how much, when, and when its
+-- devolução window closes, the report's return_until ($1 end_to_end_id,
+-- $2 the refund window): the instant db.LockCredit closes it at
+-- (COALESCE(received_at, credited_at) + the window), not credited_at's,
+-- later when the PIX was credited after it was received (attack review r11
+-- LOW-2). Read without a lock (a credit never changes); db.Hold locks the
+-- credit and the account.
+SELECT account_id, amount_cents, credited_at, COALESCE(received_at, credited_at) + $2::interval
+FROM pix_credits WHERE end_to_end_id = $1
 
 -- name: CreditPSP
 -- The PSP that delivered the PIX, the one PSP whose MED notices may hold

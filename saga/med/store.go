@@ -51,7 +51,10 @@ const (
 const (
 	AnalysisWindow = 7 * 24 * time.Hour
 	RequestWindow  = 72 * time.Hour
-	ReturnWindow   = 90 * 24 * time.Hour
+	// ReturnWindow is the PIX's own devolução window (pix.RefundWindow):
+	// return_until is the instant that window closes (CreditOf), so that
+	// no part is refused by it while the report still returns.
+	ReturnWindow = pix.RefundWindow
 )
 
 // HoldKind is the kind of a report's holds (db.NewHold.Kind).
@@ -473,26 +476,22 @@ func validReport(in dict.InfractionReport) error {
 func (s *Store) insert(ctx context.Context, tx pgx.Tx, id uuid.UUID, in dict.InfractionReport) (Report, bool, error) {
 	var account *string
 	var amount *int64
-	var credited *time.Time
-	err := tx.QueryRow(ctx, medSQL.CreditOf, in.TransactionID).Scan(&account, &amount, &credited)
+	var credited, until *time.Time
+	err := tx.QueryRow(ctx, medSQL.CreditOf, in.TransactionID, ReturnWindow).Scan(&account, &amount, &credited, &until)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return Report{}, false, fmt.Errorf("read credit: %w", err)
 	}
 	if !s.toAnalyse(in) {
 		// Not ours to analyse: recorded as a report of a PIX not ours.
-		account, amount, credited = nil, nil, nil
+		account, amount, credited, until = nil, nil, nil, nil
 	}
 	status, cause := StatusReceived, (*string)(nil)
-	var until *time.Time
 	switch {
 	case account == nil:
 		status = StatusNotOurs
 	case in.Status == dict.ReportCancelled:
 		// Cancelled before we saw it: nothing to hold.
 		status, cause = StatusEnded, ptr(EndCancelled)
-	}
-	if credited != nil {
-		until = ptr(credited.Add(ReturnWindow))
 	}
 	rs, err := tx.Query(ctx, medSQL.Insert, id, in.TransactionID, account, amount, credited, in.DebitedParticipant,
 		string(in.InfractionType), string(in.ReportedBy), in.ReportDetails, string(in.Status), in.LastModified,
@@ -631,15 +630,15 @@ func recheckOurs(ctx context.Context, tx pgx.Tx, cur Report) (Report, error) {
 	}
 	var account *string
 	var amount *int64
-	var credited *time.Time
-	err := tx.QueryRow(ctx, medSQL.CreditOf, cur.EndToEndID).Scan(&account, &amount, &credited)
+	var credited, until *time.Time
+	err := tx.QueryRow(ctx, medSQL.CreditOf, cur.EndToEndID, ReturnWindow).Scan(&account, &amount, &credited, &until)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows) || (err == nil && account == nil):
 		return cur, nil
 	case err != nil:
 		return Report{}, fmt.Errorf("read credit: %w", err)
 	}
-	out, err := one(tx.Query(ctx, medSQL.Ours, cur.ID, cur.Gen, account, amount, credited, credited.Add(ReturnWindow)))
+	out, err := one(tx.Query(ctx, medSQL.Ours, cur.ID, cur.Gen, account, amount, credited, until))
 	if err != nil {
 		return Report{}, fmt.Errorf("infraction report %s, its PIX credited since: %w", cur.ID, err)
 	}

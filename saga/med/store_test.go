@@ -149,7 +149,7 @@ func TestIntakeIsIdempotentAndTakesModifications(t *testing.T) {
 	require.EqualValues(t, 10_000, *r.AmountCents)
 	require.NotNil(t, r.DispatchDueAt)
 	require.WithinDuration(t, in.CreationTime.Add(med.AnalysisWindow), r.AnalysisDueAt, time.Millisecond)
-	require.WithinDuration(t, r.CreditedAt.Add(med.ReturnWindow), *r.ReturnUntil, time.Millisecond)
+	f.requireReturnUntilIsTheWindow(r) // received_at + 90 days
 	f.requireMoney(c.AccountID, 10_000, 0) // the run holds, not the intake
 
 	again, changed, err := doorsOf(f.store).Intake(ctx, in)
@@ -563,16 +563,22 @@ func (f *fixture) returnedInPart() med.Report {
 // had nothing else) of which the account spent spent before the report
 // came: held (what was left), acknowledged, analysed AGREED and closed.
 func (f *fixture) agreedAfterSpending(spent int64) (dbtest.Credited, med.Report) {
-	t, ctx := f.t, context.Background()
 	c := f.credit(10_000, 0)
-	require.NoError(t, f.spend(c.AccountID, spent))
+	require.NoError(f.t, f.spend(c.AccountID, spent))
+	return c, f.agreedOn(c)
+}
+
+// agreedOn is a report of c's PIX received now: held, acknowledged,
+// analysed AGREED and closed.
+func (f *fixture) agreedOn(c dbtest.Credited) med.Report {
+	t, ctx := f.t, context.Background()
 	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour)))
 	r = f.step(f.store.Hold(ctx, r))
 	r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
 	f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "", "operator-1"))
 	r, err := f.store.Get(ctx, r.ID)
 	require.NoError(t, err)
-	return c, f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
+	return f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
 }
 
 // At the 90 days, what is held is released and the report ends returned
@@ -839,7 +845,7 @@ func TestANotOursReportIsRecheckedAtItsNextIntake(t *testing.T) {
 	require.Equal(t, c.AccountID, *ours.AccountID)
 	require.EqualValues(t, 7_000, *ours.AmountCents)
 	require.NotNil(t, ours.DispatchDueAt, "due for its run")
-	require.WithinDuration(t, ours.CreditedAt.Add(med.ReturnWindow), *ours.ReturnUntil, time.Millisecond)
+	f.requireReturnUntilIsTheWindow(ours) // received_at + 90 days
 	held := f.step(f.store.Hold(ctx, ours))
 	require.EqualValues(t, 7_000, held.HeldCents)
 	f.requireBooks()
