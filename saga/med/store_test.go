@@ -149,7 +149,7 @@ func TestIntakeIsIdempotentAndTakesModifications(t *testing.T) {
 	require.EqualValues(t, 10_000, *r.AmountCents)
 	require.NotNil(t, r.DispatchDueAt)
 	require.WithinDuration(t, in.CreationTime.Add(med.AnalysisWindow), r.AnalysisDueAt, time.Millisecond)
-	f.requireReturnUntilIsTheWindow(r) // received_at + 90 days
+	f.requireReturnUntilIsTheWindow(r)     // received_at + 90 days
 	f.requireMoney(c.AccountID, 10_000, 0) // the run holds, not the intake
 
 	again, changed, err := doorsOf(f.store).Intake(ctx, in)
