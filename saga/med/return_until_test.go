@@ -102,3 +102,52 @@ func (f *fixture) requireReturnUntilIsTheWindow(r med.Report) {
 	require.NotNil(f.t, r.ReturnUntil)
 	require.True(f.t, closes.Equal(*r.ReturnUntil), "return_until %s, the PIX's window closes at %s", r.ReturnUntil, closes)
 }
+
+// Attack review r12 MED-1: a report taken in before return_until became
+// its PIX's window's close keeps credited_at + 90 days, later than the
+// window by the inbox's backlog then. A part met in that gap was refused
+// (return_refused refund_window_closed, the request to be closed REJECTED
+// CANNOT_REFUND, PixMEDReturnRefused firing) where the same report without
+// the part closes NO_BALANCE at its end. The window closed is the deadline
+// for a report returned in parts: nothing changes. Seen failing on the
+// Return before it (return_refused refund_window_closed).
+func TestAnOlderReportsGapAfterTheWindowIsNoRefusal(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	require.NoError(t, f.spend(c.AccountID, 10_000))
+	var now time.Time
+	require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now))
+	// Credited 90 days less 13 s ago, received 10 s before: its window
+	// closes 3 s from now, the older rule's return_until 13 s from now.
+	credited := now.Add(-med.ReturnWindow + 13*time.Second)
+	f.receivedBefore(c.EndToEndID, 10*time.Second, credited)
+	r := f.agreedOn(c)
+	_, err := f.s.Pool().Exec(ctx, `UPDATE pix_med_reports SET return_until = $2 WHERE id = $1`, r.ID, credited.Add(med.ReturnWindow))
+	require.NoError(t, err)
+	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+	r = f.step(f.store.Return(ctx, r))
+	require.Equal(t, med.StatusAwaitingCredit, r.Status)
+	require.True(t, r.ReturnUntil.Equal(credited.Add(med.ReturnWindow)), "the older rule's return_until: %s", r.ReturnUntil)
+	f.creditMore(c.AccountID, 2_000) // fills the hold: a return would capture it
+	require.Eventually(t, func() bool {
+		var closed bool
+		require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT received_at + $2::interval < clock_timestamp() FROM pix_credits
+			WHERE end_to_end_id = $1`, c.EndToEndID, pix.RefundWindow).Scan(&closed))
+		return closed
+	}, 10*time.Second, 10*time.Millisecond, "the PIX's window closes")
+	r, err = f.store.Get(ctx, r.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 2_000, r.HeldCents)
+
+	got, changed, err := f.store.Return(ctx, r)
+	require.NoError(t, err)
+	if got.ReturnRefused != nil {
+		t.Fatalf("refused in the gap after the PIX's window: return_refused %s, its request to be closed %s %s", *got.ReturnRefused,
+			med.Closing(got).Result, med.Closing(got).RejectionReason)
+	}
+	require.False(t, changed)
+	require.Equal(t, med.StepCloseRefund, med.Next(got, got.ReturnUntil.Add(time.Second)), "its end closes the request")
+	require.Equal(t, dict.RejectionNoBalance, med.Closing(got).RejectionReason, "the deadline's close, not CANNOT_REFUND")
+	f.requireMoney(c.AccountID, 2_000, 2_000)
+}

@@ -391,9 +391,20 @@ func (s *Store) beforeReturnUntil(ctx context.Context, tx pgx.Tx, cur Report) er
 // changes nothing either (attack reviews r10 LOW-1, r11 LOW-1; saga/block's
 // Return does the same for its 72 hours). A refusal is no SQL error: the
 // transaction reads on.
+//
+// The PIX's window closed is the deadline itself for a report returned in
+// parts, whatever its return_until says: a report taken in before
+// return_until became the window's close (attack review r11 LOW-2) keeps
+// credited_at + 90 days, later than the window by the inbox's backlog
+// then, and a part met in that gap is no refusal either (attack review r12
+// MED-1): nothing changes, and its end at return_until closes the request
+// as the deadline does.
 func (s *Store) refusedWithin(ctx context.Context, tx pgx.Tx, cur Report, err error) error {
 	if ReturnRefusal(err) == "" {
 		return err
+	}
+	if cur.Status == StatusAwaitingCredit && errors.Is(err, pix.ErrRefundWindowClosed) {
+		return fmt.Errorf("%w: report %s, the PIX's devolução window closed: %w", errReturnWindowEnded, cur.ID, err)
 	}
 	if ended := s.beforeReturnUntil(ctx, tx, cur); ended != nil {
 		return ended
