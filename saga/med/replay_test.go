@@ -78,7 +78,12 @@ func TestRecordHistories(t *testing.T) {
 	parts.RefundRequestID, parts.RefundRequestCents, parts.RefundRequestState = ptr(uuid.New()), ptr(int64(10_000)), ptr(string(dict.RefundOpen))
 	parts.ReturnedCents, parts.Returns, parts.FirstRtrID, parts.RefundClosedAt = 3_000, 1, ptr("D12345678202612061300abcdefghijk"), ptr(time.Now())
 	parts.ReturnUntil = ptr(time.Now().Add(3 * time.Second))
-	run("med_in_parts", parts, nil)
+	// Not saved as med_in_parts: that file is the history recorded before
+	// returnToDeadlineChange (Finish asked in its last minute), the one
+	// replay of the old path that runs open at the change still take, so
+	// it is never recorded over (attack review r12 LOW-3). A new recording
+	// adds this one beside it, and the replay's count says so.
+	run("med_in_parts_to_deadline", parts, nil)
 
 	// In its last minute a credit fills the hold: returned, the return
 	// tried on until return_until (returnToDeadlineChange).
