@@ -62,6 +62,16 @@ func TestNoRefusalBetweenTheWindowAndReturnUntil(t *testing.T) {
 	r = f.step(f.store.Return(ctx, r))
 	require.Equal(t, med.StatusAwaitingCredit, r.Status)
 	require.Zero(t, r.Returns)
+	got := f.partAfterTheWindowChangesNothing(c, r)
+	require.Equal(t, med.StepCloseRefund, med.Next(got, time.Now()))
+}
+
+// partAfterTheWindowChangesNothing credits 2,000 into c's account, which
+// fills r's hold, waits until c's devolução window has closed, then checks
+// that r's Return changes nothing: no refusal recorded, what arrived held,
+// the request to be closed as the deadline closes it (NO_BALANCE).
+func (f *fixture) partAfterTheWindowChangesNothing(c dbtest.Credited, r med.Report) med.Report {
+	t, ctx := f.t, context.Background()
 	f.creditMore(c.AccountID, 2_000) // fills the hold: a return would capture it
 	require.Eventually(t, func() bool {
 		var closed bool
@@ -80,9 +90,9 @@ func TestNoRefusalBetweenTheWindowAndReturnUntil(t *testing.T) {
 			med.Closing(got).Result, med.Closing(got).RejectionReason)
 	}
 	require.False(t, changed)
-	require.Equal(t, med.StepCloseRefund, med.Next(got, time.Now()))
 	require.Equal(t, dict.RejectionNoBalance, med.Closing(got).RejectionReason, "the deadline's close, not CANNOT_REFUND")
 	f.requireMoney(c.AccountID, 2_000, 2_000)
+	return got
 }
 
 // receivedBefore makes the PIX e2e credited at credited, received by before
@@ -129,25 +139,6 @@ func TestAnOlderReportsGapAfterTheWindowIsNoRefusal(t *testing.T) {
 	r = f.step(f.store.Return(ctx, r))
 	require.Equal(t, med.StatusAwaitingCredit, r.Status)
 	require.True(t, r.ReturnUntil.Equal(credited.Add(med.ReturnWindow)), "the older rule's return_until: %s", r.ReturnUntil)
-	f.creditMore(c.AccountID, 2_000) // fills the hold: a return would capture it
-	require.Eventually(t, func() bool {
-		var closed bool
-		require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT received_at + $2::interval < clock_timestamp() FROM pix_credits
-			WHERE end_to_end_id = $1`, c.EndToEndID, pix.RefundWindow).Scan(&closed))
-		return closed
-	}, 10*time.Second, 10*time.Millisecond, "the PIX's window closes")
-	r, err = f.store.Get(ctx, r.ID)
-	require.NoError(t, err)
-	require.EqualValues(t, 2_000, r.HeldCents)
-
-	got, changed, err := f.store.Return(ctx, r)
-	require.NoError(t, err)
-	if got.ReturnRefused != nil {
-		t.Fatalf("refused in the gap after the PIX's window: return_refused %s, its request to be closed %s %s", *got.ReturnRefused,
-			med.Closing(got).Result, med.Closing(got).RejectionReason)
-	}
-	require.False(t, changed)
+	got := f.partAfterTheWindowChangesNothing(c, r)
 	require.Equal(t, med.StepCloseRefund, med.Next(got, got.ReturnUntil.Add(time.Second)), "its end closes the request")
-	require.Equal(t, dict.RejectionNoBalance, med.Closing(got).RejectionReason, "the deadline's close, not CANNOT_REFUND")
-	f.requireMoney(c.AccountID, 2_000, 2_000)
 }
