@@ -145,6 +145,17 @@ on_exit_stop_children() {
 log() { printf '\033[1m==> [%4ss] %s\033[0m\n' "$SECONDS" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# failure_digest LOG prints, bounded, what the failed tests of a go test
+# output said, without the services' logs the tests print beside: the
+# failures and panics, then the model histories' verdicts (MODEL: and the
+# violations under it, with the seed to rerun), then the other test lines.
+failure_digest() {
+	log "what failed, in $(basename "$1")"
+	grep -E -- '^(--- FAIL|FAIL|panic:)|^\s+--- FAIL' "$1" | head -n 40 || true
+	grep -E -A 24 -- ': MODEL: ' "$1" | grep -v '"time":' | head -n 50 || true
+	grep -E -- '_test\.go:[0-9]+: ' "$1" | grep -v -E '"time":|: MODEL: ' | tail -n 30 || true
+}
+
 # build_pinned NAME MODFILE PKG [FLAG...] builds PKG into .bin/NAME from the
 # pinned module file MODFILE (under tools/, so that tools' dependencies never
 # meet the service's), unless the binary is newer than MODFILE; FLAGs go to

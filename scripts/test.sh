@@ -113,12 +113,12 @@ service_log=$(mktemp)
 nice -n 10 go test -p "$half" -count=1 -race -vet=off "$TEST_LDFLAGS" -timeout 25m -tags "e2e,$GO_TAGS" "$@" ./... >"$service_log" 2>&1 &
 service=$!
 tooling_status=0
-(cd tooling && nice -n 10 go test -p "$half" -count=1 -race -vet=off "$TEST_LDFLAGS" -timeout 25m -tags "e2e,$GO_TAGS" "$@" ./...) || tooling_status=$?
+tooling_log=$(mktemp)
+(cd tooling && nice -n 10 go test -p "$half" -count=1 -race -vet=off "$TEST_LDFLAGS" -timeout 25m -tags "e2e,$GO_TAGS" "$@" ./...) 2>&1 | tee "$tooling_log" || tooling_status=$?
 service_status=0
 wait "$service" || service_status=$?
 log "go test, the service's module"
 cat "$service_log"
-rm -f "$service_log"
 # Each fuzz target briefly, beyond its committed seed corpus (which the run
 # above replays): go test fuzzes one target of one package at a time.
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can
@@ -140,7 +140,10 @@ for b in "${BESIDE[@]}"; do
 	[ "$status" = 0 ] || failed+=("${b%%:*} exit $status")
 done
 rm -rf "$beside_dir"
-[ "$service_status" = 0 ] || failed+=("go test of the service's module exit $service_status")
-[ "$tooling_status" = 0 ] || failed+=("go test of the tooling's module exit $tooling_status")
+# A failed test's own lines once more, last: a CI page that shows only the
+# head and the tail of a long run still shows what failed and how to rerun it.
+[ "$service_status" = 0 ] || { failure_digest "$service_log"; failed+=("go test of the service's module exit $service_status"); }
+[ "$tooling_status" = 0 ] || { failure_digest "$tooling_log"; failed+=("go test of the tooling's module exit $tooling_status"); }
+rm -f "$service_log" "$tooling_log"
 [ "$fuzz_status" = 0 ] || failed+=("fuzzing exit $fuzz_status")
 [ ${#failed[@]} = 0 ] || die "failed: ${failed[*]}"
