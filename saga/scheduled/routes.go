@@ -230,6 +230,12 @@ func (h *Handlers) list(k api.Kit, c *gin.Context) {
 	api.AnswerPage(k, c, "scheduled", p, views, func(v view) ListKey { return ListKeyOf(v.Scheduled) })
 }
 
+// CancelNotWoken is the warning of a cancel whose wake-up signal could not
+// be sent (Temporal unreachable): with its workflow_id, the run that stays
+// open, asleep, until the scheduled PIX's time, when it reads the row and
+// ends cancelled.
+const CancelNotWoken = "scheduled pix cancelled, its run not woken: it ends cancelled at its time"
+
 // cancel is DELETE /pix/scheduled/{id}: it cancels a scheduled PIX that
 // has not run (200, status cancelled; again 200 when asked again), or
 // answers 409 scheduled_pix_already_ran. The cancel is committed first;
@@ -252,7 +258,6 @@ func (h *Handlers) cancel(k api.Kit, c *gin.Context) {
 		k.Fail(c, err)
 		return
 	}
-	sagakit.Wake(ctx, h.Temporal, h.Log, WorkflowID(s.ID.String()), CancelSignal,
-		"scheduled pix cancelled, its run not woken: it ends cancelled at its time", "scheduled_id", s.ID)
+	sagakit.Wake(ctx, h.Temporal, h.Log, WorkflowID(s.ID.String()), CancelSignal, CancelNotWoken, "scheduled_id", s.ID)
 	c.JSON(http.StatusOK, viewOf(k, s))
 }

@@ -617,23 +617,34 @@ func (r *modelRun) verifyScheduledEvents(take func(typ, id string) map[string]in
 
 // scheduledRuns are the runs of the scheduled PIX that may stay open at
 // the end (those sleeping until a later date, and a cancelled one's whose
-// wake-up signal may have been lost), and those that must (the former).
+// wake-up signal may have been lost: asked while Temporal was stopped or
+// starting, or reported lost by the service, pixsched.CancelNotWoken, as
+// when its client is still reconnecting after Temporal came back), and
+// those that must (the former).
 func (r *modelRun) scheduledRuns() (mayStay, mustStay map[string]bool) {
 	mayStay, mustStay = map[string]bool{}, map[string]bool{}
+	notWoken := r.s.loggedWorkflows(pixsched.CancelNotWoken)
 	for _, s := range r.m.schedOrd {
 		id := pixsched.WorkflowID(s.id)
 		switch {
 		case s.status == pixsched.StatusScheduled:
 			mayStay[id], mustStay[id] = true, true
-		case s.status == pixsched.StatusCancelled && s.cancelShaky:
+		case s.status == pixsched.StatusCancelled && (s.cancelShaky || notWoken[id]):
 			mayStay[id] = true
 		}
 	}
 	return mayStay, mustStay
 }
 
+// scheduledByAttribute is the search attribute Temporal gives each run a
+// Schedule starts: the Schedule's id.
+const scheduledByAttribute = "TemporalScheduledById"
+
 // openRuns lists the open runs of the stack's task queues (every page,
-// bounded).
+// bounded) but the runs its Schedules started (the catch-up, the
+// retention, the reconciliation: periodic, not the history's; one whose
+// activity's answer a Temporal stop lost waits out its timeout, open,
+// with nothing to log).
 func (r *modelRun) openRuns(ctx context.Context) (map[string]bool, error) {
 	query := r.s.taskQueuesQuery() + ` AND ExecutionStatus = "Running"`
 	open := map[string]bool{}
@@ -644,7 +655,9 @@ func (r *modelRun) openRuns(ctx context.Context) (map[string]bool, error) {
 			return nil, err
 		}
 		for _, e := range res.Executions {
-			open[e.Execution.WorkflowId] = true
+			if _, periodic := e.GetSearchAttributes().GetIndexedFields()[scheduledByAttribute]; !periodic {
+				open[e.Execution.WorkflowId] = true
+			}
 		}
 		if token = res.NextPageToken; len(token) == 0 {
 			return open, nil

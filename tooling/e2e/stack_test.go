@@ -145,6 +145,50 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// loggedWorkflows is the workflow_id of every line of the service's logs
+// whose message is msg.
+func (s *stack) loggedWorkflows(msg string) map[string]bool {
+	ids := map[string]bool{}
+	for line := range strings.Lines(s.logs.String()) {
+		if !strings.Contains(line, `"msg":"`+msg+`"`) {
+			continue
+		}
+		var l struct {
+			WorkflowID string `json:"workflow_id"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.WorkflowID != "" {
+			ids[l.WorkflowID] = true
+		}
+	}
+	return ids
+}
+
+// failedServiceLogLines is how many of its last lines a failed test's
+// service log shows in the test's output; the whole log goes to a file.
+const failedServiceLogLines = 200
+
+// logFailedService shows the end of a failed test's service log and keeps
+// the whole of it in a file: a long history's log (megabytes) would
+// otherwise bury the test's own verdict in the output.
+func logFailedService(t *testing.T, all string) {
+	lines := strings.Split(strings.TrimRight(all, "\n"), "\n")
+	var where string
+	f, err := os.CreateTemp("", "pix-e2e-"+strings.ReplaceAll(t.Name(), "/", "_")+"-*.log")
+	if err == nil {
+		_, err = f.WriteString(all)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		where = f.Name()
+	} else {
+		where = "not kept: " + err.Error()
+	}
+	shown := lines[max(0, len(lines)-failedServiceLogLines):]
+	t.Logf("service logs, the last %d of %d lines (the whole log: %s):\n%s", len(shown), len(lines), where, strings.Join(shown, "\n"))
+}
+
 func randomSuffix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
@@ -252,7 +296,7 @@ func startStackUnpromoted(t *testing.T, srv *temporaltest.Server, prod *producti
 		require.NoError(t, g.Wait())
 		a.Close()
 		if t.Failed() {
-			t.Logf("service logs:\n%s", logs.buf.String())
+			logFailedService(t, logs.buf.String())
 		}
 	})
 	return s
