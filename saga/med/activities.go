@@ -57,6 +57,19 @@ type Activities struct {
 // by Temporal, never guessed past.
 const StoppedType = "MEDDICTStopped"
 
+// NotYetType is the Temporal type of a Finish the database's clock answers
+// "not yet" (NotYetError: a run whose clock runs ahead of it), its details
+// NotYet. Never retried by Temporal (activityOptions): the run returns on,
+// and waits for credits, until the time left by the database's clock has
+// passed, then asks again (Workflow, finishNotYetChange).
+const NotYetType = "MEDNotYet"
+
+// NotYet is the details of a NotYetType error: Left, the time left until
+// the report's return_until by the database's clock.
+type NotYet struct {
+	Left time.Duration
+}
+
 // RateLimitedType is the Temporal type of a DICT call answered 429: retried
 // after the DICT's Retry-After (NextRetryDelay).
 const RateLimitedType = "MEDDICTRateLimited"
@@ -338,9 +351,16 @@ func (a *Activities) SettleReport(ctx context.Context, at Report) (Report, error
 	return a.change(ctx, at, "devolução of infraction report ended", a.Store.Settle)
 }
 
-// FinishReport ends a report returned in parts (Store.Finish).
+// FinishReport ends a report returned in parts (Store.Finish). Asked before
+// its return_until by the database's clock, it is a NotYetType error.
 func (a *Activities) FinishReport(ctx context.Context, at Report) (Report, error) {
-	return a.change(ctx, at, "infraction report ended", a.Store.Finish)
+	r, err := a.change(ctx, at, "infraction report ended", a.Store.Finish)
+	var notYet *NotYetError
+	if errors.As(err, &notYet) {
+		return Report{}, temporal.NewApplicationErrorWithOptions(notYet.Error(), NotYetType,
+			temporal.ApplicationErrorOptions{Details: []any{NotYet{Left: notYet.Left}}})
+	}
+	return r, err
 }
 
 // AcknowledgeReport acknowledges the report at the DICT, then records it

@@ -21,9 +21,10 @@ var recorded = sagatest.Workflow{Func: med.Workflow, Name: med.WorkflowName}
 // any release, and move to the current build (AutoUpgrade), so a change
 // that would break the runs open in production fails here.
 func TestReplayRecordedHistories(t *testing.T) {
-	sagatest.ReplayRecordedHistories(t, recorded, 5,
+	sagatest.ReplayRecordedHistories(t, recorded, 6,
 		"disagreed, no request within its window, analysed by a signal and returned, returns in parts ended at their window "+
-			"(recorded before returnToDeadlineChange: Finish asked in its last minute), a part filled in the last minute returned")
+			"(recorded before returnToDeadlineChange: Finish asked in its last minute), a part filled in the last minute returned, "+
+			"a Finish the database's clock answered not yet and a part filled then returned (finishNotYetChange)")
 }
 
 // TestRecordHistories records the saga's histories on a Temporal dev
@@ -31,7 +32,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 // with the windows cut to seconds (the stub's): a report DISAGREED, one
 // AGREED whose request does not come, one whose analysis and request come
 // by signal and are returned, one returned in parts whose window ends, one
-// whose hold fills in its last minute.
+// whose hold fills in its last minute, one whose Finish the database's
+// clock answers "not yet" while a credit fills its hold.
 //
 //	PIX_RECORD_HISTORIES=$PWD/saga/med/testdata go test ./saga/med -run TestRecordHistories
 func TestRecordHistories(t *testing.T) {
@@ -91,4 +93,12 @@ func TestRecordHistories(t *testing.T) {
 	last.ID, last.Gen = uuid.New(), 1
 	last.ReturnUntil = ptr(time.Now().Add(3 * time.Second))
 	run("med_in_parts_last_minute", last, func(r *med.Report) { r.HeldCents = 2_000 })
+
+	// The database's clock 3 s behind the run's: Finish answered "not yet"
+	// (finishNotYetChange), a credit filling the hold then, returned.
+	behind := parts
+	behind.ID, behind.Gen = uuid.New(), 1
+	behind.ReturnUntil = ptr(time.Now().Add(3 * time.Second))
+	s.dbBehind, s.fillAtNotYet = 3*time.Second, 2_000
+	run("med_in_parts_db_behind", behind, nil)
 }

@@ -247,7 +247,8 @@ const ListLag = 15 * time.Second
 // (Temporal's), the run asks for its transition (Next). It decides
 // nothing: the transition checks the deadline by the database's clock
 // (Store.now) under the row's lock, and asked before it changes nothing
-// and is a "not yet" the activity retries. Kept in Next so that the runs
+// and is a "not yet" the activity retries (Finish's, NotYetError, the run
+// answers by returning on). Kept in Next so that the runs
 // recorded with it replay; the run no longer finishes a return in parts
 // early by it (nextStep, returnToDeadlineChange).
 const earlyTolerance = time.Minute
@@ -555,10 +556,9 @@ func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
 				if now.Before(*cur.ReturnUntil) {
 					// Never before return_until by the database's clock,
 					// not by a second (the held money released on a
-					// deadline not passed): changes nothing and is an
-					// error, retried by the activity (without end).
-					return Report{}, false, fmt.Errorf("report %s returns until %s, %s from now: not yet",
-						cur.ID, cur.ReturnUntil.Format(time.RFC3339Nano), cur.ReturnUntil.Sub(now))
+					// deadline not passed): changes nothing, and the run
+					// returns on until then (NotYetError).
+					return Report{}, false, &NotYetError{Report: cur.ID, Until: *cur.ReturnUntil, Left: cur.ReturnUntil.Sub(now)}
 				}
 			}
 			cause = EndReturnedInPart
@@ -568,6 +568,23 @@ func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
 		}
 		return end(ctx, tx, cur, cur, cause)
 	})
+}
+
+// NotYetError is Finish's answer for a report returned in parts asked
+// before its return_until (Until) by the database's clock, Left from it: a
+// run whose clock runs ahead of the database's. Nothing changed; the run
+// returns on what fills the report's hold, and waits for credits, until
+// Left has passed (NotYetType), then asks again: a part filled within that
+// time is returned, never released by the Finish that passes after it
+// (attack review r12 LOW-1).
+type NotYetError struct {
+	Report uuid.UUID
+	Until  time.Time
+	Left   time.Duration
+}
+
+func (e *NotYetError) Error() string {
+	return fmt.Sprintf("report %s returns until %s, %s from now: not yet", e.Report, e.Until.Format(time.RFC3339Nano), e.Left)
 }
 
 // The DICT writes the saga marks before it sends them (Store.MarkSent).

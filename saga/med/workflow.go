@@ -114,7 +114,7 @@ func activityOptions() workflow.ActivityOptions {
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
 			MaximumInterval:        5 * time.Minute,
-			NonRetryableErrorTypes: append(slices.Clone(pix.NonRetryableTypes()), StoppedType),
+			NonRetryableErrorTypes: append(slices.Clone(pix.NonRetryableTypes()), StoppedType, NotYetType),
 		},
 	}
 }
@@ -153,6 +153,15 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 	if err := w.resume(in); err != nil {
 		return r, err
 	}
+	// returnOrWait returns what the report holds; nothing arrived to
+	// return, it waits for a fill's wake, or the next look (until).
+	returnOrWait := func(until time.Time) error {
+		before := r.Gen
+		if err := act(a.ReturnReport); err != nil || r.Gen != before {
+			return err
+		}
+		return waitForCredits(ctx, &r, load, wait, woken, until)
+	}
 	settleWait := SettleFirst
 	for ; ; turn++ {
 		if turn >= maxTurns || (bounded && continueAsNew(ctx, turn)) {
@@ -163,7 +172,6 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 		if step != StepSettle {
 			settleWait = SettleFirst
 		}
-		before := r.Gen
 		var err error
 		switch step {
 		case StepDone:
@@ -191,11 +199,7 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 		case StepExpireRequest:
 			err = act(a.ExpireRequest)
 		case StepReturn:
-			if err = act(a.ReturnReport); err == nil && r.Gen == before {
-				// Nothing arrived to return: wait for a fill's wake, or the
-				// next look.
-				err = waitForCredits(ctx, &r, load, wait, woken, minTime(now.Add(CreditPoll), r.ReturnUntil.Add(time.Second)))
-			}
+			err = returnOrWait(minTime(now.Add(CreditPoll), r.ReturnUntil.Add(time.Second)))
 		case StepSettle:
 			if err = workflow.Sleep(ctx, settleWait); err == nil {
 				err = act(a.SettleReport)
@@ -204,7 +208,11 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 		case StepCloseRefund:
 			err = act(a.CloseRefundRequest)
 		case StepFinish:
-			err = act(a.FinishReport)
+			if err = act(a.FinishReport); notYet(ctx, err) {
+				// Not yet by the database's clock (it lags the run's): the
+				// return goes on until the time it says is left.
+				err = returnOrWait(minTime(now.Add(CreditPoll), workflow.Now(ctx).Add(notYetLeft(err)+time.Second)))
+			}
 		default:
 			return r, fmt.Errorf("report %s: step %q has no action", in.ID, step)
 		}
@@ -229,7 +237,8 @@ const returnToDeadlineChange = "pix-med-return-to-deadline"
 // plus a second) where Next asks Finish only by its early tolerance, the
 // 90 days not ended by the run's clock (returnToDeadlineChange). Finish
 // still decides by the database's clock: a run whose clock runs ahead of
-// it is answered "not yet" and retried, as before.
+// it is answered "not yet" (NotYetType), and returns on until the time
+// that answer says is left (finishNotYetChange).
 func nextStep(ctx workflow.Context, r Report, now time.Time) Step {
 	step := Next(r, now)
 	if step == StepFinish && r.Status == StatusAwaitingCredit && r.ReturnUntil != nil && now.Before(*r.ReturnUntil) &&
@@ -238,6 +247,35 @@ func nextStep(ctx workflow.Context, r Report, now time.Time) Step {
 		return StepReturn
 	}
 	return step
+}
+
+// finishNotYetChange is the change id of a Finish the database's clock
+// answers "not yet" (NotYetType: the run's clock ahead of it), after which
+// the run returns on, and waits for credits, until the time left by the
+// database's clock, then decides again: the activity retried it with
+// backoff, and the Finish that passed released a part that filled
+// meanwhile (attack review r12 LOW-1). Asked only at such an answer,
+// which the runs recorded before it never had (their retry policy
+// retried it): they replay as they ran.
+const finishNotYetChange = "pix-med-finish-not-yet"
+
+// notYet says whether err is Finish's "not yet" by the database's clock
+// (NotYetType) that the run answers by returning on (finishNotYetChange).
+func notYet(ctx workflow.Context, err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == NotYetType &&
+		workflow.GetVersion(ctx, finishNotYetChange, workflow.DefaultVersion, 1) == 1
+}
+
+// notYetLeft is the time left until return_until by the database's clock
+// that a NotYetType error says (0: not said).
+func notYetLeft(err error) time.Duration {
+	var app *temporal.ApplicationError
+	var d NotYet
+	if !errors.As(err, &app) || !app.HasDetails() || app.Details(&d) != nil {
+		return 0
+	}
+	return max(d.Left, 0)
 }
 
 // waits are a run's waits on its report (r, as the run last read it;

@@ -40,6 +40,12 @@ type stub struct {
 	// moved, when set, changes the report from outside the run (set) once,
 	// just after a stop is noted.
 	moved func(r *med.Report)
+	// dbBehind is how far the database's clock lags the run's: Finish
+	// before return_until by it answers "not yet" (med.NotYetType), the
+	// hold filled by fillAtNotYet at the first such answer.
+	dbBehind     time.Duration
+	fillAtNotYet int64
+	notYets      int
 }
 
 type call struct {
@@ -209,6 +215,9 @@ func (s *stub) CloseKeptRequests(_ context.Context, _ med.Report) error {
 }
 
 func (s *stub) FinishReport(_ context.Context, at med.Report) (med.Report, error) {
+	if err := s.notYet(at); err != nil {
+		return med.Report{}, err
+	}
 	return s.change("FinishReport", at, func(r *med.Report) bool {
 		r.Status, r.EndCause = med.StatusEnded, ptr(med.EndReturned)
 		if r.ReturnedCents < r.Target() {
@@ -216,6 +225,26 @@ func (s *stub) FinishReport(_ context.Context, at med.Report) (med.Report, error
 		}
 		return true
 	}), nil
+}
+
+// notYet is the database's "not yet" of a Finish asked of a report
+// returned in part before its return_until by the database's clock (the
+// run's less dbBehind), the hold filled by fillAtNotYet at the first; nil
+// otherwise.
+func (s *stub) notYet(at med.Report) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.now().Add(-s.dbBehind)
+	if at.Gen != s.r.Gen || s.r.ReturnedCents >= s.r.Target() || !db.Before(*s.r.ReturnUntil) {
+		return nil
+	}
+	s.record("FinishReport")
+	if s.notYets++; s.notYets == 1 {
+		s.r.HeldCents += s.fillAtNotYet
+	}
+	left := s.r.ReturnUntil.Sub(db)
+	return temporal.NewApplicationErrorWithOptions("not yet", med.NotYetType,
+		temporal.ApplicationErrorOptions{Details: []any{med.NotYet{Left: left}}})
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -399,6 +428,26 @@ func TestAPartThatFillsInTheLastMinuteIsReturned(t *testing.T) {
 	require.False(t, finish[0].Before(*r.ReturnUntil), "Finish asked at %s, before return_until %s", finish[0], *r.ReturnUntil)
 	require.EqualValues(t, 5_000, out.ReturnedCents, "the part filled in the last minute returned")
 	require.Equal(t, med.EndReturnedInPart, *out.EndCause)
+}
+
+// A Finish the database's clock answers "not yet" (it lags the run's by a
+// minute): the run returns on what fills then, and waits for credits until
+// the time the answer says is left, then finishes (attack review r12
+// LOW-1). The run before retried that Finish and released the part.
+func TestAFinishNotYetReturnsOn(t *testing.T) {
+	r := inParts()
+	env, s := newRun(t, r)
+	s.dbBehind, s.fillAtNotYet = time.Minute, 2_000
+
+	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: r.ID.String()})
+
+	out := result(t, env)
+	require.EqualValues(t, 5_000, out.ReturnedCents, "the part filled within return_until by the database's clock returned")
+	require.Equal(t, med.EndReturnedInPart, *out.EndCause)
+	finish := s.called("FinishReport")
+	require.Len(t, finish, 3, "not yet, not yet (the part returned), finished")
+	require.False(t, finish[2].Before(r.ReturnUntil.Add(time.Minute)), "finished at %s, before return_until by the database's clock", finish[2])
+	require.Less(t, finish[2].Sub(r.ReturnUntil.Add(time.Minute)), 10*time.Second, "finished as the time left passed")
 }
 
 // Ninety days of waiting for credits are more turns than one history
