@@ -176,6 +176,24 @@ build_pinned() {
 # still comes from the build cache.
 NO_DEBUG_INFO=(-gcflags=all=-dwarf=false -gcflags=std= "-ldflags=-s -w")
 
+# copy_pinned_module TOOL MODULE DIR: DIR (emptied first) holds a writable
+# copy of MODULE as tools/TOOL/go.mod pins it, in DIR/<MODULE's last
+# element>, and a copy of that go.mod and go.sum that replaces MODULE with
+# it: a pinned tool built from a dependency edited there (build_temporal_cli,
+# build_promtool), with every other module as pinned.
+copy_pinned_module() {
+	local tool=$1 module=$2 dir=$3 mod
+	local copy=${module##*/}
+	mod=$(cd "$ROOT/tools/$tool" && go mod download -json "$module" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -d "$mod" ] || die "$tool: the pinned module $module was not downloaded"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp -R "$mod/." "$dir/$copy"
+	chmod -R u+w "$dir/$copy"
+	cp "$ROOT/tools/$tool/go.mod" "$ROOT/tools/$tool/go.sum" "$dir/"
+	printf '\nreplace %s => ./%s\n' "$module" "$copy" >>"$dir/go.mod"
+}
+
 # build_temporal_cli: .bin/temporal, the pinned Temporal CLI (the tests' and
 # make run's dev server), the longest of the tools' cold builds, built
 # without the server's back ends that a dev server never runs. The server
@@ -193,20 +211,12 @@ NO_DEBUG_INFO=(-gcflags=all=-dwarf=false -gcflags=std= "-ldflags=-s -w")
 # dependencies): a new server whose files differ fails here, not silently.
 # Optimised: the tests run it. Rebuilt when the go.mod or this file changes.
 build_temporal_cli() {
-	local modfile="$ROOT/tools/temporal/go.mod" src="$BIN/temporal-src" mod
+	local modfile="$ROOT/tools/temporal/go.mod" src="$BIN/temporal-src"
 	[ -x "$BIN/temporal" ] && [ "$BIN/temporal" -nt "$modfile" ] && [ "$BIN/temporal" -nt "${BASH_SOURCE[0]}" ] && return 0
 	log "building temporal (pinned in tools/temporal/go.mod, without the cloud archivers)"
-	mod=$(cd "$ROOT/tools/temporal" && go mod download -json go.temporal.io/server | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-	[ -d "$mod" ] || die "temporal: the pinned Temporal server module was not downloaded"
-	rm -rf "$src"
-	mkdir -p "$src"
-	cp -R "$mod/." "$src/server"
-	chmod -R u+w "$src/server"
+	copy_pinned_module temporal go.temporal.io/server "$src"
 	strip_temporal_archivers "$src/server"
 	strip_temporal_es_signing "$src/server"
-	cp "$modfile" "$src/go.mod"
-	cp "$ROOT/tools/temporal/go.sum" "$src/go.sum"
-	printf '\nreplace go.temporal.io/server => ./server\n' >>"$src/go.mod"
 	local cli=github.com/temporalio/cli/cmd/temporal left
 	left=$(cd "$src" && go list -modfile=go.mod -deps "$cli" |
 		grep -E '^(github\.com/aws/aws-sdk-go|cloud\.google\.com/go/storage|google\.golang\.org/grpc/xds)(/|$)') &&
@@ -337,23 +347,15 @@ check_prometheus_rules() {
 # without optimisations (-N -l) nor debug information: promtool runs here
 # for seconds.
 build_promtool() {
-	local modfile="$ROOT/tools/promtool/go.mod" src="$BIN/promtool-src" mod
+	local modfile="$ROOT/tools/promtool/go.mod" src="$BIN/promtool-src"
 	[ -x "$BIN/promtool" ] && [ "$BIN/promtool" -nt "$modfile" ] && [ "$BIN/promtool" -nt "${BASH_SOURCE[0]}" ] && return 0
 	log "building promtool (pinned in tools/promtool/go.mod, without the service-discovery plugins)"
-	mod=$(cd "$ROOT/tools/promtool" && go mod download -json github.com/prometheus/prometheus | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-	[ -d "$mod" ] || die "promtool: the pinned Prometheus module was not downloaded"
-	rm -rf "$src"
-	mkdir -p "$src"
-	cp -R "$mod/." "$src/prometheus"
-	chmod -R u+w "$src/prometheus"
+	copy_pinned_module promtool github.com/prometheus/prometheus "$src"
 	printf '// Emptied by scripts/lib.sh build_promtool: no service-discovery plugin.\npackage plugins\n' >"$src/prometheus/plugins/plugins.go"
 	local main="$src/prometheus/cmd/promtool/main.go"
 	sed -i -e '/"github.com\/prometheus\/prometheus\/discovery\/kubernetes"/d' \
 		-e '/^\t\t\tcase \*kubernetes\.SDConfig:$/,/^\t\t\t\t}$/d' "$main"
 	! grep -q kubernetes "$main" || die "promtool: $main still names Kubernetes after the edit (a new Prometheus?)"
-	cp "$modfile" "$src/go.mod"
-	cp "$ROOT/tools/promtool/go.sum" "$src/go.sum"
-	printf '\nreplace github.com/prometheus/prometheus => ./prometheus\n' >>"$src/go.mod"
 	(cd "$src" && go build -modfile=go.mod "-gcflags=all=-N -l -dwarf=false" -gcflags=std= "-ldflags=-s -w" \
 		-o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool)
 }
