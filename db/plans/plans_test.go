@@ -200,6 +200,7 @@ var statementPlans = map[string]statementPlan{
 	"queries.Conclude":            checked(perPIX),
 	"queries.CountPending":        checked(perPIX),
 	"queries.Create":              checked(perPIX),
+	"queries.EndCancelWake":       checked(perPIX),
 	"queries.Get":                 checked(onRequest),
 	"queries.ListByAccount":       checked(onRequest),
 	"queries.ListByAccountStatus": checked(onRequest),

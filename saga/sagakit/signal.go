@@ -45,7 +45,7 @@ const WakeTimeout = 5 * time.Second
 // WakeTimeout. A workflow with no run open has nothing to wake. Any other
 // failure is logged, as lost, with attrs, the workflow id and the error:
 // the run reads its state at its deadline anyway, which lost says ("…, its
-// run not woken: it ends cancelled at its time"). The caller's answer does
+// run not woken: it reads the block at its 72 hours"). The caller's answer does
 // not depend on it: the change is committed.
 func Wake(ctx context.Context, s Signaller, log *slog.Logger, workflowID, signal, lost string, attrs ...any) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), WakeTimeout)

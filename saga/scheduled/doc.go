@@ -3,8 +3,9 @@
 // listed by one line in saga/registry: its descriptor (Saga), its table's
 // statements (queries.sql) and store, its durable queue, its workflow and
 // activities, its customer routes, its metrics and its settings. Its table
-// comes in db/migrations (0018), its events' schemas in
-// internal/broker/schemas, its API in api/openapi/pix-api/scheduled.yaml.
+// comes in db/migrations (0018; 0060: a cancelled row due until its run is
+// woken), its events' schemas in internal/broker/schemas, its API in
+// api/openapi/pix-api/scheduled.yaml.
 //
 // Nothing is debited at creation. The row's saga (workflow
 // pix-scheduled:<id>) sleeps on a durable timer until the date, then, in
@@ -13,4 +14,13 @@
 // the balance short, ends failed with nothing debited. A cancel changes the
 // row under the same lock, then wakes the run with a signal: whichever
 // takes the lock first decides, and the run ends as the row says.
+//
+// The cancel's wake-up is durable, as the start is: the cancel leaves the
+// row due for the saga's dispatcher (its queue's second drive), which
+// signals the run (Source), never starts one. A signal delivered, or no
+// run open (never started, or closed), ends the row's entry
+// (Store.EndCancelWake); a signal that fails (Temporal unreachable) leaves
+// it due, tried again after the dispatcher's backoff. The route's own
+// signal is the fast path, and a signal lost there (CancelNotWoken) no
+// longer leaves the run asleep, "Running", until the PIX's date.
 package scheduled

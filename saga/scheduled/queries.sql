@@ -63,13 +63,16 @@ WHERE account_id = $1 AND status = $2
 ORDER BY scheduled_for, id LIMIT $5
 
 -- name: Conclude
--- Concludes a row still scheduled, with its event, and closes its queue
--- entry: $1 id, $2 status (executed, failed, cancelled), $3
--- failure_reason, $4 transfer_id, $5 end_to_end_id. A row concluded
--- already is left as it is (no row returned).
+-- Concludes a row still scheduled, with its event: $1 id, $2 status
+-- (executed, failed, cancelled), $3 failure_reason, $4 transfer_id, $5
+-- end_to_end_id. A row concluded already is left as it is (no row
+-- returned). An executed or failed row leaves the queue; a cancelled one
+-- is due at once, for its dispatcher to wake its run (the cancel's durable
+-- wake-up: Source), which clears it then (EndCancelWake).
 WITH scheduled AS (
     UPDATE pix_scheduled SET status = $2, failure_reason = $3, transfer_id = $4, end_to_end_id = $5,
-        concluded_at = now(), updated_at = now(), dispatch_due_at = NULL
+        concluded_at = now(), updated_at = now(),
+        dispatch_due_at = CASE WHEN $2::text = 'cancelled' THEN now() END
     WHERE id = $1 AND status = 'scheduled'
     RETURNING *),
 event AS (
@@ -78,6 +81,14 @@ event AS (
            pix_scheduled_event(scheduled::pix_scheduled, concluded_at), traceparent
     FROM scheduled)
 SELECT * FROM scheduled
+
+-- name: EndCancelWake
+-- Ends the queue entry of a cancelled row whose run was woken, or has no
+-- run open (never started, or closed): $1 id. Only a cancelled row, which
+-- nothing makes due again after its cancel: a late or second dispatcher's
+-- end changes nothing, nor does one for a row that is not cancelled.
+UPDATE pix_scheduled SET dispatch_due_at = NULL
+WHERE id = $1 AND status = 'cancelled' AND dispatch_due_at IS NOT NULL
 
 -- name: Pending
 -- The gauges: the scheduled PIX still to run, and those past their time

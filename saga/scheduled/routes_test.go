@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/api"
+	"github.com/pixbank/pix/saga/sagakit"
 	"github.com/pixbank/pix/saga/sagatest"
 	"github.com/pixbank/pix/saga/scheduled"
 )
@@ -27,9 +28,17 @@ type harness struct {
 }
 
 func newAPI(t *testing.T, now time.Time) *harness {
-	f := newFixture(t)
 	sig := &sagatest.Signals{}
-	h := &scheduled.Handlers{Store: f.store, Keys: f.s, Temporal: sig, Settings: scheduled.Settings{Hour: 6},
+	a := newAPIWith(t, now, sig)
+	a.signals = sig
+	return a
+}
+
+// newAPIWith is newAPI whose cancels signal through temporal (signals is
+// nil).
+func newAPIWith(t *testing.T, now time.Time, temporal sagakit.Signaller) *harness {
+	f := newFixture(t)
+	h := &scheduled.Handlers{Store: f.store, Keys: f.s, Temporal: temporal, Settings: scheduled.Settings{Hour: 6},
 		Log: sagatest.Discard(), Now: func() time.Time { return now }}
 	a := sagatest.NewAPI(t, f.s, sagatest.Options{Sagas: []api.SagaHTTP{h.HTTP()}, Deps: api.Deps{Keys: f.keys},
 		Callers: sagatest.Callers{
@@ -39,7 +48,7 @@ func newAPI(t *testing.T, now time.Time) *harness {
 		}})
 	f.account("acc-maria", 50_000)
 	f.account("acc-joao", 50_000)
-	return &harness{API: a, f: f, signals: sig}
+	return &harness{API: a, f: f}
 }
 
 // The routes end to end over PostgreSQL: schedule (nothing debited,

@@ -66,7 +66,8 @@ var Saga = saga.Descriptor{
 	},
 	Activities: func(deps any) []any { return []any{deps.(*Activities)} },
 	Source: func(env saga.Env, taskQueue string) durable.Source {
-		return Source(NewStore(env.Store).Queue(), taskQueue)
+		store := NewStore(env.Store)
+		return Source(store.Queue(), store, taskQueue)
 	},
 	Kinds:      Kinds,
 	Events:     Events,

@@ -34,20 +34,25 @@ var queryFiles embed.FS
 
 // scheduledSQL holds the statements of queries.sql.
 var scheduledSQL struct {
-	AccountStatus, CountPending, Create, Get, Lock, ListByAccount, ListByAccountStatus, Conclude, Pending string
+	AccountStatus, CountPending, Create, Get, Lock, ListByAccount, ListByAccountStatus, Conclude, EndCancelWake, Pending string
 }
 
 func init() { db.BindQueries(queryFiles, "queries.sql", &scheduledSQL) }
 
-// queue is the scheduled PIX whose run must be going: those still
-// scheduled. A run waits until run_at on purpose, so it is not rechecked
-// before (NotBefore): a PIX scheduled 30 days ahead costs no start until
-// its date; one whose run was lost is started again then.
+// queue is the scheduled PIX whose run must be going, or be woken: those
+// still scheduled (drive 1: their run is started), and those cancelled
+// whose run was not yet woken (drive 2: their run is signalled, never
+// started; Source). A run waits until run_at on purpose, so it is not
+// rechecked before (NotBefore): a PIX scheduled 30 days ahead costs no
+// start until its date; one whose run was lost is started again then. The
+// cancel is the row's second drive so that the records of a claim made
+// before it (a start's MarkDispatched, which would push the row to run_at)
+// change nothing after it: the cancel's wake-up stays due.
 var queue = db.DeclareQueue(db.QueueSpec{
 	Name: "scheduled", Table: "pix_scheduled", Key: "id", KeyType: "uuid", Channel: DueChannel,
 	Open:      "m.dispatch_due_at IS NOT NULL",
 	Attempts:  "0",
-	Drive:     "1",
+	Drive:     "CASE WHEN m.status = 'cancelled' THEN 2 ELSE 1 END",
 	NotBefore: "run_at",
 	Listing: db.Listing{
 		EndToEndID: "COALESCE(m.end_to_end_id, '')", AccountID: "m.account_id", AmountCents: "m.amount_cents",
@@ -161,9 +166,20 @@ func (s *Store) Clock(ctx context.Context) (time.Time, error) {
 	return now, db.Classify(err)
 }
 
-// Queue is the scheduled PIX whose run must be going, for the saga's
-// dispatcher.
+// Queue is the scheduled PIX whose run must be going, or be woken after
+// their cancel, for the saga's dispatcher.
 func (s *Store) Queue() db.DueQueue { return s.store.DueQueue(queue) }
+
+// EndCancelWake takes the cancelled scheduled PIX id out of the queue: its
+// run was woken, or has none open (never started, or closed). A row not
+// cancelled, or out of the queue already (a late or second dispatcher's
+// end), is left as it is.
+func (s *Store) EndCancelWake(ctx context.Context, id string) error {
+	if _, err := s.store.Pool().Exec(ctx, scheduledSQL.EndCancelWake, id); err != nil {
+		return db.Classify(fmt.Errorf("end the cancel's wake-up of scheduled pix %s: %w", id, err))
+	}
+	return nil
+}
 
 // New is a scheduled PIX about to be recorded.
 type New struct {
@@ -270,6 +286,8 @@ func (s *Store) List(ctx context.Context, accountID, status string, after *ListK
 // cancelled already is returned as it is (a cancel whose answer was lost,
 // asked again). One that ran (executed or failed) is ErrAlreadyRan: the
 // run took the row's lock first. It returns whether this call cancelled it.
+// The row cancelled stays due for its dispatcher, which wakes its run
+// (Source): the caller's own wake (the route's) may be lost.
 func (s *Store) Cancel(ctx context.Context, id uuid.UUID) (out Scheduled, cancelled bool, err error) {
 	err = db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
 		cur, err := one(tx.Query(ctx, scheduledSQL.Lock, id))
@@ -292,7 +310,7 @@ func (s *Store) Cancel(ctx context.Context, id uuid.UUID) (out Scheduled, cancel
 		return Scheduled{}, false, db.Classify(err)
 	}
 	if cancelled {
-		s.store.Wake(db.OutboxChannel)
+		s.store.Wake(DueChannel, db.OutboxChannel)
 	}
 	return out, cancelled, nil
 }
