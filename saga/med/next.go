@@ -46,6 +46,12 @@ func Next(r Report, now time.Time) Step {
 		return StepCloseReport
 	case StatusAwaitingRequest:
 		switch {
+		case r.ReturnUntil != nil && (r.RefundClosedAt != nil || (r.RequestOpen() && !now.Before(*r.ReturnUntil))):
+			// Its request taken (or reopened) too late to be returned by
+			// return_until (Return changes nothing past it): closed as the
+			// deadline closes it (NO_BALANCE), then the report ended, what
+			// it holds released (Finish), as a return in parts ends.
+			return nextInParts(r, now)
 		case r.RequestOpen():
 			return StepReturn
 		case !now.Before(r.RequestDueAt.Add(-earlyTolerance)):

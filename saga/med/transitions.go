@@ -270,8 +270,16 @@ const earlyTolerance = time.Minute
 // Nothing held is held now, up to what is left (a part that arrived since).
 // With nothing available the report waits for the account's next credits
 // (awaiting_credit). Acts on an open refund request
-// (awaiting_refund_request), or on one being returned in parts before
-// ReturnWindow ends.
+// (awaiting_refund_request), or on one being returned in parts, before
+// ReturnWindow ends (return_until, by the database's clock, checked again
+// after the locks: beforeReturnUntil). A request taken or reopened just
+// before return_until and returned after it (the run late, a lock wait, a
+// retry) changes nothing and takes nothing, as the deadline does for a
+// return in parts: no devolução met by the PIX's window's refusal
+// (REJECTED CANNOT_REFUND), no hold made anew taking the customer's
+// credits; the run closes the request as the deadline closes it and ends
+// the report, what it holds released (Next, Finish; attack review r13
+// LOW).
 func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 	out, changed, err := s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		now, err := s.now(ctx, tx)
@@ -279,8 +287,8 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 			return Report{}, false, err
 		}
 		switch {
-		case cur.Status == StatusAwaitingRequest && cur.RequestOpen() && !cur.Cancelled():
-		case cur.Status == StatusAwaitingCredit && now.Before(*cur.ReturnUntil) && cur.ReturnedCents < cur.Target() &&
+		case cur.Status == StatusAwaitingRequest && withinReturnUntil(cur, now) && cur.RequestOpen() && !cur.Cancelled():
+		case cur.Status == StatusAwaitingCredit && withinReturnUntil(cur, now) && cur.ReturnedCents < cur.Target() &&
 			!RequestCancelled(cur) && cur.ReturnRefused == nil:
 		default:
 			return cur, false, nil
@@ -360,21 +368,22 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 
 // beforeReturnUntil checks again, after the last lock Return takes (the
 // PIX's credit, the account, the hold: db.LockHold, db.Hold,
-// db.RecordRefund), that a report returned in parts (awaiting_credit) is
-// still within its ReturnUntil, by the database's clock read now: one that
-// ended while the transaction waited for those locks is
-// errReturnWindowEnded, rolled back, the same "nothing changes" as one
-// seen ended before them. Checked too before a final refusal of the
-// devolução is recorded (refusedWithin), which such a wait may meet first.
+// db.RecordRefund), that a report returned (its request open,
+// awaiting_refund_request, or in parts, awaiting_credit) is still within
+// its ReturnUntil, by the database's clock read now: one that ended while
+// the transaction waited for those locks is errReturnWindowEnded, rolled
+// back, the same "nothing changes" as one seen ended before them. Checked
+// too before a final refusal of the devolução is recorded (refusedWithin),
+// which such a wait may meet first.
 func (s *Store) beforeReturnUntil(ctx context.Context, tx pgx.Tx, cur Report) error {
-	if cur.Status != StatusAwaitingCredit {
+	if cur.Status != StatusAwaitingCredit && cur.Status != StatusAwaitingRequest {
 		return nil
 	}
 	now, err := s.now(ctx, tx)
 	if err != nil {
 		return err
 	}
-	if cur.ReturnUntil == nil || !now.Before(*cur.ReturnUntil) {
+	if !withinReturnUntil(cur, now) {
 		return fmt.Errorf("%w: report %s, at %s", errReturnWindowEnded, cur.ID, now.Format(time.RFC3339Nano))
 	}
 	return nil
@@ -411,6 +420,12 @@ func (s *Store) refusedWithin(ctx context.Context, tx pgx.Tx, cur Report, err er
 		return ended
 	}
 	return err
+}
+
+// withinReturnUntil says whether r may still be returned at now (the
+// database's clock): before its ReturnUntil (none: never).
+func withinReturnUntil(r Report, now time.Time) bool {
+	return r.ReturnUntil != nil && now.Before(*r.ReturnUntil)
 }
 
 // errReturnWindowEnded: a report's ReturnUntil ended during its Return's
@@ -539,11 +554,15 @@ func (s *Store) RefundClosed(ctx context.Context, at Report, rtrID string) (Repo
 // its return was refused for good (ReturnRefusal), or at once when the
 // payer's participant cancelled its request: what
 // is still held released, the report returned, returned_in_part, or
-// released (nothing returned).
+// released (nothing returned). So too a report whose request came too late
+// to be returned by ReturnWindow's end (awaiting_refund_request, its
+// request closed at the DICT as the deadline closes it: Next).
 func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
 	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		cancelled := RequestCancelled(cur)
-		if cur.Status != StatusAwaitingCredit || (cur.RefundClosedAt == nil && !cancelled) {
+		inParts := cur.Status == StatusAwaitingCredit && (cur.RefundClosedAt != nil || cancelled)
+		late := cur.Status == StatusAwaitingRequest && cur.RefundClosedAt != nil
+		if !inParts && !late {
 			return cur, false, nil
 		}
 		cause := EndReturned

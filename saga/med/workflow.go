@@ -232,18 +232,37 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 // before it ask Finish then.
 const returnToDeadlineChange = "pix-med-return-to-deadline"
 
-// nextStep is the run's step for r at now: Next's, but a return in parts
+// lateRequestChange is the change id of a request taken (or reopened)
+// too late to be returned by return_until (Next: closed as the deadline
+// closes it, then the report ended): the runs recorded before it tried its
+// Return on (StepReturn), which now changes nothing past return_until.
+const lateRequestChange = "pix-med-late-request"
+
+// nextStep is the run's step for r at now (runStep, its changes asked of
+// the run's history: workflow.GetVersion).
+func nextStep(ctx workflow.Context, r Report, now time.Time) Step {
+	return runStep(r, now, func(change string) bool {
+		return workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
+	})
+}
+
+// runStep is the run's step for r at now: Next's, but a return in parts
 // is tried on (StepReturn, then the wait for credits until return_until
 // plus a second) where Next asks Finish only by its early tolerance, the
 // 90 days not ended by the run's clock (returnToDeadlineChange). Finish
 // still decides by the database's clock: a run whose clock runs ahead of
 // it is answered "not yet" (NotYetType), and returns on until the time
-// that answer says is left (finishNotYetChange).
-func nextStep(ctx workflow.Context, r Report, now time.Time) Step {
+// that answer says is left (finishNotYetChange). A request taken too late
+// to be returned is closed (lateRequestChange). versioned says whether
+// the run takes a change (asked only where the change decides, as the
+// run's history recorded it).
+func runStep(r Report, now time.Time, versioned func(change string) bool) Step {
 	step := Next(r, now)
-	if step == StepFinish && r.Status == StatusAwaitingCredit && r.ReturnUntil != nil && now.Before(*r.ReturnUntil) &&
-		Next(r, now.Add(-earlyTolerance)) == StepReturn &&
-		workflow.GetVersion(ctx, returnToDeadlineChange, workflow.DefaultVersion, 1) == 1 {
+	switch {
+	case step == StepFinish && r.Status == StatusAwaitingCredit && r.ReturnUntil != nil && now.Before(*r.ReturnUntil) &&
+		Next(r, now.Add(-earlyTolerance)) == StepReturn && versioned(returnToDeadlineChange):
+		return StepReturn
+	case step == StepCloseRefund && r.Status == StatusAwaitingRequest && !versioned(lateRequestChange):
 		return StepReturn
 	}
 	return step

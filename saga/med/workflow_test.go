@@ -171,6 +171,9 @@ func (s *stub) ExpireRequest(_ context.Context, at med.Report) (med.Report, erro
 
 func (s *stub) ReturnReport(_ context.Context, at med.Report) (med.Report, error) {
 	return s.change("ReturnReport", at, func(r *med.Report) bool {
+		if !s.now().Add(-s.dbBehind).Before(*r.ReturnUntil) {
+			return false // past return_until by the database's clock: nothing changes
+		}
 		if r.HeldCents == 0 && len(s.credits) > 0 {
 			r.HeldCents, s.credits = min(s.credits[0], r.Target()-r.ReturnedCents), s.credits[1:]
 		}
@@ -222,6 +225,9 @@ func (s *stub) FinishReport(_ context.Context, at med.Report) (med.Report, error
 		r.Status, r.EndCause = med.StatusEnded, ptr(med.EndReturned)
 		if r.ReturnedCents < r.Target() {
 			r.EndCause = ptr(med.EndReturnedInPart)
+		}
+		if r.ReturnedCents == 0 {
+			r.EndCause = ptr(med.EndReleased)
 		}
 		return true
 	}), nil
@@ -448,6 +454,30 @@ func TestAFinishNotYetReturnsOn(t *testing.T) {
 	require.Len(t, finish, 3, "not yet, not yet (the part returned), finished")
 	require.False(t, finish[2].Before(r.ReturnUntil.Add(time.Minute)), "finished at %s, before return_until by the database's clock", finish[2])
 	require.Less(t, finish[2].Sub(r.ReturnUntil.Add(time.Minute)), 10*time.Second, "finished as the time left passed")
+}
+
+// A request taken (or reopened) just before return_until, the run reaching
+// it after (attack review r13 LOW): its Return changes nothing, and the run
+// closes the request as the deadline closes it (NO_BALANCE), then ends the
+// report released, never waiting on. Seen failing on the old run (its
+// Return tried on past return_until, never ended: continued as new).
+func TestARequestTakenTooLateEndsAsAtTheDeadline(t *testing.T) {
+	r := received()
+	r.Status, r.DICTStatus = med.StatusAwaitingRequest, string(dict.ReportClosed)
+	r.AnalysisResult, r.HeldCents = ptr(string(dict.Agreed)), 10_000
+	r.RequestDueAt = ptr(start.Add(-24 * time.Hour))
+	r.RefundRequestID, r.RefundRequestCents, r.RefundRequestState = ptr(uuid.New()), ptr(int64(10_000)), ptr(string(dict.RefundOpen))
+	r.ReturnUntil = ptr(start.Add(-time.Second))
+	env, s := newRun(t, r)
+
+	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: r.ID.String()})
+
+	out := result(t, env)
+	require.Equal(t, med.StatusEnded, out.Status)
+	require.Equal(t, med.EndReleased, *out.EndCause)
+	require.Len(t, s.called("CloseRefundRequest"), 1)
+	require.Len(t, s.called("FinishReport"), 1)
+	require.Empty(t, s.called("ReturnReport"), "nothing returned past return_until")
 }
 
 // Ninety days of waiting for credits are more turns than one history
