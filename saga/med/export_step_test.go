@@ -7,3 +7,9 @@ import "time"
 func RunStep(r Report, now time.Time) Step {
 	return runStep(r, now, func(string) bool { return true })
 }
+
+// RunStepWithout is RunStep of a run recorded before the change: every
+// other change taken.
+func RunStepWithout(r Report, now time.Time, change string) Step {
+	return runStep(r, now, func(c string) bool { return c != change })
+}

@@ -46,6 +46,13 @@ func Next(r Report, now time.Time) Step {
 		return StepCloseReport
 	case StatusAwaitingRequest:
 		switch {
+		case r.ReturnUntil != nil && closedCopy(r):
+			// Its request's CLOSED copy taken in (the DICT's list, the
+			// PSP's notice) before our record of the close: closed, never
+			// the 72 hours' expiry nor a wait for it; CloseRefund reads it
+			// back (or takes the PSP's notice) and records it, then the
+			// report ends as below.
+			return StepCloseRefund
 		case r.ReturnUntil != nil && (r.RefundClosedAt != nil || (r.RequestOpen() && !now.Before(*r.ReturnUntil))):
 			// Its request taken (or reopened) too late to be returned by
 			// return_until (Return changes nothing past it): closed as the
@@ -78,6 +85,13 @@ func nextInParts(r Report, now time.Time) Step {
 		return StepFinish
 	}
 	return StepReturn
+}
+
+// closedCopy says whether r's own refund request is CLOSED by the copy
+// taken in (IntakeRefund) while our close is not recorded
+// (refund_closed_at, RefundClosed).
+func closedCopy(r Report) bool {
+	return r.RefundClosedAt == nil && r.RefundRequestID != nil && deref(r.RefundRequestState) == string(dict.RefundClosed)
 }
 
 // RequestCancelled says whether the payer's participant cancelled its

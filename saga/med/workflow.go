@@ -262,10 +262,31 @@ func runStep(r Report, now time.Time, versioned func(change string) bool) Step {
 	case step == StepFinish && r.Status == StatusAwaitingCredit && r.ReturnUntil != nil && now.Before(*r.ReturnUntil) &&
 		Next(r, now.Add(-earlyTolerance)) == StepReturn && versioned(returnToDeadlineChange):
 		return StepReturn
+	case step == StepCloseRefund && r.Status == StatusAwaitingRequest && closedCopy(r):
+		if !versioned(closedCopyChange) {
+			return awaitOrExpire(r, now)
+		}
 	case step == StepCloseRefund && r.Status == StatusAwaitingRequest && !versioned(lateRequestChange):
 		return StepReturn
 	}
 	return step
+}
+
+// closedCopyChange is the change id of a report awaiting its request whose
+// request's CLOSED copy was taken in before our record of the close
+// (closedCopy): Next closes it (CloseRefund reads it back and records it),
+// where the runs recorded before it took it for no request (the 72 hours'
+// expiry, or the wait for it: awaitOrExpire).
+const closedCopyChange = "pix-med-closed-copy"
+
+// awaitOrExpire is the step Next gave, before closedCopyChange, a report
+// awaiting its request with none open: the 72 hours' expiry once due (by
+// earlyTolerance), the wait for it before.
+func awaitOrExpire(r Report, now time.Time) Step {
+	if !now.Before(r.RequestDueAt.Add(-earlyTolerance)) {
+		return StepExpireRequest
+	}
+	return StepAwaitRequest
 }
 
 // finishNotYetChange is the change id of a Finish the database's clock
