@@ -279,7 +279,13 @@ const earlyTolerance = time.Minute
 // (REJECTED CANNOT_REFUND), no hold made anew taking the customer's
 // credits; the run closes the request as the deadline closes it and ends
 // the report, what it holds released (Next, Finish; attack review r13
-// LOW).
+// LOW). A report whose request we closed REJECTED at the DICT
+// (closedRejected) changes nothing either, whatever the clocks say: a
+// devolução after it would answer a request the DICT holds rejected,
+// with no rtrId; the report ends at return_until, what it holds released
+// (Finish; attack review r14 MED: the run's clock ahead of the
+// database's closed it NO_BALANCE, then its Finish was "not yet" and its
+// Return captured a credit that filled the hold within the skew).
 func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 	out, changed, err := s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		now, err := s.now(ctx, tx)
@@ -287,6 +293,10 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 			return Report{}, false, err
 		}
 		switch {
+		case closedRejected(cur):
+			// Its request closed REJECTED at the DICT: nothing more is
+			// returned on it (attack review r14 MED).
+			return cur, false, nil
 		case cur.Status == StatusAwaitingRequest && withinReturnUntil(cur, now) && cur.RequestOpen() && !cur.Cancelled():
 		case cur.Status == StatusAwaitingCredit && withinReturnUntil(cur, now) && cur.ReturnedCents < cur.Target() &&
 			!RequestCancelled(cur) && cur.ReturnRefused == nil:
@@ -364,6 +374,18 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 		s.store.Wake(db.RefundDueChannel)
 	}
 	return out, changed, err
+}
+
+// closedRejected says whether r's refund request was closed by us at the
+// DICT in a way that admits no return: REJECTED, which Closing sends when
+// nothing was returned (no devolução settled, Returns 0, or no rtrId to
+// answer with) and RefundClosed records with no rtrId. Decided under the
+// report's lock (the close is recorded under it too): it does not change
+// under Return's later locks. A request closed PARTIALLY_ACCEPTED (after a
+// first part, with its rtrId) is returned on, in parts, until the amount
+// or return_until.
+func closedRejected(r Report) bool {
+	return r.RefundClosedAt != nil && (r.Returns == 0 || r.FirstRtrID == nil || r.RefundClosedRtrID == nil)
 }
 
 // beforeReturnUntil checks again, after the last lock Return takes (the
