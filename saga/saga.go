@@ -159,6 +159,11 @@ type Descriptor struct {
 	// started on taskQueue (Queues.Of(Family)); nil for a saga its
 	// Schedule starts.
 	Source func(env Env, taskQueue string) durable.Source
+	// Wakes is the saga's durable wake-ups of its open runs (signals,
+	// never starts), on a queue of their own, dispatched beside Source
+	// (kinds apart in the dispatch metrics): a build that predates them
+	// never sees one. nil: none.
+	Wakes func(env Env) durable.Source
 	// Schedule creates or updates the Temporal Schedules that start the
 	// saga's runs, when the worker starts (worker.KeepSchedules); nil for
 	// a saga with a Source. It writes only through env.Schedules

@@ -1,19 +1,33 @@
 -- +goose Up
--- A cancelled scheduled PIX stays due for its dispatcher until its run is
--- woken (saga/scheduled: the cancel's wake-up is durable). The cancel
--- signals the run at once (DELETE /pix/scheduled/{id}); a signal lost
--- (Temporal unreachable, or its client still reconnecting) left the run
--- asleep until the PIX's date, "Running" for a cancelled PIX. The cancel
--- now leaves the row due (Conclude: dispatch_due_at = now() on a cancel),
--- and the dispatcher signals the run, retrying until it is delivered or no
--- run is open, then clears it. 0018's check held a row due only while
--- scheduled; a cancelled row may now be due too, an executed or failed one
--- still never.
+-- The durable wake-up of a cancelled scheduled PIX's run (saga/scheduled):
+-- the cancel (DELETE /pix/scheduled/{id}) signals the run at once, asleep
+-- until the PIX's date; a signal lost (Temporal unreachable, or the
+-- service's client still reconnecting) left it asleep, "Running" for a
+-- cancelled PIX, until that date. The cancel now also writes an entry
+-- here, in its own transaction (only when it concludes the row), and the
+-- saga's second dispatcher (kind scheduled_cancel_wake) signals the run
+-- until the signal is delivered or no run is open, then deletes the entry;
+-- a failed signal leaves it due, after the dispatcher's backoff.
 --
--- Added NOT VALID: the new check is weaker than the one it replaces, so
--- every row there holds it, and the table is not read under the lock.
-ALTER TABLE pix_scheduled DROP CONSTRAINT pix_scheduled_due_while_scheduled;
-ALTER TABLE pix_scheduled ADD CONSTRAINT pix_scheduled_due_while_scheduled_or_cancelled CHECK (
-    CASE status WHEN 'scheduled' THEN dispatch_due_at IS NOT NULL
-                WHEN 'cancelled' THEN true
-                ELSE dispatch_due_at IS NULL END) NOT VALID;
+-- A queue of its own, not pix_scheduled's: a build before this one
+-- dispatches pix_scheduled (starting a run for any row due there, whatever
+-- its status) and knows nothing of this table, so a rollback or a rolling
+-- upgrade leaves the entries here waiting, never restarting runs. 0018's
+-- check (a pix_scheduled row due only while scheduled) stands.
+--
+-- dispatch_due_at and dispatched_at are the durable queue's columns
+-- (db.QueueSpec): when the entry is due (the lease of a claim), and when
+-- its signal was first delivered (an entry is deleted then: NULL but for
+-- an instant). created_at is the cancel's: the gauge
+-- pix_scheduled_cancel_wakes_late counts the entries older than a few
+-- minutes (PixScheduledCancelWakeLate). The new table is empty; the
+-- reference takes a brief lock on pix_scheduled, hence the lock timeout.
+SET LOCAL lock_timeout = '5s';
+CREATE TABLE pix_scheduled_cancel_wakes (
+    scheduled_id    uuid        PRIMARY KEY REFERENCES pix_scheduled (id),
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    dispatch_due_at timestamptz NOT NULL DEFAULT now(),
+    dispatched_at   timestamptz
+);
+
+CREATE INDEX pix_scheduled_cancel_wakes_due_idx ON pix_scheduled_cancel_wakes (dispatch_due_at);

@@ -197,6 +197,7 @@ var statementPlans = map[string]statementPlan{
 	"outbox.RecordPublishFailure": checked(perPIX),
 
 	"queries.AccountStatus":       checked(perPIX),
+	"queries.AddCancelWake":       checked(perPIX),
 	"queries.Conclude":            checked(perPIX),
 	"queries.CountPending":        checked(perPIX),
 	"queries.Create":              checked(perPIX),
@@ -254,6 +255,10 @@ var statementPlans = map[string]statementPlan{
 	"scheduled.ClaimDue":       checked(periodic),
 	"scheduled.DeferDispatch":  checked(perPIX),
 	"scheduled.MarkDispatched": checked(perPIX),
+
+	"scheduled_cancel_wake.ClaimDue":       checked(periodic),
+	"scheduled_cancel_wake.DeferDispatch":  checked(perPIX),
+	"scheduled_cancel_wake.MarkDispatched": checked(perPIX),
 
 	"transfers.ClaimDue":                checked(periodic),
 	"transfers.DeferDispatch":           checked(perPIX),
@@ -331,8 +336,10 @@ var boundedTables = map[string]string{
 	"psp_catchup":          "one row: the catch-up's covered end before 0045",
 	"covered_windows":      "a row per scheduled lister: its covered end",
 	"reconcile_checkpoint": "one row: the reconciliation's checkpoint",
-	"goose_db_version":     "one row per migration",
-	"migration_checksums":  "one row per migration",
+	"pix_scheduled_cancel_wakes": "a row per cancelled scheduled PIX whose run was not woken yet, deleted once it is: " +
+		"none but while Temporal is away (the cancels of the outage)",
+	"goose_db_version":    "one row per migration",
+	"migration_checksums": "one row per migration",
 }
 
 // liveEdge is the largest share of its table's rows a partial index may

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/config"
+	"github.com/pixbank/pix/internal/durable"
 	"github.com/pixbank/pix/internal/metrics"
 	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/internal/psp"
@@ -107,14 +108,22 @@ func TestEveryDescriptorIsWired(t *testing.T) {
 
 		// Something starts its runs.
 		require.True(t, d.Source != nil || d.Schedule != nil, "%s: no source: neither a durable source nor a Schedule starts its runs", d.Name)
-		if d.Source != nil {
-			src := d.Source(e, e.Queues.Of(d.Family))
-			require.NotNil(t, src.Queue, "%s: its source has no queue", d.Name)
-			require.NotNil(t, src.Start, "%s: its source starts nothing", d.Name)
-			require.NotEmpty(t, src.Kind, "%s: its source has no kind", d.Name)
-			require.NotContains(t, kinds, src.Kind, "%s: source kind %q is %s's too (it labels the dispatch metrics)", d.Name, src.Kind, kinds[src.Kind])
+		// Each durable queue it dispatches (its start's, its wake-ups'):
+		// a kind of its own, labelling the dispatch metrics.
+		dispatched := func(what string, src durable.Source) {
+			require.NotNil(t, src.Queue, "%s: its %s has no queue", d.Name, what)
+			require.NotNil(t, src.Start, "%s: its %s has no Start", d.Name, what)
+			require.NotEmpty(t, src.Kind, "%s: its %s has no kind", d.Name, what)
+			require.NotContains(t, kinds, src.Kind, "%s: %s kind %q is %s's too (it labels the dispatch metrics)", d.Name, what, src.Kind, kinds[src.Kind])
 			kinds[src.Kind] = d.Name
 			sourceOf[src.Queue.Channel()] = append(sourceOf[src.Queue.Channel()], d.Name)
+		}
+		if d.Source != nil {
+			dispatched("source", d.Source(e, e.Queues.Of(d.Family)))
+		}
+		if d.Wakes != nil {
+			require.NotNil(t, d.Source, "%s: wake-ups without a durable source", d.Name)
+			dispatched("wake-ups", d.Wakes(e))
 		}
 
 		// How its runs follow a new build: a versioned worker refuses a

@@ -118,7 +118,8 @@ func TestAStaleClaimNeitherReopensNorRunsAConcludedRow(t *testing.T) {
 }
 
 // The gauges are read from PostgreSQL at each scrape: the PIX still to
-// run, and those more than OverdueAfter past their time.
+// run, those more than OverdueAfter past their time, and the cancels
+// whose run's wake-up is pending for more than WakeLateAfter.
 func TestTheGaugesCountPendingAndOverdue(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
@@ -129,10 +130,17 @@ func TestTheGaugesCountPendingAndOverdue(t *testing.T) {
 	_, _, err := f.store.Cancel(ctx, cancelled.ID)
 	require.NoError(t, err)
 
-	pending, overdue, err := f.store.Pending(ctx, scheduled.OverdueAfter)
+	pending, overdue, wakesLate, err := f.store.Pending(ctx, scheduled.OverdueAfter, scheduled.WakeLateAfter)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, pending)
 	require.EqualValues(t, 1, overdue)
+	require.EqualValues(t, 0, wakesLate, "the cancel's wake-up is pending, not late yet")
+	// A wake-up pending for longer than WakeLateAfter counts.
+	_, err = f.s.Pool().Exec(ctx, `UPDATE pix_scheduled_cancel_wakes SET created_at = now() - interval '6 minutes' WHERE scheduled_id = $1`, cancelled.ID)
+	require.NoError(t, err)
+	_, _, wakesLate, err = f.store.Pending(ctx, scheduled.OverdueAfter, scheduled.WakeLateAfter)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, wakesLate, "a cancel whose run was not woken for 6 minutes")
 
 	reg := prometheus.NewPedanticRegistry()
 	for _, c := range scheduled.Saga.Collectors(saga.Env{Store: f.s, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}) {
@@ -140,9 +148,9 @@ func TestTheGaugesCountPendingAndOverdue(t *testing.T) {
 			require.NoError(t, reg.Register(c))
 		}
 	}
-	n, err := testutil.GatherAndCount(reg, "pix_scheduled_pending", "pix_scheduled_overdue")
+	n, err := testutil.GatherAndCount(reg, "pix_scheduled_pending", "pix_scheduled_overdue", "pix_scheduled_cancel_wakes_late")
 	require.NoError(t, err)
-	require.Equal(t, 2, n)
+	require.Equal(t, 3, n)
 }
 
 // Finding outside saga/scheduled (api: the Idempotency-Key layer): a key

@@ -2,9 +2,9 @@
 // asks for now and that is sent on a date. It is one saga in one package,
 // listed by one line in saga/registry: its descriptor (Saga), its table's
 // statements (queries.sql) and store, its durable queue, its workflow and
-// activities, its customer routes, its metrics and its settings. Its table
-// comes in db/migrations (0018; 0060: a cancelled row due until its run is
-// woken), its events' schemas in internal/broker/schemas, its API in
+// activities, its customer routes, its metrics and its settings. Its tables
+// come in db/migrations (0018; 0060: its cancels' wake-ups), its events'
+// schemas in internal/broker/schemas, its API in
 // api/openapi/pix-api/scheduled.yaml.
 //
 // Nothing is debited at creation. The row's saga (workflow
@@ -15,12 +15,16 @@
 // row under the same lock, then wakes the run with a signal: whichever
 // takes the lock first decides, and the run ends as the row says.
 //
-// The cancel's wake-up is durable, as the start is: the cancel leaves the
-// row due for the saga's dispatcher (its queue's second drive), which
-// signals the run (Source), never starts one. A signal delivered, or no
-// run open (never started, or closed), ends the row's entry
-// (Store.EndCancelWake); a signal that fails (Temporal unreachable) leaves
-// it due, tried again after the dispatcher's backoff. The route's own
-// signal is the fast path, and a signal lost there (CancelNotWoken) no
-// longer leaves the run asleep, "Running", until the PIX's date.
+// The cancel's wake-up is durable, as the start is, on a queue of its own
+// (pix_scheduled_cancel_wakes, apart from pix_scheduled's: a build before
+// it never sees a wake-up, and starts no run for a cancelled row): the
+// cancel that concludes the row writes its entry in its transaction, and
+// the saga's wake dispatcher (WakeSource, Saga.Wakes) signals the run,
+// never starts one. A signal delivered, or no run open (never started, or
+// closed), ends the entry (Store.EndCancelWake); a signal that fails
+// (Temporal unreachable) leaves it due, tried again after the dispatcher's
+// backoff. The route's own signal is the fast path, and a signal lost there
+// (CancelNotWoken) no longer leaves the run asleep, "Running", until the
+// PIX's date. pix_scheduled_cancel_wakes_late counts the wake-ups pending
+// for more than WakeLateAfter.
 package scheduled

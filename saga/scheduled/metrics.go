@@ -15,6 +15,14 @@ import (
 // stuck, and PixScheduledOverdue pages.
 const OverdueAfter = 15 * time.Minute
 
+// WakeLateAfter is how long a cancel's wake-up may stay pending (its entry
+// in pix_scheduled_cancel_wakes) before it counts as late
+// (pix_scheduled_cancel_wakes_late): the dispatcher retries a failed
+// signal within seconds of Temporal answering, so a wake-up this old means
+// Temporal is still away or no wake dispatcher runs, and
+// PixScheduledCancelWakeLate warns.
+const WakeLateAfter = 5 * time.Minute
+
 // concludedTotal counts the scheduled PIX concluded in this process, by
 // status: executed and failed by their runs, cancelled by the API.
 var concludedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -31,7 +39,7 @@ func collectors(env saga.Env) []prometheus.Collector {
 		Query: func(ctx context.Context) (pendingCounts, error) {
 			var c pendingCounts
 			var err error
-			c.pending, c.overdue, err = store.Pending(ctx, OverdueAfter)
+			c.pending, c.overdue, c.wakesLate, err = store.Pending(ctx, OverdueAfter, WakeLateAfter)
 			return c, err
 		},
 		Gauges: []sagakit.Gauge[pendingCounts]{
@@ -41,11 +49,14 @@ func collectors(env saga.Env) []prometheus.Collector {
 			{Desc: prometheus.NewDesc("pix_scheduled_overdue",
 				"Scheduled PIX still to run more than 15 minutes past their time: a run lost or stuck (PixScheduledOverdue).", nil, nil),
 				Value: func(c pendingCounts) float64 { return float64(c.overdue) }},
+			{Desc: prometheus.NewDesc("pix_scheduled_cancel_wakes_late",
+				"Cancelled scheduled PIX whose run was not woken yet, more than 5 minutes after the cancel: Temporal away, or no wake dispatcher (PixScheduledCancelWakeLate).", nil, nil),
+				Value: func(c pendingCounts) float64 { return float64(c.wakesLate) }},
 		},
 		Log: env.Log,
 	}}
 }
 
-// pendingCounts are the scheduled PIX still to run, and those overdue
-// (Store.Pending), as a scrape reads them.
-type pendingCounts struct{ pending, overdue int64 }
+// pendingCounts are the scheduled PIX still to run, those overdue, and the
+// cancels whose wake-up is late (Store.Pending), as a scrape reads them.
+type pendingCounts struct{ pending, overdue, wakesLate int64 }

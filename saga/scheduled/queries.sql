@@ -63,16 +63,13 @@ WHERE account_id = $1 AND status = $2
 ORDER BY scheduled_for, id LIMIT $5
 
 -- name: Conclude
--- Concludes a row still scheduled, with its event: $1 id, $2 status
--- (executed, failed, cancelled), $3 failure_reason, $4 transfer_id, $5
--- end_to_end_id. A row concluded already is left as it is (no row
--- returned). An executed or failed row leaves the queue; a cancelled one
--- is due at once, for its dispatcher to wake its run (the cancel's durable
--- wake-up: Source), which clears it then (EndCancelWake).
+-- Concludes a row still scheduled, with its event, and closes its queue
+-- entry: $1 id, $2 status (executed, failed, cancelled), $3
+-- failure_reason, $4 transfer_id, $5 end_to_end_id. A row concluded
+-- already is left as it is (no row returned).
 WITH scheduled AS (
     UPDATE pix_scheduled SET status = $2, failure_reason = $3, transfer_id = $4, end_to_end_id = $5,
-        concluded_at = now(), updated_at = now(),
-        dispatch_due_at = CASE WHEN $2::text = 'cancelled' THEN now() END
+        concluded_at = now(), updated_at = now(), dispatch_due_at = NULL
     WHERE id = $1 AND status = 'scheduled'
     RETURNING *),
 event AS (
@@ -82,16 +79,25 @@ event AS (
     FROM scheduled)
 SELECT * FROM scheduled
 
+-- name: AddCancelWake
+-- The durable wake-up of the run of scheduled PIX $1, which this
+-- transaction cancelled (Cancel, only when it concluded the row): due at
+-- once for the saga's wake dispatcher (WakeSource). A row cancels once, so
+-- its entry is written once.
+INSERT INTO pix_scheduled_cancel_wakes (scheduled_id) VALUES ($1)
+
 -- name: EndCancelWake
--- Ends the queue entry of a cancelled row whose run was woken, or has no
--- run open (never started, or closed): $1 id. Only a cancelled row, which
--- nothing makes due again after its cancel: a late or second dispatcher's
--- end changes nothing, nor does one for a row that is not cancelled.
-UPDATE pix_scheduled SET dispatch_due_at = NULL
-WHERE id = $1 AND status = 'cancelled' AND dispatch_due_at IS NOT NULL
+-- Ends the wake-up of the cancelled scheduled PIX $1: its run was woken,
+-- or has none open (never started, or closed). A row's entry is never
+-- written again after its cancel, so a late or second dispatcher's end
+-- deletes nothing.
+DELETE FROM pix_scheduled_cancel_wakes WHERE scheduled_id = $1
 
 -- name: Pending
--- The gauges: the scheduled PIX still to run, and those past their time
--- by more than $1 (a run lost or stuck: PixScheduledOverdue).
-SELECT count(*), count(*) FILTER (WHERE run_at < now() - $1::interval)
+-- The gauges: the scheduled PIX still to run, those past their time by
+-- more than $1 (a run lost or stuck: PixScheduledOverdue), and the
+-- cancels whose run was not woken for more than $2
+-- (PixScheduledCancelWakeLate).
+SELECT count(*), count(*) FILTER (WHERE run_at < now() - $1::interval),
+    (SELECT count(*) FROM pix_scheduled_cancel_wakes WHERE created_at < now() - $2::interval)
 FROM pix_scheduled WHERE status = 'scheduled'

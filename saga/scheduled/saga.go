@@ -66,8 +66,11 @@ var Saga = saga.Descriptor{
 	},
 	Activities: func(deps any) []any { return []any{deps.(*Activities)} },
 	Source: func(env saga.Env, taskQueue string) durable.Source {
+		return Source(NewStore(env.Store).Queue(), taskQueue)
+	},
+	Wakes: func(env saga.Env) durable.Source {
 		store := NewStore(env.Store)
-		return Source(store.Queue(), store, taskQueue)
+		return WakeSource(store.WakeQueue(), store)
 	},
 	Kinds:      Kinds,
 	Events:     Events,

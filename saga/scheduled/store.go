@@ -29,36 +29,56 @@ const (
 // for dispatch (their saga's run to start).
 const DueChannel = "pix_scheduled_due"
 
+// WakeChannel is the notification channel that says cancels are due for
+// their run's wake-up (WakeSource).
+const WakeChannel = "pix_scheduled_cancel_wake_due"
+
 //go:embed queries.sql
 var queryFiles embed.FS
 
 // scheduledSQL holds the statements of queries.sql.
 var scheduledSQL struct {
-	AccountStatus, CountPending, Create, Get, Lock, ListByAccount, ListByAccountStatus, Conclude, EndCancelWake, Pending string
+	AccountStatus, CountPending, Create, Get, Lock, ListByAccount, ListByAccountStatus, Conclude,
+	AddCancelWake, EndCancelWake, Pending string
 }
 
 func init() { db.BindQueries(queryFiles, "queries.sql", &scheduledSQL) }
 
-// queue is the scheduled PIX whose run must be going, or be woken: those
-// still scheduled (drive 1: their run is started), and those cancelled
-// whose run was not yet woken (drive 2: their run is signalled, never
-// started; Source). A run waits until run_at on purpose, so it is not
-// rechecked before (NotBefore): a PIX scheduled 30 days ahead costs no
-// start until its date; one whose run was lost is started again then. The
-// cancel is the row's second drive so that the records of a claim made
-// before it (a start's MarkDispatched, which would push the row to run_at)
-// change nothing after it: the cancel's wake-up stays due.
+// queue is the scheduled PIX whose run must be going: those still
+// scheduled. A run waits until run_at on purpose, so it is not rechecked
+// before (NotBefore): a PIX scheduled 30 days ahead costs no start until
+// its date; one whose run was lost is started again then.
 var queue = db.DeclareQueue(db.QueueSpec{
 	Name: "scheduled", Table: "pix_scheduled", Key: "id", KeyType: "uuid", Channel: DueChannel,
 	Open:      "m.dispatch_due_at IS NOT NULL",
 	Attempts:  "0",
-	Drive:     "CASE WHEN m.status = 'cancelled' THEN 2 ELSE 1 END",
+	Drive:     "1",
 	NotBefore: "run_at",
 	Listing: db.Listing{
 		EndToEndID: "COALESCE(m.end_to_end_id, '')", AccountID: "m.account_id", AmountCents: "m.amount_cents",
 		Status: "m.status", PSP: "NULL::text",
 		Memo:  "jsonb_build_object('payee_pix_key', m.pix_key, 'scheduled_for', to_char(m.scheduled_for, 'YYYY-MM-DD'))",
 		Since: "m.created_at", Traceparent: "m.traceparent",
+	},
+})
+
+// wakeQueue is the cancels whose run must be woken (a signal: WakeSource),
+// a queue of its own (pix_scheduled_cancel_wakes, 0060), apart from
+// pix_scheduled's: a build before it, which starts a run for any row due
+// in pix_scheduled whatever its status, never sees a wake-up (a rollback,
+// a rolling upgrade). An entry is written once, by the cancel that
+// concluded its row, and deleted when its signal was delivered or no run
+// is open: its drive is always 1. Its listing names the cancelled row only
+// by its key (the scheduled id): a wake starts nothing to list.
+var wakeQueue = db.DeclareQueue(db.QueueSpec{
+	Name: "scheduled_cancel_wake", Table: "pix_scheduled_cancel_wakes", Key: "scheduled_id", KeyType: "uuid",
+	Channel:  WakeChannel,
+	Open:     "m.dispatch_due_at IS NOT NULL",
+	Attempts: "0",
+	Drive:    "1",
+	Listing: db.Listing{
+		EndToEndID: "''", AccountID: "NULL::text", AmountCents: "0::bigint", Status: "'cancelled'::text",
+		PSP: "NULL::text", Memo: "NULL::jsonb", Since: "m.created_at", Traceparent: "NULL::text",
 	},
 })
 
@@ -166,14 +186,17 @@ func (s *Store) Clock(ctx context.Context) (time.Time, error) {
 	return now, db.Classify(err)
 }
 
-// Queue is the scheduled PIX whose run must be going, or be woken after
-// their cancel, for the saga's dispatcher.
+// Queue is the scheduled PIX whose run must be going, for the saga's
+// dispatcher.
 func (s *Store) Queue() db.DueQueue { return s.store.DueQueue(queue) }
 
-// EndCancelWake takes the cancelled scheduled PIX id out of the queue: its
-// run was woken, or has none open (never started, or closed). A row not
-// cancelled, or out of the queue already (a late or second dispatcher's
-// end), is left as it is.
+// WakeQueue is the cancels whose run must be woken, for the saga's wake
+// dispatcher (WakeSource).
+func (s *Store) WakeQueue() db.DueQueue { return s.store.DueQueue(wakeQueue) }
+
+// EndCancelWake ends the wake-up of the cancelled scheduled PIX id: its
+// run was woken, or has none open (never started, or closed). An entry
+// ended already (a late or second dispatcher's end) is no error.
 func (s *Store) EndCancelWake(ctx context.Context, id string) error {
 	if _, err := s.store.Pool().Exec(ctx, scheduledSQL.EndCancelWake, id); err != nil {
 		return db.Classify(fmt.Errorf("end the cancel's wake-up of scheduled pix %s: %w", id, err))
@@ -286,8 +309,9 @@ func (s *Store) List(ctx context.Context, accountID, status string, after *ListK
 // cancelled already is returned as it is (a cancel whose answer was lost,
 // asked again). One that ran (executed or failed) is ErrAlreadyRan: the
 // run took the row's lock first. It returns whether this call cancelled it.
-// The row cancelled stays due for its dispatcher, which wakes its run
-// (Source): the caller's own wake (the route's) may be lost.
+// The cancel that concludes the row writes, in its transaction, the
+// durable wake-up of its run (pix_scheduled_cancel_wakes, WakeSource): the
+// caller's own wake (the route's) may be lost.
 func (s *Store) Cancel(ctx context.Context, id uuid.UUID) (out Scheduled, cancelled bool, err error) {
 	err = db.InTx(ctx, s.store.Pool(), func(tx pgx.Tx) error {
 		cur, err := one(tx.Query(ctx, scheduledSQL.Lock, id))
@@ -299,9 +323,14 @@ func (s *Store) Cancel(ctx context.Context, id uuid.UUID) (out Scheduled, cancel
 			out, cancelled = cur, false
 			return nil
 		case StatusScheduled:
-			out, err = conclude(ctx, tx, id, StatusCancelled, nil, nil, nil)
-			cancelled = err == nil
-			return err
+			if out, err = conclude(ctx, tx, id, StatusCancelled, nil, nil, nil); err != nil {
+				return err
+			}
+			if _, err = tx.Exec(ctx, scheduledSQL.AddCancelWake, id); err != nil {
+				return fmt.Errorf("add the cancel's wake-up of scheduled pix %s: %w", id, err)
+			}
+			cancelled = true
+			return nil
 		default:
 			return fmt.Errorf("%w: it is %s", ErrAlreadyRan, cur.Status)
 		}
@@ -310,7 +339,7 @@ func (s *Store) Cancel(ctx context.Context, id uuid.UUID) (out Scheduled, cancel
 		return Scheduled{}, false, db.Classify(err)
 	}
 	if cancelled {
-		s.store.Wake(DueChannel, db.OutboxChannel)
+		s.store.Wake(WakeChannel, db.OutboxChannel)
 	}
 	return out, cancelled, nil
 }
@@ -402,9 +431,10 @@ func conclude(ctx context.Context, tx pgx.Tx, id uuid.UUID, status string, reaso
 	return out, nil
 }
 
-// Pending counts the scheduled PIX still to run, and those past their
-// time by more than late.
-func (s *Store) Pending(ctx context.Context, late time.Duration) (pending, overdue int64, err error) {
-	err = s.store.Pool().QueryRow(ctx, scheduledSQL.Pending, late).Scan(&pending, &overdue)
-	return pending, overdue, db.Classify(err)
+// Pending counts the scheduled PIX still to run, those past their time by
+// more than late, and the cancels whose run was not woken (their entry in
+// the wake queue) for more than wakeLate.
+func (s *Store) Pending(ctx context.Context, late, wakeLate time.Duration) (pending, overdue, wakesLate int64, err error) {
+	err = s.store.Pool().QueryRow(ctx, scheduledSQL.Pending, late, wakeLate).Scan(&pending, &overdue, &wakesLate)
+	return pending, overdue, wakesLate, db.Classify(err)
 }

@@ -1,8 +1,10 @@
 package scheduled_test
 
 // The cancel's durable wake-up, over PostgreSQL and a real Temporal: the
-// saga's worker runs the workflow, and its dispatcher (durable.Dispatcher
-// over the saga's Source) works the queue as the worker process does.
+// saga's worker runs the workflow, and its two dispatchers
+// (durable.Dispatcher over the saga's Source, which starts runs, and over
+// its WakeSource, which signals them) work their queues as the worker
+// process does.
 
 import (
 	"context"
@@ -60,11 +62,12 @@ func (u *unreachableClient) SignalWorkflow(ctx context.Context, id, runID, name 
 }
 
 // wakeEnv is the routes' harness (its cancels' signals lost), a Temporal
-// with the saga's worker, and the saga's dispatcher.
+// with the saga's worker, and the saga's two dispatchers' sources.
 type wakeEnv struct {
 	*harness
 	c       client.Client
-	src     durable.Source
+	src     durable.Source // starts runs (pix_scheduled)
+	wakes   durable.Source // wakes runs (pix_scheduled_cancel_wakes)
 	lost    *unreachable
 	options durable.Options
 }
@@ -79,30 +82,42 @@ func newWakeEnv(t *testing.T) *wakeEnv {
 	w.RegisterActivity(&scheduled.Activities{Store: a.f.store, BankISPB: ispb, Log: sagatest.Discard()})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
-	return &wakeEnv{harness: a, c: c, src: scheduled.Source(a.f.store.Queue(), a.f.store, taskQueue), lost: lost,
+	return &wakeEnv{harness: a, c: c, lost: lost,
+		src:   scheduled.Source(a.f.store.Queue(), taskQueue),
+		wakes: scheduled.WakeSource(a.f.store.WakeQueue(), a.f.store),
 		options: durable.Options{PollInterval: 50 * time.Millisecond, BatchSize: 10, Concurrency: 2,
 			RecheckAfter: time.Minute, RecheckMax: 15 * time.Minute, RetryMaxDelay: time.Second}}
 }
 
-// dispatch runs one round of the saga's dispatcher over c (nil: the
+// dispatch runs one round of the dispatcher of src over c (nil: the
 // Temporal's own client) and returns how many rows it claimed.
-func (e *wakeEnv) dispatch(t *testing.T, c client.Client) int {
+func (e *wakeEnv) dispatch(t *testing.T, src durable.Source, c client.Client) int {
 	t.Helper()
 	if c == nil {
 		c = e.c
 	}
-	n, err := durable.New(nil, e.src, c, e.options, sagatest.Discard()).DispatchOnce(context.Background())
+	n, err := durable.New(nil, src, c, e.options, sagatest.Discard()).DispatchOnce(context.Background())
 	require.NoError(t, err)
 	return n
 }
 
-// due is the row's dispatch_due_at (nil: out of the queue).
+// due is the row's dispatch_due_at in the saga's queue (nil: out of it).
 func (e *wakeEnv) due(t *testing.T, id uuid.UUID) *time.Time {
 	t.Helper()
 	var due *time.Time
 	require.NoError(t, e.f.s.Pool().QueryRow(context.Background(),
 		`SELECT dispatch_due_at FROM pix_scheduled WHERE id = $1`, id).Scan(&due))
 	return due
+}
+
+// waking says whether the cancel's wake-up of the row is pending (its
+// entry in the wake queue).
+func (e *wakeEnv) waking(t *testing.T, id uuid.UUID) bool {
+	t.Helper()
+	var n int
+	require.NoError(t, e.f.s.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM pix_scheduled_cancel_wakes WHERE scheduled_id = $1`, id).Scan(&n))
+	return n > 0
 }
 
 // run describes the scheduled PIX's run: nil when it has none.
@@ -131,92 +146,174 @@ func (e *wakeEnv) cancel(t *testing.T, id uuid.UUID) {
 	require.Equal(t, scheduled.StatusCancelled, body["status"])
 }
 
-// dispatchUntilOut runs the dispatcher over c until the row is out of the
-// queue (a failed signal defers it by the dispatcher's backoff).
-func (e *wakeEnv) dispatchUntilOut(t *testing.T, id uuid.UUID) {
+// wakeUntilDone runs the wake dispatcher until the row's wake-up ended (a
+// failed signal defers it by the dispatcher's backoff).
+func (e *wakeEnv) wakeUntilDone(t *testing.T, id uuid.UUID) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		e.dispatch(t, nil)
-		return e.due(t, id) == nil
-	}, 30*time.Second, 20*time.Millisecond, "the cancel's wake-up leaves the queue")
+		e.dispatch(t, e.wakes, nil)
+		return !e.waking(t, id)
+	}, 30*time.Second, 20*time.Millisecond, "the cancel's wake-up ends")
 }
 
-// A cancel whose signal is lost (Temporal unreachable: the route's WARN,
-// CancelNotWoken) leaves the row due; the dispatcher's signal, failed too
-// while Temporal does not answer, keeps it due; once Temporal answers, the
-// dispatcher wakes the run, which ends cancelled, and the row leaves the
-// queue. Before the fix the row left the queue with the cancel, and the run
-// slept on, "Running", until the date. Found failing before the fix.
-func TestACancelWhoseSignalIsLostStillEndsItsRun(t *testing.T) {
-	e := newWakeEnv(t)
-	ctx := context.Background()
+// endsCancelled waits for the run of the scheduled PIX to end, cancelled.
+func (e *wakeEnv) endsCancelled(t *testing.T, id uuid.UUID) *workflowRun {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out scheduled.Scheduled
+	require.NoError(t, e.c.GetWorkflow(wctx, scheduled.WorkflowID(id.String()), "").Get(wctx, &out))
+	require.Equal(t, scheduled.StatusCancelled, out.Status, "the run ends as the row says")
+	closed := e.run(t, id)
+	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, closed.status)
+	requireOneConclusion(t, e.f, id)
+	require.EqualValues(t, 50_000, e.f.balance("acc-maria"), "nothing debited")
+	return closed
+}
+
+// started schedules a PIX 30 days ahead and has its run started (asleep).
+func (e *wakeEnv) started(t *testing.T) uuid.UUID {
+	t.Helper()
 	s := e.f.schedule("acc-maria", 15_000, time.Now().AddDate(0, 0, 30))
-	require.Equal(t, 1, e.dispatch(t, nil), "the run starts and sleeps")
+	require.Equal(t, 1, e.dispatch(t, e.src, nil), "the run starts and sleeps")
 	require.Eventually(t, func() bool {
 		r := e.run(t, s.ID)
 		return r != nil && r.status == enums.WORKFLOW_EXECUTION_STATUS_RUNNING
 	}, 30*time.Second, 50*time.Millisecond)
-
-	e.cancel(t, s.ID)
-	require.Equal(t, 1, e.lost.count(), "the route's signal was tried, and lost")
-	require.NotNil(t, e.due(t, s.ID), "the cancel leaves the row due for its dispatcher")
-
-	refusing := &unreachableClient{Client: e.c}
-	require.Equal(t, 1, e.dispatch(t, refusing), "the dispatcher claims the cancel's wake-up")
-	require.Equal(t, 1, refusing.count(), "it signalled, and failed")
-	require.NotNil(t, e.due(t, s.ID), "a failed signal leaves the row due")
-	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_RUNNING, e.run(t, s.ID).status)
-
-	e.dispatchUntilOut(t, s.ID)
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var out scheduled.Scheduled
-	require.NoError(t, e.c.GetWorkflow(wctx, scheduled.WorkflowID(s.ID.String()), "").Get(wctx, &out))
-	require.Equal(t, scheduled.StatusCancelled, out.Status, "the run ends as the row says")
-	closed := e.run(t, s.ID)
-	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, closed.status)
-	got, err := e.f.store.Get(ctx, s.ID)
-	require.NoError(t, err)
-	require.Equal(t, scheduled.StatusCancelled, got.Status)
-	requireOneConclusion(t, e.f, s.ID)
-	require.EqualValues(t, 50_000, e.f.balance("acc-maria"), "nothing debited")
-
-	// A late dispatcher's claim of the wake-up, replayed after the run
-	// closed: nothing started, nothing due again.
-	late := rows.Due{Key: s.ID.String(), Drive: 2, Status: scheduled.StatusCancelled}
-	started, err := e.src.Start(ctx, e.c, late)
-	require.NoError(t, err)
-	require.False(t, started)
-	require.NoError(t, e.f.store.Queue().MarkDispatched(ctx, nil, []rows.Due{late}, rows.Recheck{After: time.Minute, Max: time.Hour}))
-	require.NoError(t, e.f.store.Queue().DeferDispatch(ctx, []rows.Due{late}, time.Second))
-	require.Nil(t, e.due(t, s.ID))
-	require.Equal(t, *closed, *e.run(t, s.ID), "the closed run, no other")
-	require.Zero(t, e.dispatch(t, nil))
+	return s.ID
 }
 
-// A scheduled PIX cancelled before its run started: the dispatcher ends
-// the cancel's wake-up without starting a run (a run started now would
-// only read the row and end). Found failing before the fix (the cancel
-// left no wake-up to end: the row was out of the queue at once).
+// A cancel whose signal is lost (Temporal unreachable: the route's WARN,
+// CancelNotWoken) leaves its wake-up pending; the wake dispatcher's
+// signal, failed too while Temporal does not answer, keeps it pending;
+// once Temporal answers, the dispatcher wakes the run, which ends
+// cancelled, and the wake-up ends. Before 34a0eee the run slept on,
+// "Running", until the date. Found failing without the cancel's wake-up.
+func TestACancelWhoseSignalIsLostStillEndsItsRun(t *testing.T) {
+	e := newWakeEnv(t)
+	ctx := context.Background()
+	id := e.started(t)
+
+	e.cancel(t, id)
+	require.Equal(t, 1, e.lost.count(), "the route's signal was tried, and lost")
+	require.True(t, e.waking(t, id), "the cancel leaves its run's wake-up pending")
+	require.Nil(t, e.due(t, id), "the saga's queue has the row no more")
+
+	refusing := &unreachableClient{Client: e.c}
+	require.Equal(t, 1, e.dispatch(t, e.wakes, refusing), "the wake dispatcher claims the cancel's wake-up")
+	require.Equal(t, 1, refusing.count(), "it signalled, and failed")
+	require.True(t, e.waking(t, id), "a failed signal leaves the wake-up pending")
+	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_RUNNING, e.run(t, id).status)
+
+	e.wakeUntilDone(t, id)
+	closed := e.endsCancelled(t, id)
+
+	// A late dispatcher's claim of the wake-up, replayed after the run
+	// closed: nothing started, nothing pending again.
+	late := rows.Due{Key: id.String(), Drive: 1, Status: scheduled.StatusCancelled}
+	started, err := e.wakes.Start(ctx, e.c, late)
+	require.NoError(t, err)
+	require.False(t, started)
+	q := e.f.store.WakeQueue()
+	require.NoError(t, q.MarkDispatched(ctx, nil, []rows.Due{late}, rows.Recheck{After: time.Minute, Max: time.Hour}))
+	require.NoError(t, q.DeferDispatch(ctx, []rows.Due{late}, time.Second))
+	require.False(t, e.waking(t, id))
+	require.Equal(t, *closed, *e.run(t, id), "the closed run, no other")
+	require.Zero(t, e.dispatch(t, e.wakes, nil))
+	require.Zero(t, e.dispatch(t, e.src, nil))
+}
+
+// A scheduled PIX cancelled before its run started: the wake dispatcher
+// ends the cancel's wake-up without starting a run, and the saga's
+// dispatcher starts none either.
 func TestACancelBeforeItsRunStartedStartsNoRun(t *testing.T) {
 	e := newWakeEnv(t)
 	s := e.f.schedule("acc-maria", 15_000, time.Now().AddDate(0, 0, 30))
 	e.cancel(t, s.ID)
-	require.NotNil(t, e.due(t, s.ID), "the cancel leaves the row due for its dispatcher")
+	require.True(t, e.waking(t, s.ID), "the cancel leaves its run's wake-up pending")
 
-	require.Equal(t, 1, e.dispatch(t, nil))
-	require.Nil(t, e.due(t, s.ID), "no run to wake: the wake-up ends")
+	require.Zero(t, e.dispatch(t, e.src, nil), "a cancelled row is no start")
+	require.Equal(t, 1, e.dispatch(t, e.wakes, nil))
+	require.False(t, e.waking(t, s.ID), "no run to wake: the wake-up ends")
 	require.Nil(t, e.run(t, s.ID), "no run started for a cancelled row")
-	require.Zero(t, e.dispatch(t, nil))
+	require.Zero(t, e.dispatch(t, e.wakes, nil))
 	requireOneConclusion(t, e.f, s.ID)
 }
 
-// Dispatchers late or twice: a claim made before the cancel (its start's
-// records arriving after it) neither pushes the cancel's wake-up to the
-// date nor ends it; a wake-up claimed twice (a lease run out) and replayed
-// changes nothing once ended, and starts no run. Found failing before the
-// fix (the cancel took the row out of the queue).
+// Dispatchers late or twice: the records of a claim of the saga's queue
+// made before the cancel do not put the cancelled row back in it; a
+// wake-up claimed twice (a lease run out) and replayed changes nothing
+// once ended, and starts no run.
 func TestALateOrSecondDispatchChangesNothing(t *testing.T) {
+	e := newWakeEnv(t)
+	ctx := context.Background()
+	q, wq := e.f.store.Queue(), e.f.store.WakeQueue()
+	s := e.f.schedule("acc-maria", 15_000, time.Now().AddDate(0, 0, 30))
+	before, err := q.Claim(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, before, 1)
+
+	e.cancel(t, s.ID)
+	recheck := rows.Recheck{After: time.Minute, Max: time.Hour}
+	require.NoError(t, q.MarkDispatched(ctx, before, nil, recheck))
+	require.NoError(t, q.MarkDispatched(ctx, nil, before, recheck))
+	require.NoError(t, q.DeferDispatch(ctx, before, time.Hour))
+	require.Nil(t, e.due(t, s.ID), "the stale claim's records do not make the cancelled row due")
+	require.True(t, e.waking(t, s.ID), "nor end its wake-up")
+
+	first, err := wq.Claim(ctx, 10, time.Millisecond)
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	time.Sleep(5 * time.Millisecond) // the first claim's lease runs out
+	second, err := wq.Claim(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, second, 1)
+
+	for _, claim := range [][]rows.Due{second, first, second} {
+		started, err := e.wakes.Start(ctx, e.c, claim[0])
+		require.NoError(t, err)
+		require.False(t, started)
+		require.NoError(t, wq.MarkDispatched(ctx, nil, claim, recheck))
+		require.NoError(t, wq.DeferDispatch(ctx, claim, time.Millisecond))
+		require.False(t, e.waking(t, s.ID), "ended, and never pending again")
+	}
+	require.Nil(t, e.run(t, s.ID), "no run started for a cancelled row")
+	require.Zero(t, e.dispatch(t, e.wakes, nil))
+	require.Zero(t, e.dispatch(t, e.src, nil))
+	requireOneConclusion(t, e.f, s.ID)
+}
+
+// A build before the wake queue (a rollback: the migration stays, the old
+// build's dispatchers run; or a rolling upgrade) dispatches pix_scheduled
+// with the same claim, and starts a run for any row due there whatever its
+// status: after a cancel, its dispatcher must find no row due, ever (under
+// 34a0eee's design the cancelled row stayed due there, and an old build
+// started a run per cancelled row every DISPATCH_RECHECK_AFTER). Found
+// failing on 34a0eee.
+func TestAnOldBuildSeesNoCancelledRowDue(t *testing.T) {
+	e := newWakeEnv(t)
+	ctx := context.Background()
+	id := e.started(t)
+	e.cancel(t, id) // its signal lost: the wake-up pending
+
+	var due int
+	require.NoError(t, e.f.s.Pool().QueryRow(ctx,
+		`SELECT count(*) FROM pix_scheduled WHERE status <> 'scheduled' AND dispatch_due_at IS NOT NULL`).Scan(&due))
+	require.Zero(t, due, "no concluded row is due in the saga's queue")
+	claimed, err := e.f.store.Queue().Claim(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, claimed, "the saga's queue, as any build claims it, has nothing due")
+	require.True(t, e.waking(t, id), "the wake-up waits in its own queue")
+	e.wakeUntilDone(t, id)
+	e.endsCancelled(t, id)
+}
+
+// A start claimed before the cancel and issued after it (a dispatcher of
+// the saga's queue slow between its claim and its start; or an old build's),
+// after the wake dispatcher found no run to wake and ended the wake-up:
+// the run it starts reads the row first and ends cancelled at once,
+// nothing debited, and its records do not make the row due again.
+func TestAStaleStartAfterTheCancelEndsCancelled(t *testing.T) {
 	e := newWakeEnv(t)
 	ctx := context.Background()
 	q := e.f.store.Queue()
@@ -224,37 +321,19 @@ func TestALateOrSecondDispatchChangesNothing(t *testing.T) {
 	before, err := q.Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, before, 1)
-	require.Equal(t, scheduled.StatusScheduled, before[0].Status)
 
 	e.cancel(t, s.ID)
-	cancelledAt := e.due(t, s.ID)
-	require.NotNil(t, cancelledAt, "the cancel leaves the row due for its dispatcher")
-	recheck := rows.Recheck{After: time.Minute, Max: time.Hour}
-	require.NoError(t, q.MarkDispatched(ctx, before, nil, recheck))
-	require.NoError(t, q.MarkDispatched(ctx, nil, before, recheck))
-	require.NoError(t, q.DeferDispatch(ctx, before, time.Hour))
-	require.True(t, cancelledAt.Equal(*e.due(t, s.ID)), "the stale claim's records change nothing: due now, not at the date")
+	require.Equal(t, 1, e.dispatch(t, e.wakes, nil))
+	require.False(t, e.waking(t, s.ID), "no run open yet: the wake-up ends")
 
-	first, err := q.Claim(ctx, 10, time.Millisecond)
+	started, err := e.src.Start(ctx, e.c, before[0])
 	require.NoError(t, err)
-	require.Len(t, first, 1)
-	require.Equal(t, scheduled.StatusCancelled, first[0].Status)
-	time.Sleep(5 * time.Millisecond) // the first claim's lease runs out
-	second, err := q.Claim(ctx, 10, time.Minute)
-	require.NoError(t, err)
-	require.Len(t, second, 1)
-
-	for _, claim := range [][]rows.Due{second, first, second} {
-		started, err := e.src.Start(ctx, e.c, claim[0])
-		require.NoError(t, err)
-		require.False(t, started)
-		require.NoError(t, q.MarkDispatched(ctx, nil, claim, recheck))
-		require.NoError(t, q.DeferDispatch(ctx, claim, time.Millisecond))
-		require.Nil(t, e.due(t, s.ID), "ended, and never due again")
-	}
-	require.Nil(t, e.run(t, s.ID), "no run started for a cancelled row")
-	require.Zero(t, e.dispatch(t, nil))
-	requireOneConclusion(t, e.f, s.ID)
+	require.True(t, started, "the stale claim starts a run")
+	require.NoError(t, q.MarkDispatched(ctx, before, nil, rows.Recheck{After: time.Minute, Max: time.Hour}))
+	require.Nil(t, e.due(t, s.ID), "its records do not make the row due again")
+	e.endsCancelled(t, s.ID)
+	require.Zero(t, e.dispatch(t, e.src, nil))
+	require.Zero(t, e.dispatch(t, e.wakes, nil))
 }
 
 // requireOneConclusion: the scheduled PIX's events are its creation and one

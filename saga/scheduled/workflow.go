@@ -74,30 +74,14 @@ func Workflow(ctx workflow.Context, in Input) (Scheduled, error) {
 	return s, err
 }
 
-// CancelWakes is what Source needs of the store for a cancel's wake-up:
-// its end (Store.EndCancelWake).
-type CancelWakes interface {
-	EndCancelWake(ctx context.Context, id string) error
-}
-
 // Source is the durable start of the saga: a run for each scheduled PIX
 // still to run, started at its creation, and again if lost (at its
-// run_at at the earliest: the queue's NotBefore). It is also the durable
-// wake-up of a cancel: a row cancelled is due again (Conclude), and its
-// run, asleep until the date, is signalled (CancelSignal), never started:
-// the route's own signal may have been lost (Temporal unreachable, or its
-// client reconnecting). A signal delivered, or no run open (never started,
-// or closed), ends the row's entry (ends); a signal that fails leaves it
-// due, tried again after the dispatcher's backoff. The dispatcher counts
-// a wake as a run found open (durable.StartedOpen): nothing started.
-func Source(q durable.Queue, ends CancelWakes, taskQueue string) durable.Source {
+// run_at at the earliest: the queue's NotBefore).
+func Source(q durable.Queue, taskQueue string) durable.Source {
 	return durable.Source{
 		Kind:  "scheduled",
 		Queue: q,
 		Start: func(ctx context.Context, c client.Client, due durable.Due) (bool, error) {
-			if due.Status == StatusCancelled {
-				return false, wakeCancelled(ctx, c, ends, due.Key)
-			}
 			return workflows.StartDue(ctx, c, due, WorkflowID(due.Key), taskQueue, WorkflowName, Input{ID: due.Key})
 		},
 		LogAttrs: func(due durable.Due) []any {
@@ -106,10 +90,43 @@ func Source(q durable.Queue, ends CancelWakes, taskQueue string) durable.Source 
 	}
 }
 
+// CancelWakes is what WakeSource needs of the store: the end of a
+// cancel's wake-up (Store.EndCancelWake).
+type CancelWakes interface {
+	EndCancelWake(ctx context.Context, id string) error
+}
+
+// WakeKind names the wake dispatcher's rows in logs and metrics
+// (pix_dispatch_starts_total{kind="scheduled_cancel_wake"}: outcome open
+// is a wake-up done, failed a signal to retry).
+const WakeKind = "scheduled_cancel_wake"
+
+// WakeSource is the durable wake-up of a cancel: for each entry of the
+// wake queue (pix_scheduled_cancel_wakes, written by the cancel that
+// concluded its row), it signals the run (CancelSignal), asleep until the
+// PIX's date, and never starts one: the route's own signal may have been
+// lost (Temporal unreachable, or its client reconnecting). A signal
+// delivered, or no run open (never started, or closed), ends the entry
+// (ends); a signal that fails leaves it due, tried again after the
+// dispatcher's backoff. A run started later by a claim of the saga's queue
+// made before the cancel reads the row first and ends cancelled at once.
+// The dispatcher counts a wake-up done as a run found open
+// (durable.StartedOpen): nothing started.
+func WakeSource(q durable.Queue, ends CancelWakes) durable.Source {
+	return durable.Source{
+		Kind:  WakeKind,
+		Queue: q,
+		Start: func(ctx context.Context, c client.Client, due durable.Due) (bool, error) {
+			return false, wakeCancelled(ctx, c, ends, due.Key)
+		},
+		LogAttrs: func(due durable.Due) []any {
+			return []any{"scheduled_id", due.Key, "workflow_id", WorkflowID(due.Key)}
+		},
+	}
+}
+
 // wakeCancelled signals the run of the cancelled scheduled PIX id, then
-// ends its entry in the queue. Nothing is started: a run that is not open
-// has nothing to wake (one started after by a claim made before the
-// cancel reads the row first, and ends cancelled at once).
+// ends its wake-up.
 func wakeCancelled(ctx context.Context, s sagakit.Signaller, ends CancelWakes, id string) error {
 	if _, err := sagakit.Signal(ctx, s, WorkflowID(id), CancelSignal, nil); err != nil {
 		return fmt.Errorf("wake the run of cancelled scheduled pix %s: %w", id, err)

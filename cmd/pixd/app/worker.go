@@ -27,7 +27,8 @@ import (
 
 // Dispatchers builds the dispatchers the configuration describes, one per
 // saga with a durable start (registry.All), each starting its runs on its
-// family's task queue.
+// family's task queue, and one per saga with durable wake-ups (signals to
+// its open runs, which start nothing).
 func (a *App) Dispatchers() []*durable.Dispatcher {
 	env := a.sagaEnv()
 	var ds []*durable.Dispatcher
@@ -41,6 +42,9 @@ func (a *App) Dispatchers() []*durable.Dispatcher {
 			c = worker.StartsOnTheCurrentBuild(c)
 		}
 		ds = append(ds, a.dispatcher(d.Source(env, env.Queues.Of(d.Family)), c))
+		if d.Wakes != nil {
+			ds = append(ds, a.dispatcher(d.Wakes(env), a.Temporal))
+		}
 	}
 	return ds
 }
