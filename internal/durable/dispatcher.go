@@ -111,6 +111,9 @@ func New(l Listener, src Source, c client.Client, opts Options, log *slog.Logger
 		closings: map[closingKey]closingCount{}}
 }
 
+// Kind is what the dispatcher dispatches: its Source's Kind.
+func (d *Dispatcher) Kind() string { return d.src.Kind }
+
 // Kick asks for a dispatch round now. It never blocks.
 func (d *Dispatcher) Kick() {
 	select {

@@ -232,19 +232,20 @@ func (h *Handlers) list(k api.Kit, c *gin.Context) {
 
 // CancelNotWoken is the warning of a cancel whose wake-up signal could not
 // be sent (Temporal unreachable, or the service's client still
-// reconnecting): with its workflow_id, the run still asleep. The row stays
-// due for the saga's dispatcher, which signals the run (Source), retrying
-// until Temporal answers: the run then reads the row and ends cancelled.
+// reconnecting): with its workflow_id, the run still asleep. Its entry in
+// pix_scheduled_cancel_wakes stays for the wake-ups' dispatcher, which
+// signals the run (WakeSource), retrying until Temporal answers: the run
+// then reads the row and ends cancelled.
 const CancelNotWoken = "scheduled pix cancelled, its run not woken yet: its dispatcher wakes it"
 
 // cancel is DELETE /pix/scheduled/{id}: it cancels a scheduled PIX that
 // has not run (200, status cancelled; again 200 when asked again), or
 // answers 409 scheduled_pix_already_ran. The cancel is committed first,
-// the row left due for its dispatcher; then its run is woken at once (a
-// signal: the fast path), which reads the row and ends. A signal that
-// can't be sent loses nothing: the dispatcher signals the run again until
-// it is delivered (or no run is open), and at worst the run reads the row
-// at its time and ends cancelled then.
+// with its wake-up entry (pix_scheduled_cancel_wakes); then its run is
+// woken at once (a signal: the fast path), which reads the row and ends.
+// A signal that can't be sent loses nothing: the wake-ups' dispatcher
+// signals the run again until it is delivered (or no run is open), and at
+// worst the run reads the row at its time and ends cancelled then.
 func (h *Handlers) cancel(k api.Kit, c *gin.Context) {
 	ctx := c.Request.Context()
 	s, err := h.own(k, c)
