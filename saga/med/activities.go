@@ -355,12 +355,21 @@ func (a *Activities) SettleReport(ctx context.Context, at Report) (Report, error
 // its return_until by the database's clock, it is a NotYetType error.
 func (a *Activities) FinishReport(ctx context.Context, at Report) (Report, error) {
 	r, err := a.change(ctx, at, "infraction report ended", a.Store.Finish)
-	var notYet *NotYetError
-	if errors.As(err, &notYet) {
-		return Report{}, temporal.NewApplicationErrorWithOptions(notYet.Error(), NotYetType,
-			temporal.ApplicationErrorOptions{Details: []any{NotYet{Left: notYet.Left}}})
+	if notYet := notYetError(err); notYet != nil {
+		return Report{}, notYet
 	}
 	return r, err
+}
+
+// notYetError is the NotYetType error of a NotYetError in err (Finish's,
+// MarkSent's), nil when there is none.
+func notYetError(err error) error {
+	var notYet *NotYetError
+	if !errors.As(err, &notYet) {
+		return nil
+	}
+	return temporal.NewApplicationErrorWithOptions(notYet.Error(), NotYetType,
+		temporal.ApplicationErrorOptions{Details: []any{NotYet{Left: notYet.Left}}})
 }
 
 // AcknowledgeReport acknowledges the report at the DICT, then records it
@@ -600,6 +609,12 @@ func (a *Activities) refundClosedAtThePSP(ctx context.Context, cur Report, closi
 		return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the PSP noticed the refund request CLOSED (%s), not as we close it (%s): an operator's",
 			noticed, closing.Result))
 	}
+	// The operator's cue is the close's send: marked, and a close as the
+	// deadline closes it decided by the database's clock (MarkSent).
+	cur, moved, err := a.markSent(ctx, cur, WriteRefundClose)
+	if err != nil || moved {
+		return cur, err
+	}
 	return Report{}, a.stop(ctx, cur, ProblemRefused, fmt.Sprintf("no DICT client configured (MED_DICT_DISABLED=true): close the refund request %s "+
 		"%s (%s) through the PSP's channel; its notice CLOSED records it", deref(uuidString(cur.RefundRequestID)), closing.Result, closing.RejectionReason))
 }
@@ -629,6 +644,9 @@ func (a *Activities) markSent(ctx context.Context, cur Report, w Write) (Report,
 		return cur, false, nil
 	}
 	out, _, err := a.Store.MarkSent(ctx, cur, w)
+	if notYet := notYetError(err); notYet != nil {
+		return Report{}, false, notYet
+	}
 	if err != nil {
 		return Report{}, false, activities.KindError(err)
 	}

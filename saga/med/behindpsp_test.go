@@ -71,8 +71,9 @@ func TestBehindAPSPTheClosedNoticeIsTheClose(t *testing.T) {
 	require.Empty(t, a.dict.ops, "no DICT call")
 }
 
-// Behind a PSP, a refund request we reject (nothing returned) has no
-// devolução for the PSP to answer it from: its close stops visibly (the
+// Behind a PSP, a refund request we reject (nothing returned by its
+// return_until) has no devolução for the PSP to answer it from: its close
+// stops visibly (the
 // operator's cue to close it REJECTED through the PSP's channel), nothing
 // recorded as closed, until the PSP's notice CLOSED REJECTED, which is
 // recorded as the close; a notice CLOSED with another result stops, an
@@ -100,6 +101,9 @@ func TestBehindAPSPARejectedRequestIsClosedByThePSPsNotice(t *testing.T) {
 		require.Equal(t, med.StatusAwaitingCredit, r.Status)
 		require.Zero(t, r.Returns)
 		require.Equal(t, dict.Rejected, med.Closing(r).Result)
+		// Closed so at return_until, by the database's clock (MarkSent).
+		until := *r.ReturnUntil
+		a.acts.Store = f.store.WithClock(func() time.Time { return until.Add(time.Second) })
 		return a, r, req
 	}
 	// noticed is the PSP's notice of req CLOSED with result.

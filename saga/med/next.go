@@ -100,6 +100,15 @@ func RequestCancelled(r Report) bool {
 	return deref(r.RefundRequestState) == string(dict.RefundCancelled)
 }
 
+// DeadlineClosing says whether c closes a refund request as return_until
+// closes it: REJECTED NO_BALANCE, nothing returned within it (CANNOT_REFUND
+// and ACCOUNT_CLOSURE answer a refusal recorded within it, by the
+// database's clock; an accepted close, something returned). Sent only
+// once return_until has passed by the database's clock (Store.MarkSent).
+func DeadlineClosing(c dict.RefundClosing) bool {
+	return c.Result == dict.Rejected && c.RejectionReason == dict.RejectionNoBalance
+}
+
 // Closing is how the saga closes the report's refund request at the DICT:
 // TOTALLY_ACCEPTED when all is returned, PARTIALLY_ACCEPTED with the first
 // part's rtrId otherwise, REJECTED when nothing could be returned: NO_BALANCE

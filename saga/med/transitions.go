@@ -613,7 +613,8 @@ func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
 
 // NotYetError is Finish's answer for a report returned in parts asked
 // before its return_until (Until) by the database's clock, Left from it: a
-// run whose clock runs ahead of the database's. Nothing changed; the run
+// run whose clock runs ahead of the database's; and MarkSent's for the
+// close of its request as the deadline closes it (DeadlineClosing). Nothing changed; the run
 // returns on what fills the report's hold, and waits for credits, until
 // Left has passed (NotYetType), then asks again: a part filled within that
 // time is returned, never released by the Finish that passes after it
@@ -642,8 +643,24 @@ const (
 // stopped, a new run) reads the DICT back before it sends w again, whatever
 // its attempt. Fenced by at's generation, which it keeps (not a decision:
 // nothing the run decides on changes); a mark set already changes nothing.
+//
+// The close of a refund request as the deadline closes it (REJECTED
+// NO_BALANCE: nothing returned by return_until, DeadlineClosing) is decided
+// here by the database's clock: asked before return_until by it (a run
+// whose clock runs ahead), nothing is marked and it is a NotYetError, and
+// the run returns on until then (the review of 4409c89, MED-2: a request
+// taken in that gap, its money held, was closed REJECTED and released).
 func (s *Store) MarkSent(ctx context.Context, at Report, w Write) (Report, bool, error) {
 	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if w == WriteRefundClose && DeadlineClosing(Closing(cur)) && cur.ReturnUntil != nil {
+			now, err := s.now(ctx, tx)
+			if err != nil {
+				return Report{}, false, err
+			}
+			if now.Before(*cur.ReturnUntil) {
+				return Report{}, false, &NotYetError{Report: cur.ID, Until: *cur.ReturnUntil, Left: cur.ReturnUntil.Sub(now)}
+			}
+		}
 		out, err := one(tx.Query(ctx, medSQL.MarkSent, cur.ID, cur.Gen, string(w)))
 		if errors.Is(err, ErrNotFound) {
 			return cur, false, nil // marked already

@@ -206,9 +206,13 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 			}
 			settleWait = min(2*settleWait, SettleEvery)
 		case StepCloseRefund:
-			err = act(a.CloseRefundRequest)
+			if err = act(a.CloseRefundRequest); notYet(ctx, err, closeNotYetChange) {
+				// A close as the deadline closes it (NO_BALANCE) not yet
+				// due by the database's clock: returned on until it is.
+				err = returnOrWait(minTime(now.Add(CreditPoll), workflow.Now(ctx).Add(notYetLeft(err)+time.Second)))
+			}
 		case StepFinish:
-			if err = act(a.FinishReport); notYet(ctx, err) {
+			if err = act(a.FinishReport); notYet(ctx, err, finishNotYetChange) {
 				// Not yet by the database's clock (it lags the run's): the
 				// return goes on until the time it says is left.
 				err = returnOrWait(minTime(now.Add(CreditPoll), workflow.Now(ctx).Add(notYetLeft(err)+time.Second)))
@@ -299,12 +303,23 @@ func awaitOrExpire(r Report, now time.Time) Step {
 // retried it): they replay as they ran.
 const finishNotYetChange = "pix-med-finish-not-yet"
 
-// notYet says whether err is Finish's "not yet" by the database's clock
-// (NotYetType) that the run answers by returning on (finishNotYetChange).
-func notYet(ctx workflow.Context, err error) bool {
+// closeNotYetChange is the change id of a refund request's close as the
+// deadline closes it (REJECTED NO_BALANCE) that the database's clock
+// answers "not yet" (Store.MarkSent, NotYetType): the run returns on, and
+// waits for credits, until the time left, then decides again, as after
+// Finish's (the review of 4409c89, MED-2: a request taken between
+// return_until by the database's clock and by the run's, its money held,
+// was closed REJECTED and the money released). Asked only at such an
+// answer, which the runs recorded before it never had.
+const closeNotYetChange = "pix-med-close-not-yet"
+
+// notYet says whether err is a "not yet" by the database's clock
+// (NotYetType: Finish's, or the close's) that the run answers by returning
+// on (change: finishNotYetChange, closeNotYetChange).
+func notYet(ctx workflow.Context, err error, change string) bool {
 	var app *temporal.ApplicationError
 	return errors.As(err, &app) && app.Type() == NotYetType &&
-		workflow.GetVersion(ctx, finishNotYetChange, workflow.DefaultVersion, 1) == 1
+		workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
 }
 
 // notYetLeft is the time left until return_until by the database's clock

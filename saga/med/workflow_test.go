@@ -46,6 +46,8 @@ type stub struct {
 	dbBehind     time.Duration
 	fillAtNotYet int64
 	notYets      int
+	// closings are the refund request's closes sent.
+	closings []dict.RefundClosing
 }
 
 type call struct {
@@ -200,10 +202,23 @@ func (s *stub) SettleReport(_ context.Context, at med.Report) (med.Report, error
 	}), nil
 }
 
+// CloseRefundRequest closes the request as med.Closing says (sent, in
+// closings); a close as the deadline closes it (NO_BALANCE) before
+// return_until by the database's clock is its "not yet" (Store.MarkSent).
 func (s *stub) CloseRefundRequest(_ context.Context, at med.Report) (med.Report, error) {
+	s.mu.Lock()
+	closing, db := med.Closing(s.r), s.now().Add(-s.dbBehind)
+	if at.Gen == s.r.Gen && med.DeadlineClosing(closing) && db.Before(*s.r.ReturnUntil) {
+		s.record("CloseRefundRequest")
+		s.mu.Unlock()
+		return med.Report{}, temporal.NewApplicationErrorWithOptions("not yet", med.NotYetType,
+			temporal.ApplicationErrorOptions{Details: []any{med.NotYet{Left: s.r.ReturnUntil.Sub(db)}}})
+	}
+	s.mu.Unlock()
 	return s.change("CloseRefundRequest", at, func(r *med.Report) bool {
 		now := s.now()
 		r.RefundClosedAt = &now
+		s.closings = append(s.closings, closing)
 		return true
 	}), nil
 }
@@ -478,6 +493,39 @@ func TestARequestTakenTooLateEndsAsAtTheDeadline(t *testing.T) {
 	require.Len(t, s.called("CloseRefundRequest"), 1)
 	require.Len(t, s.called("FinishReport"), 1)
 	require.Empty(t, s.called("ReturnReport"), "nothing returned past return_until")
+}
+
+// A request taken between return_until by the database's clock and by the
+// run's (the database a minute behind), its money held: the close as the
+// deadline closes it (NO_BALANCE) is "not yet" by the database's clock, so
+// the run returns the money and closes the request TOTALLY_ACCEPTED, never
+// REJECTED (the review of 4409c89, MED-2). Seen failing on the old run (the
+// close's "not yet" ended the run with its error).
+func TestARequestTakenInTheClocksGapIsReturned(t *testing.T) {
+	r := received()
+	r.Status, r.DICTStatus = med.StatusAwaitingRequest, string(dict.ReportClosed)
+	r.AnalysisResult, r.HeldCents = ptr(string(dict.Agreed)), 10_000
+	r.RequestDueAt = ptr(start.Add(24 * time.Hour))
+	r.ReturnUntil = ptr(start.Add(30 * time.Second))
+	env, s := newRun(t, r)
+	s.dbBehind = time.Minute
+	env.RegisterDelayedCallback(func() {
+		s.set(func(r *med.Report) { // taken at the database's return_until - 15 s
+			r.RefundRequestID, r.RefundRequestCents, r.RefundRequestState = ptr(uuid.New()), ptr(int64(10_000)), ptr(string(dict.RefundOpen))
+		})
+	}, 45*time.Second)
+
+	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: r.ID.String()})
+
+	out := result(t, env)
+	require.Equal(t, med.EndReturned, *out.EndCause)
+	require.EqualValues(t, 10_000, out.ReturnedCents, "returned, not released")
+	require.Len(t, s.closings, 1)
+	require.Equal(t, dict.TotallyAccepted, s.closings[0].Result, "never closed REJECTED")
+	returns, closes := s.called("ReturnReport"), s.called("CloseRefundRequest")
+	require.NotEmpty(t, returns)
+	require.Len(t, closes, 2, "not yet, then the accepted close")
+	require.True(t, returns[0].Before(closes[1]), "returned before any close was sent")
 }
 
 // Ninety days of waiting for credits are more turns than one history
