@@ -88,10 +88,13 @@ func nextInParts(r Report, now time.Time) Step {
 }
 
 // closedCopy says whether r's own refund request is CLOSED by the copy
-// taken in (IntakeRefund) while our close is not recorded
-// (refund_closed_at, RefundClosed).
+// taken in (IntakeRefund) after our close was marked sent (MarkSent; behind
+// a PSP, before the operator's cue) while it is not recorded
+// (refund_closed_at, RefundClosed). A request taken CLOSED already, no
+// close of ours marked, is not ours to close: it goes as before.
 func closedCopy(r Report) bool {
-	return r.RefundClosedAt == nil && r.RefundRequestID != nil && deref(r.RefundRequestState) == string(dict.RefundClosed)
+	return r.RefundClosedAt == nil && r.RefundCloseSentAt != nil && r.RefundRequestID != nil &&
+		deref(r.RefundRequestState) == string(dict.RefundClosed)
 }
 
 // RequestCancelled says whether the payer's participant cancelled its
