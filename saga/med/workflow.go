@@ -153,15 +153,6 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 	if err := w.resume(in); err != nil {
 		return r, err
 	}
-	// returnOrWait returns what the report holds; nothing arrived to
-	// return, it waits for a fill's wake, or the next look (until).
-	returnOrWait := func(until time.Time) error {
-		before := r.Gen
-		if err := act(a.ReturnReport); err != nil || r.Gen != before {
-			return err
-		}
-		return waitForCredits(ctx, &r, load, wait, woken, until)
-	}
 	settleWait := SettleFirst
 	for ; ; turn++ {
 		if turn >= maxTurns || (bounded && continueAsNew(ctx, turn)) {
@@ -199,7 +190,7 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 		case StepExpireRequest:
 			err = act(a.ExpireRequest)
 		case StepReturn:
-			err = returnOrWait(minTime(now.Add(CreditPoll), r.ReturnUntil.Add(time.Second)))
+			err = w.returnOrWait(minTime(now.Add(CreditPoll), r.ReturnUntil.Add(time.Second)))
 		case StepSettle:
 			if err = workflow.Sleep(ctx, settleWait); err == nil {
 				err = act(a.SettleReport)
@@ -209,13 +200,13 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 			if err = act(a.CloseRefundRequest); notYet(ctx, err, closeNotYetChange) {
 				// A close as the deadline closes it (NO_BALANCE) not yet
 				// due by the database's clock: returned on until it is.
-				err = returnOrWait(minTime(now.Add(CreditPoll), workflow.Now(ctx).Add(notYetLeft(err)+time.Second)))
+				err = w.returnOrWait(minTime(now.Add(CreditPoll), workflow.Now(ctx).Add(notYetLeft(err)+time.Second)))
 			}
 		case StepFinish:
 			if err = act(a.FinishReport); notYet(ctx, err, finishNotYetChange) {
 				// Not yet by the database's clock (it lags the run's): the
 				// return goes on until the time it says is left.
-				err = returnOrWait(minTime(now.Add(CreditPoll), workflow.Now(ctx).Add(notYetLeft(err)+time.Second)))
+				err = w.returnOrWait(minTime(now.Add(CreditPoll), workflow.Now(ctx).Add(notYetLeft(err)+time.Second)))
 			}
 		default:
 			return r, fmt.Errorf("report %s: step %q has no action", in.ID, step)
@@ -354,6 +345,18 @@ func newWaits(ctx workflow.Context, in Input, r *Report, load func(workflow.Cont
 		w.next = Input{ID: in.ID}
 	}
 	return w
+}
+
+// returnOrWait returns what the report holds (ReturnReport, as the run's
+// act would run it); nothing arrived to return, it waits for a fill's
+// wake, or the next look (until).
+func (w *waits) returnOrWait(until time.Time) error {
+	var a *Activities
+	before := w.r.Gen
+	if err := workflow.ExecuteActivity(w.ctx, a.ReturnReport, *w.r).Get(w.ctx, w.r); err != nil || w.r.Gen != before {
+		return err
+	}
+	return waitForCredits(w.ctx, w.r, w.load, w.wait, w.woken, until)
 }
 
 // wait sleeps until deadline, or until a signal finds the report, read
