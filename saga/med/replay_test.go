@@ -21,10 +21,12 @@ var recorded = sagatest.Workflow{Func: med.Workflow, Name: med.WorkflowName}
 // any release, and move to the current build (AutoUpgrade), so a change
 // that would break the runs open in production fails here.
 func TestReplayRecordedHistories(t *testing.T) {
-	sagatest.ReplayRecordedHistories(t, recorded, 6,
+	sagatest.ReplayRecordedHistories(t, recorded, 8,
 		"disagreed, no request within its window, analysed by a signal and returned, returns in parts ended at their window "+
 			"(recorded before returnToDeadlineChange: Finish asked in its last minute), a part filled in the last minute returned, "+
-			"a Finish the database's clock answered not yet and a part filled then returned (finishNotYetChange)")
+			"a Finish the database's clock answered not yet and a part filled then returned (finishNotYetChange), "+
+			"a request taken past return_until closed NO_BALANCE and released (lateRequestChange), "+
+			"its close not yet by the database's clock and the request returned (closeNotYetChange)")
 }
 
 // TestRecordHistories records the saga's histories on a Temporal dev
@@ -33,7 +35,9 @@ func TestReplayRecordedHistories(t *testing.T) {
 // AGREED whose request does not come, one whose analysis and request come
 // by signal and are returned, one returned in parts whose window ends, one
 // whose hold fills in its last minute, one whose Finish the database's
-// clock answers "not yet" while a credit fills its hold.
+// clock answers "not yet" while a credit fills its hold, one whose request
+// came past return_until, and one whose close of such a request the
+// database's clock answers "not yet".
 //
 //	PIX_RECORD_HISTORIES=$PWD/saga/med/testdata go test ./saga/med -run TestRecordHistories
 func TestRecordHistories(t *testing.T) {
@@ -101,4 +105,24 @@ func TestRecordHistories(t *testing.T) {
 	behind.ReturnUntil = ptr(time.Now().Add(3 * time.Second))
 	s.dbBehind, s.fillAtNotYet = 3*time.Second, 2_000
 	run("med_in_parts_db_behind", behind, nil)
+
+	// A request taken too late, past return_until, its 10,000 held: closed
+	// as the deadline closes it (NO_BALANCE), then the report ended
+	// released (lateRequestChange), never a Return.
+	late := fresh()
+	late.Status, late.DICTStatus, late.AnalysisResult = med.StatusAwaitingRequest, string(dict.ReportClosed), ptr(string(dict.Agreed))
+	late.HeldCents, late.Holds, late.RequestDueAt = 10_000, 1, ptr(time.Now().Add(-time.Hour))
+	late.RefundRequestID, late.RefundRequestCents, late.RefundRequestState = ptr(uuid.New()), ptr(int64(10_000)), ptr(string(dict.RefundOpen))
+	late.ReturnUntil = ptr(time.Now().Add(-time.Second))
+	s.dbBehind, s.fillAtNotYet, s.notYets = 0, 0, 0
+	run("med_late_request", late, nil)
+
+	// The same request past return_until by the run's clock, not by the
+	// database's (5 s behind): the close is "not yet" (closeNotYetChange),
+	// the run returns the 10,000 and closes the request TOTALLY_ACCEPTED.
+	gap := late
+	gap.ID, gap.RefundRequestID = uuid.New(), ptr(uuid.New())
+	gap.ReturnUntil = ptr(time.Now().Add(-time.Second))
+	s.dbBehind = 5 * time.Second
+	run("med_close_not_yet", gap, nil)
 }
