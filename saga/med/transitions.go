@@ -384,8 +384,18 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 // under Return's later locks. A request closed PARTIALLY_ACCEPTED (after a
 // first part, with its rtrId) is returned on, in parts, until the amount
 // or return_until.
+//
+// So is a request whose CLOSED REJECTED copy was taken in (IntakeRefund:
+// the DICT's list, the PSP's notice), our close recorded or not: closed
+// outside the run (our operator through the PSP's channel), it is the
+// DICT's word that nothing is returned on it (review r18 MED-2: a report
+// with nothing returned yet returned the credit that filled its hold
+// after its request was rejected). The run closes it at return_until
+// (CloseRefund: the PSP's notice taken, or read back) and Finish ends it,
+// what it holds released once.
 func closedRejected(r Report) bool {
-	return r.RefundClosedAt != nil && (r.Returns == 0 || r.FirstRtrID == nil || r.RefundClosedRtrID == nil)
+	return (r.RefundClosedAt != nil && (r.Returns == 0 || r.FirstRtrID == nil || r.RefundClosedRtrID == nil)) ||
+		(deref(r.RefundRequestState) == string(dict.RefundClosed) && deref(r.RefundRequestDICTResult) == string(dict.Rejected))
 }
 
 // beforeReturnUntil checks again, after the last lock Return takes (the

@@ -1,0 +1,71 @@
+package med_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/saga/med"
+)
+
+// Review r18 MED-2: a report returned in parts with nothing returned yet
+// (awaiting_credit, Returns 0) whose request was closed REJECTED outside
+// the run (our operator through the PSP's channel; a CLOSED REJECTED copy
+// from the DICT's list) before our record of a close. Its CLOSED REJECTED
+// copy taken in, the Return changes nothing: the credit that fills the
+// hold is never returned to the payer after the request was rejected.
+// The run closes it at return_until (CloseRefund takes the PSP's notice,
+// refund_closed_at), then Finish ends it released, the hold released once,
+// the books exact. Seen failing on the old Return (changed: returning, a
+// devolução recorded).
+func TestACreditAfterARejectedCopyIsNeverReturned(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.nothingReturned()
+
+	closed := request(r, 10_000, dict.RefundClosed)
+	closed.ID, closed.AnalysisResult, closed.LastModified = r.RefundRequestID.String(), dict.Rejected, time.Now()
+	r = f.step(f.store.IntakeRefund(ctx, closed))
+	require.Equal(t, string(dict.RefundClosed), *r.RefundRequestState)
+	require.Nil(t, r.RefundClosedAt, "closed outside the run: our close not recorded")
+	f.creditMore(c.AccountID, 4_000) // fills the hold
+
+	early := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(-time.Hour) })
+	got, changed, err := early.Return(ctx, f.get(r))
+	require.NoError(t, err)
+	require.False(t, changed, "returned after its request was closed REJECTED: %s", got.Status)
+	require.Equal(t, med.StatusAwaitingCredit, got.Status)
+	require.Nil(t, got.RefundID)
+	require.Zero(t, got.Returns)
+	var refunds int
+	require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1`, c.EndToEndID).Scan(&refunds))
+	require.Zero(t, refunds, "no devolução")
+	f.requireMoney(c.AccountID, 4_000, 4_000)
+
+	// At return_until: closed as the PSP noticed it, then ended released.
+	past := r.ReturnUntil.Add(time.Second)
+	late := f.store.WithClock(func() time.Time { return past })
+	r = f.get(r)
+	require.Equal(t, med.StepCloseRefund, med.RunStep(r, past))
+	a := newActivityRun(t, f, r)
+	a.acts.BehindPSP, a.acts.Store = true, late
+	r, err = a.run(a.acts.CloseRefundRequest, r)
+	require.NoError(t, err)
+	require.NotNil(t, r.RefundClosedAt, "our close recorded from the PSP's notice")
+	require.Nil(t, r.RefundClosedRtrID)
+	_, _, err = early.Finish(ctx, r)
+	var notYet *med.NotYetError
+	require.ErrorAs(t, err, &notYet, "never ended before return_until")
+	require.Equal(t, med.StepFinish, med.RunStep(r, past))
+	r = f.step(late.Finish(ctx, r))
+	require.Equal(t, med.StatusEnded, r.Status)
+	require.Equal(t, med.EndReleased, *r.EndCause)
+	require.Nil(t, r.HoldID)
+	require.Zero(t, r.ReturnedCents)
+	require.Empty(t, a.dict.ops, "no DICT call")
+	f.requireMoney(c.AccountID, 4_000, 0)
+	f.requireBooks()
+}
