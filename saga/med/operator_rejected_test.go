@@ -1,0 +1,57 @@
+package med_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/saga/med"
+)
+
+// Review r18 MED-1: a refund request taken OPEN, then rejected by our own
+// operator through the PSP's channel before the run returned anything and
+// before return_until: its CLOSED REJECTED notice taken in, no close of
+// ours marked (refund_close_sent_at) nor recorded. Not our close's copy
+// (closedCopy, 206d5cd): the report goes the earlier route, the wait for
+// its request until refund_request_due_at, then the 72 hours' expiry,
+// which ends it released, nothing returned, the hold released once, the
+// books exact. Seen failing with cddf79c's closedCopy (any CLOSED copy):
+// "expected await_request, actual close_refund".
+func TestARequestOurOperatorRejectedIsReleasedAtTheExpiry(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, r := f.requestTaken()
+	closed := request(r, 10_000, dict.RefundClosed)
+	closed.ID, closed.AnalysisResult, closed.LastModified = r.RefundRequestID.String(), dict.Rejected, time.Now()
+	r = f.step(f.store.IntakeRefund(ctx, closed))
+	require.Equal(t, med.StatusAwaitingRequest, r.Status)
+	require.Equal(t, string(dict.RefundClosed), *r.RefundRequestState)
+	require.Nil(t, r.RefundClosedAt)
+	require.Nil(t, r.RefundCloseSentAt, "no close of ours marked")
+	require.True(t, time.Now().Before(*r.ReturnUntil))
+
+	before := r.RequestDueAt.Add(-time.Hour)
+	require.Equal(t, med.StepAwaitRequest, med.Next(r, before))
+	require.Equal(t, med.StepAwaitRequest, med.RunStep(r, before))
+	due := r.RequestDueAt.Add(time.Second)
+	require.Equal(t, med.StepExpireRequest, med.Next(r, due))
+	require.Equal(t, med.StepExpireRequest, med.RunStep(r, due))
+	got, changed, err := f.store.Return(ctx, r)
+	require.NoError(t, err)
+	require.False(t, changed, "nothing returned on a request rejected: %s", got.Status)
+
+	r = f.step(f.store.ExpireRequest(ctx, r, r.RequestDueAt.Add(med.ExpiryCovered)))
+	require.Equal(t, med.StatusEnded, r.Status)
+	require.Equal(t, med.EndReleased, *r.EndCause)
+	require.Nil(t, r.HoldID)
+	require.Zero(t, r.ReturnedCents)
+	require.Nil(t, r.RefundClosedAt)
+	var refunds int
+	require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1`, c.EndToEndID).Scan(&refunds))
+	require.Zero(t, refunds, "no devolução")
+	f.requireMoney(c.AccountID, 10_000, 0)
+	f.requireBooks()
+}
