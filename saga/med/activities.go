@@ -59,7 +59,8 @@ const StoppedType = "MEDDICTStopped"
 
 // NotYetType is the Temporal type of a Finish the database's clock answers
 // "not yet" (NotYetError: a run whose clock runs ahead of it), its details
-// NotYet. Never retried by Temporal (activityOptions): the run returns on,
+// NotYet. Never retried by Temporal (activityOptions, which
+// TestFinalErrorsAreNotRetriedByThePolicy holds to it): the run returns on,
 // and waits for credits, until the time left by the database's clock has
 // passed, then asks again (Workflow, finishNotYetChange).
 const NotYetType = "MEDNotYet"
