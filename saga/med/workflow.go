@@ -200,13 +200,13 @@ func Workflow(ctx workflow.Context, in Input) (Report, error) {
 			if err = act(a.CloseRefundRequest); notYet(ctx, err, closeNotYetChange) {
 				// A close as the deadline closes it (NO_BALANCE) not yet
 				// due by the database's clock: returned on until it is.
-				err = w.returnOrWait(minTime(now.Add(CreditPoll), workflow.Now(ctx).Add(notYetLeft(err)+time.Second)))
+				err = w.returnOrWait(notYetUntil(ctx, now, err))
 			}
 		case StepFinish:
 			if err = act(a.FinishReport); notYet(ctx, err, finishNotYetChange) {
 				// Not yet by the database's clock (it lags the run's): the
 				// return goes on until the time it says is left.
-				err = w.returnOrWait(minTime(now.Add(CreditPoll), workflow.Now(ctx).Add(notYetLeft(err)+time.Second)))
+				err = w.returnOrWait(notYetUntil(ctx, now, err))
 			}
 		default:
 			return r, fmt.Errorf("report %s: step %q has no action", in.ID, step)
@@ -313,15 +313,30 @@ func notYet(ctx workflow.Context, err error, change string) bool {
 		workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
 }
 
+// notYetUntil is how long the run returns on, and waits for credits,
+// after a "not yet" (err, NotYetType) answered to the step it decided at
+// now: until the time left by the database's clock plus a second, at most
+// CreditPoll. A "not yet" that does not say the time left (its details
+// missing or unreadable: an activity of another build) waits
+// earlyTolerance, never a one-second poll of the database (review r14
+// L2). Timers' durations are not checked on replay.
+func notYetUntil(ctx workflow.Context, now time.Time, err error) time.Time {
+	wait := earlyTolerance
+	if left, ok := notYetLeft(err); ok {
+		wait = left + time.Second
+	}
+	return minTime(now.Add(CreditPoll), workflow.Now(ctx).Add(wait))
+}
+
 // notYetLeft is the time left until return_until by the database's clock
-// that a NotYetType error says (0: not said).
-func notYetLeft(err error) time.Duration {
+// that a NotYetType error says (ok false: not said).
+func notYetLeft(err error) (time.Duration, bool) {
 	var app *temporal.ApplicationError
 	var d NotYet
 	if !errors.As(err, &app) || !app.HasDetails() || app.Details(&d) != nil {
-		return 0
+		return 0, false
 	}
-	return max(d.Left, 0)
+	return max(d.Left, 0), true
 }
 
 // waits are a run's waits on its report (r, as the run last read it;

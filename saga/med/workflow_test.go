@@ -46,6 +46,8 @@ type stub struct {
 	dbBehind     time.Duration
 	fillAtNotYet int64
 	notYets      int
+	// noLeft: the "not yet" answers say no time left (no details).
+	noLeft bool
 	// closings are the refund request's closes sent.
 	closings []dict.RefundClosing
 }
@@ -211,8 +213,7 @@ func (s *stub) CloseRefundRequest(_ context.Context, at med.Report) (med.Report,
 	if at.Gen == s.r.Gen && med.DeadlineClosing(closing) && db.Before(*s.r.ReturnUntil) {
 		s.record("CloseRefundRequest")
 		s.mu.Unlock()
-		return med.Report{}, temporal.NewApplicationErrorWithOptions("not yet", med.NotYetType,
-			temporal.ApplicationErrorOptions{Details: []any{med.NotYet{Left: s.r.ReturnUntil.Sub(db)}}})
+		return med.Report{}, s.notYetError(s.r.ReturnUntil.Sub(db))
 	}
 	s.mu.Unlock()
 	return s.change("CloseRefundRequest", at, func(r *med.Report) bool {
@@ -263,7 +264,15 @@ func (s *stub) notYet(at med.Report) error {
 	if s.notYets++; s.notYets == 1 {
 		s.r.HeldCents += s.fillAtNotYet
 	}
-	left := s.r.ReturnUntil.Sub(db)
+	return s.notYetError(s.r.ReturnUntil.Sub(db))
+}
+
+// notYetError is the "not yet" (med.NotYetType) with the time left, or
+// without it (noLeft).
+func (s *stub) notYetError(left time.Duration) error {
+	if s.noLeft {
+		return temporal.NewApplicationError("not yet", med.NotYetType)
+	}
 	return temporal.NewApplicationErrorWithOptions("not yet", med.NotYetType,
 		temporal.ApplicationErrorOptions{Details: []any{med.NotYet{Left: left}}})
 }
