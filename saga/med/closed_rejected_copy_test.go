@@ -26,11 +26,7 @@ func TestACreditAfterARejectedCopyIsNeverReturned(t *testing.T) {
 	ctx := context.Background()
 	c, r := f.nothingReturned()
 
-	closed := request(r, 10_000, dict.RefundClosed)
-	closed.ID, closed.AnalysisResult, closed.LastModified = r.RefundRequestID.String(), dict.Rejected, time.Now()
-	r = f.step(f.store.IntakeRefund(ctx, closed))
-	require.Equal(t, string(dict.RefundClosed), *r.RefundRequestState)
-	require.Nil(t, r.RefundClosedAt, "closed outside the run: our close not recorded")
+	r = f.rejectedOutside(r)
 	f.creditMore(c.AccountID, 4_000) // fills the hold
 
 	early := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(-time.Hour) })
@@ -40,9 +36,7 @@ func TestACreditAfterARejectedCopyIsNeverReturned(t *testing.T) {
 	require.Equal(t, med.StatusAwaitingCredit, got.Status)
 	require.Nil(t, got.RefundID)
 	require.Zero(t, got.Returns)
-	var refunds int
-	require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1`, c.EndToEndID).Scan(&refunds))
-	require.Zero(t, refunds, "no devolução")
+	f.requireNoDevolucao(c.EndToEndID)
 	f.requireMoney(c.AccountID, 4_000, 4_000)
 
 	// At return_until: closed as the PSP noticed it, then ended released.
@@ -68,4 +62,23 @@ func TestACreditAfterARejectedCopyIsNeverReturned(t *testing.T) {
 	require.Empty(t, a.dict.ops, "no DICT call")
 	f.requireMoney(c.AccountID, 4_000, 0)
 	f.requireBooks()
+}
+
+// rejectedOutside takes in the CLOSED REJECTED copy of r's request (its
+// notice, or the DICT's list) closed outside the run: our close not
+// recorded.
+func (f *fixture) rejectedOutside(r med.Report) med.Report {
+	closed := request(r, 10_000, dict.RefundClosed)
+	closed.ID, closed.AnalysisResult, closed.LastModified = r.RefundRequestID.String(), dict.Rejected, time.Now()
+	r = f.step(f.store.IntakeRefund(context.Background(), closed))
+	require.Equal(f.t, string(dict.RefundClosed), *r.RefundRequestState)
+	require.Nil(f.t, r.RefundClosedAt, "closed outside the run: our close not recorded")
+	return r
+}
+
+// requireNoDevolucao checks that no devolução of the PIX e2e was recorded.
+func (f *fixture) requireNoDevolucao(e2e string) {
+	var refunds int
+	require.NoError(f.t, f.s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1`, e2e).Scan(&refunds))
+	require.Zero(f.t, refunds, "no devolução")
 }

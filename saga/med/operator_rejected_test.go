@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/saga/med"
 )
 
@@ -24,12 +23,8 @@ func TestARequestOurOperatorRejectedIsReleasedAtTheExpiry(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	c, r := f.requestTaken()
-	closed := request(r, 10_000, dict.RefundClosed)
-	closed.ID, closed.AnalysisResult, closed.LastModified = r.RefundRequestID.String(), dict.Rejected, time.Now()
-	r = f.step(f.store.IntakeRefund(ctx, closed))
+	r = f.rejectedOutside(r)
 	require.Equal(t, med.StatusAwaitingRequest, r.Status)
-	require.Equal(t, string(dict.RefundClosed), *r.RefundRequestState)
-	require.Nil(t, r.RefundClosedAt)
 	require.Nil(t, r.RefundCloseSentAt, "no close of ours marked")
 	require.True(t, time.Now().Before(*r.ReturnUntil))
 
@@ -49,9 +44,7 @@ func TestARequestOurOperatorRejectedIsReleasedAtTheExpiry(t *testing.T) {
 	require.Nil(t, r.HoldID)
 	require.Zero(t, r.ReturnedCents)
 	require.Nil(t, r.RefundClosedAt)
-	var refunds int
-	require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1`, c.EndToEndID).Scan(&refunds))
-	require.Zero(t, refunds, "no devolução")
+	f.requireNoDevolucao(c.EndToEndID)
 	f.requireMoney(c.AccountID, 10_000, 0)
 	f.requireBooks()
 }
