@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/saga/med"
 )
@@ -22,18 +23,7 @@ import (
 func TestAClosedCopyTakenFirstIsClosedThenFinished(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	c, r := f.requestTaken()
-	past := r.ReturnUntil.Add(time.Second)
-	late := f.store.WithClock(func() time.Time { return past })
-	a := newActivityRun(t, f, r)
-	a.acts.BehindPSP, a.acts.Store = true, late
-	require.Equal(t, med.StepCloseRefund, med.RunStep(r, past))
-	_, err := a.run(a.acts.CloseRefundRequest, r)
-	require.Error(t, err, "stopped: the operator closes it REJECTED at the PSP")
-
-	closed := request(r, 10_000, dict.RefundClosed)
-	closed.ID, closed.AnalysisResult, closed.LastModified = r.RefundRequestID.String(), dict.Rejected, time.Now()
-	r = f.step(f.store.IntakeRefund(ctx, closed))
+	c, r, past, late, a := f.closedCopyTaken()
 	require.Equal(t, string(dict.RefundClosed), *r.RefundRequestState)
 	require.Nil(t, r.RefundClosedAt)
 	for _, at := range []time.Time{past, r.RequestDueAt.Add(time.Hour), r.RequestDueAt.Add(-time.Hour)} {
@@ -61,4 +51,23 @@ func TestAClosedCopyTakenFirstIsClosedThenFinished(t *testing.T) {
 	require.Empty(t, a.dict.ops, "no DICT call")
 	f.requireMoney(c.AccountID, 10_000, 0)
 	f.requireBooks()
+}
+
+// closedCopyTaken is a report whose request came too late (past
+// return_until), behind a PSP: its REJECTED close stopped for the operator
+// (marked sent), the PSP's CLOSED notice then taken in (IntakeRefund)
+// before our record of the close. past is a time past return_until, late
+// the store on that clock, a the activities on it.
+func (f *fixture) closedCopyTaken() (dbtest.Credited, med.Report, time.Time, *med.Store, *activityRun) {
+	c, r := f.requestTaken()
+	past := r.ReturnUntil.Add(time.Second)
+	late := f.store.WithClock(func() time.Time { return past })
+	a := newActivityRun(f.t, f, r)
+	a.acts.BehindPSP, a.acts.Store = true, late
+	require.Equal(f.t, med.StepCloseRefund, med.RunStep(r, past))
+	_, err := a.run(a.acts.CloseRefundRequest, r)
+	require.Error(f.t, err, "stopped: the operator closes it REJECTED at the PSP")
+	closed := request(r, 10_000, dict.RefundClosed)
+	closed.ID, closed.AnalysisResult, closed.LastModified = r.RefundRequestID.String(), dict.Rejected, time.Now()
+	return c, f.step(f.store.IntakeRefund(context.Background(), closed)), past, late, a
 }

@@ -21,12 +21,13 @@ var recorded = sagatest.Workflow{Func: med.Workflow, Name: med.WorkflowName}
 // any release, and move to the current build (AutoUpgrade), so a change
 // that would break the runs open in production fails here.
 func TestReplayRecordedHistories(t *testing.T) {
-	sagatest.ReplayRecordedHistories(t, recorded, 8,
+	sagatest.ReplayRecordedHistories(t, recorded, 9,
 		"disagreed, no request within its window, analysed by a signal and returned, returns in parts ended at their window "+
 			"(recorded before returnToDeadlineChange: Finish asked in its last minute), a part filled in the last minute returned, "+
 			"a Finish the database's clock answered not yet and a part filled then returned (finishNotYetChange), "+
 			"a request taken past return_until closed NO_BALANCE and released (lateRequestChange), "+
-			"its close not yet by the database's clock and the request returned (closeNotYetChange)")
+			"its close not yet by the database's clock and the request returned (closeNotYetChange), "+
+			"its CLOSED copy taken in before our record of the close, closed and released (closedCopyChange)")
 }
 
 // TestRecordHistories records the saga's histories on a Temporal dev
@@ -36,8 +37,9 @@ func TestReplayRecordedHistories(t *testing.T) {
 // by signal and are returned, one returned in parts whose window ends, one
 // whose hold fills in its last minute, one whose Finish the database's
 // clock answers "not yet" while a credit fills its hold, one whose request
-// came past return_until, and one whose close of such a request the
-// database's clock answers "not yet".
+// came past return_until, one whose close of such a request the
+// database's clock answers "not yet", and one whose request's CLOSED copy
+// came before our record of our close.
 //
 //	PIX_RECORD_HISTORIES=$PWD/saga/med/testdata go test ./saga/med -run TestRecordHistories
 func TestRecordHistories(t *testing.T) {
@@ -125,4 +127,14 @@ func TestRecordHistories(t *testing.T) {
 	gap.ReturnUntil = ptr(time.Now().Add(-time.Second))
 	s.dbBehind = 5 * time.Second
 	run("med_close_not_yet", gap, nil)
+
+	// Our REJECTED close of a late request marked sent (behind a PSP, it
+	// stopped for the operator), the PSP's CLOSED notice taken in before
+	// our record of the close: closed (closedCopyChange), then ended
+	// released, never the 72 hours' expiry.
+	copied := late
+	copied.ID, copied.RefundRequestID, copied.RefundRequestState = uuid.New(), ptr(uuid.New()), ptr(string(dict.RefundClosed))
+	copied.ReturnUntil, copied.RefundCloseSentAt = ptr(time.Now().Add(-time.Second)), ptr(time.Now())
+	s.dbBehind = 0
+	run("med_closed_copy", copied, nil)
 }
