@@ -24,11 +24,16 @@ type Input struct {
 	// (DeadlineMargin), whatever it has left, and when its
 	// worker stops. Both at least 1.
 	MaxBatches int
-	// BatchPause is the wait before each batch after the first: the run
-	// takes its rows at a pace the webhooks' ingest beside it does not
-	// feel (a batch of 1,000 takes about 10 ms; docs/benchmarks.md,
-	// Growth). 0: none.
+	// BatchPause is the wait before each batch after the first, when
+	// RowsPerSecond is 0 (the pace of the Schedules written before it,
+	// and the one a worker of that release reads in a new Schedule's
+	// input). 0: none.
 	BatchPause payload.Duration `json:",omitempty"`
+	// RowsPerSecond is the run's pace, of each table: a batch of n rows
+	// starts no sooner than n/RowsPerSecond after the one before it began
+	// (its own time counted): the pace the run takes its rows at beside
+	// the webhooks' ingest (docs/benchmarks.md, Growth). 0: BatchPause.
+	RowsPerSecond int `json:",omitempty"`
 	// OutboxRetention is how long published events are kept.
 	OutboxRetention payload.Duration
 	// InboxRetention is how long done inbox rows are kept.
@@ -54,8 +59,8 @@ type Activities struct {
 }
 
 // inBatches runs deleteBatch until a batch comes back short, MaxBatches
-// ran, the activity's deadline is near or the worker stops, BatchPause
-// between batches, heartbeating the running total.
+// ran, the activity's deadline is near or the worker stops, at
+// RowsPerSecond (or BatchPause apart), heartbeating the running total.
 func inBatches(ctx context.Context, in Input, deleteBatch func() (int64, error)) (int64, error) {
 	return batchRun{
 		deadline:  activity.GetInfo(ctx).Deadline,
@@ -84,16 +89,19 @@ func (b batchRun) run(ctx context.Context, in Input, deleteBatch func() (int64, 
 			ErrTypeInputInvalid, nil)
 	}
 	var total int64
+	var next time.Time // when the next batch may start
 	for i := range in.MaxBatches {
 		if i > 0 {
 			if !b.deadline.IsZero() && time.Until(b.deadline) < DeadlineMargin {
 				break
 			}
-			if !b.pause(ctx, time.Duration(in.BatchPause)) {
+			if !b.pause(ctx, time.Until(next)) {
 				break
 			}
 		}
+		began := time.Now()
 		n, err := deleteBatch()
+		next = in.nextBatch(began, n)
 		total += n
 		if err != nil {
 			return total, activities.TechnicalFailure(err)
@@ -104,6 +112,16 @@ func (b batchRun) run(ctx context.Context, in Input, deleteBatch func() (int64, 
 		}
 	}
 	return total, nil
+}
+
+// nextBatch is when the batch after one that began at began and deleted n
+// rows may start: n rows' share of RowsPerSecond after began, or
+// BatchPause after now.
+func (in Input) nextBatch(began time.Time, n int64) time.Time {
+	if in.RowsPerSecond > 0 {
+		return began.Add(time.Duration(n) * time.Second / time.Duration(in.RowsPerSecond))
+	}
+	return time.Now().Add(time.Duration(in.BatchPause))
 }
 
 // pause waits d, and says whether the run goes on: false when the worker

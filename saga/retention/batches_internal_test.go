@@ -99,3 +99,37 @@ func TestARetentionRunStopsBeforeItsDeadline(t *testing.T) {
 	require.EqualValues(t, int64(calls*in.BatchSize), n, "what it deleted")
 	require.Equal(t, n, told, "heartbeat with the running total")
 }
+
+// RowsPerSecond paces the batches by the rows they delete, counting each
+// batch's own time: batches of 10 rows at 200 rows/s start 50 ms apart,
+// so five take at least 200 ms; a batch slower than its share (here 600
+// ms for 500 ms of rows) is followed at once, never by a further wait.
+func TestARetentionRunKeepsItsRowsPerSecond(t *testing.T) {
+	in := Input{BatchSize: 10, MaxBatches: 5, RowsPerSecond: 200, BatchPause: payload.Duration(time.Hour)}
+	var starts []time.Time
+	n, err := batchRun{heartbeat: noHeartbeat}.run(context.Background(), in, func() (int64, error) {
+		starts = append(starts, time.Now())
+		return 10, nil
+	})
+	require.NoError(t, err)
+	require.EqualValues(t, 50, n)
+	require.Len(t, starts, 5)
+	for i := 1; i < len(starts); i++ {
+		gap := starts[i].Sub(starts[i-1])
+		require.GreaterOrEqual(t, gap, 50*time.Millisecond, "batch %d", i)
+		require.Less(t, gap, 500*time.Millisecond, "batch %d: the rate, not BatchPause", i)
+	}
+
+	starts = nil
+	_, err = batchRun{heartbeat: noHeartbeat}.run(context.Background(), Input{BatchSize: 10, MaxBatches: 3, RowsPerSecond: 20},
+		func() (int64, error) {
+			starts = append(starts, time.Now())
+			time.Sleep(600 * time.Millisecond)
+			return 10, nil
+		})
+	require.NoError(t, err)
+	require.Len(t, starts, 3)
+	for i := 1; i < len(starts); i++ {
+		require.Less(t, starts[i].Sub(starts[i-1]), time.Second, "batch %d: no wait after a slow batch (a wait: 1.1 s)", i)
+	}
+}

@@ -10,7 +10,7 @@
 // INBOX_RETENTION). The tables are the core's (db/migrations).
 //
 // A run is bounded (Input): up to MaxBatches batches of BatchSize rows a
-// table, RETENTION_BATCH_PAUSE apart, stopping a minute before its
+// table, at RETENTION_ROWS_PER_SECOND, stopping a minute before its
 // activity's deadline and when its worker stops; the next run takes the
 // rest. A worker whose settings cannot keep up with the design rate says
 // so at its start (WarnIfFallsBehind).

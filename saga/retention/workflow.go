@@ -36,7 +36,7 @@ var a *Activities
 // retention, and inbox rows done longer ago than theirs (the credits stay),
 // each in small batches.
 func Workflow(ctx workflow.Context, in Input) error {
-	// The retention takes its batches RETENTION_BATCH_PAUSE apart and stops
+	// The retention takes its batches at RETENTION_ROWS_PER_SECOND and stops
 	// a minute before this deadline (inBatches).
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: RunTimeout,
