@@ -567,7 +567,7 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 				return a.refundClosed(ctx, cur, closing)
 			case seen.Status != dict.RefundOpen:
 				return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the DICT has the refund request %s (%s), not as we close it (%s): an operator's",
-					seen.Status, seen.AnalysisResult, closing.Result))
+					seen.Status, closingOf(seen), closingText(closing)))
 			}
 		}
 		if cur, moved, err = a.markSent(ctx, cur, WriteRefundClose); err != nil || moved {
@@ -599,16 +599,19 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 // request CLOSED, which is the close when REJECTED, an operator's when
 // not.
 func (a *Activities) refundClosedAtThePSP(ctx context.Context, cur Report, closing dict.RefundClosing) (Report, error) {
-	if closing.Result != dict.Rejected {
-		return a.refundClosed(ctx, cur, closing)
-	}
-	noticed := deref(cur.RefundRequestDICTResult)
+	noticed, closed := deref(cur.RefundRequestDICTResult), deref(cur.RefundRequestState) == string(dict.RefundClosed)
+	rejected := closing.Result == dict.Rejected
 	switch {
-	case deref(cur.RefundRequestState) == string(dict.RefundClosed) && noticed == string(dict.Rejected):
+	case closed && rejected && noticed == string(dict.Rejected):
 		return a.refundClosed(ctx, cur, closing)
-	case deref(cur.RefundRequestState) == string(dict.RefundClosed):
+	case closed && (rejected || noticed == string(dict.Rejected)):
+		// Accepted, noticed REJECTED (the notice came first, a part
+		// returned since: review r19 LOW-1), or the other way round: the
+		// DICT's word is not our close's.
 		return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the PSP noticed the refund request CLOSED (%s), not as we close it (%s): an operator's",
 			noticed, closing.Result))
+	case !rejected:
+		return a.refundClosed(ctx, cur, closing)
 	}
 	// The operator's cue is the close's send: marked, and a close as the
 	// deadline closes it decided by the database's clock (MarkSent).
@@ -618,6 +621,18 @@ func (a *Activities) refundClosedAtThePSP(ctx context.Context, cur Report, closi
 	}
 	return Report{}, a.stop(ctx, cur, ProblemRefused, fmt.Sprintf("no DICT client configured (MED_DICT_DISABLED=true): close the refund request %s "+
 		"%s (%s) through the PSP's channel; its notice CLOSED records it", deref(uuidString(cur.RefundRequestID)), closing.Result, closing.RejectionReason))
+}
+
+// closingOf is how the DICT's copy seen closes its request, and
+// closingText how we close it, in a stop's text: what differs said
+// (review r19 LOW-2: "CLOSED (REJECTED), not as we close it (REJECTED)").
+func closingOf(seen dict.Refund) string {
+	return closingText(dict.RefundClosing{Result: seen.AnalysisResult, RejectionReason: seen.RefundRejectionReason,
+		RefundTransactionID: seen.RefundTransactionID, Details: seen.AnalysisDetails})
+}
+
+func closingText(c dict.RefundClosing) string {
+	return fmt.Sprintf("%s, reason %q, rtrId %q, details %q", c.Result, c.RejectionReason, c.RefundTransactionID, dict.NormalizeDetails(c.Details))
 }
 
 func (a *Activities) refundClosed(ctx context.Context, cur Report, closing dict.RefundClosing) (Report, error) {

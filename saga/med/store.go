@@ -713,7 +713,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			// only forwards (notices come again and in any order: an old
 			// OPEN copy never opens it again).
 			if !requestMoves(deref(cur.RefundRequestState), in) {
-				return cur, false, nil
+				return closedResultNoticed(ctx, tx, cur, in)
 			}
 			next.RefundRequestState, next.RefundRequestModifiedAt = ptr(string(in.Status)), ptr(in.LastModified)
 			next.RefundRequestDICTResult = refundResultOf(in)
@@ -853,6 +853,30 @@ func keptCopy(ctx context.Context, tx pgx.Tx, requestID, reportID uuid.UUID, in 
 		return state, *keptModified, true, nil
 	}
 	return state, in.LastModified, true, nil
+}
+
+// closedResultNoticed takes the result of a CLOSED copy in of the report
+// cur's own request, CLOSED already (requestMoves: never out of CLOSED),
+// when none is recorded or another is: our accepted close recorded at once
+// behind a PSP (from our devolução) and the request CLOSED REJECTED at the
+// DICT since (our operator through the PSP's channel). Dropped, nothing
+// said it, and later credits were returned on a request the DICT holds
+// rejected (review r19 MED-1). Taken, closedRejected stops the returns; a
+// result that is not our recorded close's (rejected or not) stops
+// visibly, an operator's (dict_not_as_ours), as a read back does.
+func closedResultNoticed(ctx context.Context, tx pgx.Tx, cur Report, in dict.Refund) (Report, bool, error) {
+	if deref(cur.RefundRequestState) != string(dict.RefundClosed) || in.Status != dict.RefundClosed ||
+		in.AnalysisResult == "" || deref(cur.RefundRequestDICTResult) == string(in.AnalysisResult) {
+		return cur, false, nil
+	}
+	next := cur
+	next.RefundRequestDICTResult, next.RefundRequestModifiedAt = refundResultOf(in), ptr(in.LastModified)
+	if ours := cur.RefundClosedRtrID == nil; cur.RefundClosedAt != nil && ours != (in.AnalysisResult == dict.Rejected) {
+		next.DICTProblem = ptr(fmt.Sprintf("%s: the DICT has the refund request CLOSED (%s, reason %q, rtrId %q), not as we recorded its close "+
+			"(rtrId %q): an operator's", ProblemNotAsOurs, in.AnalysisResult, in.RefundRejectionReason, in.RefundTransactionID,
+			deref(cur.RefundClosedRtrID)))
+	}
+	return save(ctx, tx, cur, next)
 }
 
 // refundResultOf is the request's AnalysisResult as the DICT's copy says

@@ -1,0 +1,143 @@
+package med_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/saga/med"
+	refundsaga "github.com/pixbank/pix/saga/refund"
+)
+
+// partReturnedNotClosed: 3,000 of 10,000 returned (devolução returned,
+// settled), the request OPEN, our close not sent yet (review r19's probes).
+func (f *fixture) partReturnedNotClosed() (string, med.Report, dict.Refund) {
+	ctx := context.Background()
+	c, r := f.agreedAfterSpending(7_000)
+	req := request(r, 10_000, dict.RefundOpen)
+	r = f.step(f.store.IntakeRefund(ctx, req))
+	r = f.step(f.store.Return(ctx, r))
+	_, err := refundsaga.NewStore(f.s).MarkRefundReturned(ctx, *r.RefundID, "D12345678202612061200aaaaaaaaaaa")
+	require.NoError(f.t, err)
+	r = f.step(f.store.Settle(ctx, r))
+	require.Equal(f.t, 1, r.Returns)
+	require.Nil(f.t, r.RefundClosedAt)
+	return c.AccountID, r, req
+}
+
+// closedRejectedCopy is req CLOSED REJECTED (OTHER) at the DICT now.
+func closedRejectedCopy(req dict.Refund) dict.Refund {
+	closed := req
+	closed.Status, closed.AnalysisResult, closed.LastModified = dict.RefundClosed, dict.Rejected, time.Now()
+	closed.RefundRejectionReason = dict.RejectionOther
+	return closed
+}
+
+// requireStopped checks that err is the run's visible stop, noted
+// dict_not_as_ours on the report.
+func (f *fixture) requireStopped(err error, r med.Report) med.Report {
+	var app *temporal.ApplicationError
+	require.ErrorAs(f.t, err, &app)
+	require.Equal(f.t, med.StoppedType, app.Type())
+	cur := f.get(r)
+	require.NotNil(f.t, cur.DICTProblem)
+	require.Contains(f.t, *cur.DICTProblem, med.ProblemNotAsOurs)
+	return cur
+}
+
+// Behind a PSP, a part returned, our close recorded PARTIALLY_ACCEPTED at
+// once from our devolução; then the PSP's notice of the request CLOSED
+// REJECTED (our operator through the PSP's channel). The notice was
+// dropped (never out of CLOSED) and the next credit returned on a request
+// the DICT holds rejected (review r19 MED-1: "devoluções of the PIX: 2"):
+// its result is taken, the mismatch with our close noted visibly, and
+// nothing more is returned. Seen failing before the fix.
+func TestAPSPRejectedNoticeAfterOurAcceptedCloseStopsTheReturns(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	account, r, req := f.partReturnedNotClosed()
+	a := newActivityRun(t, f, r)
+	a.acts.BehindPSP = true
+	r, err := a.run(a.acts.CloseRefundRequest, r)
+	require.NoError(t, err)
+	require.NotNil(t, r.RefundClosedAt)
+	require.NotNil(t, r.RefundClosedRtrID)
+
+	got, changed, err := f.store.IntakeRefund(ctx, closedRejectedCopy(req))
+	require.NoError(t, err)
+	require.True(t, changed, "the CLOSED REJECTED notice is taken")
+	require.Equal(t, string(dict.Rejected), *got.RefundRequestDICTResult)
+	require.NotNil(t, got.DICTProblem, "the DICT's word is not our recorded close's: an operator's, visibly")
+	require.Contains(t, *got.DICTProblem, med.ProblemNotAsOurs)
+	_, changed, err = f.store.IntakeRefund(ctx, closedRejectedCopy(req))
+	require.NoError(t, err)
+	require.False(t, changed, "the same result again changes nothing")
+
+	f.creditMore(account, 5_000)
+	_, changed, err = f.store.Return(ctx, f.get(r))
+	require.NoError(t, err)
+	require.False(t, changed)
+	var refunds int
+	require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1`, r.EndToEndID).Scan(&refunds))
+	require.Equal(t, 1, refunds, "no devolução after the DICT holds the request REJECTED")
+}
+
+// The PSP's CLOSED notice with our accepted close's result, after the
+// close is recorded, is taken as it says: no stop.
+func TestAPSPAcceptedNoticeAfterOurAcceptedCloseIsNoProblem(t *testing.T) {
+	f := newFixture(t)
+	_, r, req := f.partReturnedNotClosed()
+	a := newActivityRun(t, f, r)
+	a.acts.BehindPSP = true
+	r, err := a.run(a.acts.CloseRefundRequest, r)
+	require.NoError(t, err)
+	closed := req
+	closed.Status, closed.AnalysisResult, closed.LastModified = dict.RefundClosed, dict.PartiallyAccepted, time.Now()
+	closed.RefundTransactionID = *r.RefundClosedRtrID
+	got := f.step(f.store.IntakeRefund(context.Background(), closed))
+	require.Equal(t, string(dict.PartiallyAccepted), *got.RefundRequestDICTResult)
+	require.Nil(t, got.DICTProblem)
+}
+
+// Behind a PSP, the REJECTED notice first, a part returned before it:
+// CloseRefund recorded PARTIALLY_ACCEPTED with our rtrId though the DICT
+// holds it REJECTED (review r19 LOW-1): it stops visibly, nothing
+// recorded. Seen failing before the fix.
+func TestAPSPRejectedNoticeBeforeOurAcceptedCloseStops(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, _, req := f.partReturnedNotClosed()
+	r := f.step(f.store.IntakeRefund(ctx, closedRejectedCopy(req)))
+	a := newActivityRun(t, f, r)
+	a.acts.BehindPSP = true
+	_, err := a.run(a.acts.CloseRefundRequest, r)
+	cur := f.requireStopped(err, r)
+	require.Nil(t, cur.RefundClosedAt, "not recorded as answered with our rtrId")
+	require.Nil(t, cur.RefundClosedRtrID)
+}
+
+// Directly at the DICT, a close read back CLOSED REJECTED with another
+// reason and details than ours says what differs (review r19 LOW-2: "CLOSED
+// (REJECTED), not as we close it (REJECTED)"). Seen failing before the fix.
+func TestARejectedCloseReadBackOtherwiseSaysWhatDiffers(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, r := f.nothingReturned()
+	late := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(time.Second) })
+	r = f.step(late.MarkSent(ctx, r, med.WriteRefundClose))
+	closed := request(r, 10_000, dict.RefundClosed)
+	closed.ID, closed.AnalysisResult, closed.LastModified = r.RefundRequestID.String(), dict.Rejected, time.Now()
+	closed.RefundRejectionReason, closed.AnalysisDetails = dict.RejectionOther, "golpe nao confirmado"
+	a := newActivityRun(t, f, r)
+	a.dict.refunds[closed.ID] = closed
+	a.acts.Store = late
+	_, err := a.run(a.acts.CloseRefundRequest, r)
+	cur := f.requireStopped(err, r)
+	require.Contains(t, *cur.DICTProblem, `reason "OTHER"`)
+	require.Contains(t, *cur.DICTProblem, `"golpe nao confirmado"`)
+	require.Contains(t, *cur.DICTProblem, `reason "NO_BALANCE"`)
+}
