@@ -47,7 +47,16 @@ var settings = config.SagaSettings[Settings]{What: "retention", Defaults: Defaul
 	Read: func(r *config.Settings, s *Settings) {
 		r.Duration("INBOX_RETENTION", &s.InboxRetention)
 		r.Duration("RETENTION_INTERVAL", &s.Interval)
-		r.Integer("RETENTION_ROWS_PER_SECOND", 0, 1_000_000, func(n int64) { s.RowsPerSecond = int(n) })
+		r.Integer("RETENTION_ROWS_PER_SECOND", 0, 1_000_000, func(n int64) {
+			// Below a batch a second, the wait between batches outlasts what
+			// the run's deadline check and its heartbeat (a minute) allow
+			// for: at 1, 100 s (review r20 LOW-1).
+			if n > 0 && n < BatchSize {
+				r.Fail(fmt.Errorf("RETENTION_ROWS_PER_SECOND: \"%d\" is not 0 (no limit) or a whole number from %d (a batch a second) to 1000000", n, BatchSize))
+				return
+			}
+			s.RowsPerSecond = int(n)
+		})
 		if v, set := r.Lookup("RETENTION_BATCH_PAUSE"); set {
 			r.Fail(fmt.Errorf("RETENTION_BATCH_PAUSE: %q: no longer read; the retention's pace is RETENTION_ROWS_PER_SECOND, rows a second of each table (docs/configuration.md)", v))
 		}

@@ -27,6 +27,12 @@ func TestSettings(t *testing.T) {
 				`RETENTION_ROWS_PER_SECOND: "fast" is not a whole number from 0 to 1000000`},
 		{Env: map[string]string{"RETENTION_ROWS_PER_SECOND": "-1"},
 			Err: `RETENTION_ROWS_PER_SECOND: "-1" is not a whole number from 0 to 1000000`},
+		// Slower than a batch a second: its waits would outlast the run's
+		// heartbeat.
+		{Env: map[string]string{"RETENTION_ROWS_PER_SECOND": "99"},
+			Err: `RETENTION_ROWS_PER_SECOND: "99" is not 0 (no limit) or a whole number from 100 (a batch a second) to 1000000`},
+		{Env: map[string]string{"RETENTION_ROWS_PER_SECOND": "100"},
+			Want: retention.Settings{Interval: time.Hour, InboxRetention: 720 * time.Hour, RowsPerSecond: 100}},
 		// The pace before RETENTION_ROWS_PER_SECOND: refused, not ignored.
 		{Env: map[string]string{"RETENTION_BATCH_PAUSE": "100ms"},
 			Err: `RETENTION_BATCH_PAUSE: "100ms": no longer read; the retention's pace is RETENTION_ROWS_PER_SECOND, rows a second of each table (docs/configuration.md)`},
