@@ -172,7 +172,11 @@ type Report struct {
 	// have been done, and is read back before it is sent again.
 	AcknowledgeSentAt *time.Time `db:"acknowledge_sent_at" json:"-"`
 	CloseSentAt       *time.Time `db:"close_sent_at" json:"-"`
-	RefundCloseSentAt *time.Time `db:"refund_close_sent_at" json:"refund_close_sent_at,omitempty"`
+	// RefundCloseSentAt is carried to the run (closedCopy reads it), nil
+	// written as null, never omitted: the run decodes every report into
+	// the same variable, where an omitted field keeps the value it read
+	// before (TestTheRunsReportKeepsNothingStale).
+	RefundCloseSentAt *time.Time `db:"refund_close_sent_at" json:"refund_close_sent_at"`
 	// ReturnRefused: the devolução was refused for good (ReturnRefusal):
 	// the request is closed as it stands and the report ended.
 	ReturnRefused *string `db:"return_refused" json:"return_refused"`
