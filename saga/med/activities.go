@@ -548,6 +548,9 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 		return cur, err
 	}
 	closing := Closing(cur)
+	if rejectedAtTheDICT(cur) {
+		return a.rejectedCopyClosed(ctx, cur, closing)
+	}
 	if a.BehindPSP {
 		return a.refundClosedAtThePSP(ctx, cur, closing)
 	}
@@ -621,6 +624,22 @@ func (a *Activities) refundClosedAtThePSP(ctx context.Context, cur Report, closi
 	}
 	return Report{}, a.stop(ctx, cur, ProblemRefused, fmt.Sprintf("no DICT client configured (MED_DICT_DISABLED=true): close the refund request %s "+
 		"%s (%s) through the PSP's channel; its notice CLOSED records it", deref(uuidString(cur.RefundRequestID)), closing.Result, closing.RejectionReason))
+}
+
+// rejectedCopyClosed records the close of a request whose copy taken in
+// is CLOSED REJECTED (rejectedAtTheDICT: closed outside the run, or our
+// close's answer lost): the DICT's close, final, with no DICT write (sent
+// on a CLOSED request, read back with another reason or details than
+// ours, it stopped for ever, the money held: review r19 HIGH-1) and no
+// return_until check (MarkSent's: nothing is sent). Its result only is
+// checked: our close would be REJECTED too (nothing returned); a part
+// returned, the DICT's word is not ours, and the run stops visibly.
+func (a *Activities) rejectedCopyClosed(ctx context.Context, cur Report, closing dict.RefundClosing) (Report, error) {
+	if closing.Result != dict.Rejected {
+		return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the DICT's copy has the refund request CLOSED (REJECTED), not as we close it (%s): an operator's",
+			closingText(closing)))
+	}
+	return a.refundClosed(ctx, cur, closing)
 }
 
 // closingOf is how the DICT's copy seen closes its request, and

@@ -13,3 +13,7 @@ func RunStep(r Report, now time.Time) Step {
 func RunStepWithout(r Report, now time.Time, change string) Step {
 	return runStep(r, now, func(c string) bool { return c != change })
 }
+
+// RejectedAtTheDICT is rejectedAtTheDICT: the stub's store skips the
+// return_until checks for it, as the store does.
+func RejectedAtTheDICT(r Report) bool { return rejectedAtTheDICT(r) }

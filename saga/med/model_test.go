@@ -98,6 +98,7 @@ type mReport struct {
 	hold          *mHold
 	req           *mRequest
 	reqState      string
+	reqResult     string // the DICT's AnalysisResult of its request, as the latest copy taken said
 	returned      int64
 	returns       int
 	refund        *mRefund
@@ -127,7 +128,13 @@ func (r *mReport) target() int64 {
 }
 
 func (r *mReport) reqCancelled() bool { return r.reqState == string(dict.RefundCancelled) }
-func (r *mReport) reqOpen() bool      { return r.req != nil && r.reqState == string(dict.RefundOpen) }
+
+// reqRejected: its request CLOSED REJECTED by the DICT's copy taken in
+// (the store's rejectedAtTheDICT): closed, then ended, at once.
+func (r *mReport) reqRejected() bool {
+	return r.req != nil && r.reqState == string(dict.RefundClosed) && r.reqResult == string(dict.Rejected)
+}
+func (r *mReport) reqOpen() bool { return r.req != nil && r.reqState == string(dict.RefundOpen) }
 func (r *mReport) nothingReturned() bool {
 	return r.returned == 0 && r.returns == 0 && r.refund == nil
 }
@@ -725,9 +732,16 @@ func (m *medModel) requestModel(r *mReport, q *mRequest, in dict.Refund) (bool, 
 	switch {
 	case r.req == q:
 		if !moves(r.reqState, in) {
+			// CLOSED again: the copy's result taken when it is news
+			// (review r19 MED-1: a REJECTED after our close recorded).
+			if r.reqState == string(dict.RefundClosed) && in.Status == dict.RefundClosed && in.AnalysisResult != "" &&
+				r.reqResult != string(in.AnalysisResult) {
+				r.reqResult = string(in.AnalysisResult)
+				return true, ""
+			}
 			return false, ""
 		}
-		r.reqState = string(in.Status)
+		r.reqState, r.reqResult = string(in.Status), string(in.AnalysisResult)
 		return true, ""
 	case r.takes(in) || (in.Status == dict.RefundOpen && r.reopenable()):
 		state := string(in.Status)
@@ -751,7 +765,7 @@ func (m *medModel) requestModel(r *mReport, q *mRequest, in dict.Refund) (bool, 
 		if r.req != nil {
 			r.req.kept, r.req.keptState, r.req.why = true, r.reqState, "replaced"
 		}
-		r.req, r.reqState, q.kept = q, state, false
+		r.req, r.reqState, r.reqResult, q.kept = q, state, string(in.AnalysisResult), false
 		return true, outcome
 	case r.status == med.StatusEnded:
 		return keep("report_ended")
@@ -849,6 +863,9 @@ func (m *medModel) nextAt(r *mReport, now time.Time) med.Step {
 		return med.StepCloseReport
 	case med.StatusAwaitingRequest:
 		switch {
+		case r.reqRejected() && !r.refundClosed:
+			// Rejected at the DICT outside the run: closed at once.
+			return med.StepCloseRefund
 		case r.refundClosed || (r.reqOpen() && past):
 			// Taken too late to be returned: ends as a return in parts.
 		case r.reqOpen():
@@ -862,9 +879,9 @@ func (m *medModel) nextAt(r *mReport, now time.Time) med.Step {
 		return med.StepSettle
 	}
 	switch {
-	case !r.refundClosed && !r.reqCancelled() && (r.returns > 0 || past):
+	case !r.refundClosed && !r.reqCancelled() && (r.returns > 0 || r.reqRejected() || past):
 		return med.StepCloseRefund
-	case r.returned >= r.target() || r.reqCancelled() || past:
+	case r.returned >= r.target() || r.reqCancelled() || r.reqRejected() || past:
 		// Never by the early minute Next allows: the run returns on until
 		// return_until itself.
 		return med.StepFinish
@@ -1080,7 +1097,7 @@ func (m *medModel) effect(at string, r *mReport, s med.Step, cur med.Report) {
 	case med.StepFinish:
 		cause := med.EndReturned
 		if r.returned < r.target() {
-			require.True(m.t, r.reqCancelled() || r.pastReturns(), "%s: finished before return_until", at)
+			require.True(m.t, r.reqCancelled() || r.pastReturns() || r.reqRejected(), "%s: finished before return_until", at)
 			cause = med.EndReturnedInPart
 			if r.returned == 0 {
 				cause = med.EndReleased
@@ -1151,7 +1168,7 @@ func (m *medModel) end(r *mReport, cause string) {
 			why = "report_disagreed"
 		}
 		r.req.kept, r.req.keptState, r.req.why = true, r.reqState, why
-		r.req, r.reqState = nil, ""
+		r.req, r.reqState, r.reqResult = nil, "", ""
 		m.ends = append(m.ends, "its open request kept")
 	}
 	m.release(r)

@@ -46,12 +46,17 @@ func Next(r Report, now time.Time) Step {
 		return StepCloseReport
 	case StatusAwaitingRequest:
 		switch {
-		case r.ReturnUntil != nil && closedCopy(r):
+		case r.ReturnUntil != nil && r.RefundClosedAt == nil && (closedCopy(r) || rejectedAtTheDICT(r)):
 			// Its request's CLOSED copy taken in (the DICT's list, the
 			// PSP's notice) before our record of the close: closed, never
 			// the 72 hours' expiry nor a wait for it; CloseRefund reads it
 			// back (or takes the PSP's notice) and records it, then the
-			// report ends as below.
+			// report ends as below. So too a request CLOSED REJECTED
+			// outside the run (our operator through the PSP's channel),
+			// our close neither marked nor recorded: nothing is ever
+			// returned on it, nor is another request taken (one more is
+			// kept, another_request), so its hold is released at once,
+			// not at the 72 hours' expiry.
 			return StepCloseRefund
 		case r.ReturnUntil != nil && (r.RefundClosedAt != nil || (r.RequestOpen() && !now.Before(*r.ReturnUntil))):
 			// Its request taken (or reopened) too late to be returned by
@@ -74,17 +79,31 @@ func Next(r Report, now time.Time) Step {
 // nextInParts is the step of a report returned in part, or that had
 // nothing to return when its request came (awaiting_credit).
 func nextInParts(r Report, now time.Time) Step {
-	requestCancelled := RequestCancelled(r)
+	requestCancelled, rejected := RequestCancelled(r), rejectedAtTheDICT(r)
 	switch {
-	case r.RefundClosedAt == nil && !requestCancelled && (r.Returns > 0 || !now.Before(*r.ReturnUntil) || r.ReturnRefused != nil):
+	case r.RefundClosedAt == nil && !requestCancelled && (r.Returns > 0 || rejected || !now.Before(*r.ReturnUntil) || r.ReturnRefused != nil):
 		// The request is answered with the first part's rtrId, or, at the
-		// 90 days with nothing returned (or the return refused), rejected.
+		// 90 days with nothing returned (or the return refused), rejected;
+		// CLOSED REJECTED outside the run, recorded so at once
+		// (CloseRefund: no DICT write).
 		return StepCloseRefund
-	case r.ReturnedCents >= r.Target() || requestCancelled || r.ReturnRefused != nil ||
+	case r.ReturnedCents >= r.Target() || requestCancelled || rejected || r.ReturnRefused != nil ||
 		!now.Before(r.ReturnUntil.Add(-earlyTolerance)):
+		// Rejected at the DICT, nothing more is returned on the request:
+		// ended now, what is held released, not kept (and filled) until
+		// return_until (review r19 HIGH-1).
 		return StepFinish
 	}
 	return StepReturn
+}
+
+// rejectedAtTheDICT says whether r's own refund request is CLOSED
+// REJECTED by the DICT's copy taken in (IntakeRefund: the DICT's list, the
+// PSP's notice), whoever closed it: nothing is returned on it
+// (closedRejected), and its report is closed and ended at once.
+func rejectedAtTheDICT(r Report) bool {
+	return r.RefundRequestID != nil && deref(r.RefundRequestState) == string(dict.RefundClosed) &&
+		deref(r.RefundRequestDICTResult) == string(dict.Rejected)
 }
 
 // closedCopy says whether r's own refund request is CLOSED by the copy

@@ -17,7 +17,8 @@ import (
 // (closedCopy, 206d5cd): the report goes the earlier route, the wait for
 // its request until refund_request_due_at, then the 72 hours' expiry,
 // which ends it released, nothing returned, the hold released once, the
-// books exact. Seen failing with cddf79c's closedCopy (any CLOSED copy):
+// books exact (the runs recorded before pix-med-rejected-copy; review r19
+// MED-2 closes and ends it at once). Seen failing with cddf79c's closedCopy (any CLOSED copy):
 // "expected await_request, actual close_refund".
 func TestARequestOurOperatorRejectedIsReleasedAtTheExpiry(t *testing.T) {
 	f := newFixture(t)
@@ -28,12 +29,13 @@ func TestARequestOurOperatorRejectedIsReleasedAtTheExpiry(t *testing.T) {
 	require.Nil(t, r.RefundCloseSentAt, "no close of ours marked")
 	require.True(t, time.Now().Before(*r.ReturnUntil))
 
+	// The runs recorded before pix-med-rejected-copy; the others close
+	// and end it at once (TestARequestRejectedBeforeAnyReturnIsEndedAtOnce).
 	before := r.RequestDueAt.Add(-time.Hour)
-	require.Equal(t, med.StepAwaitRequest, med.Next(r, before))
-	require.Equal(t, med.StepAwaitRequest, med.RunStep(r, before))
+	require.Equal(t, med.StepCloseRefund, med.RunStep(r, before))
+	require.Equal(t, med.StepAwaitRequest, med.RunStepWithout(r, before, "pix-med-rejected-copy"))
 	due := r.RequestDueAt.Add(time.Second)
-	require.Equal(t, med.StepExpireRequest, med.Next(r, due))
-	require.Equal(t, med.StepExpireRequest, med.RunStep(r, due))
+	require.Equal(t, med.StepExpireRequest, med.RunStepWithout(r, due, "pix-med-rejected-copy"))
 	got, changed, err := f.store.Return(ctx, r)
 	require.NoError(t, err)
 	require.False(t, changed, "nothing returned on a request rejected: %s", got.Status)

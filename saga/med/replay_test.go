@@ -21,13 +21,14 @@ var recorded = sagatest.Workflow{Func: med.Workflow, Name: med.WorkflowName}
 // any release, and move to the current build (AutoUpgrade), so a change
 // that would break the runs open in production fails here.
 func TestReplayRecordedHistories(t *testing.T) {
-	sagatest.ReplayRecordedHistories(t, recorded, 9,
+	sagatest.ReplayRecordedHistories(t, recorded, 10,
 		"disagreed, no request within its window, analysed by a signal and returned, returns in parts ended at their window "+
 			"(recorded before returnToDeadlineChange: Finish asked in its last minute), a part filled in the last minute returned, "+
 			"a Finish the database's clock answered not yet and a part filled then returned (finishNotYetChange), "+
 			"a request taken past return_until closed NO_BALANCE and released (lateRequestChange), "+
 			"its close not yet by the database's clock and the request returned (closeNotYetChange), "+
-			"its CLOSED copy taken in before our record of the close, closed and released (closedCopyChange)")
+			"its CLOSED copy taken in before our record of the close, closed and released (closedCopyChange), "+
+			"its request CLOSED REJECTED outside the run, closed and released before return_until (rejectedCopyChange)")
 }
 
 // TestRecordHistories records the saga's histories on a Temporal dev
@@ -38,8 +39,9 @@ func TestReplayRecordedHistories(t *testing.T) {
 // whose hold fills in its last minute, one whose Finish the database's
 // clock answers "not yet" while a credit fills its hold, one whose request
 // came past return_until, one whose close of such a request the
-// database's clock answers "not yet", and one whose request's CLOSED copy
-// came before our record of our close.
+// database's clock answers "not yet", one whose request's CLOSED copy
+// came before our record of our close, and one whose request was CLOSED
+// REJECTED outside the run.
 //
 //	PIX_RECORD_HISTORIES=$PWD/saga/med/testdata go test ./saga/med -run TestRecordHistories
 func TestRecordHistories(t *testing.T) {
@@ -137,4 +139,15 @@ func TestRecordHistories(t *testing.T) {
 	copied.ReturnUntil, copied.RefundCloseSentAt = ptr(time.Now().Add(-time.Second)), ptr(time.Now())
 	s.dbBehind = 0
 	run("med_closed_copy", copied, nil)
+
+	// Nothing returned, its request CLOSED REJECTED outside the run (our
+	// operator through the PSP's channel), a credit filling its hold:
+	// closed from the copy and ended released at once, an hour before
+	// return_until (rejectedCopyChange), never kept until then.
+	rejected := parts
+	rejected.ID, rejected.Gen, rejected.RefundClosedAt = uuid.New(), 1, nil
+	rejected.ReturnedCents, rejected.Returns, rejected.FirstRtrID, rejected.HeldCents = 0, 0, nil, 4_000
+	rejected.RefundRequestState, rejected.RefundRequestDICTResult = ptr(string(dict.RefundClosed)), ptr(string(dict.Rejected))
+	rejected.ReturnUntil = ptr(time.Now().Add(time.Hour))
+	run("med_rejected_copy", rejected, nil)
 }

@@ -96,16 +96,17 @@ type view struct {
 	Report
 	// ReportDetails and DICTProblem, never set, hide the report's fields
 	// of the same names (a field of the view's own depth wins);
-	// RefundCloseSentAt too: the report carries it to the workflow (JSON),
-	// the operators' schema (MEDReport, additionalProperties: false) does
-	// not have it.
-	ReportDetails      *string    `json:"report_details,omitempty"`
-	DICTProblem        *string    `json:"dict_problem,omitempty"`
-	RefundCloseSentAt  *time.Time `json:"refund_close_sent_at,omitempty"`
-	ReportDetailsChars int        `json:"report_details_chars"`
-	DICTProblemCode    *string    `json:"dict_problem_code"`
-	WorkflowID         string     `json:"workflow_id"`
-	TemporalUIURL      string     `json:"temporal_ui_url"`
+	// RefundCloseSentAt and RefundRequestDICTResult too: the report
+	// carries them to the workflow (JSON), the operators' schema
+	// (MEDReport, additionalProperties: false) does not have them.
+	ReportDetails           *string    `json:"report_details,omitempty"`
+	DICTProblem             *string    `json:"dict_problem,omitempty"`
+	RefundCloseSentAt       *time.Time `json:"refund_close_sent_at,omitempty"`
+	RefundRequestDICTResult *string    `json:"refund_request_dict_result,omitempty"`
+	ReportDetailsChars      int        `json:"report_details_chars"`
+	DICTProblemCode         *string    `json:"dict_problem_code"`
+	WorkflowID              string     `json:"workflow_id"`
+	TemporalUIURL           string     `json:"temporal_ui_url"`
 }
 
 func viewOf(k api.Kit, r Report) view {

@@ -155,8 +155,11 @@ type Report struct {
 	// RefundRequestDICTResult is the AnalysisResult of the DICT's latest
 	// copy of the request as taken (nil: none said): a bank behind a PSP
 	// records its REJECTED close from the PSP's notice
-	// (Activities.CloseRefundRequest).
-	RefundRequestDICTResult *string    `db:"refund_request_dict_result" json:"-"`
+	// (Activities.CloseRefundRequest). Carried to the workflow (JSON, nil
+	// written as null, as RefundCloseSentAt): a request CLOSED REJECTED
+	// outside the run is closed and its report ended at once
+	// (rejectedAtTheDICT, rejectedCopyChange); the operator view hides it.
+	RefundRequestDICTResult *string    `db:"refund_request_dict_result" json:"refund_request_dict_result"`
 	RefundClosedAt          *time.Time `db:"refund_closed_at" json:"refund_closed_at"`
 	RefundClosedRtrID       *string    `db:"refund_closed_rtr_id" json:"refund_closed_rtr_id"`
 	RefundID                *string    `db:"refund_id" json:"refund_id"`

@@ -390,12 +390,13 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 // outside the run (our operator through the PSP's channel), it is the
 // DICT's word that nothing is returned on it (review r18 MED-2: a report
 // with nothing returned yet returned the credit that filled its hold
-// after its request was rejected). The run closes it at return_until
-// (CloseRefund: the PSP's notice taken, or read back) and Finish ends it,
-// what it holds released once.
+// after its request was rejected). The run closes it at once
+// (rejectedAtTheDICT: CloseRefund records the copy's REJECTED, no DICT
+// write) and Finish ends it, before return_until, what it holds released
+// once (review r19 HIGH-1).
 func closedRejected(r Report) bool {
 	return (r.RefundClosedAt != nil && (r.Returns == 0 || r.FirstRtrID == nil || r.RefundClosedRtrID == nil)) ||
-		(deref(r.RefundRequestState) == string(dict.RefundClosed) && deref(r.RefundRequestDICTResult) == string(dict.Rejected))
+		rejectedAtTheDICT(r)
 }
 
 // beforeReturnUntil checks again, after the last lock Return takes (the
@@ -599,7 +600,10 @@ func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
 		}
 		cause := EndReturned
 		if cur.ReturnedCents < cur.Target() {
-			if !cancelled && cur.ReturnRefused == nil {
+			// A request CLOSED REJECTED at the DICT admits no return
+			// (closedRejected): nothing is kept for return_until (review
+			// r19 HIGH-1), as for a cancelled or refused one.
+			if !cancelled && cur.ReturnRefused == nil && !rejectedAtTheDICT(cur) {
 				now, err := s.now(ctx, tx)
 				if err != nil {
 					return Report{}, false, err

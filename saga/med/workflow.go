@@ -253,6 +253,15 @@ func nextStep(ctx workflow.Context, r Report, now time.Time) Step {
 // run's history recorded it).
 func runStep(r Report, now time.Time, versioned func(change string) bool) Step {
 	step := Next(r, now)
+	if rejectedAtTheDICT(r) {
+		// The runs recorded before rejectedCopyChange never saw the DICT's
+		// result (json:"-" then): their step is Next's without it.
+		before := r
+		before.RefundRequestDICTResult = nil
+		if old := Next(before, now); old != step && !versioned(rejectedCopyChange) {
+			r, step = before, old
+		}
+	}
 	switch {
 	case step == StepFinish && r.Status == StatusAwaitingCredit && r.ReturnUntil != nil && now.Before(*r.ReturnUntil) &&
 		Next(r, now.Add(-earlyTolerance)) == StepReturn && versioned(returnToDeadlineChange):
@@ -261,6 +270,8 @@ func runStep(r Report, now time.Time, versioned func(change string) bool) Step {
 		if !versioned(closedCopyChange) {
 			return awaitOrExpire(r, now)
 		}
+	case step == StepCloseRefund && r.Status == StatusAwaitingRequest && rejectedAtTheDICT(r):
+		// rejectedCopyChange taken: not a late request's close.
 	case step == StepCloseRefund && r.Status == StatusAwaitingRequest && !versioned(lateRequestChange):
 		return StepReturn
 	}
@@ -273,6 +284,17 @@ func runStep(r Report, now time.Time, versioned func(change string) bool) Step {
 // where the runs recorded before it took it for no request (the 72 hours'
 // expiry, or the wait for it: awaitOrExpire).
 const closedCopyChange = "pix-med-closed-copy"
+
+// rejectedCopyChange is the change id of a report whose request is
+// CLOSED REJECTED at the DICT outside the run (rejectedAtTheDICT: our
+// operator through the PSP's channel, or the DICT's list's copy): Next
+// closes it (CloseRefund records the copy's REJECTED, no DICT write) and
+// ends it (Finish, before return_until), what it holds released at once
+// (review r19 HIGH-1, MED-2). The runs recorded before it never saw the
+// DICT's result (RefundRequestDICTResult was json:"-"): they returned on
+// (nothing returned) and waited until return_until, or the 72 hours'
+// expiry.
+const rejectedCopyChange = "pix-med-rejected-copy"
 
 // awaitOrExpire is the step Next gave, before closedCopyChange, a report
 // awaiting its request with none open: the 72 hours' expiry once due (by

@@ -210,7 +210,7 @@ func (s *stub) SettleReport(_ context.Context, at med.Report) (med.Report, error
 func (s *stub) CloseRefundRequest(_ context.Context, at med.Report) (med.Report, error) {
 	s.mu.Lock()
 	closing, db := med.Closing(s.r), s.now().Add(-s.dbBehind)
-	if at.Gen == s.r.Gen && med.DeadlineClosing(closing) && db.Before(*s.r.ReturnUntil) {
+	if at.Gen == s.r.Gen && med.DeadlineClosing(closing) && db.Before(*s.r.ReturnUntil) && !med.RejectedAtTheDICT(s.r) {
 		s.record("CloseRefundRequest")
 		s.mu.Unlock()
 		return med.Report{}, s.notYetError(s.r.ReturnUntil.Sub(db))
@@ -257,7 +257,7 @@ func (s *stub) notYet(at med.Report) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	db := s.now().Add(-s.dbBehind)
-	if at.Gen != s.r.Gen || s.r.ReturnedCents >= s.r.Target() || !db.Before(*s.r.ReturnUntil) {
+	if at.Gen != s.r.Gen || s.r.ReturnedCents >= s.r.Target() || !db.Before(*s.r.ReturnUntil) || med.RejectedAtTheDICT(s.r) {
 		return nil
 	}
 	s.record("FinishReport")
