@@ -141,3 +141,36 @@ func TestARejectedCloseReadBackOtherwiseSaysWhatDiffers(t *testing.T) {
 	require.Contains(t, *cur.DICTProblem, `"golpe nao confirmado"`)
 	require.Contains(t, *cur.DICTProblem, `reason "NO_BALANCE"`)
 }
+
+// Behind a PSP, a part returned and our close recorded PARTIALLY_ACCEPTED,
+// then the PSP's notice of the request CLOSED REJECTED, then a credit that
+// fills the hold: the DICT's word against a devolução made, as when the
+// notice comes first (TestAPSPRejectedNoticeBeforeOurAcceptedCloseStops).
+// The report is not ended, the filled hold not released before
+// return_until, and the stop stays counted on an open report, its alert's
+// gauge (review r21 HIGH-1: it was ended at once, released, unseen).
+func TestAPSPRejectedNoticeAfterOurAcceptedCloseIsNotEndedEarly(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	account, r, req := f.partReturnedNotClosed()
+	a := newActivityRun(t, f, r)
+	a.acts.BehindPSP = true
+	r, err := a.run(a.acts.CloseRefundRequest, r)
+	require.NoError(t, err)
+	require.NotNil(t, r.RefundClosedRtrID)
+	r = f.step(f.store.IntakeRefund(ctx, closedRejectedCopy(req)))
+	f.creditMore(account, 5_000)
+	r = f.get(r)
+	require.Equal(t, 5_000, int(r.HeldCents), "the credit filled the hold")
+
+	require.NotEqual(t, med.StepFinish, med.RunStep(r, time.Now()), "not ended before return_until")
+	_, _, err = f.store.Finish(ctx, r)
+	var notYet *med.NotYetError
+	require.ErrorAs(t, err, &notYet, "Finish before return_until: not yet")
+	cur := f.get(r)
+	require.Equal(t, med.StatusAwaitingCredit, cur.Status)
+	require.Equal(t, int64(5_000), cur.HeldCents, "still held")
+	counts, err := f.store.Open(ctx, med.AnalysisAlertBefore)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), counts.DICTProblems, "the stop is seen on an open report")
+}

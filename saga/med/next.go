@@ -79,7 +79,7 @@ func Next(r Report, now time.Time) Step {
 // nextInParts is the step of a report returned in part, or that had
 // nothing to return when its request came (awaiting_credit).
 func nextInParts(r Report, now time.Time) Step {
-	requestCancelled, rejected := RequestCancelled(r), rejectedAtTheDICT(r)
+	requestCancelled, rejected := RequestCancelled(r), rejectedOutside(r)
 	switch {
 	case r.RefundClosedAt == nil && !requestCancelled && (r.Returns > 0 || rejected || !now.Before(*r.ReturnUntil) || r.ReturnRefused != nil):
 		// The request is answered with the first part's rtrId, or, at the
@@ -104,6 +104,19 @@ func nextInParts(r Report, now time.Time) Step {
 func rejectedAtTheDICT(r Report) bool {
 	return r.RefundRequestID != nil && deref(r.RefundRequestState) == string(dict.RefundClosed) &&
 		deref(r.RefundRequestDICTResult) == string(dict.Rejected)
+}
+
+// rejectedOutside says whether r's own refund request is CLOSED REJECTED
+// at the DICT (rejectedAtTheDICT) while our record of its close does not
+// contradict it: no close recorded, or a REJECTED one (no rtrId). Only then
+// is the report ended at once, what it holds released. An accepted close
+// of ours recorded (a part returned, its rtrId), then noticed REJECTED, is
+// the DICT's word against a devolução made: noted dict_not_as_ours and
+// left to an operator, nothing more returned (closedRejected), held until
+// return_until as before, whichever of the two came first (review r21
+// HIGH-1).
+func rejectedOutside(r Report) bool {
+	return rejectedAtTheDICT(r) && (r.RefundClosedAt == nil || r.RefundClosedRtrID == nil)
 }
 
 // closedCopy says whether r's own refund request is CLOSED by the copy

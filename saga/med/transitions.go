@@ -602,8 +602,9 @@ func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
 		if cur.ReturnedCents < cur.Target() {
 			// A request CLOSED REJECTED at the DICT admits no return
 			// (closedRejected): nothing is kept for return_until (review
-			// r19 HIGH-1), as for a cancelled or refused one.
-			if !cancelled && cur.ReturnRefused == nil && !rejectedAtTheDICT(cur) {
+			// r19 HIGH-1), as for a cancelled or refused one, unless our
+			// recorded close accepted it (rejectedOutside).
+			if !cancelled && cur.ReturnRefused == nil && !rejectedOutside(cur) {
 				now, err := s.now(ctx, tx)
 				if err != nil {
 					return Report{}, false, err
