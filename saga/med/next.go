@@ -99,8 +99,10 @@ func nextInParts(r Report, now time.Time) Step {
 
 // rejectedAtTheDICT says whether r's own refund request is CLOSED
 // REJECTED by the DICT's copy taken in (IntakeRefund: the DICT's list, the
-// PSP's notice), whoever closed it: nothing is returned on it
-// (closedRejected), and its report is closed and ended at once.
+// PSP's notice), whoever closed it: nothing more is returned on it
+// (closedRejected). Its report is closed and ended at once only when our
+// record does not contradict it (rejectedOutside); after an accepted close
+// of ours recorded it is dict_not_as_ours, left to an operator.
 func rejectedAtTheDICT(r Report) bool {
 	return r.RefundRequestID != nil && deref(r.RefundRequestState) == string(dict.RefundClosed) &&
 		deref(r.RefundRequestDICTResult) == string(dict.Rejected)

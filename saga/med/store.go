@@ -157,8 +157,9 @@ type Report struct {
 	// records its REJECTED close from the PSP's notice
 	// (Activities.CloseRefundRequest). Carried to the workflow (JSON, nil
 	// written as null, as RefundCloseSentAt): a request CLOSED REJECTED
-	// outside the run is closed and its report ended at once
-	// (rejectedAtTheDICT, rejectedCopyChange); the operator view hides it.
+	// outside the run, no accepted close of ours recorded, is closed and
+	// its report ended at once (rejectedOutside, rejectedCopyChange); the
+	// operator view hides it.
 	RefundRequestDICTResult *string    `db:"refund_request_dict_result" json:"refund_request_dict_result"`
 	RefundClosedAt          *time.Time `db:"refund_closed_at" json:"refund_closed_at"`
 	RefundClosedRtrID       *string    `db:"refund_closed_rtr_id" json:"refund_closed_rtr_id"`

@@ -390,10 +390,13 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 // outside the run (our operator through the PSP's channel), it is the
 // DICT's word that nothing is returned on it (review r18 MED-2: a report
 // with nothing returned yet returned the credit that filled its hold
-// after its request was rejected). The run closes it at once
-// (rejectedAtTheDICT: CloseRefund records the copy's REJECTED, no DICT
-// write) and Finish ends it, before return_until, what it holds released
-// once (review r19 HIGH-1).
+// after its request was rejected). With no accepted close of ours
+// recorded (rejectedOutside), the run closes it at once (CloseRefund
+// records the copy's REJECTED, no DICT write) and Finish ends it, before
+// return_until, what it holds released once (review r19 HIGH-1); after
+// our accepted close recorded (its rtrId), the copy is the DICT's word
+// against a devolução made: dict_not_as_ours, left to an operator, held
+// until return_until (review r21 HIGH-1).
 func closedRejected(r Report) bool {
 	return (r.RefundClosedAt != nil && (r.Returns == 0 || r.FirstRtrID == nil || r.RefundClosedRtrID == nil)) ||
 		rejectedAtTheDICT(r)

@@ -287,10 +287,13 @@ const closedCopyChange = "pix-med-closed-copy"
 
 // rejectedCopyChange is the change id of a report whose request is
 // CLOSED REJECTED at the DICT outside the run (rejectedAtTheDICT: our
-// operator through the PSP's channel, or the DICT's list's copy): Next
-// closes it (CloseRefund records the copy's REJECTED, no DICT write) and
-// ends it (Finish, before return_until), what it holds released at once
-// (review r19 HIGH-1, MED-2). The runs recorded before it never saw the
+// operator through the PSP's channel, or the DICT's list's copy): with no
+// accepted close of ours recorded (rejectedOutside), Next closes it
+// (CloseRefund records the copy's REJECTED, no DICT write) and ends it
+// (Finish, before return_until), what it holds released at once (review
+// r19 HIGH-1, MED-2); after our accepted close recorded, nothing more is
+// returned (closedRejected), dict_not_as_ours left to an operator (review
+// r21 HIGH-1). The runs recorded before it never saw the
 // DICT's result (RefundRequestDICTResult was json:"-"): they returned on
 // (nothing returned) and waited until return_until, or the 72 hours'
 // expiry.
