@@ -645,6 +645,8 @@ func (a *Activities) rejectedCopyClosed(ctx context.Context, cur Report, closing
 // closingOf is how the DICT's copy seen closes its request, and
 // closingText how we close it, in a stop's text: what differs said
 // (review r19 LOW-2: "CLOSED (REJECTED), not as we close it (REJECTED)").
+// The read-back's stop and a CLOSED copy's result noticed against our
+// recorded close (closedResultNoticed) say it the same way.
 func closingOf(seen dict.Refund) string {
 	return closingText(dict.RefundClosing{Result: seen.AnalysisResult, RejectionReason: seen.RefundRejectionReason,
 		RefundTransactionID: seen.RefundTransactionID, Details: seen.AnalysisDetails})

@@ -2,8 +2,11 @@ package med_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
@@ -73,6 +76,9 @@ func TestAPSPRejectedNoticeAfterOurAcceptedCloseStopsTheReturns(t *testing.T) {
 	require.Equal(t, string(dict.Rejected), *got.RefundRequestDICTResult)
 	require.NotNil(t, got.DICTProblem, "the DICT's word is not our recorded close's: an operator's, visibly")
 	require.Contains(t, *got.DICTProblem, med.ProblemNotAsOurs)
+	require.Contains(t, *got.DICTProblem, `CLOSED (REJECTED, reason "OTHER", rtrId "", details ""), not as we recorded its close`,
+		"the DICT's close said as the read-back's stop says it")
+	require.Contains(t, *got.DICTProblem, fmt.Sprintf(`(rtrId %q)`, *r.RefundClosedRtrID), "and ours")
 	_, changed, err = f.store.IntakeRefund(ctx, closedRejectedCopy(req))
 	require.NoError(t, err)
 	require.False(t, changed, "the same result again changes nothing")
@@ -84,6 +90,25 @@ func TestAPSPRejectedNoticeAfterOurAcceptedCloseStopsTheReturns(t *testing.T) {
 	var refunds int
 	require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1`, r.EndToEndID).Scan(&refunds))
 	require.Equal(t, 1, refunds, "no devolução after the DICT holds the request REJECTED")
+}
+
+// The DICT's details a CLOSED notice quotes (up to 2,000 characters) are
+// cut to what dict_problem holds (500): the notice is taken, its stop
+// noted, never an intake that fails on the column's CHECK again and again.
+func TestARejectedNoticeWithLongDetailsAfterOurAcceptedCloseIsTakenItsStopCut(t *testing.T) {
+	f := newFixture(t)
+	_, r, req := f.partReturnedNotClosed()
+	a := newActivityRun(t, f, r)
+	a.acts.BehindPSP = true
+	_, err := a.run(a.acts.CloseRefundRequest, r)
+	require.NoError(t, err)
+	closed := closedRejectedCopy(req)
+	closed.AnalysisDetails = strings.Repeat("é", 2_000)
+	got := f.step(f.store.IntakeRefund(context.Background(), closed))
+	require.NotNil(t, got.DICTProblem)
+	require.Contains(t, *got.DICTProblem, med.ProblemNotAsOurs)
+	require.LessOrEqual(t, len(*got.DICTProblem), 500)
+	require.True(t, utf8.ValidString(*got.DICTProblem))
 }
 
 // The PSP's CLOSED notice with our accepted close's result, after the

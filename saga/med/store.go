@@ -880,9 +880,8 @@ func closedResultNoticed(ctx context.Context, tx pgx.Tx, cur Report, in dict.Ref
 	next := cur
 	next.RefundRequestDICTResult, next.RefundRequestModifiedAt = refundResultOf(in), ptr(in.LastModified)
 	if ours := cur.RefundClosedRtrID == nil; cur.RefundClosedAt != nil && ours != (in.AnalysisResult == dict.Rejected) {
-		next.DICTProblem = ptr(fmt.Sprintf("%s: the DICT has the refund request CLOSED (%s, reason %q, rtrId %q), not as we recorded its close "+
-			"(rtrId %q): an operator's", ProblemNotAsOurs, in.AnalysisResult, in.RefundRejectionReason, in.RefundTransactionID,
-			deref(cur.RefundClosedRtrID)))
+		next.DICTProblem = ptr(boundedProblem(fmt.Sprintf("%s: the DICT has the refund request CLOSED (%s), not as we recorded its close "+
+			"(rtrId %q): an operator's", ProblemNotAsOurs, closingOf(in), deref(cur.RefundClosedRtrID))))
 	}
 	return save(ctx, tx, cur, next)
 }

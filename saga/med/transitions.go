@@ -753,9 +753,7 @@ func (s *Store) noteProblem(ctx context.Context, at Report, problem string, on *
 			return Report{}, false, fmt.Errorf("infraction report %s, %s %s (modified %s): %w", cur.ID, on.Kind, on.ID,
 				on.LastModified.Format(time.RFC3339Nano), ErrStopCleared)
 		}
-		if len(problem) > 500 {
-			problem = strings.ToValidUTF8(problem[:500], "")
-		}
+		problem = boundedProblem(problem)
 		out, changed := cur, false
 		if deref(cur.DICTProblem) != problem {
 			next := cur
@@ -772,6 +770,16 @@ func (s *Store) noteProblem(ctx context.Context, at Report, problem string, on *
 		}
 		return out, changed, nil
 	})
+}
+
+// boundedProblem is problem as dict_problem holds it: at most 500
+// characters (its CHECK), cut at 500 bytes on a character's boundary; the
+// DICT's details a stop's text quotes may be up to 2,000.
+func boundedProblem(problem string) string {
+	if len(problem) > 500 {
+		problem = strings.ToValidUTF8(problem[:500], "")
+	}
+	return problem
 }
 
 // end ends the locked report cur as next with cause, releasing what it
