@@ -32,6 +32,19 @@ func (f *fixture) partReturnedNotClosed() (string, med.Report, dict.Refund) {
 	return c.AccountID, r, req
 }
 
+// partReturnedClosedOurs: partReturnedNotClosed, then, behind a PSP, our
+// close recorded PARTIALLY_ACCEPTED at once from our devolução (its rtrId).
+func (f *fixture) partReturnedClosedOurs() (string, med.Report, dict.Refund) {
+	account, r, req := f.partReturnedNotClosed()
+	a := newActivityRun(f.t, f, r)
+	a.acts.BehindPSP = true
+	r, err := a.run(a.acts.CloseRefundRequest, r)
+	require.NoError(f.t, err)
+	require.NotNil(f.t, r.RefundClosedAt)
+	require.NotNil(f.t, r.RefundClosedRtrID)
+	return account, r, req
+}
+
 // closedRejectedCopy is req CLOSED REJECTED (OTHER) at the DICT now.
 func closedRejectedCopy(req dict.Refund) dict.Refund {
 	closed := req
@@ -62,14 +75,7 @@ func (f *fixture) requireStopped(err error, r med.Report) med.Report {
 func TestAPSPRejectedNoticeAfterOurAcceptedCloseStopsTheReturns(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	account, r, req := f.partReturnedNotClosed()
-	a := newActivityRun(t, f, r)
-	a.acts.BehindPSP = true
-	r, err := a.run(a.acts.CloseRefundRequest, r)
-	require.NoError(t, err)
-	require.NotNil(t, r.RefundClosedAt)
-	require.NotNil(t, r.RefundClosedRtrID)
-
+	account, r, req := f.partReturnedClosedOurs()
 	got, changed, err := f.store.IntakeRefund(ctx, closedRejectedCopy(req))
 	require.NoError(t, err)
 	require.True(t, changed, "the CLOSED REJECTED notice is taken")
@@ -97,11 +103,7 @@ func TestAPSPRejectedNoticeAfterOurAcceptedCloseStopsTheReturns(t *testing.T) {
 // noted, never an intake that fails on the column's CHECK again and again.
 func TestARejectedNoticeWithLongDetailsAfterOurAcceptedCloseIsTakenItsStopCut(t *testing.T) {
 	f := newFixture(t)
-	_, r, req := f.partReturnedNotClosed()
-	a := newActivityRun(t, f, r)
-	a.acts.BehindPSP = true
-	_, err := a.run(a.acts.CloseRefundRequest, r)
-	require.NoError(t, err)
+	_, _, req := f.partReturnedClosedOurs()
 	closed := closedRejectedCopy(req)
 	closed.AnalysisDetails = strings.Repeat("é", 2_000)
 	got := f.step(f.store.IntakeRefund(context.Background(), closed))
@@ -115,11 +117,7 @@ func TestARejectedNoticeWithLongDetailsAfterOurAcceptedCloseIsTakenItsStopCut(t 
 // close is recorded, is taken as it says: no stop.
 func TestAPSPAcceptedNoticeAfterOurAcceptedCloseIsNoProblem(t *testing.T) {
 	f := newFixture(t)
-	_, r, req := f.partReturnedNotClosed()
-	a := newActivityRun(t, f, r)
-	a.acts.BehindPSP = true
-	r, err := a.run(a.acts.CloseRefundRequest, r)
-	require.NoError(t, err)
+	_, r, req := f.partReturnedClosedOurs()
 	closed := req
 	closed.Status, closed.AnalysisResult, closed.LastModified = dict.RefundClosed, dict.PartiallyAccepted, time.Now()
 	closed.RefundTransactionID = *r.RefundClosedRtrID
@@ -177,19 +175,14 @@ func TestARejectedCloseReadBackOtherwiseSaysWhatDiffers(t *testing.T) {
 func TestAPSPRejectedNoticeAfterOurAcceptedCloseIsNotEndedEarly(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	account, r, req := f.partReturnedNotClosed()
-	a := newActivityRun(t, f, r)
-	a.acts.BehindPSP = true
-	r, err := a.run(a.acts.CloseRefundRequest, r)
-	require.NoError(t, err)
-	require.NotNil(t, r.RefundClosedRtrID)
+	account, r, req := f.partReturnedClosedOurs()
 	r = f.step(f.store.IntakeRefund(ctx, closedRejectedCopy(req)))
 	f.creditMore(account, 5_000)
 	r = f.get(r)
 	require.Equal(t, 5_000, int(r.HeldCents), "the credit filled the hold")
 
 	require.NotEqual(t, med.StepFinish, med.RunStep(r, time.Now()), "not ended before return_until")
-	_, _, err = f.store.Finish(ctx, r)
+	_, _, err := f.store.Finish(ctx, r)
 	var notYet *med.NotYetError
 	require.ErrorAs(t, err, &notYet, "Finish before return_until: not yet")
 	cur := f.get(r)
