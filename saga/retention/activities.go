@@ -33,11 +33,22 @@ type Input struct {
 	// starts no sooner than n/RowsPerSecond after the one before it began
 	// (its own time counted): the pace the run takes its rows at beside
 	// the webhooks' ingest (docs/benchmarks.md, Growth). 0: BatchPause.
-	RowsPerSecond int `json:",omitempty"`
+	RowsPerSecond Rate `json:",omitempty"`
 	// OutboxRetention is how long published events are kept.
 	OutboxRetention payload.Duration
 	// InboxRetention is how long done inbox rows are kept.
 	InboxRetention payload.Duration
+}
+
+// Rate is a pace in rows a second of each table (0: no limit), as the
+// payload holds it: a whole number.
+type Rate int
+
+// share is n rows' share of the rate r (above 0): how long they take at
+// it. One rule for the pace a run keeps (nextBatch) and the BatchPause a
+// new Schedule's input carries for a worker of an older release (NewInput).
+func (r Rate) share(n int64) time.Duration {
+	return time.Duration(n) * time.Second / time.Duration(r)
 }
 
 // DeadlineMargin: a run takes no batch less than this before its
@@ -119,7 +130,7 @@ func (b batchRun) run(ctx context.Context, in Input, deleteBatch func() (int64, 
 // BatchPause after now.
 func (in Input) nextBatch(began time.Time, n int64) time.Time {
 	if in.RowsPerSecond > 0 {
-		return began.Add(time.Duration(n) * time.Second / time.Duration(in.RowsPerSecond))
+		return began.Add(in.RowsPerSecond.share(n))
 	}
 	return time.Now().Add(time.Duration(in.BatchPause))
 }

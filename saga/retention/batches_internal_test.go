@@ -133,3 +133,17 @@ func TestARetentionRunKeepsItsRowsPerSecond(t *testing.T) {
 		require.Less(t, starts[i].Sub(starts[i-1]), time.Second, "batch %d: no wait after a slow batch (a wait: 1.1 s)", i)
 	}
 }
+
+// The BatchPause a new Schedule's input carries (for a worker of a release
+// before RowsPerSecond) is the wait the run keeps after a full batch at
+// RowsPerSecond: one share of the rate, whatever the rate, a rate that
+// does not divide a second evenly included.
+func TestABatchPauseIsAFullBatchsShareOfTheRate(t *testing.T) {
+	for _, rate := range []int{BatchSize, 2_500, 3_000, 7_777, 1_000_000} {
+		in := NewInput(Settings{RowsPerSecond: rate}, time.Hour)
+		began := time.Now()
+		require.Equal(t, time.Duration(in.BatchPause), in.nextBatch(began, int64(in.BatchSize)).Sub(began), "rate %d", rate)
+		require.Positive(t, in.BatchPause, "rate %d", rate)
+	}
+	require.Equal(t, 33_333_333*time.Nanosecond, Rate(3_000).share(BatchSize), "100 rows at 3,000 a second")
+}

@@ -85,10 +85,10 @@ const (
 // before RowsPerSecond that takes a run during a rolling upgrade: it
 // reads BatchPause only, and keeps about the same pace.
 func NewInput(s Settings, outboxRetention time.Duration) Input {
-	in := Input{BatchSize: BatchSize, MaxBatches: MaxBatches, RowsPerSecond: s.RowsPerSecond,
+	in := Input{BatchSize: BatchSize, MaxBatches: MaxBatches, RowsPerSecond: Rate(s.RowsPerSecond),
 		OutboxRetention: payload.Duration(outboxRetention), InboxRetention: payload.Duration(s.InboxRetention)}
-	if s.RowsPerSecond > 0 {
-		in.BatchPause = payload.Duration(BatchSize * time.Second / time.Duration(s.RowsPerSecond))
+	if in.RowsPerSecond > 0 {
+		in.BatchPause = payload.Duration(in.RowsPerSecond.share(BatchSize))
 	}
 	return in
 }
