@@ -77,8 +77,12 @@ func (f *fixture) rejectedOutside(r med.Report) med.Report {
 }
 
 // requireNoDevolucao checks that no devolução of the PIX e2e was recorded.
-func (f *fixture) requireNoDevolucao(e2e string) {
+func (f *fixture) requireNoDevolucao(e2e string) { f.requireDevolucoes(e2e, 0) }
+
+// requireDevolucoes checks that n devoluções of the PIX e2e were recorded.
+func (f *fixture) requireDevolucoes(e2e string, n int) {
+	f.t.Helper()
 	var refunds int
 	require.NoError(f.t, f.s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1`, e2e).Scan(&refunds))
-	require.Zero(f.t, refunds, "no devolução")
+	require.Equal(f.t, n, refunds, "devoluções of the PIX")
 }

@@ -93,9 +93,7 @@ func TestAPSPRejectedNoticeAfterOurAcceptedCloseStopsTheReturns(t *testing.T) {
 	_, changed, err = f.store.Return(ctx, f.get(r))
 	require.NoError(t, err)
 	require.False(t, changed)
-	var refunds int
-	require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1`, r.EndToEndID).Scan(&refunds))
-	require.Equal(t, 1, refunds, "no devolução after the DICT holds the request REJECTED")
+	f.requireDevolucoes(r.EndToEndID, 1) // none after the DICT holds the request REJECTED
 }
 
 // The DICT's details a CLOSED notice quotes (up to 2,000 characters) are
@@ -191,4 +189,42 @@ func TestAPSPRejectedNoticeAfterOurAcceptedCloseIsNotEndedEarly(t *testing.T) {
 	counts, err := f.store.Open(ctx, med.AnalysisAlertBefore)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), counts.DICTProblems, "the stop is seen on an open report")
+}
+
+// A copy older than the CLOSED result recorded never replaces it: our
+// accepted close recorded, the DICT's REJECTED taken (the returns
+// stopped), then an older copy of the request with our PARTIALLY_ACCEPTED
+// (a notice or list item delivered late) came after it and was taken,
+// and the next credit was returned on a request the DICT holds rejected
+// (review r21 MED-3). A copy modified later is the DICT's later word and
+// is taken. Seen failing before the fence.
+func TestAnOlderClosedCopyDoesNotReplaceANewerResult(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	account, r, req := f.partReturnedClosedOurs()
+	rejected := closedRejectedCopy(req)
+	r = f.step(f.store.IntakeRefund(ctx, rejected))
+	require.Equal(t, string(dict.Rejected), *r.RefundRequestDICTResult)
+
+	accepted := req
+	accepted.Status, accepted.AnalysisResult = dict.RefundClosed, dict.PartiallyAccepted
+	accepted.RefundTransactionID, accepted.LastModified = *r.RefundClosedRtrID, rejected.LastModified.Add(-time.Minute)
+	got, changed, err := f.store.IntakeRefund(ctx, accepted)
+	require.NoError(t, err)
+	require.False(t, changed, "an older copy than the result recorded changes nothing")
+	require.Equal(t, string(dict.Rejected), *got.RefundRequestDICTResult)
+	accepted.LastModified = rejected.LastModified
+	_, changed, err = f.store.IntakeRefund(ctx, accepted)
+	require.NoError(t, err)
+	require.False(t, changed, "nor one as old")
+
+	f.creditMore(account, 5_000)
+	_, changed, err = f.store.Return(ctx, f.get(r))
+	require.NoError(t, err)
+	require.False(t, changed, "nothing returned on a request the DICT holds rejected")
+	f.requireDevolucoes(r.EndToEndID, 1)
+
+	accepted.LastModified = rejected.LastModified.Add(time.Minute)
+	got = f.step(f.store.IntakeRefund(ctx, accepted))
+	require.Equal(t, string(dict.PartiallyAccepted), *got.RefundRequestDICTResult, "a later copy is the DICT's later word")
 }

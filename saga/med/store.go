@@ -872,13 +872,29 @@ func keptCopy(ctx context.Context, tx pgx.Tx, requestID, reportID uuid.UUID, in 
 // rejected (review r19 MED-1). Taken, closedRejected stops the returns; a
 // result that is not our recorded close's (rejected or not) stops
 // visibly, an operator's (dict_not_as_ours), as a read back does.
+//
+// A result recorded is replaced only by a copy modified later than the
+// one recorded (laterThan, as newerReport orders two copies of a report at
+// one status): notices and list items come again and in any order, and an
+// older copy's result (our accepted close's echo after the DICT's REJECTED)
+// taken over a newer one opened the returns again on a request the DICT
+// holds rejected (review r21 MED-3). A first result, none recorded (our
+// close recorded from our devolução, no copy of it taken), is news
+// whatever its time: it replaces nothing.
 func closedResultNoticed(ctx context.Context, tx pgx.Tx, cur Report, in dict.Refund) (Report, bool, error) {
 	if deref(cur.RefundRequestState) != string(dict.RefundClosed) || in.Status != dict.RefundClosed ||
 		in.AnalysisResult == "" || deref(cur.RefundRequestDICTResult) == string(in.AnalysisResult) {
 		return cur, false, nil
 	}
+	later := cur.RefundRequestModifiedAt == nil || laterThan(in.LastModified, *cur.RefundRequestModifiedAt)
+	if cur.RefundRequestDICTResult != nil && !later {
+		return cur, false, nil
+	}
 	next := cur
-	next.RefundRequestDICTResult, next.RefundRequestModifiedAt = refundResultOf(in), ptr(in.LastModified)
+	next.RefundRequestDICTResult = refundResultOf(in)
+	if later {
+		next.RefundRequestModifiedAt = ptr(in.LastModified)
+	}
 	if ours := cur.RefundClosedRtrID == nil; cur.RefundClosedAt != nil && ours != (in.AnalysisResult == dict.Rejected) {
 		next.DICTProblem = ptr(boundedProblem(fmt.Sprintf("%s: the DICT has the refund request CLOSED (%s), not as we recorded its close "+
 			"(rtrId %q): an operator's", ProblemNotAsOurs, closingOf(in), deref(cur.RefundClosedRtrID))))
