@@ -384,6 +384,12 @@ func (a *Activities) AcknowledgeReport(ctx context.Context, at Report) (Report, 
 		return cur, err
 	}
 	seen := dict.InfractionReport{}
+	if a.BehindPSP && cur.DICTStatus == string(dict.ReportOpen) {
+		// The PSP, the participant, acknowledges it at the DICT: no call
+		// of ours (docs/med.md, "A bank behind a PSP").
+		return a.awaitPSP(ctx, cur, WriteAcknowledge, "the PSP acknowledges the report at the DICT "+
+			"(ask it through its channel if it does not): its notice ACKNOWLEDGED records it")
+	}
 	if cur.DICTStatus == string(dict.ReportOpen) {
 		if cur.Sent(WriteAcknowledge) {
 			if seen, err = a.DICT.GetInfractionReport(ctx, cur.ID.String()); err != nil {
@@ -425,7 +431,8 @@ func (a *Activities) CloseReport(ctx context.Context, at Report) (Report, error)
 		return cur, err
 	}
 	result, details := dict.AnalysisResult(*cur.AnalysisResult), deref(cur.AnalysisDetails)
-	if a.BehindPSP && cur.DICTStatus == string(dict.ReportClosed) {
+	switch {
+	case a.BehindPSP && cur.DICTStatus == string(dict.ReportClosed):
 		// The PSP closed it at the DICT and noticed it CLOSED: nothing to
 		// read back (the DICT is the PSP's); ours when its result is.
 		if deref(cur.DICTAnalysisResult) != string(result) {
@@ -433,6 +440,11 @@ func (a *Activities) CloseReport(ctx context.Context, at Report) (Report, error)
 				deref(cur.DICTAnalysisResult), result))
 		}
 		return a.closed(ctx, cur, dict.InfractionReport{})
+	case a.BehindPSP && cur.DICTStatus != string(dict.ReportCancelled):
+		// No standard call closes it: the operator does, through the
+		// PSP's own channel, and the PSP's notice CLOSED is the close.
+		return a.awaitPSP(ctx, cur, WriteClose, fmt.Sprintf("close the report %s through the PSP's channel, with the "+
+			"analysis' details recorded, within its 7 days: its notice CLOSED records it", result))
 	}
 	var seen dict.InfractionReport
 	readBack := cur.Sent(WriteClose) || cur.DICTStatus != string(dict.ReportAcknowledged)
@@ -618,12 +630,23 @@ func (a *Activities) refundClosedAtThePSP(ctx context.Context, cur Report, closi
 	}
 	// The operator's cue is the close's send: marked, and a close as the
 	// deadline closes it decided by the database's clock (MarkSent).
-	cur, moved, err := a.markSent(ctx, cur, WriteRefundClose)
+	return a.awaitPSP(ctx, cur, WriteRefundClose, fmt.Sprintf("close the refund request %s %s (%s) through the PSP's channel: "+
+		"its notice CLOSED records it", deref(uuidString(cur.RefundRequestID)), closing.Result, closing.RejectionReason))
+}
+
+// awaitPSP stops the step w of a bank behind a PSP that only the PSP can
+// take (ProblemPSPActionAwaited: the operator's through its channel, or
+// the PSP's own), what to do said: marked sent first, as the DICT's write
+// would be (MarkSent: the cue is the send), then stopped as a DICT step
+// is (stop: the run waits for the PSP's notice, a signal, or
+// ProblemRetryAfter). A report that moved since cur is answered as it is
+// now, nothing noted: the run decides again on it.
+func (a *Activities) awaitPSP(ctx context.Context, cur Report, w Write, todo string) (Report, error) {
+	cur, moved, err := a.markSent(ctx, cur, w)
 	if err != nil || moved {
 		return cur, err
 	}
-	return Report{}, a.stop(ctx, cur, ProblemRefused, fmt.Sprintf("no DICT client configured (MED_DICT_DISABLED=true): close the refund request %s "+
-		"%s (%s) through the PSP's channel; its notice CLOSED records it", deref(uuidString(cur.RefundRequestID)), closing.Result, closing.RejectionReason))
+	return Report{}, a.stop(ctx, cur, ProblemPSPActionAwaited, todo)
 }
 
 // rejectedCopyClosed records the close of a request whose copy taken in
@@ -721,6 +744,17 @@ const (
 	ProblemNotAsOurs     = "dict_not_as_ours"    // read back, the DICT has it another way: an operator's
 	ProblemInvalidStatus = "dict_invalid_status" // refused as invalid for a status that allows it
 	ProblemMalformed     = "dict_malformed"      // its report or request answered not as the specification writes it
+	// ProblemPSPActionAwaited is no DICT problem: behind a PSP
+	// (BehindPSP), a step no standard call makes (the report's
+	// acknowledge, its close, a refund request's REJECTED close) is the
+	// PSP's, through its own channel (the operator's action there, the
+	// PSP's own for the acknowledge), and its notice records it. The run
+	// stops as at the DICT and waits for that notice; the text says what
+	// to do. A routine step, so neither counted as a DICT stop
+	// (pix_med_dict_problems, pix_med_dict_stopped_total: the page
+	// PixMEDDICTStopped is for a DICT that refuses us) but in its own
+	// gauges (pix_med_psp_actions_awaited, PixMEDPSPActionAwaited).
+	ProblemPSPActionAwaited = "psp_action_awaited"
 )
 
 // stop notes problem on the report, after its code, and returns the run's
@@ -762,8 +796,12 @@ func (a *Activities) stopOn(ctx context.Context, cur Report, code, problem strin
 		return fmt.Errorf("report %s moved from generation %d to %d as its step stopped at the DICT (%s): decided again on it",
 			cur.ID, cur.Gen, noted.Gen, code)
 	}
-	dictStoppedTotal.Inc()
-	a.Log.WarnContext(ctx, "MED saga stopped at the DICT", append(attrsOf(noted), "problem_code", code, "problem", problem)...)
+	if code == ProblemPSPActionAwaited {
+		a.Log.InfoContext(ctx, "MED saga awaits a step at the PSP: its notice resumes it", append(attrsOf(noted), "problem_code", code, "problem", problem)...)
+	} else {
+		dictStoppedTotal.Inc()
+		a.Log.WarnContext(ctx, "MED saga stopped at the DICT", append(attrsOf(noted), "problem_code", code, "problem", problem)...)
+	}
 	return temporal.NewNonRetryableApplicationError(code+": "+problem, StoppedType, nil, StopNote{Gen: noted.Gen})
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -311,11 +312,16 @@ func TestRefusedStopsAndRateLimitedWaits(t *testing.T) {
 	require.Nil(t, a.current(r).DICTProblem)
 
 	a.dict.refuseNext = &dict.ProblemError{StatusCode: http.StatusForbidden, Type: dict.ErrForbidden.Type(), Problem: dict.ErrForbidden, Signed: true}
+	stops := testutil.ToFloat64(med.DICTStopped)
 	_, err = a.run(a.acts.CloseReport, r)
-	require.ErrorAs(t, err, &app)
-	require.Equal(t, med.StoppedType, app.Type())
-	require.Contains(t, *a.current(r).DICTProblem, "Forbidden")
+	stoppedWith(t, a, r, err, med.ProblemRefused, "Forbidden")
 	require.Zero(t, a.dict.sent["close"])
+	// A DICT problem, not a step awaited at the PSP (psp_cue_test.go).
+	counts := openCounts(t, f)
+	require.EqualValues(t, 1, counts.DICTProblems)
+	require.Zero(t, counts.PSPActionsAwaited)
+	require.Zero(t, counts.PSPActionAwaitedFor)
+	require.Equal(t, stops+1, testutil.ToFloat64(med.DICTStopped))
 
 	// Tried again (after ProblemRetryAfter), it closes, and the problem is
 	// cleared.

@@ -166,13 +166,19 @@ ORDER BY created_at, id LIMIT $3
 -- decided on; one lookup of pix_holds' key per open report), those
 -- stopped at the DICT (from pix_med_reports_open_idx), and the refund
 -- requests no report answers, OPEN at the DICT (few: from
--- pix_med_refund_requests_open_idx).
+-- pix_med_refund_requests_open_idx). A report that awaits a step at the
+-- PSP (a bank behind a PSP: its dict_problem starts with $2,
+-- 'psp_action_awaited:') is not stopped at the DICT: counted apart, with
+-- the seconds since the oldest of them last changed (its cue noted:
+-- nothing changes on it while it waits).
 SELECT count(*),
        count(*) FILTER (WHERE m.status IN ('received', 'held', 'acknowledged', 'analysed')
                           AND m.dict_status NOT IN ('CLOSED', 'CANCELLED') AND m.analysis_due_at < now() + $1::interval),
        COALESCE(sum((SELECT h.amount_cents FROM pix_holds h WHERE h.id = m.hold_id AND h.status = 'active')), 0),
-       count(*) FILTER (WHERE m.dict_problem IS NOT NULL),
-       (SELECT count(*) FROM pix_med_refund_requests WHERE dict_status = 'OPEN')
+       count(*) FILTER (WHERE m.dict_problem IS NOT NULL AND NOT starts_with(m.dict_problem, $2::text)),
+       (SELECT count(*) FROM pix_med_refund_requests WHERE dict_status = 'OPEN'),
+       count(*) FILTER (WHERE starts_with(m.dict_problem, $2::text)),
+       COALESCE(EXTRACT(EPOCH FROM now() - min(m.updated_at) FILTER (WHERE starts_with(m.dict_problem, $2::text))), 0)::float8
 FROM pix_med_reports m
 WHERE m.dispatch_due_at IS NOT NULL
 

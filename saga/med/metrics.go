@@ -26,10 +26,11 @@ var endedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 }, []string{"cause"})
 
 // dictStoppedTotal counts the DICT steps the saga stopped at: refused by
-// the DICT, or answered without a valid signature (Report.DICTProblem).
+// the DICT, or answered without a valid signature (Report.DICTProblem);
+// not the steps that await the PSP (ProblemPSPActionAwaited).
 var dictStoppedTotal = prometheus.NewCounter(prometheus.CounterOpts{
 	Name: "pix_med_dict_stopped_total",
-	Help: "MED saga steps stopped at the DICT: refused, or the answer's signature not verified.",
+	Help: "MED saga steps stopped at the DICT: refused, or the answer's signature not verified (not those awaiting a step at the PSP).",
 })
 
 // returnsRefusedTotal counts the reports whose devolução was refused for
@@ -93,8 +94,14 @@ func collectors(env saga.Env) []prometheus.Collector {
 			"Centavos held by the open MED reports.", nil, nil),
 			Value: func(c OpenCounts) float64 { return float64(c.HeldCents) }},
 		{Desc: prometheus.NewDesc("pix_med_dict_problems",
-			"Open MED reports whose saga stopped at the DICT (refused, or an answer not verified).", nil, nil),
+			"Open MED reports whose saga stopped at the DICT (refused, or an answer not verified); not those that await a step at the PSP (pix_med_psp_actions_awaited).", nil, nil),
 			Value: func(c OpenCounts) float64 { return float64(c.DICTProblems) }},
+		{Desc: prometheus.NewDesc("pix_med_psp_actions_awaited",
+			"Open MED reports of a bank behind a PSP whose run awaits a step at the PSP (psp_action_awaited: the operator's close through the PSP's channel, the PSP's acknowledge) and its notice.", nil, nil),
+			Value: func(c OpenCounts) float64 { return float64(c.PSPActionsAwaited) }},
+		{Desc: prometheus.NewDesc("pix_med_psp_action_awaited_seconds",
+			"Seconds since the oldest MED report awaiting a step at the PSP last changed (its cue noted); 0 when none awaits (PixMEDPSPActionAwaited).", nil, nil),
+			Value: func(c OpenCounts) float64 { return c.PSPActionAwaitedFor.Seconds() }},
 		{Desc: prometheus.NewDesc("pix_med_refund_requests_not_taken",
 			"MED refund requests OPEN at the DICT that no report takes (came after it ended, or a second one): on-call's.", nil, nil),
 			Value: func(c OpenCounts) float64 { return float64(c.Unanswered) }},

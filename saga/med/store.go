@@ -1034,15 +1034,24 @@ func laterThan(t, recorded time.Time) bool { return t.Truncate(time.Microsecond)
 // OpenCounts are the gauges' counts (Store.Open).
 type OpenCounts struct {
 	Open, AnalysisDueSoon, HeldCents, DICTProblems, Unanswered int64
+	// PSPActionsAwaited are the open reports that await a step at the PSP
+	// (ProblemPSPActionAwaited), not in DICTProblems; PSPActionAwaitedFor
+	// the time since the oldest of them last changed (0: none).
+	PSPActionsAwaited   int64
+	PSPActionAwaitedFor time.Duration
 }
 
 // Open reads the gauges: the open reports, those not closed at the DICT
 // (awaiting their analysis, or analysed and their close not done) within
 // before of its 7 days (or past them), the centavos held, those
-// stopped at the DICT, the refund requests unanswered and OPEN at the DICT.
+// stopped at the DICT, the refund requests unanswered and OPEN at the DICT,
+// and those that await a step at the PSP.
 func (s *Store) Open(ctx context.Context, before time.Duration) (OpenCounts, error) {
 	var c OpenCounts
-	err := s.store.Pool().QueryRow(ctx, medSQL.Open, before).Scan(&c.Open, &c.AnalysisDueSoon, &c.HeldCents, &c.DICTProblems, &c.Unanswered)
+	var awaitedFor float64
+	err := s.store.Pool().QueryRow(ctx, medSQL.Open, before, ProblemPSPActionAwaited+":").Scan(&c.Open, &c.AnalysisDueSoon, &c.HeldCents,
+		&c.DICTProblems, &c.Unanswered, &c.PSPActionsAwaited, &awaitedFor)
+	c.PSPActionAwaitedFor = time.Duration(awaitedFor * float64(time.Second))
 	return c, db.Classify(err)
 }
 

@@ -52,21 +52,36 @@ func TestMEDReportViewKeepsToItsSchema(t *testing.T) {
 		CloseSentAt: &now, RefundCloseSentAt: &now, Gen: 7, Traceparent: str("00-x"), CreatedAt: now, UpdatedAt: now,
 		DispatchDueAt: &now, DispatchedAt: &now}
 	const admin = "contract-admin-token-0123456789"
+	store := &medReports{r: r}
 	handler, err := api.NewRouter(api.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AdminToken: admin,
 		TemporalUIURL: "http://temporal.local", TemporalNamespace: "default",
-		Sagas: []api.SagaHTTP{(&med.Handlers{Store: medReports{r: r}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}).HTTP()}},
+		Sagas: []api.SagaHTTP{(&med.Handlers{Store: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}).HTTP()}},
 		api.AllRoutes)
 	require.NoError(t, err)
 	c := loadContract(t)
 	for _, target := range []string{"/pix/med/reports/" + id.String(), "/pix/med/reports"} {
-		req := httptest.NewRequest(http.MethodGet, target, nil)
-		req.Header.Set("Authorization", "Bearer "+admin)
-		w := httptest.NewRecorder()
-		handler.ServeHTTP(w, req)
-		require.Equal(t, http.StatusOK, w.Code, "%s: %s", target, w.Body)
-		res := c.Check(apicontract.Exchange{Method: http.MethodGet, Target: target, RequestHeader: req.Header, Status: w.Code,
-			ResponseHeader: w.Header(), ResponseBody: w.Body.Bytes()})
-		require.NotEmpty(t, res.Operation, target)
-		require.Empty(t, res.Problems, "%s: %s", target, w.Body)
+		checkMEDView(t, c, handler, admin, target)
 	}
+	// Every code of why a step stopped is in dict_problem_code's enum
+	// (psp_action_awaited, a bank behind a PSP's cue, too).
+	for _, code := range []string{med.ProblemRefused, med.ProblemUnverified, med.ProblemNotAsOurs, med.ProblemInvalidStatus,
+		med.ProblemMalformed, med.ProblemPSPActionAwaited} {
+		store.r.DICTProblem = str(code + ": x")
+		checkMEDView(t, c, handler, admin, "/pix/med/reports/"+id.String())
+	}
+}
+
+// checkMEDView gets target from handler as the admin and checks the answer
+// against the contract c.
+func checkMEDView(t *testing.T, c *apicontract.Contract, handler http.Handler, admin, target string) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	req.Header.Set("Authorization", "Bearer "+admin)
+	w := httptest.NewRecorder()
+	handler.ServeHTTP(w, req)
+	require.Equal(t, http.StatusOK, w.Code, "%s: %s", target, w.Body)
+	res := c.Check(apicontract.Exchange{Method: http.MethodGet, Target: target, RequestHeader: req.Header, Status: w.Code,
+		ResponseHeader: w.Header(), ResponseBody: w.Body.Bytes()})
+	require.NotEmpty(t, res.Operation, target)
+	require.Empty(t, res.Problems, "%s: %s", target, w.Body)
 }
