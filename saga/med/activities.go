@@ -835,5 +835,8 @@ func attrsOf(r Report) []any {
 	if r.RefundID != nil {
 		attrs = append(attrs, "refund_id", *r.RefundID)
 	}
+	if r.EndCause != nil {
+		attrs = append(attrs, "end_cause", *r.EndCause)
+	}
 	return attrs
 }

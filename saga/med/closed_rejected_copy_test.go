@@ -18,7 +18,8 @@ import (
 // copy taken in, the Return changes nothing: the credit that fills the
 // hold is never returned to the payer after the request was rejected.
 // Closed (CloseRefund takes the PSP's notice, refund_closed_at), here at
-// return_until, Finish ends it released, the hold released once,
+// return_until, Finish ends it rejected_at_dict (not our close: review r21
+// MED-3), the hold released once,
 // the books exact. Seen failing on the old Return (changed: returning, a
 // devolução recorded).
 func TestACreditAfterARejectedCopyIsNeverReturned(t *testing.T) {
@@ -39,7 +40,7 @@ func TestACreditAfterARejectedCopyIsNeverReturned(t *testing.T) {
 	f.requireNoDevolucao(c.EndToEndID)
 	f.requireMoney(c.AccountID, 4_000, 4_000)
 
-	// At return_until: closed as the PSP noticed it, then ended released.
+	// At return_until: closed as the PSP noticed it, then ended.
 	past := r.ReturnUntil.Add(time.Second)
 	late := f.store.WithClock(func() time.Time { return past })
 	r = f.get(r)
@@ -56,7 +57,7 @@ func TestACreditAfterARejectedCopyIsNeverReturned(t *testing.T) {
 	require.Equal(t, med.StepFinish, med.RunStep(r, past))
 	r = f.step(early.Finish(ctx, r))
 	require.Equal(t, med.StatusEnded, r.Status)
-	require.Equal(t, med.EndReleased, *r.EndCause)
+	require.Equal(t, med.EndRejectedAtDICT, *r.EndCause)
 	require.Nil(t, r.HoldID)
 	require.Zero(t, r.ReturnedCents)
 	require.Empty(t, a.dict.ops, "no DICT call")
@@ -70,8 +71,10 @@ func TestACreditAfterARejectedCopyIsNeverReturned(t *testing.T) {
 func (f *fixture) rejectedOutside(r med.Report) med.Report {
 	closed := request(r, 10_000, dict.RefundClosed)
 	closed.ID, closed.AnalysisResult, closed.LastModified = r.RefundRequestID.String(), dict.Rejected, time.Now()
+	closed.RefundRejectionReason = dict.RejectionOther
 	r = f.step(f.store.IntakeRefund(context.Background(), closed))
 	require.Equal(f.t, string(dict.RefundClosed), *r.RefundRequestState)
+	require.Equal(f.t, string(dict.RejectionOther), *f.get(r).RefundRequestDICTReason, "the DICT's reason kept")
 	require.Nil(f.t, r.RefundClosedAt, "closed outside the run: our close not recorded")
 	return r
 }

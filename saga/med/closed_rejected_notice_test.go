@@ -53,6 +53,19 @@ func closedRejectedCopy(req dict.Refund) dict.Refund {
 	return closed
 }
 
+// rejectedAfterOurCloseMarked: nothing returned, our close (REJECTED
+// NO_BALANCE) marked sent at return_until (late: the store at that clock),
+// and the DICT's copy of the request CLOSED REJECTED with reason.
+func (f *fixture) rejectedAfterOurCloseMarked(reason dict.RefundRejectionReason) (med.Report, *med.Store, dict.Refund) {
+	_, r := f.nothingReturned()
+	late := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(time.Second) })
+	r = f.step(late.MarkSent(context.Background(), r, med.WriteRefundClose))
+	closed := request(r, 10_000, dict.RefundClosed)
+	closed.ID, closed.AnalysisResult, closed.LastModified = r.RefundRequestID.String(), dict.Rejected, time.Now()
+	closed.RefundRejectionReason = reason
+	return r, late, closed
+}
+
 // requireStopped checks that err is the run's visible stop, noted
 // dict_not_as_ours on the report.
 func (f *fixture) requireStopped(err error, r med.Report) med.Report {
@@ -146,13 +159,8 @@ func TestAPSPRejectedNoticeBeforeOurAcceptedCloseStops(t *testing.T) {
 // (REJECTED), not as we close it (REJECTED)"). Seen failing before the fix.
 func TestARejectedCloseReadBackOtherwiseSaysWhatDiffers(t *testing.T) {
 	f := newFixture(t)
-	ctx := context.Background()
-	_, r := f.nothingReturned()
-	late := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(time.Second) })
-	r = f.step(late.MarkSent(ctx, r, med.WriteRefundClose))
-	closed := request(r, 10_000, dict.RefundClosed)
-	closed.ID, closed.AnalysisResult, closed.LastModified = r.RefundRequestID.String(), dict.Rejected, time.Now()
-	closed.RefundRejectionReason, closed.AnalysisDetails = dict.RejectionOther, "golpe nao confirmado"
+	r, late, closed := f.rejectedAfterOurCloseMarked(dict.RejectionOther)
+	closed.AnalysisDetails = "golpe nao confirmado"
 	a := newActivityRun(t, f, r)
 	a.dict.refunds[closed.ID] = closed
 	a.acts.Store = late
@@ -174,7 +182,7 @@ func TestAPSPRejectedNoticeAfterOurAcceptedCloseIsNotEndedEarly(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	account, r, req := f.partReturnedClosedOurs()
-	r = f.step(f.store.IntakeRefund(ctx, closedRejectedCopy(req)))
+	f.step(f.store.IntakeRefund(ctx, closedRejectedCopy(req)))
 	f.creditMore(account, 5_000)
 	r = f.get(r)
 	require.Equal(t, 5_000, int(r.HeldCents), "the credit filled the hold")

@@ -12,3 +12,6 @@ var (
 	QuarantinedItems = quarantinedTotal
 	ListFailures     = listFailedTotal
 )
+
+// EndedTotal is the counter of the reports ended, by cause.
+var EndedTotal = endedTotal

@@ -121,6 +121,21 @@ func rejectedOutside(r Report) bool {
 	return rejectedAtTheDICT(r) && (r.RefundClosedAt == nil || r.RefundClosedRtrID == nil)
 }
 
+// closedByTheDICT says whether r's request, CLOSED REJECTED at the DICT
+// with no accepted close of ours recorded (rejectedOutside), was closed by
+// another than our close: none of ours marked sent (MarkSent; our operator
+// through the PSP's channel before the run's cue, the DICT itself), or the
+// DICT holds it with another reason than ours (Closing: never OTHER, the
+// reason of a close made outside the run). Its close is recorded from the
+// DICT's copy, the DICT's reason kept (RefundRequestDICTReason), and its
+// report ends rejected_at_dict, never as if we closed it (review r21 MED-3,
+// LOW-6). A copy that says no reason, after our close was marked, is taken
+// for ours.
+func closedByTheDICT(r Report) bool {
+	return rejectedOutside(r) && (r.RefundCloseSentAt == nil ||
+		(r.RefundRequestDICTReason != nil && *r.RefundRequestDICTReason != string(Closing(r).RejectionReason)))
+}
+
 // closedCopy says whether r's own refund request is CLOSED by the copy
 // taken in (IntakeRefund) after our close was marked sent (MarkSent; behind
 // a PSP, before the operator's cue) while it is not recorded

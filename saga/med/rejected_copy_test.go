@@ -31,14 +31,15 @@ func requireNoDICTWrite(t *testing.T, a *activityRun) {
 	}
 }
 
-// finishReleased finishes r before its return_until: ended released, the
-// hold released once (a second Finish changes nothing), no devolução, the
-// account's balance as said and nothing held, the books exact.
-func (f *fixture) finishReleased(c dbtest.Credited, r med.Report, balance int64) {
+// finishRejectedAtDICT finishes r before its return_until: ended
+// rejected_at_dict (not released: review r21 MED-3), the hold released once
+// (a second Finish changes nothing), no devolução, the account's balance as
+// said and nothing held, the books exact.
+func (f *fixture) finishRejectedAtDICT(c dbtest.Credited, r med.Report, balance int64) {
 	ctx := context.Background()
 	r = f.step(f.store.Finish(ctx, r))
 	require.Equal(f.t, med.StatusEnded, r.Status)
-	require.Equal(f.t, med.EndReleased, *r.EndCause)
+	require.Equal(f.t, med.EndRejectedAtDICT, *r.EndCause)
 	f.requireMoney(c.AccountID, balance, 0)
 	f.requireNoDevolucao(c.EndToEndID)
 	f.requireBooks()
@@ -74,7 +75,7 @@ func TestARequestRejectedOutsideIsEndedAtOnce(t *testing.T) {
 			require.Nil(t, r.RefundCloseSentAt, "nothing sent, nothing marked")
 			requireNoDICTWrite(t, a)
 			require.Equal(t, med.StepFinish, med.RunStep(r, at80))
-			f.finishReleased(c, r, 10_000)
+			f.finishRejectedAtDICT(c, r, 10_000)
 		})
 	}
 }
@@ -147,7 +148,7 @@ func TestARequestRejectedBeforeAnyReturnIsEndedAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	requireNoDICTWrite(t, a)
 	require.Equal(t, med.StepFinish, med.RunStep(r, before))
-	f.finishReleased(c, r, 10_000)
+	f.finishRejectedAtDICT(c, r, 10_000)
 }
 
 // The run itself, reading the report as the activities' results carry it
@@ -172,7 +173,7 @@ func TestARequestRejectedOutsideIsEndedByTheRun(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	out := f.get(r)
 	require.Equal(t, med.StatusEnded, out.Status)
-	require.Equal(t, med.EndReleased, *out.EndCause)
+	require.Equal(t, med.EndRejectedAtDICT, *out.EndCause)
 	require.True(t, time.Now().Before(*out.ReturnUntil))
 	requireNoDICTWrite(t, a)
 	f.requireMoney(c.AccountID, 4_000, 0)

@@ -42,7 +42,17 @@ const (
 	EndReturned       = "returned"
 	EndReturnedInPart = "returned_in_part"
 	EndCancelled      = "cancelled"
+	// EndRejectedAtDICT: its refund request CLOSED REJECTED at the DICT
+	// by another than our close (rejectedOutside, closedByTheDICT), nothing
+	// returned: ended before return_until, what it held released; told
+	// apart from released (no request within 72 hours, nothing returned by
+	// return_until), which it was before (review r21 MED-3).
+	EndRejectedAtDICT = "rejected_at_dict"
 )
+
+// EndCauses are the causes a report ends with (Report.EndCause), every one
+// the table's check must take (pix_med_reports_end_cause_check).
+var EndCauses = []string{EndReleased, EndReturned, EndReturnedInPart, EndCancelled, EndRejectedAtDICT}
 
 // The deadlines of MED (docs/med.md, "The saga"), each from the DICT
 // operating manual: the analysis within 7 calendar days of the report, the
@@ -160,7 +170,14 @@ type Report struct {
 	// outside the run, no accepted close of ours recorded, is closed and
 	// its report ended at once (rejectedOutside, rejectedCopyChange); the
 	// operator view hides it.
-	RefundRequestDICTResult *string    `db:"refund_request_dict_result" json:"refund_request_dict_result"`
+	RefundRequestDICTResult *string `db:"refund_request_dict_result" json:"refund_request_dict_result"`
+	// RefundRequestDICTReason is the RefundRejectionReason of the copy
+	// whose result RefundRequestDICTResult records (nil: none said, or not
+	// REJECTED): a close recorded from that copy keeps the DICT's reason,
+	// and one that is not ours ends its report rejected_at_dict
+	// (closedByTheDICT; review r21 LOW-6). Read by the store on its own
+	// row, never by workflow code.
+	RefundRequestDICTReason *string    `db:"refund_request_dict_reason" json:"-"`
 	RefundClosedAt          *time.Time `db:"refund_closed_at" json:"refund_closed_at"`
 	RefundClosedRtrID       *string    `db:"refund_closed_rtr_id" json:"refund_closed_rtr_id"`
 	RefundID                *string    `db:"refund_id" json:"refund_id"`
@@ -724,7 +741,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 				return closedResultNoticed(ctx, tx, cur, in)
 			}
 			next.RefundRequestState, next.RefundRequestModifiedAt = ptr(string(in.Status)), ptr(in.LastModified)
-			next.RefundRequestDICTResult = refundResultOf(in)
+			next.RefundRequestDICTResult, next.RefundRequestDICTReason = refundResultOf(in), refundReasonOf(in)
 			return save(ctx, tx, cur, next)
 		case takesRequest(cur, in, now) || (in.Status == dict.RefundOpen && reopenable(cur, now)):
 			state, modified, kept, err := keptCopy(ctx, tx, requestID, cur.ID, in)
@@ -764,7 +781,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			return keep(tx, cur, "another_request")
 		}
 		next.RefundRequestID, next.RefundRequestCents = &requestID, ptr(int64(in.RefundAmount))
-		next.RefundRequestDICTResult = refundResultOf(in)
+		next.RefundRequestDICTResult, next.RefundRequestDICTReason = refundResultOf(in), refundReasonOf(in)
 		// Kept on its own before (before this report could take it): the
 		// report answers it now, it is on-call's no longer.
 		if _, err := tx.Exec(ctx, medSQL.Taken, requestID, cur.ID); err != nil {
@@ -891,7 +908,7 @@ func closedResultNoticed(ctx context.Context, tx pgx.Tx, cur Report, in dict.Ref
 		return cur, false, nil
 	}
 	next := cur
-	next.RefundRequestDICTResult = refundResultOf(in)
+	next.RefundRequestDICTResult, next.RefundRequestDICTReason = refundResultOf(in), refundReasonOf(in)
 	if later {
 		next.RefundRequestModifiedAt = ptr(in.LastModified)
 	}
@@ -909,6 +926,16 @@ func refundResultOf(in dict.Refund) *string {
 		return nil
 	}
 	return ptr(string(in.AnalysisResult))
+}
+
+// refundReasonOf is the request's RefundRejectionReason as the DICT's copy
+// of it REJECTED says it (nil: none, another result, or one the
+// specification does not have).
+func refundReasonOf(in dict.Refund) *string {
+	if in.AnalysisResult != dict.Rejected || !in.RefundRejectionReason.Valid() {
+		return nil
+	}
+	return ptr(string(in.RefundRejectionReason))
 }
 
 // requestMoves says whether the copy in of a refund request moves the
@@ -1013,7 +1040,7 @@ func save(ctx context.Context, tx pgx.Tx, cur, next Report) (Report, bool, error
 		n.EndCause, n.AnalysisResult, n.AnalysisDetails, n.AnalysedBy, n.AnalysedAt, n.AcknowledgedAt, n.ClosedAt, n.HoldID,
 		n.Holds, n.HeldCents, n.RefundRequestID, n.RefundRequestCents, n.RefundRequestState, n.RefundClosedAt,
 		n.RefundClosedRtrID, n.RefundID, n.ReturnedCents, n.Returns, n.FirstRtrID, n.RequestDueAt, n.DICTProblem, n.ReturnRefused,
-		n.RefundRequestModifiedAt, n.DICTAnalysisResult, n.RefundRequestDICTResult))
+		n.RefundRequestModifiedAt, n.DICTAnalysisResult, n.RefundRequestDICTResult, n.RefundRequestDICTReason))
 	if err != nil {
 		// Under the row's lock the generation can't have moved: no row is
 		// a fault, not a decision.

@@ -592,7 +592,9 @@ func (s *Store) RefundClosed(ctx context.Context, at Report, rtrID string) (Repo
 // is still held released, the report returned, returned_in_part, or
 // released (nothing returned). So too a report whose request came too late
 // to be returned by ReturnWindow's end (awaiting_refund_request, its
-// request closed at the DICT as the deadline closes it: Next).
+// request closed at the DICT as the deadline closes it: Next). One whose
+// request another than our close rejected at the DICT, nothing returned,
+// ends rejected_at_dict (closedByTheDICT).
 func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
 	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		cancelled := RequestCancelled(cur)
@@ -620,8 +622,14 @@ func (s *Store) Finish(ctx context.Context, at Report) (Report, bool, error) {
 					return Report{}, false, &NotYetError{Report: cur.ID, Until: *cur.ReturnUntil, Left: cur.ReturnUntil.Sub(now)}
 				}
 			}
-			cause = EndReturnedInPart
-			if cur.ReturnedCents == 0 {
+			switch {
+			case cur.ReturnedCents > 0:
+				cause = EndReturnedInPart
+			case closedByTheDICT(cur):
+				// Not our close's end, nor the deadline's: its own cause,
+				// counted and shown as such (review r21 MED-3, LOW-6).
+				cause = EndRejectedAtDICT
+			default:
 				cause = EndReleased
 			}
 		}
@@ -822,7 +830,7 @@ func keepUnanswered(ctx context.Context, tx pgx.Tx, next *Report, cause string) 
 		return fmt.Errorf("keep refund request %s of infraction report %s, ended %s: %w", *next.RefundRequestID, next.ID, cause, err)
 	}
 	next.RefundRequestID, next.RefundRequestCents, next.RefundRequestState, next.RefundRequestModifiedAt = nil, nil, nil, nil
-	next.RefundRequestDICTResult = nil
+	next.RefundRequestDICTResult, next.RefundRequestDICTReason = nil, nil
 	return nil
 }
 

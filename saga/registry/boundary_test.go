@@ -43,6 +43,7 @@ var notCarried = map[string]string{
 	// own row again (current), and only that row's fields below.
 	"med.Report.DICTAnalysisResult":      `json:"-": read by CloseReport on the row it reads (cur), never by workflow code`,
 	"med.Report.RefundRequestModifiedAt": `json:"-": the store's, on its own row (IntakeRefund's order); no workflow code reads it`,
+	"med.Report.RefundRequestDICTReason": `json:"-": the store's, on its own row (Finish's end cause, closedByTheDICT); no workflow code reads it`,
 	"med.Report.AcknowledgeSentAt":       `json:"-": Report.Sent, asked by the activities on the row they read (markSent), never by workflow code`,
 	"med.Report.CloseSentAt":             `json:"-": Report.Sent and the activities on the row they read (markSent, CloseKeptRequests' KeptToClose), never by workflow code`,
 	"med.Report.Traceparent":             `json:"-": store and API only; no workflow code reads it`,

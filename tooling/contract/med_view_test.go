@@ -46,11 +46,24 @@ func TestMEDReportViewKeepsToItsSchema(t *testing.T) {
 		Status: med.StatusAwaitingCredit, AnalysisResult: str("AGREED"), AnalysisDetails: str("ok"), AnalysedBy: str("op"),
 		AnalysedAt: &now, AcknowledgedAt: &now, ClosedAt: &now, HoldID: &hold, Holds: 1, HeldCents: 3_000,
 		RefundRequestID: &req, RefundRequestCents: cents(10_000), RefundRequestState: str("CLOSED"), RefundRequestModifiedAt: &now,
-		RefundRequestDICTResult: str("REJECTED"), RefundClosedAt: &now, RefundClosedRtrID: str("D12345678202612061200aaaaaaaaaaa"),
+		RefundRequestDICTResult: str("REJECTED"), RefundRequestDICTReason: str("OTHER"), RefundClosedAt: &now, RefundClosedRtrID: str("D12345678202612061200aaaaaaaaaaa"),
 		ReturnedCents: 3_000, Returns: 1, FirstRtrID: str("D12345678202612061200aaaaaaaaaaa"), AnalysisDueAt: now,
 		RequestDueAt: &now, ReturnUntil: &now, DICTProblem: str("dict_not_as_ours: x"), AcknowledgeSentAt: &now,
 		CloseSentAt: &now, RefundCloseSentAt: &now, Gen: 7, Traceparent: str("00-x"), CreatedAt: now, UpdatedAt: now,
 		DispatchDueAt: &now, DispatchedAt: &now}
+	checkMEDReportView(t, id, r)
+	for _, cause := range med.EndCauses {
+		// Every end cause is one of the document's (rejected_at_dict:
+		// review r21 MED-3).
+		r.Status, r.EndCause = med.StatusEnded, str(cause)
+		checkMEDReportView(t, id, r)
+	}
+}
+
+// checkMEDReportView checks the operator's views of r (its own, and the
+// list that has it), and of r stopped with each code, against the document.
+func checkMEDReportView(t *testing.T, id uuid.UUID, r med.Report) {
+	str := func(s string) *string { return &s }
 	const admin = "contract-admin-token-0123456789"
 	store := &medReports{r: r}
 	handler, err := api.NewRouter(api.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AdminToken: admin,
