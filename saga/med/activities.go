@@ -611,20 +611,17 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 // no standard call to send it by: as the analysis' close (docs/med.md, "A
 // bank behind a PSP"), the operator closes it through the PSP's own
 // channel and the step stops visibly until the PSP's notice of the
-// request CLOSED, which is the close when REJECTED, an operator's when
-// not.
+// request CLOSED: REJECTED, it is the close (CloseRefundRequest records it
+// before this: rejectedCopyClosed, whatever our close would be); another,
+// an operator's.
 func (a *Activities) refundClosedAtThePSP(ctx context.Context, cur Report, closing dict.RefundClosing) (Report, error) {
-	noticed, closed := deref(cur.RefundRequestDICTResult), deref(cur.RefundRequestState) == string(dict.RefundClosed)
 	rejected := closing.Result == dict.Rejected
 	switch {
-	case closed && rejected && noticed == string(dict.Rejected):
-		return a.refundClosed(ctx, cur, closing)
-	case closed && (rejected || noticed == string(dict.Rejected)):
-		// Accepted, noticed REJECTED (the notice came first, a part
-		// returned since: review r19 LOW-1), or the other way round: the
-		// DICT's word is not our close's.
+	case deref(cur.RefundRequestState) == string(dict.RefundClosed) && rejected:
+		// Noticed CLOSED otherwise (accepted, or no result said): not our
+		// REJECTED close.
 		return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the PSP noticed the refund request CLOSED (%s), not as we close it (%s): an operator's",
-			noticed, closing.Result))
+			deref(cur.RefundRequestDICTResult), closing.Result))
 	case !rejected:
 		return a.refundClosed(ctx, cur, closing)
 	}
