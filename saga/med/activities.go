@@ -342,10 +342,23 @@ func RequestsFrom(r Report) time.Time {
 }
 
 // ReturnReport returns what the report holds through the devolução saga
-// (Store.Return).
+// (Store.Return). A report whose request's copy is CLOSED with no result
+// said (closedUnknown), which Return does not return on, stops the run
+// visibly (dict_not_as_ours), its hold kept: it would otherwise wait for
+// credits it never returns, nothing saying why.
 func (a *Activities) ReturnReport(ctx context.Context, at Report) (Report, error) {
-	return a.change(ctx, at, "infraction report returning", a.Store.Return)
+	r, err := a.change(ctx, at, "infraction report returning", a.Store.Return)
+	if err != nil || r.Gen != at.Gen || !closedUnknown(r) {
+		return r, err
+	}
+	return Report{}, a.stop(ctx, r, ProblemNotAsOurs, closedUnknownProblem)
 }
+
+// closedUnknownProblem is the stop of a report whose request's copy is
+// CLOSED with no result said (closedUnknown).
+const closedUnknownProblem = "the DICT's copy has the refund request CLOSED without a result (no AnalysisResult): " +
+	"accepted or rejected is unknown, so nothing is returned on it and its hold is kept; find its result at the DICT " +
+	"(or the PSP), then decide it: an operator's"
 
 // SettleReport records the end of the report's devolução (Store.Settle).
 func (a *Activities) SettleReport(ctx context.Context, at Report) (Report, error) {
@@ -612,14 +625,17 @@ func (a *Activities) CloseRefundRequest(ctx context.Context, at Report) (Report,
 // bank behind a PSP"), the operator closes it through the PSP's own
 // channel and the step stops visibly until the PSP's notice of the
 // request CLOSED: REJECTED, it is the close (CloseRefundRequest records it
-// before this: rejectedCopyClosed, whatever our close would be); another,
-// an operator's.
+// before this: rejectedCopyClosed, whatever our close would be); accepted,
+// an operator's. A notice CLOSED with no result (closedUnknown) answers
+// neither: an operator's too, never recorded as our accepted close (review
+// r22 F2).
 func (a *Activities) refundClosedAtThePSP(ctx context.Context, cur Report, closing dict.RefundClosing) (Report, error) {
 	rejected := closing.Result == dict.Rejected
 	switch {
+	case closedUnknown(cur):
+		return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, closedUnknownProblem)
 	case deref(cur.RefundRequestState) == string(dict.RefundClosed) && rejected:
-		// Noticed CLOSED otherwise (accepted, or no result said): not our
-		// REJECTED close.
+		// Noticed CLOSED accepted: not our REJECTED close.
 		return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, fmt.Sprintf("the PSP noticed the refund request CLOSED (%s), not as we close it (%s): an operator's",
 			deref(cur.RefundRequestDICTResult), closing.Result))
 	case !rejected:

@@ -285,7 +285,9 @@ const earlyTolerance = time.Minute
 // with no rtrId; the report ends at return_until, what it holds released
 // (Finish; attack review r14 MED: the run's clock ahead of the
 // database's closed it NO_BALANCE, then its Finish was "not yet" and its
-// Return captured a credit that filled the hold within the skew).
+// Return captured a credit that filled the hold within the skew). Nor
+// does a report whose request's copy is CLOSED with no result said
+// (closedUnknown): nothing captured, its hold kept (review r22 F2).
 func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 	out, changed, err := s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		now, err := s.now(ctx, tx)
@@ -296,6 +298,10 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 		case closedRejected(cur):
 			// Its request closed REJECTED at the DICT: nothing more is
 			// returned on it (attack review r14 MED).
+			return cur, false, nil
+		case closedUnknown(cur):
+			// CLOSED with no result said: maybe rejected, so nothing is
+			// returned on it (the run stops visibly: ReturnReport).
 			return cur, false, nil
 		case cur.Status == StatusAwaitingRequest && withinReturnUntil(cur, now) && cur.RequestOpen() && !cur.Cancelled():
 		case cur.Status == StatusAwaitingCredit && withinReturnUntil(cur, now) && cur.ReturnedCents < cur.Target() &&
@@ -400,6 +406,24 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 func closedRejected(r Report) bool {
 	return (r.RefundClosedAt != nil && (r.Returns == 0 || r.FirstRtrID == nil || r.RefundClosedRtrID == nil)) ||
 		rejectedAtTheDICT(r)
+}
+
+// closedUnknown says whether r's own refund request is CLOSED by the copy
+// taken in (IntakeRefund: the DICT's list, the PSP's notice) with no
+// result said, our close not recorded: the DICT's Refund leaves its
+// AnalysisResult optional, and both doors take such a copy (refusing it
+// would lose the CLOSED, and the returns would go on as if it were OPEN).
+// A CLOSED request's result decides whether it is returned on (a
+// PARTIALLY_ACCEPTED close of ours: yes; REJECTED: no, closedRejected),
+// and an unknown one is no answer: nothing is returned on it (Return),
+// its hold kept, and the run stops visibly (ReturnReport,
+// refundClosedAtThePSP) until a copy with its result is taken
+// (closedResultNoticed) or an operator decides (review r22 F2: the credit
+// that filled the hold was returned, and behind a PSP our
+// PARTIALLY_ACCEPTED close recorded, on a request maybe rejected).
+func closedUnknown(r Report) bool {
+	return r.RefundClosedAt == nil && r.RefundRequestID != nil && deref(r.RefundRequestState) == string(dict.RefundClosed) &&
+		r.RefundRequestDICTResult == nil
 }
 
 // beforeReturnUntil checks again, after the last lock Return takes (the
