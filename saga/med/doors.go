@@ -35,7 +35,9 @@ func (d *Doors) Intake(ctx context.Context, in dict.InfractionReport) (Report, b
 // IntakeRefund is Store.IntakeRefund, the run woken after a change. A
 // request its report takes again after it ended is logged (WARN: a new run
 // returns it); one no report answers, ERROR (on-call's:
-// PixMEDRefundRequestNotTaken). Its bool says the notice recorded
+// PixMEDRefundRequestNotTaken); a CLOSED result against our recorded close
+// (RequestContradicted), ERROR, whether the report is open or ended (an
+// ended one's dict_problem no gauge counts). Its bool says the notice recorded
 // something: its report changed, or the request kept on its own recorded
 // (its first delivery, or its status moved), which is no duplicate.
 func (d *Doors) IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool, error) {
@@ -48,6 +50,10 @@ func (d *Doors) IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool,
 		d.Log.WarnContext(ctx, "refund request after its report ended: the report takes it again", attrs...)
 	case outcome == RequestUnanswered:
 		d.Log.ErrorContext(ctx, "refund request no report answers: recorded in pix_med_refund_requests, on-call's", attrs...)
+	case outcome == RequestContradicted:
+		d.Log.ErrorContext(ctx, "refund request CLOSED at the DICT otherwise than our recorded close: noted dict_not_as_ours, an operator's",
+			append(attrs, "refund_request_dict_result", in.AnalysisResult, "refund_closed_rtr_id", deref(r.RefundClosedRtrID),
+				"report_open", r.Open())...)
 	}
 	d.wake(ctx, r, changed && err == nil)
 	return r, changed || outcome == RequestUnanswered, err

@@ -50,6 +50,34 @@ var lateRequestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "MED refund requests its report could not answer as its own: reopened (an ended report takes it again) or unanswered.",
 }, []string{"outcome"})
 
+// contradictionsTotal counts the CLOSED results of a report's own refund
+// request taken in (the DICT's list, the PSP's notice) that contradict our
+// recorded close of it (againstOurClose: REJECTED after we answered it with
+// our rtrId, or accepted after our REJECTED), by whether the report was
+// open or ended (reportState). Each is noted dict_not_as_ours on the
+// report, which pix_med_dict_problems counts only while the report is
+// open: one on an ended report (returned in part, ended at return_until,
+// then noticed REJECTED) is seen by this counter and the doors' ERROR only
+// (review r22 F3).
+var contradictionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "pix_med_dict_contradictions_total",
+	Help: "MED refund requests whose CLOSED result taken in contradicts our recorded close (noted dict_not_as_ours), by whether their report was open or ended.",
+}, []string{"report"})
+
+// The report label of contradictionsTotal.
+const (
+	reportOpen  = "open"
+	reportEnded = "ended"
+)
+
+// reportState is r's contradictionsTotal label.
+func reportState(r Report) string {
+	if r.Open() {
+		return reportOpen
+	}
+	return reportEnded
+}
+
 // quarantinedTotal counts the items of the DICT's lists the doors refused
 // for good, by kind (report, refund), each once at its LastModified: the
 // lister recorded it in pix_med_quarantine and moved past it
@@ -115,11 +143,14 @@ func collectors(env saga.Env) []prometheus.Collector {
 	for _, reason := range []string{listRefused, listInstantTooFull} {
 		listFailedTotal.WithLabelValues(reason)
 	}
+	for _, state := range []string{reportOpen, reportEnded} {
+		contradictionsTotal.WithLabelValues(state)
+	}
 	for _, outcome := range []string{keptRejected, keptMoved, keptNotClosed} {
 		keptClosedTotal.WithLabelValues(outcome)
 	}
 	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, dictSignatureRefusedTotal, returnsRefusedTotal, lateRequestsTotal,
-		quarantinedTotal, listFailedTotal, keptClosedTotal, ageGauges(env), listerGauges(env, settings.Of(env.Lookup)), quarantineGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
+		contradictionsTotal, quarantinedTotal, listFailedTotal, keptClosedTotal, ageGauges(env), listerGauges(env, settings.Of(env.Lookup)), quarantineGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
 			What:   "med gauges",
 			Query:  func(ctx context.Context) (OpenCounts, error) { return store.Open(ctx, AnalysisAlertBefore) },
 			Gauges: gauges,

@@ -699,6 +699,10 @@ func (s *Store) IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool,
 const (
 	RequestReopened   = "reopened"
 	RequestUnanswered = "unanswered"
+	// RequestContradicted: the CLOSED result of the report's own request
+	// taken in contradicts our recorded close (againstOurClose), noted
+	// dict_not_as_ours on the report, open or ended.
+	RequestContradicted = "contradicted"
 )
 
 // intakeRefund is IntakeRefund, saying what it did besides (outcome).
@@ -738,7 +742,11 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			// only forwards (notices come again and in any order: an old
 			// OPEN copy never opens it again).
 			if !requestMoves(deref(cur.RefundRequestState), in) {
-				return closedResultNoticed(ctx, tx, cur, in)
+				out, changed, err := closedResultNoticed(ctx, tx, cur, in)
+				if changed && againstOurClose(cur, in) {
+					outcome = RequestContradicted
+				}
+				return out, changed, err
 			}
 			next.RefundRequestState, next.RefundRequestModifiedAt = ptr(string(in.Status)), ptr(in.LastModified)
 			next.RefundRequestDICTResult, next.RefundRequestDICTReason = refundResultOf(in), refundReasonOf(in)
@@ -789,7 +797,11 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 		}
 		return save(ctx, tx, cur, next)
 	})
-	if err == nil && outcome != "" {
+	switch {
+	case err != nil:
+	case outcome == RequestContradicted:
+		contradictionsTotal.WithLabelValues(reportState(out)).Inc()
+	case outcome != "":
 		lateRequestsTotal.WithLabelValues(outcome).Inc()
 	}
 	if err == nil && closedOurs {
@@ -912,11 +924,19 @@ func closedResultNoticed(ctx context.Context, tx pgx.Tx, cur Report, in dict.Ref
 	if later {
 		next.RefundRequestModifiedAt = ptr(in.LastModified)
 	}
-	if ours := cur.RefundClosedRtrID == nil; cur.RefundClosedAt != nil && ours != (in.AnalysisResult == dict.Rejected) {
+	if againstOurClose(cur, in) {
 		next.DICTProblem = ptr(boundedProblem(fmt.Sprintf("%s: the DICT has the refund request CLOSED (%s), not as we recorded its close "+
 			"(rtrId %q): an operator's", ProblemNotAsOurs, closingOf(in), deref(cur.RefundClosedRtrID))))
 	}
 	return save(ctx, tx, cur, next)
+}
+
+// againstOurClose says whether the result of the CLOSED copy in of cur's
+// own request is not our recorded close's: REJECTED after we answered it
+// with our rtrId, or accepted after our REJECTED (no rtrId).
+func againstOurClose(cur Report, in dict.Refund) bool {
+	ours := cur.RefundClosedRtrID == nil
+	return cur.RefundClosedAt != nil && ours != (in.AnalysisResult == dict.Rejected)
 }
 
 // refundResultOf is the request's AnalysisResult as the DICT's copy says
