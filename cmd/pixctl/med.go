@@ -16,8 +16,8 @@ import (
 // saga's commands are its own file. Every one is an operator's (the
 // report's routes are of scope pix:admin).
 func init() {
-	groups = append(groups, &group{name: "med", summary: "MED infraction reports about PIX received: list, show, close the analysis, the refund requests no report answers, the DICT lister's quarantine",
-		commands: []*command{medListCommand, medShowCommand, medCloseCommand, medRequestsCommand, medQuarantineCommand}})
+	groups = append(groups, &group{name: "med", summary: "MED infraction reports about PIX received: list, show, close the analysis, release one stopped at the DICT, the refund requests no report answers, the DICT lister's quarantine",
+		commands: []*command{medListCommand, medShowCommand, medCloseCommand, medReleaseCommand, medRequestsCommand, medQuarantineCommand}})
 }
 
 // medReport is an infraction report as the operator's routes answer it.
@@ -106,6 +106,53 @@ analysis of a report analysed already is refused (med_report_analysed).
 				once: "the analysis is recorded once", path: medReportPath(args[0]) + "/analysis",
 				body: map[string]any{"result": result, "details": *details}, made: "the analysis may have been recorded",
 				what: "close med report " + args[0], replayed: "(the key's first answer: the analysis recorded once)",
+				print: printMEDReport}.post(ctx, c, inv)
+		}
+	},
+}
+
+// medReleaseKeySpace is the UUID namespace of pixctl med release's keys.
+var medReleaseKeySpace = uuid.MustParse("0c5e8f4b-3a71-4d2e-9b86-5f1a7c3d2e90")
+
+var medReleaseCommand = &command{
+	name: "med release", args: "-details TEXT [-key UUID] [flags] <report id>",
+	summary: "release a report stopped at the DICT whose refund request is closed there, decided by hand",
+	about: `Ends an infraction report its saga stopped at the DICT (PROBLEM set, e.g.
+dict_not_as_ours) while its refund request is already closed or cancelled at
+the DICT (POST /pix/med/reports/{id}/release), as decided by hand
+(docs/med.md, "Stopped at the DICT"): what it still holds is released once,
+the report ends operator_released, and -details (required, at most 2,000
+characters: why, as decided) is kept on it with who released it. Nothing is
+sent to the DICT. Refused (med_report_not_releasable) for a report not
+open, not stopped, or whose refund request is not closed at the DICT: money
+may still be owed there.
+
+The Idempotency-Key (-key; by default one derived from the report and the
+details) is printed before the request goes: after a lost answer run the same
+command again, and the API answers what it did. A report released already is
+refused to any other release (med_report_not_releasable): med show says how
+it ended.
+`,
+	problem:  "not releasable (med_report_not_releasable: not open, not stopped, or its request not closed at the DICT), or no such report",
+	settings: adminSettings, output: true,
+	define: func(fs *flag.FlagSet) runner {
+		details := fs.String("details", "", "why the report is released, as decided, at most 2,000 characters (required)")
+		key := fs.String("key", "", "the Idempotency-Key, a UUID (default: derived from the report and -details)")
+		return func(ctx context.Context, inv *invocation, args []string) error {
+			switch {
+			case len(args) != 1:
+				return usageErrorf("name one report: its id")
+			case strings.TrimSpace(*details) == "":
+				return usageErrorf("-details: say why the report is released")
+			}
+			c, err := operatorClient(inv)
+			if err != nil {
+				return err
+			}
+			return keyedPost[medReport]{key: *key, space: medReleaseKeySpace, parts: []string{args[0], *details},
+				once: "the release is made once", path: medReportPath(args[0]) + "/release",
+				body: map[string]any{"details": *details}, made: "the report may have been released",
+				what: "release med report " + args[0], replayed: "(the key's first answer: the report released once)",
 				print: printMEDReport}.post(ctx, c, inv)
 		}
 	},

@@ -184,4 +184,46 @@ func TestMEDAgainstTheService(t *testing.T) {
 	r = pixctl(t, getenv, "med", "quarantine")
 	r.requireStatus(t, cli.ExitOK)
 	require.NotContains(t, r.stdout, "refund ")
+
+	// The operator's release: of a report whose request is OPEN at the
+	// DICT, refused; without -details, a usage error; of a report its run
+	// stopped at the DICT (no DICT here: its acknowledgement refused)
+	// whose request the DICT's copy has CLOSED REJECTED, released once,
+	// the same command again answering the same; another, refused.
+	r = pixctl(t, getenv, "med", "release", in.ID, "--details", "x")
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "med_report_not_releasable")
+	r = pixctl(t, getenv, "med", "release", in.ID)
+	r.requireStatus(t, cli.ExitUsage)
+	r = pixctl(t, getenv, "med", "release", uuid.NewString(), "--details", "x")
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "med_report_not_found")
+	stopped := in
+	stopped.ID, stopped.CreationTime, stopped.LastModified = uuid.NewString(), time.Now(), time.Now()
+	_, _, err = doors.Intake(ctx, stopped)
+	require.NoError(t, err)
+	rejected := refund(10_000)
+	rejected.InfractionReportID, rejected.Status, rejected.AnalysisResult = stopped.ID, dict.RefundClosed, dict.Rejected
+	_, _, err = doors.IntakeRefund(ctx, rejected)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		cur, err := ms.Get(ctx, uuid.MustParse(stopped.ID))
+		require.NoError(t, err)
+		return cur.DICTProblem != nil
+	}, 30*time.Second, 100*time.Millisecond, "its run stopped at the DICT")
+	r = pixctl(t, getenv, "med", "release", stopped.ID, "--details", "rejeitado no DICT por terceiro")
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "operator_released")
+	require.Contains(t, r.stderr, "Idempotency-Key")
+	r = pixctl(t, getenv, "med", "release", stopped.ID, "--details", "rejeitado no DICT por terceiro")
+	r.requireStatus(t, cli.ExitOK)
+	require.Contains(t, r.stdout, "(the key's first answer", "the same command after a lost answer: released once")
+	r = pixctl(t, getenv, "med", "release", stopped.ID, "--details", "de novo")
+	r.requireStatus(t, cli.ExitProblem)
+	require.Contains(t, r.stderr, "med_report_not_releasable")
+	r = pixctl(t, getenv, "med", "show", "-o", "json", stopped.ID)
+	r.requireStatus(t, cli.ExitOK)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown), r.stdout)
+	require.Equal(t, "ended", shown.Status)
+	require.Equal(t, "operator_released", *shown.EndCause)
 }

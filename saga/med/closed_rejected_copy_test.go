@@ -28,7 +28,7 @@ func TestACreditAfterARejectedCopyIsNeverReturned(t *testing.T) {
 	c, r := f.nothingReturned()
 
 	r = f.rejectedOutside(r)
-	f.creditMore(c.AccountID, 4_000) // fills the hold
+	f.creditMore(c.AccountID, 4_000) // fills the hold no more (review r21 MED-2): available
 
 	early := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(-time.Hour) })
 	got, changed, err := early.Return(ctx, f.get(r))
@@ -38,7 +38,7 @@ func TestACreditAfterARejectedCopyIsNeverReturned(t *testing.T) {
 	require.Nil(t, got.RefundID)
 	require.Zero(t, got.Returns)
 	f.requireNoDevolucao(c.EndToEndID)
-	f.requireMoney(c.AccountID, 4_000, 4_000)
+	f.requireMoney(c.AccountID, 4_000, 0)
 
 	// At return_until: closed as the PSP noticed it, then ended.
 	past := r.ReturnUntil.Add(time.Second)

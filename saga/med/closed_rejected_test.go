@@ -37,8 +37,10 @@ func TestAReturnAfterARejectedCloseChangesNothing(t *testing.T) {
 	closing := med.Closing(r)
 	require.Equal(t, [2]string{string(dict.Rejected), string(dict.RejectionNoBalance)},
 		[2]string{string(closing.Result), string(closing.RejectionReason)})
+	// Fills the hold within the skew, before the close is recorded: after
+	// it the hold fills no more (stopFilling; review r21 MED-2).
+	f.creditMore(c.AccountID, 4_000)
 	r = f.step(f.store.RefundClosed(ctx, r, closing.RefundTransactionID))
-	f.creditMore(c.AccountID, 4_000) // fills the hold, within the skew
 
 	early := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(-time.Second) }) // the database's clock
 	_, _, err := early.Finish(ctx, r)

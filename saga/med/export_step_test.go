@@ -17,3 +17,7 @@ func RunStepWithout(r Report, now time.Time, change string) Step {
 // RejectedAtTheDICT is rejectedAtTheDICT: the stub's store skips the
 // return_until checks for it, as the store does.
 func RejectedAtTheDICT(r Report) bool { return rejectedAtTheDICT(r) }
+
+// ClosedRejected is closedRejected: the model's hold stops filling as the
+// store's (stopFilling) where it holds.
+func ClosedRejected(r Report) bool { return closedRejected(r) }

@@ -64,7 +64,7 @@ UPDATE pix_med_reports SET
     refund_closed_at = $20, refund_closed_rtr_id = $21, refund_id = $22, returned_cents = $23, returns = $24,
     first_rtr_id = $25, refund_request_due_at = $26, dict_problem = $27, return_refused = $28,
     refund_request_modified_at = $29, dict_analysis_result = $30, refund_request_dict_result = $31,
-    refund_request_dict_reason = $32,
+    refund_request_dict_reason = $32, released_by = $33, release_details = $34,
     gen = gen + 1, updated_at = now(),
     ended_at = CASE WHEN $6 = 'ended' THEN COALESCE(ended_at, now()) END,
     dispatch_due_at = CASE WHEN $6 IN ('ended', 'not_ours') THEN NULL ELSE COALESCE(dispatch_due_at, now()) END

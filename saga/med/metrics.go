@@ -22,7 +22,7 @@ var intakeTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 // endedTotal counts the reports ended in this process, by cause.
 var endedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "pix_med_reports_ended_total",
-	Help: "MED infraction reports ended, by cause (released, returned, returned_in_part, cancelled, rejected_at_dict).",
+	Help: "MED infraction reports ended, by cause (released, returned, returned_in_part, cancelled, rejected_at_dict, operator_released).",
 }, []string{"cause"})
 
 // dictStoppedTotal counts the DICT steps the saga stopped at: refused by

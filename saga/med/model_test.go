@@ -451,8 +451,10 @@ func (m *medModel) step(at string) string {
 			return m.requestStep(at, r)
 		}
 		return m.runStep(at, r, 0)
-	case n < 58:
+	case n < 56:
 		return m.analyseStep(at, m.someOpen(rows))
+	case n < 58:
+		return m.releaseStep(at, m.someOpen(rows))
 	case n < 61:
 		return m.cancelStep(at, m.someOpen(rows))
 	case n < 72:
@@ -628,6 +630,49 @@ func (m *medModel) analyseStep(at string, r *mReport) string {
 		r.setStatus(med.StatusAnalysed)
 	}
 	return what
+}
+
+// releaseStep is an operator's release (Store.ReleaseKeyed): of a report
+// open, stopped at the DICT (its row's dict_problem), its request CLOSED
+// or CANCELLED at the DICT by our copy, the report ends operator_released,
+// what it holds released once; any other is refused, nothing changed.
+func (m *medModel) releaseStep(at string, r *mReport) string {
+	for _, x := range m.reports {
+		if x.row && x.status != med.StatusEnded && x.req != nil && x.reqState != string(dict.RefundOpen) && m.get(x).DICTProblem != nil {
+			r = x // one an operator would release: stopped, its request closed at the DICT
+		}
+	}
+	stopped := m.get(r).DICTProblem != nil
+	releasable := r.status != med.StatusEnded && r.status != med.StatusNotOurs && stopped && r.req != nil &&
+		(r.reqState == string(dict.RefundClosed) || r.reqState == string(dict.RefundCancelled))
+	_, changed, err := r.store.ReleaseKeyed(context.Background(), nil, r.id, "decidido à mão", "operator-1", nil)
+	if !releasable {
+		require.ErrorIs(m.t, err, med.ErrNotReleasable, "%s: release of a report %s (request %s, stopped %v)", at, r.status, r.reqState, stopped)
+		return "release refused"
+	}
+	require.NoError(m.t, err, at)
+	require.True(m.t, changed, at)
+	m.end(r, med.EndOperatorReleased)
+	return "released by an operator"
+}
+
+// fences takes the store's fence of a report's hold (stopFilling) into the
+// model: made in the report's next transaction once nothing more can be
+// returned on it (its request closed REJECTED, return_until passed), the
+// hold then filling to what it holds (one pix.hold.shrunk event). The
+// database's holds (got) say whether that transaction came; only then,
+// and only so (what it holds unchanged), is it taken.
+func (m *medModel) fences(got map[uuid.UUID]string) {
+	for _, r := range m.reports {
+		h := r.hold
+		if !r.row || h == nil || !h.active || h.fillTo == h.amount || got[h.id] != fmt.Sprintf("%s %d %d", pix.HoldActive, h.amount, h.amount) {
+			continue
+		}
+		if med.ClosedRejected(m.get(r)) || r.pastReturns() {
+			h.fillTo = h.amount
+			h.events++
+		}
+	}
 }
 
 // cancelStep: the reporter cancels the report at the DICT (the run learns
@@ -1234,6 +1279,7 @@ func (m *medModel) check(at string) {
 	var s string
 	_, err = pgx.ForEachRow(rows, []any{&id, &s}, func() error { got[id] = s; return nil })
 	require.NoError(t, err)
+	m.fences(got)
 	want := map[uuid.UUID]string{}
 	for _, h := range m.holds {
 		status := pix.HoldActive

@@ -57,9 +57,11 @@ func TestARequestRejectedOutsideIsEndedAtOnce(t *testing.T) {
 		t.Run(map[bool]string{false: "direct", true: "behind a PSP"}[psp], func(t *testing.T) {
 			f := newFixture(t)
 			c, r := f.nothingReturned()
-			r = f.rejectedOutside(r)
+			// Before the rejection: after it the hold fills no more
+			// (review r21 MED-2).
 			f.creditMore(c.AccountID, 4_000)
 			f.creditMore(c.AccountID, 6_000)
+			r = f.rejectedOutside(r)
 			f.requireMoney(c.AccountID, 10_000, 10_000)
 			r = f.get(r)
 			at80 := time.Now().Add(80 * 24 * time.Hour)

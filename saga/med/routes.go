@@ -28,6 +28,7 @@ import (
 //	GET  /pix/med/reports                 every report, oldest first, a page at a time
 //	GET  /pix/med/reports/{id}            the report and its saga's state
 //	POST /pix/med/reports/{id}/analysis   Idempotency-Key: the operator's analysis (AGREED|DISAGREED, details)
+//	POST /pix/med/reports/{id}/release    Idempotency-Key: an operator's release of a report stopped at the DICT, its request closed there (details)
 //	GET  /pix/med/refund-requests         the refund requests kept on their own (no report answers them), oldest first, paged
 //	GET  /pix/med/refund-requests/{id}    one of them
 //	GET  /pix/med/quarantine              the items of the DICT's lists the lister quarantined, not cleared, paged
@@ -53,6 +54,8 @@ type RouteStore interface {
 	List(ctx context.Context, after *ListKey, limit int) ([]Report, error)
 	AnalyseKeyed(ctx context.Context, r *db.Reservation, id uuid.UUID, result dict.AnalysisResult, details, by string,
 		render func(Report) ([]byte, error)) (Report, bool, error)
+	ReleaseKeyed(ctx context.Context, r *db.Reservation, id uuid.UUID, details, by string,
+		render func(Report) ([]byte, error)) (Report, bool, error)
 	KeptRequests(ctx context.Context, after *KeptKey, limit int) ([]KeptRequest, error)
 	KeptRequest(ctx context.Context, id uuid.UUID) (KeptRequest, error)
 	QuarantinedItems(ctx context.Context, after *QuarantineKey, limit int) ([]QuarantinedItem, error)
@@ -76,6 +79,7 @@ func (h *Handlers) HTTP() api.SagaHTTP {
 			{Method: http.MethodGet, Path: "/pix/med/reports", Scope: auth.ScopeAdmin, Handle: h.list},
 			{Method: http.MethodGet, Path: report, Scope: auth.ScopeAdmin, Handle: h.get},
 			{Method: http.MethodPost, Path: report + "/analysis", Scope: auth.ScopeAdmin, Handle: h.analyse},
+			{Method: http.MethodPost, Path: report + "/release", Scope: auth.ScopeAdmin, Handle: h.release},
 			{Method: http.MethodGet, Path: requests, Scope: auth.ScopeAdmin, Handle: h.listKept},
 			{Method: http.MethodGet, Path: requests + "/:id", Scope: auth.ScopeAdmin, Handle: h.getKept},
 			{Method: http.MethodGet, Path: "/pix/med/quarantine", Scope: auth.ScopeAdmin, Handle: h.listQuarantine},
@@ -254,33 +258,95 @@ func (h *Handlers) getKept(k api.Kit, c *gin.Context) {
 // woken, which closes the report at the DICT. 422 med_report_analysed for
 // another analysis, med_report_not_analysable past it.
 func (h *Handlers) analyse(k api.Kit, c *gin.Context) {
+	serveOnReport(h, k, c, reportOperation[analysis]{what: "med analysis", done: "infraction report analysed", hash: "pix-med-analysis",
+		lost: "infraction report analysed, its run not woken: it reads the report within a day", decode: decodeAnalysis,
+		decide: func(ctx context.Context, res *db.Reservation, id uuid.UUID, a analysis, by string, render func(Report) ([]byte, error)) (Report, bool, error) {
+			return h.Store.AnalyseKeyed(ctx, res, id, a.Result, a.Details, by, render)
+		},
+		attrs: func(a analysis) []any { return []any{"result", a.Result} }})
+}
+
+// reportOperation is an operator's keyed POST on the report of the route's
+// id (serveOnReport): decide records it and the key's answer (render's
+// body of the report after) in one transaction; lost is the log's word
+// when the run's wake-up after it is lost; attrs, the log's attributes of
+// the request (nil: none).
+type reportOperation[Req any] struct {
+	what, done, hash, lost string
+	decode                 func([]byte) (Req, error)
+	decide                 func(ctx context.Context, res *db.Reservation, id uuid.UUID, req Req, by string, render func(Report) ([]byte, error)) (Report, bool, error)
+	attrs                  func(Req) []any
+}
+
+// serveOnReport serves op behind the Idempotency-Key layer (the
+// operator's keys; the key's hash names the report), then wakes the
+// report's run when op changed it (after the commit).
+func serveOnReport[Req any](h *Handlers, k api.Kit, c *gin.Context, op reportOperation[Req]) {
 	id, err := reportID(c)
 	if err != nil {
 		k.Fail(c, err)
 		return
 	}
 	caller := k.Caller(c)
-	api.ServeKeyed(k, c, api.KeyedOperation[analysis]{
-		What:    "med analysis",
-		Done:    "infraction report analysed",
+	api.ServeKeyed(k, c, api.KeyedOperation[Req]{
+		What:    op.what,
+		Done:    op.done,
 		Keys:    h.Keys,
 		MaxBody: MaxBodyBytes,
-		Hash:    api.OperationHash("pix-med-analysis", id.String()),
-		Decode:  decodeAnalysis,
-		Run: func(ctx context.Context, res db.Reservation, a analysis) ([]byte, string, []any, error) {
+		Hash:    api.OperationHash(op.hash, id.String()),
+		Decode:  op.decode,
+		Run: func(ctx context.Context, res db.Reservation, req Req) ([]byte, string, []any, error) {
 			var answer []byte
-			r, changed, err := h.Store.AnalyseKeyed(ctx, &res, id, a.Result, a.Details, caller.Subject, func(r Report) ([]byte, error) {
+			r, changed, err := op.decide(ctx, &res, id, req, caller.Subject, func(r Report) ([]byte, error) {
 				v, err := json.Marshal(viewOf(k, r))
 				answer = v
 				return v, err
 			})
 			if err == nil && changed {
-				sagakit.Wake(ctx, h.Temporal, h.Log, WorkflowID(id.String()), ChangedSignal,
-					"infraction report analysed, its run not woken: it reads the report within a day", "report_id", id)
+				sagakit.Wake(ctx, h.Temporal, h.Log, WorkflowID(id.String()), ChangedSignal, op.lost, "report_id", id)
 			}
-			return answer, r.EndToEndID, append(attrsOf(r), "result", a.Result), err
+			attrs := attrsOf(r)
+			if op.attrs != nil {
+				attrs = append(attrs, op.attrs(req)...)
+			}
+			return answer, r.EndToEndID, attrs, err
 		},
 	})
+}
+
+// releaseFields are the members of POST .../release.
+var releaseFields = []string{"details"}
+
+// decodeRelease validates a POST .../release body: details, required, 1 to
+// MaxReleaseDetailsLength characters (ReleaseKeyed checks them again).
+func decodeRelease(body []byte) (string, error) {
+	m, err := api.DecodeRequest(body, "release", releaseFields...)
+	if err != nil {
+		return "", err
+	}
+	details, err := notification.RequiredString(m["details"], "details")
+	if err != nil {
+		return "", err
+	}
+	if n := utf8.RuneCountInString(strings.TrimSpace(details)); n == 0 || n > MaxReleaseDetailsLength {
+		return "", pix.Invalid("details", "must be 1 to %d characters", MaxReleaseDetailsLength)
+	}
+	return details, nil
+}
+
+// release is POST /pix/med/reports/{id}/release behind the Idempotency-Key
+// layer (the operator's keys): a report stopped at the DICT whose refund
+// request is closed or cancelled there ended by the operator, what it
+// holds released (Store.ReleaseKeyed; 201, the report after), then its run
+// woken, which finds it ended and finishes. 422 med_report_not_releasable
+// for a report not open (a second release with another key included), not
+// stopped, or whose request is not closed at the DICT; 422
+// med_report_not_found for an unknown id. The same key replays the first
+// answer.
+func (h *Handlers) release(k api.Kit, c *gin.Context) {
+	serveOnReport(h, k, c, reportOperation[string]{what: "med release", done: "infraction report released by an operator",
+		hash: "pix-med-release", decode: decodeRelease, decide: h.Store.ReleaseKeyed,
+		lost: "infraction report released by an operator, its run not woken: it reads the report at its stop's retry"})
 }
 
 // sectionLimit bounds the reports a credit's view shows.

@@ -48,11 +48,14 @@ const (
 	// apart from released (no request within 72 hours, nothing returned by
 	// return_until), which it was before (review r21 MED-3).
 	EndRejectedAtDICT = "rejected_at_dict"
+	// EndOperatorReleased: an operator released the report, stopped at the
+	// DICT with its request closed there already (Store.ReleaseKeyed).
+	EndOperatorReleased = "operator_released"
 )
 
 // EndCauses are the causes a report ends with (Report.EndCause), every one
 // the table's check must take (pix_med_reports_end_cause_check).
-var EndCauses = []string{EndReleased, EndReturned, EndReturnedInPart, EndCancelled, EndRejectedAtDICT}
+var EndCauses = []string{EndReleased, EndReturned, EndReturnedInPart, EndCancelled, EndRejectedAtDICT, EndOperatorReleased}
 
 // The deadlines of MED (docs/med.md, "The saga"), each from the DICT
 // operating manual: the analysis within 7 calendar days of the report, the
@@ -201,6 +204,10 @@ type Report struct {
 	// ReturnRefused: the devolução was refused for good (ReturnRefusal):
 	// the request is closed as it stands and the report ended.
 	ReturnRefused *string `db:"return_refused" json:"return_refused"`
+	// ReleasedBy, ReleaseDetails: the operator who released the report
+	// (EndOperatorReleased, Store.ReleaseKeyed) and why, as they wrote it.
+	ReleasedBy     *string `db:"released_by" json:"released_by"`
+	ReleaseDetails *string `db:"release_details" json:"release_details"`
 	// Gen is the row's generation: every change bumps it, and a change
 	// decided on another generation changes nothing (the fence).
 	Gen           int64      `db:"gen" json:"gen"`
@@ -1042,6 +1049,11 @@ func (s *Store) decideAfter(ctx context.Context, id uuid.UUID, gen int64, first 
 			return nil
 		}
 		out, changed, err = fn(tx, cur)
+		if err == nil {
+			// By the row as decided, in its transaction: nothing more
+			// returnable, its hold fills no more (stopFilling).
+			err = s.stopFilling(ctx, tx, out)
+		}
 		if err == nil && changed {
 			db.WakeOnCommit(tx, DueChannel, db.OutboxChannel)
 		}
@@ -1060,7 +1072,7 @@ func save(ctx context.Context, tx pgx.Tx, cur, next Report) (Report, bool, error
 		n.EndCause, n.AnalysisResult, n.AnalysisDetails, n.AnalysedBy, n.AnalysedAt, n.AcknowledgedAt, n.ClosedAt, n.HoldID,
 		n.Holds, n.HeldCents, n.RefundRequestID, n.RefundRequestCents, n.RefundRequestState, n.RefundClosedAt,
 		n.RefundClosedRtrID, n.RefundID, n.ReturnedCents, n.Returns, n.FirstRtrID, n.RequestDueAt, n.DICTProblem, n.ReturnRefused,
-		n.RefundRequestModifiedAt, n.DICTAnalysisResult, n.RefundRequestDICTResult, n.RefundRequestDICTReason))
+		n.RefundRequestModifiedAt, n.DICTAnalysisResult, n.RefundRequestDICTResult, n.RefundRequestDICTReason, n.ReleasedBy, n.ReleaseDetails))
 	if err != nil {
 		// Under the row's lock the generation can't have moved: no row is
 		// a fault, not a decision.

@@ -440,7 +440,24 @@ func (w *waits) afterStop(stop error) error {
 	if movedSinceStop(w.ctx, stop, w.r.Gen) {
 		return nil
 	}
-	return w.stopped(workflow.Now(w.ctx).Add(ProblemRetryAfter))
+	return w.stopped(retryAt(*w.r, workflow.Now(w.ctx)))
+}
+
+// retryAt is when a run stopped at the DICT at now tries its step again:
+// after ProblemRetryAfter, or just past its report's return_until when
+// that comes first, so that the report's transaction then (the step, or
+// its stop noted again) stops its hold filling by the row's state
+// (Store.stopFilling), within a minute of it (the database's clock may lag
+// the run's), not up to ProblemRetryAfter later. Only the timer's duration
+// changes, which a replay does not check.
+func retryAt(r Report, now time.Time) time.Time {
+	retry := now.Add(ProblemRetryAfter)
+	if r.ReturnUntil != nil {
+		if at := r.ReturnUntil.Add(earlyTolerance); at.After(now) && at.Before(retry) {
+			return at
+		}
+	}
+	return retry
 }
 
 // movedSinceStop says whether the report, read at generation gen after its

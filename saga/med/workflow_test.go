@@ -208,6 +208,9 @@ func (s *stub) SettleReport(_ context.Context, at med.Report) (med.Report, error
 // closings); a close as the deadline closes it (NO_BALANCE) before
 // return_until by the database's clock is its "not yet" (Store.MarkSent).
 func (s *stub) CloseRefundRequest(_ context.Context, at med.Report) (med.Report, error) {
+	if err := s.stop("CloseRefundRequest"); err != nil {
+		return med.Report{}, err
+	}
 	s.mu.Lock()
 	closing, db := med.Closing(s.r), s.now().Add(-s.dbBehind)
 	if at.Gen == s.r.Gen && med.DeadlineClosing(closing) && db.Before(*s.r.ReturnUntil) && !med.RejectedAtTheDICT(s.r) {

@@ -50,7 +50,7 @@ func TestMEDReportViewKeepsToItsSchema(t *testing.T) {
 		ReturnedCents: 3_000, Returns: 1, FirstRtrID: str("D12345678202612061200aaaaaaaaaaa"), AnalysisDueAt: now,
 		RequestDueAt: &now, ReturnUntil: &now, DICTProblem: str("dict_not_as_ours: x"), AcknowledgeSentAt: &now,
 		CloseSentAt: &now, RefundCloseSentAt: &now, Gen: 7, Traceparent: str("00-x"), CreatedAt: now, UpdatedAt: now,
-		DispatchDueAt: &now, DispatchedAt: &now}
+		DispatchDueAt: &now, DispatchedAt: &now, ReleasedBy: str("op"), ReleaseDetails: str("decidido")}
 	checkMEDReportView(t, id, r)
 	for _, cause := range med.EndCauses {
 		// Every end cause is one of the document's (rejected_at_dict:

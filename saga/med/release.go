@@ -1,0 +1,125 @@
+package med
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// ErrNotReleasable: an operator's release of a report that is not open,
+// not stopped at the DICT, or whose refund request is not closed or
+// cancelled there (our copy of it): money may still be owed at the DICT,
+// never released on a guess (ReleaseKeyed).
+var ErrNotReleasable = errors.New("infraction report can't be released by an operator")
+
+// MaxReleaseDetailsLength bounds an operator's release details.
+const MaxReleaseDetailsLength = MaxDetailsLength
+
+// ReleaseKeyed ends, by an operator's decision (by, details: why, kept on
+// the row), a report whose run stopped at the DICT (DICTProblem) while its
+// refund request is closed (any result) or cancelled at the DICT by our
+// copy of it: the run can't decide it (dict_not_as_ours: a part returned,
+// the request CLOSED REJECTED outside the run), nothing more is returned on
+// it, and what it still holds is released once (end), the cause
+// EndOperatorReleased. In one transaction under the report's lock, decided
+// on the row as it is then (the run's step fenced by its generation loses
+// to it, or it to the step: one winner), the Idempotency-Key's answer (r,
+// 201, render's body) recorded in it; r nil: none. Refused
+// (ErrNotReleasable) for a report not open (ended already, by this release
+// or otherwise: a second release with another key is refused, the report's
+// GET says how it ended), not stopped, or whose request is not closed at
+// the DICT.
+func (s *Store) ReleaseKeyed(ctx context.Context, r *db.Reservation, id uuid.UUID, details, by string,
+	render func(Report) ([]byte, error)) (Report, bool, error) {
+	details = strings.TrimSpace(details)
+	if details == "" || utf8.RuneCountInString(details) > MaxReleaseDetailsLength {
+		return Report{}, false, pix.Invalid("details", "must be 1 to %d characters", MaxReleaseDetailsLength)
+	}
+	return s.decide(ctx, id, -1, func(tx pgx.Tx, cur Report) (Report, bool, error) {
+		if err := releasable(cur); err != nil {
+			return Report{}, false, err
+		}
+		next := cur
+		next.ReleasedBy, next.ReleaseDetails = &by, &details
+		out, changed, err := end(ctx, tx, cur, next, EndOperatorReleased)
+		if err != nil || r == nil {
+			return out, changed, err
+		}
+		return out, changed, db.RecordCreated(ctx, tx, *r, out, render)
+	})
+}
+
+// releasable refuses an operator's release of the locked report cur
+// (ErrNotReleasable) unless it is open, stopped (DICTProblem: a DICT
+// problem, or behind a PSP an action awaited at the PSP), and its refund
+// request closed or cancelled at the DICT by our copy.
+func releasable(cur Report) error {
+	state := deref(cur.RefundRequestState)
+	switch {
+	case !cur.Open():
+		return fmt.Errorf("%w: it is %s", ErrNotReleasable, cur.Status)
+	case cur.DICTProblem == nil:
+		return fmt.Errorf("%w: its run is not stopped at the DICT", ErrNotReleasable)
+	case cur.RefundRequestID == nil || (state != string(dict.RefundClosed) && state != string(dict.RefundCancelled)):
+		return fmt.Errorf("%w: its refund request is not closed at the DICT (%q): money may still be owed there", ErrNotReleasable, state)
+	}
+	return nil
+}
+
+// stopFilling stops the hold of the report r, as decided in tx, filling
+// from the account's later inflows once nothing more can be returned on
+// r: its request CLOSED REJECTED at the DICT (closedRejected: our close,
+// or the copy taken in, whoever closed it), or its return_until passed by
+// the store's clock. Return changes nothing then: a credit that filled the
+// hold would only be held, from the customer, until the report ends (a
+// run stopped at the DICT, dict_not_as_ours, ends only by an operator's
+// release). The hold is shrunk in place to what it holds (db.Shrink: it
+// fills to no more, and is raised no more; nothing held is freed), by the
+// row's state in every transaction of the report's (decideAfter), so from
+// the commit of the one that takes the CLOSED REJECTED copy in; past
+// return_until, from the report's first transaction after it (the run's
+// step, or a stopped step tried again a minute past it: retryAt).
+func (s *Store) stopFilling(ctx context.Context, tx pgx.Tx, r Report) error {
+	if !r.Open() || r.HoldID == nil {
+		return nil
+	}
+	if !closedRejected(r) {
+		if r.ReturnUntil == nil {
+			return nil
+		}
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if now.Before(*r.ReturnUntil) {
+			return nil
+		}
+	}
+	hold, err := db.ReadHold(ctx, tx, *r.HoldID)
+	if err != nil {
+		return fmt.Errorf("hold of infraction report %s: %w", r.ID, err)
+	}
+	if !hold.Active() || hold.FillToCents == nil {
+		return nil
+	}
+	// Shrunk also when it fills to what it holds already but may be raised
+	// (its fill_short_cents, which the hold's view does not say): a shrink
+	// within it all changes nothing and writes no event.
+	_, shrunk, err := db.Shrink(ctx, tx, *r.HoldID, hold.AmountCents, "med: nothing more is returned")
+	if err != nil {
+		return fmt.Errorf("stop the hold of infraction report %s filling: %w", r.ID, err)
+	}
+	if shrunk {
+		db.WakeOnCommit(tx, db.OutboxChannel)
+	}
+	return nil
+}
