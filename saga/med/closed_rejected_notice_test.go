@@ -89,16 +89,17 @@ func TestAPSPRejectedNoticeAfterOurAcceptedCloseStopsTheReturns(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	account, r, req := f.partReturnedClosedOurs()
-	got, changed, err := f.store.IntakeRefund(ctx, closedRejectedCopy(req))
+	closed := closedRejectedCopy(req)
+	got, changed, err := f.store.IntakeRefund(ctx, closed)
 	require.NoError(t, err)
 	require.True(t, changed, "the CLOSED REJECTED notice is taken")
 	require.Equal(t, string(dict.Rejected), *got.RefundRequestDICTResult)
 	require.NotNil(t, got.DICTProblem, "the DICT's word is not our recorded close's: an operator's, visibly")
 	require.Contains(t, *got.DICTProblem, med.ProblemNotAsOurs)
-	require.Contains(t, *got.DICTProblem, `CLOSED (REJECTED, reason "OTHER", rtrId "", details ""), not as we recorded its close`,
+	require.Contains(t, *got.DICTProblem, `its copy: CLOSED (REJECTED, reason "OTHER", rtrId "", details "")`,
 		"the DICT's close said as the read-back's stop says it")
-	require.Contains(t, *got.DICTProblem, fmt.Sprintf(`(rtrId %q)`, *r.RefundClosedRtrID), "and ours")
-	_, changed, err = f.store.IntakeRefund(ctx, closedRejectedCopy(req))
+	require.Contains(t, *got.DICTProblem, fmt.Sprintf(`our close: rtrId %q`, *r.RefundClosedRtrID), "and ours")
+	_, changed, err = f.store.IntakeRefund(ctx, closed)
 	require.NoError(t, err)
 	require.False(t, changed, "the same result again changes nothing")
 
@@ -114,12 +115,14 @@ func TestAPSPRejectedNoticeAfterOurAcceptedCloseStopsTheReturns(t *testing.T) {
 // noted, never an intake that fails on the column's CHECK again and again.
 func TestARejectedNoticeWithLongDetailsAfterOurAcceptedCloseIsTakenItsStopCut(t *testing.T) {
 	f := newFixture(t)
-	_, _, req := f.partReturnedClosedOurs()
+	_, r, req := f.partReturnedClosedOurs()
 	closed := closedRejectedCopy(req)
 	closed.AnalysisDetails = strings.Repeat("é", 2_000)
 	got := f.step(f.store.IntakeRefund(context.Background(), closed))
 	require.NotNil(t, got.DICTProblem)
 	require.Contains(t, *got.DICTProblem, med.ProblemNotAsOurs)
+	require.Contains(t, *got.DICTProblem, fmt.Sprintf(`our close: rtrId %q`, *r.RefundClosedRtrID),
+		"only the DICT's details are cut, never our rtrId (review r23 LOW-8)")
 	require.LessOrEqual(t, len(*got.DICTProblem), 500)
 	require.True(t, utf8.ValidString(*got.DICTProblem))
 }
@@ -199,14 +202,15 @@ func TestAPSPRejectedNoticeAfterOurAcceptedCloseIsNotEndedEarly(t *testing.T) {
 	require.Equal(t, int64(1), counts.DICTProblems, "the stop is seen on an open report")
 }
 
-// A copy older than the CLOSED result recorded never replaces it: our
-// accepted close recorded, the DICT's REJECTED taken (the returns
-// stopped), then an older copy of the request with our PARTIALLY_ACCEPTED
-// (a notice or list item delivered late) came after it and was taken,
-// and the next credit was returned on a request the DICT holds rejected
-// (review r21 MED-3). A copy modified later is the DICT's later word and
-// is taken. Seen failing before the fence.
-func TestAnOlderClosedCopyDoesNotReplaceANewerResult(t *testing.T) {
+// An accepted copy never replaces a recorded REJECTED, older, as old or
+// later: our accepted close recorded, the DICT's REJECTED taken (the
+// returns stopped), then a copy of the request with our PARTIALLY_ACCEPTED
+// (a notice or list item delivered late, or the DICT's word against
+// itself) was taken, and the next credit was returned on a request a copy
+// says rejected (review r21 MED-3; r23 MED-1: a later one too). It is
+// noted dict_not_as_ours, an operator's. Seen failing before the fence
+// (older), and before r23 MED-1 (later: PARTIALLY_ACCEPTED taken).
+func TestAnAcceptedCopyDoesNotReplaceARecordedRejected(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	account, r, req := f.partReturnedClosedOurs()
@@ -214,25 +218,19 @@ func TestAnOlderClosedCopyDoesNotReplaceANewerResult(t *testing.T) {
 	r = f.step(f.store.IntakeRefund(ctx, rejected))
 	require.Equal(t, string(dict.Rejected), *r.RefundRequestDICTResult)
 
-	accepted := req
-	accepted.Status, accepted.AnalysisResult = dict.RefundClosed, dict.PartiallyAccepted
-	accepted.RefundTransactionID, accepted.LastModified = *r.RefundClosedRtrID, rejected.LastModified.Add(-time.Minute)
-	got, changed, err := f.store.IntakeRefund(ctx, accepted)
-	require.NoError(t, err)
-	require.False(t, changed, "an older copy than the result recorded changes nothing")
-	require.Equal(t, string(dict.Rejected), *got.RefundRequestDICTResult)
-	accepted.LastModified = rejected.LastModified
-	_, changed, err = f.store.IntakeRefund(ctx, accepted)
-	require.NoError(t, err)
-	require.False(t, changed, "nor one as old")
+	accepted := acceptedEcho(req, *r.RefundClosedRtrID, rejected.LastModified.Add(-time.Minute))
+	for _, at := range []time.Time{rejected.LastModified.Add(-time.Minute), rejected.LastModified, rejected.LastModified.Add(time.Minute)} {
+		accepted.LastModified = at
+		got, _, err := f.store.IntakeRefund(ctx, accepted)
+		require.NoError(t, err)
+		require.Equal(t, string(dict.Rejected), *got.RefundRequestDICTResult, "REJECTED sticks")
+		require.Contains(t, *got.DICTProblem, med.ProblemNotAsOurs)
+		require.Contains(t, *got.DICTProblem, "CLOSED PARTIALLY_ACCEPTED, not as recorded", "the accepted copy noted")
+	}
 
 	f.creditMore(account, 5_000)
-	_, changed, err = f.store.Return(ctx, f.get(r))
+	_, changed, err := f.store.Return(ctx, f.get(r))
 	require.NoError(t, err)
 	require.False(t, changed, "nothing returned on a request the DICT holds rejected")
 	f.requireDevolucoes(r.EndToEndID, 1)
-
-	accepted.LastModified = rejected.LastModified.Add(time.Minute)
-	got = f.step(f.store.IntakeRefund(ctx, accepted))
-	require.Equal(t, string(dict.PartiallyAccepted), *got.RefundRequestDICTResult, "a later copy is the DICT's later word")
 }

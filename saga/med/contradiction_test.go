@@ -41,7 +41,8 @@ func TestARejectedNoticeAfterTheReportEndedIsCountedAndLogged(t *testing.T) {
 	ended := med.Contradictions.WithLabelValues("ended")
 	before := testutil.ToFloat64(ended)
 	var log bytes.Buffer
-	got, changed, err := loggedDoors(f, &log).IntakeRefund(ctx, closedRejectedCopy(req))
+	closed := closedRejectedCopy(req)
+	got, changed, err := loggedDoors(f, &log).IntakeRefund(ctx, closed)
 	require.NoError(t, err)
 	require.True(t, changed)
 	require.Equal(t, med.StatusEnded, got.Status)
@@ -56,7 +57,7 @@ func TestARejectedNoticeAfterTheReportEndedIsCountedAndLogged(t *testing.T) {
 	require.Contains(t, log.String(), "report_open=false")
 
 	log.Reset()
-	_, changed, err = loggedDoors(f, &log).IntakeRefund(ctx, closedRejectedCopy(req))
+	_, changed, err = loggedDoors(f, &log).IntakeRefund(ctx, closed)
 	require.NoError(t, err)
 	require.False(t, changed, "the same notice again")
 	require.Equal(t, before+1, testutil.ToFloat64(ended), "counted once")

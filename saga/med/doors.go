@@ -51,8 +51,9 @@ func (d *Doors) IntakeRefund(ctx context.Context, in dict.Refund) (Report, bool,
 	case outcome == RequestUnanswered:
 		d.Log.ErrorContext(ctx, "refund request no report answers: recorded in pix_med_refund_requests, on-call's", attrs...)
 	case outcome == RequestContradicted:
-		d.Log.ErrorContext(ctx, "refund request CLOSED at the DICT otherwise than our recorded close: noted dict_not_as_ours, an operator's",
-			append(attrs, "refund_request_dict_result", in.AnalysisResult, "refund_closed_rtr_id", deref(r.RefundClosedRtrID),
+		d.Log.ErrorContext(ctx, "refund request CLOSED at the DICT otherwise than recorded: noted dict_not_as_ours, an operator's",
+			append(attrs, "refund_request_dict_result", in.AnalysisResult, "refund_request_modified_at", in.LastModified,
+				"refund_closed_rtr_id", deref(r.RefundClosedRtrID),
 				"report_open", r.Open())...)
 	}
 	d.wake(ctx, r, changed && err == nil)

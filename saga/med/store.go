@@ -707,8 +707,9 @@ const (
 	RequestReopened   = "reopened"
 	RequestUnanswered = "unanswered"
 	// RequestContradicted: the CLOSED result of the report's own request
-	// taken in contradicts our recorded close (againstOurClose), noted
-	// dict_not_as_ours on the report, open or ended.
+	// taken in contradicts the result recorded or our recorded close
+	// (closedResultNoticed), noted dict_not_as_ours on the report, open or
+	// ended.
 	RequestContradicted = "contradicted"
 )
 
@@ -749,8 +750,8 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			// only forwards (notices come again and in any order: an old
 			// OPEN copy never opens it again).
 			if !requestMoves(deref(cur.RefundRequestState), in) {
-				out, changed, err := closedResultNoticed(ctx, tx, cur, in)
-				if changed && againstOurClose(cur, in) {
+				out, changed, contradicted, err := closedResultNoticed(ctx, tx, cur, in)
+				if contradicted {
 					outcome = RequestContradicted
 				}
 				return out, changed, err
@@ -900,42 +901,73 @@ func keptCopy(ctx context.Context, tx pgx.Tx, requestID, reportID uuid.UUID, in 
 }
 
 // closedResultNoticed takes the result of a CLOSED copy in of the report
-// cur's own request, CLOSED already (requestMoves: never out of CLOSED),
-// when none is recorded or another is: our accepted close recorded at once
-// behind a PSP (from our devolução) and the request CLOSED REJECTED at the
-// DICT since (our operator through the PSP's channel). Dropped, nothing
-// said it, and later credits were returned on a request the DICT holds
-// rejected (review r19 MED-1). Taken, closedRejected stops the returns; a
-// result that is not our recorded close's (rejected or not) stops
-// visibly, an operator's (dict_not_as_ours), as a read back does.
+// cur's own request, CLOSED already (requestMoves: never out of CLOSED):
+// our accepted close recorded at once behind a PSP (from our devolução)
+// and the request CLOSED REJECTED at the DICT since (our operator through
+// the PSP's channel). Dropped, nothing said it, and later credits were
+// returned on a request the DICT holds rejected (review r19 MED-1).
+// Taken, closedRejected stops the returns. contradicted says it noted
+// dict_not_as_ours (notAsRecorded) on the report, as a read back does.
 //
-// A result recorded is replaced only by a copy modified later than the
-// one recorded (laterThan, as newerReport orders two copies of a report at
-// one status): notices and list items come again and in any order, and an
-// older copy's result (our accepted close's echo after the DICT's REJECTED)
-// taken over a newer one opened the returns again on a request the DICT
-// holds rejected (review r21 MED-3). A first result, none recorded (our
-// close recorded from our devolução, no copy of it taken), is news
-// whatever its time: it replaces nothing.
-func closedResultNoticed(ctx context.Context, tx pgx.Tx, cur Report, in dict.Refund) (Report, bool, error) {
-	if deref(cur.RefundRequestState) != string(dict.RefundClosed) || in.Status != dict.RefundClosed ||
-		in.AnalysisResult == "" || deref(cur.RefundRequestDICTResult) == string(in.AnalysisResult) {
-		return cur, false, nil
-	}
-	later := cur.RefundRequestModifiedAt == nil || laterThan(in.LastModified, *cur.RefundRequestModifiedAt)
-	if cur.RefundRequestDICTResult != nil && !later {
-		return cur, false, nil
+// A CLOSED request has one result, so two copies with different results
+// are an anomaly, and LastModified does not order them safely (a notice
+// delivered late, a PSP's clock: the webhook takes one up to
+// MaxClockAhead ahead). Returning is irreversible and holding is not, so
+// REJECTED sticks (review r23 MED-1): a REJECTED copy is taken whatever
+// its time (after our accepted close's echo recorded first, an older
+// REJECTED was dropped and the next credit returned), and an accepted copy
+// never replaces a recorded REJECTED. Between two accepted results the
+// later copy wins (laterThan, as newerReport orders two copies of a report
+// at one status); a first result (none recorded: our close recorded from
+// our devolução) is taken whatever its time. A result that differs from
+// the one recorded, taken or not, and a first one against our recorded
+// close (againstOurClose), are noted dict_not_as_ours, counted and logged
+// (Doors.IntakeRefund): an operator's. A later copy, whatever its result,
+// moves refund_request_modified_at forwards only, and one with the
+// recorded result fills in the DICT's reason when none was recorded
+// (review r23 MED-2: a REJECTED without reason, then REJECTED OTHER, was
+// ended as our close: closedByTheDICT).
+func closedResultNoticed(ctx context.Context, tx pgx.Tx, cur Report, in dict.Refund) (out Report, changed, contradicted bool, err error) {
+	if deref(cur.RefundRequestState) != string(dict.RefundClosed) || in.Status != dict.RefundClosed || in.AnalysisResult == "" {
+		return cur, false, false, nil
 	}
 	next := cur
-	next.RefundRequestDICTResult, next.RefundRequestDICTReason = refundResultOf(in), refundReasonOf(in)
+	later := cur.RefundRequestModifiedAt == nil || laterThan(in.LastModified, *cur.RefundRequestModifiedAt)
 	if later {
 		next.RefundRequestModifiedAt = ptr(in.LastModified)
 	}
-	if againstOurClose(cur, in) {
-		next.DICTProblem = ptr(boundedProblem(fmt.Sprintf("%s: the DICT has the refund request CLOSED (%s), not as we recorded its close "+
-			"(rtrId %q): an operator's", ProblemNotAsOurs, closingOf(in), deref(cur.RefundClosedRtrID))))
+	recorded := deref(cur.RefundRequestDICTResult)
+	switch {
+	case recorded == string(in.AnalysisResult):
+		if cur.RefundRequestDICTReason == nil {
+			next.RefundRequestDICTReason = refundReasonOf(in)
+		}
+	case recorded == "" || in.AnalysisResult == dict.Rejected || (recorded != string(dict.Rejected) && later):
+		next.RefundRequestDICTResult, next.RefundRequestDICTReason = refundResultOf(in), refundReasonOf(in)
 	}
-	return save(ctx, tx, cur, next)
+	if recorded != string(in.AnalysisResult) && (recorded != "" || againstOurClose(cur, in)) {
+		next.DICTProblem = ptr(notAsRecorded(cur, in))
+	}
+	if !later && deref(next.RefundRequestDICTResult) == recorded && deref(next.RefundRequestDICTReason) == deref(cur.RefundRequestDICTReason) &&
+		deref(next.DICTProblem) == deref(cur.DICTProblem) {
+		return cur, false, false, nil
+	}
+	out, changed, err = save(ctx, tx, cur, next)
+	return out, changed, deref(next.DICTProblem) != deref(cur.DICTProblem), err
+}
+
+// notAsRecorded is the dict_not_as_ours stop of the CLOSED copy in of
+// cur's own request: its result, the one recorded and our close's rtrId
+// first, the copy as closingOf says it last, so that the DICT's details (up
+// to 2,000 characters) are all boundedProblem cuts (review r23 LOW-8: our
+// rtrId was cut).
+func notAsRecorded(cur Report, in dict.Refund) string {
+	ours := "none recorded"
+	if cur.RefundClosedAt != nil {
+		ours = fmt.Sprintf("rtrId %q", deref(cur.RefundClosedRtrID))
+	}
+	return boundedProblem(fmt.Sprintf("%s: the DICT has the refund request CLOSED %s, not as recorded (result %q, our close: %s): "+
+		"an operator's; its copy: CLOSED (%s)", ProblemNotAsOurs, in.AnalysisResult, deref(cur.RefundRequestDICTResult), ours, closingOf(in)))
 }
 
 // againstOurClose says whether the result of the CLOSED copy in of cur's
