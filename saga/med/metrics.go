@@ -52,16 +52,18 @@ var lateRequestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 // contradictionsTotal counts the CLOSED results of a report's own refund
 // request taken in (the DICT's list, the PSP's notice) that contradict our
-// recorded close of it (againstOurClose: REJECTED after we answered it with
-// our rtrId, or accepted after our REJECTED), by whether the report was
-// open or ended (reportState). Each is noted dict_not_as_ours on the
-// report, which pix_med_dict_problems counts only while the report is
-// open: one on an ended report (returned in part, ended at return_until,
-// then noticed REJECTED) is seen by this counter and the doors' ERROR only
-// (review r22 F3).
+// recorded close of it or the result recorded (closedResultNoticed:
+// REJECTED after we answered it with our rtrId, accepted after a REJECTED,
+// two accepted results), by whether the report was open or ended
+// (reportState). Each is noted dict_not_as_ours on the report, which
+// pix_med_dict_problems counts only while the report is open: one on an
+// ended report (returned in part, ended at return_until, then noticed
+// REJECTED) is seen by this counter, its alert
+// (PixMEDEndedReportContradicted) and the doors' ERROR only (review r22
+// F3, r23 LOW-9).
 var contradictionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "pix_med_dict_contradictions_total",
-	Help: "MED refund requests whose CLOSED result taken in contradicts our recorded close (noted dict_not_as_ours), by whether their report was open or ended.",
+	Help: "MED refund requests whose CLOSED result taken in contradicts our recorded close or the result recorded (noted dict_not_as_ours), by whether their report was open or ended.",
 }, []string{"report"})
 
 // The report label of contradictionsTotal.
