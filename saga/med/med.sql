@@ -56,7 +56,14 @@ SELECT * FROM pix_med_reports WHERE id = $1 FOR UPDATE
 -- Writes a decision made on the row locked at generation $2: every field
 -- that changes, the generation bumped. A row no longer at $2 is left as
 -- it is (no row): the fence. The queue entry closes when the report ends.
+-- Another refund request taken ($17 not the one recorded: a first, one
+-- reopened, one replacing a request cancelled) is not closed by the
+-- refund close marked sent for the one before: the mark is cleared (the
+-- right-hand side reads the row as it was), else closedByTheDICT and
+-- closedCopy took it for ours and MarkSent never marked the new one's.
 UPDATE pix_med_reports SET
+    refund_close_sent_at = CASE WHEN $17::uuid IS DISTINCT FROM refund_request_id AND $17::uuid IS NOT NULL
+                                THEN NULL ELSE refund_close_sent_at END,
     report_details = $3, dict_status = $4, dict_modified_at = $5, status = $6, end_cause = $7,
     analysis_result = $8, analysis_details = $9, analysed_by = $10, analysed_at = $11,
     acknowledged_at = $12, closed_at = $13, hold_id = $14, holds = $15, held_cents = $16,

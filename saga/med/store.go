@@ -199,7 +199,9 @@ type Report struct {
 	// RefundCloseSentAt is carried to the run (closedCopy reads it), nil
 	// written as null, never omitted: the run decodes every report into
 	// the same variable, where an omitted field keeps the value it read
-	// before (TestTheRunsReportKeepsNothingStale).
+	// before (TestTheRunsReportKeepsNothingStale). It is the mark of the
+	// request the report answers: Save clears it when another is taken
+	// (med.sql; review r23 LOW-5).
 	RefundCloseSentAt *time.Time `db:"refund_close_sent_at" json:"refund_close_sent_at"`
 	// ReturnRefused: the devolução was refused for good (ReturnRefusal):
 	// the request is closed as it stands and the report ended.
@@ -796,6 +798,10 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			// on-call's, nothing the DICT sent lost.
 			return keep(tx, cur, "another_request")
 		}
+		// Its result and reason are this copy's, and the close marked sent
+		// for the request before is not its own: Save clears that mark
+		// (med.sql), which the run reads as null (closedCopy,
+		// closedByTheDICT).
 		next.RefundRequestID, next.RefundRequestCents = &requestID, ptr(int64(in.RefundAmount))
 		next.RefundRequestDICTResult, next.RefundRequestDICTReason = refundResultOf(in), refundReasonOf(in)
 		// Kept on its own before (before this report could take it): the
