@@ -116,16 +116,18 @@ var medReleaseKeySpace = uuid.MustParse("0c5e8f4b-3a71-4d2e-9b86-5f1a7c3d2e90")
 
 var medReleaseCommand = &command{
 	name: "med release", args: "-details TEXT [-key UUID] [flags] <report id>",
-	summary: "release a report stopped at the DICT whose refund request is closed there, decided by hand",
+	summary: "release a report stopped at the DICT on which nothing more can be returned, decided by hand",
 	about: `Ends an infraction report its saga stopped at the DICT (PROBLEM set, e.g.
-dict_not_as_ours) while its refund request is already closed or cancelled at
-the DICT (POST /pix/med/reports/{id}/release), as decided by hand
+dict_not_as_ours) on which nothing more can be returned: its refund request
+CLOSED REJECTED at the DICT, or CLOSED and its return_until passed, no
+devolução in flight (POST /pix/med/reports/{id}/release), as decided by hand
 (docs/med.md, "Stopped at the DICT"): what it still holds is released once,
 the report ends operator_released, and -details (required, at most 2,000
 characters: why, as decided) is kept on it with who released it. Nothing is
-sent to the DICT. Refused (med_report_not_releasable) for a report not
-open, not stopped, or whose refund request is not closed at the DICT: money
-may still be owed there.
+sent to the DICT. Refused (med_report_not_releasable, the message says why)
+for a report not open, not stopped, with a devolução in flight, or on which
+something may still be returned (its request OPEN or CANCELLED, or CLOSED
+with another result than REJECTED before return_until).
 
 The Idempotency-Key (-key; by default one derived from the report and the
 details) is printed before the request goes: after a lost answer run the same
@@ -133,7 +135,7 @@ command again, and the API answers what it did. A report released already is
 refused to any other release (med_report_not_releasable): med show says how
 it ended.
 `,
-	problem:  "not releasable (med_report_not_releasable: not open, not stopped, or its request not closed at the DICT), or no such report",
+	problem:  "not releasable (med_report_not_releasable: not open, not stopped, a devolução in flight, or it may still be returned on), or no such report",
 	settings: adminSettings, output: true,
 	define: func(fs *flag.FlagSet) runner {
 		details := fs.String("details", "", "why the report is released, as decided, at most 2,000 characters (required)")

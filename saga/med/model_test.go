@@ -633,18 +633,22 @@ func (m *medModel) analyseStep(at string, r *mReport) string {
 }
 
 // releaseStep is an operator's release (Store.ReleaseKeyed): of a report
-// open, stopped at the DICT (its row's dict_problem), its request CLOSED
-// or CANCELLED at the DICT by our copy, the report ends operator_released,
-// what it holds released once; any other is refused, nothing changed.
+// open, stopped at the DICT (its row's dict_problem), no devolução in
+// flight, its request CLOSED at the DICT by our copy and nothing more
+// returnable on it (REJECTED by the DICT's copy, or past return_until),
+// the report ends operator_released, what it holds released once; any
+// other (a CANCELLED request included) is refused, nothing changed.
 func (m *medModel) releaseStep(at string, r *mReport) string {
 	for _, x := range m.reports {
-		if x.row && x.status != med.StatusEnded && x.req != nil && x.reqState != string(dict.RefundOpen) && m.get(x).DICTProblem != nil {
+		if x.row && x.status != med.StatusEnded && x.req != nil && x.reqState == string(dict.RefundClosed) && m.get(x).DICTProblem != nil {
 			r = x // one an operator would release: stopped, its request closed at the DICT
 		}
 	}
-	stopped := m.get(r).DICTProblem != nil
+	row := m.get(r)
+	stopped := row.DICTProblem != nil
 	releasable := r.status != med.StatusEnded && r.status != med.StatusNotOurs && stopped && r.req != nil &&
-		(r.reqState == string(dict.RefundClosed) || r.reqState == string(dict.RefundCancelled))
+		r.status != med.StatusReturning && r.refund == nil && r.reqState == string(dict.RefundClosed) &&
+		(med.RejectedAtTheDICT(row) || r.pastReturns())
 	_, changed, err := r.store.ReleaseKeyed(context.Background(), nil, r.id, "decidido à mão", "operator-1", nil)
 	if !releasable {
 		require.ErrorIs(m.t, err, med.ErrNotReleasable, "%s: release of a report %s (request %s, stopped %v)", at, r.status, r.reqState, stopped)

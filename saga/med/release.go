@@ -15,29 +15,30 @@ import (
 	"github.com/pixbank/pix/internal/pix"
 )
 
-// ErrNotReleasable: an operator's release of a report that is not open,
-// not stopped at the DICT, or whose refund request is not closed or
-// cancelled there (our copy of it): money may still be owed at the DICT,
-// never released on a guess (ReleaseKeyed).
+// ErrNotReleasable: an operator's release of a report on which something
+// may still be returned or decided by the run: not open, not stopped at
+// the DICT, a devolução of it in flight, or its refund request not CLOSED
+// at the DICT by our copy with nothing more returnable on it (CLOSED
+// REJECTED, or its return_until passed); a CANCELLED one is never
+// released (a later request may come). Never released on a guess
+// (ReleaseKeyed).
 var ErrNotReleasable = errors.New("infraction report can't be released by an operator")
 
 // MaxReleaseDetailsLength bounds an operator's release details.
 const MaxReleaseDetailsLength = MaxDetailsLength
 
 // ReleaseKeyed ends, by an operator's decision (by, details: why, kept on
-// the row), a report whose run stopped at the DICT (DICTProblem) while its
-// refund request is closed (any result) or cancelled at the DICT by our
-// copy of it: the run can't decide it (dict_not_as_ours: a part returned,
-// the request CLOSED REJECTED outside the run), nothing more is returned on
-// it, and what it still holds is released once (end), the cause
+// the row), a report whose run stopped at the DICT (DICTProblem) on which
+// nothing more can be returned (releasable): the run can't decide it
+// (dict_not_as_ours: a part returned, the request CLOSED REJECTED outside
+// the run), and what it still holds is released once (end), the cause
 // EndOperatorReleased. In one transaction under the report's lock, decided
-// on the row as it is then (the run's step fenced by its generation loses
-// to it, or it to the step: one winner), the Idempotency-Key's answer (r,
-// 201, render's body) recorded in it; r nil: none. Refused
-// (ErrNotReleasable) for a report not open (ended already, by this release
-// or otherwise: a second release with another key is refused, the report's
-// GET says how it ended), not stopped, or whose request is not closed at
-// the DICT.
+// on the row as it is then and the database's clock (the run's step
+// fenced by its generation loses to it, or it to the step: one winner),
+// the Idempotency-Key's answer (r, 201, render's body) recorded in it; r
+// nil: none. Refused (ErrNotReleasable) otherwise, nothing changed; a
+// report ended already (by this release or otherwise: a second release
+// with another key is refused, the report's GET says how it ended).
 func (s *Store) ReleaseKeyed(ctx context.Context, r *db.Reservation, id uuid.UUID, details, by string,
 	render func(Report) ([]byte, error)) (Report, bool, error) {
 	details = strings.TrimSpace(details)
@@ -45,7 +46,7 @@ func (s *Store) ReleaseKeyed(ctx context.Context, r *db.Reservation, id uuid.UUI
 		return Report{}, false, pix.Invalid("details", "must be 1 to %d characters", MaxReleaseDetailsLength)
 	}
 	return s.decide(ctx, id, -1, func(tx pgx.Tx, cur Report) (Report, bool, error) {
-		if err := releasable(cur); err != nil {
+		if err := s.releasable(ctx, tx, cur); err != nil {
 			return Report{}, false, err
 		}
 		next := cur
@@ -58,19 +59,43 @@ func (s *Store) ReleaseKeyed(ctx context.Context, r *db.Reservation, id uuid.UUI
 	})
 }
 
-// releasable refuses an operator's release of the locked report cur
-// (ErrNotReleasable) unless it is open, stopped (DICTProblem: a DICT
-// problem, or behind a PSP an action awaited at the PSP), and its refund
-// request closed or cancelled at the DICT by our copy.
-func releasable(cur Report) error {
+// releasable refuses an operator's release of the report cur, locked in tx
+// (ErrNotReleasable), unless it is open, stopped (DICTProblem: a DICT
+// problem, or behind a PSP an action awaited at the PSP), no devolução of
+// it in flight (returning, a RefundID: its Settle must run on the open
+// report, and a reversed part's Restore find its hold), and nothing more
+// can be returned on it: its refund request CLOSED at the DICT by our copy
+// and either REJECTED there (rejectedAtTheDICT: the copy's result, which
+// no accepted copy replaces; not closedRejected, whose recorded close of
+// ours may be contradicted by the DICT's accepted copy) or its return_until
+// passed by the database's clock in tx. A CLOSED request accepted in part
+// goes on being returned on until return_until; one CLOSED with no result
+// said may be accepted; a CANCELLED one leaves the report to take the next
+// request its requester may make (the run's own end keeps and closes it),
+// and one OPEN is the run's to close at the DICT.
+func (s *Store) releasable(ctx context.Context, tx pgx.Tx, cur Report) error {
 	state := deref(cur.RefundRequestState)
 	switch {
 	case !cur.Open():
 		return fmt.Errorf("%w: it is %s", ErrNotReleasable, cur.Status)
 	case cur.DICTProblem == nil:
 		return fmt.Errorf("%w: its run is not stopped at the DICT", ErrNotReleasable)
-	case cur.RefundRequestID == nil || (state != string(dict.RefundClosed) && state != string(dict.RefundCancelled)):
+	case cur.Status == StatusReturning || cur.RefundID != nil:
+		return fmt.Errorf("%w: a devolução of it is in flight (%s): its run settles it", ErrNotReleasable, deref(cur.RefundID))
+	case cur.RefundRequestID != nil && state == string(dict.RefundCancelled):
+		return fmt.Errorf("%w: its refund request is CANCELLED at the DICT: the report takes the requester's next one, its run ends it", ErrNotReleasable)
+	case cur.RefundRequestID == nil || state != string(dict.RefundClosed):
 		return fmt.Errorf("%w: its refund request is not closed at the DICT (%q): money may still be owed there", ErrNotReleasable, state)
+	case rejectedAtTheDICT(cur):
+		return nil
+	}
+	now, err := s.now(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if cur.ReturnUntil == nil || now.Before(*cur.ReturnUntil) {
+		return fmt.Errorf("%w: its refund request is not CLOSED REJECTED at the DICT (its result %q) and its return_until has not passed: "+
+			"it may still be returned on", ErrNotReleasable, deref(cur.RefundRequestDICTResult))
 	}
 	return nil
 }

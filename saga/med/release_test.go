@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/internal/dict"
@@ -160,27 +161,25 @@ func TestAnOperatorReleaseIsRefusedWhereMoneyMayBeOwed(t *testing.T) {
 	require.EqualValues(t, r.HeldCents, held)
 }
 
-// The release and the run's own step at once (its request CANCELLED at
-// the DICT, the report stopped: the run's Finish ends it released): one
-// ends the report, the other changes nothing; the hold released once,
-// the books exact.
+// The release and the run's own step at once (a part returned, our close
+// recorded PARTIALLY_ACCEPTED, the report stopped past its return_until:
+// the run's Finish ends it returned_in_part): one ends the report, the
+// other changes nothing; the hold released once, the books exact.
 func TestAReleaseAndTheRunsFinishAtOnceHaveOneWinner(t *testing.T) {
 	for range 3 {
 		f := newFixture(t)
 		ctx := context.Background()
-		account, r, req := f.partReturnedNotClosed()
-		r = f.step(f.store.NoteProblem(ctx, r, med.ProblemRefused+": close the refund request: dict: Forbidden"))
-		cancelled := req
-		cancelled.Status, cancelled.LastModified = dict.RefundCancelled, time.Now()
-		r = f.step(f.store.IntakeRefund(ctx, cancelled))
-		require.Equal(t, med.StepFinish, med.Next(r, time.Now()))
+		account, r := f.awaitingCredit()
+		r = f.step(f.store.NoteProblem(ctx, r, med.ProblemRefused+": x"))
+		late := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(time.Second) })
+		require.Equal(t, med.StepFinish, med.Next(r, r.ReturnUntil.Add(time.Second)))
 		hold := *r.HoldID
 
 		var wg sync.WaitGroup
 		var finished, released bool
 		var finishErr, releaseErr error
-		wg.Go(func() { _, finished, finishErr = f.store.Finish(ctx, r) })
-		wg.Go(func() { _, released, releaseErr = f.store.ReleaseKeyed(ctx, nil, r.ID, "decidido", "ops-1", nil) })
+		wg.Go(func() { _, finished, finishErr = late.Finish(ctx, r) })
+		wg.Go(func() { _, released, releaseErr = late.ReleaseKeyed(ctx, nil, r.ID, "decidido", "ops-1", nil) })
 		wg.Wait()
 		require.NoError(t, finishErr)
 		if releaseErr != nil {
@@ -287,9 +286,23 @@ func TestARunStoppedInP3EndsAfterTheRelease(t *testing.T) {
 // 6 hours after the stop: that transaction stops the report's hold filling
 // (stopFilling) at once.
 func TestAStoppedRunTriesAgainAtReturnUntil(t *testing.T) {
+	r, tries := stoppedRunTries(t, nil)
+	require.GreaterOrEqual(t, len(tries), 3)
+	require.Equal(t, []time.Time{start, r.ReturnUntil.Add(time.Minute), r.ReturnUntil.Add(time.Minute + med.ProblemRetryAfter)}, tries[:3])
+}
+
+// stoppedRunTries runs stoppedP3, its return_until 2 hours after its
+// start, its close stopped twice, the report released at 20 hours, and
+// returns the report and the times its close was tried. version, when
+// not nil, is what the run's GetVersion of the retry at return_until
+// answers (the test env's mock: a run of an older build).
+func stoppedRunTries(t *testing.T, version *workflow.Version) (med.Report, []time.Time) {
 	r := stoppedP3()
 	r.ReturnUntil = ptr(start.Add(2 * time.Hour))
 	env, s := newRun(t, r)
+	if version != nil {
+		env.OnGetVersion("pix-med-retry-at-return-until", workflow.DefaultVersion, 1).Return(*version)
+	}
 	s.stops = map[string]int{"CloseRefundRequest": 2}
 	env.RegisterDelayedCallback(func() {
 		s.set(func(r *med.Report) {
@@ -300,9 +313,7 @@ func TestAStoppedRunTriesAgainAtReturnUntil(t *testing.T) {
 	env.ExecuteWorkflow(med.WorkflowName, med.Input{ID: r.ID.String()})
 
 	result(t, env)
-	tries := s.called("CloseRefundRequest")
-	require.GreaterOrEqual(t, len(tries), 3)
-	require.Equal(t, []time.Time{start, r.ReturnUntil.Add(time.Minute), r.ReturnUntil.Add(time.Minute + med.ProblemRetryAfter)}, tries[:3])
+	return r, s.called("CloseRefundRequest")
 }
 
 // stoppedP3 is the report of the P3 state as the run reads it: a part

@@ -34,7 +34,7 @@ var Kinds = pix.DeclareKinds(
 		Message: "the infraction report is past its analysis (ended, cancelled, not ours, or closed)"},
 	&pix.Kind{Err: ErrNotReleasable, Refusal: true,
 		Status: http.StatusUnprocessableEntity, Code: "med_report_not_releasable",
-		Message: "the infraction report is not open, not stopped at the DICT, or its refund request is not closed or cancelled there: nothing released"},
+		Message: "the infraction report is not open, not stopped at the DICT, has a devolução in flight, or may still be returned on (its refund request not CLOSED REJECTED at the DICT and its return_until not passed, or CANCELLED): nothing released"},
 	&pix.Kind{Err: ErrWrongPSP, Refusal: true, Status: http.StatusForbidden, Code: "med_notice_wrong_psp",
 		Message: "the notice's PSP did not deliver this PIX; nothing was changed"},
 	// Not a refusal: ours to put right; the PSP delivers the notice again.

@@ -65,6 +65,15 @@ const stoppedWaitChange = "pix-med-stopped-wait-carried"
 // generation they read.
 const stopNotedChange = "pix-med-stop-noted-gen"
 
+// retryAtReturnUntilChange is the change id of a stopped step's retry
+// brought forward to just past its report's return_until (retryAt). The
+// wait's timer is made again after every signal for the time then left
+// (sagakit.Timer), and none once none is left: a run recorded waiting
+// ProblemRetryAfter that took a signal past return_until would replay
+// with another command (no timer) and stick. The runs recorded before it
+// wait ProblemRetryAfter, as they did (review r24 MED-1).
+const retryAtReturnUntilChange = "pix-med-retry-at-return-until"
+
 // WorkflowID is the id of the saga's run of report id.
 func WorkflowID(id string) string { return "pix-med:" + id }
 
@@ -440,7 +449,11 @@ func (w *waits) afterStop(stop error) error {
 	if movedSinceStop(w.ctx, stop, w.r.Gen) {
 		return nil
 	}
-	return w.stopped(retryAt(*w.r, workflow.Now(w.ctx)))
+	now := workflow.Now(w.ctx)
+	if workflow.GetVersion(w.ctx, retryAtReturnUntilChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return w.stopped(now.Add(ProblemRetryAfter))
+	}
+	return w.stopped(retryAt(*w.r, now))
 }
 
 // retryAt is when a run stopped at the DICT at now tries its step again:
@@ -448,8 +461,9 @@ func (w *waits) afterStop(stop error) error {
 // that comes first, so that the report's transaction then (the step, or
 // its stop noted again) stops its hold filling by the row's state
 // (Store.stopFilling), within a minute of it (the database's clock may lag
-// the run's), not up to ProblemRetryAfter later. Only the timer's duration
-// changes, which a replay does not check.
+// the run's), not up to ProblemRetryAfter later. Behind
+// retryAtReturnUntilChange: the wait's timers after a signal are commands
+// the deadline decides.
 func retryAt(r Report, now time.Time) time.Time {
 	retry := now.Add(ProblemRetryAfter)
 	if r.ReturnUntil != nil {

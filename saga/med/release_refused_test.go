@@ -1,0 +1,134 @@
+package med_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/saga/med"
+)
+
+// Review r24: an operator's release frees only a report on which nothing
+// more can be returned: its request CLOSED REJECTED at the DICT by our
+// copy, or its return_until passed by the database's clock. Each case
+// below was released on the old code (seen failing: no error).
+
+// requireNotReleasable checks that a release of r is refused, nothing
+// changed: the report open, its generation and hold as they were.
+func (f *fixture) requireNotReleasable(store *med.Store, r med.Report, why string) {
+	f.t.Helper()
+	before := f.get(r)
+	_, changed, err := store.ReleaseKeyed(context.Background(), nil, r.ID, "decidido à mão", "ops-1", nil)
+	require.ErrorIs(f.t, err, med.ErrNotReleasable, why)
+	require.False(f.t, changed, why)
+	after := f.get(r)
+	require.Equal(f.t, before.Gen, after.Gen, "%s: nothing changed", why)
+	require.True(f.t, after.Open(), why)
+	require.Equal(f.t, before.HoldID, after.HoldID, why)
+}
+
+// stoppedOn notes a stop at the DICT on r, as the run's read-back makes it.
+func (f *fixture) stoppedOn(r med.Report) med.Report {
+	r = f.step(f.store.NoteProblem(context.Background(), r, med.ProblemNotAsOurs+": the DICT's copy is not as ours"))
+	require.NotNil(f.t, r.DICTProblem)
+	return r
+}
+
+// HIGH-1 (a): a part returned, the request's copy CLOSED PARTIALLY_ACCEPTED
+// (our close's answer lost, the lister's copy taken), the run stopped on
+// its read-back: the returns in parts go on until return_until, so no
+// release before it; past it (the store's clock), released.
+func TestNoReleaseOfARequestAcceptedInPartBeforeReturnUntil(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, _, req := f.partReturnedNotClosed()
+	accepted := req
+	accepted.Status, accepted.AnalysisResult, accepted.LastModified = dict.RefundClosed, dict.PartiallyAccepted, time.Now()
+	r := f.stoppedOn(f.step(f.store.IntakeRefund(ctx, accepted)))
+	require.Equal(t, string(dict.RefundClosed), *r.RefundRequestState)
+	require.Equal(t, string(dict.PartiallyAccepted), *r.RefundRequestDICTResult)
+	f.requireNotReleasable(f.store, r, "CLOSED PARTIALLY_ACCEPTED before return_until")
+
+	late := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(time.Second) })
+	out, changed, err := late.ReleaseKeyed(ctx, nil, r.ID, "decidido à mão", "ops-1", nil)
+	require.NoError(t, err, "past return_until nothing more is returned")
+	require.True(t, changed)
+	require.Equal(t, med.EndOperatorReleased, *out.EndCause)
+	f.requireBooks()
+}
+
+// HIGH-1 (b): the request's copy CLOSED with no result said (it may be
+// accepted): refused.
+func TestNoReleaseOfARequestClosedWithoutAResult(t *testing.T) {
+	f := newFixture(t)
+	_, r, _ := f.partReturnedNotClosed()
+	r = f.stoppedOn(f.closedWithoutResult(r))
+	f.requireNotReleasable(f.store, r, "CLOSED without a result")
+}
+
+// HIGH-1 (c): our close recorded REJECTED, the DICT's copy accepted
+// (againstOurClose: dict_not_as_ours): refused, though our record says
+// rejected (closedRejected).
+func TestNoReleaseWhereTheDICTAcceptedOurRejectedClose(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, r := f.nothingReturned()
+	r = f.step(f.store.RefundClosed(ctx, r, ""))
+	accepted := request(r, 10_000, dict.RefundClosed)
+	accepted.ID, accepted.AnalysisResult, accepted.LastModified = r.RefundRequestID.String(), dict.TotallyAccepted, time.Now()
+	r = f.step(f.store.IntakeRefund(ctx, accepted))
+	require.NotNil(t, r.DICTProblem, "against our close: stopped")
+	require.True(t, med.ClosedRejected(r), "our record says rejected")
+	require.False(t, med.RejectedAtTheDICT(r), "the DICT's copy does not")
+	f.requireNotReleasable(f.store, r, "accepted at the DICT against our REJECTED")
+}
+
+// HIGH-2: a request CANCELLED at the DICT leaves the report to take the
+// requester's next one (its run ends it, keeping and closing a later
+// one); a release would end it operator_released, which takes none.
+// Refused, before return_until and past it.
+func TestNoReleaseOfACancelledRequest(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, r, req := f.partReturnedNotClosed()
+	f.stoppedOn(r)
+	cancelled := req
+	cancelled.Status, cancelled.LastModified = dict.RefundCancelled, time.Now()
+	r = f.step(f.store.IntakeRefund(ctx, cancelled))
+	require.NotNil(t, r.DICTProblem)
+	f.requireNotReleasable(f.store, r, "CANCELLED")
+	late := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(time.Second) })
+	f.requireNotReleasable(late, r, "CANCELLED, past return_until")
+}
+
+// MED-2: a devolução in flight (returning, its RefundID), then the
+// request CLOSED REJECTED at the DICT and the run stopped: refused, its
+// Settle must run on the open report.
+func TestNoReleaseWhileADevolucaoIsInFlight(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	account, r, req := f.partReturnedNotClosed()
+	f.creditMore(account, 2_000)
+	r = f.step(f.store.Return(ctx, f.get(r)))
+	require.Equal(t, med.StatusReturning, r.Status)
+	require.NotNil(t, r.RefundID)
+	r = f.step(f.store.IntakeRefund(ctx, closedRejectedCopy(req)))
+	r = f.stoppedOn(r)
+	require.True(t, med.RejectedAtTheDICT(r))
+	f.requireNotReleasable(f.store, r, "a devolução in flight")
+}
+
+// MED-1: a run of a build before retryAtReturnUntilChange (its history
+// has no marker: the default version) waits ProblemRetryAfter after a
+// stop, as it did, never the retry at return_until: its recorded timers
+// replay. Seen failing on the old code (tried again at return_until).
+func TestAStoppedRunOfAnOlderBuildWaitsProblemRetryAfter(t *testing.T) {
+	old := workflow.DefaultVersion
+	_, tries := stoppedRunTries(t, &old)
+	require.GreaterOrEqual(t, len(tries), 2)
+	require.Equal(t, []time.Time{start, start.Add(med.ProblemRetryAfter)}, tries[:2])
+}
