@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pixbank/pix/internal/durable/rows"
+	"github.com/pixbank/pix/internal/rowscan"
 )
 
 // DueQueue is a saga's open rows as a durable.Dispatcher sees them (it is
@@ -60,7 +61,7 @@ func (q DueQueue) Claim(ctx context.Context, limit int, lease time.Duration) ([]
 	if err != nil {
 		return nil, Classify(fmt.Errorf("claim due %s: %w", q.queue.Table, err))
 	}
-	due, err := pgx.CollectRows(claimed, pgx.RowToStructByName[rows.Due])
+	due, err := pgx.CollectRows(claimed, rowscan.ByName[rows.Due])
 	if err != nil {
 		return nil, Classify(fmt.Errorf("claim due %s: %w", q.queue.Table, err))
 	}

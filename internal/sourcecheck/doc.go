@@ -3,7 +3,9 @@
 // more than MaxFuncLines lines must say in its doc comment why it is not
 // split (funclen_test.go); a package does not import against ImportRules'
 // directions, directly or not, unless docs/architecture.md's "Import
-// directions" says why one stays (imports_test.go).
+// directions" says why one stays (imports_test.go); no product file reads
+// a row with pgx's strict by-name scanners, which refuse a column a later
+// migration adds (rowscan_test.go: internal/rowscan reads it).
 package sourcecheck
 
 // MaxFuncLines is the most lines a function of the service's module (its

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/rowscan"
 	"github.com/pixbank/pix/internal/tracing"
 	"github.com/pixbank/pix/saga/sagakit"
 )
@@ -264,7 +265,7 @@ func (s *Store) OfPIX(ctx context.Context, endToEndID string, after *ListKey, li
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list blocks: %w", err))
 	}
-	rows, err := pgx.CollectRows(rs, pgx.RowToStructByName[row])
+	rows, err := pgx.CollectRows(rs, rowscan.ByName[row])
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list blocks: %w", err))
 	}

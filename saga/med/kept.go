@@ -11,6 +11,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/rowscan"
 )
 
 // ErrRequestNotFound: no refund request kept on its own with the id.
@@ -69,7 +70,7 @@ func (s *Store) KeptRequests(ctx context.Context, after *KeptKey, limit int) ([]
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list kept refund requests: %w", err))
 	}
-	out, err := pgx.CollectRows(rs, pgx.RowToStructByName[KeptRequest])
+	out, err := pgx.CollectRows(rs, rowscan.ByName[KeptRequest])
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list kept refund requests: %w", err))
 	}
@@ -84,7 +85,7 @@ func (s *Store) KeptRequest(ctx context.Context, id uuid.UUID) (KeptRequest, err
 	if err != nil {
 		return KeptRequest{}, db.Classify(fmt.Errorf("get kept refund request: %w", err))
 	}
-	out, err := pgx.CollectExactlyOneRow(rs, pgx.RowToStructByName[KeptRequest])
+	out, err := pgx.CollectExactlyOneRow(rs, rowscan.ByName[KeptRequest])
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return KeptRequest{}, ErrRequestNotFound
@@ -101,7 +102,7 @@ func (s *Store) keptRow(ctx context.Context, what, query string, args ...any) (K
 	if err != nil {
 		return KeptRequest{}, false, db.Classify(fmt.Errorf("%s: %w", what, err))
 	}
-	out, err := pgx.CollectExactlyOneRow(rs, pgx.RowToStructByName[KeptRequest])
+	out, err := pgx.CollectExactlyOneRow(rs, rowscan.ByName[KeptRequest])
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return KeptRequest{}, false, nil
@@ -120,7 +121,7 @@ func (s *Store) KeptToClose(ctx context.Context, id uuid.UUID) ([]KeptRequest, e
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("kept refund requests of report %s to close: %w", id, err))
 	}
-	out, err := pgx.CollectRows(rs, pgx.RowToStructByName[KeptRequest])
+	out, err := pgx.CollectRows(rs, rowscan.ByName[KeptRequest])
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("kept refund requests of report %s to close: %w", id, err))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/internal/rowscan"
 	"github.com/pixbank/pix/saga"
 	"github.com/pixbank/pix/saga/sagakit"
 )
@@ -176,7 +177,7 @@ func (s *Store) QuarantinedItems(ctx context.Context, after *QuarantineKey, limi
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list the quarantine: %w", err))
 	}
-	out, err := pgx.CollectRows(rs, pgx.RowToStructByName[QuarantinedItem])
+	out, err := pgx.CollectRows(rs, rowscan.ByName[QuarantinedItem])
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list the quarantine: %w", err))
 	}

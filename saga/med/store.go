@@ -15,6 +15,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/dict"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/rowscan"
 	"github.com/pixbank/pix/internal/tracing"
 	"github.com/pixbank/pix/saga/sagakit"
 )
@@ -395,7 +396,7 @@ func (s *Store) OfPIX(ctx context.Context, endToEndID string, limit int) ([]Repo
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list infraction reports: %w", err))
 	}
-	out, err := pgx.CollectRows(rs, pgx.RowToStructByName[Report])
+	out, err := pgx.CollectRows(rs, rowscan.ByName[Report])
 	if err != nil {
 		return nil, db.Classify(err)
 	}
@@ -430,7 +431,7 @@ func (s *Store) List(ctx context.Context, after *ListKey, limit int) ([]Report, 
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list infraction reports: %w", err))
 	}
-	out, err := pgx.CollectRows(rs, pgx.RowToStructByName[Report])
+	out, err := pgx.CollectRows(rs, rowscan.ByName[Report])
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list infraction reports: %w", err))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/pix"
+	"github.com/pixbank/pix/internal/rowscan"
 	"github.com/pixbank/pix/internal/tracing"
 	"github.com/pixbank/pix/saga/sagakit"
 )
@@ -294,7 +295,7 @@ func (s *Store) List(ctx context.Context, accountID, status string, after *ListK
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list scheduled pix: %w", err))
 	}
-	rows, err := pgx.CollectRows(rs, pgx.RowToStructByName[row])
+	rows, err := pgx.CollectRows(rs, rowscan.ByName[row])
 	if err != nil {
 		return nil, db.Classify(fmt.Errorf("list scheduled pix: %w", err))
 	}
