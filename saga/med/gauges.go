@@ -48,10 +48,11 @@ type AgeCounts struct {
 }
 
 // Ages reads the on-call's gauges; a request counts as unanswered after
-// unansweredAfter of nothing changing on its report.
+// unansweredAfter of nothing changing on its report, unless the report
+// awaits a step at the PSP (Open counts those).
 func (s *Store) Ages(ctx context.Context, unansweredAfter time.Duration) (AgeCounts, error) {
 	var c AgeCounts
-	err := s.store.Pool().QueryRow(ctx, gaugesSQL.Ages, unansweredAfter).Scan(&c.ByAge[0], &c.ByAge[1], &c.ByAge[2], &c.ByAge[3],
+	err := s.store.Pool().QueryRow(ctx, gaugesSQL.Ages, unansweredAfter, ProblemPSPActionAwaited+":").Scan(&c.ByAge[0], &c.ByAge[1], &c.ByAge[2], &c.ByAge[3],
 		&c.Unanswered, &c.Returning, &c.Returned)
 	return c, db.Classify(err)
 }
