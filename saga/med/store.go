@@ -782,12 +782,8 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 				// is returned from the start, as a first one is.
 				next.Status = StatusAwaitingRequest
 			}
-			if cur.RefundRequestID != nil {
-				// Cancelled by its requester, nothing returned: kept by its own id.
-				if _, err := tx.Exec(ctx, medSQL.Unanswered, *cur.RefundRequestID, cur.ID, *cur.RefundRequestCents,
-					deref(cur.RefundRequestState), "replaced", cur.RefundRequestModifiedAt, false, false, "", ""); err != nil {
-					return Report{}, false, fmt.Errorf("keep refund request %s of report %s: %w", *cur.RefundRequestID, cur.ID, err)
-				}
+			if err := keepReplaced(ctx, tx, cur); err != nil {
+				return Report{}, false, err
 			}
 			next.RefundRequestState, next.RefundRequestModifiedAt = &state, &modified
 		case cur.Status == StatusEnded || cur.Status == StatusNotOurs:
@@ -799,18 +795,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			// on-call's, nothing the DICT sent lost.
 			return keep(tx, cur, "another_request")
 		}
-		// Its result and reason are this copy's, and the close marked sent
-		// for the request before is not its own: Save clears that mark
-		// (med.sql), which the run reads as null (closedCopy,
-		// closedByTheDICT).
-		next.RefundRequestID, next.RefundRequestCents = &requestID, ptr(int64(in.RefundAmount))
-		next.RefundRequestDICTResult, next.RefundRequestDICTReason = refundResultOf(in), refundReasonOf(in)
-		// Kept on its own before (before this report could take it): the
-		// report answers it now, it is on-call's no longer.
-		if _, err := tx.Exec(ctx, medSQL.Taken, requestID, cur.ID); err != nil {
-			return Report{}, false, fmt.Errorf("refund request %s taken by report %s: %w", requestID, cur.ID, err)
-		}
-		return save(ctx, tx, cur, next)
+		return take(ctx, tx, cur, next, in, requestID)
 	})
 	switch {
 	case err != nil:
@@ -823,6 +808,35 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 		keptClosedTotal.WithLabelValues(keptRejected).Inc()
 	}
 	return out, changed, outcome, err
+}
+
+// take records the request in (its id requestID) as the one the locked
+// report cur answers, as next. Its result and reason are this copy's, and
+// the close marked sent for the request before is not its own: Save clears
+// that mark (med.sql), which the run reads as null (closedCopy,
+// closedByTheDICT).
+func take(ctx context.Context, tx pgx.Tx, cur, next Report, in dict.Refund, requestID uuid.UUID) (Report, bool, error) {
+	next.RefundRequestID, next.RefundRequestCents = &requestID, ptr(int64(in.RefundAmount))
+	next.RefundRequestDICTResult, next.RefundRequestDICTReason = refundResultOf(in), refundReasonOf(in)
+	// Kept on its own before (before this report could take it): the
+	// report answers it now, it is on-call's no longer.
+	if _, err := tx.Exec(ctx, medSQL.Taken, requestID, cur.ID); err != nil {
+		return Report{}, false, fmt.Errorf("refund request %s taken by report %s: %w", requestID, cur.ID, err)
+	}
+	return save(ctx, tx, cur, next)
+}
+
+// keepReplaced keeps the request cur answered, cancelled by its requester
+// with nothing returned, by its own id as a new one replaces it.
+func keepReplaced(ctx context.Context, tx pgx.Tx, cur Report) error {
+	if cur.RefundRequestID == nil {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, medSQL.Unanswered, *cur.RefundRequestID, cur.ID, *cur.RefundRequestCents,
+		deref(cur.RefundRequestState), "replaced", cur.RefundRequestModifiedAt, false, false, "", ""); err != nil {
+		return fmt.Errorf("keep refund request %s of report %s: %w", *cur.RefundRequestID, cur.ID, err)
+	}
+	return nil
 }
 
 // requestIDs are the report the refund request in is placed under
