@@ -111,9 +111,6 @@ analysis of a report analysed already is refused (med_report_analysed).
 	},
 }
 
-// medReleaseKeySpace is the UUID namespace of pixctl med release's keys.
-var medReleaseKeySpace = uuid.MustParse("0c5e8f4b-3a71-4d2e-9b86-5f1a7c3d2e90")
-
 var medReleaseCommand = &command{
 	name: "med release", args: "-details TEXT [-key UUID] [flags] <report id>",
 	summary: "release a report stopped at the DICT on which nothing more can be returned, decided by hand",
@@ -129,17 +126,18 @@ for a report not open, not stopped, with a devolução in flight, or on which
 something may still be returned (its request OPEN or CANCELLED, or CLOSED
 with another result than REJECTED before return_until).
 
-The Idempotency-Key (-key; by default one derived from the report and the
-details) is printed before the request goes: after a lost answer run the same
-command again, and the API answers what it did. A report released already is
-refused to any other release (med_report_not_releasable): med show says how
-it ended.
+The Idempotency-Key (-key; by default a new one each time, not derived: a
+refusal is the key's answer for good, and a report not releasable yet may be
+later) is printed before the request goes: after a lost answer run the command
+again with -key and that key, and the API answers what it did. A report
+released already is refused to any other release (med_report_not_releasable):
+med show says how it ended.
 `,
 	problem:  "not releasable (med_report_not_releasable: not open, not stopped, a devolução in flight, or it may still be returned on), or no such report",
 	settings: adminSettings, output: true,
 	define: func(fs *flag.FlagSet) runner {
 		details := fs.String("details", "", "why the report is released, as decided, at most 2,000 characters (required)")
-		key := fs.String("key", "", "the Idempotency-Key, a UUID (default: derived from the report and -details)")
+		key := fs.String("key", "", "the Idempotency-Key, a UUID (default: a new one, printed: pass it again after a lost answer)")
 		return func(ctx context.Context, inv *invocation, args []string) error {
 			switch {
 			case len(args) != 1:
@@ -151,7 +149,7 @@ it ended.
 			if err != nil {
 				return err
 			}
-			return keyedPost[medReport]{key: *key, space: medReleaseKeySpace, parts: []string{args[0], *details},
+			return keyedPost[medReport]{key: *key, fresh: true,
 				once: "the release is made once", path: medReportPath(args[0]) + "/release",
 				body: map[string]any{"details": *details}, made: "the report may have been released",
 				what: "release med report " + args[0], replayed: "(the key's first answer: the report released once)",

@@ -125,10 +125,15 @@ func callAndPrint[T any](ctx context.Context, c *apiClient, inv *invocation, met
 // keyedPost is an operator's POST under an Idempotency-Key whose answer is
 // one item (pixctl block create, med close).
 type keyedPost[T any] struct {
-	key   string    // the -key flag: "" derives one
+	key   string    // the -key flag: "" derives one (or, fresh, makes one)
 	space uuid.UUID // the command's namespace of derived keys
 	parts []string  // what the derived key is of: the same command again, the same key
-	once  string    // what the key makes happen once, as told with it: "nothing is held twice"
+	// fresh: with no -key, a new key for every invocation, not one derived:
+	// the key layer replays a refusal too, and a refusal that may not hold
+	// later (a report not releasable yet) would be answered again for
+	// ever to the same command. A lost answer is asked again with -key.
+	fresh bool
+	once  string // what the key makes happen once, as told with it: "nothing is held twice"
 	path  string
 	body  map[string]any
 	made  string // what a lost answer may hide: "the block may have been made"
@@ -143,11 +148,14 @@ type keyedPost[T any] struct {
 // answer, the same command asks again under it, never under a new one),
 // posts and prints the answer.
 func (p keyedPost[T]) post(ctx context.Context, c *apiClient, inv *invocation) error {
-	k := p.key
-	if k == "" {
+	k, again := p.key, "run the same command again (or pass -key %[1]s)"
+	switch {
+	case k == "" && p.fresh:
+		k, again = uuid.NewString(), "run it again with -key %[1]s"
+	case k == "":
 		k = uuid.NewSHA1(p.space, []byte(strings.Join(p.parts, "\x00"))).String()
 	}
-	fmt.Fprintf(inv.errOut, "Idempotency-Key %s: after a lost answer run the same command again (or pass -key %s): %s\n", k, k, p.once)
+	fmt.Fprintf(inv.errOut, "Idempotency-Key %[1]s: after a lost answer "+again+": %[2]s\n", k, p.once)
 	var raw json.RawMessage
 	status, h, err := c.callWith(ctx, http.MethodPost, p.path, http.Header{"Idempotency-Key": {k}}, p.body, &raw)
 	if err != nil {

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/dict"
-	"github.com/pixbank/pix/internal/pix"
 )
 
 // ErrNotReleasable: an operator's release of a report on which something
@@ -26,6 +24,12 @@ var ErrNotReleasable = errors.New("infraction report can't be released by an ope
 
 // MaxReleaseDetailsLength bounds an operator's release details.
 const MaxReleaseDetailsLength = MaxDetailsLength
+
+// MaxReleasedByLength bounds who released a report (released_by, the
+// caller's subject: pix_med_reports' check, migration 0062). A JWT's
+// subject is not bounded by the verifier: a longer one is refused, a
+// declared 422, never the check's 500.
+const MaxReleasedByLength = 200
 
 // ReleaseKeyed ends, by an operator's decision (by, details: why, kept on
 // the row), a report whose run stopped at the DICT (DICTProblem) on which
@@ -42,8 +46,11 @@ const MaxReleaseDetailsLength = MaxDetailsLength
 func (s *Store) ReleaseKeyed(ctx context.Context, r *db.Reservation, id uuid.UUID, details, by string,
 	render func(Report) ([]byte, error)) (Report, bool, error) {
 	details = strings.TrimSpace(details)
-	if details == "" || utf8.RuneCountInString(details) > MaxReleaseDetailsLength {
-		return Report{}, false, pix.Invalid("details", "must be 1 to %d characters", MaxReleaseDetailsLength)
+	if err := validDetails("details", details, 1, MaxReleaseDetailsLength); err != nil {
+		return Report{}, false, err
+	}
+	if err := validDetails("caller", by, 1, MaxReleasedByLength); err != nil {
+		return Report{}, false, fmt.Errorf("the caller's subject can't be recorded as who released the report: %w", err)
 	}
 	return s.decide(ctx, id, -1, func(tx pgx.Tx, cur Report) (Report, bool, error) {
 		if err := s.releasable(ctx, tx, cur); err != nil {
@@ -129,7 +136,11 @@ func (s *Store) stopFilling(ctx context.Context, tx pgx.Tx, r Report) error {
 			return nil
 		}
 	}
-	hold, err := db.ReadHold(ctx, tx, *r.HoldID)
+	// Locked (its PIX's credit, its account, then the hold, after the
+	// report's: the lock order): what it holds read under the locks is
+	// what it is shrunk to, no credit filling it between (a fill between
+	// a read without them and the shrink's lock would be freed again).
+	hold, err := db.LockHold(ctx, tx, *r.HoldID)
 	if err != nil {
 		return fmt.Errorf("hold of infraction report %s: %w", r.ID, err)
 	}

@@ -2,14 +2,20 @@ package med_test
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pixbank/pix/api"
 	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/med"
+	"github.com/pixbank/pix/saga/sagatest"
 )
 
 // Review r24: an operator's release frees only a report on which nothing
@@ -122,6 +128,25 @@ func TestNoReleaseWhileADevolucaoIsInFlight(t *testing.T) {
 	f.requireNotReleasable(f.store, r, "a devolução in flight")
 }
 
+// LOW-2: a caller's subject longer than released_by takes, or details
+// with a control character (the database's text takes no NUL): a declared
+// refusal, never the database's error.
+func TestAReleaseRefusesWhatTheRowCantKeep(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, r := f.stoppedNotAsOurs()
+	long := strings.Repeat("a", med.MaxReleasedByLength+1)
+	for _, c := range []struct{ details, by string }{{"x", long}, {"a\x00b", "ops-1"}, {"a\x01b", "ops-1"}} {
+		_, _, err := f.store.ReleaseKeyed(ctx, nil, r.ID, c.details, c.by, nil)
+		var invalid *pix.ValidationError
+		require.ErrorAs(t, err, &invalid, "%q by %d characters", c.details, len(c.by))
+	}
+	require.Equal(t, r.Gen, f.get(r).Gen)
+	_, changed, err := f.store.ReleaseKeyed(ctx, nil, r.ID, "ok", long[:med.MaxReleasedByLength], nil)
+	require.NoError(t, err)
+	require.True(t, changed)
+}
+
 // MED-1: a run of a build before retryAtReturnUntilChange (its history
 // has no marker: the default version) waits ProblemRetryAfter after a
 // stop, as it did, never the retry at return_until: its recorded timers
@@ -131,4 +156,87 @@ func TestAStoppedRunOfAnOlderBuildWaitsProblemRetryAfter(t *testing.T) {
 	_, tries := stoppedRunTries(t, &old)
 	require.GreaterOrEqual(t, len(tries), 2)
 	require.Equal(t, []time.Time{start, start.Add(med.ProblemRetryAfter)}, tries[:2])
+}
+
+// LOW-2, LOW-3 through the routes: details with a control character (a
+// NUL reached the database's text: 500), on the release and on the
+// analysis, and a caller's subject longer than released_by takes (the
+// column's check: 500), are declared refusals (422 invalid_request),
+// nothing changed. Seen failing on the old code (500).
+func TestTheOperatorRoutesRefuseWhatTheRowCantKeep(t *testing.T) {
+	f := newFixture(t)
+	sig := &sagatest.Signals{}
+	_, stopped := f.stoppedNotAsOurs()
+	received := f.intake(report(f.credit(10_000, 0).EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour)))
+	long := strings.Repeat("s", med.MaxReleasedByLength+1)
+	a := f.routes(sig, api.Deps{Keys: operatorKeys}, sagatest.Callers{
+		"ops": sagatest.Operator("ops-1"), "long": sagatest.Operator(long),
+	})
+	for _, c := range []struct {
+		caller, path string
+		body         map[string]any
+	}{
+		{"ops", "/pix/med/reports/" + stopped.ID.String() + "/release", map[string]any{"details": "a\u0000b"}},
+		{"ops", "/pix/med/reports/" + stopped.ID.String() + "/release", map[string]any{"details": "a\u001bb"}},
+		{"ops", "/pix/med/reports/" + received.ID.String() + "/analysis", map[string]any{"result": "AGREED", "details": "a\u0000b"}},
+		{"long", "/pix/med/reports/" + stopped.ID.String() + "/release", map[string]any{"details": "ok"}},
+	} {
+		status, got := a.Call(http.MethodPost, c.path, c.caller, uuid.NewString(), c.body)
+		require.Equal(t, http.StatusUnprocessableEntity, status, "%s %v: %v", c.path, c.body, got)
+		require.Equal(t, "invalid_request", sagatest.Code(got))
+	}
+	require.Equal(t, stopped.Gen, f.get(stopped).Gen)
+	require.Equal(t, received.Gen, f.get(received).Gen)
+	require.Empty(t, sig.Sent())
+}
+
+// LOW-1: the fence past return_until (stopFilling) read the hold without
+// its locks, then shrank it to what it held then: a credit that filled it
+// between the read and the shrink's lock was freed again. Forced here: the
+// account locked (tx), a credit waiting for it first, then the report's
+// transaction past return_until after it; the lock let go, the credit
+// fills the hold, and the fence keeps it. Seen failing on the old code
+// (held 0: the 4,000 freed).
+func TestTheFenceKeepsAFillThatCameBeforeItsLock(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	account, r := f.awaitingCredit()
+	r = f.step(f.store.NoteProblem(ctx, r, med.ProblemRefused+": close the refund request: dict: Forbidden"))
+	balance, held := f.money(account)
+	late := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(time.Second) })
+
+	tx, err := f.s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	var locker int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM accounts WHERE id = $1 FOR UPDATE`, account).Scan(&locker))
+	credited, noted := make(chan struct{}), make(chan error, 1)
+	go func() { defer close(credited); f.creditMore(account, 4_000) }()
+	creditor := f.waitBlocked(ctx, locker)
+	go func() {
+		_, _, err := late.NoteProblem(ctx, r, med.ProblemRefused+": close the refund request: dict: Forbidden")
+		noted <- err
+	}()
+	f.waitBlocked(ctx, locker, creditor)
+	require.NoError(t, tx.Commit(ctx))
+	<-credited
+	require.NoError(t, <-noted)
+
+	f.requireMoney(account, balance+4_000, held+4_000)
+	f.requireBooks()
+	f.creditMore(account, 1_000)
+	f.requireMoney(account, balance+5_000, held+4_000) // the fence made: fills no more
+}
+
+// waitBlocked waits for a backend other than those named in by to wait
+// on one of them (pg_blocking_pids), and returns its pid.
+func (f *fixture) waitBlocked(ctx context.Context, by ...int) int {
+	f.t.Helper()
+	var pid int
+	require.Eventually(f.t, func() bool {
+		err := f.s.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity
+			WHERE NOT (pid = ANY($1)) AND pg_blocking_pids(pid) && $1::int[] LIMIT 1`, by).Scan(&pid)
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "a backend blocked by %v", by)
+	return pid
 }

@@ -44,6 +44,21 @@ const MaxBodyBytes = 8 << 10
 // (AnalysisDetails).
 const MaxDetailsLength = 2000
 
+// validDetails refuses an operator's text s of field (pix.Invalid) of
+// fewer than least or more than most characters, or holding a control
+// character or an invalid byte (notification.HasControlOrInvalid): the
+// database's text takes no NUL, and what is kept or sent to the DICT is
+// what the operator wrote, never a sanitised stand-in.
+func validDetails(field, s string, least, most int) error {
+	if n := utf8.RuneCountInString(s); n < least || n > most {
+		return pix.Invalid(field, "must be %d to %d characters", least, most)
+	}
+	if notification.HasControlOrInvalid(s) {
+		return pix.Invalid(field, "must hold no control character or invalid byte")
+	}
+	return nil
+}
+
 // analysisFields are the members of POST .../analysis.
 var analysisFields = []string{"result", "details"}
 
@@ -166,8 +181,8 @@ func decodeAnalysis(body []byte) (analysis, error) {
 			return analysis{}, pix.Invalid("details", "must be a string")
 		}
 	}
-	if utf8.RuneCountInString(a.Details) > MaxDetailsLength {
-		return analysis{}, pix.Invalid("details", "must be at most %d characters", MaxDetailsLength)
+	if err := validDetails("details", a.Details, 0, MaxDetailsLength); err != nil {
+		return analysis{}, err
 	}
 	return a, nil
 }
@@ -328,8 +343,8 @@ func decodeRelease(body []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if n := utf8.RuneCountInString(strings.TrimSpace(details)); n == 0 || n > MaxReleaseDetailsLength {
-		return "", pix.Invalid("details", "must be 1 to %d characters", MaxReleaseDetailsLength)
+	if err := validDetails("details", strings.TrimSpace(details), 1, MaxReleaseDetailsLength); err != nil {
+		return "", err
 	}
 	return details, nil
 }
