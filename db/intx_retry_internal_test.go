@@ -37,6 +37,14 @@ func TestInTxRetriesOnlyContention(t *testing.T) {
 		t.Errorf("a deadlock every time: %d attempts, %v; want 3 attempts and the deadlock as pix.ErrUnavailable", deadlock.begins, err)
 	}
 
+	// 0A000 is also any feature not supported: only the stale prepared
+	// statement runs again.
+	unsupported := &failingBeginner{err: &pgconn.PgError{Code: "0A000", Message: "cannot lock rows in materialized view"}}
+	err = inTxAttempts(context.Background(), unsupported, 3, noop)
+	if unsupported.begins != 1 || errors.Is(err, pix.ErrUnavailable) {
+		t.Errorf("a feature not supported: %d attempts, %v; want 1 attempt and the error itself", unsupported.begins, err)
+	}
+
 	unique := &failingBeginner{err: &pgconn.PgError{Code: "23505"}}
 	err = inTxAttempts(context.Background(), unique, 3, noop)
 	var pgErr *pgconn.PgError

@@ -88,10 +88,10 @@ func Open(ctx context.Context, url string, maxConns int32, opts ...Option) (*pgx
 // Classify is the error contract of every Store method, and of a saga's
 // own store built on this package's core: it wraps err in
 // pix.ErrUnavailable when it says PostgreSQL can't be reached, is going
-// away, or rolled the transaction back on a collision (deadlock,
-// serialization failure: nothing was written, the same work may run
-// again), so that callers answer "retry later" (503) rather than "bug"
-// (500). A refusal of package pix, a canceled context, an error already
+// away, or failed a statement that succeeds when run again (isContention:
+// a deadlock, a serialization failure, a prepared statement a migration
+// made stale; nothing was written), so that callers answer "retry later"
+// (503) rather than "bug" (500). A refusal of package pix, a canceled context, an error already
 // unavailable and a statement PostgreSQL refused otherwise are returned as
 // they are. Any error that is not PostgreSQL's own answer (dial, read,
 // timeout, closed pool) means the database was not reached. InTx classifies
@@ -104,8 +104,7 @@ func Classify(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		// Class 08: connection exception; 57P0x: server shutting down or
-		// starting; 40001 and 40P01: a serialization failure or a deadlock,
-		// which rolled the transaction back and succeed when tried again.
+		// starting; isContention: rolled back, succeeds when tried again.
 		if !strings.HasPrefix(pgErr.Code, "08") && !strings.HasPrefix(pgErr.Code, "57P") && !isContention(err) {
 			return err
 		}
@@ -113,23 +112,45 @@ func Classify(err error) error {
 	return fmt.Errorf("%w: %w", pix.ErrUnavailable, err)
 }
 
-// isContention reports whether PostgreSQL rolled a transaction back because
-// it collided with another (serialization failure, deadlock): nothing was
-// written, and the same transaction may simply run again.
+// isContention reports whether PostgreSQL failed a statement, rolling its
+// transaction back, for a cause that passes by itself: nothing was written,
+// and the same transaction may simply run again. 40001 and 40P01: it
+// collided with another (serialization failure, deadlock). 0A000 "cached
+// plan must not change result type": a migration added a column to a table
+// a statement reads whole (SELECT *, RETURNING *) after the connection
+// prepared it (pgx's statement cache); pgx has dropped the statement, so it
+// is prepared afresh when run again, which happens once per connection and
+// statement in a rolling upgrade (docs/operations.md, "Migrations").
 func isContention(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return pgErr.Code == "40001" || pgErr.Code == "40P01" || isStalePlan(err)
 }
 
-// txAttempts is how many times InTx runs a transaction that collided with
-// another (isContention) before it gives up with pix.ErrUnavailable (503,
-// "retry later").
+// isStalePlan reports whether a statement failed because the connection
+// prepared it before a migration changed its result columns.
+func isStalePlan(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "0A000" && pgErr.Message == staleCachedPlan
+}
+
+// staleCachedPlan is PostgreSQL's message for a prepared statement whose
+// result columns changed since it was prepared (SQLSTATE 0A000, which
+// otherwise means any feature not supported).
+const staleCachedPlan = "cached plan must not change result type"
+
+// txAttempts is how many times InTx runs a transaction that failed for a
+// cause that passes (isContention) before it gives up with
+// pix.ErrUnavailable (503, "retry later").
 const txAttempts = 3
 
 // InTx runs fn in one transaction, committing when fn returns nil: the one
 // transaction boundary of every Store method, exported so that a saga's own
 // store runs its transactions alike. A transaction rolled back by a
-// deadlock or a serialization failure runs again, up to txAttempts times in
+// deadlock, a serialization failure or a stale prepared statement
+// (isContention) runs again, up to txAttempts times in
 // all, so fn must be safe to run again from the start: it resets what it
 // returns, and whatever it does beside its statements must be idempotent
 // (CreateTransfer's render is pure; RelayEvents publishes, which the broker
@@ -150,7 +171,7 @@ type Beginner interface {
 func inTxAttempts(ctx context.Context, pool Beginner, attempts int, fn func(tx pgx.Tx) error) error {
 	var last error
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
-		last = inTxOnce(ctx, pool, fn)
+		last = inTxRefreshed(ctx, pool, fn)
 		if last != nil && !isContention(last) {
 			return struct{}{}, backoff.Permanent(last)
 		}
@@ -160,6 +181,24 @@ func inTxAttempts(ctx context.Context, pool Beginner, attempts int, fn func(tx p
 		// The collision itself, classified, even when ctx ended during a
 		// pause: the caller learns why the transaction did not happen.
 		return last
+	}
+	return err
+}
+
+// stalePlanAttempts bounds how many times in a row inTxRefreshed runs a
+// transaction whose prepared statements a migration made stale: one more
+// than the statements a transaction of ours runs, and then some.
+const stalePlanAttempts = 16
+
+// inTxRefreshed is inTxOnce, run again at once while it fails on a stale
+// prepared statement (isStalePlan), up to stalePlanAttempts times: each
+// failure made pgx drop that one statement of the connection, and a
+// transaction that meets several, one per run, would otherwise spend the
+// contention's txAttempts (and pauses) on them.
+func inTxRefreshed(ctx context.Context, pool Beginner, fn func(tx pgx.Tx) error) error {
+	err := inTxOnce(ctx, pool, fn)
+	for i := 1; i < stalePlanAttempts && isStalePlan(err) && ctx.Err() == nil; i++ {
+		err = inTxOnce(ctx, pool, fn)
 	}
 	return err
 }
