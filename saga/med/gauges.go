@@ -48,8 +48,9 @@ type AgeCounts struct {
 }
 
 // Ages reads the on-call's gauges; a request counts as unanswered after
-// unansweredAfter of nothing changing on its report, unless the report
-// awaits a step at the PSP (Open counts those).
+// unansweredAfter of nothing changing on its report, unless its close was
+// sent through the PSP's channel and awaits the PSP (Open counts those); a
+// request taken while its report's own close awaits the PSP counts.
 func (s *Store) Ages(ctx context.Context, unansweredAfter time.Duration) (AgeCounts, error) {
 	var c AgeCounts
 	err := s.store.Pool().QueryRow(ctx, gaugesSQL.Ages, unansweredAfter, ProblemPSPActionAwaited+":").Scan(&c.ByAge[0], &c.ByAge[1], &c.ByAge[2], &c.ByAge[3],

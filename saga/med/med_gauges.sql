@@ -5,9 +5,11 @@
 -- refund request is open at the DICT and not answered while nothing
 -- changed on them for $1 (not those waiting, nothing returned yet, for the
 -- account's credits: their request is closed at their first part or at
--- return_until; nor those that await a step at the PSP, their dict_problem
--- starting with $2, 'psp_action_awaited:': counted apart, by the Open
--- gauges, their alert a warning), those returning now, and the centavos
+-- return_until; nor those whose request's close awaits the PSP, its close
+-- marked sent and their dict_problem starting with $2,
+-- 'psp_action_awaited:': counted apart, by the Open gauges, their alert a
+-- warning; a request taken while its report's own close awaits the PSP is
+-- answered by no one and counts), those returning now, and the centavos
 -- they returned. From pix_med_reports_open_idx: the open ones only.
 SELECT count(*) FILTER (WHERE analysis_due_at > now() + interval '6 days'),
        count(*) FILTER (WHERE analysis_due_at <= now() + interval '6 days' AND analysis_due_at > now() + interval '1 day'),
@@ -15,7 +17,7 @@ SELECT count(*) FILTER (WHERE analysis_due_at > now() + interval '6 days'),
        count(*) FILTER (WHERE analysis_due_at <= now()),
        count(*) FILTER (WHERE refund_request_status = 'OPEN' AND refund_closed_at IS NULL
                           AND NOT (status = 'awaiting_credit' AND returned_cents = 0)
-                          AND (dict_problem IS NULL OR NOT starts_with(dict_problem, $2::text))
+                          AND (refund_close_sent_at IS NULL OR dict_problem IS NULL OR NOT starts_with(dict_problem, $2::text))
                           AND updated_at < now() - $1::interval),
        count(*) FILTER (WHERE status = 'returning'),
        COALESCE(sum(returned_cents), 0)

@@ -119,14 +119,20 @@ func (f *fixture) held(amount, opening int64) (dbtest.Credited, med.Report) {
 	return c, f.step(f.store.Acknowledged(ctx, r, in))
 }
 
-// agreed is a held report analysed AGREED and closed at the DICT.
-func (f *fixture) agreed(amount, opening int64) (dbtest.Credited, med.Report) {
+// analysed is a held report analysed AGREED, not closed at the DICT yet.
+func (f *fixture) analysed(amount, opening int64) (dbtest.Credited, med.Report) {
 	ctx := context.Background()
 	c, r := f.held(amount, opening)
 	f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "fraude confirmada", "operator-1"))
 	r, err := f.store.Get(ctx, r.ID)
 	require.NoError(f.t, err)
-	return c, f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
+	return c, r
+}
+
+// agreed is a held report analysed AGREED and closed at the DICT.
+func (f *fixture) agreed(amount, opening int64) (dbtest.Credited, med.Report) {
+	c, r := f.analysed(amount, opening)
+	return c, f.step(f.store.Closed(context.Background(), r, dict.InfractionReport{}))
 }
 
 // request is the payer's participant's refund request of amount for r.
