@@ -65,6 +65,11 @@ type mRequest struct {
 	// why it is kept (pix_med_refund_requests.why, set as it is first kept).
 	why     string
 	closing *dict.RefundClosing
+	// rejected: a copy CLOSED REJECTED of it was handed to a door (the
+	// actor rejectOutside), its PIX's devoluções then counted (rejRefunds):
+	// no devolução is made on it after.
+	rejected   bool
+	rejRefunds int
 }
 
 // mRefund is a devolução a report's return made.
@@ -98,17 +103,22 @@ type mReport struct {
 	hold          *mHold
 	req           *mRequest
 	reqState      string
-	reqResult     string // the DICT's AnalysisResult of its request, as the latest copy taken said
-	returned      int64
-	returns       int
-	refund        *mRefund
-	firstRtr      string
-	refundClosed  bool
-	closed        bool
-	events        int // pix.med.changed
-	snapshots     []med.Report
-	returnUntil   time.Time
-	requestDueAt  time.Time
+	reqResult     string // the DICT's AnalysisResult of its request, as the copies taken say (REJECTED sticks)
+	reqReason     string // the DICT's RefundRejectionReason recorded with reqResult
+	closedRtr     string // the rtrId of our recorded close ("": REJECTED, or none)
+	closeSent     bool   // our close of its request marked sent (MarkSent)
+	// stopped: its run stopped visibly (dict_not_as_ours): an operator's.
+	stopped      bool
+	returned     int64
+	returns      int
+	refund       *mRefund
+	firstRtr     string
+	refundClosed bool
+	closed       bool
+	events       int // pix.med.changed
+	snapshots    []med.Report
+	returnUntil  time.Time
+	requestDueAt time.Time
 }
 
 func (r *mReport) now() time.Time { return time.Now().Add(r.offset) }
@@ -129,21 +139,47 @@ func (r *mReport) target() int64 {
 
 func (r *mReport) reqCancelled() bool { return r.reqState == string(dict.RefundCancelled) }
 
-// reqRejected: its request CLOSED REJECTED by the DICT's copy taken in
-// (the store's rejectedAtTheDICT): closed, then ended, at once.
-func (r *mReport) reqRejected() bool {
+// rejectedAtTheDICT: its request CLOSED REJECTED by the DICT's copy taken
+// in (the store's rejectedAtTheDICT), whoever closed it: nothing more is
+// returned on it.
+func (r *mReport) rejectedAtTheDICT() bool {
 	return r.req != nil && r.reqState == string(dict.RefundClosed) && r.reqResult == string(dict.Rejected)
 }
-func (r *mReport) reqOpen() bool { return r.req != nil && r.reqState == string(dict.RefundOpen) }
+
+// rejectedOutside: rejectedAtTheDICT and no accepted close of ours
+// recorded (the store's rejectedOutside): closed, then ended, at once.
+func (r *mReport) rejectedOutside() bool {
+	return r.rejectedAtTheDICT() && (!r.refundClosed || r.closedRtr == "")
+}
+
+// closedByTheDICT: rejectedOutside by another than our close (none of ours
+// marked sent, or the DICT's reason not ours): it ends rejected_at_dict.
+func (r *mReport) closedByTheDICT() bool {
+	return r.rejectedOutside() && (!r.closeSent || (r.reqReason != "" && r.reqReason != string(dict.RejectionNoBalance)))
+}
+
+// closedRejected: nothing is returned on its request (the store's
+// closedRejected): our REJECTED close recorded, or rejectedAtTheDICT.
+func (r *mReport) closedRejected() bool {
+	return (r.refundClosed && (r.returns == 0 || r.firstRtr == "" || r.closedRtr == "")) || r.rejectedAtTheDICT()
+}
+
+// ourCloseAccepts: our close would accept its request (Closing: a part
+// returned, its rtrId).
+func (r *mReport) ourCloseAccepts() bool { return r.returns > 0 && r.firstRtr != "" }
+func (r *mReport) reqOpen() bool         { return r.req != nil && r.reqState == string(dict.RefundOpen) }
 func (r *mReport) nothingReturned() bool {
 	return r.returned == 0 && r.returns == 0 && r.refund == nil
 }
 func (r *mReport) pastReturns() bool { return !r.now().Before(r.returnUntil) }
 
 type medModel struct {
-	t       *testing.T
-	f       *fixture
-	rng     *rand.Rand
+	t   *testing.T
+	f   *fixture
+	rng *rand.Rand
+	// out is the rng of the actor outside the run (rejectOutside): the
+	// history's own draws are the same until it acts.
+	out     *rand.Rand
 	balance map[string]int64
 	holds   []*mHold
 	reports []*mReport
@@ -328,8 +364,9 @@ func TestMEDAgainstAModel(t *testing.T) {
 	// Histories that, together, meet every outcome below; 12 and 40 reach
 	// the run's own decisions near return_until (nextStep: a return in
 	// parts in its last minute, a request open past it), which drop the
-	// model test when nextStep's rule breaks.
-	seeds, steps := []uint64{1, 2, 6, 12, 40}, 120
+	// model test when nextStep's rule breaks; 20 has a request REJECTED
+	// at the DICT after our accepted close recorded (rejectOutside).
+	seeds, steps := []uint64{1, 2, 6, 12, 40, 20}, 120
 	if s := os.Getenv("PIX_MED_MODEL_SEED"); s != "" {
 		seed, err := strconv.ParseUint(s, 10, 64)
 		require.NoError(t, err, "PIX_MED_MODEL_SEED")
@@ -354,7 +391,10 @@ func TestMEDAgainstAModel(t *testing.T) {
 			"run: hold", "run: acknowledge", "run: close_report", "run: cancel", "run: expire_request", "run: return",
 			"run: settle", "run: close_refund", "run: finish", "run: return -> awaiting_credit", "returned_in_part", "reopened", "its open request kept", "one REJECTED", "retried", "stale ", "72 hours pass", "90 days pass",
 			"devolução returned", "devolução reversed", "refund request cancelled", "kept", "spend refused", "credit",
-			"the last minute of the 90 days", "90 days pass, its request open"} {
+			"the last minute of the 90 days", "90 days pass, its request open",
+			"rejected outside: before any return", "rejected outside: a devolução in flight", "rejected outside: between settle and our close",
+			"rejected outside: after our accepted close", "rejected outside: a request it does not answer", "(its accepted copy first), then an older REJECTED", "then a copy again",
+			"ended rejected_at_dict", "close_refund -> stopped dict_not_as_ours", "released by an operator"} {
 			found := 0
 			for what, n := range seen {
 				if strings.Contains(what, outcome) {
@@ -371,7 +411,7 @@ func TestMEDAgainstAModel(t *testing.T) {
 func runMEDModel(t *testing.T, seed uint64, steps int) map[string]int {
 	f := newFixture(t)
 	rng := rand.New(rand.NewPCG(seed, 37))
-	m := &medModel{t: t, f: f, rng: rng, balance: map[string]int64{}, clock: time.Now().Add(-3 * time.Hour).Truncate(time.Millisecond)}
+	m := &medModel{t: t, f: f, rng: rng, out: rand.New(rand.NewPCG(seed, 41)), balance: map[string]int64{}, clock: time.Now().Add(-3 * time.Hour).Truncate(time.Millisecond)}
 	m.dict = &worldDICT{m: m, sent: map[string]int{}}
 	m.psp = f.noticesWith(&sagatest.Signals{}, nil)
 	// Three accounts, two PIX each: the second PIX of an account through
@@ -387,12 +427,21 @@ func runMEDModel(t *testing.T, seed uint64, steps int) map[string]int {
 	seen := map[string]int{}
 	for step := range steps {
 		at := fmt.Sprintf("seed %d step %d", seed, step)
-		what := m.step(at)
+		what := ""
+		if m.out.IntN(100) < 6 {
+			what = m.rejectOutside(at)
+		}
+		if what == "" {
+			what = m.step(at)
+		}
 		seen[what]++
 		m.check(at + ": " + what)
 		if step%20 == 19 {
 			f.requireBooks()
 		}
+	}
+	for what, n := range m.drain(fmt.Sprintf("seed %d drain", seed)) {
+		seen[what] += n
 	}
 	m.final(fmt.Sprintf("seed %d end", seed))
 	f.requireBooks()
@@ -463,10 +512,7 @@ func (m *medModel) step(at string) string {
 		return m.refundEndStep(at)
 	case n < 87:
 		acc := m.pick(m.reports).acc
-		amount := 1 + m.rng.Int64N(3_000)
-		dbtest.CreditPIX(m.t, m.f.s, dbtest.PIX{AccountID: acc, AmountCents: amount})
-		m.balance[acc] += amount
-		m.fill(acc, amount)
+		m.credit(acc, 1+m.rng.Int64N(3_000))
 		return "credit"
 	case n < 93:
 		acc := m.pick(m.reports).acc
@@ -644,6 +690,11 @@ func (m *medModel) releaseStep(at string, r *mReport) string {
 			r = x // one an operator would release: stopped, its request closed at the DICT
 		}
 	}
+	return m.operatorRelease(at, r)
+}
+
+// operatorRelease is the operator's release of r (releaseStep).
+func (m *medModel) operatorRelease(at string, r *mReport) string {
 	row := m.get(r)
 	stopped := row.DICTProblem != nil
 	releasable := r.status != med.StatusEnded && r.status != med.StatusNotOurs && stopped && r.req != nil &&
@@ -730,6 +781,11 @@ func (m *medModel) deliverRequest(at string, r *mReport, q *mRequest, what strin
 	if len(q.copies) > 1 && m.rng.IntN(3) == 0 {
 		in, what = q.copies[0], what+" (stale copy)"
 	}
+	return m.deliverCopy(at, r, q, in, what)
+}
+
+// deliverCopy hands the copy in of q, a request of r, to the door.
+func (m *medModel) deliverCopy(at string, r *mReport, q *mRequest, in dict.Refund, what string) string {
 	wantChanged, outcome := m.requestModel(r, q, in)
 	got, changed, err := doorsOf(r.store).IntakeRefund(context.Background(), in)
 	require.NoError(m.t, err, "%s: %s", at, what)
@@ -781,16 +837,9 @@ func (m *medModel) requestModel(r *mReport, q *mRequest, in dict.Refund) (bool, 
 	switch {
 	case r.req == q:
 		if !moves(r.reqState, in) {
-			// CLOSED again: the copy's result taken when it is news
-			// (review r19 MED-1: a REJECTED after our close recorded).
-			if r.reqState == string(dict.RefundClosed) && in.Status == dict.RefundClosed && in.AnalysisResult != "" &&
-				r.reqResult != string(in.AnalysisResult) {
-				r.reqResult = string(in.AnalysisResult)
-				return true, ""
-			}
-			return false, ""
+			return m.closedAgain(r, in), ""
 		}
-		r.reqState, r.reqResult = string(in.Status), string(in.AnalysisResult)
+		r.reqState, r.reqResult, r.reqReason = string(in.Status), string(in.AnalysisResult), string(in.RefundRejectionReason)
 		return true, ""
 	case r.takes(in) || (in.Status == dict.RefundOpen && r.reopenable()):
 		state := string(in.Status)
@@ -815,11 +864,45 @@ func (m *medModel) requestModel(r *mReport, q *mRequest, in dict.Refund) (bool, 
 			r.req.kept, r.req.keptState, r.req.why = true, r.reqState, "replaced"
 		}
 		r.req, r.reqState, r.reqResult, q.kept = q, state, string(in.AnalysisResult), false
+		// Its result and reason are this copy's; the close marked sent
+		// before was not this request's.
+		r.reqReason, r.closeSent, r.closedRtr = string(in.RefundRejectionReason), false, ""
 		return true, outcome
 	case r.status == med.StatusEnded:
 		return keep("report_ended")
 	}
 	return keep("another_request")
+}
+
+// closedAgain is the model of a CLOSED copy in of the report's own request
+// CLOSED already (closedResultNoticed): whether the report changes. A
+// REJECTED copy sticks, whatever its LastModified; an accepted one never
+// replaces a REJECTED recorded; between accepted ones the later wins; a
+// result other than the one recorded (or, the first, than our recorded
+// close's) is noted dict_not_as_ours. Whether in is later than the copy
+// recorded is read from the row (refund_request_modified_at, which the
+// model does not keep).
+func (m *medModel) closedAgain(r *mReport, in dict.Refund) bool {
+	if r.reqState != string(dict.RefundClosed) || in.Status != dict.RefundClosed || in.AnalysisResult == "" {
+		return false
+	}
+	row := m.get(r)
+	later := row.RefundRequestModifiedAt == nil || in.LastModified.Truncate(time.Microsecond).After(*row.RefundRequestModifiedAt)
+	recorded, result := r.reqResult, string(in.AnalysisResult)
+	changed := later
+	switch {
+	case recorded == result:
+		if r.reqReason == "" && in.RefundRejectionReason != "" {
+			r.reqReason, changed = string(in.RefundRejectionReason), true
+		}
+	case recorded == "" || in.AnalysisResult == dict.Rejected || (recorded != string(dict.Rejected) && later):
+		r.reqResult, r.reqReason, changed = result, string(in.RefundRejectionReason), true
+	}
+	againstOurs := r.refundClosed && (r.closedRtr == "") != (in.AnalysisResult == dict.Rejected)
+	if recorded != result && (recorded != "" || againstOurs) {
+		r.stopped, changed = true, true // dict_not_as_ours, an operator's
+	}
+	return changed
 }
 
 // timeStep moves a report's clock: past its 72 hours (awaiting its
@@ -859,9 +942,13 @@ func (m *medModel) refundEndStep(at string) string {
 	if len(open) == 0 {
 		return "no devolução to end"
 	}
-	x := open[m.rng.IntN(len(open))]
+	return m.endRefund(at, open[m.rng.IntN(len(open))], m.rng.IntN(2) == 0)
+}
+
+// endRefund ends the devolução x: returned, or reversed.
+func (m *medModel) endRefund(at string, x *mRefund, returned bool) string {
 	ctx := context.Background()
-	if m.rng.IntN(2) == 0 {
+	if returned {
 		x.rtr = fmt.Sprintf("D12345678%023d", m.rng.Int64N(1e15))
 		_, err := refundsaga.NewStore(m.f.s).MarkRefundReturned(ctx, x.id, x.rtr)
 		require.NoError(m.t, err, "%s: devolução %s returned", at, x.id)
@@ -912,7 +999,7 @@ func (m *medModel) nextAt(r *mReport, now time.Time) med.Step {
 		return med.StepCloseReport
 	case med.StatusAwaitingRequest:
 		switch {
-		case r.reqRejected() && !r.refundClosed:
+		case (r.rejectedAtTheDICT() || (r.closeSent && r.reqState == string(dict.RefundClosed))) && !r.refundClosed:
 			// Rejected at the DICT outside the run: closed at once.
 			return med.StepCloseRefund
 		case r.refundClosed || (r.reqOpen() && past):
@@ -928,9 +1015,9 @@ func (m *medModel) nextAt(r *mReport, now time.Time) med.Step {
 		return med.StepSettle
 	}
 	switch {
-	case !r.refundClosed && !r.reqCancelled() && (r.returns > 0 || r.reqRejected() || past):
+	case !r.refundClosed && !r.reqCancelled() && (r.returns > 0 || r.rejectedOutside() || past):
 		return med.StepCloseRefund
-	case r.returned >= r.target() || r.reqCancelled() || r.reqRejected() || past:
+	case r.returned >= r.target() || r.reqCancelled() || r.rejectedOutside() || past:
 		// Never by the early minute Next allows: the run returns on until
 		// return_until itself.
 		return med.StepFinish
@@ -961,6 +1048,24 @@ func (m *medModel) runStep(at string, r *mReport, depth int) string {
 		return "run: " + string(want) + " (waits)"
 	}
 	r.snapshots = append(r.snapshots, cur)
+	if want == med.StepCloseRefund && r.rejectedAtTheDICT() && !r.refundClosed && r.ourCloseAccepts() {
+		// CLOSED REJECTED at the DICT, a part returned (our close would
+		// accept it): the DICT's word against a devolução made, stopped
+		// visibly, nothing recorded, nothing sent.
+		sent := fmt.Sprint(m.dict.sent)
+		_, err := act(context.Background(), cur)
+		require.Error(m.t, err, "%s: close_refund of a request REJECTED at the DICT, a part returned", at)
+		got := m.get(r)
+		require.Equal(m.t, cur.Status, got.Status, "%s: stopped: nothing recorded", at)
+		require.NotNil(m.t, got.DICTProblem, "%s: stopped visibly", at)
+		require.Contains(m.t, *got.DICTProblem, med.ProblemNotAsOurs, at)
+		require.Equal(m.t, sent, fmt.Sprint(m.dict.sent), "%s: stopped: nothing sent to the DICT", at)
+		r.stopped = true
+		return "run: close_refund -> stopped " + med.ProblemNotAsOurs
+	}
+	if want == med.StepCloseRefund && !r.rejectedAtTheDICT() {
+		r.closeSent = true // MarkSent before the DICT's write
+	}
 	lost := false
 	if want == med.StepAcknowledge || want == med.StepCloseReport || want == med.StepCloseRefund {
 		lost = m.rng.IntN(3) == 0
@@ -1124,6 +1229,11 @@ func (m *medModel) effect(at string, r *mReport, s med.Step, cur med.Report) {
 		r.setStatus(med.StatusAwaitingCredit)
 	case med.StepCloseRefund:
 		q := r.req
+		if r.rejectedAtTheDICT() {
+			// The copy's REJECTED recorded as the close, no DICT write.
+			r.refundClosed, r.closedRtr, r.stopped = true, "", false
+			return
+		}
 		if q.cur.Status == dict.RefundCancelled {
 			m.requestModel(r, q, q.cur)
 			return
@@ -1141,14 +1251,19 @@ func (m *medModel) effect(at string, r *mReport, s med.Step, cur med.Report) {
 		}
 		if want != dict.Rejected {
 			require.Equal(m.t, r.firstRtr, q.closing.RefundTransactionID, "%s: the request closed with the first devolução's rtrId", at)
+			r.closedRtr = r.firstRtr
 		}
 		r.refundClosed, r.reqState = true, string(dict.RefundClosed)
 	case med.StepFinish:
 		cause := med.EndReturned
 		if r.returned < r.target() {
-			require.True(m.t, r.reqCancelled() || r.pastReturns() || r.reqRejected(), "%s: finished before return_until", at)
-			cause = med.EndReturnedInPart
-			if r.returned == 0 {
+			require.True(m.t, r.reqCancelled() || r.pastReturns() || r.rejectedOutside(), "%s: finished before return_until", at)
+			switch {
+			case r.returned > 0:
+				cause = med.EndReturnedInPart
+			case r.closedByTheDICT():
+				cause = med.EndRejectedAtDICT
+			default:
 				cause = med.EndReleased
 			}
 		}
@@ -1168,6 +1283,10 @@ func (m *medModel) allRequests() []*mRequest {
 // left to return (what it frees fills the account's other holds), then
 // what it holds captured by a devolução, the hold kept to fill on.
 func (m *medModel) returnModel(at string, r *mReport) {
+	if r.closedRejected() {
+		// Nothing is returned on a request closed REJECTED: nothing changes.
+		return
+	}
 	left := r.target() - r.returned
 	h := r.hold
 	if h == nil {
@@ -1326,6 +1445,7 @@ func (m *medModel) check(at string) {
 	}
 	for _, r := range m.reports {
 		require.Equal(t, returned[r.id.String()], r.returned, "%s: report %s's returns", at, r.id)
+		m.checkRejected(at, r)
 	}
 	// And in the books: each PIX's devoluções returned, its reports'.
 	rows, err = m.f.s.Pool().Query(ctx, `SELECT end_to_end_id, sum(amount_cents)::bigint FROM pix_refunds WHERE status = 'returned' GROUP BY 1`)
@@ -1376,4 +1496,141 @@ func sderef(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// credit is a PIX of amount into acc, filling its holds that lack.
+func (m *medModel) credit(acc string, amount int64) {
+	dbtest.CreditPIX(m.t, m.f.s, dbtest.PIX{AccountID: acc, AmountCents: amount})
+	m.balance[acc] += amount
+	m.fill(acc, amount)
+}
+
+// rejectOutside is the actor outside the run: the report's refund request
+// (or one it kept) CLOSED REJECTED at the DICT by another than our close
+// (our operator through another channel, the DICT itself), its copy
+// handed to the door at once (the DICT's list, the PSP's notice), now and
+// then with a LastModified older than the accepted copy it contradicts,
+// then now and then an older copy or the same again. It acts before any
+// return, while a devolução is in flight, between a part settled and our
+// close, after our accepted close recorded, or after the report ended
+// (one of those the history offers, drawn alike); "" when there is none.
+func (m *medModel) rejectOutside(at string) string {
+	type cand struct {
+		r *mReport
+		q *mRequest
+	}
+	by := map[string][]cand{}
+	var kinds []string
+	for _, r := range m.reports {
+		for _, q := range r.reqs {
+			accepted := q.cur.Status == dict.RefundClosed && q.cur.AnalysisResult != dict.Rejected && q.cur.AnalysisResult != ""
+			if !r.row || (q.cur.Status != dict.RefundOpen && !accepted) {
+				continue
+			}
+			kind := "before any return"
+			switch {
+			case r.req != q:
+				kind = "a request it does not answer (kept)"
+			case r.status == med.StatusEnded:
+				kind = "after the end"
+			case r.refund != nil:
+				kind = "a devolução in flight"
+			case r.refundClosed:
+				kind = "after our accepted close"
+			case r.returns > 0:
+				kind = "between settle and our close"
+			}
+			if len(by[kind]) == 0 {
+				kinds = append(kinds, kind)
+			}
+			by[kind] = append(by[kind], cand{r, q})
+		}
+	}
+	if len(kinds) == 0 {
+		return ""
+	}
+	kind := kinds[m.out.IntN(len(kinds))]
+	c := by[kind][m.out.IntN(len(by[kind]))]
+	r, q := c.r, c.q
+	at2 := m.tick()
+	what := "rejected outside: " + kind
+	if q.cur.Status == dict.RefundClosed && m.out.IntN(2) == 0 {
+		// The accepted copy taken first, then a REJECTED older than it:
+		// REJECTED sticks, whatever its LastModified.
+		what = m.deliverCopy(at, r, q, q.cur, what+" (its accepted copy first)")
+		m.check(at + ": " + what)
+		at2, what = q.cur.LastModified.Add(-time.Second), what+", then an older REJECTED"
+	}
+	q.move(at2, func(x *dict.Refund) {
+		x.Status, x.AnalysisResult, x.RefundRejectionReason = dict.RefundClosed, dict.Rejected, dict.RejectionOther
+		x.RefundTransactionID, x.AnalysisDetails = "", "recusado pelo participante"
+	})
+	what = m.deliverCopy(at, r, q, q.cur, what)
+	q.rejected, q.rejRefunds = true, m.refundsOf(r)
+	if m.out.IntN(2) == 0 {
+		m.check(at + ": " + what)
+		i := m.out.IntN(len(q.copies))
+		what = m.deliverCopy(at, r, q, q.copies[i], what+"; then a copy again")
+	}
+	return what
+}
+
+// refundsOf is how many devoluções r's PIX has (pix_refunds).
+func (m *medModel) refundsOf(r *mReport) int {
+	var n int
+	require.NoError(m.t, m.f.s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1`, r.e2e).Scan(&n))
+	return n
+}
+
+// checkRejected checks what a request REJECTED at the DICT must hold: no
+// devolução made on it after its REJECTED copy, its report's hold filling
+// no more, its run stopped visibly where the model says so.
+func (m *medModel) checkRejected(at string, r *mReport) {
+	if r.req != nil && r.req.rejected {
+		require.Equal(m.t, r.req.rejRefunds, m.refundsOf(r), "%s: report %s: no devolução on a request REJECTED at the DICT", at, r.id)
+	}
+	if h := r.hold; r.rejectedAtTheDICT() && h != nil && h.active {
+		require.Equal(m.t, h.amount, h.fillTo, "%s: report %s: its hold fills no more once its request is REJECTED at the DICT", at, r.id)
+	}
+	if r.stopped && r.status != med.StatusEnded {
+		got := m.get(r)
+		require.NotNil(m.t, got.DICTProblem, "%s: report %s stopped visibly", at, r.id)
+		require.Contains(m.t, *got.DICTProblem, med.ProblemNotAsOurs, "%s: report %s stopped visibly", at, r.id)
+	}
+}
+
+// drain runs on every open report whose request a copy says REJECTED
+// until it ends: its devolução in flight ended, its analysis made, an
+// operator's release of one stopped visibly; none spins silently.
+func (m *medModel) drain(at string) map[string]int {
+	seen := map[string]int{}
+	for _, r := range m.reports {
+		if !r.row || r.req == nil || !r.req.rejected {
+			continue
+		}
+		for i := 0; i < 12 && r.status != med.StatusEnded; i++ {
+			what := ""
+			switch {
+			case r.refund != nil && r.refund.ended == "":
+				what = m.endRefund(at, r.refund, m.out.IntN(2) == 0)
+			case m.get(r).DICTProblem != nil && r.rejectedAtTheDICT() && i%2 == 1:
+				what = m.operatorRelease(at, r)
+			case m.get(r).DICTProblem != nil && r.rejectedAtTheDICT():
+				// Its run's step tried again while it is stopped (a credit
+				// in first now and then): it returns nothing.
+				if m.out.IntN(2) == 0 {
+					m.credit(r.acc, 1+m.out.Int64N(3_000))
+				}
+				what = "stopped, its step again: " + m.runStep(at, r, 2)
+			case m.next(r) == med.StepAwaitAnalysis:
+				what = m.analyseStep(at, r)
+			default:
+				what = m.runStep(at, r, 2)
+			}
+			seen["drain: "+what]++
+			m.check(at + ": " + what)
+		}
+		require.Equal(m.t, med.StatusEnded, r.status, "%s: report %s (request REJECTED at the DICT) ends", at, r.id)
+	}
+	return seen
 }
