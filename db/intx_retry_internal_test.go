@@ -45,6 +45,15 @@ func TestInTxRetriesOnlyContention(t *testing.T) {
 		t.Errorf("a feature not supported: %d attempts, %v; want 1 attempt and the error itself", unsupported.begins, err)
 	}
 
+	// The stale prepared statement as a server in pt_BR reports it: the
+	// message translated, the routine not (review r26 LOW-1).
+	translated := &failingBeginner{err: &pgconn.PgError{Code: "0A000", Routine: "RevalidateCachedQuery",
+		Message: "plano em cache não deve mudar tipo resultante"}}
+	err = inTxAttempts(context.Background(), translated, 3, noop)
+	if translated.begins < 2 || !errors.Is(err, pix.ErrUnavailable) {
+		t.Errorf("a stale prepared statement, its message translated: %d attempts, %v; want it run again, then pix.ErrUnavailable", translated.begins, err)
+	}
+
 	unique := &failingBeginner{err: &pgconn.PgError{Code: "23505"}}
 	err = inTxAttempts(context.Background(), unique, 3, noop)
 	var pgErr *pgconn.PgError

@@ -130,16 +130,25 @@ func isContention(err error) bool {
 }
 
 // isStalePlan reports whether a statement failed because the connection
-// prepared it before a migration changed its result columns.
+// prepared it before a migration changed its result columns: SQLSTATE
+// 0A000 (otherwise any feature not supported) raised where PostgreSQL
+// revalidates a cached plan. The routine's name is never translated; the
+// message follows the server's lc_messages (a server in pt_BR says it in
+// Portuguese), so it is only the fallback for a server that reports no
+// routine.
 func isStalePlan(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "0A000" && pgErr.Message == staleCachedPlan
+	return errors.As(err, &pgErr) && pgErr.Code == "0A000" &&
+		(pgErr.Routine == staleCachedPlanRoutine || pgErr.Message == staleCachedPlan)
 }
 
-// staleCachedPlan is PostgreSQL's message for a prepared statement whose
-// result columns changed since it was prepared (SQLSTATE 0A000, which
-// otherwise means any feature not supported).
-const staleCachedPlan = "cached plan must not change result type"
+// staleCachedPlanRoutine and staleCachedPlan are the routine (plancache.c)
+// and the English message of PostgreSQL's refusal of a prepared statement
+// whose result columns changed since it was prepared.
+const (
+	staleCachedPlanRoutine = "RevalidateCachedQuery"
+	staleCachedPlan        = "cached plan must not change result type"
+)
 
 // txAttempts is how many times InTx runs a transaction that failed for a
 // cause that passes (isContention) before it gives up with
