@@ -284,6 +284,55 @@ func TestWalkHandsEachItemOnce(t *testing.T) {
 	}
 }
 
+// TestPagingStopsAWalkBeforeItsRequest: a query's Paging is asked before
+// each page of a walk (its instants' pages too); its error stops the walk
+// before that page is requested, every item of the pages before handed.
+func TestPagingStopsAWalkBeforeItsRequest(t *testing.T) {
+	ts := newDICT(t, dictsim.Options{Now: frozen})
+	c := newClient(t, ts.Config)
+	ctx := context.Background()
+	start := ts.Now()
+	for range 9 {
+		if _, err := ts.Advance(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		openReport(t, ts, c, dict.ReportOpen)
+		openRefund(t, ts, c)
+	}
+	low := errors.New("the bucket is low")
+	for _, walk := range []func(paging func() error) (int, error){
+		func(paging func() error) (int, error) {
+			n := 0
+			_, err := c.WalkInfractionReports(ctx, dict.ReportQuery{Role: dict.Credited, ModifiedAfter: start, Limit: 3, Paging: paging},
+				func(dict.InfractionReport) error { n++; return nil })
+			return n, err
+		},
+		func(paging func() error) (int, error) {
+			n := 0
+			_, err := c.WalkRefunds(ctx, dict.RefundQuery{ModifiedAfter: start, Limit: 3, Paging: paging}, func(dict.Refund) error { n++; return nil })
+			return n, err
+		},
+	} {
+		before := ts.Calls()
+		asked := 0
+		n, err := walk(func() error {
+			if asked++; asked > 2 {
+				return low
+			}
+			return nil
+		})
+		// Two pages of 3, the second from the first's last instant: 5
+		// items handed, the third page never requested.
+		if !errors.Is(err, low) || n != 5 || asked != 3 {
+			t.Fatalf("walk paged twice: %d handed, asked %d times, %v", n, asked, err)
+		}
+		after := ts.Calls()
+		if sent := after["listInfractionReport"] + after["listRefund"] - before["listInfractionReport"] - before["listRefund"]; sent != 2 {
+			t.Fatalf("%d pages requested, want 2", sent)
+		}
+	}
+}
+
 // TestAnswersNotSignedByTheDICTAreNotAccepted: a tampered answer, one
 // signed by another certificate, an unsigned one, one that is not XML:
 // each is ErrUnverifiedAnswer, never taken, whatever it says; so is a

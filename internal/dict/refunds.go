@@ -27,8 +27,10 @@ type RefundQuery struct {
 	IncludeDetails                bool
 	IncludeIndirectParticipants   bool
 	// Malformed is as in ReportQuery: each refund request of a verified
-	// page that is not the specification's, in its place in the list.
+	// page that is not the specification's, in its place in the list;
+	// Paging is as in ReportQuery: asked before each page of a walk.
 	Malformed func(MalformedItem) error
+	Paging    func() error
 }
 
 // RefundPage is one page of a list of refund requests, by LastModified
@@ -110,11 +112,17 @@ func (c *HTTPClient) WalkRefunds(ctx context.Context, q RefundQuery, fn func(Ref
 	}
 	return walk(q.ModifiedAfter, listing[Refund]{
 		page: func(after time.Time) ([]listed[Refund], bool, error) {
+			if err := paging(q.Paging); err != nil {
+				return nil, false, err
+			}
 			q.ModifiedAfter = after
 			items, p, err := c.listRefunds(ctx, q)
 			return items, p.HasMoreElements, err
 		},
 		instant: func(at time.Time, status string) ([]listed[Refund], bool, error) {
+			if err := paging(q.Paging); err != nil {
+				return nil, false, err
+			}
 			one := q
 			one.ModifiedAfter, one.ModifiedBefore, one.Status, one.Limit = at, at, []RefundStatus{RefundStatus(status)}, MaxLimit
 			items, p, err := c.listRefunds(ctx, one)

@@ -75,6 +75,11 @@ type ReportQuery struct {
 	// the walk goes on past it unless Malformed fails. nil: the walk stops
 	// at it (an error that is a MalformedItem, ErrMalformedItem).
 	Malformed func(MalformedItem) error
+	// Paging is asked, in a walk, before each page is requested (an
+	// instant's pages too): an error stops the walk before that request,
+	// with that error, every item of the pages before handed; a lister
+	// that paces itself by its bucket counts its pages there. nil: none.
+	Paging func() error
 }
 
 // ReportPage is one page of a list of infraction reports, by LastModified
@@ -151,11 +156,17 @@ func (c *HTTPClient) WalkInfractionReports(ctx context.Context, q ReportQuery, f
 	}
 	return walk(q.ModifiedAfter, listing[InfractionReport]{
 		page: func(after time.Time) ([]listed[InfractionReport], bool, error) {
+			if err := paging(q.Paging); err != nil {
+				return nil, false, err
+			}
 			q.ModifiedAfter = after
 			items, p, err := c.listReports(ctx, q)
 			return items, p.HasMoreElements, err
 		},
 		instant: func(at time.Time, status string) ([]listed[InfractionReport], bool, error) {
+			if err := paging(q.Paging); err != nil {
+				return nil, false, err
+			}
 			one := q
 			one.ModifiedAfter, one.ModifiedBefore, one.Status, one.Limit = at, at, []InfractionReportStatus{InfractionReportStatus(status)}, MaxLimit
 			items, p, err := c.listReports(ctx, one)
@@ -472,6 +483,14 @@ func walk[T any](after time.Time, l listing[T], fn func(T) error) (time.Time, er
 			return last, nil
 		}
 	}
+}
+
+// paging asks a query's Paging before a walk's page (nil: nothing).
+func paging(ask func() error) error {
+	if ask == nil {
+		return nil
+	}
+	return ask()
 }
 
 // names are statuses as the lists' Status parameter writes them.
