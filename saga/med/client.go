@@ -82,3 +82,7 @@ func dictOf(env saga.Env, s Settings) *dict.HTTPClient {
 func (notConfigured) WalkInfractionReports(context.Context, dict.ReportQuery, func(dict.InfractionReport) error) (time.Time, error) {
 	return time.Time{}, errNotConfigured
 }
+
+func (notConfigured) Bucket(context.Context, string) (dict.Bucket, error) {
+	return dict.Bucket{}, errNotConfigured
+}

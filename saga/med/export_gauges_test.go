@@ -6,11 +6,14 @@ var SignatureRefusals = dictSignatureRefusedTotal
 
 func CountSignatureRefusals(d DICT) DICT { return signatureCounted{d} }
 
-// QuarantinedItems and ListFailures are the lister's counters of the items
-// quarantined and the lists failed for good.
+// QuarantinedItems, ListFailures and ListPaced are the lister's counters
+// of the items quarantined, the lists failed for good and the lists
+// paced by their bucket; BucketTokens its gauge of the buckets read.
 var (
 	QuarantinedItems = quarantinedTotal
 	ListFailures     = listFailedTotal
+	ListPaced        = listPacedTotal
+	BucketTokens     = bucketTokens
 )
 
 // EndedTotal is the counter of the reports ended, by cause.

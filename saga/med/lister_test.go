@@ -102,7 +102,8 @@ func (f *listerFixture) open() dict.InfractionReport {
 }
 
 // run runs the lister's activities as one run of its workflow does (its
-// parts until the window's end), and returns the covered end.
+// parts until the window's end, or a part paced by its bucket), and
+// returns the covered end.
 func (f *listerFixture) run() (time.Time, error) {
 	w, err := sagatest.Run[covered.Window](f.t, f.env, f.lister.BeginDICTList)
 	require.NoError(f.t, err)
@@ -110,6 +111,9 @@ func (f *listerFixture) run() (time.Time, error) {
 		part, err := sagatest.Run[med.ListPart](f.t, f.env, f.lister.ListDICTPart, w)
 		if err != nil {
 			return time.Time{}, err
+		}
+		if part.Paced && !part.Through.After(w.Start) {
+			return f.coveredUntil(), nil
 		}
 		if w.CoveredFrom == nil || part.Through.After(*w.CoveredFrom) {
 			adv := w
@@ -120,14 +124,19 @@ func (f *listerFixture) run() (time.Time, error) {
 			through := part.Through
 			w.CoveredFrom = &through
 		}
-		if !part.Through.Before(w.End) {
-			until, ok, err := f.lister.Covered.CoveredUntil(context.Background())
-			require.NoError(f.t, err)
-			require.True(f.t, ok)
-			return until, nil
+		if part.Paced || !part.Through.Before(w.End) {
+			return f.coveredUntil(), nil
 		}
 		w.Start = part.Through
 	}
+}
+
+// coveredUntil is the lister's covered end; there is one.
+func (f *listerFixture) coveredUntil() time.Time {
+	until, ok, err := f.lister.Covered.CoveredUntil(context.Background())
+	require.NoError(f.t, err)
+	require.True(f.t, ok)
+	return until
 }
 
 // A report opened at the DICT is taken in once, though the runs list it

@@ -104,6 +104,22 @@ const (
 	listInstantTooFull = "instant_too_full"
 )
 
+// bucketTokens is the tokens available in the bank's DICT bucket of each
+// list policy the lister reads before a list (Lister.allowance), as last
+// read by this process; none before a read.
+var bucketTokens = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "pix_med_dict_bucket_available_tokens",
+	Help: "Tokens available in the bank's DICT rate-limit bucket of a policy (AvailableTokens, getPolicy), as the MED DICT lister last read it before a list.",
+}, []string{"policy"})
+
+// listPacedTotal counts the lister's parts that stopped paging because
+// their list's bucket was at its reserve (Lister.paced), by policy: the
+// run ended there, the next goes on.
+var listPacedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "pix_med_dict_list_paced_total",
+	Help: "MED DICT lister runs that stopped paging a list because its rate-limit bucket was at the reserve left to the other callers, by policy; the next run goes on.",
+}, []string{"policy"})
+
 // AnalysisAlertBefore is how long before its 7 days a report not closed at
 // the DICT yet (awaiting its analysis, or analysed and its close not done)
 // counts as due soon (pix_med_analysis_due_soon).
@@ -145,6 +161,9 @@ func collectors(env saga.Env) []prometheus.Collector {
 	for _, reason := range []string{listRefused, listInstantTooFull} {
 		listFailedTotal.WithLabelValues(reason)
 	}
+	for _, policy := range listPolicies {
+		listPacedTotal.WithLabelValues(policy)
+	}
 	for _, state := range []string{reportOpen, reportEnded} {
 		contradictionsTotal.WithLabelValues(state)
 	}
@@ -152,7 +171,7 @@ func collectors(env saga.Env) []prometheus.Collector {
 		keptClosedTotal.WithLabelValues(outcome)
 	}
 	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, dictSignatureRefusedTotal, returnsRefusedTotal, lateRequestsTotal,
-		contradictionsTotal, quarantinedTotal, listFailedTotal, keptClosedTotal, ageGauges(env), listerGauges(env, settings.Of(env.Lookup)), quarantineGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
+		contradictionsTotal, quarantinedTotal, listFailedTotal, listPacedTotal, bucketTokens, keptClosedTotal, ageGauges(env), listerGauges(env, settings.Of(env.Lookup)), quarantineGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
 			What:   "med gauges",
 			Query:  func(ctx context.Context) (OpenCounts, error) { return store.Open(ctx, AnalysisAlertBefore) },
 			Gauges: gauges,
