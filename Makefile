@@ -55,5 +55,5 @@ faults: ## the fault suite under load (docs/faults.md), then the long model-base
 	./scripts/faults.sh
 	./scripts/model.sh
 
-model: ## the model-based random histories alone (PIX_MODEL_SEED, PIX_MODEL_OPS)
+model: ## the model-based random histories alone (PIX_MODEL_SEED, PIX_MODEL_OPS), then blocks and a MED on one PIX (PIX_HOLDS_MODEL_SEED, _RUNS, _STEPS)
 	./scripts/model.sh

@@ -44,12 +44,19 @@ import (
 // another length (120 by default).
 
 // mHold is a hold of the model (db's holds: what it holds, what it fills
-// to, in the order they were made).
+// to, what its PIX's room cut short of that, in the order they were made).
 type mHold struct {
 	id             uuid.UUID
-	acc            string
+	acc, e2e       string
 	amount, fillTo int64
-	active         bool
+	// short is what the PIX's room left out of what it asked
+	// (fill_short_cents: raised as the PIX gets room back, db.RaiseFillTo).
+	short  int64
+	active bool
+	// whole: a hold of a whole amount that does not fill (a cautionary
+	// block's: fill_to_cents NULL, fillTo its amount); captured: ended
+	// captured whole by a devolução (a block's return).
+	whole, captured bool
 	// events is how many pix.hold.* events its changes must have written.
 	events int
 }
@@ -72,12 +79,16 @@ type mRequest struct {
 	rejRefunds int
 }
 
-// mRefund is a devolução a report's return made.
+// mRefund is a devolução of a PIX (e2e, credited credit to acc): one a
+// report's return made (r), or another's (r nil: a block's return, the
+// customer's).
 type mRefund struct {
-	id, rtr string
-	amount  int64
-	ended   string // "", "returned", "reversed"
-	r       *mReport
+	id, rtr  string
+	e2e, acc string
+	credit   int64
+	amount   int64
+	ended    string // "", "returned", "reversed"
+	r        *mReport
 }
 
 // mReport is a report: the DICT's copy (dict, copies) and OUR saga's
@@ -189,6 +200,11 @@ type medModel struct {
 	psp     *sagatest.API
 	// ends says what a report's end did besides (the step's outcome).
 	ends []string
+	// maxReports is how many reports the history makes at most (0: 24).
+	maxReports int
+	// cutShort and raised count the holds made short of what they asked
+	// by their PIX's room, and raised since (a history's outcomes).
+	cutShort, raised int
 }
 
 func (m *medModel) tick() time.Time {
@@ -210,7 +226,7 @@ func (m *medModel) held(acc string) int64 {
 // first (db.FillHolds).
 func (m *medModel) fill(acc string, cents int64) {
 	for _, h := range m.holds {
-		if h.acc != acc || !h.active || h.amount >= h.fillTo || cents == 0 {
+		if h.acc != acc || !h.active || h.whole || h.amount >= h.fillTo || cents == 0 {
 			continue
 		}
 		f := min(h.fillTo-h.amount, cents)
@@ -222,11 +238,65 @@ func (m *medModel) fill(acc string, cents int64) {
 
 func (m *medModel) lacking(acc string) bool {
 	for _, h := range m.holds {
-		if h.acc == acc && h.active && h.amount < h.fillTo {
+		if h.acc == acc && h.active && !h.whole && h.amount < h.fillTo {
 			return true
 		}
 	}
 	return false
+}
+
+// room is what of the PIX e2e, credited credit, its devoluções (all but the
+// reversed) and its active holds (what each fills to, or holds) leave
+// (db's creditLeft).
+func (m *medModel) room(e2e string, credit int64) int64 {
+	for _, x := range m.refunds {
+		if x.e2e == e2e && x.ended != "reversed" {
+			credit -= x.amount
+		}
+	}
+	for _, h := range m.holds {
+		if h.e2e == e2e && h.active {
+			credit -= h.fillTo
+		}
+	}
+	return credit
+}
+
+// newHold is the model of a hold of asked of the PIX of r that fills
+// (db.Hold, UpTo, FillFromCredits): it fills to what the PIX's room leaves
+// of asked, short by the rest, and holds what is available of that, none
+// while an older hold of the account lacks.
+func (m *medModel) newHold(r *mReport, asked int64) *mHold {
+	h := &mHold{acc: r.acc, e2e: r.e2e, active: true, events: 1}
+	h.fillTo = min(asked, max(m.room(r.e2e, r.amount), 0))
+	h.short = asked - h.fillTo
+	if h.short > 0 {
+		m.cutShort++
+	}
+	if !m.lacking(r.acc) {
+		h.amount = min(h.fillTo, m.balance[r.acc]-m.held(r.acc))
+	}
+	return h
+}
+
+// raise is the model of db.RaiseFillTo: room of the PIX e2e just freed
+// raises its active holds that fill, but except, by what its room cut
+// them short, in the order they were made.
+func (m *medModel) raise(e2e string, room int64, except *mHold) {
+	for _, h := range m.holds {
+		if room <= 0 {
+			return
+		}
+		if h.e2e != e2e || !h.active || h.whole || h == except || h.short == 0 {
+			continue
+		}
+		c := min(h.short, room)
+		h.fillTo += c
+		h.short -= c
+		room -= c
+		h.events++
+		m.raised++
+	}
 }
 
 func (m *medModel) release(r *mReport) {
@@ -234,11 +304,18 @@ func (m *medModel) release(r *mReport) {
 		return
 	}
 	h := r.hold
+	r.hold = nil
+	m.releaseHold(h)
+}
+
+// releaseHold is the model of db.Release: what the hold took of its PIX
+// raises the PIX's holds that fill, then what it held fills the
+// account's holds that lack.
+func (m *medModel) releaseHold(h *mHold) {
 	h.active = false
 	h.events++
-	freed := h.amount
-	r.hold = nil
-	m.fill(h.acc, freed)
+	m.raise(h.e2e, h.fillTo, nil)
+	m.fill(h.acc, h.amount)
 }
 
 // worldDICT is the DICT of the model's reports: what it has is the
@@ -366,43 +443,51 @@ func TestMEDAgainstAModel(t *testing.T) {
 	// parts in its last minute, a request open past it), which drop the
 	// model test when nextStep's rule breaks; 20 has a request REJECTED
 	// at the DICT after our accepted close recorded (rejectOutside).
-	seeds, steps := []uint64{1, 2, 6, 12, 40, 20}, 120
-	if s := os.Getenv("PIX_MED_MODEL_SEED"); s != "" {
+	runHistories(t, "PIX_MED_MODEL", []uint64{1, 2, 6, 12, 40, 20}, 120, runMEDModel, []string{"intake (PSP)", "intake of a stale copy", "its answer lost", "analysed already",
+		"run: hold", "run: acknowledge", "run: close_report", "run: cancel", "run: expire_request", "run: return",
+		"run: settle", "run: close_refund", "run: finish", "run: return -> awaiting_credit", "returned_in_part", "reopened", "its open request kept", "one REJECTED", "retried", "stale ", "72 hours pass", "90 days pass",
+		"devolução returned", "devolução reversed", "refund request cancelled", "kept", "spend refused", "credit",
+		"the last minute of the 90 days", "90 days pass, its request open",
+		"rejected outside: before any return", "rejected outside: a devolução in flight", "rejected outside: between settle and our close",
+		"rejected outside: after our accepted close", "rejected outside: a request it does not answer", "(its accepted copy first), then an older REJECTED", "then a copy again",
+		"ended rejected_at_dict", "close_refund -> stopped dict_not_as_ours", "released by an operator"})
+}
+
+// runHistories runs a model's history (run) of steps from each of seeds, or
+// the one seed and the length the environment names (<env>_SEED,
+// <env>_STEPS); then, of several seeds, requires each outcome met by a
+// step of one of them (a step's outcome contains it): histories that never
+// met an outcome prove nothing of it.
+func runHistories(t *testing.T, env string, seeds []uint64, steps int, run func(*testing.T, uint64, int) map[string]int, outcomes []string) {
+	if s := os.Getenv(env + "_SEED"); s != "" {
 		seed, err := strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err, "PIX_MED_MODEL_SEED")
+		require.NoError(t, err, env+"_SEED")
 		seeds = []uint64{seed}
 	}
-	if s := os.Getenv("PIX_MED_MODEL_STEPS"); s != "" {
+	if s := os.Getenv(env + "_STEPS"); s != "" {
 		n, err := strconv.Atoi(s)
-		require.NoError(t, err, "PIX_MED_MODEL_STEPS")
+		require.NoError(t, err, env+"_STEPS")
 		steps = n
 	}
 	seen := map[string]int{}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			for what, n := range runMEDModel(t, seed, steps) {
+			for what, n := range run(t, seed, steps) {
 				seen[what] += n
 			}
 		})
 	}
-	if len(seeds) > 1 && !t.Failed() {
-		// Histories that never met an outcome prove nothing of it.
-		for _, outcome := range []string{"intake (PSP)", "intake of a stale copy", "its answer lost", "analysed already",
-			"run: hold", "run: acknowledge", "run: close_report", "run: cancel", "run: expire_request", "run: return",
-			"run: settle", "run: close_refund", "run: finish", "run: return -> awaiting_credit", "returned_in_part", "reopened", "its open request kept", "one REJECTED", "retried", "stale ", "72 hours pass", "90 days pass",
-			"devolução returned", "devolução reversed", "refund request cancelled", "kept", "spend refused", "credit",
-			"the last minute of the 90 days", "90 days pass, its request open",
-			"rejected outside: before any return", "rejected outside: a devolução in flight", "rejected outside: between settle and our close",
-			"rejected outside: after our accepted close", "rejected outside: a request it does not answer", "(its accepted copy first), then an older REJECTED", "then a copy again",
-			"ended rejected_at_dict", "close_refund -> stopped dict_not_as_ours", "released by an operator"} {
-			found := 0
-			for what, n := range seen {
-				if strings.Contains(what, outcome) {
-					found += n
-				}
+	if len(seeds) < 2 || t.Failed() {
+		return
+	}
+	for _, outcome := range outcomes {
+		found := 0
+		for what, n := range seen {
+			if strings.Contains(what, outcome) {
+				found += n
 			}
-			require.Positive(t, found, "no step was %q: %v", outcome, seen)
 		}
+		require.Positive(t, found, "no step was %q: %v", outcome, seen)
 	}
 }
 
@@ -562,7 +647,11 @@ func (m *medModel) intakeStep(at string) string {
 			open = append(open, r)
 		}
 	}
-	if len(unseen) == 0 && len(open) < 3 && len(m.reports) < 24 {
+	most := m.maxReports
+	if most == 0 {
+		most = 24
+	}
+	if len(unseen) == 0 && len(open) < 3 && len(m.reports) < most {
 		// Another PIX to one of the accounts (a credit, filling its
 		// holds), reported in its turn.
 		acc := m.pick(m.reports).acc
@@ -720,12 +809,17 @@ func (m *medModel) operatorRelease(at string, r *mReport) string {
 func (m *medModel) fences(got map[uuid.UUID]string) {
 	for _, r := range m.reports {
 		h := r.hold
-		if !r.row || h == nil || !h.active || h.fillTo == h.amount || got[h.id] != fmt.Sprintf("%s %d %d", pix.HoldActive, h.amount, h.amount) {
+		if !r.row || h == nil || !h.active || (h.fillTo == h.amount && h.short == 0) ||
+			got[h.id] != fmt.Sprintf("%s %d %d %d", pix.HoldActive, h.amount, h.amount, 0) {
 			continue
 		}
 		if med.ClosedRejected(m.get(r)) || r.pastReturns() {
-			h.fillTo = h.amount
+			// db.Shrink to what it holds: the room it frees raises the
+			// PIX's other holds that fill.
+			freed := h.fillTo - h.amount
+			h.fillTo, h.short = h.amount, 0
 			h.events++
+			m.raise(h.e2e, freed, h)
 		}
 	}
 }
@@ -958,13 +1052,17 @@ func (m *medModel) endRefund(at string, x *mRefund, returned bool) string {
 	_, err := refundsaga.NewStore(m.f.s).ReverseRefund(ctx, x.id, "NAO_REALIZADO", false)
 	require.NoError(m.t, err, "%s: devolução %s reversed", at, x.id)
 	x.ended = "reversed"
-	m.balance[x.r.acc] += x.amount
-	if h := x.r.hold; h != nil && h.active {
+	m.balance[x.acc] += x.amount
+	if x.r != nil && x.r.hold != nil && x.r.hold.active {
+		h := x.r.hold
 		h.amount += x.amount
 		h.fillTo += x.amount
 		h.events++
 	} else {
-		m.fill(x.r.acc, x.amount)
+		// Not restored: the room it gives back to its PIX raises the
+		// PIX's holds that fill, then its money fills the account's.
+		m.raise(x.e2e, x.amount, nil)
+		m.fill(x.acc, x.amount)
 	}
 	return "devolução reversed"
 }
@@ -1164,10 +1262,7 @@ func (m *medModel) closeKeptStep(at string, r *mReport, cur med.Report) string {
 func (m *medModel) effect(at string, r *mReport, s med.Step, cur med.Report) {
 	switch s {
 	case med.StepHold:
-		h := &mHold{id: uuid.Nil, acc: r.acc, fillTo: r.amount, active: true, events: 1}
-		if !m.lacking(r.acc) {
-			h.amount = min(r.amount, m.balance[r.acc]-m.held(r.acc))
-		}
+		h := m.newHold(r, r.amount)
 		got := m.get(r)
 		require.NotNil(m.t, got.HoldID, "%s: held", at)
 		h.id = *got.HoldID
@@ -1293,19 +1388,22 @@ func (m *medModel) returnModel(at string, r *mReport) {
 		// Released before (the report ended, then took a request again):
 		// held anew, up to what is left, filling; nothing available
 		// while an older hold of the account lacks.
-		h = &mHold{acc: r.acc, fillTo: left, active: true, events: 1}
-		if !m.lacking(r.acc) {
-			h.amount = min(left, m.balance[r.acc]-m.held(r.acc))
-		}
+		h = m.newHold(r, left)
 		got := m.get(r)
 		require.NotNil(m.t, got.HoldID, "%s: held anew", at)
 		h.id = *got.HoldID
 		m.holds = append(m.holds, h)
 		r.hold = h
-	} else if h.amount > left || h.fillTo > left {
+	} else if h.amount > left || h.fillTo > left || h.fillTo+h.short > left {
+		// db.Shrink: what it may be raised to is at most left too; the
+		// room it frees raises the PIX's other holds that fill, then
+		// what it frees fills the account's holds that lack.
 		freed := h.amount - min(h.amount, left)
-		h.amount, h.fillTo = min(h.amount, left), min(h.fillTo, left)
+		fillTo := min(h.fillTo, left)
+		room := h.fillTo - fillTo
+		h.amount, h.fillTo, h.short = min(h.amount, left), fillTo, min(h.fillTo+h.short, left)-fillTo
 		h.events++
+		m.raise(r.e2e, room, h)
 		m.fill(r.acc, freed)
 	}
 	if h.amount == 0 {
@@ -1314,7 +1412,7 @@ func (m *medModel) returnModel(at string, r *mReport) {
 	}
 	got := m.get(r)
 	require.NotNil(m.t, got.RefundID, "%s: a devolução", at)
-	x := &mRefund{id: *got.RefundID, amount: h.amount, r: r}
+	x := &mRefund{id: *got.RefundID, e2e: r.e2e, acc: r.acc, credit: r.amount, amount: h.amount, r: r}
 	m.refunds = append(m.refunds, x)
 	r.refund = x
 	m.balance[r.acc] -= h.amount
@@ -1395,7 +1493,7 @@ func (m *medModel) check(at string) {
 		require.Equal(t, [2]int64{balance, m.held(acc)}, [2]int64{b, h}, "%s: balance, held of %s", at, acc)
 		require.GreaterOrEqual(t, b-h, int64(0), "%s: available of %s", at, acc)
 	}
-	rows, err := m.f.s.Pool().Query(ctx, `SELECT id, status || ' ' || amount_cents || ' ' || COALESCE(fill_to_cents::text, '-') FROM pix_holds`)
+	rows, err := m.f.s.Pool().Query(ctx, `SELECT id, status || ' ' || amount_cents || ' ' || COALESCE(fill_to_cents::text, '-') || ' ' || fill_short_cents FROM pix_holds`)
 	require.NoError(t, err)
 	got := map[uuid.UUID]string{}
 	var id uuid.UUID
@@ -1406,10 +1504,17 @@ func (m *medModel) check(at string) {
 	want := map[uuid.UUID]string{}
 	for _, h := range m.holds {
 		status := pix.HoldActive
-		if !h.active {
+		switch {
+		case h.captured:
+			status = pix.HoldCaptured
+		case !h.active:
 			status = pix.HoldReleased
 		}
-		want[h.id] = fmt.Sprintf("%s %d %d", status, h.amount, h.fillTo)
+		fillTo := fmt.Sprint(h.fillTo)
+		if h.whole {
+			fillTo = "-"
+		}
+		want[h.id] = fmt.Sprintf("%s %d %s %d", status, h.amount, fillTo, h.short)
 	}
 	require.Equal(t, want, got, "%s: the holds", at)
 	for _, r := range m.reports {
@@ -1439,7 +1544,7 @@ func (m *medModel) check(at string) {
 	// Every devolução returned counts once, on its report.
 	returned := map[string]int64{}
 	for _, x := range m.refunds {
-		if x.ended == "returned" && x.r.refund != x {
+		if x.ended == "returned" && x.r != nil && x.r.refund != x {
 			returned[x.r.id.String()] += x.amount
 		}
 	}
@@ -1458,8 +1563,8 @@ func (m *medModel) check(at string) {
 	wantRefunded := map[string]int64{}
 	for _, x := range m.refunds {
 		if x.ended == "returned" {
-			wantRefunded[x.r.e2e] += x.amount
-			require.LessOrEqual(t, wantRefunded[x.r.e2e], x.r.amount, "%s: the model: PIX %s returned at most its amount", at, x.r.e2e)
+			wantRefunded[x.e2e] += x.amount
+			require.LessOrEqual(t, wantRefunded[x.e2e], x.credit, "%s: the model: PIX %s returned at most its amount", at, x.e2e)
 		}
 	}
 	require.Equal(t, wantRefunded, refunded, "%s: the devoluções returned, by PIX", at)
@@ -1575,10 +1680,12 @@ func (m *medModel) rejectOutside(at string) string {
 	return what
 }
 
-// refundsOf is how many devoluções r's PIX has (pix_refunds).
+// refundsOf is how many devoluções of r's PIX r made (pix_refunds asked
+// by the report: a block's or the customer's are not its).
 func (m *medModel) refundsOf(r *mReport) int {
 	var n int
-	require.NoError(m.t, m.f.s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1`, r.e2e).Scan(&n))
+	require.NoError(m.t, m.f.s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pix_refunds WHERE end_to_end_id = $1 AND requested_by = $2`,
+		r.e2e, "med:"+r.id.String()).Scan(&n))
 	return n
 }
 
