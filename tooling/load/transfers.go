@@ -124,7 +124,7 @@ func (t *Transfers) Run(ctx context.Context, rate float64, d time.Duration) (*Tr
 	st := newKeyedStep(start.Add(d + t.opts.RetryFor))
 	var wg sync.WaitGroup
 	arrivals := openModel(ctx, start, rate, d, func(time.Time) {
-		p, replay := t.arrival(st, "")
+		p, replay := t.arrival(st, nil)
 		wg.Go(func() { t.deliver(ctx, st, p, replay) })
 	})
 	wg.Wait()
@@ -134,8 +134,22 @@ func (t *Transfers) Run(ctx context.Context, rate float64, d time.Duration) (*Tr
 // Send sends one transfer to pixKey now and waits for its final answer
 // (retrying as Run does, for RetryFor).
 func (t *Transfers) Send(ctx context.Context, pixKey string) SentTransfer {
+	return t.sendNow(ctx, func(p *SentTransfer) { p.PixKey = pixKey })
+}
+
+// SendFrom sends one transfer of amountCents from accountID to pixKey now
+// and waits for its final answer, as Send does: money taken out of an
+// account a case chose (one whose PIX is reported, say), of an amount it
+// chose (more than its available balance, say).
+func (t *Transfers) SendFrom(ctx context.Context, accountID, pixKey string, amountCents int64) SentTransfer {
+	return t.sendNow(ctx, func(p *SentTransfer) { p.AccountID, p.PixKey, p.AmountCents = accountID, pixKey, amountCents })
+}
+
+// sendNow sends one transfer, as set makes it, and waits for its final
+// answer.
+func (t *Transfers) sendNow(ctx context.Context, set func(*SentTransfer)) SentTransfer {
 	st := newKeyedStep(time.Now().Add(t.opts.RetryFor))
-	p, _ := t.arrival(st, pixKey)
+	p, _ := t.arrival(st, set)
 	t.deliver(ctx, st, p, false)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -151,19 +165,22 @@ func (t *Transfers) step(st *keyedStep, arrivals int64) *TransferStep {
 	}
 }
 
-// arrival decides the next transfer: to pixKey, or to the next key in turn.
-func (t *Transfers) arrival(st *keyedStep, pixKey string) (*SentTransfer, bool) {
+// arrival decides the next transfer: from an account at random, of an
+// amount at random, to the next key in turn; or as set makes it (nil: as
+// drawn).
+func (t *Transfers) arrival(st *keyedStep, set func(*SentTransfer)) (*SentTransfer, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if pixKey == "" {
-		pixKey = t.opts.Keys[t.next%len(t.opts.Keys)]
-		t.next++
-	}
 	p := &SentTransfer{
 		IdempotencyKey: uuid.NewString(),
 		AccountID:      AccountID(t.opts.RunID, t.rng.IntN(t.opts.Accounts)),
-		PixKey:         pixKey,
 		AmountCents:    1 + t.rng.Int64N(t.opts.MaxAmountCents),
+	}
+	if set != nil {
+		set(p)
+	} else {
+		p.PixKey = t.opts.Keys[t.next%len(t.opts.Keys)]
+		t.next++
 	}
 	t.sent[p.IdempotencyKey] = p
 	st.add(p.IdempotencyKey)

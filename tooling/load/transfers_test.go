@@ -162,3 +162,16 @@ func TestTransfersSendTheBearerTokenOfEachRequest(t *testing.T) {
 	require.Zero(t, failing.Send(t.Context(), "k").Status, "no request leaves without its token")
 	require.Len(t, seen, 2)
 }
+
+func TestTransfersSendFromTheAccountAndAmountAsked(t *testing.T) {
+	t.Parallel()
+	f := newFake()
+	tr := transfersAgainst(t, f, 0)
+	s := tr.SendFrom(t.Context(), AccountID("RUNID00001", 2), "k", 123_456)
+	require.Equal(t, http.StatusCreated, s.Status)
+	var body transferBody
+	require.NoError(t, json.Unmarshal([]byte(f.bodies[s.IdempotencyKey]), &body))
+	require.Equal(t, transferBody{AccountID: AccountID("RUNID00001", 2), AmountCents: 123_456, PixKey: "k"}, body,
+		"the account and the amount asked, not drawn (the amount past MaxAmountCents)")
+	require.Equal(t, map[string]SentTransfer{s.TransferID: s}, tr.CreatedTransfers())
+}
