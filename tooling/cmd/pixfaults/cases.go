@@ -18,6 +18,10 @@ type faultCase struct {
 	// outgoing: the case sends outgoing PIX (POST /pix) beside the
 	// webhooks, and checks them against the PSP's records.
 	outgoing bool
+	// ownTransfers: an outgoing case that sends its transfers itself
+	// (through caseRun.xfers, from the accounts and of the amounts it
+	// chooses), without the load of transfers at a rate.
+	ownTransfers bool
 	// refunds: the case sends refunds of the PIX it credits beside the
 	// webhooks, and checks them against the PSP's records.
 	refunds bool

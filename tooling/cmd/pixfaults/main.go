@@ -11,7 +11,8 @@
 // endpoint down, its webhooks dropped (the catch-up must credit their
 // PIX), our client secret wrong then right; case 24 a burst of 3,000 PIX
 // the catch-up alone can credit, from a PSP that lists 2 a page; case 25
-// the DICT down while MED's infraction reports arrive. The worker meets
+// the DICT down while MED's infraction reports arrive and outgoing PIX
+// leave the reported accounts. The worker meets
 // the simulator as a real PSP (OAuth 2.0, mutual TLS), and the DICT
 // simulator as the DICT (mutual TLS, signatures both ways), in every case. After
 // each case the invariants are checked in the database, against the PSP's

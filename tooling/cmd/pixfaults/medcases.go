@@ -21,8 +21,8 @@ import (
 // as production's DICT (mutual TLS, signed writes, signed answers).
 func medCases(s settings) []faultCase {
 	return []faultCase{
-		{name: fmt.Sprintf("the DICT down %s from the first acknowledge while infraction reports arrive", s.dictDown),
-			setup: waitDICTLister, inject: dictOutage, check: dictOutageCheck},
+		{name: fmt.Sprintf("the DICT down %s from the first acknowledge while infraction reports arrive and PIX leave their accounts", s.dictDown),
+			outgoing: true, ownTransfers: true, setup: waitDICTLister, inject: dictOutage, check: dictOutageCheck},
 	}
 }
 
@@ -65,6 +65,10 @@ type dictExchange struct {
 // the DICT's exchanges, when the DICT was down, and the books at the heal.
 type dictOutageRun struct {
 	reports []medReport
+	// accounts are the reports' accounts, and debits the transfers out
+	// of them while the DICT was down.
+	accounts []string
+	debits   *medDebits
 
 	mu        sync.Mutex
 	exchanges []dictExchange
@@ -171,6 +175,15 @@ func dictOutage(ctx context.Context, r *caseRun) (time.Time, string, error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// PIX leave the reports' accounts while the DICT is down, racing
+	// their holds.
+	_, up := m.window()
+	for _, c := range credited {
+		m.accounts = append(m.accounts, c.AccountID)
+	}
+	var waitDebits func()
+	m.debits, waitDebits = startMEDDebits(ctx, r, m.accounts, up.Add(-2*time.Second))
+	defer waitDebits()
 	// More reports arrive while the DICT is down, a second apart.
 	for _, c := range credited[medReportsPerCase/2:] {
 		time.Sleep(time.Second)
@@ -178,7 +191,6 @@ func dictOutage(ctx context.Context, r *caseRun) (time.Time, string, error) {
 			return time.Now(), "", err
 		}
 	}
-	_, up := m.window()
 	// Our books just before the DICT comes back.
 	time.Sleep(time.Until(up.Add(-500 * time.Millisecond)))
 	atHeal, held, err := medBooksAtHeal(ctx, r, m.reports)
@@ -237,7 +249,8 @@ func waitCredited(ctx context.Context, r *caseRun, n int, within time.Duration) 
 
 // medBooksAtHeal reads our books of the reports as the DICT comes back:
 // each report taken in must be held (its hold active, of its PIX's
-// amount: the accounts of a webhook-only case only receive) and not
+// amount: what leaves the accounts, small transfers, leaves their opening
+// balance to cover it) and not
 // acknowledged, released, ended or returned; held is how many are.
 func medBooksAtHeal(ctx context.Context, r *caseRun, reports []medReport) (problems []string, held int, err error) {
 	for _, rep := range reports {
@@ -317,14 +330,20 @@ func medAcknowledged(ctx context.Context, r *caseRun, reports []medReport) (int,
 // acknowledged, released or returned while the DICT was down; every
 // account's available balance non-negative (the reconcile, common to every
 // case, holds each account's held amount to its active holds and its
-// balance to its movements); and the fault bit: acknowledges answered 503,
-// reports held across the outage, reports that arrived during it.
+// balance to its movements); the transfers out of the reported accounts
+// while the DICT was down (medDebits.check: none spent held money, each
+// that needed it refused, each account's books whole; the common checks of
+// an outgoing case hold every transfer to the PSP's record); and the fault
+// bit: acknowledges answered 503, reports held across the outage, reports
+// that arrived during it, a transfer that needed held money refused.
 func dictOutageCheck(ctx context.Context, r *caseRun, o *outcome) []string {
 	m := r.dictOutage
 	if m == nil {
 		return []string{"the MED case recorded nothing"}
 	}
-	v := append(webhookClientViolations(*o), m.atHeal...)
+	// (Every webhook acknowledged at the first try: runCase, an outgoing
+	// case, which holds every transfer to the PSP's record.)
+	v := slices.Clone(m.atHeal)
 	m.mu.Lock()
 	exchanges := slices.Clone(m.exchanges)
 	down, up := m.down, m.up
@@ -376,7 +395,16 @@ func dictOutageCheck(ctx context.Context, r *caseRun, o *outcome) []string {
 	case during == 0:
 		v = append(v, missed("no report arrived while the DICT was down"))
 	}
-	o.note = fmt.Sprintf("DICT down %s: %d reports (%d arrived during the outage), %d acknowledges answered 503, %d held unacknowledged at the heal; every report acknowledged once %s after it, each holding its PIX",
-		up.Sub(down).Round(time.Second), len(m.reports), during, refused, m.heldAtHeal, m.recovered.Round(100*time.Millisecond))
+	debitsNote := "no PIX left the reported accounts"
+	if m.debits != nil {
+		var dv []string
+		dv, debitsNote = m.debits.check(ctx, r, m.accounts)
+		v = append(v, dv...)
+	} else {
+		v = append(v, missed(debitsNote))
+	}
+	// (What runCase noted of the transfers goes after.)
+	o.note = fmt.Sprintf("DICT down %s: %d reports (%d arrived during the outage), %d acknowledges answered 503, %d held unacknowledged at the heal; every report acknowledged once %s after it, each holding its PIX; %s%s",
+		up.Sub(down).Round(time.Second), len(m.reports), during, refused, m.heldAtHeal, m.recovered.Round(100*time.Millisecond), debitsNote, o.note)
 	return v
 }

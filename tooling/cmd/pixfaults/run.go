@@ -261,12 +261,15 @@ func runCase(ctx context.Context, st *stack, s settings, c faultCase) outcome {
 		done <- stepResult{step, err}
 	}()
 	xdone := make(chan transferResult, 1)
-	if c.outgoing {
+	switch {
+	case c.outgoing && !c.ownTransfers:
 		go func() {
 			step, err := r.xfers.Run(ctx, s.transferRate, s.loadFor)
 			xdone <- transferResult{step, err}
 		}()
-	} else {
+	case c.outgoing:
+		xdone <- transferResult{step: &load.TransferStep{}}
+	default:
 		xdone <- transferResult{}
 	}
 	type refundResult struct {
