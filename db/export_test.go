@@ -87,3 +87,6 @@ func ReceiveGroupForTest(ctx context.Context, s *Store, calls []*ReceiveCallForT
 
 // ReceiverQueued is how many deliveries wait for r's writers.
 func ReceiverQueued(r *Receiver) int { return r.group.Queued() }
+
+// FillSQL is the holds' Fill statement, as FillHolds runs it.
+func FillSQL() string { return holdSQL.Fill }

@@ -33,7 +33,9 @@ import (
 // it holds what is available when it is made, possibly nothing, and each
 // PIX credited to its account afterwards adds what it lacks, as far as
 // the credit goes, in the credit's transaction (Store.Credit, FillHolds),
-// until it holds what it fills to; the credit itself is unchanged.
+// until it holds what it fills to, or until its fill-until
+// (NewHold.FillUntil) passes by the database's clock; the credit itself is
+// unchanged.
 //
 // Lock order, as every money transaction's: a PIX's credit (a hold of a
 // PIX, a devolução) or an inbox row (a credit), then the account, then a
@@ -61,7 +63,8 @@ import (
 
 // holdSQL holds the statements of queries/holds.sql.
 var holdSQL struct {
-	AccountFilling, ByRef, Get, GetMany, LockHold, Hold, Release, Capture, Fill, Shrink, MakeFilling, CapturePart, Restore, RaiseFillTo string
+	AccountFilling, ByRef, Get, GetMany, LockHold, Hold, Release, Capture, Fill, Shrink, MakeFilling, CapturePart, Restore, RaiseFillTo,
+	SetFillUntil string
 }
 
 func init() { bindQueries("holds.sql", &holdSQL) }
@@ -139,6 +142,15 @@ type NewHold struct {
 	// account that fill take a credit in the order they were made. A
 	// release or a capture ends the filling with the hold.
 	FillFromCredits bool
+	// FillUntil (with FillFromCredits only; zero: none) is the instant
+	// the hold stops filling (pix.Hold.FillUntil): an inflow whose fill
+	// starts at or after it, by the database's clock, adds nothing to the
+	// hold, in the inflow's own transaction (FillHolds), and the hold no
+	// longer counts as an older one lacking (a newer hold takes what is
+	// available). What it holds stays held until it ends. A MED's is its
+	// report's return_until: nothing filled after it could be returned.
+	// Stored to the microsecond (truncated), as PostgreSQL keeps it.
+	FillUntil time.Time
 	// Kind says what holds it ("cautionary_block", "med": lowercase
 	// letters, digits and underscores, at most 40); Reason, at most 140
 	// characters, why ("": not said).
@@ -160,6 +172,8 @@ func (h NewHold) validate() error {
 		return pix.Invalid("amount_cents", "must be at least 1")
 	case h.FillFromCredits && !h.UpTo:
 		return pix.Invalid("fill_from_credits", "needs up_to: a hold that fills holds less than asked until it is full")
+	case !h.FillUntil.IsZero() && !h.FillFromCredits:
+		return pix.Invalid("fill_until", "needs fill_from_credits: only a hold that fills stops filling")
 	case !pix.ValidHoldKind(h.Kind):
 		return pix.Invalid("kind", "must be lowercase letters, digits and underscores, starting with a letter, at most 40")
 	}
@@ -179,7 +193,30 @@ func validReason(field, reason string) error {
 func (n NewHold) is(h pix.Hold) bool {
 	return h.AccountID == n.AccountID && deref(h.EndToEndID) == n.EndToEndID && h.Kind == n.Kind &&
 		deref(h.Reason) == n.Reason && h.AskedCents == n.AmountCents && h.UpTo == n.UpTo &&
-		(h.FillToCents != nil) == n.FillFromCredits
+		(h.FillToCents != nil) == n.FillFromCredits && sameFillUntil(h.FillUntil, n.fillUntil())
+}
+
+// fillUntil is the hold's FillUntil as stored (nil: none).
+func (n NewHold) fillUntil() *time.Time {
+	if n.FillUntil.IsZero() {
+		return nil
+	}
+	at := n.FillUntil.Truncate(time.Microsecond)
+	return &at
+}
+
+// sameFillUntil says whether a hold made with stored as its fill_until is
+// one asked with asked. A hold an older build made (none stored: before
+// migration 0063, or during a rolling upgrade) is the same hold whatever
+// is asked: its holder sets it (SetFillUntil).
+func sameFillUntil(stored, asked *time.Time) bool {
+	switch {
+	case stored == nil:
+		return true
+	case asked == nil:
+		return false
+	}
+	return stored.Equal(*asked)
 }
 
 func deref(s *string) string {
@@ -259,7 +296,7 @@ func Hold(ctx context.Context, tx pgx.Tx, h NewHold) (hold pix.Hold, created boo
 		end2end = &h.EndToEndID
 	}
 	hold, err = scanHold(tx.QueryRow(ctx, holdSQL.Hold, uuid.New(), h.Ref, h.AccountID, end2end, h.Kind, h.Reason,
-		h.AmountCents, h.UpTo, amount, tracing.Traceparent(ctx), fillTo, short))
+		h.AmountCents, h.UpTo, amount, tracing.Traceparent(ctx), fillTo, short, h.fillUntil()))
 	if errors.Is(err, pix.ErrHoldNotFound) {
 		// Another call took the ref after ours looked, and committed: its
 		// hold is the ref's.
@@ -639,6 +676,36 @@ func fillMadeFilling(ctx context.Context, tx pgx.Tx, hold pix.Hold) (pix.Hold, e
 	return hold, nil
 }
 
+// SetFillUntil sets until as the fill-until (NewHold.FillUntil) of the
+// active hold id, within tx, which fills but was made without one (before
+// migration 0063, or by an older build while a release rolls out), and
+// returns it as it is after the call and whether this call set it. From
+// until on, by the database's clock, no inflow fills it (FillHolds). One
+// that has a fill-until keeps it (never moved: a retry, or a hold made with
+// it), and a hold that ended or does not fill is returned as it is. No
+// money moves and no event is written. pix.ErrHoldNotFound: no such hold.
+// Locks: none when the hold, read first, needs nothing (a fill-until is
+// never moved, a hold that ended stays ended: one read, the usual case);
+// else its PIX's credit, its account, then the hold (LockHold), as every
+// change of a hold's row.
+func SetFillUntil(ctx context.Context, tx pgx.Tx, id uuid.UUID, until time.Time) (hold pix.Hold, set bool, err error) {
+	if until.IsZero() {
+		return pix.Hold{}, false, pix.Invalid("fill_until", "is required")
+	}
+	lacks := func(h pix.Hold) bool { return h.Active() && h.FillToCents != nil && h.FillUntil == nil }
+	if hold, err = ReadHold(ctx, tx, id); err != nil || !lacks(hold) {
+		return hold, false, err
+	}
+	if hold, err = LockHold(ctx, tx, id); err != nil || !lacks(hold) {
+		return hold, false, err
+	}
+	hold, err = scanHold(tx.QueryRow(ctx, holdSQL.SetFillUntil, id, until.Truncate(time.Microsecond)))
+	if err != nil {
+		return pix.Hold{}, false, fmt.Errorf("set the fill-until of hold %s: %w", id, err)
+	}
+	return hold, true, nil
+}
+
 // RestoreHold gives the money of the devolução refundID, reversed in tx,
 // back to the hold it captured a part of and kept (NewRefund.KeepHold),
 // when that hold is still active: the hold holds and fills to the part
@@ -665,7 +732,7 @@ func RestoreHold(ctx context.Context, tx pgx.Tx, refundID string) (int64, error)
 func scanHold(row pgx.Row, more ...any) (pix.Hold, error) {
 	var h pix.Hold
 	err := row.Scan(append([]any{&h.ID, &h.Ref, &h.AccountID, &h.EndToEndID, &h.Kind, &h.Reason, &h.AskedCents, &h.UpTo, &h.FillToCents,
-		&h.AmountCents, &h.Status, &h.RefundID, &h.EndReason, &h.CreatedAt, &h.EndedAt}, more...)...)
+		&h.AmountCents, &h.Status, &h.RefundID, &h.EndReason, &h.CreatedAt, &h.EndedAt, &h.FillUntil}, more...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return pix.Hold{}, pix.ErrHoldNotFound
 	}

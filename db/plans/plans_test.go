@@ -166,6 +166,7 @@ var statementPlans = map[string]statementPlan{
 	"holds.MakeFilling":    checked(perPIX), // a MED's return of a hold made before holds filled
 	"holds.Restore":        checked(perPIX), // a devolução's reversal: pix_hold_parts' key
 	"holds.RaiseFillTo":    checked(perPIX), // a release, shrink or reversal of a PIX's: pix_holds_active_pix_idx
+	"holds.SetFillUntil":   checked(perPIX), // a stopped MED report's hold made without a fill-until: the key
 
 	"idempotency.ReadKey":        checked(perPIX),
 	"idempotency.RecordResponse": checked(perPIX),

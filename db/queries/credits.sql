@@ -164,7 +164,9 @@ WHERE end_to_end_id = $1
 -- statement starts after LockAccountForCredit took the account's lock,
 -- under which every hold is made and ended: its snapshot sees every hold
 -- of the account as it is, and a hold made after it is made after the
--- credit's commit.
+-- credit's commit. A hold past its fill_until (by this statement's start,
+-- after the lock, as Fill decides) is not one filling: an account whose
+-- only hold lacking is past it pays no Fill.
 -- $1 end_to_end_id, $2 account_id, $3 balance after, $4 amount_cents,
 -- $5 attempt, $6 txid, $7 the event's traceparent, $8 the PSP that
 -- delivered the PIX (db.Store.deliveredBy; NULL: unknown).
@@ -207,7 +209,8 @@ SET status = 'done', account_id = $2, attempts = GREATEST(attempts, $5), dispatc
     processed_at = (SELECT credited_at FROM credit)
 WHERE end_to_end_id = $1
 RETURNING (SELECT count(*) FROM credit), (SELECT value FROM outcome),
-    EXISTS (SELECT 1 FROM pix_holds h WHERE h.account_id = $2 AND h.status = 'active' AND h.amount_cents < h.fill_to_cents)
+    EXISTS (SELECT 1 FROM pix_holds h WHERE h.account_id = $2 AND h.status = 'active' AND h.amount_cents < h.fill_to_cents
+                                        AND (h.fill_until IS NULL OR statement_timestamp() < h.fill_until))
 
 -- name: RecordAttemptFailure
 -- The attempt count and the error, on a pending row of the caller's drive

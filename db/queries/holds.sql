@@ -15,7 +15,7 @@
 -- id: a Fill's or a RaiseFillTo's events in the order they took the
 -- money), and returns their ids.
 {{define "holdColumns"}}id::text, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, fill_to_cents, amount_cents, status,
-       refund_id, end_reason, created_at, ended_at{{end}}
+       refund_id, end_reason, created_at, ended_at, fill_until{{end}}
 {{define "holdEvent"}}event AS (
     INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, traceparent)
     SELECT 'pix_hold', (e.hold_row).id::text, '{{.Type}}',
@@ -49,8 +49,11 @@ FOR UPDATE
 -- Whether the account $1 has a hold still filling (db.Hold of a new hold
 -- that fills, under the account's lock: one probe of
 -- pix_holds_filling_idx). Holds that fill take money strictly oldest
--- first: a new one takes nothing available while an older one lacks.
-SELECT EXISTS (SELECT 1 FROM pix_holds WHERE account_id = $1 AND status = 'active' AND amount_cents < fill_to_cents)
+-- first: a new one takes nothing available while an older one lacks. One
+-- past its fill_until (by the database's clock, as Fill) lacks nothing:
+-- no inflow fills it any more.
+SELECT EXISTS (SELECT 1 FROM pix_holds WHERE account_id = $1 AND status = 'active' AND amount_cents < fill_to_cents
+                                         AND (fill_until IS NULL OR statement_timestamp() < fill_until))
 
 -- name: Hold
 -- A new hold, its account's held amount and its event, in one statement,
@@ -63,11 +66,12 @@ SELECT EXISTS (SELECT 1 FROM pix_holds WHERE account_id = $1 AND status = 'activ
 -- traceparent of the event, $11 fill_to_cents (NULL: a hold that does not
 -- fill from later credits), $12 fill_short_cents (what the PIX's room cut
 -- short of what it fills to: RaiseFillTo raises it when the PIX gets room
--- back; 0 for a hold that does not fill).
+-- back; 0 for a hold that does not fill), $13 fill_until (NULL: it fills
+-- for as long as it lacks; NULL for a hold that does not fill).
 WITH hold AS (
     INSERT INTO pix_holds (id, ref, account_id, end_to_end_id, kind, reason, asked_cents, up_to, amount_cents,
-                           created_at, traceparent, fill_to_cents, fill_short_cents)
-    VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, $8, $9, clock_timestamp(), $10, $11, $12)
+                           created_at, traceparent, fill_to_cents, fill_short_cents, fill_until)
+    VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, $8, $9, clock_timestamp(), $10, $11, $12, $13)
     ON CONFLICT (ref) DO NOTHING
     RETURNING *, pix_holds AS hold_row),
 held AS (
@@ -135,7 +139,13 @@ FROM captured
 -- account's just after that fill. Runs under the account's lock, taken by
 -- the inflow before this statement (every change of an account's holds
 -- takes it first: docs/design.md, "Lock order"), in a statement that
--- starts after it: it sees every hold as it is. Nothing else changes: the
+-- starts after it: it sees every hold as it is. A hold at or past its
+-- fill_until (NewHold.FillUntil) takes nothing, and what it lacks is left
+-- to the holds after it: decided by the database's clock at this
+-- statement's start (statement_timestamp(), after the account's lock: an
+-- inflow that waited for it past a hold's fill_until does not fill that
+-- hold), as a filter on the rows the index probe finds (no other scan, no
+-- round trip of its own). Nothing else changes: the
 -- balance and its event are the inflow's. $1 the source's kind ('credit',
 -- 'transfer_refund', 'refund_reversal'), $2 its id (the PIX's
 -- end_to_end_id, the transfer's id, the refund's id), $3 account_id,
@@ -146,7 +156,8 @@ WITH filling AS (
     SELECT id, fill_to_cents - amount_cents AS lacking,
            (sum(fill_to_cents - amount_cents) OVER (ORDER BY created_at, id) - (fill_to_cents - amount_cents))::bigint AS before
     FROM pix_holds
-    WHERE account_id = $3 AND status = 'active' AND amount_cents < fill_to_cents),
+    WHERE account_id = $3 AND status = 'active' AND amount_cents < fill_to_cents
+      AND (fill_until IS NULL OR statement_timestamp() < fill_until)),
 fill AS (
     SELECT id, LEAST(lacking, $4 - before) AS cents FROM filling WHERE before < $4),
 filled AS (
@@ -209,8 +220,19 @@ hold_events AS (
     FROM shrunk s CROSS JOIN held a),
 {{template "holdEvent" args "Type" "pix.hold.shrunk" "Traceparent" "$4"}}
 SELECT s.id::text, s.ref, s.account_id, s.end_to_end_id, s.kind, s.reason, s.asked_cents, s.up_to, s.fill_to_cents,
-       s.amount_cents, s.status, s.refund_id, s.end_reason, s.created_at, s.ended_at, s.released_cents, e.id::text
+       s.amount_cents, s.status, s.refund_id, s.end_reason, s.created_at, s.ended_at, s.fill_until, s.released_cents, e.id::text
 FROM shrunk s CROSS JOIN event e
+
+-- name: SetFillUntil
+-- Sets fill_until $2 on a hold that fills, locked active (LockHold: its
+-- account's lock first, the lock order) and made without one (before
+-- migration 0063, or by an older build while a release rolls out):
+-- db.SetFillUntil. One set already is never moved (a retry changes
+-- nothing and returns no row). No money moves and no event is written:
+-- the fence only stops later inflows filling it (Fill). $1 id.
+UPDATE pix_holds SET fill_until = $2
+WHERE id = $1 AND status = 'active' AND fill_to_cents IS NOT NULL AND fill_until IS NULL
+RETURNING {{template "holdColumns"}}
 
 -- name: MakeFilling
 -- Makes a hold locked active (LockHold) that does not fill (fill_to_cents

@@ -49,14 +49,19 @@ type Hold struct {
 	EndReason *string    `json:"end_reason"`
 	CreatedAt time.Time  `json:"created_at"`
 	EndedAt   *time.Time `json:"ended_at"`
+	// FillUntil is, for a hold that fills, the instant it stops filling
+	// (db.NewHold.FillUntil): an inflow at or after it, by the database's
+	// clock, adds nothing to it. nil: it fills for as long as it lacks.
+	FillUntil *time.Time `json:"fill_until"`
 }
 
 // Active reports whether the hold still sets its money aside.
 func (h Hold) Active() bool { return h.Status == HoldActive }
 
-// Filling reports whether the next PIX credited to the hold's account
-// adds to it: it is active, fills from credits, and holds less than it
-// fills to.
+// Filling reports whether the hold is active, fills from credits and
+// holds less than it fills to: the next PIX credited to its account adds
+// to it, unless its FillUntil has passed (decided by the database's clock,
+// in the inflow's own statement: not here).
 func (h Hold) Filling() bool {
 	return h.Active() && h.FillToCents != nil && h.AmountCents < *h.FillToCents
 }

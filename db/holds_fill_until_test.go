@@ -1,0 +1,192 @@
+package db_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pixbank/pix/db"
+	"github.com/pixbank/pix/db/dbtest"
+	"github.com/pixbank/pix/internal/pix"
+)
+
+// A hold's fill-until (db.NewHold.FillUntil; issue 37): from that instant
+// on, by the database's clock, an inflow fills it no more, in the inflow's
+// own statement. Before, the fence was its holder's (saga/med's
+// stopFilling, in the report's next transaction): a credit between the
+// instant and that transaction filled the hold.
+
+// dbNow is the database's clock (db.Now), read now.
+func dbNow(t *testing.T, s *db.Store) time.Time {
+	t.Helper()
+	now, err := db.Now(context.Background(), s.Pool())
+	require.NoError(t, err)
+	return now
+}
+
+// emptyAccount is a store whose account acc-1 is opened empty, and an
+// instant an hour ahead of the database's clock.
+func emptyAccount(t *testing.T) (s *db.Store, ahead time.Time) {
+	t.Helper()
+	s = dbtest.New(t)
+	dbtest.OpenAccount(t, s, "acc-1", 0)
+	return s, dbNow(t, s).Add(time.Hour)
+}
+
+// fillsUntil is a hold of the account (of no PIX) that fills to amount from
+// later inflows, until until (zero: none).
+func fillsUntil(ref, account string, amount int64, until time.Time) db.NewHold {
+	return db.NewHold{Ref: ref, AccountID: account, AmountCents: amount, UpTo: true, FillFromCredits: true, FillUntil: until,
+		Kind: "med", Reason: "notificação de infração"}
+}
+
+// A credit after a hold's fill-until adds nothing to it, and what the hold
+// lacks is left to the holds after it in the order (a newer hold takes the
+// credit); a hold made after it takes what is available at once, the
+// older one no longer lacking (AccountFilling). Before the instant it fills,
+// as any. Seen failing on the old Fill (the old hold took the 4,000: held
+// 4,000 by the first hold, 0 by the second).
+func TestACreditAfterAHoldsFillUntilAddsNothingToIt(t *testing.T) {
+	s, ahead := emptyAccount(t)
+	ctx := context.Background()
+	open, _, err := hold(s, fillsUntil("med:open", "acc-1", 1_000, ahead))
+	require.NoError(t, err)
+	require.NotNil(t, open.FillUntil)
+	require.True(t, open.FillUntil.Equal(ahead.Truncate(time.Microsecond)))
+	dbtest.CreditNth(t, s, 1, "acc-1", 1_000)
+	requireHold(t, s, open.ID, 1_000, 1_000, pix.HoldActive)
+
+	passed := dbNow(t, s) // before the credit's statements: past for them
+	old, _, err := hold(s, fillsUntil("med:old", "acc-1", 5_000, passed))
+	require.NoError(t, err)
+	newer, _, err := hold(s, fillsUntil("med:newer", "acc-1", 3_000, ahead))
+	require.NoError(t, err)
+	requireHold(t, s, newer.ID, 0, 3_000, pix.HoldActive)
+
+	dbtest.CreditNth(t, s, 2, "acc-1", 4_000)
+	requireHold(t, s, old.ID, 0, 5_000, pix.HoldActive)
+	requireHold(t, s, newer.ID, 3_000, 3_000, pix.HoldActive)
+	requireMoney(t, s, "acc-1", 5_000, 4_000)
+
+	// A hold made now takes what is available: the old one lacks nothing
+	// any more.
+	last, _, err := hold(s, fillsUntil("med:last", "acc-1", 2_000, ahead))
+	require.NoError(t, err)
+	requireHold(t, s, last.ID, 1_000, 2_000, pix.HoldActive)
+	requireMoney(t, s, "acc-1", 5_000, 5_000)
+	h, err := s.GetHold(ctx, uuid.MustParse(old.ID))
+	require.NoError(t, err)
+	require.Equal(t, int64(0), h.AmountCents, "what it held stays: nothing")
+}
+
+// At the boundary instant: a hold whose fill-until is the inflow
+// statement's own start takes nothing; one a microsecond later fills. Both
+// are set and the Fill run in one top-level statement (a function), whose
+// statement_timestamp() every statement in it shares, so the instant is
+// exact. Seen failing on the old Fill (the first hold took 3,000, the
+// second 1,000).
+func TestAHoldTakesNothingFromItsFillUntilOn(t *testing.T) {
+	s, ahead := emptyAccount(t)
+	ctx := context.Background()
+	at, _, err := hold(s, fillsUntil("med:at", "acc-1", 3_000, ahead))
+	require.NoError(t, err)
+	before, _, err := hold(s, fillsUntil("med:before", "acc-1", 3_000, ahead))
+	require.NoError(t, err)
+
+	require.NoError(t, db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE FUNCTION pg_temp.fill_at_the_instant(at uuid, before uuid, fill text, account text, cents bigint)
+			RETURNS void LANGUAGE plpgsql AS $$
+			BEGIN
+				UPDATE pix_holds SET fill_until = statement_timestamp() WHERE id = at;
+				UPDATE pix_holds SET fill_until = statement_timestamp() + interval '1 microsecond' WHERE id = before;
+				UPDATE accounts SET balance_cents = balance_cents + cents WHERE id = account;
+				EXECUTE fill USING 'credit'::text, 'E00000000000000000000000000000001'::text, account, cents, ''::text;
+			END $$`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_temp.fill_at_the_instant($1, $2, $3, $4, $5)`, at.ID, before.ID, db.FillSQL(), "acc-1", int64(4_000))
+		return err
+	}))
+	requireHold(t, s, at.ID, 0, 3_000, pix.HoldActive)
+	requireHold(t, s, before.ID, 3_000, 3_000, pix.HoldActive)
+	requireMoney(t, s, "acc-1", 4_000, 3_000)
+}
+
+// A hold made without a fill-until (before migration 0063, or by an older
+// build during a rolling upgrade) is given one by its holder
+// (db.SetFillUntil), once: never moved after; a hold that does not fill
+// takes none; a hold made with one is the same hold asked again with it,
+// and one made without it is the same hold whatever is asked (an older
+// build's ref).
+func TestAFillUntilIsSetOnceOnAHoldMadeWithout(t *testing.T) {
+	s := dbtest.New(t)
+	ctx := context.Background()
+	dbtest.OpenAccount(t, s, "acc-1", 0)
+	legacy, _, err := hold(s, fillsUntil("med:legacy", "acc-1", 1_000, time.Time{}))
+	require.NoError(t, err)
+	require.Nil(t, legacy.FillUntil)
+	again, created, err := hold(s, fillsUntil("med:legacy", "acc-1", 1_000, time.Now().Add(time.Hour)))
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, legacy.ID, again.ID)
+
+	set := func(id string, until time.Time) (pix.Hold, bool) {
+		var h pix.Hold
+		var changed bool
+		require.NoError(t, s.InTx(ctx, func(tx pgx.Tx) (err error) {
+			h, changed, err = db.SetFillUntil(ctx, tx, uuid.MustParse(id), until)
+			return err
+		}))
+		return h, changed
+	}
+	passed := dbNow(t, s)
+	h, changed := set(legacy.ID, passed)
+	require.True(t, changed)
+	require.True(t, h.FillUntil.Equal(passed.Truncate(time.Microsecond)))
+	h, changed = set(legacy.ID, passed.Add(time.Hour))
+	require.False(t, changed, "never moved")
+	require.True(t, h.FillUntil.Equal(passed.Truncate(time.Microsecond)))
+	dbtest.CreditNth(t, s, 1, "acc-1", 1_000)
+	requireHold(t, s, legacy.ID, 0, 1_000, pix.HoldActive)
+
+	_, _, err = hold(s, fillsUntil("med:legacy", "acc-1", 1_000, time.Time{}))
+	require.ErrorIs(t, err, pix.ErrHoldRefReused, "set: asked without one, it is another hold")
+
+	blocked, _, err := hold(s, block("block:1", "acc-1", "", 500))
+	require.NoError(t, err)
+	h, changed = set(blocked.ID, passed)
+	require.False(t, changed, "a hold that does not fill")
+	require.Nil(t, h.FillUntil)
+
+	_, _, err = hold(s, db.NewHold{Ref: "x", AccountID: "acc-1", AmountCents: 1, UpTo: true, FillUntil: passed, Kind: "med"})
+	var invalid *pix.ValidationError
+	require.ErrorAs(t, err, &invalid, "a fill-until without fill_from_credits")
+}
+
+// An older build, which knows no fill_until, reads and writes holds as
+// before against the schema that has it (its statements name their
+// columns; a column it does not know, as AddLaterColumns adds to this
+// build's, is left to its default): made, filled, shrunk, released.
+func TestHoldsWorkWithAColumnAddedAfterTheBuild(t *testing.T) {
+	s := dbtest.New(t)
+	ctx := context.Background()
+	dbtest.AddLaterColumns(t, s, "pix_holds")
+	dbtest.OpenAccount(t, s, "acc-1", 0)
+	h, _, err := hold(s, fillsUntil("med:1", "acc-1", 3_000, time.Time{}))
+	require.NoError(t, err)
+	dbtest.CreditNth(t, s, 1, "acc-1", 2_000)
+	requireHold(t, s, h.ID, 2_000, 3_000, pix.HoldActive)
+	require.NoError(t, s.InTx(ctx, func(tx pgx.Tx) error {
+		_, _, err := db.Shrink(ctx, tx, uuid.MustParse(h.ID), 1_000, "")
+		return err
+	}))
+	requireHold(t, s, h.ID, 1_000, 1_000, pix.HoldActive)
+	_, released, err := release(s, h.ID, "")
+	require.NoError(t, err)
+	require.True(t, released)
+	requireMoney(t, s, "acc-1", 2_000, 0)
+}
