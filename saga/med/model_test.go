@@ -801,11 +801,13 @@ func (m *medModel) operatorRelease(at string, r *mReport) string {
 }
 
 // fences takes the store's fence of a report's hold (stopFilling) into the
-// model: made in the report's next transaction once nothing more can be
-// returned on it (its request closed REJECTED, return_until passed), the
-// hold then filling to what it holds (one pix.hold.shrunk event). The
-// database's holds (got) say whether that transaction came; only then,
-// and only so (what it holds unchanged), is it taken.
+// model: made in the report's next transaction once its request is closed
+// REJECTED (nothing more can be returned on it), the hold then filling to
+// what it holds (one pix.hold.shrunk event). The database's holds (got)
+// say whether that transaction came; only then, and only so (what it holds
+// unchanged), is it taken. Past return_until the hold's own fill-until
+// stops it, by the database's clock, which the model's runs (their clocks
+// moved ahead, not the database's) never reach: nothing to take.
 func (m *medModel) fences(got map[uuid.UUID]string) {
 	for _, r := range m.reports {
 		h := r.hold
@@ -813,7 +815,7 @@ func (m *medModel) fences(got map[uuid.UUID]string) {
 			got[h.id] != fmt.Sprintf("%s %d %d %d", pix.HoldActive, h.amount, h.amount, 0) {
 			continue
 		}
-		if med.ClosedRejected(m.get(r)) || r.pastReturns() {
+		if med.ClosedRejected(m.get(r)) {
 			// db.Shrink to what it holds: the room it frees raises the
 			// PIX's other holds that fill.
 			freed := h.fillTo - h.amount

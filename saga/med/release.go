@@ -109,32 +109,36 @@ func (s *Store) releasable(ctx context.Context, tx pgx.Tx, cur Report) error {
 
 // stopFilling stops the hold of the report r, as decided in tx, filling
 // from the account's later inflows once nothing more can be returned on
-// r: its request CLOSED REJECTED at the DICT (closedRejected: our close,
-// or the copy taken in, whoever closed it), or its return_until passed by
-// the store's clock. Return changes nothing then: a credit that filled the
-// hold would only be held, from the customer, until the report ends (a
-// run stopped at the DICT, dict_not_as_ours, ends only by an operator's
-// release). The hold is shrunk in place to what it holds (db.Shrink: it
-// fills to no more, and is raised no more; nothing held is freed), by the
-// row's state in every transaction of the report's (decideAfter), so from
-// the commit of the one that takes the CLOSED REJECTED copy in; past
-// return_until, from the report's first transaction after it (the run's
-// step, or a stopped step tried again a minute past it: retryAt).
+// r. Past its return_until the core does it: the hold fills until then
+// (db.NewHold.FillUntil, set when the hold is made: holdMore), and each
+// inflow's own statement decides by the database's clock, so a credit a
+// moment past it is the customer's (no clock read here). A hold made
+// without it (before migration 0063, or by an older build while the
+// release rolled out) is given it in any transaction of a report whose
+// run is stopped (DICTProblem: the reports that outlive their
+// return_until; a running report ends at it, what it holds released) by
+// db.SetFillUntil: one read of the hold, its locks only when it lacks one.
+// Its request CLOSED REJECTED at the DICT (closedRejected: our close, or
+// the copy taken in, whoever closed it) is not a time: the hold is shrunk
+// in place to what it holds (db.Shrink: it fills to no more, and is raised
+// no more; nothing held is freed), by the row's state in every
+// transaction of the report's (decideAfter), so from the commit of the one
+// that takes the CLOSED REJECTED copy in. Return changes nothing then: a
+// credit that filled the hold would only be held, from the customer, until
+// the report ends (a run stopped at the DICT, dict_not_as_ours, ends only
+// by an operator's release).
 func (s *Store) stopFilling(ctx context.Context, tx pgx.Tx, r Report) error {
 	if !r.Open() || r.HoldID == nil {
 		return nil
 	}
 	if !closedRejected(r) {
-		if r.ReturnUntil == nil {
+		if r.DICTProblem == nil || r.ReturnUntil == nil {
 			return nil
 		}
-		now, err := s.now(ctx, tx)
-		if err != nil {
-			return err
+		if _, _, err := db.SetFillUntil(ctx, tx, *r.HoldID, *r.ReturnUntil); err != nil {
+			return fmt.Errorf("the hold of infraction report %s fills until its return_until: %w", r.ID, err)
 		}
-		if now.Before(*r.ReturnUntil) {
-			return nil
-		}
+		return nil
 	}
 	// Locked (its PIX's credit, its account, then the hold, after the
 	// report's: the lock order): what it holds read under the locks is

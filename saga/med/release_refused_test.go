@@ -190,20 +190,24 @@ func TestTheOperatorRoutesRefuseWhatTheRowCantKeep(t *testing.T) {
 	require.Empty(t, sig.Sent())
 }
 
-// LOW-1: the fence past return_until (stopFilling) read the hold without
-// its locks, then shrank it to what it held then: a credit that filled it
-// between the read and the shrink's lock was freed again. Forced here: the
-// account locked (tx), a credit waiting for it first, then the report's
-// transaction past return_until after it; the lock let go, the credit
-// fills the hold, and the fence keeps it. Seen failing on the old code
-// (held 0: the 4,000 freed).
-func TestTheFenceKeepsAFillThatCameBeforeItsLock(t *testing.T) {
+// A hold made without a fill-until (before migration 0063, or by an older
+// build while the release rolled out) of a report whose run is stopped is
+// given its report's return_until in the report's next transaction
+// (stopFilling, db.SetFillUntil), under the hold's locks in their one order
+// (its PIX's credit, its account, then the hold, after the report's): a
+// credit waiting for the account first fills it and keeps what it filled
+// (LOW-1: the fence never frees a fill that came before its lock), the
+// report's transaction then sets the fence (no deadlock), and a credit
+// after it, past return_until, fills nothing.
+func TestALegacyHoldOfAStoppedReportGetsItsFillUntilAfterTheCreditsBefore(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	account, r := f.awaitingCredit()
 	r = f.step(f.store.NoteProblem(ctx, r, med.ProblemRefused+": close the refund request: dict: Forbidden"))
+	_, err := f.s.Pool().Exec(ctx, `UPDATE pix_holds SET fill_until = NULL WHERE id = $1`, *r.HoldID) // an older build's
+	require.NoError(t, err)
+	r = f.pastReturnUntil(r)
 	balance, held := f.money(account)
-	late := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(time.Second) })
 
 	tx, err := f.s.Pool().Begin(ctx)
 	require.NoError(t, err)
@@ -214,7 +218,7 @@ func TestTheFenceKeepsAFillThatCameBeforeItsLock(t *testing.T) {
 	go func() { defer close(credited); f.creditMore(account, 4_000) }()
 	creditor := f.waitBlocked(ctx, locker)
 	go func() {
-		_, _, err := late.NoteProblem(ctx, r, med.ProblemRefused+": close the refund request: dict: Forbidden")
+		_, _, err := f.store.NoteProblem(ctx, r, med.ProblemRefused+": close the refund request: dict: Forbidden")
 		noted <- err
 	}()
 	f.waitBlocked(ctx, locker, creditor)
@@ -222,7 +226,11 @@ func TestTheFenceKeepsAFillThatCameBeforeItsLock(t *testing.T) {
 	<-credited
 	require.NoError(t, <-noted)
 
-	f.requireMoney(account, balance+4_000, held+4_000)
+	f.requireMoney(account, balance+4_000, held+4_000) // no fence yet when it filled: kept
+	hold, err := f.s.GetHold(ctx, *r.HoldID)
+	require.NoError(t, err)
+	require.NotNil(t, hold.FillUntil)
+	require.True(t, hold.FillUntil.Equal(*r.ReturnUntil))
 	f.requireBooks()
 	f.creditMore(account, 1_000)
 	f.requireMoney(account, balance+5_000, held+4_000) // the fence made: fills no more

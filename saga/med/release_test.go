@@ -74,24 +74,42 @@ func TestACreditInTheStoppedRejectedStateFillsNothing(t *testing.T) {
 	f.requireBooks()
 }
 
-// Review r21 MED-2: past return_until nothing is returned (Return changes
-// nothing), but a report its run can't end (stopped at the DICT) kept its
-// hold filling. Its first transaction past return_until (here the run's
-// stop retried, its note unchanged) stops the hold filling: a credit after
-// it adds nothing. Seen failing on the old code (held 4,000).
+// pastReturnUntil moves the report r's return_until, and its hold's
+// fill-until, a second into the past by the database's clock, as time
+// passing would (the hold was made filling until the report's
+// return_until): the report as it is then.
+func (f *fixture) pastReturnUntil(r med.Report) med.Report {
+	f.t.Helper()
+	_, err := f.s.Pool().Exec(context.Background(), `WITH r AS (
+		UPDATE pix_med_reports SET return_until = statement_timestamp() - interval '1 second' WHERE id = $1 RETURNING hold_id, return_until)
+		UPDATE pix_holds h SET fill_until = r.return_until FROM r WHERE h.id = r.hold_id AND h.fill_until IS NOT NULL`, r.ID)
+	require.NoError(f.t, err)
+	return f.get(r)
+}
+
+// Review r21 MED-2 and issue 37: past return_until nothing is returned
+// (Return changes nothing), so the report's hold fills no more from then
+// on: the core stops it in the credit's own transaction, by the database's
+// clock (the hold fills until the report's return_until:
+// db.NewHold.FillUntil), with no transaction of the report's between (the
+// saga's fence, stopFilling, came only with the report's next transaction:
+// a credit in the minute between was held, from the customer, until the
+// report ended). Seen failing on the old code (held 4,000), and on the old
+// Fill statement.
 func TestACreditPastReturnUntilFillsNothing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	account, r := f.awaitingCredit()
-	r = f.step(f.store.NoteProblem(ctx, r, med.ProblemRefused+": close the refund request: dict: Forbidden"))
-	late := f.store.WithClock(func() time.Time { return r.ReturnUntil.Add(time.Second) })
-	_, changed, err := late.NoteProblem(ctx, r, med.ProblemRefused+": close the refund request: dict: Forbidden")
+	hold, err := f.s.GetHold(ctx, *r.HoldID)
 	require.NoError(t, err)
-	require.False(t, changed, "the same stop again")
+	require.NotNil(t, hold.FillUntil, "a MED's hold fills until its report's return_until")
+	require.True(t, hold.FillUntil.Equal(*r.ReturnUntil))
+	r = f.pastReturnUntil(r)
 	balance, held := f.money(account)
 	f.creditMore(account, 4_000)
 	f.requireMoney(account, balance+4_000, held)
 	f.requireBooks()
+	require.Equal(t, r.Gen, f.get(r).Gen, "no transaction of the report's")
 
 	// Before return_until the hold fills on, as before.
 	account, r = f.awaitingCredit()

@@ -53,9 +53,17 @@ func (s *Store) Hold(ctx context.Context, at Report) (Report, bool, error) {
 // raised as that part is freed (db.RaiseFillTo: the block released, the
 // devolução reversed), so the report always has its hold; the refusals
 // below are not expected of such a hold and are taken as nothing held.
+// It fills until the report's return_until (db.NewHold.FillUntil): nothing
+// filled after it could be returned, so the core stops the fills then, in
+// the inflow's own transaction, by the database's clock.
 func holdMore(ctx context.Context, tx pgx.Tx, next *Report, amount int64) error {
+	var until time.Time
+	if next.ReturnUntil != nil {
+		until = *next.ReturnUntil
+	}
 	hold, _, err := db.Hold(ctx, tx, db.NewHold{Ref: fmt.Sprintf("med:%s:%d", next.ID, next.Holds+1), AccountID: *next.AccountID,
-		EndToEndID: next.EndToEndID, AmountCents: amount, UpTo: true, FillFromCredits: true, Kind: HoldKind, Reason: holdReason})
+		EndToEndID: next.EndToEndID, AmountCents: amount, UpTo: true, FillFromCredits: true, FillUntil: until, Kind: HoldKind,
+		Reason: holdReason})
 	switch {
 	case errors.Is(err, pix.ErrInsufficientFunds), errors.Is(err, pix.ErrHoldExceedsCredit):
 		return nil

@@ -458,12 +458,13 @@ func (w *waits) afterStop(stop error) error {
 
 // retryAt is when a run stopped at the DICT at now tries its step again:
 // after ProblemRetryAfter, or just past its report's return_until when
-// that comes first, so that the report's transaction then (the step, or
-// its stop noted again) stops its hold filling by the row's state
-// (Store.stopFilling), within a minute of it (the database's clock may lag
-// the run's), not up to ProblemRetryAfter later. Behind
-// retryAtReturnUntilChange: the wait's timers after a signal are commands
-// the deadline decides.
+// that comes first (the database's clock may lag the run's), so that the
+// step its report takes past it (its Finish, a release) is tried then, not
+// up to ProblemRetryAfter later. Its hold stops filling at return_until
+// without it: the core's fence in each inflow (db.NewHold.FillUntil; a
+// hold made before it is given one by the stopped run's first transaction:
+// Store.stopFilling). Behind retryAtReturnUntilChange: the wait's timers
+// after a signal are commands the deadline decides.
 func retryAt(r Report, now time.Time) time.Time {
 	retry := now.Add(ProblemRetryAfter)
 	if r.ReturnUntil != nil {
