@@ -19,6 +19,7 @@ import (
 )
 
 func TestCreditEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 1000)
 	id := pixID()
@@ -53,6 +54,7 @@ func TestCreditEndToEnd(t *testing.T) {
 }
 
 func TestRedeliveryIsAbsorbed(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 0)
 	id := pixID()
@@ -76,6 +78,7 @@ func TestRedeliveryIsAbsorbed(t *testing.T) {
 }
 
 func TestConcurrentCopiesCreditOnce(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 0)
 	id := pixID()
@@ -112,6 +115,7 @@ func TestConcurrentCopiesCreditOnce(t *testing.T) {
 // Temporal runs an activity at least once: a second run of the credit for a
 // PIX that is already credited must change nothing.
 func TestCreditRunAgainAfterCommitChangesNothing(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 100)
 	id := pixID()
@@ -136,6 +140,7 @@ func TestCreditRunAgainAfterCommitChangesNothing(t *testing.T) {
 }
 
 func TestPayloadMismatchChangesNothing(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 0)
 	s.openAccount("acc-2", 0)
@@ -158,6 +163,7 @@ func TestPayloadMismatchChangesNothing(t *testing.T) {
 // A PIX to an unknown account is retried INBOX_ATTEMPTS_MAX times and ends
 // failed, while PIX to other accounts are credited meanwhile.
 func TestUnknownAccountFailsAloneAfterAttempts(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) {
 		c.InboxAttemptsMax = 3
 		c.InboxRetryInitial = time.Second
@@ -200,6 +206,7 @@ func TestUnknownAccountFailsAloneAfterAttempts(t *testing.T) {
 }
 
 func TestClosedAccountFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) { c.InboxAttemptsMax = 5 })
 	s.openAccount("acc-closed", 0)
 	require.NoError(t, s.store.CloseAccount(context.Background(), "acc-closed"))
@@ -216,6 +223,7 @@ func TestClosedAccountFailsAtOnce(t *testing.T) {
 // A failed PIX is re-driven, by the admin route or by a PSP redelivery, once
 // its account exists, and is credited exactly once.
 func TestRedriveAfterAccountIsCreated(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) { c.InboxAttemptsMax = 2 })
 	byAdmin, byRedelivery := pixID(), pixID()
 	s.post(webhook{byAdmin, "acc-late", 100})

@@ -209,6 +209,7 @@ func (f *securityFixture) books(t *testing.T) string {
 }
 
 func TestSecurityMatrix(t *testing.T) {
+	t.Parallel()
 	f := newSecurityFixture(t)
 	valid := tokenFor("acc-own")
 	good := f.token(t, valid)
