@@ -118,11 +118,19 @@ func (a *Activities) CancelReport(ctx context.Context, at Report) (Report, error
 // quarantined, stopped), one not the specification's may be the report's
 // and stops the run visibly (malformedRefund), never released on a guess;
 // a row the listing did not meet so (another report's request, or one
-// no longer OPEN) holds back no release.
+// no longer OPEN) holds back no release. A request taken, then CLOSED by a
+// copy with no result (closedUnknown), releases nothing either: the run
+// stops visibly, the hold kept.
 func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, error) {
 	cur, moved, err := a.current(ctx, at)
 	if err != nil || moved || cur.Status != StatusAwaitingRequest || cur.RequestOpen() {
 		return cur, err
+	}
+	if closedUnknown(cur) {
+		// Its request taken, then CLOSED with no result said: not an
+		// absent request, nor one answered; nothing released (the store's
+		// expiry fences it too), an operator's.
+		return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, closedUnknownProblem)
 	}
 	listedFrom, err := a.Store.clock(ctx)
 	if err != nil {

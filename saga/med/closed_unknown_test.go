@@ -92,3 +92,45 @@ func TestAPSPNoticeClosedWithoutAResultIsNotOurAcceptedClose(t *testing.T) {
 	require.Nil(t, cur.RefundClosedRtrID)
 	require.Empty(t, a.dict.ops, "no DICT call")
 }
+
+// Its request taken OPEN and not returned on yet (awaiting_refund_request),
+// then its copy CLOSED without a result: at the 72 hours the run's expiry
+// releases nothing (accepted or rejected is unknown: the hold is kept) and
+// stops visibly, with the DICT and behind a PSP; the store's expiry
+// changes nothing. Found by the model test (TestMEDAgainstAModelBehindAPSP:
+// expire_request on such a report, which the model says stops). Seen
+// failing before the fix: the store's expiry ended the report released,
+// its 10,000 held released.
+func TestTheExpiryReleasesNothingOnARequestClosedWithoutAResult(t *testing.T) {
+	for _, psp := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "behind a PSP"}[psp], func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			c := f.credit(10_000, 0)
+			r := f.agreedOn(c)
+			r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+			require.Equal(t, med.StatusAwaitingRequest, r.Status)
+			r = f.closedWithoutResult(r)
+			due := r.RequestDueAt.Add(med.ExpiryCovered + time.Minute)
+			require.Equal(t, med.StepExpireRequest, med.RunStep(r, due), "the run's step at the 72 hours")
+
+			late := f.store.WithClock(func() time.Time { return due })
+			_, changed, err := late.ExpireRequest(ctx, r, due)
+			require.NoError(t, err)
+			require.False(t, changed, "the store's expiry: a request came")
+
+			a := newActivityRun(t, f, r)
+			a.acts.Store, a.acts.BehindPSP = late, psp
+			if psp {
+				a.acts.DICT = med.NotConfigured
+			}
+			_, err = a.run(a.acts.ExpireRequest, r)
+			cur := f.requireStopped(err, r)
+			require.Contains(t, *cur.DICTProblem, "CLOSED without a result")
+			require.Equal(t, med.StatusAwaitingRequest, cur.Status)
+			require.Equal(t, int64(10_000), cur.HeldCents, "still held")
+			f.requireNoDevolucao(c.EndToEndID)
+			f.requireMoney(c.AccountID, 10_000, 10_000)
+		})
+	}
+}

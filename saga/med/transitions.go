@@ -234,7 +234,7 @@ func cancellable(r Report) bool {
 // fenced here.
 func (s *Store) ExpireRequest(ctx context.Context, at Report, listedFrom time.Time) (Report, bool, error) {
 	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
-		if cur.Status != StatusAwaitingRequest || cur.RequestOpen() || cur.RefundClosedAt != nil || closedCopy(cur) {
+		if cur.Status != StatusAwaitingRequest || cur.RequestOpen() || cur.RefundClosedAt != nil || closedCopy(cur) || closedUnknown(cur) {
 			return cur, false, nil // a request came: its own end (Next), never the 72 hours'
 		}
 		if from := cur.RequestDueAt.Add(ExpiryCovered); listedFrom.Before(from) {
