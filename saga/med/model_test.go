@@ -77,6 +77,11 @@ type mRequest struct {
 	// no devolução is made on it after.
 	rejected   bool
 	rejRefunds int
+	// unknown: a copy CLOSED without a result of it was handed to a door
+	// (the actor closedWithoutResult), its PIX's devoluções then counted
+	// (unkRefunds): none is made on it while its result is unknown.
+	unknown    bool
+	unkRefunds int
 }
 
 // mRefund is a devolução of a PIX (e2e, credited credit to acc): one a
@@ -175,6 +180,13 @@ func (r *mReport) closedRejected() bool {
 	return (r.refundClosed && (r.returns == 0 || r.firstRtr == "" || r.closedRtr == "")) || r.rejectedAtTheDICT()
 }
 
+// closedUnknown: its own request CLOSED by a copy with no result, our
+// close not recorded (the store's closedUnknown): nothing is returned on
+// it, the run stops visibly, the hold kept.
+func (r *mReport) closedUnknown() bool {
+	return r.req != nil && r.reqState == string(dict.RefundClosed) && r.reqResult == "" && !r.refundClosed
+}
+
 // ourCloseAccepts: our close would accept its request (Closing: a part
 // returned, its rtrId).
 func (r *mReport) ourCloseAccepts() bool { return r.returns > 0 && r.firstRtr != "" }
@@ -189,15 +201,19 @@ type medModel struct {
 	f   *fixture
 	rng *rand.Rand
 	// out is the rng of the actor outside the run (rejectOutside): the
-	// history's own draws are the same until it acts.
-	out     *rand.Rand
-	balance map[string]int64
-	holds   []*mHold
-	reports []*mReport
-	refunds []*mRefund
-	clock   time.Time
-	dict    *worldDICT
-	psp     *sagatest.API
+	// history's own draws are the same until it acts; so are unk's (the
+	// actor closedWithoutResult) and pspOut's (the PSP's, pspStep).
+	out, unk, pspOut *rand.Rand
+	// behindPSP: the bank is behind a PSP (Activities.BehindPSP, its DICT
+	// med.NotConfigured): the PSP's notices are the DICT's word.
+	behindPSP bool
+	balance   map[string]int64
+	holds     []*mHold
+	reports   []*mReport
+	refunds   []*mRefund
+	clock     time.Time
+	dict      *worldDICT
+	psp       *sagatest.API
 	// ends says what a report's end did besides (the step's outcome).
 	ends []string
 	// maxReports is how many reports the history makes at most (0: 24).
@@ -442,15 +458,52 @@ func TestMEDAgainstAModel(t *testing.T) {
 	// the run's own decisions near return_until (nextStep: a return in
 	// parts in its last minute, a request open past it), which drop the
 	// model test when nextStep's rule breaks; 20 has a request REJECTED
-	// at the DICT after our accepted close recorded (rejectOutside).
-	runHistories(t, "PIX_MED_MODEL", []uint64{1, 2, 6, 12, 40, 20}, 120, runMEDModel, []string{"intake (PSP)", "intake of a stale copy", "its answer lost", "analysed already",
+	// at the DICT after our accepted close recorded (rejectOutside); 41,
+	// 18 and 14 meet the rarer of the rest.
+	runHistories(t, "PIX_MED_MODEL", []uint64{1, 2, 6, 12, 40, 20, 41, 18, 14}, 120, directModel, []string{"intake (PSP)", "intake of a stale copy", "its answer lost", "analysed already",
 		"run: hold", "run: acknowledge", "run: close_report", "run: cancel", "run: expire_request", "run: return",
 		"run: settle", "run: close_refund", "run: finish", "run: return -> awaiting_credit", "returned_in_part", "reopened", "its open request kept", "one REJECTED", "retried", "stale ", "72 hours pass", "90 days pass",
 		"devolução returned", "devolução reversed", "refund request cancelled", "kept", "spend refused", "credit",
 		"the last minute of the 90 days", "90 days pass, its request open",
 		"rejected outside: before any return", "rejected outside: a devolução in flight", "rejected outside: between settle and our close",
 		"rejected outside: after our accepted close", "rejected outside: a request it does not answer", "(its accepted copy first), then an older REJECTED", "then a copy again",
-		"ended rejected_at_dict", "close_refund -> stopped dict_not_as_ours", "released by an operator"})
+		"ended rejected_at_dict", "close_refund -> stopped dict_not_as_ours", "released by an operator",
+		"closed without a result: before any return", "closed without a result: a devolução in flight",
+		"closed without a result: nothing returned yet", "closed without a result: between settle and our close",
+		"run: return -> stopped dict_not_as_ours (CLOSED without a result)", "run: close_refund -> stopped dict_not_as_ours (not as we close it)",
+		"rejected outside: after a copy CLOSED without a result"})
+}
+
+// The same histories run by a bank behind a PSP (MED_DICT_DISABLED=true:
+// its DICT the one that refuses every call unsent): the reports and the
+// refund requests come as the PSP's notices (redelivered, out of order,
+// late, now and then received both ways), the steps only the PSP's
+// channel takes stop psp_action_awaited until the PSP's notice says them
+// done (the PSP's actor: its acknowledge, the operator's close of the
+// report and of a request REJECTED through its channel), the return an API
+// Pix devolução, an accepted request closed from our return's outcome.
+func TestMEDAgainstAModelBehindAPSP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	runHistories(t, "PIX_MED_MODEL", []uint64{2, 5, 7, 9, 12, 14}, 240, pspModel, []string{"intake (PSP)", "(redelivered)", "(both ways)", "intake of a stale copy",
+		"run: hold", "run: acknowledge -> acknowledged", "run: close_report -> awaiting_refund_request", "run: expire_request", "run: return",
+		"run: settle", "run: close_refund", "run: finish", "accepted from our return's outcome", "retried", "stale ", "90 days pass",
+		"run: acknowledge -> stopped psp_action_awaited", "run: close_report -> stopped psp_action_awaited",
+		"run: close_refund -> stopped psp_action_awaited", "psp: acknowledged", "psp: closed AGREED", "psp: closed DISAGREED",
+		"psp: refund request closed REJECTED", "refund request 1 (PSP)", "devolução returned", "devolução reversed",
+		"closed without a result:", "stopped dict_not_as_ours (CLOSED without a result)",
+		"rejected outside: ", "ended rejected_at_dict", "awaits the PSP"})
+}
+
+// directModel and pspModel run a MED model's history (runMEDModel) with
+// the DICT, and behind a PSP (its histories longer: each step waits for
+// the PSP's notice).
+func directModel(t *testing.T, seed uint64, steps int) map[string]int {
+	return runMEDModel(t, seed, steps, false)
+}
+func pspModel(t *testing.T, seed uint64, steps int) map[string]int {
+	return runMEDModel(t, seed, steps, true)
 }
 
 // runHistories runs a model's history (run) of steps from each of seeds, or
@@ -493,10 +546,11 @@ func runHistories(t *testing.T, env string, seeds []uint64, steps int, run func(
 
 // runMEDModel runs a history of steps from seed and returns how many
 // steps went through each outcome.
-func runMEDModel(t *testing.T, seed uint64, steps int) map[string]int {
+func runMEDModel(t *testing.T, seed uint64, steps int, psp bool) map[string]int {
 	f := newFixture(t)
 	rng := rand.New(rand.NewPCG(seed, 37))
-	m := &medModel{t: t, f: f, rng: rng, out: rand.New(rand.NewPCG(seed, 41)), balance: map[string]int64{}, clock: time.Now().Add(-3 * time.Hour).Truncate(time.Millisecond)}
+	m := &medModel{t: t, f: f, rng: rng, out: rand.New(rand.NewPCG(seed, 41)), unk: rand.New(rand.NewPCG(seed, 43)),
+		pspOut: rand.New(rand.NewPCG(seed, 47)), behindPSP: psp, balance: map[string]int64{}, clock: time.Now().Add(-3 * time.Hour).Truncate(time.Millisecond)}
 	m.dict = &worldDICT{m: m, sent: map[string]int{}}
 	m.psp = f.noticesWith(&sagatest.Signals{}, nil)
 	// Three accounts, two PIX each: the second PIX of an account through
@@ -515,6 +569,12 @@ func runMEDModel(t *testing.T, seed uint64, steps int) map[string]int {
 		what := ""
 		if m.out.IntN(100) < 6 {
 			what = m.rejectOutside(at)
+		}
+		if what == "" && m.unk.IntN(100) < 3 {
+			what = m.closedWithoutResult(at)
+		}
+		if what == "" && m.behindPSP && m.pspOut.IntN(100) < 30 {
+			what = m.pspStep(at)
 		}
 		if what == "" {
 			what = m.step(at)
@@ -535,9 +595,12 @@ func runMEDModel(t *testing.T, seed uint64, steps int) map[string]int {
 }
 
 func (m *medModel) addReport(c dbtest.Credited, psp bool) {
-	r := &mReport{e2e: c.EndToEndID, acc: c.AccountID, amount: c.AmountCents, psp: psp, id: uuid.New()}
+	r := &mReport{e2e: c.EndToEndID, acc: c.AccountID, amount: c.AmountCents, psp: psp || m.behindPSP, id: uuid.New()}
 	r.store = m.f.store.WithClock(r.now)
 	r.acts = &med.Activities{Store: r.store, DICT: m.dict, Log: sagatest.Discard()}
+	if m.behindPSP {
+		r.acts.BehindPSP, r.acts.DICT = true, med.NotConfigured
+	}
 	m.reports = append(m.reports, r)
 }
 
@@ -673,6 +736,11 @@ func (m *medModel) intakeStep(at string) string {
 func (m *medModel) deliverReport(at string, r *mReport) string {
 	if len(r.copies) == 0 {
 		r.dict = report(r.e2e, dict.ReportOpen, m.tick())
+		if m.behindPSP && m.pspOut.IntN(2) == 0 {
+			// The PSP acknowledged it as the participant before its
+			// first notice (as the PSP simulator does).
+			r.dict.Status = dict.ReportAcknowledged
+		}
 		r.dict.ID = r.id.String()
 		r.copies = append(r.copies, r.dict)
 	}
@@ -683,17 +751,26 @@ func (m *medModel) deliverReport(at string, r *mReport) string {
 	}
 	wantChanged := m.intakeModel(r, in)
 	var changed bool
-	if r.psp && m.rng.IntN(2) == 0 {
+	if r.psp && (m.behindPSP || m.rng.IntN(2) == 0) {
 		what += " (PSP)"
-		status, got := post(m.t, m.psp, reportsPath, reportNotice(in), pspKey)
-		require.Equal(m.t, http.StatusAccepted, status, "%s: %s %v", at, what, got)
-		changed = got["duplicate"] == false
+		changed = m.noticeReport(at, what, in)
 	} else {
-		var err error
-		_, changed, err = doorsOf(r.store).Intake(context.Background(), in)
-		require.NoError(m.t, err, "%s: %s", at, what)
+		changed = m.doorReport(at, r, what, in)
 	}
 	require.Equal(m.t, wantChanged, changed, "%s: %s %s (%s) changed", at, what, in.Status, in.LastModified)
+	if m.behindPSP {
+		switch m.pspOut.IntN(6) {
+		case 0:
+			// The PSP delivers it again (its retry, our answer lost).
+			what += " (redelivered)"
+			require.False(m.t, m.noticeReport(at, what, in), "%s: absorbed", at)
+		case 1:
+			// Received both ways (the DICT's lister too, a move from one
+			// to the other): one report, the second absorbed.
+			what += " (both ways)"
+			require.False(m.t, m.doorReport(at, r, what, in), "%s: absorbed", at)
+		}
+	}
 	if available := m.balance[r.acc] - m.held(r.acc); r.status == med.StatusReceived && available > 0 && m.rng.IntN(2) == 0 {
 		// The customer spends what came in before the run holds it (MED's
 		// case): the hold takes what is left, and fills from later credits.
@@ -703,6 +780,26 @@ func (m *medModel) deliverReport(at string, r *mReport) string {
 		what += ", then spent"
 	}
 	return what
+}
+
+// noticeReport posts the PSP's notice of in and says whether it changed
+// the report.
+func (m *medModel) noticeReport(at, what string, in dict.InfractionReport) bool {
+	notice := reportNotice(in)
+	if m.behindPSP {
+		notice = reportCopyNotice(in)
+	}
+	status, got := post(m.t, m.psp, reportsPath, notice, pspKey)
+	require.Equal(m.t, http.StatusAccepted, status, "%s: %s %v", at, what, got)
+	return got["duplicate"] == false
+}
+
+// doorReport hands in to the door (the DICT's lister's) and says whether
+// it changed the report.
+func (m *medModel) doorReport(at string, r *mReport, what string, in dict.InfractionReport) bool {
+	_, changed, err := doorsOf(r.store).Intake(context.Background(), in)
+	require.NoError(m.t, err, "%s: %s", at, what)
+	return changed
 }
 
 // intakeModel is the model of an intake of in: whether it changes the
@@ -883,9 +980,18 @@ func (m *medModel) deliverRequest(at string, r *mReport, q *mRequest, what strin
 // deliverCopy hands the copy in of q, a request of r, to the door.
 func (m *medModel) deliverCopy(at string, r *mReport, q *mRequest, in dict.Refund, what string) string {
 	wantChanged, outcome := m.requestModel(r, q, in)
-	got, changed, err := doorsOf(r.store).IntakeRefund(context.Background(), in)
-	require.NoError(m.t, err, "%s: %s", at, what)
-	require.Equal(m.t, wantChanged || outcome != "", changed, "%s: %s (%s) recorded (report %s)", at, what, in.Status, got.Status)
+	var changed bool
+	if m.behindPSP && m.pspOut.IntN(4) > 0 {
+		what += " (PSP)"
+		status, got := post(m.t, m.psp, refundsPath, refundCopyNotice(in), pspKey)
+		require.Equal(m.t, http.StatusAccepted, status, "%s: %s %v", at, what, got)
+		changed = got["duplicate"] == false
+	} else {
+		var err error
+		_, changed, err = doorsOf(r.store).IntakeRefund(context.Background(), in)
+		require.NoError(m.t, err, "%s: %s", at, what)
+	}
+	require.Equal(m.t, wantChanged || outcome != "", changed, "%s: %s (%s %s) recorded (report %s)", at, what, in.Status, in.AnalysisResult, m.get(r).Status)
 	if outcome != "" {
 		what += ": " + outcome
 	}
@@ -1148,6 +1254,9 @@ func (m *medModel) runStep(at string, r *mReport, depth int) string {
 		return "run: " + string(want) + " (waits)"
 	}
 	r.snapshots = append(r.snapshots, cur)
+	if code, says := m.stops(r, want, cur); code != "" {
+		return m.stoppedStep(at, r, want, cur, act, code, says)
+	}
 	if want == med.StepCloseRefund && r.rejectedAtTheDICT() && !r.refundClosed && r.ourCloseAccepts() {
 		// CLOSED REJECTED at the DICT, a part returned (our close would
 		// accept it): the DICT's word against a devolução made, stopped
@@ -1221,6 +1330,55 @@ func (m *medModel) runStep(at string, r *mReport, depth int) string {
 	return what
 }
 
+// stops is the model of a step that stops visibly (its code, and what
+// its problem says): behind a PSP, a step only the PSP's channel takes
+// (psp_action_awaited: the acknowledge of a report noticed OPEN, the
+// close of one analysed not noticed CLOSED, the close of a request we
+// reject); in either mode, a return or a close on a request whose copy is
+// CLOSED without a result (closedUnknown: an operator's). "": none.
+func (m *medModel) stops(r *mReport, s med.Step, cur med.Report) (string, string) {
+	switch {
+	case (s == med.StepReturn || s == med.StepExpireRequest || (s == med.StepCloseRefund && m.behindPSP)) && r.closedUnknown():
+		return med.ProblemNotAsOurs, "CLOSED without a result"
+	case s == med.StepCloseRefund && r.closedUnknown():
+		// Sent, refused on a CLOSED request, read back with no result.
+		r.closeSent = true
+		return med.ProblemNotAsOurs, "not as we close it"
+	case !m.behindPSP:
+		return "", ""
+	case s == med.StepAcknowledge && cur.DICTStatus == string(dict.ReportOpen):
+		return med.ProblemPSPActionAwaited, "the PSP acknowledges the report"
+	case s == med.StepCloseReport && r.dictStatus != dict.ReportClosed:
+		return med.ProblemPSPActionAwaited, "close the report " + r.analysis + " through the PSP's channel"
+	case s == med.StepCloseRefund && !r.rejectedAtTheDICT() && !r.ourCloseAccepts():
+		r.closeSent = true // the cue is the close's send (MarkSent)
+		return med.ProblemPSPActionAwaited, "close the refund request " + r.req.id.String() + " REJECTED"
+	}
+	return "", ""
+}
+
+// stoppedStep runs the step s the model says stops visibly with code,
+// its problem saying says: nothing recorded but the stop (and the mark of
+// a write awaited), nothing returned, nothing sent to the DICT.
+func (m *medModel) stoppedStep(at string, r *mReport, s med.Step, cur med.Report,
+	act func(context.Context, med.Report) (med.Report, error), code, says string) string {
+	sent, refunds := fmt.Sprint(m.dict.sent), m.refundsOf(r)
+	_, err := act(context.Background(), cur)
+	what := fmt.Sprintf("run: %s -> stopped %s (%s)", s, code, says)
+	require.Error(m.t, err, "%s: %s", at, what)
+	got := m.get(r)
+	require.Equal(m.t, cur.Status, got.Status, "%s: %s: nothing recorded", at, what)
+	require.NotNil(m.t, got.DICTProblem, "%s: %s: visibly", at, what)
+	require.True(m.t, strings.HasPrefix(*got.DICTProblem, code+": "), "%s: %s: %s", at, what, *got.DICTProblem)
+	require.Contains(m.t, *got.DICTProblem, says, "%s: %s", at, what)
+	require.Equal(m.t, sent, fmt.Sprint(m.dict.sent), "%s: %s: nothing sent to the DICT", at, what)
+	require.Equal(m.t, refunds, m.refundsOf(r), "%s: %s: no devolução", at, what)
+	if s == med.StepCloseRefund {
+		require.Nil(m.t, got.RefundClosedAt, "%s: %s: not recorded closed", at, what)
+	}
+	return what
+}
+
 func (m *medModel) activity(r *mReport, s med.Step) func(context.Context, med.Report) (med.Report, error) {
 	a := r.acts
 	return map[med.Step]func(context.Context, med.Report) (med.Report, error){
@@ -1245,6 +1403,19 @@ func (m *medModel) closeKeptStep(at string, r *mReport, cur med.Report) string {
 			}
 		}
 		require.NoError(m.t, r.acts.CloseKeptRequests(context.Background(), cur), "%s: %s", at, what)
+		if m.behindPSP {
+			// No DICT call: the PSP's channel closes them, each one's
+			// close_problem the operator's cue.
+			for _, q := range ours {
+				require.Equal(m.t, dict.RefundOpen, q.cur.Status, "%s: %s: request %s", at, what, q.id)
+				var problem *string
+				require.NoError(m.t, m.f.s.Pool().QueryRow(context.Background(),
+					`SELECT close_problem FROM pix_med_refund_requests WHERE id = $1`, q.id).Scan(&problem))
+				require.NotNil(m.t, problem, "%s: %s: request %s's close_problem", at, what, q.id)
+				what += ", one awaits the PSP"
+			}
+			ours = nil
+		}
 		for _, q := range ours {
 			require.Equal(m.t, dict.RefundClosed, q.cur.Status, "%s: %s: request %s", at, what, q.id)
 			require.Equal(m.t, [2]string{string(dict.Rejected), string(dict.RejectionOther)},
@@ -1252,7 +1423,7 @@ func (m *medModel) closeKeptStep(at string, r *mReport, cur med.Report) string {
 			what += ", one REJECTED"
 		}
 		for _, q := range r.reqs {
-			if q.kept && q.keptState == string(dict.RefundOpen) && (q.why == "report_disagreed" || q.why == "report_cancelled") {
+			if !m.behindPSP && q.kept && q.keptState == string(dict.RefundOpen) && (q.why == "report_disagreed" || q.why == "report_cancelled") {
 				q.keptState = string(q.cur.Status) // closed by us, or as the DICT has it
 			}
 		}
@@ -1272,7 +1443,7 @@ func (m *medModel) effect(at string, r *mReport, s med.Step, cur med.Report) {
 		r.hold = h
 		r.setStatus(med.StatusHeld)
 	case med.StepAcknowledge:
-		if cur.DICTStatus == string(dict.ReportOpen) {
+		if cur.DICTStatus == string(dict.ReportOpen) && !m.behindPSP {
 			// Past OPEN as recorded (an intake saw it), the DICT is not
 			// called: nothing newer is seen.
 			r.see(r.dict)
@@ -1283,11 +1454,16 @@ func (m *medModel) effect(at string, r *mReport, s med.Step, cur med.Report) {
 			r.setStatus(med.StatusAcknowledged)
 		}
 	case med.StepCloseReport:
-		if r.dict.Status == dict.ReportCancelled {
+		if m.behindPSP {
+			// Its notice CLOSED with our analysis recorded as the close:
+			// nothing read back.
+			require.Equal(m.t, dict.ReportClosed, r.dictStatus, "%s: closed on the PSP's notice", at)
+		} else if r.dict.Status == dict.ReportCancelled {
 			r.see(r.dict)
 			return
+		} else {
+			r.see(r.dict)
 		}
-		r.see(r.dict)
 		r.closed = true
 		if r.analysis == string(dict.Disagreed) {
 			m.end(r, med.EndReleased)
@@ -1302,7 +1478,7 @@ func (m *medModel) effect(at string, r *mReport, s med.Step, cur med.Report) {
 		m.end(r, med.EndCancelled)
 	case med.StepExpireRequest:
 		for _, q := range m.allRequests() {
-			if q.cur.Status == dict.RefundOpen && q.cur.InfractionReportID == r.id.String() {
+			if !m.behindPSP && q.cur.Status == dict.RefundOpen && q.cur.InfractionReportID == r.id.String() {
 				changed, _ := m.requestModel(r, q, q.cur)
 				require.True(m.t, changed, "%s: the expiry found request %s OPEN at the DICT: taken", at, q.id)
 				return
@@ -1331,8 +1507,12 @@ func (m *medModel) effect(at string, r *mReport, s med.Step, cur med.Report) {
 			r.refundClosed, r.closedRtr, r.stopped = true, "", false
 			return
 		}
-		if q.cur.Status == dict.RefundCancelled {
+		if q.cur.Status == dict.RefundCancelled && !m.behindPSP {
 			m.requestModel(r, q, q.cur)
+			return
+		}
+		if m.behindPSP {
+			m.acceptedAtThePSP(at, r)
 			return
 		}
 		want := dict.Rejected
@@ -1631,11 +1811,14 @@ func (m *medModel) rejectOutside(at string) string {
 	for _, r := range m.reports {
 		for _, q := range r.reqs {
 			accepted := q.cur.Status == dict.RefundClosed && q.cur.AnalysisResult != dict.Rejected && q.cur.AnalysisResult != ""
-			if !r.row || (q.cur.Status != dict.RefundOpen && !accepted) {
+			unknown := q.cur.Status == dict.RefundClosed && q.cur.AnalysisResult == "" && r.req == q && r.closedUnknown()
+			if !r.row || (q.cur.Status != dict.RefundOpen && !accepted && !unknown) {
 				continue
 			}
 			kind := "before any return"
 			switch {
+			case unknown:
+				kind = "after a copy CLOSED without a result"
 			case r.req != q:
 				kind = "a request it does not answer (kept)"
 			case r.status == med.StatusEnded:
@@ -1668,6 +1851,7 @@ func (m *medModel) rejectOutside(at string) string {
 		m.check(at + ": " + what)
 		at2, what = q.cur.LastModified.Add(-time.Second), what+", then an older REJECTED"
 	}
+	q.unknown = false
 	q.move(at2, func(x *dict.Refund) {
 		x.Status, x.AnalysisResult, x.RefundRejectionReason = dict.RefundClosed, dict.Rejected, dict.RejectionOther
 		x.RefundTransactionID, x.AnalysisDetails = "", "recusado pelo participante"
@@ -1697,6 +1881,9 @@ func (m *medModel) refundsOf(r *mReport) int {
 func (m *medModel) checkRejected(at string, r *mReport) {
 	if r.req != nil && r.req.rejected {
 		require.Equal(m.t, r.req.rejRefunds, m.refundsOf(r), "%s: report %s: no devolução on a request REJECTED at the DICT", at, r.id)
+	}
+	if r.closedUnknown() && r.req.unknown {
+		require.Equal(m.t, r.req.unkRefunds, m.refundsOf(r), "%s: report %s: no devolução on a request CLOSED without a result", at, r.id)
 	}
 	if h := r.hold; r.rejectedAtTheDICT() && h != nil && h.active {
 		require.Equal(m.t, h.amount, h.fillTo, "%s: report %s: its hold fills no more once its request is REJECTED at the DICT", at, r.id)
@@ -1742,4 +1929,168 @@ func (m *medModel) drain(at string) map[string]int {
 		require.Equal(m.t, med.StatusEnded, r.status, "%s: report %s (request REJECTED at the DICT) ends", at, r.id)
 	}
 	return seen
+}
+
+// closedWithoutResult is the actor of a refund request's copy CLOSED
+// without a result (the DICT's Refund leaves AnalysisResult optional, and
+// both doors take such a copy): a report's own request, OPEN as recorded,
+// our close not recorded, before any return, nothing returned yet, a
+// devolução in flight, or between a part settled and our close (one of
+// those the history offers, drawn alike), its copy handed to a door, now
+// and then twice. Nothing is returned on it after, the run stops visibly,
+// its hold kept; "" when there is none.
+func (m *medModel) closedWithoutResult(at string) string {
+	by := map[string][]*mReport{}
+	var kinds []string
+	for _, r := range m.reports {
+		if !r.row || !r.reqOpen() || r.refundClosed || r.status == med.StatusEnded || r.req.cur.Status != dict.RefundOpen {
+			continue
+		}
+		kind := "before any return"
+		switch {
+		case r.refund != nil:
+			kind = "a devolução in flight"
+		case r.returns > 0:
+			kind = "between settle and our close"
+		case r.status == med.StatusAwaitingCredit:
+			kind = "nothing returned yet"
+		}
+		if len(by[kind]) == 0 {
+			kinds = append(kinds, kind)
+		}
+		by[kind] = append(by[kind], r)
+	}
+	if len(kinds) == 0 {
+		return ""
+	}
+	kind := kinds[m.unk.IntN(len(kinds))]
+	r := by[kind][m.unk.IntN(len(by[kind]))]
+	q := r.req
+	q.move(m.tick(), func(x *dict.Refund) {
+		x.Status, x.AnalysisResult, x.RefundRejectionReason, x.RefundTransactionID, x.AnalysisDetails = dict.RefundClosed, "", "", "", ""
+	})
+	what := m.deliverCopy(at, r, q, q.cur, "closed without a result: "+kind)
+	q.unknown, q.unkRefunds = true, m.refundsOf(r)
+	require.True(m.t, r.closedUnknown(), "%s: %s", at, what)
+	if m.unk.IntN(3) == 0 {
+		m.check(at + ": " + what)
+		what = m.deliverCopy(at, r, q, q.cur, what+"; the same again")
+	}
+	return what
+}
+
+// pspStep is the PSP's actor behind a PSP: the PSP acknowledges a report
+// at the DICT, the operator closes one analysed through the PSP's channel
+// (with our analysis), or closes REJECTED a request whose close the run
+// stopped for, each noticed (now and then an older copy, a late one); or a
+// late notice of a report that moved on. "" when there is none.
+func (m *medModel) pspStep(at string) string {
+	by := map[string][]*mReport{}
+	var kinds []string
+	add := func(kind string, r *mReport) {
+		if len(by[kind]) == 0 {
+			kinds = append(kinds, kind)
+		}
+		by[kind] = append(by[kind], r)
+	}
+	for _, r := range m.reports {
+		if !r.row {
+			continue
+		}
+		switch {
+		case r.dict.Status == dict.ReportOpen:
+			add("acknowledge", r)
+		case r.dict.Status == dict.ReportAcknowledged && r.analysis != "" && r.status == med.StatusAnalysed:
+			add("close", r)
+		}
+		if r.req != nil && r.closeSent && r.reqOpen() && r.req.cur.Status == dict.RefundOpen && !r.refundClosed && !r.ourCloseAccepts() {
+			add("close the request", r)
+		}
+		if len(r.copies) > 1 && m.pspOut.IntN(6) == 0 {
+			add("late", r)
+		}
+		if r.status == med.StatusAwaitingCredit && r.offset < 80*24*time.Hour {
+			add("time", r)
+		}
+	}
+	if len(kinds) == 0 {
+		return ""
+	}
+	kind := kinds[m.pspOut.IntN(len(kinds))]
+	if len(by["close the request"]) > 0 && m.pspOut.IntN(2) == 0 {
+		kind = "close the request" // the operator acts on the cue
+	}
+	r := by[kind][m.pspOut.IntN(len(by[kind]))]
+	switch kind {
+	case "time":
+		// The histories behind a PSP wait longer for each step (the
+		// PSP's notices): their reports' 90 days come sooner.
+		return "time: " + m.timeStep(r)
+	case "acknowledge":
+		r.move(m.tick(), func(x *dict.InfractionReport) { x.Status = dict.ReportAcknowledged })
+		return "psp: acknowledged; " + m.deliverReport(at, r)
+	case "close":
+		r.move(m.tick(), func(x *dict.InfractionReport) {
+			x.Status, x.AnalysisResult, x.AnalysisDetails = dict.ReportClosed, dict.AnalysisResult(r.analysis), dict.NormalizeDetails(r.details)
+		})
+		return "psp: closed " + r.analysis + "; " + m.deliverReport(at, r)
+	case "close the request":
+		c := med.Closing(m.get(r))
+		require.Equal(m.t, dict.Rejected, c.Result, "%s: the cue's close", at)
+		r.req.move(m.tick(), func(x *dict.Refund) {
+			x.Status, x.AnalysisResult, x.RefundRejectionReason = dict.RefundClosed, dict.Rejected, c.RejectionReason
+			x.RefundTransactionID, x.AnalysisDetails = "", dict.NormalizeDetails(c.Details)
+		})
+		return m.deliverRequest(at, r, r.req, "psp: refund request closed REJECTED")
+	}
+	in := r.copies[m.pspOut.IntN(len(r.copies)-1)]
+	want := m.intakeModel(r, in)
+	require.Equal(m.t, want, m.noticeReport(at, "a late notice", in), "%s: a late notice %s (%s) changed", at, in.Status, in.LastModified)
+	return "psp: a late notice"
+}
+
+// acceptedAtThePSP is the model of the close of a request behind a PSP
+// that our return accepts: recorded from our return's outcome, the first
+// part's rtrId, no DICT call; the PSP answers it at the DICT so.
+func (m *medModel) acceptedAtThePSP(at string, r *mReport) {
+	want := dict.PartiallyAccepted
+	if r.returned >= r.target() {
+		want = dict.TotallyAccepted
+	}
+	got := m.get(r)
+	require.NotNil(m.t, got.RefundClosedRtrID, "%s: closed with our rtrId", at)
+	require.Equal(m.t, r.firstRtr, *got.RefundClosedRtrID, "%s: the request closed with the first devolução's rtrId", at)
+	if q := r.req; q.cur.Status == dict.RefundOpen {
+		q.move(m.tick(), func(x *dict.Refund) {
+			x.Status, x.AnalysisResult, x.RefundTransactionID = dict.RefundClosed, want, r.firstRtr
+		})
+	}
+	r.closedRtr, r.refundClosed, r.reqState = r.firstRtr, true, string(dict.RefundClosed)
+	m.ends = append(m.ends, "accepted from our return's outcome")
+}
+
+// refundCopyNotice is the PSP's notice of the DICT's copy in as it is:
+// its result, reason, rtrId and times said.
+func refundCopyNotice(in dict.Refund) map[string]any {
+	n := refundNotice(in)
+	q := n["Refund"].(map[string]any)
+	q["CreationTime"], q["LastModified"] = in.CreationTime.UTC().Format(time.RFC3339Nano), in.LastModified.UTC().Format(time.RFC3339Nano)
+	for k, v := range map[string]string{"AnalysisResult": string(in.AnalysisResult), "AnalysisDetails": in.AnalysisDetails,
+		"RefundRejectionReason": string(in.RefundRejectionReason), "RefundTransactionId": in.RefundTransactionID} {
+		if v != "" {
+			q[k] = v
+		}
+	}
+	return n
+}
+
+// reportCopyNotice is the PSP's notice of the DICT's copy in as it is,
+// its analysis said.
+func reportCopyNotice(in dict.InfractionReport) map[string]any {
+	n := reportNotice(in)
+	if in.AnalysisResult != "" {
+		r := n["InfractionReport"].(map[string]any)
+		r["AnalysisResult"], r["AnalysisDetails"] = in.AnalysisResult, in.AnalysisDetails
+	}
+	return n
 }
