@@ -284,51 +284,57 @@ func TestWalkHandsEachItemOnce(t *testing.T) {
 	}
 }
 
-// TestPagingStopsAWalkBeforeItsRequest: a query's Paging is asked before
-// each page of a walk (its instants' pages too); its error stops the walk
-// before that page is requested, every item of the pages before handed.
-func TestPagingStopsAWalkBeforeItsRequest(t *testing.T) {
+// TestPagingIsAskedBeforeEveryPageOfAWalk: a query's Paging is asked
+// before each page a walk requests, those of a crowded instant (more items
+// modified at it than a page holds, listed one status at a time) too; its
+// error stops the walk before that request, with that error, every item of
+// the pages before handed.
+func TestPagingIsAskedBeforeEveryPageOfAWalk(t *testing.T) {
 	ts := newDICT(t, dictsim.Options{Now: frozen})
 	c := newClient(t, ts.Config)
 	ctx := context.Background()
-	start := ts.Now()
-	for range 9 {
-		if _, err := ts.Advance(time.Second); err != nil {
-			t.Fatal(err)
-		}
+	for range 5 { // at one instant: 10 reports (5 OPEN, 5 CLOSED), 5 refund requests
 		openReport(t, ts, c, dict.ReportOpen)
 		openRefund(t, ts, c)
 	}
+	if _, err := ts.Advance(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	openReport(t, ts, c, dict.ReportOpen)
+	openRefund(t, ts, c)
 	low := errors.New("the bucket is low")
-	for _, walk := range []func(paging func() error) (int, error){
-		func(paging func() error) (int, error) {
+	for name, walk := range map[string]func(paging func() error) (int, error){
+		"reports": func(paging func() error) (int, error) {
 			n := 0
-			_, err := c.WalkInfractionReports(ctx, dict.ReportQuery{Role: dict.Credited, ModifiedAfter: start, Limit: 3, Paging: paging},
+			_, err := c.WalkInfractionReports(ctx, dict.ReportQuery{Role: dict.Credited, ModifiedAfter: frozen(), Limit: 3, Paging: paging},
 				func(dict.InfractionReport) error { n++; return nil })
 			return n, err
 		},
-		func(paging func() error) (int, error) {
+		"refunds": func(paging func() error) (int, error) {
 			n := 0
-			_, err := c.WalkRefunds(ctx, dict.RefundQuery{ModifiedAfter: start, Limit: 3, Paging: paging}, func(dict.Refund) error { n++; return nil })
+			_, err := c.WalkRefunds(ctx, dict.RefundQuery{ModifiedAfter: frozen(), Limit: 3, Paging: paging}, func(dict.Refund) error { n++; return nil })
 			return n, err
 		},
 	} {
-		before := ts.Calls()
-		asked := 0
+		sent := func() int { calls := ts.Calls(); return calls["listInfractionReport"] + calls["listRefund"] }
+		before, asked := sent(), 0
+		if _, err := walk(func() error { asked++; return nil }); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		// Two pages of 3 at the instant, one a status there, the rest.
+		if pages := sent() - before; asked != pages || pages < 6 {
+			t.Fatalf("%s: Paging asked %d times for %d pages", name, asked, pages)
+		}
+		before, asked = sent(), 0
 		n, err := walk(func() error {
 			if asked++; asked > 2 {
 				return low
 			}
 			return nil
 		})
-		// Two pages of 3, the second from the first's last instant: 5
-		// items handed, the third page never requested.
-		if !errors.Is(err, low) || n != 5 || asked != 3 {
-			t.Fatalf("walk paged twice: %d handed, asked %d times, %v", n, asked, err)
-		}
-		after := ts.Calls()
-		if sent := after["listInfractionReport"] + after["listRefund"] - before["listInfractionReport"] - before["listRefund"]; sent != 2 {
-			t.Fatalf("%d pages requested, want 2", sent)
+		// The third page is the instant's first: never requested.
+		if !errors.Is(err, low) || n != 3 || asked != 3 || sent()-before != 2 {
+			t.Fatalf("%s: %d handed, asked %d times, %d pages, %v; want 3 handed, the instant's pages never requested", name, n, asked, sent()-before, err)
 		}
 	}
 }

@@ -123,9 +123,11 @@
 // specification's policy table: 1.5 s for a list filtered by role, 50 ms
 // for a report's write); a 503's is its Retry-After. A Retry-After is at
 // most MaxRetryAfter; one zero, negative or past is none. Buckets and Bucket
-// read the buckets' state, for a caller that paces a burst: the MED lister
-// reads its list's before listing and stops asking pages (a query's Paging)
-// at a reserve. A 429 is not followed by a read of its bucket: the state
+// read the buckets' state (on Config.PoliciesURL, the specification's
+// rate-limit server), for a caller that paces a burst: the MED lister
+// reads its list's before a walk's second page and, while it is at or
+// below a reserve, holds each page back (a query's Paging) a bounded wait,
+// never stopping; RefillInterval is a policy's refill by the table. A 429 is not followed by a read of its bucket: the state
 // says how many tokens are left (none) and the refill, not when the next
 // token comes, so it gives the wait RetryAfter already is, for a token of
 // POLICIES_READ.

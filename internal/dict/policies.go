@@ -49,6 +49,18 @@ var allPolicies = []policy{
 	policyPoliciesRead, policyPoliciesList,
 }
 
+// RefillInterval is how long the bucket of the named policy takes to get
+// one token back by the specification's table (1.5 s for a list by role);
+// 0 for a policy the table of this client does not hold.
+func RefillInterval(name string) time.Duration {
+	for _, p := range allPolicies {
+		if p.name == name {
+			return p.refillInterval()
+		}
+	}
+	return 0
+}
+
 // The policies whose buckets the MED calls draw from: what a caller reads
 // with Bucket before a burst (a catch-up after an outage) to pace itself.
 const (

@@ -76,9 +76,9 @@ type ReportQuery struct {
 	// at it (an error that is a MalformedItem, ErrMalformedItem).
 	Malformed func(MalformedItem) error
 	// Paging is asked, in a walk, before each page is requested (an
-	// instant's pages too): an error stops the walk before that request,
-	// with that error, every item of the pages before handed; a lister
-	// that paces itself by its bucket counts its pages there. nil: none.
+	// instant's pages too): a lister that throttles itself by its bucket
+	// waits there; an error stops the walk before that request, with that
+	// error, every item of the pages before handed. nil: none.
 	Paging func() error
 }
 
