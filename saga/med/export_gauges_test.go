@@ -6,14 +6,16 @@ var SignatureRefusals = dictSignatureRefusedTotal
 
 func CountSignatureRefusals(d DICT) DICT { return signatureCounted{d} }
 
-// QuarantinedItems, ListFailures and ListPaced are the lister's counters
-// of the items quarantined, the lists failed for good and the lists
-// paced by their bucket; BucketTokens its gauge of the buckets read.
+// QuarantinedItems, ListFailures, ListThrottled and BucketReadFailures are
+// the lister's counters of the items quarantined, the lists failed for
+// good, the pages held back for their bucket and the bucket reads failed;
+// BucketTokens its gauge of the buckets read.
 var (
-	QuarantinedItems = quarantinedTotal
-	ListFailures     = listFailedTotal
-	ListPaced        = listPacedTotal
-	BucketTokens     = bucketTokens
+	QuarantinedItems   = quarantinedTotal
+	ListFailures       = listFailedTotal
+	ListThrottled      = listThrottledTotal
+	BucketReadFailures = bucketReadFailedTotal
+	BucketTokens       = bucketTokens
 )
 
 // EndedTotal is the counter of the reports ended, by cause.

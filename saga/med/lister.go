@@ -37,7 +37,7 @@ const ListStuckType = "MEDDICTListStuck"
 // DICTLister is what the lister needs of the DICT (dict.HTTPClient has it):
 // the two lists, walked page by page, the read of a report a refund
 // request names that the lister has not taken in, and the read of a
-// list's rate-limit bucket (getPolicy) it paces itself by.
+// list's rate-limit bucket (getPolicy) it throttles itself by.
 type DICTLister interface {
 	WalkInfractionReports(ctx context.Context, q dict.ReportQuery, fn func(dict.InfractionReport) error) (time.Time, error)
 	WalkRefunds(ctx context.Context, q dict.RefundQuery, fn func(dict.Refund) error) (time.Time, error)
@@ -83,9 +83,12 @@ type Lister struct {
 	Window covered.Settings
 	// PartItems bounds what one part takes of each list before it is cut
 	// at an instant (0: MaxPartItems); RateLimitWait is the first wait after
-	// a 429 without a Retry-After, doubling (0: a second).
+	// a 429 without a Retry-After, doubling (0: a second); BucketWait bounds
+	// the wait of one page for its list's bucket (0: the time the bucket
+	// takes to refill one token, at most maxBucketWait).
 	PartItems     int
 	RateLimitWait time.Duration
+	BucketWait    time.Duration
 	Log           *slog.Logger
 }
 
@@ -104,13 +107,10 @@ const (
 
 // ListPart is what ListDICTPart took: the leading part of its window, from
 // its Start to Through (both included), every report and refund request
-// modified within it handed to the doors. Paced: a list's bucket was low
-// (at or below its reserve) and the part stopped paging there: the run
-// records Through covered and ends, the next run goes on from it.
+// modified within it handed to the doors.
 type ListPart struct {
 	Through          time.Time
 	Reports, Refunds int
-	Paced            bool
 }
 
 // listPolicies are the rate-limit policies the lister's two lists draw
@@ -123,8 +123,13 @@ var listPolicies = [2]string{dict.PolicyInfractionReportsListWithRole, dict.Poli
 // minute of its refill) for whoever else draws from it: the 72 hours'
 // expiry of a report lists its refund requests from the same
 // REFUND_LIST_WITH_ROLE bucket before it releases a hold, and so do the
-// bank's other systems under the same ISPB.
+// bank's other systems under the same ISPB. The reserve throttles the
+// lister (throttle), never stops it.
 const listReserveShare = 5
+
+// maxBucketWait bounds the wait of one page for its bucket, whatever the
+// time the bucket takes to refill a token (1.5 s for a list by role).
+const maxBucketWait = 5 * time.Second
 
 // listProgress is a part's heartbeat: the list it is on (0 the reports, 1
 // the refund requests), where that list goes on from (Cursor: the last
@@ -134,7 +139,6 @@ type listProgress struct {
 	Stage            int
 	Cursor, PartEnd  time.Time
 	Reports, Refunds int
-	Paced            bool
 }
 
 // BeginDICTList decides the window of a run (covered.Begin): from the
@@ -149,12 +153,8 @@ func (l *Lister) BeginDICTList(ctx context.Context) (covered.Window, error) {
 	return w, nil
 }
 
-// errPartFull stops a walk once its part took what it may; errPaced once
-// its list's bucket is at its reserve.
-var (
-	errPartFull = errors.New("med lister: the part is full")
-	errPaced    = errors.New("med lister: the list's bucket is at its reserve")
-)
+// errPartFull stops a walk once its part took what it may.
+var errPartFull = errors.New("med lister: the part is full")
 
 // ListDICTPart hands the doors every infraction report of the window where
 // we are the credited participant (listInfractionReport, IsCredited,
@@ -172,10 +172,9 @@ var (
 // no query reaches the end of (ListStuckType). An item the doors refuse
 // for good, or one of a verified page that is not the specification's
 // (dict.MalformedItem), is quarantined in its place and the walk goes on;
-// any other failure of the doors fails the attempt, retried. Before each
-// list it reads the list's bucket (allowance) and asks no more pages than
-// the tokens above its reserve: a list that spent them ends the part
-// where what it handed is whole (paced), and the part says so (Paced).
+// any other failure of the doors fails the attempt, retried. A list's
+// pages after its first are throttled by its bucket (throttle): slowed to
+// its refill while it is at or below its reserve, never stopped.
 func (l *Lister) ListDICTPart(ctx context.Context, w covered.Window) (ListPart, error) {
 	var p listProgress
 	if activity.HasHeartbeatDetails(ctx) {
@@ -187,75 +186,21 @@ func (l *Lister) ListDICTPart(ctx context.Context, w covered.Window) (ListPart, 
 		p.PartEnd = w.End
 	}
 	for p.Stage < 2 {
-		err := l.walk(ctx, w.Start, &p, l.allowance(ctx, listPolicies[p.Stage]))
+		err := l.walk(ctx, w.Start, &p)
 		if err != nil {
 			return ListPart{}, err
-		}
-		if p.Paced && !p.PartEnd.After(w.Start) {
-			break // nothing listed whole: no other list to bring there
 		}
 		p.Stage, p.Cursor = p.Stage+1, time.Time{}
 		activity.RecordHeartbeat(ctx, p)
 	}
-	return ListPart{Through: p.PartEnd, Reports: p.Reports, Refunds: p.Refunds, Paced: p.Paced}, nil
-}
-
-// allowance reads the bank's bucket of policy (getPolicy, a token of
-// POLICIES_READ) and says how many pages the list may ask of it: its
-// available tokens less the reserve (listReserveShare), none while it is
-// at or below it; the reading is the gauge
-// pix_med_dict_bucket_available_tokens. A read that fails, or one that is
-// not a bucket's (no capacity, tokens outside it), paces nothing (-1): it
-// loses the pacing, never the listing (a 429 is waited out as before).
-func (l *Lister) allowance(ctx context.Context, policy string) int {
-	b, err := l.DICT.Bucket(ctx, policy)
-	if err == nil && (b.Capacity <= 0 || b.AvailableTokens < 0 || b.AvailableTokens > b.Capacity) {
-		err = fmt.Errorf("dict getPolicy %s: %d tokens of %d: not a bucket's state", policy, b.AvailableTokens, b.Capacity)
-	}
-	if err != nil {
-		l.Log.WarnContext(ctx, "med lister: the DICT's bucket of a list can't be read; the list goes on unpaced", "policy", policy, "error", err)
-		return -1
-	}
-	bucketTokens.WithLabelValues(policy).Set(float64(b.AvailableTokens))
-	return int(max(b.AvailableTokens-b.Capacity/listReserveShare, 0))
-}
-
-// pager counts a walk's pages down from pages (-1: no bound), refusing
-// the one after the last (errPaced).
-func pager(pages int) func() error {
-	return func() error {
-		if pages == 0 {
-			return errPaced
-		}
-		if pages > 0 {
-			pages--
-		}
-		return nil
-	}
-}
-
-// paced ends p's part where its list stopped for its bucket: every item
-// modified before the last instant the walk handed was handed (the next
-// page would have begun at that instant, which may hold more), so the
-// part ends just before it, in microseconds (as the covered end is kept);
-// at start when nothing was handed. Counted and said.
-func (l *Lister) paced(ctx context.Context, start time.Time, p *listProgress) {
-	end := start
-	if before := p.Cursor.Add(-time.Nanosecond).Truncate(time.Microsecond); !p.Cursor.IsZero() && before.After(start) {
-		end = before
-	}
-	p.PartEnd, p.Paced = end, true
-	policy := listPolicies[p.Stage]
-	listPacedTotal.WithLabelValues(policy).Inc()
-	l.Log.InfoContext(ctx, "med lister: the DICT's bucket of a list is at its reserve; the run stops paging, covers its window up to where it listed whole, and the next run goes on from there",
-		"policy", policy, "part_end", end.Format(time.RFC3339Nano))
+	return ListPart{Through: p.PartEnd, Reports: p.Reports, Refunds: p.Refunds}, nil
 }
 
 // walk walks p's list from its cursor (or start) to p.PartEnd, waiting out
-// the 429s, asking at most pages pages (-1: no bound), and cuts the part
-// when it is full or its pages are spent (paced).
-func (l *Lister) walk(ctx context.Context, start time.Time, p *listProgress, pages int) error {
-	budget, paging := cmp.Or(l.PartItems, MaxPartItems), pager(pages)
+// the 429s, its pages throttled by its bucket, and cuts the part when it
+// is full.
+func (l *Lister) walk(ctx context.Context, start time.Time, p *listProgress) error {
+	budget, paging := cmp.Or(l.PartItems, MaxPartItems), l.throttle(ctx, p).page
 	wait := cmp.Or(l.RateLimitWait, time.Second)
 	for tries := 1; ; tries++ {
 		from := start
@@ -307,9 +252,6 @@ func (l *Lister) walk(ctx context.Context, start time.Time, p *listProgress, pag
 			// ends there (cut down to microseconds: never past what was
 			// handed).
 			p.PartEnd = p.Cursor.Truncate(time.Microsecond)
-			return nil
-		case errors.Is(err, errPaced):
-			l.paced(ctx, start, p)
 			return nil
 		case dict.Classify(err) == dict.RateLimited:
 			d, ok := dict.RetryAfter(err)

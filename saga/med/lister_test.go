@@ -83,7 +83,7 @@ func newListerFixture(t *testing.T, opts dictsim.Options) *listerFixture {
 	require.NoError(t, err)
 	doors := &countingDoors{doors: &med.Doors{Store: f.store, Temporal: &sagatest.Signals{}, Log: sagatest.Discard()}, changed: map[string]int{}}
 	l := &med.Lister{Covered: covered.NewStore(f.s, med.ListerName), DICT: c, Doors: doors, Quarantine: doors.doors, Log: sagatest.Discard(),
-		Window: covered.Settings{Overlap: 2 * time.Minute, Lookback: time.Hour, Grace: 0}, RateLimitWait: 50 * time.Millisecond}
+		Window: covered.Settings{Overlap: 2 * time.Minute, Lookback: time.Hour, Grace: 0}, RateLimitWait: 50 * time.Millisecond, BucketWait: 5 * time.Millisecond}
 	return &listerFixture{fixture: f, ts: ts, client: c, doors: doors, lister: l, env: sagatest.Activities(l)}
 }
 
@@ -102,8 +102,7 @@ func (f *listerFixture) open() dict.InfractionReport {
 }
 
 // run runs the lister's activities as one run of its workflow does (its
-// parts until the window's end, or a part paced by its bucket), and
-// returns the covered end.
+// parts until the window's end), and returns the covered end.
 func (f *listerFixture) run() (time.Time, error) {
 	w, err := sagatest.Run[covered.Window](f.t, f.env, f.lister.BeginDICTList)
 	require.NoError(f.t, err)
@@ -111,9 +110,6 @@ func (f *listerFixture) run() (time.Time, error) {
 		part, err := sagatest.Run[med.ListPart](f.t, f.env, f.lister.ListDICTPart, w)
 		if err != nil {
 			return time.Time{}, err
-		}
-		if part.Paced && !part.Through.After(w.Start) {
-			return f.coveredUntil(), nil
 		}
 		if w.CoveredFrom == nil || part.Through.After(*w.CoveredFrom) {
 			adv := w
@@ -124,19 +120,14 @@ func (f *listerFixture) run() (time.Time, error) {
 			through := part.Through
 			w.CoveredFrom = &through
 		}
-		if part.Paced || !part.Through.Before(w.End) {
-			return f.coveredUntil(), nil
+		if !part.Through.Before(w.End) {
+			until, ok, err := f.lister.Covered.CoveredUntil(context.Background())
+			require.NoError(f.t, err)
+			require.True(f.t, ok)
+			return until, nil
 		}
 		w.Start = part.Through
 	}
-}
-
-// coveredUntil is the lister's covered end; there is one.
-func (f *listerFixture) coveredUntil() time.Time {
-	until, ok, err := f.lister.Covered.CoveredUntil(context.Background())
-	require.NoError(f.t, err)
-	require.True(f.t, ok)
-	return until
 }
 
 // A report opened at the DICT is taken in once, though the runs list it

@@ -32,14 +32,12 @@ type ListerInput struct {
 
 // ListerResult is what a run took (with the runs it continued), in how
 // many parts, and how far it advanced the covered window (CoveredUntil;
-// nil: not at all, another run covered it, or nothing new). Paced: it
-// stopped before its window's end, a list's bucket at its reserve.
+// nil: not at all, another run covered it, or nothing new).
 type ListerResult struct {
 	Window           covered.Window
 	Reports, Refunds int
 	Parts            int
 	CoveredUntil     *time.Time `json:",omitempty"`
-	Paced            bool
 }
 
 var lister *Lister
@@ -56,11 +54,7 @@ const listerPartsPerRun = 100
 // of it was handed, only from the value the run began from or last
 // recorded (covered.Store.Advance): a run that fails or dies half-way
 // keeps what it covered, a late one records nothing, and the next run
-// lists on from the covered end, skipping nothing. A part paced by a
-// list's bucket (ListPart.Paced) is recorded as any other, and the run
-// ends there: the next run goes on with the bucket refilled. (No
-// GetVersion: a part recorded before carries no Paced, and its run's
-// commands are the same.)
+// lists on from the covered end, skipping nothing.
 func ListerWorkflow(ctx workflow.Context, in ListerInput) (ListerResult, error) {
 	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
@@ -97,10 +91,6 @@ func ListerWorkflow(ctx workflow.Context, in ListerInput) (ListerResult, error) 
 			return out, err
 		}
 		out.Reports, out.Refunds, out.Parts = out.Reports+part.Reports, out.Refunds+part.Refunds, out.Parts+1
-		out.Paced = part.Paced
-		if part.Paced && !part.Through.After(w.Start) {
-			return out, nil // paced before it listed anything whole
-		}
 		if w.CoveredFrom == nil || part.Through.After(*w.CoveredFrom) {
 			// (A part that ends before the covered end, within the overlap,
 			// has nothing to record.)
@@ -116,7 +106,7 @@ func ListerWorkflow(ctx workflow.Context, in ListerInput) (ListerResult, error) 
 			through := part.Through
 			w.CoveredFrom, out.CoveredUntil = &through, &through
 		}
-		if part.Paced || !part.Through.Before(w.End) {
+		if !part.Through.Before(w.End) {
 			return out, nil
 		}
 		w.Start = part.Through

@@ -3,7 +3,6 @@ package med_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -17,11 +16,10 @@ import (
 )
 
 // listerRun runs the lister's workflow on the test clock over the parts
-// throughs (each part's end, in turn; failing once first with failFirst;
-// the part of index paced, if any, paced by its bucket), advances
-// answering moved; it returns the result, the parts' windows and the
-// advances asked.
-func listerRun(t *testing.T, w covered.Window, throughs []time.Time, moved func(covered.Window) bool, failFirst bool, paced ...int) (med.ListerResult, []covered.Window, []covered.Window, time.Duration) {
+// throughs (each part's end, in turn; failing once first with failFirst),
+// advances answering moved; it returns the result, the parts' windows and
+// the advances asked.
+func listerRun(t *testing.T, w covered.Window, throughs []time.Time, moved func(covered.Window) bool, failFirst bool) (med.ListerResult, []covered.Window, []covered.Window, time.Duration) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	l := &med.Lister{}
@@ -35,7 +33,7 @@ func listerRun(t *testing.T, w covered.Window, throughs []time.Time, moved func(
 			return med.ListPart{}, errors.New("dict listInfractionReport: outcome unknown")
 		}
 		parts = append(parts, w)
-		return med.ListPart{Through: throughs[len(parts)-1], Reports: 1, Refunds: 1, Paced: slices.Contains(paced, len(parts)-1)}, nil
+		return med.ListPart{Through: throughs[len(parts)-1], Reports: 1, Refunds: 1}, nil
 	})
 	env.OnActivity(l.AdvanceDICTList, mock.Anything, mock.Anything).Return(func(_ context.Context, w covered.Window) (bool, error) {
 		advances = append(advances, w)
@@ -89,28 +87,5 @@ func TestTheListerWorkflowEndsWhenAnotherRunCovered(t *testing.T) {
 	require.Len(t, parts, 1)
 	require.Len(t, advances, 1)
 	require.Nil(t, advances[0].CoveredFrom, "the first window's advance starts the covered end")
-	require.Nil(t, out.CoveredUntil)
-}
-
-// A part paced by its list's bucket is recorded covered as any other, and
-// the run ends there (the next run goes on); one paced before it listed
-// anything whole records nothing.
-func TestTheListerWorkflowEndsAtAPacedPart(t *testing.T) {
-	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	from := t0
-	w := covered.Window{Start: t0.Add(-2 * time.Minute), End: t0.Add(time.Hour), CoveredFrom: &from}
-	throughs := []time.Time{t0.Add(20 * time.Minute), t0.Add(30 * time.Minute), t0.Add(time.Hour)}
-	out, parts, advances, _ := listerRun(t, w, throughs, func(covered.Window) bool { return true }, false, 1)
-	require.Len(t, parts, 2, "no part after the paced one")
-	require.Len(t, advances, 2)
-	require.True(t, advances[1].End.Equal(throughs[1]), "the paced part is recorded")
-	require.True(t, out.Paced)
-	require.True(t, out.CoveredUntil.Equal(throughs[1]))
-
-	first := covered.Window{Start: t0.Add(-24 * time.Hour), End: t0}
-	out, parts, advances, _ = listerRun(t, first, []time.Time{first.Start}, func(covered.Window) bool { return true }, false, 0)
-	require.Len(t, parts, 1)
-	require.Empty(t, advances, "paced at its start: nothing to record, not even a first window's")
-	require.True(t, out.Paced)
 	require.Nil(t, out.CoveredUntil)
 }

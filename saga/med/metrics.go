@@ -105,20 +105,27 @@ const (
 )
 
 // bucketTokens is the tokens available in the bank's DICT bucket of each
-// list policy the lister reads before a list (Lister.allowance), as last
-// read by this process; none before a read.
+// list policy the lister throttles its pages by (throttle), as last read
+// by this process; NaN after a read that failed; none before a read.
 var bucketTokens = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "pix_med_dict_bucket_available_tokens",
-	Help: "Tokens available in the bank's DICT rate-limit bucket of a policy (AvailableTokens, getPolicy), as the MED DICT lister last read it before a list.",
+	Help: "Tokens available in the bank's DICT rate-limit bucket of a policy (AvailableTokens, getPolicy), as the MED DICT lister last read it; NaN after a read that failed.",
 }, []string{"policy"})
 
-// listPacedTotal counts the lister's parts that stopped paging because
-// their list's bucket was at its reserve (Lister.paced), by policy: the
-// run ended there, the next goes on.
-var listPacedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "pix_med_dict_list_paced_total",
-	Help: "MED DICT lister runs that stopped paging a list because its rate-limit bucket was at the reserve left to the other callers, by policy; the next run goes on.",
-}, []string{"policy"})
+// listThrottledTotal counts the pages the lister held back (a bounded
+// wait) because their list's bucket was at or below its reserve, by
+// policy; bucketReadFailedTotal the reads of a list's bucket that failed
+// or were not a bucket's state (the list then goes unthrottled).
+var (
+	listThrottledTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pix_med_dict_list_throttled_total",
+		Help: "Pages of the MED DICT lister held back (at most one token's refill each) because their list's rate-limit bucket was at or below the reserve left to the other callers, by policy.",
+	}, []string{"policy"})
+	bucketReadFailedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pix_med_dict_bucket_read_failed_total",
+		Help: "Reads of a list's rate-limit bucket (getPolicy) by the MED DICT lister that failed or were not a bucket's state, by policy: the list went on unthrottled.",
+	}, []string{"policy"})
+)
 
 // AnalysisAlertBefore is how long before its 7 days a report not closed at
 // the DICT yet (awaiting its analysis, or analysed and its close not done)
@@ -162,7 +169,8 @@ func collectors(env saga.Env) []prometheus.Collector {
 		listFailedTotal.WithLabelValues(reason)
 	}
 	for _, policy := range listPolicies {
-		listPacedTotal.WithLabelValues(policy)
+		listThrottledTotal.WithLabelValues(policy)
+		bucketReadFailedTotal.WithLabelValues(policy)
 	}
 	for _, state := range []string{reportOpen, reportEnded} {
 		contradictionsTotal.WithLabelValues(state)
@@ -171,7 +179,7 @@ func collectors(env saga.Env) []prometheus.Collector {
 		keptClosedTotal.WithLabelValues(outcome)
 	}
 	return []prometheus.Collector{intakeTotal, endedTotal, dictStoppedTotal, dictSignatureRefusedTotal, returnsRefusedTotal, lateRequestsTotal,
-		contradictionsTotal, quarantinedTotal, listFailedTotal, listPacedTotal, bucketTokens, keptClosedTotal, ageGauges(env), listerGauges(env, settings.Of(env.Lookup)), quarantineGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
+		contradictionsTotal, quarantinedTotal, listFailedTotal, listThrottledTotal, bucketReadFailedTotal, bucketTokens, keptClosedTotal, ageGauges(env), listerGauges(env, settings.Of(env.Lookup)), quarantineGauges(env), &sagakit.ScrapeGauges[OpenCounts]{
 			What:   "med gauges",
 			Query:  func(ctx context.Context) (OpenCounts, error) { return store.Open(ctx, AnalysisAlertBefore) },
 			Gauges: gauges,

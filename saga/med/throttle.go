@@ -1,0 +1,108 @@
+package med
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/pixbank/pix/internal/dict"
+)
+
+// throttle paces one walk of a list (a stage of a part, its 429s' walks
+// again included) by the bank's bucket of its policy: the first page goes
+// unasked; before the second the bucket is read once (getPolicy, a token of
+// POLICIES_READ) and its tokens then counted here, one spent a page,
+// refilled at the rate the reading says (RefillTokens per RefillPeriodSec;
+// the specification's table when it says none). A page asked while the
+// count is at or below the reserve (listReserveShare) waits for the refill
+// to bring it above, at most one bounded interval (Lister.BucketWait: one
+// token's refill, at most maxBucketWait), and is asked then whatever the
+// count: a low bucket slows the list to its refill, as its 429s' waits
+// would, minus the 429s; it never stops it, never ends a part early. A
+// read that fails, or is not a bucket's state, throttles nothing (the 429s
+// are waited out as ever): counted (pix_med_dict_bucket_read_failed_total),
+// the gauge of its tokens NaN, a WARN.
+type throttle struct {
+	l      *Lister
+	ctx    context.Context
+	p      *listProgress
+	policy string
+	pages  int
+	read   bool // the bucket was read, or its read failed
+	paced  bool // the reading is a bucket's state: the pages are throttled
+	// tokens as counted at, of capacity; reserve; every, one token's
+	// refill; wait, the bound of one page's wait.
+	tokens, capacity, reserve float64
+	at                        time.Time
+	every, wait               time.Duration
+}
+
+func (l *Lister) throttle(ctx context.Context, p *listProgress) *throttle {
+	return &throttle{l: l, ctx: ctx, p: p, policy: listPolicies[p.Stage]}
+}
+
+// page is asked before each page the walk requests (the dict queries'
+// Paging): it waits, if it must, heartbeating; its error is the context's.
+func (t *throttle) page() error {
+	if t.pages++; t.pages == 1 {
+		return nil
+	}
+	if !t.read {
+		t.read, t.paced = true, t.readBucket()
+	}
+	if !t.paced {
+		return nil
+	}
+	t.refill()
+	if t.tokens <= t.reserve {
+		short := math.Floor(t.reserve) + 1 - t.tokens
+		d := min(time.Duration(short*float64(t.every)), t.wait)
+		listThrottledTotal.WithLabelValues(t.policy).Inc()
+		if err := sleep(t.ctx, d, func() { activity.RecordHeartbeat(t.ctx, *t.p) }); err != nil {
+			return err
+		}
+		t.refill()
+	}
+	t.tokens = max(t.tokens-1, 0)
+	return nil
+}
+
+// refill counts the tokens the bucket got back since the last count.
+func (t *throttle) refill() {
+	now := time.Now()
+	t.tokens = min(t.tokens+float64(now.Sub(t.at))/float64(t.every), t.capacity)
+	t.at = now
+}
+
+// readBucket reads the bucket (its tokens the gauge
+// pix_med_dict_bucket_available_tokens) and says whether it is a bucket's
+// state to count by.
+func (t *throttle) readBucket() bool {
+	b, err := t.l.DICT.Bucket(t.ctx, t.policy)
+	var every time.Duration
+	if b.RefillTokens > 0 && b.RefillPeriodSec > 0 {
+		every = time.Duration(b.RefillPeriodSec) * time.Second / time.Duration(b.RefillTokens)
+	} else {
+		every = dict.RefillInterval(t.policy)
+	}
+	if err == nil && (b.Capacity <= 0 || b.AvailableTokens < 0 || b.AvailableTokens > b.Capacity || every <= 0) {
+		err = fmt.Errorf("dict getPolicy %s: %d tokens of %d, refilled %d every %d s: not a bucket's state",
+			t.policy, b.AvailableTokens, b.Capacity, b.RefillTokens, b.RefillPeriodSec)
+	}
+	if err != nil {
+		bucketReadFailedTotal.WithLabelValues(t.policy).Inc()
+		bucketTokens.WithLabelValues(t.policy).Set(math.NaN())
+		t.l.Log.WarnContext(t.ctx, "med lister: the DICT's bucket of a list can't be read; the list goes on unthrottled (its 429s waited out)",
+			"policy", t.policy, "error", err)
+		return false
+	}
+	bucketTokens.WithLabelValues(t.policy).Set(float64(b.AvailableTokens))
+	t.tokens, t.capacity, t.reserve = float64(b.AvailableTokens), float64(b.Capacity), float64(b.Capacity/listReserveShare)
+	t.at, t.every = time.Now(), every
+	t.wait = cmp.Or(t.l.BucketWait, min(every, maxBucketWait))
+	return true
+}
