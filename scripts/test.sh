@@ -95,12 +95,9 @@ static_checks() {
 }
 beside static static_checks
 beside deploy eval 'yield; check_deploy_files'
-# The tests in two lanes side by side, each with half the CPUs (-p): the
-# service's module in one, the tooling's module in the other, then the
-# service's packages in MOVED (cmd/pixctl), so that the lanes take about as
-# long (docs/architecture.md#tests: the tooling's packages summed 757 s of
-# test time against the service's 852, before the e2e package's tests ran
-# in parallel). The e2e package, the longest, still starts at once. The
+# The two modules' tests side by side, each with half the CPUs (-p): one
+# `go test ./...` ran all the packages so before the tooling had a module of
+# its own, and the e2e package, the longest, still starts at once. The
 # service's output is printed when it ends. -vet=off: the go vet above ran
 # all its analyzers (go test's are some of them) on these packages with these
 # flags, and go test's would type-check every package once more.
@@ -111,22 +108,13 @@ beside deploy eval 'yield; check_deploy_files'
 # DWARF, so a failure reads the same; a debugger needs a binary built apart.
 TEST_LDFLAGS=-ldflags=-w
 half=$((($(nproc) + 1) / 2))
-go_test() { nice -n 10 go test -p "$half" -count=1 -race -vet=off "$TEST_LDFLAGS" -timeout 25m -tags "e2e,$GO_TAGS" "$@"; }
-MOVED=(github.com/pixbank/pix/cmd/pixctl)
-service_pkgs=$(go list -tags "e2e,$GO_TAGS" ./... | grep -vxF "$(printf '%s\n' "${MOVED[@]}")")
-log "go test, the service's module and the tooling's side by side (-p $half each, nice 10; ${MOVED[*]} after the tooling's)"
+log "go test, the service's module and the tooling's side by side (-p $half each, nice 10)"
 service_log=$(mktemp)
-# shellcheck disable=SC2086 # one package a word
-go_test "$@" $service_pkgs >"$service_log" 2>&1 &
+nice -n 10 go test -p "$half" -count=1 -race -vet=off "$TEST_LDFLAGS" -timeout 25m -tags "e2e,$GO_TAGS" "$@" ./... >"$service_log" 2>&1 &
 service=$!
 tooling_status=0
 tooling_log=$(mktemp)
-(
-	status=0
-	(cd tooling && go_test "$@" ./...) || status=$?
-	go_test "$@" "${MOVED[@]}" || status=$?
-	exit "$status"
-) 2>&1 | tee "$tooling_log" || tooling_status=$?
+(cd tooling && nice -n 10 go test -p "$half" -count=1 -race -vet=off "$TEST_LDFLAGS" -timeout 25m -tags "e2e,$GO_TAGS" "$@" ./...) 2>&1 | tee "$tooling_log" || tooling_status=$?
 service_status=0
 wait "$service" || service_status=$?
 log "go test, the service's module"
@@ -155,7 +143,7 @@ rm -rf "$beside_dir"
 # A failed test's own lines once more, last: a CI page that shows only the
 # head and the tail of a long run still shows what failed and how to rerun it.
 [ "$service_status" = 0 ] || { failure_digest "$service_log"; failed+=("go test of the service's module exit $service_status"); }
-[ "$tooling_status" = 0 ] || { failure_digest "$tooling_log"; failed+=("go test of the tooling's module and ${MOVED[*]} exit $tooling_status"); }
+[ "$tooling_status" = 0 ] || { failure_digest "$tooling_log"; failed+=("go test of the tooling's module exit $tooling_status"); }
 rm -f "$service_log" "$tooling_log"
 [ "$fuzz_status" = 0 ] || failed+=("fuzzing exit $fuzz_status")
 [ ${#failed[@]} = 0 ] || die "failed: ${failed[*]}"
