@@ -21,7 +21,6 @@ import (
 // whose txid names no charge fails with the reason, and is credited once the
 // charge exists and an operator re-drives it.
 func TestAPIPixNotificationEndToEnd(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := newStack(t, shared, func(c *config.Config) { c.InboxAttemptsMax = 2 })
 	s.openAccount("acc-maria", 1_000)

@@ -35,7 +35,6 @@ import (
 // keys (the Temporal UI's users, a database dump, `temporal workflow
 // show`), and the codec server shows it to an operator.
 func TestTemporalPayloadsAreEncrypted(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) { c.InboxAttemptsMax = 2 })
 	account := "acc-codec-" + randomSuffix()
 	s.openAccount(account, 0)

@@ -115,7 +115,6 @@ func reportContractCoverage(w io.Writer) {
 // The documents are served by the API, the JSON form holding what the YAML
 // does (and the exchanges are checked like any other).
 func TestServesItsOpenAPIDocuments(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	for _, name := range openapi.Names {
 		res, err := http.Get(s.baseURL + "/openapi/" + name + ".json")

@@ -19,7 +19,6 @@ import (
 )
 
 func TestCreditEndToEnd(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 1000)
 	id := pixID()
@@ -54,7 +53,6 @@ func TestCreditEndToEnd(t *testing.T) {
 }
 
 func TestRedeliveryIsAbsorbed(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 0)
 	id := pixID()
@@ -78,7 +76,6 @@ func TestRedeliveryIsAbsorbed(t *testing.T) {
 }
 
 func TestConcurrentCopiesCreditOnce(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 0)
 	id := pixID()
@@ -115,7 +112,6 @@ func TestConcurrentCopiesCreditOnce(t *testing.T) {
 // Temporal runs an activity at least once: a second run of the credit for a
 // PIX that is already credited must change nothing.
 func TestCreditRunAgainAfterCommitChangesNothing(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 100)
 	id := pixID()
@@ -140,7 +136,6 @@ func TestCreditRunAgainAfterCommitChangesNothing(t *testing.T) {
 }
 
 func TestPayloadMismatchChangesNothing(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 0)
 	s.openAccount("acc-2", 0)
@@ -163,7 +158,6 @@ func TestPayloadMismatchChangesNothing(t *testing.T) {
 // A PIX to an unknown account is retried INBOX_ATTEMPTS_MAX times and ends
 // failed, while PIX to other accounts are credited meanwhile.
 func TestUnknownAccountFailsAloneAfterAttempts(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) {
 		c.InboxAttemptsMax = 3
 		c.InboxRetryInitial = time.Second
@@ -206,7 +200,6 @@ func TestUnknownAccountFailsAloneAfterAttempts(t *testing.T) {
 }
 
 func TestClosedAccountFailsAtOnce(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) { c.InboxAttemptsMax = 5 })
 	s.openAccount("acc-closed", 0)
 	require.NoError(t, s.store.CloseAccount(context.Background(), "acc-closed"))
@@ -223,7 +216,6 @@ func TestClosedAccountFailsAtOnce(t *testing.T) {
 // A failed PIX is re-driven, by the admin route or by a PSP redelivery, once
 // its account exists, and is credited exactly once.
 func TestRedriveAfterAccountIsCreated(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) { c.InboxAttemptsMax = 2 })
 	byAdmin, byRedelivery := pixID(), pixID()
 	s.post(webhook{byAdmin, "acc-late", 100})

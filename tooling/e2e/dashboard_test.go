@@ -86,7 +86,6 @@ func alertMetrics(t *testing.T) []string {
 // names a metric wrongly would chart nothing, an alert would never fire,
 // and nobody would notice until the day it mattered.
 func TestDashboardChartsRealMetrics(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) { c.PSPRetryInitial = 100 * time.Millisecond })
 	s.openAccount("acc-1", 100_000)
 	s.openAccount("acc-closed", 0)

@@ -24,7 +24,6 @@ import (
 // workflow (here: an API without a dispatcher). Another process's dispatcher
 // finds the row due and starts it.
 func TestCommittedRowWithoutStartIsPickedUpByAnotherDispatcher(t *testing.T) {
-	t.Parallel()
 	api := newStack(t, shared, func(c *config.Config) { c.DispatcherEnabled = false })
 	api.openAccount("acc-1", 0)
 	id := pixID()
@@ -45,7 +44,6 @@ func TestCommittedRowWithoutStartIsPickedUpByAnotherDispatcher(t *testing.T) {
 // A pending row whose run disappeared (terminated by hand, or lost by a
 // Temporal server without persistence) is started again at the recheck.
 func TestPendingRowWhoseRunWasTerminatedIsStartedAgain(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) {
 		c.InboxAttemptsMax = 100
 		c.InboxRetryInitial = 5 * time.Second
@@ -70,7 +68,6 @@ func TestPendingRowWhoseRunWasTerminatedIsStartedAgain(t *testing.T) {
 // Two dispatchers over the same rows start each workflow once: claims skip
 // rows another dispatcher holds.
 func TestTwoDispatchersStartEachWorkflowOnce(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) { c.DispatcherEnabled = false })
 	s.openAccount("acc-1", 0)
 	const n = 120

@@ -43,7 +43,6 @@ import (
 // came back in the start's answer, never through matching), and the run
 // is on the workers' deployment version, auto-upgrade.
 func TestCreditIsOneWorkflowTask(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	require.True(t, s.cfg.WorkerVersioning, "the stack's workers are versioned, as pixd's are by default")
 	account := "acc-shape-" + randomSuffix()

@@ -23,7 +23,6 @@ import (
 // the broker, once each, a transfer's in commit order, each as its JSON
 // Schema says (docs/events.md).
 func TestEventsOfACreditAndATransferReachTheBroker(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := newStack(t, shared, nil)
 	nc, err := broker.Connect(s.natsURL, t.Name())

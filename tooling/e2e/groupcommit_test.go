@@ -47,7 +47,6 @@ func (s *stack) postRaw(path string, body []byte) (int, map[string]any, error) {
 // acknowledged PIX is credited once, to the cent. The inserts were shared
 // by transactions (the group commit's histogram says so).
 func TestGroupCommitAnswersEachWebhookAsAlone(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-g1", 0)

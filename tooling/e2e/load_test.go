@@ -16,7 +16,6 @@ import (
 // and simultaneous copies, then the invariants it checks; and one pass of
 // each ceiling. Correctness only: no figure is asserted.
 func TestLoadSmoke(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	ctx := context.Background()
 	sess, err := load.NewSession(load.Options{

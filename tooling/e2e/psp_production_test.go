@@ -384,7 +384,6 @@ func (p *productionPSP) postWebhook(t *testing.T, hc *http.Client, body any) (in
 // certificate that is not listed, on one stack with the production
 // settings.
 func TestProductionPSP(t *testing.T) {
-	t.Parallel()
 	prod := &productionPSP{}
 	s := newProductionStack(t, prod, nil)
 	ctx := context.Background()
@@ -613,7 +612,6 @@ func TestProductionPSP(t *testing.T) {
 // settlement. No activity attempt failed but for "not settled yet",
 // nothing was counted for attention, and the PSP issued a second token.
 func TestProductionPSPTokenRenewedMidSaga(t *testing.T) {
-	t.Parallel()
 	const lifetime = 2 * time.Minute // our client renews 30 s before: far beyond the test
 	prod := &productionPSP{tokenLifetime: lifetime}
 	s := newProductionStack(t, prod, nil)

@@ -262,7 +262,6 @@ func ofType(t enumspb.EventType) func(*historypb.HistoryEvent) bool {
 // A devolução the PSP makes, with no webhook: the run polls the PSP's
 // record (debited -> requested -> returned), and the money stays returned.
 func TestRefundReturnedByPolling(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-refund-poll", 5_000)
 	e2e := s.creditPix("acc-refund-poll", 20_000)
@@ -362,7 +361,6 @@ func TestRefundReturnedByPolling(t *testing.T) {
 // run is signalled, checks the PSP's record at once, and the refund is
 // returned without waiting for the next poll.
 func TestRefundReturnedOnThePSPNotice(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-refund-hook", 0)
@@ -461,7 +459,6 @@ func TestRefundReturnedOnThePSPNotice(t *testing.T) {
 // reversal row; the reversed refund no longer counts, so the whole PIX can
 // be refunded again.
 func TestRefundNotMadeIsReversedOnce(t *testing.T) {
-	t.Parallel()
 	for _, mode := range []pspsim.RefundMode{pspsim.RefundModeNotDone, pspsim.RefundModeReject} {
 		t.Run(string(mode), func(t *testing.T) {
 			s := newStack(t, shared, nil)
@@ -532,7 +529,6 @@ func TestRefundNotMadeIsReversedOnce(t *testing.T) {
 // answers 503 three times (fail): the run asks again under the same id, and
 // the PSP holds exactly one devolução, returned once.
 func TestRefundLostAnswerAndPSPFailuresRequestOnce(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-refund-flaky", 0)
 	lossy := s.creditPix("acc-refund-flaky", 5_000)
@@ -574,7 +570,6 @@ func TestRefundLostAnswerAndPSPFailuresRequestOnce(t *testing.T) {
 // devolução. The refund stays debited and open, never reversed, for as
 // long as the PSP refuses; once it takes the request, the devolução is made.
 func TestRefundRefusedByThePSPStaysOpen(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	// A run that gave up on the refusals is started again soon.
 	s := newStack(t, shared, func(c *config.Config) { c.DispatchRecheckAfter, c.DispatchRecheckMax = 2*time.Second, 2*time.Second })
@@ -625,7 +620,6 @@ func TestRefundRefusedByThePSPStaysOpen(t *testing.T) {
 // concurrent copies under one key make one refund; concurrent refunds of
 // one PIX under different keys never hold more than its credit.
 func TestRefundIdempotency(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-refund-keys", 50_000)
 	e2e := s.creditPix("acc-refund-keys", 10_000)
@@ -728,7 +722,6 @@ func TestRefundIdempotency(t *testing.T) {
 // another customer's refund is not found like a missing one; neither
 // moves money.
 func TestRefundAccess(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-refund-owner", 1_000)
 	s.openAccount("acc-refund-stranger", 1_000)
@@ -774,7 +767,6 @@ func TestRefundAccess(t *testing.T) {
 // The other refusals: more than the balance, outside the 90-day window,
 // more than the credit. Nothing is debited; the refusal is the key's answer.
 func TestRefundRefusals(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-refund-no", 0)
@@ -817,7 +809,6 @@ func TestRefundRefusals(t *testing.T) {
 // shows up meanwhile (the PSP made it after all) is followed: returned,
 // never reversed.
 func TestRefundRefusedByThePSPIsReversedOnlyWithoutARecord(t *testing.T) {
-	t.Parallel()
 	// A run that found a record after all fails; the next one is started
 	// soon.
 	s := newStack(t, shared, func(c *config.Config) { c.DispatchRecheckAfter, c.DispatchRecheckMax = 2*time.Second, 2*time.Second })

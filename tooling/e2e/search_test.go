@@ -50,7 +50,6 @@ func searchAttribute[T any](t *testing.T, run *workflow.WorkflowExecutionInfo, n
 // started with its search attributes and memo, and its status is upserted as
 // it moves.
 func TestTemporalSearchFindsEachPix(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) { c.InboxAttemptsMax = 2 })
 	account := "acc-search-" + randomSuffix()
 	missing := "acc-missing-" + randomSuffix()

@@ -209,7 +209,6 @@ func (f *securityFixture) books(t *testing.T) string {
 }
 
 func TestSecurityMatrix(t *testing.T) {
-	t.Parallel()
 	f := newSecurityFixture(t)
 	valid := tokenFor("acc-own")
 	good := f.token(t, valid)

@@ -49,13 +49,7 @@ import (
 )
 
 // shared is the Temporal dev server of the package's tests; each test has
-// its own task queue and database schema on it. So every test on shared
-// runs in parallel with the others (t.Parallel, go test's -parallel at a
-// time): a stack waits seconds for its build's promotion and its runs'
-// outcomes, which overlap. A test that stops or restarts a Temporal server
-// (one of its own), sets the process's environment (t.Setenv) or measures
-// the server's own counters stays serial: serial tests end before the
-// parallel ones start.
+// its own task queue and database schema on it.
 var shared *temporaltest.Server
 
 func TestMain(m *testing.M) {

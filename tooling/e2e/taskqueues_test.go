@@ -35,7 +35,6 @@ import (
 // normal), a devolução's first task waited more than 30 s in a partition
 // no poll reached (TestRefundNotMadeIsReversedOnce on a loaded machine).
 func TestEachFamilyPollsEveryPartitionOfItsQueue(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	for _, f := range runconf.Families {
 		queue := s.cfg.TaskQueues().Of(f)
@@ -54,7 +53,6 @@ func TestEachFamilyPollsEveryPartitionOfItsQueue(t *testing.T) {
 // IDs and brings them to its configuration: the maintenance queue, its
 // intervals, its retention periods; their runs then run there.
 func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	base := "pix-credit-" + randomSuffix()
 	c := shared.Client(t, func(o *client.Options) { codec.NewConverters(codec.New(e2eCodecKeys)).ApplyTo(o) })
@@ -124,7 +122,6 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 // the running retention Schedule when the worker restarts, and a pause the
 // operator made stays.
 func TestAChangedInboxRetentionReachesTheScheduleAfterARestart(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	base := "pix-credit-" + randomSuffix()
 	c := shared.Client(t, func(o *client.Options) { codec.NewConverters(codec.New(e2eCodecKeys)).ApplyTo(o) })
@@ -173,7 +170,6 @@ func retentionOf(t *testing.T, c client.Client, base string) retention.Input {
 // runs on the credits' queue: the credits' worker still runs it (and its
 // activities) to the end.
 func TestTransferStartedOnTheCreditsQueueStillCompletes(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := newStack(t, shared, func(c *config.Config) { c.DispatcherEnabled = false })
 	s.openAccount("acc-1", 10_000)

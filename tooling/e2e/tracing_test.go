@@ -151,7 +151,6 @@ func requireNothingSecret(t *testing.T, spans []sdktrace.ReadOnlySpan) {
 // traceparent), whose NATS message carries the trace on. The credit's log
 // line names the trace and the activity's span.
 func TestOnePixIsOneTrace(t *testing.T) {
-	t.Parallel()
 	s, recorder := tracedStack(t)
 	s.openAccount("acc-1", 0)
 	id := pixID()
@@ -209,7 +208,6 @@ func TestOnePixIsOneTrace(t *testing.T) {
 // like the inbox's): the customer's request, the saga, the PSP's calls and
 // the publish of its events.
 func TestATransferIsOneTrace(t *testing.T) {
-	t.Parallel()
 	s, recorder := tracedStack(t)
 	s.openAccount("acc-1", 100_000)
 	r := s.sendPix(uuid.NewString(), "acc-1", 15_000, "maria@example.com")

@@ -58,7 +58,6 @@ func (s *stack) refunds(id string) int {
 }
 
 func TestTransferSettles(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 100_000)
 	r := s.sendPix(uuid.NewString(), "acc-1", 15_000, "maria@example.com")
@@ -80,7 +79,6 @@ func TestTransferSettles(t *testing.T) {
 }
 
 func TestRejectedTransferIsRefundedOnce(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 100_000)
 	require.NoError(t, s.psp.SetBehavior("closed@example.com", pspsim.Behavior{Mode: pspsim.ModeReject, Reason: "receiver account closed"}))
@@ -108,7 +106,6 @@ func TestRejectedTransferIsRefundedOnce(t *testing.T) {
 // PSP timeouts and 503s are retried with backoff; the PSP sees several
 // submissions and creates one transfer.
 func TestTransientPSPFailuresSubmitOnce(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) { c.PSPTimeout = 300 * time.Millisecond })
 	s.openAccount("acc-1", 100_000)
 	require.NoError(t, s.psp.SetBehavior("slow@example.com", pspsim.Behavior{Mode: pspsim.ModeTimeout, Times: 2, Delay: 5 * time.Second}))
@@ -132,7 +129,6 @@ func TestTransientPSPFailuresSubmitOnce(t *testing.T) {
 // The worker dies while its submission hangs at the PSP; another worker
 // finishes the saga, once.
 func TestWorkerKilledMidSagaFinishesOnce(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) { c.PSPTimeout = 20 * time.Second })
 	s.openAccount("acc-1", 100_000)
 	require.NoError(t, s.psp.SetBehavior("hang@example.com", pspsim.Behavior{Mode: pspsim.ModeTimeout, Times: 1, Delay: 60 * time.Second}))
@@ -183,7 +179,6 @@ func TestTransferSurvivesTemporalOutage(t *testing.T) {
 // keeps the others. A PSP redelivery of a cleaned-up PIX is still a
 // duplicate, credited once.
 func TestRetentionSchedule(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 100_000)
@@ -230,7 +225,6 @@ func TestRetentionSchedule(t *testing.T) {
 // books that balance reports zero differences; a run after a balance was
 // corrupted reports it loudly (metric, failed run) and changes no money.
 func TestReconcileScheduleReportsACorruptedBalance(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := newStack(t, shared, nil)
 	s.openAccount("acc-1", 1_000)
@@ -285,7 +279,6 @@ func (s *stack) schedule(id string) client.ScheduleHandle {
 // a while (401). That says nothing about the transfer: it is never
 // refunded, and it settles once the PSP does.
 func TestResubmissionRefusedWithExpiredCredentialsIsNeverRefunded(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) {
 		c.DispatchRecheckAfter, c.DispatchRecheckMax = time.Second, time.Second
 	}, app.WithSettings(map[string]string{"TRANSFER_SETTLEMENT_TIMEOUT": "1s"}))
@@ -314,7 +307,6 @@ func TestResubmissionRefusedWithExpiredCredentialsIsNeverRefunded(t *testing.T) 
 // resubmission 409 (it already has it). The saga asks the status and
 // settles; nothing is refunded.
 func TestLostAnswerThenConflictAsksTheStatus(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, shared, func(c *config.Config) { c.PSPRetryInitial = 2 * time.Second; c.PSPRetryMax = 2 * time.Second })
 	s.openAccount("acc-1", 100_000)
 	const key = "lossy@example.com"
