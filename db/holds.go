@@ -708,9 +708,13 @@ func SetFillUntil(ctx context.Context, tx pgx.Tx, id uuid.UUID, until time.Time)
 
 // RestoreHold gives the money of the devolução refundID, reversed in tx,
 // back to the hold it captured a part of and kept (NewRefund.KeepHold),
-// when that hold is still active: the hold holds and fills to the part
-// more, the account's held grows by it, with its event
-// (pix.hold.restored). So the money a MED must keep held, captured for a
+// when that hold is still active and before its fill-until (by the
+// database's clock at the statement's start, as Fill: past it, the money
+// would be held from the customer with no inflow filling that hold any
+// more; the part stays unrestored and the caller gives it to the PIX's
+// room and the account's holds that fill, else it is available): the hold
+// holds and fills to the part more, the account's held grows by it, with
+// its event (pix.hold.restored). So the money a MED must keep held, captured for a
 // devolução that was not made, is held again in the reversal's own
 // transaction, never available. It returns what it restored (0: the
 // devolução captured no part of a kept hold, or that hold ended); once per

@@ -12,6 +12,7 @@ import (
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/db/dbtest"
 	"github.com/pixbank/pix/internal/pix"
+	refundsaga "github.com/pixbank/pix/saga/refund"
 )
 
 // A hold's fill-until (db.NewHold.FillUntil; issue 37): from that instant
@@ -189,4 +190,99 @@ func TestHoldsWorkWithAColumnAddedAfterTheBuild(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, released)
 	requireMoney(t, s, "acc-1", 2_000, 0)
+}
+
+// A devolução captured in part of a hold kept (NewRefund.KeepHold), reversed
+// after the hold's fill-until: its money is not restored into the hold (it
+// would be held from the customer when no inflow fills that hold any more,
+// until its holder ends it); the part stays unrestored, the PIX's room it
+// took is free again, and the money flows as any reversal's: to the
+// account's holds that still fill, then available. The books exact
+// throughout: balance, held = the active holds, available = balance -
+// held. Seen failing on the old Restore (the hold took the 6,000 back:
+// held 6,000 by it, 0 by the other).
+func TestAReversalAfterAHoldsFillUntilRestoresNothingIntoIt(t *testing.T) {
+	ctx := context.Background()
+	s, reported, h := heldPIX(t, 4_000)
+	requireHold(t, s, h.ID, 6_000, 10_000, pix.HoldActive)
+	r, err := capturePart(s, reported, 0, h.ID)
+	require.NoError(t, err)
+	requireHold(t, s, h.ID, 0, 4_000, pix.HoldActive)
+	other, _, err := hold(s, fillsUntil("med:other", "acc-1", 50_000, dbNow(t, s).Add(time.Hour)))
+	require.NoError(t, err)
+	requireMoney(t, s, "acc-1", 0, 0)
+	_, err = s.Pool().Exec(ctx, `UPDATE pix_holds SET fill_until = statement_timestamp() - interval '1 microsecond' WHERE id = $1`, h.ID)
+	require.NoError(t, err)
+
+	_, err = refundsaga.NewStore(s).ReverseRefund(ctx, r.ID, "NAO_REALIZADO", false)
+	require.NoError(t, err)
+	requireHold(t, s, h.ID, 0, 4_000, pix.HoldActive)
+	requireHold(t, s, other.ID, 6_000, 50_000, pix.HoldActive)
+	requireMoney(t, s, "acc-1", 6_000, 6_000)
+	require.Empty(t, eventsOf(t, s, db.EventHoldRestored))
+	var restoredAt *time.Time
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT restored_at FROM pix_hold_parts WHERE refund_id = $1`, r.ID).Scan(&restoredAt))
+	require.Nil(t, restoredAt, "the part is not restored")
+	require.NoError(t, db.InTx(ctx, s.Pool(), func(tx pgx.Tx) error {
+		restored, err := db.RestoreHold(ctx, tx, r.ID)
+		require.Equal(t, int64(0), restored, "nor later")
+		return err
+	}))
+	dbtest.RequireBooks(t, s)
+
+	// Nothing else fills: the money is available. The PIX's room is its
+	// 10,000 less what the expired hold still fills to (4,000): a
+	// devolução of the 6,000 the reversal freed is made, a cent more is
+	// refused.
+	_, _, err = release(s, other.ID, "")
+	require.NoError(t, err)
+	requireMoney(t, s, "acc-1", 6_000, 0)
+	_, err = refund(t, s, reported, 6_001, anyone)
+	require.ErrorIs(t, err, pix.ErrRefundExceedsCredit)
+	_, err = refund(t, s, reported, 6_000, anyone)
+	require.NoError(t, err)
+	requireMoney(t, s, "acc-1", 0, 0)
+	dbtest.RequireBooks(t, s)
+}
+
+// A credit that waits for the account's lock while a hold's fill-until
+// passes fills nothing into it: the fence is read at the Fill statement's
+// start, after the lock (statement_timestamp()), not at the credit's
+// transaction's start. The hold's fill-until is a second ahead of the
+// database's clock; another transaction holds the account's lock; the
+// credit starts and waits for it (dbtest.WaitBlockedBy) before the
+// fill-until; the lock is let go after it. Seen failing with the fence
+// (the Fill's and the credit's probe's) read at the transaction's start
+// (now(): the hold took the 2,000).
+func TestACreditBlockedPastAHoldsFillUntilTakesNothing(t *testing.T) {
+	s, _ := emptyAccount(t)
+	ctx := context.Background()
+	until := dbNow(t, s).Add(time.Second)
+	h, _, err := hold(s, fillsUntil("med:1", "acc-1", 2_000, until))
+	require.NoError(t, err)
+
+	e2e := dbtest.E2EID(1)
+	_, err = s.CreatePixKey(ctx, db.NewPixKey{Key: "acc-1@example.com", KeyType: "email", AccountID: "acc-1"})
+	require.NoError(t, err)
+	_, err = s.Receive(ctx, dbtest.Notice(e2e, "acc-1", 2_000))
+	require.NoError(t, err)
+
+	locker, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = locker.Rollback(ctx) }()
+	_, err = locker.Exec(ctx, `SELECT 1 FROM accounts WHERE id = 'acc-1' FOR UPDATE`)
+	require.NoError(t, err)
+	credited := make(chan error, 1)
+	go func() {
+		_, err := s.Credit(ctx, e2e, 1, 1)
+		credited <- err
+	}()
+	dbtest.WaitBlockedBy(t, s, locker.Conn().PgConn().PID())
+	require.True(t, dbNow(t, s).Before(until), "the credit waits before the fill-until")
+	require.Eventually(t, func() bool { return !dbNow(t, s).Before(until) }, 10*time.Second, 20*time.Millisecond)
+	require.NoError(t, locker.Commit(ctx))
+	require.NoError(t, <-credited)
+	requireHold(t, s, h.ID, 0, 2_000, pix.HoldActive)
+	requireMoney(t, s, "acc-1", 2_000, 0)
+	dbtest.RequireBooks(t, s)
 }

@@ -288,12 +288,18 @@ FROM kept
 -- hold): the hold holds and fills to the part more, its account's held
 -- grows by it (the money back is held, not available), the part is marked
 -- restored (restored_at: a second call restores nothing), with its event.
--- A hold that ended meanwhile takes nothing back. $1 refund id, $2 the
--- traceparent of the event. Returns what was restored.
+-- A hold that ended meanwhile takes nothing back, nor one at or past its
+-- fill_until (by the database's clock at this statement's start, after the
+-- account's lock, as Fill: the money back would be held from the customer
+-- when no inflow fills that hold any more): the part stays unrestored, and
+-- the reversal gives that money to the PIX's room and the account's holds
+-- that fill (RaiseFillTo, Fill), else it is available. $1 refund id, $2
+-- the traceparent of the event. Returns what was restored.
 WITH part AS (
     UPDATE pix_hold_parts p SET restored_at = clock_timestamp()
     FROM pix_holds h
     WHERE p.refund_id = $1 AND p.restored_at IS NULL AND h.id = p.hold_id AND h.status = 'active'
+      AND (h.fill_until IS NULL OR statement_timestamp() < h.fill_until)
     RETURNING p.*),
 restored AS (
     UPDATE pix_holds h SET amount_cents = h.amount_cents + p.amount_cents, fill_to_cents = h.fill_to_cents + p.amount_cents
