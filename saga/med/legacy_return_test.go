@@ -67,3 +67,46 @@ func legacyRequested(t *testing.T, f *fixture, spent, held int64) (dbtest.Credit
 	r = f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
 	return cr, f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
 }
+
+// A hold made without a fill-until (before migration 0063, or by an older
+// build while the release rolled out) of a report whose run is running
+// (no dict_problem) is given its report's return_until in the report's
+// next transaction (stopFilling, db.SetFillUntil), as a stopped report's
+// is: past return_until a credit fills it no more, whenever the run's end
+// comes. A legacy hold that does not fill, made one that fills by the
+// return (db.MakeFilling), gets it in the same transaction, under the
+// same locks. Seen failing on the old stopFilling (only a stopped run's
+// hold got one: the credit past return_until was held, 4,000; the hold
+// made filling had none).
+func TestALegacyHoldOfARunningReportGetsItsFillUntil(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	account, r := f.awaitingCredit()
+	_, err := f.s.Pool().Exec(ctx, `UPDATE pix_holds SET fill_until = NULL WHERE id = $1`, *r.HoldID) // an older build's
+	require.NoError(t, err)
+	_, changed, err := f.store.Return(ctx, r) // nothing arrived: nothing changes but the fence
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Nil(t, r.DICTProblem)
+	hold, err := f.s.GetHold(ctx, *r.HoldID)
+	require.NoError(t, err)
+	require.NotNil(t, hold.FillUntil, "its report's next transaction gives it its return_until")
+	require.True(t, hold.FillUntil.Equal(*r.ReturnUntil))
+	r = f.pastReturnUntil(r)
+	balance, held := f.money(account)
+	f.creditMore(account, 4_000)
+	f.requireMoney(account, balance+4_000, held)
+	f.requireBooks()
+
+	cr, r := legacyRequested(t, f, 7_000, 3_000)
+	_, err = f.s.Pool().Exec(ctx, `UPDATE pix_holds SET fill_until = NULL WHERE id = $1`, *r.HoldID)
+	require.NoError(t, err)
+	r = f.step(f.store.Return(ctx, r))
+	require.Equal(t, med.StatusReturning, r.Status)
+	hold, err = f.s.GetHold(ctx, *r.HoldID)
+	require.NoError(t, err)
+	require.NotNil(t, hold.FillToCents, "made one that fills")
+	require.NotNil(t, hold.FillUntil, "made filling until its report's return_until")
+	require.True(t, hold.FillUntil.Equal(*r.ReturnUntil))
+	f.requireMoney(cr.AccountID, 0, 0)
+}

@@ -113,11 +113,13 @@ func (s *Store) releasable(ctx context.Context, tx pgx.Tx, cur Report) error {
 // (db.NewHold.FillUntil, set when the hold is made: holdMore), and each
 // inflow's own statement decides by the database's clock, so a credit a
 // moment past it is the customer's (no clock read here). A hold made
-// without it (before migration 0063, or by an older build while the
-// release rolled out) is given it in any transaction of a report whose
-// run is stopped (DICTProblem: the reports that outlive their
-// return_until; a running report ends at it, what it holds released) by
-// db.SetFillUntil: one read of the hold, its locks only when it lacks one.
+// without it (before migration 0063, by an older build while the release
+// rolled out, or made filling by the return: db.MakeFilling, in the same
+// transaction, under the same locks) is given it in any transaction of the
+// report's, running or stopped, by db.SetFillUntil: one read of the hold
+// by its key, its locks only when it lacks one (a running report's end at
+// return_until may come later than a credit: that credit is the
+// customer's).
 // Its request CLOSED REJECTED at the DICT (closedRejected: our close, or
 // the copy taken in, whoever closed it) is not a time: the hold is shrunk
 // in place to what it holds (db.Shrink: it fills to no more, and is raised
@@ -132,7 +134,7 @@ func (s *Store) stopFilling(ctx context.Context, tx pgx.Tx, r Report) error {
 		return nil
 	}
 	if !closedRejected(r) {
-		if r.DICTProblem == nil || r.ReturnUntil == nil {
+		if r.ReturnUntil == nil {
 			return nil
 		}
 		if _, _, err := db.SetFillUntil(ctx, tx, *r.HoldID, *r.ReturnUntil); err != nil {

@@ -1104,8 +1104,8 @@ func (s *Store) decideAfter(ctx context.Context, id uuid.UUID, gen int64, first 
 		out, changed, err = fn(tx, cur)
 		if err == nil {
 			// By the row as decided, in its transaction: its request
-			// CLOSED REJECTED, its hold fills no more; a stopped run's hold
-			// made without a fill-until gets one (stopFilling).
+			// CLOSED REJECTED, its hold fills no more; a hold made without
+			// a fill-until gets one (stopFilling).
 			err = s.stopFilling(ctx, tx, out)
 		}
 		if err == nil && changed {

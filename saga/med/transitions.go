@@ -339,7 +339,9 @@ func (s *Store) Return(ctx context.Context, at Report) (Report, bool, error) {
 				// left, in place, so that it is kept after the capture and
 				// a devolução not made gives its money back into it, held
 				// (captured whole, it would end, and that money would come
-				// back available: issue 37, attack review LOW5).
+				// back available: issue 37, attack review LOW5). It fills
+				// until return_until: stopFilling sets it, in this
+				// transaction, under these locks.
 				if hold, _, err = db.MakeFilling(ctx, tx, *next.HoldID, left, "med: returned in parts"); err != nil {
 					return Report{}, false, fmt.Errorf("make the hold of infraction report %s fill: %w", cur.ID, err)
 				}
