@@ -43,7 +43,10 @@ FOR NO KEY UPDATE
 -- fills (0035), which are made under the account's lock, not the
 -- credit's. Read after LockCredit, in a statement of its own: its
 -- snapshot then sees every refund and hold committed by whoever held the
--- lock before. $1 end_to_end_id.
+-- lock before. A hold past its fill_until (a MED's: its report's
+-- return_until) still takes what it fills to: harmless, as no devolução of
+-- the PIX is made from then on (saga/med's ReturnWindow is the refund
+-- window: return_until is never before it closes). $1 end_to_end_id.
 SELECT ((SELECT COALESCE(sum(amount_cents), 0) FROM pix_refunds WHERE end_to_end_id = $1 AND status <> 'reversed')
       + (SELECT COALESCE(sum(COALESCE(fill_to_cents, amount_cents)), 0) FROM pix_holds
          WHERE end_to_end_id = $1 AND status = 'active' AND id IS DISTINCT FROM $2::uuid))::bigint

@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pixbank/pix/api"
+	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/dict"
+	"github.com/pixbank/pix/internal/pix"
 	"github.com/pixbank/pix/saga/med"
 	"github.com/pixbank/pix/saga/sagatest"
 )
@@ -345,4 +348,31 @@ func stoppedP3() med.Report {
 	r.RefundRequestState, r.RefundRequestDICTResult = ptr(string(dict.RefundClosed)), ptr(string(dict.Rejected))
 	r.Returns, r.ReturnedCents, r.FirstRtrID, r.HoldID = 1, 3_000, ptr("D12345678202612061200aaaaaaaaaaa"), ptr(uuid.New())
 	return r
+}
+
+// A report's hold fills until its return_until (db.NewHold.FillUntil), and
+// past it keeps what it fills to, which counts against its PIX's room
+// (TakenCents) and may still be raised (RaiseFillTo): harmless only
+// because no devolução of the PIX is made from then on, the room being
+// what devoluções of it may take. So return_until is never before the
+// instant the PIX's devolução window closes (ReturnWindow is
+// pix.RefundWindow, counted from the same instant as db.LockCredit's):
+// moved, as time passing would, a millisecond past return_until, a
+// devolução of the PIX is refused as out of its window, not for its room.
+func TestAReportsReturnUntilIsNotBeforeItsPIXsRefundWindowCloses(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	r := f.intake(report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour)))
+	require.NotNil(t, r.ReturnUntil)
+	_, err := f.s.Pool().Exec(ctx, `WITH d AS (SELECT ($2::timestamptz - statement_timestamp()) + interval '1 millisecond' AS by)
+		UPDATE pix_credits SET credited_at = credited_at - d.by, received_at = received_at - d.by FROM d WHERE end_to_end_id = $1`,
+		c.EndToEndID, *r.ReturnUntil)
+	require.NoError(t, err)
+	err = db.InTx(ctx, f.s.Pool(), func(tx pgx.Tx) error {
+		_, err := db.RecordRefund(ctx, tx, db.NewRefund{ID: pix.NewRefundID(),
+			RefundRequest: pix.RefundRequest{EndToEndID: c.EndToEndID, AmountCents: 1, Reason: "devolução"}}, nil, "test")
+		return err
+	})
+	require.ErrorIs(t, err, pix.ErrRefundWindowClosed)
 }

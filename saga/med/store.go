@@ -67,7 +67,11 @@ const (
 	RequestWindow  = 72 * time.Hour
 	// ReturnWindow is the PIX's own devolução window (pix.RefundWindow):
 	// return_until is the instant that window closes (CreditOf), so that
-	// no part is refused by it while the report still returns.
+	// no part is refused by it while the report still returns. Never
+	// shorter: a hold past its fill-until (return_until) still counts what
+	// it fills to against its PIX's room (db's TakenCents, RaiseFillTo),
+	// harmless only because no devolução of the PIX is made from then on
+	// (TestAReportsReturnUntilIsNotBeforeItsPIXsRefundWindowCloses).
 	ReturnWindow = pix.RefundWindow
 )
 
