@@ -81,14 +81,15 @@ func TestBlocksAndMEDOnOnePIXAgainstAModel(t *testing.T) {
 	}
 	// Seeds whose histories, together, meet every outcome below: in 2, 4,
 	// 9, 11, 13 and 20 a block ends while the report's hold is short of
-	// it (raised).
+	// it (raised); in 20 a reversal's money passes over the report's hold
+	// past its fill-until.
 	runHistories(t, "PIX_HOLDS_MODEL", []uint64{1, 2, 4, 9, 11, 13, 20}, 150, runHoldsModel, []string{"block created",
 		"block refused: the PIX's room", "block refused: available", "block released by an operator", "block expired",
 		"block not expired before its 72 hours", "block returned", "block returned again", "block release refused: returned",
 		"block return refused: released", "block settled returned", "block settled released", "run: hold",
 		"cut short by the PIX's room", "raised", "run: return", "run: settle", "devolução reversed", "devolução returned",
 		"devolução of the PIX", "devolução of the PIX refused: its room", "devolução of another PIX", "refused: available",
-		"credit", "spend", "analysis AGREED", "analysis DISAGREED", "refund request"})
+		"credit", "spend", "analysis AGREED", "analysis DISAGREED", "refund request", "past its fill-until passed over"})
 }
 
 // runHoldsModel runs a history of steps from seed and returns how many
@@ -110,7 +111,7 @@ func runHoldsModel(t *testing.T, seed uint64, steps int) map[string]int {
 	reported := rng.IntN(12) // the report comes in after the blocks of the first steps
 	for step := range steps {
 		at := fmt.Sprintf("seed %d step %d", seed, step)
-		raised, cutShort := m.raised, m.cutShort
+		raised, cutShort, passedOver := m.raised, m.cutShort, m.passedOver
 		what := ""
 		// Blocks, in a hundred steps: more before the report holds (its
 		// hold then cut short by them) and once it ended.
@@ -136,6 +137,9 @@ func runHoldsModel(t *testing.T, seed uint64, steps int) map[string]int {
 		}
 		if m.raised > raised {
 			what += " (a hold raised)"
+		}
+		if m.passedOver > passedOver {
+			what += " (a hold past its fill-until passed over)"
 		}
 		seen[what]++
 		if logSteps {

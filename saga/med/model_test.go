@@ -57,6 +57,10 @@ type mHold struct {
 	// block's: fill_to_cents NULL, fillTo its amount); captured: ended
 	// captured whole by a devolução (a block's return).
 	whole, captured bool
+	// expired: past its fill-until (its report's clock past return_until,
+	// the database's fill_until moved to then: expire): no inflow fills it,
+	// no reversal restores into it.
+	expired bool
 	// events is how many pix.hold.* events its changes must have written.
 	events int
 }
@@ -219,8 +223,10 @@ type medModel struct {
 	// maxReports is how many reports the history makes at most (0: 24).
 	maxReports int
 	// cutShort and raised count the holds made short of what they asked
-	// by their PIX's room, and raised since (a history's outcomes).
-	cutShort, raised int
+	// by their PIX's room, and raised since; passedOver the inflows and
+	// reversals a hold past its fill-until lacking took nothing of (expire)
+	// (a history's outcomes).
+	cutShort, raised, passedOver int
 }
 
 func (m *medModel) tick() time.Time {
@@ -245,6 +251,10 @@ func (m *medModel) fill(acc string, cents int64) {
 		if h.acc != acc || !h.active || h.whole || h.amount >= h.fillTo || cents == 0 {
 			continue
 		}
+		if h.expired {
+			m.passedOver++
+			continue
+		}
 		f := min(h.fillTo-h.amount, cents)
 		h.amount += f
 		cents -= f
@@ -254,7 +264,7 @@ func (m *medModel) fill(acc string, cents int64) {
 
 func (m *medModel) lacking(acc string) bool {
 	for _, h := range m.holds {
-		if h.acc == acc && h.active && !h.whole && h.amount < h.fillTo {
+		if h.acc == acc && h.active && !h.whole && !h.expired && h.amount < h.fillTo {
 			return true
 		}
 	}
@@ -566,6 +576,7 @@ func runMEDModel(t *testing.T, seed uint64, steps int, psp bool) map[string]int 
 	seen := map[string]int{}
 	for step := range steps {
 		at := fmt.Sprintf("seed %d step %d", seed, step)
+		passedOver := m.passedOver
 		what := ""
 		if m.out.IntN(100) < 6 {
 			what = m.rejectOutside(at)
@@ -578,6 +589,9 @@ func runMEDModel(t *testing.T, seed uint64, steps int, psp bool) map[string]int 
 		}
 		if what == "" {
 			what = m.step(at)
+		}
+		if m.passedOver > passedOver {
+			what += " (a hold past its fill-until passed over)"
 		}
 		seen[what]++
 		m.check(at + ": " + what)
@@ -903,8 +917,7 @@ func (m *medModel) operatorRelease(at string, r *mReport) string {
 // what it holds (one pix.hold.shrunk event). The database's holds (got)
 // say whether that transaction came; only then, and only so (what it holds
 // unchanged), is it taken. Past return_until the hold's own fill-until
-// stops it, by the database's clock, which the model's runs (their clocks
-// moved ahead, not the database's) never reach: nothing to take.
+// stops it, in the inflow's statement, by the database's clock: expire.
 func (m *medModel) fences(got map[uuid.UUID]string) {
 	for _, r := range m.reports {
 		h := r.hold
@@ -1161,14 +1174,18 @@ func (m *medModel) endRefund(at string, x *mRefund, returned bool) string {
 	require.NoError(m.t, err, "%s: devolução %s reversed", at, x.id)
 	x.ended = "reversed"
 	m.balance[x.acc] += x.amount
-	if x.r != nil && x.r.hold != nil && x.r.hold.active {
+	if x.r != nil && x.r.hold != nil && x.r.hold.active && x.r.hold.expired {
+		m.passedOver++
+	}
+	if x.r != nil && x.r.hold != nil && x.r.hold.active && !x.r.hold.expired {
 		h := x.r.hold
 		h.amount += x.amount
 		h.fillTo += x.amount
 		h.events++
 	} else {
-		// Not restored: the room it gives back to its PIX raises the
-		// PIX's holds that fill, then its money fills the account's.
+		// Not restored (its hold ended, or is past its fill-until): the
+		// room it gives back to its PIX raises the PIX's holds that fill,
+		// then its money fills the account's.
 		m.raise(x.e2e, x.amount, nil)
 		m.fill(x.acc, x.amount)
 	}
@@ -1665,10 +1682,30 @@ func (m *medModel) staleStep(at string, r *mReport) string {
 	return "stale " + string(step)
 }
 
+// expire is the model of time reaching a report's return_until, which its
+// clock passed (timeStep) while the database's did not: its hold's
+// fill_until (return_until, holdMore) is moved to a microsecond before the
+// database's clock, as time passing would; from then on nothing fills it,
+// through a credit, a hold released or shrunk (RaiseFillTo, then Fill), or
+// a devolução reversed (Restore). Once per hold.
+func (m *medModel) expire(at string) {
+	for _, r := range m.reports {
+		h := r.hold
+		if h == nil || !h.active || h.expired || !r.pastReturns() {
+			continue
+		}
+		_, err := m.f.s.Pool().Exec(context.Background(),
+			`UPDATE pix_holds SET fill_until = statement_timestamp() - interval '1 microsecond' WHERE id = $1`, h.id)
+		require.NoError(m.t, err, "%s: the hold of a report past its return_until", at)
+		h.expired = true
+	}
+}
+
 // check compares every account, hold and report with the model.
 func (m *medModel) check(at string) {
 	t := m.t
 	ctx := context.Background()
+	m.expire(at)
 	for acc, balance := range m.balance {
 		var b, h int64
 		require.NoError(t, m.f.s.Pool().QueryRow(ctx, `SELECT balance_cents, held_cents FROM accounts WHERE id = $1`, acc).Scan(&b, &h))
