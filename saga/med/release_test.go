@@ -103,23 +103,33 @@ func TestACreditPastReturnUntilFillsNothing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	account, r := f.awaitingCredit()
-	hold, err := f.s.GetHold(ctx, *r.HoldID)
-	require.NoError(t, err)
-	require.NotNil(t, hold.FillUntil, "a MED's hold fills until its report's return_until")
-	require.True(t, hold.FillUntil.Equal(*r.ReturnUntil))
-	r = f.pastReturnUntil(r)
-	balance, held := f.money(account)
-	f.creditMore(account, 4_000)
-	f.requireMoney(account, balance+4_000, held)
-	f.requireBooks()
+	r = f.requireFillsNothingPastReturnUntil(account, r, "a MED's hold fills until its report's return_until")
 	require.Equal(t, r.Gen, f.get(r).Gen, "no transaction of the report's")
 
 	// Before return_until the hold fills on, as before.
 	account, r = f.awaitingCredit()
 	f.step(f.store.NoteProblem(ctx, r, med.ProblemRefused+": close the refund request: dict: Forbidden"))
-	balance, held = f.money(account)
+	balance, held := f.money(account)
 	f.creditMore(account, 4_000)
 	f.requireMoney(account, balance+4_000, held+4_000)
+}
+
+// requireFillsNothingPastReturnUntil requires the hold of r (of account) to
+// fill until r's return_until (why: how it got it), then moves r past it
+// (pastReturnUntil): a credit of 4,000 fills nothing. The report as it is
+// then.
+func (f *fixture) requireFillsNothingPastReturnUntil(account string, r med.Report, why string) med.Report {
+	f.t.Helper()
+	hold, err := f.s.GetHold(context.Background(), *r.HoldID)
+	require.NoError(f.t, err)
+	require.NotNil(f.t, hold.FillUntil, why)
+	require.True(f.t, hold.FillUntil.Equal(*r.ReturnUntil))
+	r = f.pastReturnUntil(r)
+	balance, held := f.money(account)
+	f.creditMore(account, 4_000)
+	f.requireMoney(account, balance+4_000, held)
+	f.requireBooks()
+	return r
 }
 
 // The operator's way out of P3: the release ends the report
