@@ -257,7 +257,9 @@ func TestAReversalAfterAHoldsFillUntilRestoresNothingIntoIt(t *testing.T) {
 func TestACreditBlockedPastAHoldsFillUntilTakesNothing(t *testing.T) {
 	s, _ := emptyAccount(t)
 	ctx := context.Background()
-	until := dbNow(t, s).Add(time.Second)
+	// 5 s: the set-up below (a key, a receive, a lock, the credit
+	// blocked) must end before the fill-until on a loaded machine too.
+	until := dbNow(t, s).Add(5 * time.Second)
 	h, _, err := hold(s, fillsUntil("med:1", "acc-1", 2_000, until))
 	require.NoError(t, err)
 

@@ -90,8 +90,10 @@ type NewRefund struct {
 	// most what the hold holds, and the hold stays active, holding and
 	// filling to that much less (pix.hold.part_captured), possibly
 	// nothing, until its holder releases it; if the devolução is reversed
-	// while the hold is active, its money goes back into the hold in the
-	// reversal's transaction (RestoreHold), held, never available. A MED
+	// while the hold is active and before its fill-until, its money goes
+	// back into the hold in the reversal's transaction (RestoreHold), held,
+	// never available; past the hold's fill-until it goes the way of any
+	// money freed (RaiseFillTo, then Fill, else available). A MED
 	// returned in parts keeps one hold from its first part to its end.
 	KeepHold bool
 }

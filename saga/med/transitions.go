@@ -578,7 +578,8 @@ func (s *Store) Settle(ctx context.Context, at Report) (Report, bool, error) {
 		next.Status, next.RefundID = StatusAwaitingCredit, nil
 		if next.HoldID != nil {
 			// The next hold, taken with the capture, has filled since (a
-			// reversed devolução fills it too: its money came back). Read
+			// reversed devolução fills it too, before the hold's
+			// fill-until: its money came back). Read
 			// through the transaction, never the pool: a second connection
 			// asked for under the report's lock waits on the pool, which
 			// as many Settles at once as it has connections exhaust.
