@@ -29,11 +29,14 @@ import (
 type throttle struct {
 	l      *Lister
 	ctx    context.Context
-	p      *listProgress
 	policy string
-	pages  int
-	read   bool // the bucket was read, or its read failed
-	paced  bool // the reading is a bucket's state: the pages are throttled
+	// now is the clock the tokens are counted by; sleep waits a page's
+	// time, heartbeating (its error the context's).
+	now   func() time.Time
+	sleep func(time.Duration) error
+	pages int
+	read  bool // the bucket was read, or its read failed
+	paced bool // the reading is a bucket's state: the pages are throttled
 	// tokens as counted at, of capacity; reserve; every, one token's
 	// refill; wait, the bound of one page's wait.
 	tokens, capacity, reserve float64
@@ -42,7 +45,8 @@ type throttle struct {
 }
 
 func (l *Lister) throttle(ctx context.Context, p *listProgress) *throttle {
-	return &throttle{l: l, ctx: ctx, p: p, policy: listPolicies[p.Stage]}
+	return &throttle{l: l, ctx: ctx, policy: listPolicies[p.Stage], now: time.Now,
+		sleep: func(d time.Duration) error { return sleep(ctx, d, func() { activity.RecordHeartbeat(ctx, *p) }) }}
 }
 
 // page is asked before each page the walk requests (the dict queries'
@@ -62,7 +66,7 @@ func (t *throttle) page() error {
 		short := math.Floor(t.reserve) + 1 - t.tokens
 		d := min(time.Duration(short*float64(t.every)), t.wait)
 		listThrottledTotal.WithLabelValues(t.policy).Inc()
-		if err := sleep(t.ctx, d, func() { activity.RecordHeartbeat(t.ctx, *t.p) }); err != nil {
+		if err := t.sleep(d); err != nil {
 			return err
 		}
 		t.refill()
@@ -73,7 +77,7 @@ func (t *throttle) page() error {
 
 // refill counts the tokens the bucket got back since the last count.
 func (t *throttle) refill() {
-	now := time.Now()
+	now := t.now()
 	t.tokens = min(t.tokens+float64(now.Sub(t.at))/float64(t.every), t.capacity)
 	t.at = now
 }
@@ -102,7 +106,7 @@ func (t *throttle) readBucket() bool {
 	}
 	bucketTokens.WithLabelValues(t.policy).Set(float64(b.AvailableTokens))
 	t.tokens, t.capacity, t.reserve = float64(b.AvailableTokens), float64(b.Capacity), float64(b.Capacity/listReserveShare)
-	t.at, t.every = time.Now(), every
+	t.at, t.every = t.now(), every
 	t.wait = cmp.Or(t.l.BucketWait, min(every, maxBucketWait))
 	return true
 }
