@@ -84,8 +84,7 @@ type Lister struct {
 	// PartItems bounds what one part takes of each list before it is cut
 	// at an instant (0: MaxPartItems); RateLimitWait is the first wait after
 	// a 429 without a Retry-After, doubling (0: a second); BucketWait bounds
-	// the wait of one page for its list's bucket (0: the time the bucket
-	// takes to refill one token, at most maxBucketWait).
+	// the wait of one page for its list's bucket (0: maxBucketWait).
 	PartItems     int
 	RateLimitWait time.Duration
 	BucketWait    time.Duration
@@ -127,8 +126,10 @@ var listPolicies = [2]string{dict.PolicyInfractionReportsListWithRole, dict.Poli
 // lister (throttle), never stops it.
 const listReserveShare = 5
 
-// maxBucketWait bounds the wait of one page for its bucket, whatever the
-// time the bucket takes to refill a token (1.5 s for a list by role).
+// maxBucketWait bounds the wait of one page for its bucket (throttle):
+// below the reserve a page waits the refill of the tokens it is short of,
+// at most this (from an empty bucket of a list by role, 1.5 s a token: a
+// page every 5 s, the bucket climbing back to its reserve in about 90 s).
 const maxBucketWait = 5 * time.Second
 
 // listProgress is a part's heartbeat: the list it is on (0 the reports, 1
@@ -173,8 +174,9 @@ var errPartFull = errors.New("med lister: the part is full")
 // for good, or one of a verified page that is not the specification's
 // (dict.MalformedItem), is quarantined in its place and the walk goes on;
 // any other failure of the doors fails the attempt, retried. A list's
-// pages after its first are throttled by its bucket (throttle): slowed to
-// its refill while it is at or below its reserve, never stopped.
+// pages after its first are throttled by its bucket (throttle): slowed
+// below its refill while it is at or below its reserve, so that the
+// reserve comes back, never stopped.
 func (l *Lister) ListDICTPart(ctx context.Context, w covered.Window) (ListPart, error) {
 	var p listProgress
 	if activity.HasHeartbeatDetails(ctx) {
@@ -200,7 +202,8 @@ func (l *Lister) ListDICTPart(ctx context.Context, w covered.Window) (ListPart, 
 // the 429s, its pages throttled by its bucket, and cuts the part when it
 // is full.
 func (l *Lister) walk(ctx context.Context, start time.Time, p *listProgress) error {
-	budget, paging := cmp.Or(l.PartItems, MaxPartItems), l.throttle(ctx, p).page
+	budget, th := cmp.Or(l.PartItems, MaxPartItems), l.throttle(ctx, p)
+	paging := th.page
 	wait := cmp.Or(l.RateLimitWait, time.Second)
 	for tries := 1; ; tries++ {
 		from := start
@@ -254,6 +257,7 @@ func (l *Lister) walk(ctx context.Context, start time.Time, p *listProgress) err
 			p.PartEnd = p.Cursor.Truncate(time.Microsecond)
 			return nil
 		case dict.Classify(err) == dict.RateLimited:
+			th.rateLimited()
 			d, ok := dict.RetryAfter(err)
 			if !ok {
 				d, wait = wait, 2*wait

@@ -169,3 +169,26 @@ func TestAListerThatCannotReadItsBucketListsOn(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(med.BucketReadFailures.WithLabelValues(dict.PolicyInfractionReportsListWithRole))-failed)
 	require.True(t, math.IsNaN(testutil.ToFloat64(med.BucketTokens.WithLabelValues(dict.PolicyInfractionReportsListWithRole))))
 }
+
+// Attack review LOW-4: a 429 says the list's bucket is empty, whatever the
+// lister counted from its reading: the count starts again from none and
+// the pages after it are throttled. A full bucket, its third page answered
+// 429 once: every page after the 429 is held back (the count never gets
+// back above the reserve in a few pages). Before, the count went on from
+// the reading (full) and none was.
+func TestA429EmptiesTheListersCount(t *testing.T) {
+	f, _ := lowFixture(t, dictsim.Options{})
+	pages := 0
+	f.ts.SetAnswerHook(func(x *dictsim.Exchange, model func() dictsim.Answer) dictsim.Answer {
+		if x.Op == "listInfractionReport" {
+			if pages++; pages == 3 {
+				return dictsim.ProblemAnswer(http.StatusTooManyRequests, "RateLimited", "")
+			}
+		}
+		return model()
+	})
+	held := throttled(dict.PolicyInfractionReportsListWithRole)
+	f.listRun(9)
+	require.GreaterOrEqual(t, pages, 6)
+	require.Equal(t, float64(pages-3), throttled(dict.PolicyInfractionReportsListWithRole)-held, "every page after the 429 held back, none before")
+}

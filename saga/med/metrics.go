@@ -119,7 +119,7 @@ var bucketTokens = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 var (
 	listThrottledTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pix_med_dict_list_throttled_total",
-		Help: "Pages of the MED DICT lister held back (at most one token's refill each) because their list's rate-limit bucket was at or below the reserve left to the other callers, by policy.",
+		Help: "Pages of the MED DICT lister held back (the refill of the tokens short, at most 5 s each) because their list's rate-limit bucket was at or below the reserve left to the other callers, by policy.",
 	}, []string{"policy"})
 	bucketReadFailedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pix_med_dict_bucket_read_failed_total",

@@ -17,15 +17,20 @@ import (
 // unasked; before the second the bucket is read once (getPolicy, a token of
 // POLICIES_READ) and its tokens then counted here, one spent a page,
 // refilled at the rate the reading says (RefillTokens per RefillPeriodSec;
-// the specification's table when it says none). A page asked while the
-// count is at or below the reserve (listReserveShare) waits for the refill
-// to bring it above, at most one bounded interval (Lister.BucketWait: one
-// token's refill, at most maxBucketWait), and is asked then whatever the
-// count: a low bucket slows the list to its refill, as its 429s' waits
-// would, minus the 429s; it never stops it, never ends a part early. A
-// read that fails, or is not a bucket's state, throttles nothing (the 429s
-// are waited out as ever): counted (pix_med_dict_bucket_read_failed_total),
-// the gauge of its tokens NaN, a WARN.
+// the specification's table when it says none). A reading below none (the
+// debt the specification's "subtrai 1" allows) or above the capacity is
+// counted from within [0, Capacity]. A page asked while the count is at or
+// below the reserve (listReserveShare) waits the time the refill takes to
+// bring the count above it (the tokens it is short of, each one token's
+// refill), at most Lister.BucketWait (maxBucketWait), and is asked then
+// whatever the count: below the reserve a page spends less than its wait
+// refills (from 0 of 200, a page every 5 s, 30% of the refill), so the
+// reserve comes back while the list goes on, slowed; it never stops, never
+// ends a part early. A 429 the walk meets empties the count. A read that
+// fails, or is not a bucket's state (no capacity, no refill), throttles
+// nothing (the 429s are waited out as ever): counted
+// (pix_med_dict_bucket_read_failed_total), the gauge of its tokens NaN, a
+// WARN; a read cut by the walk's context is the attempt's end, none of these.
 type throttle struct {
 	l      *Lister
 	ctx    context.Context
@@ -93,9 +98,12 @@ func (t *throttle) readBucket() bool {
 	} else {
 		every = dict.RefillInterval(t.policy)
 	}
-	if err == nil && (b.Capacity <= 0 || b.AvailableTokens < 0 || b.AvailableTokens > b.Capacity || every <= 0) {
+	if err == nil && (b.Capacity <= 0 || every <= 0) {
 		err = fmt.Errorf("dict getPolicy %s: %d tokens of %d, refilled %d every %d s: not a bucket's state",
 			t.policy, b.AvailableTokens, b.Capacity, b.RefillTokens, b.RefillPeriodSec)
+	}
+	if err != nil && t.ctx.Err() != nil {
+		return false // the attempt's end, not the bucket's
 	}
 	if err != nil {
 		bucketReadFailedTotal.WithLabelValues(t.policy).Inc()
@@ -105,8 +113,16 @@ func (t *throttle) readBucket() bool {
 		return false
 	}
 	bucketTokens.WithLabelValues(t.policy).Set(float64(b.AvailableTokens))
-	t.tokens, t.capacity, t.reserve = float64(b.AvailableTokens), float64(b.Capacity), float64(b.Capacity/listReserveShare)
+	t.tokens, t.capacity, t.reserve = float64(min(max(b.AvailableTokens, 0), b.Capacity)), float64(b.Capacity), float64(b.Capacity/listReserveShare)
 	t.at, t.every = t.now(), every
-	t.wait = cmp.Or(t.l.BucketWait, min(every, maxBucketWait))
+	t.wait = cmp.Or(t.l.BucketWait, maxBucketWait)
 	return true
+}
+
+// rateLimited is told of a 429 the walk met: the bucket is empty, whatever
+// the count says, which starts again from none, now.
+func (t *throttle) rateLimited() {
+	if t.paced {
+		t.tokens, t.at = 0, t.now()
+	}
 }
