@@ -54,7 +54,8 @@ func storeOf(env saga.Env, s Settings) *Store {
 type dictKey struct{}
 
 // dictOf is the DICT client (dict.HTTPClient) the settings s configure,
-// built once per process; nil with no MED_DICT_URL: MED_DICT_DISABLED=true,
+// built once per process, which says (WARN) when MED_DICT_POLICIES_URL is
+// unset; nil with no MED_DICT_URL: MED_DICT_DISABLED=true,
 // which pixd's start requires then and which the worker says at its start
 // (WARN), or a test's Env that sets nothing; the saga then calls
 // notConfigured, which refuses every call unsent. The settings were
@@ -71,6 +72,10 @@ func dictOf(env saga.Env, s Settings) *dict.HTTPClient {
 		c, err := dict.New(s.DICT)
 		if err != nil {
 			panic(fmt.Sprintf("med: the DICT client, its settings unchecked at start: %v", err))
+		}
+		if s.DICT.PoliciesURL == "" && env.Log != nil {
+			env.Log.Warn("med: MED_DICT_POLICIES_URL unset: the rate-limit policies are asked of MED_DICT_URL, which the specification's DICT does not serve them from; " +
+				"the lister's reads of its buckets fail and it lists unthrottled (PixMEDDICTBucketUnread)")
 		}
 		return c
 	})
