@@ -119,18 +119,17 @@ func (a *Activities) CancelReport(ctx context.Context, at Report) (Report, error
 // and stops the run visibly (malformedRefund), never released on a guess;
 // a row the listing did not meet so (another report's request, or one
 // no longer OPEN) holds back no release. A request taken, then CLOSED by a
-// copy with no result (closedUnknown), releases nothing either: the run
-// stops visibly, the hold kept.
+// copy with no result, or accepted by a close that is not our recorded one
+// (closedNotOurs), releases nothing either: the run stops visibly, the
+// hold kept. A CLOSED REJECTED one goes its own way (Next: closed, then
+// ended rejected_at_dict).
 func (a *Activities) ExpireRequest(ctx context.Context, at Report) (Report, error) {
 	cur, moved, err := a.current(ctx, at)
 	if err != nil || moved || cur.Status != StatusAwaitingRequest || cur.RequestOpen() {
 		return cur, err
 	}
-	if closedUnknown(cur) {
-		// Its request taken, then CLOSED with no result said: not an
-		// absent request, nor one answered; nothing released (the store's
-		// expiry fences it too), an operator's.
-		return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, closedUnknownProblem)
+	if closedNotOurs(cur) {
+		return a.closedAtExpiry(ctx, cur)
 	}
 	listedFrom, err := a.Store.clock(ctx)
 	if err != nil {
@@ -367,6 +366,40 @@ func (a *Activities) ReturnReport(ctx context.Context, at Report) (Report, error
 const closedUnknownProblem = "the DICT's copy has the refund request CLOSED without a result (no AnalysisResult): " +
 	"accepted or rejected is unknown, so nothing is returned on it and its hold is kept; find its result at the DICT " +
 	"(or the PSP), then decide it: an operator's"
+
+// closedAtExpiry is the 72 hours' expiry of a report whose request is
+// CLOSED, with no result said or accepted by a close not ours
+// (closedNotOurs): not an absent request, nor one we answered; nothing
+// released (the store's expiry fences it too), the run stopped visibly, an
+// operator's. With the DICT, a copy with no result is read back first
+// (each try of the stopped step: a signal, ProblemRetryAfter): one that
+// says its result is taken in through the door (takeRefund; the result
+// then decides: REJECTED, closed and ended rejected_at_dict; accepted,
+// stopped as such), one that still says none stops the run again.
+func (a *Activities) closedAtExpiry(ctx context.Context, cur Report) (Report, error) {
+	if closedUnknown(cur) && !a.BehindPSP {
+		seen, err := a.DICT.GetRefund(ctx, cur.RefundRequestID.String())
+		if err != nil {
+			return Report{}, a.dictFailed(ctx, cur, "read back the refund request", err)
+		}
+		if seen.Status == dict.RefundClosed && seen.AnalysisResult != "" {
+			return a.takeRefund(ctx, cur, seen)
+		}
+	}
+	return Report{}, a.stop(ctx, cur, ProblemNotAsOurs, closedNotOursProblem(cur))
+}
+
+// closedNotOursProblem is the stop of a report whose request is CLOSED at
+// the DICT, not REJECTED, and our close not recorded (closedNotOurs): its
+// result unknown (closedUnknownProblem), or accepted by a close not ours.
+func closedNotOursProblem(r Report) string {
+	if closedUnknown(r) {
+		return closedUnknownProblem
+	}
+	return "the DICT's copy has the refund request CLOSED " + deref(r.RefundRequestDICTResult) +
+		" and no close of ours is recorded: money may be owed to the payer on it, so nothing is released and its hold " +
+		"is kept; find who closed it and with which rtrId at the DICT (or the PSP), then decide it: an operator's"
+}
 
 // SettleReport records the end of the report's devolução (Store.Settle).
 func (a *Activities) SettleReport(ctx context.Context, at Report) (Report, error) {

@@ -124,6 +124,9 @@ func TestTheExpiryReleasesNothingOnARequestClosedWithoutAResult(t *testing.T) {
 			if psp {
 				a.acts.DICT = med.NotConfigured
 			}
+			unknown := request(r, 10_000, dict.RefundClosed)
+			unknown.ID = r.RefundRequestID.String()
+			a.dict.refunds[unknown.ID] = unknown // read back with the DICT: still no result
 			_, err = a.run(a.acts.ExpireRequest, r)
 			cur := f.requireStopped(err, r)
 			require.Contains(t, *cur.DICTProblem, "CLOSED without a result")

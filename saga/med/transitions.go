@@ -234,7 +234,7 @@ func cancellable(r Report) bool {
 // fenced here.
 func (s *Store) ExpireRequest(ctx context.Context, at Report, listedFrom time.Time) (Report, bool, error) {
 	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
-		if cur.Status != StatusAwaitingRequest || cur.RequestOpen() || cur.RefundClosedAt != nil || closedCopy(cur) || closedUnknown(cur) {
+		if cur.Status != StatusAwaitingRequest || cur.RequestOpen() || cur.RefundClosedAt != nil || closedCopy(cur) || closedNotOurs(cur) {
 			return cur, false, nil // a request came: its own end (Next), never the 72 hours'
 		}
 		if from := cur.RequestDueAt.Add(ExpiryCovered); listedFrom.Before(from) {
@@ -432,8 +432,23 @@ func closedRejected(r Report) bool {
 // that filled the hold was returned, and behind a PSP our
 // PARTIALLY_ACCEPTED close recorded, on a request maybe rejected).
 func closedUnknown(r Report) bool {
+	return closedNotOurs(r) && r.RefundRequestDICTResult == nil
+}
+
+// closedNotOurs says whether r's own refund request is CLOSED at the DICT
+// by the copy taken in, our close not recorded (refund_closed_at), and not
+// CLOSED REJECTED (rejectedAtTheDICT, whoever closed it: nothing owed, its
+// own end): its result unknown (closedUnknown), or accepted by a close that
+// is not our recorded one (behind a PSP, our operator through the PSP's
+// channel with another rtrId; a first copy taken CLOSED accepted). The DICT
+// may hold money owed to the payer on it: a request came, so the 72 hours'
+// expiry releases nothing (Store.ExpireRequest; the activity stops
+// visibly, dict_not_as_ours), nor does a cancel of the report end it
+// (cancellable), as an operator's release is refused before return_until
+// (releasable; review of issue 37, MED-1 and LOW-2).
+func closedNotOurs(r Report) bool {
 	return r.RefundClosedAt == nil && r.RefundRequestID != nil && deref(r.RefundRequestState) == string(dict.RefundClosed) &&
-		r.RefundRequestDICTResult == nil
+		!rejectedAtTheDICT(r)
 }
 
 // beforeReturnUntil checks again, after the last lock Return takes (the
