@@ -90,9 +90,16 @@ func (a *Activities) HoldReport(ctx context.Context, at Report) (Report, error) 
 	return a.change(ctx, at, "infraction report held", a.Store.Hold)
 }
 
-// CancelReport ends a report its reporter cancelled (Store.Cancel).
+// CancelReport ends a report its reporter cancelled (Store.Cancel). One
+// its store no longer cancels for its request CLOSED not as ours
+// (closedNotOurs; a run recorded before closedCancelChange asks it) stops
+// visibly, nothing released.
 func (a *Activities) CancelReport(ctx context.Context, at Report) (Report, error) {
-	return a.change(ctx, at, "infraction report cancelled by its reporter", a.Store.Cancel)
+	r, err := a.change(ctx, at, "infraction report cancelled by its reporter", a.Store.Cancel)
+	if err != nil || r.Gen != at.Gen || !r.Open() || !closedNotOurs(r) {
+		return r, err
+	}
+	return Report{}, a.stop(ctx, r, ProblemNotAsOurs, "cancelled by its reporter, but "+closedNotOursProblem(r))
 }
 
 // ExpireRequest releases an agreed report whose refund request did not come

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/internal/dict"
@@ -26,8 +27,9 @@ func acceptedNotOurs(r med.Report, id string) dict.Refund {
 	return in
 }
 
-// expiresNothing runs the 72 hours' expiry on r (store and activity, with
-// the DICT or behind a PSP): nothing released, the run stopped visibly.
+// expiresNothing runs the 72 hours' expiry on r, its request CLOSED not
+// as ours (store and activity, with the DICT or behind a PSP): nothing
+// released, the run stopped visibly with problem.
 func (f *fixture) expiresNothing(r med.Report, psp bool, problem string) {
 	t := f.t
 	ctx := context.Background()
@@ -43,6 +45,12 @@ func (f *fixture) expiresNothing(r med.Report, psp bool, problem string) {
 	if psp {
 		a.acts.DICT = med.NotConfigured
 	}
+	seen := request(r, 10_000, dict.RefundClosed) // read back with the DICT: as taken
+	seen.ID = r.RefundRequestID.String()
+	if r.RefundRequestDICTResult != nil {
+		seen.AnalysisResult = dict.RefundAnalysisResult(*r.RefundRequestDICTResult)
+	}
+	a.dict.refunds[seen.ID] = seen
 	_, err = a.run(a.acts.ExpireRequest, r)
 	cur := f.requireStopped(err, r)
 	require.Contains(t, *cur.DICTProblem, problem)
@@ -110,7 +118,6 @@ func TestTheExpiryReadsBackARequestClosedWithoutAResult(t *testing.T) {
 			got, err := a.run(a.acts.ExpireRequest, r)
 			require.NoError(t, err)
 			require.Equal(t, string(result), *got.RefundRequestDICTResult, "its result taken in")
-			require.Nil(t, got.DICTProblem)
 			if result == dict.Rejected {
 				require.Equal(t, med.StepCloseRefund, med.RunStep(got, due), "closed, then ended rejected_at_dict")
 			} else {
@@ -122,6 +129,119 @@ func TestTheExpiryReadsBackARequestClosedWithoutAResult(t *testing.T) {
 			require.Equal(t, med.StatusAwaitingRequest, f.get(r).Status)
 			require.Equal(t, int64(10_000), f.get(r).HeldCents, "still held")
 			f.requireNoDevolucao(c.EndToEndID)
+		})
+	}
+}
+
+// Review of issue 37, LOW-2: a report cancelled by its reporter whose
+// request is CLOSED with no result, or accepted by a close not ours
+// (closedNotOurs), is not cancelled, what it holds released: money may be
+// owed to the payer on it. The run goes its own way (the 72 hours'
+// expiry stops visibly); a run recorded before the change asks the cancel,
+// which stops visibly, nothing released. Seen failing before the fix: the
+// run's step was cancel (the store's Cancel, by status only, then ended it
+// released).
+func TestACancelReleasesNothingOnARequestClosedNotOurs(t *testing.T) {
+	for name, closeIt := range map[string]func(f *fixture, r med.Report) med.Report{
+		"without a result": func(f *fixture, r med.Report) med.Report { return f.closedWithoutResult(r) },
+		"accepted not ours": func(f *fixture, r med.Report) med.Report {
+			return f.step(f.store.IntakeRefund(context.Background(), acceptedNotOurs(r, r.RefundRequestID.String())))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			c := f.credit(10_000, 0)
+			in := report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour))
+			r := f.intake(in)
+			r = f.step(f.store.Hold(ctx, r))
+			r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
+			f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "", "operator-1"))
+			r = f.step(f.store.Closed(ctx, f.get(r), dict.InfractionReport{}))
+			r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+			r = closeIt(f, r)
+			in.Status, in.LastModified = dict.ReportCancelled, time.Now()
+			r = f.step(doorsOf(f.store).Intake(ctx, in))
+			require.True(t, r.Cancelled())
+
+			now := time.Now()
+			require.Equal(t, med.StepAwaitRequest, med.RunStep(r, now), "not cancelled: awaits its 72 hours, then stops")
+			require.Equal(t, med.StepCancel, med.RunStepWithout(r, now, "pix-med-closed-cancel"), "recorded before it: as it ran")
+			_, changed, err := f.store.Cancel(ctx, r)
+			require.NoError(t, err)
+			require.False(t, changed, "the store cancels it no more")
+
+			a := newActivityRun(t, f, r)
+			_, err = a.run(a.acts.CancelReport, r)
+			cur := f.requireStopped(err, r)
+			require.Contains(t, *cur.DICTProblem, "cancelled by its reporter, but")
+			require.Equal(t, med.StatusAwaitingRequest, cur.Status)
+			require.Equal(t, int64(10_000), cur.HeldCents, "still held")
+			f.requireMoney(c.AccountID, 10_000, 10_000)
+		})
+	}
+}
+
+// Review of issue 37, LOW-1: a copy of its own request CLOSED with no
+// result, or accepted by a close not ours, taken while the report awaits
+// its request (or before its close, then seen as it closes) is noted
+// dict_not_as_ours at once and counted, not left unseen up to the 72
+// hours; the run's step is unchanged (it waits, then stops at the expiry).
+// Seen failing before the fix: no dict_problem until the expiry.
+func TestACopyClosedNotOursIsNotedAsItIsTaken(t *testing.T) {
+	for name, c := range map[string]struct {
+		before  bool // taken before the report's close
+		copyOf  func(r med.Report) dict.Refund
+		problem string
+	}{
+		"without a result": {copyOf: func(r med.Report) dict.Refund {
+			in := request(r, 10_000, dict.RefundClosed)
+			in.ID, in.LastModified = r.RefundRequestID.String(), time.Now()
+			return in
+		}, problem: "CLOSED without a result"},
+		"accepted not ours": {copyOf: func(r med.Report) dict.Refund { return acceptedNotOurs(r, r.RefundRequestID.String()) },
+			problem: "CLOSED TOTALLY_ACCEPTED"},
+		"taken CLOSED accepted": {copyOf: func(r med.Report) dict.Refund {
+			return acceptedNotOurs(r, request(r, 10_000, dict.RefundOpen).ID)
+		}, problem: "CLOSED TOTALLY_ACCEPTED"},
+		"taken CLOSED accepted before the close": {before: true, copyOf: func(r med.Report) dict.Refund {
+			return acceptedNotOurs(r, request(r, 10_000, dict.RefundOpen).ID)
+		}, problem: "CLOSED TOTALLY_ACCEPTED"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			var r med.Report
+			if c.before {
+				r = f.intake(report(f.credit(10_000, 0).EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour)))
+				r = f.step(f.store.Hold(ctx, r))
+				r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
+				f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "", "operator-1"))
+				r = f.get(r)
+			} else {
+				r = f.agreedOn(f.credit(10_000, 0))
+			}
+			if name == "without a result" || name == "accepted not ours" {
+				r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+			}
+			open := med.Contradictions.WithLabelValues("open")
+			before := testutil.ToFloat64(open)
+			r = f.step(doorsOf(f.store).IntakeRefund(ctx, c.copyOf(r)))
+			require.Equal(t, string(dict.RefundClosed), *r.RefundRequestState)
+			if c.before {
+				require.Nil(t, r.DICTProblem, "not awaiting its request yet")
+				r = f.step(f.store.Closed(ctx, r, dict.InfractionReport{}))
+			} else {
+				require.Equal(t, before+1, testutil.ToFloat64(open), "counted")
+			}
+			require.Equal(t, med.StatusAwaitingRequest, r.Status)
+			require.NotNil(t, r.DICTProblem, "seen at once")
+			require.Contains(t, *r.DICTProblem, med.ProblemNotAsOurs)
+			require.Contains(t, *r.DICTProblem, c.problem)
+			require.Equal(t, med.StepAwaitRequest, med.RunStep(r, time.Now()), "the run's step unchanged")
+			counts, err := f.store.Open(ctx, med.AnalysisAlertBefore)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), counts.DICTProblems, "the alert's gauge")
 		})
 	}
 }

@@ -111,29 +111,7 @@ func TestTheExpiryReleasesNothingOnARequestClosedWithoutAResult(t *testing.T) {
 			r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
 			require.Equal(t, med.StatusAwaitingRequest, r.Status)
 			r = f.closedWithoutResult(r)
-			due := r.RequestDueAt.Add(med.ExpiryCovered + time.Minute)
-			require.Equal(t, med.StepExpireRequest, med.RunStep(r, due), "the run's step at the 72 hours")
-
-			late := f.store.WithClock(func() time.Time { return due })
-			_, changed, err := late.ExpireRequest(ctx, r, due)
-			require.NoError(t, err)
-			require.False(t, changed, "the store's expiry: a request came")
-
-			a := newActivityRun(t, f, r)
-			a.acts.Store, a.acts.BehindPSP = late, psp
-			if psp {
-				a.acts.DICT = med.NotConfigured
-			}
-			unknown := request(r, 10_000, dict.RefundClosed)
-			unknown.ID = r.RefundRequestID.String()
-			a.dict.refunds[unknown.ID] = unknown // read back with the DICT: still no result
-			_, err = a.run(a.acts.ExpireRequest, r)
-			cur := f.requireStopped(err, r)
-			require.Contains(t, *cur.DICTProblem, "CLOSED without a result")
-			require.Equal(t, med.StatusAwaitingRequest, cur.Status)
-			require.Equal(t, int64(10_000), cur.HeldCents, "still held")
-			f.requireNoDevolucao(c.EndToEndID)
-			f.requireMoney(c.AccountID, 10_000, 10_000)
+			f.expiresNothing(r, psp, "CLOSED without a result")
 		})
 	}
 }

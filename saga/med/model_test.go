@@ -184,6 +184,13 @@ func (r *mReport) closedRejected() bool {
 	return (r.refundClosed && (r.returns == 0 || r.firstRtr == "" || r.closedRtr == "")) || r.rejectedAtTheDICT()
 }
 
+// closedNotOurs: its own request CLOSED, our close not recorded, not
+// REJECTED (the store's closedNotOurs): never released at the 72 hours,
+// nor cancelled.
+func (r *mReport) closedNotOurs() bool {
+	return r.req != nil && r.reqState == string(dict.RefundClosed) && !r.refundClosed && !r.rejectedAtTheDICT()
+}
+
 // closedUnknown: its own request CLOSED by a copy with no result, our
 // close not recorded (the store's closedUnknown): nothing is returned on
 // it, the run stops visibly, the hold kept.
@@ -1206,8 +1213,8 @@ func (m *medModel) nextAt(r *mReport, now time.Time) med.Step {
 	if r.status == med.StatusEnded || r.status == med.StatusNotOurs {
 		return med.StepDone
 	}
-	cancellable := r.status == med.StatusReceived || r.status == med.StatusHeld || r.status == med.StatusAcknowledged ||
-		r.status == med.StatusAnalysed || r.status == med.StatusAwaitingRequest
+	cancellable := (r.status == med.StatusReceived || r.status == med.StatusHeld || r.status == med.StatusAcknowledged ||
+		r.status == med.StatusAnalysed || r.status == med.StatusAwaitingRequest) && !r.closedNotOurs()
 	if r.dictStatus == dict.ReportCancelled && cancellable {
 		return med.StepCancel
 	}
@@ -1357,6 +1364,9 @@ func (m *medModel) stops(r *mReport, s med.Step, cur med.Report) (string, string
 	switch {
 	case (s == med.StepReturn || s == med.StepExpireRequest || (s == med.StepCloseRefund && m.behindPSP)) && r.closedUnknown():
 		return med.ProblemNotAsOurs, "CLOSED without a result"
+	case s == med.StepExpireRequest && r.closedNotOurs():
+		// Accepted by a close not ours: a request came, money maybe owed.
+		return med.ProblemNotAsOurs, "no close of ours is recorded"
 	case s == med.StepCloseRefund && r.closedUnknown():
 		// Sent, refused on a CLOSED request, read back with no result.
 		r.closeSent = true

@@ -716,7 +716,9 @@ const (
 	// RequestContradicted: the CLOSED result of the report's own request
 	// taken in contradicts the result recorded or our recorded close
 	// (closedResultNoticed), noted dict_not_as_ours on the report, open or
-	// ended.
+	// ended; or, the report awaiting its request, the copy taken has it
+	// CLOSED with no result or accepted by a close not ours
+	// (noteClosedNotOurs).
 	RequestContradicted = "contradicted"
 )
 
@@ -765,6 +767,9 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			}
 			next.RefundRequestState, next.RefundRequestModifiedAt = ptr(string(in.Status)), ptr(in.LastModified)
 			next.RefundRequestDICTResult, next.RefundRequestDICTReason = refundResultOf(in), refundReasonOf(in)
+			if noteClosedNotOurs(&next) {
+				outcome = RequestContradicted
+			}
 			return save(ctx, tx, cur, next)
 		case takesRequest(cur, in, now) || (in.Status == dict.RefundOpen && reopenable(cur, now)):
 			state, modified, kept, err := keptCopy(ctx, tx, requestID, cur.ID, in)
@@ -799,7 +804,7 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 			// on-call's, nothing the DICT sent lost.
 			return keep(tx, cur, "another_request")
 		}
-		return take(ctx, tx, cur, next, in, requestID)
+		return take(ctx, tx, cur, next, in, requestID, &outcome)
 	})
 	switch {
 	case err != nil:
@@ -818,16 +823,38 @@ func (s *Store) intakeRefund(ctx context.Context, in dict.Refund) (out Report, c
 // report cur answers, as next. Its result and reason are this copy's, and
 // the close marked sent for the request before is not its own: Save clears
 // that mark (med.sql), which the run reads as null (closedCopy,
-// closedByTheDICT).
-func take(ctx context.Context, tx pgx.Tx, cur, next Report, in dict.Refund, requestID uuid.UUID) (Report, bool, error) {
+// closedByTheDICT). Taken CLOSED not as ours, it is noted so
+// (noteClosedNotOurs; outcome RequestContradicted).
+func take(ctx context.Context, tx pgx.Tx, cur, next Report, in dict.Refund, requestID uuid.UUID, outcome *string) (Report, bool, error) {
 	next.RefundRequestID, next.RefundRequestCents = &requestID, ptr(int64(in.RefundAmount))
 	next.RefundRequestDICTResult, next.RefundRequestDICTReason = refundResultOf(in), refundReasonOf(in)
+	sent := next.RefundCloseSentAt
+	next.RefundCloseSentAt = nil // as Save clears it
+	if noteClosedNotOurs(&next) {
+		*outcome = RequestContradicted
+	}
+	next.RefundCloseSentAt = sent
 	// Kept on its own before (before this report could take it): the
 	// report answers it now, it is on-call's no longer.
 	if _, err := tx.Exec(ctx, medSQL.Taken, requestID, cur.ID); err != nil {
 		return Report{}, false, fmt.Errorf("refund request %s taken by report %s: %w", requestID, cur.ID, err)
 	}
 	return save(ctx, tx, cur, next)
+}
+
+// noteClosedNotOurs notes dict_not_as_ours on next, a report awaiting its
+// request, when the copy just taken has its own request CLOSED with no
+// result or accepted by a close not ours (closedNotOurs; none of ours
+// marked sent, which CloseRefund reads back): the run only waits for its
+// 72 hours there, then stops (ExpireRequest), so it is seen at once, not up
+// to 72 hours later (review of issue 37, LOW-1). It changes no step: the
+// note is the alert's (pix_med_dict_problems). noted says it noted it.
+func noteClosedNotOurs(next *Report) (noted bool) {
+	if next.Status != StatusAwaitingRequest || next.DICTProblem != nil || next.RefundCloseSentAt != nil || !closedNotOurs(*next) {
+		return false
+	}
+	next.DICTProblem = ptr(ProblemNotAsOurs + ": " + closedNotOursProblem(*next))
+	return true
 }
 
 // keepReplaced keeps the request cur answered, cancelled by its requester

@@ -198,6 +198,7 @@ func (s *Store) Closed(ctx context.Context, at Report, seen dict.InfractionRepor
 			return end(ctx, tx, cur, next, EndReleased)
 		}
 		next.Status, next.RequestDueAt = StatusAwaitingRequest, ptr(now.Add(RequestWindow))
+		noteClosedNotOurs(&next) // its request taken CLOSED before: seen now
 		return save(ctx, tx, cur, next)
 	})
 }
@@ -214,9 +215,18 @@ func (s *Store) Cancel(ctx context.Context, at Report) (Report, bool, error) {
 	})
 }
 
-// cancellable says whether a cancel at the DICT still ends the report: no
-// return begun.
+// cancellable says whether a cancel at the DICT still ends the report,
+// what it holds released: no return begun, and its request not CLOSED with
+// no result or accepted by a close not ours (closedNotOurs: money may be
+// owed to the payer on it; the run goes its own way there, and stops
+// visibly, review of issue 37 LOW-2).
 func cancellable(r Report) bool {
+	return cancellableBefore(r) && !closedNotOurs(r)
+}
+
+// cancellableBefore is cancellable as the runs recorded before
+// closedCancelChange read it: no return begun.
+func cancellableBefore(r Report) bool {
 	switch r.Status {
 	case StatusReceived, StatusHeld, StatusAcknowledged, StatusAnalysed, StatusAwaitingRequest:
 		return true
