@@ -63,7 +63,7 @@ var lateRequestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 // F3, r23 LOW-9).
 var contradictionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "pix_med_dict_contradictions_total",
-	Help: "MED refund requests whose CLOSED result taken in contradicts our recorded close or the result recorded (noted dict_not_as_ours), by whether their report was open or ended.",
+	Help: "MED refund requests whose CLOSED result taken in contradicts our recorded close or the result recorded, or is none or accepted with no close of ours while the report awaits its request (noted dict_not_as_ours), by whether their report was open or ended.",
 }, []string{"report"})
 
 // The report label of contradictionsTotal.
