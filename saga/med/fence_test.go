@@ -96,6 +96,7 @@ func TestAReadBackTheReportDoesNotTakeStopsTheRun(t *testing.T) {
 	a := newActivityRun(t, f, r)
 	closed := request(r, 10_000, dict.RefundClosed)
 	r = f.step(f.store.IntakeRefund(ctx, closed))
+	a.dict.refunds[closed.ID] = closed // read back: CLOSED, no result said
 	other := request(r, 10_000, dict.RefundOpen)
 	a.dict.refunds[other.ID] = other
 	a.acts.Store = f.store.WithClock(func() time.Time { return r.RequestDueAt.Add(time.Minute) })
