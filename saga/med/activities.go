@@ -91,9 +91,9 @@ func (a *Activities) HoldReport(ctx context.Context, at Report) (Report, error) 
 }
 
 // CancelReport ends a report its reporter cancelled (Store.Cancel). One
-// its store no longer cancels for its request CLOSED not as ours
-// (closedNotOurs; a run recorded before closedCancelChange asks it) stops
-// visibly, nothing released.
+// its store does not end for its request CLOSED not as ours
+// (closedNotOurs: money may be owed to the payer) stops visibly, nothing
+// released.
 func (a *Activities) CancelReport(ctx context.Context, at Report) (Report, error) {
 	r, err := a.change(ctx, at, "infraction report cancelled by its reporter", a.Store.Cancel)
 	if err != nil || r.Gen != at.Gen || !r.Open() || !closedNotOurs(r) {

@@ -135,12 +135,10 @@ func TestTheExpiryReadsBackARequestClosedWithoutAResult(t *testing.T) {
 
 // Review of issue 37, LOW-2: a report cancelled by its reporter whose
 // request is CLOSED with no result, or accepted by a close not ours
-// (closedNotOurs), is not cancelled, what it holds released: money may be
-// owed to the payer on it. The run goes its own way (the 72 hours'
-// expiry stops visibly); a run recorded before the change asks the cancel,
-// which stops visibly, nothing released. Seen failing before the fix: the
-// run's step was cancel (the store's Cancel, by status only, then ended it
-// released).
+// (closedNotOurs), is not ended, what it holds released: money may be
+// owed to the payer on it. The run steps to the cancel, which stops
+// visibly, nothing released. Seen failing before the fix: the store's
+// Cancel, by status only, ended it released.
 func TestACancelReleasesNothingOnARequestClosedNotOurs(t *testing.T) {
 	for name, closeIt := range map[string]func(f *fixture, r med.Report) med.Report{
 		"without a result": func(f *fixture, r med.Report) med.Report { return f.closedWithoutResult(r) },
@@ -164,9 +162,7 @@ func TestACancelReleasesNothingOnARequestClosedNotOurs(t *testing.T) {
 			r = f.step(doorsOf(f.store).Intake(ctx, in))
 			require.True(t, r.Cancelled())
 
-			now := time.Now()
-			require.Equal(t, med.StepAwaitRequest, med.RunStep(r, now), "not cancelled: awaits its 72 hours, then stops")
-			require.Equal(t, med.StepCancel, med.RunStepWithout(r, now, "pix-med-closed-cancel"), "recorded before it: as it ran")
+			require.Equal(t, med.StepCancel, med.RunStep(r, time.Now()), "the run steps to the cancel, which stops")
 			_, changed, err := f.store.Cancel(ctx, r)
 			require.NoError(t, err)
 			require.False(t, changed, "the store cancels it no more")
@@ -180,6 +176,37 @@ func TestACancelReleasesNothingOnARequestClosedNotOurs(t *testing.T) {
 			f.requireMoney(c.AccountID, 10_000, 10_000)
 		})
 	}
+}
+
+// Review r6 HIGH-1: a report cancelled by its reporter while still under
+// analysis (acknowledged, never closed by us) whose PIX's refund request
+// was taken CLOSED not as ours steps to the cancel and stops visibly,
+// nothing released; it never waits for an analysis the store would refuse
+// on a cancelled report (no stop, nothing alerting, no release route).
+// Seen failing with cancellable excluding closedNotOurs: its step was
+// await_analysis.
+func TestACancelledReportUnderAnalysisWithARequestClosedNotOursStops(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.credit(10_000, 0)
+	in := report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour))
+	r := f.intake(in)
+	r = f.step(f.store.Hold(ctx, r))
+	r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
+	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+	r = f.closedWithoutResult(r)
+	in.Status, in.LastModified = dict.ReportCancelled, time.Now()
+	r = f.step(doorsOf(f.store).Intake(ctx, in))
+	require.True(t, r.Cancelled())
+	require.Equal(t, med.StatusAcknowledged, r.Status)
+
+	require.Equal(t, med.StepCancel, med.RunStep(r, time.Now()), "cancelled: the run steps to the cancel")
+	a := newActivityRun(t, f, r)
+	_, err := a.run(a.acts.CancelReport, r)
+	cur := f.requireStopped(err, r)
+	require.Contains(t, *cur.DICTProblem, "cancelled by its reporter, but")
+	require.Equal(t, int64(10_000), cur.HeldCents, "still held")
+	f.requireMoney(c.AccountID, 10_000, 10_000)
 }
 
 // Review of issue 37, LOW-1: a copy of its own request CLOSED with no

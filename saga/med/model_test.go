@@ -1213,8 +1213,8 @@ func (m *medModel) nextAt(r *mReport, now time.Time) med.Step {
 	if r.status == med.StatusEnded || r.status == med.StatusNotOurs {
 		return med.StepDone
 	}
-	cancellable := (r.status == med.StatusReceived || r.status == med.StatusHeld || r.status == med.StatusAcknowledged ||
-		r.status == med.StatusAnalysed || r.status == med.StatusAwaitingRequest) && !r.closedNotOurs()
+	cancellable := r.status == med.StatusReceived || r.status == med.StatusHeld || r.status == med.StatusAcknowledged ||
+		r.status == med.StatusAnalysed || r.status == med.StatusAwaitingRequest
 	if r.dictStatus == dict.ReportCancelled && cancellable {
 		return med.StepCancel
 	}
@@ -1364,6 +1364,10 @@ func (m *medModel) stops(r *mReport, s med.Step, cur med.Report) (string, string
 	switch {
 	case (s == med.StepReturn || s == med.StepExpireRequest || (s == med.StepCloseRefund && m.behindPSP)) && r.closedUnknown():
 		return med.ProblemNotAsOurs, "CLOSED without a result"
+	case s == med.StepCancel && r.closedNotOurs():
+		// Cancelled by its reporter, its request CLOSED not as ours:
+		// nothing released.
+		return med.ProblemNotAsOurs, "cancelled by its reporter, but"
 	case s == med.StepExpireRequest && r.closedNotOurs():
 		// Accepted by a close not ours: a request came, money maybe owed.
 		return med.ProblemNotAsOurs, "no close of ours is recorded"

@@ -208,25 +208,24 @@ func (s *Store) Closed(ctx context.Context, at Report, seen dict.InfractionRepor
 // money left with it).
 func (s *Store) Cancel(ctx context.Context, at Report) (Report, bool, error) {
 	return s.decide(ctx, at.ID, at.Gen, func(tx pgx.Tx, cur Report) (Report, bool, error) {
-		if !cur.Cancelled() || !cancellable(cur) {
+		if !cur.Cancelled() || !cancellable(cur) || closedNotOurs(cur) {
+			// closedNotOurs: its request CLOSED with no result or
+			// accepted by a close not ours, money may be owed to the
+			// payer on it: nothing released (the activity stops
+			// visibly; review of issue 37 LOW-2).
 			return cur, false, nil
 		}
 		return end(ctx, tx, cur, cur, EndCancelled)
 	})
 }
 
-// cancellable says whether a cancel at the DICT still ends the report,
-// what it holds released: no return begun, and its request not CLOSED with
-// no result or accepted by a close not ours (closedNotOurs: money may be
-// owed to the payer on it; the run goes its own way there, and stops
-// visibly, review of issue 37 LOW-2).
+// cancellable says whether a cancel at the DICT is the report's next step:
+// no return begun. The store's Cancel still refuses to end one whose
+// request is closedNotOurs (its activity then stops visibly): the run
+// steps to the cancel whatever the request, so that a report cancelled at
+// any status stops, never waits on for a step its reporter ended (an
+// analysis refused, review r6 HIGH-1).
 func cancellable(r Report) bool {
-	return cancellableBefore(r) && !closedNotOurs(r)
-}
-
-// cancellableBefore is cancellable as the runs recorded before
-// closedCancelChange read it: no return begun.
-func cancellableBefore(r Report) bool {
 	switch r.Status {
 	case StatusReceived, StatusHeld, StatusAcknowledged, StatusAnalysed, StatusAwaitingRequest:
 		return true

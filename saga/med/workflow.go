@@ -271,11 +271,6 @@ func runStep(r Report, now time.Time, versioned func(change string) bool) Step {
 			r, step = before, old
 		}
 	}
-	if step != StepCancel && r.Open() && r.Cancelled() && cancellableBefore(r) && !versioned(closedCancelChange) {
-		// Recorded before closedCancelChange: cancelled (the store ends
-		// it no more; the activity stops visibly).
-		return StepCancel
-	}
 	switch {
 	case step == StepFinish && r.Status == StatusAwaitingCredit && r.ReturnUntil != nil && now.Before(*r.ReturnUntil) &&
 		Next(r, now.Add(-earlyTolerance)) == StepReturn && versioned(returnToDeadlineChange):
@@ -291,13 +286,6 @@ func runStep(r Report, now time.Time, versioned func(change string) bool) Step {
 	}
 	return step
 }
-
-// closedCancelChange is the change id of a report cancelled by its
-// reporter whose request is CLOSED with no result, or accepted by a close
-// not ours (closedNotOurs): no longer cancelled, its hold released (money
-// may be owed to the payer), but run on to its stop (Next); the runs
-// recorded before it cancelled it (review of issue 37, LOW-2).
-const closedCancelChange = "pix-med-closed-cancel"
 
 // closedCopyChange is the change id of a report awaiting its request whose
 // request's CLOSED copy was taken in before our record of the close
