@@ -194,7 +194,7 @@ func TestACancelledReportUnderAnalysisWithARequestClosedNotOursStops(t *testing.
 	r = f.step(f.store.Hold(ctx, r))
 	r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
 	r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
-	r = f.closedWithoutResult(r)
+	f.closedWithoutResult(r)
 	in.Status, in.LastModified = dict.ReportCancelled, time.Now()
 	r = f.step(doorsOf(f.store).Intake(ctx, in))
 	require.True(t, r.Cancelled())
