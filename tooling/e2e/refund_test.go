@@ -852,7 +852,11 @@ func TestRefundRefusedByThePSPIsReversedOnlyWithoutARecord(t *testing.T) {
 		time.Sleep(wait)
 	}
 	require.Equal(t, pix.RefundDebited, s.refundStatus(ida), "a refusal alone reverses nothing")
-	require.Equal(t, pix.RefundDebited, s.refundStatus(idb))
+	// The second's PUT, asked again after its refusal, may already have met
+	// the record the PSP now holds and followed it (requested): never
+	// reversed either way (seen once in a clean clone: requested at the
+	// quiet period's half).
+	require.Contains(t, []string{pix.RefundDebited, pix.RefundRequested}, s.refundStatus(idb), "nothing reversed")
 	require.EqualValues(t, 10_000-6_000-1_500, s.balance("acc-refund-refused"))
 
 	got := s.waitRefund(ida, pix.RefundReversed, quiet+60*time.Second)
