@@ -453,7 +453,8 @@ func closedUnknown(r Report) bool {
 // may hold money owed to the payer on it: a request came, so the 72 hours'
 // expiry releases nothing (Store.ExpireRequest; the activity stops
 // visibly, dict_not_as_ours), nor does a cancel of the report end it
-// (cancellable), as an operator's release is refused before return_until
+// (Store.Cancel; CancelReport stops visibly), as an operator's release is
+// refused before return_until
 // (releasable; review of issue 37, MED-1 and LOW-2).
 func closedNotOurs(r Report) bool {
 	return r.RefundClosedAt == nil && r.RefundRequestID != nil && deref(r.RefundRequestState) == string(dict.RefundClosed) &&
