@@ -816,7 +816,11 @@ func reserved(h pix.Hold) int64 {
 // a block of its PIX, or a devolução of it, took part of it), in the
 // order they were made, with a pix.hold.fill_raised event each: they fill
 // to more, and the money freed (fillFromFreed, FillHolds, after this call)
-// and later inflows fill them. It returns what was raised in all. The
+// and later inflows fill them. A hold at or past its fill-until
+// (NewHold.FillUntil, by the database's clock as FillHolds) is not raised:
+// nothing fills it any more, and the room it would reserve stays the
+// PIX's (a block or a devolução of it may take it). It returns what was
+// raised in all. The
 // caller holds the account's lock (the lock order: the account, then the
 // holds) and calls it before the freed money fills anything. No lock of
 // the PIX's credit is needed: the room moves from what freed it to the

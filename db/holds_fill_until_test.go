@@ -288,3 +288,41 @@ func TestACreditBlockedPastAHoldsFillUntilTakesNothing(t *testing.T) {
 	requireMoney(t, s, "acc-1", 2_000, 0)
 	dbtest.RequireBooks(t, s)
 }
+
+// A hold past its fill-until is not raised (RaiseFillTo) when its PIX gets
+// room back, the same rule as Fill: no inflow fills it any more, so the
+// room raised into it would be reserved of the PIX for nothing (a block or
+// a devolução of the PIX refused, pix.ErrHoldExceedsCredit, for room no
+// hold will ever hold), and what it is short of stays short. The money
+// freed is the customer's, and the room the PIX's: a new block of it takes
+// both. Seen failing on the old RaiseFillTo (issue 37, review R5 LOW-1: the
+// hold was raised to 10,000 and the new block refused).
+func TestAHoldPastItsFillUntilIsNotRaised(t *testing.T) {
+	s, reported := spentPIX(t, 0)
+	ctx := context.Background()
+	blocked, _, err := hold(s, block("block:1", "acc-1", reported, 6_000))
+	require.NoError(t, err)
+	h := fillsUntil("med:1", "acc-1", 10_000, dbNow(t, s).Add(time.Hour))
+	h.EndToEndID = reported
+	m, _, err := hold(s, h)
+	require.NoError(t, err)
+	requireHold(t, s, m.ID, 4_000, 4_000, pix.HoldActive)
+	require.Equal(t, int64(6_000), fillShort(t, s, m.ID))
+	// Its fill-until passes (as a report's return_until does).
+	_, err = s.Pool().Exec(ctx, `UPDATE pix_holds SET fill_until = statement_timestamp() - interval '1 second' WHERE id = $1`, m.ID)
+	require.NoError(t, err)
+
+	_, released, err := release(s, blocked.ID, "block 72h")
+	require.NoError(t, err)
+	require.True(t, released)
+	requireHold(t, s, m.ID, 4_000, 4_000, pix.HoldActive)
+	require.Equal(t, int64(6_000), fillShort(t, s, m.ID), "short stays: nothing fills it any more")
+	require.Empty(t, eventsOf(t, s, "pix.hold.fill_raised"))
+	requireMoney(t, s, "acc-1", 10_000, 4_000)
+
+	again, _, err := hold(s, block("block:2", "acc-1", reported, 6_000))
+	require.NoError(t, err, "the room freed is the PIX's again")
+	require.Equal(t, int64(6_000), again.AmountCents)
+	requireMoney(t, s, "acc-1", 10_000, 10_000)
+	dbtest.RequireBooks(t, s)
+}

@@ -335,12 +335,17 @@ SELECT COALESCE(sum(restored_cents), 0)::bigint FROM restored
 -- holds), before the freed money fills anything (Fill): the holds raised
 -- take it in their turn. Nothing held changes. $4 the source's kind
 -- ('hold_release', 'hold_shrink', 'refund_reversal'), $5 its id, $6 the
--- traceparent of the events. Returns what was raised in all.
+-- traceparent of the events. A hold at or past its fill_until is not
+-- raised (the same rule and clock as Fill): no inflow fills it any more, so
+-- room raised into it would be reserved of the PIX for nothing (a block or
+-- a devolução of it refused); it stays short, and the room goes to the
+-- holds after it, else stays the PIX's. Returns what was raised in all.
 WITH short AS (
     SELECT id, fill_short_cents AS short,
            (sum(fill_short_cents) OVER (ORDER BY created_at, id) - fill_short_cents)::bigint AS before
     FROM pix_holds
-    WHERE end_to_end_id = $1 AND status = 'active' AND fill_short_cents > 0 AND id IS DISTINCT FROM $3::uuid),
+    WHERE end_to_end_id = $1 AND status = 'active' AND fill_short_cents > 0 AND id IS DISTINCT FROM $3::uuid
+      AND (fill_until IS NULL OR statement_timestamp() < fill_until)),
 raise AS (
     SELECT id, LEAST(short, $2 - before) AS cents FROM short WHERE before < $2),
 raised AS (
