@@ -99,7 +99,7 @@ func TestTwoDispatchersStartEachWorkflowOnce(t *testing.T) {
 	<-done
 
 	require.EqualValues(t, n, s.balance("acc-1"))
-	query := fmt.Sprintf("TaskQueue = %q", s.cfg.TaskQueues().Credits)
+	query := fmt.Sprintf("TaskQueue = %q", s.cfg.TaskQueues().Credits) + s.startedSince()
 	require.Eventually(t, func() bool {
 		res, err := s.client().CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
 		return err == nil && res.Count == n

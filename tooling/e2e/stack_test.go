@@ -102,6 +102,8 @@ type stack struct {
 	// settings are the sagas' own settings the stack set (app.WithSettings;
 	// a test's own, among opts, over them).
 	settings map[string]string
+	// began is when the stack started: its runs started after.
+	began time.Time
 
 	workerMu   sync.Mutex
 	stopWorker func() // stops the running worker and waits for it
@@ -217,13 +219,16 @@ func startStack(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tun
 // Temporal server is down, when nothing can promote the build yet.
 func startStackUnpromoted(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tune func(*config.Config), opts ...app.Option) *stack {
 	t.Helper()
+	began := time.Now()
 	cfg := config.Default()
 	cfg.DatabaseURL = dbtest.URL(t)
 	cfg.DatabaseMaxConns = 10
 	cfg.TemporalAddress = srv.Address
 	// Every family's queue is derived from it: pix-transfer-<suffix>,
-	// pix-maintenance-<suffix>, all of them the test's own.
-	cfg.TemporalTaskQueue = "pix-credit-" + randomSuffix()
+	// pix-maintenance-<suffix>, all of them the test's own (one an earlier
+	// test ended with, emptied: see recycledBases).
+	base, recycled := takeBase(srv)
+	cfg.TemporalTaskQueue = base
 	cfg.InboxAttemptsMax = 3
 	cfg.InboxRetryInitial = 200 * time.Millisecond
 	cfg.InboxRetryMaxInterval = time.Second
@@ -267,6 +272,13 @@ func startStackUnpromoted(t *testing.T, srv *temporaltest.Server, prod *producti
 	if tune != nil {
 		tune(&cfg)
 	}
+	reusable := reusableBase(srv, cfg, base)
+	if recycled && !reusable {
+		giveBackBase(base)
+		if cfg.TemporalTaskQueue == base {
+			cfg.TemporalTaskQueue = "pix-credit-" + randomSuffix()
+		}
+	}
 	logs := &syncBuffer{}
 	a, err := app.New(context.Background(), cfg, logging.New(logs, "info"), append([]app.Option{app.WithSettings(settings)}, opts...)...)
 	require.NoError(t, err)
@@ -285,8 +297,12 @@ func startStackUnpromoted(t *testing.T, srv *temporaltest.Server, prod *producti
 		}
 		return a.ServeAPI(gctx, ln)
 	})
-	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, pspClock: clock, natsURL: cfg.NATSURL, logs: logs, settings: settings}
+	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, pspClock: clock, natsURL: cfg.NATSURL, logs: logs, settings: settings, began: began}
 	s.startWorker()
+	if reusable {
+		// After the stack's cleanup (below) stopped its worker.
+		t.Cleanup(func() { s.recycleBase() })
+	}
 	t.Cleanup(func() {
 		// Connections the client dialed but never used would hold the
 		// server's graceful shutdown until they are 5 s old.
@@ -542,14 +558,27 @@ func clientOptions(s *stack, id string) client.StartWorkflowOptions {
 }
 
 // taskQueuesQuery is a visibility filter for the runs of every family's
-// task queue of the stack (each derived from its own TEMPORAL_TASK_QUEUE,
-// so no other test's runs).
+// task queue of the stack (each derived from its own TEMPORAL_TASK_QUEUE)
+// started since the stack: no other test's runs, also on a recycled base
+// (recycledBases).
 func (s *stack) taskQueuesQuery() string {
+	return s.queuesFilter() + s.startedSince()
+}
+
+// queuesFilter is a visibility filter for every run ever started on the
+// stack's task queues (an earlier test's too, on a recycled base).
+func (s *stack) queuesFilter() string {
 	var qs []string
 	for _, q := range s.cfg.TaskQueues().All() {
 		qs = append(qs, fmt.Sprintf("TaskQueue = '%s'", q))
 	}
 	return "(" + strings.Join(qs, " OR ") + ")"
+}
+
+// startedSince is a visibility filter's clause for the runs started since
+// the stack was: on a recycled base, those of the test's own.
+func (s *stack) startedSince() string {
+	return fmt.Sprintf(" AND StartTime >= '%s'", s.began.UTC().Format(time.RFC3339Nano))
 }
 
 // metric reads a counter's or a gauge's value, or a histogram's
