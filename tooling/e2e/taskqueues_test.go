@@ -98,10 +98,10 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 	s.killWorker()
 	s.startWorker()
 	s.waitLog("worker running", 2)
-	// Its build current, the worker brings the Schedules to its
-	// configuration within a second of its start (worker.KeepSchedules):
-	// give it a few.
-	time.Sleep(3 * time.Second)
+	// Its build current, the restarted worker brings the Schedules to its
+	// configuration (worker.KeepSchedules), then says so: compared once it
+	// has, however long that took.
+	s.waitLog("schedules brought to this worker's configuration: its build is current", 2)
 	for _, id := range ids {
 		again, err := c.ScheduleClient().GetHandle(ctx, id).Describe(ctx)
 		require.NoError(t, err)
