@@ -314,13 +314,18 @@ func (m *medModel) newHold(r *mReport, asked int64) *mHold {
 
 // raise is the model of db.RaiseFillTo: room of the PIX e2e just freed
 // raises its active holds that fill, but except, by what its room cut
-// them short, in the order they were made.
+// them short, in the order they were made; a hold past its fill-until is
+// passed over (nothing fills it any more: the room stays the PIX's).
 func (m *medModel) raise(e2e string, room int64, except *mHold) {
 	for _, h := range m.holds {
 		if room <= 0 {
 			return
 		}
 		if h.e2e != e2e || !h.active || h.whole || h == except || h.short == 0 {
+			continue
+		}
+		if h.expired {
+			m.passedOver++
 			continue
 		}
 		c := min(h.short, room)
