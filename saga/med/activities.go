@@ -93,11 +93,22 @@ func (a *Activities) HoldReport(ctx context.Context, at Report) (Report, error) 
 // CancelReport ends a report its reporter cancelled (Store.Cancel). One
 // its store does not end for its request CLOSED not as ours
 // (closedNotOurs: money may be owed to the payer) stops visibly, nothing
-// released.
+// released. But with the DICT, a request whose CLOSED copy came after our
+// close was sent and before it was recorded (closedCopy: most likely our
+// own close, its answer lost) is read back first, as its close does
+// (CloseRefundRequest, with no send while the DICT holds it CLOSED): our
+// close found there is recorded, and the run's next cancel ends the report;
+// a request the DICT holds otherwise stops the run as that read-back does.
+// Nothing is released but on the DICT's definitive word (review r6 LOW-1:
+// it stopped with no read-back, every ProblemRetryAfter). Behind a PSP
+// there is nothing to read back: it stops.
 func (a *Activities) CancelReport(ctx context.Context, at Report) (Report, error) {
 	r, err := a.change(ctx, at, "infraction report cancelled by its reporter", a.Store.Cancel)
 	if err != nil || r.Gen != at.Gen || !r.Open() || !closedNotOurs(r) {
 		return r, err
+	}
+	if !a.BehindPSP && r.Status == StatusAwaitingRequest && closedCopy(r) {
+		return a.CloseRefundRequest(ctx, r)
 	}
 	return Report{}, a.stop(ctx, r, ProblemNotAsOurs, "cancelled by its reporter, but "+closedNotOursProblem(r))
 }

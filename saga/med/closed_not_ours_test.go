@@ -272,3 +272,81 @@ func TestACopyClosedNotOursIsNotedAsItIsTaken(t *testing.T) {
 		})
 	}
 }
+
+// Review r6 LOW-1: a report cancelled by its reporter whose request's copy
+// is taken CLOSED after our close was sent (marked) but before it was
+// recorded (the answer lost): with the DICT, the cancel reads the request
+// back, as the close would (CloseRefundRequest), and records our close on
+// the DICT's definitive word; the cancel then ends the report, released.
+// A DICT that holds the request otherwise (accepted: money maybe owed)
+// stops the run visibly as the close's read-back does, nothing released.
+// Seen failing before the fix: stopped "cancelled by its reporter, but",
+// every ProblemRetryAfter, with the DICT's answer never read.
+func TestACancelAfterOurCloseWasSentReadsTheCloseBack(t *testing.T) {
+	for _, dictSays := range []dict.RefundAnalysisResult{dict.Rejected, dict.TotallyAccepted} {
+		t.Run(string(dictSays), func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			c := f.credit(10_000, 0)
+			in := report(c.EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour))
+			r := f.agreedFrom(in)
+			req := request(r, 10_000, dict.RefundOpen)
+			r = f.step(f.store.IntakeRefund(ctx, req))
+			// Taken too late: closed REJECTED NO_BALANCE as the deadline
+			// closes it; the DICT closes it, the answer is lost.
+			past := r.ReturnUntil.Add(time.Second)
+			late := f.store.WithClock(func() time.Time { return past })
+			a := newActivityRun(t, f, r)
+			a.acts.Store = late
+			a.dict.refunds[req.ID] = req
+			a.dict.loseNext = true
+			require.Equal(t, med.StepCloseRefund, med.RunStep(r, past))
+			_, err := a.run(a.acts.CloseRefundRequest, r)
+			require.Error(t, err, "the answer lost")
+			r = a.current(r)
+			require.True(t, r.Sent(med.WriteRefundClose))
+			require.Nil(t, r.RefundClosedAt)
+			if dictSays != dict.Rejected { // the DICT holds it otherwise
+				seen := acceptedNotOurs(r, req.ID)
+				a.dict.refunds[req.ID] = seen
+			}
+			r = f.closedWithoutResult(r) // the lister's copy: CLOSED, no result said
+			in.Status, in.LastModified = dict.ReportCancelled, time.Now()
+			r = f.step(doorsOf(f.store).Intake(ctx, in))
+			require.True(t, r.Cancelled())
+			require.Equal(t, med.StepCancel, med.RunStep(r, past))
+
+			got, err := a.run(a.acts.CancelReport, r)
+			if dictSays != dict.Rejected {
+				cur := f.requireStopped(err, r)
+				require.NotContains(t, *cur.DICTProblem, "cancelled by its reporter, but")
+				require.Contains(t, *cur.DICTProblem, "not as we close it")
+				require.Equal(t, int64(10_000), cur.HeldCents, "still held")
+				f.requireMoney(c.AccountID, 10_000, 10_000)
+				return
+			}
+			require.NoError(t, err, "read back and recorded, not stopped")
+			require.NotNil(t, got.RefundClosedAt, "our close recorded from the DICT's word")
+			require.Nil(t, got.DICTProblem)
+			require.Equal(t, med.StepCancel, med.RunStep(got, past))
+			got, err = a.run(a.acts.CancelReport, got)
+			require.NoError(t, err)
+			require.Equal(t, med.StatusEnded, got.Status)
+			require.Equal(t, med.EndCancelled, *got.EndCause)
+			require.Equal(t, 1, a.dict.sent["closeRefund"], "closed once")
+			f.requireMoney(c.AccountID, 10_000, 0)
+			f.requireNoDevolucao(c.EndToEndID)
+			f.requireBooks()
+		})
+	}
+}
+
+// agreedFrom is agreedOn of the report in, taken in.
+func (f *fixture) agreedFrom(in dict.InfractionReport) med.Report {
+	ctx := context.Background()
+	r := f.intake(in)
+	r = f.step(f.store.Hold(ctx, r))
+	r = f.step(f.store.Acknowledged(ctx, r, dict.InfractionReport{}))
+	f.step(f.store.Analyse(ctx, r.ID, dict.Agreed, "", "operator-1"))
+	return f.step(f.store.Closed(ctx, f.get(r), dict.InfractionReport{}))
+}
