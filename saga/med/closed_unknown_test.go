@@ -2,6 +2,7 @@ package med_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,6 +113,59 @@ func TestTheExpiryReleasesNothingOnARequestClosedWithoutAResult(t *testing.T) {
 			require.Equal(t, med.StatusAwaitingRequest, r.Status)
 			r = f.closedWithoutResult(r)
 			f.expiresNothing(r, psp, "CLOSED without a result")
+		})
+	}
+}
+
+// Review r6 LOW-3: the note (or stop) "CLOSED without a result" is
+// rewritten as the request's result is taken (closedResultNoticed), not
+// left until the run's next stop: REJECTED clears it (the run closes and
+// ends the report, woken by the intake), accepted by a close not ours
+// says so, and a cancel's stop keeps its "cancelled by its reporter, but".
+// Seen failing before the fix: the text still said "without a result".
+func TestAResultTakenRewritesTheClosedWithoutAResultNote(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		cancelled bool
+		result    dict.RefundAnalysisResult
+		want      string // "": cleared
+	}{
+		{name: "rejected", result: dict.Rejected},
+		{name: "accepted not ours", result: dict.TotallyAccepted, want: "CLOSED TOTALLY_ACCEPTED and no close of ours"},
+		{name: "cancelled, accepted not ours", cancelled: true, result: dict.TotallyAccepted,
+			want: "cancelled by its reporter, but the DICT's copy has the refund request CLOSED TOTALLY_ACCEPTED"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			in := report(f.credit(10_000, 0).EndToEndID, dict.ReportOpen, time.Now().Add(-time.Hour))
+			r := f.agreedFrom(in)
+			r = f.step(f.store.IntakeRefund(ctx, request(r, 10_000, dict.RefundOpen)))
+			r = f.closedWithoutResult(r)
+			require.Contains(t, derefS(r.DICTProblem), "CLOSED without a result", "noted as it is taken")
+			if c.cancelled {
+				in.Status, in.LastModified = dict.ReportCancelled, time.Now()
+				r = f.step(doorsOf(f.store).Intake(ctx, in))
+				a := newActivityRun(t, f, r)
+				_, err := a.run(a.acts.CancelReport, r)
+				r = f.requireStopped(err, r)
+				require.Contains(t, *r.DICTProblem, "cancelled by its reporter, but the DICT's copy has the refund request CLOSED without a result")
+			}
+			seen := acceptedNotOurs(r, r.RefundRequestID.String())
+			if c.result == dict.Rejected {
+				seen = closedRejectedCopy(request(r, 10_000, dict.RefundClosed))
+				seen.ID = r.RefundRequestID.String()
+			}
+			seen.LastModified = time.Now().Add(time.Second)
+			r = f.step(f.store.IntakeRefund(ctx, seen))
+			require.Equal(t, string(c.result), derefS(r.RefundRequestDICTResult))
+			if c.want == "" {
+				require.Nil(t, r.DICTProblem)
+				return
+			}
+			require.NotContains(t, derefS(r.DICTProblem), "without a result")
+			require.Contains(t, derefS(r.DICTProblem), c.want)
+			require.True(t, strings.HasPrefix(*r.DICTProblem, med.ProblemNotAsOurs+": "))
 		})
 	}
 }

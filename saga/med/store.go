@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -997,15 +998,40 @@ func closedResultNoticed(ctx context.Context, tx pgx.Tx, cur Report, in dict.Ref
 	case recorded == "" || in.AnalysisResult == dict.Rejected || (recorded != string(dict.Rejected) && later):
 		next.RefundRequestDICTResult, next.RefundRequestDICTReason = refundResultOf(in), refundReasonOf(in)
 	}
-	if recorded != string(in.AnalysisResult) && (recorded != "" || againstOurClose(cur, in)) {
-		next.DICTProblem = ptr(notAsRecorded(cur, in))
+	noted := false
+	switch {
+	case recorded != string(in.AnalysisResult) && (recorded != "" || againstOurClose(cur, in)):
+		next.DICTProblem, noted = ptr(notAsRecorded(cur, in)), true
+	case recorded == "":
+		next.DICTProblem, noted = resultTaken(next)
 	}
 	if !later && deref(next.RefundRequestDICTResult) == recorded && deref(next.RefundRequestDICTReason) == deref(cur.RefundRequestDICTReason) &&
 		deref(next.DICTProblem) == deref(cur.DICTProblem) {
 		return cur, false, false, nil
 	}
 	out, changed, err = save(ctx, tx, cur, next)
-	return out, changed, deref(next.DICTProblem) != deref(cur.DICTProblem), err
+	return out, changed, noted && deref(next.DICTProblem) != deref(cur.DICTProblem), err
+}
+
+// resultTaken is the dict_problem of next, whose request's first result
+// was just taken, and whether it notes one anew: a note or stop that says
+// the request is CLOSED without a result (closedUnknownProblem, whatever
+// its prefix: a cancel's) is stale once it has one, not left until the
+// run's next stop rewrites it (review r6 LOW-3). Accepted by a close not
+// ours (closedNotOurs), it says so in its place, as a copy taken accepted
+// is noted (noteClosedNotOurs); otherwise (REJECTED: the run closes and
+// ends the report; our close recorded) it is cleared. The intake wakes the
+// run, which decides again on the result (a stop noted at an older
+// generation is not waited on). Any other problem is kept.
+func resultTaken(next Report) (*string, bool) {
+	problem := deref(next.DICTProblem)
+	if !strings.Contains(problem, closedUnknownProblem) {
+		return next.DICTProblem, false
+	}
+	if closedNotOurs(next) {
+		return ptr(strings.Replace(problem, closedUnknownProblem, closedNotOursProblem(next), 1)), true
+	}
+	return nil, false
 }
 
 // notAsRecorded is the dict_not_as_ours stop of the CLOSED copy in of
