@@ -152,13 +152,22 @@ const migrationLockWait = 15 * time.Minute
 // names of the migrations it applied. It refuses to run when an applied
 // migration's file changed since it was applied, and fails when the schema
 // holds an INVALID index once it is done.
-func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
-	return migrate(ctx, pool, embeddedMigrations(), migrationLockWait)
+//
+// Once they are applied, still under the lock, the schema is secured
+// (roles.go, migration 0064's pix_secure): its functions pinned to it, and
+// the service role's grants made what the service needs, no more, when
+// opts name a service role (GrantTo) other than the migrating one.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...MigrateOption) ([]string, error) {
+	return migrate(ctx, pool, embeddedMigrations(), migrationLockWait, opts...)
 }
 
 // migrate applies the migrations of fsys, waiting at most wait for the
-// migration lock.
-func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, wait time.Duration) ([]string, error) {
+// migration lock, and secures the schema (when fsys made pix_secure).
+func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, wait time.Duration, opts ...MigrateOption) ([]string, error) {
+	var o migrateOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	files, err := migrationsIn(fsys)
 	if err != nil {
 		return nil, err
@@ -199,6 +208,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, wait time.Dura
 		return nil, Classify(fmt.Errorf("migrate: %w", err))
 	}
 	applied := appliedNames(results)
+	if err := r.secure(ctx, o.service); err != nil {
+		return applied, Classify(err)
+	}
 	invalid, err := invalidIndexes(ctx, sqlDB)
 	if err != nil {
 		return applied, Classify(err)
@@ -239,7 +251,12 @@ func (r runner) byVersion() map[int64]Migration {
 // would create it, with its row of version 0); the takeover of a database
 // the earlier runner migrated; and the refusal of a changed migration.
 // goose's own Up then takes the lock again.
-func (r runner) prepare(ctx context.Context) (err error) {
+func (r runner) prepare(ctx context.Context) error {
+	return r.locked(ctx, func(conn *sql.Conn) error { return r.prepareOn(ctx, conn) })
+}
+
+// locked runs fn on a connection of its own, holding the migration lock.
+func (r runner) locked(ctx context.Context, fn func(*sql.Conn) error) (err error) {
 	conn, err := r.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
@@ -249,7 +266,11 @@ func (r runner) prepare(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, r.locker.SessionUnlock(context.WithoutCancel(ctx), conn)) }()
+	return fn(conn)
+}
 
+// prepareOn is prepare's transaction on conn, which holds the lock.
+func (r runner) prepareOn(ctx context.Context, conn *sql.Conn) error {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -430,7 +451,8 @@ func (l migrationLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) erro
 
 // migrateSQL holds the statements of queries/migrate.sql.
 var migrateSQL struct {
-	LockKey, TableExists, CreateChecksumTable, RecordChecksum, LegacyApplied, AdoptLegacy, RecordLegacy, Applied, InvalidIndexes string
+	LockKey, TableExists, CreateChecksumTable, RecordChecksum, LegacyApplied, AdoptLegacy, RecordLegacy, Applied, InvalidIndexes,
+	CanSecure, Secure string
 }
 
 func init() { bindQueries("migrate.sql", &migrateSQL) }

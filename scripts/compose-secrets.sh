@@ -9,8 +9,9 @@
 # password only when the pgdata volume is first initialised, and Temporal's
 # database holds payloads encrypted with the codec key. To replace one,
 # delete its file and the state that depends on it (for the password:
-# `docker compose down -v`), then run this again. database_url is derived
-# from postgres_password, so it is rewritten every time.
+# `docker compose down -v`), then run this again. database_url and
+# migrate_database_url are derived from the roles' passwords, so they are
+# rewritten every time.
 #
 # The directory is private to its owner (0700); the files in it are
 # readable by all (0644) because Compose bind-mounts them as they are, and
@@ -42,7 +43,13 @@ make_once() {
 }
 
 make_once postgres_password "$(random_hex 24)"
-put database_url "postgres://pix:$(cat "$dir/postgres_password")@postgresql:5432/pix?sslmode=disable"
+# The migrator's and the service's roles (docker-compose.yml's db-roles
+# sets their passwords at every start: these two may be replaced, then
+# `docker compose up` again).
+make_once pix_migrator_password "$(random_hex 24)"
+make_once pix_service_password "$(random_hex 24)"
+put migrate_database_url "postgres://pix_migrator:$(cat "$dir/pix_migrator_password")@postgresql:5432/pix?sslmode=disable"
+put database_url "postgres://pix_service:$(cat "$dir/pix_service_password")@postgresql:5432/pix?sslmode=disable"
 make_once temporal_codec_keys "compose-1=$(random_base64 32)"
 make_once webhook_secrets "dev-psp=whsec_$(random_base64 32)"
 make_once admin_token "$(random_hex 32)"

@@ -47,7 +47,8 @@ trap 'stop_cluster "$dir/pg"' EXIT
 
 psql "$base/postgres" -qc "DROP DATABASE IF EXISTS pix_faults WITH (FORCE)"
 psql "$base/postgres" -qc "CREATE DATABASE pix_faults"
-export DATABASE_URL="$base/pix_faults?sslmode=disable"
+# The migrator and the service role, as production (docs/operations.md).
+use_two_roles "$base/pix_faults?sslmode=disable"
 export PIXD TEMPORAL_CLI="$BIN/temporal"
 # An immediate stop is a crash: no checkpoint, connections cut.
 export PIX_FAULTS_PG_STOP="$pg_ctl_cmd -m immediate -w stop"

@@ -484,6 +484,24 @@ ensure_postgres() {
 	echo "$base/$db?sslmode=disable"
 }
 
+# use_two_roles URL: the database at URL (a superuser's, as ensure_postgres
+# prints it) served as production serves it (docs/operations.md, "The
+# database's roles"): deploy/postgres/roles.sql makes the migrator
+# pix_migrator, which owns the database and what is in it, and the service
+# role pix_service, which owns nothing (pixd migrate grants it what it
+# needs). Both log in without a password: the local clusters trust
+# 127.0.0.1. Exports MIGRATE_DATABASE_URL (the migrator's) and DATABASE_URL
+# (the service's).
+use_two_roles() {
+	local url=$1 rest
+	psql "$url" -q -o /dev/null -v ON_ERROR_STOP=1 -v migrator_password= -v service_password= \
+		-f "$ROOT/deploy/postgres/roles.sql" || die "the database's roles in $url"
+	rest=${url#*://}
+	rest=${rest#*@}
+	export MIGRATE_DATABASE_URL="postgres://pix_migrator@$rest"
+	export DATABASE_URL="postgres://pix_service@$rest"
+}
+
 # warn_postgres_major URL: says so when the PostgreSQL at URL (the one the
 # tests run, the machine's) is not of the major version docker-compose.yml
 # runs (.env's POSTGRES_VERSION, checked there by tools/deploycheck): the

@@ -24,9 +24,11 @@ go build -buildvcs=auto -o "$BIN/pixd" ./cmd/pixd
 go build -buildvcs=auto -o "$BIN/pspsim" ./cmd/pspsim
 go build -buildvcs=auto -o "$BIN/dictsim" ./cmd/dictsim
 
+# Two roles, as production: pix_migrator migrates, pix_service serves
+# (use_two_roles). A DATABASE_URL given is used as it is (with
+# MIGRATE_DATABASE_URL if given too: else one role, which pixd says at WARN).
 if [ -z "${DATABASE_URL:-}" ]; then
-	DATABASE_URL=$(ensure_postgres pix)
-	export DATABASE_URL
+	use_two_roles "$(ensure_postgres pix)"
 fi
 
 export TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:7233}"
@@ -194,7 +196,7 @@ cat >&2 <<MSG
   MED            $med_line
   NATS           $NATS_URL   (make events: pixctl events tail)
   Temporal UI    $TEMPORAL_UI_URL
-  Database       $DATABASE_URL
+  Database       $DATABASE_URL (migrations: ${MIGRATE_DATABASE_URL:-the same role})
   Demo           make demo   (in another terminal)
 
 MSG

@@ -33,8 +33,19 @@ var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
 // whose search_path is that schema. The schema lives in a database of its
 // own, a copy of the migrated template (template.go): the same catalog
 // the migrations make, without running them for each test. The database is
-// dropped at cleanup.
+// dropped at cleanup. The URL connects as the schema's owner, or as
+// ServiceRole with PIX_TEST_AS_SERVICE=1 (roles.go).
 func URL(t testing.TB) string {
+	t.Helper()
+	u := ownerURL(t)
+	if asService() {
+		return AsService(t, u)
+	}
+	return u
+}
+
+// ownerURL is URL connecting as the schema's owner.
+func ownerURL(t testing.TB) string {
 	t.Helper()
 	skipInShort(t)
 	ctx := context.Background()
@@ -126,7 +137,7 @@ func New(t testing.TB) *db.Store {
 // puts the database's clock ahead (a worker whose clock runs behind).
 func NewClockBehind(t testing.TB, behind time.Duration) *db.Store {
 	t.Helper()
-	u := URL(t)
+	u := ownerURL(t)
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, u)
 	require.NoError(t, err)
@@ -135,13 +146,17 @@ func NewClockBehind(t testing.TB, behind time.Duration) *db.Store {
 CREATE FUNCTION clock_behind.now() RETURNS timestamptz LANGUAGE sql STABLE
 AS $$ SELECT pg_catalog.now() - interval '%[1]d microseconds' $$;
 CREATE FUNCTION clock_behind.statement_timestamp() RETURNS timestamptz LANGUAGE sql STABLE
-AS $$ SELECT pg_catalog.statement_timestamp() - interval '%[1]d microseconds' $$`, behind.Microseconds()))
+AS $$ SELECT pg_catalog.statement_timestamp() - interval '%[1]d microseconds' $$;
+GRANT USAGE ON SCHEMA clock_behind TO %[2]s`, behind.Microseconds(), pgx.Identifier{ServiceRole}.Sanitize()))
 	require.NoError(t, err)
 	parsed, err := neturl.Parse(u)
 	require.NoError(t, err)
 	schema := parsed.Query().Get("search_path")
 	u, err = db.SchemaURL(u, schema+",clock_behind,pg_catalog")
 	require.NoError(t, err)
+	if asService() {
+		u = AsService(t, u)
+	}
 	pool, err := db.Open(ctx, u, 10)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)

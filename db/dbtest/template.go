@@ -84,6 +84,9 @@ func migratedTemplate(ctx context.Context) (string, error) {
 	template.once.Do(func() {
 		name, err := templateName()
 		if err == nil {
+			err = serviceRole()
+		}
+		if err == nil {
 			template.inUse, err = lockInUse(ctx, name)
 		}
 		if err == nil {
@@ -270,7 +273,7 @@ func migrateTemplate(ctx context.Context, name string) error {
 		return err
 	}
 	defer pool.Close()
-	if _, err := db.Migrate(ctx, pool); err != nil {
+	if _, err := db.Migrate(ctx, pool, db.GrantTo(ServiceRole)); err != nil {
 		return fmt.Errorf("migrate the template: %w", err)
 	}
 	return nil
@@ -302,6 +305,12 @@ func copyTemplate(ctx context.Context, template, name string) (string, error) {
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "ALTER SCHEMA "+templateSchema+" RENAME TO "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return "", err
+	}
+	// The functions were pinned to the template's schema (0064's
+	// pix_secure): pinned to the copy's. The service role's grants are
+	// the template's, copied with it.
+	if _, err := conn.Exec(ctx, "SET search_path = "+pgx.Identifier{name}.Sanitize()+"; SELECT pix_secure(NULL)"); err != nil {
+		return "", fmt.Errorf("pin the copy's functions: %w", err)
 	}
 	return u, nil
 }

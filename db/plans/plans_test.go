@@ -190,12 +190,16 @@ var statementPlans = map[string]statementPlan{
 	"migrate.LockKey":             exempt(atMigration, migrationOnly),
 	"migrate.RecordChecksum":      exempt(atMigration, migrationOnly),
 	"migrate.RecordLegacy":        exempt(atMigration, migrationOnly),
+	"migrate.CanSecure":           exempt(atMigration, migrationOnly),
+	"migrate.Secure":              exempt(atMigration, migrationOnly),
 	"migrate.TableExists":         exempt(atMigration, migrationOnly),
 
 	"outbox.ClaimEvents":          checked(periodic),
 	"outbox.Lag":                  checked(periodic),
 	"outbox.MarkPublished":        checked(perPIX),
 	"outbox.RecordPublishFailure": checked(perPIX),
+
+	"roles.Owner": checked(periodic), // the catalog, at the api's and the worker's start
 
 	"queries.AccountStatus":       checked(perPIX),
 	"queries.AddCancelWake":       checked(perPIX),

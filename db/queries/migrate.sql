@@ -77,3 +77,14 @@ SELECT c.relname::text FROM pg_index i
 JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE NOT i.indisvalid AND n.nspname = current_schema()
 ORDER BY 1
+
+-- name: CanSecure
+-- Whether the schema has pix_secure (migration 0064): a schema whose
+-- migrations do not make it (a test's own files) is left as it is.
+SELECT to_regprocedure('pix_secure(name)') IS NOT NULL
+
+-- name: Secure
+-- The schema secured once migrated (migration 0064): its functions pinned
+-- to it, and the service role $1 granted what the service needs (NULL:
+-- the pins only).
+SELECT pix_secure($1::name)

@@ -29,6 +29,13 @@ import (
 type Config struct {
 	DatabaseURL      string
 	DatabaseMaxConns int32
+	// MigrateDatabaseURL is where pixd migrate (and dev) applies the
+	// migrations: the migrator's role, which owns the schema. "": the
+	// service's DatabaseURL, one role for both (logged at WARN).
+	MigrateDatabaseURL string
+	// DatabaseServiceRole is the role the migrations grant the service's
+	// privileges to; "": the user DatabaseURL names.
+	DatabaseServiceRole string
 
 	TemporalAddress   string
 	TemporalNamespace string
@@ -470,6 +477,11 @@ func (r *reader) readStores(c *Config, environ func() []string) {
 		c.DatabaseURL = v
 	}
 	r.integer("DATABASE_MAX_CONNS", 1, 1000, func(n int64) { c.DatabaseMaxConns = int32(n) })
+	// The migrator's URL carries its password: a secret too.
+	if v, ok := r.secret("MIGRATE_DATABASE_URL"); ok {
+		c.MigrateDatabaseURL = v
+	}
+	r.str("DATABASE_SERVICE_ROLE", &c.DatabaseServiceRole)
 	if conn, err := temporalConnection(r.lookup, environ); err != nil {
 		r.fail(err)
 	} else {

@@ -57,6 +57,9 @@ var Variables = func() []Variable {
 		}
 	}
 	add(api|worker|migrate, "DATABASE_URL", "DATABASE_URL_FILE", "DATABASE_MAX_CONNS")
+	// The migrator's role and the service's (docs/operations.md, "The
+	// database's roles").
+	add(migrate, "MIGRATE_DATABASE_URL", "MIGRATE_DATABASE_URL_FILE", "DATABASE_SERVICE_ROLE")
 	add(api|worker|migrate|setup, "LOG_LEVEL")
 	// The Temporal client: TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE, and
 	// Temporal's own client variables (envconfig).

@@ -72,7 +72,8 @@ func TestRoleString(t *testing.T) {
 	if got := RoleDev.String(); got != "api worker migrate" {
 		t.Errorf("RoleDev is %q", got)
 	}
-	if got := VariablesOf(RoleMigrate); !slices.Equal(got, []string{"DATABASE_URL", "DATABASE_URL_FILE", "DATABASE_MAX_CONNS", "LOG_LEVEL"}) {
+	if got := VariablesOf(RoleMigrate); !slices.Equal(got, []string{"DATABASE_URL", "DATABASE_URL_FILE", "DATABASE_MAX_CONNS",
+		"MIGRATE_DATABASE_URL", "MIGRATE_DATABASE_URL_FILE", "DATABASE_SERVICE_ROLE", "LOG_LEVEL"}) {
 		t.Errorf("migrate reads %q", got)
 	}
 }

@@ -139,44 +139,15 @@ ON CONFLICT (account_id) DO NOTHING
 -- calling another function than its own. Expected: on every table of the
 -- books (the view account_movements, whatever saga added it) its
 -- append-only and no-delete triggers (0024); the guards (0024) and fences
--- (0039) of the settled sums and the checkpoint; the stamp of the done
--- rows' transaction (0031); the accounts' fixed opening balance (0044).
--- And a digest of their rows of pg_trigger and of their functions' of
--- pg_proc (xmin, state, definition, source): any
--- write of one since the last run (disabled and enabled again, replaced)
--- changes it (0041). One read of the catalog, a few dozen rows.
-WITH books AS (
-    SELECT DISTINCT d.refobjid::regclass AS tbl FROM pg_rewrite r
-    JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass
-    JOIN pg_class c ON c.oid = d.refobjid AND c.relkind = 'r'
-    WHERE r.ev_class = to_regclass('account_movements') AND d.refobjid <> r.ev_class),
-expected (tbl, tgname, fn) AS (
-    SELECT tbl, (SELECT relname FROM pg_class WHERE oid = tbl)::text || suffix, 'refuse_movement_change'
-    FROM books CROSS JOIN (VALUES ('_append_only'), ('_no_delete')) AS s (suffix)
-    UNION ALL
-    SELECT to_regclass(t), g, f FROM (VALUES
-        ('reconcile_checkpoint', 'reconcile_checkpoint_guard', 'reconcile_guard'),
-        ('reconcile_checkpoint', 'reconcile_checkpoint_fence', 'reconcile_checkpoint_fence'),
-        ('reconcile_settled', 'reconcile_settled_guard', 'reconcile_guard'),
-        ('reconcile_settled', 'reconcile_settled_fence', 'reconcile_settled_fence'),
-        ('reconcile_settled', 'reconcile_settled_no_delete', 'reconcile_settled_fence'),
-        ('inbox_messages', 'inbox_messages_done_xact_insert', 'stamp_done_xact'),
-        ('inbox_messages', 'inbox_messages_done_xact_update', 'stamp_done_xact'),
-        ('accounts', 'accounts_opening_fixed', 'refuse_opening_change')) AS v (t, g, f)),
-fences AS (
-    SELECT e.tgname, e.fn, t.oid, t.tgenabled, p.proname,
-           concat_ws('|', e.tgname, t.oid, t.xmin, t.tgenabled, pg_get_triggerdef(t.oid), p.oid, p.xmin, md5(p.prosrc)) AS seen
-    FROM expected e
-    LEFT JOIN pg_trigger t ON t.tgrelid = e.tbl AND t.tgname = e.tgname
-    LEFT JOIN pg_proc p ON p.oid = t.tgfoid)
-SELECT ARRAY(SELECT tgname || CASE
-                 WHEN oid IS NULL THEN ': missing'
-                 WHEN tgenabled = 'D' THEN ': disabled'
-                 WHEN tgenabled = 'R' THEN ': fires on a replica only'
-                 ELSE ': calls ' || proname || ', not ' || fn END
-             FROM fences WHERE oid IS NULL OR tgenabled NOT IN ('O', 'A') OR proname <> fn ORDER BY 1),
-       md5(string_agg(seen, ',' ORDER BY seen))
-FROM fences
+-- (0039, 0064) of the settled sums and the checkpoint; the stamp of the
+-- done rows' transaction (0031); the accounts' fixed opening balance
+-- (0044). And a digest of their rows of pg_trigger and of their
+-- functions' of pg_proc (xmin, state, definition, source): any write of
+-- one since the last run (disabled and enabled again, replaced) changes
+-- it (0041). The list and the digest are the database's (0064's
+-- reconcile_fences), which refuses to keep another digest than its own.
+-- One read of the catalog, a few dozen rows.
+SELECT down, seen FROM reconcile_fences()
 
 -- name: History
 -- The books' size, as the planner's statistics estimate it (pg_class's

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -278,17 +280,105 @@ func (a *App) Close() {
 }
 
 // Migrate applies the embedded migrations, and logs which it applied.
+//
+// It migrates as MIGRATE_DATABASE_URL's role (the migrator, which owns the
+// schema), else as the service's, and grants the service role
+// (DATABASE_SERVICE_ROLE, else DATABASE_URL's user) what it needs
+// (docs/operations.md, "The database's roles"). One role for both is
+// said at WARN: the fences of the books are no lock against the owner.
 func (a *App) Migrate(ctx context.Context) error {
-	applied, err := db.Migrate(ctx, a.Store.Pool())
+	pool, done, err := a.migratorPool(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	migrator, err := db.NewStore(pool).ServiceRole(ctx)
+	if err != nil {
+		return err
+	}
+	service, err := serviceRole(a.Cfg)
+	if err != nil {
+		return err
+	}
+	if service == migrator.User {
+		a.Log.Warn(oneRole+": the migrations grant no service role", "db_role", migrator.User)
+		service = ""
+	}
+	applied, err := db.Migrate(ctx, pool, db.GrantTo(service))
 	if len(applied) > 0 || err == nil {
-		a.Log.Info("migrations applied", "applied", applied)
+		a.Log.Info("migrations applied", "applied", applied, "migrator", migrator.User, "service_role", service)
 	}
 	return err
 }
 
-// MigrationStatus reports the embedded migrations against the database's.
+// oneRole is what pixd says at WARN when the service and the migrations
+// run as one role.
+const oneRole = "the service and the migrations run as one database role, the tables' owner: it can ALTER a table, " +
+	"turn a fence of the books off, replace its function, and write what the reconciliation keeps " +
+	"(docs/operations.md, \"The database's roles\": set MIGRATE_DATABASE_URL to a migrator's role, DATABASE_URL to a service role)"
+
+// migratorPool is a pool on MIGRATE_DATABASE_URL, closed by done, or the
+// service's when it is unset.
+func (a *App) migratorPool(ctx context.Context) (pool *pgxpool.Pool, done func(), err error) {
+	if a.Cfg.MigrateDatabaseURL == "" {
+		return a.Store.Pool(), func() {}, nil
+	}
+	// goose's migration and the lock's session: two connections at most.
+	pool, err = db.Open(ctx, a.Cfg.MigrateDatabaseURL, 4)
+	if err != nil {
+		return nil, nil, fmt.Errorf("MIGRATE_DATABASE_URL: %w", err)
+	}
+	return pool, pool.Close, nil
+}
+
+// serviceRole is the role the migrations grant to: DATABASE_SERVICE_ROLE,
+// else the user DATABASE_URL connects as (as libpq reads it: PGUSER, else
+// the OS user, when the URL names none).
+func serviceRole(cfg config.Config) (string, error) {
+	if cfg.DatabaseServiceRole != "" {
+		return cfg.DatabaseServiceRole, nil
+	}
+	pc, err := pgconn.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return "", fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	return pc.User, nil
+}
+
+// warnIfOwner says at WARN, once the database answers, that the service
+// connects as the tables' owner (or a superuser): the fences of the books
+// are not a lock against it. It asks again every few seconds while the
+// database can't be reached or is not migrated yet, until ctx ends.
+func (a *App) warnIfOwner(ctx context.Context) {
+	for {
+		askCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		roles, err := a.Store.ServiceRole(askCtx)
+		cancel()
+		switch {
+		case err == nil && roles.Owner:
+			a.Log.Warn(oneRole, "db_role", roles.User)
+			return
+		case err == nil && roles.Migrated:
+			a.Log.Info("the service's database role owns nothing of the books", "db_role", roles.User)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// MigrationStatus reports the embedded migrations against the database's
+// (as the migrator, when MIGRATE_DATABASE_URL is set).
 func (a *App) MigrationStatus(ctx context.Context) (db.MigrationReport, error) {
-	return db.MigrationStatus(ctx, a.Store.Pool())
+	pool, done, err := a.migratorPool(ctx)
+	if err != nil {
+		return db.MigrationReport{}, err
+	}
+	defer done()
+	return db.MigrationStatus(ctx, pool)
 }
 
 // withWaker runs the store's waker while run runs, and until it returned:

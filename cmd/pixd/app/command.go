@@ -243,6 +243,9 @@ func runRole(ctx context.Context, role, migrate string, out io.Writer) error {
 	}
 	defer a.Close()
 
+	if role == "api" || role == "worker" || role == "dev" {
+		go a.warnIfOwner(ctx) // dev: once it migrated
+	}
 	switch role {
 	case "api":
 		return a.RunAPI(ctx)
