@@ -234,7 +234,8 @@ func deref(s *string) string {
 //
 // Refusals, with nothing changed: a pix.ValidationError; pix.ErrAccountNotFound,
 // pix.ErrAccountClosed; pix.ErrInsufficientFunds (the available balance
-// does not cover it; with UpTo, nothing is available; never with
+// does not cover it, none of it counted while an older hold of the account
+// that fills still lacks; with UpTo, nothing is available; never with
 // FillFromCredits, which may start with nothing); for a PIX,
 // pix.ErrPixNotCredited (no credit of it to the account) and
 // pix.ErrHoldExceedsCredit (its active holds and devoluções would exceed
@@ -274,11 +275,16 @@ func Hold(ctx context.Context, tx pgx.Tx, h NewHold) (hold pix.Hold, created boo
 		}
 	}
 	available := a.available()
-	if h.FillFromCredits {
+	if available > 0 {
 		// Holds that fill take money strictly oldest first: while an older
-		// one of the account still lacks, a new one takes nothing of what
+		// one of the account still lacks, a new hold takes nothing of what
 		// is available (the older would have had it, had it come after it),
-		// and fills after it.
+		// and one that fills fills after it. So does one that does not
+		// fill (a cautionary block): a MED's hold lacking has the account's
+		// money first. Every inflow fills the holds that lack before any of
+		// it is available, so available is 0 while one lacks, but for a
+		// hold that starts lacking more than the money that comes with it
+		// (raised by room freed beyond the money freed: RaiseFillTo).
 		var older bool
 		if err := tx.QueryRow(ctx, holdSQL.AccountFilling, h.AccountID).Scan(&older); err != nil {
 			return pix.Hold{}, false, fmt.Errorf("holds filling: %w", err)

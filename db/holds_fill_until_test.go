@@ -326,3 +326,41 @@ func TestAHoldPastItsFillUntilIsNotRaised(t *testing.T) {
 	requireMoney(t, s, "acc-1", 10_000, 10_000)
 	dbtest.RequireBooks(t, s)
 }
+
+// A new hold takes nothing of what is available while an older hold of the
+// account that fills still lacks, whether the new one fills (a MED) or not
+// (a cautionary block): money that comes to the account is the older
+// hold's first (it would have had it, had it come after it). Every inflow
+// fills the holds that lack before it is available, so available is 0
+// while one lacks, but for a hold that starts lacking more than the money
+// that comes with it: here a MED of a PIX raised by the room a hold of the
+// same PIX, past its fill-until and lacking, frees (what it filled to)
+// beyond the money it frees (what it held). Seen failing on the old Hold
+// (the block held the 20,000 the raised MED lacks 7,000 of).
+func TestANewHoldTakesNothingAnOlderFillingHoldLacks(t *testing.T) {
+	s, reported := spentPIX(t, 7_000) // acc-1 has 3,000 of the PIX's 10,000
+	ctx := context.Background()
+	first, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
+	require.NoError(t, err)
+	requireHold(t, s, first.ID, 3_000, 10_000, pix.HoldActive)
+	_, err = s.Pool().Exec(ctx, `UPDATE pix_holds SET fill_until = statement_timestamp() - interval '1 second' WHERE id = $1`, first.ID)
+	require.NoError(t, err)
+	second, _, err := hold(s, med("med:2", "acc-1", reported, 10_000)) // the PIX's room all the first's: short
+	require.NoError(t, err)
+	requireHold(t, s, second.ID, 0, 0, pix.HoldActive)
+	dbtest.CreditNth(t, s, 2, "acc-1", 20_000) // the first fills no more; the second lacks nothing
+	requireMoney(t, s, "acc-1", 23_000, 3_000)
+
+	_, released, err := release(s, first.ID, "report ended")
+	require.NoError(t, err)
+	require.True(t, released)
+	requireHold(t, s, second.ID, 3_000, 10_000, pix.HoldActive) // raised by 10,000, filled by the 3,000 freed
+	requireMoney(t, s, "acc-1", 23_000, 3_000)
+
+	_, _, err = hold(s, block("block:1", "acc-1", dbtest.E2EID(2), 20_000))
+	require.ErrorIs(t, err, pix.ErrInsufficientFunds, "the money the older MED lacks")
+	_, _, err = hold(s, med("med:3", "acc-1", dbtest.E2EID(2), 20_000))
+	require.NoError(t, err)
+	requireMoney(t, s, "acc-1", 23_000, 3_000)
+	dbtest.RequireBooks(t, s)
+}

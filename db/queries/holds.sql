@@ -46,10 +46,11 @@ FROM pix_holds WHERE id = $1
 FOR UPDATE
 
 -- name: AccountFilling
--- Whether the account $1 has a hold still filling (db.Hold of a new hold
--- that fills, under the account's lock: one probe of
--- pix_holds_filling_idx). Holds that fill take money strictly oldest
--- first: a new one takes nothing available while an older one lacks. One
+-- Whether the account $1 has a hold still filling (db.Hold of a new hold,
+-- one that fills or not, when money is available, under the account's
+-- lock: one probe of pix_holds_filling_idx). Holds that fill take money
+-- strictly oldest first: a new hold takes nothing available while an
+-- older one lacks (a cautionary block never takes what a MED lacks). One
 -- past its fill_until (by the database's clock, as Fill) lacks nothing:
 -- no inflow fills it any more.
 SELECT EXISTS (SELECT 1 FROM pix_holds WHERE account_id = $1 AND status = 'active' AND amount_cents < fill_to_cents
