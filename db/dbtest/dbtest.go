@@ -33,8 +33,9 @@ var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
 // whose search_path is that schema. The schema lives in a database of its
 // own, a copy of the migrated template (template.go): the same catalog
 // the migrations make, without running them for each test. The database is
-// dropped at cleanup. The URL connects as the schema's owner, or as
-// ServiceRole with PIX_TEST_AS_SERVICE=1 (roles.go).
+// made ahead and dropped after the test, beside the tests (copies.go). The
+// URL connects as the schema's owner, or as ServiceRole with
+// PIX_TEST_AS_SERVICE=1 (roles.go).
 func URL(t testing.TB) string {
 	t.Helper()
 	u := ownerURL(t)
@@ -51,17 +52,17 @@ func ownerURL(t testing.TB) string {
 	ctx := context.Background()
 	template, err := migratedTemplate(ctx)
 	require.NoError(t, err, "the migrated template database on %s", BaseURL())
-	name := schemaName(t)
-	u, err := copyTemplate(ctx, template, name)
+	schema := schemaName(t)
+	name, u, err := copyTemplate(ctx, template, schema)
 	require.NoError(t, err, "copy the migrated template database %s", template)
 	t.Cleanup(func() {
 		testDatabases.CompareAndDelete(t, u)
-		if err := dropDatabase(context.Background(), name); err != nil {
+		if err := dropCopy(context.Background(), name); err != nil {
 			t.Errorf("drop database %s: %v", name, err)
 		}
 	})
 	testDatabases.LoadOrStore(t, u)
-	su, err := db.SchemaURL(u, name)
+	su, err := db.SchemaURL(u, schema)
 	require.NoError(t, err)
 	return su
 }
@@ -105,7 +106,7 @@ func EmptyURL(t testing.TB) string {
 	return u
 }
 
-// schemaName is a new name for a schema (or database) of t: t_, its
+// schemaName is a new name for a schema of t: t_, its
 // name's first 40 letters, digits and underscores, and a random suffix.
 func schemaName(t testing.TB) string {
 	name := unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "_")

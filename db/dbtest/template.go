@@ -21,8 +21,9 @@ import (
 // A test's migrated schema is a copy of a template database: the
 // migrations run once into the template's schema, then each URL copies the
 // database (CREATE DATABASE ... TEMPLATE, a copy of its files: about 0.2 s,
-// where migrating a schema took about 1 s, most of it the migrations' DDL)
-// and renames the copy's schema to the test's. The template is named by
+// where migrating a schema took about 1 s, most of it the migrations' DDL;
+// made ahead by the process's copier, copies.go) and renames the copy's
+// schema to the test's. The template is named by
 // what made it (templateName), so a changed or new migration makes a new
 // one, and checkouts and test processes with the same
 // migrations share it; it is built once, under an advisory lock, under a
@@ -279,40 +280,24 @@ func migrateTemplate(ctx context.Context, name string) error {
 	return nil
 }
 
-// copyTemplate creates database name as a copy of template, its schema
-// renamed to name; it returns the new database's URL.
-func copyTemplate(ctx context.Context, template, name string) (string, error) {
-	admin, err := pgx.Connect(ctx, BaseURL())
+// copyTemplate returns a new copy of template (newCopy) with its schema
+// renamed to schema: the copy's database name and URL.
+func copyTemplate(ctx context.Context, template, schema string) (name, url string, err error) {
+	name, err = newCopy(ctx, template)
 	if err != nil {
-		return "", fmt.Errorf("connect to the test database %s: %w", BaseURL(), err)
+		return "", "", err
 	}
-	err = retryInUse(ctx, func() error {
-		_, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{template}.Sanitize())
-		return err
-	})
-	admin.Close(ctx)
-	if err != nil {
-		return "", err
-	}
-	u, err := databaseURL(name)
-	if err != nil {
-		return "", err
-	}
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "ALTER SCHEMA "+templateSchema+" RENAME TO "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", err
+	if url, err = databaseURL(name); err != nil {
+		return "", "", err
 	}
 	// The functions were pinned to the template's schema (0064's
 	// pix_secure): pinned to the copy's. The service role's grants are
 	// the template's, copied with it.
-	if _, err := conn.Exec(ctx, "SET search_path = "+pgx.Identifier{name}.Sanitize()+"; SELECT pix_secure(NULL)"); err != nil {
-		return "", fmt.Errorf("pin the copy's functions: %w", err)
+	s := pgx.Identifier{schema}.Sanitize()
+	if err := exec(ctx, url, "ALTER SCHEMA "+templateSchema+" RENAME TO "+s+"; SET search_path = "+s+"; SELECT pix_secure(NULL)"); err != nil {
+		return "", "", errors.Join(fmt.Errorf("rename the copy's schema and pin its functions: %w", err), dropDatabase(ctx, name))
 	}
-	return u, nil
+	return name, url, nil
 }
 
 // dropDatabase drops a test's database, ending the sessions still on it.
