@@ -20,6 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pixbank/pix/cmd/pixd/app"
 	"github.com/pixbank/pix/db"
 	"github.com/pixbank/pix/internal/config"
 	"github.com/pixbank/pix/internal/pix"
@@ -116,7 +117,12 @@ func TestModelRandomHistories(t *testing.T) {
 		// A saga run that failed visibly is started again soon, however
 		// long its row has been open.
 		c.DispatchRecheckAfter, c.DispatchRecheckMax = 5*time.Second, 5*time.Second
-	})
+	},
+		// A devolução's run asks the PSP's record every second at most
+		// (from 1 s, doubling up to 10 min by default): a checkpoint waits
+		// for every refund to end, and a run whose checks met a crash or
+		// an outage would otherwise wait out its doubled polls.
+		app.WithSettings(map[string]string{"REFUND_POLL_MAX": "1s"}))
 	r := newModelRun(t, s, srv, seed, ops)
 	t.Cleanup(func() {
 		r.h.close()
