@@ -51,6 +51,20 @@ type copier struct {
 	want            chan chan spare
 	drops           chan string
 	made            int
+	// create, drop and sweep are the statements (createCopy, dropDatabase,
+	// sweepLeftovers; a test's fakes).
+	create func(ctx context.Context, name string) error
+	drop   func(ctx context.Context, name string) error
+	sweep  func(ctx context.Context) error
+}
+
+// newCopier is a copier of template for the process of token.
+func newCopier(template, token string) *copier {
+	c := &copier{template: template, token: token,
+		want: make(chan chan spare), drops: make(chan string, waitingDrops), drop: dropDatabase}
+	c.create = c.createCopy
+	c.sweep = func(ctx context.Context) error { return sweepLeftovers(ctx, copyPattern, token) }
+	return c
 }
 
 var copies struct {
@@ -62,8 +76,7 @@ var copies struct {
 // ahead if there is one.
 func newCopy(ctx context.Context, template string) (string, error) {
 	copies.once.Do(func() {
-		c := &copier{template: template, token: processToken(),
-			want: make(chan chan spare), drops: make(chan string, waitingDrops)}
+		c := newCopier(template, processToken())
 		go c.run(context.WithoutCancel(ctx))
 		copies.c = c
 	})
@@ -92,7 +105,10 @@ func (c *copier) run(ctx context.Context) {
 	asked, swept := 0, false
 	serve := func(reply chan spare) {
 		asked++
-		if ahead == nil {
+		// A spare that failed (too many connections at a peak, a template
+		// in use past the retries) failed then, maybe minutes ago: the
+		// test gets a copy made now, retried as usual.
+		if ahead == nil || ahead.err != nil {
 			s := c.copy(ctx)
 			ahead = &s
 		}
@@ -107,16 +123,16 @@ func (c *copier) run(ctx context.Context) {
 		case len(c.drops) > 0:
 			// Best effort: a copy not dropped is a process's leftover,
 			// swept once the process ends.
-			idle = func() { _ = dropDatabase(ctx, <-c.drops) }
+			idle = func() { _ = c.drop(ctx, <-c.drops) }
 		case !swept && asked > 0:
-			idle = func() { _ = sweepLeftovers(ctx, copyPattern, c.token); swept = true }
+			idle = func() { _ = c.sweep(ctx); swept = true }
 		}
 		if idle == nil {
 			select {
 			case reply := <-c.want:
 				serve(reply)
 			case name := <-c.drops:
-				_ = dropDatabase(ctx, name)
+				_ = c.drop(ctx, name)
 			}
 			continue
 		}
@@ -133,10 +149,14 @@ func (c *copier) run(ctx context.Context) {
 func (c *copier) copy(ctx context.Context) spare {
 	c.made++
 	name := fmt.Sprintf("pix_t_%s_%d", c.token, c.made)
-	err := retryInUse(ctx, func() error {
+	return spare{name: name, err: c.create(ctx, name)}
+}
+
+// createCopy creates database name, a copy of the template.
+func (c *copier) createCopy(ctx context.Context, name string) error {
+	return retryInUse(ctx, func() error {
 		return exec(ctx, BaseURL(), "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{c.template}.Sanitize())
 	})
-	return spare{name: name, err: err}
 }
 
 // processToken is the process's token, locked on the template's in-use
