@@ -54,7 +54,7 @@ func TestReconcileReportsAFenceDown(t *testing.T) {
 		{"every trigger of a table disabled",
 			[]string{`ALTER TABLE pix_transfers DISABLE TRIGGER USER`},
 			[]string{`ALTER TABLE pix_transfers ENABLE TRIGGER USER`},
-			[]string{"pix_transfers_append_only: disabled", "pix_transfers_no_delete: disabled"}, true},
+			[]string{"pix_transfers_append_only: disabled", "pix_transfers_no_delete: disabled", "pix_transfers_xact_stamp: disabled"}, true},
 		{"the settled sums' fence dropped",
 			[]string{`DROP TRIGGER reconcile_settled_fence ON reconcile_settled`},
 			[]string{`CREATE TRIGGER reconcile_settled_fence AFTER UPDATE ON reconcile_settled
@@ -104,7 +104,8 @@ func TestReconcileReportsAFenceDown(t *testing.T) {
 	exec(`CREATE OR REPLACE VIEW account_movements (account_id, amount_cents, kind, ref, xact_id) AS ` +
 		strings.TrimSuffix(strings.TrimSpace(view), ";") +
 		` UNION ALL SELECT account_id, amount_cents, 'pix_other', id, xact_id FROM pix_other_movements`)
-	require.Equal(t, []string{"pix_other_movements_append_only: missing", "pix_other_movements_no_delete: missing", reconcile.FencesChanged},
+	require.Equal(t, []string{"pix_other_movements_append_only: missing", "pix_other_movements_no_delete: missing",
+		"pix_other_movements_xact_stamp: missing", reconcile.FencesChanged},
 		reconcileOK(t, s).FencesDown)
 }
 

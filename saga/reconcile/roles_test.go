@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pixbank/pix/db"
@@ -153,4 +154,26 @@ func waitSettleable(t *testing.T, s *db.Store) {
 		return queryInt64(t, s, `SELECT count(*) FROM account_movements
 			WHERE xact_id >= (SELECT settled_before FROM reconcile_checkpoint) AND xact_id < pg_snapshot_xmin(pg_current_snapshot())`) > 0
 	}, time.Minute, 50*time.Millisecond, "a movement settleable within a minute")
+}
+
+// A movement's transaction is the one that inserts it, whatever the
+// writer says (H2): xact_id written NULL (a movement from before 0024),
+// far in the past or in the future would keep it out of every run's
+// window of new movements, seen by the rotating recount alone. A credit
+// written past the balance, with any xact_id, is flagged by the next run.
+func TestTheServiceRoleCannotPickAMovementsTransaction(t *testing.T) {
+	ctx := context.Background()
+	_, svc := dbtest.NewAsService(t)
+	dbtest.OpenAccount(t, svc, "acc-1", 0)
+	reconcileSettled(t, svc)
+	for i, forged := range []string{"NULL", "'1'::xid8", "'9000000000000000000'::xid8"} {
+		var stamped, own pgtype.Text
+		require.NoError(t, pgx.BeginFunc(ctx, svc.Pool(), func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, `INSERT INTO pix_credits (end_to_end_id, account_id, amount_cents, balance_after_cents, xact_id)
+				VALUES ($1, 'acc-1', 700, 700, `+forged+`) RETURNING xact_id::text, pg_current_xact_id()::text`, dbtest.E2EID(i+1)).Scan(&stamped, &own)
+		}), forged)
+		require.Equal(t, own, stamped, "xact_id written %s", forged)
+	}
+	r := reconcileSettled(t, svc)
+	require.False(t, r.Balanced(), "a credit past the balance: %+v", r)
 }
