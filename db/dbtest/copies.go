@@ -2,9 +2,12 @@ package dbtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -22,17 +25,33 @@ import (
 //
 // A process ends with its spare and its waiting drops left (a killed test
 // leaves its database too): the databases are named by a token of the
-// process (pix_t_<token>_<n>), on which it holds an advisory lock for its
-// life (on the template's in-use session), and each process drops, once,
-// the databases of the tokens whose lock it gets, i.e. of processes that
-// ended (sweepLeftovers).
+// process and the time they were made (pix_t_<token>_<unix seconds>_<n>),
+// and the process holds an advisory lock on its token for its life (on
+// the template's in-use session). Each process drops, once, the copies
+// (sweepLeftovers) made more than leftoverAge ago (well past a package's
+// -timeout: no test of the process that made one still runs) of the
+// tokens whose lock no session of the cluster holds (pg_locks: an
+// advisory lock is a database's, and a checkout on another database of
+// the cluster holds its own there). Both are needed: a process whose lock
+// session died (idle_session_timeout, a server restart,
+// pg_terminate_backend) lives on, so it checks that it still holds its
+// lock before each copy it makes and fails its tests if not, and the age
+// spares the copies it made before. Behind PgBouncer's transaction
+// pooling a session's advisory lock means nothing: the tests connect to
+// PostgreSQL itself.
 
 // processClass is the first key of the advisory lock that says a process
 // with a token lives (the second: hashtext of the token).
 const processClass = 7_369
 
-// copyPattern matches the names of the copies; its group is the token.
-var copyPattern = regexp.MustCompile(`^pix_t_([0-9a-f]{16})_[0-9]+$`)
+// copyPattern matches the names of the copies; its groups are the token
+// and the time the copy was made (unix seconds).
+var copyPattern = regexp.MustCompile(`^pix_t_([0-9a-f]{16})_([0-9]{10})_[0-9]+$`)
+
+// leftoverAge is how long ago a copy of an ended process must have been
+// made to be swept: well past the tests' -timeout (25 minutes), so that a
+// copy a living process uses is never swept, even if its lock is lost.
+const leftoverAge = 2 * time.Hour
 
 // waitingDrops is how many copies wait to be dropped behind at most.
 const waitingDrops = 2
@@ -51,6 +70,8 @@ type copier struct {
 	want            chan chan spare
 	drops           chan string
 	made            int
+	// lock is the session holding the token's lock (processToken).
+	lock *pgx.Conn
 	// create, drop and sweep are the statements (createCopy, dropDatabase,
 	// sweepLeftovers; a test's fakes).
 	create func(ctx context.Context, name string) error
@@ -58,28 +79,40 @@ type copier struct {
 	sweep  func(ctx context.Context) error
 }
 
-// newCopier is a copier of template for the process of token.
-func newCopier(template, token string) *copier {
-	c := &copier{template: template, token: token,
+// newCopier is a copier of template for the process of token, locked on
+// session lock.
+func newCopier(template, token string, lock *pgx.Conn) *copier {
+	c := &copier{template: template, token: token, lock: lock,
 		want: make(chan chan spare), drops: make(chan string, waitingDrops), drop: dropDatabase}
 	c.create = c.createCopy
-	c.sweep = func(ctx context.Context) error { return sweepLeftovers(ctx, copyPattern, token) }
+	c.sweep = func(ctx context.Context) error {
+		return sweepLeftovers(ctx, copyPattern, token, leftoverAge, time.Now())
+	}
 	return c
 }
 
 var copies struct {
 	once sync.Once
 	c    *copier
+	err  error
 }
 
 // newCopy returns a new copy of the template (a database name), made
 // ahead if there is one.
-func newCopy(ctx context.Context, template string) (string, error) {
+func newCopy(ctx context.Context, templateName string) (string, error) {
 	copies.once.Do(func() {
-		c := newCopier(template, processToken())
+		token, err := processToken(ctx, template.inUse)
+		if err != nil {
+			copies.err = err
+			return
+		}
+		c := newCopier(templateName, token, template.inUse)
 		go c.run(context.WithoutCancel(ctx))
 		copies.c = c
 	})
+	if copies.err != nil {
+		return "", copies.err
+	}
 	reply := make(chan spare, 1)
 	copies.c.want <- reply
 	s := <-reply
@@ -125,6 +158,9 @@ func (c *copier) run(ctx context.Context) {
 			// swept once the process ends.
 			idle = func() { _ = c.drop(ctx, <-c.drops) }
 		case !swept && asked > 0:
+			// Once, failed or not: what it failed to drop (another
+			// process's leftovers, not a test's) stays for the next
+			// process's sweep.
 			idle = func() { _ = c.sweep(ctx); swept = true }
 		}
 		if idle == nil {
@@ -145,12 +181,38 @@ func (c *copier) run(ctx context.Context) {
 	}
 }
 
-// copy makes the next copy.
+// copy makes the next copy, if the process still holds its token's lock.
 func (c *copier) copy(ctx context.Context) spare {
 	c.made++
-	name := fmt.Sprintf("pix_t_%s_%d", c.token, c.made)
+	name := fmt.Sprintf("pix_t_%s_%d_%d", c.token, time.Now().Unix(), c.made)
+	if err := c.holdsLock(ctx); err != nil {
+		return spare{name: name, err: err}
+	}
 	return spare{name: name, err: c.create(ctx, name)}
 }
+
+// holdsLock errs unless c's lock session still holds the token's lock: a
+// copy made without it would be swept by another process once old enough
+// (and the process's other copies with it), which a test would not see.
+func (c *copier) holdsLock(ctx context.Context) error {
+	if c.lock == nil { // a test's copier
+		return nil
+	}
+	const lost = "this process's session holding its token's lock ended (idle_session_timeout, a server restart, pg_terminate_backend?): its copies would be swept under its tests"
+	var held bool
+	if err := c.lock.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid() AND `+tokenLock+`)`, processClass, c.token).Scan(&held); err != nil {
+		return fmt.Errorf("%s: %w", lost, err)
+	}
+	if !held {
+		return errors.New(lost)
+	}
+	return nil
+}
+
+// tokenLock selects, in pg_locks, the granted advisory lock of the token
+// $2 (pg_try_advisory_lock($1, hashtext($2)): the second key is objid, an
+// oid, and objsubid 2 says a lock of two keys).
+const tokenLock = `locktype = 'advisory' AND granted AND classid::int8 = $1 AND objid::int8 = (hashtext($2)::int8 & 4294967295) AND objsubid = 2`
 
 // createCopy creates database name, a copy of the template.
 func (c *copier) createCopy(ctx context.Context, name string) error {
@@ -159,27 +221,30 @@ func (c *copier) createCopy(ctx context.Context, name string) error {
 	})
 }
 
-// processToken is the process's token, locked on the template's in-use
-// session (taken before it: migratedTemplate), which lives as long as the
-// process.
-func processToken() string {
+// processToken is the process's token, locked on session lock (the
+// template's in-use session, taken before it: migratedTemplate), which
+// lives as long as the process.
+func processToken(ctx context.Context, lock *pgx.Conn) (string, error) {
 	for {
 		token := randomHex(8)
 		var locked bool
-		err := template.inUse.QueryRow(context.Background(), `SELECT pg_try_advisory_lock($1, hashtext($2))`, processClass, token).Scan(&locked)
-		if err != nil || locked {
-			// Unlocked (the session failed): its copies are swept
-			// early, by a process of a later run, at worst.
-			return token
+		if err := lock.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, processClass, token).Scan(&locked); err != nil {
+			// Copies made under a token not locked would be swept.
+			return "", fmt.Errorf("lock the process's token: %w", err)
+		}
+		if locked {
+			return token, nil
 		}
 		// Another living process's token has the same hashtext: another.
 	}
 }
 
-// sweepLeftovers drops the copies (names matching pattern) of the ended
-// processes: each token but own whose lock it gets at once, holding it
-// while it drops them.
-func sweepLeftovers(ctx context.Context, pattern *regexp.Regexp, own string) error {
+// sweepLeftovers drops the copies (names matching pattern: groups token
+// and unix seconds) of the ended processes made more than age before now:
+// each token but own whose lock no session of the cluster holds. A copy
+// that fails to be dropped stays for the next sweep; the others are
+// dropped still, and the errors joined.
+func sweepLeftovers(ctx context.Context, pattern *regexp.Regexp, own string, age time.Duration, now time.Time) error {
 	admin, err := pgx.Connect(ctx, BaseURL())
 	if err != nil {
 		return err
@@ -195,28 +260,34 @@ func sweepLeftovers(ctx context.Context, pattern *regexp.Regexp, own string) err
 	}
 	byToken := map[string][]string{}
 	for _, name := range names {
-		if token := pattern.FindStringSubmatch(name)[1]; token != own {
-			byToken[token] = append(byToken[token], name)
+		// PostgreSQL's ~ is not Go's regexp: a name it matched that Go's
+		// does not is not taken for a copy.
+		m := pattern.FindStringSubmatch(name)
+		if m == nil || m[1] == own {
+			continue
 		}
+		made, err := strconv.ParseInt(m[2], 10, 64)
+		if err != nil || now.Sub(time.Unix(made, 0)) < age {
+			continue
+		}
+		byToken[m[1]] = append(byToken[m[1]], name)
 	}
+	var errs []error
 	for token, names := range byToken {
-		var ended bool
-		if err := admin.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, processClass, token).Scan(&ended); err != nil {
-			return err
+		var lives bool
+		if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE `+tokenLock+`)`, processClass, token).Scan(&lives); err != nil {
+			return errors.Join(append(errs, err)...)
 		}
-		if !ended {
+		if lives {
 			continue
 		}
 		for _, name := range names {
 			if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-				return fmt.Errorf("drop the leftover copy %s: %w", name, err)
+				errs = append(errs, fmt.Errorf("drop the leftover copy %s: %w", name, err))
 			}
 		}
-		if _, err := admin.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, processClass, token); err != nil {
-			return err
-		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // exec runs sql on a session of its own to the database of url.

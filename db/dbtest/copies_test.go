@@ -12,7 +12,7 @@ import (
 // fakeCopier is a copier whose statements are fakes: create fails for the
 // names in failing, and each create is sent on created.
 func fakeCopier(failing map[int]bool) (c *copier, created chan string) {
-	c = newCopier("template", randomHex(8))
+	c = newCopier("template", randomHex(8), nil)
 	created = make(chan string, 16)
 	n := 0
 	c.create = func(_ context.Context, name string) error {
@@ -54,4 +54,34 @@ func TestFailedSpareIsMadeAgainWhenAsked(t *testing.T) {
 	s := c.ask()
 	require.NoError(t, s.err, "the failed spare's error handed to a later test")
 	require.Equal(t, <-created, s.name)
+}
+
+// A process whose session holding its token's lock ended makes no more
+// copies (another process would sweep them, and the ones made before,
+// under its tests): its tests fail, saying why.
+func TestCopiesStopWhenTheTokensLockIsLost(t *testing.T) {
+	skipInShort(t)
+	ctx := context.Background()
+	lock := connect(t, BaseURL())
+	token, err := processToken(ctx, lock)
+	require.NoError(t, err)
+	c, created := fakeCopier(nil)
+	c.token, c.lock = token, lock
+	go c.run(context.Background())
+	require.NoError(t, c.ask().err, "the lock held")
+	<-created
+
+	_, err = connect(t, BaseURL()).Exec(ctx, `SELECT pg_terminate_backend($1)`, lock.PgConn().PID())
+	require.NoError(t, err)
+	require.ErrorContains(t, c.ask().err, "token's lock ended", "a copy made with the lock lost")
+}
+
+// The token's lock not taken is an error, not a token nobody holds.
+func TestProcessTokenFailsUnlocked(t *testing.T) {
+	skipInShort(t)
+	ctx := context.Background()
+	lock := connect(t, BaseURL())
+	require.NoError(t, lock.Close(ctx))
+	_, err := processToken(ctx, lock)
+	require.Error(t, err)
 }

@@ -5,7 +5,8 @@
 // dropped behind the tests, by a goroutine of the process: copies.go), so
 // that tests and packages never see each other's rows nor what earlier runs
 // left (a template of other migrations is dropped once no test process uses
-// it and it is a day old, the copies a process left once it ended:
+// it and it is a day old, the copies a process left once it ended and
+// they are two hours old:
 // template.go and copies.go say how "in use" is known); and the fixtures every package's
 // tests share: CreditPIX, an account (with its Pix key) credited a PIX
 // through the credit's own path (CreditNth: the n-th PIX, E2EID(n); Notice,

@@ -63,31 +63,79 @@ func TestStaleTemplatesAreDroppedUnlessInUse(t *testing.T) {
 }
 
 // The copies a process left (its spare, its drops waiting, when it ended)
-// are dropped by another once no process holds their token's lock; a
-// living process's and the sweeper's own stay. The names are this test's
-// own (pattern), so that it never drops the copies of the tests running
-// beside it.
+// are dropped by another once no session of the cluster holds their
+// token's lock and they were made long enough ago; a living process's
+// (its lock held on a session to another database of the cluster: a
+// checkout with another PIX_TEST_DATABASE_URL), an ended process's made
+// lately (its session may have died under a process that lives) and the
+// sweeper's own stay. The names are this test's own (pattern), so that it
+// never drops the copies of the tests running beside it.
 func TestLeftoverCopiesOfEndedProcessesAreSwept(t *testing.T) {
-	skipInShort(t)
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, BaseURL())
-	require.NoError(t, err)
-	defer admin.Close(ctx)
-	prefix := "pix_tsweep_" + randomHex(4)
-	pattern := regexp.MustCompile("^" + prefix + "_([0-9a-f]{16})_[0-9]+$")
+	admin, prefix, pattern := sweepFixture(t)
 	living, ended, own := randomHex(8), randomHex(8), randomHex(8)
-	name := func(token string, n int) string { return fmt.Sprintf("%s_%s_%d", prefix, token, n) }
-	exists := createDatabases(t, admin, name(living, 1), name(ended, 1), name(ended, 2), name(own, 1))
-	process, err := pgx.Connect(ctx, BaseURL())
+	now := time.Now()
+	old, lately := now.Add(-3*time.Hour).Unix(), now.Add(-10*time.Minute).Unix()
+	name := func(token string, made int64, n int) string {
+		return fmt.Sprintf("%s_%s_%d_%d", prefix, token, made, n)
+	}
+	otherDatabase := prefix + "_other"
+	exists := createDatabases(t, admin, name(living, old, 1), name(ended, old, 1), name(ended, old, 2),
+		name(ended, lately, 3), name(own, old, 1), otherDatabase)
+	otherURL, err := databaseURL(otherDatabase)
 	require.NoError(t, err)
-	defer process.Close(ctx)
+	process, err := pgx.Connect(ctx, otherURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, process.Close(ctx)) }) // before otherDatabase's drop
 	var locked bool
 	require.NoError(t, process.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, processClass, living).Scan(&locked))
 	require.True(t, locked)
 
-	require.NoError(t, sweepLeftovers(ctx, pattern, own))
-	require.True(t, exists(name(living, 1)), "its process lives")
-	require.False(t, exists(name(ended, 1)), "its process ended")
-	require.False(t, exists(name(ended, 2)), "its process ended")
-	require.True(t, exists(name(own, 1)), "the sweeper's own")
+	require.NoError(t, sweepLeftovers(ctx, pattern, own, 2*time.Hour, now))
+	require.True(t, exists(name(living, old, 1)), "its process lives")
+	require.False(t, exists(name(ended, old, 1)), "its process ended")
+	require.False(t, exists(name(ended, old, 2)), "its process ended")
+	require.True(t, exists(name(ended, lately, 3)), "made lately")
+	require.True(t, exists(name(own, old, 1)), "the sweeper's own")
+}
+
+// A leftover copy that fails to be dropped (here a template: PostgreSQL
+// refuses) is reported, and the sweep drops the others still.
+func TestSweepGoesOnPastAFailedDrop(t *testing.T) {
+	ctx := context.Background()
+	admin, prefix, pattern := sweepFixture(t)
+	old := time.Now().Add(-3 * time.Hour).Unix()
+	token := randomHex(8) // one token: its copies are dropped in order
+	stuck := fmt.Sprintf("%s_%s_%d_1", prefix, token, old)
+	other := fmt.Sprintf("%s_%s_%d_2", prefix, token, old)
+	exists := createDatabases(t, admin, stuck, other)
+	_, err := admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{stuck}.Sanitize()+" IS_TEMPLATE true")
+	require.NoError(t, err)
+	t.Cleanup(func() { // before its drop
+		require.NoError(t, exec(ctx, BaseURL(), "ALTER DATABASE "+pgx.Identifier{stuck}.Sanitize()+" IS_TEMPLATE false"))
+	})
+
+	require.ErrorContains(t, sweepLeftovers(ctx, pattern, randomHex(8), time.Hour, time.Now()), stuck)
+	require.True(t, exists(stuck))
+	require.False(t, exists(other), "dropped past the failed drop")
+}
+
+// sweepFixture is a session to the test database (closed at cleanup,
+// after the databases' drops), and the prefix and the pattern (groups:
+// token, unix seconds) of a sweep test's own copies.
+func sweepFixture(t *testing.T) (admin *pgx.Conn, prefix string, pattern *regexp.Regexp) {
+	t.Helper()
+	skipInShort(t)
+	admin = connect(t, BaseURL())
+	prefix = "pix_tsweep_" + randomHex(4)
+	return admin, prefix, regexp.MustCompile("^" + prefix + "_([0-9a-f]{16})_([0-9]{10})_[0-9]+$")
+}
+
+// connect is a session to url, closed at cleanup.
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) }) // closed already by a test at times
+	return conn
 }
