@@ -68,7 +68,7 @@ type spare struct {
 type copier struct {
 	template, token string
 	want            chan chan spare
-	drops           chan string
+	drops           chan dropping
 	made            int
 	// lock is the session holding the token's lock (processToken).
 	lock *pgx.Conn
@@ -77,13 +77,20 @@ type copier struct {
 	create func(ctx context.Context, name string) error
 	drop   func(ctx context.Context, name string) error
 	sweep  func(ctx context.Context) error
+	// failed holds the drops made behind that failed, until a test
+	// reports them (failedDrops).
+	mu     sync.Mutex
+	failed []error
 }
+
+// dropping is a test's copy to drop behind it.
+type dropping struct{ name, test string }
 
 // newCopier is a copier of template for the process of token, locked on
 // session lock.
 func newCopier(template, token string, lock *pgx.Conn) *copier {
 	c := &copier{template: template, token: token, lock: lock,
-		want: make(chan chan spare), drops: make(chan string, waitingDrops), drop: dropDatabase}
+		want: make(chan chan spare), drops: make(chan dropping, waitingDrops), drop: dropDatabase}
 	c.create = c.createCopy
 	c.sweep = func(ctx context.Context) error {
 		return sweepLeftovers(ctx, copyPattern, token, leftoverAge, time.Now())
@@ -119,15 +126,51 @@ func newCopy(ctx context.Context, templateName string) (string, error) {
 	return s.name, s.err
 }
 
-// dropCopy drops a test's copy behind, or at once (its error returned)
-// if waitingDrops wait already.
-func dropCopy(ctx context.Context, name string) error {
+// dropCopy drops test's copy behind, or at once (its error returned) if
+// waitingDrops wait already.
+func dropCopy(ctx context.Context, name, test string) error {
+	return copies.c.dropLater(ctx, dropping{name: name, test: test})
+}
+
+func (c *copier) dropLater(ctx context.Context, d dropping) error {
 	select {
-	case copies.c.drops <- name:
+	case c.drops <- d:
 		return nil
 	default:
-		return dropDatabase(ctx, name)
+		return c.drop(ctx, d.name)
 	}
+}
+
+// dropBehind drops d, keeping its error for failedDrops: a drop fails
+// mostly for what the test left (a prepared transaction, a session that
+// would not end), which its cleanup used to report.
+func (c *copier) dropBehind(ctx context.Context, d dropping) {
+	if err := c.drop(ctx, d.name); err != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.failed = append(c.failed, fmt.Errorf("%s's database %s, dropped behind it: %w", d.test, d.name, err))
+	}
+}
+
+// takeFailed is the drops made behind that failed since it was last
+// called, joined.
+func (c *copier) takeFailed() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := errors.Join(c.failed...)
+	c.failed = nil
+	return err
+}
+
+// failedDrops is the process's drops made behind that failed since a test
+// last asked, which the test that asks reports: the earliest a test of the
+// process sees them, as the test whose copy it was has ended. (The last
+// test's are not reported; its copy stays until swept.)
+func failedDrops() error {
+	if copies.c == nil {
+		return nil
+	}
+	return copies.c.takeFailed()
 }
 
 // run serves the tests' asks, and meanwhile makes a spare ahead, drops
@@ -154,9 +197,7 @@ func (c *copier) run(ctx context.Context) {
 		case ahead == nil && asked >= 2:
 			idle = func() { s := c.copy(ctx); ahead = &s }
 		case len(c.drops) > 0:
-			// Best effort: a copy not dropped is a process's leftover,
-			// swept once the process ends.
-			idle = func() { _ = c.drop(ctx, <-c.drops) }
+			idle = func() { c.dropBehind(ctx, <-c.drops) }
 		case !swept && asked > 0:
 			// Once, failed or not: what it failed to drop (another
 			// process's leftovers, not a test's) stays for the next
@@ -167,8 +208,8 @@ func (c *copier) run(ctx context.Context) {
 			select {
 			case reply := <-c.want:
 				serve(reply)
-			case name := <-c.drops:
-				_ = c.drop(ctx, name)
+			case d := <-c.drops:
+				c.dropBehind(ctx, d)
 			}
 			continue
 		}

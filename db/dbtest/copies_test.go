@@ -85,3 +85,18 @@ func TestProcessTokenFailsUnlocked(t *testing.T) {
 	_, err := processToken(ctx, lock)
 	require.Error(t, err)
 }
+
+// A drop made behind that fails is kept for the next test to report, not
+// lost: it used to fail the test whose copy it was.
+func TestFailedDropBehindIsReported(t *testing.T) {
+	c, _ := fakeCopier(nil)
+	c.drop = func(context.Context, string) error {
+		return errors.New("database is being used by prepared transactions")
+	}
+	go c.run(context.Background())
+	require.NoError(t, c.dropLater(context.Background(), dropping{name: "pix_t_x", test: "TestLeaky"}))
+	var err error
+	require.Eventually(t, func() bool { err = c.takeFailed(); return err != nil }, 10*time.Second, 10*time.Millisecond, "the failed drop not kept")
+	require.ErrorContains(t, err, "TestLeaky's database pix_t_x")
+	require.NoError(t, c.takeFailed(), "reported once")
+}

@@ -55,9 +55,14 @@ func ownerURL(t testing.TB) string {
 	schema := schemaName(t)
 	name, u, err := copyTemplate(ctx, template, schema)
 	require.NoError(t, err, "copy the migrated template database %s", template)
+	if err := failedDrops(); err != nil {
+		// The test whose copy it was ended: the run fails still, as it did
+		// when each test dropped its own.
+		t.Errorf("an earlier test's database could not be dropped (did it leave a prepared transaction, or a session?): %v", err)
+	}
 	t.Cleanup(func() {
 		testDatabases.CompareAndDelete(t, u)
-		if err := dropCopy(context.Background(), name); err != nil {
+		if err := dropCopy(context.Background(), name, t.Name()); err != nil {
 			t.Errorf("drop database %s: %v", name, err)
 		}
 	})
