@@ -134,13 +134,22 @@ func pollLock(ctx context.Context, conn *pgx.Conn, try string, args ...any) erro
 
 // templateName names the template by what makes it: the embedded
 // migrations (their names and SQL), the runner's own statements
-// (migrate.sql: its bookkeeping) and goose's version.
+// (migrate.sql: its bookkeeping, and the grants), goose's version, and
+// this package's side (templateNameOf).
 func templateName() (string, error) {
+	return templateNameOf(ServiceRole, templateSchema)
+}
+
+// templateNameOf is templateName of a template whose migrations ran into
+// schema, granting service its privileges (db.GrantTo): another role or
+// schema makes another template.
+func templateNameOf(service, schema string) (string, error) {
 	ms, err := db.Migrations()
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
+	fmt.Fprintf(h, "granted to\x00%s\x00schema\x00%s\x00", service, schema)
 	for _, m := range ms {
 		fmt.Fprintf(h, "%s\x00%s\x00", m.Name, m.SQL)
 	}

@@ -139,3 +139,19 @@ func connect(t *testing.T, url string) *pgx.Conn {
 	t.Cleanup(func() { _ = conn.Close(context.Background()) }) // closed already by a test at times
 	return conn
 }
+
+// The template's name changes with what this package makes it with: the
+// service role granted and the schema migrated.
+func TestTemplateNameHashesTheRoleAndTheSchema(t *testing.T) {
+	base, err := templateNameOf(ServiceRole, templateSchema)
+	require.NoError(t, err)
+	current, err := templateName()
+	require.NoError(t, err)
+	require.Equal(t, base, current)
+	otherRole, err := templateNameOf(ServiceRole+"_2", templateSchema)
+	require.NoError(t, err)
+	otherSchema, err := templateNameOf(ServiceRole, templateSchema+"_2")
+	require.NoError(t, err)
+	require.NotEqual(t, base, otherRole, "another service role")
+	require.NotEqual(t, base, otherSchema, "another schema")
+}
