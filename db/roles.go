@@ -54,10 +54,12 @@ func (r runner) secure(ctx context.Context, service string) error {
 	})
 }
 
-// Roles is the role a session is and whether it owns the books (a
-// superuser, or a member of the tables' owner).
+// Roles is a role (a session's, or the one the migrations grant to) and
+// whether it owns the books (a superuser, or a member of the tables'
+// owner), or holds what else takes their fences down.
 type Roles struct {
-	// User is the session's current_user.
+	// User is the role's name: the session's current_user, or the one
+	// asked of RoleOf.
 	User string
 	// Owner: it may ALTER the tables, turn their triggers off, replace
 	// their functions: the fences are not a lock against it.
@@ -65,7 +67,18 @@ type Roles struct {
 	// Migrated: the schema has the books (else Owner says only whether
 	// it is a superuser).
 	Migrated bool
+	// Powers: what else it holds that takes the fences down, said as
+	// "owns the schema public (a member of pg_database_owner)": the
+	// schema's or the database's owner (it drops any function of the
+	// schema, the fences' too), CREATEROLE (it grants itself the
+	// migrator), CREATE in the schema. Empty for a service role as
+	// docs/operations.md makes it.
+	Powers []string
 }
+
+// Fenced says whether the fences of the books are a lock against the
+// role: it neither owns them nor holds any of Powers.
+func (r Roles) Fenced() bool { return !r.Owner && len(r.Powers) == 0 }
 
 var rolesSQL struct{ Owner string }
 
@@ -75,9 +88,22 @@ func init() { bindQueries("roles.sql", &rolesSQL) }
 // owns the books: the service's role should not (docs/operations.md, "The
 // database's roles").
 func (s *Store) ServiceRole(ctx context.Context) (Roles, error) {
+	return s.roleOf(ctx, nil)
+}
+
+// RoleOf says of role what ServiceRole says of the session's: pixd
+// migrate asks it of the service role it grants to.
+func (s *Store) RoleOf(ctx context.Context, role string) (Roles, error) {
+	return s.roleOf(ctx, &role)
+}
+
+func (s *Store) roleOf(ctx context.Context, role *string) (Roles, error) {
 	var r Roles
-	if err := s.pool.QueryRow(ctx, rolesSQL.Owner).Scan(&r.User, &r.Owner, &r.Migrated); err != nil {
+	if err := s.pool.QueryRow(ctx, rolesSQL.Owner, role).Scan(&r.User, &r.Owner, &r.Migrated, &r.Powers); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
+			if role != nil {
+				return r, fmt.Errorf("the database role %q: no such role", *role)
+			}
 			return r, errors.New("the session's role: current_user is no role of pg_roles")
 		}
 		return r, Classify(fmt.Errorf("the session's role: %w", err))

@@ -23,6 +23,10 @@ SELECT format('ALTER ROLE pix_migrator PASSWORD %L', :'migrator_password') WHERE
 SELECT format('ALTER ROLE pix_service PASSWORD %L', :'service_password') WHERE :'service_password' <> '' \gexec
 SELECT format('ALTER DATABASE %I OWNER TO pix_migrator', current_database()) \gexec
 ALTER SCHEMA public OWNER TO pix_migrator;
+-- No role but the migrator makes objects in it (a cluster of before
+-- PostgreSQL 15, upgraded, grants PUBLIC CREATE on public): pixd migrate
+-- refuses a service role that may.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 -- A database migrated as another role before: its objects become the
 -- migrator's (a table's own sequences and indexes follow it).
 SELECT format('ALTER %s %s OWNER TO pix_migrator', CASE c.relkind WHEN 'v' THEN 'VIEW' WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, c.oid::regclass)

@@ -38,7 +38,7 @@ func TestTheServiceRoleCannotTakeTheFencesDown(t *testing.T) {
 	require.Equal(t, dbtest.ServiceRole, who)
 	roles, err := svc.ServiceRole(context.Background())
 	require.NoError(t, err)
-	require.Equal(t, db.Roles{User: dbtest.ServiceRole, Owner: false, Migrated: true}, roles)
+	require.Equal(t, db.Roles{User: dbtest.ServiceRole, Owner: false, Migrated: true, Powers: []string{}}, roles)
 	ownerRoles, err := owner.ServiceRole(context.Background())
 	require.NoError(t, err)
 	require.True(t, ownerRoles.Owner, "the migrator owns the books")

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -303,6 +304,16 @@ func (a *App) Migrate(ctx context.Context) error {
 	if service == migrator.User {
 		a.Log.Warn(oneRole+": the migrations grant no service role", "db_role", migrator.User)
 		service = ""
+	} else {
+		// Two roles: a service role that can take the fences down is a
+		// mistake of the deployment, refused before anything is granted.
+		roles, err := db.NewStore(pool).RoleOf(ctx, service)
+		if err != nil {
+			return err
+		}
+		if err := unfenced(roles); err != nil {
+			return err
+		}
 	}
 	applied, err := db.Migrate(ctx, pool, db.GrantTo(service))
 	if len(applied) > 0 || err == nil {
@@ -345,11 +356,33 @@ func serviceRole(cfg config.Config) (string, error) {
 	return pc.User, nil
 }
 
-// warnIfOwner says at WARN, once the database answers, that the service
-// connects as the tables' owner (or a superuser): the fences of the books
-// are not a lock against it. It asks again every few seconds while the
+// errUnfenced is what refuses a service role, apart from the migrator,
+// that the fences of the books are no lock against.
+var errUnfenced = errors.New("the fences of the books are no lock against the service's database role " +
+	"(docs/operations.md, \"The database's roles\": it must own nothing, nor the schema or the database, " +
+	"without CREATEROLE nor CREATE in the schema)")
+
+// unfenced is errUnfenced, saying what r holds, unless r is fenced.
+func unfenced(r db.Roles) error {
+	if r.Fenced() {
+		return nil
+	}
+	why := r.Powers
+	if r.Owner {
+		why = append([]string{"is a superuser or a member of the tables' owner"}, why...)
+	}
+	return fmt.Errorf("%w: %s %s", errUnfenced, r.User, strings.Join(why, ", "))
+}
+
+// checkServiceRole says at WARN, once the database answers, that the
+// service connects as the tables' owner (or a superuser): one role for the
+// migrations and the service, the fences of the books are not a lock
+// against it. A role that owns nothing of the books (two roles) but holds
+// what else takes the fences down (the schema's or the database's owner,
+// CREATEROLE, CREATE in the schema: db.Roles.Powers) is errUnfenced: the
+// service must not run so. It asks again every few seconds while the
 // database can't be reached or is not migrated yet, until ctx ends.
-func (a *App) warnIfOwner(ctx context.Context) {
+func (a *App) checkServiceRole(ctx context.Context) error {
 	for {
 		askCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		roles, err := a.Store.ServiceRole(askCtx)
@@ -357,14 +390,16 @@ func (a *App) warnIfOwner(ctx context.Context) {
 		switch {
 		case err == nil && roles.Owner:
 			a.Log.Warn(oneRole, "db_role", roles.User)
-			return
+			return nil
+		case err == nil && roles.Migrated && !roles.Fenced():
+			return unfenced(roles)
 		case err == nil && roles.Migrated:
 			a.Log.Info("the service's database role owns nothing of the books", "db_role", roles.User)
-			return
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-time.After(5 * time.Second):
 		}
 	}

@@ -243,9 +243,26 @@ func runRole(ctx context.Context, role, migrate string, out io.Writer) error {
 	}
 	defer a.Close()
 
+	// A service role the fences are no lock against stops the service
+	// (checkServiceRole): its error is the process's.
+	ctx, refuse := context.WithCancelCause(ctx)
+	defer refuse(nil)
 	if role == "api" || role == "worker" || role == "dev" {
-		go a.warnIfOwner(ctx) // dev: once it migrated
+		go func() { // dev: once it migrated
+			if err := a.checkServiceRole(ctx); err != nil {
+				refuse(err)
+			}
+		}()
 	}
+	err = a.runAs(ctx, role, migrate, out)
+	if cause := context.Cause(ctx); errors.Is(cause, errUnfenced) {
+		return cause
+	}
+	return err
+}
+
+// runAs runs the role with its App.
+func (a *App) runAs(ctx context.Context, role, migrate string, out io.Writer) error {
 	switch role {
 	case "api":
 		return a.RunAPI(ctx)
