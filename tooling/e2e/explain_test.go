@@ -38,7 +38,8 @@ type sagaRun struct {
 // awaitSaga waits up to within for done, run's row reaching what the
 // caller waits for (what says it); on a timeout the test fails with
 // explainSaga's account. The bound counts from the test's start, when its
-// stack's build already takes every family's runs (waitCurrentBuild).
+// stack's build takes every family's runs and its own worker polls every
+// family's queue (waitCurrentBuild).
 func (s *stack) awaitSaga(run sagaRun, within time.Duration, what string, done func() bool) {
 	s.t.Helper()
 	deadline := time.Now().Add(within)

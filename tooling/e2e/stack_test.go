@@ -219,6 +219,7 @@ func startStack(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tun
 // Temporal server is down, when nothing can promote the build yet.
 func startStackUnpromoted(t *testing.T, srv *temporaltest.Server, prod *productionPSP, tune func(*config.Config), opts ...app.Option) *stack {
 	t.Helper()
+	recycle := recycleLast(t)
 	began := time.Now()
 	cfg := config.Default()
 	cfg.DatabaseURL = dbtest.URL(t)
@@ -227,7 +228,7 @@ func startStackUnpromoted(t *testing.T, srv *temporaltest.Server, prod *producti
 	// Every family's queue is derived from it: pix-transfer-<suffix>,
 	// pix-maintenance-<suffix>, all of them the test's own (one an earlier
 	// test ended with, emptied: see recycledBases).
-	base, recycled := takeBase(srv)
+	base, recycled := takeBase(t, srv)
 	cfg.TemporalTaskQueue = base
 	cfg.InboxAttemptsMax = 3
 	cfg.InboxRetryInitial = 200 * time.Millisecond
@@ -272,13 +273,7 @@ func startStackUnpromoted(t *testing.T, srv *temporaltest.Server, prod *producti
 	if tune != nil {
 		tune(&cfg)
 	}
-	reusable := reusableBase(srv, cfg, base)
-	if recycled && !reusable {
-		giveBackBase(base)
-		if cfg.TemporalTaskQueue == base {
-			cfg.TemporalTaskQueue = "pix-credit-" + randomSuffix()
-		}
-	}
+	reusable := useBase(srv, &cfg, base, recycled)
 	logs := &syncBuffer{}
 	a, err := app.New(context.Background(), cfg, logging.New(logs, "info"), append([]app.Option{app.WithSettings(settings)}, opts...)...)
 	require.NoError(t, err)
@@ -300,8 +295,7 @@ func startStackUnpromoted(t *testing.T, srv *temporaltest.Server, prod *producti
 	s := &stack{t: t, cfg: cfg, app: a, store: a.Store, srv: srv, baseURL: "http://" + ln.Addr().String(), psp: sim, pspClock: clock, natsURL: cfg.NATSURL, logs: logs, settings: settings, began: began}
 	s.startWorker()
 	if reusable {
-		// After the stack's cleanup (below) stopped its worker.
-		t.Cleanup(func() { s.recycleBase() })
+		*recycle = s.recycleBase
 	}
 	t.Cleanup(func() {
 		// Connections the client dialed but never used would hold the
@@ -356,6 +350,10 @@ func (s *stack) startWorker() {
 // version's first poll of it arrives, one queue after another, and the
 // promotion needs only the version to exist; on a loaded machine the
 // refunds' queue still routed to no build 30 s after the promotion.
+//
+// On a recycled base (recycledBases) the build was current and routed
+// before the stack's worker started: the stack waits also for its own
+// worker's polls of each family's queue (waitOwnPollers).
 func (s *stack) waitCurrentBuild() {
 	s.t.Helper()
 	if !s.cfg.WorkerVersioning {
@@ -383,6 +381,25 @@ func (s *stack) waitCurrentBuild() {
 			}
 		}
 	}, 2*time.Minute, 100*time.Millisecond, "each family's task queue routes to the stack's build: registered in its version as the worker polls it")
+	s.waitOwnPollers()
+}
+
+// waitOwnPollers waits until the stack's worker of each family polls its
+// queue for workflow and activity tasks (the SDK's temporal_num_pollers).
+// The SDK takes a worker for eager starts once its workflow pollers
+// started, before its activity pollers: until then a dispatcher's start
+// (started with the worker, cmd/pixd/app) is not eager, and a run would
+// wait for a poll. On a new base the build's promotion waited for the
+// worker's first poll; on a recycled one nothing else did.
+func (s *stack) waitOwnPollers() {
+	s.t.Helper()
+	require.EventuallyWithT(s.t, func(c *assert.CollectT) {
+		for _, q := range s.cfg.TaskQueues().All() {
+			for _, kind := range []string{"workflow_task", "activity_task"} {
+				assert.Positive(c, s.numPollers(q, kind), "the stack's worker polls %s for %s", q, kind)
+			}
+		}
+	}, 2*time.Minute, 100*time.Millisecond, "the stack's workers poll every family's queue")
 }
 
 // killWorker stops the stack's worker: its running activities get

@@ -95,6 +95,10 @@ func TestSchedulesOnTheOldQueueAreMovedToTheMaintenanceQueue(t *testing.T) {
 	require.Equal(t, payload.Duration(kept.InboxRetention), retentionOf(t, c, base).InboxRetention)
 
 	// The worker restarts, its configuration unchanged: nothing to write.
+	// Its first start's sync has ended first (it moved both Schedules
+	// before it created the catch-up's; a kill in between cut it short,
+	// unsaid), so that the restarted worker's is the second said.
+	s.waitLog("schedules brought to this worker's configuration: its build is current", 1)
 	s.killWorker()
 	s.startWorker()
 	s.waitLog("worker running", 2)
