@@ -177,3 +177,44 @@ func TestTheServiceRoleCannotPickAMovementsTransaction(t *testing.T) {
 	r := reconcileSettled(t, svc)
 	require.False(t, r.Balanced(), "a credit past the balance: %+v", r)
 }
+
+// The service role deletes only from the tables it deletes from (the
+// retention's, an Idempotency-Key's lock, the MED's requests and
+// quarantine, the scheduled PIX's cancel wakes): not an account (deleted
+// with no movements and inserted again, it would open with another
+// balance), not a movement. And what the schema grants PUBLIC is revoked
+// at every migrate (pix_secure): a grant of the owner's to every role, and
+// EXECUTE on the functions, PostgreSQL's default.
+func TestTheServiceRoleDeletesOnlyWhatItDeletes(t *testing.T) {
+	ctx := context.Background()
+	owner, svc := dbtest.NewAsService(t)
+	dbtest.OpenAccount(t, svc, "acc-empty", 0)
+	dbtest.CreditNth(t, svc, 1, "acc-1", 1_000)
+	denied := []string{
+		`DELETE FROM accounts WHERE id = 'acc-empty'`,
+		`DELETE FROM pix_credits`,
+		`DELETE FROM pix_transfers`,
+		`DELETE FROM pix_refunds`,
+		`DELETE FROM pix_keys`,
+		`TRUNCATE inbox_messages`,
+	}
+	for _, sql := range denied {
+		deniedTo(t, svc, "42501", sql)
+	}
+	_, err := svc.Pool().Exec(ctx, `DELETE FROM idempotency_keys WHERE false`)
+	require.NoError(t, err, "the service deletes an Idempotency-Key's lock")
+
+	_, err = owner.Pool().Exec(ctx, `GRANT ALL ON accounts, pix_keys TO PUBLIC`)
+	require.NoError(t, err)
+	_, err = db.Migrate(ctx, owner.Pool(), db.GrantTo(dbtest.ServiceRole))
+	require.NoError(t, err)
+	for _, sql := range denied {
+		deniedTo(t, svc, "42501", sql)
+	}
+	require.Zero(t, queryInt64(t, owner, `SELECT count(*) FROM pg_class c CROSS JOIN aclexplode(c.relacl) a
+		WHERE c.relnamespace = current_schema()::regnamespace AND a.grantee = 0`), "a grant to PUBLIC on a relation")
+	require.Zero(t, queryInt64(t, owner, `SELECT count(*) FROM pg_proc p CROSS JOIN aclexplode(COALESCE(p.proacl, acldefault('f', p.proowner))) a
+		WHERE p.pronamespace = current_schema()::regnamespace AND a.grantee = 0`), "EXECUTE of PUBLIC on a function")
+	r := reconcileSettled(t, svc)
+	require.True(t, r.Balanced(), "%+v", r)
+}
