@@ -122,7 +122,10 @@ func TestVersionsDeclaredOnce(t *testing.T) {
 			"service nats: image nats:2.11.6-alpine is not .env's NATS_VERSION=2.15.2")
 	})
 	t.Run("a declared version no service runs", func(t *testing.T) {
-		wantError(t, composeAndVersionErrors(t, "image: postgres:${POSTGRES_VERSION:?set in .env}", "image: bitnami/postgresql:17.6.0"),
+		// Both services on the postgres image (the server and the db-roles
+		// job, which runs its psql) moved off it.
+		wantError(t, composeAndVersionErrors(t, "image: postgres:${POSTGRES_VERSION:?set in .env}", "image: bitnami/postgresql:17.6.0",
+			"image: postgres:${POSTGRES_VERSION:?set in .env}", "image: bitnami/postgresql:17.6.0"),
 			"POSTGRES_VERSION is declared in .env but no service runs postgres")
 	})
 	t.Run("no .env", func(t *testing.T) {
@@ -174,7 +177,10 @@ func TestComposeSecretsScript(t *testing.T) {
 	}
 	for name, form := range map[string]string{
 		"postgres_password":      `^[0-9a-f]{48}$`,
-		"database_url":           `^postgres://pix:` + first["postgres_password"] + `@postgresql:5432/pix\?sslmode=disable$`,
+		"pix_migrator_password":  `^[0-9a-f]{48}$`,
+		"pix_service_password":   `^[0-9a-f]{48}$`,
+		"migrate_database_url":   `^postgres://pix_migrator:` + first["pix_migrator_password"] + `@postgresql:5432/pix\?sslmode=disable$`,
+		"database_url":           `^postgres://pix_service:` + first["pix_service_password"] + `@postgresql:5432/pix\?sslmode=disable$`,
 		"temporal_codec_keys":    `^[A-Za-z0-9._-]+=[A-Za-z0-9+/]{43}=$`,
 		"webhook_secrets":        `^[a-z0-9-]+=whsec_[A-Za-z0-9+/]{43}=$`,
 		"admin_token":            `^[0-9a-f]{64}$`,
