@@ -63,7 +63,7 @@ import (
 
 // holdSQL holds the statements of queries/holds.sql.
 var holdSQL struct {
-	AccountFilling, ByRef, Get, GetMany, LockHold, Hold, Release, Capture, Fill, Shrink, MakeFilling, CapturePart, Restore, RaiseFillTo,
+	AccountLacking, ByRef, Get, GetMany, LockHold, Hold, Release, Capture, Fill, Shrink, MakeFilling, CapturePart, Restore, RaiseFillTo,
 	SetFillUntil string
 }
 
@@ -234,8 +234,7 @@ func deref(s *string) string {
 //
 // Refusals, with nothing changed: a pix.ValidationError; pix.ErrAccountNotFound,
 // pix.ErrAccountClosed; pix.ErrInsufficientFunds (the available balance
-// does not cover it, none of it counted while an older hold of the account
-// that fills still lacks; with UpTo, nothing is available; never with
+// does not cover it; with UpTo, nothing is available; never with
 // FillFromCredits, which may start with nothing); for a PIX,
 // pix.ErrPixNotCredited (no credit of it to the account) and
 // pix.ErrHoldExceedsCredit (its active holds and devoluções would exceed
@@ -276,22 +275,19 @@ func Hold(ctx context.Context, tx pgx.Tx, h NewHold) (hold pix.Hold, created boo
 	}
 	available := a.available()
 	if available > 0 {
-		// Holds that fill take money strictly oldest first: while an older
-		// one of the account still lacks, a new hold takes nothing of what
-		// is available (the older would have had it, had it come after it),
-		// and one that fills fills after it. So does one that does not
-		// fill (a cautionary block): a MED's hold lacking has the account's
-		// money first. Every inflow fills the holds that lack before any of
-		// it is available, so available is 0 while one lacks, but for a
-		// hold that starts lacking more than the money that comes with it
-		// (raised by room freed beyond the money freed: RaiseFillTo).
-		var older bool
-		if err := tx.QueryRow(ctx, holdSQL.AccountFilling, h.AccountID).Scan(&older); err != nil {
-			return pix.Hold{}, false, fmt.Errorf("holds filling: %w", err)
+		// A new hold never takes what an older hold of the account that
+		// fills lacks (a cautionary block never takes what a MED lacks).
+		// Every change that makes a hold lack fills it from what is
+		// available in its own transaction (an inflow, FillHolds; a raise
+		// or a hold made filling, fillFromAvailable), so available is 0
+		// while one lacks and this takes nothing off: it is the guard of an
+		// account a build before that left otherwise, whose money beyond
+		// what its holds lack stays available to a new hold.
+		var lacking int64
+		if err := tx.QueryRow(ctx, holdSQL.AccountLacking, h.AccountID).Scan(&lacking); err != nil {
+			return pix.Hold{}, false, fmt.Errorf("holds lacking: %w", err)
 		}
-		if older {
-			available = 0
-		}
+		available = max(0, available-lacking)
 	}
 	amount, fillTo, short, err := holdable(h, available, room)
 	if err != nil {
@@ -418,7 +414,8 @@ func creditLeft(ctx context.Context, tx pgx.Tx, endToEndID string, credited int6
 // Release ends the active hold id within tx as released, with its event,
 // and returns the hold as it is after the call and whether this call
 // released it. Its money first fills the account's other holds that still
-// lack (fillFromFreed), and what they leave is spendable again. A hold
+// lack, with the rest of what is available (fillFromAvailable), and what
+// they leave is spendable again. A hold
 // that ended already is returned as it is, nothing changed and no event
 // written: released (a retry whose first try committed), or captured (the
 // devolução it was held for took it first: the fence, which the hold's
@@ -442,27 +439,43 @@ func Release(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason string) (hold 
 	if err := raiseFrom(ctx, tx, hold, reserved(hold), FillSource{Kind: FillByHoldRelease, ID: hold.ID}); err != nil {
 		return pix.Hold{}, false, err
 	}
-	if err := fillFromFreed(ctx, tx, hold.AccountID, hold.AmountCents, FillSource{Kind: FillByHoldRelease, ID: hold.ID}); err != nil {
+	if _, err := fillFromAvailable(ctx, tx, hold.AccountID, FillSource{Kind: FillByHoldRelease, ID: hold.ID}); err != nil {
 		return pix.Hold{}, false, err
 	}
 	return hold, true, nil
 }
 
-// fillFromFreed gives the money a hold of accountID just stopped holding
-// in tx (freedCents, out of the account's held: a release, a shrink) to the
-// account's other holds that still lack, oldest first (FillHolds), before
-// any of it is spendable: a hold that fills takes nothing available while
-// an older one lacks (Hold), so money that a younger hold, released or
-// shrunk, gives back would otherwise be spent while a MED's hold that was
-// made before the money came back still lacks it. Under the account's lock
-// the caller took (lockHoldAndAccount): the lock order stays the account,
-// then the holds.
-func fillFromFreed(ctx context.Context, tx pgx.Tx, accountID string, freedCents int64, source FillSource) error {
-	if freedCents <= 0 {
-		return nil
+// fillFromAvailable fills the account's holds that lack, oldest first
+// (FillHolds: each with its pix.hold.filled event and its pix_hold_fills
+// row, once per source), with what the account has available, in tx,
+// after a change of its holds that may have made one lack while money is
+// available: a hold released or shrunk (the money it freed, and the room
+// of its PIX, RaiseFillTo, which may raise a hold by more than that
+// money: one past its fill-until released lacking), a hold made one that
+// fills (MakeFilling). So the account's money goes to its holds that lack
+// before any of it is spendable, as an inflow's does, and available is 0
+// while a hold lacks after every transaction (a new hold then takes
+// nothing a MED lacks, nor does a debit). Under the account's lock the
+// caller took (lockHoldAndAccount, LockHold): the lock order stays the
+// account, then the holds. It returns what was filled.
+func fillFromAvailable(ctx context.Context, tx pgx.Tx, accountID string, source FillSource) (int64, error) {
+	a, _, err := lockAccountOfAnyStatus(ctx, tx, accountID)
+	if err != nil {
+		return 0, err
 	}
-	_, err := FillHolds(ctx, tx, accountID, freedCents, source)
-	return err
+	if a.available() <= 0 {
+		return 0, nil
+	}
+	// None lacking (the usual case): no fill, and no wake-up to note (a
+	// caller outside Store.InTx that fills nothing stays allowed).
+	var lacking int64
+	if err := tx.QueryRow(ctx, holdSQL.AccountLacking, accountID).Scan(&lacking); err != nil {
+		return 0, fmt.Errorf("holds lacking: %w", err)
+	}
+	if lacking == 0 {
+		return 0, nil
+	}
+	return FillHolds(ctx, tx, accountID, a.available(), source)
 }
 
 // LockHold locks the hold id until tx ends, with what comes before it in
@@ -545,7 +558,8 @@ func capturePart(ctx context.Context, tx pgx.Tx, id uuid.UUID, refundID string, 
 // Shrink shrinks the active hold id in place, within tx, to hold and fill
 // to at most toCents (a hold that does not fill stays one), with its event
 // (pix.hold.shrunk): what it held beyond first fills the account's other
-// holds that still lack (fillFromFreed), what they leave is spendable
+// holds that still lack, with the rest of what is available
+// (fillFromAvailable), what they leave is spendable
 // again; the rest never stops being held (a release and a hold anew would make it available
 // between the two, or for good when the new hold takes less: a hold that
 // fills takes nothing while an older one lacks). It returns the hold as it
@@ -591,7 +605,7 @@ func Shrink(ctx context.Context, tx pgx.Tx, id uuid.UUID, toCents int64, reason 
 	if err := raiseFrom(ctx, tx, hold, reserved(before)-reserved(hold), FillSource{Kind: FillByHoldShrink, ID: event}); err != nil {
 		return pix.Hold{}, false, err
 	}
-	if err := fillFromFreed(ctx, tx, hold.AccountID, freed, FillSource{Kind: FillByHoldShrink, ID: event}); err != nil {
+	if _, err := fillFromAvailable(ctx, tx, hold.AccountID, FillSource{Kind: FillByHoldShrink, ID: event}); err != nil {
 		return pix.Hold{}, false, err
 	}
 	return hold, true, nil
@@ -605,9 +619,10 @@ func Shrink(ctx context.Context, tx pgx.Tx, id uuid.UUID, toCents int64, reason 
 // back: RaiseFillTo), with its event (pix.hold.made_filling). It holds
 // what it held, and takes what is available up to what it fills to, with
 // its fill (pix.hold.filled, source hold_made_filling): the money that came
-// in since it was made, which a hold that filled would have taken; none
-// while another hold of the account still lacks (as Hold: holds that fill
-// take money oldest first, and an older one would have had it). The
+// in since it was made, which a hold that filled would have taken; the
+// account's older holds that lack take theirs first, oldest first
+// (fillFromAvailable, as an inflow: holds that fill take money oldest
+// first), so no hold lacks after while money is available. The
 // account's later inflows fill it on. So its holder captures a part of it and
 // keeps it (NewRefund.KeepHold), and a devolução of that part not made
 // gives its money back into it (RestoreHold), held in the reversal's
@@ -630,11 +645,6 @@ func MakeFilling(ctx context.Context, tx pgx.Tx, id uuid.UUID, needCents int64, 
 	if !hold.UpTo {
 		return pix.Hold{}, false, pix.Invalid("hold", "holds a whole amount (not up to): it does not fill")
 	}
-	// Before it fills: whether another hold of the account lacks.
-	var others bool
-	if err := tx.QueryRow(ctx, holdSQL.AccountFilling, hold.AccountID).Scan(&others); err != nil {
-		return pix.Hold{}, false, fmt.Errorf("holds filling: %w", err)
-	}
 	fillTo := min(max(needCents, hold.AmountCents), hold.AskedCents)
 	var short int64
 	if hold.EndToEndID != nil {
@@ -654,32 +664,16 @@ func MakeFilling(ctx context.Context, tx pgx.Tx, id uuid.UUID, needCents int64, 
 	if err != nil {
 		return pix.Hold{}, false, fmt.Errorf("make hold %s fill: %w", id, err)
 	}
-	if others {
-		return hold, true, nil
+	filled, err := fillFromAvailable(ctx, tx, hold.AccountID, FillSource{Kind: FillByMadeFilling, ID: hold.ID})
+	if err != nil || filled == 0 {
+		return hold, err == nil, err
 	}
-	hold, err = fillMadeFilling(ctx, tx, hold)
-	return hold, err == nil, err
-}
-
-// fillMadeFilling fills the hold just made one that fills (MakeFilling),
-// the only one of its account that lacks, with what the account has
-// available, up to what it lacks (FillHolds, source hold_made_filling),
-// under the account's lock LockHold took, and returns it as it is after.
-func fillMadeFilling(ctx context.Context, tx pgx.Tx, hold pix.Hold) (pix.Hold, error) {
-	a, _, err := lockAccountOfAnyStatus(ctx, tx, hold.AccountID)
-	if err != nil {
-		return pix.Hold{}, err
+	// What it took of the fill (the holds older than it that lack took
+	// theirs first).
+	if hold, err = ReadHold(ctx, tx, id); err != nil {
+		return pix.Hold{}, false, err
 	}
-	take := min(a.available(), *hold.FillToCents-hold.AmountCents)
-	if take <= 0 {
-		return hold, nil
-	}
-	filled, err := FillHolds(ctx, tx, hold.AccountID, take, FillSource{Kind: FillByMadeFilling, ID: hold.ID})
-	if err != nil {
-		return pix.Hold{}, err
-	}
-	hold.AmountCents += filled
-	return hold, nil
+	return hold, true, nil
 }
 
 // SetFillUntil sets until as the fill-until (NewHold.FillUntil) of the
@@ -778,8 +772,9 @@ func (s *Store) GetHolds(ctx context.Context, ids []uuid.UUID) (map[string]pix.H
 // that fill (NewHold.FillFromCredits; docs/design.md, I11): every inflow
 // fills, not only a PIX credited, or money a MED waits for would be
 // spendable again once a transfer out of it is refunded; nor only money
-// come in: money another hold stops holding fills them too
-// (fillFromFreed). Kind is one of FillByCredit, FillByTransferRefund,
+// come in: money another hold stops holding fills them too, and so does
+// what is available when a hold is raised or made filling
+// (fillFromAvailable). Kind is one of FillByCredit, FillByTransferRefund,
 // FillByRefundReversal, FillByHoldRelease, FillByHoldShrink,
 // FillByMadeFilling; ID names the source (the PIX's end_to_end_id, the
 // transfer's id, the refund's id, the released hold's id, the shrink's
@@ -795,14 +790,16 @@ const (
 	FillByCredit         = "credit"          // a PIX credited (Store.Credit)
 	FillByTransferRefund = "transfer_refund" // a rejected transfer refunded (saga/transfer)
 	FillByRefundReversal = "refund_reversal" // a devolução not made, reversed (saga/refund)
-	// Money another hold of the account stopped holding (fillFromFreed):
-	// released (ID the hold's), shrunk in place (ID its pix.hold.shrunk
-	// event's).
+	// Money another hold of the account stopped holding, and what was
+	// available, given to the holds that lack, the PIX's raised ones among
+	// them (fillFromAvailable): released (ID the hold's), shrunk in place
+	// (ID its pix.hold.shrunk event's).
 	FillByHoldRelease = "hold_release"
 	FillByHoldShrink  = "hold_shrink"
 	// Money available when a hold that did not fill is made one that
 	// fills (MakeFilling; ID the hold's): what came in since it was made,
-	// which it would have taken had it filled.
+	// which it would have taken had it filled (the account's older holds
+	// that lack first).
 	FillByMadeFilling = "hold_made_filling"
 )
 
@@ -821,8 +818,10 @@ func reserved(h pix.Hold) int64 {
 // room cut short of what they fill to (fill_short_cents: a MED made while
 // a block of its PIX, or a devolução of it, took part of it), in the
 // order they were made, with a pix.hold.fill_raised event each: they fill
-// to more, and the money freed (fillFromFreed, FillHolds, after this call)
-// and later inflows fill them. A hold at or past its fill-until
+// to more, and what is available after the freeing (fillFromAvailable, or
+// the reversal's FillHolds, after this call) and later inflows fill them:
+// a raise beyond the money freed is filled from what the account has
+// available, so no hold lacks while money is available. A hold at or past its fill-until
 // (NewHold.FillUntil, by the database's clock as FillHolds) is not raised:
 // nothing fills it any more, and the room it would reserve stays the
 // PIX's (a block or a devolução of it may take it). It returns what was

@@ -191,9 +191,9 @@ func TestFillingHoldsFillInTheOrderTheyWereMade(t *testing.T) {
 
 // Holds that fill take money strictly oldest first: a block released fills
 // the older, then the newer (db.Release gives what it frees to the holds
-// that lack); money available while an older hold still lacks (no call
-// leaves that any more) is not taken by a newer hold that fills, which
-// would else hold the older one's due.
+// that lack); of money available while an older hold still lacks (no call
+// leaves that any more) a newer hold takes only what the older does not
+// lack, which it would else hold of the older one's due.
 func TestANewFillingHoldWaitsForTheOlder(t *testing.T) {
 	s := dbtest.NewWithAccount(t, "acc-1", 0)
 	a := dbtest.CreditNth(t, s, 1, "acc-1", 5_000)
@@ -230,17 +230,21 @@ func TestANewFillingHoldWaitsForTheOlder(t *testing.T) {
 	dbtest.RequireBooks(t, s)
 
 	// The guard itself: an older hold that lacks while money is available
-	// (a state no call leaves any more: every inflow, release and shrink
-	// fills it first; written here as a hold made before 0053 would leave
-	// it) makes a new hold take nothing available.
+	// (a state no call leaves any more: every inflow, release, shrink and
+	// raise fills it first; written here as a hold made before 0053 would
+	// leave it) keeps what it lacks from a new hold, and only that: of the
+	// 11,000 available, the 1,000 the older lacks.
 	_, err = s.Pool().Exec(context.Background(), `WITH emptied AS (
 		    UPDATE pix_holds SET amount_cents = 0 WHERE id = $1 RETURNING account_id)
 		UPDATE accounts SET held_cents = held_cents - 1000 WHERE id = (SELECT account_id FROM emptied)`, third.ID)
 	require.NoError(t, err)
-	fourth, _, err := hold(s, db.NewHold{Ref: "judicial:2", AccountID: "acc-1", AmountCents: 1_000, UpTo: true, FillFromCredits: true,
+	requireMoney(t, s, "acc-1", 16_000, 5_000)
+	fourth, _, err := hold(s, db.NewHold{Ref: "judicial:2", AccountID: "acc-1", AmountCents: 11_000, UpTo: true, FillFromCredits: true,
 		Kind: "judicial"})
 	require.NoError(t, err)
-	require.Zero(t, fourth.AmountCents, "the older hold still lacks: the newer takes nothing available")
+	require.EqualValues(t, 10_000, fourth.AmountCents, "the older hold still lacks 1,000: the newer takes the rest")
+	_, _, err = hold(s, db.NewHold{Ref: "block:late", AccountID: "acc-1", AmountCents: 1, Kind: "cautionary_block"})
+	require.ErrorIs(t, err, pix.ErrInsufficientFunds, "what the older lacks")
 	dbtest.RequireBooks(t, s)
 }
 

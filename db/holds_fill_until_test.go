@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -327,40 +328,102 @@ func TestAHoldPastItsFillUntilIsNotRaised(t *testing.T) {
 	dbtest.RequireBooks(t, s)
 }
 
-// A new hold takes nothing of what is available while an older hold of the
-// account that fills still lacks, whether the new one fills (a MED) or not
-// (a cautionary block): money that comes to the account is the older
-// hold's first (it would have had it, had it come after it). Every inflow
-// fills the holds that lack before it is available, so available is 0
-// while one lacks, but for a hold that starts lacking more than the money
-// that comes with it: here a MED of a PIX raised by the room a hold of the
-// same PIX, past its fill-until and lacking, frees (what it filled to)
-// beyond the money it frees (what it held). Seen failing on the old Hold
-// (the block held the 20,000 the raised MED lacks 7,000 of).
-func TestANewHoldTakesNothingAnOlderFillingHoldLacks(t *testing.T) {
-	s, reported := spentPIX(t, 7_000) // acc-1 has 3,000 of the PIX's 10,000
-	ctx := context.Background()
+// pastAndLacking is a PIX of acc-1 of 10,000 of which 7,000 was spent, its
+// first MED's hold (3,000 of 10,000) past its fill-until, lacking, and a
+// second MED of it cut short of all of it by the first (0 of 0, 10,000
+// short), then a credit of 20,000 (E2EID(2)) that fills neither: the
+// first fills no more and the second lacks nothing.
+func pastAndLacking(t *testing.T) (s *db.Store, first, second pix.Hold) {
+	t.Helper()
+	s, reported := spentPIX(t, 7_000)
 	first, _, err := hold(s, med("med:1", "acc-1", reported, 10_000))
 	require.NoError(t, err)
 	requireHold(t, s, first.ID, 3_000, 10_000, pix.HoldActive)
-	_, err = s.Pool().Exec(ctx, `UPDATE pix_holds SET fill_until = statement_timestamp() - interval '1 second' WHERE id = $1`, first.ID)
+	_, err = s.Pool().Exec(context.Background(), `UPDATE pix_holds SET fill_until = statement_timestamp() - interval '1 second' WHERE id = $1`, first.ID)
 	require.NoError(t, err)
-	second, _, err := hold(s, med("med:2", "acc-1", reported, 10_000)) // the PIX's room all the first's: short
+	second, _, err = hold(s, med("med:2", "acc-1", reported, 10_000)) // the PIX's room all the first's: short
 	require.NoError(t, err)
 	requireHold(t, s, second.ID, 0, 0, pix.HoldActive)
-	dbtest.CreditNth(t, s, 2, "acc-1", 20_000) // the first fills no more; the second lacks nothing
+	dbtest.CreditNth(t, s, 2, "acc-1", 20_000)
 	requireMoney(t, s, "acc-1", 23_000, 3_000)
+	dbtest.RequireNoHoldLacksWhileAvailable(t, s, "before")
+	return s, first, second
+}
 
+// requireFilledOnce says the hold id was filled by source once, by cents,
+// with one pix.hold.filled event that says so.
+func requireFilledOnce(t *testing.T, s *db.Store, id string, source db.FillSource, cents int64) {
+	t.Helper()
+	require.Equal(t, map[string]int64{source.ID: cents}, fillsFrom(t, s, id, source.Kind))
+	var filled []int64
+	for _, e := range dbtest.OutboxEvents(t, s, db.AggregateHold, id) {
+		if e.Type != db.EventHoldFilled {
+			continue
+		}
+		var p struct {
+			SourceKind  string `json:"source_kind"`
+			SourceID    string `json:"source_id"`
+			FilledCents int64  `json:"filled_cents"`
+		}
+		require.NoError(t, json.Unmarshal(e.Payload, &p))
+		require.Equal(t, [2]string{source.Kind, source.ID}, [2]string{p.SourceKind, p.SourceID})
+		filled = append(filled, p.FilledCents)
+	}
+	require.Equal(t, []int64{cents}, filled, "one pix.hold.filled event")
+}
+
+// A hold raised beyond the money freed (RaiseFillTo: a MED's hold of a PIX
+// raised by the room a hold of the same PIX, past its fill-until and
+// lacking, frees, what it filled to, beyond the money it frees, what it
+// held) fills from what the account has available at once, in the
+// release's transaction, as an inflow would: no hold lacks while money is
+// available, so the money the MED lacks is neither spendable nor taken by
+// a block, and what is left is available to both (review MED-1: the old
+// release left the MED lacking 7,000 while 20,000 was available; a block
+// of 1 cent was refused while a transfer took all of it). Seen failing on
+// the old Release (the second MED held 3,000 of 10,000, 20,000 available).
+func TestAHoldRaisedBeyondTheMoneyFreedFillsFromWhatIsAvailable(t *testing.T) {
+	s, first, second := pastAndLacking(t)
 	_, released, err := release(s, first.ID, "report ended")
 	require.NoError(t, err)
 	require.True(t, released)
-	requireHold(t, s, second.ID, 3_000, 10_000, pix.HoldActive) // raised by 10,000, filled by the 3,000 freed
-	requireMoney(t, s, "acc-1", 23_000, 3_000)
+	requireHold(t, s, second.ID, 10_000, 10_000, pix.HoldActive) // raised by 10,000, filled: 3,000 freed, 7,000 available
+	requireMoney(t, s, "acc-1", 23_000, 10_000)
+	dbtest.RequireNoHoldLacksWhileAvailable(t, s, "after the release")
+	requireFilledOnce(t, s, second.ID, db.FillSource{Kind: db.FillByHoldRelease, ID: first.ID}, 10_000)
 
-	_, _, err = hold(s, block("block:1", "acc-1", dbtest.E2EID(2), 20_000))
-	require.ErrorIs(t, err, pix.ErrInsufficientFunds, "the money the older MED lacks")
-	_, _, err = hold(s, med("med:3", "acc-1", dbtest.E2EID(2), 20_000))
+	_, _, err = hold(s, block("block:1", "acc-1", dbtest.E2EID(2), 13_001))
+	require.ErrorIs(t, err, pix.ErrInsufficientFunds, "the money the MED holds")
+	require.ErrorIs(t, tryDebit(s, "acc-1", 13_001), pix.ErrInsufficientFunds)
+	b, _, err := hold(s, block("block:2", "acc-1", dbtest.E2EID(2), 13_000)) // what is genuinely available
 	require.NoError(t, err)
-	requireMoney(t, s, "acc-1", 23_000, 3_000)
+	require.EqualValues(t, 13_000, b.AmountCents)
+	require.ErrorIs(t, tryDebit(s, "acc-1", 1), pix.ErrInsufficientFunds, "nothing spendable")
+	requireMoney(t, s, "acc-1", 23_000, 23_000)
+	dbtest.RequireBooks(t, s)
+}
+
+// So is a hold raised by a shrink that frees room and no money (the first
+// MED, past its fill-until and lacking, shrunk to what it holds: the 7,000
+// of room it stops taking raises the second, which fills them from what
+// is available). Seen failing on the old Shrink (the second MED held 0 of
+// 7,000, 20,000 available).
+func TestAHoldRaisedByAShrinkFillsFromWhatIsAvailable(t *testing.T) {
+	s, first, second := pastAndLacking(t)
+	require.NoError(t, s.InTx(context.Background(), func(tx pgx.Tx) error {
+		_, shrunk, err := db.Shrink(context.Background(), tx, uuid.MustParse(first.ID), 3_000, "closed rejected")
+		require.True(t, shrunk)
+		return err
+	}))
+	requireHold(t, s, first.ID, 3_000, 3_000, pix.HoldActive)
+	requireHold(t, s, second.ID, 7_000, 7_000, pix.HoldActive)
+	requireMoney(t, s, "acc-1", 23_000, 10_000)
+	dbtest.RequireNoHoldLacksWhileAvailable(t, s, "after the shrink")
+	fills := fillsFrom(t, s, second.ID, db.FillByHoldShrink) // by the shrink's event
+	require.Len(t, fills, 1, "one fill, from the shrink")
+	for event := range fills {
+		requireFilledOnce(t, s, second.ID, db.FillSource{Kind: db.FillByHoldShrink, ID: event}, 7_000)
+	}
+	require.ErrorIs(t, tryDebit(s, "acc-1", 13_001), pix.ErrInsufficientFunds)
 	dbtest.RequireBooks(t, s)
 }

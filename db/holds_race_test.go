@@ -545,11 +545,14 @@ func (h *holdHistory) run(t *testing.T, workers, steps int, seed uint64, invalid
 //     fills added, never more than it fills to, and no credit gave more
 //     than it brought.
 //   - raises: releases and shrinks that raise the MEDs of their PIX
-//     (RaiseFillTo) and fill (fillFromFreed), credits that fill, new holds
-//     (blocks of the reported PIX and of none, MEDs), and debits on ONE
-//     account: no released hold or shrink filled more than it freed; no
-//     PIX's holds and devoluções take more than its credit; no hold lacks
-//     while money is available (issue 37, attack review B).
+//     (RaiseFillTo) and fill from what is available (fillFromAvailable),
+//     credits that fill, new holds (blocks of the reported PIX and of none,
+//     MEDs), MEDs' fill-untils passing, and debits on ONE account: each
+//     hold holds what it was made with, filled and shrunk, one event per
+//     fill; no PIX's holds and devoluções take more than its credit; no
+//     hold lacks while money is available (issue 37, attack review B;
+//     review MED-1: a MED past its fill-until released raised another
+//     beyond the money it freed).
 func TestHoldHistoriesUnderConcurrency(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -629,53 +632,38 @@ func TestHoldHistoriesUnderConcurrency(t *testing.T) {
 			},
 		},
 		{
-			name: "raises", accounts: []string{"acc-1"}, pixes: 6, spent: 55_000, workers: 6, steps: 40, seed: 53, invalid: true,
+			name: "raises", accounts: []string{"acc-1"}, pixes: 3, spent: 25_000, workers: 6, steps: 60, seed: 53, invalid: true,
 			refusals: []error{pix.ErrHoldExceedsCredit, pix.ErrInsufficientFunds},
 			step: func(h *holdHistory, rnd *rand.Rand, account string) error {
-				reported := h.reported[account]
-				switch k := rnd.IntN(12); {
-				case k < 2:
-					return h.credit(ctx, rnd, account, 1_500)
-				case k < 5:
-					nh := med(uuid.NewString(), account, reported[rnd.IntN(len(reported))], 1+rnd.Int64N(6_000))
-					if rnd.IntN(3) == 0 {
-						nh = db.NewHold{Ref: uuid.NewString(), AccountID: account, AmountCents: 1 + rnd.Int64N(3_000), UpTo: true, Kind: "cautionary_block"}
-						if rnd.IntN(2) == 0 { // a block of a reported PIX: its MEDs are cut short, and raised when it ends
-							nh.EndToEndID = reported[rnd.IntN(len(reported))]
-						}
-					}
-					return h.hold(ctx, nh)
-				case k < 7:
-					if held, ok := h.someHold(rnd); ok {
-						return h.once(ctx, func(ctx context.Context, tx pgx.Tx) error {
-							_, _, err := db.Release(ctx, tx, uuid.MustParse(held.ID), "x")
-							return err
-						})
-					}
-				case k < 10:
-					if held, ok := h.someHold(rnd); ok {
-						return h.once(ctx, func(ctx context.Context, tx pgx.Tx) error {
-							_, _, err := db.Shrink(ctx, tx, uuid.MustParse(held.ID), rnd.Int64N(3_000)+1, "x")
-							return err
-						})
-					}
-				default:
-					return tryDebit(h.s, account, 1+rnd.Int64N(3_000))
+				if err := raisesStep(ctx, h, rnd, account); err != nil {
+					return err
+				}
+				// After every step, as every transaction leaves it (one
+				// statement: one snapshot of what committed).
+				var lacking int
+				if err := h.s.Pool().QueryRow(ctx, lacksWhileAvailable).Scan(&lacking); err != nil {
+					return err
+				}
+				if lacking > 0 {
+					return fmt.Errorf("%d holds lack while money is available", lacking)
 				}
 				return nil
 			},
 			wrongs: map[string]string{
-				"a release that filled more than it freed": `
-					SELECT count(*) FROM pix_holds r
-					WHERE r.status = 'released' AND r.amount_cents < (SELECT COALESCE(sum(f.amount_cents), 0) FROM pix_hold_fills f
-					      WHERE f.source_kind = 'hold_release' AND f.source_id = r.id::text)`,
-				"a shrink that filled more than it freed": `
-					SELECT count(*) FROM outbox_events e
-					WHERE e.event_type = 'pix.hold.shrunk' AND (e.payload->>'released_cents')::bigint < (SELECT COALESCE(sum(f.amount_cents), 0)
-					      FROM pix_hold_fills f WHERE f.source_kind = 'hold_shrink' AND f.source_id = e.id::text)`,
-				"a hold that lacks while money is available": `
-					SELECT count(*) FROM pix_holds h WHERE h.status = 'active' AND h.amount_cents < h.fill_to_cents
-					AND EXISTS (SELECT 1 FROM accounts a WHERE a.id = h.account_id AND a.balance_cents - a.held_cents > 0)`,
+				"a hold that holds other than it was made with and filled": `
+					SELECT count(*) FROM pix_holds h
+					WHERE h.amount_cents <> (SELECT (e.payload->>'amount_cents')::bigint FROM outbox_events e
+					                         WHERE e.aggregate_id = h.id::text AND e.event_type = 'pix.hold.created')
+					                      + (SELECT COALESCE(sum(f.amount_cents), 0) FROM pix_hold_fills f WHERE f.hold_id = h.id)
+					                      - (SELECT COALESCE(sum((e.payload->>'released_cents')::bigint), 0) FROM outbox_events e
+					                         WHERE e.aggregate_id = h.id::text AND e.event_type = 'pix.hold.shrunk')
+					   OR h.amount_cents > h.fill_to_cents`,
+				"a fill without its event, or an event without its fill": `
+					SELECT abs((SELECT count(*) FROM pix_hold_fills) - (SELECT count(*) FROM outbox_events WHERE event_type = 'pix.hold.filled'))`,
+				// Before its fill-until: one past it lacks nothing (no inflow
+				// fills it), and a raise of another beyond the money its
+				// release or shrink frees fills from what is available.
+				"a hold that lacks while money is available": lacksWhileAvailable,
 				"a PIX whose holds and devoluções take more than its credit": `
 					SELECT count(*) FROM pix_credits c
 					WHERE c.amount_cents < (SELECT COALESCE(sum(COALESCE(h.fill_to_cents, h.amount_cents)), 0) FROM pix_holds h
@@ -739,4 +727,52 @@ func TestRaceAReturnInPartsAndACredit(t *testing.T) {
 	requireHold(t, s, next.ID, 5_000, 7_000, pix.HoldActive)
 	requireMoney(t, s, "acc-1", 5_000, 5_000)
 	dbtest.RequireBooks(t, s)
+}
+
+// lacksWhileAvailable counts the holds that lack, before their fill-until,
+// while their account has money available: none, after every transaction.
+const lacksWhileAvailable = `
+	SELECT count(*) FROM pix_holds h WHERE h.status = 'active' AND h.amount_cents < h.fill_to_cents
+	AND (h.fill_until IS NULL OR statement_timestamp() < h.fill_until)
+	AND EXISTS (SELECT 1 FROM accounts a WHERE a.id = h.account_id AND a.balance_cents - a.held_cents > 0)`
+
+// raisesStep is a step of the raises history (TestHoldHistoriesUnderConcurrency).
+func raisesStep(ctx context.Context, h *holdHistory, rnd *rand.Rand, account string) error {
+	reported := h.reported[account]
+	switch k := rnd.IntN(14); {
+	case k < 2:
+		return h.credit(ctx, rnd, account, 1_500)
+	case k >= 12: // a MED's fill-until passes: it lacks nothing more, its room stays reserved
+		if held, ok := h.someHold(rnd); ok && held.FillToCents != nil {
+			_, err := h.s.Pool().Exec(ctx, `UPDATE pix_holds SET fill_until = statement_timestamp() - interval '1 microsecond'
+				WHERE id = $1 AND fill_until IS NULL`, held.ID)
+			return err
+		}
+	case k < 5:
+		nh := med(uuid.NewString(), account, reported[rnd.IntN(len(reported))], 1+rnd.Int64N(6_000))
+		if rnd.IntN(3) == 0 {
+			nh = db.NewHold{Ref: uuid.NewString(), AccountID: account, AmountCents: 1 + rnd.Int64N(3_000), UpTo: true, Kind: "cautionary_block"}
+			if rnd.IntN(2) == 0 { // a block of a reported PIX: its MEDs are cut short, and raised when it ends
+				nh.EndToEndID = reported[rnd.IntN(len(reported))]
+			}
+		}
+		return h.hold(ctx, nh)
+	case k < 7:
+		if held, ok := h.someHold(rnd); ok {
+			return h.once(ctx, func(ctx context.Context, tx pgx.Tx) error {
+				_, _, err := db.Release(ctx, tx, uuid.MustParse(held.ID), "x")
+				return err
+			})
+		}
+	case k < 10:
+		if held, ok := h.someHold(rnd); ok {
+			return h.once(ctx, func(ctx context.Context, tx pgx.Tx) error {
+				_, _, err := db.Shrink(ctx, tx, uuid.MustParse(held.ID), rnd.Int64N(3_000)+1, "x")
+				return err
+			})
+		}
+	default:
+		return tryDebit(h.s, account, 1+rnd.Int64N(3_000))
+	}
+	return nil
 }

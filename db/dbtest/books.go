@@ -57,6 +57,28 @@ func RequireBooks(t testing.TB, s *db.Store) {
 	require.Zero(t, over, "a PIX whose devoluções and holds exceed its credit")
 }
 
+// RequireNoHoldLacksWhileAvailable checks the rule the holds that fill
+// rest on (docs/design.md, I11): no account has money available while one
+// of its holds that fill still lacks (active, before its fill_until by the
+// database's clock): every inflow fills them first, and so does every
+// change that makes one lack (a raise, a hold made filling), in its own
+// transaction. at says when (a history's step).
+func RequireNoHoldLacksWhileAvailable(t testing.TB, s *db.Store, at string) {
+	t.Helper()
+	var lacking []string
+	rs, err := s.Pool().Query(context.Background(), `
+		SELECT h.id::text || ' of ' || h.account_id || ' holds ' || h.amount_cents || ' of ' || h.fill_to_cents
+		       || ', ' || (a.balance_cents - a.held_cents) || ' available'
+		FROM pix_holds h JOIN accounts a ON a.id = h.account_id
+		WHERE h.status = 'active' AND h.amount_cents < h.fill_to_cents
+		  AND (h.fill_until IS NULL OR statement_timestamp() < h.fill_until)
+		  AND a.balance_cents - a.held_cents > 0`)
+	require.NoError(t, err)
+	lacking, err = pgx.CollectRows(rs, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Empty(t, lacking, "%s: a hold lacks while its account has money available", at)
+}
+
 // Event is one event the outbox holds: its type and its payload.
 type Event struct {
 	Type    string

@@ -152,7 +152,7 @@ var statementPlans = map[string]statementPlan{
 	"quarantine.RefundsFrom": readsWhole(perPIX, "a MED report's expiry reads the refund requests quarantined and not cleared, a handful paged until cleared", "pix_med_quarantine"),
 	"quarantine.Count":       readsWhole(periodic, "the gauge of the MED items quarantined and not cleared, a handful paged until cleared", "pix_med_quarantine"),
 
-	"holds.AccountFilling": checked(perPIX), // a new hold that fills
+	"holds.AccountLacking": checked(perPIX), // a new hold, when money is available
 	"holds.ByRef":          checked(perPIX),
 	"holds.Capture":        checked(perPIX),
 	"holds.Fill":           checked(perPIX),    // a credit to an account with a hold filling

@@ -45,16 +45,19 @@ SELECT {{template "holdColumns"}}
 FROM pix_holds WHERE id = $1
 FOR UPDATE
 
--- name: AccountFilling
--- Whether the account $1 has a hold still filling (db.Hold of a new hold,
--- one that fills or not, when money is available, under the account's
--- lock: one probe of pix_holds_filling_idx). Holds that fill take money
--- strictly oldest first: a new hold takes nothing available while an
--- older one lacks (a cautionary block never takes what a MED lacks). One
--- past its fill_until (by the database's clock, as Fill) lacks nothing:
--- no inflow fills it any more.
-SELECT EXISTS (SELECT 1 FROM pix_holds WHERE account_id = $1 AND status = 'active' AND amount_cents < fill_to_cents
-                                         AND (fill_until IS NULL OR statement_timestamp() < fill_until))
+-- name: AccountLacking
+-- What the holds of the account $1 still filling lack in all, under the
+-- account's lock, when money is available (one probe of
+-- pix_holds_filling_idx): db.Hold's of a new hold, one that fills or not,
+-- and db's fillFromAvailable's, which fills them only if any. A new hold never
+-- takes it (a cautionary block never takes what a MED lacks). Every change
+-- that makes a hold lack fills it from what is available in its own
+-- transaction, so it is 0 when money is available, but on an account an
+-- older build left otherwise. One past its fill_until (by the database's
+-- clock, as Fill) lacks nothing: no inflow fills it any more.
+SELECT COALESCE(sum(fill_to_cents - amount_cents), 0)::bigint FROM pix_holds
+WHERE account_id = $1 AND status = 'active' AND amount_cents < fill_to_cents
+  AND (fill_until IS NULL OR statement_timestamp() < fill_until)
 
 -- name: Hold
 -- A new hold, its account's held amount and its event, in one statement,

@@ -209,10 +209,9 @@ func (h *holdsModel) cutShort() bool {
 func (h *holdsModel) createBlock(at string) string {
 	m := h.medModel
 	acc, e2e := h.c.AccountID, h.c.EndToEndID
-	room, available := m.room(e2e, h.c.AmountCents), m.balance[acc]-m.held(acc)
-	if m.lacking(acc) {
-		available = 0 // a block never takes what an older hold that fills lacks (db.Hold)
-	}
+	// A block never takes what an older hold that fills lacks (db.Hold):
+	// nothing while one lacks, as no hold lacks while money is available.
+	room, available := m.room(e2e, h.c.AmountCents), m.availableToNew(acc)
 	amount := 1 + m.rng.Int64N(h.c.AmountCents/2)
 	switch m.rng.IntN(4) {
 	case 0:

@@ -269,14 +269,32 @@ func (m *medModel) fill(acc string, cents int64) {
 	}
 }
 
-func (m *medModel) lacking(acc string) bool {
+// lack is what the holds of acc that fill lack in all (those past their
+// fill-until lack nothing: nothing fills them any more).
+func (m *medModel) lack(acc string) int64 {
+	var n int64
 	for _, h := range m.holds {
 		if h.acc == acc && h.active && !h.whole && !h.expired && h.amount < h.fillTo {
-			return true
+			n += h.fillTo - h.amount
 		}
 	}
-	return false
+	return n
 }
+
+// available is what acc has that no hold holds.
+func (m *medModel) available(acc string) int64 { return m.balance[acc] - m.held(acc) }
+
+// availableToNew is what a new hold of acc may take: what is available
+// but what its older holds that fill lack (db.Hold: a new hold never
+// takes what an older one lacks; 0 while one lacks, as no hold lacks
+// while money is available).
+func (m *medModel) availableToNew(acc string) int64 { return max(0, m.available(acc)-m.lack(acc)) }
+
+// fillFromAvailable is the model of what every change that may make a
+// hold lack does next in its transaction (a release, a shrink: db's
+// fillFromAvailable): the account's holds that lack fill, oldest first,
+// from all it has available, as an inflow of it would.
+func (m *medModel) fillFromAvailable(acc string) { m.fill(acc, max(0, m.available(acc))) }
 
 // room is what of the PIX e2e, credited credit, its devoluções (all but the
 // reversed) and its active holds (what each fills to, or holds) leave
@@ -297,8 +315,8 @@ func (m *medModel) room(e2e string, credit int64) int64 {
 
 // newHold is the model of a hold of asked of the PIX of r that fills
 // (db.Hold, UpTo, FillFromCredits): it fills to what the PIX's room leaves
-// of asked, short by the rest, and holds what is available of that, none
-// while an older hold of the account lacks.
+// of asked, short by the rest, and holds what is available of that but
+// what the account's older holds that fill lack.
 func (m *medModel) newHold(r *mReport, asked int64) *mHold {
 	h := &mHold{acc: r.acc, e2e: r.e2e, active: true, events: 1}
 	h.fillTo = min(asked, max(m.room(r.e2e, r.amount), 0))
@@ -306,9 +324,7 @@ func (m *medModel) newHold(r *mReport, asked int64) *mHold {
 	if h.short > 0 {
 		m.cutShort++
 	}
-	if !m.lacking(r.acc) {
-		h.amount = min(h.fillTo, m.balance[r.acc]-m.held(r.acc))
-	}
+	h.amount = min(h.fillTo, m.availableToNew(r.acc))
 	return h
 }
 
@@ -347,13 +363,13 @@ func (m *medModel) release(r *mReport) {
 }
 
 // releaseHold is the model of db.Release: what the hold took of its PIX
-// raises the PIX's holds that fill, then what it held fills the
-// account's holds that lack.
+// raises the PIX's holds that fill, then what it held, and what else the
+// account has available, fills the account's holds that lack.
 func (m *medModel) releaseHold(h *mHold) {
 	h.active = false
 	h.events++
 	m.raise(h.e2e, h.fillTo, nil)
-	m.fill(h.acc, h.amount)
+	m.fillFromAvailable(h.acc)
 }
 
 // worldDICT is the DICT of the model's reports: what it has is the
@@ -939,11 +955,13 @@ func (m *medModel) fences(got map[uuid.UUID]string) {
 		}
 		if med.ClosedRejected(m.get(r)) {
 			// db.Shrink to what it holds: the room it frees raises the
-			// PIX's other holds that fill.
+			// PIX's other holds that fill, and what the account has
+			// available fills them.
 			freed := h.fillTo - h.amount
 			h.fillTo, h.short = h.amount, 0
 			h.events++
 			m.raise(h.e2e, freed, h)
+			m.fillFromAvailable(h.acc)
 		}
 	}
 }
@@ -1604,8 +1622,8 @@ func (m *medModel) returnModel(at string, r *mReport) {
 	h := r.hold
 	if h == nil {
 		// Released before (the report ended, then took a request again):
-		// held anew, up to what is left, filling; nothing available
-		// while an older hold of the account lacks.
+		// held anew, up to what is left, filling; what is available
+		// but what the account's older holds lack.
 		h = m.newHold(r, left)
 		got := m.get(r)
 		require.NotNil(m.t, got.HoldID, "%s: held anew", at)
@@ -1615,14 +1633,14 @@ func (m *medModel) returnModel(at string, r *mReport) {
 	} else if h.amount > left || h.fillTo > left || h.fillTo+h.short > left {
 		// db.Shrink: what it may be raised to is at most left too; the
 		// room it frees raises the PIX's other holds that fill, then
-		// what it frees fills the account's holds that lack.
-		freed := h.amount - min(h.amount, left)
+		// what it frees, and what else is available, fills the
+		// account's holds that lack.
 		fillTo := min(h.fillTo, left)
 		room := h.fillTo - fillTo
 		h.amount, h.fillTo, h.short = min(h.amount, left), fillTo, min(h.fillTo+h.short, left)-fillTo
 		h.events++
 		m.raise(r.e2e, room, h)
-		m.fill(r.acc, freed)
+		m.fillFromAvailable(r.acc)
 	}
 	if h.amount == 0 {
 		r.setStatus(med.StatusAwaitingCredit)
@@ -1739,6 +1757,14 @@ func (m *medModel) check(at string) {
 	_, err = pgx.ForEachRow(rows, []any{&id, &s}, func() error { got[id] = s; return nil })
 	require.NoError(t, err)
 	m.fences(got)
+	// No hold lacks while its account has money available: every inflow
+	// and every change that makes a hold lack fills it first.
+	dbtest.RequireNoHoldLacksWhileAvailable(t, m.f.s, at)
+	for acc := range m.balance {
+		if m.lack(acc) > 0 {
+			require.Zero(t, m.available(acc), "%s: the model: %s lacks %d while available", at, acc, m.lack(acc))
+		}
+	}
 	want := map[uuid.UUID]string{}
 	for _, h := range m.holds {
 		status := pix.HoldActive
