@@ -561,8 +561,8 @@ func capturePart(ctx context.Context, tx pgx.Tx, id uuid.UUID, refundID string, 
 // holds that still lack, with the rest of what is available
 // (fillFromAvailable), what they leave is spendable
 // again; the rest never stops being held (a release and a hold anew would make it available
-// between the two, or for good when the new hold takes less: a hold that
-// fills takes nothing while an older one lacks). It returns the hold as it
+// between the two, or for good when the new hold takes less: a new hold
+// takes only what older holds don't lack). It returns the hold as it
 // is after the call and whether this call shrank it. Idempotent and fenced
 // by the hold as it is under its locks: a hold within toCents already (a
 // retry whose first try committed) or ended is returned as it is, nothing
