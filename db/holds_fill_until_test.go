@@ -49,7 +49,7 @@ func fillsUntil(ref, account string, amount int64, until time.Time) db.NewHold {
 // A credit after a hold's fill-until adds nothing to it, and what the hold
 // lacks is left to the holds after it in the order (a newer hold takes the
 // credit); a hold made after it takes what is available at once, the
-// older one no longer lacking (AccountFilling). Before the instant it fills,
+// older one no longer lacking (AccountLacking). Before the instant it fills,
 // as any. Seen failing on the old Fill (the old hold took the 4,000: held
 // 4,000 by the first hold, 0 by the second).
 func TestACreditAfterAHoldsFillUntilAddsNothingToIt(t *testing.T) {
